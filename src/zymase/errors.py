@@ -1,0 +1,57 @@
+"""User-facing errors.
+
+Every failure a user can cause is raised as a :class:`ZymaseError` and printed by
+the command line as one line ``zymase: error: ...`` naming the construct, the
+function and the source location, followed by a hint. Internal bugs stay ordinary
+exceptions so that they are not mistaken for user errors.
+"""
+
+from __future__ import annotations
+
+
+class ZymaseError(Exception):
+    """An error the user can act on.
+
+    ``construct`` names the instruction/op (e.g. ``call @foo`` or ``math.sin``),
+    ``function`` the enclosing function, ``location`` a ``file:line[:col]`` string
+    and ``hint`` what to do about it.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        construct: str | None = None,
+        function: str | None = None,
+        location: str | None = None,
+        hint: str | None = None,
+    ):
+        super().__init__(message)
+        self.message = message
+        self.construct = construct
+        self.function = function
+        self.location = location
+        self.hint = hint
+
+    def format(self) -> str:
+        """The single line printed to stderr (the hint is appended after ``; hint:``)."""
+        where = []
+        if self.location:
+            where.append(self.location)
+        text = "zymase: error: "
+        if where:
+            text += ": ".join(where) + ": "
+        text += self.message
+        context = []
+        if self.construct:
+            context.append(f"in '{self.construct}'")
+        if self.function:
+            context.append(f"in function '{self.function}'")
+        if context:
+            text += " (" + ", ".join(context) + ")"
+        if self.hint:
+            text += f"; hint: {self.hint}"
+        return text
+
+    def __str__(self) -> str:  # pragma: no cover - convenience
+        return self.format()

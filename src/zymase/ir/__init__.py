@@ -1,0 +1,102 @@
+"""The IR layer: the only package that imports xDSL.
+
+Everything else in zymase imports IR classes and dialects from here, so that an
+xDSL upgrade touches one place. ``make_context()`` returns a context with every
+dialect zymase reads or writes.
+"""
+
+from __future__ import annotations
+
+from xdsl.builder import Builder, InsertPoint
+from xdsl.context import Context
+from xdsl.dialects import arith, builtin, cf, func, math, scf, memref
+from xdsl.dialects import llvm
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseArrayBase,
+    DenseIntOrFPElementsAttr,
+    DictionaryAttr,
+    FileLineColLoc,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    FloatAttr,
+    FunctionType,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    ModuleOp,
+    StringAttr,
+    SymbolRefAttr,
+    UnitAttr,
+    UnknownLoc,
+    f16,
+    f32,
+    f64,
+    i1,
+    i8,
+    i32,
+    i64,
+)
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, Region, SSAValue
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import ParseError, VerifyException
+
+from zymase.errors import ZymaseError
+from zymase.ir import enzyme, llvm_ext
+
+FLOAT_TYPES = (Float16Type, Float32Type, Float64Type)
+
+
+def is_float_type(t: Attribute) -> bool:
+    """True for the scalar floating-point types we differentiate."""
+    return isinstance(t, FLOAT_TYPES)
+
+
+def make_context() -> Context:
+    """A context with every dialect zymase uses (llvm is the extended one)."""
+    ctx = Context(allow_unregistered=False)
+    for dialect in (
+        builtin.Builtin,
+        func.Func,
+        arith.Arith,
+        math.Math,
+        cf.Cf,
+        scf.Scf,
+        memref.MemRef,
+        llvm_ext.LLVM_EXT,
+        enzyme.Enzyme,
+    ):
+        ctx.load_dialect(dialect)
+    return ctx
+
+
+def parse_mlir(text: str, filename: str = "<input>") -> ModuleOp:
+    """Parse MLIR text into a module; syntax errors become ZymaseError."""
+    try:
+        module = Parser(make_context(), text, filename).parse_module()
+    except ParseError as exc:
+        raise ZymaseError(
+            f"cannot parse MLIR: {str(exc).strip().splitlines()[0]}",
+            location=filename,
+            hint="check the MLIR syntax (generic form is always accepted)",
+        ) from None
+    return module
+
+
+def print_mlir(op: Operation) -> str:
+    """Print an op (usually a module) as MLIR text."""
+    import io
+
+    stream = io.StringIO()
+    Printer(stream=stream).print_op(op)
+    return stream.getvalue() + "\n"
+
+
+def location_of(op: Operation) -> str | None:
+    """``file:line:col`` of an op, when it carries a FileLineColLoc."""
+    loc = op.location
+    if isinstance(loc, FileLineColLoc):
+        return f"{loc.filename.data}:{loc.line.value.data}:{loc.column.value.data}"
+    return None

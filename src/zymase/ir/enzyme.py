@@ -1,0 +1,257 @@
+"""The ``enzyme`` dialect, spelled as in Enzyme-MLIR.
+
+* ``enzyme.autodiff`` / ``enzyme.fwddiff``: differentiate the function ``fn`` with
+  per-argument ``activity`` and per-result ``ret_activity``.
+* ``enzyme.init`` creates a gradient accumulator (``!enzyme.Gradient<T>``) or a
+  LIFO cache (``!enzyme.Cache<T>``); ``enzyme.get``/``enzyme.set`` read and write
+  accumulators, ``enzyme.push``/``enzyme.pop`` fill and drain caches.
+
+Reverse mode is first generated with these generic ops and later simplified
+(push/pop of values still available become plain SSA uses) and lowered to memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from enum import Enum
+
+from xdsl.dialects.builtin import ArrayAttr, FlatSymbolRefAttr, StringAttr, SymbolRefAttr
+from xdsl.ir import (
+    Attribute,
+    Dialect,
+    ParametrizedAttribute,
+    SpacedOpaqueSyntaxAttribute,
+    SSAValue,
+    TypeAttribute,
+)
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_attr_definition,
+    irdl_op_definition,
+    ParsePropInAttrDict,
+    operand_def,
+    prop_def,
+    result_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.parser import AttrParser
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
+
+
+class Activity(Enum):
+    """Enzyme-MLIR's six activities (the enum spelling is the textual one)."""
+
+    ACTIVE = "enzyme_active"
+    DUP = "enzyme_dup"
+    CONST = "enzyme_const"
+    DUPNONEED = "enzyme_dupnoneed"
+    ACTIVENONEED = "enzyme_activenoneed"
+    CONSTNONEED = "enzyme_constnoneed"
+
+    @property
+    def needs_primal(self) -> bool:
+        """Whether the primal value of a result with this activity is returned."""
+        return self not in (Activity.DUPNONEED, Activity.ACTIVENONEED, Activity.CONSTNONEED)
+
+    @property
+    def is_active(self) -> bool:
+        return self in (Activity.ACTIVE, Activity.ACTIVENONEED)
+
+    @property
+    def is_dup(self) -> bool:
+        return self in (Activity.DUP, Activity.DUPNONEED)
+
+    @property
+    def is_const(self) -> bool:
+        return self in (Activity.CONST, Activity.CONSTNONEED)
+
+
+@irdl_attr_definition
+class ActivityAttr(SpacedOpaqueSyntaxAttribute, ParametrizedAttribute):
+    """``#enzyme<activity enzyme_active>``."""
+
+    name = "enzyme.activity"
+    value: StringAttr
+
+    def __init__(self, activity: Activity | str):
+        if isinstance(activity, str):
+            activity = Activity(activity)
+        super().__init__(StringAttr(activity.value))
+
+    @property
+    def activity(self) -> Activity:
+        return Activity(self.value.data)  # type: ignore[attr-defined]
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        pos = parser.pos
+        word = parser.parse_identifier()
+        try:
+            Activity(word)
+        except ValueError:
+            parser.raise_error(
+                f"unknown activity '{word}' (expected one of "
+                + ", ".join(a.value for a in Activity)
+                + ")",
+                pos,
+                parser.pos,
+            )
+        return (StringAttr(word),)
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string(self.value.data)  # type: ignore[attr-defined]
+
+
+@irdl_attr_definition
+class GradientType(ParametrizedAttribute, TypeAttribute):
+    """``!enzyme.Gradient<T>``: a mutable adjoint accumulator of type T."""
+
+    name = "enzyme.Gradient"
+    elem: Attribute
+
+    def __init__(self, elem: Attribute):
+        super().__init__(elem)
+
+
+@irdl_attr_definition
+class CacheType(ParametrizedAttribute, TypeAttribute):
+    """``!enzyme.Cache<T>``: a LIFO stack of T filled by the forward sweep."""
+
+    name = "enzyme.Cache"
+    elem: Attribute
+
+    def __init__(self, elem: Attribute):
+        super().__init__(elem)
+
+
+def _activities(attr: ArrayAttr) -> list[Activity]:
+    return [a.activity for a in attr.data]  # type: ignore[attr-defined]
+
+
+class _DiffOp(IRDLOperation):
+    fn = prop_def(SymbolRefAttr)
+    inputs = var_operand_def()
+    outputs = var_result_def()
+    activity = prop_def(ArrayAttr)
+    ret_activity = prop_def(ArrayAttr)
+
+    assembly_format = "$fn `(` $inputs `)` attr-dict `:` functional-type($inputs, results)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(
+        self,
+        fn: str | SymbolRefAttr,
+        inputs: Sequence[SSAValue],
+        result_types: Sequence[Attribute],
+        activity: Sequence[Activity],
+        ret_activity: Sequence[Activity],
+    ):
+        if isinstance(fn, str):
+            fn = FlatSymbolRefAttr(fn)
+        super().__init__(
+            operands=[inputs],
+            result_types=[result_types],
+            properties={
+                "fn": fn,
+                "activity": ArrayAttr([ActivityAttr(a) for a in activity]),
+                "ret_activity": ArrayAttr([ActivityAttr(a) for a in ret_activity]),
+            },
+        )
+
+    @property
+    def arg_activities(self) -> list[Activity]:
+        return _activities(self.activity)
+
+    @property
+    def ret_activities(self) -> list[Activity]:
+        return _activities(self.ret_activity)
+
+    def verify_(self) -> None:
+        for attr in (*self.activity.data, *self.ret_activity.data):
+            if not isinstance(attr, ActivityAttr):
+                raise VerifyException(
+                    f"{self.name}: activities must be #enzyme<activity ...>, got {attr}"
+                )
+
+
+@irdl_op_definition
+class AutoDiffOp(_DiffOp):
+    """Reverse mode: operands are the primal arguments (each dup argument followed by
+    its shadow) and then one seed per active result; results are the primal results
+    that are needed, followed by the derivatives of the active arguments."""
+
+    name = "enzyme.autodiff"
+
+
+@irdl_op_definition
+class FwdDiffOp(_DiffOp):
+    """Forward mode: operands are the primal arguments, each dup argument followed
+    by its tangent; results are, per function result, the primal (unless *noneed)
+    followed by the tangent (for dup/dupnoneed)."""
+
+    name = "enzyme.fwddiff"
+
+
+@irdl_op_definition
+class InitOp(IRDLOperation):
+    """Create an accumulator or a cache."""
+
+    name = "enzyme.init"
+    result = result_def(GradientType | CacheType)
+    assembly_format = "attr-dict `:` type($result)"
+
+    def __init__(self, typ: Attribute):
+        super().__init__(result_types=[typ])
+
+
+@irdl_op_definition
+class SetOp(IRDLOperation):
+    name = "enzyme.set"
+    gradient = operand_def(GradientType)
+    value = operand_def()
+    assembly_format = "$gradient `,` $value attr-dict `:` type($gradient) `,` type($value)"
+
+    def __init__(self, gradient: SSAValue, value: SSAValue):
+        super().__init__(operands=[gradient, value])
+
+
+@irdl_op_definition
+class GetOp(IRDLOperation):
+    name = "enzyme.get"
+    gradient = operand_def(GradientType)
+    result = result_def()
+    assembly_format = "$gradient attr-dict `:` type($gradient) `->` type($result)"
+
+    def __init__(self, gradient: SSAValue):
+        super().__init__(operands=[gradient], result_types=[gradient.type.elem])  # type: ignore[attr-defined]
+
+
+@irdl_op_definition
+class PushOp(IRDLOperation):
+    name = "enzyme.push"
+    cache = operand_def(CacheType)
+    value = operand_def()
+    assembly_format = "$cache `,` $value attr-dict `:` type($cache) `,` type($value)"
+
+    def __init__(self, cache: SSAValue, value: SSAValue):
+        super().__init__(operands=[cache, value])
+
+
+@irdl_op_definition
+class PopOp(IRDLOperation):
+    name = "enzyme.pop"
+    cache = operand_def(CacheType)
+    result = result_def()
+    assembly_format = "$cache attr-dict `:` type($cache) `->` type($result)"
+
+    def __init__(self, cache: SSAValue):
+        super().__init__(operands=[cache], result_types=[cache.type.elem])  # type: ignore[attr-defined]
+
+
+Enzyme = Dialect(
+    "enzyme",
+    [AutoDiffOp, FwdDiffOp, InitOp, SetOp, GetOp, PushOp, PopOp],
+    [ActivityAttr, GradientType, CacheType],
+)
