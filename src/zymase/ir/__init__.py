@@ -40,11 +40,13 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, Region, SSAValue
 from xdsl.parser import Parser
+from xdsl.passes import ModulePass
 from xdsl.printer import Printer
+from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import ParseError, VerifyException
 
 from zymase.errors import ZymaseError
-from zymase.ir import enzyme, llvm_ext
+from zymase.ir import arith_ext, enzyme, llvm_ext
 
 FLOAT_TYPES = (Float16Type, Float32Type, Float64Type)
 
@@ -60,7 +62,7 @@ def make_context() -> Context:
     for dialect in (
         builtin.Builtin,
         func.Func,
-        arith.Arith,
+        arith_ext.ARITH_EXT,  # xDSL's arith plus remf/index_castui
         math.Math,
         cf.Cf,
         scf.Scf,
