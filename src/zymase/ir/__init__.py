@@ -102,3 +102,10 @@ def location_of(op: Operation) -> str | None:
     if isinstance(loc, FileLineColLoc):
         return f"{loc.filename.data}:{loc.line.value.data}:{loc.column.value.data}"
     return None
+
+
+def convert_scf_to_cf(module: ModuleOp) -> None:
+    """Lower scf.for/if/while to cf branches in place (xDSL's convert-scf-to-cf)."""
+    from xdsl.transforms.convert_scf_to_cf import ConvertScfToCf
+
+    ConvertScfToCf().apply(make_context(), module)
