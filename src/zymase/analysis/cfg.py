@@ -1,0 +1,157 @@
+"""Control-flow facts of one function body: edges, predecessors, dominators, cycles.
+
+Edges are kept per successor slot (a terminator may target one block twice with
+different operands), which the reverse sweep needs to route adjoints of block
+arguments back along the edge that was really taken.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from zymase.ir import Block, Operation, Region
+
+
+@dataclass(frozen=True)
+class Edge:
+    """The ``slot``-th successor of ``src``'s terminator, leading to ``dst``."""
+
+    src: Block
+    slot: int
+    dst: Block
+
+
+@dataclass
+class CFG:
+    region: Region
+    blocks: list[Block]
+    preds: dict[Block, list[Edge]] = field(default_factory=dict)
+    succs: dict[Block, list[Edge]] = field(default_factory=dict)
+    idom: dict[Block, Block | None] = field(default_factory=dict)
+    in_cycle: set[Block] = field(default_factory=set)
+
+    @staticmethod
+    def build(region: Region) -> "CFG":
+        blocks = list(region.blocks)
+        cfg = CFG(region, blocks)
+        for b in blocks:
+            cfg.preds[b] = []
+            cfg.succs[b] = []
+        for b in blocks:
+            term = b.last_op
+            if term is None:
+                continue
+            for slot, s in enumerate(term.successors):
+                e = Edge(b, slot, s)
+                cfg.succs[b].append(e)
+                cfg.preds[s].append(e)
+        cfg._dominators()
+        cfg._cycles()
+        return cfg
+
+    def terminator(self, b: Block) -> Operation:
+        assert b.last_op is not None
+        return b.last_op
+
+    def _rpo(self) -> list[Block]:
+        seen: set[Block] = set()
+        order: list[Block] = []
+        entry = self.blocks[0]
+        stack: list[tuple[Block, int]] = [(entry, 0)]
+        seen.add(entry)
+        while stack:
+            b, i = stack.pop()
+            succ = [e.dst for e in self.succs[b]]
+            if i < len(succ):
+                stack.append((b, i + 1))
+                s = succ[i]
+                if s not in seen:
+                    seen.add(s)
+                    stack.append((s, 0))
+            else:
+                order.append(b)
+        order.reverse()
+        return order
+
+    def _dominators(self) -> None:
+        """Cooper-Harvey-Kennedy iterative dominators over reverse post-order."""
+        rpo = self._rpo()
+        self.reachable = set(rpo)
+        index = {b: i for i, b in enumerate(rpo)}
+        entry = rpo[0]
+        idom: dict[Block, Block | None] = {entry: entry}
+
+        def intersect(a: Block, b: Block) -> Block:
+            while a is not b:
+                while index[a] > index[b]:
+                    a = idom[a]  # type: ignore[assignment]
+                while index[b] > index[a]:
+                    b = idom[b]  # type: ignore[assignment]
+            return a
+
+        changed = True
+        while changed:
+            changed = False
+            for b in rpo[1:]:
+                new = None
+                for e in self.preds[b]:
+                    p = e.src
+                    if p in idom and p in index:
+                        new = p if new is None else intersect(p, new)
+                if new is not None and idom.get(b) is not new:
+                    idom[b] = new
+                    changed = True
+        idom[entry] = None
+        self.idom = idom
+
+    def dominates(self, a: Block, b: Block) -> bool:
+        x: Block | None = b
+        while x is not None:
+            if x is a:
+                return True
+            x = self.idom.get(x)
+        return False
+
+    def _cycles(self) -> None:
+        """Blocks on some cycle (Tarjan's strongly connected components)."""
+        index: dict[Block, int] = {}
+        low: dict[Block, int] = {}
+        on_stack: set[Block] = set()
+        stack: list[Block] = []
+        counter = [0]
+        for root in self.blocks:
+            if root in index:
+                continue
+            work: list[tuple[Block, int]] = [(root, 0)]
+            index[root] = low[root] = counter[0]
+            counter[0] += 1
+            stack.append(root)
+            on_stack.add(root)
+            while work:
+                b, i = work.pop()
+                succ = [e.dst for e in self.succs[b]]
+                if i < len(succ):
+                    work.append((b, i + 1))
+                    s = succ[i]
+                    if s not in index:
+                        index[s] = low[s] = counter[0]
+                        counter[0] += 1
+                        stack.append(s)
+                        on_stack.add(s)
+                        work.append((s, 0))
+                    elif s in on_stack:
+                        low[b] = min(low[b], index[s])
+                    continue
+                if work:
+                    parent = work[-1][0]
+                    low[parent] = min(low[parent], low[b])
+                if low[b] == index[b]:
+                    comp = []
+                    while True:
+                        x = stack.pop()
+                        on_stack.discard(x)
+                        comp.append(x)
+                        if x is b:
+                            break
+                    if len(comp) > 1 or any(e.dst is b for e in self.succs[b]):
+                        self.in_cycle.update(comp)

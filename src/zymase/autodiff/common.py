@@ -1,0 +1,195 @@
+"""Pieces shared by the forward and reverse generators: preparing a private copy of
+the primal function, the activity query, and the signatures of derivative functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from zymase.analysis.activity import ActivityInfo, analyze
+from zymase.analysis.cfg import CFG
+from zymase.autodiff.flavor import Emitter, Flavor, is_differentiable_type
+from zymase.autodiff.registry import REGISTRY, Rule, load_all_rules
+from zymase.autodiff.flavor import intrinsic_base
+from zymase.errors import ZymaseError
+from zymase.ir import Attribute, Block, Operation, Region, SSAValue, llvm, location_of
+from zymase.ir.enzyme import Activity
+
+load_all_rules()
+
+
+def describe(op: Operation) -> str:
+    """A short name for an op in error messages (``call @foo`` for calls)."""
+    if isinstance(op, llvm.CallIntrinsicOp):
+        return f"call @{op.intrin.data}"
+    callee = getattr(op, "callee", None)
+    if callee is not None and hasattr(callee, "root_reference"):
+        return f"{op.name} @{callee.root_reference.data}"
+    return op.name
+
+
+def function_name(fop: Operation) -> str:
+    return fop.sym_name.data  # type: ignore[attr-defined]
+
+
+@dataclass
+class Prepared:
+    """A detached copy of the primal body with a single return block."""
+
+    region: Region
+    cfg: CFG
+    exit: Block
+    returned: list[SSAValue]
+    activity: ActivityInfo
+
+
+class Context:
+    """What both generators need: the module, the flavor, the rule lookup and the
+    callback that names derivative functions of callees (interprocedural AD)."""
+
+    def __init__(self, module: Operation, flavor: Flavor, driver):
+        self.module = module
+        self.flavor = flavor
+        self.driver = driver
+
+    def defined_function(self, op: Operation) -> Operation | None:
+        name = self.flavor.callee(op)
+        if name is None:
+            return None
+        fop = self.driver.lookup_function(name)
+        if fop is None or not fop.body.blocks:
+            return None
+        return fop
+
+    def rule_for(self, op: Operation) -> Rule | None:
+        rule = REGISTRY.lookup(op)
+        if rule is not None:
+            return rule
+        if isinstance(op, llvm.CallIntrinsicOp):
+            return REGISTRY.by_function.get(intrinsic_base(op.intrin.data))
+        name = self.flavor.callee(op)
+        if name is not None and self.defined_function(op) is None:
+            return REGISTRY.by_function.get(name)
+        return None
+
+    def propagates(self, op: Operation, index: int) -> bool:
+        if self.defined_function(op) is not None:
+            return is_differentiable_type(op.operands[index].type)
+        rule = self.rule_for(op)
+        if rule is not None:
+            return rule.propagates(op, index)
+        if not op.results or not any(is_differentiable_type(r.type) for r in op.results):
+            return False
+        return is_differentiable_type(op.operands[index].type)
+
+
+def prepare(ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts: Sequence[Activity]) -> Prepared:
+    """Copy the body, merge multiple returns into one exit block, run activity."""
+    flavor = ctx.flavor
+    region = fop.body.clone()
+    returns = [b.last_op for b in region.blocks if b.last_op is not None and flavor.is_return(b.last_op)]
+    if not returns:
+        raise ZymaseError(
+            "function never returns",
+            function=function_name(fop),
+            hint="only functions that return can be differentiated",
+        )
+    if len(returns) == 1:
+        exit_block = returns[0].parent_block()
+    else:
+        _, outputs = flavor.signature(fop)
+        exit_block = Block(arg_types=outputs)
+        region.add_block(exit_block)
+        E = Emitter(flavor, ctx.module).at_end(exit_block)
+        flavor.ret(E, list(exit_block.args), fop)
+        for r in returns:
+            vals = flavor.return_values(r)
+            blk = r.parent_block()
+            new = flavor.br(exit_block, vals)
+            new.location = r.location
+            blk.insert_op_before(new, r)
+            blk.erase_op(r)
+        # The synthesized ret may have built an aggregate; the returned values are
+        # the exit block's arguments.
+    ret_op = exit_block.last_op
+    returned = list(exit_block.args) if len(returns) > 1 else flavor.return_values(ret_op)
+    cfg = CFG.build(region)
+    if len(ret_acts) != len(returned):
+        raise ZymaseError(
+            f"{len(ret_acts)} return activities given for {len(returned)} results",
+            function=function_name(fop),
+        )
+    act = analyze(list(region.blocks), arg_acts, list(zip(returned, ret_acts)), ctx.propagates, flavor)
+    _reject_unsupported(ctx, fop, region, act, arg_acts)
+    return Prepared(region, cfg, exit_block, returned, act)
+
+
+def _reject_unsupported(ctx: Context, fop: Operation, region: Region, act: ActivityInfo, arg_acts) -> None:
+    """Refuse, with a clear error, programs whose derivative this engine would get
+    wrong: active data flowing through memory (shadow memory is not built yet)."""
+    fname = function_name(fop)
+    for block in region.blocks:
+        for op in block.ops:
+            if isinstance(op, llvm.StoreOp) and op.value in act.varied:
+                raise ZymaseError(
+                    "an active value is stored to memory; differentiating through memory is not supported yet",
+                    construct="store",
+                    function=fname,
+                    location=location_of(op),
+                    hint="compile with -O1 or higher so locals become SSA values, or keep active values out of memory",
+                )
+            callee = ctx.defined_function(op)
+            if callee is not None and any(o in act.varied for o in op.operands):
+                if not any(is_differentiable_type(r.type) for r in op.results) and _writes_memory(callee):
+                    raise ZymaseError(
+                        f"active values are passed to '{function_name(callee)}', which writes memory; "
+                        "differentiating through memory is not supported yet",
+                        construct=describe(op),
+                        function=fname,
+                        location=location_of(op),
+                        hint="return the result instead of writing it through a pointer",
+                    )
+
+
+def _writes_memory(fop: Operation) -> bool:
+    for op in fop.walk():
+        if isinstance(op, llvm.StoreOp):
+            return True
+    return False
+
+
+def rev_signature(inputs: Sequence[Attribute], outputs: Sequence[Attribute], arg_acts, ret_acts):
+    """Signature of a reverse-mode derivative function.
+
+    Inputs: each primal argument, followed by its shadow when dup; then one seed per
+    active result. Outputs: the primal results that are needed, then the derivative
+    of each active argument (Enzyme-MLIR's convention for ``enzyme.autodiff``)."""
+    ins: list[Attribute] = []
+    for t, a in zip(inputs, arg_acts):
+        ins.append(t)
+        if a.is_dup:
+            ins.append(t)
+    for t, a in zip(outputs, ret_acts):
+        if a.is_active:
+            ins.append(t)
+    outs = [t for t, a in zip(outputs, ret_acts) if a.needs_primal]
+    outs += [t for t, a in zip(inputs, arg_acts) if a.is_active]
+    return ins, outs
+
+
+def fwd_signature(inputs, outputs, arg_acts, ret_acts):
+    """Signature of a forward-mode derivative function: each argument followed by its
+    tangent when dup/active; per result the primal (unless *noneed) then the tangent."""
+    ins: list[Attribute] = []
+    for t, a in zip(inputs, arg_acts):
+        ins.append(t)
+        if a.is_dup or a.is_active:
+            ins.append(t)
+    outs: list[Attribute] = []
+    for t, a in zip(outputs, ret_acts):
+        if a.needs_primal:
+            outs.append(t)
+        if not a.is_const:
+            outs.append(t)
+    return ins, outs

@@ -1,0 +1,82 @@
+"""Generates derivative functions on demand, once per (function, mode, activities).
+
+The driver owns naming (``diffe<name>``, ``fwddiffe<name>``, with a numeric suffix
+when one function is differentiated with several activity patterns) and makes
+recursion work: a derivative function is registered before its body is generated,
+so a recursive call finds it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from zymase.autodiff.common import Context, fwd_signature, rev_signature
+from zymase.autodiff.flavor import flavor_of
+from zymase.autodiff.forward import ForwardGenerator
+from zymase.autodiff.reverse import ReverseGenerator
+from zymase.errors import ZymaseError
+from zymase.ir import ModuleOp, Operation
+from zymase.ir.enzyme import Activity
+
+
+class Driver:
+    def __init__(self, module: ModuleOp):
+        self.module = module
+        self.symbols: dict[str, Operation] = {}
+        for op in module.body.block.ops:
+            name = getattr(op, "sym_name", None)
+            if name is not None:
+                self.symbols[name.data] = op
+        self.done: dict[tuple, str] = {}
+
+    def lookup_function(self, name: str) -> Operation | None:
+        return self.symbols.get(name)
+
+    def function(self, name: str, where: Operation | None = None) -> Operation:
+        fop = self.symbols.get(name)
+        if fop is None or not hasattr(fop, "body"):
+            raise ZymaseError(f"no function named '{name}' to differentiate", construct=f"@{name}")
+        if not fop.body.blocks:
+            raise ZymaseError(
+                f"cannot differentiate '{name}': it is only declared here, its body is not in this module",
+                construct=f"@{name}",
+                hint="define the function in the same translation unit",
+            )
+        return fop
+
+    def _fresh(self, base: str) -> str:
+        name, k = base, 0
+        while name in self.symbols:
+            k += 1
+            name = f"{base}.{k}"
+        return name
+
+    def _generate(self, mode: str, fop: Operation, arg_acts: Sequence[Activity], ret_acts: Sequence[Activity]) -> str:
+        fname = fop.sym_name.data
+        key = (mode, fname, tuple(arg_acts), tuple(ret_acts))
+        if key in self.done:
+            return self.done[key]
+        flavor = flavor_of(fop)
+        inputs, outputs = flavor.signature(fop)
+        if len(arg_acts) != len(inputs):
+            raise ZymaseError(
+                f"{len(arg_acts)} argument activities given for {len(inputs)} arguments",
+                function=fname,
+            )
+        sig = rev_signature if mode == "rev" else fwd_signature
+        ins, outs = sig(inputs, outputs, arg_acts, ret_acts)
+        name = self._fresh(("diffe" if mode == "rev" else "fwddiffe") + fname)
+        gop = flavor.make_function(name, ins, outs, fop)
+        self.module.body.block.add_op(gop)
+        self.symbols[name] = gop
+        self.done[key] = name
+        ctx = Context(self.module, flavor, self)
+        gen_cls = ReverseGenerator if mode == "rev" else ForwardGenerator
+        gen_cls(ctx, fop, arg_acts, ret_acts, name).generate(gop)
+        return name
+
+    def reverse(self, fop: Operation, arg_acts, ret_acts) -> str:
+        return self._generate("rev", fop, arg_acts, ret_acts)
+
+    def forward(self, fop: Operation, arg_acts, ret_acts) -> str:
+        return self._generate("fwd", fop, arg_acts, ret_acts)

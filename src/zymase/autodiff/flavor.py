@@ -1,0 +1,552 @@
+"""IR flavors: how the AD engine spells arithmetic, control flow and functions.
+
+The engine and the derivative rules are dialect-neutral; a *flavor* is the small
+adapter that builds ops of one family of dialects:
+
+* :class:`LLVMFlavor` — the ``llvm`` dialect (code read from LLVM IR),
+* :class:`StdFlavor` — ``func``/``arith``/``math``/``cf`` MLIR.
+
+An :class:`Emitter` pairs a flavor with an insertion point; rules call its methods
+(``E.mul(a, b)``, ``E.fn("cos", x)``) and the right ops appear. This is what lets one
+rule text serve ``arith.mulf`` and ``llvm.fmul``.
+"""
+
+from __future__ import annotations
+
+import math as _pymath
+from collections.abc import Sequence
+
+from zymase.errors import ZymaseError
+from zymase.ir import (
+    Attribute,
+    Block,
+    DenseArrayBase,
+    FloatAttr,
+    FunctionType,
+    IntegerAttr,
+    IntegerType,
+    Operation,
+    Region,
+    SSAValue,
+    arith,
+    cf,
+    func,
+    i32,
+    i64,
+    is_float_type,
+    llvm,
+    llvm_ext,
+    math,
+)
+
+# LLVM intrinsics the llvm flavor may call by neutral name (all exist in LLVM >= 19).
+_LLVM_INTRINSICS = {
+    "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
+    "exp", "exp2", "log", "log2", "log10", "sqrt", "pow", "fabs", "copysign",
+    "floor", "ceil", "trunc", "round", "rint", "fma",
+}
+_LLVM_RENAME = {"fmin": "minnum", "fmax": "maxnum"}
+
+
+class Flavor:
+    """Dialect-specific construction and inspection of ops (see module doc)."""
+
+    name = "abstract"
+
+    # ----- arithmetic -------------------------------------------------------------
+    def const(self, value: float, typ: Attribute) -> Operation: ...
+    def iconst(self, value: int, typ: Attribute) -> Operation: ...
+    def binary(self, kind: str, a: SSAValue, b: SSAValue) -> Operation: ...
+    def neg(self, a: SSAValue) -> Operation: ...
+    def select(self, c: SSAValue, a: SSAValue, b: SSAValue) -> Operation: ...
+    def fcmp(self, pred: str, a: SSAValue, b: SSAValue) -> Operation: ...
+    def icmp_eq(self, a: SSAValue, b: SSAValue) -> Operation: ...
+    def fconv(self, v: SSAValue, typ: Attribute) -> Operation: ...
+    def sitofp(self, v: SSAValue, typ: Attribute) -> Operation: ...
+    def isub(self, a: SSAValue, b: SSAValue) -> Operation: ...
+    def fn(self, emitter: "Emitter", name: str, args: Sequence[SSAValue]) -> SSAValue: ...
+
+    # ----- control flow -----------------------------------------------------------
+    def br(self, dest: Block, args: Sequence[SSAValue]) -> Operation: ...
+    def cond_br(self, c: SSAValue, t: Block, targs, f: Block, fargs) -> Operation: ...
+    def switch(self, v: SSAValue, default: Block, dargs, cases: list[int], dests, dest_args) -> Operation: ...
+    def ret(self, emitter: "Emitter", values: Sequence[SSAValue], func_op: Operation) -> None: ...
+    def is_return(self, op: Operation) -> bool: ...
+    def return_values(self, op: Operation) -> list[SSAValue]: ...
+    def successor_operands(self, term: Operation) -> list[list[SSAValue]]: ...
+    def rebuild_terminator(self, term: Operation, operands: list[list[SSAValue]]) -> Operation: ...
+
+    # ----- functions --------------------------------------------------------------
+    def signature(self, fop: Operation) -> tuple[list[Attribute], list[Attribute]]: ...
+    def make_function(self, name: str, inputs, outputs, like: Operation) -> Operation: ...
+    def call(self, emitter: "Emitter", callee: str, args, result_types) -> list[SSAValue]: ...
+    def callee(self, op: Operation) -> str | None: ...
+    def call_args(self, op: Operation) -> list[SSAValue]: ...
+
+    def is_constant(self, op: Operation) -> bool: ...
+
+
+class Emitter:
+    """Builds ops of one flavor at an insertion point (before ``anchor`` or at the end
+    of ``block``). Returned values are SSA values."""
+
+    def __init__(self, flavor: Flavor, module: Operation):
+        self.flavor = flavor
+        self.module = module
+        self.block: Block | None = None
+        self.anchor: Operation | None = None
+
+    def at_end(self, block: Block) -> "Emitter":
+        self.block, self.anchor = block, None
+        return self
+
+    def before(self, op: Operation) -> "Emitter":
+        self.block, self.anchor = op.parent_block(), op
+        return self
+
+    def insert(self, op: Operation) -> Operation:
+        assert self.block is not None
+        if self.anchor is None:
+            self.block.add_op(op)
+        else:
+            self.block.insert_op_before(op, self.anchor)
+        return op
+
+    def v(self, op: Operation) -> SSAValue:
+        return self.insert(op).results[0]
+
+    # Arithmetic on SSA values; the result has the type of the first operand.
+    def const(self, value: float, typ: Attribute) -> SSAValue:
+        return self.v(self.flavor.const(value, typ))
+
+    def iconst(self, value: int, typ: Attribute) -> SSAValue:
+        return self.v(self.flavor.iconst(value, typ))
+
+    def const_like(self, value: float, like: SSAValue) -> SSAValue:
+        return self.const(value, like.type)
+
+    def zero(self, typ: Attribute) -> SSAValue:
+        return self.const(0.0, typ)
+
+    def add(self, a, b):
+        return self.v(self.flavor.binary("add", a, b))
+
+    def sub(self, a, b):
+        return self.v(self.flavor.binary("sub", a, b))
+
+    def mul(self, a, b):
+        return self.v(self.flavor.binary("mul", a, b))
+
+    def div(self, a, b):
+        return self.v(self.flavor.binary("div", a, b))
+
+    def neg(self, a):
+        return self.v(self.flavor.neg(a))
+
+    def select(self, c, a, b):
+        return self.v(self.flavor.select(c, a, b))
+
+    def fcmp(self, pred: str, a, b):
+        return self.v(self.flavor.fcmp(pred, a, b))
+
+    def icmp_eq(self, a, b):
+        return self.v(self.flavor.icmp_eq(a, b))
+
+    def fconv(self, v, typ):
+        return v if v.type == typ else self.v(self.flavor.fconv(v, typ))
+
+    def sitofp(self, v, typ):
+        return self.v(self.flavor.sitofp(v, typ))
+
+    def isub(self, a, b):
+        return self.v(self.flavor.isub(a, b))
+
+    def fn(self, name: str, *args: SSAValue) -> SSAValue:
+        """A math function by neutral name (sin, cos, exp, log, sqrt, pow, powi, ...)."""
+        return self.flavor.fn(self, name, args)
+
+    def square(self, a):
+        return self.mul(a, a)
+
+    def sign(self, x):
+        """copysign(1, x): the derivative of |x| away from zero."""
+        return self.fn("copysign", self.const_like(1.0, x), x)
+
+    def call(self, callee: str, args, result_types) -> list[SSAValue]:
+        return self.flavor.call(self, callee, args, result_types)
+
+
+def _float_attr(value: float, typ: Attribute) -> FloatAttr:
+    return FloatAttr(value, typ)  # type: ignore[arg-type]
+
+
+# ----------------------------------------------------------------------------------
+# llvm dialect
+# ----------------------------------------------------------------------------------
+
+
+def intrinsic_base(name: str) -> str:
+    """``llvm.sin.f64`` -> ``sin``; ``llvm.powi.f64.i32`` -> ``powi``;
+    ``llvm.vector.reduce.fadd.v4f64`` -> ``vector.reduce.fadd``."""
+    parts = name.split(".")[1:]
+    keep: list[str] = []
+    for p in parts:
+        if _is_type_mangle(p):
+            break
+        keep.append(p)
+    return ".".join(keep)
+
+
+def _is_type_mangle(p: str) -> bool:
+    if p in ("f16", "f32", "f64", "f80", "f128", "bf16", "ppcf128", "isVoid"):
+        return True
+    if p[:1] in ("i", "p") and p[1:].isdigit():
+        return True
+    if p.startswith(("v", "nxv")) and any(ch.isdigit() for ch in p) and p[-1].isdigit():
+        return True
+    return False
+
+
+def _mangle(t: Attribute) -> str:
+    if isinstance(t, IntegerType):
+        return f"i{t.width.data}"
+    return {"f16": "f16", "f32": "f32", "f64": "f64", "bf16": "bf16"}[str(t)]
+
+
+class LLVMFlavor(Flavor):
+    name = "llvm"
+
+    _BIN = {"add": llvm.FAddOp, "sub": llvm.FSubOp, "mul": llvm.FMulOp, "div": llvm.FDivOp}
+
+    def const(self, value, typ):
+        return llvm.ConstantOp(_float_attr(value, typ), typ)
+
+    def iconst(self, value, typ):
+        return llvm.ConstantOp(IntegerAttr(value, typ), typ)
+
+    def binary(self, kind, a, b):
+        return self._BIN[kind](a, b)
+
+    def neg(self, a):
+        return llvm.FNegOp(a)
+
+    def select(self, c, a, b):
+        return llvm.SelectOp(c, a, b)
+
+    def fcmp(self, pred, a, b):
+        return llvm.FCmpOp(a, b, pred)
+
+    def icmp_eq(self, a, b):
+        return llvm.ICmpOp(a, b, IntegerAttr(0, i64))
+
+    def fconv(self, v, typ):
+        wider = _float_width(typ) > _float_width(v.type)
+        return llvm.FPExtOp(v, typ) if wider else llvm.FPTruncOp(v, typ)
+
+    def sitofp(self, v, typ):
+        return llvm.SIToFPOp(v, typ)
+
+    def isub(self, a, b):
+        return llvm.SubOp(a, b)
+
+    def fn(self, emitter, name, args):
+        t = args[0].type
+        iname = _LLVM_RENAME.get(name, name)
+        if name == "powi":
+            op = llvm.CallIntrinsicOp(
+                f"llvm.powi.{_mangle(t)}.{_mangle(args[1].type)}", list(args), [t]
+            )
+            return emitter.v(op)
+        if iname in _LLVM_INTRINSICS or iname in ("minnum", "maxnum"):
+            return emitter.v(llvm.CallIntrinsicOp(f"llvm.{iname}.{_mangle(t)}", list(args), [t]))
+        # Everything else is a libm call, declared once per module.
+        cname = name + ("f" if str(t) == "f32" else "")
+        self._declare(emitter.module, cname, [a.type for a in args], t)
+        return emitter.v(llvm.CallOp(cname, *args, return_type=t))
+
+    def _declare(self, module, name, inputs, output):
+        for op in module.body.block.ops:
+            if isinstance(op, llvm.FuncOp) and op.sym_name.data == name:
+                return
+        decl = llvm.FuncOp(
+            name, llvm.LLVMFunctionType(inputs, output), linkage=llvm.LinkageAttr("external")
+        )
+        module.body.block.add_op(decl)
+
+    # control flow
+    def br(self, dest, args):
+        return llvm.BrOp(dest, *args)
+
+    def cond_br(self, c, t, targs, f, fargs):
+        return llvm.CondBrOp(c, t, list(targs), f, list(fargs))
+
+    def switch(self, v, default, dargs, cases, dests, dest_args):
+        return llvm_ext.make_switch(v, default, dargs, cases, dests, dest_args)
+
+    def ret(self, emitter, values, func_op):
+        if not values:
+            emitter.insert(llvm.ReturnOp())
+        elif len(values) == 1:
+            emitter.insert(llvm.ReturnOp(values[0]))
+        else:
+            st = llvm.LLVMStructType.from_type_list([v.type for v in values])
+            agg = emitter.v(llvm.UndefOp(st))
+            for i, v in enumerate(values):
+                agg = emitter.v(llvm.InsertValueOp(DenseArrayBase.from_list(i64, [i]), agg, v))
+            emitter.insert(llvm.ReturnOp(agg))
+
+    def is_return(self, op):
+        return isinstance(op, llvm.ReturnOp)
+
+    def return_values(self, op):
+        return [op.arg] if op.arg is not None else []
+
+    def successor_operands(self, term):
+        if isinstance(term, llvm.BrOp):
+            return [list(term.arguments)]
+        if isinstance(term, llvm.CondBrOp):
+            return [list(term.then_arguments), list(term.else_arguments)]
+        if isinstance(term, llvm_ext.SwitchOp):
+            return [list(term.default_operands)] + [list(c) for c in term.case_operand]
+        return [[] for _ in term.successors]
+
+    def rebuild_terminator(self, term, operands):
+        if isinstance(term, llvm.BrOp):
+            new = llvm.BrOp(term.successor, *operands[0])
+        elif isinstance(term, llvm.CondBrOp):
+            new = llvm.CondBrOp(term.cond, term.then_block, operands[0], term.else_block, operands[1])
+        elif isinstance(term, llvm_ext.SwitchOp):
+            cases = [int(x) for x in term.case_values.get_values()] if term.case_values else []
+            new = llvm_ext.make_switch(
+                term.value, term.default_destination, operands[0], cases,
+                list(term.case_destinations), operands[1:],
+            )
+        else:
+            raise ZymaseError(f"cannot differentiate through terminator '{term.name}'", construct=term.name)
+        new.location = term.location
+        return new
+
+    # functions
+    def signature(self, fop):
+        ft = fop.function_type
+        out = ft.output
+        outputs = [] if isinstance(out, llvm.LLVMVoidType) else [out]
+        return list(ft.inputs.data), outputs
+
+    def make_function(self, name, inputs, outputs, like):
+        if not outputs:
+            out = llvm.LLVMVoidType()
+        elif len(outputs) == 1:
+            out = outputs[0]
+        else:
+            out = llvm.LLVMStructType.from_type_list(outputs)
+        fop = llvm.FuncOp(name, llvm.LLVMFunctionType(inputs, out), linkage=llvm.LinkageAttr("internal"))
+        block = Block(arg_types=inputs)
+        fop.body.add_block(block)
+        for key in ("target_cpu", "target_features", "tune_cpu"):
+            if key in like.properties:
+                fop.properties[key] = like.properties[key]
+        if "passthrough" in like.properties:
+            fop.properties["passthrough"] = _filter_passthrough(like.properties["passthrough"])
+        return fop
+
+    def call(self, emitter, callee, args, result_types):
+        if not result_types:
+            emitter.insert(llvm.CallOp(callee, *args))
+            return []
+        if len(result_types) == 1:
+            return [emitter.v(llvm.CallOp(callee, *args, return_type=result_types[0]))]
+        st = llvm.LLVMStructType.from_type_list(result_types)
+        agg = emitter.v(llvm.CallOp(callee, *args, return_type=st))
+        return [
+            emitter.v(llvm.ExtractValueOp(DenseArrayBase.from_list(i64, [i]), agg, t))
+            for i, t in enumerate(result_types)
+        ]
+
+    def callee(self, op):
+        if isinstance(op, llvm.CallOp) and op.callee is not None:
+            return op.callee.root_reference.data
+        return None
+
+    def call_args(self, op):
+        return list(op.args)
+
+    def is_constant(self, op):
+        return isinstance(op, (llvm.ConstantOp, llvm.ZeroOp, llvm.UndefOp, llvm.AddressOfOp))
+
+
+def _filter_passthrough(attr):
+    """Keep target attributes on generated functions, drop attributes that would be
+    wrong for a derivative (e.g. memory effects, noinline on the primal)."""
+    from zymase.ir import ArrayAttr, StringAttr
+
+    kept = []
+    for a in attr.data:
+        key = a.data[0].data if isinstance(a, ArrayAttr) else a.data
+        if isinstance(key, str) and (key.startswith("target") or key in ("nounwind", "tune-cpu", "frame-pointer")):
+            kept.append(a)
+        elif isinstance(a, StringAttr) and a.data == "nounwind":
+            kept.append(a)
+    return ArrayAttr(kept)
+
+
+def _float_width(t: Attribute) -> int:
+    return {"f16": 16, "bf16": 16, "f32": 32, "f64": 64}.get(str(t), 64)
+
+
+# ----------------------------------------------------------------------------------
+# func / arith / math / cf
+# ----------------------------------------------------------------------------------
+
+_MATH_OPS = {
+    "sin": math.SinOp, "cos": math.CosOp, "tan": math.TanOp, "exp": math.ExpOp,
+    "exp2": math.Exp2Op, "log": math.LogOp, "log2": math.Log2Op, "log10": math.Log10Op,
+    "sqrt": math.SqrtOp, "fabs": math.AbsFOp, "atan": math.AtanOp, "tanh": math.TanhOp,
+    "sinh": math.SinhOp, "cosh": math.CoshOp, "asin": math.AsinOp, "acos": math.AcosOp,
+    "erf": math.ErfOp, "cbrt": math.CbrtOp, "expm1": math.ExpM1Op, "log1p": math.Log1pOp,
+    "floor": math.FloorOp, "ceil": math.CeilOp, "trunc": math.TruncOp, "round": math.RoundOp,
+}
+_MATH_BINARY = {"pow": math.PowFOp, "copysign": math.CopySignOp, "atan2": math.Atan2Op}
+_CMPF = {"olt": 4, "ole": 5, "ogt": 2, "oge": 3, "oeq": 1, "one": 6, "une": 13, "ult": 12}
+
+
+class StdFlavor(Flavor):
+    name = "std"
+
+    _BIN = {"add": arith.AddfOp, "sub": arith.SubfOp, "mul": arith.MulfOp, "div": arith.DivfOp}
+
+    def const(self, value, typ):
+        return arith.ConstantOp(_float_attr(value, typ), typ)
+
+    def iconst(self, value, typ):
+        return arith.ConstantOp(IntegerAttr(value, typ), typ)
+
+    def binary(self, kind, a, b):
+        return self._BIN[kind](a, b)
+
+    def neg(self, a):
+        return arith.NegfOp(a)
+
+    def select(self, c, a, b):
+        return arith.SelectOp(c, a, b)
+
+    def fcmp(self, pred, a, b):
+        return arith.CmpfOp(a, b, pred)
+
+    def icmp_eq(self, a, b):
+        return arith.CmpiOp(a, b, "eq")
+
+    def fconv(self, v, typ):
+        if _float_width(typ) > _float_width(v.type):
+            return arith.ExtFOp(v, typ)
+        return arith.TruncFOp(v, typ)
+
+    def sitofp(self, v, typ):
+        return arith.SIToFPOp(v, typ)
+
+    def isub(self, a, b):
+        return arith.SubiOp(a, b)
+
+    def fn(self, emitter, name, args):
+        if name in _MATH_OPS:
+            return emitter.v(_MATH_OPS[name](args[0]))
+        if name in _MATH_BINARY:
+            return emitter.v(_MATH_BINARY[name](args[0], args[1]))
+        if name == "powi":
+            return emitter.v(math.FPowIOp(args[0], args[1]))
+        if name in ("fmin", "fmax"):
+            cls = arith.MinnumfOp if name == "fmin" else arith.MaxnumfOp
+            return emitter.v(cls(args[0], args[1]))
+        if name == "fma":
+            return emitter.add(emitter.mul(args[0], args[1]), args[2])
+        raise ZymaseError(f"no math op for '{name}' in func/arith/math", construct=name)
+
+    def br(self, dest, args):
+        return cf.BranchOp(dest, *args)
+
+    def cond_br(self, c, t, targs, f, fargs):
+        return cf.ConditionalBranchOp(c, t, list(targs), f, list(fargs))
+
+    def switch(self, v, default, dargs, cases, dests, dest_args):
+        from zymase.ir import DenseIntOrFPElementsAttr, VectorType
+
+        values = DenseIntOrFPElementsAttr.from_list(VectorType(v.type, [len(cases)]), cases) if cases else None
+        return cf.SwitchOp(v, default, list(dargs), values, list(dests), [list(a) for a in dest_args])
+
+    def ret(self, emitter, values, func_op):
+        emitter.insert(func.ReturnOp(*values))
+
+    def is_return(self, op):
+        return isinstance(op, func.ReturnOp)
+
+    def return_values(self, op):
+        return list(op.arguments)
+
+    def successor_operands(self, term):
+        if isinstance(term, cf.BranchOp):
+            return [list(term.arguments)]
+        if isinstance(term, cf.ConditionalBranchOp):
+            return [list(term.then_arguments), list(term.else_arguments)]
+        if isinstance(term, cf.SwitchOp):
+            return [list(term.default_operands)] + [list(c) for c in term.case_operand]
+        return [[] for _ in term.successors]
+
+    def rebuild_terminator(self, term, operands):
+        if isinstance(term, cf.BranchOp):
+            new = cf.BranchOp(term.successor, *operands[0])
+        elif isinstance(term, cf.ConditionalBranchOp):
+            new = cf.ConditionalBranchOp(term.cond, term.then_block, operands[0], term.else_block, operands[1])
+        elif isinstance(term, cf.SwitchOp):
+            new = cf.SwitchOp(
+                term.flag, term.default_block, operands[0], term.case_values,
+                list(term.case_blocks), operands[1:],
+            )
+        else:
+            raise ZymaseError(f"cannot differentiate through terminator '{term.name}'", construct=term.name)
+        new.location = term.location
+        return new
+
+    def signature(self, fop):
+        ft = fop.function_type
+        return list(ft.inputs.data), list(ft.outputs.data)
+
+    def make_function(self, name, inputs, outputs, like):
+        fop = func.FuncOp(name, FunctionType.from_lists(inputs, outputs), Region(Block(arg_types=inputs)), visibility="private")
+        return fop
+
+    def call(self, emitter, callee, args, result_types):
+        op = emitter.insert(func.CallOp(callee, list(args), list(result_types)))
+        return list(op.results)
+
+    def callee(self, op):
+        if isinstance(op, func.CallOp):
+            return op.callee.root_reference.data
+        return None
+
+    def call_args(self, op):
+        return list(op.arguments)
+
+    def is_constant(self, op):
+        return isinstance(op, arith.ConstantOp)
+
+
+LLVM = LLVMFlavor()
+STD = StdFlavor()
+
+
+def flavor_of(fop: Operation) -> Flavor:
+    """The flavor of a function op."""
+    if isinstance(fop, llvm.FuncOp):
+        return LLVM
+    if isinstance(fop, func.FuncOp):
+        return STD
+    raise ZymaseError(f"cannot differentiate a '{fop.name}'", construct=fop.name)
+
+
+def is_differentiable_type(t: Attribute) -> bool:
+    """Types that carry derivatives in this issue: scalar floats."""
+    return is_float_type(t)
+
+
+LN2 = _pymath.log(2.0)
+LN10 = _pymath.log(10.0)

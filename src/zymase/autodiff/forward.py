@@ -1,0 +1,156 @@
+"""Forward mode: the primal function copied with a tangent computed next to every
+active value. Block arguments get tangent block arguments; branches pass tangents
+along; calls to defined functions become calls to their forward derivatives."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from zymase.autodiff.common import Context, describe, function_name, prepare
+from zymase.autodiff.flavor import Emitter
+from zymase.autodiff.reverse import _no_rule
+from zymase.ir import Block, Operation, SSAValue
+from zymase.ir.enzyme import Activity
+
+
+def _as_active(a: Activity) -> Activity:
+    """Forward mode seeds tangents for dup and active alike."""
+    if a.is_dup:
+        return Activity.ACTIVE if a.needs_primal else Activity.ACTIVENONEED
+    return a
+
+
+class ForwardGenerator:
+    def __init__(self, ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts: Sequence[Activity], name: str):
+        self.ctx = ctx
+        self.flavor = ctx.flavor
+        self.fop = fop
+        self.arg_acts = list(arg_acts)
+        self.ret_acts = list(ret_acts)
+        self.fname = function_name(fop)
+
+    def primal(self, v: SSAValue) -> SSAValue:
+        return self.vmap.get(v, v)
+
+    def generate(self, gop: Operation) -> None:
+        flavor = self.flavor
+        p = prepare(self.ctx, self.fop, [_as_active(a) for a in self.arg_acts], [_as_active(a) for a in self.ret_acts])
+        act = p.activity
+        self.act = act
+        region = p.region
+        self.E = E = Emitter(flavor, self.ctx.module)
+        self.vmap: dict[SSAValue, SSAValue] = {}
+        self.tmap: dict[SSAValue, SSAValue] = {}
+        bmap: dict[Block, Block] = {}
+
+        # Entry block: the derivative function's own entry.
+        g_entry = gop.body.blocks[0]
+        orig_entry = region.blocks[0]
+        bmap[orig_entry] = g_entry
+        g_args = iter(g_entry.args)
+        for arg, a in zip(orig_entry.args, self.arg_acts):
+            self.vmap[arg] = next(g_args)
+            if a.is_dup or a.is_active:
+                t = next(g_args)
+                if act.is_active(arg):
+                    self.tmap[arg] = t
+        # Other blocks: primal args, then one tangent arg per active block argument.
+        order = [b for b in region.blocks]
+        for b in order[1:]:
+            nb = Block(arg_types=[a.type for a in b.args])
+            bmap[b] = nb
+            for a, na in zip(b.args, nb.args):
+                self.vmap[a] = na
+            for a in b.args:
+                if act.is_active(a):
+                    self.tmap[a] = nb.insert_arg(a.type, len(nb.args))
+            gop.body.add_block(nb)
+        self.bmap = bmap
+
+        rpo = [b for b in _rpo(p.cfg) if b in bmap]
+        for b in rpo:
+            nb = bmap[b]
+            E.at_end(nb)
+            for op in b.ops:
+                if op is b.last_op:
+                    self._terminator(op, nb)
+                else:
+                    self._op(op)
+
+    def _op(self, op: Operation) -> None:
+        E = self.E
+        active = self.act.op_is_active(op)
+        callee = self.ctx.defined_function(op) if active else None
+        if callee is not None:
+            self._call(op, callee)
+            return
+        new = op.clone(self.vmap, self.bmap)
+        E.insert(new)
+        for r, nr in zip(op.results, new.results):
+            self.vmap[r] = nr
+        if not active:
+            return
+        rule = self.ctx.rule_for(op)
+        if rule is None:
+            raise _no_rule(op, self.fname)
+        tangents = [self.tmap.get(o) if self.act.is_active(o) else None for o in op.operands]
+        outs = rule.forward(self, op, tangents)
+        for r, t in zip(op.results, outs):
+            if self.act.is_active(r):
+                self.tmap[r] = t if t is not None else E.zero(r.type)
+
+    def _call(self, op: Operation, callee: Operation) -> None:
+        E = self.E
+        args = self.flavor.call_args(op)
+        arg_acts = [Activity.DUP if self.act.is_active(a) else Activity.CONST for a in args]
+        name = self.ctx.driver.forward(callee, arg_acts, [Activity.DUP])
+        call_args = []
+        for a, act in zip(args, arg_acts):
+            call_args.append(self.primal(a))
+            if act.is_dup:
+                call_args.append(self.tmap[a])
+        r = op.results[0]
+        primal, tangent = E.call(name, call_args, [r.type, r.type])
+        self.vmap[r] = primal
+        self.tmap[r] = tangent
+
+    def _tangent_or_zero(self, v: SSAValue) -> SSAValue:
+        if self.act.is_active(v) and v in self.tmap:
+            return self.tmap[v]
+        return self.E.zero(v.type)
+
+    def _terminator(self, op: Operation, nb: Block) -> None:
+        flavor = self.flavor
+        E = self.E
+        if flavor.is_return(op):
+            outs = []
+            for v, a in zip(flavor.return_values(op), self.ret_acts):
+                if a.needs_primal:
+                    outs.append(self.primal(v))
+                if not a.is_const:
+                    outs.append(self._tangent_or_zero(v))
+            flavor.ret(E, outs, None)
+            return
+        if not op.successors:
+            new = op.clone(self.vmap, self.bmap)
+            E.insert(new)
+            return
+        operand_lists = flavor.successor_operands(op)
+        new_lists = []
+        for succ, operands in zip(op.successors, operand_lists):
+            lst = [self.primal(v) for v in operands]
+            for arg, v in zip(succ.args, operands):
+                if self.act.is_active(arg):
+                    lst.append(self._tangent_or_zero(v))
+            new_lists.append(lst)
+        clone = op.clone(self.vmap, self.bmap)
+        new = flavor.rebuild_terminator(clone, new_lists)
+        clone.erase()
+        E.insert(new)
+
+
+def _rpo(cfg) -> list[Block]:
+    return cfg._rpo()
+
+
+__all__ = ["ForwardGenerator", "describe"]

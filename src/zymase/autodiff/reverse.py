@@ -1,0 +1,389 @@
+"""Reverse mode: one combined function that runs the primal forward sweep and then
+the adjoint (reverse) sweep over the control-flow graph.
+
+Layout of the generated function ``G``::
+
+    ^entry(args, shadows, seeds):    caches and accumulators; br ^fwd.B0(args)
+    ^fwd.B ...                       the primal blocks, copied; blocks with several
+                                     predecessors get an extra i32 argument telling
+                                     which edge was taken, pushed on a cache
+    ^fwd.exit                        seeds the adjoints of returned values; br ^rev.exit
+    ^rev.B ...                       one block per primal block, ops in reverse order;
+                                     ends by popping the edge index and branching to
+                                     the edge block that routes block-argument adjoints
+                                     to the operands of that edge, then to ^rev.pred
+    ^rev.B0                          returns the primal results and the derivatives
+
+Adjoints of values used only in their own block live in SSA values; the others in
+``enzyme.init : !enzyme.Gradient<T>`` accumulators (``enzyme.get``/``enzyme.set``),
+zeroed after use when their block is in a loop. A primal value the reverse sweep
+needs is read directly when it is computed once and dominates the exit, rematerialized
+when it is a constant, and otherwise pushed on an ``!enzyme.Cache<T>`` at the end of
+the forward block that needs it and popped at the start of its reverse block. Later
+cleanups turn these generic ops into plain SSA and memory (see transforms/).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from zymase.analysis.cfg import CFG, Edge
+from zymase.autodiff.common import (
+    Context,
+    Prepared,
+    describe,
+    function_name,
+    prepare,
+    rev_signature,
+)
+from zymase.autodiff.flavor import Emitter
+from zymase.errors import ZymaseError
+from zymase.ir import Block, BlockArgument, Operation, SSAValue, i32, location_of
+from zymase.ir import enzyme as ez
+from zymase.ir.enzyme import Activity
+
+
+class ReverseGenerator:
+    def __init__(self, ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts: Sequence[Activity], name: str):
+        self.ctx = ctx
+        self.flavor = ctx.flavor
+        self.fop = fop
+        self.arg_acts = list(arg_acts)
+        self.ret_acts = list(ret_acts)
+        self.name = name
+        self.fname = function_name(fop)
+
+    # ------------------------------------------------------------------------------
+    def generate(self, gop: Operation) -> None:
+        """Fill the (already created, empty-bodied) function ``gop``."""
+        flavor = self.flavor
+        p: Prepared = prepare(self.ctx, self.fop, self.arg_acts, self.ret_acts)
+        self.p = p
+        self.cfg: CFG = p.cfg
+        act = p.activity
+        self.act = act
+        region = p.region
+        orig_entry = region.blocks[0]
+        self.E = Emitter(flavor, self.ctx.module)
+
+        entry = gop.body.blocks[0]
+        self.g_entry = entry
+        # Map G's inputs.
+        inputs, outputs = flavor.signature(self.fop)
+        g_args = list(entry.args)
+        k = 0
+        primal_args: list[SSAValue] = []
+        for a in self.arg_acts:
+            primal_args.append(g_args[k])
+            k += 2 if a.is_dup else 1
+        seeds: list[SSAValue | None] = []
+        for a in self.ret_acts:
+            if a.is_active:
+                seeds.append(g_args[k])
+                k += 1
+            else:
+                seeds.append(None)
+
+        # Blocks that can reach the exit, reachable from the entry.
+        live = self._live_blocks()
+        self.live = live
+        # Edges into each block from live blocks.
+        self.in_edges: dict[Block, list[Edge]] = {
+            b: [e for e in self.cfg.preds[b] if e.src in live] for b in region.blocks
+        }
+
+        # ---- forward sweep: copy the primal blocks ------------------------------
+        self.vmap: dict[SSAValue, SSAValue] = {}
+        self.bmap: dict[Block, Block] = {}
+        fwd_blocks = []
+        for b in region.blocks:
+            nb = Block(arg_types=[a.type for a in b.args])
+            self.bmap[b] = nb
+            for a, na in zip(b.args, nb.args):
+                self.vmap[a] = na
+            fwd_blocks.append(nb)
+        gop.body.add_block(fwd_blocks)
+        for b in region.blocks:
+            nb = self.bmap[b]
+            for op in b.ops:
+                nb.add_op(op.clone(self.vmap, self.bmap))
+        # Which blocks need an edge index.
+        self.multi = {b for b in region.blocks if b is not orig_entry and len(self.in_edges[b]) > 1}
+        self.caches_idx: dict[Block, SSAValue] = {}
+        self._add_edge_indices(region)
+
+        # ---- entry: accumulators --------------------------------------------------
+        self.cells: dict[SSAValue, SSAValue] = {}
+        for b in region.blocks:
+            for v in self._values_of(b):
+                if act.is_active(v) and self._needs_cell(v):
+                    self.cells[v] = None  # type: ignore[assignment]
+        self.E.at_end(entry)
+        for v in self.cells:
+            self.cells[v] = self.E.v(ez.InitOp(ez.GradientType(v.type)))
+        entry.add_op(flavor.br(self.bmap[orig_entry], primal_args))
+        self._entry_branch = entry.last_op
+
+        # ---- forward exit -> reverse ----------------------------------------------
+        exit_f = self.bmap[p.exit]
+        ret_op = exit_f.last_op
+        self.primal_outputs = [
+            self.vmap.get(v, v) for v, a in zip(p.returned, self.ret_acts) if a.needs_primal
+        ]
+        self.rev: dict[Block, Block] = {b: Block() for b in region.blocks if b in live}
+        self.E.before(ret_op)
+        for v, seed in zip(p.returned, seeds):
+            if seed is not None and act.is_active(v):
+                self._accumulate(v, seed)
+        ret_op.parent_block().insert_op_before(flavor.br(self.rev[p.exit], []), ret_op)
+        ret_op.parent_block().erase_op(ret_op)
+
+        rev_blocks = [self.rev[b] for b in reversed(list(region.blocks)) if b in self.rev]
+        gop.body.add_block(rev_blocks)
+        self.popped: dict[tuple[SSAValue, Block], SSAValue] = {}
+        for b in reversed(list(region.blocks)):
+            if b in self.rev:
+                self._reverse_block(b, orig_entry)
+
+    # ------------------------------------------------------------------------------
+    def _live_blocks(self) -> set[Block]:
+        can_reach: set[Block] = set()
+        work = [self.p.exit]
+        while work:
+            b = work.pop()
+            if b in can_reach:
+                continue
+            can_reach.add(b)
+            work.extend(e.src for e in self.cfg.preds[b])
+        return {b for b in can_reach if b in self.cfg.reachable}
+
+    def _values_of(self, b: Block):
+        yield from b.args
+        for op in b.ops:
+            yield from op.results
+
+    def _needs_cell(self, v: SSAValue) -> bool:
+        if isinstance(v, BlockArgument):
+            return True
+        home = v.owner.parent_block()
+        for use in v.uses:
+            if use.operation.parent_block() is not home or use.operation.successors:
+                return True
+            if self.flavor.is_return(use.operation):
+                return True
+        return False
+
+    def _in_cycle(self, v: SSAValue) -> bool:
+        b = v.block if isinstance(v, BlockArgument) else v.owner.parent_block()
+        return b in self.cfg.in_cycle
+
+    def _add_edge_indices(self, region) -> None:
+        """Give each forward block with several live predecessors an i32 argument
+        naming the incoming edge, and push it on that block's cache."""
+        flavor = self.flavor
+        new_operands: dict[Operation, list[list[SSAValue]]] = {}
+        for b in self.multi:
+            nb = self.bmap[b]
+            idx = nb.insert_arg(i32, len(nb.args))
+            for k, e in enumerate(self.in_edges[b]):
+                term = self.bmap[e.src].last_op
+                ops = new_operands.setdefault(term, flavor.successor_operands(term))
+                self.E.before(term)
+                ops[e.slot] = ops[e.slot] + [self.E.iconst(k, i32)]
+            # Edges from dead blocks still need an operand.
+            for e in self.cfg.preds[b]:
+                if e.src not in self.live:
+                    term = self.bmap[e.src].last_op
+                    ops = new_operands.setdefault(term, flavor.successor_operands(term))
+                    self.E.before(term)
+                    ops[e.slot] = ops[e.slot] + [self.E.iconst(0, i32)]
+            cache = ez.InitOp(ez.CacheType(i32))
+            self.caches_idx[b] = cache.results[0]
+            self.g_entry.add_op(cache)
+            push = ez.PushOp(cache.results[0], idx)
+            if nb.first_op is None:
+                nb.add_op(push)
+            else:
+                nb.insert_op_before(push, nb.first_op)
+        for term, ops in new_operands.items():
+            new = flavor.rebuild_terminator(term, ops)
+            term.parent_block().insert_op_before(new, term)
+            term.parent_block().erase_op(term)
+
+    def _new_cache(self, typ) -> SSAValue:
+        init = ez.InitOp(ez.CacheType(typ))
+        self.g_entry.insert_op_before(init, self._entry_branch)
+        return init.results[0]
+
+    # ---- adjoint storage ---------------------------------------------------------
+    def _accumulate(self, v: SSAValue, contrib: SSAValue | None) -> None:
+        if contrib is None or not self.act.is_active(v):
+            return
+        E = self.E
+        if v in self.cells:
+            cell = self.cells[v]
+            old = E.v(ez.GetOp(cell))
+            E.insert(ez.SetOp(cell, E.add(old, contrib)))
+        else:
+            old = self.local.get(v)
+            self.local[v] = contrib if old is None else E.add(old, contrib)
+
+    def _take_adjoint(self, v: SSAValue) -> SSAValue | None:
+        """The adjoint of ``v`` at its definition, which is then reset."""
+        if not self.act.is_active(v):
+            return None
+        E = self.E
+        if v in self.cells:
+            cell = self.cells[v]
+            val = E.v(ez.GetOp(cell))
+            if self._in_cycle(v):
+                E.insert(ez.SetOp(cell, E.zero(v.type)))
+            return val
+        return self.local.pop(v, None)
+
+    # ---- primal values in the reverse sweep --------------------------------------
+    def primal(self, v: SSAValue) -> SSAValue:
+        w = self.vmap.get(v, v)
+        if not isinstance(w, BlockArgument) and self.flavor.is_constant(w.owner):
+            key = (w, self.cur)
+            if key not in self.popped:
+                clone = w.owner.clone()
+                self.E.insert(clone)
+                self.popped[key] = clone.results[0]
+            return self.popped[key]
+        if self._available(v):
+            return w
+        key = (v, self.cur)
+        if key in self.popped:
+            return self.popped[key]
+        cache = self._new_cache(w.type)
+        fwd = self.bmap[self.cur]
+        fwd.insert_op_before(ez.PushOp(cache, w), fwd.last_op)
+        pop = ez.PopOp(cache)
+        rb = self.rev[self.cur]
+        if rb.first_op is None:
+            rb.add_op(pop)
+        else:
+            rb.insert_op_before(pop, rb.first_op)
+        self.popped[key] = pop.results[0]
+        return pop.results[0]
+
+    def _available(self, v: SSAValue) -> bool:
+        """Computed at most once and dominating the forward exit: still in scope and
+        unchanged when the reverse sweep runs."""
+        b = v.block if isinstance(v, BlockArgument) else v.owner.parent_block()
+        return b not in self.cfg.in_cycle and self.cfg.dominates(b, self.p.exit)
+
+    # ---- one reverse block -------------------------------------------------------
+    def _reverse_block(self, b: Block, orig_entry: Block) -> None:
+        flavor = self.flavor
+        rb = self.rev[b]
+        self.cur = b
+        self.local: dict[SSAValue, SSAValue] = {}
+        self.E.at_end(rb)
+        ops = list(b.ops)
+        for op in reversed(ops[:-1]):
+            if self.act.op_is_active(op):
+                self._reverse_op(op)
+        # Adjoints of this block's arguments.
+        if b is orig_entry:
+            derivs = []
+            for arg, a in zip(b.args, self.arg_acts):
+                if a.is_active:
+                    d = self._take_adjoint(arg)
+                    derivs.append(d if d is not None else self.E.zero(arg.type))
+            flavor.ret(self.E, self.primal_outputs + derivs, None)
+            return
+        arg_adj = []
+        for arg in b.args:
+            d = self._take_adjoint(arg) if self.act.is_active(arg) else None
+            arg_adj.append(d)
+        edges = self.in_edges[b]
+        if len(edges) == 1:
+            self._route_edge(edges[0], arg_adj)
+            return
+        # Several predecessors: pop the edge index, branch to one edge block each.
+        idx = self.E.v(ez.PopOp(self.caches_idx[b]))
+        active_pos = [i for i, d in enumerate(arg_adj) if d is not None]
+        edge_blocks = []
+        for e in edges:
+            eb = Block(arg_types=[arg_adj[i].type for i in active_pos])
+            edge_blocks.append(eb)
+        region = rb.parent
+        region.insert_block_after(edge_blocks, rb)
+        vals = [arg_adj[i] for i in active_pos]
+        self.E.insert(
+            flavor.switch(
+                idx, edge_blocks[0], vals, list(range(1, len(edges))), edge_blocks[1:], [vals] * (len(edges) - 1)
+            )
+        )
+        for e, eb in zip(edges, edge_blocks):
+            self.E.at_end(eb)
+            adj = [None] * len(arg_adj)
+            for i, ba in zip(active_pos, eb.args):
+                adj[i] = ba
+            self._route_edge(e, adj)
+
+    def _route_edge(self, e: Edge, arg_adj: list[SSAValue | None]) -> None:
+        """Add block-argument adjoints to the operands passed along edge ``e``, then
+        continue in the reverse block of the predecessor."""
+        term = e.src.last_op
+        operands = self.flavor.successor_operands(term)[e.slot]
+        for val, d in zip(operands, arg_adj):
+            if d is not None:
+                self._accumulate(val, d)
+        self.E.insert(self.flavor.br(self.rev[e.src], []))
+
+    def _reverse_op(self, op: Operation) -> None:
+        dys = [self._take_adjoint(r) for r in op.results]
+        if all(d is None for d in dys):
+            return
+        callee = self.ctx.defined_function(op)
+        if callee is not None:
+            self._reverse_call(op, callee, dys)
+            return
+        rule = self.ctx.rule_for(op)
+        if rule is None:
+            raise _no_rule(op, self.fname)
+        contribs = rule.reverse(self, op, dys)
+        for operand, c in zip(op.operands, contribs):
+            if c is not None:
+                self._accumulate(operand, c)
+
+    def _reverse_call(self, op: Operation, callee: Operation, dys) -> None:
+        """Reverse of a call to a defined function: call its (combined) derivative,
+        which recomputes the callee's forward sweep, with the result's adjoint as seed."""
+        args = self.flavor.call_args(op)
+        arg_acts = [Activity.ACTIVE if self.act.is_active(a) else Activity.CONST for a in args]
+        if not any(a.is_active for a in arg_acts):
+            return
+        dy = dys[0]
+        if dy is None:
+            return
+        name = self.ctx.driver.reverse(callee, arg_acts, [Activity.ACTIVENONEED])
+        call_args = [self.primal(a) for a in args] + [dy]
+        out_types = [a.type for a, act in zip(args, arg_acts) if act.is_active]
+        results = self.E.call(name, call_args, out_types)
+        it = iter(results)
+        for a, act in zip(args, arg_acts):
+            if act.is_active:
+                self._accumulate(a, next(it))
+
+
+def _no_rule(op: Operation, fname: str) -> ZymaseError:
+    what = describe(op)
+    if " @" in what:
+        return ZymaseError(
+            f"no derivative rule for external function '{what.split(' @')[1]}'",
+            construct=what,
+            function=fname,
+            location=location_of(op),
+            hint="define the function in the same module, or mark the argument enzyme_const",
+        )
+    return ZymaseError(
+        f"no derivative rule for '{what}'",
+        construct=what,
+        function=fname,
+        location=location_of(op),
+        hint="this operation cannot be differentiated yet; keep it off the active path",
+    )

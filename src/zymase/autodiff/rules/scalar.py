@@ -1,0 +1,127 @@
+"""Dialect-neutral derivative rules for scalar floating-point operations.
+
+Each rule lists one adjoint expression per operand: ``f(E, P, dy)`` returns the
+contribution ``dy * d(result)/d(operand)`` built with the emitter ``E`` from the
+primal values ``P.arg(i)`` / ``P.res()``. Dialect modules bind these rules to op
+classes (``arith.mulf``, ``llvm.fmul``) or to function names (``sin``, ``llvm.sin``).
+"""
+
+from __future__ import annotations
+
+import math as _m
+
+from zymase.autodiff.registry import ScalarRule
+
+R = ScalarRule
+
+
+def _recip_sqrt_one_minus_sq(E, x):
+    one = E.const_like(1.0, x)
+    return E.fn("sqrt", E.sub(one, E.square(x)))
+
+
+# ----- arithmetic ---------------------------------------------------------------
+FADD = R(lambda E, P, dy: dy, lambda E, P, dy: dy, name="fadd")
+FSUB = R(lambda E, P, dy: dy, lambda E, P, dy: E.neg(dy), name="fsub")
+FMUL = R(lambda E, P, dy: E.mul(dy, P.arg(1)), lambda E, P, dy: E.mul(P.arg(0), dy), name="fmul")
+FDIV = R(
+    lambda E, P, dy: E.div(dy, P.arg(1)),
+    lambda E, P, dy: E.neg(E.div(E.mul(dy, P.res()), P.arg(1))),
+    name="fdiv",
+)
+FNEG = R(lambda E, P, dy: E.neg(dy), name="fneg")
+# frem(a, b) = a - b * trunc(a / b): d/da = 1, d/db = -trunc(a / b).
+FREM = R(
+    lambda E, P, dy: dy,
+    lambda E, P, dy: E.neg(E.mul(dy, E.fn("trunc", E.div(P.arg(0), P.arg(1))))),
+    name="frem",
+)
+# fpext / fptrunc: the adjoint is converted back to the operand's type.
+FCONV = R(lambda E, P, dy: E.fconv(dy, P.arg_type(0)), name="fconv")
+
+# ----- math functions, by neutral name ------------------------------------------
+MATH: dict[str, ScalarRule] = {
+    "sqrt": R(lambda E, P, dy: E.div(dy, E.mul(E.const_like(2.0, dy), P.res()))),
+    "cbrt": R(lambda E, P, dy: E.div(dy, E.mul(E.const_like(3.0, dy), E.square(P.res())))),
+    "exp": R(lambda E, P, dy: E.mul(dy, P.res())),
+    "exp2": R(lambda E, P, dy: E.mul(dy, E.mul(P.res(), E.const_like(_m.log(2.0), dy)))),
+    "expm1": R(lambda E, P, dy: E.mul(dy, E.add(P.res(), E.const_like(1.0, dy)))),
+    "log": R(lambda E, P, dy: E.div(dy, P.arg(0))),
+    "log2": R(lambda E, P, dy: E.div(dy, E.mul(P.arg(0), E.const_like(_m.log(2.0), dy)))),
+    "log10": R(lambda E, P, dy: E.div(dy, E.mul(P.arg(0), E.const_like(_m.log(10.0), dy)))),
+    "log1p": R(lambda E, P, dy: E.div(dy, E.add(P.arg(0), E.const_like(1.0, dy)))),
+    # pow(x, a): d/dx = a * x^(a-1); d/da = pow(x, a) * log(x).
+    "pow": R(
+        lambda E, P, dy: E.mul(
+            dy, E.mul(P.arg(1), E.fn("pow", P.arg(0), E.sub(P.arg(1), E.const_like(1.0, dy))))
+        ),
+        lambda E, P, dy: E.mul(dy, E.mul(P.res(), E.fn("log", P.arg(0)))),
+    ),
+    # powi(x, n) with an integer n: d/dx = n * x^(n-1).
+    "powi": R(
+        lambda E, P, dy: E.mul(
+            dy,
+            E.mul(
+                E.sitofp(P.arg(1), dy.type),
+                E.fn("powi", P.arg(0), E.isub(P.arg(1), E.iconst(1, P.arg_type(1)))),
+            ),
+        ),
+        None,
+    ),
+    "sin": R(lambda E, P, dy: E.mul(dy, E.fn("cos", P.arg(0)))),
+    "cos": R(lambda E, P, dy: E.neg(E.mul(dy, E.fn("sin", P.arg(0))))),
+    "tan": R(lambda E, P, dy: E.mul(dy, E.add(E.const_like(1.0, dy), E.square(P.res())))),
+    "asin": R(lambda E, P, dy: E.div(dy, _recip_sqrt_one_minus_sq(E, P.arg(0)))),
+    "acos": R(lambda E, P, dy: E.neg(E.div(dy, _recip_sqrt_one_minus_sq(E, P.arg(0))))),
+    "atan": R(lambda E, P, dy: E.div(dy, E.add(E.const_like(1.0, dy), E.square(P.arg(0))))),
+    # atan2(a, b): d/da = b / (a^2 + b^2), d/db = -a / (a^2 + b^2).
+    "atan2": R(
+        lambda E, P, dy: E.div(E.mul(dy, P.arg(1)), E.add(E.square(P.arg(0)), E.square(P.arg(1)))),
+        lambda E, P, dy: E.neg(
+            E.div(E.mul(dy, P.arg(0)), E.add(E.square(P.arg(0)), E.square(P.arg(1))))
+        ),
+    ),
+    "sinh": R(lambda E, P, dy: E.mul(dy, E.fn("cosh", P.arg(0)))),
+    "cosh": R(lambda E, P, dy: E.mul(dy, E.fn("sinh", P.arg(0)))),
+    "tanh": R(lambda E, P, dy: E.mul(dy, E.sub(E.const_like(1.0, dy), E.square(P.res())))),
+    "erf": R(
+        lambda E, P, dy: E.mul(
+            dy,
+            E.mul(
+                E.const_like(2.0 / _m.sqrt(_m.pi), dy),
+                E.fn("exp", E.neg(E.square(P.arg(0)))),
+            ),
+        )
+    ),
+    # hypot(a, b) = r: d/da = a / r, d/db = b / r.
+    "hypot": R(
+        lambda E, P, dy: E.div(E.mul(dy, P.arg(0)), P.res()),
+        lambda E, P, dy: E.div(E.mul(dy, P.arg(1)), P.res()),
+    ),
+    "fabs": R(lambda E, P, dy: E.mul(dy, E.sign(P.arg(0)))),
+    # copysign(a, b) = |a| * sign(b): d/da = sign(a) * sign(b); no derivative in b.
+    "copysign": R(lambda E, P, dy: E.mul(dy, E.mul(E.sign(P.arg(0)), E.sign(P.arg(1)))), None),
+    # fmin/fmax: the derivative follows the chosen operand (ties go to the second).
+    "fmin": R(
+        lambda E, P, dy: E.select(E.fcmp("olt", P.arg(0), P.arg(1)), dy, E.zero(dy.type)),
+        lambda E, P, dy: E.select(E.fcmp("olt", P.arg(0), P.arg(1)), E.zero(dy.type), dy),
+    ),
+    "fmax": R(
+        lambda E, P, dy: E.select(E.fcmp("ogt", P.arg(0), P.arg(1)), dy, E.zero(dy.type)),
+        lambda E, P, dy: E.select(E.fcmp("ogt", P.arg(0), P.arg(1)), E.zero(dy.type), dy),
+    ),
+    "fma": R(
+        lambda E, P, dy: E.mul(dy, P.arg(1)),
+        lambda E, P, dy: E.mul(P.arg(0), dy),
+        lambda E, P, dy: dy,
+    ),
+    "fmod": FREM,
+}
+MATH["fmuladd"] = MATH["fma"]
+MATH["minnum"] = MATH["minimum"] = MATH["fmin"]
+MATH["maxnum"] = MATH["maximum"] = MATH["fmax"]
+
+# Piecewise-constant functions: zero derivative, so they are never active.
+ZERO = R()
+for _name in ("floor", "ceil", "round", "roundeven", "trunc", "rint", "nearbyint", "lround", "llround"):
+    MATH[_name] = ZERO

@@ -1,0 +1,58 @@
+"""The ``enzyme`` pass: replace every ``enzyme.autodiff`` / ``enzyme.fwddiff`` op by a
+call to a generated derivative function (func/arith/math/cf or llvm flavor)."""
+
+from __future__ import annotations
+
+from zymase.autodiff.common import fwd_signature, rev_signature
+from zymase.autodiff.driver import Driver
+from zymase.autodiff.flavor import Emitter, flavor_of
+from zymase.errors import ZymaseError
+from zymase.ir import ModuleOp, location_of
+from zymase.ir import enzyme as ez
+
+
+def _enclosing_function(op) -> str | None:
+    parent = op.parent_op()
+    while parent is not None and not hasattr(parent, "sym_name"):
+        parent = parent.parent_op()
+    return parent.sym_name.data if parent is not None else None
+
+
+def run_enzyme_pass(module: ModuleOp) -> ModuleOp:
+    driver = Driver(module)
+    requests = [op for op in module.walk() if isinstance(op, (ez.AutoDiffOp, ez.FwdDiffOp))]
+    for op in requests:
+        fname = op.fn.root_reference.data
+        where = dict(construct=f"{op.name} @{fname}", function=_enclosing_function(op), location=location_of(op))
+        fop = driver.lookup_function(fname)
+        if fop is None:
+            raise ZymaseError(f"no function named '{fname}'", **where, hint="check the symbol name")
+        fop = driver.function(fname)
+        flavor = flavor_of(fop)
+        inputs, outputs = flavor.signature(fop)
+        arg_acts, ret_acts = op.arg_activities, op.ret_activities
+        if len(arg_acts) != len(inputs) or len(ret_acts) != len(outputs):
+            raise ZymaseError(
+                f"'{fname}' has {len(inputs)} arguments and {len(outputs)} results, but "
+                f"{len(arg_acts)} activities and {len(ret_acts)} return activities were given",
+                **where,
+                hint="give one activity per argument and one ret_activity per result",
+            )
+        is_rev = isinstance(op, ez.AutoDiffOp)
+        ins, outs = (rev_signature if is_rev else fwd_signature)(inputs, outputs, arg_acts, ret_acts)
+        got_in = [o.type for o in op.operands]
+        got_out = [r.type for r in op.results]
+        if got_in != ins or got_out != outs:
+            raise ZymaseError(
+                f"operand/result types {got_in} -> {got_out} do not match the derivative signature "
+                f"{ins} -> {outs}",
+                **where,
+                hint="dup arguments are followed by their shadow; active results take a seed operand",
+            )
+        name = driver.reverse(fop, arg_acts, ret_acts) if is_rev else driver.forward(fop, arg_acts, ret_acts)
+        E = Emitter(flavor, module).before(op)
+        results = E.call(name, list(op.operands), outs)
+        for old, new in zip(op.results, results):
+            old.replace_all_uses_with(new)
+        op.parent_block().erase_op(op)
+    return module
