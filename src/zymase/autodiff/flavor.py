@@ -281,7 +281,7 @@ class LLVMFlavor(Flavor):
         return llvm.CondBrOp(c, t, list(targs), f, list(fargs))
 
     def switch(self, v, default, dargs, cases, dests, dest_args):
-        return llvm_ext.make_switch(v, default, dargs, cases, dests, dest_args)
+        return llvm_ext.SwitchOp(v, default, list(dargs), list(cases), list(dests), [list(a) for a in dest_args])
 
     def ret(self, emitter, values, func_op):
         if not values:
@@ -307,7 +307,7 @@ class LLVMFlavor(Flavor):
         if isinstance(term, llvm.CondBrOp):
             return [list(term.then_arguments), list(term.else_arguments)]
         if isinstance(term, llvm_ext.SwitchOp):
-            return [list(term.default_operands)] + [list(c) for c in term.case_operand]
+            return [list(term.default_operands)] + [list(c) for c in term.case_operand_lists()]
         return [[] for _ in term.successors]
 
     def rebuild_terminator(self, term, operands):
@@ -316,9 +316,8 @@ class LLVMFlavor(Flavor):
         elif isinstance(term, llvm.CondBrOp):
             new = llvm.CondBrOp(term.cond, term.then_block, operands[0], term.else_block, operands[1])
         elif isinstance(term, llvm_ext.SwitchOp):
-            cases = [int(x) for x in term.case_values.get_values()] if term.case_values else []
-            new = llvm_ext.make_switch(
-                term.value, term.default_destination, operands[0], cases,
+            new = llvm_ext.SwitchOp(
+                term.value, term.default_destination, operands[0], term.case_value_list(),
                 list(term.case_destinations), operands[1:],
             )
         else:

@@ -30,6 +30,7 @@ from xdsl.dialects.builtin import (
     SymbolRefAttr,
     UnitAttr,
     UnknownLoc,
+    VectorType,
     f16,
     f32,
     f64,
@@ -109,3 +110,12 @@ def convert_scf_to_cf(module: ModuleOp) -> None:
     from xdsl.transforms.convert_scf_to_cf import ConvertScfToCf
 
     ConvertScfToCf().apply(make_context(), module)
+
+
+def xdsl_pass(name: str) -> ModulePass:
+    """One of xDSL's generic passes by its xdsl-opt name (canonicalize, cse, dce)."""
+    from xdsl.transforms.canonicalize import CanonicalizePass
+    from xdsl.transforms.common_subexpression_elimination import CommonSubexpressionElimination
+    from xdsl.transforms.dead_code_elimination import DeadCodeElimination
+
+    return {"canonicalize": CanonicalizePass, "cse": CommonSubexpressionElimination, "dce": DeadCodeElimination}[name]()

@@ -1,0 +1,257 @@
+"""Command line: ``zymase`` (cc, run, opt, demo) and ``zymase-opt``.
+
+This module only wires pieces together; every user-caused failure is printed as one
+``zymase: error: ...`` line (exit code 1). Set ZYMASE_DEBUG=1 for tracebacks.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import traceback
+from pathlib import Path
+
+from zymase.errors import ZymaseError
+
+USAGE = """usage: zymase <command> [options]
+
+commands:
+  cc [clang flags] file.c... [-o exe]   compile C with __enzyme_autodiff/__enzyme_fwddiff
+                                       (-O0..-O3, -c, -S -emit-llvm, -I, -D, -l, -L, -g; --time)
+  run file.c [clang flags] [-- args]   compile and run, returning the program's exit code
+  opt in.ll [-o out.ll] [-O N] [--no-preopt] [--print-activity]
+                                       LLVM IR in, LLVM IR with derivatives out
+  demo                                 the classic examples
+"""
+
+# clang options that take a separate argument
+_CLANG_ARG_FLAGS = {"-I", "-D", "-U", "-include", "-isystem", "-iquote", "-x", "-std", "-target", "-arch"}
+
+
+def _guard(fn, argv) -> int:
+    try:
+        return fn(argv)
+    except ZymaseError as err:
+        print(err.format(), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # an internal bug: one line, traceback on request
+        if os.environ.get("ZYMASE_DEBUG"):
+            traceback.print_exc()
+        print(
+            f"zymase: internal error: {type(exc).__name__}: {exc}; this is a bug in zymase, "
+            "rerun with ZYMASE_DEBUG=1 and report it",
+            file=sys.stderr,
+        )
+        return 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(USAGE, end="")
+        return 0 if argv else 1
+    cmd, rest = argv[0], argv[1:]
+    commands = {"cc": cmd_cc, "run": cmd_run, "opt": cmd_opt, "demo": cmd_demo}
+    if cmd not in commands:
+        print(f"zymase: error: unknown command '{cmd}'; hint: run 'zymase --help'", file=sys.stderr)
+        return 1
+    return _guard(commands[cmd], rest)
+
+
+# ------------------------------------------------------------------------------ cc
+class CcArgs:
+    def __init__(self):
+        self.sources: list[str] = []
+        self.output: str | None = None
+        self.level = 0
+        self.clang: list[str] = []
+        self.link: list[str] = []
+        self.compile_only = False
+        self.emit_llvm = False
+        self.time = False
+
+
+def parse_cc_args(argv: list[str]) -> CcArgs:
+    a = CcArgs()
+    it = iter(range(len(argv)))
+    i = 0
+    while i < len(argv):
+        x = argv[i]
+        if x == "-o":
+            if i + 1 >= len(argv):
+                raise ZymaseError("-o needs a file name", hint="zymase cc file.c -o exe")
+            a.output = argv[i + 1]
+            i += 2
+            continue
+        if x.startswith("-O"):
+            lvl = x[2:] or "1"
+            a.level = {"s": 2, "z": 2, "fast": 3, "g": 1}.get(lvl, None) if not lvl.isdigit() else min(int(lvl), 3)
+            if a.level is None:
+                raise ZymaseError(f"unknown optimization level '{x}'", hint="use -O0, -O1, -O2 or -O3")
+            i += 1
+            continue
+        if x == "-c":
+            a.compile_only = True
+        elif x == "-emit-llvm":
+            a.emit_llvm = True
+        elif x == "-S":
+            pass
+        elif x == "--time":
+            a.time = True
+        elif x.startswith(("-l", "-L", "-Wl,")) or x in ("-static", "-shared", "-rdynamic"):
+            a.link.append(x)
+        elif x == "-pthread":
+            a.link.append(x)
+            a.clang.append(x)
+        elif x in _CLANG_ARG_FLAGS:
+            if i + 1 >= len(argv):
+                raise ZymaseError(f"{x} needs an argument")
+            a.clang += [x, argv[i + 1]]
+            i += 2
+            continue
+        elif x.startswith("-"):
+            a.clang.append(x)
+        else:
+            a.sources.append(x)
+        i += 1
+    del it
+    if not a.sources:
+        raise ZymaseError("no input files", hint="zymase cc file.c -o exe")
+    for s in a.sources:
+        if not Path(s).exists():
+            raise ZymaseError(f"no such file: '{s}'", hint="check the path")
+    return a
+
+
+def cmd_cc(argv: list[str]) -> int:
+    from zymase.frontends.c import Timings, build
+
+    a = parse_cc_args(argv)
+    t = Timings()
+    build(a.sources, a.output, a.clang, a.link, a.level, t, compile_only=a.compile_only, emit_llvm=a.emit_llvm)
+    if a.time:
+        print(t.report(), file=sys.stderr)
+    return 0
+
+
+# ----------------------------------------------------------------------------- run
+def cmd_run(argv: list[str]) -> int:
+    from zymase.frontends.c import Timings, build
+
+    if "--" in argv:
+        k = argv.index("--")
+        argv, prog_args = argv[:k], argv[k + 1 :]
+    else:
+        prog_args = []
+    a = parse_cc_args(argv)
+    if a.output or a.compile_only:
+        raise ZymaseError("zymase run does not take -o or -c", hint="use zymase cc to build a file")
+    t = Timings()
+    with tempfile.TemporaryDirectory(prefix="zymase-run-") as tmp:
+        exe = str(Path(tmp) / "prog")
+        build(a.sources, exe, a.clang, a.link, a.level, t)
+        if a.time:
+            print(t.report(), file=sys.stderr)
+        sys.stdout.flush()
+        return subprocess.call([exe, *prog_args])
+
+
+# ----------------------------------------------------------------------------- opt
+def cmd_opt(argv: list[str]) -> int:
+    from zymase.frontends.c import Timings, differentiate_llvm_ir
+    from zymase.llvm import toolchain
+
+    src, out, level, preopt, activity = None, None, None, True, False
+    i = 0
+    while i < len(argv):
+        x = argv[i]
+        if x == "-o" and i + 1 < len(argv):
+            out = argv[i + 1]
+            i += 2
+            continue
+        if x.startswith("-O") and x[2:].isdigit():
+            level = min(int(x[2:]), 3)
+        elif x == "--no-preopt":
+            preopt = False
+        elif x == "--print-activity":
+            activity = True
+        elif x.startswith("-") and x != "-":
+            raise ZymaseError(f"unknown option '{x}' for zymase opt", hint="see zymase --help")
+        else:
+            src = x
+        i += 1
+    if src is None:
+        raise ZymaseError("no input file", hint="zymase opt in.ll -o out.ll (use - for stdin)")
+    if src == "-":
+        text, name = sys.stdin.read(), "<stdin>"
+    else:
+        if not Path(src).exists():
+            raise ZymaseError(f"no such file: '{src}'")
+        text, name = Path(src).read_text(), src
+    if activity:
+        from zymase.autodiff.report import activity_report
+        from zymase.llvm.markers import lower_markers
+        from zymase.llvm.reader import read_llvm_ir
+
+        if preopt and level:
+            text = toolchain.preopt(text, level)
+        module = read_llvm_ir(text, name)
+        lower_markers(module)
+        print(activity_report(module), end="")
+        return 0
+    t = Timings()
+    ll = differentiate_llvm_ir(text, name, level or 0, t, preoptimize=preopt and level is not None)
+    if level:
+        ll = toolchain.optimize(ll, level)
+    if out:
+        Path(out).write_text(ll)
+    else:
+        sys.stdout.write(ll)
+    return 0
+
+
+# ---------------------------------------------------------------------------- demo
+def cmd_demo(argv: list[str]) -> int:
+    from zymase.demo import run_demo
+
+    return run_demo()
+
+
+# ----------------------------------------------------------------------- zymase-opt
+def opt_main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    return _guard(_opt_main, argv)
+
+
+def _opt_main(argv: list[str]) -> int:
+    from zymase.transforms.pipeline import PASSES, run_passes
+
+    import argparse
+
+    p = argparse.ArgumentParser(prog="zymase-opt", description="MLIR in, MLIR out (xdsl-opt conventions)")
+    p.add_argument("file", nargs="?", default="-")
+    p.add_argument("-p", "--passes", default="", help="comma-separated passes: " + ", ".join(PASSES))
+    p.add_argument("-o", "--output", default="-")
+    ns = p.parse_args(argv)
+    if ns.file == "-":
+        text, name = sys.stdin.read(), "<stdin>"
+    else:
+        if not Path(ns.file).exists():
+            raise ZymaseError(f"no such file: '{ns.file}'")
+        text, name = Path(ns.file).read_text(), ns.file
+    out = run_passes(text, name, [q for q in ns.passes.split(",") if q])
+    if ns.output == "-":
+        sys.stdout.write(out)
+    else:
+        Path(ns.output).write_text(out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

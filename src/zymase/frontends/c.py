@@ -1,0 +1,106 @@
+"""C front end: the ``zymase cc`` pipeline, timed phase by phase.
+
+clang (IR, no LLVM passes) -> pre-AD pipeline -> read into xDSL -> Enzyme call sites
+-> differentiate -> lower tape ops -> write LLVM IR -> full O-level pipeline ->
+object file -> link.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from zymase.ir import ModuleOp
+
+
+@dataclass
+class Timings:
+    """Wall time per phase, in seconds (printed by ``zymase cc --time``)."""
+
+    phases: dict[str, float] = field(default_factory=dict)
+
+    @contextmanager
+    def phase(self, name: str):
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.phases[name] = self.phases.get(name, 0.0) + time.perf_counter() - t0
+
+    def report(self) -> str:
+        total = sum(self.phases.values())
+        rows = [f"  {k:<10} {v * 1000:9.1f} ms" for k, v in self.phases.items()]
+        return "zymase: time per phase\n" + "\n".join(rows) + f"\n  {'total':<10} {total * 1000:9.1f} ms"
+
+
+def differentiate_llvm_ir(ll_text: str, filename: str, level: int, timings: Timings, *, preoptimize: bool = True) -> str:
+    """LLVM IR in, LLVM IR with every Enzyme call site differentiated out (not yet
+    optimized after AD)."""
+    from zymase.llvm import toolchain
+    from zymase.llvm.markers import lower_markers
+    from zymase.llvm.reader import read_llvm_ir
+    from zymase.llvm.writer import write_llvm_ir
+
+    if preoptimize:
+        with timings.phase("preopt"):
+            ll_text = toolchain.preopt(ll_text, level)
+    with timings.phase("import"):
+        module = read_llvm_ir(ll_text, filename)
+    with timings.phase("AD"):
+        differentiate_module(module)
+    with timings.phase("export"):
+        return write_llvm_ir(module)
+
+
+def differentiate_module(module: ModuleOp) -> int:
+    """Marker lowering, the enzyme pass and tape lowering on an llvm-dialect module."""
+    from zymase.llvm.markers import lower_markers
+    from zymase.transforms.enzyme_pass import run_enzyme_pass
+    from zymase.transforms.lower_to_llvm import lower_to_llvm
+
+    n = lower_markers(module)
+    if n:
+        run_enzyme_pass(module)
+        lower_to_llvm(module)
+    return n
+
+
+def compile_c(source: str, clang_flags: list[str], level: int, timings: Timings) -> str:
+    """One C file to optimized LLVM IR text with derivatives."""
+    from zymase.llvm import toolchain
+
+    with timings.phase("clang"):
+        ll = toolchain.c_to_llvm_ir(source, clang_flags, level)
+    ll = differentiate_llvm_ir(ll, str(source), level, timings)
+    with timings.phase("optimize"):
+        return toolchain.optimize(ll, level)
+
+
+def build(sources: list[str], output: str, clang_flags: list[str], link_flags: list[str], level: int,
+          timings: Timings, *, compile_only: bool = False, emit_llvm: bool = False) -> None:
+    """``zymase cc``: compile and link (or ``-c`` / ``-S -emit-llvm``)."""
+    from zymase.llvm import toolchain
+
+    with tempfile.TemporaryDirectory(prefix="zymase-") as tmp:
+        objects: list[str] = []
+        for i, src in enumerate(sources):
+            if src.endswith((".o", ".a", ".so")):
+                objects.append(src)
+                continue
+            ll = compile_c(src, clang_flags, level, timings)
+            if emit_llvm:
+                Path(output or Path(src).with_suffix(".ll").name).write_text(ll)
+                continue
+            obj = output if compile_only and output else str(Path(tmp) / f"{i}_{Path(src).stem}.o")
+            if compile_only and not output:
+                obj = Path(src).with_suffix(".o").name
+            with timings.phase("codegen"):
+                toolchain.emit_object(ll, obj, opt=level)
+            objects.append(obj)
+        if compile_only or emit_llvm:
+            return
+        with timings.phase("link"):
+            toolchain.link(objects, output or "a.out", link_flags)

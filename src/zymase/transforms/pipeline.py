@@ -1,0 +1,69 @@
+"""Named passes for ``zymase-opt`` (``-p enzyme,canonicalize,...``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from zymase.errors import ZymaseError
+from zymase.ir import ModuleOp, make_context, parse_mlir, print_mlir
+
+
+def _enzyme(module: ModuleOp) -> None:
+    from zymase.transforms.enzyme_pass import run_enzyme_pass
+
+    run_enzyme_pass(module)
+
+
+def _xdsl_pass(name: str) -> Callable[[ModuleOp], None]:
+    def run(module: ModuleOp) -> None:
+        from zymase.ir import xdsl_pass
+
+        xdsl_pass(name).apply(make_context(), module)
+
+    return run
+
+
+def _lower(module: ModuleOp) -> None:
+    from zymase.transforms.lower_to_llvm import lower_to_llvm
+
+    lower_to_llvm(module)
+
+
+def _print_activity(module: ModuleOp) -> None:
+    from zymase.autodiff.report import activity_report
+    import sys
+
+    sys.stderr.write(activity_report(module))
+
+
+PASSES: dict[str, Callable[[ModuleOp], None]] = {
+    "enzyme": _enzyme,
+    "canonicalize": _xdsl_pass("canonicalize"),
+    "cse": _xdsl_pass("cse"),
+    "dce": _xdsl_pass("dce"),
+    "lower-to-llvm": _lower,
+    "print-activity-analysis": _print_activity,
+}
+
+
+def run_passes(text: str, filename: str, names: list[str]) -> str:
+    module = parse_mlir(text, filename)
+    _verify(module, filename, "input")
+    for n in names:
+        if n not in PASSES:
+            raise ZymaseError(f"unknown pass '{n}'", hint="available: " + ", ".join(PASSES))
+        PASSES[n](module)
+    _verify(module, filename, "output")
+    return print_mlir(module)
+
+
+def _verify(module: ModuleOp, filename: str, what: str) -> None:
+    from zymase.ir import VerifyException
+
+    try:
+        module.verify()
+    except VerifyException as exc:
+        msg = str(exc).strip().splitlines()[0]
+        if what == "input":
+            raise ZymaseError(f"invalid MLIR: {msg}", location=filename, hint="fix the input module") from None
+        raise
