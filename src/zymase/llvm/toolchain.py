@@ -1,0 +1,482 @@
+"""The native toolchain around zymase: clang, LLVM pass pipelines, JIT, objects, linking.
+
+This module knows nothing about automatic differentiation. It turns C into LLVM IR
+text (with whichever clang 14..22 it can find), runs llvmlite's new-pass-manager
+pipelines on LLVM IR text, JIT-compiles IR for the Python API and ``zymase run``,
+and writes object files and executables for ``zymase cc``.
+
+Pipelines, following Enzyme's recipe:
+
+* :func:`preopt` runs *before* AD: the O-level pipeline without loop vectorization,
+  SLP vectorization and loop unrolling (vector code and unrolled loops are harder
+  to differentiate and make the derivative bigger, not faster). Level 0 only
+  promotes locals to SSA registers (SROA), so that the AD sees values, not memory.
+* :func:`optimize` runs *after* AD: the full O-level pipeline, vectorizers included.
+
+Every failure a user can cause is a :class:`~zymase.errors.ZymaseError`.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import functools
+import importlib.util
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import llvmlite.binding as llvm
+
+from zymase.errors import ZymaseError
+
+#: clang versions whose LLVM IR llvmlite 0.50 (LLVM 22) can read.
+MIN_CLANG = 14
+MAX_CLANG = 22
+
+_INSTALL_HINT = "apt-get install -y clang-19, or pip install ziglang"
+
+
+# --------------------------------------------------------------------------------------
+# Finding clang
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class Clang:
+    """A usable C compiler: ``argv`` is the command prefix (flags are appended)."""
+
+    argv: list[str]
+    version: int
+
+    @property
+    def is_zig(self) -> bool:
+        return "ziglang" in self.argv
+
+
+_VERSION_RE = re.compile(r"clang version (\d+)\.")
+
+
+def _clang_version(argv: list[str]) -> int | None:
+    """The major version printed by ``argv --version``, or None if it is no clang."""
+    try:
+        proc = subprocess.run(
+            [*argv, "--version"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if proc.returncode != 0:
+        return None
+    match = _VERSION_RE.search(proc.stdout)
+    return int(match.group(1)) if match else None
+
+
+def _ziglang_available() -> bool:
+    """Whether the ``ziglang`` pip package (which bundles clang) is importable."""
+    try:
+        return importlib.util.find_spec("ziglang") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _zig_target() -> str:
+    machine = platform.machine().lower()
+    arch = {"amd64": "x86_64", "arm64": "aarch64"}.get(machine, machine)
+    return f"{arch}-linux-gnu"
+
+
+@functools.cache
+def find_clang() -> Clang:
+    """Find a clang between 14 and 22 (cached).
+
+    Order: ``$ZYMASE_CLANG`` if set; ``clang`` on PATH; ``clang-22`` down to
+    ``clang-14`` on PATH; the ``ziglang`` pip package (``python -m ziglang cc``).
+    Newer clangs are refused: llvmlite's LLVM 22 may not read their IR.
+    """
+    override = os.environ.get("ZYMASE_CLANG")
+    if override:
+        path = shutil.which(override)
+        version = _clang_version([path]) if path else None
+        if version is None or not MIN_CLANG <= version <= MAX_CLANG:
+            found = "not found" if path is None else f"version {version}"
+            raise ZymaseError(
+                f"ZYMASE_CLANG={override} is not a clang between {MIN_CLANG} and {MAX_CLANG} "
+                f"({found})",
+                hint="unset ZYMASE_CLANG or point it to clang-14 ... clang-22",
+            )
+        return Clang([path], version)
+
+    names = ["clang"] + [f"clang-{v}" for v in range(MAX_CLANG, MIN_CLANG - 1, -1)]
+    for name in names:
+        path = shutil.which(name)
+        if path is None:
+            continue
+        version = _clang_version([path])
+        if version is not None and MIN_CLANG <= version <= MAX_CLANG:
+            return Clang([path], version)
+
+    if _ziglang_available():
+        argv = [sys.executable, "-m", "ziglang", "cc"]
+        version = _clang_version(argv)
+        if version is not None and MIN_CLANG <= version <= MAX_CLANG:
+            return Clang(
+                [*argv, "-target", _zig_target(), "-fno-sanitize=undefined"], version
+            )
+
+    raise ZymaseError(
+        f"no clang between {MIN_CLANG} and {MAX_CLANG} found", hint=_INSTALL_HINT
+    )
+
+
+# --------------------------------------------------------------------------------------
+# C -> LLVM IR
+# --------------------------------------------------------------------------------------
+
+# "file.c:3:5: error: ..." (also "fatal error:")
+_DIAG_RE = re.compile(r"^(?P<loc>.+?:\d+:\d+): (?:fatal )?error: ")
+
+
+def _first_error(stderr: str) -> tuple[str, int]:
+    """clang's first error line and how many error lines there are in all."""
+    lines = [line.strip() for line in stderr.splitlines()]
+    errors = [line for line in lines if _DIAG_RE.match(line)]
+    if not errors:  # driver errors: "clang: error: no such file ..."
+        errors = [line for line in lines if "error:" in line]
+    if not errors:
+        errors = [line for line in lines if line] or ["clang failed without a message"]
+    return errors[0], len(errors)
+
+
+def c_to_llvm_ir(source: str | Path, flags: list[str] | None = None, opt_level: int = 2) -> str:
+    """LLVM IR text for the C file ``source``, ready for :func:`preopt`.
+
+    For ``opt_level >= 1`` clang runs with ``-O<n> -Xclang -disable-llvm-passes``:
+    the front end emits what the optimizer needs (TBAA, lifetime markers, no
+    ``optnone``/``noinline``), but no LLVM pass runs. For 0 it runs with
+    ``-O0 -Xclang -disable-O0-optnone`` so that later passes are not blocked.
+    ``flags`` (``-I``, ``-D``, ``-g``, ``-std=``, ``-ffast-math``, ``-march=`` ...) are
+    passed through after ours, so the user's choice wins.
+    """
+    _check_level(opt_level)
+    source = Path(source)
+    if not source.is_file():
+        raise ZymaseError(
+            f"no such C file: {source}", hint="check the path of the source file"
+        )
+    clang = find_clang()
+    if opt_level == 0:
+        level_flags = ["-O0", "-Xclang", "-disable-O0-optnone"]
+    else:
+        level_flags = [f"-O{opt_level}", "-Xclang", "-disable-llvm-passes"]
+    # zig's clang emits debug info unless told otherwise; plain clang does not.
+    wants_debug = any(f.startswith("-g") for f in (flags or []))
+    extra = ["-g0"] if clang.is_zig and not wants_debug else []
+    with tempfile.TemporaryDirectory(prefix="zymase-") as tmp:
+        out = Path(tmp) / (source.stem + ".ll")
+        argv = [
+            *clang.argv,
+            *level_flags,
+            *extra,
+            *(flags or []),
+            "-S",
+            "-emit-llvm",
+            "-o",
+            str(out),
+            str(source),
+        ]
+        try:
+            proc = subprocess.run(
+                argv, capture_output=True, text=True, stdin=subprocess.DEVNULL
+            )
+        except OSError as exc:
+            raise ZymaseError(
+                f"could not run clang: {exc}", hint=_INSTALL_HINT
+            ) from None
+        if proc.returncode != 0 or not out.is_file():
+            first, count = _first_error(proc.stderr)
+            hint = "fix the C error above"
+            if count > 1:
+                hint += f" ({count - 1} more error(s) follow it; run clang on the file to see all)"
+            err = ZymaseError(first, hint=hint)
+            err.diagnostics = proc.stderr  # type: ignore[attr-defined]
+            raise err
+        _forward_warnings(proc.stderr, clang)
+        return out.read_text()
+
+
+def _forward_warnings(stderr: str, clang: Clang) -> None:
+    """Show clang's warnings like a compiler driver does (zig's own noise left out)."""
+    lines = stderr.splitlines()
+    if clang.is_zig:
+        lines = [line for line in lines if "argument unused during compilation: '-c'" not in line]
+    if any(line.strip() for line in lines):
+        print("\n".join(lines), file=sys.stderr)
+
+
+# --------------------------------------------------------------------------------------
+# llvmlite: initialization, target machine, parsing
+# --------------------------------------------------------------------------------------
+
+
+@functools.cache
+def _init_llvm() -> None:
+    # llvm.initialize() is deprecated in llvmlite 0.50 (it raises); the core is
+    # initialized automatically. The native target and asm printer are not.
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    llvm.initialize_native_asmparser()
+
+
+def target_machine(opt: int = 2, *, jit: bool = False) -> llvm.TargetMachine:
+    """A TargetMachine for the host triple (PIC, small code model).
+
+    With ``jit=True`` it targets the host CPU and its features (the code runs here);
+    otherwise it is generic for the triple, like clang without ``-march``: the
+    ``target-cpu``/``target-features`` attributes of each function still decide.
+    """
+    _init_llvm()
+    target = llvm.Target.from_default_triple()
+    if jit:
+        return target.create_target_machine(
+            cpu=llvm.get_host_cpu_name(),
+            features=llvm.get_host_cpu_features().flatten(),
+            opt=opt,
+            reloc="pic",
+            codemodel="default",
+            jit=True,
+        )
+    return target.create_target_machine(opt=opt, reloc="pic", codemodel="default")
+
+
+def _check_level(level: int) -> None:
+    if not isinstance(level, int) or not 0 <= level <= 3:
+        raise ZymaseError(
+            f"optimization level must be 0, 1, 2 or 3, not {level!r}",
+            hint="use -O0, -O1, -O2 or -O3",
+        )
+
+
+def _parse(ll_text: str) -> llvm.ModuleRef:
+    """Parse and verify LLVM IR text; fill in the host triple/data layout if missing."""
+    _init_llvm()
+    try:
+        module = llvm.parse_assembly(ll_text)
+        module.verify()
+    except RuntimeError as exc:
+        text = str(exc).strip()
+        first = text.splitlines()[0] if text else "parse failure"
+        raise ZymaseError(
+            f"invalid LLVM IR: {first}",
+            hint="the IR must be LLVM 22 compatible (clang 14..22) and pass the verifier",
+        ) from None
+    if not module.triple:
+        module.triple = llvm.get_process_triple()
+    if not module.data_layout:
+        module.data_layout = str(target_machine().target_data)
+    return module
+
+
+def _print(module: llvm.ModuleRef) -> str:
+    try:
+        module.verify()
+    except RuntimeError as exc:  # a pass broke the module: an internal bug
+        raise RuntimeError(f"LLVM module does not verify after optimization: {exc}") from exc
+    return str(module)
+
+
+def _run_pipeline(module: llvm.ModuleRef, level: int, *, vectorize: bool) -> None:
+    pto = llvm.create_pipeline_tuning_options(speed_level=level)
+    if not vectorize:
+        pto.loop_vectorization = False
+        pto.slp_vectorization = False
+        pto.loop_unrolling = False
+    tm = target_machine(opt=level)
+    pb = llvm.create_pass_builder(tm, pto)
+    pb.getModulePassManager().run(module, pb)
+
+
+def preopt(ll_text: str, level: int) -> str:
+    """The pre-AD pipeline; returns verified LLVM IR text.
+
+    Levels 1..3: the O-level module pipeline without loop vectorization, SLP
+    vectorization and loop unrolling (Enzyme's recipe). Level 0: SROA only, which
+    promotes allocas of scalars to SSA values (what mem2reg would do, and more).
+    Nothing is internalized; like clang's own O2, unused ``internal`` functions may
+    be deleted.
+    """
+    _check_level(level)
+    module = _parse(ll_text)
+    if level == 0:
+        pm = llvm.create_new_module_pass_manager()
+        pm.add_sroa_pass()
+        pm.run(module, llvm.create_pass_builder(target_machine(opt=0),
+                                                llvm.create_pipeline_tuning_options(0)))
+    else:
+        _run_pipeline(module, level, vectorize=False)
+    return _print(module)
+
+
+def optimize(ll_text: str, level: int) -> str:
+    """The post-AD pipeline: the full O-level pipeline, vectorizers included.
+
+    Level 0 returns the text unchanged.
+    """
+    _check_level(level)
+    if level == 0:
+        return ll_text
+    module = _parse(ll_text)
+    _run_pipeline(module, level, vectorize=True)
+    return _print(module)
+
+
+# --------------------------------------------------------------------------------------
+# JIT
+# --------------------------------------------------------------------------------------
+
+
+@functools.cache
+def _load_libm() -> None:
+    """Make libm's symbols visible to the JIT (the Python process usually has them)."""
+    name = ctypes.util.find_library("m")
+    if name:
+        try:
+            llvm.load_library_permanently(name)
+        except RuntimeError:
+            pass
+
+
+class JITModule:
+    """An MCJIT engine owning one LLVM module; keeps all of it alive while referenced."""
+
+    def __init__(self, ll_text: str, opt: int = 2):
+        _load_libm()
+        self._module = _parse(ll_text)
+        self._tm = target_machine(opt=opt, jit=True)
+        try:
+            self._engine = llvm.create_mcjit_compiler(self._module, self._tm)
+            self._engine.finalize_object()
+            self._engine.run_static_constructors()
+        except RuntimeError as exc:
+            raise ZymaseError(
+                f"JIT compilation failed: {str(exc).strip()}",
+                hint="undefined symbols must exist in this process (libc, libm)",
+            ) from None
+        self._functions: list[object] = []
+
+    def address(self, name: str) -> int:
+        """The address of function (or global) ``name``; ZymaseError if it does not exist."""
+        addr = self._engine.get_function_address(name)
+        if not addr:
+            addr = self._engine.get_global_value_address(name)
+        if not addr:
+            raise ZymaseError(
+                f"no function or global named '{name}' in the JIT module",
+                hint="check the name (C functions keep their name; static ones may be "
+                "inlined away by optimization)",
+            )
+        return addr
+
+    def function(self, name: str, restype, *argtypes):
+        """A ctypes function for ``name`` with the given ctypes signature.
+
+        The returned object keeps this JIT module alive.
+        """
+        proto = ctypes.CFUNCTYPE(restype, *argtypes)
+        fn = proto(self.address(name))
+        fn._zymase_jit = self  # type: ignore[attr-defined]
+        return fn
+
+
+def jit(ll_text: str, opt: int = 2) -> JITModule:
+    """JIT-compile LLVM IR text (MCJIT). ``opt`` is the code generator's level."""
+    return JITModule(ll_text, opt=opt)
+
+
+# --------------------------------------------------------------------------------------
+# Objects and linking
+# --------------------------------------------------------------------------------------
+
+
+def emit_object(ll_text: str, path: str | Path, opt: int = 2) -> None:
+    """Write a native object file for LLVM IR text (host triple, PIC)."""
+    module = _parse(ll_text)
+    tm = target_machine(opt=opt)
+    try:
+        data = tm.emit_object(module)
+    except RuntimeError as exc:
+        raise RuntimeError(f"LLVM could not emit an object file: {exc}") from exc
+    try:
+        Path(path).write_bytes(data)
+    except OSError as exc:
+        raise ZymaseError(
+            f"cannot write object file {path}: {exc.strerror}",
+            hint="check that the output directory exists and is writable",
+        ) from None
+
+
+def _linker() -> list[str]:
+    cc = shutil.which("cc")
+    if cc:
+        return [cc]
+    try:
+        return list(find_clang().argv)
+    except ZymaseError:
+        raise ZymaseError(
+            "no linker found: neither 'cc' nor a clang is on PATH",
+            hint="apt-get install -y gcc (or clang-19)",
+        ) from None
+
+
+def link(objects: list[str | Path], output: str | Path, flags: list[str] | None = None) -> None:
+    """Link object files into an executable with the system ``cc`` (and ``-lm``).
+
+    ``flags`` carries the user's ``-l``/``-L``/``-static``/... link options.
+    """
+    argv = [
+        *_linker(),
+        *(str(o) for o in objects),
+        "-o",
+        str(output),
+        *(flags or []),
+        "-lm",
+    ]
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    except OSError as exc:
+        raise ZymaseError(f"could not run the linker: {exc}") from None
+    if proc.returncode != 0:
+        lines = [line.strip() for line in proc.stderr.splitlines() if line.strip()]
+        undefined = [line for line in lines if "undefined reference" in line]
+        specific = [line for line in lines if not line.startswith(("collect2", "clang"))]
+        first = (undefined or specific or lines or ["linker failed without a message"])[0]
+        hint = "check the -l/-L flags and that every called function is defined"
+        if "__enzyme_" in first:
+            hint = (
+                "an __enzyme_* call was not replaced by a derivative; check the call's "
+                "arguments"
+            )
+        raise ZymaseError(f"linking failed: {first}", hint=hint)
+
+
+__all__ = [
+    "Clang",
+    "JITModule",
+    "c_to_llvm_ir",
+    "emit_object",
+    "find_clang",
+    "jit",
+    "link",
+    "optimize",
+    "preopt",
+    "target_machine",
+]

@@ -1,0 +1,318 @@
+"""Tests of zymase.llvm.toolchain: clang discovery, C -> IR, pipelines, JIT, objects, linking."""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import re
+import subprocess
+import textwrap
+
+import pytest
+
+from zymase.errors import ZymaseError
+from zymase.llvm import toolchain
+
+C_SOURCE = textwrap.dedent(
+    """\
+    #include <math.h>
+
+    static double square(double x) {
+        double y = x * x;
+        return y;
+    }
+
+    double horner(double x, int n) {
+        double s = 0.0;
+        for (int i = 0; i < n; i++)
+            s = s * x + sin(x) + square(x);
+        return s;
+    }
+
+    double hyp(double a, double b) { return sqrt(a * a + b * b); }
+    """
+)
+
+
+def reference_horner(x: float, n: int) -> float:
+    s = 0.0
+    for _ in range(n):
+        s = s * x + math.sin(x) + x * x
+    return s
+
+
+@pytest.fixture
+def c_file(tmp_path):
+    path = tmp_path / "prog.c"
+    path.write_text(C_SOURCE)
+    return path
+
+
+@pytest.fixture
+def fresh_clang_cache():
+    toolchain.find_clang.cache_clear()
+    yield
+    toolchain.find_clang.cache_clear()
+
+
+def count_allocas(ll_text: str) -> int:
+    return len(re.findall(r"=\s*alloca\b", ll_text))
+
+
+# ------------------------------------------------------------------------------- clang
+
+
+def test_find_clang_gives_a_supported_version():
+    clang = toolchain.find_clang()
+    assert toolchain.MIN_CLANG <= clang.version <= toolchain.MAX_CLANG
+    assert clang.argv
+    out = subprocess.run([*clang.argv, "--version"], capture_output=True, text=True)
+    assert f"clang version {clang.version}." in out.stdout
+
+
+def test_find_clang_is_cached():
+    assert toolchain.find_clang() is toolchain.find_clang()
+
+
+def test_missing_clang_gives_a_clear_error(monkeypatch, fresh_clang_cache):
+    monkeypatch.setenv("PATH", "")
+    monkeypatch.delenv("ZYMASE_CLANG", raising=False)
+    monkeypatch.setattr(toolchain, "_ziglang_available", lambda: False)
+    with pytest.raises(ZymaseError) as info:
+        toolchain.find_clang()
+    err = info.value
+    assert "no clang between 14 and 22 found" in err.message
+    assert "apt-get install -y clang-19" in err.hint
+    assert "pip install ziglang" in err.hint
+    assert err.format().startswith("zymase: error: no clang between 14 and 22 found")
+
+
+def test_ziglang_fallback_or_clear_error_without_path(monkeypatch, fresh_clang_cache):
+    """With nothing on PATH, the ziglang package is used when it is installed."""
+    monkeypatch.setenv("PATH", "")
+    monkeypatch.delenv("ZYMASE_CLANG", raising=False)
+    if toolchain._ziglang_available():
+        clang = toolchain.find_clang()
+        assert "ziglang" in clang.argv and "-fno-sanitize=undefined" in clang.argv
+        assert "-target" in clang.argv
+    else:
+        with pytest.raises(ZymaseError, match="no clang between 14 and 22"):
+            toolchain.find_clang()
+
+
+def test_too_new_clang_on_path_is_refused(monkeypatch, tmp_path, fresh_clang_cache):
+    fake = tmp_path / "clang"
+    fake.write_text("#!/bin/sh\necho 'clang version 23.0.0'\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("ZYMASE_CLANG", raising=False)
+    monkeypatch.setattr(toolchain, "_ziglang_available", lambda: False)
+    with pytest.raises(ZymaseError, match="no clang between 14 and 22"):
+        toolchain.find_clang()
+
+
+def test_zymase_clang_override(monkeypatch, fresh_clang_cache):
+    real = toolchain.find_clang()
+    toolchain.find_clang.cache_clear()
+    if not real.is_zig:  # a clang binary to point ZYMASE_CLANG at
+        monkeypatch.setenv("ZYMASE_CLANG", real.argv[0])
+        assert toolchain.find_clang().argv == [real.argv[0]]
+        toolchain.find_clang.cache_clear()
+    monkeypatch.setenv("ZYMASE_CLANG", "/nonexistent/clang")
+    with pytest.raises(ZymaseError, match="ZYMASE_CLANG"):
+        toolchain.find_clang()
+
+
+# ------------------------------------------------------------------------------- C -> IR
+
+
+@pytest.mark.parametrize("level", [0, 1, 2, 3])
+def test_c_to_llvm_ir_at_every_level(c_file, level):
+    ir = toolchain.c_to_llvm_ir(c_file, [], level)
+    assert "define dso_local double @horner" in ir or "define double @horner" in ir
+    assert "optnone" not in ir
+    # The front end only: no LLVM pass ran, so locals are still in memory.
+    assert count_allocas(ir) > 0
+
+
+def test_c_to_llvm_ir_passes_user_flags(tmp_path):
+    src = tmp_path / "flags.c"
+    src.write_text("double f(double x) { return SCALE * x; }\n")
+    ir = toolchain.c_to_llvm_ir(src, ["-DSCALE=3.5", "-ffast-math"], 2)
+    assert "3.5" in ir or "3.500000e+00" in ir
+    assert "fast" in ir
+    ir_g = toolchain.c_to_llvm_ir(src, ["-DSCALE=2", "-g"], 1)
+    assert "!dbg" in ir_g
+
+
+def test_c_syntax_error_names_file_and_line(tmp_path):
+    src = tmp_path / "broken.c"
+    src.write_text("double f(double x) {\n    return x * x\n}\n")
+    with pytest.raises(ZymaseError) as info:
+        toolchain.c_to_llvm_ir(src, [], 2)
+    err = info.value
+    assert re.search(r"broken\.c:2:\d+: error: expected ';'", err.message), err.message
+    assert err.hint.startswith("fix the C error above")
+    assert "\n" not in err.format()
+
+
+def test_missing_c_file(tmp_path):
+    with pytest.raises(ZymaseError, match="no such C file"):
+        toolchain.c_to_llvm_ir(tmp_path / "absent.c", [], 2)
+
+
+def test_bad_level_is_a_user_error(c_file):
+    with pytest.raises(ZymaseError, match="optimization level"):
+        toolchain.c_to_llvm_ir(c_file, [], 4)
+    with pytest.raises(ZymaseError, match="optimization level"):
+        toolchain.preopt("", -1)
+
+
+# ------------------------------------------------------------------------------- pipelines
+
+
+@pytest.mark.parametrize("level", [0, 2])
+def test_preopt_promotes_allocas(c_file, level):
+    ir = toolchain.c_to_llvm_ir(c_file, [], level)
+    assert count_allocas(ir) > 0
+    out = toolchain.preopt(ir, level)
+    assert count_allocas(out) == 0
+    assert "@horner" in out and "@hyp" in out
+
+
+def test_preopt_level0_only_promotes(c_file):
+    out = toolchain.preopt(toolchain.c_to_llvm_ir(c_file, [], 0), 0)
+    # No inlining at level 0: the static helper is still called.
+    assert re.search(r"call double @square", out)
+
+
+def test_preopt_does_not_vectorize_or_unroll(tmp_path):
+    src = tmp_path / "loop.c"
+    src.write_text(
+        "void axpy(int n, double a, double *restrict x, double *restrict y) {\n"
+        "  for (int i = 0; i < n; i++) y[i] += a * x[i];\n}\n"
+        "double fixed(double x) { double s = 0; for (int i = 0; i < 4; i++) s = s * x + i; "
+        "return s; }\n"
+    )
+    ir = toolchain.c_to_llvm_ir(src, [], 3)
+    pre = toolchain.preopt(ir, 3)
+    assert "<2 x double>" not in pre and "<4 x double>" not in pre
+    post = toolchain.optimize(pre, 3)
+    assert "x double>" in post  # the full pipeline vectorizes axpy
+
+
+def test_optimize_level0_is_identity(c_file):
+    ir = toolchain.c_to_llvm_ir(c_file, [], 0)
+    assert toolchain.optimize(ir, 0) == ir
+
+
+def test_optimize_returns_verified_ir(c_file):
+    pre = toolchain.preopt(toolchain.c_to_llvm_ir(c_file, [], 2), 2)
+    out = toolchain.optimize(pre, 2)
+    assert "define" in out and "@horner" in out
+    toolchain.preopt(out, 1)  # parses and verifies again
+
+
+def test_ir_without_triple_gets_the_host_one():
+    ir = "define double @twice(double %x) {\n  %y = fadd double %x, %x\n  ret double %y\n}\n"
+    out = toolchain.optimize(ir, 2)
+    assert "target triple" in out
+    assert toolchain.jit(out).function("twice", ctypes.c_double, ctypes.c_double)(2.5) == 5.0
+
+
+def test_invalid_ir_is_a_user_error():
+    with pytest.raises(ZymaseError, match="invalid LLVM IR"):
+        toolchain.preopt("define double @f( {", 2)
+
+
+# ------------------------------------------------------------------------------- JIT
+
+
+@pytest.mark.parametrize("level", [0, 2])
+def test_jit_and_call(c_file, level):
+    ir = toolchain.optimize(toolchain.preopt(toolchain.c_to_llvm_ir(c_file, [], level), level), level)
+    module = toolchain.jit(ir)
+    horner = module.function("horner", ctypes.c_double, ctypes.c_double, ctypes.c_int)
+    for x, n in [(0.5, 3), (-1.25, 7), (2.0, 0)]:
+        assert horner(x, n) == pytest.approx(reference_horner(x, n), rel=1e-14)
+    assert module.address("hyp") != 0
+    # libm resolves (sqrt may be an instruction, sin must be a call into libm)
+    hyp = module.function("hyp", ctypes.c_double, ctypes.c_double, ctypes.c_double)
+    assert hyp(3.0, 4.0) == 5.0
+
+
+def test_jit_function_keeps_module_alive(c_file):
+    ir = toolchain.preopt(toolchain.c_to_llvm_ir(c_file, [], 2), 2)
+    fn = toolchain.jit(ir).function("hyp", ctypes.c_double, ctypes.c_double, ctypes.c_double)
+    import gc
+
+    gc.collect()
+    assert fn(6.0, 8.0) == 10.0
+
+
+def test_jit_unknown_name(c_file):
+    module = toolchain.jit(toolchain.preopt(toolchain.c_to_llvm_ir(c_file, [], 1), 1))
+    with pytest.raises(ZymaseError, match="no function or global named 'nope'"):
+        module.address("nope")
+
+
+# ------------------------------------------------------------------------------- objects
+
+
+MAIN_SOURCE = textwrap.dedent(
+    """\
+    #include <math.h>
+    #include <stdio.h>
+    #include <stdlib.h>
+
+    double f(double x) { return exp(x) * cos(x); }
+
+    int main(int argc, char **argv) {
+        double x = argc > 1 ? atof(argv[1]) : 0.5;
+        printf("%.6f\\n", f(x));
+        return f(x) > 0 ? 0 : 3;
+    }
+    """
+)
+
+
+@pytest.mark.parametrize("level", [0, 2])
+def test_emit_link_and_run(tmp_path, level):
+    src = tmp_path / "main.c"
+    src.write_text(MAIN_SOURCE)
+    ir = toolchain.optimize(toolchain.preopt(toolchain.c_to_llvm_ir(src, [], level), level), level)
+    obj = tmp_path / "main.o"
+    exe = tmp_path / "main"
+    toolchain.emit_object(ir, obj)
+    assert obj.stat().st_size > 0
+    toolchain.link([obj], exe, [])
+    run = subprocess.run([str(exe), "0.5"], capture_output=True, text=True)
+    assert run.returncode == 0
+    assert float(run.stdout) == pytest.approx(math.exp(0.5) * math.cos(0.5), abs=1e-6)
+    assert subprocess.run([str(exe), "2.0"]).returncode == 3
+
+
+def test_link_error_names_the_missing_symbol(tmp_path):
+    src = tmp_path / "undef.c"
+    src.write_text(
+        "extern double __enzyme_autodiff(void *, ...);\n"
+        "double sq(double x) { return x * x; }\n"
+        "int main(void) { return __enzyme_autodiff((void *)sq, 3.0) != 6.0; }\n"
+    )
+    obj = tmp_path / "undef.o"
+    toolchain.emit_object(toolchain.preopt(toolchain.c_to_llvm_ir(src, [], 2), 2), obj)
+    with pytest.raises(ZymaseError) as info:
+        toolchain.link([obj], tmp_path / "undef", [])
+    assert "__enzyme_autodiff" in info.value.message
+    assert "__enzyme_" in info.value.hint
+
+
+def test_link_passes_user_flags(tmp_path):
+    src = tmp_path / "m.c"
+    src.write_text("int main(void) { return 0; }\n")
+    obj = tmp_path / "m.o"
+    toolchain.emit_object(toolchain.preopt(toolchain.c_to_llvm_ir(src, [], 0), 0), obj)
+    with pytest.raises(ZymaseError, match="linking failed"):
+        toolchain.link([obj], tmp_path / "m", ["-lzymase_no_such_library"])
+    toolchain.link([obj], tmp_path / "m", ["-L", str(tmp_path)])
+    assert subprocess.run([str(tmp_path / "m")]).returncode == 0
