@@ -17,7 +17,7 @@ C_PROGRAMS_DIR = Path(__file__).resolve().parent / "c"
 PROGRAMS = sorted(C_PROGRAMS_DIR.glob("*.c"))
 LEVELS = [0, 1, 2, 3]
 
-COMPILE_TIMEOUT = 600
+COMPILE_TIMEOUT = 300
 RUN_TIMEOUT = 120
 
 
