@@ -52,29 +52,29 @@ def _module(t: str) -> tuple[str, dict]:
     parts, points = [], {}
     for name, (op, x) in UNARY.items():
         parts.append(
-            f"func.func @{name}(%a0: {t}) -> {t} {{\n  %y = {op} %a0 : {t}\n"
+            f"func.func @op_{name}(%a0: {t}) -> {t} {{\n  %y = {op} %a0 : {t}\n"
             f"  %z = arith.mulf %y, %a0 : {t}\n  func.return %z : {t}\n}}"
         )
-        parts.append(drivers(name, 1, t))
+        parts.append(drivers(f"op_{name}", 1, t))
         points[name] = (x,)
     for name, (op, xs) in BINARY.items():
         parts.append(
-            f"func.func @{name}(%a0: {t}, %a1: {t}) -> {t} {{\n  %y = {op} %a0, %a1 : {t}\n"
+            f"func.func @op_{name}(%a0: {t}, %a1: {t}) -> {t} {{\n  %y = {op} %a0, %a1 : {t}\n"
             f"  func.return %y : {t}\n}}"
         )
-        parts.append(drivers(name, 2, t))
+        parts.append(drivers(f"op_{name}", 2, t))
         points[name] = xs
     parts.append(
-        f"func.func @fma(%a0: {t}, %a1: {t}, %a2: {t}) -> {t} {{\n"
+        f"func.func @op_fma(%a0: {t}, %a1: {t}, %a2: {t}) -> {t} {{\n"
         f"  %y = math.fma %a0, %a1, %a2 : {t}\n  func.return %y : {t}\n}}"
     )
-    parts.append(drivers("fma", 3, t))
+    parts.append(drivers("op_fma", 3, t))
     points["fma"] = (0.3, -1.2, 2.0)
     parts.append(
-        f"func.func @fpowi(%a0: {t}) -> {t} {{\n  %n = arith.constant 3 : i32\n"
+        f"func.func @op_fpowi(%a0: {t}) -> {t} {{\n  %n = arith.constant 3 : i32\n"
         f"  %y = math.fpowi %a0, %n : {t}, i32\n  func.return %y : {t}\n}}"
     )
-    parts.append(drivers("fpowi", 1, t))
+    parts.append(drivers("op_fpowi", 1, t))
     points["fpowi"] = (1.3,)
     return "\n".join(parts), points
 
@@ -92,13 +92,13 @@ NAMES = [*UNARY, *BINARY, "fma", "fpowi"]
 def test_rule_f64(f64_module, name):
     cm, points = f64_module
     xs = points[name]
-    f = getattr(cm, name)
-    rev = getattr(cm, f"d_{name}")(*xs)
+    f = getattr(cm, f"op_{name}")
+    rev = getattr(cm, f"d_op_{name}")(*xs)
     rev = rev if isinstance(rev, tuple) else (rev,)
     for i in range(len(xs)):
         fd = central_fd(f, xs, i)
         assert close(rev[i], fd, 1e-6), (name, i, rev[i], fd)
-        fwd = getattr(cm, f"t{i}_{name}")(*xs)
+        fwd = getattr(cm, f"t{i}_op_{name}")(*xs)
         assert close(fwd, rev[i], 1e-12, 1e-14), (name, i, fwd, rev[i])
 
 
@@ -107,8 +107,8 @@ def test_rules_f32():
     cm = zymase.mlir.compile(text)
     for name in NAMES:
         xs = points[name]
-        f = getattr(cm, name)
-        rev = getattr(cm, f"d_{name}")(*xs)
+        f = getattr(cm, f"op_{name}")
+        rev = getattr(cm, f"d_op_{name}")(*xs)
         rev = rev if isinstance(rev, tuple) else (rev,)
         for i in range(len(xs)):
             fd = central_fd(f, xs, i, h=1e-2)

@@ -251,8 +251,13 @@ def target_machine(opt: int = 2, *, jit: bool = False) -> llvm.TargetMachine:
             cpu=llvm.get_host_cpu_name(),
             features=llvm.get_host_cpu_features().flatten(),
             opt=opt,
-            reloc="pic",
-            codemodel="default",
+            # MCJIT places code anywhere in the address space: calls into libm may be
+            # farther than 2 GiB, which PIC's 32-bit PC-relative calls cannot reach
+            # (the relocation overflows silently and the call jumps into nowhere).
+            # The static relocation model with the JIT code model uses 64-bit
+            # absolute addresses, as Numba does.
+            reloc="static",
+            codemodel="jitdefault",
             jit=True,
         )
     return target.create_target_machine(opt=opt, reloc="pic", codemodel="default")
@@ -361,7 +366,10 @@ class JITModule:
     def __init__(self, ll_text: str, opt: int = 2):
         _load_libm()
         self._module = _parse(ll_text)
-        self._tm = target_machine(opt=opt, jit=True)
+        # Code generation at -O0 (FastISel) produces code that crashes under MCJIT
+        # for modules with many functions; instruction selection at -O1 or above
+        # does not, and the IR-level optimization level is unaffected.
+        self._tm = target_machine(opt=max(opt, 1), jit=True)
         try:
             self._engine = llvm.create_mcjit_compiler(self._module, self._tm)
             self._engine.finalize_object()
