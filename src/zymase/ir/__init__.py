@@ -101,7 +101,7 @@ def location_of(op: Operation) -> str | None:
     """``file:line:col`` of an op, when it carries a FileLineColLoc."""
     loc = op.location
     if isinstance(loc, FileLineColLoc):
-        return f"{loc.filename.data}:{loc.line.value.data}:{loc.column.value.data}"
+        return f"{loc.filename.data}:{loc.line.data}:{loc.column.data}"
     return None
 
 
