@@ -55,7 +55,8 @@ class ForwardGenerator:
                 if act.is_active(arg):
                     self.tmap[arg] = t
         # Other blocks: primal args, then one tangent arg per active block argument.
-        order = [b for b in region.blocks]
+        # Unreachable blocks are dropped: no live branch can target them.
+        order = [b for b in region.blocks if b in p.cfg.reachable]
         for b in order[1:]:
             nb = Block(arg_types=[a.type for a in b.args])
             bmap[b] = nb

@@ -103,10 +103,17 @@ class ReverseGenerator:
                 self.vmap[a] = na
             fwd_blocks.append(nb)
         gop.body.add_block(fwd_blocks)
+        clones = []
         for b in region.blocks:
             nb = self.bmap[b]
             for op in b.ops:
-                nb.add_op(op.clone(self.vmap, self.bmap))
+                clone = op.clone(self.vmap, self.bmap)
+                nb.add_op(clone)
+                clones.append(clone)
+        # Block order need not follow dominance: operands defined in a later block
+        # are mapped once every block has been copied.
+        for clone in clones:
+            clone.operands = [self.vmap.get(o, o) for o in clone.operands]
         # Which blocks need an edge index.
         self.multi = {b for b in region.blocks if b is not orig_entry and len(self.in_edges[b]) > 1}
         self.caches_idx: dict[Block, SSAValue] = {}
