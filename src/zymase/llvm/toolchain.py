@@ -279,7 +279,9 @@ def _parse(ll_text: str) -> llvm.ModuleRef:
         module.verify()
     except RuntimeError as exc:
         text = str(exc).strip()
-        first = text.splitlines()[0] if text else "parse failure"
+        # llvmlite prefixes LLVM's own diagnostic with a generic first line.
+        lines = [l for l in text.splitlines() if l.strip() and l.strip() != "LLVM IR parsing error"]
+        first = lines[0].replace("<string>", "line") if lines else "parse failure"
         raise ZymaseError(
             f"invalid LLVM IR: {first}",
             hint="the IR must be LLVM 22 compatible (clang 14..22) and pass the verifier",

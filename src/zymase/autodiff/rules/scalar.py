@@ -36,8 +36,21 @@ FREM = R(
     lambda E, P, dy: E.neg(E.mul(dy, E.fn("trunc", E.div(P.arg(0), P.arg(1))))),
     name="frem",
 )
-# fpext / fptrunc: the adjoint is converted back to the operand's type.
-FCONV = R(lambda E, P, dy: E.fconv(dy, P.arg_type(0)), name="fconv")
+
+
+class _FloatConversion(ScalarRule):
+    """fpext / fptrunc: the adjoint is converted back to the operand's type, the
+    tangent forward to the result's type (linearity alone would keep the types)."""
+
+    def __init__(self):
+        super().__init__(lambda E, P, dy: E.fconv(dy, P.arg_type(0)), name="fconv")
+
+    def forward(self, ctx, op, tangents):
+        t = tangents[0]
+        return [None if t is None else ctx.E.fconv(t, op.results[0].type)]
+
+
+FCONV = _FloatConversion()
 
 # ----- math functions, by neutral name ------------------------------------------
 MATH: dict[str, ScalarRule] = {
