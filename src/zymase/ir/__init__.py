@@ -80,10 +80,14 @@ def parse_mlir(text: str, filename: str = "<input>") -> ModuleOp:
     try:
         module = Parser(make_context(), text, filename).parse_module()
     except ParseError as exc:
+        # xDSL's message: "file:line:col", the source line, a caret, the reason.
+        lines = [l.strip() for l in str(exc).strip().splitlines() if l.strip()]
+        where = lines[0] if lines else filename
+        reason = lines[-1] if len(lines) > 1 else "syntax error"
         raise ZymaseError(
-            f"cannot parse MLIR: {str(exc).strip().splitlines()[0]}",
-            location=filename,
-            hint="check the MLIR syntax (generic form is always accepted)",
+            f"cannot parse MLIR: {reason}",
+            location=where,
+            hint="check the MLIR syntax (the generic form is always accepted)",
         ) from None
     return module
 

@@ -3,7 +3,7 @@
 from zymase.autodiff.registry import REGISTRY
 from zymase.autodiff.rules import scalar
 from zymase.autodiff.rules.common import SELECT
-from zymase.ir import arith
+from zymase.ir import arith, arith_ext
 
 for cls, rule in {
     arith.AddfOp: scalar.FADD,
@@ -11,6 +11,7 @@ for cls, rule in {
     arith.MulfOp: scalar.FMUL,
     arith.DivfOp: scalar.FDIV,
     arith.NegfOp: scalar.FNEG,
+    arith_ext.RemFOp: scalar.FREM,
     arith.ExtFOp: scalar.FCONV,
     arith.TruncFOp: scalar.FCONV,
     arith.MinnumfOp: scalar.MATH["fmin"],

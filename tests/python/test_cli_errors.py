@@ -1,0 +1,152 @@
+"""Every user-caused failure ends in one ``zymase: error:`` line naming the construct,
+the function and (with -g) the source line, plus a hint; exit code 1; no traceback."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BIN = Path(sys.executable).parent
+
+
+def _cli(name: str) -> list[str]:
+    exe = BIN / name
+    if exe.exists():
+        return [str(exe)]
+    mod = "zymase.cli"
+    fn = "main" if name == "zymase" else "opt_main"
+    return [sys.executable, "-c", f"import sys; from {mod} import {fn}; sys.exit({fn}())"]
+
+
+def run(name: str, args: list[str], stdin: str | None = None, env=None, cwd=None):
+    return subprocess.run([*_cli(name), *args], input=stdin, capture_output=True, text=True, env=env, cwd=cwd)
+
+
+def one_error(proc, *needles: str) -> str:
+    assert proc.returncode == 1, (proc.returncode, proc.stdout, proc.stderr)
+    err = proc.stderr.strip()
+    assert "Traceback" not in err, err
+    lines = [l for l in err.splitlines() if l.startswith("zymase: error:")]
+    assert len(lines) == 1, err
+    for n in needles:
+        assert n in lines[0], (n, lines[0])
+    assert "hint:" in lines[0], lines[0]
+    return lines[0]
+
+
+C_CASES = {
+    "too_few.c": (
+        "extern double __enzyme_autodiff(void*, ...);\n"
+        "double f(double x, double y) { return x * y; }\n"
+        "int main(void) { return __enzyme_autodiff((void*)f, 1.0) > 0; }\n",
+        ["too_few.c:3:", "too few arguments for 'f'", "__enzyme_autodiff", "'main'"],
+    ),
+    "marker_last.c": (
+        "extern double __enzyme_autodiff(void*, ...);\nextern int enzyme_const;\n"
+        "double f(double x, double y) { return x * y; }\n"
+        "int main(void) { return __enzyme_autodiff((void*)f, 1.0, enzyme_const) > 0; }\n",
+        ["marker_last.c:4:", "enzyme_const is not followed by an argument"],
+    ),
+    "not_function.c": (
+        "extern double __enzyme_autodiff(void*, ...);\ndouble g = 3.0;\n"
+        "int main(void) { return __enzyme_autodiff((void*)&g, 1.0) > 0; }\n",
+        ["not_function.c:3:", "must be a function", "'@g'"],
+    ),
+    "too_many.c": (
+        "extern double __enzyme_autodiff(void*, ...);\n"
+        "double f(double x) { return x * x; }\n"
+        "int main(void) { return __enzyme_autodiff((void*)f, 1.0, 2.0) > 0; }\n",
+        ["too_many.c:3:", "too many arguments for 'f'"],
+    ),
+    "out_on_int.c": (
+        "extern double __enzyme_autodiff(void*, ...);\nextern int enzyme_out;\n"
+        "double f(double x, int n) { return x * n; }\n"
+        "int main(void) { return __enzyme_autodiff((void*)f, 1.0, enzyme_out, 3) > 0; }\n",
+        ["out_on_int.c:4:", "enzyme_out on argument 2", "not a float"],
+    ),
+    "no_rule.c": (
+        "extern double __enzyme_autodiff(void*, ...);\nextern double mystery(double);\n"
+        "double f(double x) { return mystery(x) * x; }\n"
+        "int main(void) { return __enzyme_autodiff((void*)f, 1.0) > 0; }\n",
+        ["no_rule.c:3:", "no derivative rule for external function 'mystery'", "function 'f'"],
+    ),
+    "declared_only.c": (
+        "extern double __enzyme_autodiff(void*, ...);\nextern double h(double);\n"
+        "int main(void) { return __enzyme_autodiff((void*)h, 1.0) > 0; }\n",
+        ["declared_only.c:3:", "'h'", "declaration"],
+    ),
+    "active_store.c": (
+        "extern double __enzyme_autodiff(void*, ...);\ndouble buf[4];\n"
+        "double f(double x) { buf[1] = x * x; return buf[1] + x; }\n"
+        "int main(void) { return __enzyme_autodiff((void*)f, 1.0) > 0; }\n",
+        ["active_store.c:3:", "stored to memory", "function 'f'"],
+    ),
+    "syntax.c": ("int main(void) { return 0 }\n", ["syntax.c:1:", "expected ';'"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(C_CASES))
+def test_c_errors(tmp_path, name):
+    src, needles = C_CASES[name]
+    (tmp_path / name).write_text(src)
+    proc = run("zymase", ["cc", "-O2", "-g", name, "-o", "exe"], cwd=tmp_path)
+    one_error(proc, *needles)
+    assert not (tmp_path / "exe").exists()
+
+
+def test_missing_input(tmp_path):
+    one_error(run("zymase", ["cc", "nope.c"], cwd=tmp_path), "no such file")
+
+
+def test_malformed_llvm_ir(tmp_path):
+    (tmp_path / "bad.ll").write_text("define i32 @f( {\n")
+    one_error(run("zymase", ["opt", "bad.ll"], cwd=tmp_path), "bad.ll", "malformed LLVM IR")
+
+
+def test_no_clang(tmp_path):
+    (tmp_path / "a.c").write_text("int main(void) { return 0; }\n")
+    env = dict(os.environ, PATH=str(tmp_path / "empty"), ZYMASE_CLANG="")
+    env.pop("ZYMASE_CLANG")
+    proc = subprocess.run(
+        [sys.executable, "-c", "import sys\nimport zymase.llvm.toolchain as t\nt._ziglang_available = lambda: False\n"
+         "from zymase.cli import main\nsys.exit(main(['cc', 'a.c']))"],
+        capture_output=True, text=True, env=env, cwd=tmp_path,
+    )
+    one_error(proc, "no clang")
+
+
+@pytest.mark.parametrize(
+    "text,needles",
+    [
+        ("func.func @f( {", ["<stdin>:1:15", "cannot parse MLIR"]),
+        (
+            'func.func @g(%x: f64) -> f64 {\n  %y = math.sin %x : f64\n  func.return %y : f64\n}\n'
+            'func.func @d(%x: f64) -> f64 {\n  %r = enzyme.autodiff @nope(%x, %x) {activity = '
+            '[#enzyme<activity enzyme_active>], ret_activity = [#enzyme<activity enzyme_activenoneed>]} '
+            ": (f64, f64) -> f64\n  func.return %r : f64\n}\n",
+            ["no function named 'nope'", "enzyme.autodiff @nope", "'d'"],
+        ),
+        (
+            'func.func @g(%x: f64) -> f64 {\n  %y = math.acosh %x : f64\n  func.return %y : f64\n}\n'
+            'func.func @d(%x: f64) -> f64 {\n  %r = enzyme.autodiff @g(%x, %x) {activity = '
+            '[#enzyme<activity enzyme_active>], ret_activity = [#enzyme<activity enzyme_activenoneed>]} '
+            ": (f64, f64) -> f64\n  func.return %r : f64\n}\n",
+            ["no derivative rule for 'math.acosh'", "function 'g'"],
+        ),
+        (
+            'func.func @g(%x: f64) -> f64 {\n  %y = "test.unknown_float"(%x) : (f64) -> f64\n'
+            "  func.return %y : f64\n}\n",
+            ["cannot parse MLIR"],
+        ),
+    ],
+)
+def test_mlir_errors(text, needles):
+    one_error(run("zymase-opt", ["-p", "enzyme"], stdin=text), *needles)
+
+
+def test_unknown_pass():
+    one_error(run("zymase-opt", ["-p", "frobnicate"], stdin="builtin.module {}\n"), "unknown pass 'frobnicate'")
