@@ -1,0 +1,356 @@
+"""MLIR front end: MLIR text in, JIT-compiled Python callables out.
+
+``compile(text)`` runs the MLIR half of the pipeline in DESIGN.md:
+
+    parse + verify -> enzyme pass (only if the module asks for derivatives)
+    -> scf-to-cf (if structured control flow is left) -> lower-to-llvm
+    -> llvm writer -> LLVM O-level pipeline -> MCJIT
+
+and returns a :class:`CompiledModule` whose attributes are the module's public
+functions, callable with Python numbers.
+
+Calling convention. Each public ``func.func`` becomes an external ``llvm.func``
+with the C ABI. Functions returning nothing or one scalar (other than ``i1``) are
+called directly through ctypes. Functions returning several values (an LLVM
+first-class struct) or an ``i1`` get a small generated wrapper
+``__zymase_abi_<name>(args..., ptr out)`` that stores the results into a C struct:
+an LLVM struct returned by value only matches the C ABI up to 16 bytes on x86-64
+(three f64 come back in xmm0-2, but C returns such a struct through a hidden
+pointer), and an ``i1`` return leaves the upper bits of ``al`` undefined. The
+out-pointer wrapper is correct for any number and mix of results, and LLVM inlines
+the callee into it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import operator
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from zymase.errors import ZymaseError
+from zymase.ir import (
+    Attribute,
+    Block,
+    DenseArrayBase,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    FunctionType,
+    IndexType,
+    IntegerType,
+    ModuleOp,
+    Region,
+    VerifyException,
+    convert_scf_to_cf,
+    enzyme,
+    func,
+    i8,
+    i64,
+    llvm,
+    parse_mlir,
+)
+from zymase.transforms.lower_to_llvm import PTR, llvm_op, lower_to_llvm, lower_type
+
+__all__ = ["compile", "CompiledModule", "CompiledFunction", "ArgumentError"]
+
+ABI_WRAPPER_PREFIX = "__zymase_abi_"
+
+
+class ArgumentError(ZymaseError, TypeError):
+    """A compiled function was called with the wrong arguments.
+
+    Both a :class:`ZymaseError` (zymase's user errors) and a :class:`TypeError`
+    (what Python raises for a wrong call), so either ``except`` catches it.
+    """
+
+
+# --------------------------------------------------------------------------- compile
+
+
+def compile(text: str, *, opt_level: int = 2, filename: str = "<mlir>") -> CompiledModule:  # noqa: A001
+    """Compile MLIR text (func/arith/math/cf/scf + enzyme ops) to native code.
+
+    ``opt_level`` (0-3) is used both for the LLVM optimization pipeline and the
+    code generator. Errors in the input raise :class:`ZymaseError`.
+    """
+    from zymase.llvm import toolchain
+    from zymase.llvm.writer import write_llvm_ir
+
+    module = parse_mlir(text, filename)
+    _verify(module, "the input")
+    if _has_diff_ops(module):
+        _run_enzyme_pass(module)
+        _verify(module, "the differentiated module")
+    if _has_dialect(module, "scf"):
+        convert_scf_to_cf(module)
+
+    signatures = _public_signatures(module)
+    lower_to_llvm(module)
+    wrapped = _add_abi_wrappers(module, signatures)
+    module.verify()  # a failure here is a bug in zymase, not in the input
+
+    ll_text = write_llvm_ir(module)
+    optimized = toolchain.optimize(ll_text, opt_level)
+    engine = toolchain.jit(optimized, opt=opt_level)
+    return CompiledModule(engine, signatures, wrapped, optimized)
+
+
+def _verify(module: ModuleOp, what: str) -> None:
+    try:
+        module.verify()
+    except VerifyException as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ZymaseError(
+            f"{what} does not verify: {first}",
+            hint="fix the MLIR (xdsl-opt / mlir-opt show the full diagnostic)",
+        ) from None
+
+
+def _has_dialect(module: ModuleOp, dialect: str) -> bool:
+    return any(op.dialect_name() == dialect for op in module.walk())
+
+
+def _has_diff_ops(module: ModuleOp) -> bool:
+    return any(isinstance(op, (enzyme.AutoDiffOp, enzyme.FwdDiffOp)) for op in module.walk())
+
+
+def _run_enzyme_pass(module: ModuleOp) -> None:
+    """Differentiate: enzyme.autodiff/fwddiff become calls to generated functions."""
+    try:
+        from zymase.transforms.enzyme_pass import run_enzyme_pass
+    except ModuleNotFoundError as exc:
+        if exc.name != "zymase.transforms.enzyme_pass":
+            raise
+        raise ZymaseError(
+            "this zymase build cannot differentiate MLIR yet (no enzyme pass)",
+            construct="enzyme.autodiff",
+            hint="remove the enzyme.autodiff/enzyme.fwddiff ops or update zymase",
+        ) from None
+    run_enzyme_pass(module)
+
+
+def _public_signatures(module: ModuleOp) -> dict[str, FunctionType]:
+    """Public function definitions: the ones the compiled module exposes."""
+    signatures = {}
+    for op in module.body.block.ops:
+        if isinstance(op, func.FuncOp) and not op.is_declaration:
+            visibility = op.sym_visibility.data if op.sym_visibility is not None else "public"
+            if visibility == "public":
+                signatures[op.sym_name.data] = op.function_type
+    return signatures
+
+
+# --------------------------------------------------------------------------- ABI
+
+
+def _needs_wrapper(results: Sequence[Attribute]) -> bool:
+    if not results:
+        return False
+    if len(results) > 1:
+        return True
+    t = results[0]
+    return isinstance(t, IntegerType) and t.width.data == 1
+
+
+def _stored_type(t: Attribute) -> Attribute:
+    """How a result is stored in the out-struct: ``i1`` as a byte (C ``bool``)."""
+    t = lower_type(t)
+    if isinstance(t, IntegerType) and t.width.data == 1:
+        return i8
+    return t
+
+
+def _add_abi_wrappers(module: ModuleOp, signatures: dict[str, FunctionType]) -> set[str]:
+    """Add ``__zymase_abi_<name>(args..., ptr out)`` for functions that need one."""
+    wrapped = set()
+    for name, ftype in signatures.items():
+        results = list(ftype.outputs.data)
+        if not _needs_wrapper(results):
+            continue
+        inputs = [lower_type(t) for t in ftype.inputs.data]
+        lowered = [lower_type(t) for t in results]
+        struct = llvm.LLVMStructType.from_type_list([_stored_type(t) for t in results])
+        block = Block(arg_types=[*inputs, PTR])
+        *args, out = block.args
+        ret_type = lowered[0] if len(lowered) == 1 else llvm.LLVMStructType.from_type_list(lowered)
+        call = llvm.CallOp(name, *args, return_type=ret_type)
+        ops: list = [call]
+        for i, t in enumerate(lowered):
+            if len(lowered) == 1:
+                value = call.results[0]
+            else:
+                extract = llvm.ExtractValueOp(
+                    DenseArrayBase.from_list(i64, [i]), call.results[0], t
+                )
+                ops.append(extract)
+                value = extract.res
+            if _stored_type(results[i]) != t:
+                zext = llvm.ZExtOp(value, i8)
+                ops.append(zext)
+                value = zext.res
+            slot = llvm.GEPOp(out, [0, i], struct)
+            ops += [slot, llvm_op("llvm.store")(value, slot.result)]
+        ops.append(llvm.ReturnOp())
+        block.add_ops(ops)
+        wrapper = llvm.FuncOp(
+            ABI_WRAPPER_PREFIX + name,
+            llvm.LLVMFunctionType([*inputs, PTR], None),
+            linkage=llvm.LinkageAttr("external"),
+            body=Region([block]),
+        )
+        module.body.block.add_op(wrapper)
+        wrapped.add(name)
+    return wrapped
+
+
+# --------------------------------------------------------------------------- ctypes
+
+
+@dataclass(frozen=True)
+class _CType:
+    """How one MLIR scalar type crosses the ctypes boundary."""
+
+    ctype: type
+    convert: Callable[[object], object]
+    spelling: str
+
+
+def _ctype(t: Attribute, *, function: str) -> _CType:
+    if isinstance(t, Float64Type):
+        return _CType(ctypes.c_double, float, "f64")
+    if isinstance(t, Float32Type):
+        return _CType(ctypes.c_float, float, "f32")
+    if isinstance(t, IndexType):
+        return _CType(ctypes.c_int64, operator.index, "index")
+    if isinstance(t, IntegerType):
+        width = t.width.data
+        by_width = {1: ctypes.c_bool, 8: ctypes.c_int8, 16: ctypes.c_int16,
+                    32: ctypes.c_int32, 64: ctypes.c_int64}
+        if width in by_width:
+            return _CType(by_width[width], operator.index, f"i{width}")
+    if isinstance(t, llvm.LLVMPointerType):
+        return _CType(ctypes.c_void_p, _as_address, "!llvm.ptr")
+    hint = "use f32/f64/i1/i8/i16/i32/i64/index at the boundary"
+    if isinstance(t, Float16Type):
+        hint = "ctypes has no f16: take/return f32 and convert inside (arith.extf/truncf)"
+    raise ZymaseError(
+        f"type {t} cannot be passed between Python and compiled code",
+        function=function,
+        hint=hint,
+    )
+
+
+def _as_address(x: object) -> object:
+    """Accept ints, ctypes objects and anything with a numpy-style data pointer."""
+    if x is None or isinstance(x, int):
+        return x
+    iface = getattr(x, "__array_interface__", None)
+    if iface is not None:
+        return iface["data"][0]
+    return ctypes.cast(x, ctypes.c_void_p).value
+
+
+class CompiledFunction:
+    """A compiled public function, callable with Python numbers.
+
+    Holds a reference to its :class:`CompiledModule`, so the JIT code stays alive
+    while the function object does.
+    """
+
+    def __init__(self, owner: CompiledModule, name: str, ftype: FunctionType, wrapped: bool):
+        self.name = name
+        self.signature = ftype
+        self._owner = owner
+        self._params = [_ctype(t, function=name) for t in ftype.inputs.data]
+        self._results = [_ctype(t, function=name) for t in ftype.outputs.data]
+        argtypes = [p.ctype for p in self._params]
+        if wrapped:
+            fields = [(f"r{i}", r.ctype) for i, r in enumerate(self._results)]
+            self._out_type = type(f"{name}_results", (ctypes.Structure,), {"_fields_": fields})
+            proto = ctypes.CFUNCTYPE(None, *argtypes, ctypes.c_void_p)
+            self._fn = proto(owner._engine.address(ABI_WRAPPER_PREFIX + name))
+        else:
+            self._out_type = None
+            restype = self._results[0].ctype if self._results else None
+            proto = ctypes.CFUNCTYPE(restype, *argtypes)
+            self._fn = proto(owner._engine.address(name))
+
+    def _describe(self) -> str:
+        params = ", ".join(p.spelling for p in self._params)
+        results = ", ".join(r.spelling for r in self._results)
+        return f"{self.name}({params}) -> ({results})"
+
+    def __call__(self, *args: object, **kwargs: object) -> object:
+        if kwargs:
+            raise ArgumentError(
+                f"{self.name}() takes positional arguments only",
+                function=self.name,
+                hint=f"call it as {self._describe()}",
+            )
+        if len(args) != len(self._params):
+            raise ArgumentError(
+                f"{self.name}() takes {len(self._params)} argument"
+                f"{'' if len(self._params) == 1 else 's'} but {len(args)} "
+                f"{'was' if len(args) == 1 else 'were'} given",
+                function=self.name,
+                hint=f"the signature is {self._describe()}",
+            )
+        try:
+            converted = [p.convert(a) for p, a in zip(self._params, args)]
+        except TypeError as exc:
+            raise ArgumentError(
+                f"bad argument for {self.name}(): {exc}",
+                function=self.name,
+                hint=f"the signature is {self._describe()}",
+            ) from None
+        if self._out_type is None:
+            return self._fn(*converted)
+        out = self._out_type()
+        self._fn(*converted, ctypes.addressof(out))
+        values = tuple(getattr(out, f"r{i}") for i in range(len(self._results)))
+        return values if len(values) > 1 else values[0]
+
+    def __repr__(self) -> str:
+        return f"<zymase compiled function {self._describe()}>"
+
+
+class CompiledModule:
+    """The compiled public functions of one MLIR module, as attributes.
+
+    ``functions`` maps names to :class:`CompiledFunction`; ``llvm_ir`` is the
+    optimized LLVM IR that was JIT-compiled (handy for inspection). The JIT engine
+    lives as long as this object or any of its functions.
+    """
+
+    def __init__(
+        self,
+        engine: object,
+        signatures: dict[str, FunctionType],
+        wrapped: set[str],
+        llvm_ir: str,
+    ):
+        self._engine = engine
+        self.llvm_ir = llvm_ir
+        self.functions: dict[str, CompiledFunction] = {
+            name: CompiledFunction(self, name, ftype, name in wrapped)
+            for name, ftype in signatures.items()
+        }
+
+    def __getattr__(self, name: str) -> CompiledFunction:
+        functions = self.__dict__.get("functions", {})
+        if name in functions:
+            return functions[name]
+        raise AttributeError(
+            f"compiled module has no public function '{name}' "
+            f"(it has: {', '.join(sorted(functions)) or 'none'})"
+        )
+
+    def __getitem__(self, name: str) -> CompiledFunction:
+        return self.functions[name]
+
+    def __dir__(self) -> list[str]:
+        return [*super().__dir__(), *self.functions]
+
+    def __repr__(self) -> str:
+        return f"<zymase compiled module: {', '.join(self.functions)}>"

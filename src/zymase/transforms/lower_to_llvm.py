@@ -1,0 +1,1044 @@
+"""Lowering of ``func``/``arith``/``math``/``cf`` and the enzyme tape ops to ``llvm``.
+
+xDSL has no lowering of these dialects to its ``llvm`` dialect, so zymase owns one
+(DESIGN.md, "Building blocks"). The output is what :mod:`zymase.llvm.writer` turns
+into LLVM IR text: ``llvm.func`` ops whose bodies use only llvm-dialect ops (plus
+the extension ops of :mod:`zymase.ir.llvm_ext`), with block arguments kept as they
+are (the writer makes phis).
+
+How it works
+------------
+Each op class maps to one small *lowering function* in :data:`LOWERINGS`. The
+function receives the op and an :class:`Emitter`, emits the replacement llvm ops
+and returns the values that replace the op's results; the driver inserts the
+emitted ops before the op, rewires the uses and erases the op. Blocks are visited
+in reverse post-order, so every operand defined by an op has already been lowered
+(and so has its final, converted type) when its users are lowered; block arguments
+are retyped up front.
+
+Type conversion is the identity except ``index`` -> ``i64`` (zymase targets 64-bit
+hosts) and the enzyme types, which become pointers to their memory
+representation (see :func:`_lower_init`).
+
+An op without a lowering is a user-visible :class:`~zymase.errors.ZymaseError`
+naming the op and the function, with a hint.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+
+from zymase.errors import ZymaseError
+from zymase.ir import (
+    Attribute,
+    Block,
+    DenseArrayBase,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    FloatAttr,
+    FunctionType,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    ModuleOp,
+    ModulePass,
+    Operation,
+    Rewriter,
+    SSAValue,
+    arith,
+    arith_ext,
+    cf,
+    enzyme,
+    func,
+    i1,
+    i64,
+    llvm,
+    llvm_ext,
+    location_of,
+    math,
+    parse_mlir,
+)
+
+__all__ = ["LOWERINGS", "LowerToLLVM", "lower_to_llvm", "lower_type", "llvm_op", "Emitter"]
+
+PTR = llvm.LLVMPointerType()
+
+CACHE_STRUCT = llvm.LLVMStructType.from_type_list([PTR, i64, i64])
+"""Memory layout of an ``!enzyme.Cache<T>``: ``{ptr data, i64 size, i64 capacity}``
+with ``size``/``capacity`` in bytes (so one push/pop pair serves every T)."""
+
+CACHE_PUSH = "__zymase_cache_push"
+CACHE_POP = "__zymase_cache_pop"
+
+
+# --------------------------------------------------------------------------- pass
+
+
+class LowerToLLVM(ModulePass):
+    """``lower-to-llvm``: func/arith/math/cf + enzyme init/get/set/push/pop -> llvm."""
+
+    name = "lower-to-llvm"
+
+    def apply(self, ctx, op: ModuleOp) -> None:  # noqa: ARG002 - ModulePass signature
+        lower_to_llvm(op)
+
+
+def lower_to_llvm(module: ModuleOp) -> ModuleOp:
+    """Lower ``module`` in place (and return it for convenience)."""
+    _ModuleLowering(module).run()
+    return module
+
+
+# --------------------------------------------------------------------------- types
+
+
+def lower_type(t: Attribute, *, function: str | None = None) -> Attribute:
+    """The llvm-dialect type of a value of type ``t``.
+
+    ``index`` becomes ``i64``; accumulators and caches become pointers to their
+    stack slot; integer and float types are already llvm-compatible.
+    """
+    if isinstance(t, IndexType):
+        return i64
+    if isinstance(t, (enzyme.GradientType, enzyme.CacheType)):
+        return PTR
+    if isinstance(t, IntegerType):
+        if t.signedness.data.name != "SIGNLESS":
+            raise ZymaseError(
+                f"signed/unsigned integer type {t} cannot be lowered",
+                function=function,
+                hint="use signless integers (i32, i64, ...) as arith does",
+            )
+        return t
+    if llvm.is_compatible_type(t) or t.name.startswith("llvm."):
+        return t  # already an llvm type (incl. zymase's packed structs)
+    raise ZymaseError(
+        f"values of type {t} cannot be lowered to the llvm dialect",
+        function=function,
+        hint="only scalar integer/float/index types are supported by lower-to-llvm",
+    )
+
+
+def _elem_type(t: Attribute) -> Attribute:
+    """Lowered element type of a ``!enzyme.Gradient<T>`` / ``!enzyme.Cache<T>``."""
+    return lower_type(t.elem)  # type: ignore[attr-defined]
+
+
+def _mangle(t: Attribute) -> str:
+    """The overload suffix LLVM uses in intrinsic names (``f64``, ``i32``...)."""
+    if isinstance(t, Float64Type):
+        return "f64"
+    if isinstance(t, Float32Type):
+        return "f32"
+    if isinstance(t, Float16Type):
+        return "f16"
+    if isinstance(t, IntegerType):
+        return f"i{t.width.data}"
+    raise ZymaseError(f"no LLVM intrinsic overload for type {t}")
+
+
+def _alloc_size(t: Attribute) -> int | None:
+    """Bytes one value of ``t`` occupies in an array, when known without a layout."""
+    if isinstance(t, Float16Type):
+        return 2
+    if isinstance(t, Float32Type):
+        return 4
+    if isinstance(t, Float64Type):
+        return 8
+    if isinstance(t, llvm.LLVMPointerType):
+        return 8
+    if isinstance(t, IntegerType):
+        nbytes = max(1, (t.width.data + 7) // 8)
+        return 1 << (nbytes - 1).bit_length()
+    return None
+
+
+def llvm_op(name: str) -> type[Operation]:
+    """An op class of the extended llvm dialect (:mod:`zymase.ir.llvm_ext`) by name.
+
+    Looked up by name rather than imported by class name so that this module only
+    depends on the op's textual identity, which is fixed by MLIR.
+    """
+    for op_class in llvm_ext.LLVM_EXT.operations:
+        if op_class.name == name:
+            return op_class
+    raise LookupError(f"the extended llvm dialect has no op named '{name}'")
+
+
+# zymase's extended llvm dialect replaces a few xDSL op classes with subclasses
+# (richer printing/verification); build those so the module is homogeneous with
+# what the parser produces.
+_ICmpOp = llvm_op("llvm.icmp")
+_FCmpOp = llvm_op("llvm.fcmp")
+_SelectOp = llvm_op("llvm.select")
+_LoadOp = llvm_op("llvm.load")
+_StoreOp = llvm_op("llvm.store")
+
+
+# --------------------------------------------------------------------------- emitter
+
+
+class Emitter:
+    """Collects the llvm ops that replace one op; they are inserted before it.
+
+    Also the lowering functions' access to function- and module-level state:
+    entry-block allocas, external declarations, runtime helpers.
+    """
+
+    def __init__(self, fn: _FunctionLowering, op: Operation):
+        self.fn = fn
+        self.op = op
+        self.ops: list[Operation] = []
+
+    # -- building
+    def emit(self, new_op: Operation) -> Operation:
+        self.ops.append(new_op)
+        return new_op
+
+    def value(self, new_op: Operation) -> SSAValue:
+        """Emit an op and return its single result."""
+        return self.emit(new_op).results[0]
+
+    def type(self, t: Attribute) -> Attribute:
+        return lower_type(t, function=self.fn.name)
+
+    def const(self, t: Attribute, value: int | float) -> SSAValue:
+        attr = FloatAttr(float(value), t) if _is_float(t) else IntegerAttr(int(value), t)
+        return self.value(llvm.ConstantOp(attr, t))
+
+    def zero(self, t: Attribute) -> SSAValue:
+        """The all-zero value of ``t`` (0, 0.0, null, zeroinitializer)."""
+        if _is_float(t) or isinstance(t, IntegerType):
+            return self.const(t, 0)
+        return self.value(llvm.ZeroOp.build(result_types=[t]))
+
+    def intrinsic(
+        self,
+        base: str,
+        args: Sequence[SSAValue],
+        result_type: Attribute | None,
+        overloads: Sequence[Attribute],
+        fastmath: llvm.FastMathAttr | None = None,
+    ) -> Operation:
+        """``llvm.call_intrinsic "llvm.<base>.<overloads>"(args)``."""
+        name = ".".join(["llvm", base, *(_mangle(t) for t in overloads)])
+        op = llvm.CallIntrinsicOp(name, args, [] if result_type is None else [result_type])
+        if fastmath is not None:
+            op.properties["fastmathFlags"] = fastmath
+        return self.emit(op)
+
+    def call(
+        self,
+        callee: str,
+        args: Sequence[SSAValue],
+        result_type: Attribute | None,
+        fastmath: llvm.FastMathAttr | None = None,
+    ) -> Operation:
+        op = llvm.CallOp(callee, *args, return_type=result_type)
+        if fastmath is not None:
+            op.properties["fastmathFlags"] = fastmath
+        return self.emit(op)
+
+    def size_of(self, t: Attribute) -> SSAValue:
+        """``i64`` byte size of ``t`` (the ``gep null, 1`` idiom for aggregates)."""
+        size = _alloc_size(t)
+        if size is not None:
+            return self.const(i64, size)
+        null = self.value(llvm.ZeroOp.build(result_types=[PTR]))
+        end = self.value(llvm.GEPOp(null, [1], t))
+        return self.value(llvm.PtrToIntOp(end, i64))
+
+    # -- errors
+    def error(self, message: str, hint: str | None = None) -> ZymaseError:
+        return ZymaseError(
+            message,
+            construct=self.op.name,
+            function=self.fn.name,
+            location=location_of(self.op),
+            hint=hint,
+        )
+
+
+LoweringFn = Callable[[Operation, Emitter], Sequence[SSAValue]]
+
+LOWERINGS: dict[type[Operation], LoweringFn] = {}
+"""Op class -> lowering function (the values it returns replace the op's results)."""
+
+
+def lowers(*op_classes: type[Operation]) -> Callable[[LoweringFn], LoweringFn]:
+    """Register a lowering function for the given op classes."""
+
+    def register(fn: LoweringFn) -> LoweringFn:
+        for op_class in op_classes:
+            LOWERINGS[op_class] = fn
+        return fn
+
+    return register
+
+
+def _is_float(t: Attribute) -> bool:
+    return isinstance(t, (Float16Type, Float32Type, Float64Type))
+
+
+def _fastmath(op: Operation) -> llvm.FastMathAttr:
+    """The llvm fast-math flags equal to an arith/math op's ``fastmath`` property."""
+    flags = op.properties.get("fastmath")
+    return llvm.FastMathAttr(flags.data if flags is not None else None)  # type: ignore[attr-defined]
+
+
+# --------------------------------------------------------------------------- arith
+
+
+@lowers(arith.ConstantOp)
+def _lower_constant(op: arith.ConstantOp, e: Emitter) -> Sequence[SSAValue]:
+    """Scalar constants only; index constants are re-typed to i64."""
+    t = e.type(op.result.type)
+    value = op.value
+    if isinstance(value, IntegerAttr):
+        return [e.const(t, value.value.data)]
+    if isinstance(value, FloatAttr):
+        return [e.value(llvm.ConstantOp(value, t))]
+    raise e.error(
+        f"only scalar constants can be lowered, got {value}",
+        hint="vector/tensor constants are not supported by lower-to-llvm",
+    )
+
+
+_FLOAT_BINARY: dict[type[Operation], type[Operation]] = {
+    arith.AddfOp: llvm.FAddOp,
+    arith.SubfOp: llvm.FSubOp,
+    arith.MulfOp: llvm.FMulOp,
+    arith.DivfOp: llvm.FDivOp,
+    arith_ext.RemFOp: llvm.FRemOp,
+}
+
+
+def _lower_float_binary(op: Operation, e: Emitter) -> Sequence[SSAValue]:
+    """One-to-one, carrying the fast-math flags."""
+    llvm_class = _FLOAT_BINARY[type(op)]
+    return [e.value(llvm_class(op.operands[0], op.operands[1], _fastmath(op)))]
+
+
+for _cls in _FLOAT_BINARY:
+    LOWERINGS[_cls] = _lower_float_binary
+
+
+@lowers(arith.NegfOp)
+def _lower_negf(op: arith.NegfOp, e: Emitter) -> Sequence[SSAValue]:
+    return [e.value(llvm.FNegOp(op.operand, _fastmath(op)))]
+
+
+_INT_BINARY_WRAPPING: dict[type[Operation], type[Operation]] = {
+    arith.AddiOp: llvm.AddOp,
+    arith.SubiOp: llvm.SubOp,
+    arith.MuliOp: llvm.MulOp,
+    arith.ShLIOp: llvm.ShlOp,
+}
+"""Integer ops that carry nsw/nuw overflow flags in both dialects."""
+
+_INT_BINARY: dict[type[Operation], type[Operation]] = {
+    arith.DivSIOp: llvm.SDivOp,
+    arith.DivUIOp: llvm.UDivOp,
+    arith.RemSIOp: llvm.SRemOp,
+    arith.RemUIOp: llvm.URemOp,
+    arith.AndIOp: llvm.AndOp,
+    arith.OrIOp: llvm.OrOp,
+    arith.XOrIOp: llvm.XOrOp,
+    arith.ShRSIOp: llvm.AShrOp,
+    arith.ShRUIOp: llvm.LShrOp,
+}
+
+
+def _overflow_flags(op: Operation) -> IntegerAttr:
+    """arith's ``overflow<nsw, nuw>`` as llvm's integer encoding (nsw=1, nuw=2)."""
+    flags = op.properties.get("overflowFlags")
+    names = {str(f) for f in flags.data} if flags is not None else set()  # type: ignore[attr-defined]
+    return IntegerAttr((1 if "nsw" in names else 0) | (2 if "nuw" in names else 0), 32)
+
+
+def _lower_int_binary(op: Operation, e: Emitter) -> Sequence[SSAValue]:
+    lhs, rhs = op.operands
+    if type(op) in _INT_BINARY_WRAPPING:
+        llvm_class = _INT_BINARY_WRAPPING[type(op)]
+        return [e.value(llvm_class(lhs, rhs, overflow=_overflow_flags(op)))]
+    return [e.value(_INT_BINARY[type(op)](lhs, rhs))]
+
+
+for _cls in (*_INT_BINARY_WRAPPING, *_INT_BINARY):
+    LOWERINGS[_cls] = _lower_int_binary
+
+
+@lowers(arith.FloorDivSIOp, arith.CeilDivSIOp, arith.CeilDivUIOp)
+def _lower_rounding_div(op: Operation, e: Emitter) -> Sequence[SSAValue]:
+    """Division rounding toward -inf/+inf: truncating division plus a correction of
+    one when the remainder is non-zero and the exact quotient lies on that side."""
+    a, b = op.operands
+    t = e.type(op.results[0].type)
+    zero = e.const(t, 0)
+    if isinstance(op, arith.CeilDivUIOp):
+        q = e.value(llvm.UDivOp(a, b))
+        r = e.value(llvm.URemOp(a, b))
+        inexact = e.value(_ICmpOp(r, zero, _icmp("ne")))
+        return [e.value(llvm.AddOp(q, e.value(llvm.ZExtOp(inexact, t))))]
+    q = e.value(llvm.SDivOp(a, b))
+    r = e.value(llvm.SRemOp(a, b))
+    inexact = e.value(_ICmpOp(r, zero, _icmp("ne")))
+    r_neg = e.value(_ICmpOp(r, zero, _icmp("slt")))
+    b_neg = e.value(_ICmpOp(b, zero, _icmp("slt")))
+    # floor: adjust when signs differ (quotient negative); ceil: when they agree.
+    pred = "ne" if isinstance(op, arith.FloorDivSIOp) else "eq"
+    side = e.value(_ICmpOp(r_neg, b_neg, _icmp(pred)))
+    adjust = e.value(llvm.ZExtOp(e.value(llvm.AndOp(inexact, side)), t))
+    if isinstance(op, arith.FloorDivSIOp):
+        return [e.value(llvm.SubOp(q, adjust))]
+    return [e.value(llvm.AddOp(q, adjust))]
+
+
+def _icmp(name: str) -> IntegerAttr:
+    return IntegerAttr(llvm.ICmpPredicateFlag(name).to_int(), i64)
+
+
+@lowers(arith.CmpiOp)
+def _lower_cmpi(op: arith.CmpiOp, e: Emitter) -> Sequence[SSAValue]:
+    """Predicates are mapped by name (``slt`` -> ``slt``), not by enum index."""
+    name = arith.CMPI_COMPARISON_OPERATIONS[op.predicate.value.data]
+    return [e.value(_ICmpOp(op.lhs, op.rhs, _icmp(name)))]
+
+
+_FCMP_NAMES = {"false": "_false", "true": "_true"}
+
+
+@lowers(arith.CmpfOp)
+def _lower_cmpf(op: arith.CmpfOp, e: Emitter) -> Sequence[SSAValue]:
+    name = arith.CMPF_COMPARISON_OPERATIONS[op.predicate.value.data]
+    cmp = _FCmpOp(op.lhs, op.rhs, _FCMP_NAMES.get(name, name))
+    cmp.properties["fastmathFlags"] = _fastmath(op)
+    return [e.value(cmp)]
+
+
+@lowers(arith.SelectOp)
+def _lower_select(op: arith.SelectOp, e: Emitter) -> Sequence[SSAValue]:
+    return [e.value(_SelectOp(op.cond, op.lhs, op.rhs))]
+
+
+_FLOAT_MINMAX = {
+    arith.MinimumfOp: "minimum",
+    arith.MaximumfOp: "maximum",
+    arith.MinnumfOp: "minnum",
+    arith.MaxnumfOp: "maxnum",
+}
+_INT_MINMAX = {
+    arith.MinSIOp: "smin",
+    arith.MaxSIOp: "smax",
+    arith.MinUIOp: "umin",
+    arith.MaxUIOp: "umax",
+}
+
+
+@lowers(*_FLOAT_MINMAX, *_INT_MINMAX)
+def _lower_minmax(op: Operation, e: Emitter) -> Sequence[SSAValue]:
+    """min/max have exact LLVM intrinsic counterparts (NaN semantics included)."""
+    t = e.type(op.results[0].type)
+    if type(op) in _FLOAT_MINMAX:
+        call = e.intrinsic(_FLOAT_MINMAX[type(op)], op.operands, t, [t], _fastmath(op))
+    else:
+        call = e.intrinsic(_INT_MINMAX[type(op)], op.operands, t, [t])
+    return [call.results[0]]
+
+
+# -- casts
+
+
+def _resize_int(e: Emitter, x: SSAValue, target: Attribute, *, signed: bool) -> SSAValue:
+    """Truncate or sign/zero-extend ``x`` to ``target``; identity when equal widths."""
+    source = x.type
+    assert isinstance(source, IntegerType) and isinstance(target, IntegerType)
+    if source.width.data == target.width.data:
+        return x
+    if source.width.data > target.width.data:
+        return e.value(llvm.TruncOp(x, target))
+    return e.value((llvm.SExtOp if signed else llvm.ZExtOp)(x, target))
+
+
+@lowers(arith.IndexCastOp, arith_ext.IndexCastUIOp, arith.ExtSIOp, arith.ExtUIOp, arith.TruncIOp)
+def _lower_int_cast(op: Operation, e: Emitter) -> Sequence[SSAValue]:
+    """With index = i64, every integer cast is a resize (or nothing)."""
+    signed = isinstance(op, (arith.IndexCastOp, arith.ExtSIOp))
+    return [_resize_int(e, op.operands[0], e.type(op.results[0].type), signed=signed)]
+
+
+_GENERIC_CASTS: dict[type[Operation], str] = {
+    arith.ExtFOp: "llvm.fpext",
+    arith.TruncFOp: "llvm.fptrunc",
+    arith.SIToFPOp: "llvm.sitofp",
+    arith.UIToFPOp: "llvm.uitofp",
+    arith.FPToSIOp: "llvm.fptosi",
+    arith.FPToUIOp: "llvm.fptoui",
+    arith.BitcastOp: "llvm.bitcast",
+}
+
+
+@lowers(*_GENERIC_CASTS)
+def _lower_cast(op: Operation, e: Emitter) -> Sequence[SSAValue]:
+    """Conversions with a one-to-one llvm cast (some are llvm_ext ops)."""
+    x = op.operands[0]
+    t = e.type(op.results[0].type)
+    if isinstance(op, arith.BitcastOp) and x.type == t:
+        return [x]
+    cast_class = llvm_op(_GENERIC_CASTS[type(op)])
+    return [e.value(cast_class.build(operands=[x], result_types=[t]))]
+
+
+# --------------------------------------------------------------------------- math
+
+_MATH_INTRINSICS: dict[type[Operation], str] = {
+    math.SqrtOp: "sqrt",
+    math.ExpOp: "exp",
+    math.Exp2Op: "exp2",
+    math.LogOp: "log",
+    math.Log2Op: "log2",
+    math.Log10Op: "log10",
+    math.SinOp: "sin",
+    math.CosOp: "cos",
+    math.AbsFOp: "fabs",
+    math.PowFOp: "pow",
+    math.FmaOp: "fma",
+    math.FloorOp: "floor",
+    math.CeilOp: "ceil",
+    math.RoundOp: "round",
+    math.RoundEvenOp: "roundeven",
+    math.TruncOp: "trunc",
+    math.CopySignOp: "copysign",
+    # Intrinsics since LLVM 19/20 (llvmlite 0.50 ships LLVM 22); codegen turns them
+    # into the same libm calls but the optimizer knows what they compute.
+    math.TanOp: "tan",
+    math.AsinOp: "asin",
+    math.AcosOp: "acos",
+    math.AtanOp: "atan",
+    math.Atan2Op: "atan2",
+    math.SinhOp: "sinh",
+    math.CoshOp: "cosh",
+    math.TanhOp: "tanh",
+}
+"""Float math ops -> ``llvm.<name>.<type>`` (all operands and the result share T)."""
+
+_MATH_LIBM: dict[type[Operation], str] = {
+    math.ErfOp: "erf",
+    math.CbrtOp: "cbrt",
+    math.ExpM1Op: "expm1",
+    math.Log1pOp: "log1p",
+    math.AsinhOp: "asinh",
+    math.AcoshOp: "acosh",
+    math.AtanhOp: "atanh",
+}
+"""Float math ops with no LLVM intrinsic -> C libm calls (``erf``/``erff``)."""
+
+
+@lowers(*_MATH_INTRINSICS)
+def _lower_math_intrinsic(op: Operation, e: Emitter) -> Sequence[SSAValue]:
+    t = e.type(op.results[0].type)
+    call = e.intrinsic(_MATH_INTRINSICS[type(op)], op.operands, t, [t], _fastmath(op))
+    return [call.results[0]]
+
+
+@lowers(*_MATH_LIBM)
+def _lower_math_libm(op: Operation, e: Emitter) -> Sequence[SSAValue]:
+    """Calls the C library; the declaration is added to the module once."""
+    t = e.type(op.results[0].type)
+    base = _MATH_LIBM[type(op)]
+    if isinstance(t, Float64Type):
+        name = base
+    elif isinstance(t, Float32Type):
+        name = base + "f"
+    else:
+        raise e.error(
+            f"'{op.name}' on {t} has no C library function",
+            hint="extend the operand to f32 or f64 first (arith.extf)",
+        )
+    e.fn.module.declare(name, [t] * len(op.operands), t, e)
+    return [e.call(name, op.operands, t, _fastmath(op)).results[0]]
+
+
+@lowers(math.FPowIOp)
+def _lower_fpowi(op: math.FPowIOp, e: Emitter) -> Sequence[SSAValue]:
+    """``llvm.pow(x, sitofp n)`` rather than ``llvm.powi``.
+
+    ``llvm.powi`` with a variable exponent becomes a call to compiler-rt's
+    ``__powidf2``, which a Python process running the JIT usually lacks (libgcc_s
+    is not loaded), and MCJIT then crashes instead of reporting the symbol. ``pow``
+    is in libm, is at least as accurate, and LLVM still turns ``pow(x, 2.0)`` into
+    a multiply (and other integral constants too under ``afn``).
+    """
+    t = e.type(op.result.type)
+    exponent = e.value(llvm.SIToFPOp(op.rhs, t))
+    return [e.intrinsic("pow", [op.lhs, exponent], t, [t], _fastmath(op)).results[0]]
+
+
+@lowers(math.RsqrtOp)
+def _lower_rsqrt(op: math.RsqrtOp, e: Emitter) -> Sequence[SSAValue]:
+    """No LLVM intrinsic: ``1 / sqrt(x)`` (with ``afn`` the backend may use rsqrtss)."""
+    t = e.type(op.result.type)
+    fm = _fastmath(op)
+    root = e.intrinsic("sqrt", [op.operand], t, [t], fm).results[0]
+    return [e.value(llvm.FDivOp(e.const(t, 1.0), root, fm))]
+
+
+_INT_BIT_INTRINSICS = {
+    math.AbsIOp: "abs",
+    math.CountLeadingZerosOp: "ctlz",
+    math.CountTrailingZerosOp: "cttz",
+    math.CtPopOp: "ctpop",
+}
+
+
+@lowers(*_INT_BIT_INTRINSICS)
+def _lower_int_bits(op: Operation, e: Emitter) -> Sequence[SSAValue]:
+    """abs/ctlz/cttz take an ``i1 false`` flag: the result for INT_MIN/zero is defined."""
+    t = e.type(op.results[0].type)
+    args = list(op.operands)
+    if not isinstance(op, math.CtPopOp):
+        args.append(e.const(i1, 0))
+    return [e.intrinsic(_INT_BIT_INTRINSICS[type(op)], args, t, [t]).results[0]]
+
+
+# --------------------------------------------------------------------------- func
+
+
+def _result_type(types: Sequence[Attribute]) -> Attribute | None:
+    """One result is returned as is, several as a literal struct, none as void."""
+    if not types:
+        return None
+    if len(types) == 1:
+        return types[0]
+    return llvm.LLVMStructType.from_type_list(list(types))
+
+
+@lowers(func.CallOp)
+def _lower_call(op: func.CallOp, e: Emitter) -> Sequence[SSAValue]:
+    """``llvm.call``; several results are unpacked from the returned struct."""
+    types = [e.type(r.type) for r in op.results]
+    call = e.call(op.callee.root_reference.data, op.arguments, _result_type(types))
+    if len(types) <= 1:
+        return list(call.results)
+    return [
+        e.value(llvm.ExtractValueOp(DenseArrayBase.from_list(i64, [i]), call.results[0], t))
+        for i, t in enumerate(types)
+    ]
+
+
+@lowers(func.ReturnOp)
+def _lower_return(op: func.ReturnOp, e: Emitter) -> Sequence[SSAValue]:
+    """``llvm.return``; several values are packed into a struct first."""
+    values = list(op.arguments)
+    if len(values) <= 1:
+        e.emit(llvm.ReturnOp(values[0] if values else None))
+        return []
+    struct_type = _result_type([v.type for v in values])
+    packed = e.value(llvm.UndefOp(struct_type))
+    for i, v in enumerate(values):
+        packed = e.value(llvm.InsertValueOp(DenseArrayBase.from_list(i64, [i]), packed, v))
+    e.emit(llvm.ReturnOp(packed))
+    return []
+
+
+# --------------------------------------------------------------------------- cf
+
+
+@lowers(cf.BranchOp)
+def _lower_br(op: cf.BranchOp, e: Emitter) -> Sequence[SSAValue]:
+    e.emit(llvm.BrOp(op.successor, *op.arguments))
+    return []
+
+
+@lowers(cf.ConditionalBranchOp)
+def _lower_cond_br(op: cf.ConditionalBranchOp, e: Emitter) -> Sequence[SSAValue]:
+    e.emit(
+        llvm.CondBrOp(
+            op.cond, op.then_block, list(op.then_arguments), op.else_block, list(op.else_arguments)
+        )
+    )
+    return []
+
+
+@lowers(cf.SwitchOp)
+def _lower_switch(op: cf.SwitchOp, e: Emitter) -> Sequence[SSAValue]:
+    """``llvm.switch``; case values are re-typed to the (lowered) flag type."""
+    values = [] if op.case_values is None else [int(v) for v in op.case_values.get_values()]
+    e.emit(
+        llvm_op("llvm.switch")(
+            op.flag,
+            op.default_block,
+            list(op.default_operands),
+            values,
+            list(op.case_blocks),
+            [list(operands) for operands in op.case_operand],
+        )
+    )
+    return []
+
+
+@lowers(cf.AssertOp)
+def _lower_assert(op: cf.AssertOp, e: Emitter) -> Sequence[SSAValue]:
+    """Branch to a block that traps when the condition is false.
+
+    The message is not printed: the JIT has no stderr of its own to print it to
+    reliably, and the trap points at the failing function in a debugger.
+    """
+    block = op.parent_block()
+    assert block is not None and block.parent is not None and op.next_op is not None
+    rest = block.split_before(op.next_op)
+    fail = Block()
+    block.parent.add_block(fail)
+    fail_ops = Emitter(e.fn, op)
+    fail_ops.intrinsic("trap", [], None, [])
+    fail_ops.emit(llvm.UnreachableOp())
+    fail.add_ops(fail_ops.ops)
+    e.emit(llvm.CondBrOp(op.arg, rest, [], fail, []))
+    return []
+
+
+# --------------------------------------------------------------------------- enzyme
+
+
+@lowers(enzyme.InitOp)
+def _lower_init(op: enzyme.InitOp, e: Emitter) -> Sequence[SSAValue]:
+    """Accumulators and caches live in entry-block allocas.
+
+    * ``!enzyme.Gradient<T>``: an alloca of T; the init stores zero *at its own
+      position*, so re-executing it (e.g. in a loop) resets the accumulator.
+    * ``!enzyme.Cache<T>``: an alloca of ``{ptr data, i64 size, i64 capacity}``
+      zeroed in the entry block (so the buffer is null until the first push and
+      ``free`` before each return is always valid). The init itself resets
+      ``size`` to 0, keeping the buffer for reuse if it runs again.
+    """
+    typ = op.result.type
+    if isinstance(typ, enzyme.GradientType):
+        elem = _elem_type(typ)
+        slot = e.fn.entry_alloca(elem)
+        e.emit(_StoreOp(e.zero(elem), slot))
+        return [slot]
+    slot = e.fn.entry_alloca(CACHE_STRUCT, zero_init=True)
+    e.fn.caches.append(slot)
+    size_ptr = e.value(llvm.GEPOp(slot, [0, 1], CACHE_STRUCT))
+    e.emit(_StoreOp(e.const(i64, 0), size_ptr))
+    return [slot]
+
+
+@lowers(enzyme.GetOp)
+def _lower_get(op: enzyme.GetOp, e: Emitter) -> Sequence[SSAValue]:
+    return [e.value(_LoadOp(op.gradient, e.type(op.result.type)))]
+
+
+@lowers(enzyme.SetOp)
+def _lower_set(op: enzyme.SetOp, e: Emitter) -> Sequence[SSAValue]:
+    e.emit(_StoreOp(op.value, op.gradient))
+    return []
+
+
+@lowers(enzyme.PushOp)
+def _lower_push(op: enzyme.PushOp, e: Emitter) -> Sequence[SSAValue]:
+    """The runtime helper returns the slot for ``sizeof(T)`` new bytes; store there."""
+    e.fn.module.require_cache_runtime(e)
+    nbytes = e.size_of(e.type(op.value.type))
+    slot = e.call(CACHE_PUSH, [op.cache, nbytes], PTR).results[0]
+    e.emit(_StoreOp(op.value, slot))
+    return []
+
+
+@lowers(enzyme.PopOp)
+def _lower_pop(op: enzyme.PopOp, e: Emitter) -> Sequence[SSAValue]:
+    """The runtime helper drops ``sizeof(T)`` bytes and returns their address."""
+    e.fn.module.require_cache_runtime(e)
+    t = e.type(op.result.type)
+    nbytes = e.size_of(t)
+    slot = e.call(CACHE_POP, [op.cache, nbytes], PTR).results[0]
+    return [e.value(_LoadOp(slot, t))]
+
+
+# Written as llvm-dialect MLIR text and parsed with zymase.ir.parse_mlir, rather
+# than as LLVM IR for zymase.llvm.reader or as Python builder calls: it reads like
+# IR, needs nothing beyond the parser we already have (no LLVM-IR round trip), and
+# yields exactly the dialect the writer consumes. One byte-generic pair serves every
+# element type; both are tiny and internal, so the O2 inliner inlines them at each
+# push/pop and the byte count becomes a constant. Growth doubles the capacity
+# (at least 256 bytes), so n pushes cost O(n) amortized.
+_CACHE_RUNTIME = f"""
+builtin.module {{
+  llvm.func internal @{CACHE_PUSH}(%cache: !llvm.ptr, %nbytes: i64) -> !llvm.ptr {{
+    %size_p = llvm.getelementptr %cache[0, 1] : (!llvm.ptr) -> !llvm.ptr, !llvm.struct<(ptr, i64, i64)>
+    %cap_p = llvm.getelementptr %cache[0, 2] : (!llvm.ptr) -> !llvm.ptr, !llvm.struct<(ptr, i64, i64)>
+    %size = llvm.load %size_p : !llvm.ptr -> i64
+    %cap = llvm.load %cap_p : !llvm.ptr -> i64
+    %need = llvm.add %size, %nbytes : i64
+    %full = llvm.icmp "ugt" %need, %cap : i64
+    llvm.cond_br %full, ^grow, ^store
+  ^grow:
+    %two = llvm.mlir.constant(2 : i64) : i64
+    %min = llvm.mlir.constant(256 : i64) : i64
+    %doubled = llvm.mul %cap, %two : i64
+    %enough = llvm.call_intrinsic "llvm.umax.i64"(%doubled, %need) : (i64, i64) -> i64
+    %newcap = llvm.call_intrinsic "llvm.umax.i64"(%enough, %min) : (i64, i64) -> i64
+    %old = llvm.load %cache : !llvm.ptr -> !llvm.ptr
+    %new = llvm.call @realloc(%old, %newcap) : (!llvm.ptr, i64) -> !llvm.ptr
+    llvm.store %new, %cache : !llvm.ptr, !llvm.ptr
+    llvm.store %newcap, %cap_p : i64, !llvm.ptr
+    llvm.br ^store
+  ^store:
+    %data = llvm.load %cache : !llvm.ptr -> !llvm.ptr
+    %slot = llvm.getelementptr %data[%size] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+    llvm.store %need, %size_p : i64, !llvm.ptr
+    llvm.return %slot : !llvm.ptr
+  }}
+  llvm.func internal @{CACHE_POP}(%cache: !llvm.ptr, %nbytes: i64) -> !llvm.ptr {{
+    %size_p = llvm.getelementptr %cache[0, 1] : (!llvm.ptr) -> !llvm.ptr, !llvm.struct<(ptr, i64, i64)>
+    %size = llvm.load %size_p : !llvm.ptr -> i64
+    %rest = llvm.sub %size, %nbytes : i64
+    llvm.store %rest, %size_p : i64, !llvm.ptr
+    %data = llvm.load %cache : !llvm.ptr -> !llvm.ptr
+    %slot = llvm.getelementptr %data[%rest] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+    llvm.return %slot : !llvm.ptr
+  }}
+}}
+"""
+
+
+# --------------------------------------------------------------------------- drivers
+
+
+_UNSUPPORTED_HINTS = {
+    "scf": "convert structured control flow to cf first (xDSL's convert-scf-to-cf pass)",
+    "memref": "memref ops are not lowered by zymase yet; pass scalars or use the llvm dialect",
+    "enzyme": "run the enzyme pass (zymase.transforms.enzyme_pass) before lowering",
+}
+
+
+class _ModuleLowering:
+    """Module-wide state: the symbol table, external declarations, runtime helpers."""
+
+    def __init__(self, module: ModuleOp):
+        self.module = module
+        self.symbols: dict[str, Operation] = {}
+        for op in module.body.block.ops:
+            name = op.properties.get("sym_name")
+            if name is not None:
+                self.symbols[name.data] = op  # type: ignore[attr-defined]
+        self._has_cache_runtime = CACHE_PUSH in self.symbols
+
+    def run(self) -> None:
+        for op in list(self.module.body.block.ops):
+            if isinstance(op, func.FuncOp):
+                self._lower_function(op)
+            elif isinstance(op, llvm.FuncOp) and op.body.blocks:
+                # llvm.func bodies (code read from LLVM IR) may hold the enzyme
+                # accumulator/cache ops of generated derivatives, and hand-written
+                # MLIR may mix arith/math/cf into them.
+                if any(o.dialect_name() != "llvm" for o in op.body.walk()):
+                    _FunctionLowering(self, op, op.sym_name.data).run()
+            elif op.dialect_name() != "llvm":
+                raise ZymaseError(
+                    f"no lowering to the llvm dialect for top-level '{op.name}'",
+                    construct=op.name,
+                    location=location_of(op),
+                    hint=_UNSUPPORTED_HINTS.get(op.dialect_name(), "only func.func and llvm ops "
+                                                "may appear at module level"),
+                )
+
+    def _lower_function(self, fop: func.FuncOp) -> None:
+        """func.func -> llvm.func with the C ABI.
+
+        Public functions and declarations get external linkage (callable from the
+        host, resolvable by the linker); private definitions get internal linkage so
+        that LLVM may inline and drop them.
+        """
+        name = fop.sym_name.data
+        ftype: FunctionType = fop.function_type
+        inputs = [lower_type(t, function=name) for t in ftype.inputs]
+        outputs = [lower_type(t, function=name) for t in ftype.outputs]
+        for t in ftype.outputs:
+            if isinstance(t, (enzyme.GradientType, enzyme.CacheType)):
+                raise ZymaseError(
+                    f"function returns a {t}, which lives on the function's stack",
+                    construct=fop.name,
+                    function=name,
+                    location=location_of(fop),
+                    hint="create accumulators and caches in the function that uses them",
+                )
+        private = fop.sym_visibility is not None and fop.sym_visibility.data == "private"
+        linkage = "internal" if private and not fop.is_declaration else "external"
+        body = Rewriter.move_region_contents_to_new_regions(fop.body)
+        lowered = llvm.FuncOp(
+            name,
+            llvm.LLVMFunctionType(inputs, _result_type(outputs)),
+            linkage=llvm.LinkageAttr(linkage),
+            body=body,
+        )
+        self.module.body.block.insert_op_before(lowered, fop)
+        fop.detach()
+        fop.erase()
+        self.symbols[name] = lowered
+        if body.blocks:
+            _FunctionLowering(self, lowered, name).run()
+
+    def declare(
+        self,
+        name: str,
+        inputs: Sequence[Attribute],
+        output: Attribute | None,
+        e: Emitter | None = None,
+    ) -> None:
+        """Declare an external C function once (``llvm.func @name(...)``, no body).
+
+        An existing symbol of that name is reused if its signature matches.
+        """
+        wanted = llvm.LLVMFunctionType(list(inputs), output)
+        existing = self.symbols.get(name)
+        if existing is None:
+            decl = llvm.FuncOp(name, wanted, linkage=llvm.LinkageAttr("external"))
+            self.module.body.block.add_op(decl)
+            self.symbols[name] = decl
+            return
+        if isinstance(existing, func.FuncOp):
+            have = llvm.LLVMFunctionType(
+                [lower_type(t) for t in existing.function_type.inputs],
+                _result_type([lower_type(t) for t in existing.function_type.outputs]),
+            )
+        else:
+            have = existing.properties.get("function_type")
+        if have != wanted:
+            message = f"'@{name}' is needed as {wanted} but the module defines it as {have}"
+            hint = f"rename the module's own '@{name}'"
+            if e is not None:
+                raise e.error(message, hint=hint)
+            raise ZymaseError(message, hint=hint)
+
+    def require_cache_runtime(self, e: Emitter) -> None:
+        """Add the cache push/pop helpers (and realloc/free) on first use."""
+        self.declare("realloc", [PTR, i64], PTR, e)
+        self.declare("free", [PTR], None, e)
+        if self._has_cache_runtime:
+            return
+        self._has_cache_runtime = True
+        runtime = parse_mlir(_CACHE_RUNTIME, "<zymase cache runtime>")
+        for op in list(runtime.body.block.ops):
+            op.detach()
+            self.module.body.block.add_op(op)
+            self.symbols[op.sym_name.data] = op  # type: ignore[attr-defined]
+
+
+class _FunctionLowering:
+    """Per-function state: entry-block allocas and the caches to free on return."""
+
+    def __init__(self, module: _ModuleLowering, fn: llvm.FuncOp, name: str):
+        self.module = module
+        self.fn = fn
+        self.name = name
+        self.entry = fn.body.blocks[0]
+        self.caches: list[SSAValue] = []
+        self._alloca_anchor: Operation | None = None
+
+    def run(self) -> None:
+        for block in self.fn.body.blocks:
+            for arg in list(block.args):
+                t = lower_type(arg.type, function=self.name)
+                if t != arg.type:
+                    Rewriter.replace_value_with_new_type(arg, t)
+        for block in _reverse_post_order(self.fn.body.blocks):
+            for op in list(block.ops):
+                self._lower_op(op)
+        if self.caches:
+            self.module.declare("free", [PTR], None)
+            self._free_caches_before_returns()
+
+    def _lower_op(self, op: Operation) -> None:
+        if op.dialect_name() == "llvm":
+            return
+        lowering = LOWERINGS.get(type(op))
+        if lowering is None:
+            raise ZymaseError(
+                f"no lowering to the llvm dialect for '{op.name}'",
+                construct=op.name,
+                function=self.name,
+                location=location_of(op),
+                hint=_UNSUPPORTED_HINTS.get(
+                    op.dialect_name(),
+                    "rewrite it with func/arith/math/cf ops that zymase can lower",
+                ),
+            )
+        e = Emitter(self, op)
+        replacements = lowering(op, e)
+        block = op.parent_block()
+        assert block is not None
+        if e.ops:
+            block.insert_ops_before(e.ops, op)
+        for old, new in zip(op.results, replacements, strict=True):
+            if new.name_hint is None:
+                new.name_hint = old.name_hint
+            old.replace_all_uses_with(new)
+        op.detach()
+        op.erase()
+
+    def entry_alloca(self, elem: Attribute, *, zero_init: bool = False) -> SSAValue:
+        """An alloca of one ``elem`` at the top of the entry block.
+
+        Entry-block allocas are static (no stack growth inside loops) and promotable
+        by mem2reg. With ``zero_init`` the slot is also zeroed right there.
+        """
+        ops: list[Operation] = []
+        if self._alloca_anchor is None:
+            one = llvm.ConstantOp(IntegerAttr(1, i64), i64)
+            ops.append(one)
+            self._one = one.result
+        alloca = llvm.AllocaOp(self._one, elem, alignment=_alloc_size(elem) or 8)
+        ops.append(alloca)
+        if zero_init:
+            zero = llvm.ZeroOp.build(result_types=[elem])
+            ops += [zero, _StoreOp(zero.results[0], alloca.res)]
+        if self._alloca_anchor is None:
+            first = self.entry.first_op
+            assert first is not None
+            self.entry.insert_ops_before(ops, first)
+        else:
+            self.entry.insert_ops_after(ops, self._alloca_anchor)
+        self._alloca_anchor = ops[-1]
+        return alloca.res
+
+    def _free_caches_before_returns(self) -> None:
+        """Release every cache buffer on each exit (``free(NULL)`` is a no-op)."""
+        for block in self.fn.body.blocks:
+            term = block.last_op
+            if not isinstance(term, llvm.ReturnOp):
+                continue
+            ops: list[Operation] = []
+            for cache in self.caches:
+                data = _LoadOp(cache, PTR)
+                ops += [data, llvm.CallOp("free", data.dereferenced_value)]
+            block.insert_ops_before(ops, term)
+
+
+def _reverse_post_order(blocks: Iterable[Block]) -> list[Block]:
+    """Blocks in reverse post-order from the entry, then any unreachable blocks."""
+    blocks = list(blocks)
+    if not blocks:
+        return []
+    seen: set[int] = set()
+    order: list[Block] = []
+    stack: list[tuple[Block, Iterable[Block]]] = [(blocks[0], iter(_successors(blocks[0])))]
+    seen.add(id(blocks[0]))
+    while stack:
+        block, succs = stack[-1]
+        for succ in succs:
+            if id(succ) not in seen:
+                seen.add(id(succ))
+                stack.append((succ, iter(_successors(succ))))
+                break
+        else:
+            stack.pop()
+            order.append(block)
+    order.reverse()
+    return order + [b for b in blocks if id(b) not in seen]
+
+
+def _successors(block: Block) -> Sequence[Block]:
+    term = block.last_op
+    return list(term.successors) if term is not None else []
