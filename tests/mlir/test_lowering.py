@@ -355,10 +355,10 @@ def test_cache_is_a_stack_freed_before_every_return(filecheck):
         out,
         """
         CHECK: llvm.func @f(
-        CHECK: %[[C:.*]] = llvm.alloca %{{.*}} x !llvm.struct<(!llvm.ptr, i64, i64)>
-        CHECK-NEXT: %[[Z:.*]] = llvm.mlir.zero : !llvm.struct<(!llvm.ptr, i64, i64)>
+        CHECK: %[[C:.*]] = llvm.alloca %{{.*}} x !llvm.struct<(!llvm.ptr, i64, i64, !llvm.array<128 x i8>)>
+        CHECK-NEXT: %[[Z:.*]] = llvm.mlir.zero : !llvm.struct<(!llvm.ptr, i64, i64, !llvm.array<128 x i8>)>
         CHECK-NEXT: llvm.store %[[Z]], %[[C]]
-        CHECK: %[[I:.*]] = llvm.alloca %{{.*}} x !llvm.struct<(!llvm.ptr, i64, i64)>
+        CHECK: %[[I:.*]] = llvm.alloca %{{.*}} x !llvm.struct<(!llvm.ptr, i64, i64, !llvm.array<128 x i8>)>
         CHECK: %[[EIGHT:.*]] = llvm.mlir.constant(8) : i64
         CHECK-NEXT: %[[SLOT:.*]] = llvm.call @__zymase_cache_push(%[[C]], %[[EIGHT]]) : (!llvm.ptr, i64) -> !llvm.ptr
         CHECK-NEXT: llvm.store %x, %[[SLOT]] : f64, !llvm.ptr
@@ -366,10 +366,14 @@ def test_cache_is_a_stack_freed_before_every_return(filecheck):
         CHECK-NEXT: llvm.store %n, %{{.*}} : i64, !llvm.ptr
         CHECK: %[[P:.*]] = llvm.call @__zymase_cache_pop(%[[C]], %{{.*}})
         CHECK-NEXT: llvm.load %[[P]] : !llvm.ptr -> f64
-        CHECK: llvm.load %[[C]] : !llvm.ptr -> !llvm.ptr
-        CHECK-NEXT: llvm.call @free(
+        CHECK: %[[D:.*]] = llvm.load %[[C]] : !llvm.ptr -> !llvm.ptr
+        CHECK-NEXT: %[[IN:.*]] = llvm.getelementptr %[[C]][0, 3]
+        CHECK-NEXT: %[[H:.*]] = llvm.icmp "ne" %[[D]], %[[IN]]
+        CHECK-NEXT: %[[NULL:.*]] = llvm.mlir.zero : !llvm.ptr
+        CHECK-NEXT: %[[F:.*]] = llvm.select %[[H]], %[[D]], %[[NULL]]
+        CHECK-NEXT: llvm.call @free(%[[F]])
         CHECK-NEXT: llvm.load %[[I]] : !llvm.ptr -> !llvm.ptr
-        CHECK-NEXT: llvm.call @free(
+        CHECK: llvm.call @free(
         CHECK-NEXT: llvm.return
         CHECK: llvm.call @free(
         CHECK: llvm.call @free(

@@ -354,12 +354,16 @@ def optimize(ll_text: str, level: int) -> str:
 @functools.cache
 def _load_libm() -> None:
     """Make libm's symbols visible to the JIT (the Python process usually has them)."""
-    name = ctypes.util.find_library("m")
-    if name:
-        try:
-            llvm.load_library_permanently(name)
-        except RuntimeError:
-            pass
+    # libm for the math functions; libgcc_s for compiler runtime helpers that LLVM
+    # calls on its own (e.g. __powidf2 for llvm.powi), which MCJIT cannot resolve
+    # otherwise (it jumps to address 0 instead of reporting a missing symbol).
+    for lib in ("m", "gcc_s"):
+        name = ctypes.util.find_library(lib)
+        if name:
+            try:
+                llvm.load_library_permanently(name)
+            except RuntimeError:
+                pass
 
 
 class JITModule:

@@ -64,9 +64,14 @@ __all__ = ["LOWERINGS", "LowerToLLVM", "lower_to_llvm", "lower_type", "llvm_op",
 
 PTR = llvm.LLVMPointerType()
 
-CACHE_STRUCT = llvm.LLVMStructType.from_type_list([PTR, i64, i64])
-"""Memory layout of an ``!enzyme.Cache<T>``: ``{ptr data, i64 size, i64 capacity}``
-with ``size``/``capacity`` in bytes (so one push/pop pair serves every T)."""
+CACHE_INLINE_BYTES = 128
+CACHE_STRUCT = llvm.LLVMStructType.from_type_list(
+    [PTR, i64, i64, llvm.LLVMArrayType(CACHE_INLINE_BYTES, IntegerType(8))]
+)
+"""Memory layout of an ``!enzyme.Cache<T>``: ``{ptr data, i64 size, i64 capacity,
+[128 x i8] inline}`` with ``size``/``capacity`` in bytes (so one push/pop pair
+serves every T). The first 128 bytes live in the cache itself, on the stack: a
+short loop or a branch decision never calls malloc; longer ones move to the heap."""
 
 CACHE_PUSH = "__zymase_cache_push"
 CACHE_POP = "__zymase_cache_pop"
@@ -763,23 +768,46 @@ def _lower_pop(op: enzyme.PopOp, e: Emitter) -> Sequence[SSAValue]:
 # element type; both are tiny and internal, so the O2 inliner inlines them at each
 # push/pop and the byte count becomes a constant. Growth doubles the capacity
 # (at least 256 bytes), so n pushes cost O(n) amortized.
+_STRUCT = f"!llvm.struct<(ptr, i64, i64, array<{CACHE_INLINE_BYTES} x i8>)>"
 _CACHE_RUNTIME = f"""
 builtin.module {{
   llvm.func internal @{CACHE_PUSH}(%cache: !llvm.ptr, %nbytes: i64) -> !llvm.ptr {{
-    %size_p = llvm.getelementptr %cache[0, 1] : (!llvm.ptr) -> !llvm.ptr, !llvm.struct<(ptr, i64, i64)>
-    %cap_p = llvm.getelementptr %cache[0, 2] : (!llvm.ptr) -> !llvm.ptr, !llvm.struct<(ptr, i64, i64)>
+    %size_p = llvm.getelementptr %cache[0, 1] : (!llvm.ptr) -> !llvm.ptr, {_STRUCT}
+    %cap_p = llvm.getelementptr %cache[0, 2] : (!llvm.ptr) -> !llvm.ptr, {_STRUCT}
     %size = llvm.load %size_p : !llvm.ptr -> i64
     %cap = llvm.load %cap_p : !llvm.ptr -> i64
     %need = llvm.add %size, %nbytes : i64
     %full = llvm.icmp "ugt" %need, %cap : i64
     llvm.cond_br %full, ^grow, ^store
   ^grow:
+    %inline = llvm.getelementptr %cache[0, 3] : (!llvm.ptr) -> !llvm.ptr, {_STRUCT}
+    %old = llvm.load %cache : !llvm.ptr -> !llvm.ptr
+    %zero = llvm.mlir.constant(0 : i64) : i64
+    %inline_bytes = llvm.mlir.constant({CACHE_INLINE_BYTES} : i64) : i64
+    %fresh = llvm.icmp "eq" %cap, %zero : i64
+    %fits = llvm.icmp "ule" %need, %inline_bytes : i64
+    %use_inline = llvm.and %fresh, %fits : i1
+    llvm.cond_br %use_inline, ^start_inline, ^heap
+  ^start_inline:
+    llvm.store %inline, %cache : !llvm.ptr, !llvm.ptr
+    llvm.store %inline_bytes, %cap_p : i64, !llvm.ptr
+    llvm.br ^store
+  ^heap:
     %two = llvm.mlir.constant(2 : i64) : i64
     %min = llvm.mlir.constant(256 : i64) : i64
     %doubled = llvm.mul %cap, %two : i64
     %enough = llvm.call_intrinsic "llvm.umax.i64"(%doubled, %need) : (i64, i64) -> i64
     %newcap = llvm.call_intrinsic "llvm.umax.i64"(%enough, %min) : (i64, i64) -> i64
-    %old = llvm.load %cache : !llvm.ptr -> !llvm.ptr
+    %was_inline = llvm.icmp "eq" %old, %inline : !llvm.ptr
+    llvm.cond_br %was_inline, ^leave_inline, ^regrow
+  ^leave_inline:
+    %moved = llvm.call @malloc(%newcap) : (i64) -> !llvm.ptr
+    %no = llvm.mlir.constant(false) : i1
+    llvm.call_intrinsic "llvm.memcpy.p0.p0.i64"(%moved, %old, %size, %no) : (!llvm.ptr, !llvm.ptr, i64, i1) -> ()
+    llvm.store %moved, %cache : !llvm.ptr, !llvm.ptr
+    llvm.store %newcap, %cap_p : i64, !llvm.ptr
+    llvm.br ^store
+  ^regrow:
     %new = llvm.call @realloc(%old, %newcap) : (!llvm.ptr, i64) -> !llvm.ptr
     llvm.store %new, %cache : !llvm.ptr, !llvm.ptr
     llvm.store %newcap, %cap_p : i64, !llvm.ptr
@@ -791,7 +819,7 @@ builtin.module {{
     llvm.return %slot : !llvm.ptr
   }}
   llvm.func internal @{CACHE_POP}(%cache: !llvm.ptr, %nbytes: i64) -> !llvm.ptr {{
-    %size_p = llvm.getelementptr %cache[0, 1] : (!llvm.ptr) -> !llvm.ptr, !llvm.struct<(ptr, i64, i64)>
+    %size_p = llvm.getelementptr %cache[0, 1] : (!llvm.ptr) -> !llvm.ptr, {_STRUCT}
     %size = llvm.load %size_p : !llvm.ptr -> i64
     %rest = llvm.sub %size, %nbytes : i64
     llvm.store %rest, %size_p : i64, !llvm.ptr
@@ -915,6 +943,7 @@ class _ModuleLowering:
     def require_cache_runtime(self, e: Emitter) -> None:
         """Add the cache push/pop helpers (and realloc/free) on first use."""
         self.declare("realloc", [PTR, i64], PTR, e)
+        self.declare("malloc", [i64], PTR, e)
         self.declare("free", [PTR], None, e)
         if self._has_cache_runtime:
             return
@@ -1004,7 +1033,8 @@ class _FunctionLowering:
         return alloca.res
 
     def _free_caches_before_returns(self) -> None:
-        """Release every cache buffer on each exit (``free(NULL)`` is a no-op)."""
+        """Release every heap cache buffer on each exit: ``free(data)`` unless the
+        data is still null or the cache's inline buffer (``free(NULL)`` is a no-op)."""
         for block in self.fn.body.blocks:
             term = block.last_op
             if not isinstance(term, llvm.ReturnOp):
@@ -1012,7 +1042,11 @@ class _FunctionLowering:
             ops: list[Operation] = []
             for cache in self.caches:
                 data = _LoadOp(cache, PTR)
-                ops += [data, llvm.CallOp("free", data.dereferenced_value)]
+                inline = llvm.GEPOp(cache, [0, 3], CACHE_STRUCT)
+                on_heap = llvm_ext.ICmpOp(data.dereferenced_value, inline.result, IntegerAttr(1, i64))
+                null = llvm.ZeroOp.build(result_types=[PTR])
+                heap = llvm.SelectOp(on_heap.results[0], data.dereferenced_value, null.results[0])
+                ops += [data, inline, on_heap, null, heap, llvm.CallOp("free", heap.results[0])]
             block.insert_ops_before(ops, term)
 
 
