@@ -908,3 +908,41 @@ def test_writer_unreachable_block_with_arguments():
     out = write_llvm_ir(module)
     llvm.parse_assembly(out, llvm.create_context()).verify()
     assert "ret i32 poison" in out
+
+
+def test_named_struct_keeps_its_name_across_reads():
+    """LLVM's global context would rename %struct.S to %struct.S.0 on a second parse."""
+    text = "%struct.S = type { i32 }\n@g = global %struct.S zeroinitializer\n"
+    for _ in range(3):
+        module = read_llvm_ir(text)
+        (glob,) = module.body.block.ops
+        assert glob.properties["global_type"].struct_name.data == "struct.S"
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+def _float_from_module(module: ModuleOp) -> float:
+    (const,) = [op for op in module.walk() if op.name == "llvm.mlir.constant"
+                and isinstance(op.properties["value"], FloatAttr)]
+    return const.properties["value"].value.data
+
+
+def _bits(value: float) -> int:
+    return struct.unpack("<Q", struct.pack("<d", value))[0]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.floats(allow_nan=False, width=64), st.floats(allow_nan=False, width=32))
+def test_float_constants_survive_read_write_read_bit_exactly(d, f):
+    for ty, value in (("double", d), ("float", f)):
+        text = f"define {ty} @f({ty} %x) {{\n  %y = fadd {ty} %x, {_literal(value)}\n  ret {ty} %y\n}}\n"
+        first = read_llvm_ir(text)
+        assert _bits(_float_from_module(first)) == _bits(value)
+        second = read_llvm_ir(write_llvm_ir(first))
+        assert _bits(_float_from_module(second)) == _bits(value)
+
+
+def _literal(value: float) -> str:
+    return "0x%016X" % _bits(value)

@@ -22,6 +22,7 @@ from pathlib import Path
 import llvmlite.binding as llvm
 import pytest
 
+from zymase.ir import location_of
 from zymase.llvm.reader import read_llvm_ir
 from zymase.llvm.writer import write_llvm_ir
 
@@ -129,6 +130,10 @@ def test_plain_program_roundtrip_runs_identically(ir_files, source, level, debug
     ll_path = ir_files[_tag(source, level, debug)]
     original = ll_path.read_text()
     written = roundtrip(original, source.name)
+    if debug:  # !dbg locations reach the ops
+        module = read_llvm_ir(original, source.name)
+        files = {loc.rsplit(":", 2)[0] for op in module.walk() if (loc := location_of(op))}
+        assert any(f.endswith(source.name) for f in files), files
     build_executable(original, tmp_path / "original")
     build_executable(written, tmp_path / "roundtrip")
     expected = run(tmp_path / "original")

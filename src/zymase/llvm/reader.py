@@ -612,8 +612,11 @@ def _word_const(cur: _Cursor, word: str, ty: Attribute, types: _Types) -> Const:
 
 def _gep_const(cur: _Cursor, types: _Types) -> Const:
     flags = []
-    while cur.text() in _GEP_FLAGS:
-        flags.append(cur.next()[1])
+    while cur.text() in _GEP_FLAGS or cur.text() == "inrange":
+        if cur.next()[1] == "inrange":  # inrange(a, b): a hint for vtable loads
+            cur.balanced_text()
+        else:
+            flags.append(cur.toks[cur.i - 1][1])
     cur.expect("(")
     elem_ty = types.parse(cur)
     cur.expect(",")
@@ -661,6 +664,9 @@ def _const_type(c: Const) -> Attribute:
 # ------------------------------------------------------------------ metadata
 
 
+_DILOCATION_RE = re.compile(r"!\d+ = !DILocation\(line: (\d+)(?:, column: (\d+))?, scope: (!\d+)")
+
+
 class _Metadata:
     """Lazily parsed module metadata: DILocations -> locations, TBAA tags -> names."""
 
@@ -670,6 +676,8 @@ class _Metadata:
         self.nodes: dict[str, tuple] = {}
         self.locations: dict[str, Attribute | None] = {}
         self.tbaa: dict[str, str | None] = {}
+        self.scope_files: dict[str | None, str | None] = {}
+        self.file_attrs: dict[str, StringAttr] = {}
 
     def node(self, ref: str) -> tuple:
         """``('di', kind, fields)`` or ``('tuple', elems)`` for ``!N``; ``('none',)`` if unknown."""
@@ -733,20 +741,36 @@ class _Metadata:
         if ref in self.locations:
             return self.locations[ref]
         loc = None
-        node = self.node(ref)
-        if node[0] == "di" and node[1] == "DILocation":
-            fields = node[2]
-            line = int(fields.get("line", "0"))
-            column = int(fields.get("column", "0"))
-            if line > 0:
-                file = self._file_of(fields.get("scope"))
-                loc = FileLineColLoc(
-                    StringAttr(file or self.filename), builtin.IntAttr(line), builtin.IntAttr(column)
-                )
+        raw = self.lines.get(ref, "")
+        fast = _DILOCATION_RE.match(raw)  # the common shape, without a full tokenization
+        if fast is not None:
+            line, column, scope = int(fast.group(1)), int(fast.group(2) or 0), fast.group(3)
+        else:
+            node = self.node(ref)
+            line = column = 0
+            scope = None
+            if node[0] == "di" and node[1] == "DILocation":
+                fields = node[2]
+                line = int(fields.get("line", "0"))
+                column = int(fields.get("column", "0"))
+                scope = fields.get("scope")
+        if line > 0:
+            file = self._file_of(scope) or self.filename
+            name = self.file_attrs.get(file)
+            if name is None:
+                name = self.file_attrs[file] = StringAttr(file)
+            loc = FileLineColLoc(name, builtin.IntAttr(line), builtin.IntAttr(column))
         self.locations[ref] = loc
         return loc
 
     def _file_of(self, scope: str | None) -> str | None:
+        if scope in self.scope_files:
+            return self.scope_files[scope]
+        file = self._find_file(scope)
+        self.scope_files[scope] = file
+        return file
+
+    def _find_file(self, scope: str | None) -> str | None:
         for _ in range(64):  # scope chains are short; the bound guards against cycles
             if scope is None:
                 return None
@@ -1062,7 +1086,7 @@ class _ModuleReader:
                 cur.next()
                 break
             elif word in ("alias", "ifunc"):
-                raise _ParseFailure(f"global {word}es are not supported")
+                raise _ParseFailure(f"global {'aliases' if word == 'alias' else 'ifuncs'} are not supported")
             else:
                 raise _ParseFailure(f"unexpected '{word}' in a global definition")
             cur.next()
@@ -1097,8 +1121,8 @@ class _ModuleReader:
         tag = init[0]
         if tag == "int":
             return IntegerAttr(init[2], ty)
-        if tag == "float":
-            return FloatAttr(_bits_float(init[2]), ty)
+        if tag == "float" and not isinstance(ty, (builtin.Float80Type, builtin.Float128Type)):
+            return FloatAttr(_bits_float(init[2]), ty)  # (xDSL cannot print f80/f128 floats)
         if tag == "cstr":
             return StringAttr(init[2])
         return None
