@@ -258,25 +258,14 @@ class _Cursor:
 _INT_RE = re.compile(r"[-+]?\d+")
 
 
+_ESCAPE_RE = re.compile(r"\\([0-9A-Fa-f]{2})|\\\\")
+
+
 def _unescape(text: str) -> str:
-    """Decode LLVM's ``\\XX`` escapes (bytes as latin-1 characters)."""
+    """Decode LLVM's ``\\XX`` (and ``\\\\``) escapes; bytes become latin-1 characters."""
     if "\\" not in text:
         return text
-    out = bytearray()
-    raw = text.encode("latin-1", "backslashreplace")
-    i = 0
-    while i < len(raw):
-        c = raw[i]
-        if c == 0x5C and i + 1 < len(raw) and raw[i + 1] == 0x5C:
-            out.append(0x5C)
-            i += 2
-        elif c == 0x5C and i + 2 < len(raw) + 0 and re.fullmatch(rb"[0-9A-Fa-f]{2}", raw[i + 1 : i + 3]):
-            out.append(int(raw[i + 1 : i + 3], 16))
-            i += 3
-        else:
-            out.append(c)
-            i += 1
-    return out.decode("latin-1")
+    return _ESCAPE_RE.sub(lambda m: chr(int(m.group(1), 16)) if m.group(1) else "\\", text)
 
 
 def _symbol_name(token_text: str) -> str:
@@ -891,6 +880,16 @@ def _parse_fn_attr_items(cur: _Cursor, stop: Callable[[Token], bool]) -> list[At
     return items
 
 
+_FN_SUFFIX_WORDS = frozenset(
+    ["section", "comdat", "align", "gc", "prefix", "prologue", "personality", "partition",
+     "unnamed_addr", "local_unnamed_addr", "addrspace"]
+)
+
+
+def _ends_inline_fn_attrs(tok: Token) -> bool:
+    return tok[1] == "{" or tok[0] in ("a", "m") or tok[1] in _FN_SUFFIX_WORDS
+
+
 # ---------------------------------------------------------------- the reader
 
 
@@ -1022,7 +1021,7 @@ class _ModuleReader:
         if line.startswith("declare "):
             if _INTRINSIC_DECL_RE.match(line):  # re-declared by the writer from its uses
                 return
-            op = self._read_header(_Cursor(line), define=False)[0]
+            op = self._read_header(_Cursor(line))[0]
             if op is not None:
                 self.ops.append(op)
         elif line.startswith("@"):
@@ -1048,56 +1047,18 @@ class _ModuleReader:
         cur = _Cursor(line)
         name = _symbol_name(cur.next()[1])
         cur.expect("=")
-        linkage = "external"
         props: dict[str, Attribute] = {}
         attrs: dict[str, Attribute] = {}
-        unnamed_addr = None
-        addr_space = 0
-        constant = False
-        while True:
-            word = cur.text()
-            if word in _LINKAGES:
-                linkage = word
-            elif word == "dso_local":
-                props["dso_local"] = UnitAttr()
-            elif word in _PREEMPTION or word in _DLL:
-                pass
-            elif word in _VISIBILITY:
-                if _VISIBILITY[word]:
-                    props["visibility_"] = IntegerAttr(_VISIBILITY[word], _I64)
-            elif word == "thread_local":
-                props["thread_local_"] = UnitAttr()
-                cur.next()
-                if cur.text() == "(":
-                    cur.balanced_text()
-                continue
-            elif word in ("unnamed_addr", "local_unnamed_addr"):
-                unnamed_addr = 2 if word == "unnamed_addr" else 1
-            elif word == "addrspace":
-                cur.next()
-                cur.expect("(")
-                addr_space = cur.expect_int()
-                cur.expect(")")
-                continue
-            elif word == "externally_initialized":
-                attrs["externally_initialized"] = UnitAttr()
-            elif word in ("global", "constant"):
-                constant = word == "constant"
-                cur.next()
-                break
-            elif word in ("alias", "ifunc"):
-                raise _ParseFailure(f"global {'aliases' if word == 'alias' else 'ifuncs'} are not supported")
-            else:
-                raise _ParseFailure(f"unexpected '{word}' in a global definition")
-            cur.next()
+        linkage, addr_space = self._global_prefix(cur, props, attrs)
         global_type = self.types.parse(cur)
-        value: Attribute | None = None
         if not cur.at_end() and cur.text() != ",":
             start = cur.peek()[2]
             init = _parse_const(cur, global_type, self.types)
             end = cur.peek()[2] if not cur.at_end() else len(line)
             value = self._global_value(init, global_type)
-            if value is None:
+            if value is not None:
+                props["value"] = value
+            else:
                 attrs["zymase.llvm_init"] = StringAttr(line[start:end].strip())
         self._global_tail(cur, props, attrs)
         props |= {
@@ -1106,14 +1067,41 @@ class _ModuleReader:
             "linkage": llvm.LinkageAttr(linkage),
             "addr_space": IntegerAttr(addr_space, _I32),
         }
-        if constant:
-            props["constant"] = UnitAttr()
-        if unnamed_addr is not None:
-            props["unnamed_addr"] = IntegerAttr(unnamed_addr, _I64)
-        if value is not None:
-            props["value"] = value
-        op = llvm.GlobalOp.create(properties=props, attributes=attrs, regions=[Region()])
-        self.ops.append(op)
+        self.ops.append(llvm.GlobalOp.create(properties=props, attributes=attrs, regions=[Region()]))
+
+    @staticmethod
+    def _global_prefix(cur: _Cursor, props: dict, attrs: dict) -> tuple[str, int]:
+        """The words before the type, up to ``global``/``constant``: (linkage, addr space)."""
+        linkage, addr_space = "external", 0
+        while True:
+            word = cur.next()[1]
+            if word in _LINKAGES:
+                linkage = word
+            elif word == "dso_local":
+                props["dso_local"] = UnitAttr()
+            elif word in _VISIBILITY:
+                if _VISIBILITY[word]:
+                    props["visibility_"] = IntegerAttr(_VISIBILITY[word], _I64)
+            elif word == "thread_local":  # the TLS model is an optimisation hint
+                props["thread_local_"] = UnitAttr()
+                if cur.text() == "(":
+                    cur.balanced_text()
+            elif word in ("unnamed_addr", "local_unnamed_addr"):
+                props["unnamed_addr"] = IntegerAttr(2 if word == "unnamed_addr" else 1, _I64)
+            elif word == "addrspace":
+                cur.expect("(")
+                addr_space = cur.expect_int()
+                cur.expect(")")
+            elif word == "externally_initialized":
+                attrs["externally_initialized"] = UnitAttr()
+            elif word in ("global", "constant"):
+                if word == "constant":
+                    props["constant"] = UnitAttr()
+                return linkage, addr_space
+            elif word in ("alias", "ifunc"):
+                raise _ParseFailure(f"global {'aliases' if word == 'alias' else 'ifuncs'} are not supported")
+            elif word not in _PREEMPTION and word not in _DLL:
+                raise _ParseFailure(f"unexpected '{word}' in a global definition")
 
     @staticmethod
     def _global_value(init: Const, ty: Attribute) -> Attribute | None:
@@ -1149,22 +1137,49 @@ class _ModuleReader:
 
     # -- functions
 
-    def _read_header(self, cur: _Cursor, define: bool):
-        """Parse a define/declare line up to ``{``. Returns (op or None, arg names, entry label)."""
+    def _read_header(self, cur: _Cursor):
+        """Parse a define/declare line up to ``{``.
+
+        Returns (the llvm.func op, or None for an ``llvm.*`` name; the argument
+        names; the implicit label of the entry block, i.e. the number LLVM gives
+        it after the unnamed arguments)."""
         cur.next()  # define / declare
-        linkage = "external"
-        props: dict[str, Attribute] = {}
+        props: dict[str, Attribute] = {"visibility_": IntegerAttr(0, _I64)}
         attrs: dict[str, Attribute] = {}
-        cconv = "ccc"
+        linkage, cconv = self._function_prefix(cur, props, attrs)
+        res_attrs = _parse_param_attrs(cur, self.types)
+        result_type = self.types.parse(cur)
+        name = _symbol_name(cur.next()[1])
+        arg_types, arg_names, arg_attrs, variadic = self._function_params(cur)
+        passthrough = self._function_suffix(cur, props, attrs)
+        entry_label = str(sum(1 for n in arg_names if n is None or n[1:].isdigit()))
+        if name.startswith("llvm."):
+            return None, arg_names, entry_label
+        props |= {
+            "sym_name": StringAttr(name),
+            "function_type": llvm.LLVMFunctionType(arg_types, result_type, variadic),
+            "CConv": llvm.CallingConventionAttr(cconv),
+            "linkage": llvm.LinkageAttr(linkage),
+        }
+        if passthrough:
+            props["passthrough"] = ArrayAttr(passthrough)
+        if (a := _attr_dict_array(arg_attrs)) is not None:
+            props["arg_attrs"] = a
+        if res_attrs:
+            props["res_attrs"] = ArrayAttr([DictionaryAttr(res_attrs)])
+        op = llvm.FuncOp.create(properties=props, attributes=attrs, regions=[Region()])
+        return op, arg_names, entry_label
+
+    @staticmethod
+    def _function_prefix(cur: _Cursor, props: dict, attrs: dict) -> tuple[str, str]:
+        """Linkage, preemption, visibility, calling convention: (linkage, cconv)."""
+        linkage, cconv = "external", "ccc"
         while True:
             word = cur.text()
-            kind = cur.peek()[0]
             if word in _LINKAGES:
                 linkage = word
             elif word == "dso_local":
                 attrs["dso_local"] = UnitAttr()
-            elif word in _PREEMPTION or word in _DLL:
-                pass
             elif word in _VISIBILITY:
                 props["visibility_"] = IntegerAttr(_VISIBILITY[word], _I64)
             elif word in _CCONVS:
@@ -1173,29 +1188,30 @@ class _ModuleReader:
                 cur.next()
                 cconv = f"cc {cur.expect_int()}"
                 continue
-            elif kind == "m":  # declare !dbg !N ...
+            elif cur.peek()[0] == "m":  # declare !dbg !N ...
                 cur.next()
-            else:
-                break
+            elif word not in _PREEMPTION and word not in _DLL:
+                return linkage, cconv
             cur.next()
-        res_attrs = _parse_param_attrs(cur, self.types)
-        result_type = self.types.parse(cur)
-        name = _symbol_name(cur.next()[1])
+
+    def _function_params(self, cur: _Cursor):
+        """``(T attrs %name, ..., ...)``: types, names, attribute dicts, variadic."""
         cur.expect("(")
-        arg_types: list[Attribute] = []
-        arg_names: list[str | None] = []
-        arg_attrs: list[dict[str, Attribute]] = []
+        types: list[Attribute] = []
+        names: list[str | None] = []
+        attrs: list[dict[str, Attribute]] = []
         variadic = False
         while not cur.accept(")"):
             if cur.accept("..."):
                 variadic = True
-                continue
-            if cur.accept(","):
-                continue
-            arg_types.append(self.types.parse(cur))
-            arg_attrs.append(_parse_param_attrs(cur, self.types))
-            arg_names.append(cur.next()[1] if cur.peek()[0] == "l" else None)
-        unnamed = 0
+            elif not cur.accept(","):
+                types.append(self.types.parse(cur))
+                attrs.append(_parse_param_attrs(cur, self.types))
+                names.append(cur.next()[1] if cur.peek()[0] == "l" else None)
+        return types, names, attrs, variadic
+
+    def _function_suffix(self, cur: _Cursor, props: dict, attrs: dict) -> list[Attribute]:
+        """Everything after the parameters up to ``{``; returns the passthrough list."""
         passthrough: list[Attribute] = []
         while not cur.at_end() and cur.text() != "{":
             kind, word, _ = cur.peek()
@@ -1208,52 +1224,25 @@ class _ModuleReader:
             elif word == "section":
                 cur.next()
                 attrs["section"] = StringAttr(_string_literal(cur.next()[1]))
-            elif word in ("align", "partition", "gc"):
-                if word == "gc":
-                    raise _ParseFailure("garbage-collected functions are not supported")
+            elif word in ("align", "partition"):  # function alignment: not semantic
                 cur.next()
                 cur.next()
-            elif word == "comdat":
+            elif word in ("comdat", "addrspace"):
                 cur.next()
                 if cur.text() == "(":
                     cur.balanced_text()
-            elif word == "addrspace":
-                cur.next()
-                cur.balanced_text()
             elif word == "personality":  # only used by EH instructions, which are rejected
                 cur.next()
                 self.types.parse(cur)
                 _parse_const(cur, _PTR, self.types)
-            elif word in ("prefix", "prologue"):
-                raise _ParseFailure(f"functions with '{word}' data are not supported")
-            elif kind == "m":
+            elif word in ("prefix", "prologue", "gc"):
+                raise _ParseFailure(f"functions with '{word}' are not supported")
+            elif kind == "m":  # !dbg !N
                 cur.next()
                 cur.next()
-            else:
-                passthrough += _parse_fn_attr_items(
-                    cur, lambda t: t[1] == "{" or t[0] in ("a", "m") or t[1] in (
-                        "section", "comdat", "align", "gc", "prefix", "prologue", "personality",
-                        "partition", "unnamed_addr", "local_unnamed_addr", "addrspace")
-                )
-        unnamed = sum(1 for n in arg_names if n is None or n[1:].isdigit())
-        if name.startswith("llvm."):
-            return None, arg_names, str(unnamed)
-        function_type = llvm.LLVMFunctionType(arg_types, result_type, variadic)
-        props |= {
-            "sym_name": StringAttr(name),
-            "function_type": function_type,
-            "CConv": llvm.CallingConventionAttr(cconv),
-            "linkage": llvm.LinkageAttr(linkage),
-            "visibility_": props.get("visibility_", IntegerAttr(0, _I64)),
-        }
-        if passthrough:
-            props["passthrough"] = ArrayAttr(passthrough)
-        if (a := _attr_dict_array(arg_attrs)) is not None:
-            props["arg_attrs"] = a
-        if res_attrs:
-            props["res_attrs"] = ArrayAttr([DictionaryAttr(res_attrs)])
-        op = llvm.FuncOp.create(properties=props, attributes=attrs, regions=[Region()])
-        return op, arg_names, str(unnamed)
+            else:  # inline function attributes
+                passthrough += _parse_fn_attr_items(cur, _ends_inline_fn_attrs)
+        return passthrough
 
     def _attr_group(self, ref: str) -> list[Attribute]:
         cached = self.group_cache.get(ref)
@@ -1274,7 +1263,7 @@ class _ModuleReader:
     def _read_function(self, index: int) -> int:
         """Read ``define ... { ... }`` starting at line ``index``; returns the next line."""
         line = self.lines[index]
-        op, arg_names, entry_label = self._read_header(_Cursor(line), define=True)
+        op, arg_names, entry_label = self._read_header(_Cursor(line))
         end = index + 1
         while end < len(self.lines) and self.lines[end] != "}":
             end += 1
@@ -1369,10 +1358,11 @@ class _FunctionReader:
         self.block: Block | None = None
         self.label = ""
         self.const_cache: dict[int, dict[Const, SSAValue]] = {}
-        self.phis: dict[str, list[tuple[list[tuple[Const, str]], str]]] = {}
+        self.phis: dict[str, list[list[tuple[Const, str]]]] = {}  # label -> incoming per phi
         self.pending: list[_Pending] = []
         self.has_terminator: set[str] = set()
         self.pending_labels: set[str] = set()
+        self.cur_line: tuple[str, int, Attribute | None] = ("", header_index, None)
 
     # -- driving
 
@@ -1865,7 +1855,7 @@ class _FunctionReader:
         if self.block.ops.first is not None:
             raise _ParseFailure("phi after a non-phi instruction")
         arg = self.block.insert_arg(ty, len(self.block.args))
-        self.phis.setdefault(self.label, []).append((incoming, ""))
+        self.phis.setdefault(self.label, []).append(incoming)
         return arg
 
     # -- calls
@@ -2053,7 +2043,7 @@ class _FunctionReader:
         """(dest, pred) -> the values the phis of dest receive from pred, in phi order."""
         table: dict[tuple[str, str], list[Const]] = {}
         for dest, phis in self.phis.items():
-            for position, (entries, _) in enumerate(phis):
+            for position, entries in enumerate(phis):
                 for value, pred in entries:
                     row = table.setdefault((dest, pred), [None] * len(phis))
                     row[position] = value
