@@ -23,6 +23,12 @@ def _xdsl_pass(name: str) -> Callable[[ModuleOp], None]:
     return run
 
 
+def _cleanup(module: ModuleOp) -> None:
+    from zymase.transforms.enzyme_cleanup import remove_unnecessary_enzyme_ops
+
+    remove_unnecessary_enzyme_ops(module)
+
+
 def _lower(module: ModuleOp) -> None:
     from zymase.transforms.lower_to_llvm import lower_to_llvm
 
@@ -38,6 +44,7 @@ def _print_activity(module: ModuleOp) -> None:
 
 PASSES: dict[str, Callable[[ModuleOp], None]] = {
     "enzyme": _enzyme,
+    "remove-unnecessary-enzyme-ops": _cleanup,
     "canonicalize": _xdsl_pass("canonicalize"),
     "cse": _xdsl_pass("cse"),
     "dce": _xdsl_pass("dce"),

@@ -1,0 +1,82 @@
+"""``remove-unnecessary-enzyme-ops`` (first part): simplify adjoint accumulators.
+
+Reverse mode is generated with ``enzyme.init/get/set`` accumulators; this pass turns
+the easy ones back into SSA values:
+
+* within a block, an ``enzyme.get`` after an ``enzyme.set`` of the same accumulator
+  reads the value just set, and one right after its ``enzyme.init`` reads zero
+  (accumulators are private to their function, so nothing else can write them in
+  between);
+* an accumulator that is never read loses its sets and its init.
+
+Caches (push/pop) are left alone; the LLVM path gets the rest from mem2reg.
+"""
+
+from __future__ import annotations
+
+from zymase.ir import ModuleOp
+from zymase.ir import enzyme as ez
+
+
+def remove_unnecessary_enzyme_ops(module: ModuleOp) -> ModuleOp:
+    for op in list(module.walk()):
+        if op.regions:
+            for region in op.regions:
+                for block in region.blocks:
+                    _forward_sets(block)
+    for op in list(module.walk()):
+        if isinstance(op, ez.InitOp) and isinstance(op.result.type, ez.GradientType):
+            users = [u.operation for u in op.result.uses]
+            if all(isinstance(u, ez.SetOp) for u in users):
+                for u in users:
+                    u.parent_block().erase_op(u)
+                op.parent_block().erase_op(op)
+    return module
+
+
+def _forward_sets(block) -> None:
+    last: dict = {}
+    for op in list(block.ops):
+        if isinstance(op, ez.InitOp) and isinstance(op.result.type, ez.GradientType):
+            last[op.result] = None  # zero, materialized on first read
+        elif isinstance(op, ez.SetOp):
+            last[op.gradient] = op.value
+        elif isinstance(op, ez.GetOp) and op.gradient in last:
+            value = last[op.gradient]
+            if value is None and _fold_zero_adds(op):
+                block.erase_op(op)
+                continue
+            if value is None:
+                zero = _flavor(op).const(0.0, op.result.type)
+                block.insert_op_before(zero, op)
+                value = last[op.gradient] = zero.results[0]
+            op.result.replace_all_uses_with(value)
+            block.erase_op(op)
+
+
+def _fold_zero_adds(get) -> bool:
+    """``0 + x`` -> ``x`` for every use of a get that reads a fresh (zero)
+    accumulator; only when every use is such an addition. (Adjoints are sums of
+    contributions; the sign of a zero adjoint carries no information.)"""
+    from zymase.ir import arith, llvm
+
+    adds = (arith.AddfOp, llvm.FAddOp)
+    users = [u.operation for u in get.result.uses]
+    if not users or not all(isinstance(u, adds) for u in users):
+        return False
+    if any(u.operands[0] is u.operands[1] for u in users):
+        return False
+    for u in users:
+        other = u.operands[1] if u.operands[0] is get.result else u.operands[0]
+        u.results[0].replace_all_uses_with(other)
+        u.parent_block().erase_op(u)
+    return True
+
+
+def _flavor(op):
+    from zymase.autodiff.flavor import flavor_of
+
+    parent = op.parent_op()
+    while parent is not None and not hasattr(parent, "sym_name"):
+        parent = parent.parent_op()
+    return flavor_of(parent)
