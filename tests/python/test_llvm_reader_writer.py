@@ -946,3 +946,33 @@ def test_float_constants_survive_read_write_read_bit_exactly(d, f):
 
 def _literal(value: float) -> str:
     return "0x%016X" % _bits(value)
+
+
+def test_writer_folds_global_initializer_regions():
+    """MLIR-style globals whose initializer is a region of constant ops."""
+    module = parse_mlir("""
+    builtin.module {
+      llvm.mlir.global internal @x(3 : i32) {addr_space = 0 : i32} : i32
+      llvm.mlir.global internal @pair() {addr_space = 0 : i32} : !llvm.struct<(f64, !llvm.ptr)> {
+        %u = llvm.mlir.undef : !llvm.struct<(f64, !llvm.ptr)>
+        %c = llvm.mlir.constant(2.5 : f64) : f64
+        %a = llvm.mlir.addressof @x : !llvm.ptr
+        %s0 = llvm.insertvalue %c, %u[0] : !llvm.struct<(f64, !llvm.ptr)>
+        %s1 = llvm.insertvalue %a, %s0[1] : !llvm.struct<(f64, !llvm.ptr)>
+        llvm.return %s1 : !llvm.struct<(f64, !llvm.ptr)>
+      }
+      llvm.func @get() -> f64 {
+        %p = llvm.mlir.addressof @pair : !llvm.ptr
+        %g = llvm.getelementptr %p[0, 1] : (!llvm.ptr) -> !llvm.ptr, !llvm.struct<(f64, !llvm.ptr)>
+        %q = llvm.load %g : !llvm.ptr -> !llvm.ptr
+        %f = llvm.load %p : !llvm.ptr -> f64
+        %i = llvm.load %q : !llvm.ptr -> i32
+        %d = llvm.sitofp %i : i32 to f64
+        %r = llvm.fadd %f, %d : f64
+        llvm.return %r : f64
+      }
+    }
+    """)
+    out = write_llvm_ir(module)
+    assert "{ double 0x4004000000000000, ptr @x }" in out
+    assert jit(out, "get", ctypes.c_double)() == 5.5

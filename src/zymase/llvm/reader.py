@@ -63,7 +63,10 @@ Constants
     arithmetic) -> the equivalent instruction ops.
 
 Instructions
-    xDSL ``llvm`` ops (plus :mod:`zymase.ir.llvm_ext`) keeping what changes
+    xDSL ``llvm`` ops (plus :mod:`zymase.ir.llvm_ext`; ``llvm.icmp``, ``llvm.fcmp``,
+    ``llvm.select``, ``llvm.load``, ``llvm.store`` are built as llvm_ext's
+    subclasses of xDSL's ops, which also accept pointer compares, vector
+    compares/selects and volatile loads) keeping what changes
     semantics: ``overflowFlags`` (nsw=1, nuw=2), ``isExact``, ``isDisjoint``,
     ``nonNeg``, ``fastmathFlags`` (phi fast-math flags are dropped), predicates,
     alloca element type / count / alignment, load/store type / alignment /
@@ -74,7 +77,9 @@ Instructions
     indirect call, the callee pointer as first operand; ``var_callee_type`` only
     for variadic callees; ``CConv``; ``TailCallKind``; call-site parameter and
     result attributes as discardable ``arg_attrs`` / ``res_attrs`` attributes).
-    Call-site function attributes (``#N`` on calls) are dropped.
+    Call-site function attributes (``#N`` on calls) are dropped, and so are
+    ``samesign`` on icmp, fast-math flags on casts and phis, TLS models, comdats,
+    function alignment and ``personality`` (only EH instructions use it).
 
 Intrinsics
     Calls to ``@llvm.*`` -> ``llvm.call_intrinsic "llvm.sin.f64"(...)`` with the

@@ -133,7 +133,7 @@ def _fp80_hex(value: float) -> str:
         ext_exp, mantissa = 0, 0
     elif exponent == 0:  # subnormal double: normalise
         shift = 52 - fraction.bit_length() + 1
-        ext_exp = 1 - 1023 - shift + 16383 + 0
+        ext_exp = 1 - 1023 - shift + 16383
         mantissa = (fraction << (11 + shift)) & ((1 << 64) - 1)
         mantissa |= 1 << 63
     else:
@@ -650,7 +650,6 @@ class _ConstFolder:
         if op is None:
             raise _WriteError("global initializer uses a non-constant value")
         name = op.name
-        ty = value.type
         if name in _CONSTANT_OPS:
             return constant_literal(self.writer, op)
         if name == "llvm.insertvalue":
@@ -918,8 +917,7 @@ class _FunctionWriter:
                     raise _WriteError(
                         f"branch passes {len(operands)} values to a block with {len(dest.args)} arguments"
                     )
-                source = target = self.labels[block]
-                target = self.labels[dest]
+                source, target = self.labels[block], self.labels[dest]
                 seen = first_operands.get(dest)
                 if seen is not None and not _same_values(seen, operands):
                     # a second edge to dest with other values: split it (LLVM's phi
