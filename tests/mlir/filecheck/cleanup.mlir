@@ -10,7 +10,7 @@ func.func @dsquare(%x: f64, %seed: f64) -> f64 {
 }
 
 // Straight-line reverse code needs no accumulator at all: 2 * x * seed, in SSA.
-// CHECK-LABEL: func.func private @diffesquare(%[[X:.*]]: f64, %[[S:.*]]: f64) -> f64 {
+// CHECK:       func.func private @diffesquare(%[[X:.*]]: f64, %[[S:.*]]: f64) -> f64 {
 // CHECK-NEXT:    %[[A:.*]] = arith.mulf %[[S]], %[[X]] : f64
 // CHECK-NEXT:    %[[B:.*]] = arith.mulf %[[X]], %[[S]] : f64
 // CHECK-NEXT:    %[[C:.*]] = arith.addf %[[A]], %[[B]] : f64
