@@ -33,6 +33,7 @@ from zymase.ir import (
     func,
     i32,
     i64,
+    float_width,
     is_float_type,
     llvm,
     llvm_ext,
@@ -240,7 +241,7 @@ class LLVMFlavor(Flavor):
         return llvm.ICmpOp(a, b, IntegerAttr(0, i64))
 
     def fconv(self, v, typ):
-        wider = _float_width(typ) > _float_width(v.type)
+        wider = float_width(typ) > float_width(v.type)
         return llvm.FPExtOp(v, typ) if wider else llvm.FPTruncOp(v, typ)
 
     def sitofp(self, v, typ):
@@ -389,10 +390,6 @@ def _filter_passthrough(attr):
     return ArrayAttr(kept)
 
 
-def _float_width(t: Attribute) -> int:
-    return {"f16": 16, "bf16": 16, "f32": 32, "f64": 64}.get(str(t), 64)
-
-
 # ----------------------------------------------------------------------------------
 # func / arith / math / cf
 # ----------------------------------------------------------------------------------
@@ -436,7 +433,7 @@ class StdFlavor(Flavor):
         return arith.CmpiOp(a, b, "eq")
 
     def fconv(self, v, typ):
-        if _float_width(typ) > _float_width(v.type):
+        if float_width(typ) > float_width(v.type):
             return arith.ExtFOp(v, typ)
         return arith.TruncFOp(v, typ)
 

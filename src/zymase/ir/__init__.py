@@ -52,6 +52,11 @@ from zymase.ir import arith_ext, enzyme, llvm_ext
 FLOAT_TYPES = (Float16Type, Float32Type, Float64Type)
 
 
+def float_width(t: Attribute) -> int:
+    """Bit width of a floating-point type (decides fpext vs fptrunc)."""
+    return t.bitwidth if isinstance(t, FLOAT_TYPES) else 64  # type: ignore[attr-defined]
+
+
 def is_float_type(t: Attribute) -> bool:
     """True for the scalar floating-point types we differentiate."""
     return isinstance(t, FLOAT_TYPES)

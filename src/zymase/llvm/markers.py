@@ -27,6 +27,7 @@ from zymase.ir import (
     ModuleOp,
     Operation,
     SSAValue,
+    float_width,
     i64,
     is_float_type,
     llvm,
@@ -241,7 +242,7 @@ class _Builder:
         if v.type == t:
             return v
         if is_float_type(v.type) and is_float_type(t):
-            wider = _width(t) > _width(v.type)
+            wider = float_width(t) > float_width(v.type)
             return self.v(llvm.FPExtOp(v, t) if wider else llvm.FPTruncOp(v, t))
         if isinstance(v.type, IntegerType) and isinstance(t, IntegerType):
             if t.width.data < v.type.width.data:
@@ -264,7 +265,7 @@ class _Builder:
         elif len(results) == 1 and is_float_type(want) and is_float_type(results[0].type):
             r = results[0]
             value = r if r.type == want else self.v(
-                llvm.FPExtOp(r, want) if _width(want) > _width(r.type) else llvm.FPTruncOp(r, want)
+                llvm.FPExtOp(r, want) if float_width(want) > float_width(r.type) else llvm.FPTruncOp(r, want)
             )
         else:
             packed = self._pack(results)
@@ -287,10 +288,6 @@ class _Builder:
         for i, r in enumerate(results):
             agg = self.v(llvm.InsertValueOp(DenseArrayBase.from_list(i64, [i]), agg, r))
         return agg
-
-
-def _width(t: Attribute) -> int:
-    return {"f16": 16, "bf16": 16, "f32": 32, "f64": 64}.get(str(t), 64)
 
 
 def _drop_dead_marker_globals(module: ModuleOp) -> None:
