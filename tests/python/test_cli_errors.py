@@ -85,6 +85,19 @@ C_CASES = {
         "int main(void) { return __enzyme_autodiff((void*)f, 1.0) > 0; }\n",
         ["active_store.c:3:", "stored to memory", "function 'f'"],
     ),
+    "pointer_dup.c": (
+        "extern double __enzyme_autodiff(void*, ...);\n"
+        "double f(double *x) { return x[0] * x[0]; }\n"
+        "int main(void) { double x = 2, dx = 0; __enzyme_autodiff((void*)f, &x, &dx); return dx != 4; }\n",
+        ["pointer_dup.c:2:", "argument 1 of 'f' is duplicated", "not supported yet"],
+    ),
+    "callee_stores.c": (
+        "extern double __enzyme_autodiff(void*, ...);\n"
+        "__attribute__((noinline)) double g(double x, double *out) { *out = x * x; return x; }\n"
+        "double f(double x) { double t; g(x, &t); return t; }\n"
+        "int main(void) { return __enzyme_autodiff((void*)f, 1.0) > 0; }\n",
+        ["callee_stores.c:3:", "'g', which writes memory", "function 'f'"],
+    ),
     "syntax.c": ("int main(void) { return 0 }\n", ["syntax.c:1:", "expected ';'"]),
 }
 

@@ -129,6 +129,19 @@ def _reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activ
     """Refuse, with a clear error, programs whose derivative this engine would get
     wrong: active data flowing through memory (shadow memory is not built yet)."""
     fname = function_name(fop)
+    entry = region.blocks[0]
+    for i, (arg, a) in enumerate(zip(entry.args, arg_acts)):
+        if a.is_dup and not is_differentiable_type(arg.type) and arg.uses:
+            use = next(iter(arg.uses)).operation
+            raise ZymaseError(
+                f"argument {i + 1} of '{fname}' is duplicated (a pointer with a shadow); "
+                "differentiating through memory is not supported yet",
+                construct=describe(use),
+                function=fname,
+                location=location_of(use),
+                hint="pass the values themselves as float arguments, or mark the pointer enzyme_const "
+                "if it only holds constants",
+            )
     for block in region.blocks:
         for op in block.ops:
             if isinstance(op, llvm.StoreOp) and op.value in act.varied:
@@ -141,7 +154,7 @@ def _reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activ
                 )
             callee = ctx.defined_function(op)
             if callee is not None and any(o in act.varied for o in op.operands):
-                if not any(is_differentiable_type(r.type) for r in op.results) and _writes_memory(callee):
+                if _writes_memory(ctx, callee, set()):
                     raise ZymaseError(
                         f"active values are passed to '{function_name(callee)}', which writes memory; "
                         "differentiating through memory is not supported yet",
@@ -152,9 +165,16 @@ def _reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activ
                     )
 
 
-def _writes_memory(fop: Operation) -> bool:
+def _writes_memory(ctx: Context, fop: Operation, seen: set) -> bool:
+    """Whether a defined function, or one it calls, stores to memory."""
+    if fop in seen:
+        return False
+    seen.add(fop)
     for op in fop.walk():
         if isinstance(op, llvm.StoreOp):
+            return True
+        callee = ctx.defined_function(op)
+        if callee is not None and _writes_memory(ctx, callee, seen):
             return True
     return False
 
