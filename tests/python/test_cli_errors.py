@@ -98,6 +98,14 @@ C_CASES = {
         "int main(void) { return __enzyme_autodiff((void*)f, 1.0) > 0; }\n",
         ["callee_stores.c:3:", "'g', which writes memory", "function 'f'"],
     ),
+    "struct_return.c": (
+        "extern double __enzyme_autodiff(void*, ...);\n"
+        "typedef struct { double a, b; } pair;\n"
+        "__attribute__((noinline)) pair g(double x) { pair p = {x * x, x}; return p; }\n"
+        "double f(double x) { pair p = g(x); return p.a + p.b; }\n"
+        "int main(void) { return __enzyme_autodiff((void*)f, 1.0) > 0; }\n",
+        ["struct_return.c:4:", "aggregates is not supported yet", "function 'f'"],
+    ),
     "syntax.c": ("int main(void) { return 0 }\n", ["syntax.c:1:", "expected ';'"]),
 }
 

@@ -144,6 +144,17 @@ def _reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activ
             )
     for block in region.blocks:
         for op in block.ops:
+            if any(o in act.varied for o in op.operands) and any(
+                _holds_floats(r.type) and not is_differentiable_type(r.type) for r in op.results
+            ):
+                raise ZymaseError(
+                    f"an active value flows into a {op.results[0].type} (a struct, array or vector); "
+                    "differentiating aggregates is not supported yet",
+                    construct=describe(op),
+                    function=fname,
+                    location=location_of(op),
+                    hint="return or pass the scalars separately, or compile so the optimizer splits the aggregate",
+                )
             if isinstance(op, llvm.StoreOp) and op.value in act.varied:
                 raise ZymaseError(
                     "an active value is stored to memory; differentiating through memory is not supported yet",
@@ -163,6 +174,21 @@ def _reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activ
                         location=location_of(op),
                         hint="return the result instead of writing it through a pointer",
                     )
+
+
+def _holds_floats(t: Attribute) -> bool:
+    """Whether a type is or contains floating-point values."""
+    from zymase.ir import VectorType
+
+    if is_differentiable_type(t):
+        return True
+    if isinstance(t, (llvm.LLVMStructType,)):
+        return any(_holds_floats(x) for x in t.types.data)
+    if isinstance(t, llvm.LLVMArrayType):
+        return _holds_floats(t.type)
+    if isinstance(t, VectorType):
+        return is_differentiable_type(t.element_type)
+    return False
 
 
 def _writes_memory(ctx: Context, fop: Operation, seen: set) -> bool:
