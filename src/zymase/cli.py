@@ -79,7 +79,6 @@ class CcArgs:
 
 def parse_cc_args(argv: list[str]) -> CcArgs:
     a = CcArgs()
-    it = iter(range(len(argv)))
     i = 0
     while i < len(argv):
         x = argv[i]
@@ -120,7 +119,6 @@ def parse_cc_args(argv: list[str]) -> CcArgs:
         else:
             a.sources.append(x)
         i += 1
-    del it
     if not a.sources:
         raise ZymaseError("no input files", hint="zymase cc file.c -o exe")
     for s in a.sources:
