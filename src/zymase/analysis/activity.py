@@ -1,10 +1,15 @@
-"""Activity analysis: which values carry derivatives.
+"""Activity analysis: which values carry derivatives, which pointers carry shadows.
 
-A value is *active* when it is both **varied** (depends on an active input through
-differentiable operations) and **useful** (reaches an active output through
-differentiable operations). Only active values get derivative code; everything
-else is copied as primal code. Only floating-point values can be active (this
-issue's scope: scalar code; pointers and memory come with shadow memory).
+A float value is *active* when it is both **varied** (depends on an active input
+through differentiable operations, or is loaded from memory that may hold active
+data) and **useful** (reaches an active output, or is stored to memory that carries a
+shadow). Only active values get derivative code; everything else is copied as primal
+code.
+
+Pointers carry no derivative themselves; a pointer is *shadowed* when the memory it
+points to may hold active data, and then it has a shadow pointer (Enzyme's shadow
+memory): duplicated arguments bring theirs, and a local allocation that receives
+active data gets a zeroed shadow allocation. See :mod:`zymase.analysis.memory`.
 
 ``propagates(op, i)`` decides whether a derivative can flow from operand ``i`` to
 the op's results: the rule registry knows it for ops with rules; a call to a
@@ -16,7 +21,7 @@ active path becomes an error instead of a silently zero derivative.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from zymase.ir import Block, BlockArgument, Operation, SSAValue, is_float_type
 from zymase.ir.enzyme import Activity
@@ -26,6 +31,8 @@ from zymase.ir.enzyme import Activity
 class ActivityInfo:
     varied: set[SSAValue]
     useful: set[SSAValue]
+    shadowed: set[SSAValue] = field(default_factory=set)
+    shadow_allocations: set[Operation] = field(default_factory=set)
 
     def is_active(self, v: SSAValue) -> bool:
         return v in self.varied and v in self.useful
@@ -33,9 +40,8 @@ class ActivityInfo:
     def op_is_active(self, op: Operation) -> bool:
         return any(self.is_active(r) for r in op.results)
 
-
-def _successor_operands(term: Operation, flavor) -> list[list[SSAValue]]:
-    return flavor.successor_operands(term)
+    def has_shadow(self, v: SSAValue) -> bool:
+        return v in self.shadowed
 
 
 def analyze(
@@ -44,69 +50,87 @@ def analyze(
     returned: Sequence[tuple[SSAValue, Activity]],
     propagates: Callable[[Operation, int], bool],
     flavor,
+    memory=None,
 ) -> ActivityInfo:
     """Activity of every value in a function body.
 
-    ``returned`` pairs each value reaching a return op with that result's activity.
+    ``returned`` pairs each value reaching a return op with that result's activity;
+    ``memory`` (a :class:`~zymase.analysis.memory.MemoryModel`) handles loads, stores,
+    allocations and pointer arithmetic when the body touches memory.
     """
     entry = body_blocks[0]
-    # Edges: for each block argument, the values flowing into it.
     incoming: dict[SSAValue, list[SSAValue]] = {}
-    feeds: dict[SSAValue, list[SSAValue]] = {}
     for b in body_blocks:
         term = b.last_op
         if term is None or not term.successors:
             continue
-        for succ, operands in zip(term.successors, _successor_operands(term, flavor)):
+        for succ, operands in zip(term.successors, flavor.successor_operands(term)):
             for arg, val in zip(succ.args, operands):
                 incoming.setdefault(arg, []).append(val)
-                feeds.setdefault(val, []).append(arg)
 
-    def differentiable(v: SSAValue) -> bool:
-        return is_float_type(v.type)
-
-    # ---- varied: forward closure ----------------------------------------------
-    varied: set[SSAValue] = set()
-    work: list[SSAValue] = []
+    info = ActivityInfo(set(), set())
+    varied, shadowed = info.varied, info.shadowed
     for arg, act in zip(entry.args, arg_activities):
-        if (act.is_active or act.is_dup) and differentiable(arg):
-            varied.add(arg)
-            work.append(arg)
-    while work:
-        v = work.pop()
-        for use in list(v.uses):
-            op = use.operation
-            if op.successors:
-                continue  # handled through `feeds`
-            if not propagates(op, use.index):
-                continue
-            for r in op.results:
-                if r not in varied and differentiable(r):
-                    varied.add(r)
-                    work.append(r)
-        for arg in feeds.get(v, ()):
-            if arg not in varied and differentiable(arg):
+        if act.is_active or act.is_dup:
+            if is_float_type(arg.type):
                 varied.add(arg)
-                work.append(arg)
+            elif memory is not None and memory.is_pointer(arg):
+                shadowed.add(arg)
 
-    # ---- useful: backward closure ----------------------------------------------
-    useful: set[SSAValue] = set()
+    # ---- varied values and shadowed pointers: a fixpoint over the body ---------
+    # (memory makes this non-local: a store may give a shadow to an allocation whose
+    # other pointers were already visited, so the body is swept until stable)
+    changed = True
+    while changed:
+        before = (len(varied), len(shadowed))
+        for b in body_blocks:
+            for arg in b.args:
+                srcs = incoming.get(arg, ())
+                if is_float_type(arg.type) and arg not in varied and any(s in varied for s in srcs):
+                    varied.add(arg)
+                if memory is not None and arg not in shadowed and any(s in shadowed for s in srcs):
+                    # every pointer flowing into a shadowed block argument needs a shadow
+                    for s in srcs:
+                        memory.need_shadow(s, b.parent.parent if b.parent else None, info, incoming)
+                    shadowed.add(arg)
+            for op in b.ops:
+                if op.successors:
+                    continue
+                if memory is not None and memory.handles(op):
+                    memory.transfer(op, info, incoming)
+                    continue
+                if any(o in varied and propagates(op, i) for i, o in enumerate(op.operands)):
+                    for r in op.results:
+                        if is_float_type(r.type):
+                            varied.add(r)
+        changed = (len(varied), len(shadowed)) != before
+
+    # ---- useful: backward closure -----------------------------------------------
+    useful = info.useful
+    work: list[SSAValue] = []
     for v, act in returned:
-        if act.is_active and differentiable(v) and v not in useful:
+        if act.is_active and is_float_type(v.type) and v not in useful:
             useful.add(v)
             work.append(v)
+    if memory is not None:
+        for v in memory.stored_to_shadow(body_blocks, info):
+            if v not in useful:
+                useful.add(v)
+                work.append(v)
     while work:
         v = work.pop()
         if isinstance(v, BlockArgument):
             for src in incoming.get(v, ()):
-                if src not in useful and differentiable(src):
+                if src not in useful and is_float_type(src.type):
                     useful.add(src)
                     work.append(src)
             continue
         op = v.owner
         assert isinstance(op, Operation)
+        if memory is not None and memory.handles(op):
+            continue  # a load: its adjoint goes to shadow memory
         for i, operand in enumerate(op.operands):
-            if operand not in useful and differentiable(operand) and propagates(op, i):
+            if operand not in useful and is_float_type(operand.type) and propagates(op, i):
                 useful.add(operand)
                 work.append(operand)
-    return ActivityInfo(varied, useful)
+    return info

@@ -42,6 +42,7 @@ class Prepared:
     exit: Block
     returned: list[SSAValue]
     activity: ActivityInfo
+    func: Operation | None = None  # a detached function op holding ``region``
 
 
 class Context:
@@ -88,6 +89,17 @@ def prepare(ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts
     """Copy the body, merge multiple returns into one exit block, run activity."""
     flavor = ctx.flavor
     region = fop.body.clone()
+    if flavor.name == "llvm":
+        # Calls that pass or return pointers are inlined, so their memory effects are
+        # differentiated in program order (no augmented-forward/reverse split yet).
+        from zymase.analysis.memory import is_pointer
+        from zymase.transforms.inline import inline_calls
+
+        inline_calls(
+            region,
+            ctx.defined_function,
+            lambda call, callee: any(is_pointer(v) for v in (*call.operands, *call.results)),
+        )
     returns = [b.last_op for b in region.blocks if b.last_op is not None and flavor.is_return(b.last_op)]
     if not returns:
         raise ZymaseError(
@@ -120,28 +132,26 @@ def prepare(ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts
             f"{len(ret_acts)} return activities given for {len(returned)} results",
             function=function_name(fop),
         )
-    act = analyze(list(region.blocks), arg_acts, list(zip(returned, ret_acts)), ctx.propagates, flavor)
+    memory = None
+    if flavor.name == "llvm":
+        from zymase.analysis.memory import MemoryModel
+
+        memory = MemoryModel(function_name(fop), list(region.blocks[0].args), arg_acts)
+    act = analyze(list(region.blocks), arg_acts, list(zip(returned, ret_acts)), ctx.propagates, flavor, memory)
     _reject_unsupported(ctx, fop, region, act, arg_acts)
-    return Prepared(region, cfg, exit_block, returned, act)
+    holder = None
+    if flavor.name == "llvm":
+        # Analyses that work on functions (type analysis) see the prepared body
+        # through a detached function op that is never added to the module.
+        holder = llvm.FuncOp(function_name(fop) + ".prepared", fop.function_type, body=region)
+    return Prepared(region, cfg, exit_block, returned, act, holder)
 
 
 def _reject_unsupported(ctx: Context, fop: Operation, region: Region, act: ActivityInfo, arg_acts) -> None:
     """Refuse, with a clear error, programs whose derivative this engine would get
-    wrong: active data flowing through memory (shadow memory is not built yet)."""
+    wrong (aggregates of active floats, active memory passed to calls it cannot see
+    through), instead of returning a wrong derivative."""
     fname = function_name(fop)
-    entry = region.blocks[0]
-    for i, (arg, a) in enumerate(zip(entry.args, arg_acts)):
-        if a.is_dup and not is_differentiable_type(arg.type) and arg.uses:
-            use = next(iter(arg.uses)).operation
-            raise ZymaseError(
-                f"argument {i + 1} of '{fname}' is duplicated (a pointer with a shadow); "
-                "differentiating through memory is not supported yet",
-                construct=describe(use),
-                function=fname,
-                location=location_of(use),
-                hint="pass the values themselves as float arguments, or mark the pointer enzyme_const "
-                "if it only holds constants",
-            )
     for block in region.blocks:
         for op in block.ops:
             if any(o in act.varied for o in op.operands) and any(
@@ -155,13 +165,15 @@ def _reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activ
                     location=location_of(op),
                     hint="return or pass the scalars separately, or compile so the optimizer splits the aggregate",
                 )
-            if isinstance(op, llvm.StoreOp) and op.value in act.varied:
+            if any(o in act.shadowed for o in op.operands) and _opaque_call(ctx, op):
                 raise ZymaseError(
-                    "an active value is stored to memory; differentiating through memory is not supported yet",
-                    construct="store",
+                    f"memory holding active data is passed to '{describe(op).split('@')[-1]}', "
+                    "whose derivative zymase cannot build",
+                    construct=describe(op),
                     function=fname,
                     location=location_of(op),
-                    hint="compile with -O1 or higher so locals become SSA values, or keep active values out of memory",
+                    hint="define the function in the same file (recursive functions cannot take "
+                    "active memory yet), or copy the data it needs into local variables",
                 )
             callee = ctx.defined_function(op)
             if callee is not None and any(o in act.varied for o in op.operands):
@@ -174,6 +186,24 @@ def _reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activ
                         location=location_of(op),
                         hint="return the result instead of writing it through a pointer",
                     )
+
+
+def _opaque_call(ctx: Context, op: Operation) -> bool:
+    """A call whose effect on memory the engine does not model: an external function
+    other than the allocators, memcpy/memset and read-only printing, or a recursive
+    (hence not inlined) defined function."""
+    from zymase.analysis.memory import READ_ONLY_EXTERNALS, memory_kind
+
+    if memory_kind(op) is not None:
+        return False
+    if isinstance(op, llvm.CallIntrinsicOp):
+        return not op.intrin.data.startswith(("llvm.lifetime", "llvm.dbg", "llvm.assume"))
+    name = ctx.flavor.callee(op)
+    if name is None:
+        return False
+    if ctx.defined_function(op) is not None:
+        return True
+    return name not in READ_ONLY_EXTERNALS
 
 
 def _holds_floats(t: Attribute) -> bool:

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from zymase.analysis.memory import memory_kind
 from zymase.autodiff.common import Context, describe, function_name, prepare
 from zymase.autodiff.flavor import Emitter
+from zymase.autodiff.memory import ShadowCode
 from zymase.autodiff.reverse import _no_rule
 from zymase.ir import Block, Operation, SSAValue
 from zymase.ir.enzyme import Activity
@@ -20,7 +22,7 @@ def _as_active(a: Activity) -> Activity:
     return a
 
 
-class ForwardGenerator:
+class ForwardGenerator(ShadowCode):
     def __init__(self, ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts: Sequence[Activity], name: str):
         self.ctx = ctx
         self.flavor = ctx.flavor
@@ -37,11 +39,14 @@ class ForwardGenerator:
         p = prepare(self.ctx, self.fop, [_as_active(a) for a in self.arg_acts], [_as_active(a) for a in self.ret_acts])
         act = p.activity
         self.act = act
+        self.p = p
         region = p.region
         self.E = E = Emitter(flavor, self.ctx.module)
         self.vmap: dict[SSAValue, SSAValue] = {}
         self.tmap: dict[SSAValue, SSAValue] = {}
+        self.smap: dict[SSAValue, SSAValue] = {}
         bmap: dict[Block, Block] = {}
+        self.bmap = bmap
 
         # Entry block: the derivative function's own entry.
         g_entry = gop.body.blocks[0]
@@ -54,6 +59,8 @@ class ForwardGenerator:
                 t = next(g_args)
                 if act.is_active(arg):
                     self.tmap[arg] = t
+                elif act.has_shadow(arg):
+                    self.smap[arg] = t
         # Other blocks: primal args, then one tangent arg per active block argument.
         # Unreachable blocks are dropped: no live branch can target them.
         order = [b for b in region.blocks if b in p.cfg.reachable]
@@ -65,8 +72,9 @@ class ForwardGenerator:
             for a in b.args:
                 if act.is_active(a):
                     self.tmap[a] = nb.insert_arg(a.type, len(nb.args))
+                elif act.has_shadow(a):
+                    self.smap[a] = nb.insert_arg(a.type, len(nb.args))
             gop.body.add_block(nb)
-        self.bmap = bmap
 
         rpo = [b for b in _rpo(p.cfg) if b in bmap]
         for b in rpo:
@@ -80,6 +88,14 @@ class ForwardGenerator:
 
     def _op(self, op: Operation) -> None:
         E = self.E
+        if memory_kind(op) is not None:
+            new = op.clone(self.vmap, self.bmap)
+            E.insert(new)
+            for r, nr in zip(op.results, new.results):
+                self.vmap[r] = nr
+            self.shadow_structure(op, new, forward_mode=True)
+            self.forward_memory(op)
+            return
         active = self.act.op_is_active(op)
         callee = self.ctx.defined_function(op) if active else None
         if callee is not None:
@@ -143,6 +159,8 @@ class ForwardGenerator:
             for arg, v in zip(succ.args, operands):
                 if self.act.is_active(arg):
                     lst.append(self._tangent_or_zero(v))
+                elif self.act.has_shadow(arg):
+                    lst.append(self.shadow_of(v))
             new_lists.append(lst)
         clone = op.clone(self.vmap, self.bmap)
         new = flavor.rebuild_terminator(clone, new_lists)

@@ -36,14 +36,16 @@ from zymase.autodiff.common import (
     prepare,
     rev_signature,
 )
+from zymase.analysis.memory import memory_kind
 from zymase.autodiff.flavor import Emitter
+from zymase.autodiff.memory import ShadowCode
 from zymase.errors import ZymaseError
-from zymase.ir import Block, BlockArgument, Operation, SSAValue, i32, location_of
+from zymase.ir import Block, BlockArgument, Operation, SSAValue, i32, llvm, location_of
 from zymase.ir import enzyme as ez
 from zymase.ir.enzyme import Activity
 
 
-class ReverseGenerator:
+class ReverseGenerator(ShadowCode):
     def __init__(self, ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts: Sequence[Activity], name: str):
         self.ctx = ctx
         self.flavor = ctx.flavor
@@ -73,8 +75,11 @@ class ReverseGenerator:
         g_args = list(entry.args)
         k = 0
         primal_args: list[SSAValue] = []
-        for a in self.arg_acts:
+        self.smap: dict[SSAValue, SSAValue] = {}
+        for arg, a in zip(orig_entry.args, self.arg_acts):
             primal_args.append(g_args[k])
+            if a.is_dup and act.has_shadow(arg):
+                self.smap[arg] = g_args[k + 1]
             k += 2 if a.is_dup else 1
         seeds: list[SSAValue | None] = []
         for a in self.ret_acts:
@@ -103,17 +108,31 @@ class ReverseGenerator:
                 self.vmap[a] = na
             fwd_blocks.append(nb)
         gop.body.add_block(fwd_blocks)
-        clones = []
+        clones: dict[Operation, Operation] = {}
         for b in region.blocks:
             nb = self.bmap[b]
             for op in b.ops:
                 clone = op.clone(self.vmap, self.bmap)
                 nb.add_op(clone)
-                clones.append(clone)
+                clones[op] = clone
         # Block order need not follow dominance: operands defined in a later block
         # are mapped once every block has been copied.
-        for clone in clones:
+        for clone in clones.values():
             clone.operands = [self.vmap.get(o, o) for o in clone.operands]
+        # Shadow memory structure in the forward sweep (shadow pointers, allocations).
+        for b in region.blocks:
+            if b is orig_entry:
+                continue
+            for a in b.args:
+                if act.has_shadow(a):
+                    nb = self.bmap[b]
+                    self.smap[a] = nb.insert_arg(a.type, len(nb.args))
+        for b in self.cfg._rpo():
+            for op in b.ops:
+                if memory_kind(op) is not None:
+                    clone = clones[op]
+                    self.E.before(clone.next_op)
+                    self.shadow_structure(op, clone, forward_mode=False)
         # Which blocks need an edge index.
         self.multi = {b for b in region.blocks if b is not orig_entry and len(self.in_edges[b]) > 1}
         self.caches_idx: dict[Block, SSAValue] = {}
@@ -189,6 +208,21 @@ class ReverseGenerator:
         naming the incoming edge, and push it on that block's cache."""
         flavor = self.flavor
         new_operands: dict[Operation, list[list[SSAValue]]] = {}
+        for b in region.blocks:
+            shadowed = [i for i, a in enumerate(b.args) if b is not region.blocks[0] and self.act.has_shadow(a)]
+            if not shadowed:
+                continue
+            for e in self.cfg.preds[b]:
+                src_term = e.src.last_op
+                term = self.bmap[e.src].last_op
+                ops = new_operands.setdefault(term, flavor.successor_operands(term))
+                self.E.before(term)
+                primal_ops = flavor.successor_operands(src_term)[e.slot]
+                if e.src in self.cfg.reachable:
+                    extra = [self.shadow_of(primal_ops[i]) for i in shadowed]
+                else:  # never runs: any pointer will do
+                    extra = [self.E.v(llvm.ZeroOp.build(result_types=[b.args[i].type])) for i in shadowed]
+                ops[e.slot] = ops[e.slot] + extra
         for b in self.multi:
             nb = self.bmap[b]
             idx = nb.insert_arg(i32, len(nb.args))
@@ -250,7 +284,18 @@ class ReverseGenerator:
 
     # ---- primal values in the reverse sweep --------------------------------------
     def primal(self, v: SSAValue) -> SSAValue:
-        w = self.vmap.get(v, v)
+        return self._fetch(v, self.vmap.get(v, v))
+
+    def fetch_shadow(self, p: SSAValue) -> SSAValue:
+        """The shadow of primal pointer ``p``, read in the reverse sweep."""
+        if p not in self.smap:
+            return self.shadow_of(p)
+        return self._fetch(p, self.smap[p])
+
+    def _fetch(self, v: SSAValue, w: SSAValue) -> SSAValue:
+        """Value ``w`` of the forward sweep (computed alongside primal ``v``), made
+        usable in the current reverse block: read directly, rematerialized, or
+        cached on the tape."""
         if not isinstance(w, BlockArgument) and self.flavor.is_constant(w.owner):
             key = (w, self.cur)
             if key not in self.popped:
@@ -260,7 +305,7 @@ class ReverseGenerator:
             return self.popped[key]
         if self._available(v):
             return w
-        key = (v, self.cur)
+        key = (w, self.cur)
         if key in self.popped:
             return self.popped[key]
         cache = self._new_cache(w.type)
@@ -290,7 +335,9 @@ class ReverseGenerator:
         self.E.at_end(rb)
         ops = list(b.ops)
         for op in reversed(ops[:-1]):
-            if self.act.op_is_active(op):
+            if memory_kind(op) is not None:
+                self.reverse_memory(op)
+            elif self.act.op_is_active(op):
                 self._reverse_op(op)
         # Adjoints of this block's arguments.
         if b is orig_entry:

@@ -1,0 +1,173 @@
+"""Memory in activity analysis (llvm dialect): which pointers need shadows.
+
+Enzyme's shadow memory: every pointer that may point to active data has a shadow
+pointer to memory of the same layout holding derivatives. Shadows start at
+duplicated (``enzyme_dup``) arguments and follow pointer arithmetic, selects, block
+arguments and pointer loads. When active data is stored through a pointer that has
+no shadow yet, the need travels back to where the pointer came from: an ``alloca``
+or ``malloc``/``calloc`` then gets a zeroed shadow allocation; a constant argument
+or a global is an error (the derivative would be lost).
+
+This module only decides; :mod:`zymase.autodiff.memory` emits the shadow code.
+"""
+
+from __future__ import annotations
+
+from zymase.errors import ZymaseError
+from zymase.ir import BlockArgument, Operation, SSAValue, is_float_type, llvm, llvm_ext, location_of
+
+ALLOCATORS = {"malloc", "calloc"}
+DEALLOCATORS = {"free"}
+# External functions that only read the memory behind their pointer arguments.
+READ_ONLY_EXTERNALS = {"printf", "fprintf", "puts", "fputs", "strlen", "sprintf", "snprintf"}
+
+
+def callee_name(op: Operation) -> str | None:
+    if isinstance(op, llvm.CallOp) and op.callee is not None:
+        return op.callee.root_reference.data
+    return None
+
+
+def intrinsic_base_name(op: Operation) -> str | None:
+    if isinstance(op, llvm.CallIntrinsicOp):
+        parts = op.intrin.data.split(".")
+        return parts[1] if len(parts) > 1 else None
+    return None
+
+
+def is_pointer(v: SSAValue) -> bool:
+    return isinstance(v.type, llvm.LLVMPointerType)
+
+
+def memory_kind(op: Operation) -> str | None:
+    """What an op does to memory, for ops the memory model handles."""
+    if isinstance(op, llvm.LoadOp):
+        return "load"
+    if isinstance(op, llvm.StoreOp):
+        return "store"
+    if isinstance(op, (llvm.GEPOp, llvm.BitcastOp, llvm_ext.AddrSpaceCastOp)):
+        return "derive"
+    if isinstance(op, llvm.SelectOp) and is_pointer(op.results[0]):
+        return "select"
+    if isinstance(op, llvm.AllocaOp):
+        return "alloca"
+    name = callee_name(op)
+    if name in ALLOCATORS:
+        return name
+    if name in DEALLOCATORS:
+        return "free"
+    if name in ("memcpy", "memmove") or intrinsic_base_name(op) in ("memcpy", "memmove"):
+        return "memcpy"
+    if name == "memset" or intrinsic_base_name(op) == "memset":
+        return "memset"
+    return None
+
+
+class MemoryModel:
+    """The memory half of activity analysis for one function body."""
+
+    def __init__(self, fname: str, entry_args, arg_activities):
+        self.fname = fname
+        self.dup_args = {a for a, act in zip(entry_args, arg_activities) if act.is_dup and is_pointer(a)}
+        self.entry_args = list(entry_args)
+
+    def is_pointer(self, v: SSAValue) -> bool:
+        return is_pointer(v)
+
+    def handles(self, op: Operation) -> bool:
+        return memory_kind(op) is not None
+
+    def transfer(self, op: Operation, info, incoming) -> None:
+        kind = memory_kind(op)
+        shadowed = info.shadowed
+        if kind == "derive":
+            if op.operands[0] in shadowed:
+                shadowed.add(op.results[0])
+        elif kind == "select":
+            if op.operands[1] in shadowed or op.operands[2] in shadowed:
+                self.need_shadow(op.results[0], op, info, incoming)
+        elif kind == "load":
+            if op.ptr in shadowed:
+                r = op.results[0]
+                if is_float_type(r.type):
+                    info.varied.add(r)
+                elif is_pointer(r):
+                    shadowed.add(r)
+        elif kind == "store":
+            v = op.value
+            if (is_float_type(v.type) and v in info.varied) or (is_pointer(v) and v in shadowed):
+                self.need_shadow(op.ptr, op, info, incoming)
+        elif kind == "memcpy":
+            dst, src = op.operands[0], op.operands[1]
+            if src in shadowed:
+                self.need_shadow(dst, op, info, incoming)
+
+    def need_shadow(self, p: SSAValue, where: Operation, info, incoming) -> None:
+        """``p`` must have a shadow: walk back to where it comes from."""
+        work = [p]
+        while work:
+            v = work.pop()
+            if v in info.shadowed:
+                continue
+            info.shadowed.add(v)
+            if isinstance(v, BlockArgument):
+                if v.block.parent is not None and v.block is v.block.parent.blocks[0]:
+                    if v not in self.dup_args:
+                        i = self.entry_args.index(v) + 1 if v in self.entry_args else 0
+                        raise ZymaseError(
+                            f"active data is written through argument {i} of '{self.fname}', which has no shadow",
+                            construct=_describe(where),
+                            function=self.fname,
+                            location=location_of(where),
+                            hint="mark the pointer enzyme_dup and pass a shadow after it",
+                        )
+                    continue
+                work.extend(incoming.get(v, ()))
+                continue
+            op = v.owner
+            kind = memory_kind(op)
+            if kind == "derive":
+                work.append(op.operands[0])
+            elif kind == "select":
+                work += [op.operands[1], op.operands[2]]
+            elif kind in ("alloca", "malloc", "calloc"):
+                info.shadow_allocations.add(op)
+            elif kind == "load":
+                work.append(op.ptr)  # a pointer loaded from memory: that memory needs shadows
+            elif isinstance(op, (llvm.ZeroOp, llvm.UndefOp, llvm_ext.PoisonOp)):
+                continue
+            elif isinstance(op, llvm.AddressOfOp):
+                raise ZymaseError(
+                    f"active data is written to the global '@{op.global_name.root_reference.data}'; "
+                    "globals holding active data are not supported yet",
+                    construct=_describe(where),
+                    function=self.fname,
+                    location=location_of(where),
+                    hint="keep intermediate results in local variables or buffers passed as enzyme_dup",
+                )
+            else:
+                raise ZymaseError(
+                    f"active data is written through a pointer produced by '{op.name}', whose memory has no shadow",
+                    construct=_describe(where),
+                    function=self.fname,
+                    location=location_of(where),
+                    hint="write active data only to local buffers, malloc'd memory or enzyme_dup arguments",
+                )
+
+    def stored_to_shadow(self, blocks, info):
+        """Float values stored into shadowed memory: outputs of the function."""
+        out = []
+        for b in blocks:
+            for op in b.ops:
+                if isinstance(op, llvm.StoreOp) and op.ptr in info.shadowed and op.value in info.varied:
+                    out.append(op.value)
+        return out
+
+
+def _describe(op: Operation) -> str:
+    name = callee_name(op)
+    if name:
+        return f"call @{name}"
+    if isinstance(op, llvm.CallIntrinsicOp):
+        return f"call @{op.intrin.data}"
+    return op.name

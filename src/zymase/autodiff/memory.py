@@ -1,0 +1,255 @@
+"""Shadow memory code (llvm dialect), shared by the forward and reverse generators.
+
+Follows Enzyme: a shadowed pointer has a shadow pointer into memory of the same
+layout holding derivatives (tangents in forward mode, adjoints in reverse mode).
+
+* structure, both modes, in the primal (forward) sweep: shadow pointer arithmetic,
+  selects and block arguments; zeroed shadow allocations for ``alloca``/``malloc``/
+  ``calloc``; pointers loaded from and stored to memory have their shadows loaded
+  from and stored to shadow memory;
+* forward mode: a float load's tangent is loaded from shadow memory, a float store
+  stores the tangent (or zero) to shadow memory; memcpy/memset act on the shadow;
+* reverse mode: a float load's reverse adds its adjoint to shadow memory; a float
+  store's reverse reads the shadow into the stored value's adjoint and zeroes it; a
+  memcpy's reverse moves the destination's adjoints to the source; a shadow
+  allocation is freed at the allocation's mirror point in the reverse sweep, after
+  every use.
+"""
+
+from __future__ import annotations
+
+from zymase.analysis.memory import callee_name, is_pointer, memory_kind
+from zymase.errors import ZymaseError
+from zymase.ir import (
+    IntegerAttr,
+    Operation,
+    SSAValue,
+    i1,
+    i8,
+    i64,
+    is_float_type,
+    llvm,
+    location_of,
+    parse_mlir,
+)
+
+PTR = llvm.LLVMPointerType()
+
+
+class ShadowCode:
+    """Mixin for the generators. Needs ``E`` (an Emitter), ``act`` (ActivityInfo),
+    ``vmap`` (primal value -> value in the generated function), ``smap`` (primal
+    pointer -> shadow pointer), ``ctx`` and ``fname``."""
+
+    # ----- helpers -----------------------------------------------------------------
+    def _declare(self, name: str, inputs, output) -> None:
+        module = self.ctx.module
+        for op in module.body.block.ops:
+            if getattr(op, "sym_name", None) is not None and op.sym_name.data == name:
+                return
+        ftype = llvm.LLVMFunctionType(inputs, output)
+        module.body.block.add_op(llvm.FuncOp(name, ftype, linkage=llvm.LinkageAttr("external")))
+
+    def _i64(self, value: int) -> SSAValue:
+        return self.E.v(llvm.ConstantOp(IntegerAttr(value, i64), i64))
+
+    def _memset_zero(self, ptr: SSAValue, nbytes: SSAValue) -> None:
+        E = self.E
+        zero = E.v(llvm.ConstantOp(IntegerAttr(0, i8), i8))
+        no = E.v(llvm.ConstantOp(IntegerAttr(0, i1), i1))
+        if nbytes.type != i64:
+            nbytes = E.v(llvm.ZExtOp(nbytes, i64))
+        E.insert(llvm.CallIntrinsicOp("llvm.memset.p0.i64", [ptr, zero, nbytes, no], []))
+
+    def _sizeof(self, elem, count: SSAValue) -> SSAValue:
+        """``count * sizeof(elem)`` in bytes, via the null-GEP idiom (LLVM folds it)."""
+        E = self.E
+        null = E.v(llvm.ZeroOp.build(result_types=[PTR]))
+        if count.type != i64:
+            count = E.v(llvm.SExtOp(count, i64))
+        end = E.v(llvm.GEPOp(null, [llvm.GEP_USE_SSA_VAL], elem, ssa_indices=[count]))
+        return E.v(llvm.PtrToIntOp(end, i64))
+
+    def shadow_of(self, v: SSAValue) -> SSAValue:
+        """The shadow of a pointer in the generated function (null stays null)."""
+        s = self.smap.get(v)
+        if s is not None:
+            return s
+        owner = v.owner
+        if isinstance(owner, (llvm.ZeroOp, llvm.UndefOp)) or owner.name == "llvm.mlir.poison":
+            return self.E.v(llvm.ZeroOp.build(result_types=[PTR]))
+        raise AssertionError(f"no shadow for {v}")
+
+    def _mapped(self, v: SSAValue) -> SSAValue:
+        return self.vmap.get(v, v)
+
+    # ----- structure: both modes, forward sweep ---------------------------------------
+    def shadow_structure(self, op: Operation, clone: Operation, *, forward_mode: bool) -> None:
+        """Emit the shadow side of memory op ``op`` (its primal copy is ``clone``);
+        the emitter is positioned right after ``clone``."""
+        kind = memory_kind(op)
+        act = self.act
+        E = self.E
+        if kind == "derive" and op.results[0] in act.shadowed:
+            sh = op.clone({}, {})
+            sh.operands = [self.shadow_of(op.operands[0]), *(self._mapped(o) for o in op.operands[1:])]
+            E.insert(sh)
+            self.smap[op.results[0]] = sh.results[0]
+        elif kind == "select" and op.results[0] in act.shadowed:
+            c = self._mapped(op.operands[0])
+            self.smap[op.results[0]] = E.select(c, self.shadow_of(op.operands[1]), self.shadow_of(op.operands[2]))
+        elif kind == "load" and op.ptr in act.shadowed and is_pointer(op.results[0]):
+            if op.results[0] in act.shadowed:
+                self.smap[op.results[0]] = E.v(llvm.LoadOp(self.shadow_of(op.ptr), PTR))
+        elif kind == "store" and op.ptr in act.shadowed and is_pointer(op.value):
+            value = self.shadow_of(op.value) if op.value in act.shadowed else E.v(llvm.ZeroOp.build(result_types=[PTR]))
+            E.insert(llvm.StoreOp(value, self.shadow_of(op.ptr)))
+        elif kind == "alloca" and op in act.shadow_allocations:
+            sh = clone.clone()
+            sh.operands = list(clone.operands)
+            E.insert(sh)
+            self._memset_zero(sh.results[0], self._sizeof(op.elem_type, clone.operands[0]))
+            self.smap[op.results[0]] = sh.results[0]
+        elif kind in ("malloc", "calloc") and op in act.shadow_allocations:
+            args = [self._mapped(a) for a in op.operands]
+            if kind == "malloc":
+                args = [args[0], self._i64(1)]
+            self._declare("calloc", [i64, i64], PTR)
+            self.smap[op.results[0]] = E.v(llvm.CallOp("calloc", *args, return_type=PTR))
+        elif kind == "free" and op.operands[0] in act.shadowed and forward_mode:
+            E.insert(llvm.CallOp("free", self.shadow_of(op.operands[0])))
+
+    # ----- forward mode: tangents through memory -----------------------------------
+    def forward_memory(self, op: Operation) -> None:
+        kind = memory_kind(op)
+        act = self.act
+        E = self.E
+        if kind == "load" and op.ptr in act.shadowed and act.is_active(op.results[0]):
+            r = op.results[0]
+            self.tmap[r] = E.v(llvm.LoadOp(self.shadow_of(op.ptr), r.type))
+        elif kind == "store" and op.ptr in act.shadowed and is_float_type(op.value.type):
+            v = op.value
+            t = self.tmap.get(v) if act.is_active(v) else None
+            E.insert(llvm.StoreOp(t if t is not None else E.zero(v.type), self.shadow_of(op.ptr)))
+        elif kind == "memcpy" and op.operands[0] in act.shadowed:
+            dst, src, n = op.operands[0], op.operands[1], self._mapped(op.operands[2])
+            if src in act.shadowed:
+                new = op.clone({}, {})
+                new.operands = [self.shadow_of(dst), self.shadow_of(src), *(self._mapped(o) for o in op.operands[2:])]
+                E.insert(new)
+            else:
+                self._memset_zero(self.shadow_of(dst), n)
+        elif kind == "memset" and op.operands[0] in act.shadowed:
+            self._memset_zero(self.shadow_of(op.operands[0]), self._mapped(op.operands[2]))
+
+    # ----- reverse mode --------------------------------------------------------------
+    def reverse_memory(self, op: Operation) -> None:
+        """The reverse of a memory op, emitted at its mirror point."""
+        kind = memory_kind(op)
+        act = self.act
+        E = self.E
+        if kind == "load" and op.ptr in act.shadowed and act.is_active(op.results[0]):
+            r = op.results[0]
+            dy = self._take_adjoint(r)
+            if dy is None:
+                return
+            sp = self.fetch_shadow(op.ptr)
+            old = E.v(llvm.LoadOp(sp, r.type))
+            E.insert(llvm.StoreOp(E.add(old, dy), sp))
+        elif kind == "store" and op.ptr in act.shadowed and is_float_type(op.value.type):
+            sp = self.fetch_shadow(op.ptr)
+            d = E.v(llvm.LoadOp(sp, op.value.type))
+            E.insert(llvm.StoreOp(E.zero(op.value.type), sp))
+            if act.is_active(op.value):
+                self._accumulate(op.value, d)
+        elif kind in ("malloc", "calloc") and op in act.shadow_allocations:
+            self._declare("free", [PTR], llvm.LLVMVoidType())
+            E.insert(llvm.CallOp("free", self.fetch_shadow(op.results[0])))
+        elif kind == "memset" and op.operands[0] in act.shadowed:
+            self._memset_zero(self.fetch_shadow(op.operands[0]), self.primal(op.operands[2]))
+        elif kind == "memcpy" and op.operands[0] in act.shadowed:
+            self._reverse_memcpy(op)
+
+    def _reverse_memcpy(self, op: Operation) -> None:
+        """dsrc[i] += ddst[i]; ddst[i] = 0 over the copied floats."""
+        dst, src = op.operands[0], op.operands[1]
+        ftype = self._copied_float_type(op)
+        E = self.E
+        ddst = self.fetch_shadow(dst)
+        n = self.primal(op.operands[2])
+        if n.type != i64:
+            n = E.v(llvm.ZExtOp(n, i64))
+        if ftype is not None and src in self.act.shadowed:
+            name = _require_memcpy_adjoint(self.ctx.module, ftype)
+            E.insert(llvm.CallOp(name, self.fetch_shadow(src), ddst, n))
+        else:
+            self._memset_zero(ddst, n)
+
+    def _copied_float_type(self, op: Operation) -> str | None:
+        """The float type of the bytes a memcpy copies, from type analysis."""
+        try:
+            from zymase.analysis.types import analyze_types
+        except ImportError:  # pragma: no cover - type analysis not built yet
+            raise ZymaseError(
+                "cannot deduce the type of the memory copied here",
+                construct=f"call @{callee_name(op) or op.intrin.data}",
+                function=self.fname,
+                location=location_of(op),
+                hint="copy with a loop over typed elements instead of memcpy",
+            ) from None
+        info = getattr(self, "_type_info", None)
+        if info is None:
+            info = self._type_info = analyze_types(self.p.func, self.ctx.module)
+        nbytes = _constant_int(op.operands[2])
+        return info.float_type_in_range(op.operands[0], nbytes)
+
+
+def _constant_int(v: SSAValue) -> int | None:
+    owner = v.owner
+    if isinstance(owner, llvm.ConstantOp) and isinstance(owner.value, IntegerAttr):
+        return owner.value.value.data
+    return None
+
+
+_MEMCPY_ADJOINT = """
+builtin.module {{
+  llvm.func internal @{name}(%dsrc: !llvm.ptr, %ddst: !llvm.ptr, %nbytes: i64) {{
+    %zero = llvm.mlir.constant(0 : i64) : i64
+    %one = llvm.mlir.constant(1 : i64) : i64
+    %size = llvm.mlir.constant({size} : i64) : i64
+    %n = llvm.udiv %nbytes, %size : i64
+    llvm.br ^head(%zero : i64)
+  ^head(%i: i64):
+    %more = llvm.icmp "ult" %i, %n : i64
+    llvm.cond_br %more, ^body, ^done
+  ^body:
+    %ps = llvm.getelementptr %dsrc[%i] : (!llvm.ptr, i64) -> !llvm.ptr, {t}
+    %pd = llvm.getelementptr %ddst[%i] : (!llvm.ptr, i64) -> !llvm.ptr, {t}
+    %s = llvm.load %ps : !llvm.ptr -> {t}
+    %d = llvm.load %pd : !llvm.ptr -> {t}
+    %sum = llvm.fadd %s, %d : {t}
+    llvm.store %sum, %ps : {t}, !llvm.ptr
+    %z = llvm.mlir.constant(0.0 : {t}) : {t}
+    llvm.store %z, %pd : {t}, !llvm.ptr
+    %next = llvm.add %i, %one : i64
+    llvm.br ^head(%next : i64)
+  ^done:
+    llvm.return
+  }}
+}}
+"""
+
+
+def _require_memcpy_adjoint(module, ftype: str) -> str:
+    """The reverse of a memcpy of ``ftype`` elements, a small internal function added
+    to the module once (written as llvm-dialect MLIR text, like the cache runtime)."""
+    name = f"__zymase_memcpy_adjoint_{ftype}"
+    for op in module.body.block.ops:
+        if getattr(op, "sym_name", None) is not None and op.sym_name.data == name:
+            return name
+    text = _MEMCPY_ADJOINT.format(name=name, t=ftype, size=8 if ftype == "f64" else 4)
+    runtime = parse_mlir(text, "<zymase memcpy adjoint>")
+    for op in list(runtime.body.block.ops):
+        op.detach()
+        module.body.block.add_op(op)
+    return name

@@ -1,0 +1,99 @@
+"""Inlining of ``llvm.call`` to defined functions, inside one function body.
+
+Used before differentiation for calls that pass or return pointers: the callee's
+memory effects then become part of the differentiated body, so shadow memory and the
+tape see them in program order (zymase does not yet split a callee into an
+augmented forward pass and a reverse pass, as Enzyme does). Recursive callees are
+not inlined.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from zymase.ir import Block, Operation, Region, llvm
+
+
+def _calls(fop: Operation, lookup: Callable[[Operation], Operation | None]):
+    for op in fop.walk():
+        callee = lookup(op)
+        if callee is not None:
+            yield callee
+
+
+def is_recursive(fop: Operation, lookup: Callable[[Operation], Operation | None]) -> bool:
+    """Whether ``fop`` can reach itself through calls to defined functions."""
+    seen: set[Operation] = set()
+    work = list(_calls(fop, lookup))
+    while work:
+        f = work.pop()
+        if f is fop:
+            return True
+        if f in seen:
+            continue
+        seen.add(f)
+        work.extend(_calls(f, lookup))
+    return False
+
+
+def inline_call(call: Operation, callee: Operation) -> None:
+    """Replace ``call`` (in some region) by a copy of ``callee``'s body."""
+    block = call.parent_block()
+    region = block.parent
+    # Split: the ops after the call move to a continuation block.
+    result_types = [r.type for r in call.results]
+    cont = Block(arg_types=result_types)
+    after = []
+    op = call.next_op
+    while op is not None:
+        after.append(op)
+        op = op.next_op
+    for op in after:
+        op.detach()
+        cont.add_op(op)
+    region.insert_block_after(cont, block)
+    # The callee's blocks, between the call's block and the continuation.
+    body = callee.body.clone()
+    new_blocks = [body.detach_block(b) for b in list(body.blocks)]
+    region.insert_block_after(new_blocks, block)
+    for b in new_blocks:
+        term = b.last_op
+        if isinstance(term, llvm.ReturnOp):
+            vals = [term.arg] if term.arg is not None else []
+            br = llvm.BrOp(cont, *vals)
+            br.location = term.location
+            b.insert_op_before(br, term)
+            b.erase_op(term)
+    for old, new in zip(call.results, cont.args):
+        old.replace_all_uses_with(new)
+    br = llvm.BrOp(new_blocks[0], *call.operands)
+    br.location = call.location
+    block.insert_op_before(br, call)
+    block.erase_op(call)
+
+
+def inline_calls(region: Region, lookup: Callable[[Operation], Operation | None],
+                 want: Callable[[Operation, Operation], bool], limit: int = 200) -> int:
+    """Inline, repeatedly, every call in ``region`` to a defined, non-recursive
+    function for which ``want(call, callee)`` holds; returns how many."""
+    count = 0
+    progress = True
+    recursive: dict[Operation, bool] = {}
+    while progress and count < limit:
+        progress = False
+        for block in list(region.blocks):
+            for op in list(block.ops):
+                callee = lookup(op)
+                if callee is None or not want(op, callee):
+                    continue
+                if callee not in recursive:
+                    recursive[callee] = is_recursive(callee, lookup)
+                if recursive[callee]:
+                    continue
+                inline_call(op, callee)
+                count += 1
+                progress = True
+                break
+            if progress:
+                break
+    return count
