@@ -194,11 +194,11 @@ def cmd_opt(argv: list[str]) -> int:
         text, name = Path(src).read_text(), src
     if activity:
         from zymase.autodiff.report import activity_report
-        from zymase.llvm.markers import lower_markers
+        from zymase.llvm.markers import lower_markers, protect_marker_calls
         from zymase.llvm.reader import read_llvm_ir
 
         if preopt and level:
-            text = toolchain.preopt(text, level)
+            text = toolchain.preopt(protect_marker_calls(text), level)
         module = read_llvm_ir(text, name)
         lower_markers(module)
         print(activity_report(module), end="")

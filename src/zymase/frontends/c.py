@@ -40,13 +40,13 @@ def differentiate_llvm_ir(ll_text: str, filename: str, level: int, timings: Timi
     """LLVM IR in, LLVM IR with every Enzyme call site differentiated out (not yet
     optimized after AD)."""
     from zymase.llvm import toolchain
-    from zymase.llvm.markers import lower_markers
+    from zymase.llvm.markers import protect_marker_calls
     from zymase.llvm.reader import read_llvm_ir
     from zymase.llvm.writer import write_llvm_ir
 
     if preoptimize:
         with timings.phase("preopt"):
-            ll_text = toolchain.preopt(ll_text, level)
+            ll_text = toolchain.preopt(protect_marker_calls(ll_text), level)
     with timings.phase("import"):
         module = read_llvm_ir(ll_text, filename)
     with timings.phase("AD"):

@@ -73,6 +73,30 @@ def _marker_of(v: SSAValue) -> str | None:
     return MARKERS.get(name) if name is not None else None
 
 
+def protect_marker_calls(ll_text: str) -> str:
+    """Mark the declarations of ``__enzyme_*`` functions ``nomerge`` in LLVM IR text.
+
+    The pre-AD pipeline runs before the call sites are lowered; without this,
+    SimplifyCFG merges two calls in different branches into one whose function or
+    markers are phis (``cond ? f : g``), which no longer name what to differentiate.
+    """
+    out = []
+    for line in ll_text.splitlines():
+        if line.startswith("declare") and ("@__enzyme_autodiff" in line or "@__enzyme_fwddiff" in line):
+            start = line.index("(", line.index("@__enzyme_"))
+            depth = 0
+            for i in range(start, len(line)):
+                if line[i] == "(":
+                    depth += 1
+                elif line[i] == ")":
+                    depth -= 1
+                    if depth == 0:
+                        line = line[: i + 1] + " nomerge" + line[i + 1 :]
+                        break
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
 def find_sites(module: ModuleOp) -> list[_Site]:
     sites = []
     for fop in module.body.block.ops:
