@@ -777,6 +777,7 @@ builtin.module {{
     %size = llvm.load %size_p : !llvm.ptr -> i64
     %cap = llvm.load %cap_p : !llvm.ptr -> i64
     %need = llvm.add %size, %nbytes : i64
+    {{TAPE_STATS}}
     %full = llvm.icmp "ugt" %need, %cap : i64
     llvm.cond_br %full, ^grow, ^store
   ^grow:
@@ -829,6 +830,28 @@ builtin.module {{
   }}
 }}
 """
+
+
+# With ZYMASE_TAPE_STATS=1 at compile time, every push also adds its size to the
+# weak global counter ``__zymase_tape_bytes`` (i64), which a program can declare as
+# ``extern long __zymase_tape_bytes;`` and print: the measurement of how many bytes
+# reverse mode tapes (bench/ and the issue notes use it). Off by default.
+_TAPE_STATS_GLOBAL = """
+  llvm.mlir.global weak @__zymase_tape_bytes(0 : i64) {alignment = 8 : i64} : i64
+"""
+_TAPE_STATS_COUNT = """%stats = llvm.mlir.addressof @__zymase_tape_bytes : !llvm.ptr
+    %stats_old = llvm.load %stats : !llvm.ptr -> i64
+    %stats_new = llvm.add %stats_old, %nbytes : i64
+    llvm.store %stats_new, %stats : i64, !llvm.ptr"""
+
+
+def _cache_runtime_text() -> str:
+    import os
+
+    if os.environ.get("ZYMASE_TAPE_STATS"):
+        text = _CACHE_RUNTIME.replace("{TAPE_STATS}", _TAPE_STATS_COUNT)
+        return text.replace("builtin.module {", "builtin.module {" + _TAPE_STATS_GLOBAL, 1)
+    return _CACHE_RUNTIME.replace("{TAPE_STATS}", "")
 
 
 # --------------------------------------------------------------------------- drivers
@@ -948,8 +971,12 @@ class _ModuleLowering:
         if self._has_cache_runtime:
             return
         self._has_cache_runtime = True
-        runtime = parse_mlir(_CACHE_RUNTIME, "<zymase cache runtime>")
+        runtime = parse_mlir(_cache_runtime_text(), "<zymase cache runtime>")
         for op in list(runtime.body.block.ops):
+            existing = self.symbols.get(op.sym_name.data)  # type: ignore[attr-defined]
+            if isinstance(existing, llvm.GlobalOp):
+                # the program's own `extern` declaration of the stats counter
+                self.module.body.block.erase_op(existing)
             op.detach()
             self.module.body.block.add_op(op)
             self.symbols[op.sym_name.data] = op  # type: ignore[attr-defined]
