@@ -79,11 +79,24 @@ C_CASES = {
         "int main(void) { return __enzyme_autodiff((void*)h, 1.0) > 0; }\n",
         ["declared_only.c:3:", "'h'", "declaration"],
     ),
-    "active_store.c": (
-        "extern double __enzyme_autodiff(void*, ...);\ndouble buf[4];\n"
-        "double f(double x) { buf[1] = x * x; return buf[1] + x; }\n"
-        "int main(void) { return __enzyme_autodiff((void*)f, 1.0) > 0; }\n",
-        ["active_store.c:3:", "active data is written to the global '@buf'", "function 'f'"],
+    "volatile_active.c": (
+        "extern double __enzyme_autodiff(void*, ...);\n"
+        "double f(volatile double *x) { return x[0] * x[0]; }\n"
+        "int main(void) { double x = 2, dx = 0; __enzyme_autodiff((void*)f, &x, &dx); return dx != 4; }\n",
+        ["volatile_active.c:2:", "a volatile memory access on active data", "function 'f'"],
+    ),
+    "indirect_call.c": (
+        "extern double __enzyme_autodiff(void*, ...);\n"
+        "double f(double x, double (*g)(double)) { return g(x) * x; }\n"
+        "double sq(double x) { return x * x; }\n"
+        "extern int enzyme_const;\nint main(void) { return __enzyme_autodiff((void*)f, 2.0, enzyme_const, sq) > 0; }\n",
+        ["indirect_call.c:2:", "indirect call through a function pointer", "function 'f'"],
+    ),
+    "inline_asm.c": (
+        "extern double __enzyme_autodiff(void*, ...);\n"
+        "double f(double x) { double y; __asm__(\"movsd %1, %0\" : \"=x\"(y) : \"x\"(x)); return y * x; }\n"
+        "int main(void) { return __enzyme_autodiff((void*)f, 2.0) > 0; }\n",
+        ["inline_asm.c:2:", "inline assembly is not supported"],
     ),
     "const_pointer_written.c": (
         "extern double __enzyme_autodiff(void*, ...);\nextern int enzyme_const;\n"

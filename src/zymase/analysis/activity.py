@@ -33,6 +33,7 @@ class ActivityInfo:
     useful: set[SSAValue]
     shadowed: set[SSAValue] = field(default_factory=set)
     shadow_allocations: set[Operation] = field(default_factory=set)
+    shadow_globals: set[str] = field(default_factory=set)
 
     def is_active(self, v: SSAValue) -> bool:
         return v in self.varied and v in self.useful

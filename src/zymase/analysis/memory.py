@@ -6,7 +6,8 @@ duplicated (``enzyme_dup``) arguments and follow pointer arithmetic, selects, bl
 arguments and pointer loads. When active data is stored through a pointer that has
 no shadow yet, the need travels back to where the pointer came from: an ``alloca``
 or ``malloc``/``calloc`` then gets a zeroed shadow allocation; a constant argument
-or a global is an error (the derivative would be lost).
+is an error (the derivative would be lost); a global gets a zero-initialized shadow
+global.
 
 This module only decides; :mod:`zymase.autodiff.memory` emits the shadow code.
 """
@@ -51,8 +52,10 @@ def memory_kind(op: Operation) -> str | None:
         return "select"
     if isinstance(op, llvm.AllocaOp):
         return "alloca"
+    if isinstance(op, llvm.AddressOfOp):
+        return "global"
     name = callee_name(op)
-    if name in ALLOCATORS:
+    if name in ALLOCATORS or name in ("realloc", "posix_memalign"):
         return name
     if name in DEALLOCATORS:
         return "free"
@@ -86,6 +89,9 @@ class MemoryModel:
         elif kind == "select":
             if op.operands[1] in shadowed or op.operands[2] in shadowed:
                 self.need_shadow(op.results[0], op, info, incoming)
+        elif kind == "global":
+            if op.global_name.root_reference.data in info.shadow_globals:
+                shadowed.add(op.results[0])
         elif kind == "load":
             if op.ptr in shadowed:
                 r = op.results[0]
@@ -101,6 +107,9 @@ class MemoryModel:
             dst, src = op.operands[0], op.operands[1]
             if src in shadowed:
                 self.need_shadow(dst, op, info, incoming)
+        elif kind == "realloc":
+            if op.operands[0] in shadowed:
+                self.need_shadow(op.results[0], op, info, incoming)
 
     def need_shadow(self, p: SSAValue, where: Operation, info, incoming) -> None:
         """``p`` must have a shadow: walk back to where it comes from."""
@@ -132,19 +141,18 @@ class MemoryModel:
                 work += [op.operands[1], op.operands[2]]
             elif kind in ("alloca", "malloc", "calloc"):
                 info.shadow_allocations.add(op)
+            elif kind == "realloc":
+                # the old contents move to the new memory: both need shadows
+                info.shadow_allocations.add(op)
+                work.append(op.operands[0])
             elif kind == "load":
                 work.append(op.ptr)  # a pointer loaded from memory: that memory needs shadows
             elif isinstance(op, (llvm.ZeroOp, llvm.UndefOp, llvm_ext.PoisonOp)):
                 continue
             elif isinstance(op, llvm.AddressOfOp):
-                raise ZymaseError(
-                    f"active data is written to the global '@{op.global_name.root_reference.data}'; "
-                    "globals holding active data are not supported yet",
-                    construct=_describe(where),
-                    function=self.fname,
-                    location=location_of(where),
-                    hint="keep intermediate results in local variables or buffers passed as enzyme_dup",
-                )
+                # a global written with active data gets a shadow global; every
+                # address of it then has a shadow (see transfer)
+                info.shadow_globals.add(op.global_name.root_reference.data)
             else:
                 raise ZymaseError(
                     f"active data is written through a pointer produced by '{op.name}', whose memory has no shadow",

@@ -165,6 +165,15 @@ def _reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activ
                     location=location_of(op),
                     hint="return or pass the scalars separately, or compile so the optimizer splits the aggregate",
                 )
+            unsupported = _unsupported_on_active(op, act)
+            if unsupported:
+                raise ZymaseError(
+                    f"{unsupported} on active data cannot be differentiated",
+                    construct=describe(op),
+                    function=fname,
+                    location=location_of(op),
+                    hint="keep this construct away from the values being differentiated",
+                )
             if any(o in act.shadowed for o in op.operands) and _opaque_call(ctx, op):
                 raise ZymaseError(
                     f"memory holding active data is passed to '{describe(op).split('@')[-1]}', "
@@ -186,6 +195,26 @@ def _reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activ
                         location=location_of(op),
                         hint="return the result instead of writing it through a pointer",
                     )
+
+
+def _unsupported_on_active(op: Operation, act: ActivityInfo) -> str | None:
+    """Constructs whose derivative cannot be built when they touch active data."""
+    touches = any(o in act.varied or o in act.shadowed for o in op.operands)
+    if not touches:
+        return None
+    if isinstance(op, llvm.InlineAsmOp):
+        return "inline assembly"
+    if isinstance(op, llvm.CallOp) and op.callee is None:
+        return "an indirect call through a function pointer"
+    if isinstance(op, (llvm.LoadOp, llvm.StoreOp)) and op.ptr in act.shadowed:
+        if getattr(op, "volatile_", None) is not None:
+            return "a volatile memory access"
+        ordering = op.properties.get("ordering")
+        if ordering is not None and ordering.value.data != 0:
+            return "an atomic memory access"
+    if op.name in ("llvm.atomicrmw", "llvm.cmpxchg"):
+        return "an atomic memory operation"
+    return None
 
 
 def _opaque_call(ctx: Context, op: Operation) -> bool:

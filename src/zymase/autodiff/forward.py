@@ -45,6 +45,7 @@ class ForwardGenerator(ShadowCode):
         self.vmap: dict[SSAValue, SSAValue] = {}
         self.tmap: dict[SSAValue, SSAValue] = {}
         self.smap: dict[SSAValue, SSAValue] = {}
+        self.alloc_shadows: dict[Operation, SSAValue] = {}
         bmap: dict[Block, Block] = {}
         self.bmap = bmap
 

@@ -24,6 +24,7 @@ from zymase.ir import (
     IntegerAttr,
     Operation,
     SSAValue,
+    StringAttr,
     i1,
     i8,
     i64,
@@ -80,6 +81,25 @@ class ShadowCode:
             return self.E.v(llvm.ZeroOp.build(result_types=[PTR]))
         raise AssertionError(f"no shadow for {v}")
 
+    def _shadow_global(self, name: str) -> str:
+        """The zero-initialized shadow of global ``@name`` (created once)."""
+        shadow = f"__zymase_shadow_{name}"
+        module = self.ctx.module
+        primal = None
+        for op in module.body.block.ops:
+            sym = getattr(op, "sym_name", None)
+            if sym is not None and sym.data == shadow:
+                return shadow
+            if sym is not None and sym.data == name:
+                primal = op
+        if primal is None or not isinstance(primal, llvm.GlobalOp):
+            raise ZymaseError(f"cannot find the global '@{name}' to give it a shadow", function=self.fname)
+        g = llvm.GlobalOp(primal.global_type, shadow, "internal", constant=False,
+                          alignment=primal.alignment.value.data if primal.alignment else None)
+        g.attributes["zymase.llvm_init"] = StringAttr("zeroinitializer")
+        module.body.block.add_op(g)
+        return shadow
+
     def _mapped(self, v: SSAValue) -> SSAValue:
         return self.vmap.get(v, v)
 
@@ -95,6 +115,9 @@ class ShadowCode:
             sh.operands = [self.shadow_of(op.operands[0]), *(self._mapped(o) for o in op.operands[1:])]
             E.insert(sh)
             self.smap[op.results[0]] = sh.results[0]
+        elif kind == "global" and op.results[0] in act.shadowed:
+            name = self._shadow_global(op.global_name.root_reference.data)
+            self.smap[op.results[0]] = E.v(llvm.AddressOfOp(name, PTR))
         elif kind == "select" and op.results[0] in act.shadowed:
             c = self._mapped(op.operands[0])
             self.smap[op.results[0]] = E.select(c, self.shadow_of(op.operands[1]), self.shadow_of(op.operands[2]))
@@ -118,6 +141,40 @@ class ShadowCode:
             self.smap[op.results[0]] = E.v(llvm.CallOp("calloc", *args, return_type=PTR))
         elif kind == "free" and op.operands[0] in act.shadowed and forward_mode:
             E.insert(llvm.CallOp("free", self.shadow_of(op.operands[0])))
+        elif kind == "posix_memalign" and op.operands[0] in act.shadowed:
+            # posix_memalign(&p, align, n): the shadow slot receives a zeroed buffer
+            slot = self.shadow_of(op.operands[0])
+            args = [slot, *(self._mapped(o) for o in op.operands[1:])]
+            self._declare("posix_memalign", [PTR, i64, i64], op.results[0].type)
+            E.insert(llvm.CallOp("posix_memalign", *args, return_type=op.results[0].type))
+            sp = E.v(llvm.LoadOp(slot, PTR))
+            self._memset_zero(sp, self._mapped(op.operands[2]))
+            self.alloc_shadows[op] = sp
+        elif kind == "realloc" and op in act.shadow_allocations:
+            self._shadow_realloc(op, forward_mode)
+
+    def _shadow_realloc(self, op: Operation, forward_mode: bool) -> None:
+        """Forward mode: the shadow is realloc'd alongside, bytes past the old shadow
+        zeroed. Reverse mode: the old shadow stays alive (earlier reverse steps use
+        it); the new one starts zeroed and hands its adjoints back at the mirror point."""
+        E = self.E
+        old = op.operands[0]
+        n = self._mapped(op.operands[1])
+        self._declare("malloc_usable_size", [PTR], i64)
+        if not forward_mode:
+            self._declare("calloc", [i64, i64], PTR)
+            self.smap[op.results[0]] = E.v(llvm.CallOp("calloc", n, self._i64(1), return_type=PTR))
+            return
+        self._declare("realloc", [PTR, i64], PTR)
+        s_old = self.shadow_of(old)
+        used = E.v(llvm.CallOp("malloc_usable_size", s_old, return_type=i64))
+        s_new = E.v(llvm.CallOp("realloc", s_old, n, return_type=PTR))
+        size = E.v(llvm.CallOp("malloc_usable_size", s_new, return_type=i64))
+        grew = E.v(llvm.ICmpOp(size, used, IntegerAttr(8, i64)))  # ugt
+        tail = E.select(grew, E.v(llvm.SubOp(size, used)), self._i64(0))
+        start = E.v(llvm.GEPOp(s_new, [llvm.GEP_USE_SSA_VAL], i8, ssa_indices=[used]))
+        self._memset_zero(start, tail)
+        self.smap[op.results[0]] = s_new
 
     # ----- forward mode: tangents through memory -----------------------------------
     def forward_memory(self, op: Operation) -> None:
@@ -165,10 +222,36 @@ class ShadowCode:
         elif kind in ("malloc", "calloc") and op in act.shadow_allocations:
             self._declare("free", [PTR], llvm.LLVMVoidType())
             E.insert(llvm.CallOp("free", self.fetch_shadow(op.results[0])))
+        elif kind == "posix_memalign" and op in self.alloc_shadows:
+            self._declare("free", [PTR], llvm.LLVMVoidType())
+            sp = self.fetch_computed_in(op.parent_block(), self.alloc_shadows[op])
+            E.insert(llvm.CallOp("free", sp))
+        elif kind == "realloc" and op in act.shadow_allocations:
+            self._reverse_realloc(op)
         elif kind == "memset" and op.operands[0] in act.shadowed:
             self._memset_zero(self.fetch_shadow(op.operands[0]), self.primal(op.operands[2]))
         elif kind == "memcpy" and op.operands[0] in act.shadowed:
             self._reverse_memcpy(op)
+
+    def _reverse_realloc(self, op: Operation) -> None:
+        """Adjoints gathered in the new shadow flow back into the old one (over the
+        bytes the old allocation had), then the new shadow is freed."""
+        E = self.E
+        s_new = self.fetch_shadow(op.results[0])
+        old = op.operands[0]
+        owner = old.owner
+        if not isinstance(owner, (llvm.ZeroOp, llvm.UndefOp)):
+            ftype = self._float_type_of(op, op.results[0], None)
+            if ftype is not None:
+                s_old = self.fetch_shadow(old)
+                n = self.primal(op.operands[1])
+                used = E.v(llvm.CallOp("malloc_usable_size", s_old, return_type=i64))
+                less = E.v(llvm.ICmpOp(used, n, IntegerAttr(6, i64)))  # ult
+                k = E.select(less, used, n)
+                name = _require_memcpy_adjoint(self.ctx.module, ftype)
+                E.insert(llvm.CallOp(name, s_old, s_new, k))
+        self._declare("free", [PTR], llvm.LLVMVoidType())
+        E.insert(llvm.CallOp("free", s_new))
 
     def _reverse_memcpy(self, op: Operation) -> None:
         """dsrc[i] += ddst[i]; ddst[i] = 0 over the copied floats."""
@@ -187,6 +270,10 @@ class ShadowCode:
 
     def _copied_float_type(self, op: Operation) -> str | None:
         """The float type of the bytes a memcpy copies, from type analysis."""
+        return self._float_type_of(op, op.operands[0], _constant_int(op.operands[2]))
+
+    def _float_type_of(self, op: Operation, ptr: SSAValue, nbytes: int | None) -> str | None:
+        """The float type of the memory behind ``ptr`` (type analysis), for ``op``."""
         try:
             from zymase.analysis.types import analyze_types
         except ImportError:  # pragma: no cover - type analysis not built yet
@@ -200,8 +287,7 @@ class ShadowCode:
         info = getattr(self, "_type_info", None)
         if info is None:
             info = self._type_info = analyze_types(self.p.func, self.ctx.module)
-        nbytes = _constant_int(op.operands[2])
-        return info.float_type_in_range(op.operands[0], nbytes)
+        return info.float_type_in_range(ptr, nbytes)
 
 
 def _constant_int(v: SSAValue) -> int | None:

@@ -76,6 +76,7 @@ class ReverseGenerator(ShadowCode):
         k = 0
         primal_args: list[SSAValue] = []
         self.smap: dict[SSAValue, SSAValue] = {}
+        self.alloc_shadows: dict[Operation, SSAValue] = {}
         for arg, a in zip(orig_entry.args, self.arg_acts):
             primal_args.append(g_args[k])
             if a.is_dup and act.has_shadow(arg):
@@ -292,10 +293,15 @@ class ReverseGenerator(ShadowCode):
             return self.shadow_of(p)
         return self._fetch(p, self.smap[p])
 
-    def _fetch(self, v: SSAValue, w: SSAValue) -> SSAValue:
-        """Value ``w`` of the forward sweep (computed alongside primal ``v``), made
-        usable in the current reverse block: read directly, rematerialized, or
-        cached on the tape."""
+    def fetch_computed_in(self, home: Block, w: SSAValue) -> SSAValue:
+        """Value ``w`` that the forward sweep computed in (the copy of) primal block
+        ``home``, made usable in the current reverse block."""
+        return self._fetch(None, w, home)
+
+    def _fetch(self, v: SSAValue | None, w: SSAValue, home: Block | None = None) -> SSAValue:
+        """Value ``w`` of the forward sweep (computed alongside primal ``v``, or in
+        primal block ``home``), made usable in the current reverse block: read
+        directly, rematerialized, or cached on the tape."""
         if not isinstance(w, BlockArgument) and self.flavor.is_constant(w.owner):
             key = (w, self.cur)
             if key not in self.popped:
@@ -303,7 +309,7 @@ class ReverseGenerator(ShadowCode):
                 self.E.insert(clone)
                 self.popped[key] = clone.results[0]
             return self.popped[key]
-        if self._available(v):
+        if self._available(v, home):
             return w
         key = (w, self.cur)
         if key in self.popped:
@@ -320,10 +326,13 @@ class ReverseGenerator(ShadowCode):
         self.popped[key] = pop.results[0]
         return pop.results[0]
 
-    def _available(self, v: SSAValue) -> bool:
+    def _available(self, v: SSAValue | None, home: Block | None = None) -> bool:
         """Computed at most once and dominating the forward exit: still in scope and
         unchanged when the reverse sweep runs."""
-        b = v.block if isinstance(v, BlockArgument) else v.owner.parent_block()
+        if home is not None:
+            b = home
+        else:
+            b = v.block if isinstance(v, BlockArgument) else v.owner.parent_block()
         return b not in self.cfg.in_cycle and self.cfg.dominates(b, self.p.exit)
 
     # ---- one reverse block -------------------------------------------------------
