@@ -50,8 +50,10 @@ Deductions (a worklist fixpoint over the function, both directions where sound)
   periodic parts whose period does not divide ``m`` cannot be placed and are not
   passed on; an unknown byte offset (``m == 1``) relates nothing.
 * block arguments (phis), ``select``, ``bitcast``, ``addrspacecast``, ``freeze``,
-  ``llvm.ptrmask``: same memory, both ways. A loop pointer that advances by a
-  constant (``p = phi(a, p + c)``) is periodic with period ``c`` from ``a``.
+  ``llvm.ptrmask``, a returned ``memcpy`` destination: same memory, both ways. A
+  web of pointers linked by these and constant GEPs that contains a cycle with a
+  nonzero net offset (a pointer advanced around a loop, ``p = phi(a, p + 8)``, also
+  through nested loops) is periodic with the gcd of those offsets.
 * ``alloca`` / globals: their declared type's floats, pointers and integers
   (``i8`` arrays and unions say nothing: they are raw storage).
 * calls to defined functions: the callee is analysed with the caller's argument
@@ -968,8 +970,8 @@ class _Graph:
     # ------------------------------------------------------------- building
 
     def _build(self) -> None:
+        self.links: list[tuple[SSAValue, SSAValue, int]] = []
         addressof: dict[str, SSAValue] = {}
-        incoming: dict[BlockArgument, list[SSAValue]] = {}
         for block in self.blocks:
             for op in block.ops:
                 self._op(op, addressof)
@@ -978,48 +980,62 @@ class _Graph:
                 for succ, values in _successor_operands(term):
                     for arg, val in zip(succ.args, values):
                         if _is_ptr(arg) and val is not arg:
-                            incoming.setdefault(arg, []).append(val)
-        for arg, values in incoming.items():
-            self._phi(arg, values)
+                            self.link(val, arg, 0)
+        self._emit_links()
 
-    def _phi(self, arg: BlockArgument, values: list[SSAValue]) -> None:
-        """Block argument ``arg`` receives ``values`` from its predecessors."""
-        steps = [self._advance(v, arg) for v in values]
-        if all(s is None for s in steps):
-            for v in values:
-                self.same(arg, v)
-            return
-        # A loop pointer advancing by `step` bytes per iteration (arg = start + step*k):
-        # the advanced values are related to arg by their GEPs already; the start
-        # values see arg's facts at k = 0 and share its periodic pattern.
-        step = 0
-        for s in steps:
-            if s is not None:
-                step = math.gcd(step, s)
-        for v, s in zip(values, steps):
-            if s is None:
-                self.into(v, arg)
-                if step >= 2:
-                    self.strided(v, arg, 0, step)
+    def link(self, a: SSAValue, b: SSAValue, c: int) -> None:
+        """``b`` is ``a + c`` (GEP with constant offsets, phi edge, cast, select)."""
+        self.links.append((a, b, c))
 
-    def _advance(self, v: SSAValue, target: SSAValue) -> int | None:
-        """If ``v`` is ``target`` plus GEP offsets ``c + m*k``: ``gcd(|c|, m)``."""
-        c = m = 0
-        for _ in range(16):
-            if v is target:
-                return math.gcd(abs(c), m) if (c or m) else None
-            owner = v.owner
-            if isinstance(owner, llvm.GEPOp):
-                off = _gep_offset(owner)
-                if off is None:
-                    return None
-                c, m = c + off[0], math.gcd(m, off[1])
-                v = owner.ptr
-            elif isinstance(owner, (llvm.BitcastOp, llvm_ext.AddrSpaceCastOp, llvm_ext.FreezeOp)):
-                v = owner.operands[0]
+    def _emit_links(self) -> None:
+        """Rules for the links. Links that close a cycle with a nonzero net offset (a
+        pointer advanced around a loop: ``p = phi(a, p + 8)``) make their whole web
+        of pointers periodic with the gcd of those offsets; other links relate their
+        two ends (``same``/``offset``)."""
+        parent: dict[SSAValue, SSAValue] = {}
+        pot: dict[SSAValue, int] = {}  # v = parent[v] + pot[v]
+        period: dict[SSAValue, int] = {}
+
+        def find(v: SSAValue) -> tuple[SSAValue, int]:
+            path = []
+            while parent.get(v, v) is not v:
+                path.append(v)
+                v = parent[v]
+            root, total = v, 0
+            for u in reversed(path):  # compress: offsets relative to the root
+                total += pot[u]
+                parent[u], pot[u] = root, total
+            return root, (pot[path[0]] if path else 0)
+
+        for a, b, c in self.links:
+            ra, oa = find(a)
+            rb, ob = find(b)
+            if ra is rb:
+                d = oa + c - ob
+                if d:
+                    period[ra] = math.gcd(period.get(ra, 0), abs(d))
             else:
-                return None
-        return None
+                parent[rb], pot[rb] = ra, oa + c - ob
+                if rb in period:
+                    period[ra] = math.gcd(period.get(ra, 0), period.pop(rb))
+        members: dict[SSAValue, list[tuple[SSAValue, int]]] = {}
+        for v in list(parent):
+            root, off = find(v)
+            if root in period:
+                members.setdefault(root, []).append((v, off))
+        for a, b, c in self.links:
+            if find(a)[0] in period:
+                continue
+            if c == 0:
+                self.same(a, b)
+            else:
+                self.offset(a, b, c)
+        for root, vs in members.items():
+            g = period[root]
+            if g < 2:
+                continue  # walked byte by byte: no usable relation
+            for v, off in vs:
+                self.strided(root, v, off, g)
 
     def _access(self, op: Operation, p: SSAValue, t: Attribute, value: SSAValue, is_load: bool) -> None:
         tbaa = op.attributes.get("zymase.tbaa")
@@ -1057,16 +1073,16 @@ class _Graph:
                 return
             c, m = off
             if m == 0:
-                self.offset(op.ptr, op.result, c)
+                self.link(op.ptr, op.result, c)
             elif m >= 2:
                 self.strided(op.ptr, op.result, c, m)
         elif isinstance(op, (llvm.BitcastOp, llvm_ext.AddrSpaceCastOp, llvm_ext.FreezeOp)):
             if op.results and _is_ptr(op.results[0]) and _is_ptr(op.operands[0]):
-                self.same(op.results[0], op.operands[0])
+                self.link(op.operands[0], op.results[0], 0)
         elif isinstance(op, llvm.SelectOp):
             if _is_ptr(op.res):
-                self.same(op.res, op.lhs)
-                self.same(op.res, op.rhs)
+                self.link(op.lhs, op.res, 0)
+                self.link(op.rhs, op.res, 0)
         elif isinstance(op, llvm.AllocaOp):
             tree = _layout_tree(op.elem_type, declared=True)
             if not tree.is_empty():
@@ -1074,7 +1090,7 @@ class _Graph:
         elif isinstance(op, llvm.AddressOfOp):
             name = op.global_name.root_reference.data
             if name in addressof:
-                self.same(op.result, addressof[name])
+                self.link(addressof[name], op.result, 0)
             else:
                 addressof[name] = op.result
                 glob = self.shared.globals.get(name)
@@ -1103,7 +1119,7 @@ class _Graph:
         if base in ("memcpy", "memmove") and len(args) >= 3:
             self.copy(args[0], args[1], _const_int(args[2]))
         elif base in _SAME_INTRINSICS and op.results and _is_ptr(op.results[0]) and args:
-            self.same(op.results[0], args[0])
+            self.link(args[0], op.results[0], 0)
 
     def _call(self, op: Operation) -> None:
         name = _callee(op)
@@ -1124,7 +1140,7 @@ class _Graph:
             if len(args) > max(d, s, n):
                 self.copy(args[d], args[s], _const_int(args[n]))
         if name in _RETURNS_DST and result is not None and args:
-            self.same(result, args[0])
+            self.link(args[0], result, 0)
         for index, kind, size in _LIBM_OUT.get(name, ()):
             if index < len(args) and _is_ptr(args[index]):
                 self.fact(args[index], _scalar_tree(kind, size))
