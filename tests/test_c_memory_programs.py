@@ -7,9 +7,7 @@ shadows, malloc'd temporaries, loops that overwrite memory, structs, recursion
 prints one line per check and exits nonzero on any failure. A test passes when
 ``zymase cc`` builds the program and the program exits with 0.
 
-Staging: only the programs named in ``ENABLED`` are collected. The engine's memory
-support is being built; a program is added to ``ENABLED`` once zymase differentiates it.
-``test_memory_corpus_is_there`` checks that the whole corpus is present either way.
+Every program is built at -O0, -O1, -O2, -O3 and -O2 -ffast-math.
 """
 
 from __future__ import annotations
@@ -22,10 +20,8 @@ import pytest
 MEMORY_PROGRAMS_DIR = Path(__file__).resolve().parent / "c" / "memory"
 ALL_PROGRAMS = sorted(MEMORY_PROGRAMS_DIR.glob("*.c"))
 
-# Program stems (e.g. "dot", "matvec") that zymase differentiates today.
-ENABLED: tuple[str, ...] = ()
 
-PROGRAMS = [p for p in ALL_PROGRAMS if p.stem in ENABLED]
+PROGRAMS = ALL_PROGRAMS
 LEVELS = [0, 1, 2, 3]
 # Builds: plain -O0..-O3, plus -O2 -ffast-math (reassociation, no NaN/inf/errno).
 BUILDS = [[f"-O{n}"] for n in LEVELS] + [["-O2", "-ffast-math"]]
@@ -43,8 +39,6 @@ def _tail(text: str, lines: int = 60) -> str:
 
 def test_memory_corpus_is_there():
     assert len(ALL_PROGRAMS) >= 40, f"expected at least 40 programs in {MEMORY_PROGRAMS_DIR}"
-    unknown = sorted(set(ENABLED) - {p.stem for p in ALL_PROGRAMS})
-    assert not unknown, f"ENABLED names programs that do not exist: {unknown}"
 
 
 def _build_and_run(program: Path, flags: list[str], tmp_path: Path, zymase_cli: list[str]):
@@ -80,9 +74,6 @@ def _build_and_run(program: Path, flags: list[str], tmp_path: Path, zymase_cli: 
     )
 
 
-# Defined only when ENABLED names a program: an empty parametrization would show up as
-# skipped tests, and these programs are staged, not skipped.
-if PROGRAMS:
-    test_c_memory_program = pytest.mark.parametrize(
-        "flags", BUILDS, ids=["".join(f.lstrip("-") for f in b) for b in BUILDS]
-    )(pytest.mark.parametrize("program", PROGRAMS, ids=[p.stem for p in PROGRAMS])(_build_and_run))
+test_c_memory_program = pytest.mark.parametrize(
+    "flags", BUILDS, ids=["".join(f.lstrip("-") for f in b) for b in BUILDS]
+)(pytest.mark.parametrize("program", PROGRAMS, ids=[p.stem for p in PROGRAMS])(_build_and_run))

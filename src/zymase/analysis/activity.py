@@ -128,7 +128,7 @@ def analyze(
             continue
         op = v.owner
         assert isinstance(op, Operation)
-        if memory is not None and memory.handles(op):
+        if memory is not None and memory.handles(op) and not memory.is_memory_call(op):
             continue  # a load: its adjoint goes to shadow memory
         for i, operand in enumerate(op.operands):
             if operand not in useful and is_float_type(operand.type) and propagates(op, i):

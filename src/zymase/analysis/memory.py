@@ -69,20 +69,60 @@ def memory_kind(op: Operation) -> str | None:
 class MemoryModel:
     """The memory half of activity analysis for one function body."""
 
-    def __init__(self, fname: str, entry_args, arg_activities):
+    def __init__(self, fname: str, entry_args, arg_activities, defined=None):
         self.fname = fname
+        # defined(op) -> the callee when op calls a function defined in the module
+        self.defined = defined or (lambda op: None)
         self.dup_args = {a for a, act in zip(entry_args, arg_activities) if act.is_dup and is_pointer(a)}
         self.entry_args = list(entry_args)
+        self._incoming: dict = {}
 
     def is_pointer(self, v: SSAValue) -> bool:
         return is_pointer(v)
 
     def handles(self, op: Operation) -> bool:
-        return memory_kind(op) is not None
+        return memory_kind(op) is not None or self.is_memory_call(op)
+
+    def is_memory_call(self, op: Operation) -> bool:
+        """A call to a defined function that receives pointers (left after inlining:
+        a recursive one); differentiated in split mode."""
+        return self.defined(op) is not None and any(is_pointer(o) for o in op.operands)
+
+    def shadowable(self, p: SSAValue, seen=None) -> bool:
+        """Whether ``p`` can be given a shadow (all its origins can)."""
+        seen = set() if seen is None else seen
+        if p in seen:
+            return True
+        seen.add(p)
+        if isinstance(p, BlockArgument):
+            if p.block.parent is not None and p.block is p.block.parent.blocks[0]:
+                return p in self.dup_args
+            return all(self.shadowable(v, seen) for v in self._incoming.get(p, ()))
+        op = p.owner
+        kind = memory_kind(op)
+        if kind == "derive":
+            return self.shadowable(op.operands[0], seen)
+        if kind == "select":
+            return self.shadowable(op.operands[1], seen) and self.shadowable(op.operands[2], seen)
+        if kind == "load":
+            return self.shadowable(op.ptr, seen)
+        return kind in ("alloca", "malloc", "calloc", "realloc", "global") or isinstance(
+            op, (llvm.ZeroOp, llvm.UndefOp)
+        )
 
     def transfer(self, op: Operation, info, incoming) -> None:
         kind = memory_kind(op)
         shadowed = info.shadowed
+        self._incoming = incoming
+        if kind is None:  # a call to a defined function with pointer arguments
+            if any(o in info.varied or o in shadowed for o in op.operands):
+                for r in op.results:
+                    if is_float_type(r.type):
+                        info.varied.add(r)
+                for o in op.operands:
+                    if is_pointer(o) and o not in shadowed and self.shadowable(o):
+                        self.need_shadow(o, op, info, incoming)
+            return
         if kind == "derive":
             if op.operands[0] in shadowed:
                 shadowed.add(op.results[0])
@@ -163,12 +203,15 @@ class MemoryModel:
                 )
 
     def stored_to_shadow(self, blocks, info):
-        """Float values stored into shadowed memory: outputs of the function."""
+        """Float values stored into shadowed memory, or handed to calls that may
+        store them there: outputs of the function."""
         out = []
         for b in blocks:
             for op in b.ops:
                 if isinstance(op, llvm.StoreOp) and op.ptr in info.shadowed and op.value in info.varied:
                     out.append(op.value)
+                elif self.is_memory_call(op) and any(o in info.shadowed for o in op.operands):
+                    out += [o for o in op.operands if is_float_type(o.type) and o in info.varied]
         return out
 
 

@@ -136,7 +136,7 @@ def prepare(ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts
     if flavor.name == "llvm":
         from zymase.analysis.memory import MemoryModel
 
-        memory = MemoryModel(function_name(fop), list(region.blocks[0].args), arg_acts)
+        memory = MemoryModel(function_name(fop), list(region.blocks[0].args), arg_acts, ctx.defined_function)
     act = analyze(list(region.blocks), arg_acts, list(zip(returned, ret_acts)), ctx.propagates, flavor, memory)
     _reject_unsupported(ctx, fop, region, act, arg_acts)
     holder = None
@@ -185,7 +185,8 @@ def _reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activ
                     "active memory yet), or copy the data it needs into local variables",
                 )
             callee = ctx.defined_function(op)
-            if callee is not None and any(o in act.varied for o in op.operands):
+            split = any(o in act.shadowed for o in op.operands)
+            if callee is not None and not split and any(o in act.varied for o in op.operands):
                 if _writes_memory(ctx, callee, set()):
                     raise ZymaseError(
                         f"active values are passed to '{function_name(callee)}', which writes memory; "
@@ -231,7 +232,7 @@ def _opaque_call(ctx: Context, op: Operation) -> bool:
     if name is None:
         return False
     if ctx.defined_function(op) is not None:
-        return True
+        return False  # differentiated in split mode
     return name not in READ_ONLY_EXTERNALS
 
 

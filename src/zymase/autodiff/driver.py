@@ -75,6 +75,35 @@ class Driver:
         gen_cls(ctx, fop, arg_acts, ret_acts, name).generate(gop)
         return name
 
+    def split(self, fop: Operation, arg_acts, ret_acts) -> tuple[str, str]:
+        """Augmented forward + reverse functions of ``fop`` (Enzyme's split mode):
+        ``augmented<name>(args, shadows) -> primal results`` pushes on the global tape,
+        ``diffe<name>(args, shadows, seeds) -> derivatives`` pops it back."""
+        fname = fop.sym_name.data
+        key = ("split", fname, tuple(arg_acts), tuple(ret_acts))
+        if key in self.done:
+            return self.done[key]
+        flavor = flavor_of(fop)
+        inputs, outputs = flavor.signature(fop)
+        aug_ins = []
+        for t, a in zip(inputs, arg_acts):
+            aug_ins.append(t)
+            if a.is_dup:
+                aug_ins.append(t)
+        rev_ins, rev_outs = rev_signature(inputs, outputs, arg_acts, ret_acts)
+        aug_name = self._fresh("augmented" + fname)
+        aug = flavor.make_function(aug_name, aug_ins, outputs, fop)
+        self.module.body.block.add_op(aug)
+        self.symbols[aug_name] = aug
+        rev_name = self._fresh("diffe" + fname)
+        rev = flavor.make_function(rev_name, rev_ins, rev_outs, fop)
+        self.module.body.block.add_op(rev)
+        self.symbols[rev_name] = rev
+        self.done[key] = (aug_name, rev_name)
+        ctx = Context(self.module, flavor, self)
+        ReverseGenerator(ctx, fop, arg_acts, ret_acts, rev_name).generate_split(aug, rev)
+        return aug_name, rev_name
+
     def reverse(self, fop: Operation, arg_acts, ret_acts) -> str:
         return self._generate("rev", fop, arg_acts, ret_acts)
 

@@ -98,7 +98,8 @@ class ForwardGenerator(ShadowCode):
             self.forward_memory(op)
             return
         active = self.act.op_is_active(op)
-        callee = self.ctx.defined_function(op) if active else None
+        takes_memory = any(self.act.has_shadow(o) for o in op.operands)
+        callee = self.ctx.defined_function(op) if (active or takes_memory) else None
         if callee is not None:
             self._call(op, callee)
             return
@@ -120,17 +121,24 @@ class ForwardGenerator(ShadowCode):
     def _call(self, op: Operation, callee: Operation) -> None:
         E = self.E
         args = self.flavor.call_args(op)
-        arg_acts = [Activity.DUP if self.act.is_active(a) else Activity.CONST for a in args]
-        name = self.ctx.driver.forward(callee, arg_acts, [Activity.DUP])
+        arg_acts = [
+            Activity.DUP if (self.act.is_active(a) or self.act.has_shadow(a)) else Activity.CONST for a in args
+        ]
+        ret_acts = [Activity.DUP if self.act.is_active(r) else Activity.CONST for r in op.results]
+        name = self.ctx.driver.forward(callee, arg_acts, ret_acts)
         call_args = []
         for a, act in zip(args, arg_acts):
             call_args.append(self.primal(a))
             if act.is_dup:
-                call_args.append(self.tmap[a])
-        r = op.results[0]
-        primal, tangent = E.call(name, call_args, [r.type, r.type])
-        self.vmap[r] = primal
-        self.tmap[r] = tangent
+                call_args.append(self.shadow_of(a) if self.act.has_shadow(a) else self.tmap[a])
+        out_types = []
+        for r, act in zip(op.results, ret_acts):
+            out_types += [r.type, r.type] if act.is_dup else [r.type]
+        outs = iter(E.call(name, call_args, out_types))
+        for r, act in zip(op.results, ret_acts):
+            self.vmap[r] = next(outs)
+            if act.is_dup:
+                self.tmap[r] = next(outs)
 
     def _tangent_or_zero(self, v: SSAValue) -> SSAValue:
         if self.act.is_active(v) and v in self.tmap:

@@ -304,22 +304,34 @@ builtin.module {{
     %one = llvm.mlir.constant(1 : i64) : i64
     %size = llvm.mlir.constant({size} : i64) : i64
     %n = llvm.udiv %nbytes, %size : i64
-    llvm.br ^head(%zero : i64)
-  ^head(%i: i64):
+    %down = llvm.icmp "ult" %ddst, %dsrc : !llvm.ptr
+    llvm.cond_br %down, ^dhead(%n : i64), ^uhead(%zero : i64)
+  ^uhead(%i: i64):
     %more = llvm.icmp "ult" %i, %n : i64
-    llvm.cond_br %more, ^body, ^done
-  ^body:
+    llvm.cond_br %more, ^ubody, ^done
+  ^ubody:
+    llvm.call @{name}.one(%dsrc, %ddst, %i) : (!llvm.ptr, !llvm.ptr, i64) -> ()
+    %next = llvm.add %i, %one : i64
+    llvm.br ^uhead(%next : i64)
+  ^dhead(%j: i64):
+    %left = llvm.icmp "ugt" %j, %zero : i64
+    llvm.cond_br %left, ^dbody, ^done
+  ^dbody:
+    %k = llvm.sub %j, %one : i64
+    llvm.call @{name}.one(%dsrc, %ddst, %k) : (!llvm.ptr, !llvm.ptr, i64) -> ()
+    llvm.br ^dhead(%k : i64)
+  ^done:
+    llvm.return
+  }}
+  llvm.func internal @{name}.one(%dsrc: !llvm.ptr, %ddst: !llvm.ptr, %i: i64) {{
     %ps = llvm.getelementptr %dsrc[%i] : (!llvm.ptr, i64) -> !llvm.ptr, {t}
     %pd = llvm.getelementptr %ddst[%i] : (!llvm.ptr, i64) -> !llvm.ptr, {t}
-    %s = llvm.load %ps : !llvm.ptr -> {t}
     %d = llvm.load %pd : !llvm.ptr -> {t}
-    %sum = llvm.fadd %s, %d : {t}
-    llvm.store %sum, %ps : {t}, !llvm.ptr
     %z = llvm.mlir.constant(0.0 : {t}) : {t}
     llvm.store %z, %pd : {t}, !llvm.ptr
-    %next = llvm.add %i, %one : i64
-    llvm.br ^head(%next : i64)
-  ^done:
+    %s = llvm.load %ps : !llvm.ptr -> {t}
+    %sum = llvm.fadd %s, %d : {t}
+    llvm.store %sum, %ps : {t}, !llvm.ptr
     llvm.return
   }}
 }}
@@ -327,8 +339,12 @@ builtin.module {{
 
 
 def _require_memcpy_adjoint(module, ftype: str) -> str:
-    """The reverse of a memcpy of ``ftype`` elements, a small internal function added
-    to the module once (written as llvm-dialect MLIR text, like the cache runtime)."""
+    """The reverse of a memcpy/memmove of ``ftype`` elements, a small internal
+    function added to the module once (llvm-dialect MLIR text, like the cache
+    runtime). Element by element: the destination's adjoint is read and zeroed,
+    then added to the source's; walking towards the source's side first keeps an
+    overlapping memmove correct (an element is moved on only after its own
+    adjoint has been handed back)."""
     name = f"__zymase_memcpy_adjoint_{ftype}"
     for op in module.body.block.ops:
         if getattr(op, "sym_name", None) is not None and op.sym_name.data == name:

@@ -40,7 +40,7 @@ from zymase.analysis.memory import memory_kind
 from zymase.autodiff.flavor import Emitter
 from zymase.autodiff.memory import ShadowCode
 from zymase.errors import ZymaseError
-from zymase.ir import Block, BlockArgument, Operation, SSAValue, i32, llvm, location_of
+from zymase.ir import Block, BlockArgument, Operation, SSAValue, StringAttr, i32, llvm, location_of
 from zymase.ir import enzyme as ez
 from zymase.ir.enzyme import Activity
 
@@ -54,8 +54,21 @@ class ReverseGenerator(ShadowCode):
         self.ret_acts = list(ret_acts)
         self.name = name
         self.fname = function_name(fop)
+        self.aug_op: Operation | None = None
 
     # ------------------------------------------------------------------------------
+    def generate_split(self, aug_op: Operation, rev_op: Operation) -> None:
+        """Split mode (Enzyme's augmented primal + reverse pass), for callees that
+        cannot be recomputed: ``aug_op`` runs the forward sweep and returns the primal
+        result, pushing what the reverse needs on the thread's global tape;
+        ``rev_op`` takes the same arguments plus the seed and pops it back."""
+        self.aug_op = aug_op
+        self.generate(rev_op)
+
+    @property
+    def split(self) -> bool:
+        return self.aug_op is not None
+
     def generate(self, gop: Operation) -> None:
         """Fill the (already created, empty-bodied) function ``gop``."""
         flavor = self.flavor
@@ -70,17 +83,23 @@ class ReverseGenerator(ShadowCode):
 
         entry = gop.body.blocks[0]
         self.g_entry = entry
-        # Map G's inputs.
+        fwd_entry = self.aug_op.body.blocks[0] if self.split else entry
+        # Map the inputs: the forward sweep reads them from its own entry block (the
+        # augmented function's in split mode); the reverse function has its own.
         inputs, outputs = flavor.signature(self.fop)
         g_args = list(entry.args)
+        f_args = list(fwd_entry.args)
         k = 0
         primal_args: list[SSAValue] = []
         self.smap: dict[SSAValue, SSAValue] = {}
         self.alloc_shadows: dict[Operation, SSAValue] = {}
+        self.rev_arg_of: dict[SSAValue, SSAValue] = {}
         for arg, a in zip(orig_entry.args, self.arg_acts):
-            primal_args.append(g_args[k])
+            primal_args.append(f_args[k])
+            self.rev_arg_of[f_args[k]] = g_args[k]
             if a.is_dup and act.has_shadow(arg):
-                self.smap[arg] = g_args[k + 1]
+                self.smap[arg] = f_args[k + 1]
+                self.rev_arg_of[f_args[k + 1]] = g_args[k + 1]
             k += 2 if a.is_dup else 1
         seeds: list[SSAValue | None] = []
         for a in self.ret_acts:
@@ -108,7 +127,7 @@ class ReverseGenerator(ShadowCode):
             for a, na in zip(b.args, nb.args):
                 self.vmap[a] = na
             fwd_blocks.append(nb)
-        gop.body.add_block(fwd_blocks)
+        (self.aug_op if self.split else gop).body.add_block(fwd_blocks)
         clones: dict[Operation, Operation] = {}
         for b in region.blocks:
             nb = self.bmap[b]
@@ -134,6 +153,8 @@ class ReverseGenerator(ShadowCode):
                     clone = clones[op]
                     self.E.before(clone.next_op)
                     self.shadow_structure(op, clone, forward_mode=False)
+                elif self._is_split_call(op):
+                    self._forward_split_call(op, clones[op])
         # Which blocks need an edge index.
         self.multi = {b for b in region.blocks if b is not orig_entry and len(self.in_edges[b]) > 1}
         self.caches_idx: dict[Block, SSAValue] = {}
@@ -148,8 +169,8 @@ class ReverseGenerator(ShadowCode):
         self.E.at_end(entry)
         for v in self.cells:
             self.cells[v] = self.E.v(ez.InitOp(ez.GradientType(v.type)))
-        entry.add_op(flavor.br(self.bmap[orig_entry], primal_args))
-        self._entry_branch = entry.last_op
+        fwd_entry.add_op(flavor.br(self.bmap[orig_entry], primal_args))
+        self._entry_branch = fwd_entry.last_op
 
         # ---- forward exit -> reverse ----------------------------------------------
         exit_f = self.bmap[p.exit]
@@ -158,12 +179,24 @@ class ReverseGenerator(ShadowCode):
             self.vmap.get(v, v) for v, a in zip(p.returned, self.ret_acts) if a.needs_primal
         ]
         self.rev: dict[Block, Block] = {b: Block() for b in region.blocks if b in live}
-        self.E.before(ret_op)
+        if self.split:
+            # The augmented function returns the primal result here; the reverse
+            # function starts by seeding the result's adjoint.
+            self.E.before(ret_op)
+            flavor.ret(self.E, [self.vmap.get(v, v) for v in p.returned], self.aug_op)
+            ret_op.parent_block().erase_op(ret_op)
+            self.primal_outputs = []
+            self.E.at_end(entry)
+        else:
+            self.E.before(ret_op)
         for v, seed in zip(p.returned, seeds):
             if seed is not None and act.is_active(v):
                 self._accumulate(v, seed)
-        ret_op.parent_block().insert_op_before(flavor.br(self.rev[p.exit], []), ret_op)
-        ret_op.parent_block().erase_op(ret_op)
+        if self.split:
+            entry.add_op(flavor.br(self.rev[p.exit], []))
+        else:
+            ret_op.parent_block().insert_op_before(flavor.br(self.rev[p.exit], []), ret_op)
+            ret_op.parent_block().erase_op(ret_op)
 
         rev_blocks = [self.rev[b] for b in reversed(list(region.blocks)) if b in self.rev]
         gop.body.add_block(rev_blocks)
@@ -239,14 +272,19 @@ class ReverseGenerator(ShadowCode):
                     ops = new_operands.setdefault(term, flavor.successor_operands(term))
                     self.E.before(term)
                     ops[e.slot] = ops[e.slot] + [self.E.iconst(0, i32)]
-            cache = ez.InitOp(ez.CacheType(i32))
-            self.caches_idx[b] = cache.results[0]
-            self.g_entry.add_op(cache)
-            push = ez.PushOp(cache.results[0], idx)
-            if nb.first_op is None:
-                nb.add_op(push)
+            if self.split:
+                self.caches_idx[b] = None  # the global tape, named at each use
+                push = ez.PushOp(self._tape_at(i32, nb, nb.first_op), idx)
+                nb.insert_op_after(push, nb.first_op)
             else:
-                nb.insert_op_before(push, nb.first_op)
+                cache = ez.InitOp(ez.CacheType(i32))
+                self.caches_idx[b] = cache.results[0]
+                self.g_entry.add_op(cache)
+                push = ez.PushOp(cache.results[0], idx)
+                if nb.first_op is None:
+                    nb.add_op(push)
+                else:
+                    nb.insert_op_before(push, nb.first_op)
         for term, ops in new_operands.items():
             new = flavor.rebuild_terminator(term, ops)
             term.parent_block().insert_op_before(new, term)
@@ -255,6 +293,17 @@ class ReverseGenerator(ShadowCode):
     def _new_cache(self, typ) -> SSAValue:
         init = ez.InitOp(ez.CacheType(typ))
         self.g_entry.insert_op_before(init, self._entry_branch)
+        return init.results[0]
+
+    def _tape_at(self, typ, block: Block, before: Operation | None) -> SSAValue:
+        """Split mode: the thread's global tape, named where it is used (the
+        augmented and reverse functions share it, so no value crosses between them)."""
+        init = ez.InitOp(ez.CacheType(typ))
+        init.attributes["zymase.tape"] = StringAttr("global")
+        if before is None:
+            block.add_op(init)
+        else:
+            block.insert_op_before(init, before)
         return init.results[0]
 
     # ---- adjoint storage ---------------------------------------------------------
@@ -309,20 +358,28 @@ class ReverseGenerator(ShadowCode):
                 self.E.insert(clone)
                 self.popped[key] = clone.results[0]
             return self.popped[key]
-        if self._available(v, home):
+        if self.split:
+            if w in self.rev_arg_of:
+                return self.rev_arg_of[w]
+        elif self._available(v, home):
             return w
         key = (w, self.cur)
         if key in self.popped:
             return self.popped[key]
-        cache = self._new_cache(w.type)
         fwd = self.bmap[self.cur]
-        fwd.insert_op_before(ez.PushOp(cache, w), fwd.last_op)
-        pop = ez.PopOp(cache)
         rb = self.rev[self.cur]
+        if self.split:
+            push_cache = self._tape_at(w.type, fwd, fwd.last_op)
+        else:
+            push_cache = self._new_cache(w.type)
+        fwd.insert_op_before(ez.PushOp(push_cache, w), fwd.last_op)
+        pop = ez.PopOp(push_cache)
         if rb.first_op is None:
             rb.add_op(pop)
         else:
             rb.insert_op_before(pop, rb.first_op)
+        if self.split:
+            pop.operands = [self._tape_at(w.type, rb, pop)]
         self.popped[key] = pop.results[0]
         return pop.results[0]
 
@@ -346,6 +403,8 @@ class ReverseGenerator(ShadowCode):
         for op in reversed(ops[:-1]):
             if memory_kind(op) is not None:
                 self.reverse_memory(op)
+            elif self._is_split_call(op):
+                self._reverse_split_call(op)
             elif self.act.op_is_active(op):
                 self._reverse_op(op)
         # Adjoints of this block's arguments.
@@ -366,7 +425,10 @@ class ReverseGenerator(ShadowCode):
             self._route_edge(edges[0], arg_adj)
             return
         # Several predecessors: pop the edge index, branch to one edge block each.
-        idx = self.E.v(ez.PopOp(self.caches_idx[b]))
+        cache = self.caches_idx[b]
+        if cache is None:
+            cache = self._tape_at(i32, self.E.block, None)
+        idx = self.E.v(ez.PopOp(cache))
         active_pos = [i for i, d in enumerate(arg_adj) if d is not None]
         edge_blocks = []
         for e in edges:
@@ -412,6 +474,57 @@ class ReverseGenerator(ShadowCode):
         for operand, c in zip(op.operands, contribs):
             if c is not None:
                 self._accumulate(operand, c)
+
+    # ---- calls in split mode (callees that take active memory) --------------------
+    def _is_split_call(self, op: Operation) -> bool:
+        return self.ctx.defined_function(op) is not None and any(o in self.act.shadowed for o in op.operands)
+
+    def _split_activities(self, op: Operation):
+        arg_acts = []
+        for a in self.flavor.call_args(op):
+            if self.act.has_shadow(a):
+                arg_acts.append(Activity.DUP)
+            elif self.act.is_active(a):
+                arg_acts.append(Activity.ACTIVE)
+            else:
+                arg_acts.append(Activity.CONST)
+        ret_acts = [Activity.ACTIVENONEED if self.act.is_active(r) else Activity.CONSTNONEED for r in op.results]
+        return arg_acts, ret_acts
+
+    def _forward_split_call(self, op: Operation, clone: Operation) -> None:
+        """The forward sweep calls the callee's augmented function instead."""
+        arg_acts, ret_acts = self._split_activities(op)
+        aug, _ = self.ctx.driver.split(self.ctx.defined_function(op), arg_acts, ret_acts)
+        self.E.before(clone)
+        args = []
+        for a, act in zip(self.flavor.call_args(op), arg_acts):
+            args.append(self.vmap.get(a, a))
+            if act.is_dup:
+                args.append(self.shadow_of(a))
+        results = self.E.call(aug, args, [r.type for r in op.results])
+        for old, new in zip(clone.results, results):
+            old.replace_all_uses_with(new)
+        for r, new in zip(op.results, results):
+            self.vmap[r] = new
+        clone.parent_block().erase_op(clone)
+
+    def _reverse_split_call(self, op: Operation) -> None:
+        arg_acts, ret_acts = self._split_activities(op)
+        _, rev = self.ctx.driver.split(self.ctx.defined_function(op), arg_acts, ret_acts)
+        args = []
+        for a, act in zip(self.flavor.call_args(op), arg_acts):
+            args.append(self.primal(a))
+            if act.is_dup:
+                args.append(self.fetch_shadow(a))
+        for r, act in zip(op.results, ret_acts):
+            if act.is_active:
+                d = self._take_adjoint(r)
+                args.append(d if d is not None else self.E.zero(r.type))
+        outs = [a.type for a, act in zip(self.flavor.call_args(op), arg_acts) if act.is_active]
+        results = iter(self.E.call(rev, args, outs))
+        for a, act in zip(self.flavor.call_args(op), arg_acts):
+            if act.is_active:
+                self._accumulate(a, next(results))
 
     def _reverse_call(self, op: Operation, callee: Operation, dys) -> None:
         """Reverse of a call to a defined function: call its (combined) derivative,

@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from zymase.errors import ZymaseError
 from zymase.ir import (
+    StringAttr,
     Attribute,
     Block,
     DenseArrayBase,
@@ -74,6 +75,7 @@ serves every T). The first 128 bytes live in the cache itself, on the stack: a
 short loop or a branch decision never calls malloc; longer ones move to the heap."""
 
 CACHE_PUSH = "__zymase_cache_push"
+GLOBAL_TAPE = "__zymase_tape"
 CACHE_POP = "__zymase_cache_pop"
 
 
@@ -723,6 +725,12 @@ def _lower_init(op: enzyme.InitOp, e: Emitter) -> Sequence[SSAValue]:
         slot = e.fn.entry_alloca(elem)
         e.emit(_StoreOp(e.zero(elem), slot))
         return [slot]
+    tape = op.attributes.get("zymase.tape")
+    if tape is not None and tape.data == "global":
+        # The thread's global tape, shared by augmented and reverse functions
+        # (split mode): never reset, never freed by a function.
+        e.fn.module.require_global_tape(e)
+        return [e.value(llvm.AddressOfOp(GLOBAL_TAPE, PTR))]
     slot = e.fn.entry_alloca(CACHE_STRUCT, zero_init=True)
     e.fn.caches.append(slot)
     size_ptr = e.value(llvm.GEPOp(slot, [0, 1], CACHE_STRUCT))
@@ -962,6 +970,16 @@ class _ModuleLowering:
             if e is not None:
                 raise e.error(message, hint=hint)
             raise ZymaseError(message, hint=hint)
+
+    def require_global_tape(self, e: Emitter) -> None:
+        """The thread-local global tape of split-mode derivatives (added once)."""
+        if GLOBAL_TAPE in self.symbols:
+            return
+        tape = llvm.GlobalOp(CACHE_STRUCT, GLOBAL_TAPE, "weak", thread_local_=True,
+                             alignment=16, value=None)
+        tape.attributes["zymase.llvm_init"] = StringAttr("zeroinitializer")
+        self.module.body.block.add_op(tape)
+        self.symbols[GLOBAL_TAPE] = tape
 
     def require_cache_runtime(self, e: Emitter) -> None:
         """Add the cache push/pop helpers (and realloc/free) on first use."""
