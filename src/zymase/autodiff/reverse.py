@@ -40,7 +40,7 @@ from zymase.analysis.memory import memory_kind
 from zymase.autodiff.flavor import Emitter
 from zymase.autodiff.memory import ShadowCode
 from zymase.errors import ZymaseError
-from zymase.ir import Block, BlockArgument, Operation, SSAValue, StringAttr, i32, llvm, location_of
+from zymase.ir import Block, BlockArgument, Operation, SSAValue, StringAttr, i32, is_float_type, llvm, location_of
 from zymase.ir import enzyme as ez
 from zymase.ir.enzyme import Activity
 
@@ -366,6 +366,11 @@ class ReverseGenerator(ShadowCode):
         key = (w, self.cur)
         if key in self.popped:
             return self.popped[key]
+        if v is not None:
+            again = self._recompute(v, w)
+            if again is not None:
+                self.popped[key] = again
+                return again
         fwd = self.bmap[self.cur]
         rb = self.rev[self.cur]
         if self.split:
@@ -382,6 +387,130 @@ class ReverseGenerator(ShadowCode):
             pop.operands = [self._tape_at(w.type, rb, pop)]
         self.popped[key] = pop.results[0]
         return pop.results[0]
+
+    # ---- recompute instead of caching ----------------------------------------------
+    _CHEAP = (
+        llvm.GEPOp, llvm.SExtOp, llvm.ZExtOp, llvm.TruncOp, llvm.AddOp, llvm.SubOp,
+        llvm.MulOp, llvm.ShlOp, llvm.BitcastOp,
+    )
+
+    def _recompute(self, v: SSAValue, w: SSAValue, depth: int = 0) -> SSAValue | None:
+        """Rebuild ``w`` in the reverse sweep when that is cheaper than taping it: an
+        address or index computation whose operands are available (or need one shared
+        tape entry, typically the loop counter), or a float load from memory that
+        nothing in the function writes, re-read through such an address."""
+        if isinstance(v, BlockArgument) or isinstance(w, BlockArgument) or depth > 3:
+            return None
+        vop, wop = v.owner, w.owner
+        rereadable = isinstance(vop, llvm.LoadOp) and self._never_written(vop.ptr)
+        if not (isinstance(vop, self._CHEAP) or rereadable) or len(vop.operands) != len(wop.operands):
+            return None
+        if vop.regions or (isinstance(vop, llvm.LoadOp) and not is_float_type(vop.results[0].type)):
+            return None
+        taped = [o for o in vop.operands if not (self._available(o) or self._is_constant_value(o))]
+        if len(taped) > 1:
+            return None
+        operands = [self._fetch(vo, wo) for vo, wo in zip(vop.operands, wop.operands)]
+        clone = wop.clone({}, {})
+        clone.operands = operands
+        self.E.insert(clone)
+        return clone.results[0]
+
+    def _is_constant_value(self, v: SSAValue) -> bool:
+        return not isinstance(v, BlockArgument) and self.flavor.is_constant(v.owner)
+
+    def _never_written(self, ptr: SSAValue) -> bool:
+        """Whether no op of the function may write (or free) the memory ``ptr`` points
+        into: its roots are distinct from every written root (allocations made here
+        are distinct from everything else; arguments and globals may alias each
+        other unless an argument is ``noalias``)."""
+        roots = self._roots(ptr)
+        if roots is None:
+            return False
+        written = self._written_roots()
+        if written is None:
+            return False
+        for r in roots:
+            for x in written:
+                if r is x or (self._outside(r) and self._outside(x) and not (self._noalias(r) or self._noalias(x))):
+                    return False
+        return True
+
+    def _outside(self, root) -> bool:
+        """Memory not allocated by this function (arguments, globals)."""
+        return isinstance(root, (BlockArgument, str))
+
+    def _noalias(self, root) -> bool:
+        if not isinstance(root, BlockArgument) or root.index >= len(self.fop.function_type.inputs.data):
+            return False
+        attrs = self.fop.properties.get("arg_attrs")
+        if attrs is None:
+            return False
+        return "llvm.noalias" in attrs.data[root.index].data
+
+    def _roots(self, ptr: SSAValue, seen=None):
+        """The objects a pointer may point into (entry arguments, allocation ops,
+        global names), or None when unknown."""
+        from zymase.analysis.memory import memory_kind
+
+        seen = set() if seen is None else seen
+        if ptr in seen:
+            return set()
+        seen.add(ptr)
+        if isinstance(ptr, BlockArgument):
+            if ptr.block is self.p.region.blocks[0]:
+                return {ptr}
+            out: set = set()
+            for e in self.cfg.preds[ptr.block]:
+                val = self.flavor.successor_operands(e.src.last_op)[e.slot][ptr.index]
+                sub = self._roots(val, seen)
+                if sub is None:
+                    return None
+                out |= sub
+            return out
+        op = ptr.owner
+        kind = memory_kind(op)
+        if kind == "derive":
+            return self._roots(op.operands[0], seen)
+        if kind == "select":
+            a, b = self._roots(op.operands[1], seen), self._roots(op.operands[2], seen)
+            return None if a is None or b is None else a | b
+        if kind in ("alloca", "malloc", "calloc", "realloc"):
+            return {op}
+        if kind == "global":
+            return {op.global_name.root_reference.data}
+        return None
+
+    def _written_roots(self):
+        """Roots of all memory the function writes or frees (None: unknown writes)."""
+        if hasattr(self, "_written"):
+            return self._written
+        from zymase.analysis.memory import memory_kind
+
+        written: set = set()
+        for b in self.p.region.blocks:
+            for op in b.ops:
+                kind = memory_kind(op)
+                targets = []
+                if kind == "store":
+                    targets = [op.ptr]
+                elif kind in ("memcpy", "memset", "free", "realloc", "posix_memalign"):
+                    targets = [op.operands[0]]
+                elif isinstance(op, llvm.CallOp) and kind is None:
+                    targets = [o for o in op.operands if isinstance(o.type, llvm.LLVMPointerType)]
+                elif isinstance(op, llvm.CallIntrinsicOp) and kind is None and not op.intrin.data.startswith(
+                    ("llvm.lifetime", "llvm.dbg", "llvm.assume")
+                ) and any(isinstance(o.type, llvm.LLVMPointerType) for o in op.operands):
+                    self._written = None
+                    return None
+                for t in targets:
+                    r = self._roots(t)
+                    if r is None:
+                        self._written = None
+                        return None
+                    written |= r
+        self._written = written
+        return written
 
     def _available(self, v: SSAValue | None, home: Block | None = None) -> bool:
         """Computed at most once and dominating the forward exit: still in scope and
