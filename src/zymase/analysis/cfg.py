@@ -112,6 +112,29 @@ class CFG:
             x = self.idom.get(x)
         return False
 
+    def natural_loops(self) -> list[tuple[Block, set[Block]]]:
+        """(header, body) of each natural loop (back edges to one header merged)."""
+        if hasattr(self, "_loops"):
+            return self._loops
+        loops: dict[Block, set[Block]] = {}
+        for b in self.blocks:
+            if b not in self.reachable:
+                continue
+            for e in self.succs[b]:
+                h = e.dst
+                if not self.dominates(h, b):
+                    continue
+                body = loops.setdefault(h, {h})
+                work = [b]
+                while work:
+                    x = work.pop()
+                    if x in body:
+                        continue
+                    body.add(x)
+                    work.extend(p.src for p in self.preds[x] if p.src in self.reachable)
+        self._loops = list(loops.items())
+        return self._loops
+
     def _cycles(self) -> None:
         """Blocks on some cycle (Tarjan's strongly connected components)."""
         index: dict[Block, int] = {}

@@ -31,6 +31,9 @@ class ForwardGenerator(ShadowCode):
         self.ret_acts = list(ret_acts)
         self.fname = function_name(fop)
 
+    def wants(self, v: SSAValue) -> bool:
+        return self.act.is_active(v)
+
     def primal(self, v: SSAValue) -> SSAValue:
         return self.vmap.get(v, v)
 

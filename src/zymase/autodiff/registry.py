@@ -46,6 +46,10 @@ class RuleContext(Protocol):
 
     def primal(self, value: SSAValue) -> SSAValue: ...
 
+    def wants(self, value: SSAValue) -> bool:
+        """Whether the derivative with respect to ``value`` is needed (it is active)."""
+        ...
+
 
 class Rule:
     def propagates(self, op: Operation, index: int) -> bool:
@@ -75,9 +79,12 @@ class ScalarRule(Rule):
     def reverse(self, ctx, op, dys):
         dy = dys[0]
         out: list[SSAValue | None] = []
-        for i in range(len(op.operands)):
+        for i, operand in enumerate(op.operands):
             f = self._partial(i)
-            out.append(None if (f is None or dy is None) else f(ctx.E, Primals(ctx, op), dy))
+            # Only active operands get an adjoint: an inactive operand's partial
+            # would fetch primal values (and tape them in loops) for nothing.
+            wanted = f is not None and dy is not None and ctx.wants(operand)
+            out.append(f(ctx.E, Primals(ctx, op), dy) if wanted else None)
         return out
 
     def forward(self, ctx, op, tangents):

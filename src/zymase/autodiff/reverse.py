@@ -201,6 +201,8 @@ class ReverseGenerator(ShadowCode):
         rev_blocks = [self.rev[b] for b in reversed(list(region.blocks)) if b in self.rev]
         gop.body.add_block(rev_blocks)
         self.popped: dict[tuple[SSAValue, Block], SSAValue] = {}
+        self._edge_pops: dict[Edge, list] = {}
+        self._route_points: dict[Edge, Operation] = {}
         for b in reversed(list(region.blocks)):
             if b in self.rev:
                 self._reverse_block(b, orig_entry)
@@ -333,6 +335,9 @@ class ReverseGenerator(ShadowCode):
         return self.local.pop(v, None)
 
     # ---- primal values in the reverse sweep --------------------------------------
+    def wants(self, v: SSAValue) -> bool:
+        return self.act.is_active(v)
+
     def primal(self, v: SSAValue) -> SSAValue:
         return self._fetch(v, self.vmap.get(v, v))
 
@@ -371,6 +376,11 @@ class ReverseGenerator(ShadowCode):
             if again is not None:
                 self.popped[key] = again
                 return again
+        if v is not None and not self.split:
+            hoisted = self._hoist(v, w)
+            if hoisted is not None:
+                self.popped[key] = hoisted
+                return hoisted
         fwd = self.bmap[self.cur]
         rb = self.rev[self.cur]
         if self.split:
@@ -387,6 +397,73 @@ class ReverseGenerator(ShadowCode):
             pop.operands = [self._tape_at(w.type, rb, pop)]
         self.popped[key] = pop.results[0]
         return pop.results[0]
+
+    # ---- loop-invariant values: taped once per loop, not once per iteration ---------
+    def _hoist_loop(self, v: SSAValue):
+        """The outermost loop around the current block that ``v`` is defined outside
+        of (and dominates), or None."""
+        if self.split:
+            return None
+        home = v.block if isinstance(v, BlockArgument) else v.owner.parent_block()
+        best = None
+        for header, body in self.cfg.natural_loops():
+            if self.cur in body and home not in body and self.cfg.dominates(home, header):
+                if best is None or len(body) > len(best[1]):
+                    best = (header, body)
+        return best
+
+    def _hoist(self, v: SSAValue, w: SSAValue) -> SSAValue | None:
+        """A value defined outside the loop that needs it is taped once per run of
+        that loop: pushed on the loop's exit edges (in a small forward block on each
+        edge) and popped, when the reverse sweep comes back through that edge, into a
+        slot that the loop's reverse blocks read."""
+        loop = self._hoist_loop(v)
+        if loop is None:
+            return None
+        header, body = loop
+        slots = self.__dict__.setdefault("_hoisted", {})
+        slot = slots.get((w, header))
+        if slot is None:
+            init = ez.InitOp(ez.GradientType(w.type))
+            self.g_entry.insert_op_before(init, self._entry_branch)
+            slot = slots[(w, header)] = init.results[0]
+            exits = [e for x in body for e in self.cfg.succs[x] if e.dst not in body and x in self.live]
+            for e in exits:
+                nb = self._exit_edge_block(e)
+                cache = self._new_cache(w.type)
+                nb.insert_op_before(ez.PushOp(cache, w), nb.last_op)
+                self._edge_pops.setdefault(e, []).append((cache, slot))
+                if e in self._route_points:
+                    self._emit_edge_pops(e, [(cache, slot)])
+        return self.E.v(ez.GetOp(slot))
+
+    def _exit_edge_block(self, e: Edge) -> Block:
+        """A forward block on loop exit edge ``e`` (made once), where values hoisted
+        out of the loop are pushed."""
+        blocks = self.__dict__.setdefault("_exit_blocks", {})
+        if e in blocks:
+            return blocks[e]
+        src = self.bmap[e.src]
+        term = src.last_op
+        dst = term.successors[e.slot]
+        nb = Block(arg_types=[a.type for a in dst.args])
+        nb.add_op(self.flavor.br(dst, list(nb.args)))
+        src.parent.insert_block_after(nb, src)
+        succs = list(term.successors)
+        succs[e.slot] = nb
+        term.successors = succs
+        blocks[e] = nb
+        return nb
+
+    def _emit_edge_pops(self, e: Edge, pops) -> None:
+        """Pop hoisted values into their slots on the reverse path of edge ``e``,
+        last pushed first, right before the branch into the loop's reverse."""
+        for cache, slot in pops:
+            anchor = self._route_points[e]
+            pop = ez.PopOp(cache)
+            setop = ez.SetOp(slot, pop.results[0])
+            anchor.parent_block().insert_ops_before([pop, setop], anchor)
+            self._route_points[e] = pop
 
     # ---- recompute instead of caching ----------------------------------------------
     _CHEAP = (
@@ -407,7 +484,10 @@ class ReverseGenerator(ShadowCode):
             return None
         if vop.regions or (isinstance(vop, llvm.LoadOp) and not is_float_type(vop.results[0].type)):
             return None
-        taped = [o for o in vop.operands if not (self._available(o) or self._is_constant_value(o))]
+        taped = [
+            o for o in vop.operands
+            if not (self._available(o) or self._is_constant_value(o) or self._outside_inner_loop(o))
+        ]
         if len(taped) > 1:
             return None
         operands = [self._fetch(vo, wo) for vo, wo in zip(vop.operands, wop.operands)]
@@ -415,6 +495,11 @@ class ReverseGenerator(ShadowCode):
         clone.operands = operands
         self.E.insert(clone)
         return clone.results[0]
+
+    def _outside_inner_loop(self, v: SSAValue) -> bool:
+        """Defined outside a loop around the current block: taped at most once per
+        run of that loop (see _hoist), not once per iteration."""
+        return self._hoist_loop(v) is not None
 
     def _is_constant_value(self, v: SSAValue) -> bool:
         return not isinstance(v, BlockArgument) and self.flavor.is_constant(v.owner)
@@ -586,7 +671,9 @@ class ReverseGenerator(ShadowCode):
         for val, d in zip(operands, arg_adj):
             if d is not None:
                 self._accumulate(val, d)
-        self.E.insert(self.flavor.br(self.rev[e.src], []))
+        br = self.E.insert(self.flavor.br(self.rev[e.src], []))
+        self._route_points[e] = br
+        self._emit_edge_pops(e, self._edge_pops.get(e, []))
 
     def _reverse_op(self, op: Operation) -> None:
         dys = [self._take_adjoint(r) for r in op.results]

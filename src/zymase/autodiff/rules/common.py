@@ -16,7 +16,9 @@ class SelectRule(Rule):
         E = ctx.E
         c = ctx.primal(op.operands[0])
         zero = E.zero(dy.type)
-        return [None, E.select(c, dy, zero), E.select(c, zero, dy)]
+        a = E.select(c, dy, zero) if ctx.wants(op.operands[1]) else None
+        b = E.select(c, zero, dy) if ctx.wants(op.operands[2]) else None
+        return [None, a, b]
 
     def forward(self, ctx, op, tangents):
         _, ta, tb = tangents
