@@ -160,6 +160,13 @@ def _lower_site(site: _Site, functions: dict[str, Operation]) -> None:
     fn_inputs = list(fop.function_type.inputs.data)
     fn_out = fop.function_type.output
     has_result = not isinstance(fn_out, llvm.LLVMVoidType)
+    if isinstance(fn_out, llvm.LLVMPointerType) and call.returned is not None and call.returned.uses:
+        raise _err(
+            site,
+            f"'{fname}' returns a pointer; derivatives of pointer-valued results (their shadow) "
+            "are not supported yet",
+            "return the values through an enzyme_dup *out parameter instead",
+        )
 
     b = _Builder(call)
     operands: list[SSAValue] = []
