@@ -65,6 +65,7 @@ class Flavor:
     def fconv(self, v: SSAValue, typ: Attribute) -> Operation: ...
     def sitofp(self, v: SSAValue, typ: Attribute) -> Operation: ...
     def isub(self, a: SSAValue, b: SSAValue) -> Operation: ...
+    def iadd(self, a: SSAValue, b: SSAValue) -> Operation: ...
     def fn(self, emitter: "Emitter", name: str, args: Sequence[SSAValue]) -> SSAValue: ...
 
     # ----- control flow -----------------------------------------------------------
@@ -162,6 +163,9 @@ class Emitter:
     def isub(self, a, b):
         return self.v(self.flavor.isub(a, b))
 
+    def iadd(self, a, b):
+        return self.v(self.flavor.iadd(a, b))
+
     def fn(self, name: str, *args: SSAValue) -> SSAValue:
         """A math function by neutral name (sin, cos, exp, log, sqrt, pow, powi, ...)."""
         return self.flavor.fn(self, name, args)
@@ -249,6 +253,9 @@ class LLVMFlavor(Flavor):
 
     def isub(self, a, b):
         return llvm.SubOp(a, b)
+
+    def iadd(self, a, b):
+        return llvm.AddOp(a, b)
 
     def fn(self, emitter, name, args):
         t = args[0].type
@@ -442,6 +449,9 @@ class StdFlavor(Flavor):
 
     def isub(self, a, b):
         return arith.SubiOp(a, b)
+
+    def iadd(self, a, b):
+        return arith.AddiOp(a, b)
 
     def fn(self, emitter, name, args):
         if name in _MATH_OPS:

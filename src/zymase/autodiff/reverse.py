@@ -40,7 +40,7 @@ from zymase.analysis.memory import memory_kind
 from zymase.autodiff.flavor import Emitter
 from zymase.autodiff.memory import ShadowCode
 from zymase.errors import ZymaseError
-from zymase.ir import Block, BlockArgument, Operation, SSAValue, StringAttr, i32, is_float_type, llvm, location_of
+from zymase.ir import Block, BlockArgument, IntegerType, Operation, SSAValue, StringAttr, i32, i64, is_float_type, llvm, location_of
 from zymase.ir import enzyme as ez
 from zymase.ir.enzyme import Activity
 
@@ -158,6 +158,9 @@ class ReverseGenerator(ShadowCode):
         # Which blocks need an edge index.
         self.multi = {b for b in region.blocks if b is not orig_entry and len(self.in_edges[b]) > 1}
         self.caches_idx: dict[Block, SSAValue] = {}
+        self._edge_pops: dict[Edge, list] = {}
+        self._route_points: dict[Edge, Operation] = {}
+        self.counted = self._counted_loops()
         self._add_edge_indices(region)
 
         # ---- entry: accumulators --------------------------------------------------
@@ -201,8 +204,6 @@ class ReverseGenerator(ShadowCode):
         rev_blocks = [self.rev[b] for b in reversed(list(region.blocks)) if b in self.rev]
         gop.body.add_block(rev_blocks)
         self.popped: dict[tuple[SSAValue, Block], SSAValue] = {}
-        self._edge_pops: dict[Edge, list] = {}
-        self._route_points: dict[Edge, Operation] = {}
         for b in reversed(list(region.blocks)):
             if b in self.rev:
                 self._reverse_block(b, orig_entry)
@@ -261,6 +262,9 @@ class ReverseGenerator(ShadowCode):
                 ops[e.slot] = ops[e.slot] + extra
         for b in self.multi:
             nb = self.bmap[b]
+            if b in self.counted:
+                self._add_iteration_counter(b, nb, new_operands)
+                continue
             idx = nb.insert_arg(i32, len(nb.args))
             for k, e in enumerate(self.in_edges[b]):
                 term = self.bmap[e.src].last_op
@@ -291,6 +295,84 @@ class ReverseGenerator(ShadowCode):
             new = flavor.rebuild_terminator(term, ops)
             term.parent_block().insert_op_before(new, term)
             term.parent_block().erase_op(term)
+        # Each counted loop pushes its iteration count once, on every exit edge.
+        for h, info in self.counted.items():
+            for e in info["exits"]:
+                nb = self._exit_edge_block(e)
+                cache = ez.InitOp(ez.CacheType(i64))
+                self.g_entry.add_op(cache)
+                nb.insert_op_before(ez.PushOp(cache.results[0], info["k"]), nb.last_op)
+                self._edge_pops.setdefault(e, []).append((cache.results[0], info["slot"]))
+
+    # ---- counted loops: an iteration count instead of one edge record per iteration --
+    def _counted_loops(self) -> dict:
+        """Loop headers entered by exactly one edge from outside and one back edge:
+        the reverse sweep runs such a loop by counting iterations down, and rebuilds
+        induction variables from the count (no per-iteration tape for either)."""
+        if self.split:
+            return {}
+        out = {}
+        for header, body in self.cfg.natural_loops():
+            if header not in self.multi:
+                continue
+            edges = self.in_edges[header]
+            entry = [e for e in edges if e.src not in body]
+            latch = [e for e in edges if e.src in body]
+            if len(entry) != 1 or len(latch) != 1 or len(edges) != 2:
+                continue
+            exits = [e for x in body for e in self.cfg.succs[x] if e.dst not in body and x in self.live]
+            out[header] = {"entry": entry[0], "latch": latch[0], "body": body, "exits": exits}
+        return out
+
+    def _add_iteration_counter(self, h: Block, nh: Block, new_operands) -> None:
+        """Forward: an i64 block argument k of the header (0 on entry, k + 1 on the back
+        edge). Reverse: a slot holding the iteration being reversed."""
+        info = self.counted[h]
+        flavor = self.flavor
+        k = nh.insert_arg(i64, len(nh.args))
+        info["k"] = k
+        slot = ez.InitOp(ez.GradientType(i64))
+        self.g_entry.add_op(slot)
+        info["slot"] = slot.results[0]
+        for e in self.cfg.preds[h]:
+            term = self.bmap[e.src].last_op
+            ops = new_operands.setdefault(term, flavor.successor_operands(term))
+            self.E.before(term)
+            if e == info["latch"]:
+                value = self.E.iadd(k, self.E.iconst(1, i64))
+            else:
+                value = self.E.iconst(0, i64)
+            ops[e.slot] = ops[e.slot] + [value]
+
+    def _iteration(self, h: Block) -> SSAValue:
+        """In the reverse of loop ``h``'s body: the index of the iteration being reversed."""
+        return self.E.v(ez.GetOp(self.counted[h]["slot"]))
+
+    def _induction(self, v: SSAValue) -> SSAValue | None:
+        """Rebuild a counted loop's induction variable ``v = init + k * step`` from the
+        iteration index, instead of taping it."""
+        if not isinstance(v, BlockArgument) or v.block not in self.counted:
+            return None
+        info = self.counted[v.block]
+        if self.cur not in info["body"] or not isinstance(v.type, IntegerType):
+            return None
+        latch, entry = info["latch"], info["entry"]
+        nxt = self.flavor.successor_operands(latch.src.last_op)[latch.slot][v.index]
+        init = self.flavor.successor_operands(entry.src.last_op)[entry.slot][v.index]
+        op = None if isinstance(nxt, BlockArgument) else nxt.owner
+        if not isinstance(op, (llvm.AddOp, llvm.SubOp)) or op.operands[0] is not v:
+            return None
+        step = op.operands[1]
+        if not self._is_constant_value(step) or not (self._available(init) or self._is_constant_value(init)):
+            return None
+        E = self.E
+        k = self._iteration(v.block)
+        if v.type != i64:
+            k = E.v(llvm.TruncOp(k, v.type))
+        w_step = self._fetch(step, self.vmap.get(step, step))
+        scaled = E.v(llvm.MulOp(k, w_step))
+        start = self._fetch(init, self.vmap.get(init, init))
+        return E.v(llvm.AddOp(start, scaled) if isinstance(op, llvm.AddOp) else llvm.SubOp(start, scaled))
 
     def _new_cache(self, typ) -> SSAValue:
         init = ez.InitOp(ez.CacheType(typ))
@@ -371,6 +453,11 @@ class ReverseGenerator(ShadowCode):
         key = (w, self.cur)
         if key in self.popped:
             return self.popped[key]
+        if v is not None and self.flavor.name == "llvm":
+            iv = self._induction(v)
+            if iv is not None:
+                self.popped[key] = iv
+                return iv
         if v is not None:
             again = self._recompute(v, w)
             if again is not None:
@@ -638,6 +725,9 @@ class ReverseGenerator(ShadowCode):
         if len(edges) == 1:
             self._route_edge(edges[0], arg_adj)
             return
+        if b in self.counted:
+            self._count_down(b, arg_adj)
+            return
         # Several predecessors: pop the edge index, branch to one edge block each.
         cache = self.caches_idx[b]
         if cache is None:
@@ -658,6 +748,29 @@ class ReverseGenerator(ShadowCode):
         )
         for e, eb in zip(edges, edge_blocks):
             self.E.at_end(eb)
+            adj = [None] * len(arg_adj)
+            for i, ba in zip(active_pos, eb.args):
+                adj[i] = ba
+            self._route_edge(e, adj)
+
+    def _count_down(self, h: Block, arg_adj: list[SSAValue | None]) -> None:
+        """Reverse of a counted loop header: iteration 0 leaves through the entry
+        edge, any other goes to the previous iteration's back edge."""
+        info = self.counted[h]
+        E = self.E
+        k = self._iteration(h)
+        first = E.icmp_eq(k, E.iconst(0, i64))
+        active_pos = [i for i, d in enumerate(arg_adj) if d is not None]
+        vals = [arg_adj[i] for i in active_pos]
+        entry_b = Block(arg_types=[v.type for v in vals])
+        latch_b = Block(arg_types=[v.type for v in vals])
+        rb = self.rev[h]
+        rb.parent.insert_block_after([entry_b, latch_b], rb)
+        E.insert(self.flavor.cond_br(first, entry_b, vals, latch_b, vals))
+        for e, eb in ((info["entry"], entry_b), (info["latch"], latch_b)):
+            E.at_end(eb)
+            if eb is latch_b:
+                E.insert(ez.SetOp(info["slot"], E.isub(k, E.iconst(1, i64))))
             adj = [None] * len(arg_adj)
             for i, ba in zip(active_pos, eb.args):
                 adj[i] = ba

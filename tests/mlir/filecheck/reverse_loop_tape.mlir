@@ -1,7 +1,9 @@
 // RUN: zymase-opt %s -p enzyme | filecheck %s
 
 // acc <- sin(acc * x) n times: the reverse sweep needs every iterate, so they go
-// on a cache, and the loop header records which edge was taken.
+// on a cache. The loop is counted: the forward sweep carries an iteration counter
+// and tapes it once, on the exit edge; the reverse sweep counts it down to decide
+// between the back edge and the loop entry (no per-iteration branch record).
 func.func @iter(%x: f64, %n: i64) -> f64 {
   %one = arith.constant 1.0 : f64
   %c0 = arith.constant 0 : i64
@@ -25,13 +27,19 @@ func.func @d(%x: f64, %n: i64) -> f64 {
 }
 
 // CHECK-LABEL: func.func private @diffeiter(
-// CHECK-DAG:     %[[EDGE:.*]] = enzyme.init : !enzyme.Cache<i32>
-// CHECK-DAG:     %[[C1:.*]] = enzyme.init : !enzyme.Cache<f64>
-// CHECK:       ^{{.*}}(%{{.*}}: f64, %{{.*}}: i64, %[[IDX:.*]]: i32):
-// CHECK-NEXT:    enzyme.push %[[EDGE]], %[[IDX]] : !enzyme.Cache<i32>, i32
+// CHECK-DAG:     %[[SLOT:.*]] = enzyme.init : !enzyme.Gradient<i64>
+// CHECK-DAG:     %[[COUNT:.*]] = enzyme.init : !enzyme.Cache<i64>
+// CHECK:       ^{{.*}}(%{{.*}}: f64, %{{.*}}: i64, %[[K:.*]]: i64):
+// CHECK-NOT:     enzyme.push
+// CHECK:         cf.cond_br
+// CHECK:         enzyme.push %[[COUNT]], %[[K]] : !enzyme.Cache<i64>, i64
 // CHECK:         math.sin
+// CHECK:         arith.addi %[[K]], %{{.*}} : i64
 // CHECK:         enzyme.push %{{.*}}, %{{.*}} : !enzyme.Cache<f64>, f64
+// CHECK:         %[[N:.*]] = enzyme.pop %[[COUNT]] : !enzyme.Cache<i64> -> i64
+// CHECK-NEXT:    enzyme.set %[[SLOT]], %[[N]] : !enzyme.Gradient<i64>, i64
 // CHECK:         enzyme.pop %{{.*}} : !enzyme.Cache<f64> -> f64
 // CHECK:         math.cos
-// CHECK:         enzyme.pop %[[EDGE]] : !enzyme.Cache<i32> -> i32
-// CHECK:         cf.switch
+// CHECK:         %[[J:.*]] = enzyme.get %[[SLOT]] : !enzyme.Gradient<i64> -> i64
+// CHECK:         arith.cmpi eq, %[[J]], %{{.*}} : i64
+// CHECK:         arith.subi %[[J]], %{{.*}} : i64
