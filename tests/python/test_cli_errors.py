@@ -120,11 +120,11 @@ C_CASES = {
         "int main(void) { return __enzyme_autodiff((void*)f, 1.0) > 0; }\n",
         ["struct_return.c:4:", "aggregates is not supported yet", "function 'f'"],
     ),
-    "pointer_result.c": (
-        "extern double *__enzyme_fwddiff(void*, ...);\nextern int enzyme_dup;\n"
+    "pointer_result_reverse.c": (
+        "extern double *__enzyme_autodiff(void*, ...);\nextern int enzyme_dup;\n"
         "double *f(double *x) { x[0] *= x[0]; return x; }\n"
-        "int main(void) { double x = 2, dx = 1; return __enzyme_fwddiff((void*)f, enzyme_dup, &x, &dx)[0] != 4; }\n",
-        ["pointer_result.c:4:", "returns a pointer", "not supported yet"],
+        "int main(void) { double x = 2, dx = 1; return __enzyme_autodiff((void*)f, enzyme_dup, &x, &dx)[0] != 4; }\n",
+        ["pointer_result_reverse.c:4:", "returns a pointer", "reverse mode returns only derivatives"],
     ),
     "syntax.c": ("int main(void) { return 0 }\n", ["syntax.c:1:", "expected ';'"]),
 }

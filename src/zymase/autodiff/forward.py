@@ -11,7 +11,8 @@ from zymase.autodiff.common import Context, describe, function_name, prepare
 from zymase.autodiff.flavor import Emitter
 from zymase.autodiff.memory import ShadowCode
 from zymase.autodiff.reverse import _no_rule
-from zymase.ir import Block, Operation, SSAValue
+from zymase.errors import ZymaseError
+from zymase.ir import Block, Operation, SSAValue, location_of
 from zymase.ir.enzyme import Activity
 
 
@@ -143,6 +144,22 @@ class ForwardGenerator(ShadowCode):
             if act.is_dup:
                 self.tmap[r] = next(outs)
 
+    def _returned_derivative(self, v: SSAValue, ret: Operation) -> SSAValue:
+        """The tangent of a returned float, or the shadow of a returned pointer."""
+        from zymase.analysis.memory import is_pointer
+
+        if not is_pointer(v):
+            return self._tangent_or_zero(v)
+        if v in self.smap or v.owner.name in ("llvm.mlir.zero", "llvm.mlir.undef"):
+            return self.shadow_of(v)
+        raise ZymaseError(
+            "the returned pointer has no shadow: it does not point into duplicated or local active memory",
+            construct="llvm.return",
+            function=self.fname,
+            location=location_of(ret),
+            hint="return a pointer derived from an enzyme_dup argument, or ignore the result",
+        )
+
     def _tangent_or_zero(self, v: SSAValue) -> SSAValue:
         if self.act.is_active(v) and v in self.tmap:
             return self.tmap[v]
@@ -157,7 +174,7 @@ class ForwardGenerator(ShadowCode):
                 if a.needs_primal:
                     outs.append(self.primal(v))
                 if not a.is_const:
-                    outs.append(self._tangent_or_zero(v))
+                    outs.append(self._returned_derivative(v, op))
             flavor.ret(E, outs, None)
             return
         if not op.successors:

@@ -160,12 +160,17 @@ def _lower_site(site: _Site, functions: dict[str, Operation]) -> None:
     fn_inputs = list(fop.function_type.inputs.data)
     fn_out = fop.function_type.output
     has_result = not isinstance(fn_out, llvm.LLVMVoidType)
-    if isinstance(fn_out, llvm.LLVMPointerType) and call.returned is not None and call.returned.uses:
+    if (
+        site.mode == "rev"
+        and isinstance(fn_out, llvm.LLVMPointerType)
+        and call.returned is not None
+        and call.returned.uses
+    ):
         raise _err(
             site,
-            f"'{fname}' returns a pointer; derivatives of pointer-valued results (their shadow) "
-            "are not supported yet",
-            "return the values through an enzyme_dup *out parameter instead",
+            f"'{fname}' returns a pointer, and reverse mode returns only derivatives",
+            "use the pointer's shadow (the enzyme_dup argument) instead, or __enzyme_fwddiff, "
+            "which returns the shadow of a returned pointer",
         )
 
     b = _Builder(call)
@@ -215,7 +220,8 @@ def _lower_site(site: _Site, functions: dict[str, Operation]) -> None:
         fwd_acts = [Activity.DUP if a.is_active else a for a in acts]
         ret_acts, out_types = [], []
         if has_result:
-            if is_float_type(fn_out):
+            if is_float_type(fn_out) or isinstance(fn_out, llvm.LLVMPointerType):
+                # a float result's tangent; a returned pointer's shadow
                 ret_acts, out_types = [Activity.DUPNONEED], [fn_out]
             else:
                 ret_acts = [Activity.CONSTNONEED]
