@@ -19,7 +19,8 @@ USAGE = """usage: zymase <command> [options]
 
 commands:
   cc [clang flags] file.c... [-o exe]   compile C with __enzyme_autodiff/__enzyme_fwddiff
-                                       (-O0..-O3, -c, -S -emit-llvm, -I, -D, -l, -L, -g; --time)
+                                       (-O0..-O3, -c, -S -emit-llvm, -I, -D, -l, -L, -g; --time;
+                                       --no-preopt: differentiate before optimizing)
   run file.c [clang flags] [-- args]   compile and run, returning the program's exit code
   opt in.ll [-o out.ll] [-O N] [--no-preopt] [--print-activity]
                                        LLVM IR in, LLVM IR with derivatives out
@@ -75,6 +76,7 @@ class CcArgs:
         self.compile_only = False
         self.emit_llvm = False
         self.time = False
+        self.preopt = True
 
 
 def parse_cc_args(argv: list[str]) -> CcArgs:
@@ -103,6 +105,8 @@ def parse_cc_args(argv: list[str]) -> CcArgs:
             pass
         elif x == "--time":
             a.time = True
+        elif x == "--no-preopt":
+            a.preopt = False
         elif x.startswith(("-l", "-L", "-Wl,")) or x in ("-static", "-shared", "-rdynamic"):
             a.link.append(x)
         elif x == "-pthread":
@@ -132,7 +136,8 @@ def cmd_cc(argv: list[str]) -> int:
 
     a = parse_cc_args(argv)
     t = Timings()
-    build(a.sources, a.output, a.clang, a.link, a.level, t, compile_only=a.compile_only, emit_llvm=a.emit_llvm)
+    build(a.sources, a.output, a.clang, a.link, a.level, t, compile_only=a.compile_only, emit_llvm=a.emit_llvm,
+          preopt=a.preopt)
     if a.time:
         print(t.report(), file=sys.stderr)
     return 0
@@ -153,7 +158,7 @@ def cmd_run(argv: list[str]) -> int:
     t = Timings()
     with tempfile.TemporaryDirectory(prefix="zymase-run-") as tmp:
         exe = str(Path(tmp) / "prog")
-        build(a.sources, exe, a.clang, a.link, a.level, t)
+        build(a.sources, exe, a.clang, a.link, a.level, t, preopt=a.preopt)
         if a.time:
             print(t.report(), file=sys.stderr)
         sys.stdout.flush()

@@ -68,19 +68,21 @@ def differentiate_module(module: ModuleOp) -> int:
     return n
 
 
-def compile_c(source: str, clang_flags: list[str], level: int, timings: Timings) -> str:
-    """One C file to optimized LLVM IR text with derivatives."""
+def compile_c(source: str, clang_flags: list[str], level: int, timings: Timings, *, preopt: bool = True) -> str:
+    """One C file to optimized LLVM IR text with derivatives. ``preopt=False`` is
+    Enzyme's "AD before optimization" baseline: the unoptimized IR is differentiated
+    and only the result is optimized."""
     from zymase.llvm import toolchain
 
     with timings.phase("clang"):
         ll = toolchain.c_to_llvm_ir(source, clang_flags, level)
-    ll = differentiate_llvm_ir(ll, str(source), level, timings)
+    ll = differentiate_llvm_ir(ll, str(source), level, timings, preoptimize=preopt)
     with timings.phase("optimize"):
         return toolchain.optimize(ll, level)
 
 
 def build(sources: list[str], output: str, clang_flags: list[str], link_flags: list[str], level: int,
-          timings: Timings, *, compile_only: bool = False, emit_llvm: bool = False) -> None:
+          timings: Timings, *, compile_only: bool = False, emit_llvm: bool = False, preopt: bool = True) -> None:
     """``zymase cc``: compile and link (or ``-c`` / ``-S -emit-llvm``)."""
     from zymase.llvm import toolchain
 
@@ -90,7 +92,7 @@ def build(sources: list[str], output: str, clang_flags: list[str], link_flags: l
             if src.endswith((".o", ".a", ".so")):
                 objects.append(src)
                 continue
-            ll = compile_c(src, clang_flags, level, timings)
+            ll = compile_c(src, clang_flags, level, timings, preopt=preopt)
             if emit_llvm:
                 Path(output or Path(src).with_suffix(".ll").name).write_text(ll)
                 continue
