@@ -99,6 +99,7 @@ static double bench_check(const char *name, double (*eval)(void *), void *ctx, d
 }
 
 #define BENCH_TOL 1e-5
+#define BENCH_PI 3.14159265358979323846
 
 static int bench_report(const char *workload, const char *size, double primal_s, double grad_s,
                         double err) {
