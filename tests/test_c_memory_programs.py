@@ -24,7 +24,8 @@ ALL_PROGRAMS = sorted(MEMORY_PROGRAMS_DIR.glob("*.c"))
 PROGRAMS = ALL_PROGRAMS
 LEVELS = [0, 1, 2, 3]
 # Builds: plain -O0..-O3, plus -O2 -ffast-math (reassociation, no NaN/inf/errno).
-BUILDS = [[f"-O{n}"] for n in LEVELS] + [["-O2", "-ffast-math"]]
+# ... and -O2 --no-preopt: AD of the unoptimized IR (every local in memory), optimized after.
+BUILDS = [[f"-O{n}"] for n in LEVELS] + [["-O2", "-ffast-math"], ["-O2", "--no-preopt"]]
 
 COMPILE_TIMEOUT = 300
 RUN_TIMEOUT = 120

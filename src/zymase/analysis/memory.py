@@ -105,7 +105,11 @@ class MemoryModel:
         if kind == "select":
             return self.shadowable(op.operands[1], seen) and self.shadowable(op.operands[2], seen)
         if kind == "load":
-            return self.shadowable(op.ptr, seen)
+            # a pointer read back from memory has the shadow that was stored with it:
+            # every pointer stored into that slot must be shadowable too
+            slot = op.ptr
+            stored = [st.value for st in self._stores_into(slot) if is_pointer(st.value)]
+            return self.shadowable(slot, seen) and all(self.shadowable(v, seen) for v in stored)
         return kind in ("alloca", "malloc", "calloc", "realloc", "global") or isinstance(
             op, (llvm.ZeroOp, llvm.UndefOp)
         )
@@ -143,6 +147,10 @@ class MemoryModel:
             v = op.value
             if (is_float_type(v.type) and v in info.varied) or (is_pointer(v) and v in shadowed):
                 self.need_shadow(op.ptr, op, info, incoming)
+            elif is_pointer(v) and op.ptr in shadowed and v not in shadowed and self.shadowable(v):
+                # a pointer kept in shadowed memory (e.g. a local `double *t = malloc(..)`
+                # before mem2reg) is loaded back as a shadowed pointer: it needs its shadow
+                self.need_shadow(v, op, info, incoming)
         elif kind == "memcpy":
             dst, src = op.operands[0], op.operands[1]
             if src in shadowed:
@@ -150,6 +158,10 @@ class MemoryModel:
         elif kind == "realloc":
             if op.operands[0] in shadowed:
                 self.need_shadow(op.results[0], op, info, incoming)
+
+    def _stores_into(self, slot: SSAValue):
+        """Stores whose address is exactly ``slot`` (pointer slots of -O0 code)."""
+        return [u.operation for u in slot.uses if isinstance(u.operation, llvm.StoreOp) and u.operation.ptr is slot]
 
     def need_shadow(self, p: SSAValue, where: Operation, info, incoming) -> None:
         """``p`` must have a shadow: walk back to where it comes from."""

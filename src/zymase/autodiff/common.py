@@ -74,6 +74,13 @@ class Context:
             return REGISTRY.by_function.get(name)
         return None
 
+    def writes_memory(self, fop: Operation) -> bool:
+        """Whether a defined function (or one it calls) stores to memory, cached."""
+        cache = self.__dict__.setdefault("_writes", {})
+        if fop not in cache:
+            cache[fop] = _writes_memory(self, fop, set())
+        return cache[fop]
+
     def propagates(self, op: Operation, index: int) -> bool:
         if self.defined_function(op) is not None:
             return is_differentiable_type(op.operands[index].type)
@@ -98,7 +105,8 @@ def prepare(ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts
         inline_calls(
             region,
             ctx.defined_function,
-            lambda call, callee: any(is_pointer(v) for v in (*call.operands, *call.results)),
+            lambda call, callee: any(is_pointer(v) for v in (*call.operands, *call.results))
+            or ctx.writes_memory(callee),
         )
     returns = [b.last_op for b in region.blocks if b.last_op is not None and flavor.is_return(b.last_op)]
     if not returns:
@@ -184,18 +192,6 @@ def _reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activ
                     hint="define the function in the same file (recursive functions cannot take "
                     "active memory yet), or copy the data it needs into local variables",
                 )
-            callee = ctx.defined_function(op)
-            split = any(o in act.shadowed for o in op.operands)
-            if callee is not None and not split and any(o in act.varied for o in op.operands):
-                if _writes_memory(ctx, callee, set()):
-                    raise ZymaseError(
-                        f"active values are passed to '{function_name(callee)}', which writes memory; "
-                        "differentiating through memory is not supported yet",
-                        construct=describe(op),
-                        function=fname,
-                        location=location_of(op),
-                        hint="return the result instead of writing it through a pointer",
-                    )
 
 
 def _unsupported_on_active(op: Operation, act: ActivityInfo) -> str | None:

@@ -127,6 +127,12 @@ class ShadowCode:
         elif kind == "store" and op.ptr in act.shadowed and is_pointer(op.value):
             value = self.shadow_of(op.value) if op.value in act.shadowed else E.v(llvm.ZeroOp.build(result_types=[PTR]))
             E.insert(llvm.StoreOp(value, self.shadow_of(op.ptr)))
+        elif kind == "alloca" and op in act.shadow_allocations and getattr(self, "split", False):
+            # Split mode: the augmented function's frame is gone when the reverse
+            # function runs, so the shadow lives on the heap until the reverse frees it.
+            self._declare("calloc", [i64, i64], PTR)
+            size = self._sizeof(op.elem_type, clone.operands[0])
+            self.smap[op.results[0]] = E.v(llvm.CallOp("calloc", size, self._i64(1), return_type=PTR))
         elif kind == "alloca" and op in act.shadow_allocations:
             sh = clone.clone()
             sh.operands = list(clone.operands)
@@ -219,7 +225,7 @@ class ShadowCode:
             E.insert(llvm.StoreOp(E.zero(op.value.type), sp))
             if act.is_active(op.value):
                 self._accumulate(op.value, d)
-        elif kind in ("malloc", "calloc") and op in act.shadow_allocations:
+        elif (kind in ("malloc", "calloc") or (kind == "alloca" and self.split)) and op in act.shadow_allocations:
             self._declare("free", [PTR], llvm.LLVMVoidType())
             E.insert(llvm.CallOp("free", self.fetch_shadow(op.results[0])))
         elif kind == "posix_memalign" and op in self.alloc_shadows:

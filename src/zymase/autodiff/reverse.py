@@ -566,7 +566,8 @@ class ReverseGenerator(ShadowCode):
         if isinstance(v, BlockArgument) or isinstance(w, BlockArgument) or depth > 3:
             return None
         vop, wop = v.owner, w.owner
-        rereadable = isinstance(vop, llvm.LoadOp) and self._never_written(vop.ptr)
+        # (no re-reading in split mode: the augmented function's stack is gone)
+        rereadable = isinstance(vop, llvm.LoadOp) and not self.split and self._never_written(vop.ptr)
         if not (isinstance(vop, self._CHEAP) or rereadable) or len(vop.operands) != len(wop.operands):
             return None
         if vop.regions or (isinstance(vop, llvm.LoadOp) and not is_float_type(vop.results[0].type)):
@@ -806,7 +807,14 @@ class ReverseGenerator(ShadowCode):
 
     # ---- calls in split mode (callees that take active memory) --------------------
     def _is_split_call(self, op: Operation) -> bool:
-        return self.ctx.defined_function(op) is not None and any(o in self.act.shadowed for o in op.operands)
+        """Calls left after inlining (recursive ones) that touch active memory or
+        write memory themselves: their forward sweep cannot be rerun in the reverse."""
+        callee = self.ctx.defined_function(op)
+        if callee is None:
+            return False
+        if any(o in self.act.shadowed for o in op.operands):
+            return True
+        return self.ctx.writes_memory(callee) and any(o in self.act.varied for o in op.operands)
 
     def _split_activities(self, op: Operation):
         arg_acts = []
