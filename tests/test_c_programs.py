@@ -1,71 +1,23 @@
-"""The self-checking C programs in tests/c, built with ``zymase cc`` at -O0 .. -O3.
-
-Each program calls Enzyme's C ABI (``__enzyme_autodiff`` / ``__enzyme_fwddiff``),
-compares every derivative with a closed form, prints one line per check and exits
-nonzero on any failure (see tests/c/README.md). A test passes when ``zymase cc``
-builds the program and the program exits with 0.
-"""
+"""The scalar self-checking C programs in tests/c (see tests/c/README.md), each built
+with every configuration of ``c_harness.BUILDS``."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from c_harness import BUILD_IDS, BUILDS, build_and_run
+
 C_PROGRAMS_DIR = Path(__file__).resolve().parent / "c"
 PROGRAMS = sorted(C_PROGRAMS_DIR.glob("*.c"))
-LEVELS = [0, 1, 2, 3]
-# Builds: plain -O0..-O3, plus -O2 -ffast-math (reassociation, no NaN/inf/errno: the
-# pre-AD pipeline then rewrites libm calls and arithmetic much more freely).
-# ... and -O2 --no-preopt: AD of the unoptimized IR (every local in memory), optimized after.
-BUILDS = [[f"-O{n}"] for n in LEVELS] + [["-O2", "-ffast-math"], ["-O2", "--no-preopt"]]
-
-COMPILE_TIMEOUT = 300
-RUN_TIMEOUT = 120
-
-
-def _tail(text: str, lines: int = 60) -> str:
-    rows = text.splitlines()
-    if len(rows) <= lines:
-        return text
-    return "\n".join([f"... ({len(rows) - lines} lines cut)"] + rows[-lines:])
 
 
 def test_corpus_is_there():
     assert len(PROGRAMS) >= 28, f"expected at least 28 programs in {C_PROGRAMS_DIR}"
 
 
-@pytest.mark.parametrize("flags", BUILDS, ids=["".join(f.lstrip("-") for f in b) for b in BUILDS])
+@pytest.mark.parametrize("flags", BUILDS, ids=BUILD_IDS)
 @pytest.mark.parametrize("program", PROGRAMS, ids=[p.stem for p in PROGRAMS])
 def test_c_program(program: Path, flags: list[str], tmp_path: Path, zymase_cli: list[str]):
-    exe = tmp_path / program.stem
-    level = " ".join(flags)
-    build = subprocess.run(
-        [*zymase_cli, "cc", *flags, str(program), "-o", str(exe)],
-        capture_output=True,
-        text=True,
-        timeout=COMPILE_TIMEOUT,
-        stdin=subprocess.DEVNULL,
-        cwd=tmp_path,
-    )
-    assert build.returncode == 0 and exe.is_file(), (
-        f"`zymase cc {level} {program.name}` failed with exit code {build.returncode}\n"
-        f"--- stderr ---\n{_tail(build.stderr)}\n--- stdout ---\n{_tail(build.stdout)}"
-    )
-
-    run = subprocess.run(
-        [str(exe)],
-        capture_output=True,
-        text=True,
-        timeout=RUN_TIMEOUT,
-        stdin=subprocess.DEVNULL,
-        cwd=tmp_path,
-    )
-    failed = [line for line in run.stdout.splitlines() if line.startswith("FAIL")]
-    assert run.returncode == 0, (
-        f"{program.name} built with {level} exited with {run.returncode}"
-        f" ({len(failed)} failed check(s))\n"
-        + ("--- failed checks ---\n" + _tail("\n".join(failed), 40) + "\n" if failed else "")
-        + f"--- output ---\n{_tail(run.stdout)}\n--- stderr ---\n{_tail(run.stderr)}"
-    )
+    build_and_run(program, flags, tmp_path, zymase_cli)

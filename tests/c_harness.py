@@ -1,0 +1,51 @@
+"""Building and running the self-checking C programs (tests/c, tests/c/memory).
+
+Each program calls Enzyme's C ABI, compares every derivative with a closed form,
+prints one line per check (``ok ...`` / ``FAIL ...``) and exits nonzero on any
+failure. A build passes when ``zymase cc`` builds it and the program exits with 0.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+# -O0..-O3; -O2 -ffast-math (the pre-AD pipeline then rewrites libm calls and
+# arithmetic much more freely); -O2 --no-preopt (AD of the unoptimized IR, every local
+# in memory, optimized afterwards).
+BUILDS = [[f"-O{n}"] for n in range(4)] + [["-O2", "-ffast-math"], ["-O2", "--no-preopt"]]
+BUILD_IDS = ["".join(f.lstrip("-") for f in b) for b in BUILDS]
+
+COMPILE_TIMEOUT = 300
+RUN_TIMEOUT = 120
+
+
+def _tail(text: str, lines: int = 60) -> str:
+    rows = text.splitlines()
+    if len(rows) <= lines:
+        return text
+    return "\n".join([f"... ({len(rows) - lines} lines cut)"] + rows[-lines:])
+
+
+def build_and_run(program: Path, flags: list[str], tmp_path: Path, zymase_cli: list[str]) -> None:
+    """Build ``program`` with ``zymase cc <flags>`` and run it; assert both succeed."""
+    exe = tmp_path / program.stem
+    level = " ".join(flags)
+    build = subprocess.run(
+        [*zymase_cli, "cc", *flags, str(program), "-o", str(exe)],
+        capture_output=True, text=True, timeout=COMPILE_TIMEOUT, stdin=subprocess.DEVNULL, cwd=tmp_path,
+    )
+    assert build.returncode == 0 and exe.is_file(), (
+        f"`zymase cc {level} {program.name}` failed with exit code {build.returncode}\n"
+        f"--- stderr ---\n{_tail(build.stderr)}\n--- stdout ---\n{_tail(build.stdout)}"
+    )
+    run = subprocess.run(
+        [str(exe)], capture_output=True, text=True, timeout=RUN_TIMEOUT, stdin=subprocess.DEVNULL, cwd=tmp_path
+    )
+    failed = [line for line in run.stdout.splitlines() if line.startswith("FAIL")]
+    assert run.returncode == 0, (
+        f"{program.name} built with {level} exited with {run.returncode}"
+        f" ({len(failed)} failed check(s))\n"
+        + ("--- failed checks ---\n" + _tail("\n".join(failed), 40) + "\n" if failed else "")
+        + f"--- output ---\n{_tail(run.stdout)}\n--- stderr ---\n{_tail(run.stderr)}"
+    )
