@@ -53,7 +53,8 @@ class CFG:
         assert b.last_op is not None
         return b.last_op
 
-    def _rpo(self) -> list[Block]:
+    def rpo(self) -> list[Block]:
+        """Blocks reachable from the entry, in reverse post-order."""
         seen: set[Block] = set()
         order: list[Block] = []
         entry = self.blocks[0]
@@ -75,7 +76,7 @@ class CFG:
 
     def _dominators(self) -> None:
         """Cooper-Harvey-Kennedy iterative dominators over reverse post-order."""
-        rpo = self._rpo()
+        rpo = self.rpo()
         self.reachable = set(rpo)
         index = {b: i for i, b in enumerate(rpo)}
         entry = rpo[0]

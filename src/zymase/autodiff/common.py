@@ -295,3 +295,23 @@ def fwd_signature(inputs, outputs, arg_acts, ret_acts):
         if not a.is_const:
             outs.append(t)
     return ins, outs
+
+
+def no_rule_error(op: Operation, fname: str) -> ZymaseError:
+    """The error for an active op without a derivative rule."""
+    what = describe(op)
+    if " @" in what:
+        return ZymaseError(
+            f"no derivative rule for external function '{what.split(' @')[1]}'",
+            construct=what,
+            function=fname,
+            location=location_of(op),
+            hint="define the function in the same module, or mark the argument enzyme_const",
+        )
+    return ZymaseError(
+        f"no derivative rule for '{what}'",
+        construct=what,
+        function=fname,
+        location=location_of(op),
+        hint="this operation cannot be differentiated yet; keep it off the active path",
+    )

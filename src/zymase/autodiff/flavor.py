@@ -31,7 +31,6 @@ from zymase.ir import (
     arith,
     cf,
     func,
-    i32,
     i64,
     float_width,
     is_float_type,

@@ -7,10 +7,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from zymase.analysis.memory import memory_kind
-from zymase.autodiff.common import Context, describe, function_name, prepare
+from zymase.autodiff.common import Context, function_name, no_rule_error, prepare
 from zymase.autodiff.flavor import Emitter
 from zymase.autodiff.memory import ShadowCode
-from zymase.autodiff.reverse import _no_rule
 from zymase.errors import ZymaseError
 from zymase.ir import Block, Operation, SSAValue, location_of
 from zymase.ir.enzyme import Activity
@@ -81,7 +80,7 @@ class ForwardGenerator(ShadowCode):
                     self.smap[a] = nb.insert_arg(a.type, len(nb.args))
             gop.body.add_block(nb)
 
-        rpo = [b for b in _rpo(p.cfg) if b in bmap]
+        rpo = [b for b in p.cfg.rpo() if b in bmap]
         for b in rpo:
             nb = bmap[b]
             E.at_end(nb)
@@ -115,7 +114,7 @@ class ForwardGenerator(ShadowCode):
             return
         rule = self.ctx.rule_for(op)
         if rule is None:
-            raise _no_rule(op, self.fname)
+            raise no_rule_error(op, self.fname)
         tangents = [self.tmap.get(o) if self.act.is_active(o) else None for o in op.operands]
         outs = rule.forward(self, op, tangents)
         for r, t in zip(op.results, outs):
@@ -195,10 +194,3 @@ class ForwardGenerator(ShadowCode):
         new = flavor.rebuild_terminator(clone, new_lists)
         clone.erase()
         E.insert(new)
-
-
-def _rpo(cfg) -> list[Block]:
-    return cfg._rpo()
-
-
-__all__ = ["ForwardGenerator", "describe"]

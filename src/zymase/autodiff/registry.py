@@ -16,9 +16,12 @@ applied to the operand tangents).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from zymase.ir import Operation, SSAValue
+
+if TYPE_CHECKING:
+    from zymase.autodiff.flavor import Emitter
 
 Partial = Callable[["Emitter", "Primals", SSAValue], SSAValue]
 

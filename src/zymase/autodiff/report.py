@@ -9,7 +9,6 @@ from zymase.autodiff.driver import Driver
 from zymase.autodiff.flavor import flavor_of
 from zymase.ir import ModuleOp, location_of
 from zymase.ir import enzyme as ez
-from zymase.ir.enzyme import Activity
 
 
 def _names(region):

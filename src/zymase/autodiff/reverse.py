@@ -29,18 +29,16 @@ from collections.abc import Sequence
 
 from zymase.analysis.cfg import CFG, Edge
 from zymase.autodiff.common import (
+    no_rule_error,
     Context,
     Prepared,
-    describe,
     function_name,
     prepare,
-    rev_signature,
 )
 from zymase.analysis.memory import memory_kind
 from zymase.autodiff.flavor import Emitter
 from zymase.autodiff.memory import ShadowCode
-from zymase.errors import ZymaseError
-from zymase.ir import Block, BlockArgument, IntegerType, Operation, SSAValue, StringAttr, i32, i64, is_float_type, llvm, location_of
+from zymase.ir import Block, BlockArgument, IntegerType, Operation, SSAValue, StringAttr, i32, i64, is_float_type, llvm
 from zymase.ir import enzyme as ez
 from zymase.ir.enzyme import Activity
 
@@ -147,7 +145,7 @@ class ReverseGenerator(ShadowCode):
                 if act.has_shadow(a):
                     nb = self.bmap[b]
                     self.smap[a] = nb.insert_arg(a.type, len(nb.args))
-        for b in self.cfg._rpo():
+        for b in self.cfg.rpo():
             for op in b.ops:
                 if memory_kind(op) is not None:
                     clone = clones[op]
@@ -799,7 +797,7 @@ class ReverseGenerator(ShadowCode):
             return
         rule = self.ctx.rule_for(op)
         if rule is None:
-            raise _no_rule(op, self.fname)
+            raise no_rule_error(op, self.fname)
         contribs = rule.reverse(self, op, dys)
         for operand, c in zip(op.operands, contribs):
             if c is not None:
@@ -881,22 +879,3 @@ class ReverseGenerator(ShadowCode):
         for a, act in zip(args, arg_acts):
             if act.is_active:
                 self._accumulate(a, next(it))
-
-
-def _no_rule(op: Operation, fname: str) -> ZymaseError:
-    what = describe(op)
-    if " @" in what:
-        return ZymaseError(
-            f"no derivative rule for external function '{what.split(' @')[1]}'",
-            construct=what,
-            function=fname,
-            location=location_of(op),
-            hint="define the function in the same module, or mark the argument enzyme_const",
-        )
-    return ZymaseError(
-        f"no derivative rule for '{what}'",
-        construct=what,
-        function=fname,
-        location=location_of(op),
-        hint="this operation cannot be differentiated yet; keep it off the active path",
-    )
