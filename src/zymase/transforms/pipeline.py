@@ -29,6 +29,12 @@ def _cleanup(module: ModuleOp) -> None:
     remove_unnecessary_enzyme_ops(module)
 
 
+def _activity_opt(module: ModuleOp) -> None:
+    from zymase.transforms.activity_opt import run_activity_opt
+
+    run_activity_opt(module)
+
+
 def _lower(module: ModuleOp) -> None:
     from zymase.transforms.lower_to_llvm import lower_to_llvm
 
@@ -44,6 +50,7 @@ def _print_activity(module: ModuleOp) -> None:
 
 PASSES: dict[str, Callable[[ModuleOp], None]] = {
     "enzyme": _enzyme,
+    "enzyme-activity-opt": _activity_opt,
     "remove-unnecessary-enzyme-ops": _cleanup,
     "canonicalize": _xdsl_pass("canonicalize"),
     "cse": _xdsl_pass("cse"),
