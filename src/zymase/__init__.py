@@ -1,3 +1,30 @@
-"""zymase: automatic differentiation of LLVM IR and MLIR, in the spirit of Enzyme."""
+"""zymase: automatic differentiation of LLVM IR and MLIR, in the spirit of Enzyme.
+
+The Python API (:mod:`zymase.api`: ``grad``, ``value_and_grad``, ``jvp``, ``vjp``,
+``autodiff``, ``fwddiff`` and the argument wrappers) is imported on first use, so the
+command-line tools do not pay for importing Numba.
+"""
 
 __version__ = "0.1.0"
+
+_API = {
+    "grad", "value_and_grad", "jvp", "vjp", "autodiff", "fwddiff", "stats",
+    "Active", "Const", "Duplicated", "DuplicatedNoNeed",
+}
+
+
+def __getattr__(name):
+    if name == "autodiff":
+        # the engine package, callable as the Python API's reverse mode (see its docstring)
+        import zymase.autodiff
+
+        return zymase.autodiff
+    if name in _API:
+        from zymase import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'zymase' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(list(globals()) + list(_API))

@@ -333,6 +333,18 @@ def preopt(ll_text: str, level: int) -> str:
     return _print(module)
 
 
+def prune_refcounts(ll_text: str) -> str:
+    """Numba's reference-count pruning (llvmlite's refprune pass): removes matching
+    ``NRT_incref``/``NRT_decref`` pairs, which otherwise pin arrays in the AD'd code."""
+    module = _parse(ll_text)
+    pto = llvm.create_pipeline_tuning_options(speed_level=0)
+    pb = llvm.create_pass_builder(target_machine(opt=0), pto)
+    pm = pb.getModulePassManager()
+    pm.add_refprune_pass()
+    pm.run(module, pb)
+    return _print(module)
+
+
 def optimize(ll_text: str, level: int) -> str:
     """The post-AD pipeline: the full O-level pipeline, vectorizers included.
 

@@ -1,0 +1,630 @@
+"""Python API: derivatives of ``@numba.njit`` functions.
+
+JAX-style: :func:`grad`, :func:`value_and_grad`, :func:`jvp`, :func:`vjp`.
+Enzyme-style: :func:`autodiff` (reverse) and :func:`fwddiff` (forward) with the
+argument wrappers :class:`Active`, :class:`Duplicated`, :class:`DuplicatedNoNeed` and
+:class:`Const`.
+
+``grad``/``value_and_grad`` return objects that Numba can call from njit code (their
+Numba type is the njit trampoline that calls the compiled kernel), so a gradient-descent
+loop written in njit calls the gradient without going through Python.
+
+Arguments may be float scalars, integers (always constant), contiguous float32/float64
+arrays of any rank, and tuples of these. Semantics follow Enzyme: the function runs
+(with its side effects on arrays) once per derivative call; a reverse-mode call adds
+into the shadows of duplicated arrays; ``grad`` gives the derivative with respect to
+each argument's value on entry.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from zymase.errors import ZymaseError
+from zymase.frontends import numba as zn
+
+__all__ = [
+    "Active", "Const", "Duplicated", "DuplicatedNoNeed",
+    "autodiff", "fwddiff", "grad", "value_and_grad", "jvp", "vjp", "stats",
+]
+
+
+# --------------------------------------------------------------------------------------
+# Enzyme-style argument wrappers
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Active:
+    """A float scalar whose derivative reverse mode returns."""
+
+    val: Any
+
+
+@dataclass(frozen=True)
+class Const:
+    """An argument that is not differentiated."""
+
+    val: Any
+
+
+@dataclass(frozen=True)
+class Duplicated:
+    """An array (or, in forward mode, a float) with its shadow: reverse mode adds the
+    derivative into the shadow; forward mode reads the tangent from it."""
+
+    val: Any
+    dval: Any
+
+
+@dataclass(frozen=True)
+class DuplicatedNoNeed(Duplicated):
+    """Like :class:`Duplicated`; the primal array's final contents are not needed."""
+
+
+def stats():
+    """Every kernel compiled in this process (phases in seconds, disk-cache hits).
+    Set ``ZYMASE_DEBUG=1`` to print each compilation as it happens."""
+    return zn.stats()
+
+
+# --------------------------------------------------------------------------------------
+# Types and checks
+# --------------------------------------------------------------------------------------
+
+
+def _typeof(value, what: str):
+    import numba
+    from numba.core import types
+
+    try:
+        ty = numba.typeof(value)
+    except Exception:
+        raise ZymaseError(f"{what} has type {type(value).__name__}, which Numba cannot pass to njit code",
+                          hint="pass float scalars, integers, NumPy arrays or tuples of these") from None
+    _check_type(ty, what)
+    return ty
+
+
+def _check_type(ty, what: str) -> None:
+    from numba.core import types
+
+    if isinstance(ty, types.Array):
+        if not isinstance(ty.dtype, types.Float):
+            if isinstance(ty.dtype, (types.Integer, types.Boolean)):
+                return
+            raise ZymaseError(f"{what} is an array of {ty.dtype}", hint="use float32 or float64 arrays")
+        if ty.layout != "C":
+            raise ZymaseError(f"{what} is a non-contiguous array ({ty})",
+                              hint="pass np.ascontiguousarray(x)")
+        return
+    if isinstance(ty, types.BaseTuple):
+        for i, t in enumerate(ty.types):
+            _check_type(t, f"{what}[{i}]")
+        return
+    if isinstance(ty, (types.Float, types.Integer, types.Boolean)):
+        return
+    raise ZymaseError(f"{what} has Numba type {ty}, which zymase cannot differentiate through",
+                      hint="pass float scalars, integers, contiguous arrays or tuples of these")
+
+
+def _is_float_array(ty) -> bool:
+    from numba.core import types
+
+    return isinstance(ty, types.Array) and isinstance(ty.dtype, types.Float)
+
+
+def _grad_activity(ty, what: str):
+    """Reverse-mode activity of a differentiated argument: floats active, float arrays
+    duplicated, tuples per element; integers are an error."""
+    from numba.core import types
+
+    if isinstance(ty, types.Float):
+        return zn.ACTIVE
+    if _is_float_array(ty):
+        return zn.DUP
+    if isinstance(ty, types.BaseTuple):
+        return tuple(_grad_activity(t, f"{what}[{i}]") for i, t in enumerate(ty.types))
+    raise ZymaseError(f"cannot differentiate with respect to {what}, which has type {ty}",
+                      hint="differentiate with respect to float scalars or float arrays; integers are constant")
+
+
+def _tangent_activity(ty):
+    """Forward-mode activity: floats and float arrays carry tangents."""
+    from numba.core import types
+
+    if isinstance(ty, types.Float) or _is_float_array(ty):
+        return zn.DUP
+    if isinstance(ty, types.BaseTuple):
+        return tuple(_tangent_activity(t) for t in ty.types)
+    return zn.CONST
+
+
+def _const_activity(ty):
+    from numba.core import types
+
+    if isinstance(ty, types.BaseTuple):
+        return tuple(_const_activity(t) for t in ty.types)
+    return zn.CONST
+
+
+def _check_result(disp, argtypes, *, need_float: bool, api: str):
+    """Type ``disp`` at ``argtypes`` (the user's dispatcher, as calling it would) and
+    check its result."""
+    from numba.core import types
+
+    rt = zn.numba_ir(disp, tuple(argtypes)).restype
+    if need_float and not isinstance(rt, types.Float):
+        raise ZymaseError(f"{api} needs {zn._fname(disp)} to return a float, but it returns {rt}",
+                          hint="return a float scalar (e.g. a loss); for vector outputs use vjp or autodiff "
+                          "with Duplicated output arrays")
+    if not isinstance(rt, (types.Float, types.NoneType)):
+        raise ZymaseError(f"{zn._fname(disp)} returns {rt}; zymase differentiates functions returning a "
+                          "float or nothing",
+                          hint="return a float, or write results into an argument array")
+    return rt
+
+
+def _argnums(argnums, nargs: int) -> tuple[int, ...]:
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    for n in nums:
+        if not isinstance(n, int) or not -nargs <= n < nargs:
+            raise ZymaseError(f"argnums {argnums!r} is out of range for a function of {nargs} arguments",
+                              hint="argnums counts positional arguments from 0")
+    return tuple(n % nargs for n in nums)
+
+
+def _param_names(disp) -> list[str]:
+    import inspect
+
+    sig = inspect.signature(disp.py_func)
+    names = []
+    for p in sig.parameters.values():
+        if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            raise ZymaseError(f"{zn._fname(disp)} has a *args/**kwargs/keyword-only parameter '{p.name}'",
+                              hint="differentiate a function with positional parameters only")
+        names.append(p.name)
+    return names
+
+
+# --------------------------------------------------------------------------------------
+# Calling a kernel from njit code
+# --------------------------------------------------------------------------------------
+
+
+def _kernel_intrinsic(kernel: zn.Kernel):
+    """An intrinsic that calls ``kernel`` with a tuple of its arguments, in Numba's
+    calling convention, and propagates the primal's exceptions."""
+    from numba.core import cgutils
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def call_kernel(typingctx, args):
+        sig = kernel.restype(args)
+
+        def codegen(context, builder, signature, llargs):
+            argtys = list(signature.args[0].types)
+            vals = cgutils.unpack_tuple(builder, llargs[0], len(argtys))
+            fnty = context.call_conv.get_function_type(kernel.restype, list(kernel.argtypes))
+            fn = cgutils.get_or_insert_function(builder.module, fnty, kernel.symbol)
+            status, out = context.call_conv.call_function(builder, fn, kernel.restype, argtys, vals)
+            with cgutils.if_unlikely(builder, status.is_error):
+                context.call_conv.return_status_propagate(builder, status)
+            return out
+
+        return sig, codegen
+
+    return call_kernel
+
+
+_counter = itertools.count()
+
+
+def _exec(src: str, env: dict, name: str):
+    code = compile(src, f"<zymase {name}>", "exec")
+    ns: dict = {}
+    exec(code, env, ns)
+    return ns[name]
+
+
+class _Plan:
+    """How one (function, argument types, activities) call is assembled in njit code:
+    the kernel's argument list, and what is returned from the kernel's tuple."""
+
+    def __init__(self, disp, argtypes, activities, mode, options, *, promote: bool = False):
+        self.disp, self.argtypes, self.mode = disp, argtypes, mode
+        spec = zn.KernelSpec(mode, activities, preopt=options.get("preopt", True))
+        self.kernel = zn.get_kernel(disp, argtypes, spec, cache=options.get("cache", False), promote=promote)
+        self.activities = self.kernel.spec.activities
+        self.call = _kernel_intrinsic(self.kernel)
+
+
+def _shadow_expr(ty, expr: str) -> str:
+    """njit source that makes a zero shadow for a value of type ``ty``."""
+    from numba.core import types
+
+    if _is_float_array(ty):
+        return f"np.zeros_like({expr})"
+    if isinstance(ty, types.BaseTuple):
+        parts = [_shadow_expr(t, f"{expr}[{i}]") for i, t in enumerate(ty.types)]
+        return "(" + "".join(p + ", " for p in parts) + ")"
+    return expr
+
+
+def _result_expr(ty, act, shadow: str, outs) -> str:
+    """njit source for the derivative of an argument: shadows for arrays, the kernel's
+    outputs (``next(outs)`` in order) for active floats."""
+    from numba.core import types
+
+    if isinstance(ty, types.BaseTuple):
+        parts = [_result_expr(t, a, f"{shadow}[{i}]", outs) for i, (t, a) in enumerate(zip(ty.types, act))]
+        return "(" + "".join(p + ", " for p in parts) + ")"
+    if act == zn.ACTIVE:
+        return f"r[{next(outs)}]"
+    return shadow
+
+
+class Transformed:
+    """``grad(f)`` / ``value_and_grad(f)``: callable from Python and from njit code."""
+
+    def __init__(self, disp, argnums, *, with_value: bool, options: dict):
+        import numba
+        from numba.extending import overload
+
+        self.disp = disp
+        self.names = _param_names(disp)
+        self.argnums = _argnums(argnums, len(self.names))
+        self.single = isinstance(argnums, int)
+        self.with_value = with_value
+        self.options = options
+        self._plans: dict = {}
+        api = "value_and_grad" if with_value else "grad"
+        self.api = api
+        params = ", ".join(self.names)
+        stub = _exec(f"def stub({params}):\n    raise NotImplementedError\n", {}, "stub")
+        me = self
+
+        def typer(*argtys):
+            return me._impl(argtys)
+
+        # overload's typer must take the parameters by name
+        ol = _exec(f"def ol({params}):\n    return typer({params})\n", {"typer": typer}, "ol")
+        overload(stub, jit_options={"nopython": True})(ol)
+        name = f"{api}_{disp.py_func.__name__}"
+        tramp = _exec(f"def {name}({params}):\n    return stub({params})\n", {"stub": stub}, name)
+        self.trampoline = numba.njit(tramp)
+
+    @property
+    def _numba_type_(self):
+        from numba.core import types
+
+        return types.Dispatcher(self.trampoline)
+
+    def _check(self, argtys):
+        if len(argtys) != len(self.names):
+            raise ZymaseError(f"{zn._fname(self.disp)} takes {len(self.names)} arguments, got {len(argtys)}",
+                              hint="pass every positional argument")
+        for i, t in enumerate(argtys):
+            _check_type(t, f"argument {i} ('{self.names[i]}')")
+        _check_result(self.disp, tuple(argtys), need_float=True, api=self.api)
+        acts = []
+        for i, t in enumerate(argtys):
+            if i in self.argnums:
+                acts.append(_grad_activity(t, f"argument {i} ('{self.names[i]}')"))
+            else:
+                acts.append(_const_activity(t))
+        return tuple(acts)
+
+    def plan(self, argtys) -> _Plan:
+        argtys = tuple(argtys)
+        p = self._plans.get(argtys)
+        if p is None:
+            acts = self._check(argtys)
+            # arrays outside argnums that receive differentiated data get throwaway shadows
+            p = _Plan(self.disp, argtys, acts, "rev", self.options, promote=True)
+            self._plans[argtys] = p
+        return p
+
+    def _impl(self, argtys):
+        from numba.core import types
+
+        argtys = tuple(t.literal_type if isinstance(t, types.Literal) else t for t in argtys)
+        p = self.plan(argtys)
+        lines, kargs = [], []
+        for i, (t, a) in enumerate(zip(argtys, p.activities)):
+            kargs.append(self.names[i])
+            if zn.has_shadow(a):
+                lines.append(f"    s{i} = {_shadow_expr(t, self.names[i])}")
+                kargs.append(f"s{i}")
+        seed_t = p.kernel.argtypes[-1]
+        kargs.append(f"seed_t(1.0)")
+        lines.append(f"    r = call(({', '.join(kargs)},))")
+        outs = itertools.count(1)
+        grads = [_result_expr(argtys[i], p.activities[i], f"s{i}", outs) for i in self.argnums]
+        g = grads[0] if self.single else "(" + "".join(x + ", " for x in grads) + ")"
+        ret = f"(r[0], {g})" if self.with_value else g
+        src = f"def impl({', '.join(self.names)}):\n" + "\n".join(lines) + f"\n    return {ret}\n"
+        return _exec(src, {"np": np, "call": p.call, "seed_t": _np_dtype(seed_t)}, "impl")
+
+    def __call__(self, *args):
+        argtys = tuple(_typeof(a, f"argument {i}") for i, a in enumerate(args))
+        self.plan(argtys)
+        return self.trampoline(*args)
+
+
+def _np_dtype(ty):
+    return np.dtype(str(ty)).type
+
+
+def _options(f, preopt, cache):
+    disp = zn.as_dispatcher(f)
+    if cache is None:
+        cache = bool(disp.targetoptions.get("cache", False))
+    return disp, {"preopt": bool(preopt), "cache": bool(cache)}
+
+
+def grad(f, argnums=0, *, preopt: bool = True, cache: bool | None = None) -> Transformed:
+    """The gradient of a float-valued njit function with respect to argument(s)
+    ``argnums`` (an int, or a tuple for a tuple of gradients), like ``jax.grad``.
+
+    An array argument's gradient is an array of the same shape; a float's is a float.
+    ``preopt=False`` differentiates before optimizing (Enzyme's baseline);
+    ``cache=True`` keeps the compiled kernel on disk (default: the function's own
+    ``cache`` option)."""
+    disp, opts = _options(f, preopt, cache)
+    return Transformed(disp, argnums, with_value=False, options=opts)
+
+
+def value_and_grad(f, argnums=0, *, preopt: bool = True, cache: bool | None = None) -> Transformed:
+    """Like :func:`grad`, returning ``(value, gradient)``."""
+    disp, opts = _options(f, preopt, cache)
+    return Transformed(disp, argnums, with_value=True, options=opts)
+
+
+# --------------------------------------------------------------------------------------
+# Kernels called directly from Python (Enzyme-style API, jvp, vjp)
+# --------------------------------------------------------------------------------------
+
+_direct_cache: dict = {}
+
+
+def _direct(disp, argtypes, activities, mode, options):
+    """A plan plus an njit function taking the kernel's arguments and returning its tuple."""
+    import numba
+
+    key = (disp, argtypes, activities, mode, tuple(sorted(options.items())))
+    hit = _direct_cache.get(key)
+    if hit is not None:
+        return hit
+    plan = _Plan(disp, argtypes, activities, mode, options)
+    n = len(plan.kernel.argtypes)
+    params = ", ".join(f"p{i}" for i in range(n))
+    src = f"def kernel_call({params}):\n    return call(({params}{',' if n == 1 else ''}))\n"
+    fn = numba.njit(_exec(src, {"call": plan.call}, "kernel_call"))
+    _direct_cache[key] = (plan, fn)
+    return plan, fn
+
+
+def _check_shadow(x, dx, what: str) -> None:
+    if isinstance(x, np.ndarray):
+        if not isinstance(dx, np.ndarray):
+            raise ZymaseError(f"the shadow of {what} is {type(dx).__name__}, not an array",
+                              hint="pass an array of the same shape and dtype, e.g. np.zeros_like(x)")
+        if dx.shape != x.shape or dx.dtype != x.dtype:
+            raise ZymaseError(
+                f"the shadow of {what} has shape {dx.shape} and dtype {dx.dtype}, "
+                f"but the array has shape {x.shape} and dtype {x.dtype}",
+                hint="shadows must match their primal exactly: np.zeros_like(x)")
+        if not dx.flags.c_contiguous or not dx.flags.writeable:
+            raise ZymaseError(f"the shadow of {what} must be a writeable C-contiguous array",
+                              hint="use np.zeros_like(x)")
+    elif isinstance(x, tuple):
+        if not isinstance(dx, tuple) or len(dx) != len(x):
+            raise ZymaseError(f"the shadow of {what} must be a tuple of the same length",
+                              hint="pass a tuple of shadows matching the tuple argument")
+        for i, (a, b) in enumerate(zip(x, dx)):
+            _check_shadow(a, b, f"{what}[{i}]")
+    else:
+        if isinstance(dx, np.ndarray):
+            raise ZymaseError(f"the tangent of {what} is an array, but the argument is a scalar",
+                              hint="pass a scalar tangent")
+
+
+def _with_shadow_type(dx, ty):
+    """A scalar shadow converted to the primal's type (the kernel's argument types are
+    the primal's)."""
+    from numba.core import types
+
+    if isinstance(ty, types.Float):
+        return _np_dtype(ty)(dx)
+    if isinstance(ty, types.BaseTuple):
+        return tuple(_with_shadow_type(d, t) for d, t in zip(dx, ty.types))
+    return dx
+
+
+def autodiff(f, *args, preopt: bool = True, cache: bool | None = None):
+    """Reverse mode, Enzyme-style: ``autodiff(f, Active(x), Duplicated(a, da), Const(n))``.
+
+    Seeds a float result with 1.0, adds derivatives into the shadows of ``Duplicated``
+    arrays, and returns a tuple with one entry per argument: the derivative for an
+    ``Active`` argument, ``None`` for the others."""
+    disp, opts = _options(f, preopt, cache)
+    names = _param_names(disp)
+    if len(args) != len(names):
+        raise ZymaseError(f"{zn._fname(disp)} takes {len(names)} arguments, got {len(args)}",
+                          hint="pass every positional argument, wrapped in Active/Duplicated/Const")
+    prim, acts, kargs = [], [], []
+    for i, a in enumerate(args):
+        what = f"argument {i} ('{names[i]}')"
+        if isinstance(a, Active):
+            ty = _typeof(a.val, what)
+            from numba.core import types
+
+            if not isinstance(ty, types.Float):
+                raise ZymaseError(f"Active({type(a.val).__name__}) on {what}: only float scalars can be Active",
+                                  hint="wrap arrays as Duplicated(x, np.zeros_like(x))")
+            prim.append(ty)
+            acts.append(zn.ACTIVE)
+            kargs.append(a.val)
+        elif isinstance(a, Duplicated):
+            ty = _typeof(a.val, what)
+            if not (_is_float_array(ty) or (hasattr(ty, "types") and all(_is_float_array(t) for t in ty.types))):
+                raise ZymaseError(f"{type(a).__name__} on {what} of type {ty}: in reverse mode only float arrays "
+                                  "have shadows", hint="use Active(x) for a float scalar")
+            _check_shadow(a.val, a.dval, what)
+            prim.append(ty)
+            act = zn.DUPNONEED if isinstance(a, DuplicatedNoNeed) else zn.DUP
+            acts.append(act if not hasattr(ty, "types") else tuple(act for _ in ty.types))
+            kargs += [a.val, a.dval]
+        else:
+            v = a.val if isinstance(a, Const) else a
+            ty = _typeof(v, what)
+            prim.append(ty)
+            acts.append(_const_activity(ty))
+            kargs.append(v)
+    prim = tuple(prim)
+    rt = _check_result(disp, prim, need_float=False, api="autodiff")
+    from numba.core import types
+
+    if isinstance(rt, types.Float):
+        kargs.append(_np_dtype(rt)(1.0))
+    plan, fn = _direct(disp, prim, tuple(acts), "rev", opts)
+    r = fn(*kargs)
+    outs = iter(r[1:])
+    return tuple(next(outs) if act == zn.ACTIVE else None for act in acts)
+
+
+def fwddiff(f, *args, preopt: bool = True, cache: bool | None = None):
+    """Forward mode, Enzyme-style: ``fwddiff(f, Duplicated(x, dx), Const(n))``.
+
+    Returns the tangent of the float result (``None`` when ``f`` returns nothing);
+    tangents of arrays ``f`` writes land in their shadows."""
+    disp, opts = _options(f, preopt, cache)
+    names = _param_names(disp)
+    if len(args) != len(names):
+        raise ZymaseError(f"{zn._fname(disp)} takes {len(names)} arguments, got {len(args)}",
+                          hint="pass every positional argument, wrapped in Duplicated/Const")
+    prim, acts, kargs = [], [], []
+    for i, a in enumerate(args):
+        what = f"argument {i} ('{names[i]}')"
+        if isinstance(a, Active):
+            raise ZymaseError(f"Active on {what} in forward mode",
+                              hint="forward mode takes Duplicated(x, dx): the tangent dx replaces Active")
+        if isinstance(a, Duplicated):
+            ty = _typeof(a.val, what)
+            _check_shadow(a.val, a.dval, what)
+            prim.append(ty)
+            acts.append(_tangent_activity(ty))
+            kargs += [a.val, _with_shadow_type(a.dval, ty)]
+        else:
+            v = a.val if isinstance(a, Const) else a
+            ty = _typeof(v, what)
+            prim.append(ty)
+            acts.append(_const_activity(ty))
+            kargs.append(v)
+    prim = tuple(prim)
+    rt = _check_result(disp, prim, need_float=False, api="fwddiff")
+    plan, fn = _direct(disp, prim, tuple(acts), "fwd", opts)
+    r = fn(*kargs)
+    from numba.core import types
+
+    return r[1] if isinstance(rt, types.Float) else None
+
+
+def _copy(x):
+    if isinstance(x, np.ndarray):
+        return x.copy()
+    if isinstance(x, tuple):
+        return tuple(_copy(v) for v in x)
+    return x
+
+
+def _zeros(x):
+    if isinstance(x, np.ndarray):
+        return np.zeros_like(x)
+    if isinstance(x, tuple):
+        return tuple(_zeros(v) for v in x)
+    return x
+
+
+def jvp(f, primals, tangents, *, preopt: bool = True, cache: bool | None = None):
+    """``(f(*primals), J @ tangents)`` in forward mode, like ``jax.jvp``. Integer
+    arguments take ``None`` (or anything) as tangent. The primal arrays are not
+    modified (f runs on copies)."""
+    disp, opts = _options(f, preopt, cache)
+    primals, tangents = tuple(primals), tuple(tangents)
+    if len(primals) != len(tangents):
+        raise ZymaseError(f"jvp got {len(primals)} primals but {len(tangents)} tangents",
+                          hint="pass one tangent per primal")
+    args = []
+    for i, (x, t) in enumerate(zip(primals, tangents)):
+        ty = _typeof(x, f"primal {i}")
+        if t is None or _tangent_activity(ty) == zn.CONST:
+            args.append(Const(_copy(x)))
+        else:
+            _check_shadow(x, t, f"primal {i}")
+            args.append(Duplicated(_copy(x), _copy(t)))
+    from numba.core import types
+
+    rt = _check_result(disp, tuple(_typeof(x, "primal") for x in primals), need_float=True, api="jvp")
+    prim = tuple(_typeof(a.val, f"primal {i}") for i, a in enumerate(args))
+    acts = tuple(_tangent_activity(t) if isinstance(a, Duplicated) else _const_activity(t)
+                 for a, t in zip(args, prim))
+    kargs = []
+    for a, t in zip(args, prim):
+        kargs.append(a.val)
+        if isinstance(a, Duplicated):
+            kargs.append(_with_shadow_type(a.dval, t))
+    plan, fn = _direct(disp, prim, acts, "fwd", opts)
+    r = fn(*kargs)
+    return r[0], r[1]
+
+
+def vjp(f, *primals, preopt: bool = True, cache: bool | None = None):
+    """``(f(*primals), vjp_fn)`` like ``jax.vjp``: ``vjp_fn(cotangent)`` returns one
+    cotangent per primal (``None`` for integers). Works on copies of the primals."""
+    disp, opts = _options(f, preopt, cache)
+    prim = tuple(_typeof(x, f"primal {i}") for i, x in enumerate(primals))
+    rt = _check_result(disp, prim, need_float=True, api="vjp")
+    saved = tuple(_copy(x) for x in primals)
+    value = disp(*(_copy(x) for x in saved))
+    acts = []
+    for i, t in enumerate(prim):
+        try:
+            acts.append(_grad_activity(t, f"primal {i}"))
+        except ZymaseError:
+            acts.append(_const_activity(t))
+    acts = tuple(acts)
+
+    def vjp_fn(cotangent):
+        plan, fn = _direct(disp, prim, acts, "rev", opts)
+        kargs, shadows = [], []
+        for x, a in zip(saved, acts):
+            x = _copy(x)
+            kargs.append(x)
+            if zn.has_shadow(a):
+                s = _zeros(x)
+                kargs.append(s)
+                shadows.append(s)
+            else:
+                shadows.append(None)
+        kargs.append(_np_dtype(rt)(cotangent))
+        r = fn(*kargs)
+        outs = iter(r[1:])
+
+        def pick(a, s):
+            if isinstance(a, tuple):
+                return tuple(pick(ai, si) for ai, si in zip(a, s))
+            if a == zn.ACTIVE:
+                return next(outs)
+            if a in (zn.DUP, zn.DUPNONEED):
+                return s
+            return None
+
+        return tuple(pick(a, s) for a, s in zip(acts, shadows))
+
+    return value, vjp_fn

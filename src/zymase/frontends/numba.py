@@ -1,0 +1,748 @@
+"""Numba front end: a ``@numba.njit`` function in, a native derivative kernel out.
+
+Pipeline, for one function, argument types and activities:
+
+1. **Numba IR.** The function (and every njit function it names as a global or in its
+   closure) is recompiled as a private copy with Numba's LLVM optimization switched
+   off (``NUMBA_OPT=0``); the user's own dispatchers are never touched. The private
+   copy runs ``prange`` loops serially.
+2. **Kernel source.** Around Numba's entry point ``i32 f(retptr, excinfo, args...)`` we
+   write two functions in LLVM IR text: ``status_f``, which stores ``f``'s status code
+   instead of returning it (reverse mode returns only derivatives), and the kernel,
+   which calls ``__enzyme_autodiff``/``__enzyme_fwddiff`` on ``status_f`` with one
+   Enzyme marker per flattened argument. The kernel itself follows Numba's calling
+   convention, so njit code calls it like any njit function and Numba's exceptions
+   propagate (the primal's ``excinfo`` is the kernel's).
+3. **Differentiation** as for C: the pre-AD pipeline (no vectorization, no unrolling)
+   plus Numba's reference-count pruning, the enzyme pass, tape lowering, then the full
+   O3 pipeline and MCJIT. Numba's runtime helpers (``NRT_incref``/``NRT_decref``/
+   ``NRT_MemInfo_data_fast``) are kept as calls through AD (the memory model knows
+   them) and their definitions are put back before the final pipeline inlines them.
+4. **Linking.** The kernel's address is published with ``llvmlite.binding.add_symbol``
+   under a unique name, which is how Numba's own JIT resolves a declared external
+   function: an intrinsic in :mod:`zymase.numba` declares and calls it.
+
+Kernels are cached in memory per (function, argument types, activities, options), and
+on disk (final LLVM IR) when asked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import sys
+import threading
+import time
+import types as pytypes
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from zymase.errors import ZymaseError
+
+CONST, ACTIVE, DUP, DUPNONEED = "const", "active", "dup", "dupnoneed"
+
+#: Numba status codes (numba.core.callconv): 0 returned a value, -2 returned None.
+_STATUS_OK, _STATUS_NONE = 0, -2
+
+#: Numba runtime helpers defined inside every Numba module. They stay calls during AD
+#: (the memory model gives them meaning) and get their bodies back afterwards.
+NRT_HELPERS = ("NRT_incref", "NRT_decref", "NRT_MemInfo_data_fast", "nrt_atomic_add", "nrt_atomic_sub")
+_NRT_DECLS = {
+    "NRT_incref": "declare void @NRT_incref(ptr) nounwind",
+    "NRT_decref": "declare void @NRT_decref(ptr) nounwind",
+    # the data pointer of a MemInfo never changes: a read-only call LLVM may CSE and hoist
+    "NRT_MemInfo_data_fast": "declare ptr @NRT_MemInfo_data_fast(ptr) nounwind willreturn memory(argmem: read)",
+    "nrt_atomic_add": "declare i64 @nrt_atomic_add(ptr) nounwind",
+    "nrt_atomic_sub": "declare i64 @nrt_atomic_sub(ptr) nounwind",
+}
+
+
+# --------------------------------------------------------------------------------------
+# Statistics
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class CompileRecord:
+    """One kernel compilation (``zymase.stats()``)."""
+
+    function: str
+    signature: str
+    mode: str
+    activities: tuple
+    phases: dict[str, float] = field(default_factory=dict)
+    cached: str = ""  # "", "disk"
+
+    @property
+    def total(self) -> float:
+        return sum(self.phases.values())
+
+    def summary(self) -> str:
+        parts = " ".join(f"{k}={v * 1000:.0f}ms" for k, v in self.phases.items())
+        src = " (from disk cache)" if self.cached == "disk" else ""
+        return (f"zymase: compiled {self.mode} kernel of {self.function}{self.signature} "
+                f"activities={self.activities} in {self.total:.3f} s{src}: {parts}")
+
+
+_records: list[CompileRecord] = []
+_lock = threading.RLock()
+
+
+def stats() -> list[CompileRecord]:
+    """Every kernel compiled in this process, oldest first."""
+    return list(_records)
+
+
+def _debug() -> bool:
+    return os.environ.get("ZYMASE_DEBUG", "") not in ("", "0")
+
+
+@contextmanager
+def _phase(rec: CompileRecord, name: str):
+    t0 = time.perf_counter()
+    try:
+        yield
+    finally:
+        rec.phases[name] = rec.phases.get(name, 0.0) + time.perf_counter() - t0
+
+
+# --------------------------------------------------------------------------------------
+# Step 1: Numba's unoptimized IR of a private copy
+# --------------------------------------------------------------------------------------
+
+
+def as_dispatcher(f, what: str = "the function"):
+    """``f`` as a Numba dispatcher: an njit dispatcher as is, a plain Python function
+    compiled with ``njit``; anything else (object mode included) is an error."""
+    import numba
+    from numba.core.registry import CPUDispatcher
+
+    if isinstance(f, CPUDispatcher):
+        opts = f.targetoptions
+        if opts.get("forceobj") or opts.get("nopython") is False:
+            raise ZymaseError(
+                f"{_fname(f)} is compiled in object mode, which has no LLVM IR to differentiate",
+                construct="@jit(forceobj=True)",
+                hint="use @numba.njit (nopython mode)",
+            )
+        return f
+    if isinstance(f, pytypes.FunctionType):
+        return numba.njit(f)
+    raise ZymaseError(
+        f"{what} must be a @numba.njit function or a plain Python function, got {type(f).__name__}",
+        hint="decorate it with @numba.njit",
+    )
+
+
+def _fname(d) -> str:
+    py = getattr(d, "py_func", d)
+    return f"'{getattr(py, '__qualname__', getattr(py, '__name__', '?'))}'"
+
+
+def _dispatcher_refs(py) -> list[tuple[str, object, str]]:
+    """The njit dispatchers a function refers to: (name, dispatcher, 'global'|'cell')."""
+    from numba.core.registry import CPUDispatcher
+
+    refs = []
+    for name in py.__code__.co_names:
+        v = py.__globals__.get(name)
+        if isinstance(v, CPUDispatcher):
+            refs.append((name, v, "global"))
+    for name, cell in zip(py.__code__.co_freevars, py.__closure__ or ()):
+        try:
+            v = cell.cell_contents
+        except ValueError:
+            continue
+        if isinstance(v, CPUDispatcher):
+            refs.append((name, v, "cell"))
+    return refs
+
+
+def _private_copy(disp, memo: dict):
+    """A new dispatcher for the same Python function whose njit callees are private
+    copies too, so compiling it (unoptimized) leaves the user's dispatchers alone."""
+    import numba
+
+    if disp in memo:
+        return memo[disp]
+    py = disp.py_func
+    glb = dict(py.__globals__)
+    closure = py.__closure__
+    fn = pytypes.FunctionType(py.__code__, glb, py.__name__, py.__defaults__, closure)
+    fn.__qualname__, fn.__module__, fn.__kwdefaults__ = py.__qualname__, py.__module__, py.__kwdefaults__
+    opts = {k: v for k, v in disp.targetoptions.items() if k not in ("parallel", "cache", "nopython")}
+    copy = numba.njit(**opts)(fn)
+    memo[disp] = copy
+    cells = list(closure or ())
+    for name, callee, where in _dispatcher_refs(py):
+        sub = _private_copy(callee, memo)
+        if where == "global":
+            glb[name] = sub
+        else:
+            i = py.__code__.co_freevars.index(name)
+            cells[i] = pytypes.CellType(sub)
+    if closure:
+        fn2 = pytypes.FunctionType(py.__code__, glb, py.__name__, py.__defaults__, tuple(cells))
+        fn2.__qualname__, fn2.__module__ = py.__qualname__, py.__module__
+        copy = numba.njit(**opts)(fn2)
+        memo[disp] = copy
+    return copy
+
+
+@contextmanager
+def _numba_unoptimized():
+    """Numba's final module passes at level 0 (only always-inline): the IR zymase
+    optimizes itself, without unrolling or vectorization, before AD."""
+    from numba.core import config
+    from numba.core.compiler_lock import global_compiler_lock
+
+    with global_compiler_lock:
+        old = config.OPT
+        config.OPT = type(old)(0) if isinstance(old, int) else 0
+        try:
+            yield
+        finally:
+            config.OPT = old
+
+
+@dataclass
+class NumbaIR:
+    text: str  # the whole module, Python wrappers removed
+    entry: str  # Numba's symbol for the function
+    restype: object  # Numba type of the result
+    argtypes: tuple
+    context: object  # Numba's target context (data models, calling convention)
+
+
+_ir_cache: dict = {}
+
+
+def numba_ir(disp, argtypes: tuple) -> NumbaIR:
+    """Numba's LLVM IR for ``disp`` at ``argtypes``, before LLVM optimization (once per
+    function and types)."""
+    key = (disp, tuple(argtypes))
+    with _lock:
+        ir = _ir_cache.get(key)
+        if ir is None:
+            ir = _ir_cache[key] = _numba_ir(disp, tuple(argtypes))
+        return ir
+
+
+def _numba_ir(disp, argtypes: tuple) -> NumbaIR:
+    from numba.core import errors as nerr
+
+    copy = _private_copy(disp, {})
+    try:
+        with _numba_unoptimized():
+            copy.compile(tuple(argtypes))
+    except nerr.NumbaError as exc:
+        raise _numba_error(disp, exc) from None
+    cres = copy.overloads[tuple(argtypes)]
+    if getattr(cres, "objectmode", False):
+        raise ZymaseError(f"{_fname(disp)} fell back to object mode", hint="make it compile with @numba.njit")
+    text = _drop_wrappers(cres.library.get_llvm_str())
+    return NumbaIR(text, cres.fndesc.llvm_func_name, cres.signature.return_type, tuple(argtypes), cres.target_context)
+
+
+def _numba_error(disp, exc) -> ZymaseError:
+    """Numba's typing/lowering error as one zymase error: the first message line and
+    the user's source line."""
+    msg = str(exc)
+    lines = [ln.strip() for ln in msg.splitlines() if ln.strip()]
+    first = next((ln for ln in lines if not ln.startswith(("-", "During:", "File"))), lines[0] if lines else "?")
+    first = re.sub(r"\x1b\[[0-9;]*m", "", first)
+    loc = None
+    m = re.search(r'File "([^"]+)", line (\d+)', msg)
+    if m:
+        loc = f"{m.group(1)}:{m.group(2)}"
+    construct = None
+    for ln in lines:
+        if ln.startswith(">") or re.match(r"^\d+\s*\|", ln):
+            continue
+        m2 = re.search(r"(?:function|Use of unsupported opcode|Unsupported)\s*\(?([^)]*)\)?", ln)
+        if m2 and not construct:
+            construct = ln[:120]
+    return ZymaseError(
+        f"Numba cannot compile {_fname(disp)} in nopython mode: {first[:300]}",
+        construct=construct,
+        location=loc,
+        hint="zymase differentiates what @numba.njit compiles; rewrite the construct Numba rejects",
+    )
+
+
+_DEFINE = re.compile(r'^define\b[^@]*@("(?:[^"\\]|\\.)*"|[\w.$-]+)\(')
+
+
+def _functions(text: str):
+    """(name, first line index, last line index) of every ``define`` in LLVM IR text."""
+    lines = text.splitlines()
+    out = []
+    i = 0
+    while i < len(lines):
+        m = _DEFINE.match(lines[i])
+        if m:
+            j = i
+            while lines[j] != "}":
+                j += 1
+            out.append((m.group(1).strip('"'), i, j))
+            i = j
+        i += 1
+    return lines, out
+
+
+def _drop_wrappers(text: str) -> str:
+    """Remove Numba's CPython and cfunc wrappers: they call the Python C API, which
+    has nothing to differentiate and nothing zymase links against."""
+    lines, fns = _functions(text)
+    drop = set()
+    for name, a, b in fns:
+        if name.startswith(("_ZN7cpython", "cfunc.")):
+            # also the attribute comment line right above the define
+            start = a - 1 if a > 0 and lines[a - 1].startswith("; Function Attrs") else a
+            drop.update(range(start, b + 1))
+    return "\n".join(ln for k, ln in enumerate(lines) if k not in drop) + "\n"
+
+
+def split_nrt_helpers(text: str) -> tuple[str, str]:
+    """Replace the bodies of Numba's runtime helpers by declarations; returns (module
+    text, the removed definitions)."""
+    lines, fns = _functions(text)
+    removed, drop, decls = [], set(), []
+    for name, a, b in fns:
+        if name in NRT_HELPERS:
+            # metadata attachments (!prof branch weights) refer to module-level nodes
+            # that do not travel with the body
+            removed.append(re.sub(r", ![\w.]+ !\d+", "", "\n".join(lines[a : b + 1])))
+            drop.update(range(a, b + 1))
+            decls.append(_NRT_DECLS[name])
+    kept = [ln for k, ln in enumerate(lines) if k not in drop]
+    # declarations the helpers call (NRT_MemInfo_call_dtor, ...): the pre-AD pipeline
+    # may delete them as unused, so they travel with the definitions
+    body = "\n".join(removed)
+    for ln in lines:
+        m = re.match(r'^declare\b[^@]*@("?)([\w.$-]+)\1\(', ln)
+        if m and f"@{m.group(2)}(" in body and m.group(2) not in NRT_HELPERS:
+            removed.append(ln)
+    return "\n".join(kept + decls) + "\n", "\n\n".join(removed) + "\n"
+
+
+def restore_nrt_helpers(text: str, definitions: str) -> str:
+    """Put the runtime helpers' definitions back in place of their declarations."""
+    if not definitions.strip():
+        return text
+    _, fns = _functions(definitions)
+    names = {n for n, _, _ in fns}
+    declared = set()
+    out = []
+    for ln in text.splitlines():
+        m = re.match(r'^declare\b[^@]*@("?)([\w.$-]+)\1\(', ln)
+        if m and m.group(2) in names:
+            continue
+        if m:
+            declared.add(m.group(2))
+        out.append(ln)
+    extra = []
+    for ln in definitions.splitlines():
+        m = re.match(r'^declare\b[^@]*@("?)([\w.$-]+)\1\(', ln)
+        if m and m.group(2) in declared:
+            continue
+        extra.append(ln)
+    return "\n".join(out) + "\n" + "\n".join(extra) + "\n"
+
+
+# --------------------------------------------------------------------------------------
+# Step 2: the kernel's LLVM IR
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """What to differentiate: mode and one activity per argument (a tuple of them for a
+    tuple argument). Reverse: ``active`` floats, ``dup``/``dupnoneed`` arrays, ``const``.
+    Forward: ``dup`` floats and arrays (followed by tangents), ``const``."""
+
+    mode: str  # "rev" or "fwd"
+    activities: tuple
+    preopt: bool = True
+    opt: int = 3
+
+
+def _slots(ty, act) -> list[str]:
+    """The activity of each flattened LLVM parameter of a Numba argument of type ``ty``
+    (Numba passes an array as meminfo, parent, nitems, itemsize, data, shape[n],
+    strides[n]; a tuple as its members in order)."""
+    from numba.core import types
+
+    if isinstance(ty, types.Array):
+        return [CONST] * 4 + [act] + [CONST] * (2 * ty.ndim)
+    if isinstance(ty, types.BaseTuple):
+        acts = act if isinstance(act, tuple) else (act,) * len(ty.types)
+        return [s for t, a in zip(ty.types, acts) for s in _slots(t, a)]
+    return [act]
+
+
+def _slot_paths(ty, path=()) -> list[tuple]:
+    """For each flattened LLVM parameter of an argument of type ``ty``: the path (tuple
+    indices) of the leaf it belongs to."""
+    from numba.core import types
+
+    if isinstance(ty, types.Array):
+        return [path] * (5 + 2 * ty.ndim)
+    if isinstance(ty, types.BaseTuple):
+        return [p for i, t in enumerate(ty.types) for p in _slot_paths(t, path + (i,))]
+    return [path]
+
+
+def _with_leaf(act, ty, path: tuple, new):
+    """``act`` with the leaf at ``path`` set to ``new``."""
+    from numba.core import types
+
+    if not path:
+        return new
+    acts = act if isinstance(act, tuple) else (act,) * len(ty.types)
+    i = path[0]
+    return acts[:i] + (_with_leaf(acts[i], ty.types[i], path[1:], new),) + acts[i + 1 :]
+
+
+_WRITTEN_CONST = re.compile(r"active data is written through argument (\d+) of '([^']+)\.status'")
+
+
+def _promotion(ir: NumbaIR, spec: KernelSpec, err: ZymaseError):
+    """When AD failed because a constant array receives active data (a function that
+    writes into an array derived from a differentiated argument), the activities with
+    that array duplicated; else None."""
+    from numba.core import types
+
+    m = _WRITTEN_CONST.search(err.message)
+    if not m:
+        return None
+    flat = int(m.group(1)) - 4  # status_f's parameters: retptr, excinfo, status, f's
+    for k, ty in enumerate(ir.argtypes):
+        paths = _slot_paths(ty)
+        if flat < len(paths):
+            path = paths[flat]
+            leaf = ty
+            for i in path:
+                leaf = leaf.types[i]
+            if not (isinstance(leaf, types.Array) and isinstance(leaf.dtype, types.Float)):
+                return None
+            acts = list(spec.activities)
+            acts[k] = _with_leaf(acts[k], ty, path, DUP)
+            if tuple(acts) == spec.activities:
+                return None
+            return tuple(acts)
+        flat -= len(paths)
+    return None
+
+
+def has_shadow(act) -> bool:
+    if isinstance(act, tuple):
+        return any(has_shadow(a) for a in act)
+    return act in (DUP, DUPNONEED)
+
+
+def active_leaves(ty, act) -> list:
+    """Numba types of the ``active`` leaves of an argument, in order."""
+    from numba.core import types
+
+    if isinstance(ty, types.BaseTuple):
+        acts = act if isinstance(act, tuple) else (act,) * len(ty.types)
+        return [t for sub, a in zip(ty.types, acts) for t in active_leaves(sub, a)]
+    return [ty] if act == ACTIVE else []
+
+
+def kernel_types(ir: NumbaIR, spec: KernelSpec):
+    """The kernel's Numba signature: (argument types, result type).
+
+    Arguments: each argument, followed by its shadow when it has ``dup`` parts; in
+    reverse mode with a float result, the seed last. Result: a tuple (value, then the
+    derivatives of the ``active`` leaves) in reverse mode, (value, tangent) forward."""
+    from numba.core import types
+
+    argtys = []
+    for ty, act in zip(ir.argtypes, spec.activities):
+        argtys.append(ty)
+        if has_shadow(act):
+            argtys.append(ty)
+    value_t = ir.restype if isinstance(ir.restype, types.Float) else types.float64
+    if spec.mode == "rev":
+        if isinstance(ir.restype, types.Float):
+            argtys.append(ir.restype)
+        outs = [value_t] + [t for ty, a in zip(ir.argtypes, spec.activities) for t in active_leaves(ty, a)]
+    else:
+        outs = [value_t, value_t]
+    return tuple(argtys), types.Tuple(outs)
+
+
+def kernel_ir(ir: NumbaIR, spec: KernelSpec, symbol: str) -> str:
+    """LLVM IR text of ``status_f`` and the kernel, to be appended to ``ir.text``."""
+    from numba.core import types
+
+    ctx = ir.context
+    packer = ctx.get_arg_packer
+    f_params = [str(t) for t in packer(ir.argtypes).argument_types]
+    slot_acts = [s for ty, a in zip(ir.argtypes, spec.activities) for s in _slots(ty, a)]
+    assert len(slot_acts) == len(f_params), (slot_acts, f_params)
+    k_args, k_res = kernel_types(ir, spec)
+    k_params = [str(t) for t in packer(k_args).argument_types]
+    res_llty = str(ctx.data_model_manager[k_res].get_return_type())
+    f_ret = ctx.data_model_manager[ir.restype].get_return_type()
+    float_result = isinstance(ir.restype, types.Float)
+    ret_llty = str(f_ret) if float_result else "i64"
+    status_fn = f"{symbol}.status"
+
+    # status_f: Numba's function with its status code stored, not returned
+    ps = ", ".join(f"{t} %a{i}" for i, t in enumerate(f_params))
+    call_args = ", ".join(f"{t} %a{i}" for i, t in enumerate(f_params))
+    status_src = (
+        f"define internal void @{_q(status_fn)}(ptr %retptr, ptr %excinfo, ptr %status{', ' if ps else ''}{ps}) {{\n"
+        f"  %s = call i32 @{_q(ir.entry)}(ptr %retptr, ptr %excinfo{', ' if call_args else ''}{call_args})\n"
+        f"  store i32 %s, ptr %status\n"
+        f"  ret void\n}}\n"
+    )
+
+    # map kernel parameters: per argument its primal slice and shadow slice
+    body = []
+    enz: list[str] = []
+    kp = 0  # index into k_params
+    fp = 0  # index into f_params
+    for ty, act in zip(ir.argtypes, spec.activities):
+        n = len(packer((ty,)).argument_types)
+        prim = list(range(kp, kp + n))
+        kp += n
+        shadow = None
+        if has_shadow(act):
+            shadow = list(range(kp, kp + n))
+            kp += n
+        for j in range(n):
+            a = slot_acts[fp + j]
+            t = f_params[fp + j]
+            if a == CONST:
+                enz.append(f"ptr @enzyme_const, {t} %p{prim[j]}")
+            elif a == ACTIVE:
+                enz.append(f"ptr @enzyme_out, {t} %p{prim[j]}")
+            else:
+                marker = "enzyme_dup" if a == DUP else "enzyme_dupnoneed"
+                enz.append(f"ptr @{marker}, {t} %p{prim[j]}, {t} %p{shadow[j]}")
+        fp += n
+    seed = None
+    if spec.mode == "rev" and float_result:
+        seed = f"%p{kp}"
+        kp += 1
+    assert kp == len(k_params)
+
+    k_ps = ", ".join(f"{t} %p{i}" for i, t in enumerate(k_params))
+    body.append(f"  %status = alloca i32, align 4\n  store i32 0, ptr %status")
+    body.append(f"  %res = alloca {ret_llty}, align 16\n  %dres = alloca {ret_llty}, align 16")
+    zero = "0.0" if float_result else "0"
+    body.append(f"  store {ret_llty} {zero}, ptr %res")
+    body.append(f"  store {ret_llty} {seed if seed else zero}, ptr %dres")
+    head = f"ptr @{_q(status_fn)}, ptr @enzyme_dup, ptr %res, ptr %dres, ptr @enzyme_const, ptr %excinfo, ptr @enzyme_const, ptr %status"
+    marker_args = ", ".join([head, *enz])
+    outs = []
+    if spec.mode == "rev":
+        act_types = [str(ctx.get_value_type(t)) for ty, a in zip(ir.argtypes, spec.activities) for t in active_leaves(ty, a)]
+        if not act_types:
+            body.append(f"  call void (ptr, ...) @__enzyme_autodiff({marker_args})")
+        elif len(act_types) == 1:
+            body.append(f"  %d = call {act_types[0]} (ptr, ...) @__enzyme_autodiff({marker_args})")
+            outs = [(act_types[0], "%d")]
+        else:
+            st = "{ " + ", ".join(act_types) + " }"
+            body.append(f"  %d = call {st} (ptr, ...) @__enzyme_autodiff({marker_args})")
+            for i, t in enumerate(act_types):
+                body.append(f"  %d{i} = extractvalue {st} %d, {i}")
+                outs.append((t, f"%d{i}"))
+    else:
+        body.append(f"  call void (ptr, ...) @__enzyme_fwddiff({marker_args})")
+    body.append("  %s = load i32, ptr %status")
+    body.append(f"  %ok = icmp eq i32 %s, {_STATUS_OK}\n  %none = icmp eq i32 %s, {_STATUS_NONE}\n  %good = or i1 %ok, %none")
+    body.append("  br i1 %good, label %done, label %fail\nfail:\n  ret i32 %s\ndone:")
+    value_t = str(ctx.get_value_type(k_res.types[0]))
+    if float_result:
+        body.append(f"  %v = load {ret_llty}, ptr %res")
+        vals = [(value_t, "%v")]
+    else:
+        vals = [(value_t, "0.0")]
+    if spec.mode == "fwd":
+        if float_result:
+            body.append(f"  %t = load {ret_llty}, ptr %dres")
+            vals.append((value_t, "%t"))
+        else:
+            vals.append((value_t, "0.0"))
+    else:
+        vals += outs
+    agg = "undef"
+    for i, (t, v) in enumerate(vals):
+        body.append(f"  %r{i} = insertvalue {res_llty} {agg}, {t} {v}, {i}")
+        agg = f"%r{i}"
+    body.append(f"  store {res_llty} {agg}, ptr %retptr\n  ret i32 0")
+    kernel_src = (
+        f"define i32 @{_q(symbol)}(ptr noalias %retptr, ptr noalias %excinfo{', ' if k_ps else ''}{k_ps}) {{\nentry:\n"
+        + "\n".join(body)
+        + "\n}\n"
+    )
+    decls = ""
+    for name in ("__enzyme_autodiff", "__enzyme_fwddiff"):
+        if f"@{name}(" not in ir.text:
+            decls += f"declare void @{name}(ptr, ...)\n"
+    for m in ("enzyme_const", "enzyme_out", "enzyme_dup", "enzyme_dupnoneed"):
+        if f"@{m} =" not in ir.text:
+            decls += f"@{m} = external global i32\n"
+    return status_src + "\n" + kernel_src + "\n" + decls
+
+
+def _q(name: str) -> str:
+    return name if re.fullmatch(r"[\w.$-]+", name) else '"' + name + '"'
+
+
+# --------------------------------------------------------------------------------------
+# Step 3 and 4: differentiate, compile, publish
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class Kernel:
+    spec: KernelSpec  # as compiled (constant arrays written with active data promoted)
+    symbol: str
+    argtypes: tuple  # Numba types of the kernel's arguments
+    restype: object  # Numba tuple type
+    address: int
+    record: CompileRecord
+    _engine: object = None  # keeps the machine code alive
+
+
+_kernels: dict = {}
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("ZYMASE_CACHE_DIR")
+    if base:
+        return Path(base)
+    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(xdg) / "zymase"
+
+
+def _source_key(disp, seen=None) -> list:
+    """What the disk cache key covers for a function and its njit callees: their code
+    (bytecode, constants, names) and the modification stamp of their source files."""
+    seen = set() if seen is None else seen
+    if disp in seen:
+        return []
+    seen.add(disp)
+    py = disp.py_func
+    code = py.__code__
+    try:
+        st = os.stat(code.co_filename)
+        stamp = (st.st_mtime_ns, st.st_size)
+    except OSError:
+        stamp = None
+    parts = [py.__module__, py.__qualname__, code.co_code.hex(), repr(code.co_consts), code.co_names,
+             code.co_filename, stamp, repr(sorted(disp.targetoptions.items(), key=str))]
+    for _, callee, _ in _dispatcher_refs(py):
+        parts += _source_key(callee, seen)
+    return parts
+
+
+def _disk_key(disp, argtypes, spec: KernelSpec) -> str:
+    import llvmlite
+    import numba
+
+    import zymase
+
+    parts = [zymase.__version__, numba.__version__, llvmlite.__version__, sys.version, repr(spec),
+             repr(tuple(str(t) for t in argtypes)), *map(repr, _source_key(disp))]
+    return hashlib.sha256("\x00".join(map(str, parts)).encode()).hexdigest()[:32]
+
+
+def get_kernel(disp, argtypes: tuple, spec: KernelSpec, *, cache: bool = False, promote: bool = False) -> Kernel:
+    """The compiled kernel for ``disp`` at ``argtypes`` with ``spec`` (compiled once).
+
+    ``promote``: a constant float array that receives active data (``x[i] = a * x[i]``
+    with ``a`` differentiated) is duplicated instead of being an error; the returned
+    kernel's ``spec`` says which activities were compiled."""
+    key = (disp, tuple(argtypes), spec, promote)
+    with _lock:
+        k = _kernels.get(key)
+        if k is None:
+            while True:
+                try:
+                    k = _compile_kernel(disp, tuple(argtypes), spec, cache)
+                    break
+                except ZymaseError as err:
+                    acts = _promotion(numba_ir(disp, tuple(argtypes)), spec, err)
+                    if acts is None:
+                        raise
+                    if not promote:
+                        k_arg = next(i for i, (a, b) in enumerate(zip(acts, spec.activities)) if a != b)
+                        names = disp.py_func.__code__.co_varnames
+                        raise ZymaseError(
+                            f"{_fname(disp)} writes differentiated values into argument {k_arg} "
+                            f"('{names[k_arg]}'), which is constant",
+                            construct="array store",
+                            function=_fname(disp).strip("'"),
+                            hint="pass that array as Duplicated(x, np.zeros_like(x)) so its derivative has a place",
+                        ) from None
+                    spec = KernelSpec(spec.mode, acts, spec.preopt, spec.opt)
+            _kernels[key] = k
+        return k
+
+
+def _compile_kernel(disp, argtypes: tuple, spec: KernelSpec, cache: bool) -> Kernel:
+    import llvmlite.binding as ll
+
+    from zymase.llvm import toolchain
+
+    sig = "(" + ", ".join(str(t) for t in argtypes) + ")"
+    rec = CompileRecord(_fname(disp).strip("'"), sig, spec.mode, spec.activities)
+    disk_key = _disk_key(disp, argtypes, spec) if cache else None
+    symbol = f"__zymase_kernel_{len(_kernels)}_{os.getpid()}_{abs(hash((disp, argtypes, spec))) % 10**8}"
+    final = None
+    if disk_key:
+        path = _cache_dir() / f"{disk_key}.ll"
+        if path.exists():
+            with _phase(rec, "load"):
+                final = path.read_text().replace("@__zymase_cached_kernel", f"@{symbol}")
+                rec.cached = "disk"
+    with _phase(rec, "numba"):
+        ir = numba_ir(disp, argtypes)
+    k_args, k_res = kernel_types(ir, spec)
+    if final is None:
+        final = differentiate_numba_ir(ir, spec, symbol, rec)
+        if disk_key:
+            try:
+                d = _cache_dir()
+                d.mkdir(parents=True, exist_ok=True)
+                tmp = d / f".{disk_key}.{os.getpid()}.tmp"
+                tmp.write_text(final.replace(f"@{symbol}", "@__zymase_cached_kernel"))
+                tmp.replace(d / f"{disk_key}.ll")
+            except OSError:
+                pass  # a cache that cannot be written is only slower
+    with _phase(rec, "jit"):
+        engine = toolchain.jit(final, opt=3)
+        addr = engine.address(symbol)
+        ll.add_symbol(symbol, addr)
+    _records.append(rec)
+    if _debug():
+        print(rec.summary(), file=sys.stderr)
+    return Kernel(spec, symbol, k_args, k_res, addr, rec, engine)
+
+
+def differentiate_numba_ir(ir: NumbaIR, spec: KernelSpec, symbol: str, rec: CompileRecord) -> str:
+    """Numba IR plus kernel source -> optimized LLVM IR with the kernel differentiated."""
+    from zymase.frontends.c import Timings, differentiate_llvm_ir
+    from zymase.llvm import toolchain
+
+    with _phase(rec, "kernel"):
+        text, helpers = split_nrt_helpers(ir.text)
+        text = text + "\n" + kernel_ir(ir, spec, symbol)
+    with _phase(rec, "refprune"):
+        text = toolchain.prune_refcounts(text)
+    timings = Timings()
+    out = differentiate_llvm_ir(text, f"<numba {rec.function}>", 2, timings, preoptimize=spec.preopt)
+    rec.phases.update(timings.phases)
+    with _phase(rec, "optimize"):
+        out = toolchain.optimize(restore_nrt_helpers(out, helpers), spec.opt)
+    return out
