@@ -19,6 +19,14 @@ from zymase.ir import BlockArgument, Operation, SSAValue, is_float_type, llvm, l
 
 ALLOCATORS = {"malloc", "calloc"}
 DEALLOCATORS = {"free"}
+# Numba's runtime (NRT): an array's memory is a reference-counted MemInfo whose data
+# pointer NRT_MemInfo_data_fast reads. A MemInfo that will hold active data gets a
+# shadow MemInfo; data pointers derive from MemInfos like GEPs from pointers; reference
+# counting touches no data.
+NRT_ALLOCATORS = {"NRT_MemInfo_alloc_aligned", "NRT_MemInfo_alloc_safe_aligned", "NRT_MemInfo_alloc",
+                  "NRT_MemInfo_alloc_safe"}
+NRT_DERIVE = {"NRT_MemInfo_data_fast", "NRT_MemInfo_data"}
+NRT_REFCOUNT = {"NRT_incref", "NRT_decref"}
 # External functions that only read the memory behind their pointer arguments.
 READ_ONLY_EXTERNALS = {"printf", "fprintf", "puts", "fputs", "strlen", "sprintf", "snprintf"}
 
@@ -55,6 +63,12 @@ def memory_kind(op: Operation) -> str | None:
     if isinstance(op, llvm.AddressOfOp):
         return "global"
     name = callee_name(op)
+    if name in NRT_DERIVE:
+        return "derive"
+    if name in NRT_ALLOCATORS:
+        return "nrt_alloc"
+    if name in NRT_REFCOUNT:
+        return "refcount"
     if name in ALLOCATORS or name in ("realloc", "posix_memalign"):
         return name
     if name in DEALLOCATORS:
@@ -110,7 +124,7 @@ class MemoryModel:
             slot = op.ptr
             stored = [st.value for st in self._stores_into(slot) if is_pointer(st.value)]
             return self.shadowable(slot, seen) and all(self.shadowable(v, seen) for v in stored)
-        return kind in ("alloca", "malloc", "calloc", "realloc", "global") or isinstance(
+        return kind in ("alloca", "malloc", "calloc", "realloc", "global", "nrt_alloc") or isinstance(
             op, (llvm.ZeroOp, llvm.UndefOp)
         )
 
@@ -191,7 +205,7 @@ class MemoryModel:
                 work.append(op.operands[0])
             elif kind == "select":
                 work += [op.operands[1], op.operands[2]]
-            elif kind in ("alloca", "malloc", "calloc"):
+            elif kind in ("alloca", "malloc", "calloc", "nrt_alloc"):
                 info.shadow_allocations.add(op)
             elif kind == "realloc":
                 # the old contents move to the new memory: both need shadows

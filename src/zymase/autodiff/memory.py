@@ -145,6 +145,18 @@ class ShadowCode:
                 args = [args[0], self._i64(1)]
             self._declare("calloc", [i64, i64], PTR)
             self.smap[op.results[0]] = E.v(llvm.CallOp("calloc", *args, return_type=PTR))
+        elif kind == "nrt_alloc" and op in act.shadow_allocations:
+            # a second MemInfo of the same size, its data zeroed; forward mode frees it
+            # with the primal's reference count, reverse mode at the mirror point
+            sh = clone.clone()
+            sh.operands = list(clone.operands)
+            E.insert(sh)
+            self._declare("NRT_MemInfo_data_fast", [PTR], PTR)
+            data = E.v(llvm.CallOp("NRT_MemInfo_data_fast", sh.results[0], return_type=PTR))
+            self._memset_zero(data, clone.operands[0])
+            self.smap[op.results[0]] = sh.results[0]
+        elif kind == "refcount" and op.operands[0] in act.shadowed and forward_mode:
+            E.insert(llvm.CallOp(callee_name(op), self.shadow_of(op.operands[0])))
         elif kind == "free" and op.operands[0] in act.shadowed and forward_mode:
             E.insert(llvm.CallOp("free", self.shadow_of(op.operands[0])))
         elif kind == "posix_memalign" and op.operands[0] in act.shadowed:
@@ -228,6 +240,9 @@ class ShadowCode:
         elif (kind in ("malloc", "calloc") or (kind == "alloca" and self.split)) and op in act.shadow_allocations:
             self._declare("free", [PTR], llvm.LLVMVoidType())
             E.insert(llvm.CallOp("free", self.fetch_shadow(op.results[0])))
+        elif kind == "nrt_alloc" and op in act.shadow_allocations:
+            self._declare("NRT_MemInfo_call_dtor", [PTR], llvm.LLVMVoidType())
+            E.insert(llvm.CallOp("NRT_MemInfo_call_dtor", self.fetch_shadow(op.results[0])))
         elif kind == "posix_memalign" and op in self.alloc_shadows:
             self._declare("free", [PTR], llvm.LLVMVoidType())
             sp = self.fetch_computed_in(op.parent_block(), self.alloc_shadows[op])

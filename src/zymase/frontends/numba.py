@@ -594,6 +594,73 @@ def kernel_ir(ir: NumbaIR, spec: KernelSpec, symbol: str) -> str:
     return status_src + "\n" + kernel_src + "\n" + decls
 
 
+#: Definitions of the BLAS wrappers Numba calls for 1-D ``np.dot``/``vdot``: plain loops
+#: in IR, which AD differentiates like any loop (the real ones live in a C library).
+_BLAS_LOOPS = {
+    "numba_xxdot": """define internal i32 @numba_xxdot(i8 %kind, i8 %conj, i64 %n, ptr %x, ptr %y, ptr %out) {
+entry:
+  %isd = icmp eq i8 %kind, 100
+  %iss = icmp eq i8 %kind, 115
+  %pos = icmp sgt i64 %n, 0
+  br i1 %isd, label %d.pre, label %s.check
+s.check:
+  br i1 %iss, label %s.pre, label %unsupported
+d.pre:
+  br i1 %pos, label %d.loop, label %d.done
+d.loop:
+  %di = phi i64 [ 0, %d.pre ], [ %di.next, %d.loop ]
+  %dacc = phi double [ 0.0, %d.pre ], [ %dacc.next, %d.loop ]
+  %dxp = getelementptr double, ptr %x, i64 %di
+  %dyp = getelementptr double, ptr %y, i64 %di
+  %dxv = load double, ptr %dxp
+  %dyv = load double, ptr %dyp
+  %dm = fmul double %dxv, %dyv
+  %dacc.next = fadd double %dacc, %dm
+  %di.next = add nuw nsw i64 %di, 1
+  %dmore = icmp slt i64 %di.next, %n
+  br i1 %dmore, label %d.loop, label %d.done
+d.done:
+  %dres = phi double [ 0.0, %d.pre ], [ %dacc.next, %d.loop ]
+  store double %dres, ptr %out
+  ret i32 0
+s.pre:
+  br i1 %pos, label %s.loop, label %s.done
+s.loop:
+  %si = phi i64 [ 0, %s.pre ], [ %si.next, %s.loop ]
+  %sacc = phi float [ 0.0, %s.pre ], [ %sacc.next, %s.loop ]
+  %sxp = getelementptr float, ptr %x, i64 %si
+  %syp = getelementptr float, ptr %y, i64 %si
+  %sxv = load float, ptr %sxp
+  %syv = load float, ptr %syp
+  %sm = fmul float %sxv, %syv
+  %sacc.next = fadd float %sacc, %sm
+  %si.next = add nuw nsw i64 %si, 1
+  %smore = icmp slt i64 %si.next, %n
+  br i1 %smore, label %s.loop, label %s.done
+s.done:
+  %sres = phi float [ 0.0, %s.pre ], [ %sacc.next, %s.loop ]
+  store float %sres, ptr %out
+  ret i32 0
+unsupported:
+  ret i32 -1
+}
+""",
+}
+
+
+def define_blas_loops(text: str) -> str:
+    """Replace declarations of the BLAS wrappers that have loop definitions."""
+    out = []
+    added = []
+    for ln in text.splitlines():
+        m = re.match(r"^declare\b[^@]*@([\w.$-]+)\(", ln)
+        if m and m.group(1) in _BLAS_LOOPS:
+            added.append(_BLAS_LOOPS[m.group(1)])
+            continue
+        out.append(ln)
+    return "\n".join(out) + "\n" + "\n".join(added)
+
+
 def _q(name: str) -> str:
     return name if re.fullmatch(r"[\w.$-]+", name) else '"' + name + '"'
 
@@ -736,7 +803,7 @@ def differentiate_numba_ir(ir: NumbaIR, spec: KernelSpec, symbol: str, rec: Comp
     from zymase.llvm import toolchain
 
     with _phase(rec, "kernel"):
-        text, helpers = split_nrt_helpers(ir.text)
+        text, helpers = split_nrt_helpers(define_blas_loops(ir.text))
         text = text + "\n" + kernel_ir(ir, spec, symbol)
     with _phase(rec, "refprune"):
         text = toolchain.prune_refcounts(text)
