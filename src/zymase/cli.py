@@ -25,6 +25,8 @@ commands:
   opt in.ll [-o out.ll] [-O N] [--no-preopt] [--print-activity]
                                        LLVM IR in, LLVM IR with derivatives out
   demo                                 the classic examples
+  bench [--quick] [--json F] [--plots D]
+                                       benchmark suite: gradient vs primal, --no-preopt, JAX, PyTorch
 """
 
 # clang options that take a separate argument
@@ -58,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         print(USAGE, end="")
         return 0 if argv else 1
     cmd, rest = argv[0], argv[1:]
-    commands = {"cc": cmd_cc, "run": cmd_run, "opt": cmd_opt, "demo": cmd_demo}
+    commands = {"cc": cmd_cc, "run": cmd_run, "opt": cmd_opt, "demo": cmd_demo, "bench": cmd_bench}
     if cmd not in commands:
         print(f"zymase: error: unknown command '{cmd}'; hint: run 'zymase --help'", file=sys.stderr)
         return 1
@@ -224,6 +226,13 @@ def cmd_demo(argv: list[str]) -> int:
     from zymase.demo import run_demo
 
     return run_demo()
+
+
+# --------------------------------------------------------------------------- bench
+def cmd_bench(argv: list[str]) -> int:
+    from zymase.bench.runner import main as bench_main
+
+    return bench_main(argv)
 
 
 # ----------------------------------------------------------------------- zymase-opt

@@ -2,11 +2,9 @@
    Enzyme's headline example: mag(in) is loop-invariant, and with restrict pointers and
    -fno-math-errno (so that sqrt does not write errno) LICM hoists it out of the loop before
    differentiation, making the gradient O(n) instead of O(n^2).
-   Build: zymase cc -O2 -fno-math-errno bench/workloads/normalize.c -o normalize
-   Usage: normalize [n]   (default 10000) */
+   Build: zymase cc -O2 -fno-math-errno normalize.c -o normalize -lm
+   Usage: normalize [n]   (default 10000; inputs generated deterministically) */
 #include "bench_common.h"
-
-extern double __enzyme_autodiff(void *, ...);
 
 /* noinline: if mag were inlined, its loop would become an inner loop of normalize, and LICM
    hoists instructions and calls, not loops; as a call to a function known to only read its
@@ -58,23 +56,20 @@ static double eval(void *p) {
 int main(int argc, char **argv) {
     int n = argc > 1 ? atoi(argv[1]) : 10000;
     struct ctx c = {.n = n};
-    c.in = malloc(sizeof(double) * (size_t)n);
-    c.din = malloc(sizeof(double) * (size_t)n);
-    c.out = malloc(sizeof(double) * (size_t)n);
-    c.dout = malloc(sizeof(double) * (size_t)n);
-    c.w = malloc(sizeof(double) * (size_t)n);
+    c.in = bench_alloc((size_t)n, sizeof(double));
+    c.din = bench_alloc((size_t)n, sizeof(double));
+    c.out = bench_alloc((size_t)n, sizeof(double));
+    c.dout = bench_alloc((size_t)n, sizeof(double));
+    c.w = bench_alloc((size_t)n, sizeof(double));
     bench_seed(1);
     for (int i = 0; i < n; i++) {
         c.in[i] = bench_uniform() * 2.0 - 1.0;
         c.w[i] = bench_uniform();
     }
-    double tp = bench_time(run_primal, &c, bench_min_s(), bench_repeats());
-    double tg = bench_time(run_grad, &c, bench_min_s(), bench_repeats());
-    run_grad(&c);
-    double err = bench_check("din", eval, &c, c.in, c.din, n, 8);
-    char size[64];
-    snprintf(size, sizeof size, "n=%d", n);
-    int rc = bench_report("normalize", size, tp, tg, err);
-    free(c.in); free(c.din); free(c.out); free(c.dout); free(c.w);
-    return rc;
+    struct bench_workload w = {.name = "normalize", .ctx = &c, .primal = run_primal, .grad = run_grad,
+                               .eval = eval};
+    snprintf(w.size, sizeof w.size, "n=%d", n);
+    bench_add(&w, "in", 'd', c.in, n, c.din, 8);
+    bench_add(&w, "w", 'd', c.w, n, NULL, 0);
+    return bench_run(&w);
 }

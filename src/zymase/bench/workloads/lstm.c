@@ -4,11 +4,8 @@
    (per layer: 4b weights, 4b biases for the forget/input/output gates and the cell change)
    and the extra parameters (input weight, output weight, output bias; b each); the initial
    state (hidden, cell per layer) is constant and copied, not modified.
-   Usage: lstm [l c]  (default 2 1024, b = 14; inputs generated deterministically)
-          lstm FILE   (an ADBench lstm_l{L}_c{C}.txt file) */
+   Usage: lstm FILE   (an ADBench lstm_l{L}_c{C}.txt file; `zymase bench` writes them) */
 #include "bench_common.h"
-
-extern double __enzyme_autodiff(void *, ...);
 
 static double sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 
@@ -90,57 +87,35 @@ static double eval(void *p) {
     return lstm_objective(x->l, x->c, x->b, x->main_params, x->extra, x->state, x->seq);
 }
 
-static int read_doubles(FILE *f, double *v, long n) {
-    for (long i = 0; i < n; i++)
-        if (fscanf(f, "%lf", &v[i]) != 1) return 0;
-    return 1;
-}
-
 int main(int argc, char **argv) {
-    struct ctx x = {.l = 2, .c = 1024, .b = 14};
-    FILE *f = NULL;
-    if (argc == 2) {
-        f = fopen(argv[1], "r");
-        if (!f || fscanf(f, "%d %d %d", &x.l, &x.c, &x.b) != 3) {
-            fprintf(stderr, "lstm: cannot read %s\n", argv[1]);
-            return 2;
-        }
-    } else if (argc >= 3) {
-        x.l = atoi(argv[1]);
-        x.c = atoi(argv[2]);
+    if (argc != 2) {
+        fprintf(stderr, "usage: lstm FILE (an ADBench lstm_l{L}_c{C}.txt file)\n");
+        return 2;
+    }
+    struct ctx x = {0};
+    FILE *f = bench_open(argv[1]);
+    if (fscanf(f, "%d %d %d", &x.l, &x.c, &x.b) != 3) {
+        fprintf(stderr, "cannot read %s\n", argv[1]);
+        return 2;
     }
     int l = x.l, c = x.c, b = x.b;
-    x.main_params = malloc(sizeof(double) * (size_t)(8 * l * b));
-    x.dmain = malloc(sizeof(double) * (size_t)(8 * l * b));
-    x.extra = malloc(sizeof(double) * (size_t)(3 * b));
-    x.dextra = malloc(sizeof(double) * (size_t)(3 * b));
-    x.state = malloc(sizeof(double) * (size_t)(2 * l * b));
-    x.seq = malloc(sizeof(double) * (size_t)(c * b));
-    if (f) {
-        int ok = read_doubles(f, x.main_params, 8L * l * b) && read_doubles(f, x.extra, 3L * b) &&
-                 read_doubles(f, x.state, 2L * l * b) && read_doubles(f, x.seq, (long)c * b);
-        fclose(f);
-        if (!ok) {
-            fprintf(stderr, "lstm: cannot read %s\n", argv[1]);
-            return 2;
-        }
-    } else {
-        bench_seed(3);
-        for (long i = 0; i < 8L * l * b; i++) x.main_params[i] = bench_uniform();
-        for (long i = 0; i < 3L * b; i++) x.extra[i] = bench_uniform();
-        for (long i = 0; i < 2L * l * b; i++) x.state[i] = bench_uniform();
-        for (long i = 0; i < (long)c * b; i++) x.seq[i] = bench_uniform();
-    }
+    x.main_params = bench_alloc((size_t)8 * l * b, sizeof(double));
+    x.dmain = bench_alloc((size_t)8 * l * b, sizeof(double));
+    x.extra = bench_alloc((size_t)3 * b, sizeof(double));
+    x.dextra = bench_alloc((size_t)3 * b, sizeof(double));
+    x.state = bench_alloc((size_t)2 * l * b, sizeof(double));
+    x.seq = bench_alloc((size_t)c * b, sizeof(double));
+    bench_read_doubles(f, x.main_params, 8L * l * b, argv[1]);
+    bench_read_doubles(f, x.extra, 3L * b, argv[1]);
+    bench_read_doubles(f, x.state, 2L * l * b, argv[1]);
+    bench_read_doubles(f, x.seq, (long)c * b, argv[1]);
+    fclose(f);
 
-    double tp = bench_time(run_primal, &x, bench_min_s(), bench_repeats());
-    double tg = bench_time(run_grad, &x, bench_min_s(), bench_repeats());
-    run_grad(&x);
-    double err = 0.0, e;
-    e = bench_check("dmain", eval, &x, x.main_params, x.dmain, 8L * l * b, 8); if (e > err) err = e;
-    e = bench_check("dextra", eval, &x, x.extra, x.dextra, 3L * b, 5); if (e > err) err = e;
-    char size[64];
-    snprintf(size, sizeof size, "l=%d c=%d b=%d", l, c, b);
-    int rc = bench_report("lstm", size, tp, tg, err);
-    free(x.main_params); free(x.dmain); free(x.extra); free(x.dextra); free(x.state); free(x.seq);
-    return rc;
+    struct bench_workload w = {.name = "lstm", .ctx = &x, .primal = run_primal, .grad = run_grad, .eval = eval};
+    snprintf(w.size, sizeof w.size, "l=%d c=%d b=%d", l, c, b);
+    bench_add(&w, "main_params", 'd', x.main_params, 8L * l * b, x.dmain, 8);
+    bench_add(&w, "extra_params", 'd', x.extra, 3L * b, x.dextra, 5);
+    bench_add(&w, "state", 'd', x.state, 2L * l * b, NULL, 0);
+    bench_add(&w, "sequence", 'd', x.seq, (long)c * b, NULL, 0);
+    return bench_run(&w);
 }

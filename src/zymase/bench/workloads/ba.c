@@ -4,12 +4,10 @@
    A camera is rotation r (Rodrigues angle-axis, 3), centre C (3), focal f, principal point
    x0 (2), radial distortion k (2):
      Xc = R(r) (X - C); p = Xc[0:2] / Xc[2]; p *= 1 + k1 |p|^2 + k2 |p|^4; proj = f p + x0.
-   Usage: ba [n m p]  (default 49 7776 31843, ADBench's ba1 size; one camera, point, weight
-          and feature replicated as ADBench does, with small deterministic perturbations)
-          ba FILE     (an ADBench ba*.txt file, replicated exactly as ADBench does) */
+   Usage: ba FILE  (an ADBench ba*.txt file: n m p and one camera, point, weight and feature,
+                   replicated as ADBench does: observation i sees camera i mod n and point
+                   i mod m; `zymase bench` writes such files) */
 #include "bench_common.h"
-
-extern double __enzyme_autodiff(void *, ...);
 
 #define NCAM 11
 
@@ -92,63 +90,49 @@ static double eval(void *q) {
 }
 
 int main(int argc, char **argv) {
-    struct ctx c = {.n = 49, .m = 7776, .p = 31843};
-    /* ADBench's ba1 camera, point, weight and feature */
-    double cam[NCAM] = {-0.758453, -1.109613, -0.845551, 34.556073, 39.676747, 53.881673,
-                        419.194514, 5.864426, -8.518870, 0.087812, 0.002739};
-    double X0[3] = {7.203245, 0.001144, 3.023326}, w0 = 0.417022, feat[2] = {271.760969, 834.209256};
-    double jitter = 1.0;
-    if (argc == 2) {
-        FILE *f = fopen(argv[1], "r");
-        int ok = f && fscanf(f, "%d %d %d", &c.n, &c.m, &c.p) == 3;
-        for (int i = 0; ok && i < NCAM; i++) ok = fscanf(f, "%lf", &cam[i]) == 1;
-        for (int i = 0; ok && i < 3; i++) ok = fscanf(f, "%lf", &X0[i]) == 1;
-        ok = ok && fscanf(f, "%lf %lf %lf", &w0, &feat[0], &feat[1]) == 3;
-        if (!ok) {
-            fprintf(stderr, "ba: cannot read %s\n", argv[1]);
-            return 2;
-        }
-        fclose(f);
-        jitter = 0.0;
-    } else if (argc >= 4) {
-        c.n = atoi(argv[1]);
-        c.m = atoi(argv[2]);
-        c.p = atoi(argv[3]);
+    if (argc != 2) {
+        fprintf(stderr, "usage: ba FILE (an ADBench ba*.txt file)\n");
+        return 2;
     }
+    struct ctx c = {0};
+    double cam[NCAM], X0[3], w0, feat[2];
+    FILE *f = bench_open(argv[1]);
+    if (fscanf(f, "%d %d %d", &c.n, &c.m, &c.p) != 3) {
+        fprintf(stderr, "cannot read %s\n", argv[1]);
+        return 2;
+    }
+    bench_read_doubles(f, cam, NCAM, argv[1]);
+    bench_read_doubles(f, X0, 3, argv[1]);
+    bench_read_doubles(f, &w0, 1, argv[1]);
+    bench_read_doubles(f, feat, 2, argv[1]);
+    fclose(f);
     int n = c.n, m = c.m, p = c.p;
-    c.cams = malloc(sizeof(double) * (size_t)(NCAM * n));
-    c.dcams = malloc(sizeof(double) * (size_t)(NCAM * n));
-    c.X = malloc(sizeof(double) * (size_t)(3 * m));
-    c.dX = malloc(sizeof(double) * (size_t)(3 * m));
-    c.w = malloc(sizeof(double) * (size_t)p);
-    c.dw = malloc(sizeof(double) * (size_t)p);
-    c.feats = malloc(sizeof(double) * (size_t)(2 * p));
-    c.obs = malloc(sizeof(int) * (size_t)(2 * p));
-    bench_seed(7);
+    c.cams = bench_alloc((size_t)NCAM * n, sizeof(double));
+    c.dcams = bench_alloc((size_t)NCAM * n, sizeof(double));
+    c.X = bench_alloc((size_t)3 * m, sizeof(double));
+    c.dX = bench_alloc((size_t)3 * m, sizeof(double));
+    c.w = bench_alloc((size_t)p, sizeof(double));
+    c.dw = bench_alloc((size_t)p, sizeof(double));
+    c.feats = bench_alloc((size_t)2 * p, sizeof(double));
+    c.obs = bench_alloc((size_t)2 * p, sizeof(int));
     for (int i = 0; i < n; i++)
-        for (int j = 0; j < NCAM; j++)
-            c.cams[i * NCAM + j] = cam[j] * (1.0 + jitter * 0.01 * (bench_uniform() - 0.5));
+        memcpy(c.cams + (size_t)i * NCAM, cam, sizeof cam);
     for (int i = 0; i < m; i++)
-        for (int j = 0; j < 3; j++)
-            c.X[i * 3 + j] = X0[j] + jitter * 0.1 * (bench_uniform() - 0.5);
+        memcpy(c.X + (size_t)i * 3, X0, sizeof X0);
     for (int i = 0; i < p; i++) {
-        c.w[i] = w0 + jitter * 0.1 * (bench_uniform() - 0.5);
-        c.feats[2 * i] = feat[0] + jitter * (bench_uniform() - 0.5);
-        c.feats[2 * i + 1] = feat[1] + jitter * (bench_uniform() - 0.5);
-        c.obs[2 * i] = i % n; /* ADBench's replication: camera i mod n, point i mod m */
+        c.w[i] = w0;
+        c.feats[2 * i] = feat[0];
+        c.feats[2 * i + 1] = feat[1];
+        c.obs[2 * i] = i % n;
         c.obs[2 * i + 1] = i % m;
     }
 
-    double tp = bench_time(run_primal, &c, bench_min_s(), bench_repeats());
-    double tg = bench_time(run_grad, &c, bench_min_s(), bench_repeats());
-    run_grad(&c);
-    double err = 0.0, e;
-    e = bench_check("dcams", eval, &c, c.cams, c.dcams, (long)NCAM * n, 11); if (e > err) err = e;
-    e = bench_check("dX", eval, &c, c.X, c.dX, 3L * m, 4); if (e > err) err = e;
-    e = bench_check("dw", eval, &c, c.w, c.dw, p, 4); if (e > err) err = e;
-    char size[64];
-    snprintf(size, sizeof size, "n=%d m=%d p=%d", n, m, p);
-    int rc = bench_report("ba", size, tp, tg, err);
-    free(c.cams); free(c.dcams); free(c.X); free(c.dX); free(c.w); free(c.dw); free(c.feats); free(c.obs);
-    return rc;
+    struct bench_workload w = {.name = "ba", .ctx = &c, .primal = run_primal, .grad = run_grad, .eval = eval};
+    snprintf(w.size, sizeof w.size, "n=%d m=%d p=%d", n, m, p);
+    bench_add(&w, "cams", 'd', c.cams, (long)NCAM * n, c.dcams, 11);
+    bench_add(&w, "X", 'd', c.X, 3L * m, c.dX, 4);
+    bench_add(&w, "w", 'd', c.w, p, c.dw, 4);
+    bench_add(&w, "obs", 'i', c.obs, 2L * p, NULL, 0);
+    bench_add(&w, "feats", 'd', c.feats, 2L * p, NULL, 0);
+    return bench_run(&w);
 }

@@ -1,12 +1,9 @@
 /* Iterative radix-2 decimation-in-time FFT of n complex values (separate real and imaginary
    arrays, n a power of two): bit-reversal permutation by swaps, then log2(n) butterfly passes
    with twiddles exp(-2 pi i k / len). Objective = sum_k w_k |X_k|^2; gradient w.r.t. the real
-   and imaginary input arrays (both dup),
-   checked here against finite differences.
+   and imaginary input arrays (both dup).
    Usage: fft [n]   (default 1024) */
 #include "bench_common.h"
-
-extern double __enzyme_autodiff(void *, ...);
 
 static void fft_inplace(double *restrict re, double *restrict im, int n) {
     for (int i = 1, j = 0; i < n; i++) {
@@ -83,26 +80,21 @@ int main(int argc, char **argv) {
         return 2;
     }
     struct ctx c = {.n = n};
-    c.re = malloc(sizeof(double) * (size_t)n);
-    c.im = malloc(sizeof(double) * (size_t)n);
-    c.dre = malloc(sizeof(double) * (size_t)n);
-    c.dim = malloc(sizeof(double) * (size_t)n);
-    c.w = malloc(sizeof(double) * (size_t)n);
+    c.re = bench_alloc((size_t)n, sizeof(double));
+    c.im = bench_alloc((size_t)n, sizeof(double));
+    c.dre = bench_alloc((size_t)n, sizeof(double));
+    c.dim = bench_alloc((size_t)n, sizeof(double));
+    c.w = bench_alloc((size_t)n, sizeof(double));
     bench_seed(5);
     for (int i = 0; i < n; i++) {
         c.re[i] = 2.0 * bench_uniform() - 1.0;
         c.im[i] = 2.0 * bench_uniform() - 1.0;
         c.w[i] = bench_uniform();
     }
-    double tp = bench_time(run_primal, &c, bench_min_s(), bench_repeats());
-    double tg = bench_time(run_grad, &c, bench_min_s(), bench_repeats());
-    run_grad(&c);
-    double err = 0.0, e;
-    e = bench_check("dre", eval, &c, c.re, c.dre, n, 5); if (e > err) err = e;
-    e = bench_check("dim", eval, &c, c.im, c.dim, n, 5); if (e > err) err = e;
-    char size[64];
-    snprintf(size, sizeof size, "n=%d", n);
-    int rc = bench_report("fft", size, tp, tg, err);
-    free(c.re); free(c.im); free(c.dre); free(c.dim); free(c.w);
-    return rc;
+    struct bench_workload w = {.name = "fft", .ctx = &c, .primal = run_primal, .grad = run_grad, .eval = eval};
+    snprintf(w.size, sizeof w.size, "n=%d", n);
+    bench_add(&w, "re", 'd', c.re, n, c.dre, 5);
+    bench_add(&w, "im", 'd', c.im, n, c.dim, 5);
+    bench_add(&w, "w", 'd', c.w, n, NULL, 0);
+    return bench_run(&w);
 }

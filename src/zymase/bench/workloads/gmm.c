@@ -5,11 +5,8 @@
      E = -n d/2 log(2 pi) + sum_i logsumexp_k(alpha_k + sum(q_k) - |Q_k (x_i - mu_k)|^2 / 2)
          - n logsumexp(alpha) + sum_k (gamma^2/2 (|exp(q_k)|^2 + |L_k|^2) - m sum(q_k)) - K C
    with C = N d (log gamma - log(2)/2) - log Gamma_d(N/2), N = d + m + 1.
-   Usage: gmm [d K n]   (default 10 25 1000; inputs generated deterministically)
-          gmm FILE      (an ADBench gmm_d{D}_K{K}.txt file) */
+   Usage: gmm FILE   (an ADBench gmm_d{D}_K{K}.txt file; `zymase bench` writes them) */
 #include "bench_common.h"
-
-extern double __enzyme_autodiff(void *, ...);
 
 static double logsumexp(const double *restrict v, int n) {
     double mx = v[0];
@@ -123,63 +120,42 @@ static double eval(void *p) {
     return gmm_objective(c->d, c->k, c->n, c->alphas, c->means, c->icf, c->x, c->gamma, c->m);
 }
 
-static double *alloc(long n) { return malloc(sizeof(double) * (size_t)(n > 0 ? n : 1)); }
-
-static void read_doubles(FILE *f, double *v, long n, const char *path) {
-    for (long i = 0; i < n; i++)
-        if (fscanf(f, "%lf", &v[i]) != 1) {
-            fprintf(stderr, "gmm: cannot read %s\n", path);
-            exit(2);
-        }
-}
-
 int main(int argc, char **argv) {
-    struct ctx c = {.d = 10, .k = 25, .n = 1000, .m = 0, .gamma = 1.0};
-    FILE *f = NULL;
-    if (argc == 2) {
-        f = fopen(argv[1], "r");
-        if (!f || fscanf(f, "%d %d %d", &c.d, &c.k, &c.n) != 3) {
-            fprintf(stderr, "gmm: cannot read %s\n", argv[1]);
-            return 2;
-        }
-    } else if (argc >= 4) {
-        c.d = atoi(argv[1]);
-        c.k = atoi(argv[2]);
-        c.n = atoi(argv[3]);
+    if (argc != 2) {
+        fprintf(stderr, "usage: gmm FILE (an ADBench gmm_d{D}_K{K}.txt file)\n");
+        return 2;
+    }
+    struct ctx c = {0};
+    FILE *f = bench_open(argv[1]);
+    if (fscanf(f, "%d %d %d", &c.d, &c.k, &c.n) != 3) {
+        fprintf(stderr, "cannot read %s\n", argv[1]);
+        return 2;
     }
     int d = c.d, k = c.k, n = c.n, icf_sz = d * (d + 1) / 2;
-    c.alphas = alloc(k); c.means = alloc((long)k * d); c.icf = alloc((long)k * icf_sz);
-    c.x = alloc((long)n * d);
-    c.dalphas = alloc(k); c.dmeans = alloc((long)k * d); c.dicf = alloc((long)k * icf_sz);
-    if (f) {
-        read_doubles(f, c.alphas, k, argv[1]);
-        read_doubles(f, c.means, (long)k * d, argv[1]);
-        read_doubles(f, c.icf, (long)k * icf_sz, argv[1]);
-        read_doubles(f, c.x, (long)n * d, argv[1]);
-        if (fscanf(f, "%lf %d", &c.gamma, &c.m) != 2) {
-            fprintf(stderr, "gmm: cannot read %s\n", argv[1]);
-            return 2;
-        }
-        fclose(f);
-    } else {
-        bench_seed(42);
-        for (int i = 0; i < k; i++) c.alphas[i] = 2.0 * bench_uniform() - 1.0;
-        for (long i = 0; i < (long)k * d; i++) c.means[i] = bench_uniform();
-        for (long i = 0; i < (long)k * icf_sz; i++) c.icf[i] = bench_uniform();
-        for (long i = 0; i < (long)n * d; i++) c.x[i] = bench_uniform();
+    c.alphas = bench_alloc((size_t)k, sizeof(double));
+    c.means = bench_alloc((size_t)k * d, sizeof(double));
+    c.icf = bench_alloc((size_t)k * icf_sz, sizeof(double));
+    c.x = bench_alloc((size_t)n * d, sizeof(double));
+    c.dalphas = bench_alloc((size_t)k, sizeof(double));
+    c.dmeans = bench_alloc((size_t)k * d, sizeof(double));
+    c.dicf = bench_alloc((size_t)k * icf_sz, sizeof(double));
+    bench_read_doubles(f, c.alphas, k, argv[1]);
+    bench_read_doubles(f, c.means, (long)k * d, argv[1]);
+    bench_read_doubles(f, c.icf, (long)k * icf_sz, argv[1]);
+    bench_read_doubles(f, c.x, (long)n * d, argv[1]);
+    if (fscanf(f, "%lf %d", &c.gamma, &c.m) != 2) {
+        fprintf(stderr, "cannot read %s: no Wishart prior (gamma m) at the end\n", argv[1]);
+        return 2;
     }
+    fclose(f);
 
-    double tp = bench_time(run_primal, &c, bench_min_s(), bench_repeats());
-    double tg = bench_time(run_grad, &c, bench_min_s(), bench_repeats());
-    run_grad(&c);
-    double err = 0.0, e;
-    e = bench_check("dalphas", eval, &c, c.alphas, c.dalphas, k, 3); if (e > err) err = e;
-    e = bench_check("dmeans", eval, &c, c.means, c.dmeans, (long)k * d, 4); if (e > err) err = e;
-    e = bench_check("dicf", eval, &c, c.icf, c.dicf, (long)k * icf_sz, 5); if (e > err) err = e;
-    char size[64];
-    snprintf(size, sizeof size, "d=%d K=%d n=%d", d, k, n);
-    int rc = bench_report("gmm", size, tp, tg, err);
-    free(c.alphas); free(c.means); free(c.icf); free(c.x);
-    free(c.dalphas); free(c.dmeans); free(c.dicf);
-    return rc;
+    struct bench_workload w = {.name = "gmm", .ctx = &c, .primal = run_primal, .grad = run_grad, .eval = eval};
+    snprintf(w.size, sizeof w.size, "d=%d K=%d n=%d", d, k, n);
+    bench_add(&w, "alphas", 'd', c.alphas, k, c.dalphas, 3);
+    bench_add(&w, "means", 'd', c.means, (long)k * d, c.dmeans, 4);
+    bench_add(&w, "icf", 'd', c.icf, (long)k * icf_sz, c.dicf, 5);
+    bench_add(&w, "x", 'd', c.x, (long)n * d, NULL, 0);
+    bench_add(&w, "gamma", 'd', &c.gamma, 1, NULL, 0);
+    bench_add(&w, "m", 'i', &c.m, 1, NULL, 0);
+    return bench_run(&w);
 }
