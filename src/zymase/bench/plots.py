@@ -66,10 +66,11 @@ def _normalize(results: list[dict], path: Path) -> Path | None:
         points = [(n, get(r)) for n, r in zip(ns, cases) if get(r)]
         if points:
             ax.loglog(*zip(*points), marker="o", label=label)
-    first = cases[0].get("grad_s")
-    if first:
-        ax.loglog(ns, [first * n / ns[0] for n in ns], "k:", linewidth=0.8, label="O(n)")
-        ax.loglog(ns, [first * (n / ns[0]) ** 2 for n in ns], "k--", linewidth=0.8, label="O(n²)")
+    # guides through the first point of each zymase curve
+    for key, power, style, label in (("grad_s", 1, "k:", "O(n)"), ("grad_nopreopt_s", 2, "k--", "O(n²)")):
+        first = cases[0].get(key)
+        if first:
+            ax.loglog(ns, [first * (n / ns[0]) ** power for n in ns], style, linewidth=0.8, label=label)
     ax.set_xlabel("n")
     ax.set_ylabel("gradient time (s)")
     ax.set_title("out[i] = in[i] / mag(in): gradient time")

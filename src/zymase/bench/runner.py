@@ -66,7 +66,7 @@ def _run_case(case: Case, index: int, builds: dict[str, native.Build], work: Pat
 
     def run(variant: str, env: dict[str, str]) -> dict:
         build = builds.get(variant)
-        if build is None:
+        if build is None or variant in case.skip:
             return {}
         if build.exe is None:
             result["errors"].append(f"{variant}: {build.error}")
