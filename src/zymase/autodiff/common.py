@@ -173,6 +173,20 @@ def _reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activ
                     location=location_of(op),
                     hint="return or pass the scalars separately, or compile so the optimizer splits the aggregate",
                 )
+            if any(o in act.shadowed for o in op.operands) and any(
+                isinstance(r.type, (llvm.LLVMStructType, llvm.LLVMArrayType)) for r in op.results
+            ):
+                # the shadow would have to travel inside the aggregate: refuse rather
+                # than lose the derivative
+                raise ZymaseError(
+                    "a pointer to active memory is put into a struct or array value; "
+                    "shadows of pointers inside aggregates are not supported yet",
+                    construct=describe(op),
+                    function=fname,
+                    location=location_of(op),
+                    hint="optimize before differentiating (SROA/instcombine split such aggregates), "
+                    "or pass the pointer separately",
+                )
             unsupported = _unsupported_on_active(op, act)
             if unsupported:
                 raise ZymaseError(

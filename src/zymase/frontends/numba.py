@@ -18,9 +18,12 @@ Pipeline, for one function, argument types and activities:
    O3 pipeline and MCJIT. Numba's runtime helpers (``NRT_incref``/``NRT_decref``/
    ``NRT_MemInfo_data_fast``) are kept as calls through AD (the memory model knows
    them) and their definitions are put back before the final pipeline inlines them.
-4. **Linking.** The kernel's address is published with ``llvmlite.binding.add_symbol``
-   under a unique name, which is how Numba's own JIT resolves a declared external
-   function: an intrinsic in :mod:`zymase.numba` declares and calls it.
+4. **Linking.** The final module is compiled by Numba's own JIT (the engine that
+   resolves Numba's runtime symbols; a separate MCJIT engine was seen to bind one to
+   address 0), every function but the kernel made ``internal`` (MCJIT drops
+   ``linkonce_odr`` definitions). The kernel's address is also published with
+   ``llvmlite.binding.add_symbol``; an intrinsic in :mod:`zymase.api` declares the
+   kernel by name and calls it from njit code.
 
 Kernels are cached in memory per (function, argument types, activities, options), and
 on disk (final LLVM IR) when asked.
@@ -760,8 +763,6 @@ def get_kernel(disp, argtypes: tuple, spec: KernelSpec, *, cache: bool = False, 
 def _compile_kernel(disp, argtypes: tuple, spec: KernelSpec, cache: bool) -> Kernel:
     import llvmlite.binding as ll
 
-    from zymase.llvm import toolchain
-
     sig = "(" + ", ".join(str(t) for t in argtypes) + ")"
     rec = CompileRecord(_fname(disp).strip("'"), sig, spec.mode, spec.activities)
     disk_key = _disk_key(disp, argtypes, spec) if cache else None
@@ -788,13 +789,30 @@ def _compile_kernel(disp, argtypes: tuple, spec: KernelSpec, cache: bool) -> Ker
             except OSError:
                 pass  # a cache that cannot be written is only slower
     with _phase(rec, "jit"):
-        engine = toolchain.jit(final, opt=3)
-        addr = engine.address(symbol)
+        engine, addr = _jit_in_numba(final, symbol)
         ll.add_symbol(symbol, addr)
     _records.append(rec)
     if _debug():
         print(rec.summary(), file=sys.stderr)
     return Kernel(spec, symbol, k_args, k_res, addr, rec, engine)
+
+
+def _jit_in_numba(text: str, symbol: str):
+    """Machine code for the kernel module from Numba's own JIT (the engine that knows
+    Numba's runtime symbols); returns (library, kernel address)."""
+    import llvmlite.binding as ll
+    from numba.core.registry import cpu_target
+
+    from numba.core.compiler_lock import global_compiler_lock
+
+    with global_compiler_lock:
+        codegen = cpu_target.target_context.codegen()
+        lib = codegen.create_library(f"zymase.{symbol}")
+        mod = ll.parse_assembly(text)
+        mod.verify()
+        lib.add_llvm_module(mod)
+        lib.finalize()
+        return lib, lib.get_pointer_to_function(symbol)
 
 
 def differentiate_numba_ir(ir: NumbaIR, spec: KernelSpec, symbol: str, rec: CompileRecord) -> str:
@@ -807,9 +825,29 @@ def differentiate_numba_ir(ir: NumbaIR, spec: KernelSpec, symbol: str, rec: Comp
         text = text + "\n" + kernel_ir(ir, spec, symbol)
     with _phase(rec, "refprune"):
         text = toolchain.prune_refcounts(text)
+    if not spec.preopt:
+        # AD before optimization, on Numba's IR in SSA form: arrays travel as structs in
+        # stack slots at -O0, which only SROA/instcombine turn into values
+        with _phase(rec, "ssa"):
+            text = toolchain.ssa_form(text)
     timings = Timings()
     out = differentiate_llvm_ir(text, f"<numba {rec.function}>", 2, timings, preoptimize=spec.preopt)
     rec.phases.update(timings.phases)
     with _phase(rec, "optimize"):
-        out = toolchain.optimize(restore_nrt_helpers(out, helpers), spec.opt)
+        out = toolchain.optimize(internalize(restore_nrt_helpers(out, helpers), keep=symbol), spec.opt)
     return out
+
+
+_LINKAGE = re.compile(r"^define\s+(?:(?:linkonce_odr|linkonce|weak_odr|weak|external|available_externally)\s+)?")
+
+
+def internalize(text: str, keep: str) -> str:
+    """Every function but the kernel becomes ``internal``. MCJIT drops ``linkonce_odr``
+    definitions (Numba's callees and runtime helpers are linkonce_odr) and the call
+    then jumps to address 0; internal ones are kept, and O3 may inline and delete them."""
+    out = []
+    for ln in text.splitlines():
+        if ln.startswith("define") and f"@{_q(keep)}(" not in ln and " internal " not in ln.split("@")[0] + " ":
+            ln = _LINKAGE.sub("define internal ", ln, count=1)
+        out.append(ln)
+    return "\n".join(out) + "\n"

@@ -333,6 +333,21 @@ def preopt(ll_text: str, level: int) -> str:
     return _print(module)
 
 
+def ssa_form(ll_text: str) -> str:
+    """The least optimization that puts front-end IR into SSA form: SROA (allocas of
+    scalars and structs to values) and instcombine (folds ``extractvalue`` of
+    ``insertvalue`` chains, Numba's way of passing arrays around). No inlining, LICM,
+    GVN or loop passes: AD still sees the program as written."""
+    module = _parse(ll_text)
+    pb = llvm.create_pass_builder(target_machine(opt=0), llvm.create_pipeline_tuning_options(0))
+    pm = llvm.create_new_module_pass_manager()
+    pm.add_sroa_pass()
+    pm.add_instruction_combine_pass()
+    pm.add_sroa_pass()
+    pm.run(module, pb)
+    return _print(module)
+
+
 def prune_refcounts(ll_text: str) -> str:
     """Numba's reference-count pruning (llvmlite's refprune pass): removes matching
     ``NRT_incref``/``NRT_decref`` pairs, which otherwise pin arrays in the AD'd code."""
