@@ -86,7 +86,7 @@ def _typeof(value, what: str):
     except Exception:
         raise ZymaseError(f"{what} has type {type(value).__name__}, which Numba cannot pass to njit code",
                           hint="pass float scalars, integers, NumPy arrays or tuples of these") from None
-    _check_type(ty, what)
+    _check_type(ty, f"{what} (a {type(value).__name__})" if not isinstance(value, (np.ndarray, tuple)) else what)
     return ty
 
 

@@ -1,0 +1,67 @@
+"""The on-disk kernel cache: a second process loads the kernel instead of
+differentiating again, and gets the same derivative."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+
+def _run(tmp_path, cache_dir):
+    script = tmp_path / "prog.py"
+    env = dict(os.environ, ZYMASE_CACHE_DIR=str(cache_dir), PYTHONPATH=os.pathsep.join(sys.path))
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_second_process_loads_kernel_from_disk(tmp_path):
+    (tmp_path / "prog.py").write_text(textwrap.dedent("""
+        import json, math
+        import numpy as np
+        from numba import njit
+        import zymase
+
+        @njit
+        def f(x, a):
+            s = 0.0
+            for i in range(x.shape[0]):
+                s += math.exp(a * x[i])
+            return s
+
+        g = zymase.grad(f, argnums=(0, 1), cache=True)
+        gx, ga = g(np.linspace(0, 1, 4), 0.5)
+        rec = zymase.stats()[-1]
+        print(json.dumps({"gx": list(gx), "ga": ga, "cached": rec.cached, "phases": sorted(rec.phases)}))
+    """))
+    cache = tmp_path / "cache"
+    first = _run(tmp_path, cache)
+    assert first["cached"] == "" and "AD" in first["phases"]
+    assert len(list(cache.glob("*.ll"))) == 1
+    second = _run(tmp_path, cache)
+    assert second["cached"] == "disk" and "AD" not in second["phases"]
+    assert second["gx"] == first["gx"] and second["ga"] == first["ga"]
+    x = [0, 1 / 3, 2 / 3, 1]
+    import math
+
+    assert abs(first["ga"] - sum(v * math.exp(0.5 * v) for v in x)) < 1e-12
+
+
+def test_cache_key_changes_with_the_source(tmp_path):
+    src = textwrap.dedent("""
+        import json
+        from numba import njit
+        import zymase
+
+        @njit
+        def f(a):
+            return a ** POWER
+
+        print(json.dumps({"g": zymase.grad(f, cache=True)(2.0), "cached": zymase.stats()[-1].cached}))
+    """)
+    cache = tmp_path / "cache"
+    (tmp_path / "prog.py").write_text(src.replace("POWER", "3"))
+    assert _run(tmp_path, cache) == {"g": 12.0, "cached": ""}
+    (tmp_path / "prog.py").write_text(src.replace("POWER", "4"))
+    assert _run(tmp_path, cache) == {"g": 32.0, "cached": ""}

@@ -1,0 +1,191 @@
+"""Every error path of the Python API: one clear ZymaseError naming the argument or
+construct, never a crash or a wrong derivative; and Numba's own exceptions raised in
+the differentiated function propagate unchanged."""
+
+import numba
+import numpy as np
+import pytest
+from numba import njit
+
+import zymase
+from zymase import Active, Const, Duplicated
+from zymase.errors import ZymaseError
+
+
+@njit
+def loss(x, a):
+    return a * np.sum(x * x)
+
+
+X = np.linspace(0.1, 1.0, 5)
+
+
+def _raises(match):
+    return pytest.raises(ZymaseError, match=r"^zymase: error: .*" + match)
+
+
+def test_object_mode_function():
+    @numba.jit(forceobj=True)
+    def f(x):
+        return x * 2.0
+
+    with _raises("object mode"):
+        zymase.grad(f)
+
+
+def test_not_a_function():
+    with _raises("must be a @numba.njit function"):
+        zymase.grad(42)
+
+
+def test_unsupported_python_construct_names_the_line():
+    @njit
+    def f(x):
+        d = {}
+        d[object()] = x  # Numba cannot type an object() key
+        return x
+
+    with _raises("Numba cannot compile 'test_unsupported_python_construct_names_the_line.<locals>.f'") as info:
+        zymase.grad(f)(1.0)
+    assert "test_errors.py:" in str(info.value)
+
+
+def test_active_on_array():
+    with _raises(r"Active\(ndarray\) on argument 0 \('x'\): only float scalars can be Active"):
+        zymase.autodiff(loss, Active(X.copy()), Active(1.0))
+
+
+def test_active_on_integer():
+    @njit
+    def f(x, n):
+        return x * n
+
+    with _raises(r"Active\(int\) on argument 1 \('n'\)"):
+        zymase.autodiff(f, Active(1.0), Active(3))
+
+
+def test_shadow_shape_mismatch():
+    with _raises(r"shadow of argument 0 \('x'\) has shape \(4,\) .* array has shape \(5,\)"):
+        zymase.autodiff(loss, Duplicated(X.copy(), np.zeros(4)), Active(1.0))
+
+
+def test_shadow_dtype_mismatch():
+    with _raises(r"shadow of argument 0 \('x'\) .*dtype float32.*dtype float64"):
+        zymase.autodiff(loss, Duplicated(X.copy(), np.zeros(5, np.float32)), Active(1.0))
+
+
+def test_shadow_not_an_array():
+    with _raises(r"shadow of argument 0 \('x'\) is float, not an array"):
+        zymase.autodiff(loss, Duplicated(X.copy(), 0.0), Active(1.0))
+
+
+def test_grad_needs_float_result():
+    @njit
+    def f(x):
+        return x.copy()
+
+    with _raises("grad needs .* to return a float, but it returns array"):
+        zymase.grad(f)(X.copy())
+
+
+def test_grad_of_integer_result():
+    @njit
+    def f(a):
+        return int(a)
+
+    with _raises("returns int64"):
+        zymase.grad(f)(1.5)
+
+
+def test_grad_with_respect_to_integer():
+    @njit
+    def f(x, n):
+        return x * n
+
+    with _raises(r"cannot differentiate with respect to argument 1 \('n'\), which has type int64"):
+        zymase.grad(f, argnums=1)(1.0, 3)
+
+
+def test_argnums_out_of_range():
+    with _raises("argnums 5 is out of range for a function of 2 arguments"):
+        zymase.grad(loss, argnums=5)
+
+
+def test_wrong_number_of_arguments():
+    with _raises("takes 2 arguments, got 1"):
+        zymase.grad(loss)(X.copy())
+
+
+def test_non_contiguous_array():
+    with _raises(r"argument 0 is a non-contiguous array"):
+        zymase.grad(loss)(np.linspace(0, 1, 10)[::2], 1.0)
+
+
+def test_integer_array_cannot_be_differentiated():
+    with _raises("cannot differentiate with respect to argument 0"):
+        zymase.grad(loss)(np.arange(5), 1.0)
+
+
+def test_const_array_written_with_active_data():
+    @njit
+    def f(x, a):
+        for i in range(x.shape[0]):
+            x[i] *= a
+        return x.sum()
+
+    with _raises(r"writes differentiated values into argument 0 \('x'\), which is constant.*Duplicated"):
+        zymase.autodiff(f, Const(X.copy()), Active(2.0))
+
+
+def test_forward_mode_rejects_active():
+    with _raises("Active on argument 1 .* in forward mode"):
+        zymase.fwddiff(loss, Const(X.copy()), Active(1.0))
+
+
+def test_jvp_length_mismatch():
+    with _raises("jvp got 2 primals but 1 tangents"):
+        zymase.jvp(loss, (X, 1.0), (np.ones(5),))
+
+
+def test_unsupported_argument_type():
+    with _raises(r"argument 0 \(a str\) has Numba type unicode_type"):
+        zymase.grad(loss)("abc", 1.0)
+
+
+# --- Numba's exceptions in the differentiated function --------------------------------
+
+
+def test_bounds_check_raises_index_error():
+    @njit(boundscheck=True)
+    def f(x, n):
+        s = 0.0
+        for i in range(n):
+            s += x[i] * x[i]
+        return s
+
+    assert zymase.grad(f)(X.copy(), 5) == pytest.approx(2 * X)
+    with pytest.raises(IndexError):
+        zymase.grad(f)(X.copy(), 6)
+
+
+def test_python_error_model_raises_zero_division():
+    @njit(error_model="python")
+    def f(x, a):
+        return np.sum(x) / a
+
+    assert zymase.grad(f, argnums=1)(X.copy(), 2.0) == pytest.approx(-np.sum(X) / 4)
+    with pytest.raises(ZeroDivisionError):
+        zymase.grad(f, argnums=1)(X.copy(), 0.0)
+
+
+def test_user_exception_propagates_from_grad_and_jvp():
+    @njit
+    def f(x, a):
+        if a < 0:
+            raise ValueError("a must be non-negative")
+        return a * x.sum()
+
+    with pytest.raises(ValueError, match="non-negative"):
+        zymase.grad(f, argnums=1)(X.copy(), -1.0)
+    with pytest.raises(ValueError, match="non-negative"):
+        zymase.jvp(f, (X, -1.0), (np.ones(5), 1.0))
