@@ -167,6 +167,7 @@ def _private_copy(disp, memo: dict):
     """A new dispatcher for the same Python function whose njit callees are private
     copies too, so compiling it (unoptimized) leaves the user's dispatchers alone."""
     import numba
+    from numba.core.registry import CPUDispatcher
 
     if disp in memo:
         return memo[disp]
@@ -179,6 +180,18 @@ def _private_copy(disp, memo: dict):
     copy = numba.njit(**opts)(fn)
     memo[disp] = copy
     cells = list(closure or ())
+    # `mod.g(...)` with an njit `g` in a module: the global `mod` becomes a copy of the
+    # module whose referenced njit attributes are private copies
+    for name in py.__code__.co_names:
+        mod = glb.get(name)
+        if isinstance(mod, pytypes.ModuleType):
+            attrs = [a for a in py.__code__.co_names if isinstance(getattr(mod, a, None), CPUDispatcher)]
+            if attrs:
+                proxy = pytypes.ModuleType(mod.__name__)
+                proxy.__dict__.update(mod.__dict__)
+                for a in attrs:
+                    setattr(proxy, a, _private_copy(getattr(mod, a), memo))
+                glb[name] = proxy
     for name, callee, where in _dispatcher_refs(py):
         sub = _private_copy(callee, memo)
         if where == "global":
