@@ -230,6 +230,7 @@ class NumbaIR:
     restype: object  # Numba type of the result
     argtypes: tuple
     context: object  # Numba's target context (data models, calling convention)
+    seconds: float = 0.0  # Numba's compile time
 
 
 _ir_cache: dict = {}
@@ -242,7 +243,9 @@ def numba_ir(disp, argtypes: tuple) -> NumbaIR:
     with _lock:
         ir = _ir_cache.get(key)
         if ir is None:
+            t0 = time.perf_counter()
             ir = _ir_cache[key] = _numba_ir(disp, tuple(argtypes))
+            ir.seconds = time.perf_counter() - t0
         return ir
 
 
@@ -787,8 +790,8 @@ def _compile_kernel(disp, argtypes: tuple, spec: KernelSpec, cache: bool) -> Ker
             with _phase(rec, "load"):
                 final = path.read_text().replace("@__zymase_cached_kernel", f"@{symbol}")
                 rec.cached = "disk"
-    with _phase(rec, "numba"):
-        ir = numba_ir(disp, argtypes)
+    ir = numba_ir(disp, argtypes)
+    rec.phases["numba"] = ir.seconds
     k_args, k_res = kernel_types(ir, spec)
     if final is None:
         final = differentiate_numba_ir(ir, spec, symbol, rec)
