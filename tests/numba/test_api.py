@@ -202,3 +202,27 @@ def test_stats_record_compilation(capsys, monkeypatch):
     assert "zymase: compiled rev kernel of" in capsys.readouterr().err
     zymase.grad(f)(3.0)
     assert len(zymase.stats()) == n + 1  # one compile per function, types and activities
+
+
+def test_gradient_after_the_function_ran_in_numba():
+    # Numba caches its own implementations (arr.copy(), np.empty) compiled at O3 the
+    # first time user code needs them; the derivative must not pick those up
+    @njit
+    def f(u0, nsteps):
+        n = u0.shape[0]
+        u = u0.copy()
+        v = np.empty(n)
+        for _ in range(nsteps):
+            for i in range(n):
+                left = u[i - 1] if i > 0 else u[i]
+                v[i] = u[i] + 0.1 * left * u[i]
+            u, v = v, u
+        return np.sum(u * u)
+
+    u0 = np.linspace(0.1, 0.9, 8)
+    before = f(u0, 20)
+    g = zymase.grad(f)(u0.copy(), 20)
+    eps = 1e-6
+    fd = np.array([(f.py_func(u0 + eps * e, 20) - f.py_func(u0 - eps * e, 20)) / (2 * eps) for e in np.eye(8)])
+    np.testing.assert_allclose(g, fd, rtol=1e-6)
+    assert f(u0, 20) == before  # the user's compiled function is untouched

@@ -207,20 +207,42 @@ def _private_copy(disp, memo: dict):
     return copy
 
 
+def _overload_templates():
+    from numba.core.typing.templates import _OverloadFunctionTemplate
+
+    work, seen = [_OverloadFunctionTemplate], []
+    while work:
+        cls = work.pop()
+        seen.append(cls)
+        work.extend(cls.__subclasses__())
+    return [c for c in seen if "_impl_cache" in c.__dict__ and "_compiled_overloads" in c.__dict__]
+
+
 @contextmanager
 def _numba_unoptimized():
     """Numba's final module passes at level 0 (only always-inline): the IR zymase
-    optimizes itself, without unrolling or vectorization, before AD."""
+    optimizes itself, without unrolling or vectorization, before AD.
+
+    Numba's own ``@overload`` implementations (``np.empty_like``, ``arr.copy()``, ...)
+    are compiled once per signature and cached on their templates; an implementation
+    the user's code already needed was compiled at O3 (inlined runtime helpers,
+    vector code). Their caches are set aside while the private copy compiles, so it
+    gets fresh unoptimized implementations, and put back afterwards."""
     from numba.core import config
     from numba.core.compiler_lock import global_compiler_lock
 
     with global_compiler_lock:
         old = config.OPT
+        saved = [(c, c._impl_cache, c._compiled_overloads) for c in _overload_templates()]
         config.OPT = type(old)(0) if isinstance(old, int) else 0
+        for c, _, _ in saved:
+            c._impl_cache, c._compiled_overloads = {}, {}
         try:
             yield
         finally:
             config.OPT = old
+            for c, impl, compiled in saved:
+                c._impl_cache, c._compiled_overloads = impl, compiled
 
 
 @dataclass
