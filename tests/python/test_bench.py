@@ -7,7 +7,6 @@ codes are. JAX and PyTorch are compared only where installed (not in CI).
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest

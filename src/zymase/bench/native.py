@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from zymase.bench.cases import WORKLOAD_DIR, Workload
+from zymase.errors import ZymaseError
 
 VARIANTS = ("primal", "preopt", "nopreopt", "tape")
 
@@ -59,7 +60,10 @@ def build(workload: Workload, variant: str, out_dir: Path) -> Build:
     """Builds one variant; a failure is returned, not raised (the runner reports it)."""
     source = workload.source
     exe = out_dir / f"{workload.name}.{variant}"
-    argv, extra_env = build_command(workload, variant, source, exe)
+    try:
+        argv, extra_env = build_command(workload, variant, source, exe)
+    except ZymaseError as err:  # no clang
+        return Build(variant, None, 0.0, err.format())
     env = {**os.environ, **extra_env}
     if variant != "tape":
         env.pop("ZYMASE_TAPE_STATS", None)
