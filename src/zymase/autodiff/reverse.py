@@ -38,12 +38,13 @@ from zymase.autodiff.common import (
 from zymase.analysis.memory import memory_kind
 from zymase.autodiff.flavor import Emitter
 from zymase.autodiff.memory import ShadowCode
-from zymase.ir import Block, BlockArgument, IntegerType, Operation, SSAValue, StringAttr, i32, i64, is_float_type, llvm
+from zymase.autodiff.tape import IndexedCaches, MinCutRecompute
+from zymase.ir import Block, BlockArgument, IntegerAttr, IntegerType, Operation, SSAValue, StringAttr, i32, i64, llvm
 from zymase.ir import enzyme as ez
 from zymase.ir.enzyme import Activity
 
 
-class ReverseGenerator(ShadowCode):
+class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute):
     def __init__(self, ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts: Sequence[Activity], name: str):
         self.ctx = ctx
         self.flavor = ctx.flavor
@@ -172,6 +173,9 @@ class ReverseGenerator(ShadowCode):
             self.cells[v] = self.E.v(ez.InitOp(ez.GradientType(v.type)))
         fwd_entry.add_op(flavor.br(self.bmap[orig_entry], primal_args))
         self._entry_branch = fwd_entry.last_op
+        # Each counted loop tapes its iteration count once per run, on every exit edge.
+        for info in self.counted.values():
+            self._tape_on_exits(info["k"], info["exits"], info["slot"])
 
         # ---- forward exit -> reverse ----------------------------------------------
         exit_f = self.bmap[p.exit]
@@ -293,14 +297,6 @@ class ReverseGenerator(ShadowCode):
             new = flavor.rebuild_terminator(term, ops)
             term.parent_block().insert_op_before(new, term)
             term.parent_block().erase_op(term)
-        # Each counted loop pushes its iteration count once, on every exit edge.
-        for h, info in self.counted.items():
-            for e in info["exits"]:
-                nb = self._exit_edge_block(e)
-                cache = ez.InitOp(ez.CacheType(i64))
-                self.g_entry.add_op(cache)
-                nb.insert_op_before(ez.PushOp(cache.results[0], info["k"]), nb.last_op)
-                self._edge_pops.setdefault(e, []).append((cache.results[0], info["slot"]))
 
     # ---- counted loops: an iteration count instead of one edge record per iteration --
     def _counted_loops(self) -> dict:
@@ -346,30 +342,83 @@ class ReverseGenerator(ShadowCode):
         """In the reverse of loop ``h``'s body: the index of the iteration being reversed."""
         return self.E.v(ez.GetOp(self.counted[h]["slot"]))
 
-    def _induction(self, v: SSAValue) -> SSAValue | None:
-        """Rebuild a counted loop's induction variable ``v = init + k * step`` from the
-        iteration index, instead of taping it."""
+    def _induction_step(self, v: SSAValue):
+        """For a header argument ``v`` of a counted loop around the current block that
+        moves by a constant each iteration (``v + c``, ``v - c``, or a pointer
+        ``gep v[c]``) from a start value the reverse sweep can get without a
+        per-iteration tape: (info, next-value op, init). Otherwise None."""
         if not isinstance(v, BlockArgument) or v.block not in self.counted:
             return None
         info = self.counted[v.block]
-        if self.cur not in info["body"] or not isinstance(v.type, IntegerType):
+        if self.cur not in info["body"]:
             return None
         latch, entry = info["latch"], info["entry"]
         nxt = self.flavor.successor_operands(latch.src.last_op)[latch.slot][v.index]
         init = self.flavor.successor_operands(entry.src.last_op)[entry.slot][v.index]
         op = None if isinstance(nxt, BlockArgument) else nxt.owner
-        if not isinstance(op, (llvm.AddOp, llvm.SubOp)) or op.operands[0] is not v:
+        if op is None or not op.operands or op.operands[0] is not v:
             return None
-        step = op.operands[1]
-        if not self._is_constant_value(step) or not (self._available(init) or self._is_constant_value(init)):
+        if isinstance(v.type, IntegerType) and isinstance(op, (llvm.AddOp, llvm.SubOp)):
+            steps = [op.operands[1]]
+        elif isinstance(op, llvm.GEPOp) and len(op.rawConstantIndices.get_values()) == 1:
+            steps = list(op.operands[1:])  # one index: a constant, or a constant SSA value
+        else:
             return None
+        if not all(self._is_constant_value(s) for s in steps):
+            return None
+        if not (self._available(init) or self._is_constant_value(init) or self._outside_inner_loop(init)):
+            return None
+        return info, op, init
+
+    def _shadow_steps_with(self, w: SSAValue, op: Operation, info) -> bool:
+        """Whether the forward shadow phi ``w`` advances by the same GEP as its primal."""
+        latch = info["latch"]
+        term = self.bmap[latch.src].last_op
+        nxt = self.flavor.successor_operands(term)[latch.slot][w.index]
+        sop = None if isinstance(nxt, BlockArgument) else nxt.owner
+        return (
+            isinstance(sop, llvm.GEPOp) and sop.operands[0] is w and sop.elem_type == op.elem_type
+            and sop.rawConstantIndices == op.rawConstantIndices
+            and all(self.vmap.get(a, a) is b for a, b in zip(op.operands[1:], sop.operands[1:]))
+        )
+
+    def _can_rebuild_induction(self, v: SSAValue, w: SSAValue) -> bool:
+        found = self._induction_step(v)
+        if found is None:
+            return False
+        info, op, _ = found
+        if w is self.vmap.get(v, v):
+            return True
+        return w is self.smap.get(v) and isinstance(op, llvm.GEPOp) and self._shadow_steps_with(w, op, info)
+
+    def _induction(self, v: SSAValue, w: SSAValue) -> SSAValue | None:
+        """Rebuild a counted loop's induction variable ``v = init + k * step`` (or the
+        pointer ``&init[k * step]``) from the iteration index, instead of taping it.
+        ``w`` is the forward value wanted: ``v``'s copy, or its shadow (a pointer
+        whose shadow moves in step with it)."""
+        if not self._can_rebuild_induction(v, w):
+            return None
+        info, op, init = self._induction_step(v)
         E = self.E
         k = self._iteration(v.block)
+        if w is self.vmap.get(v, v):
+            start = self._fetch(init, self.vmap.get(init, init))
+        else:
+            start = self.fetch_shadow(init)
+        if isinstance(op, llvm.GEPOp):
+            raw = op.rawConstantIndices.get_values()[0]
+            if op.operands[1:]:
+                step = self._fetch(op.operands[1], self.vmap.get(op.operands[1], op.operands[1]))
+                if step.type != i64:
+                    step = E.v(llvm.SExtOp(step, i64))
+            else:
+                step = E.v(llvm.ConstantOp(IntegerAttr(raw, i64), i64))
+            offset = E.v(llvm.MulOp(k, step))
+            return E.v(llvm.GEPOp(start, [llvm.GEP_USE_SSA_VAL], op.elem_type, ssa_indices=[offset]))
         if v.type != i64:
             k = E.v(llvm.TruncOp(k, v.type))
-        w_step = self._fetch(step, self.vmap.get(step, step))
+        w_step = self._fetch(op.operands[1], self.vmap.get(op.operands[1], op.operands[1]))
         scaled = E.v(llvm.MulOp(k, w_step))
-        start = self._fetch(init, self.vmap.get(init, init))
         return E.v(llvm.AddOp(start, scaled) if isinstance(op, llvm.AddOp) else llvm.SubOp(start, scaled))
 
     def _new_cache(self, typ) -> SSAValue:
@@ -432,10 +481,11 @@ class ReverseGenerator(ShadowCode):
         ``home``, made usable in the current reverse block."""
         return self._fetch(None, w, home)
 
-    def _fetch(self, v: SSAValue | None, w: SSAValue, home: Block | None = None) -> SSAValue:
+    def _fetch(self, v: SSAValue | None, w: SSAValue, home: Block | None = None, *, recompute: bool = True) -> SSAValue:
         """Value ``w`` of the forward sweep (computed alongside primal ``v``, or in
         primal block ``home``), made usable in the current reverse block: read
-        directly, rematerialized, or cached on the tape."""
+        directly, rematerialized, recomputed (unless ``recompute`` is false: ``w``
+        is in a cut chosen by _recompute), or cached on the tape."""
         if not isinstance(w, BlockArgument) and self.flavor.is_constant(w.owner):
             key = (w, self.cur)
             if key not in self.popped:
@@ -452,11 +502,11 @@ class ReverseGenerator(ShadowCode):
         if key in self.popped:
             return self.popped[key]
         if v is not None and self.flavor.name == "llvm":
-            iv = self._induction(v)
+            iv = self._induction(v, w)
             if iv is not None:
                 self.popped[key] = iv
                 return iv
-        if v is not None:
+        if v is not None and recompute:
             again = self._recompute(v, w)
             if again is not None:
                 self.popped[key] = again
@@ -466,6 +516,10 @@ class ReverseGenerator(ShadowCode):
             if hoisted is not None:
                 self.popped[key] = hoisted
                 return hoisted
+        indexed = self._indexed_cache(w)
+        if indexed is not None:
+            self.popped[key] = indexed
+            return indexed
         fwd = self.bmap[self.cur]
         rb = self.rev[self.cur]
         if self.split:
@@ -505,7 +559,12 @@ class ReverseGenerator(ShadowCode):
         loop = self._hoist_loop(v)
         if loop is None:
             return None
-        header, body = loop
+        return self.E.v(ez.GetOp(self._run_slot(w, *loop)))
+
+    def _run_slot(self, w: SSAValue, header: Block, body: set[Block]) -> SSAValue:
+        """A slot holding ``w`` (computed before loop ``header`` runs) while the
+        reverse sweep runs that loop: ``w`` is pushed on the loop's exit edges and
+        popped into the slot when the reverse sweep comes back through that edge."""
         slots = self.__dict__.setdefault("_hoisted", {})
         slot = slots.get((w, header))
         if slot is None:
@@ -513,14 +572,28 @@ class ReverseGenerator(ShadowCode):
             self.g_entry.insert_op_before(init, self._entry_branch)
             slot = slots[(w, header)] = init.results[0]
             exits = [e for x in body for e in self.cfg.succs[x] if e.dst not in body and x in self.live]
-            for e in exits:
-                nb = self._exit_edge_block(e)
+            self._tape_on_exits(w, exits, slot)
+        return slot
+
+    def _tape_on_exits(self, w: SSAValue, exits: list[Edge], slot: SSAValue) -> None:
+        """Tape ``w`` on each loop exit edge (in a forward block on the edge) and
+        restore it into ``slot`` when the reverse sweep comes back through that edge:
+        in an indexed cache when the edge lies in a nest of loops with known trip
+        counts, on a LIFO cache otherwise."""
+        for e in exits:
+            nb = self._exit_edge_block(e)
+            nest = self._edge_nest(e)
+            if nest is not None:
+                cache = self._new_indexed_cache(nest, w.type)
+                self._store_indexed(nest, cache, nb, w)
+                item = (cache, slot, nest)
+            else:
                 cache = self._new_cache(w.type)
                 nb.insert_op_before(ez.PushOp(cache, w), nb.last_op)
-                self._edge_pops.setdefault(e, []).append((cache, slot))
-                if e in self._route_points:
-                    self._emit_edge_pops(e, [(cache, slot)])
-        return self.E.v(ez.GetOp(slot))
+                item = (cache, slot, None)
+            self._edge_pops.setdefault(e, []).append(item)
+            if e in self._route_points:
+                self._emit_edge_pops(e, [item])
 
     def _exit_edge_block(self, e: Edge) -> Block:
         """A forward block on loop exit edge ``e`` (made once), where values hoisted
@@ -543,44 +616,18 @@ class ReverseGenerator(ShadowCode):
     def _emit_edge_pops(self, e: Edge, pops) -> None:
         """Pop hoisted values into their slots on the reverse path of edge ``e``,
         last pushed first, right before the branch into the loop's reverse."""
-        for cache, slot in pops:
+        for cache, slot, nest in pops:
             anchor = self._route_points[e]
+            if nest is not None:  # any order: read where the route point is
+                saved = (self.E.block, self.E.anchor)
+                self.E.before(anchor)
+                self.E.insert(ez.SetOp(slot, self.E.v(ez.CacheLoadOp(cache, self._reverse_index(nest)))))
+                self.E.block, self.E.anchor = saved
+                continue
             pop = ez.PopOp(cache)
             setop = ez.SetOp(slot, pop.results[0])
             anchor.parent_block().insert_ops_before([pop, setop], anchor)
             self._route_points[e] = pop
-
-    # ---- recompute instead of caching ----------------------------------------------
-    _CHEAP = (
-        llvm.GEPOp, llvm.SExtOp, llvm.ZExtOp, llvm.TruncOp, llvm.AddOp, llvm.SubOp,
-        llvm.MulOp, llvm.ShlOp, llvm.BitcastOp,
-    )
-
-    def _recompute(self, v: SSAValue, w: SSAValue, depth: int = 0) -> SSAValue | None:
-        """Rebuild ``w`` in the reverse sweep when that is cheaper than taping it: an
-        address or index computation whose operands are available (or need one shared
-        tape entry, typically the loop counter), or a float load from memory that
-        nothing in the function writes, re-read through such an address."""
-        if isinstance(v, BlockArgument) or isinstance(w, BlockArgument) or depth > 3:
-            return None
-        vop, wop = v.owner, w.owner
-        # (no re-reading in split mode: the augmented function's stack is gone)
-        rereadable = isinstance(vop, llvm.LoadOp) and not self.split and self._never_written(vop.ptr)
-        if not (isinstance(vop, self._CHEAP) or rereadable) or len(vop.operands) != len(wop.operands):
-            return None
-        if vop.regions or (isinstance(vop, llvm.LoadOp) and not is_float_type(vop.results[0].type)):
-            return None
-        taped = [
-            o for o in vop.operands
-            if not (self._available(o) or self._is_constant_value(o) or self._outside_inner_loop(o))
-        ]
-        if len(taped) > 1:
-            return None
-        operands = [self._fetch(vo, wo) for vo, wo in zip(vop.operands, wop.operands)]
-        clone = wop.clone({}, {})
-        clone.operands = operands
-        self.E.insert(clone)
-        return clone.results[0]
 
     def _outside_inner_loop(self, v: SSAValue) -> bool:
         """Defined outside a loop around the current block: taped at most once per

@@ -5,6 +5,11 @@
 * ``enzyme.init`` creates a gradient accumulator (``!enzyme.Gradient<T>``) or a
   LIFO cache (``!enzyme.Cache<T>``); ``enzyme.get``/``enzyme.set`` read and write
   accumulators, ``enzyme.push``/``enzyme.pop`` fill and drain caches.
+* ``enzyme.init`` also creates an indexed cache (``!enzyme.IndexedCache<T>``), for
+  values of loops whose trip counts are known before they run:
+  ``enzyme.cache_reserve`` makes room for a number of slots (before the loop),
+  ``enzyme.cache_store``/``enzyme.cache_load`` write and read slot ``i`` (derived
+  from the iteration numbers). The storage lives until the function returns.
 
 Reverse mode is first generated with these generic ops and later simplified
 (push/pop of values still available become plain SSA uses) and lowered to memory.
@@ -126,6 +131,20 @@ class CacheType(ParametrizedAttribute, TypeAttribute):
         super().__init__(elem)
 
 
+@irdl_attr_definition
+class IndexedCacheType(ParametrizedAttribute, TypeAttribute):
+    """``!enzyme.IndexedCache<T>``: a growable array of T, written by the forward
+    sweep of a loop at slots derived from its iteration numbers and read back at the
+    same slots by the reverse sweep (no per-iteration bookkeeping, unlike the LIFO
+    cache)."""
+
+    name = "enzyme.IndexedCache"
+    elem: Attribute
+
+    def __init__(self, elem: Attribute):
+        super().__init__(elem)
+
+
 def _activities(attr: ArrayAttr) -> list[Activity]:
     return [a.activity for a in attr.data]  # type: ignore[attr-defined]
 
@@ -199,7 +218,7 @@ class InitOp(IRDLOperation):
     """Create an accumulator or a cache."""
 
     name = "enzyme.init"
-    result = result_def(GradientType | CacheType)
+    result = result_def(GradientType | CacheType | IndexedCacheType)
     assembly_format = "attr-dict `:` type($result)"
 
     def __init__(self, typ: Attribute):
@@ -250,8 +269,51 @@ class PopOp(IRDLOperation):
         super().__init__(operands=[cache], result_types=[cache.type.elem])  # type: ignore[attr-defined]
 
 
+@irdl_op_definition
+class CacheReserveOp(IRDLOperation):
+    """Make an indexed cache hold at least ``count`` (i64) slots, keeping its contents
+    (slots already written keep their values; storage may move)."""
+
+    name = "enzyme.cache_reserve"
+    cache = operand_def(IndexedCacheType)
+    count = operand_def()
+    assembly_format = "$cache `,` $count attr-dict `:` type($cache) `,` type($count)"
+
+    def __init__(self, cache: SSAValue, count: SSAValue):
+        super().__init__(operands=[cache, count])
+
+
+@irdl_op_definition
+class CacheStoreOp(IRDLOperation):
+    """Write ``value`` into slot ``index`` (i64) of an indexed cache."""
+
+    name = "enzyme.cache_store"
+    cache = operand_def(IndexedCacheType)
+    index = operand_def()
+    value = operand_def()
+    assembly_format = "$cache `[` $index `]` `,` $value attr-dict `:` type($cache) `,` type($index) `,` type($value)"
+
+    def __init__(self, cache: SSAValue, index: SSAValue, value: SSAValue):
+        super().__init__(operands=[cache, index, value])
+
+
+@irdl_op_definition
+class CacheLoadOp(IRDLOperation):
+    """Read slot ``index`` (i64) of an indexed cache."""
+
+    name = "enzyme.cache_load"
+    cache = operand_def(IndexedCacheType)
+    index = operand_def()
+    result = result_def()
+    assembly_format = "$cache `[` $index `]` attr-dict `:` type($cache) `,` type($index) `->` type($result)"
+
+    def __init__(self, cache: SSAValue, index: SSAValue):
+        super().__init__(operands=[cache, index], result_types=[cache.type.elem])  # type: ignore[attr-defined]
+
+
 Enzyme = Dialect(
     "enzyme",
-    [AutoDiffOp, FwdDiffOp, InitOp, SetOp, GetOp, PushOp, PopOp],
-    [ActivityAttr, GradientType, CacheType],
+    [AutoDiffOp, FwdDiffOp, InitOp, SetOp, GetOp, PushOp, PopOp, CacheReserveOp, CacheStoreOp,
+     CacheLoadOp],
+    [ActivityAttr, GradientType, CacheType, IndexedCacheType],
 )

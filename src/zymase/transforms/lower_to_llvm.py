@@ -108,7 +108,7 @@ def lower_type(t: Attribute, *, function: str | None = None) -> Attribute:
     """
     if isinstance(t, IndexType):
         return i64
-    if isinstance(t, (enzyme.GradientType, enzyme.CacheType)):
+    if isinstance(t, (enzyme.GradientType, enzyme.CacheType, enzyme.IndexedCacheType)):
         return PTR
     if isinstance(t, IntegerType):
         if t.signedness.data.name != "SIGNLESS":
@@ -720,6 +720,8 @@ def _lower_init(op: enzyme.InitOp, e: Emitter) -> Sequence[SSAValue]:
       ``size`` to 0, keeping the buffer for reuse if it runs again.
     """
     typ = op.result.type
+    if isinstance(typ, enzyme.IndexedCacheType):
+        return [_lower_indexed_init(op, e)]
     if isinstance(typ, enzyme.GradientType):
         elem = _elem_type(typ)
         slot = e.fn.entry_alloca(elem)
@@ -767,6 +769,64 @@ def _lower_pop(op: enzyme.PopOp, e: Emitter) -> Sequence[SSAValue]:
     nbytes = e.size_of(t)
     slot = e.call(CACHE_POP, [op.cache, nbytes], PTR).results[0]
     return [e.value(_LoadOp(slot, t))]
+
+
+INDEXED_CACHE_STRUCT = llvm.LLVMStructType.from_type_list([PTR, i64])
+"""Memory layout of an ``!enzyme.IndexedCache<T>``: ``{ptr data, i64 capacity}``
+(capacity in bytes), an entry-block alloca whose address never escapes, so that
+LLVM's SROA turns both fields into SSA values (the data pointer is then a plain
+register in the loops that read and write the cache)."""
+
+CACHE_RESERVE = "__zymase_cache_reserve"
+
+
+def _lower_indexed_init(op: enzyme.InitOp, e: Emitter) -> SSAValue:
+    handle = e.fn.entry_alloca(INDEXED_CACHE_STRUCT, zero_init=True)
+    e.fn.indexed_caches[handle] = e.type(op.result.type.elem)  # type: ignore[attr-defined]
+    return handle
+
+
+@lowers(enzyme.CacheReserveOp)
+def _lower_cache_reserve(op: enzyme.CacheReserveOp, e: Emitter) -> Sequence[SSAValue]:
+    """Grow the data to ``count * sizeof(T)`` bytes if it is smaller (the runtime
+    helper takes and returns the fields by value; the handle stays promotable)."""
+    e.fn.module.require_cache_runtime(e)
+    count = op.count
+    if count.type != i64:
+        count = e.value(llvm.SExtOp(count, i64))
+    elem = op.cache.type.elem if isinstance(op.cache.type, enzyme.IndexedCacheType) else e.fn.indexed_caches[op.cache]
+    nbytes = e.value(llvm.MulOp(count, e.size_of(e.type(elem))))
+    cap_ptr = e.value(llvm.GEPOp(op.cache, [0, 1], INDEXED_CACHE_STRUCT))
+    data = e.value(_LoadOp(op.cache, PTR))
+    cap = e.value(_LoadOp(cap_ptr, i64))
+    grown = e.call(CACHE_RESERVE, [data, cap, nbytes], INDEXED_CACHE_STRUCT).results[0]
+    e.emit(_StoreOp(e.value(llvm.ExtractValueOp(DenseArrayBase.from_list(i64, [0]), grown, PTR)), op.cache))
+    e.emit(_StoreOp(e.value(llvm.ExtractValueOp(DenseArrayBase.from_list(i64, [1]), grown, i64)), cap_ptr))
+    return []
+
+
+def _cache_slot(op: Operation, elem: Attribute, e: Emitter) -> SSAValue:
+    """Address of slot ``op.index`` of the cache's current data."""
+    elem = e.type(elem)
+    data = e.value(_LoadOp(op.cache, PTR))
+    return e.value(llvm.GEPOp(data, [llvm.GEP_USE_SSA_VAL], elem, ssa_indices=[op.index], inbounds=True))
+
+
+@lowers(enzyme.CacheStoreOp)
+def _lower_cache_store(op: enzyme.CacheStoreOp, e: Emitter) -> Sequence[SSAValue]:
+    e.emit(_StoreOp(op.value, _cache_slot(op, op.value.type, e)))
+    if _tape_stats_enabled():
+        e.fn.module.require_cache_runtime(e)
+        stats = e.value(llvm.AddressOfOp(TAPE_STATS_COUNTER, PTR))
+        old = e.value(_LoadOp(stats, i64))
+        size = e.size_of(e.type(op.value.type))
+        e.emit(_StoreOp(e.value(llvm.AddOp(old, size)), stats))
+    return []
+
+
+@lowers(enzyme.CacheLoadOp)
+def _lower_cache_load(op: enzyme.CacheLoadOp, e: Emitter) -> Sequence[SSAValue]:
+    return [e.value(_LoadOp(_cache_slot(op, op.result.type, e), e.type(op.result.type)))]
 
 
 # Written as llvm-dialect MLIR text and parsed with zymase.ir.parse_mlir, rather
@@ -827,6 +887,26 @@ builtin.module {{
     llvm.store %need, %size_p : i64, !llvm.ptr
     llvm.return %slot : !llvm.ptr
   }}
+  llvm.func internal @{CACHE_RESERVE}(%data: !llvm.ptr, %cap: i64, %need: i64) -> !llvm.struct<(ptr, i64)> {{
+    %full = llvm.icmp "ugt" %need, %cap : i64
+    llvm.cond_br %full, ^grow, ^keep
+  ^keep:
+    %u0 = llvm.mlir.undef : !llvm.struct<(ptr, i64)>
+    %k0 = llvm.insertvalue %data, %u0[0] : !llvm.struct<(ptr, i64)>
+    %k1 = llvm.insertvalue %cap, %k0[1] : !llvm.struct<(ptr, i64)>
+    llvm.return %k1 : !llvm.struct<(ptr, i64)>
+  ^grow:
+    %two = llvm.mlir.constant(2 : i64) : i64
+    %min = llvm.mlir.constant(256 : i64) : i64
+    %doubled = llvm.mul %cap, %two : i64
+    %enough = llvm.call_intrinsic "llvm.umax.i64"(%doubled, %need) : (i64, i64) -> i64
+    %newcap = llvm.call_intrinsic "llvm.umax.i64"(%enough, %min) : (i64, i64) -> i64
+    %new = llvm.call @realloc(%data, %newcap) : (!llvm.ptr, i64) -> !llvm.ptr
+    %u1 = llvm.mlir.undef : !llvm.struct<(ptr, i64)>
+    %g0 = llvm.insertvalue %new, %u1[0] : !llvm.struct<(ptr, i64)>
+    %g1 = llvm.insertvalue %newcap, %g0[1] : !llvm.struct<(ptr, i64)>
+    llvm.return %g1 : !llvm.struct<(ptr, i64)>
+  }}
   llvm.func internal @{CACHE_POP}(%cache: !llvm.ptr, %nbytes: i64) -> !llvm.ptr {{
     %size_p = llvm.getelementptr %cache[0, 1] : (!llvm.ptr) -> !llvm.ptr, {_STRUCT}
     %size = llvm.load %size_p : !llvm.ptr -> i64
@@ -853,10 +933,17 @@ _TAPE_STATS_COUNT = """%stats = llvm.mlir.addressof @__zymase_tape_bytes : !llvm
     llvm.store %stats_new, %stats : i64, !llvm.ptr"""
 
 
-def _cache_runtime_text() -> str:
+TAPE_STATS_COUNTER = "__zymase_tape_bytes"
+
+
+def _tape_stats_enabled() -> bool:
     import os
 
-    if os.environ.get("ZYMASE_TAPE_STATS"):
+    return bool(os.environ.get("ZYMASE_TAPE_STATS"))
+
+
+def _cache_runtime_text() -> str:
+    if _tape_stats_enabled():
         text = _CACHE_RUNTIME.replace("{TAPE_STATS}", _TAPE_STATS_COUNT)
         return text.replace("builtin.module {", "builtin.module {" + _TAPE_STATS_GLOBAL, 1)
     return _CACHE_RUNTIME.replace("{TAPE_STATS}", "")
@@ -1009,6 +1096,7 @@ class _FunctionLowering:
         self.name = name
         self.entry = fn.body.blocks[0]
         self.caches: list[SSAValue] = []
+        self.indexed_caches: dict[SSAValue, Attribute] = {}  # handle -> element type
         self._alloca_anchor: Operation | None = None
 
     def run(self) -> None:
@@ -1020,7 +1108,7 @@ class _FunctionLowering:
         for block in _reverse_post_order(self.fn.body.blocks):
             for op in list(block.ops):
                 self._lower_op(op)
-        if self.caches:
+        if self.caches or self.indexed_caches:
             self.module.declare("free", [PTR], None)
             self._free_caches_before_returns()
 
@@ -1092,6 +1180,9 @@ class _FunctionLowering:
                 null = llvm.ZeroOp.build(result_types=[PTR])
                 heap = llvm.SelectOp(on_heap.results[0], data.dereferenced_value, null.results[0])
                 ops += [data, inline, on_heap, null, heap, llvm.CallOp("free", heap.results[0])]
+            for handle in self.indexed_caches:  # data is null or from realloc
+                data = _LoadOp(handle, PTR)
+                ops += [data, llvm.CallOp("free", data.dereferenced_value)]
             block.insert_ops_before(ops, term)
 
 

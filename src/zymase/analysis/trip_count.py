@@ -1,0 +1,153 @@
+"""Trip counts of loops in the llvm dialect, known before the loop runs.
+
+A loop (one entry edge, one back edge) whose header carries an induction variable
+``iv = init + step * k`` (``k`` counts header executions in one run of the loop;
+``step`` a constant; ``init`` defined outside the loop) and that leaves when a
+compare of ``iv`` (or of ``iv + step``) against a loop-invariant bound fails, in a
+block executed by every iteration, runs its header at most ``N`` times, where ``N``
+is computable from ``init`` and the bound alone. Reverse mode sizes a loop's caches
+with ``N`` (one slot per header execution) instead of growing a stack.
+
+This module only recognizes the pattern (:func:`trip_count`); emitting the
+arithmetic for ``N`` is the caller's job (:class:`TripCount` says what to compute).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from zymase.analysis.cfg import CFG, Edge
+from zymase.ir import Block, BlockArgument, IntegerAttr, IntegerType, SSAValue, llvm
+
+# llvm.icmp predicate numbers (MLIR's LLVM dialect).
+EQ, NE, SLT, SLE, SGT, SGE, ULT, ULE, UGT, UGE = range(10)
+_SWAPPED = {EQ: EQ, NE: NE, SLT: SGT, SLE: SGE, SGT: SLT, SGE: SLE, ULT: UGT, ULE: UGE, UGT: ULT, UGE: ULE}
+_NEGATED = {EQ: NE, NE: EQ, SLT: SGE, SLE: SGT, SGT: SLE, SGE: SLT, ULT: UGE, ULE: UGT, UGT: ULE, UGE: ULT}
+UNSIGNED = {ULT, ULE, UGT, UGE}
+
+
+@dataclass(frozen=True)
+class TripCount:
+    """At most ``N`` header executions per run, with ``d = bound - init`` (step > 0)
+    or ``init - bound`` (step < 0), both widened to i64, and ``s = |step|``:
+
+    * ``inclusive`` false (``<``, ``>``, ``!=``): ``passes = ceil(d / s) - offset``
+    * ``inclusive`` true (``<=``, ``>=``): ``passes = floor(d / s) + 1 - offset``
+    * ``N = max(passes, 0) + 1``
+
+    ``offset`` is 1 when the exit test reads ``iv + step`` (rotated loops) rather
+    than ``iv``. Divisions may round the wrong way for negative ``d``; that only
+    makes ``N`` larger, and ``N`` is an upper bound anyway (early exits)."""
+
+    init: SSAValue
+    bound: SSAValue
+    step: int
+    inclusive: bool
+    offset: int
+    unsigned: bool
+
+    def operands(self) -> tuple[SSAValue, SSAValue]:
+        return self.init, self.bound
+
+
+def constant_int(v: SSAValue) -> int | None:
+    if isinstance(v, BlockArgument):
+        return None
+    op = v.owner
+    if isinstance(op, llvm.ConstantOp) and isinstance(op.value, IntegerAttr):
+        return op.value.value.data
+    return None
+
+
+def trip_count(cfg: CFG, header: Block, body: set[Block], entry: Edge, latch: Edge, successor_operands) -> TripCount | None:
+    """The header-execution bound of loop ``header`` (see the module docstring), or
+    None when the loop does not have that shape. ``successor_operands(term)`` gives
+    the operands a terminator passes along each successor slot."""
+    latch_ops = successor_operands(latch.src.last_op)[latch.slot]
+    entry_ops = successor_operands(entry.src.last_op)[entry.slot]
+    # Induction variables: header argument -> (init, step, next value).
+    ivs: dict[SSAValue, tuple[SSAValue, int, SSAValue]] = {}
+    for arg in header.args:
+        if not isinstance(arg.type, IntegerType) or arg.index >= len(latch_ops):
+            continue
+        nxt = latch_ops[arg.index]
+        if isinstance(nxt, BlockArgument) or not isinstance(nxt.owner, (llvm.AddOp, llvm.SubOp)):
+            continue
+        op = nxt.owner
+        if op.operands[0] is not arg:
+            continue
+        step = constant_int(op.operands[1])
+        if not step:
+            continue
+        if isinstance(op, llvm.SubOp):
+            step = -step
+        init = entry_ops[arg.index]
+        if not _invariant(init, body):
+            continue
+        ivs[arg] = (init, step, nxt)
+    if not ivs:
+        return None
+    for x in body:
+        if x not in cfg.reachable or not cfg.dominates(x, latch.src):
+            continue
+        term = x.last_op
+        if not isinstance(term, llvm.CondBrOp):
+            continue
+        inside = [s in body for s in term.successors]
+        if inside[0] == inside[1]:
+            continue
+        found = _exit_test(term.cond, ivs, body, continue_if_true=inside[0])
+        if found is not None:
+            return found
+    return None
+
+
+def _invariant(v: SSAValue, body: set[Block]) -> bool:
+    if constant_int(v) is not None:
+        return True
+    home = v.block if isinstance(v, BlockArgument) else v.owner.parent_block()
+    return home not in body
+
+
+def _strip_ext(v: SSAValue) -> tuple[SSAValue, str | None]:
+    if not isinstance(v, BlockArgument) and isinstance(v.owner, (llvm.SExtOp, llvm.ZExtOp)):
+        return v.owner.operands[0], "zext" if isinstance(v.owner, llvm.ZExtOp) else "sext"
+    return v, None
+
+
+def _exit_test(cond: SSAValue, ivs, body: set[Block], *, continue_if_true: bool) -> TripCount | None:
+    if isinstance(cond, BlockArgument) or not isinstance(cond.owner, llvm.ICmpOp):
+        return None
+    cmp = cond.owner
+    pred = cmp.predicate.value.data
+    lhs, rhs = cmp.operands
+    if not continue_if_true:
+        pred = _NEGATED[pred]
+    for iv_side, other, p in ((lhs, rhs, pred), (rhs, lhs, _SWAPPED[pred])):
+        if not _invariant(other, body):
+            continue
+        inner, ext = _strip_ext(iv_side)
+        if ext is not None and (ext == "zext") != (p in UNSIGNED) and p not in (EQ, NE):
+            continue  # the extension and the compare disagree on signedness
+        for arg, (init, step, nxt) in ivs.items():
+            if inner is arg:
+                offset = 0
+            elif inner is nxt:
+                offset = 1
+            else:
+                continue
+            shape = _shape(p, step)
+            if shape is None:
+                return None
+            return TripCount(init, other, step, shape, offset, p in UNSIGNED or ext == "zext")
+    return None
+
+
+def _shape(pred: int, step: int) -> bool | None:
+    """Whether the continue-test ``iv PRED bound`` is inclusive, or None when it
+    does not bound an induction variable moving by ``step``."""
+    if pred == NE:
+        return False if abs(step) == 1 else None
+    if step > 0:
+        return {SLT: False, ULT: False, SLE: True, ULE: True}.get(pred)
+    return {SGT: False, UGT: False, SGE: True, UGE: True}.get(pred)

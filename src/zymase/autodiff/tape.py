@@ -1,0 +1,416 @@
+"""Where reverse mode keeps the primal values it needs: indexed per-loop caches.
+
+A value the reverse sweep needs from inside a loop is, by default, pushed on a
+growing LIFO stack once per iteration and popped in the reverse loop. When the
+loops around it have trip counts known before they run (see
+:mod:`zymase.analysis.trip_count`), the value goes into an ``enzyme.cache_alloc``
+buffer instead, one slot per iteration, allocated once per run of the outermost
+such loop (a nest of such loops shares one region of the product of their trip
+counts, indexed by the linearized iteration numbers), written at the iteration
+number in the forward sweep and read at the same number in the reverse sweep. No
+bookkeeping runs per iteration, so LLVM keeps both loops free of memory-carried
+dependences (and can vectorize them).
+
+Each value gets one ``!enzyme.IndexedCache`` for the whole call: a nest that runs
+once per call uses slots from 0; a nest inside another loop takes the next region
+at each run (a running total, the region's offset taped once per run), so no run
+allocates memory of its own (only the cache grows, by doubling). The storage is
+released when the function returns.
+
+Used as a mixin of :class:`zymase.autodiff.reverse.ReverseGenerator`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from zymase.analysis.trip_count import SLT, TripCount, constant_int, trip_count
+from zymase.ir import Block, BlockArgument, IntegerAttr, IntegerType, Operation, SSAValue, i64, llvm
+from zymase.ir import enzyme as ez
+from zymase.ir import llvm_ext
+
+
+@dataclass
+class LoopNest:
+    """Loops ``headers[0]`` (innermost) .. ``headers[-1]`` sharing cache regions:
+    each is entered at most once per iteration of the next, and all trip counts are
+    known on entry to the outermost one, where ``block`` (a forward block on its
+    entry edge) computes them (``counts``, forward values) and reserves the region
+    ``[offset, end)`` of every cache of the nest. ``forward_index`` /
+    ``reverse_index`` memoize the slot index per block."""
+
+    headers: tuple[Block, ...]
+    block: Block
+    counts: list[SSAValue]
+    offset: SSAValue
+    end: SSAValue
+    forward_index: dict[Block, SSAValue] = field(default_factory=dict)
+    reverse_index: dict[Block, tuple[SSAValue, Operation | None]] = field(default_factory=dict)
+
+    @property
+    def outer(self) -> Block:
+        return self.headers[-1]
+
+
+class IndexedCaches:
+    """Mixin: ``_indexed_cache(w)`` stores ``w`` in the forward copy of the current
+    block and returns it loaded back in the current reverse block, or returns None
+    when the current block is not inside a loop nest with known trip counts."""
+
+    def _trip_count(self, header: Block) -> TripCount | None:
+        memo = self.__dict__.setdefault("_trip_counts", {})
+        if header not in memo:
+            info = self.counted[header]
+            tc = trip_count(self.cfg, header, info["body"], info["entry"], info["latch"], self.flavor.successor_operands)
+            if tc is not None and any(
+                isinstance(v.type, IntegerType) and v.type.width.data > 64 for v in tc.operands()
+            ):
+                tc = None
+            memo[header] = tc
+        return memo[header]
+
+    def _loop_chain(self, b: Block) -> list[tuple[Block, set[Block]]]:
+        """The natural loops around block ``b``, innermost first."""
+        loops = [(h, body) for h, body in self.cfg.natural_loops() if b in body]
+        return sorted(loops, key=lambda hb: len(hb[1]))
+
+    def _nest_of(self, b: Block) -> LoopNest | None:
+        """The nest of indexed-cache loops around block ``b`` (None: none)."""
+        return self._nest_for(self._loop_chain(b))
+
+    def _edge_nest(self, e) -> LoopNest | None:
+        """The nest around edge ``e`` (the loops holding both of its ends)."""
+        return self._nest_for([(h, body) for h, body in self._loop_chain(e.dst) if e.src in body])
+
+    def _nest_for(self, chain: list[tuple[Block, set[Block]]]) -> LoopNest | None:
+        if self.split or self.flavor.name != "llvm":
+            return None
+        nests = self.__dict__.setdefault("_nests", {})
+        headers: list[Block] = []
+        for h, body in chain:
+            if h not in self.counted or self._trip_count(h) is None:
+                break
+            operands = [v for g in [*headers, h] for v in self._trip_count(g).operands()]
+            if not all(self._invariant_in(v, body) for v in operands):
+                break
+            headers.append(h)
+        if not headers:
+            return None
+        key = tuple(headers)
+        if key not in nests:
+            nests[key] = self._new_nest(key)
+        return nests[key]
+
+    def _invariant_in(self, v: SSAValue, body: set[Block]) -> bool:
+        if constant_int(v) is not None:
+            return True
+        home = v.block if isinstance(v, BlockArgument) else v.owner.parent_block()
+        return home not in body
+
+    def _new_nest(self, headers: tuple[Block, ...]) -> LoopNest:
+        outer = self.counted[headers[-1]]
+        block = self._exit_edge_block(outer["entry"])  # a forward block on the entry edge
+        E = self.E
+        saved = (E.block, E.anchor)
+        E.before(block.last_op)
+        counts = [self._emit_trip_count(self._trip_count(h)) for h in headers]
+        size = counts[0]
+        for n in counts[1:]:
+            size = E.v(llvm.MulOp(size, n))
+        if self._runs_once(headers[-1]):
+            offset, end = E.v(llvm.ConstantOp(IntegerAttr(0, i64), i64)), size
+        else:
+            total = ez.InitOp(ez.GradientType(i64))
+            self.g_entry.insert_op_before(total, self._entry_branch)
+            offset = E.v(ez.GetOp(total.results[0]))
+            end = E.v(llvm.AddOp(offset, size))
+            E.insert(ez.SetOp(total.results[0], end))
+        E.block, E.anchor = saved
+        return LoopNest(headers, block, counts, offset, end)
+
+    def _runs_once(self, header: Block) -> bool:
+        """Whether loop ``header`` is entered at most once per call (no loop around it)."""
+        return len(self._loop_chain(header)) == 1
+
+    def _forward_value(self, v: SSAValue) -> SSAValue:
+        if constant_int(v) is not None and not isinstance(v, BlockArgument):
+            return self.E.v(v.owner.clone())
+        return self.vmap.get(v, v)
+
+    def _emit_trip_count(self, tc: TripCount) -> SSAValue:
+        E = self.E
+
+        def wide(v: SSAValue) -> SSAValue:
+            v = self._forward_value(v)
+            if v.type == i64:
+                return v
+            return E.v(llvm.ZExtOp(v, i64) if tc.unsigned else llvm.SExtOp(v, i64))
+
+        def const(n: int) -> SSAValue:
+            return E.v(llvm.ConstantOp(IntegerAttr(n, i64), i64))
+
+        init, bound = wide(tc.init), wide(tc.bound)
+        d = E.v(llvm.SubOp(bound, init) if tc.step > 0 else llvm.SubOp(init, bound))
+        s = abs(tc.step)
+        if tc.inclusive:
+            q = d if s == 1 else E.v(llvm.SDivOp(d, const(s)))
+            passes = E.v(llvm.AddOp(q, const(1 - tc.offset)))
+        else:
+            q = d if s == 1 else E.v(llvm.SDivOp(E.v(llvm.AddOp(d, const(s - 1))), const(s)))
+            passes = q if tc.offset == 0 else E.v(llvm.SubOp(q, const(tc.offset)))
+        zero = const(0)
+        positive = E.v(llvm_ext.ICmpOp(zero, passes, IntegerAttr(SLT, i64)))
+        clamped = E.v(llvm_ext.SelectOp(positive, passes, zero))
+        return E.v(llvm.AddOp(clamped, const(1)))
+
+    def _linear_index(self, nest: LoopNest, offset: SSAValue, ks: list[SSAValue], counts: list[SSAValue]) -> SSAValue:
+        """``offset + ((k_m * N_{m-1} + k_{m-1}) * N_{m-2} + ...) * N_0 + k_0``."""
+        E = self.E
+        idx = ks[-1]
+        for j in range(len(ks) - 2, -1, -1):
+            idx = E.v(llvm.AddOp(E.v(llvm.MulOp(idx, counts[j])), ks[j]))
+        return idx if self._runs_once(nest.outer) else E.v(llvm.AddOp(offset, idx))
+
+    def _new_indexed_cache(self, nest: LoopNest, typ) -> SSAValue:
+        """An indexed cache of ``typ`` with room for each run of ``nest``."""
+        cache = ez.InitOp(ez.IndexedCacheType(typ))
+        self.g_entry.insert_op_before(cache, self._entry_branch)
+        nest.block.insert_op_before(ez.CacheReserveOp(cache.results[0], nest.end), nest.block.last_op)
+        return cache.results[0]
+
+    def _store_indexed(self, nest: LoopNest, cache: SSAValue, fwd: Block, w: SSAValue) -> None:
+        """Forward: store ``w`` at the end of forward block ``fwd`` (inside the nest)
+        at the slot of the current iterations."""
+        E = self.E
+        saved = (E.block, E.anchor)
+        if fwd not in nest.forward_index:
+            E.before(fwd.last_op)
+            ks = [self.counted[h]["k"] for h in nest.headers]
+            nest.forward_index[fwd] = self._linear_index(nest, nest.offset, ks, nest.counts)
+        fwd.insert_op_before(ez.CacheStoreOp(cache, nest.forward_index[fwd], w), fwd.last_op)
+        E.block, E.anchor = saved
+
+    def _reverse_index(self, nest: LoopNest) -> SSAValue:
+        """Reverse: the slot of the iterations being reversed, emitted at ``E``."""
+        E = self.E
+        body = self.counted[nest.outer]["body"]
+        ks = [E.v(ez.GetOp(self.counted[h]["slot"])) for h in nest.headers]
+        counts = [E.v(ez.GetOp(self._run_slot(n, nest.outer, body))) for n in nest.counts[:-1]]
+        offset = nest.offset
+        if not self._runs_once(nest.outer):
+            offset = E.v(ez.GetOp(self._run_slot(nest.offset, nest.outer, body)))
+        return self._linear_index(nest, offset, ks, counts)
+
+    def _indexed_cache(self, w: SSAValue) -> SSAValue | None:
+        nest = self._nest_of(self.cur)
+        if nest is None:
+            return None
+        cache = self._new_indexed_cache(nest, w.type)
+        self._store_indexed(nest, cache, self.bmap[self.cur], w)
+        # reverse: read the same slot at the top of the current reverse block
+        E = self.E
+        saved = (E.block, E.anchor)
+        rb = self.rev[self.cur]
+        if self.cur not in nest.reverse_index:
+            anchor = rb.first_op
+            self._emit_at_top(rb, anchor)
+            nest.reverse_index[self.cur] = (self._reverse_index(nest), anchor)
+        idx, anchor = nest.reverse_index[self.cur]
+        self._emit_at_top(rb, anchor)
+        value = E.v(ez.CacheLoadOp(cache, idx))
+        E.block, E.anchor = saved
+        return value
+
+    def _emit_at_top(self, rb: Block, anchor: Operation | None) -> None:
+        if anchor is None:
+            self.E.at_end(rb)
+        else:
+            self.E.before(anchor)
+
+
+# ---------------------------------------------------------------------------------
+# Recompute instead of caching: a minimum cut over the dataflow graph
+# ---------------------------------------------------------------------------------
+
+_CHEAP_OPS = (
+    llvm.GEPOp, llvm.SExtOp, llvm.ZExtOp, llvm.TruncOp, llvm.AddOp, llvm.SubOp, llvm.MulOp,
+    llvm.ShlOp, llvm.LShrOp, llvm.AShrOp, llvm.AndOp, llvm.OrOp, llvm.XOrOp, llvm.BitcastOp,
+    llvm.ICmpOp, llvm.SelectOp, llvm.FCmpOp, llvm.FAddOp, llvm.FSubOp, llvm.FMulOp, llvm.FNegOp,
+    llvm.FDivOp, llvm.SIToFPOp, llvm_ext.UIToFPOp, llvm.FPExtOp, llvm.FPTruncOp,
+)
+"""Pure ops worth recomputing in the reverse sweep rather than taping their result."""
+
+_CHEAP_INTRINSICS = (
+    "llvm.fmuladd.", "llvm.fma.", "llvm.fabs.", "llvm.copysign.", "llvm.smax.", "llvm.smin.",
+    "llvm.umax.", "llvm.umin.", "llvm.maxnum.", "llvm.minnum.", "llvm.abs.",
+)
+"""Intrinsics as cheap as arithmetic; other calls (exp, log, pow, sin, ...) are taped."""
+
+_MAX_RECOMPUTED = 32
+_INF = float("inf")
+
+
+def _bytes(t) -> int:
+    if isinstance(t, IntegerType):
+        return max(1, (t.width.data + 7) // 8)
+    width = getattr(t, "bitwidth", None)
+    return width // 8 if isinstance(width, int) else 8
+
+
+class MinCutRecompute:
+    """Mixin: ``_recompute(v, w)`` rebuilds forward value ``w`` (computed alongside
+    primal ``v``) in the current reverse block from cheaper material, or returns
+    None when taping ``w`` itself is cheapest.
+
+    The graph: ``w``'s operands, transitively, through cheap pure ops (and loads
+    of memory the function never writes). Values the reverse sweep has for free
+    (arguments and values computed once, constants, rebuilt induction variables,
+    values of an outer loop taped once per run, values already fetched in this
+    block) end the search; other values (calls, loads of written memory, phis)
+    must be taped if reached. Taping a value costs its size in bytes per
+    iteration. A minimum vertex cut between the must-tape values and ``w``
+    (Enzyme, SC'21) says which values to tape; everything above the cut is
+    recomputed. Among equally cheap cuts the one nearest the must-tape values is
+    chosen (its values serve more of the later requests), with loads preferred
+    (a re-read costs more than arithmetic)."""
+
+    def _recomputable(self, v: SSAValue, w: SSAValue) -> bool:
+        if isinstance(v, BlockArgument) or isinstance(w, BlockArgument):
+            return False
+        vop, wop = v.owner, w.owner
+        if vop.name != wop.name or len(vop.operands) != len(wop.operands) or vop.regions:
+            return False
+        if isinstance(vop, llvm.LoadOp):
+            # (no re-reading in split mode: the augmented function's stack is gone)
+            t = vop.results[0].type
+            return (not self.split and (isinstance(t, IntegerType) or t == w.type and _is_float(t))
+                    and self._never_written(vop.ptr))
+        if isinstance(vop, llvm.CallIntrinsicOp):
+            return vop.intrin.data.startswith(_CHEAP_INTRINSICS) and vop.intrin == wop.intrin
+        return isinstance(vop, _CHEAP_OPS)
+
+    def _free_in_reverse(self, v: SSAValue, w: SSAValue) -> bool:
+        """Obtainable in the current reverse block without a per-iteration tape."""
+        if not isinstance(w, BlockArgument) and self.flavor.is_constant(w.owner):
+            return True
+        if (w, self.cur) in self.popped:
+            return True
+        if self.split:
+            return w in self.rev_arg_of
+        if self._available(v):
+            return True
+        if self.flavor.name == "llvm" and self._can_rebuild_induction(v, w):
+            return True
+        return self._hoist_loop(v) is not None
+
+    def _recompute(self, v: SSAValue, w: SSAValue) -> SSAValue | None:
+        if not self._recomputable(v, w):
+            return None
+        # Explore: node = forward value; kind "op" (recomputable) or "leaf" (taped).
+        pair: dict[SSAValue, SSAValue] = {w: v}
+        kind: dict[SSAValue, str] = {w: "op"}
+        users: dict[SSAValue, list[SSAValue]] = {}
+        work = [w]
+        ops = 1
+        while work:
+            x = work.pop()
+            xv = pair[x]
+            for ov, ow in zip(xv.owner.operands, x.owner.operands):
+                if ow in kind:
+                    users.setdefault(ow, []).append(x)
+                    continue
+                if self._free_in_reverse(ov, ow):
+                    continue
+                pair[ow] = ov
+                users.setdefault(ow, []).append(x)
+                if ops < _MAX_RECOMPUTED and self._recomputable(ov, ow):
+                    kind[ow] = "op"
+                    ops += 1
+                    work.append(ow)
+                else:
+                    kind[ow] = "leaf"
+        cut = _min_vertex_cut(kind, users, w, _tape_cost)
+        if cut == {w}:
+            return None
+        if cut and self._hoist_loop(v) is not None:
+            return None  # taping w once per run of an outer loop beats any per-iteration cut
+        return self._rebuild(v, w, cut, top=True)
+
+    def _rebuild(self, v: SSAValue, w: SSAValue, cut: set[SSAValue], top: bool = False) -> SSAValue:
+        key = (w, self.cur)
+        if key in self.popped:
+            return self.popped[key]
+        if not top:
+            if w in cut:
+                return self._fetch(v, w, recompute=False)
+            if self._free_in_reverse(v, w) or not self._recomputable(v, w):
+                return self._fetch(v, w)
+        operands = [self._rebuild(ov, ow, cut) for ov, ow in zip(v.owner.operands, w.owner.operands)]
+        clone = w.owner.clone({}, {})
+        clone.operands = operands
+        self.E.insert(clone)
+        self.popped[key] = clone.results[0]
+        return clone.results[0]
+
+
+def _tape_cost(x: SSAValue) -> int:
+    """Bytes taped per iteration (scaled), a little less for loads, so that ties go
+    to taping a load rather than recomputing it."""
+    is_load = not isinstance(x, BlockArgument) and isinstance(x.owner, llvm.LoadOp)
+    return 16 * _bytes(x.type) - (1 if is_load else 0)
+
+
+def _is_float(t) -> bool:
+    from zymase.ir import is_float_type
+
+    return is_float_type(t)
+
+
+def _min_vertex_cut(kind: dict, users: dict, sink, cost) -> set:
+    """Minimum-cost set of nodes meeting every path from a ``leaf`` node up to
+    ``sink`` (node capacities ``cost``; max-flow on the split graph, Edmonds-Karp),
+    taking the cut nearest the leaves."""
+    cap: dict[tuple, float] = {}
+    adj: dict = {}
+
+    def edge(a, b, c):
+        cap[(a, b)] = cap.get((a, b), 0) + c
+        cap.setdefault((b, a), 0)
+        adj.setdefault(a, set()).add(b)
+        adj.setdefault(b, set()).add(a)
+
+    source = ("source",)
+    for x, k in kind.items():
+        edge((x, "in"), (x, "out"), cost(x))
+        if k == "leaf":
+            edge(source, (x, "in"), _INF)
+        for u in users.get(x, []):
+            edge((x, "out"), (u, "in"), _INF)
+    target = (sink, "out")
+    if source not in adj:
+        return set()
+    while True:
+        parent = {source: None}
+        queue = [source]
+        for a in queue:
+            if a == target:
+                break
+            for b in adj.get(a, ()):
+                if b not in parent and cap[(a, b)] > 0:
+                    parent[b] = a
+                    queue.append(b)
+        if target not in parent:
+            break
+        path = []
+        b = target
+        while parent[b] is not None:
+            path.append((parent[b], b))
+            b = parent[b]
+        push = min(cap[e] for e in path)
+        if push == _INF:
+            return {sink}  # cannot happen: every node has a finite capacity
+        for a, b in path:
+            cap[(a, b)] -= push
+            cap[(b, a)] += push
+    reached = set(parent)
+    return {x for x in kind if (x, "in") in reached and (x, "out") not in reached}

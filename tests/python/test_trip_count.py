@@ -1,0 +1,201 @@
+"""Trip counts known before a loop runs (zymase.analysis.trip_count) and the tape they
+enable: loops with a computable count store their values in indexed caches
+(``enzyme.cache_store``/``enzyme.cache_load``), the others push on LIFO stacks.
+
+The loops are hand-written LLVM IR in the rotated form clang -O2 produces (a guard,
+then a do-while loop whose latch compares the incremented induction variable) and in
+the while form (the test in the header)."""
+
+from __future__ import annotations
+
+import pytest
+
+from zymase.analysis.cfg import CFG
+from zymase.analysis.trip_count import trip_count
+from zymase.autodiff.flavor import LLVMFlavor
+from zymase.ir import ModuleOp, llvm as L
+from zymase.llvm.reader import read_llvm_ir
+
+
+def _loop(ir: str):
+    module: ModuleOp = read_llvm_ir(ir)
+    fop = next(op for op in module.body.block.ops if isinstance(op, L.FuncOp) and op.body.blocks)
+    cfg = CFG.build(fop.body)
+    [(header, body)] = cfg.natural_loops()
+    preds = cfg.preds[header]
+    [entry] = [e for e in preds if e.src not in body]
+    [latch] = [e for e in preds if e.src in body]
+    return trip_count(cfg, header, body, entry, latch, LLVMFlavor().successor_operands)
+
+
+ROTATED = """
+define void @f(ptr %p, i64 %n) {{
+entry:
+  %guard = icmp sgt i64 %n, 0
+  br i1 %guard, label %loop, label %exit
+loop:
+  %i = phi i64 [ {init}, %entry ], [ %next, %loop ]
+  %a = getelementptr double, ptr %p, i64 %i
+  store double 1.0, ptr %a
+  %next = {step}
+  %c = icmp {pred} i64 %next, %n
+  br i1 %c, label {taken}, label {other}
+exit:
+  ret void
+}}
+"""
+
+
+@pytest.mark.parametrize(
+    "init, step, pred, continue_if_true, want",
+    [
+        ("0", "add i64 %i, 1", "eq", False, (1, False, 1)),     # for (i = 0; i != n; i++)
+        ("0", "add i64 %i, 1", "slt", True, (1, False, 1)),     # i < n
+        ("0", "add i64 %i, 2", "slt", True, (2, False, 1)),     # i < n, i += 2
+        ("0", "add i64 %i, 1", "sle", True, (1, True, 1)),      # i <= n
+        ("0", "add i64 %i, 1", "ult", True, (1, False, 1)),     # unsigned
+        ("100", "sub i64 %i, 1", "sgt", True, (-1, False, 1)),  # for (i = 100; i > n; i--)
+    ],
+)
+def test_rotated_loops(init, step, pred, continue_if_true, want):
+    taken, other = ("%loop", "%exit") if continue_if_true else ("%exit", "%loop")
+    tc = _loop(ROTATED.format(init=init, step=step, pred=pred, taken=taken, other=other))
+    assert tc is not None
+    assert (tc.step, tc.inclusive, tc.offset) == want
+    assert tc.unsigned == (pred.startswith("u"))
+
+
+def test_while_form_tests_the_header_value():
+    tc = _loop("""
+define void @f(ptr %p, i32 %n) {
+entry:
+  br label %head
+head:
+  %i = phi i32 [ 0, %entry ], [ %next, %body ]
+  %c = icmp slt i32 %i, %n
+  br i1 %c, label %body, label %exit
+body:
+  %w = sext i32 %i to i64
+  %a = getelementptr double, ptr %p, i64 %w
+  store double 1.0, ptr %a
+  %next = add i32 %i, 1
+  br label %head
+exit:
+  ret void
+}
+""")
+    assert tc is not None and tc.offset == 0 and tc.step == 1 and not tc.inclusive
+
+
+def test_bound_read_inside_the_loop_is_not_computable():
+    assert _loop("""
+define void @f(ptr %p, ptr %q) {
+entry:
+  br label %loop
+loop:
+  %i = phi i64 [ 0, %entry ], [ %next, %loop ]
+  %a = getelementptr double, ptr %p, i64 %i
+  store double 1.0, ptr %a
+  %n = load i64, ptr %q
+  %next = add i64 %i, 1
+  %c = icmp slt i64 %next, %n
+  br i1 %c, label %loop, label %exit
+exit:
+  ret void
+}
+""") is None
+
+
+def test_data_dependent_exit_is_not_computable():
+    assert _loop("""
+define void @f(ptr %p) {
+entry:
+  br label %loop
+loop:
+  %x = phi double [ 1.0, %entry ], [ %y, %loop ]
+  %y = fmul double %x, 0.5
+  %c = fcmp ogt double %y, 0.001
+  br i1 %c, label %loop, label %exit
+exit:
+  ret void
+}
+""") is None
+
+
+def test_a_test_that_not_every_iteration_runs_is_not_a_bound():
+    # the compare sits in a block that does not dominate the latch: iterations that
+    # skip it are not bounded by it
+    assert _loop("""
+define void @f(ptr %p, i64 %n, i1 %flag) {
+entry:
+  br label %loop
+loop:
+  %i = phi i64 [ 0, %entry ], [ %next, %latch ]
+  br i1 %flag, label %test, label %latch
+test:
+  %c = icmp slt i64 %i, %n
+  br i1 %c, label %latch, label %exit
+latch:
+  %next = add i64 %i, 1
+  br label %loop
+exit:
+  ret void
+}
+""") is None
+
+
+DIFF = """
+define double @f(ptr %x, i32 %n, i32 %m) {{
+entry:
+  br label %head
+head:
+  %i = phi i32 [ 0, %entry ], [ %inext, %latch ]
+  %s = phi double [ 0.0, %entry ], [ %s2, %latch ]
+  %w = sext i32 %i to i64
+  %a = getelementptr double, ptr %x, i64 %w
+  %v = load double, ptr %a
+  %e = call double @sin(double %v)
+  store double %e, ptr %a
+  %s2 = fadd double %s, %e
+  br label %latch
+latch:
+  %inext = add i32 %i, 1
+  %c = icmp {pred} {lhs}, {rhs}
+  br i1 %c, label %head, label %done
+done:
+  ret double %s2
+}}
+declare double @sin(double)
+@enzyme_dup = external global i32
+@enzyme_const = external global i32
+define void @g(ptr %x, ptr %dx, i32 %n) {{
+  %dup = load i32, ptr @enzyme_dup
+  %const = load i32, ptr @enzyme_const
+  %r = call double (ptr, ...) @__enzyme_autodiff(ptr @f, i32 %dup, ptr %x, ptr %dx, i32 %const, i32 %n, i32 %const, i32 %n)
+  ret void
+}}
+declare double @__enzyme_autodiff(ptr, ...)
+"""
+
+
+def _reverse_ops(ir: str) -> set[str]:
+    from zymase.llvm.markers import lower_markers
+    from zymase.transforms.enzyme_pass import run_enzyme_pass
+
+    module = read_llvm_ir(ir)
+    assert lower_markers(module) == 1
+    run_enzyme_pass(module)  # differentiate; the tape ops are not lowered yet
+    return {op.name for op in module.walk()}
+
+
+def test_counted_loop_uses_an_indexed_cache():
+    names = _reverse_ops(DIFF.format(pred="slt", lhs="i32 %inext", rhs="%n"))
+    assert "enzyme.cache_store" in names and "enzyme.cache_load" in names
+    assert "enzyme.cache_reserve" in names
+
+
+def test_uncountable_loop_uses_the_stack():
+    # the bound is the running sum: not known before the loop runs
+    names = _reverse_ops(DIFF.format(pred="olt", lhs="double %s2", rhs="100.0").replace("icmp olt", "fcmp olt"))
+    assert "enzyme.cache_store" not in names
+    assert "enzyme.push" in names and "enzyme.pop" in names
