@@ -451,7 +451,7 @@ def test_unsupported_op_names_op_function_and_hint():
     assert "math.ipowi" in err.format() and "'g'" in err.format()
 
 
-def test_scf_gets_a_hint_to_convert_first():
+def test_scf_is_converted_by_the_lowering():
     module = parse_mlir(
         """
         func.func @h(%c: i1, %x: f64) -> f64 {
@@ -460,10 +460,23 @@ def test_scf_gets_a_hint_to_convert_first():
         }
         """
     )
+    lower_to_llvm(module)
+    assert {op.dialect_name() for op in module.walk()} == {"builtin", "llvm"}
+
+
+def test_unsupported_memref_op_gets_a_hint():
+    module = parse_mlir(
+        """
+        func.func @h(%a: memref<4xf64>) -> index {
+          %r = "memref.rank"(%a) : (memref<4xf64>) -> index
+          func.return %r : index
+        }
+        """
+    )
     with pytest.raises(ZymaseError) as info:
         lower_to_llvm(module)
-    assert info.value.construct == "scf.if"
-    assert "scf-to-cf" in info.value.hint
+    assert info.value.construct == "memref.rank" and info.value.function == "h"
+    assert "memref.load" in info.value.hint
 
 
 def test_autodiff_left_in_the_module_is_an_error():

@@ -50,6 +50,8 @@ def is_pointer(v: SSAValue) -> bool:
 
 def memory_kind(op: Operation) -> str | None:
     """What an op does to memory, for ops the memory model handles."""
+    if op.dialect_name() == "memref":
+        return "memref"  # see zymase.analysis.memref and zymase.autodiff.rules.memref
     if isinstance(op, llvm.LoadOp):
         return "load"
     if isinstance(op, llvm.StoreOp):

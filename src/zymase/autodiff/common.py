@@ -145,6 +145,10 @@ def prepare(ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts
         from zymase.analysis.memory import MemoryModel
 
         memory = MemoryModel(function_name(fop), list(region.blocks[0].args), arg_acts, ctx.defined_function)
+    else:
+        from zymase.analysis.memref import memref_model
+
+        memory = memref_model(function_name(fop), list(region.blocks[0].args), arg_acts, region)
     act = analyze(list(region.blocks), arg_acts, list(zip(returned, ret_acts)), ctx.propagates, flavor, memory)
     _reject_unsupported(ctx, fop, region, act, arg_acts)
     holder = None

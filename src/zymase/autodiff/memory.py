@@ -108,6 +108,8 @@ class ShadowCode:
         """Emit the shadow side of memory op ``op`` (its primal copy is ``clone``);
         the emitter is positioned right after ``clone``."""
         kind = memory_kind(op)
+        if kind == "memref":
+            return _memref_rule(self, op).structure(self, op, clone, forward_mode=forward_mode)
         act = self.act
         E = self.E
         if kind == "derive" and op.results[0] in act.shadowed:
@@ -197,6 +199,8 @@ class ShadowCode:
     # ----- forward mode: tangents through memory -----------------------------------
     def forward_memory(self, op: Operation) -> None:
         kind = memory_kind(op)
+        if kind == "memref":
+            return _memref_rule(self, op).forward_memory(self, op)
         act = self.act
         E = self.E
         if kind == "load" and op.ptr in act.shadowed and act.is_active(op.results[0]):
@@ -221,6 +225,8 @@ class ShadowCode:
     def reverse_memory(self, op: Operation) -> None:
         """The reverse of a memory op, emitted at its mirror point."""
         kind = memory_kind(op)
+        if kind == "memref":
+            return _memref_rule(self, op).reverse_memory(self, op)
         act = self.act
         E = self.E
         if kind == "load" and op.ptr in act.shadowed and act.is_active(op.results[0]):
@@ -309,6 +315,20 @@ class ShadowCode:
         if info is None:
             info = self._type_info = analyze_types(self.p.func, self.ctx.module)
         return info.float_type_in_range(ptr, nbytes)
+
+
+def _memref_rule(gen, op: Operation):
+    """The memref op's rule (zymase.autodiff.rules.memref); an op without one may
+    only appear away from shadowed memory."""
+    from zymase.autodiff.registry import REGISTRY
+    from zymase.autodiff.rules.memref import MemoryRule, unsupported
+
+    rule = REGISTRY.lookup(op)
+    if isinstance(rule, MemoryRule):
+        return rule
+    if any(o in gen.act.shadowed for o in op.operands):
+        raise unsupported(gen, op)
+    return MemoryRule()
 
 
 def _constant_int(v: SSAValue) -> int | None:

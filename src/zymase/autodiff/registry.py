@@ -142,5 +142,6 @@ def load_all_rules() -> Registry:
     from zymase.autodiff.rules import libm as _l  # noqa: F401
     from zymase.autodiff.rules import llvm as _v  # noqa: F401
     from zymase.autodiff.rules import math as _m  # noqa: F401
+    from zymase.autodiff.rules import memref as _r  # noqa: F401
 
     return REGISTRY

@@ -2,12 +2,13 @@
 
 ``compile(text)`` runs the MLIR half of the pipeline in DESIGN.md:
 
-    parse + verify -> enzyme pass (only if the module asks for derivatives)
-    -> scf-to-cf (if structured control flow is left) -> lower-to-llvm
-    -> llvm writer -> LLVM O-level pipeline -> MCJIT
+    parse + verify -> (if the module asks for derivatives: linalg/scf -> cf, then
+    the enzyme pass) -> lower-to-llvm (structured ops -> loops -> branches; memref
+    -> descriptors) -> llvm writer -> LLVM O-level pipeline -> MCJIT
 
 and returns a :class:`CompiledModule` whose attributes are the module's public
-functions, callable with Python numbers.
+functions, callable with Python numbers and, for memref parameters, NumPy arrays
+(:mod:`zymase.frontends.ndarray`).
 
 Calling convention. Each public ``func.func`` becomes an external ``llvm.func``
 with the C ABI. Functions returning nothing or one scalar (other than ``i1``) are
@@ -18,7 +19,9 @@ an LLVM struct returned by value only matches the C ABI up to 16 bytes on x86-64
 (three f64 come back in xmm0-2, but C returns such a struct through a hidden
 pointer), and an ``i1`` return leaves the upper bits of ``al`` undefined. The
 out-pointer wrapper is correct for any number and mix of results, and LLVM inlines
-the callee into it.
+the callee into it. Functions with memref parameters get the wrapper too: it takes
+each memref descriptor by pointer and loads it, since an LLVM struct argument is
+not passed like a C struct.
 """
 
 from __future__ import annotations
@@ -39,10 +42,10 @@ from zymase.ir import (
     FunctionType,
     IndexType,
     IntegerType,
+    MemRefType,
     ModuleOp,
     Region,
     VerifyException,
-    convert_scf_to_cf,
     enzyme,
     func,
     i8,
@@ -80,10 +83,11 @@ def compile(text: str, *, opt_level: int = 2, filename: str = "<mlir>") -> Compi
     module = parse_mlir(text, filename)
     _verify(module, "the input")
     if _has_diff_ops(module):
+        from zymase.transforms.lower_structured import prepare_for_differentiation
+
+        prepare_for_differentiation(module)  # AD works on branches: linalg/scf -> cf
         _run_enzyme_pass(module)
         _verify(module, "the differentiated module")
-    if _has_dialect(module, "scf"):
-        convert_scf_to_cf(module)
 
     signatures = _public_signatures(module)
     lower_to_llvm(module)
@@ -144,7 +148,9 @@ def _public_signatures(module: ModuleOp) -> dict[str, FunctionType]:
 # --------------------------------------------------------------------------- ABI
 
 
-def _needs_wrapper(results: Sequence[Attribute]) -> bool:
+def _needs_wrapper(inputs: Sequence[Attribute], results: Sequence[Attribute]) -> bool:
+    if any(isinstance(t, MemRefType) for t in inputs):
+        return True  # descriptors are passed by pointer (see _add_abi_wrappers)
     if not results:
         return False
     if len(results) > 1:
@@ -166,16 +172,30 @@ def _add_abi_wrappers(module: ModuleOp, signatures: dict[str, FunctionType]) -> 
     wrapped = set()
     for name, ftype in signatures.items():
         results = list(ftype.outputs.data)
-        if not _needs_wrapper(results):
+        if not _needs_wrapper(ftype.inputs.data, results):
             continue
         inputs = [lower_type(t) for t in ftype.inputs.data]
         lowered = [lower_type(t) for t in results]
         struct = llvm.LLVMStructType.from_type_list([_stored_type(t) for t in results])
-        block = Block(arg_types=[*inputs, PTR])
-        *args, out = block.args
-        ret_type = lowered[0] if len(lowered) == 1 else llvm.LLVMStructType.from_type_list(lowered)
+        # A memref descriptor (a struct) is passed by pointer: LLVM passes a
+        # first-class struct argument differently from C's struct-by-value.
+        block = Block(arg_types=[PTR if isinstance(t, MemRefType) else lower_type(t)
+                                 for t in ftype.inputs.data] + [PTR])
+        *params, out = block.args
+        ops: list = []
+        args = []
+        for param, original, t in zip(params, ftype.inputs.data, inputs):
+            if isinstance(original, MemRefType):
+                load = llvm_op("llvm.load")(param, t)
+                ops.append(load)
+                param = load.results[0]
+            args.append(param)
+        if not lowered:
+            ret_type = None
+        else:
+            ret_type = lowered[0] if len(lowered) == 1 else llvm.LLVMStructType.from_type_list(lowered)
         call = llvm.CallOp(name, *args, return_type=ret_type)
-        ops: list = [call]
+        ops.append(call)
         for i, t in enumerate(lowered):
             if len(lowered) == 1:
                 value = call.results[0]
@@ -195,7 +215,7 @@ def _add_abi_wrappers(module: ModuleOp, signatures: dict[str, FunctionType]) -> 
         block.add_ops(ops)
         wrapper = llvm.FuncOp(
             ABI_WRAPPER_PREFIX + name,
-            llvm.LLVMFunctionType([*inputs, PTR], None),
+            llvm.LLVMFunctionType([a.type for a in block.args], None),
             linkage=llvm.LinkageAttr("external"),
             body=Region([block]),
         )
@@ -216,7 +236,7 @@ class _CType:
     spelling: str
 
 
-def _ctype(t: Attribute, *, function: str) -> _CType:
+def _ctype(t: Attribute, *, function: str, result: bool = False) -> _CType:
     if isinstance(t, Float64Type):
         return _CType(ctypes.c_double, float, "f64")
     if isinstance(t, Float32Type):
@@ -231,7 +251,14 @@ def _ctype(t: Attribute, *, function: str) -> _CType:
             return _CType(by_width[width], operator.index, f"i{width}")
     if isinstance(t, llvm.LLVMPointerType):
         return _CType(ctypes.c_void_p, _as_address, "!llvm.ptr")
+    if isinstance(t, MemRefType) and not result:
+        from zymase.frontends.ndarray import memref_parameter
+
+        param = memref_parameter(t, function=function)
+        return _CType(param.ctype, param.convert, param.spelling)
     hint = "use f32/f64/i1/i8/i16/i32/i64/index at the boundary"
+    if isinstance(t, MemRefType):
+        hint = "return scalars, or write results into a memref argument"
     if isinstance(t, Float16Type):
         hint = "ctypes has no f16: take/return f32 and convert inside (arith.extf/truncf)"
     raise ZymaseError(
@@ -263,7 +290,7 @@ class CompiledFunction:
         self.signature = ftype
         self._owner = owner
         self._params = [_ctype(t, function=name) for t in ftype.inputs.data]
-        self._results = [_ctype(t, function=name) for t in ftype.outputs.data]
+        self._results = [_ctype(t, function=name, result=True) for t in ftype.outputs.data]
         argtypes = [p.ctype for p in self._params]
         if wrapped:
             fields = [(f"r{i}", r.ctype) for i, r in enumerate(self._results)]
@@ -296,19 +323,23 @@ class CompiledFunction:
                 function=self.name,
                 hint=f"the signature is {self._describe()}",
             )
-        try:
-            converted = [p.convert(a) for p, a in zip(self._params, args)]
-        except TypeError as exc:
-            raise ArgumentError(
-                f"bad argument for {self.name}(): {exc}",
-                function=self.name,
-                hint=f"the signature is {self._describe()}",
-            ) from None
+        converted = []
+        for k, (p, a) in enumerate(zip(self._params, args), start=1):
+            try:
+                converted.append(p.convert(a))
+            except TypeError as exc:
+                raise ArgumentError(
+                    f"bad argument {k} for {self.name}(): {exc}",
+                    function=self.name,
+                    hint=f"the signature is {self._describe()}",
+                ) from None
         if self._out_type is None:
             return self._fn(*converted)
         out = self._out_type()
         self._fn(*converted, ctypes.addressof(out))
         values = tuple(getattr(out, f"r{i}") for i in range(len(self._results)))
+        if not values:
+            return None
         return values if len(values) > 1 else values[0]
 
     def __repr__(self) -> str:

@@ -10,6 +10,8 @@ from __future__ import annotations
 from xdsl.builder import Builder, InsertPoint
 from xdsl.context import Context
 from xdsl.dialects import arith, builtin, cf, func, math, scf, memref
+from xdsl.dialects.linalg import Linalg as _LINALG
+from xdsl.dialects.linalg import ops as linalg  # the op classes (GenericOp, YieldOp, IndexOp)
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -25,6 +27,7 @@ from xdsl.dialects.builtin import (
     IndexType,
     IntegerAttr,
     IntegerType,
+    MemRefType,
     ModuleOp,
     StringAttr,
     SymbolRefAttr,
@@ -39,6 +42,14 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
+from xdsl.dialects.builtin import DYNAMIC_INDEX, NoneAttr, StridedLayoutAttr
+from xdsl.ir.affine import (
+    AffineBinaryOpExpr,
+    AffineBinaryOpKind,
+    AffineConstantExpr,
+    AffineDimExpr,
+    AffineExpr,
+)
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, Region, SSAValue
 from xdsl.parser import Parser
 from xdsl.passes import ModulePass
@@ -47,7 +58,7 @@ from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import ParseError, VerifyException
 
 from zymase.errors import ZymaseError
-from zymase.ir import arith_ext, enzyme, llvm_ext
+from zymase.ir import arith_ext, enzyme, llvm_ext, memref_ext
 
 FLOAT_TYPES = (Float16Type, Float32Type, Float64Type)
 
@@ -72,7 +83,8 @@ def make_context() -> Context:
         math.Math,
         cf.Cf,
         scf.Scf,
-        memref.MemRef,
+        memref_ext.MEMREF_EXT,  # xDSL's memref plus textual cast/copy
+        _LINALG,
         llvm_ext.LLVM_EXT,
         enzyme.Enzyme,
     ):

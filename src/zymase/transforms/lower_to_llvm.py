@@ -42,6 +42,7 @@ from zymase.ir import (
     IndexType,
     IntegerAttr,
     IntegerType,
+    MemRefType,
     ModuleOp,
     ModulePass,
     Operation,
@@ -93,6 +94,9 @@ class LowerToLLVM(ModulePass):
 
 def lower_to_llvm(module: ModuleOp) -> ModuleOp:
     """Lower ``module`` in place (and return it for convenience)."""
+    from zymase.transforms.lower_memref import prepare_memref_lowering  # registers the memref lowerings
+
+    prepare_memref_lowering(module)  # linalg/scf -> loops -> branches; memref operand types
     _ModuleLowering(module).run()
     return module
 
@@ -118,6 +122,10 @@ def lower_type(t: Attribute, *, function: str | None = None) -> Attribute:
                 hint="use signless integers (i32, i64, ...) as arith does",
             )
         return t
+    if isinstance(t, MemRefType):
+        from zymase.transforms.lower_memref import descriptor_type
+
+        return descriptor_type(t)
     if llvm.is_compatible_type(t) or t.name.startswith("llvm."):
         return t  # already an llvm type (incl. zymase's packed structs)
     raise ZymaseError(
@@ -954,7 +962,8 @@ def _cache_runtime_text() -> str:
 
 _UNSUPPORTED_HINTS = {
     "scf": "convert structured control flow to cf first (xDSL's convert-scf-to-cf pass)",
-    "memref": "memref ops are not lowered by zymase yet; pass scalars or use the llvm dialect",
+    "memref": "zymase lowers memref.load/store/alloc/alloca/dealloc/subview/cast/dim/copy; "
+    "rewrite the op with those",
     "enzyme": "run the enzyme pass (zymase.transforms.enzyme_pass) before lowering",
 }
 

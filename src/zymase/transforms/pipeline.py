@@ -10,7 +10,9 @@ from zymase.ir import ModuleOp, make_context, parse_mlir, print_mlir
 
 def _enzyme(module: ModuleOp) -> None:
     from zymase.transforms.enzyme_pass import run_enzyme_pass
+    from zymase.transforms.lower_structured import prepare_for_differentiation
 
+    prepare_for_differentiation(module)  # AD works on branches: linalg/scf -> cf
     run_enzyme_pass(module)
 
 
@@ -43,9 +45,14 @@ def _lower(module: ModuleOp) -> None:
 
 def _print_activity(module: ModuleOp) -> None:
     from zymase.autodiff.report import activity_report
+    from zymase.transforms.lower_structured import prepare_for_differentiation
     import sys
 
-    sys.stderr.write(activity_report(module))
+    # Analyze what the enzyme pass would differentiate (branches, not scf), on a
+    # copy: an analysis leaves the module as it is.
+    copy = module.clone()
+    prepare_for_differentiation(copy)
+    sys.stderr.write(activity_report(copy))
 
 
 PASSES: dict[str, Callable[[ModuleOp], None]] = {

@@ -1,0 +1,196 @@
+"""Memory in activity analysis for memrefs (func/arith/memref code).
+
+The memref counterpart of :mod:`zymase.analysis.memory`: a memref value is
+*shadowed* when the memory it views may hold active data; it then has a shadow
+memref of the same shape holding derivatives. Shadows start at duplicated
+(``enzyme_dup``) memref arguments and follow views (``memref.subview``,
+``memref.cast``) and block arguments. Storing active data into a memref that has no
+shadow yet gives its allocation (``memref.alloc``/``memref.alloca``) a zeroed
+shadow.
+
+Storing active data into memory the user declared constant (an ``enzyme_const``
+memref argument) drops that data's derivative, as Enzyme-MLIR does: the classic
+``@set`` example stores its active argument into a constant array and is
+differentiated through its return value alone. Reading such memory back would then
+lose a derivative silently, so a load from memory that received active data
+without a shadow is an error.
+
+The interface (``is_pointer``, ``handles``, ``transfer``, ``need_shadow``,
+``stored_to_shadow``, ``is_memory_call``) is the one
+:func:`zymase.analysis.activity.analyze` drives.
+"""
+
+from __future__ import annotations
+
+from zymase.errors import ZymaseError
+from zymase.ir import BlockArgument, MemRefType, Operation, SSAValue, func, is_float_type, location_of, memref
+from zymase.ir import memref_ext
+
+_VIEWS = (memref.SubviewOp, memref_ext.CastOp)
+_ALLOCATIONS = (memref.AllocOp, memref.AllocaOp)
+
+
+def is_memref(v: SSAValue) -> bool:
+    return isinstance(v.type, MemRefType)
+
+
+def memref_model(fname: str, entry_args, arg_activities, region) -> "MemrefModel | None":
+    """A model when the function body uses memrefs, else None (no memory)."""
+    uses = any(is_memref(a) for a in entry_args) or any(
+        op.dialect_name() == "memref" for op in region.walk()
+    )
+    return MemrefModel(fname, entry_args, arg_activities) if uses else None
+
+
+class MemrefModel:
+    def __init__(self, fname: str, entry_args, arg_activities):
+        self.fname = fname
+        self.entry_args = list(entry_args)
+        self.dup_args = {
+            a for a, act in zip(entry_args, arg_activities) if (act.is_dup or act.is_active) and is_memref(a)
+        }
+        self._incoming: dict = {}
+        # roots of memory that received active data but has no shadow (-> op that wrote)
+        self.unshadowed_writes: dict[SSAValue | Operation, Operation] = {}
+
+    # ---- the interface used by analyze() ---------------------------------------------
+    def is_pointer(self, v: SSAValue) -> bool:
+        return is_memref(v)
+
+    def handles(self, op: Operation) -> bool:
+        if op.dialect_name() == "memref":
+            return True
+        return self.is_memory_call(op)
+
+    def is_memory_call(self, op: Operation) -> bool:
+        return isinstance(op, func.CallOp) and any(is_memref(o) for o in op.operands)
+
+    def transfer(self, op: Operation, info, incoming) -> None:
+        self._incoming = incoming
+        shadowed = info.shadowed
+        if isinstance(op, func.CallOp):
+            if any(o in shadowed for o in op.operands):
+                raise ZymaseError(
+                    "a call that passes memrefs holding active data cannot be differentiated yet",
+                    construct=f"func.call @{op.callee.root_reference.data}",
+                    function=self.fname,
+                    location=location_of(op),
+                    hint="inline the callee into the differentiated function",
+                )
+            if any(o in info.varied for o in op.operands):
+                info.varied.update(r for r in op.results if is_float_type(r.type))
+        elif isinstance(op, memref.LoadOp):
+            if op.memref in shadowed and is_float_type(op.res.type):
+                info.varied.add(op.res)
+        elif isinstance(op, memref.StoreOp):
+            if op.value in info.varied:
+                self._write(op.memref, op, info, incoming)
+        elif isinstance(op, memref_ext.CopyOp):
+            if op.source in shadowed:
+                self._write(op.destination, op, info, incoming)
+        elif isinstance(op, _VIEWS):
+            if op.operands[0] in shadowed:
+                shadowed.add(op.results[0])
+
+    def _write(self, target: SSAValue, op: Operation, info, incoming) -> None:
+        """Active data goes into ``target``: give it a shadow, or note the loss."""
+        if target in info.shadowed:
+            return
+        if self.shadowable(target):
+            self.need_shadow(target, op, info, incoming)
+        else:
+            for root in self._roots(target):
+                self.unshadowed_writes.setdefault(root, op)
+
+    def need_shadow(self, p: SSAValue, where: Operation | None, info, incoming) -> None:
+        work = [p]
+        while work:
+            v = work.pop()
+            if v in info.shadowed:
+                continue
+            info.shadowed.add(v)
+            if isinstance(v, BlockArgument):
+                if v.block.parent is not None and v.block is v.block.parent.blocks[0]:
+                    continue  # a dup argument (only those are shadowable)
+                work.extend(incoming.get(v, ()))
+                continue
+            op = v.owner
+            if isinstance(op, _VIEWS):
+                work.append(op.operands[0])
+            elif isinstance(op, _ALLOCATIONS):
+                info.shadow_allocations.add(op)
+            else:
+                raise ZymaseError(
+                    f"active data is written into memory from '{op.name}', which cannot have a shadow",
+                    construct=op.name,
+                    function=self.fname,
+                    location=location_of(op),
+                    hint="write active data only to memref.alloc/alloca buffers or enzyme_dup arguments",
+                )
+
+    def stored_to_shadow(self, blocks, info):
+        """Float values stored into shadowed memrefs: outputs of the function. Also
+        where a derivative would be lost: a load from memory that received active
+        data without a shadow."""
+        out = []
+        for b in blocks:
+            for op in b.ops:
+                if isinstance(op, memref.StoreOp) and op.memref in info.shadowed and op.value in info.varied:
+                    out.append(op.value)
+        if self.unshadowed_writes:
+            for b in blocks:
+                for op in b.ops:
+                    if isinstance(op, (memref.LoadOp, memref_ext.CopyOp)) and is_float_type(
+                        op.operands[0].type.get_element_type()
+                    ):
+                        hit = next((r for r in self._roots(op.operands[0]) if r in self.unshadowed_writes), None)
+                        if hit is not None:
+                            raise self._lost_derivative(op, hit)
+        return out
+
+    # ---- helpers ------------------------------------------------------------------
+    def shadowable(self, p: SSAValue, seen=None) -> bool:
+        seen = set() if seen is None else seen
+        if p in seen:
+            return True
+        seen.add(p)
+        if isinstance(p, BlockArgument):
+            if p.block.parent is not None and p.block is p.block.parent.blocks[0]:
+                return p in self.dup_args
+            return all(self.shadowable(v, seen) for v in self._incoming.get(p, ()))
+        op = p.owner
+        if isinstance(op, _VIEWS):
+            return self.shadowable(op.operands[0], seen)
+        return isinstance(op, _ALLOCATIONS)
+
+    def _roots(self, p: SSAValue, seen=None) -> set:
+        """The arguments and allocations a memref views."""
+        seen = set() if seen is None else seen
+        if p in seen:
+            return set()
+        seen.add(p)
+        if isinstance(p, BlockArgument):
+            if p.block.parent is not None and p.block is p.block.parent.blocks[0]:
+                return {p}
+            out: set = set()
+            for v in self._incoming.get(p, ()):
+                out |= self._roots(v, seen)
+            return out
+        op = p.owner
+        if isinstance(op, _VIEWS):
+            return self._roots(op.operands[0], seen)
+        return {op}
+
+    def _lost_derivative(self, load: Operation, root) -> ZymaseError:
+        writer = self.unshadowed_writes[root]
+        what = "this memory"
+        if isinstance(root, BlockArgument) and root in self.entry_args:
+            what = f"argument {self.entry_args.index(root) + 1}"
+        return ZymaseError(
+            f"{what} of '{self.fname}' receives active data (by '{writer.name}') but has no shadow, "
+            "so the derivative of what is read back here would be lost",
+            construct=load.name,
+            function=self.fname,
+            location=location_of(load),
+            hint="mark the memref enzyme_dup and pass a shadow array after it",
+        )

@@ -1,0 +1,237 @@
+"""Structured ops down to loops, and loops down to branches.
+
+Runs before the llvm lowering (and before differentiation, which works on
+branches): each ``linalg.generic`` on memrefs and each ``memref.copy`` becomes a
+nest of ``scf.for`` loops of ``memref.load``/``memref.store``, then xDSL's
+convert-scf-to-cf turns every ``scf`` op into ``cf`` branches.
+
+``linalg.generic``: one loop per iteration dimension, outermost first, bounds
+taken from the operand dimensions that the indexing maps name directly (so
+reductions are loops that read, update and write the output element, which is
+what the op means on memrefs). ``linalg.index`` gives the induction variable,
+``linalg.yield`` stores into the outputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from zymase.errors import ZymaseError
+from zymase.ir import (
+    AffineBinaryOpExpr,
+    AffineBinaryOpKind,
+    AffineConstantExpr,
+    AffineDimExpr,
+    AffineExpr,
+    Block,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    Operation,
+    SSAValue,
+    arith,
+    convert_scf_to_cf,
+    linalg,
+    location_of,
+    memref,
+    scf,
+)
+from zymase.ir import memref_ext
+
+__all__ = ["lower_structured", "lower_to_loops", "prepare_for_differentiation", "emit_loop_nest", "loop_bounds"]
+
+
+def lower_structured(module: ModuleOp) -> ModuleOp:
+    """linalg.generic / memref.copy -> scf loops -> cf branches, in place."""
+    lower_to_loops(module)
+    if any(op.dialect_name() == "scf" for op in module.walk()):
+        convert_scf_to_cf(module)
+    return module
+
+
+def prepare_for_differentiation(module: ModuleOp) -> ModuleOp:
+    """Before AD (which works on branches): linalg.generic -> scf loops -> cf.
+    ``memref.copy`` stays: it has its own derivative rule."""
+    lower_to_loops(module, copies=False)
+    if any(op.dialect_name() == "scf" for op in module.walk()):
+        convert_scf_to_cf(module)
+    return module
+
+
+def lower_to_loops(module: ModuleOp, *, copies: bool = True) -> ModuleOp:
+    """Only the first step: linalg.generic (and memref.copy) -> scf loops."""
+    for op in list(module.walk()):
+        if isinstance(op, linalg.GenericOp):
+            _lower_generic(op)
+        elif isinstance(op, memref_ext.CopyOp) and copies:
+            _lower_copy(op)
+        elif op.dialect_name() == "linalg" and not isinstance(op, (linalg.YieldOp, linalg.IndexOp)):
+            raise _error(op, f"'{op.name}' cannot be lowered yet",
+                         "write it as a linalg.generic (elementwise maps and reductions are supported)")
+    return module
+
+
+# ----------------------------------------------------------------------------- loops
+
+
+class _Builder:
+    """Appends ops before an anchor op (the structured op being replaced)."""
+
+    def __init__(self, anchor: Operation):
+        self.block = anchor.parent_block()
+        self.anchor: Operation | None = anchor
+
+    def add(self, op: Operation) -> Operation:
+        assert self.block is not None
+        if self.anchor is None:
+            self.block.add_op(op)
+        else:
+            self.block.insert_op_before(op, self.anchor)
+        return op
+
+    def v(self, op: Operation) -> SSAValue:
+        return self.add(op).results[0]
+
+    def index(self, value: int) -> SSAValue:
+        return self.v(arith.ConstantOp(IntegerAttr(value, IndexType()), IndexType()))
+
+    def dim(self, m: SSAValue, i: int) -> SSAValue:
+        size = m.type.get_shape()[i]  # type: ignore[attr-defined]
+        if size >= 0:
+            return self.index(size)
+        return self.v(memref.DimOp(m, self.index(i)))
+
+
+def _builder_at(anchor_or_block) -> _Builder:
+    if isinstance(anchor_or_block, Block):
+        b = _Builder.__new__(_Builder)
+        b.block, b.anchor = anchor_or_block, None
+        return b
+    return _Builder(anchor_or_block)
+
+
+def loop_bounds(anchor_or_block, m: SSAValue) -> list[SSAValue]:
+    """The sizes of memref ``m``, computed before ``anchor`` (an op) or at the end
+    of a block: the bounds of a loop nest over all its elements."""
+    b = _builder_at(anchor_or_block)
+    return [b.dim(m, i) for i in range(m.type.get_num_dims())]  # type: ignore[attr-defined]
+
+
+def emit_loop_nest(anchor_or_block, bounds: Sequence[SSAValue], body) -> None:
+    """``for i0 in [0, b0): for i1 ...: body(builder, [i0, i1, ...])`` as scf.for ops
+    inserted before ``anchor`` (an op), or at the end of a block."""
+    _nest(_builder_at(anchor_or_block), list(bounds), [], body)
+
+
+def _nest(b: _Builder, bounds: list[SSAValue], ivs: list[SSAValue], body) -> None:
+    if not bounds:
+        body(b, ivs)
+        return
+    zero, one = b.index(0), b.index(1)
+    loop_body = Block(arg_types=[IndexType()])
+    loop = scf.ForOp(zero, bounds[0], one, [], loop_body)
+    b.add(loop)
+    inner = _Builder.__new__(_Builder)
+    inner.block, inner.anchor = loop_body, None
+    _nest(inner, bounds[1:], [*ivs, loop_body.args[0]], body)
+    loop_body.add_op(scf.YieldOp())
+
+
+# ----------------------------------------------------------------------------- copy
+
+
+def _lower_copy(op: Operation) -> None:
+    src, dst = op.operands
+    rank = src.type.get_num_dims()  # type: ignore[attr-defined]
+    b = _Builder(op)
+    bounds = [b.dim(src, i) for i in range(rank)]
+
+    def body(inner: _Builder, ivs: list[SSAValue]) -> None:
+        value = inner.v(memref.LoadOp.get(src, ivs))
+        inner.add(memref.StoreOp.get(value, dst, ivs))
+
+    emit_loop_nest(op, bounds, body)
+    op.parent_block().erase_op(op)
+
+
+# ----------------------------------------------------------------------------- linalg
+
+
+def _lower_generic(op: linalg.GenericOp) -> None:
+    operands = [*op.inputs, *op.outputs]
+    if op.results or not all(isinstance(v.type, MemRefType) for v in op.outputs):
+        raise _error(op, "linalg.generic on tensors cannot be lowered",
+                     "bufferize first: use memref operands (outs(%m : memref<...>))")
+    maps = [m.data for m in op.indexing_maps.data]
+    n_loops = maps[0].num_dims if maps else 0
+    if any(m.num_symbols for m in maps):
+        raise _error(op, "indexing maps with symbols are not supported", "use maps of the loop dimensions only")
+    b = _Builder(op)
+    bounds: list[SSAValue | None] = [None] * n_loops
+    for v, m in zip(operands, maps):
+        if not isinstance(v.type, MemRefType):
+            continue
+        for pos, e in enumerate(m.results):
+            if isinstance(e, AffineDimExpr) and bounds[e.position] is None:
+                bounds[e.position] = b.dim(v, pos)
+    if any(x is None for x in bounds):
+        raise _error(op, "cannot infer the loop bounds of this linalg.generic",
+                     "each loop dimension must index some operand dimension directly")
+    body_block = op.body.blocks[0]
+    n_in = len(op.inputs)
+
+    def body(inner: _Builder, ivs: list[SSAValue]) -> None:
+        mapping: dict[SSAValue, SSAValue] = {}
+        indices = [[_affine(inner, e, ivs) for e in m.results] for m in maps]
+        for arg, v, idx in zip(body_block.args, operands, indices):
+            if isinstance(v.type, MemRefType):
+                mapping[arg] = inner.v(memref.LoadOp.get(v, idx))
+            else:
+                mapping[arg] = v  # a scalar input
+        for inner_op in body_block.ops:
+            if isinstance(inner_op, linalg.YieldOp):
+                for value, out, idx in zip(inner_op.operands, op.outputs, indices[n_in:]):
+                    inner.add(memref.StoreOp.get(mapping.get(value, value), out, idx))
+            elif isinstance(inner_op, linalg.IndexOp):
+                mapping[inner_op.result] = ivs[inner_op.dim.value.data]
+            else:
+                clone = inner_op.clone(mapping)
+                inner.add(clone)
+                for old, new in zip(inner_op.results, clone.results):
+                    mapping[old] = new
+
+    emit_loop_nest(op, bounds, body)  # type: ignore[arg-type]
+    op.parent_block().erase_op(op)
+
+
+def _affine(b: _Builder, e: AffineExpr, ivs: list[SSAValue]) -> SSAValue:
+    """An index value computing affine expression ``e`` of the loop variables."""
+    if isinstance(e, AffineDimExpr):
+        return ivs[e.position]
+    if isinstance(e, AffineConstantExpr):
+        return b.index(e.value)
+    if isinstance(e, AffineBinaryOpExpr):
+        lhs, rhs = _affine(b, e.lhs, ivs), _affine(b, e.rhs, ivs)
+        cls = {
+            AffineBinaryOpKind.Add: arith.AddiOp,
+            AffineBinaryOpKind.Mul: arith.MuliOp,
+            AffineBinaryOpKind.Mod: arith.RemSIOp,
+            AffineBinaryOpKind.FloorDiv: arith.FloorDivSIOp,
+            AffineBinaryOpKind.CeilDiv: arith.CeilDivSIOp,
+        }[e.kind]
+        return b.v(cls(lhs, rhs))
+    raise ZymaseError(f"unsupported affine expression {e}")
+
+
+def _error(op: Operation, message: str, hint: str) -> ZymaseError:
+    parent = op.parent_op()
+    while parent is not None and not hasattr(parent, "sym_name"):
+        parent = parent.parent_op()
+    return ZymaseError(
+        message,
+        construct=op.name,
+        function=parent.sym_name.data if parent is not None else None,  # type: ignore[union-attr]
+        location=location_of(op),
+        hint=hint,
+    )
