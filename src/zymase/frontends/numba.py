@@ -863,13 +863,22 @@ def differentiate_numba_ir(ir: NumbaIR, spec: KernelSpec, symbol: str, rec: Comp
         text = text + "\n" + kernel_ir(ir, spec, symbol)
     with _phase(rec, "refprune"):
         text = toolchain.prune_refcounts(text)
-    if not spec.preopt:
+    if spec.preopt:
+        # the pre-AD pipeline inlines Numba's helpers (array views, allocation); the
+        # incref/decref pairs that meet only then are pruned by a second refprune
+        from zymase.llvm.markers import protect_marker_calls
+
+        with _phase(rec, "preopt"):
+            text = toolchain.preopt(protect_marker_calls(text), 2)
+        with _phase(rec, "refprune"):
+            text = toolchain.prune_refcounts(text)
+    else:
         # AD before optimization, on Numba's IR in SSA form: arrays travel as structs in
         # stack slots at -O0, which only SROA/instcombine turn into values
         with _phase(rec, "ssa"):
             text = toolchain.ssa_form(text)
     timings = Timings()
-    out = differentiate_llvm_ir(text, f"<numba {rec.function}>", 2, timings, preoptimize=spec.preopt)
+    out = differentiate_llvm_ir(text, f"<numba {rec.function}>", 2, timings, preoptimize=False)
     rec.phases.update(timings.phases)
     with _phase(rec, "optimize"):
         out = toolchain.optimize(internalize(restore_nrt_helpers(out, helpers), keep=symbol), spec.opt)
