@@ -23,7 +23,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from zymase.ir import Block, BlockArgument, Operation, SSAValue, is_float_type
+from zymase.autodiff.type_rules import is_differentiable_type
+from zymase.ir import Block, BlockArgument, Operation, SSAValue
 from zymase.ir.enzyme import Activity
 
 
@@ -73,7 +74,7 @@ def analyze(
     varied, shadowed = info.varied, info.shadowed
     for arg, act in zip(entry.args, arg_activities):
         if act.is_active or act.is_dup:
-            if is_float_type(arg.type):
+            if is_differentiable_type(arg.type):
                 varied.add(arg)
             elif memory is not None and memory.is_pointer(arg):
                 shadowed.add(arg)
@@ -87,7 +88,7 @@ def analyze(
         for b in body_blocks:
             for arg in b.args:
                 srcs = incoming.get(arg, ())
-                if is_float_type(arg.type) and arg not in varied and any(s in varied for s in srcs):
+                if is_differentiable_type(arg.type) and arg not in varied and any(s in varied for s in srcs):
                     varied.add(arg)
                 if memory is not None and arg not in shadowed and any(s in shadowed for s in srcs):
                     # every pointer flowing into a shadowed block argument needs a shadow
@@ -102,7 +103,7 @@ def analyze(
                     continue
                 if any(o in varied and propagates(op, i) for i, o in enumerate(op.operands)):
                     for r in op.results:
-                        if is_float_type(r.type):
+                        if is_differentiable_type(r.type):
                             varied.add(r)
         changed = (len(varied), len(shadowed)) != before
 
@@ -110,7 +111,7 @@ def analyze(
     useful = info.useful
     work: list[SSAValue] = []
     for v, act in returned:
-        if act.is_active and is_float_type(v.type) and v not in useful:
+        if act.is_active and is_differentiable_type(v.type) and v not in useful:
             useful.add(v)
             work.append(v)
     if memory is not None:
@@ -122,7 +123,7 @@ def analyze(
         v = work.pop()
         if isinstance(v, BlockArgument):
             for src in incoming.get(v, ()):
-                if src not in useful and is_float_type(src.type):
+                if src not in useful and is_differentiable_type(src.type):
                     useful.add(src)
                     work.append(src)
             continue
@@ -131,7 +132,7 @@ def analyze(
         if memory is not None and memory.handles(op) and not memory.is_memory_call(op):
             continue  # a load: its adjoint goes to shadow memory
         for i, operand in enumerate(op.operands):
-            if operand not in useful and is_float_type(operand.type) and propagates(op, i):
+            if operand not in useful and is_differentiable_type(operand.type) and propagates(op, i):
                 useful.add(operand)
                 work.append(operand)
     return info

@@ -11,6 +11,7 @@ from zymase.analysis.activity import ActivityInfo, analyze
 from zymase.analysis.cfg import CFG
 from zymase.autodiff.flavor import Emitter, Flavor, is_differentiable_type
 from zymase.autodiff.registry import REGISTRY, Rule, load_all_rules
+from zymase.autodiff.type_rules import shadow_type
 from zymase.autodiff.flavor import intrinsic_base
 from zymase.errors import ZymaseError
 from zymase.ir import Attribute, Block, Operation, Region, SSAValue, llvm, location_of
@@ -289,12 +290,12 @@ def rev_signature(inputs: Sequence[Attribute], outputs: Sequence[Attribute], arg
     for t, a in zip(inputs, arg_acts):
         ins.append(t)
         if a.is_dup:
-            ins.append(t)
+            ins.append(shadow_type(t))
     for t, a in zip(outputs, ret_acts):
         if a.is_active:
-            ins.append(t)
+            ins.append(shadow_type(t))
     outs = [t for t, a in zip(outputs, ret_acts) if a.needs_primal]
-    outs += [t for t, a in zip(inputs, arg_acts) if a.is_active]
+    outs += [shadow_type(t) for t, a in zip(inputs, arg_acts) if a.is_active]
     return ins, outs
 
 
@@ -305,13 +306,13 @@ def fwd_signature(inputs, outputs, arg_acts, ret_acts):
     for t, a in zip(inputs, arg_acts):
         ins.append(t)
         if a.is_dup or a.is_active:
-            ins.append(t)
+            ins.append(shadow_type(t))
     outs: list[Attribute] = []
     for t, a in zip(outputs, ret_acts):
         if a.needs_primal:
             outs.append(t)
         if not a.is_const:
-            outs.append(t)
+            outs.append(shadow_type(t))
     return ins, outs
 
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 import math as _pymath
 from collections.abc import Sequence
 
+from zymase.autodiff.type_rules import TYPES
+from zymase.autodiff.type_rules import is_differentiable_type as _has_type_rule
 from zymase.errors import ZymaseError
 from zymase.ir import (
     Attribute,
@@ -33,7 +35,6 @@ from zymase.ir import (
     func,
     i64,
     float_width,
-    is_float_type,
     llvm,
     llvm_ext,
     math,
@@ -127,10 +128,15 @@ class Emitter:
         return self.const(value, like.type)
 
     def zero(self, typ: Attribute) -> SSAValue:
-        return self.const(0.0, typ)
+        """The zero shadow of a type, as its type rule builds it (floats: 0.0)."""
+        rule = TYPES.lookup(typ)
+        return rule.zero(self, typ) if rule is not None else self.const(0.0, typ)
 
     def add(self, a, b):
-        return self.v(self.flavor.binary("add", a, b))
+        """``a + b``; a differentiable type's rule decides how (adjoint accumulation
+        and tangent sums of plug-in types go through here)."""
+        rule = TYPES.lookup(a.type)
+        return rule.add(self, a, b) if rule is not None else self.v(self.flavor.binary("add", a, b))
 
     def sub(self, a, b):
         return self.v(self.flavor.binary("sub", a, b))
@@ -549,8 +555,8 @@ def flavor_of(fop: Operation) -> Flavor:
 
 
 def is_differentiable_type(t: Attribute) -> bool:
-    """Types that carry derivatives in this issue: scalar floats."""
-    return is_float_type(t)
+    """Types that carry derivatives: those with a type rule (the floats by default)."""
+    return _has_type_rule(t)
 
 
 LN2 = _pymath.log(2.0)

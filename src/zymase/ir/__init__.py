@@ -73,8 +73,42 @@ def is_float_type(t: Attribute) -> bool:
     return isinstance(t, FLOAT_TYPES)
 
 
+_PLUGIN_DIALECTS: list = []
+
+
+def register_dialect(dialect) -> None:
+    """Make a plug-in dialect (an xDSL ``Dialect``, e.g. one built from IRDL) known to
+    every context zymase creates: the parser of ``zymase.mlir.compile`` and
+    ``zymase-opt`` then read its ops. Its derivative rules are registered separately
+    (``zymase.autodiff.registry.REGISTRY.register``)."""
+    if all(d.name != dialect.name for d in _PLUGIN_DIALECTS):
+        _PLUGIN_DIALECTS.append(dialect)
+
+
+def dialect_from_irdl(text: str):
+    """Build a dialect from its IRDL definition (``irdl.dialect @name {...}``), the
+    way a plug-in dialect is declared without Python op classes; the op classes are
+    in the returned dialect's ``operations``. Invalid IRDL becomes a ZymaseError."""
+    from xdsl.dialects import irdl
+    from xdsl.interpreters.irdl import make_dialect
+
+    ctx = Context()
+    ctx.load_dialect(builtin.Builtin)
+    ctx.load_dialect(irdl.IRDL)
+    try:
+        module = Parser(ctx, text, "<irdl>").parse_module()
+    except ParseError as exc:
+        reason = str(exc).strip().splitlines()[-1]
+        raise ZymaseError(f"cannot parse IRDL: {reason}", hint="check the irdl.dialect definition") from None
+    dialects = [op for op in module.walk() if isinstance(op, irdl.DialectOp)]
+    if len(dialects) != 1:
+        raise ZymaseError(f"expected one irdl.dialect, found {len(dialects)}", hint="define one dialect per text")
+    return make_dialect(dialects[0])
+
+
 def make_context() -> Context:
-    """A context with every dialect zymase uses (llvm is the extended one)."""
+    """A context with every dialect zymase uses (llvm is the extended one), plus the
+    plug-in dialects given to :func:`register_dialect`."""
     ctx = Context(allow_unregistered=False)
     for dialect in (
         builtin.Builtin,
@@ -87,6 +121,7 @@ def make_context() -> Context:
         _LINALG,
         llvm_ext.LLVM_EXT,
         enzyme.Enzyme,
+        *_PLUGIN_DIALECTS,
     ):
         ctx.load_dialect(dialect)
     return ctx

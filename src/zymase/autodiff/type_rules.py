@@ -1,0 +1,87 @@
+"""The per-type AD interface (Enzyme-MLIR's ``AutoDiffTypeInterface``).
+
+A type that carries derivatives answers three questions: the type of its shadow
+(tangent/adjoint), how to build a zero of that shadow, and how to add two shadows
+(adjoint accumulation, tangent sums). The engine asks these questions here instead
+of assuming floats, so a plug-in dialect whose values are differentiable registers
+a :class:`TypeRule` for its type class and the engine needs no change.
+
+The builtin floats are the default registrations: their shadow is the type itself,
+zero is a float constant and add is the flavor's float addition (``arith.addf`` or
+``llvm.fadd``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from zymase.ir import Attribute, Float16Type, Float32Type, Float64Type, SSAValue
+
+if TYPE_CHECKING:
+    from zymase.autodiff.flavor import Emitter
+
+
+@dataclass(frozen=True)
+class TypeRule:
+    """``zero(E, t)`` (the zero shadow of a value of type ``t``) and ``add(E, a, b)``
+    (the sum of two shadows) emit ops through the emitter ``E`` at its insertion
+    point; ``shadow_type(t)`` maps a primal type to its shadow type, used in the
+    signatures of derivative functions. (The engine keeps a value's adjoint in the
+    value's own type, so a rule whose shadow type differs works at the boundary
+    only.)"""
+
+    zero: Callable[["Emitter", Attribute], SSAValue]
+    add: Callable[["Emitter", SSAValue, SSAValue], SSAValue]
+    shadow_type: Callable[[Attribute], Attribute] = lambda t: t
+
+
+class TypeRegistry:
+    """Type rules keyed by type class (subclasses match their base's rule)."""
+
+    def __init__(self) -> None:
+        self.by_type: dict[type, TypeRule] = {}
+
+    def register(self, type_class: type, rule: TypeRule) -> None:
+        self.by_type[type_class] = rule
+
+    def lookup(self, t: Attribute) -> TypeRule | None:
+        rule = self.by_type.get(type(t))
+        if rule is None:
+            for cls, r in self.by_type.items():
+                if isinstance(t, cls):
+                    return r
+        return rule
+
+
+TYPES = TypeRegistry()
+
+
+def register_type(type_class: type, rule: TypeRule) -> None:
+    TYPES.register(type_class, rule)
+
+
+def is_differentiable_type(t: Attribute) -> bool:
+    """Whether values of type ``t`` carry derivatives (a rule is registered)."""
+    return TYPES.lookup(t) is not None
+
+
+def shadow_type(t: Attribute) -> Attribute:
+    """The type of the shadow of a ``t`` value; non-differentiable types (pointers,
+    memrefs, integers) are their own shadow type."""
+    rule = TYPES.lookup(t)
+    return t if rule is None else rule.shadow_type(t)
+
+
+def _float_zero(E: "Emitter", t: Attribute) -> SSAValue:
+    return E.v(E.flavor.const(0.0, t))
+
+
+def _float_add(E: "Emitter", a: SSAValue, b: SSAValue) -> SSAValue:
+    return E.v(E.flavor.binary("add", a, b))
+
+
+FLOAT = TypeRule(zero=_float_zero, add=_float_add)
+for _cls in (Float16Type, Float32Type, Float64Type):
+    register_type(_cls, FLOAT)
