@@ -6,8 +6,8 @@ import pytest
 
 import zymase
 from zymase.errors import ZymaseError
-from tests.numba.corpus import CORPUS
-from tests.numba.fd import assert_close, copy_args, differentiable, fd_directional, fd_grad
+from njit_corpus import CORPUS
+from njit_fd import assert_close, copy_args, differentiable, fd_directional, fd_grad
 
 
 # AD before optimization runs on Numba's IR in SSA form but without inlining; Numba's

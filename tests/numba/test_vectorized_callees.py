@@ -7,7 +7,7 @@ import re
 import numpy as np
 from numba import njit
 
-import tests.numba.vector_callees as vc
+import vector_callees as vc
 import zymase
 
 
