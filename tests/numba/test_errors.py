@@ -189,3 +189,26 @@ def test_user_exception_propagates_from_grad_and_jvp():
         zymase.grad(f, argnums=1)(X.copy(), -1.0)
     with pytest.raises(ValueError, match="non-negative"):
         zymase.jvp(f, (X, -1.0), (np.ones(5), 1.0))
+
+
+def test_recursion_is_an_error_not_an_abort():
+    # Numba passes pointers (retptr, excinfo) to every call, so a recursive function is
+    # differentiated in split mode, whose tape is thread-local; Numba's JIT (MCJIT) cannot
+    # allocate TLS and would abort the process
+    @njit
+    def rsum(x, i):
+        if i == x.shape[0]:
+            return 0.0
+        x[i] = x[i] * x[i]
+        return x[i] + rsum(x, i + 1)
+
+    @njit
+    def power(a, n):
+        if n == 0:
+            return 1.0
+        return a * power(a, n - 1)
+
+    with _raises("'.*rsum' is recursive"):
+        zymase.grad(rsum)(X.copy(), 0)
+    with _raises("'.*power' is recursive"):
+        zymase.grad(power)(1.5, 4)

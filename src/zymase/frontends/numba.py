@@ -460,6 +460,8 @@ def _promotion(ir: NumbaIR, spec: KernelSpec, err: ZymaseError):
     if not m:
         return None
     flat = int(m.group(1)) - 4  # status_f's parameters: retptr, excinfo, status, f's
+    if flat < 0:
+        return None
     for k, ty in enumerate(ir.argtypes):
         paths = _slot_paths(ty)
         if flat < len(paths):
@@ -580,7 +582,11 @@ def kernel_ir(ir: NumbaIR, spec: KernelSpec, symbol: str) -> str:
     zero = "0.0" if float_result else "0"
     body.append(f"  store {ret_llty} {zero}, ptr %res")
     body.append(f"  store {ret_llty} {seed if seed else zero}, ptr %dres")
-    head = f"ptr @{_q(status_fn)}, ptr @enzyme_dup, ptr %res, ptr %dres, ptr @enzyme_const, ptr %excinfo, ptr @enzyme_const, ptr %status"
+    # excinfo gets a shadow slot that is never read: a recursive Numba call passes it on
+    # like any pointer, and pointers reaching differentiated calls need shadows
+    body.append("  %dexc = alloca ptr, align 8\n  store ptr null, ptr %dexc")
+    head = (f"ptr @{_q(status_fn)}, ptr @enzyme_dup, ptr %res, ptr %dres, ptr @enzyme_dup, ptr %excinfo, ptr %dexc, "
+            "ptr @enzyme_const, ptr %status")
     marker_args = ", ".join([head, *enz])
     outs = []
     if spec.mode == "rev":
@@ -826,6 +832,7 @@ def _compile_kernel(disp, argtypes: tuple, spec: KernelSpec, cache: bool) -> Ker
                 tmp.replace(d / f"{disk_key}.ll")
             except OSError:
                 pass  # a cache that cannot be written is only slower
+    _check_jit_supported(final, disp)
     with _phase(rec, "jit"):
         engine, addr = _jit_in_numba(final, symbol)
         ll.add_symbol(symbol, addr)
@@ -833,6 +840,20 @@ def _compile_kernel(disp, argtypes: tuple, spec: KernelSpec, cache: bool) -> Ker
     if _debug():
         print(rec.summary(), file=sys.stderr)
     return Kernel(spec, symbol, k_args, k_res, addr, rec, engine)
+
+
+def _check_jit_supported(text: str, disp) -> None:
+    """MCJIT cannot allocate thread-local storage and aborts the process ("LLVM ERROR:
+    allocation of TLS not implemented"); the thread-local tape of split-mode derivatives
+    (recursive functions that take arrays) would need it."""
+    if re.search(r"^@\S+ = .*\bthread_local\b", text, re.M):
+        raise ZymaseError(
+            f"{_fname(disp)} is recursive: its derivative needs a thread-local tape (Numba passes "
+            "pointers to every call), which Numba's JIT cannot allocate",
+            construct="recursive call",
+            function=_fname(disp).strip("'"),
+            hint="write the recursion as a loop",
+        )
 
 
 def _jit_in_numba(text: str, symbol: str):

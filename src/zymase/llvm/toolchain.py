@@ -397,6 +397,13 @@ class JITModule:
     """An MCJIT engine owning one LLVM module; keeps all of it alive while referenced."""
 
     def __init__(self, ll_text: str, opt: int = 2):
+        if re.search(r"^@\S+ = .*\bthread_local\b", ll_text, re.M):
+            # MCJIT aborts the whole process on thread-local storage
+            raise ZymaseError(
+                "the module needs thread-local storage (the tape of recursive derivatives "
+                "that take memory), which the JIT cannot allocate",
+                hint="compile it to an executable with `zymase cc` instead of JIT-compiling it",
+            )
         _load_libm()
         self._module = _parse(ll_text)
         # Code generation at -O0 (FastISel) produces code that crashes under MCJIT
