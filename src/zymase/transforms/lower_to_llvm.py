@@ -786,6 +786,15 @@ LLVM's SROA turns both fields into SSA values (the data pointer is then a plain
 register in the loops that read and write the cache)."""
 
 CACHE_RESERVE = "__zymase_cache_reserve"
+# Indexed-cache buffers outlive the call in a small pool of the module: a gradient called
+# again (an optimizer loop) reuses them instead of mapping and faulting in fresh pages,
+# which for tapes of many MB costs as much as the reverse sweep itself. Each 32-byte slot
+# is {i64 lock, ptr block, i64 capacity}, taken with an atomic exchange on the lock (no
+# thread-local storage: MCJIT cannot allocate it).
+TAPE_POOL = "__zymase_tape_pool"
+POOL_TAKE = "__zymase_pool_take"
+POOL_GIVE = "__zymase_pool_give"
+POOL_SLOTS = 64
 
 
 def _lower_indexed_init(op: enzyme.InitOp, e: Emitter) -> SSAValue:
@@ -895,6 +904,96 @@ builtin.module {{
     llvm.store %need, %size_p : i64, !llvm.ptr
     llvm.return %slot : !llvm.ptr
   }}
+  llvm.func internal @{POOL_TAKE}(%need: i64) -> !llvm.struct<(ptr, i64)> {{
+    %pool = llvm.mlir.addressof @{TAPE_POOL} : !llvm.ptr
+    %zero = llvm.mlir.constant(0 : i64) : i64
+    %one = llvm.mlir.constant(1 : i64) : i64
+    %slots = llvm.mlir.constant({POOL_SLOTS} : i64) : i64
+    %size = llvm.mlir.constant(32 : i64) : i64
+    %eight = llvm.mlir.constant(8 : i64) : i64
+    %sixteen = llvm.mlir.constant(16 : i64) : i64
+    %null = llvm.mlir.zero : !llvm.ptr
+    llvm.br ^loop(%zero : i64)
+  ^loop(%i: i64):
+    %done = llvm.icmp "uge" %i, %slots : i64
+    llvm.cond_br %done, ^miss, ^lock
+  ^lock:
+    %off = llvm.mul %i, %size : i64
+    %slot = llvm.getelementptr %pool[%off] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+    %lock_old = llvm.atomicrmw xchg %slot, %one acquire : !llvm.ptr, i64
+    %got = llvm.icmp "eq" %lock_old, %zero : i64
+    llvm.cond_br %got, ^check, ^next
+  ^check:
+    %blockp = llvm.getelementptr %slot[%eight] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+    %capp = llvm.getelementptr %slot[%sixteen] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+    %have = llvm.load %capp : !llvm.ptr -> i64
+    %fits = llvm.icmp "uge" %have, %need : i64
+    llvm.cond_br %fits, ^hit, ^unlock
+  ^unlock:
+    %u1 = llvm.atomicrmw xchg %slot, %zero release : !llvm.ptr, i64
+    llvm.br ^next
+  ^next:
+    %i1 = llvm.add %i, %one : i64
+    llvm.br ^loop(%i1 : i64)
+  ^hit:
+    %block = llvm.load %blockp : !llvm.ptr -> !llvm.ptr
+    llvm.store %null, %blockp : !llvm.ptr, !llvm.ptr
+    llvm.store %zero, %capp : i64, !llvm.ptr
+    %u2 = llvm.atomicrmw xchg %slot, %zero release : !llvm.ptr, i64
+    %h0 = llvm.mlir.undef : !llvm.struct<(ptr, i64)>
+    %h1 = llvm.insertvalue %block, %h0[0] : !llvm.struct<(ptr, i64)>
+    %h2 = llvm.insertvalue %have, %h1[1] : !llvm.struct<(ptr, i64)>
+    llvm.return %h2 : !llvm.struct<(ptr, i64)>
+  ^miss:
+    %fresh = llvm.call @malloc(%need) : (i64) -> !llvm.ptr
+    %m0 = llvm.mlir.undef : !llvm.struct<(ptr, i64)>
+    %m1 = llvm.insertvalue %fresh, %m0[0] : !llvm.struct<(ptr, i64)>
+    %m2 = llvm.insertvalue %need, %m1[1] : !llvm.struct<(ptr, i64)>
+    llvm.return %m2 : !llvm.struct<(ptr, i64)>
+  }}
+  llvm.func internal @{POOL_GIVE}(%block: !llvm.ptr, %cap: i64) {{
+    %pool = llvm.mlir.addressof @{TAPE_POOL} : !llvm.ptr
+    %zero = llvm.mlir.constant(0 : i64) : i64
+    %one = llvm.mlir.constant(1 : i64) : i64
+    %slots = llvm.mlir.constant({POOL_SLOTS} : i64) : i64
+    %size = llvm.mlir.constant(32 : i64) : i64
+    %eight = llvm.mlir.constant(8 : i64) : i64
+    %sixteen = llvm.mlir.constant(16 : i64) : i64
+    %null = llvm.mlir.zero : !llvm.ptr
+    %none = llvm.icmp "eq" %block, %null : !llvm.ptr
+    llvm.cond_br %none, ^out, ^loop(%zero : i64)
+  ^loop(%i: i64):
+    %done = llvm.icmp "uge" %i, %slots : i64
+    llvm.cond_br %done, ^full, ^lock
+  ^lock:
+    %off = llvm.mul %i, %size : i64
+    %slot = llvm.getelementptr %pool[%off] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+    %lock_old = llvm.atomicrmw xchg %slot, %one acquire : !llvm.ptr, i64
+    %got = llvm.icmp "eq" %lock_old, %zero : i64
+    llvm.cond_br %got, ^check, ^next
+  ^check:
+    %blockp = llvm.getelementptr %slot[%eight] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+    %held = llvm.load %blockp : !llvm.ptr -> !llvm.ptr
+    %empty = llvm.icmp "eq" %held, %null : !llvm.ptr
+    llvm.cond_br %empty, ^keep, ^unlock
+  ^unlock:
+    %u1 = llvm.atomicrmw xchg %slot, %zero release : !llvm.ptr, i64
+    llvm.br ^next
+  ^next:
+    %i1 = llvm.add %i, %one : i64
+    llvm.br ^loop(%i1 : i64)
+  ^keep:
+    %capp = llvm.getelementptr %slot[%sixteen] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+    llvm.store %block, %blockp : !llvm.ptr, !llvm.ptr
+    llvm.store %cap, %capp : i64, !llvm.ptr
+    %u2 = llvm.atomicrmw xchg %slot, %zero release : !llvm.ptr, i64
+    llvm.br ^out
+  ^full:
+    llvm.call @free(%block) : (!llvm.ptr) -> ()
+    llvm.br ^out
+  ^out:
+    llvm.return
+  }}
   llvm.func internal @{CACHE_RESERVE}(%data: !llvm.ptr, %cap: i64, %need: i64) -> !llvm.struct<(ptr, i64)> {{
     %full = llvm.icmp "ugt" %need, %cap : i64
     llvm.cond_br %full, ^grow, ^keep
@@ -909,6 +1008,13 @@ builtin.module {{
     %doubled = llvm.mul %cap, %two : i64
     %enough = llvm.call_intrinsic "llvm.umax.i64"(%doubled, %need) : (i64, i64) -> i64
     %newcap = llvm.call_intrinsic "llvm.umax.i64"(%enough, %min) : (i64, i64) -> i64
+    %null = llvm.mlir.zero : !llvm.ptr
+    %first = llvm.icmp "eq" %data, %null : !llvm.ptr
+    llvm.cond_br %first, ^from_pool, ^regrow
+  ^from_pool:
+    %taken = llvm.call @{POOL_TAKE}(%newcap) : (i64) -> !llvm.struct<(ptr, i64)>
+    llvm.return %taken : !llvm.struct<(ptr, i64)>
+  ^regrow:
     %new = llvm.call @realloc(%data, %newcap) : (!llvm.ptr, i64) -> !llvm.ptr
     %u1 = llvm.mlir.undef : !llvm.struct<(ptr, i64)>
     %g0 = llvm.insertvalue %new, %u1[0] : !llvm.struct<(ptr, i64)>
@@ -1085,6 +1191,11 @@ class _ModuleLowering:
         if self._has_cache_runtime:
             return
         self._has_cache_runtime = True
+        pool = llvm.GlobalOp(llvm.LLVMArrayType(32 * POOL_SLOTS, IntegerType(8)), TAPE_POOL, "internal",
+                             alignment=16, value=None)
+        pool.attributes["zymase.llvm_init"] = StringAttr("zeroinitializer")
+        self.module.body.block.add_op(pool)
+        self.symbols[TAPE_POOL] = pool
         runtime = parse_mlir(_cache_runtime_text(), "<zymase cache runtime>")
         for op in list(runtime.body.block.ops):
             existing = self.symbols.get(op.sym_name.data)  # type: ignore[attr-defined]
@@ -1189,9 +1300,11 @@ class _FunctionLowering:
                 null = llvm.ZeroOp.build(result_types=[PTR])
                 heap = llvm.SelectOp(on_heap.results[0], data.dereferenced_value, null.results[0])
                 ops += [data, inline, on_heap, null, heap, llvm.CallOp("free", heap.results[0])]
-            for handle in self.indexed_caches:  # data is null or from realloc
+            for handle in self.indexed_caches:  # data is null, from the pool or from realloc
                 data = _LoadOp(handle, PTR)
-                ops += [data, llvm.CallOp("free", data.dereferenced_value)]
+                cap_ptr = llvm.GEPOp(handle, [0, 1], INDEXED_CACHE_STRUCT)
+                cap = _LoadOp(cap_ptr.result, i64)
+                ops += [data, cap_ptr, cap, llvm.CallOp(POOL_GIVE, data.dereferenced_value, cap.dereferenced_value)]
             block.insert_ops_before(ops, term)
 
 
