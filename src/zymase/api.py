@@ -80,7 +80,6 @@ def stats():
 
 def _typeof(value, what: str):
     import numba
-    from numba.core import types
 
     try:
         ty = numba.typeof(value)
@@ -160,11 +159,11 @@ def _check_result(disp, argtypes, *, need_float: bool, api: str):
 
     rt = zn.numba_ir(disp, tuple(argtypes)).restype
     if need_float and not isinstance(rt, types.Float):
-        raise ZymaseError(f"{api} needs {zn._fname(disp)} to return a float, but it returns {rt}",
+        raise ZymaseError(f"{api} needs {zn.function_label(disp)} to return a float, but it returns {rt}",
                           hint="return a float scalar (e.g. a loss); for vector outputs use vjp or autodiff "
                           "with Duplicated output arrays")
     if not isinstance(rt, (types.Float, types.NoneType)):
-        raise ZymaseError(f"{zn._fname(disp)} returns {rt}; zymase differentiates functions returning a "
+        raise ZymaseError(f"{zn.function_label(disp)} returns {rt}; zymase differentiates functions returning a "
                           "float or nothing",
                           hint="return a float, or write results into an argument array")
     return rt
@@ -186,7 +185,7 @@ def _param_names(disp) -> list[str]:
     names = []
     for p in sig.parameters.values():
         if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
-            raise ZymaseError(f"{zn._fname(disp)} has a *args/**kwargs/keyword-only parameter '{p.name}'",
+            raise ZymaseError(f"{zn.function_label(disp)} has a *args/**kwargs/keyword-only parameter '{p.name}'",
                               hint="differentiate a function with positional parameters only")
         names.append(p.name)
     return names
@@ -307,7 +306,7 @@ class Transformed:
 
     def _check(self, argtys):
         if len(argtys) != len(self.names):
-            raise ZymaseError(f"{zn._fname(self.disp)} takes {len(self.names)} arguments, got {len(argtys)}",
+            raise ZymaseError(f"{zn.function_label(self.disp)} takes {len(self.names)} arguments, got {len(argtys)}",
                               hint="pass every positional argument")
         for i, t in enumerate(argtys):
             _check_type(t, f"argument {i} ('{self.names[i]}')")
@@ -342,7 +341,7 @@ class Transformed:
                 lines.append(f"    s{i} = {_shadow_expr(t, self.names[i])}")
                 kargs.append(f"s{i}")
         seed_t = p.kernel.argtypes[-1]
-        kargs.append(f"seed_t(1.0)")
+        kargs.append("seed_t(1.0)")
         lines.append(f"    r = call(({', '.join(kargs)},))")
         outs = itertools.count(1)
         grads = [_result_expr(argtys[i], p.activities[i], f"s{i}", outs) for i in self.argnums]
@@ -461,7 +460,7 @@ def autodiff(f, *args, preopt: bool = True, cache: bool | None = None):
     disp, opts = _options(f, preopt, cache)
     names = _param_names(disp)
     if len(args) != len(names):
-        raise ZymaseError(f"{zn._fname(disp)} takes {len(names)} arguments, got {len(args)}",
+        raise ZymaseError(f"{zn.function_label(disp)} takes {len(names)} arguments, got {len(args)}",
                           hint="pass every positional argument, wrapped in Active/Duplicated/Const")
     prim, acts, kargs = [], [], []
     for i, a in enumerate(args):
@@ -512,7 +511,7 @@ def fwddiff(f, *args, preopt: bool = True, cache: bool | None = None):
     disp, opts = _options(f, preopt, cache)
     names = _param_names(disp)
     if len(args) != len(names):
-        raise ZymaseError(f"{zn._fname(disp)} takes {len(names)} arguments, got {len(args)}",
+        raise ZymaseError(f"{zn.function_label(disp)} takes {len(names)} arguments, got {len(args)}",
                           hint="pass every positional argument, wrapped in Duplicated/Const")
     prim, acts, kargs = [], [], []
     for i, a in enumerate(args):
@@ -566,28 +565,21 @@ def jvp(f, primals, tangents, *, preopt: bool = True, cache: bool | None = None)
     if len(primals) != len(tangents):
         raise ZymaseError(f"jvp got {len(primals)} primals but {len(tangents)} tangents",
                           hint="pass one tangent per primal")
-    args = []
+    prim, acts, kargs = [], [], []
     for i, (x, t) in enumerate(zip(primals, tangents)):
         ty = _typeof(x, f"primal {i}")
-        if t is None or _tangent_activity(ty) == zn.CONST:
-            args.append(Const(_copy(x)))
-        else:
+        act = _const_activity(ty) if t is None else _tangent_activity(ty)
+        prim.append(ty)
+        acts.append(act)
+        kargs.append(_copy(x))
+        if zn.has_shadow(act):
             _check_shadow(x, t, f"primal {i}")
-            args.append(Duplicated(_copy(x), _copy(t)))
-    from numba.core import types
-
-    rt = _check_result(disp, tuple(_typeof(x, "primal") for x in primals), need_float=True, api="jvp")
-    prim = tuple(_typeof(a.val, f"primal {i}") for i, a in enumerate(args))
-    acts = tuple(_tangent_activity(t) if isinstance(a, Duplicated) else _const_activity(t)
-                 for a, t in zip(args, prim))
-    kargs = []
-    for a, t in zip(args, prim):
-        kargs.append(a.val)
-        if isinstance(a, Duplicated):
-            kargs.append(_with_shadow_type(a.dval, t))
-    plan, fn = _direct(disp, prim, acts, "fwd", opts)
-    r = fn(*kargs)
-    return r[0], r[1]
+            kargs.append(_with_shadow_type(_copy(t), ty))
+    prim = tuple(prim)
+    _check_result(disp, prim, need_float=True, api="jvp")
+    _, fn = _direct(disp, prim, tuple(acts), "fwd", opts)
+    value, tangent = fn(*kargs)
+    return value, tangent
 
 
 def vjp(f, *primals, preopt: bool = True, cache: bool | None = None):

@@ -212,3 +212,24 @@ def test_recursion_is_an_error_not_an_abort():
         zymase.grad(rsum)(X.copy(), 0)
     with _raises("'.*power' is recursive"):
         zymase.grad(power)(1.5, 4)
+
+
+def test_engine_errors_name_the_users_function():
+    # a pointer stored into memory the function cannot shadow: the engine's error is
+    # about the generated kernel, and must be reported in terms of the user's function
+    @njit
+    def keep_pointer(x, out):
+        out[0] = x[0] * x[0]
+        return out[0]
+
+    from zymase.frontends import numba as zn
+
+    err = zn._in_user_terms(
+        ZymaseError("active data is written through argument 9 of '__zymase_kernel_3_123_456.status', which has no shadow",
+                    construct="llvm.store", function="__zymase_kernel_3_123_456.status.prepared", hint="mark it"),
+        keep_pointer,
+    )
+    text = str(err)
+    assert "__zymase_kernel" not in text
+    assert "test_engine_errors_name_the_users_function.<locals>.keep_pointer" in text
+    assert "llvm.store" in text and "@njit(debug=True)" in text

@@ -126,7 +126,7 @@ def as_dispatcher(f, what: str = "the function"):
         opts = f.targetoptions
         if opts.get("forceobj") or opts.get("nopython") is False:
             raise ZymaseError(
-                f"{_fname(f)} is compiled in object mode, which has no LLVM IR to differentiate",
+                f"{function_label(f)} is compiled in object mode, which has no LLVM IR to differentiate",
                 construct="@jit(forceobj=True)",
                 hint="use @numba.njit (nopython mode)",
             )
@@ -139,7 +139,8 @@ def as_dispatcher(f, what: str = "the function"):
     )
 
 
-def _fname(d) -> str:
+def function_label(d) -> str:
+    """How messages name a dispatcher or Python function: its quoted qualified name."""
     py = getattr(d, "py_func", d)
     return f"'{getattr(py, '__qualname__', getattr(py, '__name__', '?'))}'"
 
@@ -154,12 +155,8 @@ def _dispatcher_refs(py) -> list[tuple[str, object, str]]:
         if isinstance(v, CPUDispatcher):
             refs.append((name, v, "global"))
     for name, cell in zip(py.__code__.co_freevars, py.__closure__ or ()):
-        try:
-            v = cell.cell_contents
-        except ValueError:
-            continue
-        if isinstance(v, CPUDispatcher):
-            refs.append((name, v, "cell"))
+        if _filled(cell) and isinstance(cell.cell_contents, CPUDispatcher):
+            refs.append((name, cell.cell_contents, "cell"))
     return refs
 
 
@@ -172,20 +169,21 @@ def _private_copy(disp, memo: dict):
     if disp in memo:
         return memo[disp]
     py = disp.py_func
+    code = py.__code__
     glb = dict(py.__globals__)
-    closure = py.__closure__
-    fn = pytypes.FunctionType(py.__code__, glb, py.__name__, py.__defaults__, closure)
+    # fresh cells (filled below): the user's closure cells must not change
+    cells = tuple(pytypes.CellType(c.cell_contents) if _filled(c) else pytypes.CellType()
+                  for c in py.__closure__ or ())
+    fn = pytypes.FunctionType(code, glb, py.__name__, py.__defaults__, cells or None)
     fn.__qualname__, fn.__module__, fn.__kwdefaults__ = py.__qualname__, py.__module__, py.__kwdefaults__
     opts = {k: v for k, v in disp.targetoptions.items() if k not in ("parallel", "cache", "nopython")}
-    copy = numba.njit(**opts)(fn)
-    memo[disp] = copy
-    cells = list(closure or ())
+    copy = memo[disp] = numba.njit(**opts)(fn)  # in memo first: recursion refers to itself
     # `mod.g(...)` with an njit `g` in a module: the global `mod` becomes a copy of the
     # module whose referenced njit attributes are private copies
-    for name in py.__code__.co_names:
+    for name in code.co_names:
         mod = glb.get(name)
         if isinstance(mod, pytypes.ModuleType):
-            attrs = [a for a in py.__code__.co_names if isinstance(getattr(mod, a, None), CPUDispatcher)]
+            attrs = [a for a in code.co_names if isinstance(getattr(mod, a, None), CPUDispatcher)]
             if attrs:
                 proxy = pytypes.ModuleType(mod.__name__)
                 proxy.__dict__.update(mod.__dict__)
@@ -197,14 +195,16 @@ def _private_copy(disp, memo: dict):
         if where == "global":
             glb[name] = sub
         else:
-            i = py.__code__.co_freevars.index(name)
-            cells[i] = pytypes.CellType(sub)
-    if closure:
-        fn2 = pytypes.FunctionType(py.__code__, glb, py.__name__, py.__defaults__, tuple(cells))
-        fn2.__qualname__, fn2.__module__ = py.__qualname__, py.__module__
-        copy = numba.njit(**opts)(fn2)
-        memo[disp] = copy
+            cells[code.co_freevars.index(name)].cell_contents = sub
     return copy
+
+
+def _filled(cell) -> bool:
+    try:
+        cell.cell_contents
+    except ValueError:
+        return False
+    return True
 
 
 def _overload_templates():
@@ -282,7 +282,7 @@ def _numba_ir(disp, argtypes: tuple) -> NumbaIR:
         raise _numba_error(disp, exc) from None
     cres = copy.overloads[tuple(argtypes)]
     if getattr(cres, "objectmode", False):
-        raise ZymaseError(f"{_fname(disp)} fell back to object mode", hint="make it compile with @numba.njit")
+        raise ZymaseError(f"{function_label(disp)} fell back to object mode", hint="make it compile with @numba.njit")
     text = _drop_wrappers(cres.library.get_llvm_str())
     return NumbaIR(text, cres.fndesc.llvm_func_name, cres.signature.return_type, tuple(argtypes), cres.target_context)
 
@@ -298,15 +298,11 @@ def _numba_error(disp, exc) -> ZymaseError:
     m = re.search(r'File "([^"]+)", line (\d+)', msg)
     if m:
         loc = f"{m.group(1)}:{m.group(2)}"
-    construct = None
-    for ln in lines:
-        if ln.startswith(">") or re.match(r"^\d+\s*\|", ln):
-            continue
-        m2 = re.search(r"(?:function|Use of unsupported opcode|Unsupported)\s*\(?([^)]*)\)?", ln)
-        if m2 and not construct:
-            construct = ln[:120]
+    # the line naming what Numba could not type or lower, when there is one
+    construct = next((ln[:120] for ln in lines if re.search(r"\b(function|Unsupported|opcode)\b", ln)
+                      and not ln.startswith(">")), None)
     return ZymaseError(
-        f"Numba cannot compile {_fname(disp)} in nopython mode: {first[:300]}",
+        f"Numba cannot compile {function_label(disp)} in nopython mode: {first[:300]}",
         construct=construct,
         location=loc,
         hint="zymase differentiates what @numba.njit compiles; rewrite the construct Numba rejects",
@@ -314,6 +310,13 @@ def _numba_error(disp, exc) -> ZymaseError:
 
 
 _DEFINE = re.compile(r'^define\b[^@]*@("(?:[^"\\]|\\.)*"|[\w.$-]+)\(')
+_DECLARE = re.compile(r'^declare\b[^@]*@("?)([\w.$-]+)\1\(')
+
+
+def _declared(line: str) -> str | None:
+    """The function a ``declare`` line of LLVM IR text declares (None: not a declare)."""
+    m = _DECLARE.match(line)
+    return m.group(2) if m else None
 
 
 def _functions(text: str):
@@ -363,8 +366,8 @@ def split_nrt_helpers(text: str) -> tuple[str, str]:
     # may delete them as unused, so they travel with the definitions
     body = "\n".join(removed)
     for ln in lines:
-        m = re.match(r'^declare\b[^@]*@("?)([\w.$-]+)\1\(', ln)
-        if m and f"@{m.group(2)}(" in body and m.group(2) not in NRT_HELPERS:
+        name = _declared(ln)
+        if name and f"@{name}(" in body and name not in NRT_HELPERS:
             removed.append(ln)
     return "\n".join(kept + decls) + "\n", "\n\n".join(removed) + "\n"
 
@@ -378,18 +381,13 @@ def restore_nrt_helpers(text: str, definitions: str) -> str:
     declared = set()
     out = []
     for ln in text.splitlines():
-        m = re.match(r'^declare\b[^@]*@("?)([\w.$-]+)\1\(', ln)
-        if m and m.group(2) in names:
+        name = _declared(ln)
+        if name in names:
             continue
-        if m:
-            declared.add(m.group(2))
+        if name:
+            declared.add(name)
         out.append(ln)
-    extra = []
-    for ln in definitions.splitlines():
-        m = re.match(r'^declare\b[^@]*@("?)([\w.$-]+)\1\(', ln)
-        if m and m.group(2) in declared:
-            continue
-        extra.append(ln)
+    extra = [ln for ln in definitions.splitlines() if _declared(ln) not in declared or _declared(ln) is None]
     return "\n".join(out) + "\n" + "\n".join(extra) + "\n"
 
 
@@ -438,8 +436,6 @@ def _slot_paths(ty, path=()) -> list[tuple]:
 
 def _with_leaf(act, ty, path: tuple, new):
     """``act`` with the leaf at ``path`` set to ``new``."""
-    from numba.core import types
-
     if not path:
         return new
     acts = act if isinstance(act, tuple) else (act,) * len(ty.types)
@@ -577,7 +573,7 @@ def kernel_ir(ir: NumbaIR, spec: KernelSpec, symbol: str) -> str:
     assert kp == len(k_params)
 
     k_ps = ", ".join(f"{t} %p{i}" for i, t in enumerate(k_params))
-    body.append(f"  %status = alloca i32, align 4\n  store i32 0, ptr %status")
+    body.append("  %status = alloca i32, align 4\n  store i32 0, ptr %status")
     body.append(f"  %res = alloca {ret_llty}, align 16\n  %dres = alloca {ret_llty}, align 16")
     zero = "0.0" if float_result else "0"
     body.append(f"  store {ret_llty} {zero}, ptr %res")
@@ -641,57 +637,45 @@ def kernel_ir(ir: NumbaIR, spec: KernelSpec, symbol: str) -> str:
     return status_src + "\n" + kernel_src + "\n" + decls
 
 
+def _dot_loop(p: str, t: str) -> str:
+    """Blocks of a dot-product loop over element type ``t`` (value names prefixed ``p``),
+    storing the sum to ``%out``."""
+    return f"""{p}.pre:
+  br i1 %pos, label %{p}.loop, label %{p}.done
+{p}.loop:
+  %{p}i = phi i64 [ 0, %{p}.pre ], [ %{p}i.next, %{p}.loop ]
+  %{p}acc = phi {t} [ 0.0, %{p}.pre ], [ %{p}acc.next, %{p}.loop ]
+  %{p}xp = getelementptr {t}, ptr %x, i64 %{p}i
+  %{p}yp = getelementptr {t}, ptr %y, i64 %{p}i
+  %{p}xv = load {t}, ptr %{p}xp
+  %{p}yv = load {t}, ptr %{p}yp
+  %{p}m = fmul {t} %{p}xv, %{p}yv
+  %{p}acc.next = fadd {t} %{p}acc, %{p}m
+  %{p}i.next = add nuw nsw i64 %{p}i, 1
+  %{p}more = icmp slt i64 %{p}i.next, %n
+  br i1 %{p}more, label %{p}.loop, label %{p}.done
+{p}.done:
+  %{p}res = phi {t} [ 0.0, %{p}.pre ], [ %{p}acc.next, %{p}.loop ]
+  store {t} %{p}res, ptr %out
+  ret i32 0
+"""
+
+
 #: Definitions of the BLAS wrappers Numba calls for 1-D ``np.dot``/``vdot``: plain loops
 #: in IR, which AD differentiates like any loop (the real ones live in a C library).
+#: ``kind`` is the BLAS letter: 'd' (100) double, 's' (115) float; others are refused.
 _BLAS_LOOPS = {
-    "numba_xxdot": """define internal i32 @numba_xxdot(i8 %kind, i8 %conj, i64 %n, ptr %x, ptr %y, ptr %out) {
-entry:
-  %isd = icmp eq i8 %kind, 100
-  %iss = icmp eq i8 %kind, 115
-  %pos = icmp sgt i64 %n, 0
-  br i1 %isd, label %d.pre, label %s.check
-s.check:
-  br i1 %iss, label %s.pre, label %unsupported
-d.pre:
-  br i1 %pos, label %d.loop, label %d.done
-d.loop:
-  %di = phi i64 [ 0, %d.pre ], [ %di.next, %d.loop ]
-  %dacc = phi double [ 0.0, %d.pre ], [ %dacc.next, %d.loop ]
-  %dxp = getelementptr double, ptr %x, i64 %di
-  %dyp = getelementptr double, ptr %y, i64 %di
-  %dxv = load double, ptr %dxp
-  %dyv = load double, ptr %dyp
-  %dm = fmul double %dxv, %dyv
-  %dacc.next = fadd double %dacc, %dm
-  %di.next = add nuw nsw i64 %di, 1
-  %dmore = icmp slt i64 %di.next, %n
-  br i1 %dmore, label %d.loop, label %d.done
-d.done:
-  %dres = phi double [ 0.0, %d.pre ], [ %dacc.next, %d.loop ]
-  store double %dres, ptr %out
-  ret i32 0
-s.pre:
-  br i1 %pos, label %s.loop, label %s.done
-s.loop:
-  %si = phi i64 [ 0, %s.pre ], [ %si.next, %s.loop ]
-  %sacc = phi float [ 0.0, %s.pre ], [ %sacc.next, %s.loop ]
-  %sxp = getelementptr float, ptr %x, i64 %si
-  %syp = getelementptr float, ptr %y, i64 %si
-  %sxv = load float, ptr %sxp
-  %syv = load float, ptr %syp
-  %sm = fmul float %sxv, %syv
-  %sacc.next = fadd float %sacc, %sm
-  %si.next = add nuw nsw i64 %si, 1
-  %smore = icmp slt i64 %si.next, %n
-  br i1 %smore, label %s.loop, label %s.done
-s.done:
-  %sres = phi float [ 0.0, %s.pre ], [ %sacc.next, %s.loop ]
-  store float %sres, ptr %out
-  ret i32 0
-unsupported:
-  ret i32 -1
-}
-""",
+    "numba_xxdot": "define internal i32 @numba_xxdot(i8 %kind, i8 %conj, i64 %n, ptr %x, ptr %y, ptr %out) {\n"
+    "entry:\n"
+    "  %isd = icmp eq i8 %kind, 100\n"
+    "  %iss = icmp eq i8 %kind, 115\n"
+    "  %pos = icmp sgt i64 %n, 0\n"
+    "  br i1 %isd, label %d.pre, label %s.check\n"
+    "s.check:\n"
+    "  br i1 %iss, label %s.pre, label %unsupported\n"
+    + _dot_loop("d", "double")
+    + _dot_loop("s", "float")
+    + "unsupported:\n  ret i32 -1\n}\n",
 }
 
 
@@ -700,9 +684,9 @@ def define_blas_loops(text: str) -> str:
     out = []
     added = []
     for ln in text.splitlines():
-        m = re.match(r"^declare\b[^@]*@([\w.$-]+)\(", ln)
-        if m and m.group(1) in _BLAS_LOOPS:
-            added.append(_BLAS_LOOPS[m.group(1)])
+        name = _declared(ln)
+        if name in _BLAS_LOOPS:
+            added.append(_BLAS_LOOPS[name])
             continue
         out.append(ln)
     return "\n".join(out) + "\n" + "\n".join(added)
@@ -788,15 +772,15 @@ def get_kernel(disp, argtypes: tuple, spec: KernelSpec, *, cache: bool = False, 
                 except ZymaseError as err:
                     acts = _promotion(numba_ir(disp, tuple(argtypes)), spec, err)
                     if acts is None:
-                        raise
+                        raise _in_user_terms(err, disp) from None
                     if not promote:
                         k_arg = next(i for i, (a, b) in enumerate(zip(acts, spec.activities)) if a != b)
                         names = disp.py_func.__code__.co_varnames
                         raise ZymaseError(
-                            f"{_fname(disp)} writes differentiated values into argument {k_arg} "
+                            f"{function_label(disp)} writes differentiated values into argument {k_arg} "
                             f"('{names[k_arg]}'), which is constant",
                             construct="array store",
-                            function=_fname(disp).strip("'"),
+                            function=function_label(disp).strip("'"),
                             hint="pass that array as Duplicated(x, np.zeros_like(x)) so its derivative has a place",
                         ) from None
                     spec = KernelSpec(spec.mode, acts, spec.preopt, spec.opt)
@@ -804,11 +788,30 @@ def get_kernel(disp, argtypes: tuple, spec: KernelSpec, *, cache: bool = False, 
         return k
 
 
+_KERNEL_NAME = re.compile(r"__zymase_kernel_\d+_\d+_\d+(?:\.status)?(?:\.prepared)?")
+
+
+def _in_user_terms(err: ZymaseError, disp) -> ZymaseError:
+    """An engine error about the generated kernel, naming the user's function instead
+    (Numba emits no source lines unless the function is compiled with ``debug=True``)."""
+    name = function_label(disp).strip("'")
+    hint = err.hint
+    if err.location is None:
+        hint = (hint + "; " if hint else "") + "compile the function with @njit(debug=True) to see source lines"
+    return ZymaseError(
+        _KERNEL_NAME.sub(name, err.message),
+        construct=err.construct,
+        function=_KERNEL_NAME.sub(name, err.function) if err.function else name,
+        location=err.location,
+        hint=hint,
+    )
+
+
 def _compile_kernel(disp, argtypes: tuple, spec: KernelSpec, cache: bool) -> Kernel:
     import llvmlite.binding as ll
 
     sig = "(" + ", ".join(str(t) for t in argtypes) + ")"
-    rec = CompileRecord(_fname(disp).strip("'"), sig, spec.mode, spec.activities)
+    rec = CompileRecord(function_label(disp).strip("'"), sig, spec.mode, spec.activities)
     disk_key = _disk_key(disp, argtypes, spec) if cache else None
     symbol = f"__zymase_kernel_{len(_kernels)}_{os.getpid()}_{abs(hash((disp, argtypes, spec))) % 10**8}"
     final = None
@@ -848,10 +851,10 @@ def _check_jit_supported(text: str, disp) -> None:
     (recursive functions that take arrays) would need it."""
     if re.search(r"^@\S+ = .*\bthread_local\b", text, re.M):
         raise ZymaseError(
-            f"{_fname(disp)} is recursive: its derivative needs a thread-local tape (Numba passes "
+            f"{function_label(disp)} is recursive: its derivative needs a thread-local tape (Numba passes "
             "pointers to every call), which Numba's JIT cannot allocate",
             construct="recursive call",
-            function=_fname(disp).strip("'"),
+            function=function_label(disp).strip("'"),
             hint="write the recursion as a loop",
         )
 

@@ -28,7 +28,6 @@ from zymase.ir import (
     DYNAMIC_INDEX,
     Attribute,
     DenseArrayBase,
-    IndexType,
     IntegerAttr,
     MemRefType,
     NoneAttr,
@@ -42,7 +41,7 @@ from zymase.ir import (
     memref,
 )
 from zymase.ir import memref_ext
-from zymase.transforms.lower_to_llvm import PTR, Emitter, llvm_op, lower_type, lowers
+from zymase.transforms.lower_to_llvm import PTR, Emitter, llvm_op, lowers
 
 __all__ = ["descriptor_type", "prepare_memref_lowering", "ZERO_INIT", "static_strides_and_offset"]
 

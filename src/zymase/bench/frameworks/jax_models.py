@@ -8,24 +8,15 @@ takes the differentiated arrays (``wrt``, flat, as dumped) and then the constant
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import logsumexp
 
 from zymase.bench.frameworks import problems
+from zymase.bench.frameworks.problems import Model
 
 jax.config.update("jax_enable_x64", True)
-
-
-@dataclass
-class Model:
-    objective: Callable
-    wrt: tuple[str, ...]
-    const: tuple[str, ...]
 
 
 def gmm(arrays: dict[str, np.ndarray]) -> Model:

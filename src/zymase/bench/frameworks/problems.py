@@ -4,8 +4,20 @@ constants and index tables, computed once in numpy."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
+
+
+@dataclass
+class Model:
+    """A framework version of a workload: the objective over the differentiated arrays
+    (``wrt``) and the constant ones (``const``), named as in the dump."""
+
+    objective: Callable
+    wrt: tuple[str, ...]
+    const: tuple[str, ...]
 
 
 def gmm_sizes(arrays: dict[str, np.ndarray]) -> tuple[int, int, int]:

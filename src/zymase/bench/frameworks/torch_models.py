@@ -8,22 +8,13 @@ takes the differentiated tensors (``wrt``, flat, as dumped) and then the constan
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable
-
 import numpy as np
 import torch
 
 from zymase.bench.frameworks import problems
+from zymase.bench.frameworks.problems import Model
 
 torch.set_default_dtype(torch.float64)
-
-
-@dataclass
-class Model:
-    objective: Callable
-    wrt: tuple[str, ...]
-    const: tuple[str, ...]
 
 
 def gmm(arrays: dict[str, np.ndarray]) -> Model:
