@@ -15,7 +15,7 @@ This module only decides; :mod:`zymase.autodiff.memory` emits the shadow code.
 from __future__ import annotations
 
 from zymase.errors import ZymaseError
-from zymase.ir import BlockArgument, Operation, SSAValue, is_float_type, llvm, llvm_ext, location_of
+from zymase.ir import Block, BlockArgument, Operation, SSAValue, is_float_type, llvm, llvm_ext, location_of
 
 ALLOCATORS = {"malloc", "calloc"}
 DEALLOCATORS = {"free"}
@@ -79,6 +79,44 @@ def memory_kind(op: Operation) -> str | None:
         return "memcpy"
     if name == "memset" or intrinsic_base_name(op) == "memset":
         return "memset"
+    return None
+
+
+ALLOCATION_KINDS = ("alloca", "malloc", "calloc", "realloc", "nrt_alloc")
+"""Ops whose result points into a new object, distinct from all other memory."""
+
+
+def pointer_roots(ptr: SSAValue, entry: Block, incoming, seen=None) -> set | None:
+    """The objects pointer ``ptr`` may point into: arguments of the ``entry`` block,
+    allocation ops (:data:`ALLOCATION_KINDS`) and global names; None when unknown (a
+    pointer loaded from memory, returned by an unknown call, made from an integer).
+    ``incoming(arg)`` lists the values a non-entry block argument receives."""
+    seen = set() if seen is None else seen
+    if ptr in seen:
+        return set()
+    seen.add(ptr)
+    if isinstance(ptr, BlockArgument):
+        if ptr.block is entry:
+            return {ptr}
+        out: set = set()
+        for val in incoming(ptr):
+            sub = pointer_roots(val, entry, incoming, seen)
+            if sub is None:
+                return None
+            out |= sub
+        return out
+    op = ptr.owner
+    kind = memory_kind(op)
+    if kind == "derive":
+        return pointer_roots(op.operands[0], entry, incoming, seen)
+    if kind == "select":
+        a = pointer_roots(op.operands[1], entry, incoming, seen)
+        b = pointer_roots(op.operands[2], entry, incoming, seen)
+        return None if a is None or b is None else a | b
+    if kind in ALLOCATION_KINDS:
+        return {op}
+    if kind == "global":
+        return {op.global_name.root_reference.data}
     return None
 
 

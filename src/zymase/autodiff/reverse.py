@@ -39,7 +39,7 @@ from zymase.analysis.memory import memory_kind
 from zymase.autodiff.flavor import Emitter
 from zymase.autodiff.memory import ShadowCode
 from zymase.autodiff.tape import IndexedCaches, MinCutRecompute
-from zymase.ir import Block, BlockArgument, IntegerAttr, IntegerType, Operation, SSAValue, StringAttr, i32, i64, llvm
+from zymase.ir import Block, BlockArgument, IntegerAttr, IntegerType, Operation, SSAValue, StringAttr, i8, i32, i64, llvm
 from zymase.ir import enzyme as ez
 from zymase.ir.enzyme import Activity
 
@@ -156,7 +156,7 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute):
                     self._forward_split_call(op, clones[op])
         # Which blocks need an edge index.
         self.multi = {b for b in region.blocks if b is not orig_entry and len(self.in_edges[b]) > 1}
-        self.caches_idx: dict[Block, SSAValue] = {}
+        self.edge_index: dict[Block, BlockArgument] = {}
         self._edge_pops: dict[Edge, list] = {}
         self._route_points: dict[Edge, Operation] = {}
         self.counted = self._counted_loops()
@@ -280,19 +280,11 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute):
                     ops = new_operands.setdefault(term, flavor.successor_operands(term))
                     self.E.before(term)
                     ops[e.slot] = ops[e.slot] + [self.E.iconst(0, i32)]
+            self.edge_index[b] = idx
             if self.split:
-                self.caches_idx[b] = None  # the global tape, named at each use
+                # the global tape: pushed now, in program order with everything else
                 push = ez.PushOp(self._tape_at(i32, nb, nb.first_op), idx)
                 nb.insert_op_after(push, nb.first_op)
-            else:
-                cache = ez.InitOp(ez.CacheType(i32))
-                self.caches_idx[b] = cache.results[0]
-                self.g_entry.add_op(cache)
-                push = ez.PushOp(cache.results[0], idx)
-                if nb.first_op is None:
-                    nb.add_op(push)
-                else:
-                    nb.insert_op_before(push, nb.first_op)
         for term, ops in new_operands.items():
             new = flavor.rebuild_terminator(term, ops)
             term.parent_block().insert_op_before(new, term)
@@ -516,7 +508,7 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute):
             if hoisted is not None:
                 self.popped[key] = hoisted
                 return hoisted
-        indexed = self._indexed_cache(w)
+        indexed = self._indexed_cache(w, v)
         if indexed is not None:
             self.popped[key] = indexed
             return indexed
@@ -642,11 +634,12 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute):
         into: its roots are distinct from every written root (allocations made here
         are distinct from everything else; arguments and globals may alias each
         other unless an argument is ``noalias``)."""
+        return self._not_written(ptr, self._written_roots())
+
+    def _not_written(self, ptr: SSAValue, written) -> bool:
+        """Whether ``ptr`` points into none of the ``written`` roots (None: unknown)."""
         roots = self._roots(ptr)
-        if roots is None:
-            return False
-        written = self._written_roots()
-        if written is None:
+        if roots is None or written is None:
             return False
         for r in roots:
             for x in written:
@@ -666,47 +659,28 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute):
             return False
         return "llvm.noalias" in attrs.data[root.index].data
 
-    def _roots(self, ptr: SSAValue, seen=None):
+    def _roots(self, ptr: SSAValue):
         """The objects a pointer may point into (entry arguments, allocation ops,
         global names), or None when unknown."""
-        from zymase.analysis.memory import memory_kind
+        from zymase.analysis.memory import pointer_roots
 
-        seen = set() if seen is None else seen
-        if ptr in seen:
-            return set()
-        seen.add(ptr)
-        if isinstance(ptr, BlockArgument):
-            if ptr.block is self.p.region.blocks[0]:
-                return {ptr}
-            out: set = set()
-            for e in self.cfg.preds[ptr.block]:
-                val = self.flavor.successor_operands(e.src.last_op)[e.slot][ptr.index]
-                sub = self._roots(val, seen)
-                if sub is None:
-                    return None
-                out |= sub
-            return out
-        op = ptr.owner
-        kind = memory_kind(op)
-        if kind == "derive":
-            return self._roots(op.operands[0], seen)
-        if kind == "select":
-            a, b = self._roots(op.operands[1], seen), self._roots(op.operands[2], seen)
-            return None if a is None or b is None else a | b
-        if kind in ("alloca", "malloc", "calloc", "realloc"):
-            return {op}
-        if kind == "global":
-            return {op.global_name.root_reference.data}
-        return None
+        def incoming(arg):
+            return [self.flavor.successor_operands(e.src.last_op)[e.slot][arg.index] for e in self.cfg.preds[arg.block]]
+
+        return pointer_roots(ptr, self.p.region.blocks[0], incoming)
 
     def _written_roots(self):
         """Roots of all memory the function writes or frees (None: unknown writes)."""
-        if hasattr(self, "_written"):
-            return self._written
+        if not hasattr(self, "_written"):
+            self._written = self._writes_in(self.p.region.blocks)
+        return self._written
+
+    def _writes_in(self, blocks):
+        """Roots of all memory that the ops of ``blocks`` write or free (None: unknown)."""
         from zymase.analysis.memory import memory_kind
 
         written: set = set()
-        for b in self.p.region.blocks:
+        for b in blocks:
             for op in b.ops:
                 kind = memory_kind(op)
                 targets = []
@@ -714,20 +688,23 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute):
                     targets = [op.ptr]
                 elif kind in ("memcpy", "memset", "free", "realloc", "posix_memalign"):
                     targets = [op.operands[0]]
+                elif kind == "refcount" and op.callee.root_reference.data == "NRT_decref":
+                    # a decref may free an array allocated here; the caller's arrays
+                    # stay alive (Numba increfs its arguments on entry and decrefs them
+                    # on exit, and the caller holds its own reference meanwhile)
+                    r = self._roots(op.operands[0])
+                    targets = [] if r is not None and all(self._outside(x) for x in r) else [op.operands[0]]
                 elif isinstance(op, llvm.CallOp) and kind is None:
                     targets = [o for o in op.operands if isinstance(o.type, llvm.LLVMPointerType)]
                 elif isinstance(op, llvm.CallIntrinsicOp) and kind is None and not op.intrin.data.startswith(
                     ("llvm.lifetime", "llvm.dbg", "llvm.assume")
                 ) and any(isinstance(o.type, llvm.LLVMPointerType) for o in op.operands):
-                    self._written = None
                     return None
                 for t in targets:
                     r = self._roots(t)
                     if r is None:
-                        self._written = None
                         return None
                     written |= r
-        self._written = written
         return written
 
     def _available(self, v: SSAValue | None, home: Block | None = None) -> bool:
@@ -774,11 +751,8 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute):
         if b in self.counted:
             self._count_down(b, arg_adj)
             return
-        # Several predecessors: pop the edge index, branch to one edge block each.
-        cache = self.caches_idx[b]
-        if cache is None:
-            cache = self._tape_at(i32, self.E.block, None)
-        idx = self.E.v(ez.PopOp(cache))
+        # Several predecessors: fetch the edge index, branch to one edge block each.
+        idx = self._edge_taken(b)
         active_pos = [i for i, d in enumerate(arg_adj) if d is not None]
         edge_blocks = []
         for e in edges:
@@ -798,6 +772,30 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute):
             for i, ba in zip(active_pos, eb.args):
                 adj[i] = ba
             self._route_edge(e, adj)
+
+    def _edge_taken(self, b: Block) -> SSAValue:
+        """In the reverse of block ``b`` (several predecessors, not a counted loop
+        header): the index of the edge the forward sweep entered ``b`` by. Inside a
+        nest of loops with known trip counts it is kept in an indexed cache (one byte
+        per iteration, no call); elsewhere on a LIFO stack of its own."""
+        idx = self.edge_index[b]
+        if self.split:
+            return self.E.v(ez.PopOp(self._tape_at(i32, self.E.block, None)))
+        if len(self.in_edges[b]) <= 256 and self._nest_of(b) is not None:
+            nb = self.bmap[b]
+            saved = (self.E.block, self.E.anchor)
+            self.E.before(nb.last_op)
+            small = self.E.v(llvm.TruncOp(idx, i8))
+            self.E.block, self.E.anchor = saved
+            return self.E.v(llvm.ZExtOp(self._indexed_cache(small), i32))
+        cache = self._new_cache(i32)
+        nb = self.bmap[b]
+        push = ez.PushOp(cache, idx)
+        if nb.first_op is None:
+            nb.add_op(push)
+        else:
+            nb.insert_op_before(push, nb.first_op)
+        return self.E.v(ez.PopOp(cache))
 
     def _count_down(self, h: Block, arg_adj: list[SSAValue | None]) -> None:
         """Reverse of a counted loop header: iteration 0 leaves through the entry

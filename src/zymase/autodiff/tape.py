@@ -178,44 +178,55 @@ class IndexedCaches:
         nest.block.insert_op_before(ez.CacheReserveOp(cache.results[0], nest.end), nest.block.last_op)
         return cache.results[0]
 
-    def _store_indexed(self, nest: LoopNest, cache: SSAValue, fwd: Block, w: SSAValue) -> None:
+    def _store_indexed(self, nest: LoopNest, cache: SSAValue, fwd: Block, w: SSAValue,
+                       same: frozenset = frozenset()) -> None:
         """Forward: store ``w`` at the end of forward block ``fwd`` (inside the nest)
-        at the slot of the current iterations."""
+        at the slot of the current iterations (iteration 0 of the loops in ``same``)."""
         E = self.E
         saved = (E.block, E.anchor)
-        if fwd not in nest.forward_index:
+        if (fwd, same) not in nest.forward_index:
             E.before(fwd.last_op)
-            ks = [self.counted[h]["k"] for h in nest.headers]
-            nest.forward_index[fwd] = self._linear_index(nest, nest.offset, ks, nest.counts)
-        fwd.insert_op_before(ez.CacheStoreOp(cache, nest.forward_index[fwd], w), fwd.last_op)
+            ks = [self._zero_i64() if h in same else self.counted[h]["k"] for h in nest.headers]
+            nest.forward_index[(fwd, same)] = self._linear_index(nest, nest.offset, ks, nest.counts)
+        fwd.insert_op_before(ez.CacheStoreOp(cache, nest.forward_index[(fwd, same)], w), fwd.last_op)
         E.block, E.anchor = saved
 
-    def _reverse_index(self, nest: LoopNest) -> SSAValue:
-        """Reverse: the slot of the iterations being reversed, emitted at ``E``."""
+    def _zero_i64(self) -> SSAValue:
+        return self.E.v(llvm.ConstantOp(IntegerAttr(0, i64), i64))
+
+    def _reverse_index(self, nest: LoopNest, same: frozenset = frozenset()) -> SSAValue:
+        """Reverse: the slot of the iterations being reversed (iteration 0 of the
+        loops in ``same``), emitted at ``E``."""
         E = self.E
         body = self.counted[nest.outer]["body"]
-        ks = [E.v(ez.GetOp(self.counted[h]["slot"])) for h in nest.headers]
+        ks = [self._zero_i64() if h in same else E.v(ez.GetOp(self.counted[h]["slot"])) for h in nest.headers]
         counts = [E.v(ez.GetOp(self._run_slot(n, nest.outer, body))) for n in nest.counts[:-1]]
         offset = nest.offset
         if not self._runs_once(nest.outer):
             offset = E.v(ez.GetOp(self._run_slot(nest.offset, nest.outer, body)))
         return self._linear_index(nest, offset, ks, counts)
 
-    def _indexed_cache(self, w: SSAValue) -> SSAValue | None:
+    def _indexed_cache(self, w: SSAValue, v: SSAValue | None = None) -> SSAValue | None:
+        """``w`` (the forward copy of primal ``v``, when given) through an indexed
+        cache. A value that is the same in every iteration of some loops of the
+        nest (``exp(q[k])`` in a loop over points) is kept in the slots of their
+        first iteration only: the forward sweep rewrites one slot with the same
+        value, and the tape it touches stays small enough for the L1 cache."""
         nest = self._nest_of(self.cur)
         if nest is None:
             return None
+        same = frozenset(h for h in nest.headers if v is not None and self._same_each_iteration(v, h))
         cache = self._new_indexed_cache(nest, w.type)
-        self._store_indexed(nest, cache, self.bmap[self.cur], w)
+        self._store_indexed(nest, cache, self.bmap[self.cur], w, same)
         # reverse: read the same slot at the top of the current reverse block
         E = self.E
         saved = (E.block, E.anchor)
         rb = self.rev[self.cur]
-        if self.cur not in nest.reverse_index:
+        if (self.cur, same) not in nest.reverse_index:
             anchor = rb.first_op
             self._emit_at_top(rb, anchor)
-            nest.reverse_index[self.cur] = (self._reverse_index(nest), anchor)
-        idx, anchor = nest.reverse_index[self.cur]
+            nest.reverse_index[(self.cur, same)] = (self._reverse_index(nest, same), anchor)
+        idx, anchor = nest.reverse_index[(self.cur, same)]
         self._emit_at_top(rb, anchor)
         value = E.v(ez.CacheLoadOp(cache, idx))
         E.block, E.anchor = saved
@@ -226,6 +237,56 @@ class IndexedCaches:
             self.E.at_end(rb)
         else:
             self.E.before(anchor)
+
+    # ---- values that do not change from one iteration of a loop to the next --------
+    def _same_each_iteration(self, v: SSAValue, header: Block) -> bool:
+        """Whether primal ``v`` takes the same value in every iteration of loop
+        ``header`` (for the same iterations of the loops inside it): it is computed
+        by pure ops from values defined outside the loop, the induction variables of
+        counted loops inside it, and loads of memory that the loop does not write."""
+        memos = self.__dict__.setdefault("_same_memo", {})
+        memo = memos.setdefault(header, {})
+        return self._same_in(v, header, self.counted[header]["body"], memo)
+
+    def _same_in(self, v: SSAValue, header: Block, body: set[Block], memo: dict) -> bool:
+        if v in memo:
+            return memo[v]
+        if isinstance(v, BlockArgument):
+            b = v.block
+            if b not in body:
+                return True
+            if b is header or b not in self.counted:
+                memo[v] = False
+                return False
+            # a phi of a counted loop inside: assume it is the same while its
+            # incoming values are checked (its own back edge leads here again);
+            # if not, forget what was concluded under the assumption
+            mark = len(memo)
+            memo[v] = True
+            info = self.counted[b]
+            ok = all(
+                self._same_in(self.flavor.successor_operands(e.src.last_op)[e.slot][v.index], header, body, memo)
+                for e in (info["entry"], info["latch"])
+            )
+            if not ok:
+                for key in list(memo)[mark:]:
+                    del memo[key]
+                memo[v] = False
+            return ok
+        op = v.owner
+        if op.parent_block() not in body:
+            return True
+        if isinstance(op, llvm.LoadOp):
+            writes = self.__dict__.setdefault("_loop_writes", {})
+            if header not in writes:
+                writes[header] = self._writes_in(body)
+            ok = self._same_in(op.ptr, header, body, memo) and self._not_written(op.ptr, writes[header])
+        elif self.flavor.is_constant(op) or _pure(op):
+            ok = all(self._same_in(o, header, body, memo) for o in op.operands)
+        else:
+            ok = False
+        memo[v] = ok
+        return ok
 
 
 # ---------------------------------------------------------------------------------
@@ -351,6 +412,24 @@ class MinCutRecompute:
         self.E.insert(clone)
         self.popped[key] = clone.results[0]
         return clone.results[0]
+
+
+def _pure(op: Operation) -> bool:
+    """An op whose result depends on its operands only: arithmetic, and math
+    intrinsics or libm functions that take no pointer."""
+    if isinstance(op, _CHEAP_OPS):
+        return True
+    if isinstance(op, (llvm.CallIntrinsicOp, llvm.CallOp)):
+        from zymase.analysis.memory import memory_kind
+        from zymase.autodiff.registry import REGISTRY
+
+        if memory_kind(op) is not None or any(isinstance(o.type, llvm.LLVMPointerType) for o in op.operands):
+            return False
+        if isinstance(op, llvm.CallIntrinsicOp):
+            return op.intrin.data.startswith("llvm.") and op.intrin.data.split(".")[1] in REGISTRY.by_function
+        callee = op.callee
+        return callee is not None and callee.root_reference.data in REGISTRY.by_function
+    return False
 
 
 def _tape_cost(x: SSAValue) -> int:

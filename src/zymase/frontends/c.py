@@ -58,6 +58,7 @@ def differentiate_llvm_ir(ll_text: str, filename: str, level: int, timings: Timi
 def differentiate_module(module: ModuleOp) -> int:
     """Marker lowering, the enzyme pass and tape lowering on an llvm-dialect module."""
     from zymase.llvm.markers import lower_markers
+    from zymase.transforms.alias_scopes import annotate_alias_scopes
     from zymase.transforms.enzyme_pass import run_enzyme_pass
     from zymase.transforms.lower_to_llvm import lower_to_llvm
 
@@ -65,6 +66,7 @@ def differentiate_module(module: ModuleOp) -> int:
     if n:
         run_enzyme_pass(module)
         lower_to_llvm(module)
+        annotate_alias_scopes(module)
     return n
 
 

@@ -536,7 +536,7 @@ def kernel_ir(ir: NumbaIR, spec: KernelSpec, symbol: str) -> str:
     ps = ", ".join(f"{t} %a{i}" for i, t in enumerate(f_params))
     call_args = ", ".join(f"{t} %a{i}" for i, t in enumerate(f_params))
     status_src = (
-        f"define internal void @{_q(status_fn)}(ptr %retptr, ptr %excinfo, ptr %status{', ' if ps else ''}{ps}) {{\n"
+        f"define internal void @{_q(status_fn)}(ptr noalias %retptr, ptr noalias %excinfo, ptr noalias %status{', ' if ps else ''}{ps}) {{\n"
         f"  %s = call i32 @{_q(ir.entry)}(ptr %retptr, ptr %excinfo{', ' if call_args else ''}{call_args})\n"
         f"  store i32 %s, ptr %status\n"
         f"  ret void\n}}\n"

@@ -102,6 +102,10 @@ def _symbol(prefix: str, name: str) -> str:
     return f'{prefix}"{_quote_bytes(_encode(name))}"'
 
 
+def _metadata_string(text: str) -> str:
+    return f'!"{_quote_bytes(_encode(text))}"'
+
+
 def _string(text: str) -> str:
     return f'"{_quote_bytes(_encode(text))}"'
 
@@ -250,6 +254,36 @@ class _ModuleWriter:
         self.intrinsics: dict[str, str] = {}
         self.declared: set[str] = set()
         self.auto_declarations: dict[str, str] = {}
+        self.metadata: list[str] = []  # numbered metadata nodes, !0 first
+        self.scope_ids: dict[str, int] = {}
+        self.scope_list_ids: dict[tuple[str, ...], int] = {}
+
+    def alias_metadata(self, op: Operation) -> str:
+        """``, !alias.scope !a, !noalias !b`` for a load/store carrying the scope
+        attributes of zymase.transforms.alias_scopes (one scope domain per module)."""
+        text = ""
+        for attr, kind in (("zymase.alias_scope", "alias.scope"), ("zymase.noalias", "noalias")):
+            scopes = op.attributes.get(attr)
+            if isinstance(scopes, ArrayAttr) and scopes.data:
+                text += f", !{kind} !{self._scope_list(tuple(a.data for a in scopes.data))}"
+        return text
+
+    def _node(self, text: str) -> int:
+        self.metadata.append(text)
+        return len(self.metadata) - 1
+
+    def _scope_list(self, names: tuple[str, ...]) -> int:
+        if names not in self.scope_list_ids:
+            if not self.metadata:
+                self._node("distinct !{!0, !\"zymase\"}")  # the domain
+            ids = []
+            for n in names:
+                if n not in self.scope_ids:
+                    k = len(self.metadata)
+                    self.scope_ids[n] = self._node(f"distinct !{{!{k}, !0, {_metadata_string(n)}}}")
+                ids.append(f"!{self.scope_ids[n]}")
+            self.scope_list_ids[names] = self._node("!{" + ", ".join(ids) + "}")
+        return self.scope_list_ids[names]
 
     def write(self) -> str:
         ops = list(self.module.body.block.ops) if self.module.body.blocks else []
@@ -281,8 +315,9 @@ class _ModuleWriter:
         decls += [f"declare {sig}" for sig in self.intrinsics.values()]
         globals_ = [text for text in body if not text.startswith(("define", "declare"))]
         functions = [text for text in body if text.startswith(("define", "declare"))]
+        metadata = [f"!{i} = {text}" for i, text in enumerate(self.metadata)]
         parts = ["\n".join(header), "\n".join(types), "\n".join(globals_),
-                 "\n\n".join(functions), "\n".join(decls)]
+                 "\n\n".join(functions), "\n".join(decls), "\n".join(metadata)]
         return "\n\n".join(p for p in parts if p) + "\n"
 
     def _guard(self, op: Operation, function: str | None, fn: Callable[[Operation], str]) -> str:
@@ -1023,14 +1058,15 @@ class _FunctionWriter:
         atomic = " atomic" if ordering else ""
         ty = self.m.type(op.results[0].type)
         return (f"{self.res(op)} = load{atomic}{volatile} {ty}, {self.typed(op.operands[0])}"
-                + self._memory_tail(op, ordering))
+                + self._memory_tail(op, ordering) + self.m.alias_metadata(op))
 
     def _store(self, op: Operation) -> str:
         ordering = _int_value(op.properties.get("ordering"))
         volatile = " volatile" if _prop(op, "volatile_") is not None else ""
         atomic = " atomic" if ordering else ""
         value, ptr = op.operands
-        return f"store{atomic}{volatile} {self.typed(value)}, {self.typed(ptr)}" + self._memory_tail(op, ordering)
+        return (f"store{atomic}{volatile} {self.typed(value)}, {self.typed(ptr)}" + self._memory_tail(op, ordering)
+                + self.m.alias_metadata(op))
 
     def _gep(self, op: Operation) -> str:
         elem = op.properties["elem_type"]

@@ -786,20 +786,25 @@ LLVM's SROA turns both fields into SSA values (the data pointer is then a plain
 register in the loops that read and write the cache)."""
 
 CACHE_RESERVE = "__zymase_cache_reserve"
-# Indexed-cache buffers outlive the call in a small pool of the module: a gradient called
-# again (an optimizer loop) reuses them instead of mapping and faulting in fresh pages,
-# which for tapes of many MB costs as much as the reverse sweep itself. Each 32-byte slot
-# is {i64 lock, ptr block, i64 capacity}, taken with an atomic exchange on the lock (no
-# thread-local storage: MCJIT cannot allocate it).
-TAPE_POOL = "__zymase_tape_pool"
-POOL_TAKE = "__zymase_pool_take"
-POOL_GIVE = "__zymase_pool_give"
-POOL_SLOTS = 64
+# Indexed-cache buffers outlive the call: each cache of the module (each site) has a
+# spare buffer in a global {i64 lock, ptr block, i64 capacity}, where the function
+# leaves its buffer on return and takes it back on the next call. A gradient called
+# again (an optimizer loop) then reuses its tape instead of mapping and faulting in
+# fresh pages, which for tapes of many MB costs as much as the reverse sweep itself;
+# one spare per site (rather than a shared pool) means every cache gets back the
+# buffer that already has its size, so no call regrows one. The lock is taken with an
+# atomic exchange (no thread-local storage: MCJIT cannot allocate it); a recursive or
+# concurrent call finds it taken or empty and allocates its own buffer.
+TAPE_SITE = "__zymase_tape_site"
+TAPE_BUFFER = "zymase.tape_buffer"  # the attribute zymase.transforms.alias_scopes reads
+POOL_TAKE = "__zymase_tape_take"
+POOL_GIVE = "__zymase_tape_give"
+_SITE_STRUCT = llvm.LLVMStructType.from_type_list([i64, PTR, i64])
 
 
 def _lower_indexed_init(op: enzyme.InitOp, e: Emitter) -> SSAValue:
     handle = e.fn.entry_alloca(INDEXED_CACHE_STRUCT, zero_init=True)
-    e.fn.indexed_caches[handle] = e.type(op.result.type.elem)  # type: ignore[attr-defined]
+    e.fn.indexed_caches[handle] = (e.type(op.result.type.elem), e.fn.module.new_tape_site())  # type: ignore[attr-defined]
     return handle
 
 
@@ -811,12 +816,13 @@ def _lower_cache_reserve(op: enzyme.CacheReserveOp, e: Emitter) -> Sequence[SSAV
     count = op.count
     if count.type != i64:
         count = e.value(llvm.SExtOp(count, i64))
-    elem = op.cache.type.elem if isinstance(op.cache.type, enzyme.IndexedCacheType) else e.fn.indexed_caches[op.cache]
+    elem, site = e.fn.indexed_caches[op.cache]
     nbytes = e.value(llvm.MulOp(count, e.size_of(e.type(elem))))
     cap_ptr = e.value(llvm.GEPOp(op.cache, [0, 1], INDEXED_CACHE_STRUCT))
     data = e.value(_LoadOp(op.cache, PTR))
     cap = e.value(_LoadOp(cap_ptr, i64))
-    grown = e.call(CACHE_RESERVE, [data, cap, nbytes], INDEXED_CACHE_STRUCT).results[0]
+    site_ptr = e.value(llvm.AddressOfOp(site, PTR))
+    grown = e.call(CACHE_RESERVE, [site_ptr, data, cap, nbytes], INDEXED_CACHE_STRUCT).results[0]
     e.emit(_StoreOp(e.value(llvm.ExtractValueOp(DenseArrayBase.from_list(i64, [0]), grown, PTR)), op.cache))
     e.emit(_StoreOp(e.value(llvm.ExtractValueOp(DenseArrayBase.from_list(i64, [1]), grown, i64)), cap_ptr))
     return []
@@ -829,9 +835,16 @@ def _cache_slot(op: Operation, elem: Attribute, e: Emitter) -> SSAValue:
     return e.value(llvm.GEPOp(data, [llvm.GEP_USE_SSA_VAL], elem, ssa_indices=[op.index], inbounds=True))
 
 
+def _tape_access(access: Operation, op: Operation, e: Emitter) -> Operation:
+    """Mark a load/store of an indexed cache's buffer as such: the buffer is memory of
+    its own (see zymase.transforms.alias_scopes)."""
+    access.attributes[TAPE_BUFFER] = StringAttr(e.fn.indexed_caches[op.cache][1])
+    return access
+
+
 @lowers(enzyme.CacheStoreOp)
 def _lower_cache_store(op: enzyme.CacheStoreOp, e: Emitter) -> Sequence[SSAValue]:
-    e.emit(_StoreOp(op.value, _cache_slot(op, op.value.type, e)))
+    e.emit(_tape_access(_StoreOp(op.value, _cache_slot(op, op.value.type, e)), op, e))
     if _tape_stats_enabled():
         e.fn.module.require_cache_runtime(e)
         stats = e.value(llvm.AddressOfOp(TAPE_STATS_COUNTER, PTR))
@@ -843,7 +856,7 @@ def _lower_cache_store(op: enzyme.CacheStoreOp, e: Emitter) -> Sequence[SSAValue
 
 @lowers(enzyme.CacheLoadOp)
 def _lower_cache_load(op: enzyme.CacheLoadOp, e: Emitter) -> Sequence[SSAValue]:
-    return [e.value(_LoadOp(_cache_slot(op, op.result.type, e), e.type(op.result.type)))]
+    return [e.value(_tape_access(_LoadOp(_cache_slot(op, op.result.type, e), e.type(op.result.type)), op, e))]
 
 
 # Written as llvm-dialect MLIR text and parsed with zymase.ir.parse_mlir, rather
@@ -904,120 +917,89 @@ builtin.module {{
     llvm.store %need, %size_p : i64, !llvm.ptr
     llvm.return %slot : !llvm.ptr
   }}
-  llvm.func internal @{POOL_TAKE}(%need: i64) -> !llvm.struct<(ptr, i64)> {{
-    %pool = llvm.mlir.addressof @{TAPE_POOL} : !llvm.ptr
+  llvm.func internal @{POOL_TAKE}(%site: !llvm.ptr) -> !llvm.struct<(ptr, i64)> {{
     %zero = llvm.mlir.constant(0 : i64) : i64
     %one = llvm.mlir.constant(1 : i64) : i64
-    %slots = llvm.mlir.constant({POOL_SLOTS} : i64) : i64
-    %size = llvm.mlir.constant(32 : i64) : i64
     %eight = llvm.mlir.constant(8 : i64) : i64
     %sixteen = llvm.mlir.constant(16 : i64) : i64
     %null = llvm.mlir.zero : !llvm.ptr
-    llvm.br ^loop(%zero : i64)
-  ^loop(%i: i64):
-    %done = llvm.icmp "uge" %i, %slots : i64
-    llvm.cond_br %done, ^miss, ^lock
-  ^lock:
-    %off = llvm.mul %i, %size : i64
-    %slot = llvm.getelementptr %pool[%off] : (!llvm.ptr, i64) -> !llvm.ptr, i8
-    %lock_old = llvm.atomicrmw xchg %slot, %one acquire : !llvm.ptr, i64
+    %u0 = llvm.mlir.undef : !llvm.struct<(ptr, i64)>
+    %lock_old = llvm.atomicrmw xchg %site, %one acquire : !llvm.ptr, i64
     %got = llvm.icmp "eq" %lock_old, %zero : i64
-    llvm.cond_br %got, ^check, ^next
-  ^check:
-    %blockp = llvm.getelementptr %slot[%eight] : (!llvm.ptr, i64) -> !llvm.ptr, i8
-    %capp = llvm.getelementptr %slot[%sixteen] : (!llvm.ptr, i64) -> !llvm.ptr, i8
-    %have = llvm.load %capp : !llvm.ptr -> i64
-    %fits = llvm.icmp "uge" %have, %need : i64
-    llvm.cond_br %fits, ^hit, ^unlock
-  ^unlock:
-    %u1 = llvm.atomicrmw xchg %slot, %zero release : !llvm.ptr, i64
-    llvm.br ^next
-  ^next:
-    %i1 = llvm.add %i, %one : i64
-    llvm.br ^loop(%i1 : i64)
-  ^hit:
+    llvm.cond_br %got, ^take, ^none
+  ^take:
+    %blockp = llvm.getelementptr %site[%eight] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+    %capp = llvm.getelementptr %site[%sixteen] : (!llvm.ptr, i64) -> !llvm.ptr, i8
     %block = llvm.load %blockp : !llvm.ptr -> !llvm.ptr
+    %have = llvm.load %capp : !llvm.ptr -> i64
     llvm.store %null, %blockp : !llvm.ptr, !llvm.ptr
     llvm.store %zero, %capp : i64, !llvm.ptr
-    %u2 = llvm.atomicrmw xchg %slot, %zero release : !llvm.ptr, i64
-    %h0 = llvm.mlir.undef : !llvm.struct<(ptr, i64)>
-    %h1 = llvm.insertvalue %block, %h0[0] : !llvm.struct<(ptr, i64)>
+    %u1 = llvm.atomicrmw xchg %site, %zero release : !llvm.ptr, i64
+    %h1 = llvm.insertvalue %block, %u0[0] : !llvm.struct<(ptr, i64)>
     %h2 = llvm.insertvalue %have, %h1[1] : !llvm.struct<(ptr, i64)>
     llvm.return %h2 : !llvm.struct<(ptr, i64)>
-  ^miss:
-    %fresh = llvm.call @malloc(%need) : (i64) -> !llvm.ptr
-    %m0 = llvm.mlir.undef : !llvm.struct<(ptr, i64)>
-    %m1 = llvm.insertvalue %fresh, %m0[0] : !llvm.struct<(ptr, i64)>
-    %m2 = llvm.insertvalue %need, %m1[1] : !llvm.struct<(ptr, i64)>
-    llvm.return %m2 : !llvm.struct<(ptr, i64)>
+  ^none:
+    %n1 = llvm.insertvalue %null, %u0[0] : !llvm.struct<(ptr, i64)>
+    %n2 = llvm.insertvalue %zero, %n1[1] : !llvm.struct<(ptr, i64)>
+    llvm.return %n2 : !llvm.struct<(ptr, i64)>
   }}
-  llvm.func internal @{POOL_GIVE}(%block: !llvm.ptr, %cap: i64) {{
-    %pool = llvm.mlir.addressof @{TAPE_POOL} : !llvm.ptr
+  llvm.func internal @{POOL_GIVE}(%site: !llvm.ptr, %block: !llvm.ptr, %cap: i64) {{
     %zero = llvm.mlir.constant(0 : i64) : i64
     %one = llvm.mlir.constant(1 : i64) : i64
-    %slots = llvm.mlir.constant({POOL_SLOTS} : i64) : i64
-    %size = llvm.mlir.constant(32 : i64) : i64
     %eight = llvm.mlir.constant(8 : i64) : i64
     %sixteen = llvm.mlir.constant(16 : i64) : i64
     %null = llvm.mlir.zero : !llvm.ptr
     %none = llvm.icmp "eq" %block, %null : !llvm.ptr
-    llvm.cond_br %none, ^out, ^loop(%zero : i64)
-  ^loop(%i: i64):
-    %done = llvm.icmp "uge" %i, %slots : i64
-    llvm.cond_br %done, ^full, ^lock
+    llvm.cond_br %none, ^out, ^lock
   ^lock:
-    %off = llvm.mul %i, %size : i64
-    %slot = llvm.getelementptr %pool[%off] : (!llvm.ptr, i64) -> !llvm.ptr, i8
-    %lock_old = llvm.atomicrmw xchg %slot, %one acquire : !llvm.ptr, i64
+    %lock_old = llvm.atomicrmw xchg %site, %one acquire : !llvm.ptr, i64
     %got = llvm.icmp "eq" %lock_old, %zero : i64
-    llvm.cond_br %got, ^check, ^next
+    llvm.cond_br %got, ^check, ^drop
   ^check:
-    %blockp = llvm.getelementptr %slot[%eight] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+    %blockp = llvm.getelementptr %site[%eight] : (!llvm.ptr, i64) -> !llvm.ptr, i8
     %held = llvm.load %blockp : !llvm.ptr -> !llvm.ptr
     %empty = llvm.icmp "eq" %held, %null : !llvm.ptr
-    llvm.cond_br %empty, ^keep, ^unlock
-  ^unlock:
-    %u1 = llvm.atomicrmw xchg %slot, %zero release : !llvm.ptr, i64
-    llvm.br ^next
-  ^next:
-    %i1 = llvm.add %i, %one : i64
-    llvm.br ^loop(%i1 : i64)
+    llvm.cond_br %empty, ^keep, ^busy
   ^keep:
-    %capp = llvm.getelementptr %slot[%sixteen] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+    %capp = llvm.getelementptr %site[%sixteen] : (!llvm.ptr, i64) -> !llvm.ptr, i8
     llvm.store %block, %blockp : !llvm.ptr, !llvm.ptr
     llvm.store %cap, %capp : i64, !llvm.ptr
-    %u2 = llvm.atomicrmw xchg %slot, %zero release : !llvm.ptr, i64
+    %u2 = llvm.atomicrmw xchg %site, %zero release : !llvm.ptr, i64
     llvm.br ^out
-  ^full:
+  ^busy:
+    %u1 = llvm.atomicrmw xchg %site, %zero release : !llvm.ptr, i64
+    llvm.br ^drop
+  ^drop:
     llvm.call @free(%block) : (!llvm.ptr) -> ()
     llvm.br ^out
   ^out:
     llvm.return
   }}
-  llvm.func internal @{CACHE_RESERVE}(%data: !llvm.ptr, %cap: i64, %need: i64) -> !llvm.struct<(ptr, i64)> {{
-    %full = llvm.icmp "ugt" %need, %cap : i64
+  llvm.func internal @{CACHE_RESERVE}(%site: !llvm.ptr, %data: !llvm.ptr, %cap: i64, %need: i64) -> !llvm.struct<(ptr, i64)> {{
+    %u0 = llvm.mlir.undef : !llvm.struct<(ptr, i64)>
+    %null = llvm.mlir.zero : !llvm.ptr
+    %first = llvm.icmp "eq" %data, %null : !llvm.ptr
+    llvm.cond_br %first, ^from_site, ^check(%data, %cap : !llvm.ptr, i64)
+  ^from_site:
+    %taken = llvm.call @{POOL_TAKE}(%site) : (!llvm.ptr) -> !llvm.struct<(ptr, i64)>
+    %tdata = llvm.extractvalue %taken[0] : !llvm.struct<(ptr, i64)>
+    %tcap = llvm.extractvalue %taken[1] : !llvm.struct<(ptr, i64)>
+    llvm.br ^check(%tdata, %tcap : !llvm.ptr, i64)
+  ^check(%d: !llvm.ptr, %c: i64):
+    %full = llvm.icmp "ugt" %need, %c : i64
     llvm.cond_br %full, ^grow, ^keep
   ^keep:
-    %u0 = llvm.mlir.undef : !llvm.struct<(ptr, i64)>
-    %k0 = llvm.insertvalue %data, %u0[0] : !llvm.struct<(ptr, i64)>
-    %k1 = llvm.insertvalue %cap, %k0[1] : !llvm.struct<(ptr, i64)>
+    %k0 = llvm.insertvalue %d, %u0[0] : !llvm.struct<(ptr, i64)>
+    %k1 = llvm.insertvalue %c, %k0[1] : !llvm.struct<(ptr, i64)>
     llvm.return %k1 : !llvm.struct<(ptr, i64)>
   ^grow:
     %two = llvm.mlir.constant(2 : i64) : i64
     %min = llvm.mlir.constant(256 : i64) : i64
-    %doubled = llvm.mul %cap, %two : i64
+    %doubled = llvm.mul %c, %two : i64
     %enough = llvm.call_intrinsic "llvm.umax.i64"(%doubled, %need) : (i64, i64) -> i64
     %newcap = llvm.call_intrinsic "llvm.umax.i64"(%enough, %min) : (i64, i64) -> i64
-    %null = llvm.mlir.zero : !llvm.ptr
-    %first = llvm.icmp "eq" %data, %null : !llvm.ptr
-    llvm.cond_br %first, ^from_pool, ^regrow
-  ^from_pool:
-    %taken = llvm.call @{POOL_TAKE}(%newcap) : (i64) -> !llvm.struct<(ptr, i64)>
-    llvm.return %taken : !llvm.struct<(ptr, i64)>
-  ^regrow:
-    %new = llvm.call @realloc(%data, %newcap) : (!llvm.ptr, i64) -> !llvm.ptr
-    %u1 = llvm.mlir.undef : !llvm.struct<(ptr, i64)>
-    %g0 = llvm.insertvalue %new, %u1[0] : !llvm.struct<(ptr, i64)>
+    %new = llvm.call @realloc(%d, %newcap) : (!llvm.ptr, i64) -> !llvm.ptr
+    %g0 = llvm.insertvalue %new, %u0[0] : !llvm.struct<(ptr, i64)>
     %g1 = llvm.insertvalue %newcap, %g0[1] : !llvm.struct<(ptr, i64)>
     llvm.return %g1 : !llvm.struct<(ptr, i64)>
   }}
@@ -1183,6 +1165,18 @@ class _ModuleLowering:
         self.module.body.block.add_op(tape)
         self.symbols[GLOBAL_TAPE] = tape
 
+    def new_tape_site(self) -> str:
+        """A fresh zeroed global holding one cache's spare buffer between calls."""
+        n = 0
+        while f"{TAPE_SITE}.{n}" in self.symbols:
+            n += 1
+        name = f"{TAPE_SITE}.{n}"
+        site = llvm.GlobalOp(_SITE_STRUCT, name, "internal", alignment=16, value=None)
+        site.attributes["zymase.llvm_init"] = StringAttr("zeroinitializer")
+        self.module.body.block.add_op(site)
+        self.symbols[name] = site
+        return name
+
     def require_cache_runtime(self, e: Emitter) -> None:
         """Add the cache push/pop helpers (and realloc/free) on first use."""
         self.declare("realloc", [PTR, i64], PTR, e)
@@ -1191,11 +1185,6 @@ class _ModuleLowering:
         if self._has_cache_runtime:
             return
         self._has_cache_runtime = True
-        pool = llvm.GlobalOp(llvm.LLVMArrayType(32 * POOL_SLOTS, IntegerType(8)), TAPE_POOL, "internal",
-                             alignment=16, value=None)
-        pool.attributes["zymase.llvm_init"] = StringAttr("zeroinitializer")
-        self.module.body.block.add_op(pool)
-        self.symbols[TAPE_POOL] = pool
         runtime = parse_mlir(_cache_runtime_text(), "<zymase cache runtime>")
         for op in list(runtime.body.block.ops):
             existing = self.symbols.get(op.sym_name.data)  # type: ignore[attr-defined]
@@ -1216,7 +1205,7 @@ class _FunctionLowering:
         self.name = name
         self.entry = fn.body.blocks[0]
         self.caches: list[SSAValue] = []
-        self.indexed_caches: dict[SSAValue, Attribute] = {}  # handle -> element type
+        self.indexed_caches: dict[SSAValue, tuple[Attribute, str]] = {}  # handle -> element type, site
         self._alloca_anchor: Operation | None = None
 
     def run(self) -> None:
@@ -1300,11 +1289,13 @@ class _FunctionLowering:
                 null = llvm.ZeroOp.build(result_types=[PTR])
                 heap = llvm.SelectOp(on_heap.results[0], data.dereferenced_value, null.results[0])
                 ops += [data, inline, on_heap, null, heap, llvm.CallOp("free", heap.results[0])]
-            for handle in self.indexed_caches:  # data is null, from the pool or from realloc
+            for handle, (_, site) in self.indexed_caches.items():  # data: null, the site's or realloc's
                 data = _LoadOp(handle, PTR)
                 cap_ptr = llvm.GEPOp(handle, [0, 1], INDEXED_CACHE_STRUCT)
                 cap = _LoadOp(cap_ptr.result, i64)
-                ops += [data, cap_ptr, cap, llvm.CallOp(POOL_GIVE, data.dereferenced_value, cap.dereferenced_value)]
+                site_ptr = llvm.AddressOfOp(site, PTR)
+                ops += [data, cap_ptr, cap, site_ptr,
+                        llvm.CallOp(POOL_GIVE, site_ptr.result, data.dereferenced_value, cap.dereferenced_value)]
             block.insert_ops_before(ops, term)
 
 

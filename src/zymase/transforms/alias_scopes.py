@@ -1,0 +1,97 @@
+"""Alias scopes for the loads and stores of differentiated code.
+
+LLVM sees less than we do in the functions AD generates: the objects a function
+allocates itself are distinct from each other and from everything it receives, but
+LLVM only knows that for ``malloc``/``alloca`` results it can see. Numba's arrays come
+from ``NRT_MemInfo_alloc_aligned`` through ``NRT_MemInfo_data_fast``, opaque calls; so
+do the shadow arrays reverse mode allocates next to them, and the tape's buffers come
+out of a runtime helper. Without knowing them apart LLVM keeps every accumulation into
+a shadow (``dx[j] += ...`` in a loop) in memory, and reloads values across every tape
+store.
+
+This pass gives each load and store whose pointer has known roots
+(:func:`zymase.analysis.memory.pointer_roots`) LLVM's scoped-noalias metadata: one
+scope per object the function allocates on the heap, one per ``noalias`` argument, one shared by
+all other arguments and globals (which may alias each other), and one per tape buffer
+(the lowering marks tape accesses with ``zymase.tape_buffer``). An access is in the
+scopes of its roots and declared not to alias the others. Accesses with unknown roots
+get nothing, and so stay "may alias anything", as do calls.
+
+Runs on llvm-dialect functions after AD and lowering; the writer prints the attributes
+``zymase.alias_scope`` / ``zymase.noalias`` as ``!alias.scope`` / ``!noalias``.
+"""
+
+from __future__ import annotations
+
+from zymase.analysis.memory import pointer_roots
+from zymase.ir import ArrayAttr, BlockArgument, ModuleOp, StringAttr, llvm
+from zymase.transforms.lower_to_llvm import TAPE_BUFFER
+
+ALIAS_SCOPE = "zymase.alias_scope"
+NOALIAS = "zymase.noalias"
+
+
+def annotate_alias_scopes(module: ModuleOp) -> None:
+    for op in module.body.block.ops:
+        if isinstance(op, llvm.FuncOp) and op.body.blocks:
+            _annotate(op)
+
+
+def _annotate(fn: llvm.FuncOp) -> None:
+    from zymase.analysis.cfg import CFG
+    from zymase.autodiff.flavor import LLVMFlavor
+
+    region = fn.body
+    entry = region.blocks[0]
+    cfg = CFG.build(region)
+    flavor = LLVMFlavor()
+
+    def incoming(arg: BlockArgument):
+        return [flavor.successor_operands(e.src.last_op)[e.slot][arg.index] for e in cfg.preds[arg.block]]
+
+    name = fn.sym_name.data
+    noalias_args = _noalias_args(fn)
+    accesses: list[tuple] = []
+    scope_of: dict = {}  # root -> scope name
+
+    def scope(root) -> str:
+        if root not in scope_of:
+            if isinstance(root, BlockArgument) and root.index not in noalias_args or isinstance(root, str):
+                key = "outside"
+            elif isinstance(root, BlockArgument):
+                key = f"arg{root.index}"
+            else:
+                key = f"object{len(scope_of)}"
+            scope_of[root] = f"{name}.{key}"
+        return scope_of[root]
+
+    for block in region.blocks:
+        for op in block.ops:
+            if isinstance(op, llvm.LoadOp):
+                ptr = op.ptr
+            elif isinstance(op, llvm.StoreOp):
+                ptr = op.ptr
+            else:
+                continue
+            tape = op.attributes.get(TAPE_BUFFER)
+            if isinstance(tape, StringAttr):
+                accesses.append((op, {f"{name}.tape.{tape.data}"}))
+                continue
+            roots = pointer_roots(ptr, entry, incoming)
+            # stack slots are left to LLVM, which tells them apart by itself (and
+            # promotes most of them, the adjoint accumulators, to registers)
+            if roots and not any(isinstance(r, llvm.AllocaOp) for r in roots):
+                accesses.append((op, {scope(r) for r in roots}))
+    every = sorted({s for _, scopes in accesses for s in scopes})
+    if len(every) < 2:
+        return
+    for op, scopes in accesses:
+        op.attributes[ALIAS_SCOPE] = ArrayAttr([StringAttr(s) for s in sorted(scopes)])
+        op.attributes[NOALIAS] = ArrayAttr([StringAttr(s) for s in every if s not in scopes])
+
+
+def _noalias_args(fn: llvm.FuncOp) -> set[int]:
+    attrs = fn.properties.get("arg_attrs")
+    if attrs is None:
+        return set()
+    return {i for i, d in enumerate(attrs.data) if "llvm.noalias" in d.data}

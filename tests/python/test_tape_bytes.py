@@ -1,0 +1,90 @@
+"""How many bytes reverse mode writes to its tape per iteration, counted by the
+program itself (``ZYMASE_TAPE_STATS=1`` at compile time adds the size of every tape
+store to ``__zymase_tape_bytes``). The program is a Gaussian-mixture-style loop nest
+over points and components with scratch arrays overwritten for every pair, so their
+values cannot be re-read in the reverse sweep.
+
+Per (point, component) the reverse sweep needs ``xc[i]`` (for ``exp(q) * xc[i]``),
+``qx[i]`` (for the squared norm) and ``xc[j]`` once per ``j`` of the triangular loop
+(LLVM hoists its load out of the inner loop); ``exp(q[c][i])`` is written too, into
+slots that do not depend on the point. ``L`` is never written, so the reverse sweep
+re-reads it instead of taping one value per (j, i); ``x`` likewise. The test bounds
+the bytes per point from the difference of two runs, so the per-call constant drops
+out."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+
+SOURCE = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <math.h>
+extern void __enzyme_autodiff(void *, ...);
+extern int enzyme_const, enzyme_dup;
+extern long __zymase_tape_bytes;
+
+__attribute__((noinline)) static double mixture(const double *mu, const double *q, const double *L,
+                                              const double *x, int n, int k, int d) {
+    double *xc = malloc(d * sizeof(double)), *qx = malloc(d * sizeof(double));
+    double total = 0.0;
+    for (int p = 0; p < n; p++)
+        for (int c = 0; c < k; c++) {
+            for (int i = 0; i < d; i++) xc[i] = x[p * d + i] - mu[c * d + i];
+            for (int i = 0; i < d; i++) qx[i] = exp(q[c * d + i]) * xc[i];
+            int pos = c * d * d;
+            for (int j = 0; j < d; j++)
+                for (int i = j + 1; i < d; i++) qx[i] += L[pos++] * xc[j];
+            double s = 0.0;
+            for (int i = 0; i < d; i++) s += qx[i] * qx[i];
+            total += s;
+        }
+    free(xc);
+    free(qx);
+    return total;
+}
+
+int main(int argc, char **argv) {
+    int n = atoi(argv[1]), k = atoi(argv[2]), d = atoi(argv[3]);
+    double *mu = calloc(k * d, 8), *dmu = calloc(k * d, 8), *q = calloc(k * d, 8), *dq = calloc(k * d, 8);
+    double *L = calloc(k * d * d, 8), *dL = calloc(k * d * d, 8), *x = calloc(n * d, 8);
+    for (int i = 0; i < n * d; i++) x[i] = sin(i);
+    long before = __zymase_tape_bytes;
+    __enzyme_autodiff((void *)mixture, enzyme_dup, mu, dmu, enzyme_dup, q, dq, enzyme_dup, L, dL, enzyme_const, x,
+                      enzyme_const, n, enzyme_const, k, enzyme_const, d);
+    printf("%ld\n", __zymase_tape_bytes - before);
+    return 0;
+}
+"""
+
+K, D = 4, 8
+
+
+@pytest.fixture(scope="module")
+def program(tmp_path_factory, zymase_cli):
+    tmp = tmp_path_factory.mktemp("tape_bytes")
+    src = tmp / "mixture.c"
+    src.write_text(SOURCE)
+    exe = tmp / "mixture"
+    env = dict(os.environ, ZYMASE_TAPE_STATS="1")
+    build = subprocess.run([*zymase_cli, "cc", "-O2", str(src), "-o", str(exe)], capture_output=True, text=True,
+                           env=env, cwd=tmp, timeout=300)
+    assert build.returncode == 0, build.stderr
+    return exe
+
+
+def _tape_bytes(exe, n: int) -> int:
+    run = subprocess.run([str(exe), str(n), str(K), str(D)], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    return int(run.stdout)
+
+
+def test_values_the_same_across_a_loop_are_taped_once_per_iteration_of_the_others(program):
+    per_point = (_tape_bytes(program, 9) - _tape_bytes(program, 1)) / 8
+    needed = K * 4 * D * 8  # xc[i], qx[i], xc[j] and exp(q): D doubles each per (point, component)
+    # plus bookkeeping (edge records, offsets and iteration counts of the inner loops: about
+    # 150 bytes per (point, component)); taping L per (j, i) would add D (D - 1) / 2 doubles
+    assert needed <= per_point <= needed + K * 160, per_point
