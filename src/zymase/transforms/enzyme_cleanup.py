@@ -37,6 +37,12 @@ def remove_unnecessary_enzyme_ops(module: ModuleOp) -> ModuleOp:
 def _forward_sets(block) -> None:
     last: dict = {}
     for op in list(block.ops):
+        if op.regions:
+            # a structured op may write any accumulator it touches inside
+            for inner in op.walk():
+                if isinstance(inner, ez.SetOp):
+                    last.pop(inner.gradient, None)
+            continue
         if isinstance(op, ez.InitOp) and isinstance(op.result.type, ez.GradientType):
             last[op.result] = None  # zero, materialized on first read
         elif isinstance(op, ez.SetOp):
