@@ -258,15 +258,20 @@ class StructuredReverse(ReverseGenerator):
     def _tape(self, frame: Frame, w: SSAValue) -> SSAValue:
         """Push ``w`` right after its definition in the forward copy; pop it at the
         head of the reverse block ``frame``."""
-        cache = ez.InitOp(ez.CacheType(w.type))
-        self.g_entry.insert_op_before(cache, self.g_entry.first_op)
-        push = ez.PushOp(cache.results[0], w)
-        if isinstance(w, BlockArgument):
-            blk = w.block
-            if blk.first_op is None:
-                blk.add_op(push)
+        tapes = self.__dict__.setdefault("_tapes", {})
+        if w not in tapes:
+            # One cache per forward value: a block reversed in two places (an
+            # scf.while's ``before``) pops each of its runs from the same stack.
+            cache = ez.InitOp(ez.CacheType(w.type))
+            self.g_entry.insert_op_before(cache, self.g_entry.first_op)
+            tapes[w] = cache.results[0]
+            push = ez.PushOp(cache.results[0], w)
+            if isinstance(w, BlockArgument):
+                blk = w.block
+                if blk.first_op is None:
+                    blk.add_op(push)
+                else:
+                    blk.insert_op_before(push, blk.first_op)
             else:
-                blk.insert_op_before(push, blk.first_op)
-        else:
-            w.owner.parent_block().insert_op_after(push, w.owner)
-        return self._at_head(frame, lambda: self.E.v(ez.PopOp(cache.results[0])))
+                w.owner.parent_block().insert_op_after(push, w.owner)
+        return self._at_head(frame, lambda: self.E.v(ez.PopOp(tapes[w])))
