@@ -109,6 +109,8 @@ def analyze(
                     for r in op.results:
                         if r not in varied and is_differentiable_type(r.type) and any(s in varied for s in incoming.get(r, ())):
                             varied.add(r)
+                        if memory is not None and any(s in shadowed for s in incoming.get(r, ())):
+                            shadowed.add(r)  # a memref carried out of a region (its rule refuses it)
                     continue
                 if memory is not None and memory.handles(op):
                     memory.transfer(op, info, incoming)

@@ -145,7 +145,7 @@ class ForRule(RegionRule):
     def forward_region(self, g, op):
         E, act = g.E, g.act
         body = op.body.block
-        _check_no_shadowed_carry(g, op, op.results)
+        _check_no_shadowed_carry(g, op, [*op.results, *body.args])
         slots = self.slots(g, op)
         inits = [g.primal(x) for x in op.iter_args] + [g._tangent_or_zero(op.iter_args[i]) for i in slots]
         arg_types = [a.type for a in body.args] + [shadow_type(body.args[1 + i].type) for i in slots]
@@ -171,6 +171,7 @@ class ForRule(RegionRule):
     def forward_sweep(self, g, op):
         E = g.E
         body = op.body.block
+        _check_no_shadowed_carry(g, op, [*op.results, *body.args])
         nb = Block(arg_types=[a.type for a in body.args])
         new = E.insert(scf.ForOp(g.fwd(op.lb), g.fwd(op.ub), g.fwd(op.step),
                                  [g.fwd(x) for x in op.iter_args], Region(nb)))
@@ -254,6 +255,7 @@ class IfRule(RegionRule):
 
     def forward_sweep(self, g, op):
         E = g.E
+        _check_no_shadowed_carry(g, op, op.results)
         blocks = [Block() if r.blocks else None for r in _regions(op)]
         new = E.insert(scf.IfOp(g.fwd(op.cond), [r.type for r in op.results], Region(blocks[0]),
                                 Region(blocks[1]) if blocks[1] is not None else None))
@@ -332,6 +334,7 @@ class WhileRule(RegionRule):
         ``after`` region ran, which the reverse sweep loops over."""
         E = g.E
         before, after = op.before_region.block, op.after_region.block
+        _check_no_shadowed_carry(g, op, [*op.results, *before.args, *after.args])
         if not g.region_active(op):
             return g.copy_op(op)
         idx = IndexType()
