@@ -205,3 +205,34 @@ func.func @df(%a: memref<3xf64>, %da: memref<3xf64>, %b: memref<3xf64>, %db: mem
     msg = info.value.format()
     assert msg.startswith("zymase: error: ") and "\n" not in msg
     assert "'scf.for'" in msg and "function 'f'" in msg and "hint:" in msg
+
+
+MIXED = """
+func.func @mixed(%x: f64, %y: f64) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %c = arith.cmpf ogt, %x, %y : f64
+  cf.cond_br %c, ^loop, ^other
+^loop:
+  %r = scf.for %i = %c0 to %c3 step %c1 iter_args(%a = %x) -> (f64) {
+    %m = arith.mulf %a, %y : f64
+    %s = math.sin %m : f64
+    scf.yield %s : f64
+  }
+  cf.br ^done(%r : f64)
+^other:
+  cf.br ^done(%y : f64)
+^done(%v: f64):
+  %o = arith.mulf %v, %x : f64
+  func.return %o : f64
+}
+"""
+
+
+def test_function_mixing_cf_and_scf_falls_back_to_branches():
+    m = zymase.mlir.compile(MIXED + drivers("mixed", 2))
+    for xs in [(0.9, 0.4), (0.2, 0.7)]:
+        rev, fwd = _derivatives(m, "mixed", xs)
+        fd = [central_fd(m.mixed, xs, i) for i in range(2)]
+        assert rev == pytest.approx(fd, rel=1e-6) and fwd == pytest.approx(fd, rel=1e-6)
