@@ -8,10 +8,12 @@ Two workloads, each written twice:
 * ``linalg reduction``: the same sum as one ``linalg.generic`` with two reduction
   dimensions into a ``memref<f64>`` accumulator.
 
-"before lowering" is what ``zymase.mlir.compile`` does with the structured source:
-linalg -> scf -> cf (zymase differentiates branches, so AD sees cf + memref, with
-``memref.load`` carrying multi-dimensional indices), then the enzyme pass, then
-lower-to-llvm of the derivative. "after lowering" differentiates the llvm-dialect
+"before lowering, scf level" is what ``zymase.mlir.compile`` does with the
+structured source by default: linalg -> scf, the enzyme pass differentiates the
+``scf.for`` regions (rules/scf.py), remove-unnecessary-enzyme-ops turns the push/pop
+caches into memref buffers sized by the trip counts, then lower-to-llvm.
+"before lowering, cf level" (``structured_ad=False``) lowers scf -> cf first, so AD
+sees cf + memref (branches, ``memref.load`` carrying multi-dimensional indices). "after lowering" differentiates the llvm-dialect
 form of the same code (what lower-to-llvm produces for the loops: pointer, GEP,
 llvm branches; the accumulator of the linalg form an ``llvm.alloca``), written with a
 raw data pointer and sizes instead of a memref descriptor, since the llvm-level AD
@@ -111,9 +113,18 @@ func.func @grad(%p: !llvm.ptr, %dp: !llvm.ptr, %n: i64, %m: i64) {{
 }}
 """
 
+# variant -> (text, raw pointer arguments, structured AD)
 WORKLOADS = {
-    "loop nest": {"before lowering": (LOOP_SCF, False), "after lowering": (LOOP_LLVM, True)},
-    "linalg reduction": {"before lowering": (LINALG, False), "after lowering": (LINALG_LLVM, True)},
+    "loop nest": {
+        "before lowering, cf level": (LOOP_SCF, False, False),
+        "before lowering, scf level": (LOOP_SCF, False, True),
+        "after lowering": (LOOP_LLVM, True, False),
+    },
+    "linalg reduction": {
+        "before lowering, cf level": (LINALG, False, False),
+        "before lowering, scf level": (LINALG, False, True),
+        "after lowering": (LINALG_LLVM, True, False),
+    },
 }
 
 
@@ -130,7 +141,7 @@ def _instructions(ll: str) -> int:
     return count
 
 
-def sizes(text: str) -> tuple[int, int, int]:
+def sizes(text: str, structured: bool = False) -> tuple[int, int, int]:
     """(llvm-dialect ops after AD + lowering, LLVM IR instructions before O2, after O2),
     by the same steps as zymase.mlir.compile."""
     from zymase.ir import parse_mlir
@@ -140,18 +151,22 @@ def sizes(text: str) -> tuple[int, int, int]:
     from zymase.transforms.lower_structured import prepare_for_differentiation
     from zymase.transforms.lower_to_llvm import lower_to_llvm
 
+    from zymase.transforms.enzyme_cleanup import remove_unnecessary_enzyme_ops
+
     module = parse_mlir(text)
-    prepare_for_differentiation(module)
+    prepare_for_differentiation(module, structured=structured)
     run_enzyme_pass(module)
+    if structured:
+        remove_unnecessary_enzyme_ops(module)
     lower_to_llvm(module)
     ops = sum(1 for op in module.walk() if op is not module)
     ll = write_llvm_ir(module)
     return ops, _instructions(ll), _instructions(toolchain.optimize(ll, 2))
 
 
-def run_time(text: str, raw_pointer: bool, a: np.ndarray, repeats: int) -> float:
+def run_time(text: str, raw_pointer: bool, a: np.ndarray, repeats: int, structured: bool = False) -> float:
     """Best-of-``repeats`` seconds of one gradient call, after checking the gradient."""
-    grad = zymase.mlir.compile(text).grad
+    grad = zymase.mlir.compile(text, structured_ad=structured).grad
     da = np.zeros_like(a)
     args = (a, da, a.shape[0], a.shape[1]) if raw_pointer else (a, da)
     grad(*args)
@@ -178,9 +193,9 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---|---:|---:|---:|---:|---:|")
     for workload, variants in WORKLOADS.items():
         base = None
-        for variant, (text, raw_pointer) in variants.items():
-            ops, before, after = sizes(text)
-            t = run_time(text, raw_pointer, a, args.repeats)
+        for variant, (text, raw_pointer, structured) in variants.items():
+            ops, before, after = sizes(text, structured)
+            t = run_time(text, raw_pointer, a, args.repeats, structured)
             base = t if base is None else base
             print(f"| {workload} | {variant} | {ops} | {before} | {after} | {t * 1e3:.2f} ms | {t / base:.2f} |")
     return 0

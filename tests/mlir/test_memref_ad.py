@@ -35,8 +35,9 @@ func.func @fset(%X: memref<?xf32>, %v: f32, %dv: f32) -> (f32, f32) {{
 """
 
 
-def test_enzyme_mlir_set_example():
-    m = zymase.mlir.compile(SET)
+@pytest.mark.parametrize("opt_level", [0, 2])
+def test_enzyme_mlir_set_example(opt_level):
+    m = zymase.mlir.compile(SET, opt_level=opt_level)
     X = np.zeros(5, dtype=np.float32)
     r, dv = m.dset(X, 1.5, 2.0)
     assert (r, dv) == pytest.approx((2.25, 2 * 1.5 * 2.0))
@@ -119,6 +120,37 @@ func.func @scale(%x: memref<?xf32>, %y: memref<?xf32>, %a: f32) {{
   func.return
 }}
 
+// a heap buffer written in one scf.for and read back in another (its shadow is
+// allocated, zeroed and freed by the derivative)
+func.func @buffer(%a: memref<?xf64>) -> f64 {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = memref.dim %a, %c0 : memref<?xf64>
+  %tmp = memref.alloc(%n) : memref<?xf64>
+  scf.for %i = %c0 to %n step %c1 {{
+    %x = memref.load %a[%i] : memref<?xf64>
+    %s = math.sin %x : f64
+    %p = arith.mulf %s, %x : f64
+    memref.store %p, %tmp[%i] : memref<?xf64>
+  }}
+  %z = arith.constant 0.0 : f64
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %z) -> (f64) {{
+    %t = memref.load %tmp[%i] : memref<?xf64>
+    %tt = arith.mulf %t, %t : f64
+    %u = arith.addf %acc, %tt : f64
+    scf.yield %u : f64
+  }}
+  memref.dealloc %tmp : memref<?xf64>
+  func.return %r : f64
+}}
+func.func @rev_buffer(%A: memref<?xf64>, %dA: memref<?xf64>, %s: f64) {{
+  enzyme.autodiff @buffer(%A, %dA, %s) {{activity = [{DUP}], ret_activity = [{ACTIVENONEED}]}} : (memref<?xf64>, memref<?xf64>, f64) -> ()
+  func.return
+}}
+func.func @fwd_buffer(%A: memref<?xf64>, %dA: memref<?xf64>) -> f64 {{
+  %t = enzyme.fwddiff @buffer(%A, %dA) {{activity = [{DUP}], ret_activity = [{DUPNONEED}]}} : (memref<?xf64>, memref<?xf64>) -> f64
+  func.return %t : f64
+}}
 func.func @rev_sumsq(%A: memref<?x?xf64>, %dA: memref<?x?xf64>, %s: f64) {{
   enzyme.autodiff @sumsq(%A, %dA, %s) {{activity = [{DUP}], ret_activity = [{ACTIVENONEED}]}} : (memref<?x?xf64>, memref<?x?xf64>, f64) -> ()
   func.return
@@ -156,9 +188,9 @@ func.func @fwd_scale(%x: memref<?xf32>, %dx: memref<?xf32>, %y: memref<?xf32>, %
 H = 1e-6
 
 
-@pytest.fixture(scope="module")
-def mod():
-    return zymase.mlir.compile(SUMSQ)
+@pytest.fixture(scope="module", params=[0, 2], ids=["O0", "O2"])
+def mod(request):
+    return zymase.mlir.compile(SUMSQ, opt_level=request.param)
 
 
 def _fd_direction(f, args, directions, h=H):
@@ -240,6 +272,18 @@ def test_output_memref_f32_reverse_and_forward(mod):
     y, ty = np.zeros_like(x), np.zeros_like(x)
     mod.fwd_scale(x, tx, y, ty, a, np.float32(0.5))
     np.testing.assert_allclose(ty, 2 * a * x * tx + 0.5 * x * x, rtol=1e-5)
+
+
+def test_heap_buffer_between_two_loops(mod):
+    rng = np.random.default_rng(5)
+    A = rng.normal(size=7)
+    dA = np.zeros_like(A)
+    mod.rev_buffer(A, dA, 1.0)
+    p = np.sin(A) * A
+    np.testing.assert_allclose(dA, 2 * p * (np.cos(A) * A + np.sin(A)), rtol=1e-12)
+    np.testing.assert_allclose(dA, _fd_gradient(mod.buffer, [A], 0), rtol=1e-6, atol=1e-9)
+    tA = rng.normal(size=A.shape)
+    assert mod.fwd_buffer(A, tA) == pytest.approx(_fd_direction(mod.buffer, [A], [tA]), rel=1e-6)
 
 
 def test_active_data_read_back_from_const_memory_is_an_error():

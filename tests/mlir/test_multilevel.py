@@ -2,7 +2,9 @@
 (after scf lowering), and the llvm dialect (pointers, GEPs, llvm branches) — is
 differentiated at each level with ``enzyme.autodiff`` through
 ``zymase.mlir.compile``; the gradients agree to rounding with each other, with the
-closed form and with central finite differences.
+closed form and with central finite differences. The scf form is differentiated
+twice: at the structured level (region rules, the default: level "scf") and
+after lowering scf to cf (``structured_ad=False``: level "scf->cf").
 
 The computation is a loop nest with a nonlinear reduction,
 ``f(A) = sum_ij sin(A_ij) * A_ij^2``, so ``df/dA_ij = cos(a) a^2 + 2 a sin(a)``.
@@ -140,12 +142,14 @@ def gradient(level: str, a: np.ndarray) -> np.ndarray:
     return da
 
 
+LEVELS = ("scf", "scf->cf", "cf", "llvm")
 _CACHE: dict[str, object] = {}
 
 
 def _compiled(level: str):
     if level not in _CACHE:
-        _CACHE[level] = zymase.mlir.compile({"scf": SCF, "cf": CF, "llvm": LLVM}[level])
+        text = {"scf": SCF, "scf->cf": SCF, "cf": CF, "llvm": LLVM}[level]
+        _CACHE[level] = zymase.mlir.compile(text, structured_ad=level != "scf->cf")
     return _CACHE[level]
 
 
@@ -153,12 +157,13 @@ def _compiled(level: str):
 def test_three_levels_give_identical_gradients(shape):
     rng = np.random.default_rng(sum(shape))
     a = rng.uniform(-2.0, 2.0, size=shape)
-    grads = {level: gradient(level, a) for level in ("scf", "cf", "llvm")}
+    grads = {level: gradient(level, a) for level in LEVELS}
     want = df_closed(a)
     for level, g in grads.items():
         np.testing.assert_allclose(g, want, rtol=1e-13, atol=1e-14, err_msg=level)
-    np.testing.assert_allclose(grads["cf"], grads["scf"], rtol=1e-15, atol=0)
-    np.testing.assert_allclose(grads["llvm"], grads["scf"], rtol=1e-15, atol=0)
+    # the structured-level derivative equals the cf-level and llvm-level ones
+    for level in ("scf->cf", "cf", "llvm"):
+        np.testing.assert_allclose(grads[level], grads["scf"], rtol=1e-15, atol=0, err_msg=level)
 
 
 def test_gradients_match_finite_differences():
@@ -171,7 +176,7 @@ def test_gradients_match_finite_differences():
         up[idx] += h
         down[idx] -= h
         fd[idx] = (f_numpy(up) - f_numpy(down)) / (2 * h)
-    for level in ("scf", "cf", "llvm"):
+    for level in LEVELS:
         np.testing.assert_allclose(gradient(level, a), fd, rtol=1e-6, atol=1e-8, err_msg=level)
     # the memref levels compute the primal too; it matches NumPy
     assert _compiled("scf").value(a) == pytest.approx(f_numpy(a), rel=1e-13)
@@ -180,5 +185,5 @@ def test_gradients_match_finite_differences():
 
 def test_empty_array_has_empty_gradient_at_every_level():
     a = np.zeros((0, 3))
-    for level in ("scf", "cf", "llvm"):
+    for level in LEVELS:
         assert gradient(level, a).shape == (0, 3)

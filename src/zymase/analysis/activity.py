@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from zymase.analysis.scf import value_flow
 from zymase.autodiff.type_rules import is_differentiable_type
 from zymase.ir import Block, BlockArgument, Operation, SSAValue
 from zymase.ir.enzyme import Activity
@@ -69,6 +70,12 @@ def analyze(
         for succ, operands in zip(term.successors, flavor.successor_operands(term)):
             for arg, val in zip(succ.args, operands):
                 incoming.setdefault(arg, []).append(val)
+    # Structured ops (scf.for/if/while) pass values into region arguments and out
+    # to their results like branches do: the same edges, see analysis/scf.py.
+    for b in body_blocks:
+        for op in b.ops:
+            for dst, src in value_flow(op):
+                incoming.setdefault(dst, []).append(src)
 
     info = ActivityInfo(set(), set())
     varied, shadowed = info.varied, info.shadowed
@@ -98,6 +105,13 @@ def analyze(
             for op in b.ops:
                 if op.successors:
                     continue
+                if op.regions and any(r in incoming for r in op.results):
+                    for r in op.results:
+                        if r not in varied and is_differentiable_type(r.type) and any(s in varied for s in incoming.get(r, ())):
+                            varied.add(r)
+                        if memory is not None and any(s in shadowed for s in incoming.get(r, ())):
+                            shadowed.add(r)  # a memref carried out of a region (its rule refuses it)
+                    continue
                 if memory is not None and memory.handles(op):
                     memory.transfer(op, info, incoming)
                     continue
@@ -121,7 +135,7 @@ def analyze(
                 work.append(v)
     while work:
         v = work.pop()
-        if isinstance(v, BlockArgument):
+        if isinstance(v, BlockArgument) or v in incoming:
             for src in incoming.get(v, ()):
                 if src not in useful and is_differentiable_type(src.type):
                     useful.add(src)

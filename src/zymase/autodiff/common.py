@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from zymase.analysis.activity import ActivityInfo, analyze
 from zymase.analysis.cfg import CFG
+from zymase.analysis.scf import nested_blocks
 from zymase.autodiff.flavor import Emitter, Flavor, is_differentiable_type
 from zymase.autodiff.registry import REGISTRY, Rule, load_all_rules
 from zymase.autodiff.type_rules import shadow_type
@@ -150,7 +151,9 @@ def prepare(ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts
         from zymase.analysis.memref import memref_model
 
         memory = memref_model(function_name(fop), list(region.blocks[0].args), arg_acts, region)
-    act = analyze(list(region.blocks), arg_acts, list(zip(returned, ret_acts)), ctx.propagates, flavor, memory)
+    # Blocks nested in structured ops (scf regions) are analyzed with the others.
+    blocks = nested_blocks(region)
+    act = analyze(blocks, arg_acts, list(zip(returned, ret_acts)), ctx.propagates, flavor, memory)
     _reject_unsupported(ctx, fop, region, act, arg_acts)
     holder = None
     if flavor.name == "llvm":
@@ -165,7 +168,7 @@ def _reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activ
     wrong (aggregates of active floats, active memory passed to calls it cannot see
     through), instead of returning a wrong derivative."""
     fname = function_name(fop)
-    for block in region.blocks:
+    for block in nested_blocks(region):
         for op in block.ops:
             if any(o in act.varied for o in op.operands) and any(
                 _holds_floats(r.type) and not is_differentiable_type(r.type) for r in op.results

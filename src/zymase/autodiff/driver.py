@@ -14,6 +14,7 @@ from zymase.autodiff.common import Context, fwd_signature, rev_signature
 from zymase.autodiff.flavor import flavor_of
 from zymase.autodiff.forward import ForwardGenerator
 from zymase.autodiff.reverse import ReverseGenerator
+from zymase.autodiff.structured import StructuredReverse, is_structured
 from zymase.errors import ZymaseError
 from zymase.ir import ModuleOp, Operation
 from zymase.ir.enzyme import Activity
@@ -71,7 +72,11 @@ class Driver:
         self.symbols[name] = gop
         self.done[key] = name
         ctx = Context(self.module, flavor, self)
-        gen_cls = ReverseGenerator if mode == "rev" else ForwardGenerator
+        if mode == "rev":
+            # structured control flow (scf regions) is reversed region by region
+            gen_cls = StructuredReverse if is_structured(fop) else ReverseGenerator
+        else:
+            gen_cls = ForwardGenerator
         gen_cls(ctx, fop, arg_acts, ret_acts, name).generate(gop)
         return name
 

@@ -92,6 +92,9 @@ class ForwardGenerator(ShadowCode):
 
     def _op(self, op: Operation) -> None:
         E = self.E
+        if op.regions:
+            self._region_op(op)
+            return
         if memory_kind(op) is not None:
             new = op.clone(self.vmap, self.bmap)
             E.insert(new)
@@ -120,6 +123,20 @@ class ForwardGenerator(ShadowCode):
         for r, t in zip(op.results, outs):
             if self.act.is_active(r):
                 self.tmap[r] = t if t is not None else E.zero(r.type)
+
+    def _region_op(self, op: Operation) -> None:
+        """Structured control flow (scf.for/if/while): the op's rule rebuilds it with
+        tangents carried alongside (rules/scf.py)."""
+        rule = self.ctx.rule_for(op)
+        if hasattr(rule, "forward_region"):
+            rule.forward_region(self, op)
+            return
+        if any(self.act.is_active(v) or self.act.has_shadow(v) for inner in op.walk() for v in (*inner.operands, *inner.results)):
+            raise no_rule_error(op, self.fname)
+        new = op.clone(self.vmap, self.bmap)
+        self.E.insert(new)
+        for r, nr in zip(op.results, new.results):
+            self.vmap[r] = nr
 
     def _call(self, op: Operation, callee: Operation) -> None:
         E = self.E

@@ -71,11 +71,15 @@ class ArgumentError(ZymaseError, TypeError):
 # --------------------------------------------------------------------------- compile
 
 
-def compile(text: str, *, opt_level: int = 2, filename: str = "<mlir>") -> CompiledModule:  # noqa: A001
+def compile(  # noqa: A001
+    text: str, *, opt_level: int = 2, filename: str = "<mlir>", structured_ad: bool = True
+) -> CompiledModule:
     """Compile MLIR text (func/arith/math/cf/scf + enzyme ops) to native code.
 
     ``opt_level`` (0-3) is used both for the LLVM optimization pipeline and the
-    code generator. Errors in the input raise :class:`ZymaseError`.
+    code generator. ``structured_ad`` differentiates scf ops at the structured
+    level (region rules); False lowers scf to cf branches first (the CFG path).
+    Errors in the input raise :class:`ZymaseError`.
     """
     from zymase.llvm import toolchain
     from zymase.llvm.writer import write_llvm_ir
@@ -85,8 +89,12 @@ def compile(text: str, *, opt_level: int = 2, filename: str = "<mlir>") -> Compi
     if _has_diff_ops(module):
         from zymase.transforms.lower_structured import prepare_for_differentiation
 
-        prepare_for_differentiation(module)  # AD works on branches: linalg/scf -> cf
+        prepare_for_differentiation(module, structured=structured_ad)
         _run_enzyme_pass(module)
+        if structured_ad:
+            from zymase.transforms.enzyme_cleanup import remove_unnecessary_enzyme_ops
+
+            remove_unnecessary_enzyme_ops(module)  # push/pop of scf loops -> buffers
         _verify(module, "the differentiated module")
 
     signatures = _public_signatures(module)

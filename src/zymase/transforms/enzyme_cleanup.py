@@ -9,7 +9,10 @@ the easy ones back into SSA values:
   between);
 * an accumulator that is never read loses its sets and its init.
 
-Caches (push/pop) are left alone; the LLVM path gets the rest from mem2reg.
+Caches (push/pop) of structured reverse mode (scf regions) become SSA values,
+``scf.if`` results or buffers indexed by the iteration
+(:mod:`zymase.transforms.structured_caches`); the CFG path's caches are left
+alone, and the LLVM path gets the rest from mem2reg.
 """
 
 from __future__ import annotations
@@ -19,6 +22,11 @@ from zymase.ir import enzyme as ez
 
 
 def remove_unnecessary_enzyme_ops(module: ModuleOp) -> ModuleOp:
+    from zymase.transforms.structured_caches import structured_caches
+
+    for fop in list(module.body.block.ops):
+        if any(op.regions and op.dialect_name() == "scf" for op in fop.walk()):
+            structured_caches(fop)  # push/pop of scf regions -> SSA values, buffers
     for op in list(module.walk()):
         if op.regions:
             for region in op.regions:
@@ -37,6 +45,12 @@ def remove_unnecessary_enzyme_ops(module: ModuleOp) -> ModuleOp:
 def _forward_sets(block) -> None:
     last: dict = {}
     for op in list(block.ops):
+        if op.regions:
+            # a structured op may write any accumulator it touches inside
+            for inner in op.walk():
+                if isinstance(inner, ez.SetOp):
+                    last.pop(inner.gradient, None)
+            continue
         if isinstance(op, ez.InitOp) and isinstance(op.result.type, ez.GradientType):
             last[op.result] = None  # zero, materialized on first read
         elif isinstance(op, ez.SetOp):

@@ -29,6 +29,7 @@ from zymase.ir import (
     MemRefType,
     ModuleOp,
     Operation,
+    Region,
     SSAValue,
     arith,
     convert_scf_to_cf,
@@ -45,18 +46,76 @@ __all__ = ["lower_structured", "lower_to_loops", "prepare_for_differentiation", 
 def lower_structured(module: ModuleOp) -> ModuleOp:
     """linalg.generic / memref.copy -> scf loops -> cf branches, in place."""
     lower_to_loops(module)
-    if any(op.dialect_name() == "scf" for op in module.walk()):
-        convert_scf_to_cf(module)
+    scf_to_cf(module)
     return module
 
 
-def prepare_for_differentiation(module: ModuleOp) -> ModuleOp:
-    """Before AD (which works on branches): linalg.generic -> scf loops -> cf.
-    ``memref.copy`` stays: it has its own derivative rule."""
+def scf_to_cf(module: ModuleOp) -> None:
+    """Every scf op -> cf branches: xDSL's convert-scf-to-cf for scf.for/if, ours for
+    scf.while (which xDSL 0.74 does not lower), alternating until none is left
+    (a while nested in a for is reached once the for is gone, and the other way
+    round)."""
+    while any(op.dialect_name() == "scf" for op in module.walk()):
+        convert_scf_to_cf(module)
+        whiles = [op for op in module.walk() if isinstance(op, scf.WhileOp)]
+        outer = [w for w in whiles if w.parent_op() is not None and w.parent_op().dialect_name() != "scf"]
+        for w in outer:
+            _lower_while(w)
+
+
+def _lower_while(op: scf.WhileOp) -> None:
+    """``scf.while`` -> ``br ^before(init)``; ``^before``: ... ``cond_br %c,
+    ^after(args), ^continue(args)``; ``^after``: ... ``br ^before(yielded)``."""
+    from zymase.ir import cf
+
+    block = op.parent_block()
+    region = block.parent
+    cont = block.split_before(op)
+    for r in op.results:
+        r.replace_all_uses_with(cont.insert_arg(r.type, len(cont.args)))
+    before = list(op.before_region.blocks)
+    after = list(op.after_region.blocks)
+    for b in before:
+        op.before_region.detach_block(b)
+    for b in after:
+        op.after_region.detach_block(b)
+    region.insert_block_before([*before, *after], cont)
+    block.add_op(cf.BranchOp(before[0], *op.arguments))
+    for b in before:
+        term = b.last_op
+        if isinstance(term, scf.ConditionOp):
+            new = cf.ConditionalBranchOp(term.condition, after[0], list(term.args), cont, list(term.args))
+            b.insert_op_before(new, term)
+            b.erase_op(term)
+    for b in after:
+        term = b.last_op
+        if isinstance(term, scf.YieldOp):
+            b.insert_op_before(cf.BranchOp(before[0], *term.operands), term)
+            b.erase_op(term)
+    cont.erase_op(op)
+
+
+def prepare_for_differentiation(module: ModuleOp, *, structured: bool = False) -> ModuleOp:
+    """Before AD: linalg.generic -> scf loops, then, unless ``structured``, scf -> cf
+    (the CFG path: AD differentiates branches). ``structured`` keeps scf for the
+    region rules (autodiff/rules/scf.py) — except when a function mixes cf blocks
+    with scf ops, which the structured generator does not take: then the whole
+    module falls back to branches. ``memref.copy`` stays: it has its own rule."""
     lower_to_loops(module, copies=False)
-    if any(op.dialect_name() == "scf" for op in module.walk()):
-        convert_scf_to_cf(module)
+    if structured and not _mixes_cf_and_scf(module):
+        return module
+    scf_to_cf(module)
     return module
+
+
+def _mixes_cf_and_scf(module: ModuleOp) -> bool:
+    """A function body of several blocks that also holds scf ops."""
+    for fop in module.body.block.ops:
+        body = getattr(fop, "body", None)
+        if isinstance(body, Region) and len(body.blocks) > 1:
+            if any(op.dialect_name() == "scf" for op in fop.walk()):
+                return True
+    return False
 
 
 def lower_to_loops(module: ModuleOp, *, copies: bool = True) -> ModuleOp:

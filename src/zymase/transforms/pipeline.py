@@ -8,12 +8,18 @@ from zymase.errors import ZymaseError
 from zymase.ir import ModuleOp, make_context, parse_mlir, print_mlir
 
 
-def _enzyme(module: ModuleOp) -> None:
+def _enzyme(module: ModuleOp, *, structured: bool = True) -> None:
     from zymase.transforms.enzyme_pass import run_enzyme_pass
     from zymase.transforms.lower_structured import prepare_for_differentiation
 
-    prepare_for_differentiation(module)  # AD works on branches: linalg/scf -> cf
+    # linalg -> scf; scf stays for the region rules unless ``structured`` is off
+    prepare_for_differentiation(module, structured=structured)
     run_enzyme_pass(module)
+
+
+def _enzyme_cfg(module: ModuleOp) -> None:
+    """The enzyme pass after lowering scf to cf (the CFG path, issue 5's other level)."""
+    _enzyme(module, structured=False)
 
 
 def _xdsl_pass(name: str) -> Callable[[ModuleOp], None]:
@@ -57,6 +63,7 @@ def _print_activity(module: ModuleOp) -> None:
 
 PASSES: dict[str, Callable[[ModuleOp], None]] = {
     "enzyme": _enzyme,
+    "enzyme-cfg": _enzyme_cfg,
     "enzyme-activity-opt": _activity_opt,
     "remove-unnecessary-enzyme-ops": _cleanup,
     "canonicalize": _xdsl_pass("canonicalize"),

@@ -1,0 +1,277 @@
+"""Reverse mode at the structured level (Enzyme-MLIR style): for a ``func.func``
+whose body is one block holding ``scf.for`` / ``scf.if`` / ``scf.while`` regions.
+
+Layout of the generated function ``G`` (a single block, like the primal)::
+
+    caches and accumulators (enzyme.init)
+    the primal ops, copied in order; region ops rebuilt by their rules
+    seeds of the returned values' adjoints
+    the reverse of every op, last to first; region ops reversed by their rules
+    return primal results and derivatives
+
+The region rules (rules/scf.py) decide what each structured op becomes; this
+class supplies what they share: the primal copy of an op (``forward_op``), the
+reverse of a block's ops (``reverse_ops``), and *frames* — a reverse block that
+mirrors one forward block. A primal value the reverse needs is read directly when
+it is computed in the function's top block (it dominates the whole reverse
+sweep), rematerialized when it is a constant, rebuilt from the reverse counter
+when it is the induction variable of the loop being reversed, and otherwise
+pushed on an ``!enzyme.Cache`` right after its definition in the forward copy and
+popped at the head of the reverse block mirroring its block (once per execution
+of that block, so the LIFO order matches). ``remove-unnecessary-enzyme-ops``
+(transforms/enzyme_cleanup.py) then turns these caches into SSA values or
+``memref`` buffers indexed by the iteration.
+
+Adjoints live in SSA values inside their block; a value used in another block
+(inside a nested region) gets an ``enzyme.init`` accumulator, reset after it is
+taken when it is defined inside a region.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from zymase.analysis.memory import memory_kind
+from zymase.autodiff.common import no_rule_error, prepare
+from zymase.autodiff.flavor import STD, Emitter
+from zymase.autodiff.reverse import ReverseGenerator
+from zymase.analysis.scf import nested_blocks
+from zymase.ir import Block, BlockArgument, Operation, SSAValue, func
+from zymase.ir import enzyme as ez
+
+
+def is_structured(fop: Operation) -> bool:
+    """A func.func of one block holding region-carrying ops (scf): differentiated
+    by :class:`StructuredReverse` instead of the CFG generator."""
+    if not isinstance(fop, func.FuncOp) or len(fop.body.blocks) != 1:
+        return False
+    return any(op.regions for op in fop.body.block.ops)
+
+
+@dataclass
+class Frame:
+    """A reverse block ``rb`` mirroring forward (primal) block ``fwd``; values popped
+    for it go to its head (after ``head``; None: the start of ``rb``)."""
+
+    fwd: Block
+    rb: Block
+    head: Operation | None
+    loop: tuple | None = None  # (op, lb, step, n, k) when ``rb`` reverses an scf.for body
+    values: dict = field(default_factory=dict)  # forward value -> value usable in rb
+
+
+class StructuredReverse(ReverseGenerator):
+    # ------------------------------------------------------------------ generate
+    def generate(self, gop: Operation) -> None:
+        flavor = self.flavor
+        p = prepare(self.ctx, self.fop, self.arg_acts, self.ret_acts)
+        self.p = p
+        self.cfg = p.cfg
+        self.act = act = p.activity
+        self.body = body = p.region.blocks[0]
+        self.E = E = Emitter(flavor, self.ctx.module)
+        entry = gop.body.blocks[0]
+        self.g_entry = entry
+        self.vmap: dict[SSAValue, SSAValue] = {}
+        self.smap: dict[SSAValue, SSAValue] = {}
+        self.alloc_shadows: dict = {}
+        self.rev_arg_of: dict = {}
+        self.while_counts: dict[Operation, SSAValue] = {}
+        self.local: dict[SSAValue, SSAValue] = {}
+        self.frames: list[Frame] = []
+        g_args = list(entry.args)
+        k = 0
+        for arg, a in zip(body.args, self.arg_acts):
+            self.vmap[arg] = g_args[k]
+            if a.is_dup and act.has_shadow(arg):
+                self.smap[arg] = g_args[k + 1]
+            k += 2 if a.is_dup else 1
+        seeds = []
+        for a in self.ret_acts:
+            seeds.append(g_args[k] if a.is_active else None)
+            k += 1 if a.is_active else 0
+
+        # Accumulators for adjoints that cross block boundaries.
+        self.cells: dict[SSAValue, SSAValue] = {}
+        for b in nested_blocks(p.region):
+            for v in (*b.args, *(r for op in b.ops for r in op.results)):
+                if act.is_active(v) and self._needs_cell(v):
+                    self.cells[v] = E.at_end(entry).v(ez.InitOp(ez.GradientType(v.type)))
+
+        # Forward sweep.
+        E.at_end(entry)
+        for op in list(body.ops)[:-1]:
+            self.forward_op(op)
+        ret = body.last_op
+        returned = flavor.return_values(ret)
+        self.primal_outputs = [self.vmap.get(v, v) for v, a in zip(returned, self.ret_acts) if a.needs_primal]
+
+        # Reverse sweep, starting from the seeds of the returned values.
+        with self.frame(body, entry):
+            for v, seed in zip(returned, seeds):
+                if seed is not None and act.is_active(v):
+                    self._accumulate(v, seed)
+            self.reverse_ops(body)
+            derivs = []
+            for arg, a in zip(body.args, self.arg_acts):
+                if a.is_active:
+                    d = self._take_adjoint(arg)
+                    derivs.append(d if d is not None else E.zero(arg.type))
+            flavor.ret(E, self.primal_outputs + derivs, None)
+
+    # ------------------------------------------------------------------ forward sweep
+    def forward_op(self, op: Operation) -> None:
+        """Copy primal op ``op`` at the emitter (region ops: by their rule), with the
+        shadow side of memory ops."""
+        if op.regions:
+            self.region_rule(op).forward_sweep(self, op)
+            return
+        clone = self.copy_op(op)
+        if memory_kind(op) is not None:
+            saved = (self.E.block, self.E.anchor)
+            self.E.before(clone.next_op) if clone.next_op is not None else self.E.at_end(clone.parent_block())
+            self.shadow_structure(op, clone, forward_mode=False)
+            self.E.block, self.E.anchor = saved
+
+    def fwd(self, v: SSAValue) -> SSAValue:
+        """The forward sweep's copy of primal value ``v``."""
+        return self.vmap.get(v, v)
+
+    def copy_op(self, op: Operation) -> Operation:
+        clone = op.clone(self.vmap)
+        self.E.insert(clone)
+        return clone
+
+    def region_rule(self, op: Operation):
+        from zymase.autodiff.rules.scf import RegionRule
+
+        rule = self.ctx.rule_for(op)
+        if not isinstance(rule, RegionRule):
+            raise no_rule_error(op, self.fname)
+        return rule
+
+    def region_active(self, op: Operation) -> bool:
+        """Whether a region op has derivative work: an active value or a touch of
+        shadowed memory inside, or active results. Others stay primal only."""
+        act = self.act
+        if any(act.is_active(r) for r in op.results):
+            return True
+        for inner in op.walk():
+            if inner is op:
+                continue
+            if any(act.is_active(r) for r in inner.results) or any(o in act.shadowed for o in inner.operands):
+                return True
+            if inner in act.shadow_allocations:
+                return True
+            for region in inner.regions:
+                for b in region.blocks:
+                    if any(act.is_active(a) for a in b.args):
+                        return True
+        for region in op.regions:
+            for b in region.blocks:
+                if any(act.is_active(a) for a in b.args):
+                    return True
+        return False
+
+    # ------------------------------------------------------------------ reverse sweep
+    @contextmanager
+    def frame(self, fwd: Block, rb: Block, loop: tuple | None = None):
+        """Emit, at the end of ``rb``, code that mirrors forward block ``fwd``."""
+        saved = (self.E.block, self.E.anchor, self.local)
+        self.E.at_end(rb)
+        self.local = {}
+        self.frames.append(Frame(fwd, rb, rb.last_op, loop))
+        try:
+            yield self.frames[-1]
+        finally:
+            self.frames.pop()
+            self.E.block, self.E.anchor, self.local = saved
+
+    def reverse_ops(self, block: Block) -> None:
+        """The reverse of ``block``'s ops, last to first; its terminator is the
+        caller's (the parent op's rule, or the seeding of returned values)."""
+        for op in reversed(list(block.ops)[:-1]):
+            if op.regions:
+                if self.region_active(op):
+                    self.region_rule(op).reverse_region(self, op)
+            elif memory_kind(op) is not None:
+                self.reverse_memory(op)
+            elif self.act.op_is_active(op):
+                self._reverse_op(op)
+
+    # ------------------------------------------------------------------ adjoints
+    def _home(self, v: SSAValue) -> Block:
+        return v.block if isinstance(v, BlockArgument) else v.owner.parent_block()
+
+    def _needs_cell(self, v: SSAValue) -> bool:
+        home = self._home(v)
+        return any(u.operation.parent_block() is not home for u in v.uses)
+
+    def _in_cycle(self, v: SSAValue) -> bool:
+        # a value defined inside a region is defined again on every run of the region
+        return self._home(v) is not self.body
+
+    # ------------------------------------------------------------------ primal values
+    def _fetch(self, v: SSAValue | None, w: SSAValue, home: Block | None = None, *, recompute: bool = True) -> SSAValue:
+        """Forward value ``w`` (the copy of primal ``v``, or a value computed in primal
+        block ``home``) made usable at the emitter in the reverse sweep."""
+        E = self.E
+        if home is None:
+            home = self._home(v)
+        if home is self.body:
+            return w  # computed once, before the whole reverse sweep
+        cur = self.frames[-1]
+        if not isinstance(w, BlockArgument) and STD.is_constant(w.owner):
+            if w not in cur.values:
+                cur.values[w] = E.v(w.owner.clone())
+            return cur.values[w]
+        frame = next((f for f in reversed(self.frames) if f.fwd is home), None)
+        if frame is None:
+            raise AssertionError(f"zymase bug: {w} is not available in the reverse sweep")
+        if w in frame.values:
+            return frame.values[w]
+        if frame.loop is not None and v is not None and v is frame.loop[0].body.block.args[0]:
+            from zymase.autodiff.rules.scf import reverse_iv
+
+            value = self._at_head(frame, lambda: reverse_iv(E, frame.loop))
+        else:
+            value = self._tape(frame, w)
+        frame.values[w] = value
+        return value
+
+    def _at_head(self, frame: Frame, build) -> SSAValue:
+        """Run ``build()`` with the emitter at the head of ``frame``'s block."""
+        E = self.E
+        saved = (E.block, E.anchor)
+        rb = frame.rb
+        anchor = frame.head.next_op if frame.head is not None else rb.first_op
+        if anchor is None:
+            E.at_end(rb)
+        else:
+            E.before(anchor)
+        value = build()
+        frame.head = value.owner
+        E.block, E.anchor = saved
+        return value
+
+    def _tape(self, frame: Frame, w: SSAValue) -> SSAValue:
+        """Push ``w`` right after its definition in the forward copy; pop it at the
+        head of the reverse block ``frame``."""
+        tapes = self.__dict__.setdefault("_tapes", {})
+        if w not in tapes:
+            # One cache per forward value: a block reversed in two places (an
+            # scf.while's ``before``) pops each of its runs from the same stack.
+            cache = ez.InitOp(ez.CacheType(w.type))
+            self.g_entry.insert_op_before(cache, self.g_entry.first_op)
+            tapes[w] = cache.results[0]
+            push = ez.PushOp(cache.results[0], w)
+            if isinstance(w, BlockArgument):
+                blk = w.block
+                if blk.first_op is None:
+                    blk.add_op(push)
+                else:
+                    blk.insert_op_before(push, blk.first_op)
+            else:
+                w.owner.parent_block().insert_op_after(push, w.owner)
+        return self._at_head(frame, lambda: self.E.v(ez.PopOp(tapes[w])))
