@@ -1,29 +1,14 @@
 """Shared pieces of the Numba benchmarks: timing, finite-difference checks, gradient
-comparison. No JAX or zymase imports here, so the tests can use it without JAX."""
+comparison. No JAX imports here, so the tests can use it without JAX."""
 
 from __future__ import annotations
 
-import time
-from typing import Callable
-
 import numpy as np
 
+# the timing procedure of `zymase bench` (one warm-up call, best of `repeats` batches)
+from zymase.bench.timing import best_time
 
-def best_time(fn: Callable[[], object], min_s: float, repeats: int) -> float:
-    """Seconds per call of fn (already warmed up): `repeats` batches of calls lasting at
-    least min_s each; the best batch wins (the least disturbed by other processes)."""
-    best = float("inf")
-    for _ in range(repeats):
-        calls = 0
-        t0 = time.perf_counter()
-        while True:
-            fn()
-            calls += 1
-            elapsed = time.perf_counter() - t0
-            if elapsed >= min_s:
-                break
-        best = min(best, elapsed / calls)
-    return best
+__all__ = ["best_time", "as_tuple", "fd_entry", "fd_indices", "fd_check", "max_rel_diff"]
 
 
 def as_tuple(grads, argnums) -> tuple:
