@@ -67,11 +67,12 @@ def log_gamma_distrib(a, p):
 
 
 @numba.njit
-def qtimesx(icf_k, x, out):
-    """out = Q x for the lower-triangular Q that icf_k encodes."""
+def qtimesx(qdiag, icf_k, x, out):
+    """out = Q x for the lower-triangular Q with diagonal qdiag and strictly lower part
+    icf_k[d:] (column by column)."""
     d = x.shape[0]
     for i in range(d):
-        out[i] = math.exp(icf_k[i]) * x[i]
+        out[i] = qdiag[i] * x[i]
     pos = d
     for j in range(d):
         for i in range(j + 1, d):
@@ -85,11 +86,14 @@ def objective(alphas, means, icf, x, gamma, m):
     n = x.shape[0]
     icf_sz = icf.shape[1]
 
+    # ADBench's preprocess_qs: sum(q_k) and the diagonals exp(q_k), once per component
     sum_qs = np.empty(k)
+    qdiags = np.empty((k, d))
     for ik in range(k):
         s = 0.0
         for j in range(d):
             s += icf[ik, j]
+            qdiags[ik, j] = math.exp(icf[ik, j])
         sum_qs[ik] = s
 
     main_term = np.empty(k)
@@ -100,7 +104,7 @@ def objective(alphas, means, icf, x, gamma, m):
         for ik in range(k):
             for j in range(d):
                 xc[j] = x[ix, j] - means[ik, j]
-            qtimesx(icf[ik], xc, qxc)
+            qtimesx(qdiags[ik], icf[ik], xc, qxc)
             sq = 0.0
             for j in range(d):
                 sq += qxc[j] * qxc[j]

@@ -4,11 +4,11 @@ store to ``__zymase_tape_bytes``). The program is a Gaussian-mixture-style loop 
 over points and components with scratch arrays overwritten for every pair, so their
 values cannot be re-read in the reverse sweep.
 
-Per (point, component) the reverse sweep needs ``xc[i]`` (for ``exp(q) * xc[i]``),
-``qx[i]`` (for the squared norm) and ``xc[j]`` once per ``j`` of the triangular loop
-(LLVM hoists its load out of the inner loop); ``exp(q[c][i])`` is written too, into
-slots that do not depend on the point. ``L`` is never written, so the reverse sweep
-re-reads it instead of taping one value per (j, i); ``x`` likewise. The test bounds
+Per (point, component) the reverse sweep needs ``qx[i]`` (for the squared norm),
+taped, and ``xc[i]`` and ``xc[j]``, which it rebuilds as ``x - mu`` from the one store
+into ``xc`` (autodiff/forwarding.py) instead of taping them; ``exp(q[c][i])`` is written
+too, into slots that do not depend on the point. ``L`` is never written, so the reverse
+sweep re-reads it instead of taping one value per (j, i); ``x`` likewise. The test bounds
 the bytes per point from the difference of two runs, so the per-call constant drops
 out."""
 
@@ -84,7 +84,8 @@ def _tape_bytes(exe, n: int) -> int:
 
 def test_values_the_same_across_a_loop_are_taped_once_per_iteration_of_the_others(program):
     per_point = (_tape_bytes(program, 9) - _tape_bytes(program, 1)) / 8
-    needed = K * 4 * D * 8  # xc[i], qx[i], xc[j] and exp(q): D doubles each per (point, component)
+    needed = K * 2 * D * 8  # qx[i] and exp(q): D doubles each per (point, component)
     # plus bookkeeping (edge records, offsets and iteration counts of the inner loops: about
-    # 150 bytes per (point, component)); taping L per (j, i) would add D (D - 1) / 2 doubles
+    # 130 bytes per (point, component)); taping xc[i] and xc[j] would add 2 D doubles, and
+    # taping L per (j, i) D (D - 1) / 2 doubles
     assert needed <= per_point <= needed + K * 160, per_point

@@ -38,13 +38,14 @@ from zymase.autodiff.common import (
 from zymase.analysis.memory import memory_kind
 from zymase.autodiff.flavor import Emitter
 from zymase.autodiff.memory import ShadowCode
-from zymase.autodiff.tape import IndexedCaches, MinCutRecompute
+from zymase.autodiff.forwarding import StoreForwarding
+from zymase.autodiff.tape import IndexedCaches, MinCutRecompute, explain_tape
 from zymase.ir import Block, BlockArgument, IntegerAttr, IntegerType, Operation, SSAValue, StringAttr, i8, i32, i64, llvm
 from zymase.ir import enzyme as ez
 from zymase.ir.enzyme import Activity
 
 
-class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute):
+class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwarding):
     def __init__(self, ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts: Sequence[Activity], name: str):
         self.ctx = ctx
         self.flavor = ctx.flavor
@@ -498,6 +499,11 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute):
             if iv is not None:
                 self.popped[key] = iv
                 return iv
+            if w is self.vmap.get(v, v):
+                again = self._forwarded_load(v)
+                if again is not None:
+                    self.popped[key] = again
+                    return again
         if v is not None and recompute:
             again = self._recompute(v, w)
             if again is not None:
@@ -512,6 +518,7 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute):
         if indexed is not None:
             self.popped[key] = indexed
             return indexed
+        explain_tape(self.fname, w, "global tape (split mode)" if self.split else "stack, per iteration")
         fwd = self.bmap[self.cur]
         rb = self.rev[self.cur]
         if self.split:
@@ -576,10 +583,12 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute):
             nb = self._exit_edge_block(e)
             nest = self._edge_nest(e)
             if nest is not None:
+                explain_tape(self.fname, w, f"on a loop exit, indexed by {len(nest.headers)} loops")
                 cache = self._new_indexed_cache(nest, w.type)
                 self._store_indexed(nest, cache, nb, w)
                 item = (cache, slot, nest)
             else:
+                explain_tape(self.fname, w, "on a loop exit, stack")
                 cache = self._new_cache(w.type)
                 nb.insert_op_before(ez.PushOp(cache, w), nb.last_op)
                 item = (cache, slot, None)
@@ -788,6 +797,7 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute):
             small = self.E.v(llvm.TruncOp(idx, i8))
             self.E.block, self.E.anchor = saved
             return self.E.v(llvm.ZExtOp(self._indexed_cache(small), i32))
+        explain_tape(self.fname, idx, "edge taken, stack")
         cache = self._new_cache(i32)
         nb = self.bmap[b]
         push = ez.PushOp(cache, idx)

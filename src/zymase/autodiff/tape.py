@@ -22,10 +22,12 @@ Used as a mixin of :class:`zymase.autodiff.reverse.ReverseGenerator`.
 
 from __future__ import annotations
 
+import os
+import sys
 from dataclasses import dataclass, field
 
 from zymase.analysis.trip_count import SLT, TripCount, constant_int, trip_count
-from zymase.ir import Block, BlockArgument, IntegerAttr, IntegerType, Operation, SSAValue, i64, llvm
+from zymase.ir import Block, BlockArgument, IntegerAttr, IntegerType, Operation, SSAValue, i64, llvm, location_of
 from zymase.ir import enzyme as ez
 from zymase.ir import llvm_ext
 
@@ -216,6 +218,7 @@ class IndexedCaches:
         if nest is None:
             return None
         same = frozenset(h for h in nest.headers if v is not None and self._same_each_iteration(v, h))
+        explain_tape(self.fname, w, f"indexed by {len(nest.headers) - len(same)} of {len(nest.headers)} loops")
         cache = self._new_indexed_cache(nest, w.type)
         self._store_indexed(nest, cache, self.bmap[self.cur], w, same)
         # reverse: read the same slot at the top of the current reverse block
@@ -311,6 +314,22 @@ _MAX_RECOMPUTED = 32
 _INF = float("inf")
 
 
+def explain_tape(fname: str, w: SSAValue, how: str) -> None:
+    """With ZYMASE_DEBUG_TAPE=1, say on stderr which forward values reverse mode
+    tapes and how: the first question to ask when a gradient is slower than it
+    should be."""
+    if os.environ.get("ZYMASE_DEBUG_TAPE", "") in ("", "0"):
+        return
+    if isinstance(w, BlockArgument):
+        what = f"block argument {w.index}: {w.type}"
+    else:
+        what = str(w.owner).strip().splitlines()[0]
+        where = location_of(w.owner)
+        if where:
+            what = f"{where}: {what}"
+    print(f"zymase: tape: {fname}: {how}: {what[:150]}", file=sys.stderr)
+
+
 def _bytes(t) -> int:
     if isinstance(t, IntegerType):
         return max(1, (t.width.data + 7) // 8)
@@ -362,6 +381,8 @@ class MinCutRecompute:
             return True
         if self.flavor.name == "llvm" and self._can_rebuild_induction(v, w):
             return True
+        if w is self.vmap.get(v, v) and self._forwarding(v) is not None:
+            return True  # rebuilt from the store that wrote it (autodiff/forwarding.py)
         return self._hoist_loop(v) is not None
 
     def _recompute(self, v: SSAValue, w: SSAValue) -> SSAValue | None:

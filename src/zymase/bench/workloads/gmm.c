@@ -26,11 +26,12 @@ static double log_gamma_distrib(double a, int p) {
     return r;
 }
 
-/* out = Q x for the lower-triangular Q encoded by icf (see above) */
-static void qtimesx(int d, const double *restrict icf, const double *restrict x, double *restrict out) {
+/* out = Q x for the lower-triangular Q with diagonal qdiag and strictly lower part L
+   (column by column) */
+static void qtimesx(int d, const double *restrict qdiag, const double *restrict L, const double *restrict x,
+                    double *restrict out) {
     for (int i = 0; i < d; i++)
-        out[i] = exp(icf[i]) * x[i];
-    const double *L = icf + d;
+        out[i] = qdiag[i] * x[i];
     for (int j = 0; j < d; j++)
         for (int i = j + 1; i < d; i++)
             out[i] += *L++ * x[j];
@@ -41,13 +42,17 @@ double gmm_objective(int d, int k, int n, const double *restrict alphas, const d
     int icf_sz = d * (d + 1) / 2;
     double *main_term = malloc(sizeof(double) * (size_t)k);
     double *sum_qs = malloc(sizeof(double) * (size_t)k);
+    double *qdiags = malloc(sizeof(double) * (size_t)(k * d));
     double *xc = malloc(sizeof(double) * (size_t)d);
     double *qxc = malloc(sizeof(double) * (size_t)d);
 
+    /* ADBench's preprocess_qs: sum(q_k) and the diagonals exp(q_k), once per component */
     for (int ik = 0; ik < k; ik++) {
         double s = 0.0;
-        for (int j = 0; j < d; j++)
+        for (int j = 0; j < d; j++) {
             s += icf[ik * icf_sz + j];
+            qdiags[ik * d + j] = exp(icf[ik * icf_sz + j]);
+        }
         sum_qs[ik] = s;
     }
 
@@ -56,7 +61,7 @@ double gmm_objective(int d, int k, int n, const double *restrict alphas, const d
         for (int ik = 0; ik < k; ik++) {
             for (int j = 0; j < d; j++)
                 xc[j] = x[ix * d + j] - means[ik * d + j];
-            qtimesx(d, icf + ik * icf_sz, xc, qxc);
+            qtimesx(d, qdiags + ik * d, icf + ik * icf_sz + d, xc, qxc);
             double sq = 0.0;
             for (int j = 0; j < d; j++)
                 sq += qxc[j] * qxc[j];
@@ -84,6 +89,7 @@ double gmm_objective(int d, int k, int n, const double *restrict alphas, const d
 
     free(main_term);
     free(sum_qs);
+    free(qdiags);
     free(xc);
     free(qxc);
     double constant = -n * d * 0.5 * log(2.0 * BENCH_PI);
