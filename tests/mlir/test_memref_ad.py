@@ -286,6 +286,122 @@ def test_heap_buffer_between_two_loops(mod):
     assert mod.fwd_buffer(A, tA) == pytest.approx(_fd_direction(mod.buffer, [A], [tA]), rel=1e-6)
 
 
+# ------------------------------------------------------- memrefs cached across iterations
+
+MEMCACHE = f"""
+// a scratch buffer allocated in each iteration (its length i + 1 depends on the
+// iteration): its shadow, allocated alongside, is needed by the reverse iteration
+func.func @scratch(%x: memref<?xf64>) -> f64 {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %z = arith.constant 0.0 : f64
+  %n = memref.dim %x, %c0 : memref<?xf64>
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %z) -> (f64) {{
+    %k = arith.addi %i, %c1 : index
+    %t = memref.alloc(%k) : memref<?xf64>
+    scf.for %j = %c0 to %k step %c1 {{
+      %v = memref.load %x[%j] : memref<?xf64>
+      %s = math.sin %v : f64
+      %w = arith.mulf %s, %v : f64
+      memref.store %w, %t[%j] : memref<?xf64>
+    }}
+    %xi = memref.load %x[%i] : memref<?xf64>
+    %sum = scf.for %j = %c0 to %k step %c1 iter_args(%s0 = %acc) -> (f64) {{
+      %a = memref.load %t[%j] : memref<?xf64>
+      %p = arith.mulf %a, %xi : f64
+      %s1 = arith.addf %s0, %p : f64
+      scf.yield %s1 : f64
+    }}
+    memref.dealloc %t : memref<?xf64>
+    scf.yield %sum : f64
+  }}
+  func.return %r : f64
+}}
+// a row of a matrix per iteration (rank-reducing subview): the reverse iteration
+// needs the same row of the shadow; inside an scf.if, the view is cached in a branch
+func.func @rows(%a: memref<?x?xf64>) -> f64 {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %z = arith.constant 0.0 : f64
+  %n = memref.dim %a, %c0 : memref<?x?xf64>
+  %m = memref.dim %a, %c1 : memref<?x?xf64>
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %z) -> (f64) {{
+    %row = memref.subview %a[%i, 0] [1, %m] [1, 1] : memref<?x?xf64> to memref<?xf64, strided<[1], offset: ?>>
+    %odd = arith.remui %i, %c2 : index
+    %isodd = arith.cmpi ne, %odd, %c0 : index
+    %q = scf.if %isodd -> (f64) {{
+      %h = memref.subview %row[1] [1] [1] : memref<?xf64, strided<[1], offset: ?>> to memref<1xf64, strided<[1], offset: ?>>
+      %e = memref.load %h[%c0] : memref<1xf64, strided<[1], offset: ?>>
+      %e2 = math.exp %e : f64
+      scf.yield %e2 : f64
+    }} else {{
+      scf.yield %z : f64
+    }}
+    %s = scf.for %j = %c0 to %m step %c1 iter_args(%s0 = %q) -> (f64) {{
+      %v = memref.load %row[%j] : memref<?xf64, strided<[1], offset: ?>>
+      %v2 = arith.mulf %v, %v : f64
+      %p = arith.mulf %v2, %s0 : f64
+      %s1 = arith.addf %s0, %v2 : f64
+      %s2 = arith.addf %s1, %p : f64
+      scf.yield %s2 : f64
+    }}
+    %o = arith.addf %acc, %s : f64
+    scf.yield %o : f64
+  }}
+  func.return %r : f64
+}}
+func.func @d_scratch(%x: memref<?xf64>, %dx: memref<?xf64>) {{
+  %one = arith.constant 1.0 : f64
+  enzyme.autodiff @scratch(%x, %dx, %one) {{activity = [{DUP}], ret_activity = [{ACTIVENONEED}]}} : (memref<?xf64>, memref<?xf64>, f64) -> ()
+  func.return
+}}
+func.func @d_rows(%a: memref<?x?xf64>, %da: memref<?x?xf64>) {{
+  %one = arith.constant 1.0 : f64
+  enzyme.autodiff @rows(%a, %da, %one) {{activity = [{DUP}], ret_activity = [{ACTIVENONEED}]}} : (memref<?x?xf64>, memref<?x?xf64>, f64) -> ()
+  func.return
+}}
+"""
+
+
+@pytest.fixture(scope="module", params=[0, 2], ids=["O0", "O2"])
+def memcache(request):
+    return zymase.mlir.compile(MEMCACHE, opt_level=request.param)
+
+
+def test_memref_values_are_cached_for_the_reverse_loop():
+    """The premise of the two tests below: the shadow of a buffer allocated in a loop
+    and a view taken in a loop (also in an scf.if) are memref values the reverse
+    iteration needs; they stay on !enzyme.Cache<memref<...>> LIFO caches after
+    cleanup (a memref cannot be an element of a memref buffer), which the LLVM
+    lowering keeps as descriptor stacks."""
+    from zymase.transforms.pipeline import run_passes
+
+    out = run_passes(MEMCACHE, "memcache", ["enzyme", "remove-unnecessary-enzyme-ops", "canonicalize", "cse"])
+    for t in ("memref<?xf64>", "memref<?xf64, strided<[1], offset: ?>>", "memref<1xf64, strided<[1], offset: ?>>"):
+        assert f"!enzyme.Cache<{t}>" in out, t
+
+
+def test_buffer_allocated_in_a_loop_reverse(memcache):
+    x = np.random.default_rng(6).normal(size=5)
+    dx = np.zeros_like(x)
+    memcache.d_scratch(x, dx)
+    np.testing.assert_allclose(dx, _fd_gradient(memcache.scratch, [x], 0), rtol=1e-6, atol=1e-9)
+    # closed form: r = sum_i x_i * sum_{j<=i} x_j sin x_j
+    w = x * np.sin(x)
+    dw = np.cos(x) * x + np.sin(x)
+    want = np.cumsum(w) + dw * np.cumsum(x[::-1])[::-1]
+    np.testing.assert_allclose(dx, want, rtol=1e-12)
+
+
+def test_subviews_taken_in_a_loop_and_a_branch_reverse(memcache):
+    A = 0.5 * np.random.default_rng(7).normal(size=(4, 3))
+    dA = np.zeros_like(A)
+    memcache.d_rows(A, dA)
+    np.testing.assert_allclose(dA, _fd_gradient(memcache.rows, [A], 0), rtol=1e-6, atol=1e-9)
+    assert np.all(dA[1::2, 1] != 0)  # the branch's view contributes on odd rows
+
+
 def test_active_data_read_back_from_const_memory_is_an_error():
     text = f"""
 func.func @f(%arr: memref<2xf64>, %x: f64) -> f64 {{

@@ -24,7 +24,9 @@ of that block, so the LIFO order matches). ``remove-unnecessary-enzyme-ops``
 
 Adjoints live in SSA values inside their block; a value used in another block
 (inside a nested region) gets an ``enzyme.init`` accumulator, reset after it is
-taken when it is defined inside a region.
+taken when it is defined inside a region. ``remove-unnecessary-enzyme-ops``
+(transforms/promote_gradients.py) turns these accumulators into values carried
+by the scf ops (iter_args, scf.if results).
 """
 
 from __future__ import annotations

@@ -87,15 +87,7 @@ def compile(  # noqa: A001
     module = parse_mlir(text, filename)
     _verify(module, "the input")
     if _has_diff_ops(module):
-        from zymase.transforms.lower_structured import prepare_for_differentiation
-
-        prepare_for_differentiation(module, structured=structured_ad)
-        _run_enzyme_pass(module)
-        if structured_ad:
-            from zymase.transforms.enzyme_cleanup import remove_unnecessary_enzyme_ops
-
-            remove_unnecessary_enzyme_ops(module)  # push/pop of scf loops -> buffers
-        _verify(module, "the differentiated module")
+        differentiate(module, structured_ad=structured_ad)
 
     signatures = _public_signatures(module)
     lower_to_llvm(module)
@@ -106,6 +98,21 @@ def compile(  # noqa: A001
     optimized = toolchain.optimize(ll_text, opt_level)
     engine = toolchain.jit(optimized, opt=opt_level)
     return CompiledModule(engine, signatures, wrapped, optimized)
+
+
+def differentiate(module: ModuleOp, *, structured_ad: bool = True) -> None:
+    """The differentiation stage of :func:`compile`: the enzyme pass, then (for the
+    structured path) remove-unnecessary-enzyme-ops, whose caches become buffers and
+    whose adjoint cells become values carried by the scf ops."""
+    from zymase.transforms.lower_structured import prepare_for_differentiation
+
+    prepare_for_differentiation(module, structured=structured_ad)
+    _run_enzyme_pass(module)
+    if structured_ad:
+        from zymase.transforms.enzyme_cleanup import remove_unnecessary_enzyme_ops
+
+        remove_unnecessary_enzyme_ops(module)
+    _verify(module, "the differentiated module")
 
 
 def _verify(module: ModuleOp, what: str) -> None:

@@ -144,13 +144,33 @@ def parse_mlir(text: str, filename: str = "<input>") -> ModuleOp:
     return module
 
 
-def print_mlir(op: Operation) -> str:
-    """Print an op (usually a module) as MLIR text."""
+def print_mlir(op: Operation, *, generic_dialects: frozenset[str] = frozenset()) -> str:
+    """Print an op (usually a module) as MLIR text. Ops of ``generic_dialects`` are
+    printed in the generic form (``"enzyme.init"() : () -> ...``): a tool that does
+    not know those dialects (mlir-opt --allow-unregistered-dialect) can parse the
+    generic form only, and everything else keeps its custom syntax."""
     import io
 
     stream = io.StringIO()
-    Printer(stream=stream).print_op(op)
+    printer = _GenericFor(generic_dialects, stream=stream) if generic_dialects else Printer(stream=stream)
+    printer.print_op(op)
     return stream.getvalue() + "\n"
+
+
+class _GenericFor(Printer):
+    """A printer that switches to the generic form for the ops of some dialects."""
+
+    def __init__(self, dialects: frozenset[str], **kwargs):
+        super().__init__(**kwargs)
+        self.generic_dialects = dialects
+
+    def print_op(self, op: Operation) -> None:
+        generic = self.print_generic_format
+        self.print_generic_format = generic or op.dialect_name() in self.generic_dialects
+        try:
+            super().print_op(op)
+        finally:
+            self.print_generic_format = generic
 
 
 def location_of(op: Operation) -> str | None:

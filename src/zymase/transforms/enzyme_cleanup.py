@@ -11,7 +11,9 @@ the easy ones back into SSA values:
 
 Caches (push/pop) of structured reverse mode (scf regions) become SSA values,
 ``scf.if`` results or buffers indexed by the iteration
-(:mod:`zymase.transforms.structured_caches`); the CFG path's caches are left
+(:mod:`zymase.transforms.structured_caches`), and its accumulators SSA values,
+``scf.for``/``scf.while`` iter_args and ``scf.if`` results
+(:mod:`zymase.transforms.promote_gradients`); the CFG path's caches are left
 alone, and the LLVM path gets the rest from mem2reg.
 """
 
@@ -22,11 +24,13 @@ from zymase.ir import enzyme as ez
 
 
 def remove_unnecessary_enzyme_ops(module: ModuleOp) -> ModuleOp:
+    from zymase.transforms.promote_gradients import promote_gradients
     from zymase.transforms.structured_caches import structured_caches
 
     for fop in list(module.body.block.ops):
         if any(op.regions and op.dialect_name() == "scf" for op in fop.walk()):
             structured_caches(fop)  # push/pop of scf regions -> SSA values, buffers
+        promote_gradients(fop, module)  # get/set -> SSA values, iter_args, if results
     for op in list(module.walk()):
         if op.regions:
             for region in op.regions:
@@ -43,6 +47,8 @@ def remove_unnecessary_enzyme_ops(module: ModuleOp) -> ModuleOp:
 
 
 def _forward_sets(block) -> None:
+    from zymase.transforms.promote_gradients import fold_zero_adds
+
     last: dict = {}
     for op in list(block.ops):
         if op.regions:
@@ -57,7 +63,7 @@ def _forward_sets(block) -> None:
             last[op.gradient] = op.value
         elif isinstance(op, ez.GetOp) and op.gradient in last:
             value = last[op.gradient]
-            if value is None and _fold_zero_adds(op):
+            if value is None and fold_zero_adds(op):
                 block.erase_op(op)
                 continue
             if value is None:
@@ -66,25 +72,6 @@ def _forward_sets(block) -> None:
                 value = last[op.gradient] = zero.results[0]
             op.result.replace_all_uses_with(value)
             block.erase_op(op)
-
-
-def _fold_zero_adds(get) -> bool:
-    """``0 + x`` -> ``x`` for every use of a get that reads a fresh (zero)
-    accumulator; only when every use is such an addition. (Adjoints are sums of
-    contributions; the sign of a zero adjoint carries no information.)"""
-    from zymase.ir import arith, llvm
-
-    adds = (arith.AddfOp, llvm.FAddOp)
-    users = [u.operation for u in get.result.uses]
-    if not users or not all(isinstance(u, adds) for u in users):
-        return False
-    if any(u.operands[0] is u.operands[1] for u in users):
-        return False
-    for u in users:
-        other = u.operands[1] if u.operands[0] is get.result else u.operands[0]
-        u.results[0].replace_all_uses_with(other)
-        u.parent_block().erase_op(u)
-    return True
 
 
 def _flavor(op):

@@ -54,10 +54,10 @@ def _print_activity(module: ModuleOp) -> None:
     from zymase.transforms.lower_structured import prepare_for_differentiation
     import sys
 
-    # Analyze what the enzyme pass would differentiate (branches, not scf), on a
-    # copy: an analysis leaves the module as it is.
+    # Analyze what the enzyme pass would differentiate -- scf regions as they are,
+    # linalg as loops -- on a copy: an analysis leaves the module as it is.
     copy = module.clone()
-    prepare_for_differentiation(copy)
+    prepare_for_differentiation(copy, structured=True)
     sys.stderr.write(activity_report(copy))
 
 
