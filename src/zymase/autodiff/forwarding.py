@@ -39,6 +39,7 @@ from __future__ import annotations
 from zymase.analysis.memory import memory_kind
 from zymase.analysis.trip_count import EQ, NE, SLT, ULT, constant_int
 from zymase.analysis.types import size_align
+from zymase.autodiff.tape import _CHEAP_INTRINSICS, _CHEAP_OPS
 from zymase.ir import Block, BlockArgument, IntegerAttr, Operation, SSAValue, i64, llvm
 
 _MAX_OPS = 24
@@ -95,7 +96,7 @@ class StoreForwarding:
             index = t
         if not self._after_complete_run(loop, header, load.parent_block()):
             return None
-        if not self._rebuildable(store.value, loop["body"], header, iv):
+        if not self._rebuildable(store.value, loop["body"], iv):
             return None
         return store, loop["body"], iv, index
 
@@ -203,8 +204,8 @@ class StoreForwarding:
     def _after_complete_run(self, loop: dict, header: Block, where: Block) -> bool:
         """Whether ``where`` runs only after a complete run of the loop, in the same
         iteration of the loops around it: the loop's exit edge dominates ``where``,
-        and inside the enclosing loop no path from its header reaches ``where``
-        without passing that exit."""
+        ``where`` is inside the innermost loop around this one (if any), and there no
+        path from that loop's header reaches ``where`` without passing the exit."""
         if where in loop["body"]:
             return False
         exit_edge = self.counted[header]["exits"][0]
@@ -223,7 +224,7 @@ class StoreForwarding:
             return True
         ph, pbody = parent
         if where not in pbody:
-            return True
+            return False  # after the enclosing loop: kept simple, not needed so far
         seen, work = {ph}, [ph]
         while work:
             b = work.pop()
@@ -237,7 +238,7 @@ class StoreForwarding:
                 work.append(d)
         return True
 
-    def _rebuildable(self, x: SSAValue, body: set[Block], header: Block, iv: SSAValue) -> bool:
+    def _rebuildable(self, x: SSAValue, body: set[Block], iv: SSAValue) -> bool:
         count = 0
         seen: set = set()
         work = [x]
@@ -266,8 +267,6 @@ class StoreForwarding:
 
 
 def _pure_cheap(op: Operation) -> bool:
-    from zymase.autodiff.tape import _CHEAP_INTRINSICS, _CHEAP_OPS
-
     if isinstance(op, llvm.CallIntrinsicOp):
         return op.intrin.data.startswith(_CHEAP_INTRINSICS)
     return isinstance(op, _CHEAP_OPS + (llvm.ConstantOp,))
@@ -317,6 +316,6 @@ def _address(ptr: SSAValue):
             else:
                 return None
         ptr = op.operands[0]
-    if term is not None and not (isinstance(term[1].type, type(i64)) and term[1].type == i64):
+    if term is not None and term[1].type != i64:
         return None
     return ptr, term, c
