@@ -349,6 +349,28 @@ def _drop_wrappers(text: str) -> str:
     return "\n".join(ln for k, ln in enumerate(lines) if k not in drop) + "\n"
 
 
+#: njit callees longer than this (lines of Numba's unoptimized IR) are left to LLVM's
+#: inliner; a callee of a few hundred lines of source stays under it.
+_INLINE_MAX_LINES = 4000
+
+
+def mark_callees_inline(text: str) -> str:
+    """Mark Numba's ``linkonce_odr`` definitions (the njit functions f calls, and the
+    library overloads) ``alwaysinline``. LLVM's cost model keeps a call such as GMM's
+    ``qtimesx`` out of line, and a call in the middle of a loop costs reverse mode
+    dearly: the callee's tape is separate per call, stores before the call cannot be
+    forwarded into it, and the reference counts Numba wraps around every call
+    (atomic, several per argument) are left in place once jump threading splits the
+    blocks around them."""
+    lines, fns = _functions(text)
+    for _, a, b in fns:
+        head = lines[a]
+        if (head.startswith("define linkonce_odr ") and head.endswith("{")
+                and "noinline" not in head and b - a <= _INLINE_MAX_LINES):
+            lines[a] = head[:-1].rstrip() + " alwaysinline {"
+    return "\n".join(lines) + "\n"
+
+
 def split_nrt_helpers(text: str) -> tuple[str, str]:
     """Replace the bodies of Numba's runtime helpers by declarations; returns (module
     text, the removed definitions)."""
@@ -892,6 +914,12 @@ def differentiate_numba_ir(ir: NumbaIR, spec: KernelSpec, symbol: str, rec: Comp
         # incref/decref pairs that meet only then are pruned by a second refprune
         from zymase.llvm.markers import protect_marker_calls
 
+        with _phase(rec, "inline"):
+            # inline first and prune the reference counts then, while each call's
+            # incref/decref pairs still sit in blocks that dominate each other
+            text = toolchain.inline_always(mark_callees_inline(text))
+        with _phase(rec, "refprune"):
+            text = toolchain.prune_refcounts(text)
         with _phase(rec, "preopt"):
             text = toolchain.preopt(protect_marker_calls(text), 2)
         with _phase(rec, "refprune"):

@@ -348,6 +348,22 @@ def ssa_form(ll_text: str) -> str:
     return _print(module)
 
 
+def inline_always(ll_text: str) -> str:
+    """Inline the ``alwaysinline`` functions, then only the clean-up that puts the
+    result in SSA form (SROA, instcombine, CFG simplification): no jump threading or
+    loop passes yet, so the blocks of an inlined call keep their shape."""
+    module = _parse(ll_text)
+    pb = llvm.create_pass_builder(target_machine(opt=0), llvm.create_pipeline_tuning_options(0))
+    pm = llvm.create_new_module_pass_manager()
+    pm.add_always_inliner_pass()
+    pm.add_sroa_pass()
+    pm.add_instruction_combine_pass()
+    pm.add_simplify_cfg_pass()
+    pm.add_sroa_pass()
+    pm.run(module, pb)
+    return _print(module)
+
+
 def prune_refcounts(ll_text: str) -> str:
     """Numba's reference-count pruning (llvmlite's refprune pass): removes matching
     ``NRT_incref``/``NRT_decref`` pairs, which otherwise pin arrays in the AD'd code."""
