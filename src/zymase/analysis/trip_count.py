@@ -14,10 +14,11 @@ arithmetic for ``N`` is the caller's job (:class:`TripCount` says what to comput
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from zymase.analysis.cfg import CFG, Edge
 from zymase.ir import Block, BlockArgument, IntegerAttr, IntegerType, SSAValue, llvm
+from zymase.ir.llvm_ext import NSW, NUW, overflow_bits
 
 # llvm.icmp predicate numbers (MLIR's LLVM dialect).
 EQ, NE, SLT, SLE, SGT, SGE, ULT, ULE, UGT, UGE = range(10)
@@ -45,6 +46,18 @@ class TripCount:
     inclusive: bool
     offset: int
     unsigned: bool
+    #: the block whose branch makes the exit test
+    test_block: Block | None = field(default=None, compare=False)
+    #: the increment carries the no-wrap flag of the compare's signedness (either
+    #: flag for ``!=``): the induction variable cannot wrap around before the test fails
+    no_wrap: bool = False
+
+    def exact(self, exits: list[Edge]) -> bool:
+        """Whether ``N`` is exactly the number of header executions of every run:
+        the loop leaves only by this test, steps by one and cannot wrap around."""
+        return (
+            self.no_wrap and abs(self.step) == 1 and len(exits) == 1 and exits[0].src is self.test_block
+        )
 
     def operands(self) -> tuple[SSAValue, SSAValue]:
         return self.init, self.bound
@@ -98,7 +111,7 @@ def trip_count(cfg: CFG, header: Block, body: set[Block], entry: Edge, latch: Ed
             continue
         found = _exit_test(term.cond, ivs, body, continue_if_true=inside[0])
         if found is not None:
-            return found
+            return replace(found, test_block=x)
     return None
 
 
@@ -139,7 +152,12 @@ def _exit_test(cond: SSAValue, ivs, body: set[Block], *, continue_if_true: bool)
             shape = _shape(p, step)
             if shape is None:
                 return None
-            return TripCount(init, other, step, shape, offset, p in UNSIGNED or ext == "zext")
+            flags = overflow_bits(nxt.owner)
+            if p in (EQ, NE):
+                no_wrap = bool(flags)
+            else:
+                no_wrap = bool(flags & (NUW if p in UNSIGNED else NSW))
+            return TripCount(init, other, step, shape, offset, p in UNSIGNED or ext == "zext", no_wrap=no_wrap)
     return None
 
 

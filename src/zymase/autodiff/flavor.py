@@ -22,6 +22,7 @@ from zymase.errors import ZymaseError
 from zymase.ir import (
     Attribute,
     Block,
+    BlockArgument,
     DenseArrayBase,
     FloatAttr,
     FunctionType,
@@ -39,6 +40,8 @@ from zymase.ir import (
     llvm_ext,
     math,
 )
+
+_ACCUMULATION_FLAGS = llvm.FastMathAttr((llvm.FastMathFlag.REASSOC, llvm.FastMathFlag.NO_SIGNED_ZEROS))
 
 # LLVM intrinsics the llvm flavor may call by neutral name (all exist in LLVM >= 19).
 _LLVM_INTRINSICS = {
@@ -137,6 +140,17 @@ class Emitter:
         and tangent sums of plug-in types go through here)."""
         rule = TYPES.lookup(a.type)
         return rule.add(self, a, b) if rule is not None else self.v(self.flavor.binary("add", a, b))
+
+    def accumulate(self, total, contrib):
+        """``total + contrib`` for adjoint accumulation. A sum of adjoint
+        contributions has no order the program fixed and no meaningful sign of zero,
+        so the LLVM add may reassociate (a reduction in a loop then vectorizes) and
+        ignore signed zeros (``0.0 + x`` folds to ``x``: a shadow zeroed by one op
+        and accumulated into by the next stays in a register)."""
+        out = self.add(total, contrib)
+        if not isinstance(out, BlockArgument) and isinstance(out.owner, llvm.FAddOp):
+            out.owner.properties["fastmathFlags"] = _ACCUMULATION_FLAGS
+        return out
 
     def sub(self, a, b):
         return self.v(self.flavor.binary("sub", a, b))

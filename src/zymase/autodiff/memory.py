@@ -236,7 +236,7 @@ class ShadowCode:
                 return
             sp = self.fetch_shadow(op.ptr)
             old = E.v(llvm.LoadOp(sp, r.type))
-            E.insert(llvm.StoreOp(E.add(old, dy), sp))
+            E.insert(llvm.StoreOp(E.accumulate(old, dy), sp))
         elif kind == "store" and op.ptr in act.shadowed and is_float_type(op.value.type):
             sp = self.fetch_shadow(op.ptr)
             d = E.v(llvm.LoadOp(sp, op.value.type))

@@ -160,6 +160,7 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
         self.edge_index: dict[Block, BlockArgument] = {}
         self._edge_pops: dict[Edge, list] = {}
         self._route_points: dict[Edge, Operation] = {}
+        self._last_iteration: dict[Edge, tuple[SSAValue, SSAValue]] = {}
         self.counted = self._counted_loops()
         self._add_edge_indices(region)
 
@@ -174,9 +175,11 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
             self.cells[v] = self.E.v(ez.InitOp(ez.GradientType(v.type)))
         fwd_entry.add_op(flavor.br(self.bmap[orig_entry], primal_args))
         self._entry_branch = fwd_entry.last_op
-        # Each counted loop tapes its iteration count once per run, on every exit edge.
-        for info in self.counted.values():
-            self._tape_on_exits(info["k"], info["exits"], info["slot"])
+        # Each counted loop tapes its iteration count once per run, on every exit
+        # edge, unless the reverse sweep can compute it (see _exact_count).
+        for h, info in self.counted.items():
+            if self._exact_count(h) is None:
+                self._tape_on_exits(info["k"], info["exits"], info["slot"])
 
         # ---- forward exit -> reverse ----------------------------------------------
         exit_f = self.bmap[p.exit]
@@ -331,6 +334,36 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
                 value = self.E.iconst(0, i64)
             ops[e.slot] = ops[e.slot] + [value]
 
+    def _exact_count(self, h: Block):
+        """The trip count of counted loop ``h`` when it is exact (see
+        TripCount.exact): the reverse sweep then computes the number of the last
+        iteration from the loop's start and bound instead of taping it."""
+        if self.split or self.flavor.name != "llvm":
+            return None
+        tc = self._trip_count(h)
+        exits = self.counted[h]["exits"]
+        if tc is None or not tc.exact(exits):
+            return None
+        # the reverse sweep reads start and bound where it leaves the loop's exit:
+        # they must be defined on every path there (a bound computed in a guarded
+        # preheader is not)
+        for v in tc.operands():
+            home = v.block if isinstance(v, BlockArgument) else v.owner.parent_block()
+            if not self.cfg.dominates(home, exits[0].dst):
+                return None
+        return tc
+
+    def _exact_counts_into(self, edges: list[Edge]) -> None:
+        """In the reverse of a block, before it branches on the edge it was entered
+        by: for each of ``edges`` that leaves a loop with an exact count, the number
+        of that loop's last iteration (computed here, where it dominates every edge's
+        branch; the edge's branch stores it into the loop's slot, see _route_edge)."""
+        for e in edges:
+            for h, info in self.counted.items():
+                if info["exits"] == [e] and (tc := self._exact_count(h)) is not None:
+                    n = self._emit_trip_count(tc, lambda v: self._fetch(v, self.vmap.get(v, v)))
+                    self._last_iteration[e] = (info["slot"], self.E.isub(n, self.E.iconst(1, i64)))
+
     def _iteration(self, h: Block) -> SSAValue:
         """In the reverse of loop ``h``'s body: the index of the iteration being reversed."""
         return self.E.v(ez.GetOp(self.counted[h]["slot"]))
@@ -438,10 +471,10 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
         if v in self.cells:
             cell = self.cells[v]
             old = E.v(ez.GetOp(cell))
-            E.insert(ez.SetOp(cell, E.add(old, contrib)))
+            E.insert(ez.SetOp(cell, E.accumulate(old, contrib)))
         else:
             old = self.local.get(v)
-            self.local[v] = contrib if old is None else E.add(old, contrib)
+            self.local[v] = contrib if old is None else E.accumulate(old, contrib)
 
     def _take_adjoint(self, v: SSAValue) -> SSAValue | None:
         """The adjoint of ``v`` at its definition, which is then reset."""
@@ -754,6 +787,7 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
             d = self._take_adjoint(arg) if self.act.is_active(arg) else None
             arg_adj.append(d)
         edges = self.in_edges[b]
+        self._exact_counts_into(edges)
         if len(edges) == 1:
             self._route_edge(edges[0], arg_adj)
             return
@@ -838,6 +872,8 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
         for val, d in zip(operands, arg_adj):
             if d is not None:
                 self._accumulate(val, d)
+        if e in self._last_iteration:
+            self.E.insert(ez.SetOp(*self._last_iteration.pop(e)))
         br = self.E.insert(self.flavor.br(self.rev[e.src], []))
         self._route_points[e] = br
         self._emit_edge_pops(e, self._edge_pops.get(e, []))

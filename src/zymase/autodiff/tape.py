@@ -139,11 +139,14 @@ class IndexedCaches:
             return self.E.v(v.owner.clone())
         return self.vmap.get(v, v)
 
-    def _emit_trip_count(self, tc: TripCount) -> SSAValue:
+    def _emit_trip_count(self, tc: TripCount, value=None) -> SSAValue:
+        """``N`` of ``tc`` (see TripCount), from the values ``value`` gives for its
+        operands: by default their forward copies."""
         E = self.E
+        value = value or self._forward_value
 
         def wide(v: SSAValue) -> SSAValue:
-            v = self._forward_value(v)
+            v = value(v)
             if v.type == i64:
                 return v
             return E.v(llvm.ZExtOp(v, i64) if tc.unsigned else llvm.SExtOp(v, i64))
@@ -322,6 +325,10 @@ def explain_tape(fname: str, w: SSAValue, how: str) -> None:
         return
     if isinstance(w, BlockArgument):
         what = f"block argument {w.index}: {w.type}"
+        # blocks have no names here: place one by the first located op in it
+        where = next((loc for op in w.block.ops if (loc := location_of(op))), None)
+        if where:
+            what = f"{what} of the block at {where}"
     else:
         what = str(w.owner).strip().splitlines()[0]
         where = location_of(w.owner)

@@ -876,3 +876,19 @@ LLVM_EXT = Dialect(
     ],
     [*_xllvm.LLVM.attributes, *EXTRA_ATTRS],
 )
+
+
+NSW, NUW = 1, 2
+
+
+def overflow_bits(op: Operation) -> int:
+    """The no-wrap flags of an integer op as bits (``NSW | NUW``): the reader keeps
+    them as an i32 property, xDSL's own ops as an ``#llvm.overflow`` attribute."""
+    attr = op.properties.get("overflowFlags")
+    if attr is None:
+        attr = op.attributes.get("overflowFlags")
+    if isinstance(attr, IntegerAttr):
+        return attr.value.data
+    if isinstance(attr, _xllvm.OverflowAttr):
+        return attr.to_int()
+    return 0

@@ -214,17 +214,6 @@ def _fmf(op: Operation) -> str:
     return "".join(f" {f}" for f in _FMF_ORDER if f in flags)
 
 
-def _overflow_bits(op: Operation) -> int:
-    attr = _prop(op, "overflowFlags")
-    if attr is None:
-        return 0
-    if isinstance(attr, IntegerAttr):
-        return attr.value.data
-    if isinstance(attr, llvm.OverflowAttr):
-        return attr.to_int()
-    return 0
-
-
 def _overflow_text(bits: int) -> str:
     return ("" if not bits & 2 else " nuw") + ("" if not bits & 1 else " nsw")
 
@@ -1000,7 +989,7 @@ class _FunctionWriter:
         a, b = op.operands
         flags = ""
         if opcode in ("add", "sub", "mul", "shl"):
-            flags = _overflow_text(_overflow_bits(op))
+            flags = _overflow_text(llvm_ext.overflow_bits(op))
         elif opcode in ("udiv", "sdiv", "lshr", "ashr") and _prop(op, "isExact") is not None:
             flags = " exact"
         elif opcode == "or" and _prop(op, "isDisjoint") is not None:
@@ -1010,7 +999,7 @@ class _FunctionWriter:
     def _cast(self, op: Operation, opcode: str) -> str:
         flags = ""
         if opcode == "trunc":
-            flags = _overflow_text(_overflow_bits(op))
+            flags = _overflow_text(llvm_ext.overflow_bits(op))
         elif opcode in ("zext", "uitofp") and _prop(op, "nonNeg") is not None:
             flags = " nneg"
         return f"{self.res(op)} = {opcode}{flags} {self.typed(op.operands[0])} to {self.m.type(op.results[0].type)}"
