@@ -233,3 +233,43 @@ def test_engine_errors_name_the_users_function():
     assert "__zymase_kernel" not in text
     assert "test_engine_errors_name_the_users_function.<locals>.keep_pointer" in text
     assert "llvm.store" in text and "@njit(debug=True)" in text
+
+
+@njit
+def _settle(x, tol, limit):
+    """Iterates until the step is below tol (no trip count: the reverse sweep keeps
+    each step on a stack) and raises when that takes more than limit steps."""
+    s = 0.0
+    steps = 0
+    step = 1.0
+    while step > tol:
+        step *= 0.5
+        s += step * np.sin(x[steps % x.shape[0]] * s)
+        steps += 1
+    if steps > limit:
+        raise RuntimeError("did not settle")
+    return s * x[0]
+
+
+def test_exception_after_a_taped_loop_returns_at_once_and_frees_the_tape():
+    # a raised exception abandons the derivative (autodiff.common.ABANDON): the gradient
+    # function returns right there, and still frees the tape the loop filled
+    import resource
+
+    g = zymase.grad(_settle)
+    x = X.copy()
+    got = g(x, 1e-3, 100)
+    h = 1e-6
+    for i in range(x.size):
+        up, dn = x.copy(), x.copy()
+        up[i] += h
+        dn[i] -= h
+        assert got[i] == pytest.approx((_settle(up, 1e-3, 100) - _settle(dn, 1e-3, 100)) / (2 * h), rel=1e-6, abs=1e-9)
+    with pytest.raises(RuntimeError, match="did not settle"):
+        g(x, 1e-300, 10)  # ~1000 steps taped before the raise
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    for _ in range(20000):  # 20000 x ~1000 steps x 8+ bytes: gigabytes if the tape leaked
+        with pytest.raises(RuntimeError):
+            g(x, 1e-300, 10)
+    grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert grown_mb < 200, f"the process grew by {grown_mb:.0f} MB on abandoned gradients"

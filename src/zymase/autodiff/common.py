@@ -15,7 +15,7 @@ from zymase.autodiff.registry import REGISTRY, Rule, load_all_rules
 from zymase.autodiff.type_rules import shadow_type
 from zymase.autodiff.flavor import intrinsic_base
 from zymase.errors import ZymaseError
-from zymase.ir import Attribute, Block, Operation, Region, SSAValue, llvm, location_of
+from zymase.ir import Attribute, Block, Operation, Region, SSAValue, UnitAttr, llvm, location_of
 from zymase.ir.enzyme import Activity
 
 load_all_rules()
@@ -94,8 +94,22 @@ class Context:
         return is_differentiable_type(op.operands[index].type)
 
 
-def prepare(ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts: Sequence[Activity]) -> Prepared:
-    """Copy the body, merge multiple returns into one exit block, run activity."""
+#: A call to this function right before a return marks the return as an abandoned
+#: exit: the program failed there (a front end's error path, such as Numba's raised
+#: exceptions), so no derivative is wanted. Reverse mode then returns at once on that
+#: path, and the paths that reach the real exit are the only ones the reverse sweep
+#: follows: a value computed after the first error check still dominates the exit.
+ABANDON = "__zymase_abandon"
+#: attribute on the ``llvm.unreachable`` that stands for an abandoned return
+ABANDONED = "zymase.abandoned"
+
+
+def prepare(ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts: Sequence[Activity],
+            *, abandon: bool = False) -> Prepared:
+    """Copy the body, merge multiple returns into one exit block, run activity. With
+    ``abandon``, returns after a call to ABANDON become ``unreachable`` ops marked
+    ABANDONED (the generator turns them back into returns), as long as another return
+    remains."""
     flavor = ctx.flavor
     region = fop.body.clone()
     if flavor.name == "llvm":
@@ -111,6 +125,8 @@ def prepare(ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts
             or ctx.writes_memory(callee),
         )
     returns = [b.last_op for b in region.blocks if b.last_op is not None and flavor.is_return(b.last_op)]
+    if abandon and flavor.name == "llvm":
+        returns = _abandon_failed_returns(region, returns)
     if not returns:
         raise ZymaseError(
             "function never returns",
@@ -161,6 +177,48 @@ def prepare(ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts
         # through a detached function op that is never added to the module.
         holder = llvm.FuncOp(function_name(fop) + ".prepared", fop.function_type, body=region)
     return Prepared(region, cfg, exit_block, returned, act, holder)
+
+
+def _abandon_failed_returns(region: Region, returns: list[Operation]) -> list[Operation]:
+    """A block that calls ABANDON and then only returns (directly or through blocks
+    that only branch on) ends instead in an ``unreachable`` marked ABANDONED. Returns
+    the returns still reachable; nothing changes if none would be."""
+
+    def abandons(block: Block) -> bool:
+        return any(isinstance(op, llvm.CallOp) and op.callee is not None
+                   and op.callee.root_reference.data == ABANDON for op in block.ops)
+
+    def only_returns(term: Operation) -> bool:
+        seen = set()
+        while isinstance(term, llvm.BrOp) and term.successor not in seen:
+            seen.add(term.successor)
+            if term.successor.first_op is not term.successor.last_op:
+                return False
+            term = term.successor.last_op
+        return isinstance(term, llvm.ReturnOp)
+
+    failed = [b for b in region.blocks if abandons(b) and only_returns(b.last_op)]
+    if not failed:
+        return returns
+    # the returns still reachable once the failed blocks stop there
+    seen, work = set(), [region.blocks[0]]
+    while work:
+        b = work.pop()
+        if b in seen:
+            continue
+        seen.add(b)
+        if b not in failed:
+            work.extend(b.last_op.successors)
+    kept = [r for r in returns if r.parent_block() in seen and r.parent_block() not in failed]
+    if not kept:
+        return returns
+    for b in failed:
+        stop = llvm.UnreachableOp()
+        stop.attributes[ABANDONED] = UnitAttr()
+        stop.location = b.last_op.location
+        b.insert_op_before(stop, b.last_op)
+        b.erase_op(b.last_op)
+    return kept
 
 
 def _reject_unsupported(ctx: Context, fop: Operation, region: Region, act: ActivityInfo, arg_acts) -> None:

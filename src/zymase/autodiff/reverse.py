@@ -29,6 +29,7 @@ from collections.abc import Sequence
 
 from zymase.analysis.cfg import CFG, Edge
 from zymase.autodiff.common import (
+    ABANDONED,
     no_rule_error,
     Context,
     Prepared,
@@ -72,7 +73,7 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
     def generate(self, gop: Operation) -> None:
         """Fill the (already created, empty-bodied) function ``gop``."""
         flavor = self.flavor
-        p: Prepared = prepare(self.ctx, self.fop, self.arg_acts, self.ret_acts)
+        p: Prepared = prepare(self.ctx, self.fop, self.arg_acts, self.ret_acts, abandon=True)
         self.p = p
         self.cfg: CFG = p.cfg
         act = p.activity
@@ -139,6 +140,9 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
         # are mapped once every block has been copied.
         for clone in clones.values():
             clone.operands = [self.vmap.get(o, o) for o in clone.operands]
+        for op, clone in clones.items():
+            if ABANDONED in op.attributes:
+                self._return_abandoned(clone, orig_entry)
         # Shadow memory structure in the forward sweep (shadow pointers, allocations).
         for b in region.blocks:
             if b is orig_entry:
@@ -213,6 +217,21 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
         for b in reversed(list(region.blocks)):
             if b in self.rev:
                 self._reverse_block(b, orig_entry)
+
+    def _return_abandoned(self, stop: Operation, orig_entry: Block) -> None:
+        """The forward copy of an abandoned return (see common.ABANDON): the derivative
+        function returns there, without a reverse sweep, zeros for all it returns."""
+        if self.split:
+            types = [v.type for v in self.p.returned]
+            fn = self.aug_op
+        else:
+            types = [v.type for v, a in zip(self.p.returned, self.ret_acts) if a.needs_primal]
+            types += [arg.type for arg, a in zip(orig_entry.args, self.arg_acts) if a.is_active]
+            fn = None
+        E = Emitter(self.flavor, self.ctx.module).before(stop)
+        zeros = [E.v(llvm.ZeroOp.build(result_types=[t])) for t in types]
+        self.flavor.ret(E, zeros, fn)
+        stop.parent_block().erase_op(stop)
 
     # ------------------------------------------------------------------------------
     def _live_blocks(self) -> set[Block]:

@@ -42,6 +42,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from zymase.autodiff.common import ABANDON
 from zymase.errors import ZymaseError
 
 CONST, ACTIVE, DUP, DUPNONEED = "const", "active", "dup", "dupnoneed"
@@ -354,7 +355,7 @@ def _drop_wrappers(text: str) -> str:
 _INLINE_MAX_LINES = 4000
 
 
-def mark_callees_inline(text: str) -> str:
+def mark_callees_inline(text: str, entry: str) -> str:
     """Mark Numba's ``linkonce_odr`` definitions (the njit functions f calls, and the
     library overloads) ``alwaysinline``. LLVM's cost model keeps a call such as GMM's
     ``qtimesx`` out of line, and a call in the middle of a loop costs reverse mode
@@ -363,9 +364,10 @@ def mark_callees_inline(text: str) -> str:
     (atomic, several per argument) are left in place once jump threading splits the
     blocks around them."""
     lines, fns = _functions(text)
-    for _, a, b in fns:
+    for name, a, b in fns:
         head = lines[a]
-        if (head.startswith("define linkonce_odr ") and head.endswith("{")
+        # f itself goes into the status wrapper (see kernel_ir)
+        if ((head.startswith("define linkonce_odr ") or name == entry) and head.endswith("{")
                 and "noinline" not in head and b - a <= _INLINE_MAX_LINES):
             lines[a] = head[:-1].rstrip() + " alwaysinline {"
     return "\n".join(lines) + "\n"
@@ -557,11 +559,17 @@ def kernel_ir(ir: NumbaIR, spec: KernelSpec, symbol: str) -> str:
     # status_f: Numba's function with its status code stored, not returned
     ps = ", ".join(f"{t} %a{i}" for i, t in enumerate(f_params))
     call_args = ", ".join(f"{t} %a{i}" for i, t in enumerate(f_params))
+    # A raised exception abandons the derivative (see autodiff.common.ABANDON): once f
+    # is inlined here, the pre-AD pipeline threads each error path of f to `failed`,
+    # and the reverse sweep only follows the paths that return normally.
     status_src = (
         f"define internal void @{_q(status_fn)}(ptr noalias %retptr, ptr noalias %excinfo, ptr noalias %status{', ' if ps else ''}{ps}) {{\n"
         f"  %s = call i32 @{_q(ir.entry)}(ptr %retptr, ptr %excinfo{', ' if call_args else ''}{call_args})\n"
         f"  store i32 %s, ptr %status\n"
-        f"  ret void\n}}\n"
+        f"  %ok = icmp eq i32 %s, {_STATUS_OK}\n  %none = icmp eq i32 %s, {_STATUS_NONE}\n  %good = or i1 %ok, %none\n"
+        f"  br i1 %good, label %done, label %failed\n"
+        f"failed:\n  call void @{ABANDON}()\n  ret void\n"
+        f"done:\n  ret void\n}}\n"
     )
 
     # map kernel parameters: per argument its primal slice and shadow slice
@@ -649,7 +657,7 @@ def kernel_ir(ir: NumbaIR, spec: KernelSpec, symbol: str) -> str:
         + "\n".join(body)
         + "\n}\n"
     )
-    decls = ""
+    decls = f"declare void @{ABANDON}()\n"
     for name in ("__enzyme_autodiff", "__enzyme_fwddiff"):
         if f"@{name}(" not in ir.text:
             decls += f"declare void @{name}(ptr, ...)\n"
@@ -917,7 +925,7 @@ def differentiate_numba_ir(ir: NumbaIR, spec: KernelSpec, symbol: str, rec: Comp
         with _phase(rec, "inline"):
             # inline first and prune the reference counts then, while each call's
             # incref/decref pairs still sit in blocks that dominate each other
-            text = toolchain.inline_always(mark_callees_inline(text))
+            text = toolchain.inline_always(mark_callees_inline(text, ir.entry))
         with _phase(rec, "refprune"):
             text = toolchain.prune_refcounts(text)
         with _phase(rec, "preopt"):
@@ -932,6 +940,9 @@ def differentiate_numba_ir(ir: NumbaIR, spec: KernelSpec, symbol: str, rec: Comp
     timings = Timings()
     out = differentiate_llvm_ir(text, f"<numba {rec.function}>", 2, timings, preoptimize=False)
     rec.phases.update(timings.phases)
+    # the marker has done its job; calls left in forward-mode code call nothing
+    out = re.sub(rf"^declare void @{ABANDON}\(\).*$", f"define internal void @{ABANDON}() {{\n  ret void\n}}",
+                 out, flags=re.M)
     with _phase(rec, "optimize"):
         out = toolchain.optimize(internalize(restore_nrt_helpers(out, helpers), keep=symbol), spec.opt)
     return out
