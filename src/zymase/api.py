@@ -439,6 +439,34 @@ def _check_shadow(x, dx, what: str) -> None:
                               hint="pass a scalar tangent")
 
 
+def _arrays(v, what: str):
+    """(array, name) for each array in an argument value (tuples walked)."""
+    if isinstance(v, np.ndarray):
+        yield v, what
+    elif isinstance(v, tuple):
+        for i, x in enumerate(v):
+            yield from _arrays(x, f"{what}[{i}]")
+
+
+def _check_disjoint_shadows(args, names) -> None:
+    """A shadow must not share memory with any primal array: the derivative code assumes
+    it (Enzyme's contract), and a shadow that is also read as a primal would make the
+    accumulated derivative feed back into the function's own values."""
+    primals, shadows = [], []
+    for i, a in enumerate(args):
+        what = f"argument {i} ('{names[i]}')"
+        if isinstance(a, Duplicated):
+            primals += _arrays(a.val, what)
+            shadows += _arrays(a.dval, f"the shadow of {what}")
+        else:
+            primals += _arrays(a.val if isinstance(a, (Const, Active)) else a, what)
+    for sh, sname in shadows:
+        for pr, pname in primals:
+            if np.may_share_memory(sh, pr):
+                raise ZymaseError(f"{sname} shares memory with {pname}",
+                                  hint="give every shadow memory of its own, e.g. np.zeros_like(x)")
+
+
 def _with_shadow_type(dx, ty):
     """A scalar shadow converted to the primal's type (the kernel's argument types are
     the primal's)."""
@@ -462,6 +490,7 @@ def autodiff(f, *args, preopt: bool = True, cache: bool | None = None):
     if len(args) != len(names):
         raise ZymaseError(f"{zn.function_label(disp)} takes {len(names)} arguments, got {len(args)}",
                           hint="pass every positional argument, wrapped in Active/Duplicated/Const")
+    _check_disjoint_shadows(args, names)
     prim, acts, kargs = [], [], []
     for i, a in enumerate(args):
         what = f"argument {i} ('{names[i]}')"
@@ -513,6 +542,7 @@ def fwddiff(f, *args, preopt: bool = True, cache: bool | None = None):
     if len(args) != len(names):
         raise ZymaseError(f"{zn.function_label(disp)} takes {len(names)} arguments, got {len(args)}",
                           hint="pass every positional argument, wrapped in Duplicated/Const")
+    _check_disjoint_shadows(args, names)
     prim, acts, kargs = [], [], []
     for i, a in enumerate(args):
         what = f"argument {i} ('{names[i]}')"

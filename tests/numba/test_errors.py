@@ -79,6 +79,24 @@ def test_shadow_not_an_array():
         zymase.autodiff(loss, Duplicated(X.copy(), 0.0), Active(1.0))
 
 
+def test_shadow_sharing_memory_with_a_primal():
+    @njit
+    def f(x, y):
+        return np.sum(x * y)
+
+    x = X.copy()
+    with _raises(r"the shadow of argument 0 \('x'\) shares memory with argument 0 \('x'\)"):
+        zymase.autodiff(loss, Duplicated(x, x), Active(1.0))
+    buf = np.zeros(10)
+    with _raises(r"the shadow of argument 0 \('x'\) shares memory with argument 1 \('y'\)"):
+        zymase.autodiff(f, Duplicated(x, buf[:5]), Const(buf[3:8]))
+    with _raises(r"the shadow of argument 1 \('y'\) shares memory with argument 0 \('x'\)"):
+        zymase.fwddiff(f, Duplicated(buf[5:], np.ones(5)), Duplicated(x, buf[5:]))
+    # disjoint halves of one buffer are fine
+    dx = np.zeros(5)
+    zymase.autodiff(f, Duplicated(buf[:5], dx), Const(buf[5:]))
+
+
 def test_grad_needs_float_result():
     @njit
     def f(x):

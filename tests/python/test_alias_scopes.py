@@ -98,3 +98,75 @@ def test_metadata_is_valid_llvm_ir_that_lets_llvm_drop_a_reload():
     # of a[i] goes; without the scopes LLVM must keep it (the allocation is opaque)
     plain = write_llvm_ir(read_llvm_ir(IR))
     assert _double_loads(text) == _double_loads(plain) - 1
+
+
+SHADOW_IR = """
+define void @g(ptr %x, ptr %dx, ptr %y, ptr %dy, i64 %n) {
+entry:
+  br label %loop
+loop:
+  %i = phi i64 [ 0, %entry ], [ %next, %loop ]
+  %px = getelementptr double, ptr %x, i64 %i
+  %v = load double, ptr %px
+  %pdy = getelementptr double, ptr %dy, i64 %i
+  %dv = load double, ptr %pdy
+  %pdx = getelementptr double, ptr %dx, i64 %i
+  store double %dv, ptr %pdx
+  %py = getelementptr double, ptr %y, i64 %i
+  store double %v, ptr %py
+  %next = add i64 %i, 1
+  %c = icmp slt i64 %next, %n
+  br i1 %c, label %loop, label %exit
+exit:
+  ret void
+}
+"""
+
+
+def test_shadow_arguments_are_distinct_from_primal_ones_not_from_each_other():
+    from zymase.autodiff.common import mark_shadow_args
+
+    module = read_llvm_ir(SHADOW_IR)
+    fn = next(op for op in module.body.block.ops if isinstance(op, L.FuncOp))
+    mark_shadow_args(fn, [1, 3])
+    annotate_alias_scopes(module)
+    load_x, load_dy, store_dx, store_y = [op for b in fn.body.blocks for op in b.ops if isinstance(op, (L.LoadOp, L.StoreOp))]
+    assert _scopes(load_x)[0] == _scopes(store_y)[0] == {"outside"}
+    assert _scopes(load_dy)[0] == _scopes(store_dx)[0] == {"shadows"}  # "...outside.shadows"
+    # x and y may overlap, and so may their shadows; a shadow never overlaps a primal
+    assert "outside" not in _scopes(store_y)[1] and "shadows" not in _scopes(store_dx)[1]
+    assert "outside" in _scopes(store_dx)[1] and "shadows" in _scopes(load_x)[1]
+
+
+def test_generated_gradients_mark_their_shadow_arguments():
+    from zymase.frontends.c import Timings, differentiate_llvm_ir
+
+    src = """
+define internal void @g(ptr %x, ptr %y, i64 %n) {
+entry:
+  br label %loop
+loop:
+  %i = phi i64 [ 0, %entry ], [ %next, %loop ]
+  %px = getelementptr double, ptr %x, i64 %i
+  %v = load double, ptr %px
+  %sq = fmul double %v, %v
+  %py = getelementptr double, ptr %y, i64 %i
+  store double %sq, ptr %py
+  %next = add i64 %i, 1
+  %c = icmp slt i64 %next, %n
+  br i1 %c, label %loop, label %exit
+exit:
+  ret void
+}
+@enzyme_dup = external global i32
+@enzyme_const = external global i32
+declare void @__enzyme_autodiff(ptr, ...)
+define void @grad(ptr %x, ptr %dx, ptr %y, ptr %dy, i64 %n) {
+  call void (ptr, ...) @__enzyme_autodiff(ptr @g, ptr @enzyme_dup, ptr %x, ptr %dx, ptr @enzyme_dup, ptr %y, ptr %dy, ptr @enzyme_const, i64 %n)
+  ret void
+}
+"""
+    out = differentiate_llvm_ir(src, "shadows.ll", 0, Timings(), preoptimize=False)
+    # the shadows of x and y: one scope, apart from the primals' one
+    assert re.search(r'!"diffeg[^"]*\.outside\.shadows"', out), out[-3000:]
+    assert re.search(r'!"diffeg[^"]*\.outside"', out)

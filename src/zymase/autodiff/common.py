@@ -15,7 +15,9 @@ from zymase.autodiff.registry import REGISTRY, Rule, load_all_rules
 from zymase.autodiff.type_rules import shadow_type
 from zymase.autodiff.flavor import intrinsic_base
 from zymase.errors import ZymaseError
-from zymase.ir import Attribute, Block, Operation, Region, SSAValue, UnitAttr, llvm, location_of
+from zymase.ir import (
+    ArrayAttr, Attribute, Block, IntegerAttr, Operation, Region, SSAValue, UnitAttr, llvm, location_of,
+)
 from zymase.ir.enzyme import Activity
 
 load_all_rules()
@@ -102,6 +104,17 @@ class Context:
 ABANDON = "__zymase_abandon"
 #: attribute on the ``llvm.unreachable`` that stands for an abandoned return
 ABANDONED = "zymase.abandoned"
+
+
+#: Function attribute: the positions of the arguments that are shadows. A shadow never
+#: shares memory with a primal (Enzyme's contract; the Python API checks it), which
+#: alias_scopes turns into LLVM metadata.
+SHADOW_ARGS = "zymase.shadow_args"
+
+
+def mark_shadow_args(fn: Operation, positions: Sequence[int]) -> None:
+    if positions:
+        fn.attributes[SHADOW_ARGS] = ArrayAttr([IntegerAttr(i, 64) for i in positions])
 
 
 def prepare(ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts: Sequence[Activity],

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from zymase.analysis.memory import memory_kind
-from zymase.autodiff.common import Context, function_name, no_rule_error, prepare
+from zymase.autodiff.common import Context, function_name, mark_shadow_args, no_rule_error, prepare
 from zymase.autodiff.flavor import Emitter
 from zymase.autodiff.memory import ShadowCode
 from zymase.errors import ZymaseError
@@ -65,6 +65,7 @@ class ForwardGenerator(ShadowCode):
                     self.tmap[arg] = t
                 elif act.has_shadow(arg):
                     self.smap[arg] = t
+        mark_shadow_args(gop, [t.index for t in self.smap.values()])
         # Other blocks: primal args, then one tangent arg per active block argument.
         # Unreachable blocks are dropped: no live branch can target them.
         order = [b for b in region.blocks if b in p.cfg.reachable]

@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from zymase.analysis.cfg import CFG, Edge
 from zymase.autodiff.common import (
     ABANDONED,
+    mark_shadow_args,
     no_rule_error,
     Context,
     Prepared,
@@ -102,6 +103,9 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
                 self.smap[arg] = f_args[k + 1]
                 self.rev_arg_of[f_args[k + 1]] = g_args[k + 1]
             k += 2 if a.is_dup else 1
+        shadow_positions = [i for i, a in enumerate(f_args) if a in self.rev_arg_of and a not in primal_args]
+        for fn in {gop, fwd_entry.parent_op()}:
+            mark_shadow_args(fn, shadow_positions)
         seeds: list[SSAValue | None] = []
         for a in self.ret_acts:
             if a.is_active:

@@ -12,7 +12,9 @@ store.
 This pass gives each load and store whose pointer has known roots
 (:func:`zymase.analysis.memory.pointer_roots`) LLVM's scoped-noalias metadata: one
 scope per object the function allocates on the heap, one per ``noalias`` argument, one shared by
-all other arguments and globals (which may alias each other), and one per tape buffer
+all other arguments and globals (which may alias each other), one shared by the shadow
+arguments (which may alias each other as their primals do, but never a primal: Enzyme's
+contract, checked by the Python API), and one per tape buffer
 (the lowering marks tape accesses with ``zymase.tape_buffer``). An access is in the
 scopes of its roots and declared not to alias the others. Accesses with unknown roots
 get nothing, and so stay "may alias anything", as do calls.
@@ -24,6 +26,7 @@ Runs on llvm-dialect functions after AD and lowering; the writer prints the attr
 from __future__ import annotations
 
 from zymase.analysis.memory import pointer_roots
+from zymase.autodiff.common import SHADOW_ARGS
 from zymase.ir import ArrayAttr, BlockArgument, ModuleOp, StringAttr, llvm
 from zymase.transforms.lower_to_llvm import TAPE_BUFFER
 
@@ -51,12 +54,15 @@ def _annotate(fn: llvm.FuncOp) -> None:
 
     name = fn.sym_name.data
     noalias_args = _noalias_args(fn)
+    shadow_args = _shadow_args(fn)
     accesses: list[tuple] = []
     scope_of: dict = {}  # root -> scope name
 
     def scope(root) -> str:
         if root not in scope_of:
-            if isinstance(root, BlockArgument) and root.index not in noalias_args or isinstance(root, str):
+            if isinstance(root, BlockArgument) and root.index in shadow_args and root.index not in noalias_args:
+                key = "outside.shadows"
+            elif isinstance(root, BlockArgument) and root.index not in noalias_args or isinstance(root, str):
                 key = "outside"
             elif isinstance(root, BlockArgument):
                 key = f"arg{root.index}"
@@ -88,6 +94,11 @@ def _annotate(fn: llvm.FuncOp) -> None:
     for op, scopes in accesses:
         op.attributes[ALIAS_SCOPE] = ArrayAttr([StringAttr(s) for s in sorted(scopes)])
         op.attributes[NOALIAS] = ArrayAttr([StringAttr(s) for s in every if s not in scopes])
+
+
+def _shadow_args(fn: llvm.FuncOp) -> set[int]:
+    attr = fn.attributes.get(SHADOW_ARGS)
+    return {a.value.data for a in attr.data} if attr is not None else set()
 
 
 def _noalias_args(fn: llvm.FuncOp) -> set[int]:
