@@ -14,6 +14,7 @@ from zymase.autodiff.flavor import Emitter, Flavor, is_differentiable_type
 from zymase.autodiff.registry import REGISTRY, Rule, load_all_rules
 from zymase.autodiff.type_rules import shadow_type
 from zymase.autodiff.flavor import intrinsic_base
+from zymase.autodiff.names import ABANDON, ABANDONED, SHADOW_ARGS
 from zymase.errors import ZymaseError
 from zymase.ir import (
     ArrayAttr, Attribute, Block, IntegerAttr, Operation, Region, SSAValue, UnitAttr, llvm, location_of,
@@ -94,22 +95,6 @@ class Context:
         if not op.results or not any(is_differentiable_type(r.type) for r in op.results):
             return False
         return is_differentiable_type(op.operands[index].type)
-
-
-#: A call to this function right before a return marks the return as an abandoned
-#: exit: the program failed there (a front end's error path, such as Numba's raised
-#: exceptions), so no derivative is wanted. Reverse mode then returns at once on that
-#: path, and the paths that reach the real exit are the only ones the reverse sweep
-#: follows: a value computed after the first error check still dominates the exit.
-ABANDON = "__zymase_abandon"
-#: attribute on the ``llvm.unreachable`` that stands for an abandoned return
-ABANDONED = "zymase.abandoned"
-
-
-#: Function attribute: the positions of the arguments that are shadows. A shadow never
-#: shares memory with a primal (Enzyme's contract; the Python API checks it), which
-#: alias_scopes turns into LLVM metadata.
-SHADOW_ARGS = "zymase.shadow_args"
 
 
 def mark_shadow_args(fn: Operation, positions: Sequence[int]) -> None:

@@ -29,7 +29,6 @@ from collections.abc import Sequence
 
 from zymase.analysis.cfg import CFG, Edge
 from zymase.autodiff.common import (
-    ABANDONED,
     mark_shadow_args,
     no_rule_error,
     Context,
@@ -40,6 +39,7 @@ from zymase.autodiff.common import (
 from zymase.analysis.memory import memory_kind
 from zymase.autodiff.flavor import Emitter
 from zymase.autodiff.memory import ShadowCode
+from zymase.autodiff.names import ABANDONED
 from zymase.autodiff.forwarding import StoreForwarding
 from zymase.autodiff.tape import IndexedCaches, MinCutRecompute, explain_tape
 from zymase.ir import Block, BlockArgument, IntegerAttr, IntegerType, Operation, SSAValue, StringAttr, i8, i32, i64, llvm
@@ -223,7 +223,7 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
                 self._reverse_block(b, orig_entry)
 
     def _return_abandoned(self, stop: Operation, orig_entry: Block) -> None:
-        """The forward copy of an abandoned return (see common.ABANDON): the derivative
+        """The forward copy of an abandoned return (see autodiff.names.ABANDON): the derivative
         function returns there, without a reverse sweep, zeros for all it returns."""
         if self.split:
             types = [v.type for v in self.p.returned]

@@ -42,7 +42,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from zymase.autodiff.common import ABANDON
+from zymase.autodiff.names import ABANDON
 from zymase.errors import ZymaseError
 
 CONST, ACTIVE, DUP, DUPNONEED = "const", "active", "dup", "dupnoneed"
@@ -559,7 +559,7 @@ def kernel_ir(ir: NumbaIR, spec: KernelSpec, symbol: str) -> str:
     # status_f: Numba's function with its status code stored, not returned
     ps = ", ".join(f"{t} %a{i}" for i, t in enumerate(f_params))
     call_args = ", ".join(f"{t} %a{i}" for i, t in enumerate(f_params))
-    # A raised exception abandons the derivative (see autodiff.common.ABANDON): once f
+    # A raised exception abandons the derivative (see autodiff.names.ABANDON): once f
     # is inlined here, the pre-AD pipeline threads each error path of f to `failed`,
     # and the reverse sweep only follows the paths that return normally.
     status_src = (

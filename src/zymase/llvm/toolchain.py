@@ -333,35 +333,30 @@ def preopt(ll_text: str, level: int) -> str:
     return _print(module)
 
 
+def _run_passes(ll_text: str, passes: list[str]) -> str:
+    """Run the named module passes (``add_<name>_pass`` of llvmlite), in order."""
+    module = _parse(ll_text)
+    pb = llvm.create_pass_builder(target_machine(opt=0), llvm.create_pipeline_tuning_options(0))
+    pm = llvm.create_new_module_pass_manager()
+    for name in passes:
+        getattr(pm, f"add_{name}_pass")()
+    pm.run(module, pb)
+    return _print(module)
+
+
 def ssa_form(ll_text: str) -> str:
     """The least optimization that puts front-end IR into SSA form: SROA (allocas of
     scalars and structs to values) and instcombine (folds ``extractvalue`` of
     ``insertvalue`` chains, Numba's way of passing arrays around). No inlining, LICM,
     GVN or loop passes: AD still sees the program as written."""
-    module = _parse(ll_text)
-    pb = llvm.create_pass_builder(target_machine(opt=0), llvm.create_pipeline_tuning_options(0))
-    pm = llvm.create_new_module_pass_manager()
-    pm.add_sroa_pass()
-    pm.add_instruction_combine_pass()
-    pm.add_sroa_pass()
-    pm.run(module, pb)
-    return _print(module)
+    return _run_passes(ll_text, ["sroa", "instruction_combine", "sroa"])
 
 
 def inline_always(ll_text: str) -> str:
     """Inline the ``alwaysinline`` functions, then only the clean-up that puts the
     result in SSA form (SROA, instcombine, CFG simplification): no jump threading or
     loop passes yet, so the blocks of an inlined call keep their shape."""
-    module = _parse(ll_text)
-    pb = llvm.create_pass_builder(target_machine(opt=0), llvm.create_pipeline_tuning_options(0))
-    pm = llvm.create_new_module_pass_manager()
-    pm.add_always_inliner_pass()
-    pm.add_sroa_pass()
-    pm.add_instruction_combine_pass()
-    pm.add_simplify_cfg_pass()
-    pm.add_sroa_pass()
-    pm.run(module, pb)
-    return _print(module)
+    return _run_passes(ll_text, ["always_inliner", "sroa", "instruction_combine", "simplify_cfg", "sroa"])
 
 
 def prune_refcounts(ll_text: str) -> str:

@@ -26,7 +26,7 @@ Runs on llvm-dialect functions after AD and lowering; the writer prints the attr
 from __future__ import annotations
 
 from zymase.analysis.memory import pointer_roots
-from zymase.autodiff.common import SHADOW_ARGS
+from zymase.autodiff.names import SHADOW_ARGS
 from zymase.ir import ArrayAttr, BlockArgument, ModuleOp, StringAttr, llvm
 from zymase.transforms.lower_to_llvm import TAPE_BUFFER
 

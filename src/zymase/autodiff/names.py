@@ -1,0 +1,20 @@
+"""Names that front ends, the engine and later passes agree on. Kept apart from the
+engine so that a front end can use them without importing it (and its rules).
+
+``ABANDON``: a call to this function right before a return marks the return as an
+abandoned exit. The program failed there (a front end's error path, such as Numba's
+raised exceptions), so no derivative is wanted: reverse mode returns at once on that
+path, and the reverse sweep follows only the paths that reach the real exit, so a value
+computed after the first error check still dominates that exit.
+
+``ABANDONED``: the attribute on the ``llvm.unreachable`` that stands for such a return
+while the engine works on the function.
+
+``SHADOW_ARGS``: function attribute, the positions of the arguments that are shadows.
+A shadow never shares memory with a primal (Enzyme's contract; the Python API checks
+it), which ``transforms.alias_scopes`` turns into LLVM metadata.
+"""
+
+ABANDON = "__zymase_abandon"
+ABANDONED = "zymase.abandoned"
+SHADOW_ARGS = "zymase.shadow_args"
