@@ -183,6 +183,7 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
             self.cells[v] = self.E.v(ez.InitOp(ez.GradientType(v.type)))
         fwd_entry.add_op(flavor.br(self.bmap[orig_entry], primal_args))
         self._entry_branch = fwd_entry.last_op
+        self._hoist_entry_allocas(self.bmap[orig_entry], fwd_entry)
         # Each counted loop tapes its iteration count once per run, on every exit
         # edge, unless the reverse sweep can compute it (see _exact_count).
         for h, info in self.counted.items():
@@ -221,6 +222,27 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
         for b in reversed(list(region.blocks)):
             if b in self.rev:
                 self._reverse_block(b, orig_entry)
+
+    def _hoist_entry_allocas(self, body_entry: Block, fwd_entry: Block) -> None:
+        """Move the fixed-size allocas of the primal's entry block (its copy runs once,
+        right after the derivative's own entry) into that entry. LLVM treats an alloca
+        outside the entry block as dynamic: once this derivative is inlined into a loop
+        (a callee's), each iteration would take stack space it never gives back."""
+        if self.flavor.name != "llvm":
+            return
+        anchor = fwd_entry.last_op
+        for op in list(body_entry.ops):
+            if not isinstance(op, llvm.AllocaOp):
+                continue
+            size = op.operands[0]
+            if isinstance(size, BlockArgument) or not self.flavor.is_constant(size.owner):
+                continue
+            if size.owner.parent_block() is body_entry:
+                const = size.owner.clone()
+                fwd_entry.insert_op_before(const, anchor)
+                op.operands = [const.results[0]]
+            op.detach()
+            fwd_entry.insert_op_before(op, anchor)
 
     def _return_abandoned(self, stop: Operation, orig_entry: Block) -> None:
         """The forward copy of an abandoned return (see autodiff.names.ABANDON): the derivative

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from zymase.ir import Block, Operation, Region, llvm
+from zymase.ir import Block, BlockArgument, Operation, Region, llvm
 
 
 def _calls(fop: Operation, lookup: Callable[[Operation], Operation | None]):
@@ -55,6 +55,7 @@ def inline_call(call: Operation, callee: Operation) -> None:
     # The callee's blocks, between the call's block and the continuation.
     body = callee.body.clone()
     new_blocks = [body.detach_block(b) for b in list(body.blocks)]
+    _allocas_to_entry(new_blocks[0], region.blocks[0])
     region.insert_block_after(new_blocks, block)
     for b in new_blocks:
         term = b.last_op
@@ -70,6 +71,25 @@ def inline_call(call: Operation, callee: Operation) -> None:
     br.location = call.location
     block.insert_op_before(br, call)
     block.erase_op(call)
+
+
+def _allocas_to_entry(callee_entry: Block, entry: Block) -> None:
+    """Move the callee's fixed-size allocas to the start of the caller's entry block.
+    Left where the call was, inside a loop, each would be a dynamic alloca taking new
+    stack space on every iteration (and overflow the stack on long loops)."""
+    first = entry.first_op
+    for op in list(callee_entry.ops):
+        if not isinstance(op, llvm.AllocaOp):
+            continue
+        size = op.operands[0]
+        if isinstance(size, BlockArgument) or not isinstance(size.owner, llvm.ConstantOp):
+            continue
+        if size.owner.parent_block() is callee_entry:
+            const = size.owner.clone()
+            entry.insert_op_before(const, first)
+            op.operands = [const.results[0]]
+        op.detach()
+        entry.insert_op_before(op, first)
 
 
 def inline_calls(region: Region, lookup: Callable[[Operation], Operation | None],
