@@ -869,6 +869,9 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
         idx = self.edge_index[b]
         if self.split:
             return self.E.v(ez.PopOp(self._tape_at(i32, self.E.block, None)))
+        again = self._edge_from_branch(b)
+        if again is not None:
+            return again
         if len(self.in_edges[b]) <= 256 and self._nest_of(b) is not None:
             nb = self.bmap[b]
             saved = (self.E.block, self.E.anchor)
@@ -885,6 +888,46 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
         else:
             nb.insert_op_before(push, nb.first_op)
         return self.E.v(ez.PopOp(cache))
+
+    def _edge_from_branch(self, b: Block) -> SSAValue | None:
+        """The edge ``b`` was entered by, from a branch condition instead of a record:
+        ``b`` has two predecessors, ``x`` branches either straight to ``b`` or to a
+        successor from which ``x`` cannot be reached again without passing ``b`` (a
+        loop that may be skipped: the inner loop of a triangular nest), and ``x``
+        dominates the other predecessor. The last decision of ``x`` then names the
+        edge, and its condition is usually rebuilt for free (a compare of induction
+        variables). None when the shape does not hold."""
+        if self.flavor.name != "llvm":
+            return None
+        edges = self.in_edges[b]
+        if len(edges) != 2:
+            return None
+        for k, direct in enumerate(edges):
+            x, around = direct.src, edges[1 - k]
+            term = x.last_op
+            if not isinstance(term, llvm.CondBrOp) or term.successors[0] is term.successors[1]:
+                continue
+            away = term.successors[1 - direct.slot]
+            if away is x or not self.cfg.dominates(x, around.src) or self._reaches_avoiding(away, x, b):
+                continue
+            cond = self._fetch(term.cond, self.vmap.get(term.cond, term.cond))
+            # slot 0 is the true successor
+            if_true, if_false = (k, 1 - k) if direct.slot == 0 else (1 - k, k)
+            return self.E.select(cond, self.E.iconst(if_true, i32), self.E.iconst(if_false, i32))
+        return None
+
+    def _reaches_avoiding(self, src: Block, dst: Block, avoid: Block) -> bool:
+        """Whether a path from ``src`` reaches ``dst`` without passing ``avoid``."""
+        seen, work = set(), [src]
+        while work:
+            blk = work.pop()
+            if blk is dst:
+                return True
+            if blk in seen or blk is avoid:
+                continue
+            seen.add(blk)
+            work.extend(e.dst for e in self.cfg.succs[blk])
+        return False
 
     def _count_down(self, h: Block, arg_adj: list[SSAValue | None]) -> None:
         """Reverse of a counted loop header: iteration 0 leaves through the entry

@@ -3,7 +3,8 @@
    cannot wrap), next to loops where that is not allowed. Each function is checked against
    central finite differences:
    - triangular: the inner loop starts where the outer one is (GMM's Q x), with a running
-                 pointer into the packed lower triangle;
+                 pointer into the packed lower triangle; whether the inner loop ran is
+                 rebuilt from the outer loop's branch, not recorded;
    - countdown:  int induction variables counting down to zero, inner bound from the outer;
    - unsigned_ne: an unsigned loop with a != test from a run-time start;
    - do_once:    a do-while whose start is at or past its bound in some runs (one pass);
