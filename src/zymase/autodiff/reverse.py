@@ -40,6 +40,7 @@ from zymase.analysis.memory import memory_kind
 from zymase.autodiff.flavor import Emitter
 from zymase.autodiff.memory import ShadowCode
 from zymase.autodiff.names import ABANDONED
+from zymase.transforms.inline import hoist_allocas
 from zymase.autodiff.forwarding import StoreForwarding
 from zymase.autodiff.tape import IndexedCaches, MinCutRecompute, explain_tape
 from zymase.ir import Block, BlockArgument, IntegerAttr, IntegerType, Operation, SSAValue, StringAttr, i8, i32, i64, llvm
@@ -183,7 +184,11 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
             self.cells[v] = self.E.v(ez.InitOp(ez.GradientType(v.type)))
         fwd_entry.add_op(flavor.br(self.bmap[orig_entry], primal_args))
         self._entry_branch = fwd_entry.last_op
-        self._hoist_entry_allocas(self.bmap[orig_entry], fwd_entry)
+        if flavor.name == "llvm":
+            # the copy of the primal's entry runs once, right after this entry; once
+            # this derivative is inlined into a loop (a callee's), allocas left there
+            # would be dynamic
+            hoist_allocas(self.bmap[orig_entry], fwd_entry)
         # Each counted loop tapes its iteration count once per run, on every exit
         # edge, unless the reverse sweep can compute it (see _exact_count).
         for h, info in self.counted.items():
@@ -222,27 +227,6 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
         for b in reversed(list(region.blocks)):
             if b in self.rev:
                 self._reverse_block(b, orig_entry)
-
-    def _hoist_entry_allocas(self, body_entry: Block, fwd_entry: Block) -> None:
-        """Move the fixed-size allocas of the primal's entry block (its copy runs once,
-        right after the derivative's own entry) into that entry. LLVM treats an alloca
-        outside the entry block as dynamic: once this derivative is inlined into a loop
-        (a callee's), each iteration would take stack space it never gives back."""
-        if self.flavor.name != "llvm":
-            return
-        anchor = fwd_entry.last_op
-        for op in list(body_entry.ops):
-            if not isinstance(op, llvm.AllocaOp):
-                continue
-            size = op.operands[0]
-            if isinstance(size, BlockArgument) or not self.flavor.is_constant(size.owner):
-                continue
-            if size.owner.parent_block() is body_entry:
-                const = size.owner.clone()
-                fwd_entry.insert_op_before(const, anchor)
-                op.operands = [const.results[0]]
-            op.detach()
-            fwd_entry.insert_op_before(op, anchor)
 
     def _return_abandoned(self, stop: Operation, orig_entry: Block) -> None:
         """The forward copy of an abandoned return (see autodiff.names.ABANDON): the derivative

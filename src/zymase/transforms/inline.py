@@ -55,7 +55,7 @@ def inline_call(call: Operation, callee: Operation) -> None:
     # The callee's blocks, between the call's block and the continuation.
     body = callee.body.clone()
     new_blocks = [body.detach_block(b) for b in list(body.blocks)]
-    _allocas_to_entry(new_blocks[0], region.blocks[0])
+    hoist_allocas(new_blocks[0], region.blocks[0])
     region.insert_block_after(new_blocks, block)
     for b in new_blocks:
         term = b.last_op
@@ -73,18 +73,19 @@ def inline_call(call: Operation, callee: Operation) -> None:
     block.erase_op(call)
 
 
-def _allocas_to_entry(callee_entry: Block, entry: Block) -> None:
-    """Move the callee's fixed-size allocas to the start of the caller's entry block.
-    Left where the call was, inside a loop, each would be a dynamic alloca taking new
-    stack space on every iteration (and overflow the stack on long loops)."""
+def hoist_allocas(block: Block, entry: Block) -> None:
+    """Move the fixed-size allocas of ``block`` (which runs at most once per call: a
+    callee's entry, being inlined) to the start of the function's ``entry`` block. LLVM
+    treats an alloca anywhere else as dynamic: inside a loop, each iteration would take
+    new stack space and never give it back (and overflow the stack on long loops)."""
     first = entry.first_op
-    for op in list(callee_entry.ops):
+    for op in list(block.ops):
         if not isinstance(op, llvm.AllocaOp):
             continue
         size = op.operands[0]
         if isinstance(size, BlockArgument) or not isinstance(size.owner, llvm.ConstantOp):
             continue
-        if size.owner.parent_block() is callee_entry:
+        if size.owner.parent_block() is block:
             const = size.owner.clone()
             entry.insert_op_before(const, first)
             op.operands = [const.results[0]]
