@@ -17,7 +17,8 @@ from zymase.ir import ModuleOp, llvm as L
 from zymase.llvm.reader import read_llvm_ir
 
 
-def _loop(ir: str):
+def _loop_and_exits(ir: str):
+    """The trip count of the one loop in ``ir``, and the loop's exit edges."""
     module: ModuleOp = read_llvm_ir(ir)
     fop = next(op for op in module.body.block.ops if isinstance(op, L.FuncOp) and op.body.blocks)
     cfg = CFG.build(fop.body)
@@ -25,7 +26,12 @@ def _loop(ir: str):
     preds = cfg.preds[header]
     [entry] = [e for e in preds if e.src not in body]
     [latch] = [e for e in preds if e.src in body]
-    return trip_count(cfg, header, body, entry, latch, LLVMFlavor().successor_operands)
+    exits = [e for b in body for e in cfg.succs[b] if e.dst not in body]
+    return trip_count(cfg, header, body, entry, latch, LLVMFlavor().successor_operands), exits
+
+
+def _loop(ir: str):
+    return _loop_and_exits(ir)[0]
 
 
 ROTATED = """
@@ -199,3 +205,45 @@ def test_uncountable_loop_uses_the_stack():
     names = _reverse_ops(DIFF.format(pred="olt", lhs="double %s2", rhs="100.0").replace("icmp olt", "fcmp olt"))
     assert "enzyme.cache_store" not in names
     assert "enzyme.push" in names and "enzyme.pop" in names
+
+
+@pytest.mark.parametrize(
+    "step, pred, exact",
+    [
+        ("add nuw nsw i64 %i, 1", "eq", True),   # != with either no-wrap flag
+        ("add nuw i64 %i, 1", "eq", True),
+        ("add i64 %i, 1", "eq", False),          # may wrap around: the count is only a bound
+        ("add nsw i64 %i, 1", "slt", True),      # signed test, signed no-wrap
+        ("add nuw i64 %i, 1", "slt", False),     # signed test, only unsigned no-wrap
+        ("add nuw i64 %i, 1", "ult", True),
+        ("add nsw i64 %i, 2", "slt", False),     # steps by two
+    ],
+)
+def test_exact_counts_need_one_exit_a_unit_step_and_no_wrap(step, pred, exact):
+    ir = ROTATED.format(init="0", step=step, pred=pred,
+                        taken="%exit" if pred == "eq" else "%loop", other="%loop" if pred == "eq" else "%exit")
+    tc, exits = _loop_and_exits(ir)
+    assert tc is not None and tc.exact(exits) is exact
+
+
+def test_a_second_exit_makes_the_count_a_bound_only():
+    ir = """
+define void @f(ptr %p, i64 %n) {
+entry:
+  br label %loop
+loop:
+  %i = phi i64 [ 0, %entry ], [ %next, %latch ]
+  %a = getelementptr double, ptr %p, i64 %i
+  %v = load double, ptr %a
+  %stop = fcmp ogt double %v, 1.0
+  br i1 %stop, label %exit, label %latch
+latch:
+  %next = add nuw nsw i64 %i, 1
+  %c = icmp slt i64 %next, %n
+  br i1 %c, label %loop, label %exit
+exit:
+  ret void
+}
+"""
+    tc, exits = _loop_and_exits(ir)
+    assert tc is not None and len(exits) == 2 and not tc.exact(exits)
