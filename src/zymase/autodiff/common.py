@@ -98,7 +98,9 @@ class Context:
 
 
 def mark_shadow_args(fn: Operation, positions: Sequence[int]) -> None:
-    if positions:
+    """Record SHADOW_ARGS on an LLVM-dialect function (the only kind alias_scopes
+    annotates; MLIR output carries no such attribute)."""
+    if positions and isinstance(fn, llvm.FuncOp):
         fn.attributes[SHADOW_ARGS] = ArrayAttr([IntegerAttr(i, 64) for i in positions])
 
 

@@ -9,9 +9,11 @@ Layout of the generated function ``G``::
                                      which edge was taken, pushed on a cache
     ^fwd.exit                        seeds the adjoints of returned values; br ^rev.exit
     ^rev.B ...                       one block per primal block, ops in reverse order;
-                                     ends by popping the edge index and branching to
-                                     the edge block that routes block-argument adjoints
-                                     to the operands of that edge, then to ^rev.pred
+                                     ends by popping the edge index (or rebuilding it
+                                     from a branch condition, or counting a loop's
+                                     iterations down) and branching to the edge block
+                                     that routes block-argument adjoints to the operands
+                                     of that edge, then to ^rev.pred
     ^rev.B0                          returns the primal results and the derivatives
 
 Adjoints of values used only in their own block live in SSA values; the others in
@@ -19,8 +21,10 @@ Adjoints of values used only in their own block live in SSA values; the others i
 zeroed after use when their block is in a loop. A primal value the reverse sweep
 needs is read directly when it is computed once and dominates the exit, rematerialized
 when it is a constant, and otherwise pushed on an ``!enzyme.Cache<T>`` at the end of
-the forward block that needs it and popped at the start of its reverse block. Later
-cleanups turn these generic ops into plain SSA and memory (see transforms/).
+the forward block that needs it and popped at the start of its reverse block (tape.py
+and forwarding.py keep most values cheaper than that). Returns marked abandoned
+(names.ABANDON) return at once, without a reverse sweep. Later cleanups turn these
+generic ops into plain SSA and memory (see transforms/).
 """
 
 from __future__ import annotations
