@@ -423,11 +423,19 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
             steps = list(op.operands[1:])  # one index: a constant, or a constant SSA value
         else:
             return None
-        if not all(self._is_constant_value(s) for s in steps):
-            return None
-        if not (self._available(init) or self._is_constant_value(init) or self._outside_inner_loop(init)):
+        # the step may be any value fixed during a run of the loop (``s += len``): the
+        # reverse sweep reads it once per run, like the start
+        if not all(self._fixed_per_run(s, info["body"]) for s in steps + [init]):
             return None
         return info, op, init
+
+    def _fixed_per_run(self, v: SSAValue, body: set[Block]) -> bool:
+        """A constant, or a value defined outside loop ``body`` that the reverse sweep
+        can get without a per-iteration tape of it."""
+        if self._is_constant_value(v):
+            return True
+        home = v.block if isinstance(v, BlockArgument) else v.owner.parent_block()
+        return home not in body and (self._available(v) or self._outside_inner_loop(v))
 
     def _shadow_steps_with(self, w: SSAValue, op: Operation, info) -> bool:
         """Whether the forward shadow phi ``w`` advances by the same GEP as its primal."""

@@ -8,7 +8,10 @@
    - countdown:  int induction variables counting down to zero, inner bound from the outer;
    - unsigned_ne: an unsigned loop with a != test from a run-time start;
    - do_once:    a do-while whose start is at or past its bound in some runs (one pass);
-   - early_exit: a counted loop that also breaks on the data (its count must be taped).
+   - early_exit: a counted loop that also breaks on the data (its count must be taped);
+   - strided:    loops stepping by a run-time amount (a butterfly network's s += len, a
+                 pointer moving by a row), whose induction variables are rebuilt from the
+                 iteration number rather than taped.
    Sizes come from argc, so no trip count is a compile-time constant. */
 #include <math.h>
 #include <stdio.h>
@@ -87,6 +90,28 @@ __attribute__((noinline)) static double early_exit(const double *a, const double
     return total;
 }
 
+__attribute__((noinline)) static double strided(const double *a, const double *x, int n, int d) {
+    int m = n * d;
+    double *y = malloc(m * sizeof(double));
+    for (int i = 0; i < m; i++) y[i] = x[i];
+    for (int len = 2; len <= m; len *= 2) {
+        int half = len / 2;
+        for (int k = 0; k < half; k++) {
+            double w = a[k % d];
+            for (int s = 0; s + k + half < m; s += len) {
+                int i = s + k, j = i + half;
+                double t = y[j] * w;
+                y[j] = y[i] - t;
+                y[i] = sin(y[i]) + t;
+            }
+        }
+    }
+    double total = 0.0;
+    for (const double *row = y + 1; row < y + m; row += d) total += row[0] * row[0] * a[1];
+    free(y);
+    return total;
+}
+
 typedef double (*objective)(const double *, const double *, int, int);
 
 /* checks grad[0..count) against central differences of f(a, x) in the entries of vary */
@@ -143,6 +168,7 @@ int main(int argc, char **argv) {
     RUN(unsigned_ne, n, d, d);
     RUN(do_once, n, d, d);
     RUN(early_exit, n, d, d);
+    RUN(strided, n, d, d);
     printf("%d failures\n", failures);
     return failures != 0;
 }
