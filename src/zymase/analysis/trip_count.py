@@ -8,8 +8,8 @@ block executed by every iteration, runs its header at most ``N`` times, where ``
 is computable from ``init`` and the bound alone. Reverse mode sizes a loop's caches
 with ``N`` (one slot per header execution) instead of growing a stack.
 
-This module only recognizes the pattern (:func:`trip_count`); emitting the
-arithmetic for ``N`` is the caller's job (:class:`TripCount` says what to compute).
+:func:`trip_count` recognizes the pattern; :func:`emit_trip_count` builds the
+arithmetic for ``N`` where a caller needs it.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from zymase.analysis.cfg import CFG, Edge
-from zymase.ir import Block, BlockArgument, IntegerAttr, IntegerType, SSAValue, llvm
+from zymase.ir import Block, BlockArgument, IntegerAttr, IntegerType, SSAValue, i64, llvm
+from zymase.ir import llvm_ext
 from zymase.ir.llvm_ext import NSW, NUW, overflow_bits
 
 # llvm.icmp predicate numbers (MLIR's LLVM dialect).
@@ -169,3 +170,31 @@ def _shape(pred: int, step: int) -> bool | None:
     if step > 0:
         return {SLT: False, ULT: False, SLE: True, ULE: True}.get(pred)
     return {SGT: False, UGT: False, SGE: True, UGE: True}.get(pred)
+
+
+def emit_trip_count(E, tc: TripCount, value) -> SSAValue:
+    """Emit ``N`` of ``tc`` as an i64 with emitter ``E`` (a flavor.Emitter), from the
+    values ``value(v)`` gives for its operands."""
+
+    def wide(v: SSAValue) -> SSAValue:
+        v = value(v)
+        if v.type == i64:
+            return v
+        return E.v(llvm.ZExtOp(v, i64) if tc.unsigned else llvm.SExtOp(v, i64))
+
+    def const(n: int) -> SSAValue:
+        return E.v(llvm.ConstantOp(IntegerAttr(n, i64), i64))
+
+    init, bound = wide(tc.init), wide(tc.bound)
+    d = E.v(llvm.SubOp(bound, init) if tc.step > 0 else llvm.SubOp(init, bound))
+    s = abs(tc.step)
+    if tc.inclusive:
+        q = d if s == 1 else E.v(llvm.SDivOp(d, const(s)))
+        passes = E.v(llvm.AddOp(q, const(1 - tc.offset)))
+    else:
+        q = d if s == 1 else E.v(llvm.SDivOp(E.v(llvm.AddOp(d, const(s - 1))), const(s)))
+        passes = q if tc.offset == 0 else E.v(llvm.SubOp(q, const(tc.offset)))
+    zero = const(0)
+    positive = E.v(llvm_ext.ICmpOp(zero, passes, IntegerAttr(SLT, i64)))
+    clamped = E.v(llvm_ext.SelectOp(positive, passes, zero))
+    return E.v(llvm.AddOp(clamped, const(1)))

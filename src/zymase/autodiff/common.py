@@ -124,6 +124,10 @@ def prepare(ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts
             lambda call, callee: any(is_pointer(v) for v in (*call.operands, *call.results))
             or ctx.writes_memory(callee),
         )
+        # boundary iterations peeled off loops: affine addresses in the middle loop
+        from zymase.transforms.peel import peel_boundary_iterations
+
+        peel_boundary_iterations(region, flavor, ctx.module)
     returns = [b.last_op for b in region.blocks if b.last_op is not None and flavor.is_return(b.last_op)]
     if abandon and flavor.name == "llvm":
         returns = _abandon_failed_returns(region, returns)

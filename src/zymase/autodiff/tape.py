@@ -26,7 +26,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 
-from zymase.analysis.trip_count import SLT, TripCount, constant_int, trip_count
+from zymase.analysis.trip_count import TripCount, constant_int, emit_trip_count, trip_count
 from zymase.ir import Block, BlockArgument, IntegerAttr, IntegerType, Operation, SSAValue, i64, llvm, location_of
 from zymase.ir import enzyme as ez
 from zymase.ir import llvm_ext
@@ -142,31 +142,7 @@ class IndexedCaches:
     def _emit_trip_count(self, tc: TripCount, value=None) -> SSAValue:
         """``N`` of ``tc`` (see TripCount), from the values ``value`` gives for its
         operands: by default their forward copies."""
-        E = self.E
-        value = value or self._forward_value
-
-        def wide(v: SSAValue) -> SSAValue:
-            v = value(v)
-            if v.type == i64:
-                return v
-            return E.v(llvm.ZExtOp(v, i64) if tc.unsigned else llvm.SExtOp(v, i64))
-
-        def const(n: int) -> SSAValue:
-            return E.v(llvm.ConstantOp(IntegerAttr(n, i64), i64))
-
-        init, bound = wide(tc.init), wide(tc.bound)
-        d = E.v(llvm.SubOp(bound, init) if tc.step > 0 else llvm.SubOp(init, bound))
-        s = abs(tc.step)
-        if tc.inclusive:
-            q = d if s == 1 else E.v(llvm.SDivOp(d, const(s)))
-            passes = E.v(llvm.AddOp(q, const(1 - tc.offset)))
-        else:
-            q = d if s == 1 else E.v(llvm.SDivOp(E.v(llvm.AddOp(d, const(s - 1))), const(s)))
-            passes = q if tc.offset == 0 else E.v(llvm.SubOp(q, const(tc.offset)))
-        zero = const(0)
-        positive = E.v(llvm_ext.ICmpOp(zero, passes, IntegerAttr(SLT, i64)))
-        clamped = E.v(llvm_ext.SelectOp(positive, passes, zero))
-        return E.v(llvm.AddOp(clamped, const(1)))
+        return emit_trip_count(self.E, tc, value or self._forward_value)
 
     def _linear_index(self, nest: LoopNest, offset: SSAValue, ks: list[SSAValue], counts: list[SSAValue]) -> SSAValue:
         """``offset + ((k_m * N_{m-1} + k_{m-1}) * N_{m-2} + ...) * N_0 + k_0``."""

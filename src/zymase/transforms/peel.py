@@ -1,0 +1,436 @@
+"""Peel a loop's first and last iterations when that makes the compares of its
+induction variables constant in the iterations between.
+
+Boundary conditions are compares of the index: a stencil's ``u[i - 1] if i > 0 else
+u[i]`` becomes a load through ``select(i == 0, &u[0], &u[i - 1])``. Such a load is
+not consecutive, so the derivative's forward sweep does not vectorize, and the reverse
+sweep accumulates its adjoint into a select-chosen shadow address, with the compares
+and selects rebuilt in every reverse iteration. Between the first and the last few
+iterations each compare has one known value: with those iterations peeled off, the
+middle loop's selects fold away and its addresses are affine. (LLVM peels the first
+iterations for this, not the last ones, and only when unrolling is on, which the
+pre-AD pipeline leaves off.)
+
+What is peeled, so that the copies stay exact:
+
+* a loop of one block (its own latch) entered by one edge, leaving by one exit edge,
+  with an exact trip count ``N`` (analysis/trip_count);
+* values of the loop used after it reach their uses through a new exit block that
+  takes them as arguments, so that each copy can pass its own;
+* a compare is decided when one side is an induction variable stepping by one without
+  wrapping (the no-wrap flag of the trip count's signedness) and the other is
+  loop-invariant, and their difference at the first (last) middle iteration is a
+  constant that the monotone induction variable only moves away from;
+* at most two iterations at each end. A run-time guard ``N >= first + last + 1``
+  keeps the original loop for shorter runs.
+
+Shape after the transform: guard -> first copies -> middle loop (a new counter runs
+its ``N - first - last`` iterations; the decided compares are constants and the
+selects on them are folded) -> last copies -> the loop's exit. It runs on the copy
+of a function body that AD differentiates (:func:`zymase.autodiff.common.prepare`),
+not on the primal function itself. ``ZYMASE_NO_PEEL=1`` turns it off (for A/B
+measurements).
+"""
+
+from __future__ import annotations
+
+import os
+
+from zymase.analysis.cfg import CFG, Edge
+from zymase.analysis.trip_count import (
+    EQ, NE, SGE, SGT, SLE, SLT, UGE, UGT, ULE, ULT, UNSIGNED, TripCount, constant_int, emit_trip_count, trip_count,
+)
+from zymase.ir import Block, BlockArgument, IntegerAttr, IntegerType, Operation, Region, SSAValue, i64, llvm
+from zymase.ir import llvm_ext
+from zymase.ir.llvm_ext import NSW, NUW, overflow_bits
+
+MAX_PEEL = 2
+"""Iterations peeled at most at each end."""
+
+MAX_BODY_OPS = 400
+"""Larger loop bodies are left alone: each peeled iteration copies the body."""
+
+_AS_SIGNED = {ULT: SLT, ULE: SLE, UGT: SGT, UGE: SGE}
+_SWAP = {EQ: EQ, NE: NE, SLT: SGT, SLE: SGE, SGT: SLT, SGE: SLE, ULT: UGT, ULE: UGE, UGT: ULT, UGE: ULE}
+
+# A linear form: constant + sum(coefficient * leaf) over SSA values.
+Linear = tuple[int, dict]
+
+
+def peel_boundary_iterations(region: Region, flavor, module: Operation) -> int:
+    """Peel the loops of ``region`` described in the module docstring; returns how
+    many were peeled."""
+    if os.environ.get("ZYMASE_NO_PEEL"):
+        return 0
+    done = 0
+    seen: set[Block] = set()  # loops already tried, and the loops peeling made
+    changed = True
+    while changed:
+        changed = False
+        cfg = CFG.build(region)
+        for header, body in cfg.natural_loops():
+            if body != {header} or header in seen:
+                continue
+            seen.add(header)
+            middle = _peel(cfg, region, header, flavor, module)
+            if middle is not None:
+                seen.add(middle)
+                done += 1
+                changed = True
+                break  # the CFG changed
+    return done
+
+
+def _defined_in(v: SSAValue, block: Block) -> bool:
+    return (v.block if isinstance(v, BlockArgument) else v.owner.parent_block()) is block
+
+
+def _invariant(v: SSAValue, block: Block) -> bool:
+    """A constant (the reader may place it in the loop) or a value from outside."""
+    return constant_int(v) is not None or not _defined_in(v, block)
+
+
+def _linear(v: SSAValue, flag: int, block: Block, depth: int = 0) -> Linear:
+    """``v``'s math value as a linear form over loop-invariant leaves: looks through
+    adds and subtracts that carry the no-wrap ``flag`` and through extensions that
+    keep the value (``sext`` and ``zext nneg`` for signed values, ``zext`` for
+    unsigned ones), so that ``zext(n - 1)`` and ``zext(n) - 1`` are the same form."""
+    c = constant_int(v)
+    if c is not None and abs(c) < 1 << 31 and (flag == NSW or c >= 0):
+        return c, {}  # (larger constants stay opaque: their sign depends on the width)
+    op = None if isinstance(v, BlockArgument) else v.owner
+    if depth < 8 and not _defined_in(v, block):
+        if isinstance(op, (llvm.AddOp, llvm.SubOp)) and overflow_bits(op) & flag:
+            a = _linear(op.operands[0], flag, block, depth + 1)
+            b = _linear(op.operands[1], flag, block, depth + 1)
+            return _combine(a, b, 1 if isinstance(op, llvm.AddOp) else -1)
+        if _keeps_value(op, flag):
+            return _linear(op.operands[0], flag, block, depth + 1)
+    return 0, {v: 1}
+
+
+def _keeps_value(op: Operation | None, flag: int) -> bool:
+    """An extension whose result has its operand's math value (signed for NSW)."""
+    if isinstance(op, llvm.ZExtOp):
+        return flag == NUW or "nonNeg" in op.properties
+    return isinstance(op, llvm.SExtOp) and flag == NSW
+
+
+def _nonnegative(loop: "_Loop", v: SSAValue, depth: int = 0) -> bool:
+    """``v`` is at least zero in every iteration: a constant, a ``zext``, or an
+    induction variable counting up from a non-negative start."""
+    c = constant_int(v)
+    if c is not None:
+        return c >= 0
+    op = None if isinstance(v, BlockArgument) else v.owner
+    if isinstance(op, llvm.ZExtOp):
+        return True
+    found = _induction(loop, v, raw=True)
+    return found is not None and found[1] > 0 and depth < 4 and _nonnegative(loop, found[0], depth + 1)
+
+
+def _combine(a: Linear, b: Linear, sign: int = 1) -> Linear:
+    terms = dict(a[1])
+    for k, c in b[1].items():
+        terms[k] = terms.get(k, 0) + sign * c
+    return a[0] + sign * b[0], {k: c for k, c in terms.items() if c}
+
+
+def _shift(a: Linear, by: int) -> Linear:
+    return a[0] + by, a[1]
+
+
+def _scaled(a: Linear, by: int) -> Linear:
+    return a[0] * by, {k: c * by for k, c in a[1].items()}
+
+
+def _value_on_half_line(pred: int, d: int, upward: bool) -> bool | None:
+    """The value of ``x PRED 0`` for every integer x in [d, inf) (``upward``) or
+    (-inf, d], or None when it is not the same for all of them."""
+    if pred in (EQ, NE):
+        if (upward and d >= 1) or (not upward and d <= -1):
+            return pred == NE
+        return None
+    strict = pred in (SLT, SGT, ULT, UGT)
+    below = pred in (SLT, SLE, ULT, ULE)  # true for x below the threshold
+
+    def holds(x: int) -> bool:
+        if below:
+            return x < 0 if strict else x <= 0
+        return x > 0 if strict else x >= 0
+
+    far = d + (1 << 40) if upward else d - (1 << 40)  # monotone predicate: the ends decide
+    return holds(d) if holds(d) == holds(far) else None
+
+
+class _Loop:
+    """A single-block loop ``h`` and what _peel needs to know about it."""
+
+    def __init__(self, cfg: CFG, h: Block, flavor):
+        self.h = h
+        term = h.last_op
+        self.ok = isinstance(term, llvm.CondBrOp) and h in term.successors and len(set(term.successors)) == 2
+        if not self.ok:
+            return
+        preds = cfg.preds[h]
+        entry = [e for e in preds if e.src is not h]
+        latch = [e for e in preds if e.src is h]
+        self.ok = len(entry) == 1 and len(latch) == 1 and len(preds) == 2
+        if not self.ok:
+            return
+        self.entry, self.latch = entry[0], latch[0]
+        self.cont_slot = latch[0].slot
+        self.exit_slot = 1 - self.cont_slot
+        self.exit = [e for e in cfg.succs[h] if e.dst is not h]
+        ops = flavor.successor_operands
+        self.tc: TripCount | None = trip_count(cfg, h, {h}, self.entry, self.latch, ops)
+        self.ok = self.tc is not None and self.tc.exact(self.exit) and len(h.ops) <= MAX_BODY_OPS
+        if not self.ok:
+            return
+        self.init_ops = ops(self.entry.src.last_op)[self.entry.slot]
+        self.next_ops = ops(term)[self.cont_slot]
+        self.flag = NUW if self.tc.unsigned else NSW
+
+
+def _induction(loop: _Loop, v: SSAValue, raw: bool = False):
+    """(linear form of the value at iteration k = 0, step) when ``v`` is a header
+    argument (or its next value) moving by +-1 without wrapping, else None. With
+    ``raw``: (the header argument's start value, step)."""
+    h = loop.h
+    for arg in h.args:
+        nxt = loop.next_ops[arg.index]
+        op = None if isinstance(nxt, BlockArgument) else nxt.owner
+        if not isinstance(arg.type, IntegerType) or not isinstance(op, (llvm.AddOp, llvm.SubOp)):
+            continue
+        if op.operands[0] is not arg or not overflow_bits(op) & loop.flag:
+            continue
+        step = constant_int(op.operands[1])
+        if step not in (1, -1):
+            continue
+        step = step if isinstance(op, llvm.AddOp) else -step
+        start = loop.init_ops[arg.index]
+        if _defined_in(start, h):
+            continue
+        if raw and (v is arg or v is nxt):
+            return start, step
+        if v is arg:
+            return _linear(start, loop.flag, h), step
+        if v is nxt:
+            return _shift(_linear(start, loop.flag, h), step), step
+    return None
+
+
+def _decide(loop: _Loop, cmp: Operation, count: Linear):
+    """For a compare in the loop: the cheapest (first, last) peel counts that make it
+    constant in the middle iterations, and that constant; None if no such."""
+    pred = cmp.predicate.value.data
+    lhs, rhs = cmp.operands
+    if pred in UNSIGNED and not loop.tc.unsigned:
+        # an unsigned compare of two values that are never negative is the signed one
+        if not (_nonnegative(loop, lhs) and _nonnegative(loop, rhs)):
+            return None
+        pred = _AS_SIGNED[pred]
+    elif (pred in UNSIGNED) != loop.tc.unsigned and pred not in (EQ, NE):
+        return None
+    if not _invariant(rhs, loop.h):
+        lhs, rhs, pred = rhs, lhs, _SWAP[pred]
+    if not _invariant(rhs, loop.h):
+        return None
+    found = _induction(loop, lhs)
+    if found is None:
+        return None
+    start, step = found
+    bound = _linear(rhs, loop.flag, loop.h)
+    options = []
+    for n in range(1, MAX_PEEL + 1):
+        options.append(((n, 0), _shift(start, step * n), step > 0))  # first middle iteration
+        last = _combine(start, _scaled(_shift(count, -1 - n), step))  # last middle iteration
+        options.append(((0, n), last, step < 0))
+    for peel, at, upward in options:
+        diff = _combine(at, bound, -1)
+        if diff[1]:
+            continue  # not a constant
+        value = _value_on_half_line(pred, diff[0], upward)
+        if value is not None:
+            return peel, value
+    return None
+
+
+def _count_form(loop: _Loop) -> Linear:
+    tc = loop.tc
+    init, bound = _linear(tc.init, loop.flag, loop.h), _linear(tc.bound, loop.flag, loop.h)
+    d = _combine(bound, init, -1) if tc.step > 0 else _combine(init, bound, -1)
+    passes = _shift(d, (1 if tc.inclusive else 0) - tc.offset)
+    return _shift(passes, 1)
+
+
+def _peel(cfg: CFG, region: Region, h: Block, flavor, module) -> Block | None:
+    """Peel loop ``h`` if that decides some of its compares; returns the middle loop."""
+    loop = _Loop(cfg, h, flavor)
+    if not loop.ok:
+        return None
+    count = _count_form(loop)
+    decided: dict[Operation, bool] = {}
+    first = last = 0
+    for op in h.ops:
+        if isinstance(op, llvm.ICmpOp) and not all(u.operation is h.last_op for u in op.results[0].uses):
+            found = _decide(loop, op, count)
+            if found is not None:
+                (p, q), value = found
+                decided[op] = value
+                first, last = max(first, p), max(last, q)
+    if not decided:
+        return None
+    used_after = _used_after(h)
+    if used_after:
+        _route_exit_through_join(region, loop, used_after, flavor)
+    return _rewrite(region, loop, decided, first, last, flavor, module)
+
+
+def _used_after(h: Block) -> list[SSAValue]:
+    """The values of ``h`` used in other blocks (after the loop: ``h`` is the only
+    block of the loop)."""
+    out = []
+    for v in [*h.args, *(r for op in h.ops for r in op.results)]:
+        if any(u.operation.parent_block() is not h for u in v.uses):
+            out.append(v)
+    return out
+
+
+def _route_exit_through_join(region: Region, loop: _Loop, used_after: list[SSAValue], flavor) -> None:
+    """Give the loop one exit block that receives the values used after it as
+    arguments (their uses now read those): the peeled copies then pass their own."""
+    h, term = loop.h, loop.h.last_op
+    exit_block = term.successors[loop.exit_slot]
+    ops = flavor.successor_operands(term)
+    join = Block(arg_types=[v.type for v in ops[loop.exit_slot]] + [v.type for v in used_after])
+    n = len(ops[loop.exit_slot])
+    for v, arg in zip(used_after, join.args[n:]):
+        for use in list(v.uses):
+            if use.operation.parent_block() is not h:
+                use.operation.operands = [arg if o is v else o for o in use.operation.operands]
+    br = llvm.BrOp(exit_block, *join.args[:n])
+    br.location = term.location
+    join.add_op(br)
+    ops[loop.exit_slot] = ops[loop.exit_slot] + used_after
+    new = flavor.rebuild_terminator(term, ops)
+    new.successors = [join if j == loop.exit_slot else b for j, b in enumerate(term.successors)]
+    h.insert_op_before(new, term)
+    h.erase_op(term)
+    region.insert_block_after(join, h)
+
+
+def _copy(h: Block) -> tuple[Block, dict]:
+    """A copy of ``h`` without its terminator, and the value map (old -> new)."""
+    new = Block(arg_types=[a.type for a in h.args])
+    vmap: dict[SSAValue, SSAValue] = dict(zip(h.args, new.args))
+    for op in h.ops:
+        if op is h.last_op:
+            break
+        new.add_op(op.clone(value_mapper=vmap))
+    return new, vmap
+
+
+def _rewrite(region: Region, loop: _Loop, decided: dict, first: int, last: int, flavor, module) -> Block:
+    from zymase.autodiff.flavor import Emitter
+
+    h, term = loop.h, loop.h.last_op
+    loc = term.location
+
+    def mapped(vmap, values):
+        return [vmap.get(v, v) for v in values]
+
+    exit_block = term.successors[loop.exit_slot]
+    exit_ops = flavor.successor_operands(term)[loop.exit_slot]
+
+    def jump(block: Block, dest: Block, args) -> None:
+        br = llvm.BrOp(dest, *args)
+        br.location = loc
+        block.add_op(br)
+
+    # guard: N >= first + last + 1 runs the peeled copies, else the original loop
+    guard = Block(arg_types=[a.type for a in h.args])
+    E = Emitter(flavor, module).at_end(guard)
+
+    def outside(v: SSAValue) -> SSAValue:
+        # a constant bound may sit in the loop block, which the guard comes before
+        return E.v(v.owner.clone()) if _defined_in(v, h) else v
+
+    n = emit_trip_count(E, loop.tc, outside)
+    need = E.iconst(first + last + 1, i64)
+    enough = E.v(llvm_ext.ICmpOp(n, need, IntegerAttr(SGE, i64)))
+    middle_count = E.v(llvm.SubOp(n, E.iconst(first + last, i64)))
+
+    prologue = [_copy(h) for _ in range(first)]
+    middle, mmap = _copy(h)
+    epilogue = [_copy(h) for _ in range(last)]
+    k = middle.insert_arg(i64, len(middle.args))
+
+    zero = E.iconst(0, i64)
+    start = list(guard.args)
+    target = prologue[0][0] if first else middle
+    args = start if first else start + [zero]
+    br = llvm.CondBrOp(enough, target, args, h, start)
+    br.location = loc
+    guard.add_op(br)
+    for op in guard.ops:
+        op.location = loc
+
+    # with N exact and at least first + last + 1, the first copies always go on and
+    # the last copy always leaves: plain branches (no edge for AD to record)
+    for i, (blk, vmap) in enumerate(prologue):
+        nxt = mapped(vmap, loop.next_ops)
+        if i + 1 < first:
+            jump(blk, prologue[i + 1][0], nxt)
+        else:
+            jump(blk, middle, nxt + [zero])
+
+    # middle: the decided compares are constants, selects on them folded; a counter
+    # runs it N - first - last times
+    for cmp, value in decided.items():
+        new_cmp = mmap[cmp.results[0]]
+        owner = new_cmp.owner
+        const = llvm.ConstantOp(IntegerAttr(1 if value else 0, IntegerType(1)), IntegerType(1))
+        middle.insert_op_before(const, middle.first_op)
+        for use in list(new_cmp.uses):
+            user = use.operation
+            if isinstance(user, llvm.SelectOp) and use.index == 0:
+                user.results[0].replace_all_uses_with(user.operands[1] if value else user.operands[2])
+                middle.erase_op(user)
+            else:
+                user.operands = [const.results[0] if o is new_cmp else o for o in user.operands]
+        if not owner.results[0].uses:
+            middle.erase_op(owner)
+    Em = Emitter(flavor, module).at_end(middle)
+    k1 = Em.v(llvm.AddOp(k, Em.iconst(1, i64), overflow=IntegerAttr(NSW, IntegerType(32))))
+    again = Em.v(llvm_ext.ICmpOp(k1, middle_count, IntegerAttr(SLT, i64)))
+    m_next = mapped(mmap, loop.next_ops)
+    if last:
+        after, after_args = epilogue[0][0], m_next
+    else:
+        after, after_args = exit_block, mapped(mmap, exit_ops)
+    br = llvm.CondBrOp(again, middle, m_next + [k1], after, after_args)
+    br.location = loc
+    middle.add_op(br)
+    old_test = mmap.get(term.cond)
+    if old_test is not None and not isinstance(old_test, BlockArgument) and not old_test.uses:
+        middle.erase_op(old_test.owner)  # the counter decides instead
+
+    for i, (blk, vmap) in enumerate(epilogue):
+        if i + 1 < last:
+            jump(blk, epilogue[i + 1][0], mapped(vmap, loop.next_ops))
+        else:
+            jump(blk, exit_block, mapped(vmap, exit_ops))
+
+    # the entry edge now goes to the guard
+    src = loop.entry.src
+    ops = flavor.successor_operands(src.last_op)
+    old = src.last_op
+    new_term = flavor.rebuild_terminator(old, ops)
+    new_term.successors = [guard if s is h and j == loop.entry.slot else s for j, s in enumerate(old.successors)]
+    src.insert_op_before(new_term, old)
+    src.erase_op(old)
+
+    blocks = [guard] + [b for b, _ in prologue] + [middle] + [b for b, _ in epilogue]
+    region.insert_block_after(blocks, h)
+    return middle

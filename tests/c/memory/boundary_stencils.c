@@ -1,0 +1,130 @@
+/* Loops whose boundary iterations AD peels off (transforms/peel.py), so that the compares
+   of the index are constants in the middle loop; each function is checked against central
+   finite differences:
+   - kpp:        Fisher-KPP by explicit Euler, zero-flux ends written as i > 0 ? u[i-1] : u[i]
+                 and i < n-1 ? u[i+1] : u[i], two arrays swapped each step;
+   - first_case: an i == 0 special case, and a sum that is used after the loop;
+   - last_two:   a compare true only in the last two iterations (i >= n - 2);
+   - countdown:  a loop counting down whose right neighbour is absent at the top end;
+   - unsigned_i: an unsigned index compared with an unsigned bound.
+   Sizes come from argc, so no trip count is a compile-time constant, and the smallest
+   runs are shorter than the peeled iterations (the original loop runs them). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern void __enzyme_autodiff(void *, ...);
+extern int enzyme_const, enzyme_dup;
+
+static int failures;
+
+static void check(const char *what, int at, double got, double want, double tol) {
+    double scale = fabs(want) > 1.0 ? fabs(want) : 1.0;
+    int ok = fabs(got - want) <= tol * scale;
+    failures += !ok;
+    printf("%-4s %-12s[%2d] got %-24.17g want %-24.17g tol %.0e\n", ok ? "ok" : "FAIL", what, at, got, want, tol);
+}
+
+__attribute__((noinline)) static double kpp(const double *p, const double *x, int n) {
+    double *u = malloc(n * sizeof(double)), *v = malloc(n * sizeof(double));
+    memcpy(u, x, n * sizeof(double));
+    double inv_dx2 = (double)n * n, D = p[0], r = p[1];
+    for (int s = 0; s < 7; s++) {
+        for (int i = 0; i < n; i++) {
+            double left = i > 0 ? u[i - 1] : u[i];
+            double right = i < n - 1 ? u[i + 1] : u[i];
+            double lap = (left - 2.0 * u[i] + right) * inv_dx2;
+            v[i] = u[i] + 1e-3 * (D * lap + r * u[i] * (1.0 - u[i]));
+        }
+        double *t = u;
+        u = v;
+        v = t;
+    }
+    double total = 0.0;
+    for (int i = 0; i < n; i++) total += (i + 1) * u[i];
+    free(u);
+    free(v);
+    return total;
+}
+
+__attribute__((noinline)) static double first_case(const double *p, const double *x, int n) {
+    double s = 0.0;
+    for (int i = 0; i < n; i++) {
+        double l = i == 0 ? p[0] : x[i - 1];
+        s += sin(l) * x[i] + p[1] * x[i] * x[i];
+    }
+    return s * s;
+}
+
+__attribute__((noinline)) static double last_two(const double *p, const double *x, int n) {
+    double s = 0.0;
+    for (int i = 0; i < n; i++) {
+        double w = i >= n - 2 ? p[0] : p[1];
+        s += w * cos(x[i]) * x[i];
+    }
+    return s;
+}
+
+__attribute__((noinline)) static double countdown(const double *p, const double *x, int n) {
+    double s = p[0];
+    for (int i = n - 1; i >= 0; i--) {
+        double right = i < n - 1 ? x[i + 1] : p[1];
+        s = s * 0.9 + x[i] * right;
+    }
+    return s * s;
+}
+
+__attribute__((noinline)) static double unsigned_i(const double *p, const double *x, int n) {
+    unsigned m = (unsigned)n;
+    double s = 0.0;
+    for (unsigned i = 0; i < m; i++) {
+        double next = i + 1 < m ? x[i + 1] : p[0];
+        s += exp(0.1 * x[i]) * next;
+    }
+    return s * p[1];
+}
+
+typedef double (*objective)(const double *, const double *, int);
+
+static void gradient_check(const char *name, objective f, double *p, double *x, int n, double *vary, int count,
+                           const double *grad) {
+    const double h = 1e-6;
+    for (int i = 0; i < count; i++) {
+        double keep = vary[i];
+        vary[i] = keep + h;
+        double up = f(p, x, n);
+        vary[i] = keep - h;
+        double dn = f(p, x, n);
+        vary[i] = keep;
+        check(name, i, grad[i], (up - dn) / (2 * h), 1e-6);
+    }
+}
+
+#define RUN(f, n)                                                                                            \
+    do {                                                                                                     \
+        double p[2] = {0.05, 2.0}, dp[2] = {0, 0};                                                           \
+        double *x = malloc((n) * sizeof(double)), *dx = calloc((n), sizeof(double));                         \
+        for (int i = 0; i < (n); i++) x[i] = 0.4 + 0.3 * sin(1.3 * i);                                       \
+        __enzyme_autodiff((void *)f, enzyme_dup, p, dp, enzyme_dup, x, dx, enzyme_const, (int)(n));          \
+        char xname[32];                                                                                      \
+        snprintf(xname, sizeof xname, "%s.x", #f);                                                           \
+        gradient_check(#f, f, p, x, (n), p, 2, dp);                                                          \
+        gradient_check(xname, f, p, x, (n), x, (n), dx);                                                     \
+        free(x), free(dx);                                                                                   \
+    } while (0)
+
+int main(int argc, char **argv) {
+    (void)argv;
+    int sizes[] = {1, 2, 3, 6 + argc}; /* below, at and above the peeled iterations */
+    for (int k = 0; k < 4; k++) {
+        int n = sizes[k];
+        RUN(kpp, n);
+        RUN(first_case, n);
+        RUN(last_two, n);
+        RUN(countdown, n);
+        RUN(unsigned_i, n);
+    }
+    printf("%d failures\n", failures);
+    return failures != 0;
+}

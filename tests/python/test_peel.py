@@ -1,0 +1,103 @@
+"""Peeling of boundary iterations before AD (zymase.transforms.peel): which loops are
+peeled, and what the middle loop looks like. The derivatives of peeled loops are checked
+against finite differences by tests/c/memory/boundary_stencils.c."""
+
+from __future__ import annotations
+
+import pytest
+
+from zymase.autodiff.flavor import LLVMFlavor
+from zymase.ir import llvm as L
+from zymase.llvm.reader import read_llvm_ir
+from zymase.transforms.peel import peel_boundary_iterations
+
+# for (i = 0; i < n; i++) v[i] = u[i > 0 ? i - 1 : i] + u[i < n - 1 ? i + 1 : i] ...; s is used after
+STENCIL = """
+define double @f(ptr %u, ptr %v, i64 %n, i64 %k) {{
+entry:
+  %go = icmp sgt i64 %n, 0
+  br i1 %go, label %pre, label %done
+pre:
+  %last = add nsw i64 %n, -1
+  br label %loop
+loop:
+  %i = phi i64 [ 0, %pre ], [ %next, %loop ]
+  %s = phi double [ 0.0, %pre ], [ %s2, %loop ]
+  %first = icmp {first_pred} i64 %i, {first_bound}
+  %il = add nsw i64 %i, -1
+  %li = select i1 %first, i64 %i, i64 %il
+  %pl = getelementptr double, ptr %u, i64 %li
+  %l = load double, ptr %pl
+  %inner = icmp slt i64 %i, %last
+  %ir = add nsw i64 %i, 1
+  %ri = select i1 %inner, i64 %ir, i64 %i
+  %pr = getelementptr double, ptr %u, i64 %ri
+  %r = load double, ptr %pr
+  %x = fadd double %l, %r
+  %pv = getelementptr double, ptr %v, i64 %i
+  store double %x, ptr %pv
+  %s2 = fadd double %s, %x
+  %next = add nuw nsw i64 %i, 1
+  %c = icmp slt i64 %next, %n
+  br i1 %c, label %loop, label %done
+done:
+  %res = phi double [ 0.0, %entry ], [ %s2, %loop ]
+  ret double %res
+}}
+"""
+
+
+def _peel(ir: str):
+    module = read_llvm_ir(ir)
+    fop = next(op for op in module.body.block.ops if isinstance(op, L.FuncOp) and op.body.blocks)
+    n = peel_boundary_iterations(fop.body, LLVMFlavor(), module)
+    fop.verify()
+    return n, fop
+
+
+def _selects_per_block(fop) -> list[int]:
+    return [sum(isinstance(op, L.SelectOp) for op in b.ops) for b in fop.body.blocks]
+
+
+def test_a_stencil_loop_loses_its_selects_in_the_middle():
+    n, fop = _peel(STENCIL.format(first_pred="eq", first_bound="0"))
+    assert n == 1
+    loops = [b for b in fop.body.blocks if any(s is b for s in b.last_op.successors)]
+    assert len(loops) == 2  # the original (for short runs) and the middle loop
+    original, middle = loops
+    assert sum(isinstance(op, L.SelectOp) for op in original.ops) == 2
+    assert sum(isinstance(op, L.SelectOp) for op in middle.ops) == 0
+    # one first and one last iteration peeled: two more copies of the two selects, and
+    # the guard's trip count clamps at zero with one more
+    assert sum(_selects_per_block(fop)) == 2 * 3 + 1
+    # the guard sends runs shorter than 3 iterations to the original loop
+    guards = [op for op in fop.walk() if isinstance(op, L.ICmpOp) and op.predicate.value.data == 5]  # sge
+    assert len(guards) == 1 and guards[0].operands[1].owner.value.value.data == 3
+
+
+@pytest.mark.parametrize(
+    "first_pred, first_bound, peeled",
+    [
+        ("eq", "0", True),
+        ("sle", "1", True),    # true for i = 0, 1: two first iterations
+        ("sle", "2", False),   # three: more than MAX_PEEL
+        ("eq", "%n", True),    # i < n, so i == n never holds
+        ("slt", "%k", False),  # a bound unrelated to the trip count
+    ],
+)
+def test_how_many_iterations_a_compare_needs(first_pred, first_bound, peeled):
+    n, fop = _peel(STENCIL.format(first_pred=first_pred, first_bound=first_bound))
+    # the i < n - 1 compare alone is always decided by one last iteration
+    assert n == 1
+    middle = [b for b in fop.body.blocks if any(s is b for s in b.last_op.successors)][-1]
+    assert (sum(isinstance(op, L.SelectOp) for op in middle.ops) == 0) is peeled
+
+
+def test_data_dependent_compares_and_inexact_counts_are_left_alone():
+    data = STENCIL.format(first_pred="eq", first_bound="0").replace(
+        "%inner = icmp slt i64 %i, %last", "%inner = fcmp olt double %s, 1.0").replace(
+        "%first = icmp eq i64 %i, 0", "%first = fcmp ogt double %s, 2.0")
+    assert _peel(data)[0] == 0
+    # no no-wrap flag on the increment: the trip count is only a bound
+    wraps = STENCIL.format(first_pred="eq", first_bound="0").replace("add nuw nsw i64 %i, 1", "add i64 %i, 1")
+    assert _peel(wraps)[0] == 0
