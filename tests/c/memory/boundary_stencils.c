@@ -7,6 +7,7 @@
    - last_two:   a compare true only in the last two iterations (i >= n - 2);
    - countdown:  a loop counting down whose right neighbour is absent at the top end;
    - unsigned_i: an unsigned index compared with an unsigned bound.
+   Reverse mode is checked entry by entry, forward mode along one direction.
    Sizes come from argc, so no trip count is a compile-time constant, and the smallest
    runs are shorter than the peeled iterations (the original loop runs them). */
 #include <math.h>
@@ -15,6 +16,7 @@
 #include <string.h>
 
 extern void __enzyme_autodiff(void *, ...);
+extern double __enzyme_fwddiff(void *, ...);
 extern int enzyme_const, enzyme_dup;
 
 static int failures;
@@ -111,6 +113,14 @@ static void gradient_check(const char *name, objective f, double *p, double *x, 
         snprintf(xname, sizeof xname, "%s.x", #f);                                                           \
         gradient_check(#f, f, p, x, (n), p, 2, dp);                                                          \
         gradient_check(xname, f, p, x, (n), x, (n), dx);                                                     \
+        double tp[2] = {0.3, -0.2}, *tx = malloc((n) * sizeof(double));                                      \
+        for (int i = 0; i < (n); i++) tx[i] = cos(0.9 * i);                                                  \
+        double fwd = __enzyme_fwddiff((void *)f, enzyme_dup, p, tp, enzyme_dup, x, tx, enzyme_const, (int)(n)); \
+        double want = 0.0;                                                                                   \
+        for (int i = 0; i < 2; i++) want += tp[i] * dp[i];                                                   \
+        for (int i = 0; i < (n); i++) want += tx[i] * dx[i];                                                 \
+        check(#f " fwd", 0, fwd, want, 1e-9);                                                                \
+        free(tx);                                                                                            \
         free(x), free(dx);                                                                                   \
     } while (0)
 
