@@ -24,9 +24,12 @@ def _recip_sqrt_one_minus_sq(E, x):
 FADD = R(lambda E, P, dy: dy, lambda E, P, dy: dy, name="fadd")
 FSUB = R(lambda E, P, dy: dy, lambda E, P, dy: E.neg(dy), name="fsub")
 FMUL = R(lambda E, P, dy: E.mul(dy, P.arg(1)), lambda E, P, dy: E.mul(P.arg(0), dy), name="fmul")
+# a / b: both adjoints scale by 1/b, one division (the same 1/b for both operands, and out
+# of the loop when b is loop-invariant: normalizing by a norm) instead of two per element;
+# the derivative moves by the rounding of 1/b only.
 FDIV = R(
-    lambda E, P, dy: E.div(dy, P.arg(1)),
-    lambda E, P, dy: E.neg(E.div(E.mul(dy, P.res()), P.arg(1))),
+    lambda E, P, dy: E.mul(dy, E.div(E.const_like(1.0, dy), P.arg(1))),
+    lambda E, P, dy: E.neg(E.mul(E.mul(dy, P.res()), E.div(E.const_like(1.0, dy), P.arg(1)))),
     name="fdiv",
 )
 FNEG = R(lambda E, P, dy: E.neg(dy), name="fneg")
