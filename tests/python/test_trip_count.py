@@ -184,14 +184,18 @@ declare double @__enzyme_autodiff(ptr, ...)
 """
 
 
-def _reverse_ops(ir: str) -> set[str]:
+def _differentiated(ir: str) -> ModuleOp:
     from zymase.llvm.markers import lower_markers
     from zymase.transforms.enzyme_pass import run_enzyme_pass
 
     module = read_llvm_ir(ir)
     assert lower_markers(module) == 1
     run_enzyme_pass(module)  # differentiate; the tape ops are not lowered yet
-    return {op.name for op in module.walk()}
+    return module
+
+
+def _reverse_ops(ir: str) -> set[str]:
+    return {op.name for op in _differentiated(ir).walk()}
 
 
 def test_counted_loop_uses_an_indexed_cache():
@@ -289,11 +293,6 @@ def test_induction_variables_with_a_run_time_step_are_rebuilt_not_taped():
     # i += stride and p = &p[stride]: the step is fixed during the loop, so the reverse
     # sweep computes i and p from the iteration number; what it pushes is the two
     # loaded values (needed by sin's derivative) and, once, the iteration count
-    from zymase.llvm.markers import lower_markers
-    from zymase.transforms.enzyme_pass import run_enzyme_pass
-
-    module = read_llvm_ir(STRIDED)
-    assert lower_markers(module) == 1
-    run_enzyme_pass(module)
+    module = _differentiated(STRIDED)
     pushed = sorted(str(op.operands[1].type) for op in module.walk() if op.name == "enzyme.push")
     assert pushed == ["f64", "f64", "i64"]
