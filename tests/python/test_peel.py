@@ -101,3 +101,16 @@ def test_data_dependent_compares_and_inexact_counts_are_left_alone():
     # no no-wrap flag on the increment: the trip count is only a bound
     wraps = STENCIL.format(first_pred="eq", first_bound="0").replace("add nuw nsw i64 %i, 1", "add i64 %i, 1")
     assert _peel(wraps)[0] == 0
+
+
+def test_an_exit_test_also_used_by_a_select_is_decided_in_the_middle():
+    # %c (i + 1 < n) is the exit test and also picks a value: true in all but the last
+    # iteration, so one last iteration is peeled and the middle loop's counter replaces it
+    ir = STENCIL.format(first_pred="eq", first_bound="0").replace(
+        "%s2 = fadd double %s, %x", "%keep = select i1 %c, double %x, double 0.0\n  %s2 = fadd double %s, %keep")
+    ir = ir.replace("  %next = add nuw nsw i64 %i, 1\n  %c = icmp slt i64 %next, %n\n", "")
+    ir = ir.replace("  %first = icmp", "  %next = add nuw nsw i64 %i, 1\n  %c = icmp slt i64 %next, %n\n  %first = icmp")
+    n, fop = _peel(ir)
+    assert n == 1
+    middle = [b for b in fop.body.blocks if any(s is b for s in b.last_op.successors)][-1]
+    assert sum(isinstance(op, L.SelectOp) for op in middle.ops) == 0

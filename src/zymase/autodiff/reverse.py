@@ -403,9 +403,10 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
 
     def _induction_step(self, v: SSAValue):
         """For a header argument ``v`` of a counted loop around the current block that
-        moves by a constant each iteration (``v + c``, ``v - c``, or a pointer
-        ``gep v[c]``) from a start value the reverse sweep can get without a
-        per-iteration tape: (info, next-value op, init). Otherwise None."""
+        moves by the same step each iteration (``v + c``, ``v - c``, or a pointer
+        ``gep v[c]``; ``c`` a constant or a value fixed during the loop's run) from a
+        start value the reverse sweep can get without a per-iteration tape: (info,
+        next-value op, init). Otherwise None."""
         if not isinstance(v, BlockArgument) or v.block not in self.counted:
             return None
         info = self.counted[v.block]

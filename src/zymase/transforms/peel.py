@@ -394,6 +394,8 @@ def _rewrite(region: Region, loop: _Loop, decided: dict, first: int, last: int, 
         middle.insert_op_before(const, middle.first_op)
         for use in list(new_cmp.uses):
             user = use.operation
+            if user.parent is None:
+                continue  # a select already folded (the compare was more than one operand)
             if isinstance(user, llvm.SelectOp) and use.index == 0:
                 user.results[0].replace_all_uses_with(user.operands[1] if value else user.operands[2])
                 middle.erase_op(user)
@@ -413,7 +415,10 @@ def _rewrite(region: Region, loop: _Loop, decided: dict, first: int, last: int, 
     br.location = loc
     middle.add_op(br)
     old_test = mmap.get(term.cond)
-    if old_test is not None and not isinstance(old_test, BlockArgument) and not old_test.uses:
+    if (
+        old_test is not None and not isinstance(old_test, BlockArgument) and not old_test.uses
+        and old_test.owner.parent is not None  # (not a decided compare, erased above)
+    ):
         middle.erase_op(old_test.owner)  # the counter decides instead
 
     for i, (blk, vmap) in enumerate(epilogue):
