@@ -23,7 +23,7 @@ from zymase.ir.llvm_ext import NSW, NUW, overflow_bits
 
 # llvm.icmp predicate numbers (MLIR's LLVM dialect).
 EQ, NE, SLT, SLE, SGT, SGE, ULT, ULE, UGT, UGE = range(10)
-_SWAPPED = {EQ: EQ, NE: NE, SLT: SGT, SLE: SGE, SGT: SLT, SGE: SLE, ULT: UGT, ULE: UGE, UGT: ULT, UGE: ULE}
+SWAPPED = {EQ: EQ, NE: NE, SLT: SGT, SLE: SGE, SGT: SLT, SGE: SLE, ULT: UGT, ULE: UGE, UGT: ULT, UGE: ULE}
 _NEGATED = {EQ: NE, NE: EQ, SLT: SGE, SLE: SGT, SGT: SLE, SGE: SLT, ULT: UGE, ULE: UGT, UGT: ULE, UGE: ULT}
 UNSIGNED = {ULT, ULE, UGT, UGE}
 
@@ -137,7 +137,7 @@ def _exit_test(cond: SSAValue, ivs, body: set[Block], *, continue_if_true: bool)
     lhs, rhs = cmp.operands
     if not continue_if_true:
         pred = _NEGATED[pred]
-    for iv_side, other, p in ((lhs, rhs, pred), (rhs, lhs, _SWAPPED[pred])):
+    for iv_side, other, p in ((lhs, rhs, pred), (rhs, lhs, SWAPPED[pred])):
         if not _invariant(other, body):
             continue
         inner, ext = _strip_ext(iv_side)

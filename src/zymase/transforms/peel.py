@@ -36,9 +36,9 @@ from __future__ import annotations
 
 import os
 
-from zymase.analysis.cfg import CFG, Edge
+from zymase.analysis.cfg import CFG
 from zymase.analysis.trip_count import (
-    EQ, NE, SGE, SGT, SLE, SLT, UGE, UGT, ULE, ULT, UNSIGNED, TripCount, constant_int, emit_trip_count, trip_count,
+    EQ, NE, SGE, SGT, SLE, SLT, SWAPPED, UGE, UGT, ULE, ULT, UNSIGNED, TripCount, constant_int, emit_trip_count, trip_count,
 )
 from zymase.ir import Block, BlockArgument, IntegerAttr, IntegerType, Operation, Region, SSAValue, i64, llvm
 from zymase.ir import llvm_ext
@@ -51,7 +51,6 @@ MAX_BODY_OPS = 400
 """Larger loop bodies are left alone: each peeled iteration copies the body."""
 
 _AS_SIGNED = {ULT: SLT, ULE: SLE, UGT: SGT, UGE: SGE}
-_SWAP = {EQ: EQ, NE: NE, SLT: SGT, SLE: SGE, SGT: SLT, SGE: SLE, ULT: UGT, ULE: UGE, UGT: ULT, UGE: ULE}
 
 # A linear form: constant + sum(coefficient * leaf) over SSA values.
 Linear = tuple[int, dict]
@@ -233,7 +232,7 @@ def _decide(loop: _Loop, cmp: Operation, count: Linear):
     elif (pred in UNSIGNED) != loop.tc.unsigned and pred not in (EQ, NE):
         return None
     if not _invariant(rhs, loop.h):
-        lhs, rhs, pred = rhs, lhs, _SWAP[pred]
+        lhs, rhs, pred = rhs, lhs, SWAPPED[pred]
     if not _invariant(rhs, loop.h):
         return None
     found = _induction(loop, lhs)
