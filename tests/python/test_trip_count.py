@@ -172,30 +172,36 @@ done:
   ret double %s2
 }}
 declare double @sin(double)
+"""
+
+
+def _differentiated(ir: str, constants: list[tuple[str, str]]) -> ModuleOp:
+    """``ir`` (a function ``@f(ptr %x, ...)``) with a caller that takes its gradient with
+    respect to ``x``; the other parameters, (type, name) each, are constant."""
+    from zymase.llvm.markers import lower_markers
+    from zymase.transforms.enzyme_pass import run_enzyme_pass
+
+    params = "".join(f", {t} {n}" for t, n in constants)
+    args = "".join(f", i32 %const, {t} {n}" for t, n in constants)
+    caller = f"""
 @enzyme_dup = external global i32
 @enzyme_const = external global i32
-define void @g(ptr %x, ptr %dx, i32 %n) {{
+define void @g(ptr %x, ptr %dx{params}) {{
   %dup = load i32, ptr @enzyme_dup
   %const = load i32, ptr @enzyme_const
-  %r = call double (ptr, ...) @__enzyme_autodiff(ptr @f, i32 %dup, ptr %x, ptr %dx, i32 %const, i32 %n, i32 %const, i32 %n)
+  %r = call double (ptr, ...) @__enzyme_autodiff(ptr @f, i32 %dup, ptr %x, ptr %dx{args})
   ret void
 }}
 declare double @__enzyme_autodiff(ptr, ...)
 """
-
-
-def _differentiated(ir: str) -> ModuleOp:
-    from zymase.llvm.markers import lower_markers
-    from zymase.transforms.enzyme_pass import run_enzyme_pass
-
-    module = read_llvm_ir(ir)
+    module = read_llvm_ir(ir + caller)
     assert lower_markers(module) == 1
     run_enzyme_pass(module)  # differentiate; the tape ops are not lowered yet
     return module
 
 
 def _reverse_ops(ir: str) -> set[str]:
-    return {op.name for op in _differentiated(ir).walk()}
+    return {op.name for op in _differentiated(ir, [("i32", "%n"), ("i32", "%m")]).walk()}
 
 
 def test_counted_loop_uses_an_indexed_cache():
@@ -277,15 +283,6 @@ done:
   ret double %s2
 }
 declare double @sin(double)
-@enzyme_dup = external global i32
-@enzyme_const = external global i32
-define void @g(ptr %x, ptr %dx, i64 %n, i64 %stride) {
-  %dup = load i32, ptr @enzyme_dup
-  %const = load i32, ptr @enzyme_const
-  %r = call double (ptr, ...) @__enzyme_autodiff(ptr @f, i32 %dup, ptr %x, ptr %dx, i32 %const, i64 %n, i32 %const, i64 %stride)
-  ret void
-}
-declare double @__enzyme_autodiff(ptr, ...)
 """
 
 
@@ -293,6 +290,6 @@ def test_induction_variables_with_a_run_time_step_are_rebuilt_not_taped():
     # i += stride and p = &p[stride]: the step is fixed during the loop, so the reverse
     # sweep computes i and p from the iteration number; what it pushes is the two
     # loaded values (needed by sin's derivative) and, once, the iteration count
-    module = _differentiated(STRIDED)
+    module = _differentiated(STRIDED, [("i64", "%n"), ("i64", "%stride")])
     pushed = sorted(str(op.operands[1].type) for op in module.walk() if op.name == "enzyme.push")
     assert pushed == ["f64", "f64", "i64"]
