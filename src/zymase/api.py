@@ -448,7 +448,7 @@ def _arrays(v, what: str):
             yield from _arrays(x, f"{what}[{i}]")
 
 
-def _check_disjoint_shadows(args, names) -> None:
+def _check_disjoint_shadows(args, names, disp) -> None:
     """A shadow must not share memory with any primal array: the derivative code assumes
     it (Enzyme's contract), and a shadow that is also read as a primal would make the
     accumulated derivative feed back into the function's own values."""
@@ -464,6 +464,7 @@ def _check_disjoint_shadows(args, names) -> None:
         for pr, pname in primals:
             if np.may_share_memory(sh, pr):
                 raise ZymaseError(f"{sname} shares memory with {pname}",
+                                  function=zn.function_label(disp).strip("'"),
                                   hint="give every shadow memory of its own, e.g. np.zeros_like(x)")
 
 
@@ -490,7 +491,7 @@ def autodiff(f, *args, preopt: bool = True, cache: bool | None = None):
     if len(args) != len(names):
         raise ZymaseError(f"{zn.function_label(disp)} takes {len(names)} arguments, got {len(args)}",
                           hint="pass every positional argument, wrapped in Active/Duplicated/Const")
-    _check_disjoint_shadows(args, names)
+    _check_disjoint_shadows(args, names, disp)
     prim, acts, kargs = [], [], []
     for i, a in enumerate(args):
         what = f"argument {i} ('{names[i]}')"
@@ -542,7 +543,7 @@ def fwddiff(f, *args, preopt: bool = True, cache: bool | None = None):
     if len(args) != len(names):
         raise ZymaseError(f"{zn.function_label(disp)} takes {len(names)} arguments, got {len(args)}",
                           hint="pass every positional argument, wrapped in Duplicated/Const")
-    _check_disjoint_shadows(args, names)
+    _check_disjoint_shadows(args, names, disp)
     prim, acts, kargs = [], [], []
     for i, a in enumerate(args):
         what = f"argument {i} ('{names[i]}')"
