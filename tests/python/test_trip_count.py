@@ -1,6 +1,7 @@
 """Trip counts known before a loop runs (zymase.analysis.trip_count) and the tape they
 enable: loops with a computable count store their values in indexed caches
-(``enzyme.cache_store``/``enzyme.cache_load``), the others push on LIFO stacks.
+(``enzyme.cache_store``/``enzyme.cache_load``), the others push on LIFO stacks; what
+goes on that tape (induction variables and pointers are rebuilt, not saved).
 
 The loops are hand-written LLVM IR in the rotated form clang -O2 produces (a guard,
 then a do-while loop whose latch compares the incremented induction variable) and in
@@ -13,7 +14,7 @@ import pytest
 from zymase.analysis.cfg import CFG
 from zymase.analysis.trip_count import trip_count
 from zymase.autodiff.flavor import LLVMFlavor
-from zymase.ir import ModuleOp, llvm as L
+from zymase.ir import BlockArgument, ModuleOp, llvm as L
 from zymase.llvm.reader import read_llvm_ir
 
 
@@ -293,3 +294,47 @@ def test_induction_variables_with_a_run_time_step_are_rebuilt_not_taped():
     module = _differentiated(STRIDED, [("i64", "%n"), ("i64", "%stride")])
     pushed = sorted(str(op.operands[1].type) for op in module.walk() if op.name == "enzyme.push")
     assert pushed == ["f64", "f64", "i64"]
+
+
+TRIANGLE = """
+define double @f(ptr %x, i64 %n) {
+entry:
+  br label %outer
+outer:
+  %i = phi i64 [ 0, %entry ], [ %inext, %latch ]
+  %p = phi ptr [ %x, %entry ], [ %qnext, %latch ]
+  %s = phi double [ 0.0, %entry ], [ %t2, %latch ]
+  br label %inner
+inner:
+  %j = phi i64 [ 0, %outer ], [ %jnext, %inner ]
+  %q = phi ptr [ %p, %outer ], [ %qnext, %inner ]
+  %t = phi double [ %s, %outer ], [ %t2, %inner ]
+  %v = load double, ptr %q
+  %e = call double @sin(double %v)
+  %t2 = fadd double %t, %e
+  %qnext = getelementptr double, ptr %q, i64 1
+  %jnext = add nuw nsw i64 %j, 1
+  %c = icmp ule i64 %jnext, %i
+  br i1 %c, label %inner, label %latch
+latch:
+  %inext = add nuw nsw i64 %i, 1
+  %c2 = icmp slt i64 %inext, %n
+  br i1 %c2, label %outer, label %done
+done:
+  ret double %t2
+}
+declare double @sin(double)
+"""
+
+
+def test_a_pointer_into_one_object_is_taped_as_an_offset_shared_with_its_shadow():
+    # row i of a packed triangle starts where row i-1 ended: the step changes from row to
+    # row, so the row's start is taped. It points into x alone, so the tape holds its byte
+    # offset from x, once, and the reverse sweep rebuilds the row pointer from x and its
+    # shadow from dx (alias analysis then still knows what each points into)
+    module = _differentiated(TRIANGLE, [("i64", "%n")])
+    saved = [str(op.operands[-1].type) for op in module.walk() if op.name in ("enzyme.push", "enzyme.cache_store")]
+    assert saved == ["i64"]
+    rebuilt = [op for op in module.walk() if isinstance(op, L.GEPOp) and op.elem_type == L.IntegerType(8)]
+    bases = {op.operands[0] for op in rebuilt}
+    assert len(bases) == 2 and all(isinstance(b, BlockArgument) for b in bases)  # x and dx, not tape reads

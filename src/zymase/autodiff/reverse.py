@@ -584,14 +584,25 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
             if again is not None:
                 self.popped[key] = again
                 return again
+        if v is not None and self.flavor.name == "llvm" and not self.split:
+            rebased = self._rebased_pointer(v, w)
+            if rebased is not None:
+                self.popped[key] = rebased
+                return rebased
         if v is not None and not self.split:
             hoisted = self._hoist(v, w)
             if hoisted is not None:
                 self.popped[key] = hoisted
                 return hoisted
+        self.popped[key] = self._tape(w, v)
+        return self.popped[key]
+
+    def _tape(self, w: SSAValue, v: SSAValue | None) -> SSAValue:
+        """Forward value ``w`` (the copy of primal ``v``, when given) saved by the
+        forward sweep and read back in the current reverse block: in an indexed
+        cache inside a nest of counted loops, on a LIFO cache otherwise."""
         indexed = self._indexed_cache(w, v)
         if indexed is not None:
-            self.popped[key] = indexed
             return indexed
         explain_tape(self.fname, w, "global tape (split mode)" if self.split else "stack, per iteration")
         fwd = self.bmap[self.cur]
@@ -608,8 +619,49 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
             rb.insert_op_before(pop, rb.first_op)
         if self.split:
             pop.operands = [self._tape_at(w.type, rb, pop)]
-        self.popped[key] = pop.results[0]
         return pop.results[0]
+
+    def _rebased_pointer(self, v: SSAValue, w: SSAValue) -> SSAValue | None:
+        """A pointer into one object that the reverse sweep can name (an argument, or
+        an allocation made once) is taped as its byte offset from that object and
+        rebuilt as a GEP from the object, or from the object's shadow for the shadow
+        pointer. The shadow then needs no tape of its own, and alias analysis still
+        sees which object the rebuilt pointer points into: a pointer read back from
+        the tape might point anywhere, which keeps LLVM from hoisting loads past
+        stores through it or vectorizing the loops that use it."""
+        if not isinstance(w.type, llvm.LLVMPointerType):
+            return None
+        roots = self._roots(v)
+        if roots is None or len(roots) != 1:
+            return None
+        (root,) = roots
+        if isinstance(root, str):
+            return None
+        base = root if isinstance(root, BlockArgument) else root.results[0]
+        if not self._available(base) or not isinstance(base.type, llvm.LLVMPointerType):
+            return None
+        if w is self.vmap.get(v, v):
+            rebuilt_base = self._fetch(base, self.vmap.get(base, base))
+        elif w is self.smap.get(v) and base in self.smap:
+            rebuilt_base = self.fetch_shadow(base)
+        else:
+            return None
+        diffs = self.__dict__.setdefault("_pointer_offsets", {})
+        if v not in diffs:
+            # computed where the pointer is, from the primal pointer (its shadow is
+            # laid out like it), and saved like any forward value (per run of a loop
+            # when the pointer is fixed during it, in an indexed cache, or a stack)
+            at = llvm.PtrToIntOp(self.vmap.get(v, v), i64)
+            start = llvm.PtrToIntOp(self.vmap.get(base, base), i64)
+            diffs[v] = llvm.SubOp(at.results[0], start.results[0])
+            pv = self.vmap.get(v, v)
+            if isinstance(pv, BlockArgument):
+                first = pv.block.first_op
+                pv.block.insert_ops_before([at, start, diffs[v]], first)
+            else:
+                pv.owner.parent_block().insert_ops_after([at, start, diffs[v]], pv.owner)
+        offset = self._fetch(v, diffs[v].results[0], recompute=False)
+        return self.E.v(llvm.GEPOp(rebuilt_base, [llvm.GEP_USE_SSA_VAL], i8, ssa_indices=[offset]))
 
     # ---- loop-invariant values: taped once per loop, not once per iteration ---------
     def _hoist_loop(self, v: SSAValue):
