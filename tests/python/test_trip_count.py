@@ -1,7 +1,8 @@
 """Trip counts known before a loop runs (zymase.analysis.trip_count) and the tape they
 enable: loops with a computable count store their values in indexed caches
 (``enzyme.cache_store``/``enzyme.cache_load``), the others push on LIFO stacks; what
-goes on that tape (induction variables and pointers are rebuilt, not saved).
+goes on that tape (induction variables and pointers are rebuilt, not saved) and what
+the reverse sweep knows without one (the compares that guarded a block, assumed).
 
 The loops are hand-written LLVM IR in the rotated form clang -O2 produces (a guard,
 then a do-while loop whose latch compares the incremented induction variable) and in
@@ -338,3 +339,76 @@ def test_a_pointer_into_one_object_is_taped_as_an_offset_shared_with_its_shadow(
     rebuilt = [op for op in module.walk() if isinstance(op, L.GEPOp) and op.elem_type == L.IntegerType(8)]
     bases = {op.operands[0] for op in rebuilt}
     assert len(bases) == 2 and all(isinstance(b, BlockArgument) for b in bases)  # x and dx, not tape reads
+
+
+
+NRT_TRIANGLE = TRIANGLE.replace(
+    "entry:\n  br label %outer",
+    """entry:
+  %bytes = shl i64 %n, 3
+  %mi = call ptr @NRT_MemInfo_alloc_safe_aligned(i64 %bytes, i32 32)
+  %data = call ptr @NRT_MemInfo_data_fast(ptr %mi)
+  call void @llvm.memcpy.p0.p0.i64(ptr %data, ptr %x, i64 %bytes, i1 false)
+  br label %outer""",
+).replace("[ %x, %entry ]", "[ %data, %entry ]") + """
+declare ptr @NRT_MemInfo_alloc_safe_aligned(i64, i32)
+declare ptr @NRT_MemInfo_data_fast(ptr)
+declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)
+"""
+
+
+def test_a_pointer_into_numba_array_data_is_rebuilt_from_the_data_not_the_meminfo():
+    # Numba's data pointer lies at an offset from its MemInfo that depends on where the
+    # allocator put it (alignment padding): the shadow MemInfo's data need not lie at the
+    # same offset. A row pointer into the copy is rebuilt from the data pointers, never
+    # from the MemInfos (that gave wrong gradients, now and then, in tests/numba's alloc_2d)
+    module = _differentiated(NRT_TRIANGLE, [("i64", "%n")])
+    rebuilt = [op for op in module.walk() if isinstance(op, L.GEPOp) and op.elem_type == L.IntegerType(8)]
+    assert rebuilt
+    for op in rebuilt:
+        base = op.operands[0].owner
+        assert isinstance(base, L.CallOp) and base.callee.root_reference.data == "NRT_MemInfo_data_fast"
+
+
+GUARDED = """
+define double @f(ptr %x, i64 %h, ptr %k) {
+entry:
+  %positive = icmp sgt i64 %h, 0
+  br i1 %positive, label %body, label %done
+body:
+  %kv = load i64, ptr %k
+  %small = icmp slt i64 %kv, 3
+  br i1 %small, label %mid, label %done
+mid:
+  %five = icmp eq i64 %h, 5
+  br i1 %five, label %done, label %far
+far:
+  %b = getelementptr double, ptr %x, i64 %h
+  %va = load double, ptr %x
+  %vb = load double, ptr %b
+  %m = fmul double %va, %vb
+  store double %m, ptr %b
+  br label %done
+done:
+  %r = phi double [ 0.0, %entry ], [ 1.0, %body ], [ 2.0, %mid ], [ %m, %far ]
+  ret double %r
+}
+"""
+
+
+def test_the_compares_that_led_to_a_block_are_assumed_in_its_reverse():
+    # x[0] and x[h] are distinct because h > 0 was checked on the way in; the reverse of
+    # `far` says so (and that h != 5), but not kv < 3: kv is not needed by the reverse
+    # sweep, and it is not taped just for an assumption
+    module = _differentiated(GUARDED, [("i64", "%h"), ("ptr", "%k")])
+    fn = next(op for op in module.walk() if isinstance(op, L.FuncOp) and op.sym_name.data.startswith("diffe"))
+    assumed = set()
+    for op in fn.walk():
+        if isinstance(op, L.CallIntrinsicOp) and op.intrin.data == "llvm.assume":
+            cond = op.operands[0].owner
+            negated = isinstance(cond, L.XOrOp)
+            cmp = cond.operands[0].owner if negated else cond
+            pred = ["eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge"][cmp.predicate.value.data]
+            assumed.add(("not " if negated else "") + pred)
+    assert assumed == {"sgt", "not eq"}
+    assert not [op for op in fn.walk() if op.name == "enzyme.push" and str(op.operands[1].type) == "i64"]

@@ -621,6 +621,37 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
             pop.operands = [self._tape_at(w.type, rb, pop)]
         return pop.results[0]
 
+    def _address_base(self, v: SSAValue) -> SSAValue | None:
+        """The one value that pointer ``v`` is computed from by address arithmetic
+        alone (GEPs and casts, through phis and selects), or None. A shadow pointer
+        is computed from the base's shadow by the same arithmetic, so it lies at the
+        same offset from it; that need not hold across anything else (Numba's
+        ``NRT_MemInfo_data_fast`` finds the data of a shadow allocation at its own
+        offset from the header)."""
+        entry = self.p.region.blocks[0]
+        bases, seen, work = set(), set(), [v]
+        while work:
+            p = work.pop()
+            if p in seen:
+                continue
+            seen.add(p)
+            if isinstance(p, BlockArgument):
+                if p.block is entry:
+                    bases.add(p)
+                else:
+                    work.extend(
+                        self.flavor.successor_operands(e.src.last_op)[e.slot][p.index] for e in self.cfg.preds[p.block]
+                    )
+            elif isinstance(p.owner, (llvm.GEPOp, llvm.BitcastOp)):
+                work.append(p.owner.operands[0])
+            elif isinstance(p.owner, llvm.SelectOp):
+                work.extend(p.owner.operands[1:])
+            else:
+                bases.add(p)
+            if len(bases) > 1:
+                return None
+        return next(iter(bases), None)
+
     def _rebased_pointer(self, v: SSAValue, w: SSAValue) -> SSAValue | None:
         """A pointer into one object that the reverse sweep can name (an argument, or
         an allocation made once) is taped as its byte offset from that object and
@@ -631,14 +662,8 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
         stores through it or vectorizing the loops that use it."""
         if not isinstance(w.type, llvm.LLVMPointerType):
             return None
-        roots = self._roots(v)
-        if roots is None or len(roots) != 1:
-            return None
-        (root,) = roots
-        if isinstance(root, str):
-            return None
-        base = root if isinstance(root, BlockArgument) else root.results[0]
-        if not self._available(base) or not isinstance(base.type, llvm.LLVMPointerType):
+        base = self._address_base(v)
+        if base is None or not self._available(base):
             return None
         if w is self.vmap.get(v, v):
             rebuilt_base = self._fetch(base, self.vmap.get(base, base))
@@ -867,6 +892,7 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
                 self._reverse_split_call(op)
             elif self.act.op_is_active(op):
                 self._reverse_op(op)
+        self._assume_guards(b)
         # Adjoints of this block's arguments.
         if b is orig_entry:
             derivs = []
@@ -909,6 +935,46 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
             for i, ba in zip(active_pos, eb.args):
                 adj[i] = ba
             self._route_edge(e, adj)
+
+    def _assume_guards(self, b: Block) -> None:
+        """The integer compares that the forward sweep branched on to reach ``b`` held
+        when it ran, so they hold when its reverse runs: say so with ``llvm.assume``.
+        Facts LLVM derived from them in the primal survive into the reverse sweep,
+        where the values come from the tape: an FFT's butterfly partners ``a`` and
+        ``a + half`` are distinct because ``half > 0`` guarded the loop, and without
+        that, each shadow store is reloaded in case it overwrote the other. Only
+        compares whose operands this reverse block already has are assumed (none is
+        taped for it)."""
+        if self.flavor.name != "llvm" or self.split:
+            return
+        x = b
+        while (a := self.cfg.idom.get(x)) is not None:
+            preds = self.cfg.preds[x]
+            term = a.last_op
+            if (
+                len(preds) == 1 and isinstance(term, llvm.CondBrOp) and term.successors[0] is not term.successors[1]
+                and not isinstance(term.cond, BlockArgument) and isinstance(term.cond.owner, llvm.ICmpOp)
+            ):
+                self._assume(term.cond.owner, holds=preds[0].slot == 0)
+            x = a
+
+    def _assume(self, cmp: llvm.ICmpOp, holds: bool) -> None:
+        operands = []
+        for v in cmp.operands:
+            if self._is_constant_value(v):
+                operands.append(None)
+                continue
+            w = self.vmap.get(v, v)
+            have = w if self._available(v) else self.popped.get((w, self.cur))
+            if have is None:
+                return
+            operands.append(have)
+        E = self.E
+        operands = [E.v(v.owner.clone()) if w is None else w for v, w in zip(cmp.operands, operands)]
+        cond = E.v(llvm.ICmpOp(operands[0], operands[1], cmp.predicate))
+        if not holds:
+            cond = E.v(llvm.XOrOp(cond, E.v(llvm.ConstantOp(IntegerAttr(-1, IntegerType(1)), IntegerType(1)))))
+        E.insert(llvm.CallIntrinsicOp("llvm.assume", [cond], []))
 
     def _edge_taken(self, b: Block) -> SSAValue:
         """In the reverse of block ``b`` (several predecessors, not a counted loop
