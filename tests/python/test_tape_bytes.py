@@ -89,3 +89,23 @@ def test_values_the_same_across_a_loop_are_taped_once_per_iteration_of_the_other
     # 130 bytes per (point, component)); taping xc[i] and xc[j] would add 2 D doubles, and
     # taping L per (j, i) D (D - 1) / 2 doubles
     assert needed <= per_point <= needed + K * 160, per_point
+
+
+def test_tape_stores_of_loaded_values_stay_stores_not_memcpy_calls(tmp_path):
+    # qx[i] is loaded for the squared norm and saved for the reverse sweep: a loop of
+    # load-then-store-to-consecutive-slots, which LLVM's loop-idiom pass would make a
+    # memcpy call per (point, component) (d doubles: a libc call costs more than that).
+    # The only memcpy left is the LIFO stack's growth (byte-aligned, in its runtime).
+    from zymase.frontends.c import Timings, compile_c
+
+    src = tmp_path / "mixture.c"
+    src.write_text(SOURCE[: SOURCE.index("int main")] + """
+void gradient(const double *mu, double *dmu, const double *q, double *dq, const double *L, double *dL,
+              const double *x, int n, int k, int d) {
+    __enzyme_autodiff((void *)mixture, enzyme_dup, mu, dmu, enzyme_dup, q, dq, enzyme_dup, L, dL,
+                      enzyme_const, x, enzyme_const, n, enzyme_const, k, enzyme_const, d);
+}
+""")
+    ll = compile_c(str(src), [], 2, Timings())
+    copies = [line for line in ll.splitlines() if "call void @llvm.memcpy" in line]
+    assert copies and all("ptr align 1 " in c and "align 8" not in c for c in copies), copies
