@@ -1,5 +1,7 @@
-/* Calls to helper functions: static and non-static, several levels deep, noinline, called twice, with int parameters. */
+/* Calls to helper functions: static and non-static, several levels deep, noinline, called twice, with int
+   parameters, and a variadic one that only sees constants. */
 #include <stdio.h>
+#include <stdarg.h>
 #include <math.h>
 
 extern double __enzyme_autodiff(void *, ...);
@@ -35,6 +37,17 @@ __attribute__((noinline)) double scale_n(double x, int n) { return n * x * x; }
 
 static double twice(double x) { return helper(x) * helper(2.0 * x); }
 static double with_int(double x) { return scale_n(x, 3) + scale_n(sq(x), -2); }
+/* variadic: never inlined (its va_list reads the caller's frame); only integers pass through
+   the `...`, so the call is constant and the derivative calls it as it is */
+__attribute__((noinline)) int count_up(int n, ...) {
+    va_list ap;
+    va_start(ap, n);
+    int s = 0;
+    for (int i = 0; i < n; i++) s += va_arg(ap, int);
+    va_end(ap);
+    return s;
+}
+static double variadic_scale(double x) { return count_up(3, 1, 2, 4) * sq(x); }
 static double two_args(double x, double y) { return helper(x * y) + cube(y) * level3(x); }
 
 static double d_helper(double x) {
@@ -65,6 +78,8 @@ int main(void) {
         check("twice forward", x, __enzyme_fwddiff((void *)twice, x, 1.0), d_twice(x), TOL);
         check("with_int reverse", x, __enzyme_autodiff((void *)with_int, x), d_with_int(x), TOL);
         check("with_int forward", x, __enzyme_fwddiff((void *)with_int, x, 1.0), d_with_int(x), TOL);
+        check("variadic reverse", x, __enzyme_autodiff((void *)variadic_scale, x), 14.0 * x, TOL);
+        check("variadic forward", x, __enzyme_fwddiff((void *)variadic_scale, x, 1.0), 14.0 * x, TOL);
 
         double y = 0.5 - x;
         grad2 g = __enzyme_autodiff2((void *)two_args, x, y);

@@ -126,6 +126,14 @@ C_CASES = {
         "int main(void) { double x = 2, dx = 1; return __enzyme_autodiff((void*)f, enzyme_dup, &x, &dx)[0] != 4; }\n",
         ["pointer_result_reverse.c:4:", "returns a pointer", "reverse mode returns only derivatives"],
     ),
+    "variadic_active.c": (
+        "#include <stdarg.h>\nextern double __enzyme_autodiff(void*, ...);\n"
+        "__attribute__((noinline)) double sum(int n, ...) { va_list ap; va_start(ap, n); double s = 0;\n"
+        "  for (int i = 0; i < n; i++) s += va_arg(ap, double); va_end(ap); return s; }\n"
+        "double f(double x) { return sum(2, x, x * x); }\n"
+        "int main(void) { return __enzyme_autodiff((void*)f, 3.0) > 0; }\n",
+        ["variadic_active.c:5:", "variadic function 'sum'", "function 'f'"],
+    ),
     "syntax.c": ("int main(void) { return 0 }\n", ["syntax.c:1:", "expected ';'"]),
 }
 

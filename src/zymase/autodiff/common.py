@@ -266,6 +266,15 @@ def _reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activ
                     location=location_of(op),
                     hint="keep this construct away from the values being differentiated",
                 )
+            if _variadic_definition(ctx, op) and any(o in act.varied or o in act.shadowed for o in op.operands):
+                raise ZymaseError(
+                    f"active data is passed to the variadic function '{ctx.flavor.callee(op)}', whose "
+                    "derivative zymase cannot build (the values it reads with va_arg have no shadows)",
+                    construct=describe(op),
+                    function=fname,
+                    location=location_of(op),
+                    hint="give the function fixed parameters, or pass the values in an array",
+                )
             if any(o in act.shadowed for o in op.operands) and _opaque_call(ctx, op):
                 raise ZymaseError(
                     f"memory holding active data is passed to '{describe(op).split('@')[-1]}', "
@@ -296,6 +305,17 @@ def _unsupported_on_active(op: Operation, act: ActivityInfo) -> str | None:
     if op.name in ("llvm.atomicrmw", "llvm.cmpxchg"):
         return "an atomic memory operation"
     return None
+
+
+def _variadic_definition(ctx: Context, op: Operation) -> bool:
+    """A call to a function defined in the module with a ``...`` parameter list: its
+    body reads the extra arguments through a ``va_list`` in memory that shadow
+    analysis does not follow (calls to external variadic functions, like printf, are
+    judged like any external call)."""
+    from zymase.transforms.inline import is_variadic
+
+    fop = ctx.defined_function(op)
+    return fop is not None and is_variadic(fop)
 
 
 def _opaque_call(ctx: Context, op: Operation) -> bool:

@@ -93,6 +93,13 @@ def hoist_allocas(block: Block, entry: Block) -> None:
         entry.insert_op_before(op, first)
 
 
+def is_variadic(fop: Operation) -> bool:
+    """A ``...`` function reads its extra arguments through ``va_start`` from the
+    caller's frame: its body cannot stand in for the call (LLVM does not inline
+    these either)."""
+    return bool(getattr(getattr(fop, "function_type", None), "is_variadic", False))
+
+
 def inline_calls(region: Region, lookup: Callable[[Operation], Operation | None],
                  want: Callable[[Operation, Operation], bool], limit: int = 200) -> int:
     """Inline, repeatedly, every call in ``region`` to a defined, non-recursive
@@ -105,7 +112,7 @@ def inline_calls(region: Region, lookup: Callable[[Operation], Operation | None]
         for block in list(region.blocks):
             for op in list(block.ops):
                 callee = lookup(op)
-                if callee is None or not want(op, callee):
+                if callee is None or is_variadic(callee) or not want(op, callee):
                     continue
                 if callee not in recursive:
                     recursive[callee] = is_recursive(callee, lookup)
