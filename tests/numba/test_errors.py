@@ -291,3 +291,35 @@ def test_exception_after_a_taped_loop_returns_at_once_and_frees_the_tape():
             g(x, 1e-300, 10)
     grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
     assert grown_mb < 200, f"the process grew by {grown_mb:.0f} MB on abandoned gradients"
+
+
+def test_numba_runtime_routines_on_active_data_name_the_routine():
+    # '@' on 2-D arrays calls BLAS through Numba's C runtime: the error names the routine
+    # and says what to do in Python terms (not "define the function in the same file")
+    @njit
+    def matmul(a, b):
+        return (a @ b).sum()
+
+    with _raises("memory holding active data is passed to 'numba_xxgem[mv]'.*write that step as loops"):
+        zymase.grad(matmul)(np.ones((2, 2)), np.ones((2, 2)))
+
+
+def test_typed_dict_helpers_are_not_inlined_into_an_invalid_module():
+    # Numba's dictionary helpers are noinline through an attribute group; marking them
+    # alwaysinline too made LLVM reject the module (an internal error before)
+    @njit
+    def with_dict(x):
+        d = {1: x}
+        return d[1] * x
+
+    with _raises("passed to 'numba_dict_insert'"):
+        zymase.grad(with_dict)(3.0)
+
+
+def test_typed_dict_of_constants_differentiates():
+    @njit
+    def scaled(x):
+        d = {1: 2.0, 2: 3.0}
+        return d[1] * d[2] * x * x
+
+    assert zymase.grad(scaled)(1.5) == pytest.approx(6.0 * 2 * 1.5, rel=1e-14)

@@ -364,11 +364,15 @@ def mark_callees_inline(text: str, entry: str) -> str:
     (atomic, several per argument) are left in place once jump threading splits the
     blocks around them."""
     lines, fns = _functions(text)
+    # noinline may be spelled in the header or in an attribute group it names (Numba's
+    # dictionary and list helpers); LLVM rejects a function marked both ways
+    groups = set(re.findall(r"^attributes (#\d+) = \{[^}]*\bnoinline\b", text, re.M))
     for name, a, b in fns:
         head = lines[a]
+        keeps_out_of_line = "noinline" in head or any(g in groups for g in re.findall(r"#\d+", head))
         # f itself goes into the status wrapper (see kernel_ir)
         if ((head.startswith("define linkonce_odr ") or name == entry) and head.endswith("{")
-                and "noinline" not in head and b - a <= _INLINE_MAX_LINES):
+                and not keeps_out_of_line and b - a <= _INLINE_MAX_LINES):
             lines[a] = head[:-1].rstrip() + " alwaysinline {"
     return "\n".join(lines) + "\n"
 
@@ -826,6 +830,12 @@ def _in_user_terms(err: ZymaseError, disp) -> ZymaseError:
     (Numba emits no source lines unless the function is compiled with ``debug=True``)."""
     name = function_label(disp).strip("'")
     hint = err.hint
+    runtime = re.search(r"@(numba_\w+)", err.construct or "")
+    if runtime:
+        # the C-minded hint ("define the function in the same file") means nothing here
+        hint = (f"'{runtime.group(1)}' is compiled C in Numba's runtime (np.linalg, '@' on 2-D arrays, "
+                "typed dicts and lists and some NumPy functions call such routines), which zymase cannot "
+                "see into; write that step as loops over arrays in the njit function")
     if err.location is None:
         hint = (hint + "; " if hint else "") + "compile the function with @njit(debug=True) to see source lines"
     return ZymaseError(
