@@ -234,6 +234,43 @@ def euler_ode(u0, k, dt):
     return np.sum(u * u)
 
 
+@njit
+def slice_assign_rows(x):
+    # m[i, :] = expr copies the right-hand side through a scratch buffer from NRT_Allocate
+    m = np.zeros((x.shape[0], x.shape[0]))
+    for i in range(x.shape[0]):
+        m[i, :] = x * x[i] + math.sin(x[i])
+    return np.sum(m * m)
+
+
+@njit
+def reshape_views(x):
+    # reshape and .T are views; Numba's reshape helper computes their strides in C
+    m = x[:6].reshape((2, 3))
+    t = m.T
+    s = 0.0
+    for i in range(3):
+        s += t[i, 0] * t[i, 1] * (i + 1)
+    return s + np.max(x) * np.min(x) + np.mean(x)
+
+
+@njit
+def outer_product(x):
+    # ravel() returns its argument or a copy: their MemInfos meet in a phi
+    m = np.outer(x, x[::-1])
+    return np.sum(np.sin(m))
+
+
+@njit
+def raise_with_float(x, limit):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += x[i] * x[i]
+    if s > limit:
+        raise ValueError("too large", s)  # a float stored in Numba's exception record
+    return s * x[0]
+
+
 CORPUS = {
     "scalar_poly": (scalar_poly, lambda: (0.7, 1.3)),
     "scalar_math": (scalar_math, lambda: (0.7, 1.3)),
@@ -261,4 +298,8 @@ CORPUS = {
     "early_exit": (early_exit, lambda: (_x(),)),
     "integer_arg": (integer_arg, lambda: (_x(), 11)),
     "euler_ode": (euler_ode, lambda: (_x(8), 0.3, 0.05)),
+    "slice_assign_rows": (slice_assign_rows, lambda: (_x(5),)),
+    "reshape_views": (reshape_views, lambda: (_x(),)),
+    "outer_product": (outer_product, lambda: (_x(4),)),
+    "raise_with_float": (raise_with_float, lambda: (_x(), 100.0)),
 }

@@ -323,3 +323,15 @@ def test_typed_dict_of_constants_differentiates():
         return d[1] * d[2] * x * x
 
     assert zymase.grad(scaled)(1.5) == pytest.approx(6.0 * 2 * 1.5, rel=1e-14)
+
+
+def test_exception_carrying_an_active_float_propagates():
+    # the raised value is stored into Numba's exception record (NRT_Allocate'd): the
+    # record gets a shadow like any malloc'd memory, and the exception reaches the caller
+    from njit_corpus import raise_with_float
+
+    x = np.linspace(1.0, 2.0, 5)
+    with pytest.raises(ValueError, match="too large"):
+        zymase.grad(raise_with_float)(x, 1.0)
+    assert zymase.grad(raise_with_float, argnums=0)(x, 100.0)[0] == pytest.approx(
+        np.sum(x * x) + 2 * x[0] * x[0], rel=1e-14)

@@ -27,8 +27,16 @@ NRT_ALLOCATORS = {"NRT_MemInfo_alloc_aligned", "NRT_MemInfo_alloc_safe_aligned",
                   "NRT_MemInfo_alloc_safe"}
 NRT_DERIVE = {"NRT_MemInfo_data_fast", "NRT_MemInfo_data"}
 NRT_REFCOUNT = {"NRT_incref", "NRT_decref"}
+# NRT's raw allocator (scratch buffers without a MemInfo: the copy a slice assignment
+# makes of a right-hand side that may overlap its target) behaves as malloc/free
+NRT_RAW = {"NRT_Allocate": "malloc", "NRT_Free": "free"}
 # External functions that only read the memory behind their pointer arguments.
 READ_ONLY_EXTERNALS = {"printf", "fprintf", "puts", "fputs", "strlen", "sprintf", "snprintf"}
+# External functions whose pointer arguments lead only to integers: Numba's reshape
+# helper reads a shape and strides and writes new strides, in stack slots that also
+# hold an array's data pointer (hence shadowed). No derivative flows through them, and
+# the integer fields of a shadow are never read (only its pointers are).
+INTEGER_ONLY_EXTERNALS = {"numba_attempt_nocopy_reshape"}
 
 
 def callee_name(op: Operation) -> str | None:
@@ -71,6 +79,8 @@ def memory_kind(op: Operation) -> str | None:
         return "nrt_alloc"
     if name in NRT_REFCOUNT:
         return "refcount"
+    if name in NRT_RAW:
+        return NRT_RAW[name]
     if name in ALLOCATORS or name in ("realloc", "posix_memalign"):
         return name
     if name in DEALLOCATORS:
@@ -217,8 +227,9 @@ class MemoryModel:
         """Stores whose address is exactly ``slot`` (pointer slots of -O0 code)."""
         return [u.operation for u in slot.uses if isinstance(u.operation, llvm.StoreOp) and u.operation.ptr is slot]
 
-    def need_shadow(self, p: SSAValue, where: Operation, info, incoming) -> None:
-        """``p`` must have a shadow: walk back to where it comes from."""
+    def need_shadow(self, p: SSAValue, where: Operation | None, info, incoming) -> None:
+        """``p`` must have a shadow: walk back to where it comes from. ``where`` is the
+        op that needs it (None: a phi joining it with shadowed pointers)."""
         work = [p]
         while work:
             v = work.pop()
@@ -231,9 +242,9 @@ class MemoryModel:
                         i = self.entry_args.index(v) + 1 if v in self.entry_args else 0
                         raise ZymaseError(
                             f"active data is written through argument {i} of '{self.fname}', which has no shadow",
-                            construct=_describe(where),
+                            construct=_describe(where) if where is not None else "a pointer phi",
                             function=self.fname,
-                            location=location_of(where),
+                            location=location_of(where) if where is not None else None,
                             hint="mark the pointer enzyme_dup and pass a shadow after it",
                         )
                     continue
@@ -260,11 +271,15 @@ class MemoryModel:
                 # address of it then has a shadow (see transfer)
                 info.shadow_globals.add(op.global_name.root_reference.data)
             else:
+                # where is None for a pointer that reaches shadowed memory through a phi:
+                # name the op that made it instead
+                at = op if where is None else where
                 raise ZymaseError(
-                    f"active data is written through a pointer produced by '{op.name}', whose memory has no shadow",
-                    construct=_describe(where),
+                    f"active data is written through a pointer produced by '{_describe(op)}', whose memory has "
+                    "no shadow",
+                    construct=_describe(at),
                     function=self.fname,
-                    location=location_of(where),
+                    location=location_of(at),
                     hint="write active data only to local buffers, malloc'd memory or enzyme_dup arguments",
                 )
 

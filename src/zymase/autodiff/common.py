@@ -320,9 +320,9 @@ def _variadic_definition(ctx: Context, op: Operation) -> bool:
 
 def _opaque_call(ctx: Context, op: Operation) -> bool:
     """A call whose effect on memory the engine does not model: an external function
-    other than the allocators, memcpy/memset and read-only printing, or a recursive
-    (hence not inlined) defined function."""
-    from zymase.analysis.memory import READ_ONLY_EXTERNALS, memory_kind
+    other than the allocators, memcpy/memset, read-only printing and the helpers that
+    touch only integers, or a recursive (hence not inlined) defined function."""
+    from zymase.analysis.memory import INTEGER_ONLY_EXTERNALS, READ_ONLY_EXTERNALS, memory_kind
 
     if memory_kind(op) is not None:
         return False
@@ -333,7 +333,7 @@ def _opaque_call(ctx: Context, op: Operation) -> bool:
         return False
     if ctx.defined_function(op) is not None:
         return False  # differentiated in split mode
-    return name not in READ_ONLY_EXTERNALS
+    return name not in READ_ONLY_EXTERNALS and name not in INTEGER_ONLY_EXTERNALS
 
 
 def _holds_floats(t: Attribute) -> bool:

@@ -92,6 +92,11 @@ class ShadowCode:
                 return shadow
             if sym is not None and sym.data == name:
                 primal = op
+        if isinstance(primal, llvm.FuncOp):
+            # a function's address kept in shadowed memory (Numba stores the function that
+            # unwraps an exception's arguments in its exception record): code holds no
+            # derivatives, so the function is its own shadow
+            return name
         if primal is None or not isinstance(primal, llvm.GlobalOp):
             raise ZymaseError(f"cannot find the global '@{name}' to give it a shadow", function=self.fname)
         g = llvm.GlobalOp(primal.global_type, shadow, "internal", constant=False,

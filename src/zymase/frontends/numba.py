@@ -439,11 +439,14 @@ class KernelSpec:
 def _slots(ty, act) -> list[str]:
     """The activity of each flattened LLVM parameter of a Numba argument of type ``ty``
     (Numba passes an array as meminfo, parent, nitems, itemsize, data, shape[n],
-    strides[n]; a tuple as its members in order)."""
+    strides[n]; a tuple as its members in order). The MemInfo shares the data's
+    activity: a library function may return either its argument or a new array
+    (``ravel`` copies only what is not contiguous), and the MemInfos of the two meet
+    in a phi that needs a shadow when the new array's does."""
     from numba.core import types
 
     if isinstance(ty, types.Array):
-        return [CONST] * 4 + [act] + [CONST] * (2 * ty.ndim)
+        return [act] + [CONST] * 3 + [act] + [CONST] * (2 * ty.ndim)
     if isinstance(ty, types.BaseTuple):
         acts = act if isinstance(act, tuple) else (act,) * len(ty.types)
         return [s for t, a in zip(ty.types, acts) for s in _slots(t, a)]

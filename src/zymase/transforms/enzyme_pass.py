@@ -43,9 +43,12 @@ def run_enzyme_pass(module: ModuleOp) -> ModuleOp:
         got_in = [o.type for o in op.operands]
         got_out = [r.type for r in op.results]
         if got_in != ins or got_out != outs:
+            def sig(a, b):
+                return f"({', '.join(map(str, a))}) -> ({', '.join(map(str, b))})"
+
             raise ZymaseError(
-                f"operand/result types {got_in} -> {got_out} do not match the derivative signature "
-                f"{ins} -> {outs}",
+                f"operand/result types {sig(got_in, got_out)} do not match the derivative signature "
+                f"{sig(ins, outs)}",
                 **where,
                 hint="dup arguments are followed by their shadow; active results take a seed operand",
             )
