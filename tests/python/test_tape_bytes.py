@@ -109,3 +109,18 @@ void gradient(const double *mu, double *dmu, const double *q, double *dq, const 
     ll = compile_c(str(src), [], 2, Timings())
     copies = [line for line in ll.splitlines() if "call void @llvm.memcpy" in line]
     assert copies and all("ptr align 1 " in c and "align 8" not in c for c in copies), copies
+
+
+def test_a_row_start_the_same_for_every_point_is_kept_once_per_component_and_column(tmp_path, monkeypatch, capsys):
+    # pos, where row j of component c's triangle starts, is taped when the row loop exits;
+    # it is the same for every point (it comes through the join after a row loop that may
+    # be skipped, decided by j + 1 < d: the same for every point too), so one slot per
+    # (component, column) serves all points instead of one per (point, component, column)
+    from zymase.frontends.c import Timings, compile_c
+
+    src = tmp_path / "mixture.c"
+    src.write_text(SOURCE)
+    monkeypatch.setenv("ZYMASE_DEBUG_TAPE", "1")
+    compile_c(str(src), ["-g"], 2, Timings())
+    lines = [line for line in capsys.readouterr().err.splitlines() if "mixture.c:19:" in line and "loop exit" in line]
+    assert lines and all("indexed by 2 of 3 loops" in line for line in lines), lines

@@ -710,12 +710,17 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
         loop = self._hoist_loop(v)
         if loop is None:
             return None
-        return self.E.v(ez.GetOp(self._run_slot(w, *loop)))
+        # w is v's forward copy or v's offset from an object made once (_rebased_pointer):
+        # either is the same wherever v is; a shadow is not checked for that
+        offset = self.__dict__.get("_pointer_offsets", {}).get(v)
+        of_v = w is self.vmap.get(v, v) or (offset is not None and w is offset.results[0])
+        return self.E.v(ez.GetOp(self._run_slot(w, *loop, primal=v if of_v else None)))
 
-    def _run_slot(self, w: SSAValue, header: Block, body: set[Block]) -> SSAValue:
+    def _run_slot(self, w: SSAValue, header: Block, body: set[Block], primal: SSAValue | None = None) -> SSAValue:
         """A slot holding ``w`` (computed before loop ``header`` runs) while the
         reverse sweep runs that loop: ``w`` is pushed on the loop's exit edges and
-        popped into the slot when the reverse sweep comes back through that edge."""
+        popped into the slot when the reverse sweep comes back through that edge.
+        ``primal``: the primal value ``w`` stands for (or is a function of alone)."""
         slots = self.__dict__.setdefault("_hoisted", {})
         slot = slots.get((w, header))
         if slot is None:
@@ -723,27 +728,31 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
             self.g_entry.insert_op_before(init, self._entry_branch)
             slot = slots[(w, header)] = init.results[0]
             exits = [e for x in body for e in self.cfg.succs[x] if e.dst not in body and x in self.live]
-            self._tape_on_exits(w, exits, slot)
+            self._tape_on_exits(w, exits, slot, primal)
         return slot
 
-    def _tape_on_exits(self, w: SSAValue, exits: list[Edge], slot: SSAValue) -> None:
+    def _tape_on_exits(self, w: SSAValue, exits: list[Edge], slot: SSAValue, primal: SSAValue | None = None) -> None:
         """Tape ``w`` on each loop exit edge (in a forward block on the edge) and
         restore it into ``slot`` when the reverse sweep comes back through that edge:
         in an indexed cache when the edge lies in a nest of loops with known trip
-        counts, on a LIFO cache otherwise."""
+        counts, on a LIFO cache otherwise. When ``primal`` takes the same value in
+        every iteration of some loops of the nest (a packed triangle's row start, in
+        a loop over points), only the slots of their first iteration are used."""
         for e in exits:
             nb = self._exit_edge_block(e)
             nest = self._edge_nest(e)
             if nest is not None:
-                explain_tape(self.fname, w, f"on a loop exit, indexed by {len(nest.headers)} loops")
+                same = frozenset(h for h in nest.headers if primal is not None and self._same_each_iteration(primal, h))
+                explain_tape(self.fname, w, f"on a loop exit, indexed by {len(nest.headers) - len(same)} of "
+                             f"{len(nest.headers)} loops")
                 cache = self._new_indexed_cache(nest, w.type)
-                self._store_indexed(nest, cache, nb, w)
-                item = (cache, slot, nest)
+                self._store_indexed(nest, cache, nb, w, same)
+                item = (cache, slot, nest, same)
             else:
                 explain_tape(self.fname, w, "on a loop exit, stack")
                 cache = self._new_cache(w.type)
                 nb.insert_op_before(ez.PushOp(cache, w), nb.last_op)
-                item = (cache, slot, None)
+                item = (cache, slot, None, frozenset())
             self._edge_pops.setdefault(e, []).append(item)
             if e in self._route_points:
                 self._emit_edge_pops(e, [item])
@@ -769,12 +778,12 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
     def _emit_edge_pops(self, e: Edge, pops) -> None:
         """Pop hoisted values into their slots on the reverse path of edge ``e``,
         last pushed first, right before the branch into the loop's reverse."""
-        for cache, slot, nest in pops:
+        for cache, slot, nest, same in pops:
             anchor = self._route_points[e]
             if nest is not None:  # any order: read where the route point is
                 saved = (self.E.block, self.E.anchor)
                 self.E.before(anchor)
-                self.E.insert(ez.SetOp(slot, self.E.v(ez.CacheLoadOp(cache, self._reverse_index(nest)))))
+                self.E.insert(ez.SetOp(slot, self.E.v(ez.CacheLoadOp(cache, self._reverse_index(nest, same)))))
                 self.E.block, self.E.anchor = saved
                 continue
             pop = ez.PopOp(cache)

@@ -230,14 +230,50 @@ class IndexedCaches:
         memo = memos.setdefault(header, {})
         return self._same_in(v, header, self.counted[header]["body"], memo)
 
-    def _same_in(self, v: SSAValue, header: Block, body: set[Block], memo: dict) -> bool:
+    def _deciding_conditions(self, b: Block) -> list[SSAValue]:
+        """The values that decide which edge control enters block ``b`` by: the
+        conditions of the branches between ``b``'s immediate dominator and ``b``. A
+        branch on anything else (or an unknown terminator) makes it [None]."""
+        stop = self.cfg.idom.get(b)
+        seen, work, out = set(), [e.src for e in self.cfg.preds[b]], []
+        while work:
+            x = work.pop()
+            if x in seen:
+                continue
+            seen.add(x)
+            term = x.last_op
+            if len({id(s) for s in term.successors}) > 1:
+                if isinstance(term, llvm.CondBrOp):
+                    out.append(term.cond)
+                elif isinstance(term, llvm_ext.SwitchOp):
+                    out.append(term.value)
+                else:
+                    return [None]
+            if x is not stop:
+                work.extend(e.src for e in self.cfg.preds[x])
+        return out
+
+    def _same_in(self, v: SSAValue | None, header: Block, body: set[Block], memo: dict) -> bool:
+        if v is None:
+            return False
         if v in memo:
             return memo[v]
         if isinstance(v, BlockArgument):
             b = v.block
             if b not in body:
                 return True
-            if b is header or b not in self.counted:
+            if b is not header and b not in self.counted:
+                # a join inside the loop: the same when every incoming value is and so
+                # is every branch that decides which edge comes in (a packed triangle's
+                # row start after a row loop that may be skipped)
+                memo[v] = False  # no cycle reaches a join without passing a loop header
+                ok = all(
+                    self._same_in(self.flavor.successor_operands(e.src.last_op)[e.slot][v.index], header, body, memo)
+                    for e in self.cfg.preds[b]
+                ) and all(self._same_in(c, header, body, memo) for c in self._deciding_conditions(b))
+                memo[v] = ok
+                return ok
+            if b is header:
                 memo[v] = False
                 return False
             # a phi of a counted loop inside: assume it is the same while its
