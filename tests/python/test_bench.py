@@ -140,3 +140,25 @@ def test_workload_sources_ship_with_the_package():
     for workload in cases.WORKLOADS.values():
         assert workload.source.exists(), workload.source
     assert (cases.WORKLOAD_DIR / "bench_common.h").exists()
+
+
+def test_baseline_killed_for_memory_is_reported_not_failed(tmp_path, monkeypatch):
+    # AD before optimization runs out of memory at large sizes (the kernel's OOM killer
+    # sends SIGKILL); that is the baseline failing, not the gradient: a warning, no FAIL.
+    # This program kills itself the same way when run as the --no-preopt build is run
+    # (without primal timing or finite differences)
+    source = tmp_path / "killed.c"
+    source.write_text(WRONG_GRADIENT_C.replace("    c->dx[3] *= 1.5; /* deliberately wrong */\n", "").replace(
+        "int main(void) {",
+        "#include <signal.h>\n#include <unistd.h>\nint main(void) {\n"
+        "    const char *p = getenv(\"BENCH_PRIMAL\"), *fd = getenv(\"BENCH_FD\");\n"
+        "    if (p && fd && !strcmp(p, \"0\") && !strcmp(fd, \"0\")) kill(getpid(), SIGKILL);"))
+    workload = cases.Workload("killed", "killed for memory", source_file=source)
+    case = cases.Case(workload, "n=8", {"n": 8}, lambda work, adbench: ([], "built in"))
+    monkeypatch.setenv("BENCH_MIN_S", "0.001")
+    monkeypatch.setenv("BENCH_REPEATS", "1")
+    (result,) = runner.run_suite([case], tmp_path, variants=("preopt", "nopreopt"))
+    assert result["ok"] and result["errors"] == [], result["errors"]
+    assert result["grad_s"] > 0 and result.get("grad_nopreopt_s") is None
+    assert any("out of memory" in w for w in result["warnings"])
+    assert "**FAIL**" not in report.markdown([result], [], [])
