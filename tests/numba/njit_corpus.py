@@ -271,6 +271,13 @@ def raise_with_float(x, limit):
     return s * x[0]
 
 
+@njit
+def cumsum_mask(x):
+    # np.cumsum goes through Numba's reshape helper; a boolean mask copies the selection
+    c = np.cumsum(x)
+    return np.sum(c * c) + np.sum(x[x > 0.8] ** 3)
+
+
 CORPUS = {
     "scalar_poly": (scalar_poly, lambda: (0.7, 1.3)),
     "scalar_math": (scalar_math, lambda: (0.7, 1.3)),
@@ -302,4 +309,5 @@ CORPUS = {
     "reshape_views": (reshape_views, lambda: (_x(),)),
     "outer_product": (outer_product, lambda: (_x(4),)),
     "raise_with_float": (raise_with_float, lambda: (_x(), 100.0)),
+    "cumsum_mask": (cumsum_mask, lambda: (_x(),)),
 }

@@ -2,6 +2,8 @@
 construct, never a crash or a wrong derivative; and Numba's own exceptions raised in
 the differentiated function propagate unchanged."""
 
+import math
+
 import numba
 import numpy as np
 import pytest
@@ -335,3 +337,12 @@ def test_exception_carrying_an_active_float_propagates():
         zymase.grad(raise_with_float)(x, 1.0)
     assert zymase.grad(raise_with_float, argnums=0)(x, 100.0)[0] == pytest.approx(
         np.sum(x * x) + 2 * x[0] * x[0], rel=1e-14)
+
+
+def test_missing_rule_in_numbas_math_helpers_says_what_to_do():
+    @njit
+    def with_gamma(x):
+        return math.gamma(x) * x
+
+    with _raises("no derivative rule for external function 'numba_gamma'.*Numba's C helper"):
+        zymase.grad(with_gamma)(2.5)

@@ -834,11 +834,15 @@ def _in_user_terms(err: ZymaseError, disp) -> ZymaseError:
     name = function_label(disp).strip("'")
     hint = err.hint
     runtime = re.search(r"@(numba_\w+)", err.construct or "")
-    if runtime:
-        # the C-minded hint ("define the function in the same file") means nothing here
+    # the C-minded hints ("define the function in the same file") mean nothing here
+    if runtime and "memory holding active data" in err.message:
         hint = (f"'{runtime.group(1)}' is compiled C in Numba's runtime (np.linalg, '@' on 2-D arrays, "
                 "typed dicts and lists and some NumPy functions call such routines), which zymase cannot "
                 "see into; write that step as loops over arrays in the njit function")
+    elif runtime and err.message.startswith("no derivative rule"):
+        hint = (f"'{runtime.group(1)}' is Numba's C helper for a math or NumPy function (math.gamma calls "
+                "numba_gamma) that zymase has no derivative rule for; apply it only to values that are "
+                "not differentiated, or write it with functions that have rules (exp, log, sin, ...)")
     if err.location is None:
         hint = (hint + "; " if hint else "") + "compile the function with @njit(debug=True) to see source lines"
     return ZymaseError(
