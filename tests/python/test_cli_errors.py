@@ -134,6 +134,12 @@ C_CASES = {
         "int main(void) { return __enzyme_autodiff((void*)f, 3.0) > 0; }\n",
         ["variadic_active.c:5:", "variadic function 'sum'", "function 'f'"],
     ),
+    "float128_active.c": (
+        "extern double __enzyme_autodiff(void*, ...);\n"
+        "double f(double x) { __float128 y = x; return (double)(y / (y + 1)); }\n"
+        "int main(void) { return __enzyme_autodiff((void*)f, 3.0) > 0; }\n",
+        ["float128_active.c:2:", "converted to f128", "does not differentiate", "function 'f'"],
+    ),
     "syntax.c": ("int main(void) { return 0 }\n", ["syntax.c:1:", "expected ';'"]),
 }
 

@@ -1001,3 +1001,23 @@ def test_special_names_are_kept_exactly():
     for text in (r'@"\01_asm_name" = global i32 1', '@"with space" = global %"struct.std::pair<int, int>"',
                  '%"struct.std::pair<int, int>" = type { i32, i32 }', '@"fn.with-dash$"'):
         assert text in reread, text
+
+
+def test_extended_precision_constants_no_double_holds_are_written_back_exactly():
+    # clang folds `x / 3.0L` into a multiplication by the x86_fp80 nearest to 1/3, and the
+    # fp128 one has 113 bits: both come back as they were read, two constants that round to
+    # the same double stay two constants, and an exact one is still a plain float
+    text = """
+define x86_fp80 @f(x86_fp80 %x, fp128 %y) {
+  %a = fmul x86_fp80 %x, 0xK3FFDAAAAAAAAAAAAAAAB
+  %b = fmul x86_fp80 %a, 0xK3FFDAAAAAAAAAAAAAAAA
+  %c = fadd x86_fp80 %b, 0xK3FFF8000000000000000
+  %d = fmul fp128 %y, 0xL5555555555555555BFFD555555555555
+  ret x86_fp80 %c
+}
+"""
+    out = write_llvm_ir(read_llvm_ir(text))
+    for literal in ("0xK3FFDAAAAAAAAAAAAAAAB", "0xK3FFDAAAAAAAAAAAAAAAA", "0xK3FFF8000000000000000",
+                    "0xL5555555555555555BFFD555555555555"):
+        assert literal in out, literal
+    llvm.parse_assembly(out).verify()

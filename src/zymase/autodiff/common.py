@@ -257,6 +257,17 @@ def _reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activ
                     hint="optimize before differentiating (SROA/instcombine split such aggregates), "
                     "or pass the pointer separately",
                 )
+            lost = next((r.type for r in op.results if _untracked_float(r.type)), None)
+            if lost is not None and any(o in act.varied for o in op.operands):
+                # the derivative would silently stop here: long double arithmetic has no rules
+                raise ZymaseError(
+                    f"an active value is converted to {lost}, a floating-point type zymase does not "
+                    "differentiate (long double, __float128)",
+                    construct=describe(op),
+                    function=fname,
+                    location=location_of(op),
+                    hint="compute in double or float",
+                )
             unsupported = _unsupported_on_active(op, act)
             if unsupported:
                 raise ZymaseError(
@@ -334,6 +345,13 @@ def _opaque_call(ctx: Context, op: Operation) -> bool:
     if ctx.defined_function(op) is not None:
         return False  # differentiated in split mode
     return name not in READ_ONLY_EXTERNALS and name not in INTEGER_ONLY_EXTERNALS
+
+
+def _untracked_float(t: Attribute) -> bool:
+    """A scalar floating-point type without derivative rules (x86_fp80, fp128)."""
+    from zymase.ir import Float80Type, Float128Type
+
+    return isinstance(t, (Float80Type, Float128Type)) and not is_differentiable_type(t)
 
 
 def _holds_floats(t: Attribute) -> bool:

@@ -234,7 +234,7 @@ def _is_type_mangle(p: str) -> bool:
 def _mangle(t: Attribute) -> str:
     if isinstance(t, IntegerType):
         return f"i{t.width.data}"
-    return {"f16": "f16", "f32": "f32", "f64": "f64", "bf16": "bf16"}[str(t)]
+    return {"f16": "f16", "f32": "f32", "f64": "f64", "f80": "f80", "bf16": "bf16"}[str(t)]
 
 
 class LLVMFlavor(Flavor):
@@ -287,7 +287,7 @@ class LLVMFlavor(Flavor):
         if iname in _LLVM_INTRINSICS or iname in ("minnum", "maxnum"):
             return emitter.v(llvm.CallIntrinsicOp(f"llvm.{iname}.{_mangle(t)}", list(args), [t]))
         # Everything else is a libm call, declared once per module.
-        cname = name + ("f" if str(t) == "f32" else "")
+        cname = name + {"f32": "f", "f80": "l"}.get(str(t), "")
         self._declare(emitter.module, cname, [a.type for a in args], t)
         return emitter.v(llvm.CallOp(cname, *args, return_type=t))
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from zymase.ir import Attribute, Float16Type, Float32Type, Float64Type, SSAValue
+from zymase.ir import Attribute, Float16Type, Float32Type, Float64Type, Float80Type, SSAValue
 
 if TYPE_CHECKING:
     from zymase.autodiff.flavor import Emitter
@@ -83,5 +83,5 @@ def _float_add(E: "Emitter", a: SSAValue, b: SSAValue) -> SSAValue:
 
 
 FLOAT = TypeRule(zero=_float_zero, add=_float_add)
-for _cls in (Float16Type, Float32Type, Float64Type):
+for _cls in (Float16Type, Float32Type, Float64Type, Float80Type):
     register_type(_cls, FLOAT)

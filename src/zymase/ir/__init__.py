@@ -22,6 +22,8 @@ from xdsl.dialects.builtin import (
     Float16Type,
     Float32Type,
     Float64Type,
+    Float80Type,
+    Float128Type,
     FloatAttr,
     FunctionType,
     IndexType,
@@ -60,7 +62,7 @@ from xdsl.utils.exceptions import ParseError, VerifyException
 from zymase.errors import ZymaseError
 from zymase.ir import arith_ext, enzyme, llvm_ext, memref_ext
 
-FLOAT_TYPES = (Float16Type, Float32Type, Float64Type)
+FLOAT_TYPES = (Float16Type, Float32Type, Float64Type, Float80Type)
 
 
 def float_width(t: Attribute) -> int:

@@ -445,6 +445,19 @@ def _element_type(ty: Attribute, index: int) -> Attribute:
 Const = tuple
 
 
+class WideFloat(float):
+    """An x86_fp80 or fp128 constant that no double holds: the nearest double, for
+    anything that computes with it, and its exact LLVM literal, which the writer
+    prints back (clang folds ``x / 3.0L`` into a multiplication by such a constant)."""
+
+    __slots__ = ("llvm_literal",)
+
+    def __new__(cls, nearest: float, literal: str):
+        value = super().__new__(cls, nearest)
+        value.llvm_literal = literal
+        return value
+
+
 def _decode_float(text: str, ty: Attribute) -> float:
     """LLVM's printed float constant -> the exact Python float value."""
     if text.startswith(("0x", "-0x", "+0x")) and len(text) > 2 and text[2] not in "KLMHR":
@@ -455,16 +468,18 @@ def _decode_float(text: str, ty: Attribute) -> float:
     if text.startswith("0xR"):
         return struct.unpack("<f", struct.pack("<I", int(text[3:], 16) << 16))[0]
     if text.startswith("0xK"):
-        return _decode_fp80(text[3:])
+        return _decode_fp80(text[3:], text)
     if text.startswith("0xL"):
-        return _decode_fp128(text[3:])
+        return _decode_fp128(text[3:], text)
     if text.startswith("0xM"):
         raise _ParseFailure("ppc_fp128 constants are not supported")
     return float(text)
 
 
-def _exact_float(sign: int, exponent: int, mantissa: int, frac_bits: int, bias: int, implicit: bool) -> float:
-    """Exact value of an IEEE-like float, or failure if a double cannot hold it."""
+def _exact_float(sign: int, exponent: int, mantissa: int, frac_bits: int, bias: int, implicit: bool,
+                 literal: str) -> float:
+    """Value of an IEEE-like float: a float when a double holds it exactly, else a
+    WideFloat keeping ``literal``."""
     from fractions import Fraction
 
     if exponent == 0:
@@ -472,28 +487,31 @@ def _exact_float(sign: int, exponent: int, mantissa: int, frac_bits: int, bias: 
     else:
         lead = (1 << frac_bits) if implicit else 0
         value = Fraction(mantissa + lead, 1 << frac_bits) * Fraction(2) ** (exponent - bias)
-    result = float(value)
-    if Fraction(result) != value:
-        raise _ParseFailure("extended-precision constant is not representable as a double")
-    return -result if sign else result
+    try:
+        nearest = float(value)
+        exact = Fraction(nearest) == value
+    except OverflowError:  # beyond a double's range: only the literal stands for it
+        nearest, exact = float("inf"), False
+    nearest = -nearest if sign else nearest
+    return nearest if exact else WideFloat(nearest, literal)
 
 
-def _decode_fp80(hexdigits: str) -> float:
+def _decode_fp80(hexdigits: str, literal: str) -> float:
     high = int(hexdigits[:4], 16)
     mantissa = int(hexdigits[4:], 16)
     sign, exponent = high >> 15, high & 0x7FFF
     if exponent == 0x7FFF:
         return float("-inf" if sign else "inf") if (mantissa << 1) & ((1 << 64) - 1) == 0 else float("nan")
-    return _exact_float(sign, exponent, mantissa, 63, 16383, implicit=False)
+    return _exact_float(sign, exponent, mantissa, 63, 16383, False, literal)
 
 
-def _decode_fp128(hexdigits: str) -> float:
+def _decode_fp128(hexdigits: str, literal: str) -> float:
     low, high = int(hexdigits[:16], 16), int(hexdigits[16:], 16)
     bits = (high << 64) | low
     sign, exponent, mantissa = bits >> 127, (bits >> 112) & 0x7FFF, bits & ((1 << 112) - 1)
     if exponent == 0x7FFF:
         return float("-inf" if sign else "inf") if mantissa == 0 else float("nan")
-    return _exact_float(sign, exponent, mantissa, 112, 16383, implicit=True)
+    return _exact_float(sign, exponent, mantissa, 112, 16383, True, literal)
 
 
 def _float_bits(value: float) -> int:
@@ -558,7 +576,10 @@ def _number_const(text: str, ty: Attribute) -> Const:
             return ("int", ty, value)
         return ("int", ty, int(text, 16) if text.startswith("0x") else int(text))
     if _is_float_type(ty):
-        return ("float", ty, _float_bits(_decode_float(text, ty)))
+        value = _decode_float(text, ty)
+        if isinstance(value, WideFloat):  # the literal is part of the key: two may share a double
+            return ("float", ty, _float_bits(value), value.llvm_literal)
+        return ("float", ty, _float_bits(value))
     raise _ParseFailure(f"number {text} for non-numeric type")
 
 
@@ -1543,7 +1564,8 @@ class _FunctionReader:
         if tag == "int":
             return self._emit(llvm.ConstantOp(IntegerAttr(c[2], c[1]), c[1]))
         if tag == "float":
-            return self._emit(llvm.ConstantOp(FloatAttr(_bits_float(c[2]), c[1]), c[1]))
+            value = _bits_float(c[2]) if len(c) == 3 else WideFloat(_bits_float(c[2]), c[3])
+            return self._emit(llvm.ConstantOp(FloatAttr(value, c[1]), c[1]))
         if tag == "zero":
             return self._emit(_zero_op(c[1]))
         if tag == "undef":

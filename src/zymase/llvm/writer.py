@@ -166,7 +166,11 @@ def _fp128_hex(value: float) -> str:
 
 
 def _float_literal(value: float, ty: Attribute) -> str:
-    """An exact LLVM float literal of type ``ty`` for the Python float ``value``."""
+    """An exact LLVM float literal of type ``ty`` for the Python float ``value`` (an
+    x86_fp80/fp128 constant the reader could not hold in a double carries its literal)."""
+    literal = getattr(value, "llvm_literal", None)
+    if literal is not None and isinstance(ty, (builtin.Float80Type, builtin.Float128Type)):
+        return literal
     if isinstance(ty, builtin.Float64Type):
         return _double_hex(value)
     if isinstance(ty, builtin.Float32Type):

@@ -6,5 +6,6 @@ from zymase.autodiff.rules.scalar import MATH
 
 for _name, _rule in MATH.items():
     REGISTRY.register_function(_name, _rule)
-    # float variants in C (sinf, powf, ...); long double is not supported.
+    # the float and long double (x86_fp80) variants in C: sinf, sinl, powf, powl, ...
     REGISTRY.register_function(_name + "f", _rule)
+    REGISTRY.register_function(_name + "l", _rule)
