@@ -294,7 +294,8 @@ class Transformed:
         # overload's typer must take the parameters by name
         ol = _exec(f"def ol({params}):\n    return typer({params})\n", {"typer": typer}, "ol")
         overload(stub, jit_options={"nopython": True})(ol)
-        name = f"{api}_{disp.py_func.__name__}"
+        # a Python identifier even for a lambda ("<lambda>") or a non-ASCII name
+        name = f"{api}_" + "".join(c if c.isalnum() and c.isascii() or c == "_" else "_" for c in disp.py_func.__name__)
         tramp = _exec(f"def {name}({params}):\n    return stub({params})\n", {"stub": stub}, name)
         self.trampoline = numba.njit(tramp)
 

@@ -278,6 +278,16 @@ def cumsum_mask(x):
     return np.sum(c * c) + np.sum(x[x > 0.8] ** 3)
 
 
+@njit
+def gamma_cbrt(x):
+    # math.gamma is Numba's numba_gamma, math.lgamma libm's lgamma (both need digamma);
+    # np.cbrt computes -pow(-x, 1/3) and pow(x, 1/3) and selects: the side not taken is NaN
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += math.lgamma(x[i] + 0.5) * math.gamma(x[i]) + np.cbrt(x[i] - 0.9)
+    return s
+
+
 CORPUS = {
     "scalar_poly": (scalar_poly, lambda: (0.7, 1.3)),
     "scalar_math": (scalar_math, lambda: (0.7, 1.3)),
@@ -310,4 +320,5 @@ CORPUS = {
     "outer_product": (outer_product, lambda: (_x(4),)),
     "raise_with_float": (raise_with_float, lambda: (_x(), 100.0)),
     "cumsum_mask": (cumsum_mask, lambda: (_x(),)),
+    "gamma_cbrt": (gamma_cbrt, lambda: (_x(),)),
 }

@@ -66,6 +66,13 @@ def test_plain_python_function_is_compiled_with_njit():
     assert zymase.grad(f, argnums=(0, 1))(2.0, 0.5) == pytest.approx((math.exp(0.5), 2 * math.exp(0.5)), rel=1e-14)
 
 
+def test_njit_lambda_is_differentiated():
+    # its name is "<lambda>": the trampoline zymase generates must still be valid Python
+    f = njit(lambda x, a: a * x * x)
+    assert zymase.grad(f)(1.5, 2.0) == pytest.approx(6.0)
+    assert zymase.grad(lambda x: x ** 3)(2.0) == pytest.approx(12.0)
+
+
 def test_jvp():
     t = np.arange(6.0)
     v, tan = zymase.jvp(loss, (X, 1.3), (t, 0.5))

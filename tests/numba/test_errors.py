@@ -341,8 +341,8 @@ def test_exception_carrying_an_active_float_propagates():
 
 def test_missing_rule_in_numbas_math_helpers_says_what_to_do():
     @njit
-    def with_gamma(x):
-        return math.gamma(x) * x
+    def with_ldexp(x):
+        return math.ldexp(x, 3) * x
 
-    with _raises("no derivative rule for external function 'numba_gamma'.*Numba's C helper"):
-        zymase.grad(with_gamma)(2.5)
+    with _raises("no derivative rule for external function 'numba_ldexp'.*Numba's C helper"):
+        zymase.grad(with_ldexp)(2.5)

@@ -24,6 +24,7 @@ from zymase.ir import (
     Block,
     BlockArgument,
     DenseArrayBase,
+    Float64Type,
     FloatAttr,
     FunctionType,
     IntegerAttr,
@@ -286,6 +287,12 @@ class LLVMFlavor(Flavor):
             return emitter.v(op)
         if iname in _LLVM_INTRINSICS or iname in ("minnum", "maxnum"):
             return emitter.v(llvm.CallIntrinsicOp(f"llvm.{iname}.{_mangle(t)}", list(args), [t]))
+        if name == "digamma":  # not in libm: zymase defines it (in double) in the module
+            from zymase.autodiff.special import ensure_digamma
+
+            x = args[0] if str(t) == "f64" else emitter.v(self.fconv(args[0], Float64Type()))
+            psi = emitter.v(llvm.CallOp(ensure_digamma(emitter.module), x, return_type=Float64Type()))
+            return psi if str(t) == "f64" else emitter.v(self.fconv(psi, t))
         # Everything else is a libm call, declared once per module.
         cname = name + {"f32": "f", "f80": "l"}.get(str(t), "")
         self._declare(emitter.module, cname, [a.type for a in args], t)

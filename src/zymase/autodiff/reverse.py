@@ -47,7 +47,8 @@ from zymase.autodiff.names import ABANDONED
 from zymase.transforms.inline import hoist_allocas
 from zymase.autodiff.forwarding import StoreForwarding
 from zymase.autodiff.tape import IndexedCaches, MinCutRecompute, explain_tape
-from zymase.ir import Block, BlockArgument, IntegerAttr, IntegerType, Operation, SSAValue, StringAttr, i8, i32, i64, llvm
+from zymase.ir import (Block, BlockArgument, IntegerAttr, IntegerType, Operation, SSAValue, StringAttr, i8, i32, i64,
+                       is_float_type, llvm)
 from zymase.ir import enzyme as ez
 from zymase.ir.enzyme import Activity
 
@@ -1102,9 +1103,41 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
         if rule is None:
             raise no_rule_error(op, self.fname)
         contribs = rule.reverse(self, op, dys)
+        if self._select_guarded(op):
+            contribs = self._strong_zero(dys[0], contribs)
         for operand, c in zip(op.operands, contribs):
             if c is not None:
                 self._accumulate(operand, c)
+
+    def _select_guarded(self, op: Operation) -> bool:
+        """Whether ``op``'s float result only feeds the value operands of selects,
+        directly or through other such ops: code the optimizer speculated out of a
+        branch (``x < 0 ? -pow(-x, 1/3) : pow(x, 1/3)`` computes both sides). On the side
+        not chosen its adjoint is exactly zero while its partials may be infinite or
+        NaN (pow of a negative number), and 0 * NaN would poison the derivative."""
+        memo = self.__dict__.setdefault("_guarded", {})
+        if op in memo:
+            return memo[op]
+        memo[op] = False  # a cycle (through a phi) is not speculated code
+        ok = len(op.results) == 1 and is_float_type(op.results[0].type) and bool(op.results[0].uses)
+        for use in op.results[0].uses if ok else ():
+            user = use.operation
+            if isinstance(user, llvm.SelectOp) or user.name == "arith.select":
+                ok = use.index != 0
+            else:
+                ok = not user.successors and not user.regions and self._select_guarded(user)
+            if not ok:
+                break
+        memo[op] = ok
+        return ok
+
+    def _strong_zero(self, dy: SSAValue | None, contribs: list) -> list:
+        """The contributions, zero wherever the adjoint ``dy`` is zero (0 * inf = 0)."""
+        if dy is None or not is_float_type(dy.type):
+            return contribs
+        E = self.E
+        dead = E.fcmp("oeq", dy, E.zero(dy.type))
+        return [c if c is None or not is_float_type(c.type) else E.select(dead, E.zero(c.type), c) for c in contribs]
 
     # ---- calls in split mode (callees that take active memory) --------------------
     def _is_split_call(self, op: Operation) -> bool:

@@ -9,3 +9,6 @@ for _name, _rule in MATH.items():
     # the float and long double (x86_fp80) variants in C: sinf, sinl, powf, powl, ...
     REGISTRY.register_function(_name + "f", _rule)
     REGISTRY.register_function(_name + "l", _rule)
+
+# Numba lowers math.gamma to its own C helper rather than libm's tgamma
+REGISTRY.register_function("numba_gamma", MATH["tgamma"])

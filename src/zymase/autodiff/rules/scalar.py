@@ -109,6 +109,9 @@ MATH: dict[str, ScalarRule] = {
             ),
         )
     ),
+    # log|Gamma(x)|' = digamma(x); Gamma' = Gamma digamma (zymase.autodiff.special)
+    "lgamma": R(lambda E, P, dy: E.mul(dy, E.fn("digamma", P.arg(0)))),
+    "tgamma": R(lambda E, P, dy: E.mul(dy, E.mul(P.res(), E.fn("digamma", P.arg(0))))),
     # hypot(a, b) = r: d/da = a / r, d/db = b / r.
     "hypot": R(
         lambda E, P, dy: E.div(E.mul(dy, P.arg(0)), P.res()),
