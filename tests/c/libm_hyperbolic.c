@@ -1,4 +1,5 @@
-/* libm hyperbolic functions and erf (double): sinh cosh tanh erf. */
+/* libm hyperbolic functions, their inverses, erf and erfc (double): sinh cosh tanh asinh acosh atanh
+   erf erfc. */
 #include <stdio.h>
 #include <math.h>
 
@@ -23,6 +24,10 @@ static double f_sinh(double x) { return sinh(x); }
 static double f_cosh(double x) { return cosh(x); }
 static double f_tanh(double x) { return tanh(x); }
 static double f_erf(double x) { return erf(x); }
+static double f_erfc(double x) { return erfc(x); }
+static double f_asinh(double x) { return asinh(x); }
+static double f_acosh(double x) { return acosh(1.5 + x * x); } /* acosh needs an argument above 1 */
+static double f_atanh(double x) { return atanh(x / 4.0); }      /* and atanh one in (-1, 1) */
 /* the standard normal CDF, written with erf */
 static double f_normcdf(double x) { return 0.5 * (1.0 + erf(x / sqrt(2.0))); }
 
@@ -30,6 +35,10 @@ static double d_sinh(double x) { return cosh(x); }
 static double d_cosh(double x) { return sinh(x); }
 static double d_tanh(double x) { return 1.0 - tanh(x) * tanh(x); }
 static double d_erf(double x) { return 2.0 / sqrt(3.14159265358979323846) * exp(-x * x); }
+static double d_erfc(double x) { return -d_erf(x); }
+static double d_asinh(double x) { return 1.0 / sqrt(x * x + 1.0); }
+static double d_acosh(double x) { double u = 1.5 + x * x; return 2.0 * x / sqrt(u * u - 1.0); }
+static double d_atanh(double x) { double u = x / 4.0; return 0.25 / (1.0 - u * u); }
 static double d_normcdf(double x) { return exp(-0.5 * x * x) / sqrt(2.0 * 3.14159265358979323846); }
 
 #define TEST(fn, x)                                                                  \
@@ -46,6 +55,10 @@ int main(void) {
         TEST(cosh, x);
         TEST(tanh, x);
         TEST(erf, x);
+        TEST(erfc, x);
+        TEST(asinh, x);
+        TEST(acosh, x);
+        TEST(atanh, x);
         TEST(normcdf, x);
     }
     printf("%s: %d failure(s)\n", __FILE__, failures);

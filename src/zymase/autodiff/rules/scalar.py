@@ -97,6 +97,10 @@ MATH: dict[str, ScalarRule] = {
             E.div(E.mul(dy, P.arg(0)), E.add(E.square(P.arg(0)), E.square(P.arg(1))))
         ),
     ),
+    # asinh' = 1/sqrt(x^2 + 1), acosh' = 1/sqrt(x^2 - 1), atanh' = 1/(1 - x^2)
+    "asinh": R(lambda E, P, dy: E.div(dy, E.fn("sqrt", E.add(E.square(P.arg(0)), E.const_like(1.0, dy))))),
+    "acosh": R(lambda E, P, dy: E.div(dy, E.fn("sqrt", E.sub(E.square(P.arg(0)), E.const_like(1.0, dy))))),
+    "atanh": R(lambda E, P, dy: E.div(dy, E.sub(E.const_like(1.0, dy), E.square(P.arg(0))))),
     "sinh": R(lambda E, P, dy: E.mul(dy, E.fn("cosh", P.arg(0)))),
     "cosh": R(lambda E, P, dy: E.mul(dy, E.fn("sinh", P.arg(0)))),
     "tanh": R(lambda E, P, dy: E.mul(dy, E.sub(E.const_like(1.0, dy), E.square(P.res())))),
@@ -107,6 +111,11 @@ MATH: dict[str, ScalarRule] = {
                 E.const_like(2.0 / _m.sqrt(_m.pi), dy),
                 E.fn("exp", E.neg(E.square(P.arg(0)))),
             ),
+        )
+    ),
+    "erfc": R(
+        lambda E, P, dy: E.neg(
+            E.mul(dy, E.mul(E.const_like(2.0 / _m.sqrt(_m.pi), dy), E.fn("exp", E.neg(E.square(P.arg(0))))))
         )
     ),
     # log|Gamma(x)|' = digamma(x); Gamma' = Gamma digamma (zymase.autodiff.special)
