@@ -1,4 +1,4 @@
-/* libm exponentials and logarithms (double): exp exp2 expm1 log log2 log10 log1p. */
+/* libm exponentials and logarithms (double): exp exp2 expm1 log log2 log10 log1p, and ldexp. */
 #include <stdio.h>
 #include <math.h>
 
@@ -37,6 +37,8 @@ static double d_log2(double x) { return 1.0 / (x * log(2.0)); }
 static double d_log10(double x) { return 1.0 / (x * log(10.0)); }
 static double d_log1p(double x) { return 1.0 / (1.0 + x); }
 static double d_softplus(double x) { return 1.0 / (1.0 + exp(-x)); }
+static double f_ldexp(double x) { return ldexp(x * x, 3) + ldexp(x, -2); } /* x^2 * 8 + x / 4 */
+static double d_ldexp(double x) { return 16.0 * x + 0.25; }
 
 #define TEST(fn, x)                                                                  \
     do {                                                                             \
@@ -56,6 +58,7 @@ int main(void) {
         TEST(log10, x);
         TEST(log1p, x);
         TEST(softplus, x);
+        TEST(ldexp, x);
         /* negative arguments where the function is defined */
         TEST(exp, -x);
         TEST(exp2, -x);

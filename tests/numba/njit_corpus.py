@@ -280,11 +280,12 @@ def cumsum_mask(x):
 
 @njit
 def gamma_cbrt(x):
-    # math.gamma is Numba's numba_gamma, math.lgamma libm's lgamma (both need digamma);
+    # math.gamma and math.ldexp are Numba's numba_gamma and numba_ldexp, math.lgamma libm's
+    # lgamma (gamma and lgamma need digamma);
     # np.cbrt computes -pow(-x, 1/3) and pow(x, 1/3) and selects: the side not taken is NaN
     s = 0.0
     for i in range(x.shape[0]):
-        s += math.lgamma(x[i] + 0.5) * math.gamma(x[i]) + np.cbrt(x[i] - 0.9)
+        s += math.lgamma(x[i] + 0.5) * math.gamma(x[i]) + np.cbrt(x[i] - 0.9) + math.ldexp(x[i] * x[i], 3)
     return s
 
 

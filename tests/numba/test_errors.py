@@ -341,8 +341,9 @@ def test_exception_carrying_an_active_float_propagates():
 
 def test_missing_rule_in_numbas_math_helpers_says_what_to_do():
     @njit
-    def with_ldexp(x):
-        return math.ldexp(x, 3) * x
+    def with_frexp(x):
+        mantissa, _ = math.frexp(x)
+        return mantissa * x
 
-    with _raises("no derivative rule for external function 'numba_ldexp'.*Numba's C helper"):
-        zymase.grad(with_ldexp)(2.5)
+    with _raises("no derivative rule for external function 'numba_frexp'.*Numba's C helper"):
+        zymase.grad(with_frexp)(2.5)

@@ -840,8 +840,8 @@ def _in_user_terms(err: ZymaseError, disp) -> ZymaseError:
                 "typed dicts and lists and some NumPy functions call such routines), which zymase cannot "
                 "see into; write that step as loops over arrays in the njit function")
     elif runtime and err.message.startswith("no derivative rule"):
-        hint = (f"'{runtime.group(1)}' is Numba's C helper for a math or NumPy function (math.ldexp calls "
-                "numba_ldexp) that zymase has no derivative rule for; apply it only to values that are "
+        hint = (f"'{runtime.group(1)}' is Numba's C helper for a math or NumPy function (math.frexp calls "
+                "numba_frexp) that zymase has no derivative rule for; apply it only to values that are "
                 "not differentiated, or write it with functions that have rules (exp, log, sin, ...)")
     if err.location is None:
         hint = (hint + "; " if hint else "") + "compile the function with @njit(debug=True) to see source lines"

@@ -10,5 +10,7 @@ for _name, _rule in MATH.items():
     REGISTRY.register_function(_name + "f", _rule)
     REGISTRY.register_function(_name + "l", _rule)
 
-# Numba lowers math.gamma to its own C helper rather than libm's tgamma
-REGISTRY.register_function("numba_gamma", MATH["tgamma"])
+# Numba lowers math.gamma and math.ldexp to its own C helpers rather than libm's
+for _suffix in ("", "f"):
+    REGISTRY.register_function("numba_gamma" + _suffix, MATH["tgamma"])
+    REGISTRY.register_function("numba_ldexp" + _suffix, MATH["ldexp"])

@@ -144,6 +144,8 @@ MATH: dict[str, ScalarRule] = {
         lambda E, P, dy: dy,
     ),
     "fmod": FREM,
+    # ldexp(x, n) = x * 2^n, exactly: the adjoint scales the same way; n is an integer
+    "ldexp": R(lambda E, P, dy: E.fn("ldexp", dy, P.arg(1)), None),
 }
 MATH["fmuladd"] = MATH["fma"]
 MATH["minnum"] = MATH["minimum"] = MATH["fmin"]
