@@ -73,6 +73,15 @@ def test_njit_lambda_is_differentiated():
     assert zymase.grad(lambda x: x ** 3)(2.0) == pytest.approx(12.0)
 
 
+def test_float32_gamma_and_ldexp():
+    # float32 goes through Numba's numba_gammaf / numba_ldexpf helpers; closed form
+    # Gamma'(x) = Gamma(x) digamma(x)
+    from scipy.special import digamma
+
+    f = njit(lambda x: math.gamma(x) + math.ldexp(x, 2))
+    assert zymase.grad(f)(np.float32(2.5)) == pytest.approx(math.gamma(2.5) * digamma(2.5) + 4.0, rel=1e-6)
+
+
 def test_jvp():
     t = np.arange(6.0)
     v, tan = zymase.jvp(loss, (X, 1.3), (t, 0.5))

@@ -259,10 +259,10 @@ def _reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activ
                 )
             lost = next((r.type for r in op.results if _untracked_float(r.type)), None)
             if lost is not None and any(o in act.varied for o in op.operands):
-                # the derivative would silently stop here: long double arithmetic has no rules
+                # the derivative would silently stop here: the type has no rules
                 raise ZymaseError(
                     f"an active value is converted to {lost}, a floating-point type zymase does not "
-                    "differentiate (long double, __float128)",
+                    "differentiate (__float128)",
                     construct=describe(op),
                     function=fname,
                     location=location_of(op),
@@ -348,7 +348,7 @@ def _opaque_call(ctx: Context, op: Operation) -> bool:
 
 
 def _untracked_float(t: Attribute) -> bool:
-    """A scalar floating-point type without derivative rules (x86_fp80, fp128)."""
+    """A scalar floating-point type without derivative rules (fp128; x86_fp80 has them)."""
     from zymase.ir import Float80Type, Float128Type
 
     return isinstance(t, (Float80Type, Float128Type)) and not is_differentiable_type(t)

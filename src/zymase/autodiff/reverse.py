@@ -640,9 +640,7 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
                 if p.block is entry:
                     bases.add(p)
                 else:
-                    work.extend(
-                        self.flavor.successor_operands(e.src.last_op)[e.slot][p.index] for e in self.cfg.preds[p.block]
-                    )
+                    work.extend(self._incoming(p))
             elif isinstance(p.owner, (llvm.GEPOp, llvm.BitcastOp)):
                 work.append(p.owner.operands[0])
             elif isinstance(p.owner, llvm.SelectOp):
@@ -835,10 +833,11 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
         global names), or None when unknown."""
         from zymase.analysis.memory import pointer_roots
 
-        def incoming(arg):
-            return [self.flavor.successor_operands(e.src.last_op)[e.slot][arg.index] for e in self.cfg.preds[arg.block]]
+        return pointer_roots(ptr, self.p.region.blocks[0], self._incoming)
 
-        return pointer_roots(ptr, self.p.region.blocks[0], incoming)
+    def _incoming(self, arg: BlockArgument) -> list[SSAValue]:
+        """The values block argument ``arg`` receives, one per incoming edge."""
+        return [self.flavor.successor_operands(e.src.last_op)[e.slot][arg.index] for e in self.cfg.preds[arg.block]]
 
     def _written_roots(self):
         """Roots of all memory the function writes or frees (None: unknown writes)."""

@@ -267,10 +267,9 @@ class IndexedCaches:
                 # is every branch that decides which edge comes in (a packed triangle's
                 # row start after a row loop that may be skipped)
                 memo[v] = False  # no cycle reaches a join without passing a loop header
-                ok = all(
-                    self._same_in(self.flavor.successor_operands(e.src.last_op)[e.slot][v.index], header, body, memo)
-                    for e in self.cfg.preds[b]
-                ) and all(self._same_in(c, header, body, memo) for c in self._deciding_conditions(b))
+                ok = all(self._same_in(x, header, body, memo) for x in self._incoming(v)) and all(
+                    self._same_in(c, header, body, memo) for c in self._deciding_conditions(b)
+                )
                 memo[v] = ok
                 return ok
             if b is header:

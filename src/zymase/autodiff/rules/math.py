@@ -10,7 +10,8 @@ for cls, fname in {
     math.Log1pOp: "log1p", math.PowFOp: "pow", math.FPowIOp: "powi", math.SinOp: "sin",
     math.CosOp: "cos", math.TanOp: "tan", math.AsinOp: "asin", math.AcosOp: "acos",
     math.AtanOp: "atan", math.Atan2Op: "atan2", math.SinhOp: "sinh", math.CoshOp: "cosh",
-    math.TanhOp: "tanh", math.AsinhOp: "asinh", math.AcoshOp: "acosh", math.AtanhOp: "atanh", math.ErfOp: "erf", math.AbsFOp: "fabs", math.CopySignOp: "copysign",
+    math.TanhOp: "tanh", math.AsinhOp: "asinh", math.AcoshOp: "acosh", math.AtanhOp: "atanh",
+    math.ErfOp: "erf", math.AbsFOp: "fabs", math.CopySignOp: "copysign",
     math.FmaOp: "fma", math.FloorOp: "floor", math.CeilOp: "ceil", math.RoundOp: "round",
     math.RoundEvenOp: "roundeven", math.TruncOp: "trunc",
 }.items():

@@ -20,6 +20,10 @@ def _recip_sqrt_one_minus_sq(E, x):
     return E.fn("sqrt", E.sub(one, E.square(x)))
 
 
+def _erf_partial(E, x, dy):
+    return E.mul(dy, E.mul(E.const_like(2.0 / _m.sqrt(_m.pi), dy), E.fn("exp", E.neg(E.square(x)))))
+
+
 # ----- arithmetic ---------------------------------------------------------------
 FADD = R(lambda E, P, dy: dy, lambda E, P, dy: dy, name="fadd")
 FSUB = R(lambda E, P, dy: dy, lambda E, P, dy: E.neg(dy), name="fsub")
@@ -104,20 +108,9 @@ MATH: dict[str, ScalarRule] = {
     "sinh": R(lambda E, P, dy: E.mul(dy, E.fn("cosh", P.arg(0)))),
     "cosh": R(lambda E, P, dy: E.mul(dy, E.fn("sinh", P.arg(0)))),
     "tanh": R(lambda E, P, dy: E.mul(dy, E.sub(E.const_like(1.0, dy), E.square(P.res())))),
-    "erf": R(
-        lambda E, P, dy: E.mul(
-            dy,
-            E.mul(
-                E.const_like(2.0 / _m.sqrt(_m.pi), dy),
-                E.fn("exp", E.neg(E.square(P.arg(0)))),
-            ),
-        )
-    ),
-    "erfc": R(
-        lambda E, P, dy: E.neg(
-            E.mul(dy, E.mul(E.const_like(2.0 / _m.sqrt(_m.pi), dy), E.fn("exp", E.neg(E.square(P.arg(0))))))
-        )
-    ),
+    # erf' = 2/sqrt(pi) exp(-x^2) = -erfc'
+    "erf": R(lambda E, P, dy: _erf_partial(E, P.arg(0), dy)),
+    "erfc": R(lambda E, P, dy: E.neg(_erf_partial(E, P.arg(0), dy))),
     # log|Gamma(x)|' = digamma(x); Gamma' = Gamma digamma (zymase.autodiff.special)
     "lgamma": R(lambda E, P, dy: E.mul(dy, E.fn("digamma", P.arg(0)))),
     "tgamma": R(lambda E, P, dy: E.mul(dy, E.mul(P.res(), E.fn("digamma", P.arg(0))))),
