@@ -169,6 +169,11 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
                     self.shadow_structure(op, clone, forward_mode=False)
                 elif self._is_split_call(op):
                     self._forward_split_call(op, clones[op])
+        # Frees the reverse sweep runs instead (at their allocation's mirror), so that
+        # it may read the buffers again rather than tape what it needs of them.
+        self.deferred_frees = self._find_deferred_frees()
+        for f in self.deferred_frees.values():
+            clones[f].parent_block().erase_op(clones[f])
         # Which blocks need an edge index.
         self.multi = {b for b in region.blocks if b is not orig_entry and len(self.in_edges[b]) > 1}
         self.edge_index: dict[Block, BlockArgument] = {}
@@ -380,12 +385,33 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
             return None
         # the reverse sweep reads start and bound where it leaves the loop's exit:
         # they must be defined on every path there (a bound computed in a guarded
-        # preheader is not)
+        # preheader is not, but the value it widens usually is)
         for v in tc.operands():
-            home = v.block if isinstance(v, BlockArgument) else v.owner.parent_block()
-            if not self.cfg.dominates(home, exits[0].dst):
+            if self._widened_from(v, exits[0].dst) is None:
                 return None
         return tc
+
+    def _widened_from(self, v: SSAValue, where: Block):
+        """(x, casts): ``v`` is integer casts ``casts`` (innermost last) of a value ``x``
+        defined on every path to ``where``; None if there is no such ``x``."""
+        casts = []
+        while True:
+            home = v.block if isinstance(v, BlockArgument) else v.owner.parent_block()
+            if self.cfg.dominates(home, where) or self._is_constant_value(v):
+                return v, casts
+            if isinstance(v, BlockArgument) or not isinstance(v.owner, (llvm.ZExtOp, llvm.SExtOp, llvm.TruncOp)):
+                return None
+            casts.append(v.owner)
+            v = v.owner.operands[0]
+
+    def _count_operand(self, v: SSAValue, where: Block) -> SSAValue:
+        """Trip-count operand ``v`` in the reverse of ``where``: the value it widens,
+        fetched, and widened again (without the flags the guarded copy could assume)."""
+        x, casts = self._widened_from(v, where)
+        w = self._fetch(x, self.vmap.get(x, x))
+        for op in reversed(casts):
+            w = self.E.v(type(op)(w, op.results[0].type))
+        return w
 
     def _exact_counts_into(self, edges: list[Edge]) -> None:
         """In the reverse of a block, before it branches on the edge it was entered
@@ -395,7 +421,7 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
         for e in edges:
             for h, info in self.counted.items():
                 if info["exits"] == [e] and (tc := self._exact_count(h)) is not None:
-                    n = self._emit_trip_count(tc, lambda v: self._fetch(v, self.vmap.get(v, v)))
+                    n = self._emit_trip_count(tc, lambda v: self._count_operand(v, e.dst))
                     self._last_iteration[e] = (info["slot"], self.E.isub(n, self.E.iconst(1, i64)))
 
     def _iteration(self, h: Block) -> SSAValue:
@@ -847,34 +873,98 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
 
     def _writes_in(self, blocks):
         """Roots of all memory that the ops of ``blocks`` write or free (None: unknown)."""
+        return self._writes_of(op for b in blocks for op in b.ops)
+
+    def _find_deferred_frees(self) -> dict[Operation, Operation]:
+        """Allocation -> its free, for frees the reverse sweep may run instead of the
+        forward one: both run exactly once per call (outside loops, on every path to
+        the exit), and no other free or realloc may release that allocation. Reading
+        a buffer again in the reverse sweep is then as good as having taped it; the
+        cost is that the buffer lives until the reverse sweep is done with it."""
+        from zymase.analysis.memory import memory_kind
+
+        if self.split or self.flavor.name != "llvm":
+            return {}
+        cfg, exit_ = self.cfg, self.p.exit
+
+        def once(b: Block) -> bool:
+            return b not in cfg.in_cycle and cfg.dominates(b, exit_)
+
+        releases: dict = {}
+        for b in self.p.region.blocks:
+            for op in b.ops:
+                if memory_kind(op) in ("free", "realloc"):
+                    roots = self._roots(op.operands[0])
+                    if roots is None:
+                        return {}
+                    for r in roots:
+                        releases.setdefault(r, []).append(op)
+        deferred = {}
+        for alloc, frees in releases.items():
+            if not (isinstance(alloc, Operation) and memory_kind(alloc) in ("malloc", "calloc")):
+                continue
+            if len(frees) != 1 or memory_kind(frees[0]) != "free":
+                continue
+            f = frees[0]
+            ab, fb = alloc.parent_block(), f.parent_block()
+            if once(ab) and once(fb) and cfg.dominates(ab, fb) and self._roots(f.operands[0]) == {alloc}:
+                deferred[alloc] = f
+        return deferred
+
+    def _unwritten_after(self, load: Operation) -> bool:
+        """Whether no op that may run after ``load`` in the forward sweep writes or frees
+        the memory it reads, so that the reverse sweep may read it again (frees moved
+        to the reverse sweep do not count: see _deferred_frees)."""
+        b = load.parent_block()
+        ops = list(b.ops)
+        after = ops[ops.index(load) + 1:]
+        later = self._reachable_after(b)
+        written = self._writes_of([*after, *(op for x in later for op in x.ops)])
+        return self._not_written(load.ptr, written)
+
+    def _reachable_after(self, b: Block) -> set[Block]:
+        """Blocks reachable from ``b`` through at least one edge (``b`` itself if on a cycle)."""
+        seen: set[Block] = set()
+        work = [e.dst for e in self.cfg.succs[b]]
+        while work:
+            x = work.pop()
+            if x not in seen:
+                seen.add(x)
+                work.extend(e.dst for e in self.cfg.succs[x])
+        return seen
+
+    def _writes_of(self, ops):
+        """Roots of all memory that ``ops`` write or free (None: unknown)."""
         from zymase.analysis.memory import memory_kind
 
         written: set = set()
-        for b in blocks:
-            for op in b.ops:
-                kind = memory_kind(op)
-                targets = []
-                if kind == "store":
-                    targets = [op.ptr]
-                elif kind in ("memcpy", "memset", "free", "realloc", "posix_memalign"):
-                    targets = [op.operands[0]]
-                elif kind == "refcount" and op.callee.root_reference.data == "NRT_decref":
-                    # a decref may free an array allocated here; the caller's arrays
-                    # stay alive (Numba increfs its arguments on entry and decrefs them
-                    # on exit, and the caller holds its own reference meanwhile)
-                    r = self._roots(op.operands[0])
-                    targets = [] if r is not None and all(self._outside(x) for x in r) else [op.operands[0]]
-                elif isinstance(op, llvm.CallOp) and kind is None:
-                    targets = [o for o in op.operands if isinstance(o.type, llvm.LLVMPointerType)]
-                elif isinstance(op, llvm.CallIntrinsicOp) and kind is None and not op.intrin.data.startswith(
-                    ("llvm.lifetime", "llvm.dbg", "llvm.assume")
-                ) and any(isinstance(o.type, llvm.LLVMPointerType) for o in op.operands):
+        deferred = set(self.deferred_frees.values())
+        for op in ops:
+            if op in deferred:
+                continue
+            kind = memory_kind(op)
+            targets = []
+            if kind == "store":
+                targets = [op.ptr]
+            elif kind in ("memcpy", "memset", "free", "realloc", "posix_memalign"):
+                targets = [op.operands[0]]
+            elif kind == "refcount" and op.callee.root_reference.data == "NRT_decref":
+                # a decref may free an array allocated here; the caller's arrays
+                # stay alive (Numba increfs its arguments on entry and decrefs them
+                # on exit, and the caller holds its own reference meanwhile)
+                r = self._roots(op.operands[0])
+                targets = [] if r is not None and all(self._outside(x) for x in r) else [op.operands[0]]
+            elif isinstance(op, llvm.CallOp) and kind is None:
+                targets = [o for o in op.operands if isinstance(o.type, llvm.LLVMPointerType)]
+            elif isinstance(op, llvm.CallIntrinsicOp) and kind is None and not op.intrin.data.startswith(
+                ("llvm.lifetime", "llvm.dbg", "llvm.assume")
+            ) and any(isinstance(o.type, llvm.LLVMPointerType) for o in op.operands):
+                return None
+            for t in targets:
+                r = self._roots(t)
+                if r is None:
                     return None
-                for t in targets:
-                    r = self._roots(t)
-                    if r is None:
-                        return None
-                    written |= r
+                written |= r
         return written
 
     def _available(self, v: SSAValue | None, home: Block | None = None) -> bool:

@@ -382,7 +382,7 @@ class MinCutRecompute:
             # (no re-reading in split mode: the augmented function's stack is gone)
             t = vop.results[0].type
             return (not self.split and (isinstance(t, IntegerType) or t == w.type and _is_float(t))
-                    and self._never_written(vop.ptr))
+                    and (self._never_written(vop.ptr) or self._unwritten_after(vop)))
         if isinstance(vop, llvm.CallIntrinsicOp):
             return vop.intrin.data.startswith(_CHEAP_INTRINSICS) and vop.intrin == wop.intrin
         return isinstance(vop, _CHEAP_OPS)
