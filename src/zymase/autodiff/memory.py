@@ -248,14 +248,15 @@ class ShadowCode:
             E.insert(llvm.StoreOp(E.zero(op.value.type), sp))
             if act.is_active(op.value):
                 self._accumulate(op.value, d)
-        elif (kind in ("malloc", "calloc") or (kind == "alloca" and self.split)) and op in act.shadow_allocations:
-            self._declare("free", [PTR], llvm.LLVMVoidType())
-            E.insert(llvm.CallOp("free", self.fetch_shadow(op.results[0])))
-        if kind in ("malloc", "calloc") and op in self.deferred_frees:
-            # the primal free the forward sweep left out (ReverseGenerator._find_deferred_frees)
-            free = callee_name(self.deferred_frees[op])
-            self._declare(free, [PTR], llvm.LLVMVoidType())
-            E.insert(llvm.CallOp(free, self.primal(op.results[0])))
+        elif kind in ("malloc", "calloc") or (kind == "alloca" and self.split):
+            if op in act.shadow_allocations:
+                self._declare("free", [PTR], llvm.LLVMVoidType())
+                E.insert(llvm.CallOp("free", self.fetch_shadow(op.results[0])))
+            if op in self.deferred_frees:
+                # the primal free the forward sweep left out (ReverseGenerator._find_deferred_frees)
+                free = callee_name(self.deferred_frees[op])
+                self._declare(free, [PTR], llvm.LLVMVoidType())
+                E.insert(llvm.CallOp(free, self.primal(op.results[0])))
         elif kind == "nrt_alloc" and op in act.shadow_allocations:
             self._declare("NRT_MemInfo_call_dtor", [PTR], llvm.LLVMVoidType())
             E.insert(llvm.CallOp("NRT_MemInfo_call_dtor", self.fetch_shadow(op.results[0])))

@@ -914,7 +914,7 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
     def _unwritten_after(self, load: Operation) -> bool:
         """Whether no op that may run after ``load`` in the forward sweep writes or frees
         the memory it reads, so that the reverse sweep may read it again (frees moved
-        to the reverse sweep do not count: see _deferred_frees)."""
+        to the reverse sweep do not count: see _find_deferred_frees)."""
         b = load.parent_block()
         ops = list(b.ops)
         after = ops[ops.index(load) + 1:]
