@@ -173,3 +173,98 @@ def test_a_loop_count_widened_in_a_guarded_preheader_is_computed_not_taped(tmp_p
     assert taped and not [line for line in taped if "enzyme.get" in line or "passes.c:14:" in line], taped
     run = subprocess.run([str(tmp_path / "passes")], capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stdout + run.stderr
+
+
+OPAQUE_CALLS = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <math.h>
+extern void __enzyme_autodiff(void *, ...);
+extern int enzyme_const, enzyme_dup;
+extern long __zymase_tape_bytes;
+
+double weights[1024];
+/* defined in another file: the compiler sees only these declarations */
+void scale_weights(void);                          /* writes the global weights */
+void scale_weights_by(const double *factor);       /* writes weights, reads *factor */
+double peek_weight(int i) __attribute__((pure));   /* reads memory, writes nothing */
+
+/* weights[i] is needed by the reverse of the sum; the call after the loop changes weights,
+   so the values must be taped, not read again */
+__attribute__((noinline)) double changed_by_call(const double *x, int n) {
+    double s = 0.0;
+    for (int i = 0; i < n; i++) s += weights[i] * x[i] * x[i];
+    scale_weights();
+    return s;
+}
+
+__attribute__((noinline)) double changed_by_call_with_pointer(const double *x, int n) {
+    double s = 0.0;
+    for (int i = 0; i < n; i++) s += weights[i] * x[i] * x[i];
+    double f = 3.0;
+    scale_weights_by(&f);
+    return s;
+}
+
+/* a pure function writes nothing: weights may be read again */
+__attribute__((noinline)) double read_by_call(const double *x, int n) {
+    double s = 0.0;
+    for (int i = 0; i < n; i++) s += weights[i] * x[i] * x[i];
+    return s + peek_weight(0);
+}
+
+static void reset(int n) { for (int i = 0; i < n; i++) weights[i] = 0.5 + 0.25 * cos(i); }
+
+int main(int argc, char **argv) {
+    int n = atoi(argv[1]);
+    double *x = malloc(n * 8), *dx = malloc(n * 8);
+    for (int i = 0; i < n; i++) x[i] = 0.3 + 0.1 * sin(3.0 * i);
+    const char *names[3] = {"changed_by_call", "changed_by_call_with_pointer", "read_by_call"};
+    for (int k = 0; k < 3; k++) {
+        reset(n);
+        for (int i = 0; i < n; i++) dx[i] = 0.0;
+        long before = __zymase_tape_bytes;
+        if (k == 0)
+            __enzyme_autodiff((void *)changed_by_call, enzyme_dup, x, dx, enzyme_const, n);
+        else if (k == 1)
+            __enzyme_autodiff((void *)changed_by_call_with_pointer, enzyme_dup, x, dx, enzyme_const, n);
+        else
+            __enzyme_autodiff((void *)read_by_call, enzyme_dup, x, dx, enzyme_const, n);
+        long bytes = __zymase_tape_bytes - before;
+        reset(n);  /* d/dx_i = 2 w_i x_i with the weights as they were on entry */
+        double worst = 0.0;
+        for (int i = 0; i < n; i++) {
+            double err = fabs(dx[i] - 2.0 * weights[i] * x[i]);
+            if (!(err <= worst)) worst = err;
+        }
+        printf("%s %ld %.3e\n", names[k], bytes, worst);
+    }
+    return 0;
+}
+"""
+
+OPAQUE_DEFINITIONS = r"""
+extern double weights[1024];
+void scale_weights(void) { for (int i = 0; i < 1024; i++) weights[i] = 3.0 * weights[i] + 1.0; }
+void scale_weights_by(const double *factor) { for (int i = 0; i < 1024; i++) weights[i] *= *factor; }
+double peek_weight(int i) { return weights[i]; }
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O1", "-O2"])
+def test_memory_an_opaque_call_may_write_is_taped_not_read_again(tmp_path, zymase_cli, opt):
+    # the called functions are defined in another file: only their attributes say whether
+    # they write globals (a wrong derivative if the reverse sweep read the changed weights)
+    (tmp_path / "calls.c").write_text(OPAQUE_CALLS)
+    (tmp_path / "defs.c").write_text(OPAQUE_DEFINITIONS)
+    exe = tmp_path / "calls"
+    build = subprocess.run([*zymase_cli, "cc", opt, "calls.c", "defs.c", "-o", str(exe), "-lm"],
+                           capture_output=True, text=True, env=dict(os.environ, ZYMASE_TAPE_STATS="1"),
+                           cwd=tmp_path, timeout=300)
+    assert build.returncode == 0, build.stderr
+    small, large = _per_call(exe, 10), _per_call(exe, 1010)
+    for name in small:
+        assert small[name][1] < 1e-12 and large[name][1] < 1e-12, (name, small[name], large[name])
+    per_element = {name: (large[name][0] - small[name][0]) / 1000 for name in small}
+    assert per_element["changed_by_call"] >= 8 and per_element["changed_by_call_with_pointer"] >= 8, per_element
+    assert per_element["read_by_call"] == 0, per_element

@@ -145,6 +145,33 @@ def test_c_to_llvm_ir_passes_user_flags(tmp_path):
     assert "!dbg" in ir_g
 
 
+def test_unknown_target_features_are_dropped(capfd):
+    ir = textwrap.dedent(
+        """\
+        define double @f(double %x) #0 {
+          %y = fmul double %x, %x
+          ret double %y
+        }
+        attributes #0 = { "target-cpu"="x86-64" "target-features"="+sse2,+zymase-no-such-feature,+cx8" }
+        """
+    )
+    kept = toolchain.drop_unknown_target_features(ir)
+    assert '"target-features"="+sse2,+cx8"' in kept
+    capfd.readouterr()
+    toolchain.optimize(kept, 2)
+    assert "not a recognized feature" not in capfd.readouterr().err
+
+
+def test_march_native_compiles_quietly(tmp_path, capfd):
+    # clang 19's -march=native names features that LLVM 22 renamed; LLVM would warn about
+    # each of them for every function, in every pass
+    src = tmp_path / "native.c"
+    src.write_text(C_SOURCE)
+    ir = toolchain.c_to_llvm_ir(src, ["-march=native"], 2)
+    toolchain.emit_object(toolchain.optimize(toolchain.preopt(ir, 2), 2), tmp_path / "native.o")
+    assert "not a recognized feature" not in capfd.readouterr().err
+
+
 def test_c_syntax_error_names_file_and_line(tmp_path):
     src = tmp_path / "broken.c"
     src.write_text("double f(double x) {\n    return x * x\n}\n")

@@ -15,7 +15,7 @@ This module only decides; :mod:`zymase.autodiff.memory` emits the shadow code.
 from __future__ import annotations
 
 from zymase.errors import ZymaseError
-from zymase.ir import Block, BlockArgument, Operation, SSAValue, is_float_type, llvm, llvm_ext, location_of
+from zymase.ir import Block, BlockArgument, Operation, SSAValue, StringAttr, is_float_type, llvm, llvm_ext, location_of
 
 ALLOCATORS = {"malloc", "calloc"}
 DEALLOCATORS = {"free"}
@@ -50,6 +50,29 @@ def intrinsic_base_name(op: Operation) -> str | None:
         parts = op.intrin.data.split(".")
         return parts[1] if len(parts) > 1 else None
     return None
+
+
+def may_write_unseen_memory(fop: Operation | None) -> bool:
+    """Whether a call to ``fop`` (None: an indirect call) may write memory that it does
+    not reach through its pointer arguments: globals, or objects whose address escaped.
+    Decided by the function's attributes (``memory(...)``, ``readonly``, ``readnone``);
+    memory only the callee sees (``inaccessiblemem``, ``errnomem``) does not count, as
+    the program cannot load it through a pointer of known roots."""
+    if fop is None:
+        return True
+    attrs = fop.properties.get("passthrough")
+    words = [a.data for a in attrs.data if isinstance(a, StringAttr)] if attrs is not None else []
+    if "readnone" in words or "readonly" in words:
+        return False
+    for word in words:
+        if word.startswith("memory(") and word.endswith(")"):
+            # memory(<default kind>, <location>: <kind>, ...); no default means none
+            default = "none"
+            for item in word[len("memory("):-1].split(","):
+                if ":" not in item:
+                    default = item.strip()
+            return "write" in default
+    return True
 
 
 def is_pointer(v: SSAValue) -> bool:

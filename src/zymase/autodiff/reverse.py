@@ -52,6 +52,10 @@ from zymase.ir import (Block, BlockArgument, IntegerAttr, IntegerType, Operation
 from zymase.ir import enzyme as ez
 from zymase.ir.enzyme import Activity
 
+#: the root standing for what a call to an opaque function may write: it overlaps every
+#: argument and global, as a global's name does (roots that are strings are globals)
+UNSEEN_WRITES = "<memory a called function may write>"
+
 
 class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwarding):
     def __init__(self, ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts: Sequence[Activity], name: str):
@@ -956,6 +960,8 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
                 targets = [] if r is not None and all(self._outside(x) for x in r) else [op.operands[0]]
             elif isinstance(op, llvm.CallOp) and kind is None:
                 targets = [o for o in op.operands if isinstance(o.type, llvm.LLVMPointerType)]
+                if self._call_writes_unseen(op):
+                    written.add(UNSEEN_WRITES)
             elif isinstance(op, llvm.CallIntrinsicOp) and kind is None and not op.intrin.data.startswith(
                 ("llvm.lifetime", "llvm.dbg", "llvm.assume")
             ) and any(isinstance(o.type, llvm.LLVMPointerType) for o in op.operands):
@@ -966,6 +972,19 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
                     return None
                 written |= r
         return written
+
+    def _call_writes_unseen(self, call: Operation) -> bool:
+        """Whether a call may write globals or escaped memory beyond its pointer operands.
+        Defined callees that store were inlined before AD (common.prepare), so a defined
+        callee still called does not; a declared one is judged by its attributes."""
+        from zymase.analysis.memory import may_write_unseen_memory
+
+        if self.ctx.defined_function(call) is not None:
+            return False
+        name = self.flavor.callee(call)
+        if self.ctx.rule_for(call) is not None and not (name or "").startswith("lgamma"):
+            return False  # a math function: it writes errno at most (lgamma also sets signgam)
+        return may_write_unseen_memory(self.ctx.driver.lookup_function(name) if name else None)
 
     def _available(self, v: SSAValue | None, home: Block | None = None) -> bool:
         """Computed at most once and dominating the forward exit: still in scope and

@@ -40,9 +40,11 @@ def _zymase_cc() -> list[str]:
     return [sys.executable, "-m", "zymase.cli", "cc"]
 
 
-def build_command(workload: Workload, variant: str, source: Path, exe: Path) -> tuple[list[str], dict[str, str]]:
-    """The command line and extra environment that build one variant."""
-    common = ["-O2", *workload.flags, "-I", str(WORKLOAD_DIR), str(source), "-o", str(exe), "-lm"]
+def build_command(workload: Workload, variant: str, source: Path, exe: Path,
+                  flags: tuple[str, ...] = ()) -> tuple[list[str], dict[str, str]]:
+    """The command line and extra environment that build one variant; ``flags`` are the
+    run's own (e.g. ``-march=native``), given to every variant alike."""
+    common = ["-O2", *workload.flags, *flags, "-I", str(WORKLOAD_DIR), str(source), "-o", str(exe), "-lm"]
     if variant == "primal":
         from zymase.llvm.toolchain import find_clang
 
@@ -56,12 +58,12 @@ def build_command(workload: Workload, variant: str, source: Path, exe: Path) -> 
     raise ValueError(f"unknown build variant {variant!r}")
 
 
-def build(workload: Workload, variant: str, out_dir: Path) -> Build:
+def build(workload: Workload, variant: str, out_dir: Path, flags: tuple[str, ...] = ()) -> Build:
     """Builds one variant; a failure is returned, not raised (the runner reports it)."""
     source = workload.source
     exe = out_dir / f"{workload.name}.{variant}"
     try:
-        argv, extra_env = build_command(workload, variant, source, exe)
+        argv, extra_env = build_command(workload, variant, source, exe, flags)
     except ZymaseError as err:  # no clang
         return Build(variant, None, 0.0, err.format())
     env = {**os.environ, **extra_env}

@@ -164,8 +164,10 @@ def _compare(result: dict) -> None:
 
 
 def run_suite(cases: list[Case], work: Path, *, adbench: Path | None = None, frameworks: list[str] = (),
-              timing_env: dict[str, str] | None = None, variants: tuple[str, ...] = native.VARIANTS) -> list[dict]:
-    """Every case's measurements, as JSON-ready dicts (``ok`` says whether it passed)."""
+              timing_env: dict[str, str] | None = None, variants: tuple[str, ...] = native.VARIANTS,
+              flags: tuple[str, ...] = ()) -> list[dict]:
+    """Every case's measurements, as JSON-ready dicts (``ok`` says whether it passed);
+    ``flags`` go to every C build (primal and gradients alike)."""
     timing_env = dict(timing_env or {})
     by_workload: dict[str, list[Case]] = {}
     for case in cases:
@@ -177,7 +179,7 @@ def run_suite(cases: list[Case], work: Path, *, adbench: Path | None = None, fra
         builds: dict[str, native.Build] = {}
         for variant in variants:
             _log(f"  build {name} ({variant})")
-            builds[variant] = native.build(workload, variant, work)
+            builds[variant] = native.build(workload, variant, work, flags)
         workload_results = []
         for case in workload_cases:
             _log(f"  run {case.name}")
@@ -223,6 +225,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--no-jax", action="store_true", help="skip the JAX comparison")
     p.add_argument("--no-torch", action="store_true", help="skip the PyTorch comparison")
     p.add_argument("--keep", metavar="DIR", type=Path, help="keep builds, inputs and dumps in DIR")
+    p.add_argument("--march", metavar="CPU",
+                   help="build every C variant with -march=CPU (native: this machine's vector "
+                        "instructions, which JAX's XLA and PyTorch use; default: clang's generic x86-64)")
     return p.parse_args(argv)
 
 
@@ -240,15 +245,17 @@ def main(argv: list[str] | None = None) -> int:
         cases = [c for c in cases if c.workload.name in args.only]
     frameworks = [f for f in installed_frameworks() if not getattr(args, f"no_{f}")]
     timing_env = {k: os.environ.get(k, v) for k, v in QUICK_TIMING.items()} if args.quick else {}
+    flags = (f"-march={args.march}",) if args.march else ()
     _log(f"zymase bench: {len(cases)} cases; comparing with: {', '.join(frameworks) or 'nothing (no jax/torch)'}")
 
     if args.keep:
         args.keep.mkdir(parents=True, exist_ok=True)
-        results = run_suite(cases, args.keep, adbench=args.adbench, frameworks=frameworks, timing_env=timing_env)
+        results = run_suite(cases, args.keep, adbench=args.adbench, frameworks=frameworks, timing_env=timing_env,
+                            flags=flags)
     else:
         with tempfile.TemporaryDirectory(prefix="zymase-bench-") as tmp:
             results = run_suite(cases, Path(tmp), adbench=args.adbench, frameworks=frameworks,
-                                timing_env=timing_env)
+                                timing_env=timing_env, flags=flags)
     for r in results:  # the files are gone unless --keep
         r.pop("dumps", None)
         for info in r["tools"].values():
@@ -256,8 +263,9 @@ def main(argv: list[str] | None = None) -> int:
     targets = report.evaluate_targets(results)
     wall = time.monotonic() - started
     summary = {
-        "command": "zymase bench" + (" --quick" if args.quick else ""),
+        "command": "zymase bench" + (" --quick" if args.quick else "") + (f" --march={args.march}" if args.march else ""),
         "quick": args.quick,
+        "c_flags": list(flags),
         "wall_s": wall,
         "machine": {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
                     "python": platform.python_version()},

@@ -211,7 +211,7 @@ def c_to_llvm_ir(source: str | Path, flags: list[str] | None = None, opt_level: 
             err.diagnostics = proc.stderr  # type: ignore[attr-defined]
             raise err
         _forward_warnings(proc.stderr, clang)
-        return out.read_text()
+        return drop_unknown_target_features(out.read_text())
 
 
 def _forward_warnings(stderr: str, clang: Clang) -> None:
@@ -226,6 +226,46 @@ def _forward_warnings(stderr: str, clang: Clang) -> None:
 # --------------------------------------------------------------------------------------
 # llvmlite: initialization, target machine, parsing
 # --------------------------------------------------------------------------------------
+
+
+_FEATURES_ATTR = re.compile(r'"target-features"="([^"]*)"')
+
+
+def drop_unknown_target_features(ll_text: str) -> str:
+    """The IR with the ``target-features`` entries that llvmlite's LLVM does not know
+    removed. A clang of another LLVM version names some features differently (clang 19's
+    ``-march=native`` lists ``-avx10.1-256``, which LLVM 22 renamed); LLVM would ignore
+    such an entry anyway, but it warns once per function and pass, flooding stderr."""
+    lists = set(_FEATURES_ATTR.findall(ll_text))
+    unknown = set().union(*(_unknown_features(f) for f in lists)) if lists else set()
+    if not unknown:
+        return ll_text
+
+    def keep_known(m: re.Match) -> str:
+        kept = [f for f in m.group(1).split(",") if f and f not in unknown]
+        return f'"target-features"="{",".join(kept)}"'
+
+    return _FEATURES_ATTR.sub(keep_known, ll_text)
+
+
+@functools.cache
+def _unknown_features(features: str) -> frozenset[str]:
+    """The entries of a feature list that LLVM rejects: it reports each on stderr when a
+    target machine is made with them, so we make one with stderr captured."""
+    _init_llvm()
+    target = llvm.Target.from_default_triple()
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile(mode="w+") as captured:
+        os.dup2(captured.fileno(), 2)
+        try:
+            target.create_target_machine(features=features)
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        captured.seek(0)
+        report = captured.read()
+    return frozenset(re.findall(r"'([+-][^']+)' is not a recognized feature", report))
 
 
 @functools.cache

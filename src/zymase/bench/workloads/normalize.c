@@ -2,6 +2,10 @@
    Enzyme's headline example: mag(in) is loop-invariant, and with restrict pointers and
    -fno-math-errno (so that sqrt does not write errno) LICM hoists it out of the loop before
    differentiation, making the gradient O(n) instead of O(n^2).
+   The two sums are declared order-free (#pragma clang fp reassociate), as a sum in JAX or
+   NumPy is: in IEEE order each add waits for the previous one, so a 1e5-element sum runs at
+   one element per add latency and no compiler may vectorize it. The gradient's own sums
+   (adjoint accumulations) are order-free in zymase anyway.
    Build: zymase cc -O2 -fno-math-errno normalize.c -o normalize -lm
    Usage: normalize [n]   (default 10000; inputs generated deterministically) */
 #include "bench_common.h"
@@ -10,6 +14,7 @@
    hoists instructions and calls, not loops; as a call to a function known to only read its
    argument memory (and, with -fno-math-errno, not write errno) it is hoisted out of the loop. */
 __attribute__((noinline)) static double mag(const double *restrict x, int n) {
+#pragma clang fp reassociate(on)
     double s = 0.0;
     for (int i = 0; i < n; i++)
         s += x[i] * x[i];
@@ -22,6 +27,7 @@ static void normalize(double *restrict out, const double *restrict in, int n) {
 }
 
 double objective(const double *restrict in, double *restrict out, const double *restrict w, int n) {
+#pragma clang fp reassociate(on)
     normalize(out, in, n);
     double s = 0.0;
     for (int i = 0; i < n; i++)
