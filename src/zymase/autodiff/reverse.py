@@ -43,7 +43,7 @@ from zymase.autodiff.common import (
 from zymase.analysis.memory import memory_kind
 from zymase.autodiff.flavor import Emitter
 from zymase.autodiff.memory import ShadowCode
-from zymase.autodiff.names import ABANDONED
+from zymase.autodiff.names import ABANDON, ABANDONED
 from zymase.transforms.inline import hoist_allocas
 from zymase.autodiff.forwarding import StoreForwarding
 from zymase.autodiff.tape import IndexedCaches, MinCutRecompute, explain_tape
@@ -982,6 +982,8 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
         if self.ctx.defined_function(call) is not None:
             return False
         name = self.flavor.callee(call)
+        if name == ABANDON:
+            return False  # the reverse sweep never runs after it
         if self.ctx.rule_for(call) is not None and not (name or "").startswith("lgamma"):
             return False  # a math function: it writes errno at most (lgamma also sets signgam)
         return may_write_unseen_memory(self.ctx.driver.lookup_function(name) if name else None)
