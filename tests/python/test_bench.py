@@ -162,3 +162,14 @@ def test_baseline_killed_for_memory_is_reported_not_failed(tmp_path, monkeypatch
     assert result["grad_s"] > 0 and result.get("grad_nopreopt_s") is None
     assert any("out of memory" in w for w in result["warnings"])
     assert "**FAIL**" not in report.markdown([result], [], [])
+
+
+def test_march_reaches_every_build(tmp_path):
+    from zymase.bench import native
+
+    workload = cases.WORKLOADS["normalize"]
+    for variant in native.VARIANTS:
+        argv, _ = native.build_command(workload, variant, workload.source, tmp_path / "x", ("-march=native",))
+        assert "-march=native" in argv and "-fno-math-errno" in argv, (variant, argv)
+    assert runner.parse_args(["--march", "native"]).march == "native"
+    assert runner.parse_args([]).march is None
