@@ -213,14 +213,42 @@ __attribute__((noinline)) double read_by_call(const double *x, int n) {
     return s + peek_weight(0);
 }
 
+/* a buffer of the function's own whose address escaped to a global: an opaque call may
+   write it (taped); one whose address stays private cannot be (read again) */
+double *published, scratch[1024];
+void overwrite_published(int n);
+__attribute__((noinline)) static double escaped_buffer(const double *x, int n) {
+    double *buf = malloc(n * sizeof(double));
+    published = buf;
+    for (int i = 0; i < n; i++) buf[i] = weights[i] * x[i];
+    double s = 0.0;
+    for (int i = 0; i < n; i++) s += buf[i] * x[i];
+    overwrite_published(n);
+    published = scratch;  /* not left dangling: the next malloc may return the same memory */
+    free(buf);
+    return s;
+}
+
+__attribute__((noinline)) static double private_buffer(const double *x, int n) {
+    double *buf = malloc(n * sizeof(double));
+    for (int i = 0; i < n; i++) buf[i] = weights[i] * x[i];
+    double s = 0.0;
+    for (int i = 0; i < n; i++) s += buf[i] * x[i];
+    overwrite_published(n);
+    free(buf);
+    return s;
+}
+
 static void reset(int n) { for (int i = 0; i < n; i++) weights[i] = 0.5 + 0.25 * cos(i); }
 
 int main(int argc, char **argv) {
     int n = atoi(argv[1]);
     double *x = malloc(n * 8), *dx = malloc(n * 8);
     for (int i = 0; i < n; i++) x[i] = 0.3 + 0.1 * sin(3.0 * i);
-    const char *names[3] = {"changed_by_call", "changed_by_call_with_pointer", "read_by_call"};
-    for (int k = 0; k < 3; k++) {
+    const char *names[5] = {"changed_by_call", "changed_by_call_with_pointer", "read_by_call", "escaped_buffer",
+                            "private_buffer"};
+    published = scratch;
+    for (int k = 0; k < 5; k++) {
         reset(n);
         for (int i = 0; i < n; i++) dx[i] = 0.0;
         long before = __zymase_tape_bytes;
@@ -228,8 +256,12 @@ int main(int argc, char **argv) {
             __enzyme_autodiff((void *)changed_by_call, enzyme_dup, x, dx, enzyme_const, n);
         else if (k == 1)
             __enzyme_autodiff((void *)changed_by_call_with_pointer, enzyme_dup, x, dx, enzyme_const, n);
-        else
+        else if (k == 2)
             __enzyme_autodiff((void *)read_by_call, enzyme_dup, x, dx, enzyme_const, n);
+        else if (k == 3)
+            __enzyme_autodiff((void *)escaped_buffer, enzyme_dup, x, dx, enzyme_const, n);
+        else
+            __enzyme_autodiff((void *)private_buffer, enzyme_dup, x, dx, enzyme_const, n);
         long bytes = __zymase_tape_bytes - before;
         reset(n);  /* d/dx_i = 2 w_i x_i with the weights as they were on entry */
         double worst = 0.0;
@@ -248,13 +280,16 @@ extern double weights[1024];
 void scale_weights(void) { for (int i = 0; i < 1024; i++) weights[i] = 3.0 * weights[i] + 1.0; }
 void scale_weights_by(const double *factor) { for (int i = 0; i < 1024; i++) weights[i] *= *factor; }
 double peek_weight(int i) { return weights[i]; }
+extern double *published;
+void overwrite_published(int n) { for (int i = 0; i < n; i++) published[i] = 100.0; }
 """
 
 
 @pytest.mark.parametrize("opt", ["-O1", "-O2"])
 def test_memory_an_opaque_call_may_write_is_taped_not_read_again(tmp_path, zymase_cli, opt):
     # the called functions are defined in another file: only their attributes say whether
-    # they write globals (a wrong derivative if the reverse sweep read the changed weights)
+    # they write globals, or a buffer whose address the function published (a wrong
+    # derivative if the reverse sweep read the changed values)
     (tmp_path / "calls.c").write_text(OPAQUE_CALLS)
     (tmp_path / "defs.c").write_text(OPAQUE_DEFINITIONS)
     exe = tmp_path / "calls"
@@ -268,3 +303,5 @@ def test_memory_an_opaque_call_may_write_is_taped_not_read_again(tmp_path, zymas
     per_element = {name: (large[name][0] - small[name][0]) / 1000 for name in small}
     assert per_element["changed_by_call"] >= 8 and per_element["changed_by_call_with_pointer"] >= 8, per_element
     assert per_element["read_by_call"] == 0, per_element
+    # both tape x[i] (an argument the call may write); only the escaped buffer tapes buf[i]
+    assert per_element["escaped_buffer"] >= per_element["private_buffer"] + 8, per_element

@@ -153,6 +153,40 @@ def pointer_roots(ptr: SSAValue, entry: Block, incoming, seen=None) -> set | Non
     return None
 
 
+def address_escapes(alloc: Operation, successor_operands) -> bool:
+    """Whether the address of the object ``alloc`` allocates may become visible to code
+    that does not see this function's SSA values: stored to memory, passed to a call that
+    is not a memory primitive, returned, or turned into an integer. Derived pointers
+    (GEPs, casts, selects, block arguments) are followed. ``successor_operands(term)``
+    lists, per successor of a terminator, the values it passes to that block."""
+    work, seen = [alloc.results[0]], set()
+    while work:
+        v = work.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        for use in v.uses:
+            op, i = use.operation, use.index
+            kind = memory_kind(op)
+            if kind == "load" or kind == "store" and op.ptr is v and op.value is not v:
+                continue
+            if kind in ("derive", "select"):
+                work.extend(op.results)
+            elif kind in ("free", "memcpy", "memset", "realloc") or isinstance(op, llvm.ICmpOp):
+                if kind == "realloc":
+                    work.extend(op.results)
+            elif op.successors:
+                for block, values in zip(op.successors, successor_operands(op)):
+                    work.extend(block.args[k] for k, x in enumerate(values) if x is v)
+            elif isinstance(op, llvm.CallIntrinsicOp) and op.intrin.data.startswith(
+                ("llvm.lifetime", "llvm.dbg", "llvm.assume")
+            ):
+                continue
+            else:
+                return True
+    return False
+
+
 class MemoryModel:
     """The memory half of activity analysis for one function body."""
 

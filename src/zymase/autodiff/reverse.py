@@ -844,7 +844,17 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
             for x in written:
                 if r is x or (self._outside(r) and self._outside(x) and not (self._noalias(r) or self._noalias(x))):
                     return False
+            if UNSEEN_WRITES in written and not self._outside(r) and self._escapes(r):
+                return False  # an opaque call may write it through the escaped address
         return True
+
+    def _escapes(self, alloc: Operation) -> bool:
+        from zymase.analysis.memory import address_escapes
+
+        cache = self.__dict__.setdefault("_escaped", {})
+        if alloc not in cache:
+            cache[alloc] = address_escapes(alloc, self.flavor.successor_operands)
+        return cache[alloc]
 
     def _outside(self, root) -> bool:
         """Memory not allocated by this function (arguments, globals)."""
