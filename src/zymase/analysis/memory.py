@@ -37,6 +37,8 @@ READ_ONLY_EXTERNALS = {"printf", "fprintf", "puts", "fputs", "strlen", "sprintf"
 # hold an array's data pointer (hence shadowed). No derivative flows through them, and
 # the integer fields of a shadow are never read (only its pointers are).
 INTEGER_ONLY_EXTERNALS = {"numba_attempt_nocopy_reshape"}
+#: intrinsics that neither read nor write program memory (markers and hints)
+MARKER_INTRINSICS = ("llvm.lifetime", "llvm.dbg", "llvm.assume")
 
 
 def callee_name(op: Operation) -> str | None:
@@ -166,9 +168,9 @@ def address_escapes(alloc: Operation, successor_operands) -> bool:
             continue
         seen.add(v)
         for use in v.uses:
-            op, i = use.operation, use.index
+            op = use.operation
             kind = memory_kind(op)
-            if kind == "load" or kind == "store" and op.ptr is v and op.value is not v:
+            if kind == "load" or (kind == "store" and op.ptr is v and op.value is not v):
                 continue
             if kind in ("derive", "select"):
                 work.extend(op.results)
@@ -178,9 +180,7 @@ def address_escapes(alloc: Operation, successor_operands) -> bool:
             elif op.successors:
                 for block, values in zip(op.successors, successor_operands(op)):
                     work.extend(block.args[k] for k, x in enumerate(values) if x is v)
-            elif isinstance(op, llvm.CallIntrinsicOp) and op.intrin.data.startswith(
-                ("llvm.lifetime", "llvm.dbg", "llvm.assume")
-            ):
+            elif isinstance(op, llvm.CallIntrinsicOp) and op.intrin.data.startswith(MARKER_INTRINSICS):
                 continue
             else:
                 return True

@@ -79,8 +79,24 @@ class Context:
             return REGISTRY.by_function.get(name)
         return None
 
+    def call_writes_unseen(self, call: Operation) -> bool:
+        """Whether a call to a declared (or indirect) function may write globals or
+        escaped memory, beyond what its pointer operands reach: judged by the callee's
+        attributes (analysis.memory.may_write_unseen_memory)."""
+        from zymase.analysis.memory import INTEGER_ONLY_EXTERNALS, READ_ONLY_EXTERNALS, may_write_unseen_memory
+
+        name = self.flavor.callee(call)
+        if name == ABANDON:
+            return False  # the reverse sweep never runs after it
+        if name in READ_ONLY_EXTERNALS or name in INTEGER_ONLY_EXTERNALS:
+            return False  # they write through their pointer operands at most
+        if self.rule_for(call) is not None and not (name or "").startswith("lgamma"):
+            return False  # a math function: it writes errno at most (lgamma also sets signgam)
+        return may_write_unseen_memory(self.driver.lookup_function(name) if name else None)
+
     def writes_memory(self, fop: Operation) -> bool:
-        """Whether a defined function (or one it calls) stores to memory, cached."""
+        """Whether a defined function (or one it calls) stores to memory or calls a
+        declared function that may write globals, cached."""
         cache = self.__dict__.setdefault("_writes", {})
         if fop not in cache:
             cache[fop] = _writes_memory(self, fop, set())
@@ -333,12 +349,12 @@ def _opaque_call(ctx: Context, op: Operation) -> bool:
     """A call whose effect on memory the engine does not model: an external function
     other than the allocators, memcpy/memset, read-only printing and the helpers that
     touch only integers, or a recursive (hence not inlined) defined function."""
-    from zymase.analysis.memory import INTEGER_ONLY_EXTERNALS, READ_ONLY_EXTERNALS, memory_kind
+    from zymase.analysis.memory import INTEGER_ONLY_EXTERNALS, MARKER_INTRINSICS, READ_ONLY_EXTERNALS, memory_kind
 
     if memory_kind(op) is not None:
         return False
     if isinstance(op, llvm.CallIntrinsicOp):
-        return not op.intrin.data.startswith(("llvm.lifetime", "llvm.dbg", "llvm.assume"))
+        return not op.intrin.data.startswith(MARKER_INTRINSICS)
     name = ctx.flavor.callee(op)
     if name is None:
         return False
@@ -370,15 +386,21 @@ def _holds_floats(t: Attribute) -> bool:
 
 
 def _writes_memory(ctx: Context, fop: Operation, seen: set) -> bool:
-    """Whether a defined function, or one it calls, stores to memory."""
+    """Whether a defined function, or one it calls, writes memory: stores, memory
+    primitives (memcpy, memset, free), calls to declared functions that may write."""
+    from zymase.analysis.memory import memory_kind
+
     if fop in seen:
         return False
     seen.add(fop)
     for op in fop.walk():
-        if isinstance(op, llvm.StoreOp):
+        kind = memory_kind(op)
+        if kind in ("store", "memcpy", "memset", "free", "realloc"):
             return True
         callee = ctx.defined_function(op)
         if callee is not None and _writes_memory(ctx, callee, seen):
+            return True
+        if callee is None and isinstance(op, llvm.CallOp) and kind is None and ctx.call_writes_unseen(op):
             return True
     return False
 

@@ -40,10 +40,10 @@ from zymase.autodiff.common import (
     function_name,
     prepare,
 )
-from zymase.analysis.memory import memory_kind
+from zymase.analysis.memory import MARKER_INTRINSICS, memory_kind
 from zymase.autodiff.flavor import Emitter
 from zymase.autodiff.memory import ShadowCode
-from zymase.autodiff.names import ABANDON, ABANDONED
+from zymase.autodiff.names import ABANDONED
 from zymase.transforms.inline import hoist_allocas
 from zymase.autodiff.forwarding import StoreForwarding
 from zymase.autodiff.tape import IndexedCaches, MinCutRecompute, explain_tape
@@ -973,7 +973,7 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
                 if self._call_writes_unseen(op):
                     written.add(UNSEEN_WRITES)
             elif isinstance(op, llvm.CallIntrinsicOp) and kind is None and not op.intrin.data.startswith(
-                ("llvm.lifetime", "llvm.dbg", "llvm.assume")
+                MARKER_INTRINSICS
             ) and any(isinstance(o.type, llvm.LLVMPointerType) for o in op.operands):
                 return None
             for t in targets:
@@ -985,18 +985,12 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
 
     def _call_writes_unseen(self, call: Operation) -> bool:
         """Whether a call may write globals or escaped memory beyond its pointer operands.
-        Defined callees that store were inlined before AD (common.prepare), so a defined
-        callee still called does not; a declared one is judged by its attributes."""
-        from zymase.analysis.memory import may_write_unseen_memory
-
-        if self.ctx.defined_function(call) is not None:
-            return False
-        name = self.flavor.callee(call)
-        if name == ABANDON:
-            return False  # the reverse sweep never runs after it
-        if self.ctx.rule_for(call) is not None and not (name or "").startswith("lgamma"):
-            return False  # a math function: it writes errno at most (lgamma also sets signgam)
-        return may_write_unseen_memory(self.ctx.driver.lookup_function(name) if name else None)
+        A defined callee that may was inlined before AD (common.prepare), and so was one
+        calling such a function; a declared one is judged by its attributes."""
+        callee = self.ctx.defined_function(call)
+        if callee is not None:
+            return self.ctx.writes_memory(callee)
+        return self.ctx.call_writes_unseen(call)
 
     def _available(self, v: SSAValue | None, home: Block | None = None) -> bool:
         """Computed at most once and dominating the forward exit: still in scope and
