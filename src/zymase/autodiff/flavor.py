@@ -357,6 +357,7 @@ class LLVMFlavor(Flavor):
         else:
             raise ZymaseError(f"cannot differentiate through terminator '{term.name}'", construct=term.name)
         new.location = term.location
+        new.attributes.update(term.attributes)  # the loop hints of a primal latch stay with it
         return new
 
     # functions
@@ -536,6 +537,7 @@ class StdFlavor(Flavor):
         else:
             raise ZymaseError(f"cannot differentiate through terminator '{term.name}'", construct=term.name)
         new.location = term.location
+        new.attributes.update(term.attributes)  # the loop hints of a primal latch stay with it
         return new
 
     def signature(self, fop):

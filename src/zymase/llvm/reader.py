@@ -92,8 +92,9 @@ Metadata
     ``!dbg`` -> ``op.location = FileLineColLoc(DIFile filename, line, column)``
     (locations with line 0 are left unknown); ``!tbaa`` -> attribute
     ``zymase.tbaa`` = the access type's name (``"double"``, ``"int"``,
-    ``"any pointer"``). Debug records (``#dbg_value``...) and all other metadata
-    are dropped.
+    ``"any pointer"``); ``!llvm.loop`` on a branch -> attribute ``zymase.loop_hints``
+    (the optimization hints among its entries, see :mod:`zymase.llvm.loop_hints`).
+    Debug records (``#dbg_value``...) and all other metadata are dropped.
 
 Globals
     ``llvm.mlir.global`` (sym_name, global_type, linkage, constant, alignment,
@@ -125,6 +126,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from zymase.errors import ZymaseError
+from zymase.llvm.loop_hints import LOOP_HINT_TYPES, LOOP_HINTS_ATTR
 from zymase.ir import (
     ArrayAttr,
     Attribute,
@@ -798,6 +800,29 @@ class _Metadata:
             scope = node[2].get("file") or node[2].get("scope")
         return None
 
+    def loop_hints(self, ref: str) -> tuple[str, ...]:
+        """The optimization hints of an ``!llvm.loop`` node (``#pragma clang loop``,
+        ``#pragma unroll``) that LLVM's loop passes read, as ``name`` or ``name=value``."""
+        hints = []
+        loop = self.node(ref)
+        for elem in loop[1][1:] if loop[0] == "tuple" else ():
+            entry = self.node(elem)
+            if entry[0] != "tuple" or not entry[1] or not entry[1][0].startswith('!"'):
+                continue
+            name = _string_literal(entry[1][0][1:])
+            if name not in LOOP_HINT_TYPES:
+                continue  # followups, loop ids of other passes, debug locations
+            value = entry[1][1] if len(entry[1]) > 1 else None
+            if (LOOP_HINT_TYPES[name] is None) != (value is None):
+                continue
+            if value is not None:
+                if value in ("true", "false"):
+                    value = "1" if value == "true" else "0"
+                if not value.lstrip("-").isdigit():
+                    continue
+            hints.append(name if value is None else f"{name}={value}")
+        return tuple(hints)
+
     def tbaa_name(self, ref: str) -> str | None:
         """The access type name of a TBAA access tag (struct-path or scalar form)."""
         if ref in self.tbaa:
@@ -963,6 +988,7 @@ class _Pending:
     case_values: list[int] = field(default_factory=list)
     location: Attribute | None = None
     line: str = ""
+    loop_hints: tuple[str, ...] = ()
 
 
 class _ModuleReader:
@@ -1488,6 +1514,7 @@ class _FunctionReader:
             else:
                 raise self._error(f"unsupported LLVM instruction '{opcode}'", text, index, loc)
         self.cur_line = (text, index, loc)
+        self.cur_attachments = attachments
         try:
             if handler is not _FunctionReader._call:
                 cur.next()
@@ -1999,6 +2026,9 @@ class _FunctionReader:
     def _defer(self, pending: _Pending) -> None:
         pending.location = self.cur_line[2]
         pending.line = self.cur_line[0]
+        loop = self.cur_attachments.get("!llvm.loop")
+        if loop is not None:
+            pending.loop_hints = self.metadata.loop_hints(loop)
         self.pending.append(pending)
         self.has_terminator.add(self.label)
 
@@ -2058,6 +2088,8 @@ class _FunctionReader:
             except _ParseFailure as exc:
                 raise self._error(f"cannot read instruction: {exc}", pending.line,
                                   self.header_index, pending.location) from None
+            if pending.loop_hints:
+                op.attributes[LOOP_HINTS_ATTR] = ArrayAttr([StringAttr(h) for h in pending.loop_hints])
             self._append(op, pending.location)
         for label in self.block_order:
             if label not in self.has_terminator:

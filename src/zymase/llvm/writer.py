@@ -25,7 +25,9 @@ How the dialect maps back to LLVM IR:
 * Named struct types get one ``%name = type {...}`` definition each.
 * Discardable attributes the writer does not know (``zymase.*``, ``zymase.tbaa``,
   locations) are ignored, except ``zymase.llvm_init`` on globals, which is the
-  initializer's LLVM text and is printed back verbatim. Debug info is not written.
+  initializer's LLVM text and is printed back verbatim, ``zymase.alias_scope`` /
+  ``zymase.noalias`` on memory accesses and ``zymase.loop_hints`` on branches, which become
+  metadata. Debug info is not written.
 
 Anything that cannot be expressed raises :class:`~zymase.errors.ZymaseError`
 (an internal-contract failure, but a readable one). The writer is linear in the
@@ -38,6 +40,7 @@ import struct
 from collections.abc import Callable, Sequence
 
 from zymase.errors import ZymaseError
+from zymase.llvm.loop_hints import LOOP_HINT_TYPES, LOOP_HINTS_ATTR
 from zymase.ir import (
     ArrayAttr,
     Attribute,
@@ -249,6 +252,8 @@ class _ModuleWriter:
         self.auto_declarations: dict[str, str] = {}
         self.metadata: list[str] = []  # numbered metadata nodes, !0 first
         self.scope_ids: dict[str, int] = {}
+        self.scope_domain: int | None = None
+        self.loop_hint_ids: dict[tuple[str, str], int] = {}
         self.scope_list_ids: dict[tuple[str, ...], int] = {}
 
     def alias_metadata(self, op: Operation) -> str:
@@ -261,19 +266,38 @@ class _ModuleWriter:
                 text += f", !{kind} !{self._scope_list(tuple(a.data for a in scopes.data))}"
         return text
 
+    def loop_metadata(self, op: Operation) -> str:
+        """``, !llvm.loop !N`` for a branch carrying the reader's loop hints: a distinct
+        loop id per branch (LLVM identifies loops by it), the hint nodes shared."""
+        hints = op.attributes.get(LOOP_HINTS_ATTR)
+        if not isinstance(hints, ArrayAttr) or not hints.data:
+            return ""
+        entries = []
+        for hint in hints.data:
+            name, _, value = hint.data.partition("=")
+            key = (name, value)
+            if key not in self.loop_hint_ids:
+                operand = f", {LOOP_HINT_TYPES.get(name) or 'i32'} {value}" if value else ""
+                self.loop_hint_ids[key] = self._node(f"!{{{_metadata_string(name)}{operand}}}")
+            entries.append(f"!{self.loop_hint_ids[key]}")
+        k = len(self.metadata)
+        return f", !llvm.loop !{self._node('distinct !{' + ', '.join([f'!{k}', *entries]) + '}')}"
+
     def _node(self, text: str) -> int:
         self.metadata.append(text)
         return len(self.metadata) - 1
 
     def _scope_list(self, names: tuple[str, ...]) -> int:
         if names not in self.scope_list_ids:
-            if not self.metadata:
-                self._node("distinct !{!0, !\"zymase\"}")  # the domain
+            if self.scope_domain is None:
+                k = len(self.metadata)
+                self.scope_domain = self._node(f"distinct !{{!{k}, !\"zymase\"}}")
             ids = []
             for n in names:
                 if n not in self.scope_ids:
                     k = len(self.metadata)
-                    self.scope_ids[n] = self._node(f"distinct !{{!{k}, !0, {_metadata_string(n)}}}")
+                    self.scope_ids[n] = self._node(
+                        f"distinct !{{!{k}, !{self.scope_domain}, {_metadata_string(n)}}}")
                 ids.append(f"!{self.scope_ids[n]}")
             self.scope_list_ids[names] = self._node("!{" + ", ".join(ids) + "}")
         return self.scope_list_ids[names]
@@ -1242,10 +1266,11 @@ class _FunctionWriter:
         return "ret void"
 
     def _br(self, op: Operation) -> str:
-        return f"br label {self.dest(op, 0)}"
+        return f"br label {self.dest(op, 0)}" + self.m.loop_metadata(op)
 
     def _cond_br(self, op: Operation) -> str:
-        return f"br {self.typed(op.operands[0])}, label {self.dest(op, 0)}, label {self.dest(op, 1)}"
+        return (f"br {self.typed(op.operands[0])}, label {self.dest(op, 0)}, label {self.dest(op, 1)}"
+                + self.m.loop_metadata(op))
 
     def _switch(self, op: Operation) -> str:
         value = op.operands[0]

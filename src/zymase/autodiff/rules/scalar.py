@@ -30,10 +30,18 @@ FSUB = R(lambda E, P, dy: dy, lambda E, P, dy: E.neg(dy), name="fsub")
 FMUL = R(lambda E, P, dy: E.mul(dy, P.arg(1)), lambda E, P, dy: E.mul(P.arg(0), dy), name="fmul")
 # a / b: both adjoints scale by 1/b, one division (the same 1/b for both operands, and out
 # of the loop when b is loop-invariant: normalizing by a norm) instead of two per element;
-# the derivative moves by the rounding of 1/b only.
+# the derivative moves by the rounding of 1/b only. The adjoint of b, -dy a / b^2, is
+# (dy / b) a / b from operands, not -dy (a / b) / b from the result: the reverse sweep rarely
+# has the quotient at hand, and recomputing it would cost a division per element again.
+# Scaling by 1/b twice, rather than once by 1/b^2, keeps b^2 from overflowing.
 FDIV = R(
     lambda E, P, dy: E.mul(dy, E.div(E.const_like(1.0, dy), P.arg(1))),
-    lambda E, P, dy: E.neg(E.mul(E.mul(dy, P.res()), E.div(E.const_like(1.0, dy), P.arg(1)))),
+    lambda E, P, dy: E.neg(
+        E.mul(
+            E.mul(E.mul(dy, E.div(E.const_like(1.0, dy), P.arg(1))), P.arg(0)),
+            E.div(E.const_like(1.0, dy), P.arg(1)),
+        )
+    ),
     name="fdiv",
 )
 FNEG = R(lambda E, P, dy: E.neg(dy), name="fneg")

@@ -1,0 +1,33 @@
+"""Loop optimization hints (``!llvm.loop`` metadata) carried from the reader to the writer.
+
+``#pragma clang loop vectorize(disable)``, ``#pragma unroll 4`` and the like reach LLVM IR as
+``!llvm.loop`` metadata on a loop's latch branch. The reader keeps the hints LLVM's loop passes
+act on as the attribute ``zymase.loop_hints`` (``name`` or ``name=value`` strings) on the branch
+op, and the writer attaches them again, so the primal loops of a derivative are optimized as the
+programmer asked. Branches the AD engine creates (the reverse sweep's loops) carry none: a hint
+written for a primal loop says nothing about its adjoint.
+"""
+
+from __future__ import annotations
+
+#: the branch op attribute holding the hints
+LOOP_HINTS_ATTR = "zymase.loop_hints"
+
+#: hint name -> the type of its operand (None: a hint without operand)
+LOOP_HINT_TYPES: dict[str, str | None] = {
+    "llvm.loop.mustprogress": None,
+    "llvm.loop.vectorize.enable": "i1",
+    "llvm.loop.vectorize.width": "i32",
+    "llvm.loop.vectorize.scalable.enable": "i1",
+    "llvm.loop.vectorize.predicate.enable": "i1",
+    "llvm.loop.interleave.count": "i32",
+    "llvm.loop.unroll.disable": None,
+    "llvm.loop.unroll.enable": None,
+    "llvm.loop.unroll.full": None,
+    "llvm.loop.unroll.count": "i32",
+    "llvm.loop.unroll.runtime.disable": None,
+    "llvm.loop.unroll_and_jam.disable": None,
+    "llvm.loop.unroll_and_jam.count": "i32",
+    "llvm.loop.distribute.enable": "i1",
+    "llvm.licm_versioning.disable": None,
+}
