@@ -37,6 +37,9 @@ class ForwardGenerator(ShadowCode):
     def primal(self, v: SSAValue) -> SSAValue:
         return self.vmap.get(v, v)
 
+    def varies_in_loop(self, v: SSAValue) -> bool:
+        return False  # tangents are formed where the primal values are: all at hand
+
     def generate(self, gop: Operation) -> None:
         flavor = self.flavor
         p = prepare(self.ctx, self.fop, [_as_active(a) for a in self.arg_acts], [_as_active(a) for a in self.ret_acts])

@@ -40,6 +40,11 @@ class Primals:
     def res(self, i: int = 0) -> SSAValue:
         return self.ctx.primal(self.op.results[i])
 
+    def varies(self, i: int) -> bool:
+        """Whether operand ``i`` is computed anew in each iteration of a loop around the
+        op (in the reverse sweep such a value is recomputed or taped per iteration)."""
+        return self.ctx.varies_in_loop(self.op.operands[i])
+
     def arg_type(self, i: int):
         return self.op.operands[i].type
 
@@ -48,6 +53,8 @@ class RuleContext(Protocol):
     E: "Emitter"
 
     def primal(self, value: SSAValue) -> SSAValue: ...
+
+    def varies_in_loop(self, value: SSAValue) -> bool: ...
 
     def wants(self, value: SSAValue) -> bool:
         """Whether the derivative with respect to ``value`` is needed (it is active)."""

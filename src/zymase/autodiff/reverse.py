@@ -569,6 +569,9 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
     def primal(self, v: SSAValue) -> SSAValue:
         return self._fetch(v, self.vmap.get(v, v))
 
+    def varies_in_loop(self, v: SSAValue) -> bool:
+        return self._in_cycle(v)
+
     def fetch_shadow(self, p: SSAValue) -> SSAValue:
         """The shadow of primal pointer ``p``, read in the reverse sweep."""
         if p not in self.smap:

@@ -415,12 +415,22 @@ def optimize(ll_text: str, level: int) -> str:
     """The post-AD pipeline: the full O-level pipeline, vectorizers included.
 
     Level 0 returns the text unchanged.
+
+    The loop vectorizer's runtime alias checks are not hoisted out of outer loops here.
+    Hoisting widens an inner loop's check to the whole outer loop and assumes the outer
+    loop walks memory upwards; a reverse sweep walks it downwards, so the hoisted check
+    always reports a conflict and the vector loop is dead code (the FFT's adjoint passes
+    stayed scalar). Checked on each entry to the inner loop, they pass.
     """
     _check_level(level)
     if level == 0:
         return ll_text
     module = _parse(ll_text)
-    _run_pipeline(module, level, vectorize=True)
+    llvm.set_option("", "-hoist-runtime-checks=false")
+    try:
+        _run_pipeline(module, level, vectorize=True)
+    finally:
+        llvm.set_option("", "-hoist-runtime-checks=true")  # LLVM's default, for Numba's own code
     return _print(module)
 
 

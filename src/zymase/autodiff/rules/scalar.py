@@ -28,20 +28,24 @@ def _erf_partial(E, x, dy):
 FADD = R(lambda E, P, dy: dy, lambda E, P, dy: dy, name="fadd")
 FSUB = R(lambda E, P, dy: dy, lambda E, P, dy: E.neg(dy), name="fsub")
 FMUL = R(lambda E, P, dy: E.mul(dy, P.arg(1)), lambda E, P, dy: E.mul(P.arg(0), dy), name="fmul")
+def _fdiv_divisor_partial(E, P, dy):
+    """-dy a / b^2. As -dy (a / b) / b when the quotient is at hand or cheaply kept (the
+    reverse sweep of a loop body that divides by a per-iteration value: projecting by a
+    depth). As (dy / b) a / b from the operands when only the dividend varies (normalizing
+    by a norm): the quotient would be recomputed, one division per element, while 1/b is
+    computed once. Scaling by 1/b twice, not by 1/b^2, keeps b^2 from overflowing."""
+    inv = E.div(E.const_like(1.0, dy), P.arg(1))
+    if P.varies(0) and not P.varies(1):
+        return E.neg(E.mul(E.mul(E.mul(dy, inv), P.arg(0)), inv))
+    return E.neg(E.mul(E.mul(dy, P.res()), inv))
+
+
 # a / b: both adjoints scale by 1/b, one division (the same 1/b for both operands, and out
-# of the loop when b is loop-invariant: normalizing by a norm) instead of two per element;
-# the derivative moves by the rounding of 1/b only. The adjoint of b, -dy a / b^2, is
-# (dy / b) a / b from operands, not -dy (a / b) / b from the result: the reverse sweep rarely
-# has the quotient at hand, and recomputing it would cost a division per element again.
-# Scaling by 1/b twice, rather than once by 1/b^2, keeps b^2 from overflowing.
+# of the loop when b is loop-invariant) instead of two per element; the derivative moves
+# by the rounding of 1/b only.
 FDIV = R(
     lambda E, P, dy: E.mul(dy, E.div(E.const_like(1.0, dy), P.arg(1))),
-    lambda E, P, dy: E.neg(
-        E.mul(
-            E.mul(E.mul(dy, E.div(E.const_like(1.0, dy), P.arg(1))), P.arg(0)),
-            E.div(E.const_like(1.0, dy), P.arg(1)),
-        )
-    ),
+    _fdiv_divisor_partial,
     name="fdiv",
 )
 FNEG = R(lambda E, P, dy: E.neg(dy), name="fneg")
