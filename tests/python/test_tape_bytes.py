@@ -124,3 +124,29 @@ def test_a_row_start_the_same_for_every_point_is_kept_once_per_component_and_col
     compile_c(str(src), ["-g"], 2, Timings())
     lines = [line for line in capsys.readouterr().err.splitlines() if "mixture.c:19:" in line and "loop exit" in line]
     assert lines and all("indexed by 2 of 3 loops" in line for line in lines), lines
+
+
+NOTHING_TAPED = r"""
+#include <stdio.h>
+extern double __enzyme_autodiff(void *, ...);
+extern long __zymase_tape_bytes;
+double square(double x) { return x * x; }
+int main(void) {
+    double g = __enzyme_autodiff((void *)square, 3.0);
+    printf("%g %ld\n", g, __zymase_tape_bytes);
+    return g != 6.0 || __zymase_tape_bytes != 0;
+}
+"""
+
+
+def test_the_counter_links_when_no_derivative_tapes_anything(tmp_path, zymase_cli):
+    # the counter used to be defined only along with the tape runtime: reading it in a
+    # program whose derivatives tape nothing failed to link
+    src = tmp_path / "square.c"
+    src.write_text(NOTHING_TAPED)
+    exe = tmp_path / "square"
+    built = subprocess.run([*zymase_cli, "cc", "-O2", str(src), "-o", str(exe)], capture_output=True, text=True,
+                           env=dict(os.environ, ZYMASE_TAPE_STATS="1"), timeout=300)
+    assert built.returncode == 0, built.stderr
+    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0 and run.stdout.split() == ["6", "0"], run.stdout + run.stderr

@@ -1096,6 +1096,20 @@ class _ModuleLowering:
                     hint=_UNSUPPORTED_HINTS.get(op.dialect_name(), "only func.func and llvm ops "
                                                 "may appear at module level"),
                 )
+        if _tape_stats_enabled() and not self._has_cache_runtime:
+            self._define_unused_tape_counter()
+
+    def _define_unused_tape_counter(self) -> None:
+        """A program that reads the tape counter links even when none of its
+        derivatives tapes anything (then the counter stays 0)."""
+        declared = self.symbols.get(TAPE_STATS_COUNTER)
+        if isinstance(declared, llvm.GlobalOp) and not declared.body.blocks and declared.value is None:
+            counter = parse_mlir("builtin.module {" + _TAPE_STATS_GLOBAL + "}", "<zymase tape counter>")
+            op = next(iter(counter.body.block.ops))
+            op.detach()
+            self.module.body.block.insert_op_before(op, declared)
+            self.module.body.block.erase_op(declared)
+            self.symbols[TAPE_STATS_COUNTER] = op
 
     def _lower_function(self, fop: func.FuncOp) -> None:
         """func.func -> llvm.func with the C ABI.
