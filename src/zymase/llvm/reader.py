@@ -126,7 +126,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from zymase.errors import ZymaseError
-from zymase.llvm.loop_hints import LOOP_HINT_TYPES, LOOP_HINTS_ATTR
 from zymase.ir import (
     ArrayAttr,
     Attribute,
@@ -148,6 +147,7 @@ from zymase.ir import (
     llvm,
     llvm_ext,
 )
+from zymase.llvm.loop_hints import LOOP_HINT_TYPES, LOOP_HINTS_ATTR
 
 __all__ = ["read_llvm_ir"]
 

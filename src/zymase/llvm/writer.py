@@ -40,7 +40,6 @@ import struct
 from collections.abc import Callable, Sequence
 
 from zymase.errors import ZymaseError
-from zymase.llvm.loop_hints import LOOP_HINT_TYPES, LOOP_HINTS_ATTR
 from zymase.ir import (
     ArrayAttr,
     Attribute,
@@ -58,6 +57,7 @@ from zymase.ir import (
     llvm,
     llvm_ext,
 )
+from zymase.llvm.loop_hints import LOOP_HINT_TYPES, LOOP_HINTS_ATTR
 
 __all__ = ["write_llvm_ir"]
 
