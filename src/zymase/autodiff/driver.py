@@ -16,7 +16,7 @@ from zymase.autodiff.forward import ForwardGenerator
 from zymase.autodiff.reverse import ReverseGenerator
 from zymase.autodiff.structured import StructuredReverse, is_structured
 from zymase.errors import ZymaseError
-from zymase.ir import ModuleOp, Operation
+from zymase.ir import ArrayAttr, DictionaryAttr, ModuleOp, Operation, UnitAttr, llvm
 from zymase.ir.enzyme import Activity
 
 
@@ -68,6 +68,7 @@ class Driver:
         ins, outs = sig(inputs, outputs, arg_acts, ret_acts)
         name = self._fresh(("diffe" if mode == "rev" else "fwddiffe") + fname)
         gop = flavor.make_function(name, ins, outs, fop)
+        _mark_unneeded_primal_memory(gop, fop, inputs, arg_acts)
         self.module.body.block.add_op(gop)
         self.symbols[name] = gop
         self.done[key] = name
@@ -114,3 +115,31 @@ class Driver:
 
     def forward(self, fop: Operation, arg_acts, ret_acts) -> str:
         return self._generate("fwd", fop, arg_acts, ret_acts)
+
+
+def _mark_unneeded_primal_memory(gop: Operation, fop: Operation, inputs, arg_acts: Sequence[Activity]) -> None:
+    """A dupnoneed pointer argument says the caller will not read the primal memory
+    after the call (an output buffer only the derivative is wanted of): its parameter in
+    the derivative function gets LLVM's ``dead_on_return``, so dead-store elimination may
+    drop the stores into it that nothing in the derivative reads again, and the
+    computations that only fed them (the normalized vector of a normalization whose
+    gradient alone is asked for). LLVM drops such stores only into memory no other
+    pointer reaches: the parameter keeps the primal's ``noalias`` (``restrict``), which
+    holds in the derivative too, as Enzyme's contract keeps shadows apart from primals.
+    Shadow parameters, which carry the result, keep their stores."""
+    if not isinstance(gop, llvm.FuncOp):
+        return
+    primal_attrs = fop.properties.get("arg_attrs")
+    attrs = []
+    for i, (t, a) in enumerate(zip(inputs, arg_acts)):
+        marks = {}
+        if a is Activity.DUPNONEED and isinstance(t, llvm.LLVMPointerType):
+            marks["llvm.dead_on_return"] = UnitAttr()
+            if isinstance(primal_attrs, ArrayAttr) and "llvm.noalias" in primal_attrs.data[i].data:
+                marks["llvm.noalias"] = UnitAttr()
+        attrs.append(DictionaryAttr(marks))
+        if a.is_dup:
+            attrs.append(DictionaryAttr({}))
+    if any(d.data for d in attrs):
+        attrs += [DictionaryAttr({}) for _ in range(len(gop.function_type.inputs.data) - len(attrs))]
+        gop.properties["arg_attrs"] = ArrayAttr(attrs)

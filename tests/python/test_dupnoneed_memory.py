@@ -1,0 +1,64 @@
+"""A dupnoneed pointer argument: the derivative does not have to write the primal memory.
+
+``enzyme_dupnoneed`` says the caller will not read the primal buffer after the call. The
+derivative function's parameter for it gets LLVM's ``dead_on_return`` (with the primal's
+``noalias``), so the stores into it that nothing reads again are deleted: here the polar
+coordinates written to ``out`` are not stored at all, only the shadow is used. (LLVM's
+dead-store elimination does this at -O2 and -O3, for stores outside loops; a loop filling
+the buffer stays.) The gradient is checked against its closed form.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+
+import pytest
+
+PROGRAM = r"""
+#include <math.h>
+#include <stdio.h>
+extern void __enzyme_autodiff(void *, ...);
+extern int enzyme_const, enzyme_dup, enzyme_dupnoneed;
+
+/* a C output parameter */
+void polar(double *restrict out, const double *restrict x) {
+    out[0] = sqrt(x[0] * x[0] + x[1] * x[1]);
+    out[1] = atan2(x[1], x[0]);
+}
+
+__attribute__((noinline)) void grad(double *out, double *dout, const double *x, double *dx) {
+    __enzyme_autodiff((void *)polar, enzyme_dupnoneed, out, dout, enzyme_dup, x, dx);
+}
+
+int main(void) {
+    double x[2] = {0.6, -0.8}, dx[2] = {0, 0}, out[2] = {-1, -1}, dout[2] = {1.0, 2.0};
+    grad(out, dout, x, dx);
+    /* d(r + 2 theta)/dx = (x0 / r - 2 x1 / r^2, x1 / r + 2 x0 / r^2) with r = 1 */
+    double e0 = fabs(dx[0] - (0.6 + 1.6)), e1 = fabs(dx[1] - (-0.8 + 1.2));
+    printf("%g %g\n", e0, e1);
+    return e0 > 1e-12 || e1 > 1e-12;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O2", "-O3"])
+def test_the_primal_output_of_a_dupnoneed_argument_is_not_stored(tmp_path, zymase_cli, opt):
+    src = tmp_path / "polar.c"
+    src.write_text(PROGRAM)
+    ll = tmp_path / "polar.ll"
+    built = subprocess.run([*zymase_cli, "cc", opt, "-S", "-emit-llvm", str(src), "-o", str(ll)],
+                           capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr
+    body = re.search(r"^define [^\n]*@grad\((.*?)^}", ll.read_text(), re.M | re.S).group(0)
+    out_param = re.match(r"define [^\n]*@grad\(ptr [^%]*(%\w+)", body).group(1)
+    into_out = {out_param} | set(re.findall(rf"(%[\w.]+) = getelementptr [^\n]*ptr {re.escape(out_param)},", body))
+    stores = [s for s in re.findall(r"store [^\n]*, ptr (%[\w.]+)", body) if s in into_out]
+    assert not stores, body
+
+    exe = tmp_path / "polar"
+    built = subprocess.run([*zymase_cli, "cc", opt, str(src), "-o", str(exe), "-lm"],
+                           capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr
+    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stdout + run.stderr
