@@ -62,3 +62,52 @@ def test_the_primal_output_of_a_dupnoneed_argument_is_not_stored(tmp_path, zymas
     assert built.returncode == 0, built.stderr
     run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stdout + run.stderr
+
+
+FORWARD = r"""
+#include <math.h>
+#include <stdio.h>
+extern void __enzyme_fwddiff(void *, ...);
+extern int enzyme_const, enzyme_dup, enzyme_dupnoneed;
+
+void scale(double a, double *restrict out, const double *restrict x) {
+    out[0] = a * x[0];
+    out[1] = sin(a) * x[1];
+}
+
+__attribute__((noinline)) void tangent(double a, double da, double *out, double *dout, const double *x, double *dx) {
+    __enzyme_fwddiff((void *)scale, enzyme_dup, a, da, enzyme_dupnoneed, out, dout, enzyme_dup, x, dx);
+}
+
+int main(void) {
+    double a = 0.5, da = 1.0, x[2] = {2.0, 3.0}, dx[2] = {0.25, -1.0}, out[2], dout[2] = {0, 0};
+    tangent(a, da, out, dout, x, dx);
+    double e0 = fabs(dout[0] - (da * x[0] + a * dx[0]));
+    double e1 = fabs(dout[1] - (cos(a) * da * x[1] + sin(a) * dx[1]));
+    printf("%g %g\n", e0, e1);
+    return e0 > 1e-12 || e1 > 1e-12;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_forward_mode_marks_the_primal_pointer_not_a_tangent(tmp_path, zymase_cli, opt):
+    # the parameter list interleaves tangents (after dup and active arguments alike in
+    # forward mode): the mark must land on the primal `out`, never on a tangent
+    src = tmp_path / "scale.c"
+    src.write_text(FORWARD)
+    ll = tmp_path / "scale.ll"
+    built = subprocess.run([*zymase_cli, "cc", "-O0", "-S", "-emit-llvm", str(src), "-o", str(ll)],
+                           capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr
+    header = re.search(r"^define [^\n]*@fwddiffescale\([^\n]*", ll.read_text(), re.M).group(0)
+    params = header[header.index("(") + 1:].split(", ")
+    marked = [i for i, p in enumerate(params) if "dead_on_return" in p]
+    assert marked == [2] and params[2].startswith("ptr"), header
+
+    exe = tmp_path / "scale"
+    built = subprocess.run([*zymase_cli, "cc", opt, str(src), "-o", str(exe), "-lm"],
+                           capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr
+    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stdout + run.stderr

@@ -68,7 +68,7 @@ class Driver:
         ins, outs = sig(inputs, outputs, arg_acts, ret_acts)
         name = self._fresh(("diffe" if mode == "rev" else "fwddiffe") + fname)
         gop = flavor.make_function(name, ins, outs, fop)
-        _mark_unneeded_primal_memory(gop, fop, inputs, arg_acts)
+        _mark_unneeded_primal_memory(gop, fop, inputs, arg_acts, forward=mode != "rev")
         self.module.body.block.add_op(gop)
         self.symbols[name] = gop
         self.done[key] = name
@@ -117,7 +117,8 @@ class Driver:
         return self._generate("fwd", fop, arg_acts, ret_acts)
 
 
-def _mark_unneeded_primal_memory(gop: Operation, fop: Operation, inputs, arg_acts: Sequence[Activity]) -> None:
+def _mark_unneeded_primal_memory(gop: Operation, fop: Operation, inputs, arg_acts: Sequence[Activity], *,
+                                 forward: bool) -> None:
     """A dupnoneed pointer argument says the caller will not read the primal memory
     after the call (an output buffer only the derivative is wanted of): its parameter in
     the derivative function gets LLVM's ``dead_on_return``, so dead-store elimination may
@@ -138,7 +139,7 @@ def _mark_unneeded_primal_memory(gop: Operation, fop: Operation, inputs, arg_act
             if isinstance(primal_attrs, ArrayAttr) and "llvm.noalias" in primal_attrs.data[i].data:
                 marks["llvm.noalias"] = UnitAttr()
         attrs.append(DictionaryAttr(marks))
-        if a.is_dup:
+        if a.is_dup or (forward and a.is_active):  # the shadow / tangent parameter (rev_ and fwd_signature)
             attrs.append(DictionaryAttr({}))
     if any(d.data for d in attrs):
         attrs += [DictionaryAttr({}) for _ in range(len(gop.function_type.inputs.data) - len(attrs))]
