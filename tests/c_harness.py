@@ -7,6 +7,7 @@ failure. A build passes when ``zymase cc`` builds it and the program exits with 
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -49,3 +50,21 @@ def build_and_run(program: Path, flags: list[str], tmp_path: Path, zymase_cli: l
         + ("--- failed checks ---\n" + _tail("\n".join(failed), 40) + "\n" if failed else "")
         + f"--- output ---\n{_tail(run.stdout)}\n--- stderr ---\n{_tail(run.stderr)}"
     )
+
+
+def emit_llvm(program: Path, flags: list[str], tmp_path: Path, zymase_cli: list[str]) -> str:
+    """The LLVM IR ``zymase cc <flags> -S -emit-llvm`` writes for ``program``."""
+    ll = tmp_path / f"{program.stem}.ll"
+    build = subprocess.run(
+        [*zymase_cli, "cc", *flags, "-S", "-emit-llvm", str(program), "-o", str(ll)],
+        capture_output=True, text=True, timeout=COMPILE_TIMEOUT, stdin=subprocess.DEVNULL, cwd=tmp_path,
+    )
+    assert build.returncode == 0, f"--- stderr ---\n{_tail(build.stderr)}"
+    return ll.read_text()
+
+
+def function_ir(ll: str, name: str) -> str:
+    """The definition of function ``@name`` in the LLVM IR text ``ll``, header to ``}``."""
+    match = re.search(rf"^define [^\n]*@{re.escape(name)}\(.*?^}}", ll, re.M | re.S)
+    assert match, f"no definition of @{name}"
+    return match.group(0)

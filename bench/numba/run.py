@@ -18,10 +18,11 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
-# XLA's Eigen thread pools run on every CPU the process may use, whatever XLA_FLAGS say:
-# one CPU for the whole process (zymase.bench.frameworks.worker.pin_to_one_cpu).
-if hasattr(os, "sched_setaffinity"):
-    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+
+from zymase.bench.frameworks.worker import pin_to_one_cpu  # noqa: E402
+
+# XLA's Eigen thread pools run on every CPU the process may use, whatever XLA_FLAGS say
+pin_to_one_cpu()
 
 import argparse  # noqa: E402
 import importlib.util  # noqa: E402

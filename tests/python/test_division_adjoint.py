@@ -13,9 +13,9 @@ Both forms are checked against central differences.
 from __future__ import annotations
 
 import re
-import subprocess
 
 import pytest
+from c_harness import build_and_run, emit_llvm, function_ir
 
 PROGRAM = r"""
 #include <math.h>
@@ -82,17 +82,8 @@ int main(void) {
 def test_dividing_by_a_norm_costs_no_division_per_element_in_reverse(tmp_path, zymase_cli, opt):
     src = tmp_path / "unit.c"
     src.write_text(PROGRAM)
-    ll = tmp_path / "unit.ll"
-    built = subprocess.run([*zymase_cli, "cc", opt, "-fno-math-errno", "-S", "-emit-llvm", str(src), "-o", str(ll)],
-                           capture_output=True, text=True, timeout=300)
-    assert built.returncode == 0, built.stderr
-    body = re.search(r"^define [^\n]*@grad\(.*?^}", ll.read_text(), re.M | re.S).group(0)
+    flags = [opt, "-fno-math-errno"]
+    body = function_ir(emit_llvm(src, flags, tmp_path, zymase_cli), "grad")
     # 1/|x| and the square root's adjoint; the forward sum is dead in a gradient
     assert len(re.findall(r"= fdiv ", body)) <= 2, body
-
-    exe = tmp_path / "unit"
-    built = subprocess.run([*zymase_cli, "cc", opt, "-fno-math-errno", str(src), "-o", str(exe), "-lm"],
-                           capture_output=True, text=True, timeout=300)
-    assert built.returncode == 0, built.stderr
-    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
-    assert run.returncode == 0, run.stdout + run.stderr
+    build_and_run(src, flags, tmp_path, zymase_cli)

@@ -11,9 +11,9 @@ the buffer stays.) The gradient is checked against its closed form.
 from __future__ import annotations
 
 import re
-import subprocess
 
 import pytest
+from c_harness import build_and_run, emit_llvm, function_ir
 
 PROGRAM = r"""
 #include <math.h>
@@ -46,22 +46,12 @@ int main(void) {
 def test_the_primal_output_of_a_dupnoneed_argument_is_not_stored(tmp_path, zymase_cli, opt):
     src = tmp_path / "polar.c"
     src.write_text(PROGRAM)
-    ll = tmp_path / "polar.ll"
-    built = subprocess.run([*zymase_cli, "cc", opt, "-S", "-emit-llvm", str(src), "-o", str(ll)],
-                           capture_output=True, text=True, timeout=300)
-    assert built.returncode == 0, built.stderr
-    body = re.search(r"^define [^\n]*@grad\((.*?)^}", ll.read_text(), re.M | re.S).group(0)
+    body = function_ir(emit_llvm(src, [opt], tmp_path, zymase_cli), "grad")
     out_param = re.match(r"define [^\n]*@grad\(ptr [^%]*(%\w+)", body).group(1)
     into_out = {out_param} | set(re.findall(rf"(%[\w.]+) = getelementptr [^\n]*ptr {re.escape(out_param)},", body))
     stores = [s for s in re.findall(r"store [^\n]*, ptr (%[\w.]+)", body) if s in into_out]
     assert not stores, body
-
-    exe = tmp_path / "polar"
-    built = subprocess.run([*zymase_cli, "cc", opt, str(src), "-o", str(exe), "-lm"],
-                           capture_output=True, text=True, timeout=300)
-    assert built.returncode == 0, built.stderr
-    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
-    assert run.returncode == 0, run.stdout + run.stderr
+    build_and_run(src, [opt], tmp_path, zymase_cli)
 
 
 FORWARD = r"""
@@ -96,18 +86,9 @@ def test_forward_mode_marks_the_primal_pointer_not_a_tangent(tmp_path, zymase_cl
     # forward mode): the mark must land on the primal `out`, never on a tangent
     src = tmp_path / "scale.c"
     src.write_text(FORWARD)
-    ll = tmp_path / "scale.ll"
-    built = subprocess.run([*zymase_cli, "cc", "-O0", "-S", "-emit-llvm", str(src), "-o", str(ll)],
-                           capture_output=True, text=True, timeout=300)
-    assert built.returncode == 0, built.stderr
-    header = re.search(r"^define [^\n]*@fwddiffescale\([^\n]*", ll.read_text(), re.M).group(0)
+    # at -O0 the written IR is the derivative as generated, before LLVM inlines it
+    header = function_ir(emit_llvm(src, ["-O0"], tmp_path, zymase_cli), "fwddiffescale").split("\n")[0]
     params = header[header.index("(") + 1:].split(", ")
     marked = [i for i, p in enumerate(params) if "dead_on_return" in p]
     assert marked == [2] and params[2].startswith("ptr"), header
-
-    exe = tmp_path / "scale"
-    built = subprocess.run([*zymase_cli, "cc", opt, str(src), "-o", str(exe), "-lm"],
-                           capture_output=True, text=True, timeout=300)
-    assert built.returncode == 0, built.stderr
-    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
-    assert run.returncode == 0, run.stdout + run.stderr
+    build_and_run(src, [opt], tmp_path, zymase_cli)

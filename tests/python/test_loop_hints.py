@@ -10,10 +10,10 @@ ran 1.8x slower) stays scalar in the gradient too. Before, the metadata was drop
 from __future__ import annotations
 
 import re
-import subprocess
 
 import llvmlite.binding as llvm
 import pytest
+from c_harness import build_and_run, emit_llvm, function_ir
 
 from zymase.ir import ArrayAttr, StringAttr
 from zymase.llvm.loop_hints import LOOP_HINTS_ATTR
@@ -54,7 +54,7 @@ def _nodes(text: str) -> dict[str, str]:
 def _hints_of_loops(text: str, function: str) -> list[set[str]]:
     """For each ``!llvm.loop`` attachment in ``function``, the texts of its entries."""
     nodes = _nodes(text)
-    body = re.search(rf"^define [^\n]*@{function}\(.*?^}}", text, re.M | re.S).group(0)
+    body = function_ir(text, function)
     loops = []
     for ref in re.findall(r"!llvm\.loop (!\d+)", body):
         entries = re.findall(r"!\d+", nodes[ref])[1:]
@@ -138,18 +138,8 @@ int main(void) {
 def test_a_pragma_on_a_primal_loop_reaches_the_gradient(tmp_path, zymase_cli, opt):
     src = tmp_path / "tri.c"
     src.write_text(PROGRAM)
-    ll = tmp_path / "tri.ll"
-    built = subprocess.run([*zymase_cli, "cc", opt, "-S", "-emit-llvm", str(src), "-o", str(ll)],
-                           capture_output=True, text=True, timeout=300)
-    assert built.returncode == 0, built.stderr
-    text = ll.read_text()
+    text = emit_llvm(src, [opt], tmp_path, zymase_cli)
     width_one = '!{!"llvm.loop.vectorize.width", i32 1}'
     assert any(width_one in loop for loop in _hints_of_loops(text, "tri"))
     assert any(width_one in loop for loop in _hints_of_loops(text, "grad_tri")), "the forward sweep lost the hint"
-
-    exe = tmp_path / "tri"
-    built = subprocess.run([*zymase_cli, "cc", opt, str(src), "-o", str(exe), "-lm"],
-                           capture_output=True, text=True, timeout=300)
-    assert built.returncode == 0, built.stderr
-    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
-    assert run.returncode == 0, run.stdout + run.stderr
+    build_and_run(src, [opt], tmp_path, zymase_cli)

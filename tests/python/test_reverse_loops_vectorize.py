@@ -13,9 +13,9 @@ checked against central differences.
 from __future__ import annotations
 
 import re
-import subprocess
 
 import pytest
+from c_harness import build_and_run, emit_llvm, function_ir
 
 PROGRAM = r"""
 #include <math.h>
@@ -88,18 +88,8 @@ int main(void) {
 def test_the_adjoint_of_a_radix2_pass_is_vectorized(tmp_path, zymase_cli, opt):
     src = tmp_path / "pass.c"
     src.write_text(PROGRAM)
-    ll = tmp_path / "pass.ll"
-    built = subprocess.run([*zymase_cli, "cc", opt, "-S", "-emit-llvm", str(src), "-o", str(ll)],
-                           capture_output=True, text=True, timeout=300)
-    assert built.returncode == 0, built.stderr
-    body = re.search(r"^define [^\n]*@grad\(.*?^}", ll.read_text(), re.M | re.S).group(0)
+    body = function_ir(emit_llvm(src, [opt], tmp_path, zymase_cli), "grad")
     # the reverse of a store to y reads its shadow and zeroes it: a vector of zeros when
     # the adjoint loop is vectorized
     assert re.search(r"store <\d+ x double> zeroinitializer", body), "the adjoint loop stayed scalar"
-
-    exe = tmp_path / "pass"
-    built = subprocess.run([*zymase_cli, "cc", opt, str(src), "-o", str(exe), "-lm"],
-                           capture_output=True, text=True, timeout=300)
-    assert built.returncode == 0, built.stderr
-    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
-    assert run.returncode == 0, run.stdout + run.stderr
+    build_and_run(src, [opt], tmp_path, zymase_cli)

@@ -405,6 +405,12 @@ def _writes_memory(ctx: Context, fop: Operation, seen: set) -> bool:
     return False
 
 
+def derivative_follows(a: Activity, *, forward: bool) -> bool:
+    """Whether a derivative parameter follows the primal one in a derivative function's
+    inputs: the shadow of a dup argument; in forward mode also an active one's tangent."""
+    return a.is_dup or (forward and a.is_active)
+
+
 def rev_signature(inputs: Sequence[Attribute], outputs: Sequence[Attribute], arg_acts, ret_acts):
     """Signature of a reverse-mode derivative function.
 
@@ -414,7 +420,7 @@ def rev_signature(inputs: Sequence[Attribute], outputs: Sequence[Attribute], arg
     ins: list[Attribute] = []
     for t, a in zip(inputs, arg_acts):
         ins.append(t)
-        if a.is_dup:
+        if derivative_follows(a, forward=False):
             ins.append(shadow_type(t))
     for t, a in zip(outputs, ret_acts):
         if a.is_active:
@@ -430,7 +436,7 @@ def fwd_signature(inputs, outputs, arg_acts, ret_acts):
     ins: list[Attribute] = []
     for t, a in zip(inputs, arg_acts):
         ins.append(t)
-        if a.is_dup or a.is_active:
+        if derivative_follows(a, forward=True):
             ins.append(shadow_type(t))
     outs: list[Attribute] = []
     for t, a in zip(outputs, ret_acts):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from zymase.autodiff.common import Context, fwd_signature, rev_signature
+from zymase.autodiff.common import Context, derivative_follows, fwd_signature, rev_signature
 from zymase.autodiff.flavor import flavor_of
 from zymase.autodiff.forward import ForwardGenerator
 from zymase.autodiff.reverse import ReverseGenerator
@@ -139,7 +139,7 @@ def _mark_unneeded_primal_memory(gop: Operation, fop: Operation, inputs, arg_act
             if isinstance(primal_attrs, ArrayAttr) and "llvm.noalias" in primal_attrs.data[i].data:
                 marks["llvm.noalias"] = UnitAttr()
         attrs.append(DictionaryAttr(marks))
-        if a.is_dup or (forward and a.is_active):  # the shadow / tangent parameter (rev_ and fwd_signature)
+        if derivative_follows(a, forward=forward):
             attrs.append(DictionaryAttr({}))
     if any(d.data for d in attrs):
         attrs += [DictionaryAttr({}) for _ in range(len(gop.function_type.inputs.data) - len(attrs))]

@@ -1104,12 +1104,7 @@ class _ModuleLowering:
         derivatives tapes anything (then the counter stays 0)."""
         declared = self.symbols.get(TAPE_STATS_COUNTER)
         if isinstance(declared, llvm.GlobalOp) and not declared.body.blocks and declared.value is None:
-            counter = parse_mlir("builtin.module {" + _TAPE_STATS_GLOBAL + "}", "<zymase tape counter>")
-            op = next(iter(counter.body.block.ops))
-            op.detach()
-            self.module.body.block.insert_op_before(op, declared)
-            self.module.body.block.erase_op(declared)
-            self.symbols[TAPE_STATS_COUNTER] = op
+            self._add_runtime("builtin.module {" + _TAPE_STATS_GLOBAL + "}", "<zymase tape counter>")
 
     def _lower_function(self, fop: func.FuncOp) -> None:
         """func.func -> llvm.func with the C ABI.
@@ -1209,11 +1204,15 @@ class _ModuleLowering:
         if self._has_cache_runtime:
             return
         self._has_cache_runtime = True
-        runtime = parse_mlir(_cache_runtime_text(), "<zymase cache runtime>")
+        self._add_runtime(_cache_runtime_text(), "<zymase cache runtime>")
+
+    def _add_runtime(self, text: str, name: str) -> None:
+        """Add the ops of the llvm-dialect module ``text``; a global the program only
+        declares (its own ``extern`` declaration of the stats counter) gives way."""
+        runtime = parse_mlir(text, name)
         for op in list(runtime.body.block.ops):
             existing = self.symbols.get(op.sym_name.data)  # type: ignore[attr-defined]
             if isinstance(existing, llvm.GlobalOp):
-                # the program's own `extern` declaration of the stats counter
                 self.module.body.block.erase_op(existing)
             op.detach()
             self.module.body.block.add_op(op)

@@ -28,6 +28,8 @@ def _erf_partial(E, x, dy):
 FADD = R(lambda E, P, dy: dy, lambda E, P, dy: dy, name="fadd")
 FSUB = R(lambda E, P, dy: dy, lambda E, P, dy: E.neg(dy), name="fsub")
 FMUL = R(lambda E, P, dy: E.mul(dy, P.arg(1)), lambda E, P, dy: E.mul(P.arg(0), dy), name="fmul")
+
+
 def _fdiv_divisor_partial(E, P, dy):
     """-dy a / b^2. As -dy (a / b) / b when the quotient is at hand or cheaply kept (the
     reverse sweep of a loop body that divides by a per-iteration value: projecting by a
