@@ -77,6 +77,15 @@ def may_write_unseen_memory(fop: Operation | None) -> bool:
     return True
 
 
+def args_marked(fn: Operation, attr: str) -> set[int]:
+    """Positions of the parameters of llvm function ``fn`` that carry ``attr``
+    (``llvm.noalias``, ``llvm.dead_on_return``)."""
+    attrs = fn.properties.get("arg_attrs")
+    if attrs is None:
+        return set()
+    return {i for i, d in enumerate(attrs.data) if attr in d.data}
+
+
 def is_pointer(v: SSAValue) -> bool:
     return isinstance(v.type, llvm.LLVMPointerType)
 
@@ -155,13 +164,13 @@ def pointer_roots(ptr: SSAValue, entry: Block, incoming, seen=None) -> set | Non
     return None
 
 
-def address_escapes(alloc: Operation, successor_operands) -> bool:
-    """Whether the address of the object ``alloc`` allocates may become visible to code
-    that does not see this function's SSA values: stored to memory, passed to a call that
-    is not a memory primitive, returned, or turned into an integer. Derived pointers
-    (GEPs, casts, selects, block arguments) are followed. ``successor_operands(term)``
-    lists, per successor of a terminator, the values it passes to that block."""
-    work, seen = [alloc.results[0]], set()
+def derived_uses(start: SSAValue, successor_operands, *, through_realloc: bool = False):
+    """Each use of pointer ``start``, or of a pointer derived from it (GEPs, casts,
+    selects, block arguments; with ``through_realloc``, the result of ``realloc``), as
+    ``(pointer, op)``; the deriving uses themselves are followed, not yielded.
+    ``successor_operands(term)`` lists, per successor of a terminator, the values it
+    passes to that block."""
+    work, seen = [start], set()
     while work:
         v = work.pop()
         if v in seen:
@@ -170,20 +179,35 @@ def address_escapes(alloc: Operation, successor_operands) -> bool:
         for use in v.uses:
             op = use.operation
             kind = memory_kind(op)
-            if kind == "load" or (kind == "store" and op.ptr is v and op.value is not v):
-                continue
             if kind in ("derive", "select"):
                 work.extend(op.results)
-            elif kind in ("free", "memcpy", "memset", "realloc") or isinstance(op, llvm.ICmpOp):
-                if kind == "realloc":
-                    work.extend(op.results)
             elif op.successors:
                 for block, values in zip(op.successors, successor_operands(op)):
                     work.extend(block.args[k] for k, x in enumerate(values) if x is v)
-            elif isinstance(op, llvm.CallIntrinsicOp) and op.intrin.data.startswith(MARKER_INTRINSICS):
-                continue
             else:
-                return True
+                if kind == "realloc" and through_realloc:
+                    work.extend(op.results)
+                yield v, op
+
+
+def is_marker(op: Operation) -> bool:
+    """An intrinsic call that neither reads nor writes program memory."""
+    return isinstance(op, llvm.CallIntrinsicOp) and op.intrin.data.startswith(MARKER_INTRINSICS)
+
+
+def address_escapes(alloc: Operation, successor_operands) -> bool:
+    """Whether the address of the object ``alloc`` allocates may become visible to code
+    that does not see this function's SSA values: stored to memory, passed to a call that
+    is not a memory primitive, returned, or turned into an integer. Derived pointers
+    (GEPs, casts, selects, block arguments) are followed. ``successor_operands(term)``
+    lists, per successor of a terminator, the values it passes to that block."""
+    for v, op in derived_uses(alloc.results[0], successor_operands, through_realloc=True):
+        kind = memory_kind(op)
+        if kind == "load" or (kind == "store" and op.ptr is v and op.value is not v):
+            continue
+        if kind in ("free", "memcpy", "memset", "realloc") or isinstance(op, llvm.ICmpOp) or is_marker(op):
+            continue
+        return True
     return False
 
 

@@ -298,7 +298,7 @@ class IndexedCaches:
             if header not in writes:
                 writes[header] = self._writes_in(body)
             ok = self._same_in(op.ptr, header, body, memo) and self._not_written(op.ptr, writes[header])
-        elif self.flavor.is_constant(op) or _pure(op):
+        elif self.flavor.is_constant(op) or is_pure(op):
             ok = all(self._same_in(o, header, body, memo) for o in op.operands)
         else:
             ok = False
@@ -453,7 +453,7 @@ class MinCutRecompute:
         return clone.results[0]
 
 
-def _pure(op: Operation) -> bool:
+def is_pure(op: Operation) -> bool:
     """An op whose result depends on its operands only: arithmetic, and math
     intrinsics or libm functions that take no pointer."""
     if isinstance(op, _CHEAP_OPS):

@@ -59,6 +59,7 @@ def differentiate_module(module: ModuleOp) -> int:
     """Marker lowering, the enzyme pass and tape lowering on an llvm-dialect module."""
     from zymase.llvm.markers import lower_markers
     from zymase.transforms.alias_scopes import annotate_alias_scopes
+    from zymase.transforms.dead_primal_stores import remove_dead_primal_stores
     from zymase.transforms.enzyme_pass import run_enzyme_pass
     from zymase.transforms.lower_to_llvm import lower_to_llvm
 
@@ -66,6 +67,7 @@ def differentiate_module(module: ModuleOp) -> int:
     if n:
         run_enzyme_pass(module)
         lower_to_llvm(module)
+        remove_dead_primal_stores(module)
         annotate_alias_scopes(module)
     return n
 

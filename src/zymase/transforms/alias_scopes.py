@@ -25,7 +25,7 @@ Runs on llvm-dialect functions after AD and lowering; the writer prints the attr
 
 from __future__ import annotations
 
-from zymase.analysis.memory import pointer_roots
+from zymase.analysis.memory import args_marked, pointer_roots
 from zymase.autodiff.names import SHADOW_ARGS
 from zymase.ir import ArrayAttr, BlockArgument, ModuleOp, StringAttr, llvm
 from zymase.transforms.lower_to_llvm import TAPE_BUFFER
@@ -53,7 +53,7 @@ def _annotate(fn: llvm.FuncOp) -> None:
         return [flavor.successor_operands(e.src.last_op)[e.slot][arg.index] for e in cfg.preds[arg.block]]
 
     name = fn.sym_name.data
-    noalias_args = _noalias_args(fn)
+    noalias_args = args_marked(fn, "llvm.noalias")
     shadow_args = _shadow_args(fn)
     accesses: list[tuple] = []
     scope_of: dict = {}  # root -> scope name
@@ -99,10 +99,3 @@ def _annotate(fn: llvm.FuncOp) -> None:
 def _shadow_args(fn: llvm.FuncOp) -> set[int]:
     attr = fn.attributes.get(SHADOW_ARGS)
     return {a.value.data for a in attr.data} if attr is not None else set()
-
-
-def _noalias_args(fn: llvm.FuncOp) -> set[int]:
-    attrs = fn.properties.get("arg_attrs")
-    if attrs is None:
-        return set()
-    return {i for i, d in enumerate(attrs.data) if "llvm.noalias" in d.data}

@@ -6,6 +6,9 @@
    NumPy is: in IEEE order each add waits for the previous one, so a 1e5-element sum runs at
    one element per add latency and no compiler may vectorize it. The gradient's own sums
    (adjoint accumulations) are order-free in zymase anyway.
+   The gradient call passes `out` as enzyme_dupnoneed: it is scratch, and a caller who wants
+   the gradient does not want the normalized vector back (jax.grad never forms it either).
+   The derivative then neither divides nor stores it: nothing it computes reads `out` back.
    Build: zymase cc -O2 -fno-math-errno normalize.c -o normalize -lm
    Usage: normalize [n]   (default 10000; inputs generated deterministically) */
 #include "bench_common.h"
@@ -50,7 +53,7 @@ static void run_grad(void *p) {
     struct ctx *c = p;
     memset(c->din, 0, sizeof(double) * (size_t)c->n);
     memset(c->dout, 0, sizeof(double) * (size_t)c->n);
-    __enzyme_autodiff((void *)objective, enzyme_dup, c->in, c->din, enzyme_dup, c->out, c->dout,
+    __enzyme_autodiff((void *)objective, enzyme_dup, c->in, c->din, enzyme_dupnoneed, c->out, c->dout,
                       enzyme_const, c->w, c->n);
 }
 
