@@ -143,3 +143,82 @@ def test_a_pragma_on_a_primal_loop_reaches_the_gradient(tmp_path, zymase_cli, op
     assert any(width_one in loop for loop in _hints_of_loops(text, "tri"))
     assert any(width_one in loop for loop in _hints_of_loops(text, "grad_tri")), "the forward sweep lost the hint"
     build_and_run(src, [opt], tmp_path, zymase_cli)
+
+
+FORCED = r"""
+#include <stdio.h>
+#include <math.h>
+extern void __enzyme_autodiff(void *, ...);
+extern int enzyme_const, enzyme_dup;
+enum { N = 37 };
+
+/* hints that make LLVM's loop vectorizer act whatever the pipeline says: before AD they
+   must not (the engine differentiates scalar code; vector loads were taken as constants
+   and the gradient came out zero) */
+__attribute__((noinline)) double weighted(const double *restrict x, const double *restrict w, int n) {
+    double s = 0.0;
+#pragma clang loop vectorize(enable) vectorize_width(4) interleave_count(2)
+    for (int k = 0; k < n; k++)
+        s += w[k] * x[k] * x[k];
+    return s;
+}
+
+__attribute__((noinline)) void grad(const double *x, double *dx, const double *w, int n) {
+    __enzyme_autodiff((void *)weighted, enzyme_dup, x, dx, enzyme_const, w, enzyme_const, n);
+}
+
+int main(void) {
+    double x[N], w[N], dx[N] = {0}, worst = 0.0;
+    for (int i = 0; i < N; i++) {
+        x[i] = 0.1 * i + 1;
+        w[i] = 1.0 + i;
+    }
+    grad(x, dx, w, N);
+    for (int i = 0; i < N; i++)
+        worst = fmax(worst, fabs(dx[i] - 2 * w[i] * x[i]));
+    printf("%g\n", worst);
+    return !(worst < 1e-12);
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O1", "-O2", "-O3"])
+def test_forced_vectorization_waits_until_after_differentiation(tmp_path, zymase_cli, opt):
+    src = tmp_path / "forced.c"
+    src.write_text(FORCED)
+    text = emit_llvm(src, [opt], tmp_path, zymase_cli)
+    # the hints were hidden from the pre-AD pipeline only: the primal is vectorized as asked
+    # (the gradient has no primal loop left: it needs no primal value)
+    assert re.search(r"<4 x double>", function_ir(text, "weighted")), function_ir(text, "weighted")
+    build_and_run(src, [opt], tmp_path, zymase_cli)
+
+
+VECTOR_IR = """
+declare void @__enzyme_autodiff(...)
+@enzyme_dup = external global i32
+
+define double @sum2(ptr %p) {
+  %v = load <2 x double>, ptr %p, align 8
+  %a = extractelement <2 x double> %v, i64 0
+  %b = extractelement <2 x double> %v, i64 1
+  %s = fadd double %a, %b
+  ret double %s
+}
+
+define void @grad(ptr %p, ptr %dp) {
+  call void (...) @__enzyme_autodiff(ptr @sum2, ptr @enzyme_dup, ptr %p, ptr %dp)
+  ret void
+}
+"""
+
+
+def test_vector_code_on_active_memory_is_refused(tmp_path, zymase_cli):
+    import subprocess
+
+    src = tmp_path / "vector.ll"
+    src.write_text(VECTOR_IR)
+    run = subprocess.run([*zymase_cli, "opt", "-O0", str(src), "-o", str(tmp_path / "out.ll")],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert run.stderr.startswith("zymase: error: a vector<2xf64> is loaded from memory that holds derivatives"), run.stderr
+    assert "in function 'sum2'" in run.stderr and "Traceback" not in run.stderr

@@ -273,6 +273,20 @@ def _reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activ
                     hint="optimize before differentiating (SROA/instcombine split such aggregates), "
                     "or pass the pointer separately",
                 )
+            moved = _float_aggregate_access(op, act)
+            if moved is not None:
+                # its derivative would be lost: loads and stores move derivatives only for
+                # scalar types (a vectorized loop in the input, or a struct copied whole)
+                raise ZymaseError(
+                    f"a {moved} is {'loaded from' if isinstance(op, llvm.LoadOp) else 'stored to'} memory "
+                    "that holds derivatives; only scalar loads and stores of floating-point values "
+                    "are differentiated",
+                    construct=describe(op),
+                    function=fname,
+                    location=location_of(op),
+                    hint="differentiate scalar code: remove `#pragma clang loop vectorize(...)` and vector "
+                    "types from it (zymase vectorizes the derivative after AD)",
+                )
             lost = next((r.type for r in op.results if _untracked_float(r.type)), None)
             if lost is not None and any(o in act.varied for o in op.operands):
                 # the derivative would silently stop here: the type has no rules
@@ -361,6 +375,18 @@ def _opaque_call(ctx: Context, op: Operation) -> bool:
     if ctx.defined_function(op) is not None:
         return False  # differentiated in split mode
     return name not in READ_ONLY_EXTERNALS and name not in INTEGER_ONLY_EXTERNALS
+
+
+def _float_aggregate_access(op: Operation, act: ActivityInfo) -> Attribute | None:
+    """The type of a vector, struct or array of floats that ``op`` loads from or stores
+    to memory with shadows, if it does."""
+    if isinstance(op, llvm.LoadOp) and op.ptr in act.shadowed:
+        t = op.results[0].type
+    elif isinstance(op, llvm.StoreOp) and op.ptr in act.shadowed:
+        t = op.value.type
+    else:
+        return None
+    return t if _holds_floats(t) and not is_differentiable_type(t) else None
 
 
 def _untracked_float(t: Attribute) -> bool:

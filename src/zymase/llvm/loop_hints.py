@@ -10,6 +10,8 @@ written for a primal loop says nothing about its adjoint.
 
 from __future__ import annotations
 
+import re
+
 #: the branch op attribute holding the hints
 LOOP_HINTS_ATTR = "zymase.loop_hints"
 
@@ -31,3 +33,21 @@ LOOP_HINT_TYPES: dict[str, str | None] = {
     "llvm.loop.distribute.enable": "i1",
     "llvm.licm_versioning.disable": None,
 }
+
+
+#: ``vectorize(enable)``, ``vectorize_width(N)`` and ``interleave_count(N)`` make LLVM's loop
+#: vectorizer act whatever the pipeline asks; before AD it must not (the engine differentiates
+#: scalar code), so during the pre-AD pipeline these hints go by another name, which the reader
+#: reads as the original one.
+_FORCING = re.compile(r'!"llvm\.loop\.(vectorize|interleave)\.')
+HIDDEN_PREFIX = "zymase.hidden."
+
+
+def hide_vectorization_hints(ll_text: str) -> str:
+    """``ll_text`` with its vectorization hints renamed out of LLVM's sight."""
+    return _FORCING.sub(lambda m: f'!"{HIDDEN_PREFIX}llvm.loop.{m.group(1)}.', ll_text)
+
+
+def hint_name(name: str) -> str:
+    """The hint a metadata string names, hidden or not."""
+    return name[len(HIDDEN_PREFIX):] if name.startswith(HIDDEN_PREFIX) else name

@@ -147,7 +147,7 @@ from zymase.ir import (
     llvm,
     llvm_ext,
 )
-from zymase.llvm.loop_hints import LOOP_HINT_TYPES, LOOP_HINTS_ATTR
+from zymase.llvm.loop_hints import LOOP_HINT_TYPES, LOOP_HINTS_ATTR, hint_name
 
 __all__ = ["read_llvm_ir"]
 
@@ -809,7 +809,7 @@ class _Metadata:
             entry = self.node(elem)
             if entry[0] != "tuple" or not entry[1] or not entry[1][0].startswith('!"'):
                 continue
-            name = _string_literal(entry[1][0][1:])
+            name = hint_name(_string_literal(entry[1][0][1:]))
             if name not in LOOP_HINT_TYPES:
                 continue  # followups, loop ids of other passes, debug locations
             value = entry[1][1] if len(entry[1]) > 1 else None

@@ -356,13 +356,16 @@ def preopt(ll_text: str, level: int) -> str:
     """The pre-AD pipeline; returns verified LLVM IR text.
 
     Levels 1..3: the O-level module pipeline without loop vectorization, SLP
-    vectorization and loop unrolling (Enzyme's recipe). Level 0: SROA only, which
+    vectorization and loop unrolling (Enzyme's recipe); ``#pragma clang loop
+    vectorize(enable)`` and the like are hidden from it, and kept for after AD. Level 0: SROA only, which
     promotes allocas of scalars to SSA values (what mem2reg would do, and more).
     Nothing is internalized; like clang's own O2, unused ``internal`` functions may
     be deleted.
     """
+    from zymase.llvm.loop_hints import hide_vectorization_hints
+
     _check_level(level)
-    module = _parse(ll_text)
+    module = _parse(hide_vectorization_hints(ll_text))
     if level == 0:
         pm = llvm.create_new_module_pass_manager()
         pm.add_sroa_pass()
