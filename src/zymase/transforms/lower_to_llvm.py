@@ -846,13 +846,16 @@ def _tape_access(access: Operation, op: Operation, e: Emitter) -> Operation:
 @lowers(enzyme.CacheStoreOp)
 def _lower_cache_store(op: enzyme.CacheStoreOp, e: Emitter) -> Sequence[SSAValue]:
     value = op.value
-    if isinstance(value, OpResult) and value.owner.name == "llvm.load":
+    if isinstance(value, OpResult) and value.owner.name == "llvm.load" and not _from_stack(value.owner):
         # A loop that loads values and stores them to consecutive slots is what LLVM's
         # loop-idiom pass turns into a memcpy call: for the short runs of a tape (GMM's
         # d = 2..10 elements per point and component) the libc call costs more than the
         # copy, 11% of GMM's gradient at d = 2. A freeze of the loaded value (a no-op in
         # machine code; a poison value becomes some fixed value, which is a refinement)
         # is not a load, so the stores stay in the loop and vectorize with it.
+        # Not for a stack slot: SROA turns its loads into the values stored, and
+        # InstCombine then moves the freeze into their computation, where it hides an
+        # accumulator's reduction from the loop vectorizer (`double acc[4]`).
         value = e.value(llvm_ext.FreezeOp(value))
     e.emit(_tape_access(_StoreOp(value, _cache_slot(op, op.value.type, e)), op, e))
     if _tape_stats_enabled():
@@ -862,6 +865,16 @@ def _lower_cache_store(op: enzyme.CacheStoreOp, e: Emitter) -> Sequence[SSAValue
         size = e.size_of(e.type(op.value.type))
         e.emit(_StoreOp(e.value(llvm.AddOp(old, size)), stats))
     return []
+
+
+def _from_stack(load: Operation) -> bool:
+    """Whether a load reads a stack slot (its address derives from an ``alloca``)."""
+    from zymase.analysis.memory import memory_kind
+
+    ptr = load.operands[0]
+    while isinstance(ptr, OpResult) and memory_kind(ptr.owner) == "derive":
+        ptr = ptr.owner.operands[0]
+    return isinstance(ptr, OpResult) and isinstance(ptr.owner, llvm.AllocaOp)
 
 
 @lowers(enzyme.CacheLoadOp)
