@@ -25,10 +25,8 @@ from __future__ import annotations
 
 from zymase.analysis.cfg import CFG
 from zymase.analysis.memory import args_marked, derived_uses, is_marker, memory_kind, pointer_roots
-from xdsl.traits import is_side_effect_free
-
 from zymase.autodiff.tape import is_pure
-from zymase.ir import BlockArgument, ModuleOp, Operation, SSAValue, llvm
+from zymase.ir import BlockArgument, ModuleOp, Operation, SSAValue, is_side_effect_free, llvm
 
 
 def remove_dead_primal_stores(module: ModuleOp) -> int:
