@@ -228,7 +228,8 @@ def test_uncountable_loop_uses_the_stack():
         ("add nsw i64 %i, 1", "slt", True),      # signed test, signed no-wrap
         ("add nuw i64 %i, 1", "slt", False),     # signed test, only unsigned no-wrap
         ("add nuw i64 %i, 1", "ult", True),
-        ("add nsw i64 %i, 2", "slt", False),     # steps by two
+        ("add nsw i64 %i, 2", "slt", True),      # steps by two: ceil(d / 2) is exact
+        ("add nsw i64 %i, 2", "sle", False),     # ... floor(d / 2) by truncation is not, d < 0
     ],
 )
 def test_exact_counts_need_one_exit_a_unit_step_and_no_wrap(step, pred, exact):
@@ -412,3 +413,121 @@ def test_the_compares_that_led_to_a_block_are_assumed_in_its_reverse():
             assumed.add(("not " if negated else "") + pred)
     assert assumed == {"sgt", "not eq"}
     assert not [op for op in fn.walk() if op.name == "enzyme.push" and str(op.operands[1].type) == "i64"]
+
+
+BIASED = """
+define void @f(ptr %p, i64 %n) {{
+entry:
+  %guard = icmp sgt i64 %n, 1
+  br i1 %guard, label %loop, label %exit
+loop:
+  %i = phi i64 [ 0, %entry ], [ %next, %loop ]
+  %a = getelementptr double, ptr %p, i64 %i
+  store double 1.0, ptr %a
+  %next = add nuw nsw i64 %i, 2
+  %t = {test}
+  %c = icmp {pred} i64 %t, %n
+  br i1 %c, label %loop, label %exit
+exit:
+  ret void
+}}
+"""
+
+
+@pytest.mark.parametrize(
+    "test, pred, bias",
+    [
+        ("or disjoint i64 %next, 1", "ult", 1),  # for (i = 0; i + 1 < n; i += 2), as clang -O2 has it
+        ("add nsw i64 %next, 1", "slt", 1),
+        ("add nuw i64 %next, 3", "ult", 3),
+        ("or i64 %next, 1", "ult", None),        # not disjoint: not an add
+        ("add i64 %next, 1", "slt", None),       # may wrap: not a bound
+        ("add nuw i64 %next, 1", "slt", None),   # unsigned no-wrap, signed test
+    ],
+)
+def test_an_exit_test_on_the_induction_variable_plus_a_constant(test, pred, bias):
+    tc = _loop(BIASED.format(test=test, pred=pred))
+    if bias is None:
+        assert tc is None
+    else:
+        assert tc is not None and (tc.step, tc.offset, tc.bias) == (2, 1, bias)
+
+
+PAIRS = r"""
+#include <math.h>
+#include <stdio.h>
+extern void __enzyme_autodiff(void *, ...);
+extern int enzyme_const, enzyme_dup;
+
+/* counts by two and tests i + 1 < n: clang -O2 writes the test as (i + 2) | 1 < n */
+double pairs(int n, const double *restrict x) {
+    double s = 0.0;
+    for (int i = 0; i + 1 < n; i += 2)
+        s += exp(x[i]) * x[i + 1];
+    return s;
+}
+
+/* downwards by three, a strict test: its count ceil((n - 1) / 3) is exact too */
+double down(int n, const double *restrict x) {
+    double s = 0.0;
+    for (int i = n - 1; i > 0; i -= 3)
+        s += sin(x[i]) * x[i - 1];
+    return s;
+}
+
+__attribute__((noinline)) void grad(int n, const double *x, double *dx) {
+    __enzyme_autodiff((void *)pairs, enzyme_const, n, enzyme_dup, x, dx);
+}
+
+__attribute__((noinline)) void grad_down(int n, const double *x, double *dx) {
+    __enzyme_autodiff((void *)down, enzyme_const, n, enzyme_dup, x, dx);
+}
+
+int main(void) {
+    double x[13], dx[13], worst = 0.0;
+    for (int n = 0; n <= 13; n++) {
+        for (int i = 0; i < 13; i++) {
+            x[i] = 0.1 * i - 0.4;
+            dx[i] = 0.0;
+        }
+        grad(n, x, dx);
+        for (int i = 0; i < 13; i++) {
+            double want = 0.0;
+            if (i % 2 == 0 && i + 1 < n) want = exp(x[i]) * x[i + 1];
+            if (i % 2 == 1 && i < n) want = exp(x[i - 1]);
+            worst = fmax(worst, fabs(dx[i] - want));
+        }
+        for (int i = 0; i < 13; i++) dx[i] = 0.0;
+        grad_down(n, x, dx);
+        for (int i = 0; i < 13; i++) {
+            double want = 0.0;
+            if (i < n && i > 0 && (n - 1 - i) % 3 == 0) want += cos(x[i]) * x[i - 1];
+            if (i + 1 < n && (n - 2 - i) % 3 == 0) want += sin(x[i + 1]);
+            worst = fmax(worst, fabs(dx[i] - want));
+        }
+    }
+    printf("%g\n", worst);
+    return !(worst < 1e-14);
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O1", "-O2", "-O3"])
+def test_a_loop_counting_by_two_tapes_into_an_indexed_cache(tmp_path, zymase_cli, opt):
+    # before, the biased exit test was not recognized: exp(x[i]) went on a stack that
+    # grows on every call, and the iteration count with it
+    import os
+    import subprocess
+
+    from c_harness import build_and_run
+
+    src = tmp_path / "pairs.c"
+    src.write_text(PAIRS)
+    build = subprocess.run([*zymase_cli, "cc", opt, "-g", "-c", str(src), "-o", str(tmp_path / "pairs.o")],
+                           capture_output=True, text=True, timeout=300,
+                           env={**os.environ, "ZYMASE_DEBUG_TAPE": "1"})
+    for fn, call in (("pairs", "@exp"), ("down", "@sin")):
+        taped = [line for line in build.stderr.splitlines() if line.startswith(f"zymase: tape: {fn}:") and call in line]
+        assert len(taped) == 1 and "indexed by 1 of 1 loops" in taped[0], build.stderr
+    assert "per iteration" not in build.stderr, build.stderr
+    build_and_run(src, [opt], tmp_path, zymase_cli)

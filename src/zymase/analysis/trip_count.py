@@ -38,8 +38,10 @@ class TripCount:
     * ``N = max(passes, 0) + 1``
 
     ``offset`` is 1 when the exit test reads ``iv + step`` (rotated loops) rather
-    than ``iv``. Divisions may round the wrong way for negative ``d``; that only
-    makes ``N`` larger, and ``N`` is an upper bound anyway (early exits)."""
+    than ``iv``. ``bias`` is a constant the test adds to that (``i + 1 < n`` in a loop
+    counting by two), by an add that cannot wrap: ``d`` is then taken less ``bias``.
+    Divisions may round the wrong way for negative ``d``; that only makes ``N``
+    larger, and ``N`` is an upper bound anyway (early exits)."""
 
     init: SSAValue
     bound: SSAValue
@@ -52,12 +54,18 @@ class TripCount:
     #: the increment carries the no-wrap flag of the compare's signedness (either
     #: flag for ``!=``): the induction variable cannot wrap around before the test fails
     no_wrap: bool = False
+    bias: int = 0
 
     def exact(self, exits: list[Edge]) -> bool:
         """Whether ``N`` is exactly the number of header executions of every run:
-        the loop leaves only by this test, steps by one and cannot wrap around."""
+        the loop leaves only by this test and cannot wrap around, and the division is
+        exact (a step of one) or rounds right (a strict test: ``ceil`` as computed is
+        never above the true one, and both are <= 0 when ``d`` is; an inclusive test's
+        ``floor`` is computed by a division that truncates, one too many for negative
+        ``d`` when the step is larger than one)."""
         return (
-            self.no_wrap and abs(self.step) == 1 and len(exits) == 1 and exits[0].src is self.test_block
+            self.no_wrap and (abs(self.step) == 1 or not self.inclusive)
+            and len(exits) == 1 and exits[0].src is self.test_block
         )
 
     def operands(self) -> tuple[SSAValue, SSAValue]:
@@ -143,6 +151,9 @@ def _exit_test(cond: SSAValue, ivs, body: set[Block], *, continue_if_true: bool)
         inner, ext = _strip_ext(iv_side)
         if ext is not None and (ext == "zext") != (p in UNSIGNED) and p not in (EQ, NE):
             continue  # the extension and the compare disagree on signedness
+        bias = 0
+        if not any(inner is arg or inner is nxt for arg, (_, _, nxt) in ivs.items()):
+            inner, bias = _biased(inner, p)  # the induction variable (or its next value) plus a constant
         for arg, (init, step, nxt) in ivs.items():
             if inner is arg:
                 offset = 0
@@ -158,8 +169,27 @@ def _exit_test(cond: SSAValue, ivs, body: set[Block], *, continue_if_true: bool)
                 no_wrap = bool(flags)
             else:
                 no_wrap = bool(flags & (NUW if p in UNSIGNED else NSW))
-            return TripCount(init, other, step, shape, offset, p in UNSIGNED or ext == "zext", no_wrap=no_wrap)
+            return TripCount(init, other, step, shape, offset, p in UNSIGNED or ext == "zext", no_wrap=no_wrap,
+                             bias=bias)
     return None
+
+
+def _biased(v: SSAValue, pred: int) -> tuple[SSAValue, int]:
+    """``(x, c)`` when ``v`` is ``x + c`` for a constant ``c``, computed without wrapping
+    in the compare's signedness (an ``add`` with the matching no-wrap flag, or an ``or
+    disjoint``, which is an add without carries); else ``(v, 0)``."""
+    if isinstance(v, BlockArgument):
+        return v, 0
+    op = v.owner
+    c = constant_int(op.operands[1]) if isinstance(op, (llvm.AddOp, llvm.OrOp)) else None
+    if c is None:
+        return v, 0
+    if isinstance(op, llvm.OrOp):
+        exact = op.properties.get("isDisjoint") is not None
+    else:
+        flags = overflow_bits(op)
+        exact = bool(flags & (NUW if pred in UNSIGNED else NSW)) if pred not in (EQ, NE) else False
+    return (op.operands[0], c) if exact else (v, 0)
 
 
 def _shape(pred: int, step: int) -> bool | None:
@@ -187,6 +217,9 @@ def emit_trip_count(E, tc: TripCount, value) -> SSAValue:
 
     init, bound = wide(tc.init), wide(tc.bound)
     d = E.v(llvm.SubOp(bound, init) if tc.step > 0 else llvm.SubOp(init, bound))
+    if tc.bias:
+        # the test compares iv + bias with the bound: iv meets bound - bias
+        d = E.v(llvm.SubOp(d, const(tc.bias)) if tc.step > 0 else llvm.AddOp(d, const(tc.bias)))
     s = abs(tc.step)
     if tc.inclusive:
         q = d if s == 1 else E.v(llvm.SDivOp(d, const(s)))

@@ -183,7 +183,9 @@ class _Loop:
         self.exit = [e for e in cfg.succs[h] if e.dst is not h]
         ops = flavor.successor_operands
         self.tc: TripCount | None = trip_count(cfg, h, {h}, self.entry, self.latch, ops)
-        self.ok = self.tc is not None and self.tc.exact(self.exit) and len(h.ops) <= MAX_BODY_OPS
+        # the count forms below are for unit steps
+        self.ok = (self.tc is not None and self.tc.exact(self.exit) and abs(self.tc.step) == 1
+                   and len(h.ops) <= MAX_BODY_OPS)
         if not self.ok:
             return
         self.init_ops = ops(self.entry.src.last_op)[self.entry.slot]
@@ -259,6 +261,7 @@ def _count_form(loop: _Loop) -> Linear:
     tc = loop.tc
     init, bound = _linear(tc.init, loop.flag, loop.h), _linear(tc.bound, loop.flag, loop.h)
     d = _combine(bound, init, -1) if tc.step > 0 else _combine(init, bound, -1)
+    d = _shift(d, -tc.bias if tc.step > 0 else tc.bias)
     passes = _shift(d, (1 if tc.inclusive else 0) - tc.offset)
     return _shift(passes, 1)
 
