@@ -19,6 +19,9 @@
 __attribute__((noinline)) static double mag(const double *restrict x, int n) {
 #pragma clang fp reassociate(on)
     double s = 0.0;
+    /* four interleaved vector sums rather than LLVM's default two: the sum is bound by the
+       add latency, not by memory (primal and gradient 8-9% faster at n = 1e3..1e5) */
+#pragma clang loop interleave_count(4)
     for (int i = 0; i < n; i++)
         s += x[i] * x[i];
     return sqrt(s);
