@@ -140,6 +140,15 @@ C_CASES = {
         "int main(void) { return __enzyme_autodiff((void*)f, 3.0) > 0; }\n",
         ["float128_active.c:2:", "converted to f128", "does not differentiate", "function 'f'"],
     ),
+    "vector_active.c": (
+        "typedef double v2 __attribute__((vector_size(16)));\n"
+        "extern void __enzyme_autodiff(void*, ...);\nextern int enzyme_dup;\n"
+        "double f(const double *x) { v2 v = *(const v2 *)x; return v[0] * v[1]; }\n"
+        "int main(void) { double x[2] = {1, 2}, dx[2] = {0, 0};\n"
+        "  __enzyme_autodiff((void*)f, enzyme_dup, x, dx); return dx[0] != 2; }\n",
+        ["vector_active.c:4:", "vector<2xf64> is loaded from memory that holds derivatives", "'llvm.load'",
+         "function 'f'"],
+    ),
     "syntax.c": ("int main(void) { return 0 }\n", ["syntax.c:1:", "expected ';'"]),
 }
 
