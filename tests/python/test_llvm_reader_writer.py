@@ -445,17 +445,29 @@ def test_debug_intrinsics_and_assume_are_dropped():
     text = """
     define void @f(ptr %p) {
       call void @llvm.assume(i1 true) [ "align"(ptr %p, i64 8) ]
-      call void @llvm.experimental.noalias.scope.decl(metadata !0)
       ret void
     }
     declare void @llvm.assume(i1)
+    """
+    module, _ = roundtrip(text)
+    assert not ops_named(module, "llvm.call_intrinsic")
+
+
+def test_noalias_scope_declarations_are_kept():
+    text = """
+    define void @f(ptr %p) {
+      call void @llvm.experimental.noalias.scope.decl(metadata !0)
+      ret void
+    }
     declare void @llvm.experimental.noalias.scope.decl(metadata)
     !0 = !{!1}
     !1 = distinct !{!1, !2, !"scope"}
     !2 = distinct !{!2, !"domain"}
     """
-    module, _ = roundtrip(text)
-    assert not ops_named(module, "llvm.call_intrinsic")
+    module, out = roundtrip(text)
+    (decl,) = ops_named(module, "llvm.call_intrinsic")
+    assert decl.attributes["zymase.scope_decl"].data == "f.2|1"
+    assert "call void @llvm.experimental.noalias.scope.decl(metadata !" in out
 
 
 # ----------------------------------------------------------------- memory

@@ -38,7 +38,7 @@ READ_ONLY_EXTERNALS = {"printf", "fprintf", "puts", "fputs", "strlen", "sprintf"
 # the integer fields of a shadow are never read (only its pointers are).
 INTEGER_ONLY_EXTERNALS = {"numba_attempt_nocopy_reshape"}
 #: intrinsics that neither read nor write program memory (markers and hints)
-MARKER_INTRINSICS = ("llvm.lifetime", "llvm.dbg", "llvm.assume")
+MARKER_INTRINSICS = ("llvm.lifetime", "llvm.dbg", "llvm.assume", "llvm.experimental.noalias.scope.decl")
 
 
 def callee_name(op: Operation) -> str | None:

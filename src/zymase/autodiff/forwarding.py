@@ -41,6 +41,7 @@ from zymase.analysis.trip_count import EQ, NE, SLT, ULT, constant_int
 from zymase.analysis.types import size_align
 from zymase.autodiff.tape import _CHEAP_INTRINSICS, _CHEAP_OPS
 from zymase.ir import Block, BlockArgument, IntegerAttr, Operation, SSAValue, i64, llvm
+from zymase.llvm.noalias_scopes import drop_scopes
 
 _MAX_OPS = 24
 """Largest stored-value expression rebuilt per forwarded load."""
@@ -122,6 +123,7 @@ class StoreForwarding:
             op = self.vmap.get(x, x).owner
             clone = op.clone({}, {})
             clone.operands = [self._rebuild_stored(o, body, done) for o in x.owner.operands]
+            drop_scopes(clone)  # recomputed outside the region its scopes promise for
             self.E.insert(clone)
             out = clone.results[x.index]
         done[x] = out

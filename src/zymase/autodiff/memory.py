@@ -19,6 +19,7 @@ layout holding derivatives (tangents in forward mode, adjoints in reverse mode).
 from __future__ import annotations
 
 from zymase.analysis.memory import callee_name, is_pointer, memory_kind
+from zymase.llvm.noalias_scopes import mirror_scopes
 from zymase.errors import ZymaseError
 from zymase.ir import (
     IntegerAttr,
@@ -210,11 +211,13 @@ class ShadowCode:
         E = self.E
         if kind == "load" and op.ptr in act.shadowed and act.is_active(op.results[0]):
             r = op.results[0]
-            self.tmap[r] = E.v(llvm.LoadOp(self.shadow_of(op.ptr), r.type))
+            load = E.insert(llvm.LoadOp(self.shadow_of(op.ptr), r.type))
+            mirror_scopes(op, load)
+            self.tmap[r] = load.results[0]
         elif kind == "store" and op.ptr in act.shadowed and is_float_type(op.value.type):
             v = op.value
             t = self.tmap.get(v) if act.is_active(v) else None
-            E.insert(llvm.StoreOp(t if t is not None else E.zero(v.type), self.shadow_of(op.ptr)))
+            mirror_scopes(op, E.insert(llvm.StoreOp(t if t is not None else E.zero(v.type), self.shadow_of(op.ptr))))
         elif kind == "memcpy" and op.operands[0] in act.shadowed:
             dst, src, n = op.operands[0], op.operands[1], self._mapped(op.operands[2])
             if src in act.shadowed:
@@ -240,12 +243,16 @@ class ShadowCode:
             if dy is None:
                 return
             sp = self.fetch_shadow(op.ptr)
-            old = E.v(llvm.LoadOp(sp, r.type))
-            E.insert(llvm.StoreOp(E.accumulate(old, dy), sp))
+            load = E.insert(llvm.LoadOp(sp, r.type))
+            store = E.insert(llvm.StoreOp(E.accumulate(load.results[0], dy), sp))
+            mirror_scopes(op, load)
+            mirror_scopes(op, store)
         elif kind == "store" and op.ptr in act.shadowed and is_float_type(op.value.type):
             sp = self.fetch_shadow(op.ptr)
-            d = E.v(llvm.LoadOp(sp, op.value.type))
-            E.insert(llvm.StoreOp(E.zero(op.value.type), sp))
+            load = E.insert(llvm.LoadOp(sp, op.value.type))
+            d = load.results[0]
+            mirror_scopes(op, load)
+            mirror_scopes(op, E.insert(llvm.StoreOp(E.zero(op.value.type), sp)))
             if act.is_active(op.value):
                 self._accumulate(op.value, d)
         elif kind in ("malloc", "calloc") or (kind == "alloca" and self.split):

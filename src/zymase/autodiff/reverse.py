@@ -41,6 +41,7 @@ from zymase.autodiff.common import (
     prepare,
 )
 from zymase.analysis.memory import MARKER_INTRINSICS, memory_kind
+from zymase.llvm.noalias_scopes import is_scope_decl, twin_decl
 from zymase.autodiff.flavor import Emitter
 from zymase.autodiff.memory import ShadowCode
 from zymase.autodiff.names import ABANDONED
@@ -1015,6 +1016,8 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
         for op in reversed(ops[:-1]):
             if memory_kind(op) is not None:
                 self.reverse_memory(op)
+            elif is_scope_decl(op):
+                self.E.insert(twin_decl(op))
             elif self._is_split_call(op):
                 self._reverse_split_call(op)
             elif self.act.op_is_active(op):

@@ -30,6 +30,7 @@ from zymase.analysis.trip_count import TripCount, constant_int, emit_trip_count,
 from zymase.ir import Block, BlockArgument, IntegerAttr, IntegerType, Operation, SSAValue, i64, llvm, location_of
 from zymase.ir import enzyme as ez
 from zymase.ir import llvm_ext
+from zymase.llvm.noalias_scopes import drop_scopes
 
 
 @dataclass
@@ -448,6 +449,7 @@ class MinCutRecompute:
         operands = [self._rebuild(ov, ow, cut) for ov, ow in zip(v.owner.operands, w.owner.operands)]
         clone = w.owner.clone({}, {})
         clone.operands = operands
+        drop_scopes(clone)  # a recomputed load is outside the region its scopes promise for
         self.E.insert(clone)
         self.popped[key] = clone.results[0]
         return clone.results[0]

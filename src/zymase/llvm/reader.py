@@ -84,17 +84,20 @@ Instructions
 Intrinsics
     Calls to ``@llvm.*`` -> ``llvm.call_intrinsic "llvm.sin.f64"(...)`` with the
     full mangled name and fast-math flags. Intrinsic declarations are not kept
-    (the writer re-declares what it sees used). ``llvm.dbg.*``,
-    ``llvm.experimental.noalias.scope.decl`` and ``llvm.assume`` calls are dropped
-    (debug info and pure hints).
+    (the writer re-declares what it sees used). ``llvm.dbg.*`` and ``llvm.assume``
+    calls are dropped (debug info and pure hints);
+    ``llvm.experimental.noalias.scope.decl`` is kept with its scope as attribute
+    ``zymase.scope_decl`` (:mod:`zymase.llvm.noalias_scopes`).
 
 Metadata
     ``!dbg`` -> ``op.location = FileLineColLoc(DIFile filename, line, column)``
     (locations with line 0 are left unknown); ``!tbaa`` -> attribute
     ``zymase.tbaa`` = the access type's name (``"double"``, ``"int"``,
     ``"any pointer"``); ``!llvm.loop`` on a branch -> attribute ``zymase.loop_hints``
-    (the optimization hints among its entries, see :mod:`zymase.llvm.loop_hints`).
-    Debug records (``#dbg_value``...) and all other metadata are dropped.
+    (the optimization hints among its entries, see :mod:`zymase.llvm.loop_hints`);
+    ``!alias.scope`` / ``!noalias`` on loads and stores -> ``zymase.src_alias_scope`` /
+    ``zymase.src_noalias`` (the scopes an inlined ``restrict`` parameter left, see
+    :mod:`zymase.llvm.noalias_scopes`). Debug records (``#dbg_value``...) and all other metadata are dropped.
 
 Globals
     ``llvm.mlir.global`` (sym_name, global_type, linkage, constant, alignment,
@@ -148,6 +151,7 @@ from zymase.ir import (
     llvm_ext,
 )
 from zymase.llvm.loop_hints import LOOP_HINT_TYPES, LOOP_HINTS_ATTR, hint_name
+from zymase.llvm.noalias_scopes import DECL_INTRINSIC, SRC_ALIAS_SCOPE, SRC_NOALIAS, scope_decl, scope_name
 
 __all__ = ["read_llvm_ir"]
 
@@ -838,6 +842,22 @@ class _Metadata:
         self.tbaa[ref] = name
         return name
 
+    def scope_names(self, ref: str, function: str) -> list[str] | None:
+        """The scopes of a scoped-noalias list ``!{!scope, ...}``, each named
+        ``"<function>.<domain ref>|<scope ref>"`` (zymase.llvm.noalias_scopes): the
+        refs are unique in the module, the function name keeps them apart when modules
+        are joined. None if a node is not a scope."""
+        node = self.node(ref)
+        if node[0] != "tuple":
+            return None
+        names = []
+        for scope_ref in node[1]:
+            scope = self.node(scope_ref)
+            if scope[0] != "tuple" or len(scope[1]) < 2 or not scope[1][1].startswith("!"):
+                return None
+            names.append(scope_name(f"{function}.{scope[1][1][1:]}", scope_ref[1:]))
+        return names
+
     def _type_name(self, ref: str) -> str | None:
         node = self.node(ref)
         if node[0] != "tuple":
@@ -1383,7 +1403,7 @@ _UNSUPPORTED_INSTRUCTIONS = {
     "indirectbr": "indirect branches (indirectbr) are not supported",
     "callbr": "callbr (asm goto) is not supported",
 }
-_DROPPED_INTRINSICS = ("llvm.dbg.", "llvm.experimental.noalias.scope.decl", "llvm.assume",
+_DROPPED_INTRINSICS = ("llvm.dbg.", "llvm.assume",
                        "llvm.pseudoprobe")
 _TAIL_KINDS = {"tail": llvm.TailCallKind.TAIL, "musttail": llvm.TailCallKind.MUST_TAIL,
                "notail": llvm.TailCallKind.NOTAIL}
@@ -1529,6 +1549,11 @@ class _FunctionReader:
                 name = self.metadata.tbaa_name(attachments["!tbaa"])
                 if name is not None:
                     result.attributes["zymase.tbaa"] = StringAttr(name)
+            if isinstance(result, (llvm.LoadOp, llvm.StoreOp)):
+                for key, attr in (("!alias.scope", SRC_ALIAS_SCOPE), ("!noalias", SRC_NOALIAS)):
+                    names = self.metadata.scope_names(attachments[key], self.name) if key in attachments else None
+                    if names:
+                        result.attributes[attr] = ArrayAttr([StringAttr(n) for n in names])
             value = result.results[0] if result.results else None
         else:
             value = result
@@ -1954,8 +1979,9 @@ class _FunctionReader:
             if cur.accept(","):
                 continue
             if cur.accept("metadata"):  # only legal on intrinsics (most are dropped)
+                ref = cur.text()
                 _skip_operand(cur)
-                args.append(("meta", ""))
+                args.append(("meta", ref))
                 arg_attrs.append({})
                 continue
             ty = self.types.parse(cur)
@@ -2011,6 +2037,10 @@ class _FunctionReader:
         return cur.line[start : cur.toks[cur.i - 1][2] + 1]
 
     def _intrinsic(self, name: str, args: list[Const], result_type: Attribute, fmf) -> Operation | None:
+        if name == DECL_INTRINSIC:
+            # kept: it marks where an inlined callee's restrict promise starts
+            names = self.metadata.scope_names(args[0][1], self.name) if args and args[0][0] == "meta" else None
+            return scope_decl(names[0]) if names and len(names) == 1 else None
         if name.startswith(_DROPPED_INTRINSICS):
             return None
         if any(a[0] == "meta" for a in args):

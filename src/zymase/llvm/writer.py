@@ -26,8 +26,9 @@ How the dialect maps back to LLVM IR:
 * Discardable attributes the writer does not know (``zymase.*``, ``zymase.tbaa``,
   locations) are ignored, except ``zymase.llvm_init`` on globals, which is the
   initializer's LLVM text and is printed back verbatim, ``zymase.alias_scope`` /
-  ``zymase.noalias`` on memory accesses and ``zymase.loop_hints`` on branches, which become
-  metadata. Debug info is not written.
+  ``zymase.noalias`` on memory accesses (with the source's ``zymase.src_alias_scope`` /
+  ``zymase.src_noalias`` and ``zymase.scope_decl`` calls, zymase.llvm.noalias_scopes) and
+  ``zymase.loop_hints`` on branches, which become metadata. Debug info is not written.
 
 Anything that cannot be expressed raises :class:`~zymase.errors.ZymaseError`
 (an internal-contract failure, but a readable one). The writer is linear in the
@@ -58,6 +59,7 @@ from zymase.ir import (
     llvm_ext,
 )
 from zymase.llvm.loop_hints import LOOP_HINT_TYPES, LOOP_HINTS_ATTR
+from zymase.llvm.noalias_scopes import DECL_INTRINSIC, SCOPE_DECL, SRC_ALIAS_SCOPE, SRC_NOALIAS, scope_domain
 
 __all__ = ["write_llvm_ir"]
 
@@ -252,19 +254,29 @@ class _ModuleWriter:
         self.auto_declarations: dict[str, str] = {}
         self.metadata: list[str] = []  # numbered metadata nodes, !0 first
         self.scope_ids: dict[str, int] = {}
-        self.scope_domain: int | None = None
+        self.scope_domains: dict[str, int] = {}
         self.loop_hint_ids: dict[tuple[str, str], int] = {}
         self.scope_list_ids: dict[tuple[str, ...], int] = {}
 
     def alias_metadata(self, op: Operation) -> str:
         """``, !alias.scope !a, !noalias !b`` for a load/store carrying the scope
-        attributes of zymase.transforms.alias_scopes (one scope domain per module)."""
+        attributes of zymase.transforms.alias_scopes and those the source program gave
+        it (zymase.llvm.noalias_scopes), the two sets in separate domains."""
         text = ""
-        for attr, kind in (("zymase.alias_scope", "alias.scope"), ("zymase.noalias", "noalias")):
-            scopes = op.attributes.get(attr)
-            if isinstance(scopes, ArrayAttr) and scopes.data:
-                text += f", !{kind} !{self._scope_list(tuple(a.data for a in scopes.data))}"
+        for attrs, kind in ((("zymase.alias_scope", SRC_ALIAS_SCOPE), "alias.scope"),
+                            (("zymase.noalias", SRC_NOALIAS), "noalias")):
+            names = [a.data for key in attrs if isinstance(sc := op.attributes.get(key), ArrayAttr) for a in sc.data]
+            if names:
+                text += f", !{kind} !{self._scope_list(tuple(names))}"
         return text
+
+    def scope_decl(self, op: Operation) -> str:
+        """The call of ``llvm.experimental.noalias.scope.decl`` an op of
+        zymase.llvm.noalias_scopes stands for."""
+        if DECL_INTRINSIC not in self.intrinsics:
+            self.intrinsics[DECL_INTRINSIC] = f"void {_symbol('@', DECL_INTRINSIC)}(metadata)"
+        scope = op.attributes[SCOPE_DECL].data
+        return f"call void {_symbol('@', DECL_INTRINSIC)}(metadata !{self._scope_list((scope,))})"
 
     def loop_metadata(self, op: Operation) -> str:
         """``, !llvm.loop !N`` for a branch carrying the reader's loop hints: a distinct
@@ -289,18 +301,21 @@ class _ModuleWriter:
 
     def _scope_list(self, names: tuple[str, ...]) -> int:
         if names not in self.scope_list_ids:
-            if self.scope_domain is None:
-                k = len(self.metadata)
-                self.scope_domain = self._node(f"distinct !{{!{k}, !\"zymase\"}}")
             ids = []
             for n in names:
                 if n not in self.scope_ids:
+                    domain = self._scope_domain(scope_domain(n) or "zymase")
                     k = len(self.metadata)
-                    self.scope_ids[n] = self._node(
-                        f"distinct !{{!{k}, !{self.scope_domain}, {_metadata_string(n)}}}")
+                    self.scope_ids[n] = self._node(f"distinct !{{!{k}, !{domain}, {_metadata_string(n)}}}")
                 ids.append(f"!{self.scope_ids[n]}")
             self.scope_list_ids[names] = self._node("!{" + ", ".join(ids) + "}")
         return self.scope_list_ids[names]
+
+    def _scope_domain(self, name: str) -> int:
+        if name not in self.scope_domains:
+            k = len(self.metadata)
+            self.scope_domains[name] = self._node(f"distinct !{{!{k}, {_metadata_string(name)}}}")
+        return self.scope_domains[name]
 
     def write(self) -> str:
         ops = list(self.module.body.block.ops) if self.module.body.blocks else []
@@ -1216,6 +1231,8 @@ class _FunctionWriter:
                 f"({', '.join(arg_texts)})")
 
     def _call_intrinsic(self, op: Operation) -> str:
+        if SCOPE_DECL in op.attributes:
+            return self.m.scope_decl(op)
         name = op.properties["intrin"].data
         bundles = op.properties.get("op_bundle_sizes")
         if bundles is not None and len(bundles.get_values()):

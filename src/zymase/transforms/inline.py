@@ -9,9 +9,13 @@ not inlined.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 
 from zymase.ir import Block, BlockArgument, Operation, Region, llvm
+from zymase.llvm.noalias_scopes import freshen_scopes
+
+_copies = itertools.count()
 
 
 def _calls(fop: Operation, lookup: Callable[[Operation], Operation | None]):
@@ -55,6 +59,8 @@ def inline_call(call: Operation, callee: Operation) -> None:
     # The callee's blocks, between the call's block and the continuation.
     body = callee.body.clone()
     new_blocks = [body.detach_block(b) for b in list(body.blocks)]
+    # each inlined copy keeps its own restrict promises (as LLVM's inliner clones scopes)
+    freshen_scopes((op for b in new_blocks for op in b.ops), f"inl{next(_copies)}", declared_only=False)
     hoist_allocas(new_blocks[0], region.blocks[0])
     region.insert_block_after(new_blocks, block)
     for b in new_blocks:

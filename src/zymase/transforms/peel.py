@@ -34,6 +34,7 @@ measurements).
 
 from __future__ import annotations
 
+import itertools
 import os
 
 from zymase.analysis.cfg import CFG
@@ -43,6 +44,9 @@ from zymase.analysis.trip_count import (
 from zymase.ir import Block, BlockArgument, IntegerAttr, IntegerType, Operation, Region, SSAValue, i64, llvm
 from zymase.ir import llvm_ext
 from zymase.ir.llvm_ext import NSW, NUW, overflow_bits
+from zymase.llvm.noalias_scopes import freshen_scopes
+
+_copies = itertools.count()
 
 MAX_PEEL = 2
 """Iterations peeled at most at each end."""
@@ -330,6 +334,8 @@ def _copy(h: Block) -> tuple[Block, dict]:
         if op is h.last_op:
             break
         new.add_op(op.clone(value_mapper=vmap))
+    # a peeled iteration is another run of the body: restrict scopes it declares are its own
+    freshen_scopes(new.ops, f"peel{next(_copies)}", declared_only=True)
     return new, vmap
 
 
