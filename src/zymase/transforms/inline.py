@@ -73,7 +73,15 @@ def inline_call(call: Operation, callee: Operation) -> None:
             b.erase_op(term)
     for old, new in zip(call.results, cont.args):
         old.replace_all_uses_with(new)
-    br = llvm.BrOp(new_blocks[0], *call.operands)
+    # The callee's entry has no predecessor but this branch: its arguments are the call's
+    # operands, used directly (a block argument inside a loop would look like a value
+    # that changes from iteration to iteration, and reverse mode would tape it).
+    entry = new_blocks[0]
+    for arg, value in zip(list(entry.args), call.operands):
+        arg.replace_all_uses_with(value)
+    for arg in reversed(list(entry.args)):
+        entry.erase_arg(arg)
+    br = llvm.BrOp(entry)
     br.location = call.location
     block.insert_op_before(br, call)
     block.erase_op(call)
