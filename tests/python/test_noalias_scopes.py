@@ -151,10 +151,28 @@ def test_the_reverse_of_an_in_place_butterfly_writes_each_adjoint_once(tmp_path,
     assert "@llvm.experimental.noalias.scope.decl" in body
 
 
+# forward mode: the tangents' accesses sit next to the primal's, in the same loop
+CHAIN_FORWARD = CHAIN.replace("extern void __enzyme_autodiff(void *, ...);", "extern double __enzyme_fwddiff(void *, ...);").replace(
+    "__attribute__((noinline)) void grad(double *x, double *dx) { __enzyme_autodiff((void *)f, enzyme_dup, x, dx); }",
+    """/* the gradient, one tangent direction at a time */
+__attribute__((noinline)) void grad(double *x, double *dx) {
+    double x0[N], t[N], dir[N];
+    memcpy(x0, x, sizeof x0);
+    for (int i = 0; i < N; i++) {
+        memset(dir, 0, sizeof dir);
+        dir[i] = 1.0;
+        memcpy(t, x0, sizeof t);
+        dx[i] = __enzyme_fwddiff((void *)f, enzyme_dup, t, dir);
+    }
+}""",
+)
+
+
+@pytest.mark.parametrize("program", [CHAIN, CHAIN_FORWARD], ids=["reverse", "forward"])
 @pytest.mark.parametrize("opt", ["-O0", "-O1", "-O2", "-O3"])
-def test_overlapping_consecutive_calls_keep_their_order(tmp_path, zymase_cli, opt):
+def test_overlapping_consecutive_calls_keep_their_order(tmp_path, zymase_cli, opt, program):
     src = tmp_path / "chain.c"
-    src.write_text(CHAIN)
+    src.write_text(program)
     build_and_run(src, [opt], tmp_path, zymase_cli)
 
 

@@ -9,10 +9,11 @@ from collections.abc import Sequence
 from zymase.analysis.memory import memory_kind
 from zymase.autodiff.common import Context, function_name, mark_shadow_args, no_rule_error, prepare
 from zymase.autodiff.flavor import Emitter
-from zymase.autodiff.memory import ShadowCode
+from zymase.autodiff.memory import ShadowCode, twin_decl
 from zymase.errors import ZymaseError
 from zymase.ir import Block, Operation, SSAValue, location_of
 from zymase.ir.enzyme import Activity
+from zymase.llvm.noalias_scopes import is_scope_decl
 
 
 def _as_active(a: Activity) -> Activity:
@@ -117,6 +118,8 @@ class ForwardGenerator(ShadowCode):
         E.insert(new)
         for r, nr in zip(op.results, new.results):
             self.vmap[r] = nr
+        if is_scope_decl(op):
+            E.insert(twin_decl(op))  # the tangents' accesses carry the twin scopes
         if not active:
             return
         rule = self.ctx.rule_for(op)

@@ -13,15 +13,17 @@ layout holding derivatives (tangents in forward mode, adjoints in reverse mode).
   store's reverse reads the shadow into the stored value's adjoint and zeroes it; a
   memcpy's reverse moves the destination's adjoints to the source; a shadow
   allocation is freed at the allocation's mirror point in the reverse sweep, after
-  every use.
+  every use;
+* both modes: shadow accesses inherit the twins of their primal's restrict scopes
+  (:func:`mirror_scopes`, end of this module).
 """
 
 from __future__ import annotations
 
 from zymase.analysis.memory import callee_name, is_pointer, memory_kind
-from zymase.llvm.noalias_scopes import mirror_scopes
 from zymase.errors import ZymaseError
 from zymase.ir import (
+    ArrayAttr,
     IntegerAttr,
     Operation,
     SSAValue,
@@ -34,6 +36,7 @@ from zymase.ir import (
     location_of,
     parse_mlir,
 )
+from zymase.llvm.noalias_scopes import SCOPE_DECL, SRC_ALIAS_SCOPE, SRC_NOALIAS, scope_decl, source_scopes
 
 PTR = llvm.LLVMPointerType()
 
@@ -414,3 +417,30 @@ def _require_memcpy_adjoint(module, ftype: str) -> str:
         op.detach()
         module.body.block.add_op(op)
     return name
+
+
+# ----- restrict promises on shadows ------------------------------------------------------
+# Two accesses a primal makes through pointers that do not alias (an inlined callee's
+# restrict parameters, zymase.llvm.noalias_scopes) are mirrored, in the reverse sweep or
+# by a tangent access, at the same offsets in the shadows, which then do not alias either.
+# Each shadow access gets the *twin* of its primal's scopes (the same scopes in a twin
+# domain), and each decl a twin decl at its mirror point, so that LLVM duplicates the
+# twins with the region as it does the originals. This is what lets LLVM see that dx[i]
+# and dx[i + s] in the reverse of an in-place butterfly are different elements: the
+# adjoint read there and the zero written back then fold into one plain store.
+
+def _twin(name: str) -> str:
+    return "shadow." + name
+
+
+def mirror_scopes(primal: Operation, shadow_access: Operation) -> None:
+    """Give ``shadow_access`` (a load or store of the shadow at ``primal``'s address)
+    the twins of ``primal``'s scopes."""
+    for key, names in zip((SRC_ALIAS_SCOPE, SRC_NOALIAS), source_scopes(primal)):
+        if names:
+            shadow_access.attributes[key] = ArrayAttr([StringAttr(_twin(n)) for n in names])
+
+
+def twin_decl(decl: Operation) -> Operation:
+    """The declaration of the twin of ``decl``'s scope."""
+    return scope_decl(_twin(decl.attributes[SCOPE_DECL].data))

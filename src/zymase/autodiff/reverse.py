@@ -41,9 +41,9 @@ from zymase.autodiff.common import (
     prepare,
 )
 from zymase.analysis.memory import MARKER_INTRINSICS, memory_kind
-from zymase.llvm.noalias_scopes import is_scope_decl, twin_decl
+from zymase.llvm.noalias_scopes import is_scope_decl
 from zymase.autodiff.flavor import Emitter
-from zymase.autodiff.memory import ShadowCode
+from zymase.autodiff.memory import ShadowCode, twin_decl
 from zymase.autodiff.names import ABANDONED
 from zymase.transforms.inline import hoist_allocas
 from zymase.autodiff.forwarding import StoreForwarding

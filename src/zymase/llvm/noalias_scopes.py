@@ -18,15 +18,11 @@ A scope name is ``"<domain>|<scope>"``: the writer makes one metadata domain per
 distinct ``<domain>``. (zymase.transforms.alias_scopes' own scopes have no ``|`` and
 live in the one domain ``zymase``.)
 
-Differentiation mirrors the promise onto the shadows. Two accesses a primal makes
-through pointers that do not alias are mirrored, in the reverse sweep or by a tangent
-store, by accesses at the same offsets in the shadows, which then do not alias either:
-each shadow access gets the *twin* of its primal's scopes (same names, in a twin
-domain), and the reverse sweep declares the twin scope where it mirrors the decl.
-That lets LLVM see that ``dx[i]`` and ``dx[i + s]`` in the reverse of an in-place
-butterfly are different elements, so that the adjoint read there and the zero written
-back fold into a plain store. Copies the engine makes elsewhere (values recomputed in
-the reverse sweep) lose their scopes: they stand outside the region the decl opened.
+Differentiation mirrors the promise onto the shadows (zymase.autodiff.memory: each
+shadow access gets the twin of its primal's scopes, and each decl has a twin decl).
+Copies the engine makes elsewhere (values recomputed in the reverse sweep) lose their
+scopes with :func:`drop_scopes`: they stand outside the region the decl opened. Copies
+of a whole region get scopes of their own with :func:`freshen_scopes`.
 """
 
 from __future__ import annotations
@@ -39,7 +35,6 @@ SRC_ALIAS_SCOPE = "zymase.src_alias_scope"
 SRC_NOALIAS = "zymase.src_noalias"
 SCOPE_DECL = "zymase.scope_decl"
 DECL_INTRINSIC = "llvm.experimental.noalias.scope.decl"
-_TWIN = "shadow."
 
 
 def scope_name(domain: str, scope: str) -> str:
@@ -52,11 +47,6 @@ def scope_domain(name: str) -> str | None:
     return domain if sep else None
 
 
-def twin(name: str) -> str:
-    """The shadow twin of a source scope: same scope, in the twin of its domain."""
-    return _TWIN + name
-
-
 def is_scope_decl(op: Operation) -> bool:
     return isinstance(op, llvm.CallIntrinsicOp) and SCOPE_DECL in op.attributes
 
@@ -67,11 +57,6 @@ def scope_decl(name: str) -> Operation:
     return op
 
 
-def twin_decl(decl: Operation) -> Operation:
-    """The decl of the twin of ``decl``'s scope (the reverse sweep's mirror of it)."""
-    return scope_decl(twin(decl.attributes[SCOPE_DECL].data))
-
-
 def source_scopes(op: Operation) -> tuple[list[str], list[str]]:
     """(alias scopes, noalias scopes) the source program gave ``op``."""
     out = []
@@ -79,14 +64,6 @@ def source_scopes(op: Operation) -> tuple[list[str], list[str]]:
         attr = op.attributes.get(key)
         out.append([a.data for a in attr.data] if isinstance(attr, ArrayAttr) else [])
     return out[0], out[1]
-
-
-def mirror_scopes(primal: Operation, shadow_access: Operation) -> None:
-    """Give ``shadow_access`` (a load or store of the shadow at ``primal``'s address)
-    the twins of ``primal``'s scopes."""
-    for key, names in zip((SRC_ALIAS_SCOPE, SRC_NOALIAS), source_scopes(primal)):
-        if names:
-            shadow_access.attributes[key] = ArrayAttr([StringAttr(twin(n)) for n in names])
 
 
 def drop_scopes(op: Operation) -> None:

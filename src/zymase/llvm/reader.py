@@ -97,7 +97,8 @@ Metadata
     (the optimization hints among its entries, see :mod:`zymase.llvm.loop_hints`);
     ``!alias.scope`` / ``!noalias`` on loads and stores -> ``zymase.src_alias_scope`` /
     ``zymase.src_noalias`` (the scopes an inlined ``restrict`` parameter left, see
-    :mod:`zymase.llvm.noalias_scopes`). Debug records (``#dbg_value``...) and all other metadata are dropped.
+    :mod:`zymase.llvm.noalias_scopes`). Debug records (``#dbg_value``...) and all other
+    metadata are dropped.
 
 Globals
     ``llvm.mlir.global`` (sym_name, global_type, linkage, constant, alignment,
