@@ -202,6 +202,27 @@ def _shape(pred: int, step: int) -> bool | None:
     return {SGT: False, UGT: False, SGE: True, UGE: True}.get(pred)
 
 
+def constant_trip_count(tc: TripCount) -> int | None:
+    """``N`` of ``tc`` when its start and bound are constants (the same arithmetic
+    as emit_trip_count), else None."""
+    init, bound = constant_int(tc.init), constant_int(tc.bound)
+    if init is None or bound is None or (tc.unsigned and min(init, bound) < 0):
+        return None
+    d = bound - init if tc.step > 0 else init - bound
+    d -= tc.bias if tc.step > 0 else -tc.bias
+    s = abs(tc.step)
+
+    def sdiv(a: int, b: int) -> int:  # truncating, as llvm.sdiv
+        q = abs(a) // b
+        return q if a >= 0 else -q
+
+    if tc.inclusive:
+        passes = sdiv(d, s) + 1 - tc.offset
+    else:
+        passes = sdiv(d + s - 1, s) - tc.offset
+    return max(passes, 0) + 1
+
+
 def emit_trip_count(E, tc: TripCount, value) -> SSAValue:
     """Emit ``N`` of ``tc`` as an i64 with emitter ``E`` (a flavor.Emitter), from the
     values ``value(v)`` gives for its operands."""

@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from zymase.analysis.cfg import CFG, Edge
+from zymase.autodiff.ascending import AscendingLoops
 from zymase.autodiff.common import (
     mark_shadow_args,
     no_rule_error,
@@ -58,7 +59,7 @@ from zymase.ir.enzyme import Activity
 UNSEEN_WRITES = "<memory a called function may write>"
 
 
-class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwarding):
+class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwarding, AscendingLoops):
     def __init__(self, ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts: Sequence[Activity], name: str):
         self.ctx = ctx
         self.flavor = ctx.flavor
@@ -186,6 +187,8 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
         self._route_points: dict[Edge, Operation] = {}
         self._last_iteration: dict[Edge, tuple[SSAValue, SSAValue]] = {}
         self.counted = self._counted_loops()
+        self.commuting = self._commuting_loops()
+        self._count_ops: dict[Block, tuple] = {}
         self._add_edge_indices(region)
 
         # ---- entry: accumulators --------------------------------------------------
@@ -242,6 +245,7 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
         for b in reversed(list(region.blocks)):
             if b in self.rev:
                 self._reverse_block(b, orig_entry)
+        self.make_ascending(gop)
 
     def _return_abandoned(self, stop: Operation, orig_entry: Block) -> None:
         """The forward copy of an abandoned return (see autodiff.names.ABANDON): the derivative
@@ -1191,7 +1195,8 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
         for e, eb in ((info["entry"], entry_b), (info["latch"], latch_b)):
             E.at_end(eb)
             if eb is latch_b:
-                E.insert(ez.SetOp(info["slot"], E.isub(k, E.iconst(1, i64))))
+                step = E.isub(k, E.iconst(1, i64))
+                self._count_ops[h] = (first.owner, step.owner, E.insert(ez.SetOp(info["slot"], step)))
             adj = [None] * len(arg_adj)
             for i, ba in zip(active_pos, eb.args):
                 adj[i] = ba

@@ -1,7 +1,7 @@
 /* FFT of n complex values (separate real and imaginary arrays, n a power of two): radix-4
    decimation in frequency, in place. Objective = sum_k w_k |X_k|^2; gradient w.r.t. the real and
    imaginary input arrays (dup), with a shadow workspace (dup: the passes write it); the
-   weights, twiddles and bit-reversal table are const.
+   weights, twiddles and bit-reversal tables are const.
 
    Layout: the input is copied into the caller's workspace as rows of ROW values, each row PAD
    values after the previous one. The first passes combine whole rows (the stages whose half-size
@@ -12,12 +12,17 @@
    adjoint and writes it back once (zymase keeps the restrict promise of the inlined callee).
    Radix 4 halves the passes over memory; two radix-2 stages in one pass, same arithmetic.
 
-   The transform leaves X_k at position rev(k) (bit reversal). The objective reads the weights
-   through the permutation instead of moving the data: the same sum, term by term. The twiddles
-   exp(-pi i j / l), j < l, are at entries l-1 .. 2l-2 of the tables, computed once per size
-   outside the timed and differentiated code, like the plan FFTW and pocketfft (JAX's FFT) keep;
-   so is the bit-reversal table. The workspace is the caller's, as FFTW's plans and JAX's
-   compiled functions keep theirs, so no call allocates.
+   The transform leaves X_k in bit-reversed order: row r, position rev_row[c] holds X_k for
+   k = c * rows + rev_rows[r] (rev_row, rev_rows: bit reversals of the row length and of the
+   row count). The objective reads each row through rev_row, in L1-sized pieces, and the
+   weights in order with a stride of rows: the same sum, term by term, without moving data.
+   (Reading the weights through a bit reversal instead, w[rev(p)] for p in order, sends
+   consecutive loads to addresses that differ by large powers of two, which share cache sets:
+   it costs more than the whole sum.) The twiddles exp(-pi i j / l), j < l, are at entries
+   l-1 .. 2l-2 of the tables, computed once per size outside the timed and differentiated
+   code, like the plan FFTW and pocketfft (JAX's FFT) keep; so are the bit-reversal tables.
+   The workspace is the caller's, as FFTW's plans and JAX's compiled functions keep theirs,
+   so no call allocates.
    Usage: fft [n]   (default 1024) */
 #include "bench_common.h"
 
@@ -100,7 +105,8 @@ static void last2(double *restrict xr, double *restrict xi, int len) {
 
 double fft_objective(const double *restrict re_in, const double *restrict im_in,
                      const double *restrict w, const double *restrict tw_re,
-                     const double *restrict tw_im, const int *restrict rev,
+                     const double *restrict tw_im, const int *restrict rev_row,
+                     const int *restrict rev_rows,
                      double *restrict xr, double *restrict xi, int n) {
     int len = n < ROW ? n : ROW, rows = n / len;
     int lr = __builtin_ctz(rows), ll = __builtin_ctz(len); /* log2 */
@@ -133,26 +139,29 @@ double fft_objective(const double *restrict re_in, const double *restrict im_in,
         else
             last4(rr, ri, len);
     }
-    /* X_rev(p) is at position p */
+    /* position rev_row[c] of row r holds X_k for k = c * rows + rev_rows[r] */
     double s = 0.0;
-    for (int r = 0; r < rows; r++)
+    for (int r = 0; r < rows; r++) {
+        const double *rr = xr + (long)r * RS, *ri = xi + (long)r * RS, *wr = w + rev_rows[r];
         for (int c = 0; c < len; c++) {
-            double a = xr[(long)r * RS + c], b = xi[(long)r * RS + c];
-            s += w[rev[r * len + c]] * (a * a + b * b);
+            int p = rev_row[c];
+            s += wr[(long)c * rows] * (rr[p] * rr[p] + ri[p] * ri[p]);
         }
+    }
     return s;
 }
 
 struct ctx {
     int n;
     double *re, *im, *dre, *dim, *w, *tw_re, *tw_im, *xr, *xi, *dxr, *dxi;
-    int *rev;
+    int *rev_row, *rev_rows;
     double sink;
 };
 
 static void run_primal(void *p) {
     struct ctx *c = p;
-    c->sink += fft_objective(c->re, c->im, c->w, c->tw_re, c->tw_im, c->rev, c->xr, c->xi, c->n);
+    c->sink +=
+        fft_objective(c->re, c->im, c->w, c->tw_re, c->tw_im, c->rev_row, c->rev_rows, c->xr, c->xi, c->n);
 }
 
 static void run_grad(void *p) {
@@ -160,13 +169,25 @@ static void run_grad(void *p) {
     memset(c->dre, 0, sizeof(double) * (size_t)c->n);
     memset(c->dim, 0, sizeof(double) * (size_t)c->n);
     __enzyme_autodiff((void *)fft_objective, enzyme_dup, c->re, c->dre, enzyme_dup, c->im, c->dim,
-                      enzyme_const, c->w, enzyme_const, c->tw_re, enzyme_const, c->tw_im, enzyme_const, c->rev,
+                      enzyme_const, c->w, enzyme_const, c->tw_re, enzyme_const, c->tw_im, enzyme_const, c->rev_row,
+                      enzyme_const, c->rev_rows,
                       enzyme_dup, c->xr, c->dxr, enzyme_dup, c->xi, c->dxi, enzyme_const, c->n);
 }
 
 static double eval(void *p) {
     struct ctx *c = p;
-    return fft_objective(c->re, c->im, c->w, c->tw_re, c->tw_im, c->rev, c->xr, c->xi, c->n);
+    return fft_objective(c->re, c->im, c->w, c->tw_re, c->tw_im, c->rev_row, c->rev_rows, c->xr, c->xi, c->n);
+}
+
+/* rev[k] = k with its log2(m) bits reversed */
+static void bit_reversal(int *rev, int m) {
+    int bits = __builtin_ctz(m);
+    for (int k = 0; k < m; k++) {
+        int r = 0;
+        for (int b = 0; b < bits; b++)
+            r |= (k >> b & 1) << (bits - 1 - b);
+        rev[k] = r;
+    }
 }
 
 int main(int argc, char **argv) {
@@ -187,7 +208,6 @@ int main(int argc, char **argv) {
     c.xi = bench_alloc(ws, sizeof(double));
     c.dxr = bench_alloc(ws, sizeof(double));
     c.dxi = bench_alloc(ws, sizeof(double));
-    c.rev = bench_alloc((size_t)n, sizeof(int));
     c.tw_re = bench_alloc((size_t)n - 1, sizeof(double));
     c.tw_im = bench_alloc((size_t)n - 1, sizeof(double));
     for (int l = 1; l < n; l *= 2)
@@ -195,13 +215,10 @@ int main(int argc, char **argv) {
             c.tw_re[l - 1 + j] = cos(-BENCH_PI * j / l);
             c.tw_im[l - 1 + j] = sin(-BENCH_PI * j / l);
         }
-    int bits = __builtin_ctz(n);
-    for (int k = 0; k < n; k++) {
-        int r = 0;
-        for (int b = 0; b < bits; b++)
-            r |= (k >> b & 1) << (bits - 1 - b);
-        c.rev[k] = r;
-    }
+    c.rev_row = bench_alloc((size_t)len, sizeof(int));
+    c.rev_rows = bench_alloc((size_t)(n / len), sizeof(int));
+    bit_reversal(c.rev_row, len);
+    bit_reversal(c.rev_rows, n / len);
     bench_seed(5);
     for (int i = 0; i < n; i++) {
         c.re[i] = 2.0 * bench_uniform() - 1.0;
