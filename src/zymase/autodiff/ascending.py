@@ -46,8 +46,9 @@ from zymase.analysis.memory import MARKER_INTRINSICS, memory_kind
 from zymase.analysis.trip_count import constant_int, constant_trip_count
 from zymase.analysis.types import size_align, struct_offsets
 from zymase.autodiff.tape import is_pure
-from zymase.ir import Block, BlockArgument, IntegerAttr, Operation, SSAValue, i64, llvm, location_of
+from zymase.ir import Block, BlockArgument, IntegerAttr, IntegerType, Operation, SSAValue, i64, llvm, location_of
 from zymase.ir import enzyme as ez
+from zymase.ir.llvm_ext import NSW, NUW, overflow_bits
 from zymase.llvm.noalias_scopes import SCOPE_DECL, is_scope_decl, source_scopes
 
 #: the key of the iteration number in an affine form (other keys: invariant values, 1)
@@ -245,19 +246,25 @@ class _AffineForms:
             return None
         return nxt.owner, init
 
-    def integer(self, v: SSAValue) -> dict | None:
-        key = ("i", v)
+    def integer(self, v: SSAValue, unsigned: bool = False) -> dict | None:
+        """The affine form of the value of ``v`` read as a signed integer (as GEP
+        indices and ``sext`` read it) or, with ``unsigned``, as ``zext`` reads it."""
+        key = ("i", v, unsigned)
         if key not in self.memo:
             self.memo[key] = None  # a cycle through a phi is not affine
-            self.memo[key] = self._integer(v)
+            self.memo[key] = self._integer(v, unsigned)
         return self.memo[key]
 
-    def _integer(self, v: SSAValue) -> dict | None:
+    def _integer(self, v: SSAValue, unsigned: bool) -> dict | None:
+        """Arithmetic narrower than 64 bits counts only when its no-wrap flag for the
+        reading says it computes the mathematical value; i64 forms are exact modulo
+        2^64, as addresses are."""
+        width = v.type.width.data if isinstance(v.type, IntegerType) else 64
         c = constant_int(v)
         if c is not None:
-            return {_ONE: c}
+            return {_ONE: c + (1 << width) if unsigned and c < 0 and width < 64 else c}
         if self._invariant(v):
-            return {v: 1}
+            return {(v, unsigned) if width < 64 else v: 1}
         if isinstance(v, BlockArgument):
             if v.block is not self.h:
                 return None
@@ -266,16 +273,18 @@ class _AffineForms:
                 return None
             op, init = found
             step = constant_int(op.operands[1])
-            start = self.integer(init)
-            if step is None or start is None:
+            start = self.integer(init, unsigned)
+            if step is None or start is None or not _exact(op, unsigned):
                 return None
             return _add(start, {_K: step if isinstance(op, llvm.AddOp) else -step})
         op = v.owner
+        if not _exact(op, unsigned):
+            return None
         if isinstance(op, (llvm.SExtOp, llvm.ZExtOp)):
-            return self.integer(op.operands[0])
+            return self.integer(op.operands[0], isinstance(op, llvm.ZExtOp))
         disjoint = isinstance(op, llvm.OrOp) and op.properties.get("isDisjoint") is not None  # an add, no carries
         if isinstance(op, (llvm.AddOp, llvm.SubOp)) or disjoint:
-            x, y = self.integer(op.operands[0]), self.integer(op.operands[1])
+            x, y = self.integer(op.operands[0], unsigned), self.integer(op.operands[1], unsigned)
             if x is None or y is None:
                 return None
             return _add(x, _scale(y, -1) if isinstance(op, llvm.SubOp) else y)
@@ -283,7 +292,7 @@ class _AffineForms:
             for i in (0, 1):
                 k = constant_int(op.operands[1 - i])
                 if k is not None and (isinstance(op, llvm.MulOp) or i == 0):
-                    x = self.integer(op.operands[i])
+                    x = self.integer(op.operands[i], unsigned)
                     return None if x is None else _scale(x, k if isinstance(op, llvm.MulOp) else 1 << k)
         return None
 
@@ -326,7 +335,7 @@ class _AffineForms:
             if i > 0:
                 if isinstance(t, llvm.LLVMArrayType):
                     t = t.type
-                elif isinstance(idx, int):
+                elif isinstance(idx, int) and isinstance(t, llvm.LLVMStructType):
                     out = _add(out, {_ONE: struct_offsets(t)[idx]})
                     t = t.types.data[idx]
                     continue
@@ -338,6 +347,16 @@ class _AffineForms:
                 return None
             out = _add(out, _scale(form, size))
         return out
+
+
+def _exact(op: Operation, unsigned: bool) -> bool:
+    """Integer arithmetic that computes its mathematical value (read signed, or
+    unsigned): 64 bits wide, or flagged not to wrap that way (an ``or disjoint`` has
+    no carries)."""
+    if not isinstance(op, (llvm.AddOp, llvm.SubOp, llvm.MulOp, llvm.ShlOp)):
+        return True
+    t = op.results[0].type
+    return (isinstance(t, IntegerType) and t.width.data >= 64) or bool(overflow_bits(op) & (NUW if unsigned else NSW))
 
 
 def _add(x: dict, y: dict) -> dict:
