@@ -31,18 +31,18 @@
 #define RS (ROW + PAD)
 
 /* One radix-4 step in place on four streams of m values: the stages of half-sizes s and s/2
-   (twiddles u = exp(-pi i j / s), v = the same for j + s/2, z = exp(-2 pi i j / s)). */
+   (twiddles u = exp(-pi i j / s), z = exp(-2 pi i j / s); the one for j + s/2 is -i u). */
 static void radix4(double *restrict a0r, double *restrict a0i, double *restrict a1r, double *restrict a1i,
                    double *restrict a2r, double *restrict a2i, double *restrict a3r, double *restrict a3i,
-                   const double *restrict ur, const double *restrict ui, const double *restrict vr,
-                   const double *restrict vi, const double *restrict zr, const double *restrict zi, int m) {
+                   const double *restrict ur, const double *restrict ui, const double *restrict zr,
+                   const double *restrict zi, int m) {
     for (int j = 0; j < m; j++) {
         double x0r = a0r[j], x0i = a0i[j], x1r = a1r[j], x1i = a1i[j];
         double x2r = a2r[j], x2i = a2i[j], x3r = a3r[j], x3i = a3i[j];
         double y0r = x0r + x2r, y0i = x0i + x2i, y1r = x1r + x3r, y1i = x1i + x3i;
         double d0r = x0r - x2r, d0i = x0i - x2i, d1r = x1r - x3r, d1i = x1i - x3i;
         double y2r = d0r * ur[j] - d0i * ui[j], y2i = d0r * ui[j] + d0i * ur[j];
-        double y3r = d1r * vr[j] - d1i * vi[j], y3i = d1r * vi[j] + d1i * vr[j];
+        double y3r = d1r * ui[j] + d1i * ur[j], y3i = d1i * ui[j] - d1r * ur[j];
         double e0r = y0r - y1r, e0i = y0i - y1i, e1r = y2r - y3r, e1i = y2i - y3i;
         a0r[j] = y0r + y1r;
         a0i[j] = y0i + y1i;
@@ -58,8 +58,7 @@ static void radix4(double *restrict a0r, double *restrict a0i, double *restrict 
 /* radix4 on [o, o + 4q) with stride-q streams, twiddles for half-size s = 2q at offset t */
 static void step4(double *xr, double *xi, const double *tr, const double *ti, long o, long q, int s, int t, int m) {
     radix4(xr + o, xi + o, xr + o + q, xi + o + q, xr + o + 2 * q, xi + o + 2 * q, xr + o + 3 * q, xi + o + 3 * q,
-           tr + s - 1 + t, ti + s - 1 + t, tr + s - 1 + t + s / 2, ti + s - 1 + t + s / 2, tr + s / 2 - 1 + t,
-           ti + s / 2 - 1 + t, m);
+           tr + s - 1 + t, ti + s - 1 + t, tr + s / 2 - 1 + t, ti + s / 2 - 1 + t, m);
 }
 
 /* one radix-2 step in place on two streams (used when log2 of the row count is odd) */
