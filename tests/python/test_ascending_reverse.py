@@ -95,6 +95,15 @@ INDEPENDENT = {
     }""",
     # two halves through the restrict parameters of an inlined callee (the FFT's passes)
     "restrict_halves": "butterfly(x, x + n, w, n);",
+    # a running sum: the adjoint its phi carries is the final sum's, in every iteration
+    "sum": "double s = 0.0; for (int i = 0; i < n; i++) s += x[i] * x[i] * w[i]; x[n] = s;",
+    # two running sums, one of them by fused multiply-adds
+    "two_sums": """double s = 0.0, t = 0.0;
+    for (int i = 0; i < n; i++) {
+        s = fma(x[i], w[i], s);
+        t -= x[i] * x[i + n];
+    }
+    x[0] = s * t;""",
     # a store N elements away from a load of another iteration, further than the N
     # iterations of a loop with a constant count reach
     "constant_count": """for (int i = 0; i < N; i++) {
@@ -116,8 +125,10 @@ DEPENDENT = {
     "distance_two": "for (int i = 0; i + 2 < 2 * n; i++) x[i + 2] = x[i + 2] + x[i] * x[i] * w[i];",
     # the halves overlap: restrict promises each call, not the loop over calls
     "restrict_chain": "for (int i = 0; i + 1 < n; i++) butterfly(x + i + 1, x + i + n, w + i, 1);",
-    # a sum: its adjoint is carried from one iteration to the next by the loop's phi
-    "sum": "double s = 0.0; for (int i = 0; i < n; i++) s += x[i] * x[i] * w[i]; x[n] = s;",
+    # a product: the adjoint its phi carries changes from one iteration to the next
+    "product": "double p = 1.0; for (int i = 0; i < n; i++) p *= 0.5 + x[i] * w[i]; x[n] = p;",
+    # prefix sums: each partial sum is also stored, so its adjoint differs per iteration
+    "prefix_sums": "double s = 0.0; for (int i = 0; i < n; i++) { s += x[i] * x[i]; x[i] = s * w[i]; }",
 }
 
 

@@ -11,9 +11,12 @@ in-place butterflies of an FFT about a third of their reverse time.
 
 The iterations of loop ``L`` commute in the reverse sweep when
 
-- no active value crosses from one iteration to the next or leaves the loop (the
-  header's arguments are inactive, and active values are used only inside ``L``
-  and are not passed along its back or exit edges);
+- no active value crosses from one iteration to the next or leaves the loop, except
+  running sums: a header argument ``s`` carried on as ``s + t`` (``s - t``, an fma
+  into ``s``) and used for nothing else. The adjoint of each partial sum is that of
+  the final one, the same in every iteration; any other loop-carried value (a
+  product, a partial sum also used inside the loop) would carry an adjoint that
+  changes from one iteration to the next;
 - ``L`` does nothing to memory but loads, stores and address arithmetic, and calls
   nothing but pure functions;
 - no store into shadowed memory meets, in another iteration, an access to the
@@ -74,17 +77,22 @@ class AscendingLoops:
         exits = info["exits"]
         if len(exits) != 1 or exits[0].src is not info["latch"].src:
             return False  # the last iteration must run the same path as the others
-        if any(self.act.is_active(a) for a in h.args):
+        sums = self._running_sums(h, info)
+        if sums is None:
             return False
         accesses = []
         for b in body:
             term = b.last_op
             for dst, operands in zip(term.successors, self.flavor.successor_operands(term)):
-                if (dst is h or dst not in body) and any(self.act.is_active(v) for v in operands):
-                    return False
+                for i, v in enumerate(operands):
+                    if not self.act.is_active(v):
+                        continue
+                    if dst is h and sums.get(h.args[i]) is not v or dst is not h and dst not in body and v not in sums.values():
+                        return False
             for op in b.ops:
                 for r in op.results:
-                    if self.act.is_active(r) and any(u.operation.parent_block() not in body for u in r.uses):
+                    if (self.act.is_active(r) and r not in sums.values()
+                            and any(u.operation.parent_block() not in body for u in r.uses)):
                         return False
                 kind = memory_kind(op)
                 if kind in ("load", "store"):
@@ -113,6 +121,38 @@ class AscendingLoops:
                 if not self._apart_across_iterations(s, a, forms, declared, reach):
                     return False
         return True
+
+    def _running_sums(self, h: Block, info: dict) -> dict | None:
+        """{header argument: its next value} for the active header arguments, when each
+        is a running sum ``s' = s + t`` (or ``s - t``) whose partial values are used only
+        to carry it on (and after the loop): then the adjoint of every partial sum is the
+        adjoint of the final one, the same in every iteration. None when an active header
+        argument is anything else (its adjoint would differ from one iteration to the next)."""
+        body: set[Block] = info["body"]
+        latch = info["latch"]
+        term = latch.src.last_op
+        carried = self.flavor.successor_operands(term)[latch.slot]
+        sums = {}
+        for a in h.args:
+            if not self.act.is_active(a):
+                continue
+            nxt = carried[a.index]
+            if isinstance(nxt, BlockArgument) or not a.has_one_use():
+                return None
+            if not _adds_to(nxt.owner, a):
+                return None
+            for u in nxt.uses:
+                where = u.operation
+                if where.parent_block() not in body:
+                    continue
+                if where is not term:
+                    return None
+                for dst, operands in zip(term.successors, self.flavor.successor_operands(term)):
+                    for i, v in enumerate(operands):
+                        if v is nxt and (dst in body and dst is not h or dst is h and i != a.index):
+                            return None
+            sums[a] = nxt
+        return sums
 
     def _apart_across_iterations(self, s: Operation, a: Operation, forms: "_AffineForms", declared: set,
                                  reach: int | None) -> bool:
@@ -169,6 +209,18 @@ class AscendingLoops:
         blocks = [self.bmap[b] for b in body]
         blocks += [nb for e, nb in self.__dict__.get("_exit_blocks", {}).items() if e.src in body and e.dst in body]
         return any(isinstance(op, ez.PushOp) for nb in blocks for op in nb.ops)
+
+
+def _adds_to(op: Operation, a: SSAValue) -> bool:
+    """``op`` is ``a + t``, ``t + a``, ``a - t`` or ``x * y + a`` (fma, fmuladd), ``a`` in
+    no other operand."""
+    if isinstance(op, llvm.FAddOp):
+        return a in op.operands and op.operands[0] is not op.operands[1]
+    if isinstance(op, llvm.FSubOp):
+        return op.operands[0] is a and op.operands[1] is not a
+    if isinstance(op, llvm.CallIntrinsicOp) and op.intrin.data.startswith(("llvm.fmuladd.", "llvm.fma.")):
+        return len(op.operands) == 3 and op.operands[2] is a and a not in op.operands[:2]
+    return False
 
 
 def _explain(fname: str, h: Block, body: set[Block]) -> None:

@@ -1180,7 +1180,8 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
 
     def _count_down(self, h: Block, arg_adj: list[SSAValue | None]) -> None:
         """Reverse of a counted loop header: iteration 0 leaves through the entry
-        edge, any other goes to the previous iteration's back edge."""
+        edge, any other goes to the previous iteration's back edge (counting down;
+        make_ascending may turn the count around afterwards, see autodiff/ascending.py)."""
         info = self.counted[h]
         E = self.E
         k = self._iteration(h)
