@@ -32,6 +32,12 @@ The iterations of loop ``L`` commute in the reverse sweep when
 - the forward sweep tapes nothing inside ``L`` on a stack: a LIFO cache can only be
   read backwards (indexed caches are read at the iteration number, any order).
 
+One more condition is about speed, not correctness: ``L``'s iteration must not pick
+tape slots inside a region that an enclosing loop picks too (tape.py records these
+loops). The enclosing loop still runs downwards, so ``L`` running upwards would read
+the tape in short ascending runs, each further down: a saw-tooth that defeats the
+hardware prefetchers (a GMM gradient with 25 MB of tape: 30% slower).
+
 The reverse loop is first emitted counting down (ReverseGenerator._count_down);
 when ``L`` qualifies, ``make_ascending`` turns the count around: the exit route
 stores the last iteration's number in a second slot and starts at 0, and the
@@ -85,9 +91,10 @@ class AscendingLoops:
             term = b.last_op
             for dst, operands in zip(term.successors, self.flavor.successor_operands(term)):
                 for i, v in enumerate(operands):
-                    if not self.act.is_active(v):
-                        continue
-                    if dst is h and sums.get(h.args[i]) is not v or dst is not h and dst not in body and v not in sums.values():
+                    if not self.act.is_active(v) or dst in body and dst is not h:
+                        continue  # within an iteration
+                    carried_on = sums.get(h.args[i]) is v if dst is h else v in sums.values()
+                    if not carried_on:
                         return False
             for op in b.ops:
                 for r in op.results:
@@ -178,7 +185,7 @@ class AscendingLoops:
         (called once the whole reverse sweep exists)."""
         for h in self.commuting & set(self._count_ops):
             info = self.counted[h]
-            if self._stack_taped_in(info["body"]):
+            if self._stack_taped_in(info["body"]) or h in self.__dict__.get("strided_tape_loops", ()):
                 continue
             _explain(self.fname, h, info["body"])
             cmp_op, step_op, step_set = self._count_ops[h]

@@ -59,7 +59,9 @@ from zymase.ir.enzyme import Activity
 UNSEEN_WRITES = "<memory a called function may write>"
 
 
-class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwarding, AscendingLoops):
+class ReverseGenerator(
+    ShadowCode, IndexedCaches, MinCutRecompute, StoreForwarding, AscendingLoops
+):
     def __init__(self, ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts: Sequence[Activity], name: str):
         self.ctx = ctx
         self.flavor = ctx.flavor
@@ -782,6 +784,7 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
                 same = frozenset(h for h in nest.headers if primal is not None and self._same_each_iteration(primal, h))
                 explain_tape(self.fname, w, f"on a loop exit, indexed by {len(nest.headers) - len(same)} of "
                              f"{len(nest.headers)} loops")
+                self._note_slot_order(nest, same)
                 cache = self._new_indexed_cache(nest, w.type)
                 self._store_indexed(nest, cache, nb, w, same)
                 item = (cache, slot, nest, same)

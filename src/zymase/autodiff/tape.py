@@ -199,6 +199,7 @@ class IndexedCaches:
             return None
         same = frozenset(h for h in nest.headers if v is not None and self._same_each_iteration(v, h))
         explain_tape(self.fname, w, f"indexed by {len(nest.headers) - len(same)} of {len(nest.headers)} loops")
+        self._note_slot_order(nest, same)
         cache = self._new_indexed_cache(nest, w.type)
         self._store_indexed(nest, cache, self.bmap[self.cur], w, same)
         # reverse: read the same slot at the top of the current reverse block
@@ -214,6 +215,18 @@ class IndexedCaches:
         value = E.v(ez.CacheLoadOp(cache, idx))
         E.block, E.anchor = saved
         return value
+
+    def _note_slot_order(self, nest: LoopNest, same: frozenset) -> None:
+        """Record in ``strided_tape_loops`` the loops whose iteration picks a slot inside
+        a region of the tape that an enclosing loop also picks (the nest's outer loops, or
+        the runs of a nest inside another loop). The reverse sweep reads the tape
+        backwards, in step with the forward sweep's writes; one of these loops reversed
+        in ascending order inside a descending one would read it in a saw-tooth that the
+        hardware prefetchers do not follow (see autodiff/ascending.py)."""
+        indexed = [h for h in nest.headers if h not in same]
+        if indexed and self._runs_once(nest.outer):
+            indexed.pop()  # the outermost loop reads its region end to end, either way
+        self.__dict__.setdefault("strided_tape_loops", set()).update(indexed)
 
     def _emit_at_top(self, rb: Block, anchor: Operation | None) -> None:
         if anchor is None:
