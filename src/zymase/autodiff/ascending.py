@@ -69,6 +69,8 @@ _K = "k"
 _ONE = 1
 #: iteration distances tried when two ranges might meet (|stride| tiny against the size)
 _MAX_DISTANCES = 64
+#: store/access pairs compared per loop at most (a larger loop body stays descending)
+_MAX_PAIRS = 20000
 
 
 class AscendingLoops:
@@ -129,6 +131,8 @@ class AscendingLoops:
         stores = [op for op in accesses if isinstance(op, llvm.StoreOp)]
         if not stores:
             return False  # for speed: see the module's docstring
+        if len(stores) * len(accesses) > _MAX_PAIRS:
+            return False  # compile time: every pair is compared
         for s in stores:
             for a in accesses:
                 if not self._apart_across_iterations(s, a, forms, declared, reach):
