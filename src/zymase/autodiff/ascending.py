@@ -184,11 +184,7 @@ class AscendingLoops:
         rs, ra = self._roots(s.ptr), self._roots(a.ptr)
         if rs is None or ra is None:
             return False
-        return not any(
-            r is x or (self._outside(r) and self._outside(x) and not (self._noalias(r) or self._noalias(x)))
-            for r in rs
-            for x in ra
-        )
+        return not any(self._may_share(r, x) for r in rs for x in ra)
 
     def make_ascending(self, gop: Operation) -> None:
         """Turn the reverse of each qualifying counted loop into an ascending count

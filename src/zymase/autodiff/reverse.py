@@ -59,9 +59,7 @@ from zymase.ir.enzyme import Activity
 UNSEEN_WRITES = "<memory a called function may write>"
 
 
-class ReverseGenerator(
-    ShadowCode, IndexedCaches, MinCutRecompute, StoreForwarding, AscendingLoops
-):
+class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwarding, AscendingLoops):
     def __init__(self, ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts: Sequence[Activity], name: str):
         self.ctx = ctx
         self.flavor = ctx.flavor
@@ -852,12 +850,16 @@ class ReverseGenerator(
         if roots is None or written is None:
             return False
         for r in roots:
-            for x in written:
-                if r is x or (self._outside(r) and self._outside(x) and not (self._noalias(r) or self._noalias(x))):
-                    return False
+            if any(self._may_share(r, x) for x in written):
+                return False
             if UNSEEN_WRITES in written and not self._outside(r) and self._escapes(r):
                 return False  # an opaque call may write it through the escaped address
         return True
+
+    def _may_share(self, r, x) -> bool:
+        """Whether roots ``r`` and ``x`` may be the same memory: one object, or two that
+        come from outside (arguments, globals) with neither a ``noalias`` argument."""
+        return r is x or (self._outside(r) and self._outside(x) and not (self._noalias(r) or self._noalias(x)))
 
     def _escapes(self, alloc: Operation) -> bool:
         from zymase.analysis.memory import address_escapes
