@@ -14,7 +14,8 @@ rule text serve ``arith.mulf`` and ``llvm.fmul``.
 from __future__ import annotations
 
 import math as _pymath
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 from zymase.autodiff.type_rules import TYPES
 from zymase.autodiff.type_rules import is_differentiable_type as _has_type_rule
@@ -91,6 +92,27 @@ class Flavor:
 
     def is_constant(self, op: Operation) -> bool: ...
 
+    # ----- fast-math flags ----------------------------------------------------------
+    def fast_math(self, op: Operation) -> frozenset[str]:
+        """The fast-math flags of ``op`` by LLVM name (``reassoc``, ``nsz``, ...)."""
+        return frozenset()
+
+    def set_fast_math(self, op: Operation, flags: frozenset[str]) -> None:
+        """Give ``op`` the flags, when it is float arithmetic that carries them."""
+
+
+def derivative_flags(primal: frozenset[str]) -> frozenset[str]:
+    """The fast-math flags of the arithmetic a rule builds for a primal op with flags
+    ``primal``. The programmer's permission for the op extends to its derivative: a sum
+    declared order-free (``#pragma clang fp reassociate``, ``-ffast-math``) has order-free
+    adjoint terms. ``reassoc`` comes with ``nsz`` because LLVM reassociates only
+    operations that have both (its Reassociate pass factors ``q*a + q*b`` into
+    ``q*(a + b)`` only then), and the sign of a zero is already insignificant where these
+    terms go: into adjoint accumulations, which carry ``nsz`` anyway."""
+    if "reassoc" in primal:
+        return primal | {"nsz"}
+    return primal
+
 
 class Emitter:
     """Builds ops of one flavor at an insertion point (before ``anchor`` or at the end
@@ -101,6 +123,8 @@ class Emitter:
         self.module = module
         self.block: Block | None = None
         self.anchor: Operation | None = None
+        # fast-math flags of the float arithmetic built now (see derivative_of)
+        self.flags: frozenset[str] = frozenset()
 
     def at_end(self, block: Block) -> "Emitter":
         self.block, self.anchor = block, None
@@ -121,6 +145,23 @@ class Emitter:
     def v(self, op: Operation) -> SSAValue:
         return self.insert(op).results[0]
 
+    @contextmanager
+    def derivative_of(self, op: Operation) -> Iterator[None]:
+        """Float arithmetic built inside (a rule's adjoint or tangent terms for ``op``)
+        carries the flags ``derivative_flags`` derives from ``op``'s fast-math flags."""
+        saved = self.flags
+        self.flags = derivative_flags(self.flavor.fast_math(op))
+        try:
+            yield
+        finally:
+            self.flags = saved
+
+    def float_op(self, op: Operation) -> SSAValue:
+        """Insert float arithmetic ``op``, with the flags of the derivative being built."""
+        if self.flags:
+            self.flavor.set_fast_math(op, self.flags)
+        return self.v(op)
+
     # Arithmetic on SSA values; the result has the type of the first operand.
     def const(self, value: float, typ: Attribute) -> SSAValue:
         return self.v(self.flavor.const(value, typ))
@@ -140,7 +181,7 @@ class Emitter:
         """``a + b``; a differentiable type's rule decides how (adjoint accumulation
         and tangent sums of plug-in types go through here)."""
         rule = TYPES.lookup(a.type)
-        return rule.add(self, a, b) if rule is not None else self.v(self.flavor.binary("add", a, b))
+        return rule.add(self, a, b) if rule is not None else self.float_op(self.flavor.binary("add", a, b))
 
     def accumulate(self, total, contrib):
         """``total + contrib`` for adjoint accumulation. A sum of adjoint
@@ -154,16 +195,16 @@ class Emitter:
         return out
 
     def sub(self, a, b):
-        return self.v(self.flavor.binary("sub", a, b))
+        return self.float_op(self.flavor.binary("sub", a, b))
 
     def mul(self, a, b):
-        return self.v(self.flavor.binary("mul", a, b))
+        return self.float_op(self.flavor.binary("mul", a, b))
 
     def div(self, a, b):
-        return self.v(self.flavor.binary("div", a, b))
+        return self.float_op(self.flavor.binary("div", a, b))
 
     def neg(self, a):
-        return self.v(self.flavor.neg(a))
+        return self.float_op(self.flavor.neg(a))
 
     def select(self, c, a, b):
         return self.v(self.flavor.select(c, a, b))
@@ -408,6 +449,14 @@ class LLVMFlavor(Flavor):
     def is_constant(self, op):
         return isinstance(op, (llvm.ConstantOp, llvm.ZeroOp, llvm.UndefOp, llvm.AddressOfOp))
 
+    def fast_math(self, op):
+        attr = op.properties.get("fastmathFlags")
+        return frozenset(str(f) for f in attr.data) if isinstance(attr, llvm.FastMathAttr) else frozenset()
+
+    def set_fast_math(self, op, flags):
+        if isinstance(op, (*self._BIN.values(), llvm.FNegOp)):
+            op.properties["fastmathFlags"] = llvm.FastMathAttr(tuple(llvm.FastMathFlag(f) for f in sorted(flags)))
+
 
 def _filter_passthrough(attr):
     """Keep target attributes on generated functions, drop attributes that would be
@@ -562,6 +611,14 @@ class StdFlavor(Flavor):
 
     def is_constant(self, op):
         return isinstance(op, arith.ConstantOp)
+
+    def fast_math(self, op):
+        attr = op.properties.get("fastmath")
+        return frozenset(attr.data) if isinstance(attr, arith.FastMathFlagsAttr) else frozenset()
+
+    def set_fast_math(self, op, flags):
+        if isinstance(op, (*self._BIN.values(), arith.NegfOp)):
+            op.properties["fastmath"] = arith.FastMathFlagsAttr(tuple(sorted(flags)))
 
 
 LLVM = LLVMFlavor()

@@ -126,7 +126,8 @@ class ForwardGenerator(ShadowCode):
         if rule is None:
             raise no_rule_error(op, self.fname)
         tangents = [self.tmap.get(o) if self.act.is_active(o) else None for o in op.operands]
-        outs = rule.forward(self, op, tangents)
+        with E.derivative_of(op):
+            outs = rule.forward(self, op, tangents)
         for r, t in zip(op.results, outs):
             if self.act.is_active(r):
                 self.tmap[r] = t if t is not None else E.zero(r.type)

@@ -1233,7 +1233,8 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
         rule = self.ctx.rule_for(op)
         if rule is None:
             raise no_rule_error(op, self.fname)
-        contribs = rule.reverse(self, op, dys)
+        with self.E.derivative_of(op):
+            contribs = rule.reverse(self, op, dys)
         if self._select_guarded(op):
             contribs = self._strong_zero(dys[0], contribs)
         for operand, c in zip(op.operands, contribs):

@@ -79,7 +79,7 @@ def _float_zero(E: "Emitter", t: Attribute) -> SSAValue:
 
 
 def _float_add(E: "Emitter", a: SSAValue, b: SSAValue) -> SSAValue:
-    return E.v(E.flavor.binary("add", a, b))
+    return E.float_op(E.flavor.binary("add", a, b))
 
 
 FLOAT = TypeRule(zero=_float_zero, add=_float_add)
