@@ -71,3 +71,44 @@ def test_tangents_carry_the_flags_too(tmp_path):
     [plain] = [t for n, t in fns.items() if n.startswith("fwddiffe") and n.endswith("ordered")]
     assert "reassoc nsz" in _fmul_flags(fwd)
     assert all(f == "" for f in _fmul_flags(plain))
+
+
+NORMALIZE = r"""
+#include <math.h>
+__attribute__((noinline)) static double mag(const double *restrict x, int n) {
+#pragma clang fp reassociate(on)
+    double s = 0.0;
+    for (int i = 0; i < n; i++)
+        s += x[i] * x[i];
+    return sqrt(s);
+}
+double objective(const double *restrict in, double *restrict out, const double *restrict w, int n) {
+#pragma clang fp reassociate(on)
+    for (int i = 0; i < n; i++)
+        out[i] = in[i] / mag(in, n);
+    double s = 0.0;
+    for (int i = 0; i < n; i++)
+        s += w[i] * out[i];
+    return s;
+}
+extern void __enzyme_autodiff(void *, ...);
+extern int enzyme_dup, enzyme_dupnoneed, enzyme_const;
+void grad(const double *in, double *din, double *out, double *dout, const double *w, int n) {
+    __enzyme_autodiff((void *)objective, enzyme_dup, in, din, enzyme_dupnoneed, out, dout, enzyme_const, w,
+                      enzyme_const, n);
+}
+"""
+
+
+def test_divisions_keep_their_reciprocal_out_of_the_loop(tmp_path):
+    """With ``reassoc`` on the adjoint's division, LLVM turned ``(dy / (2 |x|)) * x_i`` into
+    ``(dy * x_i) / (2 |x|)``: a division per element instead of one before the loop."""
+    src = tmp_path / "normalize.c"
+    src.write_text(NORMALIZE)
+    ll = toolchain.optimize(
+        differentiate_llvm_ir(toolchain.c_to_llvm_ir(src, ["-fno-math-errno"], 2), str(src), 2, Timings()), 2
+    )
+    body = ll[ll.index("@grad(") :]
+    body = body[: body.index("\n}\n")]
+    assert "fdiv" in body
+    assert not re.search(r"fdiv [a-z ]*<\d+ x double>", body), "a division per element in the gradient"
