@@ -5,6 +5,8 @@ in a later one::
 
     for (j = 0; j < d; j++) xc[j] = x[j] - mu[j];      // loop A: the only store to xc
     for (i = 0; i < d; i++) ... xc[i] ...              // loop B, same range as A
+    for (r = 0; r < d; r++)
+        for (i = 0; i <= r; i++) ... xc[i] ...         // a triangular loop B within it
     ... xo[2] ...                                       // a constant index
 
 ``xc`` is overwritten on the next run of the enclosing loop, so the reverse sweep
@@ -20,8 +22,9 @@ A load ``v`` is forwarded when all of this holds (the checks keep it exact):
   undefined anyway), at ``base + s*iv + c'`` with the same ``base`` value, where
   ``iv`` is the induction variable (``+1`` per iteration) of a counted loop A
   whose every iteration runs the store;
-* ``t`` is the induction variable of a counted loop B with A's range (same start,
-  same bound, same exit test) and ``c == c'``, or there is no ``t`` and
+* ``t`` is the induction variable of a counted loop B within A's range (same start,
+  a bound at most A's: the same, or the inner loop of a triangular nest, see
+  ``_bound_within``) and ``c == c'``, or there is no ``t`` and
   ``(c - c') / s`` is an integer in A's constant range;
 * the load runs after a complete run of A in the same iteration of the loops
   around A: it is reached only through A's exit, and within A's parent loop no
@@ -92,7 +95,9 @@ class StoreForwarding:
             if t_scale != scale or c != c_store or not isinstance(t, BlockArgument):
                 return None
             other = self._unit_loop(t.block, t)
-            if other is None or not _same_range(loop, other):
+            if other is None or not _same_value(other["init"], loop["init"]):
+                return None
+            if not self._bound_within(other["bound"], loop["bound"]):
                 return None
             index = t
         if not self._after_complete_run(loop, header, load.parent_block()):
@@ -203,6 +208,53 @@ class StoreForwarding:
         cache[key] = {"init": init, "bound": test.rhs, "test": form, "body": info["body"], "latch": latch}
         return cache[key]
 
+    def _bound_within(self, b: SSAValue, a: SSAValue) -> bool:
+        """Whether loop bound ``b`` is at most bound ``a`` wherever ``b`` is used: the same
+        value, or ``x + k`` (``k`` >= 0, or no addition) for ``x`` an induction variable of
+        a loop R around the use that counts up to ``a``, with ``x <= a - 1 + offset`` and
+        ``offset + k <= 1``. That is the inner loop of a triangular nest, ``c <= r`` or
+        ``c < r``, inside ``r < a``: in LLVM IR its bound is ``r + 1`` or a second
+        induction variable of R that starts at 1."""
+        if _same_value(b, a):
+            return True
+        x, k = b, 0
+        if not isinstance(b, BlockArgument) and isinstance(b.owner, llvm.AddOp):
+            step = constant_int(b.owner.operands[1])
+            if step is None or step < 0:
+                return False
+            x, k = b.owner.operands[0], step
+        found = self._counting_offset(x)
+        if found is None:
+            return False
+        outer, offset = found
+        return offset + k <= 1 and _same_value(outer["bound"], a)
+
+    def _counting_offset(self, x: SSAValue) -> tuple[dict, int] | None:
+        """``(R, offset)`` when ``x`` is an argument of the header of a counted loop R
+        (``_unit_loop``) that equals R's induction variable plus ``offset`` in every
+        iteration: R's induction variable itself, or an argument that starts at a
+        constant and goes up by one per iteration when R's starts at a constant."""
+        if not isinstance(x, BlockArgument) or x.block not in self.counted:
+            return None
+        header = x.block
+        own = self._unit_loop(header, x)
+        if own is not None:
+            return own, 0
+        info = self.counted[header]
+        ops = self.flavor.successor_operands
+        nxt = ops(info["latch"].src.last_op)[info["latch"].slot][x.index]
+        start = constant_int(ops(info["entry"].src.last_op)[info["entry"].slot][x.index])
+        if start is None or isinstance(nxt, BlockArgument) or not isinstance(nxt.owner, llvm.AddOp):
+            return None
+        if nxt.owner.operands[0] is not x or constant_int(nxt.owner.operands[1]) != 1:
+            return None
+        for arg in header.args:
+            outer = self._unit_loop(header, arg) if arg is not x else None
+            first = constant_int(outer["init"]) if outer is not None else None
+            if first is not None:
+                return outer, start - first
+        return None
+
     def _after_complete_run(self, loop: dict, header: Block, where: Block) -> bool:
         """Whether ``where`` runs only after a complete run of the loop, in the same
         iteration of the loops around it: the loop's exit edge dominates ``where``,
@@ -272,10 +324,6 @@ def _pure_cheap(op: Operation) -> bool:
     if isinstance(op, llvm.CallIntrinsicOp):
         return op.intrin.data.startswith(_CHEAP_INTRINSICS)
     return isinstance(op, _CHEAP_OPS + (llvm.ConstantOp,))
-
-
-def _same_range(a: dict, b: dict) -> bool:
-    return a["test"] == b["test"] and _same_value(a["init"], b["init"]) and _same_value(a["bound"], b["bound"])
 
 
 def _same_value(x: SSAValue, y: SSAValue) -> bool:
