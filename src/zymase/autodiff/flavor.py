@@ -101,6 +101,9 @@ class Flavor:
         """Give ``op`` the flags when it is a float add, subtraction, product or negation."""
 
 
+_DERIVATIVE_FLAGS = frozenset({"reassoc", "nsz", "contract"})
+
+
 def derivative_flags(primal: frozenset[str]) -> frozenset[str]:
     """The fast-math flags of the arithmetic a rule builds for a primal op with flags
     ``primal``. The programmer's permission for the op extends to its derivative: a sum
@@ -111,10 +114,13 @@ def derivative_flags(primal: frozenset[str]) -> frozenset[str]:
     terms go: into adjoint accumulations, which carry ``nsz`` anyway. Divisions get no
     flags (``set_fast_math`` skips them): with ``reassoc`` LLVM rewrites ``(dy / b) * x``
     as ``(dy * x) / b``, and a loop-invariant reciprocal scaling every element becomes a
-    division per element (the normalization's gradient took 1.5x as long)."""
-    if "reassoc" in primal:
-        return primal | {"nsz"}
-    return primal
+    division per element (the normalization's gradient took 1.5x as long). Only the
+    flags about order and contraction carry over: a derivative can be infinite or NaN
+    where the primal is not (sqrt' at 0, the side of a select not taken), so ``nnan`` and
+    ``ninf`` would let LLVM fold away the guards against 0 * inf (``-ffast-math`` primal
+    code has them all)."""
+    kept = primal & _DERIVATIVE_FLAGS
+    return kept | {"nsz"} if "reassoc" in kept else kept
 
 
 class Emitter:
