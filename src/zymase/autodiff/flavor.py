@@ -43,7 +43,7 @@ from zymase.ir import (
     math,
 )
 
-_ACCUMULATION_FLAGS = llvm.FastMathAttr((llvm.FastMathFlag.REASSOC, llvm.FastMathFlag.NO_SIGNED_ZEROS))
+_ACCUMULATION_FLAGS = frozenset({"reassoc", "nsz"})
 
 # LLVM intrinsics the llvm flavor may call by neutral name (all exist in LLVM >= 19).
 _LLVM_INTRINSICS = {
@@ -199,8 +199,8 @@ class Emitter:
         ignore signed zeros (``0.0 + x`` folds to ``x``: a shadow zeroed by one op
         and accumulated into by the next stays in a register)."""
         out = self.add(total, contrib)
-        if not isinstance(out, BlockArgument) and isinstance(out.owner, llvm.FAddOp):
-            out.owner.properties["fastmathFlags"] = _ACCUMULATION_FLAGS
+        if not isinstance(out, BlockArgument):
+            self.flavor.set_fast_math(out.owner, _ACCUMULATION_FLAGS)
         return out
 
     def sub(self, a, b):

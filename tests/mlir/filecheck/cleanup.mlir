@@ -13,6 +13,6 @@ func.func @dsquare(%x: f64, %seed: f64) -> f64 {
 // CHECK:       func.func private @diffesquare(%[[X:.*]]: f64, %[[S:.*]]: f64) -> f64 {
 // CHECK-NEXT:    %[[A:.*]] = arith.mulf %[[S]], %[[X]] : f64
 // CHECK-NEXT:    %[[B:.*]] = arith.mulf %[[X]], %[[S]] : f64
-// CHECK-NEXT:    %[[C:.*]] = arith.addf %[[A]], %[[B]] : f64
+// CHECK-NEXT:    %[[C:.*]] = arith.addf %[[A]], %[[B]] fastmath<reassoc,nsz> : f64
 // CHECK-NEXT:    func.return %[[C]] : f64
 // CHECK-NEXT:  }

@@ -130,7 +130,7 @@ func.func @dbranch(%x: f64, %n: index) -> f64 {
 // CLEAN-NEXT:      }
 // CLEAN-NEXT:      scf.yield %[[DAB]], %[[DXB]] : f64, f64
 // CLEAN-NOT:     enzyme.
-// CLEAN:         %[[SUM:.*]] = arith.addf %[[DX]], %[[DA]] : f64
+// CLEAN:         %[[SUM:.*]] = arith.addf %[[DX]], %[[DA]] fastmath<reassoc,nsz> : f64
 // CLEAN-NEXT:    func.return %[[SUM]] : f64
 
 // NOCELL-LABEL: func.func private @diffebranch(
