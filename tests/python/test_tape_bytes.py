@@ -63,17 +63,21 @@ int main(int argc, char **argv) {
 K, D = 4, 8
 
 
-@pytest.fixture(scope="module")
-def program(tmp_path_factory, zymase_cli):
-    tmp = tmp_path_factory.mktemp("tape_bytes")
-    src = tmp / "mixture.c"
-    src.write_text(SOURCE)
-    exe = tmp / "mixture"
+def _build_counting(tmp, name: str, source: str, zymase_cli):
+    """``source`` built with ``zymase cc -O2`` and ``ZYMASE_TAPE_STATS=1`` as ``tmp/name``."""
+    src = tmp / f"{name}.c"
+    src.write_text(source)
+    exe = tmp / name
     env = dict(os.environ, ZYMASE_TAPE_STATS="1")
     build = subprocess.run([*zymase_cli, "cc", "-O2", str(src), "-o", str(exe)], capture_output=True, text=True,
                            env=env, cwd=tmp, timeout=300)
     assert build.returncode == 0, build.stderr
     return exe
+
+
+@pytest.fixture(scope="module")
+def program(tmp_path_factory, zymase_cli):
+    return _build_counting(tmp_path_factory.mktemp("tape_bytes"), "mixture", SOURCE, zymase_cli)
 
 
 def _tape_bytes(exe, n: int) -> int:
@@ -171,13 +175,7 @@ def test_a_scratch_read_by_a_triangular_loop_is_rebuilt_not_taped(tmp_path, zyma
     # sweep (autodiff/forwarding.py, _bound_within) instead of taping d (d + 1) / 2 values
     # per point. What stays: the row sums a (d doubles per point) and about 8 bytes of
     # bookkeeping per row.
-    src = tmp_path / "triangle.c"
-    src.write_text(TRIANGLE)
-    exe = tmp_path / "triangle"
-    env = dict(os.environ, ZYMASE_TAPE_STATS="1")
-    build = subprocess.run([*zymase_cli, "cc", "-O2", str(src), "-o", str(exe)], capture_output=True, text=True,
-                           env=env, cwd=tmp_path, timeout=300)
-    assert build.returncode == 0, build.stderr
+    exe = _build_counting(tmp_path, "triangle", TRIANGLE, zymase_cli)
     d = 8
     runs = [subprocess.run([str(exe), str(n), str(d)], capture_output=True, text=True, timeout=60) for n in (1, 9)]
     assert all(r.returncode == 0 for r in runs), [r.stderr for r in runs]
@@ -201,11 +199,6 @@ int main(void) {
 def test_the_counter_links_when_no_derivative_tapes_anything(tmp_path, zymase_cli):
     # the counter used to be defined only along with the tape runtime: reading it in a
     # program whose derivatives tape nothing failed to link
-    src = tmp_path / "square.c"
-    src.write_text(NOTHING_TAPED)
-    exe = tmp_path / "square"
-    built = subprocess.run([*zymase_cli, "cc", "-O2", str(src), "-o", str(exe)], capture_output=True, text=True,
-                           env=dict(os.environ, ZYMASE_TAPE_STATS="1"), timeout=300)
-    assert built.returncode == 0, built.stderr
+    exe = _build_counting(tmp_path, "square", NOTHING_TAPED, zymase_cli)
     run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
     assert run.returncode == 0 and run.stdout.split() == ["6", "0"], run.stdout + run.stderr
