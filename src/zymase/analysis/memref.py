@@ -194,3 +194,57 @@ class MemrefModel:
             location=location_of(load),
             hint="mark the memref enzyme_dup and pass a shadow array after it",
         )
+
+
+# ---- what a function writes (for re-reading memory in the reverse sweep) -------------
+
+_READ_ONLY = (memref.LoadOp, memref.DimOp, memref.SubviewOp, memref_ext.CastOp, memref.AllocOp, memref.AllocaOp,
+              memref.GetGlobalOp)
+"""memref ops that write no memory they are given (allocations write only new memory)."""
+
+
+def memref_roots(v: SSAValue, entry) -> set | None:
+    """The memory memref ``v`` views: arguments of block ``entry`` (the function's),
+    allocation ops and global names, through views; None when unknown (a region's
+    block argument, a call's result)."""
+    while not isinstance(v, BlockArgument) and isinstance(v.owner, _VIEWS):
+        v = v.owner.operands[0]
+    if isinstance(v, BlockArgument):
+        return {v} if v.block is entry else None
+    op = v.owner
+    if isinstance(op, _ALLOCATIONS):
+        return {op}
+    if isinstance(op, memref.GetGlobalOp):
+        return {op.name_.root_reference.data}
+    return None
+
+
+def written_memref_roots(region) -> set | None:
+    """The roots (see :func:`memref_roots`) of every memref that an op of ``region``
+    (nested regions included) may write or free; None when one is unknown."""
+    entry = region.blocks[0]
+    out: set = set()
+    for op in region.walk():
+        if isinstance(op, _READ_ONLY) or op.dialect_name() == "scf":
+            continue  # scf ops pass memrefs along; what their regions do is walked
+        if isinstance(op, memref.StoreOp):
+            targets = [op.memref]
+        elif isinstance(op, memref_ext.CopyOp):
+            targets = [op.destination]
+        else:  # a call, a dealloc, any other op given a memref: assume it writes it
+            targets = [o for o in op.operands if is_memref(o)]
+        for t in targets:
+            roots = memref_roots(t, entry)
+            if roots is None:
+                return None
+            out |= roots
+    return out
+
+
+def may_share_memory(a, b) -> bool:
+    """Whether two roots may be the same memory: one object, or two that come from
+    outside the function (arguments, globals), which may alias."""
+    def outside(r):
+        return isinstance(r, (BlockArgument, str))
+
+    return a is b or a == b or (outside(a) and outside(b))

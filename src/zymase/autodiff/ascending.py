@@ -189,7 +189,7 @@ class AscendingLoops:
     def make_ascending(self, gop: Operation) -> None:
         """Turn the reverse of each qualifying counted loop into an ascending count
         (called once the whole reverse sweep exists)."""
-        for h in self.commuting & set(self._count_ops):
+        for h in [h for h in self._count_ops if h in self.commuting]:  # in a fixed order: reproducible output
             info = self.counted[h]
             if self._stack_taped_in(info["body"]) or h in self.__dict__.get("strided_tape_loops", ()):
                 continue

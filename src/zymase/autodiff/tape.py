@@ -27,7 +27,8 @@ import sys
 from dataclasses import dataclass, field
 
 from zymase.analysis.trip_count import TripCount, constant_int, emit_trip_count, trip_count
-from zymase.ir import Block, BlockArgument, IntegerAttr, IntegerType, Operation, SSAValue, i64, llvm, location_of
+from zymase.ir import (Block, BlockArgument, IntegerAttr, IntegerType, Operation, SSAValue, arith, i64, llvm,
+                       location_of, math, memref)
 from zymase.ir import enzyme as ez
 from zymase.ir import llvm_ext
 from zymase.llvm.noalias_scopes import drop_scopes
@@ -332,6 +333,15 @@ _CHEAP_OPS = (
 )
 """Pure ops worth recomputing in the reverse sweep rather than taping their result."""
 
+_CHEAP_STD_OPS = (
+    arith.AddfOp, arith.SubfOp, arith.MulfOp, arith.DivfOp, arith.NegfOp, arith.AddiOp, arith.SubiOp,
+    arith.MuliOp, arith.AndIOp, arith.OrIOp, arith.XOrIOp, arith.ShLIOp, arith.ShRSIOp, arith.ShRUIOp,
+    arith.IndexCastOp, arith.ExtSIOp, arith.ExtUIOp, arith.TruncIOp, arith.ExtFOp, arith.TruncFOp,
+    arith.SIToFPOp, arith.UIToFPOp, arith.CmpiOp, arith.CmpfOp, arith.SelectOp, arith.MaxnumfOp,
+    arith.MinnumfOp, arith.MaximumfOp, arith.MinimumfOp, math.FmaOp, math.AbsFOp, math.CopySignOp,
+)
+"""The same for func/arith/math code (the structured reverse mode)."""
+
 _CHEAP_INTRINSICS = (
     "llvm.fmuladd.", "llvm.fma.", "llvm.fabs.", "llvm.copysign.", "llvm.smax.", "llvm.smin.",
     "llvm.umax.", "llvm.umin.", "llvm.maxnum.", "llvm.minnum.", "llvm.abs.",
@@ -418,33 +428,8 @@ class MinCutRecompute:
         return self._hoist_loop(v) is not None
 
     def _recompute(self, v: SSAValue, w: SSAValue) -> SSAValue | None:
-        if not self._recomputable(v, w):
-            return None
-        # Explore: node = forward value; kind "op" (recomputable) or "leaf" (taped).
-        pair: dict[SSAValue, SSAValue] = {w: v}
-        kind: dict[SSAValue, str] = {w: "op"}
-        users: dict[SSAValue, list[SSAValue]] = {}
-        work = [w]
-        ops = 1
-        while work:
-            x = work.pop()
-            xv = pair[x]
-            for ov, ow in zip(xv.owner.operands, x.owner.operands):
-                if ow in kind:
-                    users.setdefault(ow, []).append(x)
-                    continue
-                if self._free_in_reverse(ov, ow):
-                    continue
-                pair[ow] = ov
-                users.setdefault(ow, []).append(x)
-                if ops < _MAX_RECOMPUTED and self._recomputable(ov, ow):
-                    kind[ow] = "op"
-                    ops += 1
-                    work.append(ow)
-                else:
-                    kind[ow] = "leaf"
-        cut = _min_vertex_cut(kind, users, w, _tape_cost)
-        if cut == {w}:
+        cut = recompute_cut(v, w, self._recomputable, self._free_in_reverse)
+        if cut is None:
             return None
         if cut and self._hoist_loop(v) is not None:
             return None  # taping w once per run of an outer loop beats any per-iteration cut
@@ -468,6 +453,41 @@ class MinCutRecompute:
         return clone.results[0]
 
 
+def recompute_cut(v: SSAValue, w: SSAValue, recomputable, free) -> set[SSAValue] | None:
+    """The forward values to tape so that ``w`` (computed alongside primal ``v``) can
+    be rebuilt from them in the reverse sweep (empty: from free material alone), or
+    None when taping ``w`` itself is cheapest. ``recomputable(v, w)``: whether an
+    op may be run again; ``free(v, w)``: whether the reverse sweep has the value
+    without a per-iteration tape. See :class:`MinCutRecompute`."""
+    if not recomputable(v, w):
+        return None
+    # Explore: node = forward value; kind "op" (recomputable) or "leaf" (taped).
+    pair: dict[SSAValue, SSAValue] = {w: v}
+    kind: dict[SSAValue, str] = {w: "op"}
+    users: dict[SSAValue, list[SSAValue]] = {}
+    work = [w]
+    ops = 1
+    while work:
+        x = work.pop()
+        xv = pair[x]
+        for ov, ow in zip(xv.owner.operands, x.owner.operands):
+            if ow in kind:
+                users.setdefault(ow, []).append(x)
+                continue
+            if free(ov, ow):
+                continue
+            pair[ow] = ov
+            users.setdefault(ow, []).append(x)
+            if ops < _MAX_RECOMPUTED and recomputable(ov, ow):
+                kind[ow] = "op"
+                ops += 1
+                work.append(ow)
+            else:
+                kind[ow] = "leaf"
+    cut = _min_vertex_cut(kind, users, w, _tape_cost)
+    return None if cut == {w} else cut
+
+
 def is_pure(op: Operation) -> bool:
     """An op whose result depends on its operands only: arithmetic, and math
     intrinsics or libm functions that take no pointer."""
@@ -489,7 +509,7 @@ def is_pure(op: Operation) -> bool:
 def _tape_cost(x: SSAValue) -> int:
     """Bytes taped per iteration (scaled), a little less for loads, so that ties go
     to taping a load rather than recomputing it."""
-    is_load = not isinstance(x, BlockArgument) and isinstance(x.owner, llvm.LoadOp)
+    is_load = not isinstance(x, BlockArgument) and isinstance(x.owner, (llvm.LoadOp, memref.LoadOp))
     return 16 * _bytes(x.type) - (1 if is_load else 0)
 
 

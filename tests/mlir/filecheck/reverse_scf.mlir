@@ -4,8 +4,10 @@
 
 // Reverse mode at the structured level. acc <- sin(acc * x), n times: the reverse
 // is an scf.for over the same trip count carrying the adjoint of acc as its
-// iter_arg; the iterates are pushed in the forward loop, popped in the reverse one,
-// and remove-unnecessary-enzyme-ops turns that cache into a memref sized by the
+// iter_arg; the iterates are pushed in the forward loop, popped in the reverse one
+// (acc * x is computed again from the popped iterate, not pushed: the min-cut of
+// tape.recompute_cut tapes one value where two were needed), and
+// remove-unnecessary-enzyme-ops turns that cache into a memref sized by the
 // trip count, stored at the forward iteration and loaded at n - 1 - k. The
 // adjoint of %x, used inside the loop, is generated as an !enzyme.Gradient cell
 // (get/add/set in the reverse loop); the cleanup carries it as a second iter_arg
@@ -33,13 +35,14 @@ func.func @dloop(%x: f64, %n: index) -> f64 {
 // GEN:         scf.for %[[IV:.*]] = %{{.*}} to %[[N]] step %{{.*}} iter_args(%[[ACC:.*]] = %{{.*}}) -> (f64) {
 // GEN-NEXT:      enzyme.push %{{.*}}, %[[ACC]] : !enzyme.Cache<f64>, f64
 // GEN-NEXT:      %[[M:.*]] = arith.mulf %[[ACC]], %[[X]] : f64
-// GEN-NEXT:      enzyme.push %{{.*}}, %[[M]] : !enzyme.Cache<f64>, f64
+// GEN-NEXT:      math.sin %[[M]] : f64
 // GEN:         %[[SPAN:.*]] = arith.subi %[[N]], %{{.*}} : index
 // GEN-NEXT:    %[[Q:.*]] = arith.ceildivsi %[[SPAN]], %{{.*}} : index
 // GEN:         %[[TRIPS:.*]] = arith.maxsi %[[Q]], %{{.*}} : index
 // GEN:         scf.for %{{.*}} = %{{.*}} to %[[TRIPS]] step %{{.*}} iter_args(%[[DACC:.*]] = %[[SEED]]) -> (f64) {
-// GEN:           enzyme.pop %{{.*}} : !enzyme.Cache<f64> -> f64
-// GEN:           math.cos
+// GEN:           %[[POPPED:.*]] = enzyme.pop %{{.*}} : !enzyme.Cache<f64> -> f64
+// GEN-NEXT:      %[[M2:.*]] = arith.mulf %[[POPPED]], %[[X]] : f64
+// GEN-NEXT:      math.cos %[[M2]] : f64
 // GEN:           %[[D:.*]] = arith.mulf %[[DACC]], %{{.*}} : f64
 // GEN:           %[[DNEXT:.*]] = arith.mulf %[[D]], %[[X]] : f64
 // GEN:           enzyme.get %[[DX:.*]] : !enzyme.Gradient<f64> -> f64
@@ -71,9 +74,10 @@ func.func @dloop(%x: f64, %n: index) -> f64 {
 // NOCELL-NOT:     enzyme.
 // NOCELL:         func.return
 
-// scf.if in a loop: the reverse is an scf.if on the same condition; the value
-// computed in the taken branch comes back as a result of the forward scf.if and
-// through the loop's buffer.
+// scf.if in a loop: the reverse is an scf.if on the same condition. The product
+// computed in the taken branch is computed again there from the iterate, which the
+// loop's buffer keeps (it used to come back as a second result of the forward
+// scf.if, through a buffer of its own).
 func.func @branch(%x: f64, %n: index) -> f64 {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -116,13 +120,17 @@ func.func @dbranch(%x: f64, %n: index) -> f64 {
 // CLEAN-LABEL: func.func private @diffebranch(
 // CLEAN-SAME:      %[[X:.*]]: f64, %[[N:.*]]: index, %[[SEED:.*]]: f64)
 // CLEAN-NOT:     enzyme.
+// CLEAN:         %[[BUF:.*]] = memref.alloc(%{{.*}}) : memref<?xf64>
 // CLEAN:         memref.alloc(%{{.*}}) : memref<?xi1>
-// CLEAN:         %{{.*}}, %[[T:.*]] = scf.if %{{.*}} -> (f64, f64) {
-// CLEAN:         memref.store %[[T]], %{{.*}}[%{{.*}}] : memref<?xf64>
+// CLEAN:         scf.for %{{.*}} iter_args(%[[A:.*]] = %[[X]]) -> (f64) {
+// CLEAN-NEXT:      memref.store %[[A]], %[[BUF]][%{{.*}}] : memref<?xf64>
+// CLEAN:           scf.if %{{.*}} -> (f64) {
 // CLEAN:         %[[DA:.*]], %[[DX:.*]] = scf.for %{{.*}} iter_args(%[[DACC:.*]] = %[[SEED]], %[[DXA:.*]] = %{{.*}}) -> (f64, f64) {
 // CLEAN:           %[[C:.*]] = memref.load %{{.*}}[%{{.*}}] : memref<?xi1>
+// CLEAN:           %[[AR:.*]] = memref.load %[[BUF]][%{{.*}}] : memref<?xf64>
 // CLEAN:           %[[DXB:.*]], %[[DAB:.*]] = scf.if %[[C]] -> (f64, f64) {
-// CLEAN:             math.sin
+// CLEAN-NEXT:        %[[T:.*]] = arith.mulf %[[AR]], %[[X]] : f64
+// CLEAN-NEXT:        math.sin %[[T]] : f64
 // CLEAN:             %[[DXT:.*]] = arith.addf %[[DXA]], %{{.*}} : f64
 // CLEAN-NEXT:        scf.yield %[[DXT]], %{{.*}} : f64, f64
 // CLEAN-NEXT:      } else {

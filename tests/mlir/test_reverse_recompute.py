@@ -1,0 +1,190 @@
+"""Structured reverse mode computes cheap values again instead of caching them
+(structured.py with tape.recompute_cut): arith ops, and loads of memrefs that no op
+of the function writes, are re-run in the reverse loop, so a reduction over an
+input array needs no tape at all. Loads of memory the function writes (itself, or
+through another argument that may alias it) must still be cached: these cases
+check the values, where re-reading would give a wrong derivative."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import zymase.mlir
+from zymase.transforms.pipeline import run_passes
+
+CONST, ACTIVE, DUP, ACTIVENONEED = (
+    f"#enzyme<activity enzyme_{a}>" for a in ("const", "active", "dup", "activenoneed")
+)
+
+SOURCE = f"""
+// sum_i (w x_i)^2: nothing writes x, so the reverse loop reads x_i again
+func.func @sumsq(%x: memref<?xf64>, %w: f64) -> f64 {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = memref.dim %x, %c0 : memref<?xf64>
+  %z = arith.constant 0.0 : f64
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %z) -> (f64) {{
+    %v = memref.load %x[%i] : memref<?xf64>
+    %p = arith.mulf %w, %v : f64
+    %q = arith.mulf %p, %p : f64
+    %s = arith.addf %acc, %q : f64
+    scf.yield %s : f64
+  }}
+  func.return %r : f64
+}}
+// sum_i sin(w x_i), zeroing x_i after reading it: x_i must be cached
+func.func @consume(%x: memref<?xf64>, %w: f64) -> f64 {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = memref.dim %x, %c0 : memref<?xf64>
+  %z = arith.constant 0.0 : f64
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %z) -> (f64) {{
+    %v = memref.load %x[%i] : memref<?xf64>
+    %p = arith.mulf %w, %v : f64
+    %t = math.sin %p : f64
+    %s = arith.addf %acc, %t : f64
+    memref.store %z, %x[%i] : memref<?xf64>
+    scf.yield %s : f64
+  }}
+  func.return %r : f64
+}}
+// sum_i (w x_i)^2 writing y_i = 2 x_i: y may be x, so x_i must be cached
+func.func @twice(%x: memref<?xf64>, %y: memref<?xf64>, %w: f64) -> f64 {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %two = arith.constant 2.0 : f64
+  %n = memref.dim %x, %c0 : memref<?xf64>
+  %z = arith.constant 0.0 : f64
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %z) -> (f64) {{
+    %v = memref.load %x[%i] : memref<?xf64>
+    %p = arith.mulf %w, %v : f64
+    %q = arith.mulf %p, %p : f64
+    %s = arith.addf %acc, %q : f64
+    %v2 = arith.mulf %two, %v : f64
+    memref.store %v2, %y[%i] : memref<?xf64>
+    scf.yield %s : f64
+  }}
+  func.return %r : f64
+}}
+// a scratch buffer of w x_i (written here: its loads are cached), summed squared;
+// x is only read, and the product w x_i is computed again from it
+func.func @scratch(%x: memref<?xf64>, %w: f64) -> f64 {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = memref.dim %x, %c0 : memref<?xf64>
+  %z = arith.constant 0.0 : f64
+  %t = memref.alloc(%n) : memref<?xf64>
+  scf.for %i = %c0 to %n step %c1 {{
+    %v = memref.load %x[%i] : memref<?xf64>
+    %p = arith.mulf %w, %v : f64
+    %e = math.exp %p : f64
+    memref.store %e, %t[%i] : memref<?xf64>
+  }}
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %z) -> (f64) {{
+    %e = memref.load %t[%i] : memref<?xf64>
+    %v = memref.load %x[%i] : memref<?xf64>
+    %q = arith.mulf %e, %v : f64
+    %s = arith.addf %acc, %q : f64
+    scf.yield %s : f64
+  }}
+  memref.dealloc %t : memref<?xf64>
+  func.return %r : f64
+}}
+func.func @d_sumsq(%x: memref<?xf64>, %dx: memref<?xf64>, %w: f64) -> f64 {{
+  %one = arith.constant 1.0 : f64
+  %dw = enzyme.autodiff @sumsq(%x, %dx, %w, %one) {{activity = [{DUP}, {ACTIVE}], ret_activity = [{ACTIVENONEED}]}} : (memref<?xf64>, memref<?xf64>, f64, f64) -> f64
+  func.return %dw : f64
+}}
+func.func @d_consume(%x: memref<?xf64>, %w: f64) -> f64 {{
+  %one = arith.constant 1.0 : f64
+  %dw = enzyme.autodiff @consume(%x, %w, %one) {{activity = [{CONST}, {ACTIVE}], ret_activity = [{ACTIVENONEED}]}} : (memref<?xf64>, f64, f64) -> f64
+  func.return %dw : f64
+}}
+func.func @d_twice(%x: memref<?xf64>, %y: memref<?xf64>, %w: f64) -> f64 {{
+  %one = arith.constant 1.0 : f64
+  %dw = enzyme.autodiff @twice(%x, %y, %w, %one) {{activity = [{CONST}, {CONST}, {ACTIVE}], ret_activity = [{ACTIVENONEED}]}} : (memref<?xf64>, memref<?xf64>, f64, f64) -> f64
+  func.return %dw : f64
+}}
+func.func @d_scratch(%x: memref<?xf64>, %dx: memref<?xf64>, %w: f64) -> f64 {{
+  %one = arith.constant 1.0 : f64
+  %dw = enzyme.autodiff @scratch(%x, %dx, %w, %one) {{activity = [{DUP}, {ACTIVE}], ret_activity = [{ACTIVENONEED}]}} : (memref<?xf64>, memref<?xf64>, f64, f64) -> f64
+  func.return %dw : f64
+}}
+"""
+
+
+def _reverse_function(name: str) -> str:
+    """The derivative of ``name`` after the cleanup, as text."""
+    out = run_passes(SOURCE, "recompute", ["enzyme", "remove-unnecessary-enzyme-ops", "canonicalize", "cse"])
+    start = out.index(f"func.func private @diffe{name}(")
+    return out[start:out.index("\n  }\n", start)]
+
+
+def test_reduction_over_an_input_needs_no_tape():
+    text = _reverse_function("sumsq")
+    assert "memref.alloc" not in text and "enzyme." not in text, text
+    assert text.count("memref.load %0[") == 1, text  # x_i read again in the reverse loop
+
+
+@pytest.mark.parametrize("name", ["consume", "twice"])
+def test_loads_of_written_memory_are_cached(name):
+    text = _reverse_function(name)
+    assert "memref.alloc" in text, text  # the buffer holding x_i for the reverse loop
+
+
+def test_scratch_buffer_is_cached_and_the_input_is_read_again():
+    text = _reverse_function("scratch")
+    assert "memref.store %e_1, " in text, text  # what the second loop loads from the scratch is cached
+    assert "memref.store %v" not in text, text  # x_i is not: both reverse loops read it again
+
+
+@pytest.fixture(scope="module", params=[0, 2], ids=["O0", "O2"])
+def mod(request):
+    return zymase.mlir.compile(SOURCE, opt_level=request.param)
+
+
+def _fd(f, w, h=1e-6):
+    return (f(w + h) - f(w - h)) / (2 * h)
+
+
+X = np.random.default_rng(3).normal(size=37)
+W = 0.7
+
+
+def test_sumsq_gradient(mod):
+    dx = np.zeros_like(X)
+    dw = mod.d_sumsq(X, dx, W)
+    np.testing.assert_allclose(dw, 2 * W * np.sum(X * X), rtol=1e-13)
+    np.testing.assert_allclose(dx, 2 * W * W * X, rtol=1e-13)
+    assert dw == pytest.approx(_fd(lambda w: mod.sumsq(X, w), W), rel=1e-7)
+
+
+def test_consume_gradient(mod):
+    x = X.copy()
+    dw = mod.d_consume(x, W)
+    assert np.all(x == 0.0)  # the forward sweep ran the stores
+    np.testing.assert_allclose(dw, np.sum(np.cos(W * X) * X), rtol=1e-13)
+    assert dw == pytest.approx(_fd(lambda w: mod.consume(X.copy(), w), W), rel=1e-7)
+
+
+def test_twice_gradient_with_aliasing_arguments(mod):
+    x = X.copy()
+    dw = mod.d_twice(x, x, W)  # y is x: x_i is doubled right after it is read
+    np.testing.assert_allclose(x, 2 * X)
+    np.testing.assert_allclose(dw, 2 * W * np.sum(X * X), rtol=1e-13)
+
+    def f(w):
+        a = X.copy()
+        return mod.twice(a, a, w)
+
+    assert dw == pytest.approx(_fd(f, W), rel=1e-7)
+
+
+def test_scratch_gradient(mod):
+    dx = np.zeros_like(X)
+    dw = mod.d_scratch(X, dx, W)
+    e = np.exp(W * X)
+    np.testing.assert_allclose(dw, np.sum(e * X * X), rtol=1e-13)
+    np.testing.assert_allclose(dx, e + e * W * X, rtol=1e-13)
+    assert dw == pytest.approx(_fd(lambda w: mod.scratch(X, w), W), rel=1e-7)
