@@ -180,8 +180,9 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
         self.deferred_frees = self._find_deferred_frees()
         for f in self.deferred_frees.values():
             clones[f].parent_block().erase_op(clones[f])
-        # Which blocks need an edge index.
-        self.multi = {b for b in region.blocks if b is not orig_entry and len(self.in_edges[b]) > 1}
+        # Which blocks need an edge index (a dict, not a set: its order is the order of the
+        # iteration counters in the output, which must not change from run to run).
+        self.multi = dict.fromkeys(b for b in region.blocks if b is not orig_entry and len(self.in_edges[b]) > 1)
         self.edge_index: dict[Block, BlockArgument] = {}
         self._edge_pops: dict[Edge, list] = {}
         self._route_points: dict[Edge, Operation] = {}
