@@ -1,6 +1,7 @@
-"""Structured reverse mode computes cheap values again instead of caching them
-(structured.py with tape.recompute_cut): arith ops, and loads of memrefs that no op
-of the function writes, are re-run in the reverse loop, so a reduction over an
+"""Reverse mode of func/arith/memref code computes cheap values again instead of
+caching them (tape.recompute_cut, at the structured level and after lowering scf to
+branches): arith ops, loads of memrefs that no op of the function writes, and (on
+branches) induction variables are re-run in the reverse loop, so a reduction over an
 input array needs no tape at all. Loads of memory the function writes (itself, or
 through another argument that may alias it) must still be cached: these cases
 check the values, where re-reading would give a wrong derivative."""
@@ -114,11 +115,20 @@ func.func @d_scratch(%x: memref<?xf64>, %dx: memref<?xf64>, %w: f64) -> f64 {{
 """
 
 
-def _reverse_function(name: str) -> str:
+def _reverse_function(name: str, generator: str = "enzyme") -> str:
     """The derivative of ``name`` after the cleanup, as text."""
-    out = run_passes(SOURCE, "recompute", ["enzyme", "remove-unnecessary-enzyme-ops", "canonicalize", "cse"])
+    out = run_passes(SOURCE, "recompute", [generator, "remove-unnecessary-enzyme-ops", "canonicalize", "cse"])
     start = out.index(f"func.func private @diffe{name}(")
     return out[start:out.index("\n  }\n", start)]
+
+
+def test_on_branches_only_the_trip_count_is_cached():
+    """After lowering scf to branches (enzyme-cfg): x_i is read again at the induction
+    variable rebuilt from the iteration counter; the only cache holds the trip count,
+    pushed once. Where x is written, x_i goes on a cache."""
+    text = _reverse_function("sumsq", "enzyme-cfg")
+    assert "!enzyme.Cache<f64>" not in text and text.count("enzyme.push") == 1, text
+    assert "!enzyme.Cache<f64>" in _reverse_function("twice", "enzyme-cfg")
 
 
 def test_reduction_over_an_input_needs_no_tape():
@@ -139,9 +149,10 @@ def test_scratch_buffer_is_cached_and_the_input_is_read_again():
     assert "memref.store %v" not in text, text  # x_i is not: both reverse loops read it again
 
 
-@pytest.fixture(scope="module", params=[0, 2], ids=["O0", "O2"])
+@pytest.fixture(scope="module", params=[(0, True), (2, True), (2, False)], ids=["O0", "O2", "O2-branches"])
 def mod(request):
-    return zymase.mlir.compile(SOURCE, opt_level=request.param)
+    level, structured = request.param
+    return zymase.mlir.compile(SOURCE, opt_level=level, structured_ad=structured)
 
 
 def _fd(f, w, h=1e-6):

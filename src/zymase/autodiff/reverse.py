@@ -49,10 +49,14 @@ from zymase.autodiff.names import ABANDONED
 from zymase.transforms.inline import hoist_allocas
 from zymase.autodiff.forwarding import StoreForwarding
 from zymase.autodiff.tape import IndexedCaches, MinCutRecompute, explain_tape
-from zymase.ir import (Block, BlockArgument, IntegerAttr, IntegerType, Operation, SSAValue, StringAttr, i8, i32, i64,
-                       is_float_type, llvm)
+from zymase.ir import (Block, BlockArgument, IndexType, IntegerAttr, IntegerType, Operation, SSAValue, StringAttr, arith,
+                       i8, i32, i64, is_float_type, llvm)
 from zymase.ir import enzyme as ez
 from zymase.ir.enzyme import Activity
+
+# integer additions and subtractions of both flavors (an induction variable's step)
+_INT_ADD = (llvm.AddOp, arith.AddiOp)
+_INT_SUB = (llvm.SubOp, arith.SubiOp)
 
 #: the root standing for what a call to an opaque function may write: it overlaps every
 #: argument and global, as a global's name does (roots that are strings are globals)
@@ -455,7 +459,7 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
         op = None if isinstance(nxt, BlockArgument) else nxt.owner
         if op is None or not op.operands or op.operands[0] is not v:
             return None
-        if isinstance(v.type, IntegerType) and isinstance(op, (llvm.AddOp, llvm.SubOp)):
+        if isinstance(v.type, (IntegerType, IndexType)) and isinstance(op, _INT_ADD + _INT_SUB):
             steps = [op.operands[1]]
         elif isinstance(op, llvm.GEPOp) and len(op.rawConstantIndices.get_values()) == 1:
             steps = list(op.operands[1:])  # one index: a constant, or a constant SSA value
@@ -520,11 +524,18 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
                 step = E.v(llvm.ConstantOp(IntegerAttr(raw, i64), i64))
             offset = E.v(llvm.MulOp(k, step))
             return E.v(llvm.GEPOp(start, [llvm.GEP_USE_SSA_VAL], op.elem_type, ssa_indices=[offset]))
-        if v.type != i64:
-            k = E.v(llvm.TruncOp(k, v.type))
         w_step = self._fetch(op.operands[1], self.vmap.get(op.operands[1], op.operands[1]))
-        scaled = E.v(llvm.MulOp(k, w_step))
-        return E.v(llvm.AddOp(start, scaled) if isinstance(op, llvm.AddOp) else llvm.SubOp(start, scaled))
+        if self.flavor.name == "llvm":
+            if v.type != i64:
+                k = E.v(llvm.TruncOp(k, v.type))
+            scaled = E.v(llvm.MulOp(k, w_step))
+            return E.v(llvm.AddOp(start, scaled) if isinstance(op, llvm.AddOp) else llvm.SubOp(start, scaled))
+        if isinstance(v.type, IndexType):
+            k = E.v(arith.IndexCastOp(k, v.type))
+        elif v.type != i64:
+            k = E.v(arith.TruncIOp(k, v.type))
+        scaled = E.v(arith.MuliOp(k, w_step))
+        return E.v(arith.AddiOp(start, scaled) if isinstance(op, arith.AddiOp) else arith.SubiOp(start, scaled))
 
     def _new_cache(self, typ) -> SSAValue:
         init = ez.InitOp(ez.CacheType(typ))
@@ -609,11 +620,12 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
         key = (w, self.cur)
         if key in self.popped:
             return self.popped[key]
-        if v is not None and self.flavor.name == "llvm":
+        if v is not None:
             iv = self._induction(v, w)
             if iv is not None:
                 self.popped[key] = iv
                 return iv
+        if v is not None and self.flavor.name == "llvm":
             if w is self.vmap.get(v, v):
                 again = self._forwarded_load(v)
                 if again is not None:

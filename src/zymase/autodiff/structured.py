@@ -35,13 +35,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from zymase.analysis.memory import memory_kind
-from zymase.analysis.memref import may_share_memory, memref_roots, written_memref_roots
 from zymase.autodiff.common import no_rule_error, prepare
 from zymase.autodiff.flavor import STD, Emitter
 from zymase.autodiff.reverse import ReverseGenerator
 from zymase.analysis.scf import nested_blocks
-from zymase.autodiff.tape import _CHEAP_STD_OPS
-from zymase.ir import Block, BlockArgument, IndexType, IntegerType, Operation, SSAValue, func, is_float_type, memref
+from zymase.ir import Block, BlockArgument, Operation, SSAValue, func
 from zymase.ir import enzyme as ez
 
 
@@ -248,32 +246,9 @@ class StructuredReverse(ReverseGenerator):
         return next((f for f in reversed(self.frames) if f.fwd is home), None)
 
     # ------------------------------------------------------------------ recompute, not tape
-    # The min-cut of tape.MinCutRecompute, with what is cheap and what is free in
-    # func/arith/memref code: arith ops and loads of memory the function never writes
-    # run again; values of the top block, constants, the induction variables of the
-    # loops being reversed and values a frame already has cost nothing.
-    def _recomputable(self, v: SSAValue, w: SSAValue) -> bool:
-        if isinstance(v, BlockArgument) or isinstance(w, BlockArgument):
-            return False
-        vop, wop = v.owner, w.owner
-        if vop.name != wop.name or len(vop.operands) != len(wop.operands) or vop.regions or len(vop.results) != 1:
-            return False
-        if not isinstance(v.type, (IntegerType, IndexType)) and not is_float_type(v.type):
-            return False  # memref views are not rebuilt: their shadows are taped beside them
-        if isinstance(vop, memref.LoadOp):
-            return self._memref_never_written(vop.memref)
-        return isinstance(vop, _CHEAP_STD_OPS)
-
-    def _memref_never_written(self, m: SSAValue) -> bool:
-        """No op of the function may write (or free) the memory ``m`` views, so it
-        holds in the reverse sweep what it held when the forward sweep read it."""
-        if not hasattr(self, "_written_memrefs"):
-            self._written_memrefs = written_memref_roots(self.p.region)
-        roots, written = memref_roots(m, self.body), self._written_memrefs
-        if roots is None or written is None:
-            return False
-        return not any(may_share_memory(r, x) for r in roots for x in written)
-
+    # The min-cut of tape.MinCutRecompute (what may run again: _recomputable_std), with
+    # what is free here: values of the top block, constants, the induction variables of
+    # the loops being reversed and values a frame already has.
     def _free_in_reverse(self, v: SSAValue, w: SSAValue) -> bool:
         if not isinstance(w, BlockArgument) and STD.is_constant(w.owner):
             return True

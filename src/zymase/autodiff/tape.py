@@ -27,8 +27,8 @@ import sys
 from dataclasses import dataclass, field
 
 from zymase.analysis.trip_count import TripCount, constant_int, emit_trip_count, trip_count
-from zymase.ir import (Block, BlockArgument, IntegerAttr, IntegerType, Operation, SSAValue, arith, i64, llvm,
-                       location_of, math, memref)
+from zymase.ir import (Block, BlockArgument, IndexType, IntegerAttr, IntegerType, Operation, SSAValue, arith, i64,
+                       llvm, location_of, math, memref)
 from zymase.ir import enzyme as ez
 from zymase.ir import llvm_ext
 from zymase.llvm.noalias_scopes import drop_scopes
@@ -402,6 +402,8 @@ class MinCutRecompute:
         vop, wop = v.owner, w.owner
         if vop.name != wop.name or len(vop.operands) != len(wop.operands) or vop.regions:
             return False
+        if self.flavor.name != "llvm":
+            return self._recomputable_std(v)
         if isinstance(vop, llvm.LoadOp):
             # (no re-reading in split mode: the augmented function's stack is gone)
             t = vop.results[0].type
@@ -410,6 +412,29 @@ class MinCutRecompute:
         if isinstance(vop, llvm.CallIntrinsicOp):
             return vop.intrin.data.startswith(_CHEAP_INTRINSICS) and vop.intrin == wop.intrin
         return isinstance(vop, _CHEAP_OPS)
+
+    def _recomputable_std(self, v: SSAValue) -> bool:
+        """func/arith/memref code: arith ops, and loads of memrefs that no op of the
+        function writes. Memref views are not rebuilt: their shadows are taped beside
+        them."""
+        op = v.owner
+        if len(op.results) != 1 or not (isinstance(v.type, (IntegerType, IndexType)) or _is_float(v.type)):
+            return False
+        if isinstance(op, memref.LoadOp):
+            return not self.split and self._memref_never_written(op.memref)
+        return isinstance(op, _CHEAP_STD_OPS)
+
+    def _memref_never_written(self, m: SSAValue) -> bool:
+        """No op of the function may write (or free) the memory memref ``m`` views, so
+        it holds in the reverse sweep what it held when the forward sweep read it."""
+        from zymase.analysis.memref import may_share_memory, memref_roots, written_memref_roots
+
+        if not hasattr(self, "_written_memrefs"):
+            self._written_memrefs = written_memref_roots(self.p.region)
+        roots, written = memref_roots(m, self.p.region.blocks[0]), self._written_memrefs
+        if roots is None or written is None:
+            return False
+        return not any(may_share_memory(r, x) for r in roots for x in written)
 
     def _free_in_reverse(self, v: SSAValue, w: SSAValue) -> bool:
         """Obtainable in the current reverse block without a per-iteration tape."""
@@ -421,7 +446,7 @@ class MinCutRecompute:
             return w in self.rev_arg_of
         if self._available(v):
             return True
-        if self.flavor.name == "llvm" and self._can_rebuild_induction(v, w):
+        if self._can_rebuild_induction(v, w):
             return True
         if w is self.vmap.get(v, v) and self._forwarding(v) is not None:
             return True  # rebuilt from the store that wrote it (autodiff/forwarding.py)
