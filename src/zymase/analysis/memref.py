@@ -198,6 +198,10 @@ class MemrefModel:
 
 # ---- what a function writes (for re-reading memory in the reverse sweep) -------------
 
+#: the root standing for what a called function may write besides the memrefs it is
+#: given: it is outside memory, so it may be any argument or global
+CALLEE_WRITES = "<memory a called function may write>"
+
 _READ_ONLY = (memref.LoadOp, memref.DimOp, memref.SubviewOp, memref_ext.CastOp, memref.AllocOp, memref.AllocaOp,
               memref.GetGlobalOp)
 """memref ops that write no memory they are given (allocations write only new memory)."""
@@ -227,6 +231,8 @@ def written_memref_roots(region) -> set | None:
     for op in region.walk():
         if isinstance(op, _READ_ONLY) or op.dialect_name() == "scf":
             continue  # scf ops pass memrefs along; what their regions do is walked
+        if isinstance(op, func.CallOp):
+            out.add(CALLEE_WRITES)  # the callee may write globals, which may be our arguments
         if isinstance(op, memref.StoreOp):
             targets = [op.memref]
         elif isinstance(op, memref_ext.CopyOp):

@@ -340,7 +340,7 @@ _CHEAP_STD_OPS = (
     arith.SIToFPOp, arith.UIToFPOp, arith.CmpiOp, arith.CmpfOp, arith.SelectOp, arith.MaxnumfOp,
     arith.MinnumfOp, arith.MaximumfOp, arith.MinimumfOp, math.FmaOp, math.AbsFOp, math.CopySignOp,
 )
-"""The same for func/arith/math code (the structured reverse mode)."""
+"""The same for func/arith/math code."""
 
 _CHEAP_INTRINSICS = (
     "llvm.fmuladd.", "llvm.fma.", "llvm.fabs.", "llvm.copysign.", "llvm.smax.", "llvm.smin.",
