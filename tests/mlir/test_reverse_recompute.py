@@ -2,9 +2,11 @@
 caching them (tape.recompute_cut, at the structured level and after lowering scf to
 branches): arith ops, loads of memrefs that no op of the function writes, and (on
 branches) induction variables are re-run in the reverse loop, so a reduction over an
-input array needs no tape at all. Loads of memory the function writes (itself, or
-through another argument that may alias it) must still be cached: these cases
-check the values, where re-reading would give a wrong derivative."""
+input array needs no tape at all; at the structured level, a load is also read
+again when nothing writes its memory after the loop holding it (a buffer's dealloc
+then waits for the reverse sweep). Loads of memory written later (by the function,
+through another argument that may alias it, or by a callee) must still be cached:
+these cases check the values, where re-reading would give a wrong derivative."""
 
 from __future__ import annotations
 
@@ -68,8 +70,9 @@ func.func @twice(%x: memref<?xf64>, %y: memref<?xf64>, %w: f64) -> f64 {{
   }}
   func.return %r : f64
 }}
-// a scratch buffer of w x_i (written here: its loads are cached), summed squared;
-// x is only read, and the product w x_i is computed again from it
+// a scratch buffer of exp(w x_i), then sum_i t_i x_i: nothing writes the scratch
+// after the second loop reads it, so the reverse reads it again (its dealloc waits
+// for the reverse sweep); x is only read, and w x_i is computed again from it
 func.func @scratch(%x: memref<?xf64>, %w: f64) -> f64 {{
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -91,6 +94,38 @@ func.func @scratch(%x: memref<?xf64>, %w: f64) -> f64 {{
   }}
   memref.dealloc %t : memref<?xf64>
   func.return %r : f64
+}}
+// the same scratch, overwritten by a third loop after the second read it: the
+// second loop's loads must be cached
+func.func @reuse(%x: memref<?xf64>, %w: f64) -> f64 {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = memref.dim %x, %c0 : memref<?xf64>
+  %z = arith.constant 0.0 : f64
+  %t = memref.alloc(%n) : memref<?xf64>
+  scf.for %i = %c0 to %n step %c1 {{
+    %v = memref.load %x[%i] : memref<?xf64>
+    %p = arith.mulf %w, %v : f64
+    %e = math.exp %p : f64
+    memref.store %e, %t[%i] : memref<?xf64>
+  }}
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %z) -> (f64) {{
+    %e = memref.load %t[%i] : memref<?xf64>
+    %v = memref.load %x[%i] : memref<?xf64>
+    %q = arith.mulf %e, %v : f64
+    %s = arith.addf %acc, %q : f64
+    scf.yield %s : f64
+  }}
+  scf.for %i = %c0 to %n step %c1 {{
+    memref.store %z, %t[%i] : memref<?xf64>
+  }}
+  memref.dealloc %t : memref<?xf64>
+  func.return %r : f64
+}}
+func.func @d_reuse(%x: memref<?xf64>, %dx: memref<?xf64>, %w: f64) -> f64 {{
+  %one = arith.constant 1.0 : f64
+  %dw = enzyme.autodiff @reuse(%x, %dx, %w, %one) {{activity = [{DUP}, {ACTIVE}], ret_activity = [{ACTIVENONEED}]}} : (memref<?xf64>, memref<?xf64>, f64, f64) -> f64
+  func.return %dw : f64
 }}
 func.func @d_sumsq(%x: memref<?xf64>, %dx: memref<?xf64>, %w: f64) -> f64 {{
   %one = arith.constant 1.0 : f64
@@ -143,10 +178,16 @@ def test_loads_of_written_memory_are_cached(name):
     assert "memref.alloc" in text, text  # the buffer holding x_i for the reverse loop
 
 
-def test_scratch_buffer_is_cached_and_the_input_is_read_again():
+def test_scratch_buffer_is_read_again_and_freed_after_the_reverse_sweep():
     text = _reverse_function("scratch")
-    assert "memref.store %e_1, " in text, text  # what the second loop loads from the scratch is cached
-    assert "memref.store %v" not in text, text  # x_i is not: both reverse loops read it again
+    assert "memref.store %e_1, " not in text, text  # the second loop's loads are not cached
+    assert "memref.store %v" not in text, text  # nor are x_i: both reverse loops read them again
+    assert text.rstrip().splitlines()[-2].strip() == "memref.dealloc %t : memref<?xf64>", text
+
+
+def test_scratch_overwritten_later_is_cached():
+    text = _reverse_function("reuse")
+    assert "memref.store %e_1, " in text, text
 
 
 @pytest.fixture(scope="module", params=[(0, True), (2, True), (2, False)], ids=["O0", "O2", "O2-branches"])
@@ -211,3 +252,12 @@ def test_a_call_may_write_the_arguments():
     start = out.index("func.func private @diffeconsume(")
     body = out[start:out.index("\n  }\n", start)]
     assert "func.call @touch()" in body and "memref.alloc" in body, body
+
+
+def test_reuse_gradient(mod):
+    dx = np.zeros_like(X)
+    dw = mod.d_reuse(X, dx, W)
+    e = np.exp(W * X)
+    np.testing.assert_allclose(dw, np.sum(e * X * X), rtol=1e-13)
+    np.testing.assert_allclose(dx, e + e * W * X, rtol=1e-13)
+    assert dw == pytest.approx(_fd(lambda w: mod.reuse(X, w), W), rel=1e-7)

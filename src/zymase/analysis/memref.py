@@ -223,16 +223,17 @@ def memref_roots(v: SSAValue, entry) -> set | None:
     return None
 
 
-def written_memref_roots(region) -> set | None:
-    """The roots (see :func:`memref_roots`) of every memref that an op of ``region``
-    (nested regions included) may write or free; None when one is unknown."""
+def memref_writes(region) -> list[tuple[Operation, set | None]]:
+    """Each op of ``region`` (nested regions included) that may write or free memrefs,
+    with the roots (see :func:`memref_roots`) it may write; None when unknown."""
     entry = region.blocks[0]
-    out: set = set()
+    out = []
     for op in region.walk():
         if isinstance(op, _READ_ONLY) or op.dialect_name() == "scf":
             continue  # scf ops pass memrefs along; what their regions do is walked
+        roots: set | None = set()
         if isinstance(op, func.CallOp):
-            out.add(CALLEE_WRITES)  # the callee may write globals, which may be our arguments
+            roots.add(CALLEE_WRITES)  # the callee may write globals, which may be our arguments
         if isinstance(op, memref.StoreOp):
             targets = [op.memref]
         elif isinstance(op, memref_ext.CopyOp):
@@ -240,10 +241,21 @@ def written_memref_roots(region) -> set | None:
         else:  # a call, a dealloc, any other op given a memref: assume it writes it
             targets = [o for o in op.operands if is_memref(o)]
         for t in targets:
-            roots = memref_roots(t, entry)
-            if roots is None:
-                return None
-            out |= roots
+            found = memref_roots(t, entry)
+            roots = None if found is None or roots is None else roots | found
+        if roots != set():
+            out.append((op, roots))
+    return out
+
+
+def written_memref_roots(region) -> set | None:
+    """The roots of every memref that an op of ``region`` may write or free; None when
+    one is unknown."""
+    out: set = set()
+    for _, roots in memref_writes(region):
+        if roots is None:
+            return None
+        out |= roots
     return out
 
 

@@ -39,7 +39,8 @@ from zymase.autodiff.common import no_rule_error, prepare
 from zymase.autodiff.flavor import STD, Emitter
 from zymase.autodiff.reverse import ReverseGenerator
 from zymase.analysis.scf import nested_blocks
-from zymase.ir import Block, BlockArgument, Operation, SSAValue, func
+from zymase.analysis.memref import may_share_memory, memref_roots, memref_writes
+from zymase.ir import Block, BlockArgument, Operation, SSAValue, func, memref
 from zymase.ir import enzyme as ez
 
 
@@ -82,6 +83,8 @@ class StructuredReverse(ReverseGenerator):
         self.while_counts: dict[Operation, SSAValue] = {}
         self.local: dict[SSAValue, SSAValue] = {}
         self.frames: list[Frame] = []
+        self.dealloc_copies: dict[Operation, Operation] = {}  # primal dealloc -> its forward copy
+        self.deferred_deallocs: dict[Operation, None] = {}  # (ordered: reproducible output)
         g_args = list(entry.args)
         k = 0
         for arg, a in zip(body.args, self.arg_acts):
@@ -121,6 +124,7 @@ class StructuredReverse(ReverseGenerator):
                     d = self._take_adjoint(arg)
                     derivs.append(d if d is not None else E.zero(arg.type))
             flavor.ret(E, self.primal_outputs + derivs, None)
+        self._defer_deallocs(entry.last_op)
 
     # ------------------------------------------------------------------ forward sweep
     def forward_op(self, op: Operation) -> None:
@@ -130,6 +134,8 @@ class StructuredReverse(ReverseGenerator):
             self.region_rule(op).forward_sweep(self, op)
             return
         clone = self.copy_op(op)
+        if isinstance(op, memref.DeallocOp):
+            self.dealloc_copies[op] = clone
         if memory_kind(op) is not None:
             saved = (self.E.block, self.E.anchor)
             self.E.before(clone.next_op) if clone.next_op is not None else self.E.at_end(clone.parent_block())
@@ -259,6 +265,48 @@ class StructuredReverse(ReverseGenerator):
         if frame is None:
             return False
         return w in frame.values or (frame.loop is not None and v is frame.loop[0].body.block.args[0])
+
+    def _memref_unchanged_after(self, load: Operation) -> bool:
+        """Whether no op that may write what ``load`` reads runs after the top-level op
+        holding it (the forward sweep is done with that memory once past it). A
+        buffer's dealloc is the exception when both it and the allocation are at the
+        top level: it is deferred to the end of the reverse sweep (``_defer_deallocs``)."""
+        roots = memref_roots(load.memref, self.body)
+        if roots is None:
+            return False
+        if not hasattr(self, "_writes"):
+            self._writes = memref_writes(self.p.region)
+        at = self._top_index(load)
+        deferred = []
+        for w, written in self._writes:
+            if written is not None and not any(may_share_memory(r, x) for r in roots for x in written):
+                continue
+            if self._top_index(w) < at:
+                continue
+            if (isinstance(w, memref.DeallocOp) and w.parent_block() is self.body and written is not None
+                    and len(written) == 1 and all(isinstance(r, Operation) and r.parent_block() is self.body
+                                                  for r in written)):
+                deferred.append(w)
+                continue
+            return False
+        self.deferred_deallocs.update(dict.fromkeys(deferred))
+        return True
+
+    def _top_index(self, op: Operation) -> int:
+        """The position in the function's top block of the op that is or holds ``op``."""
+        if not hasattr(self, "_top_positions"):
+            self._top_positions = {o: i for i, o in enumerate(self.body.ops)}
+        while op.parent_block() is not self.body:
+            op = op.parent_op()
+        return self._top_positions[op]
+
+    def _defer_deallocs(self, ret: Operation) -> None:
+        """Move the forward copies of the deallocs the reverse sweep read past to just
+        before the return ``ret``."""
+        for op in self.deferred_deallocs:
+            clone = self.dealloc_copies[op]
+            clone.detach()
+            ret.parent_block().insert_op_before(clone, ret)
 
     def _hoist_loop(self, v: SSAValue):
         return None  # a value of an outer loop's body is popped once per outer iteration already

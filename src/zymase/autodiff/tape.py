@@ -421,8 +421,13 @@ class MinCutRecompute:
         if len(op.results) != 1 or not (isinstance(v.type, (IntegerType, IndexType)) or _is_float(v.type)):
             return False
         if isinstance(op, memref.LoadOp):
-            return not self.split and self._memref_never_written(op.memref)
+            return not self.split and self._memref_unchanged_after(op)
         return isinstance(op, _CHEAP_STD_OPS)
+
+    def _memref_unchanged_after(self, load: Operation) -> bool:
+        """Whether the memory ``load`` reads holds the same values in the reverse sweep:
+        here, when no op of the function may write it at all."""
+        return self._memref_never_written(load.memref)
 
     def _memref_never_written(self, m: SSAValue) -> bool:
         """No op of the function may write (or free) the memory memref ``m`` views, so
