@@ -234,7 +234,7 @@ class StructuredReverse(ReverseGenerator):
             if w not in cur.values:
                 cur.values[w] = E.v(w.owner.clone())
             return cur.values[w]
-        frame = next((f for f in reversed(self.frames) if f.fwd is home), None)
+        frame = self._frame_of(home)
         if frame is None:
             raise AssertionError(f"zymase bug: {w} is not available in the reverse sweep")
         if w in frame.values:
@@ -284,8 +284,7 @@ class StructuredReverse(ReverseGenerator):
             if self._top_index(w) < at:
                 continue
             if (isinstance(w, memref.DeallocOp) and w.parent_block() is self.body and written is not None
-                    and len(written) == 1 and all(isinstance(r, Operation) and r.parent_block() is self.body
-                                                  for r in written)):
+                    and all(isinstance(r, memref.AllocOp) and r.parent_block() is self.body for r in written)):
                 deferred.append(w)
                 continue
             return False
