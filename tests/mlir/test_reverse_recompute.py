@@ -127,6 +127,29 @@ func.func @d_reuse(%x: memref<?xf64>, %dx: memref<?xf64>, %w: f64) -> f64 {{
   %dw = enzyme.autodiff @reuse(%x, %dx, %w, %one) {{activity = [{DUP}, {ACTIVE}], ret_activity = [{ACTIVENONEED}]}} : (memref<?xf64>, memref<?xf64>, f64, f64) -> f64
   func.return %dw : f64
 }}
+// the same, with the arguments declared not to alias: x_i is read again
+func.func @twice_noalias(%x: memref<?xf64> {{llvm.noalias}}, %y: memref<?xf64> {{llvm.noalias}}, %w: f64) -> f64 {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %two = arith.constant 2.0 : f64
+  %n = memref.dim %x, %c0 : memref<?xf64>
+  %z = arith.constant 0.0 : f64
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %z) -> (f64) {{
+    %v = memref.load %x[%i] : memref<?xf64>
+    %p = arith.mulf %w, %v : f64
+    %q = arith.mulf %p, %p : f64
+    %s = arith.addf %acc, %q : f64
+    %v2 = arith.mulf %two, %v : f64
+    memref.store %v2, %y[%i] : memref<?xf64>
+    scf.yield %s : f64
+  }}
+  func.return %r : f64
+}}
+func.func @d_twice_noalias(%x: memref<?xf64>, %y: memref<?xf64>, %w: f64) -> f64 {{
+  %one = arith.constant 1.0 : f64
+  %dw = enzyme.autodiff @twice_noalias(%x, %y, %w, %one) {{activity = [{CONST}, {CONST}, {ACTIVE}], ret_activity = [{ACTIVENONEED}]}} : (memref<?xf64>, memref<?xf64>, f64, f64) -> f64
+  func.return %dw : f64
+}}
 func.func @d_sumsq(%x: memref<?xf64>, %dx: memref<?xf64>, %w: f64) -> f64 {{
   %one = arith.constant 1.0 : f64
   %dw = enzyme.autodiff @sumsq(%x, %dx, %w, %one) {{activity = [{DUP}, {ACTIVE}], ret_activity = [{ACTIVENONEED}]}} : (memref<?xf64>, memref<?xf64>, f64, f64) -> f64
@@ -176,6 +199,12 @@ def test_reduction_over_an_input_needs_no_tape():
 def test_loads_of_written_memory_are_cached(name):
     text = _reverse_function(name)
     assert "memref.alloc" in text, text  # the buffer holding x_i for the reverse loop
+
+
+def test_noalias_arguments_are_read_again():
+    for generator in ("enzyme", "enzyme-cfg"):
+        text = _reverse_function("twice_noalias", generator)
+        assert "memref.alloc" not in text and "!enzyme.Cache<f64>" not in text, text
 
 
 def test_scratch_buffer_is_read_again_and_freed_after_the_reverse_sweep():
@@ -261,3 +290,10 @@ def test_reuse_gradient(mod):
     np.testing.assert_allclose(dw, np.sum(e * X * X), rtol=1e-13)
     np.testing.assert_allclose(dx, e + e * W * X, rtol=1e-13)
     assert dw == pytest.approx(_fd(lambda w: mod.reuse(X, w), W), rel=1e-7)
+
+
+def test_twice_noalias_gradient(mod):
+    y = np.zeros_like(X)
+    dw = mod.d_twice_noalias(X, y, W)
+    np.testing.assert_allclose(y, 2 * X)
+    np.testing.assert_allclose(dw, 2 * W * np.sum(X * X), rtol=1e-13)

@@ -257,12 +257,3 @@ def written_memref_roots(region) -> set | None:
             return None
         out |= roots
     return out
-
-
-def may_share_memory(a, b) -> bool:
-    """Whether two roots may be the same memory: one object, or two that come from
-    outside the function (arguments, globals), which may alias."""
-    def outside(r):
-        return isinstance(r, (BlockArgument, str))
-
-    return a is b or a == b or (outside(a) and outside(b))

@@ -39,7 +39,7 @@ from zymase.autodiff.common import no_rule_error, prepare
 from zymase.autodiff.flavor import STD, Emitter
 from zymase.autodiff.reverse import ReverseGenerator
 from zymase.analysis.scf import nested_blocks
-from zymase.analysis.memref import may_share_memory, memref_roots, memref_writes
+from zymase.analysis.memref import memref_roots, memref_writes
 from zymase.ir import Block, BlockArgument, Operation, SSAValue, func, memref
 from zymase.ir import enzyme as ez
 
@@ -279,7 +279,7 @@ class StructuredReverse(ReverseGenerator):
         at = self._top_index(load)
         deferred = []
         for w, written in self._writes:
-            if written is not None and not any(may_share_memory(r, x) for r in roots for x in written):
+            if written is not None and not any(self._may_share(r, x) for r in roots for x in written):
                 continue
             if self._top_index(w) < at:
                 continue

@@ -432,14 +432,14 @@ class MinCutRecompute:
     def _memref_never_written(self, m: SSAValue) -> bool:
         """No op of the function may write (or free) the memory memref ``m`` views, so
         it holds in the reverse sweep what it held when the forward sweep read it."""
-        from zymase.analysis.memref import may_share_memory, memref_roots, written_memref_roots
+        from zymase.analysis.memref import memref_roots, written_memref_roots
 
         if not hasattr(self, "_written_memrefs"):
             self._written_memrefs = written_memref_roots(self.p.region)
         roots, written = memref_roots(m, self.p.region.blocks[0]), self._written_memrefs
         if roots is None or written is None:
             return False
-        return not any(may_share_memory(r, x) for r in roots for x in written)
+        return not any(self._may_share(r, x) for r in roots for x in written)
 
     def _free_in_reverse(self, v: SSAValue, w: SSAValue) -> bool:
         """Obtainable in the current reverse block without a per-iteration tape."""
