@@ -14,7 +14,7 @@
    - points are processed in blocks of 6 per component (6 accumulators: each element of Q_k
      is loaded once per 6 points, and the gradient's adjoint of it updated once per 6), with a
      one-point path for the n % 6 points left over (against blocks of 4 and 8: the gradient
-     was fastest with 6 at each of five sizes measured, n = 1000, SSE2 and AVX-512 builds);
+     was fastest with 6, or tied, at each of five sizes measured, n = 1000, SSE2 and AVX-512);
    - x - mu_k is formed inside the dot product (x_b[c] - mu[c]), not stored in a scratch
      buffer: the reverse loop then updates the means' adjoint once per block (one
      read-modify-write stream: dmu[c] -= q[c] * sum_b da_b), where a scratch per point would
