@@ -30,7 +30,7 @@ from zymase.analysis.trip_count import TripCount, constant_int, emit_trip_count,
 from zymase.ir import (Block, BlockArgument, IndexType, IntegerAttr, IntegerType, Operation, SSAValue, arith, i64,
                        llvm, location_of, math, memref)
 from zymase.ir import enzyme as ez
-from zymase.ir import llvm_ext
+from zymase.ir import llvm_ext, memref_ext
 from zymase.llvm.noalias_scopes import drop_scopes
 
 
@@ -414,10 +414,12 @@ class MinCutRecompute:
         return isinstance(vop, _CHEAP_OPS)
 
     def _recomputable_std(self, v: SSAValue) -> bool:
-        """func/arith/memref code: arith ops, and loads of memrefs that no op of the
-        function writes. Memref views are not rebuilt: their shadows are taped beside
-        them."""
+        """func/arith/memref code: arith ops, memref views (the shadow's view is taken
+        again from the shadow: the operands of the two views pair up), and loads of
+        memrefs that nothing writes after them (``_memref_unchanged_after``)."""
         op = v.owner
+        if isinstance(op, (memref.SubviewOp, memref_ext.CastOp)):
+            return True  # a view again (a shadow's view from the shadow: the operands pair up)
         if len(op.results) != 1 or not (isinstance(v.type, (IntegerType, IndexType)) or _is_float(v.type)):
             return False
         if isinstance(op, memref.LoadOp):
