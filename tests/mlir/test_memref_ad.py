@@ -364,9 +364,10 @@ func.func @d_rows(%a: memref<?x?xf64>, %da: memref<?x?xf64>) {{
 """
 
 
-@pytest.fixture(scope="module", params=[0, 2], ids=["O0", "O2"])
+@pytest.fixture(scope="module", params=[(0, True), (2, True), (2, False)], ids=["O0", "O2", "O2-branches"])
 def memcache(request):
-    return zymase.mlir.compile(MEMCACHE, opt_level=request.param)
+    level, structured = request.param  # views in loops are taken again on both paths
+    return zymase.mlir.compile(MEMCACHE, opt_level=level, structured_ad=structured)
 
 
 def test_loop_buffers_are_cached_and_views_rebuilt_for_the_reverse_loop():

@@ -20,46 +20,50 @@ CONST, ACTIVE, DUP, ACTIVENONEED = (
     f"#enzyme<activity enzyme_{a}>" for a in ("const", "active", "dup", "activenoneed")
 )
 
-SOURCE = f"""
+SUMSQ = """
 // sum_i (w x_i)^2: nothing writes x, so the reverse loop reads x_i again
-func.func @sumsq(%x: memref<?xf64>, %w: f64) -> f64 {{
+func.func @sumsq(%x: memref<?xf64>, %w: f64) -> f64 {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %n = memref.dim %x, %c0 : memref<?xf64>
   %z = arith.constant 0.0 : f64
-  %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %z) -> (f64) {{
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %z) -> (f64) {
     %v = memref.load %x[%i] : memref<?xf64>
     %p = arith.mulf %w, %v : f64
     %q = arith.mulf %p, %p : f64
     %s = arith.addf %acc, %q : f64
     scf.yield %s : f64
-  }}
+  }
   func.return %r : f64
-}}
+}
+"""
+CONSUME = """
 // sum_i sin(w x_i), zeroing x_i after reading it: x_i must be cached
-func.func @consume(%x: memref<?xf64>, %w: f64) -> f64 {{
+func.func @consume(%x: memref<?xf64>, %w: f64) -> f64 {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %n = memref.dim %x, %c0 : memref<?xf64>
   %z = arith.constant 0.0 : f64
-  %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %z) -> (f64) {{
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %z) -> (f64) {
     %v = memref.load %x[%i] : memref<?xf64>
     %p = arith.mulf %w, %v : f64
     %t = math.sin %p : f64
     %s = arith.addf %acc, %t : f64
     memref.store %z, %x[%i] : memref<?xf64>
     scf.yield %s : f64
-  }}
+  }
   func.return %r : f64
-}}
+}
+"""
+TWICE = """
 // sum_i (w x_i)^2 writing y_i = 2 x_i: y may be x, so x_i must be cached
-func.func @twice(%x: memref<?xf64>, %y: memref<?xf64>, %w: f64) -> f64 {{
+func.func @twice(%x: memref<?xf64>, %y: memref<?xf64>, %w: f64) -> f64 {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %two = arith.constant 2.0 : f64
   %n = memref.dim %x, %c0 : memref<?xf64>
   %z = arith.constant 0.0 : f64
-  %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %z) -> (f64) {{
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %z) -> (f64) {
     %v = memref.load %x[%i] : memref<?xf64>
     %p = arith.mulf %w, %v : f64
     %q = arith.mulf %p, %p : f64
@@ -67,110 +71,77 @@ func.func @twice(%x: memref<?xf64>, %y: memref<?xf64>, %w: f64) -> f64 {{
     %v2 = arith.mulf %two, %v : f64
     memref.store %v2, %y[%i] : memref<?xf64>
     scf.yield %s : f64
-  }}
+  }
   func.return %r : f64
-}}
+}
+"""
+# the same, with the arguments declared not to alias: x_i is read again
+TWICE_NOALIAS = TWICE.replace("@twice(%x: memref<?xf64>, %y: memref<?xf64>,",
+                              "@twice_noalias(%x: memref<?xf64> {llvm.noalias}, %y: memref<?xf64> {llvm.noalias},")
+SCRATCH = """
 // a scratch buffer of exp(w x_i), then sum_i t_i x_i: nothing writes the scratch
 // after the second loop reads it, so the reverse reads it again (its dealloc waits
 // for the reverse sweep); x is only read, and w x_i is computed again from it
-func.func @scratch(%x: memref<?xf64>, %w: f64) -> f64 {{
+func.func @scratch(%x: memref<?xf64>, %w: f64) -> f64 {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %n = memref.dim %x, %c0 : memref<?xf64>
   %z = arith.constant 0.0 : f64
   %t = memref.alloc(%n) : memref<?xf64>
-  scf.for %i = %c0 to %n step %c1 {{
+  scf.for %i = %c0 to %n step %c1 {
     %v = memref.load %x[%i] : memref<?xf64>
     %p = arith.mulf %w, %v : f64
     %e = math.exp %p : f64
     memref.store %e, %t[%i] : memref<?xf64>
-  }}
-  %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %z) -> (f64) {{
+  }
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %z) -> (f64) {
     %e = memref.load %t[%i] : memref<?xf64>
     %v = memref.load %x[%i] : memref<?xf64>
     %q = arith.mulf %e, %v : f64
     %s = arith.addf %acc, %q : f64
     scf.yield %s : f64
-  }}
+  }
   memref.dealloc %t : memref<?xf64>
   func.return %r : f64
-}}
-// the same scratch, overwritten by a third loop after the second read it: the
-// second loop's loads must be cached
-func.func @reuse(%x: memref<?xf64>, %w: f64) -> f64 {{
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %n = memref.dim %x, %c0 : memref<?xf64>
-  %z = arith.constant 0.0 : f64
-  %t = memref.alloc(%n) : memref<?xf64>
-  scf.for %i = %c0 to %n step %c1 {{
-    %v = memref.load %x[%i] : memref<?xf64>
-    %p = arith.mulf %w, %v : f64
-    %e = math.exp %p : f64
-    memref.store %e, %t[%i] : memref<?xf64>
-  }}
-  %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %z) -> (f64) {{
-    %e = memref.load %t[%i] : memref<?xf64>
-    %v = memref.load %x[%i] : memref<?xf64>
-    %q = arith.mulf %e, %v : f64
-    %s = arith.addf %acc, %q : f64
-    scf.yield %s : f64
-  }}
-  scf.for %i = %c0 to %n step %c1 {{
-    memref.store %z, %t[%i] : memref<?xf64>
-  }}
-  memref.dealloc %t : memref<?xf64>
-  func.return %r : f64
-}}
-func.func @d_reuse(%x: memref<?xf64>, %dx: memref<?xf64>, %w: f64) -> f64 {{
-  %one = arith.constant 1.0 : f64
-  %dw = enzyme.autodiff @reuse(%x, %dx, %w, %one) {{activity = [{DUP}, {ACTIVE}], ret_activity = [{ACTIVENONEED}]}} : (memref<?xf64>, memref<?xf64>, f64, f64) -> f64
-  func.return %dw : f64
-}}
-// the same, with the arguments declared not to alias: x_i is read again
-func.func @twice_noalias(%x: memref<?xf64> {{llvm.noalias}}, %y: memref<?xf64> {{llvm.noalias}}, %w: f64) -> f64 {{
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %two = arith.constant 2.0 : f64
-  %n = memref.dim %x, %c0 : memref<?xf64>
-  %z = arith.constant 0.0 : f64
-  %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %z) -> (f64) {{
-    %v = memref.load %x[%i] : memref<?xf64>
-    %p = arith.mulf %w, %v : f64
-    %q = arith.mulf %p, %p : f64
-    %s = arith.addf %acc, %q : f64
-    %v2 = arith.mulf %two, %v : f64
-    memref.store %v2, %y[%i] : memref<?xf64>
-    scf.yield %s : f64
-  }}
-  func.return %r : f64
-}}
-func.func @d_twice_noalias(%x: memref<?xf64>, %y: memref<?xf64>, %w: f64) -> f64 {{
-  %one = arith.constant 1.0 : f64
-  %dw = enzyme.autodiff @twice_noalias(%x, %y, %w, %one) {{activity = [{CONST}, {CONST}, {ACTIVE}], ret_activity = [{ACTIVENONEED}]}} : (memref<?xf64>, memref<?xf64>, f64, f64) -> f64
-  func.return %dw : f64
-}}
-func.func @d_sumsq(%x: memref<?xf64>, %dx: memref<?xf64>, %w: f64) -> f64 {{
-  %one = arith.constant 1.0 : f64
-  %dw = enzyme.autodiff @sumsq(%x, %dx, %w, %one) {{activity = [{DUP}, {ACTIVE}], ret_activity = [{ACTIVENONEED}]}} : (memref<?xf64>, memref<?xf64>, f64, f64) -> f64
-  func.return %dw : f64
-}}
-func.func @d_consume(%x: memref<?xf64>, %w: f64) -> f64 {{
-  %one = arith.constant 1.0 : f64
-  %dw = enzyme.autodiff @consume(%x, %w, %one) {{activity = [{CONST}, {ACTIVE}], ret_activity = [{ACTIVENONEED}]}} : (memref<?xf64>, f64, f64) -> f64
-  func.return %dw : f64
-}}
-func.func @d_twice(%x: memref<?xf64>, %y: memref<?xf64>, %w: f64) -> f64 {{
-  %one = arith.constant 1.0 : f64
-  %dw = enzyme.autodiff @twice(%x, %y, %w, %one) {{activity = [{CONST}, {CONST}, {ACTIVE}], ret_activity = [{ACTIVENONEED}]}} : (memref<?xf64>, memref<?xf64>, f64, f64) -> f64
-  func.return %dw : f64
-}}
-func.func @d_scratch(%x: memref<?xf64>, %dx: memref<?xf64>, %w: f64) -> f64 {{
-  %one = arith.constant 1.0 : f64
-  %dw = enzyme.autodiff @scratch(%x, %dx, %w, %one) {{activity = [{DUP}, {ACTIVE}], ret_activity = [{ACTIVENONEED}]}} : (memref<?xf64>, memref<?xf64>, f64, f64) -> f64
-  func.return %dw : f64
-}}
+}
 """
+# the same scratch, overwritten by a third loop after the second read it: the second
+# loop's loads must be cached
+REUSE = SCRATCH.replace("@scratch(", "@reuse(").replace(
+    "  memref.dealloc %t",
+    "  scf.for %i = %c0 to %n step %c1 {\n    memref.store %z, %t[%i] : memref<?xf64>\n  }\n  memref.dealloc %t",
+)
+
+
+def _driver(name: str, args: list[tuple[str, str]]) -> str:
+    """``@d_<name>``: reverse mode of ``@<name>`` for the activities given per argument
+    (``active``: an f64; ``dup``: a memref followed by its shadow ``%d<arg>``;
+    ``const``: a memref), returning the derivative of the active one."""
+    params, operands, types, activities = [], [], [], []
+    for arg, kind in args:
+        typ = "f64" if kind == "active" else "memref<?xf64>"
+        names = [arg, "d" + arg] if kind == "dup" else [arg]
+        params += [f"%{a}: {typ}" for a in names]
+        operands += [f"%{a}" for a in names]
+        types += [typ] * len(names)
+        activities.append({"active": ACTIVE, "dup": DUP, "const": CONST}[kind])
+    return (
+        f"func.func @d_{name}({', '.join(params)}) -> f64 {{\n"
+        "  %one = arith.constant 1.0 : f64\n"
+        f"  %dw = enzyme.autodiff @{name}({', '.join(operands)}, %one) {{activity = [{', '.join(activities)}], "
+        f"ret_activity = [{ACTIVENONEED}]}} : ({', '.join(types)}, f64) -> f64\n"
+        "  func.return %dw : f64\n}\n"
+    )
+
+
+DUP_X, CONST_X, W_ACTIVE = ("x", "dup"), ("x", "const"), ("w", "active")
+SOURCE = "".join([SUMSQ, CONSUME, TWICE, TWICE_NOALIAS, SCRATCH, REUSE,
+                  _driver("sumsq", [DUP_X, W_ACTIVE]),
+                  _driver("consume", [CONST_X, W_ACTIVE]),
+                  _driver("twice", [CONST_X, ("y", "const"), W_ACTIVE]),
+                  _driver("twice_noalias", [CONST_X, ("y", "const"), W_ACTIVE]),
+                  _driver("scratch", [DUP_X, W_ACTIVE]),
+                  _driver("reuse", [DUP_X, W_ACTIVE])])
 
 
 def _reverse_function(name: str, generator: str = "enzyme") -> str:

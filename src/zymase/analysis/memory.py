@@ -17,6 +17,11 @@ from __future__ import annotations
 from zymase.errors import ZymaseError
 from zymase.ir import Block, BlockArgument, Operation, SSAValue, StringAttr, is_float_type, llvm, llvm_ext, location_of
 
+#: the root standing for what a call to an opaque function may write: it overlaps every
+#: argument and global, as a global's name does (roots that are strings are globals).
+#: Shared by the llvm memory model (autodiff/reverse.py) and the memref one.
+UNSEEN_WRITES = "<memory a called function may write>"
+
 ALLOCATORS = {"malloc", "calloc"}
 DEALLOCATORS = {"free"}
 # Numba's runtime (NRT): an array's memory is a reference-counted MemInfo whose data

@@ -22,6 +22,7 @@ The interface (``is_pointer``, ``handles``, ``transfer``, ``need_shadow``,
 
 from __future__ import annotations
 
+from zymase.analysis.memory import UNSEEN_WRITES
 from zymase.errors import ZymaseError
 from zymase.ir import BlockArgument, MemRefType, Operation, SSAValue, func, is_float_type, location_of, memref
 from zymase.ir import memref_ext
@@ -198,10 +199,6 @@ class MemrefModel:
 
 # ---- what a function writes (for re-reading memory in the reverse sweep) -------------
 
-#: the root standing for what a called function may write besides the memrefs it is
-#: given: it is outside memory, so it may be any argument or global
-CALLEE_WRITES = "<memory a called function may write>"
-
 _READ_ONLY = (memref.LoadOp, memref.DimOp, memref.SubviewOp, memref_ext.CastOp, memref.AllocOp, memref.AllocaOp,
               memref.GetGlobalOp)
 """memref ops that write no memory they are given (allocations write only new memory)."""
@@ -233,7 +230,7 @@ def memref_writes(region) -> list[tuple[Operation, set | None]]:
             continue  # scf ops pass memrefs along; what their regions do is walked
         roots: set | None = set()
         if isinstance(op, func.CallOp):
-            roots.add(CALLEE_WRITES)  # the callee may write globals, which may be our arguments
+            roots.add(UNSEEN_WRITES)  # the callee may write globals, which may be our arguments
         if isinstance(op, memref.StoreOp):
             targets = [op.memref]
         elif isinstance(op, memref_ext.CopyOp):

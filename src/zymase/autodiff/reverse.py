@@ -41,7 +41,7 @@ from zymase.autodiff.common import (
     function_name,
     prepare,
 )
-from zymase.analysis.memory import MARKER_INTRINSICS, memory_kind
+from zymase.analysis.memory import MARKER_INTRINSICS, UNSEEN_WRITES, memory_kind
 from zymase.llvm.noalias_scopes import is_scope_decl
 from zymase.autodiff.flavor import Emitter
 from zymase.autodiff.memory import ShadowCode, twin_decl
@@ -58,9 +58,6 @@ from zymase.ir.enzyme import Activity
 _INT_ADD = (llvm.AddOp, arith.AddiOp)
 _INT_SUB = (llvm.SubOp, arith.SubiOp)
 
-#: the root standing for what a call to an opaque function may write: it overlaps every
-#: argument and global, as a global's name does (roots that are strings are globals)
-UNSEEN_WRITES = "<memory a called function may write>"
 
 
 class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwarding, AscendingLoops):
