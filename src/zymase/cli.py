@@ -27,6 +27,9 @@ commands:
   demo                                 the classic examples
   bench [--quick] [--json F] [--plots D]
                                        benchmark suite: gradient vs primal, --no-preopt, JAX, PyTorch
+
+cc, run, opt and zymase-opt take --no-strong-zero: IEEE propagation in derivatives (a zero
+adjoint times an infinite partial is NaN) instead of strong zeros (it is zero).
 """
 
 # clang options that take a separate argument
@@ -64,7 +67,24 @@ def main(argv: list[str] | None = None) -> int:
     if cmd not in commands:
         print(f"zymase: error: unknown command '{cmd}'; hint: run 'zymase --help'", file=sys.stderr)
         return 1
+    if cmd in ("cc", "run", "opt"):
+        return _with_semantics(commands[cmd], rest)
     return _guard(commands[cmd], rest)
+
+
+_NO_STRONG_ZERO = "--no-strong-zero"
+
+
+def _with_semantics(fn, argv: list[str]) -> int:
+    """Run a command with the derivative semantics its flags ask for; the flag is
+    taken out of the arguments before ``--`` (those after belong to the program)."""
+    from zymase.autodiff.semantics import derivative_semantics
+
+    own = argv[: argv.index("--")] if "--" in argv else argv
+    strong = _NO_STRONG_ZERO not in own
+    rest = [x for x in own if x != _NO_STRONG_ZERO] + argv[len(own):]
+    with derivative_semantics(strong_zero=strong):
+        return _guard(fn, rest)
 
 
 # ------------------------------------------------------------------------------ cc
@@ -238,7 +258,7 @@ def cmd_bench(argv: list[str]) -> int:
 # ----------------------------------------------------------------------- zymase-opt
 def opt_main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    return _guard(_opt_main, argv)
+    return _with_semantics(_opt_main, argv)
 
 
 def _opt_main(argv: list[str]) -> int:

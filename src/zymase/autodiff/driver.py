@@ -52,9 +52,10 @@ class Driver:
             name = f"{base}.{k}"
         return name
 
-    def _generate(self, mode: str, fop: Operation, arg_acts: Sequence[Activity], ret_acts: Sequence[Activity]) -> str:
+    def _generate(self, mode: str, fop: Operation, arg_acts: Sequence[Activity], ret_acts: Sequence[Activity],
+                  entry: bool) -> str:
         fname = fop.sym_name.data
-        key = (mode, fname, tuple(arg_acts), tuple(ret_acts))
+        key = (mode, fname, tuple(arg_acts), tuple(ret_acts), entry)
         if key in self.done:
             return self.done[key]
         flavor = flavor_of(fop)
@@ -78,7 +79,9 @@ class Driver:
             gen_cls = StructuredReverse if is_structured(fop) else ReverseGenerator
         else:
             gen_cls = ForwardGenerator
-        gen_cls(ctx, fop, arg_acts, ret_acts, name).generate(gop)
+        gen = gen_cls(ctx, fop, arg_acts, ret_acts, name)
+        gen.entry = entry
+        gen.generate(gop)
         return name
 
     def split(self, fop: Operation, arg_acts, ret_acts) -> tuple[str, str]:
@@ -110,11 +113,14 @@ class Driver:
         ReverseGenerator(ctx, fop, arg_acts, ret_acts, rev_name).generate_split(aug, rev)
         return aug_name, rev_name
 
-    def reverse(self, fop: Operation, arg_acts, ret_acts) -> str:
-        return self._generate("rev", fop, arg_acts, ret_acts)
+    def reverse(self, fop: Operation, arg_acts, ret_acts, *, entry: bool = False) -> str:
+        """The reverse-mode derivative of ``fop``. ``entry``: asked for by the program
+        (a marker), not by the derivative of a caller: its results are the program's
+        outputs (strong zeros rely on that, analysis.finiteness)."""
+        return self._generate("rev", fop, arg_acts, ret_acts, entry)
 
-    def forward(self, fop: Operation, arg_acts, ret_acts) -> str:
-        return self._generate("fwd", fop, arg_acts, ret_acts)
+    def forward(self, fop: Operation, arg_acts, ret_acts, *, entry: bool = False) -> str:
+        return self._generate("fwd", fop, arg_acts, ret_acts, entry)
 
 
 def _mark_unneeded_primal_memory(gop: Operation, fop: Operation, inputs, arg_acts: Sequence[Activity], *,

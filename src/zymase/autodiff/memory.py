@@ -46,7 +46,28 @@ class ShadowCode:
     ``vmap`` (primal value -> value in the generated function), ``smap`` (primal
     pointer -> shadow pointer), ``ctx`` and ``fname``."""
 
+    #: the derivative of a function the program asked for (a marker), not of a callee
+    #: of one: its results are the program's outputs (Driver.reverse)
+    entry = False
+
     # ----- helpers -----------------------------------------------------------------
+    def _finiteness(self):
+        found = self.__dict__.get("_finite")
+        if found is None:
+            from zymase.analysis.finiteness import Finiteness
+
+            found = self._finite = Finiteness(self.p, self.ctx, self.ret_acts, entry=self.entry)
+        return found
+
+    def may_be_nonfinite(self, v: SSAValue) -> bool:
+        """Whether primal ``v`` may be infinite or NaN where the output is finite
+        (strong zeros guard the terms it is a partial of; analysis.finiteness)."""
+        return self._finiteness().needs_guard(v)
+
+    def singular_here(self, op: Operation, rule) -> bool:
+        """Whether ``op``'s value or partials may be infinite or NaN at its operands."""
+        return self._finiteness().singular(op, rule)
+
     def _declare(self, name: str, inputs, output) -> None:
         module = self.ctx.module
         for op in module.body.block.ops:

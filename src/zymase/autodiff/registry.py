@@ -18,7 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from zymase.ir import Operation, SSAValue
+from zymase.autodiff.semantics import strong_zero
+from zymase.ir import FloatAttr, Operation, SSAValue, is_float_type
 
 if TYPE_CHECKING:
     from zymase.autodiff.flavor import Emitter
@@ -33,12 +34,22 @@ class Primals:
     def __init__(self, ctx: "RuleContext", op: Operation):
         self.ctx = ctx
         self.op = op
+        # the primal values the expression read: a partial built only from constants
+        # cannot be infinite (see ScalarRule's strong zeros)
+        self.read: list[SSAValue] = []
 
     def arg(self, i: int) -> SSAValue:
+        self.read.append(self.op.operands[i])
         return self.ctx.primal(self.op.operands[i])
 
     def res(self, i: int = 0) -> SSAValue:
+        self.read.append(self.op.results[i])
         return self.ctx.primal(self.op.results[i])
+
+    def read_only_constants(self) -> bool:
+        """Whether every primal value the expression read is a finite nonzero constant
+        (``1/b`` of ``a / 2.0``): the partial is then finite."""
+        return all(_finite_nonzero_constant(v) is not None for v in self.read)
 
     def varies(self, i: int) -> bool:
         """Whether operand ``i`` is computed anew in each iteration of a loop around the
@@ -60,6 +71,16 @@ class RuleContext(Protocol):
         """Whether the derivative with respect to ``value`` is needed (it is active)."""
         ...
 
+    def may_be_nonfinite(self, value: SSAValue) -> bool:
+        """Whether the primal ``value`` may be infinite or NaN at finite inputs
+        (analysis.finiteness)."""
+        ...
+
+    def singular_here(self, op: Operation, rule: "ScalarRule") -> bool:
+        """Whether ``op``'s value or partials may be infinite or NaN at finite operands
+        (analysis.finiteness)."""
+        ...
+
 
 class Rule:
     def propagates(self, op: Operation, index: int) -> bool:
@@ -72,13 +93,55 @@ class Rule:
         raise NotImplementedError
 
 
+def _finite_nonzero_constant(v: SSAValue) -> float | None:
+    """The value of a float constant that is finite and nonzero, else None."""
+    owner = getattr(v, "owner", None)
+    value = getattr(owner, "value", None) if isinstance(owner, Operation) and owner.name in (
+        "llvm.mlir.constant", "arith.constant") else None
+    if not isinstance(value, FloatAttr):
+        return None
+    x = value.value.data
+    return x if x == x and x not in (0.0, float("inf"), float("-inf")) else None
+
+
 class ScalarRule(Rule):
     """A single-result op with one partial (adjoint expression) per operand; ``None``
-    marks an operand without derivative (an integer exponent, a rounding op)."""
+    marks an operand without derivative (an integer exponent, a rounding op).
 
-    def __init__(self, *partials: Partial | None, name: str = ""):
+    Strong zeros (:mod:`zymase.autodiff.semantics`): a term ``dy * partial`` whose
+    partial may be infinite or NaN is guarded, ``dy == 0 ? 0 : dy * partial``, so that a
+    zero adjoint or tangent stays zero. The partials of a ``singular`` rule may be so at
+    finite arguments (division, sqrt, log), unless the operands ``regular_if`` lists are
+    bounded away from the pole: ``((1, "positive"),)`` for a division whose divisor is
+    at least a positive constant. Other partials are primal values, non-finite only when
+    a singular op upstream made them so. analysis.finiteness decides both.
+    ``bounded`` rules (fabs, fmin, ...) have partials 0 or +-1 whatever the primal
+    values and are never guarded."""
+
+    def __init__(self, *partials: Partial | None, name: str = "", bounded: bool = False, singular: bool = False,
+                 regular_if: tuple[tuple[int, str], ...] = (),
+                 finite_value_if: tuple[tuple[int, str], ...] | None = ()):
         self.partials = partials
         self.name = name
+        self.bounded = bounded
+        self.singular = singular
+        self.regular_if = regular_if
+        # for singular rules: when the value itself is finite (None: always; sqrt's
+        # partial is infinite at 0 where its value is 0)
+        self.finite_value_if = finite_value_if
+
+    def _term(self, ctx, op: Operation, f: Partial, d: SSAValue) -> SSAValue:
+        """``f`` applied to the adjoint or tangent ``d``, guarded for strong zeros."""
+        primals = Primals(ctx, op)
+        term = f(ctx.E, primals, d)
+        if self.bounded or not strong_zero() or primals.read_only_constants():
+            return term
+        if not ctx.singular_here(op, self) and not any(ctx.may_be_nonfinite(v) for v in primals.read):
+            return term
+        if not (is_float_type(d.type) and term.type == d.type):
+            return term
+        E = ctx.E
+        return E.select(E.fcmp("oeq", d, E.zero(d.type)), E.zero(d.type), term)
 
     def _partial(self, i: int) -> Partial | None:
         return self.partials[i] if i < len(self.partials) else None
@@ -94,7 +157,7 @@ class ScalarRule(Rule):
             # Only active operands get an adjoint: an inactive operand's partial
             # would fetch primal values (and tape them in loops) for nothing.
             wanted = f is not None and dy is not None and ctx.wants(operand)
-            out.append(f(ctx.E, Primals(ctx, op), dy) if wanted else None)
+            out.append(self._term(ctx, op, f, dy) if wanted else None)
         return out
 
     def forward(self, ctx, op, tangents):
@@ -103,7 +166,7 @@ class ScalarRule(Rule):
             f = self._partial(i)
             if f is None or t is None:
                 continue
-            term = f(ctx.E, Primals(ctx, op), t)
+            term = self._term(ctx, op, f, t)
             total = term if total is None else ctx.E.add(total, term)
         return [total]
 

@@ -46,6 +46,8 @@ from zymase.llvm.noalias_scopes import is_scope_decl
 from zymase.autodiff.flavor import Emitter
 from zymase.autodiff.memory import ShadowCode, twin_decl
 from zymase.autodiff.names import ABANDONED
+from zymase.autodiff.registry import ScalarRule
+from zymase.autodiff.semantics import strong_zero
 from zymase.transforms.inline import hoist_allocas
 from zymase.autodiff.forwarding import StoreForwarding
 from zymase.autodiff.tape import IndexedCaches, MinCutRecompute, explain_tape
@@ -1245,7 +1247,8 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
             raise no_rule_error(op, self.fname)
         with self.E.derivative_of(op):
             contribs = rule.reverse(self, op, dys)
-        if self._select_guarded(op):
+        # scalar rules guard their own terms under strong zeros (registry.ScalarRule)
+        if self._select_guarded(op) and not (strong_zero() and isinstance(rule, ScalarRule)):
             contribs = self._strong_zero(dys[0], contribs)
         for operand, c in zip(op.operands, contribs):
             if c is not None:

@@ -52,7 +52,8 @@ def run_enzyme_pass(module: ModuleOp) -> ModuleOp:
                 **where,
                 hint="dup arguments are followed by their shadow; active results take a seed operand",
             )
-        name = driver.reverse(fop, arg_acts, ret_acts) if is_rev else driver.forward(fop, arg_acts, ret_acts)
+        generate = driver.reverse if is_rev else driver.forward
+        name = generate(fop, arg_acts, ret_acts, entry=True)
         E = Emitter(flavor, module).before(op)
         results = E.call(name, list(op.operands), outs)
         for old, new in zip(op.results, results):

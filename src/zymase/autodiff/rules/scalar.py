@@ -49,6 +49,9 @@ FDIV = R(
     lambda E, P, dy: E.mul(dy, E.div(E.const_like(1.0, dy), P.arg(1))),
     _fdiv_divisor_partial,
     name="fdiv",
+    singular=True,
+    regular_if=((1, "nonzero"),),
+    finite_value_if=((1, "nonzero"),),
 )
 FNEG = R(lambda E, P, dy: E.neg(dy), name="fneg")
 # frem(a, b) = a - b * trunc(a / b): d/da = 1, d/db = -trunc(a / b).
@@ -56,6 +59,9 @@ FREM = R(
     lambda E, P, dy: dy,
     lambda E, P, dy: E.neg(E.mul(dy, E.fn("trunc", E.div(P.arg(0), P.arg(1))))),
     name="frem",
+    singular=True,
+    regular_if=((1, "nonzero"),),
+    finite_value_if=((1, "nonzero"),),
 )
 
 
@@ -133,17 +139,21 @@ MATH: dict[str, ScalarRule] = {
         lambda E, P, dy: E.div(E.mul(dy, P.arg(0)), P.res()),
         lambda E, P, dy: E.div(E.mul(dy, P.arg(1)), P.res()),
     ),
-    "fabs": R(lambda E, P, dy: E.mul(dy, E.sign(P.arg(0)))),
+    # bounded: the partials below are 0 or +-1 whatever the primal values, so a zero
+    # adjoint stays zero without a strong-zero guard
+    "fabs": R(lambda E, P, dy: E.mul(dy, E.sign(P.arg(0))), bounded=True),
     # copysign(a, b) = |a| * sign(b): d/da = sign(a) * sign(b); no derivative in b.
-    "copysign": R(lambda E, P, dy: E.mul(dy, E.mul(E.sign(P.arg(0)), E.sign(P.arg(1)))), None),
+    "copysign": R(lambda E, P, dy: E.mul(dy, E.mul(E.sign(P.arg(0)), E.sign(P.arg(1)))), None, bounded=True),
     # fmin/fmax: the derivative follows the chosen operand (ties go to the second).
     "fmin": R(
         lambda E, P, dy: E.select(E.fcmp("olt", P.arg(0), P.arg(1)), dy, E.zero(dy.type)),
         lambda E, P, dy: E.select(E.fcmp("olt", P.arg(0), P.arg(1)), E.zero(dy.type), dy),
+        bounded=True,
     ),
     "fmax": R(
         lambda E, P, dy: E.select(E.fcmp("ogt", P.arg(0), P.arg(1)), dy, E.zero(dy.type)),
         lambda E, P, dy: E.select(E.fcmp("ogt", P.arg(0), P.arg(1)), E.zero(dy.type), dy),
+        bounded=True,
     ),
     "fma": R(
         lambda E, P, dy: E.mul(dy, P.arg(1)),
@@ -152,8 +162,29 @@ MATH: dict[str, ScalarRule] = {
     ),
     "fmod": FREM,
     # ldexp(x, n) = x * 2^n, exactly: the adjoint scales the same way; n is an integer
-    "ldexp": R(lambda E, P, dy: E.fn("ldexp", dy, P.arg(1)), None),
+    "ldexp": R(lambda E, P, dy: E.fn("ldexp", dy, P.arg(1)), None, bounded=True),
 }
+# Functions whose value or partials are infinite or NaN at some finite arguments (a pole,
+# the edge of the domain: sqrt' at 0, log at 0, asin' at 1): strong zeros guard their
+# adjoint terms (registry.ScalarRule), unless the operands listed are known to be
+# positive (or at least 0) where the op is used (analysis.finiteness): log(1 + exp(x))
+# needs no guard. Per function: (partials regular if, value finite if); the value of
+# cbrt, atan2 and hypot is finite everywhere (None), that of sqrt at arguments >= 0.
+# The other functions are finite at finite arguments, overflow aside.
+_POSITIVE_ARG = ((0, "positive"),)
+SINGULAR = {
+    "sqrt": (_POSITIVE_ARG, ((0, "nonneg"),)), "cbrt": (_POSITIVE_ARG, None), "log": (_POSITIVE_ARG, _POSITIVE_ARG),
+    "log2": (_POSITIVE_ARG, _POSITIVE_ARG), "log10": (_POSITIVE_ARG, _POSITIVE_ARG),
+    "log1p": (((0, "nonneg"),), ((0, "nonneg"),)), "pow": (_POSITIVE_ARG, _POSITIVE_ARG),
+    "powi": (_POSITIVE_ARG, _POSITIVE_ARG), "tan": ((), ()), "asin": ((), ()), "acos": ((), ()),
+    "atan2": ((), None), "acosh": ((), ()), "atanh": ((), ()), "hypot": ((), None), "lgamma": ((), ()),
+    "tgamma": ((), ()),
+}
+for _name, (_regular_if, _finite_if) in SINGULAR.items():
+    MATH[_name].singular = True
+    MATH[_name].regular_if = _regular_if
+    MATH[_name].finite_value_if = _finite_if
+
 MATH["fmuladd"] = MATH["fma"]
 MATH["minnum"] = MATH["minimum"] = MATH["fmin"]
 MATH["maxnum"] = MATH["maximum"] = MATH["fmax"]

@@ -1,0 +1,35 @@
+"""Derivative semantics chosen per compilation: strong zeros (the default) or IEEE
+propagation of ``0 * inf``.
+
+With strong zeros, a zero adjoint (reverse mode) or a zero tangent (forward mode)
+contributes zero whatever the partial it multiplies: an intermediate that does not
+influence the result (``d = sqrt(x)`` used only where ``d > 1e-6``, a Lennard-Jones
+term on the zero diagonal) adds nothing, where IEEE arithmetic would add
+``0 * inf = NaN``. Where the derivative itself is infinite or undefined the partial
+meets a nonzero adjoint and the answer stays inf/NaN. Front ends set the choice for
+the duration of one compilation with :func:`derivative_semantics`
+(``zymase cc --no-strong-zero``, ``zymase.grad(f, strong_zero=False)``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+_STRONG_ZERO: ContextVar[bool] = ContextVar("zymase_strong_zero", default=True)
+
+
+def strong_zero() -> bool:
+    """Whether derivatives being generated now use strong zeros."""
+    return _STRONG_ZERO.get()
+
+
+@contextmanager
+def derivative_semantics(*, strong_zero: bool = True) -> Iterator[None]:
+    """Generate the derivatives built inside with (or without) strong zeros."""
+    token = _STRONG_ZERO.set(strong_zero)
+    try:
+        yield
+    finally:
+        _STRONG_ZERO.reset(token)
