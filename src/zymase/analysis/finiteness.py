@@ -14,12 +14,13 @@ structured-op results) or loaded after a store of such a value. Finite inputs ar
 assumed, and overflow of arithmetic on finite values (``1e300 * 1e300``,
 ``exp(1000)``) is not tracked: those infinities keep IEEE semantics.
 
-A non-finite value needs no guard when it is *exposed*: every use of it carries the
-non-finiteness on (sums, products, quotients by it as dividend, branches that pass it)
-into the program's single output. Wherever such a value is infinite, the output is
-infinite or NaN too, and a derivative of a function whose value is not finite has
-nothing to be right about. What hides a value (a comparison, a select, a store that is
-not the output, a call) makes it unexposed, and the terms reading it are guarded.
+A non-finite value needs no guard when it is *exposed*: whenever it is computed, a use
+that always follows carries the non-finiteness on (sums, products, quotients by it as
+dividend, every edge of the branch ending its block) into the program's single output.
+Wherever such a value is infinite, the output is infinite or NaN too, and a derivative
+of a function whose value is not finite has nothing to be right about. A value whose
+only uses hide it (a comparison, a select, a store that is not the output, a call, a
+branch taken only sometimes) is not exposed, and the terms reading it are guarded.
 """
 
 from __future__ import annotations
@@ -238,37 +239,69 @@ class Finiteness:
         return store, store.operands[0]
 
     def _exposed(self, sink: tuple[Operation, SSAValue]) -> set[SSAValue]:
-        """The non-finite-capable values whose non-finiteness reaches the output on
-        every use (a greatest fixpoint: assume all, drop those with a hiding use)."""
-        sink_op, sink_value = sink
-        flows_to: dict[SSAValue, list[SSAValue]] = {}  # branch operand -> block argument
-        for op in self.ops:
-            if op.successors:
-                for succ, operands in zip(op.successors, self.ctx.flavor.successor_operands(op)):
-                    for arg, v in zip(succ.args, operands):
-                        flows_to.setdefault(v, []).append(arg)
+        """The values whose non-finiteness must reach the output: each time one is
+        computed, uses that always follow carry it into another such value or into the
+        output. A greatest fixpoint: assume all, drop those not carried."""
         exposed = {v for v in self.nonfinite if is_float_type(v.type)}
         changed = True
         while changed:
             changed = False
             for v in list(exposed):
-                if not v.uses or not all(self._carries(u, v, sink_op, sink_value, flows_to, exposed) for u in v.uses):
+                home = _defining_block(v)
+                if not self._carried(v, home, home, sink, exposed, {}):
                     exposed.discard(v)
                     changed = True
         return exposed
 
-    def _carries(self, use, v, sink_op, sink_value, flows_to, exposed) -> bool:
-        """Whether ``use`` of ``v`` passes a non-finite ``v`` on to an exposed value (or
-        is the output itself)."""
+    def _carried(self, v: SSAValue, block: Block, home: Block, sink, exposed: set[SSAValue],
+                 memo: dict[Block, bool | None]) -> bool:
+        """Whether, once control is in ``block`` with ``v`` computed (in ``home``), a
+        non-finite ``v`` is sure to be carried on: by a use in ``block``, or on every
+        edge leaving it (passed into an exposed block argument, or carried in a block
+        only reached through ``home``). A use elsewhere may be skipped (the other side
+        of a branch); a path back to ``home`` computes ``v`` again first (the next
+        iteration), so it does not carry this value. Programs that do not return have
+        no derivative to protect: every path is taken to leave the loops it enters."""
+        if block in memo:
+            # None: on the current path, an inner loop (not through home, so v is not
+            # computed again): going around it decides nothing, its exits decide
+            return memo[block] is not False
+        memo[block] = None
+        memo[block] = found = self._carried_from(v, block, home, sink, exposed, memo)
+        return found
+
+    def _carried_from(self, v, block, home, sink, exposed, memo) -> bool:
+        for use in v.uses:
+            op = use.operation
+            if op.parent_block() is block and not op.successors and self._carries(use, v, sink, exposed):
+                return True
+        term = block.last_op
+        if term is None or not term.successors:
+            return False
+        for succ, operands in zip(term.successors, self.ctx.flavor.successor_operands(term)):
+            if any(o is v and arg in exposed for arg, o in zip(succ.args, operands)):
+                continue
+            if succ is not home and self.cfg.dominates(home, succ) \
+                    and self._carried(v, succ, home, sink, exposed, memo):
+                continue
+            return False
+        return True
+
+    def _carries(self, use, v: SSAValue, sink: tuple[Operation, SSAValue], exposed: set[SSAValue]) -> bool:
+        """Whether ``use`` of ``v`` (not a branch) passes a non-finite ``v`` on to an
+        exposed value or is the output."""
         op = use.operation
+        sink_op, sink_value = sink
         if op is sink_op:
             return v is sink_value and (memory_kind(op) != "store" or use.index == 0)
-        if op.successors:
-            return all(arg in exposed for arg in flows_to.get(v, [])) and bool(flows_to.get(v))
         rule = self.ctx.rule_for(op)
         if rule is None or op.regions or len(op.results) != 1 or op.results[0] not in exposed:
             return False
         return _preserves(rule, use.index)
+
+
+def _defining_block(v: SSAValue) -> Block | None:
+    return v.block if isinstance(v, BlockArgument) else v.owner.parent_block()
 
 
 def _into_alloca(ptr: SSAValue) -> bool:
