@@ -16,6 +16,7 @@ Semantics follow Enzyme:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from zymase.errors import ZymaseError
@@ -42,6 +43,9 @@ MARKERS = {
     "enzyme_dup": "dup",
     "enzyme_dupnoneed": "dupnoneed",
 }
+
+
+_ADDR_WORDS = re.compile(r"(?:\s+(?:local_unnamed_addr|unnamed_addr|addrspace\(\d+\)))*")
 
 
 @dataclass
@@ -91,7 +95,10 @@ def protect_marker_calls(ll_text: str) -> str:
                 elif line[i] == ")":
                     depth -= 1
                     if depth == 0:
-                        line = line[: i + 1] + " nomerge" + line[i + 1 :]
+                        # function attributes follow unnamed_addr/addrspace (clang -O1
+                        # and up writes `local_unnamed_addr`), so nomerge goes after them
+                        at = _ADDR_WORDS.match(line, i + 1).end()
+                        line = line[:at] + " nomerge" + line[at:]
                         break
         out.append(line)
     return "\n".join(out) + "\n"
