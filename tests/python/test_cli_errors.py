@@ -150,7 +150,117 @@ C_CASES = {
          "function 'f'"],
     ),
     "syntax.c": ("int main(void) { return 0 }\n", ["syntax.c:1:", "expected ';'"]),
+    # issue 23 item 1: Enzyme's interface that zymase does not implement is refused,
+    # not skipped (a registered derivative used to be ignored, the body differentiated)
+    "register_gradient.c": (
+        "extern double __enzyme_autodiff(void*, ...);\n"
+        "double sq(double x) { return x * x; }\n"
+        "double aug(double x) { return x; }\ndouble grad(double x, double d) { return 3 * d; }\n"
+        "void *__enzyme_register_gradient_sq[3] = {(void*)sq, (void*)aug, (void*)grad};\n"
+        "int main(void) { return __enzyme_autodiff((void*)sq, 1.0) != 3; }\n",
+        ["'__enzyme_register_gradient_sq'", "registers a custom reverse-mode derivative", "not implement"],
+    ),
+    "register_derivative.c": (
+        "extern double __enzyme_fwddiff(void*, ...);\n"
+        "double sq(double x) { return x * x; }\ndouble dsq(double x, double dx) { return 3 * dx; }\n"
+        "void *__enzyme_register_derivative_sq[2] = {(void*)sq, (void*)dsq};\n"
+        "int main(void) { return __enzyme_fwddiff((void*)sq, 1.0, 1.0) != 3; }\n",
+        ["'__enzyme_register_derivative_sq'", "forward-mode derivative"],
+    ),
+    "inactivefn.c": (
+        "extern double __enzyme_autodiff(void*, ...);\n"
+        "__attribute__((noinline)) double logd(double x) { return x; }\n"
+        "double f(double x) { return logd(x) * x; }\n"
+        "void *__enzyme_inactivefn[1] = {(void*)logd};\n"
+        "int main(void) { return __enzyme_autodiff((void*)f, 1.0) != 1; }\n",
+        ["'__enzyme_inactivefn'", "marks functions inactive"],
+    ),
+    "function_like.c": (
+        "extern double __enzyme_autodiff(void*, ...);\n"
+        "__attribute__((noinline)) double mysin(double x) { return x - x * x * x / 6; }\n"
+        "void *__enzyme_function_like[2] = {(void*)mysin, (void*)\"sin\"};\n"
+        "int main(void) { return __enzyme_autodiff((void*)mysin, 1.0) > 0; }\n",
+        ["'__enzyme_function_like'"],
+    ),
+    "inactive_attribute.c": (
+        "extern double __enzyme_autodiff(void*, ...);\n"
+        "__attribute__((enzyme_inactive)) double logd(double x) { return x; }\n"
+        "double f(double x) { return logd(x) * x; }\n"
+        "int main(void) { return __enzyme_autodiff((void*)f, 1.0) != 1; }\n",
+        ["inactive_attribute.c:2:16", "attribute 'enzyme_inactive'", "not implemented"],
+    ),
+    "annotate_inactive.c": (
+        "extern double __enzyme_autodiff(void*, ...);\n"
+        "__attribute__((annotate(\"enzyme_inactive\"))) double logd(double x) { return x; }\n"
+        "double f(double x) { return logd(x) * x; }\n"
+        "int main(void) { return __enzyme_autodiff((void*)f, 1.0) != 1; }\n",
+        ["annotation 'enzyme_inactive'", "not implemented"],
+    ),
+    "augmentfwd.c": (
+        "extern double __enzyme_autodiff(void*, ...);\nextern void *__enzyme_augmentfwd(void*, ...);\n"
+        "double f(double x) { return x * x; }\n"
+        "int main(void) { void *tape = __enzyme_augmentfwd((void*)f, 1.0); return tape != 0; }\n",
+        ["augmentfwd.c:4:", "'__enzyme_augmentfwd'", "split reverse mode", "function 'main'"],
+    ),
+    "unknown_enzyme_function.c": (
+        "extern double __enzyme_frobnicate(void*, ...);\n"
+        "double f(double x) { return x * x; }\n"
+        "int main(void) { return __enzyme_frobnicate((void*)f, 1.0) > 0; }\n",
+        ["unknown_enzyme_function.c:3:", "'__enzyme_frobnicate' is not an Enzyme function zymase knows"],
+    ),
+    "width_marker.c": (
+        "extern double __enzyme_fwddiff(void*, ...);\nextern int enzyme_width;\n"
+        "double f(double x) { return x * x; }\n"
+        "int main(void) { return __enzyme_fwddiff((void*)f, enzyme_width, 2, 1.0, 1.0, 2.0) > 0; }\n",
+        ["width_marker.c:4:", "marker 'enzyme_width' is not implemented", "function 'main'"],
+    ),
+    # issue 23 item 2: nested markers used to return 0
+    "nested_direct.c": (
+        "extern double __enzyme_autodiff(void*, ...);\nextern double __enzyme_fwddiff(void*, ...);\n"
+        "double g(double x) { return x * x * x; }\n"
+        "double f(double x) { return __enzyme_fwddiff((void*)g, x, 1.0); }\n"
+        "int main(void) { return __enzyme_autodiff((void*)f, 2.0) != 12; }\n",
+        ["nested_direct.c:5:", "'f' is differentiated by __enzyme_autodiff",
+         "__enzyme_fwddiff in 'f' at nested_direct.c:4:", "higher-order"],
+    ),
+    "nested_through_callee.c": (
+        "extern double __enzyme_autodiff(void*, ...);\n"
+        "double g(double x) { return x * x * x; }\n"
+        "__attribute__((noinline)) double dg(double x) { return __enzyme_autodiff((void*)g, x); }\n"
+        "double f(double x) { return dg(x) + x; }\n"
+        "int main(void) { return __enzyme_autodiff((void*)f, 2.0) != 13; }\n",
+        ["'f' is differentiated by __enzyme_autodiff", "__enzyme_autodiff in 'dg'", "higher-order"],
+    ),
 }
+
+# issue 23 item 1: every unimplemented __enzyme_* function and enzyme_* marker by name
+UNIMPLEMENTED_FUNCTIONS = ["__enzyme_augmentfwd", "__enzyme_reverse", "__enzyme_augmentsize",
+                           "__enzyme_virtualreverse", "__enzyme_batch", "__enzyme_todense",
+                           "__enzyme_truncate_mem_func", "__enzyme_fwdsplit"]
+UNIMPLEMENTED_MARKERS = ["enzyme_width", "enzyme_dupv", "enzyme_dupnoneedv", "enzyme_allocated", "enzyme_tape",
+                         "enzyme_primal_return", "enzyme_noret", "enzyme_const_return", "enzyme_active_return",
+                         "enzyme_dup_return", "enzyme_scalar", "enzyme_vector", "enzyme_interleave",
+                         "enzyme_nooverwrite", "enzyme_overwrite", "enzyme_nofree", "enzyme_runtime_activity"]
+
+
+@pytest.mark.parametrize("name", UNIMPLEMENTED_FUNCTIONS)
+def test_unimplemented_enzyme_function_is_refused(tmp_path, name):
+    (tmp_path / "u.c").write_text(
+        f"extern double {name}(void*, ...);\ndouble f(double x) {{ return x * x; }}\n"
+        f"int main(void) {{ return {name}((void*)f, 1.0) > 0; }}\n")
+    proc = run("zymase", ["cc", "-O0", "-g", "u.c", "-o", "exe"], cwd=tmp_path)
+    one_error(proc, f"'{name}'", "u.c:3:", "function 'main'")
+    assert not (tmp_path / "exe").exists()
+
+
+@pytest.mark.parametrize("name", UNIMPLEMENTED_MARKERS)
+def test_unimplemented_marker_is_refused(tmp_path, name):
+    (tmp_path / "m.c").write_text(
+        f"extern double __enzyme_autodiff(void*, ...);\nextern int {name};\n"
+        "double f(double x) { return x * x; }\n"
+        f"int main(void) {{ return __enzyme_autodiff((void*)f, {name}, 1.0) > 0; }}\n")
+    proc = run("zymase", ["cc", "-O0", "-g", "m.c", "-o", "exe"], cwd=tmp_path)
+    one_error(proc, f"marker '{name}' is not implemented", "m.c:4:")
 
 
 @pytest.mark.parametrize("name", sorted(C_CASES))

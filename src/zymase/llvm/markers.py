@@ -12,6 +12,12 @@ Semantics follow Enzyme:
   argument order;
 * forward mode without marker: a float argument is followed by its tangent; the
   result is the directional derivative.
+
+Everything else of Enzyme's C interface is refused, never skipped: other
+``__enzyme_*`` functions and globals (split modes, batching, registered derivatives,
+``__enzyme_inactivefn`` ...), marker globals zymase does not implement (``enzyme_width``,
+``enzyme_tape`` ...), ``enzyme_*`` function attributes in the IR, and a differentiated
+function that itself reaches a marker call (higher-order derivatives).
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from dataclasses import dataclass
 
 from zymase.errors import ZymaseError
 from zymase.ir import (
+    ArrayAttr,
     Attribute,
     DenseArrayBase,
     IntegerAttr,
@@ -28,6 +35,7 @@ from zymase.ir import (
     ModuleOp,
     Operation,
     SSAValue,
+    StringAttr,
     float_width,
     i64,
     is_float_type,
@@ -43,6 +51,33 @@ MARKERS = {
     "enzyme_dup": "dup",
     "enzyme_dupnoneed": "dupnoneed",
 }
+
+
+#: The calls zymase lowers: Enzyme matches any function whose name contains one of
+#: these (``__enzyme_autodiff2``, C++'s ``_Z17__enzyme_autodiffIdJdEET_Pvz``).
+MARKER_FUNCTIONS = {"__enzyme_autodiff": "rev", "__enzyme_fwddiff": "fwd"}
+
+#: What Enzyme does with the names it knows and zymase does not implement (yet), for
+#: the error message; any other ``__enzyme_*`` name is refused as unknown.
+_UNIMPLEMENTED_SYMBOLS = {
+    "__enzyme_register_gradient": "registers a custom reverse-mode derivative",
+    "__enzyme_register_derivative": "registers a custom forward-mode derivative",
+    "__enzyme_register_splitderivative": "registers a custom split-mode derivative",
+    "__enzyme_inactivefn": "marks functions inactive",
+    "__enzyme_inactive_global": "marks globals inactive",
+    "__enzyme_function_like": "declares a function to behave like a known one",
+    "__enzyme_allocation_like": "declares a function to allocate memory",
+    "__enzyme_augmentfwd": "is split reverse mode (augmented forward pass)",
+    "__enzyme_reverse": "is split reverse mode (reverse pass)",
+    "__enzyme_augmentsize": "is split reverse mode (tape size)",
+    "__enzyme_virtualreverse": "is split reverse mode (virtual reverse pass)",
+    "__enzyme_fwdsplit": "is split forward mode",
+    "__enzyme_batch": "is vectorized (batched) evaluation",
+    "__enzyme_todense": "converts to a dense representation",
+    "__enzyme_truncate": "is floating-point truncation",
+    "__enzyme_expand": "is floating-point expansion",
+}
+_MARKER_WORDS = "enzyme_"
 
 
 _ADDR_WORDS = re.compile(r"(?:\s+(?:local_unnamed_addr|unnamed_addr|addrspace\(\d+\)))*")
@@ -69,11 +104,17 @@ def _addressof_name(v: SSAValue) -> str | None:
     return None
 
 
-def _marker_of(v: SSAValue) -> str | None:
-    """The marker a call argument stands for: the value of ``@enzyme_dup`` or its address."""
+def _global_named_by(v: SSAValue) -> str | None:
+    """The global whose address or value ``v`` is (``@enzyme_dup`` or ``load @enzyme_dup``)."""
     name = _addressof_name(v)
     if name is None and isinstance(v.owner, llvm.LoadOp):
         name = _addressof_name(v.owner.ptr)
+    return name
+
+
+def _marker_of(v: SSAValue) -> str | None:
+    """The marker a call argument stands for: the value of ``@enzyme_dup`` or its address."""
+    name = _global_named_by(v)
     return MARKERS.get(name) if name is not None else None
 
 
@@ -86,7 +127,7 @@ def protect_marker_calls(ll_text: str) -> str:
     """
     out = []
     for line in ll_text.splitlines():
-        if line.startswith("declare") and ("@__enzyme_autodiff" in line or "@__enzyme_fwddiff" in line):
+        if line.startswith("declare") and any(marker in line for marker in MARKER_FUNCTIONS):
             start = line.index("(", line.index("@__enzyme_"))
             depth = 0
             for i in range(start, len(line)):
@@ -113,21 +154,148 @@ def find_sites(module: ModuleOp) -> list[_Site]:
             name = _callee_name(op)
             if name is None:
                 continue
-            if "__enzyme_autodiff" in name:
-                sites.append(_Site(op, "rev", name, fop.sym_name.data))
-            elif "__enzyme_fwddiff" in name:
-                sites.append(_Site(op, "fwd", name, fop.sym_name.data))
+            mode = _marker_mode(name)
+            if mode is not None:
+                sites.append(_Site(op, mode, name, fop.sym_name.data))
     return sites
+
+
+def _marker_mode(name: str) -> str | None:
+    return next((mode for marker, mode in MARKER_FUNCTIONS.items() if marker in name), None)
 
 
 def lower_markers(module: ModuleOp) -> int:
     """Rewrite every marker call site; returns how many were rewritten."""
+    refuse_unimplemented(module)
     functions = {op.sym_name.data: op for op in module.body.block.ops if isinstance(op, llvm.FuncOp)}
     sites = find_sites(module)
+    _refuse_nested(sites, functions)
     for site in sites:
         _lower_site(site, functions)
     _drop_dead_marker_globals(module)
     return len(sites)
+
+
+# ------------------------------------------------- what zymase does not implement
+
+
+def refuse_unimplemented(module: ModuleOp) -> None:
+    """Raise on the first piece of Enzyme's interface that zymase does not implement:
+    ignoring it would differentiate something else than the user asked for."""
+    for op in module.body.block.ops:
+        if not isinstance(op, (llvm.FuncOp, llvm.GlobalOp)):
+            continue
+        name = op.sym_name.data
+        if "__enzyme_" in name and _marker_mode(name) is None:
+            known = next((what for prefix, what in _UNIMPLEMENTED_SYMBOLS.items() if prefix in name), None)
+            message = (f"'{name}' {known}, which zymase does not implement yet" if known
+                       else f"'{name}' is not an Enzyme function zymase knows")
+            raise _unimplemented_error(module, name, message)
+        if (isinstance(op, llvm.GlobalOp) and name.startswith(_MARKER_WORDS) and name not in MARKERS
+                and isinstance(op.global_type, IntegerType)):
+            raise _unimplemented_error(
+                module, name, f"marker '{name}' is not implemented by zymase (it knows "
+                + ", ".join(MARKERS) + ")")
+        if (isinstance(op, llvm.GlobalOp) and isinstance(text := op.properties.get("value"), StringAttr)
+                and text.data.startswith(_MARKER_WORDS) and isinstance(sec := op.properties.get("section"), StringAttr)
+                and sec.data == "llvm.metadata"):
+            raise _unimplemented_error(  # __attribute__((annotate("enzyme_inactive")))
+                module, name, f"annotation '{text.data.rstrip(chr(0))}' is not implemented by zymase")
+        if isinstance(op, llvm.FuncOp):
+            for attr in _enzyme_function_attributes(op):
+                raise ZymaseError(
+                    f"function attribute '{attr}' of '{name}' is not implemented by zymase",
+                    construct=attr, function=name, location=location_of(op),
+                    hint="remove the attribute; zymase would otherwise differentiate the function "
+                    "as if it were not there",
+                )
+
+
+def _enzyme_function_attributes(fop: Operation) -> list[str]:
+    """The ``"enzyme_*"`` string attributes (``enzyme_inactive``, ``enzyme_math`` ...) of a function."""
+    passthrough = fop.properties.get("passthrough")
+    names = []
+    for item in passthrough.data if passthrough is not None else ():
+        key = item.data[0] if isinstance(item, ArrayAttr) else item
+        if isinstance(key, StringAttr) and key.data.startswith(_MARKER_WORDS):
+            names.append(key.data)
+    return names
+
+
+def _unimplemented_error(module: ModuleOp, name: str, message: str) -> ZymaseError:
+    """The error for symbol ``name``, located at its first use when there is one."""
+    where, function = None, None
+    for fop in module.body.block.ops:
+        if isinstance(fop, llvm.FuncOp):
+            for op in fop.walk():
+                # a marker global is located at the call that reads it as an argument
+                if _callee_name(op) == name or (
+                        isinstance(op, llvm.CallOp) and name in map(_global_named_by, op.args)):
+                    where, function = location_of(op), fop.sym_name.data
+                    break
+        if function is not None:
+            break
+    return ZymaseError(
+        message, construct=name, function=function, location=where,
+        hint="zymase implements __enzyme_autodiff and __enzyme_fwddiff with the markers "
+        + ", ".join(MARKERS) + "; remove it (a custom derivative or activity annotation would "
+        "otherwise be ignored and the function body differentiated instead)",
+    )
+
+
+def _refuse_nested(sites: list[_Site], functions: dict[str, Operation]) -> None:
+    """A differentiated function that reaches a marker call asks for a higher-order
+    derivative, which zymase does not compute: the inner call would be taken as constant."""
+    sites_in: dict[str, _Site] = {}
+    for site in sites:
+        sites_in.setdefault(site.caller, site)
+    references: dict[str, set[str]] = {}
+    for site in sites:
+        target = _differentiated_name(site, functions)
+        if target is None:
+            continue
+        seen, todo = {target}, [target]
+        while todo:
+            name = todo.pop()
+            inner = sites_in.get(name)
+            if inner is not None:
+                where = location_of(inner.call)
+                raise _err(
+                    site,
+                    f"'{target}' is differentiated by {site.marker_fn} and itself reaches a call of "
+                    f"{inner.marker_fn} in '{name}'" + (f" at {where}" if where else "")
+                    + ": nested differentiation (higher-order derivatives) is not supported yet",
+                    "differentiate a function without __enzyme_* calls; compute higher derivatives "
+                    "by hand or with finite differences of the first derivative",
+                )
+            if name not in references:
+                references[name] = _referenced_functions(functions.get(name), functions)
+            for callee in references[name] - seen:
+                seen.add(callee)
+                todo.append(callee)
+
+
+def _referenced_functions(fop: Operation | None, functions: dict[str, Operation]) -> set[str]:
+    """The functions ``fop`` calls or takes the address of."""
+    names: set[str] = set()
+    if fop is None:
+        return names
+    for op in fop.walk():
+        name = _callee_name(op)
+        if name is None and isinstance(op, llvm.AddressOfOp):
+            name = _addressof_name(op.results[0])
+        if name in functions:
+            names.add(name)
+    return names
+
+
+def _differentiated_name(site: _Site, functions: dict[str, Operation]) -> str | None:
+    """The function a marker call differentiates (after a hidden sret pointer, if any)."""
+    for arg in list(site.call.args)[:2]:
+        name = _addressof_name(arg)
+        if name in functions:
+            return name
+    return None
 
 
 def _err(site: _Site, message: str, hint: str) -> ZymaseError:
@@ -358,5 +526,5 @@ def _drop_dead_marker_globals(module: ModuleOp) -> None:
     for op in list(module.body.block.ops):
         if isinstance(op, llvm.FuncOp) and not op.body.blocks:
             n = op.sym_name.data
-            if "__enzyme_autodiff" in n or "__enzyme_fwddiff" in n:
+            if _marker_mode(n) is not None:
                 module.body.block.erase_op(op)

@@ -210,8 +210,28 @@ def c_to_llvm_ir(source: str | Path, flags: list[str] | None = None, opt_level: 
             err = ZymaseError(first, hint=hint)
             err.diagnostics = proc.stderr  # type: ignore[attr-defined]
             raise err
+        _refuse_enzyme_attributes(proc.stderr)
         _forward_warnings(proc.stderr, clang)
         return drop_unknown_target_features(out.read_text())
+
+
+# "f.c:1:16: warning: unknown attribute 'enzyme_inactive' ignored [-Wunknown-attributes]"
+_ENZYME_ATTR_RE = re.compile(r"^(?P<loc>.+?:\d+:\d+): warning: unknown attribute '(?P<name>enzyme_\w+)' ignored",
+                             re.M)
+
+
+def _refuse_enzyme_attributes(stderr: str) -> None:
+    """Enzyme's source attributes (``__attribute__((enzyme_inactive))`` ...) exist only
+    with Enzyme's clang plugin; clang ignores them with a warning, and the function
+    would be differentiated as if they were not there."""
+    match = _ENZYME_ATTR_RE.search(stderr)
+    if match:
+        raise ZymaseError(
+            f"attribute '{match['name']}' is not implemented by zymase",
+            construct=f"__attribute__(({match['name']}))",
+            location=match["loc"],
+            hint="remove the attribute (zymase would ignore it and differentiate the function's body)",
+        )
 
 
 def _forward_warnings(stderr: str, clang: Clang) -> None:
