@@ -58,6 +58,15 @@ class ZymaseError(Exception):
         return self.format()
 
 
+def warn(message: str, **context) -> None:
+    """Print one ``zymase: warning: ...`` line (same parts as a ZymaseError) to stderr:
+    for programs zymase handles correctly but that are most likely not what was meant."""
+    import sys
+
+    text = ZymaseError(message, **context).format().replace("zymase: error:", "zymase: warning:", 1)
+    print(text, file=sys.stderr)
+
+
 class CompilerDiagnostics(ZymaseError):
     """The C compiler rejected the program: its diagnostics (``file:line:col: error:``,
     the source line and the caret, for every error) are the message, shown verbatim

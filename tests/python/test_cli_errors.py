@@ -230,6 +230,44 @@ C_CASES = {
         "int main(void) { return __enzyme_autodiff((void*)f, 2.0) != 13; }\n",
         ["'f' is differentiated by __enzyme_autodiff", "__enzyme_autodiff in 'dg'", "higher-order"],
     ),
+    # issue 23 item 4: bad calls in C terms, no internal TypeError
+    "missing_shadow.c": (
+        "extern double __enzyme_autodiff(void*, ...);\nextern int enzyme_dup;\n"
+        "double f(double *x, int n) { double s = 0; for (int i = 0; i < n; i++) s += x[i] * x[i]; return s; }\n"
+        "int main(void) { double x[2] = {1, 2}; return __enzyme_autodiff((void*)f, enzyme_dup, x, 2) > 0; }\n",
+        ["missing_shadow.c:4:", "argument 4 of __enzyme_autodiff: enzyme_dup expects a shadow pointer after "
+         "parameter 1 of 'f', got int"],
+    ),
+    "wrong_argument_type.c": (
+        "extern double __enzyme_autodiff(void*, ...);\n"
+        "double f(double *x) { return x[0]; }\n"
+        "int main(void) { return __enzyme_autodiff((void*)f, 2.0, 1.0) > 0; }\n",
+        ["wrong_argument_type.c:3:", "argument 2 of __enzyme_autodiff is double, but parameter 1 of 'f' is a pointer"],
+    ),
+    "float128_argument.c": (
+        "extern double __enzyme_autodiff(void*, ...);\n"
+        "double f(__float128 x) { return (double)(x * x); }\n"
+        "int main(void) { return __enzyme_autodiff((void*)f, (__float128)3.0) > 0; }\n",
+        ["float128_argument.c:3:", "parameter 1 of 'f' is a __float128", "does not differentiate"],
+    ),
+    "float128_result.c": (
+        "extern __float128 __enzyme_autodiff(void*, ...);\n"
+        "__float128 f(__float128 x) { return x * x; }\n"
+        "int main(void) { return __enzyme_autodiff((void*)f, (__float128)3.0) > 0; }\n",
+        ["float128_result.c:3:", "'f' is a __float128", "does not differentiate"],
+    ),
+    "vector_argument_and_result.c": (
+        "typedef double v2 __attribute__((vector_size(16)));\nextern v2 __enzyme_autodiff(void*, ...);\n"
+        "v2 f(v2 x) { return x * x; }\n"
+        "int main(void) { v2 x = {1, 2}; v2 d = __enzyme_autodiff((void*)f, x); return d[0] != 2; }\n",
+        ["vector_argument_and_result.c:4:", "vector of 2 double", "does not differentiate vector"],
+    ),
+    "vector_argument.c": (  # used to return a zero derivative, silently
+        "typedef double v2 __attribute__((vector_size(16)));\nextern double __enzyme_autodiff(void*, ...);\n"
+        "double f(v2 x) { return x[0] * x[1]; }\n"
+        "int main(void) { v2 x = {1, 2}; return __enzyme_autodiff((void*)f, x) != 2; }\n",
+        ["vector_argument.c:4:", "parameter 1 of 'f' is a vector of 2 double"],
+    ),
 }
 
 # issue 23 item 1: every unimplemented __enzyme_* function and enzyme_* marker by name
@@ -430,3 +468,17 @@ def test_opt_dash_O_space_level_on_clang_optimized_ir(tmp_path):
     toolchain.emit_object((tmp_path / "out.ll").read_text(), tmp_path / "out.o")
     toolchain.link([tmp_path / "out.o"], tmp_path / "exe")
     assert subprocess.run([str(tmp_path / "exe")]).returncode == 0
+
+
+@pytest.mark.parametrize("mode", ["__enzyme_autodiff", "__enzyme_fwddiff"])
+def test_all_integer_function_warns_once_that_derivatives_are_zero(tmp_path, mode):
+    # issue 23 item 4: no active path; the derivative is zero (correct) but surely not meant
+    (tmp_path / "ints.c").write_text(
+        f"extern int {mode}(void*, ...);\nint f(int a, int b) {{ return a * b; }}\n"
+        f"int main(void) {{ return {mode}((void*)f, 3, 4); }}\n")
+    proc = run("zymase", ["cc", "-O2", "-g", "ints.c", "-o", "exe"], cwd=tmp_path)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    warnings = [l for l in proc.stderr.splitlines() if l.startswith("zymase: warning:")]
+    assert len(warnings) == 1 and "ints.c:3:" in warnings[0] and "'f' has no active argument" in warnings[0]
+    assert "every derivative" in warnings[0] and "zero" in warnings[0], warnings
+    assert subprocess.run([str(tmp_path / "exe")]).returncode == 0  # the derivative is 0

@@ -25,10 +25,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from zymase.errors import ZymaseError
+from xdsl.dialects.builtin import BFloat16Type
+
+from zymase.errors import ZymaseError, warn
 from zymase.ir import (
     ArrayAttr,
     Attribute,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    Float80Type,
+    Float128Type,
     DenseArrayBase,
     IntegerAttr,
     IntegerType,
@@ -36,6 +43,7 @@ from zymase.ir import (
     Operation,
     SSAValue,
     StringAttr,
+    VectorType,
     float_width,
     i64,
     is_float_type,
@@ -348,6 +356,9 @@ def _lower_site(site: _Site, functions: dict[str, Operation]) -> None:
             "which returns the shadow of a returned pointer",
         )
 
+    if has_result:
+        _refuse_undifferentiable(site, fn_out, f"the result of '{fname}'")
+
     b = _Builder(call)
     operands: list[SSAValue] = []
     acts: list[Activity] = []
@@ -365,21 +376,33 @@ def _lower_site(site: _Site, functions: dict[str, Operation]) -> None:
                            f"'{fname}' takes {len(fn_inputs)} arguments; put the marker right before the value it describes")
             raise _err(site, f"too few arguments for '{fname}': it takes {len(fn_inputs)}, argument {i + 1} is missing",
                        "pass every argument of the function (and a shadow after each enzyme_dup pointer)")
-        val = b.coerce(rest[pos], ptype, site, i)
+        val = b.coerce(rest[pos], ptype, site, i, pos + 2, fname)
         pos += 1
         act = _activity(site, marker, ptype, i, fname)
         operands.append(val)
         acts.append(act)
         if act.is_dup or (site.mode == "fwd" and act.is_active):
+            what = "shadow" if act.is_dup else "tangent"
             if pos >= len(rest):
-                raise _err(site, f"argument {i + 1} of '{fname}' needs a {'shadow' if act.is_dup else 'tangent'} after it",
+                raise _err(site, f"argument {i + 1} of '{fname}' needs a {what} after it",
                            "pass the derivative argument right after the primal one")
-            operands.append(b.coerce(rest[pos], ptype, site, i))
+            if isinstance(ptype, llvm.LLVMPointerType) and not isinstance(rest[pos].type, llvm.LLVMPointerType):
+                # the shadow was forgotten: the next argument is the next parameter
+                raise _err(site, f"argument {pos + 2} of {site.marker_fn}: enzyme_{marker or 'dup'} expects a "
+                           f"shadow pointer after parameter {i + 1} of '{fname}', got {c_type_name(rest[pos].type)}",
+                           "pass the shadow (a pointer to memory of the same shape, zeroed for reverse mode) "
+                           "right after the pointer, or mark the pointer enzyme_const")
+            operands.append(b.coerce(rest[pos], ptype, site, i, pos + 2, fname))
             pos += 1
     if pos < len(rest):
         raise _err(site, f"too many arguments for '{fname}': it takes {len(fn_inputs)}",
                    "check the markers: enzyme_dup arguments take a shadow, enzyme_const ones do not")
 
+    if not any(a.is_active or a.is_dup for a in acts):
+        warn(f"'{fname}' has no active argument (no float, no enzyme_dup pointer): every derivative "
+             f"{site.marker_fn} computes is zero", construct=f"call @{site.marker_fn}", function=site.caller,
+             location=location_of(site.call), hint="mark the inputs to differentiate (float arguments "
+             "are active by default, pointers need a shadow)")
     if site.mode == "rev":
         ret_acts = []
         if has_result:
@@ -411,6 +434,7 @@ def _activity(site: _Site, marker: str | None, ptype: Attribute, i: int, fname: 
     is_ptr = isinstance(ptype, llvm.LLVMPointerType)
     if marker == "const":
         return Activity.CONST
+    _refuse_undifferentiable(site, ptype, f"parameter {i + 1} of '{fname}'")
     if marker in ("dup", "dupnoneed"):
         if not (is_ptr or (site.mode == "fwd" and is_float_type(ptype))):
             raise _err(site, f"enzyme_{marker} on argument {i + 1} of '{fname}', which is not a pointer",
@@ -426,6 +450,44 @@ def _activity(site: _Site, marker: str | None, ptype: Attribute, i: int, fname: 
     if is_ptr:
         return Activity.DUP
     return Activity.CONST
+
+
+def _is_float_like(t: Attribute) -> bool:
+    """A float of any width, or a vector of them."""
+    if isinstance(t, VectorType):
+        t = t.element_type
+    return is_float_type(t) or isinstance(t, (Float128Type, BFloat16Type))
+
+
+def _refuse_undifferentiable(site: _Site, t: Attribute, what: str) -> None:
+    """Floats zymase has no derivative rules for (``__float128``) and vectors of floats
+    would otherwise be taken as constant: a zero derivative, silently."""
+    if isinstance(t, VectorType) and _is_float_like(t):
+        raise _err(site, f"{what} is a {c_type_name(t)}, and zymase does not differentiate vector "
+                   "arguments or results of marker calls",
+                   "pass the vector through memory (a pointer with enzyme_dup), or mark it enzyme_const")
+    if _is_float_like(t) and not is_float_type(t):
+        raise _err(site, f"{what} is a {c_type_name(t)}, a floating-point type zymase does not differentiate",
+                   "use float, double or long double" + ("" if what.startswith("the result") else
+                                                         ", or mark the argument enzyme_const"))
+
+
+def c_type_name(t: Attribute) -> str:
+    """A type of the IR in the words of C (for messages)."""
+    names = {Float16Type: "_Float16", BFloat16Type: "__bf16", Float32Type: "float", Float64Type: "double",
+             Float80Type: "long double", Float128Type: "__float128"}
+    if type(t) in names:
+        return names[type(t)]
+    if isinstance(t, IntegerType):
+        return {1: "_Bool", 8: "char", 16: "short", 32: "int", 64: "long", 128: "__int128"}.get(
+            t.width.data, f"a {t.width.data}-bit integer")
+    if isinstance(t, llvm.LLVMPointerType):
+        return "a pointer"
+    if isinstance(t, VectorType):
+        return f"vector of {t.get_shape()[0]} {c_type_name(t.element_type)}"
+    if isinstance(t, llvm.LLVMStructType):
+        return "a struct"
+    return str(t)
 
 
 class _Builder:
@@ -448,7 +510,7 @@ class _Builder:
 
         return self.v(llvm.ConstantOp(FloatAttr(value, t), t))
 
-    def coerce(self, v: SSAValue, t: Attribute, site: _Site, i: int) -> SSAValue:
+    def coerce(self, v: SSAValue, t: Attribute, site: _Site, i: int, position: int, fname: str) -> SSAValue:
         """C's default argument promotions in variadic calls (float -> double,
         char/short -> int) undone to the parameter's type."""
         if v.type == t:
@@ -460,7 +522,8 @@ class _Builder:
             if t.width.data < v.type.width.data:
                 return self.v(llvm.TruncOp(v, t))
             return self.v(llvm.SExtOp(v, t))
-        raise _err(site, f"argument {i + 1} has type {v.type} but the function expects {t}",
+        raise _err(site, f"argument {position} of {site.marker_fn} is {c_type_name(v.type)}, but parameter "
+                   f"{i + 1} of '{fname}' is {c_type_name(t)}",
                    "pass a value of the parameter's type (or check the enzyme_* markers)")
 
     def deliver(self, results: list[SSAValue], sret: SSAValue | None, site: _Site) -> None:
@@ -473,7 +536,7 @@ class _Builder:
         if want is None:
             return
         if not results:
-            value = self.v(llvm.ZeroOp(want)) if not is_float_type(want) else self.fconst(0.0, want)
+            value = self.v(llvm.ZeroOp.build(result_types=[want])) if not is_float_type(want) else self.fconst(0.0, want)
         elif len(results) == 1 and is_float_type(want) and is_float_type(results[0].type):
             r = results[0]
             value = r if r.type == want else self.v(
