@@ -25,6 +25,7 @@ commands:
   opt in.ll [-o out.ll] [-O N] [--no-preopt] [--print-activity]
                                        LLVM IR in, LLVM IR with derivatives out
   demo                                 the classic examples
+  --version                            print the version
   bench [--quick] [--json F] [--plots D]
                                        benchmark suite: gradient vs primal, --no-preopt, JAX, PyTorch
 
@@ -62,11 +63,19 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(USAGE, end="")
         return 0 if argv else 1
+    if argv[0] in ("--version", "-V"):
+        from zymase import __version__
+
+        print(f"zymase {__version__}")
+        return 0
     cmd, rest = argv[0], argv[1:]
     commands = {"cc": cmd_cc, "run": cmd_run, "opt": cmd_opt, "demo": cmd_demo, "bench": cmd_bench}
     if cmd not in commands:
         print(f"zymase: error: unknown command '{cmd}'; hint: run 'zymase --help'", file=sys.stderr)
         return 1
+    if cmd in COMMAND_USAGE and any(a in ("-h", "--help") for a in rest):
+        print(COMMAND_USAGE[cmd], end="")
+        return 0
     if cmd in ("cc", "run", "opt"):
         return _with_semantics(commands[cmd], rest)
     return _guard(commands[cmd], rest)
@@ -85,6 +94,74 @@ def _with_semantics(fn, argv: list[str]) -> int:
     rest = [x for x in own if x != _NO_STRONG_ZERO] + argv[len(own):]
     with derivative_semantics(strong_zero=strong):
         return _guard(fn, rest)
+
+
+#: ``zymase <command> --help`` (bench has its own argument parser).
+COMMAND_USAGE = {
+    "cc": """usage: zymase cc [clang flags] file.c... [-o exe]
+
+Compile C that calls __enzyme_autodiff/__enzyme_fwddiff, like a C compiler driver.
+  -O0 .. -O3, -Os, -Oz, -Ofast   optimization level (default -O0)
+  -c                            compile only (object file)
+  -S -emit-llvm                 write LLVM IR with the derivatives
+  -o FILE                       output file (default a.out)
+  -I DIR, -D NAME[=V], -g, -std=..., -f..., -m...    passed to clang
+  -l LIB, -L DIR, -Wl,..., -static, -pthread        passed to the linker
+  --time                        time per phase on stderr
+  --no-preopt                   differentiate before optimizing (Enzyme's baseline)
+  --no-strong-zero              IEEE propagation in derivatives: a zero adjoint times an
+                                infinite partial is NaN (default: it is zero)
+""",
+    "run": """usage: zymase run file.c [clang flags] [-- program args]
+
+Compile like `zymase cc` and run the program; exits with the program's exit code.
+""",
+    "opt": """usage: zymase opt in.ll [-o out.ll] [-O N | -ON] [--no-preopt] [--print-activity]
+
+LLVM IR in (text; - for stdin), LLVM IR with the derivatives out.
+  -O N, -ON          optimize at level N (0..3) before and after differentiation
+  --no-preopt        differentiate the IR as given, optimize only the result
+  --print-activity   print which values are active instead of differentiating
+  --no-strong-zero   IEEE propagation in derivatives (0 * inf = NaN) instead of strong zeros
+""",
+    "demo": """usage: zymase demo
+
+Build and run the classic examples (gradient, forward mode, memory) and check them.
+""",
+}
+
+
+def read_text_input(path: str) -> str:
+    """A text input file (LLVM IR, MLIR): every way it can fail is a ZymaseError."""
+    p = Path(path)
+    if not p.exists():
+        raise ZymaseError(f"no such file: '{path}'", hint="check the path")
+    if p.is_dir():
+        raise ZymaseError(f"'{path}' is a directory, not a file", hint="pass the file to read")
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise ZymaseError(f"cannot read '{path}': {exc.strerror}", hint="check the file's permissions") from None
+    if data.startswith((b"BC\xc0\xde", b"\xde\xc0\x17\x0b")):
+        raise ZymaseError(f"'{path}' is LLVM bitcode, and zymase reads LLVM IR text",
+                          hint=f"convert it with llvm-dis {path} -o {p.stem}.ll")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ZymaseError(f"'{path}' is not a text file (byte {exc.start} is not UTF-8)",
+                          hint="pass LLVM IR or MLIR text") from None
+    if "\0" in text:
+        raise ZymaseError(f"'{path}' is not a text file (it contains NUL bytes)", hint="pass LLVM IR or MLIR text")
+    return text
+
+
+def read_stdin_text() -> str:
+    data = sys.stdin.buffer.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ZymaseError(f"the input on stdin is not text (byte {exc.start} is not UTF-8)",
+                          hint="pass LLVM IR or MLIR text") from None
 
 
 # ------------------------------------------------------------------------------ cc
@@ -150,6 +227,8 @@ def parse_cc_args(argv: list[str]) -> CcArgs:
     for s in a.sources:
         if not Path(s).exists():
             raise ZymaseError(f"no such file: '{s}'", hint="check the path")
+        if Path(s).is_dir():
+            raise ZymaseError(f"'{s}' is a directory, not a source file", hint="pass the .c file")
     return a
 
 
@@ -200,6 +279,10 @@ def cmd_opt(argv: list[str]) -> int:
             out = argv[i + 1]
             i += 2
             continue
+        if x == "-O" and i + 1 < len(argv) and argv[i + 1].isdigit():  # "-O 2", as the help says
+            level = min(int(argv[i + 1]), 3)
+            i += 2
+            continue
         if x.startswith("-O") and x[2:].isdigit():
             level = min(int(x[2:]), 3)
         elif x == "--no-preopt":
@@ -214,11 +297,9 @@ def cmd_opt(argv: list[str]) -> int:
     if src is None:
         raise ZymaseError("no input file", hint="zymase opt in.ll -o out.ll (use - for stdin)")
     if src == "-":
-        text, name = sys.stdin.read(), "<stdin>"
+        text, name = read_stdin_text(), "<stdin>"
     else:
-        if not Path(src).exists():
-            raise ZymaseError(f"no such file: '{src}'")
-        text, name = Path(src).read_text(), src
+        text, name = read_text_input(src), src
     if activity:
         from zymase.autodiff.report import activity_report
         from zymase.llvm.markers import lower_markers, protect_marker_calls
@@ -235,7 +316,7 @@ def cmd_opt(argv: list[str]) -> int:
     if level:
         ll = toolchain.optimize(ll, level)
     if out:
-        Path(out).write_text(ll)
+        toolchain.write_text_output(out, ll)
     else:
         sys.stdout.write(ll)
     return 0
@@ -272,16 +353,16 @@ def _opt_main(argv: list[str]) -> int:
     p.add_argument("-o", "--output", default="-")
     ns = p.parse_args(argv)
     if ns.file == "-":
-        text, name = sys.stdin.read(), "<stdin>"
+        text, name = read_stdin_text(), "<stdin>"
     else:
-        if not Path(ns.file).exists():
-            raise ZymaseError(f"no such file: '{ns.file}'")
-        text, name = Path(ns.file).read_text(), ns.file
+        text, name = read_text_input(ns.file), ns.file
     out = run_passes(text, name, [q for q in ns.passes.split(",") if q])
     if ns.output == "-":
         sys.stdout.write(out)
     else:
-        Path(ns.output).write_text(out)
+        from zymase.llvm.toolchain import write_text_output
+
+        write_text_output(ns.output, out)
     return 0
 
 

@@ -2,7 +2,8 @@
 
 Every failure a user can cause is raised as a :class:`ZymaseError` and printed by
 the command line as one line ``zymase: error: ...`` naming the construct, the
-function and the source location, followed by a hint. Internal bugs stay ordinary
+function and the source location, followed by a hint. The C compiler's own errors
+(:class:`CompilerDiagnostics`) are shown as the compiler printed them. Internal bugs stay ordinary
 exceptions so that they are not mistaken for user errors.
 """
 
@@ -55,3 +56,25 @@ class ZymaseError(Exception):
 
     def __str__(self) -> str:  # pragma: no cover - convenience
         return self.format()
+
+
+def warn(message: str, **context) -> None:
+    """Print one ``zymase: warning: ...`` line (same parts as a ZymaseError) to stderr:
+    for programs zymase handles correctly but that are most likely not what was meant."""
+    import sys
+
+    text = ZymaseError(message, **context).format().replace("zymase: error:", "zymase: warning:", 1)
+    print(text, file=sys.stderr)
+
+
+class CompilerDiagnostics(ZymaseError):
+    """The C compiler rejected the program: its diagnostics (``file:line:col: error:``,
+    the source line and the caret, for every error) are the message, shown verbatim
+    rather than re-wrapped, as a compiler driver shows them."""
+
+    def __init__(self, diagnostics: str, *, first_error: str):
+        super().__init__(first_error, hint="fix the C error")
+        self.diagnostics = diagnostics.rstrip("\n")
+
+    def format(self) -> str:
+        return self.diagnostics

@@ -149,8 +149,155 @@ C_CASES = {
         ["vector_active.c:4:", "vector<2xf64> is loaded from memory that holds derivatives", "'llvm.load'",
          "function 'f'"],
     ),
-    "syntax.c": ("int main(void) { return 0 }\n", ["syntax.c:1:", "expected ';'"]),
+    # issue 23 item 1: Enzyme's interface that zymase does not implement is refused,
+    # not skipped (a registered derivative used to be ignored, the body differentiated)
+    "register_gradient.c": (
+        "extern double __enzyme_autodiff(void*, ...);\n"
+        "double sq(double x) { return x * x; }\n"
+        "double aug(double x) { return x; }\ndouble grad(double x, double d) { return 3 * d; }\n"
+        "void *__enzyme_register_gradient_sq[3] = {(void*)sq, (void*)aug, (void*)grad};\n"
+        "int main(void) { return __enzyme_autodiff((void*)sq, 1.0) != 3; }\n",
+        ["'__enzyme_register_gradient_sq'", "registers a custom reverse-mode derivative", "not implement"],
+    ),
+    "register_derivative.c": (
+        "extern double __enzyme_fwddiff(void*, ...);\n"
+        "double sq(double x) { return x * x; }\ndouble dsq(double x, double dx) { return 3 * dx; }\n"
+        "void *__enzyme_register_derivative_sq[2] = {(void*)sq, (void*)dsq};\n"
+        "int main(void) { return __enzyme_fwddiff((void*)sq, 1.0, 1.0) != 3; }\n",
+        ["'__enzyme_register_derivative_sq'", "forward-mode derivative"],
+    ),
+    "inactivefn.c": (
+        "extern double __enzyme_autodiff(void*, ...);\n"
+        "__attribute__((noinline)) double logd(double x) { return x; }\n"
+        "double f(double x) { return logd(x) * x; }\n"
+        "void *__enzyme_inactivefn[1] = {(void*)logd};\n"
+        "int main(void) { return __enzyme_autodiff((void*)f, 1.0) != 1; }\n",
+        ["'__enzyme_inactivefn'", "marks functions inactive"],
+    ),
+    "function_like.c": (
+        "extern double __enzyme_autodiff(void*, ...);\n"
+        "__attribute__((noinline)) double mysin(double x) { return x - x * x * x / 6; }\n"
+        "void *__enzyme_function_like[2] = {(void*)mysin, (void*)\"sin\"};\n"
+        "int main(void) { return __enzyme_autodiff((void*)mysin, 1.0) > 0; }\n",
+        ["'__enzyme_function_like'"],
+    ),
+    "inactive_attribute.c": (
+        "extern double __enzyme_autodiff(void*, ...);\n"
+        "__attribute__((enzyme_inactive)) double logd(double x) { return x; }\n"
+        "double f(double x) { return logd(x) * x; }\n"
+        "int main(void) { return __enzyme_autodiff((void*)f, 1.0) != 1; }\n",
+        ["inactive_attribute.c:2:16", "attribute 'enzyme_inactive'", "not implemented"],
+    ),
+    "annotate_inactive.c": (
+        "extern double __enzyme_autodiff(void*, ...);\n"
+        "__attribute__((annotate(\"enzyme_inactive\"))) double logd(double x) { return x; }\n"
+        "double f(double x) { return logd(x) * x; }\n"
+        "int main(void) { return __enzyme_autodiff((void*)f, 1.0) != 1; }\n",
+        ["annotation 'enzyme_inactive'", "not implemented"],
+    ),
+    "augmentfwd.c": (
+        "extern double __enzyme_autodiff(void*, ...);\nextern void *__enzyme_augmentfwd(void*, ...);\n"
+        "double f(double x) { return x * x; }\n"
+        "int main(void) { void *tape = __enzyme_augmentfwd((void*)f, 1.0); return tape != 0; }\n",
+        ["augmentfwd.c:4:", "'__enzyme_augmentfwd'", "split reverse mode", "function 'main'"],
+    ),
+    "unknown_enzyme_function.c": (
+        "extern double __enzyme_frobnicate(void*, ...);\n"
+        "double f(double x) { return x * x; }\n"
+        "int main(void) { return __enzyme_frobnicate((void*)f, 1.0) > 0; }\n",
+        ["unknown_enzyme_function.c:3:", "'__enzyme_frobnicate' is not an Enzyme function zymase knows"],
+    ),
+    "width_marker.c": (
+        "extern double __enzyme_fwddiff(void*, ...);\nextern int enzyme_width;\n"
+        "double f(double x) { return x * x; }\n"
+        "int main(void) { return __enzyme_fwddiff((void*)f, enzyme_width, 2, 1.0, 1.0, 2.0) > 0; }\n",
+        ["width_marker.c:4:", "marker 'enzyme_width' is not implemented", "function 'main'"],
+    ),
+    # issue 23 item 2: nested markers used to return 0
+    "nested_direct.c": (
+        "extern double __enzyme_autodiff(void*, ...);\nextern double __enzyme_fwddiff(void*, ...);\n"
+        "double g(double x) { return x * x * x; }\n"
+        "double f(double x) { return __enzyme_fwddiff((void*)g, x, 1.0); }\n"
+        "int main(void) { return __enzyme_autodiff((void*)f, 2.0) != 12; }\n",
+        ["nested_direct.c:5:", "'f' is differentiated by __enzyme_autodiff",
+         "__enzyme_fwddiff in 'f' at nested_direct.c:4:", "higher-order"],
+    ),
+    "nested_through_callee.c": (
+        "extern double __enzyme_autodiff(void*, ...);\n"
+        "double g(double x) { return x * x * x; }\n"
+        "__attribute__((noinline)) double dg(double x) { return __enzyme_autodiff((void*)g, x); }\n"
+        "double f(double x) { return dg(x) + x; }\n"
+        "int main(void) { return __enzyme_autodiff((void*)f, 2.0) != 13; }\n",
+        ["'f' is differentiated by __enzyme_autodiff", "__enzyme_autodiff in 'dg'", "higher-order"],
+    ),
+    # issue 23 item 4: bad calls in C terms, no internal TypeError
+    "missing_shadow.c": (
+        "extern double __enzyme_autodiff(void*, ...);\nextern int enzyme_dup;\n"
+        "double f(double *x, int n) { double s = 0; for (int i = 0; i < n; i++) s += x[i] * x[i]; return s; }\n"
+        "int main(void) { double x[2] = {1, 2}; return __enzyme_autodiff((void*)f, enzyme_dup, x, 2) > 0; }\n",
+        ["missing_shadow.c:4:", "argument 4 of __enzyme_autodiff: enzyme_dup expects a shadow pointer after "
+         "parameter 1 of 'f', got int"],
+    ),
+    "wrong_argument_type.c": (
+        "extern double __enzyme_autodiff(void*, ...);\n"
+        "double f(double *x) { return x[0]; }\n"
+        "int main(void) { return __enzyme_autodiff((void*)f, 2.0, 1.0) > 0; }\n",
+        ["wrong_argument_type.c:3:", "argument 2 of __enzyme_autodiff is double, but parameter 1 of 'f' is a pointer"],
+    ),
+    "float128_argument.c": (
+        "extern double __enzyme_autodiff(void*, ...);\n"
+        "double f(__float128 x) { return (double)(x * x); }\n"
+        "int main(void) { return __enzyme_autodiff((void*)f, (__float128)3.0) > 0; }\n",
+        ["float128_argument.c:3:", "parameter 1 of 'f' is a __float128", "does not differentiate"],
+    ),
+    "float128_result.c": (
+        "extern __float128 __enzyme_autodiff(void*, ...);\n"
+        "__float128 f(__float128 x) { return x * x; }\n"
+        "int main(void) { return __enzyme_autodiff((void*)f, (__float128)3.0) > 0; }\n",
+        ["float128_result.c:3:", "'f' is a __float128", "does not differentiate"],
+    ),
+    "vector_argument_and_result.c": (
+        "typedef double v2 __attribute__((vector_size(16)));\nextern v2 __enzyme_autodiff(void*, ...);\n"
+        "v2 f(v2 x) { return x * x; }\n"
+        "int main(void) { v2 x = {1, 2}; v2 d = __enzyme_autodiff((void*)f, x); return d[0] != 2; }\n",
+        ["vector_argument_and_result.c:4:", "vector of 2 double", "does not differentiate vector"],
+    ),
+    "vector_argument.c": (  # used to return a zero derivative, silently
+        "typedef double v2 __attribute__((vector_size(16)));\nextern double __enzyme_autodiff(void*, ...);\n"
+        "double f(v2 x) { return x[0] * x[1]; }\n"
+        "int main(void) { v2 x = {1, 2}; return __enzyme_autodiff((void*)f, x) != 2; }\n",
+        ["vector_argument.c:4:", "parameter 1 of 'f' is a vector of 2 double"],
+    ),
 }
+
+# issue 23 item 1: every unimplemented __enzyme_* function and enzyme_* marker by name
+UNIMPLEMENTED_FUNCTIONS = ["__enzyme_augmentfwd", "__enzyme_reverse", "__enzyme_augmentsize",
+                           "__enzyme_virtualreverse", "__enzyme_batch", "__enzyme_todense",
+                           "__enzyme_truncate_mem_func", "__enzyme_fwdsplit"]
+UNIMPLEMENTED_MARKERS = ["enzyme_width", "enzyme_dupv", "enzyme_dupnoneedv", "enzyme_allocated", "enzyme_tape",
+                         "enzyme_primal_return", "enzyme_noret", "enzyme_const_return", "enzyme_active_return",
+                         "enzyme_dup_return", "enzyme_scalar", "enzyme_vector", "enzyme_interleave",
+                         "enzyme_nooverwrite", "enzyme_overwrite", "enzyme_nofree", "enzyme_runtime_activity"]
+
+
+@pytest.mark.parametrize("name", UNIMPLEMENTED_FUNCTIONS)
+def test_unimplemented_enzyme_function_is_refused(tmp_path, name):
+    (tmp_path / "u.c").write_text(
+        f"extern double {name}(void*, ...);\ndouble f(double x) {{ return x * x; }}\n"
+        f"int main(void) {{ return {name}((void*)f, 1.0) > 0; }}\n")
+    proc = run("zymase", ["cc", "-O0", "-g", "u.c", "-o", "exe"], cwd=tmp_path)
+    one_error(proc, f"'{name}'", "u.c:3:", "function 'main'")
+    assert not (tmp_path / "exe").exists()
+
+
+@pytest.mark.parametrize("name", UNIMPLEMENTED_MARKERS)
+def test_unimplemented_marker_is_refused(tmp_path, name):
+    (tmp_path / "m.c").write_text(
+        f"extern double __enzyme_autodiff(void*, ...);\nextern int {name};\n"
+        "double f(double x) { return x * x; }\n"
+        f"int main(void) {{ return __enzyme_autodiff((void*)f, {name}, 1.0) > 0; }}\n")
+    proc = run("zymase", ["cc", "-O0", "-g", "m.c", "-o", "exe"], cwd=tmp_path)
+    one_error(proc, f"marker '{name}' is not implemented", "m.c:4:")
 
 
 @pytest.mark.parametrize("name", sorted(C_CASES))
@@ -160,6 +307,24 @@ def test_c_errors(tmp_path, name):
     proc = run("zymase", ["cc", "-O2", "-g", name, "-o", "exe"], cwd=tmp_path)
     one_error(proc, *needles)
     assert not (tmp_path / "exe").exists()
+
+
+def test_c_compile_errors_are_shown_as_clang_shows_them(tmp_path):
+    # issue 23 item 4: every error with its line and caret, not one re-wrapped line
+    (tmp_path / "syntax.c").write_text("int main(void) {\n  int a = c;\n  return b;\n}\n")
+    proc = run("zymase", ["cc", "-O2", "syntax.c", "-o", "exe"], cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    err = proc.stderr
+    assert "Traceback" not in err and "zymase: error:" not in err and "hint:" not in err, err
+    assert "syntax.c:2:11: error: use of undeclared identifier 'c'" in err, err
+    assert "syntax.c:3:10: error: use of undeclared identifier 'b'" in err, err
+    assert "    2 |   int a = c;" in err and "^" in err, err
+    assert not (tmp_path / "exe").exists()
+
+
+def test_clang_driver_error_is_one_line(tmp_path):
+    (tmp_path / "a.c").write_text("int main(void) { return 0; }\n")
+    one_error(run("zymase", ["cc", "-fno-such-flag-at-all", "a.c"], cwd=tmp_path), "-fno-such-flag-at-all")
 
 
 def test_missing_input(tmp_path):
@@ -214,3 +379,106 @@ def test_mlir_errors(text, needles):
 
 def test_unknown_pass():
     one_error(run("zymase-opt", ["-p", "frobnicate"], stdin="builtin.module {}\n"), "unknown pass 'frobnicate'")
+
+
+# ----------------------------------------------- issue 23 item 4: bad files, usage
+
+
+def test_opt_on_binary_garbage(tmp_path):
+    (tmp_path / "junk.ll").write_bytes(bytes(range(256)) * 4)
+    one_error(run("zymase", ["opt", "junk.ll"], cwd=tmp_path), "'junk.ll' is not a text file")
+
+
+def test_opt_on_llvm_bitcode(tmp_path):
+    (tmp_path / "a.bc").write_bytes(b"BC\xc0\xde" + bytes(range(200)))
+    one_error(run("zymase", ["opt", "a.bc"], cwd=tmp_path), "'a.bc' is LLVM bitcode", "llvm-dis")
+
+
+def test_opt_on_a_directory(tmp_path):
+    (tmp_path / "d").mkdir()
+    one_error(run("zymase", ["opt", "d"], cwd=tmp_path), "'d' is a directory")
+
+
+def test_cc_on_a_directory(tmp_path):
+    (tmp_path / "d.c").mkdir()
+    one_error(run("zymase", ["cc", "d.c"], cwd=tmp_path), "'d.c' is a directory")
+
+
+def test_opt_output_to_missing_directory(tmp_path):
+    (tmp_path / "a.ll").write_text("define double @f(double %x) {\n  ret double %x\n}\n")
+    one_error(run("zymase", ["opt", "a.ll", "-o", "no/such/dir/out.ll"], cwd=tmp_path), "cannot write 'no/such/dir/out.ll'")
+
+
+def test_cc_emit_llvm_to_missing_directory(tmp_path):
+    (tmp_path / "a.c").write_text("int main(void) { return 0; }\n")
+    one_error(run("zymase", ["cc", "-S", "-emit-llvm", "a.c", "-o", "no/dir/a.ll"], cwd=tmp_path),
+              "cannot write 'no/dir/a.ll'")
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["junk.ll"], "is not a text file"),
+    (["d"], "is a directory"),
+    (["ok.mlir", "-o", "no/dir/x.mlir"], "cannot write"),
+])
+def test_zymase_opt_bad_files(tmp_path, args, needle):
+    (tmp_path / "junk.ll").write_bytes(b"\xff\xfe\x00garbage\x80")
+    (tmp_path / "d").mkdir()
+    (tmp_path / "ok.mlir").write_text("builtin.module {}\n")
+    one_error(run("zymase-opt", args, cwd=tmp_path), needle)
+
+
+def test_opt_binary_stdin():
+    proc = subprocess.run([*_cli("zymase"), "opt", "-"], input=b"\xff\xfe\x80garbage", capture_output=True)
+    assert proc.returncode == 1 and b"Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.count(b"zymase: error:") == 1 and b"not text" in proc.stderr
+
+
+@pytest.mark.parametrize("cmd,needle", [("cc", "usage: zymase cc"), ("run", "usage: zymase run"),
+                                        ("opt", "usage: zymase opt"), ("demo", "usage: zymase demo")])
+def test_subcommand_help(cmd, needle):
+    for flag in ("--help", "-h"):
+        proc = run("zymase", [cmd, flag])
+        assert proc.returncode == 0 and proc.stdout.startswith(needle), (proc.stdout, proc.stderr)
+
+
+def test_version():
+    from zymase import __version__
+
+    proc = run("zymase", ["--version"])
+    assert proc.returncode == 0 and proc.stdout.strip() == f"zymase {__version__}", proc.stdout
+
+
+def test_opt_dash_O_space_level_on_clang_optimized_ir(tmp_path):
+    """`zymase opt in.ll -O 2` (the spelling of its help) on IR from clang -O2, which
+    writes `local_unnamed_addr` on the marker declarations (issue 23 items 3, 4); the
+    derivative is run and checked."""
+    from zymase.llvm import toolchain
+
+    (tmp_path / "sq.c").write_text(
+        "extern double __enzyme_autodiff(void*, ...);\n"
+        "static double f(double x) { return x * x * x; }\n"
+        "int main(int argc, char **argv) { (void)argv;\n"
+        "  double d = __enzyme_autodiff((void*)f, 1.0 + argc);\n"
+        "  return d == 12.0 ? 0 : 1; }\n")
+    clang = toolchain.find_clang().argv
+    subprocess.run([*clang, "-S", "-emit-llvm", "-O2", "sq.c", "-o", "sq.ll"], cwd=tmp_path, check=True)
+    assert "local_unnamed_addr" in (tmp_path / "sq.ll").read_text()
+    proc = run("zymase", ["opt", "sq.ll", "-O", "2", "-o", "out.ll"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    toolchain.emit_object((tmp_path / "out.ll").read_text(), tmp_path / "out.o")
+    toolchain.link([tmp_path / "out.o"], tmp_path / "exe")
+    assert subprocess.run([str(tmp_path / "exe")]).returncode == 0
+
+
+@pytest.mark.parametrize("mode", ["__enzyme_autodiff", "__enzyme_fwddiff"])
+def test_all_integer_function_warns_once_that_derivatives_are_zero(tmp_path, mode):
+    # issue 23 item 4: no active path; the derivative is zero (correct) but surely not meant
+    (tmp_path / "ints.c").write_text(
+        f"extern int {mode}(void*, ...);\nint f(int a, int b) {{ return a * b; }}\n"
+        f"int main(void) {{ return {mode}((void*)f, 3, 4); }}\n")
+    proc = run("zymase", ["cc", "-O2", "-g", "ints.c", "-o", "exe"], cwd=tmp_path)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    warnings = [l for l in proc.stderr.splitlines() if l.startswith("zymase: warning:")]
+    assert len(warnings) == 1 and "ints.c:3:" in warnings[0] and "'f' has no active argument" in warnings[0]
+    assert "every derivative" in warnings[0] and "zero" in warnings[0], warnings
+    assert subprocess.run([str(tmp_path / "exe")]).returncode == 0  # the derivative is 0

@@ -5,8 +5,9 @@
   written back and verified by LLVM; then both the original and the round-tripped IR
   are compiled and linked, and the two executables must print the same output and
   exit with the same status.
-* ``tests/c/*.c`` (the AD test programs; they only link after differentiation) are
-  read, written and verified at every level, without execution.
+* ``tests/c/*.c`` and ``tests/c/memory/*.c`` (the AD test programs; they only link
+  after differentiation) are read, written and verified at every level, without
+  execution (issue 23 item 3: every attribute and linkage form clang emits).
 
 The C -> IR step runs for all programs up front, in parallel (clang is the slow part).
 """
@@ -28,7 +29,7 @@ from zymase.llvm.writer import write_llvm_ir
 
 TESTS = Path(__file__).resolve().parent.parent
 PLAIN_PROGRAMS = sorted((TESTS / "llvm").glob("*.c"))
-AD_PROGRAMS = sorted((TESTS / "c").glob("*.c"))
+AD_PROGRAMS = sorted((TESTS / "c").glob("*.c")) + sorted((TESTS / "c" / "memory").glob("*.c"))
 
 # (opt level, with -g): every level with debug info, and O2 once without
 CONFIGS = [(0, True), (1, True), (2, True), (3, True), (2, False)]
@@ -143,6 +144,20 @@ def test_plain_program_roundtrip_runs_identically(ir_files, source, level, debug
 
 @pytest.mark.skipif(not AD_PROGRAMS, reason="tests/c has no programs yet")
 @pytest.mark.parametrize("level", range(4))
-@pytest.mark.parametrize("source", AD_PROGRAMS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("source", AD_PROGRAMS, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_ad_program_roundtrip_verifies(ir_files, source, level):
     roundtrip(ir_files[_tag(source, level, True)].read_text(), source.name)
+
+
+@pytest.mark.parametrize("level", [1, 2, 3])
+@pytest.mark.parametrize("source", AD_PROGRAMS, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_ad_program_optimized_ir_takes_nomerge(ir_files, source, level):
+    """`zymase opt -O2` on IR from clang -O1..-O3: the nomerge that keeps marker calls
+    apart must land where LLVM accepts it, after `local_unnamed_addr` (issue 23 item 3)."""
+    from zymase.llvm import toolchain
+    from zymase.llvm.markers import protect_marker_calls
+
+    text = protect_marker_calls(ir_files[_tag(source, level, True)].read_text())
+    assert all("nomerge" in line for line in text.splitlines()
+               if line.startswith("declare") and "@__enzyme_autodiff" in line)
+    toolchain.preopt(text, level)

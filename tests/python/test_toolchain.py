@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from zymase.errors import ZymaseError
+from zymase.errors import CompilerDiagnostics, ZymaseError
 from zymase.llvm import toolchain
 
 C_SOURCE = textwrap.dedent(
@@ -179,8 +179,11 @@ def test_c_syntax_error_names_file_and_line(tmp_path):
         toolchain.c_to_llvm_ir(src, [], 2)
     err = info.value
     assert re.search(r"broken\.c:2:\d+: error: expected ';'", err.message), err.message
-    assert err.hint.startswith("fix the C error above")
-    assert "\n" not in err.format()
+    # shown as clang shows it, source line and caret included (issue 23 item 4)
+    assert isinstance(err, CompilerDiagnostics)
+    assert re.search(r"broken\.c:2:\d+: error: expected ';'", err.format())
+    assert "    2 |     return x * x" in err.format() and "^" in err.format()
+    assert "zymase: error" not in err.format()
 
 
 def test_missing_c_file(tmp_path):

@@ -98,7 +98,7 @@ def build(sources: list[str], output: str, clang_flags: list[str], link_flags: l
                 continue
             ll = compile_c(src, clang_flags, level, timings, preopt=preopt)
             if emit_llvm:
-                Path(output or Path(src).with_suffix(".ll").name).write_text(ll)
+                toolchain.write_text_output(output or Path(src).with_suffix(".ll").name, ll)
                 continue
             obj = output if compile_only and output else str(Path(tmp) / f"{i}_{Path(src).stem}.o")
             if compile_only and not output:

@@ -12,21 +12,38 @@ Semantics follow Enzyme:
   argument order;
 * forward mode without marker: a float argument is followed by its tangent; the
   result is the directional derivative.
+
+Everything else of Enzyme's C interface is refused, never skipped: other
+``__enzyme_*`` functions and globals (split modes, batching, registered derivatives,
+``__enzyme_inactivefn`` ...), marker globals zymase does not implement (``enzyme_width``,
+``enzyme_tape`` ...), ``enzyme_*`` function attributes in the IR, and a differentiated
+function that itself reaches a marker call (higher-order derivatives).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
-from zymase.errors import ZymaseError
+from xdsl.dialects.builtin import BFloat16Type
+
+from zymase.errors import ZymaseError, warn
 from zymase.ir import (
+    ArrayAttr,
     Attribute,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    Float80Type,
+    Float128Type,
     DenseArrayBase,
     IntegerAttr,
     IntegerType,
     ModuleOp,
     Operation,
     SSAValue,
+    StringAttr,
+    VectorType,
     float_width,
     i64,
     is_float_type,
@@ -42,6 +59,36 @@ MARKERS = {
     "enzyme_dup": "dup",
     "enzyme_dupnoneed": "dupnoneed",
 }
+
+
+#: The calls zymase lowers: Enzyme matches any function whose name contains one of
+#: these (``__enzyme_autodiff2``, C++'s ``_Z17__enzyme_autodiffIdJdEET_Pvz``).
+MARKER_FUNCTIONS = {"__enzyme_autodiff": "rev", "__enzyme_fwddiff": "fwd"}
+
+#: What Enzyme does with the names it knows and zymase does not implement (yet), for
+#: the error message; any other ``__enzyme_*`` name is refused as unknown.
+_UNIMPLEMENTED_SYMBOLS = {
+    "__enzyme_register_gradient": "registers a custom reverse-mode derivative",
+    "__enzyme_register_derivative": "registers a custom forward-mode derivative",
+    "__enzyme_register_splitderivative": "registers a custom split-mode derivative",
+    "__enzyme_inactivefn": "marks functions inactive",
+    "__enzyme_inactive_global": "marks globals inactive",
+    "__enzyme_function_like": "declares a function to behave like a known one",
+    "__enzyme_allocation_like": "declares a function to allocate memory",
+    "__enzyme_augmentfwd": "is split reverse mode (augmented forward pass)",
+    "__enzyme_reverse": "is split reverse mode (reverse pass)",
+    "__enzyme_augmentsize": "is split reverse mode (tape size)",
+    "__enzyme_virtualreverse": "is split reverse mode (virtual reverse pass)",
+    "__enzyme_fwdsplit": "is split forward mode",
+    "__enzyme_batch": "is vectorized (batched) evaluation",
+    "__enzyme_todense": "converts to a dense representation",
+    "__enzyme_truncate": "is floating-point truncation",
+    "__enzyme_expand": "is floating-point expansion",
+}
+_MARKER_WORDS = "enzyme_"
+
+
+_ADDR_WORDS = re.compile(r"(?:\s+(?:local_unnamed_addr|unnamed_addr|addrspace\(\d+\)))*")
 
 
 @dataclass
@@ -65,11 +112,17 @@ def _addressof_name(v: SSAValue) -> str | None:
     return None
 
 
-def _marker_of(v: SSAValue) -> str | None:
-    """The marker a call argument stands for: the value of ``@enzyme_dup`` or its address."""
+def _global_named_by(v: SSAValue) -> str | None:
+    """The global whose address or value ``v`` is (``@enzyme_dup`` or ``load @enzyme_dup``)."""
     name = _addressof_name(v)
     if name is None and isinstance(v.owner, llvm.LoadOp):
         name = _addressof_name(v.owner.ptr)
+    return name
+
+
+def _marker_of(v: SSAValue) -> str | None:
+    """The marker a call argument stands for: the value of ``@enzyme_dup`` or its address."""
+    name = _global_named_by(v)
     return MARKERS.get(name) if name is not None else None
 
 
@@ -82,7 +135,7 @@ def protect_marker_calls(ll_text: str) -> str:
     """
     out = []
     for line in ll_text.splitlines():
-        if line.startswith("declare") and ("@__enzyme_autodiff" in line or "@__enzyme_fwddiff" in line):
+        if line.startswith("declare") and any(marker in line for marker in MARKER_FUNCTIONS):
             start = line.index("(", line.index("@__enzyme_"))
             depth = 0
             for i in range(start, len(line)):
@@ -91,7 +144,10 @@ def protect_marker_calls(ll_text: str) -> str:
                 elif line[i] == ")":
                     depth -= 1
                     if depth == 0:
-                        line = line[: i + 1] + " nomerge" + line[i + 1 :]
+                        # function attributes follow unnamed_addr/addrspace (clang -O1
+                        # and up writes `local_unnamed_addr`), so nomerge goes after them
+                        at = _ADDR_WORDS.match(line, i + 1).end()
+                        line = line[:at] + " nomerge" + line[at:]
                         break
         out.append(line)
     return "\n".join(out) + "\n"
@@ -106,21 +162,148 @@ def find_sites(module: ModuleOp) -> list[_Site]:
             name = _callee_name(op)
             if name is None:
                 continue
-            if "__enzyme_autodiff" in name:
-                sites.append(_Site(op, "rev", name, fop.sym_name.data))
-            elif "__enzyme_fwddiff" in name:
-                sites.append(_Site(op, "fwd", name, fop.sym_name.data))
+            mode = _marker_mode(name)
+            if mode is not None:
+                sites.append(_Site(op, mode, name, fop.sym_name.data))
     return sites
+
+
+def _marker_mode(name: str) -> str | None:
+    return next((mode for marker, mode in MARKER_FUNCTIONS.items() if marker in name), None)
 
 
 def lower_markers(module: ModuleOp) -> int:
     """Rewrite every marker call site; returns how many were rewritten."""
+    refuse_unimplemented(module)
     functions = {op.sym_name.data: op for op in module.body.block.ops if isinstance(op, llvm.FuncOp)}
     sites = find_sites(module)
+    _refuse_nested(sites, functions)
     for site in sites:
         _lower_site(site, functions)
     _drop_dead_marker_globals(module)
     return len(sites)
+
+
+# ------------------------------------------------- what zymase does not implement
+
+
+def refuse_unimplemented(module: ModuleOp) -> None:
+    """Raise on the first piece of Enzyme's interface that zymase does not implement:
+    ignoring it would differentiate something else than the user asked for."""
+    for op in module.body.block.ops:
+        if not isinstance(op, (llvm.FuncOp, llvm.GlobalOp)):
+            continue
+        name = op.sym_name.data
+        if "__enzyme_" in name and _marker_mode(name) is None:
+            known = next((what for prefix, what in _UNIMPLEMENTED_SYMBOLS.items() if prefix in name), None)
+            message = (f"'{name}' {known}, which zymase does not implement yet" if known
+                       else f"'{name}' is not an Enzyme function zymase knows")
+            raise _unimplemented_error(module, name, message)
+        if (isinstance(op, llvm.GlobalOp) and name.startswith(_MARKER_WORDS) and name not in MARKERS
+                and isinstance(op.global_type, IntegerType)):
+            raise _unimplemented_error(
+                module, name, f"marker '{name}' is not implemented by zymase (it knows "
+                + ", ".join(MARKERS) + ")")
+        if (isinstance(op, llvm.GlobalOp) and isinstance(text := op.properties.get("value"), StringAttr)
+                and text.data.startswith(_MARKER_WORDS) and isinstance(sec := op.properties.get("section"), StringAttr)
+                and sec.data == "llvm.metadata"):
+            raise _unimplemented_error(  # __attribute__((annotate("enzyme_inactive")))
+                module, name, f"annotation '{text.data.rstrip(chr(0))}' is not implemented by zymase")
+        if isinstance(op, llvm.FuncOp):
+            for attr in _enzyme_function_attributes(op):
+                raise ZymaseError(
+                    f"function attribute '{attr}' of '{name}' is not implemented by zymase",
+                    construct=attr, function=name, location=location_of(op),
+                    hint="remove the attribute; zymase would otherwise differentiate the function "
+                    "as if it were not there",
+                )
+
+
+def _enzyme_function_attributes(fop: Operation) -> list[str]:
+    """The ``"enzyme_*"`` string attributes (``enzyme_inactive``, ``enzyme_math`` ...) of a function."""
+    passthrough = fop.properties.get("passthrough")
+    names = []
+    for item in passthrough.data if passthrough is not None else ():
+        key = item.data[0] if isinstance(item, ArrayAttr) else item
+        if isinstance(key, StringAttr) and key.data.startswith(_MARKER_WORDS):
+            names.append(key.data)
+    return names
+
+
+def _unimplemented_error(module: ModuleOp, name: str, message: str) -> ZymaseError:
+    """The error for symbol ``name``, located at its first use when there is one."""
+    where, function = None, None
+    for fop in module.body.block.ops:
+        if isinstance(fop, llvm.FuncOp):
+            for op in fop.walk():
+                # a marker global is located at the call that reads it as an argument
+                if _callee_name(op) == name or (
+                        isinstance(op, llvm.CallOp) and name in map(_global_named_by, op.args)):
+                    where, function = location_of(op), fop.sym_name.data
+                    break
+        if function is not None:
+            break
+    return ZymaseError(
+        message, construct=name, function=function, location=where,
+        hint="zymase implements __enzyme_autodiff and __enzyme_fwddiff with the markers "
+        + ", ".join(MARKERS) + "; remove it (a custom derivative or activity annotation would "
+        "otherwise be ignored and the function body differentiated instead)",
+    )
+
+
+def _refuse_nested(sites: list[_Site], functions: dict[str, Operation]) -> None:
+    """A differentiated function that reaches a marker call asks for a higher-order
+    derivative, which zymase does not compute: the inner call would be taken as constant."""
+    sites_in: dict[str, _Site] = {}
+    for site in sites:
+        sites_in.setdefault(site.caller, site)
+    references: dict[str, set[str]] = {}
+    for site in sites:
+        target = _differentiated_name(site, functions)
+        if target is None:
+            continue
+        seen, todo = {target}, [target]
+        while todo:
+            name = todo.pop()
+            inner = sites_in.get(name)
+            if inner is not None:
+                where = location_of(inner.call)
+                raise _err(
+                    site,
+                    f"'{target}' is differentiated by {site.marker_fn} and itself reaches a call of "
+                    f"{inner.marker_fn} in '{name}'" + (f" at {where}" if where else "")
+                    + ": nested differentiation (higher-order derivatives) is not supported yet",
+                    "differentiate a function without __enzyme_* calls; compute higher derivatives "
+                    "by hand or with finite differences of the first derivative",
+                )
+            if name not in references:
+                references[name] = _referenced_functions(functions.get(name), functions)
+            for callee in references[name] - seen:
+                seen.add(callee)
+                todo.append(callee)
+
+
+def _referenced_functions(fop: Operation | None, functions: dict[str, Operation]) -> set[str]:
+    """The functions ``fop`` calls or takes the address of."""
+    names: set[str] = set()
+    if fop is None:
+        return names
+    for op in fop.walk():
+        name = _callee_name(op)
+        if name is None and isinstance(op, llvm.AddressOfOp):
+            name = _addressof_name(op.results[0])
+        if name in functions:
+            names.add(name)
+    return names
+
+
+def _differentiated_name(site: _Site, functions: dict[str, Operation]) -> str | None:
+    """The function a marker call differentiates (after a hidden sret pointer, if any)."""
+    for arg in list(site.call.args)[:2]:
+        name = _addressof_name(arg)
+        if name in functions:
+            return name
+    return None
 
 
 def _err(site: _Site, message: str, hint: str) -> ZymaseError:
@@ -173,6 +356,9 @@ def _lower_site(site: _Site, functions: dict[str, Operation]) -> None:
             "which returns the shadow of a returned pointer",
         )
 
+    if has_result:
+        _refuse_undifferentiable(site, fn_out, f"the result of '{fname}'")
+
     b = _Builder(call)
     operands: list[SSAValue] = []
     acts: list[Activity] = []
@@ -190,21 +376,33 @@ def _lower_site(site: _Site, functions: dict[str, Operation]) -> None:
                            f"'{fname}' takes {len(fn_inputs)} arguments; put the marker right before the value it describes")
             raise _err(site, f"too few arguments for '{fname}': it takes {len(fn_inputs)}, argument {i + 1} is missing",
                        "pass every argument of the function (and a shadow after each enzyme_dup pointer)")
-        val = b.coerce(rest[pos], ptype, site, i)
+        val = b.coerce(rest[pos], ptype, site, i, pos + 2, fname)
         pos += 1
         act = _activity(site, marker, ptype, i, fname)
         operands.append(val)
         acts.append(act)
         if act.is_dup or (site.mode == "fwd" and act.is_active):
+            what = "shadow" if act.is_dup else "tangent"
             if pos >= len(rest):
-                raise _err(site, f"argument {i + 1} of '{fname}' needs a {'shadow' if act.is_dup else 'tangent'} after it",
+                raise _err(site, f"argument {i + 1} of '{fname}' needs a {what} after it",
                            "pass the derivative argument right after the primal one")
-            operands.append(b.coerce(rest[pos], ptype, site, i))
+            if isinstance(ptype, llvm.LLVMPointerType) and not isinstance(rest[pos].type, llvm.LLVMPointerType):
+                # the shadow was forgotten: the next argument is the next parameter
+                raise _err(site, f"argument {pos + 2} of {site.marker_fn}: enzyme_{marker or 'dup'} expects a "
+                           f"shadow pointer after parameter {i + 1} of '{fname}', got {c_type_name(rest[pos].type)}",
+                           "pass the shadow (a pointer to memory of the same shape, zeroed for reverse mode) "
+                           "right after the pointer, or mark the pointer enzyme_const")
+            operands.append(b.coerce(rest[pos], ptype, site, i, pos + 2, fname))
             pos += 1
     if pos < len(rest):
         raise _err(site, f"too many arguments for '{fname}': it takes {len(fn_inputs)}",
                    "check the markers: enzyme_dup arguments take a shadow, enzyme_const ones do not")
 
+    if not any(a.is_active or a.is_dup for a in acts):
+        warn(f"'{fname}' has no active argument (no float, no enzyme_dup pointer): every derivative "
+             f"{site.marker_fn} computes is zero", construct=f"call @{site.marker_fn}", function=site.caller,
+             location=location_of(site.call), hint="mark the inputs to differentiate (float arguments "
+             "are active by default, pointers need a shadow)")
     if site.mode == "rev":
         ret_acts = []
         if has_result:
@@ -236,6 +434,7 @@ def _activity(site: _Site, marker: str | None, ptype: Attribute, i: int, fname: 
     is_ptr = isinstance(ptype, llvm.LLVMPointerType)
     if marker == "const":
         return Activity.CONST
+    _refuse_undifferentiable(site, ptype, f"parameter {i + 1} of '{fname}'")
     if marker in ("dup", "dupnoneed"):
         if not (is_ptr or (site.mode == "fwd" and is_float_type(ptype))):
             raise _err(site, f"enzyme_{marker} on argument {i + 1} of '{fname}', which is not a pointer",
@@ -251,6 +450,44 @@ def _activity(site: _Site, marker: str | None, ptype: Attribute, i: int, fname: 
     if is_ptr:
         return Activity.DUP
     return Activity.CONST
+
+
+def _is_float_like(t: Attribute) -> bool:
+    """A float of any width, or a vector of them."""
+    if isinstance(t, VectorType):
+        t = t.element_type
+    return is_float_type(t) or isinstance(t, (Float128Type, BFloat16Type))
+
+
+def _refuse_undifferentiable(site: _Site, t: Attribute, what: str) -> None:
+    """Floats zymase has no derivative rules for (``__float128``) and vectors of floats
+    would otherwise be taken as constant: a zero derivative, silently."""
+    if isinstance(t, VectorType) and _is_float_like(t):
+        raise _err(site, f"{what} is a {c_type_name(t)}, and zymase does not differentiate vector "
+                   "arguments or results of marker calls",
+                   "pass the vector through memory (a pointer with enzyme_dup), or mark it enzyme_const")
+    if _is_float_like(t) and not is_float_type(t):
+        raise _err(site, f"{what} is a {c_type_name(t)}, a floating-point type zymase does not differentiate",
+                   "use float, double or long double" + ("" if what.startswith("the result") else
+                                                         ", or mark the argument enzyme_const"))
+
+
+def c_type_name(t: Attribute) -> str:
+    """A type of the IR in the words of C (for messages)."""
+    names = {Float16Type: "_Float16", BFloat16Type: "__bf16", Float32Type: "float", Float64Type: "double",
+             Float80Type: "long double", Float128Type: "__float128"}
+    if type(t) in names:
+        return names[type(t)]
+    if isinstance(t, IntegerType):
+        return {1: "_Bool", 8: "char", 16: "short", 32: "int", 64: "long", 128: "__int128"}.get(
+            t.width.data, f"a {t.width.data}-bit integer")
+    if isinstance(t, llvm.LLVMPointerType):
+        return "a pointer"
+    if isinstance(t, VectorType):
+        return f"vector of {t.get_shape()[0]} {c_type_name(t.element_type)}"
+    if isinstance(t, llvm.LLVMStructType):
+        return "a struct"
+    return str(t)
 
 
 class _Builder:
@@ -273,7 +510,7 @@ class _Builder:
 
         return self.v(llvm.ConstantOp(FloatAttr(value, t), t))
 
-    def coerce(self, v: SSAValue, t: Attribute, site: _Site, i: int) -> SSAValue:
+    def coerce(self, v: SSAValue, t: Attribute, site: _Site, i: int, position: int, fname: str) -> SSAValue:
         """C's default argument promotions in variadic calls (float -> double,
         char/short -> int) undone to the parameter's type."""
         if v.type == t:
@@ -285,7 +522,8 @@ class _Builder:
             if t.width.data < v.type.width.data:
                 return self.v(llvm.TruncOp(v, t))
             return self.v(llvm.SExtOp(v, t))
-        raise _err(site, f"argument {i + 1} has type {v.type} but the function expects {t}",
+        raise _err(site, f"argument {position} of {site.marker_fn} is {c_type_name(v.type)}, but parameter "
+                   f"{i + 1} of '{fname}' is {c_type_name(t)}",
                    "pass a value of the parameter's type (or check the enzyme_* markers)")
 
     def deliver(self, results: list[SSAValue], sret: SSAValue | None, site: _Site) -> None:
@@ -298,7 +536,7 @@ class _Builder:
         if want is None:
             return
         if not results:
-            value = self.v(llvm.ZeroOp(want)) if not is_float_type(want) else self.fconst(0.0, want)
+            value = self.v(llvm.ZeroOp.build(result_types=[want])) if not is_float_type(want) else self.fconst(0.0, want)
         elif len(results) == 1 and is_float_type(want) and is_float_type(results[0].type):
             r = results[0]
             value = r if r.type == want else self.v(
@@ -351,5 +589,5 @@ def _drop_dead_marker_globals(module: ModuleOp) -> None:
     for op in list(module.body.block.ops):
         if isinstance(op, llvm.FuncOp) and not op.body.blocks:
             n = op.sym_name.data
-            if "__enzyme_autodiff" in n or "__enzyme_fwddiff" in n:
+            if _marker_mode(n) is not None:
                 module.body.block.erase_op(op)

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import llvmlite.binding as llvm
 
-from zymase.errors import ZymaseError
+from zymase.errors import CompilerDiagnostics, ZymaseError
 
 #: clang versions whose LLVM IR llvmlite 0.50 (LLVM 22) can read.
 MIN_CLANG = 14
@@ -146,15 +146,15 @@ def find_clang() -> Clang:
 _DIAG_RE = re.compile(r"^(?P<loc>.+?:\d+:\d+): (?:fatal )?error: ")
 
 
-def _first_error(stderr: str) -> tuple[str, int]:
-    """clang's first error line and how many error lines there are in all."""
+def _first_error(stderr: str) -> str:
+    """clang's first error line."""
     lines = [line.strip() for line in stderr.splitlines()]
     errors = [line for line in lines if _DIAG_RE.match(line)]
     if not errors:  # driver errors: "clang: error: no such file ..."
         errors = [line for line in lines if "error:" in line]
     if not errors:
         errors = [line for line in lines if line] or ["clang failed without a message"]
-    return errors[0], len(errors)
+    return errors[0]
 
 
 def c_to_llvm_ir(source: str | Path, flags: list[str] | None = None, opt_level: int = 2) -> str:
@@ -203,15 +203,33 @@ def c_to_llvm_ir(source: str | Path, flags: list[str] | None = None, opt_level: 
                 f"could not run clang: {exc}", hint=_INSTALL_HINT
             ) from None
         if proc.returncode != 0 or not out.is_file():
-            first, count = _first_error(proc.stderr)
-            hint = "fix the C error above"
-            if count > 1:
-                hint += f" ({count - 1} more error(s) follow it; run clang on the file to see all)"
-            err = ZymaseError(first, hint=hint)
-            err.diagnostics = proc.stderr  # type: ignore[attr-defined]
-            raise err
+            first = _first_error(proc.stderr)
+            if _DIAG_RE.match(first):  # errors in the source: clang's own report
+                raise CompilerDiagnostics(proc.stderr, first_error=first)
+            # the driver's ("clang: error: unknown argument ..."): one line of ours
+            raise ZymaseError(first.removeprefix("clang: error: "), hint="check the clang flags")
+        _refuse_enzyme_attributes(proc.stderr)
         _forward_warnings(proc.stderr, clang)
         return drop_unknown_target_features(out.read_text())
+
+
+# "f.c:1:16: warning: unknown attribute 'enzyme_inactive' ignored [-Wunknown-attributes]"
+_ENZYME_ATTR_RE = re.compile(r"^(?P<loc>.+?:\d+:\d+): warning: unknown attribute '(?P<name>enzyme_\w+)' ignored",
+                             re.M)
+
+
+def _refuse_enzyme_attributes(stderr: str) -> None:
+    """Enzyme's source attributes (``__attribute__((enzyme_inactive))`` ...) exist only
+    with Enzyme's clang plugin; clang ignores them with a warning, and the function
+    would be differentiated as if they were not there."""
+    match = _ENZYME_ATTR_RE.search(stderr)
+    if match:
+        raise ZymaseError(
+            f"attribute '{match['name']}' is not implemented by zymase",
+            construct=f"__attribute__(({match['name']}))",
+            location=match["loc"],
+            hint="remove the attribute (zymase would ignore it and differentiate the function's body)",
+        )
 
 
 def _forward_warnings(stderr: str, clang: Clang) -> None:
@@ -536,6 +554,16 @@ def emit_object(ll_text: str, path: str | Path, opt: int = 2) -> None:
         ) from None
 
 
+def write_text_output(path: str | Path, text: str) -> None:
+    """Write an output text file (LLVM IR, MLIR); a missing directory or a read-only
+    place is a ZymaseError."""
+    try:
+        Path(path).write_text(text)
+    except OSError as exc:
+        raise ZymaseError(f"cannot write '{path}': {exc.strerror}",
+                          hint="check that the output directory exists and is writable") from None
+
+
 def _linker() -> list[str]:
     cc = shutil.which("cc")
     if cc:
@@ -591,4 +619,5 @@ __all__ = [
     "optimize",
     "preopt",
     "target_machine",
+    "write_text_output",
 ]

@@ -101,8 +101,15 @@ def _encode(text: str) -> bytes:
 
 
 def _symbol(prefix: str, name: str) -> str:
-    """``@name`` / ``%name``, quoted when LLVM's identifier syntax does not allow it."""
+    """``@name`` / ``%name``, quoted when LLVM's identifier syntax does not allow it.
+
+    An all-digit global name is LLVM's numbered global (``@0``, clang's unnamed
+    strings and OpenMP's ident structs): it stays unquoted, because ``@"0"`` is a
+    different, named global to which the ``@0`` in initializers kept as text would
+    not refer."""
     if name and all(_is_ident_char(c) for c in name) and not name[0].isdigit():
+        return prefix + name
+    if prefix == "@" and name.isascii() and name.isdigit():
         return prefix + name
     return f'{prefix}"{_quote_bytes(_encode(name))}"'
 
@@ -611,7 +618,8 @@ class _ModuleWriter:
             elif key == "llvm.align" and isinstance(value, IntegerAttr):
                 out.append(f"align {value.value.data}")
             elif key in _PARAM_INT_WORDS and isinstance(value, IntegerAttr):
-                out.append(f"{_PARAM_INT_WORDS[key]}({value.value.data})")
+                # unsigned 64-bit in LLVM; an i64 attribute holds 2**64-1 as -1
+                out.append(f"{_PARAM_INT_WORDS[key]}({value.value.data % 2**64})")
             elif isinstance(value, StringAttr):
                 out.append(f"{word}({value.data})")
             elif isinstance(value, IntegerAttr):
