@@ -72,22 +72,27 @@ class ArgumentError(ZymaseError, TypeError):
 
 
 def compile(  # noqa: A001
-    text: str, *, opt_level: int = 2, filename: str = "<mlir>", structured_ad: bool = True
+    text: str, *, opt_level: int = 2, filename: str = "<mlir>", structured_ad: bool = True,
+    strong_zero: bool = True,
 ) -> CompiledModule:
     """Compile MLIR text (func/arith/math/cf/scf + enzyme ops) to native code.
 
     ``opt_level`` (0-3) is used both for the LLVM optimization pipeline and the
     code generator. ``structured_ad`` differentiates scf ops at the structured
     level (region rules); False lowers scf to cf branches first (the CFG path).
+    ``strong_zero=False``: IEEE propagation in derivatives (a zero adjoint times an
+    infinite partial is NaN) instead of strong zeros (zymase.autodiff.semantics).
     Errors in the input raise :class:`ZymaseError`.
     """
+    from zymase.autodiff.semantics import derivative_semantics
     from zymase.llvm import toolchain
     from zymase.llvm.writer import write_llvm_ir
 
     module = parse_mlir(text, filename)
     _verify(module, "the input")
     if _has_diff_ops(module):
-        differentiate(module, structured_ad=structured_ad)
+        with derivative_semantics(strong_zero=strong_zero):
+            differentiate(module, structured_ad=structured_ad)
 
     signatures = _public_signatures(module)
     lower_to_llvm(module)
