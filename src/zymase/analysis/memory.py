@@ -35,6 +35,10 @@ NRT_REFCOUNT = {"NRT_incref", "NRT_decref"}
 # NRT's raw allocator (scratch buffers without a MemInfo: the copy a slice assignment
 # makes of a right-hand side that may overlap its target) behaves as malloc/free
 NRT_RAW = {"NRT_Allocate": "malloc", "NRT_Free": "free"}
+# C++'s operator new / new[] (Itanium names) allocate like malloc, and operator delete /
+# delete[] (also the sized ones, whose second argument is the size) release like free
+CXX_ALLOCATION = {"_Znwm": "malloc", "_Znam": "malloc", "_ZdlPv": "free", "_ZdaPv": "free",
+                  "_ZdlPvm": "free", "_ZdaPvm": "free"}
 # External functions that only read the memory behind their pointer arguments.
 READ_ONLY_EXTERNALS = {"printf", "fprintf", "puts", "fputs", "strlen", "sprintf", "snprintf"}
 # External functions whose pointer arguments lead only to integers: Numba's reshape
@@ -120,6 +124,8 @@ def memory_kind(op: Operation) -> str | None:
         return "refcount"
     if name in NRT_RAW:
         return NRT_RAW[name]
+    if name in CXX_ALLOCATION:
+        return CXX_ALLOCATION[name]
     if name in ALLOCATORS or name in ("realloc", "posix_memalign"):
         return name
     if name in DEALLOCATORS:

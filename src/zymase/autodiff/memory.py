@@ -314,9 +314,12 @@ class ShadowCode:
                 E.insert(llvm.CallOp("free", self.fetch_shadow(op.results[0])))
             if op in self.deferred_frees:
                 # the primal free the forward sweep left out (ReverseGenerator._find_deferred_frees)
-                free = callee_name(self.deferred_frees[op])
-                self._declare(free, [PTR], llvm.LLVMVoidType())
-                E.insert(llvm.CallOp(free, self.primal(op.results[0])))
+                release = self.deferred_frees[op]
+                free = callee_name(release)
+                # a sized operator delete also takes the size
+                args = [self.primal(op.results[0]), *(self.primal(o) for o in release.operands[1:])]
+                self._declare(free, [a.type for a in args], llvm.LLVMVoidType())
+                E.insert(llvm.CallOp(free, *args))
         elif kind == "nrt_alloc" and op in act.shadow_allocations:
             self._declare("NRT_MemInfo_call_dtor", [PTR], llvm.LLVMVoidType())
             E.insert(llvm.CallOp("NRT_MemInfo_call_dtor", self.fetch_shadow(op.results[0])))

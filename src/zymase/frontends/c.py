@@ -108,5 +108,9 @@ def build(sources: list[str], output: str, clang_flags: list[str], link_flags: l
             objects.append(obj)
         if compile_only or emit_llvm:
             return
+        if any(toolchain.is_cxx_source(src) for src in sources):
+            # `cc` links C: a C++ source's operator new/delete, std:: and the C++ ABI
+            # live in libstdc++ (clang++ would add it itself)
+            link_flags = [*link_flags, "-lstdc++"]
         with timings.phase("link"):
             toolchain.link(objects, output or "a.out", link_flags)
