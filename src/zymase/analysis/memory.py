@@ -366,6 +366,8 @@ class MemoryModel:
                 # where is None for a pointer that reaches shadowed memory through a phi:
                 # name the op that made it instead
                 at = op if where is None else where
+                if isinstance(op, llvm.CallOp) and op.callee is None:
+                    raise _indirect_allocation_error(op, at, self.fname)
                 raise ZymaseError(
                     f"active data is written through a pointer produced by '{_describe(op)}', whose memory has "
                     "no shadow",
@@ -395,3 +397,23 @@ def _describe(op: Operation) -> str:
     if isinstance(op, llvm.CallIntrinsicOp):
         return f"call @{op.intrin.data}"
     return op.name
+
+
+def _indirect_allocation_error(call: Operation, at: Operation, fname: str) -> ZymaseError:
+    """Active data in memory returned by a call through a function pointer: which
+    function it calls is not known (a pointer in a global that the program may change,
+    or one computed at run time), so neither is whether it allocates."""
+    from zymase.transforms.known_callees import callee_source
+
+    source = callee_source(call)
+    what = (f"a function pointer read from the global '{source[0]}', which the program may change"
+            if source is not None else "a function pointer")
+    return ZymaseError(
+        f"active data is written to memory returned by an indirect call through {what}: zymase "
+        "cannot tell whether it allocates, so that memory has no shadow",
+        construct=_describe(at),
+        function=fname,
+        location=location_of(call) or location_of(at),
+        hint="make the table of function pointers 'static const' (then the call is known to be the "
+             "allocator it holds), or call malloc directly",
+    )

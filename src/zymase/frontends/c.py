@@ -65,6 +65,9 @@ def differentiate_module(module: ModuleOp) -> int:
 
     n = lower_markers(module)
     if n:
+        from zymase.transforms.known_callees import resolve_known_callees
+
+        resolve_known_callees(module)
         run_enzyme_pass(module)
         lower_to_llvm(module)
         remove_dead_primal_stores(module)
