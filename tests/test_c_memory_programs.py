@@ -16,7 +16,8 @@ import pytest
 from c_harness import BUILD_IDS, BUILDS, build_and_run
 
 MEMORY_PROGRAMS_DIR = Path(__file__).resolve().parent / "c" / "memory"
-PROGRAMS = sorted(MEMORY_PROGRAMS_DIR.glob("*.c"))
+# C, and C++ (.cpp: zymase cc compiles it as C++ and links libstdc++)
+PROGRAMS = sorted([*MEMORY_PROGRAMS_DIR.glob("*.c"), *MEMORY_PROGRAMS_DIR.glob("*.cpp")])
 
 
 def test_memory_corpus_is_there():

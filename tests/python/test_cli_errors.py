@@ -268,6 +268,18 @@ C_CASES = {
         "int main(void) { v2 x = {1, 2}; return __enzyme_autodiff((void*)f, x) != 2; }\n",
         ["vector_argument.c:4:", "parameter 1 of 'f' is a vector of 2 double"],
     ),
+    # issue 23 item 3: malloc through a function pointer in a global the program may change
+    "allocator_table.c": (
+        "#include <stdlib.h>\nextern double __enzyme_autodiff(void*, ...);\nextern int enzyme_dup;\n"
+        "struct allocator { void *(*alloc)(size_t); void (*release)(void *); } A = {malloc, free};\n"
+        "double f(const double *x) { double *t = A.alloc(2 * sizeof(double));\n"
+        "  t[0] = x[0] * x[0]; t[1] = x[1]; double s = t[0] * t[1]; A.release(t); return s; }\n"
+        "int main(void) { double x[2] = {1, 2}, dx[2] = {0, 0};\n"
+        "  __enzyme_autodiff((void*)f, enzyme_dup, x, dx); return dx[0] != 4; }\n",
+        ["allocator_table.c:5:", "indirect call through a function pointer read from the global 'A'",
+         "no shadow", "function 'f'", "static const"],
+    ),
+    "syntax.c": ("int main(void) { return 0 }\n", ["syntax.c:1:", "expected ';'"]),
 }
 
 # issue 23 item 1: every unimplemented __enzyme_* function and enzyme_* marker by name

@@ -35,6 +35,10 @@ NRT_REFCOUNT = {"NRT_incref", "NRT_decref"}
 # NRT's raw allocator (scratch buffers without a MemInfo: the copy a slice assignment
 # makes of a right-hand side that may overlap its target) behaves as malloc/free
 NRT_RAW = {"NRT_Allocate": "malloc", "NRT_Free": "free"}
+# C++'s operator new / new[] (Itanium names) allocate like malloc, and operator delete /
+# delete[] (also the sized ones, whose second argument is the size) release like free
+CXX_ALLOCATION = {"_Znwm": "malloc", "_Znam": "malloc", "_ZdlPv": "free", "_ZdaPv": "free",
+                  "_ZdlPvm": "free", "_ZdaPvm": "free"}
 # External functions that only read the memory behind their pointer arguments.
 READ_ONLY_EXTERNALS = {"printf", "fprintf", "puts", "fputs", "strlen", "sprintf", "snprintf"}
 # External functions whose pointer arguments lead only to integers: Numba's reshape
@@ -120,6 +124,8 @@ def memory_kind(op: Operation) -> str | None:
         return "refcount"
     if name in NRT_RAW:
         return NRT_RAW[name]
+    if name in CXX_ALLOCATION:
+        return CXX_ALLOCATION[name]
     if name in ALLOCATORS or name in ("realloc", "posix_memalign"):
         return name
     if name in DEALLOCATORS:
@@ -360,6 +366,8 @@ class MemoryModel:
                 # where is None for a pointer that reaches shadowed memory through a phi:
                 # name the op that made it instead
                 at = op if where is None else where
+                if isinstance(op, llvm.CallOp) and op.callee is None:
+                    raise _indirect_allocation_error(op, at, self.fname)
                 raise ZymaseError(
                     f"active data is written through a pointer produced by '{_describe(op)}', whose memory has "
                     "no shadow",
@@ -389,3 +397,23 @@ def _describe(op: Operation) -> str:
     if isinstance(op, llvm.CallIntrinsicOp):
         return f"call @{op.intrin.data}"
     return op.name
+
+
+def _indirect_allocation_error(call: Operation, at: Operation, fname: str) -> ZymaseError:
+    """Active data in memory returned by a call through a function pointer: which
+    function it calls is not known (a pointer in a global that the program may change,
+    or one computed at run time), so neither is whether it allocates."""
+    from zymase.transforms.known_callees import callee_source
+
+    source = callee_source(call)
+    what = (f"a function pointer read from the global '{source[0]}', which the program may change"
+            if source is not None else "a function pointer")
+    return ZymaseError(
+        f"active data is written to memory returned by an indirect call through {what}: zymase "
+        "cannot tell whether it allocates, so that memory has no shadow",
+        construct=_describe(at),
+        function=fname,
+        location=location_of(call) or location_of(at),
+        hint="make the table of function pointers 'static const' (then the call is known to be the "
+             "allocator it holds), or call malloc directly",
+    )

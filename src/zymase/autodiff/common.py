@@ -129,6 +129,10 @@ def prepare(ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts
     flavor = ctx.flavor
     region = fop.body.clone()
     if flavor.name == "llvm":
+        # a byval parameter the body writes to must stay the callee's own copy
+        from zymase.transforms.byval_copies import copy_byval_params
+
+        copy_byval_params(fop, region.blocks[0], flavor.successor_operands)
         # Calls that pass or return pointers are inlined, so their memory effects are
         # differentiated in program order (no augmented-forward/reverse split yet).
         from zymase.analysis.memory import is_pointer

@@ -202,6 +202,56 @@ class ShadowCode:
             self.alloc_shadows[op] = sp
         elif kind == "realloc" and op in act.shadow_allocations:
             self._shadow_realloc(op, forward_mode)
+        elif kind == "memcpy" and op.operands[0] in act.shadowed and not forward_mode:
+            self._copy_shadow_pointers(op)
+
+    def _copy_shadow_pointers(self, op: Operation) -> None:
+        """Reverse mode, forward sweep: a memcpy of memory holding pointers copies their
+        shadows (a struct of a data pointer and sizes copied whole, as clang copies a
+        struct passed by value), so that the reverse sweep finds them where the primal
+        finds the pointers. Float bytes are not copied: their shadows hold adjoints,
+        which the memcpy's reverse moves (:meth:`_reverse_memcpy`)."""
+        E = self.E
+        dst, src = op.operands[0], op.operands[1]
+        shadowed = src in self.act.shadowed
+        if self._copied_float_type(op) is None:
+            # no floats: the shadow bytes are pointers' shadows and ignored integers
+            if shadowed:
+                new = op.clone({}, {})
+                new.operands = [self.shadow_of(dst), self.shadow_of(src), *(self._mapped(o) for o in op.operands[2:])]
+                E.insert(new)
+            else:
+                self._memset_zero(self.shadow_of(dst), self._mapped(op.operands[2]))
+            return
+        for lo, hi in self._copied_runs(op, "ptr"):
+            for at in range(lo, hi, 8):
+                to = E.v(llvm.GEPOp(self.shadow_of(dst), [at], i8))
+                if shadowed:
+                    frm = E.v(llvm.GEPOp(self.shadow_of(src), [at], i8))
+                    value = E.v(llvm.LoadOp(frm, PTR))
+                else:
+                    value = E.v(llvm.ZeroOp.build(result_types=[PTR]))
+                E.insert(llvm.StoreOp(value, to))
+
+    def _copied_runs(self, op: Operation, kind: str) -> list[tuple[int, int]]:
+        """The byte ranges of ``kind`` (``'ptr'``, or the float type) among the bytes
+        copied by a memcpy of memory that holds floats; ``(0, -1)`` stands for the whole
+        copy. Floats mixed with pointers (a struct of both) are handled field by field,
+        which needs a copy of constant length: one of run-time length is refused."""
+        tree = self._types().of(op.operands[0])
+        if "ptr" not in tree.kinds():
+            return [] if kind == "ptr" else [(0, -1)]
+        nbytes = _constant_int(op.operands[2])
+        if nbytes is None:
+            raise ZymaseError(
+                "cannot differentiate a copy of run-time length of memory holding both "
+                "floating-point values and pointers",
+                construct=f"call @{callee_name(op) or op.intrin.data}",
+                function=self.fname,
+                location=location_of(op),
+                hint="copy the structs one at a time (by assignment) instead of with memcpy",
+            )
+        return [(lo, hi) for lo, hi, k in tree.runs(0, nbytes) if k == kind]
 
     def _shadow_realloc(self, op: Operation, forward_mode: bool) -> None:
         """Forward mode: the shadow is realloc'd alongside, bytes past the old shadow
@@ -285,9 +335,12 @@ class ShadowCode:
                 E.insert(llvm.CallOp("free", self.fetch_shadow(op.results[0])))
             if op in self.deferred_frees:
                 # the primal free the forward sweep left out (ReverseGenerator._find_deferred_frees)
-                free = callee_name(self.deferred_frees[op])
-                self._declare(free, [PTR], llvm.LLVMVoidType())
-                E.insert(llvm.CallOp(free, self.primal(op.results[0])))
+                release = self.deferred_frees[op]
+                free = callee_name(release)
+                # a sized operator delete also takes the size
+                args = [self.primal(op.results[0]), *(self.primal(o) for o in release.operands[1:])]
+                self._declare(free, [a.type for a in args], llvm.LLVMVoidType())
+                E.insert(llvm.CallOp(free, *args))
         elif kind == "nrt_alloc" and op in act.shadow_allocations:
             self._declare("NRT_MemInfo_call_dtor", [PTR], llvm.LLVMVoidType())
             E.insert(llvm.CallOp("NRT_MemInfo_call_dtor", self.fetch_shadow(op.results[0])))
@@ -326,16 +379,30 @@ class ShadowCode:
         """dsrc[i] += ddst[i]; ddst[i] = 0 over the copied floats."""
         dst, src = op.operands[0], op.operands[1]
         ftype = self._copied_float_type(op)
+        if ftype is None:
+            # no floats copied: no adjoint to move. The shadow bytes there hold shadow
+            # pointers (a struct of pointers and ints copied whole), which the rest of
+            # the reverse sweep still reads: zeroing them would null them.
+            return
         E = self.E
         ddst = self.fetch_shadow(dst)
         n = self.primal(op.operands[2])
         if n.type != i64:
             n = E.v(llvm.ZExtOp(n, i64))
-        if ftype is not None and src in self.act.shadowed:
-            name = _require_memcpy_adjoint(self.ctx.module, ftype)
-            E.insert(llvm.CallOp(name, self.fetch_shadow(src), ddst, n))
-        else:
-            self._memset_zero(ddst, n)
+        dsrc = self.fetch_shadow(src) if src in self.act.shadowed else None
+        for lo, hi in self._copied_runs(op, ftype):
+            # only the float bytes: other shadow bytes hold pointers' shadows
+            if hi < 0:  # the whole copy (run-time length, floats only)
+                at_dst, at_src, length = ddst, dsrc, n
+            else:
+                at_dst = E.v(llvm.GEPOp(ddst, [lo], i8))
+                at_src = E.v(llvm.GEPOp(dsrc, [lo], i8)) if dsrc is not None else None
+                length = self._i64(hi - lo)
+            if at_src is not None:
+                name = _require_memcpy_adjoint(self.ctx.module, ftype)
+                E.insert(llvm.CallOp(name, at_src, at_dst, length))
+            else:
+                self._memset_zero(at_dst, length)
 
     def _copied_float_type(self, op: Operation) -> str | None:
         """The float type of the bytes a memcpy copies, from type analysis."""
@@ -343,20 +410,16 @@ class ShadowCode:
 
     def _float_type_of(self, op: Operation, ptr: SSAValue, nbytes: int | None) -> str | None:
         """The float type of the memory behind ``ptr`` (type analysis), for ``op``."""
-        try:
-            from zymase.analysis.types import analyze_types
-        except ImportError:  # pragma: no cover - type analysis not built yet
-            raise ZymaseError(
-                "cannot deduce the type of the memory copied here",
-                construct=f"call @{callee_name(op) or op.intrin.data}",
-                function=self.fname,
-                location=location_of(op),
-                hint="copy with a loop over typed elements instead of memcpy",
-            ) from None
+        return self._types().float_type_in_range(ptr, nbytes)
+
+    def _types(self):
+        """Type analysis of the function being differentiated (computed once)."""
+        from zymase.analysis.types import analyze_types
+
         info = getattr(self, "_type_info", None)
         if info is None:
             info = self._type_info = analyze_types(self.p.func, self.ctx.module)
-        return info.float_type_in_range(ptr, nbytes)
+        return info
 
 
 def _memref_rule(gen, op: Operation):

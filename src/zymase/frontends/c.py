@@ -65,6 +65,9 @@ def differentiate_module(module: ModuleOp) -> int:
 
     n = lower_markers(module)
     if n:
+        from zymase.transforms.known_callees import resolve_known_callees
+
+        resolve_known_callees(module)
         run_enzyme_pass(module)
         lower_to_llvm(module)
         remove_dead_primal_stores(module)
@@ -108,5 +111,9 @@ def build(sources: list[str], output: str, clang_flags: list[str], link_flags: l
             objects.append(obj)
         if compile_only or emit_llvm:
             return
+        if any(toolchain.is_cxx_source(src) for src in sources):
+            # `cc` links C: a C++ source's operator new/delete, std:: and the C++ ABI
+            # live in libstdc++ (clang++ would add it itself)
+            link_flags = [*link_flags, "-lstdc++"]
         with timings.phase("link"):
             toolchain.link(objects, output or "a.out", link_flags)

@@ -58,6 +58,11 @@ def inline_call(call: Operation, callee: Operation) -> None:
     region.insert_block_after(cont, block)
     # The callee's blocks, between the call's block and the continuation.
     body = callee.body.clone()
+    # a byval parameter the callee writes to is the callee's own copy, not the caller's
+    from zymase.autodiff.flavor import LLVM
+    from zymase.transforms.byval_copies import copy_byval_params
+
+    copy_byval_params(callee, body.blocks[0], LLVM.successor_operands)
     new_blocks = [body.detach_block(b) for b in list(body.blocks)]
     # each inlined copy keeps its own restrict promises (as LLVM's inliner clones scopes)
     freshen_scopes((op for b in new_blocks for op in b.ops), f"inl{next(_copies)}", declared_only=False)
