@@ -18,6 +18,7 @@ each argument's value on entry.
 
 from __future__ import annotations
 
+import collections
 import itertools
 import time
 from dataclasses import dataclass
@@ -221,14 +222,33 @@ def _kernel_intrinsic(kernel: zn.Kernel):
     return call_kernel
 
 
-_counter = itertools.count()
+#: The last Python sources generated as glue (tests collect their identifiers to try
+#: each as a user parameter name).
+glue_sources: collections.deque = collections.deque(maxlen=32)
 
 
 def _exec(src: str, env: dict, name: str):
+    glue_sources.append(src)
     code = compile(src, f"<zymase {name}>", "exec")
     ns: dict = {}
     exec(code, env, ns)
     return ns[name]
+
+
+class _Names:
+    """Names for generated glue that cannot collide with the user's parameter names
+    (the glue's functions take the user's parameters by name, so every other name in
+    them must differ): ``fresh("s0")`` is ``s0``, or ``s0_``, ``s0__``... when taken."""
+
+    def __init__(self, taken):
+        self.taken = set(taken)
+
+    def fresh(self, base: str) -> str:
+        name = base
+        while name in self.taken:
+            name += "_"
+        self.taken.add(name)
+        return name
 
 
 class _Plan:
@@ -243,28 +263,29 @@ class _Plan:
         self.call = _kernel_intrinsic(self.kernel)
 
 
-def _shadow_expr(ty, expr: str) -> str:
-    """njit source that makes a zero shadow for a value of type ``ty``."""
+def _shadow_expr(ty, expr: str, np_name: str) -> str:
+    """njit source that makes a zero shadow for a value of type ``ty`` (NumPy is
+    ``np_name`` in the glue)."""
     from numba.core import types
 
     if _is_float_array(ty):
-        return f"np.zeros_like({expr})"
+        return f"{np_name}.zeros_like({expr})"
     if isinstance(ty, types.BaseTuple):
-        parts = [_shadow_expr(t, f"{expr}[{i}]") for i, t in enumerate(ty.types)]
+        parts = [_shadow_expr(t, f"{expr}[{i}]", np_name) for i, t in enumerate(ty.types)]
         return "(" + "".join(p + ", " for p in parts) + ")"
     return expr
 
 
-def _result_expr(ty, act, shadow: str, outs) -> str:
+def _result_expr(ty, act, shadow: str, outs, result: str) -> str:
     """njit source for the derivative of an argument: shadows for arrays, the kernel's
-    outputs (``next(outs)`` in order) for active floats."""
+    outputs (``result[next(outs)]`` in order) for active floats."""
     from numba.core import types
 
     if isinstance(ty, types.BaseTuple):
-        parts = [_result_expr(t, a, f"{shadow}[{i}]", outs) for i, (t, a) in enumerate(zip(ty.types, act))]
+        parts = [_result_expr(t, a, f"{shadow}[{i}]", outs, result) for i, (t, a) in enumerate(zip(ty.types, act))]
         return "(" + "".join(p + ", " for p in parts) + ")"
     if act == zn.ACTIVE:
-        return f"r[{next(outs)}]"
+        return f"{result}[{next(outs)}]"
     return shadow
 
 
@@ -285,18 +306,21 @@ class Transformed:
         api = "value_and_grad" if with_value else "grad"
         self.api = api
         params = ", ".join(self.names)
-        stub = _exec(f"def stub({params}):\n    raise NotImplementedError\n", {}, "stub")
+        glue = _Names(self.names)
+        stub_n, typer_n, ol_n = glue.fresh("stub"), glue.fresh("typer"), glue.fresh("ol")
+        stub = _exec(f"def {stub_n}({params}):\n    raise NotImplementedError\n", {}, stub_n)
         me = self
 
         def typer(*argtys):
             return me._impl(argtys)
 
         # overload's typer must take the parameters by name
-        ol = _exec(f"def ol({params}):\n    return typer({params})\n", {"typer": typer}, "ol")
+        ol = _exec(f"def {ol_n}({params}):\n    return {typer_n}({params})\n", {typer_n: typer}, ol_n)
         overload(stub, jit_options={"nopython": True})(ol)
         # a Python identifier even for a lambda ("<lambda>") or a non-ASCII name
-        name = f"{api}_" + "".join(c if c.isalnum() and c.isascii() or c == "_" else "_" for c in disp.py_func.__name__)
-        tramp = _exec(f"def {name}({params}):\n    return stub({params})\n", {"stub": stub}, name)
+        name = glue.fresh(f"{api}_" + "".join(c if c.isalnum() and c.isascii() or c == "_" else "_"
+                                              for c in disp.py_func.__name__))
+        tramp = _exec(f"def {name}({params}):\n    return {stub_n}({params})\n", {stub_n: stub}, name)
         self.trampoline = numba.njit(tramp)
 
     @property
@@ -335,21 +359,24 @@ class Transformed:
 
         argtys = tuple(t.literal_type if isinstance(t, types.Literal) else t for t in argtys)
         p = self.plan(argtys)
-        lines, kargs = [], []
+        glue = _Names(self.names)
+        np_n, call_n, seed_n, r, impl_n = (glue.fresh(b) for b in ("np", "call", "seed_t", "r", "impl"))
+        lines, kargs, shadows = [], [], {}
         for i, (t, a) in enumerate(zip(argtys, p.activities)):
             kargs.append(self.names[i])
             if zn.has_shadow(a):
-                lines.append(f"    s{i} = {_shadow_expr(t, self.names[i])}")
-                kargs.append(f"s{i}")
+                shadows[i] = glue.fresh(f"s{i}")
+                lines.append(f"    {shadows[i]} = {_shadow_expr(t, self.names[i], np_n)}")
+                kargs.append(shadows[i])
         seed_t = p.kernel.argtypes[-1]
-        kargs.append("seed_t(1.0)")
-        lines.append(f"    r = call(({', '.join(kargs)},))")
+        kargs.append(f"{seed_n}(1.0)")
+        lines.append(f"    {r} = {call_n}(({', '.join(kargs)},))")
         outs = itertools.count(1)
-        grads = [_result_expr(argtys[i], p.activities[i], f"s{i}", outs) for i in self.argnums]
+        grads = [_result_expr(argtys[i], p.activities[i], shadows.get(i, ""), outs, r) for i in self.argnums]
         g = grads[0] if self.single else "(" + "".join(x + ", " for x in grads) + ")"
-        ret = f"(r[0], {g})" if self.with_value else g
-        src = f"def impl({', '.join(self.names)}):\n" + "\n".join(lines) + f"\n    return {ret}\n"
-        return _exec(src, {"np": np, "call": p.call, "seed_t": _np_dtype(seed_t)}, "impl")
+        ret = f"({r}[0], {g})" if self.with_value else g
+        src = f"def {impl_n}({', '.join(self.names)}):\n" + "\n".join(lines) + f"\n    return {ret}\n"
+        return _exec(src, {np_n: np, call_n: p.call, seed_n: _np_dtype(seed_t)}, impl_n)
 
     def __call__(self, *args):
         argtys = tuple(_typeof(a, f"argument {i}") for i, a in enumerate(args))

@@ -182,9 +182,13 @@ def _stored_type(t: Attribute) -> Attribute:
     return t
 
 
-def _add_abi_wrappers(module: ModuleOp, signatures: dict[str, FunctionType]) -> set[str]:
-    """Add ``__zymase_abi_<name>(args..., ptr out)`` for functions that need one."""
-    wrapped = set()
+def _add_abi_wrappers(module: ModuleOp, signatures: dict[str, FunctionType]) -> dict[str, str]:
+    """Add ``__zymase_abi_<name>(args..., ptr out)`` for functions that need one;
+    returns each wrapped function's wrapper name. A wrapper name never collides with
+    a symbol of the module (a user's function may be called ``__zymase_abi_f`` too):
+    underscores are appended until it is free."""
+    wrapped: dict[str, str] = {}
+    taken = {op.sym_name.data for op in module.body.block.ops if getattr(op, "sym_name", None) is not None}
     for name, ftype in signatures.items():
         results = list(ftype.outputs.data)
         if not _needs_wrapper(ftype.inputs.data, results):
@@ -228,14 +232,18 @@ def _add_abi_wrappers(module: ModuleOp, signatures: dict[str, FunctionType]) -> 
             ops += [slot, llvm_op("llvm.store")(value, slot.result)]
         ops.append(llvm.ReturnOp())
         block.add_ops(ops)
+        wrapper_name = ABI_WRAPPER_PREFIX + name
+        while wrapper_name in taken:
+            wrapper_name += "_"
+        taken.add(wrapper_name)
         wrapper = llvm.FuncOp(
-            ABI_WRAPPER_PREFIX + name,
+            wrapper_name,
             llvm.LLVMFunctionType([a.type for a in block.args], None),
             linkage=llvm.LinkageAttr("external"),
             body=Region([block]),
         )
         module.body.block.add_op(wrapper)
-        wrapped.add(name)
+        wrapped[name] = wrapper_name
     return wrapped
 
 
@@ -300,18 +308,18 @@ class CompiledFunction:
     while the function object does.
     """
 
-    def __init__(self, owner: CompiledModule, name: str, ftype: FunctionType, wrapped: bool):
+    def __init__(self, owner: CompiledModule, name: str, ftype: FunctionType, wrapper: str | None):
         self.name = name
         self.signature = ftype
         self._owner = owner
         self._params = [_ctype(t, function=name) for t in ftype.inputs.data]
         self._results = [_ctype(t, function=name, result=True) for t in ftype.outputs.data]
         argtypes = [p.ctype for p in self._params]
-        if wrapped:
+        if wrapper is not None:
             fields = [(f"r{i}", r.ctype) for i, r in enumerate(self._results)]
             self._out_type = type(f"{name}_results", (ctypes.Structure,), {"_fields_": fields})
             proto = ctypes.CFUNCTYPE(None, *argtypes, ctypes.c_void_p)
-            self._fn = proto(owner._engine.address(ABI_WRAPPER_PREFIX + name))
+            self._fn = proto(owner._engine.address(wrapper))
         else:
             self._out_type = None
             restype = self._results[0].ctype if self._results else None
@@ -373,13 +381,13 @@ class CompiledModule:
         self,
         engine: object,
         signatures: dict[str, FunctionType],
-        wrapped: set[str],
+        wrapped: dict[str, str],
         llvm_ir: str,
     ):
         self._engine = engine
         self.llvm_ir = llvm_ir
         self.functions: dict[str, CompiledFunction] = {
-            name: CompiledFunction(self, name, ftype, name in wrapped)
+            name: CompiledFunction(self, name, ftype, wrapped.get(name))
             for name, ftype in signatures.items()
         }
 
