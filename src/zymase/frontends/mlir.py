@@ -84,6 +84,7 @@ def compile(  # noqa: A001
     from zymase.llvm import toolchain
     from zymase.llvm.writer import write_llvm_ir
 
+    text = _source_text(text)
     module = parse_mlir(text, filename)
     _verify(module, "the input")
     if _has_diff_ops(module):
@@ -98,6 +99,24 @@ def compile(  # noqa: A001
     optimized = toolchain.optimize(ll_text, opt_level)
     engine = toolchain.jit(optimized, opt=opt_level)
     return CompiledModule(engine, signatures, wrapped, optimized)
+
+
+def _source_text(text: object) -> str:
+    """``compile``'s ``text`` as a str: UTF-8 bytes are decoded, anything else is an error."""
+    if isinstance(text, (bytes, bytearray)):
+        try:
+            return bytes(text).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ZymaseError(
+                f"'text' is bytes that are not UTF-8 ({exc.reason} at byte {exc.start})",
+                hint="pass the MLIR source as a str, decoded with its encoding",
+            ) from None
+    if not isinstance(text, str):
+        raise ZymaseError(
+            f"'text' must be MLIR source (a str), got {type(text).__name__}",
+            hint="zymase.mlir.compile(path.read_text())",
+        )
+    return text
 
 
 def differentiate(module: ModuleOp, *, structured_ad: bool = True) -> None:
@@ -265,13 +284,13 @@ def _ctype(t: Attribute, *, function: str, result: bool = False) -> _CType:
     if isinstance(t, Float32Type):
         return _CType(ctypes.c_float, float, "f32")
     if isinstance(t, IndexType):
-        return _CType(ctypes.c_int64, operator.index, "index")
+        return _CType(ctypes.c_int64, _integer_of_width(64), "index")
     if isinstance(t, IntegerType):
         width = t.width.data
         by_width = {1: ctypes.c_bool, 8: ctypes.c_int8, 16: ctypes.c_int16,
                     32: ctypes.c_int32, 64: ctypes.c_int64}
         if width in by_width:
-            return _CType(by_width[width], operator.index, f"i{width}")
+            return _CType(by_width[width], _integer_of_width(width), f"i{width}")
     if isinstance(t, llvm.LLVMPointerType):
         return _CType(ctypes.c_void_p, _as_address, "!llvm.ptr")
     if isinstance(t, MemRefType) and not result:
@@ -289,6 +308,21 @@ def _ctype(t: Attribute, *, function: str, result: bool = False) -> _CType:
         function=function,
         hint=hint,
     )
+
+
+def _integer_of_width(width: int) -> Callable[[object], int]:
+    """An integer argument for a signless ``i<width>``: any value in the signed or
+    unsigned range (ctypes would silently wrap a larger one)."""
+
+    def convert(x: object) -> int:
+        v = operator.index(x)
+        if width > 1 and not -(1 << (width - 1)) <= v < (1 << width):
+            raise TypeError(f"{v} does not fit in i{width}")
+        if width == 1 and v not in (0, 1):
+            raise TypeError(f"{v} is not a boolean (i1 takes 0, 1, False or True)")
+        return v
+
+    return convert
 
 
 def _as_address(x: object) -> object:
@@ -350,7 +384,7 @@ class CompiledFunction:
         for k, (p, a) in enumerate(zip(self._params, args), start=1):
             try:
                 converted.append(p.convert(a))
-            except TypeError as exc:
+            except (TypeError, ValueError, OverflowError, ctypes.ArgumentError) as exc:
                 raise ArgumentError(
                     f"bad argument {k} for {self.name}(): {exc}",
                     function=self.name,
