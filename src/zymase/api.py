@@ -499,15 +499,17 @@ def value_and_grad(f, argnums=0, *, preopt: bool = True, cache: bool | None = No
 _direct_cache: dict = {}
 
 
-def _direct(disp, argtypes, activities, mode, options):
-    """A plan plus an njit function taking the kernel's arguments and returning its tuple."""
+def _direct(disp, argtypes, activities, mode, options, *, promote: bool = False):
+    """A plan plus an njit function taking the kernel's arguments and returning its tuple
+    (``promote``: see :func:`zymase.frontends.numba.get_kernel`; the plan's activities
+    say which arguments need shadows)."""
     import numba
 
-    key = (disp, argtypes, activities, mode, tuple(sorted(options.items())))
+    key = (disp, argtypes, activities, mode, tuple(sorted(options.items())), promote)
     hit = _direct_cache.get(key)
     if hit is not None:
         return hit
-    plan = _Plan(disp, argtypes, activities, mode, options)
+    plan = _Plan(disp, argtypes, activities, mode, options, promote=promote)
     n = len(plan.kernel.argtypes)
     params = ", ".join(f"p{i}" for i in range(n))
     src = f"def kernel_call({params}):\n    return call(({params}{',' if n == 1 else ''}))\n"
@@ -737,7 +739,7 @@ def jvp(f, primals, tangents, *, preopt: bool = True, cache: bool | None = None)
     tangents = tangents + (None,) * (len(primals) - given)
     if len(primals) != len(names):
         raise _arity_error(disp, names, len(primals), "'primals' holds one value per parameter")
-    prim, acts, kargs = [], [], []
+    prim, acts = [], []
     for i, (x, t) in enumerate(zip(primals, tangents)):
         what = _label(names, i)
         ty = _typeof(x, what)
@@ -745,15 +747,19 @@ def jvp(f, primals, tangents, *, preopt: bool = True, cache: bool | None = None)
         if t is not None and not zn.has_shadow(act) and not _is_zero(t):
             raise ZymaseError(f"{what} has type {ty}, which has no tangent, but its tangent is {_short(t)}",
                               hint="integers are constant: pass None as their tangent (or pass floats)")
-        prim.append(ty)
-        acts.append(act)
-        kargs.append(_copy(x))
         if zn.has_shadow(act):
             _check_shadow(x, t, what)
-            kargs.append(_with_shadow_type(_copy(t), ty))
+        prim.append(ty)
+        acts.append(act)
     prim = tuple(prim)
     _check_result(disp, prim, need_float=True, api="jvp")
-    _, fn = _direct(disp, prim, tuple(acts), "fwd", opts)
+    # a constant array whose pointers meet differentiated ones gets a zero tangent
+    plan, fn = _direct(disp, prim, tuple(acts), "fwd", opts, promote=True)
+    kargs = []
+    for x, t, ty, act in zip(primals, tangents, prim, plan.activities):
+        kargs.append(_copy(x))
+        if zn.has_shadow(act):
+            kargs.append(_zeros(x) if t is None else _with_shadow_type(_copy(t), ty))
     value, tangent = fn(*kargs)
     return value, tangent
 
