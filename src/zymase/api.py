@@ -18,6 +18,7 @@ each argument's value on entry.
 
 from __future__ import annotations
 
+import collections
 import itertools
 import time
 from dataclasses import dataclass
@@ -78,6 +79,11 @@ def stats():
 # --------------------------------------------------------------------------------------
 
 
+def _label(names, i: int) -> str:
+    """How messages name positional argument ``i``: its index and Python name."""
+    return f"argument {i} ('{names[i]}')" if i < len(names) else f"argument {i}"
+
+
 def _typeof(value, what: str):
     import numba
 
@@ -95,7 +101,8 @@ def _check_type(ty, what: str) -> None:
 
     if isinstance(ty, types.Array):
         if not isinstance(ty.dtype, types.Float):
-            if isinstance(ty.dtype, (types.Integer, types.Boolean)):
+            # integers and records (structured dtypes) are constant data
+            if isinstance(ty.dtype, (types.Integer, types.Boolean, types.Record)):
                 return
             raise ZymaseError(f"{what} is an array of {ty.dtype}", hint="use float32 or float64 arrays")
         if ty.layout != "C":
@@ -106,7 +113,7 @@ def _check_type(ty, what: str) -> None:
         for i, t in enumerate(ty.types):
             _check_type(t, f"{what}[{i}]")
         return
-    if isinstance(ty, (types.Float, types.Integer, types.Boolean)):
+    if isinstance(ty, (types.Float, types.Integer, types.Boolean, types.Record)):
         return
     raise ZymaseError(f"{what} has Numba type {ty}, which zymase cannot differentiate through",
                       hint="pass float scalars, integers, contiguous arrays or tuples of these")
@@ -154,28 +161,81 @@ def _const_activity(ty):
 
 def _check_result(disp, argtypes, *, need_float: bool, api: str):
     """Type ``disp`` at ``argtypes`` (the user's dispatcher, as calling it would) and
-    check its result."""
+    check its result. A result that is not a float because integers came in names
+    the integer arguments."""
     from numba.core import types
 
     rt = zn.numba_ir(disp, tuple(argtypes)).restype
+    names = _param_names(disp)
+    ints = [_label(names, i) for i, t in enumerate(argtypes) if _has_integer_leaf(t)]
+    because = f" ({', '.join(ints)} {'is' if len(ints) == 1 else 'are'} integer)" if ints else ""
     if need_float and not isinstance(rt, types.Float):
-        raise ZymaseError(f"{api} needs {zn.function_label(disp)} to return a float, but it returns {rt}",
-                          hint="return a float scalar (e.g. a loss); for vector outputs use vjp or autodiff "
-                          "with Duplicated output arrays")
+        raise ZymaseError(f"{api} needs {zn.function_label(disp)} to return a float, but it returns {rt}{because}",
+                          hint="pass float arrays and scalars (x.astype(np.float64)) where values are "
+                          "differentiated; return a float scalar (e.g. a loss); for vector outputs use vjp or "
+                          "autodiff with Duplicated output arrays")
     if not isinstance(rt, (types.Float, types.NoneType)):
-        raise ZymaseError(f"{zn.function_label(disp)} returns {rt}; zymase differentiates functions returning a "
-                          "float or nothing",
+        raise ZymaseError(f"{zn.function_label(disp)} returns {rt}{because}; zymase differentiates functions "
+                          "returning a float or nothing",
                           hint="return a float, or write results into an argument array")
     return rt
 
 
+def _has_integer_leaf(ty) -> bool:
+    from numba.core import types
+
+    if isinstance(ty, types.BaseTuple):
+        return any(_has_integer_leaf(t) for t in ty.types)
+    if isinstance(ty, types.Array):
+        ty = ty.dtype
+    return isinstance(ty, (types.Integer, types.Boolean))
+
+
+def _is_real_number(v) -> bool:
+    """A Python/NumPy real number (or 0-d real array): what a scalar's tangent or
+    cotangent may be. Booleans are not numbers here."""
+    if isinstance(v, (bool, np.bool_)):
+        return False
+    if isinstance(v, np.ndarray):
+        return v.ndim == 0 and v.dtype.kind in "iuf"
+    return isinstance(v, (int, float, np.integer, np.floating))
+
+
+def _arity_error(disp, names, given: int, hint: str) -> ZymaseError:
+    required = len(names) - len(disp.py_func.__defaults__ or ())
+    missing = names[given:required]
+    which = (f": {', '.join(repr(n) for n in missing)} {'is' if len(missing) == 1 else 'are'} missing" if missing
+             else f" (parameters {', '.join(repr(n) for n in names)})")
+    return ZymaseError(f"{zn.function_label(disp)} takes {len(names)} arguments, got {given}{which}", hint=hint)
+
+
 def _argnums(argnums, nargs: int) -> tuple[int, ...]:
-    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    hint = "'argnums' is an int or a tuple of ints counting positional arguments from 0"
+    if isinstance(argnums, (int, np.integer)) and not isinstance(argnums, (bool, np.bool_)):
+        nums = (int(argnums),)
+    elif isinstance(argnums, (tuple, list)) and argnums:
+        nums = tuple(argnums)
+    else:
+        raise ZymaseError(f"argnums {argnums!r} is not an int or a tuple of ints", hint=hint)
     for n in nums:
-        if not isinstance(n, int) or not -nargs <= n < nargs:
-            raise ZymaseError(f"argnums {argnums!r} is out of range for a function of {nargs} arguments",
-                              hint="argnums counts positional arguments from 0")
-    return tuple(n % nargs for n in nums)
+        if not isinstance(n, (int, np.integer)) or isinstance(n, (bool, np.bool_)):
+            raise ZymaseError(f"argnums {argnums!r} holds {n!r}, which is not an int", hint=hint)
+        if not -nargs <= n < nargs:
+            raise ZymaseError(f"argnums {argnums!r} is out of range for a function of {nargs} arguments", hint=hint)
+    return tuple(int(n) % nargs for n in nums)
+
+
+def _with_defaults(disp, names, args: tuple, hint: str) -> tuple:
+    """``args`` completed with the defaults of the trailing parameters left out (as
+    Numba completes a call); too few arguments for the parameters without defaults is
+    an error naming them."""
+    defaults = disp.py_func.__defaults__ or ()
+    first_default = len(names) - len(defaults)
+    if len(args) >= len(names):
+        return args
+    if len(args) < first_default:
+        raise _arity_error(disp, names, len(args), hint)
+    return args + tuple(defaults[len(args) - first_default:])
 
 
 def _param_names(disp) -> list[str]:
@@ -221,14 +281,33 @@ def _kernel_intrinsic(kernel: zn.Kernel):
     return call_kernel
 
 
-_counter = itertools.count()
+#: The last Python sources generated as glue (tests collect their identifiers to try
+#: each as a user parameter name).
+glue_sources: collections.deque = collections.deque(maxlen=32)
 
 
 def _exec(src: str, env: dict, name: str):
+    glue_sources.append(src)
     code = compile(src, f"<zymase {name}>", "exec")
     ns: dict = {}
     exec(code, env, ns)
     return ns[name]
+
+
+class _Names:
+    """Names for generated glue that cannot collide with the user's parameter names
+    (the glue's functions take the user's parameters by name, so every other name in
+    them must differ): ``fresh("s0")`` is ``s0``, or ``s0_``, ``s0__``... when taken."""
+
+    def __init__(self, taken):
+        self.taken = set(taken)
+
+    def fresh(self, base: str) -> str:
+        name = base
+        while name in self.taken:
+            name += "_"
+        self.taken.add(name)
+        return name
 
 
 class _Plan:
@@ -243,28 +322,29 @@ class _Plan:
         self.call = _kernel_intrinsic(self.kernel)
 
 
-def _shadow_expr(ty, expr: str) -> str:
-    """njit source that makes a zero shadow for a value of type ``ty``."""
+def _shadow_expr(ty, expr: str, np_name: str) -> str:
+    """njit source that makes a zero shadow for a value of type ``ty`` (NumPy is
+    ``np_name`` in the glue)."""
     from numba.core import types
 
     if _is_float_array(ty):
-        return f"np.zeros_like({expr})"
+        return f"{np_name}.zeros_like({expr})"
     if isinstance(ty, types.BaseTuple):
-        parts = [_shadow_expr(t, f"{expr}[{i}]") for i, t in enumerate(ty.types)]
+        parts = [_shadow_expr(t, f"{expr}[{i}]", np_name) for i, t in enumerate(ty.types)]
         return "(" + "".join(p + ", " for p in parts) + ")"
     return expr
 
 
-def _result_expr(ty, act, shadow: str, outs) -> str:
+def _result_expr(ty, act, shadow: str, outs, result: str) -> str:
     """njit source for the derivative of an argument: shadows for arrays, the kernel's
-    outputs (``next(outs)`` in order) for active floats."""
+    outputs (``result[next(outs)]`` in order) for active floats."""
     from numba.core import types
 
     if isinstance(ty, types.BaseTuple):
-        parts = [_result_expr(t, a, f"{shadow}[{i}]", outs) for i, (t, a) in enumerate(zip(ty.types, act))]
+        parts = [_result_expr(t, a, f"{shadow}[{i}]", outs, result) for i, (t, a) in enumerate(zip(ty.types, act))]
         return "(" + "".join(p + ", " for p in parts) + ")"
     if act == zn.ACTIVE:
-        return f"r[{next(outs)}]"
+        return f"{result}[{next(outs)}]"
     return shadow
 
 
@@ -285,18 +365,29 @@ class Transformed:
         api = "value_and_grad" if with_value else "grad"
         self.api = api
         params = ", ".join(self.names)
-        stub = _exec(f"def stub({params}):\n    raise NotImplementedError\n", {}, "stub")
+        glue = _Names(self.names)
+        stub_n, typer_n, ol_n = glue.fresh("stub"), glue.fresh("typer"), glue.fresh("ol")
+        stub = _exec(f"def {stub_n}({params}):\n    raise NotImplementedError\n", {}, stub_n)
         me = self
 
         def typer(*argtys):
             return me._impl(argtys)
 
         # overload's typer must take the parameters by name
-        ol = _exec(f"def ol({params}):\n    return typer({params})\n", {"typer": typer}, "ol")
+        ol = _exec(f"def {ol_n}({params}):\n    return {typer_n}({params})\n", {typer_n: typer}, ol_n)
         overload(stub, jit_options={"nopython": True})(ol)
         # a Python identifier even for a lambda ("<lambda>") or a non-ASCII name
-        name = f"{api}_" + "".join(c if c.isalnum() and c.isascii() or c == "_" else "_" for c in disp.py_func.__name__)
-        tramp = _exec(f"def {name}({params}):\n    return stub({params})\n", {"stub": stub}, name)
+        name = glue.fresh(f"{api}_" + "".join(c if c.isalnum() and c.isascii() or c == "_" else "_"
+                                              for c in disp.py_func.__name__))
+        # the trampoline keeps the function's defaults: njit code may leave them out too
+        defaults = disp.py_func.__defaults__ or ()
+        env = {stub_n: stub}
+        sig = list(self.names)
+        for k, value in enumerate(defaults):
+            i = len(sig) - len(defaults) + k
+            env[glue.fresh(f"default_{self.names[i]}")] = value
+            sig[i] += f"={list(env)[-1]}"
+        tramp = _exec(f"def {name}({', '.join(sig)}):\n    return {stub_n}({params})\n", env, name)
         self.trampoline = numba.njit(tramp)
 
     @property
@@ -307,17 +398,18 @@ class Transformed:
 
     def _check(self, argtys):
         if len(argtys) != len(self.names):
-            raise ZymaseError(f"{zn.function_label(self.disp)} takes {len(self.names)} arguments, got {len(argtys)}",
-                              hint="pass every positional argument")
+            raise _arity_error(self.disp, self.names, len(argtys), "pass every positional argument")
         for i, t in enumerate(argtys):
-            _check_type(t, f"argument {i} ('{self.names[i]}')")
-        _check_result(self.disp, tuple(argtys), need_float=True, api=self.api)
+            _check_type(t, _label(self.names, i))
         acts = []
         for i, t in enumerate(argtys):
             if i in self.argnums:
-                acts.append(_grad_activity(t, f"argument {i} ('{self.names[i]}')"))
+                acts.append(_grad_activity(t, _label(self.names, i)))
             else:
                 acts.append(_const_activity(t))
+        # after the activities: an integer array where a float one is differentiated is
+        # named as such, not as a function returning an integer
+        _check_result(self.disp, tuple(argtys), need_float=True, api=self.api)
         return tuple(acts)
 
     def plan(self, argtys) -> _Plan:
@@ -335,24 +427,33 @@ class Transformed:
 
         argtys = tuple(t.literal_type if isinstance(t, types.Literal) else t for t in argtys)
         p = self.plan(argtys)
-        lines, kargs = [], []
+        glue = _Names(self.names)
+        np_n, call_n, seed_n, r, impl_n = (glue.fresh(b) for b in ("np", "call", "seed_t", "r", "impl"))
+        lines, kargs, shadows = [], [], {}
         for i, (t, a) in enumerate(zip(argtys, p.activities)):
             kargs.append(self.names[i])
             if zn.has_shadow(a):
-                lines.append(f"    s{i} = {_shadow_expr(t, self.names[i])}")
-                kargs.append(f"s{i}")
+                shadows[i] = glue.fresh(f"s{i}")
+                lines.append(f"    {shadows[i]} = {_shadow_expr(t, self.names[i], np_n)}")
+                kargs.append(shadows[i])
         seed_t = p.kernel.argtypes[-1]
-        kargs.append("seed_t(1.0)")
-        lines.append(f"    r = call(({', '.join(kargs)},))")
+        kargs.append(f"{seed_n}(1.0)")
+        lines.append(f"    {r} = {call_n}(({', '.join(kargs)},))")
         outs = itertools.count(1)
-        grads = [_result_expr(argtys[i], p.activities[i], f"s{i}", outs) for i in self.argnums]
+        grads = [_result_expr(argtys[i], p.activities[i], shadows.get(i, ""), outs, r) for i in self.argnums]
         g = grads[0] if self.single else "(" + "".join(x + ", " for x in grads) + ")"
-        ret = f"(r[0], {g})" if self.with_value else g
-        src = f"def impl({', '.join(self.names)}):\n" + "\n".join(lines) + f"\n    return {ret}\n"
-        return _exec(src, {"np": np, "call": p.call, "seed_t": _np_dtype(seed_t)}, "impl")
+        ret = f"({r}[0], {g})" if self.with_value else g
+        src = f"def {impl_n}({', '.join(self.names)}):\n" + "\n".join(lines) + f"\n    return {ret}\n"
+        return _exec(src, {np_n: np, call_n: p.call, seed_n: _np_dtype(seed_t)}, impl_n)
 
-    def __call__(self, *args):
-        argtys = tuple(_typeof(a, f"argument {i}") for i, a in enumerate(args))
+    def __call__(self, *args, **kwargs):
+        if kwargs:
+            raise ZymaseError(f"{self.api} of {zn.function_label(self.disp)} takes positional arguments only, got "
+                              f"keyword argument{'s' if len(kwargs) > 1 else ''} "
+                              f"{', '.join(repr(k) for k in kwargs)}",
+                              hint="pass every argument by position")
+        args = _with_defaults(self.disp, self.names, args, "pass every positional argument")
+        argtys = tuple(_typeof(a, _label(self.names, i)) for i, a in enumerate(args))
         p = self.plan(argtys)
         if argtys not in self.trampoline.overloads:
             # Numba compiles the trampoline on first call; counted as compile time
@@ -398,15 +499,17 @@ def value_and_grad(f, argnums=0, *, preopt: bool = True, cache: bool | None = No
 _direct_cache: dict = {}
 
 
-def _direct(disp, argtypes, activities, mode, options):
-    """A plan plus an njit function taking the kernel's arguments and returning its tuple."""
+def _direct(disp, argtypes, activities, mode, options, *, promote: bool = False):
+    """A plan plus an njit function taking the kernel's arguments and returning its tuple
+    (``promote``: see :func:`zymase.frontends.numba.get_kernel`; the plan's activities
+    say which arguments need shadows)."""
     import numba
 
-    key = (disp, argtypes, activities, mode, tuple(sorted(options.items())))
+    key = (disp, argtypes, activities, mode, tuple(sorted(options.items())), promote)
     hit = _direct_cache.get(key)
     if hit is not None:
         return hit
-    plan = _Plan(disp, argtypes, activities, mode, options)
+    plan = _Plan(disp, argtypes, activities, mode, options, promote=promote)
     n = len(plan.kernel.argtypes)
     params = ", ".join(f"p{i}" for i in range(n))
     src = f"def kernel_call({params}):\n    return call(({params}{',' if n == 1 else ''}))\n"
@@ -416,6 +519,8 @@ def _direct(disp, argtypes, activities, mode, options):
 
 
 def _check_shadow(x, dx, what: str) -> None:
+    """``dx`` can be the shadow (or tangent) of ``x``: an array of the same shape and
+    dtype, a tuple of such, a real number for a scalar."""
     if isinstance(x, np.ndarray):
         if not isinstance(dx, np.ndarray):
             raise ZymaseError(f"the shadow of {what} is {type(dx).__name__}, not an array",
@@ -434,10 +539,28 @@ def _check_shadow(x, dx, what: str) -> None:
                               hint="pass a tuple of shadows matching the tuple argument")
         for i, (a, b) in enumerate(zip(x, dx)):
             _check_shadow(a, b, f"{what}[{i}]")
-    else:
-        if isinstance(dx, np.ndarray):
-            raise ZymaseError(f"the tangent of {what} is an array, but the argument is a scalar",
-                              hint="pass a scalar tangent")
+    elif isinstance(dx, np.ndarray) and dx.ndim > 0:
+        raise ZymaseError(f"the tangent of {what} is an array, but the argument is a scalar",
+                          hint="pass a scalar tangent")
+    elif not _is_real_number(dx):
+        raise ZymaseError(f"the tangent of {what} is {type(dx).__name__} {_short(dx)}, not a real number",
+                          hint="pass a float tangent")
+
+
+def _is_zero(v) -> bool:
+    """A numeric value (scalar, array or tuple of them) that is all zeros."""
+    if isinstance(v, tuple):
+        return all(_is_zero(x) for x in v)
+    try:
+        a = np.asarray(v)
+        return a.dtype.kind in "iuf" and not np.any(a)
+    except Exception:
+        return False
+
+
+def _short(v) -> str:
+    text = repr(v)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _arrays(v, what: str):
@@ -455,7 +578,7 @@ def _check_disjoint_shadows(args, names, disp) -> None:
     accumulated derivative feed back into the function's own values."""
     primals, shadows = [], []
     for i, a in enumerate(args):
-        what = f"argument {i} ('{names[i]}')"
+        what = _label(names, i)
         if isinstance(a, Duplicated):
             primals += _arrays(a.val, what)
             shadows += _arrays(a.dval, f"the shadow of {what}")
@@ -489,13 +612,15 @@ def autodiff(f, *args, preopt: bool = True, cache: bool | None = None):
     ``Active`` argument, ``None`` for the others."""
     disp, opts = _options(f, preopt, cache)
     names = _param_names(disp)
+    given = len(args)
+    args = _with_defaults(disp, names, args, "pass every positional argument, wrapped in Active/Duplicated/Const")
+    args = args[:given] + tuple(Const(d) for d in args[given:])
     if len(args) != len(names):
-        raise ZymaseError(f"{zn.function_label(disp)} takes {len(names)} arguments, got {len(args)}",
-                          hint="pass every positional argument, wrapped in Active/Duplicated/Const")
+        raise _arity_error(disp, names, len(args), "pass every positional argument, wrapped in Active/Duplicated/Const")
     _check_disjoint_shadows(args, names, disp)
     prim, acts, kargs = [], [], []
     for i, a in enumerate(args):
-        what = f"argument {i} ('{names[i]}')"
+        what = _label(names, i)
         if isinstance(a, Active):
             ty = _typeof(a.val, what)
             from numba.core import types
@@ -531,7 +656,7 @@ def autodiff(f, *args, preopt: bool = True, cache: bool | None = None):
     plan, fn = _direct(disp, prim, tuple(acts), "rev", opts)
     r = fn(*kargs)
     outs = iter(r[1:])
-    return tuple(next(outs) if act == zn.ACTIVE else None for act in acts)
+    return tuple(next(outs) if act == zn.ACTIVE else None for act in acts)[:given]
 
 
 def fwddiff(f, *args, preopt: bool = True, cache: bool | None = None):
@@ -541,18 +666,23 @@ def fwddiff(f, *args, preopt: bool = True, cache: bool | None = None):
     tangents of arrays ``f`` writes land in their shadows."""
     disp, opts = _options(f, preopt, cache)
     names = _param_names(disp)
+    given = len(args)
+    args = _with_defaults(disp, names, args, "pass every positional argument, wrapped in Duplicated/Const")
+    args = args[:given] + tuple(Const(d) for d in args[given:])
     if len(args) != len(names):
-        raise ZymaseError(f"{zn.function_label(disp)} takes {len(names)} arguments, got {len(args)}",
-                          hint="pass every positional argument, wrapped in Duplicated/Const")
+        raise _arity_error(disp, names, len(args), "pass every positional argument, wrapped in Duplicated/Const")
     _check_disjoint_shadows(args, names, disp)
     prim, acts, kargs = [], [], []
     for i, a in enumerate(args):
-        what = f"argument {i} ('{names[i]}')"
+        what = _label(names, i)
         if isinstance(a, Active):
             raise ZymaseError(f"Active on {what} in forward mode",
                               hint="forward mode takes Duplicated(x, dx): the tangent dx replaces Active")
         if isinstance(a, Duplicated):
             ty = _typeof(a.val, what)
+            if not zn.has_shadow(_tangent_activity(ty)):
+                raise ZymaseError(f"Duplicated on {what} of type {ty}: only floats and float arrays have tangents",
+                                  hint="pass integers as Const(n)")
             _check_shadow(a.val, a.dval, what)
             prim.append(ty)
             acts.append(_tangent_activity(ty))
@@ -589,48 +719,78 @@ def _zeros(x):
 
 
 def jvp(f, primals, tangents, *, preopt: bool = True, cache: bool | None = None):
-    """``(f(*primals), J @ tangents)`` in forward mode, like ``jax.jvp``. Integer
-    arguments take ``None`` (or anything) as tangent. The primal arrays are not
-    modified (f runs on copies)."""
+    """``(f(*primals), J @ tangents)`` in forward mode, like ``jax.jvp``: ``primals``
+    and ``tangents`` are tuples (or lists) with one entry per parameter. A tangent of
+    ``None`` holds an argument constant; integer arguments take ``None`` (or zero). The
+    primal arrays are not modified (f runs on copies)."""
     disp, opts = _options(f, preopt, cache)
+    names = _param_names(disp)
+    for what, v in (("primals", primals), ("tangents", tangents)):
+        if not isinstance(v, (tuple, list)):
+            raise ZymaseError(f"jvp takes '{what}' as a tuple with one entry per parameter of "
+                              f"{zn.function_label(disp)}, got {type(v).__name__}",
+                              hint="jvp(f, (x, a), (dx, da)); a single argument is (x,)")
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
         raise ZymaseError(f"jvp got {len(primals)} primals but {len(tangents)} tangents",
-                          hint="pass one tangent per primal")
-    prim, acts, kargs = [], [], []
+                          hint="'tangents' holds one tangent (or None) per primal")
+    given = len(primals)
+    primals = _with_defaults(disp, names, primals, "'primals' holds one value per parameter")
+    tangents = tangents + (None,) * (len(primals) - given)
+    if len(primals) != len(names):
+        raise _arity_error(disp, names, len(primals), "'primals' holds one value per parameter")
+    prim, acts = [], []
     for i, (x, t) in enumerate(zip(primals, tangents)):
-        ty = _typeof(x, f"primal {i}")
+        what = _label(names, i)
+        ty = _typeof(x, what)
         act = _const_activity(ty) if t is None else _tangent_activity(ty)
+        if t is not None and not zn.has_shadow(act) and not _is_zero(t):
+            raise ZymaseError(f"{what} has type {ty}, which has no tangent, but its tangent is {_short(t)}",
+                              hint="integers are constant: pass None as their tangent (or pass floats)")
+        if zn.has_shadow(act):
+            _check_shadow(x, t, what)
         prim.append(ty)
         acts.append(act)
-        kargs.append(_copy(x))
-        if zn.has_shadow(act):
-            _check_shadow(x, t, f"primal {i}")
-            kargs.append(_with_shadow_type(_copy(t), ty))
     prim = tuple(prim)
     _check_result(disp, prim, need_float=True, api="jvp")
-    _, fn = _direct(disp, prim, tuple(acts), "fwd", opts)
+    # a constant array whose pointers meet differentiated ones gets a zero tangent
+    plan, fn = _direct(disp, prim, tuple(acts), "fwd", opts, promote=True)
+    kargs = []
+    for x, t, ty, act in zip(primals, tangents, prim, plan.activities):
+        kargs.append(_copy(x))
+        if zn.has_shadow(act):
+            kargs.append(_zeros(x) if t is None else _with_shadow_type(_copy(t), ty))
     value, tangent = fn(*kargs)
     return value, tangent
 
 
 def vjp(f, *primals, preopt: bool = True, cache: bool | None = None):
-    """``(f(*primals), vjp_fn)`` like ``jax.vjp``: ``vjp_fn(cotangent)`` returns one
-    cotangent per primal (``None`` for integers). Works on copies of the primals."""
+    """``(f(*primals), vjp_fn)`` like ``jax.vjp``: ``vjp_fn(cotangent)`` (a float)
+    returns one cotangent per primal (``None`` for integers). Works on copies of the
+    primals."""
     disp, opts = _options(f, preopt, cache)
-    prim = tuple(_typeof(x, f"primal {i}") for i, x in enumerate(primals))
+    names = _param_names(disp)
+    given = len(primals)
+    primals = _with_defaults(disp, names, primals, "pass one primal per parameter")
+    if len(primals) != len(names):
+        raise _arity_error(disp, names, len(primals), "pass one primal per parameter")
+    prim = tuple(_typeof(x, _label(names, i)) for i, x in enumerate(primals))
     rt = _check_result(disp, prim, need_float=True, api="vjp")
     saved = tuple(_copy(x) for x in primals)
     value = disp(*(_copy(x) for x in saved))
     acts = []
     for i, t in enumerate(prim):
         try:
-            acts.append(_grad_activity(t, f"primal {i}"))
+            acts.append(_grad_activity(t, _label(names, i)))
         except ZymaseError:
             acts.append(_const_activity(t))
     acts = tuple(acts)
 
     def vjp_fn(cotangent):
+        if not _is_real_number(cotangent):
+            raise ZymaseError(f"the 'cotangent' of {zn.function_label(disp)}'s float result is "
+                              f"{type(cotangent).__name__} {_short(cotangent)}, not a real number",
+                              hint="pass a float, e.g. vjp_fn(1.0)")
         plan, fn = _direct(disp, prim, acts, "rev", opts)
         kargs, shadows = [], []
         for x, a in zip(saved, acts):
@@ -655,6 +815,6 @@ def vjp(f, *primals, preopt: bool = True, cache: bool | None = None):
                 return s
             return None
 
-        return tuple(pick(a, s) for a, s in zip(acts, shadows))
+        return tuple(pick(a, s) for a, s in zip(acts, shadows))[:given]
 
     return value, vjp_fn

@@ -65,3 +65,47 @@ def test_cache_key_changes_with_the_source(tmp_path):
     assert _run(tmp_path, cache) == {"g": 12.0, "cached": ""}
     (tmp_path / "prog.py").write_text(src.replace("POWER", "4"))
     assert _run(tmp_path, cache) == {"g": 32.0, "cached": ""}
+
+
+def test_cache_key_changes_with_the_engine(tmp_path):
+    """A kernel cached by another version of zymase's code (same ``__version__``) is
+    not loaded: an engine fix must reach users who cached the old derivative.
+    Guards issue 23 item 5 (the key covered ``zymase.__version__`` only)."""
+    import shutil
+
+    import zymase
+
+    engine = tmp_path / "engine"
+    shutil.copytree(os.path.dirname(zymase.__file__), engine / "zymase",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "prog.py").write_text(textwrap.dedent("""
+        import json
+        from numba import njit
+        import zymase
+
+        @njit
+        def f(a):
+            return a ** 3
+
+        print(json.dumps({"g": zymase.grad(f, cache=True)(2.0), "cached": zymase.stats()[-1].cached,
+                          "engine": zymase.__file__}))
+    """))
+    cache = tmp_path / "cache"
+
+    def run():
+        env = dict(os.environ, ZYMASE_CACHE_DIR=str(cache),
+                   PYTHONPATH=os.pathsep.join([str(engine), *sys.path]))
+        out = subprocess.run([sys.executable, str(tmp_path / "prog.py")], capture_output=True, text=True,
+                             env=env, timeout=300)
+        assert out.returncode == 0, out.stderr
+        r = json.loads(out.stdout.strip().splitlines()[-1])
+        assert r.pop("engine").startswith(str(engine))
+        return r
+
+    assert run() == {"g": 12.0, "cached": ""}
+    assert run() == {"g": 12.0, "cached": "disk"}
+    # an edit anywhere in the engine's sources (here a comment in reverse mode)
+    with open(engine / "zymase" / "autodiff" / "reverse.py", "a") as f:
+        f.write("\n# an engine fix\n")
+    assert run() == {"g": 12.0, "cached": ""}
+    assert run() == {"g": 12.0, "cached": "disk"}

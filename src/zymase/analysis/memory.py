@@ -229,9 +229,13 @@ class MemoryModel:
         self.fname = fname
         # defined(op) -> the callee when op calls a function defined in the module
         self.defined = defined or (lambda op: None)
-        self.dup_args = {a for a, act in zip(entry_args, arg_activities) if act.is_dup and is_pointer(a)}
+        # pointer arguments with shadows: dup, or active (forward mode analyzes a dup
+        # argument as active, see autodiff/forward.py)
+        self.dup_args = {a for a, act in zip(entry_args, arg_activities)
+                         if (act.is_dup or act.is_active) and is_pointer(a)}
         self.entry_args = list(entry_args)
         self._incoming: dict = {}
+        self._constant_memory: dict = {}  # alloca op -> holds only constant pointers
 
     def is_pointer(self, v: SSAValue) -> bool:
         return is_pointer(v)
@@ -297,7 +301,10 @@ class MemoryModel:
                 r = op.results[0]
                 if is_float_type(r.type):
                     info.varied.add(r)
-                elif is_pointer(r):
+                elif is_pointer(r) and not self.holds_only_constant_pointers(op.ptr):
+                    # (a pointer read from memory that only ever holds constant pointers
+                    # is constant: its shadow slot holds null, and code that accumulated
+                    # adjoints through it wrote through null)
                     shadowed.add(r)
         elif kind == "store":
             v = op.value
@@ -314,6 +321,50 @@ class MemoryModel:
         elif kind == "realloc":
             if op.operands[0] in shadowed:
                 self.need_shadow(op.results[0], op, info, incoming)
+
+    def holds_only_constant_pointers(self, slot: SSAValue) -> bool:
+        """Whether every pointer the memory at ``slot`` can hold is constant (can have
+        no shadow): ``slot`` points into a single ``alloca`` whose address goes nowhere
+        but to loads, stores into it, markers and integer-only helpers, and no pointer
+        stored into it is shadowable. A constant array's descriptor that Numba keeps in
+        a stack slot next to a differentiated one is such memory."""
+        if not self.entry_args:
+            return False
+        entry = self.entry_args[0].block
+        roots = pointer_roots(slot, entry, lambda a: self._incoming.get(a, ()))
+        if roots is None or len(roots) != 1:
+            return False
+        (root,) = roots
+        if not isinstance(root, Operation) or memory_kind(root) != "alloca":
+            return False
+        if root not in self._constant_memory:  # (the IR does not change during analysis)
+            self._constant_memory[root] = self._only_constant_pointers_stored(root)
+        return self._constant_memory[root]
+
+    def _only_constant_pointers_stored(self, root: Operation) -> bool:
+        work, seen = [root.results[0]], set()
+        while work:
+            v = work.pop()
+            if v in seen:
+                continue
+            seen.add(v)
+            for use in v.uses:
+                op = use.operation
+                kind = memory_kind(op)
+                if kind in ("derive", "select"):
+                    work.extend(op.results)
+                elif kind == "load" or is_marker(op) or callee_name(op) in INTEGER_ONLY_EXTERNALS:
+                    continue
+                elif kind == "store" and op.ptr is v and op.value is not v:
+                    val = op.value
+                    if is_pointer(val) and not isinstance(val.owner, (llvm.ZeroOp, llvm.UndefOp)) \
+                            and self.shadowable(val):
+                        return False
+                elif kind == "memset":
+                    continue  # bytes, never a shadowed pointer
+                else:
+                    return False  # a block argument, a call, a copy, an escape: unknown
+        return True
 
     def _stores_into(self, slot: SSAValue):
         """Stores whose address is exactly ``slot`` (pointer slots of -O0 code)."""
@@ -356,6 +407,10 @@ class MemoryModel:
                 work.append(op.operands[0])
             elif kind == "load":
                 work.append(op.ptr)  # a pointer loaded from memory: that memory needs shadows
+                if self.holds_only_constant_pointers(op.ptr):
+                    # what it loads is one of the constant pointers stored there: they
+                    # need the shadow (a constant argument's is an error naming it)
+                    work += [st.value for st in self._stores_into(op.ptr) if is_pointer(st.value)]
             elif isinstance(op, (llvm.ZeroOp, llvm.UndefOp, llvm_ext.PoisonOp)):
                 continue
             elif isinstance(op, llvm.AddressOfOp):

@@ -88,6 +88,7 @@ def compile(  # noqa: A001
     from zymase.llvm import toolchain
     from zymase.llvm.writer import write_llvm_ir
 
+    text = _source_text(text)
     module = parse_mlir(text, filename)
     _verify(module, "the input")
     if _has_diff_ops(module):
@@ -103,6 +104,24 @@ def compile(  # noqa: A001
     optimized = toolchain.optimize(ll_text, opt_level)
     engine = toolchain.jit(optimized, opt=opt_level)
     return CompiledModule(engine, signatures, wrapped, optimized)
+
+
+def _source_text(text: object) -> str:
+    """``compile``'s ``text`` as a str: UTF-8 bytes are decoded, anything else is an error."""
+    if isinstance(text, (bytes, bytearray)):
+        try:
+            return bytes(text).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ZymaseError(
+                f"'text' is bytes that are not UTF-8 ({exc.reason} at byte {exc.start})",
+                hint="pass the MLIR source as a str, decoded with its encoding",
+            ) from None
+    if not isinstance(text, str):
+        raise ZymaseError(
+            f"'text' must be MLIR source (a str), got {type(text).__name__}",
+            hint="zymase.mlir.compile(path.read_text())",
+        )
+    return text
 
 
 def differentiate(module: ModuleOp, *, structured_ad: bool = True) -> None:
@@ -187,9 +206,13 @@ def _stored_type(t: Attribute) -> Attribute:
     return t
 
 
-def _add_abi_wrappers(module: ModuleOp, signatures: dict[str, FunctionType]) -> set[str]:
-    """Add ``__zymase_abi_<name>(args..., ptr out)`` for functions that need one."""
-    wrapped = set()
+def _add_abi_wrappers(module: ModuleOp, signatures: dict[str, FunctionType]) -> dict[str, str]:
+    """Add ``__zymase_abi_<name>(args..., ptr out)`` for functions that need one;
+    returns each wrapped function's wrapper name. A wrapper name never collides with
+    a symbol of the module (a user's function may be called ``__zymase_abi_f`` too):
+    underscores are appended until it is free."""
+    wrapped: dict[str, str] = {}
+    taken = {op.sym_name.data for op in module.body.block.ops if getattr(op, "sym_name", None) is not None}
     for name, ftype in signatures.items():
         results = list(ftype.outputs.data)
         if not _needs_wrapper(ftype.inputs.data, results):
@@ -233,14 +256,18 @@ def _add_abi_wrappers(module: ModuleOp, signatures: dict[str, FunctionType]) -> 
             ops += [slot, llvm_op("llvm.store")(value, slot.result)]
         ops.append(llvm.ReturnOp())
         block.add_ops(ops)
+        wrapper_name = ABI_WRAPPER_PREFIX + name
+        while wrapper_name in taken:
+            wrapper_name += "_"
+        taken.add(wrapper_name)
         wrapper = llvm.FuncOp(
-            ABI_WRAPPER_PREFIX + name,
+            wrapper_name,
             llvm.LLVMFunctionType([a.type for a in block.args], None),
             linkage=llvm.LinkageAttr("external"),
             body=Region([block]),
         )
         module.body.block.add_op(wrapper)
-        wrapped.add(name)
+        wrapped[name] = wrapper_name
     return wrapped
 
 
@@ -262,13 +289,13 @@ def _ctype(t: Attribute, *, function: str, result: bool = False) -> _CType:
     if isinstance(t, Float32Type):
         return _CType(ctypes.c_float, float, "f32")
     if isinstance(t, IndexType):
-        return _CType(ctypes.c_int64, operator.index, "index")
+        return _CType(ctypes.c_int64, _integer_of_width(64), "index")
     if isinstance(t, IntegerType):
         width = t.width.data
         by_width = {1: ctypes.c_bool, 8: ctypes.c_int8, 16: ctypes.c_int16,
                     32: ctypes.c_int32, 64: ctypes.c_int64}
         if width in by_width:
-            return _CType(by_width[width], operator.index, f"i{width}")
+            return _CType(by_width[width], _integer_of_width(width), f"i{width}")
     if isinstance(t, llvm.LLVMPointerType):
         return _CType(ctypes.c_void_p, _as_address, "!llvm.ptr")
     if isinstance(t, MemRefType) and not result:
@@ -288,6 +315,21 @@ def _ctype(t: Attribute, *, function: str, result: bool = False) -> _CType:
     )
 
 
+def _integer_of_width(width: int) -> Callable[[object], int]:
+    """An integer argument for a signless ``i<width>``: any value in the signed or
+    unsigned range (ctypes would silently wrap a larger one)."""
+
+    def convert(x: object) -> int:
+        v = operator.index(x)
+        if width > 1 and not -(1 << (width - 1)) <= v < (1 << width):
+            raise TypeError(f"{v} does not fit in i{width}")
+        if width == 1 and v not in (0, 1):
+            raise TypeError(f"{v} is not a boolean (i1 takes 0, 1, False or True)")
+        return v
+
+    return convert
+
+
 def _as_address(x: object) -> object:
     """Accept ints, ctypes objects and anything with a numpy-style data pointer."""
     if x is None or isinstance(x, int):
@@ -305,18 +347,18 @@ class CompiledFunction:
     while the function object does.
     """
 
-    def __init__(self, owner: CompiledModule, name: str, ftype: FunctionType, wrapped: bool):
+    def __init__(self, owner: CompiledModule, name: str, ftype: FunctionType, wrapper: str | None):
         self.name = name
         self.signature = ftype
         self._owner = owner
         self._params = [_ctype(t, function=name) for t in ftype.inputs.data]
         self._results = [_ctype(t, function=name, result=True) for t in ftype.outputs.data]
         argtypes = [p.ctype for p in self._params]
-        if wrapped:
+        if wrapper is not None:
             fields = [(f"r{i}", r.ctype) for i, r in enumerate(self._results)]
             self._out_type = type(f"{name}_results", (ctypes.Structure,), {"_fields_": fields})
             proto = ctypes.CFUNCTYPE(None, *argtypes, ctypes.c_void_p)
-            self._fn = proto(owner._engine.address(ABI_WRAPPER_PREFIX + name))
+            self._fn = proto(owner._engine.address(wrapper))
         else:
             self._out_type = None
             restype = self._results[0].ctype if self._results else None
@@ -347,7 +389,7 @@ class CompiledFunction:
         for k, (p, a) in enumerate(zip(self._params, args), start=1):
             try:
                 converted.append(p.convert(a))
-            except TypeError as exc:
+            except (TypeError, ValueError, OverflowError, ctypes.ArgumentError) as exc:
                 raise ArgumentError(
                     f"bad argument {k} for {self.name}(): {exc}",
                     function=self.name,
@@ -378,13 +420,13 @@ class CompiledModule:
         self,
         engine: object,
         signatures: dict[str, FunctionType],
-        wrapped: set[str],
+        wrapped: dict[str, str],
         llvm_ir: str,
     ):
         self._engine = engine
         self.llvm_ir = llvm_ir
         self.functions: dict[str, CompiledFunction] = {
-            name: CompiledFunction(self, name, ftype, name in wrapped)
+            name: CompiledFunction(self, name, ftype, wrapped.get(name))
             for name, ftype in signatures.items()
         }
 

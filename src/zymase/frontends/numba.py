@@ -26,7 +26,8 @@ Pipeline, for one function, argument types and activities:
    kernel by name and calls it from njit code.
 
 Kernels are cached in memory per (function, argument types, activities, options), and
-on disk (final LLVM IR) when asked.
+on disk (final LLVM IR) when asked, keyed by the function's code and the engine's
+(:func:`engine_fingerprint`).
 """
 
 from __future__ import annotations
@@ -781,14 +782,32 @@ def _source_key(disp, seen=None) -> list:
     return parts
 
 
+_engine_hash: str | None = None
+
+
+def engine_fingerprint() -> str:
+    """A hash of zymase's own Python sources (computed once per process, ~1 MB): a
+    kernel cached on disk by another version of the engine (a fix, a local edit, the
+    same ``__version__``) must not be loaded, as its derivative may differ."""
+    global _engine_hash
+    if _engine_hash is None:
+        root = Path(__file__).resolve().parents[1]
+        h = hashlib.sha256()
+        for path in sorted(root.rglob("*.py")):
+            h.update(str(path.relative_to(root)).encode() + b"\x00")
+            h.update(path.read_bytes() + b"\x00")
+        _engine_hash = h.hexdigest()
+    return _engine_hash
+
+
 def _disk_key(disp, argtypes, spec: KernelSpec) -> str:
     import llvmlite
     import numba
 
     import zymase
 
-    parts = [zymase.__version__, numba.__version__, llvmlite.__version__, sys.version, repr(spec),
-             repr(tuple(str(t) for t in argtypes)), *map(repr, _source_key(disp))]
+    parts = [zymase.__version__, engine_fingerprint(), numba.__version__, llvmlite.__version__, sys.version,
+             repr(spec), repr(tuple(str(t) for t in argtypes)), *map(repr, _source_key(disp))]
     return hashlib.sha256("\x00".join(map(str, parts)).encode()).hexdigest()[:32]
 
 

@@ -1,0 +1,120 @@
+"""NumPy library calls with one operand differentiated and the other constant.
+
+Guards issue 23 item 3: ``grad(f, argnums=0)`` of ``np.sum(np.outer(y, x))`` crashed
+the process. Numba keeps each array's descriptor in a stack slot; the constant
+operand's slot only ever holds constant pointers, but the pointer read back from it
+was taken as differentiated, with the null shadow its slot held, and the reverse
+sweep added adjoints through null. Every argnums combination of a few NumPy-heavy
+functions is checked against central differences; a construct zymase cannot
+differentiate must be a ZymaseError, never a crash.
+"""
+
+import numpy as np
+import pytest
+from njit_fd import assert_close, copy_args, fd_grad
+from numba import njit
+
+import zymase
+from zymase.errors import ZymaseError
+
+
+@njit
+def outer_sum(x, y):
+    return np.sum(np.outer(y, x))
+
+
+@njit
+def outer_squares(x, y):
+    m = np.outer(x, y)
+    return np.sum(m * m)
+
+
+@njit
+def dot_1d(x, y):
+    return np.dot(x, y) * np.dot(x, x)
+
+
+@njit
+def column_sums(a, w):
+    return np.sum(np.sum(a, axis=0) * w)
+
+
+@njit
+def scaled_copy(x, y):
+    z = y * 2.0 + x
+    return np.sum(z * z)
+
+
+@njit
+def matvec(a, x):
+    return np.sum(a @ x)
+
+
+RNG = np.random.default_rng(3)
+X3 = RNG.standard_normal(3)
+Y2 = RNG.standard_normal(2)
+A23 = RNG.standard_normal((2, 3))
+
+CASES = {
+    "outer_sum": (outer_sum, (X3, Y2)),
+    "outer_squares": (outer_squares, (X3, Y2)),
+    "dot_1d": (dot_1d, (X3, X3[::-1].copy())),
+    "column_sums": (column_sums, (A23, X3)),
+    "scaled_copy": (scaled_copy, (X3, X3 + 1.0)),
+}
+
+
+@pytest.mark.parametrize("argnums", [0, 1, (0, 1), (1, 0)])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_grad_with_a_constant_operand(name, argnums):
+    f, args = CASES[name]
+    got = zymase.grad(f, argnums=argnums)(*copy_args(args))
+    if isinstance(argnums, int):
+        want = fd_grad(f.py_func, args, argnums)
+    else:
+        want = tuple(fd_grad(f.py_func, args, i) for i in argnums)
+    assert_close(got, want, 1e-6, what=f"{name} argnums={argnums}")
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_vjp_and_jvp_with_a_constant_operand(name):
+    f, args = CASES[name]
+    _, vjp_fn = zymase.vjp(f, *copy_args(args))
+    assert_close(vjp_fn(1.0), tuple(fd_grad(f.py_func, args, i) for i in range(2)), 1e-6, what=name)
+    for i in range(2):
+        t = [None, None]
+        t[i] = np.ones_like(args[i])
+        _, tangent = zymase.jvp(f, copy_args(args), tuple(t))
+        assert tangent == pytest.approx(np.sum(fd_grad(f.py_func, args, i)), rel=1e-6)
+
+
+@pytest.mark.parametrize("argnums", [0, 1, (0, 1)])
+def test_blas_matrix_product_is_an_error_not_a_crash(argnums):
+    # '@' on a 2-D array calls Numba's BLAS helper (compiled C), which zymase cannot
+    # see into: a clear error, whichever operand is differentiated
+    with pytest.raises(ZymaseError, match="numba_xxgemv|compiled C"):
+        zymase.grad(matvec, argnums=argnums)(A23.copy(), X3.copy())
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("mode", ["autodiff", "fwddiff"])
+def test_enzyme_style_const_operand_is_right_or_refused(name, mode):
+    # with an explicit Const the operand cannot be promoted: a right derivative or an
+    # error naming that argument, never a crash or a wrong number
+    f, args = CASES[name]
+    names = f.py_func.__code__.co_varnames
+    for i in range(2):
+        a = list(copy_args(args))
+        d = np.ones_like(a[i]) if mode == "fwddiff" else np.zeros_like(a[i])
+        wrapped = [zymase.Const(v) for v in a]
+        wrapped[i] = zymase.Duplicated(a[i], d)
+        try:
+            out = getattr(zymase, mode)(f, *wrapped)
+        except ZymaseError as err:
+            assert f"('{names[1 - i]}')" in err.format(), err.format()
+            continue
+        want = fd_grad(f.py_func, args, i)
+        if mode == "fwddiff":
+            assert out == pytest.approx(np.sum(want), rel=1e-6)
+        else:
+            assert_close(d, want, 1e-6, what=f"{name} d{names[i]}")
