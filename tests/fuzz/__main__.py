@@ -3,7 +3,8 @@
     python -m tests.fuzz --seed S --count N [--lang c|njit|both] [--levels O0,O2,...]
                          [--jobs J] [--out DIR] [--valgrind-every K]
     python -m tests.fuzz reduce FAILING.c|FAILING.py [--out PATH]
-    python -m tests.fuzz show SEED [--lang c|njit]     (print the generated program)
+    python -m tests.fuzz show SEED [--lang c|njit] [--without F1,F2]   (print the generated program)
+    python -m tests.fuzz summary DIR/results.jsonl    (the table of a finished or interrupted campaign)
 """
 
 from __future__ import annotations
@@ -12,10 +13,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from .campaign import all_levels, campaign, failure_header, read_header
-from .check_c import Outcome, check_c_source, clang_clean
-from .gen_c import generate_c
-from .gen_njit import generate_njit
+from .campaign import all_levels, campaign, failure_header, read_header, summary_from_log
+from .check_c import Outcome, check_c_source, clang_clean, primal_clean
+from .gen_c import C_FEATURES, generate_c
+from .gen_njit import NJIT_FEATURES, generate_njit
 from .reduce import c_chunks, c_line_edits, njit_chunks, njit_line_edits, reduce_lines, signature
 
 
@@ -56,7 +57,10 @@ def reduce_file(path: Path, out: Path | None) -> int:
                 compile(candidate, "<candidate>", "exec")
             except SyntaxError:
                 return False
-        return signature(check_text(lang, candidate, level, valgrind)) == want
+        if signature(check_text(lang, candidate, level, valgrind)) != want:
+            return False
+        # the same failure, but not because the deletion left the program itself broken
+        return lang != "c" or primal_clean(candidate)
 
     if lang == "c":
         small = reduce_lines(text, fails, c_chunks, c_line_edits)
@@ -83,8 +87,16 @@ def main(argv: list[str] | None = None) -> int:
         ap = argparse.ArgumentParser(prog="python -m tests.fuzz show")
         ap.add_argument("seed", type=int)
         ap.add_argument("--lang", choices=["c", "njit"], default="c")
+        ap.add_argument("--without", default="", help="comma-separated generator features to leave out")
         a = ap.parse_args(argv[1:])
-        print(generate_c(a.seed) if a.lang == "c" else generate_njit(a.seed))
+        without = {f for f in a.without.split(",") if f}
+        if a.lang == "c":
+            print(generate_c(a.seed, set(C_FEATURES) - without))
+        else:
+            print(generate_njit(a.seed, set(NJIT_FEATURES) - without))
+        return 0
+    if argv and argv[0] == "summary":
+        print(summary_from_log(Path(argv[1])))
         return 0
     ap = argparse.ArgumentParser(prog="python -m tests.fuzz", description="zymase fuzz campaign")
     ap.add_argument("--seed", type=int, default=1000)

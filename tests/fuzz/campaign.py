@@ -153,8 +153,14 @@ def campaign(seed: int, count: int, langs, levels, jobs: int, outdir: Path, valg
     lock = threading.Lock()
     written = []
 
+    outdir.mkdir(parents=True, exist_ok=True)
+    log = (outdir / "results.jsonl").open("a")
+
     def on_result(lang, s, o, text):
         with lock:
+            log.write(json.dumps({"lang": lang, "seed": s, "level": o.level, "kind": o.kind, "valgrind": o.valgrind,
+                                  "detail": o.detail}) + "\n")
+            log.flush()
             mark = o.kind if o.kind != "right" else "."
             print(f"[{lang} seed {s} {o.level}{' valgrind' if o.valgrind else ''}] {mark} {o.detail[:150]}"
                   if mark != "." else f"[{lang} seed {s} {o.level}] right", flush=True)
@@ -167,12 +173,22 @@ def campaign(seed: int, count: int, langs, levels, jobs: int, outdir: Path, valg
         results += run_c(seeds, levels, jobs, valgrind_every, on_result=on_result)
     if "njit" in langs:
         results += run_njit(seeds, jobs, on_result=on_result)
+    log.close()
     print()
     print(summary(results))
     print(f"\n{len(written)} failing program(s) written to {outdir}")
     for p in written:
         print(f"  {p}")
     return 1 if written else 0
+
+
+def summary_from_log(path: Path) -> str:
+    """The summary table of a campaign's results.jsonl (also of an interrupted one)."""
+    results = []
+    for line in path.read_text().splitlines():
+        r = json.loads(line)
+        results.append((r["seed"], Outcome(r["kind"], r["level"], r["detail"], valgrind=r["valgrind"]), None))
+    return summary(results)
 
 
 def all_levels() -> list[str]:

@@ -34,7 +34,7 @@ def signature(o: Outcome) -> tuple[str, str]:
 
 
 # ---------------------------------------------------------------- C chunks
-_ARRAY_DECL = re.compile(r"^\s*double (\*\w+ = malloc\(|\w+\[(NMAX|n)\];)")
+_ARRAY_DECL = re.compile(r"^\s*(double (\*\w+ = malloc\(|\w+\[(NMAX|n)\];)|struct pair \w+\[NMAX\];)")
 _LOOP_HEAD = re.compile(r"^\s*(for|while) \(.*\)\s*$")
 
 
@@ -68,8 +68,10 @@ def c_chunks(lines: list[str]) -> list[tuple[int, int]]:
     for i in range(start, end):
         ln = lines[i]
         if _ARRAY_DECL.match(ln):
-            j = i + 1
-            if j < end and _LOOP_HEAD.match(lines[j]):
+            j = i + 1  # the memcpy / memset / filling loop (with its body) belongs to it
+            if j < end and lines[j].rstrip().endswith("{"):
+                j = _block_end(lines, j, end)
+            elif j < end and _LOOP_HEAD.match(lines[j]):
                 j += 1
             chunks.append((i, j))
             protected.update(range(i + 1, j + 1))
@@ -135,6 +137,21 @@ def _paren_groups(line: str) -> list[tuple[int, int]]:
     return out
 
 
+def _is_constant(group: str) -> bool:
+    return re.fullmatch(r"\(-?[\d.]+\)", group) is not None
+
+
+def _groups_to_try(expr: str, limit: int = 4) -> list[tuple[int, int]]:
+    """The largest few parenthesised groups worth replacing by a constant (each try is a
+    build, so not every group: the reducer's passes repeat until nothing changes)."""
+    out = []
+    for a, b in _paren_groups(expr):
+        if _is_constant(expr[a:b]) or (expr[a - 1:a].isalnum() and "," in expr[a:b]):
+            continue  # already minimal, or a call's argument list (keep the call)
+        out.append((a, b))
+    return out[:limit]
+
+
 def c_line_edits(lines: list[str]) -> list[tuple[int, str]]:
     """Candidate rewrites of one line: drop a term of a sum, replace a group by a constant."""
     start, end = _c_region(lines)
@@ -145,12 +162,11 @@ def c_line_edits(lines: list[str]) -> list[tuple[int, str]]:
         if not m:
             continue
         head, expr = m.group(1), m.group(2)
+        if expr != "0.5":
+            edits.append((i, head + "0.5;"))
         for a, b in _top_level_terms(expr):
             edits.append((i, head + expr[:a] + expr[b:] + ";"))
-        for a, b in _paren_groups(expr):
-            if expr[a - 1:a].isalnum():  # a call's argument list: keep the call, replace inside
-                if "," in expr[a:b]:
-                    continue
+        for a, b in _groups_to_try(expr):
             edits.append((i, head + expr[:a] + "(0.5)" + expr[b:] + ";"))
     return edits
 
@@ -183,6 +199,9 @@ def reduce_lines(text: str, fails: Callable[[str], bool], chunks: Callable[[list
             if i >= len(es):
                 break
             k, new = es[i]
+            if new == lines[k]:
+                i += 1
+                continue
             cand = lines[:k] + [new] + lines[k + 1:]
             if fails("\n".join(cand)):
                 log(f"  line {k + 1}: {new.strip()[:70]}")
@@ -222,10 +241,10 @@ def njit_line_edits(lines: list[str]) -> list[tuple[int, str]]:
         if not m or lines[i].rstrip().endswith(":"):
             continue
         head, expr = m.group(1), m.group(2)
+        if expr != "0.5":
+            edits.append((i, head + "0.5"))
         for a, b in _top_level_terms(expr):
             edits.append((i, head + expr[:a] + expr[b:]))
-        for a, b in _paren_groups(expr):
-            if expr[a - 1:a].isalnum() and "," in expr[a:b]:
-                continue
+        for a, b in _groups_to_try(expr):
             edits.append((i, head + expr[:a] + "(0.5)" + expr[b:]))
     return edits
