@@ -62,12 +62,16 @@ def reduce_file(path: Path, out: Path | None) -> int:
         # the same failure, but not because the deletion left the program itself broken
         return lang != "c" or primal_clean(candidate)
 
-    if lang == "c":
-        small = reduce_lines(text, fails, c_chunks, c_line_edits)
-    else:
-        small = reduce_lines(text, fails, njit_chunks, njit_line_edits)
-    final = check_text(lang, small, level, valgrind)
     target = out or path.with_name(path.stem + ".reduced" + path.suffix)
+
+    def progress(smaller: str) -> None:
+        target.write_text(failure_header(lang, info["seed"], first) + smaller)
+
+    if lang == "c":
+        small = reduce_lines(text, fails, c_chunks, c_line_edits, progress=progress)
+    else:
+        small = reduce_lines(text, fails, njit_chunks, njit_line_edits, progress=progress)
+    final = check_text(lang, small, level, valgrind)
     target.write_text(failure_header(lang, info["seed"], final) + small)
     target.with_suffix(".out").write_text(f"{final.kind}: {final.detail}\n\n{final.output}")
     print(f"reduced in {tries[0]} tries: {final.kind} at {level}: {final.detail[:300]}")

@@ -161,9 +161,8 @@ def campaign(seed: int, count: int, langs, levels, jobs: int, outdir: Path, valg
             log.write(json.dumps({"lang": lang, "seed": s, "level": o.level, "kind": o.kind, "valgrind": o.valgrind,
                                   "detail": o.detail}) + "\n")
             log.flush()
-            mark = o.kind if o.kind != "right" else "."
-            print(f"[{lang} seed {s} {o.level}{' valgrind' if o.valgrind else ''}] {mark} {o.detail[:150]}"
-                  if mark != "." else f"[{lang} seed {s} {o.level}] right", flush=True)
+            where = f"{o.level}{' valgrind' if o.valgrind else ''}"
+            print(f"[{lang} seed {s} {where}] {o.kind} {o.detail[:150]}".rstrip(), flush=True)
             if o.kind in FAILING:
                 src = text if text is not None else generate_njit(s)
                 written.append(write_failure(outdir, lang, s, src, o))

@@ -172,8 +172,10 @@ def c_line_edits(lines: list[str]) -> list[tuple[int, str]]:
 
 
 def reduce_lines(text: str, fails: Callable[[str], bool], chunks: Callable[[list[str]], list[tuple[int, int]]],
-                 line_edits: Callable[[list[str]], list[tuple[int, str]]] | None, log=print) -> str:
-    """Greedy deletion to a fixpoint: ``fails(candidate)`` must stay true."""
+                 line_edits: Callable[[list[str]], list[tuple[int, str]]] | None, log=print,
+                 progress: Callable[[str], None] | None = None) -> str:
+    """Greedy deletion to a fixpoint: ``fails(candidate)`` must stay true; ``progress``
+    gets every accepted smaller program (so an interrupted reduction is not lost)."""
     lines = text.split("\n")
     changed = True
     while changed:
@@ -188,6 +190,8 @@ def reduce_lines(text: str, fails: Callable[[str], bool], chunks: Callable[[list
             if fails("\n".join(cand)):
                 log(f"  deleted lines {a + 1}-{b + 1}: {lines[a].strip()[:70]}")
                 lines = cand
+                if progress:
+                    progress("\n".join(lines))
                 changed = True
             else:
                 i += 1
@@ -206,6 +210,8 @@ def reduce_lines(text: str, fails: Callable[[str], bool], chunks: Callable[[list
             if fails("\n".join(cand)):
                 log(f"  line {k + 1}: {new.strip()[:70]}")
                 lines = cand
+                if progress:
+                    progress("\n".join(lines))
                 changed = True
             else:
                 i += 1
