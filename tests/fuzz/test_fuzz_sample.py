@@ -21,12 +21,17 @@ from .gen_c import C_FEATURES, generate_c
 from .gen_njit import NJIT_FEATURES, generate_njit
 
 C_SEEDS = range(100_000, 100_064)
-NJIT_SEEDS = range(200_000, 200_024)
+NJIT_SEEDS = range(200_000, 200_012)
 VALGRIND_EVERY = 16
 JOBS = 2
 
 # feature -> the engine bug that makes generated programs using it fail today
-KNOWN_BROKEN_C: dict[str, str] = {}
+KNOWN_BROKEN_C: dict[str, str] = {
+    "vla": "issue 23 fuzz bug A: reverse mode through a VLA filled by memcpy/memset at -O0 loses the "
+           "gradient or reads garbage (tests/fuzz/corpus_open/c-seed100-O0-vla-memcpy-reverse.c)",
+    "structs": "issue 23 fuzz bug B: reverse mode of programs with arrays of structs {double, double, int} "
+               "is wrong at -O1..-O3 (seeds 5007, 100033, 100042; forward mode and finite differences agree)",
+}
 KNOWN_BROKEN_NJIT: dict[str, str] = {}
 
 C_SAMPLE_FEATURES = set(C_FEATURES) - set(KNOWN_BROKEN_C)
@@ -48,7 +53,9 @@ def _report(results) -> tuple[Counter, list[str]]:
     for seed, outcomes in results:
         for o in outcomes:
             counts[o.kind] += 1
-            if o.kind not in ("right", "refused"):
+            # "invalid" (the generated primal overflowed) is a generator defect, counted
+            # and printed but not an engine failure
+            if o.kind not in ("right", "refused", "invalid"):
                 bad.append(f"seed {seed} {o.level}{' valgrind' if o.valgrind else ''}: {o.kind}: {o.detail[:400]}")
     return counts, bad
 
