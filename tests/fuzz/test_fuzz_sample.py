@@ -2,7 +2,8 @@
 njit functions, each checked reverse vs forward vs central finite differences
 (issue 23, "no silent wrong answer": every derivative is right or refused).
 
-To stay within a few minutes on 2 cores, each C program is built once, at one level that
+To stay within a few minutes on 2 cores (measured: 166 s CPU for the C tests, 79 s for njit,
+about 2.5 minutes wall on 2 idle cores), each C program is built once, at one level that
 rotates with the seed over -O0..-O3 and -O2 -ffast-math, and one C program in
 VALGRIND_EVERY also runs under valgrind. Long campaigns: ``python -m tests.fuzz``.
 
