@@ -1,0 +1,124 @@
+"""Command line of the fuzzer (run from the repository root).
+
+    python -m tests.fuzz --seed S --count N [--lang c|njit|both] [--levels O0,O2,...]
+                         [--jobs J] [--out DIR] [--valgrind-every K]
+    python -m tests.fuzz reduce FAILING.c|FAILING.py [--out PATH]
+    python -m tests.fuzz show SEED [--lang c|njit] [--without F1,F2]   (print the generated program)
+    python -m tests.fuzz summary DIR/results.jsonl    (the table of a finished or interrupted campaign)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .campaign import all_levels, campaign, failure_header, read_header, summary_from_log
+from .check_c import Outcome, check_c_source, clang_clean, primal_clean
+from .gen_c import C_FEATURES, generate_c
+from .gen_njit import NJIT_FEATURES, generate_njit
+from .reduce import c_chunks, c_line_edits, njit_chunks, njit_line_edits, reduce_lines, signature
+
+
+def _strip_header(text: str) -> str:
+    return text.split("\n", 1)[1] if read_header(text) else text
+
+
+def check_text(lang: str, text: str, level: str, valgrind: bool = False) -> Outcome:
+    if lang == "c":
+        return check_c_source(text, level, valgrind=valgrind)
+    from .check_njit import check_njit_source
+
+    return check_njit_source(text)
+
+
+def reduce_file(path: Path, out: Path | None) -> int:
+    full = path.read_text()
+    info = read_header(full)
+    if info is None:
+        print(f"{path}: no fuzz-failure header (write failures with a campaign)", file=sys.stderr)
+        return 2
+    lang, level, valgrind = info["lang"], info["level"], bool(info.get("valgrind"))
+    text = _strip_header(full)
+    first = check_text(lang, text, level, valgrind)
+    want = signature(first)
+    print(f"{path.name}: {first.kind} at {level}: {first.detail[:200]}")
+    if first.kind not in ("wrong", "crashed"):
+        print("it does not fail (any more): nothing to reduce")
+        return 1
+    tries = [0]
+
+    def fails(candidate: str) -> bool:
+        tries[0] += 1
+        if lang == "c" and not clang_clean(candidate):
+            return False
+        if lang == "njit":
+            try:
+                compile(candidate, "<candidate>", "exec")
+            except SyntaxError:
+                return False
+        if signature(check_text(lang, candidate, level, valgrind)) != want:
+            return False
+        # the same failure, but not because the deletion left the program itself broken
+        return lang != "c" or primal_clean(candidate)
+
+    target = out or path.with_name(path.stem + ".reduced" + path.suffix)
+
+    def progress(smaller: str) -> None:
+        target.write_text(failure_header(lang, info["seed"], first) + smaller)
+
+    if lang == "c":
+        small = reduce_lines(text, fails, c_chunks, c_line_edits, progress=progress)
+    else:
+        small = reduce_lines(text, fails, njit_chunks, njit_line_edits, progress=progress)
+    final = check_text(lang, small, level, valgrind)
+    target.write_text(failure_header(lang, info["seed"], final) + small)
+    target.with_suffix(".out").write_text(f"{final.kind}: {final.detail}\n\n{final.output}")
+    print(f"reduced in {tries[0]} tries: {final.kind} at {level}: {final.detail[:300]}")
+    print(f"written to {target}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "reduce":
+        ap = argparse.ArgumentParser(prog="python -m tests.fuzz reduce")
+        ap.add_argument("file", type=Path)
+        ap.add_argument("--out", type=Path)
+        a = ap.parse_args(argv[1:])
+        return reduce_file(a.file, a.out)
+    if argv and argv[0] == "show":
+        ap = argparse.ArgumentParser(prog="python -m tests.fuzz show")
+        ap.add_argument("seed", type=int)
+        ap.add_argument("--lang", choices=["c", "njit"], default="c")
+        ap.add_argument("--without", default="", help="comma-separated generator features to leave out")
+        a = ap.parse_args(argv[1:])
+        without = {f for f in a.without.split(",") if f}
+        if a.lang == "c":
+            print(generate_c(a.seed, set(C_FEATURES) - without))
+        else:
+            print(generate_njit(a.seed, set(NJIT_FEATURES) - without))
+        return 0
+    if argv and argv[0] == "summary":
+        print(summary_from_log(Path(argv[1])))
+        return 0
+    ap = argparse.ArgumentParser(prog="python -m tests.fuzz", description="zymase fuzz campaign")
+    ap.add_argument("--seed", type=int, default=1000)
+    ap.add_argument("--count", type=int, default=20)
+    ap.add_argument("--lang", choices=["c", "njit", "both"], default="both")
+    ap.add_argument("--levels", default=",".join(all_levels()),
+                    help=f"comma-separated, of {', '.join(all_levels())} (C only)")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--out", type=Path, default=Path("fuzz-failures"))
+    ap.add_argument("--valgrind-every", type=int, default=10, help="valgrind one C seed in K (0: never)")
+    a = ap.parse_args(argv)
+    levels = [lv for lv in a.levels.split(",") if lv]
+    bad = [lv for lv in levels if lv not in all_levels()]
+    if bad:
+        ap.error(f"unknown level(s) {bad}; known: {all_levels()}")
+    langs = ["c", "njit"] if a.lang == "both" else [a.lang]
+    return campaign(a.seed, a.count, langs, levels, a.jobs, a.out, a.valgrind_every)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

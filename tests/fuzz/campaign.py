@@ -1,0 +1,194 @@
+"""Fuzz campaigns: many seeds, each C program built at every requested level (njit
+programs checked once), outcomes counted, every failing program written out with the
+driver output, so that ``python -m tests.fuzz reduce`` can shrink it.
+
+C builds run in a thread pool (each is a ``zymase cc`` subprocess); njit programs run in
+worker processes (``python -m tests.fuzz.check_njit``) that report one JSON line per
+seed, so that a crashing program is recorded and the campaign goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from .check_c import LEVELS, Outcome, check_c_source
+from .gen_c import generate_c
+from .gen_njit import generate_njit
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+FAILING = ("wrong", "crashed")
+
+
+def failure_header(lang: str, seed: int, o: Outcome) -> str:
+    """The first line of a written failure: what the reducer and corpus test read back."""
+    info = {"lang": lang, "seed": seed, "level": o.level, "kind": o.kind, "valgrind": o.valgrind,
+            "detail": o.detail[:400]}
+    text = json.dumps(info)
+    return f"/* fuzz-failure: {text} */\n" if lang == "c" else f"# fuzz-failure: {text}\n"
+
+
+def read_header(text: str) -> dict | None:
+    first = text.split("\n", 1)[0]
+    for prefix, suffix in (("/* fuzz-failure: ", " */"), ("# fuzz-failure: ", "")):
+        if first.startswith(prefix):
+            return json.loads(first[len(prefix):len(first) - len(suffix)])
+    return None
+
+
+def write_failure(outdir: Path, lang: str, seed: int, text: str, o: Outcome) -> Path:
+    outdir.mkdir(parents=True, exist_ok=True)
+    ext = "c" if lang == "c" else "py"
+    path = outdir / f"{lang}-seed{seed}-{o.level}{'-valgrind' if o.valgrind else ''}.{ext}"
+    path.write_text(failure_header(lang, seed, o) + text)
+    path.with_suffix(".out").write_text(f"{o.kind}: {o.detail}\n\n{o.output}")
+    return path
+
+
+def run_c(seeds, levels, jobs, valgrind_every, features=None, on_result=None):
+    """[(seed, Outcome)] for every seed at every level (one extra valgrind run per
+    ``valgrind_every`` seeds, at the first level, when that level was right)."""
+    tasks = [(s, lv) for s in seeds for lv in levels]
+
+    def one(task):
+        s, lv = task
+        text = generate_c(s, features)
+        o = check_c_source(text, lv)
+        results = [(s, o, text)]
+        if valgrind_every and s % valgrind_every == 0 and lv == levels[0] and o.kind == "right":
+            results.append((s, check_c_source(text, lv, valgrind=True), text))
+        for r in results:
+            if on_result:
+                on_result("c", *r)
+        return results
+
+    out = []
+    with ThreadPoolExecutor(max(1, jobs)) as ex:
+        for rs in ex.map(one, tasks):
+            out += rs
+    return out
+
+
+def _njit_worker(seeds, features, on_result, results):
+    """Check ``seeds`` in worker processes, restarting after a worker dies."""
+    pending = list(seeds)
+    while pending:
+        cmd = [sys.executable, "-m", "tests.fuzz.check_njit", *map(str, pending)]
+        if features is not None:
+            cmd += ["--features", ",".join(sorted(features))]
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO_ROOT, env=env)
+        done = set()
+        for line in proc.stdout:
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            o = Outcome(rec["kind"], "njit", rec["detail"], rec["output"])
+            done.add(rec["seed"])
+            results.append((rec["seed"], o, None))
+            if on_result:
+                on_result("njit", rec["seed"], o, None)
+        err = proc.stderr.read()
+        proc.wait()
+        pending = [s for s in pending if s not in done]
+        if pending:  # the worker died on pending[0]
+            s = pending.pop(0)
+            o = Outcome("crashed", "njit", f"njit worker died (exit {proc.returncode}): {err.strip()[-300:]}", err)
+            results.append((s, o, None))
+            if on_result:
+                on_result("njit", s, o, None)
+
+
+def run_njit(seeds, jobs, features=None, on_result=None):
+    seeds = list(seeds)
+    chunks = [seeds[i::max(1, jobs)] for i in range(max(1, jobs))]
+    results: list = []
+    threads = [threading.Thread(target=_njit_worker, args=(c, features, on_result, results)) for c in chunks if c]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results
+
+
+def summary(results) -> str:
+    """A table: outcomes per level, then refusals and failures by (normalized) message."""
+    by_level: dict[str, Counter] = {}
+    refusals: Counter = Counter()
+    failures: Counter = Counter()
+    for _, o, _ in results:
+        lv = o.level + (" valgrind" if o.valgrind else "")
+        by_level.setdefault(lv, Counter())[o.kind] += 1
+        if o.kind == "refused":
+            refusals[o.message_class] += 1
+        elif o.kind in FAILING:
+            failures[f"{o.kind}: {o.detail[:90]}"] += 1
+    kinds = ["right", "refused", "wrong", "crashed", "invalid"]
+    rows = [f"{'level':<22}" + "".join(f"{k:>9}" for k in kinds) + f"{'total':>9}"]
+    total = Counter()
+    for lv in sorted(by_level):
+        c = by_level[lv]
+        total.update(c)
+        rows.append(f"{lv:<22}" + "".join(f"{c[k]:>9}" for k in kinds) + f"{sum(c.values()):>9}")
+    rows.append(f"{'all':<22}" + "".join(f"{total[k]:>9}" for k in kinds) + f"{sum(total.values()):>9}")
+    if refusals:
+        rows.append("\nrefusals by message:")
+        rows += [f"  {n:>4}  {m}" for m, n in refusals.most_common()]
+    if failures:
+        rows.append("\nfailures:")
+        rows += [f"  {n:>4}  {m}" for m, n in failures.most_common()]
+    return "\n".join(rows)
+
+
+def campaign(seed: int, count: int, langs, levels, jobs: int, outdir: Path, valgrind_every: int = 10) -> int:
+    seeds = range(seed, seed + count)
+    lock = threading.Lock()
+    written = []
+
+    outdir.mkdir(parents=True, exist_ok=True)
+    log = (outdir / "results.jsonl").open("a")
+
+    def on_result(lang, s, o, text):
+        with lock:
+            log.write(json.dumps({"lang": lang, "seed": s, "level": o.level, "kind": o.kind, "valgrind": o.valgrind,
+                                  "detail": o.detail}) + "\n")
+            log.flush()
+            where = f"{o.level}{' valgrind' if o.valgrind else ''}"
+            print(f"[{lang} seed {s} {where}] {o.kind} {o.detail[:150]}".rstrip(), flush=True)
+            if o.kind in FAILING:
+                src = text if text is not None else generate_njit(s)
+                written.append(write_failure(outdir, lang, s, src, o))
+
+    results = []
+    if "c" in langs:
+        results += run_c(seeds, levels, jobs, valgrind_every, on_result=on_result)
+    if "njit" in langs:
+        results += run_njit(seeds, jobs, on_result=on_result)
+    log.close()
+    print()
+    print(summary(results))
+    print(f"\n{len(written)} failing program(s) written to {outdir}")
+    for p in written:
+        print(f"  {p}")
+    return 1 if written else 0
+
+
+def summary_from_log(path: Path) -> str:
+    """The summary table of a campaign's results.jsonl (also of an interrupted one)."""
+    results = []
+    for line in path.read_text().splitlines():
+        r = json.loads(line)
+        results.append((r["seed"], Outcome(r["kind"], r["level"], r["detail"], valgrind=r["valgrind"]), None))
+    return summary(results)
+
+
+def all_levels() -> list[str]:
+    return list(LEVELS)
