@@ -316,7 +316,8 @@ class _Plan:
 
     def __init__(self, disp, argtypes, activities, mode, options, *, promote: bool = False):
         self.disp, self.argtypes, self.mode = disp, argtypes, mode
-        spec = zn.KernelSpec(mode, activities, preopt=options.get("preopt", True))
+        spec = zn.KernelSpec(mode, activities, preopt=options.get("preopt", True),
+                             strong_zero=options.get("strong_zero", True))
         self.kernel = zn.get_kernel(disp, argtypes, spec, cache=options.get("cache", False), promote=promote)
         self.activities = self.kernel.spec.activities
         self.call = _kernel_intrinsic(self.kernel)
@@ -467,28 +468,32 @@ def _np_dtype(ty):
     return np.dtype(str(ty)).type
 
 
-def _options(f, preopt, cache):
+def _options(f, preopt, cache, strong_zero):
     disp = zn.as_dispatcher(f)
     if cache is None:
         cache = bool(disp.targetoptions.get("cache", False))
-    return disp, {"preopt": bool(preopt), "cache": bool(cache)}
+    return disp, {"preopt": bool(preopt), "cache": bool(cache), "strong_zero": bool(strong_zero)}
 
 
-def grad(f, argnums=0, *, preopt: bool = True, cache: bool | None = None) -> Transformed:
+def grad(f, argnums=0, *, preopt: bool = True, cache: bool | None = None,
+         strong_zero: bool = True) -> Transformed:
     """The gradient of a float-valued njit function with respect to argument(s)
     ``argnums`` (an int, or a tuple for a tuple of gradients), like ``jax.grad``.
 
     An array argument's gradient is an array of the same shape; a float's is a float.
     ``preopt=False`` differentiates before optimizing (Enzyme's baseline);
     ``cache=True`` keeps the compiled kernel on disk (default: the function's own
-    ``cache`` option)."""
-    disp, opts = _options(f, preopt, cache)
+    ``cache`` option); ``strong_zero=False`` gives IEEE propagation (a zero adjoint
+    times an infinite partial is NaN) instead of strong zeros (it is zero), here and in
+    every other entry point."""
+    disp, opts = _options(f, preopt, cache, strong_zero)
     return Transformed(disp, argnums, with_value=False, options=opts)
 
 
-def value_and_grad(f, argnums=0, *, preopt: bool = True, cache: bool | None = None) -> Transformed:
+def value_and_grad(f, argnums=0, *, preopt: bool = True, cache: bool | None = None,
+         strong_zero: bool = True) -> Transformed:
     """Like :func:`grad`, returning ``(value, gradient)``."""
-    disp, opts = _options(f, preopt, cache)
+    disp, opts = _options(f, preopt, cache, strong_zero)
     return Transformed(disp, argnums, with_value=True, options=opts)
 
 
@@ -604,13 +609,14 @@ def _with_shadow_type(dx, ty):
     return dx
 
 
-def autodiff(f, *args, preopt: bool = True, cache: bool | None = None):
+def autodiff(f, *args, preopt: bool = True, cache: bool | None = None,
+         strong_zero: bool = True):
     """Reverse mode, Enzyme-style: ``autodiff(f, Active(x), Duplicated(a, da), Const(n))``.
 
     Seeds a float result with 1.0, adds derivatives into the shadows of ``Duplicated``
     arrays, and returns a tuple with one entry per argument: the derivative for an
     ``Active`` argument, ``None`` for the others."""
-    disp, opts = _options(f, preopt, cache)
+    disp, opts = _options(f, preopt, cache, strong_zero)
     names = _param_names(disp)
     given = len(args)
     args = _with_defaults(disp, names, args, "pass every positional argument, wrapped in Active/Duplicated/Const")
@@ -659,12 +665,13 @@ def autodiff(f, *args, preopt: bool = True, cache: bool | None = None):
     return tuple(next(outs) if act == zn.ACTIVE else None for act in acts)[:given]
 
 
-def fwddiff(f, *args, preopt: bool = True, cache: bool | None = None):
+def fwddiff(f, *args, preopt: bool = True, cache: bool | None = None,
+         strong_zero: bool = True):
     """Forward mode, Enzyme-style: ``fwddiff(f, Duplicated(x, dx), Const(n))``.
 
     Returns the tangent of the float result (``None`` when ``f`` returns nothing);
     tangents of arrays ``f`` writes land in their shadows."""
-    disp, opts = _options(f, preopt, cache)
+    disp, opts = _options(f, preopt, cache, strong_zero)
     names = _param_names(disp)
     given = len(args)
     args = _with_defaults(disp, names, args, "pass every positional argument, wrapped in Duplicated/Const")
@@ -718,12 +725,13 @@ def _zeros(x):
     return x
 
 
-def jvp(f, primals, tangents, *, preopt: bool = True, cache: bool | None = None):
+def jvp(f, primals, tangents, *, preopt: bool = True, cache: bool | None = None,
+         strong_zero: bool = True):
     """``(f(*primals), J @ tangents)`` in forward mode, like ``jax.jvp``: ``primals``
     and ``tangents`` are tuples (or lists) with one entry per parameter. A tangent of
     ``None`` holds an argument constant; integer arguments take ``None`` (or zero). The
     primal arrays are not modified (f runs on copies)."""
-    disp, opts = _options(f, preopt, cache)
+    disp, opts = _options(f, preopt, cache, strong_zero)
     names = _param_names(disp)
     for what, v in (("primals", primals), ("tangents", tangents)):
         if not isinstance(v, (tuple, list)):
@@ -764,11 +772,12 @@ def jvp(f, primals, tangents, *, preopt: bool = True, cache: bool | None = None)
     return value, tangent
 
 
-def vjp(f, *primals, preopt: bool = True, cache: bool | None = None):
+def vjp(f, *primals, preopt: bool = True, cache: bool | None = None,
+         strong_zero: bool = True):
     """``(f(*primals), vjp_fn)`` like ``jax.vjp``: ``vjp_fn(cotangent)`` (a float)
     returns one cotangent per primal (``None`` for integers). Works on copies of the
     primals."""
-    disp, opts = _options(f, preopt, cache)
+    disp, opts = _options(f, preopt, cache, strong_zero)
     names = _param_names(disp)
     given = len(primals)
     primals = _with_defaults(disp, names, primals, "pass one primal per parameter")

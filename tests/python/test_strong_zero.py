@@ -156,10 +156,12 @@ def pair_energy(x):
 
 
 def test_numba_thresholded_roots():
-    g = zymase.grad(thresholded_roots)(np.array([0.0, 4.0, 9.0]))
+    x = np.array([0.0, 4.0, 9.0])
+    g = zymase.grad(thresholded_roots)(x)
     np.testing.assert_allclose(g, [0.0, 0.25, 1.0 / 6.0], rtol=1e-12)
-    _, t = zymase.jvp(thresholded_roots, (np.array([0.0, 4.0, 9.0]),), (np.array([1.0, 1.0, 0.0]),))
+    _, t = zymase.jvp(thresholded_roots, (x,), (np.array([1.0, 1.0, 0.0]),))
     assert math.isclose(t, 0.25)
+    assert math.isnan(zymase.grad(thresholded_roots, strong_zero=False)(x)[0])
 
 
 def test_numba_pair_energy_zero_diagonal():

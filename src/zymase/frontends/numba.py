@@ -435,6 +435,8 @@ class KernelSpec:
     activities: tuple
     preopt: bool = True
     opt: int = 3
+    #: strong zeros (zymase.autodiff.semantics); False: IEEE 0 * inf = NaN
+    strong_zero: bool = True
 
 
 def _slots(ty, act) -> list[str]:
@@ -839,7 +841,7 @@ def get_kernel(disp, argtypes: tuple, spec: KernelSpec, *, cache: bool = False, 
                             function=function_label(disp).strip("'"),
                             hint="pass that array as Duplicated(x, np.zeros_like(x)) so its derivative has a place",
                         ) from None
-                    spec = KernelSpec(spec.mode, acts, spec.preopt, spec.opt)
+                    spec = KernelSpec(spec.mode, acts, spec.preopt, spec.opt, spec.strong_zero)
             _kernels[key] = k
         return k
 
@@ -973,8 +975,11 @@ def differentiate_numba_ir(ir: NumbaIR, spec: KernelSpec, symbol: str, rec: Comp
         # stack slots at -O0, which only SROA/instcombine turn into values
         with _phase(rec, "ssa"):
             text = toolchain.ssa_form(text)
+    from zymase.autodiff.semantics import derivative_semantics
+
     timings = Timings()
-    out = differentiate_llvm_ir(text, f"<numba {rec.function}>", 2, timings, preoptimize=False)
+    with derivative_semantics(strong_zero=spec.strong_zero):
+        out = differentiate_llvm_ir(text, f"<numba {rec.function}>", 2, timings, preoptimize=False)
     rec.phases.update(timings.phases)
     # the marker has done its job; calls left in forward-mode code call nothing
     out = re.sub(rf"^declare void @{ABANDON}\(\).*$", f"define internal void @{ABANDON}() {{\n  ret void\n}}",
