@@ -60,6 +60,11 @@ _INT_SUB = (llvm.SubOp, arith.SubiOp)
 
 
 
+def _is_lifetime_marker(op: Operation) -> bool:
+    """A call to llvm.lifetime.start/end."""
+    return isinstance(op, llvm.CallIntrinsicOp) and op.intrin.data.startswith("llvm.lifetime.")
+
+
 class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwarding, AscendingLoops):
     def __init__(self, ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts: Sequence[Activity], name: str):
         self.ctx = ctx
@@ -150,6 +155,11 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
         for b in region.blocks:
             nb = self.bmap[b]
             for op in b.ops:
+                if _is_lifetime_marker(op):
+                    # The reverse sweep reads primal stack memory (and its shadow) after
+                    # the primal's lifetime.end: the objects must stay alive until the
+                    # function returns, which they do without markers (issue 23 item 1).
+                    continue
                 clone = op.clone(self.vmap, self.bmap)
                 nb.add_op(clone)
                 clones[op] = clone
