@@ -27,6 +27,7 @@ from zymase.ir import (
     ModuleOp,
     Operation,
     SSAValue,
+    VectorType,
     float_width,
     i64,
     is_float_type,
@@ -173,6 +174,11 @@ def _lower_site(site: _Site, functions: dict[str, Operation]) -> None:
             "which returns the shadow of a returned pointer",
         )
 
+    if has_result and _is_float_vector(fn_out):
+        raise _err(site, f"the result of '{fname}' is {_vector_in_c(fn_out)}, which zymase does not "
+                   "differentiate: its derivative would be taken as zero",
+                   "return the components through a pointer argument (enzyme_dup) instead")
+
     b = _Builder(call)
     operands: list[SSAValue] = []
     acts: list[Activity] = []
@@ -236,6 +242,10 @@ def _activity(site: _Site, marker: str | None, ptype: Attribute, i: int, fname: 
     is_ptr = isinstance(ptype, llvm.LLVMPointerType)
     if marker == "const":
         return Activity.CONST
+    if _is_float_vector(ptype):
+        raise _err(site, f"argument {i + 1} of '{fname}' is {_vector_in_c(ptype)} passed by value, which "
+                   "zymase does not differentiate: its derivative would be taken as zero",
+                   "pass the vector through memory (a pointer with enzyme_dup), or mark it enzyme_const")
     if marker in ("dup", "dupnoneed"):
         if not (is_ptr or (site.mode == "fwd" and is_float_type(ptype))):
             raise _err(site, f"enzyme_{marker} on argument {i + 1} of '{fname}', which is not a pointer",
@@ -251,6 +261,20 @@ def _activity(site: _Site, marker: str | None, ptype: Attribute, i: int, fname: 
     if is_ptr:
         return Activity.DUP
     return Activity.CONST
+
+
+def _is_float_vector(t: Attribute) -> bool:
+    """A vector of floating-point values (``vector_size`` types in C): no derivative
+    rules handle them, so as an argument or result of a marker call they would
+    silently count as constant (issue 23 item 4)."""
+    return isinstance(t, VectorType) and is_float_type(t.element_type)
+
+
+def _vector_in_c(t: VectorType) -> str:
+    """``vector<2xf64>`` in the words of C: "a vector of 2 double"."""
+    names = {16: "_Float16", 32: "float", 64: "double", 80: "long double"}
+    elem = names.get(float_width(t.element_type), str(t.element_type))
+    return f"a vector of {t.get_shape()[0]} {elem}"
 
 
 class _Builder:
