@@ -109,6 +109,8 @@ def memory_kind(op: Operation) -> str | None:
         return "store"
     if isinstance(op, (llvm.GEPOp, llvm.BitcastOp, llvm_ext.AddrSpaceCastOp)):
         return "derive"
+    if isinstance(op, llvm_ext.FreezeOp) and is_pointer(op.results[0]):
+        return "derive"  # the same address (freeze only pins an undefined one)
     if isinstance(op, llvm.SelectOp) and is_pointer(op.results[0]):
         return "select"
     if isinstance(op, llvm.AllocaOp):

@@ -337,14 +337,17 @@ class TypeTree:
     def at(self, offset: int) -> str:
         """The base type of the byte at ``offset`` (``'unknown'`` if nothing is known)."""
         kind = self._fixed.get(offset)
-        if kind is not None:
+        if kind is not None and kind != "int":
             return kind
+        # ``int`` is the weakest fact (an integer array that holds the bits of doubles,
+        # read back as doubles at dynamic indices: issue 23 item 6), so a periodic part
+        # saying more about the byte is joined with it
         for layer in self._layers:
             if offset >= layer.start:
-                kind = layer.pattern.get(offset % layer.period)
-                if kind is not None:
-                    return kind
-        return "unknown"
+                periodic = layer.pattern.get(offset % layer.period)
+                if periodic is not None:
+                    return _join_kind(kind, periodic)
+        return kind or "unknown"
 
     def pointee(self, offset: int) -> TypeTree:
         """What the pointer stored at ``offset`` points to (empty if unknown)."""
@@ -616,8 +619,13 @@ def _layout_tree(t: Attribute, *, declared: bool = False) -> TypeTree:
     """The tree of memory holding a value of type ``t``.
 
     ``declared``: the type of an alloca or global, where ``i8`` arrays and unions are
-    raw storage and say nothing. A top-level array too large to expand is periodic.
+    raw storage and say nothing, and so does an array of 32- or 64-bit integers that is
+    the whole object (``uint64_t buf[n]``, a serializer's buffer: it may hold the bits
+    of floats, issue 23 item 6; its accesses say what it holds). A top-level array too
+    large to expand is periodic.
     """
+    if declared and isinstance(t, llvm.LLVMArrayType) and isinstance(t.type, IntegerType) and t.type.width.data in (32, 64):
+        return EMPTY
     if isinstance(t, llvm.LLVMArrayType) and size_align(t)[0] > MAX_OFFSET:
         elem = t.type
         if declared and isinstance(elem, IntegerType) and elem.width.data == 8:

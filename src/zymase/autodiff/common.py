@@ -148,6 +148,11 @@ def prepare(ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts
         from zymase.transforms.peel import peel_boundary_iterations
 
         peel_boundary_iterations(region, flavor, ctx.module)
+        # the bits of floats copied through integer loads and stores: memcpys, which
+        # move shadow bytes as type analysis says
+        from zymase.transforms.integer_copies import expose_float_bits
+
+        expose_float_bits(region)
     returns = [b.last_op for b in region.blocks if b.last_op is not None and flavor.is_return(b.last_op)]
     if abandon and flavor.name == "llvm":
         returns = _abandon_failed_returns(region, returns)

@@ -62,6 +62,19 @@ _INT_SUB = (llvm.SubOp, arith.SubiOp)
 
 
 
+def _is_lifetime_marker(op: Operation) -> bool:
+    """A call to llvm.lifetime.start/end."""
+    return isinstance(op, llvm.CallIntrinsicOp) and op.intrin.data.startswith("llvm.lifetime.")
+
+
+def _is_stack_intrinsic(op: Operation, which: str) -> bool:
+    """A call to llvm.stacksave or llvm.stackrestore (``which``), mangled or not."""
+    if not isinstance(op, llvm.CallIntrinsicOp):
+        return False
+    name = op.intrin.data
+    return name == f"llvm.{which}" or name.startswith(f"llvm.{which}.")
+
+
 class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwarding, AscendingLoops):
     def __init__(self, ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts: Sequence[Activity], name: str):
         self.ctx = ctx
@@ -152,6 +165,14 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
         for b in region.blocks:
             nb = self.bmap[b]
             for op in b.ops:
+                if _is_lifetime_marker(op) or (_is_stack_intrinsic(op, "stackrestore") and self._defers_stack()):
+                    # The reverse sweep reads primal stack memory (and its shadow) after
+                    # the primal's lifetime.end or stackrestore (a VLA's scope ends): the
+                    # objects must stay alive, which they do without markers until the
+                    # function returns (issue 23 item 1), and without the stackrestore
+                    # until the reverse sweep restores the stack at the stacksave's
+                    # mirror (item 3, see _reverse_block).
+                    continue
                 clone = op.clone(self.vmap, self.bmap)
                 nb.add_op(clone)
                 clones[op] = clone
@@ -1035,7 +1056,11 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
         self.E.at_end(rb)
         ops = list(b.ops)
         for op in reversed(ops[:-1]):
-            if memory_kind(op) is not None:
+            if _is_stack_intrinsic(op, "stacksave") and self._defers_stack():
+                # the stackrestores the forward sweep left out: the dynamic allocas made
+                # since this save are no longer needed once their reverse has run
+                self.E.insert(llvm.CallIntrinsicOp("llvm.stackrestore.p0", [self.primal(op.results[0])], []))
+            elif memory_kind(op) is not None:
                 self.reverse_memory(op)
             elif is_scope_decl(op):
                 self.E.insert(twin_decl(op))
@@ -1086,6 +1111,12 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
             for i, ba in zip(active_pos, eb.args):
                 adj[i] = ba
             self._route_edge(e, adj)
+
+    def _defers_stack(self) -> bool:
+        """Whether the stack is restored in the reverse sweep rather than the forward
+        one: in a combined LLVM function (in split mode the augmented function returns
+        before the reverse one runs, and its allocas are handled as allocations)."""
+        return self.flavor.name == "llvm" and not self.split
 
     def _assume_guards(self, b: Block) -> None:
         """The integer compares that the forward sweep branched on to reach ``b`` held

@@ -292,11 +292,15 @@ class IndexedCaches:
                 return False
             # a phi of a counted loop inside: assume it is the same while its
             # incoming values are checked (its own back edge leads here again);
-            # if not, forget what was concluded under the assumption
+            # if not, forget what was concluded under the assumption. Read after
+            # that loop, it holds its last iteration's value, which is the same only
+            # when the loop's trip count is (a triangular loop's is not: issue 23
+            # item 2)
             mark = len(memo)
             memo[v] = True
             info = self.counted[b]
-            ok = all(
+            tc = self._trip_count(b)
+            ok = tc is not None and all(self._same_in(x, header, body, memo) for x in tc.operands()) and all(
                 self._same_in(self.flavor.successor_operands(e.src.last_op)[e.slot][v.index], header, body, memo)
                 for e in (info["entry"], info["latch"])
             )

@@ -4,7 +4,7 @@ name (``llvm.sin.f64`` -> ``sin``) in :mod:`zymase.autodiff.rules.libm`."""
 from zymase.autodiff.registry import REGISTRY
 from zymase.autodiff.rules import scalar
 from zymase.autodiff.rules.common import SELECT
-from zymase.ir import llvm
+from zymase.ir import llvm, llvm_ext
 
 for cls, rule in {
     llvm.FAddOp: scalar.FADD,
@@ -16,5 +16,6 @@ for cls, rule in {
     llvm.FPExtOp: scalar.FCONV,
     llvm.FPTruncOp: scalar.FCONV,
     llvm.SelectOp: SELECT,
+    llvm_ext.FreezeOp: scalar.FREEZE,
 }.items():
     REGISTRY.register(cls, rule)

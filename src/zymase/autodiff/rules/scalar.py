@@ -54,6 +54,9 @@ FDIV = R(
     finite_value_if=((1, "nonzero"),),
 )
 FNEG = R(lambda E, P, dy: E.neg(dy), name="fneg")
+# freeze(x) is x wherever x is a defined value (it only pins undef/poison to some value),
+# so the tangent and the adjoint pass through unchanged.
+FREEZE = R(lambda E, P, dy: dy, name="freeze")
 # frem(a, b) = a - b * trunc(a / b): d/da = 1, d/db = -trunc(a / b).
 FREM = R(
     lambda E, P, dy: dy,

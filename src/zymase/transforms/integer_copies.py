@@ -1,0 +1,156 @@
+"""Float bits carried by integers made visible to AD, before it runs: integer loads
+that only copy memory become ``llvm.memcpy`` calls, and bitcasts between a float and
+an integer of its width fold away where they only round-trip or meet memory.
+
+C code copies the bits of a double through integer memory (``uint64_t`` buffers of
+serializers, a union read through its integer member, ``memcpy`` into a ``long`` at
+-O0): ``%b = load i64, ptr %p`` whose only uses are ``store i64 %b, ptr %q``. The
+engine moves shadow memory along loads and stores of floats only, so such a copy lost
+the derivative (issue 23 item 6). As a ``memcpy`` of the same bytes, the engine's
+copy rules handle it: type analysis (analysis/types.py) says whether the bytes hold
+floats (the shadow bytes move with them), integers (nothing to move), or cannot tell
+(a clear error naming the copy). LLVM turns the small memcpys back into loads and
+stores after AD.
+
+A union read through its other member at -O0 reaches AD as ``bitcast`` pairs
+(``double -> i64 -> double``) once SROA has run; derivatives do not flow through
+integers, so ``bitcast(bitcast(x))`` of x's own type becomes ``x``, a store of
+``bitcast(x)`` stores ``x``, and ``bitcast(load iN)`` to a float loads the float.
+"""
+
+from __future__ import annotations
+
+from zymase.analysis.memory import is_marker
+from zymase.ir import Block, IntegerAttr, IntegerType, Operation, Region, i1, i64, is_float_type, llvm, llvm_ext
+
+# widths of the integers a float's bits travel in: float, double
+_COPY_WIDTHS = (32, 64)
+
+
+def expose_float_bits(region: Region) -> None:
+    """Fold the bitcast round trips, then turn integer copies into memcpys."""
+    _fold_float_bitcasts(region)
+    integer_copies_to_memcpy(region)
+
+
+def _is_float_int_cast(op: Operation) -> bool:
+    if not isinstance(op, llvm.BitcastOp):
+        return False
+    a, b = op.operands[0].type, op.results[0].type
+    return (is_float_type(a) and isinstance(b, IntegerType)) or (is_float_type(b) and isinstance(a, IntegerType))
+
+
+def _fold_float_bitcasts(region: Region) -> None:
+    for block in region.blocks:
+        for op in list(block.ops):
+            if not _is_float_int_cast(op):
+                continue
+            src = op.operands[0]
+            inner = src.owner if isinstance(src.owner, Operation) else None
+            if inner is not None and _is_float_int_cast(inner) and inner.operands[0].type == op.results[0].type:
+                op.results[0].replace_all_uses_with(inner.operands[0])  # a round trip
+                block.erase_op(op)
+                continue
+            if isinstance(src.type, IntegerType):
+                load = inner
+                if (isinstance(load, llvm.LoadOp) and load.parent_block() is block and len(src.uses) == 1
+                        and _is_plain_integer_load(load)):
+                    typed = llvm_ext.LoadOp(load.ptr, op.results[0].type,
+                                            alignment=_alignment(load))
+                    typed.location = load.location
+                    _copy_metadata(load, typed)
+                    block.insert_op_before(typed, load)
+                    op.results[0].replace_all_uses_with(typed.results[0])
+                    block.erase_op(op)
+                    block.erase_op(load)
+                continue
+            for use in list(op.results[0].uses):
+                store = use.operation
+                if isinstance(store, llvm.StoreOp) and use.index == 0:
+                    store.operands = [src, *store.operands[1:]]  # the same bits, stored as the float
+            if not op.results[0].uses:
+                block.erase_op(op)
+
+
+def _alignment(op: Operation) -> int | None:
+    a = op.properties.get("alignment")
+    return a.value.data if isinstance(a, IntegerAttr) else None
+
+
+def _copy_metadata(old: Operation, new: Operation) -> None:
+    """Alias scopes and the like stay with the access; TBAA (an integer access type)
+    does not describe the float access."""
+    for name, attr in old.attributes.items():
+        if "tbaa" not in name:
+            new.attributes[name] = attr
+
+
+def integer_copies_to_memcpy(region: Region) -> int:
+    """Rewrite every integer copy of ``region`` (see the module docstring); returns how
+    many stores became memcpys."""
+    count = 0
+    for block in region.blocks:
+        for load in [op for op in block.ops if _is_plain_integer_load(op)]:
+            stores = _copying_stores(load, block)
+            if stores is None:
+                continue
+            for store in stores:
+                size = llvm.ConstantOp(IntegerAttr(load.results[0].type.width.data // 8, i64), i64)
+                no = llvm.ConstantOp(IntegerAttr(0, i1), i1)
+                copy = llvm.CallIntrinsicOp("llvm.memcpy.p0.p0.i64", [store.ptr, load.ptr, size.results[0],
+                                                                     no.results[0]], [])
+                copy.location = store.location
+                block.insert_ops_before([size, no, copy], store)
+                block.erase_op(store)
+                count += 1
+            block.erase_op(load)
+    return count
+
+
+def _is_plain_integer_load(op: Operation) -> bool:
+    t = op.results[0].type if isinstance(op, llvm.LoadOp) else None
+    return (
+        isinstance(t, IntegerType) and t.width.data in _COPY_WIDTHS
+        and getattr(op, "volatile_", None) is None and _ordering(op) == 0
+    )
+
+
+def _ordering(op: Operation) -> int:
+    ordering = op.properties.get("ordering")
+    return ordering.value.data if isinstance(ordering, IntegerAttr) else 0
+
+
+def _copying_stores(load: Operation, block: Block) -> list[Operation] | None:
+    """The stores of ``load``'s value, when the value has no other use and every store
+    comes later in the same block with nothing between that may write memory (the
+    memcpy reads the source at the store, not at the load)."""
+    value = load.results[0]
+    stores = []
+    for use in value.uses:
+        op = use.operation
+        if not (isinstance(op, llvm.StoreOp) and use.index == 0 and op.parent_block() is block):
+            return None
+        if op.ptr is load.ptr or getattr(op, "volatile_", None) is not None or _ordering(op) != 0:
+            return None
+        stores.append(op)
+    if not stores:
+        return None
+    pending = set(stores)
+    op = load.next_op
+    while op is not None and pending:
+        if op in pending:
+            pending.discard(op)
+        elif _may_write_memory(op):
+            return None
+        op = op.next_op
+    return None if pending else stores
+
+
+def _may_write_memory(op: Operation) -> bool:
+    if isinstance(op, llvm.LoadOp):
+        return getattr(op, "volatile_", None) is not None or _ordering(op) != 0
+    if isinstance(op, (llvm.StoreOp, llvm.CallOp)):
+        return True
+    if isinstance(op, llvm.CallIntrinsicOp):
+        return not is_marker(op)
+    return bool(op.regions) or op.name.startswith(("llvm.atomic", "llvm.cmpxchg", "llvm.fence", "llvm.inline_asm"))
