@@ -1241,7 +1241,9 @@ class TypeInfo:
         self.func = func
         self._state = analyzer.state
         self._has_tbaa = analyzer.graph.has_tbaa
-        self._name = analyzer.graph.name
+        from zymase.autodiff.common import PREPARED_SUFFIX
+
+        self._name = analyzer.graph.name.removesuffix(PREPARED_SUFFIX)  # the user's function
 
     def of(self, ptr_value: SSAValue) -> TypeTree:
         """What ``ptr_value`` points to (an empty tree if nothing is known)."""

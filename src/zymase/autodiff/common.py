@@ -38,6 +38,11 @@ def function_name(fop: Operation) -> str:
     return fop.sym_name.data  # type: ignore[attr-defined]
 
 
+#: the name of the detached function holding a prepared body (Prepared.func); messages
+#: about it name the user's function without it
+PREPARED_SUFFIX = ".prepared"
+
+
 @dataclass
 class Prepared:
     """A detached copy of the primal body with a single return block."""
@@ -204,7 +209,7 @@ def prepare(ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts
     if flavor.name == "llvm":
         # Analyses that work on functions (type analysis) see the prepared body
         # through a detached function op that is never added to the module.
-        holder = llvm.FuncOp(function_name(fop) + ".prepared", fop.function_type, body=region)
+        holder = llvm.FuncOp(function_name(fop) + PREPARED_SUFFIX, fop.function_type, body=region)
     return Prepared(region, cfg, exit_block, returned, act, holder)
 
 
