@@ -28,8 +28,6 @@ JOBS = 2
 
 # feature -> the engine bug that makes generated programs using it fail today
 KNOWN_BROKEN_C: dict[str, str] = {
-    "structs": "issue 23 fuzz bug B: reverse mode of programs with arrays of structs {double, double, int} "
-               "is wrong at -O1..-O3 (seeds 5007, 100033, 100042; forward mode and finite differences agree)",
 }
 KNOWN_BROKEN_NJIT: dict[str, str] = {}
 
