@@ -11,6 +11,8 @@ import re
 import subprocess
 from pathlib import Path
 
+from forking_cli import run_cli
+
 # -O0..-O3; -O2 -ffast-math (the pre-AD pipeline then rewrites libm calls and
 # arithmetic much more freely); -O2 --no-preopt (AD of the unoptimized IR, every local
 # in memory, optimized afterwards).
@@ -32,10 +34,7 @@ def build_and_run(program: Path, flags: list[str], tmp_path: Path, zymase_cli: l
     """Build ``program`` with ``zymase cc <flags>`` and run it; assert both succeed."""
     exe = tmp_path / program.stem
     level = " ".join(flags)
-    build = subprocess.run(
-        [*zymase_cli, "cc", *flags, str(program), "-o", str(exe)],
-        capture_output=True, text=True, timeout=COMPILE_TIMEOUT, stdin=subprocess.DEVNULL, cwd=tmp_path,
-    )
+    build = run_cli(["cc", *flags, str(program), "-o", str(exe)], timeout=COMPILE_TIMEOUT, cwd=tmp_path)
     assert build.returncode == 0 and exe.is_file(), (
         f"`zymase cc {level} {program.name}` failed with exit code {build.returncode}\n"
         f"--- stderr ---\n{_tail(build.stderr)}\n--- stdout ---\n{_tail(build.stdout)}"
@@ -55,10 +54,8 @@ def build_and_run(program: Path, flags: list[str], tmp_path: Path, zymase_cli: l
 def emit_llvm(program: Path, flags: list[str], tmp_path: Path, zymase_cli: list[str]) -> str:
     """The LLVM IR ``zymase cc <flags> -S -emit-llvm`` writes for ``program``."""
     ll = tmp_path / f"{program.stem}.ll"
-    build = subprocess.run(
-        [*zymase_cli, "cc", *flags, "-S", "-emit-llvm", str(program), "-o", str(ll)],
-        capture_output=True, text=True, timeout=COMPILE_TIMEOUT, stdin=subprocess.DEVNULL, cwd=tmp_path,
-    )
+    build = run_cli(["cc", *flags, "-S", "-emit-llvm", str(program), "-o", str(ll)],
+                    timeout=COMPILE_TIMEOUT, cwd=tmp_path)
     assert build.returncode == 0, f"--- stderr ---\n{_tail(build.stderr)}"
     return ll.read_text()
 

@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from forking_cli import run_cli
 
 MEMORY = Path(__file__).resolve().parent / "c" / "memory"
 PROGRAMS = ["heat1d_swap", "linked_list", "calloc_realloc", "malloc_temps", "mergesort_rec", "tape_recurrence"]
@@ -23,8 +24,8 @@ def test_valgrind_is_installed():
 @pytest.mark.parametrize("name", PROGRAMS)
 def test_no_leaks_no_invalid_accesses(name, level, tmp_path, zymase_cli):
     exe = tmp_path / name
-    build = subprocess.run([*zymase_cli, "cc", level, "-g", str(MEMORY / f"{name}.c"), "-o", str(exe)],
-                           capture_output=True, text=True, timeout=300)
+    build = run_cli(["cc", level, "-g", str(MEMORY / f"{name}.c"), "-o", str(exe)],
+                    timeout=300)
     assert build.returncode == 0, build.stderr
     run = subprocess.run(
         ["valgrind", "--leak-check=full", "--errors-for-leak-kinds=definite", "--error-exitcode=99", str(exe)],

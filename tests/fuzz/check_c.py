@@ -20,6 +20,11 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+try:  # under pytest, tests/ is on sys.path; in `python -m tests.fuzz`, the repository root is
+    from forking_cli import run_cli
+except ImportError:
+    from tests.forking_cli import run_cli
+
 # The configurations a campaign can use; "O2-ffast-math" is -O2 -ffast-math.
 LEVELS = {
     "O0": ["-O0"], "O1": ["-O1"], "O2": ["-O2"], "O3": ["-O3"], "O2-ffast-math": ["-O2", "-ffast-math"],
@@ -60,14 +65,6 @@ def normalize_message(line: str) -> str:
     return text[:160]
 
 
-def zymase_command() -> list[str]:
-    beside = Path(sys.executable).parent / "zymase"
-    if beside.is_file():
-        return [str(beside)]
-    found = shutil.which("zymase")
-    return [found] if found else [sys.executable, "-m", "zymase.cli"]
-
-
 def _zymase_error(stderr: str) -> str | None:
     for line in stderr.splitlines():
         if line.startswith("zymase: error:"):
@@ -77,10 +74,9 @@ def _zymase_error(stderr: str) -> str | None:
 
 def build(src: Path, level: str, exe: Path) -> Outcome | None:
     """Build; None when it succeeded, else the refused/crashed outcome."""
-    cmd = [*zymase_command(), "cc", *LEVELS[level], str(src), "-o", str(exe), "-lm"]
     try:
-        res = subprocess.run(cmd, capture_output=True, text=True, timeout=BUILD_TIMEOUT,
-                             stdin=subprocess.DEVNULL, cwd=exe.parent)
+        res = run_cli(["cc", *LEVELS[level], str(src), "-o", str(exe), "-lm"], timeout=BUILD_TIMEOUT,
+                      cwd=exe.parent)
     except subprocess.TimeoutExpired:
         return Outcome("crashed", level, f"build timeout after {BUILD_TIMEOUT}s")
     if res.returncode == 0 and exe.is_file():

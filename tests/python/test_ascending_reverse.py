@@ -17,6 +17,7 @@ import subprocess
 
 import pytest
 from c_harness import build_and_run, emit_llvm, function_ir
+from forking_cli import run_cli
 
 TEMPLATE = r"""
 #include <math.h>
@@ -184,9 +185,9 @@ ASCENDING = re.compile(r"zymase: tape: f: the loop at loop\.c:(\d+):\d+: reverse
 def test_which_reverse_loops_run_upwards(tmp_path, zymase_cli, case):
     """ZYMASE_DEBUG_TAPE=1 names each loop reversed upwards: exactly the independent ones."""
     src = _program(tmp_path, CASES[case])
-    build = subprocess.run([*zymase_cli, "cc", "-O2", "-g", str(src), "-o", str(tmp_path / "loop"), "-lm"],
-                           capture_output=True, text=True, env=dict(os.environ, ZYMASE_DEBUG_TAPE="1"),
-                           cwd=tmp_path, timeout=300)
+    build = run_cli(["cc", "-O2", "-g", str(src), "-o", str(tmp_path / "loop"), "-lm"],
+                    env=dict(os.environ, ZYMASE_DEBUG_TAPE="1"),
+                    cwd=tmp_path, timeout=300)
     assert build.returncode == 0, build.stderr
     lines = [int(m.group(1)) for m in ASCENDING.finditer(build.stderr)]
     if case not in INDEPENDENT:

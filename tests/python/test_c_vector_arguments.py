@@ -9,6 +9,7 @@ from __future__ import annotations
 import subprocess
 
 import pytest
+from forking_cli import run_cli
 
 HEADER = """#include <stdio.h>
 typedef double v2 __attribute__((vector_size(16)));
@@ -26,8 +27,8 @@ def _build(tmp_path, zymase_cli, body: str, level: str):
     src = tmp_path / "vec.c"
     src.write_text(HEADER + "int main(void) {\n    v2 x = {1.5, 2.0};\n" + body + "\n    return 0;\n}\n")
     exe = tmp_path / "vec"
-    proc = subprocess.run([*zymase_cli, "cc", level, "-g", str(src), "-o", str(exe)],
-                          capture_output=True, text=True, cwd=tmp_path, stdin=subprocess.DEVNULL)
+    proc = run_cli(["cc", level, "-g", str(src), "-o", str(exe)],
+                   cwd=tmp_path)
     return proc, exe
 
 

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from forking_cli import run_cli
 
 BIN = Path(sys.executable).parent
 
@@ -23,7 +24,9 @@ def _cli(name: str) -> list[str]:
 
 
 def run(name: str, args: list[str], stdin: str | None = None, env=None, cwd=None):
-    return subprocess.run([*_cli(name), *args], input=stdin, capture_output=True, text=True, env=env, cwd=cwd)
+    # Forked from a pre-imported server (tests/forking_cli.py); the tests that check the
+    # installed console scripts themselves call _cli(...) with subprocess.
+    return run_cli(args, program=name, input=stdin, env=env, cwd=cwd)
 
 
 def one_error(proc, *needles: str) -> str:

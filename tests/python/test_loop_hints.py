@@ -19,6 +19,7 @@ from zymase.ir import ArrayAttr, StringAttr
 from zymase.llvm.loop_hints import LOOP_HINTS_ATTR
 from zymase.llvm.reader import read_llvm_ir
 from zymase.llvm.writer import write_llvm_ir
+from forking_cli import run_cli
 
 HINTED = """
 define double @sum(ptr %p, i64 %n) {
@@ -217,8 +218,8 @@ def test_vector_code_on_active_memory_is_refused(tmp_path, zymase_cli):
 
     src = tmp_path / "vector.ll"
     src.write_text(VECTOR_IR)
-    run = subprocess.run([*zymase_cli, "opt", "-O0", str(src), "-o", str(tmp_path / "out.ll")],
-                         capture_output=True, text=True, timeout=300)
+    run = run_cli(["opt", "-O0", str(src), "-o", str(tmp_path / "out.ll")],
+                  timeout=300)
     assert run.returncode == 1, run.stdout + run.stderr
     assert run.stderr.startswith("zymase: error: a vector<2xf64> is loaded from memory that holds derivatives"), run.stderr
     assert "in function 'sum2'" in run.stderr and "Traceback" not in run.stderr

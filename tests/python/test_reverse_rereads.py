@@ -15,6 +15,7 @@ import os
 import subprocess
 
 import pytest
+from forking_cli import run_cli
 
 REREAD = r"""
 #include <stdio.h>
@@ -136,8 +137,8 @@ def _build(tmp_path, zymase_cli, source: str, name: str, opt: str, env=None) -> 
     src = tmp_path / f"{name}.c"
     src.write_text(source)
     exe = tmp_path / name
-    build = subprocess.run([*zymase_cli, "cc", opt, "-g", str(src), "-o", str(exe), "-lm"], capture_output=True,
-                           text=True, env=dict(os.environ, **(env or {})), cwd=tmp_path, timeout=300)
+    build = run_cli(["cc", opt, "-g", str(src), "-o", str(exe), "-lm"], env=dict(os.environ, **(env or {})),
+                    cwd=tmp_path, timeout=300)
     assert build.returncode == 0, build.stderr
     return build
 
@@ -304,9 +305,9 @@ def test_memory_an_opaque_call_may_write_is_taped_not_read_again(tmp_path, zymas
     (tmp_path / "calls.c").write_text(OPAQUE_CALLS)
     (tmp_path / "defs.c").write_text(OPAQUE_DEFINITIONS)
     exe = tmp_path / "calls"
-    build = subprocess.run([*zymase_cli, "cc", opt, "calls.c", "defs.c", "-o", str(exe), "-lm"],
-                           capture_output=True, text=True, env=dict(os.environ, ZYMASE_TAPE_STATS="1"),
-                           cwd=tmp_path, timeout=300)
+    build = run_cli(["cc", opt, "calls.c", "defs.c", "-o", str(exe), "-lm"],
+                    env=dict(os.environ, ZYMASE_TAPE_STATS="1"),
+                    cwd=tmp_path, timeout=300)
     assert build.returncode == 0, build.stderr
     small, large = _per_call(exe, 10), _per_call(exe, 1010)
     for name in small:

@@ -19,6 +19,7 @@ from numba import njit
 
 import zymase
 import zymase.mlir
+from forking_cli import run_cli
 
 
 def acts(*names: str) -> str:
@@ -29,8 +30,8 @@ PROGRAM = Path(__file__).resolve().parents[1] / "c" / "memory" / "strong_zero.c"
 
 def _build_and_run(zymase_cli, tmp_path, *flags) -> list[str]:
     exe = tmp_path / "strong_zero"
-    build = subprocess.run([*zymase_cli, "cc", "-O2", *flags, str(PROGRAM), "-o", str(exe), "-lm"],
-                           capture_output=True, text=True, timeout=300)
+    build = run_cli(["cc", "-O2", *flags, str(PROGRAM), "-o", str(exe), "-lm"],
+                    timeout=300)
     assert build.returncode == 0, build.stderr
     run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
     return run.stdout.splitlines()
@@ -81,8 +82,8 @@ def test_guards_only_where_a_partial_may_be_infinite(zymase_cli, tmp_path, name)
     guards = {}
     for variant, flags in (("strong", []), ("ieee", ["--no-strong-zero"])):
         ll = tmp_path / f"{variant}.ll"
-        build = subprocess.run([*zymase_cli, "cc", "-O2", *flags, "-c", str(src), "-S", "-emit-llvm", "-o", str(ll)],
-                               capture_output=True, text=True, timeout=300)
+        build = run_cli(["cc", "-O2", *flags, "-c", str(src), "-S", "-emit-llvm", "-o", str(ll)],
+                        timeout=300)
         assert build.returncode == 0, build.stderr
         guards[variant] = _guards(ll.read_text())
     if name == "clipped_inverse":

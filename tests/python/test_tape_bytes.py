@@ -18,6 +18,7 @@ import os
 import subprocess
 
 import pytest
+from forking_cli import run_cli
 
 SOURCE = r"""
 #include <stdio.h>
@@ -69,8 +70,7 @@ def _build_counting(tmp, name: str, source: str, zymase_cli):
     src.write_text(source)
     exe = tmp / name
     env = dict(os.environ, ZYMASE_TAPE_STATS="1")
-    build = subprocess.run([*zymase_cli, "cc", "-O2", str(src), "-o", str(exe)], capture_output=True, text=True,
-                           env=env, cwd=tmp, timeout=300)
+    build = run_cli(["cc", "-O2", str(src), "-o", str(exe)], env=env, cwd=tmp, timeout=300)
     assert build.returncode == 0, build.stderr
     return exe
 

@@ -17,6 +17,7 @@ from zymase.analysis.trip_count import trip_count
 from zymase.autodiff.flavor import LLVMFlavor
 from zymase.ir import BlockArgument, ModuleOp, llvm as L
 from zymase.llvm.reader import read_llvm_ir
+from forking_cli import run_cli
 
 
 def _loop_and_exits(ir: str):
@@ -523,9 +524,9 @@ def test_a_loop_counting_by_two_tapes_into_an_indexed_cache(tmp_path, zymase_cli
 
     src = tmp_path / "pairs.c"
     src.write_text(PAIRS)
-    build = subprocess.run([*zymase_cli, "cc", opt, "-g", "-c", str(src), "-o", str(tmp_path / "pairs.o")],
-                           capture_output=True, text=True, timeout=300,
-                           env={**os.environ, "ZYMASE_DEBUG_TAPE": "1"})
+    build = run_cli(["cc", opt, "-g", "-c", str(src), "-o", str(tmp_path / "pairs.o")],
+                    timeout=300,
+                    env={**os.environ, "ZYMASE_DEBUG_TAPE": "1"})
     for fn, call in (("pairs", "@exp"), ("down", "@sin")):
         taped = [line for line in build.stderr.splitlines() if line.startswith(f"zymase: tape: {fn}:") and call in line]
         assert len(taped) == 1 and "indexed by 1 of 1 loops" in taped[0], build.stderr
