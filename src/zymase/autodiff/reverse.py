@@ -75,6 +75,10 @@ def _is_stack_intrinsic(op: Operation, which: str) -> bool:
     return name == f"llvm.{which}" or name.startswith(f"llvm.{which}.")
 
 
+# How many dominators up from a block _assume_guards looks for branch conditions.
+_GUARD_DEPTH = 24
+
+
 class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwarding, AscendingLoops):
     def __init__(self, ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts: Sequence[Activity], name: str):
         self.ctx = ctx
@@ -1130,7 +1134,12 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
         if self.flavor.name != "llvm" or self.split:
             return
         x = b
-        while (a := self.cfg.idom.get(x)) is not None:
+        # Only the nearest dominators: walking the whole chain from every block is
+        # quadratic in straight-line code (inlined bodies give chains of thousands of
+        # blocks) and emits as many assumes; fewer facts are always sound.
+        for _ in range(_GUARD_DEPTH):
+            if (a := self.cfg.idom.get(x)) is None:
+                break
             preds = self.cfg.preds[x]
             term = a.last_op
             if (

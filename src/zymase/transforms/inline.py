@@ -40,8 +40,9 @@ def is_recursive(fop: Operation, lookup: Callable[[Operation], Operation | None]
     return False
 
 
-def inline_call(call: Operation, callee: Operation) -> None:
-    """Replace ``call`` (in some region) by a copy of ``callee``'s body."""
+def inline_call(call: Operation, callee: Operation) -> list[Block]:
+    """Replace ``call`` (in some region) by a copy of ``callee``'s body; returns the
+    copied blocks (they follow the call's block, before the continuation)."""
     block = call.parent_block()
     region = block.parent
     # Split: the ops after the call move to a continuation block.
@@ -90,6 +91,7 @@ def inline_call(call: Operation, callee: Operation) -> None:
     br.location = call.location
     block.insert_op_before(br, call)
     block.erase_op(call)
+    return new_blocks
 
 
 def hoist_allocas(block: Block, entry: Block) -> None:
@@ -122,25 +124,27 @@ def is_variadic(fop: Operation) -> bool:
 def inline_calls(region: Region, lookup: Callable[[Operation], Operation | None],
                  want: Callable[[Operation, Operation], bool], limit: int = 200) -> int:
     """Inline, repeatedly, every call in ``region`` to a defined, non-recursive
-    function for which ``want(call, callee)`` holds; returns how many."""
+    function for which ``want(call, callee)`` holds; returns how many.
+
+    One pass in program order: the ops of an inlined body are scanned right after the
+    call they replace (so calls it contains are inlined too), then the rest of the
+    caller, so each op is looked at once (rescanning from the top after every inlining
+    made this quadratic in the size of the function)."""
     count = 0
-    progress = True
     recursive: dict[Operation, bool] = {}
-    while progress and count < limit:
-        progress = False
-        for block in list(region.blocks):
-            for op in list(block.ops):
-                callee = lookup(op)
-                if callee is None or is_variadic(callee) or not want(op, callee):
-                    continue
-                if callee not in recursive:
-                    recursive[callee] = is_recursive(callee, lookup)
-                if recursive[callee]:
-                    continue
-                inline_call(op, callee)
-                count += 1
-                progress = True
-                break
-            if progress:
-                break
+    pending = [op for block in region.blocks for op in block.ops]
+    position = 0
+    while position < len(pending) and count < limit:
+        op = pending[position]
+        position += 1
+        callee = lookup(op)
+        if callee is None or is_variadic(callee) or not want(op, callee):
+            continue
+        if callee not in recursive:
+            recursive[callee] = is_recursive(callee, lookup)
+        if recursive[callee]:
+            continue
+        inlined = inline_call(op, callee)
+        count += 1
+        pending[position:position] = [o for block in inlined for o in block.ops]
     return count
