@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from zymase.ir import ModuleOp
+from zymase.errors import CompilerDiagnostics, ZymaseError
 
 
 @dataclass
@@ -83,9 +84,37 @@ def compile_c(source: str, clang_flags: list[str], level: int, timings: Timings,
 
     with timings.phase("clang"):
         ll = toolchain.c_to_llvm_ir(source, clang_flags, level)
-    ll = differentiate_llvm_ir(ll, str(source), level, timings, preoptimize=preopt)
+    try:
+        ll = differentiate_llvm_ir(ll, str(source), level, timings, preoptimize=preopt)
+    except ZymaseError as err:
+        raise _with_source_line(err, source, clang_flags, level, preopt) from None
     with timings.phase("optimize"):
         return toolchain.optimize(ll, level)
+
+
+def _with_source_line(err: ZymaseError, source: str, clang_flags: list[str], level: int,
+                      preopt: bool) -> ZymaseError:
+    """``err`` with the source line of the construct it names. Without ``-g`` the IR has
+    no line numbers, so the file is compiled once more with line tables only (which do
+    not change the code) to find it; if that build fails differently, ``err`` stands."""
+    from zymase.llvm import toolchain
+
+    has_debug_info = any(f.startswith("-g") for f in clang_flags)
+    if _names_source_line(err) or isinstance(err, CompilerDiagnostics) or has_debug_info:
+        return err
+    try:
+        ll = toolchain.c_to_llvm_ir(source, [*clang_flags, "-gline-tables-only"], level)
+        differentiate_llvm_ir(ll, str(source), level, Timings(), preoptimize=preopt)
+    except ZymaseError as located:
+        # the same refusal (its text may now name further lines, so compare the place)
+        if _names_source_line(located) and located.function == err.function:
+            return located
+    return err
+
+
+def _names_source_line(err: ZymaseError) -> bool:
+    # the reader's errors without debug info point into the IR: "f.c (LLVM IR line 8)"
+    return bool(err.location) and "LLVM IR line" not in err.location
 
 
 def build(sources: list[str], output: str, clang_flags: list[str], link_flags: list[str], level: int,
