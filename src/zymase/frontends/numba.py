@@ -255,6 +255,9 @@ class NumbaIR:
     argtypes: tuple
     context: object  # Numba's target context (data models, calling convention)
     seconds: float = 0.0  # Numba's compile time
+    # Numba's Environment of the function (the Python objects its code may box values
+    # with, e.g. the arguments of a raised exception); kept alive with the IR
+    environment: object = None
 
 
 _ir_cache: dict = {}
@@ -286,7 +289,8 @@ def _numba_ir(disp, argtypes: tuple) -> NumbaIR:
     if getattr(cres, "objectmode", False):
         raise ZymaseError(f"{function_label(disp)} fell back to object mode", hint="make it compile with @numba.njit")
     text = _drop_wrappers(cres.library.get_llvm_str())
-    return NumbaIR(text, cres.fndesc.llvm_func_name, cres.signature.return_type, tuple(argtypes), cres.target_context)
+    return NumbaIR(text, cres.fndesc.llvm_func_name, cres.signature.return_type, tuple(argtypes), cres.target_context,
+                   environment=cres.environment)
 
 
 def _numba_error(disp, exc) -> ZymaseError:
@@ -905,7 +909,7 @@ def _compile_kernel(disp, argtypes: tuple, spec: KernelSpec, cache: bool) -> Ker
                 pass  # a cache that cannot be written is only slower
     _check_jit_supported(final, disp)
     with _phase(rec, "jit"):
-        engine, addr = _jit_in_numba(final, symbol)
+        engine, addr = _jit_in_numba(final, symbol, ir.environment)
         ll.add_symbol(symbol, addr)
     _records.append(rec)
     if _debug():
@@ -927,22 +931,49 @@ def _check_jit_supported(text: str, disp) -> None:
         )
 
 
-def _jit_in_numba(text: str, symbol: str):
-    """Machine code for the kernel module from Numba's own JIT (the engine that knows
-    Numba's runtime symbols); returns (library, kernel address)."""
-    import llvmlite.binding as ll
+def _jit_in_numba(text: str, symbol: str, environment):
+    """Machine code for the kernel module; returns (engine, kernel address).
+
+    The module is already optimized (``differentiate_numba_ir``), so it goes straight to
+    an MCJIT engine of its own rather than through a Numba code library, whose
+    ``finalize`` would run Numba's optimization pipeline over it again (0.3 s per kernel,
+    against 0.1 s). Numba's runtime and helper symbols (``NRT_*``, ``numba_*``) resolve
+    because Numba registers them with LLVM's process-wide symbol table when its CPU
+    target starts, which ``numba_ir`` has made happen before we get here."""
     from numba.core.registry import cpu_target
 
-    from numba.core.compiler_lock import global_compiler_lock
+    from zymase.llvm import toolchain
 
-    with global_compiler_lock:
-        codegen = cpu_target.target_context.codegen()
-        lib = codegen.create_library(f"zymase.{symbol}")
-        mod = ll.parse_assembly(text)
-        mod.verify()
-        lib.add_llvm_module(mod)
-        lib.finalize()
-        return lib, lib.get_pointer_to_function(symbol)
+    cpu_target.target_context  # noqa: B018 - starts Numba's runtime (registers its symbols)
+    engine = toolchain.jit(text, opt=3)
+    _link_environments(engine, text, environment)
+    return engine, engine.address(symbol)
+
+
+_ENVIRONMENT_GLOBAL = re.compile(r"^@(_ZN08NumbaEnv\S+) = ", re.M)
+
+
+def _link_environments(engine, text: str, environment) -> None:
+    """Point the module's copies of Numba's environment globals (``_ZN08NumbaEnv...``:
+    the Python objects a function needs to box values, e.g. the arguments of a raised
+    exception) at the environments Numba made for those functions. Inside Numba's own
+    engine the copies would resolve to the one global by name; in an engine of our own
+    each is a fresh null pointer, which Numba reports as "missing Environment".
+    ``environment`` is the differentiated function's own (its compile result keeps it;
+    Numba's registry of environments holds them only weakly); the environments of njit
+    callees inlined into it are alive in their dispatchers and found by name."""
+    import ctypes
+
+    from numba.core.environment import lookup_environment
+
+    kept = []
+    for name in _ENVIRONMENT_GLOBAL.findall(text):
+        env = environment if getattr(environment, "env_name", None) == name else lookup_environment(name)
+        if env is None:
+            continue  # none made (or no longer alive): left null, as Numba would
+        ctypes.c_void_p.from_address(engine.address(name)).value = id(env)
+        kept.append(env)
+    engine.environments = kept  # the globals hold borrowed pointers: keep the objects alive
 
 
 def differentiate_numba_ir(ir: NumbaIR, spec: KernelSpec, symbol: str, rec: CompileRecord) -> str:
