@@ -103,7 +103,6 @@ _CAST_OPS = frozenset(
 _INT_BINOPS = frozenset(
     ["add", "sub", "mul", "udiv", "sdiv", "urem", "srem", "shl", "lshr", "ashr", "and", "or", "xor"]
 )
-_FLOAT_BINOPS = frozenset(["fadd", "fsub", "fmul", "fdiv", "frem"])
 _BINOP_FLAGS = frozenset(["nuw", "nsw", "exact", "disjoint"])
 _GEP_FLAGS = frozenset(["inbounds", "nusw", "nuw"])
 _FMF_WORDS = frozenset(["fast", "nnan", "ninf", "nsz", "arcp", "contract", "afn", "reassoc"])

@@ -20,7 +20,6 @@ _FLOAT_TYPES: dict[str, Attribute] = {
 }
 _PTR = llvm.LLVMPointerType()
 _VOID = llvm.LLVMVoidType()
-_I1 = IntegerType(1)
 _I32 = IntegerType(32)
 _I64 = IntegerType(64)
 _INT_TYPE_RE = re.compile(r"i(\d+)")
@@ -28,25 +27,9 @@ _int_types: dict[str, IntegerType] = {}
 
 _FLOAT_CLASSES = tuple(type(t) for t in _FLOAT_TYPES.values())
 
-_TYPE_WORDS = frozenset(
-    ["half", "bfloat", "float", "double", "x86_fp80", "fp128", "ppc_fp128", "ptr", "void",
-     "label", "metadata", "token", "x86_amx", "target", "opaque"]
-)
-
-
-def _is_int_type(t: Attribute) -> bool:
-    return isinstance(t, IntegerType)
-
 
 def _is_float_type(t: Attribute) -> bool:
     return isinstance(t, _FLOAT_CLASSES)
-
-
-def _starts_type(tok: Token) -> bool:
-    kind, text, _ = tok
-    if kind == "w":
-        return text in _TYPE_WORDS or _INT_TYPE_RE.fullmatch(text) is not None
-    return kind == "l" or text in ("[", "<", "{")
 
 
 class _Types:
