@@ -158,6 +158,11 @@ def prepare(ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts
         from zymase.transforms.integer_copies import expose_float_bits
 
         expose_float_bits(region)
+        # sincos, modf, frexp, remquo: results written through pointers become values and
+        # stores (after inlining, so that inlined bodies are covered)
+        from zymase.transforms.libm_outputs import expose_libm_outputs
+
+        expose_libm_outputs(region)
     returns = [b.last_op for b in region.blocks if b.last_op is not None and flavor.is_return(b.last_op)]
     if abandon and flavor.name == "llvm":
         returns = _abandon_failed_returns(region, returns)
