@@ -59,6 +59,30 @@ static void modf_out(double x, double *fr, double *ip) { *fr = modf(x, ip); }
 static void sincos_out(double x, double *s, double *c) { sincos(x, s, c); }
 static void remquo_out(double x, double y, double *r) { int q; *r = remquo(x, y, &q); }
 
+/* all four in a loop with a run-time count: the reverse sweep reads the values of every iteration */
+static double loop_all(double x, int n) {
+    double acc = 0.0;
+    for (int i = 1; i <= n; i++) {
+        int e, q;
+        double ip, s, c;
+        double m = frexp(x * i, &e), fr = modf(x * i, &ip), r = remquo(x * i, 0.7, &q);
+        sincos(x * i, &s, &c);
+        acc += m * m + fr * fr + r * r + s * c + e + ip + q;
+    }
+    return acc;
+}
+
+/* d/dx loop_all = sum_i i (2 m_i 2^-e_i + 2 fr_i + 2 r_i + cos(2 x i)) */
+static double loop_all_derivative(double x, int n) {
+    double d = 0.0;
+    for (int i = 1; i <= n; i++) {
+        int e, q;
+        double ip, m = frexp(x * i, &e), fr = modf(x * i, &ip), r = remquo(x * i, 0.7, &q);
+        d += i * (2.0 * m * ldexp(1.0, -e) + 2.0 * fr + 2.0 * r + cos(2.0 * x * i));
+    }
+    return d;
+}
+
 static void test(double x, double y) {
     int e;
     double m = frexp(x, &e), p = ldexp(1.0, -e);
@@ -145,6 +169,10 @@ static void test(double x, double y) {
 
 int main(int argc, char **argv) {
     (void)argv;
+    /* x i stays away from powers of two, integers and half-integer multiples of 0.7 */
+    int n = 4 + argc;
+    check("loop reverse", 1.1234, __enzyme_autodiff((void *)loop_all, 1.1234, n), loop_all_derivative(1.1234, n), TOL);
+    check("loop forward", 1.1234, __enzyme_fwddiff((void *)loop_all, 1.1234, 1.0, n), loop_all_derivative(1.1234, n), TOL);
     /* x/y and x/0.75 stay away from half-integers; x away from integers and powers of two */
     static const double pts[][2] = {{0.8125, 0.3}, {-2.375, 0.7}, {5.25, -1.1}, {-0.3125, 2.9}};
     for (int i = 0; i < 4; i++) test(pts[i][0] * (argc > 0 ? 1 : 2), pts[i][1]);
