@@ -9,9 +9,9 @@ differentiated (a copy: the primal function is untouched):
   spellings) becomes ``*s = llvm.sin(x); *c = llvm.cos(x)``. The stored values are active,
   so the store rules give forward ``ds = cos(x) dx``, ``dc = -sin(x) dx`` written to the
   shadows, and reverse ``dx += cos(x) s_adj - sin(x) c_adj`` with the pointed-to adjoints
-  consumed (zeroed) as for any store. glibc's sincos runs the same code as sin and cos, so
-  the primal values do not change; LLVM's code generator fuses the pair into one sincos
-  call again.
+  consumed (zeroed) as for any store. glibc's sincos runs the same code as sin and cos (the
+  same results, bit for bit, in each precision), so the primal values do not change; LLVM's
+  code generator fuses the pair into one sincos call again.
 - ``modf``, ``frexp`` and ``remquo`` (each precision) write their pointer output into a
   fresh stack slot, which is then loaded and stored through the caller's pointer:
   ``r = modf(x, tmp); *ip = *tmp``. The call's value keeps its derivative rule
@@ -82,11 +82,13 @@ def expose_libm_outputs(region: Region) -> int:
     dialect) as described above; returns how many were rewritten."""
     calls = [op for block in region.blocks for op in block.ops
              if isinstance(op, llvm.CallOp) and (callee_name(op) in SINCOS or callee_name(op) in POINTER_OUTPUT)]
-    if not calls:
-        return 0
+    # A call of another shape (a mismatched declaration) is left alone: the engine then
+    # refuses it as an external function writing through pointers (autodiff/common.py).
+    rewritten = 0
     for call in calls:
         if callee_name(call) in SINCOS and len(call.operands) == 3 and str(call.operands[0].type) in _FLOATS:
             _split_sincos(call)
+            rewritten += 1
     # the stack slots go first in the entry block (after the sincos calls are gone: one
     # of them may have been its first op)
     entry_first = region.blocks[0].first_op
@@ -94,4 +96,5 @@ def expose_libm_outputs(region: Region) -> int:
         index = POINTER_OUTPUT.get(callee_name(call))
         if index is not None and len(call.operands) == index + 1 and call.results:
             _output_through_slot(call, index, entry_first)
-    return len(calls)
+            rewritten += 1
+    return rewritten
