@@ -36,11 +36,14 @@ def _tail(text: str, lines: int = 60) -> str:
     return "\n".join([f"... ({len(rows) - lines} lines cut)"] + rows[-lines:])
 
 
-def build_and_run(program: Path, flags: list[str], tmp_path: Path, zymase_cli: list[str]) -> None:
-    """Build ``program`` with ``zymase cc <flags>`` and run it; assert both succeed."""
+def build_and_run(program: Path, flags: list[str], tmp_path: Path, zymase_cli: list[str],
+                  other_sources: tuple[Path, ...] = ()) -> None:
+    """Build ``program`` (and ``other_sources``, translation units linked with it) with
+    ``zymase cc <flags>`` and run it; assert both succeed."""
     exe = tmp_path / program.stem
     level = " ".join(flags)
-    build = run_cli(["cc", *flags, str(program), "-o", str(exe)], timeout=COMPILE_TIMEOUT, cwd=tmp_path)
+    build = run_cli(["cc", *flags, str(program), *map(str, other_sources), "-o", str(exe)],
+                    timeout=COMPILE_TIMEOUT, cwd=tmp_path)
     assert build.returncode == 0 and exe.is_file(), (
         f"`zymase cc {level} {program.name}` failed with exit code {build.returncode}\n"
         f"--- stderr ---\n{_tail(build.stderr)}\n--- stdout ---\n{_tail(build.stdout)}"

@@ -77,6 +77,21 @@ C_CASES = {
         "int main(void) { return __enzyme_autodiff((void*)f, 1.0) > 0; }\n",
         ["no_rule.c:3:", "no derivative rule for external function 'mystery'", "function 'f'"],
     ),
+    # issue 24 item 6: an external function handed an active value and a pointer may write
+    # its result through the pointer (as sincos does): refused, was a silent zero derivative
+    "active_into_pointer_writer.c": (
+        "extern double __enzyme_autodiff(void*, ...);\nextern void polar(double t, double *out);\n"
+        "double f(double x) { double o; polar(x, &o); return o; }\n"
+        "int main(void) { return __enzyme_autodiff((void*)f, 1.0) > 0; }\n",
+        ["active_into_pointer_writer.c:3:", "'polar'", "through its pointer", "function 'f'"],
+    ),
+    # issue 24 item 6: glibc names without a rule stay refused, by name
+    "finite_without_rule.c": (
+        "extern double __enzyme_autodiff(void*, ...);\nextern double __lgamma_r_finite(double, int *);\n"
+        "double f(double x) { int s; return __lgamma_r_finite(x, &s); }\n"
+        "int main(void) { return __enzyme_autodiff((void*)f, 1.5) > 0; }\n",
+        ["finite_without_rule.c:3:", "no derivative rule for external function '__lgamma_r_finite'"],
+    ),
     "declared_only.c": (
         "extern double __enzyme_autodiff(void*, ...);\nextern double h(double);\n"
         "int main(void) { return __enzyme_autodiff((void*)h, 1.0) > 0; }\n",

@@ -86,6 +86,26 @@ def may_write_unseen_memory(fop: Operation | None) -> bool:
     return True
 
 
+def may_write_through_arguments(fop: Operation | None) -> bool:
+    """Whether a call to the declared function ``fop`` may write memory its pointer
+    arguments reach, by its attributes (``readonly``, ``readnone``, ``memory(...)``
+    without ``write`` for the default or ``argmem`` say it cannot)."""
+    if fop is None:
+        return True
+    attrs = fop.properties.get("passthrough")
+    words = [a.data for a in attrs.data if isinstance(a, StringAttr)] if attrs is not None else []
+    if "readnone" in words or "readonly" in words:
+        return False
+    for word in words:
+        if word.startswith("memory(") and word.endswith(")"):
+            for item in word[len("memory("):-1].split(","):
+                where, _, kind = item.rpartition(":")
+                if "write" in kind and where.strip() in ("", "argmem"):
+                    return True
+            return False
+    return True
+
+
 def args_marked(fn: Operation, attr: str) -> set[int]:
     """Positions of the parameters of llvm function ``fn`` that carry ``attr``
     (``llvm.noalias``, ``llvm.dead_on_return``)."""

@@ -158,6 +158,11 @@ def prepare(ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts
         from zymase.transforms.integer_copies import expose_float_bits
 
         expose_float_bits(region)
+        # sincos, modf, frexp, remquo: results written through pointers become values and
+        # stores (after inlining, so that inlined bodies are covered)
+        from zymase.transforms.libm_outputs import expose_libm_outputs
+
+        expose_libm_outputs(region)
     returns = [b.last_op for b in region.blocks if b.last_op is not None and flavor.is_return(b.last_op)]
     if abandon and flavor.name == "llvm":
         returns = _abandon_failed_returns(region, returns)
@@ -330,6 +335,16 @@ def _reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activ
                     location=location_of(op),
                     hint="give the function fixed parameters, or pass the values in an array",
                 )
+            if _active_into_pointer_writer(ctx, op, act):
+                raise ZymaseError(
+                    f"no derivative rule for external function '{ctx.flavor.callee(op)}', which is passed "
+                    "an active value and may write results through its pointer arguments",
+                    construct=describe(op),
+                    function=fname,
+                    location=location_of(op),
+                    hint="define the function in the same file, or pass it only values that are not "
+                    "differentiated",
+                )
             if any(o in act.shadowed for o in op.operands) and _opaque_call(ctx, op):
                 raise ZymaseError(
                     f"memory holding active data is passed to '{describe(op).split('@')[-1]}', "
@@ -340,6 +355,20 @@ def _reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activ
                     hint="define the function in the same file (recursive functions cannot take "
                     "active memory yet), or copy the data it needs into local variables",
                 )
+
+
+def _active_into_pointer_writer(ctx: Context, op: Operation, act: ActivityInfo) -> bool:
+    """An external call without a derivative rule that receives an active value and a
+    pointer it may write through (``polar(t, &out)``, like libm's sincos): what it stores
+    there depends on the active value, but the engine sees no store, so the loads after it
+    would carry a zero derivative."""
+    from zymase.analysis.memory import is_pointer, may_write_through_arguments
+
+    if not isinstance(op, llvm.CallOp) or not _opaque_call(ctx, op) or ctx.rule_for(op) is not None:
+        return False
+    if not any(o in act.varied for o in op.operands) or not any(is_pointer(o) for o in op.operands):
+        return False
+    return may_write_through_arguments(ctx.driver.lookup_function(ctx.flavor.callee(op)))
 
 
 def _unsupported_on_active(op: Operation, act: ActivityInfo) -> str | None:

@@ -14,3 +14,16 @@ for _name, _rule in MATH.items():
 for _suffix in ("", "f"):
     REGISTRY.register_function("numba_gamma" + _suffix, MATH["tgamma"])
     REGISTRY.register_function("numba_ldexp" + _suffix, MATH["ldexp"])
+
+# glibc's internal spelling of exp10, which compilers may emit for it
+for _suffix in ("", "f", "l"):
+    REGISTRY.register_function("__exp10" + _suffix, MATH["exp10"])
+
+# The *_finite entry points that older glibc headers map math functions to under
+# -ffast-math (__exp_finite, __powf_finite, __log10l_finite, ...): the same functions,
+# for arguments where they are finite. Only the names glibc defines (lgamma_r, gamma_r,
+# remainder, scalb and the Bessel functions have no rule and stay refused).
+for _name in ("acos", "acosh", "asin", "atan2", "atanh", "cosh", "exp", "exp10", "exp2", "fmod", "hypot",
+              "log", "log10", "log2", "pow", "sinh", "sqrt"):
+    for _suffix in ("", "f", "l"):
+        REGISTRY.register_function(f"__{_name}{_suffix}_finite", MATH[_name])

@@ -82,6 +82,12 @@ class _FloatConversion(ScalarRule):
 
 FCONV = _FloatConversion()
 
+def _times_power_of_two(fname: str) -> ScalarRule:
+    """``fname(x, n) = x * 2^n`` (ldexp, scalbn, scalbln): the partial in x is ``fname(dy, n)``,
+    exact; the integer n has none."""
+    return R(lambda E, P, dy: E.fn(fname, dy, P.arg(1)), None, bounded=True)
+
+
 # ----- math functions, by neutral name ------------------------------------------
 MATH: dict[str, ScalarRule] = {
     "sqrt": R(lambda E, P, dy: E.div(dy, E.mul(E.const_like(2.0, dy), P.res()))),
@@ -164,8 +170,39 @@ MATH: dict[str, ScalarRule] = {
         lambda E, P, dy: dy,
     ),
     "fmod": FREM,
-    # ldexp(x, n) = x * 2^n, exactly: the adjoint scales the same way; n is an integer
-    "ldexp": R(lambda E, P, dy: E.fn("ldexp", dy, P.arg(1)), None, bounded=True),
+    # ldexp(x, n) = scalbn(x, n) = scalbln(x, n) = x * 2^n, exactly: d/dx = 2^n, so the
+    # adjoint scales the same way (by the same function: scalbln's n is a long); n is an integer
+    "ldexp": _times_power_of_two("ldexp"),
+    "scalbn": _times_power_of_two("scalbn"),
+    "scalbln": _times_power_of_two("scalbln"),
+    # frexp(x, &e) = m with x = m * 2^e, e constant between powers of two: dm/dx = 2^-e,
+    # computed as m / x (exact: m and x differ by a power of two). The int e written through
+    # the pointer has no derivative (transforms/libm_outputs.py). At x = 0 the exponent jumps
+    # and there is no derivative (m / x is NaN).
+    "frexp": R(lambda E, P, dy: E.mul(dy, E.div(P.res(), P.arg(0))), None, singular=True,
+               regular_if=((0, "nonzero"),), finite_value_if=None),
+    # modf(x, &ip) returns the fractional part x - trunc(x): d/dx = 1. The integral part
+    # stored through the pointer has derivative 0 (transforms/libm_outputs.py stores it as
+    # an inactive value, so an active destination gets a zero shadow / loses its adjoint).
+    "modf": R(lambda E, P, dy: dy, None, bounded=True),
+    # remquo(x, y, &q) = x - n y, n = x / y rounded to nearest (ties to even): d/dx = 1,
+    # d/dy = -n. n is recovered as rint((x - r) / y) from the result r, since q holds only
+    # the low bits of n (and its sign); the int q has no derivative.
+    "remquo": R(
+        lambda E, P, dy: dy,
+        lambda E, P, dy: E.neg(E.mul(dy, E.fn("rint", E.div(E.sub(P.arg(0), P.res()), P.arg(1))))),
+        None,
+        singular=True,
+        regular_if=((1, "nonzero"),),
+        finite_value_if=((1, "nonzero"),),
+    ),
+    # nextafter(x, y) / nexttoward(x, y) is x moved by one ulp toward y: a step of one ulp
+    # is the rounding of the result, so d/dx = 1; the derivative in y is zero (y only picks
+    # the direction of the step).
+    "nextafter": R(lambda E, P, dy: dy, None, bounded=True),
+    "nexttoward": R(lambda E, P, dy: dy, None, bounded=True),
+    # exp10(x) = 10^x: d/dx = ln(10) 10^x
+    "exp10": R(lambda E, P, dy: E.mul(dy, E.mul(P.res(), E.const_like(_m.log(10.0), dy)))),
 }
 # Functions whose value or partials are infinite or NaN at some finite arguments (a pole,
 # the edge of the domain: sqrt' at 0, log at 0, asin' at 1): strong zeros guard their
