@@ -82,6 +82,11 @@ class _FloatConversion(ScalarRule):
 
 FCONV = _FloatConversion()
 
+def _away_from_origin(E, P, term):
+    """``term`` where hypot's result is nonzero, 0 at the origin."""
+    return E.select(E.fcmp("oeq", P.res(), E.zero(term.type)), E.zero(term.type), term)
+
+
 def _times_power_of_two(fname: str) -> ScalarRule:
     """``fname(x, n) = x * 2^n`` (ldexp, scalbn, scalbln): the partial in x is ``fname(dy, n)``,
     exact; the integer n has none."""
@@ -143,10 +148,13 @@ MATH: dict[str, ScalarRule] = {
     # log|Gamma(x)|' = digamma(x); Gamma' = Gamma digamma (zymase.autodiff.special)
     "lgamma": R(lambda E, P, dy: E.mul(dy, E.fn("digamma", P.arg(0)))),
     "tgamma": R(lambda E, P, dy: E.mul(dy, E.mul(P.res(), E.fn("digamma", P.arg(0))))),
-    # hypot(a, b) = r: d/da = a / r, d/db = b / r.
+    # hypot(a, b) = r: d/da = a / r, d/db = b / r. At the origin hypot is a cone, not
+    # differentiable; its partials are taken as 0 there (the centre of its subgradients)
+    # rather than 0/0: hypot(x - x, y) then has derivative 0 in x in both modes, as the
+    # function has (issue 23 fuzz seed 700278).
     "hypot": R(
-        lambda E, P, dy: E.div(E.mul(dy, P.arg(0)), P.res()),
-        lambda E, P, dy: E.div(E.mul(dy, P.arg(1)), P.res()),
+        lambda E, P, dy: _away_from_origin(E, P, E.div(E.mul(dy, P.arg(0)), P.res())),
+        lambda E, P, dy: _away_from_origin(E, P, E.div(E.mul(dy, P.arg(1)), P.res())),
     ),
     # bounded: the partials below are 0 or +-1 whatever the primal values, so a zero
     # adjoint stays zero without a strong-zero guard
@@ -209,7 +217,7 @@ MATH: dict[str, ScalarRule] = {
 # adjoint terms (registry.ScalarRule), unless the operands listed are known to be
 # positive (or at least 0) where the op is used (analysis.finiteness): log(1 + exp(x))
 # needs no guard. Per function: (partials regular if, value finite if); the value of
-# cbrt, atan2 and hypot is finite everywhere (None), that of sqrt at arguments >= 0.
+# cbrt and atan2 is finite everywhere (None), that of sqrt at arguments >= 0.
 # The other functions are finite at finite arguments, overflow aside.
 _POSITIVE_ARG = ((0, "positive"),)
 SINGULAR = {
@@ -217,7 +225,7 @@ SINGULAR = {
     "log2": (_POSITIVE_ARG, _POSITIVE_ARG), "log10": (_POSITIVE_ARG, _POSITIVE_ARG),
     "log1p": (((0, "nonneg"),), ((0, "nonneg"),)), "pow": (_POSITIVE_ARG, _POSITIVE_ARG),
     "powi": (_POSITIVE_ARG, _POSITIVE_ARG), "tan": ((), ()), "asin": ((), ()), "acos": ((), ()),
-    "atan2": ((), None), "acosh": ((), ()), "atanh": ((), ()), "hypot": ((), None), "lgamma": ((), ()),
+    "atan2": ((), None), "acosh": ((), ()), "atanh": ((), ()), "lgamma": ((), ()),
     "tgamma": ((), ()),
 }
 for _name, (_regular_if, _finite_if) in SINGULAR.items():
