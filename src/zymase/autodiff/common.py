@@ -139,7 +139,8 @@ def prepare(ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts
 
         copy_byval_params(fop, region.blocks[0], flavor.successor_operands)
         # Calls that pass or return pointers are inlined, so their memory effects are
-        # differentiated in program order (no augmented-forward/reverse split yet).
+        # differentiated in program order (recursive callees, which cannot be inlined, are split
+        # into augmented forward and reverse functions instead: Driver.split).
         from zymase.analysis.memory import is_pointer
         from zymase.transforms.inline import inline_calls
 
@@ -352,8 +353,8 @@ def _reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activ
                     construct=describe(op),
                     function=fname,
                     location=location_of(op),
-                    hint="define the function in the same file (recursive functions cannot take "
-                    "active memory yet), or copy the data it needs into local variables",
+                    hint="define the function in the same file, or copy the data it needs into local "
+                    "variables",
                 )
 
 

@@ -1,6 +1,6 @@
 """MLIR front end: MLIR text in, JIT-compiled Python callables out.
 
-``compile(text)`` runs the MLIR half of the pipeline in DESIGN.md:
+``compile(text)`` runs the MLIR half of the pipeline (docs/architecture.md, section 1):
 
     parse + verify -> (if the module asks for derivatives: linalg/scf -> cf, then
     the enzyme pass) -> lower-to-llvm (structured ops -> loops -> branches; memref

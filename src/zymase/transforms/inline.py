@@ -2,9 +2,9 @@
 
 Used before differentiation for calls that pass or return pointers: the callee's
 memory effects then become part of the differentiated body, so shadow memory and the
-tape see them in program order (zymase does not yet split a callee into an
-augmented forward pass and a reverse pass, as Enzyme does). Recursive callees are
-not inlined.
+tape see them in program order. Recursive callees are not inlined: the engine splits
+them into an augmented forward pass and a reverse pass (``Driver.split``), as Enzyme does
+for every callee.
 """
 
 from __future__ import annotations

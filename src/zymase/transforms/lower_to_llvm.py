@@ -1,7 +1,7 @@
 """Lowering of ``func``/``arith``/``math``/``cf`` and the enzyme tape ops to ``llvm``.
 
 xDSL has no lowering of these dialects to its ``llvm`` dialect, so zymase owns one
-(DESIGN.md, "Building blocks"). The output is what :mod:`zymase.llvm.writer` turns
+(docs/architecture.md, section 5). The output is what :mod:`zymase.llvm.writer` turns
 into LLVM IR text: ``llvm.func`` ops whose bodies use only llvm-dialect ops (plus
 the extension ops of :mod:`zymase.ir.llvm_ext`), with block arguments kept as they
 are (the writer makes phis).
