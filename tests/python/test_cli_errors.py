@@ -71,6 +71,21 @@ C_CASES = {
         "int main(void) { return __enzyme_autodiff((void*)f, 1.0, enzyme_out, 3) > 0; }\n",
         ["out_on_int.c:4:", "enzyme_out on argument 2", "not a float"],
     ),
+    # issue 23: float bits changed by integer arithmetic had derivative 0 (the fast
+    # inverse square root; a union stepping to the next double)
+    "fast_inverse_sqrt.c": (
+        "#include <string.h>\n#include <stdint.h>\nextern double __enzyme_autodiff(void*, ...);\n"
+        "float q(float x) {\n  int32_t i; float y = x;\n  memcpy(&i, &y, 4);\n  i = 0x5f3759df - (i >> 1);\n"
+        "  memcpy(&y, &i, 4);\n  return y * (1.5f - 0.5f * x * y * y);\n}\n"
+        "int main(void) { return ((float(*)(void*, float))__enzyme_autodiff)((void*)q, 4.0f) > 0; }\n",
+        ["fast_inverse_sqrt.c:", "bits of an active float", "integer arithmetic", "function 'q'"],
+    ),
+    "union_next_double.c": (
+        "extern double __enzyme_autodiff(void*, ...);\n"
+        "double up(double x) {\n  union { double d; long long i; } u = { x };\n  u.i += 1;\n  return u.d * 2.0;\n}\n"
+        "int main(void) { return __enzyme_autodiff((void*)up, 3.0) > 0; }\n",
+        ["union_next_double.c:", "bits of an active float", "function 'up'"],
+    ),
     "no_rule.c": (
         "extern double __enzyme_autodiff(void*, ...);\nextern double mystery(double);\n"
         "double f(double x) { return mystery(x) * x; }\n"

@@ -17,7 +17,8 @@ from zymase.autodiff.flavor import intrinsic_base
 from zymase.autodiff.names import ABANDON, ABANDONED, SHADOW_ARGS
 from zymase.errors import ZymaseError
 from zymase.ir import (
-    ArrayAttr, Attribute, Block, IntegerAttr, Operation, Region, SSAValue, UnitAttr, llvm, location_of,
+    ArrayAttr, Attribute, Block, IntegerAttr, IntegerType, Operation, Region, SSAValue, UnitAttr, is_float_type, llvm,
+    location_of,
 )
 from zymase.ir.enzyme import Activity
 
@@ -293,6 +294,18 @@ def _reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activ
                     hint="optimize before differentiating (SROA/instcombine split such aggregates), "
                     "or pass the pointer separately",
                 )
+            back = _float_bits_made_float_again(op, act, ctx.flavor)
+            if back is not None:
+                raise ZymaseError(
+                    "the bits of an active float are read as an integer, changed by integer "
+                    "arithmetic and made a float again; zymase moves derivatives through float "
+                    "operations only and would return a wrong one",
+                    construct=describe(op),
+                    function=fname,
+                    location=location_of(back) or location_of(op),
+                    hint="write the computation with float operations (nextafter, ldexp, frexp, "
+                    "copysign, fabs, sqrt) instead of bit manipulation",
+                )
             moved = _float_aggregate_access(op, act)
             if moved is not None:
                 # its derivative would be lost: loads and stores move derivatives only for
@@ -356,6 +369,39 @@ def _reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activ
                     hint="define the function in the same file, or copy the data it needs into local "
                     "variables",
                 )
+
+
+def _float_bits_made_float_again(op: Operation, act: ActivityInfo, flavor: Flavor) -> Operation | None:
+    """For a bitcast of an active float to an integer: the op (a bitcast back to a float)
+    that its bits reach through integer arithmetic, if any (``i = bits(x); i += 1;
+    x = float(i)``, the fast inverse square root). Such a value depends on x, but the
+    engine sees no float operation in between and would give it derivative 0. Bits that
+    are only compared (a sign or NaN test) or that round-trip unchanged (folded away
+    before AD, transforms/integer_copies.py) are fine. A round trip through memory is
+    not followed."""
+    if not isinstance(op, llvm.BitcastOp) or op.operands[0] not in act.varied:
+        return None
+    if not isinstance(op.results[0].type, IntegerType):
+        return None
+    seen: set[SSAValue] = set()
+    work: list[SSAValue] = [op.results[0]]
+    while work:
+        value = work.pop()
+        if value in seen:
+            continue
+        seen.add(value)
+        for use in value.uses:
+            user = use.operation
+            if isinstance(user, llvm.BitcastOp) and is_float_type(user.results[0].type):
+                return user
+            if user.successors:  # a branch passing the integer to block arguments
+                for successor, operands in zip(user.successors, flavor.successor_operands(user)):
+                    work.extend(arg for arg, passed in zip(successor.args, operands) if passed is value)
+                continue
+            if isinstance(user, (llvm.ICmpOp, llvm.StoreOp, llvm.CallOp)):
+                continue
+            work.extend(r for r in user.results if isinstance(r.type, IntegerType))
+    return None
 
 
 def _active_into_pointer_writer(ctx: Context, op: Operation, act: ActivityInfo) -> bool:
