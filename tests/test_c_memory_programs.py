@@ -1,5 +1,5 @@
 """The self-checking C programs in tests/c/memory, each built with every configuration
-of ``c_harness.MEMORY_BUILDS`` (all of ``BUILDS`` but -O1).
+of ``c_harness.BUILDS``.
 
 These programs differentiate memory the way Enzyme users write it: ``enzyme_dup`` /
 ``enzyme_dupnoneed`` / ``enzyme_const`` pointer arguments, *out parameters with seeded
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from c_harness import MEMORY_BUILD_IDS, MEMORY_BUILDS, build_and_run
+from c_harness import BUILD_IDS, BUILDS, build_and_run
 
 MEMORY_PROGRAMS_DIR = Path(__file__).resolve().parent / "c" / "memory"
 # C, and C++ (.cpp: zymase cc compiles it as C++ and links libstdc++)
@@ -24,7 +24,7 @@ def test_memory_corpus_is_there():
     assert len(PROGRAMS) >= 40, f"expected at least 40 programs in {MEMORY_PROGRAMS_DIR}"
 
 
-@pytest.mark.parametrize("flags", MEMORY_BUILDS, ids=MEMORY_BUILD_IDS)
+@pytest.mark.parametrize("flags", BUILDS, ids=BUILD_IDS)
 @pytest.mark.parametrize("program", PROGRAMS, ids=[p.stem for p in PROGRAMS])
 def test_c_memory_program(program: Path, flags: list[str], tmp_path: Path, zymase_cli: list[str]):
     build_and_run(program, flags, tmp_path, zymase_cli)
