@@ -25,6 +25,7 @@ from zymase.errors import ZymaseError
 from zymase.ir import (
     ArrayAttr,
     IntegerAttr,
+    IntegerType,
     Operation,
     SSAValue,
     StringAttr,
@@ -40,6 +41,9 @@ from zymase.llvm.noalias_scopes import SCOPE_DECL, SRC_ALIAS_SCOPE, SRC_NOALIAS,
 
 PTR = llvm.LLVMPointerType()
 
+
+# bytes per float type of type analysis (analysis/types.py names)
+_FLOAT_BYTES = {"f32": 4, "f64": 8}
 
 class ShadowCode:
     """Mixin for the generators. Needs ``E`` (an Emitter), ``act`` (ActivityInfo),
@@ -292,6 +296,11 @@ class ShadowCode:
             v = op.value
             t = self.tmap.get(v) if act.is_active(v) else None
             mirror_scopes(op, E.insert(llvm.StoreOp(t if t is not None else E.zero(v.type), self.shadow_of(op.ptr))))
+        elif kind == "store" and op.ptr in act.shadowed and self._integer_over_floats(op):
+            # the float there is replaced by bits that carry no derivative: tangent 0
+            mirror_scopes(op, E.insert(llvm.StoreOp(E.v(llvm.ConstantOp(IntegerAttr(0, op.value.type),
+                                                                        op.value.type)),
+                                                    self.shadow_of(op.ptr))))
         elif kind == "memcpy" and op.operands[0] in act.shadowed:
             dst, src, n = op.operands[0], op.operands[1], self._mapped(op.operands[2])
             if src in act.shadowed:
@@ -329,6 +338,11 @@ class ShadowCode:
             mirror_scopes(op, E.insert(llvm.StoreOp(E.zero(op.value.type), sp)))
             if act.is_active(op.value):
                 self._accumulate(op.value, d)
+        elif kind == "store" and op.ptr in act.shadowed and self._integer_over_floats(op):
+            # the float overwritten here gets no adjoint from what is read later
+            sp = self.fetch_shadow(op.ptr)
+            zero = E.v(llvm.ConstantOp(IntegerAttr(0, op.value.type), op.value.type))
+            mirror_scopes(op, E.insert(llvm.StoreOp(zero, sp)))
         elif kind in ("malloc", "calloc") or (kind == "alloca" and self.split):
             if op in act.shadow_allocations:
                 self._declare("free", [PTR], llvm.LLVMVoidType())
@@ -403,6 +417,22 @@ class ShadowCode:
                 E.insert(llvm.CallOp(name, at_src, at_dst, length))
             else:
                 self._memset_zero(at_dst, length)
+
+    def _integer_over_floats(self, op: Operation) -> bool:
+        """A store of an integer as wide as the float that type analysis says the memory
+        holds there (a union written through its integer member, a double's bytes set from
+        a ``long``): the float's old derivative must not survive in the shadow (it did, and
+        the value read back had it). Integers stored where integers live, and stores of
+        pointers, leave the shadow alone: those shadow bytes are unused or hold shadow
+        pointers."""
+        t = op.value.type
+        if not isinstance(t, IntegerType) or t.width.data not in (32, 64):
+            return False
+        try:
+            ftype = self._float_type_of(op, op.ptr, t.width.data // 8)
+        except ZymaseError:
+            return False  # types that do not agree (an array struct's fields): not a float there
+        return ftype is not None and _FLOAT_BYTES.get(ftype) == t.width.data // 8
 
     def _copied_float_type(self, op: Operation) -> str | None:
         """The float type of the bytes a memcpy copies, from type analysis."""
