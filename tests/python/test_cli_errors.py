@@ -528,3 +528,18 @@ def test_all_integer_function_warns_once_that_derivatives_are_zero(tmp_path, mod
     assert len(warnings) == 1 and "ints.c:3:" in warnings[0] and "'f' has no active argument" in warnings[0]
     assert "every derivative" in warnings[0] and "zero" in warnings[0], warnings
     assert subprocess.run([str(tmp_path / "exe")]).returncode == 0  # the derivative is 0
+
+
+@pytest.mark.parametrize("level", ["-O0", "-O2"])
+def test_float_bits_changed_in_memory_are_refused(tmp_path, level):
+    # issue 23: the union stays in memory without pre-AD optimization; its double's bits are
+    # loaded as an integer, incremented and stored back (the value read back is the next
+    # double: derivative 2, not the 0 or the stale 2 of the float's old shadow)
+    (tmp_path / "up.c").write_text(
+        "extern double __enzyme_autodiff(void*, ...);\n"
+        "double up(double x) {\n  union { double d; long long i; } u = { x };\n  u.i += 1;\n"
+        "  return u.d * 2.0;\n}\n"
+        "int main(void) { return __enzyme_autodiff((void*)up, 3.0) > 0; }\n")
+    proc = run("zymase", ["cc", level, "--no-preopt", "up.c", "-o", "exe"], cwd=tmp_path)
+    one_error(proc, "up.c:4:", "bits of a float in memory", "function 'up'")
+    assert not (tmp_path / "exe").exists()

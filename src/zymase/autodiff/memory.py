@@ -24,6 +24,7 @@ from zymase.analysis.memory import callee_name, is_pointer, memory_kind
 from zymase.errors import ZymaseError
 from zymase.ir import (
     ArrayAttr,
+    BlockArgument,
     IntegerAttr,
     IntegerType,
     Operation,
@@ -428,11 +429,47 @@ class ShadowCode:
         t = op.value.type
         if not isinstance(t, IntegerType) or t.width.data not in (32, 64):
             return False
+        if not self._holds_float_of_width(op, op.ptr, t.width.data // 8):
+            return False
+        self._refuse_float_bits_arithmetic(op)
+        return True
+
+    def _holds_float_of_width(self, op: Operation, ptr: SSAValue, nbytes: int) -> bool:
         try:
-            ftype = self._float_type_of(op, op.ptr, t.width.data // 8)
+            ftype = self._float_type_of(op, ptr, nbytes)
         except ZymaseError:
             return False  # types that do not agree (an array struct's fields): not a float there
-        return ftype is not None and _FLOAT_BYTES.get(ftype) == t.width.data // 8
+        return ftype is not None and _FLOAT_BYTES.get(ftype) == nbytes
+
+    def _refuse_float_bits_arithmetic(self, store: Operation) -> None:
+        """An integer stored over a float whose value comes, through integer arithmetic,
+        from a float's bits (``u.d = x; u.i += 1; return u.d`` with the union in memory):
+        the value read back depends on x, but neither zeroing nor keeping the shadow is its
+        derivative. Refused like the same computation on SSA values
+        (autodiff/common._float_bits_made_float_again)."""
+        seen: set[SSAValue] = set()
+        work = [store.value]
+        while work:
+            value = work.pop()
+            if value in seen or isinstance(value, BlockArgument):
+                continue
+            seen.add(value)
+            owner = value.owner
+            from_float = (isinstance(owner, llvm.BitcastOp) and is_float_type(owner.operands[0].type)) or (
+                isinstance(owner, llvm.LoadOp) and isinstance(value.type, IntegerType)
+                and self._holds_float_of_width(owner, owner.ptr, value.type.width.data // 8))
+            if from_float:
+                raise ZymaseError(
+                    "the bits of a float in memory are read as an integer, changed by integer "
+                    "arithmetic and stored back over a float; zymase moves derivatives through "
+                    "float operations only and would return a wrong one",
+                    construct="store", function=self.fname, location=location_of(store) or location_of(owner),
+                    hint="write the computation with float operations (nextafter, ldexp, frexp, "
+                    "copysign, fabs) instead of bit manipulation",
+                )
+            if isinstance(owner, (llvm.LoadOp, llvm.CallOp)):
+                continue
+            work.extend(o for o in owner.operands if isinstance(o.type, IntegerType))
 
     def _copied_float_type(self, op: Operation) -> str | None:
         """The float type of the bytes a memcpy copies, from type analysis."""
