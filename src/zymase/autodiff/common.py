@@ -377,8 +377,9 @@ def _float_bits_made_float_again(op: Operation, act: ActivityInfo, flavor: Flavo
     x = float(i)``, the fast inverse square root). Such a value depends on x, but the
     engine sees no float operation in between and would give it derivative 0. Bits that
     are only compared (a sign or NaN test) or that round-trip unchanged (folded away
-    before AD, transforms/integer_copies.py) are fine. A round trip through memory is
-    not followed."""
+    before AD, transforms/integer_copies.py) are fine. The round trip through memory
+    (load the bits as an integer, change them, store them over the float) is refused where
+    the store is differentiated: autodiff/memory.ShadowCode._refuse_float_bits_arithmetic."""
     if not isinstance(op, llvm.BitcastOp) or op.operands[0] not in act.varied:
         return None
     if not isinstance(op.results[0].type, IntegerType):

@@ -425,7 +425,8 @@ class ShadowCode:
         a ``long``): the float's old derivative must not survive in the shadow (it did, and
         the value read back had it). Integers stored where integers live, and stores of
         pointers, leave the shadow alone: those shadow bytes are unused or hold shadow
-        pointers."""
+        pointers. Raises when the integer is the float's own bits changed by arithmetic
+        (:meth:`_refuse_float_bits_arithmetic`): then the shadow has no right value."""
         t = op.value.type
         if not isinstance(t, IntegerType) or t.width.data not in (32, 64):
             return False
