@@ -42,6 +42,9 @@ MAX_CLANG = 22
 
 _INSTALL_HINT = "apt-get install -y clang-19, or pip install ziglang"
 
+#: headers shipped with zymase (``<enzyme/enzyme>`` ...), searched after the user's ``-I``
+INCLUDE_DIR = Path(__file__).resolve().parent.parent / "include"
+
 
 # --------------------------------------------------------------------------------------
 # Finding clang
@@ -200,6 +203,8 @@ def c_to_llvm_ir(source: str | Path, flags: list[str] | None = None, opt_level: 
             *level_flags,
             *extra,
             *(flags or []),
+            "-isystem",
+            str(INCLUDE_DIR),
             "-S",
             "-emit-llvm",
             "-o",
