@@ -228,11 +228,40 @@ C_CASES = {
         "int main(void) { return __enzyme_autodiff((void*)f, 1.0) != 1; }\n",
         ["annotation 'enzyme_inactive'", "not implemented"],
     ),
-    "augmentfwd.c": (
-        "extern double __enzyme_autodiff(void*, ...);\nextern void *__enzyme_augmentfwd(void*, ...);\n"
+    # issue 24 item 1: split mode's mistakes, in C terms
+    "split_tape_too_small.c": (
+        "extern int enzyme_dup, enzyme_allocated, enzyme_tape;\n"
+        "extern void __enzyme_augmentfwd(void*, ...);\n"
+        "void f(double *x) { x[0] = x[0] * x[0]; }\n"
+        "int main(void) { double x = 2, dx = 1; char tape[16];\n"
+        "  __enzyme_augmentfwd((void*)f, enzyme_allocated, 16, enzyme_tape, tape, enzyme_dup, &x, &dx);\n"
+        "  return 0; }\n",
+        ["split_tape_too_small.c:5:", "tape buffer of 16 bytes", "too small", "__enzyme_augmentsize"],
+    ),
+    "split_missing_tape.c": (
+        "extern int enzyme_dup;\nextern void __enzyme_reverse(void*, ...);\n"
+        "void f(double *x) { x[0] = x[0] * x[0]; }\n"
+        "int main(void) { double x = 2, dx = 1; __enzyme_reverse((void*)f, enzyme_dup, &x, &dx); return 0; }\n",
+        ["split_missing_tape.c:4:", "needs the tape __enzyme_augmentfwd returned", "function 'main'"],
+    ),
+    "split_missing_seed.c": (
+        "extern double __enzyme_reverse(void*, ...);\n"
         "double f(double x) { return x * x; }\n"
-        "int main(void) { void *tape = __enzyme_augmentfwd((void*)f, 1.0); return tape != 0; }\n",
-        ["augmentfwd.c:4:", "'__enzyme_augmentfwd'", "split reverse mode", "function 'main'"],
+        "int main(void) { return __enzyme_reverse((void*)f, 2.0) > 0; }\n",
+        ["split_missing_seed.c:3:", "needs the adjoint of its double result"],
+    ),
+    "split_primal_return.c": (
+        "extern int enzyme_primal_return;\nextern void *__enzyme_augmentfwd(void*, ...);\n"
+        "double f(double x) { return x * x; }\n"
+        "int main(void) { return __enzyme_augmentfwd((void*)f, enzyme_primal_return, 2.0) != 0; }\n",
+        ["split_primal_return.c:4:", "enzyme_primal_return is not available in split mode"],
+    ),
+    "primal_return_of_void.c": (
+        "extern int enzyme_primal_return, enzyme_dup;\nextern double __enzyme_autodiff(void*, ...);\n"
+        "void f(double *x) { x[0] *= x[0]; }\n"
+        "int main(void) { double x = 1, dx = 1;\n"
+        "  return __enzyme_autodiff((void*)f, enzyme_primal_return, enzyme_dup, &x, &dx) > 0; }\n",
+        ["primal_return_of_void.c:5:", "enzyme_primal_return asks for the result of 'f', which returns void"],
     ),
     "unknown_enzyme_function.c": (
         "extern double __enzyme_frobnicate(void*, ...);\n"
@@ -315,12 +344,9 @@ C_CASES = {
 }
 
 # issue 23 item 1: every unimplemented __enzyme_* function and enzyme_* marker by name
-UNIMPLEMENTED_FUNCTIONS = ["__enzyme_augmentfwd", "__enzyme_reverse", "__enzyme_augmentsize",
-                           "__enzyme_virtualreverse", "__enzyme_batch", "__enzyme_todense",
+UNIMPLEMENTED_FUNCTIONS = ["__enzyme_virtualreverse", "__enzyme_batch", "__enzyme_todense",
                            "__enzyme_truncate_mem_func", "__enzyme_fwdsplit"]
-UNIMPLEMENTED_MARKERS = ["enzyme_width", "enzyme_dupv", "enzyme_dupnoneedv", "enzyme_allocated", "enzyme_tape",
-                         "enzyme_primal_return", "enzyme_noret", "enzyme_const_return", "enzyme_active_return",
-                         "enzyme_dup_return", "enzyme_scalar", "enzyme_vector", "enzyme_interleave",
+UNIMPLEMENTED_MARKERS = ["enzyme_width", "enzyme_dupv", "enzyme_dupnoneedv", "enzyme_scalar", "enzyme_vector", "enzyme_interleave",
                          "enzyme_nooverwrite", "enzyme_overwrite", "enzyme_nofree", "enzyme_runtime_activity"]
 
 

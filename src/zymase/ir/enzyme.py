@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from enum import Enum
 
-from xdsl.dialects.builtin import ArrayAttr, FlatSymbolRefAttr, StringAttr, SymbolRefAttr
+from xdsl.dialects.builtin import ArrayAttr, FlatSymbolRefAttr, IntegerAttr, StringAttr, SymbolRefAttr
 from xdsl.ir import (
     Attribute,
     Dialect,
@@ -214,6 +214,36 @@ class FwdDiffOp(_DiffOp):
 
 
 @irdl_op_definition
+class SplitDiffOp(_DiffOp):
+    """zymase's own: one half of Enzyme's split reverse mode, as the C interface asks
+    for it (``__enzyme_augmentfwd`` / ``__enzyme_reverse``, zymase.transforms.split_mode).
+    ``part = "augment"``: operands are the primal arguments (each dup argument followed
+    by its shadow) and the caller's tape buffer (null unless ``allocated``); results are
+    the tape and the primal result. ``part = "reverse"``: operands are the arguments
+    with their shadows, the seed of an active result and the tape; results are the
+    derivatives of the active arguments."""
+
+    name = "enzyme.split_autodiff"
+    part = prop_def(StringAttr)
+    allocated = prop_def(IntegerAttr)
+
+    def __init__(self, part: str, allocated: bool, fn: str, inputs: Sequence[SSAValue],
+                 result_types: Sequence[Attribute], activity: Sequence[Activity], ret_activity: Sequence[Activity]):
+        IRDLOperation.__init__(
+            self,
+            operands=[inputs],
+            result_types=[result_types],
+            properties={
+                "fn": FlatSymbolRefAttr(fn),
+                "activity": ArrayAttr([ActivityAttr(a) for a in activity]),
+                "ret_activity": ArrayAttr([ActivityAttr(a) for a in ret_activity]),
+                "part": StringAttr(part),
+                "allocated": IntegerAttr(int(allocated), 1),
+            },
+        )
+
+
+@irdl_op_definition
 class InitOp(IRDLOperation):
     """Create an accumulator or a cache."""
 
@@ -313,7 +343,7 @@ class CacheLoadOp(IRDLOperation):
 
 Enzyme = Dialect(
     "enzyme",
-    [AutoDiffOp, FwdDiffOp, InitOp, SetOp, GetOp, PushOp, PopOp, CacheReserveOp, CacheStoreOp,
+    [AutoDiffOp, FwdDiffOp, SplitDiffOp, InitOp, SetOp, GetOp, PushOp, PopOp, CacheReserveOp, CacheStoreOp,
      CacheLoadOp],
     [ActivityAttr, GradientType, CacheType, IndexedCacheType],
 )

@@ -11,13 +11,23 @@ Semantics follow Enzyme:
   the float result is seeded with 1.0; several derivatives come back as a struct in
   argument order;
 * forward mode without marker: a float argument is followed by its tangent; the
-  result is the directional derivative.
+  result is the directional derivative;
+* return markers anywhere in the list: ``enzyme_primal_return`` (the primal result
+  comes first, then the derivatives: ``{primal, {d...}}`` in reverse mode,
+  ``{primal, tangent}`` in forward mode), ``enzyme_noret``, ``enzyme_const_return``,
+  ``enzyme_active_return``, ``enzyme_dup_return`` (forward mode);
+* split reverse mode: ``__enzyme_augmentfwd(f, args...)`` runs the forward sweep and
+  returns the tape (``{tape, primal}`` when ``f`` returns a value);
+  ``__enzyme_reverse(f, args..., [d_ret,] tape)`` runs the reverse sweep from it and
+  frees it; ``enzyme_allocated, size, enzyme_tape, buffer`` keeps the tape in the
+  caller's buffer; ``__enzyme_augmentsize(f, ...)`` is the tape's size
+  (:mod:`zymase.transforms.split_mode`).
 
 Everything else of Enzyme's C interface is refused, never skipped: other
-``__enzyme_*`` functions and globals (split modes, batching, registered derivatives,
-``__enzyme_inactivefn`` ...), marker globals zymase does not implement (``enzyme_width``,
-``enzyme_tape`` ...), ``enzyme_*`` function attributes in the IR, and a differentiated
-function that itself reaches a marker call (higher-order derivatives).
+``__enzyme_*`` functions and globals (split forward mode, batching,
+``__enzyme_virtualreverse`` ...), marker globals zymase does not implement
+(``enzyme_width`` ...), and a differentiated function that itself reaches a marker call
+(higher-order derivatives).
 """
 
 from __future__ import annotations
@@ -61,9 +71,48 @@ MARKERS = {
 }
 
 
+#: Markers that change what a call returns rather than describe an argument.
+RETURN_MARKERS = ("enzyme_primal_return", "enzyme_noret", "enzyme_const_return", "enzyme_active_return",
+                  "enzyme_dup_return")
+
+#: Markers followed by one value that is an option of the call, not an argument.
+VALUE_MARKERS = ("enzyme_allocated", "enzyme_tape")
+
+#: Markers that only promise something zymase does not rely on: accepted, no effect.
+HINT_MARKERS = ("enzyme_not_overwritten",)
+
+#: Markers of Enzyme's that zymase does not implement, with what they do (for the error).
+UNIMPLEMENTED_MARKERS = {
+    "enzyme_width": "vector (batched) forward mode",
+    "enzyme_dupv": "batched shadows",
+    "enzyme_dupnoneedv": "batched shadows",
+    "enzyme_vector": "batched evaluation",
+    "enzyme_scalar": "batched evaluation",
+    "enzyme_buffer": "batched evaluation",
+    "enzyme_interleave": "interleaved shadows",
+    "enzyme_byref": "arguments passed by reference",
+    "enzyme_nofree": "keeping the memory of the forward pass after the reverse pass",
+    "enzyme_runtime_activity": "runtime activity checks",
+    "enzyme_interface": "dynamic derivative interfaces",
+    "enzyme_trace": "probabilistic tracing",
+    "enzyme_duptrace": "probabilistic tracing",
+    "enzyme_likelihood": "probabilistic tracing",
+    "enzyme_duplikelihood": "probabilistic tracing",
+    "enzyme_observations": "probabilistic tracing",
+    "enzyme_active_rand_var": "probabilistic tracing",
+}
+
+#: Every marker global zymase understands (arguments, returns, options, hints).
+KNOWN_MARKERS = (*MARKERS, *RETURN_MARKERS, *VALUE_MARKERS, *HINT_MARKERS)
+
 #: The calls zymase lowers: Enzyme matches any function whose name contains one of
 #: these (``__enzyme_autodiff2``, C++'s ``_Z17__enzyme_autodiffIdJdEET_Pvz``).
-MARKER_FUNCTIONS = {"__enzyme_autodiff": "rev", "__enzyme_fwddiff": "fwd"}
+MARKER_FUNCTIONS = {"__enzyme_autodiff": "rev", "__enzyme_fwddiff": "fwd", "__enzyme_augmentfwd": "augment",
+                    "__enzyme_reverse": "reverse", "__enzyme_augmentsize": "size"}
+
+#: The size in bytes of a split-mode tape (what ``__enzyme_augmentsize`` returns):
+#: the tape's data pointer, its size and its capacity (zymase.transforms.split_mode).
+SPLIT_TAPE_BYTES = 24
 
 #: What Enzyme does with the names it knows and zymase does not implement (yet), for
 #: the error message; any other ``__enzyme_*`` name is refused as unknown.
@@ -75,10 +124,7 @@ _UNIMPLEMENTED_SYMBOLS = {
     "__enzyme_inactive_global": "marks globals inactive",
     "__enzyme_function_like": "declares a function to behave like a known one",
     "__enzyme_allocation_like": "declares a function to allocate memory",
-    "__enzyme_augmentfwd": "is split reverse mode (augmented forward pass)",
-    "__enzyme_reverse": "is split reverse mode (reverse pass)",
-    "__enzyme_augmentsize": "is split reverse mode (tape size)",
-    "__enzyme_virtualreverse": "is split reverse mode (virtual reverse pass)",
+    "__enzyme_virtualreverse": "makes a shadow function for a function pointer (derivatives of indirect calls)",
     "__enzyme_fwdsplit": "is split forward mode",
     "__enzyme_batch": "is vectorized (batched) evaluation",
     "__enzyme_todense": "converts to a dense representation",
@@ -199,11 +245,12 @@ def refuse_unimplemented(module: ModuleOp) -> None:
             message = (f"'{name}' {known}, which zymase does not implement yet" if known
                        else f"'{name}' is not an Enzyme function zymase knows")
             raise _unimplemented_error(module, name, message)
-        if (isinstance(op, llvm.GlobalOp) and name.startswith(_MARKER_WORDS) and name not in MARKERS
+        if (isinstance(op, llvm.GlobalOp) and name.startswith(_MARKER_WORDS) and name not in KNOWN_MARKERS
                 and isinstance(op.global_type, IntegerType)):
+            feature = UNIMPLEMENTED_MARKERS.get(name)
             raise _unimplemented_error(
-                module, name, f"marker '{name}' is not implemented by zymase (it knows "
-                + ", ".join(MARKERS) + ")")
+                module, name, f"marker '{name}' is not implemented by zymase: it asks for {feature}" if feature else
+                f"marker '{name}' is not implemented by zymase (it knows " + ", ".join(KNOWN_MARKERS) + ")")
         if (isinstance(op, llvm.GlobalOp) and isinstance(text := op.properties.get("value"), StringAttr)
                 and text.data.startswith(_MARKER_WORDS) and isinstance(sec := op.properties.get("section"), StringAttr)
                 and sec.data == "llvm.metadata"):
@@ -245,9 +292,9 @@ def _unimplemented_error(module: ModuleOp, name: str, message: str) -> ZymaseErr
             break
     return ZymaseError(
         message, construct=name, function=function, location=where,
-        hint="zymase implements __enzyme_autodiff and __enzyme_fwddiff with the markers "
-        + ", ".join(MARKERS) + "; remove it (a custom derivative or activity annotation would "
-        "otherwise be ignored and the function body differentiated instead)",
+        hint="zymase implements " + ", ".join(MARKER_FUNCTIONS) + " with the markers "
+        + ", ".join(KNOWN_MARKERS) + "; remove it (zymase would otherwise compute something "
+        "else than what it asks for)",
     )
 
 
@@ -316,6 +363,61 @@ def _err(site: _Site, message: str, hint: str) -> ZymaseError:
     )
 
 
+@dataclass
+class _Options:
+    """What the option and return markers of one call ask for."""
+
+    ret: str | None = None  # "const", "active" or "dup" (enzyme_*_return)
+    primal_return: bool = False
+    noret: bool = False
+    allocated: SSAValue | None = None  # enzyme_allocated's size
+    tape: SSAValue | None = None  # enzyme_tape's buffer
+
+
+def _take_options(site: _Site, args: list[SSAValue]) -> tuple[list[SSAValue], _Options]:
+    """The call's arguments without the option and return markers (and the values
+    that belong to them), and what those asked for."""
+    opts = _Options()
+    kept: list[SSAValue] = []
+    i = 0
+    while i < len(args):
+        name = _global_named_by(args[i])
+        if name in UNIMPLEMENTED_MARKERS:
+            raise _err(site, f"marker '{name}' is not implemented by zymase: it asks for {UNIMPLEMENTED_MARKERS[name]}",
+                       "remove it; zymase implements " + ", ".join(KNOWN_MARKERS))
+        if name in RETURN_MARKERS:
+            if name == "enzyme_primal_return":
+                opts.primal_return = True
+            elif name == "enzyme_noret":
+                opts.noret = True
+            else:
+                opts.ret = name.removeprefix("enzyme_").removesuffix("_return")
+            i += 1
+        elif name in HINT_MARKERS:
+            i += 1
+        elif name in VALUE_MARKERS:
+            if i + 1 >= len(args):
+                raise _err(site, f"marker {name} is not followed by its value",
+                           "enzyme_allocated takes the tape's size, enzyme_tape the tape's buffer")
+            if site.mode not in ("augment", "reverse"):
+                raise _err(site, f"marker {name} is for split mode (__enzyme_augmentfwd / __enzyme_reverse), "
+                           f"not {site.marker_fn}", "remove it")
+            if name == "enzyme_allocated":
+                opts.allocated = args[i + 1]
+            else:
+                opts.tape = args[i + 1]
+            i += 2
+        else:
+            kept.append(args[i])
+            i += 1
+    if opts.noret:
+        opts.primal_return = False
+    if (opts.allocated is None) != (opts.tape is None):
+        raise _err(site, "enzyme_allocated and enzyme_tape go together: the size of the caller's tape "
+                   "buffer and the buffer", "pass enzyme_allocated, size, enzyme_tape, buffer")
+    return kept, opts
+
+
 def _lower_site(site: _Site, functions: dict[str, Operation]) -> None:
     call = site.call
     args = list(call.args)
@@ -340,14 +442,30 @@ def _lower_site(site: _Site, functions: dict[str, Operation]) -> None:
             f"cannot differentiate '{fname}': only its declaration is in this file",
             "define the function in the same translation unit",
         )
+    if site.mode == "size":
+        # the tape is the same small header whatever the activities (its data grows
+        # on the heap), as Enzyme's is a fixed struct
+        b = _Builder(call)
+        want = call.returned.type if call.returned is not None else None
+        if want is not None:
+            if not isinstance(want, IntegerType):
+                raise _err(site, f"{site.marker_fn} returns the tape's size, an integer, not {c_type_name(want)}",
+                           "declare it as int __enzyme_augmentsize(void*, ...) or size_t")
+            call.returned.replace_all_uses_with(b.v(llvm.ConstantOp(IntegerAttr(SPLIT_TAPE_BYTES, want), want)))
+        call.parent_block().erase_op(call)
+        return
+    rest, opts = _take_options(site, args[1:])
     fn_inputs = list(fop.function_type.inputs.data)
     fn_out = fop.function_type.output
     has_result = not isinstance(fn_out, llvm.LLVMVoidType)
+    reverse_like = site.mode in ("rev", "augment", "reverse")
+    ret_kind = _return_kind(site, opts, fn_out, has_result, fname)
     if (
-        site.mode == "rev"
+        site.mode in ("rev", "reverse")
         and isinstance(fn_out, llvm.LLVMPointerType)
         and call.returned is not None
         and call.returned.uses
+        and not opts.primal_return
     ):
         raise _err(
             site,
@@ -356,13 +474,12 @@ def _lower_site(site: _Site, functions: dict[str, Operation]) -> None:
             "which returns the shadow of a returned pointer",
         )
 
-    if has_result:
+    if has_result and ret_kind != "const":
         _refuse_undifferentiable(site, fn_out, f"the result of '{fname}'")
 
     b = _Builder(call)
     operands: list[SSAValue] = []
     acts: list[Activity] = []
-    rest = args[1:]
     pos = 0
     for i, ptype in enumerate(fn_inputs):
         marker = None
@@ -394,40 +511,103 @@ def _lower_site(site: _Site, functions: dict[str, Operation]) -> None:
                            "right after the pointer, or mark the pointer enzyme_const")
             operands.append(b.coerce(rest[pos], ptype, site, i, pos + 2, fname))
             pos += 1
-    if pos < len(rest):
+    extra = rest[pos:]
+    seed = None
+    if site.mode == "reverse":
+        # after the arguments: the result's adjoint (an active float result), then the
+        # tape (unless enzyme_tape gave it)
+        if ret_kind == "active":
+            if not extra:
+                raise _err(site, f"{site.marker_fn} of '{fname}' needs the adjoint of its {c_type_name(fn_out)} "
+                           "result after the arguments", "pass d_ret (1.0 for a gradient) before the tape")
+            seed = b.coerce(extra[0], fn_out, site, len(fn_inputs), pos + 2, fname)
+            extra = extra[1:]
+        if opts.tape is None:
+            if not extra:
+                raise _err(site, f"{site.marker_fn} of '{fname}' needs the tape __enzyme_augmentfwd returned "
+                           "as its last argument", "pass the tape after the arguments (and d_ret)")
+            opts.tape, extra = extra[0], extra[1:]
+    if extra:
         raise _err(site, f"too many arguments for '{fname}': it takes {len(fn_inputs)}",
                    "check the markers: enzyme_dup arguments take a shadow, enzyme_const ones do not")
 
-    if not any(a.is_active or a.is_dup for a in acts):
+    if site.mode != "augment" and not any(a.is_active or a.is_dup for a in acts):
         warn(f"'{fname}' has no active argument (no float, no enzyme_dup pointer): every derivative "
              f"{site.marker_fn} computes is zero", construct=f"call @{site.marker_fn}", function=site.caller,
              location=location_of(site.call), hint="mark the inputs to differentiate (float arguments "
              "are active by default, pointers need a shadow)")
-    if site.mode == "rev":
-        ret_acts = []
+    if reverse_like:
+        ret_acts: list[Activity] = []
         if has_result:
-            if is_float_type(fn_out):
-                ret_acts = [Activity.ACTIVENONEED]
-                operands.append(b.fconst(1.0, fn_out))
+            keep_primal = opts.primal_return and site.mode == "rev"
+            if ret_kind == "active":
+                ret_acts = [Activity.ACTIVE if keep_primal else Activity.ACTIVENONEED]
             else:
-                ret_acts = [Activity.CONSTNONEED]
-        out_types = [t for t, a in zip(fn_inputs, acts) if a.is_active]
-        fwd_acts = acts
-        op = ez.AutoDiffOp(fname, operands, out_types, fwd_acts, ret_acts)
+                ret_acts = [Activity.CONST if keep_primal else Activity.CONSTNONEED]
+        if site.mode == "rev":
+            if ret_kind == "active":
+                operands.append(b.fconst(1.0, fn_out))
+            out_types = ([fn_out] if opts.primal_return and has_result else []) + [
+                t for t, a in zip(fn_inputs, acts) if a.is_active]
+            op = ez.AutoDiffOp(fname, operands, out_types, acts, ret_acts)
+        else:
+            from zymase.transforms.split_mode import split_op
+
+            op = split_op(site, fname, operands, seed, opts, acts, ret_acts, fn_inputs, fn_out, b)
     else:
         fwd_acts = [Activity.DUP if a.is_active else a for a in acts]
         ret_acts, out_types = [], []
         if has_result:
-            if is_float_type(fn_out) or isinstance(fn_out, llvm.LLVMPointerType):
-                # a float result's tangent; a returned pointer's shadow
-                ret_acts, out_types = [Activity.DUPNONEED], [fn_out]
+            if ret_kind == "const":
+                ret_acts = [Activity.CONST if opts.primal_return else Activity.CONSTNONEED]
+                out_types = [fn_out] if opts.primal_return else []
             else:
-                ret_acts = [Activity.CONSTNONEED]
+                # a float result's tangent; a returned pointer's shadow
+                ret_acts = [Activity.DUP if opts.primal_return else Activity.DUPNONEED]
+                out_types = [fn_out, fn_out] if opts.primal_return else [fn_out]
         op = ez.FwdDiffOp(fname, operands, out_types, fwd_acts, ret_acts)
     op.location = call.location
     b.insert(op)
-    b.deliver(list(op.results), sret, site)
+    results = list(op.results)
+    if site.mode == "augment":
+        # {tape, primal}: no tape when it is in the caller's buffer, no primal after enzyme_noret
+        tape, primal = results[:1], results[1:]
+        results = ([] if opts.tape is not None else tape) + ([] if opts.noret else primal)
+    b.deliver(results, sret, site)
     call.parent_block().erase_op(call)
+
+
+def _return_kind(site: _Site, opts: _Options, fn_out: Attribute, has_result: bool, fname: str) -> str | None:
+    """How the function's result is treated: "active" (seeded in reverse mode, its
+    tangent returned in forward mode), "dup" (a returned pointer's shadow), "const"."""
+    if not has_result:
+        if opts.primal_return:
+            raise _err(site, f"enzyme_primal_return asks for the result of '{fname}', which returns void",
+                       "remove enzyme_primal_return")
+        return None
+    if opts.primal_return and site.mode in ("augment", "reverse"):
+        raise _err(site, "enzyme_primal_return is not available in split mode: __enzyme_augmentfwd returns "
+                   "the primal result with the tape", "remove enzyme_primal_return")
+    floating = is_float_type(fn_out)
+    pointer = isinstance(fn_out, llvm.LLVMPointerType)
+    kind = opts.ret
+    if kind is None:
+        if site.mode == "fwd":
+            return "dup" if pointer else ("active" if floating else "const")
+        return "active" if floating else "const"
+    if kind == "active" and not floating:
+        raise _err(site, f"enzyme_active_return on '{fname}', whose result is {c_type_name(fn_out)}, not a float",
+                   "enzyme_active_return marks a floating-point result; use enzyme_const_return")
+    if kind == "dup":
+        if site.mode != "fwd":
+            raise _err(site, "enzyme_dup_return (a shadow of the result) is implemented in forward mode only",
+                       "in reverse mode a float result is active (enzyme_active_return) or constant")
+        if not (floating or pointer):
+            raise _err(site, f"enzyme_dup_return on '{fname}', whose result is {c_type_name(fn_out)}",
+                       "enzyme_dup_return needs a float or pointer result; use enzyme_const_return")
+    if kind == "active" and site.mode == "fwd":
+        return "dup"
+    return kind
 
 
 def _activity(site: _Site, marker: str | None, ptype: Attribute, i: int, fname: str) -> Activity:
@@ -573,9 +753,9 @@ def _drop_dead_marker_globals(module: ModuleOp) -> None:
         changed = False
         for op in list(module.walk()):
             if isinstance(op, (llvm.LoadOp, llvm.AddressOfOp)) and not any(r.uses for r in op.results):
-                if isinstance(op, llvm.LoadOp) and _marker_of(op.results[0]) is None:
+                if isinstance(op, llvm.LoadOp) and _global_named_by(op.results[0]) not in KNOWN_MARKERS:
                     continue
-                if isinstance(op, llvm.AddressOfOp) and _addressof_name(op.results[0]) not in MARKERS:
+                if isinstance(op, llvm.AddressOfOp) and _addressof_name(op.results[0]) not in KNOWN_MARKERS:
                     continue
                 op.parent_block().erase_op(op)
                 changed = True
@@ -583,7 +763,7 @@ def _drop_dead_marker_globals(module: ModuleOp) -> None:
         op.global_name.root_reference.data for op in module.walk() if isinstance(op, llvm.AddressOfOp)
     }
     for op in list(module.body.block.ops):
-        if isinstance(op, llvm.GlobalOp) and op.sym_name.data in MARKERS and op.sym_name.data not in used:
+        if isinstance(op, llvm.GlobalOp) and op.sym_name.data in KNOWN_MARKERS and op.sym_name.data not in used:
             if op.value is None and not op.body.blocks and "zymase.llvm_init" not in op.attributes:
                 module.body.block.erase_op(op)
     for op in list(module.body.block.ops):

@@ -20,8 +20,13 @@ def _enclosing_function(op) -> str | None:
 
 def run_enzyme_pass(module: ModuleOp) -> ModuleOp:
     driver = Driver(module)
-    requests = [op for op in module.walk() if isinstance(op, (ez.AutoDiffOp, ez.FwdDiffOp))]
+    requests = [op for op in module.walk() if isinstance(op, (ez.AutoDiffOp, ez.FwdDiffOp, ez.SplitDiffOp))]
     for op in requests:
+        if isinstance(op, ez.SplitDiffOp):
+            from zymase.transforms.split_mode import lower_split_op
+
+            lower_split_op(op, driver, module)
+            continue
         fname = op.fn.root_reference.data
         where = dict(construct=f"{op.name} @{fname}", function=_enclosing_function(op), location=location_of(op))
         fop = driver.lookup_function(fname)

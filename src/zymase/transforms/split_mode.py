@@ -1,0 +1,319 @@
+"""Enzyme's split reverse mode at the C interface: ``__enzyme_augmentfwd`` and
+``__enzyme_reverse``, one tape per call.
+
+zymase's split-mode derivatives (``Driver.split``: ``augmented<f>`` pushes what the
+reverse sweep needs on the thread's global tape ``__zymase_tape``, ``diffe<f>`` pops it)
+serve calls inside a derivative, where the two halves run in LIFO order. Enzyme's
+interface lets a program run several forward passes and reverse them in any order, so
+each ``__enzyme_augmentfwd`` gets a tape of its own:
+
+* augment: the global tape is set aside in a stack slot, ``augmented<f>`` pushes onto an
+  empty one, and what it pushed becomes the call's *tape object* ``{ptr data, i64 size,
+  i64 capacity}`` (24 bytes, what ``__enzyme_augmentsize`` returns), malloc'd or in the
+  caller's buffer (``enzyme_allocated, size, enzyme_tape, buffer``); the global tape is
+  restored;
+* reverse: the tape object becomes the global tape, ``diffe<f>`` pops all of it, its data
+  is freed (and the object, unless it is the caller's buffer), the global tape restored.
+
+The reverse sweep depends only on its arguments and the tape: split mode never re-reads
+primal memory (docs/architecture.md, section 5), so the caller may overwrite the inputs
+between the two calls. The marker parsing is in :mod:`zymase.llvm.markers`; this module
+builds the ``enzyme.split_autodiff`` op there and lowers it in the enzyme pass.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from zymase.errors import ZymaseError
+from zymase.ir import (
+    IntegerAttr,
+    IntegerType,
+    ModuleOp,
+    Operation,
+    SSAValue,
+    StringAttr,
+    i64,
+    llvm,
+    location_of,
+    parse_mlir,
+)
+from zymase.ir import enzyme as ez
+from zymase.ir.enzyme import Activity
+from zymase.transforms.lower_to_llvm import CACHE_INLINE_BYTES, CACHE_STRUCT, GLOBAL_TAPE
+
+PTR = llvm.LLVMPointerType()
+#: bytes of the tape object: data pointer, size, capacity
+TAPE_OBJECT_BYTES = 24
+_GLOBAL_TAPE_BYTES = 8 + 8 + 8 + CACHE_INLINE_BYTES
+
+BEGIN = "__zymase_split_begin"
+END = "__zymase_split_end"
+RESUME = "__zymase_split_resume"
+FINISH = "__zymase_split_finish"
+TOO_SMALL = "__zymase_split_tape_too_small"
+
+_STRUCT = f"!llvm.struct<(ptr, i64, i64, array<{CACHE_INLINE_BYTES} x i8>)>"
+# The tape object may sit in a caller's char buffer: its accesses assume no alignment.
+_RUNTIME = f"""
+builtin.module {{
+  llvm.func internal @{BEGIN}(%g: !llvm.ptr, %saved: !llvm.ptr) {{
+    %n = llvm.mlir.constant({_GLOBAL_TAPE_BYTES} : i64) : i64
+    %no = llvm.mlir.constant(false) : i1
+    %null = llvm.mlir.zero : !llvm.ptr
+    %zero = llvm.mlir.constant(0 : i64) : i64
+    llvm.call_intrinsic "llvm.memcpy.p0.p0.i64"(%saved, %g, %n, %no) : (!llvm.ptr, !llvm.ptr, i64, i1) -> ()
+    %size_p = llvm.getelementptr %g[0, 1] : (!llvm.ptr) -> !llvm.ptr, {_STRUCT}
+    %cap_p = llvm.getelementptr %g[0, 2] : (!llvm.ptr) -> !llvm.ptr, {_STRUCT}
+    llvm.store %null, %g : !llvm.ptr, !llvm.ptr
+    llvm.store %zero, %size_p : i64, !llvm.ptr
+    llvm.store %zero, %cap_p : i64, !llvm.ptr
+    llvm.return
+  }}
+  llvm.func internal @{END}(%g: !llvm.ptr, %saved: !llvm.ptr, %obj: !llvm.ptr) {{
+    %n = llvm.mlir.constant({_GLOBAL_TAPE_BYTES} : i64) : i64
+    %no = llvm.mlir.constant(false) : i1
+    %one = llvm.mlir.constant(1 : i64) : i64
+    %eight = llvm.mlir.constant(8 : i64) : i64
+    %sixteen = llvm.mlir.constant(16 : i64) : i64
+    %size_p = llvm.getelementptr %g[0, 1] : (!llvm.ptr) -> !llvm.ptr, {_STRUCT}
+    %cap_p = llvm.getelementptr %g[0, 2] : (!llvm.ptr) -> !llvm.ptr, {_STRUCT}
+    %inline = llvm.getelementptr %g[0, 3] : (!llvm.ptr) -> !llvm.ptr, {_STRUCT}
+    %data = llvm.load %g : !llvm.ptr -> !llvm.ptr
+    %size = llvm.load %size_p : !llvm.ptr -> i64
+    %cap = llvm.load %cap_p : !llvm.ptr -> i64
+    %in_global = llvm.icmp "eq" %data, %inline : !llvm.ptr
+    llvm.cond_br %in_global, ^move, ^keep(%data, %cap : !llvm.ptr, i64)
+  ^move:
+    %bytes = llvm.call_intrinsic "llvm.umax.i64"(%size, %one) : (i64, i64) -> i64
+    %heap = llvm.call @malloc(%bytes) : (i64) -> !llvm.ptr
+    llvm.call_intrinsic "llvm.memcpy.p0.p0.i64"(%heap, %inline, %size, %no) : (!llvm.ptr, !llvm.ptr, i64, i1) -> ()
+    llvm.br ^keep(%heap, %bytes : !llvm.ptr, i64)
+  ^keep(%d: !llvm.ptr, %c: i64):
+    %osize = llvm.getelementptr %obj[%eight] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+    %ocap = llvm.getelementptr %obj[%sixteen] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+    llvm.store %d, %obj {{alignment = 1 : i64}} : !llvm.ptr, !llvm.ptr
+    llvm.store %size, %osize {{alignment = 1 : i64}} : i64, !llvm.ptr
+    llvm.store %c, %ocap {{alignment = 1 : i64}} : i64, !llvm.ptr
+    llvm.call_intrinsic "llvm.memcpy.p0.p0.i64"(%g, %saved, %n, %no) : (!llvm.ptr, !llvm.ptr, i64, i1) -> ()
+    llvm.return
+  }}
+  llvm.func internal @{RESUME}(%g: !llvm.ptr, %saved: !llvm.ptr, %obj: !llvm.ptr) {{
+    %n = llvm.mlir.constant({_GLOBAL_TAPE_BYTES} : i64) : i64
+    %no = llvm.mlir.constant(false) : i1
+    %eight = llvm.mlir.constant(8 : i64) : i64
+    %sixteen = llvm.mlir.constant(16 : i64) : i64
+    llvm.call_intrinsic "llvm.memcpy.p0.p0.i64"(%saved, %g, %n, %no) : (!llvm.ptr, !llvm.ptr, i64, i1) -> ()
+    %osize = llvm.getelementptr %obj[%eight] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+    %ocap = llvm.getelementptr %obj[%sixteen] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+    %d = llvm.load %obj {{alignment = 1 : i64}} : !llvm.ptr -> !llvm.ptr
+    %size = llvm.load %osize {{alignment = 1 : i64}} : !llvm.ptr -> i64
+    %c = llvm.load %ocap {{alignment = 1 : i64}} : !llvm.ptr -> i64
+    %size_p = llvm.getelementptr %g[0, 1] : (!llvm.ptr) -> !llvm.ptr, {_STRUCT}
+    %cap_p = llvm.getelementptr %g[0, 2] : (!llvm.ptr) -> !llvm.ptr, {_STRUCT}
+    llvm.store %d, %g : !llvm.ptr, !llvm.ptr
+    llvm.store %size, %size_p : i64, !llvm.ptr
+    llvm.store %c, %cap_p : i64, !llvm.ptr
+    llvm.return
+  }}
+  llvm.func internal @{FINISH}(%g: !llvm.ptr, %saved: !llvm.ptr) {{
+    %n = llvm.mlir.constant({_GLOBAL_TAPE_BYTES} : i64) : i64
+    %no = llvm.mlir.constant(false) : i1
+    %data = llvm.load %g : !llvm.ptr -> !llvm.ptr
+    llvm.call @free(%data) : (!llvm.ptr) -> ()
+    llvm.call_intrinsic "llvm.memcpy.p0.p0.i64"(%g, %saved, %n, %no) : (!llvm.ptr, !llvm.ptr, i64, i1) -> ()
+    llvm.return
+  }}
+}}
+"""
+
+
+@functools.lru_cache(maxsize=1)
+def _parsed_runtime() -> ModuleOp:
+    return parse_mlir(_RUNTIME, "<zymase split-mode runtime>")
+
+
+_TOO_SMALL_MESSAGE = "zymase: error: the tape buffer given to __enzyme_augmentfwd/__enzyme_reverse " \
+    f"(enzyme_allocated) is smaller than the {TAPE_OBJECT_BYTES} bytes __enzyme_augmentsize returns\n"
+
+
+def split_op(site, fname: str, operands: list[SSAValue], seed: SSAValue | None, opts, acts: list[Activity],
+             ret_acts: list[Activity], fn_inputs, fn_out, builder) -> Operation:
+    """The ``enzyme.split_autodiff`` op for one ``__enzyme_augmentfwd`` /
+    ``__enzyme_reverse`` call (``site``, parsed by zymase.llvm.markers)."""
+    from zymase.llvm.markers import _err
+
+    allocated = opts.allocated is not None
+    if allocated:
+        size = opts.allocated
+        known = _constant_int(size)
+        if known is not None and known < TAPE_OBJECT_BYTES:
+            raise _err(site, f"the tape buffer of {known} bytes (enzyme_allocated) is too small: zymase's tape "
+                       f"takes {TAPE_OBJECT_BYTES} bytes", "allocate __enzyme_augmentsize(f, ...) bytes for it")
+        if known is None:
+            if not isinstance(size.type, IntegerType):
+                raise _err(site, "enzyme_allocated must be followed by the buffer's size (an integer)",
+                           "pass enzyme_allocated, size, enzyme_tape, buffer")
+            builder.insert(llvm.CallOp(TOO_SMALL, size if size.type == i64 else builder.v(
+                llvm.SExtOp(size, i64))))
+        if not isinstance(opts.tape.type, llvm.LLVMPointerType):
+            raise _err(site, "enzyme_tape must be followed by a pointer to the tape buffer",
+                       "pass enzyme_allocated, size, enzyme_tape, buffer")
+    part = "augment" if site.mode == "augment" else "reverse"
+    if part == "augment":
+        tape = opts.tape if allocated else builder.v(llvm.ZeroOp.build(result_types=[PTR]))
+        inputs = [*operands, tape]
+        results = [PTR] + ([fn_out] if ret_acts else [])
+    else:
+        if not isinstance(opts.tape.type, llvm.LLVMPointerType):
+            raise _err(site, f"the tape passed to {site.marker_fn} is not a pointer",
+                       "pass the void* __enzyme_augmentfwd returned")
+        inputs = [*operands, *([seed] if seed is not None else []), opts.tape]
+        results = [t for t, a in zip(fn_inputs, acts) if a.is_active]
+    op = ez.SplitDiffOp(part, allocated, fname, inputs, results, acts, ret_acts)
+    return op
+
+
+def _constant_int(v: SSAValue) -> int | None:
+    owner = v.owner
+    if isinstance(owner, llvm.ConstantOp) and isinstance(owner.value, IntegerAttr):
+        return owner.value.value.data
+    if isinstance(owner, (llvm.SExtOp, llvm.ZExtOp, llvm.TruncOp)):
+        return _constant_int(owner.arg)
+    return None
+
+
+# ------------------------------------------------------------------ the enzyme pass
+
+
+def lower_split_op(op: ez.SplitDiffOp, driver, module: ModuleOp) -> None:
+    """Replace ``op`` by calls of the augmented or reverse function of its function,
+    with the global tape swapped for the call's own."""
+    fname = op.fn.root_reference.data
+    fop = driver.function(fname)
+    if not isinstance(fop, llvm.FuncOp):
+        raise ZymaseError(f"{op.name} differentiates llvm.func functions only", construct=op.name,
+                          location=location_of(op))
+    arg_acts, ret_acts = op.arg_activities, op.ret_activities
+    aug_name, rev_name = driver.split(fop, arg_acts, ret_acts)
+    _require_runtime(module)
+    block = op.parent_block()
+
+    def emit(new: Operation) -> SSAValue | None:
+        new.location = op.location
+        block.insert_op_before(new, op)
+        return new.results[0] if new.results else None
+
+    tape_global = emit(llvm.AddressOfOp(GLOBAL_TAPE, PTR))
+    saved = _entry_slot(op)
+    operands = list(op.operands)
+    if op.part.data == "augment":
+        *args, buffer = operands
+        emit(llvm.CallOp(BEGIN, tape_global, saved))
+        primal_types = [r.type for r in op.results[1:]]
+        primal = emit(llvm.CallOp(aug_name, *args, return_type=primal_types[0])) if primal_types else None
+        if primal is None:
+            emit(llvm.CallOp(aug_name, *args))
+        if bool(op.allocated.value.data):
+            tape = buffer
+        else:
+            size = emit(llvm.ConstantOp(IntegerAttr(TAPE_OBJECT_BYTES, i64), i64))
+            tape = emit(llvm.CallOp("malloc", size, return_type=PTR))
+        emit(llvm.CallOp(END, tape_global, saved, tape))
+        new_results = [tape] + ([primal] if primal is not None else [])
+    else:
+        *args, tape = operands
+        emit(llvm.CallOp(RESUME, tape_global, saved, tape))
+        out_types = [r.type for r in op.results]
+        if not out_types:
+            emit(llvm.CallOp(rev_name, *args))
+            new_results = []
+        elif len(out_types) == 1:
+            new_results = [emit(llvm.CallOp(rev_name, *args, return_type=out_types[0]))]
+        else:
+            from zymase.ir import DenseArrayBase
+
+            st = llvm.LLVMStructType.from_type_list(out_types)
+            agg = emit(llvm.CallOp(rev_name, *args, return_type=st))
+            new_results = [emit(llvm.ExtractValueOp(DenseArrayBase.from_list(i64, [i]), agg, t))
+                           for i, t in enumerate(out_types)]
+        emit(llvm.CallOp(FINISH, tape_global, saved))
+        if not bool(op.allocated.value.data):
+            emit(llvm.CallOp("free", tape))
+    for old, new in zip(op.results, new_results):
+        old.replace_all_uses_with(new)
+    block.erase_op(op)
+
+
+def _entry_slot(op: Operation) -> SSAValue:
+    """A stack slot for the set-aside global tape, in the entry block (not where the
+    call is: a slot allocated in a loop would grow the stack on every iteration)."""
+    fop = op.parent_op()
+    while fop is not None and not isinstance(fop, llvm.FuncOp):
+        fop = fop.parent_op()
+    entry = fop.body.blocks[0]
+    anchor = entry.first_op
+    one = llvm.ConstantOp(IntegerAttr(1, i64), i64)
+    slot = llvm.AllocaOp(one.results[0], CACHE_STRUCT, alignment=16)
+    entry.insert_op_before(one, anchor)
+    entry.insert_op_before(slot, anchor)
+    return slot.results[0]
+
+
+def _require_runtime(module: ModuleOp) -> None:
+    """The global tape, the four tape helpers, the too-small report, malloc and free."""
+    symbols = {op.sym_name.data: op for op in module.body.block.ops if hasattr(op, "sym_name")}
+    block = module.body.block
+    if GLOBAL_TAPE not in symbols:
+        tape = llvm.GlobalOp(CACHE_STRUCT, GLOBAL_TAPE, "weak", thread_local_=True, alignment=16, value=None)
+        tape.attributes["zymase.llvm_init"] = StringAttr("zeroinitializer")
+        block.add_op(tape)
+    for name, inputs, output in (("malloc", [i64], PTR), ("free", [PTR], None), ("write", [IntegerType(32), PTR, i64], i64),
+                                 ("abort", [], None)):
+        if name not in symbols:
+            block.add_op(llvm.FuncOp(name, llvm.LLVMFunctionType(inputs, output), linkage=llvm.LinkageAttr("external")))
+    if BEGIN in symbols:
+        return
+    for fn in _parsed_runtime().clone().body.block.ops:
+        fn.detach()
+        block.add_op(fn)
+    block.add_op(_too_small_message())
+    block.add_op(_too_small_check())
+
+
+_MESSAGE_GLOBAL = "__zymase_split_tape_message"
+
+
+def _too_small_message() -> Operation:
+    data = _TOO_SMALL_MESSAGE.encode()
+    g = llvm.GlobalOp(llvm.LLVMArrayType(len(data), IntegerType(8)), _MESSAGE_GLOBAL, "private", constant=True,
+                      value=None)
+    escaped = "".join(chr(b) if 32 <= b < 127 and b not in (34, 92) else f"\\{b:02X}" for b in data)
+    g.attributes["zymase.llvm_init"] = StringAttr(f'c"{escaped}"')
+    return g
+
+
+def _too_small_check() -> Operation:
+    """``__zymase_split_tape_too_small(i64 size)``: report and abort when the caller's
+    tape buffer is smaller than the tape object (a size known only at run time)."""
+    text = f"""
+builtin.module {{
+  llvm.func internal @{TOO_SMALL}(%size: i64) {{
+    %need = llvm.mlir.constant({TAPE_OBJECT_BYTES} : i64) : i64
+    %small = llvm.icmp "slt" %size, %need : i64
+    llvm.cond_br %small, ^fail, ^ok
+  ^fail:
+    %fd = llvm.mlir.constant(2 : i32) : i32
+    %len = llvm.mlir.constant({len(_TOO_SMALL_MESSAGE.encode())} : i64) : i64
+    %msg = llvm.mlir.addressof @{_MESSAGE_GLOBAL} : !llvm.ptr
+    %w = llvm.call @write(%fd, %msg, %len) : (i32, !llvm.ptr, i64) -> i64
+    llvm.call @abort() : () -> ()
+    llvm.unreachable
+  ^ok:
+    llvm.return
+  }}
+}}
+"""
+    fn = parse_mlir(text, "<zymase split-mode size check>").body.block.first_op
+    fn.detach()
+    return fn

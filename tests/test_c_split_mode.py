@@ -1,0 +1,47 @@
+"""Enzyme's split reverse mode and return markers from C (issue 24 item 1): the
+self-checking programs in tests/c/split_mode, built at -O0..-O3 and -O2 -ffast-math,
+and the run-time check of a caller's tape buffer."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from c_harness import build_and_run
+from forking_cli import run_cli
+
+PROGRAMS = sorted((Path(__file__).resolve().parent / "c" / "split_mode").glob("*.c"))
+LEVELS = [["-O0"], ["-O1"], ["-O2"], ["-O3"], ["-O2", "-ffast-math"]]
+
+
+def test_corpus_is_there():
+    assert len(PROGRAMS) >= 4
+
+
+@pytest.mark.parametrize("flags", LEVELS, ids=[" ".join(f) for f in LEVELS])
+@pytest.mark.parametrize("program", PROGRAMS, ids=[p.stem for p in PROGRAMS])
+def test_split_mode_program(program: Path, flags: list[str], tmp_path: Path, zymase_cli: list[str]):
+    build_and_run(program, flags, tmp_path, zymase_cli)
+
+
+def test_tape_buffer_too_small_at_run_time(tmp_path: Path):
+    # the buffer's size is known only at run time: the program stops with the reason
+    (tmp_path / "small.c").write_text(
+        "#include <stdlib.h>\n"
+        "extern int enzyme_dup, enzyme_allocated, enzyme_tape;\n"
+        "extern void __enzyme_augmentfwd(void*, ...);\n"
+        "void f(double *x) { x[0] = x[0] * x[0]; }\n"
+        "int main(int argc, char **argv) { double x = 2, dx = 1; int size = 8 * argc;\n"
+        "  void *tape = malloc(size);\n"
+        "  __enzyme_augmentfwd((void*)f, enzyme_allocated, size, enzyme_tape, tape, enzyme_dup, &x, &dx);\n"
+        "  free(tape); return 0; }\n")
+    proc = run_cli(["cc", "-O2", "small.c", "-o", "small"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    ran = subprocess.run([str(tmp_path / "small")], capture_output=True, text=True, timeout=60)
+    assert ran.returncode != 0
+    assert "tape buffer given to __enzyme_augmentfwd" in ran.stderr
+    assert "smaller than the 24 bytes" in ran.stderr
+    ok = subprocess.run([str(tmp_path / "small"), "a", "b"], capture_output=True, text=True, timeout=60)
+    assert ok.returncode == 0, ok.stderr
