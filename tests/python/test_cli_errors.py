@@ -182,22 +182,50 @@ C_CASES = {
         ["vector_active.c:4:", "vector<2xf64> is loaded from memory that holds derivatives", "'llvm.load'",
          "function 'f'"],
     ),
-    # issue 23 item 1: Enzyme's interface that zymase does not implement is refused,
-    # not skipped (a registered derivative used to be ignored, the body differentiated)
-    "register_gradient.c": (
+    # issue 24 item 2: registered derivatives that do not follow Enzyme's convention are
+    # refused by name (calling them with other arguments would be undefined behaviour)
+    "register_gradient_wrong_arity.c": (
         "extern double __enzyme_autodiff(void*, ...);\n"
         "double sq(double x) { return x * x; }\n"
-        "double aug(double x) { return x; }\ndouble grad(double x, double d) { return 3 * d; }\n"
+        "double aug(double x, double y) { return x * y; }\ndouble grad(double x, double d) { return 3 * d; }\n"
         "void *__enzyme_register_gradient_sq[3] = {(void*)sq, (void*)aug, (void*)grad};\n"
         "int main(void) { return __enzyme_autodiff((void*)sq, 1.0) != 3; }\n",
-        ["'__enzyme_register_gradient_sq'", "registers a custom reverse-mode derivative", "not implement"],
+        ["'aug', registered as the augmented forward pass of 'sq', takes 2", "needs 1 parameters"],
     ),
-    "register_derivative.c": (
+    "register_gradient_wrong_return.c": (
+        "extern double __enzyme_autodiff(void*, ...);\n"
+        "double sq(double x) { return x * x; }\n"
+        "double aug(double x) { return x * x; }\nvoid grad(double x, double d) { (void)x; (void)d; }\n"
+        "void *__enzyme_register_gradient_sq[3] = {(void*)sq, (void*)aug, (void*)grad};\n"
+        "int main(void) { return __enzyme_autodiff((void*)sq, 1.0) != 3; }\n",
+        ["'grad', registered as the gradient of 'sq', returns void", "derivatives of the float arguments"],
+    ),
+    "register_derivative_wrong_return.c": (
         "extern double __enzyme_fwddiff(void*, ...);\n"
-        "double sq(double x) { return x * x; }\ndouble dsq(double x, double dx) { return 3 * dx; }\n"
+        "double sq(double x) { return x * x; }\nvoid dsq(double x, double dx) { (void)x; (void)dx; }\n"
         "void *__enzyme_register_derivative_sq[2] = {(void*)sq, (void*)dsq};\n"
         "int main(void) { return __enzyme_fwddiff((void*)sq, 1.0, 1.0) != 3; }\n",
-        ["'__enzyme_register_derivative_sq'", "forward-mode derivative"],
+        ["'dsq', registered as the forward-mode derivative of 'sq', returns void", "tangent"],
+    ),
+    "register_gradient_short.c": (
+        "extern double __enzyme_autodiff(void*, ...);\n"
+        "double sq(double x) { return x * x; }\ndouble grad(double x, double d) { return 3 * d; }\n"
+        "void *__enzyme_register_gradient_sq[2] = {(void*)sq, (void*)grad};\n"
+        "int main(void) { return __enzyme_autodiff((void*)sq, 1.0) != 3; }\n",
+        ["registration '__enzyme_register_gradient_sq' must be an array of 3 function addresses", "got 2"],
+    ),
+    "register_gradient_constant_pointer.c": (
+        "extern double __enzyme_autodiff(void*, ...);\n"
+        "void mul(const double *c, const double *x, double *y) { *y = *c * *x; }\n"
+        "void *aug(const double *c, const double *dc, const double *x, const double *dx, double *y, double *dy)"
+        " { *y = *c * *x; return 0; }\n"
+        "void grad(const double *c, double *dc, const double *x, double *dx, const double *y, double *dy, void *t)"
+        " { *dx += *c * *dy; }\n"
+        "void *__enzyme_register_gradient_mul[3] = {(void*)mul, (void*)aug, (void*)grad};\n"
+        "double f(const double *c, double a) { double y; mul(c, &a, &y); return y; }\n"
+        "extern int enzyme_const;\n"
+        "int main(void) { double c = 3; return __enzyme_autodiff((void*)f, enzyme_const, &c, 1.0) != 3; }\n",
+        ["argument 1 of 'mul' is a pointer without a shadow here", "registered"],
     ),
     "inactivefn.c": (
         "extern double __enzyme_autodiff(void*, ...);\n"

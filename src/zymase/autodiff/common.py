@@ -70,8 +70,13 @@ class Context:
         if name is None:
             return None
         fop = self.driver.lookup_function(name)
-        if fop is None or not fop.body.blocks:
+        if fop is None:
             return None
+        if not fop.body.blocks:
+            # a declared function with a registered derivative is differentiated by it
+            from zymase.autodiff.custom import has_custom_rule
+
+            return fop if has_custom_rule(fop) else None
         return fop
 
     def rule_for(self, op: Operation) -> Rule | None:
@@ -143,13 +148,15 @@ def prepare(ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts
         # differentiated in program order (recursive callees, which cannot be inlined, are split
         # into augmented forward and reverse functions instead: Driver.split).
         from zymase.analysis.memory import is_pointer
+        from zymase.autodiff.custom import has_custom_rule
         from zymase.transforms.inline import inline_calls
 
         inline_calls(
             region,
             ctx.defined_function,
-            lambda call, callee: any(is_pointer(v) for v in (*call.operands, *call.results))
-            or ctx.writes_memory(callee),
+            # a function with a registered derivative stays a call (autodiff/custom.py)
+            lambda call, callee: not has_custom_rule(callee) and (
+                any(is_pointer(v) for v in (*call.operands, *call.results)) or ctx.writes_memory(callee)),
         )
         # boundary iterations peeled off loops: affine addresses in the middle loop
         from zymase.transforms.peel import peel_boundary_iterations

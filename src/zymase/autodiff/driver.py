@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from zymase.autodiff.common import Context, derivative_follows, fwd_signature, rev_signature
+from zymase.autodiff.custom import CustomRules, custom_derivative, custom_gradient
 from zymase.autodiff.flavor import flavor_of
 from zymase.autodiff.forward import ForwardGenerator
 from zymase.autodiff.reverse import ReverseGenerator
@@ -74,6 +75,14 @@ class Driver:
         self.symbols[name] = gop
         self.done[key] = name
         ctx = Context(self.module, flavor, self)
+        if _custom_rule_for(fop, mode):
+            # a registered derivative: a function calling the user's, not one of the body
+            rules = CustomRules(self.module, flavor, fop)
+            if mode == "rev":
+                rules.reverse(gop, arg_acts, ret_acts)
+            else:
+                rules.forward(gop, arg_acts, ret_acts, ctx.writes_memory(fop))
+            return name
         if mode == "rev":
             # structured control flow (scf regions) is reversed region by region
             gen_cls = StructuredReverse if is_structured(fop) else ReverseGenerator
@@ -109,6 +118,9 @@ class Driver:
         self.module.body.block.add_op(rev)
         self.symbols[rev_name] = rev
         self.done[key] = (aug_name, rev_name)
+        if _custom_rule_for(fop, "rev"):
+            CustomRules(self.module, flavor, fop).split(aug, rev, arg_acts, ret_acts)
+            return aug_name, rev_name
         ctx = Context(self.module, flavor, self)
         ReverseGenerator(ctx, fop, arg_acts, ret_acts, rev_name).generate_split(aug, rev)
         return aug_name, rev_name
@@ -121,6 +133,11 @@ class Driver:
 
     def forward(self, fop: Operation, arg_acts, ret_acts, *, entry: bool = False) -> str:
         return self._generate("fwd", fop, arg_acts, ret_acts, entry)
+
+
+def _custom_rule_for(fop: Operation, mode: str) -> bool:
+    """Whether the user registered the derivative of ``fop`` for ``mode`` (autodiff/custom.py)."""
+    return (custom_gradient(fop) if mode == "rev" else custom_derivative(fop)) is not None
 
 
 def _mark_unneeded_primal_memory(gop: Operation, fop: Operation, inputs, arg_acts: Sequence[Activity], *,

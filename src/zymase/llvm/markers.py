@@ -110,6 +110,9 @@ KNOWN_MARKERS = (*MARKERS, *RETURN_MARKERS, *VALUE_MARKERS, *HINT_MARKERS)
 MARKER_FUNCTIONS = {"__enzyme_autodiff": "rev", "__enzyme_fwddiff": "fwd", "__enzyme_augmentfwd": "augment",
                     "__enzyme_reverse": "reverse", "__enzyme_augmentsize": "size"}
 
+#: Registration globals zymase reads (autodiff/custom.py): Enzyme matches the prefix.
+REGISTRATION_GLOBALS = ("__enzyme_register_gradient", "__enzyme_register_derivative")
+
 #: The size in bytes of a split-mode tape (what ``__enzyme_augmentsize`` returns):
 #: the tape's data pointer, its size and its capacity (zymase.transforms.split_mode).
 SPLIT_TAPE_BYTES = 24
@@ -117,8 +120,6 @@ SPLIT_TAPE_BYTES = 24
 #: What Enzyme does with the names it knows and zymase does not implement (yet), for
 #: the error message; any other ``__enzyme_*`` name is refused as unknown.
 _UNIMPLEMENTED_SYMBOLS = {
-    "__enzyme_register_gradient": "registers a custom reverse-mode derivative",
-    "__enzyme_register_derivative": "registers a custom forward-mode derivative",
     "__enzyme_register_splitderivative": "registers a custom split-mode derivative",
     "__enzyme_inactivefn": "marks functions inactive",
     "__enzyme_inactive_global": "marks globals inactive",
@@ -178,7 +179,12 @@ def protect_marker_calls(ll_text: str) -> str:
     The pre-AD pipeline runs before the call sites are lowered; without this,
     SimplifyCFG merges two calls in different branches into one whose function or
     markers are phis (``cond ? f : g``), which no longer name what to differentiate.
+    Functions with a registered derivative are marked ``noinline`` for the same reason
+    (autodiff/custom.protect_registered_functions).
     """
+    from zymase.autodiff.custom import protect_registered_functions
+
+    ll_text = protect_registered_functions(ll_text)
     out = []
     for line in ll_text.splitlines():
         if line.startswith("declare") and any(marker in line for marker in MARKER_FUNCTIONS):
@@ -221,6 +227,9 @@ def _marker_mode(name: str) -> str | None:
 def lower_markers(module: ModuleOp) -> int:
     """Rewrite every marker call site; returns how many were rewritten."""
     refuse_unimplemented(module)
+    from zymase.autodiff.custom import read_registrations
+
+    read_registrations(module)
     functions = {op.sym_name.data: op for op in module.body.block.ops if isinstance(op, llvm.FuncOp)}
     sites = find_sites(module)
     _refuse_nested(sites, functions)
@@ -240,6 +249,8 @@ def refuse_unimplemented(module: ModuleOp) -> None:
         if not isinstance(op, (llvm.FuncOp, llvm.GlobalOp)):
             continue
         name = op.sym_name.data
+        if any(prefix in name for prefix in REGISTRATION_GLOBALS):
+            continue
         if "__enzyme_" in name and _marker_mode(name) is None:
             known = next((what for prefix, what in _UNIMPLEMENTED_SYMBOLS.items() if prefix in name), None)
             message = (f"'{name}' {known}, which zymase does not implement yet" if known

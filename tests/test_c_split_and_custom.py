@@ -1,6 +1,8 @@
-"""Enzyme's split reverse mode and return markers from C (issue 24 item 1): the
-self-checking programs in tests/c/split_mode, built at -O0..-O3 and -O2 -ffast-math,
-and the run-time check of a caller's tape buffer."""
+"""Enzyme's split reverse mode, return markers and registered custom derivatives from C
+(issue 24 items 1 and 2): the self-checking programs in tests/c/split_mode and
+tests/c/custom_derivatives, built at -O0..-O3 and -O2 -ffast-math, the run-time check of
+a caller's tape buffer, and the errors for registered functions that do not follow
+Enzyme's convention."""
 
 from __future__ import annotations
 
@@ -12,17 +14,18 @@ import pytest
 from c_harness import build_and_run
 from forking_cli import run_cli
 
-PROGRAMS = sorted((Path(__file__).resolve().parent / "c" / "split_mode").glob("*.c"))
+_C = Path(__file__).resolve().parent / "c"
+PROGRAMS = sorted([*(_C / "split_mode").glob("*.c"), *(_C / "custom_derivatives").glob("*.c")])
 LEVELS = [["-O0"], ["-O1"], ["-O2"], ["-O3"], ["-O2", "-ffast-math"]]
 
 
 def test_corpus_is_there():
-    assert len(PROGRAMS) >= 4
+    assert len(PROGRAMS) >= 7
 
 
 @pytest.mark.parametrize("flags", LEVELS, ids=[" ".join(f) for f in LEVELS])
 @pytest.mark.parametrize("program", PROGRAMS, ids=[p.stem for p in PROGRAMS])
-def test_split_mode_program(program: Path, flags: list[str], tmp_path: Path, zymase_cli: list[str]):
+def test_split_and_custom_program(program: Path, flags: list[str], tmp_path: Path, zymase_cli: list[str]):
     build_and_run(program, flags, tmp_path, zymase_cli)
 
 
@@ -45,3 +48,11 @@ def test_tape_buffer_too_small_at_run_time(tmp_path: Path):
     assert "smaller than the 24 bytes" in ran.stderr
     ok = subprocess.run([str(tmp_path / "small"), "a", "b"], capture_output=True, text=True, timeout=60)
     assert ok.returncode == 0, ok.stderr
+
+
+@pytest.mark.parametrize("flags", LEVELS, ids=[" ".join(f) for f in LEVELS])
+def test_registered_gradient_of_a_library_function(flags: list[str], tmp_path: Path, zymase_cli: list[str]):
+    # the registered function is only declared where it is differentiated
+    here = _C / "custom_derivatives" / "external"
+    build_and_run(here / "registered_gradient_external.c", flags, tmp_path, zymase_cli,
+                  other_sources=[here / "library.c"])
