@@ -278,6 +278,12 @@ C_CASES = {
         "int main(void) { return __enzyme_reverse((void*)f, 2.0) > 0; }\n",
         ["split_missing_seed.c:3:", "needs the adjoint of its double result"],
     ),
+    "split_augment_declared_double.c": (
+        "extern double __enzyme_augmentfwd(void*, ...);\n"
+        "double f(double x) { return x * x; }\n"
+        "int main(void) { return __enzyme_augmentfwd((void*)f, 2.0) > 0; }\n",
+        ["split_augment_declared_double.c:3:", "returns {void *, double}, but it is declared to return double"],
+    ),
     "split_primal_return.c": (
         "extern int enzyme_primal_return;\nextern void *__enzyme_augmentfwd(void*, ...);\n"
         "double f(double x) { return x * x; }\n"

@@ -584,8 +584,29 @@ def _lower_site(site: _Site, functions: dict[str, Operation]) -> None:
         # {tape, primal}: no tape when it is in the caller's buffer, no primal after enzyme_noret
         tape, primal = results[:1], results[1:]
         results = ([] if opts.tape is not None else tape) + ([] if opts.noret else primal)
+        _check_augment_return(site, call, results, sret, fname)
     b.deliver(results, sret, site)
     call.parent_block().erase_op(call)
+
+
+def _check_augment_return(site: _Site, call: Operation, results: list[SSAValue], sret, fname: str) -> None:
+    """What __enzyme_augmentfwd is declared to return must hold what it returns: the
+    tape alone (``void*``, also accepted when a primal result follows), or a struct of
+    the same layout as ``{tape, result}`` — a ``double`` would read the tape's bits."""
+    if sret is not None or call.returned is None or not results:
+        return
+    want = call.returned.type
+    if isinstance(want, llvm.LLVMPointerType) and isinstance(results[0].type, llvm.LLVMPointerType):
+        return
+    if len(results) == 1 and want == results[0].type:
+        return
+    packed = llvm.LLVMStructType.from_type_list([r.type for r in results])
+    if want == packed:
+        return
+    spelled = "{" + ", ".join("void *" if isinstance(r.type, llvm.LLVMPointerType) else c_type_name(r.type)
+                              for r in results) + "}"
+    raise _err(site, f"{site.marker_fn} of '{fname}' returns {spelled}, but it is declared to return "
+               f"{c_type_name(want)}", f"declare it to return a struct {spelled} (or void* for the tape alone)")
 
 
 def _return_kind(site: _Site, opts: _Options, fn_out: Attribute, has_result: bool, fname: str) -> str | None:
