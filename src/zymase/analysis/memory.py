@@ -45,7 +45,9 @@ READ_ONLY_EXTERNALS = {"printf", "fprintf", "puts", "fputs", "strlen", "sprintf"
 # helper reads a shape and strides and writes new strides, in stack slots that also
 # hold an array's data pointer (hence shadowed). No derivative flows through them, and
 # the integer fields of a shadow are never read (only its pointers are).
-INTEGER_ONLY_EXTERNALS = {"numba_attempt_nocopy_reshape"}
+# malloc_usable_size reads only the allocator's bookkeeping (zymase's forward mode of
+# realloc calls it, so a derivative differentiated again meets it).
+INTEGER_ONLY_EXTERNALS = {"numba_attempt_nocopy_reshape", "malloc_usable_size"}
 #: intrinsics that neither read nor write program memory (markers and hints)
 MARKER_INTRINSICS = ("llvm.lifetime", "llvm.dbg", "llvm.assume", "llvm.experimental.noalias.scope.decl")
 

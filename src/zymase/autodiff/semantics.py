@@ -1,5 +1,7 @@
 """Derivative semantics chosen per compilation: strong zeros (the default) or IEEE
-propagation of ``0 * inf``.
+propagation of ``0 * inf``; and whether the derivatives generated now will themselves
+be differentiated (nested differentiation), which limits their tapes to what the engine
+can differentiate.
 
 With strong zeros, a zero adjoint (reverse mode) or a zero tangent (forward mode)
 contributes zero whatever the partial it multiplies: an intermediate that does not
@@ -18,6 +20,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 
 _STRONG_ZERO: ContextVar[bool] = ContextVar("zymase_strong_zero", default=True)
+_DIFFERENTIATED_AGAIN: ContextVar[bool] = ContextVar("zymase_differentiated_again", default=False)
 
 
 def strong_zero() -> bool:
@@ -33,3 +36,21 @@ def derivative_semantics(*, strong_zero: bool = True) -> Iterator[None]:
         yield
     finally:
         _STRONG_ZERO.reset(token)
+
+
+def differentiated_again() -> bool:
+    """Whether the derivatives being generated now will be differentiated again (an
+    inner ``__enzyme_autodiff`` of a nested one): their tapes are then plain LIFO caches,
+    whose push and pop go through memory the engine shadows, and no indexed caches,
+    whose buffers travel in ``{ptr, i64}`` aggregates and pooled sites."""
+    return _DIFFERENTIATED_AGAIN.get()
+
+
+@contextmanager
+def generating_inner_derivatives(inner: bool = True) -> Iterator[None]:
+    """Generate the derivatives built inside for differentiation again (or not)."""
+    token = _DIFFERENTIATED_AGAIN.set(inner)
+    try:
+        yield
+    finally:
+        _DIFFERENTIATED_AGAIN.reset(token)

@@ -87,7 +87,10 @@ class IndexedCaches:
         return self._nest_for([(h, body) for h, body in self._loop_chain(e.dst) if e.src in body])
 
     def _nest_for(self, chain: list[tuple[Block, set[Block]]]) -> LoopNest | None:
-        if self.split or self.flavor.name != "llvm":
+        from zymase.autodiff.semantics import differentiated_again
+
+        # a derivative that will be differentiated again keeps LIFO caches only
+        if self.split or self.flavor.name != "llvm" or differentiated_again():
             return None
         nests = self.__dict__.setdefault("_nests", {})
         headers: list[Block] = []

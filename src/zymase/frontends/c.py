@@ -58,22 +58,31 @@ def differentiate_llvm_ir(ll_text: str, filename: str, level: int, timings: Timi
 
 def differentiate_module(module: ModuleOp) -> int:
     """Marker lowering, the enzyme pass and tape lowering on an llvm-dialect module."""
-    from zymase.llvm.markers import lower_markers
+    from zymase.autodiff.semantics import generating_inner_derivatives
+    from zymase.llvm.markers import finish_markers, lower_sites, marker_rounds
     from zymase.transforms.alias_scopes import annotate_alias_scopes
     from zymase.transforms.dead_primal_stores import remove_dead_primal_stores
     from zymase.transforms.enzyme_pass import run_enzyme_pass
     from zymase.transforms.lower_to_llvm import lower_to_llvm
 
-    n = lower_markers(module)
-    if n:
+    rounds = marker_rounds(module)
+    if rounds:
         from zymase.transforms.known_callees import resolve_known_callees
 
         resolve_known_callees(module)
-        run_enzyme_pass(module)
-        lower_to_llvm(module)
+        # nested differentiation: the inner derivatives exist as ordinary llvm code
+        # before the functions calling them are differentiated
+        for k, sites in enumerate(rounds):
+            lower_sites(module, sites)
+            with generating_inner_derivatives(k < len(rounds) - 1):
+                run_enzyme_pass(module)
+            lower_to_llvm(module)
+        finish_markers(module)
         remove_dead_primal_stores(module)
         annotate_alias_scopes(module)
-    return n
+    else:
+        finish_markers(module)
+    return sum(map(len, rounds))
 
 
 def compile_c(source: str, clang_flags: list[str], level: int, timings: Timings, *, preopt: bool = True) -> str:

@@ -225,18 +225,88 @@ def _marker_mode(name: str) -> str | None:
 
 
 def lower_markers(module: ModuleOp) -> int:
-    """Rewrite every marker call site; returns how many were rewritten."""
+    """Rewrite every marker call site at once; returns how many were rewritten. A
+    differentiated function that reaches a marker call (nested differentiation) is
+    refused here: it needs :func:`marker_rounds` and the enzyme pass between rounds."""
+    rounds = marker_rounds(module)
+    if len(rounds) > 1:
+        functions = _functions(module)
+        _refuse_nested([site for r in rounds for site in r], functions)
+    for sites in rounds:
+        lower_sites(module, sites)
+    finish_markers(module)
+    return sum(map(len, rounds))
+
+
+def _functions(module: ModuleOp) -> dict[str, Operation]:
+    return {op.sym_name.data: op for op in module.body.block.ops if isinstance(op, llvm.FuncOp)}
+
+
+def marker_rounds(module: ModuleOp) -> list[list[_Site]]:
+    """The marker call sites in the order nested differentiation needs them: a site
+    whose differentiated function reaches (calls, or takes the address of) a function
+    holding another site comes after that site, whose derivative must exist, as
+    ordinary code, before it is differentiated again (``__enzyme_fwddiff(df, ...)`` where
+    ``df`` calls ``__enzyme_autodiff(f, ...)``: forward over reverse). Round k holds the
+    sites with k-1 nested levels below them. A site that reaches itself is refused.
+    Also reads what the sites rely on (registrations) and refuses what zymase does not
+    implement."""
     refuse_unimplemented(module)
     from zymase.autodiff.custom import read_registrations
 
     read_registrations(module)
-    functions = {op.sym_name.data: op for op in module.body.block.ops if isinstance(op, llvm.FuncOp)}
+    functions = _functions(module)
     sites = find_sites(module)
-    _refuse_nested(sites, functions)
+    sites_in: dict[str, list[_Site]] = {}
+    for site in sites:
+        sites_in.setdefault(site.caller, []).append(site)
+    references: dict[str, set[str]] = {}
+
+    def reached(site: _Site) -> list[_Site]:
+        """The sites in functions that ``site``'s differentiated function reaches."""
+        target = _differentiated_name(site, functions)
+        if target is None:
+            return []
+        seen, todo, found = {target}, [target], []
+        while todo:
+            name = todo.pop()
+            found += sites_in.get(name, [])
+            if name not in references:
+                references[name] = _referenced_functions(functions.get(name), functions)
+            for callee in references[name] - seen:
+                seen.add(callee)
+                todo.append(callee)
+        return found
+
+    inner = {id(site): reached(site) for site in sites}
+    depth: dict[int, int] = {}
+
+    def depth_of(site: _Site, path: tuple[int, ...]) -> int:
+        key = id(site)
+        if key in path:
+            raise _err(site, f"{site.marker_fn} in '{site.caller}' differentiates a function that reaches "
+                       "this same call again: a derivative that would contain itself",
+                       "differentiate a function that does not call back into its own derivative")
+        if key not in depth:
+            depth[key] = 1 + max((depth_of(t, (*path, key)) for t in inner[key]), default=0)
+        return depth[key]
+
+    rounds: dict[int, list[_Site]] = {}
+    for site in sites:
+        rounds.setdefault(depth_of(site, ()), []).append(site)
+    return [rounds[k] for k in sorted(rounds)]
+
+
+def lower_sites(module: ModuleOp, sites: list[_Site]) -> None:
+    """Rewrite ``sites`` (one round of :func:`marker_rounds`) into enzyme ops."""
+    functions = _functions(module)
     for site in sites:
         _lower_site(site, functions)
+
+
+def finish_markers(module: ModuleOp) -> None:
+    """After the last round: the marker globals and declarations nothing uses go."""
     _drop_dead_marker_globals(module)
-    return len(sites)
 
 
 # ------------------------------------------------- what zymase does not implement
