@@ -136,7 +136,9 @@ def protect_marker_calls(ll_text: str) -> str:
     out = []
     for line in ll_text.splitlines():
         if line.startswith("declare") and any(marker in line for marker in MARKER_FUNCTIONS):
-            start = line.index("(", line.index("@__enzyme_"))
+            # the name is the declaration's first `@`; C++ mangles a template one as
+            # `@_Z17__enzyme_autodiffI...` or `@_ZN6enzyme...__enzyme_fwddiff...`
+            start = line.index("(", line.index("@"))
             depth = 0
             for i in range(start, len(line)):
                 if line[i] == "(":
