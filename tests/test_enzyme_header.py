@@ -28,3 +28,54 @@ def test_marker_declarations_with_mangled_names_take_nomerge():
     assert lines[0].endswith("(ptr noundef, ptr noundef, double) nomerge")
     assert lines[1].endswith("(ptr noundef, double) nomerge #4")
     assert lines[2].endswith("(ptr noundef, ...) local_unnamed_addr nomerge #1")
+
+
+# The header's programs at every optimization level: -O0 relies on clang inlining the
+# header's always_inline functions, -O1..-O3 on the pre-AD pipeline doing it.
+PROGRAMS = sorted(CXX_HEADER_DIR.glob("*.cpp"))
+LEVELS = [["-O0"], ["-O1"], ["-O2"], ["-O3"]]
+
+
+def test_programs_are_there():
+    assert {p.stem for p in PROGRAMS} >= {"reverse", "forward"}
+
+
+@pytest.mark.parametrize("flags", LEVELS, ids=["".join(f.lstrip("-") for f in b) for b in LEVELS])
+@pytest.mark.parametrize("program", PROGRAMS, ids=[p.stem for p in PROGRAMS])
+def test_header_program(program: Path, flags: list[str], tmp_path: Path, zymase_cli: list[str]):
+    build_and_run(program, flags, tmp_path, zymase_cli)
+
+
+# What the header does not offer fails to compile, with a message naming it (the first
+# line of each file: `// expect-error: <text>`), never with a traceback.
+REFUSED = sorted((CXX_HEADER_DIR / "refused").glob("*.c*"))
+
+
+def _expected_error(source: Path) -> str:
+    first = source.read_text().splitlines()[0]
+    assert first.startswith("// expect-error: "), f"{source.name}: first line must say the expected error"
+    return first.removeprefix("// expect-error: ")
+
+
+@pytest.mark.parametrize("source", REFUSED, ids=[p.name for p in REFUSED])
+def test_header_refuses_at_compile_time(source: Path, tmp_path: Path):
+    from forking_cli import run_cli
+
+    exe = tmp_path / "refused"
+    build = run_cli(["cc", "-O0", str(source), "-o", str(exe)], timeout=120, cwd=tmp_path)
+    assert build.returncode != 0 and not exe.exists()
+    assert _expected_error(source) in build.stderr, build.stderr
+    assert "Traceback" not in build.stderr and "internal error" not in build.stderr
+
+
+def test_header_ships_with_the_package():
+    """The header is package data (pyproject's `include/**/*`), found where `zymase cc`
+    looks for it."""
+    from importlib.resources import files
+
+    from zymase.llvm.toolchain import INCLUDE_DIR
+
+    header = files("zymase") / "include" / "enzyme" / "enzyme"
+    assert header.is_file()
+    assert (Path(INCLUDE_DIR) / "enzyme" / "enzyme").is_file()
+    assert "enzyme::autodiff" in header.read_text()
