@@ -79,3 +79,17 @@ def test_header_ships_with_the_package():
     assert header.is_file()
     assert (Path(INCLUDE_DIR) / "enzyme" / "enzyme").is_file()
     assert "enzyme::autodiff" in header.read_text()
+
+
+def test_header_without_preopt_is_refused_with_a_hint(tmp_path: Path):
+    """`--no-preopt` differentiates the IR before anything is inlined, so the marker call
+    stays inside the header's function, where f is a parameter: refused, with a hint
+    that names the cause instead of "pass the function itself" (issue 24 item 4)."""
+    from forking_cli import run_cli
+
+    exe = tmp_path / "reverse"
+    build = run_cli(["cc", "-O2", "--no-preopt", str(CXX_HEADER_DIR / "reverse.cpp"), "-o", str(exe)],
+                    timeout=120, cwd=tmp_path)
+    assert build.returncode != 0 and not exe.exists()
+    assert build.stderr.startswith("zymase: error:") and len(build.stderr.strip().splitlines()) == 1, build.stderr
+    assert "<enzyme/enzyme>" in build.stderr and "--no-preopt" in build.stderr, build.stderr
