@@ -69,6 +69,11 @@ int main() {
     check("lambda' (Forward)", x, enzyme::get<0>(enzyme::autodiff<enzyme::Forward>(cubic, enzyme::Duplicated{x, 1.0})),
           3 * x * x + 1, 1e-9);
 
+    // a generic lambda
+    auto generic = [](auto s) { return s * s * s; };
+    check("generic lambda' (Forward)", x,
+          enzyme::get<0>(enzyme::autodiff<enzyme::Forward>(generic, enzyme::Duplicated{x, 1.0})), 3 * x * x, 1e-9);
+
     // Duplicated return: Enzyme's (primal, tangent)
     auto pt = enzyme::autodiff<enzyme::Forward, enzyme::Duplicated<double>>(cubic, enzyme::Duplicated{x, 2.0});
     check("Duplicated<double> return: primal first", x, enzyme::get<0>(pt), x * x * x + x, 1e-12);

@@ -1,8 +1,9 @@
 // Reverse mode through <enzyme/enzyme> (issue 24 item 4): Active scalars (one, two,
 // three, float and double mixed), Duplicated pointers, arrays and references, Const
 // ints and references, a void function with a Duplicated output, return activities,
-// ReverseWithPrimal, a lambda without captures and a function template as f. Every
-// derivative is checked against a closed form, a few also against central differences.
+// ReverseWithPrimal, lambdas (with and without captures), a function object and a
+// function template as f. Every derivative is checked against a closed form, a few
+// also against central differences.
 #include <enzyme/enzyme>
 #include <math.h>
 #include <stdio.h>
@@ -34,6 +35,11 @@ double by_ref(const double& x, double& scale) { return x * x * scale; }
 template <typename T>
 T poly(T x) { return 3 * x * x * x - 2 * x + 1; }
 int ignores(double* x) { x[0] = x[0] * x[0]; return 7; }
+// a function object: passed to the differentiated wrapper as constant data
+struct Affine {
+  double a, b;
+  double operator()(double x) const { return a * x * x + b * x; }
+};
 
 static double central(double (*f)(double), double x) {
   double h = 1e-6;
@@ -95,6 +101,16 @@ int main() {
     auto [dw, primal] = enzyme::autodiff<enzyme::ReverseWithPrimal>(quartic, enzyme::Active{x}, enzyme::Const{y});
     check("ReverseWithPrimal derivative", x, enzyme::get<0>(dw), 4 * x * x * x * y, 1e-9);
     check("ReverseWithPrimal primal", x, primal, x * x * x * x * y, 1e-12);
+
+    // a lambda capturing a value (constant, as in Enzyme) and a function object
+    double k = 2.5;
+    auto scaled = [k](double t) { return k * t * t; };
+    check("capturing lambda'", x, enzyme::get<0>(enzyme::get<0>(enzyme::autodiff<enzyme::Reverse>(scaled, enzyme::Active{x}))),
+          2 * k * x, 1e-12);
+    Affine af{1.5, -0.5};
+    auto [da, pa] = enzyme::autodiff<enzyme::ReverseWithPrimal>(af, enzyme::Active{x});
+    check("function object'", x, enzyme::get<0>(da), 3.0 * x - 0.5, 1e-12);
+    check("function object primal", x, pa, 1.5 * x * x - 0.5 * x, 1e-12);
 
     // the default return activity spelled out, and Const<double>: nothing seeds the result
     auto ra = enzyme::autodiff<enzyme::Reverse, enzyme::Active<double>>(cube, enzyme::Active{x});
