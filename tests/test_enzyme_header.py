@@ -30,10 +30,11 @@ def test_marker_declarations_with_mangled_names_take_nomerge():
     assert lines[2].endswith("(ptr noundef, ...) local_unnamed_addr nomerge #1")
 
 
-# The header's programs at every optimization level: -O0 relies on clang inlining the
-# header's always_inline functions, -O1..-O3 on the pre-AD pipeline doing it.
+# The header's programs at every optimization level (and -O2 -ffast-math): -O0 relies on
+# clang inlining the header's always_inline functions, -O1..-O3 on the pre-AD pipeline
+# doing it. (--no-preopt inlines nothing: refused, see the last test.)
 PROGRAMS = sorted(CXX_HEADER_DIR.glob("*.cpp"))
-LEVELS = [["-O0"], ["-O1"], ["-O2"], ["-O3"]]
+LEVELS = [["-O0"], ["-O1"], ["-O2"], ["-O3"], ["-O2", "-ffast-math"]]
 
 
 def test_programs_are_there():
