@@ -87,6 +87,13 @@ int main() {
     check("d fpair/da", x, enzyme::get<0>(gff), (float)y + 1, 1e-4);
     check("d fpair/db", x, enzyme::get<1>(gff), (float)x, 1e-4);
 
+    // f as a function pointer variable and as &f
+    double (*cube_ptr)(double) = cube;
+    check("cube' through a function pointer", x,
+          enzyme::get<0>(enzyme::get<0>(enzyme::autodiff<enzyme::Reverse>(cube_ptr, enzyme::Active{x}))), 3 * x * x, 1e-9);
+    check("cube' through &cube", x,
+          enzyme::get<0>(enzyme::get<0>(enzyme::autodiff<enzyme::Reverse>(&cube, enzyme::Active{x}))), 3 * x * x, 1e-9);
+
     // function template as f
     auto gt = enzyme::autodiff<enzyme::Reverse>(poly<double>, enzyme::Active{x});
     check("poly<double>'", x, enzyme::get<0>(enzyme::get<0>(gt)), 9 * x * x - 2, 1e-9);
