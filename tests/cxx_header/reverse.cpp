@@ -1,12 +1,14 @@
 // Reverse mode through <enzyme/enzyme> (issue 24 item 4): Active scalars (one, two,
 // three, float and double mixed), Duplicated pointers, arrays and references, Const
-// ints and references, a void function with a Duplicated output, return activities,
-// ReverseWithPrimal, lambdas (with and without captures), a function object and a
-// function template as f. Every derivative is checked against a closed form, a few
-// also against central differences.
+// ints and references (one that f changes), a std::vector, a void function with a
+// Duplicated output, return activities, ReverseWithPrimal, lambdas (with and without
+// captures), a function object, function pointers and a function template as f. Every
+// derivative is checked against a closed form, a few also against central differences.
 #include <enzyme/enzyme>
 #include <math.h>
 #include <stdio.h>
+
+#include <vector>
 
 static int failures = 0;
 
@@ -35,6 +37,13 @@ double by_ref(const double& x, double& scale) { return x * x * scale; }
 template <typename T>
 T poly(T x) { return 3 * x * x * x - 2 * x + 1; }
 int ignores(double* x) { x[0] = x[0] * x[0]; return 7; }
+// writes its Const reference argument: f must run exactly once
+float bump(float x, float& y) { return x * (y++); }
+double sum_squares(const std::vector<double>& v) {
+  double s = 0;
+  for (double e : v) s += e * e;
+  return s;
+}
 // a function object: passed to the differentiated wrapper as constant data
 struct Affine {
   double a, b;
@@ -170,6 +179,18 @@ int main() {
   enzyme::autodiff<enzyme::Reverse>(ignores, enzyme::Duplicated<double*>(v, dv));
   check("int result: f ran once", 3.0, v[0], 9.0, 1e-12);
   check("int result: nothing seeded", 3.0, dv[0], 0.0, 1e-12);
+
+  // a Const reference that f changes: one run of f, one increment
+  float counter = 5.0f;
+  auto gb = enzyme::autodiff<enzyme::Reverse>(bump, enzyme::Active{10.0f}, enzyme::Const<float&>{counter});
+  check("bump: d/dx", 10.0, enzyme::get<0>(enzyme::get<0>(gb)), 5.0, 1e-6);
+  check("bump: f ran once", 10.0, counter, 6.0, 1e-12);
+
+  // a std::vector by const reference, its shadow another vector (as in Enzyme's tests)
+  const std::vector<double> vec{3.0, -4.0, 0.5};
+  std::vector<double> dvec(3, 0.0);
+  enzyme::autodiff<enzyme::Reverse>(sum_squares, enzyme::DuplicatedNoNeed<const std::vector<double>&>{vec, dvec});
+  for (int i = 0; i < 3; i++) check("sum_squares: d/dv[i] of a std::vector", i, dvec[i], 2 * vec[i], 1e-12);
 
   printf("%d failure(s)\n", failures);
   return failures != 0;
