@@ -24,6 +24,10 @@ double mix3(double x, double y, double z) { return x * y * z + exp(x - z); }
 double scaled_pow(double x, int n) { return pow(x, n) * n; }
 float fmix(float a, double b) { return a * a * (float)b; }
 float fpair(float a, float b) { return a * b + a; }
+// three floats come back as { <2 x float>, float } on x86-64, a double and two floats
+// as { double, <2 x float> }: the tuple must have the same bytes
+float ftriple(float a, float b, float c) { return a * b * 2 + c * c * c; }
+double dff(double a, float b, float c) { return a * b + (double)c * a; }
 double dot(const double* a, const double* b, int n) {
   double s = 0;
   for (int i = 0; i < n; i++) s += a[i] * b[i];
@@ -102,6 +106,18 @@ int main() {
           enzyme::get<0>(enzyme::get<0>(enzyme::autodiff<enzyme::Reverse>(cube_ptr, enzyme::Active{x}))), 3 * x * x, 1e-9);
     check("cube' through &cube", x,
           enzyme::get<0>(enzyme::get<0>(enzyme::autodiff<enzyme::Reverse>(&cube, enzyme::Active{x}))), 3 * x * x, 1e-9);
+
+    float fx = (float)x, fy = 2.0f, fz = -1.0f;
+    auto g3f = enzyme::get<0>(enzyme::autodiff<enzyme::Reverse>(ftriple, enzyme::Active{fx}, enzyme::Active{fy},
+                                                                 enzyme::Active{fz}));
+    check("d ftriple/da", x, enzyme::get<0>(g3f), 2 * fy, 1e-4);
+    check("d ftriple/db", x, enzyme::get<1>(g3f), 2 * fx, 1e-4);
+    check("d ftriple/dc", x, enzyme::get<2>(g3f), 3 * fz * fz, 1e-4);
+    auto gdff = enzyme::get<0>(enzyme::autodiff<enzyme::Reverse>(dff, enzyme::Active{x}, enzyme::Active{fy},
+                                                                 enzyme::Active{fz}));
+    check("d dff/da (double)", x, enzyme::get<0>(gdff), fy + fz, 1e-9);
+    check("d dff/db (float)", x, enzyme::get<1>(gdff), x, 1e-4);
+    check("d dff/dc (float)", x, enzyme::get<2>(gdff), x, 1e-4);
 
     // function template as f
     auto gt = enzyme::autodiff<enzyme::Reverse>(poly<double>, enzyme::Active{x});
