@@ -26,6 +26,10 @@ double norm2(const double* v, int n) {
 void scale_into(const double* x, double* y, double k, int n) {
   for (int i = 0; i < n; i++) y[i] = k * x[i] * x[i];
 }
+int squares_counted(const double* x, double* y, int n) {
+  for (int i = 0; i < n; i++) y[i] = x[i] * x[i];
+  return n;
+}
 double by_ref(const double& x) { return exp(x) * x; }
 struct pair {
   double p, q;
@@ -92,6 +96,16 @@ int main() {
     auto tn = enzyme::autodiff<enzyme::Forward, enzyme::DuplicatedNoNeed<double>>(square, enzyme::Duplicated{x, 1.0});
     check("DuplicatedNoNeed<double> return: the tangent", x, enzyme::get<0>(tn), 2 * x, 1e-12);
 
+    // the same for plain functions: zymase specializes the header's wrapper on f
+    auto [tw2, pw2] = enzyme::autodiff<enzyme::ForwardWithPrimal>(mix2, enzyme::Duplicated{x, 1.0}, enzyme::Const{y});
+    check("ForwardWithPrimal of a plain function: tangent", x, tw2, cos(x) * y + y * y, 1e-9);
+    check("ForwardWithPrimal of a plain function: primal", x, pw2, mix2(x, y), 1e-12);
+    auto pt2 = enzyme::autodiff<enzyme::Forward, enzyme::Duplicated<double>>(square, enzyme::Duplicated{x, 2.0});
+    check("Duplicated<double> return of a plain function: primal", x, enzyme::get<0>(pt2), x * x, 1e-12);
+    check("Duplicated<double> return of a plain function: tangent", x, enzyme::get<1>(pt2), 4 * x, 1e-12);
+    auto pc2 = enzyme::autodiff<enzyme::Forward, enzyme::Const<double>>(square, enzyme::Duplicated{x, 1.0});
+    check("Const<double> return of a plain function: the primal", x, enzyme::get<0>(pc2), x * x, 1e-12);
+
     // a reference
     double dr = 1.0;
     double tr = enzyme::get<0>(enzyme::autodiff<enzyme::Forward>(by_ref, enzyme::Duplicated<const double&>(x, dr)));
@@ -119,6 +133,14 @@ int main() {
     check("scale_into primal", i, y3[i], k * x3[i] * x3[i], 1e-12);
     check("scale_into tangent", i, dy3[i], 2.0 * x3[i] * x3[i] + k * 2 * x3[i] * dx3[i], 1e-12);
   }
+
+  // an int result: Forward's default return activity is Const, the primal; the tangent
+  // of the output still lands in its shadow
+  double in[2] = {1.5, -2.0}, din[2] = {1.0, 0.5}, out[2], dout[2] = {0, 0};
+  auto count = enzyme::autodiff<enzyme::Forward>(squares_counted, enzyme::Duplicated<const double*>(in, din),
+                                                 enzyme::Duplicated<double*>(out, dout), enzyme::Const<int>(2));
+  check("int result: the primal", 2, enzyme::get<0>(count), 2, 0);
+  for (int i = 0; i < 2; i++) check("squares_counted tangent", i, dout[i], 2 * in[i] * din[i], 1e-12);
 
   printf("%d failure(s)\n", failures);
   return failures != 0;

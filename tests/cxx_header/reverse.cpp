@@ -41,6 +41,11 @@ double by_ref(const double& x, double& scale) { return x * x * scale; }
 template <typename T>
 T poly(T x) { return 3 * x * x * x - 2 * x + 1; }
 int ignores(double* x) { x[0] = x[0] * x[0]; return 7; }
+int calls = 0;
+double counted(double x) {
+  calls++;
+  return x * x;
+}
 // writes its Const reference argument: f must run exactly once
 float bump(float x, float& y) { return x * (y++); }
 double sum_squares(const std::vector<double>& v) {
@@ -144,6 +149,14 @@ int main() {
     check("function object'", x, enzyme::get<0>(da), 3.0 * x - 0.5, 1e-12);
     check("function object primal", x, pa, 1.5 * x * x - 0.5 * x, 1e-12);
 
+    // ReverseWithPrimal of a plain function: f runs once inside the derivative (zymase
+    // specializes the header's wrapper on the constant function pointer)
+    auto [dp, pp] = enzyme::autodiff<enzyme::ReverseWithPrimal>(mix2, enzyme::Active{x}, enzyme::Const{y});
+    check("ReverseWithPrimal of a plain function: derivative", x, enzyme::get<0>(dp), cos(x) * y + y * y, 1e-9);
+    check("ReverseWithPrimal of a plain function: primal", x, pp, mix2(x, y), 1e-12);
+    auto cc = enzyme::autodiff<enzyme::Reverse, enzyme::Const<double>>(cube, enzyme::Active{x});
+    check("Reverse, Const<double> return of a plain function: zero", x, enzyme::get<0>(enzyme::get<0>(cc)), 0.0, 1e-12);
+
     // the default return activity spelled out, and Const<double>: nothing seeds the result
     auto ra = enzyme::autodiff<enzyme::Reverse, enzyme::Active<double>>(cube, enzyme::Active{x});
     check("Reverse, Active<double> return", x, enzyme::get<0>(enzyme::get<0>(ra)), 3 * x * x, 1e-9);
@@ -207,6 +220,13 @@ int main() {
   std::vector<double> dvec(3, 0.0);
   enzyme::autodiff<enzyme::Reverse>(sum_squares, enzyme::DuplicatedNoNeed<const std::vector<double>&>{vec, dvec});
   for (int i = 0; i < 3; i++) check("sum_squares: d/dv[i] of a std::vector", i, dvec[i], 2 * vec[i], 1e-12);
+
+  // ReverseWithPrimal of a plain function that counts its calls: one call
+  calls = 0;
+  auto [dcount, pcount] = enzyme::autodiff<enzyme::ReverseWithPrimal>(counted, enzyme::Active{1.5});
+  check("counted: derivative", 1.5, enzyme::get<0>(dcount), 3.0, 1e-12);
+  check("counted: primal", 1.5, pcount, 2.25, 1e-12);
+  check("counted: f ran once", 1.5, calls, 1, 0);
 
   printf("%d failure(s)\n", failures);
   return failures != 0;

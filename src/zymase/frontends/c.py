@@ -66,9 +66,11 @@ def differentiate_module(module: ModuleOp) -> int:
 
     n = lower_markers(module)
     if n:
+        from zymase.transforms.constant_callees import specialize_constant_callees
         from zymase.transforms.known_callees import resolve_known_callees
 
         resolve_known_callees(module)
+        specialize_constant_callees(module)
         run_enzyme_pass(module)
         lower_to_llvm(module)
         remove_dead_primal_stores(module)
