@@ -1,8 +1,8 @@
 /* A function passed as an enzyme_const argument and called through its pointer inside the
    differentiated function: the call is made direct in a copy of the function specialized
    for that argument (issue 24 item 4; the C++ header relies on it). The same function
-   differentiated with two different constant functions, called twice and nested, in
-   reverse and forward mode. */
+   differentiated with different constant functions (one of them libm's sin), called
+   twice and nested, in reverse and forward mode. */
 #include <stdio.h>
 #include <math.h>
 
@@ -59,6 +59,14 @@ int main(void) {
         double got = __enzyme_autodiff((void *)integral, enzyme_const, wave, b, enzyme_const, n);
         check("d integral(wave)/db", b, got, want, 1e-9);
         check("d integral(wave)/db, central difference", b, got, fd, 1e-6);
+        /* a libm function: the direct call gets sin's derivative rule */
+        double want_sin = 0.0;
+        for (int i = 0; i < n; i++) {
+            double t = (i + 0.5) / n;
+            want_sin += sin(t * b) / n + b / n * t * cos(t * b);
+        }
+        check("d integral(sin)/db", b, __enzyme_autodiff((void *)integral, enzyme_const, sin, b, enzyme_const, n),
+              want_sin, 1e-9);
         check("integral(cube) forward", b,
               __enzyme_fwddiff((void *)integral, enzyme_const, cube, b, 1.0, enzyme_const, n),
               (integral(cube, b + h, n) - integral(cube, b - h, n)) / (2.0 * h), 1e-6);

@@ -21,18 +21,18 @@ from zymase.transforms.known_callees import make_direct
 
 
 def _function_named_by(value, functions: dict[str, Operation]) -> str | None:
+    """The function (defined, or declared like libm's ``sin``) ``value`` is the address of."""
     owner = value.owner
     if isinstance(owner, llvm.AddressOfOp):
         name = owner.global_name.root_reference.data
-        fop = functions.get(name)
-        if fop is not None and fop.body.blocks:
+        if name in functions:
             return name
     return None
 
 
 def _constant_functions(request: Operation, functions: dict[str, Operation]) -> dict[int, str]:
-    """Parameter index -> defined function, for the constant arguments of ``request``
-    that are function addresses."""
+    """Parameter index -> function, for the constant arguments of ``request`` that are
+    function addresses."""
     out: dict[int, str] = {}
     inputs = list(request.inputs)
     k = 0
