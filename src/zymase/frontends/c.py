@@ -67,6 +67,7 @@ def differentiate_module(module: ModuleOp) -> int:
 
     rounds = marker_rounds(module)
     if rounds:
+        from zymase.transforms.constant_callees import specialize_constant_callees
         from zymase.transforms.known_callees import resolve_known_callees
 
         resolve_known_callees(module)
@@ -74,6 +75,7 @@ def differentiate_module(module: ModuleOp) -> int:
         # before the functions calling them are differentiated
         for k, sites in enumerate(rounds):
             lower_sites(module, sites)
+            specialize_constant_callees(module)
             with generating_inner_derivatives(k < len(rounds) - 1):
                 run_enzyme_pass(module)
             lower_to_llvm(module)

@@ -188,7 +188,9 @@ def protect_marker_calls(ll_text: str) -> str:
     out = []
     for line in ll_text.splitlines():
         if line.startswith("declare") and any(marker in line for marker in MARKER_FUNCTIONS):
-            start = line.index("(", line.index("@__enzyme_"))
+            # the name is the declaration's first `@`; C++ mangles a template one as
+            # `@_Z17__enzyme_autodiffI...` or `@_ZN6enzyme...__enzyme_fwddiff...`
+            start = line.index("(", line.index("@"))
             depth = 0
             for i in range(start, len(line)):
                 if line[i] == "(":
@@ -512,10 +514,15 @@ def _lower_site(site: _Site, functions: dict[str, Operation]) -> None:
     fop = functions.get(fname) if fname else None
     if fop is None:
         what = f"'@{fname}'" if fname else "a value that is not a function"
+        hint = "pass the function itself, e.g. __enzyme_autodiff((void*)f, x)"
+        if site.caller.startswith("_ZN6enzyme"):
+            # the call is still inside the header's always_inline functions, where f is a parameter
+            hint = ("the <enzyme/enzyme> header needs its functions inlined before differentiation; "
+                    "build without --no-preopt")
         raise _err(
             site,
             f"the first argument of {site.marker_fn} must be a function defined in this file, got {what}",
-            "pass the function itself, e.g. __enzyme_autodiff((void*)f, x)",
+            hint,
         )
     if not fop.body.blocks:
         raise _err(

@@ -131,17 +131,23 @@ def resolve_known_callees(module: Operation) -> int:
         target = function_fields(glob).get(where[1])
         if target is None or not never_written(module, glob):
             continue
-        direct = llvm.CallOp(target, *call.operands[1:],
-                             return_type=call.results[0].type if call.results else None)
-        for key in ("fastmathFlags", "CConv", "TailCallKind"):
-            if key in call.properties:
-                direct.properties[key] = call.properties[key]
-        direct.attributes.update(call.attributes)
-        direct.location = call.location
-        block = call.parent_block()
-        block.insert_op_before(direct, call)
-        for old, new in zip(call.results, direct.results):
-            old.replace_all_uses_with(new)
-        block.erase_op(call)
+        make_direct(call, target)
         count += 1
     return count
+
+
+def make_direct(call: Operation, target: str) -> None:
+    """Replace the indirect ``call`` by a direct call of ``@target`` with the same
+    arguments, flags and attributes."""
+    direct = llvm.CallOp(target, *call.operands[1:],
+                         return_type=call.results[0].type if call.results else None)
+    for key in ("fastmathFlags", "CConv", "TailCallKind"):
+        if key in call.properties:
+            direct.properties[key] = call.properties[key]
+    direct.attributes.update(call.attributes)
+    direct.location = call.location
+    block = call.parent_block()
+    block.insert_op_before(direct, call)
+    for old, new in zip(call.results, direct.results):
+        old.replace_all_uses_with(new)
+    block.erase_op(call)
