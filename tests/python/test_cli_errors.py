@@ -285,7 +285,23 @@ C_CASES = {
         "extern double __enzyme_augmentfwd(void*, ...);\n"
         "double f(double x) { return x * x; }\n"
         "int main(void) { return __enzyme_augmentfwd((void*)f, 2.0) > 0; }\n",
-        ["split_augment_declared_double.c:3:", "returns {void *, double}, but it is declared to return double"],
+        ["split_augment_declared_double.c:3:", "returns {void *, double}, but the call is declared to return double"],
+    ),
+    # a declared struct of other types than the derivatives' used to be read from their
+    # bytes: two floats from two doubles (through a register or an sret pointer)
+    "derivatives_declared_float.c": (
+        "typedef struct { float dx, dy; } g2f;\nextern g2f __enzyme_autodiff(void*, ...);\n"
+        "double f(double x, double y) { return x * y; }\n"
+        "int main(void) { g2f g = __enzyme_autodiff((void*)f, 2.0, 3.0); return g.dx != 3; }\n",
+        ["derivatives_declared_float.c:4:", "returns {double, double}, but the call is declared to return "
+         "{float, float}"],
+    ),
+    "derivatives_declared_float_sret.c": (
+        "typedef struct { float dx, dy, dz; } g3f;\nextern g3f __enzyme_autodiff(void*, ...);\n"
+        "double h(double x, double y, double z) { return x * y * z; }\n"
+        "int main(void) { g3f k = __enzyme_autodiff((void*)h, 2.0, 3.0, 4.0); return k.dx != 12; }\n",
+        ["derivatives_declared_float_sret.c:4:", "returns {double, double, double}, but the call is declared to "
+         "return {float, float, float}"],
     ),
     "split_primal_return.c": (
         "extern int enzyme_primal_return;\nextern void *__enzyme_augmentfwd(void*, ...);\n"

@@ -661,29 +661,8 @@ def _lower_site(site: _Site, functions: dict[str, Operation]) -> None:
         # {tape, primal}: no tape when it is in the caller's buffer, no primal after enzyme_noret
         tape, primal = results[:1], results[1:]
         results = ([] if opts.tape is not None else tape) + ([] if opts.noret else primal)
-        _check_augment_return(site, call, results, sret, fname)
     b.deliver(results, sret, site)
     call.parent_block().erase_op(call)
-
-
-def _check_augment_return(site: _Site, call: Operation, results: list[SSAValue], sret, fname: str) -> None:
-    """What __enzyme_augmentfwd is declared to return must hold what it returns: the
-    tape alone (``void*``, also accepted when a primal result follows), or a struct of
-    the same layout as ``{tape, result}`` — a ``double`` would read the tape's bits."""
-    if sret is not None or call.returned is None or not results:
-        return
-    want = call.returned.type
-    if isinstance(want, llvm.LLVMPointerType) and isinstance(results[0].type, llvm.LLVMPointerType):
-        return
-    if len(results) == 1 and want == results[0].type:
-        return
-    packed = llvm.LLVMStructType.from_type_list([r.type for r in results])
-    if want == packed:
-        return
-    spelled = "{" + ", ".join("void *" if isinstance(r.type, llvm.LLVMPointerType) else c_type_name(r.type)
-                              for r in results) + "}"
-    raise _err(site, f"{site.marker_fn} of '{fname}' returns {spelled}, but it is declared to return "
-               f"{c_type_name(want)}", f"declare it to return a struct {spelled} (or void* for the tape alone)")
 
 
 def _return_kind(site: _Site, opts: _Options, fn_out: Attribute, has_result: bool, fname: str) -> str | None:
@@ -820,7 +799,12 @@ class _Builder:
         call = self.call
         want = call.returned.type if call.returned is not None else None
         if sret is not None:
-            self.insert(llvm.StoreOp(self._pack(results), sret))
+            packed = self._pack(results)
+            declared = _sret_type(call)
+            if declared is not None and not _holds(declared, packed.type):
+                raise _err(site, f"{site.marker_fn} returns {_c_spelling(packed.type)}, but the call is declared "
+                           f"to return {_c_spelling(declared)}", _DECLARE_HINT)
+            self.insert(llvm.StoreOp(packed, sret))
             return
         if want is None:
             return
@@ -835,6 +819,11 @@ class _Builder:
             packed = self._pack(results)
             if packed.type == want:
                 value = packed
+            elif not _holds(packed.type, want):
+                # the bytes would not be the values the declaration names (two floats
+                # read from two doubles): refused, never reinterpreted
+                raise _err(site, f"{site.marker_fn} returns {_c_spelling(packed.type)}, but the call is declared "
+                           f"to return {_c_spelling(want)}", _DECLARE_HINT)
             else:
                 # Same bytes, other C ABI spelling (e.g. {float, float} returned as
                 # <2 x float>): reinterpret through a stack slot.
@@ -852,6 +841,43 @@ class _Builder:
         for i, r in enumerate(results):
             agg = self.v(llvm.InsertValueOp(DenseArrayBase.from_list(i64, [i]), agg, r))
         return agg
+
+
+_DECLARE_HINT = ("declare the marker function to return the derivatives' own types, in argument order "
+                 "(e.g. typedef struct { double dx, dy; } grad2; for two double arguments)")
+
+
+def _scalar_fields(t: Attribute) -> list[Attribute]:
+    """The scalars of a value of type ``t`` in memory order (structs, arrays and vectors
+    flattened): what a C declaration of the same bytes must list."""
+    if isinstance(t, llvm.LLVMStructType):
+        return [s for f in t.types.data for s in _scalar_fields(f)]
+    if isinstance(t, llvm.LLVMArrayType):
+        return _scalar_fields(t.type) * t.size.data
+    if isinstance(t, VectorType):
+        return [t.element_type] * t.get_shape()[0]
+    return [t]
+
+
+def _holds(outer: Attribute, inner: Attribute) -> bool:
+    """Whether a value of type ``outer`` begins with the scalars of ``inner``, in order
+    (the same bytes spelled another way, possibly followed by more)."""
+    a, b = _scalar_fields(outer), _scalar_fields(inner)
+    return len(a) >= len(b) and a[:len(b)] == b
+
+
+def _c_spelling(t: Attribute) -> str:
+    fields = _scalar_fields(t)
+    names = ["void *" if isinstance(f, llvm.LLVMPointerType) else c_type_name(f) for f in fields]
+    return names[0] if len(names) == 1 else "{" + ", ".join(names) + "}"
+
+
+def _sret_type(call: Operation) -> Attribute | None:
+    """The type the hidden result pointer of ``call`` points to (its ``sret(T)``)."""
+    attrs = call.attributes.get("arg_attrs")
+    if isinstance(attrs, ArrayAttr) and attrs.data:
+        return attrs.data[0].data.get("llvm.sret")
+    return None
 
 
 def _drop_dead_marker_globals(module: ModuleOp) -> None:
