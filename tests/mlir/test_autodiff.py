@@ -332,3 +332,39 @@ def test_recursion(control, n):
     x = 1.1
     assert control.d_pw(x, n) == pytest.approx(n * x ** (n - 1) if n else 0.0, rel=1e-13)
     assert control.t_pw(x, n) == pytest.approx(n * x ** (n - 1) if n else 0.0, rel=1e-13)
+
+
+NESTED = """
+func.func @f(%x: f64) -> f64 {
+  %s = math.sin %x : f64
+  %y = arith.mulf %s, %x : f64
+  func.return %y : f64
+}
+func.func @df(%x: f64) -> f64 {
+  %one = arith.constant 1.0 : f64
+  %d = enzyme.autodiff @f(%x, %one) {activity = [#enzyme<activity enzyme_active>], ret_activity = [#enzyme<activity enzyme_activenoneed>]} : (f64, f64) -> f64
+  func.return %d : f64
+}
+func.func @ddf(%x: f64, %dx: f64) -> f64 {
+  %d = enzyme.fwddiff @df(%x, %dx) {activity = [#enzyme<activity enzyme_dup>], ret_activity = [#enzyme<activity enzyme_dupnoneed>]} : (f64, f64) -> f64
+  func.return %d : f64
+}
+"""
+
+
+@pytest.mark.parametrize("order", ["inner first", "outer first"])
+def test_nested_requests_are_refused_not_zero(order):
+    # issue 25 item 1 (MLIR part not done): forward mode over a generated reverse
+    # derivative used to return a tangent of 0 (its accumulator cells had no rule)
+    from zymase.errors import ZymaseError
+
+    text = NESTED
+    if order == "outer first":
+        head, rest = text.split("func.func @df", 1)
+        df, ddf = rest.split("func.func @ddf", 1)
+        text = head + "func.func @ddf" + ddf + "func.func @df" + df
+    with pytest.raises(ZymaseError) as info:
+        zymase.mlir.compile(text)
+    msg = info.value.format()
+    assert msg.startswith("zymase: error: ") and "\n" not in msg
+    assert "differentiating a function that itself differentiates" in msg

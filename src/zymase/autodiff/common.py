@@ -276,6 +276,19 @@ def _reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activ
     fname = function_name(fop)
     for block in nested_blocks(region):
         for op in block.ops:
+            if op.dialect_name() == "enzyme":
+                # a derivative request, or a generated derivative's accumulators and
+                # caches: no rule moves derivatives through them (their values would
+                # be taken as constant, a zero derivative)
+                raise ZymaseError(
+                    f"'{fname}' holds '{op.name}': differentiating a function that itself "
+                    "differentiates (or a derivative zymase generated) is not supported on this path",
+                    construct=op.name,
+                    function=fname,
+                    location=location_of(op),
+                    hint="in C, nest __enzyme_autodiff/__enzyme_fwddiff calls (zymase cc differentiates "
+                    "the inner one first); in MLIR, differentiate a function without enzyme ops",
+                )
             if any(o in act.varied for o in op.operands) and any(
                 _holds_floats(r.type) and not is_differentiable_type(r.type) for r in op.results
             ):
