@@ -562,7 +562,7 @@ def _lower_site(site: _Site, functions: dict[str, Operation]) -> None:
             "which returns the shadow of a returned pointer",
         )
 
-    if has_result and ret_kind != "const":
+    if has_result and opts.ret != "const":
         _refuse_undifferentiable(site, fn_out, f"the result of '{fname}'")
 
     b = _Builder(call)
