@@ -12,6 +12,7 @@ from zymase.analysis.cfg import CFG
 from zymase.analysis.scf import nested_blocks
 from zymase.autodiff.flavor import Emitter, Flavor, is_differentiable_type
 from zymase.autodiff.registry import REGISTRY, Rule, load_all_rules
+from zymase.autodiff.annotated_calls import mark_of, rule_for_marked
 from zymase.autodiff.type_rules import shadow_type
 from zymase.autodiff.flavor import intrinsic_base
 from zymase.autodiff.names import ABANDON, ABANDONED, SHADOW_ARGS
@@ -70,8 +71,8 @@ class Context:
         if name is None:
             return None
         fop = self.driver.lookup_function(name)
-        if fop is None or not fop.body.blocks:
-            return None
+        if fop is None or not fop.body.blocks or mark_of(fop) is not None:
+            return None  # a function marked inactive or function_like is called, not differentiated
         return fop
 
     def rule_for(self, op: Operation) -> Rule | None:
@@ -82,7 +83,8 @@ class Context:
             return REGISTRY.by_function.get(intrinsic_base(op.intrin.data))
         name = self.flavor.callee(op)
         if name is not None and self.defined_function(op) is None:
-            return REGISTRY.by_function.get(name)
+            marked = rule_for_marked(self.driver.lookup_function(name))
+            return marked if marked is not None else REGISTRY.by_function.get(name)
         return None
 
     def call_writes_unseen(self, call: Operation) -> bool:
@@ -96,6 +98,9 @@ class Context:
             return False  # the reverse sweep never runs after it
         if name in READ_ONLY_EXTERNALS or name in INTEGER_ONLY_EXTERNALS:
             return False  # they write through their pointer operands at most
+        marked = self.driver.lookup_function(name) if name else None
+        if mark_of(marked) is not None and marked.body.blocks:
+            return self.writes_memory(marked)  # its body says (it is not differentiated)
         if self.rule_for(call) is not None and not (name or "").startswith("lgamma"):
             return False  # a math function: it writes errno at most (lgamma also sets signgam)
         return may_write_unseen_memory(self.driver.lookup_function(name) if name else None)
@@ -359,6 +364,16 @@ def _reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activ
                     hint="define the function in the same file, or pass it only values that are not "
                     "differentiated",
                 )
+            if _inactive_writer_of_shadowed(ctx, op, act):
+                raise ZymaseError(
+                    f"memory holding active data is passed to '{ctx.flavor.callee(op)}', which is marked "
+                    "inactive and may write to it: the derivatives kept for that memory would not match "
+                    "the values the call writes",
+                    construct=describe(op),
+                    function=fname,
+                    location=location_of(op),
+                    hint="pass the inactive function copies of the data it writes, or remove the inactive mark",
+                )
             if any(o in act.shadowed for o in op.operands) and _opaque_call(ctx, op):
                 raise ZymaseError(
                     f"memory holding active data is passed to '{describe(op).split('@')[-1]}', "
@@ -419,6 +434,20 @@ def _active_into_pointer_writer(ctx: Context, op: Operation, act: ActivityInfo) 
     return may_write_through_arguments(ctx.driver.lookup_function(ctx.flavor.callee(op)))
 
 
+def _marked_callee(ctx: Context, op: Operation) -> Operation | None:
+    """The callee of ``op`` when it is a defined function marked inactive or function_like."""
+    name = ctx.flavor.callee(op) if isinstance(op, llvm.CallOp) else None
+    fop = ctx.driver.lookup_function(name) if name else None
+    return fop if fop is not None and fop.body.blocks and mark_of(fop) is not None else None
+
+
+def _inactive_writer_of_shadowed(ctx: Context, op: Operation, act: ActivityInfo) -> bool:
+    """A marked function given a pointer to memory with shadows, which its body may write."""
+    fop = _marked_callee(ctx, op)
+    return (fop is not None and any(o in act.shadowed for o in op.operands)
+            and ctx.writes_memory(fop))
+
+
 def _unsupported_on_active(op: Operation, act: ActivityInfo) -> str | None:
     """Constructs whose derivative cannot be built when they touch active data."""
     touches = any(o in act.varied or o in act.shadowed for o in op.operands)
@@ -465,6 +494,8 @@ def _opaque_call(ctx: Context, op: Operation) -> bool:
         return False
     if ctx.defined_function(op) is not None:
         return False  # differentiated in split mode
+    if _marked_callee(ctx, op) is not None:
+        return False  # its body is seen: only reads memory it is given (else refused above)
     return name not in READ_ONLY_EXTERNALS and name not in INTEGER_ONLY_EXTERNALS
 
 

@@ -15,9 +15,11 @@ Semantics follow Enzyme:
 
 Everything else of Enzyme's C interface is refused, never skipped: other
 ``__enzyme_*`` functions and globals (split modes, batching, registered derivatives,
-``__enzyme_inactivefn`` ...), marker globals zymase does not implement (``enzyme_width``,
-``enzyme_tape`` ...), ``enzyme_*`` function attributes in the IR, and a differentiated
-function that itself reaches a marker call (higher-order derivatives).
+``__enzyme_allocation_like`` ...), marker globals zymase does not implement (``enzyme_width``,
+``enzyme_tape`` ...), ``enzyme_*`` function attributes and annotations in the IR other
+than the activity marks ``llvm/annotations.py`` reads (and removes or records before
+this module runs), and a differentiated function that itself reaches a marker call
+(higher-order derivatives).
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ from zymase.ir import (
 )
 from zymase.ir import enzyme as ez
 from zymase.ir.enzyme import Activity
+from zymase.llvm.annotations import is_implemented_annotation, is_implemented_attribute
 
 MARKERS = {
     "enzyme_const": "const",
@@ -71,9 +74,7 @@ _UNIMPLEMENTED_SYMBOLS = {
     "__enzyme_register_gradient": "registers a custom reverse-mode derivative",
     "__enzyme_register_derivative": "registers a custom forward-mode derivative",
     "__enzyme_register_splitderivative": "registers a custom split-mode derivative",
-    "__enzyme_inactivefn": "marks functions inactive",
     "__enzyme_inactive_global": "marks globals inactive",
-    "__enzyme_function_like": "declares a function to behave like a known one",
     "__enzyme_allocation_like": "declares a function to allocate memory",
     "__enzyme_augmentfwd": "is split reverse mode (augmented forward pass)",
     "__enzyme_reverse": "is split reverse mode (reverse pass)",
@@ -206,7 +207,7 @@ def refuse_unimplemented(module: ModuleOp) -> None:
                 + ", ".join(MARKERS) + ")")
         if (isinstance(op, llvm.GlobalOp) and isinstance(text := op.properties.get("value"), StringAttr)
                 and text.data.startswith(_MARKER_WORDS) and isinstance(sec := op.properties.get("section"), StringAttr)
-                and sec.data == "llvm.metadata"):
+                and sec.data == "llvm.metadata" and not is_implemented_annotation(text.data.rstrip(chr(0)))):
             raise _unimplemented_error(  # __attribute__((annotate("enzyme_inactive")))
                 module, name, f"annotation '{text.data.rstrip(chr(0))}' is not implemented by zymase")
         if isinstance(op, llvm.FuncOp):
@@ -225,7 +226,7 @@ def _enzyme_function_attributes(fop: Operation) -> list[str]:
     names = []
     for item in passthrough.data if passthrough is not None else ():
         key = item.data[0] if isinstance(item, ArrayAttr) else item
-        if isinstance(key, StringAttr) and key.data.startswith(_MARKER_WORDS):
+        if isinstance(key, StringAttr) and key.data.startswith(_MARKER_WORDS) and not is_implemented_attribute(key.data):
             names.append(key.data)
     return names
 

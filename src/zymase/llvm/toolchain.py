@@ -44,6 +44,8 @@ _INSTALL_HINT = "apt-get install -y clang-19, or pip install ziglang"
 
 #: headers shipped with zymase (``<enzyme/enzyme>`` ...), searched after the user's ``-I``
 INCLUDE_DIR = Path(__file__).resolve().parent.parent / "include"
+#: included when the source uses Enzyme's attributes: spells them as annotate(...)
+ENZYME_ATTRIBUTES_HEADER = INCLUDE_DIR / "zymase" / "enzyme_attributes.h"
 
 
 # --------------------------------------------------------------------------------------
@@ -211,23 +213,41 @@ def c_to_llvm_ir(source: str | Path, flags: list[str] | None = None, opt_level: 
             str(out),
             str(source),
         ]
-        try:
-            proc = subprocess.run(
-                argv, capture_output=True, text=True, stdin=subprocess.DEVNULL
-            )
-        except OSError as exc:
-            raise ZymaseError(
-                f"could not run clang: {exc}", hint=_INSTALL_HINT
-            ) from None
-        if proc.returncode != 0 or not out.is_file():
-            first = _first_error(proc.stderr)
-            if _DIAG_RE.match(first):  # errors in the source: clang's own report
-                raise CompilerDiagnostics(proc.stderr, first_error=first)
-            # the driver's ("clang: error: unknown argument ..."): one line of ours
-            raise ZymaseError(first.removeprefix("clang: error: "), hint="check the clang flags")
+        proc = _run_clang(argv, out)
+        if _uses_enzyme_attributes(proc.stderr):
+            # Enzyme's attributes, which clang dropped: once more with the header that
+            # spells them as annotate(...) (not always included: its macros would take
+            # the names from ordinary identifiers)
+            proc = _run_clang([*argv[:-1], "-include", str(ENZYME_ATTRIBUTES_HEADER), argv[-1]], out)
         _refuse_enzyme_attributes(proc.stderr)
         _forward_warnings(proc.stderr, clang)
         return drop_unknown_target_features(out.read_text())
+
+
+def _run_clang(argv: list[str], out: Path) -> subprocess.CompletedProcess:
+    """Run clang writing ``out``; its errors as ours."""
+    try:
+        proc = subprocess.run(
+            argv, capture_output=True, text=True, stdin=subprocess.DEVNULL
+        )
+    except OSError as exc:
+        raise ZymaseError(
+            f"could not run clang: {exc}", hint=_INSTALL_HINT
+        ) from None
+    if proc.returncode != 0 or not out.is_file():
+        first = _first_error(proc.stderr)
+        if _DIAG_RE.match(first):  # errors in the source: clang's own report
+            raise CompilerDiagnostics(proc.stderr, first_error=first)
+        # the driver's ("clang: error: unknown argument ..."): one line of ours
+        raise ZymaseError(first.removeprefix("clang: error: "), hint="check the clang flags")
+    return proc
+
+
+def _uses_enzyme_attributes(stderr: str) -> bool:
+    """Whether clang ignored one of the Enzyme attributes zymase implements."""
+    from zymase.llvm.annotations import SOURCE_ATTRIBUTES
+
+    return any(m["name"] in SOURCE_ATTRIBUTES for m in _ENZYME_ATTR_RE.finditer(stderr))
 
 
 # "f.c:1:16: warning: unknown attribute 'enzyme_inactive' ignored [-Wunknown-attributes]"

@@ -1,0 +1,286 @@
+"""Enzyme's activity annotations in LLVM IR: which functions are inactive or behave like
+a libm function, read from every spelling Enzyme accepts and recorded as function
+attributes the AD engine reads (``autodiff/annotated_calls.py``).
+
+Spellings read (Enzyme's C interface):
+
+* ``__attribute__((enzyme_inactive))``, ``__attribute__((enzyme_inactive_noblock))``
+  and ``__attribute__((enzyme_function_like("log")))``: ``zymase cc`` turns them into
+  ``annotate(...)`` (``include/zymase/enzyme_attributes.h``), so they arrive in
+  ``@llvm.global.annotations``; Enzyme's clang plugin writes ``enzyme_inactivefn``,
+  ``enzyme_inactivenoblockfn`` and ``enzyme_function_like=log``, which are read too;
+* registration globals, any suffix: ``void *__enzyme_inactivefn[] = {f, g}``,
+  ``void *__enzyme_function_like[2] = {f, "log"}``;
+* function attributes of hand-written IR (``zymase opt``): ``"enzyme_inactive"``,
+  ``"enzyme_inactive_noblock"``, ``"enzyme_math"="log"``.
+
+Each becomes the function attribute ``"enzyme_inactive"`` or ``"enzyme_math"="<name>"``
+(Enzyme's own names), and the registration globals are removed.
+
+Semantics (as Enzyme's): a call to an **inactive** function has a zero derivative: its
+result is a constant, no derivative code is generated for it, it is never inlined into a
+differentiated body. What it writes to memory is written by the primal program only;
+zymase refuses a call that may write memory holding derivatives (the shadow would keep a
+derivative the new value does not have) rather than leave it stale. ``_noblock``
+differs in Enzyme only in letting LLVM inline the function before AD (the mark is then
+lost); zymase keeps it out of line at every level, so it behaves like
+``enzyme_inactive`` and the answer does not depend on the optimization level.
+A **function_like** call is differentiated with the derivative rule of the named libm
+function, evaluated at the call's own arguments and result; its body computes the
+primal value only. Both kinds of function are marked ``noinline`` before the pre-AD
+pipeline (:func:`protect_annotated_functions`), which would otherwise inline them and
+lose the mark.
+
+Not implemented here, and refused by name (``llvm/markers.py``, ``llvm/toolchain.py``):
+``__enzyme_inactive_global`` / inactive globals, ``__enzyme_allocation_like``, and
+Enzyme's other attributes (``enzyme_nofree``, ``enzyme_shouldrecompute`` ...).
+"""
+
+from __future__ import annotations
+
+import re
+
+from zymase.errors import ZymaseError
+from zymase.ir import ArrayAttr, ModuleOp, Operation, StringAttr, llvm, location_of
+
+#: the function attributes the engine reads
+INACTIVE = "enzyme_inactive"
+FUNCTION_LIKE = "enzyme_math"
+
+#: Enzyme's attribute spellings implemented (the header maps them onto annotate(...))
+SOURCE_ATTRIBUTES = ("enzyme_inactive", "enzyme_inactive_noblock", "enzyme_function_like")
+
+#: registration globals implemented, by name prefix (any suffix: __enzyme_inactivefn2)
+REGISTRATIONS = ("__enzyme_inactivefn", "__enzyme_function_like")
+
+#: annotation strings for inactive functions: zymase's header and Enzyme's plugin
+_INACTIVE_ANNOTATIONS = ("enzyme_inactive", "enzyme_inactive_noblock", "enzyme_inactivefn",
+                         "enzyme_inactivenoblockfn")
+_LIKE_PREFIX = "enzyme_function_like="
+
+#: function attributes of hand-written IR accepted as marks
+_INACTIVE_ATTRIBUTES = ("enzyme_inactive", "enzyme_inactive_noblock")
+
+_SYMBOL = r'@(?:"(?:[^"\\]|\\.)*"|[-a-zA-Z$._0-9]+)'
+_SYMBOL_RE = re.compile(_SYMBOL)
+
+
+def is_implemented_annotation(text: str) -> bool:
+    """Whether ``annotate("<text>")`` is one this module reads (for the refusal of the rest)."""
+    return text in _INACTIVE_ANNOTATIONS or text.startswith(_LIKE_PREFIX)
+
+
+def is_implemented_attribute(name: str) -> bool:
+    """Whether the ``enzyme_*`` function attribute ``name`` is one the engine reads."""
+    return name in (INACTIVE, FUNCTION_LIKE, *_INACTIVE_ATTRIBUTES)
+
+
+def is_registration(name: str) -> bool:
+    return name.startswith(REGISTRATIONS)
+
+
+def _name(symbol: str) -> str:
+    """``@"a b"`` or ``@f`` -> the symbol's name."""
+    body = symbol[1:]
+    return body[1:-1] if body.startswith('"') else body
+
+
+# --------------------------------------------------------------- before the pre-AD pipeline
+
+
+def protect_annotated_functions(ll_text: str) -> str:
+    """Mark ``noinline`` every function that LLVM IR text annotates or registers as
+    inactive or function-like: the pre-AD pipeline would otherwise inline it at -O1 and
+    up, and its body would be differentiated in place of the annotation."""
+    strings = {}
+    for m in re.finditer(rf'^({_SYMBOL}) = .*?c"((?:[^"\\]|\\..)*)\\00"', ll_text, re.M):
+        strings[_name(m[1])] = m[2]
+    marked: set[str] = set()
+    for line in ll_text.splitlines():
+        if not line.startswith("@"):
+            continue
+        head = _SYMBOL_RE.match(line)
+        gname = _name(head[0]) if head else ""
+        if gname == "llvm.global.annotations":
+            for entry in re.finditer(r"\{([^{}]*@[^{}]*)\}", line):
+                symbols = [_name(s) for s in _SYMBOL_RE.findall(entry[1])]
+                if len(symbols) >= 2 and is_implemented_annotation(strings.get(symbols[1], "")):
+                    marked.add(symbols[0])
+        elif is_registration(gname):
+            marked.update(_name(s) for s in _SYMBOL_RE.findall(line[head.end():]))
+    if not marked:
+        return ll_text
+    out = []
+    for line in ll_text.splitlines():
+        if line.startswith("define "):
+            m = re.search(rf"\s({_SYMBOL})\(", line)
+            if m and _name(m[1]) in marked and " noinline" not in line:
+                line = _add_function_attribute(line, m.end() - 1, "noinline")
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+_ADDR_WORDS = re.compile(r"(?:\s+(?:local_unnamed_addr|unnamed_addr|addrspace\(\d+\)))*")
+
+
+def _add_function_attribute(line: str, open_paren: int, attr: str) -> str:
+    """``line`` (a ``define``) with ``attr`` after its parameter list and address words."""
+    depth = 0
+    for i in range(open_paren, len(line)):
+        if line[i] == "(":
+            depth += 1
+        elif line[i] == ")":
+            depth -= 1
+            if depth == 0:
+                at = _ADDR_WORDS.match(line, i + 1).end()
+                return line[:at] + f" {attr}" + line[at:]
+    return line
+
+
+# --------------------------------------------------------------- on the llvm-dialect module
+
+
+def apply_annotations(module: ModuleOp) -> None:
+    """Record every annotation and registration of the module as the function
+    attributes ``enzyme_inactive`` / ``enzyme_math``, and remove the registration
+    globals (they are read, never linked)."""
+    functions = {op.sym_name.data: op for op in module.body.block.ops if isinstance(op, llvm.FuncOp)}
+    globals_ = {op.sym_name.data: op for op in module.body.block.ops if isinstance(op, llvm.GlobalOp)}
+    for fop in functions.values():
+        for name, value in _passthrough_items(fop):
+            if name == "enzyme_inactive_noblock":
+                _mark(fop, INACTIVE, "", f"attribute '{name}'")
+            elif name == FUNCTION_LIKE:
+                _check_like(fop, value, f"attribute 'enzyme_math'")
+    annotations = globals_.get("llvm.global.annotations")
+    if annotations is not None:
+        for target, text in _annotation_entries(annotations, globals_):
+            fop = functions.get(target)
+            if fop is None:
+                raise _global_refused(module, target, text)
+            if text.startswith(_LIKE_PREFIX):
+                _mark(fop, FUNCTION_LIKE, text[len(_LIKE_PREFIX):], f"__attribute__((enzyme_function_like))")
+            else:
+                _mark(fop, INACTIVE, "", "__attribute__((enzyme_inactive))")
+    used = {op.global_name.root_reference.data for op in module.walk() if isinstance(op, llvm.AddressOfOp)}
+    for name, gop in globals_.items():
+        if not is_registration(name):
+            continue
+        if name in used:
+            raise ZymaseError(f"the registration global '{name}' is read by the program; zymase reads "
+                              "it at compile time and removes it", construct=name,
+                              hint="use the global only to register functions")
+        for fname, like in _registered(gop, globals_, functions, name):
+            if like is None:
+                _mark(functions[fname], INACTIVE, "", name)
+            else:
+                _mark(functions[fname], FUNCTION_LIKE, like, name)
+        module.body.block.erase_op(gop)
+
+
+def _passthrough_items(fop: Operation) -> list[tuple[str, str]]:
+    passthrough = fop.properties.get("passthrough")
+    items = []
+    for item in passthrough.data if passthrough is not None else ():
+        if isinstance(item, StringAttr):
+            items.append((item.data, ""))
+        elif isinstance(item, ArrayAttr) and len(item.data) == 2 and all(isinstance(x, StringAttr) for x in item.data):
+            items.append((item.data[0].data, item.data[1].data))
+    return items
+
+
+def function_mark(fop: Operation | None) -> tuple[str, str] | None:
+    """``("inactive", "")``, ``("like", "<libm name>")`` or None for a function op."""
+    if fop is None:
+        return None
+    for name, value in _passthrough_items(fop):
+        if name in _INACTIVE_ATTRIBUTES:
+            return ("inactive", "")
+        if name == FUNCTION_LIKE:
+            return ("like", value)
+    return None
+
+
+def _mark(fop: Operation, attr: str, value: str, spelling: str) -> None:
+    """Set ``attr`` on ``fop``; an inactive function cannot also be function-like."""
+    if attr == FUNCTION_LIKE:
+        _check_like(fop, value, spelling)
+    current = function_mark(fop)
+    wanted = ("inactive", "") if attr == INACTIVE else ("like", value)
+    if current is not None and current != wanted:
+        kinds = {"inactive": "inactive", "like": "function_like"}
+        raise ZymaseError(
+            f"'{fop.sym_name.data}' is marked both {kinds[current[0]]}"
+            + (f"(\"{current[1]}\")" if current[1] else "") + f" and {kinds[wanted[0]]}"
+            + (f"(\"{wanted[1]}\")" if wanted[1] else ""),
+            construct=spelling, function=fop.sym_name.data, location=location_of(fop),
+            hint="give the function one of the two marks")
+    if current == wanted:
+        return
+    old = fop.properties.get("passthrough")
+    items = list(old.data) if old is not None else []
+    items.append(ArrayAttr([StringAttr(attr), StringAttr(value)]))
+    fop.properties["passthrough"] = ArrayAttr(items)
+
+
+def _check_like(fop: Operation, like: str, spelling: str) -> None:
+    """function_like needs a libm function zymase has a scalar rule for, and a function of
+    the same shape (the rule reads the call's operands and result)."""
+    from zymase.autodiff.annotated_calls import like_rule_problem
+
+    problem = like_rule_problem(fop, like)
+    if problem is not None:
+        raise ZymaseError(
+            f"enzyme_function_like(\"{like}\") on '{fop.sym_name.data}': {problem}",
+            construct=spelling, function=fop.sym_name.data, location=location_of(fop),
+            hint="name a libm function of the same parameters (log, exp, sin, pow ...), "
+            "or remove the mark to differentiate the function's body")
+
+
+def _annotation_entries(annotations: Operation, globals_: dict[str, Operation]) -> list[tuple[str, str]]:
+    """(annotated symbol, annotation text) of the entries zymase implements; an
+    ``enzyme_*`` annotation it does not implement is left for markers' refusal."""
+    init = annotations.attributes.get("zymase.llvm_init")
+    if not isinstance(init, StringAttr):
+        return []
+    entries = []
+    for entry in re.finditer(r"\{([^{}]*@[^{}]*)\}", init.data):
+        symbols = [_name(s) for s in _SYMBOL_RE.findall(entry[1])]
+        if len(symbols) < 2:
+            continue
+        text = _string_of(globals_.get(symbols[1]))
+        if text is not None and is_implemented_annotation(text):
+            entries.append((symbols[0], text))
+    return entries
+
+
+def _string_of(gop: Operation | None) -> str | None:
+    value = gop.properties.get("value") if gop is not None else None
+    return value.data.rstrip("\0") if isinstance(value, StringAttr) else None
+
+
+def _registered(gop: Operation, globals_: dict[str, Operation], functions: dict[str, Operation],
+                name: str) -> list[tuple[str, str | None]]:
+    """The (function, libm name or None) pairs a registration global lists."""
+    init = gop.attributes.get("zymase.llvm_init")
+    symbols = [_name(s) for s in _SYMBOL_RE.findall(init.data)] if isinstance(init, StringAttr) else []
+    if not symbols or any(s not in functions and s not in globals_ for s in symbols):
+        raise ZymaseError(f"cannot read the registration global '{name}'", construct=name,
+                          hint=f"initialize it with functions, e.g. void *{name}[] = {{(void *)f}}")
+    if name.startswith("__enzyme_inactivefn"):
+        if any(s not in functions for s in symbols):
+            raise ZymaseError(f"'{name}' lists something that is not a function", construct=name,
+                              hint="list the functions to keep inactive, e.g. {(void *)f, (void *)g}")
+        return [(s, None) for s in symbols]
+    if len(symbols) != 2 or symbols[0] not in functions or _string_of(globals_.get(symbols[1])) is None:
+        raise ZymaseError(f"'{name}' must hold a function and the name of a libm function",
+                          construct=name, hint=f"write void *{name}[2] = {{(void *)f, \"log\"}}")
+    return [(symbols[0], _string_of(globals_[symbols[1]]))]
+
+
+def _global_refused(module: ModuleOp, target: str, text: str) -> ZymaseError:
+    what = "inactive globals" if not text.startswith(_LIKE_PREFIX) else "function_like on a non-function"
+    return ZymaseError(
+        f"annotation '{text}' on the global '{target}': {what} are not implemented by zymase",
+        construct=f"__attribute__((annotate(\"{text}\")))", function=None,
+        hint="remove the attribute; zymase would otherwise differentiate through the global")
