@@ -445,7 +445,37 @@ def _inactive_writer_of_shadowed(ctx: Context, op: Operation, act: ActivityInfo)
     """A marked function given a pointer to memory with shadows, which its body may write."""
     fop = _marked_callee(ctx, op)
     return (fop is not None and any(o in act.shadowed for o in op.operands)
-            and ctx.writes_memory(fop))
+            and _writes_beyond_locals(ctx, fop, set()))
+
+
+def _writes_beyond_locals(ctx: Context, fop: Operation, seen: set) -> bool:
+    """Whether a defined function may write memory other than its own stack slots (the
+    locals of an unoptimized body are allocas): stores through arguments or globals,
+    memory primitives, calls that may write."""
+    from zymase.analysis.memory import memory_kind
+
+    if fop in seen:
+        return False
+    seen.add(fop)
+    for op in fop.walk():
+        kind = memory_kind(op)
+        if kind == "store" and _local_slot(op.ptr):
+            continue
+        if kind in ("store", "memcpy", "memset", "free", "realloc"):
+            return True
+        callee = ctx.defined_function(op) or _marked_callee(ctx, op)
+        if callee is not None and _writes_beyond_locals(ctx, callee, seen):
+            return True
+        if callee is None and isinstance(op, llvm.CallOp) and kind is None and ctx.call_writes_unseen(op):
+            return True
+    return False
+
+
+def _local_slot(ptr) -> bool:
+    """A pointer into an alloca of the function (through GEPs)."""
+    while isinstance(ptr.owner, llvm.GEPOp):
+        ptr = ptr.owner.ptr
+    return isinstance(ptr.owner, llvm.AllocaOp)
 
 
 def _unsupported_on_active(op: Operation, act: ActivityInfo) -> str | None:
