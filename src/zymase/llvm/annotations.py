@@ -108,13 +108,15 @@ def protect_annotated_functions(ll_text: str) -> str:
                     marked.add(symbols[0])
         elif is_registration(gname):
             marked.update(_name(s) for s in _SYMBOL_RE.findall(line[head.end():]))
-    if not marked:
-        return ll_text
+    # Enzyme's function attributes, written inline or in an attribute group
+    marks = re.compile(r'"enzyme_inactive(?:_noblock)?"|"enzyme_math"=')
+    groups = {m[1] for m in re.finditer(r"^attributes (#\d+) = \{(.*)\}", ll_text, re.M) if marks.search(m[2])}
     out = []
     for line in ll_text.splitlines():
         if line.startswith("define "):
             m = re.search(rf"\s({_SYMBOL})\(", line)
-            if m and _name(m[1]) in marked and " noinline" not in line:
+            attributed = marks.search(line) or any(re.search(rf"{g}\b", line) for g in groups)
+            if m and (_name(m[1]) in marked or attributed) and " noinline" not in line:
                 line = _add_function_attribute(line, m.end() - 1, "noinline")
         out.append(line)
     return "\n".join(out) + "\n"
@@ -154,10 +156,10 @@ def apply_annotations(module: ModuleOp) -> None:
                 _check_like(fop, value, f"attribute 'enzyme_math'")
     annotations = globals_.get("llvm.global.annotations")
     if annotations is not None:
-        for target, text in _annotation_entries(annotations, globals_):
+        for target, text, where in _annotation_entries(annotations, globals_):
             fop = functions.get(target)
             if fop is None:
-                raise _global_refused(module, target, text)
+                raise _global_refused(target, text, where)
             if text.startswith(_LIKE_PREFIX):
                 _mark(fop, FUNCTION_LIKE, text[len(_LIKE_PREFIX):], f"__attribute__((enzyme_function_like))")
             else:
@@ -237,9 +239,10 @@ def _check_like(fop: Operation, like: str, spelling: str) -> None:
             "or remove the mark to differentiate the function's body")
 
 
-def _annotation_entries(annotations: Operation, globals_: dict[str, Operation]) -> list[tuple[str, str]]:
-    """(annotated symbol, annotation text) of the entries zymase implements; an
-    ``enzyme_*`` annotation it does not implement is left for markers' refusal."""
+def _annotation_entries(annotations: Operation, globals_: dict[str, Operation]) -> list[tuple[str, str, str | None]]:
+    """(annotated symbol, annotation text, ``file:line``) of the entries zymase
+    implements; an ``enzyme_*`` annotation it does not implement is left for markers'
+    refusal."""
     init = annotations.attributes.get("zymase.llvm_init")
     if not isinstance(init, StringAttr):
         return []
@@ -250,7 +253,10 @@ def _annotation_entries(annotations: Operation, globals_: dict[str, Operation]) 
             continue
         text = _string_of(globals_.get(symbols[1]))
         if text is not None and is_implemented_annotation(text):
-            entries.append((symbols[0], text))
+            # { ptr @target, ptr @text, ptr @file, i32 line, ptr args }
+            line = re.search(r"\bi32 (\d+)", entry[1])
+            file = _string_of(globals_.get(symbols[2])) if len(symbols) > 2 else None
+            entries.append((symbols[0], text, f"{file}:{line[1]}" if file and line else None))
     return entries
 
 
@@ -278,9 +284,15 @@ def _registered(gop: Operation, globals_: dict[str, Operation], functions: dict[
     return [(symbols[0], _string_of(globals_[symbols[1]]))]
 
 
-def _global_refused(module: ModuleOp, target: str, text: str) -> ZymaseError:
-    what = "inactive globals" if not text.startswith(_LIKE_PREFIX) else "function_like on a non-function"
+def _global_refused(target: str, text: str, where: str | None) -> ZymaseError:
+    """Inactive globals are not implemented (their loads would have to be constants and
+    their stores drop derivatives): refused, not ignored."""
+    if text.startswith(_LIKE_PREFIX):
+        return ZymaseError(f"'{target}' is marked enzyme_function_like, which applies to functions only",
+                           construct="__attribute__((enzyme_function_like))", location=where,
+                           hint="mark the function that computes the value instead")
     return ZymaseError(
-        f"annotation '{text}' on the global '{target}': {what} are not implemented by zymase",
-        construct=f"__attribute__((annotate(\"{text}\")))", function=None,
-        hint="remove the attribute; zymase would otherwise differentiate through the global")
+        f"'{target}' is marked inactive ('{text}'), and inactive globals are not implemented by zymase",
+        construct=f"__attribute__(({text.split('=')[0]}))", location=where,
+        hint="remove the attribute (zymase would differentiate through the global as if it were not "
+        "there), or mark inactive the functions that use it")
