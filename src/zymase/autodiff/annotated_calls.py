@@ -5,7 +5,8 @@ rules the engine uses for them instead of differentiating their bodies.
 ``Context.defined_function`` treats such a function as external (never inlined, no
 derivative function generated for it) and ``Context.rule_for`` asks :func:`rule_for_marked`:
 an inactive call gets :data:`INACTIVE_RULE` (it propagates nothing: its result is a
-constant), a function_like call the scalar rule of the libm function it names.
+constant), a function_like call the scalar rule of the libm function it names. Globals
+marked inactive are never shadowed (``analysis/memory.MemoryModel``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,14 @@ class InactiveRule(Rule):
 
 
 INACTIVE_RULE = InactiveRule()
+
+
+def inactive_global_names(module: Operation) -> frozenset[str]:
+    """The globals marked inactive (``llvm/annotations.INACTIVE_GLOBAL``)."""
+    from zymase.llvm.annotations import INACTIVE_GLOBAL
+
+    return frozenset(op.sym_name.data for op in module.body.block.ops
+                     if isinstance(op, llvm.GlobalOp) and INACTIVE_GLOBAL in op.attributes)
 
 
 def mark_of(fop: Operation | None) -> tuple[str, str] | None:

@@ -41,17 +41,19 @@ from __future__ import annotations
 import re
 
 from zymase.errors import ZymaseError
-from zymase.ir import ArrayAttr, ModuleOp, Operation, StringAttr, llvm, location_of
+from zymase.ir import ArrayAttr, ModuleOp, Operation, StringAttr, UnitAttr, llvm, location_of
 
 #: the function attributes the engine reads
 INACTIVE = "enzyme_inactive"
 FUNCTION_LIKE = "enzyme_math"
+#: the attribute of a global marked inactive (not written to LLVM IR)
+INACTIVE_GLOBAL = "zymase.inactive_global"
 
 #: Enzyme's attribute spellings implemented (the header maps them onto annotate(...))
 SOURCE_ATTRIBUTES = ("enzyme_inactive", "enzyme_inactive_noblock", "enzyme_function_like")
 
 #: registration globals implemented, by name prefix (any suffix: __enzyme_inactivefn2)
-REGISTRATIONS = ("__enzyme_inactivefn", "__enzyme_function_like")
+REGISTRATIONS = ("__enzyme_inactivefn", "__enzyme_function_like", "__enzyme_inactive_global")
 
 #: annotation strings for inactive functions: zymase's header and Enzyme's plugin
 _INACTIVE_ANNOTATIONS = ("enzyme_inactive", "enzyme_inactive_noblock", "enzyme_inactivefn",
@@ -96,6 +98,8 @@ def protect_annotated_functions(ll_text: str) -> str:
     for m in re.finditer(rf'^({_SYMBOL}) = .*?c"((?:[^"\\]|\\..)*)\\00"', ll_text, re.M):
         strings[_name(m[1])] = m[2]
     marked: set[str] = set()
+    inactive_globals: set[str] = set()
+    variables = {_name(m[1]) for m in re.finditer(rf"^({_SYMBOL}) = [^(]*?\b(?:global|constant)\b", ll_text, re.M)}
     for line in ll_text.splitlines():
         if not line.startswith("@"):
             continue
@@ -105,9 +109,13 @@ def protect_annotated_functions(ll_text: str) -> str:
             for entry in re.finditer(r"\{([^{}]*@[^{}]*)\}", line):
                 symbols = [_name(s) for s in _SYMBOL_RE.findall(entry[1])]
                 if len(symbols) >= 2 and is_implemented_annotation(strings.get(symbols[1], "")):
-                    marked.add(symbols[0])
+                    (inactive_globals if symbols[0] in variables else marked).add(symbols[0])
+        elif gname.startswith("__enzyme_inactive_global"):
+            inactive_globals.update(_name(s) for s in _SYMBOL_RE.findall(line[head.end():]))
         elif is_registration(gname):
             marked.update(_name(s) for s in _SYMBOL_RE.findall(line[head.end():]))
+    if inactive_globals:
+        ll_text = _volatile_accesses(ll_text, inactive_globals)
     # Enzyme's function attributes, written inline or in an attribute group
     marks = re.compile(r'"enzyme_inactive(?:_noblock)?"|"enzyme_math"=')
     groups = {m[1] for m in re.finditer(r"^attributes (#\d+) = \{(.*)\}", ll_text, re.M) if marks.search(m[2])}
@@ -118,6 +126,37 @@ def protect_annotated_functions(ll_text: str) -> str:
             attributed = marks.search(line) or any(re.search(rf"{g}\b", line) for g in groups)
             if m and (_name(m[1]) in marked or attributed) and " noinline" not in line:
                 line = _add_function_attribute(line, m.end() - 1, "noinline")
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def _volatile_accesses(ll_text: str, names: set[str]) -> str:
+    """Loads and stores of the inactive globals ``names`` made volatile for the pre-AD
+    pipeline, which would otherwise forward a stored value to a later load (the load,
+    a constant, would become the active value stored); :func:`apply_annotations` makes
+    them ordinary again. Only direct accesses can be kept so: a global whose address is
+    used otherwise (an element of an array, a pointer passed on) is refused."""
+    symbols = "|".join(re.escape(s) for s in (f"@{n}" for n in names) if True)
+    access = re.compile(rf"= load (?!volatile)([^,]+), ptr ({symbols})\b|^(\s*)store (?!volatile)(.*), ptr ({symbols})\b")
+    mention = re.compile(rf"({symbols})(?![-\w$.])")
+    out, in_body = [], False
+    for line in ll_text.splitlines():
+        if line.startswith("define "):
+            in_body = True
+        elif line.startswith("}"):
+            in_body = False
+        elif in_body:
+            line = access.sub(lambda m: (f"= load volatile {m[1]}, ptr {m[2]}" if m[1] is not None
+                                         else f"{m[3]}store volatile {m[4]}, ptr {m[5]}"), line)
+            rest = re.sub(rf"= load volatile [^,]+, ptr ({symbols})\b|store volatile .*, ptr ({symbols})\b", "", line)
+            other = mention.search(rest)
+            if other:
+                raise ZymaseError(
+                    f"the inactive global '{_name(other[1])}' is used through its address (an array element, "
+                    "a pointer passed on), not only read and written by name",
+                    construct=_name(other[1]),
+                    hint="mark inactive a scalar global that the code reads and writes directly, or the "
+                    "functions that use it")
         out.append(line)
     return "\n".join(out) + "\n"
 
@@ -158,12 +197,16 @@ def apply_annotations(module: ModuleOp) -> None:
     if annotations is not None:
         for target, text, where in _annotation_entries(annotations, globals_):
             fop = functions.get(target)
+            if fop is None and target in globals_ and not text.startswith(_LIKE_PREFIX):
+                globals_[target].attributes[INACTIVE_GLOBAL] = UnitAttr()
+                continue
             if fop is None:
                 raise _global_refused(target, text, where)
             if text.startswith(_LIKE_PREFIX):
                 _mark(fop, FUNCTION_LIKE, text[len(_LIKE_PREFIX):], f"__attribute__((enzyme_function_like))")
             else:
                 _mark(fop, INACTIVE, "", "__attribute__((enzyme_inactive))")
+    _restore_accesses(module)
     used = {op.global_name.root_reference.data for op in module.walk() if isinstance(op, llvm.AddressOfOp)}
     for name, gop in globals_.items():
         if not is_registration(name):
@@ -172,12 +215,30 @@ def apply_annotations(module: ModuleOp) -> None:
             raise ZymaseError(f"the registration global '{name}' is read by the program; zymase reads "
                               "it at compile time and removes it", construct=name,
                               hint="use the global only to register functions")
+        if name.startswith("__enzyme_inactive_global"):
+            for target in _registered_globals(gop, globals_, name):
+                globals_[target].attributes[INACTIVE_GLOBAL] = UnitAttr()
+            module.body.block.erase_op(gop)
+            continue
         for fname, like in _registered(gop, globals_, functions, name):
             if like is None:
                 _mark(functions[fname], INACTIVE, "", name)
             else:
                 _mark(functions[fname], FUNCTION_LIKE, like, name)
         module.body.block.erase_op(gop)
+
+
+def _restore_accesses(module: ModuleOp) -> None:
+    """Loads and stores of inactive globals without the volatile of :func:`_volatile_accesses`."""
+    inactive = {op.sym_name.data for op in module.body.block.ops
+                if isinstance(op, llvm.GlobalOp) and INACTIVE_GLOBAL in op.attributes}
+    if not inactive:
+        return
+    for op in module.walk():
+        ptr = op.operands[-1] if op.name in ("llvm.load", "llvm.store") and op.operands else None
+        if (ptr is not None and isinstance(ptr.owner, llvm.AddressOfOp)
+                and ptr.owner.global_name.root_reference.data in inactive):
+            op.properties.pop("volatile_", None)
 
 
 def _passthrough_items(fop: Operation) -> list[tuple[str, str]]:
@@ -282,6 +343,22 @@ def _registered(gop: Operation, globals_: dict[str, Operation], functions: dict[
         raise ZymaseError(f"'{name}' must hold a function and the name of a libm function",
                           construct=name, hint=f"write void *{name}[2] = {{(void *)f, \"log\"}}")
     return [(symbols[0], _string_of(globals_[symbols[1]]))]
+
+
+def _registered_globals(gop: Operation, globals_: dict[str, Operation], name: str) -> list[str]:
+    """The globals ``__enzyme_inactive_global = (void *)&g`` (or an array of them) lists."""
+    init = gop.attributes.get("zymase.llvm_init")
+    text = init.data if isinstance(init, StringAttr) else ""
+    value = gop.properties.get("value")
+    symbols = [_name(s) for s in _SYMBOL_RE.findall(text)]
+    if not symbols and value is not None and hasattr(value, "root_reference"):
+        symbols = [value.root_reference.data]
+    if not symbols and gop.body.blocks:
+        symbols = [op.global_name.root_reference.data for op in gop.body.walk() if isinstance(op, llvm.AddressOfOp)]
+    if not symbols or any(s not in globals_ for s in symbols):
+        raise ZymaseError(f"'{name}' must hold the addresses of global variables", construct=name,
+                          hint=f"write void *{name} = (void *)&g, or an array of such addresses")
+    return symbols
 
 
 def _global_refused(target: str, text: str, where: str | None) -> ZymaseError:
