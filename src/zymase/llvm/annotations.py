@@ -1,6 +1,6 @@
-"""Enzyme's activity annotations in LLVM IR: which functions are inactive or behave like
-a libm function, read from every spelling Enzyme accepts and recorded as function
-attributes the AD engine reads (``autodiff/annotated_calls.py``).
+"""Enzyme's activity annotations in LLVM IR: which functions and globals are inactive,
+which functions behave like a libm function, read from every spelling Enzyme accepts
+and recorded as attributes the AD engine reads (``autodiff/annotated_calls.py``).
 
 Spellings read (Enzyme's C interface):
 
@@ -10,7 +10,7 @@ Spellings read (Enzyme's C interface):
   ``@llvm.global.annotations``; Enzyme's clang plugin writes ``enzyme_inactivefn``,
   ``enzyme_inactivenoblockfn`` and ``enzyme_function_like=log``, which are read too;
 * registration globals, any suffix: ``void *__enzyme_inactivefn[] = {f, g}``,
-  ``void *__enzyme_function_like[2] = {f, "log"}``;
+  ``void *__enzyme_function_like[2] = {f, "log"}``, ``void *__enzyme_inactive_global = &g``;
 * function attributes of hand-written IR (``zymase opt``): ``"enzyme_inactive"``,
   ``"enzyme_inactive_noblock"``, ``"enzyme_math"="log"``.
 
@@ -31,9 +31,19 @@ primal value only. Both kinds of function are marked ``noinline`` before the pre
 pipeline (:func:`protect_annotated_functions`), which would otherwise inline them and
 lose the mark.
 
+An **inactive global** (``__attribute__((enzyme_inactive))`` on a variable,
+``void *__enzyme_inactive_global = (void *)&g``) holds constants as far as derivatives
+go: it has no shadow, what is loaded from it is a constant, active data stored into it
+drops its derivative (``analysis/memory.MemoryModel``), as in Enzyme. So that the
+pre-AD pipeline does not forward a stored active value to a later load of it, its
+loads and stores are made volatile before that pipeline and ordinary again after
+(:func:`protect_annotated_functions`, :func:`apply_annotations`); a global whose
+address is used otherwise (an array indexed, a pointer taken) is refused. The record
+is the attribute :data:`INACTIVE_GLOBAL` on the ``llvm.mlir.global``.
+
 Not implemented here, and refused by name (``llvm/markers.py``, ``llvm/toolchain.py``):
-``__enzyme_inactive_global`` / inactive globals, ``__enzyme_allocation_like``, and
-Enzyme's other attributes (``enzyme_nofree``, ``enzyme_shouldrecompute`` ...).
+``__enzyme_allocation_like``, and Enzyme's other attributes (``enzyme_nofree``,
+``enzyme_shouldrecompute`` ...).
 """
 
 from __future__ import annotations
@@ -93,7 +103,8 @@ def _name(symbol: str) -> str:
 def protect_annotated_functions(ll_text: str) -> str:
     """Mark ``noinline`` every function that LLVM IR text annotates or registers as
     inactive or function-like: the pre-AD pipeline would otherwise inline it at -O1 and
-    up, and its body would be differentiated in place of the annotation."""
+    up, and its body would be differentiated in place of the annotation. The accesses
+    of inactive globals become volatile (:func:`_volatile_accesses`)."""
     strings = {}
     for m in re.finditer(rf'^({_SYMBOL}) = .*?c"((?:[^"\\]|\\..)*)\\00"', ll_text, re.M):
         strings[_name(m[1])] = m[2]
@@ -139,10 +150,12 @@ def _volatile_accesses(ll_text: str, names: set[str]) -> str:
     symbols = "|".join(re.escape(s) for s in (f"@{n}" for n in names) if True)
     access = re.compile(rf"= load (?!volatile)([^,]+), ptr ({symbols})\b|^(\s*)store (?!volatile)(.*), ptr ({symbols})\b")
     mention = re.compile(rf"({symbols})(?![-\w$.])")
-    out, in_body = [], False
+    out, in_body, function = [], False, None
     for line in ll_text.splitlines():
         if line.startswith("define "):
             in_body = True
+            named = re.search(rf"\s({_SYMBOL})\(", line)
+            function = _name(named[1]) if named else None
         elif line.startswith("}"):
             in_body = False
         elif in_body:
@@ -154,11 +167,19 @@ def _volatile_accesses(ll_text: str, names: set[str]) -> str:
                 raise ZymaseError(
                     f"the inactive global '{_name(other[1])}' is used through its address (an array element, "
                     "a pointer passed on), not only read and written by name",
-                    construct=_name(other[1]),
+                    construct=_name(other[1]), function=function, location=_debug_location(ll_text, line),
                     hint="mark inactive a scalar global that the code reads and writes directly, or the "
                     "functions that use it")
         out.append(line)
     return "\n".join(out) + "\n"
+
+
+def _debug_location(ll_text: str, line: str) -> str | None:
+    """``file:line:col`` of an instruction line of LLVM IR text, from its ``!dbg``."""
+    ref = re.search(r"!dbg (!\d+)", line)
+    loc = ref and re.search(rf"^{ref[1]} = !DILocation\(line: (\d+), column: (\d+)", ll_text, re.M)
+    source = re.search(r'^source_filename = "([^"]*)"', ll_text, re.M)
+    return f"{source[1]}:{loc[1]}:{loc[2]}" if loc and source else None
 
 
 _ADDR_WORDS = re.compile(r"(?:\s+(?:local_unnamed_addr|unnamed_addr|addrspace\(\d+\)))*")
@@ -206,7 +227,6 @@ def apply_annotations(module: ModuleOp) -> None:
                 _mark(fop, FUNCTION_LIKE, text[len(_LIKE_PREFIX):], f"__attribute__((enzyme_function_like))")
             else:
                 _mark(fop, INACTIVE, "", "__attribute__((enzyme_inactive))")
-    _restore_accesses(module)
     used = {op.global_name.root_reference.data for op in module.walk() if isinstance(op, llvm.AddressOfOp)}
     for name, gop in globals_.items():
         if not is_registration(name):
@@ -226,6 +246,7 @@ def apply_annotations(module: ModuleOp) -> None:
             else:
                 _mark(functions[fname], FUNCTION_LIKE, like, name)
         module.body.block.erase_op(gop)
+    _restore_accesses(module)
 
 
 def _restore_accesses(module: ModuleOp) -> None:
