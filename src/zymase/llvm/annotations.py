@@ -147,7 +147,7 @@ def _volatile_accesses(ll_text: str, names: set[str]) -> str:
     a constant, would become the active value stored); :func:`apply_annotations` makes
     them ordinary again. Only direct accesses can be kept so: a global whose address is
     used otherwise (an element of an array, a pointer passed on) is refused."""
-    symbols = "|".join(re.escape(s) for s in (f"@{n}" for n in names) if True)
+    symbols = "|".join(re.escape(f"@{n}") for n in sorted(names))
     access = re.compile(rf"= load (?!volatile)([^,]+), ptr ({symbols})\b|^(\s*)store (?!volatile)(.*), ptr ({symbols})\b")
     mention = re.compile(rf"({symbols})(?![-\w$.])")
     out, in_body, function = [], False, None
