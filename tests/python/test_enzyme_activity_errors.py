@@ -1,5 +1,5 @@
 """What stays refused of Enzyme's activity annotations (issue 24 item 2, second half):
-inactive globals used through their address, __enzyme_allocation_like, attributes and spellings zymase does not
+inactive globals used through their address, malformed __enzyme_allocation_like, attributes and spellings zymase does not
 read, function_like naming no libm rule or a function of another shape, an inactive
 function that may write memory holding derivatives. Each gives one ``zymase: error:``
 line naming the construct. Also: Enzyme's IR function attributes in hand-written IR
@@ -52,14 +52,23 @@ CASES = {
         "int main(void) { return __enzyme_autodiff((void*)f, 1.0) > 0; }\n",
         ["inactive_global_pointer.c:", "inactive global 'scale' is used through its address"],
     ),
-    "allocation_like.c": (
+    "allocation_like_size_index.c": (
         [],
         "#include <stdlib.h>\n" + DECLS + "void *my_alloc(size_t n) { return malloc(n); }\n"
         "void my_free(void *p) { free(p); }\n"
-        "void *__enzyme_allocation_like[4] = {(void*)my_alloc, (void*)0, (void*)\"-1\", (void*)my_free};\n"
+        "void *__enzyme_allocation_like[4] = {(void*)my_alloc, (void*)3, (void*)\"-1\", (void*)my_free};\n"
         "double f(double x) { double *t = my_alloc(8); *t = x * x; double r = *t; my_free(t); return r; }\n"
         "int main(void) { return __enzyme_autodiff((void*)f, 1.0) > 0; }\n",
-        ["'__enzyme_allocation_like'", "allocate memory"],
+        ["'__enzyme_allocation_like' registers 'my_alloc' as an allocator", "integer parameter"],
+    ),
+    "allocation_like_free_args.c": (
+        [],
+        "#include <stdlib.h>\n" + DECLS + "void *my_alloc(size_t n) { return malloc(n); }\n"
+        "void my_free(void *p) { free(p); }\n"
+        "void *__enzyme_allocation_like[4] = {(void*)my_alloc, (void*)0, (void*)\"0\", (void*)my_free};\n"
+        "double f(double x) { double *t = my_alloc(8); *t = x * x; double r = *t; my_free(t); return r; }\n"
+        "int main(void) { return __enzyme_autodiff((void*)f, 1.0) > 0; }\n",
+        ["'__enzyme_allocation_like' must name its deallocator", "(-1)"],
     ),
     "nofree_attribute.c": (  # with an implemented one, so that the header is included too
         [],

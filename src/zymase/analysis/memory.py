@@ -23,6 +23,11 @@ from zymase.ir import Block, BlockArgument, Operation, SSAValue, StringAttr, is_
 UNSEEN_WRITES = "<memory a called function may write>"
 
 ALLOCATORS = {"malloc", "calloc"}
+#: on a call of a function registered with __enzyme_allocation_like (llvm/annotations.py):
+#: the position of its size argument; the call allocates like malloc of that size
+ALLOCATION_SIZE_ARG = "zymase.allocation_size_arg"
+#: on a call of the deallocator registered with it: the position of the pointer it frees
+DEALLOCATED_ARG = "zymase.deallocated_arg"
 DEALLOCATORS = {"free"}
 # Numba's runtime (NRT): an array's memory is a reference-counted MemInfo whose data
 # pointer NRT_MemInfo_data_fast reads. A MemInfo that will hold active data gets a
@@ -137,6 +142,8 @@ def memory_kind(op: Operation) -> str | None:
         return "alloca"
     if isinstance(op, llvm.AddressOfOp):
         return "global"
+    if ALLOCATION_SIZE_ARG in op.attributes:
+        return "malloc"  # a custom allocator (Enzyme's __enzyme_allocation_like)
     name = callee_name(op)
     if name in NRT_DERIVE:
         return "derive"
@@ -157,6 +164,12 @@ def memory_kind(op: Operation) -> str | None:
     if name == "memset" or intrinsic_base_name(op) == "memset":
         return "memset"
     return None
+
+
+def allocation_size_position(op: Operation) -> int:
+    """The operand of a ``malloc``-kind call that is the size in bytes."""
+    custom = op.attributes.get(ALLOCATION_SIZE_ARG)
+    return custom.value.data if custom is not None else 0
 
 
 ALLOCATION_KINDS = ("alloca", "malloc", "calloc", "realloc", "nrt_alloc")

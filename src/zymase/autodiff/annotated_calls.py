@@ -53,6 +53,8 @@ def rule_for_marked(fop: Operation | None) -> Rule | None:
         return None
     if mark[0] == "inactive":
         return INACTIVE_RULE
+    if mark[0] != "like":
+        return None  # an allocator: analysis/memory.memory_kind says what its calls do
     load_all_rules()
 
     return REGISTRY.by_function.get(mark[1])

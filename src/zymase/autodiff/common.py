@@ -99,7 +99,7 @@ class Context:
         if name in READ_ONLY_EXTERNALS or name in INTEGER_ONLY_EXTERNALS:
             return False  # they write through their pointer operands at most
         marked = self.driver.lookup_function(name) if name else None
-        if mark_of(marked) is not None and marked.body.blocks:
+        if (mark_of(marked) or ("",))[0] in ("inactive", "like") and marked.body.blocks:
             return self.writes_memory(marked)  # its body says (it is not differentiated)
         if self.rule_for(call) is not None and not (name or "").startswith("lgamma"):
             return False  # a math function: it writes errno at most (lgamma also sets signgam)
@@ -439,7 +439,8 @@ def _marked_callee(ctx: Context, op: Operation) -> Operation | None:
     """The callee of ``op`` when it is a defined function marked inactive or function_like."""
     name = ctx.flavor.callee(op) if isinstance(op, llvm.CallOp) else None
     fop = ctx.driver.lookup_function(name) if name else None
-    return fop if fop is not None and fop.body.blocks and mark_of(fop) is not None else None
+    mark = mark_of(fop) if fop is not None and fop.body.blocks else None
+    return fop if mark is not None and mark[0] in ("inactive", "like") else None
 
 
 def _inactive_writer_of_shadowed(ctx: Context, op: Operation, act: ActivityInfo) -> bool:
@@ -514,7 +515,8 @@ def _opaque_call(ctx: Context, op: Operation) -> bool:
     """A call whose effect on memory the engine does not model: an external function
     other than the allocators, memcpy/memset, read-only printing and the helpers that
     touch only integers, or a recursive (hence not inlined) defined function."""
-    from zymase.analysis.memory import INTEGER_ONLY_EXTERNALS, MARKER_INTRINSICS, READ_ONLY_EXTERNALS, memory_kind
+    from zymase.analysis.memory import (DEALLOCATED_ARG, INTEGER_ONLY_EXTERNALS, MARKER_INTRINSICS,
+                                        READ_ONLY_EXTERNALS, memory_kind)
 
     if memory_kind(op) is not None:
         return False
@@ -527,6 +529,8 @@ def _opaque_call(ctx: Context, op: Operation) -> bool:
         return False  # differentiated in split mode
     if _marked_callee(ctx, op) is not None:
         return False  # its body is seen: only reads memory it is given (else refused above)
+    if DEALLOCATED_ARG in op.attributes:
+        return False  # releases a custom allocation (its shadow: ShadowCode.free_deallocated_shadow)
     return name not in READ_ONLY_EXTERNALS and name not in INTEGER_ONLY_EXTERNALS
 
 

@@ -10,7 +10,8 @@ Spellings read (Enzyme's C interface):
   ``@llvm.global.annotations``; Enzyme's clang plugin writes ``enzyme_inactivefn``,
   ``enzyme_inactivenoblockfn`` and ``enzyme_function_like=log``, which are read too;
 * registration globals, any suffix: ``void *__enzyme_inactivefn[] = {f, g}``,
-  ``void *__enzyme_function_like[2] = {f, "log"}``, ``void *__enzyme_inactive_global = &g``;
+  ``void *__enzyme_function_like[2] = {f, "log"}``, ``void *__enzyme_inactive_global = &g``,
+  ``__enzyme_allocation_like[4]``;
 * function attributes of hand-written IR (``zymase opt``): ``"enzyme_inactive"``,
   ``"enzyme_inactive_noblock"``, ``"enzyme_math"="log"``.
 
@@ -41,9 +42,19 @@ loads and stores are made volatile before that pipeline and ordinary again after
 address is used otherwise (an array indexed, a pointer taken) is refused. The record
 is the attribute :data:`INACTIVE_GLOBAL` on the ``llvm.mlir.global``.
 
+A **custom allocator** (``__enzyme_allocation_like[4] = {alloc, (void *)size_index,
+(void *)"free-args", (void *)dealloc}``) gets the function attribute
+``"enzyme_allocator"="<size_index>"`` and its calls the attribute
+``analysis/memory.ALLOCATION_SIZE_ARG``: they allocate like malloc of that argument
+(``memory_kind``), and the allocator is not inlined. The shadow is zeroed memory from
+``calloc`` of the size argument, freed with ``free`` at the allocation's mirror point in
+reverse mode and, in forward mode, when the program calls the registered deallocator
+(``"enzyme_deallocator"``; its calls carry ``DEALLOCATED_ARG``, the position of the ``-1``
+of free-args). Enzyme instead calls the allocator and deallocator again for the shadow;
+calloc/free give the same zeroed memory without running the program's allocator twice.
+
 Not implemented here, and refused by name (``llvm/markers.py``, ``llvm/toolchain.py``):
-``__enzyme_allocation_like``, and Enzyme's other attributes (``enzyme_nofree``,
-``enzyme_shouldrecompute`` ...).
+Enzyme's other attributes (``enzyme_nofree``, ``enzyme_shouldrecompute`` ...).
 """
 
 from __future__ import annotations
@@ -51,7 +62,7 @@ from __future__ import annotations
 import re
 
 from zymase.errors import ZymaseError
-from zymase.ir import ArrayAttr, ModuleOp, Operation, StringAttr, UnitAttr, llvm, location_of
+from zymase.ir import ArrayAttr, IntegerAttr, IntegerType, ModuleOp, Operation, StringAttr, UnitAttr, i64, llvm, location_of
 
 #: the function attributes the engine reads
 INACTIVE = "enzyme_inactive"
@@ -63,7 +74,12 @@ INACTIVE_GLOBAL = "zymase.inactive_global"
 SOURCE_ATTRIBUTES = ("enzyme_inactive", "enzyme_inactive_noblock", "enzyme_function_like")
 
 #: registration globals implemented, by name prefix (any suffix: __enzyme_inactivefn2)
-REGISTRATIONS = ("__enzyme_inactivefn", "__enzyme_function_like", "__enzyme_inactive_global")
+REGISTRATIONS = ("__enzyme_inactivefn", "__enzyme_function_like", "__enzyme_inactive_global",
+                 "__enzyme_allocation_like")
+#: the function attribute of a custom allocator: the position of its size argument
+ALLOCATOR = "enzyme_allocator"
+#: the function attribute of its deallocator: Enzyme's free-args ("2,-1": -1 is the pointer)
+DEALLOCATOR = "enzyme_deallocator"
 
 #: annotation strings for inactive functions: zymase's header and Enzyme's plugin
 _INACTIVE_ANNOTATIONS = ("enzyme_inactive", "enzyme_inactive_noblock", "enzyme_inactivefn",
@@ -84,7 +100,7 @@ def is_implemented_annotation(text: str) -> bool:
 
 def is_implemented_attribute(name: str) -> bool:
     """Whether the ``enzyme_*`` function attribute ``name`` is one the engine reads."""
-    return name in (INACTIVE, FUNCTION_LIKE, *_INACTIVE_ATTRIBUTES)
+    return name in (INACTIVE, FUNCTION_LIKE, ALLOCATOR, DEALLOCATOR, *_INACTIVE_ATTRIBUTES)
 
 
 def is_registration(name: str) -> bool:
@@ -235,6 +251,10 @@ def apply_annotations(module: ModuleOp) -> None:
             raise ZymaseError(f"the registration global '{name}' is read by the program; zymase reads "
                               "it at compile time and removes it", construct=name,
                               hint="use the global only to register functions")
+        if name.startswith("__enzyme_allocation_like"):
+            _register_allocator(module, gop, globals_, functions, name)
+            module.body.block.erase_op(gop)
+            continue
         if name.startswith("__enzyme_inactive_global"):
             for target in _registered_globals(gop, globals_, name):
                 globals_[target].attributes[INACTIVE_GLOBAL] = UnitAttr()
@@ -282,6 +302,10 @@ def function_mark(fop: Operation | None) -> tuple[str, str] | None:
             return ("inactive", "")
         if name == FUNCTION_LIKE:
             return ("like", value)
+        if name == ALLOCATOR:
+            return ("allocator", value)
+        if name == DEALLOCATOR:
+            return ("deallocator", value)
     return None
 
 
@@ -364,6 +388,53 @@ def _registered(gop: Operation, globals_: dict[str, Operation], functions: dict[
         raise ZymaseError(f"'{name}' must hold a function and the name of a libm function",
                           construct=name, hint=f"write void *{name}[2] = {{(void *)f, \"log\"}}")
     return [(symbols[0], _string_of(globals_[symbols[1]]))]
+
+
+def _register_allocator(module: ModuleOp, gop: Operation, globals_: dict[str, Operation],
+                        functions: dict[str, Operation], name: str) -> None:
+    """``__enzyme_allocation_like[4] = {fn, (void *)size_index, "free-args", free_fn}``:
+    ``fn`` returns new memory of the size its argument ``size_index`` gives. Its calls
+    allocate like malloc; the shadow is calloc'd of that size and freed with free, so
+    the deallocator and its argument list, which Enzyme uses for the shadow, are not
+    needed (the program's own calls of it are ordinary code)."""
+    from zymase.analysis.memory import ALLOCATION_SIZE_ARG, DEALLOCATED_ARG
+    from zymase.transforms.known_callees import _split_top_level
+
+    init = gop.attributes.get("zymase.llvm_init")
+    items = _split_top_level(init.data) if isinstance(init, StringAttr) else None
+    usage = f"write void *{name}[4] = {{(void *)alloc, (void *)size_index, (void *)\"free-args\", (void *)dealloc}}"
+    head = _SYMBOL_RE.search(items[0]) if items else None
+    fop = functions.get(_name(head[0])) if head else None
+    if fop is None or len(items) not in (2, 4):
+        raise ZymaseError(f"cannot read the registration global '{name}'", construct=name, hint=usage)
+    index = re.fullmatch(r"ptr (?:null|inttoptr \(i64 (\d+) to ptr\))", items[1].strip())
+    inputs = list(fop.function_type.inputs.data)
+    k = int(index[1] or 0) if index else -1
+    if not (0 <= k < len(inputs)) or not isinstance(inputs[k], IntegerType) \
+            or not isinstance(fop.function_type.output, llvm.LLVMPointerType):
+        raise ZymaseError(f"'{name}' registers '{fop.sym_name.data}' as an allocator, but its entry 2 is not "
+                          "the position of an integer parameter (the size) or it does not return a pointer",
+                          construct=name, function=fop.sym_name.data, hint=usage)
+    _mark(fop, ALLOCATOR, str(k), name)
+    _tag_calls(module, fop.sym_name.data, ALLOCATION_SIZE_ARG, k)
+    if len(items) == 4 and items[3].strip() != "ptr null":
+        # the deallocator: called with the allocator's arguments and (-1) the pointer
+        free_args = _SYMBOL_RE.search(items[2])
+        text = _string_of(globals_.get(_name(free_args[0]))) if free_args else None
+        free = _SYMBOL_RE.search(items[3])
+        dealloc = functions.get(_name(free[0])) if free else None
+        positions = [p.strip() for p in text.split(",")] if text is not None else []
+        if dealloc is None or "-1" not in positions:
+            raise ZymaseError(f"'{name}' must name its deallocator and the position of the freed pointer "
+                              "among its arguments (-1) in entry 3", construct=name, hint=usage)
+        _mark(dealloc, DEALLOCATOR, text, name)
+        _tag_calls(module, dealloc.sym_name.data, DEALLOCATED_ARG, positions.index("-1"))
+
+
+def _tag_calls(module: ModuleOp, callee: str, attr: str, position: int) -> None:
+    for op in module.walk():
+        if isinstance(op, llvm.CallOp) and op.callee is not None and op.callee.root_reference.data == callee:
+            op.attributes[attr] = IntegerAttr(position, i64)
 
 
 def _registered_globals(gop: Operation, globals_: dict[str, Operation], name: str) -> list[str]:

@@ -74,7 +74,6 @@ _UNIMPLEMENTED_SYMBOLS = {
     "__enzyme_register_gradient": "registers a custom reverse-mode derivative",
     "__enzyme_register_derivative": "registers a custom forward-mode derivative",
     "__enzyme_register_splitderivative": "registers a custom split-mode derivative",
-    "__enzyme_allocation_like": "declares a function to allocate memory",
     "__enzyme_augmentfwd": "is split reverse mode (augmented forward pass)",
     "__enzyme_reverse": "is split reverse mode (reverse pass)",
     "__enzyme_augmentsize": "is split reverse mode (tape size)",
