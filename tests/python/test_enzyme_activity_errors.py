@@ -20,7 +20,8 @@ CASES = {
         DECLS + "__attribute__((enzyme_function_like(\"nosuchfn\"))) double g(double x) { return x; }\n"
         "double f(double x) { return g(x) * x; }\n"
         "int main(void) { return __enzyme_autodiff((void*)f, 1.0) > 0; }\n",
-        ["enzyme_function_like(\"nosuchfn\") on 'g'", "no derivative rule for a libm function named 'nosuchfn'"],
+        ["function_like_unknown.c:3", "enzyme_function_like(\"nosuchfn\") on 'g'",
+         "no derivative rule for a libm function named 'nosuchfn'"],
     ),
     "function_like_arity.c": (
         [],

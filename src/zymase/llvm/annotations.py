@@ -229,7 +229,7 @@ def apply_annotations(module: ModuleOp) -> None:
             if name == "enzyme_inactive_noblock":
                 _mark(fop, INACTIVE, "", f"attribute '{name}'")
             elif name == FUNCTION_LIKE:
-                _check_like(fop, value, f"attribute 'enzyme_math'")
+                _check_like(fop, value, "attribute 'enzyme_math'")
     annotations = globals_.get("llvm.global.annotations")
     if annotations is not None:
         for target, text, where in _annotation_entries(annotations, globals_):
@@ -240,9 +240,9 @@ def apply_annotations(module: ModuleOp) -> None:
             if fop is None:
                 raise _global_refused(target, text, where)
             if text.startswith(_LIKE_PREFIX):
-                _mark(fop, FUNCTION_LIKE, text[len(_LIKE_PREFIX):], f"__attribute__((enzyme_function_like))")
+                _mark(fop, FUNCTION_LIKE, text[len(_LIKE_PREFIX):], "__attribute__((enzyme_function_like))", where)
             else:
-                _mark(fop, INACTIVE, "", "__attribute__((enzyme_inactive))")
+                _mark(fop, INACTIVE, "", "__attribute__((enzyme_inactive))", where)
     used = {op.global_name.root_reference.data for op in module.walk() if isinstance(op, llvm.AddressOfOp)}
     for name, gop in globals_.items():
         if not is_registration(name):
@@ -309,10 +309,10 @@ def function_mark(fop: Operation | None) -> tuple[str, str] | None:
     return None
 
 
-def _mark(fop: Operation, attr: str, value: str, spelling: str) -> None:
+def _mark(fop: Operation, attr: str, value: str, spelling: str, where: str | None = None) -> None:
     """Set ``attr`` on ``fop``; an inactive function cannot also be function-like."""
     if attr == FUNCTION_LIKE:
-        _check_like(fop, value, spelling)
+        _check_like(fop, value, spelling, where)
     current = function_mark(fop)
     wanted = ("inactive", "") if attr == INACTIVE else ("like", value)
     if current is not None and current != wanted:
@@ -321,7 +321,7 @@ def _mark(fop: Operation, attr: str, value: str, spelling: str) -> None:
             f"'{fop.sym_name.data}' is marked both {kinds[current[0]]}"
             + (f"(\"{current[1]}\")" if current[1] else "") + f" and {kinds[wanted[0]]}"
             + (f"(\"{wanted[1]}\")" if wanted[1] else ""),
-            construct=spelling, function=fop.sym_name.data, location=location_of(fop),
+            construct=spelling, function=fop.sym_name.data, location=location_of(fop) or where,
             hint="give the function one of the two marks")
     if current == wanted:
         return
@@ -331,7 +331,7 @@ def _mark(fop: Operation, attr: str, value: str, spelling: str) -> None:
     fop.properties["passthrough"] = ArrayAttr(items)
 
 
-def _check_like(fop: Operation, like: str, spelling: str) -> None:
+def _check_like(fop: Operation, like: str, spelling: str, where: str | None = None) -> None:
     """function_like needs a libm function zymase has a scalar rule for, and a function of
     the same shape (the rule reads the call's operands and result)."""
     from zymase.autodiff.annotated_calls import like_rule_problem
@@ -340,7 +340,7 @@ def _check_like(fop: Operation, like: str, spelling: str) -> None:
     if problem is not None:
         raise ZymaseError(
             f"enzyme_function_like(\"{like}\") on '{fop.sym_name.data}': {problem}",
-            construct=spelling, function=fop.sym_name.data, location=location_of(fop),
+            construct=spelling, function=fop.sym_name.data, location=location_of(fop) or where,
             hint="name a libm function of the same parameters (log, exp, sin, pow ...), "
             "or remove the mark to differentiate the function's body")
 
