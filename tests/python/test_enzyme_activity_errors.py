@@ -1,9 +1,9 @@
 """What stays refused of Enzyme's activity annotations (issue 24 item 2, second half):
-inactive globals used through their address, malformed __enzyme_allocation_like, attributes and spellings zymase does not
-read, function_like naming no libm rule or a function of another shape, an inactive
-function that may write memory holding derivatives. Each gives one ``zymase: error:``
-line naming the construct. Also: Enzyme's IR function attributes in hand-written IR
-(``zymase opt``) are read."""
+inactive globals used through their address, malformed __enzyme_allocation_like,
+attributes and spellings zymase does not read, function_like naming no libm rule or a
+function of another shape, an inactive function that may write memory holding
+derivatives. Each gives one ``zymase: error:`` line naming the construct. Also:
+Enzyme's IR function attributes in hand-written IR (``zymase opt``) are read."""
 
 from __future__ import annotations
 

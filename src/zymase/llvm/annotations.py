@@ -62,7 +62,8 @@ from __future__ import annotations
 import re
 
 from zymase.errors import ZymaseError
-from zymase.ir import ArrayAttr, IntegerAttr, IntegerType, ModuleOp, Operation, StringAttr, UnitAttr, i64, llvm, location_of
+from zymase.ir import (ArrayAttr, IntegerAttr, IntegerType, ModuleOp, Operation, StringAttr, UnitAttr, i64, llvm,
+                       location_of)
 
 #: the function attributes the engine reads
 INACTIVE = "enzyme_inactive"
@@ -164,7 +165,8 @@ def _volatile_accesses(ll_text: str, names: set[str]) -> str:
     them ordinary again. Only direct accesses can be kept so: a global whose address is
     used otherwise (an element of an array, a pointer passed on) is refused."""
     symbols = "|".join(re.escape(f"@{n}") for n in sorted(names))
-    access = re.compile(rf"= load (?!volatile)([^,]+), ptr ({symbols})\b|^(\s*)store (?!volatile)(.*), ptr ({symbols})\b")
+    access = re.compile(rf"= load (?!volatile)([^,]+), ptr ({symbols})\b"
+                        rf"|^(\s*)store (?!volatile)(.*), ptr ({symbols})\b")
     mention = re.compile(rf"({symbols})(?![-\w$.])")
     out, in_body, function = [], False, None
     for line in ll_text.splitlines():
