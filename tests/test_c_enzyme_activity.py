@@ -27,4 +27,6 @@ def test_programs_are_there():
 @pytest.mark.parametrize("flags", ALL_BUILDS, ids=BUILD_IDS)
 @pytest.mark.parametrize("program", PROGRAMS, ids=[p.stem for p in PROGRAMS])
 def test_activity_annotation_program(program: Path, flags: list[str], tmp_path: Path, zymase_cli: list[str]):
-    build_and_run(program, flags, tmp_path, zymase_cli)
+    # a program's other translation units, if any, are in parts/<program>_*.c
+    build_and_run(program, flags, tmp_path, zymase_cli,
+                  other_sources=tuple(sorted((PROGRAMS_DIR / "parts").glob(f"{program.stem}_*.c"))))

@@ -122,6 +122,26 @@ def test_refused_activity_annotation(tmp_path, name, level):
     assert not (tmp_path / "exe").exists()
 
 
+# Enzyme's other source attributes (its clang plugin accepts them): refused by name,
+# also next to an implemented one (then the attribute header is included)
+UNIMPLEMENTED_ATTRIBUTES = ["enzyme_nofree", "enzyme_shouldrecompute", "enzyme_sparse_accumulate",
+                            "enzyme_elementwise_read", "enzyme_notypeanalysis"]
+
+
+@pytest.mark.parametrize("with_implemented", [False, True], ids=["alone", "with_inactive"])
+@pytest.mark.parametrize("name", UNIMPLEMENTED_ATTRIBUTES)
+def test_unimplemented_attribute_is_refused(tmp_path, name, with_implemented):
+    other = "__attribute__((enzyme_inactive)) " if with_implemented else ""
+    (tmp_path / "a.c").write_text(
+        DECLS + f"{other}double g(double x) {{ return x; }}\n"
+        f"__attribute__(({name})) double h(double x) {{ return x * x; }}\n"
+        "double f(double x) { return g(x) * h(x); }\n"
+        "int main(void) { return __enzyme_autodiff((void*)f, 1.0) > 0; }\n")
+    proc = run("zymase", ["cc", "-O0", "a.c", "-o", "exe"], cwd=tmp_path)
+    one_error(proc, f"a.c:4:16: attribute '{name}' is not implemented")
+    assert not (tmp_path / "exe").exists()
+
+
 def test_an_identifier_named_like_an_attribute_is_left_alone(tmp_path):
     # the attribute header is included only when the attributes are used
     (tmp_path / "ident.c").write_text(
