@@ -94,6 +94,14 @@ CASES = {
         "int main(void) { return __enzyme_autodiff((void*)f, 1.0) > 0; }\n",
         ["namespaced_spelling.cpp:2:3", "'[[enzyme::inactive]]' is not implemented"],
     ),
+    "always_inline.c": (  # noinline would contradict it (LLVM rejects the module)
+        [],
+        DECLS + "static inline __attribute__((always_inline, enzyme_inactive)) double g(double x) { return 2 * x; }\n"
+        "double f(double x) { return g(x) * x; }\n"
+        "int main(void) { return __enzyme_autodiff((void*)f, 1.0) > 0; }\n",
+        ["always_inline.c:3", "'g' is marked inactive or function_like and also always_inline",
+         "remove always_inline"],
+    ),
     "name_clash.c": (
         [],
         DECLS + "__attribute__((enzyme_inactive)) double g(double x) { return x; }\n"

@@ -146,12 +146,22 @@ def protect_annotated_functions(ll_text: str) -> str:
         ll_text = _volatile_accesses(ll_text, inactive_globals)
     # Enzyme's function attributes, written inline or in an attribute group
     marks = re.compile(r'"enzyme_inactive(?:_noblock)?"|"enzyme_math"=')
-    groups = {m[1] for m in re.finditer(r"^attributes (#\d+) = \{(.*)\}", ll_text, re.M) if marks.search(m[2])}
+    group_text = dict(re.findall(r"^attributes (#\d+) = \{(.*)\}", ll_text, re.M))
+    groups = {g for g, text in group_text.items() if marks.search(text)}
+    always = {g for g, text in group_text.items() if re.search(r"\balwaysinline\b", text)}
     out = []
     for line in ll_text.splitlines():
         if line.startswith("define "):
             m = re.search(rf"\s({_SYMBOL})\(", line)
             attributed = marks.search(line) or any(re.search(rf"{g}\b", line) for g in groups)
+            if m and (_name(m[1]) in marked or attributed) and (
+                    " alwaysinline" in line or any(re.search(rf"{g}\b", line) for g in always)):
+                raise ZymaseError(
+                    f"'{_name(m[1])}' is marked inactive or function_like and also always_inline: zymase "
+                    "keeps such a function out of line, where its calls are not differentiated through",
+                    construct="__attribute__((always_inline))", function=_name(m[1]),
+                    location=_debug_location(ll_text, line),
+                    hint="remove always_inline from the function")
             if m and (_name(m[1]) in marked or attributed) and " noinline" not in line:
                 line = _add_function_attribute(line, m.end() - 1, "noinline")
         out.append(line)
@@ -193,11 +203,17 @@ def _volatile_accesses(ll_text: str, names: set[str]) -> str:
 
 
 def _debug_location(ll_text: str, line: str) -> str | None:
-    """``file:line:col`` of an instruction line of LLVM IR text, from its ``!dbg``."""
+    """``file:line:col`` of an instruction line of LLVM IR text (``file:line`` of a
+    ``define`` line), from its ``!dbg``."""
     ref = re.search(r"!dbg (!\d+)", line)
-    loc = ref and re.search(rf"^{ref[1]} = !DILocation\(line: (\d+), column: (\d+)", ll_text, re.M)
     source = re.search(r'^source_filename = "([^"]*)"', ll_text, re.M)
-    return f"{source[1]}:{loc[1]}:{loc[2]}" if loc and source else None
+    if not ref or not source:
+        return None
+    loc = re.search(rf"^{ref[1]} = !DILocation\(line: (\d+), column: (\d+)", ll_text, re.M)
+    if loc:
+        return f"{source[1]}:{loc[1]}:{loc[2]}"
+    function = re.search(rf"^{ref[1]} = distinct !DISubprogram\(.*?\bline: (\d+)", ll_text, re.M)
+    return f"{source[1]}:{function[1]}" if function else None
 
 
 _ADDR_WORDS = re.compile(r"(?:\s+(?:local_unnamed_addr|unnamed_addr|addrspace\(\d+\)))*")
