@@ -72,7 +72,7 @@ class Context:
             return None
         fop = self.driver.lookup_function(name)
         if fop is None or not fop.body.blocks or mark_of(fop) is not None:
-            return None  # a function marked inactive or function_like is called, not differentiated
+            return None  # marked inactive, function_like or allocator: called, not differentiated
         return fop
 
     def rule_for(self, op: Operation) -> Rule | None:

@@ -20,7 +20,7 @@ layout holding derivatives (tangents in forward mode, adjoints in reverse mode).
 
 from __future__ import annotations
 
-from zymase.analysis.memory import allocation_size_position, callee_name, is_pointer, memory_kind
+from zymase.analysis.memory import DEALLOCATED_ARG, allocation_size_position, callee_name, is_pointer, memory_kind
 from zymase.errors import ZymaseError
 from zymase.ir import (
     ArrayAttr,
@@ -142,8 +142,6 @@ class ShadowCode:
         """Forward mode: the registered deallocator of a custom allocator (Enzyme's
         ``__enzyme_allocation_like``) releases a pointer; its calloc'd shadow is freed
         with it (reverse mode frees it at the allocation's mirror point)."""
-        from zymase.analysis.memory import DEALLOCATED_ARG
-
         ptr = op.operands[op.attributes[DEALLOCATED_ARG].value.data]
         if ptr in self.act.shadowed:
             self._declare("free", [PTR], llvm.LLVMVoidType())

@@ -15,7 +15,7 @@ Semantics follow Enzyme:
 
 Everything else of Enzyme's C interface is refused, never skipped: other
 ``__enzyme_*`` functions and globals (split modes, batching, registered derivatives,
-``__enzyme_allocation_like`` ...), marker globals zymase does not implement (``enzyme_width``,
+``__enzyme_batch`` ...), marker globals zymase does not implement (``enzyme_width``,
 ``enzyme_tape`` ...), ``enzyme_*`` function attributes and annotations in the IR other
 than the activity marks ``llvm/annotations.py`` reads (and removes or records before
 this module runs), and a differentiated function that itself reaches a marker call
