@@ -150,6 +150,23 @@ def test_unimplemented_attribute_is_refused(tmp_path, name, with_implemented):
     assert not (tmp_path / "exe").exists()
 
 
+def test_attributes_with_werror(tmp_path):
+    # -Werror makes clang's "unknown attribute ignored" an error: the implemented ones are
+    # still read, the others still refused by name
+    src = DECLS + "__attribute__((enzyme_inactive)) double g(double x) { return 2 * x; }\n" \
+        "double f(double x) { return g(x) * x; }\n" \
+        "int main(void) { return __enzyme_autodiff((void*)f, 1.5) != 3.0; }\n"
+    (tmp_path / "w.c").write_text(src)
+    build = run("zymase", ["cc", "-O2", "-Werror", "w.c", "-o", "exe"], cwd=tmp_path)
+    assert build.returncode == 0, build.stderr
+    import subprocess
+
+    assert subprocess.run([str(tmp_path / "exe")]).returncode == 0
+    (tmp_path / "n.c").write_text(src.replace("enzyme_inactive", "enzyme_nofree"))
+    one_error(run("zymase", ["cc", "-O2", "-Werror", "n.c", "-o", "exe2"], cwd=tmp_path),
+              "n.c:3:16: attribute 'enzyme_nofree' is not implemented")
+
+
 def test_an_identifier_named_like_an_attribute_is_left_alone(tmp_path):
     # the attribute header is included only when the attributes are used
     (tmp_path / "ident.c").write_text(

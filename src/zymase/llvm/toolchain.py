@@ -213,8 +213,15 @@ def c_to_llvm_ir(source: str | Path, flags: list[str] | None = None, opt_level: 
             str(out),
             str(source),
         ]
-        proc = _run_clang(argv, out)
-        if _uses_enzyme_attributes(proc.stderr):
+        try:
+            proc = _run_clang(argv, out)
+            needs_header = _uses_enzyme_attributes(proc.stderr)
+        except CompilerDiagnostics as err:  # -Werror makes the ignored attribute an error
+            if not _uses_enzyme_attributes(err.diagnostics):
+                _refuse_enzyme_attributes(err.diagnostics)
+                raise
+            needs_header = True
+        if needs_header:
             # Enzyme's attributes, which clang dropped: once more with the header that
             # spells them as annotate(...) (not always included: its macros would take
             # the names from ordinary identifiers)
@@ -254,7 +261,7 @@ def _uses_enzyme_attributes(stderr: str) -> bool:
 
 
 # "f.c:1:16: warning: unknown attribute 'enzyme_inactive' ignored [-Wunknown-attributes]"
-_ENZYME_ATTR_RE = re.compile(r"^(?P<loc>.+?:\d+:\d+): warning: unknown attribute '(?P<name>enzyme_\w+)' ignored",
+_ENZYME_ATTR_RE = re.compile(r"^(?P<loc>.+?:\d+:\d+): (?:warning|error): unknown attribute '(?P<name>enzyme_\w+)' ignored",
                              re.M)
 
 
