@@ -302,12 +302,14 @@ def cmd_opt(argv: list[str]) -> int:
         text, name = read_text_input(src), src
     if activity:
         from zymase.autodiff.report import activity_report
+        from zymase.llvm.annotations import apply_annotations, protect_annotated_functions
         from zymase.llvm.markers import lower_markers, protect_marker_calls
         from zymase.llvm.reader import read_llvm_ir
 
         if preopt and level:
-            text = toolchain.preopt(protect_marker_calls(text), level)
+            text = toolchain.preopt(protect_annotated_functions(protect_marker_calls(text)), level)
         module = read_llvm_ir(text, name)
+        apply_annotations(module)
         lower_markers(module)
         print(activity_report(module), end="")
         return 0

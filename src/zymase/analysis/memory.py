@@ -23,6 +23,11 @@ from zymase.ir import Block, BlockArgument, Operation, SSAValue, StringAttr, is_
 UNSEEN_WRITES = "<memory a called function may write>"
 
 ALLOCATORS = {"malloc", "calloc"}
+#: on a call of a function registered with __enzyme_allocation_like (llvm/annotations.py):
+#: the position of its size argument; the call allocates like malloc of that size
+ALLOCATION_SIZE_ARG = "zymase.allocation_size_arg"
+#: on a call of the deallocator registered with it: the position of the pointer it frees
+DEALLOCATED_ARG = "zymase.deallocated_arg"
 DEALLOCATORS = {"free"}
 # Numba's runtime (NRT): an array's memory is a reference-counted MemInfo whose data
 # pointer NRT_MemInfo_data_fast reads. A MemInfo that will hold active data gets a
@@ -139,6 +144,8 @@ def memory_kind(op: Operation) -> str | None:
         return "alloca"
     if isinstance(op, llvm.AddressOfOp):
         return "global"
+    if ALLOCATION_SIZE_ARG in op.attributes:
+        return "malloc"  # a custom allocator (Enzyme's __enzyme_allocation_like)
     name = callee_name(op)
     if name in NRT_DERIVE:
         return "derive"
@@ -159,6 +166,12 @@ def memory_kind(op: Operation) -> str | None:
     if name == "memset" or intrinsic_base_name(op) == "memset":
         return "memset"
     return None
+
+
+def allocation_size_position(op: Operation) -> int:
+    """The operand of a ``malloc``-kind call that is the size in bytes."""
+    custom = op.attributes.get(ALLOCATION_SIZE_ARG)
+    return custom.value.data if custom is not None else 0
 
 
 ALLOCATION_KINDS = ("alloca", "malloc", "calloc", "realloc", "nrt_alloc")
@@ -249,8 +262,11 @@ def address_escapes(alloc: Operation, successor_operands) -> bool:
 class MemoryModel:
     """The memory half of activity analysis for one function body."""
 
-    def __init__(self, fname: str, entry_args, arg_activities, defined=None):
+    def __init__(self, fname: str, entry_args, arg_activities, defined=None, inactive_globals=frozenset()):
         self.fname = fname
+        # globals marked inactive (Enzyme's enzyme_inactive): never shadowed; active data
+        # stored into them drops its derivative, and what is loaded from them is constant
+        self.inactive_globals = inactive_globals
         # defined(op) -> the callee when op calls a function defined in the module
         self.defined = defined or (lambda op: None)
         # pointer arguments with shadows: dup, or active (forward mode analyzes a dup
@@ -321,7 +337,7 @@ class MemoryModel:
             if op.global_name.root_reference.data in info.shadow_globals:
                 shadowed.add(op.results[0])
         elif kind == "load":
-            if op.ptr in shadowed:
+            if op.ptr in shadowed and not self._into_inactive_global(op.ptr, op, read=True):
                 r = op.results[0]
                 if is_float_type(r.type):
                     info.varied.add(r)
@@ -333,18 +349,41 @@ class MemoryModel:
         elif kind == "store":
             v = op.value
             if (is_float_type(v.type) and v in info.varied) or (is_pointer(v) and v in shadowed):
-                self.need_shadow(op.ptr, op, info, incoming)
+                if not self._into_inactive_global(op.ptr, op):
+                    self.need_shadow(op.ptr, op, info, incoming)
             elif is_pointer(v) and op.ptr in shadowed and v not in shadowed and self.shadowable(v):
                 # a pointer kept in shadowed memory (e.g. a local `double *t = malloc(..)`
                 # before mem2reg) is loaded back as a shadowed pointer: it needs its shadow
                 self.need_shadow(v, op, info, incoming)
         elif kind == "memcpy":
             dst, src = op.operands[0], op.operands[1]
-            if src in shadowed:
+            if src in shadowed and not self._into_inactive_global(dst, op):
                 self.need_shadow(dst, op, info, incoming)
         elif kind == "realloc":
             if op.operands[0] in shadowed:
                 self.need_shadow(op.results[0], op, info, incoming)
+
+    def _into_inactive_global(self, ptr: SSAValue, where: Operation, *, read: bool = False) -> bool:
+        """Whether ``ptr`` points only into globals marked inactive: a write there drops
+        the derivative, a read gives a constant. A write through a pointer that may also
+        point into other memory (``cond ? &inactive : p``, which the optimizer makes of
+        two branches) goes through the shadow: the inactive global's shadow is then a
+        scratch global that only such writes touch, zero in reverse mode (nothing
+        accumulates into it, its loads being constant) and never read in forward mode.
+        A read through such a pointer is refused: its derivative would be the
+        other memory's for one and must be zero for the other."""
+        if not self.inactive_globals:
+            return False
+        entry = self.entry_args[0].block if self.entry_args else None
+        roots = pointer_roots(ptr, entry, lambda a: self._incoming.get(a, ()))
+        inactive = {r for r in roots or () if isinstance(r, str) and r in self.inactive_globals}
+        if not inactive:
+            return False
+        if inactive == roots:
+            return True
+        if read:
+            raise _inactive_global_error(sorted(inactive)[0], where, self.fname)
+        return False
 
     def holds_only_constant_pointers(self, slot: SSAValue) -> bool:
         """Whether every pointer the memory at ``slot`` can hold is constant (can have
@@ -439,7 +478,8 @@ class MemoryModel:
                 continue
             elif isinstance(op, llvm.AddressOfOp):
                 # a global written with active data gets a shadow global; every
-                # address of it then has a shadow (see transfer)
+                # address of it then has a shadow (see transfer; an inactive global's
+                # is the scratch of _into_inactive_global)
                 info.shadow_globals.add(op.global_name.root_reference.data)
             else:
                 # where is None for a pointer that reaches shadowed memory through a phi:
@@ -476,6 +516,18 @@ def _describe(op: Operation) -> str:
     if isinstance(op, llvm.CallIntrinsicOp):
         return f"call @{op.intrin.data}"
     return op.name
+
+
+def _inactive_global_error(name: str, at: Operation, fname: str) -> ZymaseError:
+    return ZymaseError(
+        f"memory is read through a pointer that may point into the inactive global '{name}' "
+        "or into memory that holds derivatives: the value read would be constant for the one and "
+        "active for the other",
+        construct=_describe(at),
+        function=fname,
+        location=location_of(at),
+        hint="read the inactive global through its own name, apart from memory that holds derivatives",
+    )
 
 
 def _indirect_allocation_error(call: Operation, at: Operation, fname: str) -> ZymaseError:

@@ -12,6 +12,7 @@ from zymase.analysis.cfg import CFG
 from zymase.analysis.scf import nested_blocks
 from zymase.autodiff.flavor import Emitter, Flavor, is_differentiable_type
 from zymase.autodiff.registry import REGISTRY, Rule, load_all_rules
+from zymase.autodiff.annotated_calls import inactive_global_names, mark_of, rule_for_marked
 from zymase.autodiff.type_rules import shadow_type
 from zymase.autodiff.flavor import intrinsic_base
 from zymase.autodiff.names import ABANDON, ABANDONED, SHADOW_ARGS
@@ -70,8 +71,8 @@ class Context:
         if name is None:
             return None
         fop = self.driver.lookup_function(name)
-        if fop is None:
-            return None
+        if fop is None or mark_of(fop) is not None:
+            return None  # marked inactive, function_like or allocator: called, not differentiated
         if not fop.body.blocks:
             # a declared function with a registered derivative is differentiated by it
             from zymase.autodiff.custom import has_custom_rule
@@ -87,7 +88,8 @@ class Context:
             return REGISTRY.by_function.get(intrinsic_base(op.intrin.data))
         name = self.flavor.callee(op)
         if name is not None and self.defined_function(op) is None:
-            return REGISTRY.by_function.get(name)
+            marked = rule_for_marked(self.driver.lookup_function(name))
+            return marked if marked is not None else REGISTRY.by_function.get(name)
         return None
 
     def call_writes_unseen(self, call: Operation) -> bool:
@@ -101,6 +103,9 @@ class Context:
             return False  # the reverse sweep never runs after it
         if name in READ_ONLY_EXTERNALS or name in INTEGER_ONLY_EXTERNALS:
             return False  # they write through their pointer operands at most
+        marked = self.driver.lookup_function(name) if name else None
+        if (mark_of(marked) or ("",))[0] in ("inactive", "like") and marked.body.blocks:
+            return self.writes_memory(marked)  # its body says (it is not differentiated)
         if self.rule_for(call) is not None and not (name or "").startswith("lgamma"):
             return False  # a math function: it writes errno at most (lgamma also sets signgam)
         return may_write_unseen_memory(self.driver.lookup_function(name) if name else None)
@@ -210,7 +215,8 @@ def prepare(ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts
     if flavor.name == "llvm":
         from zymase.analysis.memory import MemoryModel
 
-        memory = MemoryModel(function_name(fop), list(region.blocks[0].args), arg_acts, ctx.defined_function)
+        memory = MemoryModel(function_name(fop), list(region.blocks[0].args), arg_acts, ctx.defined_function,
+                             inactive_global_names(ctx.module))
     else:
         from zymase.analysis.memref import memref_model
 
@@ -379,6 +385,16 @@ def _reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activ
                     hint="define the function in the same file, or pass it only values that are not "
                     "differentiated",
                 )
+            if _inactive_writer_of_shadowed(ctx, op, act):
+                raise ZymaseError(
+                    f"memory holding active data is passed to '{ctx.flavor.callee(op)}', which is marked "
+                    "inactive and may write to it: the derivatives kept for that memory would not match "
+                    "the values the call writes",
+                    construct=describe(op),
+                    function=fname,
+                    location=location_of(op),
+                    hint="pass the inactive function copies of the data it writes, or remove the inactive mark",
+                )
             if any(o in act.shadowed for o in op.operands) and _opaque_call(ctx, op):
                 raise ZymaseError(
                     f"memory holding active data is passed to '{describe(op).split('@')[-1]}', "
@@ -439,6 +455,51 @@ def _active_into_pointer_writer(ctx: Context, op: Operation, act: ActivityInfo) 
     return may_write_through_arguments(ctx.driver.lookup_function(ctx.flavor.callee(op)))
 
 
+def _marked_callee(ctx: Context, op: Operation) -> Operation | None:
+    """The callee of ``op`` when it is a defined function marked inactive or function_like."""
+    name = ctx.flavor.callee(op) if isinstance(op, llvm.CallOp) else None
+    fop = ctx.driver.lookup_function(name) if name else None
+    mark = mark_of(fop) if fop is not None and fop.body.blocks else None
+    return fop if mark is not None and mark[0] in ("inactive", "like") else None
+
+
+def _inactive_writer_of_shadowed(ctx: Context, op: Operation, act: ActivityInfo) -> bool:
+    """A marked function given a pointer to memory with shadows, which its body may write."""
+    fop = _marked_callee(ctx, op)
+    return (fop is not None and any(o in act.shadowed for o in op.operands)
+            and _writes_beyond_locals(ctx, fop, set()))
+
+
+def _writes_beyond_locals(ctx: Context, fop: Operation, seen: set) -> bool:
+    """Whether a defined function may write memory other than its own stack slots (the
+    locals of an unoptimized body are allocas): stores through arguments or globals,
+    memory primitives, calls that may write."""
+    from zymase.analysis.memory import memory_kind
+
+    if fop in seen:
+        return False
+    seen.add(fop)
+    for op in fop.walk():
+        kind = memory_kind(op)
+        if kind == "store" and _local_slot(op.ptr):
+            continue
+        if kind in ("store", "memcpy", "memset", "free", "realloc"):
+            return True
+        callee = ctx.defined_function(op) or _marked_callee(ctx, op)
+        if callee is not None and _writes_beyond_locals(ctx, callee, seen):
+            return True
+        if callee is None and isinstance(op, llvm.CallOp) and kind is None and ctx.call_writes_unseen(op):
+            return True
+    return False
+
+
+def _local_slot(ptr) -> bool:
+    """A pointer into an alloca of the function (through GEPs)."""
+    while isinstance(ptr.owner, llvm.GEPOp):
+        ptr = ptr.owner.ptr
+    return isinstance(ptr.owner, llvm.AllocaOp)
+
+
 def _unsupported_on_active(op: Operation, act: ActivityInfo) -> str | None:
     """Constructs whose derivative cannot be built when they touch active data."""
     touches = any(o in act.varied or o in act.shadowed for o in op.operands)
@@ -474,7 +535,8 @@ def _opaque_call(ctx: Context, op: Operation) -> bool:
     """A call whose effect on memory the engine does not model: an external function
     other than the allocators, memcpy/memset, read-only printing and the helpers that
     touch only integers, or a recursive (hence not inlined) defined function."""
-    from zymase.analysis.memory import INTEGER_ONLY_EXTERNALS, MARKER_INTRINSICS, READ_ONLY_EXTERNALS, memory_kind
+    from zymase.analysis.memory import (DEALLOCATED_ARG, INTEGER_ONLY_EXTERNALS, MARKER_INTRINSICS,
+                                        READ_ONLY_EXTERNALS, memory_kind)
 
     if memory_kind(op) is not None:
         return False
@@ -485,6 +547,10 @@ def _opaque_call(ctx: Context, op: Operation) -> bool:
         return False
     if ctx.defined_function(op) is not None:
         return False  # differentiated in split mode
+    if _marked_callee(ctx, op) is not None:
+        return False  # its body is seen: only reads memory it is given (else refused above)
+    if DEALLOCATED_ARG in op.attributes:
+        return False  # releases a custom allocation (its shadow: ShadowCode.free_deallocated_shadow)
     return name not in READ_ONLY_EXTERNALS and name not in INTEGER_ONLY_EXTERNALS
 
 

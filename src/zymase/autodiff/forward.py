@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from zymase.analysis.memory import memory_kind
+from zymase.analysis.memory import DEALLOCATED_ARG, memory_kind
 from zymase.autodiff.common import Context, function_name, mark_shadow_args, no_rule_error, prepare
 from zymase.autodiff.flavor import Emitter
 from zymase.autodiff.memory import ShadowCode, twin_decl
@@ -120,6 +120,8 @@ class ForwardGenerator(ShadowCode):
             self.vmap[r] = nr
         if is_scope_decl(op):
             E.insert(twin_decl(op))  # the tangents' accesses carry the twin scopes
+        if DEALLOCATED_ARG in op.attributes:
+            self.free_deallocated_shadow(op)
         if not active:
             return
         rule = self.ctx.rule_for(op)

@@ -20,7 +20,7 @@ layout holding derivatives (tangents in forward mode, adjoints in reverse mode).
 
 from __future__ import annotations
 
-from zymase.analysis.memory import callee_name, is_pointer, memory_kind
+from zymase.analysis.memory import DEALLOCATED_ARG, allocation_size_position, callee_name, is_pointer, memory_kind
 from zymase.errors import ZymaseError
 from zymase.ir import (
     ArrayAttr,
@@ -138,6 +138,15 @@ class ShadowCode:
     def _mapped(self, v: SSAValue) -> SSAValue:
         return self.vmap.get(v, v)
 
+    def free_deallocated_shadow(self, op: Operation) -> None:
+        """Forward mode: the registered deallocator of a custom allocator (Enzyme's
+        ``__enzyme_allocation_like``) releases a pointer; its calloc'd shadow is freed
+        with it (reverse mode frees it at the allocation's mirror point)."""
+        ptr = op.operands[op.attributes[DEALLOCATED_ARG].value.data]
+        if ptr in self.act.shadowed:
+            self._declare("free", [PTR], llvm.LLVMVoidType())
+            self.E.insert(llvm.CallOp("free", self.shadow_of(ptr)))
+
     # ----- structure: both modes, forward sweep ---------------------------------------
     def shadow_structure(self, op: Operation, clone: Operation, *, forward_mode: bool) -> None:
         """Emit the shadow side of memory op ``op`` (its primal copy is ``clone``);
@@ -179,7 +188,11 @@ class ShadowCode:
         elif kind in ("malloc", "calloc") and op in act.shadow_allocations:
             args = [self._mapped(a) for a in op.operands]
             if kind == "malloc":
-                args = [args[0], self._i64(1)]
+                # a custom allocator's shadow is calloc'd too, of its size argument
+                size = args[allocation_size_position(op)]
+                if size.type != i64:
+                    size = E.v(llvm.SExtOp(size, i64))  # C's int size
+                args = [size, self._i64(1)]
             self._declare("calloc", [i64, i64], PTR)
             self.smap[op.results[0]] = E.v(llvm.CallOp("calloc", *args, return_type=PTR))
         elif kind == "nrt_alloc" and op in act.shadow_allocations:

@@ -41,13 +41,14 @@ def differentiate_llvm_ir(ll_text: str, filename: str, level: int, timings: Timi
     """LLVM IR in, LLVM IR with every Enzyme call site differentiated out (not yet
     optimized after AD)."""
     from zymase.llvm import toolchain
+    from zymase.llvm.annotations import protect_annotated_functions
     from zymase.llvm.markers import protect_marker_calls
     from zymase.llvm.reader import read_llvm_ir
     from zymase.llvm.writer import write_llvm_ir
 
     if preoptimize:
         with timings.phase("preopt"):
-            ll_text = toolchain.preopt(protect_marker_calls(ll_text), level)
+            ll_text = toolchain.preopt(protect_annotated_functions(protect_marker_calls(ll_text)), level)
     with timings.phase("import"):
         module = read_llvm_ir(ll_text, filename)
     with timings.phase("AD"):
@@ -57,14 +58,17 @@ def differentiate_llvm_ir(ll_text: str, filename: str, level: int, timings: Timi
 
 
 def differentiate_module(module: ModuleOp) -> int:
-    """Marker lowering, the enzyme pass and tape lowering on an llvm-dialect module."""
+    """Enzyme's annotations read, marker lowering (in rounds, for nested
+    differentiation), the enzyme pass and tape lowering on an llvm-dialect module."""
     from zymase.autodiff.semantics import generating_inner_derivatives
+    from zymase.llvm.annotations import apply_annotations
     from zymase.llvm.markers import finish_markers, lower_sites, marker_rounds
     from zymase.transforms.alias_scopes import annotate_alias_scopes
     from zymase.transforms.dead_primal_stores import remove_dead_primal_stores
     from zymase.transforms.enzyme_pass import run_enzyme_pass
     from zymase.transforms.lower_to_llvm import lower_to_llvm
 
+    apply_annotations(module)
     rounds = marker_rounds(module)
     if rounds:
         from zymase.transforms.constant_callees import specialize_constant_callees

@@ -26,8 +26,11 @@ Semantics follow Enzyme:
 Everything else of Enzyme's C interface is refused, never skipped: other
 ``__enzyme_*`` functions and globals (split forward mode, batching,
 ``__enzyme_virtualreverse`` ...), marker globals zymase does not implement
-(``enzyme_width`` ...), and a differentiated function that itself reaches a marker call
-(higher-order derivatives).
+(``enzyme_width`` ...), ``enzyme_*`` function attributes and annotations in the IR other
+than the activity marks ``llvm/annotations.py`` reads (and removes or records before
+this module runs), and a derivative that would contain itself (a differentiated
+function reaching its own marker call; other nested calls are lowered in rounds,
+:func:`marker_rounds`).
 """
 
 from __future__ import annotations
@@ -62,6 +65,7 @@ from zymase.ir import (
 )
 from zymase.ir import enzyme as ez
 from zymase.ir.enzyme import Activity
+from zymase.llvm.annotations import is_implemented_annotation, is_implemented_attribute
 
 MARKERS = {
     "enzyme_const": "const",
@@ -121,10 +125,6 @@ SPLIT_TAPE_BYTES = 24
 #: the error message; any other ``__enzyme_*`` name is refused as unknown.
 _UNIMPLEMENTED_SYMBOLS = {
     "__enzyme_register_splitderivative": "registers a custom split-mode derivative",
-    "__enzyme_inactivefn": "marks functions inactive",
-    "__enzyme_inactive_global": "marks globals inactive",
-    "__enzyme_function_like": "declares a function to behave like a known one",
-    "__enzyme_allocation_like": "declares a function to allocate memory",
     "__enzyme_virtualreverse": "makes a shadow function for a function pointer (derivatives of indirect calls)",
     "__enzyme_fwdsplit": "is split forward mode",
     "__enzyme_batch": "is vectorized (batched) evaluation",
@@ -336,7 +336,7 @@ def refuse_unimplemented(module: ModuleOp) -> None:
                 f"marker '{name}' is not implemented by zymase (it knows " + ", ".join(KNOWN_MARKERS) + ")")
         if (isinstance(op, llvm.GlobalOp) and isinstance(text := op.properties.get("value"), StringAttr)
                 and text.data.startswith(_MARKER_WORDS) and isinstance(sec := op.properties.get("section"), StringAttr)
-                and sec.data == "llvm.metadata"):
+                and sec.data == "llvm.metadata" and not is_implemented_annotation(text.data.rstrip(chr(0)))):
             raise _unimplemented_error(  # __attribute__((annotate("enzyme_inactive")))
                 module, name, f"annotation '{text.data.rstrip(chr(0))}' is not implemented by zymase")
         if isinstance(op, llvm.FuncOp):
@@ -355,7 +355,7 @@ def _enzyme_function_attributes(fop: Operation) -> list[str]:
     names = []
     for item in passthrough.data if passthrough is not None else ():
         key = item.data[0] if isinstance(item, ArrayAttr) else item
-        if isinstance(key, StringAttr) and key.data.startswith(_MARKER_WORDS):
+        if isinstance(key, StringAttr) and key.data.startswith(_MARKER_WORDS) and not is_implemented_attribute(key.data):
             names.append(key.data)
     return names
 

@@ -44,6 +44,8 @@ _INSTALL_HINT = "apt-get install -y clang-19, or pip install ziglang"
 
 #: headers shipped with zymase (``<enzyme/enzyme>`` ...), searched after the user's ``-I``
 INCLUDE_DIR = Path(__file__).resolve().parent.parent / "include"
+#: included when the source uses Enzyme's attributes: spells them as annotate(...)
+ENZYME_ATTRIBUTES_HEADER = INCLUDE_DIR / "zymase" / "enzyme_attributes.h"
 
 
 # --------------------------------------------------------------------------------------
@@ -212,33 +214,70 @@ def c_to_llvm_ir(source: str | Path, flags: list[str] | None = None, opt_level: 
             str(source),
         ]
         try:
-            proc = subprocess.run(
-                argv, capture_output=True, text=True, stdin=subprocess.DEVNULL
-            )
-        except OSError as exc:
-            raise ZymaseError(
-                f"could not run clang: {exc}", hint=_INSTALL_HINT
-            ) from None
-        if proc.returncode != 0 or not out.is_file():
-            first = _first_error(proc.stderr)
-            if _DIAG_RE.match(first):  # errors in the source: clang's own report
-                raise CompilerDiagnostics(proc.stderr, first_error=first)
-            # the driver's ("clang: error: unknown argument ..."): one line of ours
-            raise ZymaseError(first.removeprefix("clang: error: "), hint="check the clang flags")
+            proc = _run_clang(argv, out)
+            needs_header = _uses_enzyme_attributes(proc.stderr)
+        except CompilerDiagnostics as err:  # -Werror makes the ignored attribute an error
+            if not _uses_enzyme_attributes(err.diagnostics):
+                _refuse_enzyme_attributes(err.diagnostics)
+                raise
+            needs_header = True
+        if needs_header:
+            # Enzyme's attributes, which clang dropped: once more with the header that
+            # spells them as annotate(...) (not always included: its macros would take
+            # the names from ordinary identifiers)
+            try:
+                proc = _run_clang([*argv[:-1], "-include", str(ENZYME_ATTRIBUTES_HEADER), argv[-1]], out)
+            except CompilerDiagnostics as err:
+                raise _attribute_macro_clash(err) from None
         _refuse_enzyme_attributes(proc.stderr)
         _forward_warnings(proc.stderr, clang)
         return drop_unknown_target_features(out.read_text())
 
 
+def _run_clang(argv: list[str], out: Path) -> subprocess.CompletedProcess:
+    """Run clang writing ``out``; its errors as ours."""
+    try:
+        proc = subprocess.run(
+            argv, capture_output=True, text=True, stdin=subprocess.DEVNULL
+        )
+    except OSError as exc:
+        raise ZymaseError(
+            f"could not run clang: {exc}", hint=_INSTALL_HINT
+        ) from None
+    if proc.returncode != 0 or not out.is_file():
+        first = _first_error(proc.stderr)
+        if _DIAG_RE.match(first):  # errors in the source: clang's own report
+            raise CompilerDiagnostics(proc.stderr, first_error=first)
+        # the driver's ("clang: error: unknown argument ..."): one line of ours
+        raise ZymaseError(first.removeprefix("clang: error: "), hint="check the clang flags")
+    return proc
+
+
+def _uses_enzyme_attributes(stderr: str) -> bool:
+    """Whether clang ignored one of the Enzyme attributes zymase implements."""
+    from zymase.llvm.annotations import SOURCE_ATTRIBUTES
+
+    return any(m["name"] in SOURCE_ATTRIBUTES for m in _ENZYME_ATTR_RE.finditer(stderr))
+
+
 # "f.c:1:16: warning: unknown attribute 'enzyme_inactive' ignored [-Wunknown-attributes]"
-_ENZYME_ATTR_RE = re.compile(r"^(?P<loc>.+?:\d+:\d+): warning: unknown attribute '(?P<name>enzyme_\w+)' ignored",
+_ENZYME_ATTR_RE = re.compile(r"^(?P<loc>.+?:\d+:\d+): (?:warning|error): unknown attribute '(?P<name>enzyme_\w+)' ignored",
                              re.M)
+
+
+# the macro of include/zymase/enzyme_attributes.h a diagnostic comes from
+_ATTR_MACRO_RE = re.compile(r"note: expanded from macro '(?P<name>enzyme_\w+)'")
+# "f.c:3:3: warning: unknown attribute 'inactive' ignored", its source line, its caret
+_ANY_ATTR_RE = re.compile(r"^(?P<loc>.+?:\d+:\d+): warning: unknown attribute '(?P<name>[\w:]+)' ignored.*\n"
+                          r"(?P<source>.*\|.*)\n(?P<caret>.*\|\s*)\^", re.M)
 
 
 def _refuse_enzyme_attributes(stderr: str) -> None:
     """Enzyme's source attributes (``__attribute__((enzyme_inactive))`` ...) exist only
     with Enzyme's clang plugin; clang ignores them with a warning, and the function
-    would be differentiated as if they were not there."""
+    would be differentiated as if they were not there. The ones zymase implements
+    arrive here only in spellings its header does not cover (``[[enzyme_inactive]]``,
+    ``[[enzyme::inactive]]``)."""
     match = _ENZYME_ATTR_RE.search(stderr)
     if match:
         raise ZymaseError(
@@ -247,6 +286,38 @@ def _refuse_enzyme_attributes(stderr: str) -> None:
             location=match["loc"],
             hint="remove the attribute (zymase would ignore it and differentiate the function's body)",
         )
+    for match in _ANY_ATTR_RE.finditer(stderr):
+        written = match["source"][len(match["caret"]):]
+        macro = _ATTR_MACRO_RE.search(stderr, match.end())
+        if match["name"] == "annotate" and macro is not None:
+            written = macro["name"]  # [[enzyme_inactive]], spelled [[annotate(...)]] by the header
+        elif not written.startswith("enzyme::"):
+            continue
+        name = re.match(r"[\w:]+", written)[0]
+        raise ZymaseError(
+            f"attribute '[[{name}]]' is not implemented by zymase",
+            construct=f"[[{name}]]",
+            location=match["loc"],
+            hint="zymase reads Enzyme's attributes in the GNU spelling, __attribute__((enzyme_inactive)), "
+            "__attribute__((enzyme_inactive_noblock)) and __attribute__((enzyme_function_like(\"log\"))); "
+            "it would otherwise ignore this one",
+        )
+
+
+def _attribute_macro_clash(err: CompilerDiagnostics) -> ZymaseError:
+    """A source that uses Enzyme's attributes and also names something like one of
+    them: the header's macro of that name breaks the declaration."""
+    macro = _ATTR_MACRO_RE.search(err.diagnostics)
+    if macro is None:
+        return err
+    name = macro["name"]
+    return ZymaseError(
+        f"'{name}' is used as a name in a file that also uses __attribute__(({name})): zymase spells "
+        f"the attribute with a macro '{name}', which takes the name",
+        construct=name,
+        location=err.message.split(": error:")[0] if ": error:" in err.message else None,
+        hint=f"rename the variable or function called '{name}'",
+    )
 
 
 def _forward_warnings(stderr: str, clang: Clang) -> None:

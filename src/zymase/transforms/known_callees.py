@@ -5,7 +5,9 @@ direct calls, before differentiation.
 free};`` then ``A.alloc(n)``: the call's callee is loaded from ``@A``. When ``@A``
 cannot change (an LLVM ``constant``, or an internal global whose address is only ever
 loaded from), the loaded value is the initializer's, and the call is a direct call to
-``malloc``: memory it returns then gets a shadow like any malloc'd memory. LLVM's own
+``malloc``: memory it returns then gets a shadow like any malloc'd memory. A global that
+is itself one function pointer (``static void *(*alloc)(size_t) = malloc;``, Enzyme's
+metamalloc test) is read the same way. LLVM's own
 optimizer does this for constant and ``static`` globals at -O1 and up; this does it at
 -O0 too. A global that other code may change is left alone: what such a call returns is
 refused by activity analysis (:mod:`zymase.analysis.memory`), naming the global.
@@ -47,6 +49,10 @@ def function_fields(glob: Operation) -> dict[int, str]:
     t = glob.global_type
     if init is None:
         return {}
+    if isinstance(t, llvm.LLVMPointerType):
+        # a single function pointer: `static void *(*alloc)(size_t) = malloc;` (Enzyme's metamalloc)
+        m = _FUNCTION_FIELD.match(init.data.strip()) or _FUNCTION_FIELD.match("ptr " + init.data.strip())
+        return {0: m.group(1).strip('"')} if m else {}
     items = _split_top_level(init.data)
     if items is None:
         return {}
