@@ -139,6 +139,11 @@ def prepare(ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts
         from zymase.transforms.byval_copies import copy_byval_params
 
         copy_byval_params(fop, region.blocks[0], flavor.successor_operands)
+        # C++: the paths on which nothing throws are differentiated (an exception thrown
+        # in the derivative ends the program: transforms/exceptions.guard_derivatives)
+        from zymase.transforms.exceptions import lower_invokes
+
+        lower_invokes(region)
         # Calls that pass or return pointers are inlined, so their memory effects are
         # differentiated in program order (recursive callees, which cannot be inlined, are split
         # into augmented forward and reverse functions instead: Driver.split).

@@ -61,15 +61,21 @@ def differentiate_module(module: ModuleOp) -> int:
     from zymase.llvm.markers import lower_markers
     from zymase.transforms.alias_scopes import annotate_alias_scopes
     from zymase.transforms.dead_primal_stores import remove_dead_primal_stores
+    from zymase.ir import llvm
     from zymase.transforms.enzyme_pass import run_enzyme_pass
+    from zymase.transforms.exceptions import call_marker_invokes, guard_derivatives, uses_exceptions
     from zymase.transforms.lower_to_llvm import lower_to_llvm
 
+    call_marker_invokes(module)
     n = lower_markers(module)
     if n:
         from zymase.transforms.known_callees import resolve_known_callees
 
         resolve_known_callees(module)
+        user_functions = {op.sym_name.data for op in module.body.block.ops if isinstance(op, llvm.FuncOp)}
         run_enzyme_pass(module)
+        if (personality := uses_exceptions(module)) is not None:
+            guard_derivatives(module, user_functions, personality)
         lower_to_llvm(module)
         remove_dead_primal_stores(module)
         annotate_alias_scopes(module)

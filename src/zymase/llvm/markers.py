@@ -136,7 +136,7 @@ def protect_marker_calls(ll_text: str) -> str:
     out = []
     for line in ll_text.splitlines():
         if line.startswith("declare") and any(marker in line for marker in MARKER_FUNCTIONS):
-            start = line.index("(", line.index("@__enzyme_"))
+            start = line.index("(", line.index("__enzyme_"))  # also C++-mangled names
             depth = 0
             for i in range(start, len(line)):
                 if line[i] == "(":

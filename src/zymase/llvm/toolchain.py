@@ -192,10 +192,6 @@ def c_to_llvm_ir(source: str | Path, flags: list[str] | None = None, opt_level: 
     # zig's clang emits debug info unless told otherwise; plain clang does not.
     wants_debug = any(f.startswith("-g") for f in (flags or []))
     extra = ["-g0"] if clang.is_zig and not wants_debug else []
-    if is_cxx_source(source) and not any(f in ("-fexceptions", "-fno-exceptions") for f in (flags or [])):
-        # C++ without exceptions: zymase reads no exception handling (invoke), which
-        # every scope with a destructor (std::vector) would otherwise bring in
-        extra.append("-fno-exceptions")
     with tempfile.TemporaryDirectory(prefix="zymase-") as tmp:
         out = Path(tmp) / (source.stem + ".ll")
         argv = [

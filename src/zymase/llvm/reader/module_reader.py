@@ -19,10 +19,12 @@ from zymase.ir import (
     Operation,
     Region,
     StringAttr,
+    SymbolRefAttr,
     UnitAttr,
     builtin,
     llvm,
 )
+from zymase.ir.llvm_eh import PERSONALITY_ATTR
 from zymase.llvm.reader.attributes import (
     _CCONVS,
     _DLL,
@@ -372,10 +374,13 @@ class _ModuleReader:
                 cur.next()
                 if cur.text() == "(":
                     cur.balanced_text()
-            elif word == "personality":  # only used by EH instructions, which are rejected
+            elif word == "personality":  # the function that landing pads consult
                 cur.next()
                 self.types.parse(cur)
-                _parse_const(cur, _PTR, self.types)
+                personality = _parse_const(cur, _PTR, self.types)
+                if personality[0] != "global":
+                    raise _ParseFailure("a personality that is not a function name is not supported")
+                attrs[PERSONALITY_ATTR] = SymbolRefAttr(personality[1])
             elif word in ("prefix", "prologue", "gc"):
                 raise _ParseFailure(f"functions with '{word}' are not supported")
             elif kind == "m":  # !dbg !N
