@@ -146,7 +146,7 @@ def build(sources: list[str], output: str, clang_flags: list[str], link_flags: l
             objects.append(obj)
         if compile_only or emit_llvm:
             return
-        if any(toolchain.is_cxx_source(src) for src in sources):
+        if toolchain.compiles_cxx(clang_flags) or any(toolchain.is_cxx_source(src) for src in sources):
             # `cc` links C: a C++ source's operator new/delete, std:: and the C++ ABI
             # live in libstdc++ (clang++ would add it itself)
             link_flags = [*link_flags, "-lstdc++"]

@@ -168,6 +168,11 @@ def is_cxx_source(path: str | Path) -> bool:
     return str(path).endswith(CXX_SUFFIXES)
 
 
+def compiles_cxx(flags: list[str]) -> bool:
+    """Whether clang ``flags`` make every source C++ (``-x c++``, as ``zymase c++`` passes)."""
+    return any(f == "-x" and nxt == "c++" for f, nxt in zip(flags, flags[1:])) or "-xc++" in flags
+
+
 def c_to_llvm_ir(source: str | Path, flags: list[str] | None = None, opt_level: int = 2) -> str:
     """LLVM IR text for the C file ``source``, ready for :func:`preopt`.
 
