@@ -7,6 +7,7 @@ object file -> link.
 
 from __future__ import annotations
 
+import re
 import tempfile
 import time
 from contextlib import contextmanager
@@ -93,7 +94,7 @@ def compile_c(source: str, clang_flags: list[str], level: int, timings: Timings,
     try:
         ll = differentiate_llvm_ir(ll, str(source), level, timings, preoptimize=preopt)
     except ZymaseError as err:
-        raise _with_source_line(err, source, clang_flags, level, preopt) from None
+        raise _in_cxx_terms(_with_source_line(err, source, clang_flags, level, preopt)) from None
     with timings.phase("optimize"):
         return toolchain.optimize(ll, level)
 
@@ -115,6 +116,23 @@ def _with_source_line(err: ZymaseError, source: str, clang_flags: list[str], lev
         # the same refusal (its text may now name further lines, so compare the place)
         if _names_source_line(located) and located.function == err.function:
             return located
+    return err
+
+
+_MANGLED_RE = re.compile(r"(?<![\w.$])_Z[\w.$]+")
+
+
+def _in_cxx_terms(err: ZymaseError) -> ZymaseError:
+    """``err`` with C++ names demangled (``_Z6shapesd`` -> ``shapes(double)``), as the user
+    wrote them; C names never start with ``_Z`` (a reserved spelling)."""
+    from zymase.llvm.demangle import demangle
+
+    def plain(text: str | None) -> str | None:
+        return _MANGLED_RE.sub(lambda m: demangle(m.group(0)), text) if text else text
+
+    if not isinstance(err, CompilerDiagnostics):
+        err.message, err.construct, err.function, err.hint = (
+            plain(err.message), plain(err.construct), plain(err.function), plain(err.hint))
     return err
 
 
