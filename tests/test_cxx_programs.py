@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from c_harness import BUILD_IDS, BUILDS, COMPILE_TIMEOUT, RUN_TIMEOUT, build_and_run
+from c_harness import BUILD_IDS, BUILDS, COMPILE_TIMEOUT, RUN_TIMEOUT, build_and_run, emit_llvm
 from forking_cli import run_cli
 
 CXX_DIR = Path(__file__).resolve().parent / "cxx"
@@ -95,3 +95,12 @@ def test_any_file_name_compiles_as_cxx(command: list[str], tmp_path: Path):
     assert build.returncode == 0, build.stderr
     run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=RUN_TIMEOUT, stdin=subprocess.DEVNULL)
     assert run.returncode == 0, run.stdout
+
+
+@pytest.mark.parametrize("level", ["-O0", "-O2"])
+def test_over_aligned_new_gets_an_aligned_shadow(level: str, tmp_path: Path):
+    # issue 24 item 3: the shadow of `new Lane` (alignas(64)) must be as aligned as the
+    # primal (calloc gives 16 bytes), since the derivative's accesses keep its alignment
+    # (the derivatives are inlined into main at -O2: look at the whole module)
+    ll = emit_llvm(CXX_DIR / "new_delete_variants.cpp", [level], tmp_path, [])
+    assert "@aligned_alloc(i64 64," in ll
