@@ -1,7 +1,7 @@
 // new/delete, new[]/delete[], std::unique_ptr holding active data and std::array in
 // the active path: the allocations get shadows like malloc/free (issue 24 item 3).
-// (std::shared_ptr is refused: its reference count is an atomic add on memory the
-// engine sees as active.)
+// (std::shared_ptr is refused with a clear error: releasing the last owner calls the
+// control block's _M_dispose through its vtable, an indirect call on active memory.)
 #include <array>
 #include <cmath>
 #include <cstdio>

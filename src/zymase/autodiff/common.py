@@ -437,9 +437,12 @@ def _unsupported_on_active(op: Operation, act: ActivityInfo) -> str | None:
         if getattr(op, "volatile_", None) is not None:
             return "a volatile memory access"
         ordering = op.properties.get("ordering")
-        if ordering is not None and ordering.value.data != 0:
+        value = op.results[0] if isinstance(op, llvm.LoadOp) else op.value
+        if ordering is not None and ordering.value.data != 0 and not isinstance(value.type, IntegerType):
             return "an atomic memory access"
-    if op.name in ("llvm.atomicrmw", "llvm.cmpxchg"):
+    # integer read-modify-writes (C++'s reference counts, which make_shared puts next to
+    # active data) change no float and have no derivative
+    if op.name == "llvm.cmpxchg" or (op.name == "llvm.atomicrmw" and not isinstance(op.val.type, IntegerType)):
         return "an atomic memory operation"
     return None
 
