@@ -44,7 +44,7 @@ from zymase.llvm.reader.types import _I32, _I64, _PTR, _Types
 
 
 _HINT_UNSUPPORTED = (
-    "zymase reads the LLVM IR that clang emits for plain C/C++ without exceptions; "
+    "zymase reads the LLVM IR that clang emits for plain C/C++ on Linux; "
     "rewrite or outline the construct, or compile that part separately"
 )
 
