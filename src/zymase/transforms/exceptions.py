@@ -206,8 +206,9 @@ def _message_global(module: ModuleOp, derivative: str) -> tuple[str, int]:
 
 def _primal_name(derivative: str) -> str:
     """``diffe_Z1fd.2`` -> ``_Z1fd``: the driver names derivatives ``diffe<name>`` /
-    ``fwddiffe<name>`` with an optional ``.N`` (``autodiff/driver.Driver._fresh``)."""
-    for prefix in ("fwddiffe", "diffe"):
+    ``fwddiffe<name>`` / ``augmented<name>`` with an optional ``.N``
+    (``autodiff/driver.Driver._fresh``)."""
+    for prefix in ("fwddiffe", "diffe", "augmented"):
         if derivative.startswith(prefix):
             base = derivative[len(prefix):]
             head, dot, tail = base.rpartition(".")
