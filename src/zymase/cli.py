@@ -21,6 +21,8 @@ commands:
   cc [clang flags] file.c... [-o exe]   compile C with __enzyme_autodiff/__enzyme_fwddiff
                                        (-O0..-O3, -c, -S -emit-llvm, -I, -D, -l, -L, -g; --time;
                                        --no-preopt: differentiate before optimizing)
+  c++ [clang flags] file... [-o exe]   the same as cc, every file compiled as C++ (also
+                                       cc -x c++); C++ sources are linked with libstdc++
   run file.c [clang flags] [-- args]   compile and run, returning the program's exit code
   opt in.ll [-o out.ll] [-O N] [--no-preopt] [--print-activity]
                                        LLVM IR in, LLVM IR with derivatives out
@@ -69,14 +71,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"zymase {__version__}")
         return 0
     cmd, rest = argv[0], argv[1:]
-    commands = {"cc": cmd_cc, "run": cmd_run, "opt": cmd_opt, "demo": cmd_demo, "bench": cmd_bench}
+    commands = {"cc": cmd_cc, "c++": cmd_cxx, "run": cmd_run, "opt": cmd_opt, "demo": cmd_demo, "bench": cmd_bench}
     if cmd not in commands:
         print(f"zymase: error: unknown command '{cmd}'; hint: run 'zymase --help'", file=sys.stderr)
         return 1
     if cmd in COMMAND_USAGE and any(a in ("-h", "--help") for a in rest):
         print(COMMAND_USAGE[cmd], end="")
         return 0
-    if cmd in ("cc", "run", "opt"):
+    if cmd in ("cc", "c++", "run", "opt"):
         return _with_semantics(commands[cmd], rest)
     return _guard(commands[cmd], rest)
 
@@ -106,6 +108,7 @@ Compile C that calls __enzyme_autodiff/__enzyme_fwddiff, like a C compiler drive
   -S -emit-llvm                 write LLVM IR with the derivatives
   -o FILE                       output file (default a.out)
   -I DIR, -D NAME[=V], -g, -std=..., -f..., -m...    passed to clang
+  -x c++                        compile the files that follow as C++ (also: zymase c++)
   -l LIB, -L DIR, -Wl,..., -static, -pthread        passed to the linker
   --time                        time per phase on stderr
   --no-preopt                   differentiate before optimizing (Enzyme's baseline)
@@ -242,6 +245,12 @@ def cmd_cc(argv: list[str]) -> int:
     if a.time:
         print(t.report(), file=sys.stderr)
     return 0
+
+
+def cmd_cxx(argv: list[str]) -> int:
+    """``zymase c++``: ``zymase cc`` with every source compiled as C++ (``-x c++``, which
+    clang applies to the files after it) and linked with the C++ runtime."""
+    return cmd_cc(["-x", "c++", *argv])
 
 
 # ----------------------------------------------------------------------------- run

@@ -703,23 +703,26 @@ def test_unsupported_instruction_names_instruction_function_and_line():
     assert err.format().startswith("zymase: error: jump.c:7:5: ")
 
 
-def test_exception_handling_is_rejected():
+def test_windows_exception_handling_is_rejected():
+    # Itanium EH (invoke, landingpad, resume) is read: tests/python/test_llvm_exceptions.py
     text = """
-    declare i32 @__gxx_personality_v0(...)
+    declare i32 @__CxxFrameHandler3(...)
     declare void @may_throw()
-    define void @f() personality ptr @__gxx_personality_v0 {
+    define void @f() personality ptr @__CxxFrameHandler3 {
     entry:
-      invoke void @may_throw() to label %ok unwind label %bad
+      invoke void @may_throw() to label %ok unwind label %dispatch
     ok:
       ret void
-    bad:
-      %lp = landingpad { ptr, i32 } cleanup
-      resume { ptr, i32 } %lp
+    dispatch:
+      %cs = catchswitch within none [label %handler] unwind to caller
+    handler:
+      %cp = catchpad within %cs [ptr null, i32 64, ptr null]
+      catchret from %cp to label %ok
     }
     """
     with pytest.raises(ZymaseError) as info:
         read_llvm_ir(text, "eh.ll")
-    assert "invoke" in info.value.message and info.value.function == "f"
+    assert "catchswitch" in info.value.message and info.value.function == "f"
     assert "eh.ll" in info.value.location
 
 

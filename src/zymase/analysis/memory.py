@@ -41,9 +41,19 @@ NRT_REFCOUNT = {"NRT_incref", "NRT_decref"}
 # makes of a right-hand side that may overlap its target) behaves as malloc/free
 NRT_RAW = {"NRT_Allocate": "malloc", "NRT_Free": "free"}
 # C++'s operator new / new[] (Itanium names) allocate like malloc, and operator delete /
-# delete[] (also the sized ones, whose second argument is the size) release like free
-CXX_ALLOCATION = {"_Znwm": "malloc", "_Znam": "malloc", "_ZdlPv": "free", "_ZdaPv": "free",
-                  "_ZdlPvm": "free", "_ZdaPvm": "free"}
+# delete[] (also the sized ones, whose second argument is the size) release like free.
+# Every variant takes the size first and the pointer to release first; the over-aligned
+# ones (std::align_val_t, an i64 after the size) get a shadow just as aligned.
+CXX_ALIGNED_NEW = {"_ZnwmSt11align_val_t", "_ZnamSt11align_val_t",
+                   "_ZnwmSt11align_val_tRKSt9nothrow_t", "_ZnamSt11align_val_tRKSt9nothrow_t"}
+CXX_ALLOCATION = {
+    **{name: "malloc" for name in ("_Znwm", "_Znam", "_ZnwmRKSt9nothrow_t", "_ZnamRKSt9nothrow_t",
+                                   *CXX_ALIGNED_NEW)},
+    **{name: "free" for name in ("_ZdlPv", "_ZdaPv", "_ZdlPvm", "_ZdaPvm", "_ZdlPvRKSt9nothrow_t",
+                                 "_ZdaPvRKSt9nothrow_t", "_ZdlPvSt11align_val_t", "_ZdaPvSt11align_val_t",
+                                 "_ZdlPvmSt11align_val_t", "_ZdaPvmSt11align_val_t",
+                                 "_ZdlPvSt11align_val_tRKSt9nothrow_t", "_ZdaPvSt11align_val_tRKSt9nothrow_t")},
+}
 # External functions that only read the memory behind their pointer arguments.
 READ_ONLY_EXTERNALS = {"printf", "fprintf", "puts", "fputs", "strlen", "sprintf", "snprintf"}
 # External functions whose pointer arguments lead only to integers: Numba's reshape

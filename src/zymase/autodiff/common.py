@@ -149,6 +149,11 @@ def prepare(ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts
         from zymase.transforms.byval_copies import copy_byval_params
 
         copy_byval_params(fop, region.blocks[0], flavor.successor_operands)
+        # C++: the paths on which nothing throws are differentiated (an exception thrown
+        # in the derivative ends the program: transforms/exceptions.guard_derivatives)
+        from zymase.transforms.exceptions import lower_invokes
+
+        lower_invokes(region)
         # Calls that pass or return pointers are inlined, so their memory effects are
         # differentiated in program order (recursive callees, which cannot be inlined, are split
         # into augmented forward and reverse functions instead: Driver.split).
@@ -513,9 +518,12 @@ def _unsupported_on_active(op: Operation, act: ActivityInfo) -> str | None:
         if getattr(op, "volatile_", None) is not None:
             return "a volatile memory access"
         ordering = op.properties.get("ordering")
-        if ordering is not None and ordering.value.data != 0:
+        value = op.results[0] if isinstance(op, llvm.LoadOp) else op.value
+        if ordering is not None and ordering.value.data != 0 and not isinstance(value.type, IntegerType):
             return "an atomic memory access"
-    if op.name in ("llvm.atomicrmw", "llvm.cmpxchg"):
+    # integer read-modify-writes (C++'s reference counts, which make_shared puts next to
+    # active data) change no float and have no derivative
+    if op.name == "llvm.cmpxchg" or (op.name == "llvm.atomicrmw" and not isinstance(op.val.type, IntegerType)):
         return "an atomic memory operation"
     return None
 

@@ -42,6 +42,7 @@ from zymase.ir import (
     llvm_ext,
     math,
 )
+from zymase.ir.llvm_eh import InvokeOp
 
 _ACCUMULATION_FLAGS = frozenset({"reassoc", "nsz"})
 
@@ -392,6 +393,8 @@ class LLVMFlavor(Flavor):
             return [list(term.then_arguments), list(term.else_arguments)]
         if isinstance(term, llvm_ext.SwitchOp):
             return [list(term.default_operands)] + [list(c) for c in term.case_operand_lists()]
+        if isinstance(term, InvokeOp):  # C++ code the engine does not differentiate
+            return [list(term.normal_dest_operands), list(term.unwind_dest_operands)]
         return [[] for _ in term.successors]
 
     def rebuild_terminator(self, term, operands):

@@ -20,7 +20,14 @@ layout holding derivatives (tangents in forward mode, adjoints in reverse mode).
 
 from __future__ import annotations
 
-from zymase.analysis.memory import DEALLOCATED_ARG, allocation_size_position, callee_name, is_pointer, memory_kind
+from zymase.analysis.memory import (
+    CXX_ALIGNED_NEW,
+    DEALLOCATED_ARG,
+    allocation_size_position,
+    callee_name,
+    is_pointer,
+    memory_kind,
+)
 from zymase.errors import ZymaseError
 from zymase.ir import (
     ArrayAttr,
@@ -185,6 +192,13 @@ class ShadowCode:
             E.insert(sh)
             self._memset_zero(sh.results[0], self._sizeof(op.elem_type, clone.operands[0]))
             self.smap[op.results[0]] = sh.results[0]
+        elif kind == "malloc" and op in act.shadow_allocations and callee_name(op) in CXX_ALIGNED_NEW:
+            # over-aligned operator new (size, alignment): a shadow as aligned, zeroed
+            size, align = (self._mapped(a) for a in op.operands[:2])
+            self._declare("aligned_alloc", [i64, i64], PTR)
+            shadow = E.v(llvm.CallOp("aligned_alloc", align, size, return_type=PTR))
+            self._memset_zero(shadow, size)
+            self.smap[op.results[0]] = shadow
         elif kind in ("malloc", "calloc") and op in act.shadow_allocations:
             args = [self._mapped(a) for a in op.operands]
             if kind == "malloc":

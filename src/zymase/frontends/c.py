@@ -7,6 +7,7 @@ object file -> link.
 
 from __future__ import annotations
 
+import re
 import tempfile
 import time
 from contextlib import contextmanager
@@ -64,17 +65,21 @@ def differentiate_module(module: ModuleOp) -> int:
     from zymase.llvm.annotations import apply_annotations
     from zymase.llvm.markers import finish_markers, lower_sites, marker_rounds
     from zymase.transforms.alias_scopes import annotate_alias_scopes
+    from zymase.ir import llvm
     from zymase.transforms.dead_primal_stores import remove_dead_primal_stores
     from zymase.transforms.enzyme_pass import run_enzyme_pass
+    from zymase.transforms.exceptions import call_marker_invokes, guard_derivatives, uses_exceptions
     from zymase.transforms.lower_to_llvm import lower_to_llvm
 
     apply_annotations(module)
+    call_marker_invokes(module)
     rounds = marker_rounds(module)
     if rounds:
         from zymase.transforms.constant_callees import specialize_constant_callees
         from zymase.transforms.known_callees import resolve_known_callees
 
         resolve_known_callees(module)
+        user_functions = {op.sym_name.data for op in module.body.block.ops if isinstance(op, llvm.FuncOp)}
         # nested differentiation: the inner derivatives exist as ordinary llvm code
         # before the functions calling them are differentiated
         for k, sites in enumerate(rounds):
@@ -83,6 +88,8 @@ def differentiate_module(module: ModuleOp) -> int:
             with generating_inner_derivatives(k < len(rounds) - 1):
                 run_enzyme_pass(module)
             lower_to_llvm(module)
+        if (personality := uses_exceptions(module)) is not None:
+            guard_derivatives(module, user_functions, personality)
         finish_markers(module)
         remove_dead_primal_stores(module)
         annotate_alias_scopes(module)
@@ -102,7 +109,7 @@ def compile_c(source: str, clang_flags: list[str], level: int, timings: Timings,
     try:
         ll = differentiate_llvm_ir(ll, str(source), level, timings, preoptimize=preopt)
     except ZymaseError as err:
-        raise _with_source_line(err, source, clang_flags, level, preopt) from None
+        raise _in_cxx_terms(_with_source_line(err, source, clang_flags, level, preopt)) from None
     with timings.phase("optimize"):
         return toolchain.optimize(ll, level)
 
@@ -124,6 +131,23 @@ def _with_source_line(err: ZymaseError, source: str, clang_flags: list[str], lev
         # the same refusal (its text may now name further lines, so compare the place)
         if _names_source_line(located) and located.function == err.function:
             return located
+    return err
+
+
+_MANGLED_RE = re.compile(r"(?<![\w.$])_Z[\w.$]+")
+
+
+def _in_cxx_terms(err: ZymaseError) -> ZymaseError:
+    """``err`` with C++ names demangled (``_Z6shapesd`` -> ``shapes(double)``), as the user
+    wrote them; C names never start with ``_Z`` (a reserved spelling)."""
+    from zymase.llvm.demangle import demangle
+
+    def plain(text: str | None) -> str | None:
+        return _MANGLED_RE.sub(lambda m: demangle(m.group(0)), text) if text else text
+
+    if not isinstance(err, CompilerDiagnostics):
+        err.message, err.construct, err.function, err.hint = (
+            plain(err.message), plain(err.construct), plain(err.function), plain(err.hint))
     return err
 
 
@@ -155,7 +179,7 @@ def build(sources: list[str], output: str, clang_flags: list[str], link_flags: l
             objects.append(obj)
         if compile_only or emit_llvm:
             return
-        if any(toolchain.is_cxx_source(src) for src in sources):
+        if toolchain.compiles_cxx(clang_flags) or any(toolchain.is_cxx_source(src) for src in sources):
             # `cc` links C: a C++ source's operator new/delete, std:: and the C++ ABI
             # live in libstdc++ (clang++ would add it itself)
             link_flags = [*link_flags, "-lstdc++"]

@@ -10,6 +10,8 @@ Two kinds of definitions live here:
   ``llvm.uitofp`` / ``llvm.addrspacecast``, ``llvm.extractelement``,
   ``llvm.atomicrmw``, ``llvm.cmpxchg``, ``llvm.fence`` and ``llvm.va_arg``; plus
   the type ``!llvm.packed_struct<...>`` (xDSL's struct type has no packed flag).
+* **Exception handling** (``llvm.invoke``, ``llvm.landingpad``, ``llvm.resume``):
+  defined in :mod:`zymase.ir.llvm_eh` and registered here.
 * **Widened variants** of xDSL ops whose constraints are narrower than LLVM's:
   ``llvm.icmp`` on pointers, ``llvm.fcmp`` / ``llvm.select`` on vectors (and fcmp
   printing its fast-math flags), ``llvm.load`` with ``volatile``, ``llvm.store``
@@ -63,6 +65,8 @@ from xdsl.irdl import (
 from xdsl.parser import AttrParser, Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.traits import IsTerminator, NoMemoryEffect, Pure
+
+from zymase.ir.llvm_eh import EH_OPS
 from xdsl.utils.exceptions import VerifyException
 
 LLVMPointerType = _xllvm.LLVMPointerType
@@ -873,6 +877,7 @@ LLVM_EXT = Dialect(
         *(op for op in _xllvm.LLVM.operations if op.name not in _overridden_names),
         *OVERRIDDEN_OPS,
         *EXTRA_OPS,
+        *EH_OPS,
     ],
     [*_xllvm.LLVM.attributes, *EXTRA_ATTRS],
 )

@@ -170,6 +170,11 @@ def is_cxx_source(path: str | Path) -> bool:
     return str(path).endswith(CXX_SUFFIXES)
 
 
+def compiles_cxx(flags: list[str]) -> bool:
+    """Whether clang ``flags`` make every source C++ (``-x c++``, as ``zymase c++`` passes)."""
+    return any(f == "-x" and nxt == "c++" for f, nxt in zip(flags, flags[1:])) or "-xc++" in flags
+
+
 def c_to_llvm_ir(source: str | Path, flags: list[str] | None = None, opt_level: int = 2) -> str:
     """LLVM IR text for the C file ``source``, ready for :func:`preopt`.
 
@@ -194,10 +199,6 @@ def c_to_llvm_ir(source: str | Path, flags: list[str] | None = None, opt_level: 
     # zig's clang emits debug info unless told otherwise; plain clang does not.
     wants_debug = any(f.startswith("-g") for f in (flags or []))
     extra = ["-g0"] if clang.is_zig and not wants_debug else []
-    if is_cxx_source(source) and not any(f in ("-fexceptions", "-fno-exceptions") for f in (flags or [])):
-        # C++ without exceptions: zymase reads no exception handling (invoke), which
-        # every scope with a destructor (std::vector) would otherwise bring in
-        extra.append("-fno-exceptions")
     with tempfile.TemporaryDirectory(prefix="zymase-") as tmp:
         out = Path(tmp) / (source.stem + ".ll")
         argv = [

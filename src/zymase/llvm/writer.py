@@ -53,13 +53,16 @@ from zymase.ir import (
     Operation,
     SSAValue,
     StringAttr,
+    SymbolRefAttr,
     UnitAttr,
     builtin,
     llvm,
     llvm_ext,
 )
+from zymase.ir.llvm_eh import PERSONALITY_ATTR
 from zymase.llvm.loop_hints import LOOP_HINT_TYPES, LOOP_HINTS_ATTR
 from zymase.llvm.noalias_scopes import DECL_INTRINSIC, SCOPE_DECL, SRC_ALIAS_SCOPE, SRC_NOALIAS, scope_domain
+from zymase.llvm.writer_eh import EH_WRITERS
 
 __all__ = ["write_llvm_ir"]
 
@@ -599,6 +602,11 @@ class _ModuleWriter:
         section = op.attributes.get("section")
         if isinstance(section, StringAttr):
             words.append(f"section {_string(section.data)}")
+        personality = op.attributes.get(PERSONALITY_ATTR)
+        if isinstance(personality, SymbolRefAttr) and not is_decl:
+            name_text = personality.root_reference.data
+            self.callee(name_text, None, [], llvm.LLVMFunctionType([], IntegerType(32), True))
+            words.append(f"personality ptr {_symbol('@', name_text)}")
         header = " ".join(w for w in words if w)
         if is_decl:
             return header
@@ -975,6 +983,9 @@ class _FunctionWriter:
             slots = [(term.successors[0], tuple(term.default_operands))]
             slots += list(zip(term.successors[1:], term.case_operand_lists()))
             return slots
+        if name == "llvm.invoke":
+            return [(term.normal_dest, tuple(term.normal_dest_operands)),
+                    (term.unwind_dest, tuple(term.unwind_dest_operands))]
         if term.successors:
             raise _WriteError(f"unknown branch op '{name}'")
         return []
@@ -1199,8 +1210,17 @@ class _FunctionWriter:
         return f"fence{self._atomic_suffix(op)} {_ORDERINGS[_int_value(op.properties['ordering'])]}"
 
     def _call(self, op: Operation) -> str:
+        prefix = f"{self.res(op)} = " if op.results else ""
+        tail = op.properties.get("TailCallKind")
+        tail_text = ""
+        if isinstance(tail, llvm.TailCallKindAttr) and tail.data != llvm.TailCallKind.NONE:
+            tail_text = f"{tail.data.value} "
+        return f"{prefix}{tail_text}call{_fmf(op)}{self.call_site(op, list(op.operands))}"
+
+    def call_site(self, op: Operation, operands: list[SSAValue]) -> str:
+        """What a call and an invoke of ``op`` share: `` <cc> <ret attrs> <type> <callee>(<args>)``;
+        ``operands`` start with the function pointer of an indirect call."""
         callee = op.properties.get("callee")
-        operands = list(op.operands)
         results = op.results
         ret_ty = results[0].type if results else None
         ret = self.m.type(ret_ty) if ret_ty is not None else "void"
@@ -1221,11 +1241,6 @@ class _FunctionWriter:
         for index, arg in enumerate(args):
             attrs = self.m._param_attrs(attr_list[index]) if index < len(attr_list) else ""
             arg_texts.append(f"{self.m.type(arg.type)}{' ' + attrs if attrs else ''} {self.val(arg)}")
-        prefix = f"{self.res(op)} = " if results else ""
-        tail = op.properties.get("TailCallKind")
-        tail_text = ""
-        if isinstance(tail, llvm.TailCallKindAttr) and tail.data != llvm.TailCallKind.NONE:
-            tail_text = f"{tail.data.value} "
         cconv = op.properties.get("CConv")
         cconv_text = ""
         if isinstance(cconv, llvm.CallingConventionAttr) and cconv.cconv_name != "ccc":
@@ -1235,8 +1250,7 @@ class _FunctionWriter:
         if isinstance(res_attrs, ArrayAttr) and res_attrs.data:
             res_text = self.m._param_attrs(res_attrs.data[0])
             res_text = f" {res_text}" if res_text else ""
-        return (f"{prefix}{tail_text}call{_fmf(op)}{cconv_text}{res_text} {fn_ty} {target}"
-                f"({', '.join(arg_texts)})")
+        return f"{cconv_text}{res_text} {fn_ty} {target}({', '.join(arg_texts)})"
 
     def _call_intrinsic(self, op: Operation) -> str:
         if SCOPE_DECL in op.attributes:
@@ -1348,4 +1362,5 @@ _OP_WRITERS: dict[str, Callable[[_FunctionWriter, Operation], str]] = {
     "llvm.cond_br": _FunctionWriter._cond_br,
     "llvm.switch": _FunctionWriter._switch,
     "llvm.unreachable": _FunctionWriter._unreachable,
+    **EH_WRITERS,
 }

@@ -59,6 +59,10 @@ def inline_call(call: Operation, callee: Operation) -> list[Block]:
     region.insert_block_after(cont, block)
     # The callee's blocks, between the call's block and the continuation.
     body = callee.body.clone()
+    # its invokes become calls, as in the body it is inlined into (common.prepare)
+    from zymase.transforms.exceptions import lower_invokes
+
+    lower_invokes(body)
     # a byval parameter the callee writes to is the callee's own copy, not the caller's
     from zymase.autodiff.flavor import LLVM
     from zymase.transforms.byval_copies import copy_byval_params

@@ -27,3 +27,8 @@ for _name in ("acos", "acosh", "asin", "atan2", "atanh", "cosh", "exp", "exp10",
               "log", "log10", "log2", "pow", "sinh", "sqrt"):
     for _suffix in ("", "f", "l"):
         REGISTRY.register_function(f"__{_name}{_suffix}_finite", MATH[_name])
+
+# C's cabs(double _Complex z), which std::abs(std::complex<double>) calls: x86-64 passes
+# z as its two doubles, so the call is hypot(re, im). (cabsf takes a <2 x float> and
+# cabsl its parts in memory: they keep no rule and stay refused.)
+REGISTRY.register_function("cabs", MATH["hypot"])

@@ -79,7 +79,15 @@ Instructions
     result attributes as discardable ``arg_attrs`` / ``res_attrs`` attributes).
     Call-site function attributes (``#N`` on calls) are dropped, and so are
     ``samesign`` on icmp, fast-math flags on casts and phis, TLS models, comdats,
-    function alignment and ``personality`` (only EH instructions use it).
+    function alignment.
+
+Exception handling (Itanium, as clang emits C++ with exceptions)
+    ``invoke`` -> ``llvm.invoke`` (a call that is a terminator: normal and unwind
+    destinations with their phi operands), ``landingpad`` -> ``llvm.landingpad``
+    (clauses as operands, ``cleanup`` unit property), ``resume`` -> ``llvm.resume``
+    (ops in :mod:`zymase.ir.llvm_eh`); the function's ``personality`` -> attribute
+    ``personality`` (a symbol reference). ``llvm.eh.typeid.for`` is an ordinary
+    intrinsic call.
 
 Intrinsics
     Calls to ``@llvm.*`` -> ``llvm.call_intrinsic "llvm.sin.f64"(...)`` with the
@@ -116,8 +124,8 @@ Names
     Function and global names are kept exactly (quoted names unescaped, bytes as
     latin-1 characters). SSA value and block names are not kept.
 
-Not supported (clear ZymaseError): exception handling (invoke, landingpad,
-resume, ...), indirectbr/callbr/blockaddress, inline assembly, global aliases and
+Not supported (clear ZymaseError): Windows exception handling (catchswitch,
+catchpad, cleanuppad, ...), indirectbr/callbr/blockaddress, inline assembly, global aliases and
 ifuncs, scalable vectors, operand bundles other than on ``llvm.assume``,
 ``module asm``, prefix/prologue data, vector GEPs.
 

@@ -26,6 +26,7 @@ from zymase.ir import (
     llvm,
     llvm_ext,
 )
+from zymase.ir import llvm_eh
 from zymase.llvm.loop_hints import LOOP_HINTS_ATTR
 from zymase.llvm.noalias_scopes import SRC_ALIAS_SCOPE, SRC_NOALIAS
 from zymase.llvm.reader.constants import (
@@ -110,6 +111,13 @@ class _FunctionReader(_InstructionHandlers):
                     stripped += " " + case_line
                     if case_line.startswith("]"):
                         break
+            elif index < end and lines[index].lstrip().startswith("to label"):
+                stripped += " " + lines[index].strip()  # an invoke's destinations
+                index += 1
+            elif "landingpad" in stripped.split(";", 1)[0].split():
+                while index < end and lines[index].strip().startswith(_CLAUSE_WORDS):
+                    stripped += " " + lines[index].strip()  # its clauses, one per line
+                    index += 1
             self._instruction(stripped, first_index)
         self._finish()
         for label in self.block_order:
@@ -390,6 +398,10 @@ class _FunctionReader(_InstructionHandlers):
             return llvm.ReturnOp(self._materialize(p.operands[0]) if p.operands else None)
         if p.kind == "unreachable":
             return llvm.UnreachableOp.create()
+        if p.kind == "resume":
+            return llvm_eh.ResumeOp(self._materialize(p.operands[0]))
+        if p.kind == "invoke":
+            return self._invoke_op(p, incoming)
         if p.kind == "br":
             return llvm.BrOp(self.blocks[p.dests[0]], *self._edge_operands(p.dests[0], incoming))
         if p.kind == "cond_br":
@@ -403,6 +415,28 @@ class _FunctionReader(_InstructionHandlers):
             value, self.blocks[p.dests[0]], operands[0], p.case_values,
             [self.blocks[d] for d in p.dests[1:]], operands[1:],
         )
+
+    def _invoke_op(self, p: _Pending, incoming) -> Operation:
+        parts, operands, stand_in = p.invoke
+        var_type = None
+        if parts.variadic:
+            var_type = llvm.LLVMFunctionType(parts.fn_params or [], parts.result_type, True)
+        op = llvm_eh.InvokeOp(
+            parts.callee, [self._materialize(c) for c in operands], stand_in.results[0].type if stand_in is not None else None,
+            self.blocks[p.dests[0]], self._edge_operands(p.dests[0], incoming),
+            self.blocks[p.dests[1]], self._edge_operands(p.dests[1], incoming),
+            cconv=llvm.CallingConventionAttr(parts.cconv), var_callee_type=var_type,
+            attributes=parts.attributes(),
+        )
+        if stand_in is not None:
+            old, new = stand_in.results[0], op.results[0]
+            old.replace_all_uses_with(new)
+            for name in [n for n, v in self.values.items() if v is old]:
+                self.values[name] = new  # for the operands of invokes built after this one
+        return op
+
+
+_CLAUSE_WORDS = ("catch ", "filter ", "cleanup")
 
 
 def _zero_op(ty: Attribute) -> Operation:
@@ -448,4 +482,7 @@ _HANDLERS: dict[str, Callable] = {
     "switch": _FunctionReader._switch,
     "ret": _FunctionReader._ret,
     "unreachable": _FunctionReader._unreachable,
+    "invoke": _FunctionReader._invoke,
+    "landingpad": _FunctionReader._landingpad,
+    "resume": _FunctionReader._resume,
 }

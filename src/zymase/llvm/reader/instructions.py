@@ -24,6 +24,7 @@ from zymase.ir import (
     llvm,
     llvm_ext,
 )
+from zymase.ir import llvm_eh
 from zymase.llvm.noalias_scopes import DECL_INTRINSIC, scope_decl
 from zymase.llvm.reader.attributes import _CCONVS, _attr_dict_array, _parse_fn_attr_items, _parse_param_attrs
 from zymase.llvm.reader.constants import _BINOP_FLAGS, _FMF_WORDS, _GEP_FLAGS, Const, _parse_const
@@ -43,6 +44,32 @@ class _Pending:
     location: Attribute | None = None
     line: str = ""
     loop_hints: tuple[str, ...] = ()
+    invoke: tuple | None = None  # (_CallParts, operands as Const, stand-in for the result)
+
+
+@dataclass
+class _CallParts:
+    """A parsed ``call``/``invoke`` up to its destinations."""
+
+    fmf: Attribute
+    cconv: str = "ccc"
+    res_attrs: dict = field(default_factory=dict)
+    result_type: Attribute | None = None
+    fn_params: list[Attribute] | None = None
+    variadic: bool = False
+    callee: str | None = None
+    callee_text: str = ""
+    args: list[Const] = field(default_factory=list)
+    arg_attrs: list[dict[str, Attribute]] = field(default_factory=list)
+    bundles: list[str] = field(default_factory=list)
+
+    def attributes(self) -> dict[str, Attribute]:
+        attrs: dict[str, Attribute] = {}
+        if (a := _attr_dict_array(self.arg_attrs)) is not None:
+            attrs["arg_attrs"] = a
+        if self.res_attrs:
+            attrs["res_attrs"] = ArrayAttr([DictionaryAttr(self.res_attrs)])
+        return attrs
 
 
 _ICMP_PREDICATES = {p.value: p.to_int() for p in llvm.ICmpPredicateFlag}
@@ -88,9 +115,6 @@ _SIMPLE_CASTS = {
     "addrspacecast": llvm_ext.AddrSpaceCastOp,
 }
 _UNSUPPORTED_INSTRUCTIONS = {
-    "invoke": "exception handling (invoke) is not supported",
-    "landingpad": "exception handling (landingpad) is not supported",
-    "resume": "exception handling (resume) is not supported",
     "catchswitch": "exception handling (catchswitch) is not supported",
     "catchpad": "exception handling (catchpad) is not supported",
     "cleanuppad": "exception handling (cleanuppad) is not supported",
@@ -366,86 +390,122 @@ class _InstructionHandlers:
         if cur.text() in _TAIL_KINDS:
             tail = _TAIL_KINDS[cur.next()[1]]
         cur.expect("call")
-        fmf = _parse_fmf(cur)
-        cconv = "ccc"
+        parts = self._call_parts(cur, lambda t: t[0] != "w")
+        if parts.callee is not None and parts.callee.startswith("llvm."):
+            return self._intrinsic(parts.callee, parts.args, parts.result_type, parts.fmf)
+        if parts.bundles:
+            raise _ParseFailure("operand bundles on calls are not supported")
+        operands = [self._materialize(a) for a in parts.args]
+        if parts.callee is None:
+            operands.insert(0, self._lookup(parts.callee_text, _PTR))
+        props: dict[str, Attribute] = {
+            "fastmathFlags": parts.fmf,
+            "CConv": llvm.CallingConventionAttr(parts.cconv),
+            "TailCallKind": llvm.TailCallKindAttr(tail),
+            "op_bundle_sizes": DenseArrayBase.from_list(_I32, []),
+            "operandSegmentSizes": DenseArrayBase.from_list(_I32, [len(operands), 0]),
+        }
+        if parts.callee is not None:
+            props["callee"] = SymbolRefAttr(parts.callee)
+        if parts.variadic:
+            props["var_callee_type"] = llvm.LLVMFunctionType(parts.fn_params or [], parts.result_type, True)
+        results = [] if isinstance(parts.result_type, llvm.LLVMVoidType) else [parts.result_type]
+        return llvm.CallOp.create(operands=operands, result_types=results, properties=props,
+                                  attributes=parts.attributes())
+
+    def _call_parts(self, cur: _Cursor, attr_end) -> _CallParts:
+        """What ``call`` and ``invoke`` share: from the fast-math flags up to the function
+        attributes (``attr_end`` tells where their inline attributes stop)."""
+        parts = _CallParts(fmf=_parse_fmf(cur))
         if cur.text() in _CCONVS:
-            cconv = cur.next()[1]
+            parts.cconv = cur.next()[1]
         elif cur.text() == "cc":
             cur.next()
-            cconv = f"cc {cur.expect_int()}"
-        res_attrs = _parse_param_attrs(cur, self.types)
+            parts.cconv = f"cc {cur.expect_int()}"
+        parts.res_attrs = _parse_param_attrs(cur, self.types)
         if cur.text() == "addrspace":
             cur.next()
             cur.balanced_text()
-        result_type = self.types.parse(cur)
-        fn_params: list[Attribute] | None = None
-        variadic = False
+        parts.result_type = self.types.parse(cur)
         if cur.text() == "(":
             cur.next()
-            fn_params = []
+            parts.fn_params = []
             while not cur.accept(")"):
                 if cur.accept("..."):
-                    variadic = True
+                    parts.variadic = True
                 elif not cur.accept(","):
-                    fn_params.append(self.types.parse(cur))
-        kind, callee_text, _ = cur.next()
-        if kind == "w" and callee_text == "asm":
+                    parts.fn_params.append(self.types.parse(cur))
+        kind, parts.callee_text, _ = cur.next()
+        if kind == "w" and parts.callee_text == "asm":
             raise _ParseFailure("inline assembly is not supported")
         if kind not in ("g", "l"):
-            raise _ParseFailure(f"unsupported callee '{callee_text}'")
-        callee = _symbol_name(callee_text) if kind == "g" else None
+            raise _ParseFailure(f"unsupported callee '{parts.callee_text}'")
+        parts.callee = _symbol_name(parts.callee_text) if kind == "g" else None
         cur.expect("(")
-        args: list[Const] = []
-        arg_attrs: list[dict[str, Attribute]] = []
         while not cur.accept(")"):
             if cur.accept(","):
                 continue
             if cur.accept("metadata"):  # only legal on intrinsics (most are dropped)
                 ref = cur.text()
                 _skip_operand(cur)
-                args.append(("meta", ref))
-                arg_attrs.append({})
+                parts.args.append(("meta", ref))
+                parts.arg_attrs.append({})
                 continue
             ty = self.types.parse(cur)
-            arg_attrs.append(_parse_param_attrs(cur, self.types))
-            args.append(_parse_const(cur, ty, self.types))
-        bundles = []
+            parts.arg_attrs.append(_parse_param_attrs(cur, self.types))
+            parts.args.append(_parse_const(cur, ty, self.types))
         while not cur.at_end():
             kind, word, _ = cur.peek()
             if kind == "a":
                 cur.next()
             elif word == "[":
-                bundles.append(self._skip_bundles(cur))
-            elif kind == "w":
-                _parse_fn_attr_items(cur, lambda t: t[0] != "w")
+                parts.bundles.append(self._skip_bundles(cur))
+            elif kind == "w" and word != "to":
+                _parse_fn_attr_items(cur, attr_end)
             else:
                 break
-        if callee is not None and callee.startswith("llvm."):
-            return self._intrinsic(callee, args, result_type, fmf)
-        if bundles:
-            raise _ParseFailure("operand bundles on calls are not supported")
-        operands = [self._materialize(a) for a in args]
-        if callee is None:
-            operands.insert(0, self._lookup(callee_text, _PTR))
-        props: dict[str, Attribute] = {
-            "fastmathFlags": fmf,
-            "CConv": llvm.CallingConventionAttr(cconv),
-            "TailCallKind": llvm.TailCallKindAttr(tail),
-            "op_bundle_sizes": DenseArrayBase.from_list(_I32, []),
-            "operandSegmentSizes": DenseArrayBase.from_list(_I32, [len(operands), 0]),
-        }
-        if callee is not None:
-            props["callee"] = SymbolRefAttr(callee)
-        if variadic:
-            props["var_callee_type"] = llvm.LLVMFunctionType(fn_params or [], result_type, True)
-        attrs: dict[str, Attribute] = {}
-        if (a := _attr_dict_array(arg_attrs)) is not None:
-            attrs["arg_attrs"] = a
-        if res_attrs:
-            attrs["res_attrs"] = ArrayAttr([DictionaryAttr(res_attrs)])
-        results = [] if isinstance(result_type, llvm.LLVMVoidType) else [result_type]
-        return llvm.CallOp.create(operands=operands, result_types=results, properties=props,
-                                  attributes=attrs)
+        return parts
+
+    def _invoke(self, cur: _Cursor, loc) -> SSAValue | None:
+        """A call with a normal and an unwind destination: a terminator, built once the
+        phis of both destinations are known; its result is a stand-in until then."""
+        parts = self._call_parts(cur, lambda t: t[0] != "w" or t[1] == "to")
+        if parts.callee is not None and parts.callee.startswith("llvm."):
+            raise _ParseFailure(f"invoke of the intrinsic {parts.callee} is not supported")
+        if parts.bundles:
+            raise _ParseFailure("operand bundles on invokes are not supported")
+        cur.expect("to")
+        cur.expect("label")
+        normal = cur.next()[1][1:]
+        cur.expect("unwind")
+        cur.expect("label")
+        unwind = cur.next()[1][1:]
+        # the operands are read when the invoke is built (they may be defined later in the text)
+        operands = list(parts.args)
+        if parts.callee is None:
+            operands.insert(0, ("local", parts.callee_text, _PTR))
+        result = None if isinstance(parts.result_type, llvm.LLVMVoidType) else llvm.UndefOp(parts.result_type)
+        self._defer(_Pending("invoke", self.label, dests=[normal, unwind],
+                             invoke=(parts, operands, result)))
+        return result.results[0] if result is not None else None
+
+    def _landingpad(self, cur: _Cursor, loc) -> Operation:
+        ty = self.types.parse(cur)
+        cleanup = False
+        clauses: list[SSAValue] = []
+        while not cur.at_end():
+            if cur.accept("cleanup"):
+                cleanup = True
+            elif cur.accept("catch") or cur.accept("filter"):
+                clauses.append(self._typed_value(cur))
+            else:
+                raise _ParseFailure(f"unexpected '{cur.text()}' in landingpad")
+        return llvm_eh.LandingPadOp(ty, clauses, cleanup)
+
+    def _resume(self, cur: _Cursor, loc) -> None:
+        ty = self.types.parse(cur)
+        self._defer(_Pending("resume", self.label, operands=[_parse_const(cur, ty, self.types)]))
+        return None
 
     def _skip_bundles(self, cur: _Cursor) -> str:
         start = cur.peek()[2]

@@ -19,10 +19,12 @@ from zymase.ir import (
     Operation,
     Region,
     StringAttr,
+    SymbolRefAttr,
     UnitAttr,
     builtin,
     llvm,
 )
+from zymase.ir.llvm_eh import PERSONALITY_ATTR
 from zymase.llvm.reader.attributes import (
     _CCONVS,
     _DLL,
@@ -42,7 +44,7 @@ from zymase.llvm.reader.types import _I32, _I64, _PTR, _Types
 
 
 _HINT_UNSUPPORTED = (
-    "zymase reads the LLVM IR that clang emits for plain C/C++ without exceptions; "
+    "zymase reads the LLVM IR that clang emits for plain C/C++ on Linux; "
     "rewrite or outline the construct, or compile that part separately"
 )
 
@@ -372,10 +374,13 @@ class _ModuleReader:
                 cur.next()
                 if cur.text() == "(":
                     cur.balanced_text()
-            elif word == "personality":  # only used by EH instructions, which are rejected
+            elif word == "personality":  # the function that landing pads consult
                 cur.next()
                 self.types.parse(cur)
-                _parse_const(cur, _PTR, self.types)
+                personality = _parse_const(cur, _PTR, self.types)
+                if personality[0] != "global":
+                    raise _ParseFailure("a personality that is not a function name is not supported")
+                attrs[PERSONALITY_ATTR] = SymbolRefAttr(personality[1])
             elif word in ("prefix", "prologue", "gc"):
                 raise _ParseFailure(f"functions with '{word}' are not supported")
             elif kind == "m":  # !dbg !N

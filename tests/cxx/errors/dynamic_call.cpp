@@ -1,0 +1,25 @@
+// A function pointer chosen at run time (from the command line) called on active
+// data: no compiler can know the callee, so zymase must refuse the indirect call at
+// compile time, naming the C++ function as written and the source line (issue 24 item 3).
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+extern double __enzyme_autodiff(void *, ...);
+
+static double square(double v) { return v * v; }
+static double sine(double v) { return std::sin(v); }
+
+double (*volatile chosen)(double) = square;
+
+namespace physics {
+double energy(double x) {
+  return chosen(x) * 2.0;
+}
+}  // namespace physics
+
+int main(int argc, char **argv) {
+  if (argc > 1 && std::atoi(argv[1]) == 1) chosen = sine;
+  std::printf("%g\n", __enzyme_autodiff((void *)physics::energy, 1.5));
+  return 0;
+}
