@@ -276,6 +276,18 @@ C_CASES = {
         ["derivatives_declared_float_sret.c:4:", "returns {double, double, double}, but the call is declared to "
          "return {float, float, float}"],
     ),
+    # a recursive function reading a global that holds active data, called with no active
+    # operand: its result used to be taken as constant (a zero derivative)
+    "recursive_reader_of_active_global.c": (
+        "extern void __enzyme_autodiff(void*, ...);\nstatic double buf[4];\n"
+        "__attribute__((noinline)) static void fill(const double *x) { for (int i = 0; i < 4; i++) buf[i] = x[i] * x[i]; }\n"
+        "__attribute__((noinline)) static double total(int i) { return i < 0 ? 0 : buf[i] + total(i - 1); }\n"
+        "static double model(const double *x) { fill(x); return total(3); }\n"
+        "int main(void) { double x[4] = {1, 2, 3, 4}, dx[4] = {0}; __enzyme_autodiff((void*)model, x, dx);\n"
+        "  return dx[3] != 8; }\n",
+        ["recursive_reader_of_active_global.c:5:", "'total' reads the global 'buf', which holds active data",
+         "function 'model'"],
+    ),
     "split_primal_return.c": (
         "extern int enzyme_primal_return;\nextern void *__enzyme_augmentfwd(void*, ...);\n"
         "double f(double x) { return x * x; }\n"

@@ -118,6 +118,18 @@ class Context:
             cache[fop] = _writes_memory(self, fop, set())
         return cache[fop]
 
+    def reads_globals(self, fop: Operation) -> frozenset[str]:
+        """The global variables a defined function (or one it calls) takes the address
+        of, to read them: memory it is not given a pointer to. Its result may then carry
+        derivatives that no operand of the call shows (a global written with active data
+        by another callee), cached."""
+        cache = self.__dict__.setdefault("_reads_globals", {})
+        if fop not in cache:
+            found: set[str] = set()
+            _globals_referenced(self, fop, set(), found)
+            cache[fop] = frozenset(found)
+        return cache[fop]
+
     def propagates(self, op: Operation, index: int) -> bool:
         if self.defined_function(op) is not None:
             return is_differentiable_type(op.operands[index].type)
@@ -165,8 +177,11 @@ def prepare(ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts
             region,
             ctx.defined_function,
             # a function with a registered derivative stays a call (autodiff/custom.py)
+            # (a callee reading a global is inlined too: what it reads may hold active data
+            # that no operand of the call shows)
             lambda call, callee: not has_custom_rule(callee) and (
-                any(is_pointer(v) for v in (*call.operands, *call.results)) or ctx.writes_memory(callee)),
+                any(is_pointer(v) for v in (*call.operands, *call.results)) or ctx.writes_memory(callee)
+                or bool(ctx.reads_globals(callee))),
         )
         # boundary iterations peeled off loops: affine addresses in the middle loop
         from zymase.transforms.peel import peel_boundary_iterations
@@ -285,8 +300,25 @@ def _reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activ
     wrong (aggregates of active floats, active memory passed to calls it cannot see
     through), instead of returning a wrong derivative."""
     fname = function_name(fop)
+    shadowed_globals = {op.global_name.root_reference.data for block in nested_blocks(region) for op in block.ops
+                        if isinstance(op, llvm.AddressOfOp) and op.results[0] in act.shadowed}
     for block in nested_blocks(region):
         for op in block.ops:
+            callee = ctx.defined_function(op) if shadowed_globals and isinstance(op, llvm.CallOp) else None
+            if (callee is not None and not any(o in act.varied for o in op.operands)
+                    and (read := ctx.reads_globals(callee) & shadowed_globals)):
+                # a call left after inlining (a recursive one) reads a global that holds
+                # derivatives here, and no operand makes its result active: it would be
+                # taken as constant
+                raise ZymaseError(
+                    f"'{function_name(callee)}' reads the global '{sorted(read)[0]}', which holds active data, "
+                    "but is called (not inlined: it is recursive) with no active operand; its result "
+                    "would be taken as constant",
+                    construct=describe(op),
+                    function=fname,
+                    location=location_of(op),
+                    hint="pass the global's data to the function as a pointer argument",
+                )
             if op.dialect_name() == "enzyme":
                 # a derivative request, or a generated derivative's accumulators and
                 # caches: no rule moves derivatives through them (their values would
@@ -614,6 +646,23 @@ def _writes_memory(ctx: Context, fop: Operation, seen: set) -> bool:
         if callee is None and isinstance(op, llvm.CallOp) and kind is None and ctx.call_writes_unseen(op):
             return True
     return False
+
+
+def _globals_referenced(ctx: Context, fop: Operation, seen: set, found: set[str]) -> None:
+    """Add to ``found`` the global variables whose address a defined function, or one
+    it calls, takes."""
+    if fop in seen or not fop.body.blocks:
+        return
+    seen.add(fop)
+    symbols = ctx.driver.symbols
+    for op in fop.walk():
+        if isinstance(op, llvm.AddressOfOp):
+            name = op.global_name.root_reference.data
+            if isinstance(symbols.get(name), llvm.GlobalOp):
+                found.add(name)
+        callee = ctx.defined_function(op)
+        if callee is not None:
+            _globals_referenced(ctx, callee, seen, found)
 
 
 def derivative_follows(a: Activity, *, forward: bool) -> bool:
