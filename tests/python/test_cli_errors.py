@@ -288,6 +288,15 @@ C_CASES = {
         ["recursive_reader_of_active_global.c:5:", "'total' reads the global 'buf', which holds active data",
          "function 'model'"],
     ),
+    # Enzyme calls a program's enzymeLogGrad hook; zymase does not: refused, not ignored
+    "logging_hook.c": (
+        "extern double __enzyme_autodiff(void*, ...);\nint calls = 0;\n"
+        "void enzymeLogGrad(double g, const char *op, const char *callee, const char *module,\n"
+        "                   const char *function, unsigned block, unsigned inst) { calls++; }\n"
+        "double f(double x) { return x * x; }\n"
+        "int main(void) { return __enzyme_autodiff((void*)f, 2.0) != 4 || calls == 0; }\n",
+        ["'enzymeLogGrad' is called by Enzyme with every adjoint", "logging hooks"],
+    ),
     "split_primal_return.c": (
         "extern int enzyme_primal_return;\nextern void *__enzyme_augmentfwd(void*, ...);\n"
         "double f(double x) { return x * x; }\n"

@@ -114,6 +114,14 @@ KNOWN_MARKERS = (*MARKERS, *RETURN_MARKERS, *VALUE_MARKERS, *HINT_MARKERS)
 MARKER_FUNCTIONS = {"__enzyme_autodiff": "rev", "__enzyme_fwddiff": "fwd", "__enzyme_augmentfwd": "augment",
                     "__enzyme_reverse": "reverse", "__enzyme_augmentsize": "size"}
 
+#: Functions a program defines for Enzyme to call back (its logging of gradients and
+#: errors): zymase never calls them, so a program that defines one is refused.
+LOGGING_HOOKS = {
+    "enzymeLogGrad": "is called by Enzyme with every adjoint it computes",
+    "enzymeLogValue": "is called by Enzyme with every value it computes",
+    "enzymeLogError": "is called by Enzyme's error-estimation mode",
+}
+
 #: Registration globals zymase reads (autodiff/custom.py): Enzyme matches the prefix.
 REGISTRATION_GLOBALS = ("__enzyme_register_gradient", "__enzyme_register_derivative")
 
@@ -323,6 +331,11 @@ def refuse_unimplemented(module: ModuleOp) -> None:
         name = op.sym_name.data
         if any(prefix in name for prefix in REGISTRATION_GLOBALS):
             continue
+        if isinstance(op, llvm.FuncOp) and op.body.blocks and name in LOGGING_HOOKS:
+            raise ZymaseError(
+                f"'{name}' {LOGGING_HOOKS[name]}; zymase does not call Enzyme's logging hooks",
+                construct=name, function=name, location=location_of(op),
+                hint="remove the hook (or rename it): zymase would leave it uncalled")
         if "__enzyme_" in name and _marker_mode(name) is None:
             known = next((what for prefix, what in _UNIMPLEMENTED_SYMBOLS.items() if prefix in name), None)
             message = (f"'{name}' {known}, which zymase does not implement yet" if known
