@@ -22,8 +22,19 @@ ALL_BUILDS = [[f"-O{n}"] for n in range(4)] + [["-O2", "-ffast-math"], ["-O2", "
 # and -O2, which bracket it, and -O3 stresses loops and memory more. The fuzz sample and
 # the level-parametrized tests in tests/python still build at -O1. ZYMASE_TEST_ALL_LEVELS=1
 # builds the C corpora at all six (tests/c/README.md).
-BUILDS = ALL_BUILDS if os.environ.get("ZYMASE_TEST_ALL_LEVELS") == "1" else [b for b in ALL_BUILDS if b != ["-O1"]]
+ALL_LEVELS = os.environ.get("ZYMASE_TEST_ALL_LEVELS") == "1"
+BUILDS = ALL_BUILDS if ALL_LEVELS else [b for b in ALL_BUILDS if b != ["-O1"]]
 BUILD_IDS = ["".join(f.lstrip("-") for f in b) for b in BUILDS]
+
+
+def builds(*default: str) -> list[list[str]]:
+    """The builds of a corpus: ``default`` (levels such as "-O0", "-O2 -ffast-math") in the
+    default suite, all six with ZYMASE_TEST_ALL_LEVELS=1."""
+    return ALL_BUILDS if ALL_LEVELS else [level.split() for level in default]
+
+
+def build_ids(configs: list[list[str]]) -> list[str]:
+    return ["".join(f.lstrip("-") for f in b) for b in configs]
 
 COMPILE_TIMEOUT = 300
 RUN_TIMEOUT = 120

@@ -1,6 +1,6 @@
 """Enzyme's split reverse mode, return markers and registered custom derivatives from C
 (issue 24 items 1 and 2): the self-checking programs in tests/c/split_mode and
-tests/c/custom_derivatives, built at -O0..-O3 and -O2 -ffast-math, the run-time check of
+tests/c/custom_derivatives, built at -O0..-O3 (all six builds with ZYMASE_TEST_ALL_LEVELS=1), the run-time check of
 a caller's tape buffer, and the errors for registered functions that do not follow
 Enzyme's convention."""
 
@@ -11,12 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from c_harness import build_and_run
+from c_harness import build_and_run, builds
 from forking_cli import run_cli
 
 _C = Path(__file__).resolve().parent / "c"
 PROGRAMS = sorted([*(_C / "split_mode").glob("*.c"), *(_C / "custom_derivatives").glob("*.c")])
-LEVELS = [["-O0"], ["-O1"], ["-O2"], ["-O3"], ["-O2", "-ffast-math"]]
+# -O0..-O3 in the default suite (issue 24), all six with ZYMASE_TEST_ALL_LEVELS=1
+LEVELS = builds("-O0", "-O1", "-O2", "-O3")
 
 
 def test_corpus_is_there():
