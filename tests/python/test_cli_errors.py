@@ -297,6 +297,14 @@ C_CASES = {
         "int main(void) { return __enzyme_autodiff((void*)f, 2.0) != 4 || calls == 0; }\n",
         ["'enzymeLogGrad' is called by Enzyme with every adjoint", "logging hooks"],
     ),
+    "logging_hook_cxx.cpp": (  # the same hook in C++: a mangled name
+        "extern double __enzyme_autodiff(void*, ...);\nint calls = 0;\n"
+        "void enzymeLogGrad(double g, const char *op, const char *callee, const char *module,\n"
+        "                   const char *function, unsigned block, unsigned inst) { calls++; }\n"
+        "double f(double x) { return x * x; }\n"
+        "int main() { return __enzyme_autodiff((void*)f, 2.0) != 4 || calls == 0; }\n",
+        ["'enzymeLogGrad' is called by Enzyme with every adjoint", "logging hooks"],
+    ),
     "split_primal_return.c": (
         "extern int enzyme_primal_return;\nextern void *__enzyme_augmentfwd(void*, ...);\n"
         "double f(double x) { return x * x; }\n"

@@ -331,10 +331,11 @@ def refuse_unimplemented(module: ModuleOp) -> None:
         name = op.sym_name.data
         if any(prefix in name for prefix in REGISTRATION_GLOBALS):
             continue
-        if isinstance(op, llvm.FuncOp) and op.body.blocks and name in LOGGING_HOOKS:
+        hook = _plain_function_name(name)
+        if isinstance(op, llvm.FuncOp) and op.body.blocks and hook in LOGGING_HOOKS:
             raise ZymaseError(
-                f"'{name}' {LOGGING_HOOKS[name]}; zymase does not call Enzyme's logging hooks",
-                construct=name, function=name, location=location_of(op),
+                f"'{hook}' {LOGGING_HOOKS[hook]}; zymase does not call Enzyme's logging hooks",
+                construct=hook, function=hook, location=location_of(op),
                 hint="remove the hook (or rename it): zymase would leave it uncalled")
         if "__enzyme_" in name and _marker_mode(name) is None:
             known = next((what for prefix, what in _UNIMPLEMENTED_SYMBOLS.items() if prefix in name), None)
@@ -360,6 +361,16 @@ def refuse_unimplemented(module: ModuleOp) -> None:
                     hint="remove the attribute; zymase would otherwise differentiate the function "
                     "as if it were not there",
                 )
+
+
+_MANGLED_FREE_FUNCTION = re.compile(r"_Z(\d+)")
+
+
+def _plain_function_name(name: str) -> str:
+    """A C++ free function's name without its mangling (``_Z13enzymeLogGraddPKc...`` ->
+    ``enzymeLogGrad``); other names unchanged."""
+    m = _MANGLED_FREE_FUNCTION.match(name)
+    return name[m.end():m.end() + int(m.group(1))] if m else name
 
 
 def _enzyme_function_attributes(fop: Operation) -> list[str]:
