@@ -99,7 +99,7 @@ CASES = {
         DECLS + "static inline __attribute__((always_inline, enzyme_inactive)) double g(double x) { return 2 * x; }\n"
         "double f(double x) { return g(x) * x; }\n"
         "int main(void) { return __enzyme_autodiff((void*)f, 1.0) > 0; }\n",
-        ["always_inline.c:3", "'g' is marked inactive or function_like and also always_inline",
+        ["always_inline.c:3", "'g' is marked inactive, function_like or with a registered derivative, and also always_inline",
          "remove always_inline"],
     ),
     "name_clash.c": (

@@ -10,7 +10,7 @@ being differentiated. :func:`read_registrations` records them on ``f``
 then builds, instead of a derivative of the body, a small function with zymase's own
 derivative signature (combined reverse, split augmented/reverse, forward) that calls
 them. Calls of ``f`` are never inlined before AD (``prepare``) nor by the optimizer
-before AD (:func:`protect_registered_functions`).
+before AD (``llvm/annotations.protect_annotated_functions``).
 
 The user's functions follow Enzyme's calling convention, checked against their types
 (a mismatch is an error naming the function, never a wrong call):
@@ -32,7 +32,6 @@ each differentiated call of ``f`` makes one ``augment`` and one ``gradient`` cal
 
 from __future__ import annotations
 
-import re
 
 from zymase.errors import ZymaseError
 from zymase.ir import (
@@ -105,37 +104,6 @@ def read_registrations(module: ModuleOp) -> int:
     return count
 
 
-_REGISTRATION_RE = re.compile(
-    r"^@(?P<name>[\w.$]*__enzyme_register_(?:gradient|derivative)[\w.$]*)\s*=.*?\[\s*ptr\s+@(?P<fn>[-\w.$]+)\s*,", re.M)
-_DEFINE_RE = r"^(define\b[^\n]*?@{name}\()"
-
-
-def protect_registered_functions(ll_text: str) -> str:
-    """Mark the functions registered with a custom derivative ``noinline`` in LLVM IR
-    text, before the pre-AD optimizer runs: inlined into its callers, ``f`` would be
-    differentiated through its body and its registered derivative silently ignored."""
-    names = {m["fn"] for m in _REGISTRATION_RE.finditer(ll_text)}
-    for name in names:
-        pattern = re.compile(_DEFINE_RE.format(name=re.escape(name)), re.M)
-        match = pattern.search(ll_text)
-        if match is None:
-            continue
-        start = match.end() - 1
-        depth, i = 0, start
-        while i < len(ll_text):
-            if ll_text[i] == "(":
-                depth += 1
-            elif ll_text[i] == ")":
-                depth -= 1
-                if depth == 0:
-                    break
-            i += 1
-        line_end = ll_text.index("\n", i)
-        if " noinline" not in ll_text[i:line_end]:
-            ll_text = ll_text[:i + 1] + " noinline" + ll_text[i + 1:]
-    return ll_text
-
-
 def custom_gradient(fop: Operation) -> tuple[str, str] | None:
     value = fop.attributes.get(CUSTOM_GRADIENT)
     return (value.data[0].data, value.data[1].data) if isinstance(value, ArrayAttr) else None
@@ -161,13 +129,9 @@ def _signature(module: ModuleOp, name: str) -> tuple[list[Attribute], Attribute 
 
 
 def _c_type(t: Attribute | None) -> str:
-    from zymase.llvm.markers import c_type_name
+    from zymase.llvm.markers import c_spelling
 
-    if t is None:
-        return "void"
-    if isinstance(t, llvm.LLVMStructType):
-        return "a struct {" + ", ".join(map(_c_type, t.types.data)) + "}"
-    return c_type_name(t)
+    return "void" if t is None else c_spelling(t)
 
 
 def _is_ptr(t: Attribute) -> bool:

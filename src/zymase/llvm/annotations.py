@@ -104,6 +104,11 @@ def is_implemented_attribute(name: str) -> bool:
     return name in (INACTIVE, FUNCTION_LIKE, ALLOCATOR, DEALLOCATOR, *_INACTIVE_ATTRIBUTES)
 
 
+#: registration globals of custom derivatives (read by autodiff/custom.py); their function
+#: is kept out of line like a marked one
+_DERIVATIVE_REGISTRATIONS = ("__enzyme_register_gradient", "__enzyme_register_derivative")
+
+
 def is_registration(name: str) -> bool:
     return name.startswith(REGISTRATIONS)
 
@@ -119,8 +124,9 @@ def _name(symbol: str) -> str:
 
 def protect_annotated_functions(ll_text: str) -> str:
     """Mark ``noinline`` every function that LLVM IR text annotates or registers as
-    inactive or function-like: the pre-AD pipeline would otherwise inline it at -O1 and
-    up, and its body would be differentiated in place of the annotation. The accesses
+    inactive or function-like, or registers a derivative for: the pre-AD pipeline would
+    otherwise inline it at -O1 and up, and its body would be differentiated in place of
+    the annotation or the registered derivative. The accesses
     of inactive globals become volatile (:func:`_volatile_accesses`)."""
     strings = {}
     for m in re.finditer(rf'^({_SYMBOL}) = .*?c"((?:[^"\\]|\\..)*)\\00"', ll_text, re.M):
@@ -142,6 +148,11 @@ def protect_annotated_functions(ll_text: str) -> str:
             inactive_globals.update(_name(s) for s in _SYMBOL_RE.findall(line[head.end():]))
         elif is_registration(gname):
             marked.update(_name(s) for s in _SYMBOL_RE.findall(line[head.end():]))
+        elif any(prefix in gname for prefix in _DERIVATIVE_REGISTRATIONS):
+            # the function a derivative is registered for (autodiff/custom.py): the first entry
+            first = _SYMBOL_RE.findall(line[head.end():])
+            if first:
+                marked.add(_name(first[0]))
     if inactive_globals:
         ll_text = _volatile_accesses(ll_text, inactive_globals)
     # Enzyme's function attributes, written inline or in an attribute group
@@ -157,7 +168,8 @@ def protect_annotated_functions(ll_text: str) -> str:
             if m and (_name(m[1]) in marked or attributed) and (
                     " alwaysinline" in line or any(re.search(rf"{g}\b", line) for g in always)):
                 raise ZymaseError(
-                    f"'{_name(m[1])}' is marked inactive or function_like and also always_inline: zymase "
+                    f"'{_name(m[1])}' is marked inactive, function_like or with a registered derivative, and "
+                    "also always_inline: zymase "
                     "keeps such a function out of line, where its calls are not differentiated through",
                     construct="__attribute__((always_inline))", function=_name(m[1]),
                     location=_debug_location(ll_text, line),

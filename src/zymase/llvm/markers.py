@@ -187,12 +187,9 @@ def protect_marker_calls(ll_text: str) -> str:
     The pre-AD pipeline runs before the call sites are lowered; without this,
     SimplifyCFG merges two calls in different branches into one whose function or
     markers are phis (``cond ? f : g``), which no longer name what to differentiate.
-    Functions with a registered derivative are marked ``noinline`` for the same reason
-    (autodiff/custom.protect_registered_functions).
+    (Functions with an Enzyme mark or a registered derivative are kept out of line by
+    llvm/annotations.protect_annotated_functions.)
     """
-    from zymase.autodiff.custom import protect_registered_functions
-
-    ll_text = protect_registered_functions(ll_text)
     out = []
     for line in ll_text.splitlines():
         if line.startswith("declare") and any(marker in line for marker in MARKER_FUNCTIONS):
@@ -826,8 +823,8 @@ class _Builder:
             packed = self._pack(results)
             declared = _sret_type(call)
             if declared is not None and not _holds(declared, packed.type):
-                raise _err(site, f"{site.marker_fn} returns {_c_spelling(packed.type)}, but the call is declared "
-                           f"to return {_c_spelling(declared)}", _DECLARE_HINT)
+                raise _err(site, f"{site.marker_fn} returns {c_spelling(packed.type)}, but the call is declared "
+                           f"to return {c_spelling(declared)}", _DECLARE_HINT)
             self.insert(llvm.StoreOp(packed, sret))
             return
         if want is None:
@@ -846,8 +843,8 @@ class _Builder:
             elif not _holds(packed.type, want):
                 # the bytes would not be the values the declaration names (two floats
                 # read from two doubles): refused, never reinterpreted
-                raise _err(site, f"{site.marker_fn} returns {_c_spelling(packed.type)}, but the call is declared "
-                           f"to return {_c_spelling(want)}", _DECLARE_HINT)
+                raise _err(site, f"{site.marker_fn} returns {c_spelling(packed.type)}, but the call is declared "
+                           f"to return {c_spelling(want)}", _DECLARE_HINT)
             else:
                 # Same bytes, other C ABI spelling (e.g. {float, float} returned as
                 # <2 x float>): reinterpret through a stack slot.
@@ -890,7 +887,8 @@ def _holds(outer: Attribute, inner: Attribute) -> bool:
     return len(a) >= len(b) and a[:len(b)] == b
 
 
-def _c_spelling(t: Attribute) -> str:
+def c_spelling(t: Attribute) -> str:
+    """A type of the IR in the words of C, structs, arrays and vectors as ``{double, double}``."""
     fields = _scalar_fields(t)
     names = ["void *" if isinstance(f, llvm.LLVMPointerType) else c_type_name(f) for f in fields]
     return names[0] if len(names) == 1 else "{" + ", ".join(names) + "}"

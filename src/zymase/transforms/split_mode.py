@@ -286,11 +286,8 @@ _MESSAGE_GLOBAL = "__zymase_split_tape_message"
 
 def _too_small_message() -> Operation:
     data = _TOO_SMALL_MESSAGE.encode()
-    g = llvm.GlobalOp(llvm.LLVMArrayType(len(data), IntegerType(8)), _MESSAGE_GLOBAL, "private", constant=True,
-                      value=None)
-    escaped = "".join(chr(b) if 32 <= b < 127 and b not in (34, 92) else f"\\{b:02X}" for b in data)
-    g.attributes["zymase.llvm_init"] = StringAttr(f'c"{escaped}"')
-    return g
+    return llvm.GlobalOp(llvm.LLVMArrayType(len(data), IntegerType(8)), _MESSAGE_GLOBAL, "private", constant=True,
+                         value=StringAttr(_TOO_SMALL_MESSAGE))
 
 
 def _too_small_check() -> Operation:
