@@ -15,7 +15,8 @@ This module only decides; :mod:`zymase.autodiff.memory` emits the shadow code.
 from __future__ import annotations
 
 from zymase.errors import ZymaseError
-from zymase.ir import Block, BlockArgument, Operation, SSAValue, StringAttr, is_float_type, llvm, llvm_ext, location_of
+from zymase.autodiff.type_rules import carries_derivatives
+from zymase.ir import Block, BlockArgument, Operation, SSAValue, StringAttr, llvm, llvm_ext, location_of
 
 #: the root standing for what a call to an opaque function may write: it overlaps every
 #: argument and global, as a global's name does (roots that are strings are globals).
@@ -331,7 +332,7 @@ class MemoryModel:
         if kind is None:  # a call to a defined function with pointer arguments
             if any(o in info.varied or o in shadowed for o in op.operands):
                 for r in op.results:
-                    if is_float_type(r.type):
+                    if carries_derivatives(r.type):
                         info.varied.add(r)
                 for o in op.operands:
                     if is_pointer(o) and o not in shadowed and self.shadowable(o):
@@ -349,7 +350,7 @@ class MemoryModel:
         elif kind == "load":
             if op.ptr in shadowed and not self._into_inactive_global(op.ptr, op, read=True):
                 r = op.results[0]
-                if is_float_type(r.type):
+                if carries_derivatives(r.type):
                     info.varied.add(r)
                 elif is_pointer(r) and not self.holds_only_constant_pointers(op.ptr):
                     # (a pointer read from memory that only ever holds constant pointers
@@ -358,7 +359,7 @@ class MemoryModel:
                     shadowed.add(r)
         elif kind == "store":
             v = op.value
-            if (is_float_type(v.type) and v in info.varied) or (is_pointer(v) and v in shadowed):
+            if (carries_derivatives(v.type) and v in info.varied) or (is_pointer(v) and v in shadowed):
                 if not self._into_inactive_global(op.ptr, op):
                     self.need_shadow(op.ptr, op, info, incoming)
             elif is_pointer(v) and op.ptr in shadowed and v not in shadowed and self.shadowable(v):
@@ -515,7 +516,7 @@ class MemoryModel:
                 if isinstance(op, llvm.StoreOp) and op.ptr in info.shadowed and op.value in info.varied:
                     out.append(op.value)
                 elif self.is_memory_call(op) and any(o in info.shadowed for o in op.operands):
-                    out += [o for o in op.operands if is_float_type(o.type) and o in info.varied]
+                    out += [o for o in op.operands if carries_derivatives(o.type) and o in info.varied]
         return out
 
 

@@ -173,16 +173,31 @@ def prepare(ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts
         from zymase.autodiff.custom import has_custom_rule
         from zymase.transforms.inline import inline_calls
 
-        inline_calls(
-            region,
-            ctx.defined_function,
-            # a function with a registered derivative stays a call (autodiff/custom.py)
-            # (a callee reading a global is inlined too: what it reads may hold active data
-            # that no operand of the call shows)
-            lambda call, callee: not has_custom_rule(callee) and (
-                any(is_pointer(v) for v in (*call.operands, *call.results)) or ctx.writes_memory(callee)
-                or bool(ctx.reads_globals(callee))),
-        )
+        from zymase.transforms.indirect_calls import dispatch_indirect_calls
+
+        # indirect calls become direct calls of the functions they can reach
+        # (transforms/indirect_calls.py), which are inlined in turn; their bodies may
+        # hold indirect calls of their own
+        for round_ in range(8):
+            inline_calls(
+                region,
+                ctx.defined_function,
+                # a function with a registered derivative stays a call (autodiff/custom.py)
+                # (a callee reading a global is inlined too: what it reads may hold active data
+                # that no operand of the call shows)
+                lambda call, callee: not has_custom_rule(callee) and (
+                    any(is_pointer(v) for v in (*call.operands, *call.results)) or ctx.writes_memory(callee)
+                    or bool(ctx.reads_globals(callee))),
+            )
+            # (bounded: calls through pointers that reach the function making them again
+            # are left, and refused below)
+            if round_ == 7 or len(region.blocks) > 20000 or not dispatch_indirect_calls(
+                    region, ctx.module, function_name(fop)):
+                break
+        # landing pads of inlined C++ callees whose invokes became calls
+        from zymase.transforms.exceptions import remove_unreachable_blocks
+
+        remove_unreachable_blocks(region)
         # boundary iterations peeled off loops: affine addresses in the middle loop
         from zymase.transforms.peel import peel_boundary_iterations
 
@@ -344,7 +359,8 @@ def _reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activ
                     hint="return or pass the scalars separately, or compile so the optimizer splits the aggregate",
                 )
             if any(o in act.shadowed for o in op.operands) and any(
-                isinstance(r.type, (llvm.LLVMStructType, llvm.LLVMArrayType)) for r in op.results
+                isinstance(r.type, (llvm.LLVMStructType, llvm.LLVMArrayType)) and not is_differentiable_type(r.type)
+                for r in op.results
             ):
                 # the shadow would have to travel inside the aggregate: refuse rather
                 # than lose the derivative
@@ -396,12 +412,16 @@ def _reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activ
                 )
             unsupported = _unsupported_on_active(op, act)
             if unsupported:
+                indirect = isinstance(op, llvm.CallOp) and op.callee is None
                 raise ZymaseError(
-                    f"{unsupported} on active data cannot be differentiated",
+                    f"{unsupported} on active data cannot be differentiated"
+                    + (": no function of this type has its address taken in this file, so zymase "
+                       "cannot tell which functions it may call" if indirect else ""),
                     construct=describe(op),
                     function=fname,
                     location=location_of(op),
-                    hint="keep this construct away from the values being differentiated",
+                    hint="call the function directly, or take the addresses of the functions it may call "
+                    "in this file" if indirect else "keep this construct away from the values being differentiated",
                 )
             if _variadic_definition(ctx, op) and any(o in act.varied or o in act.shadowed for o in op.operands):
                 raise ZymaseError(
@@ -603,6 +623,8 @@ def _float_aggregate_access(op: Operation, act: ActivityInfo) -> Attribute | Non
         t = op.value.type
     else:
         return None
+    # float structs and arrays carry derivatives (type_rules) and are loaded and stored
+    # whole, shadow included; vectors are not
     return t if _holds_floats(t) and not is_differentiable_type(t) else None
 
 

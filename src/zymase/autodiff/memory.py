@@ -28,6 +28,7 @@ from zymase.analysis.memory import (
     is_pointer,
     memory_kind,
 )
+from zymase.autodiff.type_rules import carries_derivatives
 from zymase.errors import ZymaseError
 from zymase.ir import (
     ArrayAttr,
@@ -320,7 +321,7 @@ class ShadowCode:
             load = E.insert(llvm.LoadOp(self.shadow_of(op.ptr), r.type))
             mirror_scopes(op, load)
             self.tmap[r] = load.results[0]
-        elif kind == "store" and op.ptr in act.shadowed and is_float_type(op.value.type):
+        elif kind == "store" and op.ptr in act.shadowed and carries_derivatives(op.value.type):
             v = op.value
             t = self.tmap.get(v) if act.is_active(v) else None
             mirror_scopes(op, E.insert(llvm.StoreOp(t if t is not None else E.zero(v.type), self.shadow_of(op.ptr))))
@@ -358,7 +359,7 @@ class ShadowCode:
             store = E.insert(llvm.StoreOp(E.accumulate(load.results[0], dy), sp))
             mirror_scopes(op, load)
             mirror_scopes(op, store)
-        elif kind == "store" and op.ptr in act.shadowed and is_float_type(op.value.type):
+        elif kind == "store" and op.ptr in act.shadowed and carries_derivatives(op.value.type):
             sp = self.fetch_shadow(op.ptr)
             load = E.insert(llvm.LoadOp(sp, op.value.type))
             d = load.results[0]
@@ -623,3 +624,4 @@ def mirror_scopes(primal: Operation, shadow_access: Operation) -> None:
 def twin_decl(decl: Operation) -> Operation:
     """The declaration of the twin of ``decl``'s scope."""
     return scope_decl(_twin(decl.attributes[SCOPE_DECL].data))
+

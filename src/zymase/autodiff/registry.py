@@ -208,7 +208,9 @@ def register(*op_classes: type) -> Callable[[Rule], Rule]:
 
 def load_all_rules() -> Registry:
     """Import every rule module (each registers itself) and return the registry."""
+    from zymase.autodiff.rules import aggregates as _g  # noqa: F401
     from zymase.autodiff.rules import arith as _a  # noqa: F401
+    from zymase.autodiff.rules import complex as _c  # noqa: F401
     from zymase.autodiff.rules import libm as _l  # noqa: F401
     from zymase.autodiff.rules import llvm as _v  # noqa: F401
     from zymase.autodiff.rules import math as _m  # noqa: F401

@@ -35,6 +35,9 @@ class TypeRule:
     zero: Callable[["Emitter", Attribute], SSAValue]
     add: Callable[["Emitter", SSAValue, SSAValue], SSAValue]
     shadow_type: Callable[[Attribute], Attribute] = lambda t: t
+    # which types of the registered class the rule covers (a struct of floats, not
+    # every struct)
+    accepts: Callable[[Attribute], bool] = lambda t: True
 
 
 class TypeRegistry:
@@ -51,8 +54,9 @@ class TypeRegistry:
         if rule is None:
             for cls, r in self.by_type.items():
                 if isinstance(t, cls):
-                    return r
-        return rule
+                    rule = r
+                    break
+        return rule if rule is not None and rule.accepts(t) else None
 
 
 TYPES = TypeRegistry()
@@ -65,6 +69,15 @@ def register_type(type_class: type, rule: TypeRule) -> None:
 def is_differentiable_type(t: Attribute) -> bool:
     """Whether values of type ``t`` carry derivatives (a rule is registered)."""
     return TYPES.lookup(t) is not None
+
+
+def carries_derivatives(t: Attribute) -> bool:
+    """A value of type ``t`` in memory or in a call's result holds derivatives: a float
+    (including those without rules, which are refused where they meet active data) or
+    a float aggregate."""
+    from zymase.ir import is_float_type
+
+    return is_float_type(t) or is_differentiable_type(t)
 
 
 def shadow_type(t: Attribute) -> Attribute:
@@ -85,3 +98,73 @@ def _float_add(E: "Emitter", a: SSAValue, b: SSAValue) -> SSAValue:
 FLOAT = TypeRule(zero=_float_zero, add=_float_add)
 for _cls in (Float16Type, Float32Type, Float64Type, Float80Type):
     register_type(_cls, FLOAT)
+
+
+# LLVM structs and arrays whose every leaf is a float (``{double, double}``, what C's
+# complex arithmetic and C++'s std::complex return from ``__muldc3``/``cexp`` and pass
+# between functions at -O0) carry derivatives leaf by leaf: the shadow has the same
+# type, zero is ``zeroinitializer``, add adds the leaves. Aggregates holding pointers or
+# integers have no rule (their shadows would mix primal and derivative data).
+
+
+def _aggregate_leaves(t: Attribute) -> list[Attribute] | None:
+    """The leaf types of a struct/array in field order, or None when one is not a float."""
+    from zymase.ir import llvm
+
+    if isinstance(t, (Float16Type, Float32Type, Float64Type, Float80Type)):
+        return [t]
+    if isinstance(t, llvm.LLVMStructType):
+        parts = [_aggregate_leaves(x) for x in t.types.data]
+    elif isinstance(t, llvm.LLVMArrayType):
+        parts = [_aggregate_leaves(t.type)] * t.size.data
+    else:
+        return None
+    if not parts or any(p is None for p in parts):
+        return None
+    return [leaf for p in parts for leaf in p]  # type: ignore[union-attr]
+
+
+def _is_float_aggregate(t: Attribute) -> bool:
+    leaves = _aggregate_leaves(t)
+    # a big array value is a vectorizer's or a copy's, not arithmetic to differentiate
+    return leaves is not None and len(leaves) <= 64
+
+
+def aggregate_positions(t: Attribute, prefix: tuple[int, ...] = ()) -> list[tuple[tuple[int, ...], Attribute]]:
+    """The (extractvalue position, float type) of every leaf of a float aggregate."""
+    from zymase.ir import llvm
+
+    if isinstance(t, llvm.LLVMStructType):
+        return [p for i, x in enumerate(t.types.data) for p in aggregate_positions(x, prefix + (i,))]
+    if isinstance(t, llvm.LLVMArrayType):
+        return [p for i in range(t.size.data) for p in aggregate_positions(t.type, prefix + (i,))]
+    return [(prefix, t)]
+
+
+def _aggregate_zero(E: "Emitter", t: Attribute) -> SSAValue:
+    from zymase.ir import llvm
+
+    return E.v(llvm.ZeroOp.build(result_types=[t]))
+
+
+def _aggregate_add(E: "Emitter", a: SSAValue, b: SSAValue) -> SSAValue:
+    from zymase.ir import DenseArrayBase, i64, llvm
+
+    total = a
+    for pos, leaf in aggregate_positions(a.type):
+        where = DenseArrayBase.from_list(i64, list(pos))
+        x = E.v(llvm.ExtractValueOp(where, a, leaf))
+        y = E.v(llvm.ExtractValueOp(DenseArrayBase.from_list(i64, list(pos)), b, leaf))
+        total = E.v(llvm.InsertValueOp(DenseArrayBase.from_list(i64, list(pos)), total, E.add(x, y)))
+    return total
+
+
+def _register_aggregates() -> None:
+    from zymase.ir import llvm
+
+    rule = TypeRule(zero=_aggregate_zero, add=_aggregate_add, accepts=_is_float_aggregate)
+    register_type(llvm.LLVMStructType, rule)
+    register_type(llvm.LLVMArrayType, rule)
+
+
+_register_aggregates()

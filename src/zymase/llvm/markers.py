@@ -21,11 +21,12 @@ Semantics follow Enzyme:
   ``__enzyme_reverse(f, args..., [d_ret,] tape)`` runs the reverse sweep from it and
   frees it; ``enzyme_allocated, size, enzyme_tape, buffer`` keeps the tape in the
   caller's buffer; ``__enzyme_augmentsize(f, ...)`` is the tape's size
-  (:mod:`zymase.transforms.split_mode`).
+  (:mod:`zymase.transforms.split_mode`);
+* ``__enzyme_virtualreverse(p)``, the shadow of a function or vtable pointer, is ``p``
+  (:func:`zymase.transforms.indirect_calls.lower_virtual_reverse`).
 
 Everything else of Enzyme's C interface is refused, never skipped: other
-``__enzyme_*`` functions and globals (split forward mode, batching,
-``__enzyme_virtualreverse`` ...), marker globals zymase does not implement
+``__enzyme_*`` functions and globals (split forward mode, batching ...), marker globals zymase does not implement
 (``enzyme_width`` ...), ``enzyme_*`` function attributes and annotations in the IR other
 than the activity marks ``llvm/annotations.py`` reads (and removes or records before
 this module runs), and a derivative that would contain itself (a differentiated
@@ -133,7 +134,6 @@ SPLIT_TAPE_BYTES = 24
 #: the error message; any other ``__enzyme_*`` name is refused as unknown.
 _UNIMPLEMENTED_SYMBOLS = {
     "__enzyme_register_splitderivative": "registers a custom split-mode derivative",
-    "__enzyme_virtualreverse": "makes a shadow function for a function pointer (derivatives of indirect calls)",
     "__enzyme_fwdsplit": "is split forward mode",
     "__enzyme_batch": "is vectorized (batched) evaluation",
     "__enzyme_todense": "converts to a dense representation",
@@ -258,6 +258,9 @@ def marker_rounds(module: ModuleOp) -> list[list[_Site]]:
     sites with k-1 nested levels below them. A site that reaches itself is refused.
     Also reads what the sites rely on (registrations) and refuses what zymase does not
     implement."""
+    from zymase.transforms.indirect_calls import lower_virtual_reverse
+
+    lower_virtual_reverse(module)
     refuse_unimplemented(module)
     from zymase.autodiff.custom import read_registrations
 

@@ -40,14 +40,10 @@ def is_recursive(fop: Operation, lookup: Callable[[Operation], Operation | None]
     return False
 
 
-def inline_call(call: Operation, callee: Operation) -> list[Block]:
-    """Replace ``call`` (in some region) by a copy of ``callee``'s body; returns the
-    copied blocks (they follow the call's block, before the continuation)."""
-    block = call.parent_block()
-    region = block.parent
-    # Split: the ops after the call move to a continuation block.
-    result_types = [r.type for r in call.results]
-    cont = Block(arg_types=result_types)
+def continuation_after(call: Operation) -> Block:
+    """A new block (not yet in the region) holding the ops after ``call``, with one
+    argument per result of the call for the paths that replace it to branch to."""
+    cont = Block(arg_types=[r.type for r in call.results])
     after = []
     op = call.next_op
     while op is not None:
@@ -56,6 +52,15 @@ def inline_call(call: Operation, callee: Operation) -> list[Block]:
     for op in after:
         op.detach()
         cont.add_op(op)
+    return cont
+
+
+def inline_call(call: Operation, callee: Operation) -> list[Block]:
+    """Replace ``call`` (in some region) by a copy of ``callee``'s body; returns the
+    copied blocks (they follow the call's block, before the continuation)."""
+    block = call.parent_block()
+    region = block.parent
+    cont = continuation_after(call)
     region.insert_block_after(cont, block)
     # The callee's blocks, between the call's block and the continuation.
     body = callee.body.clone()
