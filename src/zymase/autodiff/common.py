@@ -185,6 +185,11 @@ def prepare(ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts
                 any(is_pointer(v) for v in (*call.operands, *call.results)) or ctx.writes_memory(callee)
                 or bool(ctx.reads_globals(callee))),
         )
+        if is_outlined_region(fop):
+            # an OpenMP reduction's combine: a critical section (transforms/openmp.py)
+            from zymase.transforms.openmp import reductions_as_critical
+
+            reductions_as_critical(region)
         # boundary iterations peeled off loops: affine addresses in the middle loop
         from zymase.transforms.peel import peel_boundary_iterations
 

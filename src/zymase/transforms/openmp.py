@@ -51,26 +51,29 @@ _EVERYWHERE = {
 }
 """Integer bookkeeping of a static schedule: the tape keeps what each thread got, so its
 reverse sweep reverses its own iterations."""
-_FORWARD_ONLY = {
-    "__kmpc_barrier": "'barrier' (or the end of an 'omp for' without 'nowait')",
-    "__kmpc_critical": "'critical'",
-    "__kmpc_end_critical": "'critical'",
-    "__kmpc_critical_with_hint": "'critical'",
-    "__kmpc_single": "'single'",
-    "__kmpc_end_single": "'single'",
-    "__kmpc_master": "'master'",
-    "__kmpc_end_master": "'master'",
-    "__kmpc_masked": "'masked'",
-    "__kmpc_end_masked": "'masked'",
+_SYNCHRONIZATION = {
+    "__kmpc_barrier", "__kmpc_critical", "__kmpc_end_critical", "__kmpc_single", "__kmpc_end_single",
+    "__kmpc_master", "__kmpc_end_master", "__kmpc_masked", "__kmpc_end_masked",
+    "__kmpc_reduce_nowait", "__kmpc_end_reduce_nowait",
 }
-"""Synchronization whose forward derivative is the same synchronization (the tangents are
-computed next to the values they follow), but whose reverse zymase does not mirror."""
+"""Synchronization the derivatives keep: the forward derivative computes tangents next to
+the values they follow, inside the same synchronization; the reverse sweep mirrors what
+orders adjoint updates (``REVERSE_MIRROR``); a 'reduction' combine becomes a critical
+section first (``reductions_as_critical``)."""
+REVERSE_MIRROR = {
+    "__kmpc_barrier": "__kmpc_barrier",
+    "__kmpc_critical": "__kmpc_end_critical",
+    "__kmpc_end_critical": "__kmpc_critical",
+}
+"""What the reverse sweep calls at the mirror of each call: a barrier stays a barrier (the
+adjoints of the phase after it are complete before the phase before it is reversed);
+a critical section is entered where the forward one was left. A single/master section
+needs nothing: the taped branch runs its reverse in the thread that ran it."""
 _DYNAMIC_PREFIX = "__kmpc_dispatch_"
 _CONSTRUCTS = {
-    "__kmpc_reduce": "a 'reduction' clause",
-    "__kmpc_reduce_nowait": "a 'reduction' clause",
-    "__kmpc_end_reduce": "a 'reduction' clause",
-    "__kmpc_end_reduce_nowait": "a 'reduction' clause",
+    "__kmpc_reduce": "a 'reduction' clause on a loop without 'nowait' inside a parallel region",
+    "__kmpc_end_reduce": "a 'reduction' clause on a loop without 'nowait' inside a parallel region",
+    "__kmpc_critical_with_hint": "'critical' with a 'hint'",
     "__kmpc_ordered": "'ordered'",
     "__kmpc_end_ordered": "'ordered'",
     "__kmpc_omp_task_alloc": "'task'",
@@ -84,9 +87,9 @@ _CONSTRUCTS = {
     FORK_CALL: "a nested parallel region",
     "__kmpc_fork_teams": "'teams'",
 }
-_HINT = ("zymase differentiates 'parallel for' loops with a static schedule (and, in forward "
-         "mode, 'critical', 'single', 'master', 'barrier' and dynamic schedules); move the "
-         "construct out of the differentiated code or rewrite the loop without it")
+_HINT = ("zymase differentiates parallel regions with worksharing loops of a static schedule, "
+         "'reduction', 'critical', 'single', 'master' and 'barrier' (and, in forward mode, "
+         "dynamic schedules); move the construct out of the differentiated code or rewrite it")
 
 
 def _callee(op: Operation) -> str | None:
@@ -149,34 +152,87 @@ def check_region(module: ModuleOp, fop: Operation, mode: str) -> None:
     ``combined``) would get wrong or race on."""
     funcs = _functions(module)
     seen: set[str] = set()
-    work = [fop]
+    # as the derivative sees it: a reduction's atomic combine is gone
+    body = fop.body.clone()
+    reductions_as_critical(body)
+    if mode != "forward":
+        for block in body.blocks:
+            _check_critical_commutes(fop, block)
+    work = [body]
     while work:
         f = work.pop()
         for op in f.walk():
             name = _callee(op)
             if isinstance(op, llvm_ext.AtomicRMWOp) and not isinstance(op.results[0].type, IntegerType):
-                _refuse(fop, op, "'atomic' (an atomic update of a floating-point value)")
+                _refuse(fop, op, "'atomic' update of a floating-point value")
             if name is None:
                 continue
             if name in funcs and funcs[name].body.blocks:
                 if name not in seen:
                     seen.add(name)
-                    work.append(funcs[name])
+                    work.append(funcs[name].body)
                 continue
-            if not name.startswith(("__kmpc_", "omp_", "GOMP_")) or name in _EVERYWHERE:
+            if not name.startswith(("__kmpc_", "omp_", "GOMP_")) or name in _EVERYWHERE or name in _SYNCHRONIZATION:
                 continue
-            if mode == "forward" and (name in _FORWARD_ONLY or name.startswith(_DYNAMIC_PREFIX)):
+            if mode == "forward" and name.startswith(_DYNAMIC_PREFIX):
                 continue
             if name.startswith(_DYNAMIC_PREFIX):
                 construct = "a 'schedule(dynamic)', 'guided' or 'runtime' loop"
             else:
-                construct = _CONSTRUCTS.get(name) or _FORWARD_ONLY.get(name) or f"the OpenMP call '{name}'"
-            _refuse(fop, op, construct, reverse=mode != "forward" and name in _FORWARD_ONLY)
+                construct = _CONSTRUCTS.get(name) or f"the OpenMP call '{name}'"
+            _refuse(fop, op, construct, reverse=mode != "forward" and name.startswith(_DYNAMIC_PREFIX))
 
 
-def _refuse(region: Operation, op: Operation, construct: str, *, reverse: bool = False) -> None:
-    where = "in reverse mode " if reverse else ""
-    raise ZymaseError(f"OpenMP {construct} in a parallel region cannot be differentiated {where}yet",
+def _check_critical_commutes(region: Operation, block) -> None:
+    """Each critical section of ``block`` must be straight-line code whose float stores
+    add to what the same location held (``*s += e``, ``e`` not read from memory the
+    section writes): such updates commute, so reversing each thread's sections in its
+    own order gives the derivative of the order the threads took. Other updates
+    (``*s = 0.5 * *s + v``) depend on that order, which the reverse sweep does not
+    replay."""
+    from zymase.ir import is_float_type
+
+    ops = list(block.ops)
+    for i, op in enumerate(ops):
+        if _callee(op) != "__kmpc_critical":
+            continue
+        end = next((j for j in range(i + 1, len(ops)) if _callee(ops[j]) == "__kmpc_end_critical"), None)
+        if end is None:
+            _refuse(region, op, "'critical' section", reverse=True,
+                    why="it has branches inside (zymase reverses straight-line critical sections)")
+        section = ops[i + 1:end]
+        written = {o.ptr for o in section if isinstance(o, llvm.StoreOp)}
+        inside = set(section)
+
+        def reads_written(v, seen) -> bool:
+            o = v.owner
+            if not isinstance(o, Operation) or o not in inside or o in seen:
+                return False
+            seen.add(o)
+            if isinstance(o, llvm.LoadOp) and o.ptr in written:
+                return True
+            return any(reads_written(x, seen) for x in o.operands)
+
+        for o in section:
+            if not isinstance(o, llvm.StoreOp) or not is_float_type(o.value.type):
+                continue
+            add = o.value.owner
+            ok = isinstance(add, (llvm.FAddOp, llvm.FSubOp)) and add in inside
+            if ok:
+                mine = [x for x in add.operands if isinstance(x.owner, llvm.LoadOp) and x.owner.ptr is o.ptr]
+                old = mine[0] if mine and (isinstance(add, llvm.FAddOp) or add.operands[0] is mine[0]) else None
+                rest = [x for x in add.operands if x is not old]
+                ok = old is not None and len(list(old.uses)) == 1 and len(rest) == 1 and not reads_written(rest[0], set())
+            if not ok:
+                _refuse(region, o, "'critical' section", reverse=True,
+                        why="its update is not a sum ('*s += e'), so its derivative depends on the "
+                            "order in which the threads entered it")
+
+
+def _refuse(region: Operation, op: Operation, construct: str, *, reverse: bool = False, why: str = "") -> None:
+    where = " in reverse mode" if reverse else ""
+    why = f": {why}" if why else ""
+    raise ZymaseError(f"OpenMP {construct} in a parallel region cannot be differentiated{where}{why}",
                       construct=f"call @{_callee(op)}" if _callee(op) else op.name,
                       function=_user_function(region), location=location_of(op), hint=_HINT)
 
@@ -193,6 +249,56 @@ def mark_derivative(module: ModuleOp, primal: Operation, derivative: Operation, 
     check_region(module, primal, role)
     derivative.attributes[OUTLINED] = primal.attributes[OUTLINED]
     derivative.attributes[ROLE] = StringAttr(role)
+
+
+def reductions_as_critical(region) -> None:
+    """In the private copy of an outlined function (``autodiff/common.prepare``): each
+    'reduction' combine (``switch __kmpc_reduce_nowait(...)``: 1 = combine here, holding
+    the reduction's lock; 2 = combine with atomic adds) becomes the combine of case 1 in
+    a critical section on the same lock, one of the runtime's own methods. Its derivative
+    is then the critical section's: in reverse every thread reads the adjoint of the
+    shared result into its partial result (the adjoint is broadcast), under the lock."""
+    from zymase.transforms.exceptions import remove_unreachable_blocks
+
+    rewrote = False
+    for block in list(region.blocks):
+        for op in list(block.ops):
+            if not isinstance(op, llvm.CallOp) or _callee(op) != "__kmpc_reduce_nowait":
+                continue
+            loc, gtid, *_, lock = op.args
+            uses = [u.operation for u in op.results[0].uses]
+            switch = uses[0] if len(uses) == 1 else None
+            if not isinstance(switch, llvm_ext.SwitchOp) or 1 not in switch.case_value_list():
+                raise ZymaseError("a 'reduction' clause in an unexpected form", construct="call @__kmpc_reduce_nowait",
+                                  location=location_of(op), hint=_HINT)
+            k = switch.case_value_list().index(1)
+            segments = switch.case_operand_segments.get_values()
+            start = sum(segments[:k])
+            operands = list(switch.case_operands)[start:start + segments[k]]
+            target = switch.case_destinations[k]
+            enter = llvm.CallOp("__kmpc_critical", loc, gtid, lock)
+            enter.location = op.location
+            block.insert_op_before(enter, op)
+            branch = llvm.BrOp(target, *operands)
+            switch.parent_block().insert_op_before(branch, switch)
+            switch.parent_block().erase_op(switch)
+            block.erase_op(op)
+            rewrote = True
+    if not rewrote:
+        return
+    for block in region.blocks:
+        for op in list(block.ops):
+            if isinstance(op, llvm.CallOp) and _callee(op) == "__kmpc_end_reduce_nowait":
+                leave = llvm.CallOp("__kmpc_end_critical", *op.args)
+                leave.location = op.location
+                block.insert_op_before(leave, op)
+                block.erase_op(op)
+    remove_unreachable_blocks(region)
+
+
+def reverse_mirror(op: Operation) -> str | None:
+    """The runtime call the reverse sweep makes at the mirror of ``op`` (``REVERSE_MIRROR``)."""
+    return REVERSE_MIRROR.get(_callee(op)) if isinstance(op, llvm.CallOp) else None
 
 
 # ---------------------------------------------------------------------- after AD
