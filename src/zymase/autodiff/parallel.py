@@ -114,15 +114,22 @@ def _constant(v: SSAValue):
 
 
 def _is_induction(gen, v: SSAValue) -> bool:
-    """``v`` is a loop header's argument that every back edge advances by a nonzero constant."""
+    """``v`` is the induction variable of a worksharing loop: a loop header's argument
+    that starts at the lower bound ``__kmpc_for_static_init_*`` gave the thread and that
+    every back edge advances by a nonzero constant. (A loop every thread runs in full,
+    or one nested in the worksharing loop, shares its iterations between threads.)"""
     if not isinstance(v, BlockArgument):
         return False
     loops = dict(gen.cfg.natural_loops())
     body = loops.get(v.block)
     if body is None:
         return False
+    lower_bounds = _lower_bounds(gen)
     for e in gen.cfg.preds[v.block]:
         if e.src not in body:
+            start = _strip(gen.flavor.successor_operands(e.src.last_op)[e.slot][v.index])
+            if not isinstance(start.owner, llvm.LoadOp) or start.owner.ptr not in lower_bounds:
+                return False
             continue
         nxt = _strip(gen.flavor.successor_operands(e.src.last_op)[e.slot][v.index])
         op = None if isinstance(nxt, BlockArgument) else nxt.owner
@@ -131,3 +138,19 @@ def _is_induction(gen, v: SSAValue) -> bool:
         if _constant(op.operands[1]) in (None, 0):
             return False
     return True
+
+
+_STATIC_INIT = ("__kmpc_for_static_init_4", "__kmpc_for_static_init_4u", "__kmpc_for_static_init_8",
+                "__kmpc_for_static_init_8u")
+
+
+def _lower_bounds(gen) -> set[SSAValue]:
+    """The pointers through which the region's static schedules return a thread's first iteration."""
+    found = getattr(gen, "_parallel_lower_bounds", None)
+    if found is None:
+        from zymase.analysis.memory import callee_name
+
+        found = gen._parallel_lower_bounds = {
+            op.operands[4] for b in gen.p.region.blocks for op in b.ops
+            if isinstance(op, llvm.CallOp) and callee_name(op) in _STATIC_INIT}
+    return found
