@@ -71,8 +71,8 @@ a critical section is entered where the forward one was left. A single/master se
 needs nothing: the taped branch runs its reverse in the thread that ran it."""
 _DYNAMIC_PREFIX = "__kmpc_dispatch_"
 _CONSTRUCTS = {
-    "__kmpc_reduce": "a 'reduction' clause on a loop without 'nowait' inside a parallel region",
-    "__kmpc_end_reduce": "a 'reduction' clause on a loop without 'nowait' inside a parallel region",
+    "__kmpc_reduce": "'reduction' clause on a loop without 'nowait' inside a parallel region",
+    "__kmpc_end_reduce": "'reduction' clause on a loop without 'nowait' inside a parallel region",
     "__kmpc_critical_with_hint": "'critical' with a 'hint'",
     "__kmpc_ordered": "'ordered'",
     "__kmpc_end_ordered": "'ordered'",
@@ -83,8 +83,8 @@ _CONSTRUCTS = {
     "__kmpc_taskgroup": "'taskgroup'",
     "__kmpc_copyprivate": "'copyprivate'",
     "__kmpc_flush": "'flush'",
-    "__kmpc_push_num_threads": "a nested parallel region",
-    FORK_CALL: "a nested parallel region",
+    "__kmpc_push_num_threads": "'parallel' nested",
+    FORK_CALL: "'parallel' nested",
     "__kmpc_fork_teams": "'teams'",
 }
 _HINT = ("zymase differentiates parallel regions with worksharing loops of a static schedule, "
@@ -167,6 +167,10 @@ def check_region(module: ModuleOp, fop: Operation, mode: str) -> None:
                 _refuse(fop, op, "'atomic' update of a floating-point value")
             if name is None:
                 continue
+            if name in funcs and is_outlined_region(funcs[name]):
+                # (its fork call, made a direct call): the inner region's iterations are
+                # not the only ones sharing its arrays, which the race analysis assumes
+                _refuse(fop, op, _CONSTRUCTS[FORK_CALL], call=FORK_CALL)
             if name in funcs and funcs[name].body.blocks:
                 if name not in seen:
                     seen.add(name)
@@ -177,9 +181,9 @@ def check_region(module: ModuleOp, fop: Operation, mode: str) -> None:
             if mode == "forward" and name.startswith(_DYNAMIC_PREFIX):
                 continue
             if name.startswith(_DYNAMIC_PREFIX):
-                construct = "a 'schedule(dynamic)', 'guided' or 'runtime' loop"
+                construct = "'schedule(dynamic)' (or 'guided', 'runtime') loop"
             else:
-                construct = _CONSTRUCTS.get(name) or f"the OpenMP call '{name}'"
+                construct = _CONSTRUCTS.get(name) or f"runtime call '{name}'"
             _refuse(fop, op, construct, reverse=mode != "forward" and name.startswith(_DYNAMIC_PREFIX))
 
 
@@ -229,11 +233,13 @@ def _check_critical_commutes(region: Operation, block) -> None:
                             "order in which the threads entered it")
 
 
-def _refuse(region: Operation, op: Operation, construct: str, *, reverse: bool = False, why: str = "") -> None:
+def _refuse(region: Operation, op: Operation, construct: str, *, reverse: bool = False, why: str = "",
+            call: str | None = None) -> None:
     where = " in reverse mode" if reverse else ""
     why = f": {why}" if why else ""
+    call = call or _callee(op)
     raise ZymaseError(f"OpenMP {construct} in a parallel region cannot be differentiated{where}{why}",
-                      construct=f"call @{_callee(op)}" if _callee(op) else op.name,
+                      construct=f"call @{call}" if call else op.name,
                       function=_user_function(region), location=location_of(op), hint=_HINT)
 
 
