@@ -196,15 +196,13 @@ def _check_critical_commutes(region: Operation, block) -> None:
     replay."""
     from zymase.ir import is_float_type
 
-    ops = list(block.ops)
-    for i, op in enumerate(ops):
+    for op in block.ops:
         if _callee(op) != "__kmpc_critical":
             continue
-        end = next((j for j in range(i + 1, len(ops)) if _callee(ops[j]) == "__kmpc_end_critical"), None)
-        if end is None:
+        section = _straight_line_until(op, "__kmpc_end_critical")
+        if section is None:
             _refuse(region, op, "'critical' section", reverse=True,
                     why="it has branches inside (zymase reverses straight-line critical sections)")
-        section = ops[i + 1:end]
         written = {o.ptr for o in section if isinstance(o, llvm.StoreOp)}
         inside = set(section)
 
@@ -231,6 +229,26 @@ def _check_critical_commutes(region: Operation, block) -> None:
                 _refuse(region, o, "'critical' section", reverse=True,
                         why="its update is not a sum ('*s += e'), so its derivative depends on the "
                             "order in which the threads entered it")
+
+
+def _straight_line_until(start: Operation, callee: str) -> list[Operation] | None:
+    """The ops after ``start`` up to the call of ``callee``, through unconditional
+    branches; None if a conditional branch comes first."""
+    ops: list[Operation] = []
+    seen = set()
+    op = start.next_op
+    while op is not None and _callee(op) != callee:
+        if isinstance(op, llvm.BrOp):
+            if op.successor in seen:
+                return None
+            seen.add(op.successor)
+            op = op.successor.first_op
+            continue
+        if op.successors:
+            return None
+        ops.append(op)
+        op = op.next_op
+    return ops if op is not None else None
 
 
 def _refuse(region: Operation, op: Operation, construct: str, *, reverse: bool = False, why: str = "",
