@@ -158,6 +158,7 @@ def check_region(module: ModuleOp, fop: Operation, mode: str) -> None:
     if mode != "forward":
         for block in body.blocks:
             _check_critical_commutes(fop, block)
+    dynamic = None  # named only if nothing more specific is found ('ordered' loops dispatch too)
     work = [body]
     while work:
         f = work.pop()
@@ -178,13 +179,13 @@ def check_region(module: ModuleOp, fop: Operation, mode: str) -> None:
                 continue
             if not name.startswith(("__kmpc_", "omp_", "GOMP_")) or name in _EVERYWHERE or name in _SYNCHRONIZATION:
                 continue
-            if mode == "forward" and name.startswith(_DYNAMIC_PREFIX):
-                continue
             if name.startswith(_DYNAMIC_PREFIX):
-                construct = "'schedule(dynamic)' (or 'guided', 'runtime') loop"
-            else:
-                construct = _CONSTRUCTS.get(name) or f"runtime call '{name}'"
-            _refuse(fop, op, construct, reverse=mode != "forward" and name.startswith(_DYNAMIC_PREFIX))
+                if mode != "forward" and dynamic is None:
+                    dynamic = op
+                continue
+            _refuse(fop, op, _CONSTRUCTS.get(name) or f"runtime call '{name}'")
+    if dynamic is not None:
+        _refuse(fop, dynamic, "'schedule(dynamic)' (or 'guided', 'runtime') loop", reverse=True)
 
 
 def _check_critical_commutes(region: Operation, block) -> None:
