@@ -38,6 +38,12 @@ OUTLINED = "zymase.omp_outlined"
 """On an outlined function and its derivatives: the name of the fork call's ident_t global."""
 ROLE = "zymase.omp_role"
 """On a derivative of an outlined function: ``forward``, ``augmented``, ``reverse`` or ``combined``."""
+FORKED = "zymase.omp_forked"
+"""On the direct calls ``outline_parallel_regions`` makes of fork calls."""
+SERIALIZED = "zymase.omp_serialized"
+"""On clang's own direct calls of an outlined function (the serialized path of an ``if``
+clause), whose thread-id pointers are placeholders while AD runs. Derivatives of such a
+call are forked like the others (inside the serialized region: a team of one thread)."""
 THREAD = "zymase.omp_thread"
 """On the thread wrappers this module forks (not regions of the user's)."""
 
@@ -129,13 +135,9 @@ def outline_parallel_regions(module: ModuleOp) -> int:
                 continue
             outlined.attributes[OUTLINED] = StringAttr(loc.global_name.root_reference.data)
             block = op.parent_block()
-            # the thread-id pointers the fork passes: an address made from an integer has
-            # no shadow (a null pointer would get one), so they stay constant parameters
-            zero = llvm.ConstantOp(IntegerAttr(0, i64), i64)
-            null = llvm.IntToPtrOp(zero.results[0])
-            block.insert_op_before(zero, op)
-            block.insert_op_before(null, op)
-            call = llvm.CallOp(outlined.sym_name.data, null.results[0], null.results[0], *args[3:])
+            null = _thread_id_placeholder(op)
+            call = llvm.CallOp(outlined.sym_name.data, null, null, *args[3:])
+            call.attributes[FORKED] = UnitAttr()
             call.location = op.location
             block.insert_op_before(call, op)
             block.erase_op(op)
@@ -143,7 +145,26 @@ def outline_parallel_regions(module: ModuleOp) -> int:
                 if isinstance(const, Operation) and not any(r.uses for r in const.results):
                     const.parent_block().erase_op(const)
             count += 1
+    # clang's serialized path (an 'if' clause that is false) calls the outlined function
+    # directly with thread-id pointers of its own: placeholders too while AD runs
+    for fop in funcs.values():
+        for op in list(fop.walk()):
+            if (isinstance(op, llvm.CallOp) and _callee(op) in funcs and is_outlined_region(funcs[_callee(op)])
+                    and FORKED not in op.attributes and SERIALIZED not in op.attributes):
+                null = _thread_id_placeholder(op)
+                op.operands = [null, null, *list(op.args)[2:]]
+                op.attributes[SERIALIZED] = UnitAttr()
     return count
+
+
+def _thread_id_placeholder(before: Operation):
+    """The thread-id pointers a fork passes, while AD runs: an address made from an
+    integer has no shadow (a null pointer would get one), so they stay constant parameters."""
+    zero = llvm.ConstantOp(IntegerAttr(0, i64), i64)
+    null = llvm.IntToPtrOp(zero.results[0])
+    before.parent_block().insert_op_before(zero, before)
+    before.parent_block().insert_op_before(null, before)
+    return null.results[0]
 
 
 def check_region(module: ModuleOp, fop: Operation, mode: str) -> None:
@@ -345,6 +366,9 @@ def restore_parallel_regions(module: ModuleOp) -> None:
             raise ZymaseError("a parallel region's derivative cannot be recomputed inside another "
                               "derivative", function=_user_function(callee), location=location_of(op),
                               hint=_HINT)
+        if role == "primal" and SERIALIZED in op.attributes:
+            _serialized_call(caller, op, loc)
+            continue
         if role in ("primal", "forward"):
             _fork_in_place(op, loc, callee.sym_name.data, list(op.args)[2:])
             continue
@@ -353,6 +377,26 @@ def restore_parallel_regions(module: ModuleOp) -> None:
             added[name] = _add_site(module, callee, loc, role == "reverse")
         op.properties["callee"] = SymbolRefAttr(added[name])
     _add_runtime(module)
+
+
+def _serialized_call(caller: Operation, op: Operation, loc: str) -> None:
+    """Clang's direct call again, with thread-id pointers: this thread's global id and a
+    zero bound id, in slots of the caller's entry block."""
+    entry = caller.body.blocks[0]
+    one = llvm.ConstantOp(IntegerAttr(1, i32), i32)
+    slots = [llvm.AllocaOp(one.results[0], i32, 4) for _ in range(2)]
+    first = entry.first_op
+    for new in (one, *slots):
+        entry.insert_op_before(new, first)
+    block = op.parent_block()
+    where = llvm.AddressOfOp(loc, PTR)
+    gtid = llvm.CallOp("__kmpc_global_thread_num", where.results[0], return_type=i32)
+    zero = llvm.ConstantOp(IntegerAttr(0, i32), i32)
+    for new in (where, gtid, zero, llvm.StoreOp(gtid.results[0], slots[0].results[0]),
+                llvm.StoreOp(zero.results[0], slots[1].results[0])):
+        block.insert_op_before(new, op)
+    del op.attributes[SERIALIZED]
+    op.operands = [slots[0].results[0], slots[1].results[0], *list(op.args)[2:]]
 
 
 def _fork_in_place(op: Operation, loc: str, fn: str, args) -> None:

@@ -1,6 +1,7 @@
 // OpenMP (issue 27 item 1): a parallel-for map out[i] = f(x[i]), each iteration writing
 // its own element. Reverse and forward mode against the serial twin's derivative and
-// central finite differences. Run with OMP_NUM_THREADS=1, 2, 4 (tests/test_c_openmp.py).
+// central finite differences; and an 'if' clause whose serialized path is taken. Run with
+// OMP_NUM_THREADS=1, 2, 4 (tests/test_c_openmp.py).
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -19,6 +20,12 @@ static void check(const char *what, int at, double got, double want, double tol)
 
 void map_par(const double *x, double *out, int n) {
 #pragma omp parallel for
+    for (int i = 0; i < n; i++) out[i] = sin(x[i]) * x[i] + exp(-0.5 * x[i]);
+}
+
+// serialized (clang calls the outlined function directly) when n <= 100
+void map_if(const double *x, double *out, int n) {
+#pragma omp parallel for if (n > 100)
     for (int i = 0; i < n; i++) out[i] = sin(x[i]) * x[i] + exp(-0.5 * x[i]);
 }
 
@@ -65,6 +72,13 @@ int main(int argc, char **argv) {
     __enzyme_fwddiff((void *)map_ser, enzyme_dup, x, t, enzyme_dup, out, touts, enzyme_const, n);
     for (int i = 0; i < n; i++) check("forward vs serial", i, tout[i], touts[i], 1e-14);
     for (int i = 0; i < n; i += 97) check("forward vs reverse", i, tout[i], dxs[i] / (1.0 + 0.01 * i) * t[i], 1e-12);
+    // the 'if' clause: parallel for n, serialized for 50
+    for (int m = 50; m <= n; m += n - 50) {
+        double di[1000] = {0};
+        for (int i = 0; i < m; i++) dout[i] = 1.0 + 0.01 * i;
+        __enzyme_autodiff((void *)map_if, enzyme_dup, x, di, enzyme_dupnoneed, out, dout, enzyme_const, m);
+        for (int i = 0; i < m; i += 7) check(m == 50 ? "if, serialized vs serial" : "if, parallel vs serial", i, di[i], dxs[i], 1e-14);
+    }
     printf("%d failures\n", failures);
     return failures != 0;
 }
