@@ -106,6 +106,12 @@ REFUSED = {
         "        for (int j = 0; j < n; j++) out[i * n + j] = sin(x[j]);\n"
         "    }\n"
         "}\n", "'parallel' nested", 7),
+    "firstprivate_float": (
+        "void f(const double *x, double *out, int n) {\n"
+        "    double a = x[0] * x[1];\n"
+        "#pragma omp parallel for firstprivate(a)\n"
+        "    for (int i = 0; i < n; i++) out[i] = a * x[i];\n"
+        "}\n", "'firstprivate'", 7),
     "critical_not_a_sum": (
         "void f(const double *x, double *out, int n) {\n"
         "#pragma omp parallel for\n"

@@ -176,6 +176,8 @@ def check_region(module: ModuleOp, fop: Operation, mode: str) -> None:
     # as the derivative sees it: a reduction's atomic combine is gone
     body = fop.body.clone()
     reductions_as_critical(body)
+    for param in list(body.blocks[0].args)[2:]:
+        _check_captured_by_value(fop, param)
     if mode != "forward":
         for block in body.blocks:
             _check_critical_commutes(fop, block)
@@ -207,6 +209,28 @@ def check_region(module: ModuleOp, fop: Operation, mode: str) -> None:
             _refuse(fop, op, _CONSTRUCTS.get(name) or f"runtime call '{name}'")
     if dynamic is not None:
         _refuse(fop, dynamic, "'schedule(dynamic)' (or 'guided', 'runtime') loop", reverse=True)
+
+
+def _check_captured_by_value(region: Operation, param) -> None:
+    """A variable clang passes to the region by value (``firstprivate``, a captured
+    ``const`` scalar) travels as the integer bits of its value (the fork call passes only
+    pointer-sized integers), which carry no derivative: a float read from them would
+    silently lose its adjoint or tangent."""
+    from zymase.ir import is_float_type
+
+    if isinstance(param.type, llvm.LLVMPointerType):
+        return
+    for use in list(param.uses):
+        user = use.operation
+        floats = isinstance(user, llvm.BitcastOp) and is_float_type(user.results[0].type)
+        if isinstance(user, llvm.StoreOp) and user.value is param:
+            floats = any(isinstance(u.operation, llvm.LoadOp) and is_float_type(u.operation.results[0].type)
+                         for u in user.ptr.uses)
+        if floats:
+            _refuse(region, user, "'firstprivate' (or by-value) floating-point variable",
+                    why="clang passes it to the threads as integer bits, which carry no derivative",
+                    call=FORK_CALL, hint="make the variable shared (drop 'firstprivate'), or copy it inside "
+                                         "the region from a shared variable")
 
 
 def _check_critical_commutes(region: Operation, block) -> None:
@@ -274,13 +298,19 @@ def _straight_line_until(start: Operation, callee: str) -> list[Operation] | Non
 
 
 def _refuse(region: Operation, op: Operation, construct: str, *, reverse: bool = False, why: str = "",
-            call: str | None = None) -> None:
+            call: str | None = None, hint: str = _HINT) -> None:
     where = " in reverse mode" if reverse else ""
     why = f": {why}" if why else ""
     call = call or _callee(op)
     raise ZymaseError(f"OpenMP {construct} in a parallel region cannot be differentiated{where}{why}",
                       construct=f"call @{call}" if call else op.name,
-                      function=_user_function(region), location=location_of(op), hint=_HINT)
+                      function=_user_function(region), location=location_of(op) or _first_location(region),
+                      hint=hint)
+
+
+def _first_location(region: Operation) -> str | None:
+    """Where the region starts (its pragma), for ops without a line of their own."""
+    return next((loc for op in region.walk() if (loc := location_of(op)) is not None), None)
 
 
 def _user_function(region: Operation) -> str:
