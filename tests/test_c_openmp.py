@@ -1,6 +1,7 @@
 """OpenMP in C (issue 27 item 1): `zymase cc -fopenmp` differentiates parallel regions, and
 the derivatives run in parallel. The self-checking programs in tests/c/openmp (a map, a
-reduction, a stencil scattering into neighbours, nested loops, critical/barrier/single)
+reduction, a stencil scattering into neighbours, nested loops, critical/barrier/single,
+chunked and dynamic schedules and per-thread partial sums)
 compare the parallel derivative with the serial twin's and with finite differences; each
 is built at -O0 and -O2 and run with OMP_NUM_THREADS=1, 2 and 4 (each program prints the
 team size it got, checked here). Then the refusals: the constructs the engine does not

@@ -272,7 +272,7 @@ def _check_critical_commutes(region: Operation, block) -> None:
                 rest = [x for x in add.operands if x is not old]
                 ok = old is not None and len(list(old.uses)) == 1 and len(rest) == 1 and not reads_written(rest[0], set())
             if not ok:
-                _refuse(region, o, "'critical' section", reverse=True,
+                _refuse(region, o, "'critical' section (or 'reduction' other than '+')", reverse=True,
                         why="its update is not a sum ('*s += e'), so its derivative depends on the "
                             "order in which the threads entered it")
 
