@@ -19,8 +19,9 @@ enzyme pass (``frontends/c.differentiate_module``):
   each thread a tape slot of its own in a per-call record (the "slots"): the forward
   fork leaves thread t's tape in slot t, the reverse fork (same team size, pushed with
   ``__kmpc_push_num_threads``) gives slot t back to thread t, which pops what it pushed.
-  Records are kept on a thread-local LIFO between the two forks, as the reverse sweep
-  mirrors the forward one. A reverse fork that gets another team size aborts.
+  The forking thread pushes the record on its own tape between the two forks (the
+  reverse sweep mirrors the forward one; a split-mode call's own tape object carries it
+  too). A reverse fork that gets another team size aborts.
 
 Which adjoint updates must be atomic is decided in ``autodiff/parallel.py``.
 """
@@ -494,15 +495,39 @@ def _add_site(module: ModuleOp, callee: Operation, loc: str, reverse: bool) -> s
         op.detach()
         if op.sym_name.data == thread:
             op.attributes[THREAD] = UnitAttr()
+        else:
+            _record_on_tape(op)
         module.body.block.add_op(op)
     return site
+
+
+def _record_on_tape(site: Operation) -> None:
+    """The record goes on the thread's tape between the forward and the reverse fork (a
+    push and a pop lowered like split mode's, ``lower_to_llvm``): so it follows whatever
+    tape is current, the global one or a split-mode call's own tape object."""
+    from zymase.ir import enzyme
+
+    for op in list(site.walk()):
+        if _callee(op) not in ("__zymase_omp_park", "__zymase_omp_unpark"):
+            continue
+        block = op.parent_block()
+        tape = enzyme.InitOp(enzyme.CacheType(PTR))
+        tape.attributes["zymase.tape"] = StringAttr("global")
+        block.insert_op_before(tape, op)
+        if _callee(op) == "__zymase_omp_park":
+            block.insert_op_before(enzyme.PushOp(tape.results[0], op.operands[0]), op)
+        else:
+            pop = enzyme.PopOp(tape.results[0])
+            block.insert_op_before(pop, op)
+            op.results[0].replace_all_uses_with(pop.results[0])
+        block.erase_op(op)
 
 
 # ---------------------------------------------------------------------- runtime
 _SLOT_BYTES = 320
 """A thread's slot: a tape (``lower_to_llvm.CACHE_STRUCT``, 152 bytes) and room to swap it."""
 _HEADER_BYTES = 32
-"""A record's header: ``{ptr next, i64 team, i64 capacity, i64 unused}``."""
+"""A record's header: ``{i64 unused, i64 team, i64 capacity, i64 unused}``."""
 _TEAM_MISMATCH = ("zymase: error: the reverse sweep of an OpenMP parallel region got a different "
                   "number of threads than its forward sweep; hint: do not change the number of "
                   "threads (omp_set_num_threads, omp_set_dynamic) between the sweeps\n")
@@ -522,20 +547,6 @@ _RUNTIME = f"""builtin.module {{
     %sixteen = llvm.mlir.constant(16 : i64) : i64
     %capp = llvm.getelementptr %s[%sixteen] : (!llvm.ptr, i64) -> !llvm.ptr, i8
     llvm.store %cap, %capp : i64, !llvm.ptr
-    llvm.return %s : !llvm.ptr
-  }}
-  llvm.func internal @__zymase_omp_park(%s: !llvm.ptr) {{
-    %top = llvm.mlir.addressof @__zymase_omp_records : !llvm.ptr
-    %old = llvm.load %top : !llvm.ptr -> !llvm.ptr
-    llvm.store %old, %s : !llvm.ptr, !llvm.ptr
-    llvm.store %s, %top : !llvm.ptr, !llvm.ptr
-    llvm.return
-  }}
-  llvm.func internal @__zymase_omp_unpark() -> !llvm.ptr {{
-    %top = llvm.mlir.addressof @__zymase_omp_records : !llvm.ptr
-    %s = llvm.load %top : !llvm.ptr -> !llvm.ptr
-    %next = llvm.load %s : !llvm.ptr -> !llvm.ptr
-    llvm.store %next, %top : !llvm.ptr, !llvm.ptr
     llvm.return %s : !llvm.ptr
   }}
   llvm.func internal @__zymase_omp_team(%s: !llvm.ptr) -> i32 {{
@@ -645,8 +656,8 @@ def _runtime() -> ModuleOp:
 
 
 def _add_runtime(module: ModuleOp) -> None:
-    """The record helpers above, the thread-local record stack, the message, and the
-    thread-local tape (the same global ``lower_to_llvm`` adds for split mode)."""
+    """The record helpers above, the message, and the thread-local tape (the same global
+    ``lower_to_llvm`` adds for split mode)."""
     from zymase.transforms.lower_to_llvm import CACHE_STRUCT, GLOBAL_TAPE
 
     symbols = {op.sym_name.data for op in module.body.block.ops if hasattr(op, "sym_name")}
@@ -655,9 +666,6 @@ def _add_runtime(module: ModuleOp) -> None:
     for op in list(_runtime().clone().body.block.ops):
         op.detach()
         module.body.block.add_op(op)
-    records = llvm.GlobalOp(PTR, "__zymase_omp_records", "internal", thread_local_=True, alignment=8, value=None)
-    records.attributes["zymase.llvm_init"] = StringAttr("zeroinitializer")
-    module.body.block.add_op(records)
     data = _TEAM_MISMATCH.encode()
     module.body.block.add_op(llvm.GlobalOp(llvm.LLVMArrayType(len(data), IntegerType(8)), "__zymase_omp_message",
                                            "private", constant=True, value=StringAttr(_TEAM_MISMATCH)))

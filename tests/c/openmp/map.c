@@ -1,13 +1,16 @@
 // OpenMP (issue 27 item 1): a parallel-for map out[i] = f(x[i]), each iteration writing
 // its own element. Reverse and forward mode against the serial twin's derivative and
-// central finite differences; and an 'if' clause whose serialized path is taken. Run with
-// OMP_NUM_THREADS=1, 2, 4 (tests/test_c_openmp.py).
+// central finite differences; an 'if' clause whose serialized path is taken; split mode
+// (two in-place maps augmented, then reversed first-in first-out, each with its own tape).
+// Run with OMP_NUM_THREADS=1, 2, 4 (tests/test_c_openmp.py).
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
 
 extern void __enzyme_autodiff(void *, ...);
 extern void __enzyme_fwddiff(void *, ...);
+extern void *__enzyme_augmentfwd(void *, ...);
+extern void __enzyme_reverse(void *, ...);
 extern int enzyme_const, enzyme_dup, enzyme_dupnoneed;
 
 static int failures;
@@ -27,6 +30,11 @@ void map_par(const double *x, double *out, int n) {
 void map_if(const double *x, double *out, int n) {
 #pragma omp parallel for if (n > 100)
     for (int i = 0; i < n; i++) out[i] = sin(x[i]) * x[i] + exp(-0.5 * x[i]);
+}
+
+void map_inplace(double *x, int n) {
+#pragma omp parallel for
+    for (int i = 0; i < n; i++) x[i] = sin(x[i]) * x[i];
 }
 
 void map_ser(const double *x, double *out, int n) {
@@ -78,6 +86,22 @@ int main(int argc, char **argv) {
         for (int i = 0; i < m; i++) dout[i] = 1.0 + 0.01 * i;
         __enzyme_autodiff((void *)map_if, enzyme_dup, x, di, enzyme_dupnoneed, out, dout, enzyme_const, m);
         for (int i = 0; i < m; i += 7) check(m == 50 ? "if, serialized vs serial" : "if, parallel vs serial", i, di[i], dxs[i], 1e-14);
+    }
+    // split mode, reversed in the order of the augmented calls
+    double y1[1000], y2[1000], g1[1000], g2[1000];
+    for (int i = 0; i < n; i++) {
+        y1[i] = x[i];
+        y2[i] = 0.5 * x[i];
+        g1[i] = g2[i] = 1.0;
+    }
+    void *tape1 = __enzyme_augmentfwd((void *)map_inplace, enzyme_dup, y1, g1, enzyme_const, n);
+    void *tape2 = __enzyme_augmentfwd((void *)map_inplace, enzyme_dup, y2, g2, enzyme_const, n);
+    __enzyme_reverse((void *)map_inplace, enzyme_dup, y1, g1, enzyme_const, n, tape1);
+    __enzyme_reverse((void *)map_inplace, enzyme_dup, y2, g2, enzyme_const, n, tape2);
+    for (int i = 0; i < n; i += 7) {
+        double a = x[i], b = 0.5 * x[i];
+        check("split mode, first call", i, g1[i], cos(a) * a + sin(a), 1e-14);
+        check("split mode, second call", i, g2[i], cos(b) * b + sin(b), 1e-14);
     }
     printf("%d failures\n", failures);
     return failures != 0;
