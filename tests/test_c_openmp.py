@@ -120,6 +120,13 @@ REFUSED = {
         "#pragma omp parallel for firstprivate(a)\n"
         "    for (int i = 0; i < n; i++) out[i] = a * x[i];\n"
         "}\n", "'firstprivate'", 7),
+    "memcpy_from_shared": (
+        "struct block { double a[4]; };\n"
+        "void f(const double *x, double *out, int n) {\n"
+        "    const struct block *b = (const struct block *)x;\n"
+        "#pragma omp parallel for\n"
+        "    for (int i = 0; i < n; i++) { struct block c = *b; out[i] = c.a[i % 4] * c.a[0]; }\n"
+        "}\n", "memory copy (memcpy) from shared memory", 8),
     "critical_not_a_sum": (
         "void f(const double *x, double *out, int n) {\n"
         "#pragma omp parallel for\n"

@@ -30,9 +30,11 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from zymase.analysis.memory import memory_kind
 from zymase.errors import ZymaseError
-from zymase.ir import (IntegerAttr, IntegerType, ModuleOp, Operation, StringAttr, SymbolRefAttr, UnitAttr, i32, i64,
-                       llvm, llvm_ext, location_of, parse_mlir)
+from zymase.ir import (BlockArgument, IntegerAttr, IntegerType, ModuleOp, Operation, StringAttr, SymbolRefAttr,
+                       UnitAttr, i32, i64, llvm, llvm_ext, location_of, parse_mlir)
+from zymase.transforms.inline import is_recursive
 
 FORK_CALL = "__kmpc_fork_call"
 OUTLINED = "zymase.omp_outlined"
@@ -190,8 +192,14 @@ def check_region(module: ModuleOp, fop: Operation, mode: str) -> None:
             name = _callee(op)
             if isinstance(op, llvm_ext.AtomicRMWOp) and not isinstance(op.results[0].type, IntegerType):
                 _refuse(fop, op, "'atomic' update of a floating-point value")
+            if mode != "forward" and memory_kind(op) == "memcpy" and not _private(op.operands[1]):
+                # its reverse adds the copy's adjoints into the source without atomics
+                _refuse(fop, op, "memory copy (memcpy) from shared memory", reverse=True)
             if name is None:
                 continue
+            if mode != "forward" and name in funcs and is_recursive(funcs[name], lambda o: funcs.get(_callee(o))):
+                # split into functions of their own, whose adjoint updates are not atomic
+                _refuse(fop, op, f"recursive call of '{name}'", reverse=True)
             if name in funcs and is_outlined_region(funcs[name]):
                 # (its fork call, made a direct call): the inner region's iterations are
                 # not the only ones sharing its arrays, which the race analysis assumes
@@ -210,6 +218,13 @@ def check_region(module: ModuleOp, fop: Operation, mode: str) -> None:
             _refuse(fop, op, _CONSTRUCTS.get(name) or f"runtime call '{name}'")
     if dynamic is not None:
         _refuse(fop, dynamic, "'schedule(dynamic)' (or 'guided', 'runtime') loop", reverse=True)
+
+
+def _private(ptr) -> bool:
+    """A pointer into a stack slot of the region's own."""
+    while not isinstance(ptr, BlockArgument) and isinstance(ptr.owner, llvm.GEPOp):
+        ptr = ptr.owner.operands[0]
+    return not isinstance(ptr, BlockArgument) and isinstance(ptr.owner, llvm.AllocaOp)
 
 
 def _check_captured_by_value(region: Operation, param) -> None:
