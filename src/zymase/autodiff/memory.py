@@ -57,6 +57,7 @@ _FLOAT_BYTES = {"f32": 4, "f64": 8}
 
 MONOTONIC = llvm_ext.ATOMIC_ORDERING_BY_NAME["monotonic"]
 
+
 class ShadowCode:
     """Mixin for the generators. Needs ``E`` (an Emitter), ``act`` (ActivityInfo),
     ``vmap`` (primal value -> value in the generated function), ``smap`` (primal

@@ -8,11 +8,13 @@ static schedule) or to the thread:
 
 - memory the region allocates itself (its stack, its mallocs) is the thread's;
 - ``base[iv]`` is the iteration's when ``iv`` is (a cast of) the induction variable of a
-  loop stepping by a nonzero constant, ``base`` is a captured array (a pointer reached
+  worksharing loop (it starts at the lower bound ``__kmpc_for_static_init_*`` gave the
+  thread and steps by a nonzero constant), ``base`` is a captured array (a pointer reached
   from the region's parameters through loads, the same in every iteration), and every
   other access of the region to that array uses the same index ``iv``: a loop reading
   ``x[i]`` and writing ``out[i]`` gets plain adds; one that also reads ``x[i-1]`` or
-  ``x[i+1]`` (a stencil), or a shared scalar, gets atomic adds for them all.
+  ``x[i+1]`` (a stencil), a loop nested in the worksharing loop (``x[j]``), or a shared
+  scalar gets atomic adds.
 
 Distinct captured arrays are taken not to overlap partially (``x`` and ``x + 1`` passed
 as two arrays), as the primal region would race on them too if one were written.
@@ -36,10 +38,7 @@ def needs_atomic_add(gen, load: Operation) -> bool:
     table = getattr(gen, "_parallel_accesses", None)
     if table is None:
         table = gen._parallel_accesses = _accesses(gen)
-    found = _access(gen, load.ptr)
-    if found is None:
-        return True
-    key, iv = found
+    key, iv = _access(gen, load.ptr)
     if key == "private":
         return False
     if iv is None or key is None:
@@ -53,14 +52,13 @@ def _accesses(gen) -> list[tuple]:
     for b in gen.p.region.blocks:
         for op in b.ops:
             if memory_kind(op) in ("load", "store") and op.ptr in gen.act.shadowed:
-                found = _access(gen, op.ptr)
-                out.append((None, None) if found is None else found)
+                out.append(_access(gen, op.ptr))
     return [(k, iv) for k, iv in out if k != "private"]
 
 
 def _access(gen, ptr: SSAValue):
-    """(key of the array ``ptr`` points into, induction variable indexing it or None);
-    the key ``"private"`` for memory of the region's own; None when unknown."""
+    """(key of the array ``ptr`` points into, or None when unknown, or ``"private"`` for
+    memory of the region's own; the worksharing induction variable indexing it, or None)."""
     index = None
     owner = ptr.owner if not isinstance(ptr, BlockArgument) else None
     if isinstance(owner, llvm.GEPOp) and len(owner.operands) == 2:
