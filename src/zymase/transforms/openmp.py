@@ -544,8 +544,10 @@ _SLOT_BYTES = 320
 _HEADER_BYTES = 32
 """A record's header: ``{i64 unused, i64 team, i64 capacity, i64 unused}``."""
 _TEAM_MISMATCH = ("zymase: error: the reverse sweep of an OpenMP parallel region got a different "
-                  "number of threads than its forward sweep; hint: do not change the number of "
-                  "threads (omp_set_num_threads, omp_set_dynamic) between the sweeps\n")
+                  "number of threads than its forward sweep, or the region more threads than "
+                  "max(64, omp_get_max_threads()); hint: do not change the number of threads "
+                  "(omp_set_num_threads, omp_set_dynamic) between the sweeps, and keep "
+                  "'num_threads' within that bound\n")
 
 _RUNTIME = f"""builtin.module {{
   llvm.func internal @__zymase_omp_slots_new() -> !llvm.ptr {{
