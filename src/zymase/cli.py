@@ -211,7 +211,8 @@ def parse_cc_args(argv: list[str]) -> CcArgs:
             a.preopt = False
         elif x.startswith(("-l", "-L", "-Wl,")) or x in ("-static", "-shared", "-rdynamic"):
             a.link.append(x)
-        elif x == "-pthread":
+        elif x in ("-pthread", "-fopenmp", "-fopenmp=libomp"):
+            # both compile and link: -fopenmp links LLVM's OpenMP runtime (libomp)
             a.link.append(x)
             a.clang.append(x)
         elif x in _CLANG_ARG_FLAGS:

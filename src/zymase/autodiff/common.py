@@ -172,6 +172,7 @@ def prepare(ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts
         from zymase.analysis.memory import is_pointer
         from zymase.autodiff.custom import has_custom_rule
         from zymase.transforms.inline import inline_calls
+        from zymase.transforms.openmp import is_outlined_region
 
         from zymase.transforms.indirect_calls import dispatch_indirect_calls
 
@@ -185,7 +186,8 @@ def prepare(ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts
                 # a function with a registered derivative stays a call (autodiff/custom.py)
                 # (a callee reading a global is inlined too: what it reads may hold active data
                 # that no operand of the call shows)
-                lambda call, callee: not has_custom_rule(callee) and (
+                # a parallel region stays a call, to be forked (transforms/openmp.py)
+                lambda call, callee: not has_custom_rule(callee) and not is_outlined_region(callee) and (
                     any(is_pointer(v) for v in (*call.operands, *call.results)) or ctx.writes_memory(callee)
                     or bool(ctx.reads_globals(callee))),
             )
@@ -198,6 +200,11 @@ def prepare(ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts
         from zymase.transforms.exceptions import remove_unreachable_blocks
 
         remove_unreachable_blocks(region)
+        if is_outlined_region(fop):
+            # an OpenMP reduction's combine: a critical section (transforms/openmp.py)
+            from zymase.transforms.openmp import reductions_as_critical
+
+            reductions_as_critical(region)
         # boundary iterations peeled off loops: affine addresses in the middle loop
         from zymase.transforms.peel import peel_boundary_iterations
 

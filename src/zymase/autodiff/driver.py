@@ -19,6 +19,7 @@ from zymase.autodiff.structured import StructuredReverse, is_structured
 from zymase.errors import ZymaseError
 from zymase.ir import ArrayAttr, DictionaryAttr, ModuleOp, Operation, UnitAttr, llvm
 from zymase.ir.enzyme import Activity
+from zymase.transforms.openmp import is_outlined_region, mark_derivative
 
 
 class Driver:
@@ -70,6 +71,8 @@ class Driver:
         ins, outs = sig(inputs, outputs, arg_acts, ret_acts)
         name = self._fresh(("diffe" if mode == "rev" else "fwddiffe") + fname)
         gop = flavor.make_function(name, ins, outs, fop)
+        if is_outlined_region(fop):
+            mark_derivative(self.module, fop, gop, "combined" if mode == "rev" else "forward")
         _mark_unneeded_primal_memory(gop, fop, inputs, arg_acts, forward=mode != "rev")
         self.module.body.block.add_op(gop)
         self.symbols[name] = gop
@@ -118,6 +121,9 @@ class Driver:
         self.module.body.block.add_op(rev)
         self.symbols[rev_name] = rev
         self.done[key] = (aug_name, rev_name)
+        if is_outlined_region(fop):
+            mark_derivative(self.module, fop, aug, "augmented")
+            mark_derivative(self.module, fop, rev, "reverse")
         if _custom_rule_for(fop, "rev"):
             CustomRules(self.module, flavor, fop).split(aug, rev, arg_acts, ret_acts)
             return aug_name, rev_name

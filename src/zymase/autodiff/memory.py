@@ -28,6 +28,7 @@ from zymase.analysis.memory import (
     is_pointer,
     memory_kind,
 )
+from zymase.autodiff.parallel import needs_atomic_add
 from zymase.autodiff.type_rules import carries_derivatives
 from zymase.errors import ZymaseError
 from zymase.ir import (
@@ -43,6 +44,7 @@ from zymase.ir import (
     i64,
     is_float_type,
     llvm,
+    llvm_ext,
     location_of,
     parse_mlir,
 )
@@ -53,6 +55,9 @@ PTR = llvm.LLVMPointerType()
 
 # bytes per float type of type analysis (analysis/types.py names)
 _FLOAT_BYTES = {"f32": 4, "f64": 8}
+
+MONOTONIC = llvm_ext.ATOMIC_ORDERING_BY_NAME["monotonic"]
+
 
 class ShadowCode:
     """Mixin for the generators. Needs ``E`` (an Emitter), ``act`` (ActivityInfo),
@@ -355,6 +360,10 @@ class ShadowCode:
             if dy is None:
                 return
             sp = self.fetch_shadow(op.ptr)
+            if needs_atomic_add(self, op):
+                # other threads of an OpenMP region may add into the same element
+                mirror_scopes(op, E.insert(llvm_ext.AtomicRMWOp("fadd", sp, dy, MONOTONIC)))
+                return
             load = E.insert(llvm.LoadOp(sp, r.type))
             store = E.insert(llvm.StoreOp(E.accumulate(load.results[0], dy), sp))
             mirror_scopes(op, load)

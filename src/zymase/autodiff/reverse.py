@@ -49,6 +49,7 @@ from zymase.autodiff.names import ABANDONED
 from zymase.autodiff.registry import ScalarRule
 from zymase.autodiff.semantics import strong_zero
 from zymase.transforms.inline import hoist_allocas
+from zymase.transforms.openmp import reverse_mirror
 from zymase.autodiff.forwarding import StoreForwarding
 from zymase.autodiff.tape import IndexedCaches, MinCutRecompute, explain_tape
 from zymase.ir import (Block, BlockArgument, IndexType, IntegerAttr, IntegerType, Operation, SSAValue, StringAttr, arith,
@@ -1070,6 +1071,9 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
                 self.E.insert(twin_decl(op))
             elif self._is_split_call(op):
                 self._reverse_split_call(op)
+            elif (mirror := reverse_mirror(op)) is not None:
+                # OpenMP synchronization, mirrored (transforms/openmp.py)
+                self.E.insert(llvm.CallOp(mirror, *(self.primal(o) for o in op.operands)))
             elif self.act.op_is_active(op):
                 self._reverse_op(op)
         self._assume_guards(b)

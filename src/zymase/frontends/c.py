@@ -70,6 +70,7 @@ def differentiate_module(module: ModuleOp) -> int:
     from zymase.transforms.enzyme_pass import run_enzyme_pass
     from zymase.transforms.exceptions import call_marker_invokes, guard_derivatives, uses_exceptions
     from zymase.transforms.lower_to_llvm import lower_to_llvm
+    from zymase.transforms.openmp import outline_parallel_regions, restore_parallel_regions
 
     apply_annotations(module)
     call_marker_invokes(module)
@@ -84,9 +85,12 @@ def differentiate_module(module: ModuleOp) -> int:
         # before the functions calling them are differentiated
         for k, sites in enumerate(rounds):
             lower_sites(module, sites)
+            # OpenMP fork calls are direct calls of their regions while AD runs
+            outline_parallel_regions(module)
             specialize_constant_callees(module)
             with generating_inner_derivatives(k < len(rounds) - 1):
                 run_enzyme_pass(module)
+            restore_parallel_regions(module)
             lower_to_llvm(module)
         if (personality := uses_exceptions(module)) is not None:
             guard_derivatives(module, user_functions, personality)

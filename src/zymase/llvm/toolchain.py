@@ -671,12 +671,16 @@ def link(objects: list[str | Path], output: str | Path, flags: list[str] | None 
 
     ``flags`` carries the user's ``-l``/``-L``/``-static``/... link options.
     """
+    flags = flags or []
+    # clang's OpenMP code calls LLVM's runtime (__kmpc_*), which only clang's own
+    # -fopenmp links (cc would link GCC's libgomp)
+    openmp = any(f.startswith("-fopenmp") for f in flags)
     argv = [
-        *_linker(),
+        *(find_clang().argv if openmp else _linker()),
         *(str(o) for o in objects),
         "-o",
         str(output),
-        *(flags or []),
+        *flags,
         "-lm",
     ]
     try:

@@ -1,0 +1,94 @@
+// OpenMP gradients at 1 and 2 threads (issue 27 item 1, performance): a parallel map
+// (out[i] = f(x[i])), a stencil (out[i] reads x[i-1], x[i], x[i+1]: atomic adjoint adds)
+// and a sum reduction. For each kernel, rounds alternate 1 and 2 threads (the same
+// executable, omp_set_num_threads) and primal and gradient, and the medians are compared:
+//
+//   zymase cc -O2 -fopenmp bench/openmp_scaling.c -o /tmp/openmp_scaling
+//   /tmp/openmp_scaling 2000000 15
+//
+// prints per kernel: primal and gradient times at 1 and 2 threads, the 2-thread/1-thread
+// ratio of the gradient, and gradient/primal at each thread count.
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+extern void __enzyme_autodiff(void *, ...);
+extern int enzyme_const, enzyme_dup, enzyme_dupnoneed;
+
+void map(const double *x, double *out, int n) {
+#pragma omp parallel for
+    for (int i = 0; i < n; i++) out[i] = sin(x[i]) * x[i] + exp(-0.5 * x[i]);
+}
+
+void stencil(const double *x, double *out, int n) {
+#pragma omp parallel for
+    for (int i = 1; i < n - 1; i++) out[i] = x[i] + 0.2 * (x[i - 1] - 2 * x[i] + x[i + 1]) + 0.1 * x[i] * x[i];
+}
+
+double reduce(const double *x, int n) {
+    double s = 0;
+#pragma omp parallel for reduction(+ : s)
+    for (int i = 0; i < n; i++) s += sin(x[i]) * x[i];
+    return s;
+}
+
+static double *x, *dx, *out, *dout;
+static int n;
+
+static void run(int kernel, int grad) {
+    if (kernel == 0) {
+        if (grad)
+            __enzyme_autodiff((void *)map, enzyme_dup, x, dx, enzyme_dupnoneed, out, dout, enzyme_const, n);
+        else
+            map(x, out, n);
+    } else if (kernel == 1) {
+        if (grad)
+            __enzyme_autodiff((void *)stencil, enzyme_dup, x, dx, enzyme_dupnoneed, out, dout, enzyme_const, n);
+        else
+            stencil(x, out, n);
+    } else {
+        if (grad)
+            __enzyme_autodiff((void *)reduce, enzyme_dup, x, dx, enzyme_const, n);
+        else
+            out[0] = reduce(x, n);
+    }
+}
+
+static int cmp(const void *a, const void *b) {
+    double d = *(const double *)a - *(const double *)b;
+    return (d > 0) - (d < 0);
+}
+
+int main(int argc, char **argv) {
+    n = argc > 1 ? atoi(argv[1]) : 2000000;
+    int rounds = argc > 2 ? atoi(argv[2]) : 15;
+    x = malloc(n * sizeof *x);
+    dx = calloc(n, sizeof *dx);
+    out = calloc(n, sizeof *out);
+    dout = malloc(n * sizeof *dout);
+    for (int i = 0; i < n; i++) x[i] = 1e-6 * i;
+    const char *names[] = {"map", "stencil", "reduction"};
+    double *t = malloc(sizeof(double) * 4 * rounds);
+    for (int k = 0; k < 3; k++) {
+        for (int r = 0; r < rounds; r++)
+            for (int c = 0; c < 4; c++) {  // (threads, grad) alternating within each round
+                int threads = 1 + (c >> 1), grad = c & 1;
+                omp_set_num_threads(threads);
+                for (int i = 0; i < n; i++) dout[i] = 1.0;
+                double t0 = omp_get_wtime();
+                run(k, grad);
+                t[c * rounds + r] = omp_get_wtime() - t0;
+            }
+        double med[4];
+        for (int c = 0; c < 4; c++) {
+            qsort(t + c * rounds, rounds, sizeof(double), cmp);
+            med[c] = t[c * rounds + rounds / 2];
+        }
+        printf("%-9s n=%d: primal %.2f / %.2f ms, gradient %.2f / %.2f ms (1 / 2 threads); "
+               "gradient 2t/1t %.2f; gradient/primal %.2f (1t) %.2f (2t)\n",
+               names[k], n, 1e3 * med[0], 1e3 * med[2], 1e3 * med[1], 1e3 * med[3], med[3] / med[1],
+               med[1] / med[0], med[3] / med[2]);
+    }
+    return 0;
+}
