@@ -520,7 +520,7 @@ def _writes_beyond_locals(ctx: Context, fop: Operation, seen: set) -> bool:
         kind = memory_kind(op)
         if kind == "store" and _local_slot(op.ptr):
             continue
-        if kind in ("store", "memcpy", "memset", "free", "realloc"):
+        if kind in ("store", "memcpy", "memset", "free", "realloc", "call_rule"):
             return True
         callee = ctx.defined_function(op) or _marked_callee(ctx, op)
         if callee is not None and _writes_beyond_locals(ctx, callee, seen):
@@ -638,7 +638,7 @@ def _writes_memory(ctx: Context, fop: Operation, seen: set) -> bool:
     seen.add(fop)
     for op in fop.walk():
         kind = memory_kind(op)
-        if kind in ("store", "memcpy", "memset", "free", "realloc"):
+        if kind in ("store", "memcpy", "memset", "free", "realloc", "call_rule"):
             return True
         callee = ctx.defined_function(op)
         if callee is not None and _writes_memory(ctx, callee, seen):

@@ -235,6 +235,32 @@ def c_to_llvm_ir(source: str | Path, flags: list[str] | None = None, opt_level: 
         return drop_unknown_target_features(out.read_text())
 
 
+@functools.lru_cache(maxsize=4)
+def _runtime_ir(source: str) -> str:
+    """LLVM IR text of one of zymase's C runtime files, compiled at -O2 (once per process)."""
+    clang = find_clang()
+    with tempfile.TemporaryDirectory(prefix="zymase-") as tmp:
+        out = Path(tmp) / "runtime.ll"
+        extra = ["-g0"] if clang.is_zig else []
+        _run_clang([*clang.argv, "-O2", "-fno-math-errno", *extra, "-S", "-emit-llvm", "-o", str(out), source], out)
+        return drop_unknown_target_features(out.read_text())
+
+
+def link_c_runtime(ll_text: str, source: str | Path, prefix: str) -> str:
+    """``ll_text`` with the functions of the C file ``source`` linked in (the runtime that
+    generated derivatives call, e.g. autodiff/rules/blas_runtime.c), made internal so that
+    every object file may carry its own copy and LLVM may inline or drop them. Only the
+    functions named ``prefix...`` are the runtime's; they must not be defined yet."""
+    module = _parse(ll_text)
+    runtime = _parse(_runtime_ir(str(source)))
+    runtime.triple, runtime.data_layout = module.triple, module.data_layout
+    module.link_in(runtime)
+    for fn in module.functions:
+        if fn.name.startswith(prefix) and not fn.is_declaration:
+            fn.linkage = "internal"
+    return str(module)
+
+
 def _run_clang(argv: list[str], out: Path) -> subprocess.CompletedProcess:
     """Run clang writing ``out``; its errors as ours."""
     try:

@@ -1,0 +1,77 @@
+"""The BLAS routines zymase differentiates at the level of the call: their parameters,
+which ones are vectors/matrices read or written, and what the reverse sweep reads.
+
+Data only; :mod:`zymase.autodiff.rules.blas` turns it into rules. Parameters are listed
+in CBLAS order (``cblas_dgemm(layout, transa, transb, m, n, k, alpha, A, lda, ...)``);
+the Fortran spellings OpenBLAS exports (``dgemm_``) take the same parameters without
+``layout`` (always column-major), each by pointer, transposes as characters (``"N"``,
+``"T"``), followed by any hidden string lengths gfortran passes.
+
+Parameter kinds: ``int`` (a dimension, increment or leading dimension), ``layout``,
+``trans``, ``real`` (alpha/beta: a float of the routine's precision) and ``array`` (a
+pointer to the routine's vector or matrix data).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Routine:
+    name: str  # without the precision letter: "gemm"
+    params: tuple[tuple[str, str], ...]  # (name, kind) in CBLAS order
+    reads: tuple[str, ...]  # array parameters whose values the result depends on
+    writes: tuple[str, ...]  # array parameters the call writes
+    returns_real: bool = False  # the call returns a float (dot)
+    # input -> the parameters whose derivative needs that input's value as it was at the
+    # call: the reverse sweep reads it only when one of them is active
+    needs: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def index(self, param: str) -> int:
+        return [p for p, _ in self.params].index(param)
+
+    def of_kind(self, kind: str) -> list[str]:
+        return [p for p, k in self.params if k == kind]
+
+
+_I, _L, _T, _R, _A = "int", "layout", "trans", "real", "array"
+
+ROUTINES = {
+    r.name: r
+    for r in (
+        Routine("dot", (("n", _I), ("x", _A), ("incx", _I), ("y", _A), ("incy", _I)),
+                reads=("x", "y"), writes=(), returns_real=True, needs=(("x", ("y",)), ("y", ("x",)))),
+        Routine("axpy", (("n", _I), ("alpha", _R), ("x", _A), ("incx", _I), ("y", _A), ("incy", _I)),
+                reads=("x", "y"), writes=("y",), needs=(("x", ("alpha",)),)),
+        Routine("scal", (("n", _I), ("alpha", _R), ("x", _A), ("incx", _I)),
+                reads=("x",), writes=("x",), needs=(("x", ("alpha",)),)),
+        Routine("copy", (("n", _I), ("x", _A), ("incx", _I), ("y", _A), ("incy", _I)),
+                reads=("x",), writes=("y",)),
+        Routine("gemv", (("layout", _L), ("trans", _T), ("m", _I), ("n", _I), ("alpha", _R), ("A", _A),
+                         ("lda", _I), ("x", _A), ("incx", _I), ("beta", _R), ("y", _A), ("incy", _I)),
+                reads=("A", "x", "y"), writes=("y",),
+                needs=(("A", ("x", "alpha")), ("x", ("A", "alpha")), ("y", ("beta",)))),
+        Routine("gemm", (("layout", _L), ("transa", _T), ("transb", _T), ("m", _I), ("n", _I), ("k", _I),
+                         ("alpha", _R), ("A", _A), ("lda", _I), ("B", _A), ("ldb", _I), ("beta", _R),
+                         ("C", _A), ("ldc", _I)),
+                reads=("A", "B", "C"), writes=("C",),
+                needs=(("A", ("B", "alpha")), ("B", ("A", "alpha")), ("C", ("beta",)))),
+    )
+}
+
+#: precision letter -> element type name (analysis/types.py's names)
+PRECISIONS = {"d": "f64", "s": "f32"}
+
+
+def spellings():
+    """(function name, routine, precision letter, Fortran spelling?) for every spelling."""
+    for name, routine in ROUTINES.items():
+        for p in PRECISIONS:
+            yield f"cblas_{p}{name}", routine, p, False
+            yield f"{p}{name}_", routine, p, True
+
+
+def fortran_params(routine: Routine) -> tuple[tuple[str, str], ...]:
+    """The parameters of the Fortran spelling (no layout), each passed by pointer."""
+    return tuple((p, k) for p, k in routine.params if k != _L)
