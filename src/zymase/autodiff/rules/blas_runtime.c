@@ -169,13 +169,15 @@ void ZY_P(axpy_rev)(int n, ZY_T a, const ZY_T *x, int incx, const ZY_T *y, int i
         ZY_B(axpy)(n, a, dy, incy, dx, incx); /* dy itself is unchanged: y += ... keeps y */
 }
 
-/* ---- scal: x = a x ---------------------------------------------------------------- */
+/* ---- scal: x = a x (BLAS does nothing when incx <= 0) ------------------------------ */
 void *ZY_P(scal_save)(int which, int n, ZY_T a, const ZY_T *x, int incx) {
     (void)which, (void)a;
     return zy_copy_span(x, zy_vspan(n, incx), sizeof(ZY_T));
 }
 
 ZY_T ZY_P(scal_fwd)(int n, ZY_T a, const ZY_T *x, int incx, ZY_T *dx, ZY_T da) {
+    if (incx <= 0)
+        return 0;
     ZY_P(vscale)(n, a, dx, incx);
     if (da != 0)
         ZY_B(axpy)(n, da, x, incx, dx, incx);
@@ -184,12 +186,15 @@ ZY_T ZY_P(scal_fwd)(int n, ZY_T a, const ZY_T *x, int incx, ZY_T *dx, ZY_T da) {
 
 ZY_T ZY_P(scal_dscalar)(int which, int n, ZY_T a, const ZY_T *x, int incx, const ZY_T *dx, ZY_T dr) {
     (void)which, (void)a, (void)dr;
+    if (incx <= 0)
+        return 0;
     return ZY_B(dot)(n, x, incx, dx, incx); /* da = x_old . dx */
 }
 
 void ZY_P(scal_rev)(int n, ZY_T a, const ZY_T *x, int incx, ZY_T *dx, ZY_T dr) {
     (void)x, (void)dr;
-    ZY_P(vscale)(n, a, dx, incx);
+    if (incx > 0)
+        ZY_P(vscale)(n, a, dx, incx);
 }
 
 /* ---- copy: y = x ------------------------------------------------------------------ */
