@@ -64,6 +64,31 @@ ROUTINES = {
 PRECISIONS = {"d": "f64", "s": "f32"}
 
 
+# BLAS and LAPACK names without a rule, recognized to word their refusal: the level 1-3
+# BLAS bases and LAPACK's driver/computational prefixes (complex ones included)
+_BLAS_BASES = ("dot", "dotu", "dotc", "axpy", "scal", "copy", "swap", "nrm2", "asum", "amax", "rot", "rotg", "rotm",
+               "gemv", "gbmv", "ger", "geru", "gerc", "symv", "hemv", "sbmv", "spmv", "trmv", "tbmv", "tpmv", "trsv",
+               "tbsv", "tpsv", "syr", "syr2", "her", "her2", "spr", "gemm", "symm", "hemm", "syrk", "herk",
+               "syr2k", "her2k", "trmm", "trsm")
+_LAPACK_BASES = ("potrf", "potrs", "getrf", "getrs", "gesv", "syev", "syevd", "heev", "gelsd", "gesdd", "gesvd",
+                 "geqrf", "orgqr", "trtrs", "posv", "getri", "potri")
+
+
+def is_blas_or_lapack(name: str) -> bool:
+    """Whether ``name`` spells a BLAS or LAPACK routine (``cblas_zgemm``, ``dpotrf_``,
+    ``LAPACKE_dgesv``), whether or not zymase has its rule."""
+    import re
+
+    m = re.fullmatch(r"(?:cblas_|LAPACKE_)?([sdcz]|i[sdcz]|[sd]z|sc|dz)([a-z0-9]+?)(?:_sub)?_?", name)
+    return m is not None and (m.group(2) in _BLAS_BASES or m.group(2) in _LAPACK_BASES) and (
+        name.startswith(("cblas_", "LAPACKE_")) or name.endswith("_"))
+
+
+def supported_names() -> str:
+    """The routines with rules, for messages: ``dot, axpy, ... (s and d)``."""
+    return ", ".join(ROUTINES) + " (s and d, CBLAS and Fortran spellings)"
+
+
 def spellings():
     """(function name, routine, precision letter, Fortran spelling?) for every spelling."""
     for name, routine in ROUTINES.items():
