@@ -201,6 +201,12 @@ class CallMemoryRule(Rule):
         """Operand positions of floating-point values the call's outputs depend on."""
         return []
 
+    def pointee_types(self, op: Operation) -> dict[int, tuple[str, int]]:
+        """Operand position -> (element type in analysis/types.py's names, its size in
+        bytes) for the pointers the call reads or writes as arrays of that type (type
+        analysis takes them as facts about the memory)."""
+        return {}
+
     def structure(self, g, op: Operation, clone: Operation, *, forward_mode: bool) -> None:
         raise NotImplementedError
 

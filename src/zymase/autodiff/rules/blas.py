@@ -80,6 +80,17 @@ class BlasRule(CallMemoryRule):
     def scalar_inputs(self, op):
         return [] if self.fortran else [self._pos(r) for r, k in self.params if k == "real"]
 
+    def pointee_types(self, op):
+        element = (PRECISIONS[self.p], 8 if self.p == "d" else 4)
+        types = {self._pos(a): element for a in self.routine.of_kind("array")}
+        if self.fortran:
+            for name, kind in self.params:
+                if kind == "real":
+                    types[self._pos(name)] = element
+                elif kind == "int":
+                    types[self._pos(name)] = ("int", 4)
+        return types
+
     # ---- activity of the parameters ----------------------------------------------------
     def _active(self, g, op: Operation, name: str) -> bool:
         """Whether the derivative with respect to parameter ``name`` is wanted: an array
