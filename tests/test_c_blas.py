@@ -26,7 +26,7 @@ def _levels(program: str) -> list[list[str]]:
     return [[*flags, "-lopenblas"] for flags in builds("-O0", "-O2", *extra)]
 
 
-CASES = [(name, flags) for name in ("level1", "gemv", "gemm") for flags in _levels(name)]
+CASES = [(name, flags) for name in ("level1", "level2", "gemv", "gemm") for flags in _levels(name)]
 
 
 @pytest.mark.parametrize("program,flags", CASES, ids=[f"{n}-{build_ids([f[:-1]])[0]}" for n, f in CASES])

@@ -35,7 +35,9 @@ from zymase.ir import IntegerAttr, Operation, SSAValue, f32, f64, i8, i32, i64, 
 
 PTR = llvm.LLVMPointerType()
 _ELEMENT = {"f64": f64, "f32": f32}
-ROW_MAJOR, COL_MAJOR, NO_TRANS, TRANS = 101, 102, 111, 112
+COL_MAJOR = 102
+#: Fortran's characters as CBLAS enumerations: kind -> (letter, value for it, value otherwise)
+_CHARACTERS = {"trans": ("N", 111, 112), "uplo": ("U", 121, 122), "diag": ("U", 132, 131)}
 #: the prefix of the runtime functions (blas_runtime.c) the derivatives call
 RUNTIME_PREFIX = "__zymase_blas_"
 RUNTIME_SOURCE = Path(__file__).with_name("blas_runtime.c")
@@ -121,13 +123,14 @@ class BlasRule(CallMemoryRule):
                 out.append(E.v(llvm.LoadOp(v, i32)))
             elif kind == "real":
                 out.append(E.v(llvm.LoadOp(v, self.T)))
-            else:  # a transpose character: 'N'/'n' -> no transpose, 'T'/'C' -> transpose
+            else:  # a character: the CBLAS value when it is `letter` (either case), else `other`
+                letter, when, other = _CHARACTERS[kind]
                 c = E.v(llvm.LoadOp(v, i8))
                 upper = E.v(llvm.AndOp(c, E.v(llvm.ConstantOp(IntegerAttr(0xDF, i8), i8))))
-                is_n = E.v(llvm.ICmpOp(upper, E.v(llvm.ConstantOp(IntegerAttr(ord("N"), i8), i8)),
+                same = E.v(llvm.ICmpOp(upper, E.v(llvm.ConstantOp(IntegerAttr(ord(letter), i8), i8)),
                                        IntegerAttr(0, i64)))  # eq
-                out.append(E.select(is_n, E.v(llvm.ConstantOp(IntegerAttr(NO_TRANS, i32), i32)),
-                                    E.v(llvm.ConstantOp(IntegerAttr(TRANS, i32), i32))))
+                out.append(E.select(same, E.v(llvm.ConstantOp(IntegerAttr(when, i32), i32)),
+                                    E.v(llvm.ConstantOp(IntegerAttr(other, i32), i32))))
         return out
 
     def _declare(self, g, suffix: str, inputs, output) -> str:

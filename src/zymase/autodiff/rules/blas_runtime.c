@@ -25,7 +25,8 @@
                                       accumulated, the output's shadow turned into the
                                       adjoint of what the call read of it
    Enumerations are CBLAS's: layout 101 row-major / 102 column-major, transpose 111 no /
-   112 yes (113, conjugate, is 112 for real data). */
+   112 yes (113, conjugate, is 112 for real data), triangle 121 upper / 122 lower,
+   diagonal 131 non-unit / 132 unit. */
 #ifndef ZY_T
 #include <stddef.h>
 #include <stdlib.h>
@@ -59,6 +60,15 @@ static long zy_at(int n, int inc, int i) { return inc >= 0 ? (long)i * inc : (lo
 /* offset of element (i, j) of a matrix */
 static long zy_ij(int layout, int ld, int i, int j) { return layout == 101 ? (long)i * ld + j : i + (long)j * ld; }
 
+/* whether element (i, j) of op(A), A triangular, is a stored element of A: not outside
+   the triangle, not on a unit diagonal (implicit ones, constants) */
+static int zy_tri_stored(int uplo, int trans, int diag, int i, int j) {
+    int r = trans != 111 ? j : i, c = trans != 111 ? i : j; /* (i, j) of op(A) is (r, c) of A */
+    if (r == c)
+        return diag != 132;
+    return uplo == 121 ? c > r : c < r;
+}
+
 #define ZY_T double
 #define ZY_P(name) __zymase_blas_d##name
 #define ZY_B(name) cblas_d##name
@@ -81,6 +91,14 @@ void ZY_B(ger)(int layout, int m, int n, ZY_T alpha, const ZY_T *x, int incx, co
                ZY_T *A, int lda);
 void ZY_B(gemm)(int layout, int ta, int tb, int m, int n, int k, ZY_T alpha, const ZY_T *A, int lda,
                 const ZY_T *B, int ldb, ZY_T beta, ZY_T *C, int ldc);
+ZY_T ZY_B(nrm2)(int n, const ZY_T *x, int incx);
+void ZY_B(swap)(int n, ZY_T *x, int incx, ZY_T *y, int incy);
+void ZY_B(symv)(int layout, int uplo, int n, ZY_T alpha, const ZY_T *A, int lda, const ZY_T *x, int incx, ZY_T beta,
+                ZY_T *y, int incy);
+void ZY_B(syr2)(int layout, int uplo, int n, ZY_T alpha, const ZY_T *x, int incx, const ZY_T *y, int incy, ZY_T *A,
+                int lda);
+void ZY_B(trmv)(int layout, int uplo, int trans, int diag, int n, const ZY_T *A, int lda, ZY_T *x, int incx);
+void ZY_B(trsv)(int layout, int uplo, int trans, int diag, int n, const ZY_T *A, int lda, ZY_T *x, int incx);
 
 /* x = a x over a vector; exact zeros when a == 0 (BLAS's scal may keep NaNs) */
 static void ZY_P(vscale)(int n, ZY_T a, ZY_T *x, int inc) {
@@ -339,6 +357,259 @@ void ZY_P(gemm_rev)(int layout, int ta, int tb, int m, int n, int k, ZY_T alpha,
             ZY_B(gemm)(layout, 112, tA ? 112 : 111, n, k, m, alpha, dC, ldc, A, lda, 1, dB, ldb);
     }
     ZY_P(mscale)(layout, m, n, beta, dC, ldc);
+}
+
+/* ---- nrm2: r = |x| (0 when n < 1 or incx < 1, as BLAS); at x = 0 the derivative is 0 */
+void *ZY_P(nrm2_save)(int which, int n, const ZY_T *x, int incx) {
+    (void)which;
+    return zy_copy_span(x, zy_vspan(n, incx), sizeof(ZY_T));
+}
+
+ZY_T ZY_P(nrm2_fwd)(int n, const ZY_T *x, int incx, const ZY_T *dx) {
+    if (n < 1 || incx < 1)
+        return 0;
+    ZY_T r = ZY_B(nrm2)(n, x, incx);
+    return r == 0 ? 0 : ZY_B(dot)(n, x, incx, dx, incx) / r;
+}
+
+void ZY_P(nrm2_rev)(int n, const ZY_T *x, int incx, ZY_T *dx, ZY_T dr) {
+    if (n < 1 || incx < 1)
+        return;
+    ZY_T r = ZY_B(nrm2)(n, x, incx);
+    if (r != 0)
+        ZY_B(axpy)(n, dr / r, x, incx, dx, incx);
+}
+
+/* ---- asum: r = sum |x_i| (0 when n < 1 or incx < 1); sign(0) taken as 0 ----------- */
+void *ZY_P(asum_save)(int which, int n, const ZY_T *x, int incx) {
+    (void)which;
+    return zy_copy_span(x, zy_vspan(n, incx), sizeof(ZY_T));
+}
+
+ZY_T ZY_P(asum_fwd)(int n, const ZY_T *x, int incx, const ZY_T *dx) {
+    ZY_T t = 0;
+    for (int i = 0; incx > 0 && i < n; i++) {
+        ZY_T v = x[(long)i * incx];
+        t += ((v > 0) - (v < 0)) * dx[(long)i * incx];
+    }
+    return t;
+}
+
+void ZY_P(asum_rev)(int n, const ZY_T *x, int incx, ZY_T *dx, ZY_T dr) {
+    for (int i = 0; incx > 0 && i < n; i++) {
+        ZY_T v = x[(long)i * incx];
+        dx[(long)i * incx] += ((v > 0) - (v < 0)) * dr;
+    }
+}
+
+/* ---- swap: x <-> y ---------------------------------------------------------------- */
+void *ZY_P(swap_save)(int which, int n, const ZY_T *x, int incx, const ZY_T *y, int incy) {
+    return which == 1 ? zy_copy_span(x, zy_vspan(n, incx), sizeof(ZY_T))
+                      : zy_copy_span(y, zy_vspan(n, incy), sizeof(ZY_T));
+}
+
+ZY_T ZY_P(swap_fwd)(int n, const ZY_T *x, int incx, const ZY_T *y, int incy, ZY_T *dx, ZY_T *dy) {
+    (void)x, (void)y;
+    ZY_B(swap)(n, dx, incx, dy, incy);
+    return 0;
+}
+
+void ZY_P(swap_rev)(int n, const ZY_T *x, int incx, const ZY_T *y, int incy, ZY_T *dx, ZY_T *dy, ZY_T dr) {
+    (void)x, (void)y, (void)dr;
+    ZY_B(swap)(n, dx, incx, dy, incy);
+}
+
+/* ---- ger: A += alpha x y^T, A is m x n -------------------------------------------- */
+void *ZY_P(ger_save)(int which, int layout, int m, int n, ZY_T alpha, const ZY_T *x, int incx, const ZY_T *y,
+                     int incy, const ZY_T *A, int lda) {
+    (void)alpha;
+    if (which == 4)
+        return zy_copy_span(x, zy_vspan(m, incx), sizeof(ZY_T));
+    if (which == 6)
+        return zy_copy_span(y, zy_vspan(n, incy), sizeof(ZY_T));
+    return zy_copy_span(A, zy_mspan(layout, m, n, lda), sizeof(ZY_T));
+}
+
+ZY_T ZY_P(ger_fwd)(int layout, int m, int n, ZY_T alpha, const ZY_T *x, int incx, const ZY_T *y, int incy,
+                   const ZY_T *A, int lda, const ZY_T *dx, const ZY_T *dy, ZY_T *dA, ZY_T dalpha) {
+    (void)A;
+    if (dx)
+        ZY_B(ger)(layout, m, n, alpha, dx, incx, y, incy, dA, lda);
+    if (dy)
+        ZY_B(ger)(layout, m, n, alpha, x, incx, dy, incy, dA, lda);
+    if (dalpha != 0)
+        ZY_B(ger)(layout, m, n, dalpha, x, incx, y, incy, dA, lda);
+    return 0;
+}
+
+ZY_T ZY_P(ger_dscalar)(int which, int layout, int m, int n, ZY_T alpha, const ZY_T *x, int incx, const ZY_T *y,
+                       int incy, const ZY_T *A, int lda, const ZY_T *dx, const ZY_T *dy, const ZY_T *dA, ZY_T dr) {
+    (void)which, (void)alpha, (void)A, (void)dx, (void)dy, (void)dr;
+    /* dalpha = x . (dA y) */
+    ZY_T *t = malloc((size_t)(m > 0 ? m : 1) * sizeof(ZY_T));
+    ZY_B(gemv)(layout, 111, m, n, 1, dA, lda, y, incy, 0, t, 1);
+    ZY_T s = 0;
+    for (int i = 0; i < m; i++)
+        s += t[i] * x[zy_at(m, incx, i)];
+    free(t);
+    return s;
+}
+
+void ZY_P(ger_rev)(int layout, int m, int n, ZY_T alpha, const ZY_T *x, int incx, const ZY_T *y, int incy,
+                   const ZY_T *A, int lda, ZY_T *dx, ZY_T *dy, ZY_T *dA, ZY_T dr) {
+    (void)A, (void)dr;
+    if (dx)
+        ZY_B(gemv)(layout, 111, m, n, alpha, dA, lda, y, incy, 1, dx, incx);
+    if (dy)
+        ZY_B(gemv)(layout, 112, m, n, alpha, dA, lda, x, incx, 1, dy, incy);
+}
+
+/* ---- symv: y = alpha A x + beta y, A symmetric n x n, one triangle stored ---------- */
+void *ZY_P(symv_save)(int which, int layout, int uplo, int n, ZY_T alpha, const ZY_T *A, int lda, const ZY_T *x,
+                      int incx, ZY_T beta, const ZY_T *y, int incy) {
+    (void)uplo, (void)alpha, (void)beta;
+    if (which == 4)
+        return zy_copy_span(A, zy_mspan(layout, n, n, lda), sizeof(ZY_T));
+    if (which == 6)
+        return zy_copy_span(x, zy_vspan(n, incx), sizeof(ZY_T));
+    return zy_copy_span(y, zy_vspan(n, incy), sizeof(ZY_T));
+}
+
+ZY_T ZY_P(symv_fwd)(int layout, int uplo, int n, ZY_T alpha, const ZY_T *A, int lda, const ZY_T *x, int incx,
+                    ZY_T beta, const ZY_T *y, int incy, const ZY_T *dA, const ZY_T *dx, ZY_T *dy, ZY_T dalpha,
+                    ZY_T dbeta) {
+    ZY_P(vscale)(n, beta, dy, incy);
+    if (dbeta != 0)
+        ZY_B(axpy)(n, dbeta, y, incy, dy, incy);
+    if (dA)
+        ZY_B(symv)(layout, uplo, n, alpha, dA, lda, x, incx, 1, dy, incy);
+    if (dx)
+        ZY_B(symv)(layout, uplo, n, alpha, A, lda, dx, incx, 1, dy, incy);
+    if (dalpha != 0)
+        ZY_B(symv)(layout, uplo, n, dalpha, A, lda, x, incx, 1, dy, incy);
+    return 0;
+}
+
+ZY_T ZY_P(symv_dscalar)(int which, int layout, int uplo, int n, ZY_T alpha, const ZY_T *A, int lda, const ZY_T *x,
+                        int incx, ZY_T beta, const ZY_T *y, int incy, const ZY_T *dA, const ZY_T *dx, const ZY_T *dy,
+                        ZY_T dr) {
+    (void)alpha, (void)beta, (void)dA, (void)dx, (void)dr;
+    if (which == 8)
+        return ZY_B(dot)(n, y, incy, dy, incy);
+    ZY_T *t = malloc((size_t)(n > 0 ? n : 1) * sizeof(ZY_T));
+    ZY_B(symv)(layout, uplo, n, 1, A, lda, x, incx, 0, t, 1);
+    ZY_T s = 0;
+    for (int i = 0; i < n; i++)
+        s += t[i] * dy[zy_at(n, incy, i)];
+    free(t);
+    return s;
+}
+
+void ZY_P(symv_rev)(int layout, int uplo, int n, ZY_T alpha, const ZY_T *A, int lda, const ZY_T *x, int incx,
+                    ZY_T beta, const ZY_T *y, int incy, ZY_T *dA, ZY_T *dx, ZY_T *dy, ZY_T dr) {
+    (void)y, (void)dr;
+    if (dA) {
+        /* the full matrix's adjoint alpha dy x^T, folded onto the stored triangle:
+           off the diagonal alpha (dy_i x_j + x_i dy_j), on it alpha dy_i x_i */
+        ZY_B(syr2)(layout, uplo, n, alpha, dy, incy, x, incx, dA, lda);
+        for (int i = 0; i < n; i++)
+            dA[zy_ij(layout, lda, i, i)] -= alpha * dy[zy_at(n, incy, i)] * x[zy_at(n, incx, i)];
+    }
+    if (dx)
+        ZY_B(symv)(layout, uplo, n, alpha, A, lda, dy, incy, 1, dx, incx);
+    ZY_P(vscale)(n, beta, dy, incy);
+}
+
+/* ---- triangular matrices: element (i, j) of op(A) as the call sees it ---------------- */
+
+/* y += op(T) x where T is the stored triangle of A (a unit diagonal counts as 0: the
+   tangent of a constant) */
+static void ZY_P(tri_mv_add)(int layout, int uplo, int trans, int diag, int n, const ZY_T *A, int lda,
+                             const ZY_T *x, int incx, ZY_T *y, int incy) {
+    for (int i = 0; i < n; i++) {
+        ZY_T s = 0;
+        for (int j = 0; j < n; j++)
+            if (zy_tri_stored(uplo, trans, diag, i, j))
+                s += A[trans != 111 ? zy_ij(layout, lda, j, i) : zy_ij(layout, lda, i, j)] * x[zy_at(n, incx, j)];
+        y[zy_at(n, incy, i)] += s;
+    }
+}
+
+/* dA += the outer product u v^T of op(A)'s adjoint, on the stored triangle */
+static void ZY_P(tri_outer_add)(int layout, int uplo, int trans, int diag, int n, ZY_T a, const ZY_T *u, int incu,
+                                const ZY_T *v, int incv, ZY_T *dA, int lda) {
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++)
+            if (zy_tri_stored(uplo, trans, diag, i, j))
+                dA[trans != 111 ? zy_ij(layout, lda, j, i) : zy_ij(layout, lda, i, j)] +=
+                    a * u[zy_at(n, incu, i)] * v[zy_at(n, incv, j)];
+}
+
+/* ---- trmv: x = op(A) x, A triangular n x n ---------------------------------------- */
+void *ZY_P(trmv_save)(int which, int layout, int uplo, int trans, int diag, int n, const ZY_T *A, int lda, const ZY_T *x,
+                      int incx) {
+    (void)uplo, (void)trans, (void)diag;
+    if (which == 5)
+        return zy_copy_span(A, zy_mspan(layout, n, n, lda), sizeof(ZY_T));
+    return zy_copy_span(x, zy_vspan(n, incx), sizeof(ZY_T));
+}
+
+ZY_T ZY_P(trmv_fwd)(int layout, int uplo, int trans, int diag, int n, const ZY_T *A, int lda, const ZY_T *x, int incx,
+                    const ZY_T *dA, ZY_T *dx) {
+    ZY_T *t = calloc((size_t)(n > 0 ? n : 1), sizeof(ZY_T));
+    if (dA)
+        ZY_P(tri_mv_add)(layout, uplo, trans, diag, n, dA, lda, x, incx, t, 1);
+    ZY_B(trmv)(layout, uplo, trans, diag, n, A, lda, dx, incx);
+    for (int i = 0; i < n; i++)
+        dx[zy_at(n, incx, i)] += t[i];
+    free(t);
+    return 0;
+}
+
+void ZY_P(trmv_rev)(int layout, int uplo, int trans, int diag, int n, const ZY_T *A, int lda, const ZY_T *x, int incx,
+                    ZY_T *dA, ZY_T *dx, ZY_T dr) {
+    (void)dr;
+    if (dA) /* d op(A) = dx_new x_old^T */
+        ZY_P(tri_outer_add)(layout, uplo, trans, diag, n, 1, dx, incx, x, incx, dA, lda);
+    ZY_B(trmv)(layout, uplo, trans != 111 ? 111 : 112, diag, n, A, lda, dx, incx);
+}
+
+/* ---- trsv: x = op(A)^-1 x --------------------------------------------------------- */
+void *ZY_P(trsv_save)(int which, int layout, int uplo, int trans, int diag, int n, const ZY_T *A, int lda, const ZY_T *x,
+                      int incx) {
+    return ZY_P(trmv_save)(which, layout, uplo, trans, diag, n, A, lda, x, incx);
+}
+
+ZY_T ZY_P(trsv_fwd)(int layout, int uplo, int trans, int diag, int n, const ZY_T *A, int lda, const ZY_T *x, int incx,
+                    const ZY_T *dA, ZY_T *dx) {
+    /* op(A) x_new = b: dx_new = op(A)^-1 (db - op(dA) x_new) */
+    if (dA) {
+        ZY_T *xn = malloc((size_t)(n > 0 ? n : 1) * sizeof(ZY_T)), *t = calloc((size_t)(n > 0 ? n : 1), sizeof(ZY_T));
+        for (int i = 0; i < n; i++)
+            xn[i] = x[zy_at(n, incx, i)];
+        ZY_B(trsv)(layout, uplo, trans, diag, n, A, lda, xn, 1);
+        ZY_P(tri_mv_add)(layout, uplo, trans, diag, n, dA, lda, xn, 1, t, 1);
+        for (int i = 0; i < n; i++)
+            dx[zy_at(n, incx, i)] -= t[i];
+        free(xn), free(t);
+    }
+    ZY_B(trsv)(layout, uplo, trans, diag, n, A, lda, dx, incx);
+    return 0;
+}
+
+void ZY_P(trsv_rev)(int layout, int uplo, int trans, int diag, int n, const ZY_T *A, int lda, const ZY_T *x, int incx,
+                    ZY_T *dA, ZY_T *dx, ZY_T dr) {
+    (void)dr;
+    /* db = op(A)^-T dx_new; d op(A) = -db x_new^T, x_new solved again from the saved b */
+    ZY_B(trsv)(layout, uplo, trans != 111 ? 111 : 112, diag, n, A, lda, dx, incx);
+    if (dA) {
+        ZY_T *xn = malloc((size_t)(n > 0 ? n : 1) * sizeof(ZY_T));
+        for (int i = 0; i < n; i++)
+            xn[i] = x[zy_at(n, incx, i)];
+        ZY_B(trsv)(layout, uplo, trans, diag, n, A, lda, xn, 1);
+        ZY_P(tri_outer_add)(layout, uplo, trans, diag, n, -1, dx, incx, xn, 1, dA, lda);
+        free(xn);
+    }
 }
 
 #endif

@@ -8,8 +8,9 @@ the Fortran spellings OpenBLAS exports (``dgemm_``) take the same parameters wit
 ``"T"``), followed by any hidden string lengths gfortran passes.
 
 Parameter kinds: ``int`` (a dimension, increment or leading dimension), ``layout``,
-``trans``, ``real`` (alpha/beta: a float of the routine's precision) and ``array`` (a
-pointer to the routine's vector or matrix data).
+``trans``, ``uplo``, ``diag`` (CBLAS enumerations; characters in Fortran), ``real``
+(alpha/beta: a float of the routine's precision) and ``array`` (a pointer to the routine's
+vector or matrix data).
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ class Routine:
     reads: tuple[str, ...]  # array parameters whose values the result depends on
     writes: tuple[str, ...]  # array parameters the call writes
     returns_real: bool = False  # the call returns a float (dot)
+    # the spellings' format, {p} the precision letter (iamax: cblas_i{p}amax, i{p}amax_)
+    spelled: str = "{p}{name}"
     # input -> the parameters whose derivative needs that input's value as it was at the
     # call: the reverse sweep reads it only when one of them is active
     needs: tuple[tuple[str, tuple[str, ...]], ...] = ()
@@ -35,7 +38,7 @@ class Routine:
         return [p for p, k in self.params if k == kind]
 
 
-_I, _L, _T, _R, _A = "int", "layout", "trans", "real", "array"
+_I, _L, _T, _R, _A, _U, _D = "int", "layout", "trans", "real", "array", "uplo", "diag"
 
 ROUTINES = {
     r.name: r
@@ -57,6 +60,29 @@ ROUTINES = {
                          ("C", _A), ("ldc", _I)),
                 reads=("A", "B", "C"), writes=("C",),
                 needs=(("A", ("B", "alpha")), ("B", ("A", "alpha")), ("C", ("beta",)))),
+        # the norms need x for their own derivative; iamax (an index) has none
+        Routine("nrm2", (("n", _I), ("x", _A), ("incx", _I)), reads=("x",), writes=(), returns_real=True,
+                needs=(("x", ("x",)),)),
+        Routine("asum", (("n", _I), ("x", _A), ("incx", _I)), reads=("x",), writes=(), returns_real=True,
+                needs=(("x", ("x",)),)),
+        Routine("iamax", (("n", _I), ("x", _A), ("incx", _I)), reads=(), writes=(), spelled="i{p}amax"),
+        Routine("swap", (("n", _I), ("x", _A), ("incx", _I), ("y", _A), ("incy", _I)),
+                reads=("x", "y"), writes=("x", "y")),
+        Routine("ger", (("layout", _L), ("m", _I), ("n", _I), ("alpha", _R), ("x", _A), ("incx", _I), ("y", _A),
+                        ("incy", _I), ("A", _A), ("lda", _I)),
+                reads=("x", "y", "A"), writes=("A",), needs=(("x", ("y", "alpha")), ("y", ("x", "alpha")))),
+        Routine("symv", (("layout", _L), ("uplo", _U), ("n", _I), ("alpha", _R), ("A", _A), ("lda", _I), ("x", _A),
+                         ("incx", _I), ("beta", _R), ("y", _A), ("incy", _I)),
+                reads=("A", "x", "y"), writes=("y",),
+                needs=(("A", ("x", "alpha")), ("x", ("A", "alpha")), ("y", ("beta",)))),
+        # x = op(A) x: dA needs x as it was (the call's own output); x = op(A)^-1 x likewise
+        # (the reverse solves it again)
+        Routine("trmv", (("layout", _L), ("uplo", _U), ("trans", _T), ("diag", _D), ("n", _I), ("A", _A),
+                         ("lda", _I), ("x", _A), ("incx", _I)),
+                reads=("A", "x"), writes=("x",), needs=(("A", ("x",)), ("x", ("A",)))),
+        Routine("trsv", (("layout", _L), ("uplo", _U), ("trans", _T), ("diag", _D), ("n", _I), ("A", _A),
+                         ("lda", _I), ("x", _A), ("incx", _I)),
+                reads=("A", "x"), writes=("x",), needs=(("A", ("x", "A")), ("x", ("A",)))),
     )
 }
 
@@ -93,8 +119,9 @@ def spellings():
     """(function name, routine, precision letter, Fortran spelling?) for every spelling."""
     for name, routine in ROUTINES.items():
         for p in PRECISIONS:
-            yield f"cblas_{p}{name}", routine, p, False
-            yield f"{p}{name}_", routine, p, True
+            spelled = routine.spelled.format(p=p, name=name)
+            yield f"cblas_{spelled}", routine, p, False
+            yield f"{spelled}_", routine, p, True
 
 
 def fortran_params(routine: Routine) -> tuple[tuple[str, str], ...]:
