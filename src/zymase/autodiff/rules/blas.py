@@ -37,7 +37,8 @@ PTR = llvm.LLVMPointerType()
 _ELEMENT = {"f64": f64, "f32": f32}
 COL_MAJOR = 102
 #: Fortran's characters as CBLAS enumerations: kind -> (letter, value for it, value otherwise)
-_CHARACTERS = {"trans": ("N", 111, 112), "uplo": ("U", 121, 122), "diag": ("U", 132, 131)}
+_CHARACTERS = {"trans": ("N", 111, 112), "uplo": ("U", 121, 122), "diag": ("U", 132, 131),
+               "side": ("L", 141, 142)}
 #: the prefix of the runtime functions (blas_runtime.c) the derivatives call
 RUNTIME_PREFIX = "__zymase_blas_"
 RUNTIME_SOURCE = Path(__file__).with_name("blas_runtime.c")

@@ -8,7 +8,7 @@ the Fortran spellings OpenBLAS exports (``dgemm_``) take the same parameters wit
 ``"T"``), followed by any hidden string lengths gfortran passes.
 
 Parameter kinds: ``int`` (a dimension, increment or leading dimension), ``layout``,
-``trans``, ``uplo``, ``diag`` (CBLAS enumerations; characters in Fortran), ``real``
+``trans``, ``uplo``, ``diag``, ``side`` (CBLAS enumerations; characters in Fortran), ``real``
 (alpha/beta: a float of the routine's precision) and ``array`` (a pointer to the routine's
 vector or matrix data).
 """
@@ -38,7 +38,10 @@ class Routine:
         return [p for p, k in self.params if k == kind]
 
 
-_I, _L, _T, _R, _A, _U, _D = "int", "layout", "trans", "real", "array", "uplo", "diag"
+_I, _L, _T, _R, _A, _U, _D, _S = "int", "layout", "trans", "real", "array", "uplo", "diag", "side"
+
+_TRIANGULAR_LEVEL3 = (("layout", _L), ("side", _S), ("uplo", _U), ("transa", _T), ("diag", _D), ("m", _I),
+                      ("n", _I), ("alpha", _R), ("A", _A), ("lda", _I), ("B", _A), ("ldb", _I))
 
 ROUTINES = {
     r.name: r
@@ -83,6 +86,18 @@ ROUTINES = {
         Routine("trsv", (("layout", _L), ("uplo", _U), ("trans", _T), ("diag", _D), ("n", _I), ("A", _A),
                          ("lda", _I), ("x", _A), ("incx", _I)),
                 reads=("A", "x"), writes=("x",), needs=(("A", ("x", "A")), ("x", ("A",)))),
+        Routine("symm", (("layout", _L), ("side", _S), ("uplo", _U), ("m", _I), ("n", _I), ("alpha", _R),
+                         ("A", _A), ("lda", _I), ("B", _A), ("ldb", _I), ("beta", _R), ("C", _A), ("ldc", _I)),
+                reads=("A", "B", "C"), writes=("C",),
+                needs=(("A", ("B", "alpha")), ("B", ("A", "alpha")), ("C", ("beta",)))),
+        Routine("syrk", (("layout", _L), ("uplo", _U), ("trans", _T), ("n", _I), ("k", _I), ("alpha", _R),
+                         ("A", _A), ("lda", _I), ("beta", _R), ("C", _A), ("ldc", _I)),
+                reads=("A", "C"), writes=("C",), needs=(("A", ("A", "alpha")), ("C", ("beta",)))),
+        # B = alpha op(A) B and its solve: B's old value is the call's own output
+        Routine("trmm", _TRIANGULAR_LEVEL3, reads=("A", "B"), writes=("B",),
+                needs=(("A", ("B", "alpha")), ("B", ("A", "alpha")))),
+        Routine("trsm", _TRIANGULAR_LEVEL3, reads=("A", "B"), writes=("B",),
+                needs=(("A", ("B", "alpha", "A")), ("B", ("A", "alpha")))),
     )
 }
 
