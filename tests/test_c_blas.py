@@ -26,7 +26,7 @@ def _levels(program: str) -> list[list[str]]:
     return [[*flags, "-lopenblas"] for flags in builds("-O0", "-O2", *extra)]
 
 
-CASES = [(name, flags) for name in ("level1", "level2", "gemv", "gemm") for flags in _levels(name)]
+CASES = [(name, flags) for name in ("level1", "level2", "level3", "gemv", "gemm") for flags in _levels(name)]
 
 
 @pytest.mark.parametrize("program,flags", CASES, ids=[f"{n}-{build_ids([f[:-1]])[0]}" for n, f in CASES])
@@ -72,3 +72,23 @@ def test_complex_blas_routine_is_refused_by_name(tmp_path: Path):
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("zymase: error: "), out.stderr
     assert "'cblas_zgemm'" in lines[0] and "zgemm.c:7" in lines[0] and "Traceback" not in out.stderr
+
+
+ILP64_DOT = r"""
+extern double __enzyme_autodiff(void *, ...);
+extern int enzyme_dup;
+double cblas_ddot(long n, const double *x, long incx, const double *y, long incy);
+double f(double *x, double *y) { return cblas_ddot(3, x, 1, y, 1); }
+int main(void) { double x[3], dx[3], y[3], dy[3]; __enzyme_autodiff((void *)f, enzyme_dup, x, dx, enzyme_dup, y, dy); return 0; }
+"""
+
+
+def test_blas_call_with_other_integer_width_is_refused(tmp_path: Path):
+    # issue 26 item 5: arguments the rule would read wrongly (64-bit integers) are refused
+    src = tmp_path / "ilp64.c"
+    src.write_text(ILP64_DOT)
+    out = run_cli(["cc", "-O2", str(src), "-o", str(tmp_path / "d"), "-lopenblas"], cwd=tmp_path, timeout=300)
+    assert out.returncode != 0
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("zymase: error: "), out.stderr
+    assert "'cblas_ddot' passes n as i64" in lines[0] and "in function 'f'" in lines[0], lines[0]

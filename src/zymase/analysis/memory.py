@@ -386,6 +386,11 @@ class MemoryModel:
             rule = call_memory_rule(callee_name(op))
             if any(op.operands[i] in shadowed for i in rule.reads(op)) or any(
                     op.operands[i] in info.varied for i in rule.scalar_inputs(op)):
+                try:
+                    rule.check(op)
+                except ZymaseError as err:
+                    err.function = err.function or self.fname
+                    raise
                 for r in op.results:
                     if is_float_type(r.type):
                         info.varied.add(r)

@@ -197,6 +197,10 @@ class CallMemoryRule(Rule):
         """Operand positions of the pointers the call writes through."""
         raise NotImplementedError
 
+    def check(self, op: Operation) -> None:
+        """Raise a ZymaseError when this call cannot be differentiated by the rule (asked
+        once the call touches active data)."""
+
     def scalar_inputs(self, op: Operation) -> list[int]:
         """Operand positions of floating-point values the call's outputs depend on."""
         return []

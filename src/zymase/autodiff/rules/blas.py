@@ -45,6 +45,8 @@ RUNTIME_SOURCE = Path(__file__).with_name("blas_runtime.c")
 
 
 class BlasRule(CallMemoryRule):
+    """The rule of one spelling of one routine (``cblas_dgemm``, ``dgemm_``, ...)."""
+
     def __init__(self, function: str, routine: Routine, precision: str, fortran: bool):
         self.function = function
         self.routine = routine
@@ -58,30 +60,42 @@ class BlasRule(CallMemoryRule):
     def _pos(self, name: str) -> int:
         return [p for p, _ in self.params].index(name)
 
-    def _check(self, op: Operation) -> None:
+    def check(self, op: Operation) -> None:
+        """Refuse a call whose arguments are not those of the routine as the BLAS headers
+        declare it (an ILP64 BLAS's 64-bit integers, a wrong prototype): the derivative
+        code would read them wrongly."""
         n = len(self.params)
+        wrong = None
         if len(op.operands) < n or (not self.fortran and len(op.operands) != n):
+            wrong = f"has {len(op.operands)} arguments, where {n} are expected"
+        else:
+            for (name, kind), v in zip(self.params, op.operands):
+                want = PTR if self.fortran or kind == "array" else self.T if kind == "real" else i32
+                if v.type != want:
+                    wrong = f"passes {name} as {v.type}, where zymase's rule expects {want}"
+                    break
+            if wrong is None and self.routine.returns_real and (not op.results or op.results[0].type != self.T):
+                wrong = f"returns {op.results[0].type if op.results else 'nothing'}, where zymase's rule expects {self.T}"
+        if wrong is not None:
             raise ZymaseError(
-                f"the call to the BLAS routine '{self.function}' has {len(op.operands)} arguments, "
-                f"where {n} are expected",
+                f"the call to the BLAS routine '{self.function}' {wrong}",
                 construct=f"call @{self.function}",
                 location=location_of(op),
-                hint="declare the routine as the BLAS headers do (cblas.h, f77blas.h)",
+                hint="declare the routine as the BLAS headers do (cblas.h, f77blas.h; 32-bit integers)",
             )
 
     def reads(self, op):
-        self._check(op)
         read = [self._pos(a) for a in self.routine.reads]
         if self.fortran:
             read += [self._pos(r) for r, k in self.params if k == "real"]
-        return read
+        return [i for i in read if i < len(op.operands)]
 
     def writes(self, op):
-        self._check(op)
-        return [self._pos(a) for a in self.routine.writes]
+        return [i for i in (self._pos(a) for a in self.routine.writes) if i < len(op.operands)]
 
     def scalar_inputs(self, op):
-        return [] if self.fortran else [self._pos(r) for r, k in self.params if k == "real"]
+        scalars = [] if self.fortran else [self._pos(r) for r, k in self.params if k == "real"]
+        return [i for i in scalars if i < len(op.operands)]
 
     def pointee_types(self, op):
         element = (PRECISIONS[self.p], 8 if self.p == "d" else 4)
@@ -147,9 +161,13 @@ class BlasRule(CallMemoryRule):
 
     # ---- forward sweep -----------------------------------------------------------------
     def structure(self, g, op, clone, *, forward_mode):
-        self._check(op)
-        if not forward_mode and not self._outputs_shadowed(g, op):
+        if not self._outputs_shadowed(g, op):
             return
+        try:
+            self.check(op)
+        except ZymaseError as err:
+            err.function = err.function or g.fname
+            raise
         g.E.before(clone)
         values = self._cblas_values(g, op)
         if forward_mode:
@@ -163,8 +181,6 @@ class BlasRule(CallMemoryRule):
 
     def _tangents(self, g, op: Operation, values: list[SSAValue]) -> None:
         """Forward mode, before the primal call: the output tangents (and the result's)."""
-        if not self._outputs_shadowed(g, op):
-            return
         E = g.E
         arrays = self.routine.of_kind("array")
         shadows = [g.shadow_of(op.operands[self._pos(a)]) if self._active(g, op, a) else self._null(g)
