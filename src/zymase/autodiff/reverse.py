@@ -980,12 +980,16 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
         """Whether no op that may run after ``load`` in the forward sweep writes or frees
         the memory it reads, so that the reverse sweep may read it again (frees moved
         to the reverse sweep do not count: see _find_deferred_frees)."""
-        return self.unwritten_after(load, load.ptr)
+        return self._unwritten_after_op(load, load.ptr)
 
     def unwritten_after(self, op: Operation, ptr: SSAValue) -> bool:
         """Whether no op that may run after primal ``op`` in the forward sweep (``op``
         itself included when it is in a loop) writes or frees the memory ``ptr`` points
-        into: the reverse sweep may then read it again instead of a copy."""
+        into: the reverse sweep may then read it again instead of a copy. Never in split
+        mode, where the caller may write it between the augmented and reverse calls."""
+        return not self.split and self._unwritten_after_op(op, ptr)
+
+    def _unwritten_after_op(self, op: Operation, ptr: SSAValue) -> bool:
         b = op.parent_block()
         ops = list(b.ops)
         after = ops[ops.index(op) + 1:]
