@@ -2,6 +2,8 @@
    nothing overwrites after the call is read again, no copy; an input overwritten later
    (a vector copied over after the call, the vector of a power iteration that each step
    replaces, gemm's C read through beta before the call writes it) is copied at the call.
+   In split mode (__enzyme_augmentfwd / __enzyme_reverse) the caller may overwrite an input
+   between the two calls, so it is always copied.
    Type analysis knows what a BLAS call writes (item 4): a scratch vector that only gemv
    writes, copied out by memcpy, is known to hold doubles.
    Built with ZYMASE_TAPE_STATS=1, which makes the derivatives count the bytes they keep in
@@ -14,6 +16,8 @@
 #include <cblas.h>
 
 extern double __enzyme_autodiff(void *, ...);
+extern void *__enzyme_augmentfwd(void *, ...);
+extern void __enzyme_reverse(void *, ...);
 extern int enzyme_const, enzyme_dup;
 extern long __zymase_tape_bytes;
 
@@ -82,6 +86,11 @@ static void through_scratch(const double *A, const double *x, double *y, int n) 
     cblas_dgemv(CblasRowMajor, CblasNoTrans, n, n, 1.0, A, n, x, 1, 0.0, t, 1);
     memcpy(y, t, n * sizeof(double));
     free(t);
+}
+
+/* y = A x, differentiated in split mode */
+void layer(const double *A, const double *x, double *y, int n) {
+    cblas_dgemv(CblasRowMajor, CblasNoTrans, n, n, 1.0, A, n, x, 1, 0.0, y, 1);
 }
 
 static double A0[N * N], W0[N * N], x0_[N], vA[N * N], vW[N * N], vx[N];
@@ -172,6 +181,15 @@ int main(int argc, char **argv) {
     check("gemm dC_old = beta W, beta constant", n, dC[n + 1], beta * (0.5 + 0.25 * (n + 1)), 1e-12);
     check("gemm, active beta: extra bytes kept (C)", n, (double)(kept - kept_const), (double)(n * n * sizeof(double)),
           0);
+
+    /* split mode: x overwritten between the forward and the reverse call */
+    reset();
+    void *tape = __enzyme_augmentfwd((void *)layer, enzyme_dup, A, dA, enzyme_dup, x, dx, enzyme_dup, y, dy, n);
+    for (int i = 0; i < n; i++)
+        x[i] = 1e3 + i, dy[i] = 1.0 + i;
+    __enzyme_reverse((void *)layer, enzyme_dup, A, dA, enzyme_dup, x, dx, enzyme_dup, y, dy, n, tape);
+    for (int i = 0; i < n; i++)
+        check("split gemv, x overwritten: dA = dy x_old^T", i, dA[i * n + 1], (1.0 + i) * x0_[1], 1e-12);
 
     reset();
     for (int i = 0; i < n; i++)
