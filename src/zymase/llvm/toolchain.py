@@ -21,6 +21,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
+import hashlib
 import importlib.util
 import os
 import platform
@@ -235,15 +236,43 @@ def c_to_llvm_ir(source: str | Path, flags: list[str] | None = None, opt_level: 
         return drop_unknown_target_features(out.read_text())
 
 
+def cache_dir() -> Path:
+    """zymase's disk cache: ``$ZYMASE_CACHE_DIR``, else ``$XDG_CACHE_HOME/zymase``
+    (``~/.cache/zymase``)."""
+    base = os.environ.get("ZYMASE_CACHE_DIR")
+    if base:
+        return Path(base)
+    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(xdg) / "zymase"
+
+
 @functools.lru_cache(maxsize=4)
 def _runtime_ir(source: str) -> str:
-    """LLVM IR text of one of zymase's C runtime files, compiled at -O2 (once per process)."""
+    """LLVM IR text of one of zymase's C runtime files, compiled at -O2: once per process,
+    and kept in the disk cache under the hash of the file and the clang command (a
+    compilation costs about a second)."""
     clang = find_clang()
+    extra = ["-g0"] if clang.is_zig else []
+    flags = ["-O2", "-fno-math-errno", *extra]
+    text = Path(source).read_text()
+    key = hashlib.sha256(repr((text, clang.argv, clang.version, flags)).encode()).hexdigest()[:24]
+    cached = cache_dir() / f"runtime-{Path(source).stem}-{key}.ll"
+    try:
+        return cached.read_text()
+    except OSError:
+        pass
     with tempfile.TemporaryDirectory(prefix="zymase-") as tmp:
         out = Path(tmp) / "runtime.ll"
-        extra = ["-g0"] if clang.is_zig else []
-        _run_clang([*clang.argv, "-O2", "-fno-math-errno", *extra, "-S", "-emit-llvm", "-o", str(out), source], out)
-        return drop_unknown_target_features(out.read_text())
+        _run_clang([*clang.argv, *flags, "-S", "-emit-llvm", "-o", str(out), source], out)
+        ir = drop_unknown_target_features(out.read_text())
+    try:  # written whole or not at all (another process may read it meanwhile)
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        partial = cached.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_text(ir)
+        partial.replace(cached)
+    except OSError:
+        pass  # a read-only cache: compile again next time
+    return ir
 
 
 def link_c_runtime(ll_text: str, source: str | Path, prefix: str) -> str:

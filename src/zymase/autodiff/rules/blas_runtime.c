@@ -32,6 +32,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The entry points stay out of line: each derivative calls them, and inlining their loops
+   into every call site would only make the optimizer's work grow (the time is in BLAS). */
+#define ZY_API __attribute__((noinline))
+
 /* with ZYMASE_TAPE_STATS=1 the derivative module defines this counter (transforms/
    lower_to_llvm.py): the copies made here count as taped bytes */
 extern long __zymase_tape_bytes __attribute__((weak));
@@ -152,12 +156,12 @@ static void ZY_P(maxpy)(int layout, int rows, int cols, ZY_T a, const ZY_T *X, i
 }
 
 /* ---- dot: r = x . y --------------------------------------------------------------- */
-void *ZY_P(dot_save)(int which, int n, const ZY_T *x, int incx, const ZY_T *y, int incy) {
+ZY_API void *ZY_P(dot_save)(int which, int n, const ZY_T *x, int incx, const ZY_T *y, int incy) {
     return which == 1 ? zy_copy_span(x, zy_vspan(n, incx), sizeof(ZY_T))
                       : zy_copy_span(y, zy_vspan(n, incy), sizeof(ZY_T));
 }
 
-ZY_T ZY_P(dot_fwd)(int n, const ZY_T *x, int incx, const ZY_T *y, int incy, const ZY_T *dx, const ZY_T *dy) {
+ZY_API ZY_T ZY_P(dot_fwd)(int n, const ZY_T *x, int incx, const ZY_T *y, int incy, const ZY_T *dx, const ZY_T *dy) {
     ZY_T t = 0;
     if (dx)
         t += ZY_B(dot)(n, dx, incx, y, incy);
@@ -166,7 +170,7 @@ ZY_T ZY_P(dot_fwd)(int n, const ZY_T *x, int incx, const ZY_T *y, int incy, cons
     return t;
 }
 
-void ZY_P(dot_rev)(int n, const ZY_T *x, int incx, const ZY_T *y, int incy, ZY_T *dx, ZY_T *dy, ZY_T dr) {
+ZY_API void ZY_P(dot_rev)(int n, const ZY_T *x, int incx, const ZY_T *y, int incy, ZY_T *dx, ZY_T *dy, ZY_T dr) {
     if (dx)
         ZY_B(axpy)(n, dr, y, incy, dx, incx);
     if (dy)
@@ -174,13 +178,13 @@ void ZY_P(dot_rev)(int n, const ZY_T *x, int incx, const ZY_T *y, int incy, ZY_T
 }
 
 /* ---- axpy: y += a x --------------------------------------------------------------- */
-void *ZY_P(axpy_save)(int which, int n, ZY_T a, const ZY_T *x, int incx, const ZY_T *y, int incy) {
+ZY_API void *ZY_P(axpy_save)(int which, int n, ZY_T a, const ZY_T *x, int incx, const ZY_T *y, int incy) {
     (void)a;
     return which == 2 ? zy_copy_span(x, zy_vspan(n, incx), sizeof(ZY_T))
                       : zy_copy_span(y, zy_vspan(n, incy), sizeof(ZY_T));
 }
 
-ZY_T ZY_P(axpy_fwd)(int n, ZY_T a, const ZY_T *x, int incx, const ZY_T *y, int incy, const ZY_T *dx, ZY_T *dy,
+ZY_API ZY_T ZY_P(axpy_fwd)(int n, ZY_T a, const ZY_T *x, int incx, const ZY_T *y, int incy, const ZY_T *dx, ZY_T *dy,
                     ZY_T da) {
     (void)y;
     if (dx)
@@ -190,13 +194,13 @@ ZY_T ZY_P(axpy_fwd)(int n, ZY_T a, const ZY_T *x, int incx, const ZY_T *y, int i
     return 0;
 }
 
-ZY_T ZY_P(axpy_dscalar)(int which, int n, ZY_T a, const ZY_T *x, int incx, const ZY_T *y, int incy,
+ZY_API ZY_T ZY_P(axpy_dscalar)(int which, int n, ZY_T a, const ZY_T *x, int incx, const ZY_T *y, int incy,
                         const ZY_T *dx, const ZY_T *dy, ZY_T dr) {
     (void)which, (void)a, (void)y, (void)dx, (void)dr;
     return ZY_B(dot)(n, x, incx, dy, incy); /* da = x . dy */
 }
 
-void ZY_P(axpy_rev)(int n, ZY_T a, const ZY_T *x, int incx, const ZY_T *y, int incy, ZY_T *dx, ZY_T *dy,
+ZY_API void ZY_P(axpy_rev)(int n, ZY_T a, const ZY_T *x, int incx, const ZY_T *y, int incy, ZY_T *dx, ZY_T *dy,
                     ZY_T dr) {
     (void)x, (void)y, (void)dr;
     if (dx)
@@ -204,12 +208,12 @@ void ZY_P(axpy_rev)(int n, ZY_T a, const ZY_T *x, int incx, const ZY_T *y, int i
 }
 
 /* ---- scal: x = a x (BLAS does nothing when incx <= 0) ------------------------------ */
-void *ZY_P(scal_save)(int which, int n, ZY_T a, const ZY_T *x, int incx) {
+ZY_API void *ZY_P(scal_save)(int which, int n, ZY_T a, const ZY_T *x, int incx) {
     (void)which, (void)a;
     return zy_copy_span(x, zy_vspan(n, incx), sizeof(ZY_T));
 }
 
-ZY_T ZY_P(scal_fwd)(int n, ZY_T a, const ZY_T *x, int incx, ZY_T *dx, ZY_T da) {
+ZY_API ZY_T ZY_P(scal_fwd)(int n, ZY_T a, const ZY_T *x, int incx, ZY_T *dx, ZY_T da) {
     if (incx <= 0)
         return 0;
     ZY_P(vscale)(n, a, dx, incx);
@@ -218,33 +222,33 @@ ZY_T ZY_P(scal_fwd)(int n, ZY_T a, const ZY_T *x, int incx, ZY_T *dx, ZY_T da) {
     return 0;
 }
 
-ZY_T ZY_P(scal_dscalar)(int which, int n, ZY_T a, const ZY_T *x, int incx, const ZY_T *dx, ZY_T dr) {
+ZY_API ZY_T ZY_P(scal_dscalar)(int which, int n, ZY_T a, const ZY_T *x, int incx, const ZY_T *dx, ZY_T dr) {
     (void)which, (void)a, (void)dr;
     if (incx <= 0)
         return 0;
     return ZY_B(dot)(n, x, incx, dx, incx); /* da = x_old . dx */
 }
 
-void ZY_P(scal_rev)(int n, ZY_T a, const ZY_T *x, int incx, ZY_T *dx, ZY_T dr) {
+ZY_API void ZY_P(scal_rev)(int n, ZY_T a, const ZY_T *x, int incx, ZY_T *dx, ZY_T dr) {
     (void)x, (void)dr;
     if (incx > 0)
         ZY_P(vscale)(n, a, dx, incx);
 }
 
 /* ---- copy: y = x ------------------------------------------------------------------ */
-void *ZY_P(copy_save)(int which, int n, const ZY_T *x, int incx, const ZY_T *y, int incy) {
+ZY_API void *ZY_P(copy_save)(int which, int n, const ZY_T *x, int incx, const ZY_T *y, int incy) {
     return which == 1 ? zy_copy_span(x, zy_vspan(n, incx), sizeof(ZY_T))
                       : zy_copy_span(y, zy_vspan(n, incy), sizeof(ZY_T));
 }
 
-ZY_T ZY_P(copy_fwd)(int n, const ZY_T *x, int incx, ZY_T *y, int incy, const ZY_T *dx, ZY_T *dy) {
+ZY_API ZY_T ZY_P(copy_fwd)(int n, const ZY_T *x, int incx, ZY_T *y, int incy, const ZY_T *dx, ZY_T *dy) {
     (void)x, (void)y;
     for (int i = 0; i < n; i++)
         dy[zy_at(n, incy, i)] = dx ? dx[zy_at(n, incx, i)] : 0;
     return 0;
 }
 
-void ZY_P(copy_rev)(int n, const ZY_T *x, int incx, ZY_T *y, int incy, ZY_T *dx, ZY_T *dy, ZY_T dr) {
+ZY_API void ZY_P(copy_rev)(int n, const ZY_T *x, int incx, ZY_T *y, int incy, ZY_T *dx, ZY_T *dy, ZY_T dr) {
     (void)x, (void)y, (void)dr;
     if (dx)
         ZY_B(axpy)(n, 1, dy, incy, dx, incx);
@@ -252,7 +256,7 @@ void ZY_P(copy_rev)(int n, const ZY_T *x, int incx, ZY_T *y, int incy, ZY_T *dx,
 }
 
 /* ---- gemv: y = alpha op(A) x + beta y, A is m x n --------------------------------- */
-void *ZY_P(gemv_save)(int which, int layout, int trans, int m, int n, ZY_T alpha, const ZY_T *A, int lda,
+ZY_API void *ZY_P(gemv_save)(int which, int layout, int trans, int m, int n, ZY_T alpha, const ZY_T *A, int lda,
                       const ZY_T *x, int incx, ZY_T beta, const ZY_T *y, int incy) {
     (void)alpha, (void)beta;
     int t = trans != 111;
@@ -263,7 +267,7 @@ void *ZY_P(gemv_save)(int which, int layout, int trans, int m, int n, ZY_T alpha
     return zy_copy_span(y, zy_vspan(t ? n : m, incy), sizeof(ZY_T));
 }
 
-ZY_T ZY_P(gemv_fwd)(int layout, int trans, int m, int n, ZY_T alpha, const ZY_T *A, int lda, const ZY_T *x,
+ZY_API ZY_T ZY_P(gemv_fwd)(int layout, int trans, int m, int n, ZY_T alpha, const ZY_T *A, int lda, const ZY_T *x,
                     int incx, ZY_T beta, const ZY_T *y, int incy, const ZY_T *dA, const ZY_T *dx, ZY_T *dy,
                     ZY_T dalpha, ZY_T dbeta) {
     int leny = trans != 111 ? n : m;
@@ -279,7 +283,7 @@ ZY_T ZY_P(gemv_fwd)(int layout, int trans, int m, int n, ZY_T alpha, const ZY_T 
     return 0;
 }
 
-ZY_T ZY_P(gemv_dscalar)(int which, int layout, int trans, int m, int n, ZY_T alpha, const ZY_T *A, int lda,
+ZY_API ZY_T ZY_P(gemv_dscalar)(int which, int layout, int trans, int m, int n, ZY_T alpha, const ZY_T *A, int lda,
                         const ZY_T *x, int incx, ZY_T beta, const ZY_T *y, int incy, const ZY_T *dA,
                         const ZY_T *dx, const ZY_T *dy, ZY_T dr) {
     (void)alpha, (void)beta, (void)dA, (void)dx, (void)dr;
@@ -296,7 +300,7 @@ ZY_T ZY_P(gemv_dscalar)(int which, int layout, int trans, int m, int n, ZY_T alp
     return s;
 }
 
-void ZY_P(gemv_rev)(int layout, int trans, int m, int n, ZY_T alpha, const ZY_T *A, int lda, const ZY_T *x,
+ZY_API void ZY_P(gemv_rev)(int layout, int trans, int m, int n, ZY_T alpha, const ZY_T *A, int lda, const ZY_T *x,
                     int incx, ZY_T beta, const ZY_T *y, int incy, ZY_T *dA, ZY_T *dx, ZY_T *dy, ZY_T dr) {
     (void)y, (void)dr;
     int t = trans != 111;
@@ -313,7 +317,7 @@ void ZY_P(gemv_rev)(int layout, int trans, int m, int n, ZY_T alpha, const ZY_T 
 }
 
 /* ---- gemm: C = alpha op(A) op(B) + beta C, op(A) m x k, op(B) k x n ---------------- */
-void *ZY_P(gemm_save)(int which, int layout, int ta, int tb, int m, int n, int k, ZY_T alpha, const ZY_T *A,
+ZY_API void *ZY_P(gemm_save)(int which, int layout, int ta, int tb, int m, int n, int k, ZY_T alpha, const ZY_T *A,
                       int lda, const ZY_T *B, int ldb, ZY_T beta, const ZY_T *C, int ldc) {
     (void)alpha, (void)beta;
     if (which == 7)
@@ -325,7 +329,7 @@ void *ZY_P(gemm_save)(int which, int layout, int ta, int tb, int m, int n, int k
     return zy_copy_span(C, zy_mspan(layout, m, n, ldc), sizeof(ZY_T));
 }
 
-ZY_T ZY_P(gemm_fwd)(int layout, int ta, int tb, int m, int n, int k, ZY_T alpha, const ZY_T *A, int lda,
+ZY_API ZY_T ZY_P(gemm_fwd)(int layout, int ta, int tb, int m, int n, int k, ZY_T alpha, const ZY_T *A, int lda,
                     const ZY_T *B, int ldb, ZY_T beta, const ZY_T *C, int ldc, const ZY_T *dA, const ZY_T *dB,
                     ZY_T *dC, ZY_T dalpha, ZY_T dbeta) {
     ZY_P(mscale)(layout, m, n, beta, dC, ldc);
@@ -340,7 +344,7 @@ ZY_T ZY_P(gemm_fwd)(int layout, int ta, int tb, int m, int n, int k, ZY_T alpha,
     return 0;
 }
 
-ZY_T ZY_P(gemm_dscalar)(int which, int layout, int ta, int tb, int m, int n, int k, ZY_T alpha, const ZY_T *A,
+ZY_API ZY_T ZY_P(gemm_dscalar)(int which, int layout, int ta, int tb, int m, int n, int k, ZY_T alpha, const ZY_T *A,
                         int lda, const ZY_T *B, int ldb, ZY_T beta, const ZY_T *C, int ldc, const ZY_T *dA,
                         const ZY_T *dB, const ZY_T *dC, ZY_T dr) {
     (void)alpha, (void)beta, (void)dA, (void)dB, (void)dr;
@@ -355,7 +359,7 @@ ZY_T ZY_P(gemm_dscalar)(int which, int layout, int ta, int tb, int m, int n, int
     return s;
 }
 
-void ZY_P(gemm_rev)(int layout, int ta, int tb, int m, int n, int k, ZY_T alpha, const ZY_T *A, int lda,
+ZY_API void ZY_P(gemm_rev)(int layout, int ta, int tb, int m, int n, int k, ZY_T alpha, const ZY_T *A, int lda,
                     const ZY_T *B, int ldb, ZY_T beta, const ZY_T *C, int ldc, ZY_T *dA, ZY_T *dB, ZY_T *dC,
                     ZY_T dr) {
     (void)C, (void)dr;
@@ -376,19 +380,19 @@ void ZY_P(gemm_rev)(int layout, int ta, int tb, int m, int n, int k, ZY_T alpha,
 }
 
 /* ---- nrm2: r = |x| (0 when n < 1 or incx < 1, as BLAS); at x = 0 the derivative is 0 */
-void *ZY_P(nrm2_save)(int which, int n, const ZY_T *x, int incx) {
+ZY_API void *ZY_P(nrm2_save)(int which, int n, const ZY_T *x, int incx) {
     (void)which;
     return zy_copy_span(x, zy_vspan(n, incx), sizeof(ZY_T));
 }
 
-ZY_T ZY_P(nrm2_fwd)(int n, const ZY_T *x, int incx, const ZY_T *dx) {
+ZY_API ZY_T ZY_P(nrm2_fwd)(int n, const ZY_T *x, int incx, const ZY_T *dx) {
     if (n < 1 || incx < 1)
         return 0;
     ZY_T r = ZY_B(nrm2)(n, x, incx);
     return r == 0 ? 0 : ZY_B(dot)(n, x, incx, dx, incx) / r;
 }
 
-void ZY_P(nrm2_rev)(int n, const ZY_T *x, int incx, ZY_T *dx, ZY_T dr) {
+ZY_API void ZY_P(nrm2_rev)(int n, const ZY_T *x, int incx, ZY_T *dx, ZY_T dr) {
     if (n < 1 || incx < 1)
         return;
     ZY_T r = ZY_B(nrm2)(n, x, incx);
@@ -397,12 +401,12 @@ void ZY_P(nrm2_rev)(int n, const ZY_T *x, int incx, ZY_T *dx, ZY_T dr) {
 }
 
 /* ---- asum: r = sum |x_i| (0 when n < 1 or incx < 1); sign(0) taken as 0 ----------- */
-void *ZY_P(asum_save)(int which, int n, const ZY_T *x, int incx) {
+ZY_API void *ZY_P(asum_save)(int which, int n, const ZY_T *x, int incx) {
     (void)which;
     return zy_copy_span(x, zy_vspan(n, incx), sizeof(ZY_T));
 }
 
-ZY_T ZY_P(asum_fwd)(int n, const ZY_T *x, int incx, const ZY_T *dx) {
+ZY_API ZY_T ZY_P(asum_fwd)(int n, const ZY_T *x, int incx, const ZY_T *dx) {
     ZY_T t = 0;
     for (int i = 0; incx > 0 && i < n; i++) {
         ZY_T v = x[(long)i * incx];
@@ -411,7 +415,7 @@ ZY_T ZY_P(asum_fwd)(int n, const ZY_T *x, int incx, const ZY_T *dx) {
     return t;
 }
 
-void ZY_P(asum_rev)(int n, const ZY_T *x, int incx, ZY_T *dx, ZY_T dr) {
+ZY_API void ZY_P(asum_rev)(int n, const ZY_T *x, int incx, ZY_T *dx, ZY_T dr) {
     for (int i = 0; incx > 0 && i < n; i++) {
         ZY_T v = x[(long)i * incx];
         dx[(long)i * incx] += ((v > 0) - (v < 0)) * dr;
@@ -419,24 +423,24 @@ void ZY_P(asum_rev)(int n, const ZY_T *x, int incx, ZY_T *dx, ZY_T dr) {
 }
 
 /* ---- swap: x <-> y ---------------------------------------------------------------- */
-void *ZY_P(swap_save)(int which, int n, const ZY_T *x, int incx, const ZY_T *y, int incy) {
+ZY_API void *ZY_P(swap_save)(int which, int n, const ZY_T *x, int incx, const ZY_T *y, int incy) {
     return which == 1 ? zy_copy_span(x, zy_vspan(n, incx), sizeof(ZY_T))
                       : zy_copy_span(y, zy_vspan(n, incy), sizeof(ZY_T));
 }
 
-ZY_T ZY_P(swap_fwd)(int n, const ZY_T *x, int incx, const ZY_T *y, int incy, ZY_T *dx, ZY_T *dy) {
+ZY_API ZY_T ZY_P(swap_fwd)(int n, const ZY_T *x, int incx, const ZY_T *y, int incy, ZY_T *dx, ZY_T *dy) {
     (void)x, (void)y;
     ZY_B(swap)(n, dx, incx, dy, incy);
     return 0;
 }
 
-void ZY_P(swap_rev)(int n, const ZY_T *x, int incx, const ZY_T *y, int incy, ZY_T *dx, ZY_T *dy, ZY_T dr) {
+ZY_API void ZY_P(swap_rev)(int n, const ZY_T *x, int incx, const ZY_T *y, int incy, ZY_T *dx, ZY_T *dy, ZY_T dr) {
     (void)x, (void)y, (void)dr;
     ZY_B(swap)(n, dx, incx, dy, incy);
 }
 
 /* ---- ger: A += alpha x y^T, A is m x n -------------------------------------------- */
-void *ZY_P(ger_save)(int which, int layout, int m, int n, ZY_T alpha, const ZY_T *x, int incx, const ZY_T *y,
+ZY_API void *ZY_P(ger_save)(int which, int layout, int m, int n, ZY_T alpha, const ZY_T *x, int incx, const ZY_T *y,
                      int incy, const ZY_T *A, int lda) {
     (void)alpha;
     if (which == 4)
@@ -446,7 +450,7 @@ void *ZY_P(ger_save)(int which, int layout, int m, int n, ZY_T alpha, const ZY_T
     return zy_copy_span(A, zy_mspan(layout, m, n, lda), sizeof(ZY_T));
 }
 
-ZY_T ZY_P(ger_fwd)(int layout, int m, int n, ZY_T alpha, const ZY_T *x, int incx, const ZY_T *y, int incy,
+ZY_API ZY_T ZY_P(ger_fwd)(int layout, int m, int n, ZY_T alpha, const ZY_T *x, int incx, const ZY_T *y, int incy,
                    const ZY_T *A, int lda, const ZY_T *dx, const ZY_T *dy, ZY_T *dA, ZY_T dalpha) {
     (void)A;
     if (dx)
@@ -458,7 +462,7 @@ ZY_T ZY_P(ger_fwd)(int layout, int m, int n, ZY_T alpha, const ZY_T *x, int incx
     return 0;
 }
 
-ZY_T ZY_P(ger_dscalar)(int which, int layout, int m, int n, ZY_T alpha, const ZY_T *x, int incx, const ZY_T *y,
+ZY_API ZY_T ZY_P(ger_dscalar)(int which, int layout, int m, int n, ZY_T alpha, const ZY_T *x, int incx, const ZY_T *y,
                        int incy, const ZY_T *A, int lda, const ZY_T *dx, const ZY_T *dy, const ZY_T *dA, ZY_T dr) {
     (void)which, (void)alpha, (void)A, (void)dx, (void)dy, (void)dr;
     /* dalpha = x . (dA y) */
@@ -471,7 +475,7 @@ ZY_T ZY_P(ger_dscalar)(int which, int layout, int m, int n, ZY_T alpha, const ZY
     return s;
 }
 
-void ZY_P(ger_rev)(int layout, int m, int n, ZY_T alpha, const ZY_T *x, int incx, const ZY_T *y, int incy,
+ZY_API void ZY_P(ger_rev)(int layout, int m, int n, ZY_T alpha, const ZY_T *x, int incx, const ZY_T *y, int incy,
                    const ZY_T *A, int lda, ZY_T *dx, ZY_T *dy, ZY_T *dA, ZY_T dr) {
     (void)A, (void)dr;
     if (dx)
@@ -481,7 +485,7 @@ void ZY_P(ger_rev)(int layout, int m, int n, ZY_T alpha, const ZY_T *x, int incx
 }
 
 /* ---- symv: y = alpha A x + beta y, A symmetric n x n, one triangle stored ---------- */
-void *ZY_P(symv_save)(int which, int layout, int uplo, int n, ZY_T alpha, const ZY_T *A, int lda, const ZY_T *x,
+ZY_API void *ZY_P(symv_save)(int which, int layout, int uplo, int n, ZY_T alpha, const ZY_T *A, int lda, const ZY_T *x,
                       int incx, ZY_T beta, const ZY_T *y, int incy) {
     (void)uplo, (void)alpha, (void)beta;
     if (which == 4)
@@ -491,7 +495,7 @@ void *ZY_P(symv_save)(int which, int layout, int uplo, int n, ZY_T alpha, const 
     return zy_copy_span(y, zy_vspan(n, incy), sizeof(ZY_T));
 }
 
-ZY_T ZY_P(symv_fwd)(int layout, int uplo, int n, ZY_T alpha, const ZY_T *A, int lda, const ZY_T *x, int incx,
+ZY_API ZY_T ZY_P(symv_fwd)(int layout, int uplo, int n, ZY_T alpha, const ZY_T *A, int lda, const ZY_T *x, int incx,
                     ZY_T beta, const ZY_T *y, int incy, const ZY_T *dA, const ZY_T *dx, ZY_T *dy, ZY_T dalpha,
                     ZY_T dbeta) {
     ZY_P(vscale)(n, beta, dy, incy);
@@ -506,7 +510,7 @@ ZY_T ZY_P(symv_fwd)(int layout, int uplo, int n, ZY_T alpha, const ZY_T *A, int 
     return 0;
 }
 
-ZY_T ZY_P(symv_dscalar)(int which, int layout, int uplo, int n, ZY_T alpha, const ZY_T *A, int lda, const ZY_T *x,
+ZY_API ZY_T ZY_P(symv_dscalar)(int which, int layout, int uplo, int n, ZY_T alpha, const ZY_T *A, int lda, const ZY_T *x,
                         int incx, ZY_T beta, const ZY_T *y, int incy, const ZY_T *dA, const ZY_T *dx, const ZY_T *dy,
                         ZY_T dr) {
     (void)alpha, (void)beta, (void)dA, (void)dx, (void)dr;
@@ -521,7 +525,7 @@ ZY_T ZY_P(symv_dscalar)(int which, int layout, int uplo, int n, ZY_T alpha, cons
     return s;
 }
 
-void ZY_P(symv_rev)(int layout, int uplo, int n, ZY_T alpha, const ZY_T *A, int lda, const ZY_T *x, int incx,
+ZY_API void ZY_P(symv_rev)(int layout, int uplo, int n, ZY_T alpha, const ZY_T *A, int lda, const ZY_T *x, int incx,
                     ZY_T beta, const ZY_T *y, int incy, ZY_T *dA, ZY_T *dx, ZY_T *dy, ZY_T dr) {
     (void)y, (void)dr;
     if (dA) {
@@ -562,7 +566,7 @@ static void ZY_P(tri_outer_add)(int layout, int uplo, int trans, int diag, int n
 }
 
 /* ---- trmv: x = op(A) x, A triangular n x n ---------------------------------------- */
-void *ZY_P(trmv_save)(int which, int layout, int uplo, int trans, int diag, int n, const ZY_T *A, int lda, const ZY_T *x,
+ZY_API void *ZY_P(trmv_save)(int which, int layout, int uplo, int trans, int diag, int n, const ZY_T *A, int lda, const ZY_T *x,
                       int incx) {
     (void)uplo, (void)trans, (void)diag;
     if (which == 5)
@@ -570,7 +574,7 @@ void *ZY_P(trmv_save)(int which, int layout, int uplo, int trans, int diag, int 
     return zy_copy_span(x, zy_vspan(n, incx), sizeof(ZY_T));
 }
 
-ZY_T ZY_P(trmv_fwd)(int layout, int uplo, int trans, int diag, int n, const ZY_T *A, int lda, const ZY_T *x, int incx,
+ZY_API ZY_T ZY_P(trmv_fwd)(int layout, int uplo, int trans, int diag, int n, const ZY_T *A, int lda, const ZY_T *x, int incx,
                     const ZY_T *dA, ZY_T *dx) {
     ZY_T *t = calloc((size_t)(n > 0 ? n : 1), sizeof(ZY_T));
     if (dA)
@@ -582,7 +586,7 @@ ZY_T ZY_P(trmv_fwd)(int layout, int uplo, int trans, int diag, int n, const ZY_T
     return 0;
 }
 
-void ZY_P(trmv_rev)(int layout, int uplo, int trans, int diag, int n, const ZY_T *A, int lda, const ZY_T *x, int incx,
+ZY_API void ZY_P(trmv_rev)(int layout, int uplo, int trans, int diag, int n, const ZY_T *A, int lda, const ZY_T *x, int incx,
                     ZY_T *dA, ZY_T *dx, ZY_T dr) {
     (void)dr;
     if (dA) /* d op(A) = dx_new x_old^T */
@@ -591,12 +595,12 @@ void ZY_P(trmv_rev)(int layout, int uplo, int trans, int diag, int n, const ZY_T
 }
 
 /* ---- trsv: x = op(A)^-1 x --------------------------------------------------------- */
-void *ZY_P(trsv_save)(int which, int layout, int uplo, int trans, int diag, int n, const ZY_T *A, int lda, const ZY_T *x,
+ZY_API void *ZY_P(trsv_save)(int which, int layout, int uplo, int trans, int diag, int n, const ZY_T *A, int lda, const ZY_T *x,
                       int incx) {
     return ZY_P(trmv_save)(which, layout, uplo, trans, diag, n, A, lda, x, incx);
 }
 
-ZY_T ZY_P(trsv_fwd)(int layout, int uplo, int trans, int diag, int n, const ZY_T *A, int lda, const ZY_T *x, int incx,
+ZY_API ZY_T ZY_P(trsv_fwd)(int layout, int uplo, int trans, int diag, int n, const ZY_T *A, int lda, const ZY_T *x, int incx,
                     const ZY_T *dA, ZY_T *dx) {
     /* op(A) x_new = b: dx_new = op(A)^-1 (db - op(dA) x_new) */
     if (dA) {
@@ -613,7 +617,7 @@ ZY_T ZY_P(trsv_fwd)(int layout, int uplo, int trans, int diag, int n, const ZY_T
     return 0;
 }
 
-void ZY_P(trsv_rev)(int layout, int uplo, int trans, int diag, int n, const ZY_T *A, int lda, const ZY_T *x, int incx,
+ZY_API void ZY_P(trsv_rev)(int layout, int uplo, int trans, int diag, int n, const ZY_T *A, int lda, const ZY_T *x, int incx,
                     ZY_T *dA, ZY_T *dx, ZY_T dr) {
     (void)dr;
     /* db = op(A)^-T dx_new; d op(A) = -db x_new^T, x_new solved again from the saved b */
@@ -684,7 +688,7 @@ static ZY_T ZY_P(tdot)(int layout, int uplo, int n, const ZY_T *X, int ldx, cons
 }
 
 /* ---- symm: C = alpha A B + beta C (left) or alpha B A + beta C (right), A symmetric --- */
-void *ZY_P(symm_save)(int which, int layout, int side, int uplo, int m, int n, ZY_T alpha, const ZY_T *A, int lda,
+ZY_API void *ZY_P(symm_save)(int which, int layout, int side, int uplo, int m, int n, ZY_T alpha, const ZY_T *A, int lda,
                       const ZY_T *B, int ldb, ZY_T beta, const ZY_T *C, int ldc) {
     (void)uplo, (void)alpha, (void)beta;
     int ka = side == 141 ? m : n;
@@ -695,7 +699,7 @@ void *ZY_P(symm_save)(int which, int layout, int side, int uplo, int m, int n, Z
     return zy_copy_span(C, zy_mspan(layout, m, n, ldc), sizeof(ZY_T));
 }
 
-ZY_T ZY_P(symm_fwd)(int layout, int side, int uplo, int m, int n, ZY_T alpha, const ZY_T *A, int lda, const ZY_T *B,
+ZY_API ZY_T ZY_P(symm_fwd)(int layout, int side, int uplo, int m, int n, ZY_T alpha, const ZY_T *A, int lda, const ZY_T *B,
                     int ldb, ZY_T beta, const ZY_T *C, int ldc, const ZY_T *dA, const ZY_T *dB, ZY_T *dC,
                     ZY_T dalpha, ZY_T dbeta) {
     ZY_P(mscale)(layout, m, n, beta, dC, ldc);
@@ -710,7 +714,7 @@ ZY_T ZY_P(symm_fwd)(int layout, int side, int uplo, int m, int n, ZY_T alpha, co
     return 0;
 }
 
-ZY_T ZY_P(symm_dscalar)(int which, int layout, int side, int uplo, int m, int n, ZY_T alpha, const ZY_T *A, int lda,
+ZY_API ZY_T ZY_P(symm_dscalar)(int which, int layout, int side, int uplo, int m, int n, ZY_T alpha, const ZY_T *A, int lda,
                         const ZY_T *B, int ldb, ZY_T beta, const ZY_T *C, int ldc, const ZY_T *dA, const ZY_T *dB,
                         const ZY_T *dC, ZY_T dr) {
     (void)alpha, (void)beta, (void)dA, (void)dB, (void)dr;
@@ -724,7 +728,7 @@ ZY_T ZY_P(symm_dscalar)(int which, int layout, int side, int uplo, int m, int n,
     return s;
 }
 
-void ZY_P(symm_rev)(int layout, int side, int uplo, int m, int n, ZY_T alpha, const ZY_T *A, int lda, const ZY_T *B,
+ZY_API void ZY_P(symm_rev)(int layout, int side, int uplo, int m, int n, ZY_T alpha, const ZY_T *A, int lda, const ZY_T *B,
                     int ldb, ZY_T beta, const ZY_T *C, int ldc, ZY_T *dA, ZY_T *dB, ZY_T *dC, ZY_T dr) {
     (void)C, (void)dr;
     if (dA) {
@@ -749,7 +753,7 @@ void ZY_P(symm_rev)(int layout, int side, int uplo, int m, int n, ZY_T alpha, co
 }
 
 /* ---- syrk: C = alpha op(A) op(A)^T + beta C on C's stored triangle, op(A) n x k ------- */
-void *ZY_P(syrk_save)(int which, int layout, int uplo, int trans, int n, int k, ZY_T alpha, const ZY_T *A, int lda,
+ZY_API void *ZY_P(syrk_save)(int which, int layout, int uplo, int trans, int n, int k, ZY_T alpha, const ZY_T *A, int lda,
                       ZY_T beta, const ZY_T *C, int ldc) {
     (void)uplo, (void)alpha, (void)beta;
     if (which == 6)
@@ -758,7 +762,7 @@ void *ZY_P(syrk_save)(int which, int layout, int uplo, int trans, int n, int k, 
     return zy_copy_span(C, zy_mspan(layout, n, n, ldc), sizeof(ZY_T));
 }
 
-ZY_T ZY_P(syrk_fwd)(int layout, int uplo, int trans, int n, int k, ZY_T alpha, const ZY_T *A, int lda, ZY_T beta,
+ZY_API ZY_T ZY_P(syrk_fwd)(int layout, int uplo, int trans, int n, int k, ZY_T alpha, const ZY_T *A, int lda, ZY_T beta,
                     const ZY_T *C, int ldc, const ZY_T *dA, ZY_T *dC, ZY_T dalpha, ZY_T dbeta) {
     ZY_P(tscale)(layout, uplo, n, beta, dC, ldc);
     if (dbeta != 0)
@@ -773,7 +777,7 @@ ZY_T ZY_P(syrk_fwd)(int layout, int uplo, int trans, int n, int k, ZY_T alpha, c
     return 0;
 }
 
-ZY_T ZY_P(syrk_dscalar)(int which, int layout, int uplo, int trans, int n, int k, ZY_T alpha, const ZY_T *A, int lda,
+ZY_API ZY_T ZY_P(syrk_dscalar)(int which, int layout, int uplo, int trans, int n, int k, ZY_T alpha, const ZY_T *A, int lda,
                         ZY_T beta, const ZY_T *C, int ldc, const ZY_T *dA, const ZY_T *dC, ZY_T dr) {
     (void)alpha, (void)beta, (void)dA, (void)dr;
     if (which == 8)
@@ -785,7 +789,7 @@ ZY_T ZY_P(syrk_dscalar)(int which, int layout, int uplo, int trans, int n, int k
     return s;
 }
 
-void ZY_P(syrk_rev)(int layout, int uplo, int trans, int n, int k, ZY_T alpha, const ZY_T *A, int lda, ZY_T beta,
+ZY_API void ZY_P(syrk_rev)(int layout, int uplo, int trans, int n, int k, ZY_T alpha, const ZY_T *A, int lda, ZY_T beta,
                     const ZY_T *C, int ldc, ZY_T *dA, ZY_T *dC, ZY_T dr) {
     (void)C, (void)dr;
     if (dA) {
@@ -809,7 +813,7 @@ void ZY_P(syrk_rev)(int layout, int uplo, int trans, int n, int k, ZY_T alpha, c
 }
 
 /* ---- trmm: B = alpha op(A) B (left) or alpha B op(A) (right), A triangular --------- */
-void *ZY_P(trmm_save)(int which, int layout, int side, int uplo, int transa, int diag, int m, int n, ZY_T alpha,
+ZY_API void *ZY_P(trmm_save)(int which, int layout, int side, int uplo, int transa, int diag, int m, int n, ZY_T alpha,
                       const ZY_T *A, int lda, const ZY_T *B, int ldb) {
     (void)uplo, (void)transa, (void)diag, (void)alpha;
     int ka = side == 141 ? m : n;
@@ -818,7 +822,7 @@ void *ZY_P(trmm_save)(int which, int layout, int side, int uplo, int transa, int
     return zy_copy_span(B, zy_mspan(layout, m, n, ldb), sizeof(ZY_T));
 }
 
-ZY_T ZY_P(trmm_fwd)(int layout, int side, int uplo, int transa, int diag, int m, int n, ZY_T alpha, const ZY_T *A,
+ZY_API ZY_T ZY_P(trmm_fwd)(int layout, int side, int uplo, int transa, int diag, int m, int n, ZY_T alpha, const ZY_T *A,
                     int lda, const ZY_T *B, int ldb, const ZY_T *dA, ZY_T *dB, ZY_T dalpha) {
     int left = side == 141, ka = left ? m : n, ld = zy_ld(layout, m, n);
     ZY_T *R = ZY_P(mtemp)(m, n);
@@ -842,7 +846,7 @@ ZY_T ZY_P(trmm_fwd)(int layout, int side, int uplo, int transa, int diag, int m,
     return 0;
 }
 
-ZY_T ZY_P(trmm_dscalar)(int which, int layout, int side, int uplo, int transa, int diag, int m, int n, ZY_T alpha,
+ZY_API ZY_T ZY_P(trmm_dscalar)(int which, int layout, int side, int uplo, int transa, int diag, int m, int n, ZY_T alpha,
                         const ZY_T *A, int lda, const ZY_T *B, int ldb, const ZY_T *dA, const ZY_T *dB, ZY_T dr) {
     (void)which, (void)alpha, (void)dA, (void)dr;
     int ld = zy_ld(layout, m, n);
@@ -853,7 +857,7 @@ ZY_T ZY_P(trmm_dscalar)(int which, int layout, int side, int uplo, int transa, i
     return s;
 }
 
-void ZY_P(trmm_rev)(int layout, int side, int uplo, int transa, int diag, int m, int n, ZY_T alpha, const ZY_T *A,
+ZY_API void ZY_P(trmm_rev)(int layout, int side, int uplo, int transa, int diag, int m, int n, ZY_T alpha, const ZY_T *A,
                     int lda, const ZY_T *B, int ldb, ZY_T *dA, ZY_T *dB, ZY_T dr) {
     (void)dr;
     int left = side == 141, ka = left ? m : n;
@@ -870,12 +874,12 @@ void ZY_P(trmm_rev)(int layout, int side, int uplo, int transa, int diag, int m,
 }
 
 /* ---- trsm: B = alpha op(A)^-1 B (left) or alpha B op(A)^-1 (right) ------------------- */
-void *ZY_P(trsm_save)(int which, int layout, int side, int uplo, int transa, int diag, int m, int n, ZY_T alpha,
+ZY_API void *ZY_P(trsm_save)(int which, int layout, int side, int uplo, int transa, int diag, int m, int n, ZY_T alpha,
                       const ZY_T *A, int lda, const ZY_T *B, int ldb) {
     return ZY_P(trmm_save)(which, layout, side, uplo, transa, diag, m, n, alpha, A, lda, B, ldb);
 }
 
-ZY_T ZY_P(trsm_fwd)(int layout, int side, int uplo, int transa, int diag, int m, int n, ZY_T alpha, const ZY_T *A,
+ZY_API ZY_T ZY_P(trsm_fwd)(int layout, int side, int uplo, int transa, int diag, int m, int n, ZY_T alpha, const ZY_T *A,
                     int lda, const ZY_T *B, int ldb, const ZY_T *dA, ZY_T *dB, ZY_T dalpha) {
     /* op(A) X = alpha B: dX = op(A)^-1 (alpha dB + dalpha B - op(dA) X) (left; mirrored right) */
     int left = side == 141, ka = left ? m : n, ld = zy_ld(layout, m, n);
@@ -896,7 +900,7 @@ ZY_T ZY_P(trsm_fwd)(int layout, int side, int uplo, int transa, int diag, int m,
     return 0;
 }
 
-ZY_T ZY_P(trsm_dscalar)(int which, int layout, int side, int uplo, int transa, int diag, int m, int n, ZY_T alpha,
+ZY_API ZY_T ZY_P(trsm_dscalar)(int which, int layout, int side, int uplo, int transa, int diag, int m, int n, ZY_T alpha,
                         const ZY_T *A, int lda, const ZY_T *B, int ldb, const ZY_T *dA, const ZY_T *dB, ZY_T dr) {
     (void)which, (void)alpha, (void)dA, (void)dr;
     /* dalpha = <S, B>, S = op(A)^-T dX (left) or dX op(A)^-T (right) */
@@ -908,7 +912,7 @@ ZY_T ZY_P(trsm_dscalar)(int which, int layout, int side, int uplo, int transa, i
     return s;
 }
 
-void ZY_P(trsm_rev)(int layout, int side, int uplo, int transa, int diag, int m, int n, ZY_T alpha, const ZY_T *A,
+ZY_API void ZY_P(trsm_rev)(int layout, int side, int uplo, int transa, int diag, int m, int n, ZY_T alpha, const ZY_T *A,
                     int lda, const ZY_T *B, int ldb, ZY_T *dA, ZY_T *dB, ZY_T dr) {
     (void)dr;
     int left = side == 141, ka = left ? m : n, ld = zy_ld(layout, m, n);
