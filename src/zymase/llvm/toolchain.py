@@ -287,7 +287,14 @@ def link_c_runtime(ll_text: str, source: str | Path, prefix: str) -> str:
     for fn in module.functions:
         if fn.name.startswith(prefix) and not fn.is_declaration:
             fn.linkage = "internal"
-    return str(module)
+    # the runtime functions no derivative calls go, with the BLAS/LAPACK routines only they
+    # declare (also at -O0, whose pipeline would keep them)
+    pb = llvm.create_pass_builder(target_machine(opt=0), llvm.create_pipeline_tuning_options(0))
+    pm = llvm.create_new_module_pass_manager()
+    pm.add_global_dead_code_eliminate_pass()
+    pm.add_strip_dead_prototype_pass()
+    pm.run(module, pb)
+    return _print(module)
 
 
 def _run_clang(argv: list[str], out: Path) -> subprocess.CompletedProcess:
