@@ -394,7 +394,7 @@ class MemoryModel:
                 for r in op.results:
                     if is_float_type(r.type):
                         info.varied.add(r)
-                for i in rule.writes(op):
+                for i in rule.float_outputs(op):
                     if not self._into_inactive_global(op.operands[i], op):
                         self.need_shadow(op.operands[i], op, info, incoming)
 
@@ -541,7 +541,8 @@ class MemoryModel:
                     out.append(op.value)
                 elif self.is_memory_call(op) and any(o in info.shadowed for o in op.operands):
                     out += [o for o in op.operands if is_float_type(o.type) and o in info.varied]
-                elif memory_kind(op) == "call_rule" and any(p in info.shadowed for p in call_rule_writes(op)):
+                elif memory_kind(op) == "call_rule" and any(
+                        op.operands[i] in info.shadowed for i in call_memory_rule(callee_name(op)).float_outputs(op)):
                     rule = call_memory_rule(callee_name(op))
                     out += [op.operands[i] for i in rule.scalar_inputs(op) if op.operands[i] in info.varied]
         return out

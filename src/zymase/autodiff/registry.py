@@ -197,6 +197,11 @@ class CallMemoryRule(Rule):
         """Operand positions of the pointers the call writes through."""
         raise NotImplementedError
 
+    def float_outputs(self, op: Operation) -> list[int]:
+        """Of :meth:`writes`, the pointers to floating-point data (they get shadows; a
+        status integer does not)."""
+        return self.writes(op)
+
     def check(self, op: Operation) -> None:
         """Raise a ZymaseError when this call cannot be differentiated by the rule (asked
         once the call touches active data)."""

@@ -91,6 +91,10 @@ class BlasRule(CallMemoryRule):
         return [i for i in read if i < len(op.operands)]
 
     def writes(self, op):
+        status = [self._pos(p) for p, k in self.params if k == "info"]
+        return [i for i in (*self.float_outputs(op), *status) if i < len(op.operands)]
+
+    def float_outputs(self, op):
         return [i for i in (self._pos(a) for a in self.routine.writes) if i < len(op.operands)]
 
     def scalar_inputs(self, op):
@@ -104,7 +108,7 @@ class BlasRule(CallMemoryRule):
             for name, kind in self.params:
                 if kind == "real":
                     types[self._pos(name)] = element
-                elif kind == "int":
+                elif kind in ("int", "info"):
                     types[self._pos(name)] = ("int", 4)
         return types
 
@@ -132,7 +136,7 @@ class BlasRule(CallMemoryRule):
                 out.append(E.v(llvm.ConstantOp(IntegerAttr(COL_MAJOR, i32), i32)))
                 continue
             v = g.vmap.get(op.operands[self._pos(name)], op.operands[self._pos(name)])
-            if not self.fortran or kind == "array":
+            if not self.fortran or kind in ("array", "info"):
                 out.append(v)
             elif kind == "int":
                 out.append(E.v(llvm.LoadOp(v, i32)))
@@ -228,7 +232,7 @@ class BlasRule(CallMemoryRule):
         for (name, kind), w in zip(self.routine.params, values):
             if name in saved:
                 args.append(g.fetch_computed_in(home, saved[name]))
-            elif self.fortran and kind != "array":
+            elif self.fortran and kind not in ("array", "info"):
                 args.append(g.fetch_computed_in(home, w))
             else:
                 args.append(g.primal(op.operands[self._pos(name)]))

@@ -9,8 +9,9 @@ the Fortran spellings OpenBLAS exports (``dgemm_``) take the same parameters wit
 
 Parameter kinds: ``int`` (a dimension, increment or leading dimension), ``layout``,
 ``trans``, ``uplo``, ``diag``, ``side`` (CBLAS enumerations; characters in Fortran), ``real``
-(alpha/beta: a float of the routine's precision) and ``array`` (a pointer to the routine's
-vector or matrix data).
+(alpha/beta: a float of the routine's precision), ``array`` (a pointer to the routine's
+vector or matrix data) and ``info`` (LAPACK's status, written). LAPACK routines have only
+the Fortran spelling (column-major).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ class Routine:
     returns_real: bool = False  # the call returns a float (dot)
     # the spellings' format, {p} the precision letter (iamax: cblas_i{p}amax, i{p}amax_)
     spelled: str = "{p}{name}"
+    fortran_only: bool = False  # LAPACK: no CBLAS spelling
     # input -> the parameters whose derivative needs that input's value as it was at the
     # call: the reverse sweep reads it only when one of them is active
     needs: tuple[tuple[str, tuple[str, ...]], ...] = ()
@@ -39,6 +41,7 @@ class Routine:
 
 
 _I, _L, _T, _R, _A, _U, _D, _S = "int", "layout", "trans", "real", "array", "uplo", "diag", "side"
+_N = "info"  # LAPACK's status output (an int written through a pointer)
 
 _TRIANGULAR_LEVEL3 = (("layout", _L), ("side", _S), ("uplo", _U), ("transa", _T), ("diag", _D), ("m", _I),
                       ("n", _I), ("alpha", _R), ("A", _A), ("lda", _I), ("B", _A), ("ldb", _I))
@@ -98,6 +101,13 @@ ROUTINES = {
                 needs=(("A", ("B", "alpha")), ("B", ("A", "alpha")))),
         Routine("trsm", _TRIANGULAR_LEVEL3, reads=("A", "B"), writes=("B",),
                 needs=(("A", ("B", "alpha", "A")), ("B", ("A", "alpha")))),
+        # LAPACK: Cholesky, in place (the reverse factors the input kept at the call again),
+        # and the solve with its factor (X solved again from the B kept at the call)
+        Routine("potrf", (("layout", _L), ("uplo", _U), ("n", _I), ("A", _A), ("lda", _I), ("info", _N)),
+                reads=("A",), writes=("A",), needs=(("A", ("A",)),), fortran_only=True),
+        Routine("potrs", (("layout", _L), ("uplo", _U), ("n", _I), ("nrhs", _I), ("A", _A), ("lda", _I),
+                          ("B", _A), ("ldb", _I), ("info", _N)),
+                reads=("A", "B"), writes=("B",), needs=(("A", ("A", "B")), ("B", ("A",))), fortran_only=True),
     )
 }
 
@@ -127,7 +137,10 @@ def is_blas_or_lapack(name: str) -> bool:
 
 def supported_names() -> str:
     """The routines with rules, for messages: ``dot, axpy, ... (s and d)``."""
-    return ", ".join(ROUTINES) + " (s and d, CBLAS and Fortran spellings)"
+    blas = [n for n, r in ROUTINES.items() if not r.fortran_only]
+    lapack = [n for n, r in ROUTINES.items() if r.fortran_only]
+    return (", ".join(blas) + " (s and d, CBLAS and Fortran spellings); LAPACK " + ", ".join(lapack)
+            + " (Fortran spelling)")
 
 
 def spellings():
@@ -135,7 +148,8 @@ def spellings():
     for name, routine in ROUTINES.items():
         for p in PRECISIONS:
             spelled = routine.spelled.format(p=p, name=name)
-            yield f"cblas_{spelled}", routine, p, False
+            if not routine.fortran_only:
+                yield f"cblas_{spelled}", routine, p, False
             yield f"{spelled}_", routine, p, True
 
 
