@@ -150,23 +150,16 @@ int main(int argc, char **argv) {
             INCX = strides == 0 ? 1 : strides == 1 ? 3 : -2;
             INCY = strides == 0 ? 1 : strides == 1 ? -2 : 3;
             REV(l_dot, DUP, DUP, CONST);
-            REV(l_dot, DUP, CONST, CONST);
             REV(l_dot, CONST, DUP, CONST);
             FWD(l_dot, DUP, DUP, CONST);
-            FWD(l_dot, CONST, DUP, CONST);
             REV(l_axpy, DUP, DUP, DUP);
-            REV(l_axpy, DUP, DUP, CONST);
-            REV(l_axpy, CONST, DUP, DUP);
             REV(l_axpy, CONST, DUP, CONST);
             FWD(l_axpy, DUP, DUP, DUP);
             FWD(l_axpy, CONST, DUP, CONST);
             REV(l_scal, CONST, DUP, DUP);
             REV(l_scal, CONST, DUP, CONST);
             FWD(l_scal, CONST, DUP, DUP);
-            FWD(l_scal, CONST, DUP, CONST);
             REV(l_copy, DUP, DUP, CONST);
-            REV(l_copy, CONST, DUP, CONST);
-            FWD(l_copy, DUP, DUP, CONST);
             FWD(l_copy, CONST, DUP, CONST);
         }
 
