@@ -191,20 +191,15 @@ int main(int argc, char **argv) {
             REV(l_ger, DUP, CONST, DUP, CONST, CONST);
             REV(l_ger, DUP, CONST, CONST, CONST, CONST);
             FWD(l_ger, DUP, DUP, DUP, DUP, CONST);
-            FWD(l_ger, DUP, CONST, DUP, CONST, CONST);
             REV(l_symv, DUP, DUP, DUP, DUP, DUP);
-            REV(l_symv, DUP, CONST, DUP, CONST, CONST);
             REV(l_symv, CONST, DUP, DUP, CONST, DUP);
             FWD(l_symv, DUP, DUP, DUP, DUP, DUP);
-            FWD(l_symv, CONST, DUP, DUP, CONST, CONST);
             REV(l_trmv, DUP, DUP, CONST, CONST, CONST);
             REV(l_trmv, CONST, DUP, CONST, CONST, CONST);
             FWD(l_trmv, DUP, DUP, CONST, CONST, CONST);
-            FWD(l_trmv, CONST, DUP, CONST, CONST, CONST);
             REV(l_trsv, DUP, DUP, CONST, CONST, CONST);
             REV(l_trsv, CONST, DUP, CONST, CONST, CONST);
             FWD(l_trsv, DUP, DUP, CONST, CONST, CONST);
-            FWD(l_trsv, CONST, DUP, CONST, CONST, CONST);
         }
 
     /* float: snrm2, sasum, strmv, ssymv, sger, strsv in one chain, all active */

@@ -174,22 +174,17 @@ int main(int argc, char **argv) {
             REV(l_symm, DUP, CONST, DUP, CONST, CONST);
             REV(l_symm, CONST, DUP, DUP, DUP, CONST);
             FWD(l_symm, DUP, DUP, DUP, DUP, DUP);
-            FWD(l_symm, CONST, DUP, DUP, CONST, DUP);
             REV(l_syrk, DUP, CONST, DUP, DUP, DUP);
-            REV(l_syrk, DUP, CONST, DUP, CONST, CONST);
             REV(l_syrk, CONST, CONST, DUP, DUP, CONST);
             FWD(l_syrk, DUP, CONST, DUP, DUP, DUP);
-            FWD(l_syrk, DUP, CONST, DUP, CONST, CONST);
             REV(l_trmm, DUP, DUP, CONST, DUP, CONST);
             REV(l_trmm, DUP, DUP, CONST, CONST, CONST);
             REV(l_trmm, CONST, DUP, CONST, DUP, CONST);
             FWD(l_trmm, DUP, DUP, CONST, DUP, CONST);
-            FWD(l_trmm, CONST, DUP, CONST, CONST, CONST);
             REV(l_trsm, DUP, DUP, CONST, DUP, CONST);
             REV(l_trsm, DUP, DUP, CONST, CONST, CONST);
             REV(l_trsm, CONST, DUP, CONST, DUP, CONST);
             FWD(l_trsm, DUP, DUP, CONST, DUP, CONST);
-            FWD(l_trsm, CONST, DUP, CONST, CONST, CONST);
         }
 
     /* float: ssymm, strmm, ssyrk, strsm in one chain, all active */
