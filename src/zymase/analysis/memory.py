@@ -384,13 +384,14 @@ class MemoryModel:
         elif kind == "call_rule":
             # a call-level rule (BLAS): what it writes and returns depends on what it reads
             rule = call_memory_rule(callee_name(op))
-            if any(op.operands[i] in shadowed for i in rule.reads(op)) or any(
-                    op.operands[i] in info.varied for i in rule.scalar_inputs(op)):
-                try:
+            if any(o in shadowed or o in info.varied for o in op.operands):
+                try:  # a call the rule cannot read right (another prototype) is refused
                     rule.check(op)
                 except ZymaseError as err:
                     err.function = err.function or self.fname
                     raise
+            if any(op.operands[i] in shadowed for i in rule.reads(op)) or any(
+                    op.operands[i] in info.varied for i in rule.scalar_inputs(op)):
                 for r in op.results:
                     if is_float_type(r.type):
                         info.varied.add(r)

@@ -122,8 +122,12 @@ class BlasRule(CallMemoryRule):
         return g.act.is_active(v)
 
     def _outputs_shadowed(self, g, op: Operation) -> bool:
+        """Whether the call writes memory with shadows or returns an active float (a call
+        not shaped like the routine counts, so that :meth:`check` refuses it)."""
+        if len(op.operands) < len(self.params):
+            return True
         return any(op.operands[self._pos(a)] in g.act.shadowed for a in self.routine.writes) or (
-            self.routine.returns_real and g.act.is_active(op.results[0]))
+            self.routine.returns_real and bool(op.results) and g.act.is_active(op.results[0]))
 
     # ---- the routine's arguments in CBLAS form, in the generated function ----------------
     def _cblas_values(self, g, op: Operation) -> list[SSAValue]:
@@ -238,7 +242,7 @@ class BlasRule(CallMemoryRule):
                 args.append(g.primal(op.operands[self._pos(name)]))
         shadows = [g.fetch_shadow(op.operands[self._pos(a)]) if self._active(g, op, a) else self._null(g)
                    for a in self.routine.of_kind("array")]
-        if self.routine.returns_real:
+        if self.routine.returns_real and op.results:
             dr = g._take_adjoint(op.results[0]) if g.act.is_active(op.results[0]) else None
         else:
             dr = None
