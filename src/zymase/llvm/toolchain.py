@@ -246,6 +246,20 @@ def cache_dir() -> Path:
     return Path(xdg) / "zymase"
 
 
+def _with_local_includes(source: Path, seen: set | None = None) -> str:
+    """The text of ``source`` and of the files it includes with ``#include "..."`` from
+    its own directory, recursively (what the disk cache key must cover)."""
+    seen = set() if seen is None else seen
+    if source in seen or not source.is_file():
+        return ""
+    seen.add(source)
+    text = source.read_text()
+    parts = [text]
+    for name in re.findall(r'^\s*#\s*include\s+"([^"]+)"', text, re.M):
+        parts.append(_with_local_includes(source.parent / name, seen))
+    return "\n".join(parts)
+
+
 @functools.lru_cache(maxsize=4)
 def _runtime_ir(source: str) -> str:
     """LLVM IR text of one of zymase's C runtime files, compiled at -O2: once per process,
@@ -254,7 +268,7 @@ def _runtime_ir(source: str) -> str:
     clang = find_clang()
     extra = ["-g0"] if clang.is_zig else []
     flags = ["-O2", "-fno-math-errno", *extra]
-    text = Path(source).read_text()
+    text = _with_local_includes(Path(source))
     key = hashlib.sha256(repr((text, clang.argv, clang.version, flags)).encode()).hexdigest()[:24]
     cached = cache_dir() / f"runtime-{Path(source).stem}-{key}.ll"
     try:

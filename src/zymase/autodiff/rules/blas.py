@@ -3,8 +3,9 @@
 A BLAS call is differentiated as a whole, as Enzyme does: its derivative is a few BLAS
 calls (the adjoint of ``C = alpha op(A) op(B) + beta C`` is ``dA += alpha dC op(B)^T``,
 ``dB += alpha op(A)^T dC``, ``dC *= beta``, plus ``dalpha``/``dbeta`` when they are
-active), written in C in ``blas_runtime.c`` (linked into the module after AD by
-``frontends/c.py``) and called from here. :mod:`blas_signatures` says which parameters
+active), written in C in ``blas_runtime.c`` (with ``blas_runtime_level3.h`` and
+``lapack_runtime.h``; linked into the module after AD by ``frontends/c.py``) and called
+from here. :mod:`blas_signatures` says which parameters
 are vectors and matrices, read or written, and what the reverse sweep needs.
 
 Each spelling is a :class:`~zymase.autodiff.registry.CallMemoryRule`:
