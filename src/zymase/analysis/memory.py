@@ -14,6 +14,7 @@ This module only decides; :mod:`zymase.autodiff.memory` emits the shadow code.
 
 from __future__ import annotations
 
+from zymase.autodiff.registry import call_memory_rule
 from zymase.errors import ZymaseError
 from zymase.autodiff.type_rules import carries_derivatives
 from zymase.ir import Block, BlockArgument, Operation, SSAValue, StringAttr, llvm, llvm_ext, location_of
@@ -176,7 +177,15 @@ def memory_kind(op: Operation) -> str | None:
         return "memcpy"
     if name == "memset" or intrinsic_base_name(op) == "memset":
         return "memset"
+    if call_memory_rule(name) is not None:
+        return "call_rule"  # an external function with a call-level rule (BLAS)
     return None
+
+
+def call_rule_writes(op: Operation) -> list[SSAValue]:
+    """The pointers a ``call_rule`` call writes through (its rule says which)."""
+    rule = call_memory_rule(callee_name(op))
+    return [op.operands[i] for i in rule.writes(op)]
 
 
 def allocation_size_position(op: Operation) -> int:
@@ -373,6 +382,23 @@ class MemoryModel:
         elif kind == "realloc":
             if op.operands[0] in shadowed:
                 self.need_shadow(op.results[0], op, info, incoming)
+        elif kind == "call_rule":
+            # a call-level rule (BLAS): what it writes and returns depends on what it reads
+            rule = call_memory_rule(callee_name(op))
+            if any(o in shadowed or o in info.varied for o in op.operands):
+                try:  # a call the rule cannot read right (another prototype) is refused
+                    rule.check(op)
+                except ZymaseError as err:
+                    err.function = err.function or self.fname
+                    raise
+            if any(op.operands[i] in shadowed for i in rule.reads(op)) or any(
+                    op.operands[i] in info.varied for i in rule.scalar_inputs(op)):
+                for r in op.results:
+                    if carries_derivatives(r.type):
+                        info.varied.add(r)
+                for i in rule.float_outputs(op):
+                    if not self._into_inactive_global(op.operands[i], op):
+                        self.need_shadow(op.operands[i], op, info, incoming)
 
     def _into_inactive_global(self, ptr: SSAValue, where: Operation, *, read: bool = False) -> bool:
         """Whether ``ptr`` points only into globals marked inactive: a write there drops
@@ -517,6 +543,10 @@ class MemoryModel:
                     out.append(op.value)
                 elif self.is_memory_call(op) and any(o in info.shadowed for o in op.operands):
                     out += [o for o in op.operands if carries_derivatives(o.type) and o in info.varied]
+                elif memory_kind(op) == "call_rule" and any(
+                        op.operands[i] in info.shadowed for i in call_memory_rule(callee_name(op)).float_outputs(op)):
+                    rule = call_memory_rule(callee_name(op))
+                    out += [op.operands[i] for i in rule.scalar_inputs(op) if op.operands[i] in info.varied]
         return out
 
 

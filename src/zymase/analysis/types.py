@@ -91,6 +91,7 @@ import math
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 
+from zymase.autodiff.registry import call_memory_rule
 from zymase.errors import ZymaseError
 from zymase.ir import (
     Attribute,
@@ -446,6 +447,11 @@ class TypeTree:
 
 
 EMPTY = TypeTree()
+
+
+def _array_tree(kind: str, size: int) -> TypeTree:
+    """An array of scalars of ``kind`` (``size`` bytes each) from offset 0 on."""
+    return TypeTree(layers=[_Layer(size, 0, {o: kind for o in range(size)}, {})])
 
 
 def _scalar_tree(kind: str, size: int, pointee: TypeTree | None = None) -> TypeTree:
@@ -1152,6 +1158,11 @@ class _Graph:
         for index, kind, size in _LIBM_OUT.get(name, ()):
             if index < len(args) and _is_ptr(args[index]):
                 self.fact(args[index], _scalar_tree(kind, size))
+        rule = call_memory_rule(name)
+        if rule is not None:  # BLAS: its vectors and matrices are arrays of its precision
+            for index, (kind, size) in rule.pointee_types(op).items():
+                if index < len(args) and _is_ptr(args[index]):
+                    self.fact(args[index], _array_tree(kind, size))
 
     def _defined_call(self, op: Operation, callee: Operation, args: list[SSAValue],
                       result: SSAValue | None) -> None:

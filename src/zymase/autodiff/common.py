@@ -12,6 +12,7 @@ from zymase.analysis.cfg import CFG
 from zymase.analysis.scf import nested_blocks
 from zymase.autodiff.flavor import Emitter, Flavor, is_differentiable_type
 from zymase.autodiff.registry import REGISTRY, Rule, load_all_rules
+from zymase.autodiff.rules.blas_signatures import is_blas_or_lapack, supported_names
 from zymase.autodiff.annotated_calls import inactive_global_names, mark_of, rule_for_marked
 from zymase.autodiff.type_rules import shadow_type
 from zymase.autodiff.flavor import intrinsic_base
@@ -460,6 +461,16 @@ def _reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activ
                     hint="pass the inactive function copies of the data it writes, or remove the inactive mark",
                 )
             if any(o in act.shadowed for o in op.operands) and _opaque_call(ctx, op):
+                if is_blas_or_lapack(ctx.flavor.callee(op) or ""):
+                    raise ZymaseError(
+                        f"no derivative rule for the BLAS/LAPACK routine '{ctx.flavor.callee(op)}', which is "
+                        "passed memory holding active data",
+                        construct=describe(op),
+                        function=fname,
+                        location=location_of(op),
+                        hint=f"zymase differentiates these BLAS routines at the level of the call: "
+                        f"{supported_names()}; call one of them, or keep this call off the active data",
+                    )
                 raise ZymaseError(
                     f"memory holding active data is passed to '{describe(op).split('@')[-1]}', "
                     "whose derivative zymase cannot build",
@@ -547,7 +558,7 @@ def _writes_beyond_locals(ctx: Context, fop: Operation, seen: set) -> bool:
         kind = memory_kind(op)
         if kind == "store" and _local_slot(op.ptr):
             continue
-        if kind in ("store", "memcpy", "memset", "free", "realloc"):
+        if kind in ("store", "memcpy", "memset", "free", "realloc", "call_rule"):
             return True
         callee = ctx.defined_function(op) or _marked_callee(ctx, op)
         if callee is not None and _writes_beyond_locals(ctx, callee, seen):
@@ -667,7 +678,7 @@ def _writes_memory(ctx: Context, fop: Operation, seen: set) -> bool:
     seen.add(fop)
     for op in fop.walk():
         kind = memory_kind(op)
-        if kind in ("store", "memcpy", "memset", "free", "realloc"):
+        if kind in ("store", "memcpy", "memset", "free", "realloc", "call_rule"):
             return True
         callee = ctx.defined_function(op)
         if callee is not None and _writes_memory(ctx, callee, seen):

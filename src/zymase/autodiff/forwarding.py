@@ -39,7 +39,7 @@ not in split mode, whose augmented primal does not keep the primal's memory).
 
 from __future__ import annotations
 
-from zymase.analysis.memory import memory_kind
+from zymase.analysis.memory import call_rule_writes, memory_kind
 from zymase.analysis.trip_count import EQ, NE, SLT, ULT, constant_int
 from zymase.analysis.types import size_align
 from zymase.autodiff.tape import _CHEAP_INTRINSICS, _CHEAP_OPS
@@ -154,6 +154,8 @@ class StoreForwarding:
                     targets = [op.ptr]
                 elif kind in ("memcpy", "memset", "realloc", "posix_memalign"):
                     targets = [op.operands[0]]
+                elif kind == "call_rule":
+                    targets = call_rule_writes(op)
                 elif isinstance(op, (llvm.CallOp, llvm.CallIntrinsicOp)) and kind is None:
                     if isinstance(op, llvm.CallIntrinsicOp) and op.intrin.data.startswith(
                         ("llvm.lifetime", "llvm.dbg", "llvm.assume", "llvm.experimental.noalias")

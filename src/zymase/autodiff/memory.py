@@ -30,6 +30,7 @@ from zymase.analysis.memory import (
 )
 from zymase.autodiff.parallel import needs_atomic_add
 from zymase.autodiff.type_rules import carries_derivatives
+from zymase.autodiff.registry import call_memory_rule
 from zymase.errors import ZymaseError
 from zymase.ir import (
     ArrayAttr,
@@ -167,6 +168,8 @@ class ShadowCode:
         kind = memory_kind(op)
         if kind == "memref":
             return _memref_rule(self, op).structure(self, op, clone, forward_mode=forward_mode)
+        if kind == "call_rule":  # the whole call's derivative (BLAS): registry.CallMemoryRule
+            return call_memory_rule(callee_name(op)).structure(self, op, clone, forward_mode=forward_mode)
         act = self.act
         E = self.E
         if kind == "derive" and op.results[0] in act.shadowed:
@@ -352,6 +355,8 @@ class ShadowCode:
         kind = memory_kind(op)
         if kind == "memref":
             return _memref_rule(self, op).reverse_memory(self, op)
+        if kind == "call_rule":
+            return call_memory_rule(callee_name(op)).reverse_memory(self, op)
         act = self.act
         E = self.E
         if kind == "load" and op.ptr in act.shadowed and act.is_active(op.results[0]):

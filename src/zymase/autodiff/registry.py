@@ -171,19 +171,76 @@ class ScalarRule(Rule):
         return [total]
 
 
+class CallMemoryRule(Rule):
+    """The rule of an external function that reads and writes memory through its pointer
+    arguments (BLAS routines; the hook LAPACK and MPI rules can use too): the whole call
+    is differentiated at once, by calls the rule emits, without looking into the callee.
+
+    The engine treats such a call as a memory op (``analysis.memory.memory_kind`` gives
+    ``"call_rule"``): activity and shadow analysis ask :meth:`reads`, :meth:`writes` and
+    :meth:`scalar_inputs`; the generators call :meth:`structure` in the forward sweep (the
+    emitter right after the primal call's copy ``clone``) and :meth:`reverse_memory` at
+    the call's mirror point, as for loads and stores (``autodiff/memory.ShadowCode``). The
+    generator ``g`` gives the rule ``g.E``, ``g.act``, ``g.vmap``, ``g.shadow_of``, ``g.tmap``
+    (forward mode), and in reverse mode ``g.primal``, ``g.fetch_shadow``,
+    ``g.fetch_computed_in``, ``g._take_adjoint``, ``g._accumulate`` and
+    ``g.unwritten_after(op, ptr)`` (whether the reverse sweep may read the memory again)."""
+
+    def propagates(self, op: Operation, index: int) -> bool:
+        return False  # memory flow: analysis.memory.MemoryModel asks reads/writes
+
+    def reads(self, op: Operation) -> list[int]:
+        """Operand positions of the pointers to floating-point data the call reads."""
+        raise NotImplementedError
+
+    def writes(self, op: Operation) -> list[int]:
+        """Operand positions of the pointers the call writes through."""
+        raise NotImplementedError
+
+    def float_outputs(self, op: Operation) -> list[int]:
+        """Of :meth:`writes`, the pointers to floating-point data (they get shadows; a
+        status integer does not)."""
+        return self.writes(op)
+
+    def check(self, op: Operation) -> None:
+        """Raise a ZymaseError when this call cannot be differentiated by the rule (asked
+        once the call touches active data)."""
+
+    def scalar_inputs(self, op: Operation) -> list[int]:
+        """Operand positions of floating-point values the call's outputs depend on."""
+        return []
+
+    def pointee_types(self, op: Operation) -> dict[int, tuple[str, int]]:
+        """Operand position -> (element type in analysis/types.py's names, its size in
+        bytes) for the pointers the call reads or writes as arrays of that type (type
+        analysis takes them as facts about the memory)."""
+        return {}
+
+    def structure(self, g, op: Operation, clone: Operation, *, forward_mode: bool) -> None:
+        raise NotImplementedError
+
+    def reverse_memory(self, g, op: Operation) -> None:
+        raise NotImplementedError
+
+
 class Registry:
     """Rules keyed by op class, plus rules for calls keyed by the callee's neutral
-    name (libm functions, LLVM intrinsics)."""
+    name (libm functions, LLVM intrinsics), plus call-level memory rules keyed by the
+    external function's name (:class:`CallMemoryRule`)."""
 
     def __init__(self):
         self.by_op: dict[type, Rule] = {}
         self.by_function: dict[str, Rule] = {}
+        self.call_rules: dict[str, CallMemoryRule] = {}
 
     def register(self, op_class: type, rule: Rule) -> None:
         self.by_op[op_class] = rule
 
     def register_function(self, name: str, rule: Rule) -> None:
         self.by_function[name] = rule
+
+    def register_call_rule(self, name: str, rule: CallMemoryRule) -> None:
+        self.call_rules[name] = rule
 
     def lookup(self, op: Operation) -> Rule | None:
         rule = self.by_op.get(type(op))
@@ -195,6 +252,16 @@ class Registry:
 
 
 REGISTRY = Registry()
+_loaded = False
+
+
+def call_memory_rule(name: str | None) -> CallMemoryRule | None:
+    """The call-level memory rule of the external function ``name``, if it has one."""
+    if name is None:
+        return None
+    if not _loaded:
+        load_all_rules()
+    return REGISTRY.call_rules.get(name)
 
 
 def register(*op_classes: type) -> Callable[[Rule], Rule]:
@@ -208,8 +275,11 @@ def register(*op_classes: type) -> Callable[[Rule], Rule]:
 
 def load_all_rules() -> Registry:
     """Import every rule module (each registers itself) and return the registry."""
+    global _loaded
+    _loaded = True
     from zymase.autodiff.rules import aggregates as _g  # noqa: F401
     from zymase.autodiff.rules import arith as _a  # noqa: F401
+    from zymase.autodiff.rules import blas as _b  # noqa: F401
     from zymase.autodiff.rules import complex as _c  # noqa: F401
     from zymase.autodiff.rules import libm as _l  # noqa: F401
     from zymase.autodiff.rules import llvm as _v  # noqa: F401

@@ -41,7 +41,7 @@ from zymase.autodiff.common import (
     function_name,
     prepare,
 )
-from zymase.analysis.memory import MARKER_INTRINSICS, UNSEEN_WRITES, memory_kind
+from zymase.analysis.memory import MARKER_INTRINSICS, UNSEEN_WRITES, call_rule_writes, memory_kind
 from zymase.llvm.noalias_scopes import is_scope_decl
 from zymase.autodiff.flavor import Emitter
 from zymase.autodiff.memory import ShadowCode, twin_decl
@@ -196,6 +196,10 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
                 if act.has_shadow(a):
                     nb = self.bmap[b]
                     self.smap[a] = nb.insert_arg(a.type, len(nb.args))
+        # Frees the reverse sweep runs instead (at their allocation's mirror), so that
+        # it may read the buffers again rather than tape what it needs of them (known
+        # before the shadow structure: call-level rules ask what is written after them).
+        self.deferred_frees = self._find_deferred_frees()
         for b in self.cfg.rpo():
             for op in b.ops:
                 if memory_kind(op) is not None:
@@ -204,9 +208,6 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
                     self.shadow_structure(op, clone, forward_mode=False)
                 elif self._is_split_call(op):
                     self._forward_split_call(op, clones[op])
-        # Frees the reverse sweep runs instead (at their allocation's mirror), so that
-        # it may read the buffers again rather than tape what it needs of them.
-        self.deferred_frees = self._find_deferred_frees()
         for f in self.deferred_frees.values():
             clones[f].parent_block().erase_op(clones[f])
         # Which blocks need an edge index (a dict, not a set: its order is the order of the
@@ -980,12 +981,22 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
         """Whether no op that may run after ``load`` in the forward sweep writes or frees
         the memory it reads, so that the reverse sweep may read it again (frees moved
         to the reverse sweep do not count: see _find_deferred_frees)."""
-        b = load.parent_block()
+        return self._unwritten_after_op(load, load.ptr)
+
+    def unwritten_after(self, op: Operation, ptr: SSAValue) -> bool:
+        """Whether no op that may run after primal ``op`` in the forward sweep (``op``
+        itself included when it is in a loop) writes or frees the memory ``ptr`` points
+        into: the reverse sweep may then read it again instead of a copy. Never in split
+        mode, where the caller may write it between the augmented and reverse calls."""
+        return not self.split and self._unwritten_after_op(op, ptr)
+
+    def _unwritten_after_op(self, op: Operation, ptr: SSAValue) -> bool:
+        b = op.parent_block()
         ops = list(b.ops)
-        after = ops[ops.index(load) + 1:]
+        after = ops[ops.index(op) + 1:]
         later = self._reachable_after(b)
-        written = self._writes_of([*after, *(op for x in later for op in x.ops)])
-        return self._not_written(load.ptr, written)
+        written = self._writes_of([*after, *(x_op for x in later for x_op in x.ops)])
+        return self._not_written(ptr, written)
 
     def _reachable_after(self, b: Block) -> set[Block]:
         """Blocks reachable from ``b`` through at least one edge (``b`` itself if on a cycle)."""
@@ -1013,6 +1024,8 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
                 targets = [op.ptr]
             elif kind in ("memcpy", "memset", "free", "realloc", "posix_memalign"):
                 targets = [op.operands[0]]
+            elif kind == "call_rule":
+                targets = call_rule_writes(op)
             elif kind == "refcount" and op.callee.root_reference.data == "NRT_decref":
                 # a decref may free an array allocated here; the caller's arrays
                 # stay alive (Numba increfs its arguments on entry and decrefs them

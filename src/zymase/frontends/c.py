@@ -55,7 +55,20 @@ def differentiate_llvm_ir(ll_text: str, filename: str, level: int, timings: Timi
     with timings.phase("AD"):
         differentiate_module(module)
     with timings.phase("export"):
-        return write_llvm_ir(module)
+        text = write_llvm_ir(module)
+    return link_derivative_runtime(text, timings)
+
+
+def link_derivative_runtime(ll_text: str, timings: Timings) -> str:
+    """The derivatives of BLAS calls call C code of zymase's (autodiff/rules/blas.py):
+    linked into the module when they do."""
+    from zymase.autodiff.rules.blas import RUNTIME_PREFIX, RUNTIME_SOURCE
+    from zymase.llvm import toolchain
+
+    if f"@{RUNTIME_PREFIX}" not in ll_text:
+        return ll_text
+    with timings.phase("runtime"):
+        return toolchain.link_c_runtime(ll_text, RUNTIME_SOURCE, RUNTIME_PREFIX)
 
 
 def differentiate_module(module: ModuleOp) -> int:

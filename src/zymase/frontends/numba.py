@@ -760,11 +760,9 @@ _kernels: dict = {}
 
 
 def _cache_dir() -> Path:
-    base = os.environ.get("ZYMASE_CACHE_DIR")
-    if base:
-        return Path(base)
-    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(xdg) / "zymase"
+    from zymase.llvm.toolchain import cache_dir
+
+    return cache_dir()
 
 
 def _source_key(disp, seen=None) -> list:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
+import hashlib
 import importlib.util
 import os
 import platform
@@ -233,6 +234,81 @@ def c_to_llvm_ir(source: str | Path, flags: list[str] | None = None, opt_level: 
         _refuse_enzyme_attributes(proc.stderr)
         _forward_warnings(proc.stderr, clang)
         return drop_unknown_target_features(out.read_text())
+
+
+def cache_dir() -> Path:
+    """zymase's disk cache: ``$ZYMASE_CACHE_DIR``, else ``$XDG_CACHE_HOME/zymase``
+    (``~/.cache/zymase``)."""
+    base = os.environ.get("ZYMASE_CACHE_DIR")
+    if base:
+        return Path(base)
+    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(xdg) / "zymase"
+
+
+def _with_local_includes(source: Path, seen: set | None = None) -> str:
+    """The text of ``source`` and of the files it includes with ``#include "..."`` from
+    its own directory, recursively (what the disk cache key must cover)."""
+    seen = set() if seen is None else seen
+    if source in seen or not source.is_file():
+        return ""
+    seen.add(source)
+    text = source.read_text()
+    parts = [text]
+    for name in re.findall(r'^\s*#\s*include\s+"([^"]+)"', text, re.M):
+        parts.append(_with_local_includes(source.parent / name, seen))
+    return "\n".join(parts)
+
+
+@functools.lru_cache(maxsize=4)
+def _runtime_ir(source: str) -> str:
+    """LLVM IR text of one of zymase's C runtime files, compiled at -O2: once per process,
+    and kept in the disk cache under the hash of the file and the clang command (a
+    compilation costs about a second)."""
+    clang = find_clang()
+    extra = ["-g0"] if clang.is_zig else []
+    flags = ["-O2", "-fno-math-errno", *extra]
+    text = _with_local_includes(Path(source))
+    key = hashlib.sha256(repr((text, clang.argv, clang.version, flags)).encode()).hexdigest()[:24]
+    cached = cache_dir() / f"runtime-{Path(source).stem}-{key}.ll"
+    try:
+        return cached.read_text()
+    except OSError:
+        pass
+    with tempfile.TemporaryDirectory(prefix="zymase-") as tmp:
+        out = Path(tmp) / "runtime.ll"
+        _run_clang([*clang.argv, *flags, "-S", "-emit-llvm", "-o", str(out), source], out)
+        ir = drop_unknown_target_features(out.read_text())
+    try:  # written whole or not at all (another process may read it meanwhile)
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        partial = cached.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_text(ir)
+        partial.replace(cached)
+    except OSError:
+        pass  # a read-only cache: compile again next time
+    return ir
+
+
+def link_c_runtime(ll_text: str, source: str | Path, prefix: str) -> str:
+    """``ll_text`` with the functions of the C file ``source`` linked in (the runtime that
+    generated derivatives call, e.g. autodiff/rules/blas_runtime.c), made internal so that
+    every object file may carry its own copy and LLVM may inline or drop them. Only the
+    functions named ``prefix...`` are the runtime's; they must not be defined yet."""
+    module = _parse(ll_text)
+    runtime = _parse(_runtime_ir(str(source)))
+    runtime.triple, runtime.data_layout = module.triple, module.data_layout
+    module.link_in(runtime)
+    for fn in module.functions:
+        if fn.name.startswith(prefix) and not fn.is_declaration:
+            fn.linkage = "internal"
+    # the runtime functions no derivative calls go, with the BLAS/LAPACK routines only they
+    # declare (also at -O0, whose pipeline would keep them)
+    pb = llvm.create_pass_builder(target_machine(opt=0), llvm.create_pipeline_tuning_options(0))
+    pm = llvm.create_new_module_pass_manager()
+    pm.add_global_dead_code_eliminate_pass()
+    pm.add_strip_dead_prototype_pass()
+    pm.run(module, pb)
+    return _print(module)
 
 
 def _run_clang(argv: list[str], out: Path) -> subprocess.CompletedProcess:

@@ -1,0 +1,275 @@
+"""Call-level derivative rules of BLAS routines (CBLAS and Fortran spellings, d and s).
+
+A BLAS call is differentiated as a whole, as Enzyme does: its derivative is a few BLAS
+calls (the adjoint of ``C = alpha op(A) op(B) + beta C`` is ``dA += alpha dC op(B)^T``,
+``dB += alpha op(A)^T dC``, ``dC *= beta``, plus ``dalpha``/``dbeta`` when they are
+active), written in C in ``blas_runtime.c`` (with ``blas_runtime_level3.h`` and
+``lapack_runtime.h``; linked into the module after AD by ``frontends/c.py``) and called
+from here. :mod:`blas_signatures` says which parameters
+are vectors and matrices, read or written, and what the reverse sweep needs.
+
+Each spelling is a :class:`~zymase.autodiff.registry.CallMemoryRule`:
+
+* activity: the arrays (and, for the Fortran spelling, the alpha/beta pointers) are
+  read, the output arrays written; an output gets a shadow like any written memory;
+* forward mode: ``<p><name>_fwd`` runs before the primal call (it reads the output's
+  old value, e.g. ``beta * dC + dbeta * C``) and gives the output shadows their tangents;
+* reverse mode, forward sweep: an input the reverse sweep needs (``A`` for ``dB``) is
+  read again when nothing may write it after the call; otherwise, and always for the
+  call's own output read before it is written (``C`` for ``dbeta``), ``<p><name>_save``
+  copies it at the call (counted as taped bytes) and the reverse sweep frees the copy;
+* reverse mode, at the mirror point: ``<p><name>_dscalar`` per active alpha/beta, then
+  ``<p><name>_rev`` for the array adjoints.
+
+The Fortran spelling's pointer arguments are read in the forward sweep right before the
+call (the values the call saw), transposes turned into CBLAS's enumeration.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from zymase.autodiff.registry import REGISTRY, CallMemoryRule
+from zymase.autodiff.rules.blas_signatures import PRECISIONS, Routine, fortran_params, spellings
+from zymase.errors import ZymaseError
+from zymase.ir import IntegerAttr, Operation, SSAValue, f32, f64, i8, i32, i64, llvm, location_of
+
+PTR = llvm.LLVMPointerType()
+_ELEMENT = {"f64": f64, "f32": f32}
+COL_MAJOR = 102
+#: Fortran's characters as CBLAS enumerations: kind -> (letter, value for it, value otherwise)
+_CHARACTERS = {"trans": ("N", 111, 112), "uplo": ("U", 121, 122), "diag": ("U", 132, 131),
+               "side": ("L", 141, 142)}
+#: the prefix of the runtime functions (blas_runtime.c) the derivatives call
+RUNTIME_PREFIX = "__zymase_blas_"
+RUNTIME_SOURCE = Path(__file__).with_name("blas_runtime.c")
+
+
+class BlasRule(CallMemoryRule):
+    """The rule of one spelling of one routine (``cblas_dgemm``, ``dgemm_``, ...)."""
+
+    def __init__(self, function: str, routine: Routine, precision: str, fortran: bool):
+        self.function = function
+        self.routine = routine
+        self.p = precision
+        self.fortran = fortran
+        self.T = _ELEMENT[PRECISIONS[precision]]
+        # the call's parameters: (name, kind) per operand position
+        self.params = fortran_params(routine) if fortran else routine.params
+
+    # ---- what the call reads and writes ------------------------------------------------
+    def _pos(self, name: str) -> int:
+        return [p for p, _ in self.params].index(name)
+
+    def check(self, op: Operation) -> None:
+        """Refuse a call whose arguments are not those of the routine as the BLAS headers
+        declare it (an ILP64 BLAS's 64-bit integers, a wrong prototype): the derivative
+        code would read them wrongly."""
+        n = len(self.params)
+        wrong = None
+        if len(op.operands) < n or (not self.fortran and len(op.operands) != n):
+            wrong = f"has {len(op.operands)} arguments, where {n} are expected"
+        else:
+            for (name, kind), v in zip(self.params, op.operands):
+                want = PTR if self.fortran or kind == "array" else self.T if kind == "real" else i32
+                if v.type != want:
+                    wrong = f"passes {name} as {v.type}, where zymase's rule expects {want}"
+                    break
+            if wrong is None and self.routine.returns_real and (not op.results or op.results[0].type != self.T):
+                wrong = f"returns {op.results[0].type if op.results else 'nothing'}, where zymase's rule expects {self.T}"
+        if wrong is not None:
+            raise ZymaseError(
+                f"the call to the BLAS routine '{self.function}' {wrong}",
+                construct=f"call @{self.function}",
+                location=location_of(op),
+                hint="declare the routine as the BLAS headers do (cblas.h, f77blas.h; 32-bit integers)",
+            )
+
+    def reads(self, op):
+        read = [self._pos(a) for a in self.routine.reads]
+        if self.fortran:
+            read += [self._pos(r) for r, k in self.params if k == "real"]
+        return [i for i in read if i < len(op.operands)]
+
+    def writes(self, op):
+        status = [self._pos(p) for p, k in self.params if k == "info"]
+        return [i for i in (*self.float_outputs(op), *status) if i < len(op.operands)]
+
+    def float_outputs(self, op):
+        return [i for i in (self._pos(a) for a in self.routine.writes) if i < len(op.operands)]
+
+    def scalar_inputs(self, op):
+        scalars = [] if self.fortran else [self._pos(r) for r, k in self.params if k == "real"]
+        return [i for i in scalars if i < len(op.operands)]
+
+    def pointee_types(self, op):
+        element = (PRECISIONS[self.p], 8 if self.p == "d" else 4)
+        types = {self._pos(a): element for a in self.routine.of_kind("array")}
+        if self.fortran:
+            for name, kind in self.params:
+                if kind == "real":
+                    types[self._pos(name)] = element
+                elif kind in ("int", "info"):
+                    types[self._pos(name)] = ("int", 4)
+        return types
+
+    # ---- activity of the parameters ----------------------------------------------------
+    def _active(self, g, op: Operation, name: str) -> bool:
+        """Whether the derivative with respect to parameter ``name`` is wanted: an array
+        (or a Fortran scalar pointer) with a shadow, or an active CBLAS alpha/beta."""
+        v = op.operands[self._pos(name)]
+        if self.fortran or dict(self.params)[name] == "array":
+            return v in g.act.shadowed
+        return g.act.is_active(v)
+
+    def _outputs_shadowed(self, g, op: Operation) -> bool:
+        """Whether the call writes memory with shadows or returns an active float (a call
+        not shaped like the routine counts, so that :meth:`check` refuses it)."""
+        if len(op.operands) < len(self.params):
+            return True
+        return any(op.operands[self._pos(a)] in g.act.shadowed for a in self.routine.writes) or (
+            self.routine.returns_real and bool(op.results) and g.act.is_active(op.results[0]))
+
+    # ---- the routine's arguments in CBLAS form, in the generated function ----------------
+    def _cblas_values(self, g, op: Operation) -> list[SSAValue]:
+        """The routine's arguments in CBLAS order, computed where the emitter stands (in
+        the forward sweep, before the primal call)."""
+        E = g.E
+        out = []
+        for name, kind in self.routine.params:
+            if kind == "layout" and self.fortran:
+                out.append(E.v(llvm.ConstantOp(IntegerAttr(COL_MAJOR, i32), i32)))
+                continue
+            v = g.vmap.get(op.operands[self._pos(name)], op.operands[self._pos(name)])
+            if not self.fortran or kind in ("array", "info"):
+                out.append(v)
+            elif kind == "int":
+                out.append(E.v(llvm.LoadOp(v, i32)))
+            elif kind == "real":
+                out.append(E.v(llvm.LoadOp(v, self.T)))
+            else:  # a character: the CBLAS value when it is `letter` (either case), else `other`
+                letter, when, other = _CHARACTERS[kind]
+                c = E.v(llvm.LoadOp(v, i8))
+                upper = E.v(llvm.AndOp(c, E.v(llvm.ConstantOp(IntegerAttr(0xDF, i8), i8))))
+                same = E.v(llvm.ICmpOp(upper, E.v(llvm.ConstantOp(IntegerAttr(ord(letter), i8), i8)),
+                                       IntegerAttr(0, i64)))  # eq
+                out.append(E.select(same, E.v(llvm.ConstantOp(IntegerAttr(when, i32), i32)),
+                                    E.v(llvm.ConstantOp(IntegerAttr(other, i32), i32))))
+        return out
+
+    def _declare(self, g, suffix: str, inputs, output) -> str:
+        name = f"{RUNTIME_PREFIX}{self.p}{self.routine.name}_{suffix}"
+        g._declare(name, inputs, output)
+        return name
+
+    def _types(self, values) -> list:
+        return [v.type for v in values]
+
+    def _null(self, g) -> SSAValue:
+        return g.E.v(llvm.ZeroOp.build(result_types=[PTR]))
+
+    # ---- forward sweep -----------------------------------------------------------------
+    def structure(self, g, op, clone, *, forward_mode):
+        if not self._outputs_shadowed(g, op):
+            return
+        try:
+            self.check(op)
+        except ZymaseError as err:
+            err.function = err.function or g.fname
+            raise
+        g.E.before(clone)
+        values = self._cblas_values(g, op)
+        if forward_mode:
+            self._tangents(g, op, values)
+        else:
+            self._keep_for_reverse(g, op, values)
+        if clone.next_op is not None:
+            g.E.before(clone.next_op)
+        else:
+            g.E.at_end(clone.parent_block())
+
+    def _tangents(self, g, op: Operation, values: list[SSAValue]) -> None:
+        """Forward mode, before the primal call: the output tangents (and the result's)."""
+        E = g.E
+        arrays = self.routine.of_kind("array")
+        shadows = [g.shadow_of(op.operands[self._pos(a)]) if self._active(g, op, a) else self._null(g)
+                   for a in arrays]
+        tangents = []
+        for r in self.routine.of_kind("real"):
+            v = op.operands[self._pos(r)]
+            if not self._active(g, op, r):
+                tangents.append(E.zero(self.T))
+            elif self.fortran:
+                tangents.append(E.v(llvm.LoadOp(g.shadow_of(v), self.T)))
+            else:
+                tangents.append(g.tmap[v])
+        args = [*values, *shadows, *tangents]
+        name = self._declare(g, "fwd", self._types(args), self.T)
+        t = E.v(llvm.CallOp(name, *args, return_type=self.T))
+        if self.routine.returns_real and g.act.is_active(op.results[0]):
+            g.tmap[op.results[0]] = t
+
+    def _keep_for_reverse(self, g, op: Operation, values: list[SSAValue]) -> None:
+        """Reverse mode, before the primal call: copies of the inputs the reverse sweep
+        needs that the call or a later op may overwrite."""
+        saved = {}
+        written = set(self.routine.writes)
+        for array, wanted_by in self.routine.needs:
+            if not any(self._active(g, op, w) for w in wanted_by):
+                continue
+            ptr = op.operands[self._pos(array)]
+            if array not in written and g.unwritten_after(op, ptr):
+                continue  # read again in the reverse sweep
+            which = g.E.v(llvm.ConstantOp(IntegerAttr(self.routine.index(array), i32), i32))
+            args = [which, *values]
+            name = self._declare(g, "save", self._types(args), PTR)
+            saved[array] = g.E.v(llvm.CallOp(name, *args, return_type=PTR))
+        g.__dict__.setdefault("_blas_forward", {})[op] = (values, saved)
+
+    # ---- reverse sweep -----------------------------------------------------------------
+    def reverse_memory(self, g, op):
+        if not self._outputs_shadowed(g, op):
+            return
+        E = g.E
+        values, saved = g._blas_forward[op]
+        home = op.parent_block()
+        args = []
+        for (name, kind), w in zip(self.routine.params, values):
+            if name in saved:
+                args.append(g.fetch_computed_in(home, saved[name]))
+            elif self.fortran and kind not in ("array", "info"):
+                args.append(g.fetch_computed_in(home, w))
+            else:
+                args.append(g.primal(op.operands[self._pos(name)]))
+        shadows = [g.fetch_shadow(op.operands[self._pos(a)]) if self._active(g, op, a) else self._null(g)
+                   for a in self.routine.of_kind("array")]
+        if self.routine.returns_real and op.results:
+            dr = g._take_adjoint(op.results[0]) if g.act.is_active(op.results[0]) else None
+        else:
+            dr = None
+        if dr is None:
+            dr = E.zero(self.T)
+        for r in self.routine.of_kind("real"):
+            if not self._active(g, op, r):
+                continue
+            which = E.v(llvm.ConstantOp(IntegerAttr(self.routine.index(r), i32), i32))
+            call_args = [which, *args, *shadows, dr]
+            name = self._declare(g, "dscalar", self._types(call_args), self.T)
+            d = E.v(llvm.CallOp(name, *call_args, return_type=self.T))
+            v = op.operands[self._pos(r)]
+            if self.fortran:
+                sp = g.fetch_shadow(v)
+                E.insert(llvm.StoreOp(E.accumulate(E.v(llvm.LoadOp(sp, self.T)), d), sp))
+            else:
+                g._accumulate(v, d)
+        call_args = [*args, *shadows, dr]
+        name = self._declare(g, "rev", self._types(call_args), llvm.LLVMVoidType())
+        E.insert(llvm.CallOp(name, *call_args))
+        if saved:
+            g._declare("free", [PTR], llvm.LLVMVoidType())
+            for array in saved:
+                E.insert(llvm.CallOp("free", args[self.routine.index(array)]))
+
+
+for _function, _routine, _p, _fortran in spellings():
+    REGISTRY.register_call_rule(_function, BlasRule(_function, _routine, _p, _fortran))

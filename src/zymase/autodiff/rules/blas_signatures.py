@@ -1,0 +1,158 @@
+"""The BLAS routines zymase differentiates at the level of the call: their parameters,
+which ones are vectors/matrices read or written, and what the reverse sweep reads.
+
+Data only; :mod:`zymase.autodiff.rules.blas` turns it into rules. Parameters are listed
+in CBLAS order (``cblas_dgemm(layout, transa, transb, m, n, k, alpha, A, lda, ...)``);
+the Fortran spellings OpenBLAS exports (``dgemm_``) take the same parameters without
+``layout`` (always column-major), each by pointer, transposes as characters (``"N"``,
+``"T"``), followed by any hidden string lengths gfortran passes.
+
+Parameter kinds: ``int`` (a dimension, increment or leading dimension), ``layout``,
+``trans``, ``uplo``, ``diag``, ``side`` (CBLAS enumerations; characters in Fortran), ``real``
+(alpha/beta: a float of the routine's precision), ``array`` (a pointer to the routine's
+vector or matrix data) and ``info`` (LAPACK's status, written). LAPACK routines have only
+the Fortran spelling (column-major).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Routine:
+    name: str  # without the precision letter: "gemm"
+    params: tuple[tuple[str, str], ...]  # (name, kind) in CBLAS order
+    reads: tuple[str, ...]  # array parameters whose values the result depends on
+    writes: tuple[str, ...]  # array parameters the call writes
+    returns_real: bool = False  # the call returns a float (dot)
+    # the spellings' format, {p} the precision letter (iamax: cblas_i{p}amax, i{p}amax_)
+    spelled: str = "{p}{name}"
+    fortran_only: bool = False  # LAPACK: no CBLAS spelling
+    # input -> the parameters whose derivative needs that input's value as it was at the
+    # call: the reverse sweep reads it only when one of them is active
+    needs: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def index(self, param: str) -> int:
+        return [p for p, _ in self.params].index(param)
+
+    def of_kind(self, kind: str) -> list[str]:
+        return [p for p, k in self.params if k == kind]
+
+
+_I, _L, _T, _R, _A, _U, _D, _S = "int", "layout", "trans", "real", "array", "uplo", "diag", "side"
+_N = "info"  # LAPACK's status output (an int written through a pointer)
+
+_TRIANGULAR_LEVEL3 = (("layout", _L), ("side", _S), ("uplo", _U), ("transa", _T), ("diag", _D), ("m", _I),
+                      ("n", _I), ("alpha", _R), ("A", _A), ("lda", _I), ("B", _A), ("ldb", _I))
+
+ROUTINES = {
+    r.name: r
+    for r in (
+        Routine("dot", (("n", _I), ("x", _A), ("incx", _I), ("y", _A), ("incy", _I)),
+                reads=("x", "y"), writes=(), returns_real=True, needs=(("x", ("y",)), ("y", ("x",)))),
+        Routine("axpy", (("n", _I), ("alpha", _R), ("x", _A), ("incx", _I), ("y", _A), ("incy", _I)),
+                reads=("x", "y"), writes=("y",), needs=(("x", ("alpha",)),)),
+        Routine("scal", (("n", _I), ("alpha", _R), ("x", _A), ("incx", _I)),
+                reads=("x",), writes=("x",), needs=(("x", ("alpha",)),)),
+        Routine("copy", (("n", _I), ("x", _A), ("incx", _I), ("y", _A), ("incy", _I)),
+                reads=("x",), writes=("y",)),
+        Routine("gemv", (("layout", _L), ("trans", _T), ("m", _I), ("n", _I), ("alpha", _R), ("A", _A),
+                         ("lda", _I), ("x", _A), ("incx", _I), ("beta", _R), ("y", _A), ("incy", _I)),
+                reads=("A", "x", "y"), writes=("y",),
+                needs=(("A", ("x", "alpha")), ("x", ("A", "alpha")), ("y", ("beta",)))),
+        Routine("gemm", (("layout", _L), ("transa", _T), ("transb", _T), ("m", _I), ("n", _I), ("k", _I),
+                         ("alpha", _R), ("A", _A), ("lda", _I), ("B", _A), ("ldb", _I), ("beta", _R),
+                         ("C", _A), ("ldc", _I)),
+                reads=("A", "B", "C"), writes=("C",),
+                needs=(("A", ("B", "alpha")), ("B", ("A", "alpha")), ("C", ("beta",)))),
+        # the norms need x for their own derivative; iamax (an index) has none
+        Routine("nrm2", (("n", _I), ("x", _A), ("incx", _I)), reads=("x",), writes=(), returns_real=True,
+                needs=(("x", ("x",)),)),
+        Routine("asum", (("n", _I), ("x", _A), ("incx", _I)), reads=("x",), writes=(), returns_real=True,
+                needs=(("x", ("x",)),)),
+        Routine("iamax", (("n", _I), ("x", _A), ("incx", _I)), reads=(), writes=(), spelled="i{p}amax"),
+        Routine("swap", (("n", _I), ("x", _A), ("incx", _I), ("y", _A), ("incy", _I)),
+                reads=("x", "y"), writes=("x", "y")),
+        Routine("ger", (("layout", _L), ("m", _I), ("n", _I), ("alpha", _R), ("x", _A), ("incx", _I), ("y", _A),
+                        ("incy", _I), ("A", _A), ("lda", _I)),
+                reads=("x", "y", "A"), writes=("A",), needs=(("x", ("y", "alpha")), ("y", ("x", "alpha")))),
+        Routine("symv", (("layout", _L), ("uplo", _U), ("n", _I), ("alpha", _R), ("A", _A), ("lda", _I), ("x", _A),
+                         ("incx", _I), ("beta", _R), ("y", _A), ("incy", _I)),
+                reads=("A", "x", "y"), writes=("y",),
+                needs=(("A", ("x", "alpha")), ("x", ("A", "alpha")), ("y", ("beta",)))),
+        # x = op(A) x: dA needs x as it was (the call's own output); x = op(A)^-1 x likewise
+        # (the reverse solves it again)
+        Routine("trmv", (("layout", _L), ("uplo", _U), ("trans", _T), ("diag", _D), ("n", _I), ("A", _A),
+                         ("lda", _I), ("x", _A), ("incx", _I)),
+                reads=("A", "x"), writes=("x",), needs=(("A", ("x",)), ("x", ("A",)))),
+        Routine("trsv", (("layout", _L), ("uplo", _U), ("trans", _T), ("diag", _D), ("n", _I), ("A", _A),
+                         ("lda", _I), ("x", _A), ("incx", _I)),
+                reads=("A", "x"), writes=("x",), needs=(("A", ("x", "A")), ("x", ("A",)))),
+        Routine("symm", (("layout", _L), ("side", _S), ("uplo", _U), ("m", _I), ("n", _I), ("alpha", _R),
+                         ("A", _A), ("lda", _I), ("B", _A), ("ldb", _I), ("beta", _R), ("C", _A), ("ldc", _I)),
+                reads=("A", "B", "C"), writes=("C",),
+                needs=(("A", ("B", "alpha")), ("B", ("A", "alpha")), ("C", ("beta",)))),
+        Routine("syrk", (("layout", _L), ("uplo", _U), ("trans", _T), ("n", _I), ("k", _I), ("alpha", _R),
+                         ("A", _A), ("lda", _I), ("beta", _R), ("C", _A), ("ldc", _I)),
+                reads=("A", "C"), writes=("C",), needs=(("A", ("A", "alpha")), ("C", ("beta",)))),
+        # B = alpha op(A) B and its solve: B's old value is the call's own output
+        Routine("trmm", _TRIANGULAR_LEVEL3, reads=("A", "B"), writes=("B",),
+                needs=(("A", ("B", "alpha")), ("B", ("A", "alpha")))),
+        Routine("trsm", _TRIANGULAR_LEVEL3, reads=("A", "B"), writes=("B",),
+                needs=(("A", ("B", "alpha", "A")), ("B", ("A", "alpha")))),
+        # LAPACK: Cholesky, in place (the reverse factors the input kept at the call again),
+        # and the solve with its factor (X solved again from the B kept at the call)
+        Routine("potrf", (("layout", _L), ("uplo", _U), ("n", _I), ("A", _A), ("lda", _I), ("info", _N)),
+                reads=("A",), writes=("A",), needs=(("A", ("A",)),), fortran_only=True),
+        Routine("potrs", (("layout", _L), ("uplo", _U), ("n", _I), ("nrhs", _I), ("A", _A), ("lda", _I),
+                          ("B", _A), ("ldb", _I), ("info", _N)),
+                reads=("A", "B"), writes=("B",), needs=(("A", ("A", "B")), ("B", ("A",))), fortran_only=True),
+    )
+}
+
+#: precision letter -> element type name (analysis/types.py's names)
+PRECISIONS = {"d": "f64", "s": "f32"}
+
+
+# BLAS and LAPACK names without a rule, recognized to word their refusal: the level 1-3
+# BLAS bases and LAPACK's driver/computational prefixes (complex ones included)
+_BLAS_BASES = ("dot", "dotu", "dotc", "axpy", "scal", "copy", "swap", "nrm2", "asum", "amax", "rot", "rotg", "rotm",
+               "gemv", "gbmv", "ger", "geru", "gerc", "symv", "hemv", "sbmv", "spmv", "trmv", "tbmv", "tpmv", "trsv",
+               "tbsv", "tpsv", "syr", "syr2", "her", "her2", "spr", "gemm", "symm", "hemm", "syrk", "herk",
+               "syr2k", "her2k", "trmm", "trsm")
+_LAPACK_BASES = ("potrf", "potrs", "getrf", "getrs", "gesv", "syev", "syevd", "heev", "gelsd", "gesdd", "gesvd",
+                 "geqrf", "orgqr", "trtrs", "posv", "getri", "potri")
+
+
+def is_blas_or_lapack(name: str) -> bool:
+    """Whether ``name`` spells a BLAS or LAPACK routine (``cblas_zgemm``, ``dpotrf_``,
+    ``LAPACKE_dgesv``), whether or not zymase has its rule."""
+    import re
+
+    m = re.fullmatch(r"(?:cblas_|LAPACKE_)?([sdcz]|i[sdcz]|[sd]z|sc|dz)([a-z0-9]+?)(?:_sub)?_?", name)
+    return m is not None and (m.group(2) in _BLAS_BASES or m.group(2) in _LAPACK_BASES) and (
+        name.startswith(("cblas_", "LAPACKE_")) or name.endswith("_"))
+
+
+def supported_names() -> str:
+    """The routines with rules, for messages: ``dot, axpy, ... (s and d)``."""
+    blas = [n for n, r in ROUTINES.items() if not r.fortran_only]
+    lapack = [n for n, r in ROUTINES.items() if r.fortran_only]
+    return (", ".join(blas) + " (s and d, CBLAS and Fortran spellings); LAPACK " + ", ".join(lapack)
+            + " (Fortran spelling)")
+
+
+def spellings():
+    """(function name, routine, precision letter, Fortran spelling?) for every spelling."""
+    for name, routine in ROUTINES.items():
+        for p in PRECISIONS:
+            spelled = routine.spelled.format(p=p, name=name)
+            if not routine.fortran_only:
+                yield f"cblas_{spelled}", routine, p, False
+            yield f"{spelled}_", routine, p, True
+
+
+def fortran_params(routine: Routine) -> tuple[tuple[str, str], ...]:
+    """The parameters of the Fortran spelling (no layout), each passed by pointer."""
+    return tuple((p, k) for p, k in routine.params if k != _L)

@@ -1,0 +1,96 @@
+"""BLAS calls differentiated at the level of the call (issue 26 items 1 and 4; LAPACK's
+Cholesky, item 2, in lapack.c): the
+self-checking programs in tests/c/blas, linked with OpenBLAS (``-lopenblas``, installed by
+.ci/run), each at -O0 and -O2 (the suite's time: gemm at -O3 alone costs 15 s of CPU);
+ZYMASE_TEST_ALL_LEVELS=1 builds every program at every level.
+
+``caching.c`` is built with ``ZYMASE_TAPE_STATS=1`` and checks the bytes the derivatives
+keep: none for inputs nothing overwrites, a copy for one overwritten later (item 1's
+"must cache" and "no copy"). A complex routine stays a refusal naming it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from c_harness import ALL_LEVELS, build_and_run, build_ids, builds
+from forking_cli import run_cli
+
+BLAS_DIR = Path(__file__).resolve().parent / "c" / "blas"
+
+
+def _levels(program: str) -> list[list[str]]:
+    return [[*flags, "-lopenblas"] for flags in builds("-O0", "-O2")]
+
+
+CASES = [(name, flags) for name in ("level1", "level2", "level3", "gemv", "gemm", "lapack")
+         for flags in _levels(name)]
+
+
+@pytest.mark.parametrize("program,flags", CASES, ids=[f"{n}-{build_ids([f[:-1]])[0]}" for n, f in CASES])
+def test_c_blas_program(program: str, flags: list[str], tmp_path: Path, zymase_cli: list[str]):
+    # issue 26 items 1 and 4: every activity combination against finite differences
+    build_and_run(BLAS_DIR / f"{program}.c", flags, tmp_path, zymase_cli)
+
+
+CACHING_LEVELS = ["-O2"] if not ALL_LEVELS else ["-O0", "-O1", "-O2", "-O3"]
+
+
+@pytest.mark.parametrize("level", CACHING_LEVELS)
+def test_blas_inputs_copied_only_when_overwritten(level: str, tmp_path: Path):
+    # issue 26 item 1 (caching): no copy when nothing overwrites an input, a copy otherwise
+    exe = tmp_path / "caching"
+    env = {**os.environ, "ZYMASE_TAPE_STATS": "1"}
+    build = run_cli(["cc", level, str(BLAS_DIR / "caching.c"), "-o", str(exe), "-lopenblas"], cwd=tmp_path,
+                    env=env, timeout=300)
+    assert build.returncode == 0, build.stderr
+    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
+ZGEMM = r"""
+#include <cblas.h>
+extern void __enzyme_autodiff(void *, ...);
+extern int enzyme_dup, enzyme_const;
+void f(const double *A, const double *B, double *C, int n) {
+    double one[2] = {1, 0}, zero[2] = {0, 0};
+    cblas_zgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, one, A, n, B, n, zero, C, n);
+}
+double A[8], dA[8], B[8], C[8], dC[8];
+int main(void) { __enzyme_autodiff((void *)f, enzyme_dup, A, dA, enzyme_const, B, enzyme_dup, C, dC, 2); return 0; }
+"""
+
+
+def test_complex_blas_routine_is_refused_by_name(tmp_path: Path):
+    # issue 26 item 5: a routine without a rule is one clear error naming it
+    src = tmp_path / "zgemm.c"
+    src.write_text(ZGEMM)
+    out = run_cli(["cc", "-O2", str(src), "-o", str(tmp_path / "z"), "-lopenblas"], cwd=tmp_path, timeout=300)
+    assert out.returncode != 0
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("zymase: error: "), out.stderr
+    assert "no derivative rule for the BLAS/LAPACK routine 'cblas_zgemm'" in lines[0], lines[0]
+    assert "zgemm.c:7" in lines[0] and "Traceback" not in out.stderr
+
+
+ILP64_DOT = r"""
+extern double __enzyme_autodiff(void *, ...);
+extern int enzyme_dup;
+double cblas_ddot(long n, const double *x, long incx, const double *y, long incy);
+double f(double *x, double *y) { return cblas_ddot(3, x, 1, y, 1); }
+int main(void) { double x[3], dx[3], y[3], dy[3]; __enzyme_autodiff((void *)f, enzyme_dup, x, dx, enzyme_dup, y, dy); return 0; }
+"""
+
+
+def test_blas_call_with_other_integer_width_is_refused(tmp_path: Path):
+    # issue 26 item 5: arguments the rule would read wrongly (64-bit integers) are refused
+    src = tmp_path / "ilp64.c"
+    src.write_text(ILP64_DOT)
+    out = run_cli(["cc", "-O2", str(src), "-o", str(tmp_path / "d"), "-lopenblas"], cwd=tmp_path, timeout=300)
+    assert out.returncode != 0
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("zymase: error: "), out.stderr
+    assert "'cblas_ddot' passes n as i64" in lines[0] and "in function 'f'" in lines[0], lines[0]
