@@ -3,6 +3,10 @@
 clang (IR, no LLVM passes) -> pre-AD pipeline -> read into xDSL -> Enzyme call sites
 -> differentiate -> lower tape ops -> write LLVM IR -> full O-level pipeline ->
 object file -> link.
+
+With the derivative cache (:mod:`zymase.cache`, on unless ``--no-cache``), clang's IR
+and the build options are hashed first; a hit skips everything from the pre-AD pipeline
+to the object file (the xDSL engine is not even imported).
 """
 
 from __future__ import annotations
@@ -13,9 +17,12 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from zymase.ir import ModuleOp
 from zymase.errors import CompilerDiagnostics, ZymaseError
+
+if TYPE_CHECKING:  # the engine's IR (xDSL) is imported only when a build differentiates
+    from zymase.ir import ModuleOp
 
 
 @dataclass
@@ -23,6 +30,8 @@ class Timings:
     """Wall time per phase, in seconds (printed by ``zymase cc --time``)."""
 
     phases: dict[str, float] = field(default_factory=dict)
+    #: what the derivative cache did per source: "hit", "miss" (then stored) or "off"
+    cache: list[str] = field(default_factory=list)
 
     @contextmanager
     def phase(self, name: str):
@@ -35,7 +44,9 @@ class Timings:
     def report(self) -> str:
         total = sum(self.phases.values())
         rows = [f"  {k:<10} {v * 1000:9.1f} ms" for k, v in self.phases.items()]
-        return "zymase: time per phase\n" + "\n".join(rows) + f"\n  {'total':<10} {total * 1000:9.1f} ms"
+        cache = f"\n  derivative cache: {', '.join(self.cache)}" if self.cache else ""
+        return ("zymase: time per phase\n" + "\n".join(rows) + f"\n  {'total':<10} {total * 1000:9.1f} ms"
+                + cache)
 
 
 def differentiate_llvm_ir(ll_text: str, filename: str, level: int, timings: Timings, *, preoptimize: bool = True) -> str:
@@ -98,20 +109,49 @@ def differentiate_module(module: ModuleOp) -> int:
     return sum(map(len, rounds))
 
 
-def compile_c(source: str, clang_flags: list[str], level: int, timings: Timings, *, preopt: bool = True) -> str:
-    """One C file to optimized LLVM IR text with derivatives. ``preopt=False`` is
-    Enzyme's "AD before optimization" baseline: the unoptimized IR is differentiated
-    and only the result is optimized."""
+def compile_c(source: str, clang_flags: list[str], level: int, timings: Timings, *, preopt: bool = True,
+              cache: bool = True) -> tuple[str, str | None]:
+    """One C file to optimized LLVM IR text with derivatives, and the cache key of that
+    result (None without the cache). ``preopt=False`` is Enzyme's "AD before
+    optimization" baseline: the unoptimized IR is differentiated and only the result is
+    optimized."""
+    from zymase import cache as derivative_cache
     from zymase.llvm import toolchain
 
     with timings.phase("clang"):
         ll = toolchain.c_to_llvm_ir(source, clang_flags, level)
+    key = None
+    if cache and derivative_cache.enabled():
+        with timings.phase("cache"):
+            key = build_key(ll, clang_flags, level, preopt)
+            cached = derivative_cache.load(key, "ll")
+        if cached is not None:
+            timings.cache.append("hit")
+            return cached.decode(), key
+        timings.cache.append("miss")
+    else:
+        timings.cache.append("off")
     try:
         ll = differentiate_llvm_ir(ll, str(source), level, timings, preoptimize=preopt)
     except ZymaseError as err:
         raise _in_cxx_terms(_with_source_line(err, source, clang_flags, level, preopt)) from None
     with timings.phase("optimize"):
-        return toolchain.optimize(ll, level)
+        ll = toolchain.optimize(ll, level)
+    if key is not None:
+        with timings.phase("cache"):
+            derivative_cache.store(key, "ll", ll.encode())
+    return ll, key
+
+
+def build_key(ll_text: str, clang_flags: list[str], level: int, preopt: bool) -> str:
+    """The cache key of one source's build: clang's IR (before any LLVM pass; the pre-AD
+    pipeline is a function of it, so it is not run to compute the key), the clang flags,
+    the level, ``--no-preopt`` and the derivative semantics (strong zeros or not)."""
+    from zymase import cache as derivative_cache
+    from zymase.autodiff.semantics import strong_zero
+
+    options = f"cc level={level} preopt={preopt} strong_zero={strong_zero()} flags={clang_flags!r}"
+    return derivative_cache.make_key(options, ll_text)
 
 
 def _with_source_line(err: ZymaseError, source: str, clang_flags: list[str], level: int,
@@ -157,8 +197,11 @@ def _names_source_line(err: ZymaseError) -> bool:
 
 
 def build(sources: list[str], output: str, clang_flags: list[str], link_flags: list[str], level: int,
-          timings: Timings, *, compile_only: bool = False, emit_llvm: bool = False, preopt: bool = True) -> None:
-    """``zymase cc``: compile and link (or ``-c`` / ``-S -emit-llvm``)."""
+          timings: Timings, *, compile_only: bool = False, emit_llvm: bool = False, preopt: bool = True,
+          cache: bool = True) -> None:
+    """``zymase cc``: compile and link (or ``-c`` / ``-S -emit-llvm``). ``cache``: use the
+    derivative cache (the object file is cached beside the IR, under the same key)."""
+    from zymase import cache as derivative_cache
     from zymase.llvm import toolchain
 
     with tempfile.TemporaryDirectory(prefix="zymase-") as tmp:
@@ -167,15 +210,22 @@ def build(sources: list[str], output: str, clang_flags: list[str], link_flags: l
             if src.endswith((".o", ".a", ".so")):
                 objects.append(src)
                 continue
-            ll = compile_c(src, clang_flags, level, timings, preopt=preopt)
+            ll, key = compile_c(src, clang_flags, level, timings, preopt=preopt, cache=cache)
             if emit_llvm:
                 toolchain.write_text_output(output or Path(src).with_suffix(".ll").name, ll)
                 continue
             obj = output if compile_only and output else str(Path(tmp) / f"{i}_{Path(src).stem}.o")
             if compile_only and not output:
                 obj = Path(src).with_suffix(".o").name
-            with timings.phase("codegen"):
-                toolchain.emit_object(ll, obj, opt=level)
+            with timings.phase("cache"):
+                cached = derivative_cache.load(key, "o") if key is not None else None
+                if cached is not None:
+                    toolchain.write_binary_output(obj, cached)
+            if cached is None:
+                with timings.phase("codegen"):
+                    toolchain.emit_object(ll, obj, opt=level)
+                if key is not None:
+                    derivative_cache.store(key, "o", Path(obj).read_bytes())
             objects.append(obj)
         if compile_only or emit_llvm:
             return

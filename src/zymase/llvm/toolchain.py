@@ -256,6 +256,8 @@ def _run_clang(argv: list[str], out: Path) -> subprocess.CompletedProcess:
 
 def _uses_enzyme_attributes(stderr: str) -> bool:
     """Whether clang ignored one of the Enzyme attributes zymase implements."""
+    if "enzyme_" not in stderr:  # the usual case, without importing the engine's IR (xDSL)
+        return False
     from zymase.llvm.annotations import SOURCE_ATTRIBUTES
 
     return any(m["name"] in SOURCE_ATTRIBUTES for m in _ENZYME_ATTR_RE.finditer(stderr))
@@ -634,6 +636,11 @@ def emit_object(ll_text: str, path: str | Path, opt: int = 2) -> None:
         data = tm.emit_object(module)
     except RuntimeError as exc:
         raise RuntimeError(f"LLVM could not emit an object file: {exc}") from exc
+    write_binary_output(path, data)
+
+
+def write_binary_output(path: str | Path, data: bytes) -> None:
+    """Write an object file; a missing directory or a read-only place is a ZymaseError."""
     try:
         Path(path).write_bytes(data)
     except OSError as exc:
@@ -708,5 +715,6 @@ __all__ = [
     "optimize",
     "preopt",
     "target_machine",
+    "write_binary_output",
     "write_text_output",
 ]
