@@ -49,24 +49,35 @@ class Timings:
                 + cache)
 
 
-def differentiate_llvm_ir(ll_text: str, filename: str, level: int, timings: Timings, *, preoptimize: bool = True) -> str:
+def differentiate_llvm_ir(ll_text: str, filename: str, level: int, timings: Timings, *, preoptimize: bool = True,
+                          only_reachable: bool = False) -> str:
     """LLVM IR in, LLVM IR with every Enzyme call site differentiated out (not yet
-    optimized after AD)."""
+    optimized after AD). ``only_reachable``: import and differentiate only the part of the
+    module the derivatives need (:mod:`zymase.llvm.reachable`); the rest keeps its IR."""
     from zymase.llvm import toolchain
     from zymase.llvm.annotations import protect_annotated_functions
     from zymase.llvm.markers import protect_marker_calls
+    from zymase.llvm.reachable import differentiated_part, merge
     from zymase.llvm.reader import read_llvm_ir
     from zymase.llvm.writer import write_llvm_ir
 
     if preoptimize:
         with timings.phase("preopt"):
             ll_text = toolchain.preopt(protect_annotated_functions(protect_marker_calls(ll_text)), level)
+    part = None
+    if only_reachable:
+        with timings.phase("split"):
+            part = differentiated_part(ll_text if preoptimize else toolchain.print_module(toolchain.parse_module(ll_text)))
     with timings.phase("import"):
-        module = read_llvm_ir(ll_text, filename)
+        module = read_llvm_ir(part.text if part else ll_text, filename)
     with timings.phase("AD"):
         differentiate_module(module)
     with timings.phase("export"):
-        return write_llvm_ir(module)
+        out = write_llvm_ir(module)
+    if part is None:
+        return out
+    with timings.phase("merge"):
+        return merge(part, out)
 
 
 def differentiate_module(module: ModuleOp) -> int:
@@ -132,7 +143,7 @@ def compile_c(source: str, clang_flags: list[str], level: int, timings: Timings,
     else:
         timings.cache.append("off")
     try:
-        ll = differentiate_llvm_ir(ll, str(source), level, timings, preoptimize=preopt)
+        ll = differentiate_llvm_ir(ll, str(source), level, timings, preoptimize=preopt, only_reachable=True)
     except ZymaseError as err:
         raise _in_cxx_terms(_with_source_line(err, source, clang_flags, level, preopt)) from None
     with timings.phase("optimize"):
@@ -217,10 +228,12 @@ def build(sources: list[str], output: str, clang_flags: list[str], link_flags: l
             obj = output if compile_only and output else str(Path(tmp) / f"{i}_{Path(src).stem}.o")
             if compile_only and not output:
                 obj = Path(src).with_suffix(".o").name
-            with timings.phase("cache"):
-                cached = derivative_cache.load(key, "o") if key is not None else None
-                if cached is not None:
-                    toolchain.write_binary_output(obj, cached)
+            cached = None
+            if key is not None:
+                with timings.phase("cache"):
+                    cached = derivative_cache.load(key, "o")
+                    if cached is not None:
+                        toolchain.write_binary_output(obj, cached)
             if cached is None:
                 with timings.phase("codegen"):
                     toolchain.emit_object(ll, obj, opt=level)

@@ -450,6 +450,16 @@ def _print(module: llvm.ModuleRef) -> str:
     return str(module)
 
 
+def parse_module(ll_text: str) -> llvm.ModuleRef:
+    """LLVM IR text as a verified llvmlite module (invalid IR is a ZymaseError)."""
+    return _parse(ll_text)
+
+
+def print_module(module: llvm.ModuleRef) -> str:
+    """A module built or changed with llvmlite, verified, as text."""
+    return _print(module)
+
+
 def _run_pipeline(module: llvm.ModuleRef, level: int, *, vectorize: bool) -> None:
     pto = llvm.create_pipeline_tuning_options(speed_level=level)
     if not vectorize:
