@@ -142,6 +142,34 @@ def test_corrupt_entry_is_ignored_and_rebuilt(tmp_path):
     assert _build(tmp_path)[::2] == ("miss", 12 * 1.5 * 2 * 9)
 
 
+def test_concurrent_builds_leave_whole_entries(tmp_path, monkeypatch):
+    """Two builds of one file at once, sharing the cache: each writes its entries to a
+    temporary file and renames it, so what is left passes its checksum and is used."""
+    import threading
+
+    from zymase import cache as derivative_cache
+
+    _write(tmp_path)
+    results: list[tuple] = []
+
+    def build(k: int) -> None:
+        env = dict(os.environ, ZYMASE_CACHE_DIR=str(tmp_path / "cache"))
+        results.append(run_cli(["cc", "-O2", "grad.c", "-o", f"grad{k}"], cwd=tmp_path, env=env, timeout=300))
+
+    threads = [threading.Thread(target=build, args=(k,)) for k in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert [r.returncode for r in results] == [0, 0], [r.stderr for r in results]
+    entries = sorted(p.name for p in (tmp_path / "cache").iterdir())
+    assert [name.rsplit(".", 1)[1] for name in entries] == ["ll", "o"], entries  # no temporary files left
+    monkeypatch.setenv("ZYMASE_CACHE_DIR", str(tmp_path / "cache"))
+    for name in entries:
+        assert derivative_cache.load(*name.split(".", 1)) is not None, name
+    assert _build(tmp_path)[::2] == ("hit", 12 * 1.5 * 2 * 9)
+
+
 def test_cache_command_lists_and_clears_only_entries(tmp_path):
     cache_dir = tmp_path / "cache"
     cache_dir.mkdir()
