@@ -119,27 +119,69 @@ def test_changed_zymase_version_or_sources_miss(tmp_path, monkeypatch):
     assert cache_use() == "miss"
 
 
+def _entries(cache_dir: Path) -> dict[str, Path]:
+    """The entries by kind ("ll", "o", "ad.ll")."""
+    return {p.name.split(".", 1)[1]: p for p in cache_dir.iterdir()}
+
+
 def test_corrupt_entry_is_ignored_and_rebuilt(tmp_path):
     """An entry whose payload is not the one its header vouches for (here the valid IR and
     object of another build, which would give another derivative) is not used."""
     cache_dir = tmp_path / "cache"
     _write(tmp_path, activity=WRT_X)
     assert _build(tmp_path)[::2] == ("miss", 12 * 1.5 * 2 * 9)
-    mine = {p.suffix: p for p in cache_dir.iterdir()}
+    mine = _entries(cache_dir)
     _write(tmp_path, activity=WRT_A)
     assert _build(tmp_path)[::2] == ("miss", 4 * 1.5 * 27)
-    other = {p.suffix: p for p in cache_dir.iterdir() if p not in mine.values()}
-    assert sorted(mine) == sorted(other) == [".ll", ".o"]
-    for suffix, path in mine.items():
+    other = _entries_except(cache_dir, mine)
+    assert sorted(mine) == sorted(other) == ["ad.ll", "ll", "o"]
+    for kind, path in mine.items():
         header = path.read_bytes().partition(b"\n")[0]
-        path.write_bytes(header + b"\n" + other[suffix].read_bytes().partition(b"\n")[2])
+        path.write_bytes(header + b"\n" + other[kind].read_bytes().partition(b"\n")[2])
     _write(tmp_path, activity=WRT_X)
-    assert _build(tmp_path)[::2] == ("miss", 12 * 1.5 * 2 * 9)
+    cache, phases, value = _build(tmp_path)
+    assert (cache, value) == ("miss", 12 * 1.5 * 2 * 9) and "AD" in phases
     # rewritten whole: the next build uses it; a truncated entry is not used either
     assert _build(tmp_path)[::2] == ("hit", 12 * 1.5 * 2 * 9)
     for path in mine.values():
         path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
-    assert _build(tmp_path)[::2] == ("miss", 12 * 1.5 * 2 * 9)
+    cache, phases, value = _build(tmp_path)
+    assert (cache, value) == ("miss", 12 * 1.5 * 2 * 9) and "AD" in phases
+
+
+def _entries_except(cache_dir: Path, known: dict[str, Path]) -> dict[str, Path]:
+    return {p.name.split(".", 1)[1]: p for p in cache_dir.iterdir() if p not in known.values()}
+
+
+# grad_f (noinline) holds the marker call: main is outside the differentiated part
+SPLIT_PROGRAM = r"""
+#include <stdio.h>
+extern double __enzyme_autodiff(void *, ...);
+static double f(double x) { return x * x * x; }
+__attribute__((noinline)) double grad_f(double x) { return __enzyme_autodiff((void *)f, x); }
+int main(void) {
+    printf("%.17g\n", grad_f(AT));
+    return 0;
+}
+"""
+
+
+def test_change_outside_the_differentiated_part_reuses_its_derivative(tmp_path):
+    """main changes (the build misses), the differentiated part does not: its derivative IR
+    comes from the cache and nothing is differentiated; a change inside the part is."""
+    (tmp_path / "grad.c").write_text(SPLIT_PROGRAM.replace("AT", "2.0"))
+    cache, phases, value = _build(tmp_path)
+    assert (cache, value) == ("miss", 12.0) and "AD" in phases
+    (tmp_path / "grad.c").write_text(SPLIT_PROGRAM.replace("AT", "3.0"))
+    env = dict(os.environ, ZYMASE_CACHE_DIR=str(tmp_path / "cache"))
+    proc = run_cli(["cc", "-O2", "--time", "grad.c", "-o", "grad"], cwd=tmp_path, env=env, timeout=300)
+    assert "derivative cache: miss, part hit" in proc.stderr, proc.stderr
+    assert not {"import", "AD", "export"} & set(re.findall(r"^  (\w+) +[\d.]+ ms$", proc.stderr, re.M))
+    run = subprocess.run([str(tmp_path / "grad")], capture_output=True, text=True, timeout=60)
+    assert float(run.stdout) == 27.0
+    (tmp_path / "grad.c").write_text(SPLIT_PROGRAM.replace("AT", "3.0").replace("x * x * x", "x * x"))
+    cache, phases, value = _build(tmp_path)
+    assert (cache, value) == ("miss", 6.0) and "AD" in phases
 
 
 def test_concurrent_builds_leave_whole_entries(tmp_path, monkeypatch):
@@ -163,7 +205,7 @@ def test_concurrent_builds_leave_whole_entries(tmp_path, monkeypatch):
         t.join()
     assert [r.returncode for r in results] == [0, 0], [r.stderr for r in results]
     entries = sorted(p.name for p in (tmp_path / "cache").iterdir())
-    assert [name.rsplit(".", 1)[1] for name in entries] == ["ll", "o"], entries  # no temporary files left
+    assert sorted(name.split(".", 1)[1] for name in entries) == ["ad.ll", "ll", "o"], entries  # no temporary files
     monkeypatch.setenv("ZYMASE_CACHE_DIR", str(tmp_path / "cache"))
     for name in entries:
         assert derivative_cache.load(*name.split(".", 1)) is not None, name

@@ -6,7 +6,9 @@ object file -> link.
 
 With the derivative cache (:mod:`zymase.cache`, on unless ``--no-cache``), clang's IR
 and the build options are hashed first; a hit skips everything from the pre-AD pipeline
-to the object file (the xDSL engine is not even imported).
+to the object file (the xDSL engine is not even imported). On a miss, the differentiated
+part (after the pre-AD pipeline) is looked up in its turn: a file changed only where no
+derivative reaches is not differentiated again.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ class Timings:
     """Wall time per phase, in seconds (printed by ``zymase cc --time``)."""
 
     phases: dict[str, float] = field(default_factory=dict)
-    #: what the derivative cache did per source: "hit", "miss" (then stored) or "off"
+    #: what the derivative cache did per source: "hit", "miss" (then stored) or "off"; after
+    #: a miss, "part hit" / "part miss" for the differentiated part's derivative IR
     cache: list[str] = field(default_factory=list)
 
     @contextmanager
@@ -50,16 +53,19 @@ class Timings:
 
 
 def differentiate_llvm_ir(ll_text: str, filename: str, level: int, timings: Timings, *, preoptimize: bool = True,
-                          only_reachable: bool = False) -> str:
+                          only_reachable: bool = False, cache: bool = False) -> str:
     """LLVM IR in, LLVM IR with every Enzyme call site differentiated out (not yet
     optimized after AD). ``only_reachable``: import and differentiate only the part of the
-    module the derivatives need (:mod:`zymase.llvm.reachable`); the rest keeps its IR."""
+    module the derivatives need (:mod:`zymase.llvm.reachable`); the rest keeps its IR.
+    ``cache``: the differentiated part's derivative IR is kept in the derivative cache,
+    keyed by that part's text after the pre-AD pipeline (a change elsewhere in the module
+    does not differentiate again)."""
+    from zymase import cache as derivative_cache
+    from zymase.autodiff.semantics import strong_zero
     from zymase.llvm import toolchain
     from zymase.llvm.annotations import protect_annotated_functions
     from zymase.llvm.markers import protect_marker_calls
     from zymase.llvm.reachable import differentiated_part, merge
-    from zymase.llvm.reader import read_llvm_ir
-    from zymase.llvm.writer import write_llvm_ir
 
     if preoptimize:
         with timings.phase("preopt"):
@@ -68,16 +74,35 @@ def differentiate_llvm_ir(ll_text: str, filename: str, level: int, timings: Timi
     if only_reachable:
         with timings.phase("split"):
             part = differentiated_part(ll_text if preoptimize else toolchain.print_module(toolchain.parse_module(ll_text)))
-    with timings.phase("import"):
-        module = read_llvm_ir(part.text if part else ll_text, filename)
-    with timings.phase("AD"):
-        differentiate_module(module)
-    with timings.phase("export"):
-        out = write_llvm_ir(module)
+    text = part.text if part else ll_text
+    out = key = None
+    if cache:
+        with timings.phase("cache"):
+            key = derivative_cache.make_key(f"derivative part level={level} strong_zero={strong_zero()}", text)
+            stored = derivative_cache.load(key, "ad.ll")
+        out = stored.decode() if stored is not None else None
+        timings.cache.append("part hit" if out is not None else "part miss")
+    if out is None:
+        out = _import_differentiate_export(text, filename, timings)
+        if key is not None:
+            with timings.phase("cache"):
+                derivative_cache.store(key, "ad.ll", out.encode())
     if part is None:
         return out
     with timings.phase("merge"):
         return merge(part, out)
+
+
+def _import_differentiate_export(ll_text: str, filename: str, timings: Timings) -> str:
+    from zymase.llvm.reader import read_llvm_ir
+    from zymase.llvm.writer import write_llvm_ir
+
+    with timings.phase("import"):
+        module = read_llvm_ir(ll_text, filename)
+    with timings.phase("AD"):
+        differentiate_module(module)
+    with timings.phase("export"):
+        return write_llvm_ir(module)
 
 
 def differentiate_module(module: ModuleOp) -> int:
@@ -143,7 +168,8 @@ def compile_c(source: str, clang_flags: list[str], level: int, timings: Timings,
     else:
         timings.cache.append("off")
     try:
-        ll = differentiate_llvm_ir(ll, str(source), level, timings, preoptimize=preopt, only_reachable=True)
+        ll = differentiate_llvm_ir(ll, str(source), level, timings, preoptimize=preopt, only_reachable=True,
+                                   cache=key is not None)
     except ZymaseError as err:
         raise _in_cxx_terms(_with_source_line(err, source, clang_flags, level, preopt)) from None
     with timings.phase("optimize"):
