@@ -10,8 +10,10 @@ link the ``__enzyme_*`` calls):
   <label> cached  the same with the derivative cache warm (only for sources that have
                   zymase/cache.py)
 
-Prints the median wall time per variant, its ratio to clang's, and the median of each
-phase of ``--time`` for the zymase variants. Run from the repository root:
+Prints per variant the median wall time and the median CPU time (user + system of the
+process and its children: on a shared machine the less noisy of the two), their ratios
+to clang's, and the median of each phase of ``--time`` (wall) for the zymase variants.
+Run from the repository root:
 
   python bench/compile_time.py --zymase before=/work/main/src --zymase after=src --rounds 5
 """
@@ -21,6 +23,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -50,13 +53,19 @@ def _clang() -> str:
     sys.exit("no clang-19 or clang on PATH")
 
 
-def _timed(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, str]:
-    t0 = time.perf_counter()
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _timed(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float, str]:
+    """Wall and CPU seconds of one run, and its stderr."""
+    t0, c0 = time.perf_counter(), _cpu()
     proc = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True)
-    seconds = time.perf_counter() - t0
+    seconds, cpu = time.perf_counter() - t0, _cpu() - c0
     if proc.returncode != 0:
         sys.exit(f"failed: {' '.join(argv)}\n{proc.stderr}")
-    return seconds, proc.stderr
+    return seconds, cpu, proc.stderr
 
 
 def main() -> int:
@@ -83,22 +92,25 @@ def main() -> int:
         print(f"{len(inputs)} inputs, {ns.rounds} rounds, variants: {', '.join(v[0] for v in variants)}")
         for name, (source, flags) in inputs.items():
             walls: dict[str, list[float]] = {v[0]: [] for v in variants}
+            cpus: dict[str, list[float]] = {v[0]: [] for v in variants}
             phases: dict[str, dict[str, list[float]]] = {v[0]: {} for v in variants}
             for r in range(ns.rounds + 1):  # round 0 warms the caches (file, derivative)
                 for label, argv, env in variants:
-                    seconds, err = _timed([*argv, *flags, str(source), "-o", str(work / "out.o")], env, work)
+                    seconds, cpu, err = _timed([*argv, *flags, str(source), "-o", str(work / "out.o")], env, work)
                     if r == 0:
                         continue
                     walls[label].append(seconds)
+                    cpus[label].append(cpu)
                     for phase, ms in PHASE_RE.findall(err):
                         phases[label].setdefault(phase, []).append(float(ms) / 1000)
-            base = statistics.median(walls["clang"])
+            base, base_cpu = statistics.median(walls["clang"]), statistics.median(cpus["clang"])
             print(f"\n== {name} ({source.name}, {sum(1 for _ in open(source))} lines)")
+            print(f"  {'':<16} {'wall':>7} {'ratio':>6} {'CPU':>7} {'ratio':>6}  phases (wall, s)")
             for label, _, _ in variants:
-                wall = statistics.median(walls[label])
+                wall, cpu = statistics.median(walls[label]), statistics.median(cpus[label])
                 detail = "  ".join(f"{ph} {statistics.median(v):.2f}" for ph, v in phases[label].items()
                                    if ph != "total")
-                print(f"  {label:<16} {wall:6.2f} s  {wall / base:5.2f}x clang  {detail}")
+                print(f"  {label:<16} {wall:6.2f}s {wall / base:5.2f}x {cpu:6.2f}s {cpu / base_cpu:5.2f}x  {detail}")
     return 0
 
 
