@@ -73,7 +73,9 @@ def differentiate_llvm_ir(ll_text: str, filename: str, level: int, timings: Timi
     part = None
     if only_reachable:
         with timings.phase("split"):
-            part = differentiated_part(ll_text if preoptimize else toolchain.print_module(toolchain.parse_module(ll_text)))
+            # the split reads LLVM's printed form, which preopt returns and clang's text may not be
+            canonical = ll_text if preoptimize else toolchain.print_module(toolchain.parse_module(ll_text))
+            part = differentiated_part(canonical)
     text = part.text if part else ll_text
     out = key = None
     if cache:

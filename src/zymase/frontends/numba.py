@@ -872,7 +872,8 @@ def _compile_kernel(disp, argtypes: tuple, spec: KernelSpec, cache: bool) -> Ker
     if final is None:
         final = differentiate_numba_ir(ir, spec, symbol, rec)
         if disk_key:
-            derivative_cache.store(disk_key, "numba.ll", final.replace(f"@{symbol}", "@__zymase_cached_kernel").encode())
+            stored = final.replace(f"@{symbol}", "@__zymase_cached_kernel")
+            derivative_cache.store(disk_key, "numba.ll", stored.encode())
     _check_jit_supported(final, disp)
     with _phase(rec, "jit"):
         engine, addr = _jit_in_numba(final, symbol, ir.environment)
