@@ -135,8 +135,10 @@ LLVM IR in (text; - for stdin), LLVM IR with the derivatives out.
 """,
     "cache": """usage: zymase cache [clear]
 
-The derivative cache of zymase cc and of the Python transforms' cache=True: one file per
-source and options, keyed by a hash of clang's IR, the options and zymase's sources.
+The derivative cache of zymase cc and of the Python transforms' cache=True. Per source
+and options: the built IR and object file, keyed by a hash of clang's IR, the options and
+zymase's version and sources; and the derivative IR of the differentiated part, keyed by
+that part after the pre-AD pipeline. A rebuild of an unchanged file differentiates nothing.
 It lives in $ZYMASE_CACHE_DIR if set, else $XDG_CACHE_HOME/zymase, else ~/.cache/zymase.
   zymase cache          print the directory, the number of entries and their size
   zymase cache clear    remove every entry
