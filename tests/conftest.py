@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
+import atexit
+import os
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 TESTS_DIR = Path(__file__).resolve().parent
 C_PROGRAMS_DIR = TESTS_DIR / "c"
+
+# The derivative cache of `zymase cc` and `cache=True` (zymase/cache.py) is on by default:
+# every test process gets an empty one of its own, set before the test server of
+# forking_cli starts (its children inherit the environment), so that no entry made
+# outside this run, by another engine state or another run, can answer a test's build.
+_TEST_CACHE_DIR = tempfile.mkdtemp(prefix="zymase-test-cache-")
+os.environ["ZYMASE_CACHE_DIR"] = _TEST_CACHE_DIR
+atexit.register(shutil.rmtree, _TEST_CACHE_DIR, ignore_errors=True)
 
 
 def zymase_command() -> list[str]:

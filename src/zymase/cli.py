@@ -20,10 +20,13 @@ USAGE = """usage: zymase <command> [options]
 commands:
   cc [clang flags] file.c... [-o exe]   compile C with __enzyme_autodiff/__enzyme_fwddiff
                                        (-O0..-O3, -c, -S -emit-llvm, -I, -D, -l, -L, -g; --time;
-                                       --no-preopt: differentiate before optimizing)
+                                       --no-preopt: differentiate before optimizing;
+                                       --no-cache: do not use the derivative cache)
   c++ [clang flags] file... [-o exe]   the same as cc, every file compiled as C++ (also
                                        cc -x c++); C++ sources are linked with libstdc++
   run file.c [clang flags] [-- args]   compile and run, returning the program's exit code
+  cache [clear]                        where the derivative cache is and what it holds;
+                                       clear: remove its entries
   opt in.ll [-o out.ll] [-O N] [--no-preopt] [--print-activity]
                                        LLVM IR in, LLVM IR with derivatives out
   demo                                 the classic examples
@@ -71,7 +74,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"zymase {__version__}")
         return 0
     cmd, rest = argv[0], argv[1:]
-    commands = {"cc": cmd_cc, "c++": cmd_cxx, "run": cmd_run, "opt": cmd_opt, "demo": cmd_demo, "bench": cmd_bench}
+    commands = {"cc": cmd_cc, "c++": cmd_cxx, "run": cmd_run, "opt": cmd_opt, "demo": cmd_demo, "bench": cmd_bench,
+                "cache": cmd_cache}
     if cmd not in commands:
         print(f"zymase: error: unknown command '{cmd}'; hint: run 'zymase --help'", file=sys.stderr)
         return 1
@@ -114,6 +118,8 @@ Compile C that calls __enzyme_autodiff/__enzyme_fwddiff, like a C compiler drive
   --no-preopt                   differentiate before optimizing (Enzyme's baseline)
   --no-strong-zero              IEEE propagation in derivatives: a zero adjoint times an
                                 infinite partial is NaN (default: it is zero)
+  --no-cache                    neither read nor write the derivative cache
+                                ($ZYMASE_CACHE_DIR, default ~/.cache/zymase)
 """,
     "run": """usage: zymase run file.c [clang flags] [-- program args]
 
@@ -126,6 +132,16 @@ LLVM IR in (text; - for stdin), LLVM IR with the derivatives out.
   --no-preopt        differentiate the IR as given, optimize only the result
   --print-activity   print which values are active instead of differentiating
   --no-strong-zero   IEEE propagation in derivatives (0 * inf = NaN) instead of strong zeros
+""",
+    "cache": """usage: zymase cache [clear]
+
+The derivative cache of zymase cc and of the Python transforms' cache=True. Per source
+and options: the built IR and object file, keyed by a hash of clang's IR, the options and
+zymase's version and sources; and the derivative IR of the differentiated part, keyed by
+that part after the pre-AD pipeline. A rebuild of an unchanged file differentiates nothing.
+It lives in $ZYMASE_CACHE_DIR if set, else $XDG_CACHE_HOME/zymase, else ~/.cache/zymase.
+  zymase cache          print the directory, the number of entries and their size
+  zymase cache clear    remove every entry
 """,
     "demo": """usage: zymase demo
 
@@ -179,6 +195,7 @@ class CcArgs:
         self.emit_llvm = False
         self.time = False
         self.preopt = True
+        self.cache = True
 
 
 def parse_cc_args(argv: list[str]) -> CcArgs:
@@ -209,6 +226,8 @@ def parse_cc_args(argv: list[str]) -> CcArgs:
             a.time = True
         elif x == "--no-preopt":
             a.preopt = False
+        elif x == "--no-cache":
+            a.cache = False
         elif x.startswith(("-l", "-L", "-Wl,")) or x in ("-static", "-shared", "-rdynamic"):
             a.link.append(x)
         elif x in ("-pthread", "-fopenmp", "-fopenmp=libomp"):
@@ -242,7 +261,7 @@ def cmd_cc(argv: list[str]) -> int:
     a = parse_cc_args(argv)
     t = Timings()
     build(a.sources, a.output, a.clang, a.link, a.level, t, compile_only=a.compile_only, emit_llvm=a.emit_llvm,
-          preopt=a.preopt)
+          preopt=a.preopt, cache=a.cache)
     if a.time:
         print(t.report(), file=sys.stderr)
     return 0
@@ -269,7 +288,7 @@ def cmd_run(argv: list[str]) -> int:
     t = Timings()
     with tempfile.TemporaryDirectory(prefix="zymase-run-") as tmp:
         exe = str(Path(tmp) / "prog")
-        build(a.sources, exe, a.clang, a.link, a.level, t, preopt=a.preopt)
+        build(a.sources, exe, a.clang, a.link, a.level, t, preopt=a.preopt, cache=a.cache)
         if a.time:
             print(t.report(), file=sys.stderr)
         sys.stdout.flush()
@@ -331,6 +350,21 @@ def cmd_opt(argv: list[str]) -> int:
         toolchain.write_text_output(out, ll)
     else:
         sys.stdout.write(ll)
+    return 0
+
+
+# --------------------------------------------------------------------------- cache
+def cmd_cache(argv: list[str]) -> int:
+    from zymase import cache
+
+    if argv == ["clear"]:
+        directory, count = cache.clear()
+        print(f"zymase: removed {count} cache entries from {directory}")
+        return 0
+    if argv:
+        raise ZymaseError(f"unknown cache command '{' '.join(argv)}'", hint="zymase cache, or zymase cache clear")
+    directory, count, size = cache.summary()
+    print(f"zymase: derivative cache in {directory}: {count} entries, {size / 1e6:.1f} MB")
     return 0
 
 

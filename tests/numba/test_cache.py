@@ -109,3 +109,25 @@ def test_cache_key_changes_with_the_engine(tmp_path):
         f.write("\n# an engine fix\n")
     assert run() == {"g": 12.0, "cached": ""}
     assert run() == {"g": 12.0, "cached": "disk"}
+
+
+def test_corrupt_kernel_entry_is_rebuilt(tmp_path):
+    """A kernel entry cut short (a full disk, a crash while copying the cache) fails its
+    checksum: the kernel is differentiated again, never loaded from it (issue 29 item 3)."""
+    (tmp_path / "prog.py").write_text(textwrap.dedent("""
+        import json
+        from numba import njit
+        import zymase
+
+        @njit
+        def f(a):
+            return a ** 3
+
+        print(json.dumps({"g": zymase.grad(f, cache=True)(2.0), "cached": zymase.stats()[-1].cached}))
+    """))
+    cache = tmp_path / "cache"
+    assert _run(tmp_path, cache) == {"g": 12.0, "cached": ""}
+    (entry,) = cache.glob("*.ll")
+    entry.write_bytes(entry.read_bytes()[: entry.stat().st_size // 2])
+    assert _run(tmp_path, cache) == {"g": 12.0, "cached": ""}
+    assert _run(tmp_path, cache) == {"g": 12.0, "cached": "disk"}

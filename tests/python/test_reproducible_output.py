@@ -20,7 +20,7 @@ def test_derivative_ir_does_not_depend_on_the_hash_seed(tmp_path, name):
     outs = []
     for seed in ("1", "2", "3"):
         out = tmp_path / f"{name}.{seed}.ll"
-        cmd = [sys.executable, "-m", "zymase.cli", "cc", "-O2", "-S", "-emit-llvm", *w.flags,
+        cmd = [sys.executable, "-m", "zymase.cli", "cc", "-O2", "--no-cache", "-S", "-emit-llvm", *w.flags,
                "-I", str(WORKLOAD_DIR), str(w.source), "-o", str(out)]
         proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": seed})
         assert proc.returncode == 0, proc.stderr

@@ -36,8 +36,9 @@ class Build:
 
 
 def _zymase_cc() -> list[str]:
-    # the zymase of this interpreter, whether or not a `zymase` script is on PATH
-    return [sys.executable, "-m", "zymase.cli", "cc"]
+    # the zymase of this interpreter, whether or not a `zymase` script is on PATH; without
+    # the derivative cache, so that the compile time reported is the time to differentiate
+    return [sys.executable, "-m", "zymase.cli", "cc", "--no-cache"]
 
 
 def build_command(workload: Workload, variant: str, source: Path, exe: Path,

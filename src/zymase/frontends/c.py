@@ -3,6 +3,12 @@
 clang (IR, no LLVM passes) -> pre-AD pipeline -> read into xDSL -> Enzyme call sites
 -> differentiate -> lower tape ops -> write LLVM IR -> full O-level pipeline ->
 object file -> link.
+
+With the derivative cache (:mod:`zymase.cache`, on unless ``--no-cache``), clang's IR
+and the build options are hashed first; a hit skips everything from the pre-AD pipeline
+to the object file (the xDSL engine is not even imported). On a miss, the differentiated
+part (after the pre-AD pipeline) is looked up in its turn: a file changed only where no
+derivative reaches is not differentiated again.
 """
 
 from __future__ import annotations
@@ -13,9 +19,12 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from zymase.ir import ModuleOp
 from zymase.errors import CompilerDiagnostics, ZymaseError
+
+if TYPE_CHECKING:  # the engine's IR (xDSL) is imported only when a build differentiates
+    from zymase.ir import ModuleOp
 
 
 @dataclass
@@ -23,6 +32,9 @@ class Timings:
     """Wall time per phase, in seconds (printed by ``zymase cc --time``)."""
 
     phases: dict[str, float] = field(default_factory=dict)
+    #: what the derivative cache did per source: "hit", "miss" (then stored) or "off"; after
+    #: a miss, "part hit" / "part miss" for the differentiated part's derivative IR
+    cache: list[str] = field(default_factory=list)
 
     @contextmanager
     def phase(self, name: str):
@@ -35,21 +47,58 @@ class Timings:
     def report(self) -> str:
         total = sum(self.phases.values())
         rows = [f"  {k:<10} {v * 1000:9.1f} ms" for k, v in self.phases.items()]
-        return "zymase: time per phase\n" + "\n".join(rows) + f"\n  {'total':<10} {total * 1000:9.1f} ms"
+        cache = f"\n  derivative cache: {', '.join(self.cache)}" if self.cache else ""
+        return ("zymase: time per phase\n" + "\n".join(rows) + f"\n  {'total':<10} {total * 1000:9.1f} ms"
+                + cache)
 
 
-def differentiate_llvm_ir(ll_text: str, filename: str, level: int, timings: Timings, *, preoptimize: bool = True) -> str:
+def differentiate_llvm_ir(ll_text: str, filename: str, level: int, timings: Timings, *, preoptimize: bool = True,
+                          only_reachable: bool = False, cache: bool = False) -> str:
     """LLVM IR in, LLVM IR with every Enzyme call site differentiated out (not yet
-    optimized after AD)."""
+    optimized after AD). ``only_reachable``: import and differentiate only the part of the
+    module the derivatives need (:mod:`zymase.llvm.reachable`); the rest keeps its IR.
+    ``cache``: the differentiated part's derivative IR is kept in the derivative cache,
+    keyed by that part's text after the pre-AD pipeline (a change elsewhere in the module
+    does not differentiate again)."""
+    from zymase import cache as derivative_cache
+    from zymase.autodiff.semantics import strong_zero
     from zymase.llvm import toolchain
     from zymase.llvm.annotations import protect_annotated_functions
     from zymase.llvm.markers import protect_marker_calls
-    from zymase.llvm.reader import read_llvm_ir
-    from zymase.llvm.writer import write_llvm_ir
+    from zymase.llvm.reachable import differentiated_part, merge
 
     if preoptimize:
         with timings.phase("preopt"):
             ll_text = toolchain.preopt(protect_annotated_functions(protect_marker_calls(ll_text)), level)
+    part = None
+    if only_reachable:
+        with timings.phase("split"):
+            # the split reads LLVM's printed form, which preopt returns and clang's text may not be
+            canonical = ll_text if preoptimize else toolchain.print_module(toolchain.parse_module(ll_text))
+            part = differentiated_part(canonical)
+    text = part.text if part else ll_text
+    out = key = None
+    if cache:
+        with timings.phase("cache"):
+            key = derivative_cache.make_key(f"derivative part level={level} strong_zero={strong_zero()}", text)
+            stored = derivative_cache.load(key, "ad.ll")
+        out = stored.decode() if stored is not None else None
+        timings.cache.append("part hit" if out is not None else "part miss")
+    if out is None:
+        out = _import_differentiate_export(text, filename, timings)
+        if key is not None:
+            with timings.phase("cache"):
+                derivative_cache.store(key, "ad.ll", out.encode())
+    if part is None:
+        return out
+    with timings.phase("merge"):
+        return merge(part, out)
+
+
+def _import_differentiate_export(ll_text: str, filename: str, timings: Timings) -> str:
+    from zymase.llvm.reader import read_llvm_ir
+    from zymase.llvm.writer import write_llvm_ir
+
     with timings.phase("import"):
         module = read_llvm_ir(ll_text, filename)
     with timings.phase("AD"):
@@ -115,20 +164,50 @@ def differentiate_module(module: ModuleOp) -> int:
     return sum(map(len, rounds))
 
 
-def compile_c(source: str, clang_flags: list[str], level: int, timings: Timings, *, preopt: bool = True) -> str:
-    """One C file to optimized LLVM IR text with derivatives. ``preopt=False`` is
-    Enzyme's "AD before optimization" baseline: the unoptimized IR is differentiated
-    and only the result is optimized."""
+def compile_c(source: str, clang_flags: list[str], level: int, timings: Timings, *, preopt: bool = True,
+              cache: bool = True) -> tuple[str, str | None]:
+    """One C file to optimized LLVM IR text with derivatives, and the cache key of that
+    result (None without the cache). ``preopt=False`` is Enzyme's "AD before
+    optimization" baseline: the unoptimized IR is differentiated and only the result is
+    optimized."""
+    from zymase import cache as derivative_cache
     from zymase.llvm import toolchain
 
     with timings.phase("clang"):
         ll = toolchain.c_to_llvm_ir(source, clang_flags, level)
+    key = None
+    if cache and derivative_cache.enabled():
+        with timings.phase("cache"):
+            key = build_key(ll, clang_flags, level, preopt)
+            cached = derivative_cache.load(key, "ll")
+        if cached is not None:
+            timings.cache.append("hit")
+            return cached.decode(), key
+        timings.cache.append("miss")
+    else:
+        timings.cache.append("off")
     try:
-        ll = differentiate_llvm_ir(ll, str(source), level, timings, preoptimize=preopt)
+        ll = differentiate_llvm_ir(ll, str(source), level, timings, preoptimize=preopt, only_reachable=True,
+                                   cache=key is not None)
     except ZymaseError as err:
         raise _in_cxx_terms(_with_source_line(err, source, clang_flags, level, preopt)) from None
     with timings.phase("optimize"):
-        return toolchain.optimize(ll, level)
+        ll = toolchain.optimize(ll, level)
+    if key is not None:
+        with timings.phase("cache"):
+            derivative_cache.store(key, "ll", ll.encode())
+    return ll, key
+
+
+def build_key(ll_text: str, clang_flags: list[str], level: int, preopt: bool) -> str:
+    """The cache key of one source's build: clang's IR (before any LLVM pass; the pre-AD
+    pipeline is a function of it, so it is not run to compute the key), the clang flags,
+    the level, ``--no-preopt`` and the derivative semantics (strong zeros or not)."""
+    from zymase import cache as derivative_cache
+    from zymase.autodiff.semantics import strong_zero
+
+    options = f"cc level={level} preopt={preopt} strong_zero={strong_zero()} flags={clang_flags!r}"
+    return derivative_cache.make_key(options, ll_text)
 
 
 def _with_source_line(err: ZymaseError, source: str, clang_flags: list[str], level: int,
@@ -143,7 +222,7 @@ def _with_source_line(err: ZymaseError, source: str, clang_flags: list[str], lev
         return err
     try:
         ll = toolchain.c_to_llvm_ir(source, [*clang_flags, "-gline-tables-only"], level)
-        differentiate_llvm_ir(ll, str(source), level, Timings(), preoptimize=preopt)
+        differentiate_llvm_ir(ll, str(source), level, Timings(), preoptimize=preopt, only_reachable=True)
     except ZymaseError as located:
         # the same refusal (its text may now name further lines, so compare the place)
         if _names_source_line(located) and located.function == err.function:
@@ -174,8 +253,11 @@ def _names_source_line(err: ZymaseError) -> bool:
 
 
 def build(sources: list[str], output: str, clang_flags: list[str], link_flags: list[str], level: int,
-          timings: Timings, *, compile_only: bool = False, emit_llvm: bool = False, preopt: bool = True) -> None:
-    """``zymase cc``: compile and link (or ``-c`` / ``-S -emit-llvm``)."""
+          timings: Timings, *, compile_only: bool = False, emit_llvm: bool = False, preopt: bool = True,
+          cache: bool = True) -> None:
+    """``zymase cc``: compile and link (or ``-c`` / ``-S -emit-llvm``). ``cache``: use the
+    derivative cache (the object file is cached beside the IR, under the same key)."""
+    from zymase import cache as derivative_cache
     from zymase.llvm import toolchain
 
     with tempfile.TemporaryDirectory(prefix="zymase-") as tmp:
@@ -184,15 +266,24 @@ def build(sources: list[str], output: str, clang_flags: list[str], link_flags: l
             if src.endswith((".o", ".a", ".so")):
                 objects.append(src)
                 continue
-            ll = compile_c(src, clang_flags, level, timings, preopt=preopt)
+            ll, key = compile_c(src, clang_flags, level, timings, preopt=preopt, cache=cache)
             if emit_llvm:
                 toolchain.write_text_output(output or Path(src).with_suffix(".ll").name, ll)
                 continue
             obj = output if compile_only and output else str(Path(tmp) / f"{i}_{Path(src).stem}.o")
             if compile_only and not output:
                 obj = Path(src).with_suffix(".o").name
-            with timings.phase("codegen"):
-                toolchain.emit_object(ll, obj, opt=level)
+            cached = None
+            if key is not None:
+                with timings.phase("cache"):
+                    cached = derivative_cache.load(key, "o")
+                    if cached is not None:
+                        toolchain.write_binary_output(obj, cached)
+            if cached is None:
+                with timings.phase("codegen"):
+                    toolchain.emit_object(ll, obj, opt=level)
+                if key is not None:
+                    derivative_cache.store(key, "o", Path(obj).read_bytes())
             objects.append(obj)
         if compile_only or emit_llvm:
             return

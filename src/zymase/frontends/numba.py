@@ -26,13 +26,12 @@ Pipeline, for one function, argument types and activities:
    kernel by name and calls it from njit code.
 
 Kernels are cached in memory per (function, argument types, activities, options), and
-on disk (final LLVM IR) when asked, keyed by the function's code and the engine's
-(:func:`engine_fingerprint`).
+on disk (final LLVM IR, in :mod:`zymase.cache`) when asked, keyed by the function's
+code, the activities and options, and the engine's version and sources.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import sys
@@ -41,7 +40,6 @@ import time
 import types as pytypes
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from zymase.autodiff.names import ABANDON
 from zymase.errors import ZymaseError
@@ -759,12 +757,6 @@ class Kernel:
 _kernels: dict = {}
 
 
-def _cache_dir() -> Path:
-    from zymase.llvm.toolchain import cache_dir
-
-    return cache_dir()
-
-
 def _source_key(disp, seen=None) -> list:
     """What the disk cache key covers for a function and its njit callees: their code
     (bytecode, constants, names) and the modification stamp of their source files."""
@@ -786,33 +778,14 @@ def _source_key(disp, seen=None) -> list:
     return parts
 
 
-_engine_hash: str | None = None
-
-
-def engine_fingerprint() -> str:
-    """A hash of zymase's own Python sources (computed once per process, ~1 MB): a
-    kernel cached on disk by another version of the engine (a fix, a local edit, the
-    same ``__version__``) must not be loaded, as its derivative may differ."""
-    global _engine_hash
-    if _engine_hash is None:
-        root = Path(__file__).resolve().parents[1]
-        h = hashlib.sha256()
-        for path in sorted(root.rglob("*.py")):
-            h.update(str(path.relative_to(root)).encode() + b"\x00")
-            h.update(path.read_bytes() + b"\x00")
-        _engine_hash = h.hexdigest()
-    return _engine_hash
-
-
 def _disk_key(disp, argtypes, spec: KernelSpec) -> str:
-    import llvmlite
     import numba
 
-    import zymase
+    from zymase import cache as derivative_cache
 
-    parts = [zymase.__version__, engine_fingerprint(), numba.__version__, llvmlite.__version__, sys.version,
-             repr(spec), repr(tuple(str(t) for t in argtypes)), *map(repr, _source_key(disp))]
-    return hashlib.sha256("\x00".join(map(str, parts)).encode()).hexdigest()[:32]
+    parts = ["numba kernel", numba.__version__, sys.version, repr(spec), repr(tuple(str(t) for t in argtypes)),
+             *map(repr, _source_key(disp))]
+    return derivative_cache.make_key(*parts)
 
 
 def get_kernel(disp, argtypes: tuple, spec: KernelSpec, *, cache: bool = False, promote: bool = False) -> Kernel:
@@ -880,31 +853,27 @@ def _in_user_terms(err: ZymaseError, disp) -> ZymaseError:
 def _compile_kernel(disp, argtypes: tuple, spec: KernelSpec, cache: bool) -> Kernel:
     import llvmlite.binding as ll
 
+    from zymase import cache as derivative_cache
+
     sig = "(" + ", ".join(str(t) for t in argtypes) + ")"
     rec = CompileRecord(function_label(disp).strip("'"), sig, spec.mode, spec.activities)
-    disk_key = _disk_key(disp, argtypes, spec) if cache else None
+    disk_key = _disk_key(disp, argtypes, spec) if cache and derivative_cache.enabled() else None
     symbol = f"__zymase_kernel_{len(_kernels)}_{os.getpid()}_{abs(hash((disp, argtypes, spec))) % 10**8}"
     final = None
     if disk_key:
-        path = _cache_dir() / f"{disk_key}.ll"
-        if path.exists():
-            with _phase(rec, "load"):
-                final = path.read_text().replace("@__zymase_cached_kernel", f"@{symbol}")
-                rec.cached = "disk"
+        with _phase(rec, "load"):
+            stored = derivative_cache.load(disk_key, "numba.ll")
+        if stored is not None:
+            final = stored.decode().replace("@__zymase_cached_kernel", f"@{symbol}")
+            rec.cached = "disk"
     ir = numba_ir(disp, argtypes)
     rec.phases["numba"] = ir.seconds
     k_args, k_res = kernel_types(ir, spec)
     if final is None:
         final = differentiate_numba_ir(ir, spec, symbol, rec)
         if disk_key:
-            try:
-                d = _cache_dir()
-                d.mkdir(parents=True, exist_ok=True)
-                tmp = d / f".{disk_key}.{os.getpid()}.tmp"
-                tmp.write_text(final.replace(f"@{symbol}", "@__zymase_cached_kernel"))
-                tmp.replace(d / f"{disk_key}.ll")
-            except OSError:
-                pass  # a cache that cannot be written is only slower
+            stored = final.replace(f"@{symbol}", "@__zymase_cached_kernel")
+            derivative_cache.store(disk_key, "numba.ll", stored.encode())
     _check_jit_supported(final, disp)
     with _phase(rec, "jit"):
         engine, addr = _jit_in_numba(final, symbol, ir.environment)

@@ -331,7 +331,7 @@ def refuse_unimplemented(module: ModuleOp) -> None:
         name = op.sym_name.data
         if any(prefix in name for prefix in REGISTRATION_GLOBALS):
             continue
-        hook = _plain_function_name(name)
+        hook = plain_function_name(name)
         if isinstance(op, llvm.FuncOp) and op.body.blocks and hook in LOGGING_HOOKS:
             raise ZymaseError(
                 f"'{hook}' {LOGGING_HOOKS[hook]}; zymase does not call Enzyme's logging hooks",
@@ -366,7 +366,7 @@ def refuse_unimplemented(module: ModuleOp) -> None:
 _MANGLED_FREE_FUNCTION = re.compile(r"_Z(\d+)")
 
 
-def _plain_function_name(name: str) -> str:
+def plain_function_name(name: str) -> str:
     """A C++ free function's name without its mangling (``_Z13enzymeLogGraddPKc...`` ->
     ``enzymeLogGrad``); other names unchanged."""
     m = _MANGLED_FREE_FUNCTION.match(name)
