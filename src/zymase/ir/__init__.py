@@ -44,7 +44,7 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
-from xdsl.dialects.builtin import DYNAMIC_INDEX, NoneAttr, StridedLayoutAttr
+from xdsl.dialects.builtin import DYNAMIC_INDEX, NoneAttr, StridedLayoutAttr, TensorType
 from xdsl.ir.affine import (
     AffineBinaryOpExpr,
     AffineBinaryOpKind,
@@ -61,7 +61,7 @@ from xdsl.traits import is_side_effect_free
 from xdsl.utils.exceptions import ParseError, VerifyException
 
 from zymase.errors import ZymaseError
-from zymase.ir import arith_ext, enzyme, llvm_ext, memref_ext
+from zymase.ir import arith_ext, enzyme, llvm_ext, memref_ext, stablehlo
 
 FLOAT_TYPES = (Float16Type, Float32Type, Float64Type, Float80Type)
 
@@ -124,6 +124,7 @@ def make_context() -> Context:
         _LINALG,
         llvm_ext.LLVM_EXT,
         enzyme.Enzyme,
+        stablehlo.StableHLO,  # read from JAX (frontends/jax.py)
         *_PLUGIN_DIALECTS,
     ):
         ctx.load_dialect(dialect)
