@@ -30,11 +30,13 @@ class TypeRule:
     point; ``shadow_type(t)`` maps a primal type to its shadow type, used in the
     signatures of derivative functions. (The engine keeps a value's adjoint in the
     value's own type, so a rule whose shadow type differs works at the boundary
-    only.)"""
+    only.) ``applies(t)`` narrows the rule to some instances of its type class (float
+    tensors, not integer tensors: the class is one for both)."""
 
     zero: Callable[["Emitter", Attribute], SSAValue]
     add: Callable[["Emitter", SSAValue, SSAValue], SSAValue]
     shadow_type: Callable[[Attribute], Attribute] = lambda t: t
+    applies: Callable[[Attribute], bool] = lambda t: True
 
 
 class TypeRegistry:
@@ -51,8 +53,9 @@ class TypeRegistry:
         if rule is None:
             for cls, r in self.by_type.items():
                 if isinstance(t, cls):
-                    return r
-        return rule
+                    rule = r
+                    break
+        return rule if rule is not None and rule.applies(t) else None
 
 
 TYPES = TypeRegistry()

@@ -107,17 +107,17 @@ def dot_dims(lhs_batch, rhs_batch, lhs_contract, rhs_contract) -> DotAttr:
                        ("lhs_contracting_dimensions", lhs_contract), ("rhs_contracting_dimensions", rhs_contract)):
         if dims:
             parts.append(f"{name} = [{', '.join(str(d) for d in dims)}]")
-    return DotAttr((StringAttr(", ".join(parts)),))
+    return DotAttr(StringAttr(", ".join(parts)))
 
 
 def comparison(direction: str) -> ComparisonDirectionAttr:
     """``#stablehlo<comparison_direction EQ>`` (EQ, NE, LT, LE, GT, GE)."""
-    return ComparisonDirectionAttr((StringAttr(direction),))
+    return ComparisonDirectionAttr(StringAttr(direction))
 
 
 def comparison_type(kind: str) -> ComparisonTypeAttr:
     """``#stablehlo<comparison_type FLOAT>`` (FLOAT, TOTALORDER, SIGNED, UNSIGNED)."""
-    return ComparisonTypeAttr((StringAttr(kind),))
+    return ComparisonTypeAttr(StringAttr(kind))
 
 
 def direction_of(op) -> str:

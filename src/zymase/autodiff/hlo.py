@@ -1,0 +1,222 @@
+"""Forward and reverse mode of StableHLO functions (tensor programs lowered by JAX).
+
+A StableHLO ``@main`` is one block of tensor ops (control flow lives in region ops),
+run by XLA as one program: every primal value stays available until the program
+ends, so the reverse sweep reads primal values directly, with no tape. The
+derivative is built in place of ``@main``:
+
+* reverse: ``@main(args..., seeds...) -> (results..., adjoints of the active args)``,
+  one seed per float result; the adjoint code follows the primal code in the same block;
+* forward: ``@main(args..., tangents of the active args) -> (results..., tangents of the
+  float results)``.
+
+The engine parts are the shared ones: activity analysis (``analysis/activity``), the
+rule registry (rules in ``rules/stablehlo.py``, elementwise ones from
+``rules/scalar.py``), the emitter with the StableHLO flavor (``hlo_flavor.py``) and
+the float-tensor type rule. JAX's private helper functions (``@_where``, ``@clip``)
+are inlined first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from zymase.analysis.activity import ActivityInfo, analyze
+from zymase.autodiff import hlo_flavor
+from zymase.autodiff.flavor import Emitter
+from zymase.autodiff.registry import REGISTRY
+from zymase.errors import ZymaseError
+from zymase.ir import FunctionType, ModuleOp, Operation, SSAValue, func
+from zymase.ir import stablehlo as hlo
+from zymase.ir.enzyme import Activity
+
+
+def _load_rules() -> None:
+    from zymase.autodiff.rules import stablehlo as _rules  # noqa: F401  (registers itself)
+
+
+class _Context:
+    """The rule context of a StableHLO derivative: primal values are read where they
+    are (one XLA program keeps them all); JAX's derivatives have no strong zeros, and
+    neither do these."""
+
+    def __init__(self, E: Emitter, info: ActivityInfo):
+        self.E = E
+        self.info = info
+
+    def primal(self, value: SSAValue) -> SSAValue:
+        return value
+
+    def varies_in_loop(self, value: SSAValue) -> bool:
+        return False
+
+    def wants(self, value: SSAValue) -> bool:
+        return self.info.is_active(value)
+
+    def may_be_nonfinite(self, value: SSAValue) -> bool:
+        return False
+
+    def singular_here(self, op: Operation, rule) -> bool:
+        return False
+
+
+def _propagates(op: Operation, index: int) -> bool:
+    rule = REGISTRY.lookup(op)
+    if rule is not None:
+        return rule.propagates(op, index)
+    # no rule: assume the derivative flows, so the op is refused if it is active
+    return hlo.is_float_tensor(op.operands[index].type)
+
+
+def _rule(op: Operation, function: str):
+    rule = REGISTRY.lookup(op)
+    if rule is None:
+        raise ZymaseError(f"no derivative rule for '{op.name}'", construct=op.name, function=function,
+                          hint="differentiate around this operation (jax.lax.stop_gradient), or write it "
+                               "with operations zymase differentiates")
+    return rule
+
+
+def main_function(module: ModuleOp) -> func.FuncOp:
+    for op in module.ops:
+        if isinstance(op, func.FuncOp) and op.sym_name.data == "main":
+            return op
+    raise ZymaseError("the StableHLO module has no @main function", construct="builtin.module",
+                      hint="pass the module jax.jit(f).lower(...) produces")
+
+
+def inline_calls(module: ModuleOp, function: str) -> func.FuncOp:
+    """Inline every ``func.call`` in ``@main`` (transitively) and drop the other
+    functions; returns ``@main``."""
+    table = {op.sym_name.data: op for op in module.ops if isinstance(op, func.FuncOp)}
+    main = main_function(module)
+    depth = 0
+    while True:
+        calls = [op for op in main.walk() if isinstance(op, func.CallOp)]
+        if not calls:
+            break
+        depth += 1
+        if depth > 64:
+            raise ZymaseError("recursive function calls in the StableHLO module", construct="func.call",
+                              function=function, hint="JAX does not emit recursion; pass a lowered JAX function")
+        for call in calls:
+            callee = table[call.callee.root_reference.data]
+            body = callee.body.clone()
+            block = body.blocks[0]
+            for arg, value in zip(block.args, call.arguments):
+                arg.replace_by(value)
+            ret = block.last_op
+            results = list(ret.operands)
+            for op in list(block.ops):
+                if op is ret:
+                    break
+                op.detach()
+                call.parent_block().insert_op_before(op, call)
+            for old, new in zip(call.results, results):
+                old.replace_by(new)
+            call.detach()
+            call.erase()
+    for op in list(module.ops):
+        if op is not main:
+            op.detach()
+    return main
+
+
+def _float_results(ret: Operation) -> list[int]:
+    return [i for i, v in enumerate(ret.operands) if hlo.is_float_tensor(v.type)]
+
+
+def _refuse_nested_activity(block_ops, info: ActivityInfo, function: str) -> None:
+    """Region ops other than those with rules (reduce) are not differentiated yet."""
+    for op in block_ops:
+        if op.regions and info.op_is_active(op) and REGISTRY.lookup(op) is None:
+            _rule(op, function)
+
+
+def reverse(module: ModuleOp, active: Sequence[bool], function: str) -> ModuleOp:
+    """Turn ``module``'s ``@main`` into its reverse-mode derivative (see module doc)."""
+    _load_rules()
+    main = inline_calls(module, function)
+    block = main.body.blocks[0]
+    ret = block.last_op
+    acts = [Activity.ACTIVE if a else Activity.CONST for a in active]
+    returned = [(v, Activity.ACTIVE) for v in ret.operands]
+    info = analyze([block], acts, returned, _propagates, hlo_flavor.HLO)
+    ops = [op for op in block.ops if op is not ret]
+    _refuse_nested_activity(ops, info, function)
+
+    E = Emitter(hlo_flavor.HLO, module).before(ret)
+    ctx = _Context(E, info)
+    adjoint: dict[SSAValue, SSAValue] = {}
+
+    def accumulate(v: SSAValue, d: SSAValue) -> None:
+        adjoint[v] = E.add(adjoint[v], d) if v in adjoint else d
+
+    float_results = _float_results(ret)
+    for i in float_results:
+        seed = block.insert_arg(ret.operands[i].type, len(block.args))
+        if info.is_active(ret.operands[i]):
+            accumulate(ret.operands[i], seed)
+    for op in reversed(ops):
+        if not info.op_is_active(op):
+            continue
+        dys = [adjoint.get(r) for r in op.results]
+        if all(d is None for d in dys):
+            continue
+        contributions = _rule(op, function).reverse(ctx, op, dys)
+        for operand, d in zip(op.operands, contributions):
+            if d is not None and info.is_active(operand):
+                accumulate(operand, d)
+
+    grads = []
+    for arg, is_active in zip(list(block.args)[:len(active)], active):
+        if is_active:
+            grads.append(adjoint[arg] if arg in adjoint else E.zero(arg.type))
+    _set_return(main, ret, list(ret.operands) + grads)
+    return module
+
+
+def forward(module: ModuleOp, active: Sequence[bool], function: str) -> ModuleOp:
+    """Turn ``module``'s ``@main`` into its forward-mode derivative (see module doc)."""
+    _load_rules()
+    main = inline_calls(module, function)
+    block = main.body.blocks[0]
+    ret = block.last_op
+    acts = [Activity.ACTIVE if a else Activity.CONST for a in active]
+    returned = [(v, Activity.ACTIVE) for v in ret.operands]
+    info = analyze([block], acts, returned, _propagates, hlo_flavor.HLO)
+    ops = [op for op in block.ops if op is not ret]
+    _refuse_nested_activity(ops, info, function)
+
+    E = Emitter(hlo_flavor.HLO, module).before(ret)
+    ctx = _Context(E, info)
+    tangent: dict[SSAValue, SSAValue] = {}
+    for arg, is_active in zip(list(block.args), active):
+        if is_active:
+            t = block.insert_arg(arg.type, len(block.args))
+            if info.is_active(arg):
+                tangent[arg] = t
+    for op in ops:
+        if not info.op_is_active(op):
+            continue
+        tangents = [tangent.get(v) for v in op.operands]
+        if all(t is None for t in tangents):
+            continue
+        outs = _rule(op, function).forward(ctx, op, tangents)
+        for r, t in zip(op.results, outs):
+            if t is not None:
+                tangent[r] = t
+    outs = [tangent.get(ret.operands[i]) or E.zero(ret.operands[i].type) for i in _float_results(ret)]
+    _set_return(main, ret, list(ret.operands) + outs)
+    return module
+
+
+def _set_return(main: func.FuncOp, ret: Operation, values: list[SSAValue]) -> None:
+    block = main.body.blocks[0]
+    new = func.ReturnOp(*values)
+    block.insert_op_before(new, ret)
+    ret.detach()
+    ret.erase()
+    main.function_type = FunctionType.from_lists([a.type for a in block.args], [v.type for v in values])
+    main.properties.pop("res_attrs", None)
+    main.properties.pop("arg_attrs", None)

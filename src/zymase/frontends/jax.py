@@ -1,0 +1,115 @@
+"""The JAX front end: a JAX function lowered to StableHLO, differentiated by zymase,
+run by XLA inside JAX.
+
+1. **Lower** (``lower``): ``jax.jit(flat_f, keep_unused=True).lower(*avals)`` on the
+   flattened arguments, printed in MLIR's generic op form and parsed by
+   ``ir.parse_mlir`` (the StableHLO dialect of ``ir/stablehlo.py``).
+2. **Differentiate**: ``autodiff/hlo.reverse`` / ``forward`` rewrite ``@main``.
+3. **Run**: the derivative module is printed back (generic form) and called through
+   the JAX primitive ``zymase_stablehlo_call``, whose lowering rule parses the text
+   into the lowering context with jaxlib's own MLIR bindings, merges it into the
+   module being compiled (``mlir.merge_mlir_modules``) and calls it. So the
+   derivative is part of the caller's XLA program: it runs on the same device, and
+   inside ``jax.jit`` it is compiled together with the code around it.
+
+Derivative modules are cached per (function, argument shapes and dtypes, mode,
+active arguments). Only this module and ``zymase/jax.py`` import JAX.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import numpy as np
+from jax._src import dispatch
+from jax._src.interpreters import mlir as jax_mlir
+from jax._src.lib.mlir import ir as jax_ir
+from jax._src.lib.mlir.dialects import func as jax_func
+from jax.core import ShapedArray
+from jax.extend.core import Primitive
+
+from zymase.autodiff import hlo as hlo_ad
+from zymase.errors import ZymaseError
+from zymase.ir import ModuleOp, parse_mlir, print_mlir
+
+# ----- running a StableHLO module inside JAX ----------------------------------------
+call_p = Primitive("zymase_stablehlo_call")
+call_p.multiple_results = True
+call_p.def_impl(functools.partial(dispatch.apply_primitive, call_p))
+call_p.def_abstract_eval(lambda *avals, text, out_avals: list(out_avals))
+
+
+def _lower_call(ctx, *args, text, out_avals):
+    module = jax_ir.Module.parse(text, context=ctx.module_context.context)
+    name = jax_mlir.merge_mlir_modules(ctx.module_context.module, "zymase_derivative", module)
+    result_types = [jax_mlir.aval_to_ir_type(ctx.module_context, a) for a in out_avals]
+    call = jax_func.CallOp(result_types, jax_ir.FlatSymbolRefAttr.get(name), list(args))
+    return list(call.results)
+
+
+jax_mlir.register_lowering(call_p, _lower_call)
+
+
+def call_module(module: ModuleOp, args, out_avals):
+    """Run a StableHLO module's ``@main`` on ``args`` (arrays or tracers)."""
+    return call_p.bind(*args, text=print_mlir(module), out_avals=tuple(out_avals))
+
+
+# ----- lowering a JAX function ---------------------------------------------------------
+def _aval(x) -> jax.ShapeDtypeStruct:
+    aval = jax.typeof(x)
+    return jax.ShapeDtypeStruct(aval.shape, aval.dtype, weak_type=getattr(aval, "weak_type", False))
+
+
+def python_name(f) -> str:
+    return getattr(f, "__qualname__", None) or getattr(f, "__name__", None) or repr(f)
+
+
+@functools.lru_cache(maxsize=256)
+def _lowered_text(f, in_tree, avals) -> tuple[str, tuple]:
+    def flat_f(*leaves):
+        args = jax.tree_util.tree_unflatten(in_tree, leaves)
+        return f(*args)
+
+    lowered = jax.jit(flat_f, keep_unused=True).lower(*avals)
+    out_avals = tuple(ShapedArray(o.shape, o.dtype) for o in jax.tree_util.tree_leaves(lowered.out_info))
+    text = lowered.compiler_ir("stablehlo").operation.get_asm(print_generic_op_form=True)
+    return text, (lowered.out_tree, out_avals)
+
+
+def lower(f, leaves, in_tree) -> tuple[ModuleOp, object, tuple]:
+    """``f``'s StableHLO module for these (flattened) arguments, with the output tree
+    and output avals."""
+    avals = tuple(_aval(x) for x in leaves)
+    text, (out_tree, out_avals) = _lowered_text(f, in_tree, avals)
+    return parse_mlir(text, f"<{python_name(f)}>"), out_tree, out_avals
+
+
+@functools.lru_cache(maxsize=256)
+def _derivative_text(f, in_tree, avals, mode: str, active: tuple[bool, ...]) -> str:
+    text, _ = _lowered_text(f, in_tree, avals)
+    module = parse_mlir(text, f"<{python_name(f)}>")
+    (hlo_ad.reverse if mode == "reverse" else hlo_ad.forward)(module, active, python_name(f))
+    return print_mlir(module)
+
+
+def derivative_module(f, leaves, in_tree, mode: str, active) -> str:
+    """The printed derivative (``autodiff/hlo``) of ``f`` at these arguments."""
+    avals = tuple(_aval(x) for x in leaves)
+    return _derivative_text(f, in_tree, avals, mode, tuple(active))
+
+
+def run(text: str, args, out_avals):
+    return call_p.bind(*args, text=text, out_avals=tuple(out_avals))
+
+
+def float_leaf(x) -> bool:
+    return jax.numpy.issubdtype(np.dtype(jax.typeof(x).dtype), jax.numpy.floating)
+
+
+def require_float_leaves(leaves, what: str, f) -> None:
+    for x in leaves:
+        if not float_leaf(x):
+            raise ZymaseError(f"{what} must hold floating-point arrays, not {jax.typeof(x).dtype}",
+                              function=python_name(f), hint="pass floats for the arguments you differentiate")
