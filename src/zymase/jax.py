@@ -52,7 +52,7 @@ def value_and_grad(f, argnums: int | Sequence[int] = 0):
         nums = _argnums_tuple(argnums, len(args), f)
         leaves, in_tree, active = _slots(args, nums)
         front.require_float_leaves([x for x, a in zip(leaves, active) if a], "the differentiated arguments", f)
-        _, out_tree, out_avals = front.lower(f, leaves, in_tree)
+        out_tree, out_avals = front.lower(f, leaves, in_tree)
         if out_tree.num_leaves != 1 or out_avals[0].shape != () or not jnp.issubdtype(out_avals[0].dtype, jnp.floating):
             raise ZymaseError("grad needs a function returning one float scalar", function=front.python_name(f),
                               hint="use zymase.jax.vjp for other outputs")
@@ -82,8 +82,8 @@ def vjp(f, *primals):
     cotangent per primal argument (float outputs and arguments)."""
     leaves, in_tree, active = _slots(primals, tuple(range(len(primals))))
     front.require_float_leaves(leaves, "the arguments of vjp", f)
-    _, out_tree, out_avals = front.lower(f, leaves, in_tree)
-    value = f(*primals)
+    out_tree, out_avals = front.lower(f, leaves, in_tree)
+    value = jax.jit(f)(*primals)
 
     def vjp_fn(cotangent):
         seeds = jax.tree_util.tree_leaves(cotangent)
@@ -101,7 +101,7 @@ def jvp(f, primals, tangents):
     leaves, in_tree, active = _slots(primals, tuple(range(len(primals))))
     front.require_float_leaves(leaves, "the arguments of jvp", f)
     tangent_leaves = jax.tree_util.tree_leaves(tuple(tangents))
-    _, out_tree, out_avals = front.lower(f, leaves, in_tree)
+    out_tree, out_avals = front.lower(f, leaves, in_tree)
     text = front.derivative_module(f, leaves, in_tree, "forward", active)
     outs = front.run(text, [*leaves, *tangent_leaves], [*out_avals, *out_avals])
     n = len(out_avals)

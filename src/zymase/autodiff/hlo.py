@@ -104,7 +104,7 @@ def inline_calls(module: ModuleOp, function: str) -> func.FuncOp:
             body = callee.body.clone()
             block = body.blocks[0]
             for arg, value in zip(block.args, call.arguments):
-                arg.replace_by(value)
+                arg.replace_all_uses_with(value)
             ret = block.last_op
             results = list(ret.operands)
             for op in list(block.ops):
@@ -113,7 +113,7 @@ def inline_calls(module: ModuleOp, function: str) -> func.FuncOp:
                 op.detach()
                 call.parent_block().insert_op_before(op, call)
             for old, new in zip(call.results, results):
-                old.replace_by(new)
+                old.replace_all_uses_with(new)
             call.detach()
             call.erase()
     for op in list(module.ops):
@@ -220,3 +220,15 @@ def _set_return(main: func.FuncOp, ret: Operation, values: list[SSAValue]) -> No
     main.function_type = FunctionType.from_lists([a.type for a in block.args], [v.type for v in values])
     main.properties.pop("res_attrs", None)
     main.properties.pop("arg_attrs", None)
+
+
+def simplify(module: ModuleOp) -> None:
+    """Merge the duplicates the rules create (one splat constant per use, the same
+    broadcast for several adjoints) and drop what is unused: xDSL's CSE and DCE,
+    which the StableHLO ops' Pure trait allows. XLA would do the same, but a smaller
+    module parses and compiles faster."""
+    from zymase.ir import make_context, xdsl_pass
+
+    ctx = make_context()
+    xdsl_pass("cse").apply(ctx, module)
+    xdsl_pass("dce").apply(ctx, module)

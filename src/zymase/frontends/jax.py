@@ -78,19 +78,26 @@ def _lowered_text(f, in_tree, avals) -> tuple[str, tuple]:
     return text, (lowered.out_tree, out_avals)
 
 
-def lower(f, leaves, in_tree) -> tuple[ModuleOp, object, tuple]:
-    """``f``'s StableHLO module for these (flattened) arguments, with the output tree
-    and output avals."""
-    avals = tuple(_aval(x) for x in leaves)
-    text, (out_tree, out_avals) = _lowered_text(f, in_tree, avals)
-    return parse_mlir(text, f"<{python_name(f)}>"), out_tree, out_avals
+def lower(f, leaves, in_tree) -> tuple[object, tuple]:
+    """The output tree and output avals of ``f`` at these (flattened) arguments (its
+    StableHLO text is cached for the derivatives)."""
+    _, (out_tree, out_avals) = _lowered_text(f, in_tree, tuple(_aval(x) for x in leaves))
+    return out_tree, out_avals
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed(f, in_tree, avals) -> ModuleOp:
+    """The StableHLO module, parsed once: xDSL's parser is the slow step (5 ms per op
+    with a dense constant), so the reverse and forward derivatives clone this."""
+    text, _ = _lowered_text(f, in_tree, avals)
+    return parse_mlir(text, f"<{python_name(f)}>")
 
 
 @functools.lru_cache(maxsize=256)
 def _derivative_text(f, in_tree, avals, mode: str, active: tuple[bool, ...]) -> str:
-    text, _ = _lowered_text(f, in_tree, avals)
-    module = parse_mlir(text, f"<{python_name(f)}>")
+    module = _parsed(f, in_tree, avals).clone()
     (hlo_ad.reverse if mode == "reverse" else hlo_ad.forward)(module, active, python_name(f))
+    hlo_ad.simplify(module)
     return print_mlir(module)
 
 

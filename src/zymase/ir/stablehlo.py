@@ -31,7 +31,7 @@ from xdsl.irdl import (
     var_result_def,
 )
 from xdsl.irdl import param_def
-from xdsl.traits import IsTerminator
+from xdsl.traits import IsTerminator, Pure
 
 
 class _BodyAttr(ParametrizedAttribute):
@@ -134,7 +134,11 @@ class HloOp(IRDLOperation):
     res = var_result_def()
 
 
-def _op(name: str, base: type = HloOp, **fields) -> type:
+def _op(name: str, base: type = HloOp, pure: bool = True, **fields) -> type:
+    """An op class; ``pure`` ops (no effects, no regions that could have any) may be
+    merged by CSE and removed when unused."""
+    if pure and "traits" not in fields:
+        fields["traits"] = traits_def(Pure())
     cls = type(_class_name(name), (base,), {"name": f"stablehlo.{name}", **fields})
     return irdl_op_definition(cls)
 
@@ -180,29 +184,29 @@ PadOp = _op("pad", edge_padding_low=prop_def(DenseArrayBase), edge_padding_high=
             interior_padding=prop_def(DenseArrayBase))
 DotGeneralOp = _op("dot_general", dot_dimension_numbers=prop_def(DotAttr),
                    precision_config=opt_prop_def(ArrayAttr), algorithm=opt_prop_def(DotAlgorithmAttr))
-ReduceOp = _op("reduce", dimensions=prop_def(DenseArrayBase), body=region_def())
-ReduceWindowOp = _op("reduce_window", window_dimensions=prop_def(DenseArrayBase),
+ReduceOp = _op("reduce", pure=False, dimensions=prop_def(DenseArrayBase), body=region_def())
+ReduceWindowOp = _op("reduce_window", pure=False, window_dimensions=prop_def(DenseArrayBase),
                      window_strides=opt_prop_def(DenseArrayBase), base_dilations=opt_prop_def(DenseArrayBase),
                      window_dilations=opt_prop_def(DenseArrayBase), padding=opt_prop_def(Attribute),
                      body=region_def())
 GatherOp = _op("gather", dimension_numbers=prop_def(GatherAttr), slice_sizes=prop_def(DenseArrayBase),
                indices_are_sorted=opt_prop_def(Attribute))
-ScatterOp = _op("scatter", scatter_dimension_numbers=prop_def(ScatterAttr),
+ScatterOp = _op("scatter", pure=False, scatter_dimension_numbers=prop_def(ScatterAttr),
                 indices_are_sorted=opt_prop_def(Attribute), unique_indices=opt_prop_def(Attribute),
                 update_computation=region_def())
-WhileOp = _op("while", cond=region_def(), body=region_def())
-CaseOp = _op("case", branches=var_region_def())
-IfOp = _op("if", true_branch=region_def(), false_branch=region_def())
+WhileOp = _op("while", pure=False, cond=region_def(), body=region_def())
+CaseOp = _op("case", pure=False, branches=var_region_def())
+IfOp = _op("if", pure=False, true_branch=region_def(), false_branch=region_def())
 ReturnOp = _op("return", traits=traits_def(IsTerminator()))
-OptimizationBarrierOp = _op("optimization_barrier")
-SortOp = _op("sort", dimension=opt_prop_def(IntegerAttr), is_stable=opt_prop_def(Attribute),
+OptimizationBarrierOp = _op("optimization_barrier", pure=False)
+SortOp = _op("sort", pure=False, dimension=opt_prop_def(IntegerAttr), is_stable=opt_prop_def(Attribute),
              comparator=region_def())
-CustomCallOp = _op("custom_call", call_target_name=prop_def(StringAttr),
+CustomCallOp = _op("custom_call", pure=False, call_target_name=prop_def(StringAttr),
                    has_side_effect=opt_prop_def(Attribute), backend_config=opt_prop_def(Attribute),
                    api_version=opt_prop_def(Attribute), called_computations=opt_prop_def(Attribute),
                    operand_layouts=opt_prop_def(Attribute), result_layouts=opt_prop_def(Attribute),
                    output_operand_aliases=opt_prop_def(Attribute))
-RngBitGeneratorOp = _op("rng_bit_generator", rng_algorithm=prop_def(RngAlgorithmAttr))
+RngBitGeneratorOp = _op("rng_bit_generator", pure=False, rng_algorithm=prop_def(RngAlgorithmAttr))
 ReducePrecisionOp = _op("reduce_precision", exponent_bits=prop_def(IntegerAttr),
                         mantissa_bits=prop_def(IntegerAttr))
 
