@@ -26,7 +26,7 @@ from zymase.autodiff import hlo_flavor
 from zymase.autodiff.flavor import Emitter
 from zymase.autodiff.registry import REGISTRY
 from zymase.errors import ZymaseError
-from zymase.ir import FunctionType, ModuleOp, Operation, SSAValue, func
+from zymase.ir import FunctionType, ModuleOp, Operation, SSAValue, func, location_of
 from zymase.ir import stablehlo as hlo
 from zymase.ir.enzyme import Activity
 
@@ -72,6 +72,7 @@ def _rule(op: Operation, function: str):
     rule = REGISTRY.lookup(op)
     if rule is None:
         raise ZymaseError(f"no derivative rule for '{op.name}'", construct=op.name, function=function,
+                          location=location_of(op),
                           hint="differentiate around this operation (jax.lax.stop_gradient), or write it "
                                "with operations zymase differentiates")
     return rule
@@ -110,6 +111,9 @@ def inline_calls(module: ModuleOp, function: str) -> func.FuncOp:
             for op in list(block.ops):
                 if op is ret:
                     break
+                for inner in op.walk():  # a helper's ops are at the user's call
+                    if location_of(inner) is None:
+                        inner.location = call.location
                 op.detach()
                 call.parent_block().insert_op_before(op, call)
             for old, new in zip(call.results, results):

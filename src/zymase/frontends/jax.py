@@ -31,7 +31,7 @@ from jax.extend.core import Primitive
 
 from zymase.autodiff import hlo as hlo_ad
 from zymase.errors import ZymaseError
-from zymase.ir import ModuleOp, parse_mlir, print_mlir
+from zymase.ir import FileLineColLoc, IntAttr, ModuleOp, StringAttr, parse_mlir, print_mlir
 
 # ----- running a StableHLO module inside JAX ----------------------------------------
 call_p = Primitive("zymase_stablehlo_call")
@@ -74,14 +74,41 @@ def _lowered_text(f, in_tree, avals) -> tuple[str, tuple]:
 
     lowered = jax.jit(flat_f, keep_unused=True).lower(*avals)
     out_avals = tuple(ShapedArray(o.shape, o.dtype) for o in jax.tree_util.tree_leaves(lowered.out_info))
-    text = lowered.compiler_ir("stablehlo").operation.get_asm(print_generic_op_form=True)
-    return text, (lowered.out_tree, out_avals)
+    module = lowered.compiler_ir("stablehlo")
+    text = module.operation.get_asm(print_generic_op_form=True)
+    return text, (lowered.out_tree, out_avals, tuple(_source_lines(module.operation)))
+
+
+def _source_lines(op) -> list[tuple[str, int, int] | None]:
+    """The Python source position of every op, in pre-order: JAX records it in MLIR
+    locations, which xDSL cannot read (they are printed as aliases), so they are taken
+    from jaxlib's module and put on the parsed ops (``_parsed``)."""
+    out = [_file_position(op.location)]
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.operations:
+                out += _source_lines(inner.operation)
+    return out
+
+
+def _file_position(loc) -> tuple[str, int, int] | None:
+    if isinstance(loc, jax_ir.FileLineColLoc):
+        return (loc.filename, loc.start_line, loc.start_col)
+    if isinstance(loc, jax_ir.NameLoc):
+        return _file_position(loc.child_loc)
+    if isinstance(loc, jax_ir.CallSiteLoc):
+        return _file_position(loc.callee) or _file_position(loc.caller)
+    if isinstance(loc, jax_ir.FusedLoc):
+        for inner in loc.locations:
+            if (found := _file_position(inner)) is not None:
+                return found
+    return None
 
 
 def lower(f, leaves, in_tree) -> tuple[object, tuple]:
     """The output tree and output avals of ``f`` at these (flattened) arguments (its
     StableHLO text is cached for the derivatives)."""
-    _, (out_tree, out_avals) = _lowered_text(f, in_tree, tuple(_aval(x) for x in leaves))
+    _, (out_tree, out_avals, _) = _lowered_text(f, in_tree, tuple(_aval(x) for x in leaves))
     return out_tree, out_avals
 
 
@@ -89,8 +116,14 @@ def lower(f, leaves, in_tree) -> tuple[object, tuple]:
 def _parsed(f, in_tree, avals) -> ModuleOp:
     """The StableHLO module, parsed once: xDSL's parser is the slow step (5 ms per op
     with a dense constant), so the reverse and forward derivatives clone this."""
-    text, _ = _lowered_text(f, in_tree, avals)
-    return parse_mlir(text, f"<{python_name(f)}>")
+    text, (_, _, positions) = _lowered_text(f, in_tree, avals)
+    module = parse_mlir(text, f"<{python_name(f)}>")
+    ops = list(module.walk())
+    if len(ops) == len(positions):
+        for op, position in zip(ops, positions):
+            if position is not None:
+                op.location = FileLineColLoc(StringAttr(position[0]), IntAttr(position[1]), IntAttr(position[2]))
+    return module
 
 
 @functools.lru_cache(maxsize=256)
