@@ -38,6 +38,8 @@ def _argnums_tuple(argnums, nargs: int, f) -> tuple[int, ...]:
 def _slots(args, argnums):
     """Flatten the arguments; which leaves belong to the differentiated arguments."""
     leaves, in_tree = jax.tree_util.tree_flatten(tuple(args))
+    # Python numbers become (weakly typed) arrays, as under jax.jit
+    leaves = [x if hasattr(x, "shape") and hasattr(x, "dtype") else jnp.asarray(x) for x in leaves]
     active = []
     for i, a in enumerate(args):
         n = len(jax.tree_util.tree_leaves(a))
@@ -100,7 +102,7 @@ def jvp(f, primals, tangents):
     """``(f(*primals), tangent of the output)`` like ``jax.jvp`` (forward mode)."""
     leaves, in_tree, active = _slots(primals, tuple(range(len(primals))))
     front.require_float_leaves(leaves, "the arguments of jvp", f)
-    tangent_leaves = jax.tree_util.tree_leaves(tuple(tangents))
+    tangent_leaves = [jnp.asarray(t) for t in jax.tree_util.tree_leaves(tuple(tangents))]
     out_tree, out_avals = front.lower(f, leaves, in_tree)
     text = front.derivative_module(f, leaves, in_tree, "forward", active)
     outs = front.run(text, [*leaves, *tangent_leaves], [*out_avals, *out_avals])

@@ -32,7 +32,8 @@ from zymase.ir.enzyme import Activity
 
 
 def _load_rules() -> None:
-    from zymase.autodiff.rules import stablehlo as _rules  # noqa: F401  (registers itself)
+    from zymase.autodiff.rules import stablehlo as _rules  # noqa: F401  (each registers itself)
+    from zymase.autodiff.rules import stablehlo_control as _control  # noqa: F401
 
 
 class _Context:
@@ -40,9 +41,10 @@ class _Context:
     are (one XLA program keeps them all); JAX's derivatives have no strong zeros, and
     neither do these."""
 
-    def __init__(self, E: Emitter, info: ActivityInfo):
+    def __init__(self, E: Emitter, info: ActivityInfo, function: str):
         self.E = E
         self.info = info
+        self.function = function  # the Python function, for refusals in region rules
 
     def primal(self, value: SSAValue) -> SSAValue:
         return value
@@ -131,36 +133,35 @@ def _float_results(ret: Operation) -> list[int]:
 
 
 def _refuse_nested_activity(block_ops, info: ActivityInfo, function: str) -> None:
-    """Region ops other than those with rules (reduce) are not differentiated yet."""
+    """Region ops without a rule (sort, reduce_window, ...) are refused when active."""
     for op in block_ops:
         if op.regions and info.op_is_active(op) and REGISTRY.lookup(op) is None:
             _rule(op, function)
 
 
-def reverse(module: ModuleOp, active: Sequence[bool], function: str) -> ModuleOp:
-    """Turn ``module``'s ``@main`` into its reverse-mode derivative (see module doc)."""
-    _load_rules()
-    main = inline_calls(module, function)
-    block = main.body.blocks[0]
-    ret = block.last_op
-    acts = [Activity.ACTIVE if a else Activity.CONST for a in active]
-    returned = [(v, Activity.ACTIVE) for v in ret.operands]
-    info = analyze([block], acts, returned, _propagates, hlo_flavor.HLO)
-    ops = [op for op in block.ops if op is not ret]
-    _refuse_nested_activity(ops, info, function)
+def block_activity(block, active_args: Sequence[bool]) -> ActivityInfo:
+    """Activity of a block's values: the arguments marked active, every returned
+    value wanted (a function body, or the body of a loop)."""
+    acts = [Activity.ACTIVE if a else Activity.CONST for a in active_args]
+    returned = [(v, Activity.ACTIVE) for v in block.last_op.operands]
+    return analyze([block], acts, returned, _propagates, hlo_flavor.HLO)
 
-    E = Emitter(hlo_flavor.HLO, module).before(ret)
-    ctx = _Context(E, info)
+
+def reverse_sweep(E: Emitter, ops: Sequence[Operation], info, seeds: dict[SSAValue, SSAValue],
+                  function: str) -> dict[SSAValue, SSAValue]:
+    """Emit (at ``E``) the adjoint code of ``ops`` in reverse order, from the adjoints
+    ``seeds`` of some of their values; returns every adjoint, those of the values the
+    ops read from outside (block arguments) included. Primal values are read where
+    they are, so ``E`` must be dominated by the ops."""
+    ctx = _Context(E, info, function)
     adjoint: dict[SSAValue, SSAValue] = {}
 
     def accumulate(v: SSAValue, d: SSAValue) -> None:
         adjoint[v] = E.add(adjoint[v], d) if v in adjoint else d
 
-    float_results = _float_results(ret)
-    for i in float_results:
-        seed = block.insert_arg(ret.operands[i].type, len(block.args))
-        if info.is_active(ret.operands[i]):
-            accumulate(ret.operands[i], seed)
+    for v, seed in seeds.items():
+        if info.is_active(v):
+            accumulate(v, seed)
     for op in reversed(ops):
         if not info.op_is_active(op):
             continue
@@ -171,7 +172,44 @@ def reverse(module: ModuleOp, active: Sequence[bool], function: str) -> ModuleOp
         for operand, d in zip(op.operands, contributions):
             if d is not None and info.is_active(operand):
                 accumulate(operand, d)
+    return adjoint
 
+
+def forward_sweep(E: Emitter, ops: Sequence[Operation], info, tangents: dict[SSAValue, SSAValue],
+                  function: str) -> dict[SSAValue, SSAValue]:
+    """Emit (at ``E``) the tangent code of ``ops`` in order, from the tangents of the
+    values they read (``tangents``, updated in place and returned)."""
+    ctx = _Context(E, info, function)
+    for op in ops:
+        if not info.op_is_active(op):
+            continue
+        ins = [tangents.get(v) for v in op.operands]
+        if all(t is None for t in ins):
+            continue
+        outs = _rule(op, function).forward(ctx, op, ins)
+        for r, t in zip(op.results, outs):
+            if t is not None:
+                tangents[r] = t
+    return tangents
+
+
+def reverse(module: ModuleOp, active: Sequence[bool], function: str) -> ModuleOp:
+    """Turn ``module``'s ``@main`` into its reverse-mode derivative (see module doc)."""
+    _load_rules()
+    main = inline_calls(module, function)
+    block = main.body.blocks[0]
+    ret = block.last_op
+    info = block_activity(block, active)
+    ops = [op for op in block.ops if op is not ret]
+    _refuse_nested_activity(ops, info, function)
+
+    E = Emitter(hlo_flavor.HLO, module).before(ret)
+    seeds: dict[SSAValue, SSAValue] = {}
+    for i in _float_results(ret):
+        seed = block.insert_arg(ret.operands[i].type, len(block.args))
+        v = ret.operands[i]
+        seeds[v] = E.add(seeds[v], seed) if v in seeds else seed  # one value returned twice
+    adjoint = reverse_sweep(E, ops, info, seeds, function)
     grads = []
     for arg, is_active in zip(list(block.args)[:len(active)], active):
         if is_active:
@@ -186,30 +224,18 @@ def forward(module: ModuleOp, active: Sequence[bool], function: str) -> ModuleOp
     main = inline_calls(module, function)
     block = main.body.blocks[0]
     ret = block.last_op
-    acts = [Activity.ACTIVE if a else Activity.CONST for a in active]
-    returned = [(v, Activity.ACTIVE) for v in ret.operands]
-    info = analyze([block], acts, returned, _propagates, hlo_flavor.HLO)
+    info = block_activity(block, active)
     ops = [op for op in block.ops if op is not ret]
     _refuse_nested_activity(ops, info, function)
 
     E = Emitter(hlo_flavor.HLO, module).before(ret)
-    ctx = _Context(E, info)
     tangent: dict[SSAValue, SSAValue] = {}
     for arg, is_active in zip(list(block.args), active):
         if is_active:
             t = block.insert_arg(arg.type, len(block.args))
             if info.is_active(arg):
                 tangent[arg] = t
-    for op in ops:
-        if not info.op_is_active(op):
-            continue
-        tangents = [tangent.get(v) for v in op.operands]
-        if all(t is None for t in tangents):
-            continue
-        outs = _rule(op, function).forward(ctx, op, tangents)
-        for r, t in zip(op.results, outs):
-            if t is not None:
-                tangent[r] = t
+    forward_sweep(E, ops, info, tangent, function)
     outs = [tangent.get(ret.operands[i]) or E.zero(ret.operands[i].type) for i in _float_results(ret)]
     _set_return(main, ret, list(ret.operands) + outs)
     return module

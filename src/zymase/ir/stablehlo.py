@@ -100,6 +100,24 @@ def dims_field(attr: _BodyAttr, field: str) -> list[int]:
     return [int(x) for x in m.group(1).split(",") if x.strip()] if m else []
 
 
+def int_field(attr: _BodyAttr, field: str) -> int | None:
+    """The integer ``field = 1`` of a structured attribute (absent: None)."""
+    m = re.search(rf"\b{field}\s*=\s*(-?\d+)", attr.body.data)
+    return int(m.group(1)) if m else None
+
+
+def structured(attr_class: type[_BodyAttr], fields: dict[str, list[int] | int | None]) -> _BodyAttr:
+    """A structured attribute (``#stablehlo.gather<...>``) from its fields in order;
+    empty lists and None are left out, as MLIR prints them."""
+    parts = []
+    for name, value in fields.items():
+        if isinstance(value, list) and value:
+            parts.append(f"{name} = [{', '.join(str(d) for d in value)}]")
+        elif isinstance(value, int):
+            parts.append(f"{name} = {value}")
+    return attr_class(StringAttr(", ".join(parts)))
+
+
 def dot_dims(lhs_batch, rhs_batch, lhs_contract, rhs_contract) -> DotAttr:
     """A ``#stablehlo.dot<...>`` with the four dimension lists."""
     parts = []

@@ -18,6 +18,7 @@ from zymase.autodiff import hlo_flavor as T
 from zymase.autodiff.registry import REGISTRY, Rule
 from zymase.autodiff.rules.scalar import FADD, FDIV, FMUL, FNEG, FREM, FSUB, MATH, ZERO, R
 from zymase.errors import ZymaseError
+from zymase.ir import location_of
 from zymase.ir import stablehlo as hlo
 
 # ----- elementwise ------------------------------------------------------------------
@@ -352,17 +353,22 @@ class _DotGeneral(Rule):
 REGISTRY.register(hlo.DotGeneralOp, _DotGeneral())
 
 
-def reduction_kind(op) -> str | None:
-    """``add``, ``maximum``, ``minimum`` for a one-input reduce whose body combines its
-    two arguments with that op alone; None otherwise."""
-    if len(op.operands) != 2 or len(op.results) != 1:
-        return None
-    ops = list(op.regions[0].block.ops)
+def _region_kind(region) -> str | None:
+    """``add``, ``maximum``, ``minimum`` for a two-argument body that combines its
+    arguments with that op alone and returns it; None otherwise."""
+    ops = list(region.block.ops)
     if len(ops) != 2 or not isinstance(ops[1], hlo.ReturnOp) or ops[1].operands[0] is not ops[0].results[0]:
         return None
-    if set(ops[0].operands) != set(op.regions[0].block.args) or len(ops[0].operands) != 2:
+    if set(ops[0].operands) != set(region.block.args) or len(ops[0].operands) != 2:
         return None
     return {hlo.AddOp: "add", hlo.MaximumOp: "maximum", hlo.MinimumOp: "minimum"}.get(type(ops[0]))
+
+
+def reduction_kind(op) -> str | None:
+    """The combiner of a one-input reduce (see _region_kind); None otherwise."""
+    if len(op.operands) != 2 or len(op.results) != 1:
+        return None
+    return _region_kind(op.regions[0])
 
 
 class _Reduce(Rule):
@@ -434,3 +440,83 @@ class _Reduce(Rule):
 
 
 REGISTRY.register(hlo.ReduceOp, _Reduce())
+
+
+# ----- indexing: gather and scatter-add are each other's transposes -------------------
+_GATHER_FIELDS = ("offset_dims", "collapsed_slice_dims", "operand_batching_dims", "start_indices_batching_dims",
+                  "start_index_map")
+_SCATTER_FIELDS = ("update_window_dims", "inserted_window_dims", "input_batching_dims",
+                   "scatter_indices_batching_dims", "scatter_dims_to_operand_dims")
+
+
+def _scatter_add(E, operand, indices, updates, gather_numbers, sorted_attr):
+    """The scatter-add that is the transpose of a gather with ``gather_numbers``."""
+    fields = {s: hlo.dims_field(gather_numbers, g) for s, g in zip(_SCATTER_FIELDS, _GATHER_FIELDS)}
+    fields["index_vector_dim"] = hlo.int_field(gather_numbers, "index_vector_dim")
+    properties = {"scatter_dimension_numbers": hlo.structured(hlo.ScatterAttr, fields)}
+    if sorted_attr is not None:
+        properties["indices_are_sorted"] = sorted_attr
+    op = hlo.ScatterOp.create(operands=[operand, indices, updates], result_types=[operand.type],
+                              properties=properties, regions=[T._reducer(operand.type.element_type, hlo.AddOp)])
+    return E.insert(op).results[0]
+
+
+def _gather(E, operand, indices, scatter_numbers, updates_type, sorted_attr):
+    """The gather that is the transpose of a scatter-add with ``scatter_numbers``: it
+    reads, for every update element, the operand element the update went to."""
+    fields = {g: hlo.dims_field(scatter_numbers, s) for s, g in zip(_SCATTER_FIELDS, _GATHER_FIELDS)}
+    fields["index_vector_dim"] = hlo.int_field(scatter_numbers, "index_vector_dim")
+    window = fields["offset_dims"]
+    skipped = set(fields["collapsed_slice_dims"]) | set(fields["operand_batching_dims"])
+    update_shape = updates_type.get_shape()
+    sizes, k = [], 0
+    for d in range(len(T.shape(operand))):
+        if d in skipped:
+            sizes.append(1)
+        else:
+            sizes.append(update_shape[window[k]])
+            k += 1
+    ordered = {name: fields[name] for name in ("offset_dims", "collapsed_slice_dims", "operand_batching_dims",
+                                               "start_indices_batching_dims", "start_index_map", "index_vector_dim")}
+    properties = {"dimension_numbers": hlo.structured(hlo.GatherAttr, ordered), "slice_sizes": hlo.array(sizes)}
+    if sorted_attr is not None:
+        properties["indices_are_sorted"] = sorted_attr
+    return T.emit(E, hlo.GatherOp, [operand, indices], updates_type, **properties)
+
+
+@_linear(hlo.GatherOp)
+def gather_adjoint(ctx, op, i, dy):
+    operand = op.operands[0]
+    zeros = ctx.E.zero(operand.type)
+    return _scatter_add(ctx.E, zeros, ctx.primal(op.operands[1]), dy, op.dimension_numbers,
+                        op.properties.get("indices_are_sorted"))
+
+
+class _ScatterAdd(Linear):
+    """scatter with an add body: linear in the operand (adjoint dy) and the updates
+    (adjoint: dy gathered where each update went). Other bodies (``.at[].set``,
+    ``.at[].mul``) are refused."""
+
+    through = (0, 2)
+
+    def _check(self, op):
+        if len(op.operands) != 3 or _region_kind(op.update_computation) != "add":
+            raise ZymaseError("only scatter-add (x.at[i].add) has a derivative rule", construct="stablehlo.scatter",
+                              location=location_of(op), hint="write the update as x.at[i].add(...)")
+
+    def reverse(self, ctx, op, dys):
+        self._check(op)
+        return super().reverse(ctx, op, dys)
+
+    def forward(self, ctx, op, tangents):
+        self._check(op)
+        return super().forward(ctx, op, tangents)
+
+    def transpose(self, ctx, op, i, dy):
+        if i == 0:
+            return dy
+        return _gather(ctx.E, dy, ctx.primal(op.operands[1]), op.scatter_dimension_numbers, op.operands[2].type,
+                       op.properties.get("indices_are_sorted"))
+
+
+REGISTRY.register(hlo.ScatterOp, _ScatterAdd())

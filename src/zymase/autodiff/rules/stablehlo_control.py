@@ -1,0 +1,198 @@
+"""Rules for StableHLO's loops: ``stablehlo.while`` in forward and reverse mode.
+
+JAX has no reverse mode for ``lax.while_loop`` (the trip count is unknown when the
+program is traced, so it cannot size a tape). zymase reverses it by recomputation,
+which needs no tape and keeps every shape static:
+
+* a counting copy of the loop gives the trip count ``n``;
+* a reverse loop runs ``j = n-1 .. 0``; each iteration recomputes the loop state
+  before iteration ``j`` from the initial values (an inner loop of ``j`` body runs),
+  then emits the adjoint of one body run at that state (``autodiff/hlo.reverse_sweep``
+  over a copy of the body) and carries the state adjoints to the next.
+
+That is ``n(n+1)/2`` body runs for the recomputation: fine for the few iterations of a
+Newton solve, quadratic for long loops (a checkpointing schedule would bound it; not
+done). Forward mode carries tangents through one augmented loop.
+
+Every value reaches the generated loops as a loop-carried value, as in what JAX
+emits; a loop body that reads an active value from outside the loop is refused.
+"""
+
+from __future__ import annotations
+
+from zymase.autodiff import hlo as hlo_ad
+from zymase.autodiff import hlo_flavor as T
+from zymase.autodiff.flavor import Emitter
+from zymase.autodiff.registry import REGISTRY, Rule
+from zymase.errors import ZymaseError
+from zymase.ir import Block, IntegerType, Region, SSAValue, TensorType, location_of
+from zymase.ir import stablehlo as hlo
+
+_I64 = TensorType(IntegerType(64), [])
+
+
+class _Mapped:
+    """Activity of a copied body: the copy's values active where the original's are."""
+
+    def __init__(self, active: set[SSAValue]):
+        self.active = active
+
+    def is_active(self, v: SSAValue) -> bool:
+        return v in self.active
+
+    def op_is_active(self, op) -> bool:
+        return any(r in self.active for r in op.results)
+
+
+def _inline(E: Emitter, region: Region, args: list[SSAValue]) -> tuple[list[SSAValue], list, dict]:
+    """Copy ``region``'s single block at ``E`` with its arguments bound to ``args``;
+    returns the copied terminator's operands, the copied ops and the value mapping."""
+    block = region.blocks[0]
+    mapping: dict[SSAValue, SSAValue] = dict(zip(block.args, args))
+    copied = []
+    for op in block.ops:
+        if op is block.last_op:
+            break
+        copy = op.clone(value_mapper=mapping)
+        E.insert(copy)
+        copied.append(copy)
+    return [mapping.get(v, v) for v in block.last_op.operands], copied, mapping
+
+
+def _while(E: Emitter, operands: list[SSAValue], cond, body) -> list[SSAValue]:
+    """Insert a ``stablehlo.while`` on ``operands``; ``cond(E, args)`` returns the
+    predicate, ``body(E, args)`` the next values, each built in a fresh block."""
+    types = [v.type for v in operands]
+    regions = []
+    for build in (cond, body):
+        block = Block(arg_types=types)
+        inner = Emitter(E.flavor, E.module).at_end(block)
+        values = build(inner, list(block.args))
+        block.add_op(hlo.ReturnOp.create(operands=list(values)))
+        regions.append(Region(block))
+    op = hlo.WhileOp.create(operands=list(operands), result_types=types, regions=regions)
+    return list(E.insert(op).results)
+
+
+def _compare(E: Emitter, a: SSAValue, b: SSAValue, direction: str) -> SSAValue:
+    op = hlo.CompareOp.create(operands=[a, b], result_types=[TensorType(IntegerType(1), [])],
+                              properties={"comparison_direction": hlo.comparison(direction),
+                                          "compare_type": hlo.comparison_type("SIGNED")})
+    return E.v(op)
+
+
+def _step(E: Emitter, counter: SSAValue, by: int) -> SSAValue:
+    return E.v(hlo.AddOp.create(operands=[counter, E.v(T.splat(by, _I64))], result_types=[_I64]))
+
+
+class _While(Rule):
+    def propagates(self, op, index):
+        return hlo.is_float_tensor(op.operands[index].type)
+
+    def _refuse_captures(self, ctx, op) -> None:
+        inside: set[SSAValue] = set()
+        for region in op.regions:
+            for inner in region.walk():
+                inside.update(inner.results)
+                for r in inner.regions:
+                    for b in r.blocks:
+                        inside.update(b.args)
+            for b in region.blocks:
+                inside.update(b.args)
+        for region in op.regions:
+            for inner in region.walk():
+                for v in inner.operands:
+                    if v not in inside and ctx.wants(v):
+                        raise ZymaseError("a while loop reads an active value from outside the loop",
+                                          construct="stablehlo.while", function=ctx.function,
+                                          location=location_of(op),
+                                          hint="pass the value through the loop state (lax.while_loop does)")
+
+    def _body_activity(self, op):
+        float_args = [hlo.is_float_tensor(v.type) for v in op.operands]
+        return hlo_ad.block_activity(op.regions[1].blocks[0], float_args)
+
+    def reverse(self, ctx, op, dys):
+        if all(d is None for d in dys):
+            return [None] * len(op.operands)
+        self._refuse_captures(ctx, op)
+        E = ctx.E
+        cond_region, body_region = op.regions
+        inits = [ctx.primal(v) for v in op.operands]
+        k = len(inits)
+        floats = [i for i, v in enumerate(inits) if hlo.is_float_tensor(v.type)]
+        body_info = self._body_activity(op)
+
+        # the trip count: a copy of the loop that counts its iterations
+        def count_cond(B, args):
+            return _inline(B, cond_region, args[:k])[0]
+
+        def count_body(B, args):
+            return _inline(B, body_region, args[:k])[0] + [_step(B, args[k], 1)]
+
+        trips = _while(E, inits + [E.v(T.splat(0, _I64))], count_cond, count_body)[k]
+
+        # the reverse loop over j = n-1 .. 0, carrying (j, state adjoints, initial values)
+        def rev_cond(B, args):
+            return [_compare(B, args[0], B.v(T.splat(0, _I64)), "GE")]
+
+        def rev_body(B, args):
+            j, adjoints, start = args[0], args[1:1 + len(floats)], args[1 + len(floats):]
+
+            def redo_cond(R, a):
+                return [_compare(R, a[0], a[1], "LT")]
+
+            def redo_body(R, a):
+                return [_step(R, a[0], 1), a[1]] + _inline(R, body_region, a[2:])[0]
+
+            state = _while(B, [B.v(T.splat(0, _I64)), j] + list(start), redo_cond, redo_body)[2:]
+            returned, copied, mapping = _inline(B, body_region, state)
+            active = {mapping[v] for v in body_info.useful & body_info.varied if v in mapping}
+            seeds: dict[SSAValue, SSAValue] = {}
+            for i, d in zip(floats, adjoints):
+                v = returned[i]
+                seeds[v] = B.add(seeds[v], d) if v in seeds else d
+            adjoint = hlo_ad.reverse_sweep(B, copied, _Mapped(active), seeds, ctx.function)
+            # an argument the body returns unchanged passes its adjoint straight through
+            new = [adjoint.get(state[i]) or B.zero(state[i].type) for i in floats]
+            return [_step(B, j, -1)] + new + list(start)
+
+        seeds = [dys[i] if dys[i] is not None else E.zero(inits[i].type) for i in floats]
+        results = _while(E, [_step(E, trips, -1)] + seeds + inits, rev_cond, rev_body)
+        out: list[SSAValue | None] = [None] * k
+        for n, i in enumerate(floats):
+            if ctx.wants(op.operands[i]):
+                out[i] = results[1 + n]
+        return out
+
+    def forward(self, ctx, op, tangents):
+        if all(t is None for t in tangents):
+            return [None] * len(op.results)
+        self._refuse_captures(ctx, op)
+        E = ctx.E
+        cond_region, body_region = op.regions
+        inits = [ctx.primal(v) for v in op.operands]
+        k = len(inits)
+        floats = [i for i, v in enumerate(inits) if hlo.is_float_tensor(v.type)]
+        body_info = self._body_activity(op)
+
+        def cond(B, args):
+            return _inline(B, cond_region, args[:k])[0]
+
+        def body(B, args):
+            returned, copied, mapping = _inline(B, body_region, args[:k])
+            active = {mapping[v] for v in body_info.useful & body_info.varied if v in mapping}
+            active.update(args[i] for i in floats)
+            tangent = {args[i]: args[k + n] for n, i in enumerate(floats)}
+            hlo_ad.forward_sweep(B, copied, _Mapped(active), tangent, ctx.function)
+            return returned + [tangent.get(returned[i]) or B.zero(returned[i].type) for i in floats]
+
+        start = inits + [tangents[i] if tangents[i] is not None else E.zero(inits[i].type) for i in floats]
+        results = _while(E, start, cond, body)
+        out: list[SSAValue | None] = [None] * len(op.results)
+        for n, i in enumerate(floats):
+            out[i] = results[k + n]
+        return out
+
+
+REGISTRY.register(hlo.WhileOp, _While())
