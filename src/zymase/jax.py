@@ -1,6 +1,8 @@
 """zymase for JAX functions: ``grad``, ``value_and_grad``, ``vjp``, ``jvp``.
 
-``zymase.jax.grad(f)(x)`` lowers ``f`` to StableHLO with JAX, differentiates the
+``zymase.jax.jit(f)`` is ``f`` for JAX's transformations with zymase's reverse mode
+inside: ``jax.grad(zymase.jax.jit(f))`` runs zymase's derivative (a ``jax.custom_vjp``
+whose backward pass is the derivative module). ``zymase.jax.grad(f)(x)`` lowers ``f`` to StableHLO with JAX, differentiates the
 StableHLO with zymase (``autodiff/hlo.py``) and runs the derivative with XLA as part
 of the JAX program (``frontends/jax.py``). The results are JAX arrays; the functions
 returned here can be called inside ``jax.jit``. Requires the ``jax`` extra
@@ -16,6 +18,7 @@ from zymase.errors import ZymaseError
 try:
     import jax
     import jax.numpy as jnp
+    import numpy as np
 except ImportError:  # pragma: no cover - depends on the installation
     raise ZymaseError("zymase.jax needs JAX", construct="import zymase.jax",
                       hint="pip install 'zymase[jax]' (jax==0.10.2)") from None
@@ -23,7 +26,7 @@ except ImportError:  # pragma: no cover - depends on the installation
 from zymase.frontends import jax as front
 from zymase.frontends.jax import ShapedArray
 
-__all__ = ["grad", "value_and_grad", "vjp", "jvp"]
+__all__ = ["grad", "value_and_grad", "vjp", "jvp", "jit"]
 
 
 def _argnums_tuple(argnums, nargs: int, f) -> tuple[int, ...]:
@@ -108,3 +111,34 @@ def jvp(f, primals, tangents):
     outs = front.run(text, [*leaves, *tangent_leaves], [*out_avals, *out_avals])
     n = len(out_avals)
     return (jax.tree_util.tree_unflatten(out_tree, outs[:n]), jax.tree_util.tree_unflatten(out_tree, outs[n:]))
+
+
+def jit(f):
+    """``f`` jitted, with zymase's reverse mode as its derivative: ``jax.grad``,
+    ``jax.vjp`` and ``jax.value_and_grad`` of the result (and of code that calls it,
+    inside ``jax.jit`` or not) run the StableHLO derivative zymase generates. Integer
+    arguments get zero (float0) cotangents. Forward mode (``jax.jvp``) is refused by
+    JAX for such functions (custom_vjp)."""
+
+    @jax.custom_vjp
+    def wrapped(*args):
+        return f(*args)
+
+    def forward_pass(*args):
+        return f(*args), args
+
+    def backward_pass(args, cotangent):
+        leaves, in_tree, _ = _slots(args, tuple(range(len(args))))
+        active = [front.float_leaf(x) for x in leaves]
+        out_tree, out_avals = front.lower(f, leaves, in_tree)
+        seeds = [c for c, a in zip(jax.tree_util.tree_leaves(cotangent), out_avals)
+                 if jnp.issubdtype(a.dtype, jnp.floating)]
+        text = front.derivative_module(f, leaves, in_tree, "reverse", active)
+        grad_avals = [ShapedArray(x.shape, x.dtype) for x, a in zip(leaves, active) if a]
+        outs = front.run(text, [*leaves, *seeds], [*out_avals, *grad_avals])
+        grads = iter(outs[len(out_avals):])
+        flat = [next(grads) if a else np.zeros(x.shape, dtype=jax.dtypes.float0) for x, a in zip(leaves, active)]
+        return tuple(jax.tree_util.tree_unflatten(in_tree, flat))
+
+    wrapped.defvjp(forward_pass, backward_pass)
+    return jax.jit(wrapped)

@@ -151,3 +151,41 @@ def test_importing_zymase_does_not_import_jax():
     code = ("import sys, zymase, zymase.ir, zymase.autodiff.hlo, zymase.autodiff.rules.stablehlo; "
             "assert 'jax' not in sys.modules, 'jax imported'")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def _newton_sqrt(a):
+    def body(state):
+        return 0.5 * (state[0] + a / state[0]), state[1] + 1
+
+    return lax.while_loop(lambda s: jnp.abs(s[0] * s[0] - a) > 1e-12 * a, body, (a, 0))[0]
+
+
+# item 4: zymase.jax.jit(f) is a function JAX transforms with zymase's reverse mode
+def test_jax_grad_of_zymase_jit_uses_zymase_derivative_inside_jit():
+    root = zj.jit(_newton_sqrt)
+    with pytest.raises(ValueError):  # JAX's own reverse mode cannot do the loop
+        jax.grad(_newton_sqrt)(2.0)
+    np.testing.assert_allclose(jax.grad(root)(2.0), 0.5 / np.sqrt(2.0), rtol=1e-10)
+    composed = jax.jit(jax.grad(lambda a: root(a) * jnp.sin(a)))
+    a = 2.0
+    np.testing.assert_allclose(composed(a), np.sin(a) / (2 * np.sqrt(a)) + np.sqrt(a) * np.cos(a), rtol=1e-10)
+
+
+def test_zymase_jit_with_integer_argument_gives_float0_cotangent():
+    def f(x, n):
+        return jnp.sum(jnp.tanh(x) ** n)
+
+    x = jnp.linspace(0.0, 1.0, 3)
+    value, grad = jax.value_and_grad(lambda x: zj.jit(f)(x, 3) + jnp.sum(x))(x)
+    want_value, want_grad = jax.value_and_grad(lambda x: f(x, 3) + jnp.sum(x))(x)
+    np.testing.assert_allclose(value, want_value, rtol=1e-14)
+    np.testing.assert_allclose(grad, want_grad, rtol=1e-13)
+
+
+def test_vmap_of_zymase_grad():
+    xs = jnp.linspace(0.5, 3.0, 4)
+    np.testing.assert_allclose(jax.vmap(zj.grad(_newton_sqrt))(xs), 0.5 / np.sqrt(xs), rtol=1e-10)
+    X = jnp.asarray(np.random.default_rng(2).normal(size=(2, 3)))
+    f = lambda x, w: jnp.sum(jnp.sin(x) * w)  # noqa: E731
+    w = jnp.asarray([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(jax.vmap(zj.grad(f), in_axes=(0, None))(X, w), np.cos(X) * w, rtol=1e-13)

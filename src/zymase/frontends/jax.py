@@ -23,6 +23,7 @@ import functools
 import jax
 import numpy as np
 from jax._src import dispatch
+from jax.interpreters import batching
 from jax._src.interpreters import mlir as jax_mlir
 from jax._src.lib.mlir import ir as jax_ir
 from jax._src.lib.mlir.dialects import func as jax_func
@@ -49,6 +50,26 @@ def _lower_call(ctx, *args, text, out_avals):
 
 
 jax_mlir.register_lowering(call_p, _lower_call)
+
+
+def _batch_call(args, dims, *, text, out_avals):
+    """vmap of a derivative module: one call per batch element (``lax.map``), the
+    unbatched operands shared. Correct for any module; a module generated for the
+    batched shapes would be faster (not done)."""
+    mapped = [i for i, d in enumerate(dims) if d is not None]  # None: not batched
+    moved = [jax.numpy.moveaxis(args[i], dims[i], 0) for i in mapped]
+
+    def one(xs):
+        full = list(args)
+        for i, x in zip(mapped, xs):
+            full[i] = x
+        return call_p.bind(*full, text=text, out_avals=out_avals)
+
+    outs = jax.lax.map(one, moved)
+    return list(outs), [0] * len(outs)
+
+
+batching.primitive_batchers[call_p] = _batch_call
 
 
 def call_module(module: ModuleOp, args, out_avals):
