@@ -139,6 +139,33 @@ def _refuse_nested_activity(block_ops, info: ActivityInfo, function: str) -> Non
             _rule(op, function)
 
 
+def captured_values(op: Operation) -> set[SSAValue]:
+    """The values ``op``'s regions read from outside ``op``."""
+    inside: set[SSAValue] = set()
+    used: list[SSAValue] = []
+    for region in op.regions:
+        for block in region.blocks:
+            inside.update(block.args)
+        for inner in region.walk():
+            inside.update(inner.results)
+            for r in inner.regions:
+                for b in r.blocks:
+                    inside.update(b.args)
+            used += inner.operands
+    return {v for v in used if v not in inside}
+
+
+def refuse_active_captures(ops: Sequence[Operation], varied: set[SSAValue], function: str) -> None:
+    """Activity analysis follows operands, not the values a region reads from outside
+    (JAX passes everything through operands): such a value that varies would get no
+    derivative, so it is refused."""
+    for op in ops:
+        if op.regions and any(v in varied for v in captured_values(op)):
+            raise ZymaseError(f"'{op.name}' reads an active value from outside its regions", construct=op.name,
+                              function=function, location=location_of(op),
+                              hint="pass the value as an operand (through the loop state, as lax.while_loop does)")
+
+
 def block_activity(block, active_args: Sequence[bool]) -> ActivityInfo:
     """Activity of a block's values: the arguments marked active, every returned
     value wanted (a function body, or the body of a loop)."""
@@ -202,6 +229,7 @@ def reverse(module: ModuleOp, active: Sequence[bool], function: str) -> ModuleOp
     info = block_activity(block, active)
     ops = [op for op in block.ops if op is not ret]
     _refuse_nested_activity(ops, info, function)
+    refuse_active_captures(ops, info.varied, function)
 
     E = Emitter(hlo_flavor.HLO, module).before(ret)
     seeds: dict[SSAValue, SSAValue] = {}
@@ -227,6 +255,7 @@ def forward(module: ModuleOp, active: Sequence[bool], function: str) -> ModuleOp
     info = block_activity(block, active)
     ops = [op for op in block.ops if op is not ret]
     _refuse_nested_activity(ops, info, function)
+    refuse_active_captures(ops, info.varied, function)
 
     E = Emitter(hlo_flavor.HLO, module).before(ret)
     tangent: dict[SSAValue, SSAValue] = {}

@@ -15,7 +15,8 @@ Newton solve, quadratic for long loops (a checkpointing schedule would bound it;
 done). Forward mode carries tangents through one augmented loop.
 
 Every value reaches the generated loops as a loop-carried value, as in what JAX
-emits; a loop body that reads an active value from outside the loop is refused.
+emits; a loop body that reads an active value from outside the loop is refused
+(``hlo.refuse_active_captures``).
 """
 
 from __future__ import annotations
@@ -24,8 +25,7 @@ from zymase.autodiff import hlo as hlo_ad
 from zymase.autodiff import hlo_flavor as T
 from zymase.autodiff.flavor import Emitter
 from zymase.autodiff.registry import REGISTRY, Rule
-from zymase.errors import ZymaseError
-from zymase.ir import Block, IntegerType, Region, SSAValue, TensorType, location_of
+from zymase.ir import Block, IntegerType, Region, SSAValue, TensorType
 from zymase.ir import stablehlo as hlo
 
 _I64 = TensorType(IntegerType(64), [])
@@ -89,25 +89,6 @@ class _While(Rule):
     def propagates(self, op, index):
         return hlo.is_float_tensor(op.operands[index].type)
 
-    def _refuse_captures(self, ctx, op) -> None:
-        inside: set[SSAValue] = set()
-        for region in op.regions:
-            for inner in region.walk():
-                inside.update(inner.results)
-                for r in inner.regions:
-                    for b in r.blocks:
-                        inside.update(b.args)
-            for b in region.blocks:
-                inside.update(b.args)
-        for region in op.regions:
-            for inner in region.walk():
-                for v in inner.operands:
-                    if v not in inside and ctx.wants(v):
-                        raise ZymaseError("a while loop reads an active value from outside the loop",
-                                          construct="stablehlo.while", function=ctx.function,
-                                          location=location_of(op),
-                                          hint="pass the value through the loop state (lax.while_loop does)")
-
     def _body_activity(self, op):
         float_args = [hlo.is_float_tensor(v.type) for v in op.operands]
         return hlo_ad.block_activity(op.regions[1].blocks[0], float_args)
@@ -115,7 +96,6 @@ class _While(Rule):
     def reverse(self, ctx, op, dys):
         if all(d is None for d in dys):
             return [None] * len(op.operands)
-        self._refuse_captures(ctx, op)
         E = ctx.E
         cond_region, body_region = op.regions
         inits = [ctx.primal(v) for v in op.operands]
@@ -147,6 +127,8 @@ class _While(Rule):
 
             state = _while(B, [B.v(T.splat(0, _I64)), j] + list(start), redo_cond, redo_body)[2:]
             returned, copied, mapping = _inline(B, body_region, state)
+            hlo_ad.refuse_active_captures(copied, {mapping[v] for v in body_info.varied if v in mapping},
+                                          ctx.function)
             active = {mapping[v] for v in body_info.useful & body_info.varied if v in mapping}
             seeds: dict[SSAValue, SSAValue] = {}
             for i, d in zip(floats, adjoints):
@@ -168,7 +150,6 @@ class _While(Rule):
     def forward(self, ctx, op, tangents):
         if all(t is None for t in tangents):
             return [None] * len(op.results)
-        self._refuse_captures(ctx, op)
         E = ctx.E
         cond_region, body_region = op.regions
         inits = [ctx.primal(v) for v in op.operands]
@@ -181,6 +162,8 @@ class _While(Rule):
 
         def body(B, args):
             returned, copied, mapping = _inline(B, body_region, args[:k])
+            hlo_ad.refuse_active_captures(copied, {mapping[v] for v in body_info.varied if v in mapping},
+                                          ctx.function)
             active = {mapping[v] for v in body_info.useful & body_info.varied if v in mapping}
             active.update(args[i] for i in floats)
             tangent = {args[i]: args[k + n] for n, i in enumerate(floats)}
