@@ -161,6 +161,7 @@ def refuse_active_captures(ops: Sequence[Operation], varied: set[SSAValue], func
     derivative, so it is refused."""
     for op in ops:
         if op.regions and any(v in varied for v in captured_values(op)):
+            _rule(op, function)  # no rule at all (stablehlo.case): say that first
             raise ZymaseError(f"'{op.name}' reads an active value from outside its regions", construct=op.name,
                               function=function, location=location_of(op),
                               hint="pass the value as an operand (through the loop state, as lax.while_loop does)")
@@ -280,14 +281,3 @@ def _set_return(main: func.FuncOp, ret: Operation, values: list[SSAValue]) -> No
     main.properties.pop("res_attrs", None)
     main.properties.pop("arg_attrs", None)
 
-
-def simplify(module: ModuleOp) -> None:
-    """Merge the duplicates the rules create (one splat constant per use, the same
-    broadcast for several adjoints) and drop what is unused: xDSL's CSE and DCE,
-    which the StableHLO ops' Pure trait allows. XLA would do the same, but a smaller
-    module parses and compiles faster."""
-    from zymase.ir import make_context, xdsl_pass
-
-    ctx = make_context()
-    xdsl_pass("cse").apply(ctx, module)
-    xdsl_pass("dce").apply(ctx, module)

@@ -4,7 +4,9 @@ run by XLA inside JAX.
 1. **Lower** (``lower``): ``jax.jit(flat_f, keep_unused=True).lower(*avals)`` on the
    flattened arguments, printed in MLIR's generic op form and parsed by
    ``ir.parse_mlir`` (the StableHLO dialect of ``ir/stablehlo.py``).
-2. **Differentiate**: ``autodiff/hlo.reverse`` / ``forward`` rewrite ``@main``.
+2. **Differentiate**: ``autodiff/hlo.reverse`` / ``forward`` rewrite ``@main``, then
+   ``transforms/hlo_rewrites.simplify`` folds what the rules left (``x + 0``, transposes
+   of transposes, broadcasts of splats), merges duplicates and drops dead code.
 3. **Run**: the derivative module is printed back (generic form) and called through
    the JAX primitive ``zymase_stablehlo_call``, whose lowering rule parses the text
    into the lowering context with jaxlib's own MLIR bindings, merges it into the
@@ -32,6 +34,7 @@ from jax.extend.core import Primitive
 
 from zymase.autodiff import hlo as hlo_ad
 from zymase.errors import ZymaseError
+from zymase.transforms import hlo_rewrites
 from zymase.ir import FileLineColLoc, IntAttr, ModuleOp, StringAttr, parse_mlir, print_mlir
 
 # ----- running a StableHLO module inside JAX ----------------------------------------
@@ -151,7 +154,7 @@ def _parsed(f, in_tree, avals) -> ModuleOp:
 def _derivative_text(f, in_tree, avals, mode: str, active: tuple[bool, ...]) -> str:
     module = _parsed(f, in_tree, avals).clone()
     (hlo_ad.reverse if mode == "reverse" else hlo_ad.forward)(module, active, python_name(f))
-    hlo_ad.simplify(module)
+    hlo_rewrites.simplify(module)
     return print_mlir(module)
 
 

@@ -56,6 +56,12 @@ from xdsl.ir.affine import (
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, Region, SSAValue
 from xdsl.parser import Parser
 from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+)
 from xdsl.printer import Printer
 from xdsl.rewriter import Rewriter
 from xdsl.traits import is_side_effect_free

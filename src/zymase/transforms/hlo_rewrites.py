@@ -1,0 +1,198 @@
+"""Algebraic rewrites of StableHLO, the first of the AD-aware ones (issue 28 item 3).
+
+Derivative code is full of what these remove: adjoint accumulations that start from a
+zero splat (``x + 0``), the transpose of a transpose when a transposed operand's adjoint
+is transposed back, a broadcast of a broadcast or of a splat constant (seeds, and the
+adjoint of reduce-sum of a broadcast), reshapes to the same shape. Each pattern keeps
+the value (no reassociation, no ``x * 0 -> 0``: that is NaN for an infinite ``x``), so
+the rewritten program computes the same numbers; the one liberty is ``-0.0 + 0.0 ->
+-0.0``.
+
+``simplify`` runs them greedily to a fixpoint, then xDSL's CSE and DCE (the StableHLO
+ops are ``Pure``); zymase-opt names it ``stablehlo-simplify``. ``frontends/jax`` runs it
+on every derivative module before XLA compiles it.
+"""
+
+from __future__ import annotations
+
+from zymase.ir import (
+    DenseIntOrFPElementsAttr,
+    GreedyRewritePatternApplier,
+    ModuleOp,
+    Operation,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    SSAValue,
+    make_context,
+    xdsl_pass,
+)
+from zymase.ir import stablehlo as hlo
+
+
+def splat_value(v: SSAValue) -> float | None:
+    """The element of a splat ``stablehlo.constant`` (None for anything else)."""
+    op = v.owner
+    if not isinstance(op, hlo.ConstantOp) or not isinstance(op.value, DenseIntOrFPElementsAttr):
+        return None
+    values = op.value.get_values()
+    if len(values) == 0 or any(x != values[0] for x in values[1:]):
+        return None
+    return values[0]
+
+
+def _is_zero(v: SSAValue) -> bool:
+    x = splat_value(v)
+    return x is not None and x == 0  # -0.0 too: x + (-0.0) is x for every x
+
+
+def _is_one(v: SSAValue) -> bool:
+    x = splat_value(v)
+    return x is not None and x == 1
+
+
+def _replace(rewriter: PatternRewriter, op: Operation, value: SSAValue) -> None:
+    if value.type != op.results[0].type:
+        return
+    rewriter.replace(op, [], [value])
+
+
+def _add_zero(op, rewriter):
+    """x + 0 -> x, 0 + x -> x (+0.0: x + 0.0 is x except for x = -0.0, whose sign only a
+    division by it could observe; derivative code accumulates into zeros this way)."""
+    a, b = op.operands
+    if _is_zero(b):
+        _replace(rewriter, op, a)
+    elif _is_zero(a):
+        _replace(rewriter, op, b)
+
+
+def _subtract_zero(op, rewriter):
+    """x - 0 -> x."""
+    if _is_zero(op.operands[1]):
+        _replace(rewriter, op, op.operands[0])
+
+
+def _multiply_one(op, rewriter):
+    """x * 1 -> x, 1 * x -> x (exact: a unit seed times a partial)."""
+    a, b = op.operands
+    if _is_one(b):
+        _replace(rewriter, op, a)
+    elif _is_one(a):
+        _replace(rewriter, op, b)
+
+
+def _negate_negate(op, rewriter):
+    """-(-x) -> x."""
+    inner = op.operands[0].owner
+    if isinstance(inner, hlo.NegateOp):
+        _replace(rewriter, op, inner.operands[0])
+
+
+def _transpose_transpose(op, rewriter):
+    """transpose(transpose(x, p), q) -> transpose(x, p[q]), or x when that is the identity."""
+    inner = op.operands[0].owner
+    if not isinstance(inner, hlo.TransposeOp):
+        return
+    p = list(inner.permutation.get_values())
+    q = list(op.permutation.get_values())
+    combined = [p[i] for i in q]
+    x = inner.operands[0]
+    if combined == list(range(len(combined))):
+        _replace(rewriter, op, x)
+        return
+    rewriter.replace(op, hlo.TransposeOp.create(operands=[x], result_types=[op.results[0].type],
+                                                   properties={"permutation": hlo.array(combined)}))
+
+
+def _transpose_identity(op, rewriter):
+    """transpose(x, identity) -> x."""
+    perm = list(op.permutation.get_values())
+    if perm == list(range(len(perm))):
+        _replace(rewriter, op, op.operands[0])
+
+
+def _broadcast(op, rewriter):
+    """broadcast_in_dim folding: of a splat constant -> a splat of the result type; of a
+    broadcast -> one broadcast with the composed dims; identity -> the operand."""
+    x = op.operands[0]
+    dims = list(op.broadcast_dimensions.get_values())
+    out_type = op.results[0].type
+    if x.type == out_type and dims == list(range(len(dims))):
+        _replace(rewriter, op, x)
+        return
+    value = splat_value(x)
+    if value is not None:
+        rewriter.replace(op, hlo.ConstantOp.create(
+            properties={"value": DenseIntOrFPElementsAttr.from_list(out_type, [value])}, result_types=[out_type]))
+        return
+    inner = x.owner
+    if isinstance(inner, hlo.BroadcastInDimOp):
+        inner_dims = list(inner.broadcast_dimensions.get_values())
+        composed = [dims[d] for d in inner_dims]
+        rewriter.replace(op, hlo.BroadcastInDimOp.create(
+            operands=[inner.operands[0]], result_types=[out_type],
+            properties={"broadcast_dimensions": hlo.array(composed)}))
+
+
+def _reshape(op, rewriter):
+    """reshape(x) of x's own shape -> x; reshape(reshape(x)) -> reshape(x)."""
+    x = op.operands[0]
+    if x.type == op.results[0].type:
+        _replace(rewriter, op, x)
+        return
+    inner = x.owner
+    if isinstance(inner, hlo.ReshapeOp):
+        rewriter.replace(op, hlo.ReshapeOp.create(operands=[inner.operands[0]],
+                                                     result_types=[op.results[0].type]))
+
+
+def _convert_same(op, rewriter):
+    """convert(x) to x's own type -> x."""
+    if op.operands[0].type == op.results[0].type:
+        _replace(rewriter, op, op.operands[0])
+
+
+def _select_same(op, rewriter):
+    """select(p, x, x) -> x."""
+    if op.operands[1] is op.operands[2]:
+        _replace(rewriter, op, op.operands[1])
+
+
+PATTERNS = {
+    hlo.AddOp: _add_zero,
+    hlo.SubtractOp: _subtract_zero,
+    hlo.MultiplyOp: _multiply_one,
+    hlo.NegateOp: _negate_negate,
+    hlo.TransposeOp: (_transpose_transpose, _transpose_identity),
+    hlo.BroadcastInDimOp: _broadcast,
+    hlo.ReshapeOp: _reshape,
+    hlo.ConvertOp: _convert_same,
+    hlo.SelectOp: _select_same,
+}
+
+
+class _Pattern(RewritePattern):
+    def __init__(self, op_class, rewrite):
+        self.op_class = op_class
+        self.rewrite = rewrite
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if type(op) is self.op_class:
+            self.rewrite(op, rewriter)
+
+
+def _patterns() -> list[RewritePattern]:
+    out = []
+    for cls, fns in PATTERNS.items():
+        for fn in fns if isinstance(fns, tuple) else (fns,):
+            out.append(_Pattern(cls, fn))
+    return out
+
+
+def simplify(module: ModuleOp) -> None:
+    """The rewrites above to a fixpoint, then CSE and DCE."""
+    PatternRewriteWalker(GreedyRewritePatternApplier(_patterns())).rewrite_module(module)
+    ctx = make_context()
+    xdsl_pass("cse").apply(ctx, module)
+    xdsl_pass("dce").apply(ctx, module)

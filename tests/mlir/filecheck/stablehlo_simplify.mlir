@@ -1,0 +1,62 @@
+// RUN: zymase-opt %s -p stablehlo-simplify | filecheck %s
+// The first AD-aware StableHLO rewrites (issue 28 item 3), one function per pattern;
+// tests/jax/test_hlo_rewrites.py checks that the rewritten programs compute the same.
+
+// CHECK-LABEL: func.func @add_zero
+// CHECK-NEXT:    func.return %x : tensor<3xf64>
+func.func @add_zero(%x: tensor<3xf64>) -> tensor<3xf64> {
+  %z = "stablehlo.constant"() <{value = dense<0.000000e+00> : tensor<3xf64>}> : () -> tensor<3xf64>
+  %a = "stablehlo.add"(%z, %x) : (tensor<3xf64>, tensor<3xf64>) -> tensor<3xf64>
+  %b = "stablehlo.add"(%a, %z) : (tensor<3xf64>, tensor<3xf64>) -> tensor<3xf64>
+  %c = "stablehlo.subtract"(%b, %z) : (tensor<3xf64>, tensor<3xf64>) -> tensor<3xf64>
+  func.return %c : tensor<3xf64>
+}
+
+// x * 0 stays: it is NaN for an infinite x
+// CHECK-LABEL: func.func @multiply_one_not_zero
+// CHECK:         %[[Z:.*]] = "stablehlo.constant"() <{value = dense<0.000000e+00>
+// CHECK-NEXT:    %[[M:.*]] = "stablehlo.multiply"(%x, %[[Z]])
+// CHECK-NEXT:    func.return %[[M]]
+func.func @multiply_one_not_zero(%x: tensor<3xf64>) -> tensor<3xf64> {
+  %one = "stablehlo.constant"() <{value = dense<1.000000e+00> : tensor<3xf64>}> : () -> tensor<3xf64>
+  %z = "stablehlo.constant"() <{value = dense<0.000000e+00> : tensor<3xf64>}> : () -> tensor<3xf64>
+  %a = "stablehlo.multiply"(%one, %x) : (tensor<3xf64>, tensor<3xf64>) -> tensor<3xf64>
+  %b = "stablehlo.multiply"(%a, %z) : (tensor<3xf64>, tensor<3xf64>) -> tensor<3xf64>
+  func.return %b : tensor<3xf64>
+}
+
+// CHECK-LABEL: func.func @transpose_of_transpose
+// CHECK-NEXT:    %[[T:.*]] = "stablehlo.transpose"(%x) <{permutation = array<i64: 2, 0, 1>}> : (tensor<2x3x4xf64>) -> tensor<4x2x3xf64>
+// CHECK-NEXT:    func.return %x, %[[T]]
+func.func @transpose_of_transpose(%x: tensor<2x3x4xf64>) -> (tensor<2x3x4xf64>, tensor<4x2x3xf64>) {
+  %a = "stablehlo.transpose"(%x) <{permutation = array<i64: 1, 0, 2>}> : (tensor<2x3x4xf64>) -> tensor<3x2x4xf64>
+  %b = "stablehlo.transpose"(%a) <{permutation = array<i64: 1, 0, 2>}> : (tensor<3x2x4xf64>) -> tensor<2x3x4xf64>
+  %c = "stablehlo.transpose"(%a) <{permutation = array<i64: 2, 1, 0>}> : (tensor<3x2x4xf64>) -> tensor<4x2x3xf64>
+  func.return %b, %c : tensor<2x3x4xf64>, tensor<4x2x3xf64>
+}
+
+// CHECK-LABEL: func.func @broadcast_folding
+// CHECK-NEXT:    %[[S:.*]] = "stablehlo.constant"() <{value = dense<2.500000e+00> : tensor<4x3xf64>}>
+// CHECK-NEXT:    %[[B:.*]] = "stablehlo.broadcast_in_dim"(%v) <{broadcast_dimensions = array<i64: 2>}> : (tensor<3xf64>) -> tensor<2x4x3xf64>
+// CHECK-NEXT:    func.return %[[S]], %[[B]], %v
+func.func @broadcast_folding(%v: tensor<3xf64>) -> (tensor<4x3xf64>, tensor<2x4x3xf64>, tensor<3xf64>) {
+  %c = "stablehlo.constant"() <{value = dense<2.500000e+00> : tensor<f64>}> : () -> tensor<f64>
+  %s = "stablehlo.broadcast_in_dim"(%c) <{broadcast_dimensions = array<i64>}> : (tensor<f64>) -> tensor<4x3xf64>
+  %a = "stablehlo.broadcast_in_dim"(%v) <{broadcast_dimensions = array<i64: 1>}> : (tensor<3xf64>) -> tensor<4x3xf64>
+  %b = "stablehlo.broadcast_in_dim"(%a) <{broadcast_dimensions = array<i64: 1, 2>}> : (tensor<4x3xf64>) -> tensor<2x4x3xf64>
+  %i = "stablehlo.broadcast_in_dim"(%v) <{broadcast_dimensions = array<i64: 0>}> : (tensor<3xf64>) -> tensor<3xf64>
+  func.return %s, %b, %i : tensor<4x3xf64>, tensor<2x4x3xf64>, tensor<3xf64>
+}
+
+// CHECK-LABEL: func.func @reshape_convert_select_negate
+// CHECK-NEXT:    %[[R:.*]] = "stablehlo.reshape"(%x) : (tensor<2x3xf64>) -> tensor<3x2xf64>
+// CHECK-NEXT:    func.return %[[R]], %x
+func.func @reshape_convert_select_negate(%x: tensor<2x3xf64>, %p: tensor<2x3xi1>) -> (tensor<3x2xf64>, tensor<2x3xf64>) {
+  %a = "stablehlo.reshape"(%x) : (tensor<2x3xf64>) -> tensor<6xf64>
+  %b = "stablehlo.reshape"(%a) : (tensor<6xf64>) -> tensor<3x2xf64>
+  %c = "stablehlo.convert"(%x) : (tensor<2x3xf64>) -> tensor<2x3xf64>
+  %d = "stablehlo.select"(%p, %c, %c) : (tensor<2x3xi1>, tensor<2x3xf64>, tensor<2x3xf64>) -> tensor<2x3xf64>
+  %e = "stablehlo.negate"(%d) : (tensor<2x3xf64>) -> tensor<2x3xf64>
+  %f = "stablehlo.negate"(%e) : (tensor<2x3xf64>) -> tensor<2x3xf64>
+  func.return %b, %f : tensor<3x2xf64>, tensor<2x3xf64>
+}
