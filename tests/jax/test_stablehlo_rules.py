@@ -75,6 +75,11 @@ CASES = {
     "gather_rows": lambda x, y: x[jnp.array([1, 0, 1])] * y[0],
     "gather_columns": lambda x, y: x[:, jnp.array([2, 0])] * y[:, :2],
     "scatter_add": lambda x, y: x.at[jnp.array([1, 0, 1])].add(y[0] * y[1]),
+    # control flow: lax.cond / lax.switch (stablehlo.case), fori_loop and scan (stablehlo.while)
+    "case": lambda x, y: lax.cond(jnp.sum(y) > 0, lambda: jnp.sin(x) * y, lambda: x * 2.0 + y[0])
+    + lax.switch(jnp.argmax(y[0]) % 3, [lambda: x * y, lambda: jnp.exp(x), lambda: y - x]),
+    "while_fori_loop": lambda x, y: lax.fori_loop(0, 3, lambda i, v: jnp.sin(v) * y + v, x),
+    "while_scan": lambda x, y: lax.scan(lambda c, r: (c * r + jnp.tanh(c), c.sum()), x[0], y)[1] * x[:, 0],
     # contractions and reductions
     "dot_general_matmul": lambda x, y: x @ y.T,
     "dot_general_vector": lambda x, y: x @ y[0],

@@ -190,10 +190,3 @@ def test_vmap_of_zymase_grad():
     w = jnp.asarray([1.0, 2.0, 3.0])
     np.testing.assert_allclose(jax.vmap(zj.grad(f), in_axes=(0, None))(X, w), np.cos(X) * w, rtol=1e-13)
 
-
-def test_cond_is_refused_naming_stablehlo_case():
-    def branchy(x):
-        return lax.cond(x > 0, lambda: jnp.sin(x), lambda: x * 2.0)
-
-    with pytest.raises(ZymaseError, match="no derivative rule for 'stablehlo.case'.*function '.*branchy'"):
-        zj.grad(branchy)(1.0)

@@ -139,8 +139,8 @@ def _refuse_nested_activity(block_ops, info: ActivityInfo, function: str) -> Non
             _rule(op, function)
 
 
-def captured_values(op: Operation) -> set[SSAValue]:
-    """The values ``op``'s regions read from outside ``op``."""
+def captured_values(op: Operation) -> list[SSAValue]:
+    """The values ``op``'s regions read from outside ``op``, in the order of first use."""
     inside: set[SSAValue] = set()
     used: list[SSAValue] = []
     for region in op.regions:
@@ -152,14 +152,17 @@ def captured_values(op: Operation) -> set[SSAValue]:
                 for b in r.blocks:
                     inside.update(b.args)
             used += inner.operands
-    return {v for v in used if v not in inside}
+    return list(dict.fromkeys(v for v in used if v not in inside))
 
 
 def refuse_active_captures(ops: Sequence[Operation], varied: set[SSAValue], function: str) -> None:
     """Activity analysis follows operands, not the values a region reads from outside
-    (JAX passes everything through operands): such a value that varies would get no
-    derivative, so it is refused."""
+    (JAX passes everything through operands, but for ``stablehlo.case``, whose branches
+    are analysed with the body, ``branch_blocks``): such a value that varies would get
+    no derivative, so it is refused."""
     for op in ops:
+        if isinstance(op, hlo.CaseOp):
+            continue
         if op.regions and any(v in varied for v in captured_values(op)):
             _rule(op, function)  # no rule at all (stablehlo.case): say that first
             raise ZymaseError(f"'{op.name}' reads an active value from outside its regions", construct=op.name,
@@ -172,7 +175,20 @@ def block_activity(block, active_args: Sequence[bool]) -> ActivityInfo:
     value wanted (a function body, or the body of a loop)."""
     acts = [Activity.ACTIVE if a else Activity.CONST for a in active_args]
     returned = [(v, Activity.ACTIVE) for v in block.last_op.operands]
-    return analyze([block], acts, returned, _propagates, hlo_flavor.HLO)
+    return analyze([block, *branch_blocks(block)], acts, returned, _propagates, hlo_flavor.HLO)
+
+
+def branch_blocks(block) -> list:
+    """The blocks of the ``stablehlo.case`` ops in ``block`` (nested ones too): their
+    branches read the values around them directly, so they are analysed as part of
+    the body (analysis/scf.value_flow links their returns to the case results)."""
+    out = []
+    for op in block.ops:
+        if isinstance(op, hlo.CaseOp):
+            for region in op.regions:
+                out.append(region.blocks[0])
+                out += branch_blocks(region.blocks[0])
+    return out
 
 
 def reverse_sweep(E: Emitter, ops: Sequence[Operation], info, seeds: dict[SSAValue, SSAValue],
@@ -196,10 +212,16 @@ def reverse_sweep(E: Emitter, ops: Sequence[Operation], info, seeds: dict[SSAVal
         dys = [adjoint.get(r) for r in op.results]
         if all(d is None for d in dys):
             continue
-        contributions = _rule(op, function).reverse(ctx, op, dys)
+        rule = _rule(op, function)
+        contributions = rule.reverse(ctx, op, dys)
         for operand, d in zip(op.operands, contributions):
             if d is not None and info.is_active(operand):
                 accumulate(operand, d)
+        # a rule for branches that read values around them (stablehlo.case) gives
+        # those values' adjoints too
+        for v, d in getattr(rule, "captured_adjoints", lambda *a: {})(ctx, op, dys).items():
+            if info.is_active(v):
+                accumulate(v, d)
     return adjoint
 
 
@@ -212,9 +234,13 @@ def forward_sweep(E: Emitter, ops: Sequence[Operation], info, tangents: dict[SSA
         if not info.op_is_active(op):
             continue
         ins = [tangents.get(v) for v in op.operands]
-        if all(t is None for t in ins):
+        rule = _rule(op, function)
+        if hasattr(rule, "forward_captured"):  # stablehlo.case: its branches read tangents around them
+            outs = rule.forward_captured(ctx, op, ins, tangents)
+        elif all(t is None for t in ins):
             continue
-        outs = _rule(op, function).forward(ctx, op, ins)
+        else:
+            outs = rule.forward(ctx, op, ins)
         for r, t in zip(op.results, outs):
             if t is not None:
                 tangents[r] = t

@@ -1,4 +1,4 @@
-"""Rules for StableHLO's loops: ``stablehlo.while`` in forward and reverse mode.
+"""Rules for StableHLO's control flow: ``stablehlo.while`` and ``stablehlo.case``.
 
 JAX has no reverse mode for ``lax.while_loop`` (the trip count is unknown when the
 program is traced, so it cannot size a tape). zymase reverses it by recomputation,
@@ -179,3 +179,76 @@ class _While(Rule):
 
 
 REGISTRY.register(hlo.WhileOp, _While())
+
+
+class _Case(Rule):
+    """stablehlo.case (lax.cond, lax.switch): branches without arguments that read the
+    values around them. Activity analysis sees through them (``hlo.branch_blocks``).
+    Both modes emit a case on the same index whose branches recompute their primal
+    values and then give the adjoints of the values the branch read (reverse: one
+    result per active value read by any branch, zero where a branch does not read it)
+    or the tangents of the branch results (forward)."""
+
+    def propagates(self, op, index):
+        return False  # the branch index is an integer
+
+    def reverse(self, ctx, op, dys):
+        return [None] * len(op.operands)
+
+    def forward(self, ctx, op, tangents):  # pragma: no cover - forward_captured is used
+        raise NotImplementedError
+
+    def _active_copy(self, ctx, region, mapping, captured):
+        inside = [r for inner in region.walk() for r in inner.results]
+        return {mapping[v] for v in inside if v in mapping and ctx.info.is_active(v)} | {
+            v for v in captured if ctx.info.is_active(v)}
+
+    def _case(self, ctx, op, result_types, branch) -> list[SSAValue]:
+        regions = []
+        for region in op.regions:
+            block = Block()
+            B = Emitter(ctx.E.flavor, ctx.E.module).at_end(block)
+            block.add_op(hlo.ReturnOp.create(operands=branch(B, region)))
+            regions.append(Region(block))
+        new = hlo.CaseOp.create(operands=[ctx.primal(op.operands[0])], result_types=result_types, regions=regions)
+        return list(ctx.E.insert(new).results)
+
+    def captured_adjoints(self, ctx, op, dys):
+        captured = hlo_ad.captured_values(op)
+        wanted = [v for v in captured if ctx.wants(v)]
+        if not wanted or all(d is None for d in dys):
+            return {}
+
+        def branch(B, region):
+            returned, copied, mapping = _inline(B, region, [])
+            seeds: dict[SSAValue, SSAValue] = {}
+            for v, d in zip(returned, dys):
+                if d is not None:
+                    seeds[v] = B.add(seeds[v], d) if v in seeds else d
+            active = self._active_copy(ctx, region, mapping, captured)
+            adjoint = hlo_ad.reverse_sweep(B, copied, _Mapped(active), seeds, ctx.function)
+            return [adjoint.get(v) or B.zero(v.type) for v in wanted]
+
+        return dict(zip(wanted, self._case(ctx, op, [v.type for v in wanted], branch)))
+
+    def forward_captured(self, ctx, op, tangents, around):
+        captured = [v for v in hlo_ad.captured_values(op) if v in around]
+        floats = [i for i, r in enumerate(op.results) if hlo.is_float_tensor(r.type)]
+        if not captured or not floats:
+            return [None] * len(op.results)
+
+        def branch(B, region):
+            returned, copied, mapping = _inline(B, region, [])
+            local = {v: around[v] for v in captured}
+            active = self._active_copy(ctx, region, mapping, captured)
+            hlo_ad.forward_sweep(B, copied, _Mapped(active), local, ctx.function)
+            return [local.get(returned[i]) or B.zero(returned[i].type) for i in floats]
+
+        results = self._case(ctx, op, [op.results[i].type for i in floats], branch)
+        out: list[SSAValue | None] = [None] * len(op.results)
+        for i, t in zip(floats, results):
+            out[i] = t
+        return out
+
+
+REGISTRY.register(hlo.CaseOp, _Case())
