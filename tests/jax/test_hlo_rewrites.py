@@ -31,6 +31,9 @@ def _as_main(name: str, simplified: bool) -> ModuleOp:
     return module
 
 
+_DTYPES = {"f64": np.float64, "integer_type": np.bool_}
+
+
 def _random(t, rng):
     shape = tuple(t.get_shape())
     if t.element_type.name == "integer_type":  # predicates
@@ -45,7 +48,8 @@ def test_rewritten_function_computes_the_same(name):
     assert isinstance(fop, func.FuncOp)
     rng = np.random.default_rng(0)
     args = [_random(t, rng) for t in fop.function_type.inputs.data]
-    avals = [jax.core.ShapedArray(tuple(t.get_shape()), np.float64) for t in fop.function_type.outputs.data]
+    avals = [jax.core.ShapedArray(tuple(t.get_shape()), _DTYPES[t.element_type.name])
+             for t in fop.function_type.outputs.data]
     want = front.run(print_mlir(before), args, avals)
     got = front.run(print_mlir(after), args, avals)
     assert print_mlir(before) != print_mlir(after)  # the pattern fired

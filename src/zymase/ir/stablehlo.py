@@ -68,7 +68,10 @@ class _EnumAttr(_BodyAttr, SpacedOpaqueSyntaxAttribute):
 
 
 def _body_attr(mnemonic: str, base: type[_BodyAttr] = _BodyAttr) -> type[_BodyAttr]:
-    cls = type(f"{mnemonic.title().replace('_', '')}Attr", (base,), {"name": f"stablehlo.{mnemonic}"})
+    # the parameter is declared on each class: xDSL's definition does not take it from
+    # an undecorated base, and without it every instance would compare equal
+    namespace = {"name": f"stablehlo.{mnemonic}", "__annotations__": {"body": StringAttr}, "body": param_def()}
+    cls = type(f"{mnemonic.title().replace('_', '')}Attr", (base,), namespace)
     return irdl_attr_definition(cls)
 
 

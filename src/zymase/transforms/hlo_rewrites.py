@@ -3,10 +3,11 @@
 Derivative code is full of what these remove: adjoint accumulations that start from a
 zero splat (``x + 0``), the transpose of a transpose when a transposed operand's adjoint
 is transposed back, a broadcast of a broadcast or of a splat constant (seeds, and the
-adjoint of reduce-sum of a broadcast), reshapes to the same shape. Each pattern keeps
-the value (no reassociation, no ``x * 0 -> 0``: that is NaN for an infinite ``x``), so
-the rewritten program computes the same numbers; the one liberty is ``-0.0 + 0.0 ->
--0.0``.
+adjoint of reduce-sum of a broadcast), reshapes to the same shape, and the product of a
+zero-padded adjoint (a slice's) with a large operand, done on the window only. Each pattern keeps
+the value (no reassociation, no general ``x * 0 -> 0``: that is NaN for an infinite
+``x``), so the rewritten program computes the same numbers; the liberties are ``-0.0 +
+0.0 -> -0.0`` and the strong zeros of the padded product.
 
 ``simplify`` runs them greedily to a fixpoint, then xDSL's CSE and DCE (the StableHLO
 ops are ``Pure``); zymase-opt names it ``stablehlo-simplify``. ``frontends/jax`` runs it
@@ -80,6 +81,34 @@ def _multiply_one(op, rewriter):
         _replace(rewriter, op, a)
     elif _is_one(a):
         _replace(rewriter, op, b)
+
+
+def _multiply_zero_padded(op, rewriter):
+    """pad(x, 0) * y -> pad(x * slice(y), 0): the adjoint of a slice is a zero-padded
+    tensor, and the product with the other operand needs only the unpadded window (a
+    slice of a million-element product costs a thousand products, not a million). The
+    padding is zero whatever y holds there: zymase's strong zeros (a zero adjoint times
+    an infinite partial is 0), where IEEE arithmetic would give NaN."""
+    for padded, other in ((op.operands[0], op.operands[1]), (op.operands[1], op.operands[0])):
+        pad = padded.owner
+        if not isinstance(pad, hlo.PadOp) or not _is_zero(pad.operands[1]):
+            continue
+        low = list(pad.edge_padding_low.get_values())
+        high = list(pad.edge_padding_high.get_values())
+        interior = list(pad.interior_padding.get_values())
+        if min(low + high) < 0:
+            continue
+        x = pad.operands[0]
+        dims = list(other.type.get_shape())
+        window = hlo.SliceOp.create(
+            operands=[other], result_types=[x.type],
+            properties={"start_indices": hlo.array(low), "limit_indices": hlo.array([n - h for n, h in zip(dims, high)]),
+                        "strides": hlo.array([i + 1 for i in interior])})
+        product = hlo.MultiplyOp.create(operands=[x, window.results[0]], result_types=[x.type])
+        repadded = hlo.PadOp.create(operands=[product.results[0], pad.operands[1]], result_types=[op.results[0].type],
+                                    properties=dict(pad.properties))
+        rewriter.replace(op, [window, product, repadded])
+        return
 
 
 def _negate_negate(op, rewriter):
@@ -162,7 +191,7 @@ def _select_same(op, rewriter):
 PATTERNS = {
     hlo.AddOp: _add_zero,
     hlo.SubtractOp: _subtract_zero,
-    hlo.MultiplyOp: _multiply_one,
+    hlo.MultiplyOp: (_multiply_one, _multiply_zero_padded),
     hlo.NegateOp: _negate_negate,
     hlo.TransposeOp: (_transpose_transpose, _transpose_identity),
     hlo.BroadcastInDimOp: _broadcast,

@@ -60,3 +60,30 @@ func.func @reshape_convert_select_negate(%x: tensor<2x3xf64>, %p: tensor<2x3xi1>
   %f = "stablehlo.negate"(%e) : (tensor<2x3xf64>) -> tensor<2x3xf64>
   func.return %b, %f : tensor<3x2xf64>, tensor<2x3xf64>
 }
+
+// The adjoint of a slice (a zero pad) times a large operand: multiply the window only.
+// CHECK-LABEL: func.func @padded_product
+// CHECK:         %[[W:.*]] = "stablehlo.slice"(%y) <{start_indices = array<i64: 1, 0>, limit_indices = array<i64: 6, 4>, strides = array<i64: 2, 1>}> : (tensor<8x4xf64>) -> tensor<3x4xf64>
+// CHECK-NEXT:    %[[M:.*]] = "stablehlo.multiply"(%x, %[[W]]) : (tensor<3x4xf64>, tensor<3x4xf64>) -> tensor<3x4xf64>
+// CHECK-NEXT:    %[[P:.*]] = "stablehlo.pad"(%[[M]], %{{.*}}) <{edge_padding_low = array<i64: 1, 0>, edge_padding_high = array<i64: 2, 0>, interior_padding = array<i64: 1, 0>}>
+// CHECK-NEXT:    func.return %[[P]]
+func.func @padded_product(%x: tensor<3x4xf64>, %y: tensor<8x4xf64>) -> tensor<8x4xf64> {
+  %z = "stablehlo.constant"() <{value = dense<0.000000e+00> : tensor<f64>}> : () -> tensor<f64>
+  %p = "stablehlo.pad"(%x, %z) <{edge_padding_low = array<i64: 1, 0>, edge_padding_high = array<i64: 2, 0>, interior_padding = array<i64: 1, 0>}> : (tensor<3x4xf64>, tensor<f64>) -> tensor<8x4xf64>
+  %m = "stablehlo.multiply"(%y, %p) : (tensor<8x4xf64>, tensor<8x4xf64>) -> tensor<8x4xf64>
+  func.return %m : tensor<8x4xf64>
+}
+
+// CSE keeps compares (and other ops) whose StableHLO attributes differ: their attributes
+// once compared equal whatever their text, which merged the two compares of an argmax.
+// CHECK-LABEL: func.func @different_compares_stay
+// CHECK:         comparison_direction = #stablehlo<comparison_direction GT>
+// CHECK:         comparison_direction = #stablehlo<comparison_direction EQ>
+// CHECK:         func.return %{{.*}}, %{{.*}} : tensor<3xi1>, tensor<3xi1>
+func.func @different_compares_stay(%a: tensor<3xf64>, %b: tensor<3xf64>) -> (tensor<3xi1>, tensor<3xi1>) {
+  %z = "stablehlo.constant"() <{value = dense<0.000000e+00> : tensor<3xf64>}> : () -> tensor<3xf64>
+  %s = "stablehlo.add"(%b, %z) : (tensor<3xf64>, tensor<3xf64>) -> tensor<3xf64>
+  %1 = "stablehlo.compare"(%a, %s) <{compare_type = #stablehlo<comparison_type FLOAT>, comparison_direction = #stablehlo<comparison_direction GT>}> : (tensor<3xf64>, tensor<3xf64>) -> tensor<3xi1>
+  %2 = "stablehlo.compare"(%a, %s) <{compare_type = #stablehlo<comparison_type FLOAT>, comparison_direction = #stablehlo<comparison_direction EQ>}> : (tensor<3xf64>, tensor<3xf64>) -> tensor<3xi1>
+  func.return %1, %2 : tensor<3xi1>, tensor<3xi1>
+}
