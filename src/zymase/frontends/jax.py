@@ -75,11 +75,6 @@ def _batch_call(args, dims, *, text, out_avals):
 batching.primitive_batchers[call_p] = _batch_call
 
 
-def call_module(module: ModuleOp, args, out_avals):
-    """Run a StableHLO module's ``@main`` on ``args`` (arrays or tracers)."""
-    return call_p.bind(*args, text=print_mlir(module), out_avals=tuple(out_avals))
-
-
 # ----- lowering a JAX function ---------------------------------------------------------
 def _aval(x) -> jax.ShapeDtypeStruct:
     aval = jax.typeof(x)
@@ -165,6 +160,8 @@ def derivative_module(f, leaves, in_tree, mode: str, active) -> str:
 
 
 def run(text: str, args, out_avals):
+    """Run a printed StableHLO module's ``@main`` on ``args`` (arrays or tracers) as
+    part of the JAX program; ``out_avals`` are its results' shapes and dtypes."""
     return call_p.bind(*args, text=text, out_avals=tuple(out_avals))
 
 
