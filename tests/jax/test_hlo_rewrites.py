@@ -55,3 +55,20 @@ def test_rewritten_function_computes_the_same(name):
     assert print_mlir(before) != print_mlir(after)  # the pattern fired
     for g, w in zip(got, want):
         np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+
+
+def test_liberties_leave_the_users_computation_alone():
+    # pad(x, 0) * y -> pad(x * slice(y), 0) is a strong zero: right for an adjoint, wrong
+    # for the primal, where 0 * inf is NaN. Only derivative code gets it.
+    import jax.numpy as jnp
+    from jax import lax
+
+    import zymase.jax as zj
+
+    def f(x, y):
+        return jnp.sum(lax.pad(x, 0.0, [(1, 1, 0)]) * y)
+
+    x, y = jnp.asarray([1.0, 2.0]), jnp.asarray([np.inf, 3.0, 4.0, np.inf])
+    value, grad = zj.value_and_grad(f)(x, y)
+    assert np.isnan(value) and np.isnan(f(x, y))
+    np.testing.assert_array_equal(grad, [3.0, 4.0])

@@ -247,10 +247,12 @@ def forward_sweep(E: Emitter, ops: Sequence[Operation], info, tangents: dict[SSA
     return tangents
 
 
-def reverse(module: ModuleOp, active: Sequence[bool], function: str) -> ModuleOp:
-    """Turn ``module``'s ``@main`` into its reverse-mode derivative (see module doc)."""
+def reverse(module: ModuleOp, active: Sequence[bool], function: str) -> frozenset[Operation]:
+    """Turn ``module``'s ``@main`` into its reverse-mode derivative (see module doc);
+    returns the primal ops (what the user's program computes, not derivative code)."""
     _load_rules()
     main = inline_calls(module, function)
+    primal = frozenset(main.walk())
     block = main.body.blocks[0]
     ret = block.last_op
     info = block_activity(block, active)
@@ -270,13 +272,15 @@ def reverse(module: ModuleOp, active: Sequence[bool], function: str) -> ModuleOp
         if is_active:
             grads.append(adjoint[arg] if arg in adjoint else E.zero(arg.type))
     _set_return(main, ret, list(ret.operands) + grads)
-    return module
+    return primal
 
 
-def forward(module: ModuleOp, active: Sequence[bool], function: str) -> ModuleOp:
-    """Turn ``module``'s ``@main`` into its forward-mode derivative (see module doc)."""
+def forward(module: ModuleOp, active: Sequence[bool], function: str) -> frozenset[Operation]:
+    """Turn ``module``'s ``@main`` into its forward-mode derivative (see module doc);
+    returns the primal ops."""
     _load_rules()
     main = inline_calls(module, function)
+    primal = frozenset(main.walk())
     block = main.body.blocks[0]
     ret = block.last_op
     info = block_activity(block, active)
@@ -294,7 +298,7 @@ def forward(module: ModuleOp, active: Sequence[bool], function: str) -> ModuleOp
     forward_sweep(E, ops, info, tangent, function)
     outs = [tangent.get(ret.operands[i]) or E.zero(ret.operands[i].type) for i in _float_results(ret)]
     _set_return(main, ret, list(ret.operands) + outs)
-    return module
+    return primal
 
 
 def _set_return(main: func.FuncOp, ret: Operation, values: list[SSAValue]) -> None:

@@ -148,8 +148,8 @@ def _parsed(f, in_tree, avals) -> ModuleOp:
 @functools.lru_cache(maxsize=256)
 def _derivative_text(f, in_tree, avals, mode: str, active: tuple[bool, ...]) -> str:
     module = _parsed(f, in_tree, avals).clone()
-    (hlo_ad.reverse if mode == "reverse" else hlo_ad.forward)(module, active, python_name(f))
-    hlo_rewrites.simplify(module)
+    primal = (hlo_ad.reverse if mode == "reverse" else hlo_ad.forward)(module, active, python_name(f))
+    hlo_rewrites.simplify(module, keep=primal)  # the user's own arithmetic stays IEEE
     return print_mlir(module)
 
 

@@ -188,6 +188,10 @@ def _select_same(op, rewriter):
         _replace(rewriter, op, op.operands[1])
 
 
+# patterns that take a liberty with IEEE arithmetic (the sign of a zero, strong zeros):
+# fine in derivative code, not in the user's primal computation (``simplify(keep=...)``)
+LIBERTIES = {_add_zero, _multiply_zero_padded}
+
 PATTERNS = {
     hlo.AddOp: _add_zero,
     hlo.SubtractOp: _subtract_zero,
@@ -202,26 +206,28 @@ PATTERNS = {
 
 
 class _Pattern(RewritePattern):
-    def __init__(self, op_class, rewrite):
+    def __init__(self, op_class, rewrite, keep: frozenset):
         self.op_class = op_class
         self.rewrite = rewrite
+        self.keep = keep if rewrite in LIBERTIES else frozenset()
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
-        if type(op) is self.op_class:
+        if type(op) is self.op_class and op not in self.keep:
             self.rewrite(op, rewriter)
 
 
-def _patterns() -> list[RewritePattern]:
+def _patterns(keep: frozenset) -> list[RewritePattern]:
     out = []
     for cls, fns in PATTERNS.items():
         for fn in fns if isinstance(fns, tuple) else (fns,):
-            out.append(_Pattern(cls, fn))
+            out.append(_Pattern(cls, fn, keep))
     return out
 
 
-def simplify(module: ModuleOp) -> None:
-    """The rewrites above to a fixpoint, then CSE and DCE."""
-    PatternRewriteWalker(GreedyRewritePatternApplier(_patterns())).rewrite_module(module)
+def simplify(module: ModuleOp, keep=frozenset()) -> None:
+    """The rewrites above to a fixpoint, then CSE and DCE. The ops in ``keep`` (the
+    primal ops of a derivative module) get only the exact rewrites, not ``LIBERTIES``."""
+    PatternRewriteWalker(GreedyRewritePatternApplier(_patterns(frozenset(keep)))).rewrite_module(module)
     ctx = make_context()
     xdsl_pass("cse").apply(ctx, module)
     xdsl_pass("dce").apply(ctx, module)
