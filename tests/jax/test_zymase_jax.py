@@ -190,3 +190,15 @@ def test_vmap_of_zymase_grad():
     w = jnp.asarray([1.0, 2.0, 3.0])
     np.testing.assert_allclose(jax.vmap(zj.grad(f), in_axes=(0, None))(X, w), np.cos(X) * w, rtol=1e-13)
 
+
+
+@pytest.mark.parametrize("program, construct", [
+    (lambda x: jnp.prod(x), "stablehlo.reduce"),
+    (lambda x: jnp.sum(x.at[1].set(x[0] ** 2)), "stablehlo.scatter"),
+], ids=["product_reduction", "scatter_set"])
+def test_ops_without_a_rule_for_their_body_are_refused_with_function_and_line(program, construct):
+    with pytest.raises(ZymaseError) as info:
+        zj.grad(program)(jnp.arange(1.0, 4.0))
+    err = info.value
+    assert err.construct == construct and err.function and "<lambda>" in err.function
+    assert err.location and err.location.startswith(__file__)

@@ -20,6 +20,7 @@ are inlined first.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import contextmanager
 
 from zymase.analysis.activity import ActivityInfo, analyze
 from zymase.autodiff import hlo_flavor
@@ -191,6 +192,17 @@ def branch_blocks(block) -> list:
     return out
 
 
+@contextmanager
+def _refusals_at(op: Operation, function: str):
+    """A rule's refusal names the Python function and the op's source line."""
+    try:
+        yield
+    except ZymaseError as exc:
+        exc.function = exc.function or function
+        exc.location = exc.location or location_of(op)
+        raise
+
+
 def reverse_sweep(E: Emitter, ops: Sequence[Operation], info, seeds: dict[SSAValue, SSAValue],
                   function: str) -> dict[SSAValue, SSAValue]:
     """Emit (at ``E``) the adjoint code of ``ops`` in reverse order, from the adjoints
@@ -213,7 +225,8 @@ def reverse_sweep(E: Emitter, ops: Sequence[Operation], info, seeds: dict[SSAVal
         if all(d is None for d in dys):
             continue
         rule = _rule(op, function)
-        contributions = rule.reverse(ctx, op, dys)
+        with _refusals_at(op, function):
+            contributions = rule.reverse(ctx, op, dys)
         for operand, d in zip(op.operands, contributions):
             if d is not None and info.is_active(operand):
                 accumulate(operand, d)
@@ -235,12 +248,13 @@ def forward_sweep(E: Emitter, ops: Sequence[Operation], info, tangents: dict[SSA
             continue
         ins = [tangents.get(v) for v in op.operands]
         rule = _rule(op, function)
-        if hasattr(rule, "forward_captured"):  # stablehlo.case: its branches read tangents around them
-            outs = rule.forward_captured(ctx, op, ins, tangents)
-        elif all(t is None for t in ins):
+        if not hasattr(rule, "forward_captured") and all(t is None for t in ins):
             continue
-        else:
-            outs = rule.forward(ctx, op, ins)
+        with _refusals_at(op, function):
+            if hasattr(rule, "forward_captured"):  # stablehlo.case: its branches read tangents around them
+                outs = rule.forward_captured(ctx, op, ins, tangents)
+            else:
+                outs = rule.forward(ctx, op, ins)
         for r, t in zip(op.results, outs):
             if t is not None:
                 tangents[r] = t
