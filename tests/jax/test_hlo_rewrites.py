@@ -31,14 +31,14 @@ def _as_main(name: str, simplified: bool) -> ModuleOp:
     return module
 
 
-_DTYPES = {"f64": np.float64, "integer_type": np.bool_}
+_DTYPES = {"f64": np.float64, "f32": np.float32, "integer_type": np.bool_}
 
 
 def _random(t, rng):
     shape = tuple(t.get_shape())
     if t.element_type.name == "integer_type":  # predicates
         return rng.integers(0, 2, shape).astype(bool)
-    return rng.normal(size=shape)
+    return rng.normal(size=shape).astype(_DTYPES[t.element_type.name])
 
 
 @pytest.mark.parametrize("name", FUNCTIONS)

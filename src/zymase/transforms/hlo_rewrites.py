@@ -3,8 +3,10 @@
 Derivative code is full of what these remove: adjoint accumulations that start from a
 zero splat (``x + 0``), the transpose of a transpose when a transposed operand's adjoint
 is transposed back, a broadcast of a broadcast or of a splat constant (seeds, and the
-adjoint of reduce-sum of a broadcast), reshapes to the same shape, and the product of a
-zero-padded adjoint (a slice's) with a large operand, done on the window only. Each pattern keeps
+adjoint of reduce-sum of a broadcast), reshapes to the same shape, slices of slices and of concatenates (the adjoint of a
+concatenate), transposes of broadcasts, float conversions there and back, and the
+product of a zero-padded adjoint (a slice's) with a large operand, done on the window
+only. Each pattern keeps
 the value (no reassociation, no general ``x * 0 -> 0``: that is NaN for an infinite
 ``x``), so the rewritten program computes the same numbers; the liberties are ``-0.0 +
 0.0 -> -0.0`` and the strong zeros of the padded product.
@@ -188,6 +190,68 @@ def _select_same(op, rewriter):
         _replace(rewriter, op, op.operands[1])
 
 
+def _slice(op, rewriter):
+    """slice of the whole tensor -> x; slice(slice(x)) -> one slice; a slice that is
+    exactly one operand of a concatenate -> that operand (the adjoint of a concatenate
+    slices what the forward sweep concatenated)."""
+    x = op.operands[0]
+    start = list(op.start_indices.get_values())
+    limit = list(op.limit_indices.get_values())
+    strides = list(op.strides.get_values())
+    if x.type == op.results[0].type and all(s == 0 for s in start) and all(st == 1 for st in strides):
+        _replace(rewriter, op, x)
+        return
+    inner = x.owner
+    if isinstance(inner, hlo.SliceOp):
+        s0 = list(inner.start_indices.get_values())
+        st0 = list(inner.strides.get_values())
+        new_start = [a + b * c for a, b, c in zip(s0, start, st0)]
+        new_strides = [a * b for a, b in zip(st0, strides)]
+        new_limit = [ns + (n - 1) * nst + 1 for ns, n, nst in zip(new_start, op.results[0].type.get_shape(),
+                                                                   new_strides)]
+        rewriter.replace(op, hlo.SliceOp.create(
+            operands=[inner.operands[0]], result_types=[op.results[0].type],
+            properties={"start_indices": hlo.array(new_start), "limit_indices": hlo.array(new_limit),
+                        "strides": hlo.array(new_strides)}))
+        return
+    if isinstance(inner, hlo.ConcatenateOp) and all(st == 1 for st in strides):
+        dim = inner.dimension.value.data
+        offset = 0
+        for part in inner.operands:
+            n = part.type.get_shape()[dim]
+            others_full = all(start[d] == 0 and limit[d] == x.type.get_shape()[d]
+                              for d in range(len(start)) if d != dim)
+            if others_full and start[dim] == offset and limit[dim] == offset + n:
+                _replace(rewriter, op, part)
+                return
+            offset += n
+
+
+def _transpose_broadcast(op, rewriter):
+    """transpose(broadcast_in_dim(x, d), p) -> broadcast_in_dim(x, p^-1[d])."""
+    inner = op.operands[0].owner
+    if not isinstance(inner, hlo.BroadcastInDimOp):
+        return
+    perm = list(op.permutation.get_values())
+    dims = [perm.index(d) for d in inner.broadcast_dimensions.get_values()]
+    rewriter.replace(op, hlo.BroadcastInDimOp.create(
+        operands=[inner.operands[0]], result_types=[op.results[0].type],
+        properties={"broadcast_dimensions": hlo.array(dims)}))
+
+
+def _convert_round_trip(op, rewriter):
+    """convert(convert(x: f32) to f64) back to f32 -> x: widening is exact."""
+    from zymase.ir import float_width, is_float_type
+
+    inner = op.operands[0].owner
+    if not isinstance(inner, hlo.ConvertOp):
+        return
+    x = inner.operands[0]
+    a, b = x.type.element_type, inner.results[0].type.element_type
+    if x.type == op.results[0].type and is_float_type(a) and is_float_type(b) and float_width(b) >= float_width(a):
+        _replace(rewriter, op, x)
+
+
 # patterns that take a liberty with IEEE arithmetic (the sign of a zero, strong zeros):
 # fine in derivative code, not in the user's primal computation (``simplify(keep=...)``)
 LIBERTIES = {_add_zero, _multiply_zero_padded}
@@ -197,10 +261,11 @@ PATTERNS = {
     hlo.SubtractOp: _subtract_zero,
     hlo.MultiplyOp: (_multiply_one, _multiply_zero_padded),
     hlo.NegateOp: _negate_negate,
-    hlo.TransposeOp: (_transpose_transpose, _transpose_identity),
+    hlo.TransposeOp: (_transpose_transpose, _transpose_identity, _transpose_broadcast),
+    hlo.SliceOp: _slice,
     hlo.BroadcastInDimOp: _broadcast,
     hlo.ReshapeOp: _reshape,
-    hlo.ConvertOp: _convert_same,
+    hlo.ConvertOp: (_convert_same, _convert_round_trip),
     hlo.SelectOp: _select_same,
 }
 

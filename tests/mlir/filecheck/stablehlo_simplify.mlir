@@ -87,3 +87,31 @@ func.func @different_compares_stay(%a: tensor<3xf64>, %b: tensor<3xf64>) -> (ten
   %2 = "stablehlo.compare"(%a, %s) <{compare_type = #stablehlo<comparison_type FLOAT>, comparison_direction = #stablehlo<comparison_direction EQ>}> : (tensor<3xf64>, tensor<3xf64>) -> tensor<3xi1>
   func.return %1, %2 : tensor<3xi1>, tensor<3xi1>
 }
+
+// CHECK-LABEL: func.func @slices
+// CHECK-NEXT:    %[[S:.*]] = "stablehlo.slice"(%x) <{start_indices = array<i64: 3>, limit_indices = array<i64: 8>, strides = array<i64: 4>}> : (tensor<10xf64>) -> tensor<2xf64>
+// CHECK-NEXT:    func.return %x, %[[S]], %y
+func.func @slices(%x: tensor<10xf64>, %y: tensor<4xf64>) -> (tensor<10xf64>, tensor<2xf64>, tensor<4xf64>) {
+  %whole = "stablehlo.slice"(%x) <{start_indices = array<i64: 0>, limit_indices = array<i64: 10>, strides = array<i64: 1>}> : (tensor<10xf64>) -> tensor<10xf64>
+  %a = "stablehlo.slice"(%x) <{start_indices = array<i64: 1>, limit_indices = array<i64: 10>, strides = array<i64: 2>}> : (tensor<10xf64>) -> tensor<5xf64>
+  %b = "stablehlo.slice"(%a) <{start_indices = array<i64: 1>, limit_indices = array<i64: 5>, strides = array<i64: 2>}> : (tensor<5xf64>) -> tensor<2xf64>
+  %c = "stablehlo.concatenate"(%x, %y) <{dimension = 0 : i64}> : (tensor<10xf64>, tensor<4xf64>) -> tensor<14xf64>
+  %d = "stablehlo.slice"(%c) <{start_indices = array<i64: 10>, limit_indices = array<i64: 14>, strides = array<i64: 1>}> : (tensor<14xf64>) -> tensor<4xf64>
+  func.return %whole, %b, %d : tensor<10xf64>, tensor<2xf64>, tensor<4xf64>
+}
+
+// CHECK-LABEL: func.func @transpose_of_broadcast_and_conversions
+// CHECK-NEXT:    %[[B:.*]] = "stablehlo.broadcast_in_dim"(%v) <{broadcast_dimensions = array<i64: 0>}> : (tensor<3xf32>) -> tensor<3x2xf32>
+// CHECK-NEXT:    %[[D:.*]] = "stablehlo.convert"(%w) : (tensor<3xf64>) -> tensor<3xf32>
+// CHECK-NEXT:    %[[E:.*]] = "stablehlo.convert"(%[[D]]) : (tensor<3xf32>) -> tensor<3xf64>
+// CHECK-NEXT:    func.return %[[B]], %v, %[[E]]
+func.func @transpose_of_broadcast_and_conversions(%v: tensor<3xf32>, %w: tensor<3xf64>) -> (tensor<3x2xf32>, tensor<3xf32>, tensor<3xf64>) {
+  %b = "stablehlo.broadcast_in_dim"(%v) <{broadcast_dimensions = array<i64: 1>}> : (tensor<3xf32>) -> tensor<2x3xf32>
+  %t = "stablehlo.transpose"(%b) <{permutation = array<i64: 1, 0>}> : (tensor<2x3xf32>) -> tensor<3x2xf32>
+  %up = "stablehlo.convert"(%v) : (tensor<3xf32>) -> tensor<3xf64>
+  %down = "stablehlo.convert"(%up) : (tensor<3xf64>) -> tensor<3xf32>
+  // narrowing then widening rounds: it stays
+  %n = "stablehlo.convert"(%w) : (tensor<3xf64>) -> tensor<3xf32>
+  %m = "stablehlo.convert"(%n) : (tensor<3xf32>) -> tensor<3xf64>
+  func.return %t, %down, %m : tensor<3x2xf32>, tensor<3xf32>, tensor<3xf64>
+}
