@@ -71,6 +71,7 @@ CASES = {
     "iota": lambda x, y: x * jnp.arange(x.shape[1], dtype=x.dtype) + y,
     "dynamic_slice": lambda x, y: lax.dynamic_slice(x, (jnp.argmax(y[:, 0]), 1), (1, 2)) * 3.0 + y[1, :2],
     "dynamic_update_slice": lambda x, y: lax.dynamic_update_slice(x, y[:1, :2] * y[:1, 1:3], (1, jnp.argmin(y[0]))),
+    "optimization_barrier": lambda x, y: (lambda a, b, c: a * b + c * c)(*lax.optimization_barrier((x, y * 2.0, x + y))),
     # gather / scatter-add: x[idx], x.at[idx].add(u)
     "gather_rows": lambda x, y: x[jnp.array([1, 0, 1])] * y[0],
     "gather_columns": lambda x, y: x[:, jnp.array([2, 0])] * y[:, :2],

@@ -109,9 +109,21 @@ def reshape_adjoint(ctx, op, i, dy):
     return T.reshape(ctx.E, dy, T.shape(op.operands[0]))
 
 
-@_linear(hlo.OptimizationBarrierOp)
-def barrier_adjoint(ctx, op, i, dy):
-    return dy
+class _Barrier(Rule):
+    """optimization_barrier: result i is operand i (any number of them), so adjoints and
+    tangents pass through one to one."""
+
+    def propagates(self, op, index):
+        return hlo.is_float_tensor(op.operands[index].type)
+
+    def reverse(self, ctx, op, dys):
+        return [d if ctx.wants(v) else None for v, d in zip(op.operands, dys)]
+
+    def forward(self, ctx, op, tangents):
+        return list(tangents)
+
+
+REGISTRY.register(hlo.OptimizationBarrierOp, _Barrier())
 
 
 @_linear(hlo.ConvertOp)
