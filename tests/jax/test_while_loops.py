@@ -95,3 +95,20 @@ def test_loop_reading_an_active_value_from_outside_is_refused():
     for mode in (hlo_ad.reverse, hlo_ad.forward):
         with pytest.raises(ZymaseError, match="stablehlo.while' reads an active value from outside its regions"):
             mode(parse_mlir(text), [True], "hand_written")
+
+
+def test_counted_loop_is_reversed_with_a_tape_not_by_recomputation():
+    from zymase.frontends import jax as front
+
+    x = jnp.asarray(np.linspace(0.1, 0.9, 4))
+    w = jnp.asarray(np.linspace(1.2, 0.3, 4))
+    leaves, tree = jax.tree_util.tree_flatten((x, w))
+    text = front.derivative_module(_loop, leaves, tree, "reverse", [True, True])
+    # the primal loop, the recording copy and the reverse loop; no loop of recomputations
+    assert text.count('"stablehlo.while"') == 3
+    assert '"stablehlo.dynamic_update_slice"' in text and '"stablehlo.dynamic_slice"' in text
+    # a while loop with a data-dependent exit has no trip count: recomputation (a counting
+    # copy, the reverse loop and the recomputing loop inside it, besides the primal loop)
+    a = jnp.asarray(2.0)
+    leaves, tree = jax.tree_util.tree_flatten((a,))
+    assert front.derivative_module(newton_sqrt, leaves, tree, "reverse", [True]).count('"stablehlo.while"') == 4

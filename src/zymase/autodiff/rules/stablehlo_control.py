@@ -1,5 +1,9 @@
 """Rules for StableHLO's control flow: ``stablehlo.while`` and ``stablehlo.case``.
 
+A counted loop (``counter < N`` from a constant by 1: ``lax.fori_loop``, ``lax.scan``)
+is reversed with a tape: a forward copy stores each loop state in row ``i`` of a tensor
+of ``N`` rows, the reverse loop reads the rows back (linear in the trip count).
+
 JAX has no reverse mode for ``lax.while_loop`` (the trip count is unknown when the
 program is traced, so it cannot size a tape). zymase reverses it by recomputation,
 which needs no tape and keeps every shape static:
@@ -85,9 +89,104 @@ def _step(E: Emitter, counter: SSAValue, by: int) -> SSAValue:
     return E.v(hlo.AddOp.create(operands=[counter, E.v(T.splat(by, _I64))], result_types=[_I64]))
 
 
+def _constant(v: SSAValue) -> int | None:
+    """The value of a scalar integer ``stablehlo.constant``, else None."""
+    op = v.owner
+    if not isinstance(op, hlo.ConstantOp) or v.type.get_shape() or hlo.is_float_tensor(v.type):
+        return None
+    values = op.value.get_values()
+    return int(values[0]) if len(values) == 1 else None
+
+
 class _While(Rule):
     def propagates(self, op, index):
         return hlo.is_float_tensor(op.operands[index].type)
+
+    def _static_trips(self, op) -> tuple[int, int, int] | None:
+        """(counter position, start, trip count) of a loop whose condition is
+        ``counter < N`` for a constant N, counting by 1 from a constant (what
+        ``lax.fori_loop`` and ``lax.scan`` emit); None for other loops."""
+        cond, body = op.regions[0].blocks[0], op.regions[1].blocks[0]
+        test = cond.last_op.operands[0].owner
+        if not isinstance(test, hlo.CompareOp) or hlo.direction_of(test) != "LT":
+            return None
+        counter, bound = test.operands
+        if counter not in cond.args or (limit := _constant(bound)) is None:
+            return None
+        k = list(cond.args).index(counter)
+        step = body.last_op.operands[k].owner
+        if not isinstance(step, hlo.AddOp) or body.args[k] not in step.operands:
+            return None
+        other = step.operands[1] if step.operands[0] is body.args[k] else step.operands[0]
+        if _constant(other) != 1 or (start := _constant(op.operands[k])) is None:
+            return None
+        return k, start, max(0, limit - start)
+
+    def _reverse_taped(self, ctx, op, dys, k, start, trips):
+        """Reverse of a counted loop: the forward copy stores every loop state on a tape
+        of ``trips`` rows (a tensor per carried value); the reverse loop reads row j back
+        instead of recomputing it."""
+        E = ctx.E
+        cond_region, body_region = op.regions
+        inits = [ctx.primal(v) for v in op.operands]
+        n = len(inits)
+        floats = [i for i, v in enumerate(inits) if hlo.is_float_tensor(v.type)]
+        body_info = self._body_activity(op)
+        if trips == 0:
+            return [dys[i] if i in floats and ctx.wants(op.operands[i]) else None for i in range(n)]
+        tape_types = [TensorType(v.type.element_type, [trips, *v.type.get_shape()]) for v in inits]
+
+        def row_index(B, counter):
+            index = B.v(hlo.ConvertOp.create(operands=[counter], result_types=[_I64]))
+            return _step(B, index, -start) if start else index
+
+        def record_cond(B, args):
+            return _inline(B, cond_region, args[:n])[0]
+
+        def record_body(B, args):
+            row = row_index(B, args[k])
+            zero = B.v(T.splat(0, _I64))
+            tapes = []
+            for v, tape in zip(args[:n], args[n:]):
+                one_row = T.reshape(B, v, [1, *v.type.get_shape()])
+                tapes.append(T.emit(B, hlo.DynamicUpdateSliceOp, [tape, one_row, row] + [zero] * len(v.type.get_shape()),
+                                    tape.type))
+            return _inline(B, body_region, args[:n])[0] + tapes
+
+        empty = [E.v(T.splat(0, t)) for t in tape_types]
+        tapes = _while(E, inits + empty, record_cond, record_body)[n:]
+
+        def rev_cond(B, args):
+            return [_compare(B, args[0], B.v(T.splat(0, _I64)), "GE")]
+
+        def rev_body(B, args):
+            j, adjoints, rows = args[0], args[1:1 + len(floats)], args[1 + len(floats):]
+            zero = B.v(T.splat(0, _I64))
+            state = []
+            for v, tape in zip(inits, rows):
+                shape = list(v.type.get_shape())
+                row = T.emit(B, hlo.DynamicSliceOp, [tape, j] + [zero] * len(shape),
+                             TensorType(v.type.element_type, [1, *shape]), slice_sizes=hlo.array([1, *shape]))
+                state.append(T.reshape(B, row, shape))
+            returned, copied, mapping = _inline(B, body_region, state)
+            hlo_ad.refuse_active_captures(copied, {mapping[v] for v in body_info.varied if v in mapping},
+                                          ctx.function)
+            active = {mapping[v] for v in body_info.useful & body_info.varied if v in mapping}
+            seeds: dict[SSAValue, SSAValue] = {}
+            for i, d in zip(floats, adjoints):
+                v = returned[i]
+                seeds[v] = B.add(seeds[v], d) if v in seeds else d
+            adjoint = hlo_ad.reverse_sweep(B, copied, _Mapped(active), seeds, ctx.function)
+            new = [adjoint.get(state[i]) or B.zero(state[i].type) for i in floats]
+            return [_step(B, j, -1)] + new + list(rows)
+
+        seeds = [dys[i] if dys[i] is not None else E.zero(inits[i].type) for i in floats]
+        results = _while(E, [E.v(T.splat(trips - 1, _I64))] + seeds + tapes, rev_cond, rev_body)
+        out: list[SSAValue | None] = [None] * n
+        for m, i in enumerate(floats):
+            if ctx.wants(op.operands[i]):
+                out[i] = results[1 + m]
+        return out
 
     def _body_activity(self, op):
         float_args = [hlo.is_float_tensor(v.type) for v in op.operands]
@@ -96,6 +195,8 @@ class _While(Rule):
     def reverse(self, ctx, op, dys):
         if all(d is None for d in dys):
             return [None] * len(op.operands)
+        if (counted := self._static_trips(op)) is not None:
+            return self._reverse_taped(ctx, op, dys, *counted)
         E = ctx.E
         cond_region, body_region = op.regions
         inits = [ctx.primal(v) for v in op.operands]
