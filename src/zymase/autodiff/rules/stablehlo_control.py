@@ -15,8 +15,8 @@ which needs no tape and keeps every shape static:
   over a copy of the body) and carries the state adjoints to the next.
 
 That is ``n(n+1)/2`` body runs for the recomputation: fine for the few iterations of a
-Newton solve, quadratic for long loops (a checkpointing schedule would bound it; not
-done). Forward mode carries tangents through one augmented loop.
+Newton solve, quadratic for long data-dependent loops (a checkpointing schedule would
+bound it; not done). Forward mode carries tangents through one augmented loop.
 
 Every value reaches the generated loops as a loop-carried value, as in what JAX
 emits; a loop body that reads an active value from outside the loop is refused
