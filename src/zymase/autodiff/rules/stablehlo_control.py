@@ -134,7 +134,11 @@ class _While(Rule):
         body_info = self._body_activity(op)
         if trips == 0:
             return [dys[i] if i in floats and ctx.wants(op.operands[i]) else None for i in range(n)]
-        tape_types = [TensorType(v.type.element_type, [trips, *v.type.get_shape()]) for v in inits]
+        # values the body passes through unchanged (scan's input sequence) are not taped:
+        # every iteration sees the initial value
+        body = body_region.blocks[0]
+        taped = [i for i in range(n) if body.last_op.operands[i] is not body.args[i]]
+        tape_types = [TensorType(inits[i].type.element_type, [trips, *inits[i].type.get_shape()]) for i in taped]
 
         def row_index(B, counter):
             index = B.v(hlo.ConvertOp.create(operands=[counter], result_types=[_I64]))
@@ -147,7 +151,7 @@ class _While(Rule):
             row = row_index(B, args[k])
             zero = B.v(T.splat(0, _I64))
             tapes = []
-            for v, tape in zip(args[:n], args[n:]):
+            for v, tape in zip((args[i] for i in taped), args[n:]):
                 one_row = T.reshape(B, v, [1, *v.type.get_shape()])
                 tapes.append(T.emit(B, hlo.DynamicUpdateSliceOp, [tape, one_row, row] + [zero] * len(v.type.get_shape()),
                                     tape.type))
@@ -160,14 +164,16 @@ class _While(Rule):
             return [_compare(B, args[0], B.v(T.splat(0, _I64)), "GE")]
 
         def rev_body(B, args):
-            j, adjoints, rows = args[0], args[1:1 + len(floats)], args[1 + len(floats):]
+            j, adjoints = args[0], args[1:1 + len(floats)]
+            rows = args[1 + len(floats):1 + len(floats) + len(taped)]
+            start_values = args[1 + len(floats) + len(taped):]
             zero = B.v(T.splat(0, _I64))
-            state = []
-            for v, tape in zip(inits, rows):
-                shape = list(v.type.get_shape())
+            state = list(start_values)
+            for i, tape in zip(taped, rows):
+                shape = list(inits[i].type.get_shape())
                 row = T.emit(B, hlo.DynamicSliceOp, [tape, j] + [zero] * len(shape),
-                             TensorType(v.type.element_type, [1, *shape]), slice_sizes=hlo.array([1, *shape]))
-                state.append(T.reshape(B, row, shape))
+                             TensorType(inits[i].type.element_type, [1, *shape]), slice_sizes=hlo.array([1, *shape]))
+                state[i] = T.reshape(B, row, shape)
             returned, copied, mapping = _inline(B, body_region, state)
             hlo_ad.refuse_active_captures(copied, {mapping[v] for v in body_info.varied if v in mapping},
                                           ctx.function)
@@ -178,10 +184,10 @@ class _While(Rule):
                 seeds[v] = B.add(seeds[v], d) if v in seeds else d
             adjoint = hlo_ad.reverse_sweep(B, copied, _Mapped(active), seeds, ctx.function)
             new = [adjoint.get(state[i]) or B.zero(state[i].type) for i in floats]
-            return [_step(B, j, -1)] + new + list(rows)
+            return [_step(B, j, -1)] + new + list(rows) + list(start_values)
 
         seeds = [dys[i] if dys[i] is not None else E.zero(inits[i].type) for i in floats]
-        results = _while(E, [E.v(T.splat(trips - 1, _I64))] + seeds + tapes, rev_cond, rev_body)
+        results = _while(E, [E.v(T.splat(trips - 1, _I64))] + seeds + tapes + inits, rev_cond, rev_body)
         out: list[SSAValue | None] = [None] * n
         for m, i in enumerate(floats):
             if ctx.wants(op.operands[i]):
