@@ -4,7 +4,8 @@ A region-carrying op passes values the way branches pass block arguments: an
 ``scf.for`` hands its ``iter_args`` operands to the body's arguments, the body's
 ``scf.yield`` hands them to the next iteration and to the op's results; ``scf.if``
 results come from either branch's yield; ``scf.while`` moves values between its
-``before`` and ``after`` regions through ``scf.condition``. :func:`value_flow` lists
+``before`` and ``after`` regions through ``scf.condition``; ``stablehlo.case`` results
+come from one of its branches' returns, as ``scf.if``'s do. :func:`value_flow` lists
 these edges as ``(destination, source)`` pairs so that activity analysis treats
 region arguments and results like block arguments (a destination is varied when a
 source is, a source is useful when a destination is).
@@ -12,7 +13,7 @@ source is, a source is useful when a destination is).
 
 from __future__ import annotations
 
-from zymase.ir import Block, Operation, SSAValue, scf
+from zymase.ir import Block, Operation, SSAValue, scf, stablehlo
 
 STRUCTURED = (scf.ForOp, scf.IfOp, scf.WhileOp)
 
@@ -32,6 +33,10 @@ def value_flow(op: Operation) -> list[tuple[SSAValue, SSAValue]]:
         yielded = _terminator_operands(body)
         for arg, init, y, res in zip(body.args[1:], op.iter_args, yielded, op.results):
             edges += [(arg, init), (arg, y), (res, y), (res, init)]  # zero trips: result = init
+    elif isinstance(op, stablehlo.CaseOp):  # like scf.if with n branches (lax.cond, lax.switch)
+        for region in op.regions:
+            for res, y in zip(op.results, _terminator_operands(region.block)):
+                edges.append((res, y))
     elif isinstance(op, scf.IfOp):
         for region in (op.true_region, op.false_region):
             if region.blocks:

@@ -30,14 +30,15 @@ class TypeRule:
     point; ``shadow_type(t)`` maps a primal type to its shadow type, used in the
     signatures of derivative functions. (The engine keeps a value's adjoint in the
     value's own type, so a rule whose shadow type differs works at the boundary
-    only.)"""
+    only.) ``applies(t)`` narrows the rule to some instances of its type class (float
+    tensors, not integer tensors: the class is one for both)."""
 
     zero: Callable[["Emitter", Attribute], SSAValue]
     add: Callable[["Emitter", SSAValue, SSAValue], SSAValue]
     shadow_type: Callable[[Attribute], Attribute] = lambda t: t
     # which types of the registered class the rule covers (a struct of floats, not
     # every struct)
-    accepts: Callable[[Attribute], bool] = lambda t: True
+    applies: Callable[[Attribute], bool] = lambda t: True
 
 
 class TypeRegistry:
@@ -56,7 +57,7 @@ class TypeRegistry:
                 if isinstance(t, cls):
                     rule = r
                     break
-        return rule if rule is not None and rule.accepts(t) else None
+        return rule if rule is not None and rule.applies(t) else None
 
 
 TYPES = TypeRegistry()
@@ -162,7 +163,7 @@ def _aggregate_add(E: "Emitter", a: SSAValue, b: SSAValue) -> SSAValue:
 def _register_aggregates() -> None:
     from zymase.ir import llvm
 
-    rule = TypeRule(zero=_aggregate_zero, add=_aggregate_add, accepts=_is_float_aggregate)
+    rule = TypeRule(zero=_aggregate_zero, add=_aggregate_add, applies=_is_float_aggregate)
     register_type(llvm.LLVMStructType, rule)
     register_type(llvm.LLVMArrayType, rule)
 

@@ -27,6 +27,7 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     FunctionType,
     IndexType,
+    IntAttr,
     IntegerAttr,
     IntegerType,
     MemRefType,
@@ -44,7 +45,7 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
-from xdsl.dialects.builtin import DYNAMIC_INDEX, NoneAttr, StridedLayoutAttr
+from xdsl.dialects.builtin import DYNAMIC_INDEX, NoneAttr, StridedLayoutAttr, TensorType
 from xdsl.ir.affine import (
     AffineBinaryOpExpr,
     AffineBinaryOpKind,
@@ -55,13 +56,19 @@ from xdsl.ir.affine import (
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, Region, SSAValue
 from xdsl.parser import Parser
 from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+)
 from xdsl.printer import Printer
 from xdsl.rewriter import Rewriter
 from xdsl.traits import is_side_effect_free
 from xdsl.utils.exceptions import ParseError, VerifyException
 
 from zymase.errors import ZymaseError
-from zymase.ir import arith_ext, enzyme, llvm_ext, memref_ext
+from zymase.ir import arith_ext, enzyme, llvm_ext, memref_ext, stablehlo
 
 FLOAT_TYPES = (Float16Type, Float32Type, Float64Type, Float80Type)
 
@@ -124,14 +131,50 @@ def make_context() -> Context:
         _LINALG,
         llvm_ext.LLVM_EXT,
         enzyme.Enzyme,
+        stablehlo.StableHLO,  # read from JAX (frontends/jax.py)
         *_PLUGIN_DIALECTS,
     ):
         ctx.load_dialect(dialect)
     return ctx
 
 
+_HEX_DENSE = None
+
+
+def _hex_floats_as_raw(text: str) -> str:
+    """MLIR prints non-finite float elements as bit patterns (``dense<0xFFF0000000000000>
+    : tensor<f64>``, JAX's -inf); xDSL 0.74 reads such a token as an integer and converts
+    it to a float (1.8e19). The raw-data spelling ``dense<"0x...">`` (little-endian
+    element bytes) is read exactly, so dense float literals holding bit patterns are
+    rewritten to it before parsing."""
+    global _HEX_DENSE
+    import re
+    import struct
+
+    if "dense<" not in text or "0x" not in text:
+        return text
+    if _HEX_DENSE is None:
+        _HEX_DENSE = re.compile(r"dense<([^\"<>]*0x[^\"<>]*)>(\s*:\s*(?:tensor|vector)<([0-9x?]*?)(f16|f32|f64)>)")
+    formats = {"f16": "<e", "f32": "<f", "f64": "<d"}
+    widths = {"f16": 16, "f32": 32, "f64": 64}
+
+    def element(token: str, kind: str) -> bytes:
+        if token.lower().startswith("0x"):
+            return int(token, 16).to_bytes(widths[kind] // 8, "little")
+        return struct.pack(formats[kind], float(token))
+
+    def raw(m) -> str:
+        kind = m.group(4)
+        tokens = re.findall(r"0x[0-9A-Fa-f]+|[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?", m.group(1))
+        data = b"".join(element(t, kind) for t in tokens)
+        return f'dense<"0x{data.hex().upper()}">{m.group(2)}'
+
+    return _HEX_DENSE.sub(raw, text)
+
+
 def parse_mlir(text: str, filename: str = "<input>") -> ModuleOp:
     """Parse MLIR text into a module; syntax errors become ZymaseError."""
+    text = _hex_floats_as_raw(text)
     try:
         module = Parser(make_context(), text, filename).parse_module()
     except ParseError as exc:

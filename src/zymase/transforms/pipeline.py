@@ -49,6 +49,12 @@ def _lower(module: ModuleOp) -> None:
     lower_to_llvm(module)
 
 
+def _stablehlo_simplify(module: ModuleOp) -> None:
+    from zymase.transforms.hlo_rewrites import simplify
+
+    simplify(module)
+
+
 def _print_activity(module: ModuleOp) -> None:
     from zymase.autodiff.report import activity_report
     from zymase.transforms.lower_structured import prepare_for_differentiation
@@ -71,6 +77,7 @@ PASSES: dict[str, Callable[[ModuleOp], None]] = {
     "dce": _xdsl_pass("dce"),
     "lower-to-llvm": _lower,
     "print-activity-analysis": _print_activity,
+    "stablehlo-simplify": _stablehlo_simplify,
 }
 
 

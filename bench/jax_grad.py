@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""zymase.jax.grad against jax.grad on XLA CPU (issue 28's performance items), both
+jitted, run alternately in one process on the same inputs; reported as the ratio of the
+best times (zymase / JAX). For the while loop, which JAX cannot reverse, the ratio is
+zymase's gradient against the primal.
+
+    python bench/jax_grad.py [--rounds R] [--only mlp slice_product ...]
+
+Workloads: an MLP loss (batch 256, 784-256-128-10), a GMM-like log-likelihood
+(logsumexp of quadratic forms), an LSTM-like recurrence (lax.scan, 20 steps), a slice of
+an elementwise product of large vectors (where pushing the slice through the product
+pays), and Newton's method for a square root per element (lax.while_loop).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+import zymase.jax as zj
+
+jax.config.update("jax_enable_x64", True)
+
+
+def mlp():
+    rng = np.random.default_rng(0)
+    sizes = [784, 256, 128, 10]
+    params = [(jnp.asarray(rng.normal(0, 0.05, (m, n))), jnp.asarray(np.zeros(n)))
+              for m, n in zip(sizes[:-1], sizes[1:])]
+    x = jnp.asarray(rng.normal(size=(256, 784)))
+    y = jnp.asarray(np.eye(10)[rng.integers(0, 10, 256)])
+
+    def loss(params, x, y):
+        h = x
+        for w, b in params[:-1]:
+            h = jnp.tanh(h @ w + b)
+        w, b = params[-1]
+        return -jnp.mean(jnp.sum(jax.nn.log_softmax(h @ w + b) * y, axis=1))
+
+    return loss, (params, x, y)
+
+
+def gmm():
+    rng = np.random.default_rng(1)
+    k, d, n = 25, 10, 1000
+    means = jnp.asarray(rng.normal(size=(k, d)))
+    log_scales = jnp.asarray(rng.normal(0, 0.1, (k, d)))
+    alphas = jnp.asarray(rng.normal(size=k))
+    x = jnp.asarray(rng.normal(size=(n, d)))
+
+    def loss(alphas, means, log_scales, x):
+        centered = (x[:, None, :] - means[None]) * jnp.exp(log_scales)[None]
+        inner = alphas[None] + jnp.sum(log_scales, axis=1)[None] - 0.5 * jnp.sum(centered ** 2, axis=2)
+        return jnp.sum(jax.nn.logsumexp(inner, axis=1)) - n * jax.nn.logsumexp(alphas)
+
+    return loss, (alphas, means, log_scales, x)
+
+
+def lstm():
+    rng = np.random.default_rng(2)
+    h, steps = 64, 20
+    w = jnp.asarray(rng.normal(0, 0.1, (2 * h, 4 * h)))
+    seq = jnp.asarray(rng.normal(size=(steps, h)))
+
+    def loss(w, seq):
+        def cell(carry, x):
+            hid, c = carry
+            z = jnp.concatenate([x, hid]) @ w
+            i, f, o, g = jnp.split(z, 4)
+            c = jax.nn.sigmoid(f) * c + jax.nn.sigmoid(i) * jnp.tanh(g)
+            hid = jax.nn.sigmoid(o) * jnp.tanh(c)
+            return (hid, c), jnp.sum(hid ** 2)
+
+        _, out = lax.scan(cell, (jnp.zeros(h), jnp.zeros(h)), seq)
+        return jnp.sum(out)
+
+    return loss, (w, seq)
+
+
+def slice_product():
+    rng = np.random.default_rng(3)
+    a = jnp.asarray(rng.normal(size=1_000_000))
+    b = jnp.asarray(rng.normal(size=1_000_000))
+
+    def loss(a, b):
+        return jnp.sum(jnp.sin((a * b)[1000:2000]))
+
+    return loss, (a, b)
+
+
+def newton():
+    a = jnp.asarray(np.random.default_rng(4).uniform(0.5, 50.0, 10_000))
+
+    def loss(a):
+        def body(s):
+            return 0.5 * (s[0] + a / s[0]), s[1] + 1
+
+        root = lax.while_loop(lambda s: jnp.max(jnp.abs(s[0] * s[0] - a) / a) > 1e-14, body, (a, 0))[0]
+        return jnp.sum(root)
+
+    return loss, (a,)
+
+
+WORKLOADS = {"mlp": mlp, "gmm": gmm, "lstm": lstm, "slice_product": slice_product, "newton": newton}
+
+
+def _best(fn, args, calls: int) -> float:
+    best = float("inf")
+    for _ in range(calls):
+        t = time.perf_counter()
+        jax.block_until_ready(fn(*args))
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--only", nargs="*", default=None)
+    p.add_argument("--rounds", type=int, default=5, help="alternating rounds (best of 5 calls each)")
+    ns = p.parse_args()
+    print(f"{'workload':<15} {'zymase':>10} {'reference':>10} {'ratio':>7}  reference")
+    ratios = []
+    for name, build in WORKLOADS.items():
+        if ns.only and name not in ns.only:
+            continue
+        loss, args = build()
+        argnums = (0, 1, 2) if name == "gmm" else 0
+        ours = jax.jit(zj.grad(loss, argnums=argnums))
+        if name == "newton":  # JAX cannot reverse the loop: compare with the primal
+            theirs, what = jax.jit(loss), "primal"
+        else:
+            theirs, what = jax.jit(jax.grad(loss, argnums=argnums)), "jax.grad"
+        got = jax.block_until_ready(ours(*args))
+        want = jax.block_until_ready(theirs(*args))
+        if what == "jax.grad":  # the same gradient, or the timing means nothing
+            for g, w in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
+                np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-9, atol=1e-12)
+        t_ours, t_theirs = float("inf"), float("inf")
+        for _ in range(ns.rounds):
+            t_ours = min(t_ours, _best(ours, args, 5))
+            t_theirs = min(t_theirs, _best(theirs, args, 5))
+        ratio = t_ours / t_theirs
+        if what == "jax.grad":
+            ratios.append(ratio)
+        print(f"{name:<15} {t_ours * 1e3:9.3f}ms {t_theirs * 1e3:9.3f}ms {ratio:7.2f}  {what}")
+    if ratios:
+        print(f"geometric mean against jax.grad: {float(np.exp(np.mean(np.log(ratios)))):.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,176 @@
+"""The JAX front end: a JAX function lowered to StableHLO, differentiated by zymase,
+run by XLA inside JAX.
+
+1. **Lower** (``lower``): ``jax.jit(flat_f, keep_unused=True).lower(*avals)`` on the
+   flattened arguments, printed in MLIR's generic op form and parsed by
+   ``ir.parse_mlir`` (the StableHLO dialect of ``ir/stablehlo.py``).
+2. **Differentiate**: ``autodiff/hlo.reverse`` / ``forward`` rewrite ``@main``, then
+   ``transforms/hlo_rewrites.simplify`` folds what the rules left (``x + 0``, transposes
+   of transposes, broadcasts of splats), merges duplicates and drops dead code.
+3. **Run**: the derivative module is printed back (generic form) and called through
+   the JAX primitive ``zymase_stablehlo_call``, whose lowering rule parses the text
+   into the lowering context with jaxlib's own MLIR bindings, merges it into the
+   module being compiled (``mlir.merge_mlir_modules``) and calls it. So the
+   derivative is part of the caller's XLA program: it runs on the same device, and
+   inside ``jax.jit`` it is compiled together with the code around it.
+
+Derivative modules are cached per (function, argument shapes and dtypes, mode,
+active arguments). Only this module and ``zymase/jax.py`` import JAX.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import numpy as np
+from jax._src import dispatch
+from jax.interpreters import batching
+from jax._src.interpreters import mlir as jax_mlir
+from jax._src.lib.mlir import ir as jax_ir
+from jax._src.lib.mlir.dialects import func as jax_func
+from jax.core import ShapedArray
+from jax.extend.core import Primitive
+
+from zymase.autodiff import hlo as hlo_ad
+from zymase.errors import ZymaseError
+from zymase.transforms import hlo_rewrites
+from zymase.ir import FileLineColLoc, IntAttr, ModuleOp, StringAttr, parse_mlir, print_mlir
+
+# ----- running a StableHLO module inside JAX ----------------------------------------
+call_p = Primitive("zymase_stablehlo_call")
+call_p.multiple_results = True
+call_p.def_impl(functools.partial(dispatch.apply_primitive, call_p))
+call_p.def_abstract_eval(lambda *avals, text, out_avals: list(out_avals))
+
+
+def _lower_call(ctx, *args, text, out_avals):
+    module = jax_ir.Module.parse(text, context=ctx.module_context.context)
+    name = jax_mlir.merge_mlir_modules(ctx.module_context.module, "zymase_derivative", module)
+    result_types = [jax_mlir.aval_to_ir_type(ctx.module_context, a) for a in out_avals]
+    call = jax_func.CallOp(result_types, jax_ir.FlatSymbolRefAttr.get(name), list(args))
+    return list(call.results)
+
+
+jax_mlir.register_lowering(call_p, _lower_call)
+
+
+def _batch_call(args, dims, *, text, out_avals):
+    """vmap of a derivative module: one call per batch element (``lax.map``), the
+    unbatched operands shared. Correct for any module; a module generated for the
+    batched shapes would be faster (not done)."""
+    mapped = [i for i, d in enumerate(dims) if d is not None]  # None: not batched
+    moved = [jax.numpy.moveaxis(args[i], dims[i], 0) for i in mapped]
+
+    def one(xs):
+        full = list(args)
+        for i, x in zip(mapped, xs):
+            full[i] = x
+        return call_p.bind(*full, text=text, out_avals=out_avals)
+
+    outs = jax.lax.map(one, moved)
+    return list(outs), [0] * len(outs)
+
+
+batching.primitive_batchers[call_p] = _batch_call
+
+
+# ----- lowering a JAX function ---------------------------------------------------------
+def _aval(x) -> jax.ShapeDtypeStruct:
+    aval = jax.typeof(x)
+    return jax.ShapeDtypeStruct(aval.shape, aval.dtype, weak_type=getattr(aval, "weak_type", False))
+
+
+def python_name(f) -> str:
+    return getattr(f, "__qualname__", None) or getattr(f, "__name__", None) or repr(f)
+
+
+@functools.lru_cache(maxsize=256)
+def _lowered_text(f, in_tree, avals) -> tuple[str, tuple]:
+    def flat_f(*leaves):
+        args = jax.tree_util.tree_unflatten(in_tree, leaves)
+        return f(*args)
+
+    lowered = jax.jit(flat_f, keep_unused=True).lower(*avals)
+    out_avals = tuple(ShapedArray(o.shape, o.dtype) for o in jax.tree_util.tree_leaves(lowered.out_info))
+    module = lowered.compiler_ir("stablehlo")
+    text = module.operation.get_asm(print_generic_op_form=True)
+    return text, (lowered.out_tree, out_avals, tuple(_source_lines(module.operation)))
+
+
+def _source_lines(op) -> list[tuple[str, int, int] | None]:
+    """The Python source position of every op, in pre-order: JAX records it in MLIR
+    locations, which xDSL cannot read (they are printed as aliases), so they are taken
+    from jaxlib's module and put on the parsed ops (``_parsed``)."""
+    out = [_file_position(op.location)]
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.operations:
+                out += _source_lines(inner.operation)
+    return out
+
+
+def _file_position(loc) -> tuple[str, int, int] | None:
+    if isinstance(loc, jax_ir.FileLineColLoc):
+        return (loc.filename, loc.start_line, loc.start_col)
+    if isinstance(loc, jax_ir.NameLoc):
+        return _file_position(loc.child_loc)
+    if isinstance(loc, jax_ir.CallSiteLoc):
+        return _file_position(loc.callee) or _file_position(loc.caller)
+    if isinstance(loc, jax_ir.FusedLoc):
+        for inner in loc.locations:
+            if (found := _file_position(inner)) is not None:
+                return found
+    return None
+
+
+def lower(f, leaves, in_tree) -> tuple[object, tuple]:
+    """The output tree and output avals of ``f`` at these (flattened) arguments (its
+    StableHLO text is cached for the derivatives)."""
+    _, (out_tree, out_avals, _) = _lowered_text(f, in_tree, tuple(_aval(x) for x in leaves))
+    return out_tree, out_avals
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed(f, in_tree, avals) -> ModuleOp:
+    """The StableHLO module, parsed once: xDSL's parser is the slow step (5 ms per op
+    with a dense constant), so the reverse and forward derivatives clone this."""
+    text, (_, _, positions) = _lowered_text(f, in_tree, avals)
+    module = parse_mlir(text, f"<{python_name(f)}>")
+    ops = list(module.walk())
+    if len(ops) == len(positions):
+        for op, position in zip(ops, positions):
+            if position is not None:
+                op.location = FileLineColLoc(StringAttr(position[0]), IntAttr(position[1]), IntAttr(position[2]))
+    return module
+
+
+@functools.lru_cache(maxsize=256)
+def _derivative_text(f, in_tree, avals, mode: str, active: tuple[bool, ...]) -> str:
+    module = _parsed(f, in_tree, avals).clone()
+    primal = (hlo_ad.reverse if mode == "reverse" else hlo_ad.forward)(module, active, python_name(f))
+    hlo_rewrites.simplify(module, keep=primal)  # the user's own arithmetic stays IEEE
+    return print_mlir(module)
+
+
+def derivative_module(f, leaves, in_tree, mode: str, active) -> str:
+    """The printed derivative (``autodiff/hlo``) of ``f`` at these arguments."""
+    avals = tuple(_aval(x) for x in leaves)
+    return _derivative_text(f, in_tree, avals, mode, tuple(active))
+
+
+def run(text: str, args, out_avals):
+    """Run a printed StableHLO module's ``@main`` on ``args`` (arrays or tracers) as
+    part of the JAX program; ``out_avals`` are its results' shapes and dtypes."""
+    return call_p.bind(*args, text=text, out_avals=tuple(out_avals))
+
+
+def float_leaf(x) -> bool:
+    return jax.numpy.issubdtype(np.dtype(jax.typeof(x).dtype), jax.numpy.floating)
+
+
+def require_float_leaves(leaves, what: str, f) -> None:
+    for x in leaves:
+        if not float_leaf(x):
+            raise ZymaseError(f"{what} must hold floating-point arrays, not {jax.typeof(x).dtype}",
+                              function=python_name(f), hint="pass floats for the arguments you differentiate")

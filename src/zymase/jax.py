@@ -1,0 +1,144 @@
+"""zymase for JAX functions: ``grad``, ``value_and_grad``, ``vjp``, ``jvp``.
+
+``zymase.jax.jit(f)`` is ``f`` for JAX's transformations with zymase's reverse mode
+inside: ``jax.grad(zymase.jax.jit(f))`` runs zymase's derivative (a ``jax.custom_vjp``
+whose backward pass is the derivative module). ``zymase.jax.grad(f)(x)`` lowers ``f`` to StableHLO with JAX, differentiates the
+StableHLO with zymase (``autodiff/hlo.py``) and runs the derivative with XLA as part
+of the JAX program (``frontends/jax.py``). The results are JAX arrays; the functions
+returned here can be called inside ``jax.jit``. Requires the ``jax`` extra
+(``pip install zymase[jax]``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from zymase.errors import ZymaseError
+
+try:
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+except ImportError:  # pragma: no cover - depends on the installation
+    raise ZymaseError("zymase.jax needs JAX", construct="import zymase.jax",
+                      hint="pip install 'zymase[jax]' (jax==0.10.2)") from None
+
+from zymase.frontends import jax as front
+from zymase.frontends.jax import ShapedArray
+
+__all__ = ["grad", "value_and_grad", "vjp", "jvp", "jit"]
+
+
+def _argnums_tuple(argnums, nargs: int, f) -> tuple[int, ...]:
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    for n in nums:
+        if not -nargs <= n < nargs:
+            raise ZymaseError(f"argnums {n} is out of range for {nargs} argument(s)",
+                              function=front.python_name(f), hint="count the positional arguments from 0")
+    return tuple(n % nargs for n in nums)
+
+
+def _slots(args, argnums):
+    """Flatten the arguments; which leaves belong to the differentiated arguments."""
+    leaves, in_tree = jax.tree_util.tree_flatten(tuple(args))
+    # Python numbers become (weakly typed) arrays, as under jax.jit
+    leaves = [x if hasattr(x, "shape") and hasattr(x, "dtype") else jnp.asarray(x) for x in leaves]
+    active = []
+    for i, a in enumerate(args):
+        n = len(jax.tree_util.tree_leaves(a))
+        active += [i in argnums] * n
+    return leaves, in_tree, active
+
+
+def value_and_grad(f, argnums: int | Sequence[int] = 0):
+    """``(f(*args), gradient)`` of a scalar-valued JAX function, like ``jax.value_and_grad``."""
+
+    def wrapper(*args):
+        nums = _argnums_tuple(argnums, len(args), f)
+        leaves, in_tree, active = _slots(args, nums)
+        front.require_float_leaves([x for x, a in zip(leaves, active) if a], "the differentiated arguments", f)
+        out_tree, out_avals = front.lower(f, leaves, in_tree)
+        if out_tree.num_leaves != 1 or out_avals[0].shape != () or not jnp.issubdtype(out_avals[0].dtype, jnp.floating):
+            raise ZymaseError("grad needs a function returning one float scalar", function=front.python_name(f),
+                              hint="use zymase.jax.vjp for other outputs")
+        text = front.derivative_module(f, leaves, in_tree, "reverse", active)
+        grads_avals = [ShapedArray(x.shape, x.dtype) for x, a in zip(leaves, active) if a]
+        seed = jnp.ones((), out_avals[0].dtype)
+        outs = front.run(text, [*leaves, seed], [*out_avals, *grads_avals])
+        value, flat_grads = outs[0], list(outs[1:])
+        per_arg = []
+        for n in nums:
+            count = len(jax.tree_util.tree_leaves(args[n]))
+            per_arg.append(jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(args[n]), flat_grads[:count]))
+            flat_grads = flat_grads[count:]
+        return value, (per_arg[0] if isinstance(argnums, int) else tuple(per_arg))
+
+    return wrapper
+
+
+def grad(f, argnums: int | Sequence[int] = 0):
+    """The gradient of a scalar-valued JAX function, like ``jax.grad``."""
+    vg = value_and_grad(f, argnums)
+    return lambda *args: vg(*args)[1]
+
+
+def vjp(f, *primals):
+    """``(f(*primals), vjp_fn)`` like ``jax.vjp``: ``vjp_fn(cotangent)`` returns one
+    cotangent per primal argument (float outputs and arguments)."""
+    leaves, in_tree, active = _slots(primals, tuple(range(len(primals))))
+    front.require_float_leaves(leaves, "the arguments of vjp", f)
+    out_tree, out_avals = front.lower(f, leaves, in_tree)
+    value = jax.jit(f)(*primals)
+
+    def vjp_fn(cotangent):
+        seeds = jax.tree_util.tree_leaves(cotangent)
+        text = front.derivative_module(f, leaves, in_tree, "reverse", active)
+        avals = [ShapedArray(x.shape, x.dtype) for x in leaves]
+        outs = front.run(text, [*leaves, *seeds], [*out_avals, *avals])
+        flat = list(outs[len(out_avals):])
+        return tuple(jax.tree_util.tree_unflatten(in_tree, flat))
+
+    return value, vjp_fn
+
+
+def jvp(f, primals, tangents):
+    """``(f(*primals), tangent of the output)`` like ``jax.jvp`` (forward mode)."""
+    leaves, in_tree, active = _slots(primals, tuple(range(len(primals))))
+    front.require_float_leaves(leaves, "the arguments of jvp", f)
+    tangent_leaves = [jnp.asarray(t) for t in jax.tree_util.tree_leaves(tuple(tangents))]
+    out_tree, out_avals = front.lower(f, leaves, in_tree)
+    text = front.derivative_module(f, leaves, in_tree, "forward", active)
+    outs = front.run(text, [*leaves, *tangent_leaves], [*out_avals, *out_avals])
+    n = len(out_avals)
+    return (jax.tree_util.tree_unflatten(out_tree, outs[:n]), jax.tree_util.tree_unflatten(out_tree, outs[n:]))
+
+
+def jit(f):
+    """``f`` jitted, with zymase's reverse mode as its derivative: ``jax.grad``,
+    ``jax.vjp`` and ``jax.value_and_grad`` of the result (and of code that calls it,
+    inside ``jax.jit`` or not) run the StableHLO derivative zymase generates. Integer
+    arguments get zero (float0) cotangents. Forward mode (``jax.jvp``) is refused by
+    JAX for such functions (custom_vjp)."""
+
+    @jax.custom_vjp
+    def wrapped(*args):
+        return f(*args)
+
+    def forward_pass(*args):
+        return f(*args), args
+
+    def backward_pass(args, cotangent):
+        leaves, in_tree, _ = _slots(args, tuple(range(len(args))))
+        active = [front.float_leaf(x) for x in leaves]
+        out_tree, out_avals = front.lower(f, leaves, in_tree)
+        seeds = [c for c, a in zip(jax.tree_util.tree_leaves(cotangent), out_avals)
+                 if jnp.issubdtype(a.dtype, jnp.floating)]
+        text = front.derivative_module(f, leaves, in_tree, "reverse", active)
+        grad_avals = [ShapedArray(x.shape, x.dtype) for x, a in zip(leaves, active) if a]
+        outs = front.run(text, [*leaves, *seeds], [*out_avals, *grad_avals])
+        grads = iter(outs[len(out_avals):])
+        flat = [next(grads) if a else np.zeros(x.shape, dtype=jax.dtypes.float0) for x, a in zip(leaves, active)]
+        return tuple(jax.tree_util.tree_unflatten(in_tree, flat))
+
+    wrapped.defvjp(forward_pass, backward_pass)
+    return jax.jit(wrapped)

@@ -1,0 +1,204 @@
+"""zymase.jax end to end: a model's gradient, use inside jax.jit, refusals, and the
+StableHLO parse/print round trip (issue 28 items 1, 2 and 4)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+import jax.numpy as jnp  # noqa: E402
+from jax import lax  # noqa: E402
+
+import zymase.jax as zj  # noqa: E402
+from zymase.errors import ZymaseError  # noqa: E402
+from zymase.ir import parse_mlir, print_mlir  # noqa: E402
+
+
+def _mlp_params(rng, sizes, dtype):
+    return [
+        {"W": jnp.asarray(rng.normal(0, 1 / np.sqrt(m), (m, n)).astype(dtype)),
+         "b": jnp.asarray(rng.normal(0, 0.1, (n,)).astype(dtype))}
+        for m, n in zip(sizes[:-1], sizes[1:])
+    ]
+
+
+def mlp_loss(params, x, y):
+    h = x
+    for layer in params[:-1]:
+        h = jax.nn.relu(h @ layer["W"] + layer["b"])
+    logits = h @ params[-1]["W"] + params[-1]["b"]
+    return jnp.mean(jnp.sum((jax.nn.log_softmax(logits) - y) ** 2, axis=-1))
+
+
+# item 2: an MLP's loss, differentiated with respect to all weights (a pytree)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+def test_mlp_loss_gradient_matches_jax(dtype):
+    rng = np.random.default_rng(0)
+    params = _mlp_params(rng, [5, 8, 6, 3], dtype)
+    x = jnp.asarray(rng.normal(size=(7, 5)).astype(dtype))
+    y = jnp.asarray(np.eye(3, dtype=dtype)[rng.integers(0, 3, 7)])
+    value, got = zj.value_and_grad(mlp_loss)(params, x, y)
+    want_value, want = jax.jit(jax.value_and_grad(mlp_loss))(params, x, y)
+    tol = dict(rtol=1e-4, atol=1e-6) if dtype == np.float32 else dict(rtol=1e-11, atol=1e-13)
+    np.testing.assert_allclose(value, want_value, **tol)
+    for g, w in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
+        assert g.dtype == w.dtype
+        np.testing.assert_allclose(g, w, **tol)
+
+
+# item 4: the derivative runs inside jax.jit, composed with other JAX code
+def test_gradient_inside_jit_composed_with_jax_code():
+    def f(x):
+        return jnp.sum(jnp.sin(x) * x[::-1]) + jnp.max(x) ** 2
+
+    @jax.jit
+    def step(x):
+        return x - 0.1 * zj.grad(f)(jnp.tanh(x)) * jnp.cos(x)
+
+    @jax.jit
+    def reference(x):
+        return x - 0.1 * jax.grad(f)(jnp.tanh(x)) * jnp.cos(x)
+
+    x = jnp.linspace(-1.0, 2.0, 6)
+    np.testing.assert_allclose(step(x), reference(x), rtol=1e-12)
+    np.testing.assert_allclose(step(x + 1.0), reference(x + 1.0), rtol=1e-12)
+
+
+def test_jvp_and_vjp_of_vector_function():
+    def f(x, y):
+        return jnp.tanh(x @ y), jnp.exp(x).sum(axis=0)
+
+    rng = np.random.default_rng(1)
+    x, y = jnp.asarray(rng.normal(size=(3, 4))), jnp.asarray(rng.normal(size=(4, 2)))
+    tx, ty = jnp.asarray(rng.normal(size=(3, 4))), jnp.asarray(np.zeros((4, 2)))
+    value, tangent = zj.jvp(f, (x, y), (tx, ty))
+    want_value, want_tangent = jax.jit(lambda x, y, tx, ty: jax.jvp(f, (x, y), (tx, ty)))(x, y, tx, ty)
+    for a, b in zip(value + tangent, want_value + want_tangent):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+    out, pullback = zj.vjp(f, x, y)
+    cot = (jnp.asarray(np.ones((3, 2))), jnp.asarray(np.arange(4.0)))
+    for a, b in zip(pullback(cot), jax.jit(lambda x, y, c: jax.vjp(f, x, y)[1](c))(x, y, cot)):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+# item 5 of the brief: unsupported ops are refused naming the op, the Python function and line
+def test_unsupported_op_is_refused_with_op_function_and_line():
+    def sorts(x):
+        return jnp.sum(jnp.sort(x) * x)
+
+    with pytest.raises(ZymaseError) as info:
+        zj.grad(sorts)(jnp.arange(3.0))
+    text = info.value.format()
+    assert text.startswith("zymase: error: ")
+    assert "'stablehlo.sort'" in text and "function 'test_unsupported_op_is_refused_with_op_function_and_line" \
+        ".<locals>.sorts'" in text
+    assert f"{__file__}:" in text and "hint:" in text and "\n" not in text
+
+
+def test_non_scalar_output_is_refused_by_grad():
+    with pytest.raises(ZymaseError, match="one float scalar"):
+        zj.grad(lambda x: x * 2.0)(jnp.ones(3))
+
+
+def test_integer_argument_is_refused():
+    with pytest.raises(ZymaseError, match="floating-point"):
+        zj.grad(lambda n: jnp.sum(n * 2.0))(jnp.arange(3))
+
+
+# item 1: what JAX emits parses into zymase.ir, and zymase's printing parses back in jaxlib
+def test_parse_print_round_trip_through_jaxlib():
+    from jax._src.interpreters import mlir as jax_mlir
+    from jax._src.lib.mlir import ir as jax_ir
+
+    def program(x, i):
+        y = x.at[i].add(x[0] * 2.0)
+        z = jnp.where(y > 0, y, -y) @ jnp.ones((4, 2))
+        return jax.nn.logsumexp(z) + jnp.sum(jnp.pad(x, ((1, 0), (0, 2)))) + lax.dynamic_slice(x, (i, 1), (1, 2)).sum()
+
+    text = jax.jit(program).lower(jnp.ones((3, 4)), 1).compiler_ir("stablehlo").operation.get_asm(
+        print_generic_op_form=True)
+    module = parse_mlir(text)
+    module.verify()
+    printed = print_mlir(module)
+    again = parse_mlir(printed)
+    assert [op.name for op in again.walk()] == [op.name for op in module.walk()]
+    hlo_properties = [dict(op.properties) for op in module.walk() if op.name.startswith("stablehlo.")]
+    assert [dict(op.properties) for op in again.walk() if op.name.startswith("stablehlo.")] == hlo_properties
+    assert print_mlir(parse_mlir(print_mlir(again))) == print_mlir(again)
+    with jax_mlir.make_ir_context() as ctx:
+        back = jax_ir.Module.parse(printed, context=ctx)
+        assert back.operation.verify()
+        for name in ("stablehlo.scatter", "stablehlo.dot_general", "stablehlo.reduce", "stablehlo.pad",
+                     "stablehlo.dynamic_slice", "stablehlo.compare"):
+            assert name in str(back)
+
+
+def test_non_finite_dense_constants_parse_exactly():
+    # MLIR prints -inf and NaN as bit patterns; xDSL read them as integers (1.8e19)
+    module = parse_mlir('"stablehlo.constant"() <{value = dense<[0xFFF0000000000000, 1.5]> : tensor<2xf64>}> '
+                        ': () -> tensor<2xf64>\n"stablehlo.constant"() <{value = dense<0x7FC00000> : tensor<f32>}>'
+                        ' : () -> tensor<f32>')
+    first, second = [op.value for op in module.walk() if op.name == "stablehlo.constant"]
+    assert list(first.get_values()) == [-np.inf, 1.5]
+    assert np.isnan(second.get_values()[0])
+
+
+def test_importing_zymase_does_not_import_jax():
+    code = ("import sys, zymase, zymase.ir, zymase.autodiff.hlo, zymase.autodiff.rules.stablehlo; "
+            "assert 'jax' not in sys.modules, 'jax imported'")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def _newton_sqrt(a):
+    def body(state):
+        return 0.5 * (state[0] + a / state[0]), state[1] + 1
+
+    return lax.while_loop(lambda s: jnp.abs(s[0] * s[0] - a) > 1e-12 * a, body, (a, 0))[0]
+
+
+# item 4: zymase.jax.jit(f) is a function JAX transforms with zymase's reverse mode
+def test_jax_grad_of_zymase_jit_uses_zymase_derivative_inside_jit():
+    root = zj.jit(_newton_sqrt)
+    with pytest.raises(ValueError):  # JAX's own reverse mode cannot do the loop
+        jax.grad(_newton_sqrt)(2.0)
+    np.testing.assert_allclose(jax.grad(root)(2.0), 0.5 / np.sqrt(2.0), rtol=1e-10)
+    composed = jax.jit(jax.grad(lambda a: root(a) * jnp.sin(a)))
+    a = 2.0
+    np.testing.assert_allclose(composed(a), np.sin(a) / (2 * np.sqrt(a)) + np.sqrt(a) * np.cos(a), rtol=1e-10)
+
+
+def test_zymase_jit_with_integer_argument_gives_float0_cotangent():
+    def f(x, n):
+        return jnp.sum(jnp.tanh(x) ** n)
+
+    x = jnp.linspace(0.0, 1.0, 3)
+    value, grad = jax.value_and_grad(lambda x: zj.jit(f)(x, 3) + jnp.sum(x))(x)
+    want_value, want_grad = jax.value_and_grad(lambda x: f(x, 3) + jnp.sum(x))(x)
+    np.testing.assert_allclose(value, want_value, rtol=1e-14)
+    np.testing.assert_allclose(grad, want_grad, rtol=1e-13)
+
+
+def test_vmap_of_zymase_grad():
+    xs = jnp.linspace(0.5, 3.0, 4)
+    np.testing.assert_allclose(jax.vmap(zj.grad(_newton_sqrt))(xs), 0.5 / np.sqrt(xs), rtol=1e-10)
+    X = jnp.asarray(np.random.default_rng(2).normal(size=(2, 3)))
+    f = lambda x, w: jnp.sum(jnp.sin(x) * w)  # noqa: E731
+    w = jnp.asarray([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(jax.vmap(zj.grad(f), in_axes=(0, None))(X, w), np.cos(X) * w, rtol=1e-13)
+
+
+
+@pytest.mark.parametrize("program, construct", [
+    (lambda x: jnp.prod(x), "stablehlo.reduce"),
+    (lambda x: jnp.sum(x.at[1].set(x[0] ** 2)), "stablehlo.scatter"),
+], ids=["product_reduction", "scatter_set"])
+def test_ops_without_a_rule_for_their_body_are_refused_with_function_and_line(program, construct):
+    with pytest.raises(ZymaseError) as info:
+        zj.grad(program)(jnp.arange(1.0, 4.0))
+    err = info.value
+    assert err.construct == construct and err.function and "<lambda>" in err.function
+    assert err.location and err.location.startswith(__file__)
