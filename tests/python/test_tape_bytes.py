@@ -110,7 +110,7 @@ void gradient(const double *mu, double *dmu, const double *q, double *dq, const 
                       enzyme_const, x, enzyme_const, n, enzyme_const, k, enzyme_const, d);
 }
 """)
-    ll = compile_c(str(src), [], 2, Timings())
+    ll, _ = compile_c(str(src), [], 2, Timings())
     copies = [line for line in ll.splitlines() if "call void @llvm.memcpy" in line]
     assert copies and all("ptr align 1 " in c and "align 8" not in c for c in copies), copies
 
