@@ -258,6 +258,9 @@ class NumbaIR:
     # Numba's Environment of the function (the Python objects its code may box values
     # with, e.g. the arguments of a raised exception); kept alive with the IR
     environment: object = None
+    #: further functions the kernel's status wrapper must see inlined (a nested
+    #: request's entry is the inner kernel; Numba's function is inlined into it)
+    inline_too: tuple = ()
 
 
 _ir_cache: dict = {}
@@ -360,7 +363,7 @@ def _drop_wrappers(text: str) -> str:
 _INLINE_MAX_LINES = 4000
 
 
-def mark_callees_inline(text: str, entry: str) -> str:
+def mark_callees_inline(text: str, entries) -> str:
     """Mark Numba's ``linkonce_odr`` definitions (the njit functions f calls, and the
     library overloads) ``alwaysinline``. LLVM's cost model keeps a call such as GMM's
     ``qtimesx`` out of line, and a call in the middle of a loop costs reverse mode
@@ -376,7 +379,7 @@ def mark_callees_inline(text: str, entry: str) -> str:
         head = lines[a]
         keeps_out_of_line = "noinline" in head or any(g in groups for g in re.findall(r"#\d+", head))
         # f itself goes into the status wrapper (see kernel_ir)
-        if ((head.startswith("define linkonce_odr ") or name == entry) and head.endswith("{")
+        if ((head.startswith("define linkonce_odr ") or name in entries) and head.endswith("{")
                 and not keeps_out_of_line and b - a <= _INLINE_MAX_LINES):
             lines[a] = head[:-1].rstrip() + " alwaysinline {"
     return "\n".join(lines) + "\n"
@@ -441,6 +444,10 @@ class KernelSpec:
     opt: int = 3
     #: strong zeros (zymase.autodiff.semantics); False: IEEE 0 * inf = NaN
     strong_zero: bool = True
+    #: nested differentiation: this spec's mode applied to the kernel ``inner`` makes
+    #: (forward over reverse: ``activities`` then name the inner kernel's arguments,
+    #: see :func:`nested_ir`)
+    inner: "KernelSpec | None" = None
 
 
 def _slots(ty, act) -> list[str]:
@@ -491,7 +498,7 @@ def _promotion(ir: NumbaIR, spec: KernelSpec, err: ZymaseError):
     from numba.core import types
 
     m = _WRITTEN_CONST.search(err.message)
-    if not m:
+    if not m or spec.inner is not None:  # a nested request comes with its inner activities promoted
         return None
     flat = int(m.group(1)) - 4  # status_f's parameters: retptr, excinfo, status, f's
     if flat < 0:
@@ -543,6 +550,9 @@ def kernel_types(ir: NumbaIR, spec: KernelSpec):
         argtys.append(ty)
         if has_shadow(act):
             argtys.append(ty)
+    if spec.mode == "fwd" and is_float_tuple(ir.restype):
+        # a nested request over a reverse kernel: its values, then their tangents
+        return tuple(argtys), types.Tuple(list(ir.restype.types) * 2)
     value_t = ir.restype if isinstance(ir.restype, types.Float) else types.float64
     if spec.mode == "rev":
         if isinstance(ir.restype, types.Float):
@@ -551,6 +561,27 @@ def kernel_types(ir: NumbaIR, spec: KernelSpec):
     else:
         outs = [value_t, value_t]
     return tuple(argtys), types.Tuple(outs)
+
+
+def is_float_tuple(ty) -> bool:
+    """A tuple of float scalars (what a reverse kernel returns)."""
+    from numba.core import types
+
+    return isinstance(ty, types.BaseTuple) and all(isinstance(t, types.Float) for t in ty.types)
+
+
+def nested_ir(ir: NumbaIR, spec: KernelSpec, symbol: str) -> NumbaIR:
+    """For a nested request (``spec.inner`` set): Numba's IR plus the inner kernel's
+    source (still calling ``__enzyme_autodiff``), presented as the function the outer
+    request differentiates. The inner kernel follows Numba's calling convention, so the
+    outer kernel wraps it exactly as it wraps an njit function; the marker rounds of
+    the C path then differentiate the inner site first and the outer one over its
+    result (forward over reverse)."""
+    inner_symbol = symbol + "0"  # still a kernel name (_KERNEL_NAME) in messages
+    k_args, k_res = kernel_types(ir, spec.inner)
+    text = ir.text + "\n" + kernel_ir(ir, spec.inner, inner_symbol)
+    return NumbaIR(text, inner_symbol, k_res, k_args, ir.context, ir.seconds, ir.environment,
+                   inline_too=(ir.entry, *ir.inline_too))
 
 
 def kernel_ir(ir: NumbaIR, spec: KernelSpec, symbol: str) -> str:
@@ -567,7 +598,11 @@ def kernel_ir(ir: NumbaIR, spec: KernelSpec, symbol: str) -> str:
     res_llty = str(ctx.data_model_manager[k_res].get_return_type())
     f_ret = ctx.data_model_manager[ir.restype].get_return_type()
     float_result = isinstance(ir.restype, types.Float)
-    ret_llty = str(f_ret) if float_result else "i64"
+    tuple_result = is_float_tuple(ir.restype)
+    if tuple_result and spec.mode != "fwd":
+        raise ZymaseError("reverse mode over a derivative kernel is not built (only forward over reverse)",
+                          hint="use zymase.hessian, zymase.hvp or zymase.jacfwd(zymase.grad(f))")
+    ret_llty = str(f_ret) if float_result or tuple_result else "i64"
     status_fn = f"{symbol}.status"
 
     # status_f: Numba's function with its status code stored, not returned
@@ -619,7 +654,7 @@ def kernel_ir(ir: NumbaIR, spec: KernelSpec, symbol: str) -> str:
     k_ps = ", ".join(f"{t} %p{i}" for i, t in enumerate(k_params))
     body.append("  %status = alloca i32, align 4\n  store i32 0, ptr %status")
     body.append(f"  %res = alloca {ret_llty}, align 16\n  %dres = alloca {ret_llty}, align 16")
-    zero = "0.0" if float_result else "0"
+    zero = "0.0" if float_result else "zeroinitializer" if tuple_result else "0"
     body.append(f"  store {ret_llty} {zero}, ptr %res")
     body.append(f"  store {ret_llty} {seed if seed else zero}, ptr %dres")
     # excinfo gets a shadow slot that is never read: a recursive Numba call passes it on
@@ -648,12 +683,21 @@ def kernel_ir(ir: NumbaIR, spec: KernelSpec, symbol: str) -> str:
     body.append(f"  %ok = icmp eq i32 %s, {_STATUS_OK}\n  %none = icmp eq i32 %s, {_STATUS_NONE}\n  %good = or i1 %ok, %none")
     body.append("  br i1 %good, label %done, label %fail\nfail:\n  ret i32 %s\ndone:")
     value_t = str(ctx.get_value_type(k_res.types[0]))
-    if float_result:
+    if tuple_result:
+        vals = []
+        for src in ("%res", "%dres"):
+            body.append(f"  %{src[1:]}.v = load {ret_llty}, ptr {src}")
+            for i, t in enumerate(ir.restype.types):
+                body.append(f"  %{src[1:]}.{i} = extractvalue {ret_llty} %{src[1:]}.v, {i}")
+                vals.append((str(ctx.get_value_type(t)), f"%{src[1:]}.{i}"))
+    elif float_result:
         body.append(f"  %v = load {ret_llty}, ptr %res")
         vals = [(value_t, "%v")]
     else:
         vals = [(value_t, "0.0")]
-    if spec.mode == "fwd":
+    if spec.mode == "fwd" and tuple_result:
+        pass
+    elif spec.mode == "fwd":
         if float_result:
             body.append(f"  %t = load {ret_llty}, ptr %dres")
             vals.append((value_t, "%t"))
@@ -671,7 +715,7 @@ def kernel_ir(ir: NumbaIR, spec: KernelSpec, symbol: str) -> str:
         + "\n".join(body)
         + "\n}\n"
     )
-    decls = f"declare void @{ABANDON}()\n"
+    decls = f"declare void @{ABANDON}()\n" if f"declare void @{ABANDON}()" not in ir.text else ""
     for name in ("__enzyme_autodiff", "__enzyme_fwddiff"):
         if f"@{name}(" not in ir.text:
             decls += f"declare void @{name}(ptr, ...)\n"
@@ -845,7 +889,7 @@ def get_kernel(disp, argtypes: tuple, spec: KernelSpec, *, cache: bool = False, 
                             function=function_label(disp).strip("'"),
                             hint="pass that array as Duplicated(x, np.zeros_like(x)) so its derivative has a place",
                         ) from None
-                    spec = KernelSpec(spec.mode, acts, spec.preopt, spec.opt, spec.strong_zero)
+                    spec = KernelSpec(spec.mode, acts, spec.preopt, spec.opt, spec.strong_zero, spec.inner)
             _kernels[key] = k
         return k
 
@@ -895,6 +939,8 @@ def _compile_kernel(disp, argtypes: tuple, spec: KernelSpec, cache: bool) -> Ker
                 rec.cached = "disk"
     ir = numba_ir(disp, argtypes)
     rec.phases["numba"] = ir.seconds
+    if spec.inner is not None:
+        ir = nested_ir(ir, spec, symbol)
     k_args, k_res = kernel_types(ir, spec)
     if final is None:
         final = differentiate_numba_ir(ir, spec, symbol, rec)
@@ -994,7 +1040,7 @@ def differentiate_numba_ir(ir: NumbaIR, spec: KernelSpec, symbol: str, rec: Comp
         with _phase(rec, "inline"):
             # inline first and prune the reference counts then, while each call's
             # incref/decref pairs still sit in blocks that dominate each other
-            text = toolchain.inline_always(mark_callees_inline(text, ir.entry))
+            text = toolchain.inline_always(mark_callees_inline(text, (ir.entry, *ir.inline_too)))
         with _phase(rec, "refprune"):
             text = toolchain.prune_refcounts(text)
         with _phase(rec, "preopt"):
