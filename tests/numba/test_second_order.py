@@ -153,3 +153,26 @@ def test_compositions_that_are_not_built_are_refused():
     _only_zymase_error(lambda: zymase.vjp(g, 0.7, -1.3), "reverse over reverse")
     _only_zymase_error(lambda: zymase.grad(zymase.grad(g)), "third")
     _only_zymase_error(lambda: zymase.grad(zymase.value_and_grad(mixed)), "value_and_grad")
+
+
+@njit
+def cubes(x):
+    return np.sum(x * x * x)
+
+
+cubes_grad = zymase.grad(cubes)
+
+
+@njit
+def gradient_norm(x):
+    g = cubes_grad(x)
+    return np.sum(g * g)
+
+
+def test_derivative_of_njit_code_calling_a_gradient_is_refused():
+    # the gradient called inside njit code is a compiled kernel, opaque to a second
+    # differentiation: refused naming it, not blamed on the caller's own memory
+    x = np.array([0.5, 1.0, -2.0])
+    assert gradient_norm(x) == pytest.approx(np.sum((3 * x * x) ** 2))
+    for call in (lambda: zymase.grad(gradient_norm)(x), lambda: zymase.jvp(gradient_norm, (x,), (x,))):
+        _only_zymase_error(call, "'gradient_norm' calls a gradient", "'cubes'", "zymase.hessian")

@@ -894,6 +894,9 @@ def get_kernel(disp, argtypes: tuple, spec: KernelSpec, *, cache: bool = False, 
         return k
 
 
+#: kernel symbol -> the function it differentiates (to name a kernel njit code calls)
+_kernel_functions: dict[str, str] = {}
+
 _KERNEL_NAME = re.compile(r"__zymase_kernel_\d+_\d+_\d+(?:\.status)?(?:\.prepared)?")
 
 
@@ -901,6 +904,17 @@ def _in_user_terms(err: ZymaseError, disp) -> ZymaseError:
     """An engine error about the generated kernel, naming the user's function instead
     (Numba emits no source lines unless the function is compiled with ``debug=True``)."""
     name = function_label(disp).strip("'")
+    called = re.search(r"@(__zymase_kernel_\d+_\d+_\d+)\b(?!\.)", f"{err.construct or ''} {err.message}")
+    if called and called.group(1) in _kernel_functions:
+        # grad(g) called inside njit code is a compiled kernel, declared by name: its
+        # derivative code is machine code, not IR a second differentiation could read
+        return ZymaseError(
+            f"{function_label(disp)} calls a gradient of '{_kernel_functions[called.group(1)]}' made by zymase "
+            "inside njit code, which zymase cannot differentiate again",
+            construct="call of zymase.grad(...) in njit code",
+            function=name,
+            hint="for second derivatives call zymase.hessian(f), zymase.hvp(f), zymase.jacfwd(zymase.grad(f)) or "
+            "zymase.grad(zymase.grad(f)) from Python (forward over reverse)")
     hint = err.hint
     runtime = re.search(r"@(numba_\w+)", err.construct or "")
     # the C-minded hints ("define the function in the same file") mean nothing here
@@ -958,6 +972,7 @@ def _compile_kernel(disp, argtypes: tuple, spec: KernelSpec, cache: bool) -> Ker
         engine, addr = _jit_in_numba(final, symbol, ir.environment)
         ll.add_symbol(symbol, addr)
     _records.append(rec)
+    _kernel_functions[symbol] = rec.function
     if _debug():
         print(rec.summary(), file=sys.stderr)
     return Kernel(spec, symbol, k_args, k_res, addr, rec, engine)
