@@ -152,6 +152,20 @@ def test_jacobian_of_a_tuple_output(transform, dtype):
     assert [np.shape(leaf) for leaf in single] == [(N,), (N, N)]
 
 
+@njit
+def named_like_glue(f, r, out0, v, i0):
+    """Parameters named as the output writer's own names (its call, result, output
+    array, copied value and loop index)."""
+    return np.array([f * r[0], out0 * v[1], i0 * r[1]])
+
+
+def test_output_writer_names_do_not_collide_with_parameters():
+    r, v = np.array([2.0, 3.0]), np.array([5.0, 7.0])
+    out, tangent = zymase.jvp(named_like_glue, (1.5, r, 0.5, v, 4.0), (1.0, np.zeros(2), 0.0, np.zeros(2), 1.0))
+    np.testing.assert_allclose(out, [3.0, 3.5, 12.0], rtol=1e-12)
+    np.testing.assert_allclose(tangent, [2.0, 0.0, 3.0], rtol=1e-12)
+
+
 # -- item 4: wrong calls --------------------------------------------------------------
 
 
