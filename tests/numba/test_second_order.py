@@ -176,3 +176,15 @@ def test_derivative_of_njit_code_calling_a_gradient_is_refused():
     assert gradient_norm(x) == pytest.approx(np.sum((3 * x * x) ** 2))
     for call in (lambda: zymase.grad(gradient_norm)(x), lambda: zymase.jvp(gradient_norm, (x,), (x,))):
         _only_zymase_error(call, "'gradient_norm' calls a gradient", "'cubes'", "zymase.hessian")
+
+
+@njit
+def scaled_sum_of_squares(p, c):
+    return c * np.sum(p * p)  # p * p is a temporary array
+
+
+def test_second_order_through_a_freed_temporary_array_is_refused_in_user_terms():
+    # the gradient releases the temporary's derivative array (NRT_MemInfo_call_dtor),
+    # which forward mode over it does not differentiate yet: refused, naming the cause
+    _only_zymase_error(lambda: zymase.hessian(scaled_sum_of_squares)(X, C),
+                       "'scaled_sum_of_squares'", "temporary array", "loop")
