@@ -121,20 +121,7 @@ class _Nested:
             if zn.has_shadow(a):
                 outer.append(_shadow_tangent_activity(a))
         outer.append(zn.CONST)  # the seed
-        try:
-            self.plan, self.fn = _direct(disp, prim, tuple(outer), "fwd", opts, inner=self.inner)
-        except ZymaseError as err:
-            if "'NRT_MemInfo_call_dtor'" not in err.message:
-                raise
-            # the gradient code releases the derivative of a temporary array; forward
-            # mode has no rule for that release yet (issue 25 item 1)
-            raise ZymaseError(
-                f"the second derivative of {zn.function_label(disp)} cannot be built: its gradient releases the "
-                "derivative of a temporary array it allocates (an array expression such as 'p * p', np.empty, "
-                "np.zeros), which forward mode over reverse does not differentiate yet",
-                construct="NRT_MemInfo_call_dtor", function=zn.function_label(disp).strip("'"),
-                hint="write the array expression as a loop over elements (s += p[i] * p[i]) so no temporary "
-                "array is made") from None
+        self.plan, self.fn = _direct(disp, prim, tuple(outer), "fwd", opts, inner=self.inner)
 
     def __call__(self, primals, tangents):
         """(value, gradient per argument, the gradient's tangent per argument) for one

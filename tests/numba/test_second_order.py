@@ -179,12 +179,14 @@ def test_derivative_of_njit_code_calling_a_gradient_is_refused():
 
 
 @njit
-def scaled_sum_of_squares(p, c):
-    return c * np.sum(p * p)  # p * p is a temporary array
+def scaled_sum_of_cubes(p, c):
+    return c * np.sum(p * p * p)  # p * p * p makes temporary arrays
 
 
-def test_second_order_through_a_freed_temporary_array_is_refused_in_user_terms():
-    # the gradient releases the temporary's derivative array (NRT_MemInfo_call_dtor),
-    # which forward mode over it does not differentiate yet: refused, naming the cause
-    _only_zymase_error(lambda: zymase.hessian(scaled_sum_of_squares)(X, C),
-                       "'scaled_sum_of_squares'", "temporary array", "loop")
+def test_hessian_through_temporary_arrays():
+    # the gradient releases the temporaries' derivative arrays (NRT_MemInfo_call_dtor);
+    # forward mode over it releases their tangents' arrays too
+    hs = zymase.hessian(scaled_sum_of_cubes, argnums=(0, 1))(X, C)
+    np.testing.assert_allclose(hs[0][0], np.diag(6 * C * X), rtol=1e-12)
+    np.testing.assert_allclose(hs[0][1], 3 * X * X, rtol=1e-12)
+    assert hs[1][1] == 0.0
