@@ -190,3 +190,22 @@ def test_hessian_through_temporary_arrays():
     np.testing.assert_allclose(hs[0][0], np.diag(6 * C * X), rtol=1e-12)
     np.testing.assert_allclose(hs[0][1], 3 * X * X, rtol=1e-12)
     assert hs[1][1] == 0.0
+
+
+@njit
+def tuple_energy(p, c):
+    a, b = p
+    s = 0.0
+    for i in range(a.shape[0]):
+        s += a[i] * a[i] * b
+    return c * (s + b * b * b)
+
+
+def test_hessian_with_respect_to_a_tuple_argument():
+    hs = zymase.hessian(tuple_energy)((X, 0.7), C)
+    # jax: the argument's structure of the argument's structure, (a, b) x (a, b)
+    assert [[np.shape(b) for b in row] for row in hs] == [[(N, N), (N,)], [(N,), ()]]
+    np.testing.assert_allclose(hs[0][0], 2 * C * 0.7 * np.eye(N), rtol=1e-12)
+    np.testing.assert_allclose(hs[0][1], 2 * C * X, rtol=1e-12)
+    np.testing.assert_allclose(hs[1][0], 2 * C * X, rtol=1e-12)
+    np.testing.assert_allclose(hs[1][1], 6 * C * 0.7, rtol=1e-12)

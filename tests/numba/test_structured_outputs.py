@@ -153,6 +153,23 @@ def test_jacobian_of_a_tuple_output(transform, dtype):
 
 
 @njit
+def scaled_norm(x, y):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += x[i] * x[i]
+    return y * math.sqrt(s)
+
+
+@pytest.mark.parametrize("transform", ["jacfwd", "jacrev"])
+def test_jacobian_of_a_float_valued_function_is_its_gradient(transform):
+    jx, jy = getattr(zymase, transform)(scaled_norm, argnums=(0, 1))(X, 2.5)
+    norm = math.sqrt(np.sum(X * X))
+    assert jx.shape == (N,) and np.shape(jy) == ()  # jax: () + in.shape
+    np.testing.assert_allclose(jx, 2.5 * X / norm, rtol=1e-12)
+    np.testing.assert_allclose(jy, norm, rtol=1e-12)
+
+
+@njit
 def named_like_glue(f, r, out0, v, i0):
     """Parameters named as the output writer's own names (its call, result, output
     array, copied value and loop index)."""
