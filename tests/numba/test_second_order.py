@@ -145,7 +145,7 @@ def test_second_order_of_an_array_valued_function_is_refused():
     def twice(x):
         return 2.0 * x
 
-    _only_zymase_error(lambda: zymase.hessian(twice)(X), "'test_second_order_of_an_array_valued_function_is_refused.<locals>.twice'", "float")
+    _only_zymase_error(lambda: zymase.hessian(twice)(X), "<locals>.twice' to return a float")
 
 
 def test_compositions_that_are_not_built_are_refused():

@@ -6,9 +6,10 @@ Pipeline, for one function, argument types and activities:
    closure) is recompiled as a private copy with Numba's LLVM optimization switched
    off (``NUMBA_OPT=0``); the user's own dispatchers are never touched. The private
    copy runs ``prange`` loops serially.
-2. **Kernel source** (:mod:`zymase.frontends.numba_kernel`). Around Numba's entry point ``i32 f(retptr, excinfo, args...)`` we
-   write two functions in LLVM IR text: ``status_f``, which stores ``f``'s status code
-   instead of returning it (reverse mode returns only derivatives), and the kernel,
+2. **Kernel source** (:mod:`zymase.frontends.numba_kernel`). Around Numba's entry
+   point ``i32 f(retptr, excinfo, args...)`` we write two functions in LLVM IR text:
+   ``status_f``, which stores ``f``'s status code instead of returning it (reverse mode
+   returns only derivatives), and the kernel,
    which calls ``__enzyme_autodiff``/``__enzyme_fwddiff`` on ``status_f`` with one
    Enzyme marker per flattened argument. The kernel itself follows Numba's calling
    convention, so njit code calls it like any njit function and Numba's exceptions
