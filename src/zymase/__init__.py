@@ -1,7 +1,8 @@
 """zymase: automatic differentiation of LLVM IR and MLIR, in the spirit of Enzyme.
 
 The Python API (:mod:`zymase.api`: ``grad``, ``value_and_grad``, ``jvp``, ``vjp``,
-``autodiff``, ``fwddiff`` and the argument wrappers) is imported on first use, so the
+``jacfwd``, ``jacrev``, ``jacobian``, ``hessian``, ``hvp``, ``autodiff``, ``fwddiff``
+and the argument wrappers) is imported on first use, so the
 command-line tools do not pay for importing Numba.
 """
 
@@ -9,6 +10,7 @@ __version__ = "0.1.0"
 
 _API = {
     "grad", "value_and_grad", "jvp", "vjp", "autodiff", "fwddiff", "stats",
+    "jacfwd", "jacrev", "jacobian", "hessian", "hvp",
     "Active", "Const", "Duplicated", "DuplicatedNoNeed",
 }
 

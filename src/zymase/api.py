@@ -1,6 +1,8 @@
 """Python API: derivatives of ``@numba.njit`` functions.
 
-JAX-style: :func:`grad`, :func:`value_and_grad`, :func:`jvp`, :func:`vjp`.
+JAX-style: :func:`grad`, :func:`value_and_grad` here; :func:`jvp`, :func:`vjp`,
+:func:`jacfwd`, :func:`jacrev`, :func:`jacobian` in :mod:`zymase.api_outputs`;
+:func:`hessian`, :func:`hvp` and ``grad(grad(f))`` in :mod:`zymase.api_second_order`.
 Enzyme-style: :func:`autodiff` (reverse) and :func:`fwddiff` (forward) with the
 argument wrappers :class:`Active`, :class:`Duplicated`, :class:`DuplicatedNoNeed` and
 :class:`Const`.
@@ -32,6 +34,7 @@ from zymase.frontends import numba as zn
 __all__ = [
     "Active", "Const", "Duplicated", "DuplicatedNoNeed",
     "autodiff", "fwddiff", "grad", "value_and_grad", "jvp", "vjp", "stats",
+    "jacfwd", "jacrev", "jacobian", "hessian", "hvp",
 ]
 
 
@@ -314,10 +317,11 @@ class _Plan:
     """How one (function, argument types, activities) call is assembled in njit code:
     the kernel's argument list, and what is returned from the kernel's tuple."""
 
-    def __init__(self, disp, argtypes, activities, mode, options, *, promote: bool = False):
+    def __init__(self, disp, argtypes, activities, mode, options, *, promote: bool = False,
+                 inner: zn.KernelSpec | None = None):
         self.disp, self.argtypes, self.mode = disp, argtypes, mode
         spec = zn.KernelSpec(mode, activities, preopt=options.get("preopt", True),
-                             strong_zero=options.get("strong_zero", True))
+                             strong_zero=options.get("strong_zero", True), inner=inner)
         self.kernel = zn.get_kernel(disp, argtypes, spec, cache=options.get("cache", False), promote=promote)
         self.activities = self.kernel.spec.activities
         self.call = _kernel_intrinsic(self.kernel)
@@ -485,7 +489,14 @@ def grad(f, argnums=0, *, preopt: bool = True, cache: bool | None = None,
     ``cache=True`` keeps the compiled kernel on disk (default: the function's own
     ``cache`` option); ``strong_zero=False`` gives IEEE propagation (a zero adjoint
     times an infinite partial is NaN) instead of strong zeros (it is zero), here and in
-    every other entry point."""
+    every other entry point.
+
+    ``grad(grad(f))`` (a gradient that is a float) is the second derivative, forward
+    over reverse (:class:`zymase.api_second_order.SecondGrad`)."""
+    from zymase import api_second_order
+
+    if api_second_order.is_transform(f):
+        return api_second_order.grad_of(f, argnums)
     disp, opts = _options(f, preopt, cache, strong_zero)
     return Transformed(disp, argnums, with_value=False, options=opts)
 
@@ -493,6 +504,10 @@ def grad(f, argnums=0, *, preopt: bool = True, cache: bool | None = None,
 def value_and_grad(f, argnums=0, *, preopt: bool = True, cache: bool | None = None,
          strong_zero: bool = True) -> Transformed:
     """Like :func:`grad`, returning ``(value, gradient)``."""
+    from zymase import api_second_order
+
+    if api_second_order.is_transform(f):
+        raise api_second_order.not_built(f, "value_and_grad")
     disp, opts = _options(f, preopt, cache, strong_zero)
     return Transformed(disp, argnums, with_value=True, options=opts)
 
@@ -504,17 +519,19 @@ def value_and_grad(f, argnums=0, *, preopt: bool = True, cache: bool | None = No
 _direct_cache: dict = {}
 
 
-def _direct(disp, argtypes, activities, mode, options, *, promote: bool = False):
+def _direct(disp, argtypes, activities, mode, options, *, promote: bool = False,
+            inner: zn.KernelSpec | None = None):
     """A plan plus an njit function taking the kernel's arguments and returning its tuple
     (``promote``: see :func:`zymase.frontends.numba.get_kernel`; the plan's activities
-    say which arguments need shadows)."""
+    say which arguments need shadows; ``inner``: a nested request, see
+    :class:`zymase.frontends.numba.KernelSpec`)."""
     import numba
 
-    key = (disp, argtypes, activities, mode, tuple(sorted(options.items())), promote)
+    key = (disp, argtypes, activities, mode, tuple(sorted(options.items())), promote, inner)
     hit = _direct_cache.get(key)
     if hit is not None:
         return hit
-    plan = _Plan(disp, argtypes, activities, mode, options, promote=promote)
+    plan = _Plan(disp, argtypes, activities, mode, options, promote=promote, inner=inner)
     n = len(plan.kernel.argtypes)
     params = ", ".join(f"p{i}" for i in range(n))
     src = f"def kernel_call({params}):\n    return call(({params}{',' if n == 1 else ''}))\n"
@@ -725,105 +742,7 @@ def _zeros(x):
     return x
 
 
-def jvp(f, primals, tangents, *, preopt: bool = True, cache: bool | None = None,
-         strong_zero: bool = True):
-    """``(f(*primals), J @ tangents)`` in forward mode, like ``jax.jvp``: ``primals``
-    and ``tangents`` are tuples (or lists) with one entry per parameter. A tangent of
-    ``None`` holds an argument constant; integer arguments take ``None`` (or zero). The
-    primal arrays are not modified (f runs on copies)."""
-    disp, opts = _options(f, preopt, cache, strong_zero)
-    names = _param_names(disp)
-    for what, v in (("primals", primals), ("tangents", tangents)):
-        if not isinstance(v, (tuple, list)):
-            raise ZymaseError(f"jvp takes '{what}' as a tuple with one entry per parameter of "
-                              f"{zn.function_label(disp)}, got {type(v).__name__}",
-                              hint="jvp(f, (x, a), (dx, da)); a single argument is (x,)")
-    primals, tangents = tuple(primals), tuple(tangents)
-    if len(primals) != len(tangents):
-        raise ZymaseError(f"jvp got {len(primals)} primals but {len(tangents)} tangents",
-                          hint="'tangents' holds one tangent (or None) per primal")
-    given = len(primals)
-    primals = _with_defaults(disp, names, primals, "'primals' holds one value per parameter")
-    tangents = tangents + (None,) * (len(primals) - given)
-    if len(primals) != len(names):
-        raise _arity_error(disp, names, len(primals), "'primals' holds one value per parameter")
-    prim, acts = [], []
-    for i, (x, t) in enumerate(zip(primals, tangents)):
-        what = _label(names, i)
-        ty = _typeof(x, what)
-        act = _const_activity(ty) if t is None else _tangent_activity(ty)
-        if t is not None and not zn.has_shadow(act) and not _is_zero(t):
-            raise ZymaseError(f"{what} has type {ty}, which has no tangent, but its tangent is {_short(t)}",
-                              hint="integers are constant: pass None as their tangent (or pass floats)")
-        if zn.has_shadow(act):
-            _check_shadow(x, t, what)
-        prim.append(ty)
-        acts.append(act)
-    prim = tuple(prim)
-    _check_result(disp, prim, need_float=True, api="jvp")
-    # a constant array whose pointers meet differentiated ones gets a zero tangent
-    plan, fn = _direct(disp, prim, tuple(acts), "fwd", opts, promote=True)
-    kargs = []
-    for x, t, ty, act in zip(primals, tangents, prim, plan.activities):
-        kargs.append(_copy(x))
-        if zn.has_shadow(act):
-            kargs.append(_zeros(x) if t is None else _with_shadow_type(_copy(t), ty))
-    value, tangent = fn(*kargs)
-    return value, tangent
-
-
-def vjp(f, *primals, preopt: bool = True, cache: bool | None = None,
-         strong_zero: bool = True):
-    """``(f(*primals), vjp_fn)`` like ``jax.vjp``: ``vjp_fn(cotangent)`` (a float)
-    returns one cotangent per primal (``None`` for integers). Works on copies of the
-    primals."""
-    disp, opts = _options(f, preopt, cache, strong_zero)
-    names = _param_names(disp)
-    given = len(primals)
-    primals = _with_defaults(disp, names, primals, "pass one primal per parameter")
-    if len(primals) != len(names):
-        raise _arity_error(disp, names, len(primals), "pass one primal per parameter")
-    prim = tuple(_typeof(x, _label(names, i)) for i, x in enumerate(primals))
-    rt = _check_result(disp, prim, need_float=True, api="vjp")
-    saved = tuple(_copy(x) for x in primals)
-    value = disp(*(_copy(x) for x in saved))
-    acts = []
-    for i, t in enumerate(prim):
-        try:
-            acts.append(_grad_activity(t, _label(names, i)))
-        except ZymaseError:
-            acts.append(_const_activity(t))
-    acts = tuple(acts)
-
-    def vjp_fn(cotangent):
-        if not _is_real_number(cotangent):
-            raise ZymaseError(f"the 'cotangent' of {zn.function_label(disp)}'s float result is "
-                              f"{type(cotangent).__name__} {_short(cotangent)}, not a real number",
-                              hint="pass a float, e.g. vjp_fn(1.0)")
-        plan, fn = _direct(disp, prim, acts, "rev", opts)
-        kargs, shadows = [], []
-        for x, a in zip(saved, acts):
-            x = _copy(x)
-            kargs.append(x)
-            if zn.has_shadow(a):
-                s = _zeros(x)
-                kargs.append(s)
-                shadows.append(s)
-            else:
-                shadows.append(None)
-        kargs.append(_np_dtype(rt)(cotangent))
-        r = fn(*kargs)
-        outs = iter(r[1:])
-
-        def pick(a, s):
-            if isinstance(a, tuple):
-                return tuple(pick(ai, si) for ai, si in zip(a, s))
-            if a == zn.ACTIVE:
-                return next(outs)
-            if a in (zn.DUP, zn.DUPNONEED):
-                return s
-            return None
-
-        return tuple(pick(a, s) for a, s in zip(acts, shadows))[:given]
-
-    return value, vjp_fn
+# the transforms beyond the first-order float case live in their own modules; they
+# are part of this module's public surface (zymase.jvp is zymase.api.jvp)
+from zymase.api_outputs import jacfwd, jacobian, jacrev, jvp, vjp  # noqa: E402
+from zymase.api_second_order import hessian, hvp  # noqa: E402

@@ -157,7 +157,11 @@ class ShadowCode:
         ``__enzyme_allocation_like``) releases a pointer; its calloc'd shadow is freed
         with it (reverse mode frees it at the allocation's mirror point)."""
         ptr = op.operands[op.attributes[DEALLOCATED_ARG].value.data]
-        if ptr in self.act.shadowed:
+        if ptr in self.act.shadowed and callee_name(op) == "NRT_MemInfo_call_dtor":
+            # a reverse sweep's release of a shadow MemInfo (shadow_reverse, nrt_alloc),
+            # whose own shadow is a MemInfo too (shadow_structure, nrt_alloc)
+            self.E.insert(llvm.CallOp("NRT_MemInfo_call_dtor", self.shadow_of(ptr)))
+        elif ptr in self.act.shadowed:
             self._declare("free", [PTR], llvm.LLVMVoidType())
             self.E.insert(llvm.CallOp("free", self.shadow_of(ptr)))
 
@@ -400,7 +404,10 @@ class ShadowCode:
                 E.insert(llvm.CallOp(free, *args))
         elif kind == "nrt_alloc" and op in act.shadow_allocations:
             self._declare("NRT_MemInfo_call_dtor", [PTR], llvm.LLVMVoidType())
-            E.insert(llvm.CallOp("NRT_MemInfo_call_dtor", self.fetch_shadow(op.results[0])))
+            release = E.insert(llvm.CallOp("NRT_MemInfo_call_dtor", self.fetch_shadow(op.results[0])))
+            # tagged as a deallocator of its argument, so that forward mode over this
+            # derivative (a Hessian-vector product) releases the release's own shadow
+            release.attributes[DEALLOCATED_ARG] = IntegerAttr(0, i64)
         elif kind == "posix_memalign" and op in self.alloc_shadows:
             self._declare("free", [PTR], llvm.LLVMVoidType())
             sp = self.fetch_computed_in(op.parent_block(), self.alloc_shadows[op])

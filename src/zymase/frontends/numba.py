@@ -6,9 +6,10 @@ Pipeline, for one function, argument types and activities:
    closure) is recompiled as a private copy with Numba's LLVM optimization switched
    off (``NUMBA_OPT=0``); the user's own dispatchers are never touched. The private
    copy runs ``prange`` loops serially.
-2. **Kernel source.** Around Numba's entry point ``i32 f(retptr, excinfo, args...)`` we
-   write two functions in LLVM IR text: ``status_f``, which stores ``f``'s status code
-   instead of returning it (reverse mode returns only derivatives), and the kernel,
+2. **Kernel source** (:mod:`zymase.frontends.numba_kernel`). Around Numba's entry
+   point ``i32 f(retptr, excinfo, args...)`` we write two functions in LLVM IR text:
+   ``status_f``, which stores ``f``'s status code instead of returning it (reverse mode
+   returns only derivatives), and the kernel,
    which calls ``__enzyme_autodiff``/``__enzyme_fwddiff`` on ``status_f`` with one
    Enzyme marker per flattened argument. The kernel itself follows Numba's calling
    convention, so njit code calls it like any njit function and Numba's exceptions
@@ -44,10 +45,10 @@ from dataclasses import dataclass, field
 from zymase.autodiff.names import ABANDON
 from zymase.errors import ZymaseError
 
-CONST, ACTIVE, DUP, DUPNONEED = "const", "active", "dup", "dupnoneed"
-
-#: Numba status codes (numba.core.callconv): 0 returned a value, -2 returned None.
-_STATUS_OK, _STATUS_NONE = 0, -2
+from zymase.frontends.numba_kernel import (  # noqa: F401 - the kernel's names, re-exported
+    ACTIVE, CONST, DUP, DUPNONEED, KernelSpec, _promotion, _q, active_leaves, has_shadow, is_float_tuple,
+    kernel_ir, kernel_types,
+)
 
 #: Numba runtime helpers defined inside every Numba module. They stay calls during AD
 #: (the memory model gives them meaning) and get their bodies back afterwards.
@@ -256,6 +257,9 @@ class NumbaIR:
     # Numba's Environment of the function (the Python objects its code may box values
     # with, e.g. the arguments of a raised exception); kept alive with the IR
     environment: object = None
+    #: further functions the kernel's status wrapper must see inlined (a nested
+    #: request's entry is the inner kernel; Numba's function is inlined into it)
+    inline_too: tuple = ()
 
 
 _ir_cache: dict = {}
@@ -358,7 +362,7 @@ def _drop_wrappers(text: str) -> str:
 _INLINE_MAX_LINES = 4000
 
 
-def mark_callees_inline(text: str, entry: str) -> str:
+def mark_callees_inline(text: str, entries) -> str:
     """Mark Numba's ``linkonce_odr`` definitions (the njit functions f calls, and the
     library overloads) ``alwaysinline``. LLVM's cost model keeps a call such as GMM's
     ``qtimesx`` out of line, and a call in the middle of a loop costs reverse mode
@@ -374,7 +378,7 @@ def mark_callees_inline(text: str, entry: str) -> str:
         head = lines[a]
         keeps_out_of_line = "noinline" in head or any(g in groups for g in re.findall(r"#\d+", head))
         # f itself goes into the status wrapper (see kernel_ir)
-        if ((head.startswith("define linkonce_odr ") or name == entry) and head.endswith("{")
+        if ((head.startswith("define linkonce_odr ") or name in entries) and head.endswith("{")
                 and not keeps_out_of_line and b - a <= _INLINE_MAX_LINES):
             lines[a] = head[:-1].rstrip() + " alwaysinline {"
     return "\n".join(lines) + "\n"
@@ -423,260 +427,22 @@ def restore_nrt_helpers(text: str, definitions: str) -> str:
 
 
 # --------------------------------------------------------------------------------------
-# Step 2: the kernel's LLVM IR
+# Step 2: the kernel's LLVM IR (frontends/numba_kernel.py) and nested requests
 # --------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class KernelSpec:
-    """What to differentiate: mode and one activity per argument (a tuple of them for a
-    tuple argument). Reverse: ``active`` floats, ``dup``/``dupnoneed`` arrays, ``const``.
-    Forward: ``dup`` floats and arrays (followed by tangents), ``const``."""
-
-    mode: str  # "rev" or "fwd"
-    activities: tuple
-    preopt: bool = True
-    opt: int = 3
-    #: strong zeros (zymase.autodiff.semantics); False: IEEE 0 * inf = NaN
-    strong_zero: bool = True
-
-
-def _slots(ty, act) -> list[str]:
-    """The activity of each flattened LLVM parameter of a Numba argument of type ``ty``
-    (Numba passes an array as meminfo, parent, nitems, itemsize, data, shape[n],
-    strides[n]; a tuple as its members in order). The MemInfo shares the data's
-    activity: a library function may return either its argument or a new array
-    (``ravel`` copies only what is not contiguous), and the MemInfos of the two meet
-    in a phi that needs a shadow when the new array's does."""
-    from numba.core import types
-
-    if isinstance(ty, types.Array):
-        return [act] + [CONST] * 3 + [act] + [CONST] * (2 * ty.ndim)
-    if isinstance(ty, types.BaseTuple):
-        acts = act if isinstance(act, tuple) else (act,) * len(ty.types)
-        return [s for t, a in zip(ty.types, acts) for s in _slots(t, a)]
-    return [act]
-
-
-def _slot_paths(ty, path=()) -> list[tuple]:
-    """For each flattened LLVM parameter of an argument of type ``ty``: the path (tuple
-    indices) of the leaf it belongs to."""
-    from numba.core import types
-
-    if isinstance(ty, types.Array):
-        return [path] * (5 + 2 * ty.ndim)
-    if isinstance(ty, types.BaseTuple):
-        return [p for i, t in enumerate(ty.types) for p in _slot_paths(t, path + (i,))]
-    return [path]
-
-
-def _with_leaf(act, ty, path: tuple, new):
-    """``act`` with the leaf at ``path`` set to ``new``."""
-    if not path:
-        return new
-    acts = act if isinstance(act, tuple) else (act,) * len(ty.types)
-    i = path[0]
-    return acts[:i] + (_with_leaf(acts[i], ty.types[i], path[1:], new),) + acts[i + 1 :]
-
-
-_WRITTEN_CONST = re.compile(r"active data is written through argument (\d+) of '([^']+)\.status'")
-
-
-def _promotion(ir: NumbaIR, spec: KernelSpec, err: ZymaseError):
-    """When AD failed because a constant array receives active data (a function that
-    writes into an array derived from a differentiated argument), the activities with
-    that array duplicated; else None."""
-    from numba.core import types
-
-    m = _WRITTEN_CONST.search(err.message)
-    if not m:
-        return None
-    flat = int(m.group(1)) - 4  # status_f's parameters: retptr, excinfo, status, f's
-    if flat < 0:
-        return None
-    for k, ty in enumerate(ir.argtypes):
-        paths = _slot_paths(ty)
-        if flat < len(paths):
-            path = paths[flat]
-            leaf = ty
-            for i in path:
-                leaf = leaf.types[i]
-            if not (isinstance(leaf, types.Array) and isinstance(leaf.dtype, types.Float)):
-                return None
-            acts = list(spec.activities)
-            acts[k] = _with_leaf(acts[k], ty, path, DUP)
-            if tuple(acts) == spec.activities:
-                return None
-            return tuple(acts)
-        flat -= len(paths)
-    return None
-
-
-def has_shadow(act) -> bool:
-    if isinstance(act, tuple):
-        return any(has_shadow(a) for a in act)
-    return act in (DUP, DUPNONEED)
-
-
-def active_leaves(ty, act) -> list:
-    """Numba types of the ``active`` leaves of an argument, in order."""
-    from numba.core import types
-
-    if isinstance(ty, types.BaseTuple):
-        acts = act if isinstance(act, tuple) else (act,) * len(ty.types)
-        return [t for sub, a in zip(ty.types, acts) for t in active_leaves(sub, a)]
-    return [ty] if act == ACTIVE else []
-
-
-def kernel_types(ir: NumbaIR, spec: KernelSpec):
-    """The kernel's Numba signature: (argument types, result type).
-
-    Arguments: each argument, followed by its shadow when it has ``dup`` parts; in
-    reverse mode with a float result, the seed last. Result: a tuple (value, then the
-    derivatives of the ``active`` leaves) in reverse mode, (value, tangent) forward."""
-    from numba.core import types
-
-    argtys = []
-    for ty, act in zip(ir.argtypes, spec.activities):
-        argtys.append(ty)
-        if has_shadow(act):
-            argtys.append(ty)
-    value_t = ir.restype if isinstance(ir.restype, types.Float) else types.float64
-    if spec.mode == "rev":
-        if isinstance(ir.restype, types.Float):
-            argtys.append(ir.restype)
-        outs = [value_t] + [t for ty, a in zip(ir.argtypes, spec.activities) for t in active_leaves(ty, a)]
-    else:
-        outs = [value_t, value_t]
-    return tuple(argtys), types.Tuple(outs)
-
-
-def kernel_ir(ir: NumbaIR, spec: KernelSpec, symbol: str) -> str:
-    """LLVM IR text of ``status_f`` and the kernel, to be appended to ``ir.text``."""
-    from numba.core import types
-
-    ctx = ir.context
-    packer = ctx.get_arg_packer
-    f_params = [str(t) for t in packer(ir.argtypes).argument_types]
-    slot_acts = [s for ty, a in zip(ir.argtypes, spec.activities) for s in _slots(ty, a)]
-    assert len(slot_acts) == len(f_params), (slot_acts, f_params)
-    k_args, k_res = kernel_types(ir, spec)
-    k_params = [str(t) for t in packer(k_args).argument_types]
-    res_llty = str(ctx.data_model_manager[k_res].get_return_type())
-    f_ret = ctx.data_model_manager[ir.restype].get_return_type()
-    float_result = isinstance(ir.restype, types.Float)
-    ret_llty = str(f_ret) if float_result else "i64"
-    status_fn = f"{symbol}.status"
-
-    # status_f: Numba's function with its status code stored, not returned
-    ps = ", ".join(f"{t} %a{i}" for i, t in enumerate(f_params))
-    call_args = ", ".join(f"{t} %a{i}" for i, t in enumerate(f_params))
-    # A raised exception abandons the derivative (see autodiff.names.ABANDON): once f
-    # is inlined here, the pre-AD pipeline threads each error path of f to `failed`,
-    # and the reverse sweep only follows the paths that return normally.
-    status_src = (
-        f"define internal void @{_q(status_fn)}(ptr noalias %retptr, ptr noalias %excinfo, ptr noalias %status{', ' if ps else ''}{ps}) {{\n"
-        f"  %s = call i32 @{_q(ir.entry)}(ptr %retptr, ptr %excinfo{', ' if call_args else ''}{call_args})\n"
-        f"  store i32 %s, ptr %status\n"
-        f"  %ok = icmp eq i32 %s, {_STATUS_OK}\n  %none = icmp eq i32 %s, {_STATUS_NONE}\n  %good = or i1 %ok, %none\n"
-        f"  br i1 %good, label %done, label %failed\n"
-        f"failed:\n  call void @{ABANDON}()\n  ret void\n"
-        f"done:\n  ret void\n}}\n"
-    )
-
-    # map kernel parameters: per argument its primal slice and shadow slice
-    body = []
-    enz: list[str] = []
-    kp = 0  # index into k_params
-    fp = 0  # index into f_params
-    for ty, act in zip(ir.argtypes, spec.activities):
-        n = len(packer((ty,)).argument_types)
-        prim = list(range(kp, kp + n))
-        kp += n
-        shadow = None
-        if has_shadow(act):
-            shadow = list(range(kp, kp + n))
-            kp += n
-        for j in range(n):
-            a = slot_acts[fp + j]
-            t = f_params[fp + j]
-            if a == CONST:
-                enz.append(f"ptr @enzyme_const, {t} %p{prim[j]}")
-            elif a == ACTIVE:
-                enz.append(f"ptr @enzyme_out, {t} %p{prim[j]}")
-            else:
-                marker = "enzyme_dup" if a == DUP else "enzyme_dupnoneed"
-                enz.append(f"ptr @{marker}, {t} %p{prim[j]}, {t} %p{shadow[j]}")
-        fp += n
-    seed = None
-    if spec.mode == "rev" and float_result:
-        seed = f"%p{kp}"
-        kp += 1
-    assert kp == len(k_params)
-
-    k_ps = ", ".join(f"{t} %p{i}" for i, t in enumerate(k_params))
-    body.append("  %status = alloca i32, align 4\n  store i32 0, ptr %status")
-    body.append(f"  %res = alloca {ret_llty}, align 16\n  %dres = alloca {ret_llty}, align 16")
-    zero = "0.0" if float_result else "0"
-    body.append(f"  store {ret_llty} {zero}, ptr %res")
-    body.append(f"  store {ret_llty} {seed if seed else zero}, ptr %dres")
-    # excinfo gets a shadow slot that is never read: a recursive Numba call passes it on
-    # like any pointer, and pointers reaching differentiated calls need shadows
-    body.append("  %dexc = alloca ptr, align 8\n  store ptr null, ptr %dexc")
-    head = (f"ptr @{_q(status_fn)}, ptr @enzyme_dup, ptr %res, ptr %dres, ptr @enzyme_dup, ptr %excinfo, ptr %dexc, "
-            "ptr @enzyme_const, ptr %status")
-    marker_args = ", ".join([head, *enz])
-    outs = []
-    if spec.mode == "rev":
-        act_types = [str(ctx.get_value_type(t)) for ty, a in zip(ir.argtypes, spec.activities) for t in active_leaves(ty, a)]
-        if not act_types:
-            body.append(f"  call void (ptr, ...) @__enzyme_autodiff({marker_args})")
-        elif len(act_types) == 1:
-            body.append(f"  %d = call {act_types[0]} (ptr, ...) @__enzyme_autodiff({marker_args})")
-            outs = [(act_types[0], "%d")]
-        else:
-            st = "{ " + ", ".join(act_types) + " }"
-            body.append(f"  %d = call {st} (ptr, ...) @__enzyme_autodiff({marker_args})")
-            for i, t in enumerate(act_types):
-                body.append(f"  %d{i} = extractvalue {st} %d, {i}")
-                outs.append((t, f"%d{i}"))
-    else:
-        body.append(f"  call void (ptr, ...) @__enzyme_fwddiff({marker_args})")
-    body.append("  %s = load i32, ptr %status")
-    body.append(f"  %ok = icmp eq i32 %s, {_STATUS_OK}\n  %none = icmp eq i32 %s, {_STATUS_NONE}\n  %good = or i1 %ok, %none")
-    body.append("  br i1 %good, label %done, label %fail\nfail:\n  ret i32 %s\ndone:")
-    value_t = str(ctx.get_value_type(k_res.types[0]))
-    if float_result:
-        body.append(f"  %v = load {ret_llty}, ptr %res")
-        vals = [(value_t, "%v")]
-    else:
-        vals = [(value_t, "0.0")]
-    if spec.mode == "fwd":
-        if float_result:
-            body.append(f"  %t = load {ret_llty}, ptr %dres")
-            vals.append((value_t, "%t"))
-        else:
-            vals.append((value_t, "0.0"))
-    else:
-        vals += outs
-    agg = "undef"
-    for i, (t, v) in enumerate(vals):
-        body.append(f"  %r{i} = insertvalue {res_llty} {agg}, {t} {v}, {i}")
-        agg = f"%r{i}"
-    body.append(f"  store {res_llty} {agg}, ptr %retptr\n  ret i32 0")
-    kernel_src = (
-        f"define i32 @{_q(symbol)}(ptr noalias %retptr, ptr noalias %excinfo{', ' if k_ps else ''}{k_ps}) {{\nentry:\n"
-        + "\n".join(body)
-        + "\n}\n"
-    )
-    decls = f"declare void @{ABANDON}()\n"
-    for name in ("__enzyme_autodiff", "__enzyme_fwddiff"):
-        if f"@{name}(" not in ir.text:
-            decls += f"declare void @{name}(ptr, ...)\n"
-    for m in ("enzyme_const", "enzyme_out", "enzyme_dup", "enzyme_dupnoneed"):
-        if f"@{m} =" not in ir.text:
-            decls += f"@{m} = external global i32\n"
-    return status_src + "\n" + kernel_src + "\n" + decls
+def nested_ir(ir: NumbaIR, spec: KernelSpec, symbol: str) -> NumbaIR:
+    """For a nested request (``spec.inner`` set): Numba's IR plus the inner kernel's
+    source (still calling ``__enzyme_autodiff``), presented as the function the outer
+    request differentiates. The inner kernel follows Numba's calling convention, so the
+    outer kernel wraps it exactly as it wraps an njit function; the marker rounds of
+    the C path then differentiate the inner site first and the outer one over its
+    result (forward over reverse)."""
+    inner_symbol = symbol + "0"  # still a kernel name (_KERNEL_NAME) in messages
+    k_args, k_res = kernel_types(ir, spec.inner)
+    text = ir.text + "\n" + kernel_ir(ir, spec.inner, inner_symbol)
+    return NumbaIR(text, inner_symbol, k_res, k_args, ir.context, ir.seconds, ir.environment,
+                   inline_too=(ir.entry, *ir.inline_too))
 
 
 def _dot_loop(p: str, t: str) -> str:
@@ -732,10 +498,6 @@ def define_blas_loops(text: str) -> str:
             continue
         out.append(ln)
     return "\n".join(out) + "\n" + "\n".join(added)
-
-
-def _q(name: str) -> str:
-    return name if re.fullmatch(r"[\w.$-]+", name) else '"' + name + '"'
 
 
 # --------------------------------------------------------------------------------------
@@ -816,10 +578,13 @@ def get_kernel(disp, argtypes: tuple, spec: KernelSpec, *, cache: bool = False, 
                             function=function_label(disp).strip("'"),
                             hint="pass that array as Duplicated(x, np.zeros_like(x)) so its derivative has a place",
                         ) from None
-                    spec = KernelSpec(spec.mode, acts, spec.preopt, spec.opt, spec.strong_zero)
+                    spec = KernelSpec(spec.mode, acts, spec.preopt, spec.opt, spec.strong_zero, spec.inner)
             _kernels[key] = k
         return k
 
+
+#: kernel symbol -> the function it differentiates (to name a kernel njit code calls)
+_kernel_functions: dict[str, str] = {}
 
 _KERNEL_NAME = re.compile(r"__zymase_kernel_\d+_\d+_\d+(?:\.status)?(?:\.prepared)?")
 
@@ -828,6 +593,17 @@ def _in_user_terms(err: ZymaseError, disp) -> ZymaseError:
     """An engine error about the generated kernel, naming the user's function instead
     (Numba emits no source lines unless the function is compiled with ``debug=True``)."""
     name = function_label(disp).strip("'")
+    called = re.search(r"@(__zymase_kernel_\d+_\d+_\d+)\b(?!\.)", f"{err.construct or ''} {err.message}")
+    if called and called.group(1) in _kernel_functions:
+        # grad(g) called inside njit code is a compiled kernel, declared by name: its
+        # derivative code is machine code, not IR a second differentiation could read
+        return ZymaseError(
+            f"{function_label(disp)} calls a gradient of '{_kernel_functions[called.group(1)]}' made by zymase "
+            "inside njit code, which zymase cannot differentiate again",
+            construct="call of zymase.grad(...) in njit code",
+            function=name,
+            hint="for second derivatives call zymase.hessian(f), zymase.hvp(f), zymase.jacfwd(zymase.grad(f)) or "
+            "zymase.grad(zymase.grad(f)) from Python (forward over reverse)")
     hint = err.hint
     runtime = re.search(r"@(numba_\w+)", err.construct or "")
     # the C-minded hints ("define the function in the same file") mean nothing here
@@ -868,6 +644,8 @@ def _compile_kernel(disp, argtypes: tuple, spec: KernelSpec, cache: bool) -> Ker
             rec.cached = "disk"
     ir = numba_ir(disp, argtypes)
     rec.phases["numba"] = ir.seconds
+    if spec.inner is not None:
+        ir = nested_ir(ir, spec, symbol)
     k_args, k_res = kernel_types(ir, spec)
     if final is None:
         final = differentiate_numba_ir(ir, spec, symbol, rec)
@@ -879,6 +657,7 @@ def _compile_kernel(disp, argtypes: tuple, spec: KernelSpec, cache: bool) -> Ker
         engine, addr = _jit_in_numba(final, symbol, ir.environment)
         ll.add_symbol(symbol, addr)
     _records.append(rec)
+    _kernel_functions[symbol] = rec.function
     if _debug():
         print(rec.summary(), file=sys.stderr)
     return Kernel(spec, symbol, k_args, k_res, addr, rec, engine)
@@ -961,7 +740,7 @@ def differentiate_numba_ir(ir: NumbaIR, spec: KernelSpec, symbol: str, rec: Comp
         with _phase(rec, "inline"):
             # inline first and prune the reference counts then, while each call's
             # incref/decref pairs still sit in blocks that dominate each other
-            text = toolchain.inline_always(mark_callees_inline(text, ir.entry))
+            text = toolchain.inline_always(mark_callees_inline(text, (ir.entry, *ir.inline_too)))
         with _phase(rec, "refprune"):
             text = toolchain.prune_refcounts(text)
         with _phase(rec, "preopt"):
