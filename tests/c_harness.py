@@ -36,6 +36,27 @@ def builds(*default: str) -> list[list[str]]:
 def build_ids(configs: list[list[str]]) -> list[str]:
     return ["".join(f.lstrip("-") for f in b) for b in configs]
 
+
+def sampled_builds(programs: list, always: tuple[str, ...], rotating: tuple[str, ...]) -> list[tuple]:
+    """(program, flags) for a corpus: every program at each level of ``always``, plus one
+    level of ``rotating`` chosen by a stable hash of its name, so that the corpus as a
+    whole goes through every level at a fraction of the cost (a fixed sample: the same
+    builds in every run). With ZYMASE_TEST_ALL_LEVELS=1 every program at all six."""
+    import zlib
+
+    if ALL_LEVELS:
+        return [(p, b) for p in programs for b in ALL_BUILDS]
+    cases = []
+    for p in programs:
+        extra = rotating[zlib.crc32(Path(p).stem.encode()) % len(rotating)] if rotating else None
+        for level in (*always, *([extra] if extra else [])):
+            cases.append((p, level.split()))
+    return cases
+
+
+def case_ids(cases: list[tuple]) -> list[str]:
+    return [f"{Path(p).stem}-{build_ids([b])[0]}" for p, b in cases]
+
 COMPILE_TIMEOUT = 300
 RUN_TIMEOUT = 120
 

@@ -1,7 +1,6 @@
-"""The self-checking C programs in tests/c/memory, each built at -O0, -O2, -O3 and
--O2 -ffast-math (all six builds of ``c_harness.ALL_BUILDS`` with ZYMASE_TEST_ALL_LEVELS=1:
--O1 and -O2 --no-preopt, whose unoptimized IR -O0 already differentiates, are left out of
-the default suite for its time).
+"""The self-checking C programs in tests/c/memory, each built at -O0 and -O2 and at -O3
+or -O2 -ffast-math by turns (``c_harness.sampled_builds``; all six builds of
+``c_harness.ALL_BUILDS`` with ZYMASE_TEST_ALL_LEVELS=1).
 
 These programs differentiate memory the way Enzyme users write it: ``enzyme_dup`` /
 ``enzyme_dupnoneed`` / ``enzyme_const`` pointer arguments, *out parameters with seeded
@@ -15,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from c_harness import build_and_run, build_ids, builds
+from c_harness import build_and_run, case_ids, sampled_builds
 
 MEMORY_PROGRAMS_DIR = Path(__file__).resolve().parent / "c" / "memory"
 # C, and C++ (.cpp: zymase cc compiles it as C++ and links libstdc++)
@@ -26,10 +25,10 @@ def test_memory_corpus_is_there():
     assert len(PROGRAMS) >= 40, f"expected at least 40 programs in {MEMORY_PROGRAMS_DIR}"
 
 
-LEVELS = builds("-O0", "-O2", "-O3", "-O2 -ffast-math")
+# -O0 and -O2 for every program, -O3 or -O2 -ffast-math by turns (c_harness.sampled_builds)
+CASES = sampled_builds(PROGRAMS, ("-O0", "-O2"), ("-O3", "-O2 -ffast-math"))
 
 
-@pytest.mark.parametrize("flags", LEVELS, ids=build_ids(LEVELS))
-@pytest.mark.parametrize("program", PROGRAMS, ids=[p.stem for p in PROGRAMS])
+@pytest.mark.parametrize(("program", "flags"), CASES, ids=case_ids(CASES))
 def test_c_memory_program(program: Path, flags: list[str], tmp_path: Path, zymase_cli: list[str]):
     build_and_run(program, flags, tmp_path, zymase_cli)
