@@ -38,6 +38,21 @@ CHUNK = 1
 # --------------------------------------------------------------------------------------
 
 
+
+def _with_zero_shadows(primals, activities) -> tuple[list, list]:
+    """The kernel arguments for a reverse call: a copy of each primal, followed by a zeroed
+    shadow (for the derivative to add into) where its activity has one; and those shadows
+    (None where there is none)."""
+    kargs, shadows = [], []
+    for x, a in zip(primals, activities):
+        x = _copy(x)
+        kargs.append(x)
+        shadow = _zeros(x) if zn.has_shadow(a) else None
+        if shadow is not None:
+            kargs.append(shadow)
+        shadows.append(shadow)
+    return kargs, shadows
+
 def _flatten(v) -> list:
     """The leaves of a value (tuples walked, in order)."""
     if isinstance(v, tuple):
@@ -231,16 +246,7 @@ class _Linear:
         seeds = [np.array(c, dtype=b.dtype).reshape(b.shape) for c, b in zip(cotangents, bufs)]
         plan, fn = _direct(self.writer, self.prim + self._out_types(bufs), acts + (zn.DUP,) * len(bufs), "rev",
                            self.opts, promote=True)
-        kargs, shadows = [], []
-        for x, a in zip(self.primals, plan.activities):
-            x = _copy(x)
-            kargs.append(x)
-            if zn.has_shadow(a):
-                s = _zeros(x)
-                kargs.append(s)
-                shadows.append(s)
-            else:
-                shadows.append(None)
+        kargs, shadows = _with_zero_shadows(self.primals, plan.activities)
         for b, s in zip(bufs, seeds):
             kargs += [b, s]
         r = fn(*kargs)
@@ -398,16 +404,7 @@ def vjp(f, *primals, preopt: bool = True, cache: bool | None = None,
                               f"{type(cotangent).__name__} {_short(cotangent)}, not a real number",
                               hint="pass a float, e.g. vjp_fn(1.0)")
         plan, fn = _direct(disp, prim, acts, "rev", opts)
-        kargs, shadows = [], []
-        for x, a in zip(saved, acts):
-            x = _copy(x)
-            kargs.append(x)
-            if zn.has_shadow(a):
-                s = _zeros(x)
-                kargs.append(s)
-                shadows.append(s)
-            else:
-                shadows.append(None)
+        kargs, shadows = _with_zero_shadows(saved, acts)
         kargs.append(_np_dtype(rt)(cotangent))
         r = fn(*kargs)
         return _picked(acts, shadows, iter(r[1:]))[:given]

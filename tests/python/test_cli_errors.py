@@ -382,6 +382,14 @@ C_CASES = {
     ),
     # (malloc through a function pointer in a global the program may change is now
     # differentiated: tests/c/memory/allocator_table_mutable.c)
+    # issue 24 item 3: the complex-function rules know x86-64's double _Complex convention only
+    "complex_other_signature.c": (
+        "extern double __enzyme_autodiff(void*, ...);\n"
+        "extern double cexp(double);  /* not <complex.h>'s */\n"
+        "double f(double x) { return cexp(x) * x; }\n"
+        "int main(void) { return __enzyme_autodiff((void*)f, 1.0) > 0; }\n",
+        ["complex_other_signature.c:3:", "'cexp' is called with a signature other than", "function 'f'"],
+    ),
     # issue 24 item 1: __enzyme_virtualreverse makes the shadow of one function pointer
     "virtualreverse_form.c": (
         "extern void *__enzyme_virtualreverse(void *, ...);\n"

@@ -261,9 +261,9 @@ def forward_sweep(E: Emitter, ops: Sequence[Operation], info, tangents: dict[SSA
     return tangents
 
 
-def reverse(module: ModuleOp, active: Sequence[bool], function: str) -> frozenset[Operation]:
-    """Turn ``module``'s ``@main`` into its reverse-mode derivative (see module doc);
-    returns the primal ops (what the user's program computes, not derivative code)."""
+def _main_for_ad(module: ModuleOp, active: Sequence[bool], function: str):
+    """``@main`` with its calls inlined, checked for what neither mode handles; returns
+    it, its primal ops, its block, return, activity and the ops before the return."""
     _load_rules()
     main = inline_calls(module, function)
     primal = frozenset(main.walk())
@@ -273,6 +273,13 @@ def reverse(module: ModuleOp, active: Sequence[bool], function: str) -> frozense
     ops = [op for op in block.ops if op is not ret]
     _refuse_nested_activity(ops, info, function)
     refuse_active_captures(ops, info.varied, function)
+    return main, primal, block, ret, info, ops
+
+
+def reverse(module: ModuleOp, active: Sequence[bool], function: str) -> frozenset[Operation]:
+    """Turn ``module``'s ``@main`` into its reverse-mode derivative (see module doc);
+    returns the primal ops (what the user's program computes, not derivative code)."""
+    main, primal, block, ret, info, ops = _main_for_ad(module, active, function)
 
     E = Emitter(hlo_flavor.HLO, module).before(ret)
     seeds: dict[SSAValue, SSAValue] = {}
@@ -292,15 +299,7 @@ def reverse(module: ModuleOp, active: Sequence[bool], function: str) -> frozense
 def forward(module: ModuleOp, active: Sequence[bool], function: str) -> frozenset[Operation]:
     """Turn ``module``'s ``@main`` into its forward-mode derivative (see module doc);
     returns the primal ops."""
-    _load_rules()
-    main = inline_calls(module, function)
-    primal = frozenset(main.walk())
-    block = main.body.blocks[0]
-    ret = block.last_op
-    info = block_activity(block, active)
-    ops = [op for op in block.ops if op is not ret]
-    _refuse_nested_activity(ops, info, function)
-    refuse_active_captures(ops, info.varied, function)
+    main, primal, block, ret, info, ops = _main_for_ad(module, active, function)
 
     E = Emitter(hlo_flavor.HLO, module).before(ret)
     tangent: dict[SSAValue, SSAValue] = {}

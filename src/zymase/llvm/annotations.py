@@ -175,7 +175,7 @@ def protect_annotated_functions(ll_text: str) -> str:
                     location=_debug_location(ll_text, line),
                     hint="remove always_inline from the function")
             if m and (_name(m[1]) in marked or attributed) and " noinline" not in line:
-                line = _add_function_attribute(line, m.end() - 1, "noinline")
+                line = add_function_attribute(line, m.end() - 1, "noinline")
         out.append(line)
     return "\n".join(out) + "\n"
 
@@ -231,7 +231,7 @@ def _debug_location(ll_text: str, line: str) -> str | None:
 _ADDR_WORDS = re.compile(r"(?:\s+(?:local_unnamed_addr|unnamed_addr|addrspace\(\d+\)))*")
 
 
-def _add_function_attribute(line: str, open_paren: int, attr: str) -> str:
+def add_function_attribute(line: str, open_paren: int, attr: str) -> str:
     """``line`` (a ``define``) with ``attr`` after its parameter list and address words."""
     depth = 0
     for i in range(open_paren, len(line)):

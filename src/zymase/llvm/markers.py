@@ -66,7 +66,7 @@ from zymase.ir import (
 )
 from zymase.ir import enzyme as ez
 from zymase.ir.enzyme import Activity
-from zymase.llvm.annotations import is_implemented_annotation, is_implemented_attribute
+from zymase.llvm.annotations import add_function_attribute, is_implemented_annotation, is_implemented_attribute
 
 MARKERS = {
     "enzyme_const": "const",
@@ -143,7 +143,6 @@ _UNIMPLEMENTED_SYMBOLS = {
 _MARKER_WORDS = "enzyme_"
 
 
-_ADDR_WORDS = re.compile(r"(?:\s+(?:local_unnamed_addr|unnamed_addr|addrspace\(\d+\)))*")
 
 
 @dataclass
@@ -195,19 +194,9 @@ def protect_marker_calls(ll_text: str) -> str:
         if line.startswith("declare") and any(marker in line for marker in MARKER_FUNCTIONS):
             # the name is the declaration's first `@`; C++ mangles a template one as
             # `@_Z17__enzyme_autodiffI...` or `@_ZN6enzyme...__enzyme_fwddiff...`
-            start = line.index("(", line.index("@"))
-            depth = 0
-            for i in range(start, len(line)):
-                if line[i] == "(":
-                    depth += 1
-                elif line[i] == ")":
-                    depth -= 1
-                    if depth == 0:
-                        # function attributes follow unnamed_addr/addrspace (clang -O1
-                        # and up writes `local_unnamed_addr`), so nomerge goes after them
-                        at = _ADDR_WORDS.match(line, i + 1).end()
-                        line = line[:at] + " nomerge" + line[at:]
-                        break
+            # (function attributes follow unnamed_addr/addrspace: clang -O1 and up
+            # writes `local_unnamed_addr`, so nomerge goes after them)
+            line = add_function_attribute(line, line.index("(", line.index("@")), "nomerge")
         out.append(line)
     return "\n".join(out) + "\n"
 

@@ -116,13 +116,14 @@ class ComplexRule(Rule):
     def propagates(self, op, index):
         return str(op.operands[index].type) == "f64" or not self._applies(op)
 
-    def _check(self, op) -> None:
+    def _check(self, ctx, op) -> None:
         if not self._applies(op):
             raise ZymaseError(
                 f"'{self.name}' is called with a signature other than the x86-64 one for double "
                 "_Complex (each complex as two doubles, the result as {double, double}); zymase has "
                 "no derivative for it",
                 construct=f"call to '{self.name}'",
+                function=getattr(ctx, "fname", None),
                 location=location_of(op),
                 hint="compute with double _Complex / std::complex<double> on x86-64",
             )
@@ -135,7 +136,7 @@ class ComplexRule(Rule):
         return self.partials(E, *zs, (_part(E, r, 0), _part(E, r, 1)))
 
     def forward(self, ctx, op, tangents):
-        self._check(op)
+        self._check(ctx, op)
         if all(t is None for t in tangents):
             return [None]
         E = ctx.E
@@ -155,7 +156,7 @@ class ComplexRule(Rule):
         return [out]
 
     def reverse(self, ctx, op, dys):
-        self._check(op)
+        self._check(ctx, op)
         dy = dys[0]
         if dy is None:
             return [None] * len(op.operands)

@@ -63,6 +63,15 @@ def _inline(E: Emitter, region: Region, args: list[SSAValue]) -> tuple[list[SSAV
     return [mapping.get(v, v) for v in block.last_op.operands], copied, mapping
 
 
+def _inline_body(E: Emitter, region: Region, args: list[SSAValue], info, function: str):
+    """A copy of a loop body (``_inline``), refused if it reads an active value from outside
+    the loop; returns its results, its ops and the copies of the values ``info`` (the body's
+    activity) finds active."""
+    returned, copied, mapping = _inline(E, region, args)
+    hlo_ad.refuse_active_captures(copied, {mapping[v] for v in info.varied if v in mapping}, function)
+    return returned, copied, {mapping[v] for v in info.useful & info.varied if v in mapping}
+
+
 def _while(E: Emitter, operands: list[SSAValue], cond, body) -> list[SSAValue]:
     """Insert a ``stablehlo.while`` on ``operands``; ``cond(E, args)`` returns the
     predicate, ``body(E, args)`` the next values, each built in a fresh block."""
@@ -174,10 +183,7 @@ class _While(Rule):
                 row = T.emit(B, hlo.DynamicSliceOp, [tape, j] + [zero] * len(shape),
                              TensorType(inits[i].type.element_type, [1, *shape]), slice_sizes=hlo.array([1, *shape]))
                 state[i] = T.reshape(B, row, shape)
-            returned, copied, mapping = _inline(B, body_region, state)
-            hlo_ad.refuse_active_captures(copied, {mapping[v] for v in body_info.varied if v in mapping},
-                                          ctx.function)
-            active = {mapping[v] for v in body_info.useful & body_info.varied if v in mapping}
+            returned, copied, active = _inline_body(B, body_region, state, body_info, ctx.function)
             seeds: dict[SSAValue, SSAValue] = {}
             for i, d in zip(floats, adjoints):
                 v = returned[i]
@@ -233,10 +239,7 @@ class _While(Rule):
                 return [_step(R, a[0], 1), a[1]] + _inline(R, body_region, a[2:])[0]
 
             state = _while(B, [B.v(T.splat(0, _I64)), j] + list(start), redo_cond, redo_body)[2:]
-            returned, copied, mapping = _inline(B, body_region, state)
-            hlo_ad.refuse_active_captures(copied, {mapping[v] for v in body_info.varied if v in mapping},
-                                          ctx.function)
-            active = {mapping[v] for v in body_info.useful & body_info.varied if v in mapping}
+            returned, copied, active = _inline_body(B, body_region, state, body_info, ctx.function)
             seeds: dict[SSAValue, SSAValue] = {}
             for i, d in zip(floats, adjoints):
                 v = returned[i]
@@ -268,10 +271,7 @@ class _While(Rule):
             return _inline(B, cond_region, args[:k])[0]
 
         def body(B, args):
-            returned, copied, mapping = _inline(B, body_region, args[:k])
-            hlo_ad.refuse_active_captures(copied, {mapping[v] for v in body_info.varied if v in mapping},
-                                          ctx.function)
-            active = {mapping[v] for v in body_info.useful & body_info.varied if v in mapping}
+            returned, copied, active = _inline_body(B, body_region, args[:k], body_info, ctx.function)
             active.update(args[i] for i in floats)
             tangent = {args[i]: args[k + n] for n, i in enumerate(floats)}
             hlo_ad.forward_sweep(B, copied, _Mapped(active), tangent, ctx.function)
