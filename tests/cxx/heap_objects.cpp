@@ -1,7 +1,8 @@
-// new/delete, new[]/delete[], std::unique_ptr holding active data and std::array in
-// the active path: the allocations get shadows like malloc/free (issue 24 item 3).
-// (std::shared_ptr is refused with a clear error: releasing the last owner calls the
-// control block's _M_dispose through its vtable, an indirect call on active memory.)
+// new/delete, new[]/delete[], std::unique_ptr and std::shared_ptr holding active data and
+// std::array in the active path: the allocations get shadows like malloc/free (issue 24
+// item 3). Releasing a shared_ptr's last owner calls its control block's _M_dispose
+// through the vtable (transforms/indirect_calls.py dispatches it); an array owner and a
+// make_shared one in the same function give two control-block types.
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -49,6 +50,18 @@ double smart(double x) {
 
 double d_smart(double x) { return (2 * x + x * x) * std::exp(x) + 16 * x * x * x; }
 
+// shared_ptr<double[]> (deleter delete[]) beside make_shared<double> (in-place control
+// block): a0 a2 + b a1 = x * 3x + 2x * 2x = 7 x^2
+double shared(double x) {
+  std::shared_ptr<double[]> a(new double[3]);
+  auto b = std::make_shared<double>(x * 2);
+  for (int i = 0; i < 3; i++) a[i] = x * (i + 1);
+  std::shared_ptr<double[]> c = a;
+  return c[0] * a[2] + *b * a[1];
+}
+
+double d_shared(double x) { return 14 * x; }
+
 // std::array by value and by reference
 static double norm2(const std::array<double, 3> &v) { return v[0] * v[0] + v[1] * v[1] + v[2] * v[2]; }
 
@@ -71,6 +84,8 @@ int main() {
     check("raw_heap forward", x, __enzyme_fwddiff((void *)raw_heap, x, 1.0), d_raw_heap(x), 1e-9);
     check("smart reverse", x, __enzyme_autodiff((void *)smart, x), d_smart(x), 1e-9);
     check("smart forward", x, __enzyme_fwddiff((void *)smart, x, 1.0), d_smart(x), 1e-9);
+    check("shared reverse", x, __enzyme_autodiff((void *)shared, x), d_shared(x), 1e-9);
+    check("shared forward", x, __enzyme_fwddiff((void *)shared, x, 1.0), d_shared(x), 1e-9);
     check("arrays reverse", x, __enzyme_autodiff((void *)arrays, x), d_arrays(x), 1e-9);
     check("arrays forward", x, __enzyme_fwddiff((void *)arrays, x, 1.0), d_arrays(x), 1e-9);
   }

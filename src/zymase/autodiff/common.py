@@ -220,6 +220,11 @@ def prepare(ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts
         from zymase.transforms.libm_outputs import expose_libm_outputs
 
         expose_libm_outputs(region)
+        # poison lanes of float vectors (std::complex<float>, vector code) made zeros: a
+        # zero adjoint times a poison lane would poison the lanes that matter
+        from zymase.transforms.vector_lanes import define_vector_lanes
+
+        define_vector_lanes(region)
     returns = [b.last_op for b in region.blocks if b.last_op is not None and flavor.is_return(b.last_op)]
     if abandon and flavor.name == "llvm":
         returns = _abandon_failed_returns(region, returns)
@@ -354,6 +359,17 @@ def _reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activ
                     location=location_of(op),
                     hint="in C, nest __enzyme_autodiff/__enzyme_fwddiff calls (zymase cc differentiates "
                     "the inner one first); in MLIR, differentiate a function without enzyme ops",
+                )
+            if any(o in act.varied for o in op.operands) and _touches_float_vectors(op) and not _vector_safe(ctx, op):
+                raise ZymaseError(
+                    f"an active vector of floats reaches '{describe(op)}'; zymase differentiates "
+                    "vectors only through lane-wise arithmetic (fadd, fsub, fmul, fdiv, fneg, fma, select, "
+                    "fpext/fptrunc), extractelement, insertelement, shufflevector, loads, stores and the "
+                    "float _Complex functions",
+                    construct=describe(op),
+                    function=fname,
+                    location=location_of(op),
+                    hint="write this step on the vector's elements (v[0], v[1], ...)",
                 )
             if any(o in act.varied for o in op.operands) and any(
                 _holds_floats(r.type) and not is_differentiable_type(r.type) for r in op.results
@@ -644,6 +660,35 @@ def _float_aggregate_access(op: Operation, act: ActivityInfo) -> Attribute | Non
     # float structs and arrays carry derivatives (type_rules) and are loaded and stored
     # whole, shadow included; vectors are not
     return t if _holds_floats(t) and not is_differentiable_type(t) else None
+
+
+# ops whose rules (or whose handling in the engine) work lane by lane on vectors of floats
+_VECTOR_SAFE_OPS = frozenset({
+    "llvm.fadd", "llvm.fsub", "llvm.fmul", "llvm.fdiv", "llvm.fneg", "llvm.select", "llvm.fpext",
+    "llvm.fptrunc", "llvm.extractelement", "llvm.insertelement", "llvm.shufflevector", "llvm.load",
+    "llvm.store", "llvm.freeze",
+})
+
+
+def _touches_float_vectors(op: Operation) -> bool:
+    from zymase.autodiff.type_rules import is_float_vector
+
+    return any(is_float_vector(v.type) for v in (*op.operands, *op.results))
+
+
+def _vector_safe(ctx: Context, op: Operation) -> bool:
+    """Whether ``op``'s derivative is right when its operands or results are vectors of
+    floats: lane-wise ops, terminators (block arguments carry vectors like any value),
+    calls of defined functions and calls whose rule says it handles them (the
+    ``float _Complex`` functions)."""
+    from xdsl.traits import IsTerminator
+
+    if op.name in _VECTOR_SAFE_OPS or op.has_trait(IsTerminator):
+        return True
+    if ctx.defined_function(op) is not None:
+        return True  # the callee's own ops are checked when it is differentiated
+    rule = ctx.rule_for(op) if isinstance(op, (llvm.CallOp, llvm.CallIntrinsicOp)) else None
+    return bool(getattr(rule, "handles_vectors", False))
 
 
 def _untracked_float(t: Attribute) -> bool:

@@ -252,7 +252,12 @@ class Emitter:
         return self.flavor.call(self, callee, args, result_types)
 
 
-def _float_attr(value: float, typ: Attribute) -> FloatAttr:
+def _float_attr(value: float, typ: Attribute) -> Attribute:
+    """A float constant of type ``typ``; for a vector of floats, the splat."""
+    from zymase.ir import DenseIntOrFPElementsAttr, VectorType
+
+    if isinstance(typ, VectorType):
+        return DenseIntOrFPElementsAttr.from_list(typ, [value] * typ.get_shape()[0])
     return FloatAttr(value, typ)  # type: ignore[arg-type]
 
 

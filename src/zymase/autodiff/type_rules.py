@@ -169,3 +169,31 @@ def _register_aggregates() -> None:
 
 
 _register_aggregates()
+
+
+# Small vectors of floats in LLVM IR (``<2 x float>``: how x86-64 passes and returns
+# ``float _Complex`` / ``std::complex<float>``) carry derivatives lane by lane: the
+# shadow has the same type, zero is a splat of 0.0 and add is the lane-wise fadd. Only
+# the ops whose rules know about lanes may touch active vectors (``VECTOR_SAFE_OPS``);
+# the engine refuses the others by name (common._reject_unsupported).
+
+
+def is_float_vector(t: Attribute) -> bool:
+    """A fixed-length one-dimensional vector of floats with at most 64 lanes."""
+    from zymase.ir import VectorType
+
+    return (isinstance(t, VectorType) and len(t.get_shape()) == 1 and not any(t.get_scalable_dims())
+            and isinstance(t.element_type, (Float16Type, Float32Type, Float64Type)) and t.get_shape()[0] <= 64)
+
+
+def _vector_zero(E: "Emitter", t: Attribute) -> SSAValue:
+    return E.v(E.flavor.const(0.0, t))
+
+
+def _register_vectors() -> None:
+    from zymase.ir import VectorType
+
+    register_type(VectorType, TypeRule(zero=_vector_zero, add=_float_add, applies=is_float_vector))
+
+
+_register_vectors()

@@ -50,6 +50,7 @@ from zymase.ir import (
     Operation,
     Rewriter,
     SSAValue,
+    VectorType,
     arith,
     arith_ext,
     cf,
@@ -167,6 +168,11 @@ def _alloc_size(t: Attribute) -> int | None:
         return 8
     if isinstance(t, IntegerType):
         nbytes = max(1, (t.width.data + 7) // 8)
+        return 1 << (nbytes - 1).bit_length()
+    if isinstance(t, VectorType) and len(t.get_shape()) == 1 and (lane := _alloc_size(t.element_type)):
+        # x86-64's layout: a vector takes (and is aligned to) its size rounded up to a
+        # power of two; an alloca of <4 x float> aligned to 8 breaks its aligned stores
+        nbytes = lane * t.get_shape()[0]
         return 1 << (nbytes - 1).bit_length()
     return None
 

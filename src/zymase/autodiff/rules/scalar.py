@@ -234,6 +234,8 @@ for _name, (_regular_if, _finite_if) in SINGULAR.items():
     MATH[_name].finite_value_if = _finite_if
 
 MATH["fmuladd"] = MATH["fma"]
+# fma's partials are products: right lane by lane on vectors of floats (llvm.fmuladd.v4f64)
+MATH["fma"].handles_vectors = True
 MATH["minnum"] = MATH["minimum"] = MATH["fmin"]
 MATH["maxnum"] = MATH["maximum"] = MATH["fmax"]
 
