@@ -39,7 +39,9 @@ _ELEMENT = {"f64": f64, "f32": f32}
 COL_MAJOR = 102
 #: Fortran's characters as CBLAS enumerations: kind -> (letter, value for it, value otherwise)
 _CHARACTERS = {"trans": ("N", 111, 112), "uplo": ("U", 121, 122), "diag": ("U", 132, 131),
-               "side": ("L", 141, 142)}
+               "side": ("L", 141, 142), "jobz": ("V", 1, 0)}
+#: parameter kinds passed to the derivative code as the pointers they are
+_POINTERS = ("array", "info", "ints")
 #: the prefix of the runtime functions (blas_runtime.c) the derivatives call
 RUNTIME_PREFIX = "__zymase_blas_"
 RUNTIME_SOURCE = Path(__file__).with_name("blas_runtime.c")
@@ -68,7 +70,8 @@ class BlasRule(CallMemoryRule):
         n = len(self.params)
         wrong = None
         if len(op.operands) < n or (not self.fortran and len(op.operands) != n):
-            wrong = f"has {len(op.operands)} arguments, where {n} are expected"
+            missing = f" ({self.params[len(op.operands)][0]} missing)" if len(op.operands) < n else ""
+            wrong = f"has {len(op.operands)} arguments, where {n} are expected{missing}"
         else:
             for (name, kind), v in zip(self.params, op.operands):
                 want = PTR if self.fortran or kind == "array" else self.T if kind == "real" else i32
@@ -77,13 +80,16 @@ class BlasRule(CallMemoryRule):
                     break
             if wrong is None and self.routine.returns_real and (not op.results or op.results[0].type != self.T):
                 wrong = f"returns {op.results[0].type if op.results else 'nothing'}, where zymase's rule expects {self.T}"
-        if wrong is not None:
-            raise ZymaseError(
-                f"the call to the BLAS routine '{self.function}' {wrong}",
-                construct=f"call @{self.function}",
-                location=location_of(op),
-                hint="declare the routine as the BLAS headers do (cblas.h, f77blas.h; 32-bit integers)",
-            )
+        if wrong is None:
+            return
+        if self.routine.fortran_only:
+            library = "LAPACK"
+            hint = "declare the routine as LAPACK does (lapack.h: every argument by pointer, 32-bit integers)"
+        else:
+            library = "BLAS"
+            hint = "declare the routine as the BLAS headers do (cblas.h, f77blas.h; 32-bit integers)"
+        raise ZymaseError(f"the call to the {library} routine '{self.function}' {wrong}",
+                          construct=f"call @{self.function}", location=location_of(op), hint=hint)
 
     def reads(self, op):
         read = [self._pos(a) for a in self.routine.reads]
@@ -93,7 +99,15 @@ class BlasRule(CallMemoryRule):
 
     def writes(self, op):
         status = [self._pos(p) for p, k in self.params if k == "info"]
+        status += [self._pos(p) for p in self.routine.int_writes]
         return [i for i in (*self.float_outputs(op), *status) if i < len(op.operands)]
+
+    def output_reads(self, op, index):
+        output = self.params[index][0]
+        inputs = dict(self.routine.depends).get(output)
+        if inputs is None:
+            return self.reads(op)
+        return [i for i in (self._pos(a) for a in inputs) if i < len(op.operands)]
 
     def float_outputs(self, op):
         return [i for i in (self._pos(a) for a in self.routine.writes) if i < len(op.operands)]
@@ -109,7 +123,7 @@ class BlasRule(CallMemoryRule):
             for name, kind in self.params:
                 if kind == "real":
                     types[self._pos(name)] = element
-                elif kind in ("int", "info"):
+                elif kind in ("int", "info", "ints"):
                     types[self._pos(name)] = ("int", 4)
         return types
 
@@ -141,7 +155,7 @@ class BlasRule(CallMemoryRule):
                 out.append(E.v(llvm.ConstantOp(IntegerAttr(COL_MAJOR, i32), i32)))
                 continue
             v = g.vmap.get(op.operands[self._pos(name)], op.operands[self._pos(name)])
-            if not self.fortran or kind in ("array", "info"):
+            if not self.fortran or kind in _POINTERS:
                 out.append(v)
             elif kind == "int":
                 out.append(E.v(llvm.LoadOp(v, i32)))
@@ -237,7 +251,7 @@ class BlasRule(CallMemoryRule):
         for (name, kind), w in zip(self.routine.params, values):
             if name in saved:
                 args.append(g.fetch_computed_in(home, saved[name]))
-            elif self.fortran and kind not in ("array", "info"):
+            elif self.fortran and kind not in _POINTERS:
                 args.append(g.fetch_computed_in(home, w))
             else:
                 args.append(g.primal(op.operands[self._pos(name)]))
