@@ -638,11 +638,11 @@ LAPACK_CASES = {
         ["no derivative rule for the BLAS/LAPACK routine 'dgeev_'", "getrf", "syevd"],
     ),
     "no_rule_svd": (
-        "void dgesdd_(const char *, const int *, const int *, double *, const int *, double *, double *,\n"
-        "             const int *, double *, const int *, double *, const int *, int *, int *);\n",
-        "double s[4], u[16], vt[16], work[256]; int lw = 256, iw[32], info;\n"
-        "    dgesdd_(\"S\", &n, &n, A, &n, s, u, &n, vt, &n, work, &lw, iw, &info);\n",
-        ["no derivative rule for the BLAS/LAPACK routine 'dgesdd_'"],
+        "void dgesvd_(const char *, const char *, const int *, const int *, double *, const int *, double *,\n"
+        "             double *, const int *, double *, const int *, double *, const int *, int *);\n",
+        "double s[4], u[16], vt[16], work[256]; int lw = 256, info;\n"
+        "    dgesvd_(\"S\", \"S\", &n, &n, A, &n, s, u, &n, vt, &n, work, &lw, &info);\n",
+        ["no derivative rule for the BLAS/LAPACK routine 'dgesvd_'", "gesdd"],
     ),
     "by_value": (
         "void dgetrf_(int, int, double *, int, int *, int *);\n",

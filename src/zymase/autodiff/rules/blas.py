@@ -121,7 +121,7 @@ class BlasRule(CallMemoryRule):
         types = {self._pos(a): element for a in self.routine.of_kind("array")}
         if self.fortran:
             for name, kind in self.params:
-                if kind == "real":
+                if kind in ("real", "cutoff"):
                     types[self._pos(name)] = element
                 elif kind in ("int", "info", "ints"):
                     types[self._pos(name)] = ("int", 4)
@@ -159,8 +159,12 @@ class BlasRule(CallMemoryRule):
                 out.append(v)
             elif kind == "int":
                 out.append(E.v(llvm.LoadOp(v, i32)))
-            elif kind == "real":
+            elif kind in ("real", "cutoff"):
                 out.append(E.v(llvm.LoadOp(v, self.T)))
+            elif kind == "job":  # the character's upper-case code
+                c = E.v(llvm.LoadOp(v, i8))
+                upper = E.v(llvm.AndOp(c, E.v(llvm.ConstantOp(IntegerAttr(0xDF, i8), i8))))
+                out.append(E.v(llvm.ZExtOp(upper, i32)))
             else:  # a character: the CBLAS value when it is `letter` (either case), else `other`
                 letter, when, other = _CHARACTERS[kind]
                 c = E.v(llvm.LoadOp(v, i8))

@@ -134,6 +134,8 @@ void ZY_F(syev)(const char *jobz, const char *uplo, const int *n, ZY_T *A, const
                 const int *lwork, int *info);
 void ZY_F(syevd)(const char *jobz, const char *uplo, const int *n, ZY_T *A, const int *lda, ZY_T *w, ZY_T *work,
                  const int *lwork, int *iwork, const int *liwork, int *info);
+void ZY_F(gesdd)(const char *jobz, const int *m, const int *n, ZY_T *A, const int *lda, ZY_T *s, ZY_T *U, const int *ldu,
+                 ZY_T *VT, const int *ldvt, ZY_T *work, const int *lwork, int *iwork, int *info);
 
 /* x = a x over a vector; exact zeros when a == 0 (BLAS's scal may keep NaNs) */
 static void ZY_P(vscale)(int n, ZY_T a, ZY_T *x, int inc) {
@@ -647,10 +649,12 @@ ZY_API void ZY_P(trsv_rev)(int layout, int uplo, int trans, int diag, int n, con
     }
 }
 
-/* level 3 (symm, syrk, trmm, trsm) and LAPACK (Cholesky, LU, eigendecomposition), in files of their own */
+/* level 3 (symm, syrk, trmm, trsm) and LAPACK (Cholesky, LU, eigendecomposition, SVD, least squares), in files of their own */
 #include "blas_runtime_level3.h"
 #include "lapack_runtime.h"
 #include "lapack_lu.h"
 #include "lapack_eigen.h"
+#include "lapack_svd.h"
+#include "lapack_lstsq.h"
 
 #endif

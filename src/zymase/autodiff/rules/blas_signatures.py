@@ -11,8 +11,10 @@ Parameter kinds: ``int`` (a dimension, increment or leading dimension), ``layout
 ``trans``, ``uplo``, ``diag``, ``side`` (CBLAS enumerations; characters in Fortran), ``real``
 (alpha/beta: a float of the routine's precision), ``array`` (a pointer to the routine's
 vector or matrix data), ``info`` (LAPACK's status, written), ``ints`` (a pointer to an
-integer array: LU pivots, integer workspace; never active) and ``jobz`` (LAPACK's
-"compute eigenvectors?" character, 'V' or 'N'). LAPACK routines have only the Fortran
+integer array: LU pivots, integer workspace; never active), ``jobz`` (LAPACK's
+"compute eigenvectors?" character, 'V' or 'N') and ``job`` (a character with more choices,
+gesdd's 'N', 'S', 'A', 'O': passed as its upper-case code) and ``cutoff`` (a float
+threshold read through a pointer, gelsd's rcond: no derivative). LAPACK routines have only the Fortran
 spelling (column-major).
 """
 
@@ -47,7 +49,7 @@ class Routine:
 
 _I, _L, _T, _R, _A, _U, _D, _S = "int", "layout", "trans", "real", "array", "uplo", "diag", "side"
 _N = "info"  # LAPACK's status output (an int written through a pointer)
-_IA, _J = "ints", "jobz"
+_IA, _J, _JOB, _C = "ints", "jobz", "job", "cutoff"
 
 _TRIANGULAR_LEVEL3 = (("layout", _L), ("side", _S), ("uplo", _U), ("transa", _T), ("diag", _D), ("m", _I),
                       ("n", _I), ("alpha", _R), ("A", _A), ("lda", _I), ("B", _A), ("ldb", _I))
@@ -137,6 +139,21 @@ ROUTINES = {
                           ("w", _A), ("work", _A), ("lwork", _I), ("iwork", _IA), ("liwork", _I), ("info", _N)),
                 reads=("A",), writes=("A", "w", "work"), int_writes=("iwork",), needs=(("A", ("A",)),),
                 fortran_only=True),
+        # singular value decomposition: s, U and V^T written (none of U, V^T for jobz 'N'),
+        # A destroyed; the reverse decomposes the kept input again
+        Routine("gesdd", (("layout", _L), ("jobz", _JOB), ("m", _I), ("n", _I), ("A", _A), ("lda", _I), ("s", _A),
+                          ("U", _A), ("ldu", _I), ("VT", _A), ("ldvt", _I), ("work", _A), ("lwork", _I),
+                          ("iwork", _IA), ("info", _N)),
+                reads=("A",), writes=("A", "s", "U", "VT", "work"), int_writes=("iwork",), needs=(("A", ("A",)),),
+                fortran_only=True),
+        # least squares by the SVD: X over B, s written, A destroyed; the reverse takes the
+        # SVD of the kept A again and solves again from the kept B
+        Routine("gelsd", (("layout", _L), ("m", _I), ("n", _I), ("nrhs", _I), ("A", _A), ("lda", _I), ("B", _A),
+                          ("ldb", _I), ("s", _A), ("rcond", _C), ("rank", _IA), ("work", _A), ("lwork", _I),
+                          ("iwork", _IA), ("info", _N)),
+                reads=("A", "B"), writes=("A", "B", "s", "work"), int_writes=("rank", "iwork"),
+                depends=(("A", ("A",)), ("s", ("A",)), ("work", ())),
+                needs=(("A", ("A", "B")), ("B", ("A",))), fortran_only=True),
     )
 }
 
