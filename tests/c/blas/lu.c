@@ -1,13 +1,13 @@
 /* LAPACK's LU factorization and solves differentiated at the level of the call, by
    matrix-level rules (issue 26 item 2): dgetrf_ alone on square, tall and wide matrices
    (the factors used by the program itself), dgetrf_ followed by dgetrs_ with trans 'N'
-   and 'T', dgesv_, each with the matrix and right-hand sides active or the matrix
-   constant, in reverse and forward mode against a central finite difference along a
-   direction that is zero on the constant arguments; a program that overwrites the
-   factors, the pivots and the solution after the solve and factors again (the rules must
-   keep what their reverse reads); sgetrf_/sgetrs_ and sgesv_ in float, against a central
-   difference of the same steps in double. The matrices are
-   not diagonally dominant, so that the factorizations pivot. */
+   and 'T', dgesv_ (its factors used or not), each with the matrix and right-hand sides
+   active or the matrix constant, in reverse and forward mode against a central finite
+   difference along a direction that is zero on the constant arguments; a program that
+   overwrites the factors, the pivots and the solution after the solve and factors again
+   (the rules must keep what their reverse reads); a singular matrix (NaN derivatives);
+   sgetrf_/sgetrs_ and sgesv_ in float, against a central difference of the same steps in
+   double. The matrices are not diagonally dominant, so that the factorizations pivot. */
 #include <stdio.h>
 #include <string.h>
 #include <math.h>
@@ -61,10 +61,10 @@ static double l_getrs(double *A, double *B, int cfg, int m, int n) {
     return wsum(B) + 0.5 * wsum(A);
 }
 static double l_gesv(double *A, double *B, int cfg, int m, int n) {
-    (void)cfg, (void)m;
+    (void)m;
     int lda = n + 1, ldb = n + 2, nrhs = 3, ipiv[8], info;
     dgesv_(&n, &nrhs, A, &lda, ipiv, B, &ldb, &info);
-    return wsum(B) + 0.5 * wsum(A);
+    return wsum(B) + (cfg ? 0.0 : 0.5 * wsum(A)); /* cfg 1: the factors unused */
 }
 /* the factors, pivots and solution overwritten after the solve, then factored again */
 static double l_overwrite(double *A, double *B, int cfg, int m, int n) {
@@ -180,6 +180,9 @@ int main(int argc, char **argv) {
     REV(l_gesv, CONST, DUP);
     FWD(l_gesv, DUP, DUP);
     FWD(l_gesv, CONST, DUP);
+    CFG = 1;
+    REV(l_gesv, DUP, DUP);
+    CFG = 0;
     REV(l_overwrite, DUP, DUP);
     FWD(l_overwrite, DUP, DUP);
 

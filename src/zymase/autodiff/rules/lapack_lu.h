@@ -86,7 +86,12 @@ static void ZY_P(getrf_tangent)(int m, int n, const ZY_T *F, const int *piv, con
 /* D (m x n, leading dimension ldd) = the adjoint of A given D = the adjoint of its
    packed factors F (leading dimension m) */
 static void ZY_P(getrf_adjoint)(int m, int n, const ZY_T *F, const int *piv, ZY_T *D, int ldd) {
-    int k = m < n ? m : n, ld = m > 0 ? m : 1, kk = k > 0 ? k : 1;
+    int k = m < n ? m : n, ld = m > 0 ? m : 1, kk = k > 0 ? k : 1, zero = 1;
+    for (int j = 0; j < n && zero; j++) /* the factors unused (gesv's, usually): A's adjoint is zero too */
+        for (int i = 0; i < m && zero; i++)
+            zero = D[i + (long)j * ldd] == 0;
+    if (zero)
+        return;
     ZY_T *W = ZY_P(mcopy)(102, m, n, D, ldd);
     ZY_T *Lb = ZY_P(mtemp)(k, k), *Ub = ZY_P(mtemp)(k, k);
     ZY_P(split_lu)(k, W, ld, Lb, Ub);
