@@ -1,10 +1,13 @@
-"""Call-level derivative rules of BLAS routines (CBLAS and Fortran spellings, d and s).
+"""Call-level derivative rules of BLAS routines (CBLAS and Fortran spellings, d and s) and
+of LAPACK routines (Fortran spelling: Cholesky, LU, symmetric eigendecomposition, SVD,
+least squares).
 
 A BLAS call is differentiated as a whole, as Enzyme does: its derivative is a few BLAS
 calls (the adjoint of ``C = alpha op(A) op(B) + beta C`` is ``dA += alpha dC op(B)^T``,
 ``dB += alpha op(A)^T dC``, ``dC *= beta``, plus ``dalpha``/``dbeta`` when they are
-active), written in C in ``blas_runtime.c`` (with ``blas_runtime_level3.h`` and
-``lapack_runtime.h``; linked into the module after AD by ``frontends/c.py``) and called
+active), written in C in ``blas_runtime.c`` (with ``blas_runtime_level3.h`` and the
+LAPACK rules' ``lapack_runtime.h``, ``lapack_lu.h``, ``lapack_eigen.h``, ``lapack_svd.h``,
+``lapack_lstsq.h``; linked into the module after AD by ``frontends/c.py``) and called
 from here. :mod:`blas_signatures` says which parameters
 are vectors and matrices, read or written, and what the reverse sweep needs.
 
@@ -162,18 +165,21 @@ class BlasRule(CallMemoryRule):
             elif kind in ("real", "cutoff"):
                 out.append(E.v(llvm.LoadOp(v, self.T)))
             elif kind == "job":  # the character's upper-case code
-                c = E.v(llvm.LoadOp(v, i8))
-                upper = E.v(llvm.AndOp(c, E.v(llvm.ConstantOp(IntegerAttr(0xDF, i8), i8))))
-                out.append(E.v(llvm.ZExtOp(upper, i32)))
+                out.append(E.v(llvm.ZExtOp(self._upper_character(E, v), i32)))
             else:  # a character: the CBLAS value when it is `letter` (either case), else `other`
                 letter, when, other = _CHARACTERS[kind]
-                c = E.v(llvm.LoadOp(v, i8))
-                upper = E.v(llvm.AndOp(c, E.v(llvm.ConstantOp(IntegerAttr(0xDF, i8), i8))))
+                upper = self._upper_character(E, v)
                 same = E.v(llvm.ICmpOp(upper, E.v(llvm.ConstantOp(IntegerAttr(ord(letter), i8), i8)),
                                        IntegerAttr(0, i64)))  # eq
                 out.append(E.select(same, E.v(llvm.ConstantOp(IntegerAttr(when, i32), i32)),
                                     E.v(llvm.ConstantOp(IntegerAttr(other, i32), i32))))
         return out
+
+    @staticmethod
+    def _upper_character(E, ptr: SSAValue) -> SSAValue:
+        """The Fortran character at ``ptr`` in upper case (an i8): LAPACK accepts both."""
+        c = E.v(llvm.LoadOp(ptr, i8))
+        return E.v(llvm.AndOp(c, E.v(llvm.ConstantOp(IntegerAttr(0xDF, i8), i8))))
 
     def _declare(self, g, suffix: str, inputs, output) -> str:
         name = f"{RUNTIME_PREFIX}{self.p}{self.routine.name}_{suffix}"
