@@ -1,5 +1,6 @@
-"""BLAS calls differentiated at the level of the call (issue 26 items 1 and 4; LAPACK's
-Cholesky, item 2, in lapack.c): the
+"""BLAS calls differentiated at the level of the call (issue 26 items 1 and 4; LAPACK,
+item 2: Cholesky in lapack.c, LU in lu.c, the symmetric eigendecomposition in eigen.c, the
+SVD in svd.c, least squares in lstsq.c): the
 self-checking programs in tests/c/blas, linked with OpenBLAS (``-lopenblas``, installed by
 .ci/run), each at -O0 and -O2 (the suite's time: gemm at -O3 alone costs 15 s of CPU);
 ZYMASE_TEST_ALL_LEVELS=1 builds every program at every level.
@@ -26,7 +27,7 @@ def _levels(program: str) -> list[list[str]]:
     return [[*flags, "-lopenblas"] for flags in builds("-O0", "-O2")]
 
 
-CASES = [(name, flags) for name in ("level1", "level2", "level3", "gemv", "gemm", "lapack")
+CASES = [(name, flags) for name in ("level1", "level2", "level3", "gemv", "gemm", "lapack", "lu", "eigen", "svd", "lstsq")
          for flags in _levels(name)]
 
 

@@ -626,3 +626,48 @@ def test_float_bits_changed_in_memory_are_refused(tmp_path, level):
     proc = run("zymase", ["cc", level, "--no-preopt", "up.c", "-o", "exe"], cwd=tmp_path)
     one_error(proc, "up.c:4:", "bits of a float in memory", "function 'up'")
     assert not (tmp_path / "exe").exists()
+
+
+# issue 26 item 5: a LAPACK routine without a rule, or a call whose arguments (and so its
+# matrix sizes) the rule cannot read, is one error naming the routine and the argument
+LAPACK_CASES = {
+    "no_rule": (
+        "void dgeev_(const char *, const char *, const int *, double *, const int *, double *, double *,\n"
+        "            double *, const int *, double *, const int *, double *, const int *, int *);\n",
+        "double w[4], wi[4], work[64]; int lw = 64, info, one = 1;\n"
+        "    dgeev_(\"N\", \"N\", &n, A, &n, w, wi, 0, &one, 0, &one, work, &lw, &info);\n",
+        ["no derivative rule for the BLAS/LAPACK routine 'dgeev_'", "getrf", "syevd"],
+    ),
+    "no_rule_svd": (
+        "void dgesvd_(const char *, const char *, const int *, const int *, double *, const int *, double *,\n"
+        "             double *, const int *, double *, const int *, double *, const int *, int *);\n",
+        "double s[4], u[16], vt[16], work[256]; int lw = 256, info;\n"
+        "    dgesvd_(\"S\", \"S\", &n, &n, A, &n, s, u, &n, vt, &n, work, &lw, &info);\n",
+        ["no derivative rule for the BLAS/LAPACK routine 'dgesvd_'", "gesdd"],
+    ),
+    "by_value": (
+        "void dgetrf_(int, int, double *, int, int *, int *);\n",
+        "int ipiv[4], info;\n    dgetrf_(n, n, A, n, ipiv, &info);\n",
+        ["the call to the LAPACK routine 'dgetrf_' passes m as i32", "every argument by pointer"],
+    ),
+    "missing_argument": (
+        "void dsyev_(const char *, const char *, const int *, double *, const int *, double *, double *,\n"
+        "            const int *);\n",
+        "double w[4], work[64]; int lw = 64;\n    dsyev_(\"V\", \"L\", &n, A, &n, w, work, &lw);\n",
+        ["'dsyev_' has 8 arguments, where 9 are expected (info missing)"],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LAPACK_CASES))
+def test_lapack_call_without_rule_or_readable_arguments_is_refused(tmp_path, name):
+    declaration, call, needles = LAPACK_CASES[name]
+    (tmp_path / "la.c").write_text(
+        "extern void __enzyme_autodiff(void *, ...);\nextern int enzyme_dup;\n" + declaration
+        + "void f(double *A, int n) {\n    " + call + "}\n"
+        "double A[16], dA[16];\n"
+        "int main(void) { __enzyme_autodiff((void *)f, enzyme_dup, A, dA, 4); return 0; }\n")
+    proc = run("zymase", ["cc", "-O0", "-g", "la.c", "-o", "exe", "-lopenblas"], cwd=tmp_path)
+    line = one_error(proc, *needles, "function 'f'")
+    assert "la.c:" in line, line
+    assert not (tmp_path / "exe").exists()

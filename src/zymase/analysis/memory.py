@@ -391,13 +391,14 @@ class MemoryModel:
                 except ZymaseError as err:
                     err.function = err.function or self.fname
                     raise
-            if any(op.operands[i] in shadowed for i in rule.reads(op)) or any(
-                    op.operands[i] in info.varied for i in rule.scalar_inputs(op)):
+            scalars_varied = any(op.operands[i] in info.varied for i in rule.scalar_inputs(op))
+            if scalars_varied or any(op.operands[i] in shadowed for i in rule.reads(op)):
                 for r in op.results:
                     if carries_derivatives(r.type):
                         info.varied.add(r)
                 for i in rule.float_outputs(op):
-                    if not self._into_inactive_global(op.operands[i], op):
+                    varied = scalars_varied or any(op.operands[j] in shadowed for j in rule.output_reads(op, i))
+                    if varied and not self._into_inactive_global(op.operands[i], op):
                         self.need_shadow(op.operands[i], op, info, incoming)
 
     def _into_inactive_global(self, ptr: SSAValue, where: Operation, *, read: bool = False) -> bool:

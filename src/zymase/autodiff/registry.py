@@ -202,6 +202,12 @@ class CallMemoryRule(Rule):
         status integer does not)."""
         return self.writes(op)
 
+    def output_reads(self, op: Operation, index: int) -> list[int]:
+        """Of :meth:`reads`, the pointers whose data the output at operand position
+        ``index`` depends on (all of them unless the rule knows better: gesv's factors do
+        not depend on its right-hand sides)."""
+        return self.reads(op)
+
     def check(self, op: Operation) -> None:
         """Raise a ZymaseError when this call cannot be differentiated by the rule (asked
         once the call touches active data)."""

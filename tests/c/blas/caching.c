@@ -2,6 +2,7 @@
    nothing overwrites after the call is read again, no copy; an input overwritten later
    (a vector copied over after the call, the vector of a power iteration that each step
    replaces, gemm's C read through beta before the call writes it) is copied at the call.
+   LAPACK's getrf/getrs likewise (their factors and pivots).
    In split mode (__enzyme_augmentfwd / __enzyme_reverse) the caller may overwrite an input
    between the two calls, so it is always copied.
    Type analysis knows what a BLAS call writes (item 4): a scratch vector that only gemv
@@ -93,6 +94,26 @@ void layer(const double *A, const double *x, double *y, int n) {
     cblas_dgemv(CblasRowMajor, CblasNoTrans, n, n, 1.0, A, n, x, 1, 0.0, y, 1);
 }
 
+/* LAPACK (issue 26 item 2): getrf overwrites A and getrs B, so both are copied at their
+   call; getrs's factors and pivots are read again when nothing overwrites them after it
+   and copied when something does */
+void dgetrf_(const int *, const int *, double *, const int *, int *, int *);
+void dgetrs_(const char *, const int *, const int *, const double *, const int *, const int *, double *, const int *,
+             int *);
+static double lu_solve(double *restrict A, double *restrict x, int n) {
+    int ipiv[N], info, one = 1;
+    dgetrf_(&n, &n, A, &n, ipiv, &info);
+    dgetrs_("N", &n, &one, A, &n, ipiv, x, &n, &info);
+    return wsum(x, n);
+}
+static double lu_solve_then_overwrite(double *restrict A, double *restrict x, int *restrict ipiv, int n) {
+    int info, one = 1;
+    dgetrf_(&n, &n, A, &n, ipiv, &info);
+    dgetrs_("N", &n, &one, A, &n, ipiv, x, &n, &info);
+    memset(A, 0, (size_t)n * n * sizeof(double)), memset(ipiv, 0, (size_t)n * sizeof(int));
+    return wsum(x, n);
+}
+
 static double A0[N * N], W0[N * N], x0_[N], vA[N * N], vW[N * N], vx[N];
 static double A[N * N], W[N * N], x[N], y[N], C[N * N], dA[N * N], dW[N * N], dx[N], dy[N], dC[N * N];
 
@@ -181,6 +202,28 @@ int main(int argc, char **argv) {
     check("gemm dC_old = beta W, beta constant", n, dC[n + 1], beta * (0.5 + 0.25 * (n + 1)), 1e-12);
     check("gemm, active beta: extra bytes kept (C)", n, (double)(kept - kept_const), (double)(n * n * sizeof(double)),
           0);
+
+    /* getrf + getrs: A and x copied (the calls overwrite them), the factors and pivots
+       only when overwritten after the solve */
+    reset();
+    for (int i = 0; i < n; i++) /* A0 has rank 2 */
+        A[i * (n + 1)] += 3;
+    before = __zymase_tape_bytes;
+    __enzyme_autodiff((void *)lu_solve, enzyme_dup, A, dA, enzyme_dup, x, dx, n);
+    kept = __zymase_tape_bytes - before;
+    double dA_kept[N * N];
+    memcpy(dA_kept, dA, sizeof dA);
+    check("getrf, getrs: bytes kept (A, x)", n, (double)kept, (double)((n * n + n) * sizeof(double)), 0);
+    reset();
+    for (int i = 0; i < n; i++)
+        A[i * (n + 1)] += 3;
+    before = __zymase_tape_bytes;
+    int pivots[N];
+    __enzyme_autodiff((void *)lu_solve_then_overwrite, enzyme_dup, A, dA, enzyme_dup, x, dx, enzyme_const, pivots, n);
+    kept = __zymase_tape_bytes - before;
+    check("getrf, getrs, factors overwritten: bytes kept", n, (double)kept,
+          (double)((2 * n * n + n) * sizeof(double) + n * sizeof(int)), 0);
+    check("getrf, getrs, factors overwritten: same dA", n, dA[n + 2], dA_kept[n + 2], 1e-12);
 
     /* split mode: x overwritten between the forward and the reverse call */
     reset();

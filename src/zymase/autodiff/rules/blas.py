@@ -1,10 +1,13 @@
-"""Call-level derivative rules of BLAS routines (CBLAS and Fortran spellings, d and s).
+"""Call-level derivative rules of BLAS routines (CBLAS and Fortran spellings, d and s) and
+of LAPACK routines (Fortran spelling: Cholesky, LU, symmetric eigendecomposition, SVD,
+least squares).
 
 A BLAS call is differentiated as a whole, as Enzyme does: its derivative is a few BLAS
 calls (the adjoint of ``C = alpha op(A) op(B) + beta C`` is ``dA += alpha dC op(B)^T``,
 ``dB += alpha op(A)^T dC``, ``dC *= beta``, plus ``dalpha``/``dbeta`` when they are
-active), written in C in ``blas_runtime.c`` (with ``blas_runtime_level3.h`` and
-``lapack_runtime.h``; linked into the module after AD by ``frontends/c.py``) and called
+active), written in C in ``blas_runtime.c`` (with ``blas_runtime_level3.h`` and the
+LAPACK rules' ``lapack_runtime.h``, ``lapack_lu.h``, ``lapack_eigen.h``, ``lapack_svd.h``,
+``lapack_lstsq.h``; linked into the module after AD by ``frontends/c.py``) and called
 from here. :mod:`blas_signatures` says which parameters
 are vectors and matrices, read or written, and what the reverse sweep needs.
 
@@ -39,7 +42,9 @@ _ELEMENT = {"f64": f64, "f32": f32}
 COL_MAJOR = 102
 #: Fortran's characters as CBLAS enumerations: kind -> (letter, value for it, value otherwise)
 _CHARACTERS = {"trans": ("N", 111, 112), "uplo": ("U", 121, 122), "diag": ("U", 132, 131),
-               "side": ("L", 141, 142)}
+               "side": ("L", 141, 142), "jobz": ("V", 1, 0)}
+#: parameter kinds passed to the derivative code as the pointers they are
+_POINTERS = ("array", "info", "ints")
 #: the prefix of the runtime functions (blas_runtime.c) the derivatives call
 RUNTIME_PREFIX = "__zymase_blas_"
 RUNTIME_SOURCE = Path(__file__).with_name("blas_runtime.c")
@@ -68,7 +73,8 @@ class BlasRule(CallMemoryRule):
         n = len(self.params)
         wrong = None
         if len(op.operands) < n or (not self.fortran and len(op.operands) != n):
-            wrong = f"has {len(op.operands)} arguments, where {n} are expected"
+            missing = f" ({self.params[len(op.operands)][0]} missing)" if len(op.operands) < n else ""
+            wrong = f"has {len(op.operands)} arguments, where {n} are expected{missing}"
         else:
             for (name, kind), v in zip(self.params, op.operands):
                 want = PTR if self.fortran or kind == "array" else self.T if kind == "real" else i32
@@ -77,13 +83,16 @@ class BlasRule(CallMemoryRule):
                     break
             if wrong is None and self.routine.returns_real and (not op.results or op.results[0].type != self.T):
                 wrong = f"returns {op.results[0].type if op.results else 'nothing'}, where zymase's rule expects {self.T}"
-        if wrong is not None:
-            raise ZymaseError(
-                f"the call to the BLAS routine '{self.function}' {wrong}",
-                construct=f"call @{self.function}",
-                location=location_of(op),
-                hint="declare the routine as the BLAS headers do (cblas.h, f77blas.h; 32-bit integers)",
-            )
+        if wrong is None:
+            return
+        if self.routine.fortran_only:
+            library = "LAPACK"
+            hint = "declare the routine as LAPACK does (lapack.h: every argument by pointer, 32-bit integers)"
+        else:
+            library = "BLAS"
+            hint = "declare the routine as the BLAS headers do (cblas.h, f77blas.h; 32-bit integers)"
+        raise ZymaseError(f"the call to the {library} routine '{self.function}' {wrong}",
+                          construct=f"call @{self.function}", location=location_of(op), hint=hint)
 
     def reads(self, op):
         read = [self._pos(a) for a in self.routine.reads]
@@ -93,7 +102,15 @@ class BlasRule(CallMemoryRule):
 
     def writes(self, op):
         status = [self._pos(p) for p, k in self.params if k == "info"]
+        status += [self._pos(p) for p in self.routine.int_writes]
         return [i for i in (*self.float_outputs(op), *status) if i < len(op.operands)]
+
+    def output_reads(self, op, index):
+        output = self.params[index][0]
+        inputs = dict(self.routine.depends).get(output)
+        if inputs is None:
+            return self.reads(op)
+        return [i for i in (self._pos(a) for a in inputs) if i < len(op.operands)]
 
     def float_outputs(self, op):
         return [i for i in (self._pos(a) for a in self.routine.writes) if i < len(op.operands)]
@@ -107,9 +124,9 @@ class BlasRule(CallMemoryRule):
         types = {self._pos(a): element for a in self.routine.of_kind("array")}
         if self.fortran:
             for name, kind in self.params:
-                if kind == "real":
+                if kind in ("real", "cutoff"):
                     types[self._pos(name)] = element
-                elif kind in ("int", "info"):
+                elif kind in ("int", "info", "ints"):
                     types[self._pos(name)] = ("int", 4)
         return types
 
@@ -141,21 +158,28 @@ class BlasRule(CallMemoryRule):
                 out.append(E.v(llvm.ConstantOp(IntegerAttr(COL_MAJOR, i32), i32)))
                 continue
             v = g.vmap.get(op.operands[self._pos(name)], op.operands[self._pos(name)])
-            if not self.fortran or kind in ("array", "info"):
+            if not self.fortran or kind in _POINTERS:
                 out.append(v)
             elif kind == "int":
                 out.append(E.v(llvm.LoadOp(v, i32)))
-            elif kind == "real":
+            elif kind in ("real", "cutoff"):
                 out.append(E.v(llvm.LoadOp(v, self.T)))
+            elif kind == "job":  # the character's upper-case code
+                out.append(E.v(llvm.ZExtOp(self._upper_character(E, v), i32)))
             else:  # a character: the CBLAS value when it is `letter` (either case), else `other`
                 letter, when, other = _CHARACTERS[kind]
-                c = E.v(llvm.LoadOp(v, i8))
-                upper = E.v(llvm.AndOp(c, E.v(llvm.ConstantOp(IntegerAttr(0xDF, i8), i8))))
+                upper = self._upper_character(E, v)
                 same = E.v(llvm.ICmpOp(upper, E.v(llvm.ConstantOp(IntegerAttr(ord(letter), i8), i8)),
                                        IntegerAttr(0, i64)))  # eq
                 out.append(E.select(same, E.v(llvm.ConstantOp(IntegerAttr(when, i32), i32)),
                                     E.v(llvm.ConstantOp(IntegerAttr(other, i32), i32))))
         return out
+
+    @staticmethod
+    def _upper_character(E, ptr: SSAValue) -> SSAValue:
+        """The Fortran character at ``ptr`` in upper case (an i8): LAPACK accepts both."""
+        c = E.v(llvm.LoadOp(ptr, i8))
+        return E.v(llvm.AndOp(c, E.v(llvm.ConstantOp(IntegerAttr(0xDF, i8), i8))))
 
     def _declare(self, g, suffix: str, inputs, output) -> str:
         name = f"{RUNTIME_PREFIX}{self.p}{self.routine.name}_{suffix}"
@@ -237,7 +261,7 @@ class BlasRule(CallMemoryRule):
         for (name, kind), w in zip(self.routine.params, values):
             if name in saved:
                 args.append(g.fetch_computed_in(home, saved[name]))
-            elif self.fortran and kind not in ("array", "info"):
+            elif self.fortran and kind not in _POINTERS:
                 args.append(g.fetch_computed_in(home, w))
             else:
                 args.append(g.primal(op.operands[self._pos(name)]))

@@ -126,6 +126,16 @@ void ZY_B(trsm)(int layout, int side, int uplo, int trans, int diag, int m, int 
 void ZY_F(potrf)(const char *uplo, const int *n, ZY_T *A, const int *lda, int *info);
 void ZY_F(potrs)(const char *uplo, const int *n, const int *nrhs, const ZY_T *A, const int *lda, ZY_T *B, const int *ldb,
                  int *info);
+void ZY_F(getrf)(const int *m, const int *n, ZY_T *A, const int *lda, int *ipiv, int *info);
+void ZY_F(getrs)(const char *trans, const int *n, const int *nrhs, const ZY_T *A, const int *lda, const int *ipiv,
+                 ZY_T *B, const int *ldb, int *info);
+void ZY_F(laswp)(const int *n, ZY_T *A, const int *lda, const int *k1, const int *k2, const int *ipiv, const int *incx);
+void ZY_F(syev)(const char *jobz, const char *uplo, const int *n, ZY_T *A, const int *lda, ZY_T *w, ZY_T *work,
+                const int *lwork, int *info);
+void ZY_F(syevd)(const char *jobz, const char *uplo, const int *n, ZY_T *A, const int *lda, ZY_T *w, ZY_T *work,
+                 const int *lwork, int *iwork, const int *liwork, int *info);
+void ZY_F(gesdd)(const char *jobz, const int *m, const int *n, ZY_T *A, const int *lda, ZY_T *s, ZY_T *U, const int *ldu,
+                 ZY_T *VT, const int *ldvt, ZY_T *work, const int *lwork, int *iwork, int *info);
 
 /* x = a x over a vector; exact zeros when a == 0 (BLAS's scal may keep NaNs) */
 static void ZY_P(vscale)(int n, ZY_T a, ZY_T *x, int inc) {
@@ -639,8 +649,12 @@ ZY_API void ZY_P(trsv_rev)(int layout, int uplo, int trans, int diag, int n, con
     }
 }
 
-/* level 3 (symm, syrk, trmm, trsm) and LAPACK, in files of their own */
+/* level 3 (symm, syrk, trmm, trsm) and LAPACK (Cholesky, LU, eigendecomposition, SVD, least squares), in files of their own */
 #include "blas_runtime_level3.h"
 #include "lapack_runtime.h"
+#include "lapack_lu.h"
+#include "lapack_eigen.h"
+#include "lapack_svd.h"
+#include "lapack_lstsq.h"
 
 #endif

@@ -10,8 +10,12 @@ the Fortran spellings OpenBLAS exports (``dgemm_``) take the same parameters wit
 Parameter kinds: ``int`` (a dimension, increment or leading dimension), ``layout``,
 ``trans``, ``uplo``, ``diag``, ``side`` (CBLAS enumerations; characters in Fortran), ``real``
 (alpha/beta: a float of the routine's precision), ``array`` (a pointer to the routine's
-vector or matrix data) and ``info`` (LAPACK's status, written). LAPACK routines have only
-the Fortran spelling (column-major).
+vector or matrix data), ``info`` (LAPACK's status, written), ``ints`` (a pointer to an
+integer array: LU pivots, integer workspace; never active), ``jobz`` (LAPACK's
+"compute eigenvectors?" character, 'V' or 'N') and ``job`` (a character with more choices,
+gesdd's 'N', 'S', 'A', 'O': passed as its upper-case code) and ``cutoff`` (a float
+threshold read through a pointer, gelsd's rcond: no derivative). LAPACK routines have only the Fortran
+spelling (column-major).
 """
 
 from __future__ import annotations
@@ -32,6 +36,9 @@ class Routine:
     # input -> the parameters whose derivative needs that input's value as it was at the
     # call: the reverse sweep reads it only when one of them is active
     needs: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    int_writes: tuple[str, ...] = ()  # integer arrays the call writes (pivots, workspace)
+    # output -> the arrays it depends on, where not all of `reads` (gesv's factors)
+    depends: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def index(self, param: str) -> int:
         return [p for p, _ in self.params].index(param)
@@ -42,6 +49,7 @@ class Routine:
 
 _I, _L, _T, _R, _A, _U, _D, _S = "int", "layout", "trans", "real", "array", "uplo", "diag", "side"
 _N = "info"  # LAPACK's status output (an int written through a pointer)
+_IA, _J, _JOB, _C = "ints", "jobz", "job", "cutoff"
 
 _TRIANGULAR_LEVEL3 = (("layout", _L), ("side", _S), ("uplo", _U), ("transa", _T), ("diag", _D), ("m", _I),
                       ("n", _I), ("alpha", _R), ("A", _A), ("lda", _I), ("B", _A), ("ldb", _I))
@@ -108,6 +116,44 @@ ROUTINES = {
         Routine("potrs", (("layout", _L), ("uplo", _U), ("n", _I), ("nrhs", _I), ("A", _A), ("lda", _I),
                           ("B", _A), ("ldb", _I), ("info", _N)),
                 reads=("A", "B"), writes=("B",), needs=(("A", ("A", "B")), ("B", ("A",))), fortran_only=True),
+        # LU in place, A = P L U (the reverse factors the input kept at the call again), the
+        # solve with its factors and pivots (X solved again from the B kept at the call), and
+        # both at once (A and B overwritten: both kept)
+        Routine("getrf", (("layout", _L), ("m", _I), ("n", _I), ("A", _A), ("lda", _I), ("ipiv", _IA),
+                          ("info", _N)),
+                reads=("A",), writes=("A",), int_writes=("ipiv",), needs=(("A", ("A",)),), fortran_only=True),
+        Routine("getrs", (("layout", _L), ("trans", _T), ("n", _I), ("nrhs", _I), ("A", _A), ("lda", _I),
+                          ("ipiv", _IA), ("B", _A), ("ldb", _I), ("info", _N)),
+                reads=("A", "B"), writes=("B",),
+                needs=(("A", ("A", "B")), ("ipiv", ("A", "B")), ("B", ("A",))), fortran_only=True),
+        Routine("gesv", (("layout", _L), ("n", _I), ("nrhs", _I), ("A", _A), ("lda", _I), ("ipiv", _IA),
+                         ("B", _A), ("ldb", _I), ("info", _N)),
+                reads=("A", "B"), writes=("A", "B"), int_writes=("ipiv",), depends=(("A", ("A",)),),
+                needs=(("A", ("A", "B")), ("B", ("A",))), fortran_only=True),
+        # symmetric eigendecomposition: w and (jobz 'V') the eigenvectors over A written, the
+        # workspace written (its derivative zero); the reverse decomposes the kept input again
+        Routine("syev", (("layout", _L), ("jobz", _J), ("uplo", _U), ("n", _I), ("A", _A), ("lda", _I),
+                         ("w", _A), ("work", _A), ("lwork", _I), ("info", _N)),
+                reads=("A",), writes=("A", "w", "work"), needs=(("A", ("A",)),), fortran_only=True),
+        Routine("syevd", (("layout", _L), ("jobz", _J), ("uplo", _U), ("n", _I), ("A", _A), ("lda", _I),
+                          ("w", _A), ("work", _A), ("lwork", _I), ("iwork", _IA), ("liwork", _I), ("info", _N)),
+                reads=("A",), writes=("A", "w", "work"), int_writes=("iwork",), needs=(("A", ("A",)),),
+                fortran_only=True),
+        # singular value decomposition: s, U and V^T written (none of U, V^T for jobz 'N'),
+        # A destroyed; the reverse decomposes the kept input again
+        Routine("gesdd", (("layout", _L), ("jobz", _JOB), ("m", _I), ("n", _I), ("A", _A), ("lda", _I), ("s", _A),
+                          ("U", _A), ("ldu", _I), ("VT", _A), ("ldvt", _I), ("work", _A), ("lwork", _I),
+                          ("iwork", _IA), ("info", _N)),
+                reads=("A",), writes=("A", "s", "U", "VT", "work"), int_writes=("iwork",), needs=(("A", ("A",)),),
+                fortran_only=True),
+        # least squares by the SVD: X over B, s written, A destroyed; the reverse takes the
+        # SVD of the kept A again and solves again from the kept B
+        Routine("gelsd", (("layout", _L), ("m", _I), ("n", _I), ("nrhs", _I), ("A", _A), ("lda", _I), ("B", _A),
+                          ("ldb", _I), ("s", _A), ("rcond", _C), ("rank", _IA), ("work", _A), ("lwork", _I),
+                          ("iwork", _IA), ("info", _N)),
+                reads=("A", "B"), writes=("A", "B", "s", "work"), int_writes=("rank", "iwork"),
+                depends=(("A", ("A",)), ("s", ("A",)), ("work", ())),
+                needs=(("A", ("A", "B")), ("B", ("A",))), fortran_only=True),
     )
 }
 
@@ -121,8 +167,10 @@ _BLAS_BASES = ("dot", "dotu", "dotc", "axpy", "scal", "copy", "swap", "nrm2", "a
                "gemv", "gbmv", "ger", "geru", "gerc", "symv", "hemv", "sbmv", "spmv", "trmv", "tbmv", "tpmv", "trsv",
                "tbsv", "tpsv", "syr", "syr2", "her", "her2", "spr", "gemm", "symm", "hemm", "syrk", "herk",
                "syr2k", "her2k", "trmm", "trsm")
-_LAPACK_BASES = ("potrf", "potrs", "getrf", "getrs", "gesv", "syev", "syevd", "heev", "gelsd", "gesdd", "gesvd",
-                 "geqrf", "orgqr", "trtrs", "posv", "getri", "potri")
+_LAPACK_BASES = ("potrf", "potrs", "getrf", "getrs", "gesv", "syev", "syevd", "syevr", "syevx", "heev", "heevd",
+                 "gelsd", "gelss", "gelsy", "gels", "gesdd", "gesvd", "geqrf", "geqp3", "orgqr", "ormqr", "ungqr",
+                 "trtrs", "trtri", "posv", "sysv", "sytrf", "sytrs", "getri", "potri", "geev", "gees", "gecon",
+                 "pocon", "lange", "lansy", "laswp", "lacpy", "gtsv", "ptsv", "gbsv", "pbsv", "sygv", "ggev")
 
 
 def is_blas_or_lapack(name: str) -> bool:
