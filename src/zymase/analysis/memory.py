@@ -391,7 +391,7 @@ class MemoryModel:
                 except ZymaseError as err:
                     err.function = err.function or self.fname
                     raise
-            if any(op.operands[i] in shadowed for i in rule.reads(op)) or any(
+            if rule.receives(op) or any(op.operands[i] in shadowed for i in rule.reads(op)) or any(
                     op.operands[i] in info.varied for i in rule.scalar_inputs(op)):
                 for r in op.results:
                     if carries_derivatives(r.type):
