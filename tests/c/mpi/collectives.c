@@ -27,6 +27,7 @@ static double direction(int r, int i) { return 0.2 - 0.05 * r + 0.3 * i; }
 
 // every rank multiplies by the last rank's values, broadcast
 void bcast(const double *x, double *y, int rank, int size) {
+    (void)rank;
     double b[N];
     for (int i = 0; i < N; i++)
         b[i] = x[i] * x[i];
@@ -37,6 +38,7 @@ void bcast(const double *x, double *y, int rank, int size) {
 
 // rank 0 gets the sum of exp(x) over ranks; the others keep their own values
 void reduce(const double *x, double *y, int rank, int size) {
+    (void)size;
     double e[N], s[N];
     for (int i = 0; i < N; i++)
         e[i] = exp(x[i]);
@@ -47,6 +49,7 @@ void reduce(const double *x, double *y, int rank, int size) {
 
 // every rank gets the sum over ranks of x*x, twice reduced, a barrier between
 void allreduce(const double *x, double *y, int rank, int size) {
+    (void)rank, (void)size;
     double q[N], s[N], t[N];
     for (int i = 0; i < N; i++)
         q[i] = x[i] * x[i];
@@ -61,6 +64,7 @@ void allreduce(const double *x, double *y, int rank, int size) {
 
 // the same sum over ranks of x*x in single precision (MPI_FLOAT)
 void allreduce_float(const double *x, double *y, int rank, int size) {
+    (void)rank, (void)size;
     float q[N], s[N];
     for (int i = 0; i < N; i++)
         q[i] = (float)(x[i] * x[i]);
