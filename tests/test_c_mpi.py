@@ -176,10 +176,10 @@ REFUSED = {
         "void f(double *x, double *y) {\n"
         "    MPI_Alltoall(x, 1, MPI_DOUBLE, y, 1, MPI_DOUBLE, MPI_COMM_WORLD);\n"
         "}\n", "no derivative rule for 'MPI_Alltoall'", 5),
-    "reduction_max": (
+    "reduction_prod": (
         "void f(double *x, double *y) {\n"
-        "    MPI_Allreduce(x, y, 4, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);\n"
-        "}\n", "'MPI_Allreduce' reduces with MPI_MAX", 5),
+        "    MPI_Allreduce(x, y, 4, MPI_DOUBLE, MPI_PROD, MPI_COMM_WORLD);\n"
+        "}\n", "'MPI_Allreduce' reduces with MPI_PROD", 5),
     "long_double_datatype": (
         "void f(double *x, double *y) {\n"
         "    long double t[4];\n"

@@ -1,6 +1,6 @@
 // MPI collectives (issue 27 item 3): MPI_Bcast from the last rank, MPI_Reduce to rank 0 and
-// MPI_Allreduce with MPI_SUM (with an MPI_Barrier between), and MPI_Allreduce of MPI_FLOAT
-// data. Each rank checks its own part of the global gradient: reverse mode
+// MPI_Allreduce with MPI_SUM (with an MPI_Barrier between), MPI_Allreduce with MPI_MAX and
+// MPI_Reduce with MPI_MIN, and MPI_Allreduce of MPI_FLOAT data. Each rank checks its own part of the global gradient: reverse mode
 // against central finite differences of the global loss (all ranks evaluate it together,
 // one coordinate of one rank perturbed at a time) and forward mode against reverse mode
 // (sum over ranks of <w, dy> = sum over ranks of <dx, grad>). Run with mpirun -np 2 and 3.
@@ -60,6 +60,21 @@ void allreduce(const double *x, double *y, int rank, int size) {
     MPI_Allreduce(s, t, N, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     for (int i = 0; i < N; i++)
         y[i] = t[i] + s[i];
+}
+
+// the largest of sin(3x + i) over ranks (everywhere) and the smallest of x*x-x (at rank 0):
+// one rank's value per element, a different rank for different elements
+void extrema(const double *x, double *y, int rank, int size) {
+    (void)size;
+    double q[N], m[N], p[N], l[N];
+    for (int i = 0; i < N; i++) {
+        q[i] = sin(3 * x[i] + i);
+        p[i] = x[i] * x[i] - x[i];
+    }
+    MPI_Allreduce(q, m, N, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Reduce(p, l, N, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);
+    for (int i = 0; i < N; i++)
+        y[i] = m[i] * x[i] + (rank == 0 ? l[i] * l[i] : 0.0);
 }
 
 // the same sum over ranks of x*x in single precision (MPI_FLOAT)
@@ -125,6 +140,7 @@ int main(int argc, char **argv) {
     CHECK(bcast);
     CHECK(reduce);
     CHECK(allreduce);
+    CHECK(extrema);
     // single precision: the closed form of d/dx[i] sum_r w_i s_i x_r[i], s_i = sum_r x_r[i]^2
     double x[N], dx[N] = {0}, y[N], dy[N];
     for (int i = 0; i < N; i++) {

@@ -10,6 +10,7 @@ derivative message is formed. Here:
 * compile-time checks: the datatype is ``MPI_DOUBLE`` or ``MPI_FLOAT`` (Open MPI's handles
   are the addresses of the globals ``ompi_mpi_double`` / ``ompi_mpi_float``; integer
   datatypes carry no derivative and the call is left alone), reductions use ``MPI_SUM``,
+  ``MPI_MAX`` or ``MPI_MIN`` (the rank holding the extremum taped: :class:`ReductionRule`),
   no ``MPI_ANY_SOURCE``/``MPI_ANY_TAG``/``MPI_IN_PLACE`` where the derivative needs the
   envelope or separate buffers (checked again at run time when they are not constants);
 * forward mode: ``__zymase_mpi_<call>_fwd`` after the primal call (before it for a wait),
@@ -45,9 +46,13 @@ INTEGER_DATATYPES = frozenset(f"ompi_mpi_{n}" for n in (
     "uint16_t", "int32_t", "uint32_t", "int64_t", "uint64_t", "c_bool", "cxx_bool", "wchar", "aint",
     "offset", "count", "2int"))
 MPI_SUM = "ompi_mpi_op_sum"
+#: reductions whose result is one rank's value per element (that rank's is the derivative)
+EXTREMA = ("ompi_mpi_op_max", "ompi_mpi_op_min")
 ANY = -1  # MPI_ANY_SOURCE, MPI_ANY_TAG
 ONE_SIDED = ("MPI_Put", "MPI_Get", "MPI_Accumulate", "MPI_Get_accumulate", "MPI_Fetch_and_op",
              "MPI_Compare_and_swap", "MPI_Rput", "MPI_Rget", "MPI_Raccumulate", "MPI_Rget_accumulate")
+#: MPI functions that take a datatype but move no data (sizes, counts, derived datatypes)
+QUERIES = ("MPI_Type_", "MPI_Get_count", "MPI_Get_elements", "MPI_Pack_size", "MPI_Sizeof")
 
 
 def _global(v: SSAValue) -> str | None:
@@ -122,10 +127,10 @@ class MpiRule(CallMemoryRule):
             what = f"the datatype '{dt}'" if dt else "a datatype that is not a predefined constant"
             self._refuse(op, f"moves data of {what}; zymase differentiates MPI messages of MPI_DOUBLE and MPI_FLOAT",
                          "send doubles or floats with MPI_DOUBLE or MPI_FLOAT (not a derived or runtime-chosen datatype)")
-        if "op" in self.params and _global(self._p(op, "op")) != MPI_SUM:
+        if "op" in self.params and _global(self._p(op, "op")) not in (MPI_SUM, *EXTREMA):
             reduction = (_global(self._p(op, "op")) or "a runtime-chosen operation").replace("ompi_mpi_op_", "MPI_").upper()
-            self._refuse(op, f"reduces with {reduction}; zymase differentiates MPI reductions with MPI_SUM only",
-                         "reduce with MPI_SUM, or keep this reduction off the differentiated data")
+            self._refuse(op, f"reduces with {reduction}; zymase differentiates MPI reductions with MPI_SUM, MPI_MAX "
+                         "and MPI_MIN", "reduce with one of them, or keep this reduction off the differentiated data")
         if "sbuf" in self.params and _constant_int(self._p(op, "sbuf")) == 1:
             self._refuse(op, "is called with MPI_IN_PLACE, which zymase does not differentiate",
                          "pass separate send and receive buffers")
@@ -203,6 +208,40 @@ class MpiRule(CallMemoryRule):
     @property
     def suffix(self) -> str:
         return self.name.removeprefix("MPI_").lower()
+
+
+class ReductionRule(MpiRule):
+    """``MPI_Reduce``/``MPI_Allreduce``: with ``MPI_SUM`` as :class:`MpiRule`; with
+    ``MPI_MAX``/``MPI_MIN`` the rank whose value is the result gets the derivative: which
+    one (per element) is found right after the primal call and taped (``*_extremum_record``,
+    both ranks' values compared with the result; the lowest rank among ties)."""
+
+    def _extremum(self, op: Operation) -> bool:
+        return _global(self._p(op, "op")) in EXTREMA
+
+    def _root(self) -> str:
+        return " root" if "root" in self.params else ""
+
+    def structure(self, g, op, clone, *, forward_mode):
+        if not self._checked(g, op):
+            return
+        if not self._extremum(op):
+            return super().structure(g, op, clone, forward_mode=forward_mode)
+        if forward_mode:
+            args = self._args(g, op, f"sbuf rbuf d:sbuf d:rbuf count dt kind{self._root()} comm", reverse=False)
+            self._call(g, f"{self.suffix}_extremum_fwd", args)
+        else:
+            args = self._args(g, op, f"sbuf rbuf count dt kind{self._root()} comm", reverse=False)
+            g.__dict__.setdefault("_mpi_records", {})[op] = self._call(g, f"{self.suffix}_extremum_record", args, PTR)
+
+    def reverse_memory(self, g, op):
+        if not self._checked(g, op):
+            return
+        if not self._extremum(op):
+            return super().reverse_memory(g, op)
+        owners = g.fetch_computed_in(op.parent_block(), g._mpi_records[op])
+        args = self._args(g, op, f"d:sbuf d:rbuf count dt kind{self._root()} comm", reverse=True)
+        self._call(g, f"{self.suffix}_extremum_rev", [*args, owners])
 
 
 class NonBlockingRule(MpiRule):
@@ -283,10 +322,10 @@ def _register() -> None:
     sendrecv.layout = "d:sbuf scount dest stag d:rbuf rcount src tag dt kind comm"
     bcast = MpiRule("MPI_Bcast", dict(buf=0, count=1, dt=2, root=3, comm=4), read=("buf",), written=("buf",))
     bcast.layout = "d:buf count dt kind root comm"
-    reduce = MpiRule("MPI_Reduce", dict(sbuf=0, rbuf=1, count=2, dt=3, op=4, root=5, comm=6),
+    reduce = ReductionRule("MPI_Reduce", dict(sbuf=0, rbuf=1, count=2, dt=3, op=4, root=5, comm=6),
                      read=("sbuf",), written=("rbuf",))
     reduce.layout = "d:sbuf d:rbuf count dt kind root comm"
-    allreduce = MpiRule("MPI_Allreduce", dict(sbuf=0, rbuf=1, count=2, dt=3, op=4, comm=5),
+    allreduce = ReductionRule("MPI_Allreduce", dict(sbuf=0, rbuf=1, count=2, dt=3, op=4, comm=5),
                         read=("sbuf",), written=("rbuf",))
     allreduce.layout = "d:sbuf d:rbuf count dt kind comm"
     isend = NonBlockingRule("MPI_Isend", {**p2p, "peer": 3, "req": 6}, read=("buf",), others_written=(6,))
@@ -310,7 +349,7 @@ def refusal(op: Operation, name: str, touches_active: bool) -> ZymaseError | Non
     """The error for a call to an MPI function without a rule (``name``) in a function
     being differentiated, when it touches active data or moves floating-point data (which
     may be active on another rank); None for the others (``MPI_Comm_rank``, ...)."""
-    if not name.startswith(("MPI_", "PMPI_")) or name in REGISTRY.call_rules:
+    if not name.startswith(("MPI_", "PMPI_")) or name in REGISTRY.call_rules or name.startswith(QUERIES):
         return None
     floats = [g for o in op.operands if (g := _global(o)) is not None and g not in INTEGER_DATATYPES
               and g.startswith("ompi_mpi_") and not g.startswith(("ompi_mpi_comm_", "ompi_mpi_op_", "ompi_mpi_group_",

@@ -6,7 +6,7 @@
  * is a pointer, MPI_STATUS_IGNORE is a null pointer, MPI_SUM is &ompi_mpi_op_sum, and
  * MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_PROC_NULL and MPI_IN_PLACE have the values below. The
  * rules check at compile time that the datatype is MPI_DOUBLE or MPI_FLOAT (`kind` 0 or 1)
- * and the operation MPI_SUM.
+ * and the operation MPI_SUM, MPI_MAX or MPI_MIN.
  *
  * Forward mode sends the tangent after the primal message with the same envelope, so MPI's
  * non-overtaking order matches them. Reverse mode sends adjoints the other way: the
@@ -21,6 +21,7 @@
  * record out at the wait; the reverse of the wait starts the adjoint message (non-blocking),
  * the reverse of the isend/irecv waits for it and accumulates or zeroes.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +38,8 @@ extern int MPI_Irecv(void *, int, Handle, int, int, Handle, Handle *);
 extern int MPI_Wait(Handle *, void *);
 extern int MPI_Comm_rank(Handle, int *);
 extern int MPI_Abort(Handle, int);
-extern char ompi_mpi_op_sum; /* MPI_SUM is its address */
+extern char ompi_mpi_op_sum, ompi_mpi_op_min; /* MPI_SUM, MPI_MIN are their addresses */
+extern char ompi_mpi_int;                       /* MPI_INT */
 
 #define ZYMASE_ANY -1       /* MPI_ANY_SOURCE, MPI_ANY_TAG */
 #define ZYMASE_PROC_NULL -2 /* MPI_PROC_NULL */
@@ -215,6 +217,121 @@ void __zymase_mpi_allreduce_rev(void *dsbuf, void *drbuf, int count, Handle dt, 
     zero(drbuf, count, kind);
     add_into(dsbuf, t, count, kind);
     free(t);
+}
+
+/* ---- collectives with MPI_MAX / MPI_MIN ---------------------------------------------------
+ * The result is one rank's value per element: that rank (the lowest one among ties) gets
+ * the whole derivative. Which rank it was is found right after the primal call, from the
+ * send buffer and the result, and taped for the reverse sweep. */
+
+static int equal(const void *a, const void *b, int i, int kind) {
+    return kind == 0 ? ((const double *)a)[i] == ((const double *)b)[i] : ((const float *)a)[i] == ((const float *)b)[i];
+}
+
+/* owner[i]: the rank whose sendbuf[i] is the result; `result` is this rank's copy (for
+ * MPI_Reduce, root >= 0: the root's, broadcast first) */
+static int *owners(const void *sendbuf, const void *result, int count, Handle dt, int kind, int root, Handle comm) {
+    check_not_in_place(comm, root >= 0 ? "MPI_Reduce" : "MPI_Allreduce", sendbuf);
+    int rank;
+    MPI_Comm_rank(comm, &rank);
+    void *r = (void *)result;
+    if (root >= 0) {
+        r = or_zeros(NULL, count, kind);
+        if (rank == root && count > 0)
+            memcpy(r, result, (size_t)count * element_size(kind));
+        MPI_Bcast(r, count, dt, root, comm);
+    }
+    int *mine = malloc((count > 0 ? (size_t)count : 1) * sizeof(int)), *owner = malloc((count > 0 ? (size_t)count : 1) * sizeof(int));
+    for (int i = 0; i < count; i++)
+        mine[i] = equal(sendbuf, r, i, kind) ? rank : INT_MAX;
+    MPI_Allreduce(mine, owner, count, &ompi_mpi_int, &ompi_mpi_op_min, comm);
+    free(mine);
+    if (r != result)
+        free(r);
+    return owner;
+}
+
+/* this rank's part of the tangent: its own where it owns the result, else zero */
+static void *owned(const int *owner, const void *dsbuf, int count, int kind, Handle comm) {
+    int rank;
+    MPI_Comm_rank(comm, &rank);
+    void *c = or_zeros(NULL, count, kind);
+    for (int i = 0; i < count && dsbuf; i++)
+        if (owner[i] == rank)
+            memcpy((char *)c + (size_t)i * element_size(kind), (const char *)dsbuf + (size_t)i * element_size(kind),
+                   element_size(kind));
+    return c;
+}
+
+static void add_owned(const int *owner, void *dsbuf, const void *t, int count, int kind, Handle comm) {
+    int rank;
+    MPI_Comm_rank(comm, &rank);
+    for (int i = 0; i < count && dsbuf; i++) {
+        if (owner[i] != rank)
+            continue;
+        if (kind == 0)
+            ((double *)dsbuf)[i] += ((const double *)t)[i];
+        else
+            ((float *)dsbuf)[i] += ((const float *)t)[i];
+    }
+}
+
+void __zymase_mpi_allreduce_extremum_fwd(void *sbuf, void *rbuf, void *dsbuf, void *drbuf, int count, Handle dt,
+                                         int kind, Handle comm) {
+    int *owner = owners(sbuf, rbuf, count, dt, kind, -1, comm);
+    void *c = owned(owner, dsbuf, count, kind, comm), *r = or_zeros(drbuf, count, kind);
+    MPI_Allreduce(c, r, count, dt, &ompi_mpi_op_sum, comm);
+    release(r, drbuf);
+    free(c);
+    free(owner);
+}
+
+void __zymase_mpi_reduce_extremum_fwd(void *sbuf, void *rbuf, void *dsbuf, void *drbuf, int count, Handle dt, int kind,
+                                      int root, Handle comm) {
+    int rank;
+    MPI_Comm_rank(comm, &rank);
+    int *owner = owners(sbuf, rbuf, count, dt, kind, root, comm);
+    void *c = owned(owner, dsbuf, count, kind, comm), *r = rank == root ? or_zeros(drbuf, count, kind) : NULL;
+    MPI_Reduce(c, r, count, dt, &ompi_mpi_op_sum, root, comm);
+    if (r)
+        release(r, drbuf);
+    free(c);
+    free(owner);
+}
+
+void *__zymase_mpi_allreduce_extremum_record(void *sbuf, void *rbuf, int count, Handle dt, int kind, Handle comm) {
+    return owners(sbuf, rbuf, count, dt, kind, -1, comm);
+}
+
+void *__zymase_mpi_reduce_extremum_record(void *sbuf, void *rbuf, int count, Handle dt, int kind, int root,
+                                          Handle comm) {
+    return owners(sbuf, rbuf, count, dt, kind, root, comm);
+}
+
+void __zymase_mpi_allreduce_extremum_rev(void *dsbuf, void *drbuf, int count, Handle dt, int kind, Handle comm,
+                                         void *owner) {
+    void *r = or_zeros(drbuf, count, kind), *t = or_zeros(NULL, count, kind);
+    MPI_Allreduce(r, t, count, dt, &ompi_mpi_op_sum, comm);
+    release(r, drbuf);
+    zero(drbuf, count, kind);
+    add_owned(owner, dsbuf, t, count, kind, comm);
+    free(t);
+    free(owner);
+}
+
+void __zymase_mpi_reduce_extremum_rev(void *dsbuf, void *drbuf, int count, Handle dt, int kind, int root, Handle comm,
+                                      void *owner) {
+    int rank;
+    MPI_Comm_rank(comm, &rank);
+    void *t = or_zeros(NULL, count, kind);
+    if (rank == root && drbuf && count > 0) {
+        memcpy(t, drbuf, (size_t)count * element_size(kind));
+        zero(drbuf, count, kind);
+    }
+    MPI_Bcast(t, count, dt, root, comm);
+    add_owned(owner, dsbuf, t, count, kind, comm);
+    free(t);
+    free(owner);
 }
 
 /* ---- non-blocking point-to-point ------------------------------------------------------ */
