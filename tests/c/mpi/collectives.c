@@ -1,6 +1,7 @@
 // MPI collectives (issue 27 item 3): MPI_Bcast from the last rank, MPI_Reduce to rank 0 and
 // MPI_Allreduce with MPI_SUM (with an MPI_Barrier between), MPI_Allreduce with MPI_MAX and
-// MPI_Reduce with MPI_MIN, and MPI_Allreduce of MPI_FLOAT data. Each rank checks its own part of the global gradient: reverse mode
+// MPI_Reduce with MPI_MIN, MPI_Gather/MPI_Scatter/MPI_Allgather, and MPI_Allreduce of
+// MPI_FLOAT data. Each rank checks its own part of the global gradient: reverse mode
 // against central finite differences of the global loss (all ranks evaluate it together,
 // one coordinate of one rank perturbed at a time) and forward mode against reverse mode
 // (sum over ranks of <w, dy> = sum over ranks of <dx, grad>). Run with mpirun -np 2 and 3.
@@ -77,6 +78,22 @@ void extrema(const double *x, double *y, int rank, int size) {
         y[i] = m[i] * x[i] + (rank == 0 ? l[i] * l[i] : 0.0);
 }
 
+// rank 0 gathers every rank's block (the others pass NULL), changes it and scatters it
+// back; then every rank gathers all blocks (at most 4 ranks)
+void blocks(const double *x, double *y, int rank, int size) {
+    double q[N], all[4 * N], back[N], every[4 * N];
+    for (int i = 0; i < N; i++)
+        q[i] = x[i] * x[i] + i;
+    MPI_Gather(q, N, MPI_DOUBLE, rank == 0 ? all : NULL, N, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    if (rank == 0)
+        for (int j = 0; j < N * size; j++)
+            all[j] = sin(all[j]) * (1 + 0.1 * j);
+    MPI_Scatter(all, N, MPI_DOUBLE, back, N, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    MPI_Allgather(back, N, MPI_DOUBLE, every, N, MPI_DOUBLE, MPI_COMM_WORLD);
+    for (int i = 0; i < N; i++)
+        y[i] = back[i] * x[i] + every[(i + N * (rank + 1)) % (N * size)];
+}
+
 // the same sum over ranks of x*x in single precision (MPI_FLOAT)
 void allreduce_float(const double *x, double *y, int rank, int size) {
     (void)rank, (void)size;
@@ -141,6 +158,7 @@ int main(int argc, char **argv) {
     CHECK(reduce);
     CHECK(allreduce);
     CHECK(extrema);
+    CHECK(blocks);
     // single precision: the closed form of d/dx[i] sum_r w_i s_i x_r[i], s_i = sum_r x_r[i]^2
     double x[N], dx[N] = {0}, y[N], dy[N];
     for (int i = 0; i < N; i++) {

@@ -127,6 +127,9 @@ class MpiRule(CallMemoryRule):
             what = f"the datatype '{dt}'" if dt else "a datatype that is not a predefined constant"
             self._refuse(op, f"moves data of {what}; zymase differentiates MPI messages of MPI_DOUBLE and MPI_FLOAT",
                          "send doubles or floats with MPI_DOUBLE or MPI_FLOAT (not a derived or runtime-chosen datatype)")
+        if "rdt" in self.params and _global(self._p(op, "rdt")) != dt:
+            self._refuse(op, "sends and receives different datatypes; zymase differentiates messages whose two "
+                         "sides have the same one", "send and receive the same datatype (MPI_DOUBLE or MPI_FLOAT)")
         if "op" in self.params and _global(self._p(op, "op")) not in (MPI_SUM, *EXTREMA):
             reduction = (_global(self._p(op, "op")) or "a runtime-chosen operation").replace("ompi_mpi_op_", "MPI_").upper()
             self._refuse(op, f"reduces with {reduction}; zymase differentiates MPI reductions with MPI_SUM, MPI_MAX "
@@ -331,10 +334,18 @@ def _register() -> None:
     isend = NonBlockingRule("MPI_Isend", {**p2p, "peer": 3, "req": 6}, read=("buf",), others_written=(6,))
     irecv = NonBlockingRule("MPI_Irecv", {**p2p, "peer": 3, "src": 3, "req": 6}, written=("buf",),
                             others_written=(6,))
+    blocks = dict(sbuf=0, scount=1, dt=2, rbuf=3, rcount=4, rdt=5)
+    gather = MpiRule("MPI_Gather", {**blocks, "root": 6, "comm": 7}, read=("sbuf",), written=("rbuf",))
+    scatter = MpiRule("MPI_Scatter", {**blocks, "root": 6, "comm": 7}, read=("sbuf",), written=("rbuf",))
+    for rule in (gather, scatter):
+        rule.layout = "d:sbuf scount d:rbuf rcount dt kind root comm"
+    allgather = MpiRule("MPI_Allgather", {**blocks, "comm": 6}, read=("sbuf",), written=("rbuf",))
+    allgather.layout = "d:sbuf scount d:rbuf rcount dt kind comm"
     wait = WaitRule("MPI_Wait", {}, others_written=(0, 1))
     waitall = WaitRule("MPI_Waitall", {}, others_written=(1, 2))
     barrier = BarrierRule("MPI_Barrier", {"comm": 0})
-    for rule in (send, recv, sendrecv, bcast, reduce, allreduce, isend, irecv, wait, waitall, barrier):
+    for rule in (send, recv, sendrecv, bcast, reduce, allreduce, gather, scatter, allgather, isend, irecv, wait,
+                 waitall, barrier):
         REGISTRY.register_call_rule(rule.name, rule)
 
 

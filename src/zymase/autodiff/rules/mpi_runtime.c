@@ -37,6 +37,11 @@ extern int MPI_Isend(const void *, int, Handle, int, int, Handle, Handle *);
 extern int MPI_Irecv(void *, int, Handle, int, int, Handle, Handle *);
 extern int MPI_Wait(Handle *, void *);
 extern int MPI_Comm_rank(Handle, int *);
+extern int MPI_Comm_size(Handle, int *);
+extern int MPI_Gather(const void *, int, Handle, void *, int, Handle, int, Handle);
+extern int MPI_Scatter(const void *, int, Handle, void *, int, Handle, int, Handle);
+extern int MPI_Allgather(const void *, int, Handle, void *, int, Handle, Handle);
+extern int MPI_Reduce_scatter_block(const void *, void *, int, Handle, Handle, Handle);
 extern int MPI_Abort(Handle, int);
 extern char ompi_mpi_op_sum, ompi_mpi_op_min; /* MPI_SUM, MPI_MIN are their addresses */
 extern char ompi_mpi_int;                       /* MPI_INT */
@@ -216,6 +221,98 @@ void __zymase_mpi_allreduce_rev(void *dsbuf, void *drbuf, int count, Handle dt, 
     release(r, drbuf);
     zero(drbuf, count, kind);
     add_into(dsbuf, t, count, kind);
+    free(t);
+}
+
+/* ---- gather, scatter, allgather ---------------------------------------------------------
+ * Each block of the gathered buffer is one rank's send buffer: the adjoints go back block
+ * by block (a gather's by a scatter, a scatter's by a gather, an allgather's by a
+ * reduce-scatter summing every rank's copy). */
+
+static int ranks(Handle comm) {
+    int size;
+    MPI_Comm_size(comm, &size);
+    return size;
+}
+
+static void check_counts(Handle comm, const char *call, const void *sendbuf, int scount, int rcount) {
+    check_not_in_place(comm, call, sendbuf);
+    if (scount != rcount) {
+        fprintf(stderr, "zymase: error: %s with a send count (%d) other than the receive count (%d) in a "
+                        "derivative; hint: send and receive blocks of the same length\n", call, scount, rcount);
+        MPI_Abort(comm, 70);
+    }
+}
+
+void __zymase_mpi_gather_fwd(void *dsbuf, int scount, void *drbuf, int rcount, Handle dt, int kind, int root,
+                             Handle comm) {
+    check_counts(comm, "MPI_Gather", dsbuf, scount, rcount);
+    int rank;
+    MPI_Comm_rank(comm, &rank);
+    void *s = or_zeros(dsbuf, scount, kind), *r = rank == root ? or_zeros(drbuf, rcount * ranks(comm), kind) : NULL;
+    MPI_Gather(s, scount, dt, r, rcount, dt, root, comm);
+    release(s, dsbuf);
+    if (r)
+        release(r, drbuf);
+}
+
+void __zymase_mpi_gather_rev(void *dsbuf, int scount, void *drbuf, int rcount, Handle dt, int kind, int root,
+                             Handle comm) {
+    check_counts(comm, "MPI_Gather", dsbuf, scount, rcount);
+    int rank;
+    MPI_Comm_rank(comm, &rank);
+    void *r = rank == root ? or_zeros(drbuf, rcount * ranks(comm), kind) : NULL, *t = or_zeros(NULL, scount, kind);
+    MPI_Scatter(r, rcount, dt, t, scount, dt, root, comm);
+    if (r) {
+        release(r, drbuf);
+        zero(drbuf, rcount * ranks(comm), kind);
+    }
+    add_into(dsbuf, t, scount, kind);
+    free(t);
+}
+
+void __zymase_mpi_scatter_fwd(void *dsbuf, int scount, void *drbuf, int rcount, Handle dt, int kind, int root,
+                              Handle comm) {
+    check_counts(comm, "MPI_Scatter", dsbuf, scount, rcount);
+    int rank;
+    MPI_Comm_rank(comm, &rank);
+    void *s = rank == root ? or_zeros(dsbuf, scount * ranks(comm), kind) : NULL, *r = or_zeros(drbuf, rcount, kind);
+    MPI_Scatter(s, scount, dt, r, rcount, dt, root, comm);
+    if (s)
+        release(s, dsbuf);
+    release(r, drbuf);
+}
+
+void __zymase_mpi_scatter_rev(void *dsbuf, int scount, void *drbuf, int rcount, Handle dt, int kind, int root,
+                              Handle comm) {
+    check_counts(comm, "MPI_Scatter", dsbuf, scount, rcount);
+    int rank;
+    MPI_Comm_rank(comm, &rank);
+    void *r = or_zeros(drbuf, rcount, kind), *t = rank == root ? or_zeros(NULL, scount * ranks(comm), kind) : NULL;
+    MPI_Gather(r, rcount, dt, t, scount, dt, root, comm);
+    release(r, drbuf);
+    zero(drbuf, rcount, kind);
+    if (t) {
+        add_into(dsbuf, t, scount * ranks(comm), kind);
+        free(t);
+    }
+}
+
+void __zymase_mpi_allgather_fwd(void *dsbuf, int scount, void *drbuf, int rcount, Handle dt, int kind, Handle comm) {
+    check_counts(comm, "MPI_Allgather", dsbuf, scount, rcount);
+    void *s = or_zeros(dsbuf, scount, kind), *r = or_zeros(drbuf, rcount * ranks(comm), kind);
+    MPI_Allgather(s, scount, dt, r, rcount, dt, comm);
+    release(s, dsbuf);
+    release(r, drbuf);
+}
+
+void __zymase_mpi_allgather_rev(void *dsbuf, int scount, void *drbuf, int rcount, Handle dt, int kind, Handle comm) {
+    check_counts(comm, "MPI_Allgather", dsbuf, scount, rcount);
+    void *r = or_zeros(drbuf, rcount * ranks(comm), kind), *t = or_zeros(NULL, scount, kind);
+    MPI_Reduce_scatter_block(r, t, scount, dt, &ompi_mpi_op_sum, comm);
+    release(r, drbuf);
+    zero(drbuf, rcount * ranks(comm), kind);
+    add_into(dsbuf, t, scount, kind);
     free(t);
 }
 
