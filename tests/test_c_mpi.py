@@ -186,6 +186,14 @@ REFUSED = {
         "    MPI_Recv(t, 4, MPI_LONG_DOUBLE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);\n"
         "    for (int i = 0; i < 4; i++) y[i] = x[i] * (double)t[i];\n"
         "}\n", "'MPI_Recv' moves data of the datatype 'ompi_mpi_long_double'", 6),
+    "completed_by_test": (
+        "void f(double *x, double *y) {\n"
+        "    MPI_Request r;\n"
+        "    int done = 0;\n"
+        "    MPI_Irecv(y, 4, MPI_DOUBLE, 0, 0, MPI_COMM_WORLD, &r);\n"
+        "    MPI_Send(x, 4, MPI_DOUBLE, 0, 0, MPI_COMM_WORLD);\n"
+        "    while (!done) MPI_Test(&r, &done, MPI_STATUS_IGNORE);\n"
+        "}\n", "'MPI_Test' completes a request", 9),
     "any_source": (
         "void f(double *x, double *y) {\n"
         "    MPI_Recv(y, 4, MPI_DOUBLE, MPI_ANY_SOURCE, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);\n"

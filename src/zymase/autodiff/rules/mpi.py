@@ -51,6 +51,10 @@ EXTREMA = ("ompi_mpi_op_max", "ompi_mpi_op_min")
 ANY = -1  # MPI_ANY_SOURCE, MPI_ANY_TAG
 ONE_SIDED = ("MPI_Put", "MPI_Get", "MPI_Accumulate", "MPI_Get_accumulate", "MPI_Fetch_and_op",
              "MPI_Compare_and_swap", "MPI_Rput", "MPI_Rget", "MPI_Raccumulate", "MPI_Rget_accumulate")
+#: ways to complete a request other than MPI_Wait/MPI_Waitall: the derivative message of an
+#: isend/irecv would not be completed with it (its record is taken at the wait)
+OTHER_COMPLETIONS = ("MPI_Test", "MPI_Testall", "MPI_Testany", "MPI_Testsome", "MPI_Waitany", "MPI_Waitsome",
+                     "MPI_Request_free", "MPI_Cancel")
 #: MPI functions that take a datatype but move no data (sizes, counts, derived datatypes)
 QUERIES = ("MPI_Type_", "MPI_Get_count", "MPI_Get_elements", "MPI_Pack_size", "MPI_Sizeof")
 
@@ -365,6 +369,14 @@ def refusal(op: Operation, name: str, touches_active: bool) -> ZymaseError | Non
     floats = [g for o in op.operands if (g := _global(o)) is not None and g not in INTEGER_DATATYPES
               and g.startswith("ompi_mpi_") and not g.startswith(("ompi_mpi_comm_", "ompi_mpi_op_", "ompi_mpi_group_",
                                                                  "ompi_mpi_info_", "ompi_mpi_errors_", "ompi_mpi_win_"))]
+    if name in OTHER_COMPLETIONS:
+        return ZymaseError(
+            f"'{name}' completes a request in a function being differentiated; zymase pairs each "
+            "MPI_Isend/MPI_Irecv with its derivative message at an MPI_Wait or MPI_Waitall",
+            construct=f"call @{name}",
+            location=location_of(op),
+            hint="complete the requests with MPI_Wait or MPI_Waitall",
+        )
     if not touches_active and not floats and not name.startswith(("MPI_Win_", *ONE_SIDED)):
         return None
     what = "one-sided MPI communication" if name.startswith(("MPI_Win_", *ONE_SIDED)) else "an MPI call"
