@@ -194,6 +194,11 @@ REFUSED = {
         "    MPI_Send(x, 4, MPI_DOUBLE, 0, 0, MPI_COMM_WORLD);\n"
         "    while (!done) MPI_Test(&r, &done, MPI_STATUS_IGNORE);\n"
         "}\n", "'MPI_Test' completes a request", 9),
+    "in_place": (
+        "void f(double *x, double *y) {\n"
+        "    for (int i = 0; i < 4; i++) y[i] = x[i] * x[i];\n"
+        "    MPI_Allreduce(MPI_IN_PLACE, y, 4, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);\n"
+        "}\n", "'MPI_Allreduce' passes MPI_IN_PLACE", 6),
     "any_source": (
         "void f(double *x, double *y) {\n"
         "    MPI_Recv(y, 4, MPI_DOUBLE, MPI_ANY_SOURCE, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);\n"

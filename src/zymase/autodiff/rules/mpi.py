@@ -139,7 +139,7 @@ class MpiRule(CallMemoryRule):
             self._refuse(op, f"reduces with {reduction}; zymase differentiates MPI reductions with MPI_SUM, MPI_MAX "
                          "and MPI_MIN", "reduce with one of them, or keep this reduction off the differentiated data")
         if "sbuf" in self.params and _constant_int(self._p(op, "sbuf")) == 1:
-            self._refuse(op, "is called with MPI_IN_PLACE, which zymase does not differentiate",
+            self._refuse(op, "passes MPI_IN_PLACE, which zymase does not differentiate",
                          "pass separate send and receive buffers")
         for name in ("src", "tag") if "src" in self.params else ():
             if _constant_int(self._p(op, name)) == ANY:
