@@ -238,3 +238,23 @@ def test_suite_uses_an_empty_cache_of_its_own():
     directory = derivative_cache.cache_dir()
     assert directory.name.startswith("zymase-test-cache-")
     assert directory.parent == Path(tempfile.gettempdir())
+
+
+def test_engine_fingerprint_covers_the_c_runtimes(tmp_path, monkeypatch):
+    """The derivative runtimes (BLAS, MPI) are linked into cached outputs: an edit of one
+    must change the engine's fingerprint like an edit of a Python module (issue 27 item 3,
+    found while testing the MPI runtime)."""
+    from zymase import cache as derivative_cache
+
+    root = tmp_path / "zymase"
+    (root / "autodiff" / "rules").mkdir(parents=True)
+    (root / "include").mkdir()
+    runtime = root / "autodiff" / "rules" / "mpi_runtime.c"
+    runtime.write_text("int f(void) { return 1; }\n")
+    (root / "autodiff" / "rules" / "lapack_runtime.h").write_text("/* */\n")
+    monkeypatch.setattr(derivative_cache, "__file__", str(root / "cache.py"))
+    monkeypatch.setattr(derivative_cache, "_engine_hash", None)
+    before = derivative_cache.engine_fingerprint()
+    runtime.write_text("int f(void) { return 2; }\n")
+    monkeypatch.setattr(derivative_cache, "_engine_hash", None)
+    assert derivative_cache.engine_fingerprint() != before

@@ -391,7 +391,8 @@ class MemoryModel:
                 except ZymaseError as err:
                     err.function = err.function or self.fname
                     raise
-            scalars_varied = any(op.operands[i] in info.varied for i in rule.scalar_inputs(op))
+            # (an MPI receive's output may be active whatever this function's inputs are)
+            scalars_varied = rule.receives(op) or any(op.operands[i] in info.varied for i in rule.scalar_inputs(op))
             if scalars_varied or any(op.operands[i] in shadowed for i in rule.reads(op)):
                 for r in op.results:
                     if carries_derivatives(r.type):

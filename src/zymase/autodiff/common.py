@@ -476,6 +476,10 @@ def _reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activ
                     location=location_of(op),
                     hint="pass the inactive function copies of the data it writes, or remove the inactive mark",
                 )
+            mpi_error = _mpi_refusal(ctx, op, act)
+            if mpi_error is not None:
+                mpi_error.function = fname
+                raise mpi_error
             if any(o in act.shadowed for o in op.operands) and _opaque_call(ctx, op):
                 if is_blas_or_lapack(ctx.flavor.callee(op) or ""):
                     raise ZymaseError(
@@ -496,6 +500,17 @@ def _reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activ
                     hint="define the function in the same file, or copy the data it needs into local "
                     "variables",
                 )
+
+
+def _mpi_refusal(ctx: Context, op: Operation, act: ActivityInfo) -> ZymaseError | None:
+    """The error for an MPI call without a rule that touches active data or moves
+    floating-point data (autodiff/rules/mpi.py), if ``op`` is one."""
+    name = ctx.flavor.callee(op) if isinstance(op, llvm.CallOp) else None
+    if not name or not name.startswith(("MPI_", "PMPI_")):
+        return None
+    from zymase.autodiff.rules.mpi import refusal
+
+    return refusal(op, name, any(o in act.varied or o in act.shadowed for o in op.operands))
 
 
 def _float_bits_made_float_again(op: Operation, act: ActivityInfo, flavor: Flavor) -> Operation | None:

@@ -173,7 +173,7 @@ class ScalarRule(Rule):
 
 class CallMemoryRule(Rule):
     """The rule of an external function that reads and writes memory through its pointer
-    arguments (BLAS routines; the hook LAPACK and MPI rules can use too): the whole call
+    arguments (BLAS and LAPACK routines, MPI communication): the whole call
     is differentiated at once, by calls the rule emits, without looking into the callee.
 
     The engine treats such a call as a memory op (``analysis.memory.memory_kind`` gives
@@ -215,6 +215,12 @@ class CallMemoryRule(Rule):
     def scalar_inputs(self, op: Operation) -> list[int]:
         """Operand positions of floating-point values the call's outputs depend on."""
         return []
+
+    def receives(self, op: Operation) -> bool:
+        """Whether what the call writes may be active whatever this function's inputs are
+        (an MPI receive: the data comes from another process): its float outputs then
+        always get shadows."""
+        return False
 
     def pointee_types(self, op: Operation) -> dict[int, tuple[str, int]]:
         """Operand position -> (element type in analysis/types.py's names, its size in
@@ -291,6 +297,7 @@ def load_all_rules() -> Registry:
     from zymase.autodiff.rules import llvm as _v  # noqa: F401
     from zymase.autodiff.rules import math as _m  # noqa: F401
     from zymase.autodiff.rules import memref as _r  # noqa: F401
+    from zymase.autodiff.rules import mpi as _p  # noqa: F401
     from zymase.autodiff.rules import scf as _s  # noqa: F401
 
     return REGISTRY

@@ -109,15 +109,16 @@ def _import_differentiate_export(ll_text: str, filename: str, timings: Timings) 
 
 
 def link_derivative_runtime(ll_text: str, timings: Timings) -> str:
-    """The derivatives of BLAS calls call C code of zymase's (autodiff/rules/blas.py):
-    linked into the module when they do."""
-    from zymase.autodiff.rules.blas import RUNTIME_PREFIX, RUNTIME_SOURCE
+    """The derivatives of BLAS and MPI calls call C code of zymase's
+    (autodiff/rules/blas.py, mpi.py): linked into the module when they do."""
+    from zymase.autodiff.rules import blas, mpi
     from zymase.llvm import toolchain
 
-    if f"@{RUNTIME_PREFIX}" not in ll_text:
-        return ll_text
-    with timings.phase("runtime"):
-        return toolchain.link_c_runtime(ll_text, RUNTIME_SOURCE, RUNTIME_PREFIX)
+    for rules in (blas, mpi):
+        if f"@{rules.RUNTIME_PREFIX}" in ll_text:
+            with timings.phase("runtime"):
+                ll_text = toolchain.link_c_runtime(ll_text, rules.RUNTIME_SOURCE, rules.RUNTIME_PREFIX)
+    return ll_text
 
 
 def differentiate_module(module: ModuleOp) -> int:

@@ -1,0 +1,390 @@
+"""Call-level derivative rules of MPI communication (Open MPI), after Enzyme's MPI support.
+
+Each MPI call that moves floating-point data is a
+:class:`~zymase.autodiff.registry.CallMemoryRule`; its derivative is C code in
+``mpi_runtime.c`` (linked in after AD by ``frontends/c.py``), which also says how each
+derivative message is formed. Here:
+
+* which operands are buffers read and written, and that a receive's buffer gets a shadow
+  whatever this rank's inputs are (:meth:`receives`: the data may be active on the peer);
+* compile-time checks: the datatype is ``MPI_DOUBLE`` or ``MPI_FLOAT`` (Open MPI's handles
+  are the addresses of the globals ``ompi_mpi_double`` / ``ompi_mpi_float``; integer
+  datatypes carry no derivative and the call is left alone), reductions use ``MPI_SUM``,
+  ``MPI_MAX`` or ``MPI_MIN`` (the rank holding the extremum taped: :class:`ReductionRule`),
+  no ``MPI_ANY_SOURCE``/``MPI_ANY_TAG``/``MPI_IN_PLACE`` where the derivative needs the
+  envelope or separate buffers (checked again at run time when they are not constants);
+* forward mode: ``__zymase_mpi_<call>_fwd`` after the primal call (before it for a wait),
+  the tangent message;
+* reverse mode: ``__zymase_mpi_<call>_rev`` at the mirror point; non-blocking calls record
+  their request in the forward sweep (``*_record``, ``*_take`` at the wait), the reverse of
+  the wait starts the adjoint message and the reverse of the isend/irecv completes it.
+
+Communicators, ranks, counts and tags are constant; ``MPI_Barrier`` is mirrored in the
+reverse sweep. An MPI call without a rule that touches active data or moves floating-point
+data is refused (:func:`refusal`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from zymase.autodiff.registry import REGISTRY, CallMemoryRule
+from zymase.errors import ZymaseError
+from zymase.ir import IntegerAttr, Operation, SSAValue, i32, llvm, location_of
+
+PTR = llvm.LLVMPointerType()
+RUNTIME_PREFIX = "__zymase_mpi_"
+RUNTIME_SOURCE = Path(__file__).with_name("mpi_runtime.c")
+
+#: Open MPI's predefined datatypes that carry derivatives: global -> (kind in the runtime,
+#: element type in analysis/types.py's names, size)
+FLOAT_DATATYPES = {"ompi_mpi_double": (0, "f64", 8), "ompi_mpi_float": (1, "f32", 4)}
+#: Open MPI's integer and byte datatypes: no derivative moves with them
+INTEGER_DATATYPES = frozenset(f"ompi_mpi_{n}" for n in (
+    "char", "signed_char", "unsigned_char", "byte", "packed", "short", "unsigned_short", "int", "unsigned",
+    "long", "unsigned_long", "long_long_int", "unsigned_long_long", "int8_t", "uint8_t", "int16_t",
+    "uint16_t", "int32_t", "uint32_t", "int64_t", "uint64_t", "c_bool", "cxx_bool", "wchar", "aint",
+    "offset", "count", "2int"))
+MPI_SUM = "ompi_mpi_op_sum"
+#: reductions whose result is one rank's value per element (that rank's is the derivative)
+EXTREMA = ("ompi_mpi_op_max", "ompi_mpi_op_min")
+ANY = -1  # MPI_ANY_SOURCE, MPI_ANY_TAG
+ONE_SIDED = ("MPI_Put", "MPI_Get", "MPI_Accumulate", "MPI_Get_accumulate", "MPI_Fetch_and_op",
+             "MPI_Compare_and_swap", "MPI_Rput", "MPI_Rget", "MPI_Raccumulate", "MPI_Rget_accumulate")
+#: ways to complete a request other than MPI_Wait/MPI_Waitall: the derivative message of an
+#: isend/irecv would not be completed with it (its record is taken at the wait)
+OTHER_COMPLETIONS = ("MPI_Test", "MPI_Testall", "MPI_Testany", "MPI_Testsome", "MPI_Waitany", "MPI_Waitsome",
+                     "MPI_Request_free", "MPI_Cancel")
+#: MPI functions that take a datatype but move no data (sizes, counts, derived datatypes)
+QUERIES = ("MPI_Type_", "MPI_Get_count", "MPI_Get_elements", "MPI_Pack_size", "MPI_Sizeof")
+
+
+def _global(v: SSAValue) -> str | None:
+    """The global whose address ``v`` is (a predefined handle), if it is one."""
+    owner = v.owner
+    if isinstance(owner, llvm.AddressOfOp):
+        return owner.global_name.root_reference.data
+    return None
+
+
+def _constant_int(v: SSAValue) -> int | None:
+    owner = v.owner
+    if isinstance(owner, llvm.ConstantOp) and isinstance(owner.value, IntegerAttr):
+        return owner.value.value.data
+    if isinstance(owner, llvm.IntToPtrOp):
+        return _constant_int(owner.operands[0])
+    return None
+
+
+class MpiRule(CallMemoryRule):
+    """One MPI call. ``params`` names the operand positions the derivative uses:
+    ``buf`` (``sbuf``/``rbuf``), ``count``, ``dt``, ``peer`` (``dest``/``src``), ``tag``,
+    ``root``, ``op``, ``comm``, ``req``; ``read``/``written`` name the buffers."""
+
+    def __init__(self, name: str, params: dict[str, int], read=(), written=(), others_written=()):
+        self.name = name
+        self.params = params
+        self.read = read
+        self.written = written
+        self.others_written = others_written  # request and status operands
+
+    def _p(self, op: Operation, name: str) -> SSAValue:
+        return op.operands[self.params[name]]
+
+    # ---- datatype ----------------------------------------------------------------------
+    def datatype(self, op: Operation) -> str | None:
+        """The datatype's global when it is a predefined one, else None."""
+        if "dt" not in self.params or len(op.operands) <= self.params["dt"]:
+            return None
+        return _global(self._p(op, "dt"))
+
+    def moves_floats(self, op: Operation) -> bool:
+        """Whether the call moves data that may carry derivatives (anything but an integer
+        datatype: a datatype the rule cannot name is refused by :meth:`check`)."""
+        return "dt" in self.params and self.datatype(op) not in INTEGER_DATATYPES
+
+    # ---- what the call reads and writes --------------------------------------------------
+    def reads(self, op):
+        return [self.params[b] for b in self.read if self.moves_floats(op)]
+
+    def writes(self, op):
+        return [self.params[b] for b in self.written] + [i for i in self.others_written if i < len(op.operands)]
+
+    def float_outputs(self, op):
+        return [self.params[b] for b in self.written] if self.moves_floats(op) else []
+
+    def receives(self, op):
+        return bool(self.written) and self.moves_floats(op)
+
+    def pointee_types(self, op):
+        dt = self.datatype(op)
+        if dt not in FLOAT_DATATYPES:
+            return {}
+        _, element, size = FLOAT_DATATYPES[dt]
+        return {self.params[b]: (element, size) for b in (*self.read, *self.written)}
+
+    def check(self, op: Operation) -> None:
+        if not self.moves_floats(op):
+            return
+        dt = self.datatype(op)
+        if dt not in FLOAT_DATATYPES:
+            what = f"the datatype '{dt}'" if dt else "a datatype that is not a predefined constant"
+            self._refuse(op, f"moves data of {what}; zymase differentiates MPI messages of MPI_DOUBLE and MPI_FLOAT",
+                         "send doubles or floats with MPI_DOUBLE or MPI_FLOAT (not a derived or runtime-chosen datatype)")
+        if "rdt" in self.params and _global(self._p(op, "rdt")) != dt:
+            self._refuse(op, "sends and receives different datatypes; zymase differentiates messages whose two "
+                         "sides have the same one", "send and receive the same datatype (MPI_DOUBLE or MPI_FLOAT)")
+        if "op" in self.params and _global(self._p(op, "op")) not in (MPI_SUM, *EXTREMA):
+            reduction = (_global(self._p(op, "op")) or "a runtime-chosen operation").replace("ompi_mpi_op_", "MPI_").upper()
+            self._refuse(op, f"reduces with {reduction}; zymase differentiates MPI reductions with MPI_SUM, MPI_MAX "
+                         "and MPI_MIN", "reduce with one of them, or keep this reduction off the differentiated data")
+        if "sbuf" in self.params and _constant_int(self._p(op, "sbuf")) == 1:
+            self._refuse(op, "passes MPI_IN_PLACE, which zymase does not differentiate",
+                         "pass separate send and receive buffers")
+        for name in ("src", "tag") if "src" in self.params else ():
+            if _constant_int(self._p(op, name)) == ANY:
+                self._refuse(op, f"receives with MPI_ANY_{'SOURCE' if name == 'src' else 'TAG'}; the derivative "
+                             "message must name the same peer and tag", "receive from a named rank with a named tag")
+
+    def _refuse(self, op: Operation, what: str, hint: str) -> None:
+        raise ZymaseError(f"the call to '{self.name}' {what}", construct=f"call @{self.name}",
+                          location=location_of(op), hint=hint)
+
+    # ---- generated code ----------------------------------------------------------------
+    def _kind(self, op: Operation) -> int:
+        return FLOAT_DATATYPES[self.datatype(op)][0]
+
+    def _const(self, g, value: int) -> SSAValue:
+        return g.E.v(llvm.ConstantOp(IntegerAttr(value, i32), i32))
+
+    def _call(self, g, suffix: str, args: list[SSAValue], result=None) -> SSAValue | None:
+        """A call to the runtime's ``__zymase_mpi_<suffix>`` where the emitter stands."""
+        name = f"{RUNTIME_PREFIX}{suffix}"
+        g._declare(name, [a.type for a in args], result or llvm.LLVMVoidType())
+        if result is None:
+            g.E.insert(llvm.CallOp(name, *args))
+            return None
+        return g.E.v(llvm.CallOp(name, *args, return_type=result))
+
+    def _shadow(self, g, op: Operation, name: str, *, reverse: bool) -> SSAValue:
+        """The shadow of buffer ``name``, or a null pointer when it has none here."""
+        v = self._p(op, name)
+        if v in g.act.shadowed:
+            return g.fetch_shadow(v) if reverse else g.shadow_of(v)
+        return g.E.v(llvm.ZeroOp.build(result_types=[PTR]))
+
+    def _value(self, g, op: Operation, name: str, *, reverse: bool) -> SSAValue:
+        v = self._p(op, name)
+        return g.primal(v) if reverse else g.vmap.get(v, v)
+
+    def _args(self, g, op: Operation, layout: str, *, reverse: bool) -> list[SSAValue]:
+        """The runtime call's arguments, by a layout like ``"d:buf count dt kind peer tag comm"``
+        (``d:x`` the shadow of buffer x, ``kind`` the element kind)."""
+        out = []
+        for item in layout.split():
+            if item.startswith("d:"):
+                out.append(self._shadow(g, op, item[2:], reverse=reverse))
+            elif item == "kind":
+                out.append(self._const(g, self._kind(op)))
+            else:
+                out.append(self._value(g, op, item, reverse=reverse))
+        return out
+
+    #: the runtime's argument layout of this call (blocking calls)
+    layout = ""
+
+    def _checked(self, g, op: Operation) -> bool:
+        """Whether the call has a derivative (it moves floats), after the checks."""
+        if not self.moves_floats(op):
+            return False
+        try:
+            self.check(op)
+        except ZymaseError as err:
+            err.function = err.function or g.fname
+            raise
+        return True
+
+    def structure(self, g, op, clone, *, forward_mode):
+        if forward_mode and self._checked(g, op):
+            self._call(g, f"{self.suffix}_fwd", self._args(g, op, self.layout, reverse=False))
+
+    def reverse_memory(self, g, op):
+        if self._checked(g, op):
+            self._call(g, f"{self.suffix}_rev", self._args(g, op, self.layout, reverse=True))
+
+    @property
+    def suffix(self) -> str:
+        return self.name.removeprefix("MPI_").lower()
+
+
+class ReductionRule(MpiRule):
+    """``MPI_Reduce``/``MPI_Allreduce``: with ``MPI_SUM`` as :class:`MpiRule`; with
+    ``MPI_MAX``/``MPI_MIN`` the rank whose value is the result gets the derivative: which
+    one (per element) is found right after the primal call and taped (``*_extremum_record``,
+    both ranks' values compared with the result; the lowest rank among ties)."""
+
+    def _extremum(self, op: Operation) -> bool:
+        return _global(self._p(op, "op")) in EXTREMA
+
+    def _root(self) -> str:
+        return " root" if "root" in self.params else ""
+
+    def structure(self, g, op, clone, *, forward_mode):
+        if not self._checked(g, op):
+            return
+        if not self._extremum(op):
+            return super().structure(g, op, clone, forward_mode=forward_mode)
+        if forward_mode:
+            args = self._args(g, op, f"sbuf rbuf d:sbuf d:rbuf count dt kind{self._root()} comm", reverse=False)
+            self._call(g, f"{self.suffix}_extremum_fwd", args)
+        else:
+            args = self._args(g, op, f"sbuf rbuf count dt kind{self._root()} comm", reverse=False)
+            g.__dict__.setdefault("_mpi_records", {})[op] = self._call(g, f"{self.suffix}_extremum_record", args, PTR)
+
+    def reverse_memory(self, g, op):
+        if not self._checked(g, op):
+            return
+        if not self._extremum(op):
+            return super().reverse_memory(g, op)
+        owners = g.fetch_computed_in(op.parent_block(), g._mpi_records[op])
+        args = self._args(g, op, f"d:sbuf d:rbuf count dt kind{self._root()} comm", reverse=True)
+        self._call(g, f"{self.suffix}_extremum_rev", [*args, owners])
+
+
+class NonBlockingRule(MpiRule):
+    """``MPI_Isend``/``MPI_Irecv``: forward mode starts the tangent message beside the
+    primal one; reverse mode records the request in the forward sweep and, at the mirror
+    point (after the reverse of its wait started the adjoint message), completes it."""
+
+    layout = "d:buf count dt kind peer tag comm req"
+
+    def structure(self, g, op, clone, *, forward_mode):
+        if not self._checked(g, op):
+            return
+        args = self._args(g, op, self.layout, reverse=False)
+        if forward_mode:
+            self._call(g, f"{self.suffix}_fwd", args)
+        else:
+            g.__dict__.setdefault("_mpi_records", {})[op] = self._call(g, f"{self.suffix}_record", args, PTR)
+
+    def reverse_memory(self, g, op):
+        if not self._checked(g, op):
+            return
+        rec = g.fetch_computed_in(op.parent_block(), g._mpi_records[op])
+        self._call(g, "request_rev", [rec])
+
+
+class WaitRule(MpiRule):
+    """``MPI_Wait``/``MPI_Waitall``: forward mode completes the tangent messages (before
+    the primal wait clears the handles); reverse mode takes the requests' records in the
+    forward sweep and starts their adjoint messages at the mirror point."""
+
+    def moves_floats(self, op):
+        return False  # the buffers belong to the isend/irecv
+
+    def _handles(self, g, op: Operation) -> list[SSAValue]:
+        return [g.vmap.get(v, v) for v in op.operands[: 2 if self.name == "MPI_Waitall" else 1]]
+
+    def structure(self, g, op, clone, *, forward_mode):
+        g.E.before(clone)
+        if forward_mode:
+            self._call(g, f"{self.suffix}_fwd", self._handles(g, op))
+        else:
+            g.__dict__.setdefault("_mpi_records", {})[op] = self._call(g, f"{self.suffix}_take", self._handles(g, op), PTR)
+        if clone.next_op is not None:
+            g.E.before(clone.next_op)
+        else:
+            g.E.at_end(clone.parent_block())
+
+    def reverse_memory(self, g, op):
+        home = op.parent_block()
+        args = [g.fetch_computed_in(home, g._mpi_records[op])]
+        if self.name == "MPI_Waitall":
+            args.insert(0, g.primal(op.operands[0]))
+        self._call(g, f"{self.suffix}_rev", args)
+
+
+class BarrierRule(MpiRule):
+    """``MPI_Barrier``: mirrored in the reverse sweep (the adjoint program synchronizes
+    where the primal did, in reverse order)."""
+
+    def structure(self, g, op, clone, *, forward_mode):
+        pass
+
+    def reverse_memory(self, g, op):
+        comm = g.primal(op.operands[0])
+        g._declare(self.name, [PTR], i32)
+        g.E.v(llvm.CallOp(self.name, comm, return_type=i32))
+
+
+def _register() -> None:
+    p2p = dict(buf=0, count=1, dt=2, tag=4, comm=5)
+    send = MpiRule("MPI_Send", {**p2p, "peer": 3}, read=("buf",))
+    recv = MpiRule("MPI_Recv", {**p2p, "peer": 3, "src": 3}, written=("buf",), others_written=(6,))
+    for rule in (send, recv):
+        rule.layout = "d:buf count dt kind peer tag comm"
+    sendrecv = MpiRule("MPI_Sendrecv", dict(sbuf=0, scount=1, dt=2, dest=3, stag=4, rbuf=5, rcount=6, rdt=7,
+                                            src=8, tag=9, comm=10), read=("sbuf",), written=("rbuf",),
+                       others_written=(11,))
+    sendrecv.layout = "d:sbuf scount dest stag d:rbuf rcount src tag dt kind comm"
+    bcast = MpiRule("MPI_Bcast", dict(buf=0, count=1, dt=2, root=3, comm=4), read=("buf",), written=("buf",))
+    bcast.layout = "d:buf count dt kind root comm"
+    reduce = ReductionRule("MPI_Reduce", dict(sbuf=0, rbuf=1, count=2, dt=3, op=4, root=5, comm=6),
+                     read=("sbuf",), written=("rbuf",))
+    reduce.layout = "d:sbuf d:rbuf count dt kind root comm"
+    allreduce = ReductionRule("MPI_Allreduce", dict(sbuf=0, rbuf=1, count=2, dt=3, op=4, comm=5),
+                        read=("sbuf",), written=("rbuf",))
+    allreduce.layout = "d:sbuf d:rbuf count dt kind comm"
+    isend = NonBlockingRule("MPI_Isend", {**p2p, "peer": 3, "req": 6}, read=("buf",), others_written=(6,))
+    irecv = NonBlockingRule("MPI_Irecv", {**p2p, "peer": 3, "src": 3, "req": 6}, written=("buf",),
+                            others_written=(6,))
+    blocks = dict(sbuf=0, scount=1, dt=2, rbuf=3, rcount=4, rdt=5)
+    gather = MpiRule("MPI_Gather", {**blocks, "root": 6, "comm": 7}, read=("sbuf",), written=("rbuf",))
+    scatter = MpiRule("MPI_Scatter", {**blocks, "root": 6, "comm": 7}, read=("sbuf",), written=("rbuf",))
+    for rule in (gather, scatter):
+        rule.layout = "d:sbuf scount d:rbuf rcount dt kind root comm"
+    allgather = MpiRule("MPI_Allgather", {**blocks, "comm": 6}, read=("sbuf",), written=("rbuf",))
+    allgather.layout = "d:sbuf scount d:rbuf rcount dt kind comm"
+    wait = WaitRule("MPI_Wait", {}, others_written=(0, 1))
+    waitall = WaitRule("MPI_Waitall", {}, others_written=(1, 2))
+    barrier = BarrierRule("MPI_Barrier", {"comm": 0})
+    for rule in (send, recv, sendrecv, bcast, reduce, allreduce, gather, scatter, allgather, isend, irecv, wait,
+                 waitall, barrier):
+        REGISTRY.register_call_rule(rule.name, rule)
+
+
+_register()
+
+
+def supported_names() -> str:
+    return ", ".join(sorted(REGISTRY.call_rules[n].name for n in REGISTRY.call_rules if n.startswith("MPI_")))
+
+
+def refusal(op: Operation, name: str, touches_active: bool) -> ZymaseError | None:
+    """The error for a call to an MPI function without a rule (``name``) in a function
+    being differentiated, when it touches active data or moves floating-point data (which
+    may be active on another rank); None for the others (``MPI_Comm_rank``, ...)."""
+    if not name.startswith(("MPI_", "PMPI_")) or name in REGISTRY.call_rules or name.startswith(QUERIES):
+        return None
+    floats = [g for o in op.operands if (g := _global(o)) is not None and g not in INTEGER_DATATYPES
+              and g.startswith("ompi_mpi_") and not g.startswith(("ompi_mpi_comm_", "ompi_mpi_op_", "ompi_mpi_group_",
+                                                                 "ompi_mpi_info_", "ompi_mpi_errors_", "ompi_mpi_win_"))]
+    if name in OTHER_COMPLETIONS:
+        return ZymaseError(
+            f"'{name}' completes a request in a function being differentiated; zymase pairs each "
+            "MPI_Isend/MPI_Irecv with its derivative message at an MPI_Wait or MPI_Waitall",
+            construct=f"call @{name}",
+            location=location_of(op),
+            hint="complete the requests with MPI_Wait or MPI_Waitall",
+        )
+    if not touches_active and not floats and not name.startswith(("MPI_Win_", *ONE_SIDED)):
+        return None
+    what = "one-sided MPI communication" if name.startswith(("MPI_Win_", *ONE_SIDED)) else "an MPI call"
+    return ZymaseError(
+        f"no derivative rule for '{name}' ({what}), which "
+        + ("is passed active data" if touches_active else "moves floating-point data that may be active on another rank"),
+        construct=f"call @{name}",
+        location=location_of(op),
+        hint=f"zymase differentiates these MPI calls: {supported_names()}; use them, or keep this call "
+        "out of the differentiated function",
+    )

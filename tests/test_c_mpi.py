@@ -1,0 +1,220 @@
+"""MPI in C (issue 27 items 3 and 5): `zymase cc` differentiates programs that call Open MPI.
+The self-checking programs in tests/c/mpi (blocking point-to-point, collectives, non-blocking
+point-to-point) are built at -O0 and -O2 with the flags of `mpicc --showme` and run under
+`mpirun -np 2` and `-np 3`; each rank checks its own part of the global gradient. Every
+mpirun has a timeout, and a timeout kills the whole job: a derivative message without its
+partner must fail a test, not hang the suite (test_unmatched_adjoint_receive_times_out).
+Then the refusals: MPI calls without a rule on floating-point data, one-sided
+communication, other reductions and datatypes stop the build with one `zymase: error:`
+line naming the call and its source line."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from c_harness import COMPILE_TIMEOUT, builds
+from forking_cli import run_cli
+
+# Open MPI is a system package (openmpi-bin, libopenmpi-dev: .ci/run installs them)
+pytestmark = pytest.mark.skipif(shutil.which("mpicc") is None or shutil.which("mpirun") is None,
+                                reason="Open MPI is not installed (apt-get install openmpi-bin libopenmpi-dev)")
+
+_C = Path(__file__).resolve().parent / "c" / "mpi"
+PROGRAMS = sorted(_C.glob("*.c"))
+LEVELS = builds("-O0", "-O2")
+RANKS = (2, 3)
+MPI_TIMEOUT = 60
+
+
+def mpi_flags() -> list[str]:
+    """The include and link flags Open MPI's compiler wrapper adds (`mpicc --showme`)."""
+    out = []
+    for part in ("compile", "link"):
+        out += subprocess.run(["mpicc", f"--showme:{part}"], capture_output=True, text=True, check=True).stdout.split()
+    return out
+
+
+def _session_processes(sid: int) -> list[int]:
+    """The live (not zombie) processes of session ``sid``: mpirun and its ranks (Open MPI
+    gives each rank a process group of its own, in mpirun's session)."""
+    pids = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z" and int(fields[3]) == sid:
+            pids.append(int(stat.parent.name))
+    return pids
+
+
+def run_mpi(exe: Path, ranks: int, timeout: float) -> subprocess.CompletedProcess | None:
+    """Run ``exe`` on ``ranks`` processes; None when it did not finish within ``timeout``
+    seconds, after stopping mpirun (SIGTERM: it kills its ranks) and killing whatever of
+    its session is left."""
+    argv = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(ranks), str(exe)]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            stdin=subprocess.DEVNULL, start_new_session=True, cwd=exe.parent)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.terminate()
+        try:
+            proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        for pid in _session_processes(proc.pid):
+            os.kill(pid, signal.SIGKILL)
+        proc.wait()
+        return None
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
+def test_corpus_is_there():
+    assert {p.stem for p in PROGRAMS} == {"point_to_point", "collectives", "nonblocking"}
+
+
+@pytest.mark.parametrize("flags", LEVELS, ids=[" ".join(f) for f in LEVELS])
+@pytest.mark.parametrize("program", PROGRAMS, ids=[p.stem for p in PROGRAMS])
+def test_mpi_program(program: Path, flags: list[str], tmp_path: Path):
+    # item 3: forward and reverse derivatives across ranks, each rank its own part
+    exe = tmp_path / program.stem
+    build = run_cli(["cc", *flags, str(program), *mpi_flags(), "-o", str(exe)], cwd=tmp_path, timeout=COMPILE_TIMEOUT)
+    assert build.returncode == 0, build.stderr
+    for ranks in RANKS:
+        run = run_mpi(exe, ranks, MPI_TIMEOUT)
+        assert run is not None, f"{program.name} on {ranks} ranks did not finish in {MPI_TIMEOUT} s"
+        failed = [line for line in run.stdout.splitlines() if line.startswith("FAIL")][:20]
+        assert run.returncode == 0, f"{ranks} ranks:\n" + "\n".join(failed) + run.stderr
+        assert sum(line.startswith("ok ") for line in run.stdout.splitlines()) >= 10 * ranks
+
+
+# rank 0 runs only the primal (it receives); rank 1 differentiates the same function, so
+# the reverse of its send waits for an adjoint that rank 0 never sends
+_UNMATCHED = r"""#include <mpi.h>
+#include <stdio.h>
+extern void __enzyme_autodiff(void *, ...);
+extern int enzyme_const, enzyme_dup;
+void f(double *x, double *y, int rank) {
+    if (rank == 1)
+        MPI_Send(x, 1, MPI_DOUBLE, 0, 0, MPI_COMM_WORLD);
+    else
+        MPI_Recv(y, 1, MPI_DOUBLE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+}
+int main(int argc, char **argv) {
+    int rank;
+    double x = 2, dx = 0, y = 0, dy = 1;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank == 1)
+        __enzyme_autodiff((void *)f, enzyme_dup, &x, &dx, enzyme_dup, &y, &dy, enzyme_const, rank);
+    else
+        f(&x, &y, rank);
+    printf("finished rank %d\n", rank);
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+
+def test_unmatched_adjoint_receive_times_out(tmp_path: Path):
+    # item 3: the adjoint's receive has no matching send; the run is stopped by the
+    # timeout and its processes killed. Built the way the docs suggest for build systems,
+    # with Open MPI's wrapper calling zymase (OMPI_CC="zymase cc" mpicc).
+    (tmp_path / "unmatched.c").write_text(_UNMATCHED)
+    env = {**os.environ, "OMPI_CC": "zymase cc"}
+    build = subprocess.run(["mpicc", "-O2", "unmatched.c", "-o", "unmatched"], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=COMPILE_TIMEOUT)
+    assert build.returncode == 0, build.stderr
+    before = {p for p in _all_processes() if _command(p).endswith("/unmatched")}
+    assert run_mpi(tmp_path / "unmatched", 2, timeout=4) is None
+    left = [p for p in _all_processes() if p not in before and _command(p).endswith("/unmatched")]
+    assert not left, f"processes left after the timeout: {left}"
+
+
+def _all_processes() -> list[int]:
+    return [int(p.name) for p in Path("/proc").glob("[0-9]*")]
+
+
+def _command(pid: int) -> str:
+    try:
+        return (Path("/proc") / str(pid) / "cmdline").read_bytes().split(b"\0")[0].decode()
+    except OSError:
+        return ""
+
+
+_PRELUDE = """#include <mpi.h>
+extern void __enzyme_autodiff(void *, ...);
+extern int enzyme_const, enzyme_dup;
+"""
+_CALL = """int main(int argc, char **argv) {
+    double x[4] = {1, 2, 3, 4}, dx[4] = {0}, y[4] = {0}, dy[4] = {1, 1, 1, 1};
+    MPI_Init(&argc, &argv);
+    __enzyme_autodiff((void *)f, enzyme_dup, x, dx, enzyme_dup, y, dy);
+    MPI_Finalize();
+    return 0;
+}
+"""
+# (source of f, what the one error line names, the line it points to)
+REFUSED = {
+    "one_sided_put": (
+        "void f(double *x, double *y) {\n"
+        "    MPI_Win win;\n"
+        "    MPI_Win_create(y, 4 * sizeof(double), sizeof(double), MPI_INFO_NULL, MPI_COMM_WORLD, &win);\n"
+        "    MPI_Win_fence(0, win);\n"
+        "    MPI_Put(x, 4, MPI_DOUBLE, 0, 0, 4, MPI_DOUBLE, win);\n"
+        "    MPI_Win_fence(0, win);\n"
+        "    MPI_Win_free(&win);\n"
+        "}\n", "'MPI_Win_create' (one-sided MPI communication)", 6),
+    "no_rule_alltoall": (
+        "void f(double *x, double *y) {\n"
+        "    MPI_Alltoall(x, 1, MPI_DOUBLE, y, 1, MPI_DOUBLE, MPI_COMM_WORLD);\n"
+        "}\n", "no derivative rule for 'MPI_Alltoall'", 5),
+    "reduction_prod": (
+        "void f(double *x, double *y) {\n"
+        "    MPI_Allreduce(x, y, 4, MPI_DOUBLE, MPI_PROD, MPI_COMM_WORLD);\n"
+        "}\n", "'MPI_Allreduce' reduces with MPI_PROD", 5),
+    "long_double_datatype": (
+        "void f(double *x, double *y) {\n"
+        "    long double t[4];\n"
+        "    MPI_Recv(t, 4, MPI_LONG_DOUBLE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);\n"
+        "    for (int i = 0; i < 4; i++) y[i] = x[i] * (double)t[i];\n"
+        "}\n", "'MPI_Recv' moves data of the datatype 'ompi_mpi_long_double'", 6),
+    "completed_by_test": (
+        "void f(double *x, double *y) {\n"
+        "    MPI_Request r;\n"
+        "    int done = 0;\n"
+        "    MPI_Irecv(y, 4, MPI_DOUBLE, 0, 0, MPI_COMM_WORLD, &r);\n"
+        "    MPI_Send(x, 4, MPI_DOUBLE, 0, 0, MPI_COMM_WORLD);\n"
+        "    while (!done) MPI_Test(&r, &done, MPI_STATUS_IGNORE);\n"
+        "}\n", "'MPI_Test' completes a request", 9),
+    "in_place": (
+        "void f(double *x, double *y) {\n"
+        "    for (int i = 0; i < 4; i++) y[i] = x[i] * x[i];\n"
+        "    MPI_Allreduce(MPI_IN_PLACE, y, 4, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);\n"
+        "}\n", "'MPI_Allreduce' passes MPI_IN_PLACE", 6),
+    "any_source": (
+        "void f(double *x, double *y) {\n"
+        "    MPI_Recv(y, 4, MPI_DOUBLE, MPI_ANY_SOURCE, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);\n"
+        "    y[0] *= x[0];\n"
+        "}\n", "'MPI_Recv' receives with MPI_ANY_SOURCE", 5),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED))
+def test_unsupported_mpi_is_refused(case: str, tmp_path: Path):
+    # item 5: one clear error naming the MPI call and its source line, never a wrong answer
+    body, named, line = REFUSED[case]
+    (tmp_path / f"{case}.c").write_text(_PRELUDE + body + _CALL)
+    proc = run_cli(["cc", "-O2", "-c", f"{case}.c", *mpi_flags()], cwd=tmp_path, timeout=COMPILE_TIMEOUT)
+    assert proc.returncode != 0
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"zymase: error: {case}.c:{line}:"), proc.stderr
+    assert named in lines[0] and "function 'f'" in lines[0] and "hint:" in lines[0], lines[0]
+    assert not list(tmp_path.glob("*.o"))
