@@ -14,7 +14,7 @@ from zymase.autodiff.flavor import Emitter, Flavor, is_differentiable_type
 from zymase.autodiff.registry import REGISTRY, Rule, load_all_rules
 from zymase.autodiff.rules.blas_signatures import is_blas_or_lapack, supported_names
 from zymase.autodiff.annotated_calls import inactive_global_names, mark_of, rule_for_marked
-from zymase.autodiff.type_rules import shadow_type
+from zymase.autodiff.type_rules import shadow_type, shadow_types
 from zymase.autodiff.flavor import intrinsic_base
 from zymase.autodiff.names import ABANDON, ABANDONED, SHADOW_ARGS
 from zymase.errors import ZymaseError
@@ -711,39 +711,41 @@ def derivative_follows(a: Activity, *, forward: bool) -> bool:
     return a.is_dup or (forward and a.is_active)
 
 
-def rev_signature(inputs: Sequence[Attribute], outputs: Sequence[Attribute], arg_acts, ret_acts):
+def rev_signature(inputs: Sequence[Attribute], outputs: Sequence[Attribute], arg_acts, ret_acts, width: int = 1):
     """Signature of a reverse-mode derivative function.
 
     Inputs: each primal argument, followed by its shadow when dup; then one seed per
     active result. Outputs: the primal results that are needed, then the derivative
-    of each active argument (Enzyme-MLIR's convention for ``enzyme.autodiff``)."""
+    of each active argument (Enzyme-MLIR's convention for ``enzyme.autodiff``). In
+    vector mode (``width`` > 1) each shadow, seed and derivative is ``width`` of them."""
     ins: list[Attribute] = []
     for t, a in zip(inputs, arg_acts):
         ins.append(t)
         if derivative_follows(a, forward=False):
-            ins.append(shadow_type(t))
+            ins += shadow_types(t, width)
     for t, a in zip(outputs, ret_acts):
         if a.is_active:
-            ins.append(shadow_type(t))
+            ins += shadow_types(t, width)
     outs = [t for t, a in zip(outputs, ret_acts) if a.needs_primal]
-    outs += [shadow_type(t) for t, a in zip(inputs, arg_acts) if a.is_active]
+    outs += [s for t, a in zip(inputs, arg_acts) if a.is_active for s in shadow_types(t, width)]
     return ins, outs
 
 
-def fwd_signature(inputs, outputs, arg_acts, ret_acts):
+def fwd_signature(inputs, outputs, arg_acts, ret_acts, width: int = 1):
     """Signature of a forward-mode derivative function: each argument followed by its
-    tangent when dup/active; per result the primal (unless *noneed) then the tangent."""
+    tangent when dup/active; per result the primal (unless *noneed) then the tangent.
+    In vector mode (``width`` > 1) each tangent is ``width`` tangents, one per lane."""
     ins: list[Attribute] = []
     for t, a in zip(inputs, arg_acts):
         ins.append(t)
         if derivative_follows(a, forward=True):
-            ins.append(shadow_type(t))
+            ins += shadow_types(t, width)
     outs: list[Attribute] = []
     for t, a in zip(outputs, ret_acts):
         if a.needs_primal:
             outs.append(t)
         if not a.is_const:
-            outs.append(shadow_type(t))
+            outs += shadow_types(t, width)
     return ins, outs
 
 

@@ -55,9 +55,9 @@ class Driver:
         return name
 
     def _generate(self, mode: str, fop: Operation, arg_acts: Sequence[Activity], ret_acts: Sequence[Activity],
-                  entry: bool) -> str:
+                  entry: bool, width: int = 1) -> str:
         fname = fop.sym_name.data
-        key = (mode, fname, tuple(arg_acts), tuple(ret_acts), entry)
+        key = (mode, fname, tuple(arg_acts), tuple(ret_acts), entry, width)
         if key in self.done:
             return self.done[key]
         flavor = flavor_of(fop)
@@ -67,9 +67,17 @@ class Driver:
                 f"{len(arg_acts)} argument activities given for {len(inputs)} arguments",
                 function=fname,
             )
+        if width > 1 and (is_outlined_region(fop) or _custom_rule_for(fop, mode)):
+            what = "an OpenMP parallel region" if is_outlined_region(fop) else "a function with a registered derivative"
+            raise ZymaseError(
+                f"vector mode (width {width}) cannot differentiate '{fname}', {what}",
+                construct=f"@{fname}", function=fname,
+                hint="differentiate it at width 1 (one call per tangent or cotangent)",
+            )
         sig = rev_signature if mode == "rev" else fwd_signature
-        ins, outs = sig(inputs, outputs, arg_acts, ret_acts)
-        name = self._fresh(("diffe" if mode == "rev" else "fwddiffe") + fname)
+        ins, outs = sig(inputs, outputs, arg_acts, ret_acts, width)
+        # Enzyme's names: fwddiffe3f is f's forward derivative at width 3
+        name = self._fresh(("diffe" if mode == "rev" else "fwddiffe") + (str(width) if width > 1 else "") + fname)
         gop = flavor.make_function(name, ins, outs, fop)
         if is_outlined_region(fop):
             mark_derivative(self.module, fop, gop, "combined" if mode == "rev" else "forward")
@@ -91,7 +99,7 @@ class Driver:
             gen_cls = StructuredReverse if is_structured(fop) else ReverseGenerator
         else:
             gen_cls = ForwardGenerator
-        gen = gen_cls(ctx, fop, arg_acts, ret_acts, name)
+        gen = gen_cls(ctx, fop, arg_acts, ret_acts, name, **({"width": width} if width > 1 else {}))
         gen.entry = entry
         gen.generate(gop)
         return name
@@ -137,8 +145,10 @@ class Driver:
         outputs (strong zeros rely on that, analysis.finiteness)."""
         return self._generate("rev", fop, arg_acts, ret_acts, entry)
 
-    def forward(self, fop: Operation, arg_acts, ret_acts, *, entry: bool = False) -> str:
-        return self._generate("fwd", fop, arg_acts, ret_acts, entry)
+    def forward(self, fop: Operation, arg_acts, ret_acts, *, entry: bool = False, width: int = 1) -> str:
+        """The forward-mode derivative of ``fop``; ``width`` > 1: vector mode, that many
+        tangents per active value (forward.ForwardGenerator)."""
+        return self._generate("fwd", fop, arg_acts, ret_acts, entry, width)
 
 
 def _custom_rule_for(fop: Operation, mode: str) -> bool:
