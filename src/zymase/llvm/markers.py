@@ -726,8 +726,25 @@ def _lower_site(site: _Site, functions: dict[str, Operation]) -> None:
         # {tape, primal}: no tape when it is in the caller's buffer, no primal after enzyme_noret
         tape, primal = results[:1], results[1:]
         results = ([] if opts.tape is not None else tape) + ([] if opts.noret else primal)
+    if opts.width > 1:
+        _refuse_dropped_lanes(site, call, sret, results)
     b.deliver(results, sret, site)
     call.parent_block().erase_op(call)
+
+
+def _refuse_dropped_lanes(site: _Site, call: Operation, sret: SSAValue | None, results: list[SSAValue]) -> None:
+    """Vector mode returns N tangents: a call declared to return fewer scalars (a plain
+    double) would keep the first lane only, silently."""
+    declared = _sret_type(call) if sret is not None else (call.returned.type if call.returned is not None else None)
+    if declared is None or not results:
+        return
+    wanted = [r.type for r in results]
+    if _scalar_fields(declared)[:len(wanted)] != wanted:
+        spelled = c_spelling(llvm.LLVMStructType.from_type_list(wanted)) if len(wanted) > 1 else c_spelling(wanted[0])
+        raise _err(site, f"{site.marker_fn} returns {spelled}, but the call is declared to return "
+                   f"{c_spelling(declared)}",
+                   "declare the marker function to return one value per lane, e.g. "
+                   "typedef struct { double d[4]; } vec4; for enzyme_width 4")
 
 
 def _return_kind(site: _Site, opts: _Options, fn_out: Attribute, has_result: bool, fname: str) -> str | None:
