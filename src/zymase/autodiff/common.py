@@ -16,7 +16,7 @@ from zymase.autodiff.rules.blas_signatures import is_blas_or_lapack, supported_n
 from zymase.autodiff.annotated_calls import inactive_global_names, mark_of, rule_for_marked
 from zymase.autodiff.type_rules import shadow_type, shadow_types
 from zymase.autodiff.flavor import intrinsic_base
-from zymase.autodiff.names import ABANDON, ABANDONED, SHADOW_ARGS
+from zymase.autodiff.names import ABANDON, ABANDONED, SHADOW_ARGS, SHADOW_LANES
 from zymase.errors import ZymaseError
 from zymase.ir import (
     ArrayAttr, Attribute, Block, IntegerAttr, IntegerType, Operation, Region, SSAValue, UnitAttr, is_float_type, llvm,
@@ -142,11 +142,14 @@ class Context:
         return is_differentiable_type(op.operands[index].type)
 
 
-def mark_shadow_args(fn: Operation, positions: Sequence[int]) -> None:
-    """Record SHADOW_ARGS on an LLVM-dialect function (the only kind alias_scopes
-    annotates; MLIR output carries no such attribute)."""
+def mark_shadow_args(fn: Operation, positions: Sequence[int], lanes: Sequence[int] | None = None) -> None:
+    """Record SHADOW_ARGS (and in vector mode each one's lane, SHADOW_LANES) on an
+    LLVM-dialect function (the only kind alias_scopes annotates; MLIR output carries no
+    such attribute)."""
     if positions and isinstance(fn, llvm.FuncOp):
         fn.attributes[SHADOW_ARGS] = ArrayAttr([IntegerAttr(i, 64) for i in positions])
+        if lanes is not None and max(lanes) > 0:
+            fn.attributes[SHADOW_LANES] = ArrayAttr([IntegerAttr(k, 64) for k in lanes])
 
 
 def prepare(ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts: Sequence[Activity],

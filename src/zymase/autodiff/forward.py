@@ -118,7 +118,8 @@ class ForwardGenerator(ShadowCode):
                         self.tmap[arg] = t
                     elif act.has_shadow(arg):
                         self.smap[arg] = t
-        mark_shadow_args(gop, [t.index for lane in self._lanes for t in lane.smap.values()])
+        mark_shadow_args(gop, [t.index for lane in self._lanes for t in lane.smap.values()],
+                         [k for k, lane in enumerate(self._lanes) for _ in lane.smap.values()])
         # Other blocks: primal args, then per active block argument one tangent arg per lane.
         # Unreachable blocks are dropped: no live branch can target them.
         order = [b for b in region.blocks if b in p.cfg.reachable]
