@@ -5,17 +5,16 @@ along; calls to defined functions become calls to their forward derivatives.
 Vector mode (Enzyme's ``enzyme_width``, ``width`` > 1): one primal copy and ``width``
 lanes of tangents. Each lane has its own tangent and shadow maps; the generator emits
 an op's primal once and then its tangent code once per lane, with the lane's maps
-selected (:meth:`ForwardGenerator.each_lane`), so the rules stay scalar and the lanes'
-arithmetic sits side by side for LLVM's SLP vectorizer."""
+selected (autodiff/lanes.py), so the rules stay scalar."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 
 from zymase.analysis.memory import DEALLOCATED_ARG, memory_kind
-from zymase.autodiff.common import Context, describe, function_name, mark_shadow_args, no_rule_error, prepare
+from zymase.autodiff.common import Context, function_name, mark_shadow_args, no_rule_error, prepare
 from zymase.autodiff.flavor import Emitter
+from zymase.autodiff.lanes import LaneMaps
 from zymase.autodiff.memory import ShadowCode, twin_decl
 from zymase.errors import ZymaseError
 from zymase.ir import Block, Operation, SSAValue, location_of
@@ -30,17 +29,7 @@ def _as_active(a: Activity) -> Activity:
     return a
 
 
-@dataclass
-class _Lane:
-    """One lane's derivatives: tangents of active values, shadows of pointers, the
-    shadow buffers of posix_memalign calls."""
-
-    tmap: dict[SSAValue, SSAValue] = field(default_factory=dict)
-    smap: dict[SSAValue, SSAValue] = field(default_factory=dict)
-    alloc_shadows: dict[Operation, SSAValue] = field(default_factory=dict)
-
-
-class ForwardGenerator(ShadowCode):
+class ForwardGenerator(LaneMaps, ShadowCode):
     def __init__(self, ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts: Sequence[Activity], name: str,
                  width: int = 1):
         self.ctx = ctx
@@ -49,39 +38,7 @@ class ForwardGenerator(ShadowCode):
         self.arg_acts = list(arg_acts)
         self.ret_acts = list(ret_acts)
         self.fname = function_name(fop)
-        self.width = width
-        self._lanes = [_Lane() for _ in range(width)]
-        self._lane = self._lanes[0]
-
-    # the maps of the lane being emitted (rules and ShadowCode read them by these names)
-    @property
-    def tmap(self) -> dict[SSAValue, SSAValue]:
-        return self._lane.tmap
-
-    @property
-    def smap(self) -> dict[SSAValue, SSAValue]:
-        return self._lane.smap
-
-    @property
-    def alloc_shadows(self) -> dict[Operation, SSAValue]:
-        return self._lane.alloc_shadows
-
-    def each_lane(self) -> Iterator[int]:
-        """Select each lane's maps in turn (vector mode); lane 0 stays selected after."""
-        try:
-            for k, lane in enumerate(self._lanes):
-                self._lane = lane
-                yield k
-        finally:
-            self._lane = self._lanes[0]
-
-    def _refuse_in_vector_mode(self, op: Operation, what: str) -> None:
-        if self.width > 1:
-            raise ZymaseError(
-                f"vector forward mode (width {self.width}) does not handle {what} yet",
-                construct=describe(op), function=self.fname, location=location_of(op),
-                hint="differentiate this function at width 1 (one call per tangent)",
-            )
+        self.init_lanes(width)
 
     def wants(self, v: SSAValue) -> bool:
         return self.act.is_active(v)
@@ -118,8 +75,8 @@ class ForwardGenerator(ShadowCode):
                         self.tmap[arg] = t
                     elif act.has_shadow(arg):
                         self.smap[arg] = t
-        mark_shadow_args(gop, [t.index for lane in self._lanes for t in lane.smap.values()],
-                         [k for k, lane in enumerate(self._lanes) for _ in lane.smap.values()])
+        mark_shadow_args(gop, [t.index for smap in self.of_every_lane("smap") for t in smap.values()],
+                         [k for k, smap in enumerate(self.of_every_lane("smap")) for _ in smap.values()])
         # Other blocks: primal args, then per active block argument one tangent arg per lane.
         # Unreachable blocks are dropped: no live branch can target them.
         order = [b for b in region.blocks if b in p.cfg.reachable]
@@ -153,7 +110,7 @@ class ForwardGenerator(ShadowCode):
             return
         if (kind := memory_kind(op)) is not None:
             if kind in ("memref", "call_rule") and any(self.act.has_shadow(o) for o in op.operands):
-                self._refuse_in_vector_mode(op, "memref or BLAS memory operations")
+                self.refuse_in_vector_mode(op, "memref or BLAS memory operations", self.fname)
             new = op.clone(self.vmap, self.bmap)
             E.insert(new)
             for r, nr in zip(op.results, new.results):
@@ -197,7 +154,7 @@ class ForwardGenerator(ShadowCode):
         if hasattr(rule, "forward_region"):
             if any(self.act.is_active(v) or self.act.has_shadow(v) for inner in op.walk()
                    for v in (*inner.operands, *inner.results)):
-                self._refuse_in_vector_mode(op, "structured control flow (scf) with derivatives")
+                self.refuse_in_vector_mode(op, "structured control flow (scf) with derivatives", self.fname)
             rule.forward_region(self, op)
             return
         if any(self.act.is_active(v) or self.act.has_shadow(v) for inner in op.walk() for v in (*inner.operands, *inner.results)):
