@@ -369,6 +369,13 @@ C_CASES = {
         "  return __enzyme_fwddiff((void*)f, enzyme_width, 2, enzyme_dupv, 8L, 1.0, d).d[0] > 0; }\n",
         ["dupv_on_float.c:6:", "enzyme_dupv on argument 1 of 'f', which is not a pointer"],
     ),
+    "width_split_mode.c": (
+        "extern void *__enzyme_augmentfwd(void*, ...);\nextern int enzyme_width;\n"
+        "double f(double x) { return x * x; }\n"
+        "int main(void) { return __enzyme_augmentfwd((void*)f, enzyme_width, 2, 1.0) != 0; }\n",
+        ["width_split_mode.c:4:", "enzyme_width (vector mode) is implemented for __enzyme_fwddiff and "
+         "__enzyme_autodiff, not __enzyme_augmentfwd (split mode)"],
+    ),
     "width_zero.c": (
         "extern double __enzyme_fwddiff(void*, ...);\nextern int enzyme_width;\n"
         "double f(double x) { return x * x; }\n"

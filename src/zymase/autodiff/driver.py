@@ -97,6 +97,10 @@ class Driver:
         if mode == "rev":
             # structured control flow (scf regions) is reversed region by region
             gen_cls = StructuredReverse if is_structured(fop) else ReverseGenerator
+            if width > 1 and gen_cls is StructuredReverse:
+                raise ZymaseError(f"vector mode (width {width}) does not reverse structured control flow (scf) yet",
+                                  construct=f"@{fname}", function=fname,
+                                  hint="differentiate it at width 1, or lower scf to cf first (zymase-opt enzyme-cfg)")
         else:
             gen_cls = ForwardGenerator
         gen = gen_cls(ctx, fop, arg_acts, ret_acts, name, **({"width": width} if width > 1 else {}))
@@ -139,11 +143,12 @@ class Driver:
         ReverseGenerator(ctx, fop, arg_acts, ret_acts, rev_name).generate_split(aug, rev)
         return aug_name, rev_name
 
-    def reverse(self, fop: Operation, arg_acts, ret_acts, *, entry: bool = False) -> str:
+    def reverse(self, fop: Operation, arg_acts, ret_acts, *, entry: bool = False, width: int = 1) -> str:
         """The reverse-mode derivative of ``fop``. ``entry``: asked for by the program
         (a marker), not by the derivative of a caller: its results are the program's
-        outputs (strong zeros rely on that, analysis.finiteness)."""
-        return self._generate("rev", fop, arg_acts, ret_acts, entry)
+        outputs (strong zeros rely on that, analysis.finiteness). ``width`` > 1: vector
+        mode, that many cotangents in one sweep (reverse.ReverseGenerator)."""
+        return self._generate("rev", fop, arg_acts, ret_acts, entry, width)
 
     def forward(self, fop: Operation, arg_acts, ret_acts, *, entry: bool = False, width: int = 1) -> str:
         """The forward-mode derivative of ``fop``; ``width`` > 1: vector mode, that many

@@ -25,7 +25,9 @@ Semantics follow Enzyme:
 * vector forward mode: ``enzyme_width, N`` (a constant) makes every float argument take
   N tangents, every ``enzyme_dup`` pointer N shadows, and ``enzyme_dupv, stride, x, dxs``
   / ``enzyme_dupnoneedv`` one buffer of N shadows ``stride`` bytes apart; the result is
-  its N tangents (``{primal, t1..tN}`` with ``enzyme_primal_return``);
+  its N tangents (``{primal, t1..tN}`` with ``enzyme_primal_return``); vector reverse
+  mode (``__enzyme_autodiff`` with ``enzyme_width``) seeds an active result with 1 in
+  every lane and returns N derivatives per active argument, lane by lane;
 * ``__enzyme_virtualreverse(p)``, the shadow of a function or vtable pointer, is ``p``
   (:func:`zymase.transforms.indirect_calls.lower_virtual_reverse`).
 
@@ -537,9 +539,9 @@ def _vector_width(site: _Site, v: SSAValue) -> int:
     if value.value.data < 1:
         raise _err(site, f"enzyme_width {value.value.data}: the vector width must be at least 1",
                    "pass the number of tangents, e.g. enzyme_width, 4")
-    if site.mode != "fwd":
-        raise _err(site, f"enzyme_width (vector mode) is implemented for __enzyme_fwddiff only, not {site.marker_fn}",
-                   "call the derivative once per seed, or use __enzyme_fwddiff with enzyme_width")
+    if site.mode not in ("fwd", "rev"):
+        raise _err(site, f"enzyme_width (vector mode) is implemented for __enzyme_fwddiff and __enzyme_autodiff, "
+                   f"not {site.marker_fn} (split mode)", "call the split-mode functions once per seed")
     return value.value.data
 
 
@@ -699,10 +701,11 @@ def _lower_site(site: _Site, functions: dict[str, Operation]) -> None:
                 ret_acts = [Activity.CONST if keep_primal else Activity.CONSTNONEED]
         if site.mode == "rev":
             if ret_kind == "active":
-                operands.append(b.fconst(1.0, fn_out))
+                # the result's seed, 1 in every lane (Enzyme's): lanes differ by their shadows
+                operands += [b.fconst(1.0, fn_out)] * opts.width
             out_types = ([fn_out] if opts.primal_return and has_result else []) + [
-                t for t, a in zip(fn_inputs, acts) if a.is_active]
-            op = ez.AutoDiffOp(fname, operands, out_types, acts, ret_acts)
+                t for t, a in zip(fn_inputs, acts) if a.is_active for _ in range(opts.width)]
+            op = ez.AutoDiffOp(fname, operands, out_types, acts, ret_acts, opts.width)
         else:
             from zymase.transforms.split_mode import split_op
 
