@@ -11,9 +11,9 @@ shadows with the cotangent. That is Enzyme's idiom for vector outputs (``Duplica
 output arrays), so the engine differentiates the function and the copy as one.
 
 Jacobians are assembled column by column (``jacfwd``: one vector forward call per
-:data:`CHUNK` input elements, Enzyme's ``enzyme_width``; the last chunk padded with zero
-tangents, so one kernel serves every chunk) or row by row (``jacrev``: one reverse call
-per output element; reverse mode has no vector mode yet).
+:data:`CHUNK` input elements, Enzyme's ``enzyme_width``) or row by row (``jacrev``: one
+vector reverse call per :data:`CHUNK` output elements, one forward sweep and one tape
+each); the last chunk is padded with zero (co)tangents, so one kernel serves every chunk.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from zymase.api import (
 from zymase.errors import ZymaseError
 from zymase.frontends import numba as zn
 
-#: Basis directions per forward kernel call when assembling a Jacobian: the vector
+#: Basis directions per kernel call when assembling a Jacobian: the vector
 #: width (fewer when the input has fewer elements). Eight doubles are two AVX-512 or
 #: four AVX2 registers' worth of lanes, and a wider kernel costs compile time.
 CHUNK = 8
@@ -253,16 +253,30 @@ class _Linear:
     def pull(self, cotangents: list) -> tuple:
         """One cotangent per argument (None for integers) for one cotangent per result
         leaf (already checked and of the leaves' dtypes)."""
+        return self.pull_lanes([cotangents])[0]
+
+    def pull_lanes(self, lanes: list) -> list[tuple]:
+        """Per lane, :meth:`pull` of its cotangents: one vector reverse call at width
+        ``len(lanes)`` (one forward sweep, one tape)."""
+        width = len(lanes)
         acts = self.reverse_activities()
         bufs = self._buffers()
-        seeds = [np.array(c, dtype=b.dtype).reshape(b.shape) for c, b in zip(cotangents, bufs)]
         plan, fn = _direct(self.writer, self.prim + self._out_types(bufs), acts + (zn.DUP,) * len(bufs), "rev",
-                           self.opts, promote=True)
-        kargs, shadows = _with_zero_shadows(self.primals, plan.activities)
-        for b, s in zip(bufs, seeds):
-            kargs += [b, s]
+                           self.opts, promote=True, width=width)
+        kargs, lane_shadows = [], [[] for _ in lanes]
+        for x, a in zip(self.primals, plan.activities):
+            kargs.append(_copy(x))
+            for shadows in lane_shadows:
+                shadow = _zeros(x) if zn.has_shadow(a) else None
+                if shadow is not None:
+                    kargs.append(shadow)
+                shadows.append(shadow)
+        for o, b in enumerate(bufs):
+            kargs += [b, *(np.array(c[o], dtype=b.dtype).reshape(b.shape) for c in lanes)]
         r = fn(*kargs)
-        return _picked(acts, shadows, iter(r[1:]))
+        # the kernel returns each active leaf's derivative once per lane, lane by lane
+        per_leaf = r[1:]
+        return [_picked(acts, shadows, iter(per_leaf[k::width])) for k, shadows in enumerate(lane_shadows)]
 
 
 def _picked(acts, shadows, outs):
@@ -473,18 +487,24 @@ def assemble_forward(args, nums, single: bool, out_like, out_dtypes, tangent_col
 
 
 def _assemble_reverse(args, nums, single: bool, lin: _Linear):
-    """The Jacobian row by row: one reverse call per output element; blocks shaped and
-    arranged as :func:`assemble_forward`'s."""
+    """The Jacobian row by row: one vector reverse call per :data:`CHUNK` output
+    elements; blocks shaped and arranged as :func:`assemble_forward`'s."""
     outs = lin.out_leaves
     leaves_in = _input_leaves(args, nums)
     mats = {(o_i, k, j): np.zeros((o.size, int(np.prod(shape))), dt)
             for o_i, (o, dt) in enumerate(zip(outs, lin.out_dtypes)) for k, j, shape in leaves_in}
+    width = _width(max(o.size for o in outs))
     for o_i, o in enumerate(outs):
-        for chunk in _columns(o.size, 1):
+        for chunk in _columns(o.size, width):
+            lanes = []
             for e in chunk:
                 seeds = [np.zeros(v.shape, dt) for v, dt in zip(outs, lin.out_dtypes)]
                 seeds[o_i].reshape(-1)[e] = 1
-                grads = lin.pull(seeds)
+                lanes.append(seeds)
+            # the last chunk padded with zero cotangents: one kernel for every chunk
+            lanes += [[np.zeros(v.shape, dt) for v, dt in zip(outs, lin.out_dtypes)]
+                      for _ in range(width - len(chunk))]
+            for e, grads in zip(chunk, lin.pull_lanes(lanes)):
                 for k, j, _ in leaves_in:
                     mats[(o_i, k, j)][e, :] = np.asarray(_flatten(grads[k])[j]).reshape(-1)
     blocks = {(o_i, k, j): mats[(o_i, k, j)].reshape(outs[o_i].shape + shape)
@@ -555,8 +575,8 @@ def jacfwd(f, argnums=0, *, preopt: bool = True, cache: bool | None = None, stro
 
 
 def jacrev(f, argnums=0, *, preopt: bool = True, cache: bool | None = None, strong_zero: bool = True):
-    """The Jacobian by reverse mode, like ``jax.jacrev``: one reverse call per output
-    element (no vector mode yet; see :data:`CHUNK`). Shapes as :func:`jacfwd`'s.
+    """The Jacobian by reverse mode, like ``jax.jacrev``: one vector reverse call per
+    :data:`CHUNK` output elements. Shapes as :func:`jacfwd`'s.
     ``jacrev(zymase.grad(f))`` is computed forward over reverse (the same matrix)."""
     return _jacobian_transform(f, argnums, (preopt, cache, strong_zero), "jacrev", "rev")
 

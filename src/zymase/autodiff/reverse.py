@@ -301,7 +301,8 @@ class ReverseGenerator(LaneMaps, ShadowCode, IndexedCaches, MinCutRecompute, Sto
             fn = self.aug_op
         else:
             types = [v.type for v, a in zip(self.p.returned, self.ret_acts) if a.needs_primal]
-            types += [arg.type for arg, a in zip(orig_entry.args, self.arg_acts) if a.is_active]
+            types += [arg.type for arg, a in zip(orig_entry.args, self.arg_acts) if a.is_active
+                      for _ in range(self.width)]
             fn = None
         E = Emitter(self.flavor, self.ctx.module).before(stop)
         zeros = [E.v(llvm.ZeroOp.build(result_types=[t])) for t in types]
@@ -355,10 +356,12 @@ class ReverseGenerator(LaneMaps, ShadowCode, IndexedCaches, MinCutRecompute, Sto
                 ops = new_operands.setdefault(term, flavor.successor_operands(term))
                 self.E.before(term)
                 primal_ops = flavor.successor_operands(src_term)[e.slot]
+                # a shadow per lane for each shadowed argument (the order of their block arguments)
                 if e.src in self.cfg.reachable:
-                    extra = [self.shadow_of(primal_ops[i]) for i in shadowed]
+                    extra = [self.shadow_of(primal_ops[i]) for i in shadowed for _ in self.each_lane()]
                 else:  # never runs: any pointer will do
-                    extra = [self.E.v(llvm.ZeroOp.build(result_types=[b.args[i].type])) for i in shadowed]
+                    extra = [self.E.v(llvm.ZeroOp.build(result_types=[b.args[i].type]))
+                             for i in shadowed for _ in range(self.width)]
                 ops[e.slot] = ops[e.slot] + extra
         for b in self.multi:
             nb = self.bmap[b]

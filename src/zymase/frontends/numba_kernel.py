@@ -43,8 +43,9 @@ class KernelSpec:
     #: (forward over reverse: ``activities`` then name the inner kernel's arguments,
     #: see :func:`nested_ir`)
     inner: "KernelSpec | None" = None
-    #: vector forward mode (``enzyme_width``): every shadow argument is ``width``
-    #: shadows, one per lane, and a float result has ``width`` tangents
+    #: vector mode (``enzyme_width``): every shadow argument is ``width`` shadows, one
+    #: per lane; forward, a float result has ``width`` tangents; reverse, a float
+    #: result takes ``width`` seeds and every active leaf has ``width`` derivatives
     width: int = 1
 
 
@@ -148,8 +149,8 @@ def kernel_types(ir, spec: KernelSpec):
         argtys.append(ty)
         if has_shadow(act):
             argtys += [ty] * spec.width
-    if spec.width > 1 and (spec.mode != "fwd" or spec.inner is not None or is_float_tuple(ir.restype)):
-        raise ZymaseError("vector mode (width > 1) is built for forward-mode kernels of njit functions only",
+    if spec.width > 1 and (spec.inner is not None or is_float_tuple(ir.restype)):
+        raise ZymaseError("vector mode (width > 1) is not built for derivative kernels (second order)",
                           hint="use width 1")
     if spec.mode == "fwd" and is_float_tuple(ir.restype):
         # a nested request over a reverse kernel: its values, then their tangents
@@ -157,8 +158,10 @@ def kernel_types(ir, spec: KernelSpec):
     value_t = ir.restype if isinstance(ir.restype, types.Float) else types.float64
     if spec.mode == "rev":
         if isinstance(ir.restype, types.Float):
-            argtys.append(ir.restype)
-        outs = [value_t] + [t for ty, a in zip(ir.argtypes, spec.activities) for t in active_leaves(ty, a)]
+            argtys += [ir.restype] * spec.width  # the seed of each lane
+        # each active leaf's derivative, once per lane
+        outs = [value_t] + [t for ty, a in zip(ir.argtypes, spec.activities) for t in active_leaves(ty, a)
+                            for _ in range(spec.width)]
     else:
         outs = [value_t] * (1 + spec.width)
     return tuple(argtys), types.Tuple(outs)
@@ -234,10 +237,10 @@ def kernel_ir(ir, spec: KernelSpec, symbol: str) -> str:
                 shadows = ", ".join(f"{t} %p{lane[j]}" for lane in lanes)
                 enz.append(f"ptr @{marker}, {t} %p{prim[j]}, {shadows}")
         fp += n
-    seed = None
+    seeds = [None] * spec.width  # per lane, the result's seed (reverse mode, float result)
     if spec.mode == "rev" and float_result:
-        seed = f"%p{kp}"
-        kp += 1
+        seeds = [f"%p{kp + k}" for k in range(spec.width)]
+        kp += spec.width
     assert kp == len(k_params)
 
     k_ps = ", ".join(f"{t} %p{i}" for i, t in enumerate(k_params))
@@ -246,7 +249,7 @@ def kernel_ir(ir, spec: KernelSpec, symbol: str) -> str:
     lane_names = [""] + [str(k) for k in range(1, spec.width)]
     zero = "0.0" if float_result else "zeroinitializer" if tuple_result else "0"
     body.append(f"  %res = alloca {ret_llty}, align 16\n  store {ret_llty} {zero}, ptr %res")
-    for k in lane_names:
+    for k, seed in zip(lane_names, seeds):
         body.append(f"  %dres{k} = alloca {ret_llty}, align 16")
         body.append(f"  store {ret_llty} {seed if seed else zero}, ptr %dres{k}")
         # excinfo gets a shadow slot that is never read: a recursive Numba call passes it
@@ -260,7 +263,8 @@ def kernel_ir(ir, spec: KernelSpec, symbol: str) -> str:
     marker_args = ", ".join([head, *enz])
     outs = []
     if spec.mode == "rev":
-        act_types = [str(ctx.get_value_type(t)) for ty, a in zip(ir.argtypes, spec.activities) for t in active_leaves(ty, a)]
+        act_types = [str(ctx.get_value_type(t)) for ty, a in zip(ir.argtypes, spec.activities)
+                     for t in active_leaves(ty, a) for _ in range(spec.width)]
         if not act_types:
             body.append(f"  call void (ptr, ...) @__enzyme_autodiff({marker_args})")
         elif len(act_types) == 1:

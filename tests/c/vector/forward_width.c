@@ -4,10 +4,12 @@
 // 3, 4 and 8: float arguments with N tangents, enzyme_dup pointers with N shadows,
 // enzyme_dupv / enzyme_dupnoneedv buffers of N shadows `stride` bytes apart, the
 // result's N tangents in a struct (and after the primal with enzyme_primal_return),
-// calls, branches, loops and a local array. The Jacobian of a 10-point stencil is
+// calls, branches, loops, a local array, pointers swapped in a loop (shadow phis
+// per lane). The Jacobian of a 10-point stencil is
 // built in chunks of 4 columns and a last chunk of 2 (4 does not divide 10).
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 extern int enzyme_const, enzyme_dup, enzyme_dupnoneed, enzyme_width, enzyme_dupv, enzyme_dupnoneedv,
     enzyme_primal_return;
@@ -154,10 +156,42 @@ static void arrays(int n) {
     }
 }
 
+// explicit heat steps swapping two buffers: pointer phis, whose shadows are block
+// arguments once per lane
+static void heat(double *u, double *tmp, int n, int steps) {
+    double *a = u, *b = tmp;
+    for (int s = 0; s < steps; s++) {
+        for (int i = 1; i + 1 < n; i++) b[i] = a[i] + 0.1 * (a[i - 1] - 2 * a[i] + a[i + 1]) + 0.01 * a[i] * a[i];
+        b[0] = a[0], b[n - 1] = a[n - 1];
+        double *t = a;
+        a = b, b = t;
+    }
+    if (a != u)
+        for (int i = 0; i < n; i++) u[i] = a[i];
+}
+
+static void heat_lanes(int n, int steps) {
+    double u0[N], u[N], tmp[N], want[3][N], du[3][N], dtmp[3][N];
+    for (int i = 0; i < n; i++) u0[i] = sin(0.7 * i);
+    for (int k = 0; k < 3; k++) {  // separate scalar calls, tangent cos(i + k)
+        double d[N], dt[N] = {0};
+        for (int i = 0; i < n; i++) d[i] = du[k][i] = cos(i + k), dtmp[k][i] = 0;
+        memcpy(u, u0, sizeof u);
+        __enzyme_fwddiffv((void *)heat, enzyme_dup, u, d, enzyme_dup, tmp, dt, enzyme_const, n, enzyme_const, steps);
+        memcpy(want[k], d, sizeof d);
+    }
+    memcpy(u, u0, sizeof u);
+    __enzyme_fwddiffv((void *)heat, enzyme_width, 3, enzyme_dupv, (long)sizeof(du[0]), u, du, enzyme_dupv,
+                      (long)sizeof(dtmp[0]), tmp, dtmp, enzyme_const, n, enzyme_const, steps);
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; i < n; i++) check("heat width 3 vs scalar calls", k * N + i, du[k][i], want[k][i], 1e-12);
+}
+
 int main(int argc, char **argv) {
     (void)argv;
     scalar_widths(argc + 2);
     arrays(N + argc - 1);
+    heat_lanes(N + argc - 1, 4 + argc);
     printf("%d failures\n", failures);
     return failures != 0;
 }

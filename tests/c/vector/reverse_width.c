@@ -4,7 +4,8 @@
 // widths 1, 2, 3 and 4: shadows given one by one (enzyme_dup) and as a strided buffer
 // (enzyme_dupv), an active float argument whose derivative comes back once per lane,
 // an active result seeded 1 in every lane, a called helper (reversed as one width-N
-// call), loops whose values go on the tape, a branch. The Jacobian of a 10-point
+// call), loops whose values go on the tape, a branch, pointers swapped in a loop
+// (shadow phis per lane). The Jacobian of a 10-point
 // stencil is built row by row in chunks of 4 rows and a last chunk of 2 (4 does not
 // divide 10).
 #include <math.h>
@@ -145,11 +146,46 @@ static void stencil_rows(int n) {
     }
 }
 
+// explicit heat steps swapping two buffers: pointer phis, whose shadows are block
+// arguments once per lane
+static void heat(double *u, double *tmp, int n, int steps) {
+    double *a = u, *b = tmp;
+    for (int s = 0; s < steps; s++) {
+        for (int i = 1; i + 1 < n; i++) b[i] = a[i] + 0.1 * (a[i - 1] - 2 * a[i] + a[i + 1]) + 0.01 * a[i] * a[i];
+        b[0] = a[0], b[n - 1] = a[n - 1];
+        double *t = a;
+        a = b, b = t;
+    }
+    if (a != u)
+        for (int i = 0; i < n; i++) u[i] = a[i];
+}
+
+static void heat_lanes(int n, int steps) {
+    double u0[N], u[N], tmp[N], want[2][N], du[2][N], dtmp[2][N];
+    for (int i = 0; i < n; i++) u0[i] = sin(0.7 * i);
+    for (int k = 0; k < 2; k++) {  // separate scalar calls: seed u's shadow with row 3 + 4k
+        double d[N] = {0}, dt[N] = {0};
+        d[3 + 4 * k] = 1;
+        memcpy(u, u0, sizeof u);
+        __enzyme_autodiffv((void *)heat, enzyme_dup, u, d, enzyme_dup, tmp, dt, enzyme_const, n, enzyme_const, steps);
+        memcpy(want[k], d, sizeof d);
+        memset(du[k], 0, sizeof du[k]);
+        memset(dtmp[k], 0, sizeof dtmp[k]);
+        du[k][3 + 4 * k] = 1;
+    }
+    memcpy(u, u0, sizeof u);
+    __enzyme_autodiffv((void *)heat, enzyme_width, 2, enzyme_dupv, (long)sizeof(du[0]), u, du, enzyme_dupv,
+                       (long)sizeof(dtmp[0]), tmp, dtmp, enzyme_const, n, enzyme_const, steps);
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < n; i++) check("heat width 2 vs scalar calls", k * N + i, du[k][i], want[k][i], 1e-12);
+}
+
 int main(int argc, char **argv) {
     (void)argv;
     scalars(argc + 3);
     model_lanes(N + argc - 1);
     stencil_rows(N + argc - 1);
+    heat_lanes(N + argc - 1, 4 + argc);
     printf("%d failures\n", failures);
     return failures != 0;
 }
