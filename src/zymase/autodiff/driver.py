@@ -81,7 +81,7 @@ class Driver:
         gop = flavor.make_function(name, ins, outs, fop)
         if is_outlined_region(fop):
             mark_derivative(self.module, fop, gop, "combined" if mode == "rev" else "forward")
-        _mark_unneeded_primal_memory(gop, fop, inputs, arg_acts, forward=mode != "rev")
+        _mark_unneeded_primal_memory(gop, fop, inputs, arg_acts, forward=mode != "rev", width=width)
         self.module.body.block.add_op(gop)
         self.symbols[name] = gop
         self.done[key] = name
@@ -162,7 +162,7 @@ def _custom_rule_for(fop: Operation, mode: str) -> bool:
 
 
 def _mark_unneeded_primal_memory(gop: Operation, fop: Operation, inputs, arg_acts: Sequence[Activity], *,
-                                 forward: bool) -> None:
+                                 forward: bool, width: int = 1) -> None:
     """A dupnoneed pointer argument says the caller will not read the primal memory
     after the call (an output buffer only the derivative is wanted of): its parameter in
     the derivative function gets LLVM's ``dead_on_return``, so dead-store elimination may
@@ -184,7 +184,7 @@ def _mark_unneeded_primal_memory(gop: Operation, fop: Operation, inputs, arg_act
                 marks["llvm.noalias"] = UnitAttr()
         attrs.append(DictionaryAttr(marks))
         if derivative_follows(a, forward=forward):
-            attrs.append(DictionaryAttr({}))
+            attrs += [DictionaryAttr({}) for _ in range(width)]  # a shadow per lane
     if any(d.data for d in attrs):
         attrs += [DictionaryAttr({}) for _ in range(len(gop.function_type.inputs.data) - len(attrs))]
         gop.properties["arg_attrs"] = ArrayAttr(attrs)

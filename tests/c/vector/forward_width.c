@@ -187,11 +187,33 @@ static void heat_lanes(int n, int steps) {
         for (int i = 0; i < n; i++) check("heat width 3 vs scalar calls", k * N + i, du[k][i], want[k][i], 1e-12);
 }
 
+// an output before an enzyme_dupnoneed scratch buffer: the scratch's parameter, not
+// a lane of the output's shadow, is the one whose stores may be dropped
+static void with_scratch(double *out, double *scratch, const double *x, int n) {
+    for (int i = 0; i < n; i++) scratch[i] = x[i] * x[i];
+    for (int i = 0; i < n; i++) out[i] = scratch[i] * x[(i + 1) % n];
+}
+
+static void scratch_lanes(int n) {
+    double x[N], out[N], scratch[N], dx[2][N], dout[2][N], dscratch[2][N];
+    for (int i = 0; i < n; i++) x[i] = 0.5 + 0.1 * i, dx[0][i] = 1, dx[1][i] = i;
+    __enzyme_fwddiffv((void *)with_scratch, enzyme_width, 2, enzyme_dupv, (long)sizeof(dout[0]), out, dout,
+                      enzyme_dupnoneedv, (long)sizeof(dscratch[0]), scratch, dscratch, enzyme_dupv,
+                      (long)sizeof(dx[0]), x, dx, enzyme_const, n);
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < n; i++) {
+            int j = (i + 1) % n;
+            double want = 2 * x[i] * dx[k][i] * x[j] + x[i] * x[i] * dx[k][j];
+            check("scratch after an output, width 2", k * N + i, dout[k][i], want, 1e-12);
+        }
+}
+
 int main(int argc, char **argv) {
     (void)argv;
     scalar_widths(argc + 2);
     arrays(N + argc - 1);
     heat_lanes(N + argc - 1, 4 + argc);
+    scratch_lanes(N + argc - 1);
     printf("%d failures\n", failures);
     return failures != 0;
 }
