@@ -52,6 +52,12 @@ func.func @fwd3(%x: f64, %dx0: f64, %dx1: f64, %dx2: f64, %a: f64, %da0: f64, %d
     : (f64, f64, f64, f64, f64, f64, f64, f64, i64) -> (f64, f64, f64)
   func.return %r#0, %r#1, %r#2 : f64, f64, f64
 }}
+func.func @fwd3_lanes12(%x: f64, %dx0: f64, %dx1: f64, %dx2: f64, %a: f64, %n: i64) -> (f64, f64) {{
+  %r:3 = enzyme.fwddiff @f(%x, %dx0, %dx1, %dx2, %a, %n) {{activity = [{DUP}, #enzyme<activity enzyme_const>,
+    #enzyme<activity enzyme_const>], ret_activity = [{DUPNONEED}], width = 3 : i64}}
+    : (f64, f64, f64, f64, f64, i64) -> (f64, f64, f64)
+  func.return %r#1, %r#2 : f64, f64
+}}
 func.func @rev1(%x: f64, %a: f64, %n: i64, %seed: f64) -> (f64, f64) {{
   %r:2 = enzyme.autodiff @f(%x, %a, %n, %seed) {{activity = [{ACT}, {ACT}, #enzyme<activity enzyme_const>],
     ret_activity = [{NONEED}]}} : (f64, f64, i64, f64) -> (f64, f64)
@@ -109,3 +115,19 @@ def test_batched_tensor_shadows_are_refused():
     with pytest.raises(ZymaseError, match=r"do not match the derivative signature \(f64, f64, f64, f64, f64, f64, "
                                           r"i64\) -> \(f64, f64, f64, f64\)"):
         zymase.mlir.compile(text)
+
+
+def test_activity_opt_leaves_vector_requests_correct():
+    # enzyme-activity-opt decodes one shadow per argument: a width-3 request must come
+    # out computing the same lanes (it is left as written)
+    from zymase.transforms.pipeline import run_passes
+
+    optimized = zymase.mlir.compile(run_passes(MODULE, "width.mlir", ["enzyme-activity-opt"]))
+    x, a, n = 0.4, 0.9, 4
+    dxs, das = (1.0, 2.0, 0.0), (0.5, 0.0, 1.0)
+    gx, ga = closed_form(x, a, n)
+    got = optimized.fwd3(x, *dxs, a, *das, n)
+    assert got == pytest.approx([gx * dxs[k] + ga * das[k] for k in range(3)], rel=1e-12)
+    assert optimized.rev2(x, a, n, 1.0, 2.0) == pytest.approx((gx, 2 * gx, ga, 2 * ga), rel=1e-12)
+    # lane 0's tangent unused, lanes 1 and 2 returned
+    assert optimized.fwd3_lanes12(x, 1.0, 2.0, 3.0, a, n) == pytest.approx((2 * gx, 3 * gx), rel=1e-12)
