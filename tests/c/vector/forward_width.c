@@ -208,12 +208,32 @@ static void scratch_lanes(int n) {
         }
 }
 
+// a constant function-pointer argument after shadowed ones (zymase specializes the
+// callee for it: the lanes' shadows must be counted to find it)
+static double cube(double v) { return v * v * v; }
+
+static void map_fn(const double *x, double *out, double (*g)(double), int n) {
+    for (int i = 0; i < n; i++) out[i] = g(x[i]) + x[i];
+}
+
+static void function_argument_lanes(int n) {
+    double x[N], out[N], dx0[N], dx1[N], d0[N], d1[N];
+    for (int i = 0; i < n; i++) x[i] = 0.2 * i - 0.5, dx0[i] = 1, dx1[i] = -0.5 * i;
+    __enzyme_fwddiffv((void *)map_fn, enzyme_width, 2, enzyme_dup, x, dx0, dx1, enzyme_dupnoneed, out, d0, d1,
+                      enzyme_const, cube, enzyme_const, n);
+    for (int i = 0; i < n; i++) {
+        check("function argument, width 2 lane 0", i, d0[i], (3 * x[i] * x[i] + 1) * dx0[i], 1e-12);
+        check("function argument, width 2 lane 1", i, d1[i], (3 * x[i] * x[i] + 1) * dx1[i], 1e-12);
+    }
+}
+
 int main(int argc, char **argv) {
     (void)argv;
     scalar_widths(argc + 2);
     arrays(N + argc - 1);
     heat_lanes(N + argc - 1, 4 + argc);
     scratch_lanes(N + argc - 1);
+    function_argument_lanes(N + argc - 1);
     printf("%d failures\n", failures);
     return failures != 0;
 }
