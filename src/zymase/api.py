@@ -318,10 +318,10 @@ class _Plan:
     the kernel's argument list, and what is returned from the kernel's tuple."""
 
     def __init__(self, disp, argtypes, activities, mode, options, *, promote: bool = False,
-                 inner: zn.KernelSpec | None = None):
+                 inner: zn.KernelSpec | None = None, width: int = 1):
         self.disp, self.argtypes, self.mode = disp, argtypes, mode
         spec = zn.KernelSpec(mode, activities, preopt=options.get("preopt", True),
-                             strong_zero=options.get("strong_zero", True), inner=inner)
+                             strong_zero=options.get("strong_zero", True), inner=inner, width=width)
         self.kernel = zn.get_kernel(disp, argtypes, spec, cache=options.get("cache", False), promote=promote)
         self.activities = self.kernel.spec.activities
         self.call = _kernel_intrinsic(self.kernel)
@@ -520,18 +520,18 @@ _direct_cache: dict = {}
 
 
 def _direct(disp, argtypes, activities, mode, options, *, promote: bool = False,
-            inner: zn.KernelSpec | None = None):
+            inner: zn.KernelSpec | None = None, width: int = 1):
     """A plan plus an njit function taking the kernel's arguments and returning its tuple
     (``promote``: see :func:`zymase.frontends.numba.get_kernel`; the plan's activities
-    say which arguments need shadows; ``inner``: a nested request, see
-    :class:`zymase.frontends.numba.KernelSpec`)."""
+    say which arguments need shadows; ``inner``: a nested request, ``width``: vector
+    forward mode, see :class:`zymase.frontends.numba.KernelSpec`)."""
     import numba
 
-    key = (disp, argtypes, activities, mode, tuple(sorted(options.items())), promote, inner)
+    key = (disp, argtypes, activities, mode, tuple(sorted(options.items())), promote, inner, width)
     hit = _direct_cache.get(key)
     if hit is not None:
         return hit
-    plan = _Plan(disp, argtypes, activities, mode, options, promote=promote, inner=inner)
+    plan = _Plan(disp, argtypes, activities, mode, options, promote=promote, inner=inner, width=width)
     n = len(plan.kernel.argtypes)
     params = ", ".join(f"p{i}" for i in range(n))
     src = f"def kernel_call({params}):\n    return call(({params}{',' if n == 1 else ''}))\n"

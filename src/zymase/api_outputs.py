@@ -10,10 +10,10 @@ reads the result's tangent from the shadows of those arrays; reverse mode seeds 
 shadows with the cotangent. That is Enzyme's idiom for vector outputs (``Duplicated``
 output arrays), so the engine differentiates the function and the copy as one.
 
-Jacobians are assembled column by column (``jacfwd``: one forward call per input
-element) or row by row (``jacrev``: one reverse call per output element): zymase has no
-vector (batched) mode yet. The loops go through :func:`_columns` in chunks of
-:data:`CHUNK`, the place where a vector-mode kernel would take a whole chunk per call.
+Jacobians are assembled column by column (``jacfwd``: one vector forward call per
+:data:`CHUNK` input elements, Enzyme's ``enzyme_width``) or row by row (``jacrev``: one
+vector reverse call per :data:`CHUNK` output elements, one forward sweep and one tape
+each); the last chunk is padded with zero (co)tangents, so one kernel serves every chunk.
 """
 
 from __future__ import annotations
@@ -29,8 +29,10 @@ from zymase.api import (
 from zymase.errors import ZymaseError
 from zymase.frontends import numba as zn
 
-#: Basis directions per kernel call when assembling a Jacobian. 1: no vector mode yet.
-CHUNK = 1
+#: Basis directions per kernel call when assembling a Jacobian: the vector
+#: width (fewer when the input has fewer elements). Eight doubles are two AVX-512 or
+#: four AVX2 registers' worth of lanes, and a wider kernel costs compile time.
+CHUNK = 8
 
 
 # --------------------------------------------------------------------------------------
@@ -214,20 +216,30 @@ class _Linear:
 
     def push(self, tangents) -> tuple[list, list]:
         """(result leaves, their tangents) for one tangent per argument (None: zero)."""
+        values, lanes = self.push_lanes([tangents])
+        return values, lanes[0]
+
+    def push_lanes(self, lanes: list) -> tuple[list, list]:
+        """(result leaves, per lane their tangents) for ``lanes``, each one tangent per
+        argument (None: zero): one vector forward call at width ``len(lanes)``."""
+        width = len(lanes)
         acts = tuple(_tangent_activity(t) for t in self.prim)
-        bufs, dbufs = self._buffers(), self._buffers()
+        bufs = self._buffers()
+        dbufs = [self._buffers() for _ in lanes]
         plan, fn = _direct(self.writer, self.prim + self._out_types(bufs), acts + (zn.DUP,) * len(bufs), "fwd",
-                           self.opts, promote=True)
+                           self.opts, promote=True, width=width)
         kargs = []
-        for x, t, ty, act in zip(self.primals, tangents, self.prim, plan.activities):
+        for i, (x, ty, act) in enumerate(zip(self.primals, self.prim, plan.activities)):
             kargs.append(_copy(x))
             if zn.has_shadow(act):
-                kargs.append(_zero_tangent(x) if t is None else _with_shadow_type(_copy(t), ty))
-        for b, db in zip(bufs, dbufs):
-            kargs += [b, db]
+                for tangents in lanes:
+                    t = tangents[i]
+                    kargs.append(_zero_tangent(x) if t is None else _with_shadow_type(_copy(t), ty))
+        for o, b in enumerate(bufs):
+            kargs += [b, *(d[o] for d in dbufs)]
         fn(*kargs)
         return ([self._leaf_value(b, v) for b, v in zip(bufs, self.out_leaves)],
-                [self._leaf_value(b, v) for b, v in zip(dbufs, self.out_leaves)])
+                [[self._leaf_value(b, v) for b, v in zip(d, self.out_leaves)] for d in dbufs])
 
     def reverse_activities(self) -> tuple:
         acts = []
@@ -241,16 +253,30 @@ class _Linear:
     def pull(self, cotangents: list) -> tuple:
         """One cotangent per argument (None for integers) for one cotangent per result
         leaf (already checked and of the leaves' dtypes)."""
+        return self.pull_lanes([cotangents])[0]
+
+    def pull_lanes(self, lanes: list) -> list[tuple]:
+        """Per lane, :meth:`pull` of its cotangents: one vector reverse call at width
+        ``len(lanes)`` (one forward sweep, one tape)."""
+        width = len(lanes)
         acts = self.reverse_activities()
         bufs = self._buffers()
-        seeds = [np.array(c, dtype=b.dtype).reshape(b.shape) for c, b in zip(cotangents, bufs)]
         plan, fn = _direct(self.writer, self.prim + self._out_types(bufs), acts + (zn.DUP,) * len(bufs), "rev",
-                           self.opts, promote=True)
-        kargs, shadows = _with_zero_shadows(self.primals, plan.activities)
-        for b, s in zip(bufs, seeds):
-            kargs += [b, s]
+                           self.opts, promote=True, width=width)
+        kargs, lane_shadows = [], [[] for _ in lanes]
+        for x, a in zip(self.primals, plan.activities):
+            kargs.append(_copy(x))
+            for shadows in lane_shadows:
+                shadow = _zeros(x) if zn.has_shadow(a) else None
+                if shadow is not None:
+                    kargs.append(shadow)
+                shadows.append(shadow)
+        for o, b in enumerate(bufs):
+            kargs += [b, *(np.array(c[o], dtype=b.dtype).reshape(b.shape) for c in lanes)]
         r = fn(*kargs)
-        return _picked(acts, shadows, iter(r[1:]))
+        # the kernel returns each active leaf's derivative once per lane, lane by lane
+        per_leaf = r[1:]
+        return [_picked(acts, shadows, iter(per_leaf[k::width])) for k, shadows in enumerate(lane_shadows)]
 
 
 def _picked(acts, shadows, outs):
@@ -417,11 +443,15 @@ def vjp(f, *primals, preopt: bool = True, cache: bool | None = None,
 # --------------------------------------------------------------------------------------
 
 
-def _columns(n: int):
-    """Basis indices 0..n-1 in chunks of :data:`CHUNK` (one kernel call per chunk once
-    a vector mode exists; one call per index today)."""
-    for start in range(0, n, CHUNK):
-        yield range(start, min(start + CHUNK, n))
+def _columns(n: int, width: int = 1):
+    """Basis indices 0..n-1 in chunks of ``width`` (the last one possibly shorter)."""
+    for start in range(0, n, width):
+        yield range(start, min(start + width, n))
+
+
+def _width(n: int) -> int:
+    """The vector width of the forward calls for ``n`` basis directions."""
+    return max(1, min(CHUNK, n))
 
 
 def _input_leaves(args, nums):
@@ -429,22 +459,27 @@ def _input_leaves(args, nums):
     return [(k, j, np.shape(leaf)) for k in nums for j, leaf in enumerate(_flatten(args[k]))]
 
 
-def assemble_forward(args, nums, single: bool, out_like, out_dtypes, tangent_columns):
+def assemble_forward(args, nums, single: bool, out_like, out_dtypes, tangent_columns, width: int = 1):
     """A Jacobian built column by column, shaped as JAX's: ``out_like``'s structure
     with each leaf replaced by (for an int ``argnums``) the selected argument's
     structure of ``out.shape + in.shape`` blocks, or a tuple over ``argnums`` of those.
-    ``tangent_columns(k, tangents)`` returns the output tangent leaves for one tangent
-    per argument (basis vectors on argument ``k``)."""
+    ``tangent_columns(k, lanes)`` returns per lane the output tangent leaves, for
+    ``lanes`` (chunks of ``width``) each one tangent per argument (basis vectors on
+    argument ``k``; a padding lane of the last chunk is all None: zero)."""
     outs = [np.asarray(v) for v in _flatten(out_like)]
     blocks = {}
     for k, j, shape in _input_leaves(args, nums):
         size = int(np.prod(shape))
         mats = [np.zeros((o.size, size), dt) for o, dt in zip(outs, out_dtypes)]
-        for chunk in _columns(size):
+        for chunk in _columns(size, width):
+            lanes = []
             for e in chunk:
                 tangents = [None] * len(args)
                 tangents[k] = _basis(args[k], j, e)
-                for m, col in zip(mats, tangent_columns(k, tangents)):
+                lanes.append(tangents)
+            lanes += [[None] * len(args) for _ in range(width - len(chunk))]
+            for e, cols in zip(chunk, tangent_columns(k, lanes)):
+                for m, col in zip(mats, cols):
                     m[:, e] = np.asarray(col).reshape(-1)
         for o_i, (m, o) in enumerate(zip(mats, outs)):
             blocks[(o_i, k, j)] = m.reshape(o.shape + shape)
@@ -452,18 +487,24 @@ def assemble_forward(args, nums, single: bool, out_like, out_dtypes, tangent_col
 
 
 def _assemble_reverse(args, nums, single: bool, lin: _Linear):
-    """The Jacobian row by row: one reverse call per output element; blocks shaped and
-    arranged as :func:`assemble_forward`'s."""
+    """The Jacobian row by row: one vector reverse call per :data:`CHUNK` output
+    elements; blocks shaped and arranged as :func:`assemble_forward`'s."""
     outs = lin.out_leaves
     leaves_in = _input_leaves(args, nums)
     mats = {(o_i, k, j): np.zeros((o.size, int(np.prod(shape))), dt)
             for o_i, (o, dt) in enumerate(zip(outs, lin.out_dtypes)) for k, j, shape in leaves_in}
+    width = _width(max(o.size for o in outs))
     for o_i, o in enumerate(outs):
-        for chunk in _columns(o.size):
+        for chunk in _columns(o.size, width):
+            lanes = []
             for e in chunk:
                 seeds = [np.zeros(v.shape, dt) for v, dt in zip(outs, lin.out_dtypes)]
                 seeds[o_i].reshape(-1)[e] = 1
-                grads = lin.pull(seeds)
+                lanes.append(seeds)
+            # the last chunk padded with zero cotangents: one kernel for every chunk
+            lanes += [[np.zeros(v.shape, dt) for v, dt in zip(outs, lin.out_dtypes)]
+                      for _ in range(width - len(chunk))]
+            for e, grads in zip(chunk, lin.pull_lanes(lanes)):
                 for k, j, _ in leaves_in:
                     mats[(o_i, k, j)][e, :] = np.asarray(_flatten(grads[k])[j]).reshape(-1)
     blocks = {(o_i, k, j): mats[(o_i, k, j)].reshape(outs[o_i].shape + shape)
@@ -516,8 +557,9 @@ def _jacobian_transform(f, argnums, opts_in, api_name: str, direction: str):
             n_in = sum(int(np.prod(s)) for _, _, s in _input_leaves(args, nums))
             forward = n_in <= sum(o.size for o in lin.out_leaves)
         if forward:
+            width = _width(max(int(np.prod(s)) for _, _, s in _input_leaves(args, nums)))
             return assemble_forward(args, nums, single, lin.value, lin.out_dtypes,
-                                    lambda k, tangents: lin.push(tangents)[1])
+                                    lambda k, lanes: lin.push_lanes(lanes)[1], width)
         return _assemble_reverse(args, nums, single, lin)
 
     jacobian_fn.__name__ = f"{api_name}_{disp.py_func.__name__}"
@@ -526,16 +568,15 @@ def _jacobian_transform(f, argnums, opts_in, api_name: str, direction: str):
 
 def jacfwd(f, argnums=0, *, preopt: bool = True, cache: bool | None = None, strong_zero: bool = True):
     """The Jacobian of ``f`` with respect to argument(s) ``argnums`` by forward mode,
-    like ``jax.jacfwd``: one forward call per input element (zymase has no vector mode
-    yet; see :data:`CHUNK`). A block has shape ``out.shape + in.shape``; tuple results
+    like ``jax.jacfwd``: one vector forward call per :data:`CHUNK` input elements. A block has shape ``out.shape + in.shape``; tuple results
     and tuple ``argnums`` give tuples as JAX does. ``jacfwd(zymase.grad(f))`` is the
     Hessian, forward over reverse."""
     return _jacobian_transform(f, argnums, (preopt, cache, strong_zero), "jacfwd", "fwd")
 
 
 def jacrev(f, argnums=0, *, preopt: bool = True, cache: bool | None = None, strong_zero: bool = True):
-    """The Jacobian by reverse mode, like ``jax.jacrev``: one reverse call per output
-    element (no vector mode yet; see :data:`CHUNK`). Shapes as :func:`jacfwd`'s.
+    """The Jacobian by reverse mode, like ``jax.jacrev``: one vector reverse call per
+    :data:`CHUNK` output elements. Shapes as :func:`jacfwd`'s.
     ``jacrev(zymase.grad(f))`` is computed forward over reverse (the same matrix)."""
     return _jacobian_transform(f, argnums, (preopt, cache, strong_zero), "jacrev", "rev")
 

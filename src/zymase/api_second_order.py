@@ -178,12 +178,14 @@ def _second_derivative(disp, opts, names, args, gnums, gsingle, jnums, jsingle, 
     grad_like = args[gnums[0]] if gsingle else tuple(args[k] for k in gnums)
     dtypes = [np.asarray(v).dtype for v in _flatten(grad_like)]
 
-    def columns(_k, tangents):
-        _, _, dgrads = nested(args, tangents)
-        picked = dgrads[gnums[0]] if gsingle else tuple(dgrads[k] for k in gnums)
-        return _flatten(picked)
+    def columns(_k, lanes):  # one lane per call: nested kernels have no vector mode
+        return [_flatten(_picked_grads(nested(args, tangents)[2], gnums, gsingle)) for tangents in lanes]
 
     return assemble_forward(args, jnums, jsingle, grad_like, dtypes, columns)
+
+
+def _picked_grads(dgrads, gnums, gsingle):
+    return dgrads[gnums[0]] if gsingle else tuple(dgrads[k] for k in gnums)
 
 
 def jacobian_of(f, argnums, api_name: str):

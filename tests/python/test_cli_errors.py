@@ -329,11 +329,59 @@ C_CASES = {
         "int main(void) { return __enzyme_frobnicate((void*)f, 1.0) > 0; }\n",
         ["unknown_enzyme_function.c:3:", "'__enzyme_frobnicate' is not an Enzyme function zymase knows"],
     ),
-    "width_marker.c": (
+    # issue 25 item 2: malformed vector mode, named in C terms
+    "width_not_constant.c": (
         "extern double __enzyme_fwddiff(void*, ...);\nextern int enzyme_width;\n"
         "double f(double x) { return x * x; }\n"
-        "int main(void) { return __enzyme_fwddiff((void*)f, enzyme_width, 2, 1.0, 1.0, 2.0) > 0; }\n",
-        ["width_marker.c:4:", "marker 'enzyme_width' is not implemented", "function 'main'"],
+        "int main(int argc, char **argv) { (void)argv;\n"
+        "  return __enzyme_fwddiff((void*)f, enzyme_width, argc, 1.0, 1.0) > 0; }\n",
+        ["width_not_constant.c:5:", "enzyme_width must be followed by an integer constant", "function 'main'"],
+    ),
+    "width_too_few_tangents.c": (
+        "typedef struct { double d[3]; } vec3;\nextern vec3 __enzyme_fwddiff(void*, ...);\nextern int enzyme_width;\n"
+        "double f(double x) { return x * x; }\n"
+        "int main(void) { return __enzyme_fwddiff((void*)f, enzyme_width, 3, 1.0, 1.0, 2.0).d[0] > 0; }\n",
+        ["width_too_few_tangents.c:5:", "argument 1 of 'f' needs a tangent after it (enzyme_width 3: 3 tangents, got 2)"],
+    ),
+    "width_too_many_tangents.c": (
+        "typedef struct { double d[2]; } vec2;\nextern vec2 __enzyme_fwddiff(void*, ...);\nextern int enzyme_width;\n"
+        "double f(double x) { return x * x; }\n"
+        "int main(void) { return __enzyme_fwddiff((void*)f, enzyme_width, 2, 1.0, 1.0, 2.0, 3.0).d[0] > 0; }\n",
+        ["width_too_many_tangents.c:5:", "too many arguments for 'f'"],
+    ),
+    "width_missing_shadow.c": (
+        "extern void __enzyme_fwddiff(void*, ...);\nextern int enzyme_width, enzyme_dup;\n"
+        "void f(double *x) { x[0] *= x[0]; }\n"
+        "int main(void) { double x = 1, a = 1, b = 0;\n"
+        "  __enzyme_fwddiff((void*)f, enzyme_width, 3, enzyme_dup, &x, &a, &b); return 0; }\n",
+        ["width_missing_shadow.c:5:", "argument 1 of 'f' needs a shadow after it (enzyme_width 3: 3 shadows, got 2)"],
+    ),
+    "width_result_type.c": (
+        "extern double __enzyme_fwddiff(void*, ...);\nextern int enzyme_width;\n"
+        "double f(double x) { return x * x; }\n"
+        "int main(void) { return __enzyme_fwddiff((void*)f, enzyme_width, 3, 1.0, 1.0, 2.0, 3.0) > 0; }\n",
+        ["width_result_type.c:4:", "returns {double, double, double}, but the call is declared to return double"],
+    ),
+    "dupv_on_float.c": (
+        "typedef struct { double d[2]; } vec2;\nextern vec2 __enzyme_fwddiff(void*, ...);\n"
+        "extern int enzyme_width, enzyme_dupv;\n"
+        "double f(double x) { return x * x; }\n"
+        "int main(void) { double d[2] = {1, 2};\n"
+        "  return __enzyme_fwddiff((void*)f, enzyme_width, 2, enzyme_dupv, 8L, 1.0, d).d[0] > 0; }\n",
+        ["dupv_on_float.c:6:", "enzyme_dupv on argument 1 of 'f', which is not a pointer"],
+    ),
+    "width_split_mode.c": (
+        "extern void *__enzyme_augmentfwd(void*, ...);\nextern int enzyme_width;\n"
+        "double f(double x) { return x * x; }\n"
+        "int main(void) { return __enzyme_augmentfwd((void*)f, enzyme_width, 2, 1.0) != 0; }\n",
+        ["width_split_mode.c:4:", "enzyme_width (vector mode) is implemented for __enzyme_fwddiff and "
+         "__enzyme_autodiff, not __enzyme_augmentfwd (split mode)"],
+    ),
+    "width_zero.c": (
+        "extern double __enzyme_fwddiff(void*, ...);\nextern int enzyme_width;\n"
+        "double f(double x) { return x * x; }\n"
+        "int main(void) { return __enzyme_fwddiff((void*)f, enzyme_width, 0, 1.0) > 0; }\n",
+        ["width_zero.c:4:", "enzyme_width 0: the vector width must be at least 1"],
     ),
     # issue 25 item 1: nested differentiation works (tests/c/nested); a derivative that
     # would contain itself is refused
@@ -403,7 +451,7 @@ C_CASES = {
 # issue 23 item 1: every unimplemented __enzyme_* function and enzyme_* marker by name
 UNIMPLEMENTED_FUNCTIONS = ["__enzyme_batch", "__enzyme_todense",
                            "__enzyme_truncate_mem_func", "__enzyme_fwdsplit"]
-UNIMPLEMENTED_MARKERS = ["enzyme_width", "enzyme_dupv", "enzyme_dupnoneedv", "enzyme_scalar", "enzyme_vector", "enzyme_interleave",
+UNIMPLEMENTED_MARKERS = ["enzyme_scalar", "enzyme_vector", "enzyme_interleave",
                          "enzyme_nooverwrite", "enzyme_overwrite", "enzyme_nofree", "enzyme_runtime_activity"]
 
 

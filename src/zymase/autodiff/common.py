@@ -14,9 +14,9 @@ from zymase.autodiff.flavor import Emitter, Flavor, is_differentiable_type
 from zymase.autodiff.registry import REGISTRY, Rule, load_all_rules
 from zymase.autodiff.rules.blas_signatures import is_blas_or_lapack, supported_names
 from zymase.autodiff.annotated_calls import inactive_global_names, mark_of, rule_for_marked
-from zymase.autodiff.type_rules import shadow_type
+from zymase.autodiff.type_rules import shadow_type, shadow_types
 from zymase.autodiff.flavor import intrinsic_base
-from zymase.autodiff.names import ABANDON, ABANDONED, SHADOW_ARGS
+from zymase.autodiff.names import ABANDON, ABANDONED, SHADOW_ARGS, SHADOW_LANES
 from zymase.errors import ZymaseError
 from zymase.ir import (
     ArrayAttr, Attribute, Block, IntegerAttr, IntegerType, Operation, Region, SSAValue, UnitAttr, is_float_type, llvm,
@@ -142,11 +142,14 @@ class Context:
         return is_differentiable_type(op.operands[index].type)
 
 
-def mark_shadow_args(fn: Operation, positions: Sequence[int]) -> None:
-    """Record SHADOW_ARGS on an LLVM-dialect function (the only kind alias_scopes
-    annotates; MLIR output carries no such attribute)."""
+def mark_shadow_args(fn: Operation, positions: Sequence[int], lanes: Sequence[int] | None = None) -> None:
+    """Record SHADOW_ARGS (and in vector mode each one's lane, SHADOW_LANES) on an
+    LLVM-dialect function (the only kind alias_scopes annotates; MLIR output carries no
+    such attribute)."""
     if positions and isinstance(fn, llvm.FuncOp):
         fn.attributes[SHADOW_ARGS] = ArrayAttr([IntegerAttr(i, 64) for i in positions])
+        if lanes is not None and max(lanes) > 0:
+            fn.attributes[SHADOW_LANES] = ArrayAttr([IntegerAttr(k, 64) for k in lanes])
 
 
 def prepare(ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts: Sequence[Activity],
@@ -771,39 +774,41 @@ def derivative_follows(a: Activity, *, forward: bool) -> bool:
     return a.is_dup or (forward and a.is_active)
 
 
-def rev_signature(inputs: Sequence[Attribute], outputs: Sequence[Attribute], arg_acts, ret_acts):
+def rev_signature(inputs: Sequence[Attribute], outputs: Sequence[Attribute], arg_acts, ret_acts, width: int = 1):
     """Signature of a reverse-mode derivative function.
 
     Inputs: each primal argument, followed by its shadow when dup; then one seed per
     active result. Outputs: the primal results that are needed, then the derivative
-    of each active argument (Enzyme-MLIR's convention for ``enzyme.autodiff``)."""
+    of each active argument (Enzyme-MLIR's convention for ``enzyme.autodiff``). In
+    vector mode (``width`` > 1) each shadow, seed and derivative is ``width`` of them."""
     ins: list[Attribute] = []
     for t, a in zip(inputs, arg_acts):
         ins.append(t)
         if derivative_follows(a, forward=False):
-            ins.append(shadow_type(t))
+            ins += shadow_types(t, width)
     for t, a in zip(outputs, ret_acts):
         if a.is_active:
-            ins.append(shadow_type(t))
+            ins += shadow_types(t, width)
     outs = [t for t, a in zip(outputs, ret_acts) if a.needs_primal]
-    outs += [shadow_type(t) for t, a in zip(inputs, arg_acts) if a.is_active]
+    outs += [s for t, a in zip(inputs, arg_acts) if a.is_active for s in shadow_types(t, width)]
     return ins, outs
 
 
-def fwd_signature(inputs, outputs, arg_acts, ret_acts):
+def fwd_signature(inputs, outputs, arg_acts, ret_acts, width: int = 1):
     """Signature of a forward-mode derivative function: each argument followed by its
-    tangent when dup/active; per result the primal (unless *noneed) then the tangent."""
+    tangent when dup/active; per result the primal (unless *noneed) then the tangent.
+    In vector mode (``width`` > 1) each tangent is ``width`` tangents, one per lane."""
     ins: list[Attribute] = []
     for t, a in zip(inputs, arg_acts):
         ins.append(t)
         if derivative_follows(a, forward=True):
-            ins.append(shadow_type(t))
+            ins += shadow_types(t, width)
     outs: list[Attribute] = []
     for t, a in zip(outputs, ret_acts):
         if a.needs_primal:
             outs.append(t)
         if not a.is_const:
-            outs.append(shadow_type(t))
+            outs += shadow_types(t, width)
     return ins, outs
 
 

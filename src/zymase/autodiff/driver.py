@@ -55,9 +55,9 @@ class Driver:
         return name
 
     def _generate(self, mode: str, fop: Operation, arg_acts: Sequence[Activity], ret_acts: Sequence[Activity],
-                  entry: bool) -> str:
+                  entry: bool, width: int = 1) -> str:
         fname = fop.sym_name.data
-        key = (mode, fname, tuple(arg_acts), tuple(ret_acts), entry)
+        key = (mode, fname, tuple(arg_acts), tuple(ret_acts), entry, width)
         if key in self.done:
             return self.done[key]
         flavor = flavor_of(fop)
@@ -67,13 +67,21 @@ class Driver:
                 f"{len(arg_acts)} argument activities given for {len(inputs)} arguments",
                 function=fname,
             )
+        if width > 1 and (is_outlined_region(fop) or _custom_rule_for(fop, mode)):
+            what = "an OpenMP parallel region" if is_outlined_region(fop) else "a function with a registered derivative"
+            raise ZymaseError(
+                f"vector mode (width {width}) cannot differentiate '{fname}', {what}",
+                construct=f"@{fname}", function=fname,
+                hint="differentiate it at width 1 (one call per tangent or cotangent)",
+            )
         sig = rev_signature if mode == "rev" else fwd_signature
-        ins, outs = sig(inputs, outputs, arg_acts, ret_acts)
-        name = self._fresh(("diffe" if mode == "rev" else "fwddiffe") + fname)
+        ins, outs = sig(inputs, outputs, arg_acts, ret_acts, width)
+        # Enzyme's names: fwddiffe3f is f's forward derivative at width 3
+        name = self._fresh(("diffe" if mode == "rev" else "fwddiffe") + (str(width) if width > 1 else "") + fname)
         gop = flavor.make_function(name, ins, outs, fop)
         if is_outlined_region(fop):
             mark_derivative(self.module, fop, gop, "combined" if mode == "rev" else "forward")
-        _mark_unneeded_primal_memory(gop, fop, inputs, arg_acts, forward=mode != "rev")
+        _mark_unneeded_primal_memory(gop, fop, inputs, arg_acts, forward=mode != "rev", width=width)
         self.module.body.block.add_op(gop)
         self.symbols[name] = gop
         self.done[key] = name
@@ -89,9 +97,13 @@ class Driver:
         if mode == "rev":
             # structured control flow (scf regions) is reversed region by region
             gen_cls = StructuredReverse if is_structured(fop) else ReverseGenerator
+            if width > 1 and gen_cls is StructuredReverse:
+                raise ZymaseError(f"vector mode (width {width}) does not reverse structured control flow (scf) yet",
+                                  construct=f"@{fname}", function=fname,
+                                  hint="differentiate it at width 1, or lower scf to cf first (zymase-opt enzyme-cfg)")
         else:
             gen_cls = ForwardGenerator
-        gen = gen_cls(ctx, fop, arg_acts, ret_acts, name)
+        gen = gen_cls(ctx, fop, arg_acts, ret_acts, name, **({"width": width} if width > 1 else {}))
         gen.entry = entry
         gen.generate(gop)
         return name
@@ -131,14 +143,17 @@ class Driver:
         ReverseGenerator(ctx, fop, arg_acts, ret_acts, rev_name).generate_split(aug, rev)
         return aug_name, rev_name
 
-    def reverse(self, fop: Operation, arg_acts, ret_acts, *, entry: bool = False) -> str:
+    def reverse(self, fop: Operation, arg_acts, ret_acts, *, entry: bool = False, width: int = 1) -> str:
         """The reverse-mode derivative of ``fop``. ``entry``: asked for by the program
         (a marker), not by the derivative of a caller: its results are the program's
-        outputs (strong zeros rely on that, analysis.finiteness)."""
-        return self._generate("rev", fop, arg_acts, ret_acts, entry)
+        outputs (strong zeros rely on that, analysis.finiteness). ``width`` > 1: vector
+        mode, that many cotangents in one sweep (reverse.ReverseGenerator)."""
+        return self._generate("rev", fop, arg_acts, ret_acts, entry, width)
 
-    def forward(self, fop: Operation, arg_acts, ret_acts, *, entry: bool = False) -> str:
-        return self._generate("fwd", fop, arg_acts, ret_acts, entry)
+    def forward(self, fop: Operation, arg_acts, ret_acts, *, entry: bool = False, width: int = 1) -> str:
+        """The forward-mode derivative of ``fop``; ``width`` > 1: vector mode, that many
+        tangents per active value (forward.ForwardGenerator)."""
+        return self._generate("fwd", fop, arg_acts, ret_acts, entry, width)
 
 
 def _custom_rule_for(fop: Operation, mode: str) -> bool:
@@ -147,7 +162,7 @@ def _custom_rule_for(fop: Operation, mode: str) -> bool:
 
 
 def _mark_unneeded_primal_memory(gop: Operation, fop: Operation, inputs, arg_acts: Sequence[Activity], *,
-                                 forward: bool) -> None:
+                                 forward: bool, width: int = 1) -> None:
     """A dupnoneed pointer argument says the caller will not read the primal memory
     after the call (an output buffer only the derivative is wanted of): its parameter in
     the derivative function gets LLVM's ``dead_on_return``, so dead-store elimination may
@@ -169,7 +184,7 @@ def _mark_unneeded_primal_memory(gop: Operation, fop: Operation, inputs, arg_act
                 marks["llvm.noalias"] = UnitAttr()
         attrs.append(DictionaryAttr(marks))
         if derivative_follows(a, forward=forward):
-            attrs.append(DictionaryAttr({}))
+            attrs += [DictionaryAttr({}) for _ in range(width)]  # a shadow per lane
     if any(d.data for d in attrs):
         attrs += [DictionaryAttr({}) for _ in range(len(gop.function_type.inputs.data) - len(attrs))]
         gop.properties["arg_attrs"] = ArrayAttr(attrs)

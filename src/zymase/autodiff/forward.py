@@ -1,6 +1,11 @@
 """Forward mode: the primal function copied with a tangent computed next to every
 active value. Block arguments get tangent block arguments; branches pass tangents
-along; calls to defined functions become calls to their forward derivatives."""
+along; calls to defined functions become calls to their forward derivatives.
+
+Vector mode (Enzyme's ``enzyme_width``, ``width`` > 1): one primal copy and ``width``
+lanes of tangents. Each lane has its own tangent and shadow maps; the generator emits
+an op's primal once and then its tangent code once per lane, with the lane's maps
+selected (autodiff/lanes.py), so the rules stay scalar."""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ from collections.abc import Sequence
 from zymase.analysis.memory import DEALLOCATED_ARG, memory_kind
 from zymase.autodiff.common import Context, function_name, mark_shadow_args, no_rule_error, prepare
 from zymase.autodiff.flavor import Emitter
+from zymase.autodiff.lanes import LaneMaps
 from zymase.autodiff.memory import ShadowCode, twin_decl
 from zymase.errors import ZymaseError
 from zymase.ir import Block, Operation, SSAValue, location_of
@@ -23,14 +29,16 @@ def _as_active(a: Activity) -> Activity:
     return a
 
 
-class ForwardGenerator(ShadowCode):
-    def __init__(self, ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts: Sequence[Activity], name: str):
+class ForwardGenerator(LaneMaps, ShadowCode):
+    def __init__(self, ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts: Sequence[Activity], name: str,
+                 width: int = 1):
         self.ctx = ctx
         self.flavor = ctx.flavor
         self.fop = fop
         self.arg_acts = list(arg_acts)
         self.ret_acts = list(ret_acts)
         self.fname = function_name(fop)
+        self.init_lanes(width)
 
     def wants(self, v: SSAValue) -> bool:
         return self.act.is_active(v)
@@ -50,9 +58,6 @@ class ForwardGenerator(ShadowCode):
         region = p.region
         self.E = E = Emitter(flavor, self.ctx.module)
         self.vmap: dict[SSAValue, SSAValue] = {}
-        self.tmap: dict[SSAValue, SSAValue] = {}
-        self.smap: dict[SSAValue, SSAValue] = {}
-        self.alloc_shadows: dict[Operation, SSAValue] = {}
         bmap: dict[Block, Block] = {}
         self.bmap = bmap
 
@@ -64,13 +69,15 @@ class ForwardGenerator(ShadowCode):
         for arg, a in zip(orig_entry.args, self.arg_acts):
             self.vmap[arg] = next(g_args)
             if a.is_dup or a.is_active:
-                t = next(g_args)
-                if act.is_active(arg):
-                    self.tmap[arg] = t
-                elif act.has_shadow(arg):
-                    self.smap[arg] = t
-        mark_shadow_args(gop, [t.index for t in self.smap.values()])
-        # Other blocks: primal args, then one tangent arg per active block argument.
+                for _ in self.each_lane():
+                    t = next(g_args)
+                    if act.is_active(arg):
+                        self.tmap[arg] = t
+                    elif act.has_shadow(arg):
+                        self.smap[arg] = t
+        mark_shadow_args(gop, [t.index for smap in self.of_every_lane("smap") for t in smap.values()],
+                         [k for k, smap in enumerate(self.of_every_lane("smap")) for _ in smap.values()])
+        # Other blocks: primal args, then per active block argument one tangent arg per lane.
         # Unreachable blocks are dropped: no live branch can target them.
         order = [b for b in region.blocks if b in p.cfg.reachable]
         for b in order[1:]:
@@ -79,10 +86,11 @@ class ForwardGenerator(ShadowCode):
             for a, na in zip(b.args, nb.args):
                 self.vmap[a] = na
             for a in b.args:
-                if act.is_active(a):
-                    self.tmap[a] = nb.insert_arg(a.type, len(nb.args))
-                elif act.has_shadow(a):
-                    self.smap[a] = nb.insert_arg(a.type, len(nb.args))
+                for _ in self.each_lane():
+                    if act.is_active(a):
+                        self.tmap[a] = nb.insert_arg(a.type, len(nb.args))
+                    elif act.has_shadow(a):
+                        self.smap[a] = nb.insert_arg(a.type, len(nb.args))
             gop.body.add_block(nb)
 
         rpo = [b for b in p.cfg.rpo() if b in bmap]
@@ -100,13 +108,16 @@ class ForwardGenerator(ShadowCode):
         if op.regions:
             self._region_op(op)
             return
-        if memory_kind(op) is not None:
+        if (kind := memory_kind(op)) is not None:
+            if kind in ("memref", "call_rule") and any(self.act.has_shadow(o) for o in op.operands):
+                self.refuse_in_vector_mode(op, "memref or BLAS memory operations", self.fname)
             new = op.clone(self.vmap, self.bmap)
             E.insert(new)
             for r, nr in zip(op.results, new.results):
                 self.vmap[r] = nr
-            self.shadow_structure(op, new, forward_mode=True)
-            self.forward_memory(op)
+            for _ in self.each_lane():
+                self.shadow_structure(op, new, forward_mode=True)
+                self.forward_memory(op)
             return
         active = self.act.op_is_active(op)
         takes_memory = any(self.act.has_shadow(o) for o in op.operands)
@@ -121,24 +132,29 @@ class ForwardGenerator(ShadowCode):
         if is_scope_decl(op):
             E.insert(twin_decl(op))  # the tangents' accesses carry the twin scopes
         if DEALLOCATED_ARG in op.attributes:
-            self.free_deallocated_shadow(op)
+            for _ in self.each_lane():
+                self.free_deallocated_shadow(op)
         if not active:
             return
         rule = self.ctx.rule_for(op)
         if rule is None:
             raise no_rule_error(op, self.fname)
-        tangents = [self.tmap.get(o) if self.act.is_active(o) else None for o in op.operands]
-        with E.derivative_of(op):
-            outs = rule.forward(self, op, tangents)
-        for r, t in zip(op.results, outs):
-            if self.act.is_active(r):
-                self.tmap[r] = t if t is not None else E.zero(r.type)
+        for _ in self.each_lane():
+            tangents = [self.tmap.get(o) if self.act.is_active(o) else None for o in op.operands]
+            with E.derivative_of(op):
+                outs = rule.forward(self, op, tangents)
+            for r, t in zip(op.results, outs):
+                if self.act.is_active(r):
+                    self.tmap[r] = t if t is not None else E.zero(r.type)
 
     def _region_op(self, op: Operation) -> None:
         """Structured control flow (scf.for/if/while): the op's rule rebuilds it with
         tangents carried alongside (rules/scf.py)."""
         rule = self.ctx.rule_for(op)
         if hasattr(rule, "forward_region"):
+            if any(self.act.is_active(v) or self.act.has_shadow(v) for inner in op.walk()
+                   for v in (*inner.operands, *inner.results)):
+                self.refuse_in_vector_mode(op, "structured control flow (scf) with derivatives", self.fname)
             rule.forward_region(self, op)
             return
         if any(self.act.is_active(v) or self.act.has_shadow(v) for inner in op.walk() for v in (*inner.operands, *inner.results)):
@@ -155,20 +171,22 @@ class ForwardGenerator(ShadowCode):
             Activity.DUP if (self.act.is_active(a) or self.act.has_shadow(a)) else Activity.CONST for a in args
         ]
         ret_acts = [Activity.DUP if self.act.is_active(r) else Activity.CONST for r in op.results]
-        name = self.ctx.driver.forward(callee, arg_acts, ret_acts)
+        name = self.ctx.driver.forward(callee, arg_acts, ret_acts, width=self.width)
         call_args = []
         for a, act in zip(args, arg_acts):
             call_args.append(self.primal(a))
             if act.is_dup:
-                call_args.append(self.shadow_of(a) if self.act.has_shadow(a) else self.tmap[a])
+                for _ in self.each_lane():
+                    call_args.append(self.shadow_of(a) if self.act.has_shadow(a) else self.tmap[a])
         out_types = []
         for r, act in zip(op.results, ret_acts):
-            out_types += [r.type, r.type] if act.is_dup else [r.type]
+            out_types += [r.type] + [r.type] * self.width if act.is_dup else [r.type]
         outs = iter(E.call(name, call_args, out_types))
         for r, act in zip(op.results, ret_acts):
             self.vmap[r] = next(outs)
             if act.is_dup:
-                self.tmap[r] = next(outs)
+                for _ in self.each_lane():
+                    self.tmap[r] = next(outs)
 
     def _returned_derivative(self, v: SSAValue, ret: Operation) -> SSAValue:
         """The tangent of a returned float, or the shadow of a returned pointer."""
@@ -200,7 +218,8 @@ class ForwardGenerator(ShadowCode):
                 if a.needs_primal:
                     outs.append(self.primal(v))
                 if not a.is_const:
-                    outs.append(self._returned_derivative(v, op))
+                    for _ in self.each_lane():
+                        outs.append(self._returned_derivative(v, op))
             flavor.ret(E, outs, None)
             return
         if not op.successors:
@@ -212,10 +231,11 @@ class ForwardGenerator(ShadowCode):
         for succ, operands in zip(op.successors, operand_lists):
             lst = [self.primal(v) for v in operands]
             for arg, v in zip(succ.args, operands):
-                if self.act.is_active(arg):
-                    lst.append(self._tangent_or_zero(v))
-                elif self.act.has_shadow(arg):
-                    lst.append(self.shadow_of(v))
+                for _ in self.each_lane():
+                    if self.act.is_active(arg):
+                        lst.append(self._tangent_or_zero(v))
+                    elif self.act.has_shadow(arg):
+                        lst.append(self.shadow_of(v))
             new_lists.append(lst)
         clone = op.clone(self.vmap, self.bmap)
         new = flavor.rebuild_terminator(clone, new_lists)

@@ -394,8 +394,9 @@ class ShadowCode:
             if op in act.shadow_allocations:
                 self._declare("free", [PTR], llvm.LLVMVoidType())
                 E.insert(llvm.CallOp("free", self.fetch_shadow(op.results[0])))
-            if op in self.deferred_frees:
-                # the primal free the forward sweep left out (ReverseGenerator._find_deferred_frees)
+            if op in self.deferred_frees and getattr(self, "lane_index", 0) == 0:
+                # the primal free the forward sweep left out (ReverseGenerator._find_deferred_frees),
+                # once (in vector mode this runs per lane: autodiff/lanes.py)
                 release = self.deferred_frees[op]
                 free = callee_name(release)
                 # a sized operator delete also takes the size

@@ -13,8 +13,13 @@ while the engine works on the function.
 ``SHADOW_ARGS``: function attribute, the positions of the arguments that are shadows.
 A shadow never shares memory with a primal (Enzyme's contract; the Python API checks
 it), which ``transforms.alias_scopes`` turns into LLVM metadata.
+
+``SHADOW_LANES``: beside ``SHADOW_ARGS`` in vector mode, the lane of each of those
+arguments. Lanes never share memory either: N lanes computed side by side equal N
+separate calls only if no lane reads what another writes.
 """
 
 ABANDON = "__zymase_abandon"
 ABANDONED = "zymase.abandoned"
 SHADOW_ARGS = "zymase.shadow_args"
+SHADOW_LANES = "zymase.shadow_lanes"

@@ -25,6 +25,12 @@ the forward block that needs it and popped at the start of its reverse block (ta
 and forwarding.py keep most values cheaper than that). Returns marked abandoned
 (names.ABANDON) return at once, without a reverse sweep. Later cleanups turn these
 generic ops into plain SSA and memory (see transforms/).
+
+Vector mode (``width`` N > 1, autodiff/lanes.py): one forward sweep and one tape, and
+N lanes of adjoints in the reverse sweep (each op's reverse emitted once per lane, a
+call's reverse as one call of the callee's width-N derivative); the function takes N
+shadows per dup argument and N seeds per active result, and returns N derivatives
+per active argument.
 """
 
 from __future__ import annotations
@@ -44,6 +50,7 @@ from zymase.autodiff.common import (
 from zymase.analysis.memory import MARKER_INTRINSICS, UNSEEN_WRITES, call_rule_writes, memory_kind
 from zymase.llvm.noalias_scopes import is_scope_decl
 from zymase.autodiff.flavor import Emitter
+from zymase.autodiff.lanes import LaneMaps
 from zymase.autodiff.memory import ShadowCode, twin_decl
 from zymase.autodiff.names import ABANDONED
 from zymase.autodiff.registry import ScalarRule
@@ -80,8 +87,9 @@ def _is_stack_intrinsic(op: Operation, which: str) -> bool:
 _GUARD_DEPTH = 24
 
 
-class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwarding, AscendingLoops):
-    def __init__(self, ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts: Sequence[Activity], name: str):
+class ReverseGenerator(LaneMaps, ShadowCode, IndexedCaches, MinCutRecompute, StoreForwarding, AscendingLoops):
+    def __init__(self, ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts: Sequence[Activity], name: str,
+                 width: int = 1):
         self.ctx = ctx
         self.flavor = ctx.flavor
         self.fop = fop
@@ -90,6 +98,7 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
         self.name = name
         self.fname = function_name(fop)
         self.aug_op: Operation | None = None
+        self.init_lanes(width)
 
     # ------------------------------------------------------------------------------
     def generate_split(self, aug_op: Operation, rev_op: Operation) -> None:
@@ -126,24 +135,26 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
         f_args = list(fwd_entry.args)
         k = 0
         primal_args: list[SSAValue] = []
-        self.smap: dict[SSAValue, SSAValue] = {}
-        self.alloc_shadows: dict[Operation, SSAValue] = {}
         self.rev_arg_of: dict[SSAValue, SSAValue] = {}
+        shadow_lane: dict[int, int] = {}  # position of a shadow argument -> its lane
         for arg, a in zip(orig_entry.args, self.arg_acts):
             primal_args.append(f_args[k])
             self.rev_arg_of[f_args[k]] = g_args[k]
-            if a.is_dup and act.has_shadow(arg):
-                self.smap[arg] = f_args[k + 1]
-                self.rev_arg_of[f_args[k + 1]] = g_args[k + 1]
-            k += 2 if a.is_dup else 1
-        shadow_positions = [i for i, a in enumerate(f_args) if a in self.rev_arg_of and a not in primal_args]
+            k += 1
+            if a.is_dup:
+                for lane in self.each_lane():
+                    if act.has_shadow(arg):
+                        self.smap[arg] = f_args[k]
+                        self.rev_arg_of[f_args[k]] = g_args[k]
+                        shadow_lane[k] = lane
+                    k += 1
         for fn in {gop, fwd_entry.parent_op()}:
-            mark_shadow_args(fn, shadow_positions)
-        seeds: list[SSAValue | None] = []
+            mark_shadow_args(fn, list(shadow_lane), list(shadow_lane.values()))
+        seeds: list[list[SSAValue] | None] = []  # per result, its seed in each lane
         for a in self.ret_acts:
             if a.is_active:
-                seeds.append(g_args[k])
-                k += 1
+                seeds.append(g_args[k:k + self.width])
+                k += self.width
             else:
                 seeds.append(None)
 
@@ -195,7 +206,8 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
             for a in b.args:
                 if act.has_shadow(a):
                     nb = self.bmap[b]
-                    self.smap[a] = nb.insert_arg(a.type, len(nb.args))
+                    for _ in self.each_lane():
+                        self.smap[a] = nb.insert_arg(a.type, len(nb.args))
         # Frees the reverse sweep runs instead (at their allocation's mirror), so that
         # it may read the buffers again rather than tape what it needs of them (known
         # before the shadow structure: call-level rules ask what is written after them).
@@ -203,10 +215,15 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
         for b in self.cfg.rpo():
             for op in b.ops:
                 if memory_kind(op) is not None:
+                    if memory_kind(op) in ("memref", "call_rule") and any(o in act.shadowed for o in op.operands):
+                        self.refuse_in_vector_mode(op, "memref or BLAS memory operations", self.fname)
                     clone = clones[op]
                     self.E.before(clone.next_op)
-                    self.shadow_structure(op, clone, forward_mode=False)
+                    for _ in self.each_lane():
+                        self.shadow_structure(op, clone, forward_mode=False)
                 elif self._is_split_call(op):
+                    self.refuse_in_vector_mode(op, "calls that need split mode (recursion through active memory)",
+                                               self.fname)
                     self._forward_split_call(op, clones[op])
         for f in self.deferred_frees.values():
             clones[f].parent_block().erase_op(clones[f])
@@ -223,14 +240,11 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
         self._add_edge_indices(region)
 
         # ---- entry: accumulators --------------------------------------------------
-        self.cells: dict[SSAValue, SSAValue] = {}
-        for b in region.blocks:
-            for v in self._values_of(b):
-                if act.is_active(v) and self._needs_cell(v):
-                    self.cells[v] = None  # type: ignore[assignment]
+        needs_cell = [v for b in region.blocks for v in self._values_of(b) if act.is_active(v) and self._needs_cell(v)]
         self.E.at_end(entry)
-        for v in self.cells:
-            self.cells[v] = self.E.v(ez.InitOp(ez.GradientType(v.type)))
+        for v in dict.fromkeys(needs_cell):
+            for _ in self.each_lane():
+                self.cells[v] = self.E.v(ez.InitOp(ez.GradientType(v.type)))
         fwd_entry.add_op(flavor.br(self.bmap[orig_entry], primal_args))
         self._entry_branch = fwd_entry.last_op
         if flavor.name == "llvm":
@@ -261,9 +275,10 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
             self.E.at_end(entry)
         else:
             self.E.before(ret_op)
-        for v, seed in zip(p.returned, seeds):
-            if seed is not None and act.is_active(v):
-                self._accumulate(v, seed)
+        for v, lane_seeds in zip(p.returned, seeds):
+            if lane_seeds is not None and act.is_active(v):
+                for lane in self.each_lane():
+                    self._accumulate(v, lane_seeds[lane])
         if self.split:
             entry.add_op(flavor.br(self.rev[p.exit], []))
         else:
@@ -286,7 +301,8 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
             fn = self.aug_op
         else:
             types = [v.type for v, a in zip(self.p.returned, self.ret_acts) if a.needs_primal]
-            types += [arg.type for arg, a in zip(orig_entry.args, self.arg_acts) if a.is_active]
+            types += [arg.type for arg, a in zip(orig_entry.args, self.arg_acts) if a.is_active
+                      for _ in range(self.width)]
             fn = None
         E = Emitter(self.flavor, self.ctx.module).before(stop)
         zeros = [E.v(llvm.ZeroOp.build(result_types=[t])) for t in types]
@@ -340,10 +356,12 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
                 ops = new_operands.setdefault(term, flavor.successor_operands(term))
                 self.E.before(term)
                 primal_ops = flavor.successor_operands(src_term)[e.slot]
+                # a shadow per lane for each shadowed argument (the order of their block arguments)
                 if e.src in self.cfg.reachable:
-                    extra = [self.shadow_of(primal_ops[i]) for i in shadowed]
+                    extra = [self.shadow_of(primal_ops[i]) for i in shadowed for _ in self.each_lane()]
                 else:  # never runs: any pointer will do
-                    extra = [self.E.v(llvm.ZeroOp.build(result_types=[b.args[i].type])) for i in shadowed]
+                    extra = [self.E.v(llvm.ZeroOp.build(result_types=[b.args[i].type]))
+                             for i in shadowed for _ in range(self.width)]
                 ops[e.slot] = ops[e.slot] + extra
         for b in self.multi:
             nb = self.bmap[b]
@@ -1070,7 +1088,7 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
         flavor = self.flavor
         rb = self.rev[b]
         self.cur = b
-        self.local: dict[SSAValue, SSAValue] = {}
+        self.reset_lanes("local")
         self.E.at_end(rb)
         ops = list(b.ops)
         for op in reversed(ops[:-1]):
@@ -1079,7 +1097,8 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
                 # since this save are no longer needed once their reverse has run
                 self.E.insert(llvm.CallIntrinsicOp("llvm.stackrestore.p0", [self.primal(op.results[0])], []))
             elif memory_kind(op) is not None:
-                self.reverse_memory(op)
+                for _ in self.each_lane():
+                    self.reverse_memory(op)
             elif is_scope_decl(op):
                 self.E.insert(twin_decl(op))
             elif self._is_split_call(op):
@@ -1088,21 +1107,27 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
                 # OpenMP synchronization, mirrored (transforms/openmp.py)
                 self.E.insert(llvm.CallOp(mirror, *(self.primal(o) for o in op.operands)))
             elif self.act.op_is_active(op):
-                self._reverse_op(op)
+                if self.width > 1 and self.ctx.defined_function(op) is not None:
+                    self._reverse_call_lanes(op, self.ctx.defined_function(op))
+                else:
+                    for _ in self.each_lane():
+                        self._reverse_op(op)
         self._assume_guards(b)
-        # Adjoints of this block's arguments.
+        # Adjoints of this block's arguments (in vector mode, lane by lane per argument).
         if b is orig_entry:
             derivs = []
             for arg, a in zip(b.args, self.arg_acts):
                 if a.is_active:
-                    d = self._take_adjoint(arg)
-                    derivs.append(d if d is not None else self.E.zero(arg.type))
+                    for _ in self.each_lane():
+                        d = self._take_adjoint(arg)
+                        derivs.append(d if d is not None else self.E.zero(arg.type))
             flavor.ret(self.E, self.primal_outputs + derivs, None)
             return
         arg_adj = []
         for arg in b.args:
-            d = self._take_adjoint(arg) if self.act.is_active(arg) else None
-            arg_adj.append(d)
+            for _ in self.each_lane():
+                d = self._take_adjoint(arg) if self.act.is_active(arg) else None
+                arg_adj.append(d)
         edges = self.in_edges[b]
         self._exact_counts_into(edges)
         if len(edges) == 1:
@@ -1282,9 +1307,11 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
         continue in the reverse block of the predecessor."""
         term = e.src.last_op
         operands = self.flavor.successor_operands(term)[e.slot]
-        for val, d in zip(operands, arg_adj):
-            if d is not None:
-                self._accumulate(val, d)
+        for i, val in enumerate(operands):
+            for lane in self.each_lane():
+                d = arg_adj[i * self.width + lane]
+                if d is not None:
+                    self._accumulate(val, d)
         if e in self._last_iteration:
             self.E.insert(ez.SetOp(*self._last_iteration.pop(e)))
         br = self.E.insert(self.flavor.br(self.rev[e.src], []))
@@ -1398,6 +1425,29 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
         for a, act in zip(self.flavor.call_args(op), arg_acts):
             if act.is_active:
                 self._accumulate(a, next(results))
+
+    def _reverse_call_lanes(self, op: Operation, callee: Operation) -> None:
+        """Vector mode: the reverse of a call to a defined function is one call of the
+        callee's width-N derivative, with the result's adjoint in each lane as seeds."""
+        dys = []
+        for _ in self.each_lane():
+            dys.append(self._take_adjoint(op.results[0]) if op.results else None)
+        args = self.flavor.call_args(op)
+        arg_acts = [Activity.ACTIVE if self.act.is_active(a) else Activity.CONST for a in args]
+        if all(d is None for d in dys) or not any(a.is_active for a in arg_acts):
+            return
+        if len(op.results) != 1:
+            self.refuse_in_vector_mode(op, "calls with several results", self.fname)
+        r = op.results[0]
+        name = self.ctx.driver.reverse(callee, arg_acts, [Activity.ACTIVENONEED], width=self.width)
+        seeds = [d if d is not None else self.E.zero(r.type) for d in dys]
+        call_args = [self.primal(a) for a in args] + seeds
+        out_types = [a.type for a, act in zip(args, arg_acts) if act.is_active for _ in range(self.width)]
+        it = iter(self.E.call(name, call_args, out_types))
+        for a, act in zip(args, arg_acts):
+            if act.is_active:
+                for _ in self.each_lane():
+                    self._accumulate(a, next(it))
 
     def _reverse_call(self, op: Operation, callee: Operation, dys) -> None:
         """Reverse of a call to a defined function: call its (combined) derivative,

@@ -88,6 +88,14 @@ def shadow_type(t: Attribute) -> Attribute:
     return t if rule is None else rule.shadow_type(t)
 
 
+def shadow_types(t: Attribute, width: int) -> list[Attribute]:
+    """The shadows of a ``t`` value in vector mode at ``width``: one shadow per lane,
+    each of :func:`shadow_type` (the derivative function takes and returns them side
+    by side; its lanes' arithmetic is emitted side by side too, which LLVM's SLP
+    vectorizer turns into ``<width x T>`` operations). Width 1 is the scalar mode."""
+    return [shadow_type(t)] * width
+
+
 def _float_zero(E: "Emitter", t: Attribute) -> SSAValue:
     return E.v(E.flavor.const(0.0, t))
 

@@ -33,6 +33,8 @@ code, the activities and options, and the engine's version and sources.
 
 from __future__ import annotations
 
+import dataclasses
+
 import os
 import re
 import sys
@@ -78,6 +80,7 @@ class CompileRecord:
     activities: tuple
     phases: dict[str, float] = field(default_factory=dict)
     cached: str = ""  # "", "disk"
+    width: int = 1  # vector mode (KernelSpec.width)
 
     @property
     def total(self) -> float:
@@ -86,7 +89,8 @@ class CompileRecord:
     def summary(self) -> str:
         parts = " ".join(f"{k}={v * 1000:.0f}ms" for k, v in self.phases.items())
         src = " (from disk cache)" if self.cached == "disk" else ""
-        return (f"zymase: compiled {self.mode} kernel of {self.function}{self.signature} "
+        mode = f"{self.mode} (width {self.width})" if self.width > 1 else self.mode
+        return (f"zymase: compiled {mode} kernel of {self.function}{self.signature} "
                 f"activities={self.activities} in {self.total:.3f} s{src}: {parts}")
 
 
@@ -578,7 +582,7 @@ def get_kernel(disp, argtypes: tuple, spec: KernelSpec, *, cache: bool = False, 
                             function=function_label(disp).strip("'"),
                             hint="pass that array as Duplicated(x, np.zeros_like(x)) so its derivative has a place",
                         ) from None
-                    spec = KernelSpec(spec.mode, acts, spec.preopt, spec.opt, spec.strong_zero, spec.inner)
+                    spec = dataclasses.replace(spec, activities=acts)
             _kernels[key] = k
         return k
 
@@ -632,7 +636,7 @@ def _compile_kernel(disp, argtypes: tuple, spec: KernelSpec, cache: bool) -> Ker
     from zymase import cache as derivative_cache
 
     sig = "(" + ", ".join(str(t) for t in argtypes) + ")"
-    rec = CompileRecord(function_label(disp).strip("'"), sig, spec.mode, spec.activities)
+    rec = CompileRecord(function_label(disp).strip("'"), sig, spec.mode, spec.activities, width=spec.width)
     disk_key = _disk_key(disp, argtypes, spec) if cache and derivative_cache.enabled() else None
     symbol = f"__zymase_kernel_{len(_kernels)}_{os.getpid()}_{abs(hash((disp, argtypes, spec))) % 10**8}"
     final = None

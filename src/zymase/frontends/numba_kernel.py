@@ -43,6 +43,10 @@ class KernelSpec:
     #: (forward over reverse: ``activities`` then name the inner kernel's arguments,
     #: see :func:`nested_ir`)
     inner: "KernelSpec | None" = None
+    #: vector mode (``enzyme_width``): every shadow argument is ``width`` shadows, one
+    #: per lane; forward, a float result has ``width`` tangents; reverse, a float
+    #: result takes ``width`` seeds and every active leaf has ``width`` derivatives
+    width: int = 1
 
 
 def _slots(ty, act) -> list[str]:
@@ -144,17 +148,22 @@ def kernel_types(ir, spec: KernelSpec):
     for ty, act in zip(ir.argtypes, spec.activities):
         argtys.append(ty)
         if has_shadow(act):
-            argtys.append(ty)
+            argtys += [ty] * spec.width
+    if spec.width > 1 and (spec.inner is not None or is_float_tuple(ir.restype)):
+        raise ZymaseError("vector mode (width > 1) is not built for derivative kernels (second order)",
+                          hint="use width 1")
     if spec.mode == "fwd" and is_float_tuple(ir.restype):
         # a nested request over a reverse kernel: its values, then their tangents
         return tuple(argtys), types.Tuple(list(ir.restype.types) * 2)
     value_t = ir.restype if isinstance(ir.restype, types.Float) else types.float64
     if spec.mode == "rev":
         if isinstance(ir.restype, types.Float):
-            argtys.append(ir.restype)
-        outs = [value_t] + [t for ty, a in zip(ir.argtypes, spec.activities) for t in active_leaves(ty, a)]
+            argtys += [ir.restype] * spec.width  # the seed of each lane
+        # each active leaf's derivative, once per lane
+        outs = [value_t] + [t for ty, a in zip(ir.argtypes, spec.activities) for t in active_leaves(ty, a)
+                            for _ in range(spec.width)]
     else:
-        outs = [value_t, value_t]
+        outs = [value_t] * (1 + spec.width)
     return tuple(argtys), types.Tuple(outs)
 
 
@@ -211,10 +220,11 @@ def kernel_ir(ir, spec: KernelSpec, symbol: str) -> str:
         n = len(packer((ty,)).argument_types)
         prim = list(range(kp, kp + n))
         kp += n
-        shadow = None
+        lanes = []  # per lane, the shadow's parameters
         if has_shadow(act):
-            shadow = list(range(kp, kp + n))
-            kp += n
+            for _ in range(spec.width):
+                lanes.append(list(range(kp, kp + n)))
+                kp += n
         for j in range(n):
             a = slot_acts[fp + j]
             t = f_params[fp + j]
@@ -224,29 +234,37 @@ def kernel_ir(ir, spec: KernelSpec, symbol: str) -> str:
                 enz.append(f"ptr @enzyme_out, {t} %p{prim[j]}")
             else:
                 marker = "enzyme_dup" if a == DUP else "enzyme_dupnoneed"
-                enz.append(f"ptr @{marker}, {t} %p{prim[j]}, {t} %p{shadow[j]}")
+                shadows = ", ".join(f"{t} %p{lane[j]}" for lane in lanes)
+                enz.append(f"ptr @{marker}, {t} %p{prim[j]}, {shadows}")
         fp += n
-    seed = None
+    seeds = [None] * spec.width  # per lane, the result's seed (reverse mode, float result)
     if spec.mode == "rev" and float_result:
-        seed = f"%p{kp}"
-        kp += 1
+        seeds = [f"%p{kp + k}" for k in range(spec.width)]
+        kp += spec.width
     assert kp == len(k_params)
 
     k_ps = ", ".join(f"{t} %p{i}" for i, t in enumerate(k_params))
     body.append("  %status = alloca i32, align 4\n  store i32 0, ptr %status")
-    body.append(f"  %res = alloca {ret_llty}, align 16\n  %dres = alloca {ret_llty}, align 16")
+    # the result's and excinfo's shadows, one per lane (%dres, %dres1, ...)
+    lane_names = [""] + [str(k) for k in range(1, spec.width)]
     zero = "0.0" if float_result else "zeroinitializer" if tuple_result else "0"
-    body.append(f"  store {ret_llty} {zero}, ptr %res")
-    body.append(f"  store {ret_llty} {seed if seed else zero}, ptr %dres")
-    # excinfo gets a shadow slot that is never read: a recursive Numba call passes it on
-    # like any pointer, and pointers reaching differentiated calls need shadows
-    body.append("  %dexc = alloca ptr, align 8\n  store ptr null, ptr %dexc")
-    head = (f"ptr @{_q(status_fn)}, ptr @enzyme_dup, ptr %res, ptr %dres, ptr @enzyme_dup, ptr %excinfo, ptr %dexc, "
+    body.append(f"  %res = alloca {ret_llty}, align 16\n  store {ret_llty} {zero}, ptr %res")
+    for k, seed in zip(lane_names, seeds):
+        body.append(f"  %dres{k} = alloca {ret_llty}, align 16")
+        body.append(f"  store {ret_llty} {seed if seed else zero}, ptr %dres{k}")
+        # excinfo gets a shadow slot that is never read: a recursive Numba call passes it
+        # on like any pointer, and pointers reaching differentiated calls need shadows
+        body.append(f"  %dexc{k} = alloca ptr, align 8\n  store ptr null, ptr %dexc{k}")
+    width = f"ptr @enzyme_width, i64 {spec.width}, " if spec.width > 1 else ""
+    dres = ", ".join(f"ptr %dres{k}" for k in lane_names)
+    dexc = ", ".join(f"ptr %dexc{k}" for k in lane_names)
+    head = (f"ptr @{_q(status_fn)}, {width}ptr @enzyme_dup, ptr %res, {dres}, ptr @enzyme_dup, ptr %excinfo, {dexc}, "
             "ptr @enzyme_const, ptr %status")
     marker_args = ", ".join([head, *enz])
     outs = []
     if spec.mode == "rev":
-        act_types = [str(ctx.get_value_type(t)) for ty, a in zip(ir.argtypes, spec.activities) for t in active_leaves(ty, a)]
+        act_types = [str(ctx.get_value_type(t)) for ty, a in zip(ir.argtypes, spec.activities)
+                     for t in active_leaves(ty, a) for _ in range(spec.width)]
         if not act_types:
             body.append(f"  call void (ptr, ...) @__enzyme_autodiff({marker_args})")
         elif len(act_types) == 1:
@@ -279,11 +297,12 @@ def kernel_ir(ir, spec: KernelSpec, symbol: str) -> str:
     if spec.mode == "fwd" and tuple_result:
         pass
     elif spec.mode == "fwd":
-        if float_result:
-            body.append(f"  %t = load {ret_llty}, ptr %dres")
-            vals.append((value_t, "%t"))
-        else:
-            vals.append((value_t, "0.0"))
+        for k in lane_names:
+            if float_result:
+                body.append(f"  %t{k} = load {ret_llty}, ptr %dres{k}")
+                vals.append((value_t, f"%t{k}"))
+            else:
+                vals.append((value_t, "0.0"))
     else:
         vals += outs
     agg = "undef"
@@ -300,7 +319,7 @@ def kernel_ir(ir, spec: KernelSpec, symbol: str) -> str:
     for name in ("__enzyme_autodiff", "__enzyme_fwddiff"):
         if f"@{name}(" not in ir.text:
             decls += f"declare void @{name}(ptr, ...)\n"
-    for m in ("enzyme_const", "enzyme_out", "enzyme_dup", "enzyme_dupnoneed"):
+    for m in ("enzyme_const", "enzyme_out", "enzyme_dup", "enzyme_dupnoneed", "enzyme_width"):
         if f"@{m} =" not in ir.text:
             decls += f"@{m} = external global i32\n"
     return status_src + "\n" + kernel_src + "\n" + decls

@@ -35,6 +35,7 @@ from xdsl.irdl import (
     irdl_op_definition,
     ParsePropInAttrDict,
     operand_def,
+    opt_prop_def,
     prop_def,
     result_def,
     var_operand_def,
@@ -155,6 +156,9 @@ class _DiffOp(IRDLOperation):
     outputs = var_result_def()
     activity = prop_def(ArrayAttr)
     ret_activity = prop_def(ArrayAttr)
+    #: vector mode (Enzyme's ``width``): every derivative operand and result is
+    #: repeated ``width`` times, one per lane; absent means 1
+    width = opt_prop_def(IntegerAttr)
 
     assembly_format = "$fn `(` $inputs `)` attr-dict `:` functional-type($inputs, results)"
     irdl_options = (ParsePropInAttrDict(),)
@@ -166,18 +170,23 @@ class _DiffOp(IRDLOperation):
         result_types: Sequence[Attribute],
         activity: Sequence[Activity],
         ret_activity: Sequence[Activity],
+        width: int = 1,
     ):
         if isinstance(fn, str):
             fn = FlatSymbolRefAttr(fn)
-        super().__init__(
-            operands=[inputs],
-            result_types=[result_types],
-            properties={
-                "fn": fn,
-                "activity": ArrayAttr([ActivityAttr(a) for a in activity]),
-                "ret_activity": ArrayAttr([ActivityAttr(a) for a in ret_activity]),
-            },
-        )
+        properties = {
+            "fn": fn,
+            "activity": ArrayAttr([ActivityAttr(a) for a in activity]),
+            "ret_activity": ArrayAttr([ActivityAttr(a) for a in ret_activity]),
+        }
+        if width != 1:
+            properties["width"] = IntegerAttr(width, 64)
+        super().__init__(operands=[inputs], result_types=[result_types], properties=properties)
+
+    @property
+    def lanes(self) -> int:
+        """The vector width: how many derivatives of each kind the op carries."""
+        return self.width.value.data if self.width is not None else 1
 
     @property
     def arg_activities(self) -> list[Activity]:

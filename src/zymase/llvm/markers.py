@@ -22,6 +22,12 @@ Semantics follow Enzyme:
   frees it; ``enzyme_allocated, size, enzyme_tape, buffer`` keeps the tape in the
   caller's buffer; ``__enzyme_augmentsize(f, ...)`` is the tape's size
   (:mod:`zymase.transforms.split_mode`);
+* vector forward mode: ``enzyme_width, N`` (a constant) makes every float argument take
+  N tangents, every ``enzyme_dup`` pointer N shadows, and ``enzyme_dupv, stride, x, dxs``
+  / ``enzyme_dupnoneedv`` one buffer of N shadows ``stride`` bytes apart; the result is
+  its N tangents (``{primal, t1..tN}`` with ``enzyme_primal_return``); vector reverse
+  mode (``__enzyme_autodiff`` with ``enzyme_width``) seeds an active result with 1 in
+  every lane and returns N derivatives per active argument, lane by lane;
 * ``__enzyme_virtualreverse(p)``, the shadow of a function or vtable pointer, is ``p``
   (:func:`zymase.transforms.indirect_calls.lower_virtual_reverse`).
 
@@ -73,6 +79,10 @@ MARKERS = {
     "enzyme_out": "out",
     "enzyme_dup": "dup",
     "enzyme_dupnoneed": "dupnoneed",
+    # vector mode: followed by a byte stride, the pointer and one buffer holding the
+    # width shadows `stride` bytes apart
+    "enzyme_dupv": "dupv",
+    "enzyme_dupnoneedv": "dupnoneedv",
 }
 
 
@@ -80,17 +90,15 @@ MARKERS = {
 RETURN_MARKERS = ("enzyme_primal_return", "enzyme_noret", "enzyme_const_return", "enzyme_active_return",
                   "enzyme_dup_return")
 
-#: Markers followed by one value that is an option of the call, not an argument.
-VALUE_MARKERS = ("enzyme_allocated", "enzyme_tape")
+#: Markers followed by one value that is an option of the call, not an argument
+#: (``enzyme_width, N``: vector mode, N derivatives per argument and result).
+VALUE_MARKERS = ("enzyme_allocated", "enzyme_tape", "enzyme_width")
 
 #: Markers that only promise something zymase does not rely on: accepted, no effect.
 HINT_MARKERS = ("enzyme_not_overwritten",)
 
 #: Markers of Enzyme's that zymase does not implement, with what they do (for the error).
 UNIMPLEMENTED_MARKERS = {
-    "enzyme_width": "vector (batched) forward mode",
-    "enzyme_dupv": "batched shadows",
-    "enzyme_dupnoneedv": "batched shadows",
     "enzyme_vector": "batched evaluation",
     "enzyme_scalar": "batched evaluation",
     "enzyme_buffer": "batched evaluation",
@@ -468,6 +476,7 @@ class _Options:
     noret: bool = False
     allocated: SSAValue | None = None  # enzyme_allocated's size
     tape: SSAValue | None = None  # enzyme_tape's buffer
+    width: int = 1  # enzyme_width's N
 
 
 def _take_options(site: _Site, args: list[SSAValue]) -> tuple[list[SSAValue], _Options]:
@@ -495,6 +504,10 @@ def _take_options(site: _Site, args: list[SSAValue]) -> tuple[list[SSAValue], _O
             if i + 1 >= len(args):
                 raise _err(site, f"marker {name} is not followed by its value",
                            "enzyme_allocated takes the tape's size, enzyme_tape the tape's buffer")
+            if name == "enzyme_width":
+                opts.width = _vector_width(site, args[i + 1])
+                i += 2
+                continue
             if site.mode not in ("augment", "reverse"):
                 raise _err(site, f"marker {name} is for split mode (__enzyme_augmentfwd / __enzyme_reverse), "
                            f"not {site.marker_fn}", "remove it")
@@ -512,6 +525,24 @@ def _take_options(site: _Site, args: list[SSAValue]) -> tuple[list[SSAValue], _O
         raise _err(site, "enzyme_allocated and enzyme_tape go together: the size of the caller's tape "
                    "buffer and the buffer", "pass enzyme_allocated, size, enzyme_tape, buffer")
     return kept, opts
+
+
+def _vector_width(site: _Site, v: SSAValue) -> int:
+    """The N of ``enzyme_width, N``: a positive integer constant (it sets the number of
+    arguments the call takes and the type it returns)."""
+    owner = v.owner
+    value = owner.value if isinstance(owner, llvm.ConstantOp) else None
+    if not (isinstance(value, IntegerAttr) and isinstance(v.type, IntegerType)):
+        raise _err(site, "enzyme_width must be followed by an integer constant, the vector width; "
+                   "here it is a value known only at run time",
+                   "write the width as a literal or a constant expression (e.g. enzyme_width, 4)")
+    if value.value.data < 1:
+        raise _err(site, f"enzyme_width {value.value.data}: the vector width must be at least 1",
+                   "pass the number of tangents, e.g. enzyme_width, 4")
+    if site.mode not in ("fwd", "rev"):
+        raise _err(site, f"enzyme_width (vector mode) is implemented for __enzyme_fwddiff and __enzyme_autodiff, "
+                   f"not {site.marker_fn} (split mode)", "call the split-mode functions once per seed")
+    return value.value.data
 
 
 def _lower_site(site: _Site, functions: dict[str, Operation]) -> None:
@@ -581,12 +612,20 @@ def _lower_site(site: _Site, functions: dict[str, Operation]) -> None:
     b = _Builder(call)
     operands: list[SSAValue] = []
     acts: list[Activity] = []
+    width = opts.width
     pos = 0
     for i, ptype in enumerate(fn_inputs):
         marker = None
+        stride = None
         if pos < len(rest):
             marker = _marker_of(rest[pos])
             if marker is not None:
+                pos += 1
+            if marker in ("dupv", "dupnoneedv"):
+                if pos >= len(rest) or not isinstance(rest[pos].type, IntegerType):
+                    raise _err(site, f"enzyme_{marker} on argument {i + 1} of '{fname}' must be followed by the "
+                               "byte stride between its shadows", "write enzyme_dupv, stride, x, dxs")
+                stride = rest[pos]
                 pos += 1
         if pos >= len(rest):
             if marker is not None:
@@ -596,22 +635,37 @@ def _lower_site(site: _Site, functions: dict[str, Operation]) -> None:
                        "pass every argument of the function (and a shadow after each enzyme_dup pointer)")
         val = b.coerce(rest[pos], ptype, site, i, pos + 2, fname)
         pos += 1
-        act = _activity(site, marker, ptype, i, fname)
+        if stride is not None and not isinstance(ptype, llvm.LLVMPointerType):
+            raise _err(site, f"enzyme_{marker} on argument {i + 1} of '{fname}', which is not a pointer",
+                       "enzyme_dupv passes the shadows of a pointer; give a float argument its tangents one by one")
+        act = _activity(site, marker.removesuffix("v") if stride is not None else marker, ptype, i, fname)
         operands.append(val)
         acts.append(act)
         if act.is_dup or (site.mode == "fwd" and act.is_active):
             what = "shadow" if act.is_dup else "tangent"
-            if pos >= len(rest):
-                raise _err(site, f"argument {i + 1} of '{fname}' needs a {what} after it",
-                           "pass the derivative argument right after the primal one")
-            if isinstance(ptype, llvm.LLVMPointerType) and not isinstance(rest[pos].type, llvm.LLVMPointerType):
-                # the shadow was forgotten: the next argument is the next parameter
-                raise _err(site, f"argument {pos + 2} of {site.marker_fn}: enzyme_{marker or 'dup'} expects a "
-                           f"shadow pointer after parameter {i + 1} of '{fname}', got {c_type_name(rest[pos].type)}",
-                           "pass the shadow (a pointer to memory of the same shape, zeroed for reverse mode) "
-                           "right after the pointer, or mark the pointer enzyme_const")
-            operands.append(b.coerce(rest[pos], ptype, site, i, pos + 2, fname))
-            pos += 1
+            if stride is not None:
+                if pos >= len(rest) or not isinstance(rest[pos].type, llvm.LLVMPointerType):
+                    raise _err(site, f"enzyme_{marker} on argument {i + 1} of '{fname}' needs the buffer of its "
+                               f"{width} shadows after it", "write enzyme_dupv, stride, x, dxs")
+                operands += [b.lane_shadow(rest[pos], stride, k) for k in range(width)]
+                pos += 1
+                continue
+            for k in range(width):
+                if pos >= len(rest):
+                    lanes = f" (enzyme_width {width}: {width} {what}s, got {k})" if width > 1 else ""
+                    raise _err(site, f"argument {i + 1} of '{fname}' needs a {what} after it{lanes}",
+                               "pass the derivative argument right after the primal one" + (
+                                   f", one per lane ({width})" if width > 1 else ""))
+                if isinstance(ptype, llvm.LLVMPointerType) and not isinstance(rest[pos].type, llvm.LLVMPointerType):
+                    # the shadow was forgotten: the next argument is the next parameter
+                    lanes = f" ({width} of them: enzyme_width {width})" if width > 1 else ""
+                    raise _err(site, f"argument {pos + 2} of {site.marker_fn}: enzyme_{marker or 'dup'} expects a "
+                               f"shadow pointer{lanes} after parameter {i + 1} of '{fname}', got "
+                               f"{c_type_name(rest[pos].type)}",
+                               "pass the shadow (a pointer to memory of the same shape, zeroed for reverse mode) "
+                               "right after the pointer, or mark the pointer enzyme_const")
+                operands.append(b.coerce(rest[pos], ptype, site, i, pos + 2, fname))
+                pos += 1
     extra = rest[pos:]
     seed = None
     if site.mode == "reverse":
@@ -647,10 +701,11 @@ def _lower_site(site: _Site, functions: dict[str, Operation]) -> None:
                 ret_acts = [Activity.CONST if keep_primal else Activity.CONSTNONEED]
         if site.mode == "rev":
             if ret_kind == "active":
-                operands.append(b.fconst(1.0, fn_out))
+                # the result's seed, 1 in every lane (Enzyme's): lanes differ by their shadows
+                operands += [b.fconst(1.0, fn_out)] * opts.width
             out_types = ([fn_out] if opts.primal_return and has_result else []) + [
-                t for t, a in zip(fn_inputs, acts) if a.is_active]
-            op = ez.AutoDiffOp(fname, operands, out_types, acts, ret_acts)
+                t for t, a in zip(fn_inputs, acts) if a.is_active for _ in range(opts.width)]
+            op = ez.AutoDiffOp(fname, operands, out_types, acts, ret_acts, opts.width)
         else:
             from zymase.transforms.split_mode import split_op
 
@@ -665,8 +720,8 @@ def _lower_site(site: _Site, functions: dict[str, Operation]) -> None:
             else:
                 # a float result's tangent; a returned pointer's shadow
                 ret_acts = [Activity.DUP if opts.primal_return else Activity.DUPNONEED]
-                out_types = [fn_out, fn_out] if opts.primal_return else [fn_out]
-        op = ez.FwdDiffOp(fname, operands, out_types, fwd_acts, ret_acts)
+                out_types = ([fn_out] if opts.primal_return else []) + [fn_out] * width
+        op = ez.FwdDiffOp(fname, operands, out_types, fwd_acts, ret_acts, width)
     op.location = call.location
     b.insert(op)
     results = list(op.results)
@@ -674,8 +729,25 @@ def _lower_site(site: _Site, functions: dict[str, Operation]) -> None:
         # {tape, primal}: no tape when it is in the caller's buffer, no primal after enzyme_noret
         tape, primal = results[:1], results[1:]
         results = ([] if opts.tape is not None else tape) + ([] if opts.noret else primal)
+    if opts.width > 1:
+        _refuse_dropped_lanes(site, call, sret, results)
     b.deliver(results, sret, site)
     call.parent_block().erase_op(call)
+
+
+def _refuse_dropped_lanes(site: _Site, call: Operation, sret: SSAValue | None, results: list[SSAValue]) -> None:
+    """Vector mode returns N tangents: a call declared to return fewer scalars (a plain
+    double) would keep the first lane only, silently."""
+    declared = _sret_type(call) if sret is not None else (call.returned.type if call.returned is not None else None)
+    if declared is None or not results:
+        return
+    wanted = [r.type for r in results]
+    if _scalar_fields(declared)[:len(wanted)] != wanted:
+        spelled = c_spelling(llvm.LLVMStructType.from_type_list(wanted)) if len(wanted) > 1 else c_spelling(wanted[0])
+        raise _err(site, f"{site.marker_fn} returns {spelled}, but the call is declared to return "
+                   f"{c_spelling(declared)}",
+                   "declare the marker function to return one value per lane, e.g. "
+                   "typedef struct { double d[4]; } vec4; for enzyme_width 4")
 
 
 def _return_kind(site: _Site, opts: _Options, fn_out: Attribute, has_result: bool, fname: str) -> str | None:
@@ -785,6 +857,13 @@ class _Builder:
 
     def v(self, op: Operation) -> SSAValue:
         return self.insert(op).results[0]
+
+    def lane_shadow(self, buffer: SSAValue, stride: SSAValue, k: int) -> SSAValue:
+        """Shadow ``k`` of an ``enzyme_dupv`` buffer: ``k * stride`` bytes into it."""
+        if k == 0:
+            return buffer
+        offset = self.v(llvm.MulOp(stride, self.v(llvm.ConstantOp(IntegerAttr(k, stride.type), stride.type))))
+        return self.v(llvm.GEPOp(buffer, [llvm.GEP_USE_SSA_VAL], IntegerType(8), ssa_indices=[offset]))
 
     def fconst(self, value: float, t: Attribute) -> SSAValue:
         from zymase.ir import FloatAttr

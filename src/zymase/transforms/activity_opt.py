@@ -81,7 +81,9 @@ def run_activity_opt(module: ModuleOp) -> ModuleOp:
     from zymase.autodiff.driver import Driver
 
     driver = Driver(module)
-    for op in [o for o in module.walk() if isinstance(o, (ez.AutoDiffOp, ez.FwdDiffOp))]:
+    # vector-mode requests (width > 1) are left as written: _Request decodes one
+    # derivative operand and result per argument and result
+    for op in [o for o in module.walk() if isinstance(o, (ez.AutoDiffOp, ez.FwdDiffOp)) and o.lanes == 1]:
         _Request(op, driver, module).optimize()
     return module
 

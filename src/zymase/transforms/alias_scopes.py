@@ -14,7 +14,8 @@ This pass gives each load and store whose pointer has known roots
 scope per object the function allocates on the heap, one per ``noalias`` argument, one shared by
 all other arguments and globals (which may alias each other), one shared by the shadow
 arguments (which may alias each other as their primals do, but never a primal: Enzyme's
-contract, checked by the Python API), and one per tape buffer
+contract, checked by the Python API; in vector mode one per lane, since lanes never
+share memory), and one per tape buffer
 (the lowering marks tape accesses with ``zymase.tape_buffer``). An access is in the
 scopes of its roots and declared not to alias the others. Accesses with unknown roots
 get nothing, and so stay "may alias anything", as do calls.
@@ -26,7 +27,7 @@ Runs on llvm-dialect functions after AD and lowering; the writer prints the attr
 from __future__ import annotations
 
 from zymase.analysis.memory import args_marked, pointer_roots
-from zymase.autodiff.names import SHADOW_ARGS
+from zymase.autodiff.names import SHADOW_ARGS, SHADOW_LANES
 from zymase.ir import ArrayAttr, BlockArgument, ModuleOp, StringAttr, llvm
 from zymase.transforms.lower_to_llvm import TAPE_BUFFER
 
@@ -61,7 +62,8 @@ def _annotate(fn: llvm.FuncOp) -> None:
     def scope(root) -> str:
         if root not in scope_of:
             if isinstance(root, BlockArgument) and root.index in shadow_args and root.index not in noalias_args:
-                key = "outside.shadows"
+                lane = shadow_args[root.index]
+                key = "outside.shadows" + (f".lane{lane}" if lane else "")
             elif isinstance(root, BlockArgument) and root.index not in noalias_args or isinstance(root, str):
                 key = "outside"
             elif isinstance(root, BlockArgument):
@@ -96,6 +98,12 @@ def _annotate(fn: llvm.FuncOp) -> None:
         op.attributes[NOALIAS] = ArrayAttr([StringAttr(s) for s in every if s not in scopes])
 
 
-def _shadow_args(fn: llvm.FuncOp) -> set[int]:
+def _shadow_args(fn: llvm.FuncOp) -> dict[int, int]:
+    """The shadow arguments' positions, each with its lane (0 outside vector mode)."""
     attr = fn.attributes.get(SHADOW_ARGS)
-    return {a.value.data for a in attr.data} if attr is not None else set()
+    if attr is None:
+        return {}
+    lanes = fn.attributes.get(SHADOW_LANES)
+    positions = [a.value.data for a in attr.data]
+    lane_of = [k.value.data for k in lanes.data] if lanes is not None else [0] * len(positions)
+    return dict(zip(positions, lane_of))

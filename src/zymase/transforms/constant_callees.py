@@ -43,7 +43,7 @@ def _constant_functions(request: Operation, functions: dict[str, Operation]) -> 
             name = _function_named_by(inputs[k], functions)
             if name is not None:
                 out[j] = name
-        k += 2 if act in (Activity.DUP, Activity.DUPNONEED) else 1
+        k += 1 + (request.lanes if act in (Activity.DUP, Activity.DUPNONEED) else 0)  # a shadow per lane
     return out
 
 

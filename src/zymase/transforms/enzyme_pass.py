@@ -44,7 +44,8 @@ def run_enzyme_pass(module: ModuleOp) -> ModuleOp:
                 hint="give one activity per argument and one ret_activity per result",
             )
         is_rev = isinstance(op, ez.AutoDiffOp)
-        ins, outs = (rev_signature if is_rev else fwd_signature)(inputs, outputs, arg_acts, ret_acts)
+        width = op.lanes
+        ins, outs = (rev_signature if is_rev else fwd_signature)(inputs, outputs, arg_acts, ret_acts, width)
         got_in = [o.type for o in op.operands]
         got_out = [r.type for r in op.results]
         if got_in != ins or got_out != outs:
@@ -55,10 +56,11 @@ def run_enzyme_pass(module: ModuleOp) -> ModuleOp:
                 f"operand/result types {sig(got_in, got_out)} do not match the derivative signature "
                 f"{sig(ins, outs)}",
                 **where,
-                hint="dup arguments are followed by their shadow; active results take a seed operand",
+                hint="dup arguments are followed by their shadow (width shadows in vector mode); "
+                "active results take a seed operand",
             )
         generate = driver.reverse if is_rev else driver.forward
-        name = generate(fop, arg_acts, ret_acts, entry=True)
+        name = generate(fop, arg_acts, ret_acts, entry=True, **({"width": width} if width > 1 else {}))
         E = Emitter(flavor, module).before(op)
         results = E.call(name, list(op.operands), outs)
         for old, new in zip(op.results, results):

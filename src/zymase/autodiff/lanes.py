@@ -1,0 +1,80 @@
+"""Vector mode's lanes (Enzyme's ``enzyme_width``): a derivative function at width N
+computes the primal once and N derivatives of each kind side by side.
+
+The generators keep their derivatives in maps (tangents, shadows, adjoint cells, the
+adjoints of the block being reversed); :class:`LaneMaps` gives each lane its own set
+and selects one at a time (:meth:`LaneMaps.each_lane`), so that the rules, the memory
+code and the tape, which read ``g.tmap``, ``g.smap``, ``g.cells`` ..., stay scalar: the
+generator emits an op's primal code once, then its derivative code once per lane.
+Primal values the derivative code needs (partials, taped values) are fetched once and
+shared by the lanes (the generators key them by value, not by lane). The lanes'
+arithmetic ends up side by side in the output, where LLVM's SLP and loop vectorizers
+find it; each lane's shadow arguments get their own alias scope
+(``autodiff/names.SHADOW_LANES``). The signatures repeat every derivative argument
+and result N times, lane by lane (``type_rules.shadow_types``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from types import SimpleNamespace
+
+from zymase.errors import ZymaseError
+from zymase.ir import Operation, location_of
+
+#: the per-lane maps: forward tangents, shadows, posix_memalign shadow buffers, reverse
+#: adjoint cells and the adjoints local to the block being reversed
+LANE_FIELDS = ("tmap", "smap", "alloc_shadows", "cells", "local")
+
+
+def _lane_field(name: str) -> property:
+    return property(lambda self: getattr(self._lane, name),
+                    lambda self, value: setattr(self._lane, name, value),
+                    doc=f"the selected lane's {name}")
+
+
+class LaneMaps:
+    """Mixin of the generators: per-lane derivative maps. ``width`` 1 is scalar mode
+    (one lane, always selected)."""
+
+    #: the lane being emitted (ShadowCode emits primal-side effects on lane 0 only)
+    lane_index = 0
+    width = 1
+
+    def init_lanes(self, width: int) -> None:
+        self.width = width
+        self._lanes = [SimpleNamespace(**{f: {} for f in LANE_FIELDS}) for _ in range(width)]
+        self._lane = self._lanes[0]
+        self.lane_index = 0
+
+    def each_lane(self) -> Iterator[int]:
+        """Select each lane's maps in turn; lane 0 is selected again afterwards."""
+        try:
+            for k, lane in enumerate(self._lanes):
+                self._lane, self.lane_index = lane, k
+                yield k
+        finally:
+            self._lane, self.lane_index = self._lanes[0], 0
+
+    def of_every_lane(self, field: str) -> list[dict]:
+        """``field``'s map of each lane, in lane order."""
+        return [getattr(lane, field) for lane in self._lanes]
+
+    def reset_lanes(self, field: str) -> None:
+        for lane in self._lanes:
+            setattr(lane, field, {})
+
+    def refuse_in_vector_mode(self, op: Operation, what: str, fname: str) -> None:
+        """Vector mode does not cover ``what`` (at ``op``): refused, never approximated."""
+        if self.width > 1:
+            from zymase.autodiff.common import describe
+
+            raise ZymaseError(
+                f"vector mode (width {self.width}) does not handle {what} yet",
+                construct=describe(op), function=fname, location=location_of(op),
+                hint="differentiate this function at width 1 (one call per tangent or cotangent)",
+            )
+
+
+for _name in LANE_FIELDS:
+    setattr(LaneMaps, _name, _lane_field(_name))
