@@ -2,7 +2,8 @@
 brief): the trace of the Hessian in Taylor mode (forward over forward) against the
 dense Hessian's trace (``zymase.hessian``, forward over reverse), closed forms and
 central differences (one dense Hessian: the suite's budget), float64 and float32; through loops, arrays allocated in njit code,
-element-wise math and libm; refusals in the user's terms."""
+element-wise math and libm, a matrix times a vector (Numba's gemv wrapper, defined as loops
+for the engine); refusals in the user's terms."""
 
 import math
 
@@ -46,41 +47,57 @@ def test_laplacian_of_a_two_layer_mlp_is_the_trace_of_the_hessian():
     np.testing.assert_allclose(lap, np.trace(zymase.hessian(mlp)(x, *weights)), rtol=1e-12, atol=1e-12)
 
 
-@njit
-def tanh_sum32(x):
-    s = np.float32(0.0)
-    for i in range(x.shape[0]):
-        s += np.tanh(x[i]) * x[i]
-    return s
-
-
-def test_float32_laplacian_is_float32():
-    # f(x) = sum_i x_i tanh(x_i): Laplacian sum_i 2 tanh'(x_i) + x_i tanh''(x_i)
-    x = np.array([0.3, -1.1, 0.8, 2.0], dtype=np.float32)
-    lap = zymase.laplacian(tanh_sum32)(x)
-    assert isinstance(lap, np.float32)
-    t = np.tanh(x.astype(np.float64))
-    exact = np.sum(2 * (1 - t * t) - 2 * x * t * (1 - t * t))
-    np.testing.assert_allclose(lap, exact, rtol=1e-5)
-
-
 def test_laplacian_of_a_composed_layer_against_its_closed_form():
     # W2 = I, b2 = 0: f = sum_j w3_j g(z_j) with g = tanh o tanh and z = W1 x + b1, so
     # the Laplacian is sum_j w3_j g''(z_j) |W1_j|^2, g'' = tanh''(h) h'^2 + tanh'(h) h''
     rng = np.random.default_rng(2)
-    d, w = 9, 6
+    d, w = 7, 5  # the shapes of the test above: its kernel
     x = rng.standard_normal(d)
     W1, b1 = rng.standard_normal((w, d)) / 3, rng.standard_normal(w)
     W2, b2, w3 = np.eye(w), np.zeros(w), rng.standard_normal(w)
-    z1 = W1 @ x + b1
-    h = np.tanh(z1)
-    dh = 1 - h * h  # tanh'(z1)
-    ddh = -2 * h * dh  # tanh''(z1)
-    t = np.tanh(h)  # second layer: z2 = h (W2 = I)
-    dt, ddt = 1 - t * t, -2 * t * (1 - t * t)
-    sq = np.sum(W1 * W1, axis=1)  # |grad z1_j|^2
+    h = np.tanh(W1 @ x + b1)
+    dh, ddh = 1 - h * h, -2 * h * (1 - h * h)  # tanh' and tanh'' at z
+    t = np.tanh(h)
+    dt, ddt = 1 - t * t, -2 * t * (1 - t * t)  # at h
+    sq = np.sum(W1 * W1, axis=1)
     exact = np.sum(w3 * (ddt * dh * dh * sq + dt * ddh * sq))
     np.testing.assert_allclose(zymase.laplacian(mlp)(x, W1, b1, W2, b2, w3), exact, rtol=1e-12)
+
+
+@njit
+def layer(x, W, b, w2):
+    """As a NumPy user writes it: W @ x calls Numba's gemv wrapper ('t' on a C-order W)."""
+    return np.dot(w2, np.tanh(W @ x + b))
+
+
+@njit
+def layer_transposed(x, Wt, b, w2):
+    return np.dot(w2, np.tanh(x @ Wt + b))  # gemv with 'n'
+
+
+def _layer_data(dtype):
+    rng = np.random.default_rng(3)
+    return tuple(a.astype(dtype) for a in (rng.standard_normal(6), rng.standard_normal((4, 6)),
+                                            rng.standard_normal(4), rng.standard_normal(4)))
+
+
+def test_float32_laplacian_through_a_matrix_vector_product():
+    # Laplacian of sum_j w2_j tanh(W_j . x + b_j) = sum_j w2_j tanh''(z_j) |W_j|^2
+    x, W, b, w2 = _layer_data(np.float32)
+    lap = zymase.laplacian(layer)(x, W, b, w2)
+    assert isinstance(lap, np.float32)
+    x, W, b, w2 = _layer_data(np.float64)
+    t = np.tanh(W @ x + b)
+    np.testing.assert_allclose(lap, np.sum(w2 * -2 * t * (1 - t * t) * np.sum(W * W, axis=1)), rtol=1e-5)
+
+
+def test_gradient_through_a_vector_matrix_product():
+    # the gemv loop in reverse mode, with respect to the vector and the matrix
+    x, W, b, w2 = _layer_data(np.float64)
+    gx, gW = zymase.grad(layer_transposed, argnums=(0, 1))(x, W.T.copy(), b, w2)
+    dz = w2 * (1 - np.tanh(W @ x + b) ** 2)
+    np.testing.assert_allclose(gx, W.T @ dz, rtol=1e-12)
+    np.testing.assert_allclose(gW, np.outer(x, dz), rtol=1e-12)
 
 
 @njit
