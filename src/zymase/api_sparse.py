@@ -1,0 +1,246 @@
+"""Python API: sparse Jacobians and Hessians, ``jacfwd(f, sparse=True)`` and
+``hessian(f, sparse=True)``, returned as ``scipy.sparse`` CSR matrices.
+
+Per call: the sparsity pattern is read off the njit function's LLVM IR (after the same
+inlining and pre-AD optimization the engine differentiates) by
+:mod:`zymase.analysis.sparsity`, at the call's arguments; its columns are coloured
+greedily so that no two columns of one colour share a row (distance-1 colouring of the
+column intersection graph for a Jacobian; for a Hessian the same on the symmetric
+pattern, i.e. a distance-2 colouring of its adjacency graph); one derivative sweep per
+colour gives every entry directly: a forward-mode ``jvp`` per colour for the Jacobian,
+a forward-over-reverse Hessian-vector product per colour for the Hessian, seeded with
+the sum of the colour's unit vectors. A Hessian entry is read once per pair (the upper
+triangle) and mirrored.
+
+When the analysis cannot follow the function it refuses (a ZymaseError pointing to
+``sparse=False``): a dependence it missed would be a silent zero.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from zymase import api
+from zymase.api import _label, _options, _param_names, _typeof
+from zymase.errors import ZymaseError
+from zymase.frontends import numba as zn
+
+
+def _analysed_ir(disp, argtypes):
+    """(llvmlite module, entry name): the function as the engine would differentiate it
+    (``frontends.numba.differentiate_numba_ir``'s steps before AD, without a kernel),
+    with every value named."""
+    from zymase.llvm import toolchain
+
+    ir = zn.numba_ir(disp, argtypes)
+    text, _ = zn.split_nrt_helpers(zn.define_blas_loops(ir.text))
+    text = toolchain.prune_refcounts(text)
+    text = toolchain.inline_always(zn.mark_callees_inline(text, (ir.entry, *ir.inline_too)))
+    text = toolchain.prune_refcounts(toolchain.preopt(toolchain.prune_refcounts(text), 2))
+    text = toolchain._run_passes(text, ["instruction_namer"])
+    return toolchain.parse_module(text), ir.entry, ir.restype
+
+
+def _flat_args(values, types, k: int):
+    """Numba's flattened parameters for the analysis; argument ``k``'s data are the
+    inputs."""
+    from numba.core import types as nt
+
+    from zymase.analysis import sparsity as sp
+
+    arrays = [(i, v) for i, v in enumerate(values) if isinstance(v, np.ndarray)]
+    for a, (i, u) in enumerate(arrays):
+        for j, w in arrays[a + 1:]:
+            if np.shares_memory(u, w):
+                # the analysis gives each argument its own memory: a write or an input
+                # seen through the other name would be missed
+                raise sp.Unknown(f"arguments {i} and {j}", "arguments that share memory")
+    out = []
+    for i, (v, ty) in enumerate(zip(values, types)):
+        if isinstance(ty, nt.Array):
+            data = sp._Buffer(f"argument {i}", array=v, input_array=(i == k))
+            out += [sp._Ptr(sp._Buffer("an argument's MemInfo"), 0), None, v.size, v.itemsize, sp._Ptr(data, 0)]
+            out += [int(s) & (2 ** 64 - 1) for s in v.shape] + [int(s) & (2 ** 64 - 1) for s in v.strides]
+        elif isinstance(ty, nt.Float):
+            out.append(sp._F(float(v)))
+        elif isinstance(ty, (nt.Integer, nt.Boolean)):
+            out.append(int(v) & (2 ** (ty.bitwidth if isinstance(ty, nt.Integer) else 8) - 1))
+        else:
+            raise sp.Unknown(f"argument {i} of type {ty}", "an argument type the sparsity analysis does not follow")
+    return out
+
+
+_analyses: dict = {}
+#: (function, types, shapes, integer arguments) -> pattern, for functions whose path
+#: did not depend on float values or array contents (the same run would repeat)
+_patterns: dict = {}
+
+
+def _pattern_key(disp, types, args, k, order):
+    from numba.core import types as nt
+
+    shapes = tuple(np.shape(v) for v in args)
+    ints = tuple(int(v) for v, t in zip(args, types) if isinstance(t, (nt.Integer, nt.Boolean)))
+    return (disp, types, shapes, ints, k, order)
+
+
+def sparsity_pattern(disp, names, args, k: int, order: int, api_name: str):
+    """For ``order`` 1: the list of input-index sets of each output element (rows of the
+    Jacobian); for ``order`` 2: the set of (i, j) pairs of the Hessian's pattern."""
+    from zymase.analysis import sparsity as sp
+
+    types = tuple(_typeof(v, _label(names, i)) for i, v in enumerate(args))
+    key = _pattern_key(disp, types, args, k, order)
+    if key in _patterns:
+        return _patterns[key]
+    try:
+        analysis = _analyses.get((disp, types))
+        if analysis is None:
+            module, entry, restype = _analysed_ir(disp, types)
+            analysis = _analyses[(disp, types)] = (sp.Analysis(module.get_function(entry)), restype, module)
+        analysis, restype, _ = analysis
+        ret, exc = sp._Ptr(sp._Buffer("the return slot"), 0), sp._Ptr(sp._Buffer("excinfo"), 0)
+        status, value_dependent = analysis.run([ret, exc, *_flat_args(args, types, k)])
+        if status != 0:
+            raise ZymaseError(f"{zn.function_label(disp)} raised an exception at these arguments (Numba status "
+                              f"{status})", hint=f"call {zn.function_label(disp)} on them to see it")
+        if order == 2:
+            cell = ret.buf.cells.get(0)
+            pattern = sp.pairs(cell[1].d2) if cell and isinstance(cell[1], sp._F) else set()
+        else:
+            data = ret.buf.cells.get(32, ("", None))[1]
+            size = ret.buf.cells.get(16, ("", 0))[1]
+            item = restype.dtype.bitwidth // 8
+            pattern = []
+            for e in range(size):
+                cell = data.buf.cells.get(data.off + e * item)
+                if cell is None and data.buf.array is not None:  # the function returned an argument's data
+                    cell = ("", analysis._interp._load(sp._Ptr(data.buf, data.off + e * item), str(restype.dtype)
+                                                       .replace("float64", "double").replace("float32", "float")))
+                pattern.append(sp.indices(cell[1].d1) if cell and isinstance(cell[1], sp._F) else set())
+    except sp.Unknown as err:
+        raise ZymaseError(f"{api_name}(..., sparse=True) cannot find the sparsity pattern of "
+                          f"{zn.function_label(disp)}: {err.why}", construct=err.construct,
+                          function=zn.function_label(disp).strip("'"),
+                          hint=f"compute it dense with {api_name}(f) (sparse=False)") from None
+    if not value_dependent:
+        _patterns[key] = pattern
+    return pattern
+
+
+def colour_columns(rows, n: int) -> list[int]:
+    """Greedy colouring of the columns 0..n-1 so that no two columns sharing a row
+    (a set in ``rows``) get the same colour, in natural order (optimal for bands)."""
+    rows_of = [[] for _ in range(n)]
+    for r, cols in enumerate(rows):
+        for j in cols:
+            rows_of[j].append(r)
+    colour = [-1] * n
+    for j in range(n):
+        taken = {colour[c] for r in rows_of[j] for c in rows[r] if c != j and colour[c] >= 0}
+        c = 0
+        while c in taken:
+            c += 1
+        colour[j] = c
+    return colour
+
+
+def _seeds(colour, n, dtype):
+    k = max(colour, default=-1) + 1
+    seeds = np.zeros((k, n), dtype)
+    seeds[colour, np.arange(n)] = 1.0
+    return seeds
+
+
+def _check_x(disp, names, args, k, api_name):
+    x = args[k]
+    if not (isinstance(x, np.ndarray) and x.ndim == 1 and x.dtype.kind == "f"):
+        raise ZymaseError(f"{api_name}(..., sparse=True) differentiates {_label(names, k)} of "
+                          f"{zn.function_label(disp)}, which must be a 1-D float array, got {type(x).__name__} "
+                          f"{api._short(x)}", hint=f"use {api_name}(f) (dense) for other arguments")
+
+
+def _single_argnum(argnums, names, api_name):
+    if not isinstance(argnums, (int, np.integer)):
+        raise ZymaseError(f"{api_name}(..., sparse=True) takes one argument number, got argnums={argnums}",
+                          hint=f"use {api_name}(f, argnums=...) without sparse=True for tuples")
+    return api._argnums(argnums, len(names))[0]
+
+
+#: what the last sparse call did, for benchmarks and tests: colours (sweeps) and
+#: structural nonzeros
+last = {}
+
+
+def sparse_hessian(f, argnums, options):
+    """``hessian(f, argnums, sparse=True)``."""
+    from scipy import sparse
+
+    preopt, cache, strong_zero = options
+    disp, _ = _options(f, preopt, cache, strong_zero)
+    names = _param_names(disp)
+    k = _single_argnum(argnums, names, "hessian")
+    hvp = api.hvp(f, argnums=k, preopt=preopt, cache=cache, strong_zero=strong_zero)
+
+    def sparse_hessian_fn(*args):
+        from zymase.api_second_order import _complete
+
+        args = _complete(disp, names, args)
+        _check_x(disp, names, args, k, "hessian")
+        x = args[k]
+        api._check_result(disp, tuple(_typeof(v, _label(names, i)) for i, v in enumerate(args)),
+                          need_float=True, api="hessian")
+        n = x.size
+        pattern = {(i, j) for i, j in sparsity_pattern(disp, names, args, k, 2, "hessian")}
+        rows = [set() for _ in range(n)]
+        for i, j in pattern:
+            rows[i].add(j)
+        colour = colour_columns(rows, n)
+        seeds = _seeds(colour, n, x.dtype)
+        products = [hvp(*args, s) for s in seeds]
+        upper = sorted((i, j) for i, j in pattern if i <= j)
+        vals = np.array([products[colour[j]][i] for i, j in upper], dtype=x.dtype)
+        r = np.array([i for i, _ in upper] + [j for i, j in upper if i != j], dtype=np.int64)
+        c = np.array([j for _, j in upper] + [i for i, j in upper if i != j], dtype=np.int64)
+        v = np.concatenate([vals, vals[[t for t, (i, j) in enumerate(upper) if i != j]]]) if upper else vals
+        last.update(colours=len(seeds), nonzeros=len(pattern))
+        return sparse.csr_matrix((v, (r, c)), shape=(n, n), dtype=x.dtype)
+
+    return sparse_hessian_fn
+
+
+def sparse_jacfwd(f, argnums, options):
+    """``jacfwd(f, argnums, sparse=True)`` of a function returning a 1-D float array."""
+    from numba.core import types as nt
+    from scipy import sparse
+
+    preopt, cache, strong_zero = options
+    disp, _ = _options(f, preopt, cache, strong_zero)
+    names = _param_names(disp)
+    k = _single_argnum(argnums, names, "jacfwd")
+
+    def sparse_jacfwd_fn(*args):
+        from zymase.api_second_order import _complete
+
+        args = _complete(disp, names, args)
+        _check_x(disp, names, args, k, "jacfwd")
+        x = args[k]
+        rt = zn.numba_ir(disp, tuple(_typeof(v, _label(names, i)) for i, v in enumerate(args))).restype
+        if not (isinstance(rt, nt.Array) and rt.ndim == 1 and isinstance(rt.dtype, nt.Float)):
+            raise ZymaseError(f"jacfwd(..., sparse=True) needs {zn.function_label(disp)} to return a 1-D float "
+                              f"array, but it returns {rt}", hint="use jacfwd(f) (dense) for other results")
+        rows = sparsity_pattern(disp, names, args, k, 1, "jacfwd")
+        n, m = x.size, len(rows)
+        colour = colour_columns(rows, n)
+        seeds = _seeds(colour, n, x.dtype)
+        products = []
+        for s in seeds:
+            tangents = tuple(s if i == k else None for i in range(len(args)))
+            products.append(np.asarray(api.jvp(f, args, tangents, preopt=preopt, cache=cache,
+                                               strong_zero=strong_zero)[1]))
+        entries = sorted((i, j) for i, cols in enumerate(rows) for j in cols)
+        vals = np.array([products[colour[j]][i] for i, j in entries], dtype=np.dtype(str(rt.dtype)))
+        last.update(colours=len(seeds), nonzeros=len(entries))
+        return sparse.csr_matrix((vals, ([i for i, _ in entries], [j for _, j in entries])), shape=(m, n))
+
+    return sparse_jacfwd_fn
