@@ -86,13 +86,14 @@ def _pattern_key(disp, types, args, k, order):
 
 def sparsity_pattern(disp, names, args, k: int, order: int, api_name: str):
     """For ``order`` 1: the list of input-index sets of each output element (rows of the
-    Jacobian); for ``order`` 2: the set of (i, j) pairs of the Hessian's pattern."""
+    Jacobian); for ``order`` 2: the set of (i, j) pairs of the Hessian's pattern. With
+    it the key it is cached under, or None when it holds for these values only."""
     from zymase.analysis import sparsity as sp
 
     types = tuple(_typeof(v, _label(names, i)) for i, v in enumerate(args))
     key = _pattern_key(disp, types, args, k, order)
     if key in _patterns:
-        return _patterns[key]
+        return _patterns[key], key
     try:
         analysis = _analyses.get((disp, types))
         if analysis is None:
@@ -123,9 +124,10 @@ def sparsity_pattern(disp, names, args, k: int, order: int, api_name: str):
                           f"{zn.function_label(disp)}: {err.why}", construct=err.construct,
                           function=zn.function_label(disp).strip("'"),
                           hint=f"compute it dense with {api_name}(f) (sparse=False)") from None
-    if not value_dependent:
-        _patterns[key] = pattern
-    return pattern
+    if value_dependent:
+        return pattern, None
+    _patterns[key] = pattern
+    return pattern, key
 
 
 def colour_columns(rows, n: int) -> list[int]:
@@ -172,6 +174,23 @@ def _single_argnum(argnums, names, api_name):
 last = {}
 
 
+#: pattern key -> (seeds, rows, cols, colour of each entry's column, off-diagonal
+#: entries), the work a cached pattern leaves for each call
+_plans: dict = {}
+
+
+def _hessian_plan(pattern, n):
+    """Colouring and recovery indices for a Hessian pattern (pairs in both orders):
+    the upper triangle's entries are read, the strict upper triangle mirrored."""
+    rows_of = [set() for _ in range(n)]
+    for i, j in pattern:
+        rows_of[i].add(j)
+    colour = np.array(colour_columns(rows_of, n), dtype=np.int64)
+    upper = np.array(sorted((i, j) for i, j in pattern if i <= j), dtype=np.int64).reshape(-1, 2)
+    rows, cols = upper[:, 0], upper[:, 1]
+    return _seeds(list(colour), n, np.float64), rows, cols, colour[cols], np.nonzero(rows != cols)[0]
+
+
 def sparse_hessian(f, argnums, options):
     """``hessian(f, argnums, sparse=True)``."""
     from scipy import sparse
@@ -191,20 +210,20 @@ def sparse_hessian(f, argnums, options):
         api._check_result(disp, tuple(_typeof(v, _label(names, i)) for i, v in enumerate(args)),
                           need_float=True, api="hessian")
         n = x.size
-        pattern = {(i, j) for i, j in sparsity_pattern(disp, names, args, k, 2, "hessian")}
-        rows = [set() for _ in range(n)]
-        for i, j in pattern:
-            rows[i].add(j)
-        colour = colour_columns(rows, n)
-        seeds = _seeds(colour, n, x.dtype)
-        products = [hvp(*args, s) for s in seeds]
-        upper = sorted((i, j) for i, j in pattern if i <= j)
-        vals = np.array([products[colour[j]][i] for i, j in upper], dtype=x.dtype)
-        r = np.array([i for i, _ in upper] + [j for i, j in upper if i != j], dtype=np.int64)
-        c = np.array([j for _, j in upper] + [i for i, j in upper if i != j], dtype=np.int64)
-        v = np.concatenate([vals, vals[[t for t, (i, j) in enumerate(upper) if i != j]]]) if upper else vals
-        last.update(colours=len(seeds), nonzeros=len(pattern))
-        return sparse.csr_matrix((v, (r, c)), shape=(n, n), dtype=x.dtype)
+        pattern, key = sparsity_pattern(disp, names, args, k, 2, "hessian")
+        plan = _plans.get(key)
+        if plan is None:
+            plan = _hessian_plan(pattern, n)
+            if key is not None:
+                _plans[key] = plan
+        seeds, rows, cols, colour_of, mirror = plan
+        products = np.array([hvp(*args, s) for s in seeds], dtype=x.dtype).reshape(len(seeds), n)
+        upper = products[colour_of, rows]  # entry (i, j), i <= j, from the sweep of j's colour
+        vals = np.concatenate([upper, upper[mirror]])
+        r = np.concatenate([rows, cols[mirror]])
+        c = np.concatenate([cols, rows[mirror]])
+        last.update(colours=len(seeds), nonzeros=len(vals))
+        return sparse.csr_matrix((vals, (r, c)), shape=(n, n), dtype=x.dtype)
 
     return sparse_hessian_fn
 
@@ -226,10 +245,10 @@ def sparse_jacfwd(f, argnums, options):
         _check_x(disp, names, args, k, "jacfwd")
         x = args[k]
         rt = zn.numba_ir(disp, tuple(_typeof(v, _label(names, i)) for i, v in enumerate(args))).restype
-        if not (isinstance(rt, nt.Array) and rt.ndim == 1 and isinstance(rt.dtype, nt.Float)):
-            raise ZymaseError(f"jacfwd(..., sparse=True) needs {zn.function_label(disp)} to return a 1-D float "
-                              f"array, but it returns {rt}", hint="use jacfwd(f) (dense) for other results")
-        rows = sparsity_pattern(disp, names, args, k, 1, "jacfwd")
+        if not (isinstance(rt, nt.Array) and rt.ndim == 1 and rt.layout == "C" and isinstance(rt.dtype, nt.Float)):
+            raise ZymaseError(f"jacfwd(..., sparse=True) needs {zn.function_label(disp)} to return a contiguous "
+                              f"1-D float array, but it returns {rt}", hint="use jacfwd(f) (dense) for other results")
+        rows, _ = sparsity_pattern(disp, names, args, k, 1, "jacfwd")
         n, m = x.size, len(rows)
         colour = colour_columns(rows, n)
         seeds = _seeds(colour, n, x.dtype)

@@ -182,4 +182,4 @@ def test_what_the_analysis_cannot_follow_is_refused():
                        "cannot find the sparsity pattern of 'solves'", "sparse=False")
     _only_zymase_error(lambda: zymase.hessian(two_arrays, sparse=True)(X, X), "share memory", "sparse=False")
     _only_zymase_error(lambda: zymase.hessian(banded, argnums=(0,), sparse=True), "one argument number")
-    _only_zymase_error(lambda: zymase.jacfwd(banded, sparse=True)(X), "to return a 1-D float array")
+    _only_zymase_error(lambda: zymase.jacfwd(banded, sparse=True)(X), "to return a contiguous 1-D float array")

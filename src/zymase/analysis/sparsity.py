@@ -170,6 +170,7 @@ class _Ptr:
         return hash((id(self.buf), self.off))
 
 
+_ALLOCATED, _STACK = "an array allocated by the function", "a stack slot"
 _SCALAR_SIZES = {"double": 8, "float": 4, "i64": 8, "i32": 4, "i16": 2, "i8": 1, "i1": 1, "ptr": 8}
 _INT = re.compile(r"i(\d+)$")
 
@@ -240,6 +241,8 @@ _NONLINEAR_1 = {"sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "ta
                 "lgamma", "tgamma"}
 _NONLINEAR_2 = {"pow", "atan2", "hypot"}
 _PIECEWISE_CONSTANT = {"floor", "ceil", "trunc", "round", "rint", "nearbyint", "roundeven"}
+_KNOWN_FLOAT_CALLS = _NONLINEAR_1 | _NONLINEAR_2 | _PIECEWISE_CONSTANT | {
+    "fabs", "copysign", "minnum", "maxnum", "minimum", "maximum", "fmin", "fmax", "fma", "fmuladd"}
 _FREE_CALLS = ("llvm.lifetime.", "llvm.assume", "llvm.dbg.", "llvm.experimental.noalias.scope.decl",
                "NRT_incref", "NRT_decref", "NRT_MemInfo_call_dtor", "llvm.invariant.")
 
@@ -478,7 +481,7 @@ class _Interpreter:
         if op == "getelementptr":
             return self._gep(c)
         if op == "alloca":
-            return _Ptr(_Buffer("stack slot"), 0)
+            return _Ptr(_Buffer(_STACK), 0)
         if op == "load":
             return self._load(val(c[3][0]), ty)
         if op == "store":
@@ -538,8 +541,9 @@ class _Interpreter:
             raise Unknown(f"load {ty} of {a.dtype}", "memory read as another type than written")
         if buf.zero_from and buf.zero_from[0] <= off < buf.zero_from[1]:
             return _F(0.0) if ty in ("double", "float") else None if ty == "ptr" else 0
-        # never written: an uninitialized element (np.empty) has no derivative
-        if ty in ("double", "float"):
+        # never written: an uninitialized element of the function's own memory
+        # (np.empty) has no derivative; a global's contents are not known here
+        if ty in ("double", "float") and buf.what in (_ALLOCATED, _STACK):
             return _F(0.0)
         raise Unknown(f"load {ty} from {buf.what}", "a load of memory the analysis never saw written")
 
@@ -562,7 +566,7 @@ class _Interpreter:
         if cname in ("NRT_MemInfo_alloc_aligned", "NRT_MemInfo_alloc_safe_aligned", "NRT_MemInfo_alloc",
                      "NRT_MemInfo_alloc_safe"):
             mi = _Buffer("a MemInfo")
-            mi.cells[0] = ("ptr", _Ptr(_Buffer("an array allocated by the function"), 0))
+            mi.cells[0] = ("ptr", _Ptr(_Buffer(_ALLOCATED), 0))
             return _Ptr(mi, 0)
         if cname in ("NRT_MemInfo_data_fast", "NRT_MemInfo_data"):
             mi = vals[0]
@@ -597,7 +601,10 @@ class _Interpreter:
                 a, b = _signed(a, w), _signed(b, w)
             r = min(a, b) if name.endswith("min") else max(a, b)
             return r & ((1 << w) - 1)
-        if not vals or not all(isinstance(v, _F) for v in vals):
+        if name == "powi" and cname.startswith("llvm.") and isinstance(vals[0], _F):
+            w = int(_INT.match(tys[1]).group(1))
+            return _nonlinear(_libm_value("pow", [float(vals[0].v), float(_signed(vals[1], w))]), vals[0])
+        if name not in _KNOWN_FLOAT_CALLS or not vals or not all(isinstance(v, _F) for v in vals):
             raise Unknown(f"call @{cname}", "a call the sparsity analysis does not know")
         xs = [float(v.v) for v in vals]
         v = _libm_value(name, xs)
@@ -729,7 +736,7 @@ def _fcompare(pred, a, b):
 class Analysis:
     """One function's decoded IR, run once per call of :meth:`run`."""
 
-    def __init__(self, fn, limit: int = 50_000_000):
+    def __init__(self, fn, limit: int = 10_000_000):
         self._interp = _Interpreter(fn, limit)
 
     def run(self, args: list):

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""What the Laplacian of an MLP costs (issue 25's performance item), as ratios of times
-measured in one process, the calls alternating round by round (best of each):
+"""What structure-aware second order costs (issue 25's performance items), as ratios of
+times measured in one process, the calls alternating round by round (best of each).
+
+Laplacian of an MLP:
 
 - ``zymase.laplacian(f)(x, ...)`` (Taylor mode: forward over forward, one jet per unit
   direction, summed in njit code) against the njit primal ``f(x, ...)``;
@@ -10,10 +12,19 @@ measured in one process, the calls alternating round by round (best of each):
 
 f is a tanh MLP with one or two hidden layers of the given width, written as a NumPy user
 writes it (``np.tanh(W @ x + b)``), input size d. The Laplacians are checked equal first.
+
+Sparse Hessian of a banded function (a chained Rosenbrock, tridiagonal):
+``hessian(f, sparse=True)`` at n = 10^4 (the colour count is the number of
+Hessian-vector products) against n separate ``hvp`` calls and, at a smaller n where the
+dense matrix fits, against the dense ``hessian(f)``; the first call (the sparsity
+analysis of the IR, then cached: the function's path does not depend on values) is
+reported apart.
+
 The process is confined to one CPU (XLA's threads would otherwise take the second core),
 compile time is excluded.
 
-    python bench/laplacian.py [--dims 16 32 64] [--widths 256 1024] [--rounds 5]
+    python bench/second_order_structure.py [--dims 16 32 64] [--widths 256 1024] [--rounds 5]
+        [--sparse-n 10000] [--dense-n 1000] [--skip-mlp] [--skip-sparse]
 """
 
 from __future__ import annotations
@@ -51,6 +62,16 @@ def jmlp1(x, W1, b1, w):
 
 def jmlp2(x, W1, b1, W2, b2, w):
     return jnp.dot(w, jnp.tanh(W2 @ jnp.tanh(W1 @ x + b1) + b2))
+
+
+@njit
+def chained_rosenbrock(x):
+    s = 0.0
+    for i in range(x.shape[0] - 1):
+        d = x[i + 1] - x[i] * x[i]
+        e = 1.0 - x[i]
+        s += 100.0 * d * d + e * e
+    return s
 
 
 def _time(call, min_seconds: float = 0.05) -> float:
@@ -99,7 +120,57 @@ def main() -> int:
     p.add_argument("--widths", type=int, nargs="+", default=[256, 1024])
     p.add_argument("--layers", type=int, nargs="+", default=[1, 2])
     p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--sparse-n", type=int, default=10_000)
+    p.add_argument("--dense-n", type=int, default=1000)
+    p.add_argument("--skip-mlp", action="store_true")
+    p.add_argument("--skip-sparse", action="store_true")
     ns = p.parse_args()
+    if not ns.skip_mlp:
+        mlp_laplacians(ns)
+    if not ns.skip_sparse:
+        sparse_hessians(ns)
+    return 0
+
+
+def sparse_hessians(ns) -> None:
+    from zymase import api_sparse
+
+    f = chained_rosenbrock
+    sh, dh, hv = zymase.hessian(f, sparse=True), zymase.hessian(f), zymase.hvp(f)
+    for n in (ns.dense_n, ns.sparse_n):
+        rng = np.random.default_rng(n)
+        x = rng.uniform(-1, 1, n)
+        api_sparse._patterns.clear()
+        t0 = time.perf_counter()
+        h = sh(x)
+        first = time.perf_counter() - t0
+        colours = api_sparse.last["colours"]
+        basis = np.eye(n) if n <= ns.dense_n else None
+
+        def n_hvps():
+            e = np.zeros(n)
+            for i in range(n):
+                e[i] = 1.0
+                hv(x, e)
+                e[i] = 0.0
+
+        calls = {"primal": lambda: f(x), "sparse": lambda: sh(x), "n hvps": n_hvps}
+        if basis is not None:
+            np.testing.assert_allclose(h.toarray(), dh(x), rtol=1e-12, atol=1e-12)
+            calls["dense"] = lambda: dh(x)
+        best = _race(calls, max(2, ns.rounds // 2))
+        print(f"sparse Hessian, chained Rosenbrock, n = {n}: {colours} colours, {h.nnz} nonzeros; first call "
+              f"(analysis included) {first * 1e3:.1f} ms")
+        for k, t in best.items():
+            print(f"  {k:7s} {t * 1e3:10.2f} ms")
+        line = f"  sparse / n hvps = {best['sparse'] / best['n hvps']:.4f}   sparse / primal = " \
+               f"{best['sparse'] / best['primal']:.0f}"
+        if "dense" in best:
+            line += f"   sparse / dense = {best['sparse'] / best['dense']:.4f}"
+        print(line, flush=True)
+
+
+def mlp_laplacians(ns) -> None:
     print(f"one CPU ({os.sched_getaffinity(0)}), best of {ns.rounds} alternating rounds; times in us")
     print(f"{'layers':>6} {'d':>4} {'width':>5} {'primal':>9} {'zymase':>10} {'jax hess':>10} {'jax hvps':>10}"
           f" {'jax prim':>9} | {'zy/prim':>7} {'zy/jaxH':>7} {'zy/jaxV':>7} {'jaxH/jaxprim':>12}")
@@ -133,7 +204,6 @@ def main() -> int:
                       f"{best['zymase'] / best['primal']:7.1f} {best['zymase'] / best['jax hessian']:7.2f} "
                       f"{best['zymase'] / best['jax hvps']:7.2f} {best['jax hessian'] / best['jax primal']:12.1f}",
                       flush=True)
-    return 0
 
 
 if __name__ == "__main__":
