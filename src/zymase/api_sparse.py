@@ -6,11 +6,12 @@ inlining and pre-AD optimization the engine differentiates) by
 :mod:`zymase.analysis.sparsity`, at the call's arguments; its columns are coloured
 greedily so that no two columns of one colour share a row (distance-1 colouring of the
 column intersection graph for a Jacobian; for a Hessian the same on the symmetric
-pattern, i.e. a distance-2 colouring of its adjacency graph); one derivative sweep per
-colour gives every entry directly: a forward-mode ``jvp`` per colour for the Jacobian,
-a forward-over-reverse Hessian-vector product per colour for the Hessian, seeded with
-the sum of the colour's unit vectors. A Hessian entry is read once per pair (the upper
-triangle) and mirrored.
+pattern, a distance-2 colouring of its adjacency graph, or a distance-1 colouring whose
+entries are each recoverable from one side by symmetry when that needs fewer colours,
+see ``_hessian_plan``); one derivative sweep per colour gives every entry directly: a
+forward-mode ``jvp`` per colour for the Jacobian, a forward-over-reverse
+Hessian-vector product per colour for the Hessian, seeded with the sum of the colour's
+unit vectors. A Hessian entry is read once per pair (the upper triangle) and mirrored.
 
 When the analysis cannot follow the function it refuses (a ZymaseError pointing to
 ``sparse=False``): a dependence it missed would be a silent zero.
@@ -180,20 +181,66 @@ _plans: dict = {}
 
 
 def _hessian_plan(pattern, n):
-    """Colouring and recovery indices for a Hessian pattern (pairs in both orders):
-    the upper triangle's entries are read, the strict upper triangle mirrored."""
+    """Colouring and recovery indices for a Hessian pattern (pairs in both orders): for
+    each upper-triangle entry (i, j) the sweep and row it is read from; the strict upper
+    triangle is mirrored. Two colourings are tried and the valid one with fewer colours
+    kept: a distance-2 colouring (every entry read directly as row i of column j's
+    sweep) and a distance-1 colouring, largest degree first, used only if every entry
+    is recoverable from one side, (i, j) from the sweep of j's colour when no other
+    column in row i has that colour, or else (j, i) likewise (symmetric direct recovery,
+    what a star colouring guarantees: an arrow takes two sweeps instead of n)."""
     rows_of = [set() for _ in range(n)]
     for i, j in pattern:
         rows_of[i].add(j)
-    colour = np.array(colour_columns(rows_of, n), dtype=np.int64)
     upper = np.array(sorted((i, j) for i, j in pattern if i <= j), dtype=np.int64).reshape(-1, 2)
     rows, cols = upper[:, 0], upper[:, 1]
-    return _seeds(list(colour), n, np.float64), rows, cols, colour[cols], np.nonzero(rows != cols)[0]
+    colour = np.array(colour_columns(rows_of, n), dtype=np.int64)
+    read_row, read_colour = rows, colour[cols]
+    symmetric = _symmetric_recovery(rows_of, n, rows, cols)
+    if symmetric is not None and symmetric[0].max(initial=-1) < colour.max(initial=-1):
+        colour, read_row, read_colour = symmetric
+    return _seeds(list(colour), n, np.float64), rows, cols, read_row, read_colour, np.nonzero(rows != cols)[0]
+
+
+def _symmetric_recovery(rows_of, n, rows, cols):
+    """(colour, read row, read colour per entry) of a distance-1 colouring whose
+    entries are all recoverable from one side, or None."""
+    colour = [-1] * n
+    for j in sorted(range(n), key=lambda v: -len(rows_of[v])):
+        taken = {colour[k] for k in rows_of[j] if k != j}
+        c = 0
+        while c in taken:
+            c += 1
+        colour[j] = c
+    counts = []
+    for i in range(n):
+        cnt: dict = {}
+        for k in rows_of[i]:
+            cnt[colour[k]] = cnt.get(colour[k], 0) + 1
+        counts.append(cnt)
+    read_row, read_colour = np.empty_like(rows), np.empty_like(rows)
+    for e, (i, j) in enumerate(zip(rows.tolist(), cols.tolist())):
+        if counts[i][colour[j]] == 1:
+            read_row[e], read_colour[e] = i, colour[j]
+        elif counts[j][colour[i]] == 1:
+            read_row[e], read_colour[e] = j, colour[i]
+        else:
+            return None
+    return np.array(colour, dtype=np.int64), read_row, read_colour
+
+
+def _scipy_sparse():
+    try:
+        from scipy import sparse
+    except ImportError:
+        raise ZymaseError("sparse=True returns scipy.sparse matrices, and scipy is not installed",
+                          hint="pip install 'zymase[sparse]' (or scipy)") from None
+    return sparse
 
 
 def sparse_hessian(f, argnums, options):
     """``hessian(f, argnums, sparse=True)``."""
-    from scipy import sparse
+    sparse = _scipy_sparse()
 
     preopt, cache, strong_zero = options
     disp, _ = _options(f, preopt, cache, strong_zero)
@@ -216,9 +263,9 @@ def sparse_hessian(f, argnums, options):
             plan = _hessian_plan(pattern, n)
             if key is not None:
                 _plans[key] = plan
-        seeds, rows, cols, colour_of, mirror = plan
+        seeds, rows, cols, read_row, read_colour, mirror = plan
         products = np.array([hvp(*args, s) for s in seeds], dtype=x.dtype).reshape(len(seeds), n)
-        upper = products[colour_of, rows]  # entry (i, j), i <= j, from the sweep of j's colour
+        upper = products[read_colour, read_row]  # entry (i, j), i <= j
         vals = np.concatenate([upper, upper[mirror]])
         r = np.concatenate([rows, cols[mirror]])
         c = np.concatenate([cols, rows[mirror]])
@@ -231,8 +278,8 @@ def sparse_hessian(f, argnums, options):
 def sparse_jacfwd(f, argnums, options):
     """``jacfwd(f, argnums, sparse=True)`` of a function returning a 1-D float array."""
     from numba.core import types as nt
-    from scipy import sparse
 
+    sparse = _scipy_sparse()
     preopt, cache, strong_zero = options
     disp, _ = _options(f, preopt, cache, strong_zero)
     names = _param_names(disp)
