@@ -260,6 +260,7 @@ class _Interpreter:
     def __init__(self, fn, limit: int):
         self.fn = fn
         self.limit = limit
+        self._globals: dict = {}
         self.blocks = {b.name: list(b.instructions) for b in fn.blocks}
         self.entry = next(iter(fn.blocks)).name
         self.code = {name: [self._decode(i) for i in ins] for name, ins in self.blocks.items()}
@@ -292,8 +293,6 @@ class _Interpreter:
             w = int(m.group(1))
             return ("c", op.get_constant_value(signed_int=False) & ((1 << w) - 1))
         raise Unknown(text, "a constant of a type the sparsity analysis does not follow")
-
-    _globals: dict = {}
 
     def _global(self, text):
         b = self._globals.get(text)
@@ -431,12 +430,14 @@ class _Interpreter:
                 r = a | b
             elif op == "xor":
                 r = a ^ b
+            elif op in ("udiv", "urem") and b == 0:
+                raise Unknown(f"{op} by zero", "undefined behaviour")
             elif op == "udiv":
                 r = a // b
             elif op == "urem":
                 r = a % b
             elif op == "sdiv":
-                r = int(sa / sb) if abs(sa) < 2 ** 52 else _trunc_div(sa, sb)
+                r = _trunc_div(sa, sb)
             else:
                 r = sa - _trunc_div(sa, sb) * sb
             return r & mask
@@ -552,6 +553,8 @@ class _Interpreter:
             raise Unknown(f"store {ty}", "a store through a pointer the analysis does not know")
         if p.buf.array is not None:
             raise Unknown(f"store {ty} into {p.buf.what}", "a store into an argument")
+        if p.buf.what.startswith("global"):
+            raise Unknown(f"store {ty} into {p.buf.what}", "a store into a global")
         if ty.startswith("{") or ty.startswith("["):
             raise Unknown(f"store {ty}", "an aggregate store")
         p.buf.cells[p.off] = (ty, v)
