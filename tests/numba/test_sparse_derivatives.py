@@ -8,6 +8,8 @@ against the dense Hessian's trace here, where that Hessian is computed anyway.
 Every function is compiled once: the sparse Hessian's Hessian-vector products and the
 dense Hessian share one forward-over-reverse kernel."""
 
+import math
+
 import numpy as np
 import pytest
 import scipy.sparse
@@ -160,8 +162,8 @@ def test_a_value_dependent_pattern_is_found_again_at_every_call():
 
 
 @njit
-def solves(x, a):
-    return np.sum(np.linalg.solve(a, x) ** 2)
+def gammas(x):
+    return math.gamma(x[0]) * x[1]  # Numba's C helper numba_gamma
 
 
 @njit
@@ -179,8 +181,8 @@ def _only_zymase_error(call, *words):
 
 
 def test_what_the_analysis_cannot_follow_is_refused():
-    _only_zymase_error(lambda: zymase.hessian(solves, sparse=True)(X, np.eye(N)),
-                       "cannot find the sparsity pattern of 'solves'", "sparse=False")
+    _only_zymase_error(lambda: zymase.hessian(gammas, sparse=True)(np.abs(X)),
+                       "cannot find the sparsity pattern of 'gammas'", "numba_gamma", "sparse=False")
     _only_zymase_error(lambda: zymase.hessian(two_arrays, sparse=True)(X, X), "share memory", "sparse=False")
     _only_zymase_error(lambda: zymase.hessian(banded, argnums=(0,), sparse=True), "one argument number")
     _only_zymase_error(lambda: zymase.jacfwd(banded, sparse=True)(X), "to return a contiguous 1-D float array")
