@@ -675,14 +675,31 @@ def _float_op(op, x, y, ty):
                 "frem": np.fmod}[op](x, y)
 
 
+#: the C library's functions as Python's math module calls them (the compiled code calls
+#: the same libm, so the values, and the branches taken on them, agree)
+_C_LIBM = {name: getattr(math, name) for name in (
+    "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "exp",
+    "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "cbrt", "erf", "erfc", "lgamma", "pow", "atan2",
+    "floor", "ceil", "trunc", "fabs", "copysign")}
+_C_LIBM["tgamma"] = math.gamma
+
+
 def _libm_value(name, xs):
+    """The value of a libm call (math's C functions where they exist; NumPy for the
+    rest and where math raises, for IEEE infinities and NaNs)."""
+    fn = _C_LIBM.get(name)
+    if fn is not None:
+        try:
+            return float(fn(*xs))
+        except (ValueError, OverflowError):
+            pass
     with np.errstate(all="ignore"):
-        fn = {"exp10": lambda t: 10.0 ** t, "powi": lambda a, b: a ** b, "atan2": np.arctan2,
-              "pow": np.power, "hypot": np.hypot, "erf": math.erf, "erfc": math.erfc, "lgamma": math.lgamma,
-              "tgamma": math.gamma, "copysign": np.copysign, "minnum": np.fmin, "maxnum": np.fmax,
-              "minimum": np.minimum, "maximum": np.maximum, "fmin": np.fmin, "fmax": np.fmax,
+        fn = {"exp10": lambda t: 10.0 ** t, "atan2": np.arctan2, "pow": np.power, "hypot": np.hypot,
+              "copysign": np.copysign, "minnum": np.fmin, "maxnum": np.fmax, "minimum": np.minimum,
+              "maximum": np.maximum, "fmin": np.fmin, "fmax": np.fmax,
               "fma": lambda a, b, c: a * b + c, "fmuladd": lambda a, b, c: a * b + c,
-              "roundeven": np.round, "nearbyint": np.rint, "round": lambda t: math.copysign(math.floor(abs(t) + 0.5), t),
+              "roundeven": np.round, "nearbyint": np.rint, "rint": np.rint,
+              "round": lambda t: math.copysign(math.floor(abs(t) + 0.5), t),
               "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "asinh": np.arcsinh, "acosh": np.arccosh,
               "atanh": np.arctanh}.get(name) or getattr(np, name, None)
         if fn is None:
