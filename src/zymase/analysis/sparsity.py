@@ -392,6 +392,14 @@ class _Interpreter:
     def _exec(self, c):
         op, name, ty = c[0], c[1], c[2]
         val = self.val
+        # the most frequent first: memory, then arithmetic
+        if op == "load":
+            return self._load(val(c[3][0]), ty)
+        if op == "getelementptr":
+            return self._gep(c)
+        if op == "store":
+            self._store(val(c[3][1]), c[4][0], val(c[3][0]))
+            return None
         if op in _FLOAT_BINARY:
             a, b = val(c[3][0]), val(c[3][1])
             v = _float_op(op, a.v, b.v, ty)
@@ -405,8 +413,8 @@ class _Interpreter:
         if op == "fneg":
             a = val(c[3][0])
             return _F(-a.v, a.d1, a.d2)
-        if op in ("add", "sub", "mul", "shl", "lshr", "ashr", "and", "or", "xor", "sdiv", "udiv", "srem", "urem"):
-            w = int(_INT.match(ty).group(1))
+        if op in _INT_BINARY:
+            w = _width(ty)
             mask = (1 << w) - 1
             a, b = (val(o) for o in c[3])
             if isinstance(a, _Ptr) or isinstance(b, _Ptr):
@@ -446,7 +454,7 @@ class _Interpreter:
             a, b = val(ao), val(bo)
             if c[2] == "ptr":
                 return _pointer_compare(pred, a, b)
-            w = int(_INT.match(c[2]).group(1))
+            w = _width(c[2])
             if pred[0] == "s":
                 a, b = _signed(a, w), _signed(b, w)
             return int(_compare(pred.lstrip("su") if pred not in ("eq", "ne") else pred, a, b))
@@ -479,15 +487,8 @@ class _Interpreter:
         if op in ("fpext", "fptrunc"):
             a = val(c[3][0])
             return _F(np.float32(a.v) if ty == "float" else float(a.v), a.d1, a.d2)
-        if op == "getelementptr":
-            return self._gep(c)
         if op == "alloca":
             return _Ptr(_Buffer(_STACK), 0)
-        if op == "load":
-            return self._load(val(c[3][0]), ty)
-        if op == "store":
-            self._store(val(c[3][1]), c[4][0], val(c[3][0]))
-            return None
         if op == "call":
             return self._call(c)
         raise Unknown(op, f"'{op}', which the sparsity analysis does not follow")
@@ -500,7 +501,7 @@ class _Interpreter:
         off = p.off
         ty = src
         for k, (o, ity) in enumerate(idx):
-            i = _signed(self.val(o), int(_INT.match(ity).group(1)))
+            i = _signed(self.val(o), _width(ity))
             if k == 0:
                 off += i * _layout(ty)[0]
                 continue
@@ -650,6 +651,17 @@ class _Interpreter:
 
 
 _FLOAT_BINARY = frozenset({"fadd", "fsub", "fmul", "fdiv", "frem"})
+_INT_BINARY = frozenset({"add", "sub", "mul", "shl", "lshr", "ashr", "and", "or", "xor", "sdiv", "udiv", "srem",
+                         "urem"})
+_WIDTHS: dict = {}
+
+
+def _width(ty: str) -> int:
+    """The bit width of an integer type's text (``i64`` -> 64), memoized."""
+    w = _WIDTHS.get(ty)
+    if w is None:
+        w = _WIDTHS[ty] = int(_INT.match(ty).group(1))
+    return w
 
 
 def _float_op(op, x, y, ty):
