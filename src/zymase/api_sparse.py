@@ -113,6 +113,8 @@ def sparsity_pattern(disp, names, args, k: int, order: int, api_name: str):
             data = ret.buf.cells.get(32, ("", None))[1]
             size = ret.buf.cells.get(16, ("", 0))[1]
             item = restype.dtype.bitwidth // 8
+            if size and not isinstance(data, sp._Ptr):
+                raise sp.Unknown("the returned array", "a result whose data the analysis did not see")
             pattern = []
             for e in range(size):
                 cell = data.buf.cells.get(data.off + e * item)
