@@ -1,7 +1,7 @@
 """zymase: automatic differentiation of LLVM IR and MLIR, in the spirit of Enzyme.
 
 The Python API (:mod:`zymase.api`: ``grad``, ``value_and_grad``, ``jvp``, ``vjp``,
-``jacfwd``, ``jacrev``, ``jacobian``, ``hessian``, ``hvp``, ``autodiff``, ``fwddiff``
+``jacfwd``, ``jacrev``, ``jacobian``, ``hessian``, ``hvp``, ``laplacian``, ``autodiff``, ``fwddiff``
 and the argument wrappers) is imported on first use, so the
 command-line tools do not pay for importing Numba.
 """
@@ -10,7 +10,7 @@ __version__ = "0.1.0"
 
 _API = {
     "grad", "value_and_grad", "jvp", "vjp", "autodiff", "fwddiff", "stats",
-    "jacfwd", "jacrev", "jacobian", "hessian", "hvp",
+    "jacfwd", "jacrev", "jacobian", "hessian", "hvp", "laplacian",
     "Active", "Const", "Duplicated", "DuplicatedNoNeed",
 }
 

@@ -2,7 +2,8 @@
 
 JAX-style: :func:`grad`, :func:`value_and_grad` here; :func:`jvp`, :func:`vjp`,
 :func:`jacfwd`, :func:`jacrev`, :func:`jacobian` in :mod:`zymase.api_outputs`;
-:func:`hessian`, :func:`hvp` and ``grad(grad(f))`` in :mod:`zymase.api_second_order`.
+:func:`hessian`, :func:`hvp` and ``grad(grad(f))`` in :mod:`zymase.api_second_order`;
+:func:`laplacian` in :mod:`zymase.api_laplacian`.
 Enzyme-style: :func:`autodiff` (reverse) and :func:`fwddiff` (forward) with the
 argument wrappers :class:`Active`, :class:`Duplicated`, :class:`DuplicatedNoNeed` and
 :class:`Const`.
@@ -34,7 +35,7 @@ from zymase.frontends import numba as zn
 __all__ = [
     "Active", "Const", "Duplicated", "DuplicatedNoNeed",
     "autodiff", "fwddiff", "grad", "value_and_grad", "jvp", "vjp", "stats",
-    "jacfwd", "jacrev", "jacobian", "hessian", "hvp",
+    "jacfwd", "jacrev", "jacobian", "hessian", "hvp", "laplacian",
 ]
 
 
@@ -746,3 +747,4 @@ def _zeros(x):
 # are part of this module's public surface (zymase.jvp is zymase.api.jvp)
 from zymase.api_outputs import jacfwd, jacobian, jacrev, jvp, vjp  # noqa: E402
 from zymase.api_second_order import hessian, hvp  # noqa: E402
+from zymase.api_laplacian import laplacian  # noqa: E402

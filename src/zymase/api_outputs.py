@@ -566,11 +566,18 @@ def _jacobian_transform(f, argnums, opts_in, api_name: str, direction: str):
     return jacobian_fn
 
 
-def jacfwd(f, argnums=0, *, preopt: bool = True, cache: bool | None = None, strong_zero: bool = True):
+def jacfwd(f, argnums=0, *, preopt: bool = True, cache: bool | None = None, strong_zero: bool = True,
+           sparse: bool = False):
     """The Jacobian of ``f`` with respect to argument(s) ``argnums`` by forward mode,
     like ``jax.jacfwd``: one vector forward call per :data:`CHUNK` input elements. A block has shape ``out.shape + in.shape``; tuple results
     and tuple ``argnums`` give tuples as JAX does. ``jacfwd(zymase.grad(f))`` is the
-    Hessian, forward over reverse."""
+    Hessian, forward over reverse. ``sparse=True`` (a 1-D array argument, a 1-D array
+    result): a ``scipy.sparse`` matrix from one forward call per colour of the pattern
+    found in the IR (:mod:`zymase.api_sparse`)."""
+    if sparse:
+        from zymase.api_sparse import sparse_jacfwd
+
+        return sparse_jacfwd(f, argnums, (preopt, cache, strong_zero))
     return _jacobian_transform(f, argnums, (preopt, cache, strong_zero), "jacfwd", "fwd")
 
 

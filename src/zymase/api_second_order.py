@@ -256,14 +256,21 @@ def jvp_of(f, primals, tangents, api_name: str):
 # --------------------------------------------------------------------------------------
 
 
-def hessian(f, argnums=0, *, preopt: bool = True, cache: bool | None = None, strong_zero: bool = True):
+def hessian(f, argnums=0, *, preopt: bool = True, cache: bool | None = None, strong_zero: bool = True,
+            sparse: bool = False):
     """The Hessian of a float-valued njit function with respect to argument(s)
     ``argnums``, like ``jax.hessian``: shape ``x.shape + x.shape`` for an int
     ``argnums``; for a tuple, a tuple of tuples whose block ``(i, j)`` has shape
     ``args[i].shape + args[j].shape``. Forward over reverse in the engine, one
-    Hessian-vector product per input element (no vector mode yet)."""
+    Hessian-vector product per input element (no vector mode yet). ``sparse=True``
+    (a 1-D array argument): a ``scipy.sparse`` matrix from one Hessian-vector product
+    per colour of the pattern found in the IR (:mod:`zymase.api_sparse`)."""
     if is_transform(f):
         raise not_built(f, "hessian")
+    if sparse:
+        from zymase.api_sparse import sparse_hessian
+
+        return sparse_hessian(f, argnums, (preopt, cache, strong_zero))
     disp, opts = _options(f, preopt, cache, strong_zero)
     names = _param_names(disp)
     nums = api._argnums(argnums, len(names))
