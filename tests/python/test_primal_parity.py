@@ -3,10 +3,15 @@
 
 The post-AD pipeline is the O-level pipeline clang runs. At -O2 and -O3 that includes the
 SLP vectorizer, which LLVM's own pipeline options leave off unless asked (clang asks):
-without it, straight-line code on neighbouring elements (the ODE workload's reaction
-terms) stayed scalar in zymase's build and ran 1.3x slower than clang's. The gradient of
+without it, straight-line code on neighbouring elements stayed scalar in zymase's build
+where clang's is vector code. The gradient of
 the same function is checked against a closed form, so that the vectorized primal is
 also the one differentiated correctly.
+
+A differentiated function is also a primal the program calls. It goes through the reader
+and the writer, which drop TBAA (and debug info); when AD leaves it unchanged, the merge
+keeps its original IR instead (llvm/reachable.unchanged_functions), as Enzyme, which
+never rewrites the primal, does.
 """
 
 from __future__ import annotations
@@ -16,7 +21,9 @@ import subprocess
 
 import pytest
 from c_harness import build_and_run, emit_llvm, function_ir
+from forking_cli import run_cli
 
+from zymase.llvm.reachable import unchanged_functions
 from zymase.llvm.toolchain import find_clang
 
 PROGRAM = r"""
@@ -71,3 +78,87 @@ def test_primal_is_slp_vectorized_as_clang_does(tmp_path, zymase_cli, opt):
     body = function_ir(emit_llvm(src, [opt], tmp_path, zymase_cli), "energy")
     assert _vector_ops(body) > 0, f"the primal stayed scalar:\n{body}"
     build_and_run(src, [opt], tmp_path, zymase_cli)
+
+
+# issue 29 item 0: a differentiated function keeps its original IR (TBAA) as the primal
+def test_differentiated_function_keeps_its_tbaa_as_primal(tmp_path, zymase_cli):
+    src = tmp_path / "energy.c"
+    src.write_text(PROGRAM)
+    src.write_text(PROGRAM + UNRELATED.format(k=2))
+    ll = emit_llvm(src, ["-O2"], tmp_path, zymase_cli)
+    assert "!tbaa" in function_ir(ll, "energy"), "the primal lost its TBAA in the round trip"
+    # changed only where no derivative reaches: the differentiated part comes from the
+    # derivative cache, and the list of unchanged functions with it
+    src.write_text(PROGRAM + UNRELATED.format(k=3))
+    ll = tmp_path / "again.ll"
+    build = run_cli(["cc", "-O2", "--time", "-S", "-emit-llvm", str(src), "-o", str(ll)], cwd=tmp_path)
+    assert build.returncode == 0 and "part hit" in build.stderr, build.stderr
+    assert "!tbaa" in function_ir(ll.read_text(), "energy")
+    build_and_run(src, ["-O2"], tmp_path, zymase_cli)
+
+
+UNRELATED = "double unrelated(double x) {{ return x * {k}; }}\n"
+
+WRITTEN = """define double @f(ptr %a0) #0 {{
+  %v1 = load double, ptr %a0, align 8{scope}
+  ret double %v1
+}}
+
+attributes #0 = {{ {attrs} }}
+"""
+
+
+# issue 29 item 0: what counts as unchanged by AD
+def test_unchanged_functions_ignore_alias_scopes_not_attributes():
+    before = WRITTEN.format(scope="", attrs="nounwind")
+    assert unchanged_functions(before, WRITTEN.format(scope=", !alias.scope !3, !noalias !7", attrs="nounwind")) == ["f"]
+    assert unchanged_functions(before, WRITTEN.format(scope="", attrs="nounwind noinline")) == []
+    assert unchanged_functions(before, WRITTEN.format(scope="", attrs="nounwind").replace("ret double %v1",
+                                                                                     "ret double 0.0")) == []
+
+
+HINTED = r"""
+#include <math.h>
+#include <stdio.h>
+extern void __enzyme_autodiff(void *, ...);
+extern int enzyme_dup, enzyme_const;
+
+double sumsq(const double *restrict x, int n) {
+    double s = 0.0;
+#pragma clang loop vectorize(enable) interleave_count(2)
+    for (int i = 0; i < n; i++) s += x[i] * x[i];
+    return s;
+}
+
+/* outside the differentiated part: its IR is never imported */
+double scale(double *restrict y, int n) {
+    double s = 0.0;
+#pragma clang loop vectorize(enable) interleave_count(2)
+    for (int i = 0; i < n; i++) s += y[i];
+    return s;
+}
+
+static void run_grad(double *x, double *dx, int n) {
+    __enzyme_autodiff((void *)sumsq, enzyme_dup, x, dx, enzyme_const, n);
+}
+
+int main(void) {
+    double x[5] = {1, -2, 3, 0.5, 4}, dx[5] = {0};
+    run_grad(x, dx, 5);
+    int failed = 0;
+    for (int i = 0; i < 5; i++)
+        if (fabs(dx[i] - 2 * x[i]) > 1e-12) { printf("FAIL dx[%d] = %g, want %g\n", i, dx[i], 2 * x[i]); failed = 1; }
+    printf("%g %g\n", sumsq(x, 5), scale(x, 5));
+    return failed;
+}
+"""
+
+
+# issue 29 item 0: loop hints the pre-AD pipeline hides reach the post-AD pipeline in
+# the functions whose original IR the merge keeps (unchanged by AD, or outside the part)
+def test_vectorization_hints_reach_the_post_ad_pipeline(tmp_path, zymase_cli):
+    src = tmp_path / "hinted.c"
+    src.write_text(HINTED)
+    ll = emit_llvm(src, ["-O2"], tmp_path, zymase_cli)
+    assert "zymase.hidden" not in ll, "a vectorization hint stayed hidden from the post-AD pipeline"
+    build_and_run(src, ["-O2"], tmp_path, zymase_cli)

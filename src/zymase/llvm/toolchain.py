@@ -524,7 +524,8 @@ def _run_pipeline(module: llvm.ModuleRef, level: int, *, vectorize: bool) -> Non
     pto = llvm.create_pipeline_tuning_options(speed_level=level)
     # LLVM's pipeline options leave the SLP vectorizer off unless asked; clang asks at -O2
     # and -O3 (its -vectorize-slp), and the primal must come out as clang's would: without
-    # it, straight-line code on neighbouring elements stayed scalar (ODE workload: 1.3x).
+    # it, straight-line code on neighbouring elements stayed scalar where clang's is vector
+    # code (tests/python/test_primal_parity.py).
     pto.slp_vectorization = vectorize and level >= 2
     if not vectorize:
         pto.loop_vectorization = False
