@@ -85,7 +85,7 @@ def differentiate_llvm_ir(ll_text: str, filename: str, level: int, timings: Timi
         out = stored.decode() if stored is not None else None
         timings.cache.append("part hit" if out is not None else "part miss")
     if out is None:
-        out = _import_differentiate_export(text, filename, timings)
+        out = _import_differentiate_export(text, filename, timings, mark_unchanged=part is not None)
         if key is not None:
             with timings.phase("cache"):
                 derivative_cache.store(key, "ad.ll", out.encode())
@@ -95,17 +95,26 @@ def differentiate_llvm_ir(ll_text: str, filename: str, level: int, timings: Timi
         return merge(part, out)
 
 
-def _import_differentiate_export(ll_text: str, filename: str, timings: Timings) -> str:
+def _import_differentiate_export(ll_text: str, filename: str, timings: Timings, *,
+                                 mark_unchanged: bool = False) -> str:
+    """``mark_unchanged``: the text starts with the line naming the functions AD left as
+    they were (``llvm/reachable.UNCHANGED_HEADER``), for which ``merge`` keeps the original."""
+    from zymase.llvm.reachable import UNCHANGED_HEADER, unchanged_functions
     from zymase.llvm.reader import read_llvm_ir
     from zymase.llvm.writer import write_llvm_ir
 
     with timings.phase("import"):
         module = read_llvm_ir(ll_text, filename)
+    before = None
+    if mark_unchanged:
+        with timings.phase("export"):
+            before = write_llvm_ir(module)
     with timings.phase("AD"):
         differentiate_module(module)
     with timings.phase("export"):
         text = write_llvm_ir(module)
-    return link_derivative_runtime(text, timings)
+        header = "" if before is None else f"{UNCHANGED_HEADER} {' '.join(unchanged_functions(before, text))}\n"
+    return header + link_derivative_runtime(text, timings)
 
 
 def link_derivative_runtime(ll_text: str, timings: Timings) -> str:

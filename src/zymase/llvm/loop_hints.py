@@ -48,6 +48,13 @@ def hide_vectorization_hints(ll_text: str) -> str:
     return _FORCING.sub(lambda m: f'!"{HIDDEN_PREFIX}llvm.loop.{m.group(1)}.', ll_text)
 
 
+def show_vectorization_hints(ll_text: str) -> str:
+    """``ll_text`` with the hints :func:`hide_vectorization_hints` renamed given their names
+    back: for the IR that reaches the post-AD pipeline without going through the reader
+    (the functions ``llvm/reachable.merge`` keeps as they were)."""
+    return ll_text.replace(f'!"{HIDDEN_PREFIX}llvm.loop.', '!"llvm.loop.')
+
+
 def hint_name(name: str) -> str:
     """The hint a metadata string names, hidden or not."""
     return name[len(HIDDEN_PREFIX):] if name.startswith(HIDDEN_PREFIX) else name

@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from zymase.llvm.loop_hints import show_vectorization_hints
 from zymase.llvm.markers import LOGGING_HOOKS, plain_function_name
 
 #: a global symbol reference; quoted names make the split decline (see the module doc)
@@ -163,23 +164,68 @@ def _declaration(header: str) -> str:
     return " ".join(["declare", *head_words]) + "(" + ", ".join(params) + ")" + "".join(f" {w}" for w in tail)
 
 
+#: the first line of a differentiated part's exported text: the functions AD left as
+#: they were (kept in the derivative cache with the text, so a cached part still says it)
+UNCHANGED_HEADER = "; zymase: unchanged by AD:"
+#: metadata attachments the comparison ignores: alias scopes (transforms/alias_scopes
+#: annotates every function; for a primal function they repeat what LLVM knows from its
+#: noalias arguments and allocations) and metadata numbers (the writer numbers them per
+#: module)
+_SCOPE_ATTACHMENT = re.compile(r", !(?:alias\.scope|noalias) !\d+")
+_METADATA_NUMBER = re.compile(r"!\d+")
+_ATTRIBUTE_GROUP = re.compile(r"^attributes (#\d+) = (.*)$", re.M)
+
+
+def _function_texts(text: str) -> dict[str, str]:
+    """Per function defined in the writer's ``text``, its definition with attribute
+    groups spelled out and metadata numbers and alias scopes left out (see above)."""
+    groups = dict(_ATTRIBUTE_GROUP.findall(text))
+    lines = text.split("\n")
+    out = {}
+    for name, (a, b) in _functions(text)[0].items():
+        body = _METADATA_NUMBER.sub("!", _SCOPE_ATTACHMENT.sub("", "\n".join(lines[a:b + 1])))
+        out[name] = re.sub(r"#\d+", lambda m: groups.get(m.group(0), m.group(0)), body)
+    return out
+
+
+def unchanged_functions(before: str, after: str) -> list[str]:
+    """The functions the writer printed alike before and after AD (``before``: the
+    imported module written back without any change). :func:`merge` keeps their original
+    IR, with what the round trip through the reader and writer drops (TBAA, debug info)."""
+    old, new = _function_texts(before), _function_texts(after)
+    return sorted(name for name, body in new.items() if old.get(name) == body)
+
+
 def merge(part: Part, differentiated: str) -> str:
     """The module again: ``part.original``'s stubbed functions with their own IR, and
     everything else (the differentiated part's functions, the derivatives, the globals)
     from ``differentiated``, joined by LLVM's linker. Symbols both sides define are made
     external for the link (a local symbol would be renamed, not joined) and get their
-    linkage back afterwards."""
+    linkage back afterwards.
+
+    The part's functions that AD left unchanged (listed on the ``UNCHANGED_HEADER`` line
+    of ``differentiated``) keep their original definition as the stubbed ones do: the
+    primal as clang's pipeline would see it, TBAA and all, as Enzyme leaves it (issue 29:
+    without TBAA the primal of a differentiated function could be slower than clang's)."""
     import llvmlite.binding as llvm
 
     from zymase.llvm.toolchain import parse_module, print_module
 
-    base = parse_module(part.original)
+    first = differentiated.split("\n", 1)[0]
+    unchanged = set(first[len(UNCHANGED_HEADER):].split()) if first.startswith(UNCHANGED_HEADER) else set()
+    # the functions kept as they were skip the reader, which would give the vectorization
+    # hints the pre-AD pipeline hid their names back
+    base = parse_module(show_vectorization_hints(part.original))
     new = parse_module(differentiated)
     restore: dict[str, object] = {}
     theirs = _definitions(new)
     declared = {v.name for v in [*new.functions, *new.global_variables] if v.is_declaration}
     for name, value in _definitions(base).items():
-        if name in theirs:  # replaced by the differentiated part's definition
+        if name in theirs and name in unchanged:  # the original definition stays
+            restore[name] = value.linkage
+            value.linkage = llvm.Linkage.external
+            theirs[name].linkage = llvm.Linkage.available_externally
+        elif name in theirs:  # replaced by the differentiated part's definition
             restore[name] = theirs[name].linkage
             theirs[name].linkage = llvm.Linkage.external
             value.linkage = llvm.Linkage.available_externally

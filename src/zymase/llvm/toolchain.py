@@ -11,7 +11,8 @@ Pipelines, following Enzyme's recipe:
   SLP vectorization and loop unrolling (vector code and unrolled loops are harder
   to differentiate and make the derivative bigger, not faster). Level 0 only
   promotes locals to SSA registers (SROA), so that the AD sees values, not memory.
-* :func:`optimize` runs *after* AD: the full O-level pipeline, vectorizers included.
+* :func:`optimize` runs *after* AD: the full O-level pipeline, vectorizers included, as
+  clang runs it (the SLP vectorizer at -O2 and -O3, which clang switches on).
 
 Every failure a user can cause is a :class:`~zymase.errors.ZymaseError`.
 """
@@ -521,6 +522,11 @@ def print_module(module: llvm.ModuleRef) -> str:
 
 def _run_pipeline(module: llvm.ModuleRef, level: int, *, vectorize: bool) -> None:
     pto = llvm.create_pipeline_tuning_options(speed_level=level)
+    # LLVM's pipeline options leave the SLP vectorizer off unless asked; clang asks at -O2
+    # and -O3 (its -vectorize-slp), and the primal must come out as clang's would: without
+    # it, straight-line code on neighbouring elements stayed scalar where clang's is vector
+    # code (tests/python/test_primal_parity.py).
+    pto.slp_vectorization = vectorize and level >= 2
     if not vectorize:
         pto.loop_vectorization = False
         pto.slp_vectorization = False

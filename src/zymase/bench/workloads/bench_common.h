@@ -10,6 +10,8 @@
                                 finite differences, print one JSON line
      BENCH_MODE=tape            one gradient call; print the bytes taped (build with
                                 ZYMASE_TAPE_STATS=1 and -DBENCH_TAPE_STATS)
+     BENCH_MODE=primal          time the primal only, as a primal-only build does (the primal
+                                of a zymase build against clang's: bench/primal_parity.py)
      BENCH_MIN_S, BENCH_REPEATS seconds per timing batch (0.2) and batches (3); best batch wins
      BENCH_FD=0                 skip the finite-difference check (gradient compared elsewhere)
      BENCH_FD_BUDGET_S          seconds the finite-difference check may take (default 5)
@@ -300,6 +302,12 @@ static int bench_run(struct bench_workload *w) {
         bench_print_head(w);
         printf(", \"tape_bytes\": %ld}\n", bytes);
         return bytes < 0;
+    }
+    if (mode && strcmp(mode, "primal") == 0) {
+        double tp = bench_time(w->primal, w->ctx, min_s, repeats);
+        bench_print_head(w);
+        printf(", \"primal_s\": %.6e}\n", tp);
+        return 0;
     }
     double tp = -1.0;
     if (bench_env("BENCH_PRIMAL", 1) != 0) tp = bench_time(w->primal, w->ctx, min_s, repeats);
