@@ -75,6 +75,9 @@ def engine_identity() -> list[str]:
     import zymase
 
     env = [f"{name}={os.environ.get(name, '')}" for name in ENGINE_ENVIRONMENT]
+    from zymase.autodiff.checkpoint import tape_limit  # (imports only errors)
+
+    env.append(f"tape_limit={tape_limit()}")
     return [zymase.__version__, engine_fingerprint(), llvmlite.__version__, *env]
 
 

@@ -150,7 +150,7 @@ def mark_shadow_args(fn: Operation, positions: Sequence[int]) -> None:
 
 
 def prepare(ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts: Sequence[Activity],
-            *, abandon: bool = False) -> Prepared:
+            *, abandon: bool = False, checkpoint: bool = False) -> Prepared:
     """Copy the body, merge multiple returns into one exit block, run activity. With
     ``abandon``, returns after a call to ABANDON become ``unreachable`` ops marked
     ABANDONED (the generator turns them back into returns), as long as another return
@@ -220,6 +220,12 @@ def prepare(ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts
         from zymase.transforms.libm_outputs import expose_libm_outputs
 
         expose_libm_outputs(region)
+        if checkpoint:
+            # under a tape limit, time loops become calls reversed by checkpointing
+            from zymase.autodiff.checkpoint import outline_time_loops, tape_limit
+
+            if tape_limit() is not None:
+                outline_time_loops(ctx, region, fop)
     returns = [b.last_op for b in region.blocks if b.last_op is not None and flavor.is_return(b.last_op)]
     if abandon and flavor.name == "llvm":
         returns = _abandon_failed_returns(region, returns)

@@ -47,7 +47,8 @@ from zymase.autodiff.flavor import Emitter
 from zymase.autodiff.memory import ShadowCode, twin_decl
 from zymase.autodiff.names import ABANDONED
 from zymase.autodiff.registry import ScalarRule
-from zymase.autodiff.semantics import strong_zero
+from zymase.autodiff.semantics import differentiated_again, strong_zero
+from zymase.autodiff import checkpoint
 from zymase.transforms.inline import hoist_allocas
 from zymase.transforms.openmp import reverse_mirror
 from zymase.autodiff.forwarding import StoreForwarding
@@ -107,7 +108,8 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
     def generate(self, gop: Operation) -> None:
         """Fill the (already created, empty-bodied) function ``gop``."""
         flavor = self.flavor
-        p: Prepared = prepare(self.ctx, self.fop, self.arg_acts, self.ret_acts, abandon=True)
+        p: Prepared = prepare(self.ctx, self.fop, self.arg_acts, self.ret_acts, abandon=True,
+                              checkpoint=not self.split and not differentiated_again())
         self.p = p
         self.cfg: CFG = p.cfg
         act = p.activity
@@ -1366,6 +1368,9 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
 
     def _forward_split_call(self, op: Operation, clone: Operation) -> None:
         """The forward sweep calls the callee's augmented function instead."""
+        if checkpoint.is_checkpointed_loop(self.ctx.defined_function(op)):
+            checkpoint.forward_call(self, op, clone)
+            return
         arg_acts, ret_acts = self._split_activities(op)
         aug, _ = self.ctx.driver.split(self.ctx.defined_function(op), arg_acts, ret_acts)
         self.E.before(clone)
@@ -1382,6 +1387,9 @@ class ReverseGenerator(ShadowCode, IndexedCaches, MinCutRecompute, StoreForwardi
         clone.parent_block().erase_op(clone)
 
     def _reverse_split_call(self, op: Operation) -> None:
+        if checkpoint.is_checkpointed_loop(self.ctx.defined_function(op)):
+            checkpoint.reverse_call(self, op)
+            return
         arg_acts, ret_acts = self._split_activities(op)
         _, rev = self.ctx.driver.split(self.ctx.defined_function(op), arg_acts, ret_acts)
         args = []

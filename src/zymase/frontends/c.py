@@ -109,15 +109,17 @@ def _import_differentiate_export(ll_text: str, filename: str, timings: Timings) 
 
 
 def link_derivative_runtime(ll_text: str, timings: Timings) -> str:
-    """The derivatives of BLAS calls call C code of zymase's (autodiff/rules/blas.py):
-    linked into the module when they do."""
-    from zymase.autodiff.rules.blas import RUNTIME_PREFIX, RUNTIME_SOURCE
+    """The derivatives of BLAS calls and of checkpointed loops call C code of zymase's
+    (autodiff/rules/blas.py, autodiff/checkpoint.py): linked into the module when they do."""
+    from zymase.autodiff import checkpoint
+    from zymase.autodiff.rules import blas
     from zymase.llvm import toolchain
 
-    if f"@{RUNTIME_PREFIX}" not in ll_text:
-        return ll_text
-    with timings.phase("runtime"):
-        return toolchain.link_c_runtime(ll_text, RUNTIME_SOURCE, RUNTIME_PREFIX)
+    for runtime in (blas, checkpoint):
+        if f"@{runtime.RUNTIME_PREFIX}" in ll_text:
+            with timings.phase("runtime"):
+                ll_text = toolchain.link_c_runtime(ll_text, runtime.RUNTIME_SOURCE, runtime.RUNTIME_PREFIX)
+    return ll_text
 
 
 def differentiate_module(module: ModuleOp) -> int:
