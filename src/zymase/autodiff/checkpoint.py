@@ -133,7 +133,11 @@ class _Outliner:
     def _refuse(self, why: str, at, hint: str):
         from zymase.ir import location_of
 
-        where = location_of(at) or location_of(self.h.first_op)
+        # the loop's line: that of the branch that leaves it (the loop's condition), else
+        # of its header's first located op, else the construct's
+        exits = [e.src.last_op for b in self.body for e in self.cfg.succs[b] if e.dst not in self.body]
+        candidates = [location_of(op) for op in [*exits, *self.h.ops]]
+        where = next((w for w in candidates if w), None) or location_of(at)
         raise ZymaseError(
             f"the loop cannot be checkpointed under the tape limit: {why}",
             construct=_describe(at), function=self.fname, location=where, hint=hint)
@@ -407,7 +411,9 @@ def _describe(op) -> str:
     from zymase.analysis.memory import callee_name
 
     name = callee_name(op)
-    return f"call @{name}" if name else op.name
+    if name:
+        return f"call @{name}"
+    return {"llvm.store": "store", "llvm.load": "load"}.get(op.name, op.name)
 
 
 # ----------------------------------------------------------------------------------------
