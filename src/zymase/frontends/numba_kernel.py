@@ -43,6 +43,8 @@ class KernelSpec:
     #: (forward over reverse: ``activities`` then name the inner kernel's arguments,
     #: see :func:`nested_ir`)
     inner: "KernelSpec | None" = None
+    #: the tape limit in bytes (zymase.autodiff.checkpoint; None: unlimited)
+    tape_limit: int | None = None
 
 
 def _slots(ty, act) -> list[str]:
