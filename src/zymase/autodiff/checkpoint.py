@@ -93,7 +93,7 @@ def is_checkpointed_loop(fop) -> bool:
 # ----------------------------------------------------------------------------------------
 
 
-def outline_time_loops(ctx, region, fop) -> int:
+def outline_time_loops(ctx, region, fop, arg_acts) -> int:
     """Outline each outermost loop of ``region`` that does float work (see the module
     docstring); the number outlined."""
     from zymase.analysis.cfg import CFG
@@ -110,7 +110,7 @@ def outline_time_loops(ctx, region, fop) -> int:
         if not outer:
             return count
         h, body = outer[0]
-        _Outliner(ctx, region, fop, cfg, h, body).run()
+        _Outliner(ctx, region, fop, cfg, h, body, arg_acts).run()
         count += 1
 
 
@@ -121,11 +121,12 @@ def _does_float_work(body) -> bool:
 
 
 class _Outliner:
-    def __init__(self, ctx, region, fop, cfg, h, body):
+    def __init__(self, ctx, region, fop, cfg, h, body, arg_acts):
         from zymase.autodiff.common import function_name
 
         self.ctx, self.region, self.fop, self.cfg, self.h = ctx, region, fop, cfg, h
         self.body = body
+        self.arg_acts = list(arg_acts)
         self.fname = function_name(fop)
         self.flavor = ctx.flavor
 
@@ -237,6 +238,14 @@ class _Outliner:
                 if any(u.operation.parent_block() not in body for u in a.uses):
                     escaping.setdefault(a, None)
 
+        # pointers into constant arguments' memory go in a second record, passed to the
+        # step as a constant argument: read from the first (whose shadow the derivative
+        # reads too) they would be taken for pointers with shadows, which they have not
+        const_in = [v for v in live_in if self._constant_pointer(v)]
+        live_in = {v: None for v in live_in if v not in const_in}
+        const_t = llvm.LLVMStructType.from_type_list([ptr] * max(1, len(const_in)))
+        const_slot = {v: i for i, v in enumerate(const_in)}
+
         # the environment record: handle, exit flag, header args, exit args, inputs,
         # escaping values, then (pointer, size) of each stored-to object
         slots = [ptr, i8] + [a.type for a in h.args] + [a.type for a in x.args]
@@ -259,7 +268,7 @@ class _Outliner:
         step_name = f"{base}.step"
 
         # ---- the step function ----------------------------------------------------
-        step = flavor.make_function(step_name, [ptr], [], self.fop)
+        step = flavor.make_function(step_name, [ptr, ptr], [], self.fop)
         step.attributes[STEP_ATTR] = IntegerAttr(1, i8)
         s_entry = step.body.blocks[0]
         senv = s_entry.args[0]
@@ -271,6 +280,9 @@ class _Outliner:
             vmap[op.results[0]] = c.results[0]
         for v, k in in_slot.items():
             vmap[v] = E.v(llvm.LoadOp(slot(E, senv, k), v.type))
+        for v, k in const_slot.items():
+            at = E.v(llvm.GEPOp(s_entry.args[1], [0, k], pointee_type=const_t))
+            vmap[v] = E.v(llvm.LoadOp(at, v.type))
         heads = [E.v(llvm.LoadOp(slot(E, senv, k_head + i), a.type)) for i, a in enumerate(h.args)]
         latch = Block(arg_types=[a.type for a in h.args])
         leave = Block(arg_types=[a.type for a in x.args])
@@ -314,7 +326,7 @@ class _Outliner:
         self._add(step)
 
         # ---- the loop function (what the caller's call stands for) -------------------
-        loop = flavor.make_function(base, [ptr] * (1 + len(roots)), [], self.fop)
+        loop = flavor.make_function(base, [ptr] * (2 + len(roots)), [], self.fop)
         loop.attributes[LOOP_ATTR] = IntegerAttr(len(roots), i64)
         l_entry = loop.body.blocks[0]
         again, out = Block(), Block()
@@ -322,7 +334,7 @@ class _Outliner:
         E = Emitter(flavor, self.ctx.module).at_end(l_entry)
         E.insert(flavor.br(again, []))
         E.at_end(again)
-        E.insert(llvm.CallOp(step_name, l_entry.args[0]))
+        E.insert(llvm.CallOp(step_name, l_entry.args[0], l_entry.args[1]))
         done = E.v(llvm.LoadOp(slot(E, l_entry.args[0], 1), i8))
         E.insert(flavor.cond_br(E.icmp_eq(done, E.iconst(0, i8)), again, [], out, []))
         E.at_end(out)
@@ -338,11 +350,14 @@ class _Outliner:
         E = Emitter(flavor, self.ctx.module)
         E.before(region.blocks[0].first_op)
         env = E.v(llvm.AllocaOp(E.iconst(1, i64), env_t))
+        cenv = E.v(llvm.AllocaOp(E.iconst(1, i64), const_t))
         E.at_end(call_block)
         for i, a in enumerate(call_block.args):
             E.insert(llvm.StoreOp(a, slot(E, env, k_head + i)))
         for v, k in in_slot.items():
             E.insert(llvm.StoreOp(v, slot(E, env, k)))
+        for v, k in const_slot.items():
+            E.insert(llvm.StoreOp(v, E.v(llvm.GEPOp(cenv, [0, k], pointee_type=const_t))))
         for i, root in enumerate(roots):
             kind = memory_kind(root)
             if kind == "malloc":
@@ -357,7 +372,7 @@ class _Outliner:
                 size = E.v(llvm.ZExtOp(size, i64))
             E.insert(llvm.StoreOp(root.results[0], slot(E, env, first_root + 2 * i)))
             E.insert(llvm.StoreOp(size, slot(E, env, first_root + 2 * i + 1)))
-        E.insert(llvm.CallOp(base, env, *[r.results[0] for r in roots]))
+        E.insert(llvm.CallOp(base, env, cenv, *[r.results[0] for r in roots]))
         outs = [E.v(llvm.LoadOp(slot(E, env, k_exit + i), a.type)) for i, a in enumerate(x.args)]
         for v, k in esc_slot.items():
             loaded = E.v(llvm.LoadOp(slot(E, env, k), v.type))
@@ -370,6 +385,23 @@ class _Outliner:
         for b in blocks:  # (detached: their ops' uses of the values around them go)
             for op in list(b.ops):
                 op.drop_all_references()
+
+    def _constant_pointer(self, v) -> bool:
+        """Whether pointer ``v`` points only into memory of constant arguments."""
+        from zymase.analysis.memory import is_pointer, pointer_roots
+        from zymase.ir import BlockArgument
+
+        if not is_pointer(v):
+            return False
+        entry = self.region.blocks[0]
+
+        def incoming(arg):
+            return [ops[arg.index] for e in self.cfg.preds[arg.block]
+                    for ops in [self.flavor.successor_operands(self.cfg.terminator(e.src))[e.slot]]]
+
+        found = pointer_roots(v, entry, incoming)
+        return bool(found) and all(isinstance(r, BlockArgument) and r.block is entry
+                                   and self.arg_acts[r.index].is_const for r in found)
 
     def _free_roots_directly(self, roots) -> None:
         """Frees after the loop of pointers the loop carries (``free(u)`` after buffers
@@ -478,8 +510,9 @@ def forward_call(gen, op, clone) -> None:
     done = E.v(llvm.GEPOp(env, [0, 1], pointee_type=env_t))
     step_ptr = E.v(llvm.AddressOfOp(step.sym_name.data, ptr))
     limit = tape_limit() or (1 << 62)
-    _declare(gen, "__zymase_ckpt_forward", [ptr, ptr, ptr, ptr, i64, i64, i64], ptr)
-    handle = E.v(llvm.CallOp("__zymase_ckpt_forward", env, done, step_ptr, table, E.iconst(nroots, i64),
+    _declare(gen, "__zymase_ckpt_forward", [ptr, ptr, ptr, ptr, ptr, i64, i64, i64], ptr)
+    cenv = gen.vmap.get(op.operands[1], op.operands[1])
+    handle = E.v(llvm.CallOp("__zymase_ckpt_forward", env, cenv, done, step_ptr, table, E.iconst(nroots, i64),
                              E.iconst(len(pointer_slots), i64), E.iconst(limit, i64), return_type=ptr))
     E.insert(llvm.StoreOp(handle, E.v(llvm.GEPOp(env, [0, 0], pointee_type=env_t))))
     clone.parent_block().erase_op(clone)
@@ -496,7 +529,7 @@ def reverse_call(gen, op) -> None:
     E = gen.E
     env = gen.primal(op.operands[0])
     denv = gen.fetch_shadow(op.operands[0])
-    rstep = gen.ctx.driver.reverse(step, [Activity.DUP], [])
+    rstep = gen.ctx.driver.reverse(step, [Activity.DUP, Activity.CONST], [])
     handle = E.v(llvm.LoadOp(E.v(llvm.GEPOp(env, [0, 0], pointee_type=env_t)), ptr))
     _declare(gen, "__zymase_ckpt_reverse", [ptr, ptr, ptr, ptr, ptr], None)
     E.insert(llvm.CallOp("__zymase_ckpt_reverse", handle, env, denv,

@@ -16,8 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef void (*zymase_step_fn)(void *env);
-typedef void (*zymase_reverse_step_fn)(void *env, void *denv);
+/* (the second record holds the loop's pointers into constant memory: no shadows) */
+typedef void (*zymase_step_fn)(void *env, void *constants);
+typedef void (*zymase_reverse_step_fn)(void *env, void *denv, void *constants);
 
 struct zymase_region {
     char *data;
@@ -31,6 +32,7 @@ struct zymase_snapshot {
 
 struct zymase_checkpoints {
     int64_t nregions, state_bytes, iterations, capacity, depth, limit, nslots;
+    void *constants;
     struct zymase_region *regions;
     char **shadows;         /* the shadow of each stored-to object (regions 1..) */
     char ***slots;          /* (record slot, shadow record slot) of each pointer slot */
@@ -106,19 +108,20 @@ static void zymase_ckpt_shadows(const struct zymase_checkpoints *c) {
     }
 }
 
-static void zymase_ckpt_run(zymase_step_fn step, void *env, int64_t from, int64_t to) {
+static void zymase_ckpt_run(zymase_step_fn step, void *env, void *constants, int64_t from, int64_t to) {
     for (int64_t i = from; i < to; i++)
-        step(env);
+        step(env, constants);
 }
 
 /* Forward sweep: the state at iteration 0 snapshotted, the loop run to its exit. */
-void *__zymase_ckpt_forward(void *env, const char *done, zymase_step_fn step, const int64_t *table,
+void *__zymase_ckpt_forward(void *env, void *constants, const char *done, zymase_step_fn step, const int64_t *table,
                             int64_t nroots, int64_t nslots, int64_t limit) {
     struct zymase_checkpoints *c = zymase_ckpt_alloc(sizeof *c);
     memset(c, 0, sizeof *c);
     int64_t nregions = nroots + 1;
     c->nregions = nregions;
     c->nslots = nslots;
+    c->constants = constants;
     c->limit = limit;
     c->regions = zymase_ckpt_alloc(sizeof(struct zymase_region) * (size_t)nregions);
     for (int64_t r = 0; r < nregions; r++) {
@@ -138,7 +141,7 @@ void *__zymase_ckpt_forward(void *env, const char *done, zymase_step_fn step, co
     zymase_ckpt_save(c, 0);
     int64_t n = 0;
     do {
-        step(env);
+        step(env, constants);
         n++;
     } while (!*done);
     c->iterations = n;
@@ -173,13 +176,13 @@ void __zymase_ckpt_reverse(void *handle, void *env, void *denv, zymase_step_fn s
             int64_t k = zymase_ckpt_advance(to - at, c->capacity - c->depth + 1);
             if (k >= to - at)
                 k = to - at - 1;
-            zymase_ckpt_run(step, env, at, at + k);
+            zymase_ckpt_run(step, env, c->constants, at, at + k);
             at += k;
             zymase_ckpt_save(c, at);
         }
-        zymase_ckpt_run(step, env, at, to - 1);
+        zymase_ckpt_run(step, env, c->constants, at, to - 1);
         zymase_ckpt_shadows(c);
-        reverse_step(env, denv);
+        reverse_step(env, denv, c->constants);
         if (c->depth > 1 && c->stack[c->depth - 1].iteration == to - 1)
             c->depth--;
     }

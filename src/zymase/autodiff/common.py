@@ -225,7 +225,7 @@ def prepare(ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts
             from zymase.autodiff.checkpoint import outline_time_loops, tape_limit
 
             if tape_limit() is not None:
-                outline_time_loops(ctx, region, fop)
+                outline_time_loops(ctx, region, fop, arg_acts)
     returns = [b.last_op for b in region.blocks if b.last_op is not None and flavor.is_return(b.last_op)]
     if abandon and flavor.name == "llvm":
         returns = _abandon_failed_returns(region, returns)
