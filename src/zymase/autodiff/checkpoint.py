@@ -358,6 +358,13 @@ class _Outliner:
             E.insert(llvm.StoreOp(v, slot(E, env, k)))
         for v, k in const_slot.items():
             E.insert(llvm.StoreOp(v, E.v(llvm.GEPOp(cenv, [0, k], pointee_type=const_t))))
+        # the pointer slots the loop writes before the code after it reads them start
+        # null: the runtime rebuilds the shadows of every pointer slot from its value
+        # (checkpoint_runtime.c), which must not be undefined
+        late = [(k_exit + i, a.type) for i, a in enumerate(x.args)] + [(k, v.type) for v, k in esc_slot.items()]
+        for k, typ in late:
+            if isinstance(typ, llvm.LLVMPointerType):
+                E.insert(llvm.StoreOp(E.v(llvm.ZeroOp.build(result_types=[ptr])), slot(E, env, k)))
         for i, root in enumerate(roots):
             kind = memory_kind(root)
             if kind == "malloc":
@@ -484,7 +491,10 @@ def forward_call(gen, op, clone) -> None:
     pointer_slots = [k for k, t in enumerate(env_t.types) if k > 0 and isinstance(t, llvm.LLVMPointerType)]
     denv = gen.shadow_of(op.operands[0])
     n = 2 * (nroots + 1) + nroots + 2 * len(pointer_slots)
-    table = E.v(llvm.AllocaOp(E.iconst(n, i64), i64))
+    # (in the derivative's entry block: a static alloca, also where the derivative is
+    # inlined into a loop)
+    table = gen.E.at_end(gen.g_entry).v(llvm.AllocaOp(gen.E.iconst(n, i64), i64))
+    E = gen.E.before(clone)
 
     def put(i, v):
         E.insert(llvm.StoreOp(v, E.v(llvm.GEPOp(table, [i], pointee_type=i64))))
