@@ -635,13 +635,13 @@ def _with_shadow_type(dx, ty):
 
 
 def autodiff(f, *args, preopt: bool = True, cache: bool | None = None,
-         strong_zero: bool = True):
+         strong_zero: bool = True, tape_limit: int | str | None = None):
     """Reverse mode, Enzyme-style: ``autodiff(f, Active(x), Duplicated(a, da), Const(n))``.
 
     Seeds a float result with 1.0, adds derivatives into the shadows of ``Duplicated``
     arrays, and returns a tuple with one entry per argument: the derivative for an
-    ``Active`` argument, ``None`` for the others."""
-    disp, opts = _options(f, preopt, cache, strong_zero)
+    ``Active`` argument, ``None`` for the others. ``tape_limit`` as in :func:`grad`."""
+    disp, opts = _options(f, preopt, cache, strong_zero, tape_limit)
     names = _param_names(disp)
     given = len(args)
     args = _with_defaults(disp, names, args, "pass every positional argument, wrapped in Active/Duplicated/Const")

@@ -53,6 +53,18 @@ def test_unbounded_njit_loop_state_is_refused_under_a_limit():
     assert zymase.grad(relax)(x.copy(), 10).shape == (4,)
 
 
+# issue 27 item 4: the other reverse-mode transforms take the limit too (an unbounded loop
+# refused under it shows that it reached the engine)
+def test_vjp_and_autodiff_take_a_tape_limit():
+    x = np.array([0.5, 0.4, 0.3, 0.2])
+    with pytest.raises(ZymaseError, match="cannot be checkpointed"):
+        zymase.vjp(relax, x.copy(), 10, tape_limit="1M")[1](1.0)  # (built at the first call)
+    with pytest.raises(ZymaseError, match="cannot be checkpointed"):
+        zymase.autodiff(relax, zymase.Duplicated(x.copy(), np.zeros(4)), zymase.Const(10), tape_limit="1M")
+    (dk,) = zymase.autodiff(damped, zymase.Active(2.0), zymase.Const(5000), tape_limit="4K")[:1]
+    assert dk == pytest.approx(zymase.grad(damped)(2.0, 5000), rel=1e-12)
+
+
 def test_tape_limit_rejects_a_bad_size():
     with pytest.raises(ZymaseError, match="tape_limit: 'plenty' is not a size"):
         zymase.grad(damped, tape_limit="plenty")
