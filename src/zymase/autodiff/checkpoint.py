@@ -138,10 +138,10 @@ class _Outliner:
         # of its header's first located op, else the construct's
         exits = [e.src.last_op for b in self.body for e in self.cfg.succs[b] if e.dst not in self.body]
         candidates = [location_of(op) for op in [*exits, *self.h.ops]]
-        where = next((w for w in candidates if w), None) or location_of(at)
+        where = next((w for w in candidates if w), None) or (location_of(at) if at is not None else None)
         raise ZymaseError(
             f"the loop cannot be checkpointed under the tape limit: {why}",
-            construct=_describe(at), function=self.fname, location=where, hint=hint)
+            construct=_describe(at) if at is not None else None, function=self.fname, location=where, hint=hint)
 
     def _objects_written(self):
         """The allocation ops of the objects the loop stores to, in program order."""
@@ -206,9 +206,9 @@ class _Outliner:
         exits = [e for b in body for e in cfg.succs[b] if e.dst not in body]
         hint = "give the loop a single entry and a single exit block, or raise the tape limit"
         if len(entering) != 1:
-            self._refuse("it is entered from several places", h.first_op, hint)
+            self._refuse("it is entered from several places", None, hint)
         if not exits or len({e.dst for e in exits}) != 1:
-            self._refuse("it leaves to several places (or never)", h.first_op, hint)
+            self._refuse("it leaves to several places (or never)", None, hint)
         x = exits[0].dst
         roots = self._objects_written()
         self._free_roots_directly(roots)
@@ -303,6 +303,8 @@ class _Outliner:
         for b in blocks:
             nb = bmap[b]
             for op in b.ops:
+                if isinstance(op, llvm.CallIntrinsicOp) and op.intrin.data.startswith("llvm.lifetime."):
+                    continue  # (the objects live outside the step, which must not end them)
                 c = op.clone(vmap, targets)
                 nb.add_op(c)
                 clones.append(c)
