@@ -52,14 +52,16 @@ _engine_hash: str | None = None
 
 
 def engine_fingerprint() -> str:
-    """A hash of zymase's own sources (the Python modules and the headers it ships; about
+    """A hash of zymase's own sources (the Python modules, the C runtimes and the headers it ships; about
     1.3 MB, read once per process in ~10 ms): a derivative cached by another state of the
     engine (a fix, a local edit under the same ``__version__``) must not be loaded."""
     global _engine_hash
     if _engine_hash is None:
         root = Path(__file__).resolve().parent
         h = hashlib.sha256()
-        files = [*root.rglob("*.py"), *(root / "include").rglob("*")]
+        # (the C runtimes derivatives link, autodiff/**/*.c and *.h, are part of the engine)
+        runtimes = [p for ext in ("*.c", "*.h") for p in (root / "autodiff").rglob(ext)]
+        files = [*root.rglob("*.py"), *(root / "include").rglob("*"), *runtimes]
         for path in sorted(p for p in files if p.is_file()):
             h.update(str(path.relative_to(root)).encode() + b"\x00")
             h.update(path.read_bytes() + b"\x00")
