@@ -100,6 +100,36 @@ def test_unbounded_loop_state_is_refused_under_a_limit(tmp_path):
     assert ok.returncode == 0, ok.stderr
 
 
+WALK = r"""
+extern double __enzyme_autodiff(void *, ...);
+extern int enzyme_dup, enzyme_const;
+double walk(const double *x, int n) {
+    double s = 0.0;
+    for (const double *p = x; p < x + n; p += 2)
+        s += p[0] * p[1];
+    return s;
+}
+int main(void) {
+    double x[6] = {1, 2, 3, 4, 5, 6}, dx[6] = {0};
+    __enzyme_autodiff((void *)walk, enzyme_dup, x, dx, enzyme_const, 6);
+    return dx[0] == 2.0 ? 0 : 1;
+}
+"""
+
+
+# issue 27 item 4: a pointer the loop carries into memory it does not store to would keep a
+# stale shadow across the checkpoints (the forward sweep's steps are primal): refused
+# (found wrong, not refused, in tests/c/memory/loop_counts.c and pointer_walks.c)
+def test_pointer_walk_into_unwritten_memory_is_refused_under_a_limit(tmp_path):
+    src = tmp_path / "walk.c"
+    src.write_text(WALK.lstrip())
+    out = run_cli(["cc", "-O2", "--tape-limit=4K", str(src), "-o", str(tmp_path / "walk")], cwd=tmp_path, timeout=300)
+    assert out.returncode == 1, out.stderr
+    line = out.stderr.strip()
+    assert line.startswith("zymase: error: ") and "walk.c:5:" in line and "\n" not in line
+    assert "carries a pointer" in line and "function 'walk'" in line and "hint:" in line
+
+
 def test_tape_limit_flag_rejects_a_bad_size(tmp_path):
     src = tmp_path / "relax.c"
     src.write_text(REFUSED)

@@ -238,6 +238,7 @@ class _Outliner:
                 if any(u.operation.parent_block() not in body for u in a.uses):
                     escaping.setdefault(a, None)
 
+        self._check_carried_pointers(roots, [*h.args, *x.args, *escaping])
         # pointers into constant arguments' memory go in a second record, passed to the
         # step as a constant argument: read from the first (whose shadow the derivative
         # reads too) they would be taken for pointers with shadows, which they have not
@@ -394,6 +395,29 @@ class _Outliner:
         for b in blocks:  # (detached: their ops' uses of the values around them go)
             for op in list(b.ops):
                 op.drop_all_references()
+
+    def _check_carried_pointers(self, roots, values) -> None:
+        """The pointers the loop carries from one iteration to the next or hands to the code
+        after it must point into objects it stores to: the runtime rebuilds their shadows
+        from those objects' (checkpoint_runtime.c, zymase_ckpt_shadows), which the forward
+        sweep's primal steps do not carry along."""
+        from zymase.analysis.memory import is_pointer, pointer_roots
+
+        entry = self.region.blocks[0]
+
+        def incoming(arg):
+            return [ops[arg.index] for e in self.cfg.preds[arg.block]
+                    for ops in [self.flavor.successor_operands(self.cfg.terminator(e.src))[e.slot]]]
+
+        for v in values:
+            if not is_pointer(v):
+                continue
+            found = pointer_roots(v, entry, incoming)
+            if found is None or not found <= set(roots):
+                self._refuse("it carries a pointer from one iteration to the next (or out of the loop) into memory "
+                             "it does not store to", None,
+                             "index the array with an integer instead of walking a pointer through it, or raise "
+                             "the tape limit")
 
     def _constant_pointer(self, v) -> bool:
         """Whether pointer ``v`` points only into memory of constant arguments."""
