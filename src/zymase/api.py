@@ -322,7 +322,8 @@ class _Plan:
                  inner: zn.KernelSpec | None = None, width: int = 1):
         self.disp, self.argtypes, self.mode = disp, argtypes, mode
         spec = zn.KernelSpec(mode, activities, preopt=options.get("preopt", True),
-                             strong_zero=options.get("strong_zero", True), inner=inner, width=width)
+                             strong_zero=options.get("strong_zero", True), inner=inner, width=width,
+                             tape_limit=options.get("tape_limit"))
         self.kernel = zn.get_kernel(disp, argtypes, spec, cache=options.get("cache", False), promote=promote)
         self.activities = self.kernel.spec.activities
         self.call = _kernel_intrinsic(self.kernel)
@@ -473,15 +474,20 @@ def _np_dtype(ty):
     return np.dtype(str(ty)).type
 
 
-def _options(f, preopt, cache, strong_zero):
+def _options(f, preopt, cache, strong_zero, tape_limit=None):
     disp = zn.as_dispatcher(f)
     if cache is None:
         cache = bool(disp.targetoptions.get("cache", False))
-    return disp, {"preopt": bool(preopt), "cache": bool(cache), "strong_zero": bool(strong_zero)}
+    if tape_limit is not None:
+        from zymase.autodiff.checkpoint import parse_size
+
+        tape_limit = parse_size(str(tape_limit), what="tape_limit")
+    return disp, {"preopt": bool(preopt), "cache": bool(cache), "strong_zero": bool(strong_zero),
+                  "tape_limit": tape_limit}
 
 
 def grad(f, argnums=0, *, preopt: bool = True, cache: bool | None = None,
-         strong_zero: bool = True) -> Transformed:
+         strong_zero: bool = True, tape_limit: int | str | None = None) -> Transformed:
     """The gradient of a float-valued njit function with respect to argument(s)
     ``argnums`` (an int, or a tuple for a tuple of gradients), like ``jax.grad``.
 
@@ -490,7 +496,9 @@ def grad(f, argnums=0, *, preopt: bool = True, cache: bool | None = None,
     ``cache=True`` keeps the compiled kernel on disk (default: the function's own
     ``cache`` option); ``strong_zero=False`` gives IEEE propagation (a zero adjoint
     times an infinite partial is NaN) instead of strong zeros (it is zero), here and in
-    every other entry point.
+    every other entry point. ``tape_limit`` (bytes, or a size such as ``"16M"``) bounds
+    the reverse sweep's tape: time loops are then reversed by binomial checkpointing
+    (zymase.autodiff.checkpoint), and a loop whose state cannot be bounded is refused.
 
     ``grad(grad(f))`` (a gradient that is a float) is the second derivative, forward
     over reverse (:class:`zymase.api_second_order.SecondGrad`)."""
@@ -498,18 +506,18 @@ def grad(f, argnums=0, *, preopt: bool = True, cache: bool | None = None,
 
     if api_second_order.is_transform(f):
         return api_second_order.grad_of(f, argnums)
-    disp, opts = _options(f, preopt, cache, strong_zero)
+    disp, opts = _options(f, preopt, cache, strong_zero, tape_limit)
     return Transformed(disp, argnums, with_value=False, options=opts)
 
 
 def value_and_grad(f, argnums=0, *, preopt: bool = True, cache: bool | None = None,
-         strong_zero: bool = True) -> Transformed:
+         strong_zero: bool = True, tape_limit: int | str | None = None) -> Transformed:
     """Like :func:`grad`, returning ``(value, gradient)``."""
     from zymase import api_second_order
 
     if api_second_order.is_transform(f):
         raise api_second_order.not_built(f, "value_and_grad")
-    disp, opts = _options(f, preopt, cache, strong_zero)
+    disp, opts = _options(f, preopt, cache, strong_zero, tape_limit)
     return Transformed(disp, argnums, with_value=True, options=opts)
 
 
@@ -628,13 +636,13 @@ def _with_shadow_type(dx, ty):
 
 
 def autodiff(f, *args, preopt: bool = True, cache: bool | None = None,
-         strong_zero: bool = True):
+         strong_zero: bool = True, tape_limit: int | str | None = None):
     """Reverse mode, Enzyme-style: ``autodiff(f, Active(x), Duplicated(a, da), Const(n))``.
 
     Seeds a float result with 1.0, adds derivatives into the shadows of ``Duplicated``
     arrays, and returns a tuple with one entry per argument: the derivative for an
-    ``Active`` argument, ``None`` for the others."""
-    disp, opts = _options(f, preopt, cache, strong_zero)
+    ``Active`` argument, ``None`` for the others. ``tape_limit`` as in :func:`grad`."""
+    disp, opts = _options(f, preopt, cache, strong_zero, tape_limit)
     names = _param_names(disp)
     given = len(args)
     args = _with_defaults(disp, names, args, "pass every positional argument, wrapped in Active/Duplicated/Const")

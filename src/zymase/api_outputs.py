@@ -386,16 +386,16 @@ def jvp(f, primals, tangents, *, preopt: bool = True, cache: bool | None = None,
 
 
 def vjp(f, *primals, preopt: bool = True, cache: bool | None = None,
-        strong_zero: bool = True):
+        strong_zero: bool = True, tape_limit: int | str | None = None):
     """``(f(*primals), vjp_fn)`` like ``jax.vjp``: ``vjp_fn(cotangent)`` returns one
     cotangent per primal (``None`` for integers). The cotangent has the structure of
     ``f``'s result: a float, an array of the result's shape, or a tuple of these. Works
-    on copies of the primals."""
+    on copies of the primals. ``tape_limit`` as in :func:`zymase.api.grad`."""
     from zymase import api_second_order
 
     if api_second_order.is_transform(f):
         raise api_second_order.not_built(f, "vjp")
-    disp, opts = _options(f, preopt, cache, strong_zero)
+    disp, opts = _options(f, preopt, cache, strong_zero, tape_limit)
     names = _param_names(disp)
     given = len(primals)
     primals = _with_defaults(disp, names, primals, "pass one primal per parameter")

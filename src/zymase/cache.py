@@ -60,7 +60,9 @@ def engine_fingerprint() -> str:
     if _engine_hash is None:
         root = Path(__file__).resolve().parent
         h = hashlib.sha256()
-        files = [*root.rglob("*.py"), *(root / "include").rglob("*"), *(root / "autodiff" / "rules").glob("*.[ch]")]
+        # (the C runtimes derivatives link, autodiff/**/*.c and *.h, are part of the engine)
+        runtimes = [p for ext in ("*.c", "*.h") for p in (root / "autodiff").rglob(ext)]
+        files = [*root.rglob("*.py"), *(root / "include").rglob("*"), *runtimes]
         for path in sorted(p for p in files if p.is_file()):
             h.update(str(path.relative_to(root)).encode() + b"\x00")
             h.update(path.read_bytes() + b"\x00")
@@ -76,6 +78,9 @@ def engine_identity() -> list[str]:
     import zymase
 
     env = [f"{name}={os.environ.get(name, '')}" for name in ENGINE_ENVIRONMENT]
+    from zymase.autodiff.checkpoint import tape_limit  # (imports only errors)
+
+    env.append(f"tape_limit={tape_limit()}")
     return [zymase.__version__, engine_fingerprint(), llvmlite.__version__, *env]
 
 

@@ -98,8 +98,41 @@ def _with_semantics(fn, argv: list[str]) -> int:
     own = argv[: argv.index("--")] if "--" in argv else argv
     strong = _NO_STRONG_ZERO not in own
     rest = [x for x in own if x != _NO_STRONG_ZERO] + argv[len(own):]
-    with derivative_semantics(strong_zero=strong):
+    limit, rest = _tape_limit_flag(rest)
+    if limit is _BAD_FLAG:
+        return 1
+    from zymase.autodiff.checkpoint import limiting_tape
+
+    with derivative_semantics(strong_zero=strong), limiting_tape(limit):
         return _guard(fn, rest)
+
+
+_TAPE_LIMIT = "--tape-limit"
+_BAD_FLAG = object()
+
+
+def _tape_limit_flag(argv: list[str]):
+    """``--tape-limit=SIZE`` (or ``--tape-limit SIZE``) taken out of the arguments before
+    ``--``: the limit in bytes (None when absent)."""
+    from zymase.autodiff.checkpoint import parse_size
+    from zymase.errors import ZymaseError
+
+    own = argv[: argv.index("--")] if "--" in argv else argv
+    limit, rest, i = None, [], 0
+    while i < len(own):
+        a = own[i]
+        if a == _TAPE_LIMIT or a.startswith(_TAPE_LIMIT + "="):
+            value = a.partition("=")[2] if "=" in a else (own[i + 1] if i + 1 < len(own) else "")
+            i += 1 if "=" in a else 2
+            try:
+                limit = parse_size(value)
+            except ZymaseError as err:
+                print(err.format(), file=sys.stderr)
+                return _BAD_FLAG, argv
+            continue
+        rest.append(a)
+        i += 1
+    return limit, rest + argv[len(own):]
 
 
 #: ``zymase <command> --help`` (bench has its own argument parser).
@@ -118,6 +151,9 @@ Compile C that calls __enzyme_autodiff/__enzyme_fwddiff, like a C compiler drive
   --no-preopt                   differentiate before optimizing (Enzyme's baseline)
   --no-strong-zero              IEEE propagation in derivatives: a zero adjoint times an
                                 infinite partial is NaN (default: it is zero)
+  --tape-limit=SIZE             bound the reverse sweep's tape (e.g. 16M, 1G; also
+                                $ZYMASE_TAPE_LIMIT): time loops are reversed by binomial
+                                checkpointing, snapshots of their state, recomputation
   --no-cache                    neither read nor write the derivative cache
                                 ($ZYMASE_CACHE_DIR, default ~/.cache/zymase)
 """,

@@ -153,7 +153,7 @@ def mark_shadow_args(fn: Operation, positions: Sequence[int], lanes: Sequence[in
 
 
 def prepare(ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts: Sequence[Activity],
-            *, abandon: bool = False) -> Prepared:
+            *, abandon: bool = False, checkpoint: bool = False) -> Prepared:
     """Copy the body, merge multiple returns into one exit block, run activity. With
     ``abandon``, returns after a call to ABANDON become ``unreachable`` ops marked
     ABANDONED (the generator turns them back into returns), as long as another return
@@ -228,6 +228,12 @@ def prepare(ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts
         from zymase.transforms.vector_lanes import define_vector_lanes
 
         define_vector_lanes(region)
+        if checkpoint:
+            # under a tape limit, time loops become calls reversed by checkpointing
+            from zymase.autodiff.checkpoint import outline_time_loops, tape_limit
+
+            if tape_limit() is not None:
+                outline_time_loops(ctx, region, fop, arg_acts)
     returns = [b.last_op for b in region.blocks if b.last_op is not None and flavor.is_return(b.last_op)]
     if abandon and flavor.name == "llvm":
         returns = _abandon_failed_returns(region, returns)

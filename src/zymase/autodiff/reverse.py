@@ -54,7 +54,8 @@ from zymase.autodiff.lanes import LaneMaps
 from zymase.autodiff.memory import ShadowCode, twin_decl
 from zymase.autodiff.names import ABANDONED
 from zymase.autodiff.registry import ScalarRule
-from zymase.autodiff.semantics import strong_zero
+from zymase.autodiff.semantics import differentiated_again, strong_zero
+from zymase.autodiff import checkpoint
 from zymase.transforms.inline import hoist_allocas
 from zymase.transforms.openmp import reverse_mirror
 from zymase.autodiff.forwarding import StoreForwarding
@@ -116,7 +117,8 @@ class ReverseGenerator(LaneMaps, ShadowCode, IndexedCaches, MinCutRecompute, Sto
     def generate(self, gop: Operation) -> None:
         """Fill the (already created, empty-bodied) function ``gop``."""
         flavor = self.flavor
-        p: Prepared = prepare(self.ctx, self.fop, self.arg_acts, self.ret_acts, abandon=True)
+        p: Prepared = prepare(self.ctx, self.fop, self.arg_acts, self.ret_acts, abandon=True,
+                              checkpoint=not self.split and not differentiated_again())
         self.p = p
         self.cfg: CFG = p.cfg
         act = p.activity
@@ -1393,6 +1395,9 @@ class ReverseGenerator(LaneMaps, ShadowCode, IndexedCaches, MinCutRecompute, Sto
 
     def _forward_split_call(self, op: Operation, clone: Operation) -> None:
         """The forward sweep calls the callee's augmented function instead."""
+        if checkpoint.is_checkpointed_loop(self.ctx.defined_function(op)):
+            checkpoint.forward_call(self, op, clone)
+            return
         arg_acts, ret_acts = self._split_activities(op)
         aug, _ = self.ctx.driver.split(self.ctx.defined_function(op), arg_acts, ret_acts)
         self.E.before(clone)
@@ -1409,6 +1414,9 @@ class ReverseGenerator(LaneMaps, ShadowCode, IndexedCaches, MinCutRecompute, Sto
         clone.parent_block().erase_op(clone)
 
     def _reverse_split_call(self, op: Operation) -> None:
+        if checkpoint.is_checkpointed_loop(self.ctx.defined_function(op)):
+            checkpoint.reverse_call(self, op)
+            return
         arg_acts, ret_acts = self._split_activities(op)
         _, rev = self.ctx.driver.split(self.ctx.defined_function(op), arg_acts, ret_acts)
         args = []

@@ -118,15 +118,17 @@ def _import_differentiate_export(ll_text: str, filename: str, timings: Timings, 
 
 
 def link_derivative_runtime(ll_text: str, timings: Timings) -> str:
-    """The derivatives of BLAS and MPI calls call C code of zymase's
-    (autodiff/rules/blas.py, mpi.py): linked into the module when they do."""
+    """The derivatives of BLAS and MPI calls and of checkpointed loops call C code of
+    zymase's (autodiff/rules/blas.py, mpi.py, autodiff/checkpoint.py): linked into the
+    module when they do."""
+    from zymase.autodiff import checkpoint
     from zymase.autodiff.rules import blas, mpi
     from zymase.llvm import toolchain
 
-    for rules in (blas, mpi):
-        if f"@{rules.RUNTIME_PREFIX}" in ll_text:
+    for runtime in (blas, mpi, checkpoint):
+        if f"@{runtime.RUNTIME_PREFIX}" in ll_text:
             with timings.phase("runtime"):
-                ll_text = toolchain.link_c_runtime(ll_text, rules.RUNTIME_SOURCE, rules.RUNTIME_PREFIX)
+                ll_text = toolchain.link_c_runtime(ll_text, runtime.RUNTIME_SOURCE, runtime.RUNTIME_PREFIX)
     return ll_text
 
 

@@ -828,10 +828,11 @@ def differentiate_numba_ir(ir: NumbaIR, spec: KernelSpec, symbol: str, rec: Comp
         # stack slots at -O0, which only SROA/instcombine turn into values
         with _phase(rec, "ssa"):
             text = toolchain.ssa_form(text)
+    from zymase.autodiff.checkpoint import limiting_tape
     from zymase.autodiff.semantics import derivative_semantics
 
     timings = Timings()
-    with derivative_semantics(strong_zero=spec.strong_zero):
+    with derivative_semantics(strong_zero=spec.strong_zero), limiting_tape(spec.tape_limit):
         out = differentiate_llvm_ir(text, f"<numba {rec.function}>", 2, timings, preoptimize=False)
     rec.phases.update(timings.phases)
     # the marker has done its job; calls left in forward-mode code call nothing

@@ -47,6 +47,8 @@ class KernelSpec:
     #: per lane; forward, a float result has ``width`` tangents; reverse, a float
     #: result takes ``width`` seeds and every active leaf has ``width`` derivatives
     width: int = 1
+    #: the tape limit in bytes (zymase.autodiff.checkpoint; None: unlimited)
+    tape_limit: int | None = None
 
 
 def _slots(ty, act) -> list[str]:

@@ -279,6 +279,14 @@ def link_c_runtime(ll_text: str, source: str | Path, prefix: str) -> str:
     every object file may carry its own copy and LLVM may inline or drop them. Only the
     functions named ``prefix...`` are the runtime's; they must not be defined yet."""
     module = _parse(ll_text)
+    # the module's own local definitions stay, even those nothing in it uses (a static
+    # function of a differentiated part that only the code left out calls, llvm/reachable):
+    # external while dead code is removed below, their linkage given back after
+    kept = {v.name: v.linkage for v in [*module.functions, *module.global_variables]
+            if not v.is_declaration and v.linkage in (llvm.Linkage.internal, llvm.Linkage.private)}
+    for v in [*module.functions, *module.global_variables]:
+        if v.name in kept:
+            v.linkage = llvm.Linkage.external
     runtime = _parse(_runtime_ir(str(source)))
     runtime.triple, runtime.data_layout = module.triple, module.data_layout
     module.link_in(runtime)
@@ -292,6 +300,9 @@ def link_c_runtime(ll_text: str, source: str | Path, prefix: str) -> str:
     pm.add_global_dead_code_eliminate_pass()
     pm.add_strip_dead_prototype_pass()
     pm.run(module, pb)
+    for v in [*module.functions, *module.global_variables]:
+        if v.name in kept:
+            v.linkage = kept[v.name]
     return _print(module)
 
 
