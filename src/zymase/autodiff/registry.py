@@ -285,6 +285,7 @@ def load_all_rules() -> Registry:
     from zymase.autodiff.rules import llvm as _v  # noqa: F401
     from zymase.autodiff.rules import math as _m  # noqa: F401
     from zymase.autodiff.rules import memref as _r  # noqa: F401
+    from zymase.autodiff.rules import numba_linalg as _n  # noqa: F401
     from zymase.autodiff.rules import scf as _s  # noqa: F401
 
     return REGISTRY

@@ -688,9 +688,12 @@ def _jit_in_numba(text: str, symbol: str, environment):
     target starts, which ``numba_ir`` has made happen before we get here."""
     from numba.core.registry import cpu_target
 
+    from zymase.autodiff.rules.numba_linalg import SCIPY_PREFIX, register_scipy_symbols
     from zymase.llvm import toolchain
 
     cpu_target.target_context  # noqa: B018 - starts Numba's runtime (registers its symbols)
+    if SCIPY_PREFIX in text:
+        register_scipy_symbols()  # the BLAS/LAPACK the linear-algebra derivatives call
     engine = toolchain.jit(text, opt=3)
     _link_environments(engine, text, environment)
     return engine, engine.address(symbol)
@@ -762,8 +765,22 @@ def differentiate_numba_ir(ir: NumbaIR, spec: KernelSpec, symbol: str, rec: Comp
     out = re.sub(rf"^declare void @{ABANDON}\(\).*$", f"define internal void @{ABANDON}() {{\n  ret void\n}}",
                  out, flags=re.M)
     with _phase(rec, "optimize"):
-        out = toolchain.optimize(internalize(restore_nrt_helpers(out, helpers), keep=symbol), spec.opt)
+        # the runtime is linked after the helpers are back: linking reprints the module,
+        # renumbering the attribute groups the helpers' text refers to
+        out = _link_linalg_runtime(internalize(restore_nrt_helpers(out, helpers), keep=symbol))
+        out = toolchain.optimize(out, spec.opt)
     return out
+
+
+def _link_linalg_runtime(text: str) -> str:
+    """The derivatives of Numba's BLAS/LAPACK helpers (autodiff/rules/numba_linalg.py)
+    call C code of zymase's: linked into the module when they do."""
+    from zymase.autodiff.rules.numba_linalg import RUNTIME_PREFIX, RUNTIME_SOURCE
+    from zymase.llvm import toolchain
+
+    if f"@{RUNTIME_PREFIX}" not in text:
+        return text
+    return toolchain.link_c_runtime(text, RUNTIME_SOURCE, RUNTIME_PREFIX)
 
 
 _LINKAGE = re.compile(r"^define\s+(?:(?:linkonce_odr|linkonce|weak_odr|weak|external|available_externally)\s+)?")
