@@ -43,6 +43,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from zymase.autodiff.names import ABANDON
+from zymase.autodiff.rules.numba_linalg import LINALG_WITH_RULES
+from zymase.autodiff.rules.numba_linalg import NUMPY_NAMES as NUMPY_LINALG
 from zymase.errors import ZymaseError
 
 from zymase.frontends.numba_kernel import (  # noqa: F401 - the kernel's names, re-exported
@@ -606,8 +608,15 @@ def _in_user_terms(err: ZymaseError, disp) -> ZymaseError:
             "zymase.grad(zymase.grad(f)) from Python (forward over reverse)")
     hint = err.hint
     runtime = re.search(r"@(numba_\w+)", err.construct or "")
+    message = err.message
     # the C-minded hints ("define the function in the same file") mean nothing here
-    if runtime and "memory holding active data" in err.message:
+    if runtime and "memory holding active data" in err.message and runtime.group(1) in NUMPY_LINALG:
+        numpy = NUMPY_LINALG[runtime.group(1)]
+        message = (f"{numpy} has no derivative in zymase: {function_label(disp)} applies it to "
+                   "differentiated data")
+        hint = (f"zymase differentiates {LINALG_WITH_RULES} in njit code; apply {numpy.split(' ')[0]} "
+                "only to values that are not differentiated")
+    elif runtime and "memory holding active data" in err.message:
         hint = (f"'{runtime.group(1)}' is compiled C in Numba's runtime (np.linalg, '@' on 2-D arrays, "
                 "typed dicts and lists and some NumPy functions call such routines), which zymase cannot "
                 "see into; write that step as loops over arrays in the njit function")
@@ -618,7 +627,7 @@ def _in_user_terms(err: ZymaseError, disp) -> ZymaseError:
     if err.location is None:
         hint = (hint + "; " if hint else "") + "compile the function with @njit(debug=True) to see source lines"
     return ZymaseError(
-        _KERNEL_NAME.sub(name, err.message),
+        _KERNEL_NAME.sub(name, message),
         construct=err.construct,
         function=_KERNEL_NAME.sub(name, err.function) if err.function else name,
         location=err.location,
@@ -780,7 +789,12 @@ def _link_linalg_runtime(text: str) -> str:
 
     if f"@{RUNTIME_PREFIX}" not in text:
         return text
-    return toolchain.link_c_runtime(text, RUNTIME_SOURCE, RUNTIME_PREFIX)
+    linked = toolchain.link_c_runtime(text, RUNTIME_SOURCE, RUNTIME_PREFIX)
+    missing = re.findall(rf"^declare[^@]*@({RUNTIME_PREFIX}\w+)\(", linked, re.M)
+    if missing:  # the JIT would resolve them to null
+        raise ZymaseError(f"zymase's linear-algebra runtime lacks '{missing[0]}' (an internal error)",
+                          hint="report this to the zymase developers")
+    return linked
 
 
 _LINKAGE = re.compile(r"^define\s+(?:(?:linkonce_odr|linkonce|weak_odr|weak|external|available_externally)\s+)?")

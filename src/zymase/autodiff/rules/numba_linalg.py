@@ -3,7 +3,7 @@
 In njit code, NumPy's linear algebra on float arrays lowers to calls of C helpers that
 Numba exports (``numba/_lapack.c``): ``a @ b`` and ``np.dot`` on 2-D arrays call
 ``numba_xxgemm``, matrix-vector products ``numba_xxgemv``, ``np.linalg.cholesky``
-``numba_xxpotrf``, ``np.linalg.solve`` ``numba_xgesv``. Each takes a ``kind`` letter
+``numba_xxpotrf``, ``np.linalg.solve`` ``numba_xgesv``, ``np.linalg.norm`` ``numba_xxnrm2``. Each takes a ``kind`` letter
 first ('s', 'd', 'c', 'z': the element type), works column-major (Numba passes C-order
 arrays as their transposes) and returns a status. They are differentiated as a whole,
 like the CBLAS spellings in :mod:`blas` (the same :class:`CallMemoryRule` hook), by C
@@ -64,6 +64,10 @@ NUMPY_NAMES = {
     "numba_ez_gelsd": "np.linalg.lstsq",
 }
 
+#: for messages: what has a rule
+LINALG_WITH_RULES = ("'@' and np.dot (1-D and 2-D), np.linalg.cholesky, np.linalg.solve, np.linalg.norm, "
+                     "and what Numba writes as loops (np.outer, np.trace, np.kron)")
+
 _KINDS = {ord("d"): ("d", f64, "f64", 8), ord("s"): ("s", f32, "f32", 4)}
 _COMPLEX_KINDS = {ord("c"): "complex64", ord("z"): "complex128"}
 
@@ -107,6 +111,10 @@ HELPERS = {
                                 ("lda", _I), ("x", _A), ("beta", _S), ("y", _A)),
                reads=("A", "x", "y"), writes=("y",), forward_after=False,
                needs=(("A", ("x",)), ("x", ("A",)))),
+        # result[0] = ||x||_2 (np.linalg.norm with ord None or 2: vectors, and the
+        # Frobenius norm of a matrix seen as one vector)
+        Helper("numba_xxnrm2", (("kind", _K), ("n", _I), ("x", _A), ("incx", _I), ("result", _A)),
+               reads=("x",), writes=("result",), forward_after=True, keeps=("x", "result")),
         # the stored triangle of A overwritten by its Cholesky factor
         Helper("numba_xxpotrf", (("kind", _K), ("uplo", _C), ("n", _I), ("A", _A), ("lda", _I)),
                reads=("A",), writes=("A",), forward_after=True, keeps=("A",)),

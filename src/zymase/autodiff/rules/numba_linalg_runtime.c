@@ -1,7 +1,7 @@
 /* Derivative code of Numba's BLAS/LAPACK helpers, called by the code
    autodiff/rules/numba_linalg.py generates for NumPy linear algebra in njit functions.
 
-   Numba's helpers (numba_xxgemm, numba_xxgemv, numba_xxpotrf, numba_xgesv) take their
+   Numba's helpers (numba_xxgemm, numba_xxgemv, numba_xxnrm2, numba_xxpotrf, numba_xgesv) take their
    operands Fortran-style: column-major, transposes and triangles as letters, dimensions
    as Py_ssize_t, alpha/beta through pointers. The functions here take the same operands
    (without the element-kind letter: one copy per precision, prefix d or s; alpha/beta by
@@ -12,7 +12,8 @@
      <p><helper>_save(which, operands...)   a malloc'd copy of operand `which` (its span)
      <p><helper>_fwd(operands..., [status,] shadows...)
                    gemm/gemv: before the primal call (the inputs' tangents give the
-                   output's); potrf/gesv: after it (the tangent needs the factor/solution)
+                   output's); nrm2/potrf/gesv: after it (the tangent needs the norm,
+                   factor or solution)
      <p><helper>_rev(operands..., [status,] shadows...)
                    at the mirror point; operands the reverse needs as they were at the call
                    are the _save copies; the output's shadow becomes the adjoint of what the
@@ -214,6 +215,48 @@ ZN_API void ZN_P(xxgemv_rev)(char t, long m, long n, ZN_T alpha, const ZN_T *A, 
     ZN_P(scale)(tr ? n : m, 1, beta, dy, 1);
 }
 
+/* ---- nrm2: result[0] = ||x|| (increment incx) -----------------------------------------
+   tangent dr = <x, dx> / r; adjoint dx += rbar x / r. At r = 0 the norm has no derivative:
+   NaN where a nonzero tangent or adjoint would need it. A non-positive increment (a
+   reversed view) is not read the way BLAS reads it here: NaN too. */
+ZN_API void *ZN_P(xxnrm2_save)(int which, long n, const ZN_T *x, long incx, const ZN_T *result) {
+    if (which == 4)
+        return zn_copy(result, (long)sizeof(ZN_T));
+    return zn_copy(x, (n > 0 && incx > 0 ? (n - 1) * incx + 1 : 0) * (long)sizeof(ZN_T));
+}
+
+ZN_API void ZN_P(xxnrm2_fwd)(long n, const ZN_T *x, long incx, const ZN_T *result, int status, ZN_T *dx,
+                             ZN_T *dresult) {
+    (void)status;
+    if (!dresult)
+        return;
+    ZN_T r = *result, dot = 0;
+    if (incx <= 0 && n > 0) {
+        *dresult = (ZN_T)NAN;
+        return;
+    }
+    for (long i = 0; dx && i < n; i++)
+        dot += x[i * incx] * dx[i * incx];
+    *dresult = r != 0 ? dot / r : dot == 0 ? 0 : (ZN_T)NAN;
+    if (r == 0 && dx)
+        for (long i = 0; i < n; i++)
+            if (dx[i * incx] != 0)
+                *dresult = (ZN_T)NAN;
+}
+
+ZN_API void ZN_P(xxnrm2_rev)(long n, const ZN_T *x, long incx, const ZN_T *result, int status, ZN_T *dx,
+                             ZN_T *dresult) {
+    (void)status;
+    if (!dresult)
+        return;
+    ZN_T rbar = *dresult, r = *result;
+    *dresult = 0; /* the call overwrote result: its adjoint is consumed */
+    if (!dx || rbar == 0)
+        return;
+    for (long i = 0; i < n; i++)
+        dx[incx > 0 ? i * incx : 0] += incx > 0 && r != 0 ? rbar * x[i * incx] / r : (ZN_T)NAN;
+}
+
 /* ---- potrf: the stored triangle of A overwritten by its Cholesky factor ---------------
    With L the lower factor (U^T when uplo is 'U': A = U^T U) and Phi(X) the lower triangle
    of X with its diagonal halved:
@@ -308,7 +351,7 @@ ZN_API void ZN_P(xxpotrf_rev)(char uplo, long n, const ZN_T *F, long lda, int in
    tangent  dX = A^-1 (dB - dA X);  adjoint  Bbar = A^-T Xbar, Abar = -Bbar X^T.
    The LU factors are scratch in np.linalg.solve (never read): their tangent is NaN, and an
    adjoint arriving for them (another program) makes Abar NaN rather than dropping it. */
-ZN_API void *ZN_P(gesv_save)(int which, long n, long nrhs, const ZN_T *A, long lda, const int *ipiv, const ZN_T *B,
+ZN_API void *ZN_P(xgesv_save)(int which, long n, long nrhs, const ZN_T *A, long lda, const int *ipiv, const ZN_T *B,
                              long ldb) {
     if (which == 3)
         return zn_copy(A, zn_span(n, n, lda) * (long)sizeof(ZN_T));
@@ -324,7 +367,7 @@ static void ZN_P(lu_solve)(char t, long n, long nrhs, const ZN_T *LU, long lda, 
     ZN_F(getrs)(&t, &in, &inrhs, LU, &ilda, ipiv, M, &ildm, &info);
 }
 
-ZN_API void ZN_P(gesv_fwd)(long n, long nrhs, const ZN_T *LU, long lda, const int *ipiv, const ZN_T *X, long ldb,
+ZN_API void ZN_P(xgesv_fwd)(long n, long nrhs, const ZN_T *LU, long lda, const int *ipiv, const ZN_T *X, long ldb,
                            int info, ZN_T *dA, ZN_T *dB) {
     if (info != 0) {
         ZN_P(fill_nan)(n, nrhs, dB, ldb);
@@ -339,7 +382,7 @@ ZN_API void ZN_P(gesv_fwd)(long n, long nrhs, const ZN_T *LU, long lda, const in
     ZN_P(fill_nan)(n, n, dA, lda); /* the LU factors' tangent: not computed */
 }
 
-ZN_API void ZN_P(gesv_rev)(long n, long nrhs, const ZN_T *LU, long lda, const int *ipiv, const ZN_T *X, long ldb,
+ZN_API void ZN_P(xgesv_rev)(long n, long nrhs, const ZN_T *LU, long lda, const int *ipiv, const ZN_T *X, long ldb,
                            int info, ZN_T *dA, ZN_T *dB) {
     int factors_adjoint = 0;
     for (long j = 0; dA && j < n; j++)
