@@ -295,15 +295,17 @@ def test_exception_after_a_taped_loop_returns_at_once_and_frees_the_tape():
     assert grown_mb < 200, f"the process grew by {grown_mb:.0f} MB on abandoned gradients"
 
 
-def test_numba_runtime_routines_on_active_data_name_the_routine():
-    # '@' on 2-D arrays calls BLAS through Numba's C runtime: the error names the routine
-    # and says what to do in Python terms (not "define the function in the same file")
+def test_linear_algebra_without_rule_names_the_numpy_function():
+    # '@' on 2-D arrays is differentiated now (tests/numba/test_linalg.py, issue 26 item 3);
+    # np.linalg.det calls Numba's numba_xxgetrf, which has no rule: the error names the
+    # NumPy function and says what to do in Python terms, not the C helper
     @njit
-    def matmul(a, b):
-        return (a @ b).sum()
+    def det(a):
+        return np.linalg.det(a)
 
-    with _raises("memory holding active data is passed to 'numba_xxgem[mv]'.*write that step as loops"):
-        zymase.grad(matmul)(np.ones((2, 2)), np.ones((2, 2)))
+    with _raises(r"np\.linalg\.det / .* has no derivative in zymase: '[^']*det' applies it to differentiated data"
+                 r".*apply np\.linalg\.det only to values that are not differentiated"):
+        zymase.grad(det)(2.0 * np.eye(2))
 
 
 def test_typed_dict_helpers_are_not_inlined_into_an_invalid_module():

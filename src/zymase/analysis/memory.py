@@ -35,8 +35,12 @@ DEALLOCATORS = {"free"}
 # pointer NRT_MemInfo_data_fast reads. A MemInfo that will hold active data gets a
 # shadow MemInfo; data pointers derive from MemInfos like GEPs from pointers; reference
 # counting touches no data.
+# A list's MemInfo (NRT_MemInfo_new_varsize_dtor(size, dtor)) counts too: after the
+# optimizer sinks the decrefs of several MemInfos into one (np.linalg.solve's temporary
+# list and its arrays), a phi joins it with shadowed ones; its zeroed shadow is an empty
+# list, which its destructor releases without touching any item.
 NRT_ALLOCATORS = {"NRT_MemInfo_alloc_aligned", "NRT_MemInfo_alloc_safe_aligned", "NRT_MemInfo_alloc",
-                  "NRT_MemInfo_alloc_safe"}
+                  "NRT_MemInfo_alloc_safe", "NRT_MemInfo_new_varsize_dtor"}
 NRT_DERIVE = {"NRT_MemInfo_data_fast", "NRT_MemInfo_data"}
 NRT_REFCOUNT = {"NRT_incref", "NRT_decref"}
 # NRT's raw allocator (scratch buffers without a MemInfo: the copy a slice assignment

@@ -45,6 +45,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from zymase.autodiff.names import ABANDON
+from zymase.autodiff.rules.numba_linalg import LINALG_WITH_RULES
+from zymase.autodiff.rules.numba_linalg import NUMPY_NAMES as NUMPY_LINALG
 from zymase.errors import ZymaseError
 
 from zymase.frontends.numba_kernel import (  # noqa: F401 - the kernel's names, re-exported
@@ -682,8 +684,15 @@ def _in_user_terms(err: ZymaseError, disp) -> ZymaseError:
             "zymase.grad(zymase.grad(f)) from Python (forward over reverse)")
     hint = err.hint
     runtime = re.search(r"@(numba_\w+)", err.construct or "")
+    message = err.message
     # the C-minded hints ("define the function in the same file") mean nothing here
-    if runtime and "memory holding active data" in err.message:
+    if runtime and "memory holding active data" in err.message and runtime.group(1) in NUMPY_LINALG:
+        numpy = NUMPY_LINALG[runtime.group(1)]
+        message = (f"{numpy} has no derivative in zymase: {function_label(disp)} applies it to "
+                   "differentiated data")
+        hint = (f"zymase differentiates {LINALG_WITH_RULES} in njit code; apply {numpy.split(' ')[0]} "
+                "only to values that are not differentiated")
+    elif runtime and "memory holding active data" in err.message:
         hint = (f"'{runtime.group(1)}' is compiled C in Numba's runtime (np.linalg, '@' on 2-D arrays, "
                 "typed dicts and lists and some NumPy functions call such routines), which zymase cannot "
                 "see into; write that step as loops over arrays in the njit function")
@@ -694,7 +703,7 @@ def _in_user_terms(err: ZymaseError, disp) -> ZymaseError:
     if err.location is None:
         hint = (hint + "; " if hint else "") + "compile the function with @njit(debug=True) to see source lines"
     return ZymaseError(
-        _KERNEL_NAME.sub(name, err.message),
+        _KERNEL_NAME.sub(name, message),
         construct=err.construct,
         function=_KERNEL_NAME.sub(name, err.function) if err.function else name,
         location=err.location,
@@ -764,9 +773,12 @@ def _jit_in_numba(text: str, symbol: str, environment):
     target starts, which ``numba_ir`` has made happen before we get here."""
     from numba.core.registry import cpu_target
 
+    from zymase.autodiff.rules.numba_linalg import SCIPY_PREFIX, register_scipy_symbols
     from zymase.llvm import toolchain
 
     cpu_target.target_context  # noqa: B018 - starts Numba's runtime (registers its symbols)
+    if SCIPY_PREFIX in text:
+        register_scipy_symbols()  # the BLAS/LAPACK the linear-algebra derivatives call
     engine = toolchain.jit(text, opt=3)
     _link_environments(engine, text, environment)
     return engine, engine.address(symbol)
@@ -839,8 +851,27 @@ def differentiate_numba_ir(ir: NumbaIR, spec: KernelSpec, symbol: str, rec: Comp
     out = re.sub(rf"^declare void @{ABANDON}\(\).*$", f"define internal void @{ABANDON}() {{\n  ret void\n}}",
                  out, flags=re.M)
     with _phase(rec, "optimize"):
-        out = toolchain.optimize(internalize(restore_nrt_helpers(out, helpers), keep=symbol), spec.opt)
+        # the runtime is linked after the helpers are back: linking reprints the module,
+        # renumbering the attribute groups the helpers' text refers to
+        out = _link_linalg_runtime(internalize(restore_nrt_helpers(out, helpers), keep=symbol))
+        out = toolchain.optimize(out, spec.opt)
     return out
+
+
+def _link_linalg_runtime(text: str) -> str:
+    """The derivatives of Numba's BLAS/LAPACK helpers (autodiff/rules/numba_linalg.py)
+    call C code of zymase's: linked into the module when they do."""
+    from zymase.autodiff.rules.numba_linalg import RUNTIME_PREFIX, RUNTIME_SOURCE
+    from zymase.llvm import toolchain
+
+    if f"@{RUNTIME_PREFIX}" not in text:
+        return text
+    linked = toolchain.link_c_runtime(text, RUNTIME_SOURCE, RUNTIME_PREFIX)
+    missing = re.findall(rf"^declare[^@]*@({RUNTIME_PREFIX}\w+)\(", linked, re.M)
+    if missing:  # the JIT would resolve them to null
+        raise ZymaseError(f"zymase's linear-algebra runtime lacks '{missing[0]}' (an internal error)",
+                          hint="report this to the zymase developers")
+    return linked
 
 
 _LINKAGE = re.compile(r"^define\s+(?:(?:linkonce_odr|linkonce|weak_odr|weak|external|available_externally)\s+)?")

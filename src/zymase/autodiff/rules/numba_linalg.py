@@ -1,0 +1,315 @@
+"""Call-level derivative rules of Numba's BLAS/LAPACK helpers (``numba_xxgemm``, ...).
+
+In njit code, NumPy's linear algebra on float arrays lowers to calls of C helpers that
+Numba exports (``numba/_lapack.c``): ``a @ b`` and ``np.dot`` on 2-D arrays call
+``numba_xxgemm``, matrix-vector products ``numba_xxgemv``, ``np.linalg.cholesky``
+``numba_xxpotrf``, ``np.linalg.solve`` ``numba_xgesv``, ``np.linalg.norm`` ``numba_xxnrm2``. Each takes a ``kind`` letter
+first ('s', 'd', 'c', 'z': the element type), works column-major (Numba passes C-order
+arrays as their transposes) and returns a status. They are differentiated as a whole,
+like the CBLAS spellings in :mod:`blas` (the same :class:`CallMemoryRule` hook), by C
+code of their own, ``numba_linalg_runtime.c``, which calls the BLAS/LAPACK routines
+SciPy exports to Cython, the ones Numba's helpers call (``register_scipy_symbols``
+publishes their addresses under ``__zymase_scipy_<routine>``).
+
+Per helper, :data:`HELPERS` says which operands are arrays read and written, and when
+the rule's runtime runs:
+
+* forward mode: ``<p><helper>_fwd`` before the primal call (products: the output's
+  tangent needs only the inputs) or after it (factorizations and solves: the tangent
+  needs the factor or solution the call computed);
+* reverse mode: what the reverse sweep needs is copied by ``<p><helper>_save`` at the
+  call (before it for a product's inputs, when a later op may overwrite them; after it
+  for a factorization's factor or a solve's solution, always) and freed after
+  ``<p><helper>_rev`` at the mirror point.
+
+Complex kinds and helpers without a rule are refused naming the NumPy function
+(:data:`NUMPY_NAMES`), not the helper.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from zymase.analysis.trip_count import constant_int
+from zymase.autodiff.registry import REGISTRY, CallMemoryRule
+from zymase.errors import ZymaseError
+from zymase.ir import IntegerAttr, Operation, SSAValue, f32, f64, i32, llvm, location_of
+
+PTR = llvm.LLVMPointerType()
+#: the prefix of the runtime functions (numba_linalg_runtime.c) the derivatives call
+RUNTIME_PREFIX = "__zymase_nblas_"
+RUNTIME_SOURCE = Path(__file__).with_name("numba_linalg_runtime.c")
+#: the prefix under which the SciPy BLAS/LAPACK routines the runtime calls are published
+SCIPY_PREFIX = "__zymase_scipy_"
+#: the SciPy routines the runtime calls (both precisions)
+SCIPY_ROUTINES = {"cython_blas": ("gemm", "gemv", "trsm", "trmm"), "cython_lapack": ("getrs",)}
+
+#: Numba's helpers -> the NumPy functions that call them (for messages)
+NUMPY_NAMES = {
+    "numba_xxgemm": "'@' / np.dot / np.matmul on 2-D arrays",
+    "numba_xxgemv": "'@' / np.dot / np.matmul of a matrix and a vector",
+    "numba_xxdot": "np.dot / np.vdot of two vectors",
+    "numba_xxnrm2": "np.linalg.norm",
+    "numba_xxpotrf": "np.linalg.cholesky",
+    "numba_xgesv": "np.linalg.solve",
+    "numba_xxgetrf": "np.linalg.det / np.linalg.slogdet / np.linalg.inv",
+    "numba_ez_xxgetri": "np.linalg.inv",
+    "numba_ez_xxxevd": "np.linalg.eigh / np.linalg.eigvalsh",
+    "numba_ez_rgeev": "np.linalg.eig / np.linalg.eigvals",
+    "numba_ez_cgeev": "np.linalg.eig / np.linalg.eigvals",
+    "numba_ez_gesdd": "np.linalg.svd (also np.linalg.pinv, cond, matrix_rank and norm with ord=2)",
+    "numba_ez_geqrf": "np.linalg.qr",
+    "numba_ez_xxgqr": "np.linalg.qr",
+    "numba_ez_gelsd": "np.linalg.lstsq",
+}
+
+#: for messages: what has a rule
+LINALG_WITH_RULES = ("'@' and np.dot (1-D and 2-D), np.linalg.cholesky, np.linalg.solve, np.linalg.norm, "
+                     "and what Numba writes as loops (np.outer, np.trace, np.kron)")
+
+_KINDS = {ord("d"): ("d", f64, "f64", 8), ord("s"): ("s", f32, "f32", 4)}
+_COMPLEX_KINDS = {ord("c"): "complex64", ord("z"): "complex128"}
+
+
+@dataclass(frozen=True)
+class Helper:
+    name: str
+    # (name, kind) per operand: "kind" (the element letter), "char" (a transpose or
+    # triangle letter), "int" (a dimension), "scalar" (a pointer to alpha/beta: a
+    # constant slot of Numba's), "array" (float data), "ipiv" (pivot indices, written)
+    params: tuple[tuple[str, str], ...]
+    reads: tuple[str, ...]  # arrays the outputs depend on
+    writes: tuple[str, ...]  # float arrays the call writes
+    forward_after: bool  # the tangent needs what the call computed
+    # reverse mode: input -> arrays whose derivative needs it as it was at the call
+    # (copied before the call when a later op may write it)
+    needs: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # reverse mode: what the call computed that the reverse sweep reads (copied after the call)
+    keeps: tuple[str, ...] = ()
+
+    def pos(self, param: str) -> int:
+        return [p for p, _ in self.params].index(param)
+
+    def of_kind(self, kind: str) -> list[str]:
+        return [p for p, k in self.params if k == kind]
+
+
+_K, _C, _I, _S, _A, _P = "kind", "char", "int", "scalar", "array", "ipiv"
+
+HELPERS = {
+    h.name: h
+    for h in (
+        # C = alpha op(A) op(B) + beta C (column-major)
+        Helper("numba_xxgemm", (("kind", _K), ("transa", _C), ("transb", _C), ("m", _I), ("n", _I), ("k", _I),
+                                ("alpha", _S), ("A", _A), ("lda", _I), ("B", _A), ("ldb", _I), ("beta", _S),
+                                ("C", _A), ("ldc", _I)),
+               reads=("A", "B", "C"), writes=("C",), forward_after=False,
+               needs=(("A", ("B",)), ("B", ("A",)))),
+        # y = alpha op(A) x + beta y, unit increments
+        Helper("numba_xxgemv", (("kind", _K), ("trans", _C), ("m", _I), ("n", _I), ("alpha", _S), ("A", _A),
+                                ("lda", _I), ("x", _A), ("beta", _S), ("y", _A)),
+               reads=("A", "x", "y"), writes=("y",), forward_after=False,
+               needs=(("A", ("x",)), ("x", ("A",)))),
+        # result[0] = ||x||_2 (np.linalg.norm with ord None or 2: vectors, and the
+        # Frobenius norm of a matrix seen as one vector)
+        Helper("numba_xxnrm2", (("kind", _K), ("n", _I), ("x", _A), ("incx", _I), ("result", _A)),
+               reads=("x",), writes=("result",), forward_after=True, keeps=("x", "result")),
+        # the stored triangle of A overwritten by its Cholesky factor
+        Helper("numba_xxpotrf", (("kind", _K), ("uplo", _C), ("n", _I), ("A", _A), ("lda", _I)),
+               reads=("A",), writes=("A",), forward_after=True, keeps=("A",)),
+        # A X = B: A overwritten by its LU factors (scratch in np.linalg.solve), B by X
+        Helper("numba_xgesv", (("kind", _K), ("n", _I), ("nrhs", _I), ("A", _A), ("lda", _I), ("ipiv", _P),
+                               ("B", _A), ("ldb", _I)),
+               reads=("A", "B"), writes=("A", "B"), forward_after=True, keeps=("A", "ipiv", "B")),
+    )
+}
+
+
+class NumbaHelperRule(CallMemoryRule):
+    """The rule of one of Numba's BLAS/LAPACK helpers."""
+
+    def __init__(self, helper: Helper):
+        self.h = helper
+
+    # ---- what the call reads and writes ------------------------------------------------
+    def _precision(self, op: Operation):
+        """(letter, element type, type name, size) of the call's ``kind`` operand."""
+        kind = constant_int(op.operands[0]) if op.operands else None
+        if kind in _KINDS:
+            return _KINDS[kind]
+        numpy = NUMPY_NAMES[self.h.name]
+        what = (f"on {_COMPLEX_KINDS[kind]} arrays" if kind in _COMPLEX_KINDS
+                else "with an element type zymase cannot read from the call")
+        raise ZymaseError(
+            f"{numpy} {what} has no derivative in zymase",
+            construct=f"{numpy} (call @{self.h.name})",
+            location=location_of(op),
+            hint="zymase differentiates NumPy linear algebra on float32 and float64 arrays",
+        )
+
+    def check(self, op: Operation) -> None:
+        n = len(self.h.params)
+        if len(op.operands) != n:
+            raise ZymaseError(
+                f"the call to Numba's helper '{self.h.name}' ({NUMPY_NAMES[self.h.name]}) has "
+                f"{len(op.operands)} arguments, where zymase's rule expects {n}",
+                construct=f"call @{self.h.name}",
+                location=location_of(op),
+                hint="this Numba version lowers NumPy's linear algebra differently; use numba>=0.68,<0.69",
+            )
+        self._precision(op)
+
+    def reads(self, op):
+        return [self.h.pos(a) for a in (*self.h.reads, *self.h.of_kind(_S)) if self.h.pos(a) < len(op.operands)]
+
+    def writes(self, op):
+        return [i for i in (*self.float_outputs(op), *(self.h.pos(p) for p in self.h.of_kind(_P)))
+                if i < len(op.operands)]
+
+    def float_outputs(self, op):
+        return [i for i in (self.h.pos(a) for a in self.h.writes) if i < len(op.operands)]
+
+    def pointee_types(self, op):
+        kind = constant_int(op.operands[0]) if op.operands else None
+        if kind not in _KINDS:
+            return {}
+        _, _, name, size = _KINDS[kind]
+        types = {self.h.pos(a): (name, size) for a in (*self.h.of_kind(_A), *self.h.of_kind(_S))}
+        types.update({self.h.pos(p): ("int", 4) for p in self.h.of_kind(_P)})
+        return types
+
+    # ---- activity ----------------------------------------------------------------------
+    def _shadowed(self, g, op: Operation, name: str) -> bool:
+        return op.operands[self.h.pos(name)] in g.act.shadowed
+
+    def _outputs_shadowed(self, g, op: Operation) -> bool:
+        if len(op.operands) != len(self.h.params):
+            return True  # check() refuses it
+        return any(self._shadowed(g, op, a) for a in self.h.writes)
+
+    def _refuse_active_scalars(self, g, op: Operation) -> None:
+        """Numba passes alpha and beta as constant slots; active ones would be another
+        program than the one this rule was written for."""
+        for s in self.h.of_kind(_S):
+            if self._shadowed(g, op, s):
+                raise ZymaseError(
+                    f"the {s} of a call to '{self.h.name}' ({NUMPY_NAMES[self.h.name]}) holds active data, "
+                    "which zymase's rule for it does not differentiate",
+                    construct=f"call @{self.h.name}",
+                    function=g.fname,
+                    location=location_of(op),
+                )
+
+    # ---- the call's values in the generated function -------------------------------------
+    def _values(self, g, op: Operation) -> list[SSAValue]:
+        """The helper's operands but ``kind``, alpha/beta read from their slots, computed
+        where the emitter stands (in the forward sweep)."""
+        T = self._precision(op)[1]
+        out = []
+        for name, kind in self.h.params[1:]:
+            v = g.vmap.get(op.operands[self.h.pos(name)], op.operands[self.h.pos(name)])
+            out.append(g.E.v(llvm.LoadOp(v, T)) if kind == _S else v)
+        return out
+
+    def _declare(self, g, op: Operation, suffix: str, args, output) -> str:
+        p = self._precision(op)[0]
+        name = f"{RUNTIME_PREFIX}{p}{self.h.name.removeprefix('numba_')}_{suffix}"
+        g._declare(name, [a.type for a in args], output)
+        return name
+
+    def _shadows(self, g, op: Operation, fetch) -> list[SSAValue]:
+        return [fetch(op.operands[self.h.pos(a)]) if self._shadowed(g, op, a)
+                else g.E.v(llvm.ZeroOp.build(result_types=[PTR])) for a in self.h.of_kind(_A)]
+
+    def _which(self, g, param: str) -> SSAValue:
+        return g.E.v(llvm.ConstantOp(IntegerAttr(self.h.pos(param), i32), i32))
+
+    # ---- forward sweep -----------------------------------------------------------------
+    def structure(self, g, op, clone, *, forward_mode):
+        if not self._outputs_shadowed(g, op):
+            return
+        try:
+            self.check(op)
+            self._refuse_active_scalars(g, op)
+        except ZymaseError as err:
+            err.function = err.function or g.fname
+            raise
+        after = self.h.forward_after
+        if not after:
+            g.E.before(clone)
+        values = self._values(g, op)
+        status = [clone.results[0]] if after and clone.results else []
+        if forward_mode:
+            args = [*values, *status, *self._shadows(g, op, g.shadow_of)]
+            g.E.insert(llvm.CallOp(self._declare(g, op, "fwd", args, llvm.LLVMVoidType()), *args))
+        else:
+            saved = {}
+            for array, wanted_by in self.h.needs:
+                if any(self._shadowed(g, op, w) for w in wanted_by) and not g.unwritten_after(
+                        op, op.operands[self.h.pos(array)]):
+                    saved[array] = self._save(g, op, array, values)
+            for kept in self.h.keeps:
+                saved[kept] = self._save(g, op, kept, values)
+            g.__dict__.setdefault("_numba_linalg_forward", {})[op] = (values, status, saved)
+        if not after:
+            if clone.next_op is not None:
+                g.E.before(clone.next_op)
+            else:
+                g.E.at_end(clone.parent_block())
+
+    def _save(self, g, op: Operation, param: str, values: list[SSAValue]) -> SSAValue:
+        args = [self._which(g, param), *values]
+        return g.E.v(llvm.CallOp(self._declare(g, op, "save", args, PTR), *args, return_type=PTR))
+
+    # ---- reverse sweep -----------------------------------------------------------------
+    def reverse_memory(self, g, op):
+        if not self._outputs_shadowed(g, op):
+            return
+        values, status, saved = g._numba_linalg_forward[op]
+        home = op.parent_block()
+        args = []
+        for (name, kind), w in zip(self.h.params[1:], values):
+            if name in saved:
+                args.append(g.fetch_computed_in(home, saved[name]))
+            elif kind == _S:
+                args.append(g.fetch_computed_in(home, w))
+            else:
+                args.append(g.primal(op.operands[self.h.pos(name)]))
+        args += [g.fetch_computed_in(home, s) for s in status]
+        args += self._shadows(g, op, g.fetch_shadow)
+        g.E.insert(llvm.CallOp(self._declare(g, op, "rev", args, llvm.LLVMVoidType()), *args))
+        if saved:
+            g._declare("free", [PTR], llvm.LLVMVoidType())
+            for name in saved:
+                g.E.insert(llvm.CallOp("free", args[self.h.pos(name) - 1]))
+
+
+def register_scipy_symbols() -> None:
+    """Publish the addresses of the SciPy BLAS/LAPACK routines the runtime calls under
+    ``__zymase_scipy_<p><routine>`` (once per process), for the JIT to resolve; they are
+    the routines Numba's own helpers call."""
+    global _registered
+    if _registered:
+        return
+    import llvmlite.binding as ll
+    from numba.core.extending import get_cython_function_address
+    from numba.np import linalg
+
+    if linalg._LAPACK_ILP64:
+        raise ZymaseError(
+            "this Numba calls a BLAS/LAPACK with 64-bit integers (ILP64), which zymase's derivatives "
+            "of NumPy's linear algebra do not support",
+            hint="install the usual (LP64) builds of SciPy and Numba")
+    for module, routines in SCIPY_ROUTINES.items():
+        for routine in routines:
+            for p in "ds":
+                addr = get_cython_function_address(f"scipy.linalg.{module}", p + routine)
+                ll.add_symbol(f"{SCIPY_PREFIX}{p}{routine}", addr)
+    _registered = True
+
+
+_registered = False
+
+for _name, _helper in HELPERS.items():
+    REGISTRY.register_call_rule(_name, NumbaHelperRule(_helper))

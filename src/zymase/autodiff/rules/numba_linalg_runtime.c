@@ -1,0 +1,403 @@
+/* Derivative code of Numba's BLAS/LAPACK helpers, called by the code
+   autodiff/rules/numba_linalg.py generates for NumPy linear algebra in njit functions.
+
+   Numba's helpers (numba_xxgemm, numba_xxgemv, numba_xxnrm2, numba_xxpotrf, numba_xgesv) take their
+   operands Fortran-style: column-major, transposes and triangles as letters, dimensions
+   as Py_ssize_t, alpha/beta through pointers. The functions here take the same operands
+   (without the element-kind letter: one copy per precision, prefix d or s; alpha/beta by
+   value), then, for factorizations and solves, the call's status, then one shadow per
+   array operand (NULL when constant). They compute with the BLAS/LAPACK routines SciPy
+   exports to Cython, the ones Numba's helpers call; numba_linalg.register_scipy_symbols
+   publishes them as __zymase_scipy_<p><routine> (32-bit integers, as Numba checks).
+     <p><helper>_save(which, operands...)   a malloc'd copy of operand `which` (its span)
+     <p><helper>_fwd(operands..., [status,] shadows...)
+                   gemm/gemv: before the primal call (the inputs' tangents give the
+                   output's); nrm2/potrf/gesv: after it (the tangent needs the norm,
+                   factor or solution)
+     <p><helper>_rev(operands..., [status,] shadows...)
+                   at the mirror point; operands the reverse needs as they were at the call
+                   are the _save copies; the output's shadow becomes the adjoint of what the
+                   call read of that memory.
+   A factorization or solve that failed (status != 0: not positive definite, singular) has
+   no derivative: its tangents and adjoints are NaN, never a silent number. */
+#ifndef ZN_T
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* out of line: the time is in BLAS, and every derivative calls these */
+#define ZN_API __attribute__((noinline))
+
+/* No tape-byte counter here (blas_runtime.c's is a weak symbol): MCJIT resolves a
+   module's extern_weak reference wrongly, sending calls of Numba's runtime to null. */
+static void *zn_copy(const void *p, long bytes) {
+    if (bytes < 0)
+        bytes = 0;
+    void *copy = malloc(bytes ? (size_t)bytes : 1);
+    if (bytes)
+        memcpy(copy, p, (size_t)bytes);
+    return copy;
+}
+
+/* elements spanned by a rows x cols column-major matrix with leading dimension ld */
+static long zn_span(long rows, long cols, long ld) { return rows > 0 && cols > 0 ? (cols - 1) * ld + rows : 0; }
+static int zn_trans(char c) { return c == 't' || c == 'T' || c == 'c' || c == 'C'; }
+static int zn_upper(char uplo) { return uplo == 'U' || uplo == 'u'; }
+
+#define ZN_T double
+#define ZN_P(name) __zymase_nblas_d##name
+#define ZN_F(name) __zymase_scipy_d##name
+#include "numba_linalg_runtime.c"
+#undef ZN_T
+#undef ZN_P
+#undef ZN_F
+#define ZN_T float
+#define ZN_P(name) __zymase_nblas_s##name
+#define ZN_F(name) __zymase_scipy_s##name
+#include "numba_linalg_runtime.c"
+
+#else /* one precision: ZN_T, ZN_P, ZN_F */
+
+void ZN_F(gemm)(const char *ta, const char *tb, const int *m, const int *n, const int *k, const ZN_T *alpha,
+                const ZN_T *A, const int *lda, const ZN_T *B, const int *ldb, const ZN_T *beta, ZN_T *C,
+                const int *ldc);
+void ZN_F(gemv)(const char *t, const int *m, const int *n, const ZN_T *alpha, const ZN_T *A, const int *lda,
+                const ZN_T *x, const int *incx, const ZN_T *beta, ZN_T *y, const int *incy);
+void ZN_F(trsm)(const char *side, const char *uplo, const char *ta, const char *diag, const int *m, const int *n,
+                const ZN_T *alpha, const ZN_T *A, const int *lda, ZN_T *B, const int *ldb);
+void ZN_F(trmm)(const char *side, const char *uplo, const char *ta, const char *diag, const int *m, const int *n,
+                const ZN_T *alpha, const ZN_T *A, const int *lda, ZN_T *B, const int *ldb);
+void ZN_F(getrs)(const char *t, const int *n, const int *nrhs, const ZN_T *A, const int *lda, const int *ipiv,
+                 ZN_T *B, const int *ldb, int *info);
+
+/* C (m x n) = alpha op(A) op(B) + beta C; beta == 0 overwrites C (NaN-safe, as BLAS) */
+static void ZN_P(mm)(char ta, char tb, long m, long n, long k, ZN_T alpha, const ZN_T *A, long lda, const ZN_T *B,
+                     long ldb, ZN_T beta, ZN_T *C, long ldc) {
+    if (m <= 0 || n <= 0)
+        return;
+    int im = (int)m, in = (int)n, ik = (int)k, ilda = lda > 1 ? (int)lda : 1, ildb = ldb > 1 ? (int)ldb : 1,
+        ildc = (int)ldc;
+    if (k <= 0) {
+        for (long j = 0; j < n; j++)
+            for (long i = 0; i < m; i++)
+                C[i + j * ldc] = beta == 0 ? 0 : beta * C[i + j * ldc];
+        return;
+    }
+    ZN_F(gemm)(&ta, &tb, &im, &in, &ik, &alpha, A, &ilda, B, &ildb, &beta, C, &ildc);
+}
+
+/* y = alpha op(A) x + beta y (A m x n, unit increments) */
+static void ZN_P(mv)(char t, long m, long n, ZN_T alpha, const ZN_T *A, long lda, const ZN_T *x, ZN_T beta, ZN_T *y) {
+    long leny = zn_trans(t) ? n : m, lenx = zn_trans(t) ? m : n;
+    if (leny <= 0)
+        return;
+    if (lenx <= 0) {
+        for (long i = 0; i < leny; i++)
+            y[i] = beta == 0 ? 0 : beta * y[i];
+        return;
+    }
+    int im = (int)m, in = (int)n, ilda = (int)lda, one = 1;
+    ZN_F(gemv)(&t, &im, &in, &alpha, A, &ilda, x, &one, &beta, y, &one);
+}
+
+static void ZN_P(scale)(long rows, long cols, ZN_T beta, ZN_T *C, long ldc) {
+    if (beta == 1)
+        return;
+    for (long j = 0; j < cols; j++)
+        for (long i = 0; i < rows; i++)
+            C[i + j * ldc] = beta == 0 ? 0 : beta * C[i + j * ldc];
+}
+
+static void ZN_P(fill_nan)(long rows, long cols, ZN_T *C, long ldc) {
+    if (!C)
+        return;
+    for (long j = 0; j < cols; j++)
+        for (long i = 0; i < rows; i++)
+            C[i + j * ldc] = (ZN_T)NAN;
+}
+
+static ZN_T *ZN_P(temp)(long rows, long cols) {
+    long count = rows * cols;
+    return calloc(count > 0 ? (size_t)count : 1, sizeof(ZN_T));
+}
+
+/* ---- gemm: C = alpha op(A) op(B) + beta C ----------------------------------------------
+   tangent: dC = beta dC + alpha (op(dA) op(B) + op(A) op(dB));
+   adjoint: dA += alpha dC op(B)^T (transposed when A is), dB += alpha op(A)^T dC (likewise),
+   then dC *= beta. */
+ZN_API void *ZN_P(xxgemm_save)(int which, char ta, char tb, long m, long n, long k, ZN_T alpha, const ZN_T *A,
+                               long lda, const ZN_T *B, long ldb, ZN_T beta, const ZN_T *C, long ldc) {
+    (void)alpha, (void)beta, (void)C, (void)ldc;
+    if (which == 7) /* A: m x k, stored k x m when transposed */
+        return zn_copy(A, zn_span(zn_trans(ta) ? k : m, zn_trans(ta) ? m : k, lda) * (long)sizeof(ZN_T));
+    return zn_copy(B, zn_span(zn_trans(tb) ? n : k, zn_trans(tb) ? k : n, ldb) * (long)sizeof(ZN_T));
+}
+
+ZN_API void ZN_P(xxgemm_fwd)(char ta, char tb, long m, long n, long k, ZN_T alpha, const ZN_T *A, long lda,
+                             const ZN_T *B, long ldb, ZN_T beta, const ZN_T *C, long ldc, ZN_T *dA, ZN_T *dB,
+                             ZN_T *dC) {
+    (void)C;
+    if (!dC)
+        return;
+    ZN_T first = beta;
+    if (dA) {
+        ZN_P(mm)(ta, tb, m, n, k, alpha, dA, lda, B, ldb, first, dC, ldc);
+        first = 1;
+    }
+    if (dB) {
+        ZN_P(mm)(ta, tb, m, n, k, alpha, A, lda, dB, ldb, first, dC, ldc);
+        first = 1;
+    }
+    if (!dA && !dB)
+        ZN_P(scale)(m, n, beta, dC, ldc);
+}
+
+ZN_API void ZN_P(xxgemm_rev)(char ta, char tb, long m, long n, long k, ZN_T alpha, const ZN_T *A, long lda,
+                             const ZN_T *B, long ldb, ZN_T beta, const ZN_T *C, long ldc, ZN_T *dA, ZN_T *dB,
+                             ZN_T *dC) {
+    (void)C;
+    if (!dC)
+        return;
+    int tA = zn_trans(ta), tB = zn_trans(tb);
+    if (dA) {
+        if (!tA) /* dA (m x k) += alpha dC op(B)^T */
+            ZN_P(mm)('N', tB ? 'N' : 'T', m, k, n, alpha, dC, ldc, B, ldb, 1, dA, lda);
+        else /* dA (k x m) += alpha op(B) dC^T */
+            ZN_P(mm)(tB ? 'T' : 'N', 'T', k, m, n, alpha, B, ldb, dC, ldc, 1, dA, lda);
+    }
+    if (dB) {
+        if (!tB) /* dB (k x n) += alpha op(A)^T dC */
+            ZN_P(mm)(tA ? 'N' : 'T', 'N', k, n, m, alpha, A, lda, dC, ldc, 1, dB, ldb);
+        else /* dB (n x k) += alpha dC^T op(A) */
+            ZN_P(mm)('T', tA ? 'T' : 'N', n, k, m, alpha, dC, ldc, A, lda, 1, dB, ldb);
+    }
+    ZN_P(scale)(m, n, beta, dC, ldc);
+}
+
+/* ---- gemv: y = alpha op(A) x + beta y --------------------------------------------------
+   adjoint: dA += alpha dy x^T (x dy^T when transposed), dx += alpha op(A)^T dy, dy *= beta */
+ZN_API void *ZN_P(xxgemv_save)(int which, char t, long m, long n, ZN_T alpha, const ZN_T *A, long lda, const ZN_T *x,
+                               ZN_T beta, const ZN_T *y) {
+    (void)alpha, (void)beta, (void)y;
+    if (which == 5) /* A */
+        return zn_copy(A, zn_span(m, n, lda) * (long)sizeof(ZN_T));
+    return zn_copy(x, (zn_trans(t) ? m : n) * (long)sizeof(ZN_T));
+}
+
+ZN_API void ZN_P(xxgemv_fwd)(char t, long m, long n, ZN_T alpha, const ZN_T *A, long lda, const ZN_T *x, ZN_T beta,
+                             const ZN_T *y, ZN_T *dA, ZN_T *dx, ZN_T *dy) {
+    (void)y;
+    if (!dy)
+        return;
+    ZN_T first = beta;
+    if (dA) {
+        ZN_P(mv)(t, m, n, alpha, dA, lda, x, first, dy);
+        first = 1;
+    }
+    if (dx) {
+        ZN_P(mv)(t, m, n, alpha, A, lda, dx, first, dy);
+        first = 1;
+    }
+    if (!dA && !dx)
+        ZN_P(scale)(zn_trans(t) ? n : m, 1, beta, dy, 1);
+}
+
+ZN_API void ZN_P(xxgemv_rev)(char t, long m, long n, ZN_T alpha, const ZN_T *A, long lda, const ZN_T *x, ZN_T beta,
+                             const ZN_T *y, ZN_T *dA, ZN_T *dx, ZN_T *dy) {
+    (void)y;
+    if (!dy)
+        return;
+    int tr = zn_trans(t);
+    if (dA) /* rank one: (m x 1) (1 x n) */
+        ZN_P(mm)('N', 'T', m, n, 1, alpha, tr ? x : dy, m, tr ? dy : x, n, 1, dA, lda);
+    if (dx)
+        ZN_P(mv)(tr ? 'N' : 'T', m, n, alpha, A, lda, dy, 1, dx);
+    ZN_P(scale)(tr ? n : m, 1, beta, dy, 1);
+}
+
+/* ---- nrm2: result[0] = ||x|| (increment incx) -----------------------------------------
+   tangent dr = <x, dx> / r; adjoint dx += rbar x / r. At r = 0 the norm has no derivative:
+   NaN where a nonzero tangent or adjoint would need it. A non-positive increment (a
+   reversed view) is not read the way BLAS reads it here: NaN too. */
+ZN_API void *ZN_P(xxnrm2_save)(int which, long n, const ZN_T *x, long incx, const ZN_T *result) {
+    if (which == 4)
+        return zn_copy(result, (long)sizeof(ZN_T));
+    return zn_copy(x, (n > 0 && incx > 0 ? (n - 1) * incx + 1 : 0) * (long)sizeof(ZN_T));
+}
+
+ZN_API void ZN_P(xxnrm2_fwd)(long n, const ZN_T *x, long incx, const ZN_T *result, int status, ZN_T *dx,
+                             ZN_T *dresult) {
+    (void)status;
+    if (!dresult)
+        return;
+    ZN_T r = *result, dot = 0;
+    if (incx <= 0 && n > 0) {
+        *dresult = (ZN_T)NAN;
+        return;
+    }
+    for (long i = 0; dx && i < n; i++)
+        dot += x[i * incx] * dx[i * incx];
+    *dresult = r != 0 ? dot / r : dot == 0 ? 0 : (ZN_T)NAN;
+    if (r == 0 && dx)
+        for (long i = 0; i < n; i++)
+            if (dx[i * incx] != 0)
+                *dresult = (ZN_T)NAN;
+}
+
+ZN_API void ZN_P(xxnrm2_rev)(long n, const ZN_T *x, long incx, const ZN_T *result, int status, ZN_T *dx,
+                             ZN_T *dresult) {
+    (void)status;
+    if (!dresult)
+        return;
+    ZN_T rbar = *dresult, r = *result;
+    *dresult = 0; /* the call overwrote result: its adjoint is consumed */
+    if (!dx || rbar == 0)
+        return;
+    for (long i = 0; i < n; i++)
+        dx[incx > 0 ? i * incx : 0] += incx > 0 && r != 0 ? rbar * x[i * incx] / r : (ZN_T)NAN;
+}
+
+/* ---- potrf: the stored triangle of A overwritten by its Cholesky factor ---------------
+   With L the lower factor (U^T when uplo is 'U': A = U^T U) and Phi(X) the lower triangle
+   of X with its diagonal halved:
+     tangent  dL = L Phi(L^-1 dA L^-T)
+     adjoint  G = L^-T Phi(L^T Lbar) L^-1, folded onto the stored triangle (G + G^T off the
+              diagonal, G on it); the other triangle is not read, its adjoint passes. */
+/* the factor in the stored triangle of F as a packed lower-triangular n x n matrix */
+static ZN_T *ZN_P(lower_of)(char uplo, long n, const ZN_T *F, long ldf) {
+    ZN_T *L = ZN_P(temp)(n, n);
+    for (long j = 0; j < n; j++)
+        for (long i = j; i < n; i++)
+            L[i + j * n] = zn_upper(uplo) ? F[j + i * ldf] : F[i + j * ldf];
+    return L;
+}
+
+/* the stored triangle of dF set to the lower triangle of the packed R (transposed when upper) */
+static void ZN_P(to_stored)(char uplo, long n, const ZN_T *R, ZN_T *dF, long ldf) {
+    for (long j = 0; j < n; j++)
+        for (long i = j; i < n; i++)
+            *(zn_upper(uplo) ? dF + j + i * ldf : dF + i + j * ldf) = R[i + j * n];
+}
+
+static void ZN_P(phi)(long n, ZN_T *X) {
+    for (long j = 0; j < n; j++)
+        for (long i = 0; i <= j; i++)
+            X[i + j * n] = i == j ? X[i + j * n] / 2 : 0;
+}
+
+static void ZN_P(stored_nan)(char uplo, long n, ZN_T *dF, long ldf) {
+    for (long j = 0; j < n; j++)
+        for (long i = j; i < n; i++)
+            *(zn_upper(uplo) ? dF + j + i * ldf : dF + i + j * ldf) = (ZN_T)NAN;
+}
+
+/* B = op(L)^-1 B (side 'L') or B op(L)^-1 (side 'R'), L packed lower n x n; op = 'T' or 'N' */
+static void ZN_P(lsolve)(char side, char op, long n, const ZN_T *L, ZN_T *B) {
+    int in = (int)n;
+    ZN_T one = 1;
+    ZN_F(trsm)(&side, "L", &op, "N", &in, &in, &one, L, &in, B, &in);
+}
+
+ZN_API void *ZN_P(xxpotrf_save)(int which, char uplo, long n, const ZN_T *A, long lda) {
+    (void)which, (void)uplo;
+    return zn_copy(A, zn_span(n, n, lda) * (long)sizeof(ZN_T));
+}
+
+ZN_API void ZN_P(xxpotrf_fwd)(char uplo, long n, const ZN_T *F, long lda, int info, ZN_T *dA) {
+    if (!dA || n <= 0)
+        return;
+    if (info != 0) {
+        ZN_P(stored_nan)(uplo, n, dA, lda);
+        return;
+    }
+    ZN_T *L = ZN_P(lower_of)(uplo, n, F, lda);
+    ZN_T *S = ZN_P(temp)(n, n); /* the symmetric tangent of A, from its stored triangle */
+    for (long j = 0; j < n; j++)
+        for (long i = j; i < n; i++)
+            S[i + j * n] = S[j + i * n] = zn_upper(uplo) ? dA[j + i * lda] : dA[i + j * lda];
+    ZN_P(lsolve)('L', 'N', n, L, S); /* L^-1 S */
+    ZN_P(lsolve)('R', 'T', n, L, S); /* ... L^-T */
+    ZN_P(phi)(n, S);
+    int in = (int)n;
+    ZN_T one = 1;
+    ZN_F(trmm)("L", "L", "N", "N", &in, &in, &one, L, &in, S, &in); /* L Phi(...) */
+    ZN_P(to_stored)(uplo, n, S, dA, lda);
+    free(L), free(S);
+}
+
+ZN_API void ZN_P(xxpotrf_rev)(char uplo, long n, const ZN_T *F, long lda, int info, ZN_T *dA) {
+    if (!dA || n <= 0)
+        return;
+    if (info != 0) {
+        ZN_P(stored_nan)(uplo, n, dA, lda);
+        return;
+    }
+    ZN_T *L = ZN_P(lower_of)(uplo, n, F, lda); /* F: the factor, kept at the call */
+    ZN_T *G = ZN_P(lower_of)(uplo, n, dA, lda); /* Lbar */
+    int in = (int)n;
+    ZN_T one = 1;
+    ZN_F(trmm)("L", "L", "T", "N", &in, &in, &one, L, &in, G, &in); /* L^T Lbar */
+    ZN_P(phi)(n, G);
+    ZN_P(lsolve)('L', 'T', n, L, G); /* L^-T Phi */
+    ZN_P(lsolve)('R', 'N', n, L, G); /* ... L^-1 */
+    for (long j = 0; j < n; j++)
+        for (long i = j + 1; i < n; i++)
+            G[i + j * n] += G[j + i * n];
+    ZN_P(to_stored)(uplo, n, G, dA, lda);
+    free(L), free(G);
+}
+
+/* ---- gesv: A X = B; A overwritten by its LU factors, B by X ----------------------------
+   tangent  dX = A^-1 (dB - dA X);  adjoint  Bbar = A^-T Xbar, Abar = -Bbar X^T.
+   The LU factors are scratch in np.linalg.solve (never read): their tangent is NaN, and an
+   adjoint arriving for them (another program) makes Abar NaN rather than dropping it. */
+ZN_API void *ZN_P(xgesv_save)(int which, long n, long nrhs, const ZN_T *A, long lda, const int *ipiv, const ZN_T *B,
+                             long ldb) {
+    if (which == 3)
+        return zn_copy(A, zn_span(n, n, lda) * (long)sizeof(ZN_T));
+    if (which == 5)
+        return zn_copy(ipiv, (n > 0 ? n : 0) * (long)sizeof(int));
+    return zn_copy(B, zn_span(n, nrhs, ldb) * (long)sizeof(ZN_T));
+}
+
+static void ZN_P(lu_solve)(char t, long n, long nrhs, const ZN_T *LU, long lda, const int *ipiv, ZN_T *M, long ldm) {
+    if (n <= 0 || nrhs <= 0)
+        return;
+    int in = (int)n, inrhs = (int)nrhs, ilda = (int)lda, ildm = (int)ldm, info = 0;
+    ZN_F(getrs)(&t, &in, &inrhs, LU, &ilda, ipiv, M, &ildm, &info);
+}
+
+ZN_API void ZN_P(xgesv_fwd)(long n, long nrhs, const ZN_T *LU, long lda, const int *ipiv, const ZN_T *X, long ldb,
+                           int info, ZN_T *dA, ZN_T *dB) {
+    if (info != 0) {
+        ZN_P(fill_nan)(n, nrhs, dB, ldb);
+        ZN_P(fill_nan)(n, n, dA, lda);
+        return;
+    }
+    if (dB) {
+        if (dA)
+            ZN_P(mm)('N', 'N', n, nrhs, n, -1, dA, lda, X, ldb, 1, dB, ldb); /* dB - dA X */
+        ZN_P(lu_solve)('N', n, nrhs, LU, lda, ipiv, dB, ldb);
+    }
+    ZN_P(fill_nan)(n, n, dA, lda); /* the LU factors' tangent: not computed */
+}
+
+ZN_API void ZN_P(xgesv_rev)(long n, long nrhs, const ZN_T *LU, long lda, const int *ipiv, const ZN_T *X, long ldb,
+                           int info, ZN_T *dA, ZN_T *dB) {
+    int factors_adjoint = 0;
+    for (long j = 0; dA && j < n; j++)
+        for (long i = 0; i < n; i++)
+            factors_adjoint |= dA[i + j * lda] != 0;
+    if (info != 0 || factors_adjoint) {
+        ZN_P(fill_nan)(n, nrhs, dB, ldb);
+        ZN_P(fill_nan)(n, n, dA, lda);
+        return;
+    }
+    if (!dB)
+        return;
+    ZN_P(lu_solve)('T', n, nrhs, LU, lda, ipiv, dB, ldb); /* Bbar = A^-T Xbar */
+    if (dA)
+        ZN_P(mm)('N', 'T', n, n, nrhs, -1, dB, ldb, X, ldb, 0, dA, lda); /* Abar = -Bbar X^T */
+}
+
+#endif

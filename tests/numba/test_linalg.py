@@ -1,0 +1,119 @@
+"""NumPy linear algebra in njit functions (issue 26 item 3): '@', np.dot, np.matmul,
+np.linalg.cholesky, np.linalg.solve and np.linalg.norm differentiated at the level of
+Numba's BLAS/LAPACK
+helpers (autodiff/rules/numba_linalg.py), checked against central finite differences in
+reverse (zymase.grad) and forward (zymase.jvp) mode, float64 and float32; square and
+rectangular shapes, transposed and sliced (non-contiguous) operands. The functions Numba
+writes as loops (np.outer, np.trace, np.kron) are checked too; the NumPy functions
+without a rule are refused naming the NumPy function.
+
+Numba's own compilation of np.linalg.solve and np.kron is slow (about a minute of CPU per
+kernel on the shared machine), so this file (the default suite) runs the products in both
+precisions, Cholesky in float64 and one refusal; tests/numba/linalg_campaign.py, run by
+name, holds the rest (solve, Cholesky in float32, outer/trace/kron, the other refusals):
+
+    pytest -q tests/numba/linalg_campaign.py
+"""
+
+import numpy as np
+import pytest
+from numba import njit
+
+import zymase
+from zymase.errors import ZymaseError
+
+RNG = np.random.default_rng(26)
+
+
+def _fd_gradient(f, args, i, h):
+    """Central differences of the float f(*args) with respect to array args[i]."""
+    x = args[i]
+    g = np.zeros(x.shape)
+    for k in range(x.size):
+        up = [a.copy() for a in args]
+        up[i].flat[k] += h
+        down = [a.copy() for a in args]
+        down[i].flat[k] -= h
+        g.flat[k] = (float(f(*up)) - float(f(*down))) / (2 * h)
+    return g
+
+
+def _check(f, args, dtype, rtol, forward=True):
+    """Reverse mode against finite differences (float64 differences: the float32 call
+    is compared with the float64 function), then forward mode along one direction."""
+    args = [a.astype(dtype) for a in args]
+    wide = [a.astype(np.float64) for a in args]
+    h = 1e-6
+    grads = zymase.grad(f, argnums=tuple(range(len(args))))(*[a.copy() for a in args])
+    for i, g in enumerate(grads):
+        assert g.dtype == dtype
+        np.testing.assert_allclose(g, _fd_gradient(f, wide, i, h), rtol=rtol, atol=rtol)
+    if not forward:
+        return
+    tangents = tuple(RNG.standard_normal(a.shape).astype(dtype) for a in args)
+    _, dy = zymase.jvp(f, tuple(a.copy() for a in args), tangents)
+    expected = sum(float(np.sum(g.astype(np.float64) * t)) for g, t in zip(grads, tangents))
+    np.testing.assert_allclose(float(dy), expected, rtol=rtol, atol=rtol)
+
+
+# ---- products: numba_xxgemm / numba_xxgemv (issue 26 item 3, first group) ---------------
+@njit
+def products(A, B, S, x):
+    # A @ B rectangular (gemm); A.T @ S[:, ::2]: an F-ordered operand (gemm transposes it)
+    # and a sliced, non-contiguous one (Numba copies it first); np.dot spells the same
+    # product as '@' (Numba 0.68 has no np.matmul); A @ x and y @ A: gemv both ways, and
+    # A.T @ y on the F-ordered transpose
+    C = A @ B
+    D = np.dot(A.T, S[:, ::2])
+    E = D @ D.T  # square
+    y = A @ x
+    z = y @ A
+    w = A.T @ y
+    return np.sum(C * C) + np.sum(np.sin(E)) + np.sum(np.cos(z)) + np.dot(w, w)
+
+
+@njit
+def products_small(A, B, x):
+    C = A @ B
+    y = x @ A.T
+    return np.sum(C * C) + np.sum(np.sin(y))
+
+
+def test_products_float64_reverse_and_forward():
+    _check(products, [RNG.random((4, 3)), RNG.random((3, 5)), RNG.random((4, 6)), RNG.random(3)], np.float64, 1e-6)
+
+
+def test_products_float32_reverse():
+    _check(products_small, [RNG.random((4, 3)), RNG.random((3, 5)), RNG.random(3)], np.float32, 2e-3,
+           forward=False)
+
+
+# ---- numba_xxpotrf and numba_xxnrm2 (np.linalg.solve: linalg_campaign.py) ---------------
+@njit
+def cholesky_of_gram(A):
+    # and np.linalg.norm (numba_xxnrm2): the Frobenius norm of a matrix, a strided column
+    n = A.shape[0]
+    L = np.linalg.cholesky(A @ A.T + n * np.eye(n))
+    return np.sum(L * L * L) + np.linalg.norm(L) + np.linalg.norm(L[:, 1])
+
+
+def test_cholesky_float64():
+    _check(cholesky_of_gram, [RNG.random((4, 4))], np.float64, 1e-6)
+
+
+# ---- refusals: named after the NumPy function -------------------------------------------
+@njit
+def uses_qr(A):
+    Q, R = np.linalg.qr(A)
+    return np.sum(R)
+
+
+def check_refused(f, name):
+    # several NumPy functions share a helper (det, slogdet and inv call numba_xxgetrf)
+    with pytest.raises(ZymaseError, match=r"^zymase: error: [^:]*" + name + r"[^:]* has no derivative") as info:
+        zymase.grad(f)(RNG.random((3, 3)) + 3 * np.eye(3))
+    assert "numba_ez" not in info.value.message
+
+
+def test_qr_is_refused_by_numpy_name():
+    check_refused(uses_qr, r"np\.linalg\.qr")
