@@ -565,13 +565,20 @@ _BLAS_LOOPS = {
 }
 
 
-def define_blas_loops(text: str) -> str:
-    """Replace declarations of the BLAS wrappers that have loop definitions."""
+# wrappers that also have a call-level rule (autodiff/rules/numba_linalg.py): the rule
+# (BLAS speed) serves first-order kernels; their loops serve nested (second-order, Taylor)
+# and vector-mode kernels, which call-level rules do not support
+_RULE_BACKED_LOOPS = frozenset({"numba_xxgemv"})
+
+
+def define_blas_loops(text: str, *, rules: bool = False) -> str:
+    """Replace declarations of the BLAS wrappers that have loop definitions (with
+    ``rules``, not those a call-level rule differentiates)."""
     out = []
     added = []
     for ln in text.splitlines():
         name = _declared(ln)
-        if name in _BLAS_LOOPS:
+        if name in _BLAS_LOOPS and not (rules and name in _RULE_BACKED_LOOPS):
             added.append(_BLAS_LOOPS[name])
             continue
         out.append(ln)
@@ -816,7 +823,8 @@ def differentiate_numba_ir(ir: NumbaIR, spec: KernelSpec, symbol: str, rec: Comp
     from zymase.llvm import toolchain
 
     with _phase(rec, "kernel"):
-        text, helpers = split_nrt_helpers(define_blas_loops(ir.text))
+        first_order = spec.inner is None and spec.width == 1
+        text, helpers = split_nrt_helpers(define_blas_loops(ir.text, rules=first_order))
         text = text + "\n" + kernel_ir(ir, spec, symbol)
     with _phase(rec, "refprune"):
         text = toolchain.prune_refcounts(text)
