@@ -170,12 +170,21 @@ def test_reverse_loops_match_finite_differences(tmp_path, zymase_cli, opt, case)
 REVERSED_PAIR = re.compile(r"shufflevector <(\d+) x double> [^\n]*<i32 1, i32 0>")
 
 
+def _vector_loop_bodies(body: str) -> str:
+    """The blocks the loop vectorizer made (``vector.body``...): a descending loop shows
+    there as lane-reversing shuffles. (The SLP vectorizer may swap the two lanes of one
+    iteration's pair in a scalar loop, which reverses nothing.)"""
+    blocks = re.split(r"\n(?=[\w.]+:)", body)
+    return "\n".join(b for b in blocks if b.startswith("vector.body"))
+
+
 @pytest.mark.parametrize("case", ["interleaved", "restrict_halves"])
 def test_independent_reverse_loops_vectorize_without_reversing_vectors(tmp_path, zymase_cli, case):
     ll = emit_llvm(_program(tmp_path, INDEPENDENT[case]), ["-O2"], tmp_path, zymase_cli)
     body = function_ir(ll, "grad")
-    assert "<2 x double>" in body, "the reverse sweep was not vectorized"
-    assert not REVERSED_PAIR.search(body), body
+    vector_loops = _vector_loop_bodies(body)
+    assert "<2 x double>" in vector_loops, "the reverse sweep was not vectorized"
+    assert not REVERSED_PAIR.search(vector_loops), body
 
 
 ASCENDING = re.compile(r"zymase: tape: f: the loop at loop\.c:(\d+):\d+: reversed in ascending order")
