@@ -22,7 +22,8 @@ from .check_c import LEVELS, check_c_source
 from .gen_c import C_FEATURES, generate_c
 from .gen_njit import NJIT_FEATURES, generate_njit
 
-C_SEEDS = range(100_000, 100_032)
+# (24 programs: a fixed sample sized for the suite's time; campaigns: python -m tests.fuzz)
+C_SEEDS = range(100_000, 100_024)
 NJIT_SEEDS = range(200_000, 200_006)
 VALGRIND_EVERY = 16
 JOBS = 2

@@ -39,6 +39,8 @@ from collections.abc import Sequence
 
 from zymase.analysis.cfg import CFG, Edge
 from zymase.autodiff.ascending import AscendingLoops
+from zymase.autodiff.counted_loops import CountedLoops
+from zymase.autodiff.written_memory import WrittenMemory
 from zymase.autodiff.common import (
     mark_shadow_args,
     no_rule_error,
@@ -47,7 +49,7 @@ from zymase.autodiff.common import (
     function_name,
     prepare,
 )
-from zymase.analysis.memory import MARKER_INTRINSICS, UNSEEN_WRITES, call_rule_writes, memory_kind
+from zymase.analysis.memory import memory_kind
 from zymase.llvm.noalias_scopes import is_scope_decl
 from zymase.autodiff.flavor import Emitter
 from zymase.autodiff.lanes import LaneMaps
@@ -60,14 +62,10 @@ from zymase.transforms.inline import hoist_allocas
 from zymase.transforms.openmp import reverse_mirror
 from zymase.autodiff.forwarding import StoreForwarding
 from zymase.autodiff.tape import IndexedCaches, MinCutRecompute, explain_tape
-from zymase.ir import (Block, BlockArgument, IndexType, IntegerAttr, IntegerType, Operation, SSAValue, StringAttr, arith,
+from zymase.ir import (Block, BlockArgument, IntegerAttr, IntegerType, Operation, SSAValue, StringAttr, arith,
                        i8, i32, i64, is_float_type, llvm)
 from zymase.ir import enzyme as ez
 from zymase.ir.enzyme import Activity
-
-# integer additions and subtractions of both flavors (an induction variable's step)
-_INT_ADD = (llvm.AddOp, arith.AddiOp)
-_INT_SUB = (llvm.SubOp, arith.SubiOp)
 
 
 
@@ -88,7 +86,8 @@ def _is_stack_intrinsic(op: Operation, which: str) -> bool:
 _GUARD_DEPTH = 24
 
 
-class ReverseGenerator(LaneMaps, ShadowCode, IndexedCaches, MinCutRecompute, StoreForwarding, AscendingLoops):
+class ReverseGenerator(LaneMaps, ShadowCode, IndexedCaches, MinCutRecompute, StoreForwarding, AscendingLoops,
+                       CountedLoops, WrittenMemory):
     def __init__(self, ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts: Sequence[Activity], name: str,
                  width: int = 1):
         self.ctx = ctx
@@ -392,196 +391,6 @@ class ReverseGenerator(LaneMaps, ShadowCode, IndexedCaches, MinCutRecompute, Sto
             new = flavor.rebuild_terminator(term, ops)
             term.parent_block().insert_op_before(new, term)
             term.parent_block().erase_op(term)
-
-    # ---- counted loops: an iteration count instead of one edge record per iteration --
-    def _counted_loops(self) -> dict:
-        """Loop headers entered by exactly one edge from outside and one back edge:
-        the reverse sweep runs such a loop by counting iterations down, and rebuilds
-        induction variables from the count (no per-iteration tape for either)."""
-        if self.split:
-            return {}
-        out = {}
-        for header, body in self.cfg.natural_loops():
-            if header not in self.multi:
-                continue
-            edges = self.in_edges[header]
-            entry = [e for e in edges if e.src not in body]
-            latch = [e for e in edges if e.src in body]
-            if len(entry) != 1 or len(latch) != 1 or len(edges) != 2:
-                continue
-            exits = [e for x in body for e in self.cfg.succs[x] if e.dst not in body and x in self.live]
-            out[header] = {"entry": entry[0], "latch": latch[0], "body": body, "exits": exits}
-        return out
-
-    def _add_iteration_counter(self, h: Block, nh: Block, new_operands) -> None:
-        """Forward: an i64 block argument k of the header (0 on entry, k + 1 on the back
-        edge). Reverse: a slot holding the iteration being reversed."""
-        info = self.counted[h]
-        flavor = self.flavor
-        k = nh.insert_arg(i64, len(nh.args))
-        info["k"] = k
-        slot = ez.InitOp(ez.GradientType(i64))
-        self.g_entry.add_op(slot)
-        info["slot"] = slot.results[0]
-        for e in self.cfg.preds[h]:
-            term = self.bmap[e.src].last_op
-            ops = new_operands.setdefault(term, flavor.successor_operands(term))
-            self.E.before(term)
-            if e == info["latch"]:
-                value = self.E.iadd(k, self.E.iconst(1, i64))
-            else:
-                value = self.E.iconst(0, i64)
-            ops[e.slot] = ops[e.slot] + [value]
-
-    def _exact_count(self, h: Block):
-        """The trip count of counted loop ``h`` when it is exact (see
-        TripCount.exact): the reverse sweep then computes the number of the last
-        iteration from the loop's start and bound instead of taping it."""
-        if self.split or self.flavor.name != "llvm":
-            return None
-        tc = self._trip_count(h)
-        exits = self.counted[h]["exits"]
-        if tc is None or not tc.exact(exits):
-            return None
-        # the reverse sweep reads start and bound where it leaves the loop's exit:
-        # they must be defined on every path there (a bound computed in a guarded
-        # preheader is not, but the value it widens usually is)
-        for v in tc.operands():
-            if self._widened_from(v, exits[0].dst) is None:
-                return None
-        return tc
-
-    def _widened_from(self, v: SSAValue, where: Block):
-        """(x, casts): ``v`` is integer casts ``casts`` (innermost last) of a value ``x``
-        defined on every path to ``where``; None if there is no such ``x``."""
-        casts = []
-        while True:
-            home = v.block if isinstance(v, BlockArgument) else v.owner.parent_block()
-            if self.cfg.dominates(home, where) or self._is_constant_value(v):
-                return v, casts
-            if isinstance(v, BlockArgument) or not isinstance(v.owner, (llvm.ZExtOp, llvm.SExtOp, llvm.TruncOp)):
-                return None
-            casts.append(v.owner)
-            v = v.owner.operands[0]
-
-    def _count_operand(self, v: SSAValue, where: Block) -> SSAValue:
-        """Trip-count operand ``v`` in the reverse of ``where``: the value it widens,
-        fetched, and widened again (without the flags the guarded copy could assume)."""
-        x, casts = self._widened_from(v, where)
-        w = self._fetch(x, self.vmap.get(x, x))
-        for op in reversed(casts):
-            w = self.E.v(type(op)(w, op.results[0].type))
-        return w
-
-    def _exact_counts_into(self, edges: list[Edge]) -> None:
-        """In the reverse of a block, before it branches on the edge it was entered
-        by: for each of ``edges`` that leaves a loop with an exact count, the number
-        of that loop's last iteration (computed here, where it dominates every edge's
-        branch; the edge's branch stores it into the loop's slot, see _route_edge)."""
-        for e in edges:
-            for h, info in self.counted.items():
-                if info["exits"] == [e] and (tc := self._exact_count(h)) is not None:
-                    n = self._emit_trip_count(tc, lambda v: self._count_operand(v, e.dst))
-                    self._last_iteration[e] = (info["slot"], self.E.isub(n, self.E.iconst(1, i64)))
-
-    def _iteration(self, h: Block) -> SSAValue:
-        """In the reverse of loop ``h``'s body: the index of the iteration being reversed."""
-        return self.E.v(ez.GetOp(self.counted[h]["slot"]))
-
-    def _induction_step(self, v: SSAValue):
-        """For a header argument ``v`` of a counted loop around the current block that
-        moves by the same step each iteration (``v + c``, ``v - c``, or a pointer
-        ``gep v[c]``; ``c`` a constant or a value fixed during the loop's run) from a
-        start value the reverse sweep can get without a per-iteration tape: (info,
-        next-value op, init). Otherwise None."""
-        if not isinstance(v, BlockArgument) or v.block not in self.counted:
-            return None
-        info = self.counted[v.block]
-        if self.cur not in info["body"]:
-            return None
-        latch, entry = info["latch"], info["entry"]
-        nxt = self.flavor.successor_operands(latch.src.last_op)[latch.slot][v.index]
-        init = self.flavor.successor_operands(entry.src.last_op)[entry.slot][v.index]
-        op = None if isinstance(nxt, BlockArgument) else nxt.owner
-        if op is None or not op.operands or op.operands[0] is not v:
-            return None
-        if isinstance(v.type, (IntegerType, IndexType)) and isinstance(op, _INT_ADD + _INT_SUB):
-            steps = [op.operands[1]]
-        elif isinstance(op, llvm.GEPOp) and len(op.rawConstantIndices.get_values()) == 1:
-            steps = list(op.operands[1:])  # one index: a constant, or a constant SSA value
-        else:
-            return None
-        # the step may be any value fixed during a run of the loop (``s += len``): the
-        # reverse sweep reads it once per run, like the start
-        if not all(self._fixed_per_run(s, info["body"]) for s in steps + [init]):
-            return None
-        return info, op, init
-
-    def _fixed_per_run(self, v: SSAValue, body: set[Block]) -> bool:
-        """A constant, or a value defined outside loop ``body`` that the reverse sweep
-        can get without a per-iteration tape of it."""
-        if self._is_constant_value(v):
-            return True
-        home = v.block if isinstance(v, BlockArgument) else v.owner.parent_block()
-        return home not in body and (self._available(v) or self._outside_inner_loop(v))
-
-    def _shadow_steps_with(self, w: SSAValue, op: Operation, info) -> bool:
-        """Whether the forward shadow phi ``w`` advances by the same GEP as its primal."""
-        latch = info["latch"]
-        term = self.bmap[latch.src].last_op
-        nxt = self.flavor.successor_operands(term)[latch.slot][w.index]
-        sop = None if isinstance(nxt, BlockArgument) else nxt.owner
-        return (
-            isinstance(sop, llvm.GEPOp) and sop.operands[0] is w and sop.elem_type == op.elem_type
-            and sop.rawConstantIndices == op.rawConstantIndices
-            and all(self.vmap.get(a, a) is b for a, b in zip(op.operands[1:], sop.operands[1:]))
-        )
-
-    def _can_rebuild_induction(self, v: SSAValue, w: SSAValue) -> bool:
-        found = self._induction_step(v)
-        if found is None:
-            return False
-        info, op, _ = found
-        if w is self.vmap.get(v, v):
-            return True
-        return w is self.smap.get(v) and isinstance(op, llvm.GEPOp) and self._shadow_steps_with(w, op, info)
-
-    def _induction(self, v: SSAValue, w: SSAValue) -> SSAValue | None:
-        """Rebuild a counted loop's induction variable ``v = init + k * step`` (or the
-        pointer ``&init[k * step]``) from the iteration index, instead of taping it.
-        ``w`` is the forward value wanted: ``v``'s copy, or its shadow (a pointer
-        whose shadow moves in step with it)."""
-        if not self._can_rebuild_induction(v, w):
-            return None
-        info, op, init = self._induction_step(v)
-        E = self.E
-        k = self._iteration(v.block)
-        if w is self.vmap.get(v, v):
-            start = self._fetch(init, self.vmap.get(init, init))
-        else:
-            start = self.fetch_shadow(init)
-        if isinstance(op, llvm.GEPOp):
-            raw = op.rawConstantIndices.get_values()[0]
-            if op.operands[1:]:
-                step = self._fetch(op.operands[1], self.vmap.get(op.operands[1], op.operands[1]))
-                if step.type != i64:
-                    step = E.v(llvm.SExtOp(step, i64))
-            else:
-                step = E.v(llvm.ConstantOp(IntegerAttr(raw, i64), i64))
-            offset = E.v(llvm.MulOp(k, step))
-            return E.v(llvm.GEPOp(start, [llvm.GEP_USE_SSA_VAL], op.elem_type, ssa_indices=[offset]))
-        w_step = self._fetch(op.operands[1], self.vmap.get(op.operands[1], op.operands[1]))
-        if self.flavor.name == "llvm":
-            if v.type != i64:
-                k = E.v(llvm.TruncOp(k, v.type))
-            scaled = E.v(llvm.MulOp(k, w_step))
-            return E.v(llvm.AddOp(start, scaled) if isinstance(op, llvm.AddOp) else llvm.SubOp(start, scaled))
-        if isinstance(v.type, IndexType):
-            k = E.v(arith.IndexCastOp(k, v.type))
-        elif v.type != i64:
-            k = E.v(arith.TruncIOp(k, v.type))
-        scaled = E.v(arith.MuliOp(k, w_step))
-        return E.v(arith.AddiOp(start, scaled) if isinstance(op, arith.AddiOp) else arith.SubiOp(start, scaled))
 
     def _new_cache(self, typ) -> SSAValue:
         init = ez.InitOp(ez.CacheType(typ))
@@ -895,186 +704,6 @@ class ReverseGenerator(LaneMaps, ShadowCode, IndexedCaches, MinCutRecompute, Sto
 
     def _is_constant_value(self, v: SSAValue) -> bool:
         return not isinstance(v, BlockArgument) and self.flavor.is_constant(v.owner)
-
-    def _never_written(self, ptr: SSAValue) -> bool:
-        """Whether no op of the function may write (or free) the memory ``ptr`` points
-        into: its roots are distinct from every written root (allocations made here
-        are distinct from everything else; arguments and globals may alias each
-        other unless an argument is ``noalias``)."""
-        return self._not_written(ptr, self._written_roots())
-
-    def _not_written(self, ptr: SSAValue, written) -> bool:
-        """Whether ``ptr`` points into none of the ``written`` roots (None: unknown)."""
-        roots = self._roots(ptr)
-        if roots is None or written is None:
-            return False
-        for r in roots:
-            if any(self._may_share(r, x) for x in written):
-                return False
-            if UNSEEN_WRITES in written and not self._outside(r) and self._escapes(r):
-                return False  # an opaque call may write it through the escaped address
-        return True
-
-    def _may_share(self, r, x) -> bool:
-        """Whether roots ``r`` and ``x`` may be the same memory: one object, or two that
-        come from outside (arguments, globals) with neither a ``noalias`` argument."""
-        return r is x or (self._outside(r) and self._outside(x) and not (self._noalias(r) or self._noalias(x)))
-
-    def _escapes(self, alloc: Operation) -> bool:
-        from zymase.analysis.memory import address_escapes
-
-        cache = self.__dict__.setdefault("_escaped", {})
-        if alloc not in cache:
-            cache[alloc] = address_escapes(alloc, self.flavor.successor_operands)
-        return cache[alloc]
-
-    def _outside(self, root) -> bool:
-        """Memory not allocated by this function (arguments, globals)."""
-        return isinstance(root, (BlockArgument, str))
-
-    def _noalias(self, root) -> bool:
-        if not isinstance(root, BlockArgument) or root.index >= len(self.fop.function_type.inputs.data):
-            return False
-        attrs = self.fop.properties.get("arg_attrs")
-        if attrs is None:
-            return False
-        return "llvm.noalias" in attrs.data[root.index].data
-
-    def _roots(self, ptr: SSAValue):
-        """The objects a pointer may point into (entry arguments, allocation ops,
-        global names), or None when unknown."""
-        from zymase.analysis.memory import pointer_roots
-
-        return pointer_roots(ptr, self.p.region.blocks[0], self._incoming)
-
-    def _incoming(self, arg: BlockArgument) -> list[SSAValue]:
-        """The values block argument ``arg`` receives, one per incoming edge."""
-        return [self.flavor.successor_operands(e.src.last_op)[e.slot][arg.index] for e in self.cfg.preds[arg.block]]
-
-    def _written_roots(self):
-        """Roots of all memory the function writes or frees (None: unknown writes)."""
-        if not hasattr(self, "_written"):
-            self._written = self._writes_in(self.p.region.blocks)
-        return self._written
-
-    def _writes_in(self, blocks):
-        """Roots of all memory that the ops of ``blocks`` write or free (None: unknown)."""
-        return self._writes_of(op for b in blocks for op in b.ops)
-
-    def _find_deferred_frees(self) -> dict[Operation, Operation]:
-        """Allocation -> its free, for frees the reverse sweep may run instead of the
-        forward one: both run exactly once per call (outside loops, on every path to
-        the exit), and no other free or realloc may release that allocation. Reading
-        a buffer again in the reverse sweep is then as good as having taped it; the
-        cost is that the buffer lives until the reverse sweep is done with it."""
-        from zymase.analysis.memory import memory_kind
-
-        if self.split or self.flavor.name != "llvm":
-            return {}
-        cfg, exit_ = self.cfg, self.p.exit
-
-        def once(b: Block) -> bool:
-            return b not in cfg.in_cycle and cfg.dominates(b, exit_)
-
-        releases: dict = {}
-        for b in self.p.region.blocks:
-            for op in b.ops:
-                if memory_kind(op) in ("free", "realloc"):
-                    roots = self._roots(op.operands[0])
-                    if roots is None:
-                        return {}
-                    for r in roots:
-                        releases.setdefault(r, []).append(op)
-        deferred = {}
-        for alloc, frees in releases.items():
-            if not (isinstance(alloc, Operation) and memory_kind(alloc) in ("malloc", "calloc")):
-                continue
-            if len(frees) != 1 or memory_kind(frees[0]) != "free":
-                continue
-            f = frees[0]
-            ab, fb = alloc.parent_block(), f.parent_block()
-            if once(ab) and once(fb) and cfg.dominates(ab, fb) and self._roots(f.operands[0]) == {alloc}:
-                deferred[alloc] = f
-        return deferred
-
-    def _unwritten_after(self, load: Operation) -> bool:
-        """Whether no op that may run after ``load`` in the forward sweep writes or frees
-        the memory it reads, so that the reverse sweep may read it again (frees moved
-        to the reverse sweep do not count: see _find_deferred_frees)."""
-        return self._unwritten_after_op(load, load.ptr)
-
-    def unwritten_after(self, op: Operation, ptr: SSAValue) -> bool:
-        """Whether no op that may run after primal ``op`` in the forward sweep (``op``
-        itself included when it is in a loop) writes or frees the memory ``ptr`` points
-        into: the reverse sweep may then read it again instead of a copy. Never in split
-        mode, where the caller may write it between the augmented and reverse calls."""
-        return not self.split and self._unwritten_after_op(op, ptr)
-
-    def _unwritten_after_op(self, op: Operation, ptr: SSAValue) -> bool:
-        b = op.parent_block()
-        ops = list(b.ops)
-        after = ops[ops.index(op) + 1:]
-        later = self._reachable_after(b)
-        written = self._writes_of([*after, *(x_op for x in later for x_op in x.ops)])
-        return self._not_written(ptr, written)
-
-    def _reachable_after(self, b: Block) -> set[Block]:
-        """Blocks reachable from ``b`` through at least one edge (``b`` itself if on a cycle)."""
-        seen: set[Block] = set()
-        work = [e.dst for e in self.cfg.succs[b]]
-        while work:
-            x = work.pop()
-            if x not in seen:
-                seen.add(x)
-                work.extend(e.dst for e in self.cfg.succs[x])
-        return seen
-
-    def _writes_of(self, ops):
-        """Roots of all memory that ``ops`` write or free (None: unknown)."""
-        from zymase.analysis.memory import memory_kind
-
-        written: set = set()
-        deferred = set(self.deferred_frees.values())
-        for op in ops:
-            if op in deferred:
-                continue
-            kind = memory_kind(op)
-            targets = []
-            if kind == "store":
-                targets = [op.ptr]
-            elif kind in ("memcpy", "memset", "free", "realloc", "posix_memalign"):
-                targets = [op.operands[0]]
-            elif kind == "call_rule":
-                targets = call_rule_writes(op)
-            elif kind == "refcount" and op.callee.root_reference.data == "NRT_decref":
-                # a decref may free an array allocated here; the caller's arrays
-                # stay alive (Numba increfs its arguments on entry and decrefs them
-                # on exit, and the caller holds its own reference meanwhile)
-                r = self._roots(op.operands[0])
-                targets = [] if r is not None and all(self._outside(x) for x in r) else [op.operands[0]]
-            elif isinstance(op, llvm.CallOp) and kind is None:
-                targets = [o for o in op.operands if isinstance(o.type, llvm.LLVMPointerType)]
-                if self._call_writes_unseen(op):
-                    written.add(UNSEEN_WRITES)
-            elif isinstance(op, llvm.CallIntrinsicOp) and kind is None and not op.intrin.data.startswith(
-                MARKER_INTRINSICS
-            ) and any(isinstance(o.type, llvm.LLVMPointerType) for o in op.operands):
-                return None
-            for t in targets:
-                r = self._roots(t)
-                if r is None:
-                    return None
-                written |= r
-        return written
-
-    def _call_writes_unseen(self, call: Operation) -> bool:
-        """Whether a call may write globals or escaped memory beyond its pointer operands.
-        A defined callee that may was inlined before AD (common.prepare), and so was one
-        calling such a function; a declared one is judged by its attributes."""
-        callee = self.ctx.defined_function(call)
-        if callee is not None:
-            return self.ctx.writes_memory(callee)
-        return self.ctx.call_writes_unseen(call)
 
     def _available(self, v: SSAValue | None, home: Block | None = None) -> bool:
         """Computed at most once and dominating the forward exit: still in scope and

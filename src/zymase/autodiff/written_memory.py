@@ -1,0 +1,197 @@
+"""What the function being reversed writes (a mixin of ``reverse.ReverseGenerator``).
+
+The reverse sweep may read primal memory again instead of taping a loaded value when no
+op that may run after the load writes or frees that memory. This module answers those
+questions from pointer roots (entry arguments, allocations, globals): which roots the
+function or a set of ops writes, whether memory is unwritten after an op, which frees
+can be deferred to the reverse sweep so their buffers stay readable, and whether a call
+writes memory the analysis cannot see.
+"""
+
+from __future__ import annotations
+
+from zymase.analysis.memory import MARKER_INTRINSICS, UNSEEN_WRITES, call_rule_writes, memory_kind
+from zymase.ir import Block, BlockArgument, Operation, SSAValue, llvm
+
+
+class WrittenMemory:
+    def _never_written(self, ptr: SSAValue) -> bool:
+        """Whether no op of the function may write (or free) the memory ``ptr`` points
+        into: its roots are distinct from every written root (allocations made here
+        are distinct from everything else; arguments and globals may alias each
+        other unless an argument is ``noalias``)."""
+        return self._not_written(ptr, self._written_roots())
+
+    def _not_written(self, ptr: SSAValue, written) -> bool:
+        """Whether ``ptr`` points into none of the ``written`` roots (None: unknown)."""
+        roots = self._roots(ptr)
+        if roots is None or written is None:
+            return False
+        for r in roots:
+            if any(self._may_share(r, x) for x in written):
+                return False
+            if UNSEEN_WRITES in written and not self._outside(r) and self._escapes(r):
+                return False  # an opaque call may write it through the escaped address
+        return True
+
+    def _may_share(self, r, x) -> bool:
+        """Whether roots ``r`` and ``x`` may be the same memory: one object, or two that
+        come from outside (arguments, globals) with neither a ``noalias`` argument."""
+        return r is x or (self._outside(r) and self._outside(x) and not (self._noalias(r) or self._noalias(x)))
+
+    def _escapes(self, alloc: Operation) -> bool:
+        from zymase.analysis.memory import address_escapes
+
+        cache = self.__dict__.setdefault("_escaped", {})
+        if alloc not in cache:
+            cache[alloc] = address_escapes(alloc, self.flavor.successor_operands)
+        return cache[alloc]
+
+    def _outside(self, root) -> bool:
+        """Memory not allocated by this function (arguments, globals)."""
+        return isinstance(root, (BlockArgument, str))
+
+    def _noalias(self, root) -> bool:
+        if not isinstance(root, BlockArgument) or root.index >= len(self.fop.function_type.inputs.data):
+            return False
+        attrs = self.fop.properties.get("arg_attrs")
+        if attrs is None:
+            return False
+        return "llvm.noalias" in attrs.data[root.index].data
+
+    def _roots(self, ptr: SSAValue):
+        """The objects a pointer may point into (entry arguments, allocation ops,
+        global names), or None when unknown."""
+        from zymase.analysis.memory import pointer_roots
+
+        return pointer_roots(ptr, self.p.region.blocks[0], self._incoming)
+
+    def _incoming(self, arg: BlockArgument) -> list[SSAValue]:
+        """The values block argument ``arg`` receives, one per incoming edge."""
+        return [self.flavor.successor_operands(e.src.last_op)[e.slot][arg.index] for e in self.cfg.preds[arg.block]]
+
+    def _written_roots(self):
+        """Roots of all memory the function writes or frees (None: unknown writes)."""
+        if not hasattr(self, "_written"):
+            self._written = self._writes_in(self.p.region.blocks)
+        return self._written
+
+    def _writes_in(self, blocks):
+        """Roots of all memory that the ops of ``blocks`` write or free (None: unknown)."""
+        return self._writes_of(op for b in blocks for op in b.ops)
+
+    def _find_deferred_frees(self) -> dict[Operation, Operation]:
+        """Allocation -> its free, for frees the reverse sweep may run instead of the
+        forward one: both run exactly once per call (outside loops, on every path to
+        the exit), and no other free or realloc may release that allocation. Reading
+        a buffer again in the reverse sweep is then as good as having taped it; the
+        cost is that the buffer lives until the reverse sweep is done with it."""
+        from zymase.analysis.memory import memory_kind
+
+        if self.split or self.flavor.name != "llvm":
+            return {}
+        cfg, exit_ = self.cfg, self.p.exit
+
+        def once(b: Block) -> bool:
+            return b not in cfg.in_cycle and cfg.dominates(b, exit_)
+
+        releases: dict = {}
+        for b in self.p.region.blocks:
+            for op in b.ops:
+                if memory_kind(op) in ("free", "realloc"):
+                    roots = self._roots(op.operands[0])
+                    if roots is None:
+                        return {}
+                    for r in roots:
+                        releases.setdefault(r, []).append(op)
+        deferred = {}
+        for alloc, frees in releases.items():
+            if not (isinstance(alloc, Operation) and memory_kind(alloc) in ("malloc", "calloc")):
+                continue
+            if len(frees) != 1 or memory_kind(frees[0]) != "free":
+                continue
+            f = frees[0]
+            ab, fb = alloc.parent_block(), f.parent_block()
+            if once(ab) and once(fb) and cfg.dominates(ab, fb) and self._roots(f.operands[0]) == {alloc}:
+                deferred[alloc] = f
+        return deferred
+
+    def _unwritten_after(self, load: Operation) -> bool:
+        """Whether no op that may run after ``load`` in the forward sweep writes or frees
+        the memory it reads, so that the reverse sweep may read it again (frees moved
+        to the reverse sweep do not count: see _find_deferred_frees)."""
+        return self._unwritten_after_op(load, load.ptr)
+
+    def unwritten_after(self, op: Operation, ptr: SSAValue) -> bool:
+        """Whether no op that may run after primal ``op`` in the forward sweep (``op``
+        itself included when it is in a loop) writes or frees the memory ``ptr`` points
+        into: the reverse sweep may then read it again instead of a copy. Never in split
+        mode, where the caller may write it between the augmented and reverse calls."""
+        return not self.split and self._unwritten_after_op(op, ptr)
+
+    def _unwritten_after_op(self, op: Operation, ptr: SSAValue) -> bool:
+        b = op.parent_block()
+        ops = list(b.ops)
+        after = ops[ops.index(op) + 1:]
+        later = self._reachable_after(b)
+        written = self._writes_of([*after, *(x_op for x in later for x_op in x.ops)])
+        return self._not_written(ptr, written)
+
+    def _reachable_after(self, b: Block) -> set[Block]:
+        """Blocks reachable from ``b`` through at least one edge (``b`` itself if on a cycle)."""
+        seen: set[Block] = set()
+        work = [e.dst for e in self.cfg.succs[b]]
+        while work:
+            x = work.pop()
+            if x not in seen:
+                seen.add(x)
+                work.extend(e.dst for e in self.cfg.succs[x])
+        return seen
+
+    def _writes_of(self, ops):
+        """Roots of all memory that ``ops`` write or free (None: unknown)."""
+        from zymase.analysis.memory import memory_kind
+
+        written: set = set()
+        deferred = set(self.deferred_frees.values())
+        for op in ops:
+            if op in deferred:
+                continue
+            kind = memory_kind(op)
+            targets = []
+            if kind == "store":
+                targets = [op.ptr]
+            elif kind in ("memcpy", "memset", "free", "realloc", "posix_memalign"):
+                targets = [op.operands[0]]
+            elif kind == "call_rule":
+                targets = call_rule_writes(op)
+            elif kind == "refcount" and op.callee.root_reference.data == "NRT_decref":
+                # a decref may free an array allocated here; the caller's arrays
+                # stay alive (Numba increfs its arguments on entry and decrefs them
+                # on exit, and the caller holds its own reference meanwhile)
+                r = self._roots(op.operands[0])
+                targets = [] if r is not None and all(self._outside(x) for x in r) else [op.operands[0]]
+            elif isinstance(op, llvm.CallOp) and kind is None:
+                targets = [o for o in op.operands if isinstance(o.type, llvm.LLVMPointerType)]
+                if self._call_writes_unseen(op):
+                    written.add(UNSEEN_WRITES)
+            elif isinstance(op, llvm.CallIntrinsicOp) and kind is None and not op.intrin.data.startswith(
+                MARKER_INTRINSICS
+            ) and any(isinstance(o.type, llvm.LLVMPointerType) for o in op.operands):
+                return None
+            for t in targets:
+                r = self._roots(t)
+                if r is None:
+                    return None
+                written |= r
+        return written
+
+    def _call_writes_unseen(self, call: Operation) -> bool:
+        """Whether a call may write globals or escaped memory beyond its pointer operands.
+        A defined callee that may was inlined before AD (common.prepare), and so was one
+        calling such a function; a declared one is judged by its attributes."""
+        callee = self.ctx.defined_function(call)
+        if callee is not None:
+            return self.ctx.writes_memory(callee)
+        return self.ctx.call_writes_unseen(call)
+
