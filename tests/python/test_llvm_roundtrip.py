@@ -118,7 +118,8 @@ def ir_files(tmp_path_factory) -> dict[str, Path]:
     """All C -> IR compilations of this file, done in parallel once."""
     work = tmp_path_factory.mktemp("llvm_roundtrip")
     jobs = [(src, level, debug) for src in PLAIN_PROGRAMS for level, debug in CONFIGS]
-    jobs += [(src, level, True) for src, level in AD_CASES]
+    # (every AD program at -O2 too: the nomerge test below reads them all)
+    jobs += sorted({(src, level, True) for src, level in AD_CASES} | {(src, 2, True) for src in AD_PROGRAMS})
     paths = {_tag(*job): work / f"{_tag(*job)}.ll" for job in jobs}
     with ThreadPoolExecutor(max_workers=min(16, (os.cpu_count() or 2) * 2)) as pool:
         list(pool.map(lambda job: c_to_ir(job[0], job[1], job[2], paths[_tag(*job)]), jobs))
