@@ -752,7 +752,22 @@ def _zeros(x):
 
 
 # the transforms beyond the first-order float case live in their own modules; they
-# are part of this module's public surface (zymase.jvp is zymase.api.jvp)
-from zymase.api_outputs import jacfwd, jacobian, jacrev, jvp, vjp  # noqa: E402
-from zymase.api_second_order import hessian, hvp  # noqa: E402
-from zymase.api_laplacian import laplacian  # noqa: E402
+# are part of this module's public surface (zymase.jvp is zymase.api.jvp). They are
+# looked up on first use: those modules import this one, so importing them at the end
+# of this module made ``import zymase.api_outputs`` (before zymase.api) a circular import.
+_TRANSFORM_MODULES = {
+    "jvp": "api_outputs", "vjp": "api_outputs", "jacfwd": "api_outputs", "jacrev": "api_outputs",
+    "jacobian": "api_outputs", "hessian": "api_second_order", "hvp": "api_second_order",
+    "laplacian": "api_laplacian",
+}
+
+
+def __getattr__(name: str):
+    module = _TRANSFORM_MODULES.get(name)
+    if module is None:
+        raise AttributeError(f"module 'zymase.api' has no attribute '{name}'")
+    import importlib
+
+    value = getattr(importlib.import_module(f"zymase.{module}"), name)
+    globals()[name] = value
+    return value

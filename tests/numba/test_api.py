@@ -242,3 +242,15 @@ def test_gradient_after_the_function_ran_in_numba():
     fd = np.array([(f.py_func(u0 + eps * e, 20) - f.py_func(u0 - eps * e, 20)) / (2 * eps) for e in np.eye(8)])
     np.testing.assert_allclose(g, fd, rtol=1e-6)
     assert f(u0, 20) == before  # the user's compiled function is untouched
+
+
+@pytest.mark.parametrize("module", ["api_outputs", "api_second_order", "api_laplacian"])
+def test_transform_module_imports_before_zymase_api(module):
+    # these modules import zymase.api, which used to import them back at its end: a
+    # circular import when one of them was imported first
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-c", f"import zymase.{module}; import zymase; zymase.jacfwd"],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
