@@ -1,7 +1,8 @@
 /* GCC/clang vector extensions in the active path (issue 24 item 3: small float vectors
    are values that carry derivatives, lane by lane): vectors loaded from and stored to
    active memory, lane-wise + - * / and negation, lanes read and written by index,
-   __builtin_shufflevector, and a float vector through a non-inlined function. Checked
+   __builtin_shufflevector, float lanes widened to double and back, and a float vector
+   through a non-inlined function. Checked
    against central differences, reverse and forward mode. */
 #include <math.h>
 #include <stdio.h>
@@ -33,6 +34,16 @@ static float through_call(const float *x) {
   f4 v = *(const f4 *)x;
   f4 w = scale(v, x[0]);
   return w[0] * w[1] + w[2] - w[3] * v[2];
+}
+
+/* float lanes widened to double and back (__builtin_convertvector: fpext/fptrunc on vectors) */
+typedef double d4 __attribute__((vector_size(32)));
+static float widened(const float *x) {
+  f4 v = *(const f4 *)x;
+  d4 w = __builtin_convertvector(v, d4);
+  w = w * w + 1.0;
+  f4 back = __builtin_convertvector(w, f4);
+  return back[0] * back[1] + back[2] - back[3] * v[3];
 }
 
 static void check(const char *what, double got, double want, double tol) {
@@ -78,6 +89,21 @@ int main(void) {
     check(what, dxf[i], fd, 2e-3);
     snprintf(what, sizeof what, "through_call forward d/dx%d", i);
     check(what, __enzyme_fwddiff_float((void *)through_call, enzyme_dup, xf, tf), fd, 2e-3);
+  }
+  float dwf[4] = {0};
+  __enzyme_autodiff((void *)widened, enzyme_dup, xf, dwf);
+  for (int i = 0; i < 4; i++) {
+    float h = 1e-2f, xp[4], xm[4];
+    for (int j = 0; j < 4; j++) xp[j] = xm[j] = xf[j];
+    xp[i] += h; xm[i] -= h;
+    double fd = ((double)widened(xp) - (double)widened(xm)) / (2 * h);
+    float tf[4] = {0};
+    tf[i] = 1.0f;
+    char what[64];
+    snprintf(what, sizeof what, "widened reverse d/dx%d", i);
+    check(what, dwf[i], fd, 2e-3);
+    snprintf(what, sizeof what, "widened forward d/dx%d", i);
+    check(what, __enzyme_fwddiff_float((void *)widened, enzyme_dup, xf, tf), fd, 2e-3);
   }
   printf("%d failure(s)\n", failures);
   return failures != 0;

@@ -74,7 +74,10 @@ FLOAT_TYPES = (Float16Type, Float32Type, Float64Type, Float80Type)
 
 
 def float_width(t: Attribute) -> int:
-    """Bit width of a floating-point type (decides fpext vs fptrunc)."""
+    """Bit width of a floating-point type, or of a vector's float lanes (decides fpext
+    vs fptrunc)."""
+    if isinstance(t, VectorType):
+        t = t.element_type
     return t.bitwidth if isinstance(t, FLOAT_TYPES) else 64  # type: ignore[attr-defined]
 
 

@@ -192,8 +192,9 @@ void __zymase_mpi_reduce_fwd(void *dsbuf, void *drbuf, int count, Handle dt, int
         release(r, drbuf);
 }
 
-void __zymase_mpi_reduce_rev(void *dsbuf, void *drbuf, int count, Handle dt, int kind, int root, Handle comm) {
-    /* the root's result is the sum of every rank's send buffer: each gets its adjoint */
+/* A reduction's result adjoint, taken (and zeroed) on the root and broadcast to every
+   rank; the caller frees it. */
+static void *root_adjoint_to_all(void *drbuf, int count, Handle dt, int kind, int root, Handle comm) {
     int rank;
     MPI_Comm_rank(comm, &rank);
     void *t = or_zeros(NULL, count, kind);
@@ -202,6 +203,12 @@ void __zymase_mpi_reduce_rev(void *dsbuf, void *drbuf, int count, Handle dt, int
         zero(drbuf, count, kind);
     }
     MPI_Bcast(t, count, dt, root, comm);
+    return t;
+}
+
+void __zymase_mpi_reduce_rev(void *dsbuf, void *drbuf, int count, Handle dt, int kind, int root, Handle comm) {
+    /* the root's result is the sum of every rank's send buffer: each gets its adjoint */
+    void *t = root_adjoint_to_all(drbuf, count, dt, kind, root, comm);
     add_into(dsbuf, t, count, kind);
     free(t);
 }
@@ -418,14 +425,7 @@ void __zymase_mpi_allreduce_extremum_rev(void *dsbuf, void *drbuf, int count, Ha
 
 void __zymase_mpi_reduce_extremum_rev(void *dsbuf, void *drbuf, int count, Handle dt, int kind, int root, Handle comm,
                                       void *owner) {
-    int rank;
-    MPI_Comm_rank(comm, &rank);
-    void *t = or_zeros(NULL, count, kind);
-    if (rank == root && drbuf && count > 0) {
-        memcpy(t, drbuf, (size_t)count * element_size(kind));
-        zero(drbuf, count, kind);
-    }
-    MPI_Bcast(t, count, dt, root, comm);
+    void *t = root_adjoint_to_all(drbuf, count, dt, kind, root, comm);
     add_owned(owner, dsbuf, t, count, kind, comm);
     free(t);
     free(owner);
