@@ -12,10 +12,14 @@ its batched copy (generated the same way); a call of an external one with varyin
 arguments is made once per lane. Local allocations (alloca, malloc, ...) get one copy
 per lane once a lane stores its own data into them.
 
-Refused, never approximated: a branch or switch on a varying value (the lanes would
-take different paths), a store of a varying value (or an external call with varying
-arguments) into memory the lanes share (a scalar pointer, a global), structured
-control flow holding varying values, and exceptions (invoke).
+Work that does not depend on the lane runs once, as in Enzyme (a call of an external
+function with scalar arguments only). Refused, never approximated: a branch or switch
+on a varying value (the lanes would take different paths); at a width above 1, a store
+into memory the lanes share (a scalar pointer, a global: the lanes interleave, so one
+lane would read another's data, and a store that runs once where N calls would run it
+N times is another program) and an external call with varying arguments and a pointer
+to shared memory it may write; structured control flow holding varying values, and
+exceptions (invoke).
 
 The result of the batched copy is the N results, lane by lane (``{r0, ..., rN-1}``;
 one value at width 1).
@@ -178,6 +182,13 @@ class _Batcher:
 
     def _op(self, op: Operation) -> None:
         E = self.E
+        if (isinstance(op, llvm.StoreOp) and self.width > 1 and op.ptr not in self.varying
+                and self._local_roots(op.ptr) is None):
+            # lanes interleave: one lane's store would be read by the others (a shared
+            # scratch buffer), or run once where N calls would run it N times (a counter)
+            raise self._refuse(op, "the lanes would store into memory they share (a scalar pointer "
+                               "argument or a global)",
+                               "give each lane its own memory: pass the pointer per lane (enzyme_vector)")
         if not any(o in self.varying for o in op.operands):
             new = E.insert(op.clone(self._mapper(op, 0), self.bmap))
             for r, nr in zip(op.results, new.results):
@@ -190,10 +201,6 @@ class _Batcher:
         if op.regions:
             raise self._refuse(op, "structured control flow holding values that differ between lanes",
                                "lower it to branches first (zymase-opt enzyme-cfg), or make the values scalar")
-        if isinstance(op, llvm.StoreOp) and op.value in self.varying and op.ptr not in self.varying:
-            raise self._refuse(op, "the lanes would store different values into memory they share "
-                               "(a scalar pointer argument or a global)",
-                               "give each lane its own memory: pass the pointer per lane (enzyme_vector)")
         callee = self.flavor.callee(op)
         target = self.functions.get(callee) if callee is not None else None
         if target is not None and target.body.blocks:
