@@ -1,5 +1,6 @@
-"""Batched evaluation (Enzyme's ``__enzyme_batch``): a copy of a function that runs N
-executions of it side by side, one per *lane*, in one pass.
+"""Batched evaluation (Enzyme's ``__enzyme_batch``, Enzyme-MLIR's ``enzyme.batch``): a
+copy of a function that runs N executions of it side by side, one per *lane*, in one
+pass.
 
 Each argument is *vector* (N values, one per lane) or *scalar* (one value all lanes
 share). A value is *varying* when it may differ between lanes: it depends on a vector
@@ -23,6 +24,15 @@ exceptions (invoke).
 
 The result of the batched copy is the N results, lane by lane (``{r0, ..., rN-1}``;
 one value at width 1).
+
+``enzyme.batch @f(%t...) {batch_shape = array<i64: N>}`` (:func:`lower_batch_op`): f
+takes scalars, each operand and result is a ``tensor<N x T>`` of its lanes. The op
+becomes a call of the batched copy; a tensor built by ``tensor.from_elements`` or
+``tensor.splat`` gives its elements as the lanes (one value repeated: a scalar
+argument, shared by the lanes), others are read with ``tensor.extract``; a result read
+by ``tensor.extract`` at a constant index is that lane's value, others are rebuilt with
+``tensor.from_elements``. (zymase lowers no tensor to LLVM: a tensor left over is
+refused by ``lower_to_llvm``.)
 """
 
 from __future__ import annotations
@@ -34,16 +44,33 @@ from zymase.analysis.memory import ALLOCATION_KINDS, READ_ONLY_EXTERNALS, memory
 from zymase.autodiff.common import describe
 from zymase.autodiff.flavor import Emitter, flavor_of
 from zymase.errors import ZymaseError
-from zymase.ir import Block, ModuleOp, Operation, SSAValue, StringAttr, llvm, location_of
+from zymase.ir import (
+    Block,
+    IndexType,
+    IntegerType,
+    ModuleOp,
+    Operation,
+    SSAValue,
+    StringAttr,
+    TensorType,
+    arith,
+    is_float_type,
+    llvm,
+    location_of,
+    tensor,
+)
+from zymase.ir import enzyme as ez
 
 #: the attribute that records what a generated function batches ("f/N/vector flags"),
 #: so each (function, width, kinds) is generated once per module
 BATCH_OF = "zymase.batch_of"
 
 
-def batched_function(module: ModuleOp, fop: Operation, vector: Sequence[bool], width: int) -> str:
+def batched_function(module: ModuleOp, fop: Operation, vector: Sequence[bool], width: int,
+                     request: str = "__enzyme_batch") -> str:
     """The name of ``fop``'s batched copy at ``width`` lanes, with ``vector[i]`` telling
-    whether argument i is given per lane; generated on first use."""
+    whether argument i is given per lane; generated on first use. ``request`` names
+    what asked for it in messages."""
     fname = fop.sym_name.data
     key = f"{fname}/{width}/" + "".join("v" if v else "s" for v in vector)
     symbols = {op.sym_name.data: op for op in module.body.block.ops if hasattr(op, "sym_name")}
@@ -61,13 +88,14 @@ def batched_function(module: ModuleOp, fop: Operation, vector: Sequence[bool], w
     gop = flavor.make_function(name, ins, outs, fop)
     gop.attributes[BATCH_OF] = StringAttr(key)
     module.body.block.add_op(gop)  # before its body: a recursive call finds it
-    _Batcher(module, fop, list(vector), width).generate(gop)
+    _Batcher(module, fop, list(vector), width, request).generate(gop)
     return name
 
 
 class _Batcher:
-    def __init__(self, module: ModuleOp, fop: Operation, vector: list[bool], width: int):
+    def __init__(self, module: ModuleOp, fop: Operation, vector: list[bool], width: int, request: str):
         self.module = module
+        self.request = request
         self.fop = fop
         self.fname = fop.sym_name.data
         self.flavor = flavor_of(fop)
@@ -177,11 +205,16 @@ class _Batcher:
                     self._op(op)
 
     def _refuse(self, op: Operation, what: str, hint: str) -> ZymaseError:
-        return ZymaseError(f"__enzyme_batch of '{self.fname}' (width {self.width}): {what}",
+        return ZymaseError(f"{self.request} of '{self.fname}' (width {self.width}): {what}",
                            construct=describe(op), function=self.fname, location=location_of(op), hint=hint)
 
     def _op(self, op: Operation) -> None:
         E = self.E
+        if op.regions and any(o in self.varying for inner in op.walk() for o in inner.operands):
+            raise self._refuse(op, "structured control flow holding values that differ between lanes",
+                               "lower it to branches first (zymase-opt enzyme-cfg), or make the values scalar")
+        if op.dialect_name() == "memref" and self.width > 1 and "store" in op.name:
+            raise self._refuse(op, "a store into memref memory the lanes share", "batch a function of scalars")
         if (isinstance(op, llvm.StoreOp) and self.width > 1 and op.ptr not in self.varying
                 and self._local_roots(op.ptr) is None):
             # lanes interleave: one lane's store would be read by the others (a shared
@@ -198,9 +231,9 @@ class _Batcher:
                 else:
                     self.shared[r] = nr
             return
-        if op.regions:
-            raise self._refuse(op, "structured control flow holding values that differ between lanes",
-                               "lower it to branches first (zymase-opt enzyme-cfg), or make the values scalar")
+        if op.dialect_name() == "memref" and self.width > 1:
+            raise self._refuse(op, "memref memory with values that differ between lanes is not batched",
+                               "batch a function of scalars")
         callee = self.flavor.callee(op)
         target = self.functions.get(callee) if callee is not None else None
         if target is not None and target.body.blocks:
@@ -225,7 +258,7 @@ class _Batcher:
         """A call of a defined function with varying arguments: one call of its batched copy."""
         args = self.flavor.call_args(op)
         vector = [a in self.varying for a in args]
-        name = batched_function(self.module, target, vector, self.width)
+        name = batched_function(self.module, target, vector, self.width, self.request)
         call_args = [x for a in args for x in ([self.lane(a, k) for k in range(self.width)] if a in self.varying
                                                else [self.lane(a, 0)])]
         types = [r.type for r in op.results for _ in range(self.width)]
@@ -263,3 +296,87 @@ class _Batcher:
         clone.erase()
         E.insert(new)
 
+
+
+# ---------------------------------------------------------------------- enzyme.batch
+
+
+def lower_batch_op(op: Operation, module: ModuleOp, caller: str | None) -> None:
+    """Replace ``enzyme.batch`` by a call of the batched copy (module docstring)."""
+    fname = op.fn.root_reference.data
+    request = f"enzyme.batch @{fname}"
+
+    def refuse(message: str, hint: str) -> ZymaseError:
+        return ZymaseError(message, construct=request, function=caller, location=location_of(op), hint=hint)
+
+    shape = list(op.batch_shape.get_values())
+    if len(shape) != 1 or shape[0] < 1:
+        raise refuse(f"batch_shape {shape}: zymase batches over one dimension of at least one lane",
+                     "give batch_shape = array<i64: N>, or nest the batches")
+    width = shape[0]
+    fop = next((f for f in module.body.block.ops if getattr(f, "sym_name", None) is not None
+                and f.sym_name.data == fname and hasattr(f, "body")), None)
+    if fop is None or not fop.body.blocks:
+        raise refuse(f"no function named '{fname}' with a body to batch", "check the symbol name")
+    flavor = flavor_of(fop)
+    inputs, outputs = flavor.signature(fop)
+    if len(op.inputs) != len(inputs) or len(op.outputs) != len(outputs):
+        raise refuse(f"@{fname} takes {len(inputs)} arguments and returns {len(outputs)} results; enzyme.batch "
+                     f"gives {len(op.inputs)} and expects {len(op.outputs)}", "batch every argument and result")
+    for what, values, types in (("operand", op.inputs, inputs), ("result", op.outputs, outputs)):
+        for i, (v, t) in enumerate(zip(values, types)):
+            if not (is_float_type(t) or isinstance(t, (IntegerType, IndexType))):
+                raise refuse(f"{'parameter' if what == 'operand' else 'result'} {i + 1} of @{fname} is {t}: "
+                             "zymase batches functions of scalars", "batch a function of floats and integers")
+            want = TensorType(t, [width])
+            if v.type != want:
+                raise refuse(f"{what} {i + 1} of {request} is {v.type}, but batch_shape [{width}] and "
+                             f"{'parameter' if what == 'operand' else 'result'} {i + 1} ({t}) of @{fname} make it "
+                             f"{want}", "each operand and result is a tensor of the lanes, the batch dimension first")
+    E = Emitter(flavor, module).before(op)
+    lanes = [_tensor_lanes(v, width, E) for v in op.inputs]
+    vector = [any(x is not lane[0] for x in lane) for lane in lanes]
+    name = batched_function(module, fop, vector, width, request)
+    args = [x for lane, v in zip(lanes, vector) for x in (lane if v else lane[:1])]
+    results = iter(E.call(name, args, [t for t in outputs for _ in range(width)]))
+    for r in op.outputs:
+        _deliver_lanes(r, [next(results) for _ in range(width)], E)
+    owners = [v.owner for v in op.inputs]
+    op.parent_block().erase_op(op)
+    for owner in owners:  # the tensors built only to be batched
+        if isinstance(owner, (tensor.FromElementsOp, tensor.SplatOp)) and not owner.results[0].uses:
+            owner.parent_block().erase_op(owner)
+
+
+def _tensor_lanes(v: SSAValue, width: int, E: Emitter) -> list[SSAValue]:
+    """The ``width`` elements of a 1-D tensor: its builder's operands, or extracted."""
+    owner = v.owner
+    if isinstance(owner, tensor.FromElementsOp):
+        return list(owner.elements)
+    if isinstance(owner, tensor.SplatOp) and not owner.dynamicSizes:
+        return [owner.input] * width
+    out = []
+    for k in range(width):
+        index = E.v(arith.ConstantOp.from_int_and_width(k, IndexType()))
+        out.append(E.v(tensor.ExtractOp(v, [index], v.type.element_type)))
+    return out
+
+
+def _constant_index(v: SSAValue) -> int | None:
+    owner = v.owner
+    if isinstance(owner, arith.ConstantOp) and isinstance(v.type, IndexType):
+        return owner.value.value.data
+    return None
+
+
+def _deliver_lanes(result: SSAValue, lanes: list[SSAValue], E: Emitter) -> None:
+    """Uses of a batched result: a constant-index extract is its lane, others get the tensor."""
+    for use in list(result.uses):
+        user = use.operation
+        if isinstance(user, tensor.ExtractOp) and len(user.indices) == 1:
+            k = _constant_index(user.indices[0])
+            if k is not None and 0 <= k < len(lanes):
+                user.results[0].replace_all_uses_with(lanes[k])
+                user.parent_block().erase_op(user)
+    if result.uses:
+        result.replace_all_uses_with(E.v(tensor.FromElementsOp(*lanes, result_type=result.type)))

@@ -1,5 +1,6 @@
 """The ``enzyme`` pass: replace every ``enzyme.autodiff`` / ``enzyme.fwddiff`` op by a
-call to a generated derivative function (func/arith/math/cf or llvm flavor)."""
+call to a generated derivative function (func/arith/math/cf or llvm flavor), and every
+``enzyme.batch`` by a call to a batched copy (zymase.transforms.batch)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,11 @@ def _enclosing_function(op) -> str | None:
 
 
 def run_enzyme_pass(module: ModuleOp) -> ModuleOp:
+    # batching first: a batched function's copies of enzyme ops are requests too
+    for op in [op for op in module.walk() if isinstance(op, ez.BatchOp)]:
+        from zymase.transforms.batch import lower_batch_op
+
+        lower_batch_op(op, module, _enclosing_function(op))
     driver = Driver(module)
     requests = [op for op in module.walk() if isinstance(op, (ez.AutoDiffOp, ez.FwdDiffOp, ez.SplitDiffOp))]
     for op in requests:
