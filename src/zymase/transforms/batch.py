@@ -334,21 +334,28 @@ def lower_batch_op(op: Operation, module: ModuleOp, caller: str | None) -> None:
                              f"{'parameter' if what == 'operand' else 'result'} {i + 1} ({t}) of @{fname} make it "
                              f"{want}", "each operand and result is a tensor of the lanes, the batch dimension first")
     E = Emitter(flavor, module).before(op)
-    lanes = [_tensor_lanes(v, width, E) for v in op.inputs]
+    lanes = [tensor_lanes(v, width, E) for v in op.inputs]
     vector = [any(x is not lane[0] for x in lane) for lane in lanes]
     name = batched_function(module, fop, vector, width, request)
     args = [x for lane, v in zip(lanes, vector) for x in (lane if v else lane[:1])]
     results = iter(E.call(name, args, [t for t in outputs for _ in range(width)]))
     for r in op.outputs:
-        _deliver_lanes(r, [next(results) for _ in range(width)], E)
-    owners = [v.owner for v in op.inputs]
+        deliver_lanes(r, [next(results) for _ in range(width)], E)
+    inputs = list(op.inputs)
     op.parent_block().erase_op(op)
-    for owner in owners:  # the tensors built only to be batched
+    erase_unused_tensors(inputs)
+
+
+def erase_unused_tensors(values: Sequence[SSAValue]) -> None:
+    """The tensors built only to hand their lanes over (``tensor.from_elements`` /
+    ``tensor.splat`` nothing else uses) go: zymase does not lower tensors."""
+    for v in values:
+        owner = v.owner
         if isinstance(owner, (tensor.FromElementsOp, tensor.SplatOp)) and not owner.results[0].uses:
             owner.parent_block().erase_op(owner)
 
 
-def _tensor_lanes(v: SSAValue, width: int, E: Emitter) -> list[SSAValue]:
+def tensor_lanes(v: SSAValue, width: int, E: Emitter) -> list[SSAValue]:
     """The ``width`` elements of a 1-D tensor: its builder's operands, or extracted."""
     owner = v.owner
     if isinstance(owner, tensor.FromElementsOp):
@@ -369,7 +376,7 @@ def _constant_index(v: SSAValue) -> int | None:
     return None
 
 
-def _deliver_lanes(result: SSAValue, lanes: list[SSAValue], E: Emitter) -> None:
+def deliver_lanes(result: SSAValue, lanes: list[SSAValue], E: Emitter) -> None:
     """Uses of a batched result: a constant-index extract is its lane, others get the tensor."""
     for use in list(result.uses):
         user = use.operation
