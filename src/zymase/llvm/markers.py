@@ -30,9 +30,11 @@ Semantics follow Enzyme:
   every lane and returns N derivatives per active argument, lane by lane;
 * ``__enzyme_virtualreverse(p)``, the shadow of a function or vtable pointer, is ``p``
   (:func:`zymase.transforms.indirect_calls.lower_virtual_reverse`).
+* batched evaluation: ``__enzyme_batch(f, enzyme_width, N, ...)`` with ``enzyme_vector`` /
+  ``enzyme_scalar`` / ``enzyme_buffer`` (:mod:`zymase.llvm.batch_call`).
 
 Everything else of Enzyme's C interface is refused, never skipped: other
-``__enzyme_*`` functions and globals (split forward mode, batching ...), marker globals zymase does not implement
+``__enzyme_*`` functions and globals (split forward mode ...), marker globals zymase does not implement
 (``enzyme_width`` ...), ``enzyme_*`` function attributes and annotations in the IR other
 than the activity marks ``llvm/annotations.py`` reads (and removes or records before
 this module runs), and a derivative that would contain itself (a differentiated
