@@ -5,7 +5,10 @@
 // The result is a struct of N results. Every batched call is checked lane by lane
 // against N scalar calls of f, and those against closed forms, at widths 1, 2, 3, 4:
 // scalars with a branch on a shared argument, a callee, a loop over memory that
-// writes through per-lane pointers and reads a shared table, a local array, libm.
+// writes through per-lane pointers and reads a shared table, a local array, libm;
+// and with derivatives (issue 25 items 1-2 together): batched gradients and second
+// derivatives (__enzyme_batch of a function calling __enzyme_autodiff / __enzyme_fwddiff
+// of one), and the gradient of a function that calls __enzyme_batch, against closed forms.
 #include <math.h>
 #include <stdio.h>
 
@@ -18,6 +21,8 @@ extern vec2 __enzyme_batch2(void *, ...);
 extern vec3 __enzyme_batch3(void *, ...);
 extern vec4 __enzyme_batch4(void *, ...);
 extern void __enzyme_batchv(void *, ...);
+extern double __enzyme_autodiff(void *, ...);
+extern double __enzyme_fwddiff(void *, ...);
 
 static int failures = 0;
 
@@ -164,12 +169,37 @@ static void void_function(int n) {
     }
 }
 
+// ---------------------------------------------------------------- with derivatives
+static double wave(double x) { return sin(x) * x * x; }
+static double wave_d1(double x) { return cos(x) * x * x + 2 * x * sin(x); }
+static double wave_d2(double x) { return -sin(x) * x * x + 4 * x * cos(x) + 2 * sin(x); }
+static double grad_wave(double x) { return __enzyme_autodiff((void *)wave, x); }
+static double hess_wave(double x) { return __enzyme_fwddiff((void *)grad_wave, x, 1.0); }
+static double wave_pair(double x) {
+    vec2 v = __enzyme_batch2((void *)wave, enzyme_width, 2, x, 2 * x);
+    return v.d[0] + v.d[1];
+}
+
+static void derivatives(void) {
+    double x[4] = {0.1, 0.7, -1.3, 2.2};
+    vec4 g = __enzyme_batch4((void *)grad_wave, enzyme_width, 4, x[0], x[1], x[2], x[3]);
+    vec4 h = __enzyme_batch4((void *)hess_wave, enzyme_width, 4, x[0], x[1], x[2], x[3]);
+    for (int k = 0; k < 4; k++) {
+        check("batched gradient", k, g.d[k], wave_d1(x[k]), 1e-12);
+        check("batched second derivative", k, h.d[k], wave_d2(x[k]), 1e-12);
+    }
+    for (int k = 0; k < 4; k++)
+        check("gradient of a batched call", k, __enzyme_autodiff((void *)wave_pair, x[k]),
+              wave_d1(x[k]) + 2 * wave_d1(2 * x[k]), 1e-12);
+}
+
 int main(int argc, char **argv) {
     (void)argv;
     scalars(argc);      // mode 1: the branch taken
     scalars(argc - 1);  // mode 0: not taken
     memory(M - argc + 1);
     void_function(M - argc);
+    derivatives();
     if (failures) printf("%d FAILED\n", failures);
     return failures != 0;
 }
