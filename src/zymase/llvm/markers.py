@@ -143,8 +143,11 @@ SPLIT_TAPE_BYTES = 24
 #: What Enzyme does with the names it knows and zymase does not implement (yet), for
 #: the error message; any other ``__enzyme_*`` name is refused as unknown.
 _UNIMPLEMENTED_SYMBOLS = {
-    "__enzyme_register_splitderivative": "registers a custom split-mode derivative",
-    "__enzyme_fwdsplit": "is split forward mode",
+    # split forward mode needs the tangent-only function reading every primal value it
+    # uses from __enzyme_augmentfwd's tape (docs/architecture.md, section 10)
+    "__enzyme_register_splitderivative": "registers a custom split-mode (forward split) derivative",
+    "__enzyme_fwdsplit": ("is split forward mode (tangents computed from __enzyme_augmentfwd's tape, "
+                          "without re-running the primal)"),
     "__enzyme_todense": "converts to a dense representation",
     "__enzyme_truncate": "is floating-point truncation",
     "__enzyme_expand": "is floating-point expansion",
