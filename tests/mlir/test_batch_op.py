@@ -1,7 +1,7 @@
 """Enzyme-MLIR's ``enzyme.batch @f(...) {batch_shape = array<i64: N>}`` (issue 25 item 2,
 MLIR): f of scalars evaluated on N lanes given as ``tensor<Nxf64>`` operands, checked
 lane by lane against N calls of f and a closed form through ``zymase.mlir.compile``,
-over a cf loop and a callee; a tensor whose lanes are one value (``tensor.from_elements
+over a cf loop and a callee, and over an scf.for; a tensor whose lanes are one value (``tensor.from_elements
 %a, %a, ...`` or ``tensor.splat``) is shared by the lanes, so a loop bound given that
 way is one loop. Malformed requests and branches on lane values are refused by name."""
 
@@ -99,6 +99,48 @@ def test_batch_with_a_shared_x_and_per_lane_a(mod):
     for k in range(3):
         assert got[k] == pytest.approx(mod.f(x, as_[k], n), rel=1e-15, abs=1e-15)
         assert got[k] == pytest.approx(closed_form(x, as_[k], n), rel=1e-12)
+
+
+SCF = """
+func.func @poly(%x: f64, %n: index) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %one = arith.constant 1.0 : f64
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %one) -> (f64) {
+    %t = arith.mulf %acc, %x : f64
+    %u = math.cos %t : f64
+    %v = arith.addf %u, %x : f64
+    scf.yield %v : f64
+  }
+  func.return %r : f64
+}
+func.func @batch2(%x0: f64, %x1: f64, %n: index) -> (f64, f64) {
+  %xs = tensor.from_elements %x0, %x1 : tensor<2xf64>
+  %ns = tensor.splat %n : tensor<2xindex>
+  %r = enzyme.batch @poly(%xs, %ns) {batch_shape = array<i64: 2>} : (tensor<2xf64>, tensor<2xindex>) -> tensor<2xf64>
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %r0 = tensor.extract %r[%c0] : tensor<2xf64>
+  %r1 = tensor.extract %r[%c1] : tensor<2xf64>
+  func.return %r0, %r1 : f64, f64
+}
+"""
+
+
+def test_batch_of_structured_control_flow():
+    # scf.for with lane values in its body: the batched copy is made from the
+    # function with its scf lowered to branches, the loop shared by the lanes
+    def poly(x, n):
+        acc = 1.0
+        for _ in range(n):
+            acc = math.cos(acc * x) + x
+        return acc
+
+    for structured in (True, False):
+        m = zymase.mlir.compile(SCF, structured_ad=structured)
+        got = m.batch2(0.3, -0.8, 6)
+        assert got == pytest.approx((m.poly(0.3, 6), m.poly(-0.8, 6)), rel=1e-15)
+        assert got == pytest.approx((poly(0.3, 6), poly(-0.8, 6)), rel=1e-13)
 
 
 def test_batch_op_round_trips_in_enzyme_spelling():

@@ -19,7 +19,8 @@ on a varying value (the lanes would take different paths); at a width above 1, a
 into memory the lanes share (a scalar pointer, a global: the lanes interleave, so one
 lane would read another's data, and a store that runs once where N calls would run it
 N times is another program) and an external call with varying arguments and a pointer
-to shared memory it may write; structured control flow holding varying values, and
+to shared memory it may write; region ops other than scf holding varying values (a
+func's scf is lowered to branches on a copy first, :func:`_branches_only`), and
 exceptions (invoke).
 
 The result of the batched copy is the N results, lane by lane (``{r0, ..., rN-1}``;
@@ -50,6 +51,7 @@ from zymase.ir import (
     IntegerType,
     ModuleOp,
     Operation,
+    convert_scf_to_cf,
     SSAValue,
     StringAttr,
     TensorType,
@@ -101,7 +103,7 @@ class _Batcher:
         self.flavor = flavor_of(fop)
         self.vector = vector
         self.width = width
-        self.region = fop.body
+        self.region = _branches_only(fop)
         self.cfg = CFG.build(self.region)
         self.entry = self.region.blocks[0]
         self.incoming: dict[SSAValue, list[SSAValue]] = {}
@@ -298,16 +300,28 @@ class _Batcher:
 
 
 
+def _branches_only(fop: Operation):
+    """The body to batch: ``fop``'s own, or for a func with scf ops a copy with them
+    lowered to branches (a loop whose bound the lanes share stays one loop; the copy
+    in a module of its own, the function untouched)."""
+    if fop.name != "func.func" or not any(op.regions for block in fop.body.blocks for op in block.ops):
+        return fop.body
+    work = fop.clone()
+    convert_scf_to_cf(ModuleOp([work]))
+    return work.body
+
+
 # ---------------------------------------------------------------------- enzyme.batch
 
 
 def lower_batch_op(op: Operation, module: ModuleOp, caller: str | None) -> None:
     """Replace ``enzyme.batch`` by a call of the batched copy (module docstring)."""
     fname = op.fn.root_reference.data
-    request = f"enzyme.batch @{fname}"
+    request = "enzyme.batch"
 
     def refuse(message: str, hint: str) -> ZymaseError:
-        return ZymaseError(message, construct=request, function=caller, location=location_of(op), hint=hint)
+        return ZymaseError(message, construct=f"{request} @{fname}", function=caller, location=location_of(op),
+                           hint=hint)
 
     shape = list(op.batch_shape.get_values())
     if len(shape) != 1 or shape[0] < 1:
@@ -330,7 +344,7 @@ def lower_batch_op(op: Operation, module: ModuleOp, caller: str | None) -> None:
                              "zymase batches functions of scalars", "batch a function of floats and integers")
             want = TensorType(t, [width])
             if v.type != want:
-                raise refuse(f"{what} {i + 1} of {request} is {v.type}, but batch_shape [{width}] and "
+                raise refuse(f"{what} {i + 1} of {request} @{fname} is {v.type}, but batch_shape [{width}] and "
                              f"{'parameter' if what == 'operand' else 'result'} {i + 1} ({t}) of @{fname} make it "
                              f"{want}", "each operand and result is a tensor of the lanes, the batch dimension first")
     E = Emitter(flavor, module).before(op)
