@@ -1,7 +1,7 @@
 """Enzyme-MLIR's ``enzyme.batch @f(...) {batch_shape = array<i64: N>}`` (issue 25 item 2,
 MLIR): f of scalars evaluated on N lanes given as ``tensor<Nxf64>`` operands, checked
 lane by lane against N calls of f and a closed form through ``zymase.mlir.compile``,
-over a cf loop and a callee, and over an scf.for; a tensor whose lanes are one value (``tensor.from_elements
+over a cf loop and a callee, over an scf.for, and of a gradient; a tensor whose lanes are one value (``tensor.from_elements
 %a, %a, ...`` or ``tensor.splat``) is shared by the lanes, so a loop bound given that
 way is one loop. Malformed requests and branches on lane values are refused by name."""
 
@@ -141,6 +141,39 @@ def test_batch_of_structured_control_flow():
         got = m.batch2(0.3, -0.8, 6)
         assert got == pytest.approx((m.poly(0.3, 6), m.poly(-0.8, 6)), rel=1e-15)
         assert got == pytest.approx((poly(0.3, 6), poly(-0.8, 6)), rel=1e-13)
+
+
+GRADIENT = """
+func.func @h(%x: f64) -> f64 {
+  %s = math.sin %x : f64
+  %y = arith.mulf %s, %x : f64
+  func.return %y : f64
+}
+func.func private @dh(%x: f64) -> f64 {
+  %one = arith.constant 1.0 : f64
+  %d = enzyme.autodiff @h(%x, %one) {activity = [#enzyme<activity enzyme_active>],
+    ret_activity = [#enzyme<activity enzyme_activenoneed>]} : (f64, f64) -> f64
+  func.return %d : f64
+}
+func.func @gradients(%x0: f64, %x1: f64, %x2: f64) -> (f64, f64, f64) {
+  %xs = tensor.from_elements %x0, %x1, %x2 : tensor<3xf64>
+  %r = enzyme.batch @dh(%xs) {batch_shape = array<i64: 3>} : (tensor<3xf64>) -> tensor<3xf64>
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %r0 = tensor.extract %r[%c0] : tensor<3xf64>
+  %r1 = tensor.extract %r[%c1] : tensor<3xf64>
+  %r2 = tensor.extract %r[%c2] : tensor<3xf64>
+  func.return %r0, %r1, %r2 : f64, f64, f64
+}
+"""
+
+
+def test_batched_gradient():
+    # a batched function holding enzyme.autodiff: its lanes' requests are differentiated
+    xs = (0.3, 1.2, -2.0)
+    got = zymase.mlir.compile(GRADIENT).gradients(*xs)
+    assert got == pytest.approx([math.cos(x) * x + math.sin(x) for x in xs], rel=1e-14)
 
 
 def test_batch_op_round_trips_in_enzyme_spelling():

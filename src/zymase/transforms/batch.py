@@ -61,7 +61,6 @@ from zymase.ir import (
     location_of,
     tensor,
 )
-from zymase.ir import enzyme as ez
 
 #: the attribute that records what a generated function batches ("f/N/vector flags"),
 #: so each (function, width, kinds) is generated once per module
