@@ -13,7 +13,7 @@ N values in C; the value itself at width 1), or nothing when ``f`` returns void.
 
 from __future__ import annotations
 
-from zymase.ir import IntegerType, Operation, SSAValue, llvm
+from zymase.ir import ArrayAttr, IntegerType, Operation, SSAValue, llvm
 from zymase.llvm.markers import (
     BATCH_MARKERS,
     KNOWN_MARKERS,
@@ -22,7 +22,10 @@ from zymase.llvm.markers import (
     _err,
     _global_named_by,
     _refuse_dropped_lanes,
+    _holds,
     _Site,
+    _sret_type,
+    c_spelling,
     c_type_name,
 )
 
@@ -38,8 +41,15 @@ def lower_batch_site(site: _Site, fop: Operation, args: list[SSAValue], sret: SS
     inputs = list(fop.function_type.inputs.data)
     operands: list[SSAValue] = []
     vector: list[bool] = []
+    result_slots = _result_slots(site, fop, sret, width, b)
+    if result_slots is not None:
+        # f returns a struct through a hidden pointer: lane k's goes to element k of the
+        # call's own result buffer
+        operands += result_slots
+        vector.append(True)
     pos = 0
-    for i, ptype in enumerate(inputs):
+    first = 0 if result_slots is None else 1
+    for i, ptype in enumerate(inputs[first:], start=first):
         kind = "vector" if width > 1 else "scalar"
         stride = None
         marker = _global_named_by(rest[pos]) if pos < len(rest) else None
@@ -73,7 +83,7 @@ def lower_batch_site(site: _Site, fop: Operation, args: list[SSAValue], sret: SS
         vector.append(kind != "scalar")
         pos += count
     if pos < len(rest):
-        raise _err(site, f"too many arguments for '{fname}': it takes {len(inputs)}"
+        raise _err(site, f"too many arguments for '{fname}': it takes {len(inputs) - first}"
                    + (f", and {width} values for each vector argument" if width > 1 else ""),
                    "mark the shared arguments enzyme_scalar; the others take one value per lane")
     flavor = flavor_of(fop)
@@ -83,8 +93,29 @@ def lower_batch_site(site: _Site, fop: Operation, args: list[SSAValue], sret: SS
     results = E.call(name, operands, [t for t in outputs for _ in range(width)])
     if width > 1:
         _refuse_dropped_lanes(site, call, sret, results)
-    b.deliver(results, sret, site)
+    if result_slots is None:
+        b.deliver(results, sret, site)
     call.parent_block().erase_op(call)
+
+
+def _result_slots(site: _Site, fop: Operation, sret: SSAValue | None, width: int, b: _Builder) -> list[SSAValue] | None:
+    """For an ``f`` whose first parameter is a hidden result pointer (``sret``), where
+    each lane writes its result: element k of the call's own ``[width x T]`` result."""
+    attrs = fop.properties.get("arg_attrs")
+    result = attrs.data[0].data.get("llvm.sret") if isinstance(attrs, ArrayAttr) and attrs.data else None
+    if result is None:
+        return None
+    lanes = llvm.LLVMArrayType(width, result)
+    declared = _sret_type(site.call) if sret is not None else None
+    if declared is None or not _holds(declared, lanes):
+        returned = site.call.returned
+        spelled = (c_spelling(declared) if declared is not None
+                   else c_spelling(returned.type) if returned is not None else "void")
+        raise _err(site, f"'{fop.sym_name.data}' returns {c_spelling(result)} through a hidden pointer, so "
+                   f"{site.marker_fn} returns {width} of them, but the call is declared to return {spelled}",
+                   f"declare the marker function to return a struct of {width} results, e.g. "
+                   f"typedef struct {{ T lane[{width}]; }} batch_result;")
+    return [b.v(llvm.GEPOp(sret, [0, k], lanes)) for k in range(width)]
 
 
 def _width(site: _Site, args: list[SSAValue]) -> tuple[int, list[SSAValue]]:

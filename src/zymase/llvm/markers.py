@@ -753,7 +753,7 @@ def _refuse_dropped_lanes(site: _Site, call: Operation, sret: SSAValue | None, r
     declared = _sret_type(call) if sret is not None else (call.returned.type if call.returned is not None else None)
     if declared is None or not results:
         return
-    wanted = [r.type for r in results]
+    wanted = [f for r in results for f in _scalar_fields(r.type)]  # a lane may be a struct
     if _scalar_fields(declared)[:len(wanted)] != wanted:
         spelled = c_spelling(llvm.LLVMStructType.from_type_list(wanted)) if len(wanted) > 1 else c_spelling(wanted[0])
         raise _err(site, f"{site.marker_fn} returns {spelled}, but the call is declared to return "

@@ -4,7 +4,8 @@
 // says it explicitly, enzyme_buffer, stride, p gives N pointers `stride` bytes apart.
 // The result is a struct of N results. Every batched call is checked lane by lane
 // against N scalar calls of f, and those against closed forms, at widths 1, 2, 3, 4:
-// scalars with a branch on a shared argument, a callee, a loop over memory that
+// scalars with a branch on a shared argument, a callee, struct results (in registers
+// and through a hidden sret pointer), a loop over memory that
 // writes through per-lane pointers and reads a shared table, a local array, libm;
 // and with derivatives (issue 25 items 1-2 together): batched gradients and second
 // derivatives (__enzyme_batch of a function calling __enzyme_autodiff / __enzyme_fwddiff
@@ -169,6 +170,32 @@ static void void_function(int n) {
     }
 }
 
+// ---------------------------------------------------------------- struct results
+typedef struct { double value, slope; } duo;      // returned in registers
+typedef struct { double a, b, c; } tri;           // returned through a hidden pointer
+typedef struct { duo lane[3]; } duo3;
+typedef struct { tri lane[2]; } tri2;
+extern duo3 __enzyme_batch_duo3(void *, ...);
+extern tri2 __enzyme_batch_tri2(void *, ...);
+
+static duo tangent_line(double x, double a) { duo r = {a * sin(x), a * cos(x)}; return r; }
+static tri powers(double x) { tri r = {x, x * x, x * x * x}; return r; }
+
+static void struct_results(void) {
+    double x[3] = {0.2, -0.9, 1.7};
+    duo3 d = __enzyme_batch_duo3((void *)tangent_line, enzyme_width, 3, x[0], x[1], x[2], enzyme_scalar, 1.5);
+    for (int k = 0; k < 3; k++) {
+        check("struct result, value", k, d.lane[k].value, 1.5 * sin(x[k]), 1e-15);
+        check("struct result, slope", k, d.lane[k].slope, 1.5 * cos(x[k]), 1e-15);
+    }
+    tri2 t = __enzyme_batch_tri2((void *)powers, enzyme_width, 2, x[0], x[1]);
+    for (int k = 0; k < 2; k++) {
+        check("sret result", k, t.lane[k].a, x[k], 1e-15);
+        check("sret result", k, t.lane[k].b, x[k] * x[k], 1e-15);
+        check("sret result", k, t.lane[k].c, x[k] * x[k] * x[k], 1e-15);
+    }
+}
+
 // ---------------------------------------------------------------- with derivatives
 static double wave(double x) { return sin(x) * x * x; }
 static double wave_d1(double x) { return cos(x) * x * x + 2 * x * sin(x); }
@@ -200,6 +227,7 @@ int main(int argc, char **argv) {
     memory(M - argc + 1);
     void_function(M - argc);
     derivatives();
+    struct_results();
     if (failures) printf("%d FAILED\n", failures);
     return failures != 0;
 }
