@@ -21,7 +21,9 @@ lane would read another's data, and a store that runs once where N calls would r
 N times is another program) and an external call with varying arguments and a pointer
 to shared memory it may write; region ops other than scf holding varying values (a
 func's scf is lowered to branches on a copy first, :func:`_branches_only`), and
-exceptions (invoke).
+exceptions (invoke). What stays the caller's promise (Enzyme's batch contract): a lane
+never reads what another lane writes, so a pointer computed per lane into shared
+memory (``out + k`` with a vector ``k``) is taken to be that lane's own.
 
 The result of the batched copy is the N results, lane by lane (``{r0, ..., rN-1}``;
 one value at width 1).
