@@ -19,11 +19,11 @@ on a varying value (the lanes would take different paths); at a width above 1, a
 into memory the lanes share (a scalar pointer, a global: the lanes interleave, so one
 lane would read another's data, and a store that runs once where N calls would run it
 N times is another program) and an external call with varying arguments and a pointer
-to shared memory it may write; region ops other than scf holding varying values (a
-func's scf is lowered to branches on a copy first, :func:`_branches_only`), and
-exceptions (invoke). What stays the caller's promise (Enzyme's batch contract): a lane
-never reads what another lane writes, so a pointer computed per lane into shared
-memory (``out + k`` with a vector ``k``) is taken to be that lane's own.
+to shared memory it may write; region ops (a func's scf.for/if/while are lowered to
+branches on a copy first, :func:`_branches_only`), memref stores, and exceptions
+(invoke). What stays the caller's promise (Enzyme's batch contract): a lane never reads
+what another lane writes, so a pointer computed per lane into shared memory (``out +
+k`` with a vector ``k``) is taken to be that lane's own.
 
 The result of the batched copy is the N results, lane by lane (``{r0, ..., rN-1}``;
 one value at width 1).
@@ -213,11 +213,14 @@ class _Batcher:
 
     def _op(self, op: Operation) -> None:
         E = self.E
-        if op.regions and any(o in self.varying for inner in op.walk() for o in inner.operands):
-            raise self._refuse(op, "structured control flow holding values that differ between lanes",
-                               "lower it to branches first (zymase-opt enzyme-cfg), or make the values scalar")
+        if op.regions:
+            # scf.for/if/while were lowered to branches (_branches_only); a region op
+            # left (scf.parallel, execute_region) would be copied with its body unmapped
+            raise self._refuse(op, f"'{op.name}' (a region op) is not batched",
+                               "write the loop as scf.for/scf.while, or as branches (cf)")
         if op.dialect_name() == "memref" and self.width > 1 and "store" in op.name:
-            raise self._refuse(op, "a store into memref memory the lanes share", "batch a function of scalars")
+            raise self._refuse(op, "memref stores are not batched (the lanes would need memory of their own)",
+                               "batch a function of scalars")
         if (isinstance(op, llvm.StoreOp) and self.width > 1 and op.ptr not in self.varying
                 and self._local_roots(op.ptr) is None):
             # lanes interleave: one lane's store would be read by the others (a shared
@@ -298,7 +301,6 @@ class _Batcher:
         new = flavor.rebuild_terminator(clone, lists)
         clone.erase()
         E.insert(new)
-
 
 
 def _branches_only(fop: Operation):
