@@ -2,7 +2,8 @@
 MLIR): at width N each tangent, shadow, seed and derivative is N values side by side
 (the LLVM path's unrolled form), checked lane by lane against separate width-1 requests
 and closed forms through ``zymase.mlir.compile``, over a CFG loop; Enzyme-MLIR's batched
-``tensor<Nxf64>`` shadows are refused with the signature zymase expects."""
+spelling, one ``tensor<Nxf64>`` per shadow, seed and derivative, gives the same lanes;
+a tensor of the wrong width is refused with both signatures zymase accepts."""
 
 from __future__ import annotations
 
@@ -103,17 +104,64 @@ def test_reverse_width_2_equals_two_width_1_requests(mod):
         assert (dx, da) == pytest.approx((seed * gx, seed * ga), rel=1e-12)
 
 
-def test_batched_tensor_shadows_are_refused():
+TENSOR_LANES = F + f"""
+func.func @fwd4(%x: f64, %dx0: f64, %dx1: f64, %dx2: f64, %dx3: f64, %a: f64, %n: i64) -> (f64, f64, f64, f64) {{
+  %dx = tensor.from_elements %dx0, %dx1, %dx2, %dx3 : tensor<4xf64>
+  %r = enzyme.fwddiff @f(%x, %dx, %a, %n) {{activity = [{DUP}, #enzyme<activity enzyme_const>,
+    #enzyme<activity enzyme_const>], ret_activity = [{DUPNONEED}], width = 4 : i64}}
+    : (f64, tensor<4xf64>, f64, i64) -> tensor<4xf64>
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %r0 = tensor.extract %r[%c0] : tensor<4xf64>
+  %r1 = tensor.extract %r[%c1] : tensor<4xf64>
+  %r2 = tensor.extract %r[%c2] : tensor<4xf64>
+  %r3 = tensor.extract %r[%c3] : tensor<4xf64>
+  func.return %r0, %r1, %r2, %r3 : f64, f64, f64, f64
+}}
+func.func @rev2(%x: f64, %a: f64, %n: i64, %s0: f64, %s1: f64) -> (f64, f64, f64, f64) {{
+  %seed = tensor.from_elements %s0, %s1 : tensor<2xf64>
+  %dx, %da = enzyme.autodiff @f(%x, %a, %n, %seed) {{activity = [{ACT}, {ACT}, #enzyme<activity enzyme_const>],
+    ret_activity = [{NONEED}], width = 2 : i64}} : (f64, f64, i64, tensor<2xf64>) -> (tensor<2xf64>, tensor<2xf64>)
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %dx0 = tensor.extract %dx[%c0] : tensor<2xf64>
+  %dx1 = tensor.extract %dx[%c1] : tensor<2xf64>
+  %da0 = tensor.extract %da[%c0] : tensor<2xf64>
+  %da1 = tensor.extract %da[%c1] : tensor<2xf64>
+  func.return %dx0, %dx1, %da0, %da1 : f64, f64, f64, f64
+}}
+"""
+
+
+def test_tensor_lanes_equal_the_flattened_lanes(mod):
+    # Enzyme-MLIR's batched spelling: at width N a shadow, seed or derivative of an f64
+    # is one tensor<Nxf64>
+    batched = zymase.mlir.compile(TENSOR_LANES)
+    x, a, n = 0.7, 1.1, 5
+    dxs = (1.0, 0.0, 0.5, -2.0)
+    gx, ga = closed_form(x, a, n)
+    got = batched.fwd4(x, *dxs, a, n)
+    for k in range(4):
+        assert got[k] == pytest.approx(mod.fwd1(x, dxs[k], a, 0.0, n), rel=1e-14, abs=1e-14)
+        assert got[k] == pytest.approx(gx * dxs[k], rel=1e-12, abs=1e-14)
+    assert batched.rev2(x, a, n, 1.0, -0.5) == pytest.approx(mod.rev2(x, a, n, 1.0, -0.5), rel=1e-14, abs=1e-14)
+    assert batched.rev2(x, a, n, 1.0, -0.5) == pytest.approx((gx, -0.5 * gx, ga, -0.5 * ga), rel=1e-12)
+
+
+def test_tensor_lanes_of_the_wrong_width_are_refused():
     text = F + f"""
-    func.func @batched(%x: f64, %dx: tensor<4xf64>, %a: f64, %n: i64) -> tensor<4xf64> {{
+    func.func @batched(%x: f64, %dx: tensor<3xf64>, %a: f64, %n: i64) -> tensor<3xf64> {{
       %r = enzyme.fwddiff @f(%x, %dx, %a, %n) {{activity = [{DUP}, #enzyme<activity enzyme_const>,
         #enzyme<activity enzyme_const>], ret_activity = [{DUPNONEED}], width = 4 : i64}}
-        : (f64, tensor<4xf64>, f64, i64) -> tensor<4xf64>
-      func.return %r : tensor<4xf64>
+        : (f64, tensor<3xf64>, f64, i64) -> tensor<3xf64>
+      func.return %r : tensor<3xf64>
     }}
     """
     with pytest.raises(ZymaseError, match=r"do not match the derivative signature \(f64, f64, f64, f64, f64, f64, "
-                                          r"i64\) -> \(f64, f64, f64, f64\)"):
+                                          r"i64\) -> \(f64, f64, f64, f64\) \(or, with the lanes as tensors, "
+                                          r"\(f64, tensor<4xf64>, f64, i64\) -> \(tensor<4xf64>\)\)"):
         zymase.mlir.compile(text)
 
 

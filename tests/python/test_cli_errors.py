@@ -383,6 +383,39 @@ C_CASES = {
         "int main(void) { return __enzyme_fwddiff((void*)f, enzyme_width, 0, 1.0) > 0; }\n",
         ["width_zero.c:4:", "enzyme_width 0: the vector width must be at least 1"],
     ),
+    # issue 25 item 2: __enzyme_batch used in ways it cannot mean, named in C terms
+    "batch_branch_on_lane.c": (
+        "extern double __enzyme_batch(void*, ...);\nextern int enzyme_width;\n"
+        "typedef struct { double d[2]; } vec2;\nextern vec2 __enzyme_batch2(void*, ...);\n"
+        "double pw(double x, int n) { double r = 1; for (int i = 0; i < n; i++) r *= x; return r; }\n"
+        "int main(void) { return __enzyme_batch2((void*)pw, enzyme_width, 2, 1.0, 2.0, 3, 4).d[0] > 0; }\n",
+        ["batch_branch_on_lane.c:5:", "a branch on a value that differs between lanes", "function 'pw'"],
+    ),
+    "batch_shared_store.c": (
+        "extern void __enzyme_batch(void*, ...);\nextern int enzyme_width, enzyme_scalar;\n"
+        "void put(double *out, double x) { *out = x * x; }\n"
+        "int main(void) { double out = 0;\n"
+        "  __enzyme_batch((void*)put, enzyme_width, 2, enzyme_scalar, &out, 1.0, 2.0); return out > 0; }\n",
+        ["batch_shared_store.c:3:", "the lanes would store into memory they share"],
+    ),
+    "batch_too_few_lanes.c": (
+        "typedef struct { double d[3]; } vec3;\nextern vec3 __enzyme_batch(void*, ...);\nextern int enzyme_width;\n"
+        "double f(double x) { return x * x; }\n"
+        "int main(void) { return __enzyme_batch((void*)f, enzyme_width, 3, 1.0, 2.0).d[0] > 0; }\n",
+        ["batch_too_few_lanes.c:5:", "too few arguments for 'f': argument 1 is missing (3 values, one per lane: got 2)"],
+    ),
+    "batch_result_type.c": (
+        "extern double __enzyme_batch(void*, ...);\nextern int enzyme_width;\n"
+        "double f(double x) { return x * x; }\n"
+        "int main(void) { return __enzyme_batch((void*)f, enzyme_width, 3, 1.0, 2.0, 3.0) > 0; }\n",
+        ["batch_result_type.c:4:", "returns {double, double, double}, but the call is declared to return double"],
+    ),
+    "batch_marker_elsewhere.c": (
+        "extern double __enzyme_autodiff(void*, ...);\nextern int enzyme_vector;\n"
+        "double f(double x) { return x * x; }\n"
+        "int main(void) { return __enzyme_autodiff((void*)f, enzyme_vector, 1.0) > 0; }\n",
+        ["batch_marker_elsewhere.c:4:", "marker 'enzyme_vector' belongs to __enzyme_batch, not __enzyme_autodiff"],
+    ),
     # issue 25 item 1: nested differentiation works (tests/c/nested); a derivative that
     # would contain itself is refused
     "nested_self.c": (
@@ -449,9 +482,9 @@ C_CASES = {
 }
 
 # issue 23 item 1: every unimplemented __enzyme_* function and enzyme_* marker by name
-UNIMPLEMENTED_FUNCTIONS = ["__enzyme_batch", "__enzyme_todense",
+UNIMPLEMENTED_FUNCTIONS = ["__enzyme_todense",
                            "__enzyme_truncate_mem_func", "__enzyme_fwdsplit"]
-UNIMPLEMENTED_MARKERS = ["enzyme_scalar", "enzyme_vector", "enzyme_interleave",
+UNIMPLEMENTED_MARKERS = ["enzyme_interleave",
                          "enzyme_nooverwrite", "enzyme_overwrite", "enzyme_nofree", "enzyme_runtime_activity"]
 
 

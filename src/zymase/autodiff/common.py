@@ -780,41 +780,54 @@ def derivative_follows(a: Activity, *, forward: bool) -> bool:
     return a.is_dup or (forward and a.is_active)
 
 
-def rev_signature(inputs: Sequence[Attribute], outputs: Sequence[Attribute], arg_acts, ret_acts, width: int = 1):
+def rev_signature(inputs: Sequence[Attribute], outputs: Sequence[Attribute], arg_acts, ret_acts, width: int = 1,
+                  tensor_lanes: bool = False):
     """Signature of a reverse-mode derivative function.
 
     Inputs: each primal argument, followed by its shadow when dup; then one seed per
     active result. Outputs: the primal results that are needed, then the derivative
     of each active argument (Enzyme-MLIR's convention for ``enzyme.autodiff``). In
-    vector mode (``width`` > 1) each shadow, seed and derivative is ``width`` of them."""
+    vector mode (``width`` > 1) each shadow, seed and derivative is ``width`` of them
+    (``tensor_lanes``: one ``tensor<width x T>`` of them, Enzyme-MLIR's batched types)."""
+    lanes = _lanes_as_tensor if tensor_lanes and width > 1 else shadow_types
     ins: list[Attribute] = []
     for t, a in zip(inputs, arg_acts):
         ins.append(t)
         if derivative_follows(a, forward=False):
-            ins += shadow_types(t, width)
+            ins += lanes(t, width)
     for t, a in zip(outputs, ret_acts):
         if a.is_active:
-            ins += shadow_types(t, width)
+            ins += lanes(t, width)
     outs = [t for t, a in zip(outputs, ret_acts) if a.needs_primal]
-    outs += [s for t, a in zip(inputs, arg_acts) if a.is_active for s in shadow_types(t, width)]
+    outs += [s for t, a in zip(inputs, arg_acts) if a.is_active for s in lanes(t, width)]
     return ins, outs
 
 
-def fwd_signature(inputs, outputs, arg_acts, ret_acts, width: int = 1):
+def _lanes_as_tensor(t: Attribute, width: int) -> list[Attribute]:
+    """The ``width`` shadows of a scalar ``t`` as one ``tensor<width x T>`` (the
+    enzyme pass converts to and from the lanes, transforms/batch.py)."""
+    from zymase.ir import TensorType
+
+    return [TensorType(shadow_types(t, 1)[0], [width])]
+
+
+def fwd_signature(inputs, outputs, arg_acts, ret_acts, width: int = 1, tensor_lanes: bool = False):
     """Signature of a forward-mode derivative function: each argument followed by its
     tangent when dup/active; per result the primal (unless *noneed) then the tangent.
-    In vector mode (``width`` > 1) each tangent is ``width`` tangents, one per lane."""
+    In vector mode (``width`` > 1) each tangent is ``width`` tangents, one per lane
+    (``tensor_lanes``: one ``tensor<width x T>``, as in :func:`rev_signature`)."""
+    lanes = _lanes_as_tensor if tensor_lanes and width > 1 else shadow_types
     ins: list[Attribute] = []
     for t, a in zip(inputs, arg_acts):
         ins.append(t)
         if derivative_follows(a, forward=True):
-            ins += shadow_types(t, width)
+            ins += lanes(t, width)
     outs: list[Attribute] = []
     for t, a in zip(outputs, ret_acts):
         if a.needs_primal:
             outs.append(t)
         if not a.is_const:
-            outs += shadow_types(t, width)
+            outs += lanes(t, width)
     return ins, outs
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from xdsl.builder import Builder, InsertPoint
 from xdsl.context import Context
-from xdsl.dialects import arith, builtin, cf, func, math, scf, memref
+from xdsl.dialects import arith, builtin, cf, func, math, scf, memref, tensor
 from xdsl.dialects.linalg import Linalg as _LINALG
 from xdsl.dialects.linalg import ops as linalg  # the op classes (GenericOp, YieldOp, IndexOp)
 from xdsl.dialects import llvm
@@ -131,6 +131,7 @@ def make_context() -> Context:
         cf.Cf,
         scf.Scf,
         memref_ext.MEMREF_EXT,  # xDSL's memref plus textual cast/copy
+        tensor.Tensor,  # tensor.from_elements / extract / splat around enzyme.batch
         _LINALG,
         llvm_ext.LLVM_EXT,
         enzyme.Enzyme,

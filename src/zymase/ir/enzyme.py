@@ -2,6 +2,7 @@
 
 * ``enzyme.autodiff`` / ``enzyme.fwddiff``: differentiate the function ``fn`` with
   per-argument ``activity`` and per-result ``ret_activity``.
+* ``enzyme.batch``: evaluate the function ``fn`` on ``batch_shape`` lanes at once.
 * ``enzyme.init`` creates a gradient accumulator (``!enzyme.Gradient<T>``) or a
   LIFO cache (``!enzyme.Cache<T>``); ``enzyme.get``/``enzyme.set`` read and write
   accumulators, ``enzyme.push``/``enzyme.pop`` fill and drain caches.
@@ -20,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from enum import Enum
 
-from xdsl.dialects.builtin import ArrayAttr, FlatSymbolRefAttr, IntegerAttr, StringAttr, SymbolRefAttr
+from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, FlatSymbolRefAttr, IntegerAttr, StringAttr, SymbolRefAttr
 from xdsl.ir import (
     Attribute,
     Dialect,
@@ -253,6 +254,22 @@ class SplitDiffOp(_DiffOp):
 
 
 @irdl_op_definition
+class BatchOp(IRDLOperation):
+    """Enzyme-MLIR's batched evaluation: ``fn`` applied to ``batch_shape`` lanes at once.
+    Each operand is a tensor whose leading dimensions are ``batch_shape`` and whose lane
+    is ``fn``'s parameter; each result likewise (zymase.transforms.batch)."""
+
+    name = "enzyme.batch"
+    fn = prop_def(SymbolRefAttr)
+    inputs = var_operand_def()
+    outputs = var_result_def()
+    batch_shape = prop_def(DenseArrayBase)
+
+    assembly_format = "$fn `(` $inputs `)` attr-dict `:` functional-type($inputs, results)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+
+@irdl_op_definition
 class InitOp(IRDLOperation):
     """Create an accumulator or a cache."""
 
@@ -352,7 +369,7 @@ class CacheLoadOp(IRDLOperation):
 
 Enzyme = Dialect(
     "enzyme",
-    [AutoDiffOp, FwdDiffOp, SplitDiffOp, InitOp, SetOp, GetOp, PushOp, PopOp, CacheReserveOp, CacheStoreOp,
+    [AutoDiffOp, FwdDiffOp, SplitDiffOp, BatchOp, InitOp, SetOp, GetOp, PushOp, PopOp, CacheReserveOp, CacheStoreOp,
      CacheLoadOp],
     [ActivityAttr, GradientType, CacheType, IndexedCacheType],
 )

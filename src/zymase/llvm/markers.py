@@ -30,9 +30,11 @@ Semantics follow Enzyme:
   every lane and returns N derivatives per active argument, lane by lane;
 * ``__enzyme_virtualreverse(p)``, the shadow of a function or vtable pointer, is ``p``
   (:func:`zymase.transforms.indirect_calls.lower_virtual_reverse`).
+* batched evaluation: ``__enzyme_batch(f, enzyme_width, N, ...)`` with ``enzyme_vector`` /
+  ``enzyme_scalar`` / ``enzyme_buffer`` (:mod:`zymase.llvm.batch_call`).
 
 Everything else of Enzyme's C interface is refused, never skipped: other
-``__enzyme_*`` functions and globals (split forward mode, batching ...), marker globals zymase does not implement
+``__enzyme_*`` functions and globals (split forward mode ...), marker globals zymase does not implement
 (``enzyme_width`` ...), ``enzyme_*`` function attributes and annotations in the IR other
 than the activity marks ``llvm/annotations.py`` reads (and removes or records before
 this module runs), and a derivative that would contain itself (a differentiated
@@ -99,9 +101,6 @@ HINT_MARKERS = ("enzyme_not_overwritten",)
 
 #: Markers of Enzyme's that zymase does not implement, with what they do (for the error).
 UNIMPLEMENTED_MARKERS = {
-    "enzyme_vector": "batched evaluation",
-    "enzyme_scalar": "batched evaluation",
-    "enzyme_buffer": "batched evaluation",
     "enzyme_interleave": "interleaved shadows",
     "enzyme_byref": "arguments passed by reference",
     "enzyme_nofree": "keeping the memory of the forward pass after the reverse pass",
@@ -115,13 +114,16 @@ UNIMPLEMENTED_MARKERS = {
     "enzyme_active_rand_var": "probabilistic tracing",
 }
 
+#: The argument markers of ``__enzyme_batch`` (llvm/batch_call.py), refused elsewhere.
+BATCH_MARKERS = ("enzyme_vector", "enzyme_scalar", "enzyme_buffer")
+
 #: Every marker global zymase understands (arguments, returns, options, hints).
-KNOWN_MARKERS = (*MARKERS, *RETURN_MARKERS, *VALUE_MARKERS, *HINT_MARKERS)
+KNOWN_MARKERS = (*MARKERS, *RETURN_MARKERS, *VALUE_MARKERS, *HINT_MARKERS, *BATCH_MARKERS)
 
 #: The calls zymase lowers: Enzyme matches any function whose name contains one of
 #: these (``__enzyme_autodiff2``, C++'s ``_Z17__enzyme_autodiffIdJdEET_Pvz``).
 MARKER_FUNCTIONS = {"__enzyme_autodiff": "rev", "__enzyme_fwddiff": "fwd", "__enzyme_augmentfwd": "augment",
-                    "__enzyme_reverse": "reverse", "__enzyme_augmentsize": "size"}
+                    "__enzyme_reverse": "reverse", "__enzyme_augmentsize": "size", "__enzyme_batch": "batch"}
 
 #: Functions a program defines for Enzyme to call back (its logging of gradients and
 #: errors): zymase never calls them, so a program that defines one is refused.
@@ -141,9 +143,11 @@ SPLIT_TAPE_BYTES = 24
 #: What Enzyme does with the names it knows and zymase does not implement (yet), for
 #: the error message; any other ``__enzyme_*`` name is refused as unknown.
 _UNIMPLEMENTED_SYMBOLS = {
-    "__enzyme_register_splitderivative": "registers a custom split-mode derivative",
-    "__enzyme_fwdsplit": "is split forward mode",
-    "__enzyme_batch": "is vectorized (batched) evaluation",
+    # split forward mode needs the tangent-only function reading every primal value it
+    # uses from __enzyme_augmentfwd's tape (docs/architecture.md, section 10)
+    "__enzyme_register_splitderivative": "registers a custom split-mode (forward split) derivative",
+    "__enzyme_fwdsplit": ("is split forward mode (tangents computed from __enzyme_augmentfwd's tape, "
+                          "without re-running the primal)"),
     "__enzyme_todense": "converts to a dense representation",
     "__enzyme_truncate": "is floating-point truncation",
     "__enzyme_expand": "is floating-point expansion",
@@ -490,6 +494,9 @@ def _take_options(site: _Site, args: list[SSAValue]) -> tuple[list[SSAValue], _O
         if name in UNIMPLEMENTED_MARKERS:
             raise _err(site, f"marker '{name}' is not implemented by zymase: it asks for {UNIMPLEMENTED_MARKERS[name]}",
                        "remove it; zymase implements " + ", ".join(KNOWN_MARKERS))
+        if name in BATCH_MARKERS:
+            raise _err(site, f"marker '{name}' belongs to __enzyme_batch, not {site.marker_fn}",
+                       "call __enzyme_batch to evaluate a function on several inputs at once")
         if name in RETURN_MARKERS:
             if name == "enzyme_primal_return":
                 opts.primal_return = True
@@ -574,6 +581,11 @@ def _lower_site(site: _Site, functions: dict[str, Operation]) -> None:
             f"cannot differentiate '{fname}': only its declaration is in this file",
             "define the function in the same translation unit",
         )
+    if site.mode == "batch":
+        from zymase.llvm.batch_call import lower_batch_site
+
+        lower_batch_site(site, fop, args[1:], sret)
+        return
     if site.mode == "size":
         # the tape is the same small header whatever the activities (its data grows
         # on the heap), as Enzyme's is a fixed struct
@@ -741,7 +753,7 @@ def _refuse_dropped_lanes(site: _Site, call: Operation, sret: SSAValue | None, r
     declared = _sret_type(call) if sret is not None else (call.returned.type if call.returned is not None else None)
     if declared is None or not results:
         return
-    wanted = [r.type for r in results]
+    wanted = [f for r in results for f in _scalar_fields(r.type)]  # a lane may be a struct
     if _scalar_fields(declared)[:len(wanted)] != wanted:
         spelled = c_spelling(llvm.LLVMStructType.from_type_list(wanted)) if len(wanted) > 1 else c_spelling(wanted[0])
         raise _err(site, f"{site.marker_fn} returns {spelled}, but the call is declared to return "

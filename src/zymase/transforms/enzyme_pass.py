@@ -1,5 +1,6 @@
 """The ``enzyme`` pass: replace every ``enzyme.autodiff`` / ``enzyme.fwddiff`` op by a
-call to a generated derivative function (func/arith/math/cf or llvm flavor)."""
+call to a generated derivative function (func/arith/math/cf or llvm flavor), and every
+``enzyme.batch`` by a call to a batched copy (zymase.transforms.batch)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,11 @@ def _enclosing_function(op) -> str | None:
 
 
 def run_enzyme_pass(module: ModuleOp) -> ModuleOp:
+    # batching first: a batched function's copies of enzyme ops are requests too
+    for op in [op for op in module.walk() if isinstance(op, ez.BatchOp)]:
+        from zymase.transforms.batch import lower_batch_op
+
+        lower_batch_op(op, module, _enclosing_function(op))
     driver = Driver(module)
     requests = [op for op in module.walk() if isinstance(op, (ez.AutoDiffOp, ez.FwdDiffOp, ez.SplitDiffOp))]
     for op in requests:
@@ -45,16 +51,20 @@ def run_enzyme_pass(module: ModuleOp) -> ModuleOp:
             )
         is_rev = isinstance(op, ez.AutoDiffOp)
         width = op.lanes
-        ins, outs = (rev_signature if is_rev else fwd_signature)(inputs, outputs, arg_acts, ret_acts, width)
+        signature = rev_signature if is_rev else fwd_signature
+        ins, outs = signature(inputs, outputs, arg_acts, ret_acts, width)
         got_in = [o.type for o in op.operands]
         got_out = [r.type for r in op.results]
-        if got_in != ins or got_out != outs:
+        tensors = signature(inputs, outputs, arg_acts, ret_acts, width, tensor_lanes=True)
+        as_tensors = width > 1 and (got_in, got_out) == tensors
+        if (got_in != ins or got_out != outs) and not as_tensors:
             def sig(a, b):
                 return f"({', '.join(map(str, a))}) -> ({', '.join(map(str, b))})"
 
+            batched = f" (or, with the lanes as tensors, {sig(*tensors)})" if width > 1 else ""
             raise ZymaseError(
                 f"operand/result types {sig(got_in, got_out)} do not match the derivative signature "
-                f"{sig(ins, outs)}",
+                f"{sig(ins, outs)}{batched}",
                 **where,
                 hint="dup arguments are followed by their shadow (width shadows in vector mode); "
                 "active results take a seed operand",
@@ -62,8 +72,37 @@ def run_enzyme_pass(module: ModuleOp) -> ModuleOp:
         generate = driver.reverse if is_rev else driver.forward
         name = generate(fop, arg_acts, ret_acts, entry=True, **({"width": width} if width > 1 else {}))
         E = Emitter(flavor, module).before(op)
+        if as_tensors:
+            from zymase.transforms.batch import deliver_lanes, erase_unused_tensors, tensor_lanes
+
+            # a tensor where the flattened signature has a lane is that lane group
+            in_groups, out_groups = _lane_groups(tensors[0], ins), _lane_groups(tensors[1], outs)
+            operands = [x for v, group in zip(op.operands, in_groups)
+                        for x in (tensor_lanes(v, width, E) if group else [v])]
+            results = iter(E.call(name, operands, outs))
+            for old, group in zip(list(op.results), out_groups):
+                lanes = [next(results) for _ in range(width if group else 1)]
+                if group:
+                    deliver_lanes(old, lanes, E)
+                else:
+                    old.replace_all_uses_with(lanes[0])
+            given = list(op.operands)
+            op.parent_block().erase_op(op)
+            erase_unused_tensors(given)
+            continue
         results = E.call(name, list(op.operands), outs)
         for old, new in zip(op.results, results):
             old.replace_all_uses_with(new)
         op.parent_block().erase_op(op)
     return module
+
+
+def _lane_groups(batched: list, flat: list) -> list[bool]:
+    """Per type of the tensor-lanes signature: whether it stands for a group of lanes
+    of the flattened one (where the two differ) rather than one value."""
+    groups, j = [], 0
+    for t in batched:
+        group = t != flat[j]
+        groups.append(group)
+        j += t.get_shape()[0] if group else 1
+    return groups
