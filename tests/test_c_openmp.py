@@ -72,6 +72,26 @@ def test_reverse_sweep_forked_and_map_without_atomics(tmp_path: Path):
     assert "atomicrmw fadd" in ll.read_text()
 
 
+def test_regions_recomputed_without_tape_only_when_safe(tmp_path: Path):
+    # gradient speed (issue 27, OpenMP performance): a region reading only memory that
+    # nothing overwrites before the reverse sweep (restrict arrays) is forked as it is
+    # and its reverse recomputes it (no augmented region, no tape); a region whose input
+    # may be its output (no restrict, called in place), whose input or output the caller
+    # overwrites after it keeps the taped split pair (recomputed.c checks the values)
+    ll = tmp_path / "recomputed.ll"
+    build = run_cli(["cc", "-O2", "-fopenmp", "-S", "-emit-llvm", str(_C / "recomputed.c"), "-o", str(ll)],
+                    cwd=tmp_path, timeout=COMPILE_TIMEOUT)
+    assert build.returncode == 0, build.stderr
+    forked = {line.split(", ptr nonnull @")[1].split(",")[0].split(")")[0]
+              for line in ll.read_text().splitlines() if "@__kmpc_fork_call(" in line and "call void" in line}
+    for region in ("map_restrict", "stencil_restrict"):
+        assert f"diffe{region}.omp_outlined" in forked, forked
+        assert f"augmented{region}.omp_outlined.omp_thread" not in forked
+    for region in ("map_maybe_inplace", "input_overwritten", "output_overwritten"):
+        assert f"augmented{region}.omp_outlined.omp_thread" in forked, forked
+        assert f"diffe{region}.omp_outlined.omp_thread" in forked
+
+
 _PRELUDE = """#include <math.h>
 extern void __enzyme_autodiff(void *, ...);
 extern int enzyme_const, enzyme_dup;

@@ -1,0 +1,168 @@
+// OpenMP (issue 27 item 1, gradient speed): regions whose reverse sweep recomputes them
+// instead of taping (autodiff/region_recompute.py), and the cases that must keep the
+// taped (split) region. Recomputed: a map and a stencil over restrict arrays, each
+// region only reading what nothing overwrites before the reverse sweep. Taped: the same
+// map without restrict called in place (out == x), a region whose input the caller
+// overwrites after it, and a region whose output the caller overwrites after it (the
+// recomputation would write it back). Every derivative against the serial twin's and
+// central finite differences, and the primal results after the gradient call against
+// the serial program's. Run with OMP_NUM_THREADS=1, 2, 4 (tests/test_c_openmp.py).
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+
+extern void __enzyme_autodiff(void *, ...);
+extern int enzyme_const, enzyme_dup, enzyme_dupnoneed;
+
+static int failures;
+
+static void check(const char *what, int at, double got, double want, double tol) {
+    int ok = fabs(got - want) <= tol * fmax(1.0, fabs(want));
+    if (!ok) failures++;
+    if (!ok || at % 97 == 0) printf("%s %s at %d: got %.17g want %.17g\n", ok ? "ok" : "FAIL", what, at, got, want);
+}
+
+enum { N = 700 };
+
+void map_restrict(const double *restrict x, double *restrict out, int n) {
+#pragma omp parallel for
+    for (int i = 0; i < n; i++) out[i] = sin(x[i]) * x[i] + exp(-0.5 * x[i]);
+}
+
+void stencil_restrict(const double *restrict x, double *restrict out, int n) {
+#pragma omp parallel for
+    for (int i = 1; i < n - 1; i++) out[i] = x[i] + 0.2 * (x[i - 1] - 2 * x[i] + x[i + 1]) + 0.1 * x[i] * x[i + 1];
+}
+
+// no restrict: called with out == x below, the region overwrites what it reads
+void map_maybe_inplace(const double *x, double *out, int n) {
+#pragma omp parallel for
+    for (int i = 0; i < n; i++) out[i] = sin(x[i]) * x[i] + exp(-0.5 * x[i]);
+}
+
+// the caller overwrites the region's input after it
+void input_overwritten(double *restrict x, double *restrict out, int n) {
+#pragma omp parallel for
+    for (int i = 0; i < n; i++) out[i] = x[i] * x[i] * x[i];
+    for (int i = 0; i < n; i++) x[i] = 0.5 * out[i];
+}
+
+// the caller overwrites the region's output after it
+void output_overwritten(const double *restrict x, double *restrict out, int n) {
+#pragma omp parallel for
+    for (int i = 0; i < n; i++) out[i] = cos(x[i]) * x[i];
+    for (int i = 0; i < n; i++) out[i] = out[i] * out[i] + x[i];
+}
+
+static void map_ser(const double *x, double *out, int n) {
+    for (int i = 0; i < n; i++) out[i] = sin(x[i]) * x[i] + exp(-0.5 * x[i]);
+}
+
+static void stencil_ser(const double *x, double *out, int n) {
+    for (int i = 1; i < n - 1; i++) out[i] = x[i] + 0.2 * (x[i - 1] - 2 * x[i] + x[i + 1]) + 0.1 * x[i] * x[i + 1];
+}
+
+static void input_overwritten_ser(double *x, double *out, int n) {
+    for (int i = 0; i < n; i++) out[i] = x[i] * x[i] * x[i];
+    for (int i = 0; i < n; i++) x[i] = 0.5 * out[i];
+}
+
+static void output_overwritten_ser(const double *x, double *out, int n) {
+    for (int i = 0; i < n; i++) out[i] = cos(x[i]) * x[i];
+    for (int i = 0; i < n; i++) out[i] = out[i] * out[i] + x[i];
+}
+
+static double weight(int i) { return 1.0 + 0.01 * i; }
+
+// sum of w[i] * (out[i] + x[i]) after f(x, out), as a function of x[k]: what the
+// reverse sweeps below differentiate (f may overwrite x)
+static double loss(void (*f)(double *, double *, int), const double *x0, int n) {
+    double x[N], out[N] = {0}, s = 0;
+    for (int i = 0; i < n; i++) x[i] = x0[i];
+    f(x, out, n);
+    for (int i = 0; i < n; i++) s += weight(i) * (out[i] + x[i]);
+    return s;
+}
+
+static void map_r(double *x, double *out, int n) { map_restrict(x, out, n); }
+static void stencil_r(double *x, double *out, int n) { stencil_restrict(x, out, n); }
+static void input_r(double *x, double *out, int n) { input_overwritten(x, out, n); }
+static void output_r(double *x, double *out, int n) { output_overwritten(x, out, n); }
+
+// the gradient of f (through Enzyme, a constant function at each call: a macro), the
+// primal state it leaves, and both against the serial twin and finite differences
+#define REVERSE(name, f, par, f_ser)                                                              \
+    do {                                                                                         \
+        double x[N], dx[N], out[N] = {0}, dout[N], xs[N], dxs[N], outs[N] = {0}, douts[N];        \
+        for (int i = 0; i < n; i++) {                                                            \
+            x[i] = xs[i] = x0[i];                                                                \
+            dx[i] = dxs[i] = weight(i); /* the loss's own x term */                              \
+            dout[i] = douts[i] = weight(i);                                                      \
+        }                                                                                        \
+        __enzyme_autodiff((void *)f, enzyme_dup, x, dx, enzyme_dup, out, dout, enzyme_const, n); \
+        __enzyme_autodiff((void *)f_ser, enzyme_dup, xs, dxs, enzyme_dup, outs, douts,           \
+                          enzyme_const, n);                                                      \
+        compare(name, par, x, out, dx, dxs, x0, n);                                              \
+    } while (0)
+
+static void compare(const char *name, void (*par)(double *, double *, int), const double *x, const double *out,
+                    const double *dx, const double *dxs, const double *x0, int n) {
+    // the primal state after the gradient call is the program's, and so is the derivative
+    double want_x[N], want_out[N] = {0};
+    for (int i = 0; i < n; i++) want_x[i] = x0[i];
+    par(want_x, want_out, n);
+    char what[96];
+    for (int i = 0; i < n; i++) {
+        snprintf(what, sizeof what, "%s primal out after the gradient", name);
+        check(what, i, out[i], want_out[i], 1e-15);
+        snprintf(what, sizeof what, "%s primal x after the gradient", name);
+        check(what, i, x[i], want_x[i], 1e-15);
+    }
+    for (int i = 0; i < n; i++) {
+        snprintf(what, sizeof what, "%s reverse vs serial", name);
+        check(what, i, dx[i], dxs[i], 1e-12);
+    }
+    for (int i = 0; i < n; i += 23) {
+        double h = 1e-6, up[N], um[N];
+        for (int k = 0; k < n; k++) up[k] = um[k] = x0[k];
+        up[i] += h;
+        um[i] -= h;
+        snprintf(what, sizeof what, "%s reverse vs finite difference", name);
+        check(what, i, dx[i], (loss(par, up, n) - loss(par, um, n)) / (2 * h), 1e-6);
+    }
+}
+
+static void inplace_map(double *x, int n) { map_maybe_inplace(x, x, n); }
+static void inplace_ser(double *x, int n) { map_ser(x, x, n); }
+
+int main(int argc, char **argv) {
+    (void)argv;
+    int n = N - 4 + argc;  // not a multiple of the team size
+    double x0[N];
+    for (int i = 0; i < n; i++) x0[i] = 0.4 + 0.5 * sin(0.07 * i);
+    int team = 0;
+#pragma omp parallel
+#pragma omp single
+    team = omp_get_num_threads();
+    printf("threads %d\n", team);
+
+    REVERSE("map", map_restrict, map_r, map_ser);
+    REVERSE("stencil", stencil_restrict, stencil_r, stencil_ser);
+    REVERSE("input overwritten", input_overwritten, input_r, input_overwritten_ser);
+    REVERSE("output overwritten", output_overwritten, output_r, output_overwritten_ser);
+
+    // in place through a function without restrict: out == x
+    double x[N], dx[N], xs[N], dxs[N];
+    for (int i = 0; i < n; i++) {
+        x[i] = xs[i] = x0[i];
+        dx[i] = dxs[i] = weight(i);
+    }
+    __enzyme_autodiff((void *)inplace_map, enzyme_dup, x, dx, enzyme_const, n);
+    __enzyme_autodiff((void *)inplace_ser, enzyme_dup, xs, dxs, enzyme_const, n);
+    for (int i = 0; i < n; i++) {
+        check("in place reverse vs serial", i, dx[i], dxs[i], 1e-12);
+        check("in place primal after the gradient", i, x[i], xs[i], 1e-15);
+    }
+    printf("%d failures\n", failures);
+    return failures != 0;
+}
