@@ -90,6 +90,16 @@ def test_regions_recomputed_without_tape_only_when_safe(tmp_path: Path):
     for region in ("map_maybe_inplace", "input_overwritten", "output_overwritten"):
         assert f"augmented{region}.omp_outlined.omp_thread" in forked, forked
         assert f"diffe{region}.omp_outlined.omp_thread" in forked
+    # the recomputed stencil adds its adjoints plainly inside each thread's chunk and
+    # atomically at the chunk's edges (the helper, inlined, leaves its name on a block)
+    assert "__zymase_omp_add.f64.exit" in ll.read_text()
+    # a reduction into a local of the caller is recomputed too (reduction.c checks the values)
+    ll = tmp_path / "reduction.ll"
+    build = run_cli(["cc", "-O2", "-fopenmp", "-S", "-emit-llvm", str(_C / "reduction.c"), "-o", str(ll)],
+                    cwd=tmp_path, timeout=COMPILE_TIMEOUT)
+    assert build.returncode == 0, build.stderr
+    text = ll.read_text()
+    assert "ptr nonnull @diffeenergy_par.omp_outlined," in text and "@augmentedenergy_par" not in text
 
 
 _PRELUDE = """#include <math.h>

@@ -17,16 +17,23 @@ been overwritten since either.
 
 - inside the region (and nothing it calls but the OpenMP runtime and calls without
   pointer operands), every load and store goes through a thread id, the region's own
-  memory, a captured variable or a pointer loaded from one (``slot``); no captured
-  object is both read and written (a 'reduction' combine or a 'critical' sum writes what
-  it reads: such regions stay split);
+  memory, a captured variable or a pointer loaded from one (``slot``); a captured object
+  both read and written is accessed only by sums ``*s += e`` (a 'reduction' combine,
+  made a critical section as the derivative sees it, or a 'critical' sum);
 - in the caller, each captured variable behind a pointer the region dereferences is a
-  stack slot with one store (the pointer clang captured), and, for every object the
-  region reads or writes, ``gen.unwritten_after(call, ...)`` holds (nothing after the
-  call, nor the call again in a loop, writes it), and no object read may share memory
+  stack slot with one store (the pointer clang captured); for every object the region
+  reads or writes, ``gen.unwritten_after(call, ...)`` holds (nothing after the call, nor
+  the call again in a loop, writes it), except a summed object, which must be a stack
+  slot of the caller that only it and ``call`` use (the recomputation adds into it a
+  second time, which nobody sees after the gradient returns, and the caller's reverse
+  sweep tapes what it loaded from it before the call); no object read may share memory
   with one written (``WrittenMemory._may_share``: distinct allocations, or arguments
-  marked ``noalias``/``restrict``), nor two written objects share memory. Pointers
-  that may alias keep the split region.
+  marked ``noalias``/``restrict``), nor two written objects. Pointers that may alias keep
+  the split region.
+
+``primal_needed(gen, call)``: if nothing after the call reads the memory the region
+writes, the forward sweep does not fork the primal region at all: the recomputation in
+the reverse sweep is its only run, and writes the same results.
 
 The combined derivative is only ever forked by such a caller (``transforms/openmp``
 refuses a region's combined derivative otherwise), so its generator takes the objects
@@ -46,36 +53,76 @@ _UNSEEN = object()
 def recomputable(gen, call: Operation) -> bool:
     """Whether the reverse sweep of ``gen`` may fork the combined derivative of the
     outlined region ``call`` calls (see the module docstring)."""
+    return _plan(gen, call) is not None
+
+
+def primal_needed(gen, call: Operation) -> bool:
+    """For a recomputable region: whether the forward sweep must still fork the primal
+    region, because something after it reads (or may read) memory the region writes.
+    If nothing does, the recomputation in the reverse sweep is the only run."""
+    written = _plan(gen, call)
+    ops = list(call.parent_block().ops)
+    after = ops[ops.index(call) + 1:] + [op for b in gen._reachable_after(call.parent_block()) for op in b.ops]
+    for op in after:
+        kind = memory_kind(op)
+        if kind == "load":
+            read = [op.ptr]
+        elif kind == "memcpy":
+            read = [op.operands[1]]
+        elif isinstance(op, (llvm.CallOp, llvm.CallIntrinsicOp)) and not (
+                isinstance(op, llvm.CallIntrinsicOp) and op.intrin.data.startswith(MARKER_INTRINSICS)):
+            if any(isinstance(o.type, llvm.LLVMPointerType) for o in op.operands) or gen.ctx.defined_function(op):
+                return True  # what a call reads is not followed here
+            continue
+        else:
+            continue
+        for p in read:
+            roots = gen._roots(p)
+            if roots is None or any(gen._may_share(r, w) for r in roots for w in written):
+                return True
+    return False
+
+
+def _plan(gen, call: Operation):
+    """The roots (in the caller) of the memory a recomputable region writes; None when
+    the region is not recomputable."""
     from zymase.transforms.openmp import SERIALIZED, is_outlined_region
 
     cache = gen.__dict__.setdefault("_recomputed_regions", {})
     if call not in cache:
         callee = gen.ctx.defined_function(call)
-        ok = (callee is not None and is_outlined_region(callee) and not gen.split and gen.width == 1
-              and gen.flavor.name == "llvm" and SERIALIZED not in call.attributes)
-        if ok:
+        plan = None
+        if (callee is not None and is_outlined_region(callee) and not gen.split and gen.width == 1
+                and gen.flavor.name == "llvm" and SERIALIZED not in call.attributes):
             accesses = _region_accesses(gen, callee)
-            ok = accesses is not None and _caller_allows(gen, call, *accesses)
-        cache[call] = ok
+            if accesses is not None:
+                plan = _caller_allows(gen, call, *accesses)
+        cache[call] = plan
     return cache[call]
 
 
 def _region_accesses(gen, region: Operation):
-    """(keys read, keys written) of the captured objects the region's loads and stores
-    reach, a key being ``("arg", k)`` or ``("slot", k)`` (the pointer stored in captured
-    variable ``k``); None when an access or a call is beyond this analysis."""
-    from zymase.transforms.openmp import _EVERYWHERE, _SYNCHRONIZATION
+    """(keys read, keys written, keys summed into) of the captured objects the region's
+    loads and stores reach, a key being ``("arg", k)`` or ``("slot", k)`` (the pointer
+    stored in captured variable ``k``); None when an access or a call is beyond this
+    analysis. An object both read and written is allowed only when every access to it
+    is a sum ``*s += e`` (a 'reduction' combine, made a critical section as the
+    derivative sees it, or a 'critical' sum): the value read then feeds only that sum,
+    whose derivative does not depend on it."""
+    from zymase.transforms.openmp import _EVERYWHERE, _SYNCHRONIZATION, reductions_as_critical
 
-    reads: set = set()
-    writes: set = set()
-    for op in region.walk():
+    body = region.body.clone()
+    reductions_as_critical(body)
+    reads: dict = {}
+    writes: dict = {}
+    for op in body.walk():
         kind = memory_kind(op)
         if kind in ("load", "store"):
             key = _key(op.ptr)
             if key is _UNSEEN:
                 return None
             if key is not None:
-                (reads if kind == "load" else writes).add(key)
+                (reads if kind == "load" else writes).setdefault(key, []).append(op)
         elif kind in (None, "derive", "select", "alloca", "global"):
             name = callee_name(op) if isinstance(op, llvm.CallOp) else None
             if name is not None and name not in _EVERYWHERE and name not in _SYNCHRONIZATION and (
@@ -89,9 +136,24 @@ def _region_accesses(gen, region: Operation):
                 return None
         else:
             return None
-    if reads & writes:
+    summed = set(reads) & set(writes)
+    if any(not all(_sum_update(load) for load in reads[k]) or len(reads[k]) != len(writes[k]) for k in summed):
         return None
-    return reads, writes
+    return set(reads), set(writes), summed
+
+
+def _sum_update(load: Operation) -> bool:
+    """``load`` is the old value of ``*p = old + e`` (or ``old - e``) and used nowhere else."""
+    uses = list(load.results[0].uses)
+    if len(uses) != 1:
+        return False
+    add = uses[0].operation
+    if not isinstance(add, (llvm.FAddOp, llvm.FSubOp)) or (isinstance(add, llvm.FSubOp)
+                                                           and add.operands[0] is not load.results[0]):
+        return False
+    stores = [u.operation for u in add.results[0].uses]
+    return (len(stores) == 1 and isinstance(stores[0], llvm.StoreOp) and stores[0].value is add.results[0]
+            and stores[0].ptr is load.ptr)
 
 
 def _key(ptr: SSAValue):
@@ -112,32 +174,55 @@ def _key(ptr: SSAValue):
     return _UNSEEN
 
 
-def _caller_allows(gen, call: Operation, reads: set, writes: set) -> bool:
+def _caller_allows(gen, call: Operation, reads: set, writes: set, summed: set):
+    """The caller's side (module docstring): the roots of the written objects, or None."""
     args = list(gen.flavor.call_args(call))
     values: dict = {}
     for key in reads | writes:
         kind, k = key
         if k >= len(args):
-            return False
+            return None
         if kind == "arg":
             values[key] = args[k]
             continue
         # the captured variable's one store: the pointer it holds during the region
         slot = args[k]
         if not gen.unwritten_after(call, slot):
-            return False
+            return None
         stored = _only_store(slot, call)
         if stored is None:
-            return False
+            return None
         values[key] = stored
+    roots = {key: gen._roots(v) for key, v in values.items()}
+    if any(r is None for r in roots.values()):
+        return None
     for key, v in values.items():
-        if not gen.unwritten_after(call, v):
-            return False
-    pairs = [(r, w) for r in reads for w in writes] + [(w, v) for w in writes for v in writes if w < v]
+        if key in summed:
+            # the recomputation adds into it again: only a local nobody reads afterwards
+            if not all(_private_to(r, call) for r in roots[key]):
+                return None
+        elif not gen.unwritten_after(call, v):
+            return None
+    pairs = [(r, w) for r in reads for w in writes if r != w] + [(w, v) for w in writes for v in writes if w < v]
     for r, w in pairs:
-        a, b = gen._roots(values[r]), gen._roots(values[w])
-        if a is None or b is None or any(gen._may_share(x, y) for x in a for y in b):
-            return False
+        if any(gen._may_share(x, y) for x in roots[r] for y in roots[w]):
+            return None
+    return {x for w in writes for x in roots[w]}
+
+
+def _private_to(root, call: Operation) -> bool:
+    """``root`` is a stack slot of the caller that only loads, stores, lifetime markers
+    and ``call`` use: after the gradient returns nobody sees what it holds, and the
+    caller's own reverse sweep tapes what it loaded before ``call`` (which writes it)."""
+    if not isinstance(root, Operation) or memory_kind(root) != "alloca":
+        return False
+    for use in root.results[0].uses:
+        user = use.operation
+        if isinstance(user, llvm.LoadOp) or (isinstance(user, llvm.StoreOp) and user.value is not root.results[0]):
+            continue
+        if user is call or (isinstance(user, llvm.CallIntrinsicOp) and user.intrin.data.startswith("llvm.lifetime")):
+            continue
+        return False
     return True
 
 

@@ -1028,7 +1028,11 @@ class ReverseGenerator(LaneMaps, ShadowCode, IndexedCaches, MinCutRecompute, Sto
             checkpoint.forward_call(self, op, clone)
             return
         if region_recompute.recomputable(self, op):
-            return  # the primal region, forked as it is: its reverse recomputes it
+            # its reverse recomputes it: the primal region, forked as it is, runs only if
+            # something after it reads what it writes
+            if not region_recompute.primal_needed(self, op):
+                clone.parent_block().erase_op(clone)
+            return
         arg_acts, ret_acts = self._split_activities(op)
         aug, _ = self.ctx.driver.split(self.ctx.defined_function(op), arg_acts, ret_acts)
         self.E.before(clone)
