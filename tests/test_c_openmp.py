@@ -84,7 +84,7 @@ def test_regions_recomputed_without_tape_only_when_safe(tmp_path: Path):
     assert build.returncode == 0, build.stderr
     forked = {line.split(", ptr nonnull @")[1].split(",")[0].split(")")[0]
               for line in ll.read_text().splitlines() if "@__kmpc_fork_call(" in line and "call void" in line}
-    for region in ("map_restrict", "stencil_restrict"):
+    for region in ("map_restrict", "stencil_restrict", "two_loops", "critical_sum"):
         assert f"diffe{region}.omp_outlined" in forked, forked
         assert f"augmented{region}.omp_outlined.omp_thread" not in forked
     for region in ("map_maybe_inplace", "input_overwritten", "output_overwritten"):

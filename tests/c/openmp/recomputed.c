@@ -4,7 +4,8 @@
 // region only reading what nothing overwrites before the reverse sweep. Taped: the same
 // map without restrict called in place (out == x), a region whose input the caller
 // overwrites after it, and a region whose output the caller overwrites after it (the
-// recomputation would write it back). Every derivative against the serial twin's and
+// recomputation would write it back). Also recomputed: a region with two worksharing
+// loops (one on a chunked schedule) and a 'critical' sum into a local of the caller. Every derivative against the serial twin's and
 // central finite differences, and the primal results after the gradient call against
 // the serial program's. Run with OMP_NUM_THREADS=1, 2, 4 (tests/test_c_openmp.py).
 #include <math.h>
@@ -52,6 +53,42 @@ void output_overwritten(const double *restrict x, double *restrict out, int n) {
 #pragma omp parallel for
     for (int i = 0; i < n; i++) out[i] = cos(x[i]) * x[i];
     for (int i = 0; i < n; i++) out[i] = out[i] * out[i] + x[i];
+}
+
+// one region, two worksharing loops (the barrier between them mirrored in the reverse):
+// a stencil on a chunked static schedule (atomic adjoint adds throughout: a thread's
+// iterations are not one chunk) and a map on the default schedule
+void two_loops(const double *restrict x, double *restrict out, double *restrict out2, int n) {
+#pragma omp parallel
+    {
+#pragma omp for schedule(static, 7)
+        for (int i = 1; i < n - 1; i++) out[i] = x[i - 1] * x[i + 1] + sin(x[i]);
+#pragma omp for
+        for (int i = 0; i < n - 1; i++) out2[i] = x[i] * x[i + 1];
+    }
+}
+
+static void two_loops_ser(const double *x, double *out, double *out2, int n) {
+    for (int i = 1; i < n - 1; i++) out[i] = x[i - 1] * x[i + 1] + sin(x[i]);
+    for (int i = 0; i < n - 1; i++) out2[i] = x[i] * x[i + 1];
+}
+
+// a 'critical' sum into a local of the caller, read after the region
+double critical_sum(const double *restrict x, int n) {
+    double s = 0;
+#pragma omp parallel for
+    for (int i = 0; i < n; i++) {
+        double v = sin(x[i]) * x[i];
+#pragma omp critical
+        s += v;
+    }
+    return s * s;
+}
+
+static double critical_sum_ser(const double *x, int n) {
+    double s = 0;
+    for (int i = 0; i < n; i++) s += sin(x[i]) * x[i];
+    return s * s;
 }
 
 static void map_ser(const double *x, double *out, int n) {
@@ -162,6 +199,38 @@ int main(int argc, char **argv) {
     for (int i = 0; i < n; i++) {
         check("in place reverse vs serial", i, dx[i], dxs[i], 1e-12);
         check("in place primal after the gradient", i, x[i], xs[i], 1e-15);
+    }
+    // two loops in one region
+    double out1[N] = {0}, dout1[N], out2[N] = {0}, dout2[N], outs1[N] = {0}, douts1[N], outs2[N] = {0}, douts2[N];
+    for (int i = 0; i < n; i++) {
+        x[i] = xs[i] = x0[i];
+        dx[i] = dxs[i] = 0;
+        dout1[i] = douts1[i] = weight(i);
+        dout2[i] = douts2[i] = 1.0 / weight(i);
+    }
+    __enzyme_autodiff((void *)two_loops, enzyme_dup, x, dx, enzyme_dup, out1, dout1, enzyme_dup, out2, dout2,
+                      enzyme_const, n);
+    __enzyme_autodiff((void *)two_loops_ser, enzyme_dup, xs, dxs, enzyme_dup, outs1, douts1, enzyme_dup, outs2,
+                      douts2, enzyme_const, n);
+    for (int i = 0; i < n; i++) {
+        check("two loops reverse vs serial", i, dx[i], dxs[i], 1e-12);
+        check("two loops primal after the gradient", i, out1[i] + out2[i], outs1[i] + outs2[i], 1e-15);
+    }
+
+    // critical sum
+    for (int i = 0; i < n; i++) dx[i] = dxs[i] = 0;
+    __enzyme_autodiff((void *)critical_sum, enzyme_dup, x0, dx, enzyme_const, n);
+    __enzyme_autodiff((void *)critical_sum_ser, enzyme_dup, x0, dxs, enzyme_const, n);
+    for (int i = 0; i < n; i++) check("critical sum reverse vs serial", i, dx[i], dxs[i], 1e-10);
+    for (int i = 0; i < n; i += 41) {
+        double h = 1e-6, up[N], um[N];
+        for (int k = 0; k < n; k++) up[k] = um[k] = x0[k];
+        up[i] += h;
+        um[i] -= h;
+        // (of the serial twin: the threads' order of summation changes the parallel sum's
+        // rounding from call to call, more than a difference quotient tolerates)
+        check("critical sum reverse vs finite difference", i, dx[i],
+              (critical_sum_ser(up, n) - critical_sum_ser(um, n)) / (2 * h), 1e-6);
     }
     printf("%d failures\n", failures);
     return failures != 0;
