@@ -90,9 +90,19 @@ def test_regions_recomputed_without_tape_only_when_safe(tmp_path: Path):
     for region in ("map_maybe_inplace", "input_overwritten", "output_overwritten"):
         assert f"augmented{region}.omp_outlined.omp_thread" in forked, forked
         assert f"diffe{region}.omp_outlined.omp_thread" in forked
+    # a recomputed region whose results nothing after it reads (a sum only returned) is
+    # not forked in the gradient's forward sweep: its one fork of the primal region is in
+    # the primal function; a sum read after its region (critical_sum) is forked by both
+    text = ll.read_text()
+
+    def primal_forks(region):
+        return sum(f"ptr nonnull @{region}.omp_outlined," in line or f"ptr nonnull @{region}.omp_outlined)" in line
+                   for line in text.splitlines() if "@__kmpc_fork_call(" in line)
+
+    assert primal_forks("returned_sum") == 1 and primal_forks("critical_sum") == 2
     # the recomputed stencil adds its adjoints plainly inside each thread's chunk and
     # atomically at the chunk's edges (the helper, inlined, leaves its name on a block)
-    assert "__zymase_omp_add.f64.exit" in ll.read_text()
+    assert "__zymase_omp_add.f64.exit" in text
     # a reduction into a local of the caller is recomputed too (reduction.c checks the values)
     ll = tmp_path / "reduction.ll"
     build = run_cli(["cc", "-O2", "-fopenmp", "-S", "-emit-llvm", str(_C / "reduction.c"), "-o", str(ll)],

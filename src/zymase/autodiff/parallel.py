@@ -240,8 +240,8 @@ def _induction_plus(gen, v: SSAValue):
     while True:
         v = _strip(v)
         op = None if isinstance(v, BlockArgument) else v.owner
-        if isinstance(op, llvm.AddOp) and overflow_bits(op) & NSW and _constant(op.operands[1]) is not None:
-            k += _constant(op.operands[1])
+        if isinstance(op, (llvm.AddOp, llvm.SubOp)) and overflow_bits(op) & NSW and _constant(op.operands[1]) is not None:
+            k += _constant(op.operands[1]) * (1 if isinstance(op, llvm.AddOp) else -1)
             v = op.operands[0]
             continue
         break

@@ -79,8 +79,35 @@ def primal_needed(gen, call: Operation) -> bool:
         for p in read:
             roots = gen._roots(p)
             if roots is None or any(gen._may_share(r, w) for r in roots for w in written):
-                return True
+                if not (kind == "load" and _only_returned_unneeded(gen, op)):
+                    return True
     return False
+
+
+def _only_returned_unneeded(gen, load: Operation) -> bool:
+    """The loaded value only becomes a result of the function whose primal value the
+    derivative does not return (``return s`` after a reduction, differentiated by
+    ``__enzyme_autodiff``): its reverse needs the adjoint, not the value."""
+    unneeded = {v for v, a in zip(gen.p.returned, gen.ret_acts) if not a.needs_primal}
+    work, seen = [load.results[0]], set()
+    while work:
+        v = work.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        for use in v.uses:
+            user = use.operation
+            if isinstance(user, llvm.ReturnOp):
+                if v not in unneeded:
+                    return False
+            elif isinstance(user, llvm.BrOp):
+                arg = user.successor.args[use.index]
+                if arg not in unneeded:
+                    return False
+                work.append(arg)
+            else:
+                return False
+    return True
 
 
 def _plan(gen, call: Operation):

@@ -5,7 +5,8 @@
 // map without restrict called in place (out == x), a region whose input the caller
 // overwrites after it, and a region whose output the caller overwrites after it (the
 // recomputation would write it back). Also recomputed: a region with two worksharing
-// loops (one on a chunked schedule) and a 'critical' sum into a local of the caller. Every derivative against the serial twin's and
+// loops (one on a chunked schedule), a 'critical' sum into a local of the caller, and a
+// reduction whose result is only returned (no primal region forked in the gradient). Every derivative against the serial twin's and
 // central finite differences, and the primal results after the gradient call against
 // the serial program's. Run with OMP_NUM_THREADS=1, 2, 4 (tests/test_c_openmp.py).
 #include <math.h>
@@ -89,6 +90,21 @@ static double critical_sum_ser(const double *x, int n) {
     double s = 0;
     for (int i = 0; i < n; i++) s += sin(x[i]) * x[i];
     return s * s;
+}
+
+// a reduction whose result is only returned: the derivative forks no primal region, the
+// recomputation in its reverse sweep is the only run
+double returned_sum(const double *restrict x, int n) {
+    double s = 0;
+#pragma omp parallel for reduction(+ : s)
+    for (int i = 0; i < n; i++) s += sin(x[i]) * x[i] + 0.5 * x[i] * x[i];
+    return s;
+}
+
+static double returned_sum_ser(const double *x, int n) {
+    double s = 0;
+    for (int i = 0; i < n; i++) s += sin(x[i]) * x[i] + 0.5 * x[i] * x[i];
+    return s;
 }
 
 static void map_ser(const double *x, double *out, int n) {
@@ -231,6 +247,19 @@ int main(int argc, char **argv) {
         // rounding from call to call, more than a difference quotient tolerates)
         check("critical sum reverse vs finite difference", i, dx[i],
               (critical_sum_ser(up, n) - critical_sum_ser(um, n)) / (2 * h), 1e-6);
+    }
+    // returned sum
+    for (int i = 0; i < n; i++) dx[i] = dxs[i] = 0;
+    __enzyme_autodiff((void *)returned_sum, enzyme_dup, x0, dx, enzyme_const, n);
+    __enzyme_autodiff((void *)returned_sum_ser, enzyme_dup, x0, dxs, enzyme_const, n);
+    for (int i = 0; i < n; i++) check("returned sum reverse vs serial", i, dx[i], dxs[i], 1e-12);
+    for (int i = 0; i < n; i += 41) {
+        double h = 1e-6, up[N], um[N];
+        for (int k = 0; k < n; k++) up[k] = um[k] = x0[k];
+        up[i] += h;
+        um[i] -= h;
+        check("returned sum reverse vs finite difference", i, dx[i],
+              (returned_sum_ser(up, n) - returned_sum_ser(um, n)) / (2 * h), 1e-6);
     }
     printf("%d failures\n", failures);
     return failures != 0;
