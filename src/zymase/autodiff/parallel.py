@@ -262,7 +262,10 @@ def _static_init_of(gen, iv: BlockArgument):
             for op in b.ops:
                 if (isinstance(op, llvm.CallOp) and callee_name(op) in _SIGNED_STATIC_INIT
                         and op.operands[4] is start.owner.ptr):
-                    return op if _constant(op.operands[2]) == _UNCHUNKED_STATIC else None
+                    # the reverse reads the bounds back from their slots: no other loop may reuse them
+                    inits = [u.operation for p in (op.operands[4], op.operands[5]) for u in p.uses
+                             if isinstance(u.operation, llvm.CallOp) and u.operation is not op]
+                    return op if _constant(op.operands[2]) == _UNCHUNKED_STATIC and not inits else None
     return None
 
 
