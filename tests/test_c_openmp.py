@@ -87,7 +87,7 @@ def test_regions_recomputed_without_tape_only_when_safe(tmp_path: Path):
     for region in ("map_restrict", "stencil_restrict", "two_loops", "critical_sum"):
         assert f"diffe{region}.omp_outlined" in forked, forked
         assert f"augmented{region}.omp_outlined.omp_thread" not in forked
-    for region in ("map_maybe_inplace", "input_overwritten", "output_overwritten"):
+    for region in ("map_maybe_inplace", "input_overwritten", "output_overwritten", "thread_scaled"):
         assert f"augmented{region}.omp_outlined.omp_thread" in forked, forked
         assert f"diffe{region}.omp_outlined.omp_thread" in forked
     # a recomputed region whose results nothing after it reads (a sum only returned) is

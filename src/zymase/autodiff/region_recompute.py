@@ -48,6 +48,15 @@ from zymase.analysis.memory import MARKER_INTRINSICS, callee_name, memory_kind
 from zymase.ir import BlockArgument, Operation, SSAValue, llvm
 
 _UNSEEN = object()
+_RECOMPUTABLE_RUNTIME = {
+    "__kmpc_for_static_init_4", "__kmpc_for_static_init_4u", "__kmpc_for_static_init_8",
+    "__kmpc_for_static_init_8u", "__kmpc_for_static_fini", "__kmpc_global_thread_num",
+    "__kmpc_barrier", "__kmpc_critical", "__kmpc_end_critical", "__kmpc_single", "__kmpc_end_single",
+    "__kmpc_master", "__kmpc_end_master", "__kmpc_masked", "__kmpc_end_masked",
+}
+"""The OpenMP runtime calls a recomputed region may make: its schedule (recomputed for the
+reverse fork's own team) and synchronization. Not ``omp_get_thread_num`` and the like,
+whose values depend on the team."""
 
 
 def recomputable(gen, call: Operation) -> bool:
@@ -136,7 +145,7 @@ def _region_accesses(gen, region: Operation):
     is a sum ``*s += e`` (a 'reduction' combine, made a critical section as the
     derivative sees it, or a 'critical' sum): the value read then feeds only that sum,
     whose derivative does not depend on it."""
-    from zymase.transforms.openmp import _EVERYWHERE, _SYNCHRONIZATION, reductions_as_critical
+    from zymase.transforms.openmp import reductions_as_critical
 
     body = region.body.clone()
     reductions_as_critical(body)
@@ -152,9 +161,9 @@ def _region_accesses(gen, region: Operation):
                 (reads if kind == "load" else writes).setdefault(key, []).append(op)
         elif kind in (None, "derive", "select", "alloca", "global"):
             name = callee_name(op) if isinstance(op, llvm.CallOp) else None
-            if name is not None and name not in _EVERYWHERE and name not in _SYNCHRONIZATION and (
-                    gen.ctx.defined_function(op) is not None
-                    or any(isinstance(o.type, llvm.LLVMPointerType) for o in op.operands)):
+            if name is not None and name not in _RECOMPUTABLE_RUNTIME and not _pure_math(gen, op):
+                # a call that may read or write state (rand), or the thread's number (the
+                # recomputation's team may differ): the recomputed values could differ
                 return None
             if isinstance(op, llvm.CallIntrinsicOp) and not op.intrin.data.startswith(MARKER_INTRINSICS) and any(
                     isinstance(o.type, llvm.LLVMPointerType) for o in op.operands):
@@ -167,6 +176,15 @@ def _region_accesses(gen, region: Operation):
     if any(not all(_sum_update(load) for load in reads[k]) or len(reads[k]) != len(writes[k]) for k in summed):
         return None
     return set(reads), set(writes), summed
+
+
+def _pure_math(gen, call: Operation) -> bool:
+    """A declared math function with a derivative rule (it writes errno at most),
+    called without pointer operands."""
+    name = callee_name(call)
+    return (gen.ctx.defined_function(call) is None and not any(isinstance(o.type, llvm.LLVMPointerType)
+                                                               for o in call.operands)
+            and gen.ctx.rule_for(call) is not None and not name.startswith("lgamma"))
 
 
 def _sum_update(load: Operation) -> bool:

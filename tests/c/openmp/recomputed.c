@@ -6,7 +6,8 @@
 // overwrites after it, and a region whose output the caller overwrites after it (the
 // recomputation would write it back). Also recomputed: a region with two worksharing
 // loops (one on a chunked schedule), a 'critical' sum into a local of the caller, and a
-// reduction whose result is only returned (no primal region forked in the gradient). Every derivative against the serial twin's and
+// reduction whose result is only returned (no primal region forked in the gradient).
+// Taped too: a region whose values depend on omp_get_thread_num. Every derivative against the serial twin's and
 // central finite differences, and the primal results after the gradient call against
 // the serial program's. Run with OMP_NUM_THREADS=1, 2, 4 (tests/test_c_openmp.py).
 #include <math.h>
@@ -106,6 +107,15 @@ static double returned_sum_ser(const double *x, int n) {
     for (int i = 0; i < n; i++) s += sin(x[i]) * x[i] + 0.5 * x[i] * x[i];
     return s;
 }
+
+// a region whose values depend on the thread running each iteration: the reverse fork's
+// team may differ from the forward one's, so it keeps the taped pair
+void thread_scaled(const double *restrict x, double *restrict out, int n) {
+#pragma omp parallel for
+    for (int i = 0; i < n; i++) out[i] = x[i] * x[i] * (1.0 + omp_get_thread_num());
+}
+
+static void thread_scaled_r(double *x, double *out, int n) { thread_scaled(x, out, n); }
 
 static void map_ser(const double *x, double *out, int n) {
     for (int i = 0; i < n; i++) out[i] = sin(x[i]) * x[i] + exp(-0.5 * x[i]);
@@ -248,6 +258,25 @@ int main(int argc, char **argv) {
         check("critical sum reverse vs finite difference", i, dx[i],
               (critical_sum_ser(up, n) - critical_sum_ser(um, n)) / (2 * h), 1e-6);
     }
+    // thread-dependent values, against finite differences of the parallel program
+    {
+        double out[N] = {0}, dout[N];
+        for (int i = 0; i < n; i++) {
+            x[i] = x0[i];
+            dx[i] = weight(i);
+            dout[i] = weight(i);
+        }
+        __enzyme_autodiff((void *)thread_scaled, enzyme_dup, x, dx, enzyme_dup, out, dout, enzyme_const, n);
+        for (int i = 0; i < n; i += 23) {
+            double h = 1e-6, up[N], um[N];
+            for (int k = 0; k < n; k++) up[k] = um[k] = x0[k];
+            up[i] += h;
+            um[i] -= h;
+            check("thread-dependent reverse vs finite difference", i, dx[i],
+                  (loss(thread_scaled_r, up, n) - loss(thread_scaled_r, um, n)) / (2 * h), 1e-6);
+        }
+    }
+
     // returned sum
     for (int i = 0; i < n; i++) dx[i] = dxs[i] = 0;
     __enzyme_autodiff((void *)returned_sum, enzyme_dup, x0, dx, enzyme_const, n);
