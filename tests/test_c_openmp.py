@@ -72,6 +72,46 @@ def test_reverse_sweep_forked_and_map_without_atomics(tmp_path: Path):
     assert "atomicrmw fadd" in ll.read_text()
 
 
+def test_regions_recomputed_without_tape_only_when_safe(tmp_path: Path):
+    # gradient speed (issue 27, OpenMP performance): a region reading only memory that
+    # nothing overwrites before the reverse sweep (restrict arrays) is forked as it is
+    # and its reverse recomputes it (no augmented region, no tape); a region whose input
+    # may be its output (no restrict, called in place), whose input or output the caller
+    # overwrites after it keeps the taped split pair (recomputed.c checks the values)
+    ll = tmp_path / "recomputed.ll"
+    build = run_cli(["cc", "-O2", "-fopenmp", "-S", "-emit-llvm", str(_C / "recomputed.c"), "-o", str(ll)],
+                    cwd=tmp_path, timeout=COMPILE_TIMEOUT)
+    assert build.returncode == 0, build.stderr
+    forked = {line.split(", ptr nonnull @")[1].split(",")[0].split(")")[0]
+              for line in ll.read_text().splitlines() if "@__kmpc_fork_call(" in line and "call void" in line}
+    for region in ("map_restrict", "stencil_restrict", "two_loops", "critical_sum"):
+        assert f"diffe{region}.omp_outlined" in forked, forked
+        assert f"augmented{region}.omp_outlined.omp_thread" not in forked
+    for region in ("map_maybe_inplace", "input_overwritten", "output_overwritten", "thread_scaled"):
+        assert f"augmented{region}.omp_outlined.omp_thread" in forked, forked
+        assert f"diffe{region}.omp_outlined.omp_thread" in forked
+    # a recomputed region whose results nothing after it reads (a sum only returned) is
+    # not forked in the gradient's forward sweep: its one fork of the primal region is in
+    # the primal function; a sum read after its region (critical_sum) is forked by both
+    text = ll.read_text()
+
+    def primal_forks(region):
+        return sum(f"ptr nonnull @{region}.omp_outlined," in line or f"ptr nonnull @{region}.omp_outlined)" in line
+                   for line in text.splitlines() if "@__kmpc_fork_call(" in line)
+
+    assert primal_forks("returned_sum") == 1 and primal_forks("critical_sum") == 2
+    # the recomputed stencil adds its adjoints plainly inside each thread's chunk and
+    # atomically at the chunk's edges (the helper, inlined, leaves its name on a block)
+    assert "__zymase_omp_add.f64.exit" in text
+    # a reduction into a local of the caller is recomputed too (reduction.c checks the values)
+    ll = tmp_path / "reduction.ll"
+    build = run_cli(["cc", "-O2", "-fopenmp", "-S", "-emit-llvm", str(_C / "reduction.c"), "-o", str(ll)],
+                    cwd=tmp_path, timeout=COMPILE_TIMEOUT)
+    assert build.returncode == 0, build.stderr
+    text = ll.read_text()
+    assert "ptr nonnull @diffeenergy_par.omp_outlined," in text and "@augmentedenergy_par" not in text
+
+
 _PRELUDE = """#include <math.h>
 extern void __enzyme_autodiff(void *, ...);
 extern int enzyme_const, enzyme_dup;

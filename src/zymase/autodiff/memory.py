@@ -28,7 +28,7 @@ from zymase.analysis.memory import (
     is_pointer,
     memory_kind,
 )
-from zymase.autodiff.parallel import needs_atomic_add
+from zymase.autodiff.parallel import emit_adjoint_add, interior_test, needs_atomic_add
 from zymase.autodiff.type_rules import carries_derivatives
 from zymase.autodiff.registry import call_memory_rule
 from zymase.errors import ZymaseError
@@ -370,8 +370,12 @@ class ShadowCode:
                 return
             sp = self.fetch_shadow(op.ptr)
             if needs_atomic_add(self, op):
-                # other threads of an OpenMP region may add into the same element
-                mirror_scopes(op, E.insert(llvm_ext.AtomicRMWOp("fadd", sp, dy, MONOTONIC)))
+                # other threads of an OpenMP region may add into the same element (at
+                # least at the edges of this thread's chunk)
+                test = interior_test(self, op)
+                added = emit_adjoint_add(self, sp, dy, test)
+                if test is None:
+                    mirror_scopes(op, added)  # (a call to the edge helper carries no scopes)
                 return
             load = E.insert(llvm.LoadOp(sp, r.type))
             store = E.insert(llvm.StoreOp(E.accumulate(load.results[0], dy), sp))

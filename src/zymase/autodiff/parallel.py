@@ -18,12 +18,24 @@ static schedule) or to the thread:
 
 Distinct captured arrays are taken not to overlap partially (``x`` and ``x + 1`` passed
 as two arrays), as the primal region would race on them too if one were written.
+
+A stencil's atomics are needed only at the edges of a thread's chunk. In a reverse sweep
+that can read the schedule's bounds again (a combined derivative, whose stack is the
+forward sweep's: ``autodiff/region_recompute.py``), when every access of the region to
+the array is ``a[iv + d]`` (constant ``d``, the same worksharing loop of an unchunked
+static schedule, elements of the access's size), the element ``a[iv + c]`` is touched
+only by the iterations ``iv + c - d``; if all of them lie in the thread's chunk
+``[lower, upper]`` no other thread touches it. ``interior_test`` gives that test, and
+``emit_adjoint_add`` adds plainly when it holds and atomically at the chunk's edges (a
+helper with both paths, inlined by LLVM).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from zymase.analysis.memory import memory_kind
-from zymase.ir import BlockArgument, Operation, SSAValue, llvm
+from zymase.ir import BlockArgument, IntegerAttr, IntegerType, Operation, SSAValue, llvm, parse_mlir
 
 _CASTS = (llvm.SExtOp, llvm.ZExtOp, llvm.TruncOp)
 
@@ -152,3 +164,178 @@ def _lower_bounds(gen) -> set[SSAValue]:
             op.operands[4] for b in gen.p.region.blocks for op in b.ops
             if isinstance(op, llvm.CallOp) and callee_name(op) in _STATIC_INIT}
     return found
+
+
+_UNCHUNKED_STATIC = 34
+"""``kmp_sch_static``: one contiguous chunk per thread, bounds fixed for the whole loop."""
+_SIGNED_STATIC_INIT = ("__kmpc_for_static_init_4", "__kmpc_for_static_init_8")
+
+
+@dataclass(frozen=True)
+class InteriorTest:
+    """A load's adjoint may be added without atomics when ``lower <= iv + low`` and
+    ``iv + high <= upper``, the thread's chunk being ``[*lower_ptr, *upper_ptr]``."""
+
+    iv: SSAValue
+    low: int
+    high: int
+    lower_ptr: SSAValue
+    upper_ptr: SSAValue
+
+
+def interior_test(gen, load: Operation) -> InteriorTest | None:
+    """The chunk-interior test of the reverse of ``load`` (module docstring), or None
+    when the adjoint must always be added atomically."""
+    if gen.split:
+        return None  # the reverse function's frame is not the forward sweep's: no bounds to read
+    found = _element(gen, load.ptr)
+    if found is None:
+        return None
+    key, iv, size, offset = found
+    offsets = set()
+    for b in gen.p.region.blocks:
+        for op in b.ops:
+            if memory_kind(op) not in ("load", "store") or op.ptr not in gen.act.shadowed:
+                continue
+            other = _element(gen, op.ptr)
+            if other is None:
+                if _access(gen, op.ptr)[0] in (key, None):
+                    return None
+                continue
+            if other[0] != key:
+                continue
+            typ = op.results[0].type if isinstance(op, llvm.LoadOp) else op.value.type
+            if other[1] is not iv or other[2] != size or _size_of(typ) != size or (other[3] - offset) % size:
+                return None
+            offsets.add(other[3])
+    init = _static_init_of(gen, iv)
+    if init is None:
+        return None
+    return InteriorTest(iv, (offset - max(offsets)) // size, (offset - min(offsets)) // size,
+                        init.operands[4], init.operands[5])
+
+
+def _element(gen, ptr: SSAValue):
+    """``(array key, iv, element size, byte offset)`` when ``ptr`` is ``base + size*(iv + k) + c``
+    with ``iv`` a worksharing induction variable and ``base`` a captured array."""
+    from zymase.autodiff.forwarding import _address
+
+    found = _address(ptr)
+    if found is None or found[1] is None:
+        return None
+    base, (size, index), c = found
+    iv, k = _induction_plus(gen, index)
+    key = _key(base)
+    if iv is None or key is None:
+        return None
+    return key, iv, size, size * k + c
+
+
+def _induction_plus(gen, v: SSAValue):
+    """``(iv, k)`` when ``v`` is the worksharing induction variable ``iv`` plus the
+    constant ``k`` (through casts and no-wrap adds), else ``(None, 0)``."""
+    from zymase.ir.llvm_ext import NSW, overflow_bits
+
+    k = 0
+    while True:
+        v = _strip(v)
+        op = None if isinstance(v, BlockArgument) else v.owner
+        if isinstance(op, (llvm.AddOp, llvm.SubOp)) and overflow_bits(op) & NSW and _constant(op.operands[1]) is not None:
+            k += _constant(op.operands[1]) * (1 if isinstance(op, llvm.AddOp) else -1)
+            v = op.operands[0]
+            continue
+        break
+    return (v, k) if _is_induction(gen, v) else (None, 0)
+
+
+def _static_init_of(gen, iv: BlockArgument):
+    """The unchunked, signed ``__kmpc_for_static_init_*`` call whose lower bound ``iv`` starts at."""
+    from zymase.analysis.memory import callee_name
+
+    loops = dict(gen.cfg.natural_loops())
+    body = loops[iv.block]
+    for e in gen.cfg.preds[iv.block]:
+        if e.src in body:
+            continue
+        start = _strip(gen.flavor.successor_operands(e.src.last_op)[e.slot][iv.index])
+        for b in gen.p.region.blocks:
+            for op in b.ops:
+                if (isinstance(op, llvm.CallOp) and callee_name(op) in _SIGNED_STATIC_INIT
+                        and op.operands[4] is start.owner.ptr):
+                    # the reverse reads the bounds back from their slots: no other loop may reuse them
+                    inits = [u.operation for p in (op.operands[4], op.operands[5]) for u in p.uses
+                             if isinstance(u.operation, llvm.CallOp) and u.operation is not op]
+                    return op if _constant(op.operands[2]) == _UNCHUNKED_STATIC and not inits else None
+    return None
+
+
+def _size_of(t) -> int | None:
+    from zymase.analysis.types import size_align
+
+    try:
+        return size_align(t)[0]
+    except Exception:  # a type without a fixed size: no element to speak of
+        return None
+
+
+def emit_adjoint_add(gen, ptr: SSAValue, dy: SSAValue, test: InteriorTest | None) -> Operation:
+    """Add ``dy`` into shadow memory ``ptr`` atomically, or, with ``test``, plainly inside
+    the thread's chunk and atomically at its edges; returns the op that adds."""
+    from zymase.autodiff.memory import MONOTONIC
+    from zymase.ir import llvm_ext
+
+    E = gen.E
+    if test is None:
+        return E.insert(llvm_ext.AtomicRMWOp("fadd", ptr, dy, MONOTONIC))
+    iv = gen.primal(test.iv)
+    bounds = []
+    for p in (test.lower_ptr, test.upper_ptr):
+        bound = E.v(llvm.LoadOp(gen.primal(p), _bound_type(test)))
+        if bound.type != iv.type:
+            bound = E.v(llvm.SExtOp(bound, iv.type) if bound.type.width.data < iv.type.width.data
+                        else llvm.TruncOp(bound, iv.type))
+        bounds.append(bound)
+    first = E.v(llvm.AddOp(iv, E.v(llvm.ConstantOp(IntegerAttr(test.low, iv.type), iv.type))))
+    last = E.v(llvm.AddOp(iv, E.v(llvm.ConstantOp(IntegerAttr(test.high, iv.type), iv.type))))
+    below = E.v(llvm.ICmpOp(first, bounds[0], IntegerAttr(2, IntegerType(64))))  # slt
+    above = E.v(llvm.ICmpOp(last, bounds[1], IntegerAttr(4, IntegerType(64))))  # sgt
+    shared = E.v(llvm.OrOp(below, above))
+    name = _edge_add_helper(gen.ctx.module, dy.type)
+    return E.insert(llvm.CallOp(name, ptr, dy, shared))
+
+
+def _bound_type(test: InteriorTest):
+    """The bounds' width: ``__kmpc_for_static_init_4`` writes i32, ``_8`` i64."""
+    from zymase.analysis.memory import callee_name
+
+    for use in test.lower_ptr.uses:
+        name = callee_name(use.operation) if isinstance(use.operation, llvm.CallOp) else None
+        if name in _SIGNED_STATIC_INIT:
+            return IntegerType(32 if name.endswith("_4") else 64)
+    raise AssertionError("a chunk bound without its static_init call")
+
+
+def _edge_add_helper(module, t) -> str:
+    """``__zymase_omp_add.<t>(ptr, value, shared)``: an atomic add if ``shared``, else a
+    plain one (internal, always inlined), defined once per module and type."""
+    name = f"__zymase_omp_add.{t}"
+    if any(getattr(op, "sym_name", None) is not None and op.sym_name.data == name for op in module.body.block.ops):
+        return name
+    align = _size_of(t)
+    text = f"""builtin.module {{
+  llvm.func internal @"{name}"(%p: !llvm.ptr, %v: {t}, %shared: i1) attributes {{passthrough = ["alwaysinline"]}} {{
+    llvm.cond_br %shared, ^edge, ^inside
+  ^edge:
+    %old = llvm.atomicrmw fadd %p, %v monotonic {{alignment = {align} : i64}} : !llvm.ptr, {t}
+    llvm.return
+  ^inside:
+    %x = llvm.load %p {{alignment = {align} : i64}} : !llvm.ptr -> {t}
+    %s = llvm.fadd %x, %v : {t}
+    llvm.store %s, %p {{alignment = {align} : i64}} : {t}, !llvm.ptr
+    llvm.return
+  }}
+}}"""
+    (fn,) = list(parse_mlir(text).body.block.ops)
+    fn.detach()
+    module.body.block.add_op(fn)
+    return name

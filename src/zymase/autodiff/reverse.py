@@ -57,9 +57,9 @@ from zymase.autodiff.memory import ShadowCode, twin_decl
 from zymase.autodiff.names import ABANDONED
 from zymase.autodiff.registry import ScalarRule
 from zymase.autodiff.semantics import differentiated_again, strong_zero
-from zymase.autodiff import checkpoint
+from zymase.autodiff import checkpoint, region_recompute
 from zymase.transforms.inline import hoist_allocas
-from zymase.transforms.openmp import reverse_mirror
+from zymase.transforms.openmp import mark_recomputed, reverse_mirror
 from zymase.autodiff.forwarding import StoreForwarding
 from zymase.autodiff.tape import IndexedCaches, MinCutRecompute, explain_tape
 from zymase.ir import (Block, BlockArgument, IntegerAttr, IntegerType, Operation, SSAValue, StringAttr, arith,
@@ -1027,6 +1027,12 @@ class ReverseGenerator(LaneMaps, ShadowCode, IndexedCaches, MinCutRecompute, Sto
         if checkpoint.is_checkpointed_loop(self.ctx.defined_function(op)):
             checkpoint.forward_call(self, op, clone)
             return
+        if region_recompute.recomputable(self, op):
+            # its reverse recomputes it: the primal region, forked as it is, runs only if
+            # something after it reads what it writes
+            if not region_recompute.primal_needed(self, op):
+                clone.parent_block().erase_op(clone)
+            return
         arg_acts, ret_acts = self._split_activities(op)
         aug, _ = self.ctx.driver.split(self.ctx.defined_function(op), arg_acts, ret_acts)
         self.E.before(clone)
@@ -1047,7 +1053,13 @@ class ReverseGenerator(LaneMaps, ShadowCode, IndexedCaches, MinCutRecompute, Sto
             checkpoint.reverse_call(self, op)
             return
         arg_acts, ret_acts = self._split_activities(op)
-        _, rev = self.ctx.driver.split(self.ctx.defined_function(op), arg_acts, ret_acts)
+        recompute = region_recompute.recomputable(self, op)
+        if recompute:
+            # an OpenMP region's combined derivative, forked: each thread recomputes its iterations
+            rev = self.ctx.driver.reverse(self.ctx.defined_function(op), arg_acts, ret_acts)
+            mark_recomputed(self.ctx.driver.symbols[rev])
+        else:
+            _, rev = self.ctx.driver.split(self.ctx.defined_function(op), arg_acts, ret_acts)
         args = []
         for a, act in zip(self.flavor.call_args(op), arg_acts):
             args.append(self.primal(a))

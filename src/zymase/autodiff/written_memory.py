@@ -11,6 +11,7 @@ writes memory the analysis cannot see.
 from __future__ import annotations
 
 from zymase.analysis.memory import MARKER_INTRINSICS, UNSEEN_WRITES, call_rule_writes, memory_kind
+from zymase.autodiff.region_recompute import CapturedObject, captured_object
 from zymase.ir import Block, BlockArgument, Operation, SSAValue, llvm
 
 
@@ -49,9 +50,11 @@ class WrittenMemory:
 
     def _outside(self, root) -> bool:
         """Memory not allocated by this function (arguments, globals)."""
-        return isinstance(root, (BlockArgument, str))
+        return isinstance(root, (BlockArgument, str, CapturedObject))
 
     def _noalias(self, root) -> bool:
+        if isinstance(root, CapturedObject):
+            return True
         if not isinstance(root, BlockArgument) or root.index >= len(self.fop.function_type.inputs.data):
             return False
         attrs = self.fop.properties.get("arg_attrs")
@@ -64,7 +67,18 @@ class WrittenMemory:
         global names), or None when unknown."""
         from zymase.analysis.memory import pointer_roots
 
-        return pointer_roots(ptr, self.p.region.blocks[0], self._incoming)
+        found = pointer_roots(ptr, self.p.region.blocks[0], self._incoming)
+        if found is None and self._recomputed_region():
+            captured = captured_object(ptr, self.p.region.blocks[0], self.__dict__.setdefault("_captured", {}))
+            return None if captured is None else {captured}
+        return found
+
+    def _recomputed_region(self) -> bool:
+        """The combined derivative of an OpenMP region, which only a caller that proved
+        its captured objects apart forks (autodiff/region_recompute.py)."""
+        from zymase.transforms.openmp import is_outlined_region
+
+        return not self.split and is_outlined_region(self.fop)
 
     def _incoming(self, arg: BlockArgument) -> list[SSAValue]:
         """The values block argument ``arg`` receives, one per incoming edge."""

@@ -5,7 +5,8 @@ Pipeline, for one function, argument types and activities:
 1. **Numba IR.** The function (and every njit function it names as a global or in its
    closure) is recompiled as a private copy with Numba's LLVM optimization switched
    off (``NUMBA_OPT=0``); the user's own dispatchers are never touched. The private
-   copy runs ``prange`` loops serially.
+   copy drops ``parallel=True``: ``prange`` loops are plain loops in it, so the
+   derivative runs serially (docs/architecture.md, section 10, says why).
 2. **Kernel source** (:mod:`zymase.frontends.numba_kernel`). Around Numba's entry
    point ``i32 f(retptr, excinfo, args...)`` we write two functions in LLVM IR text:
    ``status_f``, which stores ``f``'s status code instead of returning it (reverse mode

@@ -40,7 +40,9 @@ FORK_CALL = "__kmpc_fork_call"
 OUTLINED = "zymase.omp_outlined"
 """On an outlined function and its derivatives: the name of the fork call's ident_t global."""
 ROLE = "zymase.omp_role"
-"""On a derivative of an outlined function: ``forward``, ``augmented``, ``reverse`` or ``combined``."""
+"""On a derivative of an outlined function: ``forward``, ``augmented``, ``reverse``,
+``combined`` or ``recomputed`` (a combined derivative the reverse sweep of a caller forks
+instead of a split pair: ``autodiff/region_recompute.py``)."""
 FORKED = "zymase.omp_forked"
 """On the direct calls ``outline_parallel_regions`` makes of fork calls."""
 SERIALIZED = "zymase.omp_serialized"
@@ -343,6 +345,12 @@ def mark_derivative(module: ModuleOp, primal: Operation, derivative: Operation, 
     derivative.attributes[ROLE] = StringAttr(role)
 
 
+def mark_recomputed(derivative: Operation) -> None:
+    """The combined derivative of a region that a caller's reverse sweep forks, each
+    thread recomputing its own iterations (``autodiff/region_recompute.py``)."""
+    derivative.attributes[ROLE] = StringAttr("recomputed")
+
+
 def reductions_as_critical(region) -> None:
     """In the private copy of an outlined function (``autodiff/common.prepare``): each
     'reduction' combine (``switch __kmpc_reduce_nowait(...)``: 1 = combine here, holding
@@ -415,7 +423,7 @@ def restore_parallel_regions(module: ModuleOp) -> None:
         if role == "primal" and SERIALIZED in op.attributes:
             _serialized_call(caller, op, loc)
             continue
-        if role in ("primal", "forward"):
+        if role in ("primal", "forward", "recomputed"):
             _fork_in_place(op, loc, callee.sym_name.data, list(op.args)[2:])
             continue
         name = callee.sym_name.data
