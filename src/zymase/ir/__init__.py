@@ -45,7 +45,7 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
-from xdsl.dialects.builtin import DYNAMIC_INDEX, NoneAttr, StridedLayoutAttr, TensorType
+from xdsl.dialects.builtin import DYNAMIC_INDEX, ComplexType, NoneAttr, StridedLayoutAttr, TensorType
 from xdsl.ir.affine import (
     AffineBinaryOpExpr,
     AffineBinaryOpKind,
@@ -70,6 +70,7 @@ from xdsl.utils.exceptions import ParseError, VerifyException
 from zymase.errors import ZymaseError
 from zymase.ir import affine_ext, arith_ext, enzyme, llvm_ext, memref_ext, scf_ext, stablehlo
 from xdsl.dialects import affine  # the op classes; AFFINE_EXT adds the syntax xDSL lacks
+from xdsl.dialects import complex  # lowered to pairs of floats before AD (transforms/lower_complex)
 
 FLOAT_TYPES = (Float16Type, Float32Type, Float64Type, Float80Type)
 
@@ -133,6 +134,7 @@ def make_context() -> Context:
         scf_ext.SCF_EXT,  # xDSL's scf plus the scf.parallel syntax
         memref_ext.MEMREF_EXT,  # xDSL's memref plus textual cast/copy
         _LINALG,
+        complex.Complex,
         affine_ext.AFFINE_EXT,  # xDSL's affine plus affine.max and the if/parallel syntax
         llvm_ext.LLVM_EXT,
         enzyme.Enzyme,

@@ -118,10 +118,13 @@ def _mixes_cf_and_scf(module: ModuleOp) -> bool:
 
 def lower_to_loops(module: ModuleOp, *, copies: bool = True) -> ModuleOp:
     """Only the first step: affine and parallel loops (transforms/lower_affine),
-    linalg.generic (and memref.copy) -> sequential scf loops."""
+    linalg.generic (and memref.copy) -> sequential scf loops; complex values ->
+    pairs of floats (transforms/lower_complex)."""
     from zymase.transforms.lower_affine import lower_affine
+    from zymase.transforms.lower_complex import lower_complex
 
     lower_affine(module)
+    lower_complex(module)
     for op in list(module.walk()):
         if isinstance(op, linalg.GenericOp):
             _lower_generic(op)
