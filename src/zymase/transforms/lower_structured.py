@@ -118,13 +118,17 @@ def _mixes_cf_and_scf(module: ModuleOp) -> bool:
 
 def lower_to_loops(module: ModuleOp, *, copies: bool = True) -> ModuleOp:
     """Only the first step: affine and parallel loops (transforms/lower_affine),
-    linalg.generic (and memref.copy) -> sequential scf loops; complex values ->
-    pairs of floats (transforms/lower_complex)."""
+    linalg.generic (and memref.copy) -> sequential scf loops; and the other
+    rewrites every MLIR input gets before AD and lowering: complex values -> pairs
+    of floats (transforms/lower_complex), llvm.intr.* ops -> llvm.call_intrinsic
+    (transforms/llvm_intrinsic_calls)."""
+    from zymase.transforms.llvm_intrinsic_calls import intrinsic_ops_to_calls
     from zymase.transforms.lower_affine import lower_affine
     from zymase.transforms.lower_complex import lower_complex
 
     lower_affine(module)
     lower_complex(module)
+    intrinsic_ops_to_calls(module)
     for op in list(module.walk()):
         if isinstance(op, linalg.GenericOp):
             _lower_generic(op)
