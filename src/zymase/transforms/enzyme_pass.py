@@ -19,6 +19,9 @@ def _enclosing_function(op) -> str | None:
 
 
 def run_enzyme_pass(module: ModuleOp) -> ModuleOp:
+    from zymase.transforms.diff_regions import outline_diff_regions
+
+    outline_diff_regions(module)  # region requests -> functions + enzyme.autodiff/fwddiff
     driver = Driver(module)
     requests = [op for op in module.walk() if isinstance(op, (ez.AutoDiffOp, ez.FwdDiffOp, ez.SplitDiffOp))]
     for op in requests:
