@@ -186,3 +186,15 @@ func.func @g(%x: memref<?xi64>, %n: index) -> i64 {
     assert message.startswith("zymase: error:")
     assert "andi" in message and "affine.parallel" in message and "'g'" in message
     assert "hint" in message
+
+
+def test_unsupported_affine_op_is_refused_by_name():
+    text = """
+func.func @v(%m: memref<?xf64>, %i: index) -> vector<4xf64> {
+  %v = affine.vector_load %m[%i] : memref<?xf64>, vector<4xf64>
+  return %v : vector<4xf64>
+}"""
+    with pytest.raises(ZymaseError) as err:
+        zymase.mlir.compile(text)
+    message = str(err.value)
+    assert message.startswith("zymase: error:") and "'affine.vector_load'" in message and "'v'" in message

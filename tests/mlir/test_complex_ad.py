@@ -136,3 +136,21 @@ def test_complex_arguments_are_python_complex_numbers():
     with pytest.raises(ZymaseError, match="expected a complex number"):
         m.g("x")
     assert m.square(1 + 2j) == -3 + 4j
+
+
+def test_complex_values_in_loops_are_refused():
+    text = """
+func.func @c(%z: complex<f64>, %n: index) -> complex<f64> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%a = %z) -> (complex<f64>) {
+    %b = complex.mul %a, %a : complex<f64>
+    scf.yield %b : complex<f64>
+  }
+  return %r : complex<f64>
+}"""
+    with pytest.raises(ZymaseError) as err:
+        zymase.mlir.compile(text)
+    message = str(err.value)
+    assert message.startswith("zymase: error:") and "'scf.for'" in message and "'c'" in message
+    assert "complex.re" in message  # the hint

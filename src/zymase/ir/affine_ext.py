@@ -348,6 +348,8 @@ AFFINE_EXT = Dialect(
         _xaffine.MinOp,
         MaxOp,
         _xaffine.YieldOp,
+        _xaffine.VectorLoadOp,  # parsed, so that transforms/lower_affine refuses them by name
+        _xaffine.VectorStoreOp,
     ],
     [],
 )
