@@ -1,7 +1,8 @@
 """Issue 28 item 5, the enzyme dialect's other requests, through ``zymase.mlir.compile``
 against closed forms: ``enzyme.ignore_derivatives`` (forward and reverse), several
 results with their own return activities (active / activenoneed / const in reverse,
-dup / dupnoneed in forward), ``enzyme.autodiff_region`` / ``enzyme.fwddiff_region``
+dup / dupnoneed / constnoneed in forward; activities also in the newer spelling
+``#enzyme.activity<...>``), ``enzyme.autodiff_region`` / ``enzyme.fwddiff_region``
 (with a captured value, which is a constant of the region), and the ``enzyme-wrap``
 pass in both modes (run by zymase-opt's pipeline, then compiled)."""
 
@@ -55,6 +56,10 @@ func.func @fwd_two(%x: f64, %dx: f64, %y: f64, %dy: f64) -> (f64, f64, f64) {{
   %r:3 = enzyme.fwddiff @two(%x, %dx, %y, %dy) {{activity = [{A('dup')}, {A('dup')}], ret_activity = [{A('dup')}, {A('dupnoneed')}]}} : (f64, f64, f64, f64) -> (f64, f64, f64)
   return %r#0, %r#1, %r#2 : f64, f64, f64
 }}
+func.func @fwd_two_newer_spelling(%x: f64, %dx: f64, %y: f64) -> f64 {{
+  %r = enzyme.fwddiff @two(%x, %dx, %y) {{activity = [#enzyme.activity<enzyme_dup>, #enzyme.activity<enzyme_const>], ret_activity = [#enzyme.activity<enzyme_constnoneed>, #enzyme.activity<enzyme_dupnoneed>]}} : (f64, f64, f64) -> f64
+  return %r : f64
+}}
 func.func @region_rev(%x: f64, %y: f64, %dr: f64) -> (f64, f64) {{
   %r:2 = enzyme.autodiff_region(%x, %dr) {{
   ^bb0(%a: f64):
@@ -100,6 +105,8 @@ def test_several_results_with_their_return_activities(opt_level):
     assert m.rev_two(x, y, 0.5, 2.0) == pytest.approx((x * y, 0.5 * y + 2 * math.cos(x), 0.5 * x + 2), rel=1e-15)
     assert m.rev_two_const(x, y, 2.0) == pytest.approx((x * y, 2 * math.cos(x), 2.0), rel=1e-15)
     assert m.fwd_two(x, 0.3, y, -1.0) == pytest.approx((x * y, 0.3 * y - x, math.cos(x) * 0.3 - 1.0), rel=1e-15)
+    # Enzyme-MLIR's newer attribute spelling #enzyme.activity<...> reads the same
+    assert m.fwd_two_newer_spelling(x, 0.3, y) == pytest.approx(math.cos(x) * 0.3, rel=1e-15)
 
 
 @pytest.mark.parametrize("opt_level", [0, 2])

@@ -83,7 +83,7 @@ class Activity(Enum):
 
 @irdl_attr_definition
 class ActivityAttr(SpacedOpaqueSyntaxAttribute, ParametrizedAttribute):
-    """``#enzyme<activity enzyme_active>``."""
+    """``#enzyme<activity enzyme_active>`` (also read as ``#enzyme.activity<enzyme_active>``)."""
 
     name = "enzyme.activity"
     value: StringAttr
@@ -99,8 +99,13 @@ class ActivityAttr(SpacedOpaqueSyntaxAttribute, ParametrizedAttribute):
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        # ``#enzyme<activity enzyme_dup>``, or Enzyme-MLIR's newer spelling
+        # ``#enzyme.activity<enzyme_dup>`` (then the parameter is in angle brackets)
+        bracketed = parser.parse_optional_punctuation("<") is not None
         pos = parser.pos
         word = parser.parse_identifier()
+        if bracketed:
+            parser.parse_punctuation(">")
         try:
             Activity(word)
         except ValueError:
