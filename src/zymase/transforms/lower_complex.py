@@ -59,19 +59,21 @@ def split_types(types: Sequence[Attribute]) -> list[Attribute]:
     return out
 
 
-def lower_complex(module: ModuleOp) -> None:
+def lower_complex(module: ModuleOp) -> bool:
+    """Rewrite the module in place; False (nothing done) when no value is complex."""
     if not any(_is_complex(t) for op in module.walk() for t in (*op.result_types, *op.operand_types)) and not any(
         isinstance(op, func.FuncOp) and any(_is_complex(t) for t in (*op.function_type.inputs.data,
                                                                       *op.function_type.outputs.data))
         for op in module.body.block.ops
     ):
-        return
+        return False
     functions = [f for f in module.body.block.ops if isinstance(f, func.FuncOp)]
     # the signatures before any is split: requests name their callee's original one
     original = {f.sym_name.data: (list(f.function_type.inputs.data), list(f.function_type.outputs.data))
                 for f in functions}
     for fop in functions:
         _Function(fop, original).run()
+    return True
 
 
 class _Function:

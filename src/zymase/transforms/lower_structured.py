@@ -122,14 +122,29 @@ def lower_to_loops(module: ModuleOp, *, copies: bool = True) -> ModuleOp:
     rewrites every MLIR input gets before AD and lowering: complex values -> pairs
     of floats (transforms/lower_complex), llvm.intr.* ops -> llvm.call_intrinsic
     (transforms/llvm_intrinsic_calls)."""
-    from zymase.transforms.llvm_intrinsic_calls import intrinsic_ops_to_calls
-    from zymase.transforms.lower_affine import lower_affine
-    from zymase.transforms.lower_complex import lower_complex
+    ops = list(module.walk())
+    # one look at the op names decides which rewrites run (on the C path none does,
+    # and each would walk the whole module again)
+    names = {op.name for op in ops}
+    dialects = {n.partition(".")[0] for n in names}
+    rewritten = False
+    if "affine" in dialects or "scf.parallel" in names:
+        from zymase.transforms.lower_affine import lower_affine
 
-    lower_affine(module)
-    lower_complex(module)
-    intrinsic_ops_to_calls(module)
-    for op in list(module.walk()):
+        lower_affine(module)
+        rewritten = True
+    if "complex" in dialects or "func" in dialects:
+        from zymase.transforms.lower_complex import lower_complex
+
+        rewritten |= lower_complex(module)
+    if any(n.startswith("llvm.intr.") for n in names):
+        from zymase.transforms.llvm_intrinsic_calls import intrinsic_ops_to_calls
+
+        intrinsic_ops_to_calls(module)
+        rewritten = True
+    if rewritten:
+        ops = list(module.walk())
+    for op in ops:
         if isinstance(op, linalg.GenericOp):
             _lower_generic(op)
         elif isinstance(op, memref_ext.CopyOp) and copies:
