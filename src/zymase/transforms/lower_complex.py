@@ -19,8 +19,9 @@ the Wirtinger convention for which ``mul``'s adjoint is ``dw * y``, and conjugat
 the seeds and gradients at the function boundary: ``csquare`` returns ``2 dr
 conj(x)``; zymase never materializes the conjugate form.)
 
-Complex values may not cross region ops (scf iter_args/results) or memory: those
-are refused by name, as are the complex ops not listed above.
+``scf.for`` iter_args and ``scf.for``/``scf.if`` results of complex type are split
+the same way. Complex values in other region ops, cf block arguments or memory are
+refused by name, as are the complex ops not listed above.
 """
 
 from __future__ import annotations
@@ -35,12 +36,14 @@ from zymase.ir import (
     FunctionType,
     ModuleOp,
     Operation,
+    Region,
     SSAValue,
     arith,
     enzyme,
     func,
     location_of,
     math,
+    scf,
 )
 from zymase.ir import complex as cx
 
@@ -111,7 +114,7 @@ class _Function:
                 continue
             if not is_entry:
                 raise self._error(None, "a complex block argument is not supported",
-                                  "use complex values within structured code (scf), not as cf block arguments")
+                                  "carry complex values through scf.for/scf.if, not cf block arguments")
             t = arg.type.element_type  # type: ignore[attr-defined]
             k = arg.index
             re = block.insert_arg(t, k)
@@ -142,6 +145,27 @@ class _Function:
             at.erase()
         elif isinstance(op, (enzyme.AutoDiffOp, enzyme.FwdDiffOp)):
             self._lower_request(op, at)
+        elif isinstance(op, scf.YieldOp):
+            at.replace_with(scf.YieldOp(*self._split_operands(op)))
+        elif isinstance(op, scf.ForOp):
+            self._split_block_args(op.body.block, is_entry=True)
+            body = Region()
+            op.body.move_blocks(body)
+            inits = []
+            for v in op.iter_args:
+                inits += list(self._pair(op, v)) if _is_complex(v.type) else [v]
+            new = scf.ForOp(op.lb, op.ub, op.step, inits, body)
+            at.insert(new)
+            self._bind_results(op, list(new.results))
+            at.erase()
+        elif isinstance(op, scf.IfOp):
+            then, other = Region(), Region()
+            op.true_region.move_blocks(then)
+            op.false_region.move_blocks(other)
+            new = scf.IfOp(op.cond, split_types(op.result_types), then, other if other.blocks else None)
+            at.insert(new)
+            self._bind_results(op, list(new.results))
+            at.erase()
         elif op.dialect_name() == "complex":
             self._lower_complex_op(op, at)
         else:
