@@ -4,7 +4,9 @@ xDSL's affine dialect parses ``affine.for``/``load``/``store``/``apply``/``min``
 and ``yield``, but has no ``affine.max``, no textual form for ``affine.if`` and
 ``affine.parallel``, and no ``symbol(%n)`` inside subscripts. This module adds
 them as subclasses in one extended dialect (:data:`AFFINE_EXT`), as
-:mod:`zymase.ir.memref_ext` does for ``memref``; xDSL is never patched. zymase
+:mod:`zymase.ir.memref_ext` does for ``memref``; xDSL is never patched (the
+expression parser and printer of SSA subscripts are xDSL 0.74's private helpers,
+``AffineParser._parse_affine_expr`` and ``affine._print_affine_expr_of_ssa_ids``). zymase
 does not differentiate affine ops itself: ``transforms/lower_affine`` turns them
 into scf/arith/memref before AD.
 
@@ -34,18 +36,16 @@ from xdsl.dialects.builtin import (
     StringAttr,
     i64,
 )
-from xdsl.ir import Attribute, Block, Dialect, Region, SSAValue
+from xdsl.ir import Attribute, Dialect, Region, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.irdl import (
     IRDLOperation,
     irdl_op_definition,
     prop_def,
-    region_def,
     result_def,
     var_operand_def,
-    var_result_def,
 )
-from xdsl.parser import Parser
+from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.parser.affine_parser import AffineParser
 from xdsl.printer import Printer
 from xdsl.utils.mlir_lexer import MLIRTokenKind
@@ -83,8 +83,6 @@ def _parse_ssa_exprs(parser: Parser, delimiter) -> tuple[AffineMap, list[SSAValu
         return None
 
     exprs = affine.parse_comma_separated_list(delimiter, lambda: affine._parse_affine_expr(bare_id))
-    from xdsl.parser import UnresolvedOperand
-
     operands = [parser.resolve_operand(UnresolvedOperand(span, 0), IndexType()) for span in spans]
     return AffineMap(0, len(names), tuple(exprs)), operands
 

@@ -39,7 +39,6 @@ from zymase.ir import (
     IndexType,
     IntegerAttr,
     IntegerType,
-    ModuleOp,
     Operation,
     Region,
     SSAValue,
