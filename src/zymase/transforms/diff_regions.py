@@ -18,8 +18,11 @@ from zymase.ir import enzyme as ez
 __all__ = ["outline_diff_regions"]
 
 
-def outline_diff_regions(module: ModuleOp) -> None:
-    regions = [op for op in module.walk() if isinstance(op, (ez.AutoDiffRegionOp, ez.FwdDiffRegionOp))]
+def outline_diff_regions(module: ModuleOp, regions: list | None = None) -> None:
+    """Outline ``regions`` (by default every region request of the module, in
+    walk order)."""
+    if regions is None:
+        regions = [op for op in module.walk() if isinstance(op, (ez.AutoDiffRegionOp, ez.FwdDiffRegionOp))]
     if not regions:
         return
     taken = {op.sym_name.data for op in module.body.block.ops if getattr(op, "sym_name", None) is not None}
