@@ -425,20 +425,21 @@ def opt_main(argv: list[str] | None = None) -> int:
 
 
 def _opt_main(argv: list[str]) -> int:
-    from zymase.transforms.pipeline import PASSES, run_passes
+    from zymase.transforms.pipeline import PASSES, run_passes, split_pipeline
 
     import argparse
 
     p = argparse.ArgumentParser(prog="zymase-opt", description="MLIR in, MLIR out (xdsl-opt conventions)")
     p.add_argument("file", nargs="?", default="-")
-    p.add_argument("-p", "--passes", default="", help="comma-separated passes: " + ", ".join(PASSES))
+    p.add_argument("-p", "--passes", default="", help="comma-separated passes: " + ", ".join(PASSES)
+                   + '; with options: enzyme-wrap{infn=f outfn=df argTys=... retTys=... mode=ForwardMode}')
     p.add_argument("-o", "--output", default="-")
     ns = p.parse_args(argv)
     if ns.file == "-":
         text, name = read_stdin_text(), "<stdin>"
     else:
         text, name = read_text_input(ns.file), ns.file
-    out = run_passes(text, name, [q for q in ns.passes.split(",") if q])
+    out = run_passes(text, name, split_pipeline(ns.passes))
     if ns.output == "-":
         sys.stdout.write(out)
     else:

@@ -356,7 +356,8 @@ def _reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activ
                     location=location_of(op),
                     hint="pass the global's data to the function as a pointer argument",
                 )
-            if op.dialect_name() == "enzyme":
+            if op.dialect_name() == "enzyme" and op.name != "enzyme.ignore_derivatives":
+                # (ignore_derivatives has its zero rule, rules/enzyme_ops.py)
                 # a derivative request, or a generated derivative's accumulators and
                 # caches: no rule moves derivatives through them (their values would
                 # be taken as constant, a zero derivative)

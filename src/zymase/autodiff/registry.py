@@ -293,6 +293,7 @@ def load_all_rules() -> Registry:
     from zymase.autodiff.rules import arith as _a  # noqa: F401
     from zymase.autodiff.rules import blas as _b  # noqa: F401
     from zymase.autodiff.rules import complex as _c  # noqa: F401
+    from zymase.autodiff.rules import enzyme_ops as _e  # noqa: F401
     from zymase.autodiff.rules import libm as _l  # noqa: F401
     from zymase.autodiff.rules import llvm as _v  # noqa: F401
     from zymase.autodiff.rules import math as _m  # noqa: F401

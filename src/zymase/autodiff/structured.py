@@ -232,7 +232,9 @@ class StructuredReverse(ReverseGenerator):
         cur = self.frames[-1]
         if not isinstance(w, BlockArgument) and STD.is_constant(w.owner):
             if w not in cur.values:
-                cur.values[w] = E.v(w.owner.clone())
+                # at the head of the reverse block: the first use may be emitted
+                # there later (a recompute for a value popped at the head)
+                cur.values[w] = self._at_head(cur, lambda: E.v(w.owner.clone()))
             return cur.values[w]
         frame = self._frame_of(home)
         if frame is None:

@@ -35,6 +35,7 @@ from zymase.errors import ZymaseError
 from zymase.ir import (
     Attribute,
     Block,
+    ComplexType,
     DenseArrayBase,
     Float16Type,
     Float32Type,
@@ -91,6 +92,10 @@ def compile(  # noqa: A001
     text = _source_text(text)
     module = parse_mlir(text, filename)
     _verify(module, "the input")
+    from zymase.transforms.lower_complex import lower_complex
+
+    complex_signatures = {name: t for name, t in _public_signatures(module).items() if _has_complex(t)}
+    lower_complex(module)  # complex<T> -> pairs of T; the callables take and return Python complex
     if _has_diff_ops(module):
         with derivative_semantics(strong_zero=strong_zero):
             differentiate(module, structured_ad=structured_ad)
@@ -103,7 +108,11 @@ def compile(  # noqa: A001
     ll_text = write_llvm_ir(module)
     optimized = toolchain.optimize(ll_text, opt_level)
     engine = toolchain.jit(optimized, opt=opt_level)
-    return CompiledModule(engine, signatures, wrapped, optimized)
+    return CompiledModule(engine, signatures, wrapped, optimized, complex_signatures)
+
+
+def _has_complex(ftype: FunctionType) -> bool:
+    return any(isinstance(t, ComplexType) for t in (*ftype.inputs.data, *ftype.outputs.data))
 
 
 def _source_text(text: object) -> str:
@@ -347,9 +356,13 @@ class CompiledFunction:
     while the function object does.
     """
 
-    def __init__(self, owner: CompiledModule, name: str, ftype: FunctionType, wrapper: str | None):
+    def __init__(self, owner: CompiledModule, name: str, ftype: FunctionType, wrapper: str | None,
+                 complex_signature: FunctionType | None = None):
         self.name = name
         self.signature = ftype
+        #: the signature before complex<T> became pairs of T: arguments are then
+        #: Python complex numbers, split here, and result pairs are joined back
+        self._complex = complex_signature
         self._owner = owner
         self._params = [_ctype(t, function=name) for t in ftype.inputs.data]
         self._results = [_ctype(t, function=name, result=True) for t in ftype.outputs.data]
@@ -371,6 +384,11 @@ class CompiledFunction:
         return f"{self.name}({params}) -> ({results})"
 
     def __call__(self, *args: object, **kwargs: object) -> object:
+        if self._complex is not None and not kwargs:
+            return self._call_complex(args)
+        return self._call(args, kwargs)
+
+    def _call(self, args: tuple, kwargs: dict) -> object:
         if kwargs:
             raise ArgumentError(
                 f"{self.name}() takes positional arguments only",
@@ -404,6 +422,33 @@ class CompiledFunction:
             return None
         return values if len(values) > 1 else values[0]
 
+    def _call_complex(self, args: tuple) -> object:
+        ins = list(self._complex.inputs.data)
+        if len(args) != len(ins):
+            raise ArgumentError(
+                f"{self.name}() takes {len(ins)} argument{'' if len(ins) == 1 else 's'} but {len(args)} given",
+                function=self.name, hint=f"the signature is {self._complex}")
+        flat: list = []
+        for k, (t, a) in enumerate(zip(ins, args), start=1):
+            if isinstance(t, ComplexType):
+                try:
+                    z = complex(a)
+                except (TypeError, ValueError):
+                    raise ArgumentError(f"bad argument {k} for {self.name}(): expected a complex number, "
+                                        f"got {type(a).__name__}", function=self.name,
+                                        hint=f"the signature is {self._complex}") from None
+                flat += [z.real, z.imag]
+            else:
+                flat.append(a)
+        out = self._call(tuple(flat), {})
+        values = list(out) if isinstance(out, tuple) else ([] if out is None else [out])
+        it = iter(values)
+        joined = [complex(next(it), next(it)) if isinstance(t, ComplexType) else next(it)
+                  for t in self._complex.outputs.data]
+        if not joined:
+            return None
+        return tuple(joined) if len(joined) > 1 else joined[0]
+
     def __repr__(self) -> str:
         return f"<zymase compiled function {self._describe()}>"
 
@@ -422,11 +467,13 @@ class CompiledModule:
         signatures: dict[str, FunctionType],
         wrapped: dict[str, str],
         llvm_ir: str,
+        complex_signatures: dict[str, FunctionType] | None = None,
     ):
         self._engine = engine
         self.llvm_ir = llvm_ir
+        complex_signatures = complex_signatures or {}
         self.functions: dict[str, CompiledFunction] = {
-            name: CompiledFunction(self, name, ftype, wrapped.get(name))
+            name: CompiledFunction(self, name, ftype, wrapped.get(name), complex_signatures.get(name))
             for name, ftype in signatures.items()
         }
 

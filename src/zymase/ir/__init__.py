@@ -45,7 +45,7 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
-from xdsl.dialects.builtin import DYNAMIC_INDEX, NoneAttr, StridedLayoutAttr, TensorType
+from xdsl.dialects.builtin import DYNAMIC_INDEX, ComplexType, NoneAttr, StridedLayoutAttr, TensorType
 from xdsl.ir.affine import (
     AffineBinaryOpExpr,
     AffineBinaryOpKind,
@@ -68,7 +68,9 @@ from xdsl.traits import is_side_effect_free
 from xdsl.utils.exceptions import ParseError, VerifyException
 
 from zymase.errors import ZymaseError
-from zymase.ir import arith_ext, enzyme, llvm_ext, memref_ext, stablehlo
+from zymase.ir import affine_ext, arith_ext, enzyme, llvm_ext, memref_ext, scf_ext, stablehlo
+from xdsl.dialects import affine  # the op classes; AFFINE_EXT adds the syntax xDSL lacks
+from xdsl.dialects import complex  # lowered to pairs of floats before AD (transforms/lower_complex)
 
 FLOAT_TYPES = (Float16Type, Float32Type, Float64Type, Float80Type)
 
@@ -129,10 +131,12 @@ def make_context() -> Context:
         arith_ext.ARITH_EXT,  # xDSL's arith plus remf/index_castui
         math.Math,
         cf.Cf,
-        scf.Scf,
+        scf_ext.SCF_EXT,  # xDSL's scf plus the scf.parallel syntax
         memref_ext.MEMREF_EXT,  # xDSL's memref plus textual cast/copy
         tensor.Tensor,  # tensor.from_elements / extract / splat around enzyme.batch
         _LINALG,
+        complex.Complex,
+        affine_ext.AFFINE_EXT,  # xDSL's affine plus affine.max and the if/parallel syntax
         llvm_ext.LLVM_EXT,
         enzyme.Enzyme,
         stablehlo.StableHLO,  # read from JAX (frontends/jax.py)

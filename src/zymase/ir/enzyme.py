@@ -12,6 +12,10 @@
   ``enzyme.cache_store``/``enzyme.cache_load`` write and read slot ``i`` (derived
   from the iteration numbers). The storage lives until the function returns.
 
+* ``enzyme.ignore_derivatives`` stops derivatives at a value;
+  ``enzyme.autodiff_region`` / ``enzyme.fwddiff_region`` (body ended by
+  ``enzyme.yield``) differentiate a region in place of a named function.
+
 Reverse mode is first generated with these generic ops and later simplified
 (push/pop of values still available become plain SSA uses) and lowered to memory.
 """
@@ -38,12 +42,15 @@ from xdsl.irdl import (
     operand_def,
     opt_prop_def,
     prop_def,
+    region_def,
     result_def,
+    traits_def,
     var_operand_def,
     var_result_def,
 )
 from xdsl.parser import AttrParser
 from xdsl.printer import Printer
+from xdsl.traits import IsTerminator
 from xdsl.utils.exceptions import VerifyException
 
 
@@ -77,7 +84,7 @@ class Activity(Enum):
 
 @irdl_attr_definition
 class ActivityAttr(SpacedOpaqueSyntaxAttribute, ParametrizedAttribute):
-    """``#enzyme<activity enzyme_active>``."""
+    """``#enzyme<activity enzyme_active>`` (also read as ``#enzyme.activity<enzyme_active>``)."""
 
     name = "enzyme.activity"
     value: StringAttr
@@ -93,8 +100,13 @@ class ActivityAttr(SpacedOpaqueSyntaxAttribute, ParametrizedAttribute):
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        # ``#enzyme<activity enzyme_dup>``, or Enzyme-MLIR's newer spelling
+        # ``#enzyme.activity<enzyme_dup>`` (then the parameter is in angle brackets)
+        bracketed = parser.parse_optional_punctuation("<") is not None
         pos = parser.pos
         word = parser.parse_identifier()
+        if bracketed:
+            parser.parse_punctuation(">")
         try:
             Activity(word)
         except ValueError:
@@ -367,9 +379,71 @@ class CacheLoadOp(IRDLOperation):
         super().__init__(operands=[cache, index], result_types=[cache.type.elem])  # type: ignore[attr-defined]
 
 
+@irdl_op_definition
+class IgnoreDerivativesOp(IRDLOperation):
+    """``enzyme.ignore_derivatives %x : T -> T``: the value of ``%x``, through which
+    no derivative flows (its rule is zero; lowered to ``%x`` itself)."""
+
+    name = "enzyme.ignore_derivatives"
+    input = operand_def()
+    result = result_def()
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, value: SSAValue):
+        super().__init__(operands=[value], result_types=[value.type])
+
+
+@irdl_op_definition
+class YieldOp(IRDLOperation):
+    """``enzyme.yield``: the results of an ``enzyme.autodiff_region`` body."""
+
+    name = "enzyme.yield"
+    values = var_operand_def()
+    traits = traits_def(IsTerminator())
+    assembly_format = "attr-dict ($values^ `:` type($values))?"
+
+
+class _DiffRegionOp(IRDLOperation):
+    """The region forms of the requests: the body (its block arguments are the
+    arguments, ``enzyme.yield`` gives the results) is differentiated as if it were a
+    function; values it uses from outside are constants. Operands and results are
+    those of ``enzyme.autodiff`` / ``enzyme.fwddiff`` with the same activities.
+    ``transforms/diff_regions`` outlines the body and makes the request a call."""
+
+    inputs = var_operand_def()
+    outputs = var_result_def()
+    body = region_def("single_block")
+    activity = prop_def(ArrayAttr)
+    ret_activity = prop_def(ArrayAttr)
+    width = opt_prop_def(IntegerAttr)
+    strong_zero = opt_prop_def(Attribute)
+    fn = opt_prop_def(Attribute)
+
+    assembly_format = "`(` $inputs `)` $body attr-dict-with-keyword `:` functional-type($inputs, results)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    @property
+    def arg_activities(self) -> list[Activity]:
+        return _activities(self.activity)
+
+    @property
+    def ret_activities(self) -> list[Activity]:
+        return _activities(self.ret_activity)
+
+
+@irdl_op_definition
+class AutoDiffRegionOp(_DiffRegionOp):
+    name = "enzyme.autodiff_region"
+
+
+@irdl_op_definition
+class FwdDiffRegionOp(_DiffRegionOp):
+    name = "enzyme.fwddiff_region"
+
+
 Enzyme = Dialect(
     "enzyme",
-    [AutoDiffOp, FwdDiffOp, SplitDiffOp, BatchOp, InitOp, SetOp, GetOp, PushOp, PopOp, CacheReserveOp, CacheStoreOp,
-     CacheLoadOp],
+    [AutoDiffOp, FwdDiffOp, SplitDiffOp, BatchOp, InitOp, SetOp, GetOp, PushOp, PopOp, CacheReserveOp,
+     CacheStoreOp, CacheLoadOp, IgnoreDerivativesOp, YieldOp, AutoDiffRegionOp, FwdDiffRegionOp],
     [ActivityAttr, GradientType, CacheType, IndexedCacheType],
 )

@@ -67,6 +67,7 @@ from xdsl.printer import Printer
 from xdsl.traits import IsTerminator, NoMemoryEffect, Pure
 
 from zymase.ir.llvm_eh import EH_OPS
+from zymase.ir.llvm_intrinsics import INTRINSIC_OPS
 from xdsl.utils.exceptions import VerifyException
 
 LLVMPointerType = _xllvm.LLVMPointerType
@@ -878,6 +879,7 @@ LLVM_EXT = Dialect(
         *OVERRIDDEN_OPS,
         *EXTRA_OPS,
         *EH_OPS,
+        *INTRINSIC_OPS,  # llvm_intrinsics: the math and memory intrinsics xDSL lacks
     ],
     [*_xllvm.LLVM.attributes, *EXTRA_ATTRS],
 )

@@ -25,8 +25,15 @@ def run_enzyme_pass(module: ModuleOp) -> ModuleOp:
         from zymase.transforms.batch import lower_batch_op
 
         lower_batch_op(op, module, _enclosing_function(op))
+    ops = list(module.walk())
+    regions = [op for op in ops if isinstance(op, (ez.AutoDiffRegionOp, ez.FwdDiffRegionOp))]
+    if regions:
+        from zymase.transforms.diff_regions import outline_diff_regions
+
+        outline_diff_regions(module, regions)  # -> functions + enzyme.autodiff/fwddiff
+        ops = list(module.walk())
     driver = Driver(module)
-    requests = [op for op in module.walk() if isinstance(op, (ez.AutoDiffOp, ez.FwdDiffOp, ez.SplitDiffOp))]
+    requests = [op for op in ops if isinstance(op, (ez.AutoDiffOp, ez.FwdDiffOp, ez.SplitDiffOp))]
     for op in requests:
         if isinstance(op, ez.SplitDiffOp):
             from zymase.transforms.split_mode import lower_split_op

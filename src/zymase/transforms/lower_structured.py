@@ -1,7 +1,8 @@
 """Structured ops down to loops, and loops down to branches.
 
 Runs before the llvm lowering (and before differentiation, which works on
-branches): each ``linalg.generic`` on memrefs and each ``memref.copy`` becomes a
+branches): affine ops and parallel loops become sequential scf (``transforms/lower_affine``),
+each ``linalg.generic`` on memrefs and each ``memref.copy`` becomes a
 nest of ``scf.for`` loops of ``memref.load``/``memref.store``, then xDSL's
 convert-scf-to-cf turns every ``scf`` op into ``cf`` branches.
 
@@ -18,9 +19,6 @@ from collections.abc import Sequence
 
 from zymase.errors import ZymaseError
 from zymase.ir import (
-    AffineBinaryOpExpr,
-    AffineBinaryOpKind,
-    AffineConstantExpr,
     AffineDimExpr,
     AffineExpr,
     Block,
@@ -119,8 +117,34 @@ def _mixes_cf_and_scf(module: ModuleOp) -> bool:
 
 
 def lower_to_loops(module: ModuleOp, *, copies: bool = True) -> ModuleOp:
-    """Only the first step: linalg.generic (and memref.copy) -> scf loops."""
-    for op in list(module.walk()):
+    """Only the first step: affine and parallel loops (transforms/lower_affine),
+    linalg.generic (and memref.copy) -> sequential scf loops; and the other
+    rewrites every MLIR input gets before AD and lowering: complex values -> pairs
+    of floats (transforms/lower_complex), llvm.intr.* ops -> llvm.call_intrinsic
+    (transforms/llvm_intrinsic_calls)."""
+    ops = list(module.walk())
+    # one look at the op names decides which rewrites run (on the C path none does,
+    # and each would walk the whole module again)
+    names = {op.name for op in ops}
+    dialects = {n.partition(".")[0] for n in names}
+    rewritten = False
+    if "affine" in dialects or "scf.parallel" in names:
+        from zymase.transforms.lower_affine import lower_affine
+
+        lower_affine(module)
+        rewritten = True
+    if "complex" in dialects or "func" in dialects:
+        from zymase.transforms.lower_complex import lower_complex
+
+        rewritten |= lower_complex(module)
+    if any(n.startswith("llvm.intr.") for n in names):
+        from zymase.transforms.llvm_intrinsic_calls import intrinsic_ops_to_calls
+
+        intrinsic_ops_to_calls(module)
+        rewritten = True
+    if rewritten:
+        ops = list(module.walk())
+    for op in ops:
         if isinstance(op, linalg.GenericOp):
             _lower_generic(op)
         elif isinstance(op, memref_ext.CopyOp) and copies:
@@ -266,21 +290,9 @@ def _lower_generic(op: linalg.GenericOp) -> None:
 
 def _affine(b: _Builder, e: AffineExpr, ivs: list[SSAValue]) -> SSAValue:
     """An index value computing affine expression ``e`` of the loop variables."""
-    if isinstance(e, AffineDimExpr):
-        return ivs[e.position]
-    if isinstance(e, AffineConstantExpr):
-        return b.index(e.value)
-    if isinstance(e, AffineBinaryOpExpr):
-        lhs, rhs = _affine(b, e.lhs, ivs), _affine(b, e.rhs, ivs)
-        cls = {
-            AffineBinaryOpKind.Add: arith.AddiOp,
-            AffineBinaryOpKind.Mul: arith.MuliOp,
-            AffineBinaryOpKind.Mod: arith.RemSIOp,
-            AffineBinaryOpKind.FloorDiv: arith.FloorDivSIOp,
-            AffineBinaryOpKind.CeilDiv: arith.CeilDivSIOp,
-        }[e.kind]
-        return b.v(cls(lhs, rhs))
-    raise ZymaseError(f"unsupported affine expression {e}")
+    from zymase.transforms.lower_affine import affine_value
+
+    return affine_value(b, e, ivs)
 
 
 def _error(op: Operation, message: str, hint: str) -> ZymaseError:

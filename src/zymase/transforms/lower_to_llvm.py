@@ -756,6 +756,11 @@ def _lower_init(op: enzyme.InitOp, e: Emitter) -> Sequence[SSAValue]:
     return [slot]
 
 
+@lowers(enzyme.IgnoreDerivativesOp)
+def _lower_ignore_derivatives(op: enzyme.IgnoreDerivativesOp, e: Emitter) -> Sequence[SSAValue]:
+    return [op.input]  # only AD looks through it
+
+
 @lowers(enzyme.GetOp)
 def _lower_get(op: enzyme.GetOp, e: Emitter) -> Sequence[SSAValue]:
     return [e.value(_LoadOp(op.gradient, e.type(op.result.type)))]

@@ -67,6 +67,34 @@ def _print_activity(module: ModuleOp) -> None:
     sys.stderr.write(activity_report(copy))
 
 
+def _enzyme_wrap(module: ModuleOp, options: str) -> None:
+    from zymase.transforms.enzyme_wrap import enzyme_wrap, parse_options
+
+    enzyme_wrap(module, parse_options(options))
+    _enzyme(module)
+
+
+#: passes that take options: ``name{key=value ...}``
+PASSES_WITH_OPTIONS: dict[str, Callable[[ModuleOp, str], None]] = {
+    "enzyme-wrap": _enzyme_wrap,
+}
+
+
+def split_pipeline(text: str) -> list[str]:
+    """``a,b{x=1 y=p,q},c`` -> ``["a", "b{x=1 y=p,q}", "c"]``: commas inside braces
+    belong to the options."""
+    parts, depth, current = [], 0, ""
+    for ch in text:
+        if ch == "," and depth == 0:
+            parts.append(current)
+            current = ""
+            continue
+        depth += {"{": 1, "}": -1}.get(ch, 0)
+        current += ch
+    parts.append(current)
+    return [p.strip() for p in parts if p.strip()]
+
+
 PASSES: dict[str, Callable[[ModuleOp], None]] = {
     "enzyme": _enzyme,
     "enzyme-cfg": _enzyme_cfg,
@@ -85,8 +113,17 @@ def run_passes(text: str, filename: str, names: list[str]) -> str:
     module = parse_mlir(text, filename)
     _verify(module, filename, "input")
     for n in names:
+        name, brace, options = n.partition("{")
+        if brace:
+            if name not in PASSES_WITH_OPTIONS or not options.endswith("}"):
+                raise ZymaseError(f"unknown pass '{n}'", hint="passes with options: " + ", ".join(PASSES_WITH_OPTIONS))
+            PASSES_WITH_OPTIONS[name](module, options[:-1])
+            continue
+        if n in PASSES_WITH_OPTIONS:
+            PASSES_WITH_OPTIONS[n](module, "")
+            continue
         if n not in PASSES:
-            raise ZymaseError(f"unknown pass '{n}'", hint="available: " + ", ".join(PASSES))
+            raise ZymaseError(f"unknown pass '{n}'", hint="available: " + ", ".join([*PASSES, *PASSES_WITH_OPTIONS]))
         PASSES[n](module)
     _verify(module, filename, "output")
     return print_mlir(module)
