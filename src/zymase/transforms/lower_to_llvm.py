@@ -794,6 +794,8 @@ LLVM's SROA turns both fields into SSA values (the data pointer is then a plain
 register in the loops that read and write the cache)."""
 
 CACHE_RESERVE = "__zymase_cache_reserve"
+CACHE_GROW = "__zymase_cache_grow"  # a "heap" cache's reserve: realloc, fields in the handle
+HEAP_TAPE = "heap"  # prefix of a "heap" cache's name (no global behind it)
 # Indexed-cache buffers outlive the call: each cache of the module (each site) has a
 # spare buffer in a global {i64 lock, ptr block, i64 capacity}, where the function
 # leaves its buffer on return and takes it back on the next call. A gradient called
@@ -811,8 +813,17 @@ _SITE_STRUCT = llvm.LLVMStructType.from_type_list([i64, PTR, i64])
 
 
 def _lower_indexed_init(op: enzyme.InitOp, e: Emitter) -> SSAValue:
+    """The handle; its site is a spare-buffer global, or for a ``"heap"`` cache (a
+    derivative that is differentiated again: its tape must be memory the engine
+    shadows) a name for alias scopes only, the buffer growing by realloc and freed
+    on return."""
     handle = e.fn.entry_alloca(INDEXED_CACHE_STRUCT, zero_init=True)
-    e.fn.indexed_caches[handle] = (e.type(op.result.type.elem), e.fn.module.new_tape_site())  # type: ignore[attr-defined]
+    tape = op.attributes.get("zymase.tape")
+    if tape is not None and tape.data == "heap":
+        site = e.fn.module.new_heap_tape_name()
+    else:
+        site = e.fn.module.new_tape_site()
+    e.fn.indexed_caches[handle] = (e.type(op.result.type.elem), site)  # type: ignore[attr-defined]
     return handle
 
 
@@ -826,6 +837,9 @@ def _lower_cache_reserve(op: enzyme.CacheReserveOp, e: Emitter) -> Sequence[SSAV
         count = e.value(llvm.SExtOp(count, i64))
     elem, site = e.fn.indexed_caches[op.cache]
     nbytes = e.value(llvm.MulOp(count, e.size_of(e.type(elem))))
+    if site.startswith(HEAP_TAPE):
+        e.call(CACHE_GROW, [op.cache, nbytes], None)
+        return []
     cap_ptr = e.value(llvm.GEPOp(op.cache, [0, 1], INDEXED_CACHE_STRUCT))
     data = e.value(_LoadOp(op.cache, PTR))
     cap = e.value(_LoadOp(cap_ptr, i64))
@@ -1033,6 +1047,23 @@ builtin.module {{
     %g1 = llvm.insertvalue %newcap, %g0[1] : !llvm.struct<(ptr, i64)>
     llvm.return %g1 : !llvm.struct<(ptr, i64)>
   }}
+  llvm.func internal @{CACHE_GROW}(%handle: !llvm.ptr, %need: i64) {{
+    %cap_p = llvm.getelementptr %handle[0, 1] : (!llvm.ptr) -> !llvm.ptr, !llvm.struct<(ptr, i64)>
+    %cap = llvm.load %cap_p : !llvm.ptr -> i64
+    %full = llvm.icmp "ugt" %need, %cap : i64
+    llvm.cond_br %full, ^grow, ^keep
+  ^grow:
+    %two = llvm.mlir.constant(2 : i64) : i64
+    %doubled = llvm.mul %cap, %two : i64
+    %newcap = llvm.call_intrinsic "llvm.umax.i64"(%doubled, %need) : (i64, i64) -> i64
+    %old = llvm.load %handle : !llvm.ptr -> !llvm.ptr
+    %new = llvm.call @realloc(%old, %newcap) : (!llvm.ptr, i64) -> !llvm.ptr
+    llvm.store %new, %handle : !llvm.ptr, !llvm.ptr
+    llvm.store %newcap, %cap_p : i64, !llvm.ptr
+    llvm.br ^keep
+  ^keep:
+    llvm.return
+  }}
   llvm.func internal @{CACHE_POP}(%cache: !llvm.ptr, %nbytes: i64) -> !llvm.ptr {{
     %size_p = llvm.getelementptr %cache[0, 1] : (!llvm.ptr) -> !llvm.ptr, {_STRUCT}
     %size = llvm.load %size_p : !llvm.ptr -> i64
@@ -1211,6 +1242,11 @@ class _ModuleLowering:
         self.module.body.block.add_op(tape)
         self.symbols[GLOBAL_TAPE] = tape
 
+    def new_heap_tape_name(self) -> str:
+        """A fresh name for a ``"heap"`` indexed cache (alias scopes tell tapes apart by it)."""
+        self._heap_tapes = getattr(self, "_heap_tapes", 0) + 1
+        return f"{HEAP_TAPE}.{self._heap_tapes}"
+
     def new_tape_site(self) -> str:
         """A fresh zeroed global holding one cache's spare buffer between calls."""
         n = 0
@@ -1341,6 +1377,9 @@ class _FunctionLowering:
                 ops += [data, inline, on_heap, null, heap, llvm.CallOp("free", heap.results[0])]
             for handle, (_, site) in self.indexed_caches.items():  # data: null, the site's or realloc's
                 data = _LoadOp(handle, PTR)
+                if site.startswith(HEAP_TAPE):
+                    ops += [data, llvm.CallOp("free", data.dereferenced_value)]
+                    continue
                 cap_ptr = llvm.GEPOp(handle, [0, 1], INDEXED_CACHE_STRUCT)
                 cap = _LoadOp(cap_ptr.result, i64)
                 site_ptr = llvm.AddressOfOp(site, PTR)
