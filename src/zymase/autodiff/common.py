@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from zymase.analysis.activity import ActivityInfo, analyze
+from zymase.analysis.memory import TAPE_POOL
 from zymase.analysis.cfg import CFG
 from zymase.analysis.scf import nested_blocks
 from zymase.autodiff.flavor import Emitter, Flavor, is_differentiable_type
@@ -72,8 +73,10 @@ class Context:
         if name is None:
             return None
         fop = self.driver.lookup_function(name)
-        if fop is None or mark_of(fop) is not None:
-            return None  # marked inactive, function_like or allocator: called, not differentiated
+        if fop is None or mark_of(fop) is not None or name in TAPE_POOL:
+            # marked inactive, function_like or allocator, or the tape pool (analysis/memory):
+            # called, not differentiated
+            return None
         if not fop.body.blocks:
             # a declared function with a registered derivative is differentiated by it
             from zymase.autodiff.custom import has_custom_rule
