@@ -23,6 +23,7 @@ from zymase.ir import (
     ArrayAttr, Attribute, Block, IntegerAttr, IntegerType, Operation, Region, SSAValue, UnitAttr, is_float_type, llvm,
     location_of,
 )
+from zymase.ir import enzyme as ez
 from zymase.ir.enzyme import Activity
 
 load_all_rules()
@@ -359,6 +360,19 @@ def _reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activ
                     location=location_of(op),
                     hint="pass the global's data to the function as a pointer argument",
                 )
+            if isinstance(op, (ez.PushOp, ez.PopOp)) or (
+                    isinstance(op, ez.InitOp) and isinstance(op.result.type, ez.CacheType)):
+                # the LIFO tape of a loop reversed on the MLIR CFG path, in a derivative
+                # (inlined here) that is differentiated again
+                raise ZymaseError(
+                    f"'{fname}' holds the tape of a derivative reversed on the CFG path ('{op.name}'): "
+                    "a derivative that keeps a LIFO tape cannot be differentiated again",
+                    construct=op.name,
+                    function=fname,
+                    location=location_of(op),
+                    hint="differentiate on the structured path (zymase-opt -p enzyme, "
+                    "zymase.mlir.compile(structured_ad=True)) with the loops written as scf.for",
+                )
             if op.dialect_name() == "enzyme":
                 # a derivative request, or a generated derivative's accumulators and
                 # caches: no rule moves derivatives through them (their values would
@@ -369,8 +383,8 @@ def _reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activ
                     construct=op.name,
                     function=fname,
                     location=location_of(op),
-                    hint="in C, nest __enzyme_autodiff/__enzyme_fwddiff calls (zymase cc differentiates "
-                    "the inner one first); in MLIR, differentiate a function without enzyme ops",
+                    hint="nest the requests instead: __enzyme_autodiff/__enzyme_fwddiff calls in C, "
+                    "enzyme.autodiff/enzyme.fwddiff ops in MLIR (the inner one is differentiated first)",
                 )
             if any(o in act.varied for o in op.operands) and _touches_float_vectors(op) and not _vector_safe(ctx, op):
                 raise ZymaseError(
