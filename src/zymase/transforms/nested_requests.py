@@ -50,6 +50,13 @@ def _referenced(fop: Operation) -> set[str]:
 def request_rounds(module: ModuleOp) -> list[list[Operation]]:
     """The module's requests grouped into rounds: a request comes after every request
     held by a function that its differentiated function reaches."""
+    pending = [op for op in module.walk() if isinstance(op, REQUESTS)]
+    if not pending:
+        return []
+    if len(pending) == 1 and getattr(enclosing_function(pending[0]), "sym_name", None) != pending[0].fn.root_reference:
+        # the usual case on the C path (one site per round): no walk over every function; a
+        # request reaching itself through calls is then refused by the generator
+        return [pending]
     functions = _functions(module)
     edges = {name: _referenced(fop) for name, fop in functions.items()}
     reach: dict[str, set[str]] = {}
@@ -65,7 +72,6 @@ def request_rounds(module: ModuleOp) -> list[list[Operation]]:
             reach[name] = seen
         return reach[name]
 
-    pending = [op for op in module.walk() if isinstance(op, REQUESTS)]
     holder = {op: (f.sym_name.data if (f := enclosing_function(op)) is not None else None) for op in pending}
     rounds: list[list[Operation]] = []
     while pending:
