@@ -29,8 +29,9 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable, Sequence
 
-from zymase.analysis.memory import TAPE_POOL
 from zymase.errors import ZymaseError
+from zymase.transforms.tape_pool import (CACHE_GROW, HEAP_TAPE, HEAP_TAPE_RUNTIME, TAPE_FREE, TAPE_POOL_GLOBAL,
+                                         TAPE_POOL_TYPE)
 from zymase.ir import (
     StringAttr,
     Attribute,
@@ -795,17 +796,6 @@ LLVM's SROA turns both fields into SSA values (the data pointer is then a plain
 register in the loops that read and write the cache)."""
 
 CACHE_RESERVE = "__zymase_cache_reserve"
-CACHE_GROW = "__zymase_cache_grow"  # a "heap" cache's reserve: realloc, fields in the handle
-# A "heap" cache's buffer comes from, and goes back to, a pool of spare malloc blocks
-# (analysis/memory.TAPE_POOL: the engine treats these as realloc and free, and takes
-# the shadows from the pool too): a derivative of a derivative called in a loop then
-# reuses its tapes instead of faulting in fresh pages for them at every call, which
-# for a Hessian-vector product at n = 10^5 cost 2-3 times the rest of the call.
-TAPE_FREE, TAPE_REALLOC = sorted(TAPE_POOL)  # "__zymase_tape_free", "__zymase_tape_realloc"
-TAPE_POOL_GLOBAL = "__zymase_tape_pool"
-_TAPE_POOL_SLOTS = 8
-_TAPE_POOL_TYPE = llvm.LLVMArrayType(1 + _TAPE_POOL_SLOTS, i64)  # lock, then slots
-HEAP_TAPE = "heap"  # prefix of a "heap" cache's name (no global behind it)
 # Indexed-cache buffers outlive the call: each cache of the module (each site) has a
 # spare buffer in a global {i64 lock, ptr block, i64 capacity}, where the function
 # leaves its buffer on return and takes it back on the next call. A gradient called
@@ -1057,97 +1047,7 @@ builtin.module {{
     %g1 = llvm.insertvalue %newcap, %g0[1] : !llvm.struct<(ptr, i64)>
     llvm.return %g1 : !llvm.struct<(ptr, i64)>
   }}
-  llvm.func internal @{CACHE_GROW}(%handle: !llvm.ptr, %need: i64) {{
-    %cap_p = llvm.getelementptr %handle[0, 1] : (!llvm.ptr) -> !llvm.ptr, !llvm.struct<(ptr, i64)>
-    %cap = llvm.load %cap_p : !llvm.ptr -> i64
-    %full = llvm.icmp "ugt" %need, %cap : i64
-    llvm.cond_br %full, ^grow, ^keep
-  ^grow:
-    %two = llvm.mlir.constant(2 : i64) : i64
-    %doubled = llvm.mul %cap, %two : i64
-    %newcap = llvm.call_intrinsic "llvm.umax.i64"(%doubled, %need) : (i64, i64) -> i64
-    %old = llvm.load %handle : !llvm.ptr -> !llvm.ptr
-    %new = llvm.call @{TAPE_REALLOC}(%old, %newcap) : (!llvm.ptr, i64) -> !llvm.ptr
-    llvm.store %new, %handle : !llvm.ptr, !llvm.ptr
-    llvm.store %newcap, %cap_p : i64, !llvm.ptr
-    llvm.br ^keep
-  ^keep:
-    llvm.return
-  }}
-  llvm.func internal @{TAPE_REALLOC}(%p: !llvm.ptr, %n: i64) -> !llvm.ptr {{
-    %null = llvm.mlir.zero : !llvm.ptr
-    %fresh = llvm.icmp "eq" %p, %null : !llvm.ptr
-    llvm.cond_br %fresh, ^lock, ^grow
-  ^grow:
-    %r = llvm.call @realloc(%p, %n) : (!llvm.ptr, i64) -> !llvm.ptr
-    llvm.return %r : !llvm.ptr
-  ^lock:
-    %zero = llvm.mlir.constant(0 : i64) : i64
-    %one = llvm.mlir.constant(1 : i64) : i64
-    %pool = llvm.mlir.addressof @{TAPE_POOL_GLOBAL} : !llvm.ptr
-    %held = llvm.atomicrmw xchg %pool, %one acquire : !llvm.ptr, i64
-    %got = llvm.icmp "eq" %held, %zero : i64
-    llvm.cond_br %got, ^scan(%one : i64), ^new
-  ^scan(%i: i64):
-    %end = llvm.mlir.constant({_TAPE_POOL_SLOTS + 1} : i64) : i64
-    %more = llvm.icmp "ult" %i, %end : i64
-    llvm.cond_br %more, ^look, ^unlock
-  ^look:
-    %slot = llvm.getelementptr %pool[%i] : (!llvm.ptr, i64) -> !llvm.ptr, i64
-    %b = llvm.load %slot : !llvm.ptr -> !llvm.ptr
-    %next = llvm.add %i, %one : i64
-    %empty = llvm.icmp "eq" %b, %null : !llvm.ptr
-    llvm.cond_br %empty, ^scan(%next : i64), ^size
-  ^size:
-    %have = llvm.call @malloc_usable_size(%b) : (!llvm.ptr) -> i64
-    %fits = llvm.icmp "uge" %have, %n : i64
-    llvm.cond_br %fits, ^take, ^scan(%next : i64)
-  ^take:
-    llvm.store %null, %slot : !llvm.ptr, !llvm.ptr
-    %u1 = llvm.atomicrmw xchg %pool, %zero release : !llvm.ptr, i64
-    llvm.return %b : !llvm.ptr
-  ^unlock:
-    %u2 = llvm.atomicrmw xchg %pool, %zero release : !llvm.ptr, i64
-    llvm.br ^new
-  ^new:
-    %m = llvm.call @malloc(%n) : (i64) -> !llvm.ptr
-    llvm.return %m : !llvm.ptr
-  }}
-  llvm.func internal @{TAPE_FREE}(%p: !llvm.ptr) {{
-    %null = llvm.mlir.zero : !llvm.ptr
-    %none = llvm.icmp "eq" %p, %null : !llvm.ptr
-    llvm.cond_br %none, ^out, ^lock
-  ^lock:
-    %zero = llvm.mlir.constant(0 : i64) : i64
-    %one = llvm.mlir.constant(1 : i64) : i64
-    %pool = llvm.mlir.addressof @{TAPE_POOL_GLOBAL} : !llvm.ptr
-    %held = llvm.atomicrmw xchg %pool, %one acquire : !llvm.ptr, i64
-    %got = llvm.icmp "eq" %held, %zero : i64
-    llvm.cond_br %got, ^scan(%one : i64), ^drop
-  ^scan(%i: i64):
-    %end = llvm.mlir.constant({_TAPE_POOL_SLOTS + 1} : i64) : i64
-    %more = llvm.icmp "ult" %i, %end : i64
-    llvm.cond_br %more, ^look, ^unlock
-  ^look:
-    %slot = llvm.getelementptr %pool[%i] : (!llvm.ptr, i64) -> !llvm.ptr, i64
-    %b = llvm.load %slot : !llvm.ptr -> !llvm.ptr
-    %next = llvm.add %i, %one : i64
-    %empty = llvm.icmp "eq" %b, %null : !llvm.ptr
-    llvm.cond_br %empty, ^keep, ^scan(%next : i64)
-  ^keep:
-    llvm.store %p, %slot : !llvm.ptr, !llvm.ptr
-    %u1 = llvm.atomicrmw xchg %pool, %zero release : !llvm.ptr, i64
-    llvm.br ^out
-  ^unlock:
-    %u2 = llvm.atomicrmw xchg %pool, %zero release : !llvm.ptr, i64
-    llvm.br ^drop
-  ^drop:
-    llvm.call @free(%p) : (!llvm.ptr) -> ()
-    llvm.br ^out
-  ^out:
-    llvm.return
-  }}
-  llvm.func internal @{CACHE_POP}(%cache: !llvm.ptr, %nbytes: i64) -> !llvm.ptr {{
+{HEAP_TAPE_RUNTIME}  llvm.func internal @{CACHE_POP}(%cache: !llvm.ptr, %nbytes: i64) -> !llvm.ptr {{
     %size_p = llvm.getelementptr %cache[0, 1] : (!llvm.ptr) -> !llvm.ptr, {_STRUCT}
     %size = llvm.load %size_p : !llvm.ptr -> i64
     %rest = llvm.sub %size, %nbytes : i64
@@ -1352,7 +1252,7 @@ class _ModuleLowering:
             return
         self._has_cache_runtime = True
         if TAPE_POOL_GLOBAL not in self.symbols:
-            pool = llvm.GlobalOp(_TAPE_POOL_TYPE, TAPE_POOL_GLOBAL, "internal", alignment=16, value=None)
+            pool = llvm.GlobalOp(TAPE_POOL_TYPE, TAPE_POOL_GLOBAL, "internal", alignment=16, value=None)
             pool.attributes["zymase.llvm_init"] = StringAttr("zeroinitializer")
             self.module.body.block.add_op(pool)
             self.symbols[TAPE_POOL_GLOBAL] = pool
