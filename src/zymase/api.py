@@ -10,7 +10,9 @@ argument wrappers :class:`Active`, :class:`Duplicated`, :class:`DuplicatedNoNeed
 
 ``grad``/``value_and_grad`` return objects that Numba can call from njit code (their
 Numba type is the njit trampoline that calls the compiled kernel), so a gradient-descent
-loop written in njit calls the gradient without going through Python.
+loop written in njit calls the gradient without going through Python; njit code that
+calls one is differentiable in turn (the kernel's source is linked in:
+``frontends/numba.with_called_kernels``).
 
 Arguments may be float scalars, integers (always constant), contiguous float32/float64
 arrays of any rank, and tuples of these. Semantics follow Enzyme: the function runs

@@ -31,6 +31,11 @@ ALLOCATION_SIZE_ARG = "zymase.allocation_size_arg"
 #: on a call of the deallocator registered with it: the position of the pointer it frees
 DEALLOCATED_ARG = "zymase.deallocated_arg"
 DEALLOCATORS = {"free"}
+# The tape buffers of a derivative that is differentiated again (transforms/lower_to_llvm,
+# "heap" caches) come from a small pool of spare malloc blocks, so that a Hessian-vector
+# product called in a loop does not map and fault in fresh pages for its tapes each call:
+# realloc and free as far as derivatives go (the shadows come from the same pool).
+TAPE_POOL = {"__zymase_tape_realloc": "realloc", "__zymase_tape_free": "free"}
 # Numba's runtime (NRT): an array's memory is a reference-counted MemInfo whose data
 # pointer NRT_MemInfo_data_fast reads. A MemInfo that will hold active data gets a
 # shadow MemInfo; data pointers derive from MemInfos like GEPs from pointers; reference
@@ -171,6 +176,8 @@ def memory_kind(op: Operation) -> str | None:
         return "refcount"
     if name in NRT_RAW:
         return NRT_RAW[name]
+    if name in TAPE_POOL:
+        return TAPE_POOL[name]
     if name in CXX_ALLOCATION:
         return CXX_ALLOCATION[name]
     if name in ALLOCATORS or name in ("realloc", "posix_memalign"):

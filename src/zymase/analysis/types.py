@@ -836,7 +836,7 @@ def _ordinal(n: int) -> str:
 _ALLOCATORS = {"malloc", "calloc", "valloc", "pvalloc", "aligned_alloc", "memalign",
                "_Znwm", "_Znam", "_ZnwmSt11align_val_t", "_ZnamSt11align_val_t",
                "_ZnwmRKSt9nothrow_t", "_ZnamRKSt9nothrow_t"}
-_REALLOCATORS = {"realloc", "reallocf"}
+_REALLOCATORS = {"realloc", "reallocf", "__zymase_tape_realloc"}  # the last: analysis/memory.TAPE_POOL
 # name -> (dst, src, length) operand indices
 _COPIES = {"memcpy": (0, 1, 2), "memmove": (0, 1, 2), "__memcpy_chk": (0, 1, 2),
            "__memmove_chk": (0, 1, 2), "mempcpy": (0, 1, 2)}

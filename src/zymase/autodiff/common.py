@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from zymase.analysis.activity import ActivityInfo, analyze
+from zymase.analysis.memory import TAPE_POOL
 from zymase.analysis.cfg import CFG
 from zymase.analysis.scf import nested_blocks
 from zymase.autodiff.flavor import Emitter, Flavor, is_differentiable_type
@@ -22,6 +23,7 @@ from zymase.ir import (
     ArrayAttr, Attribute, Block, IntegerAttr, IntegerType, Operation, Region, SSAValue, UnitAttr, is_float_type, llvm,
     location_of,
 )
+from zymase.ir import enzyme as ez
 from zymase.ir.enzyme import Activity
 
 load_all_rules()
@@ -72,8 +74,10 @@ class Context:
         if name is None:
             return None
         fop = self.driver.lookup_function(name)
-        if fop is None or mark_of(fop) is not None:
-            return None  # marked inactive, function_like or allocator: called, not differentiated
+        if fop is None or mark_of(fop) is not None or name in TAPE_POOL:
+            # marked inactive, function_like or allocator, or the tape pool (analysis/memory):
+            # called, not differentiated
+            return None
         if not fop.body.blocks:
             # a declared function with a registered derivative is differentiated by it
             from zymase.autodiff.custom import has_custom_rule
@@ -356,6 +360,19 @@ def _reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activ
                     location=location_of(op),
                     hint="pass the global's data to the function as a pointer argument",
                 )
+            if isinstance(op, (ez.PushOp, ez.PopOp)) or (
+                    isinstance(op, ez.InitOp) and isinstance(op.result.type, ez.CacheType)):
+                # the LIFO tape of a loop reversed on the MLIR CFG path, in a derivative
+                # (inlined here) that is differentiated again
+                raise ZymaseError(
+                    f"'{fname}' holds the tape of a derivative reversed on the CFG path ('{op.name}'): "
+                    "a derivative that keeps a LIFO tape cannot be differentiated again",
+                    construct=op.name,
+                    function=fname,
+                    location=location_of(op),
+                    hint="differentiate on the structured path (zymase-opt -p enzyme, "
+                    "zymase.mlir.compile(structured_ad=True)) with the loops written as scf.for",
+                )
             if op.dialect_name() == "enzyme" and op.name != "enzyme.ignore_derivatives":
                 # (ignore_derivatives has its zero rule, rules/enzyme_ops.py)
                 # a derivative request, or a generated derivative's accumulators and
@@ -367,8 +384,8 @@ def _reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activ
                     construct=op.name,
                     function=fname,
                     location=location_of(op),
-                    hint="in C, nest __enzyme_autodiff/__enzyme_fwddiff calls (zymase cc differentiates "
-                    "the inner one first); in MLIR, differentiate a function without enzyme ops",
+                    hint="nest the requests instead: __enzyme_autodiff/__enzyme_fwddiff calls in C, "
+                    "enzyme.autodiff/enzyme.fwddiff ops in MLIR (the inner one is differentiated first)",
                 )
             if any(o in act.varied for o in op.operands) and _touches_float_vectors(op) and not _vector_safe(ctx, op):
                 raise ZymaseError(

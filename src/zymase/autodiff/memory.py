@@ -23,6 +23,7 @@ from __future__ import annotations
 from zymase.analysis.memory import (
     CXX_ALIGNED_NEW,
     DEALLOCATED_ARG,
+    TAPE_POOL,
     allocation_size_position,
     callee_name,
     is_pointer,
@@ -235,7 +236,9 @@ class ShadowCode:
         elif kind == "refcount" and op.operands[0] in act.shadowed and forward_mode:
             E.insert(llvm.CallOp(callee_name(op), self.shadow_of(op.operands[0])))
         elif kind == "free" and op.operands[0] in act.shadowed and forward_mode:
-            E.insert(llvm.CallOp("free", self.shadow_of(op.operands[0])))
+            # a tape pool's block: its shadow came from the pool too (_shadow_realloc)
+            release = callee_name(op) if callee_name(op) in TAPE_POOL else "free"
+            E.insert(llvm.CallOp(release, self.shadow_of(op.operands[0])))
         elif kind == "posix_memalign" and op.operands[0] in act.shadowed:
             # posix_memalign(&p, align, n): the shadow slot receives a zeroed buffer
             slot = self.shadow_of(op.operands[0])
@@ -310,10 +313,12 @@ class ShadowCode:
             self._declare("calloc", [i64, i64], PTR)
             self.smap[op.results[0]] = E.v(llvm.CallOp("calloc", n, self._i64(1), return_type=PTR))
             return
-        self._declare("realloc", [PTR, i64], PTR)
+        # a tape pool's block gets its shadow from the pool (analysis/memory.TAPE_POOL)
+        grow = callee_name(op) if callee_name(op) in TAPE_POOL else "realloc"
+        self._declare(grow, [PTR, i64], PTR)
         s_old = self.shadow_of(old)
         used = E.v(llvm.CallOp("malloc_usable_size", s_old, return_type=i64))
-        s_new = E.v(llvm.CallOp("realloc", s_old, n, return_type=PTR))
+        s_new = E.v(llvm.CallOp(grow, s_old, n, return_type=PTR))
         size = E.v(llvm.CallOp("malloc_usable_size", s_new, return_type=i64))
         grew = E.v(llvm.ICmpOp(size, used, IntegerAttr(8, i64)))  # ugt
         tail = E.select(grew, E.v(llvm.SubOp(size, used)), self._i64(0))

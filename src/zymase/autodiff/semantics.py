@@ -40,9 +40,10 @@ def derivative_semantics(*, strong_zero: bool = True) -> Iterator[None]:
 
 def differentiated_again() -> bool:
     """Whether the derivatives being generated now will be differentiated again (an
-    inner ``__enzyme_autodiff`` of a nested one): their tapes are then plain LIFO caches,
-    whose push and pop go through memory the engine shadows, and no indexed caches,
-    whose buffers travel in ``{ptr, i64}`` aggregates and pooled sites."""
+    inner ``__enzyme_autodiff`` of a nested one): their tapes then go through memory the
+    engine shadows: LIFO caches, and indexed caches marked ``"heap"`` (a realloc'd
+    buffer freed on return, not the spare buffers in globals that first-order tapes
+    keep between calls, nor their ``{ptr, i64}`` aggregates); no checkpointing."""
     return _DIFFERENTIATED_AGAIN.get()
 
 

@@ -27,8 +27,8 @@ import sys
 from dataclasses import dataclass, field
 
 from zymase.analysis.trip_count import TripCount, constant_int, emit_trip_count, trip_count
-from zymase.ir import (Block, BlockArgument, IndexType, IntegerAttr, IntegerType, Operation, SSAValue, arith, i64,
-                       llvm, location_of, math, memref)
+from zymase.ir import (Block, BlockArgument, IndexType, IntegerAttr, IntegerType, Operation, SSAValue, StringAttr,
+                       arith, i64, llvm, location_of, math, memref)
 from zymase.ir import enzyme as ez
 from zymase.ir import llvm_ext, memref_ext
 from zymase.llvm.noalias_scopes import drop_scopes
@@ -87,10 +87,7 @@ class IndexedCaches:
         return self._nest_for([(h, body) for h, body in self._loop_chain(e.dst) if e.src in body])
 
     def _nest_for(self, chain: list[tuple[Block, set[Block]]]) -> LoopNest | None:
-        from zymase.autodiff.semantics import differentiated_again
-
-        # a derivative that will be differentiated again keeps LIFO caches only
-        if self.split or self.flavor.name != "llvm" or differentiated_again():
+        if self.split or self.flavor.name != "llvm":
             return None
         nests = self.__dict__.setdefault("_nests", {})
         headers: list[Block] = []
@@ -159,7 +156,14 @@ class IndexedCaches:
 
     def _new_indexed_cache(self, nest: LoopNest, typ) -> SSAValue:
         """An indexed cache of ``typ`` with room for each run of ``nest``."""
+        from zymase.autodiff.semantics import differentiated_again
+
         cache = ez.InitOp(ez.IndexedCacheType(typ))
+        if differentiated_again():
+            # a derivative that will be differentiated again keeps its tape in a buffer
+            # of its own (malloc/realloc/free, which the engine shadows), not in the
+            # module's spare-buffer globals and {ptr, i64} aggregates
+            cache.attributes["zymase.tape"] = StringAttr("heap")
         self.g_entry.insert_op_before(cache, self._entry_branch)
         nest.block.insert_op_before(ez.CacheReserveOp(cache.results[0], nest.end), nest.block.last_op)
         return cache.results[0]

@@ -665,6 +665,12 @@ def _source_key(disp, seen=None) -> list:
              code.co_filename, stamp, repr(sorted(disp.targetoptions.items(), key=str))]
     for _, callee, _ in _dispatcher_refs(py):
         parts += _source_key(callee, seen)
+    for name in code.co_names:
+        # a zymase.grad(g) the function calls (api.Transformed): g's code is linked in
+        # and differentiated with it (with_called_kernels)
+        inner = getattr(py.__globals__.get(name), "disp", None)
+        if inner is not None and hasattr(inner, "py_func"):
+            parts += _source_key(inner, seen)
     return parts
 
 
@@ -713,6 +719,36 @@ def get_kernel(disp, argtypes: tuple, spec: KernelSpec, *, cache: bool = False, 
 
 #: kernel symbol -> the function it differentiates (to name a kernel njit code calls)
 _kernel_functions: dict[str, str] = {}
+#: kernel symbol -> (dispatcher, argument types, spec) of a first-order kernel, whose
+#: source njit code that calls it (``g = df(x)``) links in to be differentiated again
+_kernel_sources: dict[str, tuple] = {}
+_CALLED_KERNEL = re.compile(r"^declare\b[^@]*@(__zymase_kernel_\d+_\d+_\d+)\(", re.M)
+
+
+def with_called_kernels(ir: NumbaIR, depth: int = 0) -> NumbaIR:
+    """``ir`` with the source of every zymase kernel it calls (njit code calling a
+    ``zymase.grad`` of another function) linked in: Numba's IR of that function and
+    the kernel text still calling ``__enzyme_autodiff``, so that the C path's marker
+    rounds differentiate the inner request first and the outer one over it. A kernel
+    whose source is not known (a nested or vector-mode one) stays declared, and the
+    engine refuses the call (``_in_user_terms`` names it)."""
+    from zymase.llvm.toolchain import link_modules
+
+    called = [k for k in dict.fromkeys(_CALLED_KERNEL.findall(ir.text)) if k in _kernel_sources]
+    if not called:
+        return ir
+    if depth > 8:
+        raise ZymaseError("zymase gradients called inside njit code nest more than 8 deep",
+                          construct="call of zymase.grad(...) in njit code",
+                          hint="differentiate fewer levels of gradients called from njit code")
+    text = ir.text
+    for symbol in called:
+        disp, argtypes, spec = _kernel_sources[symbol]
+        inner = with_called_kernels(numba_ir(disp, argtypes), depth + 1)
+        source = inner.text + "\n" + kernel_ir(inner, spec, symbol)
+        text = link_modules(text, source)
+    return dataclasses.replace(ir, text=text)
+
 
 _KERNEL_NAME = re.compile(r"__zymase_kernel_\d+_\d+_\d+(?:\.status)?(?:\.prepared)?")
 
@@ -723,11 +759,11 @@ def _in_user_terms(err: ZymaseError, disp) -> ZymaseError:
     name = function_label(disp).strip("'")
     called = re.search(r"@(__zymase_kernel_\d+_\d+_\d+)\b(?!\.)", f"{err.construct or ''} {err.message}")
     if called and called.group(1) in _kernel_functions:
-        # grad(g) called inside njit code is a compiled kernel, declared by name: its
-        # derivative code is machine code, not IR a second differentiation could read
+        # a kernel njit code calls whose source is not linked in (with_called_kernels:
+        # only first-order kernels keep one) is machine code, not IR to differentiate
         return ZymaseError(
-            f"{function_label(disp)} calls a gradient of '{_kernel_functions[called.group(1)]}' made by zymase "
-            "inside njit code, which zymase cannot differentiate again",
+            f"{function_label(disp)} calls a derivative of '{_kernel_functions[called.group(1)]}' made by zymase "
+            "inside njit code that zymase cannot differentiate again (only grad and value_and_grad kernels are)",
             construct="call of zymase.grad(...) in njit code",
             function=name,
             hint="for second derivatives call zymase.hessian(f), zymase.hvp(f), zymase.jacfwd(zymase.grad(f)) or "
@@ -779,6 +815,7 @@ def _compile_kernel(disp, argtypes: tuple, spec: KernelSpec, cache: bool) -> Ker
             rec.cached = "disk"
     ir = numba_ir(disp, argtypes)
     rec.phases["numba"] = ir.seconds
+    ir = with_called_kernels(ir)
     if spec.inner is not None:
         ir = nested_ir(ir, spec, symbol)
     k_args, k_res = kernel_types(ir, spec)
@@ -793,6 +830,8 @@ def _compile_kernel(disp, argtypes: tuple, spec: KernelSpec, cache: bool) -> Ker
         ll.add_symbol(symbol, addr)
     _records.append(rec)
     _kernel_functions[symbol] = rec.function
+    if spec.inner is None and spec.width == 1:
+        _kernel_sources[symbol] = (disp, tuple(argtypes), spec)
     if _debug():
         print(rec.summary(), file=sys.stderr)
     return Kernel(spec, symbol, k_args, k_res, addr, rec, engine)

@@ -273,6 +273,21 @@ def _runtime_ir(source: str) -> str:
     return ir
 
 
+def link_modules(ll_text: str, other: str) -> str:
+    """The module ``ll_text`` with the module ``other`` linked into it (LLVM's linker:
+    declarations resolved, ``linkonce_odr`` duplicates merged, attribute groups and
+    metadata renumbered)."""
+    module = _parse(ll_text)
+    linked = _parse(other)
+    linked.triple, linked.data_layout = module.triple, module.data_layout
+    try:
+        module.link_in(linked)
+    except RuntimeError as exc:
+        raise ZymaseError(f"LLVM's linker refused to link two modules: {str(exc).strip().splitlines()[0]}",
+                          hint="report this with the functions involved") from None
+    return str(module)
+
+
 def link_c_runtime(ll_text: str, source: str | Path, prefix: str) -> str:
     """``ll_text`` with the functions of the C file ``source`` linked in (the runtime that
     generated derivatives call, e.g. autodiff/rules/blas_runtime.c), made internal so that

@@ -30,6 +30,8 @@ import functools
 from collections.abc import Callable, Iterable, Sequence
 
 from zymase.errors import ZymaseError
+from zymase.transforms.tape_pool import (CACHE_GROW, HEAP_TAPE, HEAP_TAPE_RUNTIME, TAPE_FREE, TAPE_POOL_GLOBAL,
+                                         TAPE_POOL_TYPE)
 from zymase.ir import (
     StringAttr,
     Attribute,
@@ -816,8 +818,17 @@ _SITE_STRUCT = llvm.LLVMStructType.from_type_list([i64, PTR, i64])
 
 
 def _lower_indexed_init(op: enzyme.InitOp, e: Emitter) -> SSAValue:
+    """The handle; its site is a spare-buffer global, or for a ``"heap"`` cache (a
+    derivative that is differentiated again: its tape must be memory the engine
+    shadows) a name for alias scopes only, the buffer growing by realloc and freed
+    on return."""
     handle = e.fn.entry_alloca(INDEXED_CACHE_STRUCT, zero_init=True)
-    e.fn.indexed_caches[handle] = (e.type(op.result.type.elem), e.fn.module.new_tape_site())  # type: ignore[attr-defined]
+    tape = op.attributes.get("zymase.tape")
+    if tape is not None and tape.data == "heap":
+        site = e.fn.module.new_heap_tape_name()
+    else:
+        site = e.fn.module.new_tape_site()
+    e.fn.indexed_caches[handle] = (e.type(op.result.type.elem), site)  # type: ignore[attr-defined]
     return handle
 
 
@@ -831,6 +842,9 @@ def _lower_cache_reserve(op: enzyme.CacheReserveOp, e: Emitter) -> Sequence[SSAV
         count = e.value(llvm.SExtOp(count, i64))
     elem, site = e.fn.indexed_caches[op.cache]
     nbytes = e.value(llvm.MulOp(count, e.size_of(e.type(elem))))
+    if site.startswith(HEAP_TAPE):
+        e.call(CACHE_GROW, [op.cache, nbytes], None)
+        return []
     cap_ptr = e.value(llvm.GEPOp(op.cache, [0, 1], INDEXED_CACHE_STRUCT))
     data = e.value(_LoadOp(op.cache, PTR))
     cap = e.value(_LoadOp(cap_ptr, i64))
@@ -1038,7 +1052,7 @@ builtin.module {{
     %g1 = llvm.insertvalue %newcap, %g0[1] : !llvm.struct<(ptr, i64)>
     llvm.return %g1 : !llvm.struct<(ptr, i64)>
   }}
-  llvm.func internal @{CACHE_POP}(%cache: !llvm.ptr, %nbytes: i64) -> !llvm.ptr {{
+{HEAP_TAPE_RUNTIME}  llvm.func internal @{CACHE_POP}(%cache: !llvm.ptr, %nbytes: i64) -> !llvm.ptr {{
     %size_p = llvm.getelementptr %cache[0, 1] : (!llvm.ptr) -> !llvm.ptr, {_STRUCT}
     %size = llvm.load %size_p : !llvm.ptr -> i64
     %rest = llvm.sub %size, %nbytes : i64
@@ -1216,6 +1230,11 @@ class _ModuleLowering:
         self.module.body.block.add_op(tape)
         self.symbols[GLOBAL_TAPE] = tape
 
+    def new_heap_tape_name(self) -> str:
+        """A fresh name for a ``"heap"`` indexed cache (alias scopes tell tapes apart by it)."""
+        self._heap_tapes = getattr(self, "_heap_tapes", 0) + 1
+        return f"{HEAP_TAPE}.{self._heap_tapes}"
+
     def new_tape_site(self) -> str:
         """A fresh zeroed global holding one cache's spare buffer between calls."""
         n = 0
@@ -1233,9 +1252,15 @@ class _ModuleLowering:
         self.declare("realloc", [PTR, i64], PTR, e)
         self.declare("malloc", [i64], PTR, e)
         self.declare("free", [PTR], None, e)
+        self.declare("malloc_usable_size", [PTR], i64, e)
         if self._has_cache_runtime:
             return
         self._has_cache_runtime = True
+        if TAPE_POOL_GLOBAL not in self.symbols:
+            pool = llvm.GlobalOp(TAPE_POOL_TYPE, TAPE_POOL_GLOBAL, "internal", alignment=16, value=None)
+            pool.attributes["zymase.llvm_init"] = StringAttr("zeroinitializer")
+            self.module.body.block.add_op(pool)
+            self.symbols[TAPE_POOL_GLOBAL] = pool
         self._add_runtime(_cache_runtime_text(), "<zymase cache runtime>")
 
     def _add_runtime(self, text: str, name: str) -> None:
@@ -1346,6 +1371,9 @@ class _FunctionLowering:
                 ops += [data, inline, on_heap, null, heap, llvm.CallOp("free", heap.results[0])]
             for handle, (_, site) in self.indexed_caches.items():  # data: null, the site's or realloc's
                 data = _LoadOp(handle, PTR)
+                if site.startswith(HEAP_TAPE):
+                    ops += [data, llvm.CallOp(TAPE_FREE, data.dereferenced_value)]
+                    continue
                 cap_ptr = llvm.GEPOp(handle, [0, 1], INDEXED_CACHE_STRUCT)
                 cap = _LoadOp(cap_ptr.result, i64)
                 site_ptr = llvm.AddressOfOp(site, PTR)
