@@ -122,6 +122,8 @@ def decompositions(A, B):
 
 
 def test_decompositions_float64():
+    # about 33 s of CPU on the shared machine (Numba's compilation of the np.linalg
+    # overloads, one reverse and one forward kernel): one function for the whole group
     _check(decompositions, [RNG.random((4, 4)) + 2 * np.eye(4), RNG.random((4, 3))], np.float64, 1e-6)
 
 
