@@ -1,5 +1,6 @@
 """The rest of test_linalg.py's cases (issue 26 item 3), run by name, outside the default
-suite (Numba compiles np.linalg.solve and np.kron slowly: about a minute of CPU each):
+suite (Numba compiles np.linalg.solve, lstsq and np.kron slowly: up to a minute of CPU
+each):
 
     pytest -q tests/numba/linalg_campaign.py
 """
@@ -9,7 +10,7 @@ import pytest
 from numba import njit
 
 import zymase
-from test_linalg import RNG, _check, check_refused, cholesky_of_gram
+from test_linalg import RNG, _check, check_refused, cholesky_of_gram, decompositions
 
 
 # ---- loops in Numba: np.outer, np.trace, np.kron (already differentiated, no rule) -------
@@ -50,12 +51,80 @@ def test_cholesky_of_indefinite_matrix_raises_numpys_error():
         zymase.grad(f)(-np.eye(3))
 
 
+# ---- LU, eigen, SVD, least squares (issue 26 item 3: inv, det, slogdet, eigh, eigvalsh,
+# svd, pinv, lstsq) ------------------------------------------------------------------------
+def test_decompositions_float32():
+    _check(decompositions, [RNG.random((4, 4)) + 2 * np.eye(4), RNG.random((4, 3))], np.float32, 5e-3)
+
+
+@njit
+def least_squares(A, b, C, D):
+    # numba_ez_gelsd: overdetermined with one right-hand side, underdetermined (the
+    # minimum-norm solution) with two; np.linalg.pinv: numba_ez_gesdd and a product
+    x = np.linalg.lstsq(A, b)[0]
+    Y = np.linalg.lstsq(C, D)[0]
+    return np.sum(x ** 3) + np.sum(np.sin(Y)) + np.sum(np.linalg.pinv(A) ** 2)
+
+
+@pytest.mark.parametrize("dtype,rtol", [(np.float64, 1e-6), (np.float32, 5e-3)])
+def test_lstsq_and_pinv(dtype, rtol):
+    _check(least_squares, [RNG.random((5, 3)), RNG.random(5), RNG.random((3, 5)), RNG.random((3, 2))], dtype, rtol)
+
+
+@njit
+def full_svd(A, B):
+    # full_matrices=True: square (all of U and V^T defined) and rectangular read only
+    # where the derivative is defined (the first min(m, n) columns of U, all of V^T, n < m)
+    U, s, Vt = np.linalg.svd(A)
+    P, t, Qt = np.linalg.svd(B)
+    return np.sum(s ** 2) + np.sum((U * U) @ (Vt * Vt)) + np.sum(t) + np.sum(P[:, :3] ** 2 * P[:, :3] ** 2) \
+        + np.sum(Qt[0] ** 2 * Qt[1] ** 2)
+
+
+def test_full_svd_where_defined():
+    _check(full_svd, [RNG.random((3, 3)), RNG.random((5, 3))], np.float64, 1e-6)
+
+
+@njit
+def svd_complement(B):
+    U, s, Vt = np.linalg.svd(B)
+    return np.sum(U[:, 3:] ** 3)  # columns spanning the complement: no unique basis
+
+
+def test_full_svd_complement_is_nan_not_a_number():
+    # documented: the complement's basis is not a function of B, so its derivative is NaN
+    # in both modes rather than a plausible number
+    B = RNG.random((5, 3))
+    assert np.isnan(zymase.grad(svd_complement)(B)).all()
+    _, dy = zymase.jvp(svd_complement, (B,), (np.ones_like(B),))
+    assert np.isnan(dy)
+
+
+@njit
+def eigen_of(S):
+    w, V = np.linalg.eigh(S)
+    return np.sum(w * w), np.sum(V[:, 0] * np.arange(1.0, 4.0))
+
+
+def test_repeated_eigenvalues_give_inf_or_nan_for_the_eigenvectors():
+    # documented caveat: at a repeated eigenvalue the eigenvalues keep their derivative
+    # (closed form: sum(w^2) = ||S||_F^2 of the symmetric matrix read from the lower
+    # triangle: 2 S on the diagonal, 4 S below it, 0 above), the eigenvectors have none
+    S = np.diag([1.0, 1.0, 2.0])
+    values = zymase.grad(njit(lambda S: eigen_of(S)[0]))(S.copy())
+    np.testing.assert_allclose(values, 2 * np.tril(S) + 2 * np.tril(S, -1), atol=1e-12)
+    vectors = zymase.grad(njit(lambda S: eigen_of(S)[1]))(S.copy())
+    assert not np.isfinite(vectors).all()
+    _, dy = zymase.jvp(njit(lambda S: eigen_of(S)[1]), (S.copy(),), (np.tril(RNG.random((3, 3))),))
+    assert not np.isfinite(dy)
+
+
 # ---- refusals: named after the NumPy function -------------------------------------------
 @njit
-def uses_eigvalsh(A):
-    return np.sum(np.linalg.eigvalsh(A))
+def uses_eig(A):
+    return np.sum(np.linalg.eig(A)[0])
 
 
-def test_eigvalsh_is_refused_by_numpy_name():
-    # (np.linalg.det: tests/numba/test_errors.py; np.linalg.qr: test_linalg.py)
-    check_refused(uses_eigvalsh, r"np\.linalg\.eigh")
+def test_eig_is_refused_by_numpy_name():
+    # (np.linalg.eigvals: tests/numba/test_errors.py; np.linalg.qr: test_linalg.py)
+    check_refused(uses_eig, r"np\.linalg\.eig")

@@ -1,16 +1,18 @@
 """NumPy linear algebra in njit functions (issue 26 item 3): '@', np.dot, np.matmul,
-np.linalg.cholesky, np.linalg.solve and np.linalg.norm differentiated at the level of
-Numba's BLAS/LAPACK
-helpers (autodiff/rules/numba_linalg.py), checked against central finite differences in
+np.linalg.cholesky, solve, norm, inv, det, slogdet, eigh, eigvalsh, svd, pinv and lstsq
+differentiated at the level of Numba's BLAS/LAPACK helpers
+(autodiff/rules/numba_linalg.py), checked against central finite differences in
 reverse (zymase.grad) and forward (zymase.jvp) mode, float64 and float32; square and
 rectangular shapes, transposed and sliced (non-contiguous) operands. The functions Numba
 writes as loops (np.outer, np.trace, np.kron) are checked too; the NumPy functions
-without a rule are refused naming the NumPy function.
+without a rule (np.linalg.qr, eig, eigvals) are refused naming the NumPy function.
 
-Numba's own compilation of np.linalg.solve and np.kron is slow (about a minute of CPU per
-kernel on the shared machine), so this file (the default suite) runs the products in both
-precisions, Cholesky in float64 and one refusal; tests/numba/linalg_campaign.py, run by
-name, holds the rest (solve, Cholesky in float32, outer/trace/kron, the other refusals):
+Numba's own compilation of np.linalg is slow (about a minute of CPU per kernel for
+np.linalg.solve on the shared machine), so this file (the default suite) runs the
+products in both precisions, Cholesky and the LU/eigen/SVD group in float64 (one
+function, one kernel per mode) and one refusal; tests/numba/linalg_campaign.py, run by
+name, holds the rest (solve, lstsq, pinv, full SVD, float32 of every group,
+outer/trace/kron, the degenerate cases, the other refusals):
 
     pytest -q tests/numba/linalg_campaign.py
 """
@@ -99,6 +101,30 @@ def cholesky_of_gram(A):
 
 def test_cholesky_float64():
     _check(cholesky_of_gram, [RNG.random((4, 4))], np.float64, 1e-6)
+
+
+# ---- LU, eigen and SVD helpers (issue 26 item 3: inv, det, slogdet, eigh, eigvalsh, svd) --
+@njit
+def decompositions(A, B):
+    # numba_xxgetrf (det, slogdet) and numba_ez_xxgetri (inv) on a general A;
+    # numba_ez_xxxevd with eigenvectors (eigh) and without (eigvalsh) on a symmetric
+    # matrix of distinct eigenvalues; numba_ez_gesdd (thin svd) on a rectangular B.
+    # Eigen/singular vectors enter through sign-free expressions (squares, products of
+    # matching pairs)
+    sign, logdet = np.linalg.slogdet(A)
+    inv = np.linalg.inv(A)
+    M = A + A.T
+    w, V = np.linalg.eigh(M)
+    U, s, Vt = np.linalg.svd(B, full_matrices=False)
+    return (np.linalg.det(A) + sign * logdet + np.sum(np.sin(inv)) + np.sum(w * w * w)
+            + np.sum((V[:, 0] * V[:, 1]) ** 2) + np.sum(np.linalg.eigvalsh(M) ** 2)
+            + np.sum(s ** 3) + np.sum((U * U) @ (Vt * Vt)))
+
+
+def test_decompositions_float64():
+    # about 33 s of CPU on the shared machine (Numba's compilation of the np.linalg
+    # overloads, one reverse and one forward kernel): one function for the whole group
+    _check(decompositions, [RNG.random((4, 4)) + 2 * np.eye(4), RNG.random((4, 3))], np.float64, 1e-6)
 
 
 # ---- refusals: named after the NumPy function -------------------------------------------

@@ -18,9 +18,16 @@ the rule's runtime runs:
   tangent needs only the inputs) or after it (factorizations and solves: the tangent
   needs the factor or solution the call computed);
 * reverse mode: what the reverse sweep needs is copied by ``<p><helper>_save`` at the
-  call (before it for a product's inputs, when a later op may overwrite them; after it
-  for a factorization's factor or a solve's solution, always) and freed after
-  ``<p><helper>_rev`` at the mirror point.
+  call (before it for a product's inputs, when a later op may overwrite them, and for
+  the inputs a decomposition overwrites, always; after it for a factorization's factor
+  or a solve's solution, always) and freed after ``<p><helper>_rev`` at the mirror point.
+
+The LU, eigen, SVD and least-squares helpers (``np.linalg.inv``, ``det``, ``slogdet``,
+``eigh``, ``eigvalsh``, ``svd``, ``pinv``, ``lstsq``) use the matrix-level rules of the C
+path's LAPACK routines (``lapack_lu.h``, ``lapack_eigen.h``, ``lapack_svd.h``,
+``lapack_lstsq.h``), compiled into the same runtime over SciPy's routines
+(``numba_lapack_runtime.h``): their derivatives factor the input again, as the C rules
+do, so the input is what the reverse sweep keeps.
 
 Complex kinds and helpers without a rule are refused naming the NumPy function
 (:data:`NUMPY_NAMES`), not the helper.
@@ -43,7 +50,8 @@ RUNTIME_SOURCE = Path(__file__).with_name("numba_linalg_runtime.c")
 #: the prefix under which the SciPy BLAS/LAPACK routines the runtime calls are published
 SCIPY_PREFIX = "__zymase_scipy_"
 #: the SciPy routines the runtime calls (both precisions)
-SCIPY_ROUTINES = {"cython_blas": ("gemm", "gemv", "trsm", "trmm"), "cython_lapack": ("getrs",)}
+SCIPY_ROUTINES = {"cython_blas": ("gemm", "gemv", "trsm", "trmm"),
+                  "cython_lapack": ("getrs", "getrf", "laswp", "syev", "syevd", "gesdd")}
 
 #: Numba's helpers -> the NumPy functions that call them (for messages)
 NUMPY_NAMES = {
@@ -65,8 +73,8 @@ NUMPY_NAMES = {
 }
 
 #: for messages: what has a rule
-LINALG_WITH_RULES = ("'@' and np.dot (1-D and 2-D), np.linalg.cholesky, np.linalg.solve, np.linalg.norm, "
-                     "and what Numba writes as loops (np.outer, np.trace, np.kron)")
+LINALG_WITH_RULES = ("'@' and np.dot (1-D and 2-D), np.linalg.cholesky, solve, norm, inv, det, slogdet, eigh, "
+                     "eigvalsh, svd, pinv and lstsq, and what Numba writes as loops (np.outer, np.trace, np.kron)")
 
 _KINDS = {ord("d"): ("d", f64, "f64", 8), ord("s"): ("s", f32, "f32", 4)}
 _COMPLEX_KINDS = {ord("c"): "complex64", ord("z"): "complex128"}
@@ -87,6 +95,9 @@ class Helper:
     needs: tuple[tuple[str, tuple[str, ...]], ...] = ()
     # reverse mode: what the call computed that the reverse sweep reads (copied after the call)
     keeps: tuple[str, ...] = ()
+    # reverse mode: inputs the call itself overwrites, whose derivative reads them as they
+    # were (copied before the call, always)
+    inputs_kept: tuple[str, ...] = ()
 
     def pos(self, param: str) -> int:
         return [p for p, _ in self.params].index(param)
@@ -96,6 +107,8 @@ class Helper:
 
 
 _K, _C, _I, _S, _A, _P = "kind", "char", "int", "scalar", "array", "ipiv"
+_Q = "pivots"  # integer array the call only reads (getri's pivot indices)
+_V = "value"  # a float passed by value (gelsd's rcond: a threshold, no derivative)
 
 HELPERS = {
     h.name: h
@@ -122,6 +135,28 @@ HELPERS = {
         Helper("numba_xgesv", (("kind", _K), ("n", _I), ("nrhs", _I), ("A", _A), ("lda", _I), ("ipiv", _P),
                                ("B", _A), ("ldb", _I)),
                reads=("A", "B"), writes=("A", "B"), forward_after=True, keeps=("A", "ipiv", "B")),
+        # A (m x n) = P L U in place (np.linalg.det, slogdet, inv); the derivative factors
+        # the input again (lapack_lu.h)
+        Helper("numba_xxgetrf", (("kind", _K), ("m", _I), ("n", _I), ("A", _A), ("lda", _I), ("ipiv", _P)),
+               reads=("A",), writes=("A",), forward_after=False, inputs_kept=("A",)),
+        # A's LU factors (and pivots) overwritten by A^-1 (np.linalg.inv, after getrf)
+        Helper("numba_ez_xxgetri", (("kind", _K), ("n", _I), ("A", _A), ("lda", _I), ("ipiv", _Q)),
+               reads=("A", "ipiv"), writes=("A",), forward_after=False, inputs_kept=("A", "ipiv")),
+        # eigenvalues w of the symmetric A (the triangle uplo) and, for jobz 'V', the
+        # eigenvectors over A; for 'N' the triangle is destroyed (lapack_eigen.h)
+        Helper("numba_ez_xxxevd", (("kind", _K), ("jobz", _C), ("uplo", _C), ("n", _I), ("A", _A), ("lda", _I),
+                                   ("w", _A)),
+               reads=("A",), writes=("A", "w"), forward_after=False, inputs_kept=("A",)),
+        # s, U (m x ucols), V^T (vrows x n) of A, jobz 'S' (thin) or 'A' (full); A
+        # destroyed (np.linalg.svd, pinv; lapack_svd.h)
+        Helper("numba_ez_gesdd", (("kind", _K), ("jobz", _C), ("m", _I), ("n", _I), ("A", _A), ("lda", _I),
+                                  ("s", _A), ("U", _A), ("ldu", _I), ("VT", _A), ("ldvt", _I)),
+               reads=("A",), writes=("A", "s", "U", "VT"), forward_after=False, inputs_kept=("A",)),
+        # the first n rows of B (ldb x nrhs) overwritten by X = A^+ B, s the singular values
+        # of A, rank written, A destroyed (np.linalg.lstsq; lapack_lstsq.h)
+        Helper("numba_ez_gelsd", (("kind", _K), ("m", _I), ("n", _I), ("nrhs", _I), ("A", _A), ("lda", _I),
+                                  ("B", _A), ("ldb", _I), ("s", _A), ("rcond", _V), ("rank", _P)),
+               reads=("A", "B"), writes=("A", "B", "s"), forward_after=False, inputs_kept=("A", "B")),
     )
 }
 
@@ -176,7 +211,7 @@ class NumbaHelperRule(CallMemoryRule):
             return {}
         _, _, name, size = _KINDS[kind]
         types = {self.h.pos(a): (name, size) for a in (*self.h.of_kind(_A), *self.h.of_kind(_S))}
-        types.update({self.h.pos(p): ("int", 4) for p in self.h.of_kind(_P)})
+        types.update({self.h.pos(p): ("int", 4) for p in (*self.h.of_kind(_P), *self.h.of_kind(_Q))})
         return types
 
     # ---- activity ----------------------------------------------------------------------
@@ -249,7 +284,7 @@ class NumbaHelperRule(CallMemoryRule):
                 if any(self._shadowed(g, op, w) for w in wanted_by) and not g.unwritten_after(
                         op, op.operands[self.h.pos(array)]):
                     saved[array] = self._save(g, op, array, values)
-            for kept in self.h.keeps:
+            for kept in (*self.h.inputs_kept, *self.h.keeps):
                 saved[kept] = self._save(g, op, kept, values)
             g.__dict__.setdefault("_numba_linalg_forward", {})[op] = (values, status, saved)
         if not after:

@@ -1,7 +1,8 @@
 /* Derivative code of Numba's BLAS/LAPACK helpers, called by the code
    autodiff/rules/numba_linalg.py generates for NumPy linear algebra in njit functions.
 
-   Numba's helpers (numba_xxgemm, numba_xxgemv, numba_xxnrm2, numba_xxpotrf, numba_xgesv) take their
+   Numba's helpers (numba_xxgemm, numba_xxgemv, numba_xxnrm2, numba_xxpotrf, numba_xgesv here; the
+   LU, eigen, SVD and least-squares ones in numba_lapack_runtime.h) take their
    operands Fortran-style: column-major, transposes and triangles as letters, dimensions
    as Py_ssize_t, alpha/beta through pointers. The functions here take the same operands
    (without the element-kind letter: one copy per precision, prefix d or s; alpha/beta by
@@ -43,6 +44,17 @@ static void *zn_copy(const void *p, long bytes) {
 static long zn_span(long rows, long cols, long ld) { return rows > 0 && cols > 0 ? (cols - 1) * ld + rows : 0; }
 static int zn_trans(char c) { return c == 't' || c == 'T' || c == 'c' || c == 'C'; }
 static int zn_upper(char uplo) { return uplo == 'U' || uplo == 'u'; }
+
+/* blas_runtime.c's helpers that the C path's LAPACK rules use (numba_lapack_runtime.h
+   includes those rules): the same meaning, column-major only, no tape-byte counter */
+static void *zy_copy_span(const void *p, long elements, size_t size) {
+    return zn_copy(p, (elements > 0 ? elements : 0) * (long)size);
+}
+static long zy_mspan(int layout, int rows, int cols, int ld) { return (void)layout, zn_span(rows, cols, ld); }
+static int zy_in_triangle(int uplo, int i, int j) { return uplo == 121 ? j >= i : j <= i; }
+/* CBLAS's transpose and triangle enumerations as letters and back */
+static char zn_op(int trans) { return trans == 111 ? 'N' : 'T'; }
+static int zn_uplo(char uplo) { return zn_upper(uplo) ? 121 : 122; }
 
 #define ZN_T double
 #define ZN_P(name) __zymase_nblas_d##name
@@ -399,5 +411,7 @@ ZN_API void ZN_P(xgesv_rev)(long n, long nrhs, const ZN_T *LU, long lda, const i
     if (dA)
         ZN_P(mm)('N', 'T', n, n, nrhs, -1, dB, ldb, X, ldb, 0, dA, lda); /* Abar = -Bbar X^T */
 }
+
+#include "numba_lapack_runtime.h"
 
 #endif
