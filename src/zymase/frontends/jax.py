@@ -4,8 +4,9 @@ run by XLA inside JAX.
 1. **Lower** (``lower``): ``jax.jit(flat_f, keep_unused=True).lower(*avals)`` on the
    flattened arguments, printed in MLIR's generic op form and parsed by
    ``ir.parse_mlir`` (the StableHLO dialect of ``ir/stablehlo.py``).
-2. **Differentiate**: ``autodiff/hlo.reverse`` / ``forward`` rewrite ``@main``, then
-   ``transforms/hlo_rewrites.simplify`` folds what the rules left (``x + 0``, transposes
+2. **Differentiate**: ``transforms/hlo_rewrites.simplify`` (its exact patterns) simplifies
+   the user's function, ``autodiff/hlo.reverse`` / ``forward`` rewrite ``@main``, then
+   ``simplify`` (all patterns but on the primal ops) folds what the rules left (``x + 0``, transposes
    of transposes, broadcasts of splats), merges duplicates and drops dead code.
 3. **Run**: the derivative module is printed back (generic form) and called through
    the JAX primitive ``zymase_stablehlo_call``, whose lowering rule parses the text
@@ -142,6 +143,7 @@ def _parsed(f, in_tree, avals) -> ModuleOp:
         for op, position in zip(ops, positions):
             if position is not None:
                 op.location = FileLineColLoc(StringAttr(position[0]), IntAttr(position[1]), IntAttr(position[2]))
+    hlo_rewrites.simplify(module, exact_only=True)  # before differentiation: less to differentiate
     return module
 
 
