@@ -90,6 +90,9 @@ CASES = {
     "reduce_min": lambda x, y: jnp.min(x + y, axis=1),
     "logsumexp": lambda x, y: jax.nn.logsumexp(x * y, axis=1),
     "softmax": lambda x, y: jax.nn.softmax(x + y, axis=0),
+    # issue 28 item 2 (the missing ops); stop_gradient leaves no trace in JAX's StableHLO,
+    # zymase lowers it to a marker (frontends/jax.py)
+    "stop_gradient": lambda x, y: lax.stop_gradient(x * y) * x + jnp.sum(lax.stop_gradient(y)) * y,
 }
 
 

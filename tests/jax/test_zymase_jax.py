@@ -202,3 +202,13 @@ def test_ops_without_a_rule_for_their_body_are_refused_with_function_and_line(pr
     err = info.value
     assert err.construct == construct and err.function and "<lambda>" in err.function
     assert err.location and err.location.startswith(__file__)
+
+
+# issue 28 item 2: stop_gradient is invisible in JAX's StableHLO; zymase's lowering marks it,
+# and only zymase's: the marker never reaches a program JAX lowers for itself
+def test_stop_gradient_marker_stays_inside_zymase_lowering():
+    f = lambda x: jnp.sum(lax.stop_gradient(x) * x)  # noqa: E731
+    x = jnp.arange(1.0, 4.0)
+    np.testing.assert_array_equal(zj.grad(f)(x), x)
+    assert "zymase.stop_gradient" not in jax.jit(f).lower(x).as_text()
+    assert "zymase.stop_gradient" not in jax.jit(jax.grad(f)).lower(x).as_text()

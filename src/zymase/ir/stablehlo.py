@@ -227,6 +227,16 @@ CustomCallOp = _op("custom_call", pure=False, call_target_name=prop_def(StringAt
                    api_version=opt_prop_def(Attribute), called_computations=opt_prop_def(Attribute),
                    operand_layouts=opt_prop_def(Attribute), result_layouts=opt_prop_def(Attribute),
                    output_operand_aliases=opt_prop_def(Attribute))
+# ``jax.lax.stop_gradient`` leaves no trace in the StableHLO JAX emits (its lowering is the
+# identity); zymase's lowering (frontends/jax.py) marks it with a custom_call of this target,
+# which the derivative treats as a constant and replaces by its operand before XLA sees it
+STOP_GRADIENT_TARGET = "zymase.stop_gradient"
+
+
+def is_stop_gradient(op) -> bool:
+    return isinstance(op, CustomCallOp) and op.call_target_name.data == STOP_GRADIENT_TARGET
+
+
 RngBitGeneratorOp = _op("rng_bit_generator", pure=False, rng_algorithm=prop_def(RngAlgorithmAttr))
 ReducePrecisionOp = _op("reduce_precision", exponent_bits=prop_def(IntegerAttr),
                         mantissa_bits=prop_def(IntegerAttr))

@@ -532,3 +532,46 @@ class _ScatterAdd(Linear):
 
 
 REGISTRY.register(hlo.ScatterOp, _ScatterAdd())
+
+
+# ----- custom_call: zymase's stop_gradient marker; the rest are refused ----------------
+# what JAX function emits each custom_call JAX 0.10.2 lowers to on CPU (for refusals)
+CUSTOM_CALL_SOURCES = {
+    "lapack_spotrf_ffi": "jnp.linalg.cholesky", "lapack_dpotrf_ffi": "jnp.linalg.cholesky",
+    "lapack_strsm_ffi": "jax.scipy.linalg.solve_triangular", "lapack_dtrsm_ffi": "jax.scipy.linalg.solve_triangular",
+    "lapack_sgetrf_ffi": "jnp.linalg.solve / lu", "lapack_dgetrf_ffi": "jnp.linalg.solve / lu",
+    "lapack_ssyevd_ffi": "jnp.linalg.eigh", "lapack_dsyevd_ffi": "jnp.linalg.eigh",
+    "lapack_sgesdd_ffi": "jnp.linalg.svd", "lapack_dgesdd_ffi": "jnp.linalg.svd",
+    "lapack_sgeqrf_ffi": "jnp.linalg.qr", "lapack_dgeqrf_ffi": "jnp.linalg.qr",
+}
+
+
+class _CustomCall(Rule):
+    """``jax.lax.stop_gradient``'s marker (``hlo.STOP_GRADIENT_TARGET``) passes no
+    derivative; any other custom_call reaching an active value is refused, naming its
+    target and the JAX function that emits it."""
+
+    def propagates(self, op, index):
+        return not hlo.is_stop_gradient(op) and hlo.is_float_tensor(op.operands[index].type)
+
+    def _refuse(self, op):
+        target = op.call_target_name.data
+        source = CUSTOM_CALL_SOURCES.get(target)
+        emitted = f" (emitted by {source})" if source else ""
+        raise ZymaseError(f"no derivative rule for 'stablehlo.custom_call' @{target}{emitted}",
+                          construct="stablehlo.custom_call", location=location_of(op),
+                          hint="differentiate around it (jax.lax.stop_gradient), or write it with operations "
+                               "zymase differentiates")
+
+    def reverse(self, ctx, op, dys):
+        if not hlo.is_stop_gradient(op):
+            self._refuse(op)
+        return [None] * len(op.operands)
+
+    def forward(self, ctx, op, tangents):
+        if not hlo.is_stop_gradient(op):
+            self._refuse(op)
+        return [None] * len(op.results)
+
+
+REGISTRY.register(hlo.CustomCallOp, _CustomCall())
