@@ -93,6 +93,8 @@ CASES = {
     # issue 28 item 2 (the missing ops); stop_gradient leaves no trace in JAX's StableHLO,
     # zymase lowers it to a marker (frontends/jax.py)
     "stop_gradient": lambda x, y: lax.stop_gradient(x * y) * x + jnp.sum(lax.stop_gradient(y)) * y,
+    "sort": lambda x, y: jnp.sort(x * y, axis=1) + jnp.sort(jnp.sin(y), axis=0) * x,
+    "sort_keys_and_values": lambda x, y: jnp.stack(lax.sort((y[0], x[0] * y[1], x[1]), num_keys=1)[1:]),
 }
 
 

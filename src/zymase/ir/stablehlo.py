@@ -67,10 +67,10 @@ class _EnumAttr(_BodyAttr, SpacedOpaqueSyntaxAttribute):
         printer.print_string(self.body.data)
 
 
-def _body_attr(mnemonic: str, base: type[_BodyAttr] = _BodyAttr) -> type[_BodyAttr]:
+def _body_attr(mnemonic: str, base: type[_BodyAttr] = _BodyAttr, dialect: str = "stablehlo") -> type[_BodyAttr]:
     # the parameter is declared on each class: xDSL's definition does not take it from
     # an undecorated base, and without it every instance would compare equal
-    namespace = {"name": f"stablehlo.{mnemonic}", "__annotations__": {"body": StringAttr}, "body": param_def()}
+    namespace = {"name": f"{dialect}.{mnemonic}", "__annotations__": {"body": StringAttr}, "body": param_def()}
     cls = type(f"{mnemonic.title().replace('_', '')}Attr", (base,), namespace)
     return irdl_attr_definition(cls)
 
@@ -89,6 +89,10 @@ RngAlgorithmAttr = _body_attr("rng_algorithm", _EnumAttr)
 RngDistributionAttr = _body_attr("rng_distribution", _EnumAttr)
 TransposeAttr = _body_attr("transpose", _EnumAttr)
 OutputOperandAliasAttr = _body_attr("output_operand_alias")
+
+# Shardy's sharding rule, which JAX puts on the custom_calls of jnp.linalg (kept as text)
+OpShardingRuleAttr = _body_attr("op_sharding_rule", dialect="sdy")
+Sdy = Dialect("sdy", [], [OpShardingRuleAttr])
 
 _ATTRS = [
     DotAttr, DotAlgorithmAttr, PrecisionAttr, ComparisonDirectionAttr, ComparisonTypeAttr, GatherAttr,
