@@ -94,6 +94,9 @@ CASES = {
     # zymase lowers it to a marker (frontends/jax.py)
     "stop_gradient": lambda x, y: lax.stop_gradient(x * y) * x + jnp.sum(lax.stop_gradient(y)) * y,
     "sort": lambda x, y: jnp.sort(x * y, axis=1) + jnp.sort(jnp.sin(y), axis=0) * x,
+    "scatter_set": lambda x, y: x.at[jnp.array([1, 0, 1])].set(y[0] * y[1]) * y,  # index 1 twice: the last wins
+    "scatter_set_elements": lambda x, y: (x * y).at[0, jnp.array([2, 0])].set(x[1, :2] ** 2),
+    "scatter_multiply": lambda x, y: x.at[jnp.array([1, 0, 1])].mul(lax.stop_gradient(y[0])) * y,
     "sort_keys_and_values": lambda x, y: jnp.stack(lax.sort((y[0], x[0] * y[1], x[1]), num_keys=1)[1:]),
 }
 
