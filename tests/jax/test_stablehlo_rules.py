@@ -97,6 +97,11 @@ CASES = {
     "scatter_set": lambda x, y: x.at[jnp.array([1, 0, 1])].set(y[0] * y[1]) * y,  # index 1 twice: the last wins
     "scatter_set_elements": lambda x, y: (x * y).at[0, jnp.array([2, 0])].set(x[1, :2] ** 2),
     "scatter_multiply": lambda x, y: x.at[jnp.array([1, 0, 1])].mul(lax.stop_gradient(y[0])) * y,
+    "reduce_window_sum": lambda x, y: lax.reduce_window(x * y, 0.0, lax.add, (2, 2), (1, 2), "SAME"),
+    "reduce_window_max": lambda x, y: lax.reduce_window(x * y, -jnp.inf, lax.max, (2, 3), (1, 1), "VALID")
+    + lax.reduce_window(y, -jnp.inf, lax.max, (2, 2), (1, 2), ((1, 0), (0, 1)))[:2, :2].sum(),
+    "reduce_window_min": lambda x, y: lax.reduce_window(x + y, jnp.inf, lax.min, (1, 2), (1, 1), "VALID"),
+    "cumsum": lambda x, y: jnp.cumsum(x * y, axis=1),
     "sort_keys_and_values": lambda x, y: jnp.stack(lax.sort((y[0], x[0] * y[1], x[1]), num_keys=1)[1:]),
 }
 

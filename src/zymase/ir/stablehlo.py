@@ -214,6 +214,9 @@ ReduceWindowOp = _op("reduce_window", pure=False, window_dimensions=prop_def(Den
                      window_strides=opt_prop_def(DenseArrayBase), base_dilations=opt_prop_def(DenseArrayBase),
                      window_dilations=opt_prop_def(DenseArrayBase), padding=opt_prop_def(Attribute),
                      body=region_def())
+SelectAndScatterOp = _op("select_and_scatter", pure=False, window_dimensions=opt_prop_def(DenseArrayBase),
+                         window_strides=opt_prop_def(DenseArrayBase), padding=opt_prop_def(Attribute),
+                         select=region_def(), scatter=region_def())
 GatherOp = _op("gather", dimension_numbers=prop_def(GatherAttr), slice_sizes=prop_def(DenseArrayBase),
                indices_are_sorted=opt_prop_def(Attribute))
 ScatterOp = _op("scatter", pure=False, scatter_dimension_numbers=prop_def(ScatterAttr),
@@ -249,7 +252,7 @@ StableHLO = Dialect(
     "stablehlo",
     [*ELEMENTWISE.values(), ConstantOp, IotaOp, CompareOp, SelectOp, ClampOp, ConvertOp, BitcastConvertOp,
      BroadcastInDimOp, ReshapeOp, TransposeOp, ReverseOp, SliceOp, DynamicSliceOp, DynamicUpdateSliceOp,
-     ConcatenateOp, PadOp, DotGeneralOp, ReduceOp, ReduceWindowOp, GatherOp, ScatterOp, WhileOp, CaseOp, IfOp,
+     ConcatenateOp, PadOp, DotGeneralOp, ReduceOp, ReduceWindowOp, SelectAndScatterOp, GatherOp, ScatterOp, WhileOp, CaseOp, IfOp,
      ReturnOp, OptimizationBarrierOp, SortOp, CustomCallOp, RngBitGeneratorOp, ReducePrecisionOp],
     _ATTRS,
 )
