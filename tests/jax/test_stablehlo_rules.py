@@ -102,6 +102,10 @@ CASES = {
     + lax.reduce_window(y, -jnp.inf, lax.max, (2, 2), (1, 2), ((1, 0), (0, 1)))[:2, :2].sum(),
     "reduce_window_min": lambda x, y: lax.reduce_window(x + y, jnp.inf, lax.min, (1, 2), (1, 1), "VALID"),
     "cumsum": lambda x, y: jnp.cumsum(x * y, axis=1),
+    "convolution": lambda x, y: lax.conv_general_dilated(x[None, None], y[None, None, :2, :2], (1, 1), "SAME")[0, 0],
+    "convolution_strided_dilated": lambda x, y: lax.conv_general_dilated(
+        jnp.stack([x, y])[None], jnp.stack([y[:2, :3], x[:2, :3]])[None], (2, 1), ((1, 0), (0, 1)),
+        lhs_dilation=(1, 2), rhs_dilation=(1, 2))[0, 0],
     "sort_keys_and_values": lambda x, y: jnp.stack(lax.sort((y[0], x[0] * y[1], x[1]), num_keys=1)[1:]),
 }
 

@@ -37,6 +37,7 @@ def _load_rules() -> None:
     from zymase.autodiff.rules import stablehlo_control as _control  # noqa: F401
     from zymase.autodiff.rules import stablehlo_sort as _sort  # noqa: F401
     from zymase.autodiff.rules import stablehlo_window as _window  # noqa: F401
+    from zymase.autodiff.rules import stablehlo_conv as _conv  # noqa: F401
 
 
 class _Context:

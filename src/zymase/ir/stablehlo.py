@@ -214,6 +214,11 @@ ReduceWindowOp = _op("reduce_window", pure=False, window_dimensions=prop_def(Den
                      window_strides=opt_prop_def(DenseArrayBase), base_dilations=opt_prop_def(DenseArrayBase),
                      window_dilations=opt_prop_def(DenseArrayBase), padding=opt_prop_def(Attribute),
                      body=region_def())
+ConvolutionOp = _op("convolution", window_strides=opt_prop_def(DenseArrayBase), padding=opt_prop_def(Attribute),
+                    lhs_dilation=opt_prop_def(DenseArrayBase), rhs_dilation=opt_prop_def(DenseArrayBase),
+                    window_reversal=opt_prop_def(DenseArrayBase), dimension_numbers=prop_def(ConvAttr),
+                    feature_group_count=prop_def(IntegerAttr), batch_group_count=prop_def(IntegerAttr),
+                    precision_config=opt_prop_def(ArrayAttr))
 SelectAndScatterOp = _op("select_and_scatter", pure=False, window_dimensions=opt_prop_def(DenseArrayBase),
                          window_strides=opt_prop_def(DenseArrayBase), padding=opt_prop_def(Attribute),
                          select=region_def(), scatter=region_def())
@@ -252,7 +257,7 @@ StableHLO = Dialect(
     "stablehlo",
     [*ELEMENTWISE.values(), ConstantOp, IotaOp, CompareOp, SelectOp, ClampOp, ConvertOp, BitcastConvertOp,
      BroadcastInDimOp, ReshapeOp, TransposeOp, ReverseOp, SliceOp, DynamicSliceOp, DynamicUpdateSliceOp,
-     ConcatenateOp, PadOp, DotGeneralOp, ReduceOp, ReduceWindowOp, SelectAndScatterOp, GatherOp, ScatterOp, WhileOp, CaseOp, IfOp,
+     ConcatenateOp, PadOp, DotGeneralOp, ReduceOp, ReduceWindowOp, SelectAndScatterOp, ConvolutionOp, GatherOp, ScatterOp, WhileOp, CaseOp, IfOp,
      ReturnOp, OptimizationBarrierOp, SortOp, CustomCallOp, RngBitGeneratorOp, ReducePrecisionOp],
     _ATTRS,
 )
