@@ -203,7 +203,9 @@ def _compare(ns, work: Path) -> int:
             if enzyme is not None:
                 t_enzyme = min(t_enzyme, _best(enzyme, args, 5))
         ratio = t_ours / t_theirs
-        enzyme_text = f"{t_enzyme * 1e3:9.3f}ms {t_ours / t_enzyme:7.2f}" if enzyme is not None else f"{'-':>11} {'-':>7}"
+        enzyme_text = f"{'-':>11} {'-':>7}"
+        if enzyme is not None:
+            enzyme_text = f"{t_enzyme * 1e3:9.3f}ms {t_ours / t_enzyme:7.2f}"
         if what == "jax.grad":
             ratios.append(ratio)
             if enzyme is not None:

@@ -257,7 +257,8 @@ StableHLO = Dialect(
     "stablehlo",
     [*ELEMENTWISE.values(), ConstantOp, IotaOp, CompareOp, SelectOp, ClampOp, ConvertOp, BitcastConvertOp,
      BroadcastInDimOp, ReshapeOp, TransposeOp, ReverseOp, SliceOp, DynamicSliceOp, DynamicUpdateSliceOp,
-     ConcatenateOp, PadOp, DotGeneralOp, ReduceOp, ReduceWindowOp, SelectAndScatterOp, ConvolutionOp, GatherOp, ScatterOp, WhileOp, CaseOp, IfOp,
+     ConcatenateOp, PadOp, DotGeneralOp, ReduceOp, ReduceWindowOp, SelectAndScatterOp, ConvolutionOp, GatherOp,
+     ScatterOp, WhileOp, CaseOp, IfOp,
      ReturnOp, OptimizationBarrierOp, SortOp, CustomCallOp, RngBitGeneratorOp, ReducePrecisionOp],
     _ATTRS,
 )

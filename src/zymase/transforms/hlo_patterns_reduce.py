@@ -34,7 +34,8 @@ def _reduce(op, x, dims, result_type):
                                regions=[op.regions[0].clone()])
 
 
-@rewrite(hlo.ReduceOp, "reduce_transpose", "reduce(transpose(x, p), dims) -> transpose(reduce(x, p[dims]))", reorders_sum=True)
+@rewrite(hlo.ReduceOp, "reduce_transpose", "reduce(transpose(x, p), dims) -> transpose(reduce(x, p[dims]))",
+         reorders_sum=True)
 def reduce_transpose(op, rewriter):
     inner = op.operands[0].owner
     if _kind(op) is None or not isinstance(inner, hlo.TransposeOp):
@@ -86,7 +87,8 @@ def reduce_broadcast(op, rewriter):
     rewriter.replace(op, [n, scaled, spread])
 
 
-@rewrite(hlo.ReduceOp, "reduce_zero_pad", "reduce_sum(pad(x, 0), dims covering the padding) -> reduce_sum(x, dims)", reorders_sum=True)
+@rewrite(hlo.ReduceOp, "reduce_zero_pad", "reduce_sum(pad(x, 0), dims covering the padding) -> reduce_sum(x, dims)",
+         reorders_sum=True)
 def reduce_zero_pad(op, rewriter):
     inner = op.operands[0].owner
     if _kind(op) != "add" or not is_zero(op.operands[1]) or not isinstance(inner, hlo.PadOp):

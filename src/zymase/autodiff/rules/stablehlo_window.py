@@ -81,7 +81,8 @@ class _ReduceWindow(Rule):
         x, init = (ctx.primal(v) for v in op.operands)
         paired = hlo.ReduceWindowOp.create(
             operands=[x, tx, init, E.zero(init.type)], result_types=[op.results[0].type, op.results[0].type],
-            properties=dict(op.properties), regions=[_chooser(x.type.element_type, "GE" if kind == "maximum" else "LE")])
+            properties=dict(op.properties),
+            regions=[_chooser(x.type.element_type, "GE" if kind == "maximum" else "LE")])
         return [E.insert(paired).results[1]]
 
     def reverse(self, ctx, op, dys):
