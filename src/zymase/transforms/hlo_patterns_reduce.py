@@ -71,6 +71,8 @@ def reduce_broadcast(op, rewriter):
     inner = op.operands[0].owner
     if _kind(op) != "add" or not is_zero(op.operands[1]) or not isinstance(inner, hlo.BroadcastInDimOp):
         return
+    if not hlo.is_float_tensor(op.results[0].type):  # the count is a float splat
+        return
     mapping = ints(inner.broadcast_dimensions)
     dims = ints(op.dimensions)
     if set(dims) & set(mapping):
