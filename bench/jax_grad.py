@@ -1,21 +1,30 @@
 #!/usr/bin/env python3
 """zymase.jax.grad against jax.grad on XLA CPU (issue 28's performance items), both
 jitted, run alternately in one process on the same inputs; reported as the ratio of the
-best times (zymase / JAX). For the while loop, which JAX cannot reverse, the ratio is
-zymase's gradient against the primal.
+best times (zymase / JAX). With ``enzyme-ad`` installed (Enzyme-JAX, an optional bench
+dependency: pip install enzyme-ad==0.0.16) its gradient (``jax.grad`` of
+``enzyme_jax_ir()(f)``) is timed in the same rounds. For the while loop, which JAX
+cannot reverse, the ratio is zymase's gradient against the primal.
 
     python bench/jax_grad.py [--rounds R] [--only mlp slice_product ...]
+                             [--adbench DIR] [--keep DIR] [--no-adbench]
 
-Workloads: an MLP loss (batch 256, 784-256-128-10), a GMM-like log-likelihood
-(logsumexp of quadratic forms), an LSTM-like recurrence (lax.scan, 20 steps), a slice of
-an elementwise product of large vectors (where pushing the slice through the product
-pays), and Newton's method for a square root per element (lax.while_loop).
+Workloads: the benchmark suite's ADBench workloads in JAX on ADBench's small input files
+(adbench_gmm, adbench_ba, adbench_lstm, adbench_hand, and the ODE; see
+bench/jax_adbench.py), an MLP loss (batch 256, 784-256-128-10), a GMM-like
+log-likelihood (logsumexp of quadratic forms), an LSTM-like recurrence (lax.scan, 20
+steps), a slice of an elementwise product of large vectors (where pushing the slice
+through the product pays), and Newton's method for a square root per element
+(lax.while_loop). The geometric mean is over the workloads compared with jax.grad.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -107,6 +116,16 @@ def newton():
 
 
 WORKLOADS = {"mlp": mlp, "gmm": gmm, "lstm": lstm, "slice_product": slice_product, "newton": newton}
+ARGNUMS = {"gmm": (0, 1, 2)}
+
+
+def _enzyme_grad(loss, argnums):
+    """Enzyme-JAX's gradient of ``loss`` (None when enzyme-ad is not installed)."""
+    try:
+        from enzyme_ad.jax import enzyme_jax_ir
+    except ImportError:
+        return None
+    return jax.jit(jax.grad(enzyme_jax_ir()(loss), argnums=argnums))
 
 
 def _best(fn, args, calls: int) -> float:
@@ -118,38 +137,86 @@ def _best(fn, args, calls: int) -> float:
     return best
 
 
-def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--only", nargs="*", default=None)
-    p.add_argument("--rounds", type=int, default=5, help="alternating rounds (best of 5 calls each)")
-    ns = p.parse_args()
-    print(f"{'workload':<15} {'zymase':>10} {'reference':>10} {'ratio':>7}  reference")
-    ratios = []
+def _workloads(ns, work: Path):
+    """(name, loss, args, argnums) of every workload asked for, ADBench's first."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    import jax_adbench
+
+    if not ns.no_adbench:
+        for name in jax_adbench.WORKLOADS:
+            label = f"adbench_{name}"
+            if ns.only and label not in ns.only:
+                continue
+            loss, args, argnums, source = jax_adbench.load(name, work, ns.adbench)
+            print(f"# {label}: {source}", flush=True)
+            yield label, loss, args, argnums
     for name, build in WORKLOADS.items():
         if ns.only and name not in ns.only:
             continue
         loss, args = build()
-        argnums = (0, 1, 2) if name == "gmm" else 0
+        yield name, loss, args, ARGNUMS.get(name, 0)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--only", nargs="*", default=None)
+    p.add_argument("--rounds", type=int, default=5, help="alternating rounds (best of 5 calls each)")
+    p.add_argument("--adbench", type=Path, default=Path("/work/shared/adbench"),
+                   help="ADBench's data files (gmm/, ba/, lstm/, hand/); generated inputs where absent")
+    p.add_argument("--keep", type=Path, default=None, help="keep the C builds and dumps of the ADBench inputs here")
+    p.add_argument("--no-adbench", action="store_true", help="only the synthetic workloads")
+    ns = p.parse_args()
+    if not ns.adbench.is_dir():
+        ns.adbench = None
+    with tempfile.TemporaryDirectory(prefix="zymase-jax-bench-") as tmp:
+        work = ns.keep or Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        return _compare(ns, work)
+
+
+def _compare(ns, work: Path) -> int:
+    print(f"{'workload':<15} {'zymase':>10} {'reference':>10} {'ratio':>7} {'enzyme-jax':>11} {'ratio':>7}  reference")
+    ratios, enzyme_ratios = [], []
+    for name, loss, args, argnums in _workloads(ns, work):
         ours = jax.jit(zj.grad(loss, argnums=argnums))
+        enzyme = None
         if name == "newton":  # JAX cannot reverse the loop: compare with the primal
             theirs, what = jax.jit(loss), "primal"
         else:
             theirs, what = jax.jit(jax.grad(loss, argnums=argnums)), "jax.grad"
+            enzyme = _enzyme_grad(loss, argnums)
         got = jax.block_until_ready(ours(*args))
         want = jax.block_until_ready(theirs(*args))
         if what == "jax.grad":  # the same gradient, or the timing means nothing
             for g, w in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
-                np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-9, atol=1e-12)
-        t_ours, t_theirs = float("inf"), float("inf")
+                np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-8, atol=1e-10)
+        if enzyme is not None:
+            try:
+                jax.block_until_ready(enzyme(*args))
+            except Exception as exc:  # Enzyme-JAX refuses some programs: say so, go on
+                print(f"# {name}: enzyme-jax failed: {type(exc).__name__}: {str(exc).splitlines()[0][:120]}")
+                enzyme = None
+        t_ours, t_theirs, t_enzyme = float("inf"), float("inf"), float("inf")
         for _ in range(ns.rounds):
             t_ours = min(t_ours, _best(ours, args, 5))
             t_theirs = min(t_theirs, _best(theirs, args, 5))
+            if enzyme is not None:
+                t_enzyme = min(t_enzyme, _best(enzyme, args, 5))
         ratio = t_ours / t_theirs
+        enzyme_text = f"{'-':>11} {'-':>7}"
+        if enzyme is not None:
+            enzyme_text = f"{t_enzyme * 1e3:9.3f}ms {t_ours / t_enzyme:7.2f}"
         if what == "jax.grad":
             ratios.append(ratio)
-        print(f"{name:<15} {t_ours * 1e3:9.3f}ms {t_theirs * 1e3:9.3f}ms {ratio:7.2f}  {what}")
+            if enzyme is not None:
+                enzyme_ratios.append(t_ours / t_enzyme)
+        print(f"{name:<15} {t_ours * 1e3:9.3f}ms {t_theirs * 1e3:9.3f}ms {ratio:7.2f} {enzyme_text}  {what}",
+              flush=True)
     if ratios:
-        print(f"geometric mean against jax.grad: {float(np.exp(np.mean(np.log(ratios)))):.2f}")
+        print(f"geometric mean against jax.grad: {float(np.exp(np.mean(np.log(ratios)))):.2f} "
+              f"(max {max(ratios):.2f})")
+    if enzyme_ratios:
+        print(f"geometric mean against Enzyme-JAX: {float(np.exp(np.mean(np.log(enzyme_ratios)))):.2f}")
     return 0
 
 

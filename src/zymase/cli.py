@@ -434,7 +434,13 @@ def _opt_main(argv: list[str]) -> int:
     p.add_argument("-p", "--passes", default="", help="comma-separated passes: " + ", ".join(PASSES)
                    + '; with options: enzyme-wrap{infn=f outfn=df argTys=... retTys=... mode=ForwardMode}')
     p.add_argument("-o", "--output", default="-")
+    p.add_argument("--list-rewrites", action="store_true", help="print the stablehlo-simplify patterns and exit")
     ns = p.parse_args(argv)
+    if ns.list_rewrites:
+        from zymase.transforms.hlo_rewrites import rewrite_table
+
+        sys.stdout.write(rewrite_table())
+        return 0
     if ns.file == "-":
         text, name = read_stdin_text(), "<stdin>"
     else:

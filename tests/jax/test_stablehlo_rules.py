@@ -90,6 +90,23 @@ CASES = {
     "reduce_min": lambda x, y: jnp.min(x + y, axis=1),
     "logsumexp": lambda x, y: jax.nn.logsumexp(x * y, axis=1),
     "softmax": lambda x, y: jax.nn.softmax(x + y, axis=0),
+    # issue 28 item 2 (the missing ops); stop_gradient leaves no trace in JAX's StableHLO,
+    # zymase lowers it to a marker (frontends/jax.py)
+    "stop_gradient": lambda x, y: lax.stop_gradient(x * y) * x + jnp.sum(lax.stop_gradient(y)) * y,
+    "sort": lambda x, y: jnp.sort(x * y, axis=1) + jnp.sort(jnp.sin(y), axis=0) * x,
+    "scatter_set": lambda x, y: x.at[jnp.array([1, 0, 1])].set(y[0] * y[1]) * y,  # index 1 twice: the last wins
+    "scatter_set_elements": lambda x, y: (x * y).at[0, jnp.array([2, 0])].set(x[1, :2] ** 2),
+    "scatter_multiply": lambda x, y: x.at[jnp.array([1, 0, 1])].mul(lax.stop_gradient(y[0])) * y,
+    "reduce_window_sum": lambda x, y: lax.reduce_window(x * y, 0.0, lax.add, (2, 2), (1, 2), "SAME"),
+    "reduce_window_max": lambda x, y: lax.reduce_window(x * y, -jnp.inf, lax.max, (2, 3), (1, 1), "VALID")
+    + lax.reduce_window(y, -jnp.inf, lax.max, (2, 2), (1, 2), ((1, 0), (0, 1)))[:2, :2].sum(),
+    "reduce_window_min": lambda x, y: lax.reduce_window(x + y, jnp.inf, lax.min, (1, 2), (1, 1), "VALID"),
+    "cumsum": lambda x, y: jnp.cumsum(x * y, axis=1),
+    "convolution": lambda x, y: lax.conv_general_dilated(x[None, None], y[None, None, :2, :2], (1, 1), "SAME")[0, 0],
+    "convolution_strided_dilated": lambda x, y: lax.conv_general_dilated(
+        jnp.stack([x, y])[None], jnp.stack([y[:2, :3], x[:2, :3]])[None], (2, 1), ((1, 0), (0, 1)),
+        lhs_dilation=(1, 2), rhs_dilation=(1, 2))[0, 0],
+    "sort_keys_and_values": lambda x, y: jnp.stack(lax.sort((y[0], x[0] * y[1], x[1]), num_keys=1)[1:]),
 }
 
 

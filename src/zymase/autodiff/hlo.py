@@ -35,6 +35,9 @@ from zymase.ir.enzyme import Activity
 def _load_rules() -> None:
     from zymase.autodiff.rules import stablehlo as _rules  # noqa: F401  (each registers itself)
     from zymase.autodiff.rules import stablehlo_control as _control  # noqa: F401
+    from zymase.autodiff.rules import stablehlo_sort as _sort  # noqa: F401
+    from zymase.autodiff.rules import stablehlo_window as _window  # noqa: F401
+    from zymase.autodiff.rules import stablehlo_conv as _conv  # noqa: F401
 
 
 class _Context:
@@ -293,6 +296,7 @@ def reverse(module: ModuleOp, active: Sequence[bool], function: str) -> frozense
         if is_active:
             grads.append(adjoint[arg] if arg in adjoint else E.zero(arg.type))
     _set_return(main, ret, list(ret.operands) + grads)
+    strip_stop_gradients(main)
     return primal
 
 
@@ -311,7 +315,18 @@ def forward(module: ModuleOp, active: Sequence[bool], function: str) -> frozense
     forward_sweep(E, ops, info, tangent, function)
     outs = [tangent.get(ret.operands[i]) or E.zero(ret.operands[i].type) for i in _float_results(ret)]
     _set_return(main, ret, list(ret.operands) + outs)
+    strip_stop_gradients(main)
     return primal
+
+
+def strip_stop_gradients(main: func.FuncOp) -> None:
+    """Replace zymase's stop_gradient markers (frontends/jax.py) by their operands: the
+    derivative has treated them as constants, and XLA knows no such custom_call."""
+    for op in list(main.walk()):
+        if hlo.is_stop_gradient(op):
+            op.results[0].replace_all_uses_with(op.operands[0])
+            op.detach()
+            op.erase()
 
 
 def _set_return(main: func.FuncOp, ret: Operation, values: list[SSAValue]) -> None:

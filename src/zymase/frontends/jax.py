@@ -4,8 +4,9 @@ run by XLA inside JAX.
 1. **Lower** (``lower``): ``jax.jit(flat_f, keep_unused=True).lower(*avals)`` on the
    flattened arguments, printed in MLIR's generic op form and parsed by
    ``ir.parse_mlir`` (the StableHLO dialect of ``ir/stablehlo.py``).
-2. **Differentiate**: ``autodiff/hlo.reverse`` / ``forward`` rewrite ``@main``, then
-   ``transforms/hlo_rewrites.simplify`` folds what the rules left (``x + 0``, transposes
+2. **Differentiate**: ``transforms/hlo_rewrites.simplify`` (its exact patterns) simplifies
+   the user's function, ``autodiff/hlo.reverse`` / ``forward`` rewrite ``@main``, then
+   ``simplify`` (all patterns but on the primal ops) folds what the rules left (``x + 0``, transposes
    of transposes, broadcasts of splats), merges duplicates and drops dead code.
 3. **Run**: the derivative module is printed back (generic form) and called through
    the JAX primitive ``zymase_stablehlo_call``, whose lowering rule parses the text
@@ -20,11 +21,12 @@ active arguments). Only this module and ``zymase/jax.py`` import JAX.
 
 from __future__ import annotations
 
+import contextvars
 import functools
 
 import jax
 import numpy as np
-from jax._src import dispatch
+from jax._src import ad_util, dispatch
 from jax.interpreters import batching
 from jax._src.interpreters import mlir as jax_mlir
 from jax._src.lib.mlir import ir as jax_ir
@@ -36,6 +38,7 @@ from zymase.autodiff import hlo as hlo_ad
 from zymase.errors import ZymaseError
 from zymase.transforms import hlo_rewrites
 from zymase.ir import FileLineColLoc, IntAttr, ModuleOp, StringAttr, parse_mlir, print_mlir
+from zymase.ir.stablehlo import STOP_GRADIENT_TARGET
 
 # ----- running a StableHLO module inside JAX ----------------------------------------
 call_p = Primitive("zymase_stablehlo_call")
@@ -76,6 +79,23 @@ batching.primitive_batchers[call_p] = _batch_call
 
 
 # ----- lowering a JAX function ---------------------------------------------------------
+# jax.lax.stop_gradient lowers to nothing at all: JAX's own AD acts on the jaxpr, before
+# lowering. While zymase lowers a function, it lowers to a marker custom_call instead
+# (hlo.STOP_GRADIENT_TARGET), which autodiff/hlo treats as a constant and removes. Outside
+# zymase's lowering the rule is JAX's (the identity); it is not cached across lowerings.
+_MARK_STOP_GRADIENT = contextvars.ContextVar("zymase_marks_stop_gradient", default=False)
+
+
+def _lower_stop_gradient(ctx, x):
+    if not _MARK_STOP_GRADIENT.get():
+        return [x]
+    result_type = jax_mlir.aval_to_ir_type(ctx.module_context, ctx.avals_out[0])
+    return list(jax_mlir.custom_call(STOP_GRADIENT_TARGET, result_types=[result_type], operands=[x]).results)
+
+
+jax_mlir.register_lowering(ad_util.stop_gradient_p, _lower_stop_gradient, cacheable=False)
+
+
 def _aval(x) -> jax.ShapeDtypeStruct:
     aval = jax.typeof(x)
     return jax.ShapeDtypeStruct(aval.shape, aval.dtype, weak_type=getattr(aval, "weak_type", False))
@@ -91,7 +111,11 @@ def _lowered_text(f, in_tree, avals) -> tuple[str, tuple]:
         args = jax.tree_util.tree_unflatten(in_tree, leaves)
         return f(*args)
 
-    lowered = jax.jit(flat_f, keep_unused=True).lower(*avals)
+    token = _MARK_STOP_GRADIENT.set(True)
+    try:
+        lowered = jax.jit(flat_f, keep_unused=True).lower(*avals)
+    finally:
+        _MARK_STOP_GRADIENT.reset(token)
     out_avals = tuple(ShapedArray(o.shape, o.dtype) for o in jax.tree_util.tree_leaves(lowered.out_info))
     module = lowered.compiler_ir("stablehlo")
     text = module.operation.get_asm(print_generic_op_form=True)
@@ -142,6 +166,7 @@ def _parsed(f, in_tree, avals) -> ModuleOp:
         for op, position in zip(ops, positions):
             if position is not None:
                 op.location = FileLineColLoc(StringAttr(position[0]), IntAttr(position[1]), IntAttr(position[2]))
+    hlo_rewrites.simplify(module, exact_only=True)  # before differentiation: less to differentiate
     return module
 
 

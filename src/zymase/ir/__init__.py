@@ -140,6 +140,7 @@ def make_context() -> Context:
         llvm_ext.LLVM_EXT,
         enzyme.Enzyme,
         stablehlo.StableHLO,  # read from JAX (frontends/jax.py)
+        stablehlo.Sdy,  # the sharding rules JAX attaches to some StableHLO ops
         *_PLUGIN_DIALECTS,
     ):
         ctx.load_dialect(dialect)

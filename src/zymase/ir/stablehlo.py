@@ -67,10 +67,10 @@ class _EnumAttr(_BodyAttr, SpacedOpaqueSyntaxAttribute):
         printer.print_string(self.body.data)
 
 
-def _body_attr(mnemonic: str, base: type[_BodyAttr] = _BodyAttr) -> type[_BodyAttr]:
+def _body_attr(mnemonic: str, base: type[_BodyAttr] = _BodyAttr, dialect: str = "stablehlo") -> type[_BodyAttr]:
     # the parameter is declared on each class: xDSL's definition does not take it from
     # an undecorated base, and without it every instance would compare equal
-    namespace = {"name": f"stablehlo.{mnemonic}", "__annotations__": {"body": StringAttr}, "body": param_def()}
+    namespace = {"name": f"{dialect}.{mnemonic}", "__annotations__": {"body": StringAttr}, "body": param_def()}
     cls = type(f"{mnemonic.title().replace('_', '')}Attr", (base,), namespace)
     return irdl_attr_definition(cls)
 
@@ -89,6 +89,10 @@ RngAlgorithmAttr = _body_attr("rng_algorithm", _EnumAttr)
 RngDistributionAttr = _body_attr("rng_distribution", _EnumAttr)
 TransposeAttr = _body_attr("transpose", _EnumAttr)
 OutputOperandAliasAttr = _body_attr("output_operand_alias")
+
+# Shardy's sharding rule, which JAX puts on the custom_calls of jnp.linalg (kept as text)
+OpShardingRuleAttr = _body_attr("op_sharding_rule", dialect="sdy")
+Sdy = Dialect("sdy", [], [OpShardingRuleAttr])
 
 _ATTRS = [
     DotAttr, DotAlgorithmAttr, PrecisionAttr, ComparisonDirectionAttr, ComparisonTypeAttr, GatherAttr,
@@ -210,6 +214,14 @@ ReduceWindowOp = _op("reduce_window", pure=False, window_dimensions=prop_def(Den
                      window_strides=opt_prop_def(DenseArrayBase), base_dilations=opt_prop_def(DenseArrayBase),
                      window_dilations=opt_prop_def(DenseArrayBase), padding=opt_prop_def(Attribute),
                      body=region_def())
+ConvolutionOp = _op("convolution", window_strides=opt_prop_def(DenseArrayBase), padding=opt_prop_def(Attribute),
+                    lhs_dilation=opt_prop_def(DenseArrayBase), rhs_dilation=opt_prop_def(DenseArrayBase),
+                    window_reversal=opt_prop_def(DenseArrayBase), dimension_numbers=prop_def(ConvAttr),
+                    feature_group_count=prop_def(IntegerAttr), batch_group_count=prop_def(IntegerAttr),
+                    precision_config=opt_prop_def(ArrayAttr))
+SelectAndScatterOp = _op("select_and_scatter", pure=False, window_dimensions=opt_prop_def(DenseArrayBase),
+                         window_strides=opt_prop_def(DenseArrayBase), padding=opt_prop_def(Attribute),
+                         select=region_def(), scatter=region_def())
 GatherOp = _op("gather", dimension_numbers=prop_def(GatherAttr), slice_sizes=prop_def(DenseArrayBase),
                indices_are_sorted=opt_prop_def(Attribute))
 ScatterOp = _op("scatter", pure=False, scatter_dimension_numbers=prop_def(ScatterAttr),
@@ -227,6 +239,16 @@ CustomCallOp = _op("custom_call", pure=False, call_target_name=prop_def(StringAt
                    api_version=opt_prop_def(Attribute), called_computations=opt_prop_def(Attribute),
                    operand_layouts=opt_prop_def(Attribute), result_layouts=opt_prop_def(Attribute),
                    output_operand_aliases=opt_prop_def(Attribute))
+# ``jax.lax.stop_gradient`` leaves no trace in the StableHLO JAX emits (its lowering is the
+# identity); zymase's lowering (frontends/jax.py) marks it with a custom_call of this target,
+# which the derivative treats as a constant and replaces by its operand before XLA sees it
+STOP_GRADIENT_TARGET = "zymase.stop_gradient"
+
+
+def is_stop_gradient(op) -> bool:
+    return isinstance(op, CustomCallOp) and op.call_target_name.data == STOP_GRADIENT_TARGET
+
+
 RngBitGeneratorOp = _op("rng_bit_generator", pure=False, rng_algorithm=prop_def(RngAlgorithmAttr))
 ReducePrecisionOp = _op("reduce_precision", exponent_bits=prop_def(IntegerAttr),
                         mantissa_bits=prop_def(IntegerAttr))
@@ -235,7 +257,8 @@ StableHLO = Dialect(
     "stablehlo",
     [*ELEMENTWISE.values(), ConstantOp, IotaOp, CompareOp, SelectOp, ClampOp, ConvertOp, BitcastConvertOp,
      BroadcastInDimOp, ReshapeOp, TransposeOp, ReverseOp, SliceOp, DynamicSliceOp, DynamicUpdateSliceOp,
-     ConcatenateOp, PadOp, DotGeneralOp, ReduceOp, ReduceWindowOp, GatherOp, ScatterOp, WhileOp, CaseOp, IfOp,
+     ConcatenateOp, PadOp, DotGeneralOp, ReduceOp, ReduceWindowOp, SelectAndScatterOp, ConvolutionOp, GatherOp,
+     ScatterOp, WhileOp, CaseOp, IfOp,
      ReturnOp, OptimizationBarrierOp, SortOp, CustomCallOp, RngBitGeneratorOp, ReducePrecisionOp],
     _ATTRS,
 )

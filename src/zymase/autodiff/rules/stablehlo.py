@@ -504,31 +504,160 @@ def gather_adjoint(ctx, op, i, dy):
                         op.properties.get("indices_are_sorted"))
 
 
-class _ScatterAdd(Linear):
-    """scatter with an add body: linear in the operand (adjoint dy) and the updates
-    (adjoint: dy gathered where each update went). Other bodies (``.at[].set``,
-    ``.at[].mul``) are refused."""
+def scatter_kind(op) -> str | None:
+    """``add`` (x.at[i].add), ``set`` (x.at[i].set), ``multiply`` (x.at[i].mul) for a
+    one-operand scatter with that update body; None otherwise."""
+    if len(op.operands) != 3:
+        return None
+    region = op.update_computation
+    ops = list(region.block.ops)
+    if len(ops) == 1 and ops[0].operands[0] is region.block.args[1]:
+        return "set"
+    if len(ops) == 2 and isinstance(ops[0], hlo.MultiplyOp) and ops[1].operands[0] is ops[0].results[0] \
+            and set(ops[0].operands) == set(region.block.args):
+        return "multiply"
+    return "add" if _region_kind(region) == "add" else None
+
+
+def _scatter_like(E, op, operand, updates):
+    """``op``'s scatter (same indices, numbers and body) of ``updates`` into ``operand``
+    (the indices are read where they are: one XLA program keeps every primal value)."""
+    new = op.create(operands=[operand, op.operands[1], updates], result_types=[operand.type],
+                    properties=dict(op.properties), regions=[op.update_computation.clone()])
+    return E.insert(new).results[0]
+
+
+class _Scatter(Linear):
+    """scatter with an add, set or multiply body (``x.at[i].add/set/mul(u)``).
+
+    * add: linear in x (adjoint dy) and u (adjoint: dy gathered where each update went);
+    * set: linear in (x, u) together: x's adjoint is dy with the written elements zeroed,
+      u's is dy gathered where u went, for the update that won among duplicate indices
+      only (found by scattering the update's ids the same way and reading them back);
+    * multiply: linear in x (adjoint: dy times the same scatter-multiply of ones); the
+      updates' derivative is refused, as JAX refuses it for indices not known unique.
+    """
 
     through = (0, 2)
 
-    def _check(self, op):
-        if len(op.operands) != 3 or _region_kind(op.update_computation) != "add":
-            raise ZymaseError("only scatter-add (x.at[i].add) has a derivative rule", construct="stablehlo.scatter",
-                              location=location_of(op), hint="write the update as x.at[i].add(...)")
+    def _kind(self, op, updates_differentiated: bool = False) -> str:
+        kind = scatter_kind(op)
+        if kind is None:
+            raise ZymaseError("this stablehlo.scatter has no derivative rule (x.at[i].add, .set and .mul have one)",
+                              construct="stablehlo.scatter", location=location_of(op),
+                              hint="write the update as x.at[i].add(...), .set(...) or .mul(...)")
+        if kind == "multiply" and updates_differentiated:
+            raise ZymaseError("the factors of x.at[i].mul(u) are differentiated (only x has a derivative rule)",
+                              construct="stablehlo.scatter", location=location_of(op),
+                              hint="multiply by a gathered or one-hot factor instead: x * jnp.ones_like(x)"
+                                   ".at[i].set(u) for distinct indices")
+        return kind
 
     def reverse(self, ctx, op, dys):
-        self._check(op)
+        self._kind(op, dys[0] is not None and ctx.wants(op.operands[2]))
         return super().reverse(ctx, op, dys)
 
     def forward(self, ctx, op, tangents):
-        self._check(op)
+        kind = self._kind(op, tangents[2] is not None)
+        if kind == "multiply":
+            if tangents[0] is None:
+                return [None]
+            return [_scatter_like(ctx.E, op, tangents[0], ctx.primal(op.operands[2]))]
         return super().forward(ctx, op, tangents)
 
     def transpose(self, ctx, op, i, dy):
+        E, kind = ctx.E, self._kind(op)
+        updates = op.operands[2]
         if i == 0:
-            return dy
-        return _gather(ctx.E, dy, ctx.primal(op.operands[1]), op.scatter_dimension_numbers, op.operands[2].type,
-                       op.properties.get("indices_are_sorted"))
+            if kind == "add":
+                return dy
+            if kind == "set":  # what the scatter overwrote gets nothing
+                return _scatter_like(E, op, dy, E.zero(updates.type))
+            ones = E.const_like(1.0, dy)
+            return E.mul(dy, _scatter_like(E, op, ones, ctx.primal(updates)))
+        gathered = _gather(E, dy, ctx.primal(op.operands[1]), op.scatter_dimension_numbers, updates.type,
+                           op.properties.get("indices_are_sorted"))
+        if kind == "add" or _is_true(op.properties.get("unique_indices")):
+            return gathered
+        return E.select(_winners(E, op), gathered, E.zero(updates.type))
 
 
-REGISTRY.register(hlo.ScatterOp, _ScatterAdd())
+def _is_true(attr) -> bool:
+    return attr is not None and getattr(attr, "value", None) is not None and attr.value.data == 1
+
+
+def _winners(E, op):
+    """For each update element of a scatter-set, whether its write is the one the result
+    keeps (among updates to the same element, XLA CPU keeps the last, as here)."""
+    from zymase.ir import IntegerAttr, TensorType, i32, i64
+
+    updates, indices = op.operands[2], op.operands[1]
+    shape = T.shape(updates)
+    count = 1
+    for n in shape:
+        count *= n
+    ids = E.v(hlo.IotaOp.create(properties={"iota_dimension": IntegerAttr(0, i64)},
+                                result_types=[TensorType(i32, [count])]))
+    ids = T.reshape(E, ids, shape)
+    unwritten = E.v(T.splat(-1, TensorType(i32, T.shape(op.operands[0]))))
+    scattered = op.create(operands=[unwritten, indices, ids], result_types=[unwritten.type],
+                          properties=dict(op.properties), regions=[_set_body(i32)])
+    written = E.insert(scattered).results[0]
+    read_back = _gather(E, written, indices, op.scatter_dimension_numbers, ids.type,
+                        op.properties.get("indices_are_sorted"))
+    return E.icmp_eq(read_back, ids)
+
+
+def _set_body(element_type):
+    from zymase.ir import Block, Region, TensorType
+
+    scalar = TensorType(element_type, [])
+    block = Block(arg_types=[scalar, scalar])
+    block.add_op(hlo.ReturnOp.create(operands=[block.args[1]]))
+    return Region(block)
+
+
+REGISTRY.register(hlo.ScatterOp, _Scatter())
+
+
+# ----- custom_call: zymase's stop_gradient marker; the rest are refused ----------------
+# what JAX function emits each custom_call JAX 0.10.2 lowers to on CPU (for refusals)
+CUSTOM_CALL_SOURCES = {
+    "lapack_spotrf_ffi": "jnp.linalg.cholesky", "lapack_dpotrf_ffi": "jnp.linalg.cholesky",
+    "lapack_strsm_ffi": "jax.scipy.linalg.solve_triangular", "lapack_dtrsm_ffi": "jax.scipy.linalg.solve_triangular",
+    "lapack_sgetrf_ffi": "jnp.linalg.solve / lu", "lapack_dgetrf_ffi": "jnp.linalg.solve / lu",
+    "lapack_ssyevd_ffi": "jnp.linalg.eigh", "lapack_dsyevd_ffi": "jnp.linalg.eigh",
+    "lapack_sgesdd_ffi": "jnp.linalg.svd", "lapack_dgesdd_ffi": "jnp.linalg.svd",
+    "lapack_sgeqrf_ffi": "jnp.linalg.qr", "lapack_dgeqrf_ffi": "jnp.linalg.qr",
+}
+
+
+class _CustomCall(Rule):
+    """``jax.lax.stop_gradient``'s marker (``hlo.STOP_GRADIENT_TARGET``) passes no
+    derivative; any other custom_call reaching an active value is refused, naming its
+    target and the JAX function that emits it."""
+
+    def propagates(self, op, index):
+        return not hlo.is_stop_gradient(op) and hlo.is_float_tensor(op.operands[index].type)
+
+    def _refuse(self, op):
+        target = op.call_target_name.data
+        source = CUSTOM_CALL_SOURCES.get(target)
+        emitted = f" (emitted by {source})" if source else ""
+        raise ZymaseError(f"no derivative rule for 'stablehlo.custom_call' @{target}{emitted}",
+                          construct="stablehlo.custom_call", location=location_of(op),
+                          hint="differentiate around it (jax.lax.stop_gradient), or write it with operations "
+                               "zymase differentiates")
+
+    def reverse(self, ctx, op, dys):
+        if not hlo.is_stop_gradient(op):
+            self._refuse(op)
+        return [None] * len(op.operands)
+
+    def forward(self, ctx, op, tangents):
+        if not hlo.is_stop_gradient(op):
+            self._refuse(op)
+        return [None] * len(op.results)
+
+
+REGISTRY.register(hlo.CustomCallOp, _CustomCall())
