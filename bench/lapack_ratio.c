@@ -1,11 +1,11 @@
 /* The gradient of LAPACK calls against their primal (issue 26 item 2): zymase
    differentiates dgesv_ and dsyevd_ by matrix-level rules (autodiff/rules/lapack_lu.h,
-   lapack_eigen.h) that factor (decompose) again the input kept at the call and then work
-   with BLAS/LAPACK on the factors, so the gradient should cost a small multiple of the
-   primal:
+   lapack_eigen.h) that work with BLAS/LAPACK on the factors (gesv's kept after the call,
+   syevd's decomposed again from the input kept at the call), so the gradient should cost
+   a small multiple of the primal:
      solve:  loss = c . X, A X = B (dgesv_, n x n, n/4 right-hand sides), gradient with
-             respect to A and B: one LU again, solves with A^T, one gemm, the LU adjoint
-             (triangular solves and products);
+             respect to A and B: a solve with A^T on the kept factors, one gemm with the
+             kept solution (the factors' own adjoint is zero here);
      eigen:  loss = sum_i g_i w_i + sum G o V (dsyevd_, jobz 'V'), gradient with respect
              to A: one decomposition again and four n x n gemms.
 

@@ -95,3 +95,56 @@ def test_blas_call_with_other_integer_width_is_refused(tmp_path: Path):
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("zymase: error: "), out.stderr
     assert "'cblas_ddot' passes n as i64" in lines[0] and "in function 'f'" in lines[0], lines[0]
+
+
+REFUSED_ARGUMENT = r"""
+/* LAPACK calls that refuse an argument (info < 0) and do nothing: dgesv_ with lda < n,
+   dsyevd_ with a workspace too small (not a query); argv[1] picks the call and the mode */
+#include <stdio.h>
+#include <string.h>
+extern double __enzyme_autodiff(void *, ...);
+extern double __enzyme_fwddiff(void *, ...);
+extern int enzyme_dup;
+void dgesv_(const int *, const int *, double *, const int *, int *, double *, const int *, int *);
+void dsyevd_(const char *, const char *, const int *, double *, const int *, double *, double *, const int *, int *,
+             const int *, int *);
+double solve(double *A, double *B) {
+    int n = 3, nrhs = 1, lda = 2, ipiv[3], info; /* lda < n: argument 4 illegal */
+    dgesv_(&n, &nrhs, A, &lda, ipiv, B, &n, &info);
+    return B[0] + 2 * B[1] + 3 * B[2];
+}
+double eigen(double *A) {
+    int n = 3, lwork = 1, iwork[20], liwork = 20, info; /* lwork = 1: argument 8 illegal */
+    double w[3], work[1];
+    dsyevd_("V", "L", &n, A, &n, w, work, &lwork, iwork, &liwork, &info);
+    return w[0] + 2 * w[2] + A[1];
+}
+int main(int argc, char **argv) {
+    double A[9] = {4, 1, 0, 1, 5, 2, 0, 2, 6}, dA[9] = {0}, B[3] = {1, 2, 3}, dB[3] = {0};
+    const char *which = argc > 1 ? argv[1] : "";
+    if (!strcmp(which, "gesv"))
+        __enzyme_autodiff((void *)solve, enzyme_dup, A, dA, enzyme_dup, B, dB);
+    else if (!strcmp(which, "gesv-forward")) {
+        dA[0] = 1;
+        dB[0] = __enzyme_fwddiff((void *)solve, enzyme_dup, A, dA, enzyme_dup, B, dB);
+    } else if (!strcmp(which, "syevd"))
+        __enzyme_autodiff((void *)eigen, enzyme_dup, A, dA);
+    printf("derivative %g %g %g\n", dA[0], dA[1], dB[0]);
+    return 0;
+}
+"""
+
+
+def test_lapack_call_that_refused_an_argument_stops_its_derivative(tmp_path: Path):
+    # issue 26 item 2 (LAPACK info check): info < 0 means LAPACK did nothing; the derivative
+    # code used to compute a plausible derivative anyway with its own copies and workspace
+    src = tmp_path / "refused.c"
+    src.write_text(REFUSED_ARGUMENT)
+    exe = tmp_path / "refused"
+    build = run_cli(["cc", "-O1", str(src), "-o", str(exe), "-lopenblas"], cwd=tmp_path, timeout=300)
+    assert build.returncode == 0, build.stderr
+    for which, call, argument in (("gesv", "dgesv_", 4), ("gesv-forward", "dgesv_", 4), ("syevd", "dsyevd_", 8)):
+        run = subprocess.run([str(exe), which], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        assert run.returncode != 0 and "derivative" not in run.stdout, (which, run.stdout, run.stderr)
+        assert (f"zymase: error: the LAPACK call {call} refused its argument {argument} (info = -{argument})"
+                in run.stderr), (which, run.stderr)

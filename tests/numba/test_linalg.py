@@ -17,6 +17,9 @@ outer/trace/kron, the degenerate cases, the other refusals):
     pytest -q tests/numba/linalg_campaign.py
 """
 
+import os
+import re
+
 import numpy as np
 import pytest
 from numba import njit
@@ -90,6 +93,33 @@ def test_products_float32_reverse():
            forward=False)
 
 
+@njit
+def product_input_overwritten(A, B):
+    D = 2.0 * A
+    C = D @ B
+    D[0, 0] = 2.0  # after the product: its reverse must read a copy of D for B's adjoint
+    return np.sum(np.tanh(C)) + D[0, 0] * D[1, 1]
+
+
+def test_product_inputs_copied_only_when_overwritten():
+    # issue 26 (caching, and the GP/MLP performance item): an argument of '@' is read again
+    # by the reverse sweep when nothing writes it after the call (B here; Numba's error
+    # paths, which never reach the reverse sweep, do not count), copied when the function
+    # writes it (D; a write into an argument would copy B too: arguments may share
+    # memory). The kernel's final LLVM IR is the disk cache's entry.
+    from pathlib import Path
+
+    args = [RNG.random((4, 3)), RNG.random((3, 5))]
+    cache = Path(os.environ["ZYMASE_CACHE_DIR"])
+    before = set(cache.glob("*.numba.ll"))
+    grads = zymase.grad(product_input_overwritten, argnums=(0, 1), cache=True)(*[a.copy() for a in args])
+    (entry,) = set(cache.glob("*.numba.ll")) - before
+    copies = re.findall(r"call [^\n]*@__zymase_nblas_dxxgemm_save\(", entry.read_text())
+    assert len(copies) == 1, copies  # D's copy only
+    for i, g in enumerate(grads):
+        np.testing.assert_allclose(g, _fd_gradient(product_input_overwritten, args, i, 1e-6), rtol=1e-6, atol=1e-6)
+
+
 # ---- numba_xxpotrf and numba_xxnrm2 (np.linalg.solve: linalg_campaign.py) ---------------
 @njit
 def cholesky_of_gram(A):
@@ -101,6 +131,21 @@ def cholesky_of_gram(A):
 
 def test_cholesky_float64():
     _check(cholesky_of_gram, [RNG.random((4, 4))], np.float64, 1e-6)
+
+
+def test_cholesky_adjoint_by_blocks_float64():
+    # issue 26 performance (GP likelihood): the Cholesky adjoint computed by blocks (32-wide
+    # at n = 70: two full blocks and a remainder, so every block step runs; n = 4 above:
+    # 2-wide), against central differences along random directions (a difference per
+    # entry would be 2 n^2 Choleskys)
+    # (the kernel of test_cholesky_float64: no compilation of its own)
+    M = RNG.standard_normal((70, 70))
+    g = zymase.grad(cholesky_of_gram)(M.copy())
+    for _ in range(2):
+        V = RNG.standard_normal(M.shape)
+        h = 1e-6
+        fd = (cholesky_of_gram(M + h * V) - cholesky_of_gram(M - h * V)) / (2 * h)
+        np.testing.assert_allclose(np.sum(g * V), fd, rtol=1e-6)
 
 
 # ---- LU, eigen and SVD helpers (issue 26 item 3: inv, det, slogdet, eigh, eigvalsh, svd) --

@@ -147,9 +147,25 @@ class WrittenMemory:
         b = op.parent_block()
         ops = list(b.ops)
         after = ops[ops.index(op) + 1:]
-        later = self._reachable_after(b)
+        later = self._reachable_after(b) & self._returning_blocks()
         written = self._writes_of([*after, *(x_op for x in later for x_op in x.ops)])
         return self._not_written(ptr, written)
+
+    def _returning_blocks(self) -> set[Block]:
+        """Blocks from which a return is reachable. The reverse sweep runs only after the
+        forward sweep reached a return: what a block leading only to an abandoned return or
+        an ``unreachable`` writes (Numba's error paths: taking the GIL to raise,
+        ``Py_FatalError``) cannot change what the reverse sweep reads."""
+        if "_returning" not in self.__dict__:
+            work = [b for b in self.cfg.blocks if b.last_op is not None and self.flavor.is_return(b.last_op)]
+            returning = set(work)
+            while work:
+                for e in self.cfg.preds[work.pop()]:
+                    if e.src not in returning:
+                        returning.add(e.src)
+                        work.append(e.src)
+            self._returning = returning
+        return self._returning
 
     def _reachable_after(self, b: Block) -> set[Block]:
         """Blocks reachable from ``b`` through at least one edge (``b`` itself if on a cycle)."""

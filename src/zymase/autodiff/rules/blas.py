@@ -22,7 +22,11 @@ Each spelling is a :class:`~zymase.autodiff.registry.CallMemoryRule`:
   call's own output read before it is written (``C`` for ``dbeta``), ``<p><name>_save``
   copies it at the call (counted as taped bytes) and the reverse sweep frees the copy;
 * reverse mode, at the mirror point: ``<p><name>_dscalar`` per active alpha/beta, then
-  ``<p><name>_rev`` for the array adjoints.
+  ``<p><name>_rev`` for the array adjoints;
+* LAPACK, right after the call (both modes): ``info`` read and checked by
+  ``<p><name>_status`` (an illegal argument stops the program with a message); the
+  reverse sweep receives that value (``int info``, not the pointer), and the outputs a
+  routine ``keeps`` (gesv's factors and solution) are copied there by ``_save``.
 
 The Fortran spelling's pointer arguments are read in the forward sweep right before the
 call (the values the call saw), transposes turned into CBLAS's enumeration.
@@ -211,6 +215,36 @@ class BlasRule(CallMemoryRule):
             g.E.before(clone.next_op)
         else:
             g.E.at_end(clone.parent_block())
+        status = self._status_after_call(g, op)
+        if not forward_mode:
+            self._keep_after_call(g, op, values, status)
+
+    def _status_after_call(self, g, op: Operation) -> SSAValue | None:
+        """LAPACK, right after the primal call: its ``info`` read (the reverse sweep gets
+        this value, not the variable, which a later call may reuse) and checked by
+        ``<p><name>_status``, which stops the program when the call refused an argument
+        (``info < 0``: LAPACK did nothing, its derivative code would compute one anyway)."""
+        info = [name for name, kind in self.params if kind == "info"]
+        if not info:
+            return None
+        ptr = op.operands[self._pos(info[0])]
+        status = g.E.v(llvm.LoadOp(g.vmap.get(ptr, ptr), i32))
+        g.E.insert(llvm.CallOp(self._declare(g, "status", [i32], llvm.LLVMVoidType()), status))
+        return status
+
+    def _keep_after_call(self, g, op: Operation, values: list[SSAValue], status: SSAValue | None) -> None:
+        """Reverse mode, right after the primal call: copies of what the call computed that
+        the reverse sweep reads (gesv's factors, pivots and solution), so that it neither
+        factors nor solves again."""
+        _, saved = g._blas_forward[op]
+        for output, wanted_by in self.routine.keeps:
+            if not any(self._active(g, op, w) for w in wanted_by):
+                continue
+            which = g.E.v(llvm.ConstantOp(IntegerAttr(self.routine.index(output), i32), i32))
+            args = [which, *values]
+            name = self._declare(g, "save", self._types(args), PTR)
+            saved[output] = g.E.v(llvm.CallOp(name, *args, return_type=PTR))
+        g._blas_forward[op] = (values, saved, status)
 
     def _tangents(self, g, op: Operation, values: list[SSAValue]) -> None:
         """Forward mode, before the primal call: the output tangents (and the result's)."""
@@ -255,12 +289,14 @@ class BlasRule(CallMemoryRule):
         if not self._outputs_shadowed(g, op):
             return
         E = g.E
-        values, saved = g._blas_forward[op]
+        values, saved, status = g._blas_forward[op]
         home = op.parent_block()
         args = []
         for (name, kind), w in zip(self.routine.params, values):
             if name in saved:
                 args.append(g.fetch_computed_in(home, saved[name]))
+            elif kind == "info":  # the status the call returned, as a value
+                args.append(g.fetch_computed_in(home, status))
             elif self.fortran and kind not in _POINTERS:
                 args.append(g.fetch_computed_in(home, w))
             else:

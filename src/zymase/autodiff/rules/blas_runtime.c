@@ -30,6 +30,7 @@
 #ifndef ZY_T
 #include <math.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -79,6 +80,26 @@ static int zy_ld(int layout, int rows, int cols) { int ld = layout == 101 ? cols
 
 /* whether (i, j) is in the stored triangle of a symmetric n x n matrix */
 static int zy_in_triangle(int uplo, int i, int j) { return uplo == 121 ? j >= i : j <= i; }
+
+/* A LAPACK call that refused an argument (info < 0) reported it through xerbla and did
+   nothing: the derivative code, which computes with its own copies and workspace, would
+   give a plausible derivative of a call that did not happen. The program stops there
+   (reference LAPACK's xerbla stops it too). A numerical failure (info > 0: singular, not
+   positive definite, no convergence) gives NaN derivatives instead, in each rule. */
+static void zy_lapack_status(int info, const char *routine) {
+    if (info >= 0)
+        return;
+    fprintf(stderr,
+            "zymase: error: the LAPACK call %s refused its argument %d (info = %d) and did nothing, so it has "
+            "no derivative; hint: fix that argument (LAPACK printed which one above)\n",
+            routine, -info, info);
+    abort();
+}
+#define ZY_STRING(x) ZY_STRING_OF(x)
+#define ZY_STRING_OF(x) #x
+/* <p><name>_status(info): called right after each differentiated LAPACK call */
+#define ZY_STATUS(name)                                                                                            \
+    ZY_API void ZY_P(name##_status)(int info) { zy_lapack_status(info, ZY_STRING(ZY_F(name))); }
 
 #define ZY_T double
 #define ZY_P(name) __zymase_blas_d##name
@@ -656,5 +677,14 @@ ZY_API void ZY_P(trsv_rev)(int layout, int uplo, int trans, int diag, int n, con
 #include "lapack_eigen.h"
 #include "lapack_svd.h"
 #include "lapack_lstsq.h"
+ZY_STATUS(potrf)
+ZY_STATUS(potrs)
+ZY_STATUS(getrf)
+ZY_STATUS(getrs)
+ZY_STATUS(gesv)
+ZY_STATUS(syev)
+ZY_STATUS(syevd)
+ZY_STATUS(gesdd)
+ZY_STATUS(gelsd)
 
 #endif

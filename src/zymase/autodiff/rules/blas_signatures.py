@@ -39,6 +39,9 @@ class Routine:
     int_writes: tuple[str, ...] = ()  # integer arrays the call writes (pivots, workspace)
     # output -> the arrays it depends on, where not all of `reads` (gesv's factors)
     depends: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # output -> the parameters whose derivative needs it as the call left it: copied right
+    # after the call (gesv's LU factors, pivots and solution: no factorization again)
+    keeps: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def index(self, param: str) -> int:
         return [p for p, _ in self.params].index(param)
@@ -118,7 +121,7 @@ ROUTINES = {
                 reads=("A", "B"), writes=("B",), needs=(("A", ("A", "B")), ("B", ("A",))), fortran_only=True),
         # LU in place, A = P L U (the reverse factors the input kept at the call again), the
         # solve with its factors and pivots (X solved again from the B kept at the call), and
-        # both at once (A and B overwritten: both kept)
+        # both at once (its factors, pivots and solution kept after the call)
         Routine("getrf", (("layout", _L), ("m", _I), ("n", _I), ("A", _A), ("lda", _I), ("ipiv", _IA),
                           ("info", _N)),
                 reads=("A",), writes=("A",), int_writes=("ipiv",), needs=(("A", ("A",)),), fortran_only=True),
@@ -129,7 +132,7 @@ ROUTINES = {
         Routine("gesv", (("layout", _L), ("n", _I), ("nrhs", _I), ("A", _A), ("lda", _I), ("ipiv", _IA),
                          ("B", _A), ("ldb", _I), ("info", _N)),
                 reads=("A", "B"), writes=("A", "B"), int_writes=("ipiv",), depends=(("A", ("A",)),),
-                needs=(("A", ("A", "B")), ("B", ("A",))), fortran_only=True),
+                keeps=(("A", ("A", "B")), ("ipiv", ("A", "B")), ("B", ("A",))), fortran_only=True),
         # symmetric eigendecomposition: w and (jobz 'V') the eigenvectors over A written, the
         # workspace written (its derivative zero); the reverse decomposes the kept input again
         Routine("syev", (("layout", _L), ("jobz", _J), ("uplo", _U), ("n", _I), ("A", _A), ("lda", _I),

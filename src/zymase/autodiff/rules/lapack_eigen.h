@@ -144,7 +144,7 @@ ZY_API ZY_T ZY_P(syev_fwd)(int layout, int jobz, int uplo, int n, const ZY_T *A,
 }
 
 ZY_API void ZY_P(syev_rev)(int layout, int jobz, int uplo, int n, const ZY_T *A, int lda, const ZY_T *w,
-                           const ZY_T *work, int lwork, const int *info, ZY_T *dA, ZY_T *dw, ZY_T *dwork, ZY_T dr) {
+                           const ZY_T *work, int lwork, int info, ZY_T *dA, ZY_T *dw, ZY_T *dwork, ZY_T dr) {
     (void)layout, (void)w, (void)work, (void)info, (void)dr;
     if (lwork >= 0)
         ZY_P(eig_rev)(0, jobz, uplo, n, A, lda, lwork, dA, dw, dwork);
@@ -167,7 +167,7 @@ ZY_API ZY_T ZY_P(syevd_fwd)(int layout, int jobz, int uplo, int n, const ZY_T *A
 }
 
 ZY_API void ZY_P(syevd_rev)(int layout, int jobz, int uplo, int n, const ZY_T *A, int lda, const ZY_T *w,
-                            const ZY_T *work, int lwork, const int *iwork, int liwork, const int *info, ZY_T *dA,
+                            const ZY_T *work, int lwork, const int *iwork, int liwork, int info, ZY_T *dA,
                             ZY_T *dw, ZY_T *dwork, ZY_T dr) {
     (void)layout, (void)w, (void)work, (void)iwork, (void)info, (void)dr;
     if (lwork >= 0 && liwork >= 0)

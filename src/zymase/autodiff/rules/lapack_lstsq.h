@@ -139,7 +139,7 @@ ZY_API ZY_T ZY_P(gelsd_fwd)(int layout, int m, int n, int nrhs, const ZY_T *A, i
 
 ZY_API void ZY_P(gelsd_rev)(int layout, int m, int n, int nrhs, const ZY_T *A, int lda, const ZY_T *B, int ldb,
                             const ZY_T *s, ZY_T rcond, const int *rank, const ZY_T *work, int lwork, const int *iwork,
-                            const int *info, ZY_T *dA, ZY_T *dB, ZY_T *ds, ZY_T *dwork, ZY_T dr) {
+                            int info, ZY_T *dA, ZY_T *dB, ZY_T *ds, ZY_T *dwork, ZY_T dr) {
     (void)layout, (void)s, (void)rank, (void)work, (void)iwork, (void)info, (void)dr;
     if (lwork < 0)
         return;

@@ -13,8 +13,10 @@
      reverse  Bbar = op(A)^-T Xbar,  Abar = -Bbar X^T (-X Bbar^T for op = T), onto the
               factors as Lbar = sl(P^T Abar U^T), Ubar = u(L^T P^T Abar).
    Nothing is inverted: every step is a triangular solve or product with the factors. The
-   reverse sweep factors again the input kept at the call (as potrf's), with the same
-   pivoting. A singular U (info > 0) has no derivative: the tangents/adjoints are NaN. */
+   reverse sweep of getrf factors again the input kept at the call (as potrf's), with the
+   same pivoting; gesv's uses the factors, pivots and solution kept right after the call
+   (no factorization, no solve again). A singular U (info > 0, the primal call's status
+   for gesv) has no derivative: the tangents/adjoints are NaN. */
 
 /* the LU factors of the m x n A in a packed copy (leading dimension max(m, 1)), pivots in
    piv (min(m, n) of them); NULL when U is singular */
@@ -84,8 +86,8 @@ static void ZY_P(getrf_tangent)(int m, int n, const ZY_T *F, const int *piv, con
 }
 
 /* D (m x n, leading dimension ldd) = the adjoint of A given D = the adjoint of its
-   packed factors F (leading dimension m) */
-static void ZY_P(getrf_adjoint)(int m, int n, const ZY_T *F, const int *piv, ZY_T *D, int ldd) {
+   factors F (leading dimension ldf) */
+static void ZY_P(getrf_adjoint)(int m, int n, const ZY_T *F, int ldf, const int *piv, ZY_T *D, int ldd) {
     int k = m < n ? m : n, ld = m > 0 ? m : 1, kk = k > 0 ? k : 1, zero = 1;
     for (int j = 0; j < n && zero; j++) /* the factors unused (gesv's, usually): A's adjoint is zero too */
         for (int i = 0; i < m && zero; i++)
@@ -96,20 +98,20 @@ static void ZY_P(getrf_adjoint)(int m, int n, const ZY_T *F, const int *piv, ZY_
     ZY_T *Lb = ZY_P(mtemp)(k, k), *Ub = ZY_P(mtemp)(k, k);
     ZY_P(split_lu)(k, W, ld, Lb, Ub);
     if (m > k) { /* Ah21bar = L2bar U1^-T; U1bar -= L2^T Ah21bar */
-        ZY_B(trsm)(102, 142, 121, 112, 131, m - k, k, 1, F, ld, W + k, ld);
-        ZY_B(gemm)(102, 112, 111, k, k, m - k, -1, F + k, ld, W + k, ld, 1, Ub, kk);
+        ZY_B(trsm)(102, 142, 121, 112, 131, m - k, k, 1, F, ldf, W + k, ld);
+        ZY_B(gemm)(102, 112, 111, k, k, m - k, -1, F + k, ldf, W + k, ld, 1, Ub, kk);
     }
     if (n > k) { /* Ah12bar = L1^-T U2bar; L1bar -= Ah12bar U2^T */
-        ZY_B(trsm)(102, 141, 122, 112, 132, k, n - k, 1, F, ld, W + (long)k * ld, ld);
-        ZY_B(gemm)(102, 111, 112, k, k, n - k, -1, W + (long)k * ld, ld, F + (long)k * ld, ld, 1, Lb, kk);
+        ZY_B(trsm)(102, 141, 122, 112, 132, k, n - k, 1, F, ldf, W + (long)k * ld, ld);
+        ZY_B(gemm)(102, 111, 112, k, k, n - k, -1, W + (long)k * ld, ld, F + (long)k * ldf, ldf, 1, Lb, kk);
     }
-    ZY_B(trmm)(102, 141, 122, 112, 132, k, k, 1, F, ld, Lb, kk); /* L1^T L1bar */
-    ZY_B(trmm)(102, 142, 121, 112, 131, k, k, 1, F, ld, Ub, kk); /* U1bar U1^T */
+    ZY_B(trmm)(102, 141, 122, 112, 132, k, k, 1, F, ldf, Lb, kk); /* L1^T L1bar */
+    ZY_B(trmm)(102, 142, 121, 112, 131, k, k, 1, F, ldf, Ub, kk); /* U1bar U1^T */
     for (int j = 0; j < k; j++) /* Xbar = sl(L1^T L1bar) + u(U1bar U1^T) */
         for (int i = 0; i < k; i++)
             W[i + (long)j * ld] = i > j ? Lb[i + (long)j * kk] : Ub[i + (long)j * kk];
-    ZY_B(trsm)(102, 141, 122, 112, 132, k, k, 1, F, ld, W, ld); /* Ah11bar = L1^-T Xbar ... */
-    ZY_B(trsm)(102, 142, 121, 112, 131, k, k, 1, F, ld, W, ld); /* ... U1^-T */
+    ZY_B(trsm)(102, 141, 122, 112, 132, k, k, 1, F, ldf, W, ld); /* Ah11bar = L1^-T Xbar ... */
+    ZY_B(trsm)(102, 142, 121, 112, 131, k, k, 1, F, ldf, W, ld); /* ... U1^-T */
     ZY_P(swap_rows)(k, piv, n, W, ld, 1); /* Abar = P Ahbar */
     for (int j = 0; j < n; j++)
         for (int i = 0; i < m; i++)
@@ -139,13 +141,13 @@ ZY_API ZY_T ZY_P(getrf_fwd)(int layout, int m, int n, const ZY_T *A, int lda, co
     return 0;
 }
 
-ZY_API void ZY_P(getrf_rev)(int layout, int m, int n, const ZY_T *A, int lda, const int *ipiv, const int *info,
+ZY_API void ZY_P(getrf_rev)(int layout, int m, int n, const ZY_T *A, int lda, const int *ipiv, int info,
                             ZY_T *dA, ZY_T dr) {
-    (void)layout, (void)ipiv, (void)info, (void)dr;
+    (void)layout, (void)ipiv, (void)dr;
     int *piv = ZY_P(pivots)(m, n);
-    ZY_T *F = ZY_P(lu_of)(m, n, A, lda, piv); /* A: the input, kept at the call */
+    ZY_T *F = info == 0 ? ZY_P(lu_of)(m, n, A, lda, piv) : NULL; /* A: the input, kept at the call */
     if (F)
-        ZY_P(getrf_adjoint)(m, n, F, piv, dA, lda);
+        ZY_P(getrf_adjoint)(m, n, F, m > 0 ? m : 1, piv, dA, lda);
     else
         ZY_P(nan_fill)(m, n, dA, lda);
     free(F), free(piv);
@@ -218,7 +220,7 @@ ZY_API ZY_T ZY_P(getrs_fwd)(int layout, int trans, int n, int nrhs, const ZY_T *
 }
 
 ZY_API void ZY_P(getrs_rev)(int layout, int trans, int n, int nrhs, const ZY_T *A, int lda, const int *ipiv,
-                            const ZY_T *B, int ldb, const int *info, ZY_T *dA, ZY_T *dB, ZY_T dr) {
+                            const ZY_T *B, int ldb, int info, ZY_T *dA, ZY_T *dB, ZY_T dr) {
     (void)info, (void)dr;
     if (!dB)
         return;
@@ -237,9 +239,13 @@ ZY_API void ZY_P(getrs_rev)(int layout, int trans, int n, int nrhs, const ZY_T *
 }
 
 /* ---- gesv: A = P L U and B = A^-1 B in place --------------------------------------- */
+/* reverse mode copies the factors, pivots and solution right after the call (the rule's
+   `keeps`: which 3, 5, 6), forward mode needs nothing saved */
 ZY_API void *ZY_P(gesv_save)(int which, int layout, int n, int nrhs, const ZY_T *A, int lda, const int *ipiv,
                              const ZY_T *B, int ldb, const int *info) {
-    (void)ipiv, (void)info;
+    (void)info;
+    if (which == 5)
+        return zy_copy_span(ipiv, n, sizeof(int));
     return which == 3 ? zy_copy_span(A, zy_mspan(layout, n, n, lda), sizeof(ZY_T))
                       : zy_copy_span(B, zy_mspan(layout, n, nrhs, ldb), sizeof(ZY_T));
 }
@@ -272,29 +278,23 @@ ZY_API ZY_T ZY_P(gesv_fwd)(int layout, int n, int nrhs, const ZY_T *A, int lda, 
     return 0;
 }
 
+/* A: the LU factors, ipiv: the pivots, B: the solution X, as the call left them (kept);
+   info: the call's status */
 ZY_API void ZY_P(gesv_rev)(int layout, int n, int nrhs, const ZY_T *A, int lda, const int *ipiv, const ZY_T *B,
-                           int ldb, const int *info, ZY_T *dA, ZY_T *dB, ZY_T dr) {
-    (void)ipiv, (void)info, (void)dr;
-    int ld = n > 0 ? n : 1, *piv = ZY_P(pivots)(n, n);
-    ZY_T *F = ZY_P(lu_of)(n, n, A, lda, piv); /* A and B: the inputs, kept at the call */
-    if (!F) {
+                           int ldb, int info, ZY_T *dA, ZY_T *dB, ZY_T dr) {
+    (void)layout, (void)dr;
+    if (info != 0) { /* U singular: no derivative */
         if (dA)
             ZY_P(nan_fill)(n, n, dA, lda);
         if (dB)
             ZY_P(nan_fill)(n, nrhs, dB, ldb);
-        free(piv);
         return;
     }
     if (dA) /* the adjoint of the LU factors A holds after the call */
-        ZY_P(getrf_adjoint)(n, n, F, piv, dA, lda);
+        ZY_P(getrf_adjoint)(n, n, A, lda, ipiv, dA, lda);
     if (dB) {
-        ZY_P(lu_solve)(112, n, nrhs, F, ld, piv, dB, ldb); /* Bbar = A^-T Xbar */
-        if (dA) { /* Abar -= Bbar X^T */
-            ZY_T *X = ZY_P(mcopy)(layout, n, nrhs, B, ldb);
-            ZY_P(lu_solve)(111, n, nrhs, F, ld, piv, X, ld);
-            ZY_B(gemm)(102, 111, 112, n, n, nrhs, -1, dB, ldb, X, ld, 1, dA, lda);
-            free(X);
-        }
+        ZY_P(lu_solve)(112, n, nrhs, A, lda, ipiv, dB, ldb); /* Bbar = A^-T Xbar */
+        if (dA && nrhs > 0) /* Abar -= Bbar X^T */
+            ZY_B(gemm)(102, 111, 112, n, n, nrhs, -1, dB, ldb, B, ldb, 1, dA, lda);
     }
-    free(F), free(piv);
 }

@@ -89,9 +89,9 @@ ZY_API ZY_T ZY_P(potrf_fwd)(int layout, int uplo, int n, const ZY_T *A, int lda,
     return 0;
 }
 
-ZY_API void ZY_P(potrf_rev)(int layout, int uplo, int n, const ZY_T *A, int lda, const int *info, ZY_T *dA, ZY_T dr) {
-    (void)layout, (void)info, (void)dr;
-    ZY_T *L = ZY_P(factor_of)(uplo, n, A, lda); /* A: the input, kept at the call */
+ZY_API void ZY_P(potrf_rev)(int layout, int uplo, int n, const ZY_T *A, int lda, int info, ZY_T *dA, ZY_T dr) {
+    (void)layout, (void)dr;
+    ZY_T *L = info == 0 ? ZY_P(factor_of)(uplo, n, A, lda) : NULL; /* A: the input, kept at the call */
     if (!L) {
         ZY_P(nan_triangle)(uplo, n, dA, lda);
         return;
@@ -142,7 +142,7 @@ ZY_API ZY_T ZY_P(potrs_fwd)(int layout, int uplo, int n, int nrhs, const ZY_T *A
 }
 
 ZY_API void ZY_P(potrs_rev)(int layout, int uplo, int n, int nrhs, const ZY_T *A, int lda, const ZY_T *B, int ldb,
-                            const int *info, ZY_T *dA, ZY_T *dB, ZY_T dr) {
+                            int info, ZY_T *dA, ZY_T *dB, ZY_T dr) {
     (void)info, (void)dr;
     ZY_P(solve)(uplo, n, nrhs, A, lda, dB, ldb); /* Bbar = A^-1 Xbar */
     if (dA) { /* Lbar = -(Bbar X^T + X Bbar^T) L, X solved again from the B kept at the call */

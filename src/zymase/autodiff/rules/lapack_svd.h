@@ -139,7 +139,7 @@ ZY_API ZY_T ZY_P(gesdd_fwd)(int layout, int jobz, int m, int n, const ZY_T *A, i
 
 ZY_API void ZY_P(gesdd_rev)(int layout, int jobz, int m, int n, const ZY_T *A, int lda, const ZY_T *s, const ZY_T *U,
                             int ldu, const ZY_T *VT, int ldvt, const ZY_T *work, int lwork, const int *iwork,
-                            const int *info, ZY_T *dA, ZY_T *ds, ZY_T *dU, ZY_T *dVT, ZY_T *dwork, ZY_T dr) {
+                            int info, ZY_T *dA, ZY_T *ds, ZY_T *dU, ZY_T *dVT, ZY_T *dwork, ZY_T dr) {
     (void)layout, (void)s, (void)U, (void)VT, (void)work, (void)iwork, (void)info, (void)dr;
     if (lwork < 0)
         return;

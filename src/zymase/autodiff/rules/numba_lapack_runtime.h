@@ -92,7 +92,7 @@ ZN_API void ZN_P(xxgetrf_fwd)(long m, long n, const ZN_T *A, long lda, const int
 
 ZN_API void ZN_P(xxgetrf_rev)(long m, long n, const ZN_T *A, long lda, const int *ipiv, ZN_T *dA) {
     if (dA)
-        ZY_P(getrf_rev)(102, (int)m, (int)n, A, (int)lda, ipiv, NULL, dA, 0);
+        ZY_P(getrf_rev)(102, (int)m, (int)n, A, (int)lda, ipiv, 0 /* info: Numba raised otherwise */, dA, 0);
 }
 
 /* ---- numba_ez_xxgetri(kind, n, A, lda, ipiv): A's LU factors F overwritten by A^-1 ---
@@ -187,7 +187,7 @@ ZN_API void ZN_P(ez_gesdd_fwd)(char jobz, long m, long n, const ZN_T *A, long ld
 
 ZN_API void ZN_P(ez_gesdd_rev)(char jobz, long m, long n, const ZN_T *A, long lda, const ZN_T *s, const ZN_T *U,
                                long ldu, const ZN_T *VT, long ldvt, ZN_T *dA, ZN_T *ds, ZN_T *dU, ZN_T *dVT) {
-    ZY_P(gesdd_rev)(102, jobz, (int)m, (int)n, A, (int)lda, s, U, (int)ldu, VT, (int)ldvt, NULL, 0, NULL, NULL, dA, ds,
+    ZY_P(gesdd_rev)(102, jobz, (int)m, (int)n, A, (int)lda, s, U, (int)ldu, VT, (int)ldvt, NULL, 0, NULL, 0, dA, ds,
                     dU, dVT, NULL, 0);
 }
 
@@ -209,7 +209,7 @@ ZN_API void ZN_P(ez_gelsd_fwd)(long m, long n, long nrhs, const ZN_T *A, long ld
 ZN_API void ZN_P(ez_gelsd_rev)(long m, long n, long nrhs, const ZN_T *A, long lda, const ZN_T *B, long ldb,
                                const ZN_T *s, double rcond, const int *rank, ZN_T *dA, ZN_T *dB, ZN_T *ds) {
     ZY_P(gelsd_rev)(102, (int)m, (int)n, (int)nrhs, A, (int)lda, B, (int)ldb, s, (ZN_T)rcond, rank, NULL, 0, NULL,
-                    NULL, dA, dB, ds, NULL, 0);
+                    0, dA, dB, ds, NULL, 0);
 }
 
 #undef ZY_T
