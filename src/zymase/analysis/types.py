@@ -53,7 +53,11 @@ Deductions (a worklist fixpoint over the function, both directions where sound)
   ``llvm.ptrmask``, a returned ``memcpy`` destination: same memory, both ways. A
   web of pointers linked by these and constant GEPs that contains a cycle with a
   nonzero net offset (a pointer advanced around a loop, ``p = phi(a, p + 8)``, also
-  through nested loops) is periodic with the gcd of those offsets.
+  through nested loops) is periodic with the gcd of those offsets. Pointers loaded
+  from and stored to the same cell (the same offset of one web) belong to one web
+  too, so a pointer advanced in memory (``c->at++``, a ``std::vector``'s end pointer
+  at -O0) is periodic with its step, at every offset (a widening: the fixpoint would
+  otherwise creep one step per round up to ``MAX_OFFSET``).
 * ``alloca`` / globals: their declared type's floats, pointers and integers
   (``i8`` arrays and unions say nothing: they are raw storage).
 * calls to defined functions: the callee is analysed with the caller's argument
@@ -878,6 +882,7 @@ class _Shared:
         self.graphs: dict[int, _Graph] = {}
         self.cache: dict[tuple, tuple[tuple[TypeTree, ...], TypeTree]] = {}
         self.contexts: dict[str, int] = {}
+        self.rule_applications = 0  # deduction rules run, over every context (a cost measure)
         self.plain: dict[str, tuple[tuple[TypeTree, ...], TypeTree] | None] = {}
 
     def graph(self, func: Operation) -> _Graph:
@@ -916,6 +921,74 @@ class _Shared:
         sub.run()
         result = self.plain[name] = sub.summary()
         return result
+
+
+class _Webs:
+    """Pointers related by constant offsets (union-find with the offset of every
+    pointer from its web's root), and the gcd of the net offsets of the cycles each
+    web contains (its period; a web without cycles has none)."""
+
+    #: passes joining pointers of the same cell; more only when cells hold pointers
+    #: to cells nested deeper (a pass may merge webs whose cells then coincide)
+    MAX_CELL_PASSES = 8
+
+    def __init__(self) -> None:
+        self.parent: dict[object, object] = {}
+        self.pot: dict[object, int] = {}  # v = parent[v] + pot[v]
+        self.period: dict[object, int] = {}
+
+    def find(self, v: object) -> tuple[object, int]:
+        """(root of ``v``'s web, offset of ``v`` from it)."""
+        parent, pot = self.parent, self.pot
+        path = []
+        while parent.get(v, v) is not v:
+            path.append(v)
+            v = parent[v]
+        root, total = v, 0
+        for u in reversed(path):  # compress: offsets relative to the root
+            total += pot[u]
+            parent[u], pot[u] = root, total
+        return root, (pot[path[0]] if path else 0)
+
+    def union(self, a: object, b: object, c: int) -> bool:
+        """``b`` is ``a + c``; True when two webs became one."""
+        ra, oa = self.find(a)
+        rb, ob = self.find(b)
+        if ra is rb:
+            d = oa + c - ob
+            if d:
+                self.period[ra] = math.gcd(self.period.get(ra, 0), abs(d))
+            return False
+        self.parent[rb], self.pot[rb] = ra, oa + c - ob
+        if rb in self.period:
+            self.period[ra] = math.gcd(self.period.get(ra, 0), self.period.pop(rb))
+        return True
+
+    def join_cells(self, cells: Sequence[tuple[SSAValue, SSAValue]]) -> None:
+        """Join the pointers ``v`` of ``cells`` (``v`` loaded from or stored at ``p``)
+        whose ``p`` are the same offset of the same web, until no webs merge."""
+        for _ in range(self.MAX_CELL_PASSES):
+            first: dict[tuple[object, int], SSAValue] = {}
+            merged = False
+            for p, v in cells:
+                key = self.find(p)
+                other = first.setdefault(key, v)
+                if other is not v and self.union(other, v, 0):
+                    merged = True
+            if not merged:
+                return
+
+    def period_of(self, v: object) -> int | None:
+        return self.period.get(self.find(v)[0])
+
+    def periodic(self) -> list[tuple[object, int, list[tuple[object, int]]]]:
+        """(root, period, [(pointer, offset from root)]) of every web with a cycle."""
+        members: dict[object, list[tuple[object, int]]] = {}
+        for v in list(self.parent):
+            root, off = self.find(v)
+            if root in self.period:
+                members.setdefault(root, []).append((v, off))
+        return [(root, self.period[root], vs) for root, vs in members.items()]
 
 
 _Rule = Callable[["_Analyzer"], None]
@@ -963,18 +1036,21 @@ class _Graph:
             an.put(src, _shift(an.of(dst), c))
         self.rule((src, dst), fn)
 
-    def strided(self, src: SSAValue, dst: SSAValue, c: int, m: int) -> None:
-        """dst = src + c + m*k, k unknown: both see the same period-m pattern."""
+    def strided(self, src: SSAValue, dst: SSAValue, c: int, m: int, *, start: int = 0) -> None:
+        """dst = src + c + m*k, k unknown: both see the same period-m pattern (from
+        offset ``start`` of ``dst`` on)."""
         def fn(an: _Analyzer) -> None:
             # forward: element 0's facts, and periodic parts in phase with the stride
             seen = _shift(an.of(src), -c)
             element = _join(_window(seen, 0, m, layers=False), TypeTree(None, None, seen._layers))
-            an.put(dst, _periodize(element, m, 0))
-            an.put(src, _shift(_periodize(an.of(dst), m, 0), c))
+            an.put(dst, _periodize(element, m, start))
+            an.put(src, _shift(_periodize(an.of(dst), m, start), c))
         self.rule((src, dst), fn)
 
     def cell(self, p: SSAValue, v: SSAValue) -> None:
         """The pointer ``v`` is stored at offset 0 of ``p`` (load or store)."""
+        self.cells.append((p, v))
+
         def fn(an: _Analyzer) -> None:
             an.put(p, _scalar_tree("ptr", 8, an.of(v)))
             an.put(v, an.of(p).pointee(0))
@@ -990,6 +1066,7 @@ class _Graph:
 
     def _build(self) -> None:
         self.links: list[tuple[SSAValue, SSAValue, int]] = []
+        self.cells: list[tuple[SSAValue, SSAValue]] = []
         addressof: dict[str, SSAValue] = {}
         for block in self.blocks:
             for op in block.ops:
@@ -1010,51 +1087,48 @@ class _Graph:
         """Rules for the links. Links that close a cycle with a nonzero net offset (a
         pointer advanced around a loop: ``p = phi(a, p + 8)``) make their whole web
         of pointers periodic with the gcd of those offsets; other links relate their
-        two ends (``same``/``offset``)."""
-        parent: dict[SSAValue, SSAValue] = {}
-        pot: dict[SSAValue, int] = {}  # v = parent[v] + pot[v]
-        period: dict[SSAValue, int] = {}
+        two ends (``same``/``offset``).
 
-        def find(v: SSAValue) -> tuple[SSAValue, int]:
-            path = []
-            while parent.get(v, v) is not v:
-                path.append(v)
-                v = parent[v]
-            root, total = v, 0
-            for u in reversed(path):  # compress: offsets relative to the root
-                total += pot[u]
-                parent[u], pot[u] = root, total
-            return root, (pot[path[0]] if path else 0)
+        The loop-carried pointer may also live in memory (unoptimized code, a cursor
+        field, a std::vector's end pointer: load, advance, store back), a cycle the
+        links alone do not close. So the webs are computed twice: from the links
+        (``plain``), and with the pointers loaded from or stored to the same cell (the
+        same offset of the same web) joined at offset 0 (``cells``), which closes
+        those cycles. Where the cells give a usable period, the web is periodic with
+        it (a widening: without it the fixpoint grows the pointee tree one step per
+        round up to MAX_OFFSET); elsewhere the plain webs decide, as if there were no
+        cells (the cell rules relate the pointers either way)."""
+        plain = _Webs()
+        for a, b, c in self.links:
+            plain.union(a, b, c)
+        cells = _Webs()
+        for a, b, c in self.links:
+            cells.union(a, b, c)
+        cells.join_cells(self.cells)
+
+        def web(v: SSAValue) -> _Webs:
+            g = cells.period_of(v)
+            return cells if g is not None and g >= 2 else plain
 
         for a, b, c in self.links:
-            ra, oa = find(a)
-            rb, ob = find(b)
-            if ra is rb:
-                d = oa + c - ob
-                if d:
-                    period[ra] = math.gcd(period.get(ra, 0), abs(d))
-            else:
-                parent[rb], pot[rb] = ra, oa + c - ob
-                if rb in period:
-                    period[ra] = math.gcd(period.get(ra, 0), period.pop(rb))
-        members: dict[SSAValue, list[tuple[SSAValue, int]]] = {}
-        for v in list(parent):
-            root, off = find(v)
-            if root in period:
-                members.setdefault(root, []).append((v, off))
-        for a, b, c in self.links:
-            if find(a)[0] in period:
+            if web(a).period_of(a) is not None:
                 continue
             if c == 0:
                 self.same(a, b)
             else:
                 self.offset(a, b, c)
-        for root, vs in members.items():
-            g = period[root]
-            if g < 2:
-                continue  # walked byte by byte: no usable relation
-            for v, off in vs:
-                self.strided(root, v, off, g)
+        for webs in (cells, plain):
+            # a pointer kept in a cell moves both ways between the cell's users (each
+            # sees the others' facts at offset 0, whatever their offsets in the web),
+            # so the periodic part starts nowhere in particular: it covers the bytes
+            # before the pointer too, rather than creeping down one step per round
+            start = -MAX_OFFSET if webs is cells else 0
+            for root, g, vs in webs.periodic():
+                if g < 2:
+                    continue  # walked byte by byte: no usable relation
+                for v, off in vs:
+                    if web(v) is webs:
+                        self.strided(root, v, off, g, start=start)
 
     def _access(self, op: Operation, p: SSAValue, t: Attribute, value: SSAValue, is_load: bool) -> None:
         tbaa = op.attributes.get("zymase.tbaa")
@@ -1236,10 +1310,13 @@ class _Analyzer:
 
     def run(self) -> None:
         rules = self.graph.rules
+        applied = 0
         while self.queue:
             idx = self.queue.popleft()
             self.queued.discard(idx)
             rules[idx](self)
+            applied += 1
+        self.graph.shared.rule_applications += applied
 
     def summary(self) -> tuple[tuple[TypeTree, ...], TypeTree]:
         return tuple(self.of(a) for a in self.graph.formals), self.of(_RET)
@@ -1257,6 +1334,10 @@ class TypeInfo:
         self.func = func
         self._state = analyzer.state
         self._has_tbaa = analyzer.graph.has_tbaa
+        #: deduction rules applied to reach the fixpoint, callee contexts included: the
+        #: analysis's cost, which tests bound (a fixpoint that creeps offset by offset
+        #: up to MAX_OFFSET costs hundreds of times more than one that widens)
+        self.rule_applications = analyzer.graph.shared.rule_applications
         from zymase.autodiff.common import PREPARED_SUFFIX
 
         self._name = analyzer.graph.name.removesuffix(PREPARED_SUFFIX)  # the user's function
