@@ -1,6 +1,7 @@
 """Compile time of ``zymase cc -O2`` against ``clang -O2`` on the same file (issue 29).
 
-For each input (the bench workloads and tests/cxx/library_mix.cpp) the variants are run in
+For each input (the bench workloads, tests/cxx/library_mix.cpp and vector_sums.cpp; at
+the level ``--level`` gives, 2 by default) the variants are run in
 turn, round after round (alternating, so that the load of a shared machine falls on all
 of them alike), each as a fresh process writing an object file (``-c``: clang alone cannot
 link the ``__enzyme_*`` calls):
@@ -16,6 +17,7 @@ to clang's, and the median of each phase of ``--time`` (wall) for the zymase var
 Run from the repository root:
 
   python bench/compile_time.py --zymase before=/work/main/src --zymase after=src --rounds 5
+  python bench/compile_time.py --level 0 --only library_mix vector_sums --rounds 3
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ INPUTS = {
     "fft": (WORKLOADS / "fft.c", []),
     "ode": (WORKLOADS / "ode.c", []),
     "library_mix": (ROOT / "tests" / "cxx" / "library_mix.cpp", []),
+    "vector_sums": (ROOT / "tests" / "cxx" / "vector_sums.cpp", []),
 }
 PHASE_RE = re.compile(r"^  (\w+) +([\d.]+) ms$", re.M)
 
@@ -74,18 +77,21 @@ def main() -> int:
                    help="a zymase source tree to time (repeatable); default: this checkout's src")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--only", nargs="*", help="inputs to time (default: all)")
+    p.add_argument("--level", default="2", choices="0123",
+                   help="optimization level of every variant (default 2; C++ at -O0 is issue 24's slow case)")
     ns = p.parse_args()
     trees = [z.split("=", 1) for z in ns.zymase] or [["zymase", str(ROOT / "src")]]
     inputs = {k: v for k, v in INPUTS.items() if not ns.only or k in ns.only}
     clang = _clang()
     with tempfile.TemporaryDirectory(prefix="zymase-compile-time-") as tmp:
         work = Path(tmp)
-        variants: list[tuple[str, list[str], dict[str, str]]] = [("clang", [clang, "-O2", "-c"], dict(os.environ))]
+        opt = f"-O{ns.level}"
+        variants: list[tuple[str, list[str], dict[str, str]]] = [("clang", [clang, opt, "-c"], dict(os.environ))]
         for label, src in trees:
             src = str(Path(src).resolve())
             env = dict(os.environ, PYTHONPATH=src, ZYMASE_CACHE_DIR=str(work / f"cache-{label}"))
             has_cache = (Path(src) / "zymase" / "cache.py").is_file()
-            cc = [sys.executable, "-m", "zymase.cli", "cc", "-O2", "-c", "--time"]
+            cc = [sys.executable, "-m", "zymase.cli", "cc", opt, "-c", "--time"]
             variants.append((label, [*cc, *(["--no-cache"] if has_cache else [])], env))
             if has_cache:
                 variants.append((f"{label} cached", cc, env))

@@ -147,24 +147,38 @@ def is_pointer(v: SSAValue) -> bool:
     return isinstance(v.type, llvm.LLVMPointerType)
 
 
+#: The ops whose class alone decides memory_kind (what isinstance would find below).
+_CLASS_KINDS = (
+    (llvm.LoadOp, "load"),
+    (llvm.StoreOp, "store"),
+    ((llvm.GEPOp, llvm.BitcastOp, llvm_ext.AddrSpaceCastOp), "derive"),
+    (llvm.AllocaOp, "alloca"),
+    (llvm.AddressOfOp, "global"),
+)
+#: op class -> its kind, or "" when the class alone does not decide: filled on first
+#: sight of a class. The analyses and generators ask for every op, many times, and
+#: xDSL's op classes are ABCs, whose isinstance checks are slow.
+_KIND_OF_CLASS: dict[type, str] = {}
+
+
+def _class_kind(cls: type) -> str:
+    kind = _KIND_OF_CLASS.get(cls)
+    if kind is None:
+        kind = _KIND_OF_CLASS[cls] = next((k for c, k in _CLASS_KINDS if issubclass(cls, c)), "")
+    return kind
+
+
 def memory_kind(op: Operation) -> str | None:
     """What an op does to memory, for ops the memory model handles."""
+    kind = _class_kind(type(op))
+    if kind:
+        return kind  # loads, stores, GEPs and casts, allocas, addresses of globals
     if op.dialect_name() == "memref":
         return "memref"  # see zymase.analysis.memref and zymase.autodiff.rules.memref
-    if isinstance(op, llvm.LoadOp):
-        return "load"
-    if isinstance(op, llvm.StoreOp):
-        return "store"
-    if isinstance(op, (llvm.GEPOp, llvm.BitcastOp, llvm_ext.AddrSpaceCastOp)):
-        return "derive"
     if isinstance(op, llvm_ext.FreezeOp) and is_pointer(op.results[0]):
         return "derive"  # the same address (freeze only pins an undefined one)
     if isinstance(op, llvm.SelectOp) and is_pointer(op.results[0]):
         return "select"
-    if isinstance(op, llvm.AllocaOp):
-        return "alloca"
-    if isinstance(op, llvm.AddressOfOp):
-        return "global"
     if ALLOCATION_SIZE_ARG in op.attributes:
         return "malloc"  # a custom allocator (Enzyme's __enzyme_allocation_like)
     name = callee_name(op)

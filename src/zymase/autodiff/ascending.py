@@ -57,7 +57,7 @@ import sys
 
 from zymase.analysis.memory import MARKER_INTRINSICS, memory_kind
 from zymase.analysis.trip_count import constant_int, constant_trip_count
-from zymase.analysis.types import size_align, struct_offsets
+from zymase.analysis.layout import size_align, struct_offsets
 from zymase.autodiff.tape import is_pure
 from zymase.ir import Block, BlockArgument, IntegerAttr, IntegerType, Operation, SSAValue, i64, llvm, location_of
 from zymase.ir import enzyme as ez

@@ -14,7 +14,7 @@ from zymase.analysis.scf import nested_blocks
 from zymase.autodiff.flavor import Emitter, Flavor, is_differentiable_type
 from zymase.autodiff.registry import REGISTRY, Rule, load_all_rules
 from zymase.autodiff.rules.blas_signatures import is_blas_or_lapack, supported_names
-from zymase.autodiff.annotated_calls import inactive_global_names, mark_of, rule_for_marked
+from zymase.autodiff.annotated_calls import mark_of, rule_for_marked
 from zymase.autodiff.type_rules import shadow_type, shadow_types
 from zymase.autodiff.flavor import intrinsic_base
 from zymase.autodiff.names import ABANDON, ABANDONED, SHADOW_ARGS, SHADOW_LANES
@@ -277,7 +277,7 @@ def prepare(ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts
         from zymase.analysis.memory import MemoryModel
 
         memory = MemoryModel(function_name(fop), list(region.blocks[0].args), arg_acts, ctx.defined_function,
-                             inactive_global_names(ctx.module))
+                             ctx.driver.inactive_globals)
     else:
         from zymase.analysis.memref import memref_model
 

@@ -61,7 +61,7 @@ _DERIVATIVE_PREFIX = "__enzyme_register_derivative"
 
 
 def _registration_fields(glob: Operation) -> list[str | None]:
-    from zymase.analysis.types import size_align
+    from zymase.analysis.layout import size_align
     from zymase.transforms.known_callees import function_fields
 
     fields = function_fields(glob)

@@ -9,7 +9,9 @@ so a recursive call finds it.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cached_property
 
+from zymase.autodiff.annotated_calls import inactive_global_names
 from zymase.autodiff.common import Context, derivative_follows, fwd_signature, rev_signature
 from zymase.autodiff.custom import CustomRules, custom_derivative, custom_gradient
 from zymase.autodiff.flavor import flavor_of
@@ -34,6 +36,13 @@ class Driver:
 
     def lookup_function(self, name: str) -> Operation | None:
         return self.symbols.get(name)
+
+    @cached_property
+    def inactive_globals(self) -> frozenset[str]:
+        """The globals marked inactive, read once per module: ``prepare`` needs them for
+        every function it differentiates, and a scan of the module each time made AD
+        quadratic in the number of functions (AD adds no marked globals)."""
+        return inactive_global_names(self.module)
 
     def function(self, name: str, where: Operation | None = None) -> Operation:
         fop = self.symbols.get(name)

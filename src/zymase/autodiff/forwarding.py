@@ -41,7 +41,7 @@ from __future__ import annotations
 
 from zymase.analysis.memory import call_rule_writes, memory_kind
 from zymase.analysis.trip_count import EQ, NE, SLT, ULT, constant_int
-from zymase.analysis.types import size_align
+from zymase.analysis.layout import size_align
 from zymase.autodiff.tape import _CHEAP_INTRINSICS, _CHEAP_OPS
 from zymase.ir import Block, BlockArgument, IntegerAttr, Operation, SSAValue, i64, llvm
 from zymase.llvm.noalias_scopes import drop_scopes

@@ -15,7 +15,7 @@ then follows from the ordinary alloca and memcpy rules.
 from __future__ import annotations
 
 from zymase.analysis.memory import derived_uses, is_marker, memory_kind
-from zymase.analysis.types import size_align
+from zymase.analysis.layout import size_align
 from zymase.ir import Block, IntegerAttr, Operation, i1, i64, llvm
 
 

@@ -104,7 +104,7 @@ def _names_for_enzyme(op: Operation) -> bool:
 
 def _vtable_slot(call: Operation) -> int | None:
     """For a virtual call, ``load (gep (load object), c)`` called: the slot offset ``c``."""
-    from zymase.analysis.types import _gep_offset
+    from zymase.analysis.type_deductions import gep_offset
 
     fptr = call.operands[0]
     if not isinstance(fptr.owner, llvm.LoadOp):
@@ -112,7 +112,7 @@ def _vtable_slot(call: Operation) -> int | None:
     slot = fptr.owner.ptr
     offset = 0
     if isinstance(slot.owner, llvm.GEPOp):
-        off = _gep_offset(slot.owner)
+        off = gep_offset(slot.owner)
         if off is None or off[1] != 0:
             return None
         offset, slot = off[0], slot.owner.operands[0]

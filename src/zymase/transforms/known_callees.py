@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 
 from zymase.analysis.memory import is_marker
-from zymase.analysis.types import size_align, struct_offsets
+from zymase.analysis.layout import size_align, struct_offsets
 from zymase.ir import Operation, llvm
 
 _FUNCTION_FIELD = re.compile(r"^ptr\s+@([-\w.$]+)$")
@@ -76,9 +76,9 @@ def _load_offset(ptr) -> tuple[str, int] | None:
     if isinstance(owner, llvm.AddressOfOp):
         return owner.global_name.root_reference.data, 0
     if isinstance(owner, llvm.GEPOp) and isinstance(owner.operands[0].owner, llvm.AddressOfOp):
-        from zymase.analysis.types import _gep_offset
+        from zymase.analysis.type_deductions import gep_offset
 
-        off = _gep_offset(owner)
+        off = gep_offset(owner)
         if off is None or off[1] != 0:
             return None
         return owner.operands[0].owner.global_name.root_reference.data, off[0]

@@ -170,6 +170,8 @@ def prepare_memref_lowering(module: Operation) -> None:
     memref op's operand types are recorded (the lowering retypes operands first)."""
     from zymase.transforms.lower_structured import lower_structured
 
+    if not any(op.dialect_name() in ("memref", "linalg", "scf") for op in module.walk()):
+        return  # an llvm-dialect module (zymase cc, Numba): one walk instead of three
     lower_structured(module)
     for op in module.walk():
         if op.dialect_name() == "memref":

@@ -1,0 +1,115 @@
+"""Compile work grows linearly with the size of the module (issue 29 item 1).
+
+Generated C modules of about 1,000 and 10,000 LLVM instructions go through the LLVM
+path of ``zymase cc -O2`` up to the derivative IR (pre-AD pipeline, import, AD,
+export: ``frontends/c.differentiate_llvm_ir``). Both the number of functions and the
+length of each grow (by about sqrt(10) each), so a step quadratic in either, such as
+a scan of the whole module for every differentiated function, or a walk of a whole
+body for every instruction, shows. The measure is a count, not seconds: the
+operations xDSL hands out when any code iterates over a block (every walk, every
+loop over ``block.ops``), per instruction of the imported module. It must stay flat
+within 2x: a walk of a whole body per instruction makes it grow with the length of the
+functions (about 3x here). A scan of the whole module per function adds less than the
+engine's own work per instruction at this size, so the second test counts what such
+a scan visits first, the module's top level, per function, from 8 to 64 functions.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from xdsl.ir import core as xdsl_core
+
+from zymase.frontends import c as c_frontend
+from zymase.ir import ModuleOp
+from zymase.llvm import reader as llvm_reader
+
+CLANG = shutil.which("clang-19") or "/usr/bin/clang-19"
+pytestmark = pytest.mark.skipif(not Path(CLANG).exists(), reason="clang-19 not installed")
+
+
+def _program(functions: int, statements: int) -> str:
+    """``functions`` straight-line functions of ``statements`` statements each (about
+    five instructions a statement), each differentiated by a wrapper of its own."""
+    lines = ["#include <math.h>", "extern void __enzyme_autodiff(void *, ...);"]
+    for f in range(functions):
+        lines.append(f"double f{f}(const double *x) {{\n  double s = x[0];")
+        for k in range(statements):
+            lines.append(f"  s = s * x[{k % 7}] + sin(x[{(3 * k + f) % 11}] * s + {k + 0.5 * f});")
+        lines.append("  return s;\n}")
+        lines.append(f"void g{f}(const double *x, double *dx) {{ __enzyme_autodiff((void *)f{f}, x, dx); }}")
+    return "\n".join(lines) + "\n"
+
+
+class _OpsVisited:
+    """Counts the operations handed out by xDSL's block iterators (forward and
+    reverse) while installed: all of them, and those at the top level of a module
+    (functions and globals: what a scan of the module's symbols visits)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch):
+        self.count = 0
+        self.top_level = 0
+        for cls in (xdsl_core._BlockOpsIterator, xdsl_core._BlockOpsReverseIterator):
+            monkeypatch.setattr(cls, "__next__", self._counting(cls.__next__))
+
+    def _counting(self, step):
+        def __next__(iterator):
+            op = step(iterator)
+            self.count += 1
+            if isinstance(op.parent_op(), ModuleOp):
+                self.top_level += 1
+            return op
+        return __next__
+
+
+def _work_per_instruction(functions: int, statements: int, tmp_path: Path,
+                          monkeypatch: pytest.MonkeyPatch) -> tuple[int, float, float]:
+    """(instructions imported, ops visited per instruction, top-level ops visited per
+    function)."""
+    source = tmp_path / f"grow_{functions}x{statements}.c"
+    source.write_text(_program(functions, statements))
+    ll = subprocess.run([CLANG, "-O2", "-Xclang", "-disable-llvm-passes", "-S", "-emit-llvm", "-o", "-",
+                         str(source)], capture_output=True, text=True, check=True).stdout
+    instructions = 0
+    read = llvm_reader.read_llvm_ir
+
+    def counting_read(text, *args, **kwargs):
+        nonlocal instructions
+        module = read(text, *args, **kwargs)
+        instructions = sum(1 for op in module.walk() if op.parent_op() is not module and op.parent_op() is not None)
+        return module
+
+    with monkeypatch.context() as patch:
+        patch.setattr(llvm_reader, "read_llvm_ir", counting_read)
+        visited = _OpsVisited(patch)
+        out = c_frontend.differentiate_llvm_ir(ll, source.name, 2, c_frontend.Timings())
+        work, top_level = visited.count, visited.top_level
+    assert out.count("define internal") >= functions  # one derivative per function (or more)
+    assert instructions > 0
+    return instructions, work / instructions, top_level / functions
+
+
+def test_ad_work_per_instruction_is_flat_from_1k_to_10k_instructions(tmp_path, monkeypatch):
+    # issue 29 item 1 (linear growth): 6 functions of 34 statements, then 20 of 100
+    small, per_small, _ = _work_per_instruction(6, 34, tmp_path, monkeypatch)
+    large, per_large, _ = _work_per_instruction(20, 100, tmp_path, monkeypatch)
+    assert 700 <= small <= 1500 and 7000 <= large <= 15000, (small, large)
+    assert per_large <= 2 * per_small, (
+        f"ops visited per instruction: {per_small:.0f} at {small} instructions, "
+        f"{per_large:.0f} at {large}: AD's work grows faster than the module")
+
+
+def test_module_is_not_scanned_once_per_differentiated_function(tmp_path, monkeypatch):
+    # issue 29 item 1 (a quadratic step found): prepare read the module's inactive
+    # globals by a scan of all its functions and globals, for every function it
+    # differentiated. Per function, the top-level ops visited are a constant (the
+    # module's own scans, spread over its functions) plus, with such a scan, the
+    # number of functions: 8 then 64 one-statement functions tell them apart
+    _, _, few = _work_per_instruction(8, 1, tmp_path, monkeypatch)
+    _, _, many = _work_per_instruction(64, 1, tmp_path, monkeypatch)
+    assert many <= 1.3 * few, (
+        f"top-level ops visited per function: {few:.0f} with 8 functions, {many:.0f} with 64: "
+        "the module is scanned once per function")
