@@ -170,8 +170,11 @@ def prepare_memref_lowering(module: Operation) -> None:
     memref op's operand types are recorded (the lowering retypes operands first)."""
     from zymase.transforms.lower_structured import lower_structured
 
-    if not any(op.dialect_name() in ("memref", "linalg", "scf") for op in module.walk()):
-        return  # an llvm-dialect module (zymase cc, Numba): one walk instead of three
+    if all(op.dialect_name() in ("llvm", "builtin") for op in module.walk()):
+        # an llvm-dialect module (zymase cc, Numba) has nothing to lower: one walk instead
+        # of three (any other dialect may hold something lower_structured rewrites: affine
+        # loads, complex values, llvm.intr ops are not memref/scf ops)
+        return
     lower_structured(module)
     for op in module.walk():
         if op.dialect_name() == "memref":
