@@ -10,7 +10,7 @@ import pytest
 from numba import njit
 
 import zymase
-from test_linalg import RNG, _check, check_refused, cholesky_of_gram, decompositions
+from test_linalg import RNG, _check, cholesky_of_gram, decompositions
 
 
 # ---- loops in Numba: np.outer, np.trace, np.kron (already differentiated, no rule) -------
@@ -119,12 +119,28 @@ def test_repeated_eigenvalues_give_inf_or_nan_for_the_eigenvectors():
     assert not np.isfinite(dy)
 
 
-# ---- refusals: named after the NumPy function -------------------------------------------
+# ---- np.linalg.qr: numba_ez_geqrf + numba_ez_xxgqr (issue 26 item 3; a tall matrix in
+# float64: test_linalg.py) -------------------------------------------------------------------
 @njit
-def uses_eig(A):
-    return np.sum(np.linalg.eig(A)[0])
+def qr_of(A, B):
+    # reduced QR of a tall A (Q 5 x 3, R 3 x 3) and a wide B (m < n: Q 3 x 3, R 3 x 5, its
+    # last two columns Q^T B's), both outputs used
+    Q, R = np.linalg.qr(A)
+    P, S = np.linalg.qr(B)
+    return np.sum(np.sin(Q)) + np.sum(R * R * R) + np.sum(np.cos(P) * P) + np.sum(S ** 3)
 
 
-def test_eig_is_refused_by_numpy_name():
-    # (np.linalg.eigvals: tests/numba/test_errors.py; np.linalg.qr: test_linalg.py)
-    check_refused(uses_eig, r"np\.linalg\.eig")
+@pytest.mark.parametrize("dtype,rtol", [(np.float64, 1e-6), (np.float32, 5e-3)])
+def test_qr_tall_and_wide(dtype, rtol):
+    _check(qr_of, [RNG.random((5, 3)), RNG.random((3, 5))], dtype, rtol)
+
+
+@njit
+def qr_square_r_only(A):
+    # a square matrix, only R used: Q's adjoint is zero, its tangent unread
+    R = np.linalg.qr(A)[1]
+    return np.sum(np.tanh(R))
+
+
+def test_qr_square_r_only():
+    _check(qr_square_r_only, [RNG.random((4, 4)) + np.eye(4)], np.float64, 1e-6)
