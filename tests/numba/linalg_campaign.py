@@ -10,6 +10,7 @@ import pytest
 from numba import njit
 
 import zymase
+from zymase.errors import ZymaseError
 from test_linalg import RNG, _check, cholesky_of_gram, decompositions
 
 
@@ -144,3 +145,47 @@ def qr_square_r_only(A):
 
 def test_qr_square_r_only():
     _check(qr_square_r_only, [RNG.random((4, 4)) + np.eye(4)], np.float64, 1e-6)
+
+
+# ---- Numba's QR helpers called other than np.linalg.qr calls them (issue 26 item 3 and 5:
+# no silent wrong answer) ------------------------------------------------------------------
+def _qr_helpers():
+    from numba.core import types
+    from numba.np.linalg import _LAPACK
+
+    return _LAPACK().numba_ez_geqrf(types.float64), _LAPACK().numba_ez_xxgqr(types.float64)
+
+
+_GEQRF, _XXGQR = _qr_helpers()
+
+
+@njit
+def q_without_geqrf(A):
+    q = np.asfortranarray(A * 1.0)
+    tau = np.ones(3)
+    _XXGQR(100, 4, 3, 3, q.ctypes, 4, tau.ctypes)
+    return np.sum(q)
+
+
+def test_xxgqr_without_geqrf_is_refused():
+    with pytest.raises(ZymaseError, match=r"^zymase: error: .*'numba_ez_xxgqr' \(np\.linalg\.qr\) is not preceded "
+                                          r"by the 'numba_ez_geqrf' call on the same array") as info:
+        zymase.grad(q_without_geqrf)(RNG.random((4, 3)))
+    assert "Traceback" not in info.value.message
+
+
+@njit
+def reflectors_read(A):
+    q = np.asfortranarray(A * 1.0)
+    tau = np.empty(3)
+    _GEQRF(100, 4, 3, q.ctypes, 4, tau.ctypes)
+    s = q[3, 0] + tau[0]  # the Householder form, which has no derivative of its own
+    _XXGQR(100, 4, 3, 3, q.ctypes, 4, tau.ctypes)
+    return s + np.sum(q)
+
+
+def test_reading_the_householder_form_gives_nan():
+    A = RNG.random((4, 3))
+    assert np.isnan(zymase.grad(reflectors_read)(A.copy())).all()
+    _, dy = zymase.jvp(reflectors_read, (A.copy(),), (np.ones_like(A),))
+    assert np.isnan(dy)
