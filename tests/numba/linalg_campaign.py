@@ -147,6 +147,21 @@ def test_qr_square_r_only():
     _check(qr_square_r_only, [RNG.random((4, 4)) + np.eye(4)], np.float64, 1e-6)
 
 
+
+@njit
+def qr_in_a_loop(A):
+    # one QR per iteration on a matrix the loop changes: the reverse sweep fetches each
+    # iteration's kept state from the tape
+    s = 0.0
+    for k in range(3):
+        Q, R = np.linalg.qr(A * (k + 1.0) + np.sin(A) * k)
+        s += np.sum(Q[:3, 0] * R[0]) + np.sum(R ** 2) * (k + 1)
+    return s
+
+
+def test_qr_in_a_loop():
+    _check(qr_in_a_loop, [RNG.random((4, 3))], np.float64, 1e-6)
+
 # ---- Numba's QR helpers called other than np.linalg.qr calls them (issue 26 item 3 and 5:
 # no silent wrong answer) ------------------------------------------------------------------
 def _qr_helpers():
