@@ -327,7 +327,7 @@ class NumbaHelperRule(CallMemoryRule):
             else:
                 g.E.at_end(clone.parent_block())
 
-    def _state_handed(self, g, op: Operation, states: dict, forward_mode: bool) -> SSAValue:
+    def _state_handed(self, g, op: Operation, states: dict, forward_mode: bool):
         """The state the latest call of ``state_from`` on this call's ``A`` handed on; in
         reverse mode the forward sweep's value, with the block it was computed in."""
         array = op.operands[self.h.pos("A")]
