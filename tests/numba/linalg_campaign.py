@@ -10,7 +10,8 @@ import pytest
 from numba import njit
 
 import zymase
-from test_linalg import RNG, _check, check_refused, cholesky_of_gram, decompositions
+from zymase.errors import ZymaseError
+from test_linalg import RNG, _check, cholesky_of_gram, decompositions
 
 
 # ---- loops in Numba: np.outer, np.trace, np.kron (already differentiated, no rule) -------
@@ -119,12 +120,87 @@ def test_repeated_eigenvalues_give_inf_or_nan_for_the_eigenvectors():
     assert not np.isfinite(dy)
 
 
-# ---- refusals: named after the NumPy function -------------------------------------------
+# ---- np.linalg.qr: numba_ez_geqrf + numba_ez_xxgqr (issue 26 item 3; a tall matrix in
+# float64: test_linalg.py) -------------------------------------------------------------------
 @njit
-def uses_eig(A):
-    return np.sum(np.linalg.eig(A)[0])
+def qr_of(A, B):
+    # reduced QR of a tall A (Q 5 x 3, R 3 x 3) and a wide B (m < n: Q 3 x 3, R 3 x 5, its
+    # last two columns Q^T B's), both outputs used
+    Q, R = np.linalg.qr(A)
+    P, S = np.linalg.qr(B)
+    return np.sum(np.sin(Q)) + np.sum(R * R * R) + np.sum(np.cos(P) * P) + np.sum(S ** 3)
 
 
-def test_eig_is_refused_by_numpy_name():
-    # (np.linalg.eigvals: tests/numba/test_errors.py; np.linalg.qr: test_linalg.py)
-    check_refused(uses_eig, r"np\.linalg\.eig")
+@pytest.mark.parametrize("dtype,rtol", [(np.float64, 1e-6), (np.float32, 5e-3)])
+def test_qr_tall_and_wide(dtype, rtol):
+    _check(qr_of, [RNG.random((5, 3)), RNG.random((3, 5))], dtype, rtol)
+
+
+@njit
+def qr_square_r_only(A):
+    # a square matrix, only R used: Q's adjoint is zero, its tangent unread
+    R = np.linalg.qr(A)[1]
+    return np.sum(np.tanh(R))
+
+
+def test_qr_square_r_only():
+    _check(qr_square_r_only, [RNG.random((4, 4)) + np.eye(4)], np.float64, 1e-6)
+
+
+
+@njit
+def qr_in_a_loop(A):
+    # one QR per iteration on a matrix the loop changes: the reverse sweep fetches each
+    # iteration's kept state from the tape
+    s = 0.0
+    for k in range(3):
+        Q, R = np.linalg.qr(A * (k + 1.0) + np.sin(A) * k)
+        s += np.sum(Q[:3, 0] * R[0]) + np.sum(R ** 2) * (k + 1)
+    return s
+
+
+def test_qr_in_a_loop():
+    _check(qr_in_a_loop, [RNG.random((4, 3))], np.float64, 1e-6)
+
+# ---- Numba's QR helpers called other than np.linalg.qr calls them (issue 26 item 3 and 5:
+# no silent wrong answer) ------------------------------------------------------------------
+def _qr_helpers():
+    from numba.core import types
+    from numba.np.linalg import _LAPACK
+
+    return _LAPACK().numba_ez_geqrf(types.float64), _LAPACK().numba_ez_xxgqr(types.float64)
+
+
+_GEQRF, _XXGQR = _qr_helpers()
+
+
+@njit
+def q_without_geqrf(A):
+    q = np.asfortranarray(A * 1.0)
+    tau = np.ones(3)
+    _XXGQR(100, 4, 3, 3, q.ctypes, 4, tau.ctypes)
+    return np.sum(q)
+
+
+def test_xxgqr_without_geqrf_is_refused():
+    with pytest.raises(ZymaseError, match=r"^zymase: error: .*'numba_ez_xxgqr' \(np\.linalg\.qr\) is not preceded "
+                                          r"by the 'numba_ez_geqrf' call on the same array") as info:
+        zymase.grad(q_without_geqrf)(RNG.random((4, 3)))
+    assert "Traceback" not in info.value.message
+
+
+@njit
+def reflectors_read(A):
+    q = np.asfortranarray(A * 1.0)
+    tau = np.empty(3)
+    _GEQRF(100, 4, 3, q.ctypes, 4, tau.ctypes)
+    s = q[3, 0] + tau[0]  # the Householder form, which has no derivative of its own
+    _XXGQR(100, 4, 3, 3, q.ctypes, 4, tau.ctypes)
+    return s + np.sum(q)
+
+
+def test_reading_the_householder_form_gives_nan():
+    A = RNG.random((4, 3))
+    assert np.isnan(zymase.grad(reflectors_read)(A.copy())).all()
+    _, dy = zymase.jvp(reflectors_read, (A.copy(),), (np.ones_like(A),))
+    assert np.isnan(dy)

@@ -1,17 +1,17 @@
 """NumPy linear algebra in njit functions (issue 26 item 3): '@', np.dot, np.matmul,
-np.linalg.cholesky, solve, norm, inv, det, slogdet, eigh, eigvalsh, svd, pinv and lstsq
+np.linalg.cholesky, solve, norm, inv, det, slogdet, eigh, eigvalsh, svd, pinv, lstsq and qr
 differentiated at the level of Numba's BLAS/LAPACK helpers
 (autodiff/rules/numba_linalg.py), checked against central finite differences in
 reverse (zymase.grad) and forward (zymase.jvp) mode, float64 and float32; square and
 rectangular shapes, transposed and sliced (non-contiguous) operands. The functions Numba
 writes as loops (np.outer, np.trace, np.kron) are checked too; the NumPy functions
-without a rule (np.linalg.qr, eig, eigvals) are refused naming the NumPy function.
+without a rule (np.linalg.eig, eigvals) are refused naming the NumPy function.
 
 Numba's own compilation of np.linalg is slow (about a minute of CPU per kernel for
 np.linalg.solve on the shared machine), so this file (the default suite) runs the
-products in both precisions, Cholesky and the LU/eigen/SVD group in float64 (one
-function, one kernel per mode) and one refusal; tests/numba/linalg_campaign.py, run by
-name, holds the rest (solve, lstsq, pinv, full SVD, float32 of every group,
+products in both precisions, Cholesky, the LU/eigen/SVD group (one function, one kernel
+per mode) and QR of a tall matrix in float64, and one refusal; tests/numba/linalg_campaign.py, run by
+name, holds the rest (solve, lstsq, pinv, full SVD, QR of a wide matrix, float32 of every group,
 outer/trace/kron, the degenerate cases, the other refusals):
 
     pytest -q tests/numba/linalg_campaign.py
@@ -172,11 +172,26 @@ def test_decompositions_float64():
     _check(decompositions, [RNG.random((4, 4)) + 2 * np.eye(4), RNG.random((4, 3))], np.float64, 1e-6)
 
 
+# ---- numba_ez_geqrf + numba_ez_xxgqr: np.linalg.qr (issue 26 item 3, the last NumPy
+# function) ---------------------------------------------------------------------------------
+@njit
+def qr_of_tall(A):
+    # reduced QR of a tall A (Q 4 x 3, R 3 x 3), both outputs used: R's tangent and adjoint
+    # pass through geqrf's output (copied out between the two calls), Q's through xxgqr's.
+    # About 12 s of CPU (Numba's compilation of np.linalg.qr, a reverse and a forward
+    # kernel); the wide case (m < n), float32 and R alone: linalg_campaign.py
+    Q, R = np.linalg.qr(A)
+    return np.sum(np.sin(Q)) + np.sum(R * R * R)
+
+
+def test_qr_float64_reverse_and_forward():
+    _check(qr_of_tall, [RNG.random((4, 3))], np.float64, 1e-6)
+
+
 # ---- refusals: named after the NumPy function -------------------------------------------
 @njit
-def uses_qr(A):
-    Q, R = np.linalg.qr(A)
-    return np.sum(R)
+def uses_eig(A):
+    return np.sum(np.linalg.eig(A)[0])
 
 
 def check_refused(f, name):
@@ -186,5 +201,6 @@ def check_refused(f, name):
     assert "numba_ez" not in info.value.message
 
 
-def test_qr_is_refused_by_numpy_name():
-    check_refused(uses_qr, r"np\.linalg\.qr")
+def test_eig_is_refused_by_numpy_name():
+    # (np.linalg.eigvals: tests/numba/test_errors.py)
+    check_refused(uses_eig, r"np\.linalg\.eig")

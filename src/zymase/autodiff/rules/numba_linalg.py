@@ -29,6 +29,15 @@ path's LAPACK routines (``lapack_lu.h``, ``lapack_eigen.h``, ``lapack_svd.h``,
 (``numba_lapack_runtime.h``): their derivatives factor the input again, as the C rules
 do, so the input is what the reverse sweep keeps.
 
+``np.linalg.qr`` is Numba's pair ``numba_ez_geqrf`` (A overwritten by its Householder
+form) and ``numba_ez_xxgqr`` (Q from it), with R copied out of A in between. The form in
+between has no matrix-level derivative, so the pair is differentiated as one QR
+(``numba_qr_runtime.h``): geqrf's runtime computes both outputs' derivatives (dR over
+A's upper trapezoid, where the copy reads it) and hands what belongs to Q to the xxgqr
+call on the same array through a state pointer (:attr:`Helper.hands_state`,
+:attr:`Helper.state_from`): dQ in forward mode, the kept Householder form and Q's
+adjoint in reverse mode.
+
 Complex kinds and helpers without a rule are refused naming the NumPy function
 (:data:`NUMPY_NAMES`), not the helper.
 """
@@ -51,7 +60,7 @@ RUNTIME_SOURCE = Path(__file__).with_name("numba_linalg_runtime.c")
 SCIPY_PREFIX = "__zymase_scipy_"
 #: the SciPy routines the runtime calls (both precisions)
 SCIPY_ROUTINES = {"cython_blas": ("gemm", "gemv", "trsm", "trmm"),
-                  "cython_lapack": ("getrs", "getrf", "laswp", "syev", "syevd", "gesdd")}
+                  "cython_lapack": ("getrs", "getrf", "laswp", "syev", "syevd", "gesdd", "orgqr")}
 
 #: Numba's helpers -> the NumPy functions that call them (for messages)
 NUMPY_NAMES = {
@@ -74,7 +83,7 @@ NUMPY_NAMES = {
 
 #: for messages: what has a rule
 LINALG_WITH_RULES = ("'@' and np.dot (1-D and 2-D), np.linalg.cholesky, solve, norm, inv, det, slogdet, eigh, "
-                     "eigvalsh, svd, pinv and lstsq, and what Numba writes as loops (np.outer, np.trace, np.kron)")
+                     "eigvalsh, svd, pinv, lstsq and qr, and what Numba writes as loops (np.outer, np.trace, np.kron)")
 
 _KINDS = {ord("d"): ("d", f64, "f64", 8), ord("s"): ("s", f32, "f32", 4)}
 _COMPLEX_KINDS = {ord("c"): "complex64", ord("z"): "complex128"}
@@ -98,6 +107,14 @@ class Helper:
     # reverse mode: inputs the call itself overwrites, whose derivative reads them as they
     # were (copied before the call, always)
     inputs_kept: tuple[str, ...] = ()
+    # the first of a pair of calls differentiated as one: the runtime's ``_fwd`` returns
+    # a state pointer (its ``_save`` of ``keeps`` is the reverse sweep's state) that the
+    # pair's second call receives first; the state is freed by the second call's ``_fwd``
+    # (forward mode) and after this call's ``_rev`` (reverse mode)
+    hands_state: bool = False
+    # the second of such a pair: the helper whose latest call on the same ``A`` operand
+    # hands this call its state
+    state_from: str = ""
 
     def pos(self, param: str) -> int:
         return [p for p, _ in self.params].index(param)
@@ -157,6 +174,14 @@ HELPERS = {
         Helper("numba_ez_gelsd", (("kind", _K), ("m", _I), ("n", _I), ("nrhs", _I), ("A", _A), ("lda", _I),
                                   ("B", _A), ("ldb", _I), ("s", _A), ("rcond", _V), ("rank", _P)),
                reads=("A", "B"), writes=("A", "B", "s"), forward_after=False, inputs_kept=("A", "B")),
+        # np.linalg.qr: A (m x n) overwritten by R on and above the diagonal and Householder
+        # reflectors below it, tau their scales (numba_qr_runtime.h)
+        Helper("numba_ez_geqrf", (("kind", _K), ("m", _I), ("n", _I), ("A", _A), ("lda", _I), ("tau", _A)),
+               reads=("A",), writes=("A", "tau"), forward_after=True, keeps=("A",), hands_state=True),
+        # ... then A's first n (= min(m, n)) columns overwritten by Q, from the reflectors
+        Helper("numba_ez_xxgqr", (("kind", _K), ("m", _I), ("n", _I), ("k", _I), ("A", _A), ("lda", _I),
+                                  ("tau", _A)),
+               reads=("A", "tau"), writes=("A",), forward_after=True, state_from="numba_ez_geqrf"),
     )
 }
 
@@ -275,9 +300,16 @@ class NumbaHelperRule(CallMemoryRule):
             g.E.before(clone)
         values = self._values(g, op)
         status = [clone.results[0]] if after and clone.results else []
+        states = g.__dict__.setdefault("_numba_linalg_states", {})
+        handed = [self._state_handed(g, op, states, forward_mode)] if self.h.state_from else []
         if forward_mode:
-            args = [*values, *status, *self._shadows(g, op, g.shadow_of)]
-            g.E.insert(llvm.CallOp(self._declare(g, op, "fwd", args, llvm.LLVMVoidType()), *args))
+            args = [*handed, *values, *status, *self._shadows(g, op, g.shadow_of)]
+            output = PTR if self.h.hands_state else llvm.LLVMVoidType()
+            call = llvm.CallOp(self._declare(g, op, "fwd", args, output), *args,
+                               **({"return_type": PTR} if self.h.hands_state else {}))
+            g.E.insert(call)
+            if self.h.hands_state:
+                states[op] = (self.h.name, call.results[0])
         else:
             saved = {}
             for array, wanted_by in self.h.needs:
@@ -286,12 +318,31 @@ class NumbaHelperRule(CallMemoryRule):
                     saved[array] = self._save(g, op, array, values)
             for kept in (*self.h.inputs_kept, *self.h.keeps):
                 saved[kept] = self._save(g, op, kept, values)
-            g.__dict__.setdefault("_numba_linalg_forward", {})[op] = (values, status, saved)
+            if self.h.hands_state:
+                states[op] = (self.h.name, saved[self.h.keeps[0]])
+            g.__dict__.setdefault("_numba_linalg_forward", {})[op] = (values, status, saved, handed)
         if not after:
             if clone.next_op is not None:
                 g.E.before(clone.next_op)
             else:
                 g.E.at_end(clone.parent_block())
+
+    def _state_handed(self, g, op: Operation, states: dict, forward_mode: bool):
+        """The state the latest call of ``state_from`` on this call's ``A`` handed on; in
+        reverse mode the forward sweep's value, with the block it was computed in."""
+        array = op.operands[self.h.pos("A")]
+        first = HELPERS[self.h.state_from]
+        for partner, (name, state) in reversed(list(states.items())):
+            if name == first.name and partner.operands[first.pos("A")] == array:
+                return state if forward_mode else (partner.parent_block(), state)
+        raise ZymaseError(
+            f"the call to Numba's helper '{self.h.name}' ({NUMPY_NAMES[self.h.name]}) is not preceded by the "
+            f"'{first.name}' call on the same array, which zymase's rule differentiates it with",
+            construct=f"{NUMPY_NAMES[self.h.name]} (call @{self.h.name})",
+            function=g.fname,
+            location=location_of(op),
+            hint="this Numba version lowers np.linalg.qr differently; use numba>=0.68,<0.69",
+        )
 
     def _save(self, g, op: Operation, param: str, values: list[SSAValue]) -> SSAValue:
         args = [self._which(g, param), *values]
@@ -301,9 +352,9 @@ class NumbaHelperRule(CallMemoryRule):
     def reverse_memory(self, g, op):
         if not self._outputs_shadowed(g, op):
             return
-        values, status, saved = g._numba_linalg_forward[op]
+        values, status, saved, handed = g._numba_linalg_forward[op]
         home = op.parent_block()
-        args = []
+        args = [g.fetch_computed_in(block, state) for block, state in handed]
         for (name, kind), w in zip(self.h.params[1:], values):
             if name in saved:
                 args.append(g.fetch_computed_in(home, saved[name]))
@@ -317,7 +368,7 @@ class NumbaHelperRule(CallMemoryRule):
         if saved:
             g._declare("free", [PTR], llvm.LLVMVoidType())
             for name in saved:
-                g.E.insert(llvm.CallOp("free", args[self.h.pos(name) - 1]))
+                g.E.insert(llvm.CallOp("free", args[len(handed) + self.h.pos(name) - 1]))
 
 
 def register_scipy_symbols() -> None:

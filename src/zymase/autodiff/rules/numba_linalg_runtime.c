@@ -2,7 +2,8 @@
    autodiff/rules/numba_linalg.py generates for NumPy linear algebra in njit functions.
 
    Numba's helpers (numba_xxgemm, numba_xxgemv, numba_xxnrm2, numba_xxpotrf, numba_xgesv here; the
-   LU, eigen, SVD and least-squares ones in numba_lapack_runtime.h) take their
+   LU, eigen, SVD and least-squares ones in numba_lapack_runtime.h; QR's pair in
+   numba_qr_runtime.h) take their
    operands Fortran-style: column-major, transposes and triangles as letters, dimensions
    as Py_ssize_t, alpha/beta through pointers. The functions here take the same operands
    (without the element-kind letter: one copy per precision, prefix d or s; alpha/beta by
@@ -468,5 +469,6 @@ ZN_API void ZN_P(xgesv_rev)(long n, long nrhs, const ZN_T *LU, long lda, const i
 }
 
 #include "numba_lapack_runtime.h"
+#include "numba_qr_runtime.h"
 
 #endif
