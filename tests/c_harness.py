@@ -37,18 +37,21 @@ def build_ids(configs: list[list[str]]) -> list[str]:
     return ["".join(f.lstrip("-") for f in b) for b in configs]
 
 
-def sampled_builds(programs: list, always: tuple[str, ...], rotating: tuple[str, ...]) -> list[tuple]:
-    """(program, flags) for a corpus: every program at each level of ``always``, plus one
-    level of ``rotating`` chosen by a stable hash of its name, so that the corpus as a
-    whole goes through every level at a fraction of the cost (a fixed sample: the same
-    builds in every run). With ZYMASE_TEST_ALL_LEVELS=1 every program at all six."""
+def sampled_builds(programs: list, always: tuple[str, ...], rotating: tuple[str, ...],
+                   every: int = 1) -> list[tuple]:
+    """(program, flags) for a corpus: every program at each level of ``always``, plus, for
+    one program in ``every`` (by a stable hash of its name), one level of ``rotating``
+    chosen by the same hash, so that the corpus as a whole goes through every level at a
+    fraction of the cost (a fixed sample: the same builds in every run). With
+    ZYMASE_TEST_ALL_LEVELS=1 every program at all six."""
     import zlib
 
     if ALL_LEVELS:
         return [(p, b) for p in programs for b in ALL_BUILDS]
     cases = []
     for p in programs:
-        extra = rotating[zlib.crc32(Path(p).stem.encode()) % len(rotating)] if rotating else None
+        h = zlib.crc32(Path(p).stem.encode())
+        extra = rotating[(h // every) % len(rotating)] if rotating and h % every == 0 else None
         for level in (*always, *([extra] if extra else [])):
             cases.append((p, level.split()))
     return cases
