@@ -40,7 +40,7 @@ from zymase.ir import (
 )
 from zymase.ir import enzyme as ez
 from zymase.ir.enzyme import Activity
-from zymase.transforms.lower_to_llvm import CACHE_INLINE_BYTES, CACHE_STRUCT, GLOBAL_TAPE
+from zymase.transforms.lower_tape import CACHE_INLINE_BYTES, CACHE_STRUCT, GLOBAL_TAPE
 
 PTR = llvm.LLVMPointerType()
 #: bytes of the tape object: data pointer, size, capacity
