@@ -208,3 +208,27 @@ class CountedLoops:
         scaled = E.v(arith.MuliOp(k, w_step))
         return E.v(arith.AddiOp(start, scaled) if isinstance(op, arith.AddiOp) else arith.SubiOp(start, scaled))
 
+    def _count_down(self, h: Block, arg_adj: list[SSAValue | None]) -> None:
+        """Reverse of a counted loop header: iteration 0 leaves through the entry
+        edge, any other goes to the previous iteration's back edge (counting down;
+        make_ascending may turn the count around afterwards, see autodiff/ascending.py)."""
+        info = self.counted[h]
+        E = self.E
+        k = self._iteration(h)
+        first = E.icmp_eq(k, E.iconst(0, i64))
+        active_pos = [i for i, d in enumerate(arg_adj) if d is not None]
+        vals = [arg_adj[i] for i in active_pos]
+        entry_b = Block(arg_types=[v.type for v in vals])
+        latch_b = Block(arg_types=[v.type for v in vals])
+        rb = self.rev[h]
+        rb.parent.insert_block_after([entry_b, latch_b], rb)
+        E.insert(self.flavor.cond_br(first, entry_b, vals, latch_b, vals))
+        for e, eb in ((info["entry"], entry_b), (info["latch"], latch_b)):
+            E.at_end(eb)
+            if eb is latch_b:
+                step = E.isub(k, E.iconst(1, i64))
+                self._count_ops[h] = (first.owner, step.owner, E.insert(ez.SetOp(info["slot"], step)))
+            adj = [None] * len(arg_adj)
+            for i, ba in zip(active_pos, eb.args):
+                adj[i] = ba
+            self._route_edge(e, adj)

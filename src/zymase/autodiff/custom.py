@@ -129,7 +129,7 @@ def _signature(module: ModuleOp, name: str) -> tuple[list[Attribute], Attribute 
 
 
 def _c_type(t: Attribute | None) -> str:
-    from zymase.llvm.markers import c_spelling
+    from zymase.llvm.marker_calls import c_spelling
 
     return "void" if t is None else c_spelling(t)
 

@@ -54,7 +54,8 @@ from zymase.ir import (
     llvm,
     parse_mlir,
 )
-from zymase.transforms.lower_to_llvm import PTR, llvm_op, lower_to_llvm, lower_type
+from zymase.transforms.lower_to_llvm import lower_to_llvm
+from zymase.transforms.lowering_registry import PTR, llvm_op, lower_type
 
 __all__ = ["compile", "CompiledModule", "CompiledFunction", "ArgumentError"]
 

@@ -14,20 +14,10 @@ N values in C; the value itself at width 1), or nothing when ``f`` returns void.
 from __future__ import annotations
 
 from zymase.ir import ArrayAttr, IntegerType, Operation, SSAValue, llvm
-from zymase.llvm.markers import (
-    BATCH_MARKERS,
-    KNOWN_MARKERS,
-    UNIMPLEMENTED_MARKERS,
-    _Builder,
-    _err,
-    _global_named_by,
-    _refuse_dropped_lanes,
-    _holds,
-    _Site,
-    _sret_type,
-    c_spelling,
-    c_type_name,
-)
+from zymase.llvm.marker_calls import _Builder, _err, _holds, _Site, _sret_type, c_spelling, c_type_name
+from zymase.llvm.markers import (BATCH_MARKERS, KNOWN_MARKERS, UNIMPLEMENTED_MARKERS, _global_named_by,
+                                 _refuse_dropped_lanes)
+
 
 def lower_batch_site(site: _Site, fop: Operation, args: list[SSAValue], sret: SSAValue | None) -> None:
     """Replace the ``__enzyme_batch`` call ``site`` (``args``: what follows the function)."""

@@ -40,6 +40,10 @@ than the activity marks ``llvm/annotations.py`` reads (and removes or records be
 this module runs), and a derivative that would contain itself (a differentiated
 function reaching its own marker call; other nested calls are lowered in rounds,
 :func:`marker_rounds`).
+
+The call site record, its error and the C calling convention around the call (argument
+promotions undone, results delivered as the call declares them) are in
+:mod:`zymase.llvm.marker_calls`.
 """
 
 from __future__ import annotations
@@ -53,12 +57,7 @@ from zymase.errors import ZymaseError, warn
 from zymase.ir import (
     ArrayAttr,
     Attribute,
-    Float16Type,
-    Float32Type,
-    Float64Type,
-    Float80Type,
     Float128Type,
-    DenseArrayBase,
     IntegerAttr,
     IntegerType,
     ModuleOp,
@@ -66,8 +65,6 @@ from zymase.ir import (
     SSAValue,
     StringAttr,
     VectorType,
-    float_width,
-    i64,
     is_float_type,
     llvm,
     location_of,
@@ -75,6 +72,7 @@ from zymase.ir import (
 from zymase.ir import enzyme as ez
 from zymase.ir.enzyme import Activity
 from zymase.llvm.annotations import add_function_attribute, is_implemented_annotation, is_implemented_attribute
+from zymase.llvm.marker_calls import _Builder, _Site, _err, _scalar_fields, _sret_type, c_spelling, c_type_name
 
 MARKERS = {
     "enzyme_const": "const",
@@ -153,16 +151,6 @@ _UNIMPLEMENTED_SYMBOLS = {
     "__enzyme_expand": "is floating-point expansion",
 }
 _MARKER_WORDS = "enzyme_"
-
-
-
-
-@dataclass
-class _Site:
-    call: Operation
-    mode: str  # "rev" or "fwd"
-    marker_fn: str
-    caller: str
 
 
 def _callee_name(op: Operation) -> str | None:
@@ -459,16 +447,6 @@ def _differentiated_name(site: _Site, functions: dict[str, Operation]) -> str | 
         if name in functions:
             return name
     return None
-
-
-def _err(site: _Site, message: str, hint: str) -> ZymaseError:
-    return ZymaseError(
-        message,
-        construct=f"call @{site.marker_fn}",
-        function=site.caller,
-        location=location_of(site.call),
-        hint=hint,
-    )
 
 
 @dataclass
@@ -835,154 +813,6 @@ def _refuse_undifferentiable(site: _Site, t: Attribute, what: str) -> None:
         raise _err(site, f"{what} is a {c_type_name(t)}, a floating-point type zymase does not differentiate",
                    "use float, double or long double" + ("" if what.startswith("the result") else
                                                          ", or mark the argument enzyme_const"))
-
-
-def c_type_name(t: Attribute) -> str:
-    """A type of the IR in the words of C (for messages)."""
-    names = {Float16Type: "_Float16", BFloat16Type: "__bf16", Float32Type: "float", Float64Type: "double",
-             Float80Type: "long double", Float128Type: "__float128"}
-    if type(t) in names:
-        return names[type(t)]
-    if isinstance(t, IntegerType):
-        return {1: "_Bool", 8: "char", 16: "short", 32: "int", 64: "long", 128: "__int128"}.get(
-            t.width.data, f"a {t.width.data}-bit integer")
-    if isinstance(t, llvm.LLVMPointerType):
-        return "a pointer"
-    if isinstance(t, VectorType):
-        return f"vector of {t.get_shape()[0]} {c_type_name(t.element_type)}"
-    if isinstance(t, llvm.LLVMStructType):
-        return "a struct"
-    return str(t)
-
-
-class _Builder:
-    """Inserts ops before the call site being rewritten."""
-
-    def __init__(self, call: Operation):
-        self.call = call
-        self.block = call.parent_block()
-
-    def insert(self, op: Operation) -> Operation:
-        op.location = self.call.location
-        self.block.insert_op_before(op, self.call)
-        return op
-
-    def v(self, op: Operation) -> SSAValue:
-        return self.insert(op).results[0]
-
-    def lane_shadow(self, buffer: SSAValue, stride: SSAValue, k: int) -> SSAValue:
-        """Shadow ``k`` of an ``enzyme_dupv`` buffer: ``k * stride`` bytes into it."""
-        if k == 0:
-            return buffer
-        offset = self.v(llvm.MulOp(stride, self.v(llvm.ConstantOp(IntegerAttr(k, stride.type), stride.type))))
-        return self.v(llvm.GEPOp(buffer, [llvm.GEP_USE_SSA_VAL], IntegerType(8), ssa_indices=[offset]))
-
-    def fconst(self, value: float, t: Attribute) -> SSAValue:
-        from zymase.ir import FloatAttr
-
-        return self.v(llvm.ConstantOp(FloatAttr(value, t), t))
-
-    def coerce(self, v: SSAValue, t: Attribute, site: _Site, i: int, position: int, fname: str) -> SSAValue:
-        """C's default argument promotions in variadic calls (float -> double,
-        char/short -> int) undone to the parameter's type."""
-        if v.type == t:
-            return v
-        if is_float_type(v.type) and is_float_type(t):
-            wider = float_width(t) > float_width(v.type)
-            return self.v(llvm.FPExtOp(v, t) if wider else llvm.FPTruncOp(v, t))
-        if isinstance(v.type, IntegerType) and isinstance(t, IntegerType):
-            if t.width.data < v.type.width.data:
-                return self.v(llvm.TruncOp(v, t))
-            return self.v(llvm.SExtOp(v, t))
-        raise _err(site, f"argument {position} of {site.marker_fn} is {c_type_name(v.type)}, but parameter "
-                   f"{i + 1} of '{fname}' is {c_type_name(t)}",
-                   "pass a value of the parameter's type (or check the enzyme_* markers)")
-
-    def deliver(self, results: list[SSAValue], sret: SSAValue | None, site: _Site) -> None:
-        """Hand the derivative results back in the C return convention of the call."""
-        call = self.call
-        want = call.returned.type if call.returned is not None else None
-        if sret is not None:
-            packed = self._pack(results)
-            declared = _sret_type(call)
-            if declared is not None and not _holds(declared, packed.type):
-                raise _err(site, f"{site.marker_fn} returns {c_spelling(packed.type)}, but the call is declared "
-                           f"to return {c_spelling(declared)}", _DECLARE_HINT)
-            self.insert(llvm.StoreOp(packed, sret))
-            return
-        if want is None:
-            return
-        if not results:
-            value = self.v(llvm.ZeroOp.build(result_types=[want])) if not is_float_type(want) else self.fconst(0.0, want)
-        elif len(results) == 1 and is_float_type(want) and is_float_type(results[0].type):
-            r = results[0]
-            value = r if r.type == want else self.v(
-                llvm.FPExtOp(r, want) if float_width(want) > float_width(r.type) else llvm.FPTruncOp(r, want)
-            )
-        else:
-            packed = self._pack(results)
-            if packed.type == want:
-                value = packed
-            elif not _holds(packed.type, want):
-                # the bytes would not be the values the declaration names (two floats
-                # read from two doubles): refused, never reinterpreted
-                raise _err(site, f"{site.marker_fn} returns {c_spelling(packed.type)}, but the call is declared "
-                           f"to return {c_spelling(want)}", _DECLARE_HINT)
-            else:
-                # Same bytes, other C ABI spelling (e.g. {float, float} returned as
-                # <2 x float>): reinterpret through a stack slot.
-                one = self.v(llvm.ConstantOp(IntegerAttr(1, i64), i64))
-                slot = self.v(llvm.AllocaOp(one, packed.type, alignment=16))
-                self.insert(llvm.StoreOp(packed, slot))
-                value = self.v(llvm.LoadOp(slot, want))
-        call.returned.replace_all_uses_with(value)
-
-    def _pack(self, results: list[SSAValue]) -> SSAValue:
-        if len(results) == 1:
-            return results[0]
-        st = llvm.LLVMStructType.from_type_list([r.type for r in results])
-        agg = self.v(llvm.UndefOp(st))
-        for i, r in enumerate(results):
-            agg = self.v(llvm.InsertValueOp(DenseArrayBase.from_list(i64, [i]), agg, r))
-        return agg
-
-
-_DECLARE_HINT = ("declare the marker function to return the derivatives' own types, in argument order "
-                 "(e.g. typedef struct { double dx, dy; } grad2; for two double arguments)")
-
-
-def _scalar_fields(t: Attribute) -> list[Attribute]:
-    """The scalars of a value of type ``t`` in memory order (structs, arrays and vectors
-    flattened): what a C declaration of the same bytes must list."""
-    if isinstance(t, llvm.LLVMStructType):
-        return [s for f in t.types.data for s in _scalar_fields(f)]
-    if isinstance(t, llvm.LLVMArrayType):
-        return _scalar_fields(t.type) * t.size.data
-    if isinstance(t, VectorType):
-        return [t.element_type] * t.get_shape()[0]
-    return [t]
-
-
-def _holds(outer: Attribute, inner: Attribute) -> bool:
-    """Whether a value of type ``outer`` begins with the scalars of ``inner``, in order
-    (the same bytes spelled another way, possibly followed by more)."""
-    a, b = _scalar_fields(outer), _scalar_fields(inner)
-    return len(a) >= len(b) and a[:len(b)] == b
-
-
-def c_spelling(t: Attribute) -> str:
-    """A type of the IR in the words of C, structs, arrays and vectors as ``{double, double}``."""
-    fields = _scalar_fields(t)
-    names = ["void *" if isinstance(f, llvm.LLVMPointerType) else c_type_name(f) for f in fields]
-    return names[0] if len(names) == 1 else "{" + ", ".join(names) + "}"
-
-
-def _sret_type(call: Operation) -> Attribute | None:
-    """The type the hidden result pointer of ``call`` points to (its ``sret(T)``)."""
-    attrs = call.attributes.get("arg_attrs")
-    if isinstance(attrs, ArrayAttr) and attrs.data:
-        return attrs.data[0].data.get("llvm.sret")
-    return None
 
 
 def _drop_dead_marker_globals(module: ModuleOp) -> None:

@@ -29,7 +29,7 @@ from __future__ import annotations
 from zymase.analysis.memory import args_marked, pointer_roots
 from zymase.autodiff.names import SHADOW_ARGS, SHADOW_LANES
 from zymase.ir import ArrayAttr, BlockArgument, ModuleOp, StringAttr, llvm
-from zymase.transforms.lower_to_llvm import TAPE_BUFFER
+from zymase.transforms.lower_tape import TAPE_BUFFER
 
 ALIAS_SCOPE = "zymase.alias_scope"
 NOALIAS = "zymase.noalias"

@@ -10,7 +10,7 @@ the memref type are used as constants, so LLVM sees the same address arithmetic
 it would for hand-written C; dynamic ones are read from the descriptor.
 
 The lowering functions register themselves in
-:data:`zymase.transforms.lower_to_llvm.LOWERINGS`; :func:`descriptor_type` is the
+:data:`zymase.transforms.lowering_registry.LOWERINGS`; :func:`descriptor_type` is the
 type conversion. ``memref.copy`` and ``linalg.generic`` are turned into loops
 before (:mod:`zymase.transforms.lower_structured`).
 
@@ -41,7 +41,7 @@ from zymase.ir import (
     memref,
 )
 from zymase.ir import memref_ext
-from zymase.transforms.lower_to_llvm import PTR, Emitter, llvm_op, lowers
+from zymase.transforms.lowering_registry import PTR, Emitter, llvm_op, lowers
 
 __all__ = ["descriptor_type", "prepare_memref_lowering", "ZERO_INIT", "static_strides_and_offset"]
 

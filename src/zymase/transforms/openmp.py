@@ -548,7 +548,7 @@ def _record_on_tape(site: Operation) -> None:
 
 # ---------------------------------------------------------------------- runtime
 _SLOT_BYTES = 320
-"""A thread's slot: a tape (``lower_to_llvm.CACHE_STRUCT``, 152 bytes) and room to swap it."""
+"""A thread's slot: a tape (``lower_tape.CACHE_STRUCT``, 152 bytes) and room to swap it."""
 _HEADER_BYTES = 32
 """A record's header: ``{i64 unused, i64 team, i64 capacity, i64 unused}``."""
 _TEAM_MISMATCH = ("zymase: error: the reverse sweep of an OpenMP parallel region got a different "
@@ -683,7 +683,7 @@ def _runtime() -> ModuleOp:
 def _add_runtime(module: ModuleOp) -> None:
     """The record helpers above, the message, and the thread-local tape (the same global
     ``lower_to_llvm`` adds for split mode)."""
-    from zymase.transforms.lower_to_llvm import CACHE_STRUCT, GLOBAL_TAPE
+    from zymase.transforms.lower_tape import CACHE_STRUCT, GLOBAL_TAPE
 
     symbols = {op.sym_name.data for op in module.body.block.ops if hasattr(op, "sym_name")}
     if "__zymase_omp_slot" in symbols:

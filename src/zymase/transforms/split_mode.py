@@ -40,7 +40,7 @@ from zymase.ir import (
 )
 from zymase.ir import enzyme as ez
 from zymase.ir.enzyme import Activity
-from zymase.transforms.lower_to_llvm import CACHE_INLINE_BYTES, CACHE_STRUCT, GLOBAL_TAPE
+from zymase.transforms.lower_tape import CACHE_INLINE_BYTES, CACHE_STRUCT, GLOBAL_TAPE
 
 PTR = llvm.LLVMPointerType()
 #: bytes of the tape object: data pointer, size, capacity
@@ -141,7 +141,7 @@ def split_op(site, fname: str, operands: list[SSAValue], seed: SSAValue | None, 
              ret_acts: list[Activity], fn_inputs, fn_out, builder) -> Operation:
     """The ``enzyme.split_autodiff`` op for one ``__enzyme_augmentfwd`` /
     ``__enzyme_reverse`` call (``site``, parsed by zymase.llvm.markers)."""
-    from zymase.llvm.markers import _err
+    from zymase.llvm.marker_calls import _err
 
     allocated = opts.allocated is not None
     if allocated:

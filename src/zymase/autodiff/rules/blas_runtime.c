@@ -39,7 +39,7 @@
 #define ZY_API __attribute__((noinline))
 
 /* with ZYMASE_TAPE_STATS=1 the derivative module defines this counter (transforms/
-   lower_to_llvm.py): the copies made here count as taped bytes */
+   lower_tape.py): the copies made here count as taped bytes */
 extern long __zymase_tape_bytes __attribute__((weak));
 
 static void *zy_copy_span(const void *p, long elements, size_t size) {

@@ -1,0 +1,411 @@
+"""Lowering of enzyme's accumulator and tape ops (``enzyme.init/get/set/push/pop``,
+the indexed caches) to ``llvm``, and the tape runtime the lowered code calls.
+
+The memory layouts of ``!enzyme.Gradient<T>``, ``!enzyme.Cache<T>`` and
+``!enzyme.IndexedCache<T>`` are defined here (split mode and OpenMP rely on
+:data:`CACHE_STRUCT` and :data:`GLOBAL_TAPE`); :mod:`zymase.transforms.lower_to_llvm`
+adds the runtime to a module on first use and frees the caches on return.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+
+from zymase.transforms.tape_pool import CACHE_GROW, HEAP_TAPE, HEAP_TAPE_RUNTIME
+from zymase.ir import (StringAttr, Attribute, DenseArrayBase, IntegerType, ModuleOp, OpResult,
+                       Operation, SSAValue, enzyme, i64, llvm, llvm_ext, parse_mlir)
+from zymase.transforms.lowering_registry import PTR, Emitter, ExtLoadOp, ExtStoreOp, lower_type, lowers
+
+CACHE_INLINE_BYTES = 128
+CACHE_STRUCT = llvm.LLVMStructType.from_type_list(
+    [PTR, i64, i64, llvm.LLVMArrayType(CACHE_INLINE_BYTES, IntegerType(8))]
+)
+"""Memory layout of an ``!enzyme.Cache<T>``: ``{ptr data, i64 size, i64 capacity,
+[128 x i8] inline}`` with ``size``/``capacity`` in bytes (so one push/pop pair
+serves every T). The first 128 bytes live in the cache itself, on the stack: a
+short loop or a branch decision never calls malloc; longer ones move to the heap."""
+
+CACHE_PUSH = "__zymase_cache_push"
+GLOBAL_TAPE = "__zymase_tape"
+CACHE_POP = "__zymase_cache_pop"
+
+
+def _elem_type(t: Attribute) -> Attribute:
+    """Lowered element type of a ``!enzyme.Gradient<T>`` / ``!enzyme.Cache<T>``."""
+    return lower_type(t.elem)  # type: ignore[attr-defined]
+
+
+@lowers(enzyme.InitOp)
+def _lower_init(op: enzyme.InitOp, e: Emitter) -> Sequence[SSAValue]:
+    """Accumulators and caches live in entry-block allocas.
+
+    * ``!enzyme.Gradient<T>``: an alloca of T; the init stores zero *at its own
+      position*, so re-executing it (e.g. in a loop) resets the accumulator.
+    * ``!enzyme.Cache<T>``: an alloca of ``{ptr data, i64 size, i64 capacity}``
+      zeroed in the entry block (so the buffer is null until the first push and
+      ``free`` before each return is always valid). The init itself resets
+      ``size`` to 0, keeping the buffer for reuse if it runs again.
+    """
+    typ = op.result.type
+    if isinstance(typ, enzyme.IndexedCacheType):
+        return [_lower_indexed_init(op, e)]
+    if isinstance(typ, enzyme.GradientType):
+        elem = _elem_type(typ)
+        slot = e.fn.entry_alloca(elem)
+        e.emit(ExtStoreOp(e.zero(elem), slot))
+        return [slot]
+    tape = op.attributes.get("zymase.tape")
+    if tape is not None and tape.data == "global":
+        # The thread's global tape, shared by augmented and reverse functions
+        # (split mode): never reset, never freed by a function.
+        e.fn.module.require_global_tape(e)
+        return [e.value(llvm.AddressOfOp(GLOBAL_TAPE, PTR))]
+    slot = e.fn.entry_alloca(CACHE_STRUCT, zero_init=True)
+    e.fn.caches.append(slot)
+    size_ptr = e.value(llvm.GEPOp(slot, [0, 1], CACHE_STRUCT))
+    e.emit(ExtStoreOp(e.const(i64, 0), size_ptr))
+    return [slot]
+
+
+@lowers(enzyme.IgnoreDerivativesOp)
+def _lower_ignore_derivatives(op: enzyme.IgnoreDerivativesOp, e: Emitter) -> Sequence[SSAValue]:
+    return [op.input]  # only AD looks through it
+
+
+@lowers(enzyme.GetOp)
+def _lower_get(op: enzyme.GetOp, e: Emitter) -> Sequence[SSAValue]:
+    return [e.value(ExtLoadOp(op.gradient, e.type(op.result.type)))]
+
+
+@lowers(enzyme.SetOp)
+def _lower_set(op: enzyme.SetOp, e: Emitter) -> Sequence[SSAValue]:
+    e.emit(ExtStoreOp(op.value, op.gradient))
+    return []
+
+
+@lowers(enzyme.PushOp)
+def _lower_push(op: enzyme.PushOp, e: Emitter) -> Sequence[SSAValue]:
+    """The runtime helper returns the slot for ``sizeof(T)`` new bytes; store there."""
+    e.fn.module.require_cache_runtime(e)
+    nbytes = e.size_of(e.type(op.value.type))
+    slot = e.call(CACHE_PUSH, [op.cache, nbytes], PTR).results[0]
+    e.emit(ExtStoreOp(op.value, slot))
+    return []
+
+
+@lowers(enzyme.PopOp)
+def _lower_pop(op: enzyme.PopOp, e: Emitter) -> Sequence[SSAValue]:
+    """The runtime helper drops ``sizeof(T)`` bytes and returns their address."""
+    e.fn.module.require_cache_runtime(e)
+    t = e.type(op.result.type)
+    nbytes = e.size_of(t)
+    slot = e.call(CACHE_POP, [op.cache, nbytes], PTR).results[0]
+    return [e.value(ExtLoadOp(slot, t))]
+
+
+INDEXED_CACHE_STRUCT = llvm.LLVMStructType.from_type_list([PTR, i64])
+"""Memory layout of an ``!enzyme.IndexedCache<T>``: ``{ptr data, i64 capacity}``
+(capacity in bytes), an entry-block alloca whose address never escapes, so that
+LLVM's SROA turns both fields into SSA values (the data pointer is then a plain
+register in the loops that read and write the cache)."""
+
+CACHE_RESERVE = "__zymase_cache_reserve"
+# Indexed-cache buffers outlive the call: each cache of the module (each site) has a
+# spare buffer in a global {i64 lock, ptr block, i64 capacity}, where the function
+# leaves its buffer on return and takes it back on the next call. A gradient called
+# again (an optimizer loop) then reuses its tape instead of mapping and faulting in
+# fresh pages, which for tapes of many MB costs as much as the reverse sweep itself;
+# one spare per site (rather than a shared pool) means every cache gets back the
+# buffer that already has its size, so no call regrows one. The lock is taken with an
+# atomic exchange (no thread-local storage: MCJIT cannot allocate it); a recursive or
+# concurrent call finds it taken or empty and allocates its own buffer.
+TAPE_SITE = "__zymase_tape_site"
+TAPE_BUFFER = "zymase.tape_buffer"  # the attribute zymase.transforms.alias_scopes reads
+POOL_TAKE = "__zymase_tape_take"
+POOL_GIVE = "__zymase_tape_give"
+SITE_STRUCT = llvm.LLVMStructType.from_type_list([i64, PTR, i64])
+
+
+def _lower_indexed_init(op: enzyme.InitOp, e: Emitter) -> SSAValue:
+    """The handle; its site is a spare-buffer global, or for a ``"heap"`` cache (a
+    derivative that is differentiated again: its tape must be memory the engine
+    shadows) a name for alias scopes only, the buffer growing by realloc and freed
+    on return."""
+    handle = e.fn.entry_alloca(INDEXED_CACHE_STRUCT, zero_init=True)
+    tape = op.attributes.get("zymase.tape")
+    if tape is not None and tape.data == "heap":
+        site = e.fn.module.new_heap_tape_name()
+    else:
+        site = e.fn.module.new_tape_site()
+    e.fn.indexed_caches[handle] = (e.type(op.result.type.elem), site)  # type: ignore[attr-defined]
+    return handle
+
+
+@lowers(enzyme.CacheReserveOp)
+def _lower_cache_reserve(op: enzyme.CacheReserveOp, e: Emitter) -> Sequence[SSAValue]:
+    """Grow the data to ``count * sizeof(T)`` bytes if it is smaller (the runtime
+    helper takes and returns the fields by value; the handle stays promotable)."""
+    e.fn.module.require_cache_runtime(e)
+    count = op.count
+    if count.type != i64:
+        count = e.value(llvm.SExtOp(count, i64))
+    elem, site = e.fn.indexed_caches[op.cache]
+    nbytes = e.value(llvm.MulOp(count, e.size_of(e.type(elem))))
+    if site.startswith(HEAP_TAPE):
+        e.call(CACHE_GROW, [op.cache, nbytes], None)
+        return []
+    cap_ptr = e.value(llvm.GEPOp(op.cache, [0, 1], INDEXED_CACHE_STRUCT))
+    data = e.value(ExtLoadOp(op.cache, PTR))
+    cap = e.value(ExtLoadOp(cap_ptr, i64))
+    site_ptr = e.value(llvm.AddressOfOp(site, PTR))
+    grown = e.call(CACHE_RESERVE, [site_ptr, data, cap, nbytes], INDEXED_CACHE_STRUCT).results[0]
+    e.emit(ExtStoreOp(e.value(llvm.ExtractValueOp(DenseArrayBase.from_list(i64, [0]), grown, PTR)), op.cache))
+    e.emit(ExtStoreOp(e.value(llvm.ExtractValueOp(DenseArrayBase.from_list(i64, [1]), grown, i64)), cap_ptr))
+    return []
+
+
+def _cache_slot(op: Operation, elem: Attribute, e: Emitter) -> SSAValue:
+    """Address of slot ``op.index`` of the cache's current data."""
+    elem = e.type(elem)
+    data = e.value(ExtLoadOp(op.cache, PTR))
+    return e.value(llvm.GEPOp(data, [llvm.GEP_USE_SSA_VAL], elem, ssa_indices=[op.index], inbounds=True))
+
+
+def _tape_access(access: Operation, op: Operation, e: Emitter) -> Operation:
+    """Mark a load/store of an indexed cache's buffer as such: the buffer is memory of
+    its own (see zymase.transforms.alias_scopes)."""
+    access.attributes[TAPE_BUFFER] = StringAttr(e.fn.indexed_caches[op.cache][1])
+    return access
+
+
+@lowers(enzyme.CacheStoreOp)
+def _lower_cache_store(op: enzyme.CacheStoreOp, e: Emitter) -> Sequence[SSAValue]:
+    value = op.value
+    if isinstance(value, OpResult) and value.owner.name == "llvm.load" and not _from_stack(value.owner):
+        # A loop that loads values and stores them to consecutive slots is what LLVM's
+        # loop-idiom pass turns into a memcpy call: for the short runs of a tape (GMM's
+        # d = 2..10 elements per point and component) the libc call costs more than the
+        # copy, 11% of GMM's gradient at d = 2. A freeze of the loaded value (a no-op in
+        # machine code; a poison value becomes some fixed value, which is a refinement)
+        # is not a load, so the stores stay in the loop and vectorize with it.
+        # Not for a stack slot: SROA turns its loads into the values stored, and
+        # InstCombine then moves the freeze into their computation, where it hides an
+        # accumulator's reduction from the loop vectorizer (`double acc[4]`).
+        value = e.value(llvm_ext.FreezeOp(value))
+    e.emit(_tape_access(ExtStoreOp(value, _cache_slot(op, op.value.type, e)), op, e))
+    if tape_stats_enabled():
+        e.fn.module.require_cache_runtime(e)
+        stats = e.value(llvm.AddressOfOp(TAPE_STATS_COUNTER, PTR))
+        old = e.value(ExtLoadOp(stats, i64))
+        size = e.size_of(e.type(op.value.type))
+        e.emit(ExtStoreOp(e.value(llvm.AddOp(old, size)), stats))
+    return []
+
+
+def _from_stack(load: Operation) -> bool:
+    """Whether a load reads a stack slot (its address derives from an ``alloca``)."""
+    from zymase.analysis.memory import memory_kind
+
+    ptr = load.operands[0]
+    while isinstance(ptr, OpResult) and memory_kind(ptr.owner) == "derive":
+        ptr = ptr.owner.operands[0]
+    return isinstance(ptr, OpResult) and isinstance(ptr.owner, llvm.AllocaOp)
+
+
+@lowers(enzyme.CacheLoadOp)
+def _lower_cache_load(op: enzyme.CacheLoadOp, e: Emitter) -> Sequence[SSAValue]:
+    return [e.value(_tape_access(ExtLoadOp(_cache_slot(op, op.result.type, e), e.type(op.result.type)), op, e))]
+
+
+# Written as llvm-dialect MLIR text and parsed with zymase.ir.parse_mlir, rather
+# than as LLVM IR for zymase.llvm.reader or as Python builder calls: it reads like
+# IR, needs nothing beyond the parser we already have (no LLVM-IR round trip), and
+# yields exactly the dialect the writer consumes. One byte-generic pair serves every
+# element type; both are tiny and internal, so the O2 inliner inlines them at each
+# push/pop and the byte count becomes a constant. Growth doubles the capacity
+# (at least 256 bytes), so n pushes cost O(n) amortized.
+_STRUCT = f"!llvm.struct<(ptr, i64, i64, array<{CACHE_INLINE_BYTES} x i8>)>"
+_CACHE_RUNTIME = f"""
+builtin.module {{
+  llvm.func internal @{CACHE_PUSH}(%cache: !llvm.ptr, %nbytes: i64) -> !llvm.ptr {{
+    %size_p = llvm.getelementptr %cache[0, 1] : (!llvm.ptr) -> !llvm.ptr, {_STRUCT}
+    %cap_p = llvm.getelementptr %cache[0, 2] : (!llvm.ptr) -> !llvm.ptr, {_STRUCT}
+    %size = llvm.load %size_p : !llvm.ptr -> i64
+    %cap = llvm.load %cap_p : !llvm.ptr -> i64
+    %need = llvm.add %size, %nbytes : i64
+    {{TAPE_STATS}}
+    %full = llvm.icmp "ugt" %need, %cap : i64
+    llvm.cond_br %full, ^grow, ^store
+  ^grow:
+    %inline = llvm.getelementptr %cache[0, 3] : (!llvm.ptr) -> !llvm.ptr, {_STRUCT}
+    %old = llvm.load %cache : !llvm.ptr -> !llvm.ptr
+    %zero = llvm.mlir.constant(0 : i64) : i64
+    %inline_bytes = llvm.mlir.constant({CACHE_INLINE_BYTES} : i64) : i64
+    %fresh = llvm.icmp "eq" %cap, %zero : i64
+    %fits = llvm.icmp "ule" %need, %inline_bytes : i64
+    %use_inline = llvm.and %fresh, %fits : i1
+    llvm.cond_br %use_inline, ^start_inline, ^heap
+  ^start_inline:
+    llvm.store %inline, %cache : !llvm.ptr, !llvm.ptr
+    llvm.store %inline_bytes, %cap_p : i64, !llvm.ptr
+    llvm.br ^store
+  ^heap:
+    %two = llvm.mlir.constant(2 : i64) : i64
+    %min = llvm.mlir.constant(256 : i64) : i64
+    %doubled = llvm.mul %cap, %two : i64
+    %enough = llvm.call_intrinsic "llvm.umax.i64"(%doubled, %need) : (i64, i64) -> i64
+    %newcap = llvm.call_intrinsic "llvm.umax.i64"(%enough, %min) : (i64, i64) -> i64
+    %was_inline = llvm.icmp "eq" %old, %inline : !llvm.ptr
+    llvm.cond_br %was_inline, ^leave_inline, ^regrow
+  ^leave_inline:
+    %moved = llvm.call @malloc(%newcap) : (i64) -> !llvm.ptr
+    %no = llvm.mlir.constant(false) : i1
+    llvm.call_intrinsic "llvm.memcpy.p0.p0.i64"(%moved, %old, %size, %no) : (!llvm.ptr, !llvm.ptr, i64, i1) -> ()
+    llvm.store %moved, %cache : !llvm.ptr, !llvm.ptr
+    llvm.store %newcap, %cap_p : i64, !llvm.ptr
+    llvm.br ^store
+  ^regrow:
+    %new = llvm.call @realloc(%old, %newcap) : (!llvm.ptr, i64) -> !llvm.ptr
+    llvm.store %new, %cache : !llvm.ptr, !llvm.ptr
+    llvm.store %newcap, %cap_p : i64, !llvm.ptr
+    llvm.br ^store
+  ^store:
+    %data = llvm.load %cache : !llvm.ptr -> !llvm.ptr
+    %slot = llvm.getelementptr %data[%size] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+    llvm.store %need, %size_p : i64, !llvm.ptr
+    llvm.return %slot : !llvm.ptr
+  }}
+  llvm.func internal @{POOL_TAKE}(%site: !llvm.ptr) -> !llvm.struct<(ptr, i64)> {{
+    %zero = llvm.mlir.constant(0 : i64) : i64
+    %one = llvm.mlir.constant(1 : i64) : i64
+    %eight = llvm.mlir.constant(8 : i64) : i64
+    %sixteen = llvm.mlir.constant(16 : i64) : i64
+    %null = llvm.mlir.zero : !llvm.ptr
+    %u0 = llvm.mlir.undef : !llvm.struct<(ptr, i64)>
+    %lock_old = llvm.atomicrmw xchg %site, %one acquire : !llvm.ptr, i64
+    %got = llvm.icmp "eq" %lock_old, %zero : i64
+    llvm.cond_br %got, ^take, ^none
+  ^take:
+    %blockp = llvm.getelementptr %site[%eight] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+    %capp = llvm.getelementptr %site[%sixteen] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+    %block = llvm.load %blockp : !llvm.ptr -> !llvm.ptr
+    %have = llvm.load %capp : !llvm.ptr -> i64
+    llvm.store %null, %blockp : !llvm.ptr, !llvm.ptr
+    llvm.store %zero, %capp : i64, !llvm.ptr
+    %u1 = llvm.atomicrmw xchg %site, %zero release : !llvm.ptr, i64
+    %h1 = llvm.insertvalue %block, %u0[0] : !llvm.struct<(ptr, i64)>
+    %h2 = llvm.insertvalue %have, %h1[1] : !llvm.struct<(ptr, i64)>
+    llvm.return %h2 : !llvm.struct<(ptr, i64)>
+  ^none:
+    %n1 = llvm.insertvalue %null, %u0[0] : !llvm.struct<(ptr, i64)>
+    %n2 = llvm.insertvalue %zero, %n1[1] : !llvm.struct<(ptr, i64)>
+    llvm.return %n2 : !llvm.struct<(ptr, i64)>
+  }}
+  llvm.func internal @{POOL_GIVE}(%site: !llvm.ptr, %block: !llvm.ptr, %cap: i64) {{
+    %zero = llvm.mlir.constant(0 : i64) : i64
+    %one = llvm.mlir.constant(1 : i64) : i64
+    %eight = llvm.mlir.constant(8 : i64) : i64
+    %sixteen = llvm.mlir.constant(16 : i64) : i64
+    %null = llvm.mlir.zero : !llvm.ptr
+    %none = llvm.icmp "eq" %block, %null : !llvm.ptr
+    llvm.cond_br %none, ^out, ^lock
+  ^lock:
+    %lock_old = llvm.atomicrmw xchg %site, %one acquire : !llvm.ptr, i64
+    %got = llvm.icmp "eq" %lock_old, %zero : i64
+    llvm.cond_br %got, ^check, ^drop
+  ^check:
+    %blockp = llvm.getelementptr %site[%eight] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+    %held = llvm.load %blockp : !llvm.ptr -> !llvm.ptr
+    %empty = llvm.icmp "eq" %held, %null : !llvm.ptr
+    llvm.cond_br %empty, ^keep, ^busy
+  ^keep:
+    %capp = llvm.getelementptr %site[%sixteen] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+    llvm.store %block, %blockp : !llvm.ptr, !llvm.ptr
+    llvm.store %cap, %capp : i64, !llvm.ptr
+    %u2 = llvm.atomicrmw xchg %site, %zero release : !llvm.ptr, i64
+    llvm.br ^out
+  ^busy:
+    %u1 = llvm.atomicrmw xchg %site, %zero release : !llvm.ptr, i64
+    llvm.br ^drop
+  ^drop:
+    llvm.call @free(%block) : (!llvm.ptr) -> ()
+    llvm.br ^out
+  ^out:
+    llvm.return
+  }}
+  llvm.func internal @{CACHE_RESERVE}(%site: !llvm.ptr, %data: !llvm.ptr, %cap: i64, %need: i64) -> !llvm.struct<(ptr, i64)> {{
+    %u0 = llvm.mlir.undef : !llvm.struct<(ptr, i64)>
+    %null = llvm.mlir.zero : !llvm.ptr
+    %first = llvm.icmp "eq" %data, %null : !llvm.ptr
+    llvm.cond_br %first, ^from_site, ^check(%data, %cap : !llvm.ptr, i64)
+  ^from_site:
+    %taken = llvm.call @{POOL_TAKE}(%site) : (!llvm.ptr) -> !llvm.struct<(ptr, i64)>
+    %tdata = llvm.extractvalue %taken[0] : !llvm.struct<(ptr, i64)>
+    %tcap = llvm.extractvalue %taken[1] : !llvm.struct<(ptr, i64)>
+    llvm.br ^check(%tdata, %tcap : !llvm.ptr, i64)
+  ^check(%d: !llvm.ptr, %c: i64):
+    %full = llvm.icmp "ugt" %need, %c : i64
+    llvm.cond_br %full, ^grow, ^keep
+  ^keep:
+    %k0 = llvm.insertvalue %d, %u0[0] : !llvm.struct<(ptr, i64)>
+    %k1 = llvm.insertvalue %c, %k0[1] : !llvm.struct<(ptr, i64)>
+    llvm.return %k1 : !llvm.struct<(ptr, i64)>
+  ^grow:
+    %two = llvm.mlir.constant(2 : i64) : i64
+    %min = llvm.mlir.constant(256 : i64) : i64
+    %doubled = llvm.mul %c, %two : i64
+    %enough = llvm.call_intrinsic "llvm.umax.i64"(%doubled, %need) : (i64, i64) -> i64
+    %newcap = llvm.call_intrinsic "llvm.umax.i64"(%enough, %min) : (i64, i64) -> i64
+    %new = llvm.call @realloc(%d, %newcap) : (!llvm.ptr, i64) -> !llvm.ptr
+    %g0 = llvm.insertvalue %new, %u0[0] : !llvm.struct<(ptr, i64)>
+    %g1 = llvm.insertvalue %newcap, %g0[1] : !llvm.struct<(ptr, i64)>
+    llvm.return %g1 : !llvm.struct<(ptr, i64)>
+  }}
+{HEAP_TAPE_RUNTIME}  llvm.func internal @{CACHE_POP}(%cache: !llvm.ptr, %nbytes: i64) -> !llvm.ptr {{
+    %size_p = llvm.getelementptr %cache[0, 1] : (!llvm.ptr) -> !llvm.ptr, {_STRUCT}
+    %size = llvm.load %size_p : !llvm.ptr -> i64
+    %rest = llvm.sub %size, %nbytes : i64
+    llvm.store %rest, %size_p : i64, !llvm.ptr
+    %data = llvm.load %cache : !llvm.ptr -> !llvm.ptr
+    %slot = llvm.getelementptr %data[%rest] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+    llvm.return %slot : !llvm.ptr
+  }}
+}}
+"""
+
+
+# With ZYMASE_TAPE_STATS=1 at compile time, every push also adds its size to the
+# weak global counter ``__zymase_tape_bytes`` (i64), which a program can declare as
+# ``extern long __zymase_tape_bytes;`` and print: the measurement of how many bytes
+# reverse mode tapes (bench/ and the issue notes use it). Off by default.
+TAPE_STATS_GLOBAL = """
+  llvm.mlir.global weak @__zymase_tape_bytes(0 : i64) {alignment = 8 : i64} : i64
+"""
+_TAPE_STATS_COUNT = """%stats = llvm.mlir.addressof @__zymase_tape_bytes : !llvm.ptr
+    %stats_old = llvm.load %stats : !llvm.ptr -> i64
+    %stats_new = llvm.add %stats_old, %nbytes : i64
+    llvm.store %stats_new, %stats : i64, !llvm.ptr"""
+
+
+TAPE_STATS_COUNTER = "__zymase_tape_bytes"
+
+
+def tape_stats_enabled() -> bool:
+    import os
+
+    return bool(os.environ.get("ZYMASE_TAPE_STATS"))
+
+
+@functools.lru_cache(maxsize=8)
+def parsed_runtime(text: str, name: str) -> ModuleOp:
+    """The runtime module ``text``, parsed once per process (xDSL's parser takes 0.2 s
+    on the cache runtime); each user gets a clone."""
+    return parse_mlir(text, name)
+
+
+def cache_runtime_text() -> str:
+    if tape_stats_enabled():
+        text = _CACHE_RUNTIME.replace("{TAPE_STATS}", _TAPE_STATS_COUNT)
+        return text.replace("builtin.module {", "builtin.module {" + TAPE_STATS_GLOBAL, 1)
+    return _CACHE_RUNTIME.replace("{TAPE_STATS}", "")
