@@ -126,6 +126,9 @@ class _Outliner:
 
         self.ctx, self.region, self.fop, self.cfg, self.h = ctx, region, fop, cfg, h
         self.body = body
+        # the body's blocks in the function's order: iterating the set would order the
+        # environment record's fields by object identity, differently from run to run
+        self.ordered = [b for b in region.blocks if b in body]
         self.arg_acts = list(arg_acts)
         self.fname = function_name(fop)
         self.flavor = ctx.flavor
@@ -136,7 +139,7 @@ class _Outliner:
 
         # the loop's line: that of the branch that leaves it (the loop's condition), else
         # of its header's first located op, else the construct's
-        exits = [e.src.last_op for b in self.body for e in self.cfg.succs[b] if e.dst not in self.body]
+        exits = [e.src.last_op for b in self.ordered for e in self.cfg.succs[b] if e.dst not in self.body]
         candidates = [location_of(op) for op in [*exits, *self.h.ops]]
         where = next((w for w in candidates if w), None) or (location_of(at) if at is not None else None)
         raise ZymaseError(
@@ -158,7 +161,7 @@ class _Outliner:
         hint = ("allocate the state the time loop updates (malloc, calloc or a local array) in the function "
                 "before the loop, or raise the tape limit")
         roots: dict = {}
-        for b in self.body:
+        for b in self.ordered:
             for op in b.ops:
                 kind = memory_kind(op)
                 targets = []
@@ -203,7 +206,7 @@ class _Outliner:
 
         region, cfg, h, body, flavor = self.region, self.cfg, self.h, self.body, self.flavor
         entering = [e for e in cfg.preds[h] if e.src not in body]
-        exits = [e for b in body for e in cfg.succs[b] if e.dst not in body]
+        exits = [e for b in self.ordered for e in cfg.succs[b] if e.dst not in body]
         hint = "give the loop a single entry and a single exit block, or raise the tape limit"
         if len(entering) != 1:
             self._refuse("it is entered from several places", None, hint)
@@ -218,7 +221,7 @@ class _Outliner:
         live_in: dict = {}
         copied: dict = {}
         escaping: dict = {}
-        for b in body:
+        for b in self.ordered:
             for op in b.ops:
                 for v in op.operands:
                     owner = v.owner if not hasattr(v, "block") else None
