@@ -48,7 +48,6 @@ from zymase.ir import (
     location_of,
 )
 from zymase.ir import enzyme as ez
-from zymase.ir.enzyme import Activity
 
 CUSTOM_GRADIENT = "zymase.custom_gradient"  # [augment, gradient] on the registered function
 CUSTOM_DERIVATIVE = "zymase.custom_derivative"  # fwd on the registered function

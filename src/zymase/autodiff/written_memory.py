@@ -100,8 +100,6 @@ class WrittenMemory:
         the exit), and no other free or realloc may release that allocation. Reading
         a buffer again in the reverse sweep is then as good as having taped it; the
         cost is that the buffer lives until the reverse sweep is done with it."""
-        from zymase.analysis.memory import memory_kind
-
         if self.split or self.flavor.name != "llvm":
             return {}
         cfg, exit_ = self.cfg, self.p.exit
@@ -155,7 +153,8 @@ class WrittenMemory:
         """Blocks from which a return is reachable. The reverse sweep runs only after the
         forward sweep reached a return: what a block leading only to an abandoned return or
         an ``unreachable`` writes (Numba's error paths: taking the GIL to raise,
-        ``Py_FatalError``) cannot change what the reverse sweep reads."""
+        ``Py_FatalError``) cannot change what the reverse sweep reads. (A return after an
+        abandon marker counts as a return here: conservative.)"""
         if "_returning" not in self.__dict__:
             work = [b for b in self.cfg.blocks if b.last_op is not None and self.flavor.is_return(b.last_op)]
             returning = set(work)
@@ -180,8 +179,6 @@ class WrittenMemory:
 
     def _writes_of(self, ops):
         """Roots of all memory that ``ops`` write or free (None: unknown)."""
-        from zymase.analysis.memory import memory_kind
-
         written: set = set()
         deferred = set(self.deferred_frees.values())
         for op in ops:

@@ -15,7 +15,8 @@ Pipeline, for one function, argument types and activities:
    Enzyme marker per flattened argument. The kernel itself follows Numba's calling
    convention, so njit code calls it like any njit function and Numba's exceptions
    propagate (the primal's ``excinfo`` is the kernel's).
-3. **Differentiation** as for C: the pre-AD pipeline (no vectorization, no unrolling)
+3. **Differentiation** as for C: the pre-AD pipeline (no vectorization, no unrolling
+   but of ``int_power``'s loop, :func:`unroll_integer_powers`)
    plus Numba's reference-count pruning, the enzyme pass, tape lowering, then the full
    O3 pipeline and MCJIT. Numba's runtime helpers (``NRT_incref``/``NRT_decref``/
    ``NRT_MemInfo_data_fast``) are kept as calls through AD (the memory model knows

@@ -39,6 +39,7 @@ def run_enzyme_pass(module: ModuleOp) -> ModuleOp:
 
         outline_diff_regions(module, regions)  # -> functions + enzyme.autodiff/fwddiff
     driver = Driver(module)
+    before: set[str] = set()  # the module's symbols before the round just lowered
     for k, requests in enumerate(request_rounds(module)):
         if k:
             differentiable_derivatives(module, _symbols(module) - before)

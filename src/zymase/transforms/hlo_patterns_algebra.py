@@ -14,7 +14,6 @@ from zymase.transforms.hlo_rewrite_base import (
     float_splat,
     is_one,
     is_zero,
-    make_splat,
     new,
     replace_by,
     replace_by_splat,

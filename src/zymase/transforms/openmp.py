@@ -487,10 +487,10 @@ def _add_site(module: ModuleOp, callee: Operation, loc: str, reverse: bool) -> s
     fork = (f"llvm.call @{FORK_CALL}(%loc, %n, %f, %s{comma}{fwd_args}) "
             f"vararg(!llvm.func<void (!llvm.ptr, i32, !llvm.ptr, ...)>) : ({sig}) -> ()")
     if reverse:
-        before = (f"%s = llvm.call @__zymase_omp_unpark() : () -> !llvm.ptr\n"
-                  f"    %gtid = llvm.call @__kmpc_global_thread_num(%loc) : (!llvm.ptr) -> i32\n"
-                  f"    %team = llvm.call @__zymase_omp_team(%s) : (!llvm.ptr) -> i32\n"
-                  f"    llvm.call @__kmpc_push_num_threads(%loc, %gtid, %team) : (!llvm.ptr, i32, i32) -> ()")
+        before = ("%s = llvm.call @__zymase_omp_unpark() : () -> !llvm.ptr\n"
+                  "    %gtid = llvm.call @__kmpc_global_thread_num(%loc) : (!llvm.ptr) -> i32\n"
+                  "    %team = llvm.call @__zymase_omp_team(%s) : (!llvm.ptr) -> i32\n"
+                  "    llvm.call @__kmpc_push_num_threads(%loc, %gtid, %team) : (!llvm.ptr, i32, i32) -> ()")
         after = "llvm.call @__zymase_omp_slots_free(%s) : (!llvm.ptr) -> ()"
     else:
         before = "%s = llvm.call @__zymase_omp_slots_new() : () -> !llvm.ptr"

@@ -163,7 +163,6 @@ def broadcast_adjoint(ctx, op, i, dy):
 @_linear(hlo.SliceOp)
 def slice_adjoint(ctx, op, i, dy):
     start = list(op.start_indices.get_values())
-    limit = list(op.limit_indices.get_values())
     strides = list(op.strides.get_values())
     xs, ys = T.shape(op.operands[0]), T.shape(op.results[0])
     last = [s + (n - 1) * st for s, n, st in zip(start, ys, strides)]
