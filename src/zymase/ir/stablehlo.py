@@ -16,8 +16,19 @@ from __future__ import annotations
 
 import re
 
-from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, IntegerAttr, StringAttr, TensorType
-from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, SpacedOpaqueSyntaxAttribute
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseArrayBase,
+    DenseIntOrFPElementsAttr,
+    DictionaryAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    Signedness,
+    StringAttr,
+    TensorType,
+)
+from xdsl.ir import Attribute, Dialect, Operation, ParametrizedAttribute, SpacedOpaqueSyntaxAttribute
 from xdsl.irdl import (
     IRDLOperation,
     irdl_attr_definition,
@@ -247,6 +258,48 @@ STOP_GRADIENT_TARGET = "zymase.stop_gradient"
 
 def is_stop_gradient(op) -> bool:
     return isinstance(op, CustomCallOp) and op.call_target_name.data == STOP_GRADIENT_TARGET
+
+
+# JAX's LAPACK custom_calls (typed FFI) carry their options as a dictionary of ui8 character
+# codes (``{uplo = 76 : ui8}`` is 'L') in ``mhlo.backend_config``, and the number of leading
+# batch dimensions as text in ``mhlo.frontend_attributes``; arrays are column-major
+def ffi_options(op) -> dict[str, str]:
+    """A LAPACK custom_call's character options: ``{"uplo": "L", "trans_x": "T", ...}``."""
+    config = op.attributes.get("mhlo.backend_config")
+    if not isinstance(config, DictionaryAttr):
+        return {}
+    return {k: chr(v.value.data) for k, v in config.data.items() if isinstance(v, IntegerAttr)}
+
+
+def ffi_batch_dims(op) -> int:
+    """How many leading dimensions of a LAPACK custom_call's operands are batch dimensions."""
+    frontend = op.attributes.get("mhlo.frontend_attributes")
+    count = frontend.data.get("num_batch_dims") if isinstance(frontend, DictionaryAttr) else None
+    return int(count.data) if isinstance(count, StringAttr) else 0
+
+
+def _column_major(rank: int) -> DenseIntOrFPElementsAttr:
+    """The minor-to-major layout JAX gives LAPACK operands: the two matrix dims
+    column-major, batch dims outermost."""
+    order = [rank - 2, rank - 1, *range(rank - 2)] if rank >= 2 else list(range(rank))
+    return DenseIntOrFPElementsAttr.from_list(TensorType(IndexType(), [rank]), order)
+
+
+def lapack_call(target: str, operands, result_types, options: dict[str, str], batch_dims: int) -> Operation:
+    """A ``stablehlo.custom_call`` of one of jaxlib's LAPACK FFI kernels, spelled as JAX
+    spells it (without the Shardy rule, which only sharding propagation reads)."""
+    ui8 = IntegerType(8, Signedness.UNSIGNED)
+    config = DictionaryAttr({k: IntegerAttr(ord(v), ui8) for k, v in sorted(options.items())})
+    properties = {
+        "call_target_name": StringAttr(target), "api_version": IntegerAttr(1, IntegerType(32)),
+        "backend_config": StringAttr(""),
+        "operand_layouts": ArrayAttr([_column_major(len(v.type.get_shape())) for v in operands]),
+        "result_layouts": ArrayAttr([_column_major(len(t.get_shape())) for t in result_types]),
+    }
+    attributes = {"mhlo.backend_config": config,
+                  "mhlo.frontend_attributes": DictionaryAttr({"num_batch_dims": StringAttr(str(batch_dims))})}
+    return CustomCallOp.create(operands=list(operands), result_types=list(result_types), properties=properties,
+                               attributes=attributes)
 
 
 RngBitGeneratorOp = _op("rng_bit_generator", pure=False, rng_algorithm=prop_def(RngAlgorithmAttr))

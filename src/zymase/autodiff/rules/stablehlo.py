@@ -8,8 +8,10 @@ slice <-> pad with zeros, concatenate <-> slices, dynamic_slice <->
 dynamic_update_slice into zeros, transpose <-> the inverse transpose, dot_general
 <-> two dot_generals, reduce-sum <-> broadcast, reduce-max <-> a select on equality
 (ties share the adjoint equally, as in JAX). Ops whose derivative is zero (comparisons,
-rounding, iota, constants) propagate nothing. Anything else reaching an active value
-has no rule and is refused by the engine (autodiff/hlo.py).
+rounding, iota, constants) propagate nothing. custom_call dispatches on its target: the
+LAPACK calls of ``jnp.linalg`` with a matrix-level rule (``rules/stablehlo_linalg.py``)
+use it, the others are refused naming the JAX function. Anything else reaching an
+active value has no rule and is refused by the engine (autodiff/hlo.py).
 """
 
 from __future__ import annotations
@@ -619,7 +621,7 @@ def _set_body(element_type):
 REGISTRY.register(hlo.ScatterOp, _Scatter())
 
 
-# ----- custom_call: zymase's stop_gradient marker; the rest are refused ----------------
+# ----- custom_call: zymase's stop_gradient marker, LAPACK's matrix-level rules -----------
 # what JAX function emits each custom_call JAX 0.10.2 lowers to on CPU (for refusals)
 CUSTOM_CALL_SOURCES = {
     "lapack_spotrf_ffi": "jnp.linalg.cholesky", "lapack_dpotrf_ffi": "jnp.linalg.cholesky",
@@ -631,13 +633,24 @@ CUSTOM_CALL_SOURCES = {
 }
 
 
+def _target_rule(op) -> Rule | None:
+    """The matrix-level rule of a LAPACK custom_call (``rules/stablehlo_linalg.py``)."""
+    from zymase.autodiff.rules.stablehlo_linalg import LINALG_RULES
+
+    return LINALG_RULES.get(op.call_target_name.data)
+
+
 class _CustomCall(Rule):
     """``jax.lax.stop_gradient``'s marker (``hlo.STOP_GRADIENT_TARGET``) passes no
-    derivative; any other custom_call reaching an active value is refused, naming its
-    target and the JAX function that emits it."""
+    derivative; the LAPACK calls of ``rules/stablehlo_linalg.py`` use their rules; any
+    other custom_call reaching an active value is refused, naming its target and the JAX
+    function that emits it."""
 
     def propagates(self, op, index):
-        return not hlo.is_stop_gradient(op) and hlo.is_float_tensor(op.operands[index].type)
+        if hlo.is_stop_gradient(op):
+            return False
+        rule = _target_rule(op)
+        return rule.propagates(op, index) if rule is not None else hlo.is_float_tensor(op.operands[index].type)
 
     def _refuse(self, op):
         target = op.call_target_name.data
@@ -649,14 +662,20 @@ class _CustomCall(Rule):
                                "zymase differentiates")
 
     def reverse(self, ctx, op, dys):
-        if not hlo.is_stop_gradient(op):
+        if hlo.is_stop_gradient(op):
+            return [None] * len(op.operands)
+        rule = _target_rule(op)
+        if rule is None:
             self._refuse(op)
-        return [None] * len(op.operands)
+        return rule.reverse(ctx, op, dys)
 
     def forward(self, ctx, op, tangents):
-        if not hlo.is_stop_gradient(op):
+        if hlo.is_stop_gradient(op):
+            return [None] * len(op.results)
+        rule = _target_rule(op)
+        if rule is None:
             self._refuse(op)
-        return [None] * len(op.results)
+        return rule.forward(ctx, op, tangents)
 
 
 REGISTRY.register(hlo.CustomCallOp, _CustomCall())

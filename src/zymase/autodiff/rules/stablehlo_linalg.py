@@ -1,0 +1,203 @@
+"""Matrix-level rules for the LAPACK custom_calls JAX emits on CPU (``lapack_?potrf_ffi``
+for ``jnp.linalg.cholesky``, ``lapack_?trsm_ffi`` for ``jax.scipy.linalg.solve_triangular``
+and ``lax.linalg.triangular_solve``), written as StableHLO: triangular solves are the same
+LAPACK custom_calls, products are ``dot_general``, triangles are ``select`` on iota masks.
+LAPACK is never differentiated through; the formulas are those of the matrix functions
+(Murray 2016 for the Cholesky factor), and they give JAX's own derivatives.
+
+What the kernels compute, as functions of their operands (the derivative is of exactly
+that):
+
+* ``potrf`` (``uplo = L``) reads the lower triangle of A and writes ``L = chol(S)`` over
+  it, ``S`` the symmetric matrix with that lower triangle; the strict upper triangle of
+  the result is A's, untouched (JAX masks it to zero afterwards). Tangent
+  ``dL = L phi(L^-1 S(dA) L^-T)`` (``phi``: the lower triangle, diagonal halved), adjoint
+  ``G = L^-T phi(L^T Lbar) L^-1`` folded onto the lower triangle (``G + G^T`` below the
+  diagonal, ``G`` on it); the second result (LAPACK's ``info``) is an integer.
+* ``trsm`` solves ``op(A) X = B`` (``side = L``) or ``X op(A) = B`` (``side = R``),
+  ``op`` the identity or the transpose (``trans_x`` N, or T/C: the same for real
+  matrices), reading only A's ``uplo`` triangle (without the diagonal for
+  ``diag = U``). Tangent: the same solve of ``dB - op(dA) X`` (or ``dB - X op(dA)``);
+  adjoint ``Bbar`` the solve with ``op(A)^T``, ``Abar = -Bbar X^T`` (left) or
+  ``-X^T Bbar`` (right), transposed for ``op = T``, kept on the triangle read.
+
+Leading batch dimensions (``num_batch_dims``, from vmap or batched inputs) are batch
+dimensions of every product and solve. Complex matrices have no rule (refused by the
+engine: their tensors carry no derivative here).
+"""
+
+from __future__ import annotations
+
+from zymase.autodiff import hlo_flavor as T
+from zymase.autodiff.registry import Rule
+from zymase.errors import ZymaseError
+from zymase.ir import IntegerAttr, TensorType, i1, i32, i64, location_of
+from zymase.ir import stablehlo as hlo
+
+
+# ----- matrices of StableHLO: the last two dims are (row, column) ----------------------
+def _masks(E, like):
+    """Row and column index tensors (i32) of ``like``'s shape, for triangle masks."""
+    t = TensorType(i32, T.shape(like))
+    rank = len(T.shape(like))
+    row, col = (E.v(hlo.IotaOp.create(properties={"iota_dimension": IntegerAttr(d, i64)}, result_types=[t]))
+                for d in (rank - 2, rank - 1))
+    return row, col
+
+
+def _compare(E, direction: str, a, b):
+    return E.v(hlo.CompareOp.create(operands=[a, b], result_types=[TensorType(i1, T.shape(a))],
+                                    properties={"comparison_direction": hlo.comparison(direction),
+                                                "compare_type": hlo.comparison_type("SIGNED")}))
+
+
+def _triangle(E, x, uplo: str, strict: bool):
+    """``x`` with zeros outside its lower (``L``) or upper (``U``) triangle, the diagonal
+    excluded when ``strict``."""
+    row, col = _masks(E, x)
+    direction = {("L", False): "GE", ("L", True): "GT", ("U", False): "LE", ("U", True): "LT"}[uplo, strict]
+    return E.select(_compare(E, direction, row, col), x, E.zero(x.type))
+
+
+def _mt(E, x):
+    """The transpose of each matrix of ``x``."""
+    rank = len(T.shape(x))
+    return T.transpose(E, x, [*range(rank - 2), rank - 1, rank - 2])
+
+
+def _matmul(E, a, b, ta: bool = False, tb: bool = False):
+    """``op(a) op(b)`` per batch element (``ta``/``tb``: transposed)."""
+    rank = len(T.shape(a))
+    batch = list(range(rank - 2))
+    product = T.dot_general(E, a, b, batch, batch, [rank - 2 if ta else rank - 1], [rank - 1 if tb else rank - 2])
+    return product
+
+
+def _phi(E, x):
+    """The lower triangle of ``x`` with its diagonal halved."""
+    row, col = _masks(E, x)
+    half = E.mul(x, E.const_like(0.5, x))
+    return E.select(_compare(E, "GT", row, col), x,
+                    E.select(_compare(E, "EQ", row, col), half, E.zero(x.type)))
+
+
+def _trsm(E, target: str, a, b, batch: int, side: str, uplo: str, trans: str, diag: str):
+    """A triangular solve by jaxlib's LAPACK kernel ``target`` (its result: ``b``'s type)."""
+    op = hlo.lapack_call(target, [a, b], [b.type], {"side": side, "uplo": uplo, "trans_x": trans, "diag": diag},
+                         batch)
+    return E.insert(op).results[0]
+
+
+def _trsm_target(element_type) -> str:
+    from zymase.ir import f32
+
+    return "lapack_strsm_ffi" if element_type == f32 else "lapack_dtrsm_ffi"
+
+
+def _options(op, *names: str) -> dict[str, str]:
+    options = hlo.ffi_options(op)
+    missing = [n for n in names if n not in options]
+    if missing:
+        raise ZymaseError(f"the LAPACK call has no '{missing[0]}' option in mhlo.backend_config",
+                          construct=f"stablehlo.custom_call @{op.call_target_name.data}", location=location_of(op),
+                          hint="pass the StableHLO jax.jit(f).lower(...) produces (JAX 0.10.2)")
+    return options
+
+
+# ----- Cholesky ------------------------------------------------------------------------
+class _Potrf(Rule):
+    """``lapack_?potrf_ffi``, lower triangle (what ``jnp.linalg.cholesky`` emits)."""
+
+    def propagates(self, op, index):
+        return index == 0 and hlo.is_float_tensor(op.operands[0].type)
+
+    def _factor(self, ctx, op):
+        if _options(op, "uplo")["uplo"] != "L":
+            raise ZymaseError("no derivative rule for an upper Cholesky factorization (JAX emits the lower one)",
+                              construct=f"stablehlo.custom_call @{op.call_target_name.data}",
+                              location=location_of(op), hint="factor with jnp.linalg.cholesky")
+        factor = ctx.primal(op.results[0])  # its strict upper triangle is A's
+        return factor, _triangle(ctx.E, factor, "L", False), hlo.ffi_batch_dims(op)
+
+    def forward(self, ctx, op, tangents):
+        da = tangents[0]
+        if da is None:
+            return [None] * len(op.results)
+        E = ctx.E
+        factor, lower, batch = self._factor(ctx, op)
+        target = _trsm_target(da.type.element_type)
+        row, col = _masks(E, da)
+        on_or_below = _compare(E, "GE", row, col)
+        symmetric = E.select(on_or_below, da, _mt(E, da))  # S(dA): the lower triangle mirrored
+        y = _trsm(E, target, factor, symmetric, batch, "L", "L", "N", "N")  # L^-1 S
+        z = _trsm(E, target, factor, y, batch, "R", "L", "T", "N")  # L^-1 S L^-T
+        dl = _matmul(E, lower, _phi(E, z))
+        return [E.select(on_or_below, dl, da)] + [None] * (len(op.results) - 1)
+
+    def reverse(self, ctx, op, dys):
+        dl = dys[0]
+        if dl is None or not ctx.wants(op.operands[0]):
+            return [None]
+        E = ctx.E
+        factor, lower, batch = self._factor(ctx, op)
+        target = _trsm_target(dl.type.element_type)
+        p = _phi(E, _matmul(E, lower, _triangle(E, dl, "L", False), ta=True))  # phi(L^T Lbar)
+        q = _trsm(E, target, factor, p, batch, "L", "L", "T", "N")  # L^-T phi(...)
+        g = _trsm(E, target, factor, q, batch, "R", "L", "N", "N")  # ... L^-1
+        row, col = _masks(E, g)
+        return [E.select(_compare(E, "GT", row, col), E.add(g, _mt(E, g)),
+                         E.select(_compare(E, "EQ", row, col), g, dl))]
+
+
+# ----- triangular solves ---------------------------------------------------------------
+class _Trsm(Rule):
+    """``lapack_?trsm_ffi``: ``op(A) X = B`` or ``X op(A) = B`` for a triangular A."""
+
+    def propagates(self, op, index):
+        return hlo.is_float_tensor(op.operands[index].type)
+
+    def _config(self, op):
+        o = _options(op, "side", "uplo", "trans_x", "diag")
+        trans = "N" if o["trans_x"] == "N" else "T"  # C is T for real matrices
+        return o["side"], o["uplo"], trans, o["diag"], hlo.ffi_batch_dims(op)
+
+    def forward(self, ctx, op, tangents):
+        da, db = tangents
+        if da is None and db is None:
+            return [None]
+        E = ctx.E
+        a, x = ctx.primal(op.operands[0]), ctx.primal(op.results[0])
+        side, uplo, trans, diag, batch = self._config(op)
+        rhs = db
+        if da is not None:
+            dop = _triangle(E, da, uplo, diag == "U")
+            term = _matmul(E, dop, x, ta=trans == "T") if side == "L" else _matmul(E, x, dop, tb=trans == "T")
+            rhs = E.neg(term) if rhs is None else E.sub(rhs, term)
+        return [_trsm(E, op.call_target_name.data, a, rhs, batch, side, uplo, trans, diag)]
+
+    def reverse(self, ctx, op, dys):
+        dx = dys[0]
+        out = [None, None]
+        if dx is None:
+            return out
+        E = ctx.E
+        a_value, b_value = op.operands
+        a, x = ctx.primal(a_value), ctx.primal(op.results[0])
+        side, uplo, trans, diag, batch = self._config(op)
+        db = _trsm(E, op.call_target_name.data, a, dx, batch, side, uplo, "N" if trans == "T" else "T", diag)
+        if ctx.wants(b_value):
+            out[1] = db
+        if ctx.wants(a_value):
+            if side == "L":  # -Bbar X^T, or its transpose for op = T
+                da = _matmul(E, x, db, tb=True) if trans == "T" else _matmul(E, db, x, tb=True)
+            else:  # -X^T Bbar, or its transpose
+                da = _matmul(E, db, x, ta=True) if trans == "T" else _matmul(E, x, db, ta=True)
+            out[0] = _triangle(E, E.neg(da), uplo, diag == "U")
+        return out
+
+
+POTRF, TRSM = _Potrf(), _Trsm()
+LINALG_RULES: dict[str, Rule] = {
+    "lapack_spotrf_ffi": POTRF, "lapack_dpotrf_ffi": POTRF,
+    "lapack_strsm_ffi": TRSM, "lapack_dtrsm_ffi": TRSM,
+}
