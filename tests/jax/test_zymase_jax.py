@@ -231,3 +231,53 @@ def test_linalg_custom_calls_run_when_constant_and_are_refused_when_active():
         zj.grad(lambda a: jnp.sum(jnp.linalg.svd(a, compute_uv=False)))(a)
     text = info.value.format()
     assert "@lapack_dgesdd_ffi (emitted by jnp.linalg.svd)" in text and "<lambda>" in text
+
+
+# issue 28 (jaxrules item 2): a user's jax.custom_vjp / custom_jvp rule leaves no trace in
+# the StableHLO JAX lowers, so zymase would silently give the primal's derivative where
+# jax.grad gives the rule's. Here the straight-through estimator's rule (gradient 1) is not
+# the derivative of round (0): refused, naming the rule, the function and the call's line,
+# in both modes and when the rule sits inside a jit-ted helper or a scan body.
+@jax.custom_vjp
+def _straight_through_round(x):
+    return jnp.round(x)
+
+
+_straight_through_round.defvjp(lambda x: (jnp.round(x), None), lambda _, g: (g,))
+
+
+@jax.custom_jvp
+def _stabilized_log1pexp(x):
+    return jnp.log1p(jnp.exp(x))
+
+
+_stabilized_log1pexp.defjvp(lambda p, t: (_stabilized_log1pexp(p[0]), t[0] * jax.nn.sigmoid(p[0])))
+
+
+def test_user_custom_rules_are_refused_not_silently_ignored():
+    x = jnp.asarray([0.2, 1.4, -0.7])
+
+    def quantized(x):
+        return jnp.sum(_straight_through_round(x) * x)
+
+    # the silent difference this refusal prevents: the rule's gradient is not round's
+    assert not np.allclose(jax.grad(quantized)(x), x)
+    with pytest.raises(ZymaseError) as info:
+        zj.grad(quantized)(x)
+    text = info.value.format()
+    assert text.startswith(f"zymase: error: {__file__}:")
+    assert "'_straight_through_round' has a jax.custom_vjp rule (defined at " in text
+    assert "function 'test_user_custom_rules_are_refused_not_silently_ignored.<locals>.quantized'" in text
+    assert "hint:" in text and "\n" not in text
+
+    nested = lambda x: lax.scan(lambda c, r: (c + jax.jit(_stabilized_log1pexp)(r * c), None), 0.0, x)[0]  # noqa: E731
+    with pytest.raises(ZymaseError, match="'_stabilized_log1pexp' has a jax.custom_jvp rule"):
+        zj.jvp(nested, (x,), (jnp.ones(3),))
+
+
+# the rules JAX's own functions carry (jax.nn.relu, jnp.logaddexp, xlogy) are their primals'
+# derivatives: zymase differentiates the primal, and agrees with jax.grad away from kinks
+def test_jax_library_custom_rules_are_differentiated_through_their_primal():
+    f = lambda x: jnp.sum(jax.nn.relu(x) * jnp.logaddexp(x, 0.3) + jax.scipy.special.xlogy(x * x, 2.0 + x))  # noqa: E731
+    x = jnp.asarray([0.2, 1.4, -0.7])
+    np.testing.assert_allclose(zj.grad(f)(x), jax.grad(f)(x), rtol=1e-12)

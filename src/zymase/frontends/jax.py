@@ -1,9 +1,10 @@
 """The JAX front end: a JAX function lowered to StableHLO, differentiated by zymase,
 run by XLA inside JAX.
 
-1. **Lower** (``lower``): ``jax.jit(flat_f, keep_unused=True).lower(*avals)`` on the
-   flattened arguments, printed in MLIR's generic op form and parsed by
-   ``ir.parse_mlir`` (the StableHLO dialect of ``ir/stablehlo.py``).
+1. **Lower** (``lower``): ``jax.jit(flat_f, keep_unused=True).trace(*avals)`` on the
+   flattened arguments, whose jaxpr is checked for users' custom rules
+   (``jax_custom_rules``: refused), then lowered, printed in MLIR's generic op form and
+   parsed by ``ir.parse_mlir`` (the StableHLO dialect of ``ir/stablehlo.py``).
 2. **Differentiate**: ``transforms/hlo_rewrites.simplify`` (its exact patterns) simplifies
    the user's function, ``autodiff/hlo.reverse`` / ``forward`` rewrite ``@main``, then
    ``simplify`` (all patterns but on the primal ops) folds what the rules left (``x + 0``, transposes
@@ -16,7 +17,7 @@ run by XLA inside JAX.
    inside ``jax.jit`` it is compiled together with the code around it.
 
 Derivative modules are cached per (function, argument shapes and dtypes, mode,
-active arguments). Only this module and ``zymase/jax.py`` import JAX.
+active arguments). Only this module, ``jax_custom_rules`` and ``zymase/jax.py`` import JAX.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from jax.extend.core import Primitive
 
 from zymase.autodiff import hlo as hlo_ad
 from zymase.errors import ZymaseError
+from zymase.frontends.jax_custom_rules import refuse_custom_rules
 from zymase.transforms import hlo_rewrites
 from zymase.ir import FileLineColLoc, IntAttr, ModuleOp, StringAttr, parse_mlir, print_mlir
 from zymase.ir.stablehlo import STOP_GRADIENT_TARGET
@@ -113,7 +115,9 @@ def _lowered_text(f, in_tree, avals) -> tuple[str, tuple]:
 
     token = _MARK_STOP_GRADIENT.set(True)
     try:
-        lowered = jax.jit(flat_f, keep_unused=True).lower(*avals)
+        traced = jax.jit(flat_f, keep_unused=True).trace(*avals)
+        refuse_custom_rules(traced.jaxpr, python_name(f))  # the lowered text has no trace of them
+        lowered = traced.lower()
     finally:
         _MARK_STOP_GRADIENT.reset(token)
     out_avals = tuple(ShapedArray(o.shape, o.dtype) for o in jax.tree_util.tree_leaves(lowered.out_info))
