@@ -60,6 +60,23 @@ func.func @fwd_two_newer_spelling(%x: f64, %dx: f64, %y: f64) -> f64 {{
   %r = enzyme.fwddiff @two(%x, %dx, %y) {{activity = [#enzyme.activity<enzyme_dup>, #enzyme.activity<enzyme_const>], ret_activity = [#enzyme.activity<enzyme_constnoneed>, #enzyme.activity<enzyme_dupnoneed>]}} : (f64, f64, f64) -> f64
   return %r : f64
 }}
+func.func @rev_two_properties(%x: f64, %y: f64, %s0: f64) -> (f64, f64) {{
+  %r:2 = enzyme.autodiff @two(%x, %y, %s0) <{{ activity=[#enzyme.activity<enzyme_active>, #enzyme.activity<enzyme_active>], ret_activity=[#enzyme.activity<enzyme_activenoneed>, #enzyme.activity<enzyme_constnoneed>] }}> : (f64, f64, f64) -> (f64, f64)
+  return %r#0, %r#1 : f64, f64
+}}
+func.func @fwd_two_printed(%x: f64, %dx: f64, %y: f64) -> (f64, f64) {{
+  %r:3 = enzyme.fwddiff @two(%x, %dx, %y) <activity = [#enzyme.activity<enzyme_dup>, #enzyme.activity<enzyme_const>], ret_activity = [#enzyme.activity<enzyme_dupnoneed>, #enzyme.activity<enzyme_dup>]> : (f64, f64, f64) -> (f64, f64, f64)
+  return %r#0, %r#2 : f64, f64
+}}
+func.func @region_fwd_properties(%x: f64, %dx: f64, %y: f64) -> f64 {{
+  %r = enzyme.fwddiff_region(%x, %dx) {{
+  ^bb0(%a: f64):
+    %m = arith.mulf %a, %y : f64
+    %s = math.sin %m : f64
+    enzyme.yield %s : f64
+  }} <{{activity = [#enzyme.activity<enzyme_dup>], ret_activity = [#enzyme.activity<enzyme_dupnoneed>]}}> : (f64, f64) -> f64
+  return %r : f64
+}}
 func.func @region_rev(%x: f64, %y: f64, %dr: f64) -> (f64, f64) {{
   %r:2 = enzyme.autodiff_region(%x, %dr) {{
   ^bb0(%a: f64):
@@ -107,6 +124,29 @@ def test_several_results_with_their_return_activities(opt_level):
     assert m.fwd_two(x, 0.3, y, -1.0) == pytest.approx((x * y, 0.3 * y - x, math.cos(x) * 0.3 - 1.0), rel=1e-15)
     # Enzyme-MLIR's newer attribute spelling #enzyme.activity<...> reads the same
     assert m.fwd_two_newer_spelling(x, 0.3, y) == pytest.approx(math.cos(x) * 0.3, rel=1e-15)
+
+
+# issue 28 (jaxrules item 3): Enzyme-MLIR's newer spellings of the options, a property
+# dictionary <{...}> (its tests, also after a region's body) and <activity = ..., ...>
+# (its printer), differentiate as the attribute dictionary does
+@pytest.mark.parametrize("opt_level", [0, 2])
+def test_newer_option_spellings_differentiate(opt_level):
+    m = _module(opt_level)
+    x, y = 0.4, 1.2
+    assert m.rev_two_properties(x, y, 0.5) == pytest.approx((0.5 * y, 0.5 * x), rel=1e-15)
+    # results: (d two#0 = dx*y, primal two#1, d two#1 = cos(x) dx, both from dx): #0 and #2 returned
+    assert m.fwd_two_printed(x, 0.3, y) == pytest.approx((0.3 * y, math.cos(x) * 0.3), rel=1e-15)
+    assert m.region_fwd_properties(x, 0.3, y) == pytest.approx(math.cos(x * y) * y * 0.3, rel=1e-15)
+
+
+def test_option_given_twice_is_refused():
+    text = TEXT.split("func.func @rev_ign")[0] + """
+func.func @twice(%x: f64, %dx: f64) -> f64 {
+  %r = enzyme.fwddiff @ign(%x, %dx, %x) <activity = [#enzyme.activity<enzyme_dup>, #enzyme.activity<enzyme_const>], activity = [#enzyme.activity<enzyme_dup>, #enzyme.activity<enzyme_const>], ret_activity = [#enzyme.activity<enzyme_dupnoneed>]> : (f64, f64, f64) -> f64
+  return %r : f64
+}"""
+    with pytest.raises(ZymaseError, match="option 'activity' given twice"):
+        zymase.mlir.compile(text)
 
 
 @pytest.mark.parametrize("opt_level", [0, 2])

@@ -38,7 +38,6 @@ from xdsl.irdl import (
     IRDLOperation,
     irdl_attr_definition,
     irdl_op_definition,
-    ParsePropInAttrDict,
     operand_def,
     opt_prop_def,
     prop_def,
@@ -48,7 +47,7 @@ from xdsl.irdl import (
     var_operand_def,
     var_result_def,
 )
-from xdsl.parser import AttrParser
+from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.traits import IsTerminator
 from xdsl.utils.exceptions import VerifyException
@@ -163,7 +162,77 @@ def _activities(attr: ArrayAttr) -> list[Activity]:
     return [a.activity for a in attr.data]  # type: ignore[attr-defined]
 
 
-class _DiffOp(IRDLOperation):
+def _parse_options(parser: Parser) -> dict[str, Attribute]:
+    """The options of a request written after its operands, in Enzyme-MLIR's newer
+    spellings: a property dictionary ``<{activity = [...], ret_activity = [...]}>`` (its
+    tests' input) or ``<activity = [...], ret_activity = [...]>`` (what its printer
+    writes now); nothing when neither is there (the options are then in the attribute
+    dictionary that follows, the older spelling, which zymase prints)."""
+    if parser.parse_optional_punctuation("<") is None:
+        return {}
+    braced = parser.parse_optional_punctuation("{") is not None
+    entries: list[tuple[str, Attribute]] = []
+    if not (braced and parser.parse_optional_punctuation("}") is not None):
+        entries = parser.parse_comma_separated_list(parser.Delimiter.NONE, lambda: _parse_entry(parser))
+        if braced:
+            parser.parse_punctuation("}")
+    parser.parse_punctuation(">")
+    names = [name for name, _ in entries]
+    for name in names:
+        if names.count(name) > 1:
+            parser.raise_error(f"option '{name}' given twice")
+    return dict(entries)
+
+
+def _parse_entry(parser: Parser) -> tuple[str, Attribute]:
+    name = parser.parse_optional_identifier()
+    if name is None:
+        name = parser.parse_str_literal("an option name (activity, ret_activity, width, ...)")
+    parser.parse_punctuation("=")
+    return name, parser.parse_attribute()
+
+
+def _build(cls, parser: Parser, operands, regions, options: dict[str, Attribute]):
+    """The op ``cls`` with ``options`` split into its properties and other attributes,
+    its operands resolved against the trailing ``: (inputs) -> (outputs)`` type."""
+    parser.parse_punctuation(":")
+    pos = parser.pos
+    signature = parser.parse_function_type()
+    inputs = parser.resolve_operands(operands, signature.inputs.data, pos)
+    declared = cls.get_irdl_definition().properties
+    return cls.create(operands=list(inputs), result_types=list(signature.outputs.data), regions=regions,
+                      properties={k: v for k, v in options.items() if k in declared},
+                      attributes={k: v for k, v in options.items() if k not in declared})
+
+
+class _NamedRequestSyntax:
+    """Parse/print of the ops naming a function (``enzyme.autodiff``, ``fwddiff``,
+    ``split_autodiff``, ``batch``): ``@f(%x, %dx) <options> {attr-dict} : (types) ->
+    (types)``. Printed with the options in the attribute dictionary (Enzyme-MLIR reads
+    that spelling too)."""
+
+    @classmethod
+    def parse(cls, parser: Parser) -> IRDLOperation:
+        fn = parser.parse_attribute()
+        if not isinstance(fn, SymbolRefAttr):
+            parser.raise_error(f"expected the differentiated function as @name, got {fn}")
+        operands = parser.parse_op_args_list()
+        options = _parse_options(parser)
+        options.update(parser.parse_optional_attr_dict())
+        return _build(cls, parser, operands, [], {"fn": fn, **options})
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_attribute(self.fn)
+        printer.print_string("(")
+        printer.print_list(self.inputs, printer.print_operand)
+        printer.print_string(")")
+        printer.print_op_attributes({k: v for k, v in {**self.attributes, **self.properties}.items() if k != "fn"})
+        printer.print_string(" : ")
+        printer.print_function_type(self.inputs.types, self.outputs.types)
+
+
+class _DiffOp(_NamedRequestSyntax, IRDLOperation):
     fn = prop_def(SymbolRefAttr)
     inputs = var_operand_def()
     outputs = var_result_def()
@@ -172,9 +241,6 @@ class _DiffOp(IRDLOperation):
     #: vector mode (Enzyme's ``width``): every derivative operand and result is
     #: repeated ``width`` times, one per lane; absent means 1
     width = opt_prop_def(IntegerAttr)
-
-    assembly_format = "$fn `(` $inputs `)` attr-dict `:` functional-type($inputs, results)"
-    irdl_options = (ParsePropInAttrDict(),)
 
     def __init__(
         self,
@@ -266,7 +332,7 @@ class SplitDiffOp(_DiffOp):
 
 
 @irdl_op_definition
-class BatchOp(IRDLOperation):
+class BatchOp(_NamedRequestSyntax, IRDLOperation):
     """Enzyme-MLIR's batched evaluation: ``fn`` applied to ``batch_shape`` lanes at once.
     Each operand is a tensor whose leading dimensions are ``batch_shape`` and whose lane
     is ``fn``'s parameter; each result likewise (zymase.transforms.batch)."""
@@ -276,9 +342,6 @@ class BatchOp(IRDLOperation):
     inputs = var_operand_def()
     outputs = var_result_def()
     batch_shape = prop_def(DenseArrayBase)
-
-    assembly_format = "$fn `(` $inputs `)` attr-dict `:` functional-type($inputs, results)"
-    irdl_options = (ParsePropInAttrDict(),)
 
 
 @irdl_op_definition
@@ -419,8 +482,25 @@ class _DiffRegionOp(IRDLOperation):
     strong_zero = opt_prop_def(Attribute)
     fn = opt_prop_def(Attribute)
 
-    assembly_format = "`(` $inputs `)` $body attr-dict-with-keyword `:` functional-type($inputs, results)"
-    irdl_options = (ParsePropInAttrDict(),)
+    @classmethod
+    def parse(cls, parser: Parser) -> "_DiffRegionOp":
+        """``(%x, %dx) { body } <options> attributes {...} : (types) -> (types)``, the
+        options in any of Enzyme-MLIR's spellings (see :func:`_parse_options`)."""
+        operands = parser.parse_op_args_list()
+        body = parser.parse_region()
+        options = _parse_options(parser)
+        keyword = parser.parse_optional_attr_dict_with_keyword()
+        options.update(keyword.data if keyword is not None else parser.parse_optional_attr_dict())
+        return _build(cls, parser, operands, [body], options)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string("(")
+        printer.print_list(self.inputs, printer.print_operand)
+        printer.print_string(") ")
+        printer.print_region(self.body)
+        printer.print_op_attributes({**self.attributes, **self.properties}, print_keyword=True)
+        printer.print_string(" : ")
+        printer.print_function_type(self.inputs.types, self.outputs.types)
 
     @property
     def arg_activities(self) -> list[Activity]:
