@@ -1,7 +1,7 @@
 """The matrix-level rules of the LAPACK custom_calls JAX emits on CPU (issue 28, the rest
 of items 1 and 2: ``jnp.linalg.cholesky`` -> ``lapack_?potrf_ffi``,
 ``jax.scipy.linalg.solve_triangular`` / ``lax.linalg.triangular_solve`` ->
-``lapack_?trsm_ffi``), forward and reverse, against ``jax.jvp`` / ``jax.vjp`` of the same
+``lapack_?trsm_ffi``, ``jnp.linalg.eigh`` -> ``lapack_?syevd_ffi``), forward and reverse, against ``jax.jvp`` / ``jax.vjp`` of the same
 function: every side, triangle, transpose and diagonal variant JAX emits, a batch
 dimension, float32 and float64. Each test is one XLA program (compiles dominate).
 """
@@ -47,11 +47,14 @@ def _solves(a, b, every: bool = True):
                                               unit_diagonal=True))
 
 
-def _cholesky_uses(a, b):
-    """The factor itself, the solve JAX's cho_solve makes of it, and a log-determinant."""
+def _factorizations(a, b):
+    """The Cholesky factor, the solve JAX's cho_solve makes of it, a log-determinant, and
+    the eigendecomposition from either triangle (eigenvalues and eigenvectors)."""
     chol = jnp.linalg.cholesky(a)
     logdet = jnp.sum(jnp.log(jnp.diagonal(chol, axis1=-2, axis2=-1)))
-    return chol, jax.scipy.linalg.cho_solve((chol, True), b), logdet
+    w, v = jnp.linalg.eigh(a)
+    upper = jax.scipy.linalg.eigh(a + b @ jnp.swapaxes(b, -1, -2), lower=False)
+    return chol, jax.scipy.linalg.cho_solve((chol, True), b), logdet, w, v, upper
 
 
 KINDS = ("chol", "trsm", "chol", "trsm")
@@ -59,7 +62,7 @@ KINDS = ("chol", "trsm", "chol", "trsm")
 
 def _program(pairs):
     """float64 cases with every variant, then float32 batched ones (two matrices each)."""
-    return tuple(_cholesky_uses(a, b) if kind == "chol" else _solves(a, b, every=k < 2)
+    return tuple(_factorizations(a, b) if kind == "chol" else _solves(a, b, every=k < 2)
                  for k, (kind, (a, b)) in enumerate(zip(KINDS, pairs)))
 
 
@@ -100,3 +103,27 @@ def test_cholesky_and_triangular_solve_forward_match_jax_jvp():
     want_value, want_tangent = jax.jit(lambda p, t: jax.jvp(_program, (p,), (t,)))(pairs, tangents)
     _assert_close(value, want_value, pairs)
     _assert_close(tangent, want_tangent, pairs)
+
+
+def test_eigh_and_cholesky_read_only_the_triangle_they_are_given():
+    """Without JAX's symmetrization (``symmetrize_input=False``) LAPACK reads one triangle
+    alone (eigh here the upper, cholesky the lower), so the derivative is that of the
+    symmetric matrix with that triangle. JAX's own rules assume a symmetric input there,
+    so the reference is central finite differences of the primal: the tangent directly,
+    the adjoint through <Abar, dA> = <Vbar, dV> + <wbar, dw> + <Lbar, dL>."""
+    rng = np.random.default_rng(3)
+    a = _spd(rng, 4, np.float64) + jnp.asarray(np.tril(rng.normal(size=(4, 4)), -1) * 0.3)  # not symmetric
+    da = jnp.asarray(rng.normal(size=(4, 4)))
+    f = lambda a: (*lax.linalg.eigh(a, lower=False, symmetrize_input=False),  # noqa: E731
+                   lax.linalg.cholesky(a, symmetrize_input=False))
+    h = 1e-6
+    plus, minus = jax.jit(f)(a + h * da), jax.jit(f)(a - h * da)
+    differences = [(p - m) / (2 * h) for p, m in zip(plus, minus)]
+    _, tangent = zj.jvp(f, (a,), (da,))
+    for got, want in zip(tangent, differences):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8)
+    cotangents = (jnp.asarray(rng.normal(size=(4, 4))), jnp.asarray(rng.normal(size=4)),
+                  jnp.asarray(rng.normal(size=(4, 4))))
+    (adjoint,) = zj.vjp(f, a)[1](cotangents)
+    np.testing.assert_allclose(np.sum(adjoint * da), sum(np.sum(c * d) for c, d in zip(cotangents, differences)),
+                               rtol=1e-7)

@@ -1,7 +1,8 @@
 """Matrix-level rules for the LAPACK custom_calls JAX emits on CPU (``lapack_?potrf_ffi``
 for ``jnp.linalg.cholesky``, ``lapack_?trsm_ffi`` for ``jax.scipy.linalg.solve_triangular``
-and ``lax.linalg.triangular_solve``), written as StableHLO: triangular solves are the same
-LAPACK custom_calls, products are ``dot_general``, triangles are ``select`` on iota masks.
+and ``lax.linalg.triangular_solve``, ``lapack_?syevd_ffi`` for ``jnp.linalg.eigh``),
+written as StableHLO: triangular solves are the same LAPACK custom_calls, products are
+``dot_general``, triangles are ``select`` on iota masks.
 LAPACK is never differentiated through; the formulas are those of the matrix functions
 (Murray 2016 for the Cholesky factor), and they give JAX's own derivatives.
 
@@ -20,6 +21,8 @@ that):
   ``diag = U``). Tangent: the same solve of ``dB - op(dA) X`` (or ``dB - X op(dA)``);
   adjoint ``Bbar`` the solve with ``op(A)^T``, ``Abar = -Bbar X^T`` (left) or
   ``-X^T Bbar`` (right), transposed for ``op = T``, kept on the triangle read.
+* ``syevd`` (``mode = V``) reads the ``uplo`` triangle of A and writes its eigenvectors
+  V over it, with the eigenvalues w (ascending): see :class:`_Syevd`.
 
 Leading batch dimensions (``num_batch_dims``, from vmap or batched inputs) are batch
 dimensions of every product and solve. Complex matrices have no rule (refused by the
@@ -128,7 +131,7 @@ class _Potrf(Rule):
         target = _trsm_target(da.type.element_type)
         row, col = _masks(E, da)
         on_or_below = _compare(E, "GE", row, col)
-        symmetric = E.select(on_or_below, da, _mt(E, da))  # S(dA): the lower triangle mirrored
+        symmetric = _symmetric_from(E, da, "L")
         y = _trsm(E, target, factor, symmetric, batch, "L", "L", "N", "N")  # L^-1 S
         z = _trsm(E, target, factor, y, batch, "R", "L", "T", "N")  # L^-1 S L^-T
         dl = _matmul(E, lower, _phi(E, z))
@@ -196,8 +199,83 @@ class _Trsm(Rule):
         return out
 
 
-POTRF, TRSM = _Potrf(), _Trsm()
+# ----- symmetric eigendecomposition ----------------------------------------------------
+def _symmetric_from(E, x, uplo: str):
+    """The symmetric matrix whose ``uplo`` triangle is ``x``'s (what LAPACK reads)."""
+    row, col = _masks(E, x)
+    return E.select(_compare(E, "GE" if uplo == "L" else "LE", row, col), x, _mt(E, x))
+
+
+def _onto_triangle(E, g, uplo: str):
+    """The adjoint of :func:`_symmetric_from`: ``g + g^T`` off the diagonal, ``g`` on it,
+    on the ``uplo`` triangle (the other one is not read)."""
+    row, col = _masks(E, g)
+    return E.select(_compare(E, "GT" if uplo == "L" else "LT", row, col), E.add(g, _mt(E, g)),
+                    E.select(_compare(E, "EQ", row, col), g, E.zero(g.type)))
+
+
+def _spread(E, w, like, dim: int):
+    """The vectors ``w`` (..., n) broadcast over matrices of ``like``'s shape along the
+    matrix dim ``dim`` (0: w[i] in row i, 1: w[j] in column j)."""
+    rank = len(T.shape(like))
+    return T.broadcast(E, w, T.shape(like), [*range(rank - 2), rank - 2 + dim])
+
+
+def _gaps(E, w, like):
+    """``F_ij = 1 / (w_j - w_i)`` off the diagonal, 0 on it: repeated eigenvalues give
+    inf there (the eigenvectors they mix are not functions of A; JAX gives inf/NaN too)."""
+    row, col = _masks(E, like)
+    gaps = E.sub(_spread(E, w, like, 1), _spread(E, w, like, 0))
+    return E.select(_compare(E, "EQ", row, col), E.zero(like.type), E.div(E.const_like(1.0, gaps), gaps))
+
+
+class _Syevd(Rule):
+    """``lapack_?syevd_ffi`` (``jnp.linalg.eigh``, ``eigvalsh``): ``A = V diag(w) V^T``
+    from the ``uplo`` triangle of A, eigenvalues ascending. Tangent ``M = V^T dS V``,
+    ``dw = diag(M)``, ``dV = V (F o M)``; adjoint ``V (diag(wbar) + F o V^T Vbar) V^T``
+    folded onto the triangle read. The third result (``info``) is an integer."""
+
+    def propagates(self, op, index):
+        return index == 0 and hlo.is_float_tensor(op.operands[0].type)
+
+    def _decomposition(self, ctx, op):
+        options = _options(op, "mode", "uplo")
+        if options["mode"] != "V":
+            raise ZymaseError("no derivative rule for eigenvalues computed without eigenvectors (mode 'N')",
+                              construct=f"stablehlo.custom_call @{op.call_target_name.data}",
+                              location=location_of(op), hint="use jnp.linalg.eigh or eigvalsh (they compute both)")
+        return ctx.primal(op.results[0]), ctx.primal(op.results[1]), options["uplo"]
+
+    def forward(self, ctx, op, tangents):
+        da = tangents[0]
+        if da is None:
+            return [None] * len(op.results)
+        E = ctx.E
+        v, w, uplo = self._decomposition(ctx, op)
+        m = _matmul(E, _matmul(E, v, _symmetric_from(E, da, uplo), ta=True), v)  # V^T dS V
+        row, col = _masks(E, m)
+        diagonal = E.select(_compare(E, "EQ", row, col), m, E.zero(m.type))
+        dw = T.reduce(E, diagonal, [len(T.shape(m)) - 1])
+        dv = _matmul(E, v, E.mul(_gaps(E, w, m), m))
+        return [dv, dw] + [None] * (len(op.results) - 2)
+
+    def reverse(self, ctx, op, dys):
+        dv, dw = dys[0], dys[1]
+        if (dv is None and dw is None) or not ctx.wants(op.operands[0]):
+            return [None]
+        E = ctx.E
+        v, w, uplo = self._decomposition(ctx, op)
+        inner = E.mul(_gaps(E, w, v), _matmul(E, v, dv, ta=True)) if dv is not None else E.zero(v.type)
+        if dw is not None:
+            row, col = _masks(E, v)
+            inner = E.select(_compare(E, "EQ", row, col), _spread(E, dw, v, 0), inner)
+        g = _matmul(E, _matmul(E, v, inner), v, tb=True)
+        return [_onto_triangle(E, g, uplo)]
+
+
+POTRF, TRSM, SYEVD = _Potrf(), _Trsm(), _Syevd()
 LINALG_RULES: dict[str, Rule] = {
     "lapack_spotrf_ffi": POTRF, "lapack_dpotrf_ffi": POTRF,
     "lapack_strsm_ffi": TRSM, "lapack_dtrsm_ffi": TRSM,
+    "lapack_ssyevd_ffi": SYEVD, "lapack_dsyevd_ffi": SYEVD,
 }
