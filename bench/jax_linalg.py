@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""zymase.jax.grad against jax.grad through JAX's LAPACK custom_calls on XLA CPU (the
+rules of ``autodiff/rules/stablehlo_linalg.py``): both jitted, run alternately in one
+process on the same inputs, reported as the ratio of the best times (zymase / JAX),
+after checking that the two gradients agree.
+
+    python bench/jax_linalg.py [--rounds R] [--n N]
+
+Workloads (float64, n x n matrices, n = 200 by default):
+
+* gp: a Gaussian-process negative log-likelihood, ``jnp.linalg.cholesky`` of a kernel
+  matrix, ``cho_solve`` and the log-determinant (potrf and trsm);
+* triangular: solves with a triangular matrix from both sides, transposed and not (trsm);
+* eigh: a spectral loss, eigenvalues and eigenvectors of a symmetric matrix (syevd).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax.scipy.linalg import cho_solve, solve_triangular
+
+import zymase.jax as zj
+
+jax.config.update("jax_enable_x64", True)
+
+
+def gp(n):
+    rng = np.random.default_rng(0)
+    x = jnp.asarray(rng.normal(size=(n, 3)))
+    y = jnp.asarray(rng.normal(size=n))
+
+    def loss(log_scale, x, y):
+        d2 = jnp.sum((x[:, None, :] - x[None, :, :]) ** 2, axis=-1)
+        k = jnp.exp(-0.5 * d2 / jnp.exp(2 * log_scale)) + 0.1 * jnp.eye(x.shape[0])
+        chol = jnp.linalg.cholesky(k)
+        alpha = cho_solve((chol, True), y)
+        return 0.5 * y @ alpha + jnp.sum(jnp.log(jnp.diagonal(chol)))
+
+    return loss, (jnp.asarray(0.3), x, y), (0, 1)
+
+
+def triangular(n):
+    rng = np.random.default_rng(1)
+    a = jnp.asarray(rng.normal(size=(n, n)) * 0.1 + 2.0 * np.eye(n))
+    b = jnp.asarray(rng.normal(size=(n, 8)))
+
+    def loss(a, b):
+        x = solve_triangular(a, b, lower=True)
+        y = solve_triangular(a, x, lower=False, trans=1)
+        z = lax.linalg.triangular_solve(a, y.T, left_side=False, lower=True)
+        return jnp.sum(z ** 2)
+
+    return loss, (a, b), (0, 1)
+
+
+def eigh(n):
+    rng = np.random.default_rng(2)
+    m = rng.normal(size=(n, n))
+    a = jnp.asarray(m @ m.T / n + np.eye(n))
+    target = jnp.asarray(rng.normal(size=(n, n)))
+
+    def loss(a, target):
+        w, v = jnp.linalg.eigh(a)
+        return jnp.sum(jnp.log(w)) + jnp.sum((v * v) * target)
+
+    return loss, (a, target), 0
+
+
+WORKLOADS = {"gp": gp, "triangular": triangular, "eigh": eigh}
+
+
+def _best(fn, args, calls: int) -> float:
+    best = float("inf")
+    for _ in range(calls):
+        t = time.perf_counter()
+        jax.block_until_ready(fn(*args))
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--rounds", type=int, default=5, help="alternating rounds (best of 5 calls each)")
+    p.add_argument("--n", type=int, default=200, help="matrix size")
+    ns = p.parse_args()
+    print(f"{'workload':<12} {'zymase':>10} {'jax.grad':>10} {'ratio':>7}   (n = {ns.n})")
+    ratios = []
+    for name, build in WORKLOADS.items():
+        loss, args, argnums = build(ns.n)
+        ours = jax.jit(zj.grad(loss, argnums=argnums))
+        theirs = jax.jit(jax.grad(loss, argnums=argnums))
+        got, want = jax.block_until_ready(ours(*args)), jax.block_until_ready(theirs(*args))
+        for g, w in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
+            np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-7, atol=1e-9)
+        t_ours, t_theirs = float("inf"), float("inf")
+        for _ in range(ns.rounds):
+            t_ours = min(t_ours, _best(ours, args, 5))
+            t_theirs = min(t_theirs, _best(theirs, args, 5))
+        ratios.append(t_ours / t_theirs)
+        print(f"{name:<12} {t_ours * 1e3:9.3f}ms {t_theirs * 1e3:9.3f}ms {ratios[-1]:7.2f}", flush=True)
+    print(f"geometric mean against jax.grad: {float(np.exp(np.mean(np.log(ratios)))):.2f} (max {max(ratios):.2f})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
