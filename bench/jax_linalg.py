@@ -4,7 +4,9 @@ rules of ``autodiff/rules/stablehlo_linalg.py``): both jitted, run alternately i
 process on the same inputs, reported as the ratio of the best times (zymase / JAX),
 after checking that the two gradients agree.
 
-    python bench/jax_linalg.py [--rounds R] [--n N]
+    OPENBLAS_NUM_THREADS=1 python bench/jax_linalg.py [--rounds R] [--n N]
+
+(single-threaded LAPACK: on a shared machine its threads make the times vary several-fold)
 
 Workloads (float64, n x n matrices, n = 200 by default):
 

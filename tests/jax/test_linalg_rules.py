@@ -1,9 +1,11 @@
 """The matrix-level rules of the LAPACK custom_calls JAX emits on CPU (issue 28, the rest
 of items 1 and 2: ``jnp.linalg.cholesky`` -> ``lapack_?potrf_ffi``,
 ``jax.scipy.linalg.solve_triangular`` / ``lax.linalg.triangular_solve`` ->
-``lapack_?trsm_ffi``, ``jnp.linalg.eigh`` -> ``lapack_?syevd_ffi``), forward and reverse, against ``jax.jvp`` / ``jax.vjp`` of the same
-function: every side, triangle, transpose and diagonal variant JAX emits, a batch
-dimension, float32 and float64. Each test is one XLA program (compiles dominate).
+``lapack_?trsm_ffi``, ``jnp.linalg.eigh`` -> ``lapack_?syevd_ffi``), forward and reverse,
+against ``jax.jvp`` / ``jax.vjp`` of the same function: every side, triangle, transpose
+and diagonal variant JAX emits, a batch dimension, float32 and float64; and, against
+finite differences, that each kernel's derivative reads only the triangle it reads.
+Each test is one XLA program per mode (compiles dominate).
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ from __future__ import annotations
 from zymase.autodiff import hlo_flavor as T
 from zymase.autodiff.registry import Rule
 from zymase.errors import ZymaseError
-from zymase.ir import IntegerAttr, TensorType, i1, i32, i64, location_of
+from zymase.ir import IntegerAttr, TensorType, f32, i1, i32, i64, location_of
 from zymase.ir import stablehlo as hlo
 
 
@@ -72,8 +72,7 @@ def _matmul(E, a, b, ta: bool = False, tb: bool = False):
     """``op(a) op(b)`` per batch element (``ta``/``tb``: transposed)."""
     rank = len(T.shape(a))
     batch = list(range(rank - 2))
-    product = T.dot_general(E, a, b, batch, batch, [rank - 2 if ta else rank - 1], [rank - 1 if tb else rank - 2])
-    return product
+    return T.dot_general(E, a, b, batch, batch, [rank - 2 if ta else rank - 1], [rank - 1 if tb else rank - 2])
 
 
 def _phi(E, x):
@@ -92,8 +91,6 @@ def _trsm(E, target: str, a, b, batch: int, side: str, uplo: str, trans: str, di
 
 
 def _trsm_target(element_type) -> str:
-    from zymase.ir import f32
-
     return "lapack_strsm_ffi" if element_type == f32 else "lapack_dtrsm_ffi"
 
 
