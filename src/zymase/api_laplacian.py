@@ -57,9 +57,49 @@ def _check_x(disp, names, x):
     return np.ascontiguousarray(x)
 
 
+#: directions per Laplacian-mode call: the kernel has this many gradient lanes plus the
+#: Laplacian lane; x of size d takes ceil(d / CHUNK) calls, each repeating the primal
+CHUNK = 8
+
+
+class _Collapsed:
+    """The collapsed forward Laplacian (autodiff/laplacian.py): one Laplacian-mode
+    kernel with ``width`` gradient lanes and the Laplacian lane, and the njit loop that
+    seeds the lanes with ``width`` unit directions per call and sums the Laplacian
+    lane over the chunks of x."""
+
+    def __init__(self, disp, opts, names, prim, width: int):
+        rt = _check_result(disp, prim, need_float=True, api="laplacian")
+        self.dtype = _np_dtype(rt)
+        consts = tuple(api._const_activity(t) for t in prim[1:])
+        plan, _ = api._direct(disp, prim, (zn.DUP,) + consts, "fwd", opts, width=width + 1, laplacian=True)
+        others = [f"a{i}" for i in range(1, len(prim))]
+        params = ", ".join(["x"] + others)
+        rest = "".join(", " + a for a in others)
+        lanes = [f"s{k}" for k in range(width + 1)]  # s{width}: the Laplacian lane's seed, zero
+        alloc = "".join(f"    {s} = np.zeros(n, x.dtype)\n" for s in lanes)
+        seed = "".join(f"        if c + {k} < n:\n            s{k}[c + {k}] = v\n" for k in range(width))
+        src = (f"def laplacian_chunks({params}):\n"
+               "    n = x.shape[0]\n"
+               + alloc +
+               "    total = 0.0\n"
+               f"    for c in range(0, n, {width}):\n"
+               "        v = 1.0\n" + seed +
+               f"        total += call((x, {', '.join(lanes)}{rest}))[{width + 1}]\n"
+               "        v = 0.0\n" + seed +
+               "    return total\n")
+        import numba
+
+        self.loop = numba.njit(_exec(src, {"call": plan.call, "np": np}, "laplacian_chunks"))
+
+    def __call__(self, args):
+        return self.dtype(self.loop(*args))
+
+
 class _Jet:
-    """The forward-over-forward kernel of one function at one set of argument types,
-    and the njit loop that sums its second-order terms over the unit directions."""
+    """Taylor mode, the path kept for what Laplacian mode refuses: the
+    forward-over-forward kernel of one function at one set of argument types, and the
+    njit loop that sums its second-order terms over the unit directions."""
 
     def __init__(self, disp, opts, names, prim):
         rt = _check_result(disp, prim, need_float=True, api="laplacian")
@@ -118,13 +158,33 @@ def laplacian(f, *, preopt: bool = True, cache: bool | None = None, strong_zero:
         key = (disp, prim, tuple(sorted(opts.items())))
         jet = _jets.get(key)
         if jet is None:
-            try:
-                jet = _jets[key] = _Jet(disp, opts, names, prim)
-            except ZymaseError as err:
-                raise _written_argument(err, disp, args) from None
+            jet = _jets[key] = _build(disp, opts, names, prim, args)
         return jet(args)
 
     return laplacian_fn
+
+
+#: what the last compilation chose, per (function, argument types): "collapsed" or
+#: "taylor" with the refusal that sent it there (for tests and the bench)
+chosen: dict = {}
+
+
+def _build(disp, opts, names, prim, args):
+    """The collapsed forward Laplacian; where Laplacian mode refuses the function (a
+    construct vector mode does not handle: BLAS memory calls with shadows, scf, a
+    registered derivative, an op without a second-order term), Taylor mode, which
+    handles what forward over forward handles."""
+    try:
+        out = _Collapsed(disp, opts, names, prim, CHUNK)
+        chosen[(disp, prim)] = ("collapsed", None)
+        return out
+    except ZymaseError as collapsed_err:
+        try:
+            out = _Jet(disp, opts, names, prim)
+        except ZymaseError as err:
+            raise _written_argument(err, disp, args) from None
+        chosen[(disp, prim)] = ("taylor", collapsed_err)
+        return out
 
 
 def _written_argument(err: ZymaseError, disp, args) -> ZymaseError:

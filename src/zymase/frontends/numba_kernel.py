@@ -47,6 +47,9 @@ class KernelSpec:
     #: per lane; forward, a float result has ``width`` tangents; reverse, a float
     #: result takes ``width`` seeds and every active leaf has ``width`` derivatives
     width: int = 1
+    #: Laplacian mode (forward, ``width`` = N + 1, autodiff/laplacian.py): the last
+    #: lane's tangent is the summed second-order term of the other N lanes' directions
+    laplacian: bool = False
     #: the tape limit in bytes (zymase.autodiff.checkpoint; None: unlimited)
     tape_limit: int | None = None
 
@@ -258,6 +261,8 @@ def kernel_ir(ir, spec: KernelSpec, symbol: str) -> str:
         # on like any pointer, and pointers reaching differentiated calls need shadows
         body.append(f"  %dexc{k} = alloca ptr, align 8\n  store ptr null, ptr %dexc{k}")
     width = f"ptr @enzyme_width, i64 {spec.width}, " if spec.width > 1 else ""
+    if spec.laplacian:
+        width += "ptr @zymase_laplacian, "
     dres = ", ".join(f"ptr %dres{k}" for k in lane_names)
     dexc = ", ".join(f"ptr %dexc{k}" for k in lane_names)
     head = (f"ptr @{_q(status_fn)}, {width}ptr @enzyme_dup, ptr %res, {dres}, ptr @enzyme_dup, ptr %excinfo, {dexc}, "
@@ -321,7 +326,7 @@ def kernel_ir(ir, spec: KernelSpec, symbol: str) -> str:
     for name in ("__enzyme_autodiff", "__enzyme_fwddiff"):
         if f"@{name}(" not in ir.text:
             decls += f"declare void @{name}(ptr, ...)\n"
-    for m in ("enzyme_const", "enzyme_out", "enzyme_dup", "enzyme_dupnoneed", "enzyme_width"):
+    for m in ("enzyme_const", "enzyme_out", "enzyme_dup", "enzyme_dupnoneed", "enzyme_width", "zymase_laplacian"):
         if f"@{m} =" not in ir.text:
             decls += f"@{m} = external global i32\n"
     return status_src + "\n" + kernel_src + "\n" + decls
