@@ -15,12 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from zymase.analysis.memory import DEALLOCATED_ARG, memory_kind
+from zymase.analysis.memory import DEALLOCATED_ARG, callee_name, memory_kind
 from zymase.autodiff.common import Context, function_name, mark_shadow_args, no_rule_error, prepare
 from zymase.autodiff.flavor import Emitter
 from zymase.autodiff.lanes import LaneMaps
 from zymase.autodiff.laplacian import LaplacianTerms
 from zymase.autodiff.memory import ShadowCode, twin_decl
+from zymase.autodiff.registry import call_memory_rule
 from zymase.errors import ZymaseError
 from zymase.ir import Block, Operation, SSAValue, location_of
 from zymase.ir.enzyme import Activity
@@ -115,12 +116,20 @@ class ForwardGenerator(LaneMaps, ShadowCode, LaplacianTerms):
             self._region_op(op)
             return
         if (kind := memory_kind(op)) is not None:
+            lanes_rule = None
             if kind in ("memref", "call_rule") and any(self.act.has_shadow(o) for o in op.operands):
-                self.refuse_in_vector_mode(op, "memref or BLAS memory operations", self.fname)
+                rule = call_memory_rule(callee_name(op)) if kind == "call_rule" else None
+                if self.width > 1 and getattr(rule, "forwards_lanes", lambda o: False)(op):
+                    lanes_rule = rule  # every lane in one call (gemv's lanes as one gemm)
+                else:
+                    self.refuse_in_vector_mode(op, "memref or BLAS memory operations", self.fname)
             new = op.clone(self.vmap, self.bmap)
             E.insert(new)
             for r, nr in zip(op.results, new.results):
                 self.vmap[r] = nr
+            if lanes_rule is not None:
+                lanes_rule.forward_lanes(self, op, new)
+                return
             for _ in self.each_lane():
                 self.shadow_structure(op, new, forward_mode=True)
                 self.forward_memory(op)

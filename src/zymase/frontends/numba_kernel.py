@@ -168,7 +168,9 @@ def kernel_types(ir, spec: KernelSpec):
         outs = [value_t] + [t for ty, a in zip(ir.argtypes, spec.activities) for t in active_leaves(ty, a)
                             for _ in range(spec.width)]
     else:
-        outs = [value_t] * (1 + spec.width)
+        # Laplacian mode returns the value and the Laplacian lane only: the gradient
+        # lanes of the result are then dead code LLVM removes
+        outs = [value_t] * (2 if spec.laplacian else 1 + spec.width)
     return tuple(argtys), types.Tuple(outs)
 
 
@@ -304,7 +306,7 @@ def kernel_ir(ir, spec: KernelSpec, symbol: str) -> str:
     if spec.mode == "fwd" and tuple_result:
         pass
     elif spec.mode == "fwd":
-        for k in lane_names:
+        for k in lane_names[-1:] if spec.laplacian else lane_names:
             if float_result:
                 body.append(f"  %t{k} = load {ret_llty}, ptr %dres{k}")
                 vals.append((value_t, f"%t{k}"))
