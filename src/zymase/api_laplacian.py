@@ -84,7 +84,9 @@ class _Collapsed:
         params = ", ".join(["x"] + others)
         rest = "".join(", " + a for a in others)
         lanes = [f"s{k}" for k in range(width + 1)]  # s{width}: the Laplacian lane's seed, zero
-        alloc = "".join(f"    {s} = np.zeros(n, x.dtype)\n" for s in lanes)
+        # one allocation for every lane's seed (rows of one matrix: views, not arrays)
+        alloc = f"    seeds = np.zeros(({width + 1}, n), x.dtype)\n" + "".join(
+            f"    {s} = seeds[{k}]\n" for k, s in enumerate(lanes))
         seed = "".join(f"        if c + {k} < n:\n            s{k}[c + {k}] = v\n" for k in range(width))
         # the kernel returns (value, Laplacian lane)
         src = (f"def laplacian_chunks({params}):\n"

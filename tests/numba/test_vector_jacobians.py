@@ -101,3 +101,23 @@ def test_jacfwd_vector_mode_tuple_result_float32():
     (rs_dx, rs_dy), (rv_dx, rv_dy) = zymase.jacrev(moments, argnums=(0, 1))(x, y)
     for got, want in ((rs_dx, ds_dx), (rs_dy, ds_dy), (rv_dx, dv_dx), (rv_dy, dv_dy)):
         np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5)
+
+
+@njit
+def two_products(x, W1, W2, W3):
+    """Matrix-vector products as NumPy users write them: W1 @ x (gemv 't', whose lanes
+    are the unit seeds: the nonzeros-only product), W2 @ h (dense lanes: one gemm) and
+    x @ W3 (gemv 'n')."""
+    return W2 @ np.tanh(W1 @ x) + np.tanh(x @ W3)
+
+
+def test_jacfwd_vector_mode_through_matrix_vector_products():
+    # vector forward mode keeps Numba's gemv a call: every lane in one runtime call
+    # (rules/numba_linalg.py forward_lanes), checked against the closed form
+    # W2 diag(1 - h^2) W1 + diag(1 - g^2) W3^T at n = 17 (chunks 8, 8, 1)
+    rng = np.random.default_rng(5)
+    x, W1, W2, W3 = (rng.standard_normal(17), rng.standard_normal((5, 17)) / 4, rng.standard_normal((4, 5)),
+                     rng.standard_normal((17, 4)) / 4)
+    h, g = np.tanh(W1 @ x), np.tanh(x @ W3)
+    want = W2 @ ((1 - h * h)[:, None] * W1) + (1 - g * g)[:, None] * W3.T
+    np.testing.assert_allclose(zymase.jacfwd(two_products)(x, W1, W2, W3), want, rtol=1e-13, atol=1e-13)
