@@ -211,6 +211,8 @@ def _quick_key(args: tuple, n_params: int):
                 return None
             key.append((a.dtype.str, a.ndim, flags.c_contiguous, flags.f_contiguous, flags.aligned))
         elif t in _SCALARS:
+            if t is int and not -(2 ** 63) <= a < 2 ** 63:
+                return None  # Numba types it uint64 or refuses it: not int's usual int64
             key.append(t)
         else:
             return None
