@@ -180,9 +180,14 @@ def test_collapsed_laplacian_of_two_numpy_layers_in_chunks(monkeypatch, dtype):
     # test_sparse_derivatives.py, through the same Laplacian mode)
     monkeypatch.setattr(api_laplacian, "CHUNK", 4)
     args = _two_layer_data(dtype)
-    lap = zymase.laplacian(two_layers)(*args)
+    laplacian = zymase.laplacian(two_layers)
+    lap = laplacian(*args)
     assert _path(two_layers, *args) == "collapsed"
     assert isinstance(lap, dtype)
+    # a second call takes the quick path (its argument types seen); a strided x does
+    # not (it is copied, then typed as before): the same kernel, the same number
+    assert laplacian(*args) == lap
+    assert laplacian(np.repeat(args[0], 2)[::2], *args[1:]) == lap
     exact = _two_layer_laplacian(*_two_layer_data(np.float64))
     if dtype == np.float32:
         np.testing.assert_allclose(lap, exact, rtol=1e-4)
