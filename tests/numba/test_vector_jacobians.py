@@ -113,11 +113,16 @@ def two_products(x, W1, W2, W3):
 
 def test_jacfwd_vector_mode_through_matrix_vector_products():
     # vector forward mode keeps Numba's gemv a call: every lane in one runtime call
-    # (rules/numba_linalg.py forward_lanes), checked against the closed form
-    # W2 diag(1 - h^2) W1 + diag(1 - g^2) W3^T at n = 17 (chunks 8, 8, 1)
+    # (rules/numba_linalg.py forward_lanes), checked against the closed forms
+    # d/dx = W2 diag(1 - h^2) W1 + diag(1 - g^2) W3^T and d/dW1[j, k] = W2[:, j] (1 - h_j^2)
+    # x_k, at 17 + 85 inputs in chunks of 8 (x's lanes: unit seeds, W1's: a matrix
+    # tangent per lane)
     rng = np.random.default_rng(5)
     x, W1, W2, W3 = (rng.standard_normal(17), rng.standard_normal((5, 17)) / 4, rng.standard_normal((4, 5)),
                      rng.standard_normal((17, 4)) / 4)
     h, g = np.tanh(W1 @ x), np.tanh(x @ W3)
-    want = W2 @ ((1 - h * h)[:, None] * W1) + (1 - g * g)[:, None] * W3.T
-    np.testing.assert_allclose(zymase.jacfwd(two_products)(x, W1, W2, W3), want, rtol=1e-13, atol=1e-13)
+    jx, jw = zymase.jacfwd(two_products, argnums=(0, 1))(x, W1, W2, W3)
+    want_x = W2 @ ((1 - h * h)[:, None] * W1) + (1 - g * g)[:, None] * W3.T
+    want_w = (W2 * (1 - h * h))[:, :, None] * x[None, None, :]
+    np.testing.assert_allclose(jx, want_x, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(jw, want_w, rtol=1e-13, atol=1e-13)
