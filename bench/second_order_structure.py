@@ -4,8 +4,9 @@ times measured in one process, the calls alternating round by round (best of eac
 
 Laplacian of an MLP:
 
-- ``zymase.laplacian(f)(x, ...)`` (Taylor mode: forward over forward, one jet per unit
-  direction, summed in njit code) against the njit primal ``f(x, ...)``;
+- ``zymase.laplacian(f)(x, ...)`` (the collapsed forward Laplacian: one Laplacian-mode
+  call carrying d gradient lanes and one Laplacian lane, gemv's lanes as one gemm)
+  against the njit primal ``f(x, ...)``;
 - against JAX's ``jnp.trace(jax.hessian(f)(x))`` and a JAX loop of n forward-over-reverse
   Hessian-vector products (``lax.fori_loop`` of ``jvp(grad(f))`` summing ``e_i . H e_i``),
   both jitted, and JAX's jitted primal.

@@ -321,10 +321,11 @@ class _Plan:
     the kernel's argument list, and what is returned from the kernel's tuple."""
 
     def __init__(self, disp, argtypes, activities, mode, options, *, promote: bool = False,
-                 inner: zn.KernelSpec | None = None, width: int = 1):
+                 inner: zn.KernelSpec | None = None, width: int = 1, laplacian: bool = False):
         self.disp, self.argtypes, self.mode = disp, argtypes, mode
         spec = zn.KernelSpec(mode, activities, preopt=options.get("preopt", True),
                              strong_zero=options.get("strong_zero", True), inner=inner, width=width,
+                             laplacian=laplacian,
                              tape_limit=options.get("tape_limit"))
         self.kernel = zn.get_kernel(disp, argtypes, spec, cache=options.get("cache", False), promote=promote)
         self.activities = self.kernel.spec.activities
@@ -531,18 +532,20 @@ _direct_cache: dict = {}
 
 
 def _direct(disp, argtypes, activities, mode, options, *, promote: bool = False,
-            inner: zn.KernelSpec | None = None, width: int = 1):
+            inner: zn.KernelSpec | None = None, width: int = 1, laplacian: bool = False):
     """A plan plus an njit function taking the kernel's arguments and returning its tuple
     (``promote``: see :func:`zymase.frontends.numba.get_kernel`; the plan's activities
     say which arguments need shadows; ``inner``: a nested request, ``width``: vector
-    forward mode, see :class:`zymase.frontends.numba.KernelSpec`)."""
+    forward mode, ``laplacian``: Laplacian mode at that width, see
+    :class:`zymase.frontends.numba.KernelSpec`)."""
     import numba
 
-    key = (disp, argtypes, activities, mode, tuple(sorted(options.items())), promote, inner, width)
+    key = (disp, argtypes, activities, mode, tuple(sorted(options.items())), promote, inner, width, laplacian)
     hit = _direct_cache.get(key)
     if hit is not None:
         return hit
-    plan = _Plan(disp, argtypes, activities, mode, options, promote=promote, inner=inner, width=width)
+    plan = _Plan(disp, argtypes, activities, mode, options, promote=promote, inner=inner, width=width,
+                 laplacian=laplacian)
     n = len(plan.kernel.argtypes)
     params = ", ".join(f"p{i}" for i in range(n))
     src = f"def kernel_call({params}):\n    return call(({params}{',' if n == 1 else ''}))\n"

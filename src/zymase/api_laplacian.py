@@ -1,23 +1,23 @@
-"""Python API: ``zymase.laplacian(f)(x, *args)``, the trace of the Hessian of a
-float-valued njit function with respect to its first argument (a 1-D float array),
-computed in Taylor mode: second-order forward (forward over forward) in the engine.
+"""Python API: ``zymase.laplacian(f)(x, ...)``, the trace of the Hessian of a
+float-valued njit function with respect to its first argument (a 1-D float array).
 
-Why Taylor mode and not a separate forward-Laplacian transform: the engine already
-builds forward over forward for any code it differentiates (loops, memory, Numba's
-allocations, libm), so every construct it handles or refuses is handled or refused the
-same way here. One nested kernel carries, per float value, the value ``v``, the
-tangent ``v'`` along a direction ``u`` and the second-order term ``v'' = u^T H u``;
-both levels are seeded with the same ``u = e_i`` (one buffer: the inner tangent and the
-outer one are the same numbers, so LLVM may merge the two first-order channels), and
-an njit loop sums ``v''`` over ``i = 0..n-1``. No Hessian-vector product (no reverse
-sweep, no tape) is involved. The n directions are n calls of the jet kernel; when the
-engine gets a vector forward mode, the loop becomes one sweep of width n (the value
-computed once, an n-vector of first derivatives and one summed second-order term per
-value: the collapsed forward Laplacian).
+Computed as the collapsed forward Laplacian: one Laplacian-mode kernel
+(autodiff/laplacian.py) carries, per float value, the value once, its gradient along
+N unit directions (N lanes of vector forward mode) and one summed second-order term,
+the Laplacian lane. x of size d is seeded min(d, CHUNK) directions per call, so up to
+d = CHUNK one call computes the Laplacian and the primal runs once; a matrix times a
+vector (Numba's gemv) takes every lane at once, one gemm (rules/numba_linalg.py).
 
-The kernel calls ``f`` once per direction, so ``f`` must not write into its arguments:
-every array argument is typed read-only, and a function that writes into one is
-refused when Numba types it.
+Where Laplacian mode refuses the function (what vector forward mode does not handle,
+such as scf or BLAS calls other than gemv on active memory, or a product whose second-order
+term it does not build), Taylor mode is kept: forward over forward, one jet per unit
+direction (``v''= u^T H u``, both levels seeded with the same ``u = e_i``), summed by an
+njit loop. Neither forms the Hessian or runs a reverse sweep. ``chosen`` records which
+path a (function, argument types) took and why.
+
+Several calls (Taylor: one per direction; chunks beyond CHUNK) read the same arguments,
+so ``f`` must not write into them: every array argument is typed read-only, and a
+function that writes into one is refused when Numba types it.
 """
 
 from __future__ import annotations
@@ -57,9 +57,68 @@ def _check_x(disp, names, x):
     return np.ascontiguousarray(x)
 
 
+#: the most directions one Laplacian-mode call takes: x of size d is seeded
+#: min(d, CHUNK) unit directions per call (one kernel per such width), so up to
+#: d = CHUNK the primal runs once; beyond, ceil(d / CHUNK) calls each repeat it
+CHUNK = 64
+
+
+class _Collapsed:
+    """The collapsed forward Laplacian (autodiff/laplacian.py): per chunk width N a
+    Laplacian-mode kernel with N gradient lanes and the Laplacian lane, and the njit
+    loop that seeds the lanes with N unit directions per call and sums the Laplacian
+    lane over the chunks of x."""
+
+    def __init__(self, disp, opts, prim, width: int):
+        rt = _check_result(disp, prim, need_float=True, api="laplacian")
+        self.dtype = _np_dtype(rt)
+        self.disp, self.opts, self.prim = disp, opts, prim
+        self.loops: dict = {}
+        self._loop(width)  # compiled now: a refusal is known before the first result
+
+    def _loop(self, width: int):
+        consts = tuple(api._const_activity(t) for t in self.prim[1:])
+        plan, _ = api._direct(self.disp, self.prim, (zn.DUP,) + consts, "fwd", self.opts, width=width + 1,
+                              laplacian=True)
+        others = [f"a{i}" for i in range(1, len(self.prim))]
+        params = ", ".join(["x"] + others)
+        rest = "".join(", " + a for a in others)
+        lanes = [f"s{k}" for k in range(width + 1)]  # s{width}: the Laplacian lane's seed, zero
+        # one allocation for every lane's seed (rows of one matrix: views, not arrays)
+        alloc = f"    seeds = np.zeros(({width + 1}, n), x.dtype)\n" + "".join(
+            f"    {s} = seeds[{k}]\n" for k, s in enumerate(lanes))
+        seed = "".join(f"        if c + {k} < n:\n            s{k}[c + {k}] = v\n" for k in range(width))
+        # the kernel returns (value, Laplacian lane)
+        src = (f"def laplacian_chunks({params}):\n"
+               "    n = x.shape[0]\n"
+               + alloc +
+               "    total = 0.0\n"
+               f"    for c in range(0, n, {width}):\n"
+               "        v = 1.0\n" + seed +
+               f"        total += call((x, {', '.join(lanes)}{rest}))[1]\n"
+               "        v = 0.0\n" + seed +
+               "    return total\n")
+        import numba
+
+        loop = self.loops[width] = numba.njit(_exec(src, {"call": plan.call, "np": np}, "laplacian_chunks"))
+        return loop
+
+    def __call__(self, args):
+        width = _chunk_width(args[0].shape[0])
+        loop = self.loops.get(width)
+        if loop is None:
+            loop = self._loop(width)
+        return self.dtype(loop(*args))
+
+
+def _chunk_width(d: int) -> int:
+    return max(1, min(d, CHUNK))
+
+
 class _Jet:
-    """The forward-over-forward kernel of one function at one set of argument types,
-    and the njit loop that sums its second-order terms over the unit directions."""
+    """Taylor mode, the path kept for what Laplacian mode refuses: the
+    forward-over-forward kernel of one function at one set of argument types, and the
+    njit loop that sums its second-order terms over the unit directions."""
 
     def __init__(self, disp, opts, names, prim):
         rt = _check_result(disp, prim, need_float=True, api="laplacian")
@@ -99,9 +158,10 @@ _jets: dict = {}
 def laplacian(f, *, preopt: bool = True, cache: bool | None = None, strong_zero: bool = True):
     """``laplacian(f)(x, *args)``: the trace of the Hessian of a float-valued njit
     function ``f`` with respect to its first argument ``x`` (a 1-D float32/float64
-    array), a float of ``f``'s result type. Taylor mode in the engine (forward over
-    forward, one jet per unit direction, summed in njit code): no Hessian is formed and
-    no reverse sweep is run. ``f`` must not write into its arguments."""
+    array), a float of ``f``'s result type. The collapsed forward Laplacian in the
+    engine (value, gradient lanes and one Laplacian lane per value; Taylor mode where
+    it refuses the function): no Hessian is formed and no reverse sweep is run. ``f``
+    must not write into its arguments."""
     if is_transform(f):
         raise not_built(f, "laplacian")
     disp, opts = _options(f, preopt, cache, strong_zero)
@@ -110,7 +170,13 @@ def laplacian(f, *, preopt: bool = True, cache: bool | None = None, strong_zero:
         raise ZymaseError(f"laplacian differentiates the first argument of {zn.function_label(disp)}, which takes "
                           "none", hint="laplacian(f)(x, *args) with x a 1-D float array")
 
+    seen: dict = {}  # _quick_key of the arguments -> the jet checked and built for them
+
     def laplacian_fn(*args):
+        quick = _quick_key(args, len(names))
+        jet = seen.get(quick) if quick is not None else None
+        if jet is not None:
+            return jet(_read_only(args))
         args = _complete(disp, names, args)
         x = _check_x(disp, names, args[0])
         args = _read_only((x,) + tuple(args[1:]))
@@ -118,13 +184,62 @@ def laplacian(f, *, preopt: bool = True, cache: bool | None = None, strong_zero:
         key = (disp, prim, tuple(sorted(opts.items())))
         jet = _jets.get(key)
         if jet is None:
-            try:
-                jet = _jets[key] = _Jet(disp, opts, names, prim)
-            except ZymaseError as err:
-                raise _written_argument(err, disp, args) from None
+            jet = _jets[key] = _build(disp, opts, names, prim, args)
+        if quick is not None:
+            seen[quick] = jet
         return jet(args)
 
     return laplacian_fn
+
+
+_SCALARS = (float, int, bool, np.float64, np.float32, np.int64, np.int32)
+
+
+def _quick_key(args: tuple, n_params: int):
+    """A key that determines the Numba types of ``args`` (so a call whose key was seen
+    needs no checks and no typing: ``numba.typeof`` costs more than a small MLP's
+    Laplacian), or None where it does not: defaults to fill in, tuples, other objects,
+    and an ``x`` that ``_check_x`` would copy (not C-contiguous)."""
+    if len(args) != n_params or not args:
+        return None
+    key = []
+    for i, a in enumerate(args):
+        t = type(a)
+        if t is np.ndarray:
+            flags = a.flags
+            if i == 0 and not flags.c_contiguous:
+                return None
+            key.append((a.dtype.str, a.ndim, flags.c_contiguous, flags.f_contiguous, flags.aligned))
+        elif t in _SCALARS:
+            if t is int and not -(2 ** 63) <= a < 2 ** 63:
+                return None  # Numba types it uint64 or refuses it: not int's usual int64
+            key.append(t)
+        else:
+            return None
+    return tuple(key)
+
+
+#: what the last compilation chose, per (function, argument types): "collapsed" or
+#: "taylor" with the refusal that sent it there (for tests and the bench)
+chosen: dict = {}
+
+
+def _build(disp, opts, names, prim, args):
+    """The collapsed forward Laplacian; where Laplacian mode refuses the function (a
+    construct vector mode does not handle: BLAS memory calls with shadows, scf, a
+    registered derivative, an op without a second-order term), Taylor mode, which
+    handles what forward over forward handles."""
+    try:
+        out = _Collapsed(disp, opts, prim, _chunk_width(args[0].shape[0]))
+        chosen[(disp, prim)] = ("collapsed", None)
+        return out
+    except ZymaseError as collapsed_err:
+        try:
+            out = _Jet(disp, opts, names, prim)
+        except ZymaseError as err:
+            raise _written_argument(err, disp, args) from None
+        chosen[(disp, prim)] = ("taylor", collapsed_err)
+        return out
 
 
 def _written_argument(err: ZymaseError, disp, args) -> ZymaseError:

@@ -1,9 +1,11 @@
-"""``zymase.laplacian`` (issue 25 item 4, the Laplacian; tests of item 3 of the session
-brief): the trace of the Hessian in Taylor mode (forward over forward) against closed
-forms and central differences, float64 and float32 (against the dense Hessian's trace
-in test_sparse_derivatives.py); through loops, arrays allocated in njit code,
-element-wise math and libm, a matrix times a vector (Numba's gemv wrapper, defined as loops
-for the engine); refusals in the user's terms."""
+"""``zymase.laplacian`` (issue 25 item 4, the Laplacian): the collapsed forward Laplacian
+(Laplacian mode in the engine: gradient lanes plus one summed second-order lane), and
+Taylor mode where Laplacian mode refuses the function, against closed forms, central
+differences and the dense Hessian's trace (also in test_sparse_derivatives.py), float64
+and float32; through loops, branches, arrays allocated in njit code, element-wise math
+and libm, matrix-vector products written as NumPy users write them (Numba's gemv: every
+lane in one gemm, the nonzeros only for unit seeds), with d not a multiple of the chunk
+width; refusals in the user's terms."""
 
 import math
 
@@ -12,7 +14,16 @@ import pytest
 from numba import njit
 
 import zymase
+from zymase import api_laplacian
 from zymase.errors import ZymaseError
+
+
+def _path(f, *args):
+    """Which path ``laplacian`` took for ``f`` at these arguments' types."""
+    from zymase.api import _typeof
+
+    prim = tuple(_typeof(v, "argument") for v in api_laplacian._read_only(args))
+    return api_laplacian.chosen[(f, prim)][0]
 
 
 @njit
@@ -49,6 +60,7 @@ def test_laplacian_of_a_two_layer_mlp_against_second_differences():
     fd = sum((mlp(x + h * e, *weights) - 2 * mlp(x, *weights) + mlp(x - h * e, *weights)) / h ** 2
              for e in np.eye(7))
     np.testing.assert_allclose(zymase.laplacian(mlp)(x, *weights), fd, rtol=1e-6, atol=1e-6)
+    assert _path(mlp, x, *weights) == "collapsed"  # loops and an array allocated in njit code
 
 
 def test_laplacian_of_a_composed_layer_against_its_closed_form():
@@ -90,6 +102,7 @@ def test_float32_laplacian_through_a_matrix_vector_product():
     x, W, b, w2 = _layer_data(np.float32)
     lap = zymase.laplacian(layer)(x, W, b, w2)
     assert isinstance(lap, np.float32)
+    assert _path(layer, x, W, b, w2) == "collapsed"
     x, W, b, w2 = _layer_data(np.float64)
     t = np.tanh(W @ x + b)
     np.testing.assert_allclose(lap, np.sum(w2 * -2 * t * (1 - t * t) * np.sum(W * W, axis=1)), rtol=1e-5)
@@ -129,6 +142,78 @@ def test_laplacian_through_temporaries_libm_and_branches_against_differences():
     fd = sum((_piece(t + h, c) - 2 * _piece(t, c) + _piece(t - h, c)) / h ** 2 for t in x)
     lap = zymase.laplacian(elementwise)(x, c)
     np.testing.assert_allclose(lap, fd, rtol=1e-6)
+    # every op's second-order term (division, sin, exp, log, cos, sqrt, powers) is derived
+    # from its forward rule; the branch and the loop are the lanes' control flow
+    assert _path(elementwise, x, c) == "collapsed"
+
+
+@njit
+def two_layers(x, W1, b1, W2t, b2, w):
+    """As NumPy users write it: W1 @ x is gemv 't' (its lanes are unit seeds: the
+    nonzeros-only product), h @ W2t gemv 'n' (dense lanes: one gemm)."""
+    return np.dot(w, np.tanh(np.tanh(W1 @ x + b1) @ W2t + b2))
+
+
+def _two_layer_data(dtype, d=17, n1=5, n2=4):
+    rng = np.random.default_rng(4)
+    return tuple(a.astype(dtype) for a in (rng.standard_normal(d), rng.standard_normal((n1, d)) / 3,
+                                            rng.standard_normal(n1), rng.standard_normal((n1, n2)),
+                                            rng.standard_normal(n2), rng.standard_normal(n2)))
+
+
+def _two_layer_laplacian(x, W1, b1, W2t, b2, w):
+    """Closed form: z = W2 h + b2, h = tanh(W1 x + b1); the Laplacian of w . tanh(z) is
+    sum_j w_j (tanh''(z_j) |grad z_j|^2 + tanh'(z_j) lap z_j), grad z = W2 diag(h') W1,
+    lap z = W2 (h'' * |W1 rows|^2)."""
+    h = np.tanh(W1 @ x + b1)
+    g = np.tanh(h @ W2t + b2)
+    grad_z = W2t.T @ ((1 - h * h)[:, None] * W1)
+    lap_z = W2t.T @ (-2 * h * (1 - h * h) * np.sum(W1 * W1, axis=1))
+    return np.sum(w * (-2 * g * (1 - g * g) * np.sum(grad_z * grad_z, axis=1) + (1 - g * g) * lap_z))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_collapsed_laplacian_of_two_numpy_layers_in_chunks(monkeypatch, dtype):
+    # issue 25 item 4 (the forward Laplacian): d = 17 directions, 4 per call (the last
+    # call has one), both gemv forms, against the closed form (float64 data) and, in
+    # float64, central second differences (against the dense Hessian's trace:
+    # test_sparse_derivatives.py, through the same Laplacian mode)
+    monkeypatch.setattr(api_laplacian, "CHUNK", 4)
+    args = _two_layer_data(dtype)
+    laplacian = zymase.laplacian(two_layers)
+    lap = laplacian(*args)
+    assert _path(two_layers, *args) == "collapsed"
+    assert isinstance(lap, dtype)
+    # a second call takes the quick path (its argument types seen); a strided x does
+    # not (it is copied, then typed as before): the same kernel, the same number
+    assert laplacian(*args) == lap
+    assert laplacian(np.repeat(args[0], 2)[::2], *args[1:]) == lap
+    exact = _two_layer_laplacian(*_two_layer_data(np.float64))
+    if dtype == np.float32:
+        np.testing.assert_allclose(lap, exact, rtol=1e-4)
+        return
+    np.testing.assert_allclose(lap, exact, rtol=1e-12)
+    x, rest, h = args[0], args[1:], 1e-4
+    fd = sum((two_layers(x + h * e, *rest) - 2 * two_layers(x, *rest) + two_layers(x - h * e, *rest)) / h ** 2
+             for e in np.eye(x.size))
+    np.testing.assert_allclose(lap, fd, rtol=1e-5)  # second differences: O(eps / h^2) rounding per direction
+
+
+@njit
+def cubic_through_outer(x):
+    """(sum x)(x . x) as sum(outer(x, x) @ x): a matrix that depends on x times x."""
+    return np.sum(np.outer(x, x) @ x)
+
+
+def test_laplacian_falls_back_to_taylor_mode_where_laplacian_mode_refuses():
+    # issue 25 item 4: Laplacian mode refuses a gemv whose matrix and vector both depend
+    # on x (their product's second-order term); laplacian then takes Taylor mode, exact
+    # too: the Laplacian of (sum x)(x . x) is (4 + 2 d) sum x
+    x = np.array([0.5, -1.25, 2.0])
+    np.testing.assert_allclose(zymase.laplacian(cubic_through_outer)(x), (4 + 2 * x.size) * np.sum(x), rtol=1e-12)
+    how, why = api_laplacian.chosen[next(k for k in api_laplacian.chosen if k[0] is cubic_through_outer)]
+    assert how == "taylor"
+    assert "Laplacian mode does not differentiate" in str(why) and "both the matrix and the vector" in str(why)
 
 
 def _only_zymase_error(call, *words):

@@ -16,7 +16,7 @@ import scipy.sparse
 from numba import njit
 
 import zymase
-from zymase import api_sparse
+from zymase import api_laplacian, api_sparse
 from zymase.errors import ZymaseError
 
 
@@ -118,6 +118,8 @@ def test_arrow_hessian_and_the_laplacian_against_its_trace():
     # (x0 alone, the rest together: entry (0, j) is read as (j, 0) from x0's sweep)
     assert api_sparse.last["colours"] == 2 and h.nnz == 3 * N - 2
     np.testing.assert_allclose(zymase.laplacian(arrow)(X), np.trace(d), rtol=1e-12)
+    # the collapsed forward Laplacian (issue 25 item 4), not the Taylor fallback
+    assert [how for (f, _), (how, _) in api_laplacian.chosen.items() if f is arrow] == ["collapsed"]
 
 
 def test_dense_hessian_through_the_sparse_path():

@@ -101,3 +101,28 @@ def test_jacfwd_vector_mode_tuple_result_float32():
     (rs_dx, rs_dy), (rv_dx, rv_dy) = zymase.jacrev(moments, argnums=(0, 1))(x, y)
     for got, want in ((rs_dx, ds_dx), (rs_dy, ds_dy), (rv_dx, dv_dx), (rv_dy, dv_dy)):
         np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5)
+
+
+@njit
+def two_products(x, W1, W2, W3):
+    """Matrix-vector products as NumPy users write them: W1 @ x (gemv 't', whose lanes
+    are the unit seeds: the nonzeros-only product), W2 @ h (dense lanes: one gemm) and
+    x @ W3 (gemv 'n')."""
+    return W2 @ np.tanh(W1 @ x) + np.tanh(x @ W3)
+
+
+def test_jacfwd_vector_mode_through_matrix_vector_products():
+    # vector forward mode keeps Numba's gemv a call: every lane in one runtime call
+    # (rules/numba_linalg.py forward_lanes), checked against the closed forms
+    # d/dx = W2 diag(1 - h^2) W1 + diag(1 - g^2) W3^T and d/dW1[j, k] = W2[:, j] (1 - h_j^2)
+    # x_k, at 17 + 85 inputs in chunks of 8 (x's lanes: unit seeds, W1's: a matrix
+    # tangent per lane)
+    rng = np.random.default_rng(5)
+    x, W1, W2, W3 = (rng.standard_normal(17), rng.standard_normal((5, 17)) / 4, rng.standard_normal((4, 5)),
+                     rng.standard_normal((17, 4)) / 4)
+    h, g = np.tanh(W1 @ x), np.tanh(x @ W3)
+    jx, jw = zymase.jacfwd(two_products, argnums=(0, 1))(x, W1, W2, W3)
+    want_x = W2 @ ((1 - h * h)[:, None] * W1) + (1 - g * g)[:, None] * W3.T
+    want_w = (W2 * (1 - h * h))[:, :, None] * x[None, None, :]
+    np.testing.assert_allclose(jx, want_x, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(jw, want_w, rtol=1e-13, atol=1e-13)

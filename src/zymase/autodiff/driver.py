@@ -86,7 +86,8 @@ class Driver:
         sig = rev_signature if mode == "rev" else fwd_signature
         ins, outs = sig(inputs, outputs, arg_acts, ret_acts, width)
         # Enzyme's names: fwddiffe3f is f's forward derivative at width 3
-        name = self._fresh(("diffe" if mode == "rev" else "fwddiffe") + (str(width) if width > 1 else "") + fname)
+        prefix = {"rev": "diffe", "fwd": "fwddiffe", "lap": "fwdlaplace"}[mode]
+        name = self._fresh(prefix + (str(width) if width > 1 else "") + fname)
         gop = flavor.make_function(name, ins, outs, fop)
         if is_outlined_region(fop):
             mark_derivative(self.module, fop, gop, "combined" if mode == "rev" else "forward")
@@ -112,7 +113,10 @@ class Driver:
                                   hint="differentiate it at width 1, or lower scf to cf first (zymase-opt enzyme-cfg)")
         else:
             gen_cls = ForwardGenerator
-        gen = gen_cls(ctx, fop, arg_acts, ret_acts, name, **({"width": width} if width > 1 else {}))
+        extra = {"width": width} if width > 1 else {}
+        if mode == "lap":
+            extra["laplacian"] = True
+        gen = gen_cls(ctx, fop, arg_acts, ret_acts, name, **extra)
         gen.entry = entry
         gen.generate(gop)
         return name
@@ -163,6 +167,15 @@ class Driver:
         """The forward-mode derivative of ``fop``; ``width`` > 1: vector mode, that many
         tangents per active value (forward.ForwardGenerator)."""
         return self._generate("fwd", fop, arg_acts, ret_acts, entry, width)
+
+    def laplacian(self, fop: Operation, arg_acts, ret_acts, *, entry: bool = False, width: int = 2) -> str:
+        """Laplacian mode (autodiff/laplacian.py): forward mode at ``width`` lanes, the
+        last of which carries the summed second-order term of the others' directions.
+        The signature is vector forward mode's at that width."""
+        if width < 2:
+            raise ZymaseError(f"Laplacian mode needs at least one direction and the Laplacian lane (width {width})",
+                              function=fop.sym_name.data, hint="use width N + 1 for N directions")
+        return self._generate("lap", fop, arg_acts, ret_acts, entry, width)
 
 
 def _custom_rule_for(fop: Operation, mode: str) -> bool:

@@ -5,17 +5,23 @@ along; calls to defined functions become calls to their forward derivatives.
 Vector mode (Enzyme's ``enzyme_width``, ``width`` > 1): one primal copy and ``width``
 lanes of tangents. Each lane has its own tangent and shadow maps; the generator emits
 an op's primal once and then its tangent code once per lane, with the lane's maps
-selected (autodiff/lanes.py), so the rules stay scalar."""
+selected (autodiff/lanes.py), so the rules stay scalar.
+
+Laplacian mode (``laplacian=True``, autodiff/laplacian.py): the last lane carries the
+summed second-order term of the other lanes' directions; its linear part is that lane's
+ordinary tangent code, the quadratic part is added after each nonlinear op."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from zymase.analysis.memory import DEALLOCATED_ARG, memory_kind
+from zymase.analysis.memory import DEALLOCATED_ARG, callee_name, memory_kind
 from zymase.autodiff.common import Context, function_name, mark_shadow_args, no_rule_error, prepare
 from zymase.autodiff.flavor import Emitter
 from zymase.autodiff.lanes import LaneMaps
+from zymase.autodiff.laplacian import LaplacianTerms
 from zymase.autodiff.memory import ShadowCode, twin_decl
+from zymase.autodiff.registry import call_memory_rule
 from zymase.errors import ZymaseError
 from zymase.ir import Block, Operation, SSAValue, location_of
 from zymase.ir.enzyme import Activity
@@ -29,9 +35,9 @@ def _as_active(a: Activity) -> Activity:
     return a
 
 
-class ForwardGenerator(LaneMaps, ShadowCode):
+class ForwardGenerator(LaneMaps, ShadowCode, LaplacianTerms):
     def __init__(self, ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts: Sequence[Activity], name: str,
-                 width: int = 1):
+                 width: int = 1, laplacian: bool = False):
         self.ctx = ctx
         self.flavor = ctx.flavor
         self.fop = fop
@@ -39,6 +45,7 @@ class ForwardGenerator(LaneMaps, ShadowCode):
         self.ret_acts = list(ret_acts)
         self.fname = function_name(fop)
         self.init_lanes(width)
+        self.laplacian = laplacian
 
     def wants(self, v: SSAValue) -> bool:
         return self.act.is_active(v)
@@ -109,12 +116,20 @@ class ForwardGenerator(LaneMaps, ShadowCode):
             self._region_op(op)
             return
         if (kind := memory_kind(op)) is not None:
+            lanes_rule = None
             if kind in ("memref", "call_rule") and any(self.act.has_shadow(o) for o in op.operands):
-                self.refuse_in_vector_mode(op, "memref or BLAS memory operations", self.fname)
+                rule = call_memory_rule(callee_name(op)) if kind == "call_rule" else None
+                if self.width > 1 and getattr(rule, "forwards_lanes", lambda o: False)(op):
+                    lanes_rule = rule  # every lane in one call (gemv's lanes as one gemm)
+                else:
+                    self.refuse_in_vector_mode(op, "memref or BLAS memory operations", self.fname)
             new = op.clone(self.vmap, self.bmap)
             E.insert(new)
             for r, nr in zip(op.results, new.results):
                 self.vmap[r] = nr
+            if lanes_rule is not None:
+                lanes_rule.forward_lanes(self, op, new)
+                return
             for _ in self.each_lane():
                 self.shadow_structure(op, new, forward_mode=True)
                 self.forward_memory(op)
@@ -139,13 +154,19 @@ class ForwardGenerator(LaneMaps, ShadowCode):
         rule = self.ctx.rule_for(op)
         if rule is None:
             raise no_rule_error(op, self.fname)
+        lane_code = []  # Laplacian mode: per lane, the tangent code just emitted
         for _ in self.each_lane():
             tangents = [self.tmap.get(o) if self.act.is_active(o) else None for o in op.operands]
+            mark = self.emission_mark() if self.laplacian else None
             with E.derivative_of(op):
                 outs = rule.forward(self, op, tangents)
+            if self.laplacian:
+                lane_code.append(self.emitted_since(mark))
             for r, t in zip(op.results, outs):
                 if self.act.is_active(r):
                     self.tmap[r] = t if t is not None else E.zero(r.type)
+        if self.laplacian:
+            self.add_second_order(op, lane_code)
 
     def _region_op(self, op: Operation) -> None:
         """Structured control flow (scf.for/if/while): the op's rule rebuilds it with
@@ -171,7 +192,10 @@ class ForwardGenerator(LaneMaps, ShadowCode):
             Activity.DUP if (self.act.is_active(a) or self.act.has_shadow(a)) else Activity.CONST for a in args
         ]
         ret_acts = [Activity.DUP if self.act.is_active(r) else Activity.CONST for r in op.results]
-        name = self.ctx.driver.forward(callee, arg_acts, ret_acts, width=self.width)
+        if self.laplacian:
+            name = self.ctx.driver.laplacian(callee, arg_acts, ret_acts, width=self.width)
+        else:
+            name = self.ctx.driver.forward(callee, arg_acts, ret_acts, width=self.width)
         call_args = []
         for a, act in zip(args, arg_acts):
             call_args.append(self.primal(a))

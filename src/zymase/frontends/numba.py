@@ -906,8 +906,10 @@ def differentiate_numba_ir(ir: NumbaIR, spec: KernelSpec, symbol: str, rec: Comp
     from zymase.llvm import toolchain
 
     with _phase(rec, "kernel"):
-        first_order = spec.inner is None and spec.width == 1
-        text, helpers = split_nrt_helpers(define_blas_loops(ir.text, rules=first_order))
+        # the call rules serve first-order kernels; forward vector (and Laplacian) kernels
+        # too, for the helpers whose rule takes every lane at once (gemv: one gemm)
+        call_rules = spec.inner is None and (spec.width == 1 or spec.mode == "fwd")
+        text, helpers = split_nrt_helpers(define_blas_loops(ir.text, rules=call_rules))
         text = text + "\n" + kernel_ir(ir, spec, symbol)
     with _phase(rec, "refprune"):
         text = toolchain.prune_refcounts(text)

@@ -47,6 +47,9 @@ class KernelSpec:
     #: per lane; forward, a float result has ``width`` tangents; reverse, a float
     #: result takes ``width`` seeds and every active leaf has ``width`` derivatives
     width: int = 1
+    #: Laplacian mode (forward, ``width`` = N + 1, autodiff/laplacian.py): the last
+    #: lane's tangent is the summed second-order term of the other N lanes' directions
+    laplacian: bool = False
     #: the tape limit in bytes (zymase.autodiff.checkpoint; None: unlimited)
     tape_limit: int | None = None
 
@@ -165,7 +168,9 @@ def kernel_types(ir, spec: KernelSpec):
         outs = [value_t] + [t for ty, a in zip(ir.argtypes, spec.activities) for t in active_leaves(ty, a)
                             for _ in range(spec.width)]
     else:
-        outs = [value_t] * (1 + spec.width)
+        # Laplacian mode returns the value and the Laplacian lane only: the gradient
+        # lanes of the result are then dead code LLVM removes
+        outs = [value_t] * (2 if spec.laplacian else 1 + spec.width)
     return tuple(argtys), types.Tuple(outs)
 
 
@@ -258,6 +263,8 @@ def kernel_ir(ir, spec: KernelSpec, symbol: str) -> str:
         # on like any pointer, and pointers reaching differentiated calls need shadows
         body.append(f"  %dexc{k} = alloca ptr, align 8\n  store ptr null, ptr %dexc{k}")
     width = f"ptr @enzyme_width, i64 {spec.width}, " if spec.width > 1 else ""
+    if spec.laplacian:
+        width += "ptr @zymase_laplacian, "
     dres = ", ".join(f"ptr %dres{k}" for k in lane_names)
     dexc = ", ".join(f"ptr %dexc{k}" for k in lane_names)
     head = (f"ptr @{_q(status_fn)}, {width}ptr @enzyme_dup, ptr %res, {dres}, ptr @enzyme_dup, ptr %excinfo, {dexc}, "
@@ -299,7 +306,7 @@ def kernel_ir(ir, spec: KernelSpec, symbol: str) -> str:
     if spec.mode == "fwd" and tuple_result:
         pass
     elif spec.mode == "fwd":
-        for k in lane_names:
+        for k in lane_names[-1:] if spec.laplacian else lane_names:
             if float_result:
                 body.append(f"  %t{k} = load {ret_llty}, ptr %dres{k}")
                 vals.append((value_t, f"%t{k}"))
@@ -321,7 +328,7 @@ def kernel_ir(ir, spec: KernelSpec, symbol: str) -> str:
     for name in ("__enzyme_autodiff", "__enzyme_fwddiff"):
         if f"@{name}(" not in ir.text:
             decls += f"declare void @{name}(ptr, ...)\n"
-    for m in ("enzyme_const", "enzyme_out", "enzyme_dup", "enzyme_dupnoneed", "enzyme_width"):
+    for m in ("enzyme_const", "enzyme_out", "enzyme_dup", "enzyme_dupnoneed", "enzyme_width", "zymase_laplacian"):
         if f"@{m} =" not in ir.text:
             decls += f"@{m} = external global i32\n"
     return status_src + "\n" + kernel_src + "\n" + decls

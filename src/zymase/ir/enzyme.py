@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from enum import Enum
 
-from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, FlatSymbolRefAttr, IntegerAttr, StringAttr, SymbolRefAttr
+from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, FlatSymbolRefAttr, IntegerAttr, StringAttr, SymbolRefAttr, UnitAttr
 from xdsl.ir import (
     Attribute,
     Dialect,
@@ -241,6 +241,9 @@ class _DiffOp(_NamedRequestSyntax, IRDLOperation):
     #: vector mode (Enzyme's ``width``): every derivative operand and result is
     #: repeated ``width`` times, one per lane; absent means 1
     width = opt_prop_def(IntegerAttr)
+    #: zymase's Laplacian mode (forward only, autodiff/laplacian.py): the last of the
+    #: ``width`` lanes carries the summed second-order term of the others' directions
+    laplacian = opt_prop_def(UnitAttr)
 
     def __init__(
         self,
@@ -250,6 +253,7 @@ class _DiffOp(_NamedRequestSyntax, IRDLOperation):
         activity: Sequence[Activity],
         ret_activity: Sequence[Activity],
         width: int = 1,
+        laplacian: bool = False,
     ):
         if isinstance(fn, str):
             fn = FlatSymbolRefAttr(fn)
@@ -260,6 +264,8 @@ class _DiffOp(_NamedRequestSyntax, IRDLOperation):
         }
         if width != 1:
             properties["width"] = IntegerAttr(width, 64)
+        if laplacian:
+            properties["laplacian"] = UnitAttr()
         super().__init__(operands=[inputs], result_types=[result_types], properties=properties)
 
     @property

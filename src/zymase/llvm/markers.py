@@ -94,6 +94,11 @@ RETURN_MARKERS = ("enzyme_primal_return", "enzyme_noret", "enzyme_const_return",
 #: (``enzyme_width, N``: vector mode, N derivatives per argument and result).
 VALUE_MARKERS = ("enzyme_allocated", "enzyme_tape", "enzyme_width")
 
+#: zymase's own option marker (not Enzyme's): after ``enzyme_width, N + 1`` on
+#: ``__enzyme_fwddiff``, Laplacian mode (autodiff/laplacian.py): lanes 1..N are
+#: tangents, lane N + 1 the summed second-order term of their directions.
+LAPLACIAN_MARKER = "zymase_laplacian"
+
 #: Markers that only promise something zymase does not rely on: accepted, no effect.
 HINT_MARKERS = ("enzyme_not_overwritten",)
 
@@ -459,6 +464,7 @@ class _Options:
     allocated: SSAValue | None = None  # enzyme_allocated's size
     tape: SSAValue | None = None  # enzyme_tape's buffer
     width: int = 1  # enzyme_width's N
+    laplacian: bool = False  # zymase_laplacian
 
 
 def _take_options(site: _Site, args: list[SSAValue]) -> tuple[list[SSAValue], _Options]:
@@ -485,6 +491,12 @@ def _take_options(site: _Site, args: list[SSAValue]) -> tuple[list[SSAValue], _O
             i += 1
         elif name in HINT_MARKERS:
             i += 1
+        elif name == LAPLACIAN_MARKER:
+            if site.mode != "fwd":
+                raise _err(site, f"marker {name} (Laplacian mode) is for __enzyme_fwddiff, not {site.marker_fn}",
+                           "call __enzyme_fwddiff with enzyme_width, N + 1, zymase_laplacian")
+            opts.laplacian = True
+            i += 1
         elif name in VALUE_MARKERS:
             if i + 1 >= len(args):
                 raise _err(site, f"marker {name} is not followed by its value",
@@ -504,6 +516,9 @@ def _take_options(site: _Site, args: list[SSAValue]) -> tuple[list[SSAValue], _O
         else:
             kept.append(args[i])
             i += 1
+    if opts.laplacian and opts.width < 2:
+        raise _err(site, f"marker {LAPLACIAN_MARKER} needs enzyme_width, N + 1 (N directions and the Laplacian "
+                   f"lane), got width {opts.width}", "pass enzyme_width, N + 1 before zymase_laplacian")
     if opts.noret:
         opts.primal_return = False
     if (opts.allocated is None) != (opts.tape is None):
@@ -711,7 +726,7 @@ def _lower_site(site: _Site, functions: dict[str, Operation]) -> None:
                 # a float result's tangent; a returned pointer's shadow
                 ret_acts = [Activity.DUP if opts.primal_return else Activity.DUPNONEED]
                 out_types = ([fn_out] if opts.primal_return else []) + [fn_out] * width
-        op = ez.FwdDiffOp(fname, operands, out_types, fwd_acts, ret_acts, width)
+        op = ez.FwdDiffOp(fname, operands, out_types, fwd_acts, ret_acts, width, laplacian=opts.laplacian)
     op.location = call.location
     b.insert(op)
     results = list(op.results)

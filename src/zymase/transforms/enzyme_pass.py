@@ -96,6 +96,8 @@ def _lower_request(op, driver: Driver, module: ModuleOp) -> None:
             "active results take a seed operand",
         )
     generate = driver.reverse if is_rev else driver.forward
+    if not is_rev and getattr(op, "laplacian", None) is not None:
+        generate = driver.laplacian
     name = generate(fop, arg_acts, ret_acts, entry=True, **({"width": width} if width > 1 else {}))
     E = Emitter(flavor, module).before(op)
     if as_tensors:

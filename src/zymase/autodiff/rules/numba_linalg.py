@@ -50,7 +50,7 @@ from pathlib import Path
 from zymase.analysis.trip_count import constant_int
 from zymase.autodiff.registry import REGISTRY, CallMemoryRule
 from zymase.errors import ZymaseError
-from zymase.ir import IntegerAttr, Operation, SSAValue, f32, f64, i32, llvm, location_of
+from zymase.ir import IntegerAttr, Operation, SSAValue, f32, f64, i32, i64, llvm, location_of
 
 PTR = llvm.LLVMPointerType()
 #: the prefix of the runtime functions (numba_linalg_runtime.c) the derivatives call
@@ -326,6 +326,68 @@ class NumbaHelperRule(CallMemoryRule):
                 g.E.before(clone.next_op)
             else:
                 g.E.at_end(clone.parent_block())
+
+    # ---- vector forward mode (and Laplacian mode) -------------------------------------
+    def forwards_lanes(self, op: Operation) -> bool:
+        """Whether this helper has a lanes-at-once forward rule (vector mode)."""
+        return self.h.name == "numba_xxgemv"
+
+    def forward_lanes(self, g, op: Operation, clone: Operation) -> None:
+        """The tangents of every lane in one runtime call, before the primal call:
+        ``<p>xxgemv_fwd_lanes`` packs the lanes' x tangents into one matrix and runs one
+        gemm. In Laplacian mode the last lane is the summed second-order term, which a
+        linear map carries like a tangent; a product of two active operands (W and x both
+        depending on the input) would add a term of its own and is refused."""
+        if not self._outputs_shadowed(g, op):
+            return
+        try:
+            self.check(op)
+            self._refuse_active_scalars(g, op)
+        except ZymaseError as err:
+            err.function = err.function or g.fname
+            raise
+        if getattr(g, "laplacian", False) and self._shadowed(g, op, "A") and self._shadowed(g, op, "x"):
+            raise ZymaseError(
+                f"Laplacian mode does not differentiate {NUMPY_NAMES[self.h.name]} when both the matrix and "
+                "the vector depend on the input (their product's second-order term)",
+                construct=f"call @{self.h.name}", function=g.fname, location=location_of(op),
+                hint="the Taylor-mode laplacian handles it (zymase.laplacian falls back to it)")
+        E = g.E
+        E.before(clone)
+        values = self._values(g, op)
+        lanes = []
+        for a in ("A", "x", "y"):
+            if self._shadowed(g, op, a):
+                ptrs = [g.shadow_of(op.operands[self.h.pos(a)]) for _ in g.each_lane()]
+                lanes.append(self._pointer_array(g, ptrs))
+            else:
+                lanes.append(E.v(llvm.ZeroOp.build(result_types=[PTR])))
+        count = E.v(llvm.ConstantOp(IntegerAttr(g.width, 64), i64))
+        args = [*values, count, *lanes]
+        E.insert(llvm.CallOp(self._declare(g, op, "fwd_lanes", args, llvm.LLVMVoidType()), *args))
+        if clone.next_op is not None:
+            E.before(clone.next_op)
+        else:
+            E.at_end(clone.parent_block())
+
+    @staticmethod
+    def _pointer_array(g, ptrs: list[SSAValue]) -> SSAValue:
+        """A stack array holding ``ptrs`` (allocated once, in the function's entry block,
+        so a call in a loop does not grow the stack), filled where the emitter stands."""
+        E = g.E
+        arr_t = llvm.LLVMArrayType(len(ptrs), PTR)
+        entry = E.block.parent_region().blocks[0]
+        one = llvm.ConstantOp(IntegerAttr(1, 64), i64)
+        slot = llvm.AllocaOp(one.results[0], arr_t, alignment=8)
+        first = entry.first_op
+        if first is None:
+            entry.add_ops([one, slot])
+        else:
+            entry.insert_ops_before([one, slot], first)
+        for k, p in enumerate(ptrs):
+            at = E.v(llvm.GEPOp(slot.results[0], [0, k], pointee_type=arr_t))
+            E.insert(llvm.StoreOp(p, at))
+        return slot.results[0]
 
     def _state_handed(self, g, op: Operation, states: dict, forward_mode: bool):
         """The state the latest call of ``state_from`` on this call's ``A`` handed on; in

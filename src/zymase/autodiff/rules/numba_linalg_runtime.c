@@ -228,6 +228,112 @@ ZN_API void ZN_P(xxgemv_rev)(char t, long m, long n, ZN_T alpha, const ZN_T *A, 
     ZN_P(scale)(tr ? n : m, 1, beta, dy, 1);
 }
 
+/* Y (leny x lanes, zeroed here) = op(A) X for an X (lenx x lanes) given by its nonzeros
+   only (column k: idx/val[start[k] .. start[k + 1]]): the unit directions that vector
+   mode and Laplacian mode seed an input with make X mostly zeros, where a gemm would
+   multiply 64 columns of zeros for every one. Zero entries of X contribute nothing, as
+   strong zeros say (autodiff/semantics.py). */
+static void ZN_P(mm_sparse)(char t, long leny, long lanes, const ZN_T *A, long lda, const long *start,
+                            const long *idx, const ZN_T *val, ZN_T *Y) {
+    memset(Y, 0, (size_t)leny * (size_t)lanes * sizeof(ZN_T));
+    if (!zn_trans(t)) { /* op(A) = A: column j of A is contiguous */
+        for (long k = 0; k < lanes; k++)
+            for (long e = start[k]; e < start[k + 1]; e++) {
+                const ZN_T *col = A + idx[e] * lda;
+                ZN_T v = val[e], *y = Y + k * leny;
+                for (long i = 0; i < leny; i++)
+                    y[i] += v * col[i];
+            }
+        return;
+    }
+    /* op(A) = A^T: row i of op(A) is column i of A, contiguous */
+    for (long i = 0; i < leny; i++) {
+        const ZN_T *row = A + i * lda;
+        for (long k = 0; k < lanes; k++) {
+            ZN_T s = 0;
+            for (long e = start[k]; e < start[k + 1]; e++)
+                s += val[e] * row[idx[e]];
+            Y[i + k * leny] = s;
+        }
+    }
+}
+
+/* gemv in vector forward mode (and Laplacian mode, whose last lane is linear here): the
+   tangents of `lanes` lanes at once. dA, dx, dy are arrays of the lanes' shadows, NULL
+   for an operand without shadows. The lanes' x tangents are packed as the columns of
+   one matrix, so that op(A) times all of them is one gemm (BLAS-3), not one gemv per
+   lane; the packing copies are O((m + n) lanes) against the gemm's O(m n lanes). A
+   tangent of A stays a gemv per lane (dA_k x: each lane has its own matrix). When at
+   most one entry in 16 of the packed tangents is nonzero (an input seeded with unit
+   directions), the product skips the zeros (mm_sparse): the first layer of a network
+   costs what its primal gemv costs, not d times that. */
+ZN_API void ZN_P(xxgemv_fwd_lanes)(char t, long m, long n, ZN_T alpha, const ZN_T *A, long lda, const ZN_T *x,
+                                   ZN_T beta, const ZN_T *y, long lanes, ZN_T **dA, ZN_T **dx, ZN_T **dy) {
+    (void)y;
+    if (!dy || lanes <= 0)
+        return;
+    long leny = zn_trans(t) ? n : m, lenx = zn_trans(t) ? m : n;
+    ZN_T first = beta; /* what the lane's old dy is scaled by, once */
+    if (dA) {
+        for (long k = 0; k < lanes; k++)
+            ZN_P(mv)(t, m, n, alpha, dA[k], lda, x, beta, dy[k]);
+        first = 1;
+    }
+    if (dx && leny > 0) {
+        ZN_T *X = malloc((size_t)(lenx > 0 ? lenx : 1) * (size_t)lanes * sizeof(ZN_T));
+        ZN_T *Y = malloc((size_t)leny * (size_t)lanes * sizeof(ZN_T));
+        long nnz = 0;
+        for (long k = 0; k < lanes; k++)
+            for (long i = 0; i < lenx; i++)
+                nnz += dx[k][i] != 0;
+        if (nnz * 16 <= lenx * lanes) {
+            /* mostly zeros (unit seeds): op(A) times the nonzeros, then alpha */
+            long *start = malloc((size_t)(lanes + 1) * sizeof(long)), *idx = malloc((size_t)(nnz + 1) * sizeof(long));
+            long e = 0;
+            for (long k = 0; k < lanes; k++) {
+                start[k] = e;
+                for (long i = 0; i < lenx; i++)
+                    if (dx[k][i] != 0) {
+                        idx[e] = i;
+                        X[e++] = dx[k][i];
+                    }
+            }
+            start[lanes] = e;
+            ZN_P(mm_sparse)(t, leny, lanes, A, lda, start, idx, X, Y);
+            if (alpha != 1)
+                for (long i = 0; i < leny * lanes; i++)
+                    Y[i] *= alpha;
+            free(start);
+            free(idx);
+        } else {
+            for (long k = 0; k < lanes; k++)
+                if (lenx > 0)
+                    memcpy(X + k * lenx, dx[k], (size_t)lenx * sizeof(ZN_T));
+            /* Y (leny x lanes) = alpha op(A) X; A is m x n column-major */
+            ZN_P(mm)(t, 'N', leny, lanes, lenx, alpha, A, lda, X, lenx > 0 ? lenx : 1, 0, Y, leny);
+        }
+        for (long k = 0; k < lanes; k++) {
+            ZN_T *d = dy[k];
+            const ZN_T *col = Y + k * leny;
+            if (first == 0)
+                for (long i = 0; i < leny; i++)
+                    d[i] = col[i];
+            else if (first == 1)
+                for (long i = 0; i < leny; i++)
+                    d[i] += col[i];
+            else
+                for (long i = 0; i < leny; i++)
+                    d[i] = col[i] + first * d[i];
+        }
+        free(X);
+        free(Y);
+        first = 1;
+    }
+    if (!dA && !dx)
+        for (long k = 0; k < lanes; k++)
+            ZN_P(scale)(leny, 1, beta, dy[k], 1);
+}
+
 /* ---- nrm2: result[0] = ||x|| (increment incx) -----------------------------------------
    tangent dr = <x, dx> / r; adjoint dx += rbar x / r. At r = 0 the norm has no derivative:
    NaN where a nonzero tangent or adjoint would need it. A non-positive increment (a
