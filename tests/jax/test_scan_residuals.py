@@ -19,9 +19,9 @@ from zymase.ir import parse_mlir  # noqa: E402
 from zymase.ir import stablehlo as hlo  # noqa: E402
 
 
-def _derivative(f, *args):
+def _derivative(f, *args, active=None):
     leaves, tree = jax.tree_util.tree_flatten(args)
-    text = front.derivative_module(f, leaves, tree, "reverse", [True] * len(leaves))
+    text = front.derivative_module(f, leaves, tree, "reverse", active or [True] * len(leaves))
     main = next(op for op in parse_mlir(text).ops if op.sym_name.data == "main")
     return [op for op in main.body.blocks[0].ops if isinstance(op, hlo.WhileOp)]
 
@@ -100,3 +100,19 @@ def test_residuals_over_the_budget_fall_back_to_recomputing_the_body(monkeypatch
     loops = _derivative(_tanh_recurrence, x)
     assert "stablehlo.tanh" in _op_names(loops[-1])
     np.testing.assert_allclose(zj.grad(_tanh_recurrence)(x), jax.grad(_tanh_recurrence)(x), rtol=1e-13)
+
+
+def _over_constant_sequence(x, xs):
+    return jnp.sum(lax.scan(lambda v, row: (jnp.tanh(v * row), None), x, xs)[0])
+
+
+# item 1: the scanned sequence is constant, so its adjoint (the whole sequence, updated in
+# every reverse iteration) is not computed at all
+def test_constant_scanned_sequence_gets_no_adjoint_in_the_reverse_loop():
+    x = jnp.asarray(np.linspace(0.5, 1.5, 3))
+    xs = jnp.asarray(np.linspace(-1.0, 1.0, 12).reshape(4, 3))
+    reverse = _derivative(_over_constant_sequence, x, xs, active=[True, False])[-1]
+    assert "stablehlo.dynamic_update_slice" not in _op_names(reverse)
+    np.testing.assert_allclose(zj.grad(_over_constant_sequence)(x, xs), jax.grad(_over_constant_sequence)(x, xs),
+                               rtol=1e-13)
+
