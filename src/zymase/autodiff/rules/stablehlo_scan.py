@@ -104,7 +104,8 @@ class _Plan:
         self.state_rows = state_rows
         self.residuals = residuals
         stored = [state[i] for i in state_rows] + residuals
-        self.bytes = trips * sum(_elements(v) * v.type.element_type.bitwidth // 8 for v in stored)
+        # (complex elements have no bitwidth attribute: two f64s)
+        self.bytes = trips * sum(_elements(v) * getattr(v.type.element_type, "bitwidth", 128) // 8 for v in stored)
 
 
 def _plan(copied: list[Operation], state: list[SSAValue], needed: list[SSAValue], k: int, passthrough: set[int],
