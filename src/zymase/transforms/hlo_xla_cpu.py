@@ -91,7 +91,7 @@ def unroll_small_dots(module: ModuleOp) -> int:
         # the contracted dims, which the reduce removes)
         ls, rs = lhs.type.get_shape(), rhs.type.get_shape()
         full = [ls[d] for d in lb] + [ls[d] for d in lf] + [rs[d] for d in rf] + [ls[d] for d in lc]
-        nb, nl, nr, nc = len(lb), len(lf), len(rf), len(lc)
+        nb, nl, nr = len(lb), len(lf), len(rf)
         batch, lfree = list(range(nb)), list(range(nb, nb + nl))
         rfree, contracted = list(range(nb + nl, nb + nl + nr)), list(range(nb + nl + nr, len(full)))
         E = Emitter(HLO, module).before(op)
