@@ -71,8 +71,8 @@ def _dims(op) -> tuple[list[int], list[int], list[int], list[int]]:
 
 def _small(op) -> bool:
     types = {v.type.element_type for v in (*op.operands, op.results[0])}
-    if len(types) != 1:  # a contraction that widens (bf16 x bf16 -> f32) stays one
-        return False
+    if len(types) != 1 or not hlo.is_float_tensor(op.results[0].type):
+        return False  # a contraction that widens (bf16 x bf16 -> f32), or of integers, stays one
     lhs = op.operands[0].type.get_shape()
     contracted = math.prod(lhs[d] for d in _dims(op)[2])
     return math.prod(op.results[0].type.get_shape()) * contracted <= SMALL_DOT
