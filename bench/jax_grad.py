@@ -8,6 +8,13 @@ cannot reverse, the ratio is zymase's gradient against the primal.
 
     python bench/jax_grad.py [--rounds R] [--only mlp slice_product ...]
                              [--adbench DIR] [--keep DIR] [--no-adbench]
+                             [--baseline SRC]
+
+``--baseline SRC`` also times the derivative module that another zymase source tree
+(``SRC``, e.g. the main checkout's ``src``) generates for each workload, in the same
+alternating rounds: the module's text is made in a subprocess with ``PYTHONPATH=SRC``
+and run here through the same JAX primitive, so before/after ratios come from one
+process.
 
 Workloads: the benchmark suite's ADBench workloads in JAX on ADBench's small input files
 (adbench_gmm, adbench_ba, adbench_lstm, adbench_hand, and the ODE; see
@@ -21,6 +28,8 @@ through the product pays), and Newton's method for a square root per element
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -128,6 +137,56 @@ def _enzyme_grad(loss, argnums):
     return jax.jit(jax.grad(enzyme_jax_ir()(loss), argnums=argnums))
 
 
+def _flat(args, argnums):
+    """The flattened arguments and which of them are differentiated."""
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    leaves, tree = jax.tree_util.tree_flatten(tuple(args))
+    active = []
+    for i, a in enumerate(args):
+        active += [i in nums] * len(jax.tree_util.tree_leaves(a))
+    return leaves, tree, active
+
+
+def _emit_derivative(ns, work: Path) -> int:
+    """Write the derivative module of workload ``ns.emit[0]`` to ``ns.emit[1]`` (run with
+    another source tree on PYTHONPATH by --baseline)."""
+    from zymase.frontends import jax as front
+
+    name, out = ns.emit
+    ns.only = [name]
+    for _, loss, args, argnums in _workloads(ns, work):
+        leaves, tree, active = _flat(args, argnums)
+        Path(out).write_text(front.derivative_module(loss, leaves, tree, "reverse", active))
+    return 0
+
+
+def _baseline_grad(ns, work: Path, name: str, loss, args, argnums):
+    """The gradient function running the derivative module ``--baseline``'s tree makes."""
+    from jax.core import ShapedArray
+
+    from zymase.frontends import jax as front
+
+    out = work / f"{name}.baseline.mlir"
+    cmd = [sys.executable, __file__, "--emit", name, str(out), "--keep", str(work)]
+    if ns.adbench is None:
+        cmd.append("--no-adbench")
+    else:
+        cmd += ["--adbench", str(ns.adbench)]
+    env = dict(os.environ, PYTHONPATH=str(ns.baseline))
+    subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
+    text = out.read_text()
+    leaves, tree, active = _flat(args, argnums)
+    value_aval = ShapedArray((), jax.eval_shape(loss, *args).dtype)
+    grad_avals = [ShapedArray(x.shape, x.dtype) for x, a in zip(leaves, active) if a]
+
+    def grad(*args):
+        flat = jax.tree_util.tree_leaves(tuple(args))
+        grads = front.run(text, [*flat, jnp.ones((), value_aval.dtype)], [value_aval, *grad_avals])[1:]
+        return tuple(grads)
+
+    return jax.jit(grad)
+
+
 def _best(fn, args, calls: int) -> float:
     best = float("inf")
     for _ in range(calls):
@@ -165,18 +224,25 @@ def main() -> int:
                    help="ADBench's data files (gmm/, ba/, lstm/, hand/); generated inputs where absent")
     p.add_argument("--keep", type=Path, default=None, help="keep the C builds and dumps of the ADBench inputs here")
     p.add_argument("--no-adbench", action="store_true", help="only the synthetic workloads")
+    p.add_argument("--baseline", type=Path, default=None,
+                   help="also time the derivatives another zymase source tree makes (its src directory)")
+    p.add_argument("--emit", nargs=2, metavar=("WORKLOAD", "FILE"), help=argparse.SUPPRESS)
     ns = p.parse_args()
     if not ns.adbench.is_dir():
         ns.adbench = None
     with tempfile.TemporaryDirectory(prefix="zymase-jax-bench-") as tmp:
         work = ns.keep or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
+        if ns.emit:
+            return _emit_derivative(ns, work)
         return _compare(ns, work)
 
 
 def _compare(ns, work: Path) -> int:
-    print(f"{'workload':<15} {'zymase':>10} {'reference':>10} {'ratio':>7} {'enzyme-jax':>11} {'ratio':>7}  reference")
-    ratios, enzyme_ratios = [], []
+    baseline_head = f" {'baseline':>10} {'ratio':>7} {'new/old':>7}" if ns.baseline else ""
+    print(f"{'workload':<15} {'zymase':>10} {'reference':>10} {'ratio':>7} {'enzyme-jax':>11} {'ratio':>7}"
+          f"{baseline_head}  reference")
+    ratios, enzyme_ratios, baseline_ratios = [], [], []
     for name, loss, args, argnums in _workloads(ns, work):
         ours = jax.jit(zj.grad(loss, argnums=argnums))
         enzyme = None
@@ -190,18 +256,25 @@ def _compare(ns, work: Path) -> int:
         if what == "jax.grad":  # the same gradient, or the timing means nothing
             for g, w in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
                 np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-8, atol=1e-10)
+        baseline = _baseline_grad(ns, work, name, loss, args, argnums) if ns.baseline else None
+        if baseline is not None:  # the same gradient as this tree's
+            for g, w in zip(jax.tree_util.tree_leaves(jax.block_until_ready(baseline(*args))),
+                            jax.tree_util.tree_leaves(got)):
+                np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-8, atol=1e-10)
         if enzyme is not None:
             try:
                 jax.block_until_ready(enzyme(*args))
             except Exception as exc:  # Enzyme-JAX refuses some programs: say so, go on
                 print(f"# {name}: enzyme-jax failed: {type(exc).__name__}: {str(exc).splitlines()[0][:120]}")
                 enzyme = None
-        t_ours, t_theirs, t_enzyme = float("inf"), float("inf"), float("inf")
+        t_ours, t_theirs, t_enzyme, t_base = float("inf"), float("inf"), float("inf"), float("inf")
         for _ in range(ns.rounds):
             t_ours = min(t_ours, _best(ours, args, 5))
             t_theirs = min(t_theirs, _best(theirs, args, 5))
             if enzyme is not None:
                 t_enzyme = min(t_enzyme, _best(enzyme, args, 5))
+            if baseline is not None:
+                t_base = min(t_base, _best(baseline, args, 5))
         ratio = t_ours / t_theirs
         enzyme_text = f"{'-':>11} {'-':>7}"
         if enzyme is not None:
@@ -210,11 +283,19 @@ def _compare(ns, work: Path) -> int:
             ratios.append(ratio)
             if enzyme is not None:
                 enzyme_ratios.append(t_ours / t_enzyme)
-        print(f"{name:<15} {t_ours * 1e3:9.3f}ms {t_theirs * 1e3:9.3f}ms {ratio:7.2f} {enzyme_text}  {what}",
-              flush=True)
+        baseline_text = ""
+        if baseline is not None:
+            baseline_text = f" {t_base * 1e3:8.3f}ms {t_base / t_theirs:7.2f} {t_ours / t_base:7.2f}"
+            if what == "jax.grad":
+                baseline_ratios.append(t_base / t_theirs)
+        print(f"{name:<15} {t_ours * 1e3:9.3f}ms {t_theirs * 1e3:9.3f}ms {ratio:7.2f} {enzyme_text}{baseline_text}  "
+              f"{what}", flush=True)
     if ratios:
         print(f"geometric mean against jax.grad: {float(np.exp(np.mean(np.log(ratios)))):.2f} "
               f"(max {max(ratios):.2f})")
+    if baseline_ratios:
+        print(f"baseline's geometric mean against jax.grad: {float(np.exp(np.mean(np.log(baseline_ratios)))):.2f} "
+              f"(max {max(baseline_ratios):.2f})")
     if enzyme_ratios:
         print(f"geometric mean against Enzyme-JAX: {float(np.exp(np.mean(np.log(enzyme_ratios)))):.2f}")
     return 0

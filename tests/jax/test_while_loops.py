@@ -104,8 +104,9 @@ def test_counted_loop_is_reversed_with_a_tape_not_by_recomputation():
     w = jnp.asarray(np.linspace(1.2, 0.3, 4))
     leaves, tree = jax.tree_util.tree_flatten((x, w))
     text = front.derivative_module(_loop, leaves, tree, "reverse", [True, True])
-    # the primal loop, the recording copy and the reverse loop; no loop of recomputations
-    assert text.count('"stablehlo.while"') == 3
+    # the primal loop (which also stores what the reverse needs, test_scan_residuals.py)
+    # and the reverse loop; no loop of recomputations
+    assert text.count('"stablehlo.while"') == 2
     assert '"stablehlo.dynamic_update_slice"' in text and '"stablehlo.dynamic_slice"' in text
     # a while loop with a data-dependent exit has no trip count: recomputation (a counting
     # copy, the reverse loop and the recomputing loop inside it, besides the primal loop)

@@ -45,10 +45,13 @@ class _Context:
     are (one XLA program keeps them all); JAX's derivatives have no strong zeros, and
     neither do these."""
 
-    def __init__(self, E: Emitter, info: ActivityInfo, function: str):
+    def __init__(self, E: Emitter, info: ActivityInfo, function: str, primal_ops: set | None = None):
         self.E = E
         self.info = info
         self.function = function  # the Python function, for refusals in region rules
+        # the user's own ops (None inside region rules' copies): a rule that replaces one
+        # (a counted loop by the loop that also stores its residuals) adds the new ops
+        self.primal_ops = primal_ops
 
     def primal(self, value: SSAValue) -> SSAValue:
         return value
@@ -207,12 +210,13 @@ def _refusals_at(op: Operation, function: str):
 
 
 def reverse_sweep(E: Emitter, ops: Sequence[Operation], info, seeds: dict[SSAValue, SSAValue],
-                  function: str) -> dict[SSAValue, SSAValue]:
+                  function: str, primal_ops: set | None = None) -> dict[SSAValue, SSAValue]:
     """Emit (at ``E``) the adjoint code of ``ops`` in reverse order, from the adjoints
     ``seeds`` of some of their values; returns every adjoint, those of the values the
     ops read from outside (block arguments) included. Primal values are read where
-    they are, so ``E`` must be dominated by the ops."""
-    ctx = _Context(E, info, function)
+    they are, so ``E`` must be dominated by the ops. ``primal_ops`` (the user's ops, in
+    ``reverse``) grows by the ops of rules that replace a primal op."""
+    ctx = _Context(E, info, function, primal_ops)
     adjoint: dict[SSAValue, SSAValue] = {}
 
     def accumulate(v: SSAValue, d: SSAValue) -> None:
@@ -283,6 +287,7 @@ def reverse(module: ModuleOp, active: Sequence[bool], function: str) -> frozense
     """Turn ``module``'s ``@main`` into its reverse-mode derivative (see module doc);
     returns the primal ops (what the user's program computes, not derivative code)."""
     main, primal, block, ret, info, ops = _main_for_ad(module, active, function)
+    primal = set(primal)
 
     E = Emitter(hlo_flavor.HLO, module).before(ret)
     seeds: dict[SSAValue, SSAValue] = {}
@@ -290,14 +295,14 @@ def reverse(module: ModuleOp, active: Sequence[bool], function: str) -> frozense
         seed = block.insert_arg(ret.operands[i].type, len(block.args))
         v = ret.operands[i]
         seeds[v] = E.add(seeds[v], seed) if v in seeds else seed  # one value returned twice
-    adjoint = reverse_sweep(E, ops, info, seeds, function)
+    adjoint = reverse_sweep(E, ops, info, seeds, function, primal)
     grads = []
     for arg, is_active in zip(list(block.args)[:len(active)], active):
         if is_active:
             grads.append(adjoint[arg] if arg in adjoint else E.zero(arg.type))
     _set_return(main, ret, list(ret.operands) + grads)
     strip_stop_gradients(main)
-    return primal
+    return frozenset(primal)
 
 
 def forward(module: ModuleOp, active: Sequence[bool], function: str) -> frozenset[Operation]:

@@ -8,7 +8,9 @@ run by XLA inside JAX.
 2. **Differentiate**: ``transforms/hlo_rewrites.simplify`` (its exact patterns) simplifies
    the user's function, ``autodiff/hlo.reverse`` / ``forward`` rewrite ``@main``, then
    ``simplify`` (all patterns but on the primal ops) folds what the rules left (``x + 0``, transposes
-   of transposes, broadcasts of splats), merges duplicates and drops dead code.
+   of transposes, broadcasts of splats), merges duplicates and drops dead code;
+   ``hlo_xla_cpu.lower`` makes large zero pads updates of a separate zero fill and small
+   contractions multiply-and-reduce (what XLA's CPU backend runs faster).
 3. **Run**: the derivative module is printed back (generic form) and called through
    the JAX primitive ``zymase_stablehlo_call``, whose lowering rule parses the text
    into the lowering context with jaxlib's own MLIR bindings, merges it into the
@@ -38,7 +40,7 @@ from jax.extend.core import Primitive
 from zymase.autodiff import hlo as hlo_ad
 from zymase.errors import ZymaseError
 from zymase.frontends.jax_custom_rules import refuse_custom_rules
-from zymase.transforms import hlo_rewrites
+from zymase.transforms import hlo_rewrites, hlo_xla_cpu
 from zymase.ir import FileLineColLoc, IntAttr, ModuleOp, StringAttr, parse_mlir, print_mlir
 from zymase.ir.stablehlo import STOP_GRADIENT_TARGET
 
@@ -179,6 +181,7 @@ def _derivative_text(f, in_tree, avals, mode: str, active: tuple[bool, ...]) -> 
     module = _parsed(f, in_tree, avals).clone()
     primal = (hlo_ad.reverse if mode == "reverse" else hlo_ad.forward)(module, active, python_name(f))
     hlo_rewrites.simplify(module, keep=primal)  # the user's own arithmetic stays IEEE
+    hlo_xla_cpu.lower(module)  # no value changes: the code XLA's CPU backend makes
     return print_mlir(module)
 
 
