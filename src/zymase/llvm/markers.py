@@ -121,7 +121,11 @@ KNOWN_MARKERS = (*MARKERS, *RETURN_MARKERS, *VALUE_MARKERS, *HINT_MARKERS, *BATC
 #: The calls zymase lowers: Enzyme matches any function whose name contains one of
 #: these (``__enzyme_autodiff2``, C++'s ``_Z17__enzyme_autodiffIdJdEET_Pvz``).
 MARKER_FUNCTIONS = {"__enzyme_autodiff": "rev", "__enzyme_fwddiff": "fwd", "__enzyme_augmentfwd": "augment",
-                    "__enzyme_reverse": "reverse", "__enzyme_augmentsize": "size", "__enzyme_batch": "batch"}
+                    "__enzyme_reverse": "reverse", "__enzyme_fwdsplit": "fwdsplit", "__enzyme_augmentsize": "size",
+                    "__enzyme_batch": "batch"}
+
+#: The modes whose float arguments are followed by tangents (forward and split forward).
+FORWARD_MODES = ("fwd", "fwdsplit")
 
 #: Functions a program defines for Enzyme to call back (its logging of gradients and
 #: errors): zymase never calls them, so a program that defines one is refused.
@@ -132,7 +136,8 @@ LOGGING_HOOKS = {
 }
 
 #: Registration globals zymase reads (autodiff/custom.py): Enzyme matches the prefix.
-REGISTRATION_GLOBALS = ("__enzyme_register_gradient", "__enzyme_register_derivative")
+REGISTRATION_GLOBALS = ("__enzyme_register_gradient", "__enzyme_register_derivative",
+                        "__enzyme_register_splitderivative")
 
 #: The size in bytes of a split-mode tape (what ``__enzyme_augmentsize`` returns):
 #: the tape's data pointer, its size and its capacity (zymase.transforms.split_mode).
@@ -141,11 +146,6 @@ SPLIT_TAPE_BYTES = 24
 #: What Enzyme does with the names it knows and zymase does not implement (yet), for
 #: the error message; any other ``__enzyme_*`` name is refused as unknown.
 _UNIMPLEMENTED_SYMBOLS = {
-    # split forward mode needs the tangent-only function reading every primal value it
-    # uses from __enzyme_augmentfwd's tape (docs/architecture.md, section 10)
-    "__enzyme_register_splitderivative": "registers a custom split-mode (forward split) derivative",
-    "__enzyme_fwdsplit": ("is split forward mode (tangents computed from __enzyme_augmentfwd's tape, "
-                          "without re-running the primal)"),
     "__enzyme_todense": "converts to a dense representation",
     "__enzyme_truncate": "is floating-point truncation",
     "__enzyme_expand": "is floating-point expansion",
@@ -256,6 +256,9 @@ def marker_rounds(module: ModuleOp) -> list[list[_Site]]:
     read_registrations(module)
     functions = _functions(module)
     sites = find_sites(module)
+    from zymase.transforms.split_mode import mark_fwdsplit_tapes
+
+    mark_fwdsplit_tapes(sites, lambda site: functions.get(_differentiated_name(site, functions)))
     sites_in: dict[str, list[_Site]] = {}
     for site in sites:
         sites_in.setdefault(site.caller, []).append(site)
@@ -493,9 +496,9 @@ def _take_options(site: _Site, args: list[SSAValue]) -> tuple[list[SSAValue], _O
                 opts.width = _vector_width(site, args[i + 1])
                 i += 2
                 continue
-            if site.mode not in ("augment", "reverse"):
-                raise _err(site, f"marker {name} is for split mode (__enzyme_augmentfwd / __enzyme_reverse), "
-                           f"not {site.marker_fn}", "remove it")
+            if site.mode not in ("augment", "reverse", "fwdsplit"):
+                raise _err(site, f"marker {name} is for split mode (__enzyme_augmentfwd / __enzyme_reverse / "
+                           f"__enzyme_fwdsplit), not {site.marker_fn}", "remove it")
             if name == "enzyme_allocated":
                 opts.allocated = args[i + 1]
             else:
@@ -631,7 +634,7 @@ def _lower_site(site: _Site, functions: dict[str, Operation]) -> None:
         act = _activity(site, marker.removesuffix("v") if stride is not None else marker, ptype, i, fname)
         operands.append(val)
         acts.append(act)
-        if act.is_dup or (site.mode == "fwd" and act.is_active):
+        if act.is_dup or (site.mode in FORWARD_MODES and act.is_active):
             what = "shadow" if act.is_dup else "tangent"
             if stride is not None:
                 if pos >= len(rest) or not isinstance(rest[pos].type, llvm.LLVMPointerType):
@@ -658,10 +661,10 @@ def _lower_site(site: _Site, functions: dict[str, Operation]) -> None:
                 pos += 1
     extra = rest[pos:]
     seed = None
-    if site.mode == "reverse":
-        # after the arguments: the result's adjoint (an active float result), then the
-        # tape (unless enzyme_tape gave it)
-        if ret_kind == "active":
+    if site.mode in ("reverse", "fwdsplit"):
+        # after the arguments: the result's adjoint (an active float result, reverse
+        # mode), then the tape (unless enzyme_tape gave it)
+        if ret_kind == "active" and site.mode == "reverse":
             if not extra:
                 raise _err(site, f"{site.marker_fn} of '{fname}' needs the adjoint of its {c_type_name(fn_out)} "
                            "result after the arguments", "pass d_ret (1.0 for a gradient) before the tape")
@@ -676,6 +679,15 @@ def _lower_site(site: _Site, functions: dict[str, Operation]) -> None:
         raise _err(site, f"too many arguments for '{fname}': it takes {len(fn_inputs)}",
                    "check the markers: enzyme_dup arguments take a shadow, enzyme_const ones do not")
 
+    if site.mode == "fwdsplit":
+        from zymase.transforms.split_mode import fwdsplit_op
+
+        op = fwdsplit_op(site, fname, operands, opts, acts, ret_kind, fn_out if has_result else None, b)
+        op.location = call.location
+        b.insert(op)
+        b.deliver(list(op.results), sret, site)
+        call.parent_block().erase_op(call)
+        return
     if site.mode != "augment" and not any(a.is_active or a.is_dup for a in acts):
         warn(f"'{fname}' has no active argument (no float, no enzyme_dup pointer): every derivative "
              f"{site.marker_fn} computes is zero", construct=f"call @{site.marker_fn}", function=site.caller,
@@ -748,27 +760,27 @@ def _return_kind(site: _Site, opts: _Options, fn_out: Attribute, has_result: boo
             raise _err(site, f"enzyme_primal_return asks for the result of '{fname}', which returns void",
                        "remove enzyme_primal_return")
         return None
-    if opts.primal_return and site.mode in ("augment", "reverse"):
+    if opts.primal_return and site.mode in ("augment", "reverse", "fwdsplit"):
         raise _err(site, "enzyme_primal_return is not available in split mode: __enzyme_augmentfwd returns "
                    "the primal result with the tape", "remove enzyme_primal_return")
     floating = is_float_type(fn_out)
     pointer = isinstance(fn_out, llvm.LLVMPointerType)
     kind = opts.ret
     if kind is None:
-        if site.mode == "fwd":
+        if site.mode in FORWARD_MODES:
             return "dup" if pointer else ("active" if floating else "const")
         return "active" if floating else "const"
     if kind == "active" and not floating:
         raise _err(site, f"enzyme_active_return on '{fname}', whose result is {c_type_name(fn_out)}, not a float",
                    "enzyme_active_return marks a floating-point result; use enzyme_const_return")
     if kind == "dup":
-        if site.mode != "fwd":
+        if site.mode not in FORWARD_MODES:
             raise _err(site, "enzyme_dup_return (a shadow of the result) is implemented in forward mode only",
                        "in reverse mode a float result is active (enzyme_active_return) or constant")
         if not (floating or pointer):
             raise _err(site, f"enzyme_dup_return on '{fname}', whose result is {c_type_name(fn_out)}",
                        "enzyme_dup_return needs a float or pointer result; use enzyme_const_return")
-    if kind == "active" and site.mode == "fwd":
+    if kind == "active" and site.mode in FORWARD_MODES:
         return "dup"
     return kind
 
@@ -779,7 +791,7 @@ def _activity(site: _Site, marker: str | None, ptype: Attribute, i: int, fname: 
         return Activity.CONST
     _refuse_undifferentiable(site, ptype, f"parameter {i + 1} of '{fname}'")
     if marker in ("dup", "dupnoneed"):
-        if not (is_ptr or (site.mode == "fwd" and is_float_type(ptype))):
+        if not (is_ptr or (site.mode in FORWARD_MODES and is_float_type(ptype))):
             raise _err(site, f"enzyme_{marker} on argument {i + 1} of '{fname}', which is not a pointer",
                        "use enzyme_dup for pointers; a float argument is active by default")
         return Activity.DUP if marker == "dup" else Activity.DUPNONEED

@@ -17,7 +17,16 @@ each ``__enzyme_augmentfwd`` gets a tape of its own:
 
 The reverse sweep depends only on its arguments and the tape: split mode never re-reads
 primal memory (docs/architecture.md, section 5), so the caller may overwrite the inputs
-between the two calls. The marker parsing is in :mod:`zymase.llvm.markers`; this module
+between the two calls.
+
+Split forward mode (``__enzyme_fwdsplit(f, args with tangents..., tape)``) reads the same
+kind of tape object: when a program differentiates ``f`` by ``__enzyme_fwdsplit``, its
+``__enzyme_augmentfwd(f, ...)`` calls run ``Driver.fwdsplit``'s augmented primal, which
+pushes what the tangent function reads (autodiff/forward_split.py), and the fwdsplit
+call passes the tape's data to ``fwdsplit<f>`` and frees it as ``__enzyme_reverse``
+does. One tape cannot serve both: a program that reverses ``f`` and also differentiates
+it by ``__enzyme_fwdsplit`` is refused (:func:`mark_fwdsplit_tapes`), as are an
+augmented call and a fwdsplit call of ``f`` with different activities. The marker parsing is in :mod:`zymase.llvm.markers`; this module
 builds the ``enzyme.split_autodiff`` op there and lowers it in the enzyme pass.
 """
 
@@ -143,22 +152,7 @@ def split_op(site, fname: str, operands: list[SSAValue], seed: SSAValue | None, 
     ``__enzyme_reverse`` call (``site``, parsed by zymase.llvm.markers)."""
     from zymase.llvm.marker_calls import _err
 
-    allocated = opts.allocated is not None
-    if allocated:
-        size = opts.allocated
-        known = _constant_int(size)
-        if known is not None and known < TAPE_OBJECT_BYTES:
-            raise _err(site, f"the tape buffer of {known} bytes (enzyme_allocated) is too small: zymase's tape "
-                       f"takes {TAPE_OBJECT_BYTES} bytes", "allocate __enzyme_augmentsize(f, ...) bytes for it")
-        if known is None:
-            if not isinstance(size.type, IntegerType):
-                raise _err(site, "enzyme_allocated must be followed by the buffer's size (an integer)",
-                           "pass enzyme_allocated, size, enzyme_tape, buffer")
-            builder.insert(llvm.CallOp(TOO_SMALL, size if size.type == i64 else builder.v(
-                llvm.SExtOp(size, i64))))
-        if not isinstance(opts.tape.type, llvm.LLVMPointerType):
-            raise _err(site, "enzyme_tape must be followed by a pointer to the tape buffer",
-                       "pass enzyme_allocated, size, enzyme_tape, buffer")
+    allocated = _check_caller_tape(site, opts, builder)
     part = "augment" if site.mode == "augment" else "reverse"
     if part == "augment":
         tape = opts.tape if allocated else builder.v(llvm.ZeroOp.build(result_types=[PTR]))
@@ -172,6 +166,93 @@ def split_op(site, fname: str, operands: list[SSAValue], seed: SSAValue | None, 
         results = [t for t, a in zip(fn_inputs, acts) if a.is_active]
     op = ez.SplitDiffOp(part, allocated, fname, inputs, results, acts, ret_acts)
     return op
+
+
+#: On a function whose tapes __enzyme_fwdsplit reads: the activities of its fwdsplit call.
+FWDSPLIT_TAPE = "zymase.fwdsplit_tape"
+
+
+def mark_fwdsplit_tapes(sites, target_of) -> None:
+    """Before any site is lowered: mark the functions some ``__enzyme_fwdsplit`` call
+    differentiates (their ``__enzyme_augmentfwd`` calls then write its kind of tape);
+    refuse a function also given to ``__enzyme_reverse``."""
+    from zymase.llvm.marker_calls import _err
+
+    by_function: dict[str, dict[str, object]] = {}
+    for site in sites:
+        if site.mode in ("fwdsplit", "reverse"):
+            fop = target_of(site)
+            if fop is not None:
+                by_function.setdefault(fop.sym_name.data, {"fop": fop}).setdefault(site.mode, site)
+    for name, found in by_function.items():
+        if "fwdsplit" not in found:
+            continue
+        if "reverse" in found:
+            raise _err(found["fwdsplit"], f"'{name}' is differentiated by both __enzyme_fwdsplit and "
+                       "__enzyme_reverse: zymase's tape of __enzyme_augmentfwd holds what one of them reads, "
+                       "not both", f"give one of them a function of your own that calls '{name}'")
+        found["fop"].attributes[FWDSPLIT_TAPE] = StringAttr("")
+
+
+def _pattern(acts, ret_active: bool) -> str:
+    return ", ".join(a.name.lower() for a in acts) + (" -> active result" if ret_active else "")
+
+
+def fwdsplit_op(site, fname: str, operands: list[SSAValue], opts, acts: list[Activity], ret_kind: str | None,
+                fn_out, builder) -> Operation:
+    """The ``enzyme.split_autodiff`` op (``part = "fwdsplit"``) of one
+    ``__enzyme_fwdsplit`` call: the arguments with their tangents, then the tape; its
+    result is the tangent of a float result."""
+    from zymase.llvm.marker_calls import _err
+
+    if isinstance(fn_out, llvm.LLVMPointerType) and ret_kind != "const":
+        raise _err(site, f"'{fname}' returns a pointer, whose shadow __enzyme_fwdsplit does not return",
+                   "add enzyme_const_return, or return the value through a pointer argument")
+    allocated = _check_caller_tape(site, opts, builder)
+    if not isinstance(opts.tape.type, llvm.LLVMPointerType):
+        raise _err(site, f"the tape passed to {site.marker_fn} is not a pointer",
+                   "pass the void* __enzyme_augmentfwd returned")
+    ret_active = fn_out is not None and ret_kind != "const"
+    fop = site.call
+    while not isinstance(fop, llvm.FuncOp):
+        fop = fop.parent_op()
+    module = fop.parent_op()
+    target = next(op for op in module.body.block.ops if isinstance(op, llvm.FuncOp) and op.sym_name.data == fname)
+    pattern = _pattern(acts, ret_active)
+    known = target.attributes.get(FWDSPLIT_TAPE)
+    if isinstance(known, StringAttr) and known.data and known.data != pattern:
+        raise _err(site, f"__enzyme_fwdsplit of '{fname}' is called with two activity patterns ({known.data}; "
+                   f"{pattern}): the tape of its __enzyme_augmentfwd calls can hold what one of them reads",
+                   f"differentiate '{fname}' with one pattern (wrap it for the other)")
+    target.attributes[FWDSPLIT_TAPE] = StringAttr(pattern)
+    results = [fn_out] if ret_active else []
+    ret_acts = [Activity.DUPNONEED if ret_active else Activity.CONSTNONEED] if fn_out is not None else []
+    return ez.SplitDiffOp("fwdsplit", allocated, fname, [*operands, opts.tape], results, acts, ret_acts)
+
+
+def _check_caller_tape(site, opts, builder) -> bool:
+    """Whether the tape lives in the caller's buffer (``enzyme_allocated, size,
+    enzyme_tape, buffer``), whose size is checked: at compile time when it is a
+    constant, else by a run-time report."""
+    from zymase.llvm.marker_calls import _err
+
+    if opts.allocated is None:
+        return False
+    size = opts.allocated
+    known = _constant_int(size)
+    if known is not None and known < TAPE_OBJECT_BYTES:
+        raise _err(site, f"the tape buffer of {known} bytes (enzyme_allocated) is too small: zymase's tape "
+                   f"takes {TAPE_OBJECT_BYTES} bytes", "allocate __enzyme_augmentsize(f, ...) bytes for it")
+    if known is None:
+        if not isinstance(size.type, IntegerType):
+            raise _err(site, "enzyme_allocated must be followed by the buffer's size (an integer)",
+                       "pass enzyme_allocated, size, enzyme_tape, buffer")
+        builder.insert(llvm.CallOp(TOO_SMALL, size if size.type == i64 else builder.v(
+            llvm.SExtOp(size, i64))))
+    if not isinstance(opts.tape.type, llvm.LLVMPointerType):
+        raise _err(site, "enzyme_tape must be followed by a pointer to the tape buffer",
+                   "pass enzyme_allocated, size, enzyme_tape, buffer")
+    return True
 
 
 def _constant_int(v: SSAValue) -> int | None:
@@ -195,7 +276,23 @@ def lower_split_op(op: ez.SplitDiffOp, driver, module: ModuleOp) -> None:
         raise ZymaseError(f"{op.name} differentiates llvm.func functions only", construct=op.name,
                           location=location_of(op))
     arg_acts, ret_acts = op.arg_activities, op.ret_activities
-    aug_name, rev_name = driver.split(fop, arg_acts, ret_acts)
+    part = op.part.data
+    ret_active = bool(ret_acts) and not ret_acts[0].is_const
+    if part == "fwdsplit":
+        _lower_fwdsplit(op, driver, module, fop, ret_active)
+        return
+    if FWDSPLIT_TAPE in fop.attributes:
+        # the tape __enzyme_fwdsplit reads (one activity pattern, checked at its call)
+        wanted = fop.attributes[FWDSPLIT_TAPE].data
+        if part != "augment" or _pattern(arg_acts, ret_active) != wanted:
+            raise ZymaseError(
+                f"__enzyme_augmentfwd of '{fname}' ({_pattern(arg_acts, ret_active)}) writes the tape of "
+                f"__enzyme_fwdsplit, which is called with other activities ({wanted})", construct=op.name,
+                function=fname, location=location_of(op),
+                hint="pass the same markers to both calls (a float argument is active in both)")
+        aug_name, rev_name = driver.fwdsplit(fop, arg_acts, ret_active)[0], None
+    else:
+        aug_name, rev_name = driver.split(fop, arg_acts, ret_acts)
     _require_runtime(module)
     block = op.parent_block()
 
@@ -242,6 +339,33 @@ def lower_split_op(op: ez.SplitDiffOp, driver, module: ModuleOp) -> None:
             emit(llvm.CallOp("free", tape))
     for old, new in zip(op.results, new_results):
         old.replace_all_uses_with(new)
+    block.erase_op(op)
+
+
+def _lower_fwdsplit(op: ez.SplitDiffOp, driver, module: ModuleOp, fop: Operation, ret_active: bool) -> None:
+    """``fwdsplit<f>(args, tangents, data)`` with the tape object's data, which is then
+    freed (and the object, unless the caller owns it), as __enzyme_reverse does."""
+    arg_acts = op.arg_activities
+    _, fs_name = driver.fwdsplit(fop, arg_acts, ret_active)
+    _require_runtime(module)
+    block = op.parent_block()
+
+    def emit(new: Operation) -> SSAValue | None:
+        new.location = op.location
+        block.insert_op_before(new, op)
+        return new.results[0] if new.results else None
+
+    *args, tape = op.operands
+    data = emit(llvm.LoadOp(tape, PTR, alignment=1))
+    out_types = [r.type for r in op.results]
+    result = emit(llvm.CallOp(fs_name, *args, data, return_type=out_types[0])) if out_types else None
+    if result is None:
+        emit(llvm.CallOp(fs_name, *args, data))
+    emit(llvm.CallOp("free", data))
+    if not bool(op.allocated.value.data):
+        emit(llvm.CallOp("free", tape))
+    if result is not None:
+        op.results[0].replace_all_uses_with(result)
     block.erase_op(op)
 
 

@@ -1,0 +1,400 @@
+"""Split forward mode (Enzyme's ``__enzyme_augmentfwd`` + ``__enzyme_fwdsplit``): an
+augmented primal that pushes the primal values the tangent code needs, and a
+tangent-only function that reads them back, first in, first out.
+
+Enzyme's ``__enzyme_fwdsplit(f, args with tangents..., tape)`` never runs ``f``'s side
+effects again and never reads primal memory (its users pass NULL primal pointers), so
+every primal value a tangent needs comes from the arguments or from the tape. The pair
+is made from one forward derivative (:class:`ForwardGenerator`, whose primal copies are
+listed in ``primal_copies``), generated into the tangent function's body and then cut:
+
+* the values the tangent code and the control flow use are followed back through the
+  primal copies: pure arithmetic, casts, GEPs, compares, selects, constants and phis
+  (block arguments) are recomputed from what they use; the non-pointer arguments are
+  the caller's; everything else (loads, calls, allocations, primal pointer arguments)
+  is *taped*;
+* ``augmented<f>`` is the prepared primal body itself (every side effect, once) with a
+  push on the thread's global tape right after each taped value is defined (block
+  arguments at the start of their block), so the pushes follow the primal's execution;
+* ``fwdsplit<f>`` is the forward derivative with every other primal copy removed
+  (stores, frees, calls, loads) and each taped value read at the same place from the
+  tape's data, given as its last argument, with a cursor running from the start: it
+  replays the same control flow (its branch conditions are recomputed or taped), so it
+  reads the values in the order they were pushed.
+
+A tangent operation that would still touch memory through a primal pointer (a BLAS
+rule's reads of its inputs, a call of a derivative that takes pointers) is refused by
+name, as are callees whose forward derivative would run their primal again (pointer
+arguments, writes, global reads) and registered derivatives other than Enzyme's split
+ones. A callee registered with ``__enzyme_register_splitderivative_<g> = {g, augment,
+fwdsplit}`` is called through the user's functions: ``augment`` in the augmented
+primal (its tape pushed), the user's ``fwdsplit`` in the tangent function with that tape
+(autodiff/custom.py has the convention). The marker side and the tape object are in
+:mod:`zymase.transforms.split_mode`.
+"""
+
+from __future__ import annotations
+
+from zymase.analysis.layout import size_align
+from zymase.analysis.memory import memory_kind
+from zymase.autodiff.common import describe
+from zymase.autodiff.custom import custom_derivative, custom_gradient, custom_splitderivative, split_derivative_functions
+from zymase.autodiff.flavor import Emitter
+from zymase.autodiff.forward import ForwardGenerator
+from zymase.errors import ZymaseError
+from zymase.ir import Block, BlockArgument, IntegerType, Operation, SSAValue, StringAttr, i64, is_float_type, llvm
+from zymase.ir import enzyme as ez
+from zymase.ir import location_of
+
+I8 = IntegerType(8)
+
+#: Primal operations the tangent function recomputes instead of reading from the tape:
+#: no memory, no calls, the same result from the same operands.
+RECOMPUTED = frozenset({
+    "llvm.fadd", "llvm.fsub", "llvm.fmul", "llvm.fdiv", "llvm.frem", "llvm.fneg",
+    "llvm.add", "llvm.sub", "llvm.mul", "llvm.sdiv", "llvm.udiv", "llvm.srem", "llvm.urem",
+    "llvm.shl", "llvm.lshr", "llvm.ashr", "llvm.and", "llvm.or", "llvm.xor",
+    "llvm.icmp", "llvm.fcmp", "llvm.select", "llvm.getelementptr", "llvm.bitcast",
+    "llvm.sext", "llvm.zext", "llvm.trunc", "llvm.fptrunc", "llvm.fpext", "llvm.fptosi", "llvm.fptoui",
+    "llvm.sitofp", "llvm.uitofp", "llvm.ptrtoint", "llvm.inttoptr",
+    "llvm.extractvalue", "llvm.insertvalue", "llvm.extractelement", "llvm.insertelement", "llvm.shufflevector",
+    "llvm.mlir.constant", "llvm.mlir.zero", "llvm.mlir.undef", "llvm.mlir.poison", "llvm.mlir.addressof",
+})
+
+#: Operations through whose pointer operands memory is read or written.
+_ADDRESS_ARITHMETIC = frozenset({"llvm.getelementptr", "llvm.bitcast", "llvm.select", "llvm.addrspacecast",
+                                 "llvm.icmp", "llvm.ptrtoint"})
+
+
+def _hint() -> str:
+    return ("differentiate it with __enzyme_fwddiff (which runs the primal), or split reverse mode "
+            "(__enzyme_augmentfwd / __enzyme_reverse)")
+
+
+class SplitForwardGenerator(ForwardGenerator):
+    """Generates the ``augmented<f>`` / ``fwdsplit<f>`` pair (module docstring)."""
+
+    def __init__(self, ctx, fop, arg_acts, ret_acts, name):
+        super().__init__(ctx, fop, arg_acts, ret_acts, name)
+        self.combined_calls: set[Operation] = set()
+        # copy of a call of a function with a registered split derivative ->
+        # (the placeholder of its tape in the tangent code, the tape's type, augment)
+        self.split_calls: dict[Operation, tuple[Operation | None, object, str]] = {}
+
+    # -- refusals while the forward derivative is generated
+    def _refuse(self, op: Operation, what: str, hint: str | None = None) -> ZymaseError:
+        return ZymaseError(f"split forward mode (__enzyme_fwdsplit) of '{self.fname}': {what}",
+                           construct=describe(op), function=self.fname, location=location_of(op),
+                           hint=hint or _hint())
+
+    def _op(self, op: Operation) -> None:
+        if memory_kind(op) in ("memref", "call_rule") and any(self.act.has_shadow(o) for o in op.operands):
+            raise self._refuse(op, "its derivative rule reads the primal memory of the call, which "
+                               "__enzyme_fwdsplit does not have")
+        super()._op(op)
+
+    def _region_op(self, op: Operation) -> None:
+        raise self._refuse(op, "structured control flow is not supported in split forward mode")
+
+    def _call(self, op: Operation, callee: Operation) -> None:
+        g = callee.sym_name.data
+        if custom_splitderivative(callee) is not None:
+            self._registered_split_call(op, callee)
+            return
+        if custom_gradient(callee) is not None or custom_derivative(callee) is not None:
+            raise self._refuse(op, f"'{g}' has a registered gradient or forward derivative, which would run "
+                               "its primal again", f"register its split derivative: void *__enzyme_register_"
+                               f"splitderivative_{g}[3] = {{(void*){g}, (void*)augment, (void*)fwdsplit}}")
+        inputs, outputs = self.flavor.signature(callee)
+        if (any(isinstance(t, llvm.LLVMPointerType) for t in (*inputs, *outputs))
+                or self.ctx.writes_memory(callee) or self.ctx.reads_globals(callee)):
+            raise self._refuse(op, f"the call of '{g}' (recursive, or not inlined) would run its primal "
+                               "again, which may read memory the caller has overwritten",
+                               "make the callee inlinable (not recursive), or use __enzyme_fwddiff")
+        block = self.E.block
+        before = set(block.ops)
+        super()._call(op, callee)
+        self.combined_calls.update(o for o in block.ops if o not in before and isinstance(o, llvm.CallOp))
+
+    def _registered_split_call(self, op: Operation, callee: Operation) -> None:
+        E = self.E
+        augment, tape_type, fsd = split_derivative_functions(self.ctx.module, callee)
+        new = self._copy_primal(op)
+        placeholder = None
+        args: list[SSAValue] = []
+        for a in self.flavor.call_args(op):
+            args.append(self.primal(a))
+            if is_float_type(a.type):
+                args.append(self.tmap[a] if self.act.is_active(a) else E.zero(a.type))
+        if tape_type is not None:
+            placeholder = E.insert(llvm.UndefOp(tape_type))
+            args.append(placeholder.results[0])
+        outs = [r.type for r in op.results if is_float_type(r.type)]
+        results = self.flavor.call(E, fsd, args, outs)
+        for r, t in zip(op.results, results):
+            if self.act.is_active(r):
+                self.tmap[r] = t
+        self.split_calls[new] = (placeholder, tape_type, augment)
+
+    # -- the pair
+    def generate_pair(self, aug_op: Operation, fs_op: Operation, marker_acts) -> None:
+        """Fill ``aug_op`` (primal arguments, a shadow after each dup pointer) and
+        ``fs_op`` (the forward derivative's arguments, then the tape's data pointer)."""
+        self.generate(fs_op)
+        plan = _Plan(self, fs_op)
+        self._augmented(aug_op, plan, marker_acts)
+        self._tangent_only(fs_op, plan)
+
+    def _augmented(self, aug_op: Operation, plan: "_Plan", marker_acts) -> None:
+        region = self.p.region
+        values: dict[SSAValue, SSAValue] = {}
+        blocks: dict[Block, Block] = {}
+        default = aug_op.body.blocks[0]
+        aug_op.body.detach_block(default)
+        default.erase()
+        region.clone_into(aug_op.body, value_mapper=values, block_mapper=blocks)
+        ops = dict(zip(region.walk(), aug_op.body.walk()))
+        entry = aug_op.body.blocks[0]
+        k = 0
+        for t, a in zip(self.flavor.signature(self.fop)[0], marker_acts):
+            k += 1
+            if a.is_dup:
+                entry.insert_arg(t, k)
+                k += 1
+        primal_of = {g: r for r, g in self.vmap.items()}
+        E = Emitter(self.flavor, self.ctx.module)
+        for block, args in plan.block_start.items():
+            target = blocks[self._primal_block(block)] if block is not plan.entry else entry
+            anchor = target.first_op
+            for v in args:
+                w = values.get(primal_of[v], primal_of[v]) if block is not plan.entry else \
+                    entry.args[self._aug_index(v.index, marker_acts)]
+                _push(E.before(anchor), w)
+        for copy, results in plan.after_op.items():
+            aop = ops[self.primal_copies[copy]]
+            E.before(aop.next_op)
+            replaced: dict[SSAValue, SSAValue] = {}
+            if copy in self.split_calls:
+                result = self._call_augment(E, aop, self.split_calls[copy])
+                if result is not None:
+                    replaced[copy.results[0]] = result
+            for r in results:
+                _push(E, replaced.get(r) or values[primal_of[r]])
+
+    def _call_augment(self, E: Emitter, call: Operation, info) -> SSAValue | None:
+        """The call of a function with a registered split derivative becomes a call of
+        the user's augment, whose tape is pushed first; returns the call's result."""
+        _, tape_type, augment = info
+        result = call.results[0] if call.results else None
+        outs = ([tape_type] if tape_type is not None else []) + ([result.type] if result is not None else [])
+        values = self.flavor.call(E, augment, list(call.operands), outs)
+        if tape_type is not None:
+            _push(E, values[0])
+        if result is not None:
+            result.replace_all_uses_with(values[-1])
+        call.parent_block().erase_op(call)
+        return values[-1] if result is not None else None
+
+    def _primal_block(self, block: Block) -> Block:
+        return next(b for b, nb in self.bmap.items() if nb is block)
+
+    def _aug_index(self, index: int, marker_acts) -> int:
+        """The augmented function's argument for primal argument ``index`` of the
+        forward derivative (whose floats and pointers are followed by tangents)."""
+        fwd, aug = 0, 0
+        for a_marker, a_fwd in zip(marker_acts, self.arg_acts):
+            if fwd == index:
+                return aug
+            fwd += 2 if (a_fwd.is_dup or a_fwd.is_active) else 1
+            aug += 2 if a_marker.is_dup else 1
+        raise AssertionError("argument index out of range")
+
+    def _tangent_only(self, fs_op: Operation, plan: "_Plan") -> None:
+        entry = fs_op.body.blocks[0]
+        data = entry.args[-1]
+        E = Emitter(self.flavor, self.ctx.module)
+        first = entry.first_op
+        E.before(first)
+        one = E.iconst(1, i64)
+        cursor = E.v(llvm.AllocaOp(one, i64, alignment=8))
+        E.insert(llvm.StoreOp(E.iconst(0, i64), cursor))
+        reader = _Reader(E, data, cursor)
+        self._popped = reader.popped
+        for block, args in plan.block_start.items():
+            E.before(first if block is entry else block.first_op)
+            for v in args:
+                v.replace_all_uses_with(reader.pop(v.type))
+        for copy, results in plan.after_op.items():
+            E.before(copy.next_op)
+            if copy in self.split_calls:
+                placeholder, tape_type, _ = self.split_calls[copy]
+                if placeholder is not None:
+                    placeholder.results[0].replace_all_uses_with(reader.pop(tape_type))
+                    placeholder.parent_block().erase_op(placeholder)
+            for r in results:
+                r.replace_all_uses_with(reader.pop(r.type))
+        plan.drop_unneeded_block_arguments(self.flavor)
+        plan.remove_primal_copies()
+        self._refuse_primal_memory(fs_op, plan)
+
+    def _refuse_primal_memory(self, fs_op: Operation, plan: "_Plan") -> None:
+        """No operation left may reach memory through a primal pointer (taped, an
+        argument, or computed from one): that memory may be gone or overwritten."""
+        tainted: set[SSAValue] = set(self._popped)
+        tainted.update(a for a in plan.kept_args if isinstance(a.type, llvm.LLVMPointerType))
+        for op in fs_op.walk():
+            if op in plan.keep or (op.name in _ADDRESS_ARITHMETIC and any(o in tainted for o in op.operands)):
+                tainted.update(r for r in op.results if isinstance(r.type, llvm.LLVMPointerType))
+                continue
+            if op.name in _ADDRESS_ARITHMETIC:
+                continue
+            if any(o in tainted for o in op.operands) and not op.successors:
+                raise self._refuse(op, "a tangent would read or write memory through a primal pointer, which "
+                                   "may be NULL or overwritten when __enzyme_fwdsplit runs")
+
+
+class _Plan:
+    """Which primal copies of the forward derivative the tangent function keeps
+    (recomputed), which values it reads from the tape and where."""
+
+    def __init__(self, gen: SplitForwardGenerator, fs_op: Operation):
+        self.gen = gen
+        self.fs_op = fs_op
+        self.entry = fs_op.body.blocks[0]
+        primal = set(gen.vmap.values())
+        self.primal = primal
+        copies = gen.primal_copies
+        preds: dict[Block, list[tuple[Operation, int]]] = {}
+        for block in fs_op.body.blocks:
+            term = block.last_op
+            for k, succ in enumerate(term.successors):
+                preds.setdefault(succ, []).append((term, k))
+        seen: set[SSAValue] = set()
+        work: list[SSAValue] = []
+        taped: set[SSAValue] = set()
+        self.keep: set[Operation] = set()
+        self.kept_args: set[SSAValue] = set()
+
+        def need(v: SSAValue) -> None:
+            if v not in seen:
+                seen.add(v)
+                work.append(v)
+
+        for op in fs_op.walk():
+            if op in copies:
+                continue
+            if op.successors:
+                lists = gen.flavor.successor_operands(op)
+                passed = [v for lst in lists for v in lst]
+                for o in op.operands:
+                    if o not in passed:
+                        need(o)
+                for succ, lst in zip(op.successors, lists):
+                    for arg, o in zip(succ.args, lst):
+                        if arg not in primal:
+                            need(o)
+                continue
+            for o in op.operands:
+                need(o)
+        while work:
+            v = work.pop()
+            if v not in primal:
+                continue
+            if isinstance(v, BlockArgument):
+                if v.block is self.entry:
+                    if isinstance(v.type, llvm.LLVMPointerType):
+                        taped.add(v)  # a primal pointer may be NULL when fwdsplit runs
+                    continue
+                self.kept_args.add(v)
+                for term, k in preds.get(v.block, []):
+                    need(gen.flavor.successor_operands(term)[k][v.index])
+                continue
+            owner = v.owner
+            if owner in copies:
+                if owner.name in RECOMPUTED and owner not in gen.split_calls:
+                    self.keep.add(owner)
+                    for o in owner.operands:
+                        need(o)
+                else:
+                    taped.add(v)
+        # where each taped value is pushed and popped: block arguments at the start of
+        # their block, results right after their op (the tape of a registered split
+        # call first)
+        self.block_start: dict[Block, list[SSAValue]] = {}
+        self.after_op: dict[Operation, list[SSAValue]] = {}
+        for block in fs_op.body.blocks:
+            args = [a for a in block.args if a in taped]
+            if args:
+                self.block_start[block] = args
+            for op in block.ops:
+                results = [r for r in op.results if r in taped]
+                if results or op in gen.split_calls:
+                    self.after_op[op] = results
+
+    def drop_unneeded_block_arguments(self, flavor) -> None:
+        """Primal block arguments nothing reads any more receive undef."""
+        for block in self.fs_op.body.blocks:
+            term = block.last_op
+            if not term.successors:
+                continue
+            lists = flavor.successor_operands(term)
+            changed = False
+            new_lists = []
+            for succ, lst in zip(term.successors, lists):
+                new = []
+                for arg, v in zip(succ.args, lst):
+                    if arg in self.primal and arg not in self.kept_args:
+                        undef = llvm.UndefOp(v.type)
+                        block.insert_op_before(undef, term)
+                        new.append(undef.results[0])
+                        changed = True
+                    else:
+                        new.append(v)
+                new_lists.append(new)
+            if changed:
+                rebuilt = flavor.rebuild_terminator(term, new_lists)
+                block.insert_op_before(rebuilt, term)
+                block.erase_op(term)
+                if term in self.gen.combined_calls:
+                    self.gen.combined_calls.discard(term)
+
+    def remove_primal_copies(self) -> None:
+        doomed = [op for op in self.fs_op.walk() if op in self.gen.primal_copies and op not in self.keep]
+        gone = set(doomed)
+        for op in doomed:
+            for r in op.results:
+                for use in list(r.uses):
+                    if use.operation not in gone:
+                        raise ZymaseError(
+                            f"internal error in split forward mode: '{use.operation.name}' still uses a removed "
+                            f"primal value of '{op.name}'", construct=op.name, function=self.gen.fname,
+                            location=location_of(op), hint="report this; use __enzyme_fwddiff meanwhile")
+        for op in reversed(doomed):
+            op.parent_block().erase_op(op, safe_erase=False)
+
+
+class _Reader:
+    """Reads the tape's values in order: a cursor (bytes) from the start of its data."""
+
+    def __init__(self, E: Emitter, data: SSAValue, cursor: SSAValue):
+        self.E, self.data, self.cursor = E, data, cursor
+        self.popped: list[SSAValue] = []  # the primal pointers read
+
+    def pop(self, t) -> SSAValue:
+        E = self.E
+        offset = E.v(llvm.LoadOp(self.cursor, i64))
+        slot = E.v(llvm.GEPOp(self.data, [llvm.GEP_USE_SSA_VAL], I8, ssa_indices=[offset]))
+        value = E.v(llvm.LoadOp(slot, t, alignment=1))
+        E.insert(llvm.StoreOp(E.v(llvm.AddOp(offset, E.iconst(size_align(t)[0], i64))), self.cursor))
+        if isinstance(t, llvm.LLVMPointerType):
+            self.popped.append(value)
+        return value
+
+
+def _push(E: Emitter, v: SSAValue) -> None:
+    """Push ``v`` on the thread's global tape (lowered by transforms/lower_tape.py)."""
+    init = ez.InitOp(ez.CacheType(v.type))
+    init.attributes["zymase.tape"] = StringAttr("global")
+    E.insert(init)
+    E.insert(ez.PushOp(init.results[0], v))
+
