@@ -224,15 +224,19 @@ class SplitForwardGenerator(ForwardGenerator):
             E.before(first if block is entry else block.first_op)
             for v in args:
                 v.replace_all_uses_with(reader.pop(v.type))
+        placeholders: list[Operation] = []
         for copy, results in plan.after_op.items():
             E.before(copy.next_op)
             if copy in self.split_calls:
                 placeholder, tape_type, _ = self.split_calls[copy]
                 if placeholder is not None:
-                    placeholder.results[0].replace_all_uses_with(reader.pop(tape_type))
-                    placeholder.parent_block().erase_op(placeholder)
+                    # erased below: it may be the anchor the pops go before
+                    placeholder.results[0].replace_all_uses_with(reader.pop(tape_type, primal=False))
+                    placeholders.append(placeholder)
             for r in results:
                 r.replace_all_uses_with(reader.pop(r.type))
+        for placeholder in placeholders:
+            placeholder.parent_block().erase_op(placeholder)
         plan.drop_unneeded_block_arguments(self.flavor)
         plan.remove_primal_copies()
         self._refuse_primal_memory(fs_op, plan)
@@ -380,13 +384,15 @@ class _Reader:
         self.E, self.data, self.cursor = E, data, cursor
         self.popped: list[SSAValue] = []  # the primal pointers read
 
-    def pop(self, t) -> SSAValue:
+    def pop(self, t, primal: bool = True) -> SSAValue:
+        """The next value, of type ``t``; ``primal``: a value of the primal (not the
+        tape of a registered split derivative, which the user's function reads)."""
         E = self.E
         offset = E.v(llvm.LoadOp(self.cursor, i64))
         slot = E.v(llvm.GEPOp(self.data, [llvm.GEP_USE_SSA_VAL], I8, ssa_indices=[offset]))
         value = E.v(llvm.LoadOp(slot, t, alignment=1))
         E.insert(llvm.StoreOp(E.v(llvm.AddOp(offset, E.iconst(size_align(t)[0], i64))), self.cursor))
-        if isinstance(t, llvm.LLVMPointerType):
+        if primal and isinstance(t, llvm.LLVMPointerType):
             self.popped.append(value)
         return value
 
