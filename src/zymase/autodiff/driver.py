@@ -160,6 +160,8 @@ class Driver:
         from zymase.autodiff.forward_split import SplitForwardGenerator
 
         fname = fop.sym_name.data
+        # the tangent function never uses a primal pointer: dupnoneed is dup here
+        arg_acts = [Activity.DUP if a is Activity.DUPNONEED else a for a in arg_acts]
         key = ("fwdsplit", fname, tuple(arg_acts), ret_active)
         if key in self.done:
             return self.done[key]

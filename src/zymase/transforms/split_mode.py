@@ -195,7 +195,10 @@ def mark_fwdsplit_tapes(sites, target_of) -> None:
 
 
 def _pattern(acts, ret_active: bool) -> str:
-    return ", ".join(a.name.lower() for a in acts) + (" -> active result" if ret_active else "")
+    """The activities that decide what the tape holds, as the error messages spell them
+    (dupnoneed is dup: the tangent function never uses a primal pointer)."""
+    names = ["dup" if a is Activity.DUPNONEED else a.name.lower() for a in acts]
+    return ", ".join(names) + (" -> active result" if ret_active else "")
 
 
 def fwdsplit_op(site, fname: str, operands: list[SSAValue], opts, acts: list[Activity], ret_kind: str | None,
