@@ -57,3 +57,91 @@ def test_registered_gradient_of_a_library_function(flags: list[str], tmp_path: P
     here = _C / "custom_derivatives" / "external"
     build_and_run(here / "registered_gradient_external.c", flags, tmp_path, zymase_cli,
                   other_sources=[here / "library.c"])
+
+
+# issue 24 items 1-3, split forward mode: what zymase cannot do is refused by name
+_FWDSPLIT_HEAD = (
+    "#include <stdlib.h>\n"
+    "extern int enzyme_dup, enzyme_const, enzyme_primal_return;\n"
+    "extern void *__enzyme_augmentfwd(void*, ...);\n"
+    "extern double __enzyme_fwdsplit(void*, ...);\n"
+    "extern void __enzyme_reverse(void*, ...);\n")
+FWDSPLIT_ERRORS = {
+    # one tape cannot hold what both __enzyme_reverse and __enzyme_fwdsplit read
+    "fwdsplit_and_reverse": (
+        "void f(double *x) { x[0] *= x[0]; }\n"
+        "int main(void) { double x = 2, dx = 1; void *t = __enzyme_augmentfwd((void*)f, &x, &dx);\n"
+        "  void *u = __enzyme_augmentfwd((void*)f, &x, &dx);\n"
+        "  __enzyme_reverse((void*)f, &x, &dx, t);\n"
+        "  return __enzyme_fwdsplit((void*)f, &x, &dx, u) > 0; }\n",
+        ["'f' is differentiated by both __enzyme_fwdsplit and __enzyme_reverse"]),
+    # the tape written for one activity pattern is not the one another reads
+    "fwdsplit_other_activities": (
+        "double f(double *x, double s) { return x[0] * s; }\n"
+        "int main(void) { double x = 2, dx = 1; void *t = __enzyme_augmentfwd((void*)f, &x, &dx, enzyme_const, 3.0);\n"
+        "  return __enzyme_fwdsplit((void*)f, &x, &dx, 3.0, 1.0, t) > 0; }\n",
+        ["__enzyme_augmentfwd of 'f'", "which is called with other activities"]),
+    "fwdsplit_primal_return": (
+        "double f(double x) { return x * x; }\n"
+        "int main(void) { void *t = __enzyme_augmentfwd((void*)f, 3.0);\n"
+        "  return __enzyme_fwdsplit((void*)f, enzyme_primal_return, 3.0, 1.0, t) > 0; }\n",
+        ["enzyme_primal_return is not available in split mode"]),
+    # a callee whose forward derivative would run its writes again
+    "fwdsplit_recursive_writer": (
+        "int count;\n"
+        "double p(double x, int n) { count++; return n ? x * p(x, n - 1) : 1; }\n"
+        "double f(double x) { return p(x, 3); }\n"
+        "int main(void) { void *t = __enzyme_augmentfwd((void*)f, 3.0);\n"
+        "  return __enzyme_fwdsplit((void*)f, 3.0, 1.0, t) > 0; }\n",
+        ["split forward mode (__enzyme_fwdsplit) of 'f'", "the call of 'p'", "would run its primal again"]),
+    # a registered gradient is for reverse mode: split forward mode needs a split derivative
+    "fwdsplit_registered_gradient": (
+        "__attribute__((noinline)) double g(double x) { return x * x; }\n"
+        "double g_aug(double x) { return x * x; }\n"
+        "double g_grad(double x, double d) { return 2 * x * d; }\n"
+        "void *__enzyme_register_gradient_g[3] = {(void*)g, (void*)g_aug, (void*)g_grad};\n"
+        "double f(double x) { return g(x) * x; }\n"
+        "int main(void) { void *t = __enzyme_augmentfwd((void*)f, 3.0);\n"
+        "  return __enzyme_fwdsplit((void*)f, 3.0, 1.0, t) > 0; }\n",
+        ["'g' has a registered gradient or forward derivative", "__enzyme_register_splitderivative_g"]),
+    "splitderivative_of_pointers": (
+        "__attribute__((noinline)) void g(double *x) { x[0] *= x[0]; }\n"
+        "void *g_aug(double *x, double *dx) { g(x); return 0; }\n"
+        "void g_fs(double *x, double *dx, void *t) { }\n"
+        "void *__enzyme_register_splitderivative_g[3] = {(void*)g, (void*)g_aug, (void*)g_fs};\n"
+        "void f(double *x) { g(x); }\n"
+        "int main(void) { double x = 2, dx = 1; void *t = __enzyme_augmentfwd((void*)f, &x, &dx);\n"
+        "  return __enzyme_fwdsplit((void*)f, &x, &dx, t) > 0; }\n",
+        ["splitderivative_of_pointers.c:10:", "'g' has a registered split derivative and takes or returns a pointer"]),
+    "splitderivative_signature": (
+        "__attribute__((noinline)) double g(double x) { return x * x; }\n"
+        "double g_aug(double x) { return x * x; }\n"
+        "double g_fs(double x) { return 2 * x; }\n"
+        "void *__enzyme_register_splitderivative_g[3] = {(void*)g, (void*)g_aug, (void*)g_fs};\n"
+        "double f(double x) { return g(x) * x; }\n"
+        "int main(void) { void *t = __enzyme_augmentfwd((void*)f, 3.0);\n"
+        "  return __enzyme_fwdsplit((void*)f, 3.0, 1.0, t) > 0; }\n",
+        ["splitderivative_signature.c:10:", "'g_fs', registered as the split forward derivative of 'g'",
+         "2 parameters"]),
+    "splitderivative_wrong_size": (
+        "double g(double x) { return x * x; }\n"
+        "void *__enzyme_register_splitderivative_g[2] = {(void*)g, (void*)g};\n"
+        "int main(void) { void *t = __enzyme_augmentfwd((void*)g, 3.0);\n"
+        "  return __enzyme_fwdsplit((void*)g, 3.0, 1.0, t) > 0; }\n",
+        ["registration '__enzyme_register_splitderivative_g' must be an array of 3 function addresses"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FWDSPLIT_ERRORS))
+def test_split_forward_mode_refusal(case: str, tmp_path: Path):
+    source, needles = FWDSPLIT_ERRORS[case]
+    (tmp_path / f"{case}.c").write_text(_FWDSPLIT_HEAD + source)
+    proc = run_cli(["cc", "-O0", "-g", f"{case}.c", "-o", case], cwd=tmp_path)
+    assert proc.returncode == 1, (proc.stdout, proc.stderr)
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("zymase: error:")]
+    assert len(errors) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    for needle in needles:
+        assert needle in errors[0], (needle, errors[0])
+    # located at the call, except a registration that is not three functions (a global)
+    assert (f"{case}.c:" in errors[0] or case.endswith("wrong_size")) and "hint:" in errors[0], errors[0]
+    assert not (tmp_path / case).exists()

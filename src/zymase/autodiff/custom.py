@@ -140,6 +140,16 @@ def split_derivative_functions(module: ModuleOp, fop: Operation) -> tuple[str, A
 
     Pointer arguments are refused: the augmented primal of split forward mode computes no
     shadows to pass to ``augment``."""
+    try:
+        return _split_derivative_functions(module, fop)
+    except ZymaseError as e:
+        if e.hint and e.hint.startswith("augment(args with a shadow"):
+            e.hint = ("augment(args) returns the tape, {tape, result} or the result; fwdsplit(args with a "
+                      "tangent after each float, [tape]) returns the result's tangent")
+        raise
+
+
+def _split_derivative_functions(module: ModuleOp, fop: Operation) -> tuple[str, Attribute | None, str]:
     fname = fop.sym_name.data
     augment, fsd = custom_splitderivative(fop)
     params, result, _ = _signature(module, fname)

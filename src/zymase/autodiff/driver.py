@@ -157,7 +157,7 @@ class Driver:
         shadows) -> primal result`` pushes on the global tape what
         ``fwdsplit<name>(args, tangents, tape data) -> result tangent`` reads back.
         ``arg_acts`` as the markers give them (a float with a tangent is active)."""
-        from zymase.autodiff.forward_split import SplitForwardGenerator
+        from zymase.autodiff.forward_split import SplitForwardGenerator, registered_split_pair
 
         fname = fop.sym_name.data
         # the tangent function never uses a primal pointer: dupnoneed is dup here
@@ -166,13 +166,15 @@ class Driver:
         if key in self.done:
             return self.done[key]
         flavor = flavor_of(fop)
-        if flavor.name != "llvm" or is_outlined_region(fop) or any(
-                fn(fop) is not None for fn in (custom_gradient, custom_derivative, custom_splitderivative)):
-            what = ("a function with a registered derivative" if flavor.name == "llvm" and not is_outlined_region(fop)
-                    else "an OpenMP region or MLIR function")
+        registered = custom_splitderivative(fop) is not None
+        if flavor.name != "llvm" or is_outlined_region(fop) or (not registered and (
+                custom_gradient(fop) is not None or custom_derivative(fop) is not None)):
+            what = ("a function with a registered gradient or forward derivative (not a split one)"
+                    if flavor.name == "llvm" and not is_outlined_region(fop) else "an OpenMP region or MLIR function")
             raise ZymaseError(f"split forward mode (__enzyme_fwdsplit) of '{fname}', {what}, is not supported",
                               construct=f"@{fname}", function=fname,
-                              hint="call it from a function of your own and differentiate that one")
+                              hint=f"register its split derivative (__enzyme_register_splitderivative_{fname}), or "
+                              "call it from a function of your own and differentiate that one")
         inputs, outputs = flavor.signature(fop)
         fwd_acts = [Activity.DUP if a.is_active else a for a in arg_acts]
         ret_acts = [Activity.DUPNONEED if ret_active else Activity.CONSTNONEED for _ in outputs]
@@ -189,7 +191,10 @@ class Driver:
             self.symbols[name] = op
         self.done[key] = (aug_name, fs_name)
         ctx = Context(self.module, flavor, self)
-        SplitForwardGenerator(ctx, fop, fwd_acts, ret_acts, fs_name).generate_pair(aug, fs, arg_acts)
+        if registered:
+            registered_split_pair(ctx, fop, aug, fs, fwd_acts, ret_active)
+        else:
+            SplitForwardGenerator(ctx, fop, fwd_acts, ret_acts, fs_name).generate_pair(aug, fs, arg_acts)
         return aug_name, fs_name
 
     def reverse(self, fop: Operation, arg_acts, ret_acts, *, entry: bool = False, width: int = 1) -> str:

@@ -118,7 +118,13 @@ class SplitForwardGenerator(ForwardGenerator):
 
     def _registered_split_call(self, op: Operation, callee: Operation) -> None:
         E = self.E
-        augment, tape_type, fsd = split_derivative_functions(self.ctx.module, callee)
+        try:
+            augment, tape_type, fsd = split_derivative_functions(self.ctx.module, callee)
+        except ZymaseError as e:
+            # named where the registered function is called
+            e.location = e.location or location_of(op)
+            e.function = self.fname
+            raise
         new = self._copy_primal(op)
         placeholder = None
         args: list[SSAValue] = []
@@ -255,6 +261,36 @@ class SplitForwardGenerator(ForwardGenerator):
             if any(o in tainted for o in op.operands) and not op.successors:
                 raise self._refuse(op, "a tangent would read or write memory through a primal pointer, which "
                                    "may be NULL or overwritten when __enzyme_fwdsplit runs")
+
+
+def registered_split_pair(ctx, fop: Operation, aug_op: Operation, fs_op: Operation, fwd_acts,
+                          ret_active: bool) -> None:
+    """``__enzyme_fwdsplit`` of a function with a registered split derivative itself:
+    the augmented function calls the user's augment and pushes its tape, the tangent
+    function reads it and calls the user's fwdsplit (autodiff/custom.py)."""
+    augment, tape_type, fsd = split_derivative_functions(ctx.module, fop)
+    flavor = ctx.flavor
+    params, outputs = flavor.signature(fop)
+    E = Emitter(flavor, ctx.module).at_end(aug_op.body.blocks[0])
+    outs = ([tape_type] if tape_type is not None else []) + outputs
+    values = flavor.call(E, augment, list(aug_op.body.blocks[0].args), outs)
+    if tape_type is not None:
+        _push(E, values[0])
+    flavor.ret(E, values[-1:] if outputs else [], None)
+    entry = fs_op.body.blocks[0]
+    E = Emitter(flavor, ctx.module).at_end(entry)
+    args = iter(entry.args)
+    user: list[SSAValue] = []
+    for t, a in zip(params, fwd_acts):
+        user.append(next(args))
+        if is_float_type(t):
+            user.append(next(args) if (a.is_dup or a.is_active) else E.zero(t))
+    if tape_type is not None:
+        cursor = E.v(llvm.AllocaOp(E.iconst(1, i64), i64, alignment=8))
+        E.insert(llvm.StoreOp(E.iconst(0, i64), cursor))
+        user.append(_Reader(E, entry.args[-1], cursor).pop(tape_type, primal=False))
+    tangent = flavor.call(E, fsd, user, [t for t in outputs if is_float_type(t)])
+    flavor.ret(E, tangent if ret_active else [], None)
 
 
 class _Plan:

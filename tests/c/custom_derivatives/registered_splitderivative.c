@@ -4,7 +4,8 @@
 // pass calls the user's augment (never g), once per call, in a loop, and the tangent
 // pass calls the user's fwdsplit with the tape that augment returned, once per call, in
 // the same order; neither g nor augment runs again. A function without a tape
-// (augment returns the result alone) works too. Checked against closed forms.
+// (augment returns the result alone) works too, and so does __enzyme_fwdsplit of the
+// registered function itself. Checked against closed forms.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,6 +86,18 @@ int main(void) {
     if (g_calls != 0 || g_augment_calls != N || g_fwdsplit_calls != N || h_calls != 0) {
         printf("FAIL tangent pass: g %d, augment %d, fwdsplit %d, h %d calls\n", g_calls, g_augment_calls,
                g_fwdsplit_calls, h_calls);
+        failures++;
+    }
+
+    // __enzyme_fwdsplit of the registered function itself: the user's pair, once each
+    typedef struct { void *tape; double value; } g_direct;
+    extern g_direct __enzyme_augmentfwd_g(void *, ...);
+    g_direct ga = __enzyme_augmentfwd_g((void *)g, 0.7);
+    check("g primal", ga.value, 0.7 * sin(0.7));
+    double dg = __enzyme_fwdsplit((void *)g, 100.0, 2.0, ga.tape);  // the primal argument is not used
+    check("g tangent", dg, 2.0 * (sin(0.7) + 0.7 * cos(0.7)));
+    if (g_calls != 0 || g_augment_calls != N + 1 || g_fwdsplit_calls != N + 1) {
+        printf("FAIL direct: g %d, augment %d, fwdsplit %d calls\n", g_calls, g_augment_calls, g_fwdsplit_calls);
         failures++;
     }
     if (failures) return 1;
