@@ -51,6 +51,23 @@ def test_tape_buffer_too_small_at_run_time(tmp_path: Path):
     assert ok.returncode == 0, ok.stderr
 
 
+def test_fwdsplit_null_tape_when_the_tangent_needs_one(tmp_path: Path):
+    # issue 24 item 3: Enzyme's users pass a NULL tape when the tangent reads nothing
+    # from it (tests/c/split_mode/fwdsplit_pointers_and_calls.c); where it reads primal
+    # values, a NULL tape stops the program with the reason instead of a crash
+    (tmp_path / "null.c").write_text(
+        "#include <math.h>\n"
+        "extern double __enzyme_fwdsplit(void*, ...);\n"
+        "double f(double *x) { return sin(x[0]); }\n"
+        "int main(void) { double dx = 1;\n"
+        "  return __enzyme_fwdsplit((void*)f, (double*)0, &dx, (void*)0) > 2; }\n")
+    proc = run_cli(["cc", "-O2", "null.c", "-o", "null"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    ran = subprocess.run([str(tmp_path / "null")], capture_output=True, text=True, timeout=60)
+    assert ran.returncode != 0
+    assert "__enzyme_fwdsplit was given a NULL tape, but the tangent reads primal values" in ran.stderr
+
+
 @pytest.mark.parametrize("flags", LEVELS, ids=[" ".join(f) for f in LEVELS])
 def test_registered_gradient_of_a_library_function(flags: list[str], tmp_path: Path, zymase_cli: list[str]):
     # the registered function is only declared where it is differentiated

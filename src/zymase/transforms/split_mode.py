@@ -61,6 +61,7 @@ END = "__zymase_split_end"
 RESUME = "__zymase_split_resume"
 FINISH = "__zymase_split_finish"
 TOO_SMALL = "__zymase_split_tape_too_small"
+FWDSPLIT_DATA = "__zymase_fwdsplit_data"
 
 _STRUCT = f"!llvm.struct<(ptr, i64, i64, array<{CACHE_INLINE_BYTES} x i8>)>"
 # The tape object may sit in a caller's char buffer: its accesses assume no alignment.
@@ -359,7 +360,10 @@ def _lower_fwdsplit(op: ez.SplitDiffOp, driver, module: ModuleOp, fop: Operation
         return new.results[0] if new.results else None
 
     *args, tape = op.operands
-    data = emit(llvm.LoadOp(tape, PTR, alignment=1))
+    # Enzyme's users pass a NULL tape when the tangent needs nothing from it
+    fs = driver.function(fs_name)
+    needed = emit(llvm.ConstantOp(IntegerAttr(int(bool(fs.body.blocks[0].args[-1].uses)), 1), IntegerType(1)))
+    data = emit(llvm.CallOp(FWDSPLIT_DATA, tape, needed, return_type=PTR))
     out_types = [r.type for r in op.results]
     result = emit(llvm.CallOp(fs_name, *args, data, return_type=out_types[0])) if out_types else None
     if result is None:
@@ -399,6 +403,9 @@ def _require_runtime(module: ModuleOp) -> None:
                                  ("abort", [], None)):
         if name not in symbols:
             block.add_op(llvm.FuncOp(name, llvm.LLVMFunctionType(inputs, output), linkage=llvm.LinkageAttr("external")))
+    if FWDSPLIT_DATA not in symbols:
+        block.add_op(_message_global(_NULL_TAPE_GLOBAL, _NULL_TAPE_MESSAGE))
+        block.add_op(_fwdsplit_data())
     if BEGIN in symbols:
         return
     for fn in _parsed_runtime().clone().body.block.ops:
@@ -415,6 +422,48 @@ def _too_small_message() -> Operation:
     data = _TOO_SMALL_MESSAGE.encode()
     return llvm.GlobalOp(llvm.LLVMArrayType(len(data), IntegerType(8)), _MESSAGE_GLOBAL, "private", constant=True,
                          value=StringAttr(_TOO_SMALL_MESSAGE))
+
+
+_NULL_TAPE_GLOBAL = "__zymase_fwdsplit_null_tape_message"
+_NULL_TAPE_MESSAGE = ("zymase: error: __enzyme_fwdsplit was given a NULL tape, but the tangent reads primal "
+                      "values from the tape __enzyme_augmentfwd returned\n")
+
+
+def _message_global(name: str, text: str) -> Operation:
+    return llvm.GlobalOp(llvm.LLVMArrayType(len(text.encode()), IntegerType(8)), name, "private", constant=True,
+                         value=StringAttr(text))
+
+
+def _fwdsplit_data() -> Operation:
+    """``__zymase_fwdsplit_data(ptr tape, i1 needed) -> ptr``: the tape object's data;
+    a NULL tape is no data when the tangent function reads none, else a report and
+    abort."""
+    text = f"""
+builtin.module {{
+  llvm.func internal @{FWDSPLIT_DATA}(%tape: !llvm.ptr, %needed: i1) -> !llvm.ptr {{
+    %null = llvm.mlir.zero : !llvm.ptr
+    %none = llvm.icmp "eq" %tape, %null : !llvm.ptr
+    llvm.cond_br %none, ^empty, ^read
+  ^empty:
+    llvm.cond_br %needed, ^fail, ^nothing
+  ^fail:
+    %fd = llvm.mlir.constant(2 : i32) : i32
+    %len = llvm.mlir.constant({len(_NULL_TAPE_MESSAGE.encode())} : i64) : i64
+    %msg = llvm.mlir.addressof @{_NULL_TAPE_GLOBAL} : !llvm.ptr
+    %w = llvm.call @write(%fd, %msg, %len) : (i32, !llvm.ptr, i64) -> i64
+    llvm.call @abort() : () -> ()
+    llvm.unreachable
+  ^nothing:
+    llvm.return %null : !llvm.ptr
+  ^read:
+    %data = llvm.load %tape {{alignment = 1 : i64}} : !llvm.ptr -> !llvm.ptr
+    llvm.return %data : !llvm.ptr
+  }}
+}}
+"""
+    fn = parse_mlir(text, "<zymase split forward mode tape>").body.block.first_op
+    fn.detach()
+    return fn
 
 
 def _too_small_check() -> Operation:
