@@ -61,14 +61,14 @@ RECOMPUTED = frozenset({
     "llvm.mlir.constant", "llvm.mlir.zero", "llvm.mlir.undef", "llvm.mlir.poison", "llvm.mlir.addressof",
 })
 
-#: Operations through whose pointer operands memory is read or written.
+#: Operations that compute or compare addresses without touching memory: a primal
+#: pointer may pass through them (what they compute from one is primal too).
 _ADDRESS_ARITHMETIC = frozenset({"llvm.getelementptr", "llvm.bitcast", "llvm.select", "llvm.addrspacecast",
                                  "llvm.icmp", "llvm.ptrtoint"})
 
 
-def _hint() -> str:
-    return ("differentiate it with __enzyme_fwddiff (which runs the primal), or split reverse mode "
-            "(__enzyme_augmentfwd / __enzyme_reverse)")
+_HINT = ("differentiate it with __enzyme_fwddiff (which runs the primal), or split reverse mode "
+         "(__enzyme_augmentfwd / __enzyme_reverse)")
 
 
 class SplitForwardGenerator(ForwardGenerator):
@@ -76,7 +76,6 @@ class SplitForwardGenerator(ForwardGenerator):
 
     def __init__(self, ctx, fop, arg_acts, ret_acts, name):
         super().__init__(ctx, fop, arg_acts, ret_acts, name)
-        self.combined_calls: set[Operation] = set()
         # copy of a call of a function with a registered split derivative ->
         # (the placeholder of its tape in the tangent code, the tape's type, augment)
         self.split_calls: dict[Operation, tuple[Operation | None, object, str]] = {}
@@ -85,7 +84,7 @@ class SplitForwardGenerator(ForwardGenerator):
     def _refuse(self, op: Operation, what: str, hint: str | None = None) -> ZymaseError:
         return ZymaseError(f"split forward mode (__enzyme_fwdsplit) of '{self.fname}': {what}",
                            construct=describe(op), function=self.fname, location=location_of(op),
-                           hint=hint or _hint())
+                           hint=hint or _HINT)
 
     def _op(self, op: Operation) -> None:
         if memory_kind(op) in ("memref", "call_rule") and any(self.act.has_shadow(o) for o in op.operands):
@@ -111,10 +110,9 @@ class SplitForwardGenerator(ForwardGenerator):
             raise self._refuse(op, f"the call of '{g}' (recursive, or not inlined) would run its primal "
                                "again, which may read memory the caller has overwritten",
                                "make the callee inlinable (not recursive), or use __enzyme_fwddiff")
-        block = self.E.block
-        before = set(block.ops)
+        # a function of scalars without effects: its forward derivative (which runs its
+        # primal too) is called with the primal arguments the tangent function has
         super()._call(op, callee)
-        self.combined_calls.update(o for o in block.ops if o not in before and isinstance(o, llvm.CallOp))
 
     def _registered_split_call(self, op: Operation, callee: Operation) -> None:
         E = self.E
@@ -252,13 +250,29 @@ class SplitForwardGenerator(ForwardGenerator):
         argument, or computed from one): that memory may be gone or overwritten."""
         tainted: set[SSAValue] = set(self._popped)
         tainted.update(a for a in plan.kept_args if isinstance(a.type, llvm.LLVMPointerType))
-        for op in fs_op.walk():
-            if op in plan.keep or (op.name in _ADDRESS_ARITHMETIC and any(o in tainted for o in op.operands)):
+        ops = list(fs_op.walk())
+        for op in ops:
+            if op in plan.keep:
                 tainted.update(r for r in op.results if isinstance(r.type, llvm.LLVMPointerType))
+        changed = True
+        while changed:  # through address arithmetic and branches, in any block order
+            changed = False
+            for op in ops:
+                if op.successors:
+                    flows = [(arg, v) for succ, lst in zip(op.successors, self.flavor.successor_operands(op))
+                             for arg, v in zip(succ.args, lst)]
+                elif op.name in _ADDRESS_ARITHMETIC:
+                    flows = [(r, o) for r in op.results for o in op.operands]
+                else:
+                    continue
+                for out, v in flows:
+                    if v in tainted and out not in tainted and isinstance(out.type, llvm.LLVMPointerType):
+                        tainted.add(out)
+                        changed = True
+        for op in ops:
+            if op in plan.keep or op.name in _ADDRESS_ARITHMETIC or op.successors:
                 continue
-            if op.name in _ADDRESS_ARITHMETIC:
-                continue
-            if any(o in tainted for o in op.operands) and not op.successors:
+            if any(o in tainted for o in op.operands):
                 raise self._refuse(op, "a tangent would read or write memory through a primal pointer, which "
                                    "may be NULL or overwritten when __enzyme_fwdsplit runs")
 
@@ -395,8 +409,6 @@ class _Plan:
                 rebuilt = flavor.rebuild_terminator(term, new_lists)
                 block.insert_op_before(rebuilt, term)
                 block.erase_op(term)
-                if term in self.gen.combined_calls:
-                    self.gen.combined_calls.discard(term)
 
     def remove_primal_copies(self) -> None:
         doomed = [op for op in self.fs_op.walk() if op in self.gen.primal_copies and op not in self.keep]
