@@ -1,5 +1,7 @@
-"""Registered custom derivatives: Enzyme's ``__enzyme_register_gradient_<name>`` and
-``__enzyme_register_derivative_<name>`` globals.
+"""Registered custom derivatives: Enzyme's ``__enzyme_register_gradient_<name>``,
+``__enzyme_register_derivative_<name>`` and ``__enzyme_register_splitderivative_<name>``
+globals (the last for split forward mode only: :func:`split_derivative_functions`,
+called by autodiff/forward_split.py).
 
 ``void *__enzyme_register_gradient_sq[3] = {f, augment, gradient}`` and
 ``void *__enzyme_register_derivative_sq[2] = {f, fwd}`` say that wherever ``f`` is

@@ -22,6 +22,9 @@ Semantics follow Enzyme:
   frees it; ``enzyme_allocated, size, enzyme_tape, buffer`` keeps the tape in the
   caller's buffer; ``__enzyme_augmentsize(f, ...)`` is the tape's size
   (:mod:`zymase.transforms.split_mode`);
+* split forward mode: ``__enzyme_fwdsplit(f, args with tangents..., tape)`` returns the
+  tangent computed from the tape of ``__enzyme_augmentfwd`` (whose calls then write that
+  kind of tape, :mod:`zymase.autodiff.forward_split`);
 * vector forward mode: ``enzyme_width, N`` (a constant) makes every float argument take
   N tangents, every ``enzyme_dup`` pointer N shadows, and ``enzyme_dupv, stride, x, dxs``
   / ``enzyme_dupnoneedv`` one buffer of N shadows ``stride`` bytes apart; the result is
@@ -34,7 +37,7 @@ Semantics follow Enzyme:
   ``enzyme_scalar`` / ``enzyme_buffer`` (:mod:`zymase.llvm.batch_call`).
 
 Everything else of Enzyme's C interface is refused, never skipped: other
-``__enzyme_*`` functions and globals (split forward mode ...), marker globals zymase does not implement
+``__enzyme_*`` functions and globals (``__enzyme_todense`` ...), marker globals zymase does not implement
 (``enzyme_width`` ...), ``enzyme_*`` function attributes and annotations in the IR other
 than the activity marks ``llvm/annotations.py`` reads (and removes or records before
 this module runs), and a derivative that would contain itself (a differentiated
