@@ -35,7 +35,6 @@ primal (its tape pushed), the user's ``fwdsplit`` in the tangent function with t
 
 from __future__ import annotations
 
-from zymase.analysis.layout import size_align
 from zymase.analysis.memory import memory_kind
 from zymase.autodiff.common import describe
 from zymase.autodiff.custom import custom_derivative, custom_gradient, custom_splitderivative, split_derivative_functions
@@ -439,10 +438,17 @@ class _Reader:
         offset = E.v(llvm.LoadOp(self.cursor, i64))
         slot = E.v(llvm.GEPOp(self.data, [llvm.GEP_USE_SSA_VAL], I8, ssa_indices=[offset]))
         value = E.v(llvm.LoadOp(slot, t, alignment=1))
-        E.insert(llvm.StoreOp(E.v(llvm.AddOp(offset, E.iconst(size_align(t)[0], i64))), self.cursor))
+        E.insert(llvm.StoreOp(E.v(llvm.AddOp(offset, self._size(t))), self.cursor))
         if primal and isinstance(t, llvm.LLVMPointerType):
             self.popped.append(value)
         return value
+
+    def _size(self, t) -> SSAValue:
+        """``sizeof(t)`` as LLVM lays it out (``gep null, 1``, folded to a constant):
+        the bytes a push of ``t`` took (transforms/lower_tape.py)."""
+        E = self.E
+        end = E.v(llvm.GEPOp(E.v(llvm.ZeroOp.build(result_types=[llvm.LLVMPointerType()])), [1], t))
+        return E.v(llvm.PtrToIntOp(end, i64))
 
 
 def _push(E: Emitter, v: SSAValue) -> None:

@@ -8,6 +8,8 @@
 //  * Stack arrays filled through memcpy, and a result that is constant
 //    (enzyme_const_return) next to an output written through a pointer.
 //  * A NULL tape, as Enzyme's users pass one, where the tangent needs nothing from it.
+//  * long double values (16 bytes on the tape, 10 stored) and a constant array of
+//    structs read into locals, overwritten before __enzyme_fwdsplit.
 // Checked against __enzyme_fwddiff on fresh inputs and closed forms.
 #include <math.h>
 #include <stdio.h>
@@ -21,6 +23,10 @@ extern void *__enzyme_augmentfwd_p(void *, ...);
 extern double __enzyme_fwdsplit(void *, ...);
 extern double __enzyme_fwddiff(void *, ...);
 extern int __enzyme_fwdsplit_i(void *, ...);
+typedef struct { void *tape; long double value; } augmented_ld;
+extern augmented_ld __enzyme_augmentfwd_ld(void *, ...);
+extern long double __enzyme_fwdsplit_ld(void *, ...);
+extern long double __enzyme_fwddiff_ld(void *, ...);
 
 static int failures = 0;
 static void check(const char *what, double got, double want) {
@@ -67,6 +73,18 @@ int smooth3(double *out, const double *v) {
 
 double bilinear(double x, double y) { return 3 * x * y + x; }
 
+struct weight { double a; int k; };
+long double weighted(long double *x, const struct weight *w, int n) {
+    long double s = 0;
+    for (int i = 0; i < n; i++) {
+        struct weight q = w[i];
+        long double v = x[i];
+        s += sinl(v) * q.a * (q.k > 1 ? v : 1);
+        x[i] = v * v;
+    }
+    return s;
+}
+
 int main(void) {
     enum { N = 5 };
     const double v[N] = {0.4, -1.3, 0.8, 2.1, -0.6}, dv[N] = {1.0, 0.5, -0.75, 0.25, 2.0};
@@ -99,6 +117,15 @@ int main(void) {
         check("smooth3 primal", out[i], ref_out[i]);
         check("smooth3 tangent", dout[i], ref_dout[i]);
     }
+    long double lx[3] = {0.5L, 1.5L, -0.25L}, ldx[3] = {1, 2, 3}, rx[3] = {0.5L, 1.5L, -0.25L}, rdx[3] = {1, 2, 3};
+    struct weight wts[3] = {{1.5, 0}, {2.5, 2}, {-1, 3}}, wref[3] = {{1.5, 0}, {2.5, 2}, {-1, 3}};
+    augmented_ld la = __enzyme_augmentfwd_ld((void *)weighted, lx, ldx, enzyme_const, wts, enzyme_const, 3);
+    for (int i = 0; i < 3; i++) { wts[i].a = 99; wts[i].k = -1; lx[i] = 7; }
+    long double ld = __enzyme_fwdsplit_ld((void *)weighted, (long double *)NULL, ldx, enzyme_const,
+                                          (struct weight *)NULL, enzyme_const, 3, la.tape);
+    long double lr = __enzyme_fwddiff_ld((void *)weighted, rx, rdx, enzyme_const, wref, enzyme_const, 3);
+    check("long double tangent", (double)ld, (double)lr);
+    for (int i = 0; i < 3; i++) check("long double tangent in place", (double)ldx[i], (double)rdx[i]);
     check("NULL tape", __enzyme_fwdsplit((void *)bilinear, 2.0, 0.5, 3.0, -1.0, (void *)NULL),
           (3 * 3.0 + 1) * 0.5 + 3 * 2.0 * -1.0);
     if (failures) return 1;
