@@ -100,11 +100,14 @@ VALUE_MARKERS = ("enzyme_allocated", "enzyme_tape", "enzyme_width")
 #: Markers that only promise something zymase does not rely on: accepted, no effect.
 HINT_MARKERS = ("enzyme_not_overwritten",)
 
+#: ``enzyme_nofree``: __enzyme_fwdsplit keeps the tape (it may read it again); accepted
+#: by __enzyme_augmentfwd, where it has no effect (as in Enzyme); refused elsewhere.
+NOFREE_MARKER = "enzyme_nofree"
+
 #: Markers of Enzyme's that zymase does not implement, with what they do (for the error).
 UNIMPLEMENTED_MARKERS = {
     "enzyme_interleave": "interleaved shadows",
     "enzyme_byref": "arguments passed by reference",
-    "enzyme_nofree": "keeping the memory of the forward pass after the reverse pass",
     "enzyme_runtime_activity": "runtime activity checks",
     "enzyme_interface": "dynamic derivative interfaces",
     "enzyme_trace": "probabilistic tracing",
@@ -119,7 +122,7 @@ UNIMPLEMENTED_MARKERS = {
 BATCH_MARKERS = ("enzyme_vector", "enzyme_scalar", "enzyme_buffer")
 
 #: Every marker global zymase understands (arguments, returns, options, hints).
-KNOWN_MARKERS = (*MARKERS, *RETURN_MARKERS, *VALUE_MARKERS, *HINT_MARKERS, *BATCH_MARKERS)
+KNOWN_MARKERS = (*MARKERS, *RETURN_MARKERS, *VALUE_MARKERS, *HINT_MARKERS, *BATCH_MARKERS, NOFREE_MARKER)
 
 #: The calls zymase lowers: Enzyme matches any function whose name contains one of
 #: these (``__enzyme_autodiff2``, C++'s ``_Z17__enzyme_autodiffIdJdEET_Pvz``).
@@ -465,6 +468,7 @@ class _Options:
     allocated: SSAValue | None = None  # enzyme_allocated's size
     tape: SSAValue | None = None  # enzyme_tape's buffer
     width: int = 1  # enzyme_width's N
+    nofree: bool = False  # enzyme_nofree: __enzyme_fwdsplit leaves the tape to the caller
 
 
 def _take_options(site: _Site, args: list[SSAValue]) -> tuple[list[SSAValue], _Options]:
@@ -490,6 +494,14 @@ def _take_options(site: _Site, args: list[SSAValue]) -> tuple[list[SSAValue], _O
                 opts.ret = name.removeprefix("enzyme_").removesuffix("_return")
             i += 1
         elif name in HINT_MARKERS:
+            i += 1
+        elif name == NOFREE_MARKER:
+            if site.mode not in ("augment", "fwdsplit"):
+                raise _err(site, f"marker '{name}' is not implemented by zymase for {site.marker_fn}: it asks for "
+                           "keeping the memory of the forward pass after the reverse pass",
+                           "remove it; zymase implements enzyme_nofree for __enzyme_fwdsplit (a tape read more "
+                           "than once) and accepts it in __enzyme_augmentfwd")
+            opts.nofree = True
             i += 1
         elif name in VALUE_MARKERS:
             if i + 1 >= len(args):

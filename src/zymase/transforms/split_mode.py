@@ -24,7 +24,9 @@ kind of tape object: when a program differentiates ``f`` by ``__enzyme_fwdsplit`
 ``__enzyme_augmentfwd(f, ...)`` calls run ``Driver.fwdsplit``'s augmented primal, which
 pushes what the tangent function reads (autodiff/forward_split.py), and the fwdsplit
 call passes the tape's data to ``fwdsplit<f>`` and frees it as ``__enzyme_reverse``
-does. One tape cannot serve both: a program that reverses ``f`` and also differentiates
+does (``enzyme_nofree`` keeps it: the tangent function only reads the tape, from its
+start, so a tape kept that way is read again by the next fwdsplit call, one tangent
+direction after another). One tape cannot serve both: a program that reverses ``f`` and also differentiates
 it by ``__enzyme_fwdsplit`` is refused (:func:`mark_fwdsplit_tapes`), as are an
 augmented call and a fwdsplit call of ``f`` with different activities. The marker parsing is in :mod:`zymase.llvm.markers`; this module
 builds the ``enzyme.split_autodiff`` op there and lowers it in the enzyme pass.
@@ -42,6 +44,7 @@ from zymase.ir import (
     Operation,
     SSAValue,
     StringAttr,
+    UnitAttr,
     i64,
     llvm,
     location_of,
@@ -171,6 +174,8 @@ def split_op(site, fname: str, operands: list[SSAValue], seed: SSAValue | None, 
 
 #: On a function whose tapes __enzyme_fwdsplit reads: the activities of its fwdsplit call.
 FWDSPLIT_TAPE = "zymase.fwdsplit_tape"
+#: On a fwdsplit op: enzyme_nofree, the tape is neither freed nor used up (read again later).
+NOFREE = "zymase.nofree"
 
 
 def mark_fwdsplit_tapes(sites, target_of) -> None:
@@ -231,7 +236,10 @@ def fwdsplit_op(site, fname: str, operands: list[SSAValue], opts, acts: list[Act
     target.attributes[FWDSPLIT_TAPE] = StringAttr(pattern)
     results = [fn_out] if ret_active else []
     ret_acts = [Activity.DUPNONEED if ret_active else Activity.CONSTNONEED] if fn_out is not None else []
-    return ez.SplitDiffOp("fwdsplit", allocated, fname, [*operands, opts.tape], results, acts, ret_acts)
+    op = ez.SplitDiffOp("fwdsplit", allocated, fname, [*operands, opts.tape], results, acts, ret_acts)
+    if opts.nofree:
+        op.attributes[NOFREE] = UnitAttr()
+    return op
 
 
 def _check_caller_tape(site, opts, builder) -> bool:
@@ -368,9 +376,10 @@ def _lower_fwdsplit(op: ez.SplitDiffOp, driver, module: ModuleOp, fop: Operation
     result = emit(llvm.CallOp(fs_name, *args, data, return_type=out_types[0])) if out_types else None
     if result is None:
         emit(llvm.CallOp(fs_name, *args, data))
-    emit(llvm.CallOp("free", data))
-    if not bool(op.allocated.value.data):
-        emit(llvm.CallOp("free", tape))
+    if NOFREE not in op.attributes:
+        emit(llvm.CallOp("free", data))
+        if not bool(op.allocated.value.data):
+            emit(llvm.CallOp("free", tape))
     if result is not None:
         op.results[0].replace_all_uses_with(result)
     block.erase_op(op)

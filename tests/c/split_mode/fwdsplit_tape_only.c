@@ -8,16 +8,19 @@
 //  * the tangents equal __enzyme_fwddiff's on a fresh copy of the inputs, and finite
 //    differences;
 //  * two tapes are live at once and consumed out of order; a caller-owned tape
-//    (enzyme_allocated, __enzyme_augmentsize, enzyme_tape) works on both calls.
+//    (enzyme_allocated, __enzyme_augmentsize, enzyme_tape) works on both calls;
+//  * with enzyme_nofree one tape gives several tangent directions (Enzyme's users
+//    linearize once and apply the linearization many times); the last call frees it.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-extern int enzyme_dup, enzyme_const, enzyme_allocated, enzyme_tape;
+extern int enzyme_dup, enzyme_const, enzyme_allocated, enzyme_tape, enzyme_nofree;
 typedef struct { void *tape; double value; } augmented;
 extern augmented __enzyme_augmentfwd(void *, ...);
 extern void __enzyme_augmentfwd_own(void *, ...);
+extern void *__enzyme_augmentfwd_p(void *, ...);
 extern int __enzyme_augmentsize(void *, ...);
 extern double __enzyme_fwdsplit(void *, ...);
 extern void __enzyme_fwdsplit_v(void *, ...);
@@ -137,6 +140,27 @@ int main(void) {
         for (int i = 0; i < N; i++) check("residual tangent", dr[i], drr[i]);
     }
     free(buffer);
+
+    // one augmented pass, three tangent directions; enzyme_nofree keeps the tape
+    {
+        double q[N], r[N];
+        memcpy(q, y0, sizeof q);
+        void *tape = __enzyme_augmentfwd_p((void *)residual, enzyme_nofree, enzyme_dup, r, (double *)NULL, enzyme_dup,
+                                           q, (double *)NULL, enzyme_const, N);
+        memset(q, 0, sizeof q);
+        for (int k = 0; k < 3; k++) {
+            double dq[N], dr[N], rr[N], drr[N], qq[N];
+            for (int i = 0; i < N; i++) { dq[i] = (i == k) - 0.5 * (i == k + 1); qq[i] = y0[i]; }
+            if (k < 2)
+                __enzyme_fwdsplit_v((void *)residual, enzyme_nofree, enzyme_dup, (double *)NULL, dr, enzyme_dup,
+                                    (double *)NULL, dq, enzyme_const, N, tape);
+            else
+                __enzyme_fwdsplit_v((void *)residual, enzyme_dup, (double *)NULL, dr, enzyme_dup, (double *)NULL, dq,
+                                    enzyme_const, N, tape);
+            __enzyme_fwddiff_v((void *)residual, enzyme_dup, rr, drr, enzyme_dup, qq, dq, enzyme_const, N);
+            for (int i = 0; i < N; i++) check("direction of a kept tape", dr[i], drr[i]);
+        }
+    }
 
     if (failures) return 1;
     printf("ok\n");
