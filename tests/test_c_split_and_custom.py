@@ -51,6 +51,18 @@ def test_tape_buffer_too_small_at_run_time(tmp_path: Path):
     assert ok.returncode == 0, ok.stderr
 
 
+@pytest.mark.parametrize("level", ["-O0", "-O2"])
+def test_fwdsplit_reads_no_stale_frame_under_valgrind(level: str, tmp_path: Path):
+    # issue 24 item 1: local arrays are filled again in the tangent function's own frame
+    # (tests/c/split_mode/valgrind/fwdsplit_local_arrays.c says how this is checked)
+    exe = tmp_path / "local_arrays"
+    build = run_cli(["cc", level, "-g", str(_C / "split_mode" / "valgrind" / "fwdsplit_local_arrays.c"),
+                     "-o", str(exe)], cwd=tmp_path)
+    assert build.returncode == 0, build.stderr
+    ran = subprocess.run(["valgrind", "--error-exitcode=99", str(exe)], capture_output=True, text=True, timeout=300)
+    assert ran.returncode == 0 and "ok" in ran.stdout, ran.stdout + ran.stderr[-3000:]
+
+
 def test_fwdsplit_null_tape_when_the_tangent_needs_one(tmp_path: Path):
     # issue 24 item 3: Enzyme's users pass a NULL tape when the tangent reads nothing
     # from it (tests/c/split_mode/fwdsplit_pointers_and_calls.c); where it reads primal

@@ -40,8 +40,9 @@ from zymase.autodiff.common import describe
 from zymase.autodiff.custom import custom_derivative, custom_gradient, custom_splitderivative, split_derivative_functions
 from zymase.autodiff.flavor import Emitter
 from zymase.autodiff.forward import ForwardGenerator
+from zymase.autodiff.tape import explain_tape
 from zymase.errors import ZymaseError
-from zymase.ir import Block, BlockArgument, IntegerType, Operation, SSAValue, StringAttr, i64, is_float_type, llvm
+from zymase.ir import Block, BlockArgument, IntegerAttr, IntegerType, Operation, SSAValue, StringAttr, i64, is_float_type, llvm
 from zymase.ir import enzyme as ez
 from zymase.ir import location_of
 
@@ -251,8 +252,11 @@ class SplitForwardGenerator(ForwardGenerator):
         tainted.update(a for a in plan.kept_args if isinstance(a.type, llvm.LLVMPointerType))
         ops = list(fs_op.walk())
         for op in ops:
-            if op in plan.keep:
-                tainted.update(r for r in op.results if isinstance(r.type, llvm.LLVMPointerType))
+            # primal pointers the kept copies make: into writable globals, from integers
+            # (a kept local array is the tangent function's own, a constant global safe)
+            if op in plan.keep and (isinstance(op, llvm.IntToPtrOp) or (
+                    isinstance(op, llvm.AddressOfOp) and plan.constant_global(op) is None)):
+                tainted.update(op.results)
         changed = True
         while changed:  # through address arithmetic and branches, in any block order
             changed = False
@@ -269,7 +273,7 @@ class SplitForwardGenerator(ForwardGenerator):
                         tainted.add(out)
                         changed = True
         for op in ops:
-            if op in plan.keep or op.name in _ADDRESS_ARITHMETIC or op.successors:
+            if op.name in _ADDRESS_ARITHMETIC or op.successors:
                 continue
             if any(o in tainted for o in op.operands):
                 raise self._refuse(op, "a tangent would read or write memory through a primal pointer, which "
@@ -368,8 +372,25 @@ class _Plan:
                     self.keep.add(owner)
                     for o in owner.operands:
                         need(o)
+                elif isinstance(owner, llvm.AllocaOp) and self._local(owner):
+                    # a local array the tangent function fills again (its own frame's)
+                    self.keep.add(owner)
+                    for o in owner.operands:
+                        need(o)
+                elif isinstance(owner, llvm.LoadOp) and self._replayable_load(owner):
+                    # local or constant memory: the load is done again (a local
+                    # array's stores are kept with it, below)
+                    self.keep.add(owner)
+                    need(owner.ptr)
+                    for store in self._stores_into(owner.ptr):
+                        if store not in self.keep:
+                            self.keep.add(store)
+                            need(store.value)
+                            need(store.ptr)
                 else:
                     taped.add(v)
+        for v in taped:
+            explain_tape(gen.fname, v, "split forward mode's tape")
         # where each taped value is pushed and popped: block arguments at the start of
         # their block, results right after their op (the tape of a registered split
         # call first)
@@ -383,6 +404,74 @@ class _Plan:
                 results = [r for r in op.results if r in taped]
                 if results or op in gen.split_calls:
                     self.after_op[op] = results
+
+    # -- memory the tangent function can read again: a constant global, or a local array
+    #    (an alloca whose address only loads and stores use), whose stores it then keeps
+    def _base(self, ptr: SSAValue) -> Operation | None:
+        """The alloca or constant global ``ptr`` points into (through GEPs), or None."""
+        while isinstance(ptr.owner, (llvm.GEPOp, llvm.BitcastOp)) and ptr.owner in self.gen.primal_copies:
+            ptr = ptr.owner.operands[0]
+        owner = ptr.owner
+        if owner not in self.gen.primal_copies:
+            return None
+        if isinstance(owner, llvm.AllocaOp):
+            return owner if self._local(owner) else None
+        if isinstance(owner, llvm.AddressOfOp) and self.constant_global(owner) is not None:
+            return owner
+        return None
+
+    def constant_global(self, addressof: Operation) -> Operation | None:
+        """The constant global ``addressof`` takes the address of, or None."""
+        glob = self.gen.ctx.driver.lookup_function(addressof.global_name.root_reference.data)
+        return glob if isinstance(glob, llvm.GlobalOp) and glob.constant is not None else None
+
+    def _replayable_load(self, load: Operation) -> bool:
+        ordering = load.properties.get("ordering")  # atomic loads are taped
+        if "volatile_" in load.properties or (isinstance(ordering, IntegerAttr) and ordering.value.data != 0):
+            return False
+        return self._base(load.ptr) is not None
+
+    def _addresses(self, alloca: Operation) -> list[SSAValue]:
+        """Every pointer computed from ``alloca`` by primal GEPs and casts."""
+        found, todo = [], [alloca.results[0]]
+        while todo:
+            v = todo.pop()
+            found.append(v)
+            for use in v.uses:
+                user = use.operation
+                if isinstance(user, (llvm.GEPOp, llvm.BitcastOp)) and use.index == 0:
+                    todo.extend(user.results)
+        return found
+
+    def _local(self, alloca: Operation) -> bool:
+        """Only primal loads and stores (as the address) and lifetime markers use it."""
+        cache = self.__dict__.setdefault("_local_cache", {})
+        if alloca not in cache:
+            ok = True
+            for v in self._addresses(alloca):
+                for use in v.uses:
+                    user = use.operation
+                    if user not in self.gen.primal_copies:
+                        ok = False
+                    elif isinstance(user, (llvm.GEPOp, llvm.BitcastOp)) and use.index == 0:
+                        continue
+                    elif isinstance(user, llvm.LoadOp):
+                        continue
+                    elif isinstance(user, llvm.StoreOp) and use.index == 1:
+                        continue
+                    elif isinstance(user, llvm.CallIntrinsicOp) and user.intrin.data.startswith("llvm.lifetime."):
+                        continue
+                    else:
+                        ok = False
+            cache[alloca] = ok
+        return cache[alloca]
+
+    def _stores_into(self, ptr: SSAValue) -> list[Operation]:
+        base = self._base(ptr)
+        if not isinstance(base, llvm.AllocaOp):
+            return []  # constant memory: never stored to
+        return [use.operation for v in self._addresses(base) for use in v.uses
+                if isinstance(use.operation, llvm.StoreOp) and use.index == 1]
 
     def drop_unneeded_block_arguments(self, flavor) -> None:
         """Primal block arguments nothing reads any more receive undef."""
