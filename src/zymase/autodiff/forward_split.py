@@ -38,7 +38,7 @@ from __future__ import annotations
 from zymase.analysis.memory import memory_kind
 from zymase.autodiff.common import describe
 from zymase.autodiff.custom import custom_derivative, custom_gradient, custom_splitderivative, split_derivative_functions
-from zymase.autodiff.flavor import Emitter
+from zymase.autodiff.flavor import Emitter, intrinsic_base
 from zymase.autodiff.forward import ForwardGenerator
 from zymase.autodiff.tape import explain_tape
 from zymase.errors import ZymaseError
@@ -61,6 +61,12 @@ RECOMPUTED = frozenset({
     "llvm.mlir.constant", "llvm.mlir.zero", "llvm.mlir.undef", "llvm.mlir.poison", "llvm.mlir.addressof",
 })
 
+#: LLVM intrinsics (``intrinsic_base`` names) recomputed as well: pure and cheap.
+RECOMPUTED_INTRINSICS = frozenset({
+    "fmuladd", "fma", "fabs", "copysign", "minnum", "maxnum", "minimum", "maximum", "floor", "ceil", "trunc",
+    "round", "roundeven", "rint", "nearbyint", "sqrt", "smax", "smin", "umax", "umin", "abs",
+})
+
 #: Operations that compute or compare addresses without touching memory: a primal
 #: pointer may pass through them (what they compute from one is primal too).
 _ADDRESS_ARITHMETIC = frozenset({"llvm.getelementptr", "llvm.bitcast", "llvm.select", "llvm.addrspacecast",
@@ -69,6 +75,12 @@ _ADDRESS_ARITHMETIC = frozenset({"llvm.getelementptr", "llvm.bitcast", "llvm.sel
 
 _HINT = ("differentiate it with __enzyme_fwddiff (which runs the primal), or split reverse mode "
          "(__enzyme_augmentfwd / __enzyme_reverse)")
+
+
+def _recomputed(op: Operation) -> bool:
+    if isinstance(op, llvm.CallIntrinsicOp):
+        return intrinsic_base(op.intrin.data) in RECOMPUTED_INTRINSICS
+    return op.name in RECOMPUTED
 
 
 class SplitForwardGenerator(ForwardGenerator):
@@ -368,7 +380,7 @@ class _Plan:
                 continue
             owner = v.owner
             if owner in copies:
-                if owner.name in RECOMPUTED and owner not in gen.split_calls:
+                if _recomputed(owner) and owner not in gen.split_calls:
                     self.keep.add(owner)
                     for o in owner.operands:
                         need(o)
