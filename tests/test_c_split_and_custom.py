@@ -80,6 +80,26 @@ def test_fwdsplit_null_tape_when_the_tangent_needs_one(tmp_path: Path):
     assert "__enzyme_fwdsplit was given a NULL tape, but the tangent reads primal values" in ran.stderr
 
 
+def test_fwdsplit_refuses_a_tape_written_for_another_reader(tmp_path: Path):
+    # issue 24 item 3: another file's __enzyme_augmentfwd of the same function writes split
+    # reverse mode's tape (no __enzyme_fwdsplit there); the key that starts a split
+    # forward mode tape stops the program instead of a tangent read from the wrong values
+    f = "static void f(double *x) { x[0] = x[0] * x[0] * x[0]; }\n"
+    (tmp_path / "a.c").write_text(
+        "extern void *__enzyme_augmentfwd(void*, ...);\n" + f
+        + "void *forward_pass(double *x, double *dx) { return __enzyme_augmentfwd((void*)f, x, dx); }\n")
+    (tmp_path / "b.c").write_text(
+        "#include <stdio.h>\nextern void __enzyme_fwdsplit(void*, ...);\n" + f
+        + "void *forward_pass(double *x, double *dx);\n"
+        "int main(void) { double x = 2, dx = 1; void *t = forward_pass(&x, &dx);\n"
+        "  __enzyme_fwdsplit((void*)f, (double*)0, &dx, t); printf(\"%g\\n\", dx); return 0; }\n")
+    proc = run_cli(["cc", "-O2", "a.c", "b.c", "-o", "two"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    ran = subprocess.run([str(tmp_path / "two")], capture_output=True, text=True, timeout=60)
+    assert ran.returncode != 0, ran.stdout
+    assert "the tape given to __enzyme_fwdsplit was not written for it" in ran.stderr
+
+
 @pytest.mark.parametrize("flags", LEVELS, ids=[" ".join(f) for f in LEVELS])
 def test_registered_gradient_of_a_library_function(flags: list[str], tmp_path: Path, zymase_cli: list[str]):
     # the registered function is only declared where it is differentiated

@@ -35,6 +35,8 @@ primal (its tape pushed), the user's ``fwdsplit`` in the tangent function with t
 
 from __future__ import annotations
 
+import hashlib
+
 from zymase.analysis.memory import memory_kind
 from zymase.autodiff.common import describe
 from zymase.autodiff.custom import custom_derivative, custom_gradient, custom_splitderivative, split_derivative_functions
@@ -81,6 +83,19 @@ def _recomputed(op: Operation) -> bool:
     if isinstance(op, llvm.CallIntrinsicOp):
         return intrinsic_base(op.intrin.data) in RECOMPUTED_INTRINSICS
     return op.name in RECOMPUTED
+
+
+#: On ``fwdsplit<f>``: the key ``augmented<f>`` pushes first, which the fwdsplit call
+#: checks before the tangent function reads the rest (transforms/split_mode.py).
+TAPE_KEY = "zymase.fwdsplit_key"
+
+
+def tape_key(*parts) -> int:
+    """A 64-bit digest of what decides a tape's layout (the function, its activities, and
+    where values are pushed and of which types): a tape written by another augmented
+    function (split reverse mode's, another file's compiled differently) has another key."""
+    digest = hashlib.sha256(repr(parts).encode()).digest()
+    return int.from_bytes(digest[:8], "little", signed=True)
 
 
 class SplitForwardGenerator(ForwardGenerator):
@@ -158,10 +173,16 @@ class SplitForwardGenerator(ForwardGenerator):
         ``fs_op`` (the forward derivative's arguments, then the tape's data pointer)."""
         self.generate(fs_op)
         plan = _Plan(self, fs_op)
-        self._augmented(aug_op, plan, marker_acts)
+        blocks = list(fs_op.body.blocks)
+        layout = [(blocks.index(b), [str(v.type) for v in args]) for b, args in plan.block_start.items()]
+        layout += [(blocks.index(op.parent_block()), op.name, [str(r.type) for r in results])
+                   for op, results in plan.after_op.items()]
+        key = tape_key(self.fname, [a.name for a in marker_acts], self.ret_acts, layout)
+        self._augmented(aug_op, plan, marker_acts, key)
         self._tangent_only(fs_op, plan)
+        fs_op.attributes[TAPE_KEY] = IntegerAttr(key, i64)
 
-    def _augmented(self, aug_op: Operation, plan: "_Plan", marker_acts) -> None:
+    def _augmented(self, aug_op: Operation, plan: "_Plan", marker_acts, key: int) -> None:
         region = self.p.region
         values: dict[SSAValue, SSAValue] = {}
         blocks: dict[Block, Block] = {}
@@ -179,9 +200,10 @@ class SplitForwardGenerator(ForwardGenerator):
                 k += 1
         primal_of = {g: r for r, g in self.vmap.items()}
         E = Emitter(self.flavor, self.ctx.module)
+        entry_anchor = entry.first_op
+        _push(E.before(entry_anchor), E.iconst(key, i64))  # first: what the tape is for
         for block, args in plan.block_start.items():
-            target = blocks[self._primal_block(block)] if block is not plan.entry else entry
-            anchor = target.first_op
+            anchor = entry_anchor if block is plan.entry else blocks[self._primal_block(block)].first_op
             for v in args:
                 w = values.get(primal_of[v], primal_of[v]) if block is not plan.entry else \
                     entry.args[self._aug_index(v.index, marker_acts)]
@@ -300,7 +322,10 @@ def registered_split_pair(ctx, fop: Operation, aug_op: Operation, fs_op: Operati
     augment, tape_type, fsd = split_derivative_functions(ctx.module, fop)
     flavor = ctx.flavor
     params, outputs = flavor.signature(fop)
+    key = tape_key(fop.sym_name.data, "registered", augment, fsd, str(tape_type))
+    fs_op.attributes[TAPE_KEY] = IntegerAttr(key, i64)
     E = Emitter(flavor, ctx.module).at_end(aug_op.body.blocks[0])
+    _push(E, E.iconst(key, i64))
     outs = ([tape_type] if tape_type is not None else []) + outputs
     values = flavor.call(E, augment, list(aug_op.body.blocks[0].args), outs)
     if tape_type is not None:

@@ -52,6 +52,7 @@ from zymase.ir import (
 )
 from zymase.ir import enzyme as ez
 from zymase.ir.enzyme import Activity
+from zymase.autodiff.forward_split import TAPE_KEY
 from zymase.transforms.lower_tape import CACHE_INLINE_BYTES, CACHE_STRUCT, GLOBAL_TAPE
 
 PTR = llvm.LLVMPointerType()
@@ -371,11 +372,13 @@ def _lower_fwdsplit(op: ez.SplitDiffOp, driver, module: ModuleOp, fop: Operation
     # Enzyme's users pass a NULL tape when the tangent needs nothing from it
     fs = driver.function(fs_name)
     needed = emit(llvm.ConstantOp(IntegerAttr(int(bool(fs.body.blocks[0].args[-1].uses)), 1), IntegerType(1)))
-    data = emit(llvm.CallOp(FWDSPLIT_DATA, tape, needed, return_type=PTR))
+    key = emit(llvm.ConstantOp(fs.attributes[TAPE_KEY], i64))
+    data = emit(llvm.CallOp(FWDSPLIT_DATA, tape, needed, key, return_type=PTR))
+    values = emit(llvm.GEPOp(data, [KEY_BYTES], IntegerType(8)))  # after the key
     out_types = [r.type for r in op.results]
-    result = emit(llvm.CallOp(fs_name, *args, data, return_type=out_types[0])) if out_types else None
+    result = emit(llvm.CallOp(fs_name, *args, values, return_type=out_types[0])) if out_types else None
     if result is None:
-        emit(llvm.CallOp(fs_name, *args, data))
+        emit(llvm.CallOp(fs_name, *args, values))
     if NOFREE not in op.attributes:
         emit(llvm.CallOp("free", data))
         if not bool(op.allocated.value.data):
@@ -414,6 +417,7 @@ def _require_runtime(module: ModuleOp) -> None:
             block.add_op(llvm.FuncOp(name, llvm.LLVMFunctionType(inputs, output), linkage=llvm.LinkageAttr("external")))
     if FWDSPLIT_DATA not in symbols:
         block.add_op(_message_global(_NULL_TAPE_GLOBAL, _NULL_TAPE_MESSAGE))
+        block.add_op(_message_global(_KEY_GLOBAL, _KEY_MESSAGE))
         block.add_op(_fwdsplit_data())
     if BEGIN in symbols:
         return
@@ -436,6 +440,12 @@ def _too_small_message() -> Operation:
 _NULL_TAPE_GLOBAL = "__zymase_fwdsplit_null_tape_message"
 _NULL_TAPE_MESSAGE = ("zymase: error: __enzyme_fwdsplit was given a NULL tape, but the tangent reads primal "
                       "values from the tape __enzyme_augmentfwd returned\n")
+_KEY_GLOBAL = "__zymase_fwdsplit_key_message"
+_KEY_MESSAGE = ("zymase: error: the tape given to __enzyme_fwdsplit was not written for it: only "
+                "__enzyme_augmentfwd of the same function, with the same activities, compiled the same way, "
+                "writes the tape it reads\n")
+#: bytes of the key at the start of a split forward mode tape (autodiff/forward_split.py)
+KEY_BYTES = 8
 
 
 def _message_global(name: str, text: str) -> Operation:
@@ -444,19 +454,20 @@ def _message_global(name: str, text: str) -> Operation:
 
 
 def _fwdsplit_data() -> Operation:
-    """``__zymase_fwdsplit_data(ptr tape, i1 needed) -> ptr``: the tape object's data;
-    a NULL tape is no data when the tangent function reads none, else a report and
-    abort."""
+    """``__zymase_fwdsplit_data(ptr tape, i1 needed, i64 key) -> ptr``: the tape
+    object's data, after checking that it starts with ``key`` (the augmented function
+    of this fwdsplit wrote it); a NULL tape is no data when the tangent function reads
+    none. Otherwise a report and abort."""
     text = f"""
 builtin.module {{
-  llvm.func internal @{FWDSPLIT_DATA}(%tape: !llvm.ptr, %needed: i1) -> !llvm.ptr {{
+  llvm.func internal @{FWDSPLIT_DATA}(%tape: !llvm.ptr, %needed: i1, %key: i64) -> !llvm.ptr {{
     %null = llvm.mlir.zero : !llvm.ptr
+    %fd = llvm.mlir.constant(2 : i32) : i32
     %none = llvm.icmp "eq" %tape, %null : !llvm.ptr
     llvm.cond_br %none, ^empty, ^read
   ^empty:
-    llvm.cond_br %needed, ^fail, ^nothing
-  ^fail:
-    %fd = llvm.mlir.constant(2 : i32) : i32
+    llvm.cond_br %needed, ^no_tape, ^nothing
+  ^no_tape:
     %len = llvm.mlir.constant({len(_NULL_TAPE_MESSAGE.encode())} : i64) : i64
     %msg = llvm.mlir.addressof @{_NULL_TAPE_GLOBAL} : !llvm.ptr
     %w = llvm.call @write(%fd, %msg, %len) : (i32, !llvm.ptr, i64) -> i64
@@ -465,8 +476,24 @@ builtin.module {{
   ^nothing:
     llvm.return %null : !llvm.ptr
   ^read:
+    %eight = llvm.mlir.constant({KEY_BYTES} : i64) : i64
     %data = llvm.load %tape {{alignment = 1 : i64}} : !llvm.ptr -> !llvm.ptr
+    %size_p = llvm.getelementptr %tape[%eight] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+    %size = llvm.load %size_p {{alignment = 1 : i64}} : !llvm.ptr -> i64
+    %short = llvm.icmp "ult" %size, %eight : i64
+    llvm.cond_br %short, ^other, ^check
+  ^check:
+    %found = llvm.load %data {{alignment = 1 : i64}} : !llvm.ptr -> i64
+    %same = llvm.icmp "eq" %found, %key : i64
+    llvm.cond_br %same, ^ok, ^other
+  ^ok:
     llvm.return %data : !llvm.ptr
+  ^other:
+    %len2 = llvm.mlir.constant({len(_KEY_MESSAGE.encode())} : i64) : i64
+    %msg2 = llvm.mlir.addressof @{_KEY_GLOBAL} : !llvm.ptr
+    %w2 = llvm.call @write(%fd, %msg2, %len2) : (i32, !llvm.ptr, i64) -> i64
+    llvm.call @abort() : () -> ()
+    llvm.unreachable
   }}
 }}
 """
