@@ -20,7 +20,8 @@ listed in ``primal_copies``), generated into the tangent function's body and the
   (stores, frees, calls, loads) and each taped value read at the same place from the
   tape's data, given as its last argument, with a cursor running from the start: it
   replays the same control flow (its branch conditions are recomputed or taped), so it
-  reads the values in the order they were pushed.
+  reads the values in the order they were pushed. The first push is a key
+  (:func:`tape_key`), which the fwdsplit call checks (transforms/split_mode.py).
 
 A tangent operation that would still touch memory through a primal pointer (a BLAS
 rule's reads of its inputs, a call of a derivative that takes pointers) is refused by

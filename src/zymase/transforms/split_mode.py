@@ -23,8 +23,9 @@ Split forward mode (``__enzyme_fwdsplit(f, args with tangents..., tape)``) reads
 kind of tape object: when a program differentiates ``f`` by ``__enzyme_fwdsplit``, its
 ``__enzyme_augmentfwd(f, ...)`` calls run ``Driver.fwdsplit``'s augmented primal, which
 pushes what the tangent function reads (autodiff/forward_split.py), and the fwdsplit
-call passes the tape's data to ``fwdsplit<f>`` and frees it as ``__enzyme_reverse``
-does (``enzyme_nofree`` keeps it: the tangent function only reads the tape, from its
+call checks the key the augmented pass pushed first (``__zymase_fwdsplit_data``: a
+tape written for another reader stops the program), passes the rest of the tape's data
+to ``fwdsplit<f>`` and frees it as ``__enzyme_reverse`` does (``enzyme_nofree`` keeps it: the tangent function only reads the tape, from its
 start, so a tape kept that way is read again by the next fwdsplit call, one tangent
 direction after another). One tape cannot serve both: a program that reverses ``f`` and also differentiates
 it by ``__enzyme_fwdsplit`` is refused (:func:`mark_fwdsplit_tapes`), as are an
