@@ -3,7 +3,7 @@
 // a function differentiated by __enzyme_augmentfwd / __enzyme_fwdsplit, the augmented
 // pass calls the user's augment (never g), once per call, in a loop, and the tangent
 // pass calls the user's fwdsplit with the tape that augment returned, once per call, in
-// the same order; neither g nor augment runs again. A function without a tape
+// the same order (also from a caller that is inlined); neither g nor augment runs again. A function without a tape
 // (augment returns the result alone) works too, and so does __enzyme_fwdsplit of the
 // registered function itself. Checked against closed forms.
 #include <math.h>
@@ -57,10 +57,13 @@ double h_augment(double x, int k) { return k * x * x; }
 double h_fwdsplit(double x, double dx, int k) { return 2 * k * x * dx; }
 void *__enzyme_register_splitderivative_h[3] = {(void *)h, (void *)h_augment, (void *)h_fwdsplit};
 
-// f(x) = sum_i g(x[i]) * x[i] + h(x[i], i)
+// a caller of g that zymase inlines into f: g's calls stay registered calls
+static double plus_g(const double *p) { return g(*p) + *p; }
+
+// f(x) = sum_i (g(x[i]) + x[i]) * x[i] + h(x[i], i)
 double f(const double *x, int n) {
     double s = 0;
-    for (int i = 0; i < n; i++) s += g(x[i]) * x[i] + h(x[i], i);
+    for (int i = 0; i < n; i++) s += plus_g(x + i) * x[i] + h(x[i], i);
     return s;
 }
 
@@ -71,8 +74,8 @@ int main(void) {
     double want = 0, dwant = 0;
     for (int i = 0; i < N; i++) {
         double xi = x[i];
-        want += xi * sin(xi) * xi + i * xi * xi;
-        dwant += ((sin(xi) + xi * cos(xi)) * xi + xi * sin(xi) + 2 * i * xi) * dx[i];
+        want += (xi * sin(xi) + xi) * xi + i * xi * xi;
+        dwant += ((sin(xi) + xi * cos(xi) + 1) * xi + xi * sin(xi) + xi + 2 * i * xi) * dx[i];
     }
     augmented a = __enzyme_augmentfwd((void *)f, enzyme_dup, x, dx, enzyme_const, N);
     check("primal", a.value, want);
