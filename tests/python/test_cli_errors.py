@@ -483,7 +483,7 @@ C_CASES = {
 
 # issue 23 item 1: every unimplemented __enzyme_* function and enzyme_* marker by name
 UNIMPLEMENTED_FUNCTIONS = ["__enzyme_todense",
-                           "__enzyme_truncate_mem_func", "__enzyme_fwdsplit"]
+                           "__enzyme_truncate_mem_func"]
 UNIMPLEMENTED_MARKERS = ["enzyme_interleave",
                          "enzyme_nooverwrite", "enzyme_overwrite", "enzyme_nofree", "enzyme_runtime_activity"]
 

@@ -1,5 +1,7 @@
-"""Registered custom derivatives: Enzyme's ``__enzyme_register_gradient_<name>`` and
-``__enzyme_register_derivative_<name>`` globals.
+"""Registered custom derivatives: Enzyme's ``__enzyme_register_gradient_<name>``,
+``__enzyme_register_derivative_<name>`` and ``__enzyme_register_splitderivative_<name>``
+globals (the last for split forward mode only: :func:`split_derivative_functions`,
+called by autodiff/forward_split.py).
 
 ``void *__enzyme_register_gradient_sq[3] = {f, augment, gradient}`` and
 ``void *__enzyme_register_derivative_sq[2] = {f, fwd}`` say that wherever ``f`` is
@@ -51,9 +53,11 @@ from zymase.ir import enzyme as ez
 
 CUSTOM_GRADIENT = "zymase.custom_gradient"  # [augment, gradient] on the registered function
 CUSTOM_DERIVATIVE = "zymase.custom_derivative"  # fwd on the registered function
+CUSTOM_SPLIT = "zymase.custom_splitderivative"  # [augment, fwdsplit] on the registered function
 
 _GRADIENT_PREFIX = "__enzyme_register_gradient"
 _DERIVATIVE_PREFIX = "__enzyme_register_derivative"
+_SPLIT_PREFIX = "__enzyme_register_splitderivative"
 
 
 # ------------------------------------------------------------------ registrations
@@ -82,6 +86,9 @@ def read_registrations(module: ModuleOp) -> int:
             key, want, roles = CUSTOM_GRADIENT, 3, ("the function", "the augmented forward pass", "the gradient")
         elif _DERIVATIVE_PREFIX in name:
             key, want, roles = CUSTOM_DERIVATIVE, 2, ("the function", "the forward-mode derivative")
+        elif _SPLIT_PREFIX in name:
+            key, want, roles = CUSTOM_SPLIT, 3, ("the function", "the augmented forward pass",
+                                                 "the split forward derivative")
         else:
             continue
         fields = _registration_fields(glob)
@@ -92,10 +99,11 @@ def read_registrations(module: ModuleOp) -> int:
                 + ("" if all(f in functions for f in fields if f) else ", not all of them functions of this file"),
                 construct=name, location=location_of(glob),
                 hint="write it as void *" + name + "[" + str(want) + "] = {(void*)f, "
-                + ("(void*)augment, (void*)gradient}" if want == 3 else "(void*)fwd}"))
+                + ("(void*)fwd}" if want == 2 else "(void*)augment, (void*)fwdsplit}" if key == CUSTOM_SPLIT
+                   else "(void*)augment, (void*)gradient}"))
         fop = functions[fields[0]]
         if key in fop.attributes:
-            raise ZymaseError(f"'{fields[0]}' has two registered {'gradients' if want == 3 else 'derivatives'}",
+            raise ZymaseError(f"'{fields[0]}' has two registered {'gradients' if key == CUSTOM_GRADIENT else 'derivatives'}",
                               construct=name, function=fields[0], hint="register one per function")
         value = ArrayAttr([StringAttr(f) for f in fields[1:]])
         fop.attributes[key] = value
@@ -113,8 +121,70 @@ def custom_derivative(fop: Operation) -> str | None:
     return value.data[0].data if isinstance(value, ArrayAttr) else None
 
 
+def custom_splitderivative(fop: Operation) -> tuple[str, str] | None:
+    value = fop.attributes.get(CUSTOM_SPLIT)
+    return (value.data[0].data, value.data[1].data) if isinstance(value, ArrayAttr) else None
+
+
 def has_custom_rule(fop: Operation) -> bool:
-    return CUSTOM_GRADIENT in fop.attributes or CUSTOM_DERIVATIVE in fop.attributes
+    return any(key in fop.attributes for key in (CUSTOM_GRADIENT, CUSTOM_DERIVATIVE, CUSTOM_SPLIT))
+
+
+def split_derivative_functions(module: ModuleOp, fop: Operation) -> tuple[str, Attribute | None, str]:
+    """The user's ``augment`` and ``fwdsplit`` of a split derivative registered for
+    ``fop`` (``__enzyme_register_splitderivative_<f> = {f, augment, fwdsplit}``), checked
+    against Enzyme's convention, and the type of the tape between them (None: no tape).
+
+    * ``augment(a1, a2, ...)`` runs the primal and returns the tape (``f`` returns void),
+      ``{tape, result}``, or the result alone (no tape);
+    * ``fwdsplit(a1, [t1,] a2, [t2,] ..., [tape])``: each float argument followed by its
+      tangent, then the tape; returns the tangent of a float result (or void).
+
+    Pointer arguments are refused: the augmented primal of split forward mode computes no
+    shadows to pass to ``augment``."""
+    try:
+        return _split_derivative_functions(module, fop)
+    except ZymaseError as e:
+        if e.hint and e.hint.startswith("augment(args with a shadow"):
+            e.hint = ("augment(args) returns the tape, {tape, result} or the result; fwdsplit(args with a "
+                      "tangent after each float, [tape]) returns the result's tangent")
+        raise
+
+
+def _split_derivative_functions(module: ModuleOp, fop: Operation) -> tuple[str, Attribute | None, str]:
+    fname = fop.sym_name.data
+    augment, fsd = custom_splitderivative(fop)
+    params, result, _ = _signature(module, fname)
+    if any(_is_ptr(t) for t in params) or (result is not None and _is_ptr(result)):
+        raise ZymaseError(
+            f"'{fname}' has a registered split derivative and takes or returns a pointer: zymase supports "
+            "registered split derivatives of functions of scalars only", construct=_SPLIT_PREFIX + "_" + fname,
+            function=fname, hint="pass the values themselves, or differentiate the caller with __enzyme_fwddiff")
+    inputs, out, _ = _signature(module, augment)
+    if inputs != params:
+        raise _mismatch(fname, augment, "the augmented forward pass", f"{len(params)} parameters, those of "
+                        f"'{fname}'", f"takes {len(inputs)}" if len(inputs) != len(params) else "takes other types")
+    tape_type = None
+    if result is not None:
+        if isinstance(out, llvm.LLVMStructType) and len(out.types.data) == 2 and out.types.data[1] == result:
+            tape_type = out.types.data[0]
+        elif out != result:
+            raise _mismatch(fname, augment, "the augmented forward pass",
+                            "a {tape, result} struct (or the result alone) returned", f"returns {_c_type(out)}")
+    else:
+        tape_type = out
+    inputs, out, _ = _signature(module, fsd)
+    want = len(params) + sum(1 for t in params if is_float_type(t)) + (tape_type is not None)
+    if len(inputs) != want or (tape_type is not None and inputs[-1] != tape_type):
+        raise _mismatch(fname, fsd, "the split forward derivative",
+                        f"{want} parameters (a tangent after each float argument"
+                        + (f", then the tape, {_c_type(tape_type)}" if tape_type is not None else "") + ")",
+                        f"takes {len(inputs)}")
+    expect = result if result is not None and is_float_type(result) else None
+    if out != expect:
+        raise _mismatch(fname, fsd, "the split forward derivative", f"the result's tangent ({_c_type(expect)}) "
+                        "returned", f"returns {_c_type(out)}")
+    return augment, tape_type, fsd
 
 
 # ------------------------------------------------------------------ signatures

@@ -13,7 +13,7 @@ from functools import cached_property
 
 from zymase.autodiff.annotated_calls import inactive_global_names
 from zymase.autodiff.common import Context, derivative_follows, fwd_signature, rev_signature
-from zymase.autodiff.custom import CustomRules, custom_derivative, custom_gradient
+from zymase.autodiff.custom import CustomRules, custom_derivative, custom_gradient, custom_splitderivative
 from zymase.autodiff.flavor import flavor_of
 from zymase.autodiff.forward import ForwardGenerator
 from zymase.autodiff.reverse import ReverseGenerator
@@ -155,6 +155,51 @@ class Driver:
         ctx = Context(self.module, flavor, self)
         ReverseGenerator(ctx, fop, arg_acts, ret_acts, rev_name).generate_split(aug, rev)
         return aug_name, rev_name
+
+    def fwdsplit(self, fop: Operation, arg_acts, ret_active: bool) -> tuple[str, str]:
+        """Split forward mode (autodiff/forward_split.py): ``augmented<name>(args,
+        shadows) -> primal result`` pushes on the global tape what
+        ``fwdsplit<name>(args, tangents, tape data) -> result tangent`` reads back.
+        ``arg_acts`` as the markers give them (a float with a tangent is active)."""
+        from zymase.autodiff.forward_split import SplitForwardGenerator, registered_split_pair
+
+        fname = fop.sym_name.data
+        # the tangent function never uses a primal pointer: dupnoneed is dup here
+        arg_acts = [Activity.DUP if a is Activity.DUPNONEED else a for a in arg_acts]
+        key = ("fwdsplit", fname, tuple(arg_acts), ret_active)
+        if key in self.done:
+            return self.done[key]
+        flavor = flavor_of(fop)
+        registered = custom_splitderivative(fop) is not None
+        if flavor.name != "llvm" or is_outlined_region(fop) or (not registered and (
+                custom_gradient(fop) is not None or custom_derivative(fop) is not None)):
+            what = ("a function with a registered gradient or forward derivative (not a split one)"
+                    if flavor.name == "llvm" and not is_outlined_region(fop) else "an OpenMP region or MLIR function")
+            raise ZymaseError(f"split forward mode (__enzyme_fwdsplit) of '{fname}', {what}, is not supported",
+                              construct=f"@{fname}", function=fname,
+                              hint=f"register its split derivative (__enzyme_register_splitderivative_{fname}), or "
+                              "call it from a function of your own and differentiate that one")
+        inputs, outputs = flavor.signature(fop)
+        fwd_acts = [Activity.DUP if a.is_active else a for a in arg_acts]
+        ret_acts = [Activity.DUPNONEED if ret_active else Activity.CONSTNONEED for _ in outputs]
+        aug_ins = []
+        for t, a in zip(inputs, arg_acts):
+            aug_ins += [t, t] if a.is_dup else [t]
+        fs_ins, fs_outs = fwd_signature(inputs, outputs, fwd_acts, ret_acts)
+        aug_name = self._fresh("augmented" + fname)
+        aug = flavor.make_function(aug_name, aug_ins, outputs, fop)
+        fs_name = self._fresh("fwdsplit" + fname)
+        fs = flavor.make_function(fs_name, [*fs_ins, llvm.LLVMPointerType()], fs_outs, fop)
+        for name, op in ((aug_name, aug), (fs_name, fs)):
+            self.module.body.block.add_op(op)
+            self.symbols[name] = op
+        self.done[key] = (aug_name, fs_name)
+        ctx = Context(self.module, flavor, self)
+        if registered:
+            registered_split_pair(ctx, fop, aug, fs, fwd_acts, ret_active)
+        else:
+            SplitForwardGenerator(ctx, fop, fwd_acts, ret_acts, fs_name).generate_pair(aug, fs, arg_acts)
+        return aug_name, fs_name
 
     def reverse(self, fop: Operation, arg_acts, ret_acts, *, entry: bool = False, width: int = 1) -> str:
         """The reverse-mode derivative of ``fop``. ``entry``: asked for by the program

@@ -65,6 +65,7 @@ class ForwardGenerator(LaneMaps, ShadowCode, LaplacianTerms):
         region = p.region
         self.E = E = Emitter(flavor, self.ctx.module)
         self.vmap: dict[SSAValue, SSAValue] = {}
+        self.primal_copies: dict[Operation, Operation] = {}  # copy -> primal op
         bmap: dict[Block, Block] = {}
         self.bmap = bmap
 
@@ -123,10 +124,7 @@ class ForwardGenerator(LaneMaps, ShadowCode, LaplacianTerms):
                     lanes_rule = rule  # every lane in one call (gemv's lanes as one gemm)
                 else:
                     self.refuse_in_vector_mode(op, "memref or BLAS memory operations", self.fname)
-            new = op.clone(self.vmap, self.bmap)
-            E.insert(new)
-            for r, nr in zip(op.results, new.results):
-                self.vmap[r] = nr
+            new = self._copy_primal(op)
             if lanes_rule is not None:
                 lanes_rule.forward_lanes(self, op, new)
                 return
@@ -140,10 +138,7 @@ class ForwardGenerator(LaneMaps, ShadowCode, LaplacianTerms):
         if callee is not None:
             self._call(op, callee)
             return
-        new = op.clone(self.vmap, self.bmap)
-        E.insert(new)
-        for r, nr in zip(op.results, new.results):
-            self.vmap[r] = nr
+        new = self._copy_primal(op)
         if is_scope_decl(op):
             E.insert(twin_decl(op))  # the tangents' accesses carry the twin scopes
         if DEALLOCATED_ARG in op.attributes:
@@ -180,10 +175,18 @@ class ForwardGenerator(LaneMaps, ShadowCode, LaplacianTerms):
             return
         if any(self.act.is_active(v) or self.act.has_shadow(v) for inner in op.walk() for v in (*inner.operands, *inner.results)):
             raise no_rule_error(op, self.fname)
+        self._copy_primal(op)
+
+    def _copy_primal(self, op: Operation) -> Operation:
+        """The copy of primal op ``op`` at the insertion point (its results mapped).
+        Split forward mode (autodiff/forward_split.py) tells these copies from the
+        tangent code by ``primal_copies``."""
         new = op.clone(self.vmap, self.bmap)
         self.E.insert(new)
         for r, nr in zip(op.results, new.results):
             self.vmap[r] = nr
+        self.primal_copies[new] = op
+        return new
 
     def _call(self, op: Operation, callee: Operation) -> None:
         E = self.E

@@ -315,7 +315,9 @@ class SplitDiffOp(_DiffOp):
     by its shadow) and the caller's tape buffer (null unless ``allocated``); results are
     the tape and the primal result. ``part = "reverse"``: operands are the arguments
     with their shadows, the seed of an active result and the tape; results are the
-    derivatives of the active arguments."""
+    derivatives of the active arguments. ``part = "fwdsplit"`` (split forward mode,
+    ``__enzyme_fwdsplit``): operands are the arguments with their tangents or shadows
+    and the tape; the result is the tangent of an active result."""
 
     name = "enzyme.split_autodiff"
     part = prop_def(StringAttr)

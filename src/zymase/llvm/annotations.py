@@ -106,7 +106,8 @@ def is_implemented_attribute(name: str) -> bool:
 
 #: registration globals of custom derivatives (read by autodiff/custom.py); their function
 #: is kept out of line like a marked one
-_DERIVATIVE_REGISTRATIONS = ("__enzyme_register_gradient", "__enzyme_register_derivative")
+_DERIVATIVE_REGISTRATIONS = ("__enzyme_register_gradient", "__enzyme_register_derivative",
+                             "__enzyme_register_splitderivative")
 
 
 def is_registration(name: str) -> bool:

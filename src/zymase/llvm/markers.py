@@ -22,6 +22,9 @@ Semantics follow Enzyme:
   frees it; ``enzyme_allocated, size, enzyme_tape, buffer`` keeps the tape in the
   caller's buffer; ``__enzyme_augmentsize(f, ...)`` is the tape's size
   (:mod:`zymase.transforms.split_mode`);
+* split forward mode: ``__enzyme_fwdsplit(f, args with tangents..., tape)`` returns the
+  tangent computed from the tape of ``__enzyme_augmentfwd`` (whose calls then write that
+  kind of tape, :mod:`zymase.autodiff.forward_split`);
 * vector forward mode: ``enzyme_width, N`` (a constant) makes every float argument take
   N tangents, every ``enzyme_dup`` pointer N shadows, and ``enzyme_dupv, stride, x, dxs``
   / ``enzyme_dupnoneedv`` one buffer of N shadows ``stride`` bytes apart; the result is
@@ -34,7 +37,7 @@ Semantics follow Enzyme:
   ``enzyme_scalar`` / ``enzyme_buffer`` (:mod:`zymase.llvm.batch_call`).
 
 Everything else of Enzyme's C interface is refused, never skipped: other
-``__enzyme_*`` functions and globals (split forward mode ...), marker globals zymase does not implement
+``__enzyme_*`` functions and globals (``__enzyme_todense`` ...), marker globals zymase does not implement
 (``enzyme_width`` ...), ``enzyme_*`` function attributes and annotations in the IR other
 than the activity marks ``llvm/annotations.py`` reads (and removes or records before
 this module runs), and a derivative that would contain itself (a differentiated
@@ -102,11 +105,14 @@ LAPLACIAN_MARKER = "zymase_laplacian"
 #: Markers that only promise something zymase does not rely on: accepted, no effect.
 HINT_MARKERS = ("enzyme_not_overwritten",)
 
+#: ``enzyme_nofree``: __enzyme_fwdsplit keeps the tape (it may read it again); accepted
+#: by __enzyme_augmentfwd, where it has no effect (as in Enzyme); refused elsewhere.
+NOFREE_MARKER = "enzyme_nofree"
+
 #: Markers of Enzyme's that zymase does not implement, with what they do (for the error).
 UNIMPLEMENTED_MARKERS = {
     "enzyme_interleave": "interleaved shadows",
     "enzyme_byref": "arguments passed by reference",
-    "enzyme_nofree": "keeping the memory of the forward pass after the reverse pass",
     "enzyme_runtime_activity": "runtime activity checks",
     "enzyme_interface": "dynamic derivative interfaces",
     "enzyme_trace": "probabilistic tracing",
@@ -121,12 +127,16 @@ UNIMPLEMENTED_MARKERS = {
 BATCH_MARKERS = ("enzyme_vector", "enzyme_scalar", "enzyme_buffer")
 
 #: Every marker global zymase understands (arguments, returns, options, hints).
-KNOWN_MARKERS = (*MARKERS, *RETURN_MARKERS, *VALUE_MARKERS, *HINT_MARKERS, *BATCH_MARKERS)
+KNOWN_MARKERS = (*MARKERS, *RETURN_MARKERS, *VALUE_MARKERS, *HINT_MARKERS, *BATCH_MARKERS, NOFREE_MARKER)
 
 #: The calls zymase lowers: Enzyme matches any function whose name contains one of
 #: these (``__enzyme_autodiff2``, C++'s ``_Z17__enzyme_autodiffIdJdEET_Pvz``).
 MARKER_FUNCTIONS = {"__enzyme_autodiff": "rev", "__enzyme_fwddiff": "fwd", "__enzyme_augmentfwd": "augment",
-                    "__enzyme_reverse": "reverse", "__enzyme_augmentsize": "size", "__enzyme_batch": "batch"}
+                    "__enzyme_reverse": "reverse", "__enzyme_fwdsplit": "fwdsplit", "__enzyme_augmentsize": "size",
+                    "__enzyme_batch": "batch"}
+
+#: The modes whose float arguments are followed by tangents (forward and split forward).
+FORWARD_MODES = ("fwd", "fwdsplit")
 
 #: Functions a program defines for Enzyme to call back (its logging of gradients and
 #: errors): zymase never calls them, so a program that defines one is refused.
@@ -137,7 +147,8 @@ LOGGING_HOOKS = {
 }
 
 #: Registration globals zymase reads (autodiff/custom.py): Enzyme matches the prefix.
-REGISTRATION_GLOBALS = ("__enzyme_register_gradient", "__enzyme_register_derivative")
+REGISTRATION_GLOBALS = ("__enzyme_register_gradient", "__enzyme_register_derivative",
+                        "__enzyme_register_splitderivative")
 
 #: The size in bytes of a split-mode tape (what ``__enzyme_augmentsize`` returns):
 #: the tape's data pointer, its size and its capacity (zymase.transforms.split_mode).
@@ -146,11 +157,6 @@ SPLIT_TAPE_BYTES = 24
 #: What Enzyme does with the names it knows and zymase does not implement (yet), for
 #: the error message; any other ``__enzyme_*`` name is refused as unknown.
 _UNIMPLEMENTED_SYMBOLS = {
-    # split forward mode needs the tangent-only function reading every primal value it
-    # uses from __enzyme_augmentfwd's tape (docs/architecture.md, section 10)
-    "__enzyme_register_splitderivative": "registers a custom split-mode (forward split) derivative",
-    "__enzyme_fwdsplit": ("is split forward mode (tangents computed from __enzyme_augmentfwd's tape, "
-                          "without re-running the primal)"),
     "__enzyme_todense": "converts to a dense representation",
     "__enzyme_truncate": "is floating-point truncation",
     "__enzyme_expand": "is floating-point expansion",
@@ -261,6 +267,9 @@ def marker_rounds(module: ModuleOp) -> list[list[_Site]]:
     read_registrations(module)
     functions = _functions(module)
     sites = find_sites(module)
+    from zymase.transforms.split_mode import mark_fwdsplit_tapes
+
+    mark_fwdsplit_tapes(sites, lambda site: functions.get(_differentiated_name(site, functions)))
     sites_in: dict[str, list[_Site]] = {}
     for site in sites:
         sites_in.setdefault(site.caller, []).append(site)
@@ -465,6 +474,7 @@ class _Options:
     tape: SSAValue | None = None  # enzyme_tape's buffer
     width: int = 1  # enzyme_width's N
     laplacian: bool = False  # zymase_laplacian
+    nofree: bool = False  # enzyme_nofree: __enzyme_fwdsplit leaves the tape to the caller
 
 
 def _take_options(site: _Site, args: list[SSAValue]) -> tuple[list[SSAValue], _Options]:
@@ -497,6 +507,14 @@ def _take_options(site: _Site, args: list[SSAValue]) -> tuple[list[SSAValue], _O
                            "call __enzyme_fwddiff with enzyme_width, N + 1, zymase_laplacian")
             opts.laplacian = True
             i += 1
+        elif name == NOFREE_MARKER:
+            if site.mode not in ("augment", "fwdsplit"):
+                raise _err(site, f"marker '{name}' is not implemented by zymase for {site.marker_fn}: it asks for "
+                           "keeping the memory of the forward pass after the reverse pass",
+                           "remove it; zymase implements enzyme_nofree for __enzyme_fwdsplit (a tape read more "
+                           "than once) and accepts it in __enzyme_augmentfwd")
+            opts.nofree = True
+            i += 1
         elif name in VALUE_MARKERS:
             if i + 1 >= len(args):
                 raise _err(site, f"marker {name} is not followed by its value",
@@ -505,9 +523,9 @@ def _take_options(site: _Site, args: list[SSAValue]) -> tuple[list[SSAValue], _O
                 opts.width = _vector_width(site, args[i + 1])
                 i += 2
                 continue
-            if site.mode not in ("augment", "reverse"):
-                raise _err(site, f"marker {name} is for split mode (__enzyme_augmentfwd / __enzyme_reverse), "
-                           f"not {site.marker_fn}", "remove it")
+            if site.mode not in ("augment", "reverse", "fwdsplit"):
+                raise _err(site, f"marker {name} is for split mode (__enzyme_augmentfwd / __enzyme_reverse / "
+                           f"__enzyme_fwdsplit), not {site.marker_fn}", "remove it")
             if name == "enzyme_allocated":
                 opts.allocated = args[i + 1]
             else:
@@ -646,7 +664,7 @@ def _lower_site(site: _Site, functions: dict[str, Operation]) -> None:
         act = _activity(site, marker.removesuffix("v") if stride is not None else marker, ptype, i, fname)
         operands.append(val)
         acts.append(act)
-        if act.is_dup or (site.mode == "fwd" and act.is_active):
+        if act.is_dup or (site.mode in FORWARD_MODES and act.is_active):
             what = "shadow" if act.is_dup else "tangent"
             if stride is not None:
                 if pos >= len(rest) or not isinstance(rest[pos].type, llvm.LLVMPointerType):
@@ -673,10 +691,10 @@ def _lower_site(site: _Site, functions: dict[str, Operation]) -> None:
                 pos += 1
     extra = rest[pos:]
     seed = None
-    if site.mode == "reverse":
-        # after the arguments: the result's adjoint (an active float result), then the
-        # tape (unless enzyme_tape gave it)
-        if ret_kind == "active":
+    if site.mode in ("reverse", "fwdsplit"):
+        # after the arguments: the result's adjoint (an active float result, reverse
+        # mode), then the tape (unless enzyme_tape gave it)
+        if ret_kind == "active" and site.mode == "reverse":
             if not extra:
                 raise _err(site, f"{site.marker_fn} of '{fname}' needs the adjoint of its {c_type_name(fn_out)} "
                            "result after the arguments", "pass d_ret (1.0 for a gradient) before the tape")
@@ -691,6 +709,15 @@ def _lower_site(site: _Site, functions: dict[str, Operation]) -> None:
         raise _err(site, f"too many arguments for '{fname}': it takes {len(fn_inputs)}",
                    "check the markers: enzyme_dup arguments take a shadow, enzyme_const ones do not")
 
+    if site.mode == "fwdsplit":
+        from zymase.transforms.split_mode import fwdsplit_op
+
+        op = fwdsplit_op(site, fname, operands, opts, acts, ret_kind, fn_out if has_result else None, b)
+        op.location = call.location
+        b.insert(op)
+        b.deliver(list(op.results), sret, site)
+        call.parent_block().erase_op(call)
+        return
     if site.mode != "augment" and not any(a.is_active or a.is_dup for a in acts):
         warn(f"'{fname}' has no active argument (no float, no enzyme_dup pointer): every derivative "
              f"{site.marker_fn} computes is zero", construct=f"call @{site.marker_fn}", function=site.caller,
@@ -763,27 +790,27 @@ def _return_kind(site: _Site, opts: _Options, fn_out: Attribute, has_result: boo
             raise _err(site, f"enzyme_primal_return asks for the result of '{fname}', which returns void",
                        "remove enzyme_primal_return")
         return None
-    if opts.primal_return and site.mode in ("augment", "reverse"):
+    if opts.primal_return and site.mode in ("augment", "reverse", "fwdsplit"):
         raise _err(site, "enzyme_primal_return is not available in split mode: __enzyme_augmentfwd returns "
                    "the primal result with the tape", "remove enzyme_primal_return")
     floating = is_float_type(fn_out)
     pointer = isinstance(fn_out, llvm.LLVMPointerType)
     kind = opts.ret
     if kind is None:
-        if site.mode == "fwd":
+        if site.mode in FORWARD_MODES:
             return "dup" if pointer else ("active" if floating else "const")
         return "active" if floating else "const"
     if kind == "active" and not floating:
         raise _err(site, f"enzyme_active_return on '{fname}', whose result is {c_type_name(fn_out)}, not a float",
                    "enzyme_active_return marks a floating-point result; use enzyme_const_return")
     if kind == "dup":
-        if site.mode != "fwd":
+        if site.mode not in FORWARD_MODES:
             raise _err(site, "enzyme_dup_return (a shadow of the result) is implemented in forward mode only",
                        "in reverse mode a float result is active (enzyme_active_return) or constant")
         if not (floating or pointer):
             raise _err(site, f"enzyme_dup_return on '{fname}', whose result is {c_type_name(fn_out)}",
                        "enzyme_dup_return needs a float or pointer result; use enzyme_const_return")
-    if kind == "active" and site.mode == "fwd":
+    if kind == "active" and site.mode in FORWARD_MODES:
         return "dup"
     return kind
 
@@ -794,7 +821,7 @@ def _activity(site: _Site, marker: str | None, ptype: Attribute, i: int, fname: 
         return Activity.CONST
     _refuse_undifferentiable(site, ptype, f"parameter {i + 1} of '{fname}'")
     if marker in ("dup", "dupnoneed"):
-        if not (is_ptr or (site.mode == "fwd" and is_float_type(ptype))):
+        if not (is_ptr or (site.mode in FORWARD_MODES and is_float_type(ptype))):
             raise _err(site, f"enzyme_{marker} on argument {i + 1} of '{fname}', which is not a pointer",
                        "use enzyme_dup for pointers; a float argument is active by default")
         return Activity.DUP if marker == "dup" else Activity.DUPNONEED

@@ -17,7 +17,19 @@ each ``__enzyme_augmentfwd`` gets a tape of its own:
 
 The reverse sweep depends only on its arguments and the tape: split mode never re-reads
 primal memory (docs/architecture.md, section 5), so the caller may overwrite the inputs
-between the two calls. The marker parsing is in :mod:`zymase.llvm.markers`; this module
+between the two calls.
+
+Split forward mode (``__enzyme_fwdsplit(f, args with tangents..., tape)``) reads the same
+kind of tape object: when a program differentiates ``f`` by ``__enzyme_fwdsplit``, its
+``__enzyme_augmentfwd(f, ...)`` calls run ``Driver.fwdsplit``'s augmented primal, which
+pushes what the tangent function reads (autodiff/forward_split.py), and the fwdsplit
+call checks the key the augmented pass pushed first (``__zymase_fwdsplit_data``: a
+tape written for another reader stops the program), passes the rest of the tape's data
+to ``fwdsplit<f>`` and frees it as ``__enzyme_reverse`` does (``enzyme_nofree`` keeps it: the tangent function only reads the tape, from its
+start, so a tape kept that way is read again by the next fwdsplit call, one tangent
+direction after another). One tape cannot serve both: a program that reverses ``f`` and also differentiates
+it by ``__enzyme_fwdsplit`` is refused (:func:`mark_fwdsplit_tapes`), as are an
+augmented call and a fwdsplit call of ``f`` with different activities. The marker parsing is in :mod:`zymase.llvm.markers`; this module
 builds the ``enzyme.split_autodiff`` op there and lowers it in the enzyme pass.
 """
 
@@ -33,6 +45,7 @@ from zymase.ir import (
     Operation,
     SSAValue,
     StringAttr,
+    UnitAttr,
     i64,
     llvm,
     location_of,
@@ -40,6 +53,7 @@ from zymase.ir import (
 )
 from zymase.ir import enzyme as ez
 from zymase.ir.enzyme import Activity
+from zymase.autodiff.forward_split import TAPE_KEY
 from zymase.transforms.lower_tape import CACHE_INLINE_BYTES, CACHE_STRUCT, GLOBAL_TAPE
 
 PTR = llvm.LLVMPointerType()
@@ -52,6 +66,7 @@ END = "__zymase_split_end"
 RESUME = "__zymase_split_resume"
 FINISH = "__zymase_split_finish"
 TOO_SMALL = "__zymase_split_tape_too_small"
+FWDSPLIT_DATA = "__zymase_fwdsplit_data"
 
 _STRUCT = f"!llvm.struct<(ptr, i64, i64, array<{CACHE_INLINE_BYTES} x i8>)>"
 # The tape object may sit in a caller's char buffer: its accesses assume no alignment.
@@ -143,22 +158,7 @@ def split_op(site, fname: str, operands: list[SSAValue], seed: SSAValue | None, 
     ``__enzyme_reverse`` call (``site``, parsed by zymase.llvm.markers)."""
     from zymase.llvm.marker_calls import _err
 
-    allocated = opts.allocated is not None
-    if allocated:
-        size = opts.allocated
-        known = _constant_int(size)
-        if known is not None and known < TAPE_OBJECT_BYTES:
-            raise _err(site, f"the tape buffer of {known} bytes (enzyme_allocated) is too small: zymase's tape "
-                       f"takes {TAPE_OBJECT_BYTES} bytes", "allocate __enzyme_augmentsize(f, ...) bytes for it")
-        if known is None:
-            if not isinstance(size.type, IntegerType):
-                raise _err(site, "enzyme_allocated must be followed by the buffer's size (an integer)",
-                           "pass enzyme_allocated, size, enzyme_tape, buffer")
-            builder.insert(llvm.CallOp(TOO_SMALL, size if size.type == i64 else builder.v(
-                llvm.SExtOp(size, i64))))
-        if not isinstance(opts.tape.type, llvm.LLVMPointerType):
-            raise _err(site, "enzyme_tape must be followed by a pointer to the tape buffer",
-                       "pass enzyme_allocated, size, enzyme_tape, buffer")
+    allocated = _check_caller_tape(site, opts, builder)
     part = "augment" if site.mode == "augment" else "reverse"
     if part == "augment":
         tape = opts.tape if allocated else builder.v(llvm.ZeroOp.build(result_types=[PTR]))
@@ -172,6 +172,101 @@ def split_op(site, fname: str, operands: list[SSAValue], seed: SSAValue | None, 
         results = [t for t, a in zip(fn_inputs, acts) if a.is_active]
     op = ez.SplitDiffOp(part, allocated, fname, inputs, results, acts, ret_acts)
     return op
+
+
+#: On a function whose tapes __enzyme_fwdsplit reads: the activities of its fwdsplit call.
+FWDSPLIT_TAPE = "zymase.fwdsplit_tape"
+#: On a fwdsplit op: enzyme_nofree, the tape is neither freed nor used up (read again later).
+NOFREE = "zymase.nofree"
+
+
+def mark_fwdsplit_tapes(sites, target_of) -> None:
+    """Before any site is lowered: mark the functions some ``__enzyme_fwdsplit`` call
+    differentiates (their ``__enzyme_augmentfwd`` calls then write its kind of tape);
+    refuse a function also given to ``__enzyme_reverse``."""
+    from zymase.llvm.marker_calls import _err
+
+    by_function: dict[str, dict[str, object]] = {}
+    for site in sites:
+        if site.mode in ("fwdsplit", "reverse"):
+            fop = target_of(site)
+            if fop is not None:
+                by_function.setdefault(fop.sym_name.data, {"fop": fop}).setdefault(site.mode, site)
+    for name, found in by_function.items():
+        if "fwdsplit" not in found:
+            continue
+        if "reverse" in found:
+            raise _err(found["fwdsplit"], f"'{name}' is differentiated by both __enzyme_fwdsplit and "
+                       "__enzyme_reverse: zymase's tape of __enzyme_augmentfwd holds what one of them reads, "
+                       "not both", f"give one of them a function of your own that calls '{name}'")
+        found["fop"].attributes[FWDSPLIT_TAPE] = StringAttr("")
+
+
+def _pattern(acts, ret_active: bool) -> str:
+    """The activities that decide what the tape holds, as the error messages spell them
+    (dupnoneed is dup: the tangent function never uses a primal pointer)."""
+    names = ["dup" if a is Activity.DUPNONEED else a.name.lower() for a in acts]
+    return ", ".join(names) + (" -> active result" if ret_active else "")
+
+
+def fwdsplit_op(site, fname: str, operands: list[SSAValue], opts, acts: list[Activity], ret_kind: str | None,
+                fn_out, builder) -> Operation:
+    """The ``enzyme.split_autodiff`` op (``part = "fwdsplit"``) of one
+    ``__enzyme_fwdsplit`` call: the arguments with their tangents, then the tape; its
+    result is the tangent of a float result."""
+    from zymase.llvm.marker_calls import _err
+
+    if isinstance(fn_out, llvm.LLVMPointerType) and ret_kind != "const":
+        raise _err(site, f"'{fname}' returns a pointer, whose shadow __enzyme_fwdsplit does not return",
+                   "add enzyme_const_return, or return the value through a pointer argument")
+    allocated = _check_caller_tape(site, opts, builder)
+    if not isinstance(opts.tape.type, llvm.LLVMPointerType):
+        raise _err(site, f"the tape passed to {site.marker_fn} is not a pointer",
+                   "pass the void* __enzyme_augmentfwd returned")
+    ret_active = fn_out is not None and ret_kind != "const"
+    fop = site.call
+    while not isinstance(fop, llvm.FuncOp):
+        fop = fop.parent_op()
+    module = fop.parent_op()
+    target = next(op for op in module.body.block.ops if isinstance(op, llvm.FuncOp) and op.sym_name.data == fname)
+    pattern = _pattern(acts, ret_active)
+    known = target.attributes.get(FWDSPLIT_TAPE)
+    if isinstance(known, StringAttr) and known.data and known.data != pattern:
+        raise _err(site, f"__enzyme_fwdsplit of '{fname}' is called with two activity patterns ({known.data}; "
+                   f"{pattern}): the tape of its __enzyme_augmentfwd calls can hold what one of them reads",
+                   f"differentiate '{fname}' with one pattern (wrap it for the other)")
+    target.attributes[FWDSPLIT_TAPE] = StringAttr(pattern)
+    results = [fn_out] if ret_active else []
+    ret_acts = [Activity.DUPNONEED if ret_active else Activity.CONSTNONEED] if fn_out is not None else []
+    op = ez.SplitDiffOp("fwdsplit", allocated, fname, [*operands, opts.tape], results, acts, ret_acts)
+    if opts.nofree:
+        op.attributes[NOFREE] = UnitAttr()
+    return op
+
+
+def _check_caller_tape(site, opts, builder) -> bool:
+    """Whether the tape lives in the caller's buffer (``enzyme_allocated, size,
+    enzyme_tape, buffer``), whose size is checked: at compile time when it is a
+    constant, else by a run-time report."""
+    from zymase.llvm.marker_calls import _err
+
+    if opts.allocated is None:
+        return False
+    size = opts.allocated
+    known = _constant_int(size)
+    if known is not None and known < TAPE_OBJECT_BYTES:
+        raise _err(site, f"the tape buffer of {known} bytes (enzyme_allocated) is too small: zymase's tape "
+                   f"takes {TAPE_OBJECT_BYTES} bytes", "allocate __enzyme_augmentsize(f, ...) bytes for it")
+    if known is None:
+        if not isinstance(size.type, IntegerType):
+            raise _err(site, "enzyme_allocated must be followed by the buffer's size (an integer)",
+                       "pass enzyme_allocated, size, enzyme_tape, buffer")
+        builder.insert(llvm.CallOp(TOO_SMALL, size if size.type == i64 else builder.v(
+            llvm.SExtOp(size, i64))))
+    if not isinstance(opts.tape.type, llvm.LLVMPointerType):
+        raise _err(site, "enzyme_tape must be followed by a pointer to the tape buffer",
+                   "pass enzyme_allocated, size, enzyme_tape, buffer")
+    return True
 
 
 def _constant_int(v: SSAValue) -> int | None:
@@ -195,7 +290,23 @@ def lower_split_op(op: ez.SplitDiffOp, driver, module: ModuleOp) -> None:
         raise ZymaseError(f"{op.name} differentiates llvm.func functions only", construct=op.name,
                           location=location_of(op))
     arg_acts, ret_acts = op.arg_activities, op.ret_activities
-    aug_name, rev_name = driver.split(fop, arg_acts, ret_acts)
+    part = op.part.data
+    ret_active = bool(ret_acts) and not ret_acts[0].is_const
+    if part == "fwdsplit":
+        _lower_fwdsplit(op, driver, module, fop, ret_active)
+        return
+    if FWDSPLIT_TAPE in fop.attributes:
+        # the tape __enzyme_fwdsplit reads (one activity pattern, checked at its call)
+        wanted = fop.attributes[FWDSPLIT_TAPE].data
+        if part != "augment" or _pattern(arg_acts, ret_active) != wanted:
+            raise ZymaseError(
+                f"__enzyme_augmentfwd of '{fname}' ({_pattern(arg_acts, ret_active)}) writes the tape of "
+                f"__enzyme_fwdsplit, which is called with other activities ({wanted})", construct=op.name,
+                function=fname, location=location_of(op),
+                hint="pass the same markers to both calls (a float argument is active in both)")
+        aug_name, rev_name = driver.fwdsplit(fop, arg_acts, ret_active)[0], None
+    else:
+        aug_name, rev_name = driver.split(fop, arg_acts, ret_acts)
     _require_runtime(module)
     block = op.parent_block()
 
@@ -245,6 +356,39 @@ def lower_split_op(op: ez.SplitDiffOp, driver, module: ModuleOp) -> None:
     block.erase_op(op)
 
 
+def _lower_fwdsplit(op: ez.SplitDiffOp, driver, module: ModuleOp, fop: Operation, ret_active: bool) -> None:
+    """``fwdsplit<f>(args, tangents, data)`` with the tape object's data, which is then
+    freed (and the object, unless the caller owns it), as __enzyme_reverse does."""
+    arg_acts = op.arg_activities
+    _, fs_name = driver.fwdsplit(fop, arg_acts, ret_active)
+    _require_runtime(module)
+    block = op.parent_block()
+
+    def emit(new: Operation) -> SSAValue | None:
+        new.location = op.location
+        block.insert_op_before(new, op)
+        return new.results[0] if new.results else None
+
+    *args, tape = op.operands
+    # Enzyme's users pass a NULL tape when the tangent needs nothing from it
+    fs = driver.function(fs_name)
+    needed = emit(llvm.ConstantOp(IntegerAttr(int(bool(fs.body.blocks[0].args[-1].uses)), 1), IntegerType(1)))
+    key = emit(llvm.ConstantOp(fs.attributes[TAPE_KEY], i64))
+    data = emit(llvm.CallOp(FWDSPLIT_DATA, tape, needed, key, return_type=PTR))
+    values = emit(llvm.GEPOp(data, [KEY_BYTES], IntegerType(8)))  # after the key
+    out_types = [r.type for r in op.results]
+    result = emit(llvm.CallOp(fs_name, *args, values, return_type=out_types[0])) if out_types else None
+    if result is None:
+        emit(llvm.CallOp(fs_name, *args, values))
+    if NOFREE not in op.attributes:
+        emit(llvm.CallOp("free", data))
+        if not bool(op.allocated.value.data):
+            emit(llvm.CallOp("free", tape))
+    if result is not None:
+        op.results[0].replace_all_uses_with(result)
+    block.erase_op(op)
+
+
 def _entry_slot(op: Operation) -> SSAValue:
     """A stack slot for the set-aside global tape, in the entry block (not where the
     call is: a slot allocated in a loop would grow the stack on every iteration)."""
@@ -272,6 +416,10 @@ def _require_runtime(module: ModuleOp) -> None:
                                  ("abort", [], None)):
         if name not in symbols:
             block.add_op(llvm.FuncOp(name, llvm.LLVMFunctionType(inputs, output), linkage=llvm.LinkageAttr("external")))
+    if FWDSPLIT_DATA not in symbols:
+        block.add_op(_message_global(_NULL_TAPE_GLOBAL, _NULL_TAPE_MESSAGE))
+        block.add_op(_message_global(_KEY_GLOBAL, _KEY_MESSAGE))
+        block.add_op(_fwdsplit_data())
     if BEGIN in symbols:
         return
     for fn in _parsed_runtime().clone().body.block.ops:
@@ -288,6 +436,71 @@ def _too_small_message() -> Operation:
     data = _TOO_SMALL_MESSAGE.encode()
     return llvm.GlobalOp(llvm.LLVMArrayType(len(data), IntegerType(8)), _MESSAGE_GLOBAL, "private", constant=True,
                          value=StringAttr(_TOO_SMALL_MESSAGE))
+
+
+_NULL_TAPE_GLOBAL = "__zymase_fwdsplit_null_tape_message"
+_NULL_TAPE_MESSAGE = ("zymase: error: __enzyme_fwdsplit was given a NULL tape, but the tangent reads primal "
+                      "values from the tape __enzyme_augmentfwd returned\n")
+_KEY_GLOBAL = "__zymase_fwdsplit_key_message"
+_KEY_MESSAGE = ("zymase: error: the tape given to __enzyme_fwdsplit was not written for it: only "
+                "__enzyme_augmentfwd of the same function, with the same activities, compiled the same way, "
+                "writes the tape it reads\n")
+#: bytes of the key at the start of a split forward mode tape (autodiff/forward_split.py)
+KEY_BYTES = 8
+
+
+def _message_global(name: str, text: str) -> Operation:
+    return llvm.GlobalOp(llvm.LLVMArrayType(len(text.encode()), IntegerType(8)), name, "private", constant=True,
+                         value=StringAttr(text))
+
+
+def _fwdsplit_data() -> Operation:
+    """``__zymase_fwdsplit_data(ptr tape, i1 needed, i64 key) -> ptr``: the tape
+    object's data, after checking that it starts with ``key`` (the augmented function
+    of this fwdsplit wrote it); a NULL tape is no data when the tangent function reads
+    none. Otherwise a report and abort."""
+    text = f"""
+builtin.module {{
+  llvm.func internal @{FWDSPLIT_DATA}(%tape: !llvm.ptr, %needed: i1, %key: i64) -> !llvm.ptr {{
+    %null = llvm.mlir.zero : !llvm.ptr
+    %fd = llvm.mlir.constant(2 : i32) : i32
+    %none = llvm.icmp "eq" %tape, %null : !llvm.ptr
+    llvm.cond_br %none, ^empty, ^read
+  ^empty:
+    llvm.cond_br %needed, ^no_tape, ^nothing
+  ^no_tape:
+    %len = llvm.mlir.constant({len(_NULL_TAPE_MESSAGE.encode())} : i64) : i64
+    %msg = llvm.mlir.addressof @{_NULL_TAPE_GLOBAL} : !llvm.ptr
+    %w = llvm.call @write(%fd, %msg, %len) : (i32, !llvm.ptr, i64) -> i64
+    llvm.call @abort() : () -> ()
+    llvm.unreachable
+  ^nothing:
+    llvm.return %null : !llvm.ptr
+  ^read:
+    %eight = llvm.mlir.constant({KEY_BYTES} : i64) : i64
+    %data = llvm.load %tape {{alignment = 1 : i64}} : !llvm.ptr -> !llvm.ptr
+    %size_p = llvm.getelementptr %tape[%eight] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+    %size = llvm.load %size_p {{alignment = 1 : i64}} : !llvm.ptr -> i64
+    %short = llvm.icmp "ult" %size, %eight : i64
+    llvm.cond_br %short, ^other, ^check
+  ^check:
+    %found = llvm.load %data {{alignment = 1 : i64}} : !llvm.ptr -> i64
+    %same = llvm.icmp "eq" %found, %key : i64
+    llvm.cond_br %same, ^ok, ^other
+  ^ok:
+    llvm.return %data : !llvm.ptr
+  ^other:
+    %len2 = llvm.mlir.constant({len(_KEY_MESSAGE.encode())} : i64) : i64
+    %msg2 = llvm.mlir.addressof @{_KEY_GLOBAL} : !llvm.ptr
+    %w2 = llvm.call @write(%fd, %msg2, %len2) : (i32, !llvm.ptr, i64) -> i64
+    llvm.call @abort() : () -> ()
+    llvm.unreachable
+  }}
+}}
+"""
+    fn = parse_mlir(text, "<zymase split forward mode tape>").body.block.first_op
+    fn.detach()
+    return fn
 
 
 def _too_small_check() -> Operation:
