@@ -59,19 +59,20 @@ static void ZY_P(potrf_tangent)(int n, const ZY_T *L, ZY_T *S) {
     ZY_B(trmm)(102, 141, 122, 111, 131, n, n, 1, L, ld, S, ld); /* L Phi(...) */
 }
 
-/* The adjoint of one diagonal block (nb x nb, leading dimension ld): on entry the lower
+/* The adjoint of one diagonal block (nb x nb, leading dimension ld; its factor D, leading
+   dimension ldd): on entry the lower
    triangle of Db is Dbar (what lies above it is ignored), on exit it is the adjoint of the
    block's stored triangle (zero above): the formula of the header on the block. */
-static void ZY_P(potrf_block_rev)(int nb, const ZY_T *D, int ld, ZY_T *Db) {
+static void ZY_P(potrf_block_rev)(int nb, const ZY_T *D, int ldd, ZY_T *Db, int ld) {
     int ldg = nb > 0 ? nb : 1;
     ZY_T *G = ZY_P(mtemp)(nb, nb);
     for (int j = 0; j < nb; j++)
         for (int i = j; i < nb; i++)
             G[i + (long)j * nb] = Db[i + (long)j * ld];
-    ZY_B(trmm)(102, 141, 122, 112, 131, nb, nb, 1, D, ld, G, ldg); /* D^T Dbar */
+    ZY_B(trmm)(102, 141, 122, 112, 131, nb, nb, 1, D, ldd, G, ldg); /* D^T Dbar */
     ZY_P(phi)(nb, G);
-    ZY_B(trsm)(102, 141, 122, 112, 131, nb, nb, 1, D, ld, G, ldg); /* D^-T Phi */
-    ZY_B(trsm)(102, 142, 122, 111, 131, nb, nb, 1, D, ld, G, ldg); /* ... D^-1 */
+    ZY_B(trsm)(102, 141, 122, 112, 131, nb, nb, 1, D, ldd, G, ldg); /* D^-T Phi */
+    ZY_B(trsm)(102, 142, 122, 111, 131, nb, nb, 1, D, ldd, G, ldg); /* ... D^-1 */
     for (int j = 0; j < nb; j++)
         for (int i = 0; i < nb; i++)
             Db[i + (long)j * ld] = i < j ? 0 : i == j ? G[i + (long)j * nb] : G[i + (long)j * nb] + G[j + (long)i * nb];
@@ -86,37 +87,80 @@ static int ZY_P(potrf_block)(int n) { return n <= 32 ? 2 : n <= 256 ? 32 : 128; 
    the left-looking blocked Cholesky, block column [j, k) of L,
      D = chol(A_DD - R R^T),  C = (A_CD - B R^T) D^-T
    (R = L[j:k, :j], D = L[j:k, j:k], B = L[k:, :j], C = L[k:, j:k]), reversed block by
-   block from the last, in place on G (packed n x n: Lbar on entry, the adjoint of A's
-   lower triangle on exit; L packed lower n x n):
+   block from the last, in place on the lower triangle of G (Lbar on entry, the adjoint
+   of A's lower triangle on exit; leading dimension ldg), L lower (leading dimension ldl;
+   what lies above its diagonal is not read):
      Cb = Cb D^-1;  Bb -= Cb R;  Db -= Cb^T C;  Db = the block's adjoint;
      Rb -= Cb^T B + (Db + Db^T) R.
    Every step is a gemm or a triangular solve on one block column: about 2/3 n^3 flops,
-   twice the factorization, where the full-matrix formula takes 3 n^3. Shared with the
-   Numba runtime's np.linalg.cholesky (numba_lapack_runtime.h). */
-static void ZY_P(potrf_adjoint)(int n, const ZY_T *L, ZY_T *G) {
-    int nb = ZY_P(potrf_block)(n), ld = n > 0 ? n : 1;
+   twice the factorization, where the full-matrix formula takes 3 n^3. G's strictly upper
+   triangle (the adjoint of the triangle the call does not read, when G is the caller's
+   shadow) is kept: the diagonal blocks' upper parts, which the block steps use as
+   scratch, are put back. Shared with the Numba runtime's np.linalg.cholesky
+   (numba_lapack_runtime.h). */
+static void ZY_P(potrf_adjoint)(int n, const ZY_T *L, int ldl, ZY_T *G, int ldg) {
+    int nb = ZY_P(potrf_block)(n);
+    ZY_T *above = ZY_P(mtemp)(nb, nb); /* a diagonal block's strictly upper part */
     for (int j = (n - 1) / nb * nb; j >= 0; j -= nb) {
         int k = j + nb < n ? j + nb : n, w = k - j, rest = n - k;
-        const ZY_T *R = L + j, *D = L + j + (long)j * ld, *B = L + k, *C = L + k + (long)j * ld;
-        ZY_T *Rb = G + j, *Db = G + j + (long)j * ld, *Bb = G + k, *Cb = G + k + (long)j * ld;
+        const ZY_T *R = L + j, *D = L + j + (long)j * ldl, *B = L + k, *C = L + k + (long)j * ldl;
+        ZY_T *Rb = G + j, *Db = G + j + (long)j * ldg, *Bb = G + k, *Cb = G + k + (long)j * ldg;
+        for (int c = 0; c < w; c++)
+            for (int r = 0; r < c; r++)
+                above[r + (long)c * w] = Db[r + (long)c * ldg];
         if (rest > 0) {
-            ZY_B(trsm)(102, 142, 122, 111, 131, rest, w, 1, D, ld, Cb, ld); /* Cb D^-1 */
+            ZY_B(trsm)(102, 142, 122, 111, 131, rest, w, 1, D, ldl, Cb, ldg); /* Cb D^-1 */
             if (j > 0)
-                ZY_B(gemm)(102, 111, 111, rest, j, w, -1, Cb, ld, R, ld, 1, Bb, ld); /* Bb -= Cb R */
-            ZY_B(gemm)(102, 112, 111, w, w, rest, -1, Cb, ld, C, ld, 1, Db, ld); /* Db -= Cb^T C */
+                ZY_B(gemm)(102, 111, 111, rest, j, w, -1, Cb, ldg, R, ldl, 1, Bb, ldg); /* Bb -= Cb R */
+            ZY_B(gemm)(102, 112, 111, w, w, rest, -1, Cb, ldg, C, ldl, 1, Db, ldg); /* Db -= Cb^T C */
         }
-        ZY_P(potrf_block_rev)(w, D, ld, Db);
+        ZY_P(potrf_block_rev)(w, D, ldl, Db, ldg);
         if (j > 0) {
             if (rest > 0) /* Rb -= Cb^T B */
-                ZY_B(gemm)(102, 112, 111, w, j, rest, -1, Cb, ld, B, ld, 1, Rb, ld);
+                ZY_B(gemm)(102, 112, 111, w, j, rest, -1, Cb, ldg, B, ldl, 1, Rb, ldg);
             ZY_T *S = ZY_P(mtemp)(w, w); /* Db + Db^T */
             for (int c = 0; c < w; c++)
                 for (int r = 0; r < w; r++)
-                    S[r + (long)c * w] = Db[r + (long)c * ld] + Db[c + (long)r * ld];
-            ZY_B(gemm)(102, 111, 111, w, j, w, -1, S, w, R, ld, 1, Rb, ld); /* Rb -= S R */
+                    S[r + (long)c * w] = Db[r + (long)c * ldg] + Db[c + (long)r * ldg];
+            ZY_B(gemm)(102, 111, 111, w, j, w, -1, S, w, R, ldl, 1, Rb, ldg); /* Rb -= S R */
             free(S);
         }
+        for (int c = 0; c < w; c++)
+            for (int r = 0; r < c; r++)
+                Db[r + (long)c * ldg] = above[r + (long)c * w];
     }
+    free(above);
+}
+
+/* the n x n matrix M (leading dimension ld) transposed in place */
+static void ZY_P(transpose_square)(int n, ZY_T *M, int ld) {
+    for (int j = 0; j < n; j++)
+        for (int i = j + 1; i < n; i++) {
+            ZY_T t = M[i + (long)j * ld];
+            M[i + (long)j * ld] = M[j + (long)i * ld];
+            M[j + (long)i * ld] = t;
+        }
+}
+
+/* The adjoint of potrf's stored triangle, in place on the shadow dA (the other triangle's
+   adjoint passes), from the factor F the call left (leading dimension lda). No n x n
+   temporary: a lower factor is read where it is; an upper one (U = L^T) is transposed
+   in place when F is the rule's own copy (`F_is_copy`), else copied once; dA is
+   transposed in place around the computation. */
+static void ZY_P(potrf_adjoint_stored)(int uplo, int n, ZY_T *F, int lda, int F_is_copy, ZY_T *dA) {
+    const ZY_T *L = F;
+    int ldl = lda;
+    ZY_T *lower = NULL;
+    if (uplo == 121 && F_is_copy)
+        ZY_P(transpose_square)(n, F, lda);
+    else if (uplo == 121)
+        L = lower = ZY_P(lower_of)(uplo, n, F, lda), ldl = n;
+    if (uplo == 121)
+        ZY_P(transpose_square)(n, dA, lda);
+    ZY_P(potrf_adjoint)(n, L, ldl, dA, lda);
+    if (uplo == 121)
+        ZY_P(transpose_square)(n, dA, lda);
+    free(lower);
 }
 
 /* the factor the call left over A, kept right after it (or read in place when nothing
@@ -157,11 +201,9 @@ ZY_API void ZY_P(potrf_rev)(int layout, int uplo, int n, const ZY_T *F, int lda,
         ZY_P(nan_triangle)(uplo, n, dA, lda);
         return;
     }
-    ZY_T *L = ZY_P(lower_of)(uplo, n, F, lda); /* F: the factor the call computed */
-    ZY_T *G = ZY_P(lower_of)(uplo, n, dA, lda); /* Lbar */
-    ZY_P(potrf_adjoint)(n, L, G);
-    ZY_P(to_stored)(uplo, n, G, dA, lda, 0);
-    free(L), free(G);
+    /* F: the factor the call computed, read in place or kept after the call (which of
+       the two, this code cannot tell: it is not written) */
+    ZY_P(potrf_adjoint_stored)(uplo, n, (ZY_T *)F, lda, 0, dA);
 }
 
 ZY_API void *ZY_P(potrs_save)(int which, int layout, int uplo, int n, int nrhs, const ZY_T *A, int lda, const ZY_T *B,

@@ -103,7 +103,14 @@ ZN_API void ZN_P(xxpotrf_fwd)(char uplo, long n, const ZN_T *F, long lda, int in
 }
 
 ZN_API void ZN_P(xxpotrf_rev)(char uplo, long n, const ZN_T *F, long lda, int info, ZN_T *dA) {
-    ZY_P(potrf_rev)(102, zn_uplo(uplo), (int)n, F, (int)lda, info, dA, 0);
+    if (!dA || n <= 0)
+        return;
+    if (info != 0) {
+        ZY_P(nan_triangle)(zn_uplo(uplo), (int)n, dA, (int)lda);
+        return;
+    }
+    /* F is the rule's copy of the factor (keeps, freed after this call): transposed in place */
+    ZY_P(potrf_adjoint_stored)(zn_uplo(uplo), (int)n, (ZN_T *)F, (int)lda, 1, dA);
 }
 
 /* ---- numba_xxgetrf(kind, m, n, A, lda, ipiv) ------------------------------------------ */
