@@ -207,7 +207,7 @@ def test_reading_the_householder_form_gives_nan():
 
 
 # ---- sliced (non-contiguous) operands of svd and qr, both modes (issue 26, the remaining
-# item 2; qr's reverse mode alone: test_linalg.py) ------------------------------------------
+# item 2; the rewrite that makes them work: tests/python/test_aggregate_phis.py) ----------
 @njit
 def sliced_svd_qr(A):
     # A[:, :3] and A[1:, 1:] have layout 'A': Numba's _copy_to_fortran_order chooses

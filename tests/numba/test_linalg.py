@@ -3,16 +3,19 @@ np.linalg.cholesky, solve, norm, inv, det, slogdet, eigh, eigvalsh, svd, pinv, l
 differentiated at the level of Numba's BLAS/LAPACK helpers
 (autodiff/rules/numba_linalg.py), checked against central finite differences in
 reverse (zymase.grad) and forward (zymase.jvp) mode, float64 and float32; square and
-rectangular shapes, transposed and sliced (non-contiguous) operands (products, and
-np.linalg.qr of a slice, whose copy Numba makes through a phi of array structs). The functions Numba
+rectangular shapes, transposed and sliced (non-contiguous) operands (svd and qr of
+slices, whose copy Numba makes through a phi of array structs: linalg_campaign.py, the
+rewrite itself: tests/python/test_aggregate_phis.py). Second order through '@' and np.dot
+(loops in nested kernels), and its refusal through the other functions, naming them. The functions Numba
 writes as loops (np.outer, np.trace, np.kron) are checked too; the NumPy functions
 without a rule (np.linalg.eig, eigvals) are refused naming the NumPy function.
 
 Numba's own compilation of np.linalg is slow (about a minute of CPU per kernel for
 np.linalg.solve on the shared machine), so this file (the default suite) runs the
 products in both precisions, Cholesky, the LU/eigen/SVD group (one function, one kernel
-per mode) and QR of a tall matrix in float64, and one refusal; tests/numba/linalg_campaign.py, run by
-name, holds the rest (solve, lstsq, pinv, full SVD, QR of a wide matrix, float32 of every group,
+per mode) and QR of a tall matrix in float64, a Hessian through the products and two
+refusals; tests/numba/linalg_campaign.py, run by name, holds the rest (solve, lstsq, pinv,
+full SVD, QR of a wide matrix, sliced operands of svd and qr, float32 of every group,
 outer/trace/kron, the degenerate cases, the other refusals):
 
     pytest -q tests/numba/linalg_campaign.py
@@ -189,30 +192,14 @@ def test_qr_float64_reverse_and_forward():
     _check(qr_of_tall, [RNG.random((4, 3))], np.float64, 1e-6)
 
 
-# ---- sliced (non-contiguous) operands (issue 26, the remaining item 2) ------------------
-@njit
-def qr_of_slice(A):
-    # A[1:, 1:] has layout 'A' (known at run time): Numba copies it to Fortran order
-    # through a choice between two array structs (_copy_to_fortran_order, also before
-    # svd, inv, eigh, lstsq), whose data pointer the engine follows
-    # (transforms/aggregate_phis.py). Reverse mode only here (about 8 s of CPU); svd and
-    # forward mode: linalg_campaign.py
-    Q, R = np.linalg.qr(A[1:, 1:])
-    return np.sum(np.sin(Q)) + np.sum(R * R * R)
-
-
-def test_qr_of_sliced_operand_float64():
-    _check(qr_of_slice, [RNG.random((5, 4))], np.float64, 1e-6, forward=False)
-
-
 # ---- second order (issue 26, the remaining item 3) ----------------------------------------
 @njit
-def products_twice(A, B, x):
-    # '@' of a C-order and a transposed (F-order) matrix, 2-D np.dot (numba_xxgemm) and a
-    # matrix times a vector (numba_xxgemv): nested kernels define both as loops
+def products_twice(A, B):
+    # '@' of a C-order and a transposed (F-order) matrix and 2-D np.dot (numba_xxgemm):
+    # nested kernels define it as loops (as numba_xxgemv, W @ x, already was)
     C = A @ B.T
     D = np.dot(A.T, C)
-    return np.sum(np.sin(C)) + np.sum(D * D) + np.sum(np.tanh(A @ x))
+    return np.sum(np.sin(C)) + np.sum(D * D)
 
 
 def _fd_hessian(f, args, i, h):
@@ -236,7 +223,7 @@ def _fd_hessian(f, args, i, h):
 def test_hessian_through_matrix_products():
     # forward over reverse through '@' and np.dot, against second differences of the
     # pure-Python function
-    args = [RNG.random((2, 3)), RNG.random((4, 3)), RNG.random(3)]
+    args = [RNG.random((2, 3)), RNG.random((4, 3))]
     H = zymase.hessian(products_twice)(*[a.copy() for a in args])
     np.testing.assert_allclose(np.asarray(H).reshape(6, 6), _fd_hessian(products_twice.py_func, args, 0, 1e-4),
                                rtol=1e-5, atol=1e-5)
