@@ -204,3 +204,18 @@ def test_reading_the_householder_form_gives_nan():
     assert np.isnan(zymase.grad(reflectors_read)(A.copy())).all()
     _, dy = zymase.jvp(reflectors_read, (A.copy(),), (np.ones_like(A),))
     assert np.isnan(dy)
+
+
+# ---- sliced (non-contiguous) operands of svd and qr, both modes (issue 26, the remaining
+# item 2; the rewrite that makes them work: tests/python/test_aggregate_phis.py) ----------
+@njit
+def sliced_svd_qr(A):
+    # A[:, :3] and A[1:, 1:] have layout 'A': Numba's _copy_to_fortran_order chooses
+    # between two array structs at run time (transforms/aggregate_phis.py)
+    U, s, Vt = np.linalg.svd(A[:, :3], full_matrices=False)
+    Q, R = np.linalg.qr(A[1:, 1:])
+    return np.sum(s ** 3) + np.sum((U * U) @ (Vt * Vt)) + np.sum(np.sin(Q)) + np.sum(R * R * R)
+
+
+def test_sliced_operands_of_svd_and_qr_float64():
+    _check(sliced_svd_qr, [RNG.random((5, 4))], np.float64, 1e-6)

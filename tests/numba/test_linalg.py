@@ -3,15 +3,19 @@ np.linalg.cholesky, solve, norm, inv, det, slogdet, eigh, eigvalsh, svd, pinv, l
 differentiated at the level of Numba's BLAS/LAPACK helpers
 (autodiff/rules/numba_linalg.py), checked against central finite differences in
 reverse (zymase.grad) and forward (zymase.jvp) mode, float64 and float32; square and
-rectangular shapes, transposed and sliced (non-contiguous) operands. The functions Numba
+rectangular shapes, transposed and sliced (non-contiguous) operands (svd and qr of
+slices, whose copy Numba makes through a phi of array structs: linalg_campaign.py, the
+rewrite itself: tests/python/test_aggregate_phis.py). Second order through '@' and np.dot
+(loops in nested kernels), and its refusal through the other functions, naming them. The functions Numba
 writes as loops (np.outer, np.trace, np.kron) are checked too; the NumPy functions
 without a rule (np.linalg.eig, eigvals) are refused naming the NumPy function.
 
 Numba's own compilation of np.linalg is slow (about a minute of CPU per kernel for
 np.linalg.solve on the shared machine), so this file (the default suite) runs the
 products in both precisions, Cholesky, the LU/eigen/SVD group (one function, one kernel
-per mode) and QR of a tall matrix in float64, and one refusal; tests/numba/linalg_campaign.py, run by
-name, holds the rest (solve, lstsq, pinv, full SVD, QR of a wide matrix, float32 of every group,
+per mode) and QR of a tall matrix in float64, a Hessian through the products and two
+refusals; tests/numba/linalg_campaign.py, run by name, holds the rest (solve, lstsq, pinv,
+full SVD, QR of a wide matrix, sliced operands of svd and qr, float32 of every group,
 outer/trace/kron, the degenerate cases, the other refusals):
 
     pytest -q tests/numba/linalg_campaign.py
@@ -186,6 +190,58 @@ def qr_of_tall(A):
 
 def test_qr_float64_reverse_and_forward():
     _check(qr_of_tall, [RNG.random((4, 3))], np.float64, 1e-6)
+
+
+# ---- second order (issue 26, the remaining item 3) ----------------------------------------
+@njit
+def products_twice(A, B):
+    # '@' of a C-order and a transposed (F-order) matrix and 2-D np.dot (numba_xxgemm):
+    # nested kernels define it as loops (as numba_xxgemv, W @ x, already was)
+    C = A @ B.T
+    D = np.dot(A.T, C)
+    return np.sum(np.sin(C)) + np.sum(D * D)
+
+
+def _fd_hessian(f, args, i, h):
+    """Central second differences of the float f(*args) in array args[i]."""
+    x = args[i]
+    n = x.size
+    H = np.zeros((n, n))
+
+    def at(dk, dl):
+        moved = [a.copy() for a in args]
+        moved[i].flat[dk[0]] += dk[1]
+        moved[i].flat[dl[0]] += dl[1]
+        return float(f(*moved))
+
+    for k in range(n):
+        for m in range(n):
+            H[k, m] = (at((k, h), (m, h)) - at((k, h), (m, -h)) - at((k, -h), (m, h)) + at((k, -h), (m, -h))) / (4 * h * h)
+    return H
+
+
+def test_hessian_through_matrix_products():
+    # forward over reverse through '@' and np.dot, against second differences of the
+    # pure-Python function
+    args = [RNG.random((2, 3)), RNG.random((4, 3))]
+    H = zymase.hessian(products_twice)(*[a.copy() for a in args])
+    np.testing.assert_allclose(np.asarray(H).reshape(6, 6), _fd_hessian(products_twice.py_func, args, 0, 1e-4),
+                               rtol=1e-5, atol=1e-5)
+
+
+@njit
+def cholesky_sum(A):
+    return np.sum(np.linalg.cholesky(A) ** 3)
+
+
+def test_hessian_through_cholesky_is_refused_in_numpy_terms():
+    # the first derivative of np.linalg.cholesky is compiled code (numba_linalg_runtime.c):
+    # refused naming the NumPy function, not the runtime's __zymase_nblas_* function
+    with pytest.raises(ZymaseError) as info:
+        zymase.hessian(cholesky_sum)(RNG.random((3, 3)) + 3 * np.eye(3))
+    message = str(info.value)
+    assert message.startswith("zymase: error: second derivatives through np.linalg.cholesky are not supported"), message
+    assert "'cholesky_sum'" in message and "__zymase" not in message and "numba_" not in message, message
 
 
 # ---- refusals: named after the NumPy function -------------------------------------------

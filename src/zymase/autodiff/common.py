@@ -232,6 +232,11 @@ def prepare(ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts
         from zymase.transforms.vector_lanes import define_vector_lanes
 
         define_vector_lanes(region)
+        # a pointer taken out of a phi of structs (Numba's copy of a sliced array for
+        # np.linalg.svd, qr, ...): a phi of the pointers, which the memory analysis follows
+        from zymase.transforms.aggregate_phis import scatter_pointer_extracts
+
+        scatter_pointer_extracts(region, flavor)
         if checkpoint:
             # under a tape limit, time loops become calls reversed by checkpointing
             from zymase.autodiff.checkpoint import outline_time_loops, tape_limit

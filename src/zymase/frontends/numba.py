@@ -579,8 +579,86 @@ def _gemv_loops(p: str, t: str) -> str:
 """
 
 
-#: Definitions of the BLAS wrappers Numba calls for 1-D ``np.dot``/``vdot`` and for a
-#: matrix times a vector (``W @ x``, ``x @ W``): plain loops in IR, which AD
+def _gemm_loops(p: str, t: str) -> str:
+    """Blocks of ``C = alpha op(A) op(B) + beta C`` over element type ``t`` (value names
+    prefixed ``p``), Fortran's gemm on column-major operands (Numba's ``A @ B`` and 2-D
+    ``np.dot``): for each column j < n and row i < m of C, the sum over l < k of
+    ``op(A)[i, l] op(B)[l, j]``, where ``op(A)[i, l]`` is ``a[i + l lda]``, or
+    ``a[l + i lda]`` when ``transa`` is 't' (116) or 'T' (84); likewise B. With beta = 0, C
+    is not read (BLAS's rule). The sum is ``reassoc``, as for gemv."""
+    return f"""{p}.pre:
+  %{p}alpha = load {t}, ptr %alpha
+  %{p}beta = load {t}, ptr %beta
+  %{p}keep = fcmp une {t} %{p}beta, 0.0
+  %{p}ta.t = icmp eq i8 %transa, 116
+  %{p}ta.T = icmp eq i8 %transa, 84
+  %{p}ta = or i1 %{p}ta.t, %{p}ta.T
+  %{p}tb.t = icmp eq i8 %transb, 116
+  %{p}tb.T = icmp eq i8 %transb, 84
+  %{p}tb = or i1 %{p}tb.t, %{p}tb.T
+  %{p}ai = select i1 %{p}ta, i64 %lda, i64 1
+  %{p}al = select i1 %{p}ta, i64 1, i64 %lda
+  %{p}bl = select i1 %{p}tb, i64 %ldb, i64 1
+  %{p}bj = select i1 %{p}tb, i64 1, i64 %ldb
+  %{p}anyj = icmp sgt i64 %n, 0
+  %{p}anyi = icmp sgt i64 %m, 0
+  %{p}anyl = icmp sgt i64 %k, 0
+  %{p}work = and i1 %{p}anyj, %{p}anyi
+  br i1 %{p}work, label %{p}.col, label %{p}.done
+{p}.col:
+  %{p}j = phi i64 [ 0, %{p}.pre ], [ %{p}j.next, %{p}.colend ]
+  %{p}boff = mul i64 %{p}j, %{p}bj
+  %{p}coff = mul i64 %{p}j, %ldc
+  br label %{p}.row
+{p}.row:
+  %{p}i = phi i64 [ 0, %{p}.col ], [ %{p}i.next, %{p}.put ]
+  %{p}aoff = mul i64 %{p}i, %{p}ai
+  br i1 %{p}anyl, label %{p}.inner, label %{p}.store
+{p}.inner:
+  %{p}l = phi i64 [ 0, %{p}.row ], [ %{p}l.next, %{p}.inner ]
+  %{p}acc = phi {t} [ 0.0, %{p}.row ], [ %{p}acc.next, %{p}.inner ]
+  %{p}la = mul i64 %{p}l, %{p}al
+  %{p}aidx = add i64 %{p}aoff, %{p}la
+  %{p}lb = mul i64 %{p}l, %{p}bl
+  %{p}bidx = add i64 %{p}boff, %{p}lb
+  %{p}ap = getelementptr {t}, ptr %a, i64 %{p}aidx
+  %{p}bp = getelementptr {t}, ptr %b, i64 %{p}bidx
+  %{p}av = load {t}, ptr %{p}ap
+  %{p}bv = load {t}, ptr %{p}bp
+  %{p}m = fmul {t} %{p}av, %{p}bv
+  %{p}acc.next = fadd reassoc {t} %{p}acc, %{p}m
+  %{p}l.next = add nuw nsw i64 %{p}l, 1
+  %{p}morel = icmp slt i64 %{p}l.next, %k
+  br i1 %{p}morel, label %{p}.inner, label %{p}.store
+{p}.store:
+  %{p}sum = phi {t} [ 0.0, %{p}.row ], [ %{p}acc.next, %{p}.inner ]
+  %{p}cidx = add i64 %{p}coff, %{p}i
+  %{p}cp = getelementptr {t}, ptr %c, i64 %{p}cidx
+  %{p}scaled = fmul {t} %{p}alpha, %{p}sum
+  br i1 %{p}keep, label %{p}.old, label %{p}.put
+{p}.old:
+  %{p}cold = load {t}, ptr %{p}cp
+  %{p}bc = fmul {t} %{p}beta, %{p}cold
+  %{p}with = fadd {t} %{p}scaled, %{p}bc
+  br label %{p}.put
+{p}.put:
+  %{p}cv = phi {t} [ %{p}scaled, %{p}.store ], [ %{p}with, %{p}.old ]
+  store {t} %{p}cv, ptr %{p}cp
+  %{p}i.next = add nuw nsw i64 %{p}i, 1
+  %{p}morei = icmp slt i64 %{p}i.next, %m
+  br i1 %{p}morei, label %{p}.row, label %{p}.colend
+{p}.colend:
+  %{p}j.next = add nuw nsw i64 %{p}j, 1
+  %{p}morej = icmp slt i64 %{p}j.next, %n
+  br i1 %{p}morej, label %{p}.col, label %{p}.done
+{p}.done:
+  ret i32 0
+"""
+
+
+#: Definitions of the BLAS wrappers Numba calls for 1-D ``np.dot``/``vdot``, for a
+#: matrix times a vector (``W @ x``, ``x @ W``) and for a product of matrices (``A @ B``,
+#: nested and vector-mode kernels only): plain loops in IR, which AD
 #: differentiates like any loop (the real ones live in a C library).
 #: ``kind`` is the BLAS letter: 'd' (100) double, 's' (115) float; others are refused.
 _BLAS_LOOPS = {
@@ -606,13 +684,24 @@ _BLAS_LOOPS = {
     + _gemv_loops("d", "double")
     + _gemv_loops("s", "float")
     + "unsupported:\n  ret i32 -1\n}\n",
+    "numba_xxgemm": "define internal i32 @numba_xxgemm(i8 %kind, i8 %transa, i8 %transb, i64 %m, i64 %n, i64 %k, "
+    "ptr %alpha, ptr %a, i64 %lda, ptr %b, i64 %ldb, ptr %beta, ptr %c, i64 %ldc) {\n"
+    "entry:\n"
+    "  %isd = icmp eq i8 %kind, 100\n"
+    "  %iss = icmp eq i8 %kind, 115\n"
+    "  br i1 %isd, label %d.pre, label %s.check\n"
+    "s.check:\n"
+    "  br i1 %iss, label %s.pre, label %unsupported\n"
+    + _gemm_loops("d", "double")
+    + _gemm_loops("s", "float")
+    + "unsupported:\n  ret i32 -1\n}\n",
 }
 
 
 # wrappers that also have a call-level rule (autodiff/rules/numba_linalg.py): the rule
 # (BLAS speed) serves first-order kernels; their loops serve nested (second-order, Taylor)
 # and vector-mode kernels, which call-level rules do not support
-_RULE_BACKED_LOOPS = frozenset({"numba_xxgemv"})
+_RULE_BACKED_LOOPS = frozenset({"numba_xxgemv", "numba_xxgemm"})
 
 
 def define_blas_loops(text: str, *, rules: bool = False) -> str:
@@ -769,6 +858,18 @@ def _in_user_terms(err: ZymaseError, disp) -> ZymaseError:
             function=name,
             hint="for second derivatives call zymase.hessian(f), zymase.hvp(f), zymase.jacfwd(zymase.grad(f)) or "
             "zymase.grad(zymase.grad(f)) from Python (forward over reverse)")
+    derivative = re.search(r"@__zymase_nblas_[ds](\w+?)_(?:save|fwd|rev)\b", err.construct or "")
+    if derivative and f"numba_{derivative.group(1)}" in NUMPY_LINALG:
+        # a second-order request: the outer sweep meets the first derivative of a NumPy
+        # linear-algebra call, compiled C (rules/numba_linalg_runtime.c) without rules of its own
+        numpy = NUMPY_LINALG[f"numba_{derivative.group(1)}"]
+        return ZymaseError(
+            f"second derivatives through {numpy} are not supported in zymase: {function_label(disp)} applies it "
+            "to differentiated data, and its first derivative is compiled code that cannot be differentiated again",
+            construct=f"{numpy} under a second-order transform",
+            function=name,
+            hint="take first derivatives of this function (grad, jvp, vjp, jacfwd, jacrev); second order works "
+            "through '@' and np.dot, and through linear algebra written as loops")
     hint = err.hint
     runtime = re.search(r"@(numba_\w+)", err.construct or "")
     message = err.message

@@ -2,7 +2,10 @@
    nothing overwrites after the call is read again, no copy; an input overwritten later
    (a vector copied over after the call, the vector of a power iteration that each step
    replaces, gemm's C read through beta before the call writes it) is copied at the call.
-   LAPACK's getrf/getrs likewise (their factors and pivots).
+   LAPACK's getrf/getrs likewise (their factors and pivots). potrf's reverse reads the
+   factor the call left over A (issue 26, the remaining item 1): in place when nothing
+   overwrites A after the call, copied right after the call when something does; never
+   the input (no factorization again).
    In split mode (__enzyme_augmentfwd / __enzyme_reverse) the caller may overwrite an input
    between the two calls, so it is always copied.
    Type analysis knows what a BLAS call writes (item 4): a scratch vector that only gemv
@@ -112,6 +115,22 @@ static double lu_solve_then_overwrite(double *restrict A, double *restrict x, in
     dgetrs_("N", &n, &one, A, &n, ipiv, x, &n, &info);
     memset(A, 0, (size_t)n * n * sizeof(double)), memset(ipiv, 0, (size_t)n * sizeof(int));
     return wsum(x, n);
+}
+
+/* potrf: the loss reads the factor (and the untouched upper triangle; N * N elements, a
+   constant, so that wsum's trip count is not kept) */
+void dpotrf_(const char *, const int *, double *, const int *, int *);
+static double cholesky(double *restrict A, int n) {
+    int info;
+    dpotrf_("L", &n, A, &n, &info);
+    return wsum(A, N * N);
+}
+static double cholesky_then_overwrite(double *restrict A, int n) {
+    int info;
+    dpotrf_("L", &n, A, &n, &info);
+    double s = wsum(A, N * N);
+    memset(A, 0, (size_t)n * n * sizeof(double));
+    return s;
 }
 
 static double A0[N * N], W0[N * N], x0_[N], vA[N * N], vW[N * N], vx[N];
@@ -224,6 +243,38 @@ int main(int argc, char **argv) {
     check("getrf, getrs, factors overwritten: bytes kept", n, (double)kept,
           (double)((2 * n * n + n) * sizeof(double) + n * sizeof(int)), 0);
     check("getrf, getrs, factors overwritten: same dA", n, dA[n + 2], dA_kept[n + 2], 1e-12);
+
+    /* potrf: the factor read in place (no bytes), or copied after the call when A is
+       overwritten later (n * n doubles); the same gradient, against a central difference */
+    double S[N * N], dS[N * N], vS[N * N];
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) {
+            double s = i == j ? n : 0;
+            for (int k = 0; k < n; k++)
+                s += A0[i * n + k] * A0[j * n + k];
+            S[i + j * n] = s, vS[i + j * n] = vA[i + j * n];
+        }
+    double fd_potrf = 0, h = 1e-5;
+    for (int side = -1; side <= 1; side += 2) {
+        for (int i = 0; i < n * n; i++)
+            A[i] = S[i] + side * h * vS[i];
+        fd_potrf += side * cholesky(A, n) / (2 * h);
+    }
+    for (int round = 0; round < 2; round++) {
+        memcpy(A, S, sizeof A), memset(dS, 0, sizeof dS);
+        before = __zymase_tape_bytes;
+        if (round)
+            __enzyme_autodiff((void *)cholesky_then_overwrite, enzyme_dup, A, dS, n);
+        else
+            __enzyme_autodiff((void *)cholesky, enzyme_dup, A, dS, n);
+        kept = __zymase_tape_bytes - before;
+        double got = 0;
+        for (int i = 0; i < n * n; i++)
+            got += dS[i] * vS[i];
+        check(round ? "potrf, A overwritten: gradient" : "potrf: gradient", n, got, fd_potrf, 1e-6);
+        check(round ? "potrf, A overwritten: bytes kept (the factor)" : "potrf: bytes kept", n, (double)kept,
+              round ? (double)(n * n * sizeof(double)) : 0, 0);
+    }
 
     /* split mode: x overwritten between the forward and the reverse call */
     reset();

@@ -17,6 +17,8 @@ Each spelling is a :class:`~zymase.autodiff.registry.CallMemoryRule`:
   read, the output arrays written; an output gets a shadow like any written memory;
 * forward mode: ``<p><name>_fwd`` runs before the primal call (it reads the output's
   old value, e.g. ``beta * dC + dbeta * C``) and gives the output shadows their tangents;
+  after it for a routine whose tangent needs what the call computed (``forward_after``:
+  potrf's factor);
 * reverse mode, forward sweep: an input the reverse sweep needs (``A`` for ``dB``) is
   read again when nothing may write it after the call; otherwise, and always for the
   call's own output read before it is written (``C`` for ``dbeta``), ``<p><name>_save``
@@ -26,7 +28,8 @@ Each spelling is a :class:`~zymase.autodiff.registry.CallMemoryRule`:
 * LAPACK, right after the call (both modes): ``info`` read and checked by
   ``<p><name>_status`` (an illegal argument stops the program with a message); the
   reverse sweep receives that value (``int info``, not the pointer), and the outputs a
-  routine ``keeps`` (gesv's factors and solution) are copied there by ``_save``.
+  routine ``keeps`` (gesv's factors and solution, potrf's factor) are copied there by
+  ``_save`` unless nothing may write them later (then read in place).
 
 The Fortran spelling's pointer arguments are read in the forward sweep right before the
 call (the values the call saw), transposes turned into CBLAS's enumeration.
@@ -207,16 +210,18 @@ class BlasRule(CallMemoryRule):
             raise
         g.E.before(clone)
         values = self._cblas_values(g, op)
-        if forward_mode:
+        if forward_mode and not self.routine.forward_after:
             self._tangents(g, op, values)
-        else:
+        elif not forward_mode:
             self._keep_for_reverse(g, op, values)
         if clone.next_op is not None:
             g.E.before(clone.next_op)
         else:
             g.E.at_end(clone.parent_block())
         status = self._status_after_call(g, op)
-        if not forward_mode:
+        if forward_mode and self.routine.forward_after:
+            self._tangents(g, op, values)
+        elif not forward_mode:
             self._keep_after_call(g, op, values, status)
 
     def _status_after_call(self, g, op: Operation) -> SSAValue | None:
@@ -233,13 +238,16 @@ class BlasRule(CallMemoryRule):
         return status
 
     def _keep_after_call(self, g, op: Operation, values: list[SSAValue], status: SSAValue | None) -> None:
-        """Reverse mode, right after the primal call: copies of what the call computed that
-        the reverse sweep reads (gesv's factors, pivots and solution), so that it neither
-        factors nor solves again."""
+        """Reverse mode, right after the primal call: what the call computed that the
+        reverse sweep reads (gesv's factors, pivots and solution, potrf's factor), so that it
+        neither factors nor solves again: read in place when nothing may write it after the
+        call, else copied here."""
         _, saved = g._blas_forward[op]
         for output, wanted_by in self.routine.keeps:
             if not any(self._active(g, op, w) for w in wanted_by):
                 continue
+            if g.unwritten_after(op, op.operands[self._pos(output)]):
+                continue  # read in place by the reverse sweep
             which = g.E.v(llvm.ConstantOp(IntegerAttr(self.routine.index(output), i32), i32))
             args = [which, *values]
             name = self._declare(g, "save", self._types(args), PTR)

@@ -39,9 +39,13 @@ class Routine:
     int_writes: tuple[str, ...] = ()  # integer arrays the call writes (pivots, workspace)
     # output -> the arrays it depends on, where not all of `reads` (gesv's factors)
     depends: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    # output -> the parameters whose derivative needs it as the call left it: copied right
-    # after the call (gesv's LU factors, pivots and solution: no factorization again)
+    # output -> the parameters whose derivative needs it as the call left it: read in place
+    # when nothing may write it after the call, else copied right after the call (gesv's LU
+    # factors, pivots and solution, potrf's factor: no factorization again)
     keeps: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # forward mode: ``_fwd`` runs after the primal call, its tangent needing what the call
+    # computed (potrf's factor), instead of before it (reading the output's old value)
+    forward_after: bool = False
 
     def index(self, param: str) -> int:
         return [p for p, _ in self.params].index(param)
@@ -112,10 +116,10 @@ ROUTINES = {
                 needs=(("A", ("B", "alpha")), ("B", ("A", "alpha")))),
         Routine("trsm", _TRIANGULAR_LEVEL3, reads=("A", "B"), writes=("B",),
                 needs=(("A", ("B", "alpha", "A")), ("B", ("A", "alpha")))),
-        # LAPACK: Cholesky, in place (the reverse factors the input kept at the call again),
+        # LAPACK: Cholesky, in place (both modes work from the factor the call computed),
         # and the solve with its factor (X solved again from the B kept at the call)
         Routine("potrf", (("layout", _L), ("uplo", _U), ("n", _I), ("A", _A), ("lda", _I), ("info", _N)),
-                reads=("A",), writes=("A",), needs=(("A", ("A",)),), fortran_only=True),
+                reads=("A",), writes=("A",), keeps=(("A", ("A",)),), forward_after=True, fortran_only=True),
         Routine("potrs", (("layout", _L), ("uplo", _U), ("n", _I), ("nrhs", _I), ("A", _A), ("lda", _I),
                           ("B", _A), ("ldb", _I), ("info", _N)),
                 reads=("A", "B"), writes=("B",), needs=(("A", ("A", "B")), ("B", ("A",))), fortran_only=True),

@@ -8,7 +8,9 @@
    rules (not LAPACK differentiated): with P = Phi(X) the lower triangle of X with its
    diagonal halved,
      potrf:  dL = L Phi(L^-1 dA L^-T);  the adjoint of A is G = L^-T Phi(L^T Lbar) L^-1,
-             folded onto the stored triangle (G + G^T off the diagonal, G on it);
+             folded onto the stored triangle (G + G^T off the diagonal, G on it),
+             computed by blocks (potrf_adjoint) from the factor the call computed (no
+             factorization again; the tangent likewise, after the call);
      potrs:  dX = A^-1 (dB - (dL L^T + L dL^T) X);  Bbar = A^-1 Xbar,
              Lbar = -(Bbar X^T + X Bbar^T) L on the factor's triangle.
    A factorization that fails (A not positive definite: info > 0) has no derivative: the
@@ -47,67 +49,161 @@ static void ZY_P(nan_triangle)(int uplo, int n, ZY_T *dF, int ldf) {
     free(R);
 }
 
-/* L = chol(A) from the stored triangle of A, packed lower; NULL when A is not positive definite */
-static ZY_T *ZY_P(factor_of)(int uplo, int n, const ZY_T *A, int lda) {
-    ZY_T *C = ZY_P(mtemp)(n, n);
-    for (int j = 0; j < n; j++)
-        for (int i = 0; i < n; i++)
-            C[i + (long)j * n] = A[i + (long)j * lda];
-    char u = uplo == 121 ? 'U' : 'L';
-    int info = 0, ld = n > 0 ? n : 1;
-    ZY_F(potrf)(&u, &n, C, &ld, &info);
-    ZY_T *L = info == 0 ? ZY_P(lower_of)(uplo, n, C, ld) : NULL;
-    free(C);
-    return L;
+/* dL = L Phi(L^-1 S L^-T), in place of S: the tangent of the factor L (packed lower
+   n x n) for the symmetric tangent S of A (packed n x n, both triangles) */
+static void ZY_P(potrf_tangent)(int n, const ZY_T *L, ZY_T *S) {
+    int ld = n > 0 ? n : 1;
+    ZY_B(trsm)(102, 141, 122, 111, 131, n, n, 1, L, ld, S, ld); /* L^-1 S */
+    ZY_B(trsm)(102, 142, 122, 112, 131, n, n, 1, L, ld, S, ld); /* ... L^-T */
+    ZY_P(phi)(n, S);
+    ZY_B(trmm)(102, 141, 122, 111, 131, n, n, 1, L, ld, S, ld); /* L Phi(...) */
 }
 
+/* The adjoint of one diagonal block (nb x nb, leading dimension ld; its factor D, leading
+   dimension ldd): on entry the lower
+   triangle of Db is Dbar (what lies above it is ignored), on exit it is the adjoint of the
+   block's stored triangle (zero above): the formula of the header on the block. */
+static void ZY_P(potrf_block_rev)(int nb, const ZY_T *D, int ldd, ZY_T *Db, int ld) {
+    int ldg = nb > 0 ? nb : 1;
+    ZY_T *G = ZY_P(mtemp)(nb, nb);
+    for (int j = 0; j < nb; j++)
+        for (int i = j; i < nb; i++)
+            G[i + (long)j * nb] = Db[i + (long)j * ld];
+    ZY_B(trmm)(102, 141, 122, 112, 131, nb, nb, 1, D, ldd, G, ldg); /* D^T Dbar */
+    ZY_P(phi)(nb, G);
+    ZY_B(trsm)(102, 141, 122, 112, 131, nb, nb, 1, D, ldd, G, ldg); /* D^-T Phi */
+    ZY_B(trsm)(102, 142, 122, 111, 131, nb, nb, 1, D, ldd, G, ldg); /* ... D^-1 */
+    for (int j = 0; j < nb; j++)
+        for (int i = 0; i < nb; i++)
+            Db[i + (long)j * ld] = i < j ? 0 : i == j ? G[i + (long)j * nb] : G[i + (long)j * nb] + G[j + (long)i * nb];
+    free(G);
+}
+
+/* the block size of the blocked adjoint: small matrices take small blocks, so that the
+   blocked code is what the tests check too */
+static int ZY_P(potrf_block)(int n) { return n <= 32 ? 2 : n <= 256 ? 32 : 128; }
+
+/* The adjoint by blocks (Murray 2016, "Differentiation of the Cholesky decomposition"):
+   the left-looking blocked Cholesky, block column [j, k) of L,
+     D = chol(A_DD - R R^T),  C = (A_CD - B R^T) D^-T
+   (R = L[j:k, :j], D = L[j:k, j:k], B = L[k:, :j], C = L[k:, j:k]), reversed block by
+   block from the last, in place on the lower triangle of G (Lbar on entry, the adjoint
+   of A's lower triangle on exit; leading dimension ldg), L lower (leading dimension ldl;
+   what lies above its diagonal is not read):
+     Cb = Cb D^-1;  Bb -= Cb R;  Db -= Cb^T C;  Db = the block's adjoint;
+     Rb -= Cb^T B + (Db + Db^T) R.
+   Every step is a gemm or a triangular solve on one block column: about 2/3 n^3 flops,
+   twice the factorization, where the full-matrix formula takes 3 n^3. G's strictly upper
+   triangle (the adjoint of the triangle the call does not read, when G is the caller's
+   shadow) is kept: the diagonal blocks' upper parts, which the block steps use as
+   scratch, are put back. Shared with the Numba runtime's np.linalg.cholesky
+   (numba_lapack_runtime.h). */
+static void ZY_P(potrf_adjoint)(int n, const ZY_T *L, int ldl, ZY_T *G, int ldg) {
+    int nb = ZY_P(potrf_block)(n);
+    ZY_T *above = ZY_P(mtemp)(nb, nb); /* a diagonal block's strictly upper part */
+    for (int j = (n - 1) / nb * nb; j >= 0; j -= nb) {
+        int k = j + nb < n ? j + nb : n, w = k - j, rest = n - k;
+        const ZY_T *R = L + j, *D = L + j + (long)j * ldl, *B = L + k, *C = L + k + (long)j * ldl;
+        ZY_T *Rb = G + j, *Db = G + j + (long)j * ldg, *Bb = G + k, *Cb = G + k + (long)j * ldg;
+        for (int c = 0; c < w; c++)
+            for (int r = 0; r < c; r++)
+                above[r + (long)c * w] = Db[r + (long)c * ldg];
+        if (rest > 0) {
+            ZY_B(trsm)(102, 142, 122, 111, 131, rest, w, 1, D, ldl, Cb, ldg); /* Cb D^-1 */
+            if (j > 0)
+                ZY_B(gemm)(102, 111, 111, rest, j, w, -1, Cb, ldg, R, ldl, 1, Bb, ldg); /* Bb -= Cb R */
+            ZY_B(gemm)(102, 112, 111, w, w, rest, -1, Cb, ldg, C, ldl, 1, Db, ldg); /* Db -= Cb^T C */
+        }
+        ZY_P(potrf_block_rev)(w, D, ldl, Db, ldg);
+        if (j > 0) {
+            if (rest > 0) /* Rb -= Cb^T B */
+                ZY_B(gemm)(102, 112, 111, w, j, rest, -1, Cb, ldg, B, ldl, 1, Rb, ldg);
+            ZY_T *S = ZY_P(mtemp)(w, w); /* Db + Db^T */
+            for (int c = 0; c < w; c++)
+                for (int r = 0; r < w; r++)
+                    S[r + (long)c * w] = Db[r + (long)c * ldg] + Db[c + (long)r * ldg];
+            ZY_B(gemm)(102, 111, 111, w, j, w, -1, S, w, R, ldl, 1, Rb, ldg); /* Rb -= S R */
+            free(S);
+        }
+        for (int c = 0; c < w; c++)
+            for (int r = 0; r < c; r++)
+                Db[r + (long)c * ldg] = above[r + (long)c * w];
+    }
+    free(above);
+}
+
+/* the n x n matrix M (leading dimension ld) transposed in place */
+static void ZY_P(transpose_square)(int n, ZY_T *M, int ld) {
+    for (int j = 0; j < n; j++)
+        for (int i = j + 1; i < n; i++) {
+            ZY_T t = M[i + (long)j * ld];
+            M[i + (long)j * ld] = M[j + (long)i * ld];
+            M[j + (long)i * ld] = t;
+        }
+}
+
+/* The adjoint of potrf's stored triangle, in place on the shadow dA (the other triangle's
+   adjoint passes), from the factor F the call left (leading dimension lda). No n x n
+   temporary: a lower factor is read where it is; an upper one (U = L^T) is transposed
+   in place when F is the rule's own copy (`F_is_copy`), else copied once; dA is
+   transposed in place around the computation. */
+static void ZY_P(potrf_adjoint_stored)(int uplo, int n, ZY_T *F, int lda, int F_is_copy, ZY_T *dA) {
+    const ZY_T *L = F;
+    int ldl = lda;
+    ZY_T *lower = NULL;
+    if (uplo == 121 && F_is_copy)
+        ZY_P(transpose_square)(n, F, lda);
+    else if (uplo == 121)
+        L = lower = ZY_P(lower_of)(uplo, n, F, lda), ldl = n;
+    if (uplo == 121)
+        ZY_P(transpose_square)(n, dA, lda);
+    ZY_P(potrf_adjoint)(n, L, ldl, dA, lda);
+    if (uplo == 121)
+        ZY_P(transpose_square)(n, dA, lda);
+    free(lower);
+}
+
+/* the factor the call left over A, kept right after it (or read in place when nothing
+   overwrites A later: blas.py, the routine's `keeps`) */
 ZY_API void *ZY_P(potrf_save)(int which, int layout, int uplo, int n, const ZY_T *A, int lda, const int *info) {
     (void)which, (void)uplo, (void)info;
     return zy_copy_span(A, zy_mspan(layout, n, n, lda), sizeof(ZY_T));
 }
 
-ZY_API ZY_T ZY_P(potrf_fwd)(int layout, int uplo, int n, const ZY_T *A, int lda, const int *info, ZY_T *dA) {
-    (void)layout, (void)info;
-    ZY_T *L = ZY_P(factor_of)(uplo, n, A, lda);
-    if (!L) {
+/* forward mode, called AFTER the primal call (blas_signatures: forward_after): F holds
+   the factor, dA still the tangent of the input */
+ZY_API ZY_T ZY_P(potrf_fwd)(int layout, int uplo, int n, const ZY_T *F, int lda, const int *info, ZY_T *dA) {
+    (void)layout;
+    if (!dA || n <= 0)
+        return 0;
+    if (*info != 0) {
         ZY_P(nan_triangle)(uplo, n, dA, lda);
         return 0;
     }
-    int ld = n > 0 ? n : 1;
+    ZY_T *L = ZY_P(lower_of)(uplo, n, F, lda);
     ZY_T *S = ZY_P(mtemp)(n, n); /* the symmetric tangent of A */
     for (int j = 0; j < n; j++)
         for (int i = j; i < n; i++) {
             ZY_T t = uplo == 121 ? dA[j + (long)i * lda] : dA[i + (long)j * lda];
             S[i + (long)j * n] = S[j + (long)i * n] = t;
         }
-    ZY_B(trsm)(102, 141, 122, 111, 131, n, n, 1, L, ld, S, ld); /* L^-1 S */
-    ZY_B(trsm)(102, 142, 122, 112, 131, n, n, 1, L, ld, S, ld); /* ... L^-T */
-    ZY_P(phi)(n, S);
-    ZY_B(trmm)(102, 141, 122, 111, 131, n, n, 1, L, ld, S, ld); /* L Phi(...) */
+    ZY_P(potrf_tangent)(n, L, S);
     ZY_P(to_stored)(uplo, n, S, dA, lda, 0);
     free(L), free(S);
     return 0;
 }
 
-ZY_API void ZY_P(potrf_rev)(int layout, int uplo, int n, const ZY_T *A, int lda, int info, ZY_T *dA, ZY_T dr) {
+ZY_API void ZY_P(potrf_rev)(int layout, int uplo, int n, const ZY_T *F, int lda, int info, ZY_T *dA, ZY_T dr) {
     (void)layout, (void)dr;
-    ZY_T *L = info == 0 ? ZY_P(factor_of)(uplo, n, A, lda) : NULL; /* A: the input, kept at the call */
-    if (!L) {
+    if (!dA || n <= 0)
+        return;
+    if (info != 0) {
         ZY_P(nan_triangle)(uplo, n, dA, lda);
         return;
     }
-    int ld = n > 0 ? n : 1;
-    ZY_T *G = ZY_P(lower_of)(uplo, n, dA, lda); /* Lbar */
-    ZY_B(trmm)(102, 141, 122, 112, 131, n, n, 1, L, ld, G, ld); /* L^T Lbar */
-    ZY_P(phi)(n, G);
-    ZY_B(trsm)(102, 141, 122, 112, 131, n, n, 1, L, ld, G, ld); /* L^-T Phi */
-    ZY_B(trsm)(102, 142, 122, 111, 131, n, n, 1, L, ld, G, ld); /* ... L^-1 */
-    ZY_T *R = ZY_P(mtemp)(n, n);
-    for (int j = 0; j < n; j++)
-        for (int i = j; i < n; i++)
-            R[i + (long)j * n] = i == j ? G[i + (long)j * n] : G[i + (long)j * n] + G[j + (long)i * n];
-    ZY_P(to_stored)(uplo, n, R, dA, lda, 0);
-    free(L), free(G), free(R);
+    /* F: the factor the call computed, read in place or kept after the call (which of
+       the two, this code cannot tell: it is not written) */
+    ZY_P(potrf_adjoint_stored)(uplo, n, (ZY_T *)F, lda, 0, dA);
 }
 
 ZY_API void *ZY_P(potrs_save)(int which, int layout, int uplo, int n, int nrhs, const ZY_T *A, int lda, const ZY_T *B,

@@ -1,14 +1,19 @@
-/* Derivatives of Numba's LU, eigen, SVD and least-squares helpers, for one precision:
+/* Derivatives of Numba's Cholesky, LU, eigen, SVD and least-squares helpers, for one precision:
    included by numba_linalg_runtime.c inside its per-precision part (ZN_T, ZN_P, ZN_F and
    its helpers are defined there).
 
-   The math is the C path's matrix-level LAPACK rules, not written twice: lapack_lu.h
+   The math is the C path's matrix-level LAPACK rules, not written twice: lapack_runtime.h
+   (potrf: the blocked Cholesky adjoint), lapack_lu.h
    (getrf), lapack_eigen.h (syevd), lapack_svd.h (gesdd) and lapack_lstsq.h (gelsd) are
    compiled once more here, with their BLAS calls (CBLAS spelling, column-major) turned
    into SciPy's Fortran routines and their names under this runtime's prefix
-   (__zymase_nblas_<p>lapack_*). Those rules factor the input again in the derivative, so
-   every helper here runs its forward part BEFORE the primal call and keeps its inputs for
-   the reverse sweep (numba_linalg.py: inputs_kept):
+   (__zymase_nblas_<p>lapack_*). Cholesky works from the factor the call computed (its
+   forward part runs after the call, the reverse sweep reads the factor kept after it:
+   numba_linalg.py's keeps):
+     numba_xxpotrf      the stored triangle overwritten by the factor (np.linalg.cholesky)
+   The other rules factor the input again in the derivative, so those helpers run their
+   forward part BEFORE the primal call and keep their inputs for the reverse sweep
+   (numba_linalg.py: inputs_kept):
      numba_xxgetrf      A = P L U in place            (np.linalg.det, slogdet, inv)
      numba_ez_xxgetri   the factors overwritten by A^-1 (np.linalg.inv, after getrf)
      numba_ez_xxxevd    eigenvalues, and eigenvectors over A for jobz 'V' (eigh, eigvalsh)
@@ -19,6 +24,10 @@
    plausible number), a rank-deficient lstsq gives NaN, and so do the complement columns
    of a full (jobz 'A') SVD of a rectangular matrix. */
 
+/* lapack_runtime.h's potrs rule names it; no helper here calls that rule, so the compiler
+   drops it and the routine is never resolved */
+void ZN_F(potrs)(const char *uplo, const int *n, const int *nrhs, const ZN_T *A, const int *lda, ZN_T *B, const int *ldb,
+                 int *info);
 void ZN_F(getrf)(const int *m, const int *n, ZN_T *A, const int *lda, int *ipiv, int *info);
 void ZN_F(laswp)(const int *n, ZN_T *A, const int *lda, const int *k1, const int *k2, const int *ipiv, const int *incx);
 void ZN_F(syev)(const char *jobz, const char *uplo, const int *n, ZN_T *A, const int *lda, ZN_T *w, ZN_T *work,
@@ -74,10 +83,35 @@ static ZY_T *ZY_P(mcopy)(int layout, int rows, int cols, const ZY_T *X, int ldx)
     return t;
 }
 
+#include "lapack_runtime.h"
 #include "lapack_lu.h"
 #include "lapack_eigen.h"
 #include "lapack_svd.h"
 #include "lapack_lstsq.h"
+
+/* ---- numba_xxpotrf(kind, uplo, n, A, lda): Cholesky in place --------------------------
+   lapack_runtime.h's rules on the factor F the call left over A (uplo 'U': A = U^T U, as
+   np.linalg.cholesky calls it on C-order data); the other triangle is not read, its
+   adjoint passes. A failed factorization (status != 0) gives NaN. */
+ZN_API void *ZN_P(xxpotrf_save)(int which, char uplo, long n, const ZN_T *A, long lda) {
+    (void)which, (void)uplo;
+    return zn_copy(A, zn_span(n, n, lda) * (long)sizeof(ZN_T));
+}
+
+ZN_API void ZN_P(xxpotrf_fwd)(char uplo, long n, const ZN_T *F, long lda, int info, ZN_T *dA) {
+    ZY_P(potrf_fwd)(102, zn_uplo(uplo), (int)n, F, (int)lda, &info, dA);
+}
+
+ZN_API void ZN_P(xxpotrf_rev)(char uplo, long n, const ZN_T *F, long lda, int info, ZN_T *dA) {
+    if (!dA || n <= 0)
+        return;
+    if (info != 0) {
+        ZY_P(nan_triangle)(zn_uplo(uplo), (int)n, dA, (int)lda);
+        return;
+    }
+    /* F is the rule's copy of the factor (keeps, freed after this call): transposed in place */
+    ZY_P(potrf_adjoint_stored)(zn_uplo(uplo), (int)n, (ZN_T *)F, (int)lda, 1, dA);
+}
 
 /* ---- numba_xxgetrf(kind, m, n, A, lda, ipiv) ------------------------------------------ */
 ZN_API void *ZN_P(xxgetrf_save)(int which, long m, long n, const ZN_T *A, long lda, const int *ipiv) {
