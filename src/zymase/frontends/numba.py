@@ -50,6 +50,8 @@ from zymase.autodiff.names import ABANDON
 from zymase.autodiff.rules.numba_linalg import LINALG_WITH_RULES
 from zymase.autodiff.rules.numba_linalg import NUMPY_NAMES as NUMPY_LINALG
 from zymase.errors import ZymaseError
+from zymase.transforms.numba_parfor import FORK as PARFOR_FORK
+from zymase.transforms.numba_parfor import ParforNeedsTape
 
 from zymase.frontends.numba_kernel import (  # noqa: F401 - the kernel's names, re-exported
     ACTIVE, CONST, DUP, DUPNONEED, KernelSpec, _promotion, _q, active_leaves, has_shadow, is_float_tuple,
@@ -84,6 +86,9 @@ class CompileRecord:
     activities: tuple
     phases: dict[str, float] = field(default_factory=dict)
     cached: str = ""  # "", "disk"
+    #: prange loops: "" (none), "parallel" (forked through Numba's threading layer),
+    #: "serial" (the derivative of the serial copy: a reverse sweep could not recompute one)
+    parfors: str = ""
     width: int = 1  # vector mode (KernelSpec.width)
 
     @property
@@ -93,6 +98,7 @@ class CompileRecord:
     def summary(self) -> str:
         parts = " ".join(f"{k}={v * 1000:.0f}ms" for k, v in self.phases.items())
         src = " (from disk cache)" if self.cached == "disk" else ""
+        src += f" (prange loops: {self.parfors})" if self.parfors else ""
         mode = f"{self.mode} (width {self.width})" if self.width > 1 else self.mode
         return (f"zymase: compiled {mode} kernel of {self.function}{self.signature} "
                 f"activities={self.activities} in {self.total:.3f} s{src}: {parts}")
@@ -169,9 +175,10 @@ def _dispatcher_refs(py) -> list[tuple[str, object, str]]:
     return refs
 
 
-def _private_copy(disp, memo: dict):
+def _private_copy(disp, memo: dict, serial: bool = False):
     """A new dispatcher for the same Python function whose njit callees are private
-    copies too, so compiling it (unoptimized) leaves the user's dispatchers alone."""
+    copies too, so compiling it (unoptimized) leaves the user's dispatchers alone.
+    ``serial``: without ``parallel=True``, so that ``prange`` loops are plain loops."""
     import numba
     from numba.core.registry import CPUDispatcher
 
@@ -185,7 +192,8 @@ def _private_copy(disp, memo: dict):
                   for c in py.__closure__ or ())
     fn = pytypes.FunctionType(code, glb, py.__name__, py.__defaults__, cells or None)
     fn.__qualname__, fn.__module__, fn.__kwdefaults__ = py.__qualname__, py.__module__, py.__kwdefaults__
-    opts = {k: v for k, v in disp.targetoptions.items() if k not in ("parallel", "cache", "nopython")}
+    dropped = ("parallel", "cache", "nopython") if serial else ("cache", "nopython")
+    opts = {k: v for k, v in disp.targetoptions.items() if k not in dropped}
     copy = memo[disp] = numba.njit(**opts)(fn)  # in memo first: recursion refers to itself
     # `mod.g(...)` with an njit `g` in a module: the global `mod` becomes a copy of the
     # module whose referenced njit attributes are private copies
@@ -197,10 +205,10 @@ def _private_copy(disp, memo: dict):
                 proxy = pytypes.ModuleType(mod.__name__)
                 proxy.__dict__.update(mod.__dict__)
                 for a in attrs:
-                    setattr(proxy, a, _private_copy(getattr(mod, a), memo))
+                    setattr(proxy, a, _private_copy(getattr(mod, a), memo, serial))
                 glb[name] = proxy
     for name, callee, where in _dispatcher_refs(py):
-        sub = _private_copy(callee, memo)
+        sub = _private_copy(callee, memo, serial)
         if where == "global":
             glb[name] = sub
         else:
@@ -273,23 +281,25 @@ class NumbaIR:
 _ir_cache: dict = {}
 
 
-def numba_ir(disp, argtypes: tuple) -> NumbaIR:
+def numba_ir(disp, argtypes: tuple, serial: bool = False) -> NumbaIR:
     """Numba's LLVM IR for ``disp`` at ``argtypes``, before LLVM optimization (once per
-    function and types)."""
-    key = (disp, tuple(argtypes))
+    function and types). ``prange`` loops of a ``parallel=True`` function are parfors
+    (forked by ``numba_parallel_for``, transforms/numba_parfor.py); with ``serial``, plain
+    loops."""
+    key = (disp, tuple(argtypes), serial)
     with _lock:
         ir = _ir_cache.get(key)
         if ir is None:
             t0 = time.perf_counter()
-            ir = _ir_cache[key] = _numba_ir(disp, tuple(argtypes))
+            ir = _ir_cache[key] = _numba_ir(disp, tuple(argtypes), serial)
             ir.seconds = time.perf_counter() - t0
         return ir
 
 
-def _numba_ir(disp, argtypes: tuple) -> NumbaIR:
+def _numba_ir(disp, argtypes: tuple, serial: bool) -> NumbaIR:
     from numba.core import errors as nerr
 
-    copy = _private_copy(disp, {})
+    copy = _private_copy(disp, {}, serial)
     try:
         with _numba_unoptimized():
             copy.compile(tuple(argtypes))
@@ -726,7 +736,7 @@ _kernel_sources: dict[str, tuple] = {}
 _CALLED_KERNEL = re.compile(r"^declare\b[^@]*@(__zymase_kernel_\d+_\d+_\d+)\(", re.M)
 
 
-def with_called_kernels(ir: NumbaIR, depth: int = 0) -> NumbaIR:
+def with_called_kernels(ir: NumbaIR, depth: int = 0, serial: bool = False) -> NumbaIR:
     """``ir`` with the source of every zymase kernel it calls (njit code calling a
     ``zymase.grad`` of another function) linked in: Numba's IR of that function and
     the kernel text still calling ``__enzyme_autodiff``, so that the C path's marker
@@ -745,7 +755,7 @@ def with_called_kernels(ir: NumbaIR, depth: int = 0) -> NumbaIR:
     text = ir.text
     for symbol in called:
         disp, argtypes, spec = _kernel_sources[symbol]
-        inner = with_called_kernels(numba_ir(disp, argtypes), depth + 1)
+        inner = with_called_kernels(numba_ir(disp, argtypes, serial), depth + 1, serial)
         source = inner.text + "\n" + kernel_ir(inner, spec, symbol)
         text = link_modules(text, source)
     return dataclasses.replace(ir, text=text)
@@ -814,14 +824,21 @@ def _compile_kernel(disp, argtypes: tuple, spec: KernelSpec, cache: bool) -> Ker
         if stored is not None:
             final = stored.decode().replace("@__zymase_cached_kernel", f"@{symbol}")
             rec.cached = "disk"
-    ir = numba_ir(disp, argtypes)
-    rec.phases["numba"] = ir.seconds
-    ir = with_called_kernels(ir)
-    if spec.inner is not None:
-        ir = nested_ir(ir, spec, symbol)
+    ir = _kernel_source(disp, argtypes, spec, symbol, rec, serial=False)
     k_args, k_res = kernel_types(ir, spec)
     if final is None:
-        final = differentiate_numba_ir(ir, spec, symbol, rec)
+        try:
+            final = differentiate_numba_ir(ir, spec, symbol, rec)
+        except ParforNeedsTape as why:
+            if _debug():
+                print(f"zymase: {why.format()}: the serial derivative", file=sys.stderr)
+            # a prange loop whose reverse sweep cannot recompute it: the derivative of
+            # the serial copy (docs/architecture.md, section 10)
+            rec.parfors = "serial"
+            ir = _kernel_source(disp, argtypes, spec, symbol, rec, serial=True)
+            final = differentiate_numba_ir(ir, spec, symbol, rec)
+        if not rec.parfors and f"@{PARFOR_FORK}(" in final:
+            rec.parfors = "parallel"
         if disk_key:
             stored = final.replace(f"@{symbol}", "@__zymase_cached_kernel")
             derivative_cache.store(disk_key, "numba.ll", stored.encode())
@@ -836,6 +853,18 @@ def _compile_kernel(disp, argtypes: tuple, spec: KernelSpec, cache: bool) -> Ker
     if _debug():
         print(rec.summary(), file=sys.stderr)
     return Kernel(spec, symbol, k_args, k_res, addr, rec, engine)
+
+
+def _kernel_source(disp, argtypes: tuple, spec: KernelSpec, symbol: str, rec: CompileRecord,
+                   serial: bool) -> NumbaIR:
+    """Numba's IR of the function, with the kernels it calls and, for a nested request,
+    the inner kernel's source."""
+    ir = numba_ir(disp, argtypes, serial)
+    rec.phases["numba"] = rec.phases.get("numba", 0.0) + ir.seconds
+    ir = with_called_kernels(ir, serial=serial)
+    if spec.inner is not None:
+        ir = nested_ir(ir, spec, symbol)
+    return ir
 
 
 def _check_jit_supported(text: str, disp) -> None:
