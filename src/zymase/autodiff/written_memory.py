@@ -10,7 +10,7 @@ writes memory the analysis cannot see.
 
 from __future__ import annotations
 
-from zymase.analysis.memory import MARKER_INTRINSICS, UNSEEN_WRITES, call_rule_writes, memory_kind
+from zymase.analysis.memory import MARKER_INTRINSICS, UNSEEN_WRITES, call_rule_writes, callee_name, memory_kind
 from zymase.autodiff.region_recompute import CapturedObject, captured_object
 from zymase.ir import Block, BlockArgument, Operation, SSAValue, llvm
 
@@ -107,10 +107,15 @@ class WrittenMemory:
         def once(b: Block) -> bool:
             return b not in cfg.in_cycle and cfg.dominates(b, exit_)
 
+        # Numba arrays (NRT_MemInfo_alloc, released by their last NRT_decref) are deferred
+        # only in a function calling a prange loop, whose recomputation in the reverse
+        # sweep reads and writes them again (autodiff/numba_parfor.py)
+        arrays = self._calls_parfor()
         releases: dict = {}
         for b in self.p.region.blocks:
             for op in b.ops:
-                if memory_kind(op) in ("free", "realloc"):
+                kind = memory_kind(op)
+                if kind in ("free", "realloc") or (arrays and kind == "refcount"):
                     roots = self._roots(op.operands[0])
                     if roots is None:
                         return {}
@@ -118,15 +123,22 @@ class WrittenMemory:
                         releases.setdefault(r, []).append(op)
         deferred = {}
         for alloc, frees in releases.items():
-            if not (isinstance(alloc, Operation) and memory_kind(alloc) in ("malloc", "calloc")):
+            if not (isinstance(alloc, Operation) and memory_kind(alloc) in ("malloc", "calloc", "nrt_alloc")):
                 continue
-            if len(frees) != 1 or memory_kind(frees[0]) != "free":
+            release = "NRT_decref" if memory_kind(alloc) == "nrt_alloc" else "free"
+            if len(frees) != 1 or (callee_name(frees[0]) if release == "NRT_decref" else memory_kind(frees[0])) != release:
                 continue
             f = frees[0]
             ab, fb = alloc.parent_block(), f.parent_block()
             if once(ab) and once(fb) and cfg.dominates(ab, fb) and self._roots(f.operands[0]) == {alloc}:
                 deferred[alloc] = f
         return deferred
+
+    def _calls_parfor(self) -> bool:
+        from zymase.transforms.numba_parfor import is_parfor
+
+        return any(is_parfor(self.ctx.defined_function(op)) for b in self.p.region.blocks for op in b.ops
+                   if isinstance(op, llvm.CallOp))
 
     def _unwritten_after(self, load: Operation) -> bool:
         """Whether no op that may run after ``load`` in the forward sweep writes or frees

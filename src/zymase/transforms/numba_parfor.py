@@ -100,6 +100,7 @@ def outline_parfors(module: ModuleOp) -> int:
                                   construct=f"call @{FORK}", function=fop.sym_name.data, location=location_of(op),
                                   hint=_HINT)
             gufunc.attributes[PARFOR] = StringAttr(f"{_constant(inner)} {_constant(arrays)}")
+            _drop_gil_release(op)
             call = llvm.CallOp(gufunc.sym_name.data, args, dims, steps, data)
             call.location = op.location
             op.parent_block().insert_op_before(call, op)
@@ -108,6 +109,24 @@ def outline_parfors(module: ModuleOp) -> int:
                 target.parent_block().erase_op(target)
             count += 1
     return count
+
+
+_GIL_CALLS = ("numba_gil_ensure", "PyEval_SaveThread", "PyEval_RestoreThread", "numba_gil_release")
+
+
+def _drop_gil_release(fork: Operation) -> None:
+    """Numba's launcher releases the GIL around the fork (``PyEval_SaveThread``, so that
+    a thread raising an exception can take it); calls with pointers the engine cannot
+    follow. They are dropped while AD runs, and every fork ``restore_parfors`` makes
+    releases the GIL again."""
+    ops = [o for o in fork.parent_block().ops if isinstance(o, llvm.CallOp) and _callee(o) in _GIL_CALLS]
+    if sorted(_callee(o) for o in ops) != sorted(_GIL_CALLS):
+        return
+    for name in ("PyEval_RestoreThread", "numba_gil_release", "PyEval_SaveThread", "numba_gil_ensure"):
+        o = next(o for o in ops if _callee(o) == name)
+        if o.results and any(r.uses for r in o.results):
+            return
+        o.parent_block().erase_op(o)
 
 
 def _schedule_buffer_as_malloc(op: Operation) -> None:
@@ -153,7 +172,10 @@ def restore_parfors(module: ModuleOp) -> None:
         role = callee.attributes.get(ROLE)
         role = role.data if role is not None else "primal"
         if role == "primal":
-            _fork_in_place(op, callee.sym_name.data, inner, arrays)
+            name = callee.sym_name.data
+            if name not in sites:
+                sites[name] = _add_primal_site(module, callee, inner, arrays)
+            op.properties["callee"] = SymbolRefAttr(sites[name])
             continue
         if role == "combined":
             raise ZymaseError("a prange loop's reverse derivative cannot run inside another derivative",
@@ -164,17 +186,38 @@ def restore_parfors(module: ModuleOp) -> None:
         op.properties["callee"] = SymbolRefAttr(sites[name])
 
 
-def _fork_in_place(op: Operation, gufunc: str, inner: int, arrays: int) -> None:
-    block = op.parent_block()
-    fn = llvm.AddressOfOp(gufunc, llvm.LLVMPointerType())
-    consts = [llvm.ConstantOp(IntegerAttr(v, i64), i64) for v in (inner, arrays)]
-    threads = llvm.CallOp("get_num_threads", return_type=i64)
-    for o in (fn, *consts, threads):
-        block.insert_op_before(o, op)
-    fork = llvm.CallOp(FORK, fn.results[0], *op.args, *(c.results[0] for c in consts), threads.results[0])
-    fork.location = op.location
-    block.insert_op_before(fork, op)
-    block.erase_op(op)
+_RELEASE = """    %gil = llvm.alloca %one x i32 {alignment = 4 : i64} : (i64) -> !llvm.ptr
+    %zero = llvm.mlir.constant(0 : i32) : i32
+    llvm.store %zero, %gil : i32, !llvm.ptr
+    llvm.call @numba_gil_ensure(%gil) : (!llvm.ptr) -> ()
+    %saved = llvm.call @PyEval_SaveThread() : () -> !llvm.ptr"""
+_TAKE = """    llvm.call @PyEval_RestoreThread(%saved) : (!llvm.ptr) -> ()
+    llvm.call @numba_gil_release(%gil) : (!llvm.ptr) -> ()"""
+_FORK_TYPES = "(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64) -> ()"
+
+
+def _add_primal_site(module: ModuleOp, gufunc: Operation, inner: int, arrays: int) -> str:
+    """The function forking the primal gufunc as Numba's launcher did (the GIL released)."""
+    name = gufunc.sym_name.data
+    site = f"{name}.numba_fork"
+    text = f"""builtin.module {{
+  llvm.func internal @"{site}"(%args: !llvm.ptr, %dims: !llvm.ptr, %steps: !llvm.ptr, %data: !llvm.ptr) {{
+    %one = llvm.mlir.constant(1 : i64) : i64
+{_RELEASE}
+    %threads = llvm.call @get_num_threads() : () -> i64
+    %fn = llvm.mlir.addressof @"{name}" : !llvm.ptr
+    %inner = llvm.mlir.constant({inner} : i64) : i64
+    %count = llvm.mlir.constant({arrays} : i64) : i64
+    llvm.call @{FORK}(%fn, %args, %dims, %steps, %data, %inner, %count, %threads) : {_FORK_TYPES}
+{_TAKE}
+    llvm.return
+  }}
+}}"""
+    for op in list(parse_mlir(text).body.block.ops):
+        op.detach()
+        op.attributes[THREAD] = StringAttr(name)
+        module.body.block.add_op(op)
+    return site
 
 
 def _add_site(module: ModuleOp, derivative: Operation, inner: int, arrays: int) -> str:
@@ -232,20 +275,15 @@ def _add_site(module: ModuleOp, derivative: Operation, inner: int, arrays: int) 
     %args2 = llvm.alloca %one x !llvm.array<{2 * n} x ptr> {{alignment = 8 : i64}} : (i64) -> !llvm.ptr
     %steps2 = llvm.alloca %one x !llvm.array<{2 * n} x i64> {{alignment = 8 : i64}} : (i64) -> !llvm.ptr
     %rec = llvm.alloca %one x !llvm.array<{len(record)} x ptr> {{alignment = 8 : i64}} : (i64) -> !llvm.ptr
-    %gil = llvm.alloca %one x i32 {{alignment = 4 : i64}} : (i64) -> !llvm.ptr
     {"".join(copies)}
 {pack}
-    %zero = llvm.mlir.constant(0 : i32) : i32
-    llvm.store %zero, %gil : i32, !llvm.ptr
-    llvm.call @numba_gil_ensure(%gil) : (!llvm.ptr) -> ()
-    %saved = llvm.call @PyEval_SaveThread() : () -> !llvm.ptr
+{_RELEASE}
     %threads = llvm.call @get_num_threads() : () -> i64
     %fn = llvm.mlir.addressof @"{thread}" : !llvm.ptr
     %inner = llvm.mlir.constant({inner} : i64) : i64
     %count = llvm.mlir.constant({2 * n} : i64) : i64
-    llvm.call @{FORK}(%fn, %args2, %dims, %steps2, %rec, %inner, %count, %threads) : (!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64) -> ()
-    llvm.call @PyEval_RestoreThread(%saved) : (!llvm.ptr) -> ()
-    llvm.call @numba_gil_release(%gil) : (!llvm.ptr) -> ()
+    llvm.call @{FORK}(%fn, %args2, %dims, %steps2, %rec, %inner, %count, %threads) : {_FORK_TYPES}
+{_TAKE}
     llvm.return
   }}
 }}"""
