@@ -69,16 +69,29 @@ def plan(gen, call: Operation):
         roots[k] = gen._roots(slots[8 * k])
         if roots[k] is None:
             return None
-        if k in summed:
+        if k in summed and any(gen._outside(r) for r in roots[k]):
             # the recomputation adds into it again: only memory the caller allocated
-            if any(gen._outside(r) for r in roots[k]):
-                return None
-        elif not gen.unwritten_after(call, slots[8 * k]):
+            return None
+        if k in summed or (k in writes and k not in reads and not any(gen._outside(r) for r in roots[k])):
+            # what the recomputation writes into the caller's own arrays is seen by no one:
+            # the caller's reverse sweep re-reads only what nothing after the load writes
+            continue
+        if not gen.unwritten_after(call, slots[8 * k]):
             return None
     pairs = [(r, w) for r in reads for w in writes if r != w] + [(w, v) for w in writes for v in writes if w < v]
     if any(gen._may_share(x, y) for a, b in pairs for x in roots[a] for y in roots[b]):
         return None
     return {x for k in writes for x in roots[k]}
+
+
+def written_pointers(gen, call: Operation) -> list[SSAValue] | None:
+    """The data pointers (in the caller) of the arrays parfor ``call`` writes; None when
+    unknown. (``args``, ``dims`` and ``steps`` it only reads.)"""
+    accesses = _parfor_accesses(gen, gen.ctx.defined_function(call))
+    slots = _slot_values(gen.flavor.call_args(call)[0], call)
+    if accesses is None or slots is None or any(8 * k not in slots for k in accesses[1]):
+        return None
+    return [slots[8 * k] for k in sorted(accesses[1])]
 
 
 def _slot_values(args: SSAValue, call: Operation) -> dict[int, SSAValue] | None:
@@ -114,18 +127,23 @@ def _slot_values(args: SSAValue, call: Operation) -> dict[int, SSAValue] | None:
 def _parfor_accesses(gen, parfor: Operation):
     """(slots read, slots written, slots summed into) of the parfor's array accesses;
     None when an access or a call is beyond this analysis."""
-    from zymase.autodiff.region_recompute import _pure_math, _sum_update
+    from zymase.autodiff.region_recompute import _pure_math
 
     reads: dict = {}
     writes: dict = {}
     for op in parfor.walk():
         kind = memory_kind(op)
-        if kind in ("load", "store"):
-            key = slot_of(op.ptr)
-            if key is _UNSEEN:
-                return None
-            if isinstance(key, int):
-                (reads if kind == "load" else writes).setdefault(key, []).append(op)
+        if kind in ("load", "store", "memset", "memcpy"):
+            if kind in ("load", "store"):
+                pointers = [(op.ptr, reads if kind == "load" else writes)]
+            else:
+                pointers = [(op.operands[0], writes)] + ([(op.operands[1], reads)] if kind == "memcpy" else [])
+            for ptr, table in pointers:
+                key = slot_of(ptr)
+                if key is _UNSEEN:
+                    return None
+                if isinstance(key, int):
+                    table.setdefault(key, []).append(op)
         elif kind in (None, "derive", "select", "alloca"):
             name = callee_name(op) if isinstance(op, llvm.CallOp) else None
             if name is not None and not name.startswith(_ALLOWED_RUNTIME) and not _pure_math(gen, op):
@@ -138,19 +156,58 @@ def _parfor_accesses(gen, parfor: Operation):
         else:
             return None
     summed = set(reads) & set(writes)
-    if any(not all(_sum_update(load) for load in reads[k]) or len(reads[k]) != len(writes[k]) for k in summed):
-        return None
+    for k in summed:
+        stores = set()
+        for load in reads[k]:
+            found = _additive_update(load) if isinstance(load, llvm.LoadOp) else None
+            if found is None:
+                return None
+            stores |= found
+        if stores != set(writes[k]):
+            return None
     return set(reads), set(writes), summed
+
+
+def _additive_update(load: Operation) -> set[Operation] | None:
+    """The stores of ``a[j] = a[j] + e1 + e2 ...`` that ``load`` (of ``a[j]``) starts, the
+    sum possibly carried through a loop (a reduction's partial result): the loaded value
+    reaches only additions, block arguments and those stores, none of which the other
+    terms depend on. None if it is used any other way. The derivative of such stores
+    does not depend on the value loaded."""
+    chain, stores, work = {load.results[0]}, set(), [load.results[0]]
+    while work:
+        v = work.pop()
+        for use in list(v.uses):
+            user = use.operation
+            if isinstance(user, llvm.FAddOp) or (isinstance(user, llvm.FSubOp) and user.operands[0] is v):
+                if all(o in chain for o in user.operands):
+                    return None
+                new = [user.results[0]]
+            elif isinstance(user, llvm.StoreOp) and user.value is v and user.ptr is load.ptr:
+                stores.add(user)
+                continue
+            elif isinstance(user, (llvm.BrOp, llvm.CondBrOp)):
+                new = [succ.args[j] for succ, operands in zip(user.successors, LLVM.successor_operands(user))
+                       for j, o in enumerate(operands) if o is v]
+            else:
+                return None
+            for n in new:
+                if n not in chain:
+                    chain.add(n)
+                    work.append(n)
+    for v in chain:
+        if isinstance(v, BlockArgument):
+            for pred in v.block.predecessors():
+                for succ, operands in zip(pred.last_op.successors, LLVM.successor_operands(pred.last_op)):
+                    if succ is v.block and operands[v.index] not in chain:
+                        return None
+    return stores
 
 
 def slot_of(ptr: SSAValue):
     """The ``args`` slot whose array ``ptr`` points into (an int); ``"args"``, ``"dims"``,
     ``"steps"`` for the gufunc's parameters; None for its own stack; ``_UNSEEN`` otherwise."""
-    from zymase.autodiff.forwarding import _address
-
-    found = _address(ptr)
-    base = found[0] if found is not None else ptr
-    return _base_slot(base, set())
+    return _base_slot(_strip_gep(ptr), set())
 
 
 def _base_slot(base: SSAValue, seen: set):

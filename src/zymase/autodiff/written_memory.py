@@ -134,6 +134,14 @@ class WrittenMemory:
                 deferred[alloc] = f
         return deferred
 
+    def _parfor_writes(self, call: Operation) -> list[SSAValue] | None:
+        """The data pointers of the arrays a Numba prange loop writes (None: not a parfor
+        call, or unknown)."""
+        from zymase.autodiff.numba_parfor import written_pointers
+        from zymase.transforms.numba_parfor import is_parfor
+
+        return written_pointers(self, call) if is_parfor(self.ctx.defined_function(call)) else None
+
     def _calls_parfor(self) -> bool:
         from zymase.transforms.numba_parfor import is_parfor
 
@@ -210,6 +218,8 @@ class WrittenMemory:
                 # on exit, and the caller holds its own reference meanwhile)
                 r = self._roots(op.operands[0])
                 targets = [] if r is not None and all(self._outside(x) for x in r) else [op.operands[0]]
+            elif isinstance(op, llvm.CallOp) and kind is None and (targets := self._parfor_writes(op)) is not None:
+                pass  # a Numba prange loop: the arrays it writes
             elif isinstance(op, llvm.CallOp) and kind is None:
                 targets = [o for o in op.operands if isinstance(o.type, llvm.LLVMPointerType)]
                 if self._call_writes_unseen(op):

@@ -837,7 +837,7 @@ def _compile_kernel(disp, argtypes: tuple, spec: KernelSpec, cache: bool) -> Ker
             rec.parfors = "serial"
             ir = _kernel_source(disp, argtypes, spec, symbol, rec, serial=True)
             final = differentiate_numba_ir(ir, spec, symbol, rec)
-        if not rec.parfors and f"@{PARFOR_FORK}(" in final:
+        if not rec.parfors and _FORKED_DERIVATIVE.search(final):
             rec.parfors = "parallel"
         if disk_key:
             stored = final.replace(f"@{symbol}", "@__zymase_cached_kernel")
@@ -853,6 +853,10 @@ def _compile_kernel(disp, argtypes: tuple, spec: KernelSpec, cache: bool) -> Ker
     if _debug():
         print(rec.summary(), file=sys.stderr)
     return Kernel(spec, symbol, k_args, k_res, addr, rec, engine)
+
+
+#: a call of Numba's threading layer on a derivative's thread wrapper (transforms/numba_parfor.py)
+_FORKED_DERIVATIVE = re.compile(rf'call void @{PARFOR_FORK}\(ptr (?:nonnull )?@"?[^"(,]*\.numba_thread"?,')
 
 
 def _kernel_source(disp, argtypes: tuple, spec: KernelSpec, symbol: str, rec: CompileRecord,
