@@ -2,28 +2,30 @@
 updates must be atomic (helpers of ``reverse.ReverseGenerator``, for the parfor gufuncs of
 ``transforms/numba_parfor.py``).
 
-A parfor ``G(args, dims, steps, data)`` reaches the arrays of the loop through the data
-pointers its caller stored in the stack array ``args`` (slot ``k`` at byte ``8 k``; slot 0
-is Numba's schedule, ``[start, end]`` per row), advanced by ``steps[k]`` per row of the
-schedule. Its reverse sweep runs as ``autodiff/region_recompute.py`` runs an OpenMP
+A parfor ``G(dims, steps, data, p0, ..., p{n-1})`` (as ``transforms/numba_parfor.py``
+unpacks it) reaches the arrays of the loop through the data pointers ``p_k`` (slot
+``k``; slot 0 is Numba's schedule, ``[start, end]`` per row), advanced by ``steps[k]`` per
+row of the schedule. Its reverse sweep runs as ``autodiff/region_recompute.py`` runs an OpenMP
 region's: the caller's forward sweep forks the primal parfor (or skips it when nothing
 after it reads what it writes), the reverse sweep forks its combined derivative, each
 thread recomputing its own rows with the engine's counted loops and local caches. No
 split-mode tape is needed, which Numba's JIT could not allocate per thread. That is
 right when the recomputation sees the values the forward run saw:
 
-- in the parfor, every load and store goes through the gufunc's own stack, ``args``,
-  ``dims``, ``steps``, or the array of a slot (a data pointer loaded from ``args``,
-  possibly advanced per row by the pre-AD pipeline's strength reduction); the calls are
+- in the parfor, every load and store goes through the gufunc's own stack, ``dims``,
+  ``steps``, or the array of a slot (possibly advanced per row by the pre-AD pipeline's
+  strength reduction); the calls are
   math functions with rules, Numba's thread id (a reduction's partial result is indexed
   by it) and its error path; an array both read and written is accessed only by sums
   ``a[j] = a[j] + e`` (a reduction's per-thread partial results), whose derivative does
   not depend on the value read;
-- in the caller, ``args`` is a stack array with one store per slot; nothing after the
-  call (nor the call again in a loop) writes ``args``, ``dims``, ``steps`` or an array
-  the parfor reads or writes, except a summed array, which must be allocated by the
-  caller (the recomputation adds into it again, which nobody sees after the gradient
-  returns); no array read may share memory with one written, nor two written ones.
+- in the caller, nothing after the call (nor the call again in a loop) writes ``dims``,
+  ``steps`` or an array the parfor reads, nor an array it writes that the caller did
+  not allocate (the recomputation writes it again; what it writes into the caller's own
+  arrays nobody sees after the gradient returns, and the caller's reverse sweep re-reads
+  only memory that nothing writes after the load); an array both read and written must
+  be summed into and allocated by the caller; no array read may share memory with one
+  written, nor two written ones.
 
 Otherwise ``Driver.split`` refuses the parfor (``ParforNeedsTape``) and the Numba front
 end differentiates the function's serial copy.
@@ -58,15 +60,12 @@ def plan(gen, call: Operation):
     if accesses is None:
         return None
     reads, writes, summed = accesses
-    args, dims, steps, _data = gen.flavor.call_args(call)
-    slots = _slot_values(args, call)
-    if slots is None or not all(gen.unwritten_after(call, p) for p in (args, dims, steps)):
+    dims, steps, _data, *slots = gen.flavor.call_args(call)
+    if not all(gen.unwritten_after(call, p) for p in (dims, steps)):
         return None
     roots = {}
     for k in reads | writes:
-        if 8 * k not in slots:
-            return None
-        roots[k] = gen._roots(slots[8 * k])
+        roots[k] = gen._roots(slots[k])
         if roots[k] is None:
             return None
         if k in summed and any(gen._outside(r) for r in roots[k]):
@@ -76,7 +75,7 @@ def plan(gen, call: Operation):
             # what the recomputation writes into the caller's own arrays is seen by no one:
             # the caller's reverse sweep re-reads only what nothing after the load writes
             continue
-        if not gen.unwritten_after(call, slots[8 * k]):
+        if not gen.unwritten_after(call, slots[k]):
             return None
     pairs = [(r, w) for r in reads for w in writes if r != w] + [(w, v) for w in writes for v in writes if w < v]
     if any(gen._may_share(x, y) for a, b in pairs for x in roots[a] for y in roots[b]):
@@ -86,42 +85,12 @@ def plan(gen, call: Operation):
 
 def written_pointers(gen, call: Operation) -> list[SSAValue] | None:
     """The data pointers (in the caller) of the arrays parfor ``call`` writes; None when
-    unknown. (``args``, ``dims`` and ``steps`` it only reads.)"""
+    unknown. (``dims`` and ``steps`` it only reads.)"""
     accesses = _parfor_accesses(gen, gen.ctx.defined_function(call))
-    slots = _slot_values(gen.flavor.call_args(call)[0], call)
-    if accesses is None or slots is None or any(8 * k not in slots for k in accesses[1]):
+    if accesses is None:
         return None
-    return [slots[8 * k] for k in sorted(accesses[1])]
-
-
-def _slot_values(args: SSAValue, call: Operation) -> dict[int, SSAValue] | None:
-    """Byte offset -> the value of the one store at that offset of the caller's stack
-    array ``args``; None when it is not such an array or another op may write it."""
-    if isinstance(args, BlockArgument) or memory_kind(args.owner) != "alloca":
-        return None
-    stored: dict[int, list] = {}
-    work = [(args, 0)]
-    while work:
-        p, offset = work.pop()
-        for use in p.uses:
-            user = use.operation
-            if isinstance(user, llvm.StoreOp) and user.ptr is p and user.value is not p:
-                stored.setdefault(offset, []).append(user.value)
-            elif isinstance(user, llvm.GEPOp) and user.operands[0] is p:
-                from zymase.autodiff.forwarding import _address
-
-                found = _address(user.results[0])
-                if found is None or found[1] is not None or found[0] is not args:
-                    return None
-                work.append((user.results[0], found[2]))
-            elif isinstance(user, llvm.LoadOp) or user is call or (
-                    isinstance(user, llvm.CallIntrinsicOp) and user.intrin.data.startswith("llvm.lifetime")):
-                continue
-            else:
-                return None
-    if any(len(v) != 1 for v in stored.values()):
-        return None
-    return {k: v[0] for k, v in stored.items()}
+    slots = gen.flavor.call_args(call)[3:]
+    return [slots[k] for k in sorted(accesses[1])]
 
 
 def _parfor_accesses(gen, parfor: Operation):
@@ -205,8 +174,8 @@ def _additive_update(load: Operation) -> set[Operation] | None:
 
 
 def slot_of(ptr: SSAValue):
-    """The ``args`` slot whose array ``ptr`` points into (an int); ``"args"``, ``"dims"``,
-    ``"steps"`` for the gufunc's parameters; None for its own stack; ``_UNSEEN`` otherwise."""
+    """The slot whose array ``ptr`` points into (an int); ``"dims"``, ``"steps"`` for the
+    gufunc's parameters; None for its own stack; ``_UNSEEN`` otherwise."""
     return _base_slot(_strip_gep(ptr), set())
 
 
@@ -214,7 +183,7 @@ def _base_slot(base: SSAValue, seen: set):
     if isinstance(base, BlockArgument):
         block = base.block
         if block is block.parent.blocks[0]:
-            return ("args", "dims", "steps", "data")[base.index] if base.index < 4 else _UNSEEN
+            return ("dims", "steps", "data")[base.index] if base.index < 3 else base.index - 3
         # a pointer advanced per row (strength reduction): the slot its incoming values agree on
         if base in seen:
             return None
@@ -228,16 +197,7 @@ def _base_slot(base: SSAValue, seen: set):
                     if found is not None:
                         keys.add(found)
         return keys.pop() if len(keys) == 1 else _UNSEEN
-    op = base.owner
-    if memory_kind(op) == "alloca":
-        return None
-    if isinstance(op, llvm.LoadOp):
-        from zymase.autodiff.forwarding import _address
-
-        found = _address(op.ptr)
-        if found is not None and found[1] is None and _base_slot(found[0], set()) == "args" and found[2] % 8 == 0:
-            return found[2] // 8
-    return _UNSEEN
+    return None if memory_kind(base.owner) == "alloca" else _UNSEEN
 
 
 def _strip_gep(v: SSAValue) -> SSAValue:

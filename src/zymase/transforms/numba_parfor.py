@@ -8,22 +8,26 @@ calls ``G`` on each with ``args[j]`` advanced by ``steps[j]`` per row (``count =
 Calling ``G`` once on all rows is the serial loop. So, around the enzyme pass (as
 ``transforms/openmp.py`` does for ``__kmpc_fork_call``):
 
-- ``outline_parfors`` turns each ``numba_parallel_for`` call into the direct call
-  ``@G(args, dims, steps, data)``, which the analyses see through; ``G`` is marked
-  ``PARFOR`` (with its ``inner_ndim`` and ``array_count``) and ``autodiff/common.prepare``
-  does not inline it. Numba's schedule buffer (``allocate_sched``/``deallocate_sched``)
-  becomes ``malloc``/``free``, so that its free waits for the reverse sweep, whose
-  recomputation reads it again;
+- ``outline_parfors`` turns each ``numba_parallel_for`` call into a direct call of
+  ``G``, which the analyses see through. ``G`` gets its arrays as parameters of their
+  own, ``G(dims, steps, data, p0, ..., p{n-1})`` (``p_k`` the data pointer the caller
+  stored in ``args[k]``; ``p0`` is Numba's schedule), so that each array has an activity
+  of its own: a constant array gets no shadow (a shadow slot in ``args`` would hold a
+  null pointer the derivative of ``G`` could not tell apart). ``G`` is marked ``PARFOR``
+  (with its ``inner_ndim`` and ``n``) and ``autodiff/common.prepare`` does not inline
+  it. Numba's schedule buffer (``allocate_sched``/``deallocate_sched``) becomes
+  ``malloc``/``free``, so that its free waits for the reverse sweep, whose recomputation
+  reads it again;
 - the driver marks every derivative of ``G`` with its ``ROLE`` and its ``LAYOUT`` (which
   parameters a shadow follows): a forward derivative, or the combined reverse derivative
   a caller's reverse sweep runs to recompute the parfor (``autodiff/numba_parfor.py``
   decides when it may; otherwise the Numba front end falls back to a serial derivative);
-- ``restore_parfors`` forks every call again: ``G`` as Numba did; a derivative through a
-  site function that builds a second ``args`` array, ``[args..., shadow args...]`` with
-  the same per-row steps (so the threading layer advances the shadows with their
-  primals), releases the GIL as Numba's launcher does, and calls ``numba_parallel_for``
-  with a thread wrapper, which calls the derivative with the two halves and the original
-  ``steps`` and ``data`` (passed through ``data``).
+- ``restore_parfors`` forks every call of ``G`` or of a derivative again, through a site
+  function that stores the pointer parameters (arrays and their shadows) in an ``args``
+  array with the per-row steps of their arrays (so the threading layer advances each
+  shadow with its primal), releases the GIL as Numba's launcher does, and calls
+  ``numba_parallel_for`` with a thread wrapper, which calls the function with the
+  advanced pointers and the original ``steps`` and ``data`` (passed through ``data``).
 
 The number of threads is ``get_num_threads()`` at the fork: the team the user set with
 ``numba.set_num_threads``.
@@ -32,7 +36,8 @@ The number of threads is ``get_num_threads()`` at the fork: the team the user se
 from __future__ import annotations
 
 from zymase.errors import ZymaseError
-from zymase.ir import IntegerAttr, ModuleOp, Operation, StringAttr, SymbolRefAttr, i64, llvm, location_of, parse_mlir
+from zymase.ir import (IntegerAttr, IntegerType, ModuleOp, Operation, StringAttr, SymbolRefAttr, i64, llvm, location_of,
+                       parse_mlir)
 
 FORK = "numba_parallel_for"
 PARFOR = "zymase.numba_parfor"
@@ -44,7 +49,9 @@ LAYOUT = "zymase.numba_parfor_layout"
 """On a derivative of a parfor gufunc: one character per primal parameter, ``1`` when its
 shadow follows it in the derivative's parameters."""
 THREAD = "zymase.numba_parfor_thread"
-"""On the thread wrappers this module forks."""
+"""On the thread wrappers and fork sites this module adds."""
+PTR = llvm.LLVMPointerType()
+GEP_USE_SSA_VAL = llvm.GEP_USE_SSA_VAL
 
 _HINT = ("write the prange loop so that it only reads arrays it does not write (or sums into them), "
          "or use range instead of prange in the differentiated function")
@@ -79,8 +86,8 @@ def _constant(v) -> int | None:
 
 # ---------------------------------------------------------------------- before AD
 def outline_parfors(module: ModuleOp) -> int:
-    """Every ``numba_parallel_for`` call of a defined gufunc becomes a direct call of it
-    (module docstring); returns how many."""
+    """Every ``numba_parallel_for`` call of a defined gufunc becomes a direct call of it,
+    its arrays unpacked into parameters (module docstring); returns how many."""
     funcs = _functions(module)
     count = 0
     for fop in funcs.values():
@@ -99,16 +106,96 @@ def outline_parfors(module: ModuleOp) -> int:
                 raise ZymaseError("a prange loop whose gufunc is not in the module zymase differentiates",
                                   construct=f"call @{FORK}", function=fop.sym_name.data, location=location_of(op),
                                   hint=_HINT)
-            gufunc.attributes[PARFOR] = StringAttr(f"{_constant(inner)} {_constant(arrays)}")
+            n = _constant(arrays)
+            if PARFOR not in gufunc.attributes:
+                _unpack_arrays(gufunc, n)
+                gufunc.attributes[PARFOR] = StringAttr(f"{_constant(inner)} {n}")
             _drop_gil_release(op)
-            call = llvm.CallOp(gufunc.sym_name.data, args, dims, steps, data)
+            block = op.parent_block()
+            stored = _stored_pointers(args, op)
+            pointers = []
+            for k in range(n):
+                if 8 * k in stored:
+                    pointers.append(stored[8 * k])
+                    continue
+                offset = llvm.ConstantOp(IntegerAttr(8 * k, i64), i64)
+                slot = llvm.GEPOp(args, [GEP_USE_SSA_VAL], pointee_type=IntegerType(8), ssa_indices=[offset.results[0]])
+                load = llvm.LoadOp(slot.results[0], PTR)
+                for o in (offset, slot, load):
+                    block.insert_op_before(o, op)
+                pointers.append(load.results[0])
+            call = llvm.CallOp(gufunc.sym_name.data, dims, steps, data, *pointers)
             call.location = op.location
-            op.parent_block().insert_op_before(call, op)
-            op.parent_block().erase_op(op)
+            block.insert_op_before(call, op)
+            block.erase_op(op)
             if not any(r.uses for r in target.results):
                 target.parent_block().erase_op(target)
             count += 1
     return count
+
+
+def _stored_pointers(args, fork: Operation) -> dict:
+    """Byte offset -> the pointer the one store at that offset of the caller's stack array
+    ``args`` puts there, when nothing but those stores, loads and ``fork`` touch it
+    (Numba's launcher fills ``args`` once); empty otherwise (the call then loads them)."""
+    from zymase.analysis.memory import memory_kind
+    from zymase.autodiff.forwarding import _address
+
+    if not isinstance(args.owner, Operation) or memory_kind(args.owner) != "alloca":
+        return {}
+    stored: dict = {}
+    work = [(args, 0)]
+    while work:
+        p, offset = work.pop()
+        for use in p.uses:
+            user = use.operation
+            if isinstance(user, llvm.StoreOp) and user.ptr is p and user.value is not p:
+                stored.setdefault(offset, []).append(user)
+            elif isinstance(user, llvm.GEPOp) and user.operands[0] is p:
+                found = _address(user.results[0])
+                if found is None or found[1] is not None or found[0] is not args:
+                    return {}
+                work.append((user.results[0], found[2]))
+            elif not (isinstance(user, llvm.LoadOp) or user is fork or (
+                    isinstance(user, llvm.CallIntrinsicOp) and user.intrin.data.startswith("llvm.lifetime"))):
+                return {}
+    order = {o: i for i, o in enumerate(fork.parent_block().ops)}
+    if any(len(v) != 1 or order.get(v[0], len(order)) > order[fork] for v in stored.values()):
+        return {}
+    return {k: v[0].value for k, v in stored.items()}
+
+
+def _unpack_arrays(gufunc: Operation, n: int) -> None:
+    """``G(args, dims, steps, data)`` becomes ``G(dims, steps, data, p0, ..., p{n-1})``:
+    each load of ``args[k]`` in its body is the new parameter ``p_k``."""
+    from zymase.autodiff.forwarding import _address
+
+    entry = gufunc.body.blocks[0]
+    args = entry.args[0]
+    loads = []
+    for use in list(args.uses):
+        user = use.operation
+        found = _address(user.results[0]) if isinstance(user, llvm.GEPOp) else None
+        users = [u.operation for u in user.results[0].uses] if found is not None else [user]
+        offset = found[2] if found is not None and found[1] is None else 0 if user.operands[0] is args else None
+        if offset is None or offset % 8 or offset // 8 >= n or not all(
+                isinstance(u, llvm.LoadOp) and isinstance(u.results[0].type, llvm.LLVMPointerType) for u in users):
+            raise ParforNeedsTape("a prange loop's gufunc reads its arrays in an unexpected way",
+                                  function=gufunc.sym_name.data, hint=_HINT)
+        loads += [(u, offset // 8) for u in users]
+        if found is not None:
+            loads.append((user, None))
+    params = [entry.insert_arg(PTR, len(entry.args)) for _ in range(n)]
+    for op, k in loads:
+        if k is not None:
+            op.results[0].replace_all_uses_with(params[k])
+    for op, k in sorted(loads, key=lambda e: e[1] is None):
+        op.parent_block().erase_op(op)
+    entry.erase_arg(args)
+    inputs = list(gufunc.function_type.inputs.data)[1:] + [PTR] * n
+    gufunc.properties["function_type"] = llvm.LLVMFunctionType(inputs, llvm.LLVMVoidType())
+    gufunc.properties.pop("arg_attrs", None)
+    gufunc.linkage = llvm.LinkageAttr("internal")
 
 
 _GIL_CALLS = ("numba_gil_ensure", "PyEval_SaveThread", "PyEval_RestoreThread", "numba_gil_release")
@@ -136,7 +223,7 @@ def _schedule_buffer_as_malloc(op: Operation) -> None:
     if _callee(op) == "allocate_sched":
         eight = llvm.ConstantOp(IntegerAttr(8, i64), i64)
         size = llvm.MulOp(op.args[0], eight.results[0])
-        new = llvm.CallOp("malloc", size.results[0], return_type=llvm.LLVMPointerType())
+        new = llvm.CallOp("malloc", size.results[0], return_type=PTR)
         for o in (eight, size, new):
             block.insert_op_before(o, op)
         op.results[0].replace_all_uses_with(new.results[0])
@@ -168,128 +255,94 @@ def restore_parfors(module: ModuleOp) -> None:
     sites: dict[str, str] = {}
     for op in calls:
         callee = funcs[_callee(op)]
-        inner, arrays = (int(x) for x in callee.attributes[PARFOR].data.split())
         role = callee.attributes.get(ROLE)
-        role = role.data if role is not None else "primal"
-        if role == "primal":
-            name = callee.sym_name.data
-            if name not in sites:
-                sites[name] = _add_primal_site(module, callee, inner, arrays)
-            op.properties["callee"] = SymbolRefAttr(sites[name])
-            continue
-        if role == "combined":
+        if role is not None and role.data == "combined":
             raise ZymaseError("a prange loop's reverse derivative cannot run inside another derivative",
                               function=callee.sym_name.data, location=location_of(op), hint=_HINT)
         name = callee.sym_name.data
         if name not in sites:
-            sites[name] = _add_site(module, callee, inner, arrays)
+            sites[name] = _add_site(module, callee)
         op.properties["callee"] = SymbolRefAttr(sites[name])
 
 
-_RELEASE = """    %gil = llvm.alloca %one x i32 {alignment = 4 : i64} : (i64) -> !llvm.ptr
-    %zero = llvm.mlir.constant(0 : i32) : i32
-    llvm.store %zero, %gil : i32, !llvm.ptr
-    llvm.call @numba_gil_ensure(%gil) : (!llvm.ptr) -> ()
-    %saved = llvm.call @PyEval_SaveThread() : () -> !llvm.ptr"""
-_TAKE = """    llvm.call @PyEval_RestoreThread(%saved) : (!llvm.ptr) -> ()
-    llvm.call @numba_gil_release(%gil) : (!llvm.ptr) -> ()"""
 _FORK_TYPES = "(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64) -> ()"
 
 
-def _add_primal_site(module: ModuleOp, gufunc: Operation, inner: int, arrays: int) -> str:
-    """The function forking the primal gufunc as Numba's launcher did (the GIL released)."""
-    name = gufunc.sym_name.data
-    site = f"{name}.numba_fork"
+def _add_site(module: ModuleOp, callee: Operation) -> str:
+    """The function forking ``callee`` (a parfor gufunc or a derivative of one; same
+    parameters) and its thread wrapper."""
+    name = callee.sym_name.data
+    inner, n = (int(x) for x in callee.attributes[PARFOR].data.split())
+    layout = callee.attributes[LAYOUT].data if LAYOUT in callee.attributes else "0" * (3 + n)
+    types = [str(t) for t in callee.function_type.inputs.data]
+    if len(layout) != 3 + n or len(types) != 3 + n + layout.count("1"):
+        raise ZymaseError("a prange loop's derivative in an unexpected form (internal error)", function=name,
+                          hint="report this to the zymase developers")
+    # the callee's parameters, in order: (name, slot of the array it points into or None)
+    params = []
+    for k, follows in enumerate(layout):
+        base = ("dims", "steps", "data")[k] if k < 3 else f"p{k - 3}"
+        params.append((base, k - 3 if k >= 3 else None))
+        if follows == "1":
+            params.append(("shadow_" + base, k - 3 if k >= 3 else None))
+    pointers = [(p, slot) for p, slot in params if slot is not None]  # through the args array
+    record = ["steps", "data"] + [p for p, slot in params if slot is None and p.startswith("shadow_")]
+    thread, site = f"{name}.numba_thread", f"{name}.numba_fork"
+    m = len(pointers)
+    pack = []
+    for j, (p, slot) in enumerate(pointers):
+        pack.append(f"""    %o{j} = llvm.mlir.constant({8 * j} : i64) : i64
+    %q{j} = llvm.getelementptr %args2[%o{j}] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+    llvm.store %{p}, %q{j} : !llvm.ptr, !llvm.ptr
+    %so{j} = llvm.mlir.constant({8 * slot} : i64) : i64
+    %sp{j} = llvm.getelementptr %steps[%so{j}] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+    %sv{j} = llvm.load %sp{j} : !llvm.ptr -> i64
+    %sq{j} = llvm.getelementptr %steps2[%o{j}] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+    llvm.store %sv{j}, %sq{j} : i64, !llvm.ptr""")
+    for j, p in enumerate(record):
+        pack.append(f"""    %r{j} = llvm.mlir.constant({8 * j} : i64) : i64
+    %rp{j} = llvm.getelementptr %rec[%r{j}] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+    llvm.store %{p}, %rp{j} : !llvm.ptr, !llvm.ptr""")
+    unpack = []
+    for j, (p, _) in enumerate(pointers):
+        unpack.append(f"""    %o{j} = llvm.mlir.constant({8 * j} : i64) : i64
+    %q{j} = llvm.getelementptr %a[%o{j}] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+    %{p} = llvm.load %q{j} : !llvm.ptr -> !llvm.ptr""")
+    for j, p in enumerate(record):
+        unpack.append(f"""    %r{j} = llvm.mlir.constant({8 * j} : i64) : i64
+    %rp{j} = llvm.getelementptr %rec[%r{j}] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+    %{p} = llvm.load %rp{j} : !llvm.ptr -> !llvm.ptr""")
+    call_args = ", ".join("%" + p for p, _ in params)
+    nl = "\n"
     text = f"""builtin.module {{
-  llvm.func internal @"{site}"(%args: !llvm.ptr, %dims: !llvm.ptr, %steps: !llvm.ptr, %data: !llvm.ptr) {{
+  llvm.func internal @"{thread}"(%a: !llvm.ptr, %dims: !llvm.ptr, %steps2: !llvm.ptr, %rec: !llvm.ptr) {{
+{nl.join(unpack)}
+    llvm.call @"{name}"({call_args}) : ({", ".join(types)}) -> ()
+    llvm.return
+  }}
+  llvm.func internal @"{site}"({", ".join(f"%{p}: !llvm.ptr" for p, _ in params)}) {{
     %one = llvm.mlir.constant(1 : i64) : i64
-{_RELEASE}
+    %args2 = llvm.alloca %one x !llvm.array<{m} x ptr> {{alignment = 8 : i64}} : (i64) -> !llvm.ptr
+    %steps2 = llvm.alloca %one x !llvm.array<{m} x i64> {{alignment = 8 : i64}} : (i64) -> !llvm.ptr
+    %rec = llvm.alloca %one x !llvm.array<{len(record)} x ptr> {{alignment = 8 : i64}} : (i64) -> !llvm.ptr
+{nl.join(pack)}
+    %gil = llvm.alloca %one x i32 {{alignment = 4 : i64}} : (i64) -> !llvm.ptr
+    %zero = llvm.mlir.constant(0 : i32) : i32
+    llvm.store %zero, %gil : i32, !llvm.ptr
+    llvm.call @numba_gil_ensure(%gil) : (!llvm.ptr) -> ()
+    %saved = llvm.call @PyEval_SaveThread() : () -> !llvm.ptr
     %threads = llvm.call @get_num_threads() : () -> i64
-    %fn = llvm.mlir.addressof @"{name}" : !llvm.ptr
+    %fn = llvm.mlir.addressof @"{thread}" : !llvm.ptr
     %inner = llvm.mlir.constant({inner} : i64) : i64
-    %count = llvm.mlir.constant({arrays} : i64) : i64
-    llvm.call @{FORK}(%fn, %args, %dims, %steps, %data, %inner, %count, %threads) : {_FORK_TYPES}
-{_TAKE}
+    %count = llvm.mlir.constant({m} : i64) : i64
+    llvm.call @{FORK}(%fn, %args2, %dims, %steps2, %rec, %inner, %count, %threads) : {_FORK_TYPES}
+    llvm.call @PyEval_RestoreThread(%saved) : (!llvm.ptr) -> ()
+    llvm.call @numba_gil_release(%gil) : (!llvm.ptr) -> ()
     llvm.return
   }}
 }}"""
     for op in list(parse_mlir(text).body.block.ops):
         op.detach()
         op.attributes[THREAD] = StringAttr(name)
-        module.body.block.add_op(op)
-    return site
-
-
-def _add_site(module: ModuleOp, derivative: Operation, inner: int, arrays: int) -> str:
-    """The function forking ``derivative`` (same parameters) and its thread wrapper."""
-    name = derivative.sym_name.data
-    layout = derivative.attributes[LAYOUT].data
-    types = [str(t) for t in derivative.function_type.inputs.data]
-    if layout[0] != "1" or len(types) != 4 + layout.count("1"):
-        raise ZymaseError("a prange loop's derivative in an unexpected form (internal error)", function=name,
-                          hint="report this to the zymase developers")
-    thread, site = f"{name}.numba_thread", f"{name}.numba_fork"
-    n = arrays
-    copies = []
-    for k in range(n):
-        copies.append(f"""
-    %o{k} = llvm.mlir.constant({8 * k} : i64) : i64
-    %s{k} = llvm.mlir.constant({8 * (n + k)} : i64) : i64
-    %pa{k} = llvm.getelementptr %args[%o{k}] : (!llvm.ptr, i64) -> !llvm.ptr, i8
-    %va{k} = llvm.load %pa{k} : !llvm.ptr -> !llvm.ptr
-    %qa{k} = llvm.getelementptr %args2[%o{k}] : (!llvm.ptr, i64) -> !llvm.ptr, i8
-    llvm.store %va{k}, %qa{k} : !llvm.ptr, !llvm.ptr
-    %pd{k} = llvm.getelementptr %dargs[%o{k}] : (!llvm.ptr, i64) -> !llvm.ptr, i8
-    %vd{k} = llvm.load %pd{k} : !llvm.ptr -> !llvm.ptr
-    %qd{k} = llvm.getelementptr %args2[%s{k}] : (!llvm.ptr, i64) -> !llvm.ptr, i8
-    llvm.store %vd{k}, %qd{k} : !llvm.ptr, !llvm.ptr
-    %ps{k} = llvm.getelementptr %steps[%o{k}] : (!llvm.ptr, i64) -> !llvm.ptr, i8
-    %vs{k} = llvm.load %ps{k} : !llvm.ptr -> i64
-    %qs{k} = llvm.getelementptr %steps2[%o{k}] : (!llvm.ptr, i64) -> !llvm.ptr, i8
-    llvm.store %vs{k}, %qs{k} : i64, !llvm.ptr
-    %rs{k} = llvm.getelementptr %steps2[%s{k}] : (!llvm.ptr, i64) -> !llvm.ptr, i8
-    llvm.store %vs{k}, %rs{k} : i64, !llvm.ptr""")
-    # the record passed as ``data``: the original steps and data, then the shadows the
-    # derivative takes of dims, steps and data (Numba's integer bookkeeping: the same
-    # pointers on every thread)
-    shadowed = [p for p, f in zip(("dims", "steps", "data"), layout[1:]) if f == "1"]
-    record = ["steps", "data", *(f"d{p}" for p in shadowed)]
-    unpack = "\n".join(f"""    %r{k} = llvm.mlir.constant({8 * k} : i64) : i64
-    %rp{k} = llvm.getelementptr %rec[%r{k}] : (!llvm.ptr, i64) -> !llvm.ptr, i8
-    %{v} = llvm.load %rp{k} : !llvm.ptr -> !llvm.ptr""" for k, v in enumerate(record))
-    pack = "\n".join(f"""    %r{k} = llvm.mlir.constant({8 * k} : i64) : i64
-    %rp{k} = llvm.getelementptr %rec[%r{k}] : (!llvm.ptr, i64) -> !llvm.ptr, i8
-    llvm.store %{v}, %rp{k} : !llvm.ptr, !llvm.ptr""" for k, v in enumerate(record))
-    params = ["args", "dargs"] + [q for p in ("dims", "steps", "data") for q in ((p, f"d{p}") if p in shadowed else (p,))]
-    inner_args = ["a", "da"] + [q for p in ("dims", "steps", "data") for q in ((p, f"d{p}") if p in shadowed else (p,))]
-    text = f"""builtin.module {{
-  llvm.func internal @"{thread}"(%a: !llvm.ptr, %dims: !llvm.ptr, %steps2: !llvm.ptr, %rec: !llvm.ptr) {{
-{unpack}
-    %half = llvm.mlir.constant({8 * n} : i64) : i64
-    %da = llvm.getelementptr %a[%half] : (!llvm.ptr, i64) -> !llvm.ptr, i8
-    llvm.call @"{name}"({", ".join("%" + v for v in inner_args)}) : ({", ".join(types)}) -> ()
-    llvm.return
-  }}
-  llvm.func internal @"{site}"({", ".join(f"%{p}: !llvm.ptr" for p in params)}) {{
-    %one = llvm.mlir.constant(1 : i64) : i64
-    %args2 = llvm.alloca %one x !llvm.array<{2 * n} x ptr> {{alignment = 8 : i64}} : (i64) -> !llvm.ptr
-    %steps2 = llvm.alloca %one x !llvm.array<{2 * n} x i64> {{alignment = 8 : i64}} : (i64) -> !llvm.ptr
-    %rec = llvm.alloca %one x !llvm.array<{len(record)} x ptr> {{alignment = 8 : i64}} : (i64) -> !llvm.ptr
-    {"".join(copies)}
-{pack}
-{_RELEASE}
-    %threads = llvm.call @get_num_threads() : () -> i64
-    %fn = llvm.mlir.addressof @"{thread}" : !llvm.ptr
-    %inner = llvm.mlir.constant({inner} : i64) : i64
-    %count = llvm.mlir.constant({2 * n} : i64) : i64
-    llvm.call @{FORK}(%fn, %args2, %dims, %steps2, %rec, %inner, %count, %threads) : {_FORK_TYPES}
-{_TAKE}
-    llvm.return
-  }}
-}}"""
-    for op in list(parse_mlir(text).body.block.ops):
-        op.detach()
-        if op.sym_name.data == thread:
-            op.attributes[THREAD] = StringAttr(name)
         module.body.block.add_op(op)
     return site
