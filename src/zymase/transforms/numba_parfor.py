@@ -89,10 +89,12 @@ def outline_parfors(module: ModuleOp) -> int:
     """Every ``numba_parallel_for`` call of a defined gufunc becomes a direct call of it,
     its arrays unpacked into parameters (module docstring); returns how many."""
     funcs = _functions(module)
+    if any(THREAD in f.attributes for f in funcs.values()):
+        # a later round of nested requests (second order, a gradient called in njit
+        # code): differentiating a forked derivative again is not built
+        raise ParforNeedsTape("a prange loop differentiated twice (a nested derivative)", hint=_HINT)
     count = 0
     for fop in funcs.values():
-        if THREAD in fop.attributes:
-            continue
         for op in list(fop.walk()):
             if isinstance(op, llvm.CallOp) and _callee(op) in ("allocate_sched", "deallocate_sched"):
                 _schedule_buffer_as_malloc(op)
