@@ -187,3 +187,24 @@ def test_user_dispatcher_stays_parallel():
     prange_reduction(x)
     (sig,) = prange_reduction.signatures
     assert "numba_parallel_for" in prange_reduction.inspect_llvm(sig)
+
+
+@njit(parallel=True)
+def prange_sines(x):
+    out = np.empty_like(x)
+    for i in prange(x.shape[0]):
+        out[i] = math.sin(x[i]) * x[i]
+    return out
+
+
+def test_nested_and_vector_derivatives_of_prange_use_the_serial_copy():
+    # issue 27 item 2: a Hessian (forward over the forked reverse) and a width-8 Jacobian
+    # are not forked; they take the serial copy's derivative rather than refusing
+    x = np.linspace(0.1, 1.0, 9)
+    hess = zymase.hessian(prange_reduction)(x)
+    assert_close(np.diag(hess), 1.0 - 2.0 * np.tanh(x) * (1.0 - np.tanh(x) ** 2) * x
+                 + 2.0 * (1.0 - np.tanh(x) ** 2), 1e-10, what="hessian of prange_reduction")
+    assert np.abs(hess - np.diag(np.diag(hess))).max() == 0.0
+    jac = zymase.jacfwd(prange_sines)(x)
+    assert_close(jac, np.diag(np.sin(x) + x * np.cos(x)), 1e-12, what="jacfwd of prange_sines")
+    assert _record(prange_sines, "fwd").parfors == "serial"
