@@ -125,8 +125,9 @@ class WrittenMemory:
         for alloc, frees in releases.items():
             if not (isinstance(alloc, Operation) and memory_kind(alloc) in ("malloc", "calloc", "nrt_alloc")):
                 continue
-            release = "NRT_decref" if memory_kind(alloc) == "nrt_alloc" else "free"
-            if len(frees) != 1 or (callee_name(frees[0]) if release == "NRT_decref" else memory_kind(frees[0])) != release:
+            numba_array = memory_kind(alloc) == "nrt_alloc"
+            if len(frees) != 1 or (callee_name(frees[0]) if numba_array else memory_kind(frees[0])) != (
+                    "NRT_decref" if numba_array else "free"):
                 continue
             f = frees[0]
             ab, fb = alloc.parent_block(), f.parent_block()

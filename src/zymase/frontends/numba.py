@@ -4,9 +4,10 @@ Pipeline, for one function, argument types and activities:
 
 1. **Numba IR.** The function (and every njit function it names as a global or in its
    closure) is recompiled as a private copy with Numba's LLVM optimization switched
-   off (``NUMBA_OPT=0``); the user's own dispatchers are never touched. The private
-   copy drops ``parallel=True``: ``prange`` loops are plain loops in it, so the
-   derivative runs serially (docs/architecture.md, section 10, says why).
+   off (``NUMBA_OPT=0``); the user's own dispatchers are never touched. ``prange``
+   loops stay parfors, whose derivatives fork through Numba's threading layer
+   (transforms/numba_parfor.py); when a reverse sweep cannot recompute one, the kernel
+   is built from a copy without ``parallel=True`` instead.
 2. **Kernel source** (:mod:`zymase.frontends.numba_kernel`). Around Numba's entry
    point ``i32 f(retptr, excinfo, args...)`` we write two functions in LLVM IR text:
    ``status_f``, which stores ``f``'s status code instead of returning it (reverse mode
@@ -50,8 +51,7 @@ from zymase.autodiff.names import ABANDON
 from zymase.autodiff.rules.numba_linalg import LINALG_WITH_RULES
 from zymase.autodiff.rules.numba_linalg import NUMPY_NAMES as NUMPY_LINALG
 from zymase.errors import ZymaseError
-from zymase.transforms.numba_parfor import FORK as PARFOR_FORK
-from zymase.transforms.numba_parfor import ParforNeedsTape
+from zymase.transforms.numba_parfor import ParforNeedsTape, forks_a_derivative
 
 from zymase.frontends.numba_kernel import (  # noqa: F401 - the kernel's names, re-exported
     ACTIVE, CONST, DUP, DUPNONEED, KernelSpec, _promotion, _q, active_leaves, has_shadow, is_float_tuple,
@@ -86,9 +86,7 @@ class CompileRecord:
     activities: tuple
     phases: dict[str, float] = field(default_factory=dict)
     cached: str = ""  # "", "disk"
-    #: prange loops: "" (none), "parallel" (forked through Numba's threading layer),
-    #: "serial" (the derivative of the serial copy: a reverse sweep could not recompute one)
-    parfors: str = ""
+    parfors: str = ""  # prange loops: "", "parallel" (derivatives forked), "serial" (the serial copy's)
     width: int = 1  # vector mode (KernelSpec.width)
 
     @property
@@ -192,7 +190,7 @@ def _private_copy(disp, memo: dict, serial: bool = False):
                   for c in py.__closure__ or ())
     fn = pytypes.FunctionType(code, glb, py.__name__, py.__defaults__, cells or None)
     fn.__qualname__, fn.__module__, fn.__kwdefaults__ = py.__qualname__, py.__module__, py.__kwdefaults__
-    dropped = ("parallel", "cache", "nopython") if serial else ("cache", "nopython")
+    dropped = ("cache", "nopython", "parallel") if serial else ("cache", "nopython")
     opts = {k: v for k, v in disp.targetoptions.items() if k not in dropped}
     copy = memo[disp] = numba.njit(**opts)(fn)  # in memo first: recursion refers to itself
     # `mod.g(...)` with an njit `g` in a module: the global `mod` becomes a copy of the
@@ -283,9 +281,7 @@ _ir_cache: dict = {}
 
 def numba_ir(disp, argtypes: tuple, serial: bool = False) -> NumbaIR:
     """Numba's LLVM IR for ``disp`` at ``argtypes``, before LLVM optimization (once per
-    function and types). ``prange`` loops of a ``parallel=True`` function are parfors
-    (forked by ``numba_parallel_for``, transforms/numba_parfor.py); with ``serial``, plain
-    loops."""
+    function and types); with ``serial``, of a copy whose ``prange`` loops are plain loops."""
     key = (disp, tuple(argtypes), serial)
     with _lock:
         ir = _ir_cache.get(key)
@@ -824,24 +820,23 @@ def _compile_kernel(disp, argtypes: tuple, spec: KernelSpec, cache: bool) -> Ker
         if stored is not None:
             final = stored.decode().replace("@__zymase_cached_kernel", f"@{symbol}")
             rec.cached = "disk"
-    ir = _kernel_source(disp, argtypes, spec, symbol, rec, serial=False)
+    # (a kernel of the serial copy says so in its first line, for the disk cache)
+    ir = _kernel_source(disp, argtypes, spec, symbol, rec, serial=(final or "").startswith(_SERIAL))
     k_args, k_res = kernel_types(ir, spec)
     if final is None:
         try:
             final = differentiate_numba_ir(ir, spec, symbol, rec)
         except ParforNeedsTape as why:
+            # a prange loop whose reverse sweep cannot recompute it (or a nested or vector
+            # request over one): the derivative of the serial copy (docs/architecture.md, 10)
             if _debug():
                 print(f"zymase: {why.format()}: the serial derivative", file=sys.stderr)
-            # a prange loop whose reverse sweep cannot recompute it: the derivative of
-            # the serial copy (docs/architecture.md, section 10)
-            rec.parfors = "serial"
             ir = _kernel_source(disp, argtypes, spec, symbol, rec, serial=True)
-            final = differentiate_numba_ir(ir, spec, symbol, rec)
-        if not rec.parfors and _FORKED_DERIVATIVE.search(final):
-            rec.parfors = "parallel"
+            final = _SERIAL + differentiate_numba_ir(ir, spec, symbol, rec)
         if disk_key:
             stored = final.replace(f"@{symbol}", "@__zymase_cached_kernel")
             derivative_cache.store(disk_key, "numba.ll", stored.encode())
+    rec.parfors = "serial" if final.startswith(_SERIAL) else "parallel" if forks_a_derivative(final) else ""
     _check_jit_supported(final, disp)
     with _phase(rec, "jit"):
         engine, addr = _jit_in_numba(final, symbol, ir.environment)
@@ -855,14 +850,11 @@ def _compile_kernel(disp, argtypes: tuple, spec: KernelSpec, cache: bool) -> Ker
     return Kernel(spec, symbol, k_args, k_res, addr, rec, engine)
 
 
-#: a call of Numba's threading layer on a derivative's thread wrapper (transforms/numba_parfor.py)
-_FORKED_DERIVATIVE = re.compile(rf'call void @{PARFOR_FORK}\(ptr (?:nonnull )?@"?[^"(,]*\.numba_thread"?,')
+_SERIAL = "; zymase: the derivative of the serial copy (prange loops as range)\n"
 
 
-def _kernel_source(disp, argtypes: tuple, spec: KernelSpec, symbol: str, rec: CompileRecord,
-                   serial: bool) -> NumbaIR:
-    """Numba's IR of the function, with the kernels it calls and, for a nested request,
-    the inner kernel's source."""
+def _kernel_source(disp, argtypes: tuple, spec: KernelSpec, symbol: str, rec, serial: bool) -> NumbaIR:
+    """Numba's IR of the function, the kernels it calls and a nested request's inner kernel."""
     ir = numba_ir(disp, argtypes, serial)
     rec.phases["numba"] = rec.phases.get("numba", 0.0) + ir.seconds
     ir = with_called_kernels(ir, serial=serial)

@@ -35,6 +35,8 @@ The number of threads is ``get_num_threads()`` at the fork: the team the user se
 
 from __future__ import annotations
 
+import re
+
 from zymase.errors import ZymaseError
 from zymase.ir import (IntegerAttr, IntegerType, ModuleOp, Operation, StringAttr, SymbolRefAttr, i64, llvm, location_of,
                        parse_mlir)
@@ -61,6 +63,12 @@ class ParforNeedsTape(ZymaseError):
     """A parfor whose reverse sweep could not recompute it: its derivative would need the
     split-mode tape, which Numba's JIT cannot allocate per thread. The Numba front end
     differentiates the function's serial copy instead."""
+
+
+def forks_a_derivative(llvm_ir: str) -> bool:
+    """Whether LLVM IR text calls Numba's threading layer on a derivative's thread wrapper."""
+    return re.search(rf'call void @{FORK}\(ptr (?:nonnull )?@"?(?:fwddiffe|diffe)[^"(,]*\.numba_thread"?,',
+                     llvm_ir) is not None
 
 
 def _callee(op: Operation) -> str | None:
