@@ -55,6 +55,8 @@ class WrittenMemory:
     def _noalias(self, root) -> bool:
         if isinstance(root, CapturedObject):
             return True
+        if isinstance(root, BlockArgument) and root.index >= 3 and self._recomputed_parfor():
+            return True  # a prange loop's arrays, which its recomputing caller proved apart
         if not isinstance(root, BlockArgument) or root.index >= len(self.fop.function_type.inputs.data):
             return False
         attrs = self.fop.properties.get("arg_attrs")
@@ -79,6 +81,14 @@ class WrittenMemory:
         from zymase.transforms.openmp import is_outlined_region
 
         return not self.split and is_outlined_region(self.fop)
+
+    def _recomputed_parfor(self) -> bool:
+        """The combined derivative of a Numba prange loop, which only a caller that proved
+        its arrays apart forks (autodiff/numba_parfor.py; ``transforms/numba_parfor``
+        refuses it anywhere else)."""
+        from zymase.transforms.numba_parfor import is_parfor
+
+        return not self.split and is_parfor(self.fop)
 
     def _incoming(self, arg: BlockArgument) -> list[SSAValue]:
         """The values block argument ``arg`` receives, one per incoming edge."""
