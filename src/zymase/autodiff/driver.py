@@ -93,7 +93,7 @@ class Driver:
             mark_derivative(self.module, fop, gop, "combined" if mode == "rev" else "forward")
         if numba_parfor.is_parfor(fop):
             if width > 1:
-                raise numba_parfor.ParforNeedsTape("a prange loop in vector mode", function=fname)
+                raise numba_parfor.ParforSerial("a prange loop in vector mode", function=fname)
             follows = [derivative_follows(a, forward=mode != "rev") for a in arg_acts]
             numba_parfor.mark_derivative(fop, gop, "combined" if mode == "rev" else "forward", follows)
         _mark_unneeded_primal_memory(gop, fop, inputs, arg_acts, forward=mode != "rev", width=width)
@@ -130,7 +130,7 @@ class Driver:
         fname = fop.sym_name.data
         if numba_parfor.is_parfor(fop):
             # its tape would be the thread-local split-mode tape, which MCJIT cannot allocate
-            raise numba_parfor.ParforNeedsTape("a prange loop whose reverse sweep cannot recompute it",
+            raise numba_parfor.ParforSerial("a prange loop whose reverse sweep cannot recompute it",
                                                function=fname)
         key = ("split", fname, tuple(arg_acts), tuple(ret_acts))
         if key in self.done:

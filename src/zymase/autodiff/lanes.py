@@ -68,11 +68,11 @@ class LaneMaps:
         """Vector mode does not cover ``what`` (at ``op``): refused, never approximated."""
         if self.width > 1:
             from zymase.autodiff.common import describe
-            from zymase.transforms.numba_parfor import ParforNeedsTape, is_parfor
+            from zymase.transforms.numba_parfor import ParforSerial, is_parfor
 
             if isinstance(op, llvm.CallOp) and is_parfor(self.ctx.defined_function(op)):
                 # a Numba prange loop: the front end takes the serial copy instead
-                raise ParforNeedsTape("a prange loop in vector mode", function=fname, location=location_of(op))
+                raise ParforSerial("a prange loop in vector mode", function=fname, location=location_of(op))
 
             raise ZymaseError(
                 f"vector mode (width {self.width}) does not handle {what} yet",

@@ -27,7 +27,7 @@ right when the recomputation sees the values the forward run saw:
   be summed into and allocated by the caller; no array read may share memory with one
   written, nor two written ones.
 
-Otherwise ``Driver.split`` refuses the parfor (``ParforNeedsTape``) and the Numba front
+Otherwise ``Driver.split`` refuses the parfor (``ParforSerial``) and the Numba front
 end differentiates the function's serial copy.
 
 Atomics: a thread adds the adjoints of what its rows read into the shadows. The rows are

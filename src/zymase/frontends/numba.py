@@ -51,7 +51,7 @@ from zymase.autodiff.names import ABANDON
 from zymase.autodiff.rules.numba_linalg import LINALG_WITH_RULES
 from zymase.autodiff.rules.numba_linalg import NUMPY_NAMES as NUMPY_LINALG
 from zymase.errors import ZymaseError
-from zymase.transforms.numba_parfor import ParforNeedsTape, forks_a_derivative
+from zymase.transforms.numba_parfor import ParforSerial, forks_a_derivative
 
 from zymase.frontends.numba_kernel import (  # noqa: F401 - the kernel's names, re-exported
     ACTIVE, CONST, DUP, DUPNONEED, KernelSpec, _promotion, _q, active_leaves, has_shadow, is_float_tuple,
@@ -826,7 +826,7 @@ def _compile_kernel(disp, argtypes: tuple, spec: KernelSpec, cache: bool) -> Ker
     if final is None:
         try:
             final = differentiate_numba_ir(ir, spec, symbol, rec)
-        except ParforNeedsTape as why:
+        except ParforSerial as why:
             # a prange loop whose reverse sweep cannot recompute it (or a nested or vector
             # request over one): the derivative of the serial copy (docs/architecture.md, 10)
             if _debug():

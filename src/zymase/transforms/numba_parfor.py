@@ -59,10 +59,11 @@ _HINT = ("write the prange loop so that it only reads arrays it does not write (
          "or use range instead of prange in the differentiated function")
 
 
-class ParforNeedsTape(ZymaseError):
-    """A parfor whose reverse sweep could not recompute it: its derivative would need the
-    split-mode tape, which Numba's JIT cannot allocate per thread. The Numba front end
-    differentiates the function's serial copy instead."""
+class ParforSerial(ZymaseError):
+    """A parfor whose derivative is not forked: a reverse sweep that could not recompute
+    it (its tape would be the split-mode tape, which Numba's JIT cannot allocate per
+    thread), vector mode, or a nested request over a forked derivative. The Numba front
+    end differentiates the function's serial copy instead."""
 
 
 def forks_a_derivative(llvm_ir: str) -> bool:
@@ -100,7 +101,7 @@ def outline_parfors(module: ModuleOp) -> int:
     if any(THREAD in f.attributes for f in funcs.values()):
         # a later round of nested requests (second order, a gradient called in njit
         # code): differentiating a forked derivative again is not built
-        raise ParforNeedsTape("a prange loop differentiated twice (a nested derivative)", hint=_HINT)
+        raise ParforSerial("a prange loop differentiated twice (a nested derivative)", hint=_HINT)
     count = 0
     for fop in funcs.values():
         for op in list(fop.walk()):
@@ -190,7 +191,7 @@ def _unpack_arrays(gufunc: Operation, n: int) -> None:
         offset = found[2] if found is not None and found[1] is None else 0 if user.operands[0] is args else None
         if offset is None or offset % 8 or offset // 8 >= n or not all(
                 isinstance(u, llvm.LoadOp) and isinstance(u.results[0].type, llvm.LLVMPointerType) for u in users):
-            raise ParforNeedsTape("a prange loop's gufunc reads its arrays in an unexpected way",
+            raise ParforSerial("a prange loop's gufunc reads its arrays in an unexpected way",
                                   function=gufunc.sym_name.data, hint=_HINT)
         loads += [(u, offset // 8) for u in users]
         if found is not None:
