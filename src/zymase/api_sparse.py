@@ -33,7 +33,7 @@ def _analysed_ir(disp, argtypes):
     with every value named."""
     from zymase.llvm import toolchain
 
-    ir = zn.numba_ir(disp, argtypes)
+    ir = zn.numba_ir(disp, argtypes, serial=True)  # prange loops as plain loops: one interpretation
     text, _ = zn.split_nrt_helpers(zn.define_blas_loops(ir.text))
     text = toolchain.prune_refcounts(text)
     text = toolchain.inline_always(zn.mark_callees_inline(text, (ir.entry, *ir.inline_too)))

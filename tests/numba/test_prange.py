@@ -1,12 +1,16 @@
 """``@njit(parallel=True)`` functions with ``prange`` loops (issue 27 item 2): a map
-loop, a reduction inside ``prange`` and a loop whose adjoints scatter into neighbouring
-elements, differentiated against central finite differences of the user's own parallel
+loop, a reduction inside ``prange``, a loop whose adjoints scatter into neighbouring
+elements and a 2-D loop (a prange over rows with an inner loop), differentiated in
+reverse and forward mode against central finite differences of the user's own parallel
 dispatcher run with Numba's threading layer at 1 and 2 threads.
 
-The derivative is built from a private serial copy of the function
-(``frontends/numba._private_copy`` drops ``parallel``), so what these tests pin down is
-that the gradient of the parallel program is right whatever team the primal ran on, and
-that the user's dispatcher keeps its parallel loops."""
+The derivative is parallel: the parfor's gufunc is differentiated and its derivative is
+forked through Numba's ``numba_parallel_for`` (transforms/numba_parfor.py); a reverse
+sweep recomputes the loop on each thread (autodiff/numba_parfor.py). A prange loop whose
+reverse sweep cannot recompute it falls back to the serial copy's derivative. The
+tests check the compile record (the kernel forks a derivative through the threading
+layer), the thread ids a forward derivative records, and that the user's dispatcher
+keeps its parallel loops."""
 
 import math
 
@@ -54,6 +58,56 @@ def prange_neighbours(x, w):
     return s
 
 
+@njit(parallel=True)
+def prange_rows(a, w):
+    # 2-D: a prange over the rows of a matrix, an inner loop over its columns
+    m, k = a.shape
+    out = np.empty(m)
+    for i in prange(m):
+        acc = 0.0
+        for j in range(k):
+            acc += math.sin(a[i, j]) * w[j] + a[i, j] * a[i, j]
+        out[i] = acc * acc
+    s = 0.0
+    for i in range(m):
+        s += out[i]
+    return s
+
+
+@njit(parallel=True)
+def prange_overwritten(x):
+    # the array the loop reads is overwritten after it: its reverse sweep could not
+    # recompute the loop, so the derivative is the serial copy's
+    t = x.copy()
+    out = np.empty_like(x)
+    for i in prange(x.shape[0]):
+        out[i] = t[i] * t[i] * x[i]
+    for i in range(x.shape[0]):
+        t[i] = 0.0
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += out[i] + t[i]
+    return s
+
+
+@njit(parallel=True)
+def prange_thread_ids(x, ids):
+    # records which of Numba's threads ran each iteration
+    out = np.empty_like(x)
+    for i in prange(x.shape[0]):
+        ids[i] = numba.get_thread_id()
+        out[i] = x[i] * math.cos(x[i])
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += out[i]
+    return s
+
+
+def _record(f, mode):
+    (rec,) = [r for r in zymase.stats() if r.function == f.__name__ and r.mode == mode][-1:]
+    return rec
+
+
 def _inputs(n=257):
     x = 0.3 + 0.5 * np.sin(0.37 * np.arange(n))
     w = np.cos(0.11 * np.arange(n))
@@ -69,17 +123,61 @@ def threads(request):
     numba.set_num_threads(before)
 
 
-@pytest.mark.parametrize("f", [prange_map, prange_reduction, prange_neighbours],
-                         ids=["map", "reduction", "neighbours"])
-def test_prange_gradient_matches_parallel_fd(f, threads):
+def _arguments(f):
     x, w = _inputs()
-    args = (x,) if f is prange_reduction else (x, w)
+    if f is prange_reduction or f is prange_overwritten:
+        return (x,)
+    if f is prange_rows:
+        return (np.cos(0.3 * np.arange(6 * 40)).reshape(40, 6), w[:6].copy())
+    return (x, w)
+
+
+@pytest.mark.parametrize("f", [prange_map, prange_reduction, prange_neighbours, prange_rows],
+                         ids=["map", "reduction", "neighbours", "rows_2d"])
+def test_prange_gradient_matches_parallel_fd(f, threads):
+    # issue 27 item 2: the reverse sweep of each loop kind, forked on the user's team
+    args = _arguments(f)
     value, g = zymase.value_and_grad(f)(*(a.copy() for a in args))
     assert numba.get_num_threads() == threads
     # the finite differences run the user's parallel dispatcher on the current team
     assert_close(g, fd_grad(f, args, 0), 1e-6, what=f"{f.__name__} at {threads} threads")
     assert value == pytest.approx(f(*args), rel=1e-12)
     assert value == pytest.approx(f.py_func(*args), rel=1e-12)
+    # the derivative kernel forks a derivative of the loop through Numba's threading layer
+    assert _record(f, "rev").parfors == "parallel"
+
+
+@pytest.mark.parametrize("f", [prange_map, prange_reduction, prange_rows], ids=["map", "reduction", "rows_2d"])
+def test_prange_tangent_matches_parallel_fd(f, threads):
+    # issue 27 item 2, forward mode: the tangent loop runs in the forked derivative
+    args = _arguments(f)
+    direction = np.sin(1.7 * np.arange(args[0].size)).reshape(args[0].shape)
+    tangents = (direction,) + tuple(np.zeros_like(a) for a in args[1:])
+    value, tangent = zymase.jvp(f, args, tangents)
+    expected = float(np.dot(fd_grad(f, args, 0).ravel(), direction.ravel()))
+    assert tangent == pytest.approx(expected, rel=1e-6, abs=1e-8)
+    assert value == pytest.approx(f(*args), rel=1e-12)
+    assert _record(f, "fwd").parfors == "parallel"
+
+
+def test_forward_derivative_runs_on_numba_threads(threads):
+    # issue 27 item 2: the thread ids the derivative's own loop records (forward mode has
+    # no separate primal run) are those of the team numba.set_num_threads chose
+    x = np.linspace(0.1, 2.0, 4096)
+    ids = np.full(x.size, -1, dtype=np.int64)
+    tangent = zymase.fwddiff(prange_thread_ids, zymase.Duplicated(x, np.ones_like(x)), zymase.Const(ids))
+    assert tangent == pytest.approx(float(np.sum(np.cos(x) - x * np.sin(x))), rel=1e-10)
+    assert set(ids.tolist()) == set(range(threads))
+    assert _record(prange_thread_ids, "fwd").parfors == "parallel"
+
+
+def test_unrecomputable_prange_uses_the_serial_derivative(threads):
+    # issue 27 item 2: a loop whose input is overwritten after it cannot be recomputed by
+    # the reverse sweep; the derivative is the serial copy's, never a wrong answer
+    (x,) = _arguments(prange_overwritten)
+    g = zymase.grad(prange_overwritten)(x.copy())
+    assert_close(g, 3.0 * x * x, 1e-12, what="prange_overwritten")
+    assert _record(prange_overwritten, "rev").parfors == "serial"
 
 
 def test_user_dispatcher_stays_parallel():
@@ -89,3 +187,24 @@ def test_user_dispatcher_stays_parallel():
     prange_reduction(x)
     (sig,) = prange_reduction.signatures
     assert "numba_parallel_for" in prange_reduction.inspect_llvm(sig)
+
+
+@njit(parallel=True)
+def prange_sines(x):
+    out = np.empty_like(x)
+    for i in prange(x.shape[0]):
+        out[i] = math.sin(x[i]) * x[i]
+    return out
+
+
+def test_nested_and_vector_derivatives_of_prange_use_the_serial_copy():
+    # issue 27 item 2: a Hessian (forward over the forked reverse) and a width-8 Jacobian
+    # are not forked; they take the serial copy's derivative rather than refusing
+    x = np.linspace(0.1, 1.0, 9)
+    hess = zymase.hessian(prange_reduction)(x)
+    assert_close(np.diag(hess), 1.0 - 2.0 * np.tanh(x) * (1.0 - np.tanh(x) ** 2) * x
+                 + 2.0 * (1.0 - np.tanh(x) ** 2), 1e-10, what="hessian of prange_reduction")
+    assert np.abs(hess - np.diag(np.diag(hess))).max() == 0.0
+    jac = zymase.jacfwd(prange_sines)(x)
+    assert_close(jac, np.diag(np.sin(x) + x * np.cos(x)), 1e-12, what="jacfwd of prange_sines")
+    assert _record(prange_sines, "fwd").parfors == "serial"

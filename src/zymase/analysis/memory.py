@@ -73,7 +73,12 @@ READ_ONLY_EXTERNALS = {"printf", "fprintf", "puts", "fputs", "strlen", "sprintf"
 # the integer fields of a shadow are never read (only its pointers are).
 # malloc_usable_size reads only the allocator's bookkeeping (zymase's forward mode of
 # realloc calls it, so a derivative differentiated again meets it).
-INTEGER_ONLY_EXTERNALS = {"numba_attempt_nocopy_reshape", "malloc_usable_size"}
+INTEGER_ONLY_EXTERNALS = {"numba_attempt_nocopy_reshape", "malloc_usable_size",
+                           # Numba's prange schedule and threading layer (transforms/numba_parfor.py):
+                           # integer bounds, and settings of the runtime's own
+                           "get_sched_size", "do_scheduling_signed", "do_scheduling_unsigned",
+                           "get_num_threads", "get_thread_id", "get_parallel_chunksize",
+                           "set_parallel_chunksize"}
 #: intrinsics that neither read nor write program memory (markers and hints)
 MARKER_INTRINSICS = ("llvm.lifetime", "llvm.dbg", "llvm.assume", "llvm.experimental.noalias.scope.decl")
 

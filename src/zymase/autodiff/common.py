@@ -180,6 +180,7 @@ def prepare(ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts
         from zymase.analysis.memory import is_pointer
         from zymase.autodiff.custom import has_custom_rule
         from zymase.transforms.inline import inline_calls
+        from zymase.transforms.numba_parfor import is_parfor
         from zymase.transforms.openmp import is_outlined_region
 
         from zymase.transforms.indirect_calls import dispatch_indirect_calls
@@ -194,8 +195,10 @@ def prepare(ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts
                 # a function with a registered derivative stays a call (autodiff/custom.py)
                 # (a callee reading a global is inlined too: what it reads may hold active data
                 # that no operand of the call shows)
-                # a parallel region stays a call, to be forked (transforms/openmp.py)
-                lambda call, callee: not has_custom_rule(callee) and not is_outlined_region(callee) and (
+                # a parallel region stays a call, to be forked (transforms/openmp.py,
+                # transforms/numba_parfor.py)
+                lambda call, callee: not has_custom_rule(callee) and not is_outlined_region(callee)
+                and not is_parfor(callee) and (
                     any(is_pointer(v) for v in (*call.operands, *call.results)) or ctx.writes_memory(callee)
                     or bool(ctx.reads_globals(callee))),
             )

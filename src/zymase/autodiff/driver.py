@@ -21,6 +21,7 @@ from zymase.autodiff.structured import StructuredReverse, is_structured
 from zymase.errors import ZymaseError
 from zymase.ir import ArrayAttr, DictionaryAttr, ModuleOp, Operation, UnitAttr, llvm
 from zymase.ir.enzyme import Activity
+from zymase.transforms import numba_parfor
 from zymase.transforms.openmp import is_outlined_region, mark_derivative
 
 
@@ -91,6 +92,11 @@ class Driver:
         gop = flavor.make_function(name, ins, outs, fop)
         if is_outlined_region(fop):
             mark_derivative(self.module, fop, gop, "combined" if mode == "rev" else "forward")
+        if numba_parfor.is_parfor(fop):
+            if width > 1:
+                raise numba_parfor.ParforSerial("a prange loop in vector mode", function=fname)
+            follows = [derivative_follows(a, forward=mode != "rev") for a in arg_acts]
+            numba_parfor.mark_derivative(fop, gop, "combined" if mode == "rev" else "forward", follows)
         _mark_unneeded_primal_memory(gop, fop, inputs, arg_acts, forward=mode != "rev", width=width)
         self.module.body.block.add_op(gop)
         self.symbols[name] = gop
@@ -126,6 +132,10 @@ class Driver:
         ``augmented<name>(args, shadows) -> primal results`` pushes on the global tape,
         ``diffe<name>(args, shadows, seeds) -> derivatives`` pops it back."""
         fname = fop.sym_name.data
+        if numba_parfor.is_parfor(fop):
+            # its tape would be the thread-local split-mode tape, which MCJIT cannot allocate
+            raise numba_parfor.ParforSerial("a prange loop whose reverse sweep cannot recompute it",
+                                               function=fname)
         key = ("split", fname, tuple(arg_acts), tuple(ret_acts))
         if key in self.done:
             return self.done[key]

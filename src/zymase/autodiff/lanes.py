@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from types import SimpleNamespace
 
 from zymase.errors import ZymaseError
-from zymase.ir import Operation, location_of
+from zymase.ir import Operation, llvm, location_of
 
 #: the per-lane maps: forward tangents, shadows, posix_memalign shadow buffers, reverse
 #: adjoint cells and the adjoints local to the block being reversed
@@ -68,6 +68,11 @@ class LaneMaps:
         """Vector mode does not cover ``what`` (at ``op``): refused, never approximated."""
         if self.width > 1:
             from zymase.autodiff.common import describe
+            from zymase.transforms.numba_parfor import ParforSerial, is_parfor
+
+            if isinstance(op, llvm.CallOp) and is_parfor(self.ctx.defined_function(op)):
+                # a Numba prange loop: the front end takes the serial copy instead
+                raise ParforSerial("a prange loop in vector mode", function=fname, location=location_of(op))
 
             raise ZymaseError(
                 f"vector mode (width {self.width}) does not handle {what} yet",

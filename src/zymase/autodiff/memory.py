@@ -412,12 +412,17 @@ class ShadowCode:
                 args = [self.primal(op.results[0]), *(self.primal(o) for o in release.operands[1:])]
                 self._declare(free, [a.type for a in args], llvm.LLVMVoidType())
                 E.insert(llvm.CallOp(free, *args))
-        elif kind == "nrt_alloc" and op in act.shadow_allocations:
-            self._declare("NRT_MemInfo_call_dtor", [PTR], llvm.LLVMVoidType())
-            release = E.insert(llvm.CallOp("NRT_MemInfo_call_dtor", self.fetch_shadow(op.results[0])))
-            # tagged as a deallocator of its argument, so that forward mode over this
-            # derivative (a Hessian-vector product) releases the release's own shadow
-            release.attributes[DEALLOCATED_ARG] = IntegerAttr(0, i64)
+        elif kind == "nrt_alloc" and (op in act.shadow_allocations or op in self.deferred_frees):
+            if op in act.shadow_allocations:
+                self._declare("NRT_MemInfo_call_dtor", [PTR], llvm.LLVMVoidType())
+                release = E.insert(llvm.CallOp("NRT_MemInfo_call_dtor", self.fetch_shadow(op.results[0])))
+                # tagged as a deallocator of its argument, so that forward mode over this
+                # derivative (a Hessian-vector product) releases the release's own shadow
+                release.attributes[DEALLOCATED_ARG] = IntegerAttr(0, i64)
+            if op in self.deferred_frees and getattr(self, "lane_index", 0) == 0:
+                # the array's last reference, which the forward sweep left out (a prange
+                # loop's recomputation uses it: WrittenMemory._find_deferred_frees)
+                E.insert(llvm.CallOp("NRT_decref", self.primal(op.results[0])))
         elif kind == "posix_memalign" and op in self.alloc_shadows:
             self._declare("free", [PTR], llvm.LLVMVoidType())
             sp = self.fetch_computed_in(op.parent_block(), self.alloc_shadows[op])

@@ -43,8 +43,13 @@ _CASTS = (llvm.SExtOp, llvm.ZExtOp, llvm.TruncOp)
 def needs_atomic_add(gen, load: Operation) -> bool:
     """Whether the reverse of ``load`` (in the derivative ``gen`` generates) must add its
     adjoint atomically."""
+    from zymase.transforms.numba_parfor import is_parfor
     from zymase.transforms.openmp import is_outlined_region
 
+    if is_parfor(gen.fop):
+        from zymase.autodiff import numba_parfor  # a Numba prange loop
+
+        return numba_parfor.needs_atomic_add(gen, load)
     if not is_outlined_region(gen.fop):
         return False
     table = getattr(gen, "_parallel_accesses", None)

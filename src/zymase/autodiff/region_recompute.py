@@ -122,13 +122,18 @@ def _only_returned_unneeded(gen, load: Operation) -> bool:
 def _plan(gen, call: Operation):
     """The roots (in the caller) of the memory a recomputable region writes; None when
     the region is not recomputable."""
+    from zymase.autodiff import numba_parfor
+    from zymase.transforms.numba_parfor import is_parfor
     from zymase.transforms.openmp import SERIALIZED, is_outlined_region
 
     cache = gen.__dict__.setdefault("_recomputed_regions", {})
     if call not in cache:
         callee = gen.ctx.defined_function(call)
         plan = None
-        if (callee is not None and is_outlined_region(callee) and not gen.split and gen.width == 1
+        if is_parfor(callee) and not gen.split and gen.width == 1:
+            # a Numba prange loop (autodiff/numba_parfor.py)
+            plan = numba_parfor.plan(gen, call)
+        elif (callee is not None and is_outlined_region(callee) and not gen.split and gen.width == 1
                 and gen.flavor.name == "llvm" and SERIALIZED not in call.attributes):
             accesses = _region_accesses(gen, callee)
             if accesses is not None:

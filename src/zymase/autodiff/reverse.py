@@ -60,6 +60,8 @@ from zymase.autodiff.registry import ScalarRule
 from zymase.autodiff.semantics import differentiated_again, strong_zero
 from zymase.autodiff import checkpoint, region_recompute
 from zymase.transforms.inline import hoist_allocas
+from zymase.transforms.numba_parfor import is_parfor
+from zymase.transforms.numba_parfor import mark_recomputed as mark_parfor_recomputed
 from zymase.transforms.openmp import mark_recomputed, reverse_mirror
 from zymase.autodiff.forwarding import StoreForwarding
 from zymase.autodiff.tape import IndexedCaches, MinCutRecompute, explain_tape
@@ -900,6 +902,8 @@ class ReverseGenerator(LaneMaps, ShadowCode, IndexedCaches, MinCutRecompute, Sto
             # an OpenMP region's combined derivative, forked: each thread recomputes its iterations
             rev = self.ctx.driver.reverse(self.ctx.defined_function(op), arg_acts, ret_acts)
             mark_recomputed(self.ctx.driver.symbols[rev])
+            if is_parfor(self.ctx.defined_function(op)):
+                mark_parfor_recomputed(self.ctx.driver.symbols[rev])
         else:
             _, rev = self.ctx.driver.split(self.ctx.defined_function(op), arg_acts, ret_acts)
         args = []

@@ -10,7 +10,7 @@ writes memory the analysis cannot see.
 
 from __future__ import annotations
 
-from zymase.analysis.memory import MARKER_INTRINSICS, UNSEEN_WRITES, call_rule_writes, memory_kind
+from zymase.analysis.memory import MARKER_INTRINSICS, UNSEEN_WRITES, call_rule_writes, callee_name, memory_kind
 from zymase.autodiff.region_recompute import CapturedObject, captured_object
 from zymase.ir import Block, BlockArgument, Operation, SSAValue, llvm
 
@@ -55,6 +55,8 @@ class WrittenMemory:
     def _noalias(self, root) -> bool:
         if isinstance(root, CapturedObject):
             return True
+        if isinstance(root, BlockArgument) and root.index >= 3 and self._recomputed_parfor():
+            return True  # a prange loop's arrays, which its recomputing caller proved apart
         if not isinstance(root, BlockArgument) or root.index >= len(self.fop.function_type.inputs.data):
             return False
         attrs = self.fop.properties.get("arg_attrs")
@@ -79,6 +81,14 @@ class WrittenMemory:
         from zymase.transforms.openmp import is_outlined_region
 
         return not self.split and is_outlined_region(self.fop)
+
+    def _recomputed_parfor(self) -> bool:
+        """The combined derivative of a Numba prange loop, which only a caller that proved
+        its arrays apart forks (autodiff/numba_parfor.py; ``transforms/numba_parfor``
+        refuses it anywhere else)."""
+        from zymase.transforms.numba_parfor import is_parfor
+
+        return not self.split and is_parfor(self.fop)
 
     def _incoming(self, arg: BlockArgument) -> list[SSAValue]:
         """The values block argument ``arg`` receives, one per incoming edge."""
@@ -107,10 +117,15 @@ class WrittenMemory:
         def once(b: Block) -> bool:
             return b not in cfg.in_cycle and cfg.dominates(b, exit_)
 
+        # Numba arrays (NRT_MemInfo_alloc, released by their last NRT_decref) are deferred
+        # only in a function calling a prange loop, whose recomputation in the reverse
+        # sweep reads and writes them again (autodiff/numba_parfor.py)
+        arrays = self._calls_parfor()
         releases: dict = {}
         for b in self.p.region.blocks:
             for op in b.ops:
-                if memory_kind(op) in ("free", "realloc"):
+                kind = memory_kind(op)
+                if kind in ("free", "realloc") or (arrays and kind == "refcount"):
                     roots = self._roots(op.operands[0])
                     if roots is None:
                         return {}
@@ -118,15 +133,31 @@ class WrittenMemory:
                         releases.setdefault(r, []).append(op)
         deferred = {}
         for alloc, frees in releases.items():
-            if not (isinstance(alloc, Operation) and memory_kind(alloc) in ("malloc", "calloc")):
+            if not (isinstance(alloc, Operation) and memory_kind(alloc) in ("malloc", "calloc", "nrt_alloc")):
                 continue
-            if len(frees) != 1 or memory_kind(frees[0]) != "free":
+            numba_array = memory_kind(alloc) == "nrt_alloc"
+            if len(frees) != 1 or (callee_name(frees[0]) if numba_array else memory_kind(frees[0])) != (
+                    "NRT_decref" if numba_array else "free"):
                 continue
             f = frees[0]
             ab, fb = alloc.parent_block(), f.parent_block()
             if once(ab) and once(fb) and cfg.dominates(ab, fb) and self._roots(f.operands[0]) == {alloc}:
                 deferred[alloc] = f
         return deferred
+
+    def _parfor_writes(self, call: Operation) -> list[SSAValue] | None:
+        """The data pointers of the arrays a Numba prange loop writes (None: not a parfor
+        call, or unknown)."""
+        from zymase.autodiff.numba_parfor import written_pointers
+        from zymase.transforms.numba_parfor import is_parfor
+
+        return written_pointers(self, call) if is_parfor(self.ctx.defined_function(call)) else None
+
+    def _calls_parfor(self) -> bool:
+        from zymase.transforms.numba_parfor import is_parfor
+
+        return any(is_parfor(self.ctx.defined_function(op)) for b in self.p.region.blocks for op in b.ops
+                   if isinstance(op, llvm.CallOp))
 
     def _unwritten_after(self, load: Operation) -> bool:
         """Whether no op that may run after ``load`` in the forward sweep writes or frees
@@ -198,6 +229,8 @@ class WrittenMemory:
                 # on exit, and the caller holds its own reference meanwhile)
                 r = self._roots(op.operands[0])
                 targets = [] if r is not None and all(self._outside(x) for x in r) else [op.operands[0]]
+            elif isinstance(op, llvm.CallOp) and kind is None and (targets := self._parfor_writes(op)) is not None:
+                pass  # a Numba prange loop: the arrays it writes
             elif isinstance(op, llvm.CallOp) and kind is None:
                 targets = [o for o in op.operands if isinstance(o.type, llvm.LLVMPointerType)]
                 if self._call_writes_unseen(op):

@@ -144,6 +144,7 @@ def differentiate_module(module: ModuleOp) -> int:
     from zymase.transforms.enzyme_pass import run_enzyme_pass
     from zymase.transforms.exceptions import call_marker_invokes, guard_derivatives, uses_exceptions
     from zymase.transforms.lower_to_llvm import lower_to_llvm
+    from zymase.transforms.numba_parfor import outline_parfors, restore_parfors
     from zymase.transforms.openmp import outline_parallel_regions, restore_parallel_regions
 
     apply_annotations(module)
@@ -161,10 +162,13 @@ def differentiate_module(module: ModuleOp) -> int:
             lower_sites(module, sites)
             # OpenMP fork calls are direct calls of their regions while AD runs
             outline_parallel_regions(module)
+            # and so are Numba's prange loops (numba_parallel_for calls)
+            outline_parfors(module)
             specialize_constant_callees(module)
             with generating_inner_derivatives(k < len(rounds) - 1):
                 run_enzyme_pass(module)
             restore_parallel_regions(module)
+            restore_parfors(module)
             lower_to_llvm(module)
         if (personality := uses_exceptions(module)) is not None:
             guard_derivatives(module, user_functions, personality)

@@ -4,9 +4,10 @@ Pipeline, for one function, argument types and activities:
 
 1. **Numba IR.** The function (and every njit function it names as a global or in its
    closure) is recompiled as a private copy with Numba's LLVM optimization switched
-   off (``NUMBA_OPT=0``); the user's own dispatchers are never touched. The private
-   copy drops ``parallel=True``: ``prange`` loops are plain loops in it, so the
-   derivative runs serially (docs/architecture.md, section 10, says why).
+   off (``NUMBA_OPT=0``); the user's own dispatchers are never touched. ``prange``
+   loops stay parfors, whose derivatives fork through Numba's threading layer
+   (transforms/numba_parfor.py); when a reverse sweep cannot recompute one, the kernel
+   is built from a copy without ``parallel=True`` instead.
 2. **Kernel source** (:mod:`zymase.frontends.numba_kernel`). Around Numba's entry
    point ``i32 f(retptr, excinfo, args...)`` we write two functions in LLVM IR text:
    ``status_f``, which stores ``f``'s status code instead of returning it (reverse mode
@@ -50,6 +51,7 @@ from zymase.autodiff.names import ABANDON
 from zymase.autodiff.rules.numba_linalg import LINALG_WITH_RULES
 from zymase.autodiff.rules.numba_linalg import NUMPY_NAMES as NUMPY_LINALG
 from zymase.errors import ZymaseError
+from zymase.transforms.numba_parfor import ParforSerial, forks_a_derivative
 
 from zymase.frontends.numba_kernel import (  # noqa: F401 - the kernel's names, re-exported
     ACTIVE, CONST, DUP, DUPNONEED, KernelSpec, _promotion, _q, active_leaves, has_shadow, is_float_tuple,
@@ -84,6 +86,7 @@ class CompileRecord:
     activities: tuple
     phases: dict[str, float] = field(default_factory=dict)
     cached: str = ""  # "", "disk"
+    parfors: str = ""  # prange loops: "", "parallel" (derivatives forked), "serial" (the serial copy's)
     width: int = 1  # vector mode (KernelSpec.width)
 
     @property
@@ -93,6 +96,7 @@ class CompileRecord:
     def summary(self) -> str:
         parts = " ".join(f"{k}={v * 1000:.0f}ms" for k, v in self.phases.items())
         src = " (from disk cache)" if self.cached == "disk" else ""
+        src += f" (prange loops: {self.parfors})" if self.parfors else ""
         mode = f"{self.mode} (width {self.width})" if self.width > 1 else self.mode
         return (f"zymase: compiled {mode} kernel of {self.function}{self.signature} "
                 f"activities={self.activities} in {self.total:.3f} s{src}: {parts}")
@@ -169,9 +173,10 @@ def _dispatcher_refs(py) -> list[tuple[str, object, str]]:
     return refs
 
 
-def _private_copy(disp, memo: dict):
+def _private_copy(disp, memo: dict, serial: bool = False):
     """A new dispatcher for the same Python function whose njit callees are private
-    copies too, so compiling it (unoptimized) leaves the user's dispatchers alone."""
+    copies too, so compiling it (unoptimized) leaves the user's dispatchers alone.
+    ``serial``: without ``parallel=True``, so that ``prange`` loops are plain loops."""
     import numba
     from numba.core.registry import CPUDispatcher
 
@@ -185,7 +190,8 @@ def _private_copy(disp, memo: dict):
                   for c in py.__closure__ or ())
     fn = pytypes.FunctionType(code, glb, py.__name__, py.__defaults__, cells or None)
     fn.__qualname__, fn.__module__, fn.__kwdefaults__ = py.__qualname__, py.__module__, py.__kwdefaults__
-    opts = {k: v for k, v in disp.targetoptions.items() if k not in ("parallel", "cache", "nopython")}
+    dropped = ("cache", "nopython", "parallel") if serial else ("cache", "nopython")
+    opts = {k: v for k, v in disp.targetoptions.items() if k not in dropped}
     copy = memo[disp] = numba.njit(**opts)(fn)  # in memo first: recursion refers to itself
     # `mod.g(...)` with an njit `g` in a module: the global `mod` becomes a copy of the
     # module whose referenced njit attributes are private copies
@@ -197,10 +203,10 @@ def _private_copy(disp, memo: dict):
                 proxy = pytypes.ModuleType(mod.__name__)
                 proxy.__dict__.update(mod.__dict__)
                 for a in attrs:
-                    setattr(proxy, a, _private_copy(getattr(mod, a), memo))
+                    setattr(proxy, a, _private_copy(getattr(mod, a), memo, serial))
                 glb[name] = proxy
     for name, callee, where in _dispatcher_refs(py):
-        sub = _private_copy(callee, memo)
+        sub = _private_copy(callee, memo, serial)
         if where == "global":
             glb[name] = sub
         else:
@@ -273,23 +279,23 @@ class NumbaIR:
 _ir_cache: dict = {}
 
 
-def numba_ir(disp, argtypes: tuple) -> NumbaIR:
+def numba_ir(disp, argtypes: tuple, serial: bool = False) -> NumbaIR:
     """Numba's LLVM IR for ``disp`` at ``argtypes``, before LLVM optimization (once per
-    function and types)."""
-    key = (disp, tuple(argtypes))
+    function and types); with ``serial``, of a copy whose ``prange`` loops are plain loops."""
+    key = (disp, tuple(argtypes), serial)
     with _lock:
         ir = _ir_cache.get(key)
         if ir is None:
             t0 = time.perf_counter()
-            ir = _ir_cache[key] = _numba_ir(disp, tuple(argtypes))
+            ir = _ir_cache[key] = _numba_ir(disp, tuple(argtypes), serial)
             ir.seconds = time.perf_counter() - t0
         return ir
 
 
-def _numba_ir(disp, argtypes: tuple) -> NumbaIR:
+def _numba_ir(disp, argtypes: tuple, serial: bool) -> NumbaIR:
     from numba.core import errors as nerr
 
-    copy = _private_copy(disp, {})
+    copy = _private_copy(disp, {}, serial)
     try:
         with _numba_unoptimized():
             copy.compile(tuple(argtypes))
@@ -815,7 +821,7 @@ _kernel_sources: dict[str, tuple] = {}
 _CALLED_KERNEL = re.compile(r"^declare\b[^@]*@(__zymase_kernel_\d+_\d+_\d+)\(", re.M)
 
 
-def with_called_kernels(ir: NumbaIR, depth: int = 0) -> NumbaIR:
+def with_called_kernels(ir: NumbaIR, depth: int = 0, serial: bool = False) -> NumbaIR:
     """``ir`` with the source of every zymase kernel it calls (njit code calling a
     ``zymase.grad`` of another function) linked in: Numba's IR of that function and
     the kernel text still calling ``__enzyme_autodiff``, so that the C path's marker
@@ -834,7 +840,7 @@ def with_called_kernels(ir: NumbaIR, depth: int = 0) -> NumbaIR:
     text = ir.text
     for symbol in called:
         disp, argtypes, spec = _kernel_sources[symbol]
-        inner = with_called_kernels(numba_ir(disp, argtypes), depth + 1)
+        inner = with_called_kernels(numba_ir(disp, argtypes, serial), depth + 1, serial)
         source = inner.text + "\n" + kernel_ir(inner, spec, symbol)
         text = link_modules(text, source)
     return dataclasses.replace(ir, text=text)
@@ -915,17 +921,23 @@ def _compile_kernel(disp, argtypes: tuple, spec: KernelSpec, cache: bool) -> Ker
         if stored is not None:
             final = stored.decode().replace("@__zymase_cached_kernel", f"@{symbol}")
             rec.cached = "disk"
-    ir = numba_ir(disp, argtypes)
-    rec.phases["numba"] = ir.seconds
-    ir = with_called_kernels(ir)
-    if spec.inner is not None:
-        ir = nested_ir(ir, spec, symbol)
+    # (a kernel of the serial copy says so in its first line, for the disk cache)
+    ir = _kernel_source(disp, argtypes, spec, symbol, rec, serial=(final or "").startswith(_SERIAL))
     k_args, k_res = kernel_types(ir, spec)
     if final is None:
-        final = differentiate_numba_ir(ir, spec, symbol, rec)
+        try:
+            final = differentiate_numba_ir(ir, spec, symbol, rec)
+        except ParforSerial as why:
+            # a prange loop whose reverse sweep cannot recompute it (or a nested or vector
+            # request over one): the derivative of the serial copy (docs/architecture.md, 10)
+            if _debug():
+                print(f"zymase: {why.format()}: the serial derivative", file=sys.stderr)
+            ir = _kernel_source(disp, argtypes, spec, symbol, rec, serial=True)
+            final = _SERIAL + differentiate_numba_ir(ir, spec, symbol, rec)
         if disk_key:
             stored = final.replace(f"@{symbol}", "@__zymase_cached_kernel")
             derivative_cache.store(disk_key, "numba.ll", stored.encode())
+    rec.parfors = "serial" if final.startswith(_SERIAL) else "parallel" if forks_a_derivative(final) else ""
     _check_jit_supported(final, disp)
     with _phase(rec, "jit"):
         engine, addr = _jit_in_numba(final, symbol, ir.environment)
@@ -937,6 +949,19 @@ def _compile_kernel(disp, argtypes: tuple, spec: KernelSpec, cache: bool) -> Ker
     if _debug():
         print(rec.summary(), file=sys.stderr)
     return Kernel(spec, symbol, k_args, k_res, addr, rec, engine)
+
+
+_SERIAL = "; zymase: the derivative of the serial copy (prange loops as range)\n"
+
+
+def _kernel_source(disp, argtypes: tuple, spec: KernelSpec, symbol: str, rec, serial: bool) -> NumbaIR:
+    """Numba's IR of the function, the kernels it calls and a nested request's inner kernel."""
+    ir = numba_ir(disp, argtypes, serial)
+    rec.phases["numba"] = rec.phases.get("numba", 0.0) + ir.seconds
+    ir = with_called_kernels(ir, serial=serial)
+    if spec.inner is not None:
+        ir = nested_ir(ir, spec, symbol)
+    return ir
 
 
 def _check_jit_supported(text: str, disp) -> None:
