@@ -149,3 +149,28 @@ def test_marker_cleanup_walks_the_module_once(tmp_path, monkeypatch):
 
     visited, size = _ops_visited_by(markers, "finish_markers", 4, 20, tmp_path, monkeypatch)
     assert visited <= 1.2 * size, f"finish_markers visited {visited} ops of a {size}-op module"
+
+
+def test_tape_lowering_walks_an_llvm_module_once_before_lowering(tmp_path, monkeypatch):
+    # issue 29 item 1 (no repeated whole-module walks): on the C path the module after
+    # the enzyme pass holds llvm and enzyme ops only, and lowering it walked it five
+    # times (a look for structured ops, the structured rewrites' own walks, a record of
+    # memref operands, then each function: 5x the module's ops); one look at the op
+    # names, then the functions holding enzyme ops (xDSL's list(block.ops) counts them
+    # twice: len() walks the block), about 2.5x
+    from zymase.transforms import lower_to_llvm
+
+    visited, size = _ops_visited_by(lower_to_llvm, "lower_to_llvm", 4, 20, tmp_path, monkeypatch)
+    assert visited <= 3 * size, f"lower_to_llvm visited {visited} ops of a {size}-op module"
+
+
+@pytest.mark.parametrize("step", ["outline_parallel_regions", "restore_parallel_regions"])
+def test_openmp_steps_do_not_walk_a_module_without_parallel_regions(step, tmp_path, monkeypatch):
+    # issue 29 item 1 (no repeated whole-module walks): around every enzyme pass round,
+    # the OpenMP steps walked every function body looking for fork calls and calls of
+    # outlined regions; without a fork call declared or an outlined region defined
+    # there is nothing to find, which the module's symbols tell
+    from zymase.transforms import openmp
+
+    visited, size = _ops_visited_by(openmp, step, 4, 20, tmp_path, monkeypatch)
+    assert visited <= 0.1 * size, f"{step} visited {visited} ops of a {size}-op module"

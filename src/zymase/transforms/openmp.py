@@ -123,6 +123,8 @@ def outline_parallel_regions(module: ModuleOp) -> int:
     module docstring); returns how many."""
     funcs = _functions(module)
     count = 0
+    if FORK_CALL not in funcs:  # no call without its declaration: no body to walk
+        return count
     for fop in funcs.values():
         if THREAD in fop.attributes:
             continue
@@ -406,6 +408,8 @@ def restore_parallel_regions(module: ModuleOp) -> None:
     """Every direct call of an outlined function or of one of its derivatives becomes a
     fork call (with the thread wrappers and the tape records of split mode)."""
     funcs = _functions(module)
+    if not any(map(is_outlined_region, funcs.values())):  # nothing to call: no body to walk
+        return
     calls = [(f, op) for f in funcs.values() for op in f.walk()
              if isinstance(op, llvm.CallOp) and _callee(op) in funcs and is_outlined_region(funcs[_callee(op)])]
     if not calls:
