@@ -174,3 +174,41 @@ def test_openmp_steps_do_not_walk_a_module_without_parallel_regions(step, tmp_pa
 
     visited, size = _ops_visited_by(openmp, step, 4, 20, tmp_path, monkeypatch)
     assert visited <= 0.1 * size, f"{step} visited {visited} ops of a {size}-op module"
+
+
+def test_type_analysis_does_not_walk_the_module_per_function(tmp_path, monkeypatch):
+    # issue 29 item 1 (analyses computed once): each analyze_types call walked the whole
+    # module to see whether any access carries TBAA; at -O0 none does, so every call
+    # walked all of it (quadratic in the number of functions that copy memory). The
+    # driver now reads it once per module
+    from zymase.analysis import types as type_analysis
+
+    functions = 8
+    lines = ["#include <string.h>", "extern void __enzyme_autodiff(void *, ...);"]
+    for f in range(functions):
+        lines.append(f"void f{f}(const double *x, double *y) {{ memcpy(y, x, 2 * sizeof(double)); "
+                     f"y[0] *= y[1] + {f}.0; }}")
+        lines.append(f"void g{f}(const double *x, double *dx, double *y, double *dy) "
+                     f"{{ __enzyme_autodiff((void *)f{f}, x, dx, y, dy); }}")
+    source = tmp_path / "copies.c"
+    source.write_text("\n".join(lines) + "\n")
+    ll = subprocess.run([CLANG, "-O0", "-Xclang", "-disable-O0-optnone", "-S", "-emit-llvm", "-o", "-",
+                         str(source)], capture_output=True, text=True, check=True).stdout
+    analyze = type_analysis.analyze_types
+    seen = {"calls": 0, "visited": 0, "size": 0}
+
+    def counting_analyze(func_op, module=None, **kwargs):
+        seen["calls"] += 1
+        seen["size"] = max(seen["size"], sum(1 for _ in module.walk()))
+        with monkeypatch.context() as patch:
+            visited = _OpsVisited(patch)
+            info = analyze(func_op, module, **kwargs)
+            seen["visited"] += visited.count
+        return info
+
+    with monkeypatch.context() as patch:
+        patch.setattr(type_analysis, "analyze_types", counting_analyze)
+        c_frontend.differentiate_llvm_ir(ll, source.name, 0, c_frontend.Timings())
+    assert seen["calls"] == functions, seen
+    assert seen["visited"] <= 2 * seen["size"], (
+        f"{seen['calls']} type analyses visited {seen['visited']} ops of a module of at most {seen['size']}")

@@ -545,7 +545,8 @@ class ShadowCode:
 
         info = getattr(self, "_type_info", None)
         if info is None:
-            info = self._type_info = analyze_types(self.p.func, self.ctx.module)
+            info = self._type_info = analyze_types(self.p.func, self.ctx.module,
+                                                   has_tbaa=self.ctx.driver.has_tbaa)
         return info
 
 
