@@ -258,3 +258,20 @@ def test_engine_fingerprint_covers_the_c_runtimes(tmp_path, monkeypatch):
     runtime.write_text("int f(void) { return 2; }\n")
     monkeypatch.setattr(derivative_cache, "_engine_hash", None)
     assert derivative_cache.engine_fingerprint() != before
+
+
+def test_cache_hit_imports_neither_llvm_nor_the_engine(tmp_path):
+    # issue 29 targets (a cached rebuild at most clang's time + 0.3 s): a hit runs clang,
+    # hashes and copies files; LLVM's binding (about 0.1 s to load) and xDSL are not needed
+    import sys
+
+    _write(tmp_path)
+    assert _build(tmp_path)[0] == "miss"
+    script = ("import sys; from zymase.cli import main; "
+              "rc = main(['cc', '-O2', '--time', 'grad.c', '-o', 'grad']); "
+              "print(rc, sorted(m for m in ('llvmlite.binding', 'xdsl') if m in sys.modules))")
+    env = dict(os.environ, ZYMASE_CACHE_DIR=str(tmp_path / "cache"))
+    proc = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert "derivative cache: hit" in proc.stderr, proc.stderr
+    assert proc.stdout.split() == ["0", "[]"], proc.stdout
