@@ -48,7 +48,6 @@ from zymase.ir import (
     llvm,
     llvm_ext,
     location_of,
-    parse_mlir,
 )
 from zymase.llvm.noalias_scopes import SCOPE_DECL, SRC_ALIAS_SCOPE, SRC_NOALIAS, scope_decl, source_scopes
 
@@ -624,7 +623,9 @@ def _require_memcpy_adjoint(module, ftype: str) -> str:
         if getattr(op, "sym_name", None) is not None and op.sym_name.data == name:
             return name
     text = _MEMCPY_ADJOINT.format(name=name, t=ftype, size=8 if ftype == "f64" else 4)
-    runtime = parse_mlir(text, "<zymase memcpy adjoint>")
+    from zymase.cache import parsed_mlir
+
+    runtime = parsed_mlir(text, "<zymase memcpy adjoint>")
     for op in list(runtime.body.block.ops):
         op.detach()
         module.body.block.add_op(op)

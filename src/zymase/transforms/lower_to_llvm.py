@@ -63,7 +63,6 @@ from zymase.transforms.lower_tape import (
     TAPE_STATS_COUNTER,
     TAPE_STATS_GLOBAL,
     cache_runtime_text,
-    parsed_runtime,
     tape_stats_enabled,
 )
 from zymase.transforms.lowering_registry import (
@@ -279,7 +278,9 @@ class ModuleLowering:
     def _add_runtime(self, text: str, name: str) -> None:
         """Add the ops of the llvm-dialect module ``text``; a global the program only
         declares (its own ``extern`` declaration of the stats counter) gives way."""
-        runtime = parsed_runtime(text, name).clone()
+        from zymase.cache import parsed_mlir
+
+        runtime = parsed_mlir(text, name)
         for op in list(runtime.body.block.ops):
             existing = self.symbols.get(op.sym_name.data)  # type: ignore[attr-defined]
             if isinstance(existing, llvm.GlobalOp):
