@@ -212,3 +212,44 @@ def test_type_analysis_does_not_walk_the_module_per_function(tmp_path, monkeypat
     assert seen["calls"] == functions, seen
     assert seen["visited"] <= 2 * seen["size"], (
         f"{seen['calls']} type analyses visited {seen['visited']} ops of a module of at most {seen['size']}")
+
+
+def test_alias_scope_lists_are_built_once_per_scope_set(tmp_path, monkeypatch):
+    # issue 29 item 1 (xDSL's machinery in hot loops): annotate_alias_scopes built, for
+    # every load and store, a new string attribute for each scope of the function (the
+    # access's scopes and all the others): accesses x scopes attributes, each verified by
+    # xDSL (about 4,400 of hand's 18,000 attributes). Accesses with the same scopes share
+    # one pair of lists
+    from xdsl.ir import core as xdsl_ir
+
+    from zymase.transforms import alias_scopes
+
+    source = tmp_path / "scopes.c"
+    body = " ".join(f"y[{k}] = a[{k}] * b[{k % 3}] + c[{(k + 1) % 5}];" for k in range(24))
+    source.write_text("extern void __enzyme_autodiff(void *, ...);\n"
+                      "void f(const double *restrict a, const double *restrict b, const double *restrict c, "
+                      f"double *restrict y) {{ {body} }}\n"
+                      "void g(double *a, double *da, double *b, double *db, double *c, double *dc, double *y, "
+                      "double *dy) { __enzyme_autodiff((void *)f, a, da, b, db, c, dc, y, dy); }\n")
+    ll = subprocess.run([CLANG, "-O2", "-Xclang", "-disable-llvm-passes", "-S", "-emit-llvm", "-o", "-",
+                         str(source)], capture_output=True, text=True, check=True).stdout
+    annotate = alias_scopes.annotate_alias_scopes
+    seen = {"attributes": 0, "annotated": 0}
+
+    def counting(module):
+        init = xdsl_ir.Attribute.__post_init__
+
+        def post_init(attr):
+            seen["attributes"] += 1
+            init(attr)
+
+        with monkeypatch.context() as patch:
+            patch.setattr(xdsl_ir.Attribute, "__post_init__", post_init)
+            annotate(module)
+        seen["annotated"] = sum(1 for op in module.walk() if alias_scopes.NOALIAS in op.attributes)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(alias_scopes, "annotate_alias_scopes", counting)
+        c_frontend.differentiate_llvm_ir(ll, source.name, 2, c_frontend.Timings())
+    assert seen["annotated"] >= 100, seen
+    assert seen["attributes"] <= seen["annotated"], seen
