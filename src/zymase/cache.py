@@ -93,6 +93,33 @@ def make_key(*parts: str | bytes) -> str:
     return h.hexdigest()[:40]
 
 
+def parsed_mlir(text: str, name: str):
+    """A new module parsed from MLIR text zymase ships (its runtimes: llvm-dialect
+    functions added to the modules that call them). xDSL's parser takes 0.2-0.4 s on the
+    tape runtime, which every build that tapes needs: the parse is kept pickled, in this
+    process and in the cache directory (as the C runtimes' IR is; ``--no-cache`` is about
+    derivatives and does not turn this off), and each call unpickles a fresh copy, which
+    the caller may take apart. An entry that does not load (another xDSL's or Python's)
+    is parsed again and replaced."""
+    from zymase.ir import PICKLE_IDENTITY, module_from_bytes, module_to_bytes, parse_mlir
+
+    key = make_key("parsed MLIR", PICKLE_IDENTITY, name, text)
+    data = _PARSED.get(key)
+    if data is None:
+        data = load(key, "mlir.pickle")
+    module = module_from_bytes(data) if data is not None else None
+    if module is None:
+        module = parse_mlir(text, name)
+        data = module_to_bytes(module)
+        store(key, "mlir.pickle", data)
+    _PARSED[key] = data
+    return module
+
+
+#: this process's parses of :func:`parsed_mlir`, by key
+_PARSED: dict[str, bytes] = {}
+
+
 def enabled() -> bool:
     """Whether the cache may be used in this environment (see DIAGNOSTIC_ENVIRONMENT)."""
     return not any(os.environ.get(name, "") not in ("", "0") for name in DIAGNOSTIC_ENVIRONMENT)

@@ -258,3 +258,48 @@ def test_engine_fingerprint_covers_the_c_runtimes(tmp_path, monkeypatch):
     runtime.write_text("int f(void) { return 2; }\n")
     monkeypatch.setattr(derivative_cache, "_engine_hash", None)
     assert derivative_cache.engine_fingerprint() != before
+
+
+def test_cache_hit_imports_neither_llvm_nor_the_engine(tmp_path):
+    # issue 29 targets (a cached rebuild at most clang's time + 0.3 s): a hit runs clang,
+    # hashes and copies files; LLVM's binding (about 0.1 s to load) and xDSL are not needed
+    import sys
+
+    _write(tmp_path)
+    assert _build(tmp_path)[0] == "miss"
+    script = ("import sys; from zymase.cli import main; "
+              "rc = main(['cc', '-O2', '--time', 'grad.c', '-o', 'grad']); "
+              "print(rc, sorted(m for m in ('llvmlite.binding', 'xdsl') if m in sys.modules))")
+    env = dict(os.environ, ZYMASE_CACHE_DIR=str(tmp_path / "cache"))
+    proc = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert "derivative cache: hit" in proc.stderr, proc.stderr
+    assert proc.stdout.split() == ["0", "[]"], proc.stdout
+
+
+def test_tape_runtime_is_parsed_once_per_cache_directory(tmp_path, monkeypatch):
+    # issue 29 item 1 (text parsed again): every build that tapes parsed the tape
+    # runtime's MLIR text with xDSL's parser, 0.2-0.4 s of each workload's AD. It is
+    # kept parsed in the cache directory; an entry that does not load is parsed again
+    import zymase.ir
+    from zymase import cache as derivative_cache
+    from zymase.ir import print_mlir
+    from zymase.transforms import lower_tape
+
+    monkeypatch.setenv("ZYMASE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(derivative_cache, "_PARSED", {})  # this process has parsed nothing
+    text, name = lower_tape.cache_runtime_text(), "<zymase cache runtime>"
+    parsed: list[str] = []
+    parse = zymase.ir.parse_mlir
+    monkeypatch.setattr(zymase.ir, "parse_mlir", lambda t, n: parsed.append(n) or parse(t, n))
+    first = derivative_cache.parsed_mlir(text, name)
+    derivative_cache._PARSED.clear()  # as in the next process
+    second = derivative_cache.parsed_mlir(text, name)
+    assert parsed == [name] and print_mlir(second) == print_mlir(first)
+    assert second is not first and next(iter(second.walk())) is not next(iter(first.walk()))
+    for entry in tmp_path.iterdir():  # an entry of another xDSL: whole, but not a module
+        key, kind = entry.name.split(".", 1)
+        derivative_cache.store(key, kind, b"not a parsed module")
+    derivative_cache._PARSED.clear()
+    assert print_mlir(derivative_cache.parsed_mlir(text, name)) == print_mlir(first)
+    assert parsed == [name, name]

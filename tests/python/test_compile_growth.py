@@ -113,3 +113,143 @@ def test_module_is_not_scanned_once_per_differentiated_function(tmp_path, monkey
     assert many <= 1.3 * few, (
         f"top-level ops visited per function: {few:.0f} with 8 functions, {many:.0f} with 64: "
         "the module is scanned once per function")
+
+
+def _ops_visited_by(step_module, step_name: str, functions: int, statements: int, tmp_path: Path,
+                    monkeypatch: pytest.MonkeyPatch) -> tuple[int, int]:
+    """(ops visited by ``step_module.step_name`` in one ``zymase cc -O2`` differentiation
+    of the generated program, ops in the module it was given)."""
+    source = tmp_path / f"steps_{functions}x{statements}.c"
+    source.write_text(_program(functions, statements))
+    ll = subprocess.run([CLANG, "-O2", "-Xclang", "-disable-llvm-passes", "-S", "-emit-llvm", "-o", "-",
+                         str(source)], capture_output=True, text=True, check=True).stdout
+    step = getattr(step_module, step_name)
+    seen = {"visited": 0, "size": 0}
+
+    def counting_step(module, *args, **kwargs):
+        seen["size"] = sum(1 for _ in module.walk())
+        with monkeypatch.context() as patch:
+            visited = _OpsVisited(patch)
+            result = step(module, *args, **kwargs)
+            seen["visited"] += visited.count
+        return result
+
+    with monkeypatch.context() as patch:
+        patch.setattr(step_module, step_name, counting_step)
+        c_frontend.differentiate_llvm_ir(ll, source.name, 2, c_frontend.Timings())
+    assert seen["size"] > 0, f"{step_name} did not run"
+    return seen["visited"], seen["size"]
+
+
+def test_marker_cleanup_walks_the_module_once(tmp_path, monkeypatch):
+    # issue 29 item 1 (no repeated whole-module walks): dropping the marker loads and
+    # declarations left after the last round walked the module to a fixpoint, three
+    # or four times (about 10% of AD on gmm); one walk finds every candidate
+    from zymase.llvm import markers
+
+    visited, size = _ops_visited_by(markers, "finish_markers", 4, 20, tmp_path, monkeypatch)
+    assert visited <= 1.2 * size, f"finish_markers visited {visited} ops of a {size}-op module"
+
+
+def test_tape_lowering_walks_an_llvm_module_once_before_lowering(tmp_path, monkeypatch):
+    # issue 29 item 1 (no repeated whole-module walks): on the C path the module after
+    # the enzyme pass holds llvm and enzyme ops only, and lowering it walked it five
+    # times (a look for structured ops, the structured rewrites' own walks, a record of
+    # memref operands, then each function: 5x the module's ops); one look at the op
+    # names, then the functions holding enzyme ops (xDSL's list(block.ops) counts them
+    # twice: len() walks the block), about 2.5x
+    from zymase.transforms import lower_to_llvm
+
+    visited, size = _ops_visited_by(lower_to_llvm, "lower_to_llvm", 4, 20, tmp_path, monkeypatch)
+    assert visited <= 3 * size, f"lower_to_llvm visited {visited} ops of a {size}-op module"
+
+
+@pytest.mark.parametrize("step", ["outline_parallel_regions", "restore_parallel_regions"])
+def test_openmp_steps_do_not_walk_a_module_without_parallel_regions(step, tmp_path, monkeypatch):
+    # issue 29 item 1 (no repeated whole-module walks): around every enzyme pass round,
+    # the OpenMP steps walked every function body looking for fork calls and calls of
+    # outlined regions; without a fork call declared or an outlined region defined
+    # there is nothing to find, which the module's symbols tell
+    from zymase.transforms import openmp
+
+    visited, size = _ops_visited_by(openmp, step, 4, 20, tmp_path, monkeypatch)
+    assert visited <= 0.1 * size, f"{step} visited {visited} ops of a {size}-op module"
+
+
+def test_type_analysis_does_not_walk_the_module_per_function(tmp_path, monkeypatch):
+    # issue 29 item 1 (analyses computed once): each analyze_types call walked the whole
+    # module to see whether any access carries TBAA; at -O0 none does, so every call
+    # walked all of it (quadratic in the number of functions that copy memory). The
+    # driver now reads it once per module
+    from zymase.analysis import types as type_analysis
+
+    functions = 8
+    lines = ["#include <string.h>", "extern void __enzyme_autodiff(void *, ...);"]
+    for f in range(functions):
+        lines.append(f"void f{f}(const double *x, double *y) {{ memcpy(y, x, 2 * sizeof(double)); "
+                     f"y[0] *= y[1] + {f}.0; }}")
+        lines.append(f"void g{f}(const double *x, double *dx, double *y, double *dy) "
+                     f"{{ __enzyme_autodiff((void *)f{f}, x, dx, y, dy); }}")
+    source = tmp_path / "copies.c"
+    source.write_text("\n".join(lines) + "\n")
+    ll = subprocess.run([CLANG, "-O0", "-Xclang", "-disable-O0-optnone", "-S", "-emit-llvm", "-o", "-",
+                         str(source)], capture_output=True, text=True, check=True).stdout
+    analyze = type_analysis.analyze_types
+    seen = {"calls": 0, "visited": 0, "size": 0}
+
+    def counting_analyze(func_op, module=None, **kwargs):
+        seen["calls"] += 1
+        seen["size"] = max(seen["size"], sum(1 for _ in module.walk()))
+        with monkeypatch.context() as patch:
+            visited = _OpsVisited(patch)
+            info = analyze(func_op, module, **kwargs)
+            seen["visited"] += visited.count
+        return info
+
+    with monkeypatch.context() as patch:
+        patch.setattr(type_analysis, "analyze_types", counting_analyze)
+        c_frontend.differentiate_llvm_ir(ll, source.name, 0, c_frontend.Timings())
+    assert seen["calls"] == functions, seen
+    assert seen["visited"] <= 2 * seen["size"], (
+        f"{seen['calls']} type analyses visited {seen['visited']} ops of a module of at most {seen['size']}")
+
+
+def test_alias_scope_lists_are_built_once_per_scope_set(tmp_path, monkeypatch):
+    # issue 29 item 1 (xDSL's machinery in hot loops): annotate_alias_scopes built, for
+    # every load and store, a new string attribute for each scope of the function (the
+    # access's scopes and all the others): accesses x scopes attributes, each verified by
+    # xDSL (about 4,400 of hand's 18,000 attributes). Accesses with the same scopes share
+    # one pair of lists
+    from xdsl.ir import core as xdsl_ir
+
+    from zymase.transforms import alias_scopes
+
+    source = tmp_path / "scopes.c"
+    body = " ".join(f"y[{k}] = a[{k}] * b[{k % 3}] + c[{(k + 1) % 5}];" for k in range(24))
+    source.write_text("extern void __enzyme_autodiff(void *, ...);\n"
+                      "void f(const double *restrict a, const double *restrict b, const double *restrict c, "
+                      f"double *restrict y) {{ {body} }}\n"
+                      "void g(double *a, double *da, double *b, double *db, double *c, double *dc, double *y, "
+                      "double *dy) { __enzyme_autodiff((void *)f, a, da, b, db, c, dc, y, dy); }\n")
+    ll = subprocess.run([CLANG, "-O2", "-Xclang", "-disable-llvm-passes", "-S", "-emit-llvm", "-o", "-",
+                         str(source)], capture_output=True, text=True, check=True).stdout
+    annotate = alias_scopes.annotate_alias_scopes
+    seen = {"attributes": 0, "annotated": 0}
+
+    def counting(module):
+        init = xdsl_ir.Attribute.__post_init__
+
+        def post_init(attr):
+            seen["attributes"] += 1
+            init(attr)
+
+        with monkeypatch.context() as patch:
+            patch.setattr(xdsl_ir.Attribute, "__post_init__", post_init)
+            annotate(module)
+        seen["annotated"] = sum(1 for op in module.walk() if alias_scopes.NOALIAS in op.attributes)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(alias_scopes, "annotate_alias_scopes", counting)
+        c_frontend.differentiate_llvm_ir(ll, source.name, 2, c_frontend.Timings())
+    assert seen["annotated"] >= 100, seen
+    assert seen["attributes"] <= seen["annotated"], seen

@@ -18,7 +18,7 @@ from zymase.analysis.type_deductions import RET, RuleGraph, is_ptr
 from zymase.analysis.type_tree import EMPTY, MAX_DEPTH, TypeTree, join, truncate
 from zymase.ir import ModuleOp, Operation, llvm
 
-__all__ = ["Shared", "Analyzer", "MAX_CALL_DEPTH", "MAX_CONTEXTS"]
+__all__ = ["Shared", "Analyzer", "MAX_CALL_DEPTH", "MAX_CONTEXTS", "module_has_tbaa"]
 
 #: Nesting of context-sensitive callee analyses (deeper: context-free summaries).
 MAX_CALL_DEPTH = 4
@@ -26,10 +26,19 @@ MAX_CALL_DEPTH = 4
 MAX_CONTEXTS = 16
 
 
+def module_has_tbaa(module: ModuleOp | None) -> bool:
+    """Whether any load or store of ``module`` carries a TBAA access type (the reader's
+    ``zymase.tbaa``). A walk of the whole module when none does (-O0): a caller that
+    analyses many functions of one module reads it once (``Driver.has_tbaa``)."""
+    return module is not None and any(
+        "zymase.tbaa" in op.attributes for op in module.walk() if isinstance(op, (llvm.LoadOp, llvm.StoreOp))
+    )
+
+
 class Shared:
     """State of one :func:`analyze_types` call: symbols, rule graphs, callee summaries."""
 
-    def __init__(self, module: ModuleOp | None):
+    def __init__(self, module: ModuleOp | None, has_tbaa: bool | None = None):
         self.funcs: dict[str, Operation] = {}
         self.globals: dict[str, Operation] = {}
         if module is not None:
@@ -39,9 +48,7 @@ class Shared:
                 elif isinstance(op, llvm.GlobalOp):
                     self.globals[op.sym_name.data] = op
         # TBAA anywhere: the module was compiled with optimization (clang -O1 or more)
-        self.has_tbaa = module is not None and any(
-            "zymase.tbaa" in op.attributes for op in module.walk() if isinstance(op, (llvm.LoadOp, llvm.StoreOp))
-        )
+        self.has_tbaa = module_has_tbaa(module) if has_tbaa is None else has_tbaa
         self.graphs: dict[int, RuleGraph] = {}
         self.cache: dict[tuple, tuple[tuple[TypeTree, ...], TypeTree]] = {}
         self.contexts: dict[str, int] = {}

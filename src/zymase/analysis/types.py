@@ -279,19 +279,21 @@ def _describe_value(v: SSAValue, fname: str) -> str:
 
 
 def analyze_types(func_op: Operation, module: ModuleOp | None = None, *,
-                  arg_types: Sequence[TypeTree | None] | None = None) -> TypeInfo:
+                  arg_types: Sequence[TypeTree | None] | None = None, has_tbaa: bool | None = None) -> TypeInfo:
     """Type analysis of one ``llvm.func``.
 
     ``module`` (default: the function's parent module) provides callee bodies for
     the interprocedural part and global types. ``arg_types`` optionally seeds what the
-    pointer arguments point to (e.g. known from a caller).
+    pointer arguments point to (e.g. known from a caller). ``has_tbaa``: whether the
+    module's accesses carry TBAA, when the caller knows (else the module is walked:
+    ``type_fixpoint.module_has_tbaa``).
     """
     if module is None:
         parent = func_op.parent_op()
         while parent is not None and not isinstance(parent, ModuleOp):
             parent = parent.parent_op()
         module = parent
-    shared = Shared(module)
+    shared = Shared(module, has_tbaa)
     seeds = [t if t is not None else EMPTY for t in (arg_types or ())]
     name = func_op.sym_name.data if hasattr(func_op, "sym_name") else "?"
     analyzer = Analyzer(shared.graph(func_op), seeds, EMPTY, (name,), plain=False)

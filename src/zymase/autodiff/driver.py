@@ -45,6 +45,15 @@ class Driver:
         quadratic in the number of functions (AD adds no marked globals)."""
         return inactive_global_names(self.module)
 
+    @cached_property
+    def has_tbaa(self) -> bool:
+        """Whether the module's accesses carry TBAA, read once per module for the type
+        analysis of every function that copies memory: a walk of the whole module per
+        analysis was quadratic at -O0, where none does (AD copies tags, adds none)."""
+        from zymase.analysis.type_fixpoint import module_has_tbaa
+
+        return module_has_tbaa(self.module)
+
     def function(self, name: str, where: Operation | None = None) -> Operation:
         fop = self.symbols.get(name)
         if fop is None or not hasattr(fop, "body"):

@@ -48,7 +48,6 @@ from zymase.ir import (
     llvm,
     llvm_ext,
     location_of,
-    parse_mlir,
 )
 from zymase.llvm.noalias_scopes import SCOPE_DECL, SRC_ALIAS_SCOPE, SRC_NOALIAS, scope_decl, source_scopes
 
@@ -550,7 +549,8 @@ class ShadowCode:
 
         info = getattr(self, "_type_info", None)
         if info is None:
-            info = self._type_info = analyze_types(self.p.func, self.ctx.module)
+            info = self._type_info = analyze_types(self.p.func, self.ctx.module,
+                                                   has_tbaa=self.ctx.driver.has_tbaa)
         return info
 
 
@@ -628,7 +628,9 @@ def _require_memcpy_adjoint(module, ftype: str) -> str:
         if getattr(op, "sym_name", None) is not None and op.sym_name.data == name:
             return name
     text = _MEMCPY_ADJOINT.format(name=name, t=ftype, size=8 if ftype == "f64" else 4)
-    runtime = parse_mlir(text, "<zymase memcpy adjoint>")
+    from zymase.cache import parsed_mlir
+
+    runtime = parsed_mlir(text, "<zymase memcpy adjoint>")
     for op in list(runtime.body.block.ops):
         op.detach()
         module.body.block.add_op(op)

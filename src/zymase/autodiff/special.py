@@ -11,7 +11,7 @@ libm's lgamma does.
 
 from __future__ import annotations
 
-from zymase.ir import ModuleOp, llvm, parse_mlir
+from zymase.ir import ModuleOp, llvm
 
 DIGAMMA = "__zymase_digamma"
 
@@ -80,7 +80,9 @@ def ensure_digamma(module: ModuleOp) -> str:
     present = {op.sym_name.data for op in module.body.block.ops if isinstance(op, llvm.FuncOp)}
     if DIGAMMA in present:
         return DIGAMMA
-    helper = parse_mlir(_DIGAMMA_TEXT, "<zymase digamma>")
+    from zymase.cache import parsed_mlir
+
+    helper = parsed_mlir(_DIGAMMA_TEXT, "<zymase digamma>")
     for op in list(helper.body.block.ops):
         if op.sym_name.data in present:
             continue

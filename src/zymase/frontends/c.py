@@ -190,7 +190,9 @@ def compile_c(source: str, clang_flags: list[str], level: int, timings: Timings,
     from zymase.llvm import toolchain
 
     with timings.phase("clang"):
-        ll = toolchain.c_to_llvm_ir(source, clang_flags, level)
+        # the key hashes clang's own text: dropping the target features LLVM does not
+        # know loads LLVM, which a hit does without
+        ll = toolchain.c_to_llvm_ir(source, clang_flags, level, known_features_only=False)
     key = None
     if cache and derivative_cache.enabled():
         with timings.phase("cache"):
@@ -202,6 +204,8 @@ def compile_c(source: str, clang_flags: list[str], level: int, timings: Timings,
         timings.cache.append("miss")
     else:
         timings.cache.append("off")
+    with timings.phase("clang"):
+        ll = toolchain.drop_unknown_target_features(ll)
     try:
         ll = differentiate_llvm_ir(ll, str(source), level, timings, preoptimize=preopt, only_reachable=True,
                                    cache=key is not None)
@@ -216,8 +220,8 @@ def compile_c(source: str, clang_flags: list[str], level: int, timings: Timings,
 
 
 def build_key(ll_text: str, clang_flags: list[str], level: int, preopt: bool) -> str:
-    """The cache key of one source's build: clang's IR (before any LLVM pass; the pre-AD
-    pipeline is a function of it, so it is not run to compute the key), the clang flags,
+    """The cache key of one source's build: clang's IR (before any LLVM pass, as clang
+    wrote it; the pre-AD pipeline is a function of it, so it is not run to compute the key), the clang flags,
     the level, ``--no-preopt`` and the derivative semantics (strong zeros or not)."""
     from zymase import cache as derivative_cache
     from zymase.autodiff.semantics import strong_zero

@@ -859,21 +859,30 @@ def _refuse_undifferentiable(site: _Site, t: Attribute, what: str) -> None:
 
 def _drop_dead_marker_globals(module: ModuleOp) -> None:
     """Marker loads are dead once their call is gone; an ``extern int enzyme_dup``
-    left referenced would not link, so dead references and declarations go."""
-    changed = True
-    while changed:
-        changed = False
-        for op in list(module.walk()):
-            if isinstance(op, (llvm.LoadOp, llvm.AddressOfOp)) and not any(r.uses for r in op.results):
-                if isinstance(op, llvm.LoadOp) and _global_named_by(op.results[0]) not in KNOWN_MARKERS:
-                    continue
-                if isinstance(op, llvm.AddressOfOp) and _addressof_name(op.results[0]) not in KNOWN_MARKERS:
-                    continue
-                op.parent_block().erase_op(op)
-                changed = True
-    used = {
-        op.global_name.root_reference.data for op in module.walk() if isinstance(op, llvm.AddressOfOp)
-    }
+    left referenced would not link, so dead references and declarations go.
+
+    One walk collects the loads and addresses; erasing a dead one may leave the
+    address it loaded from dead, which is then looked at again (a worklist, where a
+    fixpoint over the whole module walked it three or four times)."""
+    references: list[Operation] = []
+    addresses: list[llvm.AddressOfOp] = []
+    for op in module.walk():
+        if isinstance(op, llvm.AddressOfOp):
+            addresses.append(op)
+            references.append(op)
+        elif isinstance(op, llvm.LoadOp):
+            references.append(op)
+    erased: set[Operation] = set()
+    work = [op for op in references if _is_dead_marker_reference(op)]
+    while work:
+        op = work.pop()
+        if op in erased or not _is_dead_marker_reference(op):
+            continue
+        defining = [v.owner for v in op.operands if isinstance(v.owner, (llvm.LoadOp, llvm.AddressOfOp))]
+        op.parent_block().erase_op(op)
+        erased.add(op)
+        work.extend(defining)
+    used = {op.global_name.root_reference.data for op in addresses if op not in erased}
     for op in list(module.body.block.ops):
         if isinstance(op, llvm.GlobalOp) and op.sym_name.data in KNOWN_MARKERS and op.sym_name.data not in used:
             if op.value is None and not op.body.blocks and "zymase.llvm_init" not in op.attributes:
@@ -883,3 +892,12 @@ def _drop_dead_marker_globals(module: ModuleOp) -> None:
             n = op.sym_name.data
             if _marker_mode(n) is not None:
                 module.body.block.erase_op(op)
+
+
+def _is_dead_marker_reference(op: Operation) -> bool:
+    """An unused load of a marker global (``load @enzyme_dup``) or address of one."""
+    if any(r.uses for r in op.results):
+        return False
+    if isinstance(op, llvm.LoadOp):
+        return _global_named_by(op.results[0]) in KNOWN_MARKERS
+    return _addressof_name(op.results[0]) in KNOWN_MARKERS

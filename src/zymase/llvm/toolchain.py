@@ -33,9 +33,22 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-import llvmlite.binding as llvm
-
 from zymase.errors import CompilerDiagnostics, ZymaseError
+
+
+class _Binding:
+    """``llvmlite.binding``, loaded on first use. A build the derivative cache serves
+    runs clang and copies files; loading LLVM's shared library (about 0.1 s) would be
+    a third of its time (tests/python/test_build_cache.py)."""
+
+    def __getattr__(self, name: str):
+        import llvmlite.binding as binding
+
+        globals()["llvm"] = binding  # the module's own name, from now on the binding itself
+        return getattr(binding, name)
+
+
+llvm = _Binding()
 
 #: clang versions whose LLVM IR llvmlite 0.50 (LLVM 22) can read.
 MIN_CLANG = 14
@@ -176,8 +189,12 @@ def compiles_cxx(flags: list[str]) -> bool:
     return any(f == "-x" and nxt == "c++" for f, nxt in zip(flags, flags[1:])) or "-xc++" in flags
 
 
-def c_to_llvm_ir(source: str | Path, flags: list[str] | None = None, opt_level: int = 2) -> str:
-    """LLVM IR text for the C file ``source``, ready for :func:`preopt`.
+def c_to_llvm_ir(source: str | Path, flags: list[str] | None = None, opt_level: int = 2, *,
+                 known_features_only: bool = True) -> str:
+    """LLVM IR text for the C file ``source``, ready for :func:`preopt`
+    (``known_features_only=False``: clang's text as it is, which needs
+    :func:`drop_unknown_target_features` before LLVM reads it; the derivative cache
+    hashes that, so that a hit does not load LLVM).
 
     For ``opt_level >= 1`` clang runs with ``-O<n> -Xclang -disable-llvm-passes``:
     the front end emits what the optimizer needs (TBAA, lifetime markers, no
@@ -233,7 +250,8 @@ def c_to_llvm_ir(source: str | Path, flags: list[str] | None = None, opt_level: 
                 raise _attribute_macro_clash(err) from None
         _refuse_enzyme_attributes(proc.stderr)
         _forward_warnings(proc.stderr, clang)
-        return drop_unknown_target_features(out.read_text())
+        text = out.read_text()
+        return drop_unknown_target_features(text) if known_features_only else text
 
 
 def _with_local_includes(source: Path, seen: set | None = None) -> str:

@@ -93,9 +93,17 @@ def _annotate(fn: llvm.FuncOp) -> None:
     every = sorted({s for _, scopes in accesses for s in scopes})
     if len(every) < 2:
         return
+    # attributes are immutable: one pair of lists per set of scopes, shared by its accesses
+    # (a new list per access built accesses x scopes attributes, each verified by xDSL)
+    named = {s: StringAttr(s) for s in every}
+    lists: dict[frozenset[str], tuple[ArrayAttr, ArrayAttr]] = {}
     for op, scopes in accesses:
-        op.attributes[ALIAS_SCOPE] = ArrayAttr([StringAttr(s) for s in sorted(scopes)])
-        op.attributes[NOALIAS] = ArrayAttr([StringAttr(s) for s in every if s not in scopes])
+        key = frozenset(scopes)
+        pair = lists.get(key)
+        if pair is None:
+            pair = lists[key] = (ArrayAttr([named[s] for s in sorted(scopes)]),
+                                 ArrayAttr([named[s] for s in every if s not in scopes]))
+        op.attributes[ALIAS_SCOPE], op.attributes[NOALIAS] = pair
 
 
 def _shadow_args(fn: llvm.FuncOp) -> dict[int, int]:

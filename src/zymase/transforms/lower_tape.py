@@ -9,12 +9,11 @@ adds the runtime to a module on first use and frees the caches on return.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 
 from zymase.transforms.tape_pool import CACHE_GROW, HEAP_TAPE, HEAP_TAPE_RUNTIME
-from zymase.ir import (StringAttr, Attribute, DenseArrayBase, IntegerType, ModuleOp, OpResult,
-                       Operation, SSAValue, enzyme, i64, llvm, llvm_ext, parse_mlir)
+from zymase.ir import (StringAttr, Attribute, DenseArrayBase, IntegerType, OpResult,
+                       Operation, SSAValue, enzyme, i64, llvm, llvm_ext)
 from zymase.transforms.lowering_registry import PTR, Emitter, ExtLoadOp, ExtStoreOp, lower_type, lowers
 
 CACHE_INLINE_BYTES = 128
@@ -395,13 +394,6 @@ def tape_stats_enabled() -> bool:
     import os
 
     return bool(os.environ.get("ZYMASE_TAPE_STATS"))
-
-
-@functools.lru_cache(maxsize=8)
-def parsed_runtime(text: str, name: str) -> ModuleOp:
-    """The runtime module ``text``, parsed once per process (xDSL's parser takes 0.2 s
-    on the cache runtime); each user gets a clone."""
-    return parse_mlir(text, name)
 
 
 def cache_runtime_text() -> str:

@@ -63,7 +63,6 @@ from zymase.transforms.lower_tape import (
     TAPE_STATS_COUNTER,
     TAPE_STATS_GLOBAL,
     cache_runtime_text,
-    parsed_runtime,
     tape_stats_enabled,
 )
 from zymase.transforms.lowering_registry import (
@@ -97,9 +96,22 @@ def lower_to_llvm(module: ModuleOp) -> ModuleOp:
     """Lower ``module`` in place (and return it for convenience)."""
     from zymase.transforms.lower_memref import prepare_memref_lowering  # registers the memref lowerings
 
-    prepare_memref_lowering(module)  # linalg/scf -> loops -> branches; memref operand types
-    ModuleLowering(module).run()
+    # one walk: the op names of each top-level op. After the enzyme pass on the C and
+    # Numba paths they are llvm and enzyme ops only: nothing structured to rewrite
+    # first (which would walk the module three more times), and only the functions
+    # holding enzyme ops to lower
+    names = {top: {op.name for op in top.walk()} for top in module.body.block.ops}
+    if not all(n.partition(".")[0] in _FLAT_DIALECTS and not n.startswith("llvm.intr.")
+               for inside in names.values() for n in inside):
+        prepare_memref_lowering(module)  # linalg/scf -> loops -> branches; memref operand types
+        names = None
+    ModuleLowering(module).run(names)
     return module
+
+
+#: dialects whose ops need no structured rewrite before lowering (enzyme's are lowered
+#: op by op); ``llvm.intr.*`` ops do (they become intrinsic calls)
+_FLAT_DIALECTS = frozenset({"llvm", "builtin", "enzyme"})
 
 
 _UNSUPPORTED_HINTS = {
@@ -122,7 +134,8 @@ class ModuleLowering:
                 self.symbols[name.data] = op  # type: ignore[attr-defined]
         self._has_cache_runtime = CACHE_PUSH in self.symbols
 
-    def run(self) -> None:
+    def run(self, names: dict[Operation, set[str]] | None = None) -> None:
+        """``names``: the names of the ops inside each top-level op, when known."""
         for op in list(self.module.body.block.ops):
             if isinstance(op, func.FuncOp):
                 self._lower_function(op)
@@ -130,7 +143,8 @@ class ModuleLowering:
                 # llvm.func bodies (code read from LLVM IR) may hold the enzyme
                 # accumulator/cache ops of generated derivatives, and hand-written
                 # MLIR may mix arith/math/cf into them.
-                if any(o.dialect_name() != "llvm" for o in op.body.walk()):
+                if (any(o.dialect_name() != "llvm" for o in op.body.walk()) if names is None
+                        else any(n.partition(".")[0] != "llvm" for n in names[op])):
                     FunctionLowering(self, op, op.sym_name.data).run()
             elif op.dialect_name() != "llvm":
                 raise ZymaseError(
@@ -264,7 +278,9 @@ class ModuleLowering:
     def _add_runtime(self, text: str, name: str) -> None:
         """Add the ops of the llvm-dialect module ``text``; a global the program only
         declares (its own ``extern`` declaration of the stats counter) gives way."""
-        runtime = parsed_runtime(text, name).clone()
+        from zymase.cache import parsed_mlir
+
+        runtime = parsed_mlir(text, name)
         for op in list(runtime.body.block.ops):
             existing = self.symbols.get(op.sym_name.data)  # type: ignore[attr-defined]
             if isinstance(existing, llvm.GlobalOp):

@@ -28,9 +28,8 @@ Which adjoint updates must be atomic is decided in ``autodiff/parallel.py``.
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 from zymase.analysis.memory import memory_kind
+from zymase.cache import parsed_mlir
 from zymase.errors import ZymaseError
 from zymase.ir import (BlockArgument, IntegerAttr, IntegerType, ModuleOp, Operation, StringAttr, SymbolRefAttr,
                        UnitAttr, i32, i64, llvm, llvm_ext, location_of, parse_mlir)
@@ -123,6 +122,8 @@ def outline_parallel_regions(module: ModuleOp) -> int:
     module docstring); returns how many."""
     funcs = _functions(module)
     count = 0
+    if FORK_CALL not in funcs:  # no call without its declaration: no body to walk
+        return count
     for fop in funcs.values():
         if THREAD in fop.attributes:
             continue
@@ -406,6 +407,8 @@ def restore_parallel_regions(module: ModuleOp) -> None:
     """Every direct call of an outlined function or of one of its derivatives becomes a
     fork call (with the thread wrappers and the tape records of split mode)."""
     funcs = _functions(module)
+    if not any(map(is_outlined_region, funcs.values())):  # nothing to call: no body to walk
+        return
     calls = [(f, op) for f in funcs.values() for op in f.walk()
              if isinstance(op, llvm.CallOp) and _callee(op) in funcs and is_outlined_region(funcs[_callee(op)])]
     if not calls:
@@ -675,11 +678,6 @@ _RUNTIME = f"""builtin.module {{
 }}"""
 
 
-@lru_cache(maxsize=1)
-def _runtime() -> ModuleOp:
-    return parse_mlir(_RUNTIME)
-
-
 def _add_runtime(module: ModuleOp) -> None:
     """The record helpers above, the message, and the thread-local tape (the same global
     ``lower_to_llvm`` adds for split mode)."""
@@ -688,7 +686,7 @@ def _add_runtime(module: ModuleOp) -> None:
     symbols = {op.sym_name.data for op in module.body.block.ops if hasattr(op, "sym_name")}
     if "__zymase_omp_slot" in symbols:
         return
-    for op in list(_runtime().clone().body.block.ops):
+    for op in list(parsed_mlir(_RUNTIME, "<zymase OpenMP runtime>").body.block.ops):
         op.detach()
         module.body.block.add_op(op)
     data = _TEAM_MISMATCH.encode()

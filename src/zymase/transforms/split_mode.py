@@ -35,8 +35,7 @@ builds the ``enzyme.split_autodiff`` op there and lowers it in the enzyme pass.
 
 from __future__ import annotations
 
-import functools
-
+from zymase.cache import parsed_mlir
 from zymase.errors import ZymaseError
 from zymase.ir import (
     IntegerAttr,
@@ -141,11 +140,6 @@ builtin.module {{
   }}
 }}
 """
-
-
-@functools.lru_cache(maxsize=1)
-def _parsed_runtime() -> ModuleOp:
-    return parse_mlir(_RUNTIME, "<zymase split-mode runtime>")
 
 
 _TOO_SMALL_MESSAGE = "zymase: error: the tape buffer given to __enzyme_augmentfwd/__enzyme_reverse " \
@@ -422,7 +416,7 @@ def _require_runtime(module: ModuleOp) -> None:
         block.add_op(_fwdsplit_data())
     if BEGIN in symbols:
         return
-    for fn in _parsed_runtime().clone().body.block.ops:
+    for fn in list(parsed_mlir(_RUNTIME, "<zymase split-mode runtime>").body.block.ops):
         fn.detach()
         block.add_op(fn)
     block.add_op(_too_small_message())
