@@ -4,7 +4,7 @@ elements, differentiated against central finite differences of the user's own pa
 dispatcher run with Numba's threading layer at 1 and 2 threads.
 
 The derivative is built from a private serial copy of the function
-(``frontends/numba._private_copy`` drops ``parallel``), so what these tests pin down is
+(``frontends/numba_copy._private_copy`` drops ``parallel``), so what these tests pin down is
 that the gradient of the parallel program is right whatever team the primal ran on, and
 that the user's dispatcher keeps its parallel loops."""
 
