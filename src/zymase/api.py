@@ -384,7 +384,8 @@ class Transformed:
 
         # overload's typer must take the parameters by name
         ol = _exec(f"def {ol_n}({params}):\n    return {typer_n}({params})\n", {typer_n: typer}, ol_n)
-        overload(stub, jit_options={"nopython": True})(ol)
+        # the implementation is called from njit code only: no C-callable wrapper to build
+        overload(stub, jit_options={"nopython": True, "no_cfunc_wrapper": True})(ol)
         # a Python identifier even for a lambda ("<lambda>") or a non-ASCII name
         name = glue.fresh(f"{api}_" + "".join(c if c.isalnum() and c.isascii() or c == "_" else "_"
                                               for c in disp.py_func.__name__))
@@ -546,7 +547,8 @@ def _direct(disp, argtypes, activities, mode, options, *, promote: bool = False,
     n = len(plan.kernel.argtypes)
     params = ", ".join(f"p{i}" for i in range(n))
     src = f"def kernel_call({params}):\n    return call(({params}{',' if n == 1 else ''}))\n"
-    fn = numba.njit(_exec(src, {"call": plan.call}, "kernel_call"))
+    # called from Python only: no C-callable wrapper to build (the first call's compile time)
+    fn = numba.njit(no_cfunc_wrapper=True)(_exec(src, {"call": plan.call}, "kernel_call"))
     _direct_cache[key] = (plan, fn)
     return plan, fn
 

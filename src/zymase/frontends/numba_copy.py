@@ -86,6 +86,8 @@ def _private_copy(disp, memo: dict):
     fn = pytypes.FunctionType(code, glb, py.__name__, py.__defaults__, cells or None)
     fn.__qualname__, fn.__module__, fn.__kwdefaults__ = py.__qualname__, py.__module__, py.__kwdefaults__
     opts = {k: v for k, v in disp.targetoptions.items() if k not in ("parallel", "cache", "nopython")}
+    # nothing calls the copy from Python or C: no wrappers to lower and generate code for
+    opts.update(no_cpython_wrapper=True, no_cfunc_wrapper=True)
     copy = memo[disp] = numba.njit(**opts)(fn)  # in memo first: recursion refers to itself
     # `mod.g(...)` with an njit `g` in a module: the global `mod` becomes a copy of the
     # module whose referenced njit attributes are private copies
@@ -147,11 +149,64 @@ def _numba_unoptimized():
         for c, _, _ in saved:
             c._impl_cache, c._compiled_overloads = {}, {}
         try:
-            yield
+            with _ir_only():
+                yield
         finally:
             config.OPT = old
             for c, impl, compiled in saved:
                 c._impl_cache, c._compiled_overloads = impl, compiled
+
+
+@contextmanager
+def _ir_only():
+    """Functions compiled without Python and C-callable wrappers (the private copies)
+    get no machine code (the caller holds Numba's compiler lock).
+
+    A dispatcher's compile ends in ``get_executable``, which finalizes the code library
+    (links the callees' IR in, runs the final module passes), has MCJIT emit machine
+    code for it and returns an entry point at the Python wrapper. A function compiled
+    without either wrapper can only be reached by linking its IR into a caller's module
+    (its entry point is address 0 even with machine code), so its library is finalized
+    without the engine: the text is the same, taken before code generation. Everything
+    else compiled meanwhile (the ``@overload`` implementations the copy needs) gets
+    Numba's own treatment."""
+    from numba import _dynfunc
+    from numba.core.registry import cpu_target
+
+    context = cpu_target.target_context
+    get_executable = context.get_executable
+
+    def ir_only_finalize(library):
+        library._finalize_dynamic_globals()
+        library._verify_declare_only_symbols()
+        library._finalized = True
+
+    def executable(library, fndesc, env):
+        if _defines(library, fndesc.llvm_cpython_wrapper_name) or _defines(library, fndesc.llvm_cfunc_wrapper_name):
+            return get_executable(library, fndesc, env)
+        library._finalize_final_module = pytypes.MethodType(ir_only_finalize, library)
+        library._ensure_finalized()
+        # the Environment stays alive with the entry point (_link_environments needs it)
+        return _dynfunc.make_function(fndesc.lookup_module(), fndesc.qualname.split(".")[-1],
+                                      "zymase's IR-only copy (not callable)", 0, env, (library,))
+
+    had = context.__dict__.get("get_executable")
+    context.get_executable = executable
+    try:
+        yield
+    finally:
+        if had is None:
+            del context.get_executable  # the class's method again
+        else:
+            context.get_executable = had
+
+
+def _defines(library, name: str) -> bool:
+    """Whether the (not yet finalized) code library defines function ``name``."""
+    try:
+        return not library._final_module.get_function(name).is_declaration
+    except NameError:
+        return False
 
 
 @dataclass
