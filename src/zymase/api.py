@@ -24,7 +24,6 @@ each argument's value on entry.
 from __future__ import annotations
 
 import collections
-import itertools
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -357,6 +356,18 @@ def _result_expr(ty, act, shadow: str, outs, result: str) -> str:
     return shadow
 
 
+def _result_slots(argtypes, activities) -> list:
+    """Per argument, an iterator over the places of its ``active`` leaves in the
+    kernel's result tuple (the value at 0, then the active leaves in argument order,
+    whatever order ``argnums`` asks them in)."""
+    slots, start = [], 1
+    for ty, act in zip(argtypes, activities):
+        n = len(zn.active_leaves(ty, act))
+        slots.append(iter(range(start, start + n)))
+        start += n
+    return slots
+
+
 class Transformed:
     """``grad(f)`` / ``value_and_grad(f)``: callable from Python and from njit code."""
 
@@ -449,8 +460,8 @@ class Transformed:
         seed_t = p.kernel.argtypes[-1]
         kargs.append(f"{seed_n}(1.0)")
         lines.append(f"    {r} = {call_n}(({', '.join(kargs)},))")
-        outs = itertools.count(1)
-        grads = [_result_expr(argtys[i], p.activities[i], shadows.get(i, ""), outs, r) for i in self.argnums]
+        slots = _result_slots(argtys, p.activities)
+        grads = [_result_expr(argtys[i], p.activities[i], shadows.get(i, ""), slots[i], r) for i in self.argnums]
         g = grads[0] if self.single else "(" + "".join(x + ", " for x in grads) + ")"
         ret = f"({r}[0], {g})" if self.with_value else g
         src = f"def {impl_n}({', '.join(self.names)}):\n" + "\n".join(lines) + f"\n    return {ret}\n"
