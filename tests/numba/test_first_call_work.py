@@ -8,7 +8,6 @@ import math
 from contextlib import contextmanager
 
 import numba
-import pytest
 import numpy as np
 from numba import njit
 from numba.core import codegen, lowering
@@ -112,27 +111,3 @@ def test_generated_glue_has_no_c_callable_wrapper():
     assert seen["cpython"] == [g.trampoline.py_func.__qualname__], seen
     assert product.py_func.__qualname__ not in seen["machine code"], seen
 
-
-@njit
-def _weighted(a, x, b):
-    return 2.0 * a + 3.0 * b + np.sum(x * x) * a
-
-
-@pytest.mark.parametrize("from_njit", [False, True])
-def test_grad_follows_argnums_order(from_njit):
-    # found while moving grad's Python calls off the trampoline (issue 29): with argnums
-    # (2, 0) the derivatives of two float arguments came back in argument order, so
-    # d/db was reported as d/da (JAX returns them in argnums' order); checked from Python
-    # and from njit code, which share the glue
-    x = np.array([0.5, -1.0])
-    g = zymase.grad(_weighted, (2, 1, 0), cache=False)
-    if from_njit:
-        @njit
-        def call(a, x, b):
-            return g(a, x, b)
-
-        gb, gx, ga = call(1.5, x, 0.25)
-    else:
-        gb, gx, ga = g(1.5, x, 0.25)
-    assert (gb, ga) == (3.0, 2.0 + 1.25)
-    np.testing.assert_allclose(gx, 2 * 1.5 * x, rtol=1e-15)
