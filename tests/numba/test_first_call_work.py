@@ -94,20 +94,34 @@ def test_private_copy_is_compiled_to_ir_only_and_numba_still_works():
     assert math.isclose(again(x, 0.7), _scaled_sum.py_func(x, 0.7) + float(np.sum(x * x)), rel_tol=1e-14)
 
 
-def test_generated_glue_has_no_c_callable_wrapper():
-    # issue 29 (first grad call): the overload implementation behind grad's trampoline
-    # and the private copy were each given a cfunc wrapper that nothing calls; only the
-    # trampoline, which njit code may take as a first-class function, keeps its own
+def test_python_call_compiles_one_small_function():
+    # issue 29 (first grad call): calling a grad from Python compiled the trampoline, the
+    # overload behind it and its implementation (three code libraries, each with a C
+    # wrapper nothing calls, the implementation's np.zeros_like besides); now one njit
+    # function taking the kernel's arguments, with a Python wrapper only. The private
+    # copy of the function adds no machine code.
     @njit
-    def product(a, b):
-        return a * math.exp(b)
+    def product(a, x, b):
+        s = 0.0
+        for i in range(x.shape[0]):  # a loop: np.sum would bring Numba's overloads in
+            s += x[i]
+        return a * math.exp(b) * s
 
-    assert product(0.5, 0.25) == 0.5 * math.exp(0.25)
-    g = zymase.grad(product, (0, 1), cache=False)
+    x = np.array([1.0, 2.0])
+    assert product(0.5, x, 0.25) == 0.5 * math.exp(0.25) * 3.0
+    g = zymase.grad(product, (0, 1, 2), cache=False)
     with _counting() as seen:
-        ga, gb = g(0.5, 0.25)
-    assert (ga, gb) == (math.exp(0.25), 0.5 * math.exp(0.25))
-    assert seen["cfunc"] == [g.trampoline.py_func.__qualname__], seen
-    assert seen["cpython"] == [g.trampoline.py_func.__qualname__], seen
-    assert product.py_func.__qualname__ not in seen["machine code"], seen
+        ga, gx, gb = g(0.5, x, 0.25)
+    assert (ga, gb) == (3.0 * math.exp(0.25), 1.5 * math.exp(0.25))
+    np.testing.assert_array_equal(gx, [0.5 * math.exp(0.25)] * 2)
+    assert seen == {"machine code": ["kernel_call"], "cpython": ["kernel_call"], "cfunc": []}, seen
+    # njit code calls the trampoline, which keeps its C wrapper (njit code may take it
+    # as a first-class function); the overload's implementation has none
+    @njit
+    def twice(a, x, b):
+        return g(a, x, b)
 
+    with _counting() as seen:
+        assert twice(0.5, x, 0.25)[0] == ga
+    assert g.trampoline.py_func.__qualname__ in seen["cfunc"] and "impl" in seen["machine code"], seen
+    assert "impl" not in seen["cfunc"], seen  # (Numba's own overloads are "ol_....impl")
