@@ -24,7 +24,6 @@ each argument's value on entry.
 from __future__ import annotations
 
 import collections
-import itertools
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -358,6 +357,18 @@ def _result_expr(ty, act, shadow: str, outs, result: str) -> str:
     return shadow
 
 
+def _result_slots(argtypes, activities) -> list:
+    """Per argument, an iterator over the places of its ``active`` leaves in the
+    kernel's result tuple (the value at 0, then the active leaves in argument order,
+    whatever order ``argnums`` asks them in)."""
+    slots, start = [], 1
+    for ty, act in zip(argtypes, activities):
+        n = len(zn.active_leaves(ty, act))
+        slots.append(iter(range(start, start + n)))
+        start += n
+    return slots
+
+
 class Transformed:
     """``grad(f)`` / ``value_and_grad(f)``: callable from Python and from njit code."""
 
@@ -372,6 +383,7 @@ class Transformed:
         self.with_value = with_value
         self.options = options
         self._plans: dict = {}
+        self._callers: dict = {}  # argument types -> njit function calling the kernel from Python
         api = "value_and_grad" if with_value else "grad"
         self.api = api
         params = ", ".join(self.names)
@@ -385,7 +397,8 @@ class Transformed:
 
         # overload's typer must take the parameters by name
         ol = _exec(f"def {ol_n}({params}):\n    return {typer_n}({params})\n", {typer_n: typer}, ol_n)
-        overload(stub, jit_options={"nopython": True})(ol)
+        # the implementation is called from njit code only: no C-callable wrapper to build
+        overload(stub, jit_options={"nopython": True, "no_cfunc_wrapper": True})(ol)
         # a Python identifier even for a lambda ("<lambda>") or a non-ASCII name
         name = glue.fresh(f"{api}_" + "".join(c if c.isalnum() and c.isascii() or c == "_" else "_"
                                               for c in disp.py_func.__name__))
@@ -449,8 +462,8 @@ class Transformed:
         seed_t = p.kernel.argtypes[-1]
         kargs.append(f"{seed_n}(1.0)")
         lines.append(f"    {r} = {call_n}(({', '.join(kargs)},))")
-        outs = itertools.count(1)
-        grads = [_result_expr(argtys[i], p.activities[i], shadows.get(i, ""), outs, r) for i in self.argnums]
+        slots = _result_slots(argtys, p.activities)
+        grads = [_result_expr(argtys[i], p.activities[i], shadows.get(i, ""), slots[i], r) for i in self.argnums]
         g = grads[0] if self.single else "(" + "".join(x + ", " for x in grads) + ")"
         ret = f"({r}[0], {g})" if self.with_value else g
         src = f"def {impl_n}({', '.join(self.names)}):\n" + "\n".join(lines) + f"\n    return {ret}\n"
@@ -465,12 +478,56 @@ class Transformed:
         args = _with_defaults(self.disp, self.names, args, "pass every positional argument")
         argtys = tuple(_typeof(a, _label(self.names, i)) for i, a in enumerate(args))
         p = self.plan(argtys)
-        if argtys not in self.trampoline.overloads:
-            # Numba compiles the trampoline on first call; counted as compile time
+        # From Python the kernel is called through one small njit function taking the
+        # kernel's arguments, the shadows made here with NumPy as the trampoline's glue
+        # makes them in njit code: one Numba compile on the first call, where the
+        # trampoline (what njit code calls) costs three, its overload and their
+        # implementation with its np.zeros_like
+        kargs, shadows = [], {}
+        for i, (v, t, a) in enumerate(zip(args, argtys, p.activities)):
+            kargs.append(v)
+            if zn.has_shadow(a):
+                shadows[i] = _zero_shadow(v, t)
+                kargs.append(shadows[i])
+        kargs.append(_np_dtype(p.kernel.argtypes[-1])(1.0))
+        call = self._callers.get(argtys)
+        if call is None:
+            import numba
+
             t0 = time.perf_counter()
-            self.trampoline.compile(argtys)
-            p.kernel.record.phases["trampoline"] = time.perf_counter() - t0
-        return self.trampoline(*args)
+            call = self._callers[argtys] = _caller(p)
+            call.compile(tuple(numba.typeof(v) for v in kargs))
+            p.kernel.record.phases["caller"] = time.perf_counter() - t0
+        r = call(*kargs)
+        slots = _result_slots(argtys, p.activities)
+        grads = [_result_value(argtys[i], p.activities[i], shadows.get(i), slots[i], r) for i in self.argnums]
+        g = grads[0] if self.single else tuple(grads)
+        return (r[0], g) if self.with_value else g
+
+
+def _zero_shadow(value, ty):
+    """The shadow ``_shadow_expr`` makes in njit code, made in Python: zeros for a float
+    array, per element for a tuple, the value itself otherwise."""
+    from numba.core import types
+
+    if _is_float_array(ty):
+        return np.zeros_like(value)
+    if isinstance(ty, types.BaseTuple):
+        return tuple(_zero_shadow(v, t) for v, t in zip(value, ty.types))
+    return value
+
+
+def _result_value(ty, act, shadow, outs, result):
+    """What ``_result_expr`` returns in njit code, in Python: the derivative of an
+    argument from its shadow and the kernel's results."""
+    from numba.core import types
+
+    if isinstance(ty, types.BaseTuple):
+        return tuple(_result_value(t, a, None if shadow is None else shadow[i], outs, result)
+                     for i, (t, a) in enumerate(zip(ty.types, act)))
+    if act == zn.ACTIVE:
+        return result[next(outs)]
+    return shadow
 
 
 def _np_dtype(ty):
@@ -538,20 +595,26 @@ def _direct(disp, argtypes, activities, mode, options, *, promote: bool = False,
     say which arguments need shadows; ``inner``: a nested request, ``width``: vector
     forward mode, ``laplacian``: Laplacian mode at that width, see
     :class:`zymase.frontends.numba.KernelSpec`)."""
-    import numba
-
     key = (disp, argtypes, activities, mode, tuple(sorted(options.items())), promote, inner, width, laplacian)
     hit = _direct_cache.get(key)
     if hit is not None:
         return hit
     plan = _Plan(disp, argtypes, activities, mode, options, promote=promote, inner=inner, width=width,
                  laplacian=laplacian)
+    fn = _caller(plan)
+    _direct_cache[key] = (plan, fn)
+    return plan, fn
+
+
+def _caller(plan: _Plan):
+    """An njit function taking the kernel's arguments and returning its tuple, to call
+    the kernel from Python (so without a C-callable wrapper: less to compile)."""
+    import numba
+
     n = len(plan.kernel.argtypes)
     params = ", ".join(f"p{i}" for i in range(n))
     src = f"def kernel_call({params}):\n    return call(({params}{',' if n == 1 else ''}))\n"
-    fn = numba.njit(_exec(src, {"call": plan.call}, "kernel_call"))
-    _direct_cache[key] = (plan, fn)
-    return plan, fn
+    return numba.njit(no_cfunc_wrapper=True)(_exec(src, {"call": plan.call}, "kernel_call"))
 
 
 def _check_shadow(x, dx, what: str) -> None:

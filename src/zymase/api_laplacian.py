@@ -146,7 +146,8 @@ class _Jet:
                "    return total\n")
         import numba
 
-        self.loop = numba.njit(_exec(src, {"call": plan.call, "np": np}, "laplacian_loop"))
+        # called from Python only: no C-callable wrapper to build
+        self.loop = numba.njit(no_cfunc_wrapper=True)(_exec(src, {"call": plan.call, "np": np}, "laplacian_loop"))
 
     def __call__(self, args):
         return self.dtype(self.loop(*args))

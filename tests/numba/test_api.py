@@ -254,3 +254,28 @@ def test_transform_module_imports_before_zymase_api(module):
     run = subprocess.run([sys.executable, "-c", f"import zymase.{module}; import zymase; zymase.jacfwd"],
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
+
+
+@njit
+def _weighted(a, x, b):
+    return 2.0 * a + 3.0 * b + np.sum(x * x) * a
+
+
+@pytest.mark.parametrize("from_njit", [False, True])
+def test_grad_follows_argnums_order(from_njit):
+    # found while timing the first grad call (issue 29): with argnums
+    # (2, 0) the derivatives of two float arguments came back in argument order, so
+    # d/db was reported as d/da (JAX returns them in argnums' order); checked from Python
+    # and from njit code, which share the glue
+    x = np.array([0.5, -1.0])
+    g = zymase.grad(_weighted, (2, 1, 0), cache=False)
+    if from_njit:
+        @njit
+        def call(a, x, b):
+            return g(a, x, b)
+
+        gb, gx, ga = call(1.5, x, 0.25)
+    else:
+        gb, gx, ga = g(1.5, x, 0.25)
+    assert (gb, ga) == (3.0, 2.0 + 1.25)
+    np.testing.assert_allclose(gx, 2 * 1.5 * x, rtol=1e-15)

@@ -2,12 +2,13 @@
 
 Pipeline, for one function, argument types and activities:
 
-1. **Numba IR.** The function (and every njit function it names as a global or in its
-   closure) is recompiled as a private copy with Numba's LLVM optimization switched
-   off (``NUMBA_OPT=0``); the user's own dispatchers are never touched. ``prange``
-   loops stay parfors, whose derivatives fork through Numba's threading layer
-   (transforms/numba_parfor.py); when a reverse sweep cannot recompute one, the kernel
-   is built from a copy without ``parallel=True`` instead.
+1. **Numba IR** (:mod:`zymase.frontends.numba_copy`, re-exported here). The function
+   (and every njit function it names as a global or in its closure) is recompiled as
+   a private copy with Numba's LLVM optimization switched off (``NUMBA_OPT=0``); the
+   user's own dispatchers are never touched. ``prange`` loops stay parfors, whose
+   derivatives fork through Numba's threading layer (transforms/numba_parfor.py); when
+   a reverse sweep cannot recompute one, the kernel is built from a copy without
+   ``parallel=True`` instead.
 2. **Kernel source** (:mod:`zymase.frontends.numba_kernel`). Around Numba's entry
    point ``i32 f(retptr, excinfo, args...)`` we write two functions in LLVM IR text:
    ``status_f``, which stores ``f``'s status code instead of returning it (reverse mode
@@ -41,9 +42,7 @@ import dataclasses
 import os
 import re
 import sys
-import threading
 import time
-import types as pytypes
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -53,6 +52,9 @@ from zymase.autodiff.rules.numba_linalg import NUMPY_NAMES as NUMPY_LINALG
 from zymase.errors import ZymaseError
 from zymase.transforms.numba_parfor import ParforSerial, forks_a_derivative
 
+from zymase.frontends.numba_copy import (  # noqa: F401 - step 1's names, re-exported
+    NumbaIR, _declared, _dispatcher_refs, _functions, _lock, as_dispatcher, function_label, numba_ir,
+)
 from zymase.frontends.numba_kernel import (  # noqa: F401 - the kernel's names, re-exported
     ACTIVE, CONST, DUP, DUPNONEED, KernelSpec, _promotion, _q, active_leaves, has_shadow, is_float_tuple,
     kernel_ir, kernel_types,
@@ -103,7 +105,6 @@ class CompileRecord:
 
 
 _records: list[CompileRecord] = []
-_lock = threading.RLock()
 
 
 def stats() -> list[CompileRecord]:
@@ -122,253 +123,6 @@ def _phase(rec: CompileRecord, name: str):
         yield
     finally:
         rec.phases[name] = rec.phases.get(name, 0.0) + time.perf_counter() - t0
-
-
-# --------------------------------------------------------------------------------------
-# Step 1: Numba's unoptimized IR of a private copy
-# --------------------------------------------------------------------------------------
-
-
-def as_dispatcher(f, what: str = "the function"):
-    """``f`` as a Numba dispatcher: an njit dispatcher as is, a plain Python function
-    compiled with ``njit``; anything else (object mode included) is an error."""
-    import numba
-    from numba.core.registry import CPUDispatcher
-
-    if isinstance(f, CPUDispatcher):
-        opts = f.targetoptions
-        if opts.get("forceobj") or opts.get("nopython") is False:
-            raise ZymaseError(
-                f"{function_label(f)} is compiled in object mode, which has no LLVM IR to differentiate",
-                construct="@jit(forceobj=True)",
-                hint="use @numba.njit (nopython mode)",
-            )
-        return f
-    if isinstance(f, pytypes.FunctionType):
-        return numba.njit(f)
-    raise ZymaseError(
-        f"{what} must be a @numba.njit function or a plain Python function, got {type(f).__name__}",
-        hint="decorate it with @numba.njit",
-    )
-
-
-def function_label(d) -> str:
-    """How messages name a dispatcher or Python function: its quoted qualified name."""
-    py = getattr(d, "py_func", d)
-    return f"'{getattr(py, '__qualname__', getattr(py, '__name__', '?'))}'"
-
-
-def _dispatcher_refs(py) -> list[tuple[str, object, str]]:
-    """The njit dispatchers a function refers to: (name, dispatcher, 'global'|'cell')."""
-    from numba.core.registry import CPUDispatcher
-
-    refs = []
-    for name in py.__code__.co_names:
-        v = py.__globals__.get(name)
-        if isinstance(v, CPUDispatcher):
-            refs.append((name, v, "global"))
-    for name, cell in zip(py.__code__.co_freevars, py.__closure__ or ()):
-        if _filled(cell) and isinstance(cell.cell_contents, CPUDispatcher):
-            refs.append((name, cell.cell_contents, "cell"))
-    return refs
-
-
-def _private_copy(disp, memo: dict, serial: bool = False):
-    """A new dispatcher for the same Python function whose njit callees are private
-    copies too, so compiling it (unoptimized) leaves the user's dispatchers alone.
-    ``serial``: without ``parallel=True``, so that ``prange`` loops are plain loops."""
-    import numba
-    from numba.core.registry import CPUDispatcher
-
-    if disp in memo:
-        return memo[disp]
-    py = disp.py_func
-    code = py.__code__
-    glb = dict(py.__globals__)
-    # fresh cells (filled below): the user's closure cells must not change
-    cells = tuple(pytypes.CellType(c.cell_contents) if _filled(c) else pytypes.CellType()
-                  for c in py.__closure__ or ())
-    fn = pytypes.FunctionType(code, glb, py.__name__, py.__defaults__, cells or None)
-    fn.__qualname__, fn.__module__, fn.__kwdefaults__ = py.__qualname__, py.__module__, py.__kwdefaults__
-    dropped = ("cache", "nopython", "parallel") if serial else ("cache", "nopython")
-    opts = {k: v for k, v in disp.targetoptions.items() if k not in dropped}
-    copy = memo[disp] = numba.njit(**opts)(fn)  # in memo first: recursion refers to itself
-    # `mod.g(...)` with an njit `g` in a module: the global `mod` becomes a copy of the
-    # module whose referenced njit attributes are private copies
-    for name in code.co_names:
-        mod = glb.get(name)
-        if isinstance(mod, pytypes.ModuleType):
-            attrs = [a for a in code.co_names if isinstance(getattr(mod, a, None), CPUDispatcher)]
-            if attrs:
-                proxy = pytypes.ModuleType(mod.__name__)
-                proxy.__dict__.update(mod.__dict__)
-                for a in attrs:
-                    setattr(proxy, a, _private_copy(getattr(mod, a), memo, serial))
-                glb[name] = proxy
-    for name, callee, where in _dispatcher_refs(py):
-        sub = _private_copy(callee, memo, serial)
-        if where == "global":
-            glb[name] = sub
-        else:
-            cells[code.co_freevars.index(name)].cell_contents = sub
-    return copy
-
-
-def _filled(cell) -> bool:
-    try:
-        cell.cell_contents
-    except ValueError:
-        return False
-    return True
-
-
-def _overload_templates():
-    from numba.core.typing.templates import _OverloadFunctionTemplate
-
-    work, seen = [_OverloadFunctionTemplate], []
-    while work:
-        cls = work.pop()
-        seen.append(cls)
-        work.extend(cls.__subclasses__())
-    return [c for c in seen if "_impl_cache" in c.__dict__ and "_compiled_overloads" in c.__dict__]
-
-
-@contextmanager
-def _numba_unoptimized():
-    """Numba's final module passes at level 0 (only always-inline): the IR zymase
-    optimizes itself, without unrolling or vectorization, before AD.
-
-    Numba's own ``@overload`` implementations (``np.empty_like``, ``arr.copy()``, ...)
-    are compiled once per signature and cached on their templates; an implementation
-    the user's code already needed was compiled at O3 (inlined runtime helpers,
-    vector code). Their caches are set aside while the private copy compiles, so it
-    gets fresh unoptimized implementations, and put back afterwards."""
-    from numba.core import config
-    from numba.core.compiler_lock import global_compiler_lock
-
-    with global_compiler_lock:
-        old = config.OPT
-        saved = [(c, c._impl_cache, c._compiled_overloads) for c in _overload_templates()]
-        config.OPT = type(old)(0) if isinstance(old, int) else 0
-        for c, _, _ in saved:
-            c._impl_cache, c._compiled_overloads = {}, {}
-        try:
-            yield
-        finally:
-            config.OPT = old
-            for c, impl, compiled in saved:
-                c._impl_cache, c._compiled_overloads = impl, compiled
-
-
-@dataclass
-class NumbaIR:
-    text: str  # the whole module, Python wrappers removed
-    entry: str  # Numba's symbol for the function
-    restype: object  # Numba type of the result
-    argtypes: tuple
-    context: object  # Numba's target context (data models, calling convention)
-    seconds: float = 0.0  # Numba's compile time
-    # Numba's Environment of the function (the Python objects its code may box values
-    # with, e.g. the arguments of a raised exception); kept alive with the IR
-    environment: object = None
-    #: further functions the kernel's status wrapper must see inlined (a nested
-    #: request's entry is the inner kernel; Numba's function is inlined into it)
-    inline_too: tuple = ()
-
-
-_ir_cache: dict = {}
-
-
-def numba_ir(disp, argtypes: tuple, serial: bool = False) -> NumbaIR:
-    """Numba's LLVM IR for ``disp`` at ``argtypes``, before LLVM optimization (once per
-    function and types); with ``serial``, of a copy whose ``prange`` loops are plain loops."""
-    key = (disp, tuple(argtypes), serial)
-    with _lock:
-        ir = _ir_cache.get(key)
-        if ir is None:
-            t0 = time.perf_counter()
-            ir = _ir_cache[key] = _numba_ir(disp, tuple(argtypes), serial)
-            ir.seconds = time.perf_counter() - t0
-        return ir
-
-
-def _numba_ir(disp, argtypes: tuple, serial: bool) -> NumbaIR:
-    from numba.core import errors as nerr
-
-    copy = _private_copy(disp, {}, serial)
-    try:
-        with _numba_unoptimized():
-            copy.compile(tuple(argtypes))
-    except nerr.NumbaError as exc:
-        raise _numba_error(disp, exc) from None
-    cres = copy.overloads[tuple(argtypes)]
-    if getattr(cres, "objectmode", False):
-        raise ZymaseError(f"{function_label(disp)} fell back to object mode", hint="make it compile with @numba.njit")
-    text = _drop_wrappers(cres.library.get_llvm_str())
-    return NumbaIR(text, cres.fndesc.llvm_func_name, cres.signature.return_type, tuple(argtypes), cres.target_context,
-                   environment=cres.environment)
-
-
-def _numba_error(disp, exc) -> ZymaseError:
-    """Numba's typing/lowering error as one zymase error: the first message line and
-    the user's source line."""
-    msg = str(exc)
-    lines = [ln.strip() for ln in msg.splitlines() if ln.strip()]
-    first = next((ln for ln in lines if not ln.startswith(("-", "During:", "File"))), lines[0] if lines else "?")
-    first = re.sub(r"\x1b\[[0-9;]*m", "", first)
-    loc = None
-    m = re.search(r'File "([^"]+)", line (\d+)', msg)
-    if m:
-        loc = f"{m.group(1)}:{m.group(2)}"
-    # the line naming what Numba could not type or lower, when there is one
-    construct = next((ln[:120] for ln in lines if re.search(r"\b(function|Unsupported|opcode)\b", ln)
-                      and not ln.startswith(">")), None)
-    return ZymaseError(
-        f"Numba cannot compile {function_label(disp)} in nopython mode: {first[:300]}",
-        construct=construct,
-        location=loc,
-        hint="zymase differentiates what @numba.njit compiles; rewrite the construct Numba rejects",
-    )
-
-
-_DEFINE = re.compile(r'^define\b[^@]*@("(?:[^"\\]|\\.)*"|[\w.$-]+)\(')
-_DECLARE = re.compile(r'^declare\b[^@]*@("?)([\w.$-]+)\1\(')
-
-
-def _declared(line: str) -> str | None:
-    """The function a ``declare`` line of LLVM IR text declares (None: not a declare)."""
-    m = _DECLARE.match(line)
-    return m.group(2) if m else None
-
-
-def _functions(text: str):
-    """(name, first line index, last line index) of every ``define`` in LLVM IR text."""
-    lines = text.splitlines()
-    out = []
-    i = 0
-    while i < len(lines):
-        m = _DEFINE.match(lines[i])
-        if m:
-            j = i
-            while lines[j] != "}":
-                j += 1
-            out.append((m.group(1).strip('"'), i, j))
-            i = j
-        i += 1
-    return lines, out
-
-
-def _drop_wrappers(text: str) -> str:
-    """Remove Numba's CPython and cfunc wrappers: they call the Python C API, which
-    has nothing to differentiate and nothing zymase links against."""
-    lines, fns = _functions(text)
-    drop = set()
-    for name, a, b in fns:
-        if name.startswith(("_ZN7cpython", "cfunc.")):
-            # also the attribute comment line right above the define
-            start = a - 1 if a > 0 and lines[a - 1].startswith("; Function Attrs") else a
-            drop.update(range(start, b + 1))
-    return "\n".join(ln for k, ln in enumerate(lines) if k not in drop) + "\n"
 
 
 #: njit callees longer than this (lines of Numba's unoptimized IR) are left to LLVM's

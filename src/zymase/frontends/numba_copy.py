@@ -1,0 +1,324 @@
+"""Numba front end, step 1: Numba's LLVM IR of an njit function before LLVM optimization.
+
+zymase differentiates unoptimized IR (it runs its own pre-AD pipeline, without
+vectorization and unrolling), but the user's dispatcher was compiled at Numba's -O3.
+So the function and every njit function it reaches are recompiled as private
+dispatchers (:func:`_private_copy`) with Numba's optimization at level 0
+(:func:`_numba_unoptimized`); the user's dispatchers, closures and globals are never
+touched. The copy is only a source of IR: it is compiled without Python or C-callable
+wrappers and without machine code (:func:`_ir_only`). ``prange`` loops stay parfors in
+it; ``serial=True`` gives a copy without ``parallel=True`` (the fallback of
+transforms/numba_parfor.py).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+import types as pytypes
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from zymase.errors import ZymaseError
+
+#: guards the caches of this module and of zymase.frontends.numba (compiling a kernel
+#: compiles Numba IR under it)
+_lock = threading.RLock()
+
+
+def as_dispatcher(f, what: str = "the function"):
+    """``f`` as a Numba dispatcher: an njit dispatcher as is, a plain Python function
+    compiled with ``njit``; anything else (object mode included) is an error."""
+    import numba
+    from numba.core.registry import CPUDispatcher
+
+    if isinstance(f, CPUDispatcher):
+        opts = f.targetoptions
+        if opts.get("forceobj") or opts.get("nopython") is False:
+            raise ZymaseError(
+                f"{function_label(f)} is compiled in object mode, which has no LLVM IR to differentiate",
+                construct="@jit(forceobj=True)",
+                hint="use @numba.njit (nopython mode)",
+            )
+        return f
+    if isinstance(f, pytypes.FunctionType):
+        return numba.njit(f)
+    raise ZymaseError(
+        f"{what} must be a @numba.njit function or a plain Python function, got {type(f).__name__}",
+        hint="decorate it with @numba.njit",
+    )
+
+
+def function_label(d) -> str:
+    """How messages name a dispatcher or Python function: its quoted qualified name."""
+    py = getattr(d, "py_func", d)
+    return f"'{getattr(py, '__qualname__', getattr(py, '__name__', '?'))}'"
+
+
+def _dispatcher_refs(py) -> list[tuple[str, object, str]]:
+    """The njit dispatchers a function refers to: (name, dispatcher, 'global'|'cell')."""
+    from numba.core.registry import CPUDispatcher
+
+    refs = []
+    for name in py.__code__.co_names:
+        v = py.__globals__.get(name)
+        if isinstance(v, CPUDispatcher):
+            refs.append((name, v, "global"))
+    for name, cell in zip(py.__code__.co_freevars, py.__closure__ or ()):
+        if _filled(cell) and isinstance(cell.cell_contents, CPUDispatcher):
+            refs.append((name, cell.cell_contents, "cell"))
+    return refs
+
+
+def _private_copy(disp, memo: dict, serial: bool = False):
+    """A new dispatcher for the same Python function whose njit callees are private
+    copies too, so compiling it (unoptimized) leaves the user's dispatchers alone.
+    ``serial``: without ``parallel=True``, so that ``prange`` loops are plain loops."""
+    import numba
+    from numba.core.registry import CPUDispatcher
+
+    if disp in memo:
+        return memo[disp]
+    py = disp.py_func
+    code = py.__code__
+    glb = dict(py.__globals__)
+    # fresh cells (filled below): the user's closure cells must not change
+    cells = tuple(pytypes.CellType(c.cell_contents) if _filled(c) else pytypes.CellType()
+                  for c in py.__closure__ or ())
+    fn = pytypes.FunctionType(code, glb, py.__name__, py.__defaults__, cells or None)
+    fn.__qualname__, fn.__module__, fn.__kwdefaults__ = py.__qualname__, py.__module__, py.__kwdefaults__
+    dropped = ("cache", "nopython", "parallel") if serial else ("cache", "nopython")
+    opts = {k: v for k, v in disp.targetoptions.items() if k not in dropped}
+    # nothing calls the copy from Python or C: no wrappers to lower and generate code for
+    opts.update(no_cpython_wrapper=True, no_cfunc_wrapper=True)
+    copy = memo[disp] = numba.njit(**opts)(fn)  # in memo first: recursion refers to itself
+    # `mod.g(...)` with an njit `g` in a module: the global `mod` becomes a copy of the
+    # module whose referenced njit attributes are private copies
+    for name in code.co_names:
+        mod = glb.get(name)
+        if isinstance(mod, pytypes.ModuleType):
+            attrs = [a for a in code.co_names if isinstance(getattr(mod, a, None), CPUDispatcher)]
+            if attrs:
+                proxy = pytypes.ModuleType(mod.__name__)
+                proxy.__dict__.update(mod.__dict__)
+                for a in attrs:
+                    setattr(proxy, a, _private_copy(getattr(mod, a), memo, serial))
+                glb[name] = proxy
+    for name, callee, where in _dispatcher_refs(py):
+        sub = _private_copy(callee, memo, serial)
+        if where == "global":
+            glb[name] = sub
+        else:
+            cells[code.co_freevars.index(name)].cell_contents = sub
+    return copy
+
+
+def _filled(cell) -> bool:
+    try:
+        cell.cell_contents
+    except ValueError:
+        return False
+    return True
+
+
+def _overload_templates():
+    from numba.core.typing.templates import _OverloadFunctionTemplate
+
+    work, seen = [_OverloadFunctionTemplate], []
+    while work:
+        cls = work.pop()
+        seen.append(cls)
+        work.extend(cls.__subclasses__())
+    return [c for c in seen if "_impl_cache" in c.__dict__ and "_compiled_overloads" in c.__dict__]
+
+
+@contextmanager
+def _numba_unoptimized():
+    """Numba's final module passes at level 0 (only always-inline): the IR zymase
+    optimizes itself, without unrolling or vectorization, before AD.
+
+    Numba's own ``@overload`` implementations (``np.empty_like``, ``arr.copy()``, ...)
+    are compiled once per signature and cached on their templates; an implementation
+    the user's code already needed was compiled at O3 (inlined runtime helpers,
+    vector code). Their caches are set aside while the private copy compiles, so it
+    gets fresh unoptimized implementations, and put back afterwards."""
+    from numba.core import config
+    from numba.core.compiler_lock import global_compiler_lock
+
+    with global_compiler_lock:
+        old = config.OPT
+        saved = [(c, c._impl_cache, c._compiled_overloads) for c in _overload_templates()]
+        config.OPT = type(old)(0) if isinstance(old, int) else 0
+        for c, _, _ in saved:
+            c._impl_cache, c._compiled_overloads = {}, {}
+        try:
+            with _ir_only():
+                yield
+        finally:
+            config.OPT = old
+            for c, impl, compiled in saved:
+                c._impl_cache, c._compiled_overloads = impl, compiled
+
+
+@contextmanager
+def _ir_only():
+    """Functions compiled without Python and C-callable wrappers (the private copies)
+    get no machine code (the caller holds Numba's compiler lock).
+
+    A dispatcher's compile ends in ``get_executable``, which finalizes the code library
+    (links the callees' IR in, runs the final module passes), has MCJIT emit machine
+    code for it and returns an entry point at the Python wrapper. A function compiled
+    without either wrapper can only be reached by linking its IR into a caller's module
+    (its entry point is address 0 even with machine code), so its library is finalized
+    without the engine: the text is the same, taken before code generation. Everything
+    else compiled meanwhile (the ``@overload`` implementations the copy needs) gets
+    Numba's own treatment."""
+    from numba import _dynfunc
+    from numba.core.registry import cpu_target
+
+    context = cpu_target.target_context
+    get_executable = context.get_executable
+
+    def ir_only_finalize(library):
+        library._finalize_dynamic_globals()
+        library._verify_declare_only_symbols()
+        library._finalized = True
+
+    def executable(library, fndesc, env):
+        if _defines(library, fndesc.llvm_cpython_wrapper_name) or _defines(library, fndesc.llvm_cfunc_wrapper_name):
+            return get_executable(library, fndesc, env)
+        library._finalize_final_module = pytypes.MethodType(ir_only_finalize, library)
+        library._ensure_finalized()
+        # the Environment stays alive with the entry point (_link_environments needs it)
+        return _dynfunc.make_function(fndesc.lookup_module(), fndesc.qualname.split(".")[-1],
+                                      "zymase's IR-only copy (not callable)", 0, env, (library,))
+
+    had = context.__dict__.get("get_executable")
+    context.get_executable = executable
+    try:
+        yield
+    finally:
+        if had is None:
+            del context.get_executable  # the class's method again
+        else:
+            context.get_executable = had
+
+
+def _defines(library, name: str) -> bool:
+    """Whether the (not yet finalized) code library defines function ``name``."""
+    try:
+        return not library._final_module.get_function(name).is_declaration
+    except NameError:
+        return False
+
+
+@dataclass
+class NumbaIR:
+    text: str  # the whole module, Python wrappers removed
+    entry: str  # Numba's symbol for the function
+    restype: object  # Numba type of the result
+    argtypes: tuple
+    context: object  # Numba's target context (data models, calling convention)
+    seconds: float = 0.0  # Numba's compile time
+    # Numba's Environment of the function (the Python objects its code may box values
+    # with, e.g. the arguments of a raised exception); kept alive with the IR
+    environment: object = None
+    #: further functions the kernel's status wrapper must see inlined (a nested
+    #: request's entry is the inner kernel; Numba's function is inlined into it)
+    inline_too: tuple = ()
+
+
+_ir_cache: dict = {}
+
+
+def numba_ir(disp, argtypes: tuple, serial: bool = False) -> NumbaIR:
+    """Numba's LLVM IR for ``disp`` at ``argtypes``, before LLVM optimization (once per
+    function and types); with ``serial``, of a copy whose ``prange`` loops are plain loops."""
+    key = (disp, tuple(argtypes), serial)
+    with _lock:
+        ir = _ir_cache.get(key)
+        if ir is None:
+            t0 = time.perf_counter()
+            ir = _ir_cache[key] = _numba_ir(disp, tuple(argtypes), serial)
+            ir.seconds = time.perf_counter() - t0
+        return ir
+
+
+def _numba_ir(disp, argtypes: tuple, serial: bool) -> NumbaIR:
+    from numba.core import errors as nerr
+
+    copy = _private_copy(disp, {}, serial)
+    try:
+        with _numba_unoptimized():
+            copy.compile(tuple(argtypes))
+    except nerr.NumbaError as exc:
+        raise _numba_error(disp, exc) from None
+    cres = copy.overloads[tuple(argtypes)]
+    if getattr(cres, "objectmode", False):
+        raise ZymaseError(f"{function_label(disp)} fell back to object mode", hint="make it compile with @numba.njit")
+    text = _drop_wrappers(cres.library.get_llvm_str())
+    return NumbaIR(text, cres.fndesc.llvm_func_name, cres.signature.return_type, tuple(argtypes), cres.target_context,
+                   environment=cres.environment)
+
+
+def _numba_error(disp, exc) -> ZymaseError:
+    """Numba's typing/lowering error as one zymase error: the first message line and
+    the user's source line."""
+    msg = str(exc)
+    lines = [ln.strip() for ln in msg.splitlines() if ln.strip()]
+    first = next((ln for ln in lines if not ln.startswith(("-", "During:", "File"))), lines[0] if lines else "?")
+    first = re.sub(r"\x1b\[[0-9;]*m", "", first)
+    loc = None
+    m = re.search(r'File "([^"]+)", line (\d+)', msg)
+    if m:
+        loc = f"{m.group(1)}:{m.group(2)}"
+    # the line naming what Numba could not type or lower, when there is one
+    construct = next((ln[:120] for ln in lines if re.search(r"\b(function|Unsupported|opcode)\b", ln)
+                      and not ln.startswith(">")), None)
+    return ZymaseError(
+        f"Numba cannot compile {function_label(disp)} in nopython mode: {first[:300]}",
+        construct=construct,
+        location=loc,
+        hint="zymase differentiates what @numba.njit compiles; rewrite the construct Numba rejects",
+    )
+
+
+_DEFINE = re.compile(r'^define\b[^@]*@("(?:[^"\\]|\\.)*"|[\w.$-]+)\(')
+_DECLARE = re.compile(r'^declare\b[^@]*@("?)([\w.$-]+)\1\(')
+
+
+def _declared(line: str) -> str | None:
+    """The function a ``declare`` line of LLVM IR text declares (None: not a declare)."""
+    m = _DECLARE.match(line)
+    return m.group(2) if m else None
+
+
+def _functions(text: str):
+    """(name, first line index, last line index) of every ``define`` in LLVM IR text."""
+    lines = text.splitlines()
+    out = []
+    i = 0
+    while i < len(lines):
+        m = _DEFINE.match(lines[i])
+        if m:
+            j = i
+            while lines[j] != "}":
+                j += 1
+            out.append((m.group(1).strip('"'), i, j))
+            i = j
+        i += 1
+    return lines, out
+
+
+def _drop_wrappers(text: str) -> str:
+    """Remove Numba's CPython and cfunc wrappers: they call the Python C API, which
+    has nothing to differentiate and nothing zymase links against."""
+    lines, fns = _functions(text)
+    drop = set()
+    for name, a, b in fns:
+        if name.startswith(("_ZN7cpython", "cfunc.")):
+            # also the attribute comment line right above the define
+            start = a - 1 if a > 0 and lines[a - 1].startswith("; Function Attrs") else a
+            drop.update(range(start, b + 1))
+    return "\n".join(ln for k, ln in enumerate(lines) if k not in drop) + "\n"

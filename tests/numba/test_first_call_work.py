@@ -1,0 +1,127 @@
+"""The first ``zymase.grad`` call does no compile work it does not need (issue 29, the
+first-call target): the private unoptimized copy of the user's function is compiled
+only to IR (no machine code, no Python or C-callable wrappers), the glue zymase
+generates has no C-callable wrapper, and Numba compiles and runs the user's code
+normally afterwards. Counts, not seconds (bench/numba_first_call.py measures time)."""
+
+import math
+from contextlib import contextmanager
+
+import numba
+import numpy as np
+from numba import njit
+from numba.core import codegen, lowering
+
+import zymase
+from zymase.frontends import numba as zn
+
+
+@njit
+def _scaled_sum(x, a):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += a * x[i]
+    return s
+
+
+@njit
+def _energy(x, a):
+    y = x.copy()  # a Numba @overload (array.copy), recompiled unoptimized for the copy
+    for i in range(y.shape[0]):
+        y[i] = math.sin(y[i]) * a
+    return _scaled_sum(y, a) + np.sum(y * y)
+
+
+@contextmanager
+def _counting():
+    """The code libraries Numba emits machine code for and the functions it gives a
+    Python (cpython) or C-callable (cfunc) wrapper, while the block runs (qualified names)."""
+    seen = {"machine code": [], "cpython": [], "cfunc": []}
+    finalize, cpython, cfunc = (codegen.JITCodeLibrary._finalize_specific, lowering.Lower.create_cpython_wrapper,
+                                lowering.Lower.create_cfunc_wrapper)
+
+    def count_finalize(library):
+        seen["machine code"].append(library.name)
+        return finalize(library)
+
+    def count_cpython(lower, *args, **kwargs):
+        seen["cpython"].append(lower.fndesc.qualname)
+        return cpython(lower, *args, **kwargs)
+
+    def count_cfunc(lower, *args, **kwargs):
+        seen["cfunc"].append(lower.fndesc.qualname)
+        return cfunc(lower, *args, **kwargs)
+
+    codegen.JITCodeLibrary._finalize_specific = count_finalize
+    lowering.Lower.create_cpython_wrapper = count_cpython
+    lowering.Lower.create_cfunc_wrapper = count_cfunc
+    try:
+        yield seen
+    finally:
+        codegen.JITCodeLibrary._finalize_specific = finalize
+        lowering.Lower.create_cpython_wrapper = cpython
+        lowering.Lower.create_cfunc_wrapper = cfunc
+
+
+def test_private_copy_is_compiled_to_ir_only_and_numba_still_works():
+    # issue 29 (first grad call): the private copy was compiled to machine code with both
+    # wrappers, for the function, its njit callee and Numba's overloads, and never run
+    x = np.linspace(0.2, 1.3, 9)
+    expected = _energy.py_func(x, 0.7)
+    assert _energy(x, 0.7) == expected  # the user's own compile, as before a grad
+    argtypes = (numba.typeof(x), numba.float64)
+    with _counting() as seen:
+        ir = zn.numba_ir(_energy, argtypes)
+    # (Numba's own @overload implementations the copy needs are compiled as Numba does)
+    for what, names in seen.items():
+        assert not {"_energy", "_scaled_sum"} & set(names), (what, names)
+    # the copy's IR is complete: the callee and the overload are linked in, unoptimized
+    assert "_scaled_sum" in ir.text and "alwaysinline" not in ir.text
+    # and differentiates correctly (closed form: d/da of sum(a sin x_i) (a + a sin x_i))
+    g = zymase.grad(_energy, 1, cache=False)(x, 0.7)
+    s = np.sin(x)
+    assert math.isclose(g, float(np.sum(2 * 0.7 * s + 2 * 0.7 * s * s)), rel_tol=1e-12)
+
+    # Numba afterwards: the user's dispatchers untouched, new functions using the same
+    # overloads and callee compile to working machine code
+    assert _energy(x, 0.7) == expected
+    assert list(_energy.overloads) == [argtypes]
+
+    @njit
+    def again(x, a):
+        return _scaled_sum(x.copy(), a) + np.sum(x * x)
+
+    assert math.isclose(again(x, 0.7), _scaled_sum.py_func(x, 0.7) + float(np.sum(x * x)), rel_tol=1e-14)
+
+
+def test_python_call_compiles_one_small_function():
+    # issue 29 (first grad call): calling a grad from Python compiled the trampoline, the
+    # overload behind it and its implementation (three code libraries, each with a C
+    # wrapper nothing calls, the implementation's np.zeros_like besides); now one njit
+    # function taking the kernel's arguments, with a Python wrapper only. The private
+    # copy of the function adds no machine code.
+    @njit
+    def product(a, x, b):
+        s = 0.0
+        for i in range(x.shape[0]):  # a loop: np.sum would bring Numba's overloads in
+            s += x[i]
+        return a * math.exp(b) * s
+
+    x = np.array([1.0, 2.0])
+    assert product(0.5, x, 0.25) == 0.5 * math.exp(0.25) * 3.0
+    g = zymase.grad(product, (0, 1, 2), cache=False)
+    with _counting() as seen:
+        ga, gx, gb = g(0.5, x, 0.25)
+    assert (ga, gb) == (3.0 * math.exp(0.25), 1.5 * math.exp(0.25))
+    np.testing.assert_array_equal(gx, [0.5 * math.exp(0.25)] * 2)
+    assert seen == {"machine code": ["kernel_call"], "cpython": ["kernel_call"], "cfunc": []}, seen
+    # njit code calls the trampoline, which keeps its C wrapper (njit code may take it
+    # as a first-class function); the overload's implementation has none
+    @njit
+    def twice(a, x, b):
+        return g(a, x, b)
+
+    with _counting() as seen:
+        assert twice(0.5, x, 0.25)[0] == ga
+    assert g.trampoline.py_func.__qualname__ in seen["cfunc"] and "impl" in seen["machine code"], seen
+    assert "impl" not in seen["cfunc"], seen  # (Numba's own overloads are "ol_....impl")
