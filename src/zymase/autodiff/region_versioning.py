@@ -88,12 +88,28 @@ def _affine_access(view, op: Operation):
         return base, None, None, None, 0, 0, c, width
     size, index = term
     iv, k = _induction_plus(view, index)
-    if iv is None or size <= 0:
+    if iv is None or size <= 0 or not _sign_preserving(index, iv):
         return None
     bounds = _iteration_space(view, iv)
     if bounds is None:
         return None
     return base, iv, bounds[0], bounds[1], k, size, c, width
+
+
+def _sign_preserving(index: SSAValue, iv: BlockArgument) -> bool:
+    """The chain from ``iv`` to ``index`` widens by sign extension only: a zero
+    extension or a truncation would make the address differ from ``base + size*(iv + k)``
+    where the index is negative or wide, and the range would not cover it."""
+    v = index
+    while v is not iv:
+        op = v.owner if not isinstance(v, BlockArgument) else None
+        if op is None or isinstance(op, (llvm.ZExtOp, llvm.TruncOp)):
+            return False
+        v = op.operands[0] if isinstance(op, llvm.SExtOp) else next(
+            (o for o in op.operands if not isinstance(o.owner, llvm.ConstantOp)), None)
+        if v is None:
+            return False
+    return True
 
 
 def _iteration_space(view, iv: BlockArgument):
