@@ -9,7 +9,7 @@ signed static worksharing loop, or no index at all), the bytes the region touche
 array lie in ``[base + size*(lb + k_min) + c_min, base + size*(ub + k_max) + c_max +
 width)``, ``lb..ub`` the loop's whole iteration space (the values the region stores into
 the bounds ``__kmpc_for_static_init_*`` reads; every thread's chunk lies inside it). A
-function ``<region>.disjoint`` computes those ranges from the region's own arguments (the
+function ``<region>.disjoint.<pairs>`` computes those ranges from the region's own arguments (the
 slice of the region that computes the bounds and the array pointers, cloned) and returns
 whether every doubtful pair is apart. The caller's forward sweep calls it and forks either
 the primal region (the recomputed path) or the augmented one (taped); its reverse sweep
@@ -169,11 +169,14 @@ def _sliceable(v: SSAValue, stable_keys: set, depth: int = 0) -> bool:
 
 
 def check_function(gen, region: Operation, check: _Check) -> str:
-    """``<region>.disjoint(region's arguments) -> i1``, defined once per region."""
+    """``<region>.disjoint.<pairs>(region's arguments) -> i1``, defined once per region and
+    set of pairs (callers into which the region's function was inlined may doubt
+    different pairs)."""
     from zymase.autodiff.flavor import Emitter
     from zymase.ir.llvm_ext import FreezeOp
 
-    name = f"{region.sym_name.data}.disjoint"
+    spelled = sorted(f"{r[0][0]}{r[1]}_{w[0][0]}{w[1]}" for r, w in check.pairs)
+    name = f"{region.sym_name.data}.disjoint.{'.'.join(spelled)}"
     if gen.ctx.driver.lookup_function(name) is not None:
         return name
     inputs = list(region.function_type.inputs.data)
