@@ -4,9 +4,10 @@
 // it keeps the taped split pair. Both paths are taken here by the same functions: a map
 // called on the two halves of one buffer (recomputed) and in place (taped), a stencil
 // called on two windows of one buffer that are apart, one of them ending exactly where
-// the other's accessed range starts (recomputed). Every derivative against the serial twin's and
-// central finite differences, and the primal state after the gradient against the
-// serial program's. Which path ran is seen in the bytes pushed on the tapes
+// the other's accessed range starts (recomputed), and a region with two outputs that
+// may be one array (apart: recomputed; the same array: taped). Every derivative
+// against the serial twin's and central finite differences, and the primal state after
+// the gradient against the serial program's. Which path ran is seen in the bytes pushed on the tapes
 // (__zymase_tape_bytes, present when built with ZYMASE_TAPE_STATS=1: optimized, the
 // recomputed path tapes less than half of what the taped one does, checked at 1 thread);
 // without it only the values are checked.
@@ -47,7 +48,36 @@ static void stencil_ser(const double *x, double *out, int n) {
     for (int i = 1; i < n - 1; i++) out[i] = x[i] + 0.2 * (x[i - 1] - 2 * x[i] + x[i + 1]) + 0.1 * x[i] * x[i + 1];
 }
 
+// two outputs that may be one array (a written/written pair): called on three windows
+// of one buffer (recomputed) and with a == b (each iteration writes its element twice,
+// the second value stays: taped)
+void two_out(const double *x, double *a, double *b, int n) {
+#pragma omp parallel for
+    for (int i = 0; i < n; i++) {
+        a[i] = cos(x[i]) * x[i];
+        b[i] = x[i] * x[i] * x[i];
+    }
+}
+
+static void two_out_ser(const double *x, double *a, double *b, int n) {
+    for (int i = 0; i < n; i++) {
+        a[i] = cos(x[i]) * x[i];
+        b[i] = x[i] * x[i] * x[i];
+    }
+}
+
 static double weight(int i) { return 1.0 + 0.01 * i; }
+
+static double loss_two(const double *b0, int len, int ao, int bo, int n) {
+    double b[3 * N], s = 0;
+    for (int i = 0; i < len; i++) b[i] = b0[i];
+    two_out(b, b + ao, b + bo, n);
+    for (int i = 0; i < len; i++) s += weight(i) * b[i];
+    return s;
+}
+
+// the gradient of two_out(buf, buf + ao, buf + bo, n), as run() below; returns the bytes taped
+static long run_two(const char *name, const double *b0, int len, int ao, int bo, int n);
 
 // the loss the gradients below differentiate: sum of weight(i) * buf[i] over the whole
 // buffer after f(buf + xo, buf + oo, n), as a function of buf[k]
@@ -104,6 +134,37 @@ static long run(const char *name, void (*f)(const double *, double *, int), void
 
 static int team;
 
+static long run_two(const char *name, const double *b0, int len, int ao, int bo, int n) {
+    double b[3 * N], db[3 * N], bs[3 * N], dbs[3 * N], want[3 * N];
+    for (int i = 0; i < len; i++) {
+        b[i] = bs[i] = want[i] = b0[i];
+        db[i] = dbs[i] = weight(i);
+    }
+    long before = taped();
+    __enzyme_autodiff((void *)two_out, enzyme_dup, b, db, enzyme_dup, b + ao, db + ao, enzyme_dup, b + bo, db + bo,
+                      enzyme_const, n);
+    long bytes = before < 0 ? -1 : taped() - before;
+    __enzyme_autodiff((void *)two_out_ser, enzyme_dup, bs, dbs, enzyme_dup, bs + ao, dbs + ao, enzyme_dup, bs + bo,
+                      dbs + bo, enzyme_const, n);
+    two_out_ser(want, want + ao, want + bo, n);
+    char what[96];
+    for (int i = 0; i < len; i++) {
+        snprintf(what, sizeof what, "%s primal after the gradient", name);
+        check(what, i, b[i], want[i], 1e-15);
+        snprintf(what, sizeof what, "%s reverse vs serial", name);
+        check(what, i, db[i], dbs[i], 1e-12);
+    }
+    for (int i = 0; i < len; i += 23) {
+        double h = 1e-6, up[3 * N], um[3 * N];
+        for (int k = 0; k < len; k++) up[k] = um[k] = b0[k];
+        up[i] += h;
+        um[i] -= h;
+        snprintf(what, sizeof what, "%s reverse vs finite difference", name);
+        check(what, i, db[i], (loss_two(up, len, ao, bo, n) - loss_two(um, len, ao, bo, n)) / (2 * h), 1e-6);
+    }
+    return bytes;
+}
+
 static void expect_less(const char *what, long recomputed, long taped_bytes) {
     // (built without ZYMASE_TAPE_STATS: no counter; with more than one thread, the
     // threads' pushes race on the one counter, and the path does not depend on the team;
@@ -140,6 +201,10 @@ int main(int argc, char **argv) {
     long edge = run("stencil touching", stencil, stencil_ser, 1, b0, 2 * n, 0, n - 1, n);
     expect_less("stencil: recomputed where the map in place is taped", adjacent, inplace);
     expect_less("stencil touching: recomputed", edge, inplace);
+    // two outputs: x, a, b apart (recomputed), then a == b after x (taped)
+    long three = run_two("two outputs apart", b0, 3 * n, n, 2 * n, n);
+    long same = run_two("two outputs one array", b0, 2 * n, n, n, n);
+    expect_less("two outputs: a == b is taped, apart recomputed", three, same);
     printf("%d failures\n", failures);
     return failures != 0;
 }
