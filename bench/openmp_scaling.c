@@ -12,8 +12,10 @@
 // The arrays are restrict: each region then only reads memory nothing overwrites before
 // the reverse sweep, which recomputes it instead of taping it
 // (src/zymase/autodiff/region_recompute.py). Without restrict, x and out may be one
-// array (an in-place map), and the regions keep the taped split pair, several times
-// slower (build with -DNO_RESTRICT to measure that path).
+// array (an in-place map): the derivative checks at run time whether the address ranges
+// the loop touches overlap (src/zymase/autodiff/region_versioning.py) and recomputes
+// the region when they do not, as here; overlapping, it forks the taped split pair,
+// several times slower. Build with -DNO_RESTRICT to measure the checked path.
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>

@@ -65,6 +65,15 @@ def recomputable(gen, call: Operation) -> bool:
     return _plan(gen, call) is not None
 
 
+def runtime_check(gen, call: Operation):
+    """For a recomputable region whose arrays may overlap: the run-time check of their
+    address ranges (``region_versioning``) that chooses between the recomputed and the
+    taped derivative; None when the region is recomputed unconditionally."""
+    if _plan(gen, call) is None:
+        return None
+    return gen.__dict__.get("_region_checks", {}).get(call)
+
+
 def primal_needed(gen, call: Operation) -> bool:
     """For a recomputable region: whether the forward sweep must still fork the primal
     region, because something after it reads (or may read) memory the region writes.
@@ -254,10 +263,19 @@ def _caller_allows(gen, call: Operation, reads: set, writes: set, summed: set):
         elif not gen.unwritten_after(call, v):
             return None
     pairs = [(r, w) for r in reads for w in writes if r != w] + [(w, v) for w in writes for v in writes if w < v]
-    for r, w in pairs:
-        if any(gen._may_share(x, y) for x in roots[r] for y in roots[w]):
+    written = {x for w in writes for x in roots[w]}
+    unsure = [(r, w) for r, w in pairs if any(gen._may_share(x, y) for x in roots[r] for y in roots[w])]
+    if unsure:
+        # arrays that may overlap (no restrict): recomputed only where a run-time check of
+        # their address ranges finds them apart (autodiff/region_versioning.py)
+        from zymase.autodiff import region_versioning
+
+        stable = {k for k in reads - writes if not any(gen._may_share(x, y) for x in roots[k] for y in written)}
+        check = region_versioning.plan_check(gen, gen.ctx.defined_function(call), unsure, stable)
+        if check is None:
             return None
-    return {x for w in writes for x in roots[w]}
+        gen.__dict__.setdefault("_region_checks", {})[call] = check
+    return written
 
 
 def _private_to(root, call: Operation) -> bool:

@@ -58,7 +58,7 @@ from zymase.autodiff.memory import ShadowCode, twin_decl
 from zymase.autodiff.names import ABANDONED
 from zymase.autodiff.registry import ScalarRule
 from zymase.autodiff.semantics import differentiated_again, strong_zero
-from zymase.autodiff import checkpoint, region_recompute
+from zymase.autodiff import checkpoint, region_recompute, region_versioning
 from zymase.transforms.inline import hoist_allocas
 from zymase.transforms.numba_parfor import is_parfor
 from zymase.transforms.numba_parfor import mark_recomputed as mark_parfor_recomputed
@@ -871,7 +871,8 @@ class ReverseGenerator(LaneMaps, ShadowCode, IndexedCaches, MinCutRecompute, Sto
         if checkpoint.is_checkpointed_loop(self.ctx.defined_function(op)):
             checkpoint.forward_call(self, op, clone)
             return
-        if region_recompute.recomputable(self, op):
+        check = region_recompute.runtime_check(self, op)
+        if region_recompute.recomputable(self, op) and check is None:
             # its reverse recomputes it: the primal region, forked as it is, runs only if
             # something after it reads what it writes
             if not region_recompute.primal_needed(self, op):
@@ -885,6 +886,10 @@ class ReverseGenerator(LaneMaps, ShadowCode, IndexedCaches, MinCutRecompute, Sto
             args.append(self.vmap.get(a, a))
             if act.is_dup:
                 args.append(self.shadow_of(a))
+        if check is not None:  # arrays that may overlap: recomputed if a run-time check finds them apart
+            region_versioning.forward_call(self, op, clone, region_versioning.check_function(
+                self, self.ctx.defined_function(op), check), aug, args, region_recompute.primal_needed(self, op))
+            return
         results = self.E.call(aug, args, [r.type for r in op.results])
         for old, new in zip(clone.results, results):
             old.replace_all_uses_with(new)
@@ -898,14 +903,16 @@ class ReverseGenerator(LaneMaps, ShadowCode, IndexedCaches, MinCutRecompute, Sto
             return
         arg_acts, ret_acts = self._split_activities(op)
         recompute = region_recompute.recomputable(self, op)
+        check = region_recompute.runtime_check(self, op)
         if recompute:
             # an OpenMP region's combined derivative, forked: each thread recomputes its iterations
             rev = self.ctx.driver.reverse(self.ctx.defined_function(op), arg_acts, ret_acts)
             mark_recomputed(self.ctx.driver.symbols[rev])
             if is_parfor(self.ctx.defined_function(op)):
                 mark_parfor_recomputed(self.ctx.driver.symbols[rev])
-        else:
-            _, rev = self.ctx.driver.split(self.ctx.defined_function(op), arg_acts, ret_acts)
+        if not recompute or check is not None:
+            _, taped = self.ctx.driver.split(self.ctx.defined_function(op), arg_acts, ret_acts)
+            rev = rev if recompute else taped
         args = []
         for a, act in zip(self.flavor.call_args(op), arg_acts):
             args.append(self.primal(a))
@@ -916,6 +923,10 @@ class ReverseGenerator(LaneMaps, ShadowCode, IndexedCaches, MinCutRecompute, Sto
                 d = self._take_adjoint(r)
                 args.append(d if d is not None else self.E.zero(r.type))
         outs = [a.type for a, act in zip(self.flavor.call_args(op), arg_acts) if act.is_active]
+        if check is not None:
+            region_versioning.reverse_call(self, op, region_versioning.check_function(
+                self, self.ctx.defined_function(op), check), rev, taped, args)
+            return
         results = iter(self.E.call(rev, args, outs))
         for a, act in zip(self.flavor.call_args(op), arg_acts):
             if act.is_active:
