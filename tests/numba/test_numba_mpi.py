@@ -1,7 +1,7 @@
 """numba-mpi (issue 27 item 3, Python side): njit functions that call MPI through the
 `numba-mpi` package get the C path's MPI rules. tests/numba/mpi_ranks.py holds the
-functions (allreduce and bcast; a ring of sendrecv and send/recv; a recv from
-MPI_ANY_SOURCE that must be refused naming numba_mpi.recv); it runs under `mpirun -np 2`
+functions (allreduce and bcast; a ring of sendrecv; a sendrecv from MPI_ANY_SOURCE
+that must be refused naming numba_mpi.sendrecv; send/recv with `--all`, outside the suite); it runs under `mpirun -np 2`
 with a timeout (a derivative message without its partner must fail, not hang), every rank
 checking its part of the global gradient against the closed form. One script for every
 case: each rank compiles with Numba, which is most of the CPU time."""
@@ -38,5 +38,5 @@ def test_numba_mpi_gradients_on_two_ranks(tmp_path: Path):
     assert run is not None, f"mpirun -np 2 {SCRIPT.name} did not finish in {MPI_TIMEOUT} s"
     # the ranks' lines may interleave: count the reports, not the lines
     assert run.returncode == 0 and "FAIL" not in run.stdout, run.stdout + run.stderr[-3000:]
-    for case in ("collectives", "point to point", "refusal any source"):
+    for case in ("collectives", "ring", "refusal any source"):
         assert run.stdout.count(f"ok {case} rank") == 2, (case, run.stdout)
