@@ -3,7 +3,8 @@ njit functions that call MPI through numba-mpi, differentiated by zymase.grad on
 rank. The global function is the sum of the ranks' results (each rank seeds its own
 result); each rank checks its part of the global gradient against the closed form, prints
 `ok <case>` or `FAIL <case> ...`, and then checks the refusal of a receive from
-MPI_ANY_SOURCE. `--all` adds send/recv (the suite leaves it out for CPU time):
+MPI_ANY_SOURCE. `--all` adds send/recv, isend/irecv/wait and the refusal of numba_mpi.test (the suite
+leaves them out for CPU time):
 `mpirun --allow-run-as-root --oversubscribe -np 2 python tests/numba/mpi_ranks.py --all`."""
 
 import sys
@@ -66,6 +67,28 @@ def send_recv(x):
 
 
 @numba.njit
+def nonblocking(x):
+    # rank r posts MPI_Irecv from the previous rank, MPI_Isend of x * x to the next, waits
+    r, n = mpi.rank(), mpi.size()
+    y = np.empty_like(x)
+    _, rq = mpi.irecv(y, (r - 1) % n, 7)
+    _, sq = mpi.isend(x * x, (r + 1) % n, 7)
+    mpi.wait(sq)
+    mpi.wait(rq)
+    return np.sum(y * x)
+
+
+@numba.njit
+def completed_by_test(x):
+    # MPI_Test has no rule (the derivative message is completed at the wait): refused
+    y = np.empty_like(x)
+    _, rq = mpi.irecv(y, (mpi.rank() - 1) % mpi.size(), 7)
+    while not mpi.test(rq)[1]:
+        pass
+    return np.sum(y * x)
+
+
+@numba.njit
 def sendrecv_any_source(x):
     # numba_mpi.sendrecv receives from MPI_ANY_SOURCE unless told otherwise: refused
     y = np.empty_like(x)
@@ -93,8 +116,12 @@ check("ring", zymase.grad(ring, argnums=0)(x, a_of(RANK)), a_of(RANK) * xs[prv] 
 if "--all" in sys.argv:  # Numba's compile of send and recv doubles the CPU time: not in the suite
     want = {0: 1 + 2 * xs[0] * xs[1], 1: xs[0] ** 2}.get(RANK, np.ones(N))
     check("send/recv", zymase.grad(send_recv)(x), want)
+    check("isend/irecv/wait", zymase.grad(nonblocking)(x), xs[prv] ** 2 + 2 * x * xs[nxt])
 
-for case, fn, words in (("any source", sendrecv_any_source, ("'numba_mpi.sendrecv' (MPI_Sendrecv)", "MPI_ANY_SOURCE")),):
+refusals = [("any source", sendrecv_any_source, ("'numba_mpi.sendrecv' (MPI_Sendrecv)", "MPI_ANY_SOURCE"))]
+if "--all" in sys.argv:
+    refusals.append(("no rule", completed_by_test, ("'numba_mpi.test' (MPI_Test)",)))
+for case, fn, words in refusals:
     try:
         zymase.grad(fn)(x)
         message = "no error"

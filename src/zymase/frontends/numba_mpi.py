@@ -131,16 +131,17 @@ def name_mpi_calls(text: str) -> str:
     return text + "\n" + "\n".join(lines) + "\n" if lines else text
 
 
-_STATUS_CALL = re.compile(r"(call i32 @MPI_(?:Recv|Sendrecv)\([^)]*, )ptr [^,)]+\)")
+_STATUS_CALL = re.compile(r"(call i32 @MPI_(?:Recv|Sendrecv|Wait|Waitall)\([^)]*, )ptr [^,)]+\)")
 
 
 def ignore_statuses(text: str) -> str:
-    """numba-mpi's ``recv``/``sendrecv`` pass a status buffer of 5 C ints (20 bytes) that
-    nothing reads, where Open MPI writes a 24-byte ``MPI_Status``: the last 4 bytes land
-    past the allocation (harmless in Numba's padding, heap corruption once the derivative's
-    allocations differ). The kernel passes ``MPI_STATUS_IGNORE`` (a null pointer in Open
-    MPI) instead; the buffer is local to numba-mpi's function, so nothing else changes.
-    Run on the direct calls :func:`name_mpi_calls` made, after instcombine."""
+    """numba-mpi's ``recv``/``sendrecv``/``wait``/``waitall`` pass status buffers of 5 C
+    ints (20 bytes) per status, which nothing reads, where Open MPI writes a 24-byte
+    ``MPI_Status``: the last 4 bytes land past the allocation (harmless in Numba's
+    padding, heap corruption once the derivative's allocations differ). The kernel passes
+    ``MPI_STATUS_IGNORE``/``MPI_STATUSES_IGNORE`` (null pointers in Open MPI) instead; the
+    buffers are local to numba-mpi's functions, so nothing else changes. Run on the direct
+    calls :func:`name_mpi_calls` made, after instcombine."""
     return _STATUS_CALL.sub(r"\1ptr null)", text) if in_use() else text
 
 
