@@ -34,7 +34,7 @@ from functools import cache
 #: dtypes to, its reduction operators, ``MPI_COMM_WORLD``
 _HANDLE_SYMBOLS = (
     "ompi_mpi_double", "ompi_mpi_float", "ompi_mpi_char", "ompi_mpi_int32_t", "ompi_mpi_int64_t",
-    "ompi_mpi_c_float_complex", "ompi_mpi_c_double_complex", "ompi_mpi_c_complex", "ompi_mpi_c_double_complex",
+    "ompi_mpi_c_float_complex", "ompi_mpi_c_double_complex", "ompi_mpi_c_complex",
     "ompi_mpi_op_sum", "ompi_mpi_op_max", "ompi_mpi_op_min", "ompi_mpi_op_prod",
     "ompi_mpi_comm_world", "ompi_mpi_comm_self")
 
