@@ -202,8 +202,11 @@ def split_nrt_helpers(text: str) -> tuple[str, str]:
     for name, a, b in fns:
         if name in NRT_HELPERS:
             # metadata attachments (!prof branch weights) refer to module-level nodes
-            # that do not travel with the body
-            removed.append(re.sub(r", ![\w.]+ !\d+", "", "\n".join(lines[a : b + 1])))
+            # that do not travel with the body, and so do attribute groups (#N), which the
+            # module's numbering changes when AD links a runtime in (the MPI rules'): a
+            # stale #N gave NRT_incref another function's memory(argmem: read) and LLVM
+            # deleted the increfs
+            removed.append(re.sub(r", ![\w.]+ !\d+| #\d+\b", "", "\n".join(lines[a : b + 1])))
             drop.update(range(a, b + 1))
             decls.append(_NRT_DECLS[name])
     kept = [ln for k, ln in enumerate(lines) if k not in drop]
@@ -606,6 +609,9 @@ _KERNEL_NAME = re.compile(r"__zymase_kernel_\d+_\d+_\d+(?:\.status)?(?:\.prepare
 def _in_user_terms(err: ZymaseError, disp) -> ZymaseError:
     """An engine error about the generated kernel, naming the user's function instead
     (Numba emits no source lines unless the function is compiled with ``debug=True``)."""
+    from zymase.frontends.numba_mpi import in_numba_mpi_terms
+
+    err = in_numba_mpi_terms(err)
     name = function_label(disp).strip("'")
     called = re.search(r"@(__zymase_kernel_\d+_\d+_\d+)\b(?!\.)", f"{err.construct or ''} {err.message}")
     if called and called.group(1) in _kernel_functions:
@@ -744,11 +750,13 @@ def _jit_in_numba(text: str, symbol: str, environment):
     from numba.core.registry import cpu_target
 
     from zymase.autodiff.rules.numba_linalg import SCIPY_PREFIX, register_scipy_symbols
+    from zymase.frontends.numba_mpi import load_libmpi
     from zymase.llvm import toolchain
 
     cpu_target.target_context  # noqa: B018 - starts Numba's runtime (registers its symbols)
     if SCIPY_PREFIX in text:
         register_scipy_symbols()  # the BLAS/LAPACK the linear-algebra derivatives call
+    load_libmpi(text)  # numba-mpi's calls, made direct calls of libmpi's symbols
     engine = toolchain.jit(text, opt=3)
     _link_environments(engine, text, environment)
     return engine, engine.address(symbol)
@@ -814,6 +822,12 @@ def differentiate_numba_ir(ir: NumbaIR, spec: KernelSpec, symbol: str, rec: Comp
         # stack slots at -O0, which only SROA/instcombine turn into values
         with _phase(rec, "ssa"):
             text = toolchain.ssa_form(text)
+    from zymase.frontends import numba_mpi
+
+    if numba_mpi.in_use():  # numba-mpi's ctypes calls named for the MPI rules
+        with _phase(rec, "mpi"):
+            named = numba_mpi.name_mpi_calls(text)
+            text = numba_mpi.ignore_statuses(toolchain.ssa_form(named)) if named != text else text
     from zymase.autodiff.checkpoint import limiting_tape
     from zymase.autodiff.semantics import derivative_semantics
 

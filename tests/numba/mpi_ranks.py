@@ -1,0 +1,135 @@
+"""Run under `mpirun -np N` by tests/numba/test_numba_mpi.py (issue 27 item 3, Python side):
+njit functions that call MPI through numba-mpi, differentiated by zymase.grad on every
+rank. The global function is the sum of the ranks' results (each rank seeds its own
+result); each rank checks its part of the global gradient against the closed form, prints
+`ok <case>` or `FAIL <case> ...`, and then checks the refusal of a receive from
+MPI_ANY_SOURCE. `--all` adds send/recv, isend/irecv/wait and the refusal of numba_mpi.test (the suite
+leaves them out for CPU time):
+`mpirun --allow-run-as-root --oversubscribe -np 2 python tests/numba/mpi_ranks.py --all`."""
+
+import sys
+
+import numba
+import numba_mpi as mpi
+import numpy as np
+
+import zymase
+from zymase.errors import ZymaseError
+
+RANK, SIZE = mpi.rank(), mpi.size()
+N = 4
+failed = 0
+
+
+def x_of(r):
+    return 0.5 + r + 0.25 * np.arange(N)
+
+
+def a_of(r):
+    return r + np.arange(N) + 1.0
+
+
+@numba.njit
+def collectives(x):
+    # MPI_Allreduce (sum) of x * x, then MPI_Bcast of rank 0's x
+    r = mpi.rank()
+    y = np.empty_like(x)
+    mpi.allreduce(x * x, y)
+    b = x.copy()
+    mpi.bcast(b, 0)
+    s = 0.0
+    for i in range(x.size):
+        s += (i + 1.0) * y[i] + (r + 1.0) * (i + 1.0) * b[i] * b[i]
+    return s
+
+
+@numba.njit
+def ring(x, a):
+    # a ring of MPI_Sendrecv: x to the next rank, the previous rank's x received
+    r, n = mpi.rank(), mpi.size()
+    y = np.empty_like(x)
+    mpi.sendrecv(x, (r + 1) % n, y, (r - 1) % n, 5, 5)
+    return np.sum(a * x * y)
+
+
+@numba.njit
+def send_recv(x):
+    # rank 0 sends x * x to rank 1 with MPI_Send / MPI_Recv
+    r = mpi.rank()
+    if r == 0:
+        mpi.send(x * x, 1, 3)
+        return np.sum(x)
+    if r == 1:
+        z = np.empty_like(x)
+        mpi.recv(z, 0, 3)
+        return np.sum(z * x)
+    return np.sum(x)
+
+
+@numba.njit
+def nonblocking(x):
+    # rank r posts MPI_Irecv from the previous rank, MPI_Isend of x * x to the next, waits
+    r, n = mpi.rank(), mpi.size()
+    y = np.empty_like(x)
+    _, rq = mpi.irecv(y, (r - 1) % n, 7)
+    _, sq = mpi.isend(x * x, (r + 1) % n, 7)
+    mpi.wait(sq)
+    mpi.wait(rq)
+    return np.sum(y * x)
+
+
+@numba.njit
+def completed_by_test(x):
+    # MPI_Test has no rule (the derivative message is completed at the wait): refused
+    y = np.empty_like(x)
+    _, rq = mpi.irecv(y, (mpi.rank() - 1) % mpi.size(), 7)
+    while not mpi.test(rq)[1]:
+        pass
+    return np.sum(y * x)
+
+
+@numba.njit
+def sendrecv_any_source(x):
+    # numba_mpi.sendrecv receives from MPI_ANY_SOURCE unless told otherwise: refused
+    y = np.empty_like(x)
+    mpi.sendrecv(x, (mpi.rank() + 1) % mpi.size(), y)
+    return np.sum(y * x)
+
+
+def check(case, got, want):
+    global failed
+    if np.allclose(got, want, rtol=1e-12, atol=1e-12):
+        print(f"ok {case} rank {RANK}")
+    else:
+        failed += 1
+        print(f"FAIL {case} rank {RANK}: got {got}, want {want}")
+
+
+xs = [x_of(r) for r in range(SIZE)]
+x, i1 = xs[RANK], np.arange(N) + 1.0
+want = SIZE * 2 * x * i1  # allreduce: every rank's result depends on x
+if RANK == 0:  # bcast: every rank's result depends on rank 0's x
+    want = want + sum(r + 1.0 for r in range(SIZE)) * 2 * i1 * x
+check("collectives", zymase.grad(collectives)(x), want)
+nxt, prv = (RANK + 1) % SIZE, (RANK - 1) % SIZE
+check("ring", zymase.grad(ring, argnums=0)(x, a_of(RANK)), a_of(RANK) * xs[prv] + a_of(nxt) * xs[nxt])
+if "--all" in sys.argv:  # Numba's compile of send and recv doubles the CPU time: not in the suite
+    want = {0: 1 + 2 * xs[0] * xs[1], 1: xs[0] ** 2}.get(RANK, np.ones(N))
+    check("send/recv", zymase.grad(send_recv)(x), want)
+    check("isend/irecv/wait", zymase.grad(nonblocking)(x), xs[prv] ** 2 + 2 * x * xs[nxt])
+
+refusals = [("any source", sendrecv_any_source, ("'numba_mpi.sendrecv' (MPI_Sendrecv)", "MPI_ANY_SOURCE"))]
+if "--all" in sys.argv:
+    refusals.append(("no rule", completed_by_test, ("'numba_mpi.test' (MPI_Test)",)))
+for case, fn, words in refusals:
+    try:
+        zymase.grad(fn)(x)
+        message = "no error"
+    except ZymaseError as err:
+        message = str(err)
+    if message.startswith("zymase: error:") and all(w in message for w in words) and "\n" not in message:
+        print(f"ok refusal {case} rank {RANK}")
+    else:
+        failed += 1
+        print(f"FAIL refusal {case} rank {RANK}: {message}")
+sys.exit(1 if failed else 0)
