@@ -9,6 +9,9 @@ functions is checked against central differences; a construct zymase cannot
 differentiate must be a ZymaseError, never a crash.
 """
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from njit_fd import assert_close, copy_args, fd_grad
@@ -126,3 +129,32 @@ def test_enzyme_style_const_operand_is_right_or_refused(name, mode):
             assert out == pytest.approx(np.sum(want), rel=1e-6)
         else:
             assert_close(d, want, 1e-6, what=f"{name} d{names[i]}")
+
+
+_PRIMAL_FIRST = r"""
+import numpy as np, numba, zymase
+
+@numba.njit
+def user_matvec(a, x):          # the user's own function, compiled by Numba at -O3 first
+    return a @ x
+
+@numba.njit
+def loss(a, x):
+    return np.sum(a @ x)
+
+a, x = np.arange(6.0).reshape(2, 3), np.array([0.5, -1.0, 2.0])
+user_matvec(a, x)
+g = zymase.grad(loss, argnums=0)(a, x)
+assert np.array_equal(g, np.vstack([x, x])), g
+print("ok")
+"""
+
+
+def test_grad_after_the_user_compiled_the_same_numpy_helpers():
+    # Numba caches the subroutines of '@' (and array allocation) on its target context;
+    # when the user's code had compiled them first (-O3, NRT helpers only declared), the
+    # private copy linked that library and the kernel called address 0 (a segfault that
+    # showed only when another test had used '@' first in the same process). A fresh
+    # process makes the order certain.
+    run = subprocess.run([sys.executable, "-c", _PRIMAL_FIRST], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0 and run.stdout.strip() == "ok", (run.returncode, run.stdout, run.stderr[-2000:])

@@ -142,16 +142,28 @@ def _numba_unoptimized():
     are compiled once per signature and cached on their templates; an implementation
     the user's code already needed was compiled at O3 (inlined runtime helpers,
     vector code). Their caches are set aside while the private copy compiles, so it
-    gets fresh unoptimized implementations, and put back afterwards."""
+    gets fresh unoptimized implementations, and put back afterwards.
+
+    The same holds for the subroutines Numba's lowering compiles and caches on its
+    target context (``compile_subroutine``: ``np.dot``'s and ``@``'s helpers, array
+    allocation): one the user's code compiled first is linked in as its -O3 library,
+    whose NRT helpers are declarations (``NRT_MemInfo_data_fast`` lives in Numba's own
+    engine), so a kernel built from it called address 0. That cache is set aside too,
+    and the copy's unoptimized (machine-code-less) entries are dropped afterwards, so
+    the user's later compiles never link them."""
     from numba.core import config
     from numba.core.compiler_lock import global_compiler_lock
+    from numba.core.registry import cpu_target
 
     with global_compiler_lock:
         old = config.OPT
         saved = [(c, c._impl_cache, c._compiled_overloads) for c in _overload_templates()]
+        context = cpu_target.target_context
+        subroutines = context.cached_internal_func
         config.OPT = type(old)(0) if isinstance(old, int) else 0
         for c, _, _ in saved:
             c._impl_cache, c._compiled_overloads = {}, {}
+        context.cached_internal_func = {}
         try:
             with _ir_only():
                 yield
@@ -159,6 +171,7 @@ def _numba_unoptimized():
             config.OPT = old
             for c, impl, compiled in saved:
                 c._impl_cache, c._compiled_overloads = impl, compiled
+            context.cached_internal_func = subroutines
 
 
 @contextmanager
