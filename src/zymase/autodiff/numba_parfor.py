@@ -40,7 +40,7 @@ stencil (``a[i - 1]``), an inner loop's index, a 2-D schedule or a reduction's
 
 from __future__ import annotations
 
-from zymase.analysis.memory import MARKER_INTRINSICS, callee_name, memory_kind
+from zymase.analysis.memory import memory_kind
 from zymase.autodiff.flavor import LLVM
 from zymase.ir import BlockArgument, Operation, SSAValue, llvm
 from zymase.transforms.numba_parfor import is_parfor
@@ -96,7 +96,7 @@ def written_pointers(gen, call: Operation) -> list[SSAValue] | None:
 def _parfor_accesses(gen, parfor: Operation):
     """(slots read, slots written, slots summed into) of the parfor's array accesses;
     None when an access or a call is beyond this analysis."""
-    from zymase.autodiff.region_recompute import _pure_math
+    from zymase.autodiff.region_recompute import recomputes_alike
 
     reads: dict = {}
     writes: dict = {}
@@ -114,13 +114,7 @@ def _parfor_accesses(gen, parfor: Operation):
                 if isinstance(key, int):
                     table.setdefault(key, []).append(op)
         elif kind in (None, "derive", "select", "alloca"):
-            name = callee_name(op) if isinstance(op, llvm.CallOp) else None
-            if name is not None and not name.startswith(_ALLOWED_RUNTIME) and not _pure_math(gen, op):
-                return None
-            if isinstance(op, llvm.CallIntrinsicOp) and not op.intrin.data.startswith(MARKER_INTRINSICS) and any(
-                    isinstance(o.type, llvm.LLVMPointerType) for o in op.operands):
-                return None
-            if op.name in ("llvm.atomicrmw", "llvm.cmpxchg"):
+            if not recomputes_alike(gen, op, lambda name: name.startswith(_ALLOWED_RUNTIME)):
                 return None
         else:
             return None

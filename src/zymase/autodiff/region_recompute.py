@@ -174,15 +174,7 @@ def _region_accesses(gen, region: Operation):
             if key is not None:
                 (reads if kind == "load" else writes).setdefault(key, []).append(op)
         elif kind in (None, "derive", "select", "alloca", "global"):
-            name = callee_name(op) if isinstance(op, llvm.CallOp) else None
-            if name is not None and name not in _RECOMPUTABLE_RUNTIME and not _pure_math(gen, op):
-                # a call that may read or write state (rand), or the thread's number (the
-                # recomputation's team may differ): the recomputed values could differ
-                return None
-            if isinstance(op, llvm.CallIntrinsicOp) and not op.intrin.data.startswith(MARKER_INTRINSICS) and any(
-                    isinstance(o.type, llvm.LLVMPointerType) for o in op.operands):
-                return None
-            if op.name in ("llvm.atomicrmw", "llvm.cmpxchg"):
+            if not recomputes_alike(gen, op, lambda name: name in _RECOMPUTABLE_RUNTIME):
                 return None
         else:
             return None
@@ -190,6 +182,20 @@ def _region_accesses(gen, region: Operation):
     if any(not all(_sum_update(load) for load in reads[k]) or len(reads[k]) != len(writes[k]) for k in summed):
         return None
     return set(reads), set(writes), summed
+
+
+def recomputes_alike(gen, op: Operation, runtime_allowed) -> bool:
+    """Whether ``op`` (not a load, store or memory call) computes the same again when a
+    region is recomputed: no call that may read or write state (rand) or give the
+    thread's number (the recomputation's team may differ), other than the runtime calls
+    ``runtime_allowed(name)`` accepts, no intrinsic taking pointers, no atomics."""
+    name = callee_name(op) if isinstance(op, llvm.CallOp) else None
+    if name is not None and not runtime_allowed(name) and not _pure_math(gen, op):
+        return False
+    if isinstance(op, llvm.CallIntrinsicOp) and not op.intrin.data.startswith(MARKER_INTRINSICS) and any(
+            isinstance(o.type, llvm.LLVMPointerType) for o in op.operands):
+        return False
+    return op.name not in ("llvm.atomicrmw", "llvm.cmpxchg")
 
 
 def _pure_math(gen, call: Operation) -> bool:

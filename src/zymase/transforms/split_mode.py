@@ -302,12 +302,7 @@ def lower_split_op(op: ez.SplitDiffOp, driver, module: ModuleOp) -> None:
     else:
         aug_name, rev_name = driver.split(fop, arg_acts, ret_acts)
     _require_runtime(module)
-    block = op.parent_block()
-
-    def emit(new: Operation) -> SSAValue | None:
-        new.location = op.location
-        block.insert_op_before(new, op)
-        return new.results[0] if new.results else None
+    emit = _emitter(op)
 
     tape_global = emit(llvm.AddressOfOp(GLOBAL_TAPE, PTR))
     saved = _entry_slot(op)
@@ -347,7 +342,7 @@ def lower_split_op(op: ez.SplitDiffOp, driver, module: ModuleOp) -> None:
             emit(llvm.CallOp("free", tape))
     for old, new in zip(op.results, new_results):
         old.replace_all_uses_with(new)
-    block.erase_op(op)
+    op.parent_block().erase_op(op)
 
 
 def _lower_fwdsplit(op: ez.SplitDiffOp, driver, module: ModuleOp, fop: Operation, ret_active: bool) -> None:
@@ -356,12 +351,7 @@ def _lower_fwdsplit(op: ez.SplitDiffOp, driver, module: ModuleOp, fop: Operation
     arg_acts = op.arg_activities
     _, fs_name = driver.fwdsplit(fop, arg_acts, ret_active)
     _require_runtime(module)
-    block = op.parent_block()
-
-    def emit(new: Operation) -> SSAValue | None:
-        new.location = op.location
-        block.insert_op_before(new, op)
-        return new.results[0] if new.results else None
+    emit = _emitter(op)
 
     *args, tape = op.operands
     # Enzyme's users pass a NULL tape when the tangent needs nothing from it
@@ -380,7 +370,20 @@ def _lower_fwdsplit(op: ez.SplitDiffOp, driver, module: ModuleOp, fop: Operation
             emit(llvm.CallOp("free", tape))
     if result is not None:
         op.results[0].replace_all_uses_with(result)
-    block.erase_op(op)
+    op.parent_block().erase_op(op)
+
+
+def _emitter(op: Operation):
+    """A function inserting an op before ``op`` (with its location) and returning the
+    new op's first result, if any."""
+    block = op.parent_block()
+
+    def emit(new: Operation) -> SSAValue | None:
+        new.location = op.location
+        block.insert_op_before(new, op)
+        return new.results[0] if new.results else None
+
+    return emit
 
 
 def _entry_slot(op: Operation) -> SSAValue:
