@@ -113,6 +113,17 @@ class CFG:
             x = self.idom.get(x)
         return False
 
+    def in_order(self, blocks: set[Block]) -> list[Block]:
+        """``blocks`` in the function's block order. A set of blocks iterates in the
+        order of their ids, which differ from run to run: anything that creates IR or
+        picks the first match while walking a loop body walks it in this order, so
+        that the output does not depend on where Python placed the objects."""
+        return [b for b in self.blocks if b in blocks]
+
+    def exit_edges(self, body: set[Block]) -> list[Edge]:
+        """The edges leaving loop ``body``, in block order."""
+        return [e for b in self.in_order(body) for e in self.succs[b] if e.dst not in body]
+
     def natural_loops(self) -> list[tuple[Block, set[Block]]]:
         """(header, body) of each natural loop (back edges to one header merged)."""
         if hasattr(self, "_loops"):

@@ -109,7 +109,7 @@ def trip_count(cfg: CFG, header: Block, body: set[Block], entry: Edge, latch: Ed
         ivs[arg] = (init, step, nxt)
     if not ivs:
         return None
-    for x in body:
+    for x in cfg.in_order(body):  # the first exit test found wins: the same one every run
         if x not in cfg.reachable or not cfg.dominates(x, latch.src):
             continue
         term = x.last_op

@@ -34,7 +34,7 @@ class CountedLoops:
             latch = [e for e in edges if e.src in body]
             if len(entry) != 1 or len(latch) != 1 or len(edges) != 2:
                 continue
-            exits = [e for x in body for e in self.cfg.succs[x] if e.dst not in body and x in self.live]
+            exits = [e for e in self.cfg.exit_edges(body) if e.src in self.live]
             out[header] = {"entry": entry[0], "latch": latch[0], "body": body, "exits": exits}
         return out
 

@@ -585,7 +585,7 @@ class ReverseGenerator(LaneMaps, ShadowCode, IndexedCaches, MinCutRecompute, Sto
             init = ez.InitOp(ez.GradientType(w.type))
             self.g_entry.insert_op_before(init, self._entry_branch)
             slot = slots[(w, header)] = init.results[0]
-            exits = [e for x in body for e in self.cfg.succs[x] if e.dst not in body and x in self.live]
+            exits = [e for e in self.cfg.exit_edges(body) if e.src in self.live]
             self._tape_on_exits(w, exits, slot, primal)
         return slot
 
