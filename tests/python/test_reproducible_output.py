@@ -44,7 +44,7 @@ double f(double x, int n) {
   }
   return s * y;
 }
-int main(void) { printf("%g\\n", __enzyme_autodiff((void *)f, 0.5, 7)); return 0; }
+int main(void) { printf("%g\n", __enzyme_autodiff((void *)f, 0.5, 7)); return 0; }
 """
 
 
