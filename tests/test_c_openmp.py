@@ -117,6 +117,21 @@ def test_regions_recomputed_without_tape_only_when_safe(tmp_path: Path):
     assert "ptr nonnull @diffeenergy_par.omp_outlined," in text and "@augmentedenergy_par" not in text
 
 
+def test_worksharing_loop_values_go_in_indexed_caches(tmp_path: Path):
+    # issue 27 item 2: clang -O2 ends a worksharing loop with trunc(i + 1) == upper + 1;
+    # counted (the guard before it rules out wrapping), the values a recomputed region's
+    # reverse needs from each iteration (sin, exp) are stored at the iteration's index
+    # instead of pushed on a stack per iteration (map.c's split-mode uses of the region,
+    # whose augmented region pushes on the thread's global tape, are not this loop's reverse)
+    build = run_cli(["cc", "-O2", "-fopenmp", "-S", "-emit-llvm", str(_C / "map.c"), "-o", str(tmp_path / "map.ll")],
+                    cwd=tmp_path, timeout=COMPILE_TIMEOUT, env={**os.environ, "ZYMASE_DEBUG_TAPE": "1"})
+    assert build.returncode == 0, build.stderr
+    taped = [line for line in build.stderr.splitlines()
+             if line.startswith("zymase: tape: map_par.omp_outlined:") and ("@sin" in line or "@exp" in line)
+             and "split mode" not in line]
+    assert taped and all("indexed by 1 of 1 loops" in line for line in taped), build.stderr
+
+
 _PRELUDE = """#include <math.h>
 extern void __enzyme_autodiff(void *, ...);
 extern int enzyme_const, enzyme_dup;
