@@ -20,6 +20,7 @@ layout holding derivatives (tangents in forward mode, adjoints in reverse mode).
 
 from __future__ import annotations
 
+from zymase.analysis.layout import size_align
 from zymase.analysis.memory import (
     CXX_ALIGNED_NEW,
     DEALLOCATED_ARG,
@@ -30,7 +31,6 @@ from zymase.analysis.memory import (
     memory_kind,
 )
 from zymase.autodiff.parallel import chunk_interior_spread, emit_adjoint_add, interior_test, needs_atomic_add
-from zymase.analysis.layout import size_align
 from zymase.autodiff.type_rules import carries_derivatives
 from zymase.autodiff.registry import call_memory_rule
 from zymase.errors import ZymaseError

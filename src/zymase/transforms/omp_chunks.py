@@ -31,6 +31,7 @@ used after it; and a float load ``a[iv + d]`` of a captured array at two offsets
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from types import SimpleNamespace
 
@@ -41,6 +42,8 @@ from zymase.ir import Block, BlockArgument, IntegerAttr, IntegerType, Operation,
 from zymase.ir import llvm_ext
 from zymase.ir.llvm_ext import overflow_bits
 from zymase.llvm.noalias_scopes import freshen_scopes
+
+_copies = itertools.count()
 
 MAX_SPREAD = 64
 """Stencils wider than this many elements are left with the per-add test."""
@@ -187,7 +190,7 @@ def _rewrite(view, h, body, entry, latch, exit_edge, tc, nxt, init, spread, modu
             br = llvm.CondBrOp(done, after, [], bmap[h], [vmap[nxt]])
             br.location = loc
             new.add_op(br)
-        freshen_scopes([op for x in order for op in bmap[x].ops], f"chunk{id(bmap[h])}", declared_only=True)
+        freshen_scopes([op for x in order for op in bmap[x].ops], f"chunk{next(_copies)}", declared_only=True)
         # a copy runs only if its range is not empty
         G = guards[k]
         runs = Emitter(flavor, module).at_end(G).v(llvm_ext.ICmpOp(lo, hi, IntegerAttr(SLT, i64)))
