@@ -85,8 +85,15 @@ def test_regions_recomputed_without_tape_only_when_safe(tmp_path: Path):
     # overwrites after it keeps the taped split pair (recomputed.c checks the values)
     ll = tmp_path / "recomputed.ll"
     build = run_cli(["cc", "-O2", "-fopenmp", "-S", "-emit-llvm", str(_C / "recomputed.c"), "-o", str(ll)],
-                    cwd=tmp_path, timeout=COMPILE_TIMEOUT)
+                    cwd=tmp_path, timeout=COMPILE_TIMEOUT, env={**os.environ, "ZYMASE_DEBUG_TAPE": "1"})
     assert build.returncode == 0, build.stderr
+    # item 2: clang -O2 ends a worksharing loop with trunc(i + 1) == upper + 1; counted
+    # (the guard before it rules out wrapping), the values the recomputed map's reverse
+    # needs from each iteration (sin, exp) are stored at the iteration's index instead of
+    # pushed on a stack per iteration
+    taped = [line for line in build.stderr.splitlines()
+             if line.startswith("zymase: tape: map_restrict.omp_outlined:") and ("@sin" in line or "@exp" in line)]
+    assert len(taped) == 2 and all("indexed by 1 of 1 loops" in line for line in taped), build.stderr
     forked = {line.split(", ptr nonnull @")[1].split(",")[0].split(")")[0]
               for line in ll.read_text().splitlines() if "@__kmpc_fork_call(" in line and "call void" in line}
     for region in ("map_restrict", "stencil_restrict", "two_loops", "critical_sum"):
@@ -105,12 +112,15 @@ def test_regions_recomputed_without_tape_only_when_safe(tmp_path: Path):
                    for line in text.splitlines() if "@__kmpc_fork_call(" in line)
 
     assert primal_forks("returned_sum") == 1 and primal_forks("critical_sum") == 2
-    # the recomputed stencil adds its adjoints plainly inside each thread's chunk and
-    # atomically at the chunk's edges (its worksharing loop split: unordered moves in the
-    # interior copy, atomicrmw in the edge copies)
+    # item 1 (performance): the recomputed stencil's worksharing loop is split into its
+    # chunk's edges, whose adds stay atomic (3 loads, 2 edge copies), and its interior,
+    # whose adds are plain (unordered moves: no branch per add, no atomics);
+    # chunk_edges.c checks the values with chunks of 0 to 3 iterations
     start = text.index("define internal void @diffestencil_restrict.omp_outlined(")
     body = text[start:text.index("\n}\n", start)]
-    assert "atomicrmw fadd" in body and "load atomic double" in body
+    assert body.count("atomicrmw fadd") >= 6, body
+    assert body.count("load atomic double") == 3 and body.count("store atomic double") == 3, body
+    assert "__zymase_omp_add" not in body  # no add testing the chunk's bounds
     # a reduction into a local of the caller is recomputed too (reduction.c checks the values)
     ll = tmp_path / "reduction.ll"
     build = run_cli(["cc", "-O2", "-fopenmp", "-S", "-emit-llvm", str(_C / "reduction.c"), "-o", str(ll)],
@@ -118,38 +128,6 @@ def test_regions_recomputed_without_tape_only_when_safe(tmp_path: Path):
     assert build.returncode == 0, build.stderr
     text = ll.read_text()
     assert "ptr nonnull @diffeenergy_par.omp_outlined," in text and "@augmentedenergy_par" not in text
-
-
-def test_worksharing_loop_values_go_in_indexed_caches(tmp_path: Path):
-    # issue 27 item 2: clang -O2 ends a worksharing loop with trunc(i + 1) == upper + 1;
-    # counted (the guard before it rules out wrapping), the values a recomputed region's
-    # reverse needs from each iteration (sin, exp) are stored at the iteration's index
-    # instead of pushed on a stack per iteration (map.c's split-mode uses of the region,
-    # whose augmented region pushes on the thread's global tape, are not this loop's reverse)
-    build = run_cli(["cc", "-O2", "-fopenmp", "-S", "-emit-llvm", str(_C / "map.c"), "-o", str(tmp_path / "map.ll")],
-                    cwd=tmp_path, timeout=COMPILE_TIMEOUT, env={**os.environ, "ZYMASE_DEBUG_TAPE": "1"})
-    assert build.returncode == 0, build.stderr
-    taped = [line for line in build.stderr.splitlines()
-             if line.startswith("zymase: tape: map_par.omp_outlined:") and ("@sin" in line or "@exp" in line)
-             and "split mode" not in line]
-    assert taped and all("indexed by 1 of 1 loops" in line for line in taped), build.stderr
-
-
-def test_stencil_chunk_edges_atomic_and_interior_plain(tmp_path: Path):
-    # issue 27 item 1 (performance): a recomputed stencil's worksharing loop is split into
-    # its chunk's edges, whose adds stay atomic (chunk_edges.c has 5 loads: 2 edge copies),
-    # and its interior, whose adds are plain (unordered moves, no branch per add);
-    # chunk_edges.c checks the values with chunks of 0 to 3 iterations
-    ll = tmp_path / "chunk_edges.ll"
-    build = run_cli(["cc", "-O2", "-fopenmp", "-S", "-emit-llvm", str(_C / "chunk_edges.c"), "-o", str(ll)],
-                    cwd=tmp_path, timeout=COMPILE_TIMEOUT)
-    assert build.returncode == 0, build.stderr
-    text = ll.read_text()
-    start = text.index("define internal void @diffestencil5.omp_outlined(")
-    body = text[start:text.index("\n}\n", start)]
-    assert body.count("atomicrmw fadd") >= 10, body
-    assert body.count("load atomic double") == 5 and body.count("store atomic double") == 5, body
-    assert "__zymase_omp_add" not in body  # no add that tests the chunk's bounds
 
 
 _PRELUDE = """#include <math.h>

@@ -5,8 +5,8 @@
 // of 5 to 200 elements give chunks of 0, 1, 2, 3 ... iterations, shorter than the edges,
 // empty interiors and single-iteration teams; each gradient is compared with the closed
 // form, and repeated so that lost updates (an edge add made plain) have chances to show.
-// OMP_NUM_THREADS=1, 2, 4 (tests/test_c_openmp.py, which also checks in the IR that the
-// edges keep their atomics and the interior has none).
+// OMP_NUM_THREADS=1, 2, 4 (tests/test_c_openmp.py, which also checks in the IR of
+// recomputed.c's stencil that the edges keep their atomics and the interior has none).
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
