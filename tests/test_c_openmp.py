@@ -85,8 +85,15 @@ def test_regions_recomputed_without_tape_only_when_safe(tmp_path: Path):
     # overwrites after it keeps the taped split pair (recomputed.c checks the values)
     ll = tmp_path / "recomputed.ll"
     build = run_cli(["cc", "-O2", "-fopenmp", "-S", "-emit-llvm", str(_C / "recomputed.c"), "-o", str(ll)],
-                    cwd=tmp_path, timeout=COMPILE_TIMEOUT)
+                    cwd=tmp_path, timeout=COMPILE_TIMEOUT, env={**os.environ, "ZYMASE_DEBUG_TAPE": "1"})
     assert build.returncode == 0, build.stderr
+    # item 2: clang -O2 ends a worksharing loop with trunc(i + 1) == upper + 1; counted
+    # (the guard before it rules out wrapping), the values the recomputed map's reverse
+    # needs from each iteration (sin, exp) are stored at the iteration's index instead of
+    # pushed on a stack per iteration
+    taped = [line for line in build.stderr.splitlines()
+             if line.startswith("zymase: tape: map_restrict.omp_outlined:") and ("@sin" in line or "@exp" in line)]
+    assert len(taped) == 2 and all("indexed by 1 of 1 loops" in line for line in taped), build.stderr
     forked = {line.split(", ptr nonnull @")[1].split(",")[0].split(")")[0]
               for line in ll.read_text().splitlines() if "@__kmpc_fork_call(" in line and "call void" in line}
     for region in ("map_restrict", "stencil_restrict", "two_loops", "critical_sum"):
@@ -105,9 +112,15 @@ def test_regions_recomputed_without_tape_only_when_safe(tmp_path: Path):
                    for line in text.splitlines() if "@__kmpc_fork_call(" in line)
 
     assert primal_forks("returned_sum") == 1 and primal_forks("critical_sum") == 2
-    # the recomputed stencil adds its adjoints plainly inside each thread's chunk and
-    # atomically at the chunk's edges (the helper, inlined, leaves its name on a block)
-    assert "__zymase_omp_add.f64.exit" in text
+    # item 1 (performance): the recomputed stencil's worksharing loop is split into its
+    # chunk's edges, whose adds stay atomic (3 loads, 2 edge copies), and its interior,
+    # whose adds are plain (unordered moves: no branch per add, no atomics);
+    # chunk_edges.c checks the values with chunks of 0 to 3 iterations
+    start = text.index("define internal void @diffestencil_restrict.omp_outlined(")
+    body = text[start:text.index("\n}\n", start)]
+    assert body.count("atomicrmw fadd") >= 6, body
+    assert body.count("load atomic double") == 3 and body.count("store atomic double") == 3, body
+    assert "__zymase_omp_add" not in body  # no add testing the chunk's bounds
     # a reduction into a local of the caller is recomputed too (reduction.c checks the values)
     ll = tmp_path / "reduction.ll"
     build = run_cli(["cc", "-O2", "-fopenmp", "-S", "-emit-llvm", str(_C / "reduction.c"), "-o", str(ll)],

@@ -532,3 +532,55 @@ def test_a_loop_counting_by_two_tapes_into_an_indexed_cache(tmp_path, zymase_cli
         assert len(taped) == 1 and "indexed by 1 of 1 loops" in taped[0], build.stderr
     assert "per iteration" not in build.stderr, build.stderr
     build_and_run(src, [opt], tmp_path, zymase_cli)
+
+
+# The worksharing loop of an OpenMP region after clang -O2 (issue 27 item 2): the
+# induction variable is widened to i64 from the chunk's i32 lower bound, and the latch
+# compares its truncation with the i32 upper bound plus one. Before the loop a guard
+# leaves when lower > upper.
+WORKSHARING = """
+define void @f(ptr %p, i32 %lower, i32 %upper) {{
+entry:
+  %empty = icmp {guard} i32 %lower, %upper
+  br i1 %empty, label %exit, label %pre
+pre:
+  %start = sext i32 %lower to i64
+  %end = add nsw i32 %upper, {plus}
+  br label %loop
+loop:
+  %i = phi i64 [ %start, %pre ], [ %next, %loop ]
+  %a = getelementptr double, ptr %p, i64 %i
+  store double 1.0, ptr %a
+  %next = add nsw i64 %i, 1
+  %t = trunc i64 %next to i32
+  %c = icmp eq i32 %end, %t
+  br i1 %c, label %exit, label %loop
+exit:
+  ret void
+}}
+"""
+
+
+def test_a_truncated_exit_test_guarded_against_wrapping_is_an_exact_count():
+    # item 2: trunc(i + 1) == upper + 1 after a guard lower <= upper runs upper - lower + 1
+    # times: i + 1 reaches upper + 1 before its low 32 bits could wrap around
+    from zymase.analysis.trip_count import constant_trip_count
+
+    tc, exits = _loop_and_exits(WORKSHARING.format(guard="sgt", plus="1"))
+    assert tc is not None and tc.exact(exits)
+    assert (tc.step, tc.inclusive, tc.offset, tc.unsigned) == (1, False, 1, False)
+    # the count is the upper bound's distance from the wide start: emitted as i64 arithmetic
+    assert isinstance(tc.init.owner, L.SExtOp) and tc.bound.type.width.data == 32
+    assert constant_trip_count(tc) is None
+
+
+@pytest.mark.parametrize("guard, plus", [
+    ("eq", "1"),    # entered whenever lower != upper: lower > upper + 1 wraps around
+    ("slt", "1"),   # entered with lower >= upper: the same
+    ("sgt", "0"),   # trunc(i + 1) == upper with lower == upper: 2^32 - 1 iterations
+    ("sgt", "-1"),  # ... upper - 1
+])
+def test_a_truncated_exit_test_that_may_wrap_is_not_counted(guard, plus):
+    # item 2: without a guard proving the bound above the start, the truncated test may
+    # only be met after the low 32 bits wrap around: no count rather than a wrong one
+    assert _loop(WORKSHARING.format(guard=guard, plus=plus)) is None

@@ -10,6 +10,12 @@ with ``N`` (one slot per header execution) instead of growing a stack.
 
 :func:`trip_count` recognizes the pattern; :func:`emit_trip_count` builds the
 arithmetic for ``N`` where a caller needs it.
+
+clang's worksharing loops (OpenMP, after -O2) widen the induction variable to i64 from
+the chunk's i32 lower bound and leave when ``trunc(iv + 1) == upper + 1``: a compare of
+the low bits only, which is met at ``sext(upper + 1)`` only if that is reached before the
+low bits wrap around. :func:`trip_count` counts such a loop when a guard on the way to
+it proves ``lower + 1 <= upper + 1`` (``_truncated_exit_test``), and not otherwise.
 """
 
 from __future__ import annotations
@@ -119,6 +125,8 @@ def trip_count(cfg: CFG, header: Block, body: set[Block], entry: Edge, latch: Ed
         if inside[0] == inside[1]:
             continue
         found = _exit_test(term.cond, ivs, body, continue_if_true=inside[0])
+        if found is None:
+            found = _truncated_exit_test(cfg, entry, term.cond, ivs, body, continue_if_true=inside[0])
         if found is not None:
             return replace(found, test_block=x)
     return None
@@ -172,6 +180,69 @@ def _exit_test(cond: SSAValue, ivs, body: set[Block], *, continue_if_true: bool)
             return TripCount(init, other, step, shape, offset, p in UNSIGNED or ext == "zext", no_wrap=no_wrap,
                              bias=bias)
     return None
+
+
+def _truncated_exit_test(cfg: CFG, entry: Edge, cond: SSAValue, ivs, body: set[Block], *,
+                         continue_if_true: bool) -> TripCount | None:
+    """``trunc(iv + 1) != B`` (or ``trunc(iv) != B``) continuing a loop whose unit-step
+    induction variable starts at ``ext(L)``, ``L`` and ``B`` of the truncated type: the
+    test first fails at ``iv + 1 == ext(B)``, exactly, when the loop is entered only with
+    ``L + 1 <= B`` (``L <= B`` for ``trunc(iv)``) in the extension's signedness: the values
+    from ``ext(L)`` to ``ext(B)`` are then distinct in the low bits. Proven from the guards
+    on the way to the loop (``_entered_only_when``); otherwise None (the low bits could
+    wrap around first, some 2^32 iterations later)."""
+    if isinstance(cond, BlockArgument) or not isinstance(cond.owner, llvm.ICmpOp):
+        return None
+    pred = cond.owner.predicate.value.data
+    if (pred == NE) != continue_if_true or pred not in (EQ, NE):
+        return None
+    for side, bound in (cond.owner.operands, reversed(cond.owner.operands)):
+        if isinstance(side, BlockArgument) or not isinstance(side.owner, llvm.TruncOp) or not _invariant(bound, body):
+            continue
+        inner = side.owner.operands[0]
+        for arg, (init, step, nxt) in ivs.items():
+            offset = 1 if inner is nxt else 0 if inner is arg else None
+            if offset is None:
+                continue
+            start, ext = _strip_ext(init)
+            if step != 1 or ext is None or start.type != side.type:
+                return None
+            if not _entered_only_when(cfg, entry, start, bound, offset, unsigned=ext == "zext"):
+                return None
+            return TripCount(init, bound, 1, False, offset, ext == "zext", no_wrap=True)
+    return None
+
+
+def _entered_only_when(cfg: CFG, entry: Edge, low: SSAValue, high: SSAValue, gap: int, *, unsigned: bool) -> bool:
+    """Whether the loop is entered (by edge ``entry``) only when ``low + gap <= high``: a
+    compare ``low <= u + k`` (``<``: ``k - 1``) decides an edge on the single-predecessor
+    path to ``entry``, and ``high`` is ``u + c`` (an add that cannot wrap in that
+    signedness, or ``u`` itself) with ``k <= c - gap``."""
+    high_base, c = high, 0
+    if not isinstance(high, BlockArgument) and isinstance(high.owner, llvm.AddOp):
+        step = constant_int(high.owner.operands[1])
+        if step is not None and overflow_bits(high.owner) & (NUW if unsigned else NSW):
+            high_base, c = high.owner.operands[0], step
+    edge = entry
+    for _ in range(8):
+        term = edge.src.last_op
+        if (isinstance(term, llvm.CondBrOp) and term.successors[0] is not term.successors[1]
+                and not isinstance(term.cond, BlockArgument) and isinstance(term.cond.owner, llvm.ICmpOp)):
+            pred = term.cond.owner.predicate.value.data
+            if edge.slot == 1:
+                pred = _NEGATED[pred]
+            a, b = term.cond.owner.operands
+            if pred in (SGE, SGT, UGE, UGT):
+                a, b, pred = b, a, SWAPPED[pred]
+            if pred in ((ULE, ULT) if unsigned else (SLE, SLT)) and a is low:
+                k = -1 if pred in (SLT, ULT) else 0
+                if (b is high_base and k <= c - gap) or (b is high and k <= -gap):
+                    return True
+        preds = cfg.preds.get(edge.src, [])
+        if len(preds) != 1:
+            return False
+        edge = preds[0]
+    return False
 
 
 def _biased(v: SSAValue, pred: int) -> tuple[SSAValue, int]:

@@ -5,7 +5,7 @@ the primal function, the activity query, and the signatures of derivative functi
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from zymase.analysis.activity import ActivityInfo, analyze
 from zymase.analysis.memory import TAPE_POOL
@@ -58,6 +58,9 @@ class Prepared:
     returned: list[SSAValue]
     activity: ActivityInfo
     func: Operation | None = None  # a detached function op holding ``region``
+    #: OpenMP worksharing loops split into chunk edges and interior (transforms/omp_chunks.py),
+    #: by the interior copy's induction variable
+    chunk_splits: dict = field(default_factory=dict)
 
 
 class Context:
@@ -157,12 +160,14 @@ def mark_shadow_args(fn: Operation, positions: Sequence[int], lanes: Sequence[in
 
 
 def prepare(ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts: Sequence[Activity],
-            *, abandon: bool = False, checkpoint: bool = False) -> Prepared:
+            *, abandon: bool = False, checkpoint: bool = False, split_chunks: bool = False) -> Prepared:
     """Copy the body, merge multiple returns into one exit block, run activity. With
     ``abandon``, returns after a call to ABANDON become ``unreachable`` ops marked
     ABANDONED (the generator turns them back into returns), as long as another return
-    remains."""
+    remains. With ``split_chunks`` (the combined reverse derivative of an OpenMP region),
+    worksharing loops over a stencil are split into their chunk's edges and interior."""
     flavor = ctx.flavor
+    chunk_splits = {}
     region = fop.body.clone()
     if flavor.name == "llvm":
         # a byval parameter the body writes to must stay the callee's own copy
@@ -220,6 +225,12 @@ def prepare(ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts
         from zymase.transforms.peel import peel_boundary_iterations
 
         peel_boundary_iterations(region, flavor, ctx.module)
+        if split_chunks and is_outlined_region(fop):
+            # a recomputed region's reverse: a stencil's worksharing loop split into its
+            # chunk's edges and interior, whose adjoint adds need no atomics
+            from zymase.transforms.omp_chunks import split_worksharing_loops
+
+            chunk_splits = split_worksharing_loops(region, flavor, ctx.module)
         # the bits of floats copied through integer loads and stores: memcpys, which
         # move shadow bytes as type analysis says
         from zymase.transforms.integer_copies import expose_float_bits
@@ -299,7 +310,7 @@ def prepare(ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts
         # Analyses that work on functions (type analysis) see the prepared body
         # through a detached function op that is never added to the module.
         holder = llvm.FuncOp(function_name(fop) + PREPARED_SUFFIX, fop.function_type, body=region)
-    return Prepared(region, cfg, exit_block, returned, act, holder)
+    return Prepared(region, cfg, exit_block, returned, act, holder, chunk_splits)
 
 
 def _abandon_failed_returns(region: Region, returns: list[Operation]) -> list[Operation]:

@@ -20,6 +20,7 @@ layout holding derivatives (tangents in forward mode, adjoints in reverse mode).
 
 from __future__ import annotations
 
+from zymase.analysis.layout import size_align
 from zymase.analysis.memory import (
     CXX_ALIGNED_NEW,
     DEALLOCATED_ARG,
@@ -29,7 +30,7 @@ from zymase.analysis.memory import (
     is_pointer,
     memory_kind,
 )
-from zymase.autodiff.parallel import emit_adjoint_add, interior_test, needs_atomic_add
+from zymase.autodiff.parallel import chunk_interior_spread, emit_adjoint_add, interior_test, needs_atomic_add
 from zymase.autodiff.type_rules import carries_derivatives
 from zymase.autodiff.registry import call_memory_rule
 from zymase.errors import ZymaseError
@@ -58,6 +59,7 @@ PTR = llvm.LLVMPointerType()
 _FLOAT_BYTES = {"f32": 4, "f64": 8}
 
 MONOTONIC = llvm_ext.ATOMIC_ORDERING_BY_NAME["monotonic"]
+UNORDERED = llvm_ext.ATOMIC_ORDERING_BY_NAME["unordered"]
 
 
 class ShadowCode:
@@ -381,8 +383,20 @@ class ShadowCode:
                 if test is None:
                     mirror_scopes(op, added)  # (a call to the edge helper carries no scopes)
                 return
-            load = E.insert(llvm.LoadOp(sp, r.type))
-            store = E.insert(llvm.StoreOp(E.accumulate(load.results[0], dy), sp))
+            if chunk_interior_spread(self, op):
+                # a stencil's adds in its chunk's interior: no other thread's, but each
+                # element is added to by neighbouring iterations, which no vectorizer can
+                # run at once; unordered (plain moves) keeps the SLP vectorizer from packing
+                # two elements' adds into a 16-byte load of the 8-byte stores just made (a
+                # store-forwarding stall per iteration: transforms/omp_chunks.py)
+                align = op.properties.get("alignment")
+                align = align.value.data if align is not None else size_align(r.type)[1]
+                load = E.insert(llvm_ext.LoadOp(sp, r.type, alignment=align, ordering=UNORDERED))
+                store = E.insert(llvm_ext.StoreOp(E.accumulate(load.results[0], dy), sp, alignment=align,
+                                                  ordering=UNORDERED))
+            else:
+                load = E.insert(llvm.LoadOp(sp, r.type))
+                store = E.insert(llvm.StoreOp(E.accumulate(load.results[0], dy), sp))
             mirror_scopes(op, load)
             mirror_scopes(op, store)
         elif kind == "store" and op.ptr in act.shadowed and carries_derivatives(op.value.type):

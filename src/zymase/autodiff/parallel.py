@@ -25,7 +25,10 @@ forward sweep's: ``autodiff/region_recompute.py``), when every access of the reg
 the array is ``a[iv + d]`` (constant ``d``, the same worksharing loop of an unchunked
 static schedule, elements of the access's size), the element ``a[iv + c]`` is touched
 only by the iterations ``iv + c - d``; if all of them lie in the thread's chunk
-``[lower, upper]`` no other thread touches it. ``interior_test`` gives that test, and
+``[lower, upper]`` no other thread touches it. Such a loop is split beforehand into its
+chunk's edges and interior (``transforms/omp_chunks.py``): the interior copy's adds into
+the stencil's arrays are plain (``chunk_interior_spread``), the edge copies' atomic. A
+loop the split does not take gets the test per add: ``interior_test`` gives it, and
 ``emit_adjoint_add`` adds plainly when it holds and atomically at the chunk's edges (a
 helper with both paths, inlined by LLVM).
 """
@@ -56,11 +59,53 @@ def needs_atomic_add(gen, load: Operation) -> bool:
     if table is None:
         table = gen._parallel_accesses = _accesses(gen)
     key, iv = _access(gen, load.ptr)
-    if key == "private":
+    if key == "private" or chunk_interior_spread(gen, load) is not None:
         return False
     if iv is None or key is None:
         return True
     return any(other_key is None or (other_key == key and other_iv is not iv) for other_key, other_iv in table)
+
+
+def chunk_interior_spread(gen, load: Operation) -> int | None:
+    """When ``load`` reads ``a[iv + c]`` in the interior copy of a split worksharing loop
+    (``transforms/omp_chunks.py``: ``iv`` is at least ``spread`` from both ends of the
+    thread's chunk), and every access of the region to ``a`` is ``a[iv' + d]``, ``iv'``
+    one of that loop's three copies, with ``max d - min d <= spread``, no iteration
+    outside the chunk touches the element: returns ``max d - min d`` for ``a`` (0 for
+    a map's array), else None."""
+    memo = gen.__dict__.setdefault("_chunk_interior", {})
+    if load not in memo:
+        memo[load] = _chunk_interior_spread(gen, load)
+    return memo[load]
+
+
+def _chunk_interior_spread(gen, load: Operation) -> int | None:
+    splits = gen.p.chunk_splits
+    if not splits:
+        return None
+    found = _element_of(gen, load.ptr, set(splits))
+    if found is None:
+        return None
+    key, iv, size, _ = found
+    split = splits[iv]
+    offsets = set()
+    for b in gen.p.region.blocks:
+        for op in b.ops:
+            if memory_kind(op) not in ("load", "store") or op.ptr not in gen.act.shadowed:
+                continue
+            other = _element_of(gen, op.ptr, set(split.ivs))
+            if other is None:
+                if _access(gen, op.ptr)[0] in (key, None):
+                    return None  # an access this test does not place
+                continue
+            if other[0] != key:
+                continue
+            typ = op.results[0].type if isinstance(op, llvm.LoadOp) else op.value.type
+            if other[2] != size or _size_of(typ) != size or (other[3] - found[3]) % size:
+                return None
+            offsets.add(other[3])
+    spread = (max(offsets) - min(offsets)) // size
+    return spread if spread <= split.spread else None
 
 
 def _accesses(gen) -> list[tuple]:
@@ -223,15 +268,23 @@ def interior_test(gen, load: Operation) -> InteriorTest | None:
 def _element(gen, ptr: SSAValue):
     """``(array key, iv, element size, byte offset)`` when ``ptr`` is ``base + size*(iv + k) + c``
     with ``iv`` a worksharing induction variable and ``base`` a captured array."""
+    return _element_of(gen, ptr, None)
+
+
+def _element_of(gen, ptr: SSAValue, ivs: set | None):
+    """``_element``, with ``iv`` one of ``ivs`` instead (when given) of a worksharing
+    induction variable."""
     from zymase.autodiff.forwarding import _address
 
     found = _address(ptr)
     if found is None or found[1] is None:
         return None
     base, (size, index), c = found
-    iv, k = _induction_plus(gen, index)
+    iv, k = _plus_constant(index)
+    if not (iv in ivs if ivs is not None else _is_induction(gen, iv)):
+        return None
     key = _key(base)
-    if iv is None or key is None:
+    if key is None:
         return None
     return key, iv, size, size * k + c
 
@@ -239,6 +292,12 @@ def _element(gen, ptr: SSAValue):
 def _induction_plus(gen, v: SSAValue):
     """``(iv, k)`` when ``v`` is the worksharing induction variable ``iv`` plus the
     constant ``k`` (through casts and no-wrap adds), else ``(None, 0)``."""
+    iv, k = _plus_constant(v)
+    return (iv, k) if _is_induction(gen, iv) else (None, 0)
+
+
+def _plus_constant(v: SSAValue):
+    """``(x, k)`` when ``v`` is ``x`` plus the constant ``k`` (through casts and no-wrap adds)."""
     from zymase.ir.llvm_ext import NSW, overflow_bits
 
     k = 0
@@ -249,8 +308,7 @@ def _induction_plus(gen, v: SSAValue):
             k += _constant(op.operands[1]) * (1 if isinstance(op, llvm.AddOp) else -1)
             v = op.operands[0]
             continue
-        break
-    return (v, k) if _is_induction(gen, v) else (None, 0)
+        return v, k
 
 
 def _static_init_of(gen, iv: BlockArgument):

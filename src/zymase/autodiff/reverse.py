@@ -120,7 +120,8 @@ class ReverseGenerator(LaneMaps, ShadowCode, IndexedCaches, MinCutRecompute, Sto
         """Fill the (already created, empty-bodied) function ``gop``."""
         flavor = self.flavor
         p: Prepared = prepare(self.ctx, self.fop, self.arg_acts, self.ret_acts, abandon=True,
-                              checkpoint=not self.split and not differentiated_again())
+                              checkpoint=not self.split and not differentiated_again(),
+                              split_chunks=not self.split and self.width == 1 and flavor.name == "llvm")
         self.p = p
         self.cfg: CFG = p.cfg
         act = p.activity
