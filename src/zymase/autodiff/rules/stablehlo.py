@@ -634,10 +634,13 @@ CUSTOM_CALL_SOURCES = {
 
 
 def _target_rule(op) -> Rule | None:
-    """The matrix-level rule of a LAPACK custom_call (``rules/stablehlo_linalg.py``)."""
+    """The matrix-level rule of a LAPACK custom_call (``rules/stablehlo_linalg.py``,
+    ``rules/stablehlo_factorizations.py``)."""
+    from zymase.autodiff.rules.stablehlo_factorizations import FACTORIZATION_RULES
     from zymase.autodiff.rules.stablehlo_linalg import LINALG_RULES
 
-    return LINALG_RULES.get(op.call_target_name.data)
+    target = op.call_target_name.data
+    return LINALG_RULES.get(target) or FACTORIZATION_RULES.get(target)
 
 
 class _CustomCall(Rule):
