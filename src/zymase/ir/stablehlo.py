@@ -291,16 +291,18 @@ def _column_major(rank: int, vector: bool = False) -> DenseIntOrFPElementsAttr:
 
 
 def lapack_call(target: str, operands, result_types, options: dict[str, str], batch_dims: int,
-                vector_results: Sequence[int] = ()) -> Operation:
+                vector_results: Sequence[int] = (), vector_operands: Sequence[int] = ()) -> Operation:
     """A ``stablehlo.custom_call`` of one of jaxlib's LAPACK FFI kernels, spelled as JAX
     spells it (without the Shardy rule, which only sharding propagation reads); the
-    results numbered in ``vector_results`` are vectors (e.g. gesdd's singular values)."""
+    results and operands numbered in ``vector_results``/``vector_operands`` are vectors
+    (gesdd's singular values, orgqr's reflector scales)."""
     ui8 = IntegerType(8, Signedness.UNSIGNED)
     config = DictionaryAttr({k: IntegerAttr(ord(v), ui8) for k, v in sorted(options.items())})
     properties = {
         "call_target_name": StringAttr(target), "api_version": IntegerAttr(1, IntegerType(32)),
         "backend_config": StringAttr(""),
-        "operand_layouts": ArrayAttr([_column_major(len(v.type.get_shape())) for v in operands]),
+        "operand_layouts": ArrayAttr([_column_major(len(v.type.get_shape()), i in vector_operands)
+                                      for i, v in enumerate(operands)]),
         "result_layouts": ArrayAttr([_column_major(len(t.get_shape()), i in vector_results)
                                      for i, t in enumerate(result_types)]),
     }

@@ -269,9 +269,159 @@ class _Gesdd(Rule):
         return [abar]
 
 
-GETRF, GESDD = _Getrf(), _Gesdd()
+# ----- QR ------------------------------------------------------------------------------
+def _orgqr_of(taus):
+    """The ``orgqr`` calls that build Q from these reflector scales."""
+    return [use.operation for use in taus.uses if _is_orgqr(use.operation) and use.index == 1]
+
+
+def _is_orgqr(op) -> bool:
+    return isinstance(op, hlo.CustomCallOp) and op.call_target_name.data in ("lapack_sorgqr_ffi", "lapack_dorgqr_ffi")
+
+
+class _Geqrf(Rule):
+    """``lapack_?geqrf_ffi`` with the ``lapack_?orgqr_ffi`` that builds Q from its
+    reflectors (``jnp.linalg.qr``, reduced, m >= n): ``A = Q R``. The packed result holds
+    R on and above its diagonal and the reflectors below it, which are not a matrix
+    function one would differentiate: the pair is differentiated as one QR. With
+    ``Y = dA R^-1``, ``C = Q^T Y``, ``w = tril(C, -1) - tril(C, -1)^T``:
+    ``dQ = Q (w - C) + Y`` (given to the orgqr result, see :class:`_Orgqr`) and
+    ``dR = (C - w) R`` (the tangent of the packed result's upper triangle). Adjoint
+    (the transpose): ``M = Rbar R^T - Q^T Qbar``, ``Abar = (Qbar + Q (M - tril(M - M^T,
+    -1))) R^-T``. The reflectors' part of the packed result carries NaN as its tangent
+    (and a nonzero adjoint reaching it gives NaN): only the orgqr call reads it in what
+    JAX emits; the reflector scales may be read by orgqr alone (``mode='raw'``, which
+    returns them, is refused)."""
+
+    def propagates(self, op, index):
+        return hlo.is_float_tensor(op.operands[0].type)
+
+    def _parts(self, ctx, op):
+        *batch, m, n = T.shape(op.operands[0])
+        if m < n:
+            _refuse(op, f"no derivative rule for the QR decomposition of a wide ({m}x{n}) matrix: R's last "
+                        "columns do not determine Q's derivative (JAX refuses it too)",
+                    "factor the transpose, or a square or tall matrix")
+        taus = op.results[1]
+        for use in taus.uses:
+            if not (_is_orgqr(use.operation) and use.index == 1):
+                _refuse(op, "the Householder reflectors of a QR factorization are read directly (mode='raw'): "
+                            "they have no derivative rule", "use jnp.linalg.qr(a) (mode 'reduced')")
+        E = ctx.E
+        packed = ctx.primal(op.results[0])
+        users = [q for q in _orgqr_of(taus) if T.shape(q.results[0]) == (*batch, m, n)]
+        if users:
+            q = ctx.primal(users[0].results[0])
+        else:  # R alone (mode='r'): Q from the same reflectors
+            target = "lapack_sorgqr_ffi" if op.call_target_name.data.startswith("lapack_s") else "lapack_dorgqr_ffi"
+            call = hlo.lapack_call(target, [packed, ctx.primal(taus)], [packed.type], {}, hlo.ffi_batch_dims(op),
+                                   vector_operands=(1,))
+            q = E.insert(call).results[0]
+        r = T.slice_(E, packed, [0] * (len(batch) + 2), [*batch, n, n])  # trsm reads its upper triangle
+        return q, r, triangle(E, r, "U", False), hlo.ffi_batch_dims(op), m, n
+
+    def _packed(self, E, dr, like, m, n):
+        """``dr`` (n x n, upper) over the packed result's shape, NaN below the diagonal."""
+        nb = len(T.shape(like)) - 2
+        padded = T.pad(E, dr, [0] * (nb + 2), [0] * nb + [m - n, 0], [0] * (nb + 2))
+        row, col = masks(E, padded)
+        return E.select(compare(E, "GT", row, col), E.const_like(float("nan"), padded), padded)
+
+    def forward(self, ctx, op, tangents):
+        da = tangents[0]
+        if da is None:
+            return [None, None]
+        E = ctx.E
+        q, r, upper, batch, m, n = self._parts(ctx, op)
+        y = trsm(E, trsm_target(da.type.element_type), r, da, batch, "R", "U", "N", "N")  # dA R^-1
+        c = matmul(E, q, y, ta=True)
+        low = triangle(E, c, "L", True)
+        w = E.sub(low, transposed(E, low))
+        dq = E.add(matmul(E, q, E.sub(w, c)), y)
+        dr = matmul(E, E.sub(c, w), upper)
+        _stash(ctx, "qr_tangents")[op.results[1]] = dq
+        return [self._packed(E, dr, da, m, n), None]
+
+    def reverse(self, ctx, op, dys):
+        gbar = dys[0]
+        qbar = _stash(ctx, "qr_adjoints").get(op.results[1])
+        if (gbar is None and qbar is None) or not ctx.wants(op.operands[0]):
+            return [None]
+        E = ctx.E
+        q, r, upper, batch, m, n = self._parts(ctx, op)
+        *dims, _, _ = T.shape(q)
+        nb = len(dims)
+        square = TensorType(q.type.element_type, [*dims, n, n])
+        m_ = E.zero(square)
+        if gbar is not None:
+            rbar = triangle(E, T.slice_(E, gbar, [0] * (nb + 2), [*dims, n, n]), "U", False)
+            m_ = matmul(E, rbar, upper, tb=True)  # Rbar R^T
+        if qbar is not None:
+            m_ = E.sub(m_, matmul(E, q, qbar, ta=True))
+        cbar = E.sub(m_, triangle(E, E.sub(m_, transposed(E, m_)), "L", True))
+        ybar = matmul(E, q, cbar)
+        if qbar is not None:
+            ybar = E.add(qbar, ybar)
+        abar = trsm(E, trsm_target(q.type.element_type), r, ybar, batch, "R", "U", "T", "N")  # ... R^-T
+        if gbar is not None:  # the reflectors' part must have no adjoint (see the class doc)
+            stray = T.reduce(E, E.mul(triangle(E, gbar, "L", True), triangle(E, gbar, "L", True)), [nb, nb + 1])
+            zero = E.zero(stray.type)
+            poison = E.select(E.fcmp("oeq", stray, zero), zero, E.const_like(float("nan"), stray))
+            abar = E.add(abar, T.broadcast(E, poison, T.shape(abar), list(range(nb))))
+        return [abar]
+
+
+def _stash(ctx, name: str) -> dict:
+    """Values one rule of a sweep leaves for another (the QR pair), per sweep."""
+    if not hasattr(ctx, name):
+        setattr(ctx, name, {})
+    return getattr(ctx, name)
+
+
+class _Orgqr(Rule):
+    """``lapack_?orgqr_ffi`` on the reflectors of a ``geqrf``: Q's tangent is the one
+    :class:`_Geqrf` computed (the sweep reaches geqrf first); its adjoint is left for
+    geqrf (reached after it in reverse). Reflectors from anywhere else are refused."""
+
+    def propagates(self, op, index):
+        return hlo.is_float_tensor(op.operands[index].type)
+
+    def _check(self, op):
+        factor = op.operands[1].owner
+        if not (isinstance(factor, hlo.CustomCallOp) and factor.call_target_name.data in
+                ("lapack_sgeqrf_ffi", "lapack_dgeqrf_ffi")):
+            _refuse(op, "no derivative rule for Householder reflectors that do not come from a QR factorization "
+                        "(lax.linalg.householder_product)", "use jnp.linalg.qr")
+        *batch, m, n = T.shape(factor.operands[0])
+        if T.shape(op.results[0]) != (*batch, m, n):
+            _refuse(op, f"no derivative rule for the complete Q of a QR decomposition of a {m}x{n} matrix: its last "
+                        "columns are not functions of A (JAX refuses it too)", "use jnp.linalg.qr(a) (mode 'reduced')")
+        return factor
+
+    def forward(self, ctx, op, tangents):
+        factor = self._check(op)
+        dq = _stash(ctx, "qr_tangents").get(factor.results[1])
+        if dq is None:
+            _refuse(op, "the QR factorization's tangent was not computed before its Q", "use jnp.linalg.qr")
+        return [dq]
+
+    def reverse(self, ctx, op, dys):
+        self._check(op)
+        if dys[0] is not None:
+            _stash(ctx, "qr_adjoints")[op.operands[1]] = dys[0]
+        return [E_zero_like(ctx, op.operands[0]), None]
+
+
+def E_zero_like(ctx, value):
+    """A zero adjoint, so that the sweep goes on to the factorization that takes Q's."""
+    return ctx.E.zero(value.type)
+
+
+GETRF, GESDD, GEQRF, ORGQR = _Getrf(), _Gesdd(), _Geqrf(), _Orgqr()
 FACTORIZATION_RULES: dict[str, Rule] = {
     "lapack_sgetrf_ffi": GETRF, "lapack_dgetrf_ffi": GETRF,
     "lapack_sgesdd_ffi": GESDD, "lapack_dgesdd_ffi": GESDD,
     "lapack_sgesvd_ffi": GESDD, "lapack_dgesvd_ffi": GESDD,
+    "lapack_sgeqrf_ffi": GEQRF, "lapack_dgeqrf_ffi": GEQRF,
+    "lapack_sorgqr_ffi": ORGQR, "lapack_dorgqr_ffi": ORGQR,
 }
