@@ -2,7 +2,9 @@
 StableHLO with the helpers of ``stablehlo_linalg.py``: LU (``lapack_?getrf_ffi``, under
 ``jnp.linalg.solve``, ``inv``, ``det``, ``slogdet`` and ``jax.scipy.linalg.lu``,
 ``lu_factor``, ``lu_solve``) and the SVD (``lapack_?gesdd_ffi``, ``lapack_?gesvd_ffi``:
-``jnp.linalg.svd``, ``svdvals``, ``norm(ord=2)``, ``pinv``).
+``jnp.linalg.svd``, ``svdvals``, ``norm(ord=2)``, ``pinv``) and QR (``lapack_?geqrf_ffi``
+with ``lapack_?orgqr_ffi``: ``jnp.linalg.qr``, differentiated as a pair, see
+:class:`_Geqrf`).
 
 * ``getrf`` writes ``P A = L U`` packed in one m x n matrix (L unit lower, U upper) and
   the pivots (LAPACK's 1-based row swaps, applied in order) and ``info``, integers
@@ -185,8 +187,8 @@ class _Gesdd(Rule):
     def propagates(self, op, index):
         return index == 0 and hlo.is_float_tensor(op.operands[0].type)
 
-    def _decomposition(self, ctx, op):
-        """``(s, U, V, values_only)``: the singular values and the reduced factors."""
+    def _check(self, op) -> str:
+        """The mode, refused where the rule does not apply."""
         mode = options(op, "mode")["mode"]
         *batch, m, n = T.shape(op.operands[0])
         if op.results[0].uses:  # LAPACK's workspace; JAX never reads it
@@ -198,6 +200,12 @@ class _Gesdd(Rule):
                     "use jnp.linalg.svd(a, full_matrices=False)")
         if mode not in ("S", "A", "N"):
             _refuse(op, f"no derivative rule for the LAPACK SVD mode '{mode}'", "use jnp.linalg.svd")
+        return mode
+
+    def _decomposition(self, ctx, op):
+        """``(s, U, V, values_only)``: the singular values and the reduced factors."""
+        mode = self._check(op)
+        *batch, m, n = T.shape(op.operands[0])
         E = ctx.E
         if mode != "N":
             s, u, vt = (ctx.primal(op.results[i]) for i in (1, 2, 3))
@@ -213,6 +221,7 @@ class _Gesdd(Rule):
         return s, u, transposed(E, vt), mode == "N"
 
     def forward(self, ctx, op, tangents):
+        self._check(op)
         da = tangents[0]
         if da is None:
             return [None] * len(op.results)
@@ -238,6 +247,7 @@ class _Gesdd(Rule):
         return [None, ds, du, transposed(E, dv), None]
 
     def reverse(self, ctx, op, dys):
+        self._check(op)
         sbar, ubar, vtbar = dys[1], dys[2], dys[3]
         if (sbar is None and ubar is None and vtbar is None) or not ctx.wants(op.operands[0]):
             return [None]
@@ -279,6 +289,13 @@ def _is_orgqr(op) -> bool:
     return isinstance(op, hlo.CustomCallOp) and op.call_target_name.data in ("lapack_sorgqr_ffi", "lapack_dorgqr_ffi")
 
 
+def _refuse_wide(op, m: int, n: int) -> None:
+    if m < n:
+        _refuse(op, f"no derivative rule for the QR decomposition of a wide ({m}x{n}) matrix: R's last "
+                    "columns do not determine Q's derivative (JAX refuses it too)",
+                "factor the transpose, or a square or tall matrix")
+
+
 class _Geqrf(Rule):
     """``lapack_?geqrf_ffi`` with the ``lapack_?orgqr_ffi`` that builds Q from its
     reflectors (``jnp.linalg.qr``, reduced, m >= n): ``A = Q R``. The packed result holds
@@ -296,17 +313,17 @@ class _Geqrf(Rule):
     def propagates(self, op, index):
         return hlo.is_float_tensor(op.operands[0].type)
 
-    def _parts(self, ctx, op):
+    def _check(self, op):
         *batch, m, n = T.shape(op.operands[0])
-        if m < n:
-            _refuse(op, f"no derivative rule for the QR decomposition of a wide ({m}x{n}) matrix: R's last "
-                        "columns do not determine Q's derivative (JAX refuses it too)",
-                    "factor the transpose, or a square or tall matrix")
-        taus = op.results[1]
-        for use in taus.uses:
+        _refuse_wide(op, m, n)
+        for use in op.results[1].uses:
             if not (_is_orgqr(use.operation) and use.index == 1):
                 _refuse(op, "the Householder reflectors of a QR factorization are read directly (mode='raw'): "
                             "they have no derivative rule", "use jnp.linalg.qr(a) (mode 'reduced')")
+
+    def _parts(self, ctx, op):
+        *batch, m, n = T.shape(op.operands[0])
+        taus = op.results[1]
         E = ctx.E
         packed = ctx.primal(op.results[0])
         users = [q for q in _orgqr_of(taus) if T.shape(q.results[0]) == (*batch, m, n)]
@@ -328,6 +345,7 @@ class _Geqrf(Rule):
         return E.select(compare(E, "GT", row, col), E.const_like(float("nan"), padded), padded)
 
     def forward(self, ctx, op, tangents):
+        self._check(op)
         da = tangents[0]
         if da is None:
             return [None, None]
@@ -343,6 +361,7 @@ class _Geqrf(Rule):
         return [self._packed(E, dr, da, m, n), None]
 
     def reverse(self, ctx, op, dys):
+        self._check(op)
         gbar = dys[0]
         qbar = _stash(ctx, "qr_adjoints").get(op.results[1])
         if (gbar is None and qbar is None) or not ctx.wants(op.operands[0]):
@@ -393,6 +412,7 @@ class _Orgqr(Rule):
             _refuse(op, "no derivative rule for Householder reflectors that do not come from a QR factorization "
                         "(lax.linalg.householder_product)", "use jnp.linalg.qr")
         *batch, m, n = T.shape(factor.operands[0])
+        _refuse_wide(op, m, n)
         if T.shape(op.results[0]) != (*batch, m, n):
             _refuse(op, f"no derivative rule for the complete Q of a QR decomposition of a {m}x{n} matrix: its last "
                         "columns are not functions of A (JAX refuses it too)", "use jnp.linalg.qr(a) (mode 'reduced')")
@@ -409,12 +429,8 @@ class _Orgqr(Rule):
         self._check(op)
         if dys[0] is not None:
             _stash(ctx, "qr_adjoints")[op.operands[1]] = dys[0]
-        return [E_zero_like(ctx, op.operands[0]), None]
-
-
-def E_zero_like(ctx, value):
-    """A zero adjoint, so that the sweep goes on to the factorization that takes Q's."""
-    return ctx.E.zero(value.type)
+        # a zero adjoint for the reflectors, so that the sweep goes on to the geqrf
+        return [ctx.E.zero(op.operands[0].type), None]
 
 
 GETRF, GESDD, GEQRF, ORGQR = _Getrf(), _Gesdd(), _Geqrf(), _Orgqr()
