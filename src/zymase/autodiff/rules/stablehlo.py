@@ -632,6 +632,8 @@ CUSTOM_CALL_SOURCES = {
     "lapack_sgeqrf_ffi": "jnp.linalg.qr", "lapack_dgeqrf_ffi": "jnp.linalg.qr",
     "lapack_sorgqr_ffi": "jnp.linalg.qr", "lapack_dorgqr_ffi": "jnp.linalg.qr",
     "lapack_sgesvd_ffi": "jnp.linalg.svd", "lapack_dgesvd_ffi": "jnp.linalg.svd",
+    "lapack_sgehrd_ffi": "jax.lax.linalg.hessenberg", "lapack_dgehrd_ffi": "jax.lax.linalg.hessenberg",
+    "lapack_ssytrd_ffi": "jax.lax.linalg.tridiagonal", "lapack_dsytrd_ffi": "jax.lax.linalg.tridiagonal",
 }
 
 
