@@ -320,6 +320,7 @@ class _Geqrf(Rule):
             if not (_is_orgqr(use.operation) and use.index == 1):
                 _refuse(op, "the Householder reflectors of a QR factorization are read directly (mode='raw'): "
                             "they have no derivative rule", "use jnp.linalg.qr(a) (mode 'reduced')")
+            _same_block(use.operation, op)
 
     def _parts(self, ctx, op):
         *batch, m, n = T.shape(op.operands[0])
@@ -390,6 +391,14 @@ class _Geqrf(Rule):
         return [abar]
 
 
+def _same_block(orgqr, geqrf) -> None:
+    """The pair passes values through the sweep's context: one sweep, one block (JAX
+    emits them together; a region op's body is swept on its own)."""
+    if orgqr.parent_block() is not geqrf.parent_block():
+        _refuse(orgqr, "a QR factorization whose Q is built in another region than its factorization",
+                "call jnp.linalg.qr where its result is used")
+
+
 def _stash(ctx, name: str) -> dict:
     """Values one rule of a sweep leaves for another (the QR pair), per sweep."""
     if not hasattr(ctx, name):
@@ -411,6 +420,7 @@ class _Orgqr(Rule):
                 ("lapack_sgeqrf_ffi", "lapack_dgeqrf_ffi")):
             _refuse(op, "no derivative rule for Householder reflectors that do not come from a QR factorization "
                         "(lax.linalg.householder_product)", "use jnp.linalg.qr")
+        _same_block(op, factor)
         *batch, m, n = T.shape(factor.operands[0])
         _refuse_wide(op, m, n)
         if T.shape(op.results[0]) != (*batch, m, n):
