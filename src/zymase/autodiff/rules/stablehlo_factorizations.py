@@ -202,8 +202,12 @@ class _Gesdd(Rule):
             _refuse(op, f"no derivative rule for the LAPACK SVD mode '{mode}'", "use jnp.linalg.svd")
         return mode
 
-    def _decomposition(self, ctx, op):
-        """``(s, U, V, values_only)``: the singular values and the reduced factors."""
+    def _decomposition(self, ctx, op, replace_primal: bool = False):
+        """``(s, U, V, values_only)``: the singular values and the reduced factors. Mode N
+        computes no vectors: a mode-S call of the same kernel does, and with
+        ``replace_primal`` (reverse mode, the user's own op) it replaces the primal call,
+        as JAX's linearization does (the unused call is then dead code XLA drops); in
+        forward mode the sweep reads tangents by the primal results, so it is added."""
         mode = self._check(op)
         *batch, m, n = T.shape(op.operands[0])
         E = ctx.E
@@ -216,7 +220,13 @@ class _Gesdd(Rule):
                      TensorType(element, [*batch, k, n]), op.results[4].type]
             call = hlo.lapack_call(op.call_target_name.data, [a], types, {"mode": "S"}, hlo.ffi_batch_dims(op),
                                    vector_results=(1,))
-            E.insert(call)
+            if replace_primal and ctx.primal_ops is not None and op in ctx.primal_ops:
+                op.parent_block().insert_op_before(call, op)
+                ctx.primal_ops.add(call)
+                for i in (1, 4):  # s and info (U and V^T of mode N are placeholders JAX never reads)
+                    op.results[i].replace_all_uses_with(call.results[i])
+            else:
+                E.insert(call)
             s, u, vt = call.results[1], call.results[2], call.results[3]
         return s, u, transposed(E, vt), mode == "N"
 
@@ -252,7 +262,7 @@ class _Gesdd(Rule):
         if (sbar is None and ubar is None and vtbar is None) or not ctx.wants(op.operands[0]):
             return [None]
         E = ctx.E
-        s, u, v, values_only = self._decomposition(ctx, op)
+        s, u, v, values_only = self._decomposition(ctx, op, replace_primal=True)
         *batch, m, n = T.shape(op.operands[0])
         k = min(m, n)
         square = TensorType(u.type.element_type, [*batch, k, k])
