@@ -11,8 +11,8 @@ with ``lapack_?orgqr_ffi``: ``jnp.linalg.qr``, differentiated as a pair, see
   without derivative. With ``X = L^-1 P dA U^-1`` (L extended to m x m and U to n x n by
   an identity block when A is not square): ``dLU = L tril(X, -1) + triu(X) U``; adjoint
   ``Abar = P^T L^-T (tril(L^T LUbar, -1) + triu(LUbar U^T)) U^-T``. The permutation is
-  rebuilt from the pivots by a loop of row swaps (as JAX does) and applied as a one-hot
-  matrix product. The derivative of everything JAX computes from the factor (the
+  rebuilt from the pivots by a loop of row swaps (as JAX does) and applied by a row
+  gather. The derivative of everything JAX computes from the factor (the
   solves, the determinant's logarithm, its sign from the pivots) is that of the ops
   JAX emits around the call.
 * ``gesdd``/``gesvd`` (``mode`` S, or A on a square matrix) give ``A = U diag(s) V^T``
@@ -106,14 +106,29 @@ def _permutation(E, pivots, m: int):
     return R.while_(E, [zero64, _row_iota(E, shape), pivots], cond, body)[1]
 
 
-def _one_hot_rows(E, perm, like):
-    """Permutation matrices of ``like``'s type: ``Pm[i, c] = 1`` where ``perm[i] = c``."""
+def _rows(E, x, perm):
+    """``x[..., perm[i], :]`` for each row i (a gather, batch by batch)."""
+    *batch, m, n = T.shape(x)
+    nb = len(batch)
+    indices = T.reshape(E, perm, [*batch, m, 1])
+    fields = {"offset_dims": [nb + 1], "collapsed_slice_dims": [nb], "operand_batching_dims": list(range(nb)),
+              "start_indices_batching_dims": list(range(nb)), "start_index_map": [nb], "index_vector_dim": nb + 1}
+    return T.emit(E, hlo.GatherOp, [x, indices], x.type, dimension_numbers=hlo.structured(hlo.GatherAttr, fields),
+                  slice_sizes=hlo.array([1] * (nb + 1) + [n]))
+
+
+def _inverse(E, perm):
+    """The inverse permutation: ``inverse[perm[i]] = i`` (an m x m comparison: small
+    next to the factorization's m^3)."""
     *batch, m = T.shape(perm)
-    matrix = TensorType(like.type.element_type, [*batch, m, m])
-    rows = T.broadcast(E, perm, [*batch, m, m], list(range(len(batch) + 1)))
-    cols = E.v(hlo.IotaOp.create(properties={"iota_dimension": IntegerAttr(len(batch) + 1, i64)},
-                                 result_types=[TensorType(i32, [*batch, m, m])]))
-    return E.select(compare(E, "EQ", rows, cols), E.v(T.splat(1.0, matrix)), E.v(T.splat(0.0, matrix)))
+    square = [*batch, m, m]
+    at = T.broadcast(E, perm, square, list(range(len(batch) + 1)))  # [i, c] = perm[i]
+    position = E.v(hlo.IotaOp.create(properties={"iota_dimension": IntegerAttr(len(batch) + 1, i64)},
+                                     result_types=[TensorType(i32, square)]))  # [i, c] = c
+    row = E.v(hlo.IotaOp.create(properties={"iota_dimension": IntegerAttr(len(batch), i64)},
+                                result_types=[TensorType(i32, square)]))  # [i, c] = i
+    hits = E.select(compare(E, "EQ", at, position), row, E.v(T.splat(0, row.type)))
+    return T.reduce(E, hits, [len(batch)], init=0)
 
 
 class _Getrf(Rule):
@@ -123,13 +138,13 @@ class _Getrf(Rule):
         return hlo.is_float_tensor(op.operands[0].type)
 
     def _factors(self, ctx, op):
-        """The permutation matrices; L and U as trsm reads them (unit lower m x m,
-        upper n x n); L and U as explicit matrices; the batch dim count."""
+        """The row permutation; L and U as trsm reads them (unit lower m x m, upper
+        n x n); L and U as explicit matrices; the batch dim count."""
         E = ctx.E
         lu = ctx.primal(op.results[0])
         *batch, m, n = T.shape(lu)
         nb = len(batch)
-        rows = _one_hot_rows(E, _permutation(E, ctx.primal(op.results[1]), m), lu)
+        perm = _permutation(E, ctx.primal(op.results[1]), m)
         if m > n:  # L's columns completed by those of the identity (trsm supplies the unit diagonal)
             l_solve = T.pad(E, lu, [0] * (nb + 2), [0] * (nb + 1) + [m - n], [0] * (nb + 2))
         else:
@@ -143,16 +158,16 @@ class _Getrf(Rule):
             u_solve = T.slice_(E, lu, [0] * (nb + 2), [*batch, n, n])
         lower = E.add(triangle(E, l_solve, "L", True), _identity(E, l_solve))
         upper = triangle(E, u_solve, "U", False)
-        return rows, l_solve, u_solve, lower, upper, hlo.ffi_batch_dims(op)
+        return perm, l_solve, u_solve, lower, upper, hlo.ffi_batch_dims(op)
 
     def forward(self, ctx, op, tangents):
         da = tangents[0]
         if da is None:
             return [None] * len(op.results)
         E = ctx.E
-        rows, l_solve, u_solve, lower, upper, batch = self._factors(ctx, op)
+        perm, l_solve, u_solve, lower, upper, batch = self._factors(ctx, op)
         target = trsm_target(da.type.element_type)
-        y = trsm(E, target, l_solve, matmul(E, rows, da), batch, "L", "L", "N", "U")  # L^-1 P dA
+        y = trsm(E, target, l_solve, _rows(E, da, perm), batch, "L", "L", "N", "U")  # L^-1 P dA
         x = trsm(E, target, u_solve, y, batch, "R", "U", "N", "N")  # ... U^-1
         dlu = E.add(matmul(E, lower, triangle(E, x, "L", True)), matmul(E, triangle(E, x, "U", False), upper))
         return [dlu] + [None] * (len(op.results) - 1)
@@ -162,13 +177,13 @@ class _Getrf(Rule):
         if g is None or not ctx.wants(op.operands[0]):
             return [None]
         E = ctx.E
-        rows, l_solve, u_solve, lower, upper, batch = self._factors(ctx, op)
+        perm, l_solve, u_solve, lower, upper, batch = self._factors(ctx, op)
         target = trsm_target(g.type.element_type)
         xbar = E.add(triangle(E, matmul(E, lower, g, ta=True), "L", True),
                      triangle(E, matmul(E, g, upper, tb=True), "U", False))
         w = trsm(E, target, u_solve, xbar, batch, "R", "U", "T", "N")  # Xbar U^-T
         v = trsm(E, target, l_solve, w, batch, "L", "L", "T", "U")  # L^-T ...
-        return [matmul(E, rows, v, ta=True)]  # P^T ...
+        return [_rows(E, v, _inverse(E, perm))]  # P^T ...
 
 
 # ----- SVD -----------------------------------------------------------------------------
