@@ -22,7 +22,8 @@ bench/jax_adbench.py), an MLP loss (batch 256, 784-256-128-10), a GMM-like
 log-likelihood (logsumexp of quadratic forms), an LSTM-like recurrence (lax.scan, 20
 steps), a slice of an elementwise product of large vectors (where pushing the slice
 through the product pays), and Newton's method for a square root per element
-(lax.while_loop). The geometric mean is over the workloads compared with jax.grad.
+(lax.while_loop), and a Gaussian-process likelihood with jnp.linalg.solve and slogdet
+(LU). The geometric mean is over the workloads compared with jax.grad.
 """
 
 from __future__ import annotations
@@ -124,8 +125,24 @@ def newton():
     return loss, (a,)
 
 
-WORKLOADS = {"mlp": mlp, "gmm": gmm, "lstm": lstm, "slice_product": slice_product, "newton": newton}
-ARGNUMS = {"gmm": (0, 1, 2)}
+def solve():
+    """A Gaussian-process negative log-likelihood written with jnp.linalg.solve and
+    slogdet (LU: getrf and trsm), differentiated in the length scale and the inputs."""
+    rng = np.random.default_rng(5)
+    x = jnp.asarray(rng.normal(size=(200, 3)))
+    y = jnp.asarray(rng.normal(size=200))
+
+    def loss(log_scale, x):
+        d2 = jnp.sum((x[:, None, :] - x[None, :, :]) ** 2, axis=-1)
+        k = jnp.exp(-0.5 * d2 / jnp.exp(2 * log_scale)) + 0.1 * jnp.eye(x.shape[0])
+        return 0.5 * y @ jnp.linalg.solve(k, y) + 0.5 * jnp.linalg.slogdet(k)[1]
+
+    return loss, (jnp.asarray(0.3), x)
+
+
+WORKLOADS = {"mlp": mlp, "gmm": gmm, "lstm": lstm, "slice_product": slice_product, "newton": newton,
+             "solve": solve}
+ARGNUMS = {"gmm": (0, 1, 2), "solve": (0, 1)}
 
 
 def _enzyme_grad(loss, argnums):

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """zymase.jax.grad against jax.grad through JAX's LAPACK custom_calls on XLA CPU (the
-rules of ``autodiff/rules/stablehlo_linalg.py``): both jitted, run alternately in one
-process on the same inputs, reported as the ratio of the best times (zymase / JAX),
-after checking that the two gradients agree.
+rules of ``autodiff/rules/stablehlo_linalg.py`` and ``stablehlo_factorizations.py``):
+both jitted, run alternately in one process on the same inputs, reported as the ratio
+of the best times (zymase / JAX), after checking that the two gradients agree.
 
-    OPENBLAS_NUM_THREADS=1 python bench/jax_linalg.py [--rounds R] [--n N]
+    OPENBLAS_NUM_THREADS=1 python bench/jax_linalg.py [--rounds R] [--n N] [--only lu svd ...]
 
 (single-threaded LAPACK: on a shared machine its threads make the times vary several-fold)
 
@@ -13,7 +13,11 @@ Workloads (float64, n x n matrices, n = 200 by default):
 * gp: a Gaussian-process negative log-likelihood, ``jnp.linalg.cholesky`` of a kernel
   matrix, ``cho_solve`` and the log-determinant (potrf and trsm);
 * triangular: solves with a triangular matrix from both sides, transposed and not (trsm);
-* eigh: a spectral loss, eigenvalues and eigenvectors of a symmetric matrix (syevd).
+* eigh: a spectral loss, eigenvalues and eigenvectors of a symmetric matrix (syevd);
+* lu: ``jnp.linalg.solve``, ``inv`` and ``slogdet`` of a general matrix (getrf, the rules
+  of ``stablehlo_factorizations.py``);
+* svd: a rank-8 fit through ``jnp.linalg.svd`` and the nuclear norm (gesdd, n x n/2);
+* qr: least squares through ``jnp.linalg.qr`` of a tall n x n/2 matrix (geqrf, orgqr).
 """
 
 from __future__ import annotations
@@ -74,7 +78,48 @@ def eigh(n):
     return loss, (a, target), 0
 
 
-WORKLOADS = {"gp": gp, "triangular": triangular, "eigh": eigh}
+def lu(n):
+    """A solve, an inverse's trace and a log-determinant of a general matrix (getrf)."""
+    rng = np.random.default_rng(3)
+    a = jnp.asarray(rng.normal(size=(n, n)) + np.sqrt(n) * np.eye(n))
+    b = jnp.asarray(rng.normal(size=(n, 4)))
+
+    def loss(a, b):
+        x = jnp.linalg.solve(a, b)
+        return jnp.sum(x ** 2) + jnp.trace(jnp.linalg.inv(a)) + jnp.linalg.slogdet(a)[1]
+
+    return loss, (a, b), (0, 1)
+
+
+def svd(n):
+    """A low-rank fit through the leading singular vectors, plus the nuclear norm (gesdd)."""
+    rng = np.random.default_rng(4)
+    a = jnp.asarray(rng.normal(size=(n, n // 2)))
+    target = jnp.asarray(rng.normal(size=(n, n // 2)))
+
+    def loss(a, target):
+        u, s, vt = jnp.linalg.svd(a, full_matrices=False)
+        low_rank = (u[:, :8] * s[:8]) @ vt[:8]
+        return jnp.sum((low_rank - target) ** 2) + jnp.sum(jnp.linalg.svd(a, compute_uv=False))
+
+    return loss, (a, target), 0
+
+
+def qr(n):
+    """Least squares by QR of a tall matrix (geqrf, orgqr, trsm)."""
+    rng = np.random.default_rng(5)
+    a = jnp.asarray(rng.normal(size=(n, n // 2)))
+    y = jnp.asarray(rng.normal(size=n))
+
+    def loss(a, y):
+        q, r = jnp.linalg.qr(a)
+        coef = solve_triangular(r, q.T @ y, lower=False)
+        return jnp.sum((a @ coef - y) ** 2) + jnp.sum(coef ** 2)
+
+    return loss, (a, y), (0, 1)
+
+
+WORKLOADS = {"gp": gp, "triangular": triangular, "eigh": eigh, "lu": lu, "svd": svd, "qr": qr}
 
 
 def _best(fn, args, calls: int) -> float:
@@ -90,10 +135,13 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=5, help="alternating rounds (best of 5 calls each)")
     p.add_argument("--n", type=int, default=200, help="matrix size")
+    p.add_argument("--only", nargs="*", default=None, help="these workloads only")
     ns = p.parse_args()
     print(f"{'workload':<12} {'zymase':>10} {'jax.grad':>10} {'ratio':>7}   (n = {ns.n})")
     ratios = []
     for name, build in WORKLOADS.items():
+        if ns.only and name not in ns.only:
+            continue
         loss, args, argnums = build(ns.n)
         ours = jax.jit(zj.grad(loss, argnums=argnums))
         theirs = jax.jit(jax.grad(loss, argnums=argnums))

@@ -39,6 +39,7 @@ from jax.extend.core import Primitive
 
 from zymase.autodiff import hlo as hlo_ad
 from zymase.errors import ZymaseError
+from zymase.frontends import jax_linear_solve
 from zymase.frontends.jax_custom_rules import refuse_custom_rules
 from zymase.transforms import hlo_rewrites, hlo_xla_cpu
 from zymase.ir import FileLineColLoc, IntAttr, ModuleOp, StringAttr, parse_mlir, print_mlir
@@ -98,6 +99,7 @@ def _lower_stop_gradient(ctx, x):
 
 
 jax_mlir.register_lowering(ad_util.stop_gradient_p, _lower_stop_gradient, cacheable=False)
+jax_linear_solve.register(_MARK_STOP_GRADIENT)  # jnp.linalg.solve's custom_linear_solve, its derivative kept
 
 
 def _aval(x) -> jax.ShapeDtypeStruct:

@@ -15,6 +15,7 @@ fields the rules need are read by :func:`dims_field` and built by :func:`dot_dim
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -278,23 +279,32 @@ def ffi_batch_dims(op) -> int:
     return int(count.data) if isinstance(count, StringAttr) else 0
 
 
-def _column_major(rank: int) -> DenseIntOrFPElementsAttr:
+def _column_major(rank: int, vector: bool = False) -> DenseIntOrFPElementsAttr:
     """The minor-to-major layout JAX gives LAPACK operands: the two matrix dims
-    column-major, batch dims outermost."""
-    order = [rank - 2, rank - 1, *range(rank - 2)] if rank >= 2 else list(range(rank))
+    column-major, batch dims outermost; a ``vector`` (singular values, pivots, one per
+    batch element) row-major."""
+    if vector or rank < 2:
+        order = list(reversed(range(rank)))
+    else:
+        order = [rank - 2, rank - 1, *range(rank - 2)]
     return DenseIntOrFPElementsAttr.from_list(TensorType(IndexType(), [rank]), order)
 
 
-def lapack_call(target: str, operands, result_types, options: dict[str, str], batch_dims: int) -> Operation:
+def lapack_call(target: str, operands, result_types, options: dict[str, str], batch_dims: int,
+                vector_results: Sequence[int] = (), vector_operands: Sequence[int] = ()) -> Operation:
     """A ``stablehlo.custom_call`` of one of jaxlib's LAPACK FFI kernels, spelled as JAX
-    spells it (without the Shardy rule, which only sharding propagation reads)."""
+    spells it (without the Shardy rule, which only sharding propagation reads); the
+    results and operands numbered in ``vector_results``/``vector_operands`` are vectors
+    (gesdd's singular values, orgqr's reflector scales)."""
     ui8 = IntegerType(8, Signedness.UNSIGNED)
     config = DictionaryAttr({k: IntegerAttr(ord(v), ui8) for k, v in sorted(options.items())})
     properties = {
         "call_target_name": StringAttr(target), "api_version": IntegerAttr(1, IntegerType(32)),
         "backend_config": StringAttr(""),
-        "operand_layouts": ArrayAttr([_column_major(len(v.type.get_shape())) for v in operands]),
-        "result_layouts": ArrayAttr([_column_major(len(t.get_shape())) for t in result_types]),
+        "operand_layouts": ArrayAttr([_column_major(len(v.type.get_shape()), i in vector_operands)
+                                      for i, v in enumerate(operands)]),
+        "result_layouts": ArrayAttr([_column_major(len(t.get_shape()), i in vector_results)
+                                     for i, t in enumerate(result_types)]),
     }
     attributes = {"mhlo.backend_config": config,
                   "mhlo.frontend_attributes": DictionaryAttr({"num_batch_dims": StringAttr(str(batch_dims))})}

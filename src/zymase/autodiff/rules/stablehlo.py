@@ -9,8 +9,8 @@ dynamic_update_slice into zeros, transpose <-> the inverse transpose, dot_genera
 <-> two dot_generals, reduce-sum <-> broadcast, reduce-max <-> a select on equality
 (ties share the adjoint equally, as in JAX). Ops whose derivative is zero (comparisons,
 rounding, iota, constants) propagate nothing. custom_call dispatches on its target: the
-LAPACK calls of ``jnp.linalg`` with a matrix-level rule (``rules/stablehlo_linalg.py``)
-use it, the others are refused naming the JAX function. Anything else reaching an
+LAPACK calls of ``jnp.linalg`` with a matrix-level rule (``rules/stablehlo_linalg.py``,
+``rules/stablehlo_factorizations.py``) use it, the others are refused naming the JAX function. Anything else reaching an
 active value has no rule and is refused by the engine (autodiff/hlo.py).
 """
 
@@ -630,14 +630,21 @@ CUSTOM_CALL_SOURCES = {
     "lapack_ssyevd_ffi": "jnp.linalg.eigh", "lapack_dsyevd_ffi": "jnp.linalg.eigh",
     "lapack_sgesdd_ffi": "jnp.linalg.svd", "lapack_dgesdd_ffi": "jnp.linalg.svd",
     "lapack_sgeqrf_ffi": "jnp.linalg.qr", "lapack_dgeqrf_ffi": "jnp.linalg.qr",
+    "lapack_sorgqr_ffi": "jnp.linalg.qr", "lapack_dorgqr_ffi": "jnp.linalg.qr",
+    "lapack_sgesvd_ffi": "jnp.linalg.svd", "lapack_dgesvd_ffi": "jnp.linalg.svd",
+    "lapack_sgehrd_ffi": "jax.lax.linalg.hessenberg", "lapack_dgehrd_ffi": "jax.lax.linalg.hessenberg",
+    "lapack_ssytrd_ffi": "jax.lax.linalg.tridiagonal", "lapack_dsytrd_ffi": "jax.lax.linalg.tridiagonal",
 }
 
 
 def _target_rule(op) -> Rule | None:
-    """The matrix-level rule of a LAPACK custom_call (``rules/stablehlo_linalg.py``)."""
+    """The matrix-level rule of a LAPACK custom_call (``rules/stablehlo_linalg.py``,
+    ``rules/stablehlo_factorizations.py``)."""
+    from zymase.autodiff.rules.stablehlo_factorizations import FACTORIZATION_RULES
     from zymase.autodiff.rules.stablehlo_linalg import LINALG_RULES
 
-    return LINALG_RULES.get(op.call_target_name.data)
+    target = op.call_target_name.data
+    return LINALG_RULES.get(target) or FACTORIZATION_RULES.get(target)
 
 
 class _CustomCall(Rule):

@@ -39,7 +39,7 @@ from zymase.ir import stablehlo as hlo
 
 
 # ----- matrices of StableHLO: the last two dims are (row, column) ----------------------
-def _masks(E, like):
+def masks(E, like):
     """Row and column index tensors (i32) of ``like``'s shape, for triangle masks."""
     t = TensorType(i32, T.shape(like))
     rank = len(T.shape(like))
@@ -48,27 +48,27 @@ def _masks(E, like):
     return row, col
 
 
-def _compare(E, direction: str, a, b):
+def compare(E, direction: str, a, b):
     return E.v(hlo.CompareOp.create(operands=[a, b], result_types=[TensorType(i1, T.shape(a))],
                                     properties={"comparison_direction": hlo.comparison(direction),
                                                 "compare_type": hlo.comparison_type("SIGNED")}))
 
 
-def _triangle(E, x, uplo: str, strict: bool):
+def triangle(E, x, uplo: str, strict: bool):
     """``x`` with zeros outside its lower (``L``) or upper (``U``) triangle, the diagonal
     excluded when ``strict``."""
-    row, col = _masks(E, x)
+    row, col = masks(E, x)
     direction = {("L", False): "GE", ("L", True): "GT", ("U", False): "LE", ("U", True): "LT"}[uplo, strict]
-    return E.select(_compare(E, direction, row, col), x, E.zero(x.type))
+    return E.select(compare(E, direction, row, col), x, E.zero(x.type))
 
 
-def _mt(E, x):
+def transposed(E, x):
     """The transpose of each matrix of ``x``."""
     rank = len(T.shape(x))
     return T.transpose(E, x, [*range(rank - 2), rank - 1, rank - 2])
 
 
-def _matmul(E, a, b, ta: bool = False, tb: bool = False):
+def matmul(E, a, b, ta: bool = False, tb: bool = False):
     """``op(a) op(b)`` per batch element (``ta``/``tb``: transposed)."""
     rank = len(T.shape(a))
     batch = list(range(rank - 2))
@@ -77,31 +77,32 @@ def _matmul(E, a, b, ta: bool = False, tb: bool = False):
 
 def _phi(E, x):
     """The lower triangle of ``x`` with its diagonal halved."""
-    row, col = _masks(E, x)
+    row, col = masks(E, x)
     half = E.mul(x, E.const_like(0.5, x))
-    return E.select(_compare(E, "GT", row, col), x,
-                    E.select(_compare(E, "EQ", row, col), half, E.zero(x.type)))
+    return E.select(compare(E, "GT", row, col), x,
+                    E.select(compare(E, "EQ", row, col), half, E.zero(x.type)))
 
 
-def _trsm(E, target: str, a, b, batch: int, side: str, uplo: str, trans: str, diag: str):
+def trsm(E, target: str, a, b, batch: int, side: str, uplo: str, trans: str, diag: str):
     """A triangular solve by jaxlib's LAPACK kernel ``target`` (its result: ``b``'s type)."""
     op = hlo.lapack_call(target, [a, b], [b.type], {"side": side, "uplo": uplo, "trans_x": trans, "diag": diag},
                          batch)
     return E.insert(op).results[0]
 
 
-def _trsm_target(element_type) -> str:
+def trsm_target(element_type) -> str:
     return "lapack_strsm_ffi" if element_type == f32 else "lapack_dtrsm_ffi"
 
 
-def _options(op, *names: str) -> dict[str, str]:
-    options = hlo.ffi_options(op)
-    missing = [n for n in names if n not in options]
+def options(op, *names: str) -> dict[str, str]:
+    """The LAPACK call's character options, refused when one of ``names`` is missing."""
+    found = hlo.ffi_options(op)
+    missing = [n for n in names if n not in found]
     if missing:
         raise ZymaseError(f"the LAPACK call has no '{missing[0]}' option in mhlo.backend_config",
                           construct=f"stablehlo.custom_call @{op.call_target_name.data}", location=location_of(op),
                           hint="pass the StableHLO jax.jit(f).lower(...) produces (JAX 0.10.2)")
-    return options
+    return found
 
 
 # ----- Cholesky ------------------------------------------------------------------------
@@ -112,12 +113,12 @@ class _Potrf(Rule):
         return index == 0 and hlo.is_float_tensor(op.operands[0].type)
 
     def _factor(self, ctx, op):
-        if _options(op, "uplo")["uplo"] != "L":
+        if options(op, "uplo")["uplo"] != "L":
             raise ZymaseError("no derivative rule for an upper Cholesky factorization (JAX emits the lower one)",
                               construct=f"stablehlo.custom_call @{op.call_target_name.data}",
                               location=location_of(op), hint="factor with jnp.linalg.cholesky")
         factor = ctx.primal(op.results[0])  # its strict upper triangle is A's
-        return factor, _triangle(ctx.E, factor, "L", False), hlo.ffi_batch_dims(op)
+        return factor, triangle(ctx.E, factor, "L", False), hlo.ffi_batch_dims(op)
 
     def forward(self, ctx, op, tangents):
         da = tangents[0]
@@ -125,13 +126,13 @@ class _Potrf(Rule):
             return [None] * len(op.results)
         E = ctx.E
         factor, lower, batch = self._factor(ctx, op)
-        target = _trsm_target(da.type.element_type)
-        row, col = _masks(E, da)
-        on_or_below = _compare(E, "GE", row, col)
+        target = trsm_target(da.type.element_type)
+        row, col = masks(E, da)
+        on_or_below = compare(E, "GE", row, col)
         symmetric = _symmetric_from(E, da, "L")
-        y = _trsm(E, target, factor, symmetric, batch, "L", "L", "N", "N")  # L^-1 S
-        z = _trsm(E, target, factor, y, batch, "R", "L", "T", "N")  # L^-1 S L^-T
-        dl = _matmul(E, lower, _phi(E, z))
+        y = trsm(E, target, factor, symmetric, batch, "L", "L", "N", "N")  # L^-1 S
+        z = trsm(E, target, factor, y, batch, "R", "L", "T", "N")  # L^-1 S L^-T
+        dl = matmul(E, lower, _phi(E, z))
         return [E.select(on_or_below, dl, da)] + [None] * (len(op.results) - 1)
 
     def reverse(self, ctx, op, dys):
@@ -140,13 +141,13 @@ class _Potrf(Rule):
             return [None]
         E = ctx.E
         factor, lower, batch = self._factor(ctx, op)
-        target = _trsm_target(dl.type.element_type)
-        p = _phi(E, _matmul(E, lower, _triangle(E, dl, "L", False), ta=True))  # phi(L^T Lbar)
-        q = _trsm(E, target, factor, p, batch, "L", "L", "T", "N")  # L^-T phi(...)
-        g = _trsm(E, target, factor, q, batch, "R", "L", "N", "N")  # ... L^-1
-        row, col = _masks(E, g)
-        return [E.select(_compare(E, "GT", row, col), E.add(g, _mt(E, g)),
-                         E.select(_compare(E, "EQ", row, col), g, dl))]
+        target = trsm_target(dl.type.element_type)
+        p = _phi(E, matmul(E, lower, triangle(E, dl, "L", False), ta=True))  # phi(L^T Lbar)
+        q = trsm(E, target, factor, p, batch, "L", "L", "T", "N")  # L^-T phi(...)
+        g = trsm(E, target, factor, q, batch, "R", "L", "N", "N")  # ... L^-1
+        row, col = masks(E, g)
+        return [E.select(compare(E, "GT", row, col), E.add(g, transposed(E, g)),
+                         E.select(compare(E, "EQ", row, col), g, dl))]
 
 
 # ----- triangular solves ---------------------------------------------------------------
@@ -157,7 +158,7 @@ class _Trsm(Rule):
         return hlo.is_float_tensor(op.operands[index].type)
 
     def _config(self, op):
-        o = _options(op, "side", "uplo", "trans_x", "diag")
+        o = options(op, "side", "uplo", "trans_x", "diag")
         trans = "N" if o["trans_x"] == "N" else "T"  # C is T for real matrices
         return o["side"], o["uplo"], trans, o["diag"], hlo.ffi_batch_dims(op)
 
@@ -170,10 +171,10 @@ class _Trsm(Rule):
         side, uplo, trans, diag, batch = self._config(op)
         rhs = db
         if da is not None:
-            dop = _triangle(E, da, uplo, diag == "U")
-            term = _matmul(E, dop, x, ta=trans == "T") if side == "L" else _matmul(E, x, dop, tb=trans == "T")
+            dop = triangle(E, da, uplo, diag == "U")
+            term = matmul(E, dop, x, ta=trans == "T") if side == "L" else matmul(E, x, dop, tb=trans == "T")
             rhs = E.neg(term) if rhs is None else E.sub(rhs, term)
-        return [_trsm(E, op.call_target_name.data, a, rhs, batch, side, uplo, trans, diag)]
+        return [trsm(E, op.call_target_name.data, a, rhs, batch, side, uplo, trans, diag)]
 
     def reverse(self, ctx, op, dys):
         dx = dys[0]
@@ -184,34 +185,34 @@ class _Trsm(Rule):
         a_value, b_value = op.operands
         a, x = ctx.primal(a_value), ctx.primal(op.results[0])
         side, uplo, trans, diag, batch = self._config(op)
-        db = _trsm(E, op.call_target_name.data, a, dx, batch, side, uplo, "N" if trans == "T" else "T", diag)
+        db = trsm(E, op.call_target_name.data, a, dx, batch, side, uplo, "N" if trans == "T" else "T", diag)
         if ctx.wants(b_value):
             out[1] = db
         if ctx.wants(a_value):
             if side == "L":  # -Bbar X^T, or its transpose for op = T
-                da = _matmul(E, x, db, tb=True) if trans == "T" else _matmul(E, db, x, tb=True)
+                da = matmul(E, x, db, tb=True) if trans == "T" else matmul(E, db, x, tb=True)
             else:  # -X^T Bbar, or its transpose
-                da = _matmul(E, db, x, ta=True) if trans == "T" else _matmul(E, x, db, ta=True)
-            out[0] = _triangle(E, E.neg(da), uplo, diag == "U")
+                da = matmul(E, db, x, ta=True) if trans == "T" else matmul(E, x, db, ta=True)
+            out[0] = triangle(E, E.neg(da), uplo, diag == "U")
         return out
 
 
 # ----- symmetric eigendecomposition ----------------------------------------------------
 def _symmetric_from(E, x, uplo: str):
     """The symmetric matrix whose ``uplo`` triangle is ``x``'s (what LAPACK reads)."""
-    row, col = _masks(E, x)
-    return E.select(_compare(E, "GE" if uplo == "L" else "LE", row, col), x, _mt(E, x))
+    row, col = masks(E, x)
+    return E.select(compare(E, "GE" if uplo == "L" else "LE", row, col), x, transposed(E, x))
 
 
 def _onto_triangle(E, g, uplo: str):
     """The adjoint of :func:`_symmetric_from`: ``g + g^T`` off the diagonal, ``g`` on it,
     on the ``uplo`` triangle (the other one is not read)."""
-    row, col = _masks(E, g)
-    return E.select(_compare(E, "GT" if uplo == "L" else "LT", row, col), E.add(g, _mt(E, g)),
-                    E.select(_compare(E, "EQ", row, col), g, E.zero(g.type)))
+    row, col = masks(E, g)
+    return E.select(compare(E, "GT" if uplo == "L" else "LT", row, col), E.add(g, transposed(E, g)),
+                    E.select(compare(E, "EQ", row, col), g, E.zero(g.type)))
 
 
-def _spread(E, w, like, dim: int):
+def spread(E, w, like, dim: int):
     """The vectors ``w`` (..., n) broadcast over matrices of ``like``'s shape along the
     matrix dim ``dim`` (0: w[i] in row i, 1: w[j] in column j)."""
     rank = len(T.shape(like))
@@ -221,9 +222,9 @@ def _spread(E, w, like, dim: int):
 def _gaps(E, w, like):
     """``F_ij = 1 / (w_j - w_i)`` off the diagonal, 0 on it: repeated eigenvalues give
     inf there (the eigenvectors they mix are not functions of A; JAX gives inf/NaN too)."""
-    row, col = _masks(E, like)
-    gaps = E.sub(_spread(E, w, like, 1), _spread(E, w, like, 0))
-    return E.select(_compare(E, "EQ", row, col), E.zero(like.type), E.div(E.const_like(1.0, gaps), gaps))
+    row, col = masks(E, like)
+    gaps = E.sub(spread(E, w, like, 1), spread(E, w, like, 0))
+    return E.select(compare(E, "EQ", row, col), E.zero(like.type), E.div(E.const_like(1.0, gaps), gaps))
 
 
 class _Syevd(Rule):
@@ -236,12 +237,12 @@ class _Syevd(Rule):
         return index == 0 and hlo.is_float_tensor(op.operands[0].type)
 
     def _decomposition(self, ctx, op):
-        options = _options(op, "mode", "uplo")
-        if options["mode"] != "V":
+        found = options(op, "mode", "uplo")
+        if found["mode"] != "V":
             raise ZymaseError("no derivative rule for eigenvalues computed without eigenvectors (mode 'N')",
                               construct=f"stablehlo.custom_call @{op.call_target_name.data}",
                               location=location_of(op), hint="use jnp.linalg.eigh or eigvalsh (they compute both)")
-        return ctx.primal(op.results[0]), ctx.primal(op.results[1]), options["uplo"]
+        return ctx.primal(op.results[0]), ctx.primal(op.results[1]), found["uplo"]
 
     def forward(self, ctx, op, tangents):
         da = tangents[0]
@@ -249,11 +250,11 @@ class _Syevd(Rule):
             return [None] * len(op.results)
         E = ctx.E
         v, w, uplo = self._decomposition(ctx, op)
-        m = _matmul(E, _matmul(E, v, _symmetric_from(E, da, uplo), ta=True), v)  # V^T dS V
-        row, col = _masks(E, m)
-        diagonal = E.select(_compare(E, "EQ", row, col), m, E.zero(m.type))
+        m = matmul(E, matmul(E, v, _symmetric_from(E, da, uplo), ta=True), v)  # V^T dS V
+        row, col = masks(E, m)
+        diagonal = E.select(compare(E, "EQ", row, col), m, E.zero(m.type))
         dw = T.reduce(E, diagonal, [len(T.shape(m)) - 1])
-        dv = _matmul(E, v, E.mul(_gaps(E, w, m), m))
+        dv = matmul(E, v, E.mul(_gaps(E, w, m), m))
         return [dv, dw] + [None] * (len(op.results) - 2)
 
     def reverse(self, ctx, op, dys):
@@ -262,11 +263,11 @@ class _Syevd(Rule):
             return [None]
         E = ctx.E
         v, w, uplo = self._decomposition(ctx, op)
-        inner = E.mul(_gaps(E, w, v), _matmul(E, v, dv, ta=True)) if dv is not None else E.zero(v.type)
+        inner = E.mul(_gaps(E, w, v), matmul(E, v, dv, ta=True)) if dv is not None else E.zero(v.type)
         if dw is not None:
-            row, col = _masks(E, v)
-            inner = E.select(_compare(E, "EQ", row, col), _spread(E, dw, v, 0), inner)
-        g = _matmul(E, _matmul(E, v, inner), v, tb=True)
+            row, col = masks(E, v)
+            inner = E.select(compare(E, "EQ", row, col), spread(E, dw, v, 0), inner)
+        g = matmul(E, matmul(E, v, inner), v, tb=True)
         return [_onto_triangle(E, g, uplo)]
 
 
