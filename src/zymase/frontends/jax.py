@@ -39,7 +39,7 @@ from jax.extend.core import Primitive
 
 from zymase.autodiff import hlo as hlo_ad
 from zymase.errors import ZymaseError
-from zymase.frontends.jax_custom_rules import refuse_custom_rules
+from zymase.frontends import jax_custom_rules
 from zymase.transforms import hlo_rewrites, hlo_xla_cpu
 from zymase.ir import FileLineColLoc, IntAttr, ModuleOp, StringAttr, parse_mlir, print_mlir
 from zymase.ir.stablehlo import STOP_GRADIENT_TARGET
@@ -117,9 +117,8 @@ def _lowered_text(f, in_tree, avals) -> tuple[str, tuple]:
 
     token = _MARK_STOP_GRADIENT.set(True)
     try:
-        traced = jax.jit(flat_f, keep_unused=True).trace(*avals)
-        refuse_custom_rules(traced.jaxpr, python_name(f))  # the lowered text has no trace of them
-        lowered = traced.lower()
+        with jax_custom_rules.marking():  # users' custom rules lowered as markers zymase differentiates
+            lowered = jax.jit(flat_f, keep_unused=True).trace(*avals).lower()
     finally:
         _MARK_STOP_GRADIENT.reset(token)
     out_avals = tuple(ShapedArray(o.shape, o.dtype) for o in jax.tree_util.tree_leaves(lowered.out_info))

@@ -637,6 +637,9 @@ def _target_rule(op) -> Rule | None:
     """The matrix-level rule of a LAPACK custom_call (``rules/stablehlo_linalg.py``)."""
     from zymase.autodiff.rules.stablehlo_linalg import LINALG_RULES
 
+    if hlo.is_custom_rule(op):  # a user's jax.custom_vjp / custom_jvp
+        from zymase.autodiff.rules.stablehlo_custom import CUSTOM_RULES
+        return CUSTOM_RULES[op.call_target_name.data]
     return LINALG_RULES.get(op.call_target_name.data)
 
 
