@@ -119,6 +119,9 @@ def _lowered_text(f, in_tree, avals) -> tuple[str, tuple]:
     try:
         with jax_custom_rules.marking():  # users' custom rules lowered as markers zymase differentiates
             lowered = jax.jit(flat_f, keep_unused=True).trace(*avals).lower()
+    except ZymaseError as exc:  # a refusal while lowering a custom rule
+        exc.function = exc.function or python_name(f)
+        raise exc from None
     finally:
         _MARK_STOP_GRADIENT.reset(token)
     out_avals = tuple(ShapedArray(o.shape, o.dtype) for o in jax.tree_util.tree_leaves(lowered.out_info))

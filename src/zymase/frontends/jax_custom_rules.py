@@ -40,6 +40,7 @@ from jax._src.lib.mlir import ir as jax_ir
 from jax._src.lib.mlir.dialects import func as jax_func
 
 import zymase
+from zymase.errors import ZymaseError
 from zymase.ir.stablehlo import CUSTOM_JVP_TARGET, CUSTOM_VJP_TARGET
 
 # whether the custom rules met now are marked (zymase lowers the user's function, outside
@@ -117,6 +118,19 @@ def _function(ctx, name: str, closed: core.ClosedJaxpr) -> str:
     return symbol
 
 
+def _refuse_traced_constants(consts, kind: str, name: str, where: str | None, ctx) -> None:
+    """A rule that closes over a value traced in the function (a tracer, not a constant)
+    cannot be lowered on its own: JAX traces such rules while it differentiates, inside
+    the trace; zymase lowers them after it."""
+    if any(isinstance(c, core.Tracer) for c in consts):
+        defined = f" (defined at {where})" if where else ""
+        raise ZymaseError(f"the {kind} rule of '{name}'{defined} closes over a value computed in the function "
+                          "(or takes one as a nondiff_argnums argument), which zymase cannot lower with the rule",
+                          construct=kind, location=_call_site(ctx),
+                          hint="pass the value to the custom function as a differentiable argument, or convert "
+                               "the closure with jax.closure_convert")
+
+
 def _marker(ctx, target: str, args, functions: list[str], config: dict):
     result_types = [jax_mlir.aval_to_ir_type(ctx.module_context, a) for a in ctx.avals_out]
     op = jax_mlir.custom_call(target, result_types=result_types, operands=list(args),
@@ -136,8 +150,10 @@ def _lower_custom_vjp(ctx, *args, call_jaxpr, fwd_jaxpr_thunk, bwd, num_consts, 
         fwd_jaxpr, fwd_consts = fwd_jaxpr_thunk.call_wrapped(*[True] * len(in_avals))
         fwd_closed = core.ClosedJaxpr(fwd_jaxpr, fwd_consts)
         _, res_tree, input_fwds = out_trees()
+        _refuse_traced_constants(fwd_consts, "jax.custom_vjp", name, where, ctx)
         res_out = iter(fwd_closed.out_avals)
-        res_avals = [next(res_out) if f is None else in_avals[f] for f in input_fwds]
+        # a residual that is an operand passed through is counted among all operands
+        res_avals = [next(res_out) if f is None else call_jaxpr.in_avals[f] for f in input_fwds]
         float_in = [_is_float(a) for a in in_avals]
         float_out = [_is_float(a) for a in out_avals]
 
@@ -169,6 +185,7 @@ def _lower_custom_jvp(ctx, *args, call_jaxpr, jvp_jaxpr_fun, num_consts, symboli
         float_out = [_is_float(a) for a in out_avals]
         primal = _function(ctx, "zymase_custom_primal", call_jaxpr)
         jvp_jaxpr, jvp_consts, out_zeros = jvp_jaxpr_fun.call_wrapped(*[False] * len(in_avals))
+        _refuse_traced_constants(jvp_consts, "jax.custom_jvp", name, where, ctx)
 
         def jvp_floats(*xs):
             primals, tangents = xs[:len(in_avals)], iter(xs[len(in_avals):])

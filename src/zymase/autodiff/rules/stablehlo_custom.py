@@ -74,10 +74,11 @@ class CustomVJP(_CustomRule):
         config = _config(op)
         consts, E = config["consts"], ctx.E
         _, fwd, bwd = _functions(E.module, op)
-        inputs = [ctx.primal(v) for v in op.operands[consts:]]
-        outs, _, _ = inline(E, fwd.body, inputs)
+        operands = [ctx.primal(v) for v in op.operands]
+        outs, _, _ = inline(E, fwd.body, operands[consts:])
         made = iter(outs[:len(outs) - len(op.results)])
-        residuals = [next(made) if k is None else inputs[k] for k in config["forwarded"]]
+        # forwarded residuals count the closed-over constants among the operands
+        residuals = [next(made) if k is None else operands[k] for k in config["forwarded"]]
         cts = [dy if dy is not None else E.zero(r.type)
                for r, dy, is_float in zip(op.results, dys, config["float_out"]) if is_float]
         adjoints = iter(inline(E, bwd.body, residuals + cts)[0])
