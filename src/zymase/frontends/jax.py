@@ -117,8 +117,9 @@ def _lowered_text(f, in_tree, avals) -> tuple[str, tuple]:
 
     token = _MARK_STOP_GRADIENT.set(True)
     try:
-        with jax_custom_rules.marking():  # users' custom rules lowered as markers zymase differentiates
-            lowered = jax.jit(flat_f, keep_unused=True).trace(*avals).lower()
+        traced = jax.jit(flat_f, keep_unused=True).trace(*avals)
+        with jax_custom_rules.marking(traced.jaxpr):  # custom rules lowered as markers zymase differentiates
+            lowered = traced.lower()
     except ZymaseError as exc:  # a refusal while lowering a custom rule
         exc.function = exc.function or python_name(f)
         raise exc from None

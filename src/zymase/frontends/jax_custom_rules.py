@@ -49,17 +49,36 @@ _MARKING = contextvars.ContextVar("zymase_marks_custom_rules", default=False)
 _ZYMASE_DIR = os.path.dirname(os.path.abspath(zymase.__file__)) + os.sep
 
 
-def marking():
-    """Context manager: mark custom rules while zymase lowers a function."""
-    return _Marking()
+def marking(closed_jaxpr):
+    """Context manager: mark custom rules while zymase lowers the function traced to
+    ``closed_jaxpr``."""
+    return _Marking(closed_jaxpr)
 
 
 class _Marking:
+    def __init__(self, closed_jaxpr):
+        self.table: dict = {}
+        _record_operands(closed_jaxpr.jaxpr, self.table)
+
     def __enter__(self):
-        self._token = _MARKING.set(True)
+        self._tokens = (_MARKING.set(True), _OPERANDS.set(self.table))
 
     def __exit__(self, *exc):
-        _MARKING.reset(self._token)
+        _MARKING.reset(self._tokens[0])
+        _OPERANDS.reset(self._tokens[1])
+
+
+# the inputs of each traced custom call equation (by its call_jaxpr) while zymase lowers:
+# a rule's traced constants are found among them (_function)
+_OPERANDS: contextvars.ContextVar[dict] = contextvars.ContextVar("zymase_custom_call_operands", default={})
+
+
+def _record_operands(jaxpr, table: dict) -> None:
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name in ("custom_jvp_call", "custom_vjp_call"):
+            table[id(eqn.params["call_jaxpr"])] = list(eqn.invars)
+        for sub in core.jaxprs_in_params(eqn.params):
+            _record_operands(sub, table)
 
 
 def _definition(call_jaxpr) -> tuple[str, str | None]:
@@ -98,10 +117,22 @@ def _traced(fn, avals, name: str) -> core.ClosedJaxpr:
     return core.ClosedJaxpr(jaxpr, consts)
 
 
-def _function(ctx, name: str, closed: core.ClosedJaxpr) -> str:
+class _Untraceable(Exception):
+    """A rule's jaxpr holds a traced value that is not an operand of the call."""
+
+
+def _function(ctx, name: str, closed: core.ClosedJaxpr, operands=None) -> tuple[str, list[int]]:
     """Lower ``closed`` to a private ``func.func`` of the module being lowered (constants
-    inline, no tokens); returns its symbol name. Lowered with a cache of its own, so a
-    jitted helper it shares with marked code is lowered again, not reused unmarked."""
+    inline, no tokens); returns its symbol name and the operands of the call it takes
+    first. A rule may close over values traced in the user's function (a custom_jvp's
+    ``nondiff_argnums`` tracers, closures): JAX traces rules inside its own trace, zymase
+    after it, so these are dead tracers here; each must be one of the call's ``operands``
+    (the traced equation's inputs), and the function takes it as a leading argument.
+    Lowered with a cache of its own, so a jitted helper it shares with marked code is
+    lowered again, not reused unmarked."""
+    captured = [_operand_index(c, operands) for c in closed.consts if isinstance(c, core.Tracer)]
+    if captured:
+        closed = _with_tracers_as_arguments(closed)
     mc = ctx.module_context.replace(cached_primitive_lowerings={}, lowering_cache={})
     in_types = [jax_mlir.aval_to_ir_type(mc, a) for a in closed.in_avals]
     out_types = [jax_mlir.aval_to_ir_type(mc, a) for a in closed.out_avals]
@@ -115,20 +146,35 @@ def _function(ctx, name: str, closed: core.ClosedJaxpr) -> str:
                                          consts, *block.arguments, dim_var_values=[], const_lowering={},
                                          outer_traceback=None)
         jax_func.ReturnOp([v for out in outs for v in (out if isinstance(out, (list, tuple)) else [out])])
-    return symbol
+    return symbol, captured
 
 
-def _refuse_traced_constants(consts, kind: str, name: str, where: str | None, ctx) -> None:
-    """A rule that closes over a value traced in the function (a tracer, not a constant)
-    cannot be lowered on its own: JAX traces such rules while it differentiates, inside
-    the trace; zymase lowers them after it."""
-    if any(isinstance(c, core.Tracer) for c in consts):
-        defined = f" (defined at {where})" if where else ""
-        raise ZymaseError(f"the {kind} rule of '{name}'{defined} closes over a value computed in the function "
-                          "(or takes one as a nondiff_argnums argument), which zymase cannot lower with the rule",
-                          construct=kind, location=_call_site(ctx),
-                          hint="pass the value to the custom function as a differentiable argument, or convert "
-                               "the closure with jax.closure_convert")
+def _operand_index(tracer, operands) -> int:
+    var = getattr(tracer, "val", None)
+    for i, v in enumerate(operands or ()):
+        if v is var:
+            return i
+    raise _Untraceable
+
+
+def _with_tracers_as_arguments(closed: core.ClosedJaxpr) -> core.ClosedJaxpr:
+    """``closed`` with its traced constants moved to leading arguments (in their order)."""
+    traced = [isinstance(c, core.Tracer) for c in closed.consts]
+    jaxpr = closed.jaxpr
+    moved = [v for v, t in zip(jaxpr.constvars, traced) if t]
+    kept = [v for v, t in zip(jaxpr.constvars, traced) if not t]
+    jaxpr = jaxpr.replace(constvars=kept, invars=[*moved, *jaxpr.invars],
+                          debug_info=jaxpr.debug_info.with_unknown_names())
+    return core.ClosedJaxpr(jaxpr, [c for c, t in zip(closed.consts, traced) if not t])
+
+
+def _untraceable(kind: str, name: str, where: str | None, ctx) -> ZymaseError:
+    defined = f" (defined at {where})" if where else ""
+    return ZymaseError(f"the {kind} rule of '{name}'{defined} closes over a value computed in the function "
+                       "that the custom function does not take as an argument, which zymase cannot lower "
+                       "with the rule", construct=kind, location=_call_site(ctx),
+                       hint="pass the value to the custom function as an argument (nondiff_argnums for "
+                            "custom_jvp)")
 
 
 def _marker(ctx, target: str, args, functions: list[str], config: dict):
@@ -143,14 +189,14 @@ def _lower_custom_vjp(ctx, *args, call_jaxpr, fwd_jaxpr_thunk, bwd, num_consts, 
     if not _MARKING.get() or _is_zymase_jit(where):
         return _lower_primal(ctx, *args, call_jaxpr=call_jaxpr)
     token = _MARKING.set(False)  # what the rule and the primal call runs, it does not differentiate
+    operands = _OPERANDS.get().get(id(call_jaxpr))
     try:
         in_avals = call_jaxpr.in_avals[num_consts:]
         out_avals = call_jaxpr.out_avals
-        primal = _function(ctx, "zymase_custom_primal", call_jaxpr)
+        primal, _ = _function(ctx, "zymase_custom_primal", call_jaxpr)
         fwd_jaxpr, fwd_consts = fwd_jaxpr_thunk.call_wrapped(*[True] * len(in_avals))
         fwd_closed = core.ClosedJaxpr(fwd_jaxpr, fwd_consts)
         _, res_tree, input_fwds = out_trees()
-        _refuse_traced_constants(fwd_consts, "jax.custom_vjp", name, where, ctx)
         res_out = iter(fwd_closed.out_avals)
         # a residual that is an operand passed through is counted among all operands
         res_avals = [next(res_out) if f is None else call_jaxpr.in_avals[f] for f in input_fwds]
@@ -164,13 +210,16 @@ def _lower_custom_vjp(ctx, *args, call_jaxpr, fwd_jaxpr_thunk, bwd, num_consts, 
             return [ad.instantiate_zeros(c) for c, f in zip(cts_in, float_in) if f]
 
         bwd_closed = _traced(bwd_floats, [*res_avals, *(a for a, f in zip(out_avals, float_out) if f)], "bwd")
-        functions = [primal, _function(ctx, "zymase_custom_fwd", fwd_closed),
-                     _function(ctx, "zymase_custom_bwd", bwd_closed)]
+        fwd, fwd_captured = _function(ctx, "zymase_custom_fwd", fwd_closed, operands)
+        bwd_function, bwd_captured = _function(ctx, "zymase_custom_bwd", bwd_closed, operands)
+    except _Untraceable:
+        raise _untraceable("jax.custom_vjp", name, where, ctx) from None
     finally:
         _MARKING.reset(token)
     config = {"rule": name, "defined": where, "called": _call_site(ctx), "consts": num_consts,
-              "forwarded": list(input_fwds), "float_in": float_in, "float_out": float_out}
-    return _marker(ctx, CUSTOM_VJP_TARGET, args, functions, config)
+              "forwarded": list(input_fwds), "float_in": float_in, "float_out": float_out,
+              "captured": [[], fwd_captured, bwd_captured]}
+    return _marker(ctx, CUSTOM_VJP_TARGET, args, [primal, fwd, bwd_function], config)
 
 
 def _lower_custom_jvp(ctx, *args, call_jaxpr, jvp_jaxpr_fun, num_consts, symbolic_zeros):
@@ -178,14 +227,14 @@ def _lower_custom_jvp(ctx, *args, call_jaxpr, jvp_jaxpr_fun, num_consts, symboli
     if not _MARKING.get():
         return _lower_primal(ctx, *args, call_jaxpr=call_jaxpr)
     token = _MARKING.set(False)
+    operands = _OPERANDS.get().get(id(call_jaxpr))
     try:
         in_avals = call_jaxpr.in_avals[num_consts:]
         out_avals = call_jaxpr.out_avals
         float_in = [_is_float(a) for a in in_avals]
         float_out = [_is_float(a) for a in out_avals]
-        primal = _function(ctx, "zymase_custom_primal", call_jaxpr)
+        primal, _ = _function(ctx, "zymase_custom_primal", call_jaxpr)
         jvp_jaxpr, jvp_consts, out_zeros = jvp_jaxpr_fun.call_wrapped(*[False] * len(in_avals))
-        _refuse_traced_constants(jvp_consts, "jax.custom_jvp", name, where, ctx)
 
         def jvp_floats(*xs):
             primals, tangents = xs[:len(in_avals)], iter(xs[len(in_avals):])
@@ -196,12 +245,14 @@ def _lower_custom_jvp(ctx, *args, call_jaxpr, jvp_jaxpr_fun, num_consts, symboli
             return [*outs, *(t for t, f in zip(tangents_out, float_out) if f)]
 
         jvp_closed = _traced(jvp_floats, [*in_avals, *(a for a, f in zip(in_avals, float_in) if f)], "jvp")
-        functions = [primal, _function(ctx, "zymase_custom_jvp", jvp_closed)]
+        jvp, jvp_captured = _function(ctx, "zymase_custom_jvp", jvp_closed, operands)
+    except _Untraceable:
+        raise _untraceable("jax.custom_jvp", name, where, ctx) from None
     finally:
         _MARKING.reset(token)
     config = {"rule": name, "defined": where, "called": _call_site(ctx), "consts": num_consts,
-              "float_in": float_in, "float_out": float_out}
-    return _marker(ctx, CUSTOM_JVP_TARGET, args, functions, config)
+              "float_in": float_in, "float_out": float_out, "captured": [[], jvp_captured]}
+    return _marker(ctx, CUSTOM_JVP_TARGET, args, [primal, jvp], config)
 
 
 def _lower_primal(ctx, *args, call_jaxpr, **_):

@@ -54,9 +54,15 @@ def _refuse(op, what: str, hint: str, function: str | None = None):
 def _refuse_closed_over(ctx, op) -> None:
     consts = _config(op)["consts"]
     if any(ctx.wants(v) for v in op.operands[:consts]):
-        _refuse(op, "zymase would differentiate with respect to a value the function closes over, which the "
-                    "rule does not cover", "pass the value to the custom function as an argument",
-                ctx.function)
+        _refuse(op, "zymase would differentiate with respect to a value the function closes over (or a "
+                    "nondiff_argnums argument), which the rule does not cover",
+                "pass the value to the custom function as a differentiable argument", ctx.function)
+
+
+def _captured(ctx, op, function: int) -> list:
+    """The operands the rule's ``function``-th called computation takes first: traced
+    values its rule closes over (``frontends/jax_custom_rules._function``)."""
+    return [ctx.primal(op.operands[k]) for k in _config(op)["captured"][function]]
 
 
 class _CustomRule(Rule):
@@ -75,13 +81,13 @@ class CustomVJP(_CustomRule):
         consts, E = config["consts"], ctx.E
         _, fwd, bwd = _functions(E.module, op)
         operands = [ctx.primal(v) for v in op.operands]
-        outs, _, _ = inline(E, fwd.body, operands[consts:])
+        outs, _, _ = inline(E, fwd.body, _captured(ctx, op, 1) + operands[consts:])
         made = iter(outs[:len(outs) - len(op.results)])
         # forwarded residuals count the closed-over constants among the operands
         residuals = [next(made) if k is None else operands[k] for k in config["forwarded"]]
         cts = [dy if dy is not None else E.zero(r.type)
                for r, dy, is_float in zip(op.results, dys, config["float_out"]) if is_float]
-        adjoints = iter(inline(E, bwd.body, residuals + cts)[0])
+        adjoints = iter(inline(E, bwd.body, _captured(ctx, op, 2) + residuals + cts)[0])
         return [None] * consts + [next(adjoints) if is_float else None for is_float in config["float_in"]]
 
     def forward(self, ctx, op, tangents):
@@ -99,7 +105,7 @@ class CustomJVP(_CustomRule):
         inputs = [ctx.primal(v) for v in op.operands[consts:]]
         ins = [t if t is not None else E.zero(v.type)
                for v, t, is_float in zip(op.operands[consts:], tangents[consts:], config["float_in"]) if is_float]
-        outs = inline(E, jvp.body, inputs + ins)[0]
+        outs = inline(E, jvp.body, _captured(ctx, op, 1) + inputs + ins)[0]
         made = iter(outs[len(op.results):])
         return [next(made) if is_float else None for is_float in config["float_out"]]
 
@@ -114,7 +120,7 @@ class CustomJVP(_CustomRule):
         primal_seeds = [E.zero(r.type) for r in op.results if hlo.is_float_tensor(r.type)]
         seeds = [dy if dy is not None else E.zero(r.type)
                  for r, dy, is_float in zip(op.results, dys, config["float_out"]) if is_float]
-        outs = inline(E, transpose.body, inputs + zero_tangents + primal_seeds + seeds)[0]
+        outs = inline(E, transpose.body, _captured(ctx, op, 1) + inputs + zero_tangents + primal_seeds + seeds)[0]
         adjoints = iter(outs[len(outs) - len(zero_tangents):])
         return [None] * consts + [next(adjoints) if is_float else None for is_float in config["float_in"]]
 
