@@ -53,6 +53,17 @@ def log1pexp(x):
 log1pexp.defjvp(lambda p, t: (log1pexp(p[0]), t[0] * jax.nn.sigmoid(p[0])))
 
 
+# a primal that stops gradients (zymase marks lax.stop_gradient while it lowers: the marks
+# in the primal's copy must go too)
+@jax.custom_jvp
+def shifted_logsumexp(x):
+    m = lax.stop_gradient(jnp.max(x))
+    return m + jnp.log(jnp.sum(jnp.exp(x - m)))
+
+
+shifted_logsumexp.defjvp(lambda p, t: (shifted_logsumexp(p[0]), jnp.sum(jax.nn.softmax(p[0]) * t[0])))
+
+
 # nondiff_argnums holding a function (JAX's documented use)
 @partial(jax.custom_jvp, nondiff_argnums=(0,))
 def apply_scaled(f, x):
@@ -100,13 +111,14 @@ def test_custom_vjp_rules_replace_the_derivative_in_reverse_mode():
 
 
 # item 4: a custom_jvp rule (a stabilized log1pexp; nondiff_argnums holding a function and
-# a traced array, whose derivative JAX takes as zero): forward mode runs the rule, reverse
-# mode transposes its tangent part
+# a traced array, whose derivative JAX takes as zero; a primal with stop_gradient): forward
+# mode runs the rule, reverse mode transposes its tangent part
 def test_custom_jvp_rule_in_forward_and_reverse_mode():
     x = jnp.asarray([0.3, -1.2, 800.0])
 
     def f(x, w):
-        return jnp.sum(log1pexp(x) * w) + jnp.sum(apply_scaled(jnp.sin, x) * x) + jnp.sum(weighted_sin(w, x))
+        return (jnp.sum(log1pexp(x) * w) + jnp.sum(apply_scaled(jnp.sin, x) * x) + jnp.sum(weighted_sin(w, x))
+                + shifted_logsumexp(w * x[:2].sum()))
 
     expected = jax.grad(f, argnums=(0, 1))(x, W)
     assert np.isfinite(expected[0]).all()

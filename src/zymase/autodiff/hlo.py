@@ -313,8 +313,8 @@ def reverse(module: ModuleOp, active: Sequence[bool], function: str) -> frozense
         if is_active:
             grads.append(adjoint[arg] if arg in adjoint else E.zero(arg.type))
     _set_return(main, ret, list(ret.operands) + grads)
+    primal |= strip_custom_rules(module, main)  # first: a primal's copy may hold stop_gradient marks
     strip_stop_gradients(main)
-    primal |= strip_custom_rules(module, main)
     return frozenset(primal)
 
 
@@ -333,8 +333,9 @@ def forward(module: ModuleOp, active: Sequence[bool], function: str) -> frozense
     forward_sweep(E, ops, info, tangent, function)
     outs = [tangent.get(ret.operands[i]) or E.zero(ret.operands[i].type) for i in _float_results(ret)]
     _set_return(main, ret, list(ret.operands) + outs)
+    primal = primal | strip_custom_rules(module, main)  # first: a primal's copy may hold stop_gradient marks
     strip_stop_gradients(main)
-    return primal | strip_custom_rules(module, main)
+    return primal
 
 
 def strip_stop_gradients(main: func.FuncOp) -> None:

@@ -16,12 +16,14 @@ Zeros are materialized (a rule with ``symbolic_zeros=True`` sees arrays of zeros
 gives it when it instantiates them; every input counts as perturbed), and a ``None`` a bwd
 returns becomes zeros. The marker's ``backend_config`` (JSON) says which operands are the
 call's closed-over constants, which residuals are inputs passed through, which inputs and
-outputs are floats, and names the rule for refusals. ``autodiff/rules/stablehlo_custom.py``
+outputs are floats, which operands each rule function takes first (traced values the rule
+closes over, ``_function``), and names the rule for refusals. ``autodiff/rules/stablehlo_custom.py``
 differentiates the marker; what is not differentiated runs the primal. Calls nested inside
 a rule or a primal of another marker lower as JAX lowers them (they run, they are not
 differentiated).
 
-Rules of ``zymase.jax.jit`` (a custom_vjp whose backward pass is zymase's own derivative of
+JAX's own functions with custom rules (``jax.nn.relu``, ``jnp.logaddexp``, ...) are marked
+too, so zymase agrees with ``jax.grad`` at their kinks and ties. Rules of ``zymase.jax.jit`` (a custom_vjp whose backward pass is zymase's own derivative of
 the same primal, through a JAX primitive zymase cannot differentiate) lower as their primal.
 """
 

@@ -1,4 +1,4 @@
-"""Derivative rules of users' ``jax.custom_vjp`` / ``jax.custom_jvp`` calls: the marker
+"""Derivative rules of ``jax.custom_vjp`` / ``jax.custom_jvp`` calls (users' and JAX's own): the marker
 custom_calls of ``frontends/jax_custom_rules.py``, whose called computations are the
 primal and the rule lowered to StableHLO, applied as ``jax.grad`` / ``jax.jvp`` apply them.
 
@@ -14,8 +14,9 @@ primal and the rule lowered to StableHLO, applied as ``jax.grad`` / ``jax.jvp`` 
   only (primal inputs constant), run with zero tangents (the map is linear in them) and
   zero seeds for the primal outputs.
 
-Differentiating with respect to a value the custom function closes over is refused, as
-JAX refuses it for custom_vjp: the rule says nothing about such values.
+Traced values a rule closes over are passed to its functions first (``captured`` in the
+marker's config). Differentiating with respect to a value the custom function closes over
+is refused, as JAX refuses it for custom_vjp: the rule says nothing about such values.
 """
 
 from __future__ import annotations
