@@ -59,26 +59,42 @@ def marking(closed_jaxpr):
 
 class _Marking:
     def __init__(self, closed_jaxpr):
-        self.table: dict = {}
-        _record_operands(closed_jaxpr.jaxpr, self.table)
+        self.state = _LoweringState()
+        _record_operands(closed_jaxpr.jaxpr, self.state.operands)
 
     def __enter__(self):
-        self._tokens = (_MARKING.set(True), _OPERANDS.set(self.table))
+        self._tokens = (_MARKING.set(True), _STATE.set(self.state))
 
     def __exit__(self, *exc):
         _MARKING.reset(self._tokens[0])
-        _OPERANDS.reset(self._tokens[1])
+        _STATE.reset(self._tokens[1])
 
 
-# the inputs of each traced custom call equation (by its call_jaxpr) while zymase lowers:
-# a rule's traced constants are found among them (_function)
-_OPERANDS: contextvars.ContextVar[dict] = contextvars.ContextVar("zymase_custom_call_operands", default={})
+class _LoweringState:
+    """What the lowering of one function keeps across its custom calls."""
+
+    def __init__(self):
+        # the inputs of each traced custom call equation, by its call_jaxpr (None when
+        # equations share it with different inputs): a rule's traced constants are found
+        # among them (_function)
+        self.operands: dict[int, list | None] = {}
+        # the rule functions lowered, by (call_jaxpr, rule thunk): JAX traces a jitted
+        # custom function (jax.nn.relu) once, and its calls share the functions
+        self.rules: dict[tuple[int, int], tuple[list[str], dict]] = {}
+        # JAX's caches for what rule functions lower: unmarked, so kept apart from the
+        # module's own (a jitted helper shared with marked code is lowered twice)
+        self.cached_primitive_lowerings: dict = {}
+        self.lowering_cache: dict = {}
+
+
+_STATE: contextvars.ContextVar[_LoweringState | None] = contextvars.ContextVar("zymase_custom_rules", default=None)
 
 
 def _record_operands(jaxpr, table: dict) -> None:
     for eqn in jaxpr.eqns:
         if eqn.primitive.name in ("custom_jvp_call", "custom_vjp_call"):
-            table[id(eqn.params["call_jaxpr"])] = list(eqn.invars)
+            key, invars = id(eqn.params["call_jaxpr"]), list(eqn.invars)
+            table[key] = invars if table.get(key, invars) == invars else None
         for sub in core.jaxprs_in_params(eqn.params):
             _record_operands(sub, table)
 
@@ -130,12 +146,13 @@ def _function(ctx, name: str, closed: core.ClosedJaxpr, operands=None) -> tuple[
     ``nondiff_argnums`` tracers, closures): JAX traces rules inside its own trace, zymase
     after it, so these are dead tracers here; each must be one of the call's ``operands``
     (the traced equation's inputs), and the function takes it as a leading argument.
-    Lowered with a cache of its own, so a jitted helper it shares with marked code is
-    lowered again, not reused unmarked."""
+    Lowered with JAX's caches for unmarked code (``_LoweringState``)."""
     captured = [_operand_index(c, operands) for c in closed.consts if isinstance(c, core.Tracer)]
     if captured:
         closed = _with_tracers_as_arguments(closed)
-    mc = ctx.module_context.replace(cached_primitive_lowerings={}, lowering_cache={})
+    state = _STATE.get()
+    mc = ctx.module_context.replace(cached_primitive_lowerings=state.cached_primitive_lowerings,
+                                    lowering_cache=state.lowering_cache)
     in_types = [jax_mlir.aval_to_ir_type(mc, a) for a in closed.in_avals]
     out_types = [jax_mlir.aval_to_ir_type(mc, a) for a in closed.out_avals]
     fop = jax_func.FuncOp(name, jax_ir.FunctionType.get(in_types, out_types), ip=mc.ip)
@@ -191,7 +208,12 @@ def _lower_custom_vjp(ctx, *args, call_jaxpr, fwd_jaxpr_thunk, bwd, num_consts, 
     if not _MARKING.get() or _is_zymase_jit(where):
         return _lower_primal(ctx, *args, call_jaxpr=call_jaxpr)
     token = _MARKING.set(False)  # what the rule and the primal call runs, it does not differentiate
-    operands = _OPERANDS.get().get(id(call_jaxpr))
+    state = _STATE.get()
+    if (key := (id(call_jaxpr), id(fwd_jaxpr_thunk))) in state.rules:
+        _MARKING.reset(token)
+        functions, config = state.rules[key]
+        return _marker(ctx, CUSTOM_VJP_TARGET, args, functions, dict(config, called=_call_site(ctx)))
+    operands = state.operands.get(id(call_jaxpr))
     try:
         in_avals = call_jaxpr.in_avals[num_consts:]
         out_avals = call_jaxpr.out_avals
@@ -221,6 +243,7 @@ def _lower_custom_vjp(ctx, *args, call_jaxpr, fwd_jaxpr_thunk, bwd, num_consts, 
     config = {"rule": name, "defined": where, "called": _call_site(ctx), "consts": num_consts,
               "forwarded": list(input_fwds), "float_in": float_in, "float_out": float_out,
               "captured": [[], fwd_captured, bwd_captured]}
+    state.rules[key] = ([primal, fwd, bwd_function], config)
     return _marker(ctx, CUSTOM_VJP_TARGET, args, [primal, fwd, bwd_function], config)
 
 
@@ -229,7 +252,12 @@ def _lower_custom_jvp(ctx, *args, call_jaxpr, jvp_jaxpr_fun, num_consts, symboli
     if not _MARKING.get():
         return _lower_primal(ctx, *args, call_jaxpr=call_jaxpr)
     token = _MARKING.set(False)
-    operands = _OPERANDS.get().get(id(call_jaxpr))
+    state = _STATE.get()
+    if (key := (id(call_jaxpr), id(jvp_jaxpr_fun))) in state.rules:
+        _MARKING.reset(token)
+        functions, config = state.rules[key]
+        return _marker(ctx, CUSTOM_JVP_TARGET, args, functions, dict(config, called=_call_site(ctx)))
+    operands = state.operands.get(id(call_jaxpr))
     try:
         in_avals = call_jaxpr.in_avals[num_consts:]
         out_avals = call_jaxpr.out_avals
@@ -254,6 +282,7 @@ def _lower_custom_jvp(ctx, *args, call_jaxpr, jvp_jaxpr_fun, num_consts, symboli
         _MARKING.reset(token)
     config = {"rule": name, "defined": where, "called": _call_site(ctx), "consts": num_consts,
               "float_in": float_in, "float_out": float_out, "captured": [[], jvp_captured]}
+    state.rules[key] = ([primal, jvp], config)
     return _marker(ctx, CUSTOM_JVP_TARGET, args, [primal, jvp], config)
 
 
