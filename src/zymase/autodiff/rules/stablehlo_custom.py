@@ -22,6 +22,7 @@ is refused, as JAX refuses it for custom_vjp: the rule says nothing about such v
 from __future__ import annotations
 
 import json
+import weakref
 
 from zymase.autodiff import hlo as hlo_ad
 from zymase.autodiff.registry import Rule
@@ -126,11 +127,21 @@ class CustomJVP(_CustomRule):
         return [None] * consts + [next(adjoints) if is_float else None for is_float in config["float_in"]]
 
 
+# transposed jvp functions, by the function (calls of one traced custom function share it)
+_TRANSPOSED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def _tangent_transpose(jvp: func.FuncOp, n_tangents: int, function: str) -> func.FuncOp:
     """The reverse mode (``autodiff/hlo.reverse``) of a custom_jvp rule's function with
     respect to its ``n_tangents`` trailing (tangent) arguments, as the ``@main`` of a module
     of its own: ``(inputs, tangents, seeds of its float results) -> (results, tangent
-    adjoints)``."""
+    adjoints)``; made once per function (it is copied where it is used)."""
+    if jvp not in _TRANSPOSED:
+        _TRANSPOSED[jvp] = _transposed(jvp, n_tangents, function)
+    return _TRANSPOSED[jvp]
+
+
+def _transposed(jvp: func.FuncOp, n_tangents: int, function: str) -> func.FuncOp:
     copy = jvp.clone()
     copy.sym_name = StringAttr("main")
     module = ModuleOp([copy])
