@@ -96,13 +96,29 @@ def main_function(module: ModuleOp) -> func.FuncOp:
 
 
 def inline_calls(module: ModuleOp, function: str) -> func.FuncOp:
-    """Inline every ``func.call`` in ``@main`` (transitively) and drop the other
-    functions; returns ``@main``."""
+    """Inline every ``func.call`` in ``@main`` (transitively) and in the functions of the
+    users' custom rules its markers call (``hlo.is_custom_rule``), keep those and drop
+    the other functions; returns ``@main``."""
     table = {op.sym_name.data: op for op in module.ops if isinstance(op, func.FuncOp)}
     main = main_function(module)
+    _inline_into(main, table, function)
+    kept = {main}
+    for op in main.walk():
+        if hlo.is_custom_rule(op):
+            for name in hlo.called_computations(op):
+                if table[name] not in kept:
+                    _inline_into(table[name], table, function)
+                    kept.add(table[name])
+    for op in list(module.ops):
+        if op not in kept:
+            op.detach()
+    return main
+
+
+def _inline_into(fop: func.FuncOp, table: dict, function: str) -> None:
     depth = 0
     while True:
-        calls = [op for op in main.walk() if isinstance(op, func.CallOp)]
+        calls = [op for op in fop.walk() if isinstance(op, func.CallOp)]
         if not calls:
             break
         depth += 1
@@ -129,10 +145,6 @@ def inline_calls(module: ModuleOp, function: str) -> func.FuncOp:
                 old.replace_all_uses_with(new)
             call.detach()
             call.erase()
-    for op in list(module.ops):
-        if op is not main:
-            op.detach()
-    return main
 
 
 def _float_results(ret: Operation) -> list[int]:
@@ -301,6 +313,7 @@ def reverse(module: ModuleOp, active: Sequence[bool], function: str) -> frozense
         if is_active:
             grads.append(adjoint[arg] if arg in adjoint else E.zero(arg.type))
     _set_return(main, ret, list(ret.operands) + grads)
+    primal |= strip_custom_rules(module, main)  # first: a primal's copy may hold stop_gradient marks
     strip_stop_gradients(main)
     return frozenset(primal)
 
@@ -320,6 +333,7 @@ def forward(module: ModuleOp, active: Sequence[bool], function: str) -> frozense
     forward_sweep(E, ops, info, tangent, function)
     outs = [tangent.get(ret.operands[i]) or E.zero(ret.operands[i].type) for i in _float_results(ret)]
     _set_return(main, ret, list(ret.operands) + outs)
+    primal = primal | strip_custom_rules(module, main)  # first: a primal's copy may hold stop_gradient marks
     strip_stop_gradients(main)
     return primal
 
@@ -332,6 +346,31 @@ def strip_stop_gradients(main: func.FuncOp) -> None:
             op.results[0].replace_all_uses_with(op.operands[0])
             op.detach()
             op.erase()
+
+
+def strip_custom_rules(module: ModuleOp, main: func.FuncOp) -> frozenset[Operation]:
+    """Replace the markers of users' custom rules (``frontends/jax_custom_rules``) that
+    remain (what is not differentiated, and the primal of what is) by a copy of their
+    primal function, and drop the rules' functions; returns the copied ops."""
+    from zymase.autodiff.rules.stablehlo_regions import inline
+
+    copied: list[Operation] = []
+    table = {op.sym_name.data: op for op in module.ops if isinstance(op, func.FuncOp)}
+    for op in [op for op in main.walk() if hlo.is_custom_rule(op)]:
+        primal = table[hlo.called_computations(op)[0]]
+        outs, ops, _ = inline(Emitter(hlo_flavor.HLO, module).before(op), primal.body, list(op.operands))
+        for inner in ops:
+            for nested in inner.walk():
+                nested.location = op.location  # refusals and profiles name the user's call
+                copied.append(nested)
+        for old, new in zip(op.results, outs):
+            old.replace_all_uses_with(new)
+        op.detach()
+        op.erase()
+    for op in list(module.ops):
+        if op is not main:
+            op.detach()
+    return frozenset(copied)
 
 
 def _set_return(main: func.FuncOp, ret: Operation, values: list[SSAValue]) -> None:

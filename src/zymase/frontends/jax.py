@@ -2,8 +2,9 @@
 run by XLA inside JAX.
 
 1. **Lower** (``lower``): ``jax.jit(flat_f, keep_unused=True).trace(*avals)`` on the
-   flattened arguments, whose jaxpr is checked for users' custom rules
-   (``jax_custom_rules``: refused), then lowered, printed in MLIR's generic op form and
+   flattened arguments, then lowered (custom_vjp/custom_jvp calls as markers carrying
+   their rules, ``jax_custom_rules``; ``custom_linear_solve`` with its derivative,
+   ``jax_linear_solve``), printed in MLIR's generic op form and
    parsed by ``ir.parse_mlir`` (the StableHLO dialect of ``ir/stablehlo.py``).
 2. **Differentiate**: ``transforms/hlo_rewrites.simplify`` (its exact patterns) simplifies
    the user's function, ``autodiff/hlo.reverse`` / ``forward`` rewrite ``@main``, then
@@ -39,8 +40,7 @@ from jax.extend.core import Primitive
 
 from zymase.autodiff import hlo as hlo_ad
 from zymase.errors import ZymaseError
-from zymase.frontends import jax_linear_solve
-from zymase.frontends.jax_custom_rules import refuse_custom_rules
+from zymase.frontends import jax_custom_rules, jax_linear_solve
 from zymase.transforms import hlo_rewrites, hlo_xla_cpu
 from zymase.ir import FileLineColLoc, IntAttr, ModuleOp, StringAttr, parse_mlir, print_mlir
 from zymase.ir.stablehlo import STOP_GRADIENT_TARGET
@@ -120,8 +120,11 @@ def _lowered_text(f, in_tree, avals) -> tuple[str, tuple]:
     token = _MARK_STOP_GRADIENT.set(True)
     try:
         traced = jax.jit(flat_f, keep_unused=True).trace(*avals)
-        refuse_custom_rules(traced.jaxpr, python_name(f))  # the lowered text has no trace of them
-        lowered = traced.lower()
+        with jax_custom_rules.marking(traced.jaxpr):  # custom rules lowered as markers zymase differentiates
+            lowered = traced.lower()
+    except ZymaseError as exc:  # a refusal while lowering a custom rule
+        exc.function = exc.function or python_name(f)
+        raise exc from None
     finally:
         _MARK_STOP_GRADIENT.reset(token)
     out_avals = tuple(ShapedArray(o.shape, o.dtype) for o in jax.tree_util.tree_leaves(lowered.out_info))

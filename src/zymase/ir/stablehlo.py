@@ -261,6 +261,22 @@ def is_stop_gradient(op) -> bool:
     return isinstance(op, CustomCallOp) and op.call_target_name.data == STOP_GRADIENT_TARGET
 
 
+# a user's jax.custom_vjp / jax.custom_jvp call, as zymase's lowering marks it
+# (frontends/jax_custom_rules.py): the called computations are the primal and the rule
+CUSTOM_VJP_TARGET = "zymase.custom_vjp"
+CUSTOM_JVP_TARGET = "zymase.custom_jvp"
+
+
+def is_custom_rule(op) -> bool:
+    return isinstance(op, CustomCallOp) and op.call_target_name.data in (CUSTOM_VJP_TARGET, CUSTOM_JVP_TARGET)
+
+
+def called_computations(op) -> list[str]:
+    """The names of the functions a custom_call calls (``called_computations``)."""
+    attr = op.properties.get("called_computations")
+    return [ref.root_reference.data for ref in attr.data] if attr is not None else []
+
+
 # JAX's LAPACK custom_calls (typed FFI) carry their options as a dictionary of ui8 character
 # codes (``{uplo = 76 : ui8}`` is 'L') in ``mhlo.backend_config``, and the number of leading
 # batch dimensions as text in ``mhlo.frontend_attributes``; arrays are column-major

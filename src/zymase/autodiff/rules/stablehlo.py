@@ -643,6 +643,9 @@ def _target_rule(op) -> Rule | None:
     from zymase.autodiff.rules.stablehlo_factorizations import FACTORIZATION_RULES
     from zymase.autodiff.rules.stablehlo_linalg import LINALG_RULES
 
+    if hlo.is_custom_rule(op):  # a user's jax.custom_vjp / custom_jvp
+        from zymase.autodiff.rules.stablehlo_custom import CUSTOM_RULES
+        return CUSTOM_RULES[op.call_target_name.data]
     target = op.call_target_name.data
     return LINALG_RULES.get(target) or FACTORIZATION_RULES.get(target)
 
