@@ -91,7 +91,9 @@ def vjp(f, *primals):
     value = jax.jit(f)(*primals)
 
     def vjp_fn(cotangent):
-        seeds = jax.tree_util.tree_leaves(cotangent)
+        # the derivative takes seeds for float outputs only: integer outputs' float0
+        # cotangents (what jax.vjp's callers pass) carry nothing
+        seeds = [s for s, aval in zip(jax.tree_util.tree_leaves(cotangent), out_avals) if _is_float(aval)]
         text = front.derivative_module(f, leaves, in_tree, "reverse", active)
         avals = [ShapedArray(x.shape, x.dtype) for x in leaves]
         outs = front.run(text, [*leaves, *seeds], [*out_avals, *avals])
@@ -108,9 +110,17 @@ def jvp(f, primals, tangents):
     tangent_leaves = [jnp.asarray(t) for t in jax.tree_util.tree_leaves(tuple(tangents))]
     out_tree, out_avals = front.lower(f, leaves, in_tree)
     text = front.derivative_module(f, leaves, in_tree, "forward", active)
-    outs = front.run(text, [*leaves, *tangent_leaves], [*out_avals, *out_avals])
+    float_avals = [a for a in out_avals if _is_float(a)]
+    outs = front.run(text, [*leaves, *tangent_leaves], [*out_avals, *float_avals])
     n = len(out_avals)
-    return (jax.tree_util.tree_unflatten(out_tree, outs[:n]), jax.tree_util.tree_unflatten(out_tree, outs[n:]))
+    # integer outputs have no tangent in the module; jax.jvp gives them float0 zeros
+    found = iter(outs[n:])
+    out_tangents = [next(found) if _is_float(a) else np.zeros(a.shape, dtype=jax.dtypes.float0) for a in out_avals]
+    return (jax.tree_util.tree_unflatten(out_tree, outs[:n]), jax.tree_util.tree_unflatten(out_tree, out_tangents))
+
+
+def _is_float(aval) -> bool:
+    return jnp.issubdtype(aval.dtype, jnp.inexact)
 
 
 def jit(f):

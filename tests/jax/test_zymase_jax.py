@@ -85,6 +85,24 @@ def test_jvp_and_vjp_of_vector_function():
         np.testing.assert_allclose(a, b, rtol=1e-12)
 
 
+
+# a function with an integer output (an index, LU's pivots): jax.jvp gives it a float0
+# tangent and jax.vjp's callers pass it a float0 cotangent. zymase's modules carry
+# tangents and seeds for float outputs only; both calls used to fail inside XLA.
+def test_jvp_and_vjp_of_a_function_with_an_integer_output():
+    def f(x):
+        return jnp.sin(x) * x[0], jnp.argmax(x)
+
+    x, t = jnp.asarray([0.3, 1.2, -0.4]), jnp.asarray([1.0, -2.0, 0.5])
+    (value, index), (tangent, index_tangent) = zj.jvp(f, (x,), (t,))
+    (want_value, want_index), (want_tangent, _) = jax.jvp(f, (x,), (t,))
+    np.testing.assert_allclose(value, want_value, rtol=1e-12)
+    np.testing.assert_allclose(tangent, want_tangent, rtol=1e-12)
+    assert int(index) == int(want_index) and index_tangent.dtype == jax.dtypes.float0
+    _, pullback = zj.vjp(f, x)
+    cot = (jnp.asarray([1.0, 2.0, 3.0]), np.zeros((), dtype=jax.dtypes.float0))
+    np.testing.assert_allclose(pullback(cot)[0], jax.vjp(f, x)[1](cot)[0], rtol=1e-12)
+
 # item 5 of the brief: unsupported ops are refused naming the op, the Python function and line
 def test_unsupported_op_is_refused_with_op_function_and_line():
     def hessenberg_sum(x):  # LAPACK's gehrd has no derivative rule
