@@ -130,9 +130,10 @@ def _entry_point(loop):
     10-20x a small MLP's Laplacian. The entry point unboxes arrays without looking at
     their flags, so the caller's own arrays are passed as they are: ``_quick_key`` has
     checked that they have the types the loop was compiled for (read-only aside: the
-    code, compiled for read-only arrays, does not write into them)."""
-    (sig,) = loop.signatures
-    return loop.overloads[sig].entry_point
+    code, compiled for read-only arrays, does not write into them). None (the dispatcher
+    then) if the loop has more than one signature."""
+    sigs = loop.signatures
+    return loop.overloads[sigs[0]].entry_point if len(sigs) == 1 else None
 
 
 def _chunk_width(d: int) -> int:
