@@ -22,10 +22,12 @@ analysis of the IR, then cached: the function's path does not depend on values) 
 reported apart.
 
 The process is confined to one CPU (XLA's threads would otherwise take the second core),
-compile time is excluded.
+compile time is excluded. ``--clock cpu`` times the process's CPU time (every thread's,
+XLA's included) instead of wall time: on a shared, loaded machine wall times include the
+waits for the CPU, CPU times much less so.
 
     python bench/second_order_structure.py [--dims 16 32 64] [--widths 256 1024] [--rounds 5]
-        [--sparse-n 10000] [--dense-n 1000] [--skip-mlp] [--skip-sparse]
+        [--sparse-n 10000] [--dense-n 1000] [--skip-mlp] [--skip-sparse] [--clock wall|cpu]
 """
 
 from __future__ import annotations
@@ -75,14 +77,18 @@ def chained_rosenbrock(x):
     return s
 
 
+#: the clock calls are timed with (``--clock``)
+CLOCK = time.perf_counter
+
+
 def _time(call, min_seconds: float = 0.05) -> float:
     """Seconds per call: repeat until ``min_seconds`` have passed."""
     reps = 1
     while True:
-        t0 = time.perf_counter()
+        t0 = CLOCK()
         for _ in range(reps):
             call()
-        t = time.perf_counter() - t0
+        t = CLOCK() - t0
         if t >= min_seconds:
             return t / reps
         reps *= 2
@@ -125,7 +131,10 @@ def main() -> int:
     p.add_argument("--dense-n", type=int, default=1000)
     p.add_argument("--skip-mlp", action="store_true")
     p.add_argument("--skip-sparse", action="store_true")
+    p.add_argument("--clock", choices=("wall", "cpu"), default="wall")
     ns = p.parse_args()
+    global CLOCK
+    CLOCK = time.process_time if ns.clock == "cpu" else time.perf_counter
     if not ns.skip_mlp:
         mlp_laplacians(ns)
     if not ns.skip_sparse:
@@ -172,9 +181,10 @@ def sparse_hessians(ns) -> None:
 
 
 def mlp_laplacians(ns) -> None:
-    print(f"one CPU ({os.sched_getaffinity(0)}), best of {ns.rounds} alternating rounds; times in us")
+    print(f"one CPU ({os.sched_getaffinity(0)}), best of {ns.rounds} alternating rounds; {ns.clock} times in us; "
+          f"load average {os.getloadavg()[0]:.1f}")
     print(f"{'layers':>6} {'d':>4} {'width':>5} {'primal':>9} {'zymase':>10} {'jax hess':>10} {'jax hvps':>10}"
-          f" {'jax prim':>9} | {'zy/prim':>7} {'zy/jaxH':>7} {'zy/jaxV':>7} {'jaxH/jaxprim':>12}")
+          f" {'jax prim':>9} | {'zy/prim':>7} {'zy/jaxH':>7} {'zy/jaxV':>7} {'jaxH/jaxprim':>12} | first call (CPU s)")
     for layers in ns.layers:
         f, jf = (mlp1, jmlp1) if layers == 1 else (mlp2, jmlp2)
         lap = zymase.laplacian(f)
@@ -190,7 +200,10 @@ def mlp_laplacians(ns) -> None:
                 params.append(rng.standard_normal(width) / np.sqrt(width))
                 jx, jp = jnp.asarray(x), [jnp.asarray(a) for a in params]
                 want = float(jhess(jx, *jp))
-                np.testing.assert_allclose(lap(x, *params), want, rtol=1e-9)
+                c0 = time.process_time()
+                got = lap(x, *params)  # the first call at these shapes compiles (per layers and d)
+                first = time.process_time() - c0
+                np.testing.assert_allclose(got, want, rtol=1e-9)
                 np.testing.assert_allclose(float(jhvps(jx, *jp)), want, rtol=1e-9)
                 best = _race({
                     "primal": lambda: f(x, *params),
@@ -203,7 +216,7 @@ def mlp_laplacians(ns) -> None:
                 print(f"{layers:>6} {d:>4} {width:>5} {us['primal']:9.1f} {us['zymase']:10.1f} "
                       f"{us['jax hessian']:10.1f} {us['jax hvps']:10.1f} {us['jax primal']:9.1f} | "
                       f"{best['zymase'] / best['primal']:7.1f} {best['zymase'] / best['jax hessian']:7.2f} "
-                      f"{best['zymase'] / best['jax hvps']:7.2f} {best['jax hessian'] / best['jax primal']:12.1f}",
+                      f"{best['zymase'] / best['jax hvps']:7.2f} {best['jax hessian'] / best['jax primal']:12.1f} | {first:6.2f}",
                       flush=True)
 
 

@@ -188,6 +188,11 @@ def test_collapsed_laplacian_of_two_numpy_layers_in_chunks(monkeypatch, dtype):
     # not (it is copied, then typed as before): the same kernel, the same number
     assert laplacian(*args) == lap
     assert laplacian(np.repeat(args[0], 2)[::2], *args[1:]) == lap
+    # the quick path passes the caller's arrays to the compiled loop as they are: another
+    # x of the same type gets its own Laplacian (the chunk loop reads x, not a cached view)
+    x2 = (args[0] * 0.5).astype(dtype)
+    want2 = _two_layer_laplacian(x2.astype(np.float64), *_two_layer_data(np.float64)[1:])
+    np.testing.assert_allclose(laplacian(x2, *args[1:]), want2, rtol=1e-4 if dtype == np.float32 else 1e-12)
     exact = _two_layer_laplacian(*_two_layer_data(np.float64))
     if dtype == np.float32:
         np.testing.assert_allclose(lap, exact, rtol=1e-4)
@@ -210,7 +215,12 @@ def test_laplacian_falls_back_to_taylor_mode_where_laplacian_mode_refuses():
     # on x (their product's second-order term); laplacian then takes Taylor mode, exact
     # too: the Laplacian of (sum x)(x . x) is (4 + 2 d) sum x
     x = np.array([0.5, -1.25, 2.0])
-    np.testing.assert_allclose(zymase.laplacian(cubic_through_outer)(x), (4 + 2 * x.size) * np.sum(x), rtol=1e-12)
+    laplacian = zymase.laplacian(cubic_through_outer)
+    np.testing.assert_allclose(laplacian(x), (4 + 2 * x.size) * np.sum(x), rtol=1e-12)
+    # a repeat call goes to the Taylor loop's compiled entry point with x as given
+    # (writable, another array of the same type)
+    y = np.array([1.5, 0.25, -3.0])
+    np.testing.assert_allclose(laplacian(y), (4 + 2 * y.size) * np.sum(y), rtol=1e-12)
     how, why = api_laplacian.chosen[next(k for k in api_laplacian.chosen if k[0] is cubic_through_outer)]
     assert how == "taylor"
     assert "Laplacian mode does not differentiate" in str(why) and "both the matrix and the vector" in str(why)

@@ -228,33 +228,51 @@ ZN_API void ZN_P(xxgemv_rev)(char t, long m, long n, ZN_T alpha, const ZN_T *A, 
     ZN_P(scale)(tr ? n : m, 1, beta, dy, 1);
 }
 
-/* Y (leny x lanes, zeroed here) = op(A) X for an X (lenx x lanes) given by its nonzeros
-   only (column k: idx/val[start[k] .. start[k + 1]]): the unit directions that vector
-   mode and Laplacian mode seed an input with make X mostly zeros, where a gemm would
-   multiply 64 columns of zeros for every one. Zero entries of X contribute nothing, as
-   strong zeros say (autodiff/semantics.py). */
-static void ZN_P(mm_sparse)(char t, long leny, long lanes, const ZN_T *A, long lda, const long *start,
-                            const long *idx, const ZN_T *val, ZN_T *Y) {
-    memset(Y, 0, (size_t)leny * (size_t)lanes * sizeof(ZN_T));
-    if (!zn_trans(t)) { /* op(A) = A: column j of A is contiguous */
-        for (long k = 0; k < lanes; k++)
-            for (long e = start[k]; e < start[k + 1]; e++) {
-                const ZN_T *col = A + idx[e] * lda;
-                ZN_T v = val[e], *y = Y + k * leny;
-                for (long i = 0; i < leny; i++)
-                    y[i] += v * col[i];
-            }
-        return;
-    }
-    /* op(A) = A^T: row i of op(A) is column i of A, contiguous */
-    for (long i = 0; i < leny; i++) {
-        const ZN_T *row = A + i * lda;
-        for (long k = 0; k < lanes; k++) {
-            ZN_T s = 0;
-            for (long e = start[k]; e < start[k + 1]; e++)
-                s += val[e] * row[idx[e]];
-            Y[i + k * leny] = s;
+/* d = s c (fresh: d's old values are not read) or d += s c, for n entries of c `step`
+   apart */
+static void ZN_P(put_column)(ZN_T *d, ZN_T s, const ZN_T *c, long step, long n, int fresh) {
+    if (step == 1 && fresh)
+        for (long i = 0; i < n; i++)
+            d[i] = s * c[i];
+    else if (step == 1)
+        for (long i = 0; i < n; i++)
+            d[i] += s * c[i];
+    else if (fresh)
+        for (long i = 0; i < n; i++)
+            d[i] = s * c[i * step];
+    else
+        for (long i = 0; i < n; i++)
+            d[i] += s * c[i * step];
+}
+
+/* dy[k] = first dy[k] + alpha op(A) dx[k] for every lane k, from the nonzeros of dx[k]
+   only: the unit directions that vector mode and Laplacian mode seed an input with make
+   the lanes' tangents mostly zeros, where a gemm would multiply 64 columns of zeros for
+   every one. Zero entries of dx contribute nothing, as strong zeros say
+   (autodiff/semantics.py). Each nonzero adds a column of op(A) into its lane's output,
+   written in place and in order: no packed copies (a product into one leny x lanes
+   buffer, filled row by row, stored 65 lanes leny apart and took twice the time). With
+   first = 0 the lane's first nonzero stores its column rather than zeroing the lane and
+   adding (one pass over the lane instead of three, for a unit seed). */
+static void ZN_P(mv_lanes_sparse)(char t, long leny, long lenx, long lanes, ZN_T alpha, const ZN_T *A, long lda,
+                                  ZN_T first, ZN_T **dx, ZN_T **dy) {
+    int tr = zn_trans(t);
+    for (long k = 0; k < lanes; k++) {
+        ZN_T *d = dy[k];
+        const ZN_T *v = dx[k];
+        int fresh = first == 0;
+        if (!fresh && first != 1)
+            for (long i = 0; i < leny; i++)
+                d[i] *= first;
+        for (long j = 0; j < lenx; j++) {
+            if (v[j] == 0)
+                continue;
+            /* column j of op(A): for A, column j of A (contiguous); for A^T, row j of A */
+            ZN_P(put_column)(d, alpha * v[j], tr ? A + j : A + j * lda, tr ? lda : 1, leny, fresh);
+            fresh = 0;
         }
+        if (fresh) /* no nonzeros: the lane's product is zero */
+            memset(d, 0, (size_t)leny * sizeof(ZN_T));
     }
 }
 
@@ -265,8 +283,8 @@ static void ZN_P(mm_sparse)(char t, long leny, long lanes, const ZN_T *A, long l
    lane; the packing copies are O((m + n) lanes) against the gemm's O(m n lanes). A
    tangent of A stays a gemv per lane (dA_k x: each lane has its own matrix). When at
    most one entry in 16 of the packed tangents is nonzero (an input seeded with unit
-   directions), the product skips the zeros (mm_sparse): the first layer of a network
-   costs what its primal gemv costs, not d times that. */
+   directions), the product skips the zeros (mv_lanes_sparse): the first layer of a
+   network costs what its primal gemv costs, not d times that. */
 ZN_API void ZN_P(xxgemv_fwd_lanes)(char t, long m, long n, ZN_T alpha, const ZN_T *A, long lda, const ZN_T *x,
                                    ZN_T beta, const ZN_T *y, long lanes, ZN_T **dA, ZN_T **dx, ZN_T **dy) {
     (void)y;
@@ -279,39 +297,27 @@ ZN_API void ZN_P(xxgemv_fwd_lanes)(char t, long m, long n, ZN_T alpha, const ZN_
             ZN_P(mv)(t, m, n, alpha, dA[k], lda, x, beta, dy[k]);
         first = 1;
     }
-    if (dx && leny > 0) {
-        ZN_T *X = malloc((size_t)(lenx > 0 ? lenx : 1) * (size_t)lanes * sizeof(ZN_T));
-        ZN_T *Y = malloc((size_t)leny * (size_t)lanes * sizeof(ZN_T));
+    int dense = dx && leny > 0;
+    if (dense) {
         long nnz = 0;
         for (long k = 0; k < lanes; k++)
             for (long i = 0; i < lenx; i++)
                 nnz += dx[k][i] != 0;
         if (nnz * 16 <= lenx * lanes) {
-            /* mostly zeros (unit seeds): op(A) times the nonzeros, then alpha */
-            long *start = malloc((size_t)(lanes + 1) * sizeof(long)), *idx = malloc((size_t)(nnz + 1) * sizeof(long));
-            long e = 0;
-            for (long k = 0; k < lanes; k++) {
-                start[k] = e;
-                for (long i = 0; i < lenx; i++)
-                    if (dx[k][i] != 0) {
-                        idx[e] = i;
-                        X[e++] = dx[k][i];
-                    }
-            }
-            start[lanes] = e;
-            ZN_P(mm_sparse)(t, leny, lanes, A, lda, start, idx, X, Y);
-            if (alpha != 1)
-                for (long i = 0; i < leny * lanes; i++)
-                    Y[i] *= alpha;
-            free(start);
-            free(idx);
-        } else {
-            for (long k = 0; k < lanes; k++)
-                if (lenx > 0)
-                    memcpy(X + k * lenx, dx[k], (size_t)lenx * sizeof(ZN_T));
-            /* Y (leny x lanes) = alpha op(A) X; A is m x n column-major */
-            ZN_P(mm)(t, 'N', leny, lanes, lenx, alpha, A, lda, X, lenx > 0 ? lenx : 1, 0, Y, leny);
+            /* mostly zeros (unit seeds): op(A) times the nonzeros, into each lane */
+            ZN_P(mv_lanes_sparse)(t, leny, lenx, lanes, alpha, A, lda, first, dx, dy);
+            first = 1;
+            dense = 0;
         }
+    }
+    if (dense) {
+        ZN_T *X = malloc((size_t)(lenx > 0 ? lenx : 1) * (size_t)lanes * sizeof(ZN_T));
+        ZN_T *Y = malloc((size_t)leny * (size_t)lanes * sizeof(ZN_T));
+        for (long k = 0; k < lanes; k++)
+            if (lenx > 0)
+                memcpy(X + k * lenx, dx[k], (size_t)lenx * sizeof(ZN_T));
+        /* Y (leny x lanes) = alpha op(A) X; A is m x n column-major */
+        ZN_P(mm)(t, 'N', leny, lanes, lenx, alpha, A, lda, X, lenx > 0 ? lenx : 1, 0, Y, leny);
         for (long k = 0; k < lanes; k++) {
             ZN_T *d = dy[k];
             const ZN_T *col = Y + k * leny;
