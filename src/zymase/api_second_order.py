@@ -69,8 +69,8 @@ def label(f) -> str:
 def not_built(f, api_name: str) -> ZymaseError:
     """The error for a composition zymase does not build (the Laplacian of a
     transform: Laplacian mode differentiates njit functions only)."""
-    return ZymaseError(f"{api_name} of {label(f)} is not built: zymase.{api_name} takes an njit function, and "
-                       f"{label(f)} is a derivative zymase made",
+    return ZymaseError(f"{api_name} of {label(f)} would be a third derivative, which zymase does not build: "
+                       f"zymase.{api_name} takes an njit function, and {label(f)} is a derivative zymase made",
                        hint=f"np.trace(zymase.hessian(...)) of it gives the same number; or take the {api_name} "
                        "of the njit function itself")
 
