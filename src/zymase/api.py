@@ -175,6 +175,11 @@ def _check_result(disp, argtypes, *, need_float: bool, api: str):
     ints = [_label(names, i) for i, t in enumerate(argtypes) if _has_integer_leaf(t)]
     because = f" ({', '.join(ints)} {'is' if len(ints) == 1 else 'are'} integer)" if ints else ""
     if need_float and not isinstance(rt, types.Float):
+        if hasattr(disp.py_func, "zymase_composes"):  # grad(grad(f)) of an array gradient, ...
+            raise ZymaseError(f"{api} of {zn.function_label(disp)} needs it to return a float, but it returns {rt}",
+                              hint="for derivatives of an array-valued derivative use zymase.jacfwd, "
+                              "zymase.jacrev, zymase.jvp or zymase.vjp of it (zymase.hessian(f) is the Jacobian "
+                              "of grad(f))")
         raise ZymaseError(f"{api} needs {zn.function_label(disp)} to return a float, but it returns {rt}{because}",
                           hint="pass float arrays and scalars (x.astype(np.float64)) where values are "
                           "differentiated; return a float scalar (e.g. a loss); for vector outputs use vjp or "
@@ -369,15 +374,45 @@ def _result_slots(argtypes, activities) -> list:
     return slots
 
 
+
+def _njit_entry(disp, params: list, defaults: tuple, api: str, typer):
+    """The njit function a transform's Numba type names (its trampoline): it takes
+    ``params`` (the trailing ones with ``defaults``) and calls an ``@overload`` whose
+    implementation ``typer(*argument types)`` generates, so njit code calls the
+    transform like an njit function and each argument-type signature gets its own glue."""
+    import numba
+    from numba.extending import overload
+
+    joined = ", ".join(params)
+    glue = _Names(params)
+    stub_n, typer_n, ol_n = glue.fresh("stub"), glue.fresh("typer"), glue.fresh("ol")
+    stub = _exec(f"def {stub_n}({joined}):\n    raise NotImplementedError\n", {}, stub_n)
+    # overload's typer must take the parameters by name
+    ol = _exec(f"def {ol_n}({joined}):\n    return {typer_n}({joined})\n", {typer_n: typer}, ol_n)
+    # the implementation is called from njit code only: no C-callable wrapper to build
+    overload(stub, jit_options={"nopython": True, "no_cfunc_wrapper": True})(ol)
+    # a Python identifier even for a lambda ("<lambda>") or a non-ASCII name
+    name = glue.fresh(f"{api}_" + "".join(c if c.isalnum() and c.isascii() or c == "_" else "_"
+                                          for c in disp.py_func.__name__))
+    # the trampoline keeps the function's defaults: njit code may leave them out too
+    env = {stub_n: stub}
+    sig = list(params)
+    for k, value in enumerate(defaults):
+        i = len(sig) - len(defaults) + k
+        env[glue.fresh(f"default_{params[i]}")] = value
+        sig[i] += f"={list(env)[-1]}"
+    tramp = _exec(f"def {name}({', '.join(sig)}):\n    return {stub_n}({joined})\n", env, name)
+    return numba.njit(tramp)
+
+
 class Transformed:
     """``grad(f)`` / ``value_and_grad(f)``: callable from Python and from njit code."""
 
     def __init__(self, disp, argnums, *, with_value: bool, options: dict):
-        import numba
-        from numba.extending import overload
-
         self.disp = disp
         self.names = _param_names(disp)
+        # what njit code passes (api_second_order.composed calls a transform with them)
+        self.params, self.defaults = self.names, disp.py_func.__defaults__ or ()
         self.argnums = _argnums(argnums, len(self.names))
         self.single = isinstance(argnums, int)
         self.with_value = with_value
@@ -386,32 +421,12 @@ class Transformed:
         self._callers: dict = {}  # argument types -> njit function calling the kernel from Python
         api = "value_and_grad" if with_value else "grad"
         self.api = api
-        params = ", ".join(self.names)
-        glue = _Names(self.names)
-        stub_n, typer_n, ol_n = glue.fresh("stub"), glue.fresh("typer"), glue.fresh("ol")
-        stub = _exec(f"def {stub_n}({params}):\n    raise NotImplementedError\n", {}, stub_n)
         me = self
 
         def typer(*argtys):
             return me._impl(argtys)
 
-        # overload's typer must take the parameters by name
-        ol = _exec(f"def {ol_n}({params}):\n    return {typer_n}({params})\n", {typer_n: typer}, ol_n)
-        # the implementation is called from njit code only: no C-callable wrapper to build
-        overload(stub, jit_options={"nopython": True, "no_cfunc_wrapper": True})(ol)
-        # a Python identifier even for a lambda ("<lambda>") or a non-ASCII name
-        name = glue.fresh(f"{api}_" + "".join(c if c.isalnum() and c.isascii() or c == "_" else "_"
-                                              for c in disp.py_func.__name__))
-        # the trampoline keeps the function's defaults: njit code may leave them out too
-        defaults = disp.py_func.__defaults__ or ()
-        env = {stub_n: stub}
-        sig = list(self.names)
-        for k, value in enumerate(defaults):
-            i = len(sig) - len(defaults) + k
-            env[glue.fresh(f"default_{self.names[i]}")] = value
-            sig[i] += f"={list(env)[-1]}"
-        tramp = _exec(f"def {name}({', '.join(sig)}):\n    return {stub_n}({params})\n", env, name)
-        self.trampoline = numba.njit(tramp)
+        self.trampoline = _njit_entry(disp, self.params, self.defaults, api, typer)
 
     @property
     def _numba_type_(self):
@@ -560,12 +575,13 @@ def grad(f, argnums=0, *, preopt: bool = True, cache: bool | None = None,
     the reverse sweep's tape: time loops are then reversed by binomial checkpointing
     (zymase.autodiff.checkpoint), and a loop whose state cannot be bounded is refused.
 
-    ``grad(grad(f))`` (a gradient that is a float) is the second derivative, forward
-    over reverse (:class:`zymase.api_second_order.SecondGrad`)."""
+    ``f`` may itself be a transform that returns a float: ``grad(grad(f))`` is the
+    second derivative, reverse over reverse, ``grad(grad(grad(f)))`` the third
+    (:mod:`zymase.api_second_order`)."""
     from zymase import api_second_order
 
     if api_second_order.is_transform(f):
-        return api_second_order.grad_of(f, argnums)
+        return api_second_order.grad_of(f, argnums, False, preopt, cache, strong_zero, tape_limit)
     disp, opts = _options(f, preopt, cache, strong_zero, tape_limit)
     return Transformed(disp, argnums, with_value=False, options=opts)
 
@@ -576,7 +592,7 @@ def value_and_grad(f, argnums=0, *, preopt: bool = True, cache: bool | None = No
     from zymase import api_second_order
 
     if api_second_order.is_transform(f):
-        raise api_second_order.not_built(f, "value_and_grad")
+        return api_second_order.grad_of(f, argnums, True, preopt, cache, strong_zero, tape_limit)
     disp, opts = _options(f, preopt, cache, strong_zero, tape_limit)
     return Transformed(disp, argnums, with_value=True, options=opts)
 

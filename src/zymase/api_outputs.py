@@ -336,8 +336,10 @@ def jvp(f, primals, tangents, *, preopt: bool = True, cache: bool | None = None,
     forward over reverse (see :mod:`zymase.api_second_order`)."""
     from zymase import api_second_order
 
-    if api_second_order.is_transform(f):
+    if api_second_order._is_plain_grad(f):
         return api_second_order.jvp_of(f, primals, tangents, "jvp")
+    if api_second_order.is_transform(f):  # forward over the transform's kernel
+        f, cache = api_second_order.composed(f), f.options["cache"] if cache is None else cache
     disp, opts = _options(f, preopt, cache, strong_zero)
     names = _param_names(disp)
     for what, v in (("primals", primals), ("tangents", tangents)):
@@ -393,8 +395,8 @@ def vjp(f, *primals, preopt: bool = True, cache: bool | None = None,
     on copies of the primals. ``tape_limit`` as in :func:`zymase.api.grad`."""
     from zymase import api_second_order
 
-    if api_second_order.is_transform(f):
-        raise api_second_order.not_built(f, "vjp")
+    if api_second_order.is_transform(f):  # reverse over the transform's kernel
+        f, cache = api_second_order.composed(f), f.options["cache"] if cache is None else cache
     disp, opts = _options(f, preopt, cache, strong_zero, tape_limit)
     names = _param_names(disp)
     given = len(primals)
@@ -538,8 +540,15 @@ def _jacobian_transform(f, argnums, opts_in, api_name: str, direction: str):
     """The function ``jacfwd``/``jacrev``/``jacobian`` return."""
     from zymase import api_second_order
 
-    if api_second_order.is_transform(f):
+    if api_second_order._is_plain_grad(f):
         return api_second_order.jacobian_of(f, argnums, api_name)
+    if api_second_order.is_transform(f):  # jacfwd(hessian(f)): over the transform's kernel
+        opts_in = (opts_in[0], f.options["cache"] if opts_in[1] is None else opts_in[1], opts_in[2])
+        if api_second_order.calls_second_order(f):
+            # forward mode over a hessian/hvp kernel is refused (frontends/numba.py,
+            # _refuse_forward_over_nested); the Jacobian is the same by reverse mode
+            direction = "rev"
+        f = api_second_order.composed(f)
     disp, opts = _options(f, *opts_in)
     names = _param_names(disp)
     nums = api._argnums(argnums, len(names))
@@ -563,6 +572,7 @@ def _jacobian_transform(f, argnums, opts_in, api_name: str, direction: str):
         return _assemble_reverse(args, nums, single, lin)
 
     jacobian_fn.__name__ = f"{api_name}_{disp.py_func.__name__}"
+    jacobian_fn.zymase_transform = f"{api_name}({zn.function_label(disp).strip(chr(39))})"
     return jacobian_fn
 
 

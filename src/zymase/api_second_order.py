@@ -1,17 +1,25 @@
-"""Python API: second derivatives of njit functions, forward over reverse in the engine:
-``hessian``, ``hvp`` and the compositions ``grad(grad(f))``, ``jacfwd(grad(f))``
-(``jacrev``/``jacobian`` of a gradient too) and ``jvp(grad(f), ...)``.
+"""Python API: second and higher derivatives of njit functions: ``hessian``, ``hvp``,
+and every composition of transforms (``grad(grad(f))``, ``vjp(grad(f))``,
+``jacfwd(hessian(f))``, ``grad(grad(grad(f)))`` ...).
 
-Each (function, argument types) gets one nested kernel (``KernelSpec.inner`` in
-:mod:`zymase.frontends.numba`): a forward-mode request over the function's reverse
-kernel, whose source still calls ``__enzyme_autodiff``; the C path's marker rounds
-differentiate the inner request first and then the outer one over the gradient code.
-One call takes a tangent for every float argument and returns the gradient with
-respect to every float argument and that gradient's tangent (a Hessian-vector
-product); a Hessian is one call per input element (no vector mode yet), never finite
-differences or reverse sweeps per row.
+``hessian(f)`` and ``hvp(f)`` use one nested kernel per (function, argument types)
+(``KernelSpec.inner`` in :mod:`zymase.frontends.numba`): a forward-mode request over the
+function's reverse kernel, whose source still calls ``__enzyme_autodiff``; the C path's
+marker rounds differentiate the inner request first and then the outer one over the
+gradient code. One call takes a tangent for every float argument and returns the
+gradient and its tangent (a Hessian-vector product); a Hessian is one call per input
+element. ``jvp(grad(f))`` and ``jacfwd/jacrev/jacobian(grad(f))`` use the same kernel.
 
-Reverse over reverse (``vjp(grad(f))``) and third order are refused with a ZymaseError.
+Every other composition is built on the path njit code that calls a transform takes:
+``grad``, ``value_and_grad``, ``hessian`` and ``hvp`` objects are callable from njit code
+(:class:`SecondOrder` here, ``api.Transformed``), so a transform ``T`` of another one
+``g`` is ``T`` of :func:`composed` ``(g)``, a generated njit function that calls ``g``.
+Its kernel links ``g``'s kernel source (``frontends/numba.with_called_kernels``) and the
+marker rounds differentiate inner requests first: ``grad(grad(f))`` and
+``vjp(grad(f))`` are reverse over reverse, ``grad(grad(grad(f)))`` reverse over reverse
+over reverse, ``jacfwd(hessian(f))`` reverse over the njit Hessian (forward mode over
+a ``hessian``/``hvp`` kernel is refused: ``frontends/numba._refuse_forward_over_nested``),
+at any depth.
 """
 
 from __future__ import annotations
@@ -28,62 +36,81 @@ from zymase.errors import ZymaseError
 from zymase.frontends import numba as zn
 
 
-class SecondGrad:
-    """``grad(grad(f, i), j)`` of a float-valued ``f`` whose ``i``-th argument is a
-    float: the derivative of that gradient with respect to argument(s) ``j``, computed
-    forward over reverse. Callable from Python (not from njit code)."""
-
-    def __init__(self, inner: api.Transformed, argnums):
-        self.inner = inner
-        self.argnums = api._argnums(argnums, len(inner.names))
-        self.single = isinstance(argnums, (int, np.integer))
-
-    def __call__(self, *args):
-        g = self.inner
-        args = _complete(g.disp, g.names, args)
-        prim = _types(g, args)
-        k = g.argnums[0]
-        from numba.core import types
-
-        if not (g.single and isinstance(prim[k], types.Float)):
-            what = (f"the gradient with respect to {_label(g.names, k)}, which is {prim[k]}" if g.single
-                    else f"a tuple of gradients (argnums={g.argnums})")
-            raise ZymaseError(f"grad of grad({zn.function_label(g.disp)}) needs grad to return a float, but it "
-                              f"returns {what}",
-                              hint="for second derivatives with respect to arrays use zymase.hessian(f) or "
-                              "zymase.jacfwd(zymase.grad(f))")
-        return _second_derivative(g.disp, g.options, g.names, args, g.argnums, True, self.argnums, self.single,
-                                  "grad")
-
-
 def is_transform(f) -> bool:
-    """``f`` is what ``grad``/``value_and_grad``/``grad(grad(...))`` returned."""
-    return isinstance(f, (api.Transformed, SecondGrad))
+    """``f`` is a transform njit code can call (``grad``, ``value_and_grad``,
+    ``hessian``, ``hvp``, and compositions of these)."""
+    return isinstance(f, (api.Transformed, SecondOrder))
+
+
+def _is_plain_grad(f) -> bool:
+    """``grad(f)`` of an njit function: its second derivatives have a forward-over-
+    reverse kernel of their own (jvp, the Jacobians)."""
+    return (isinstance(f, api.Transformed) and not f.with_value
+            and not hasattr(f.disp.py_func, "zymase_composes"))
+
+
+def calls_second_order(f) -> bool:
+    """``f`` is, or is a transform of, ``hessian``/``hvp``: its kernel calls a nested
+    kernel, which forward mode refuses to differentiate (reverse mode does)."""
+    while f is not None:
+        if isinstance(f, SecondOrder):
+            return True
+        f = getattr(f.disp.py_func, "zymase_composes", None)
+    return False
+
+
+def label(f) -> str:
+    """How messages name a transform: ``grad(f)``, ``hessian(grad(f), 1)``."""
+    inner = zn.function_label(f.disp).strip("'")
+    nums = f.argnums[0] if f.single else f.argnums
+    return f"{f.api}({inner})" if f.single and nums == 0 else f"{f.api}({inner}, argnums={nums})"
 
 
 def not_built(f, api_name: str) -> ZymaseError:
-    """The error for a composition zymase does not build."""
-    if isinstance(f, SecondGrad):
-        return ZymaseError(f"{api_name} of grad(grad({zn.function_label(f.inner.disp)})) would be a third "
-                           "derivative, which zymase does not build",
-                           hint="second derivatives: zymase.hessian(f), zymase.hvp(f), zymase.grad(zymase.grad(f))")
-    if f.with_value:
-        return ZymaseError(f"{api_name} of value_and_grad({zn.function_label(f.disp)}) is not built",
-                           hint=f"differentiate the gradient alone: zymase.{api_name}(zymase.grad(f))")
-    if api_name == "vjp":
-        return ZymaseError(f"vjp of grad({zn.function_label(f.disp)}) would be reverse over reverse, which zymase "
-                           "does not build",
-                           hint="jvp(grad(f), primals, tangents) or hvp(f) give the same second derivatives, "
-                           "forward over reverse")
-    return ZymaseError(f"{api_name} of grad({zn.function_label(f.disp)}) would be a third derivative, which "
-                       "zymase does not build", hint="second derivatives: zymase.hessian(f) or zymase.hvp(f)")
+    """The error for a composition zymase does not build (the Laplacian of a
+    transform: Laplacian mode differentiates njit functions only)."""
+    return ZymaseError(f"{api_name} of {label(f)} would be a third derivative, which zymase does not build: "
+                       f"zymase.{api_name} takes an njit function, and {label(f)} is a derivative zymase made",
+                       hint=f"np.trace(zymase.hessian(...)) of it gives the same number; or take the {api_name} "
+                       "of the njit function itself")
 
 
-def grad_of(f, argnums):
-    """``zymase.grad(f)`` for a transform ``f``."""
-    if isinstance(f, api.Transformed) and not f.with_value:
-        return SecondGrad(f, argnums)
-    raise not_built(f, "grad")
+#: (kind, api, function, argnums, options) -> the njit function that calls such a transform
+_composed: dict = {}
+
+
+def composed(f):
+    """An njit function with ``f``'s parameters (and defaults) that returns ``f(...)``:
+    what a transform of the transform ``f`` differentiates. One per kind of transform,
+    function, argnums and options, so equal compositions share their kernels."""
+    import numba
+
+    key = (type(f).__name__, f.api, f.disp, f.argnums, f.single, tuple(sorted(f.options.items())))
+    w = _composed.get(key)
+    if w is None:
+        glue = api._Names(f.params)
+        inner_n = glue.fresh("transform")
+        env = {inner_n: f}
+        sig = list(f.params)
+        for k, value in enumerate(f.defaults):
+            i = len(sig) - len(f.defaults) + k
+            env[glue.fresh(f"default_{f.params[i]}")] = value
+            sig[i] += f"={list(env)[-1]}"
+        name = glue.fresh(f"{f.api}_" + "".join(c if c.isalnum() and c.isascii() or c == "_" else "_"
+                                                for c in f.disp.py_func.__name__))
+        fn = api._exec(f"def {name}({', '.join(sig)}):\n    return {inner_n}({', '.join(f.params)})\n", env, name)
+        fn.__qualname__ = label(f)  # messages about it name the composition
+        fn.zymase_composes = f
+        w = _composed[key] = numba.njit(fn)
+    return w
+
+
+def grad_of(f, argnums, with_value: bool, preopt, cache, strong_zero, tape_limit):
+    """``grad``/``value_and_grad`` of a transform: reverse mode over its kernel (the
+    disk cache follows ``f``'s unless asked)."""
+    cache = f.options["cache"] if cache is None else cache
+    disp, opts = _options(composed(f), preopt, cache, strong_zero, tape_limit)
+    return api.Transformed(disp, argnums, with_value=with_value, options=opts)
 
 
 # --------------------------------------------------------------------------------------
@@ -152,6 +179,10 @@ _nested_cache: dict = {}
 
 def _nested(disp, opts, names, args, api_name: str) -> _Nested:
     prim = tuple(_typeof(x, _label(names, i)) for i, x in enumerate(args))
+    return _nested_at(disp, opts, names, prim, api_name)
+
+
+def _nested_at(disp, opts, names, prim: tuple, api_name: str) -> _Nested:
     key = (disp, prim, tuple(sorted(opts.items())))
     n = _nested_cache.get(key)
     if n is None:
@@ -164,10 +195,6 @@ def _complete(disp, names, args):
     if len(args) != len(names):
         raise _arity_error(disp, names, len(args), "pass every positional argument")
     return args
-
-
-def _types(g, args):
-    return tuple(_typeof(x, _label(g.names, i)) for i, x in enumerate(args))
 
 
 def _second_derivative(disp, opts, names, args, gnums, gsingle, jnums, jsingle, api_name):
@@ -189,10 +216,9 @@ def _picked_grads(dgrads, gnums, gsingle):
 
 
 def jacobian_of(f, argnums, api_name: str):
-    """``jacfwd``/``jacrev``/``jacobian`` of ``grad(f)``: forward over reverse (the
-    Jacobian of a gradient is the same matrix whichever way it is built)."""
-    if not (isinstance(f, api.Transformed) and not f.with_value):
-        raise not_built(f, api_name)
+    """``jacfwd``/``jacrev``/``jacobian`` of ``grad(f)`` (``_is_plain_grad``): forward
+    over reverse (the Jacobian of a gradient is the same matrix whichever way it is
+    built)."""
     jnums = api._argnums(argnums, len(f.names))
     jsingle = isinstance(argnums, (int, np.integer))
 
@@ -226,10 +252,8 @@ def _check_vector(x, v, what: str, api_name: str):
 
 
 def jvp_of(f, primals, tangents, api_name: str):
-    """``jvp(grad(f), primals, tangents)``: (the gradient, its tangent), forward over
-    reverse."""
-    if not (isinstance(f, api.Transformed) and not f.with_value):
-        raise not_built(f, api_name)
+    """``jvp(grad(f), primals, tangents)`` (``_is_plain_grad``): (the gradient, its
+    tangent), forward over reverse."""
     for what, v in (("primals", primals), ("tangents", tangents)):
         if not isinstance(v, (tuple, list)):
             raise ZymaseError(f"jvp takes '{what}' as a tuple with one entry per parameter of "
@@ -256,6 +280,172 @@ def jvp_of(f, primals, tangents, api_name: str):
 # --------------------------------------------------------------------------------------
 
 
+class SecondOrder:
+    """``hessian(f)`` / ``hvp(f)``: callable from Python and from njit code (a Newton
+    step written in njit), like ``api.Transformed``. From njit code they take one
+    argument number (a float or a float array; tuples of blocks are built in Python
+    only): the Hessian is an njit loop of forward-over-reverse calls, one per input
+    element, filling ``x.shape + x.shape``; the Hessian-vector product is one call."""
+
+    def __init__(self, disp, opts: dict, argnums, api_name: str):
+        self.disp, self.options, self.api = disp, opts, api_name
+        self.names = _param_names(disp)
+        self.argnums = api._argnums(argnums, len(self.names))
+        self.single = isinstance(argnums, (int, np.integer))
+        if api_name == "hvp":  # hvp(f)(*args, v): every argument, then the vector
+            self.params, self.defaults = self.names + [api._Names(self.names).fresh("v")], ()
+        else:
+            self.params, self.defaults = self.names, disp.py_func.__defaults__ or ()
+        me = self
+
+        def typer(*argtys):
+            return me._impl(argtys)
+
+        self.trampoline = api._njit_entry(disp, self.params, self.defaults, api_name, typer)
+
+    @property
+    def _numba_type_(self):
+        from numba.core import types
+
+        return types.Dispatcher(self.trampoline)
+
+    # -- from Python -------------------------------------------------------------------
+
+    def __call__(self, *args):
+        if self.api == "hessian":
+            args = _complete(self.disp, self.names, args)
+            return _second_derivative(self.disp, self.options, self.names, args, self.argnums, self.single,
+                                      self.argnums, self.single, "hessian")
+        if not args:
+            raise ZymaseError(f"hvp of {zn.function_label(self.disp)} takes the arguments and then the vector",
+                              hint="hvp(f)(x, v)")
+        args, v = _complete(self.disp, self.names, args[:-1]), args[-1]
+        nums = self.argnums
+        if self.single:
+            vs = (v,)
+        elif not isinstance(v, tuple) or len(v) != len(nums):
+            raise ZymaseError(f"hvp with argnums={nums} takes a tuple of {len(nums)} vectors, got "
+                              f"{type(v).__name__} {_short(v)}", hint="pass one vector per differentiated argument")
+        else:
+            vs = v
+        nested = _nested(self.disp, self.options, self.names, args, "hvp")
+        tangents = [None] * len(args)
+        for k, vk in zip(nums, vs):
+            _grad_activity(nested.prim[k], _label(self.names, k))
+            tangents[k] = _check_vector(args[k], vk, _label(self.names, k), "hvp")
+        _, _, dgrads = nested(args, tangents)
+        return dgrads[nums[0]] if self.single else tuple(dgrads[k] for k in nums)
+
+    # -- from njit code ----------------------------------------------------------------
+
+    def _njit_checks(self, argtys):
+        """The differentiated argument's number and type, checked for a call from njit
+        code at ``argtys``."""
+        from numba.core import types
+
+        if len(argtys) != len(self.params):
+            raise ZymaseError(f"{label(self)} takes {len(self.params)} arguments ({', '.join(self.params)}), "
+                              f"got {len(argtys)} in njit code", hint="pass every positional argument")
+        if not self.single:
+            raise ZymaseError(f"{label(self)} is called inside njit code, where {self.api} takes one argument "
+                              "number", hint=f"use an int argnums inside njit code, or call {self.api} with "
+                              f"argnums={self.argnums} from Python")
+        k = self.argnums[0]
+        for i, t in enumerate(argtys[:len(self.names)]):
+            api._check_type(t, _label(self.names, i))
+        ty = argtys[k]
+        _grad_activity(ty, _label(self.names, k))  # integers have no derivative
+        if isinstance(ty, types.BaseTuple):
+            raise ZymaseError(f"{label(self)} is called inside njit code with respect to {_label(self.names, k)}, "
+                              "a tuple; inside njit code it takes a float or a float array",
+                              hint=f"call {self.api} from Python for a tuple (its blocks as a tuple of tuples), "
+                              "or pass the parts as separate arguments")
+        if self.api == "hvp":
+            vt = argtys[-1]
+            same = (vt == ty if isinstance(ty, types.Float) else
+                    isinstance(vt, types.Array) and (vt.dtype, vt.ndim) == (ty.dtype, ty.ndim))
+            if not same:
+                raise ZymaseError(f"hvp's vector for {_label(self.names, k)} has type {vt}, but the argument has "
+                                  f"type {ty}", hint="pass a vector of the argument's shape and dtype")
+        return k, ty
+
+    def _impl(self, argtys):
+        """njit source calling the nested kernel (see the class docstring)."""
+        from numba.core import types
+
+        argtys = tuple(t.literal_type if isinstance(t, types.Literal) else t for t in argtys)
+        k, ty = self._njit_checks(argtys)
+        prim = argtys[:len(self.names)]
+        nested = _nested_at(self.disp, self.options, self.names, prim, self.api)
+        glue = api._Names(self.params)
+        np_n, call_n, seed_n, dt_n = (glue.fresh(b) for b in ("np", "call", "seed_t", "dt"))
+        env = {np_n: np, call_n: nested.plan.call, seed_n: _np_dtype(nested.rt),
+               dt_n: _np_dtype(ty.dtype if isinstance(ty, types.Array) else ty)}
+
+        def call(tangent: str) -> tuple[list, str]:
+            """Lines calling the kernel with ``tangent`` on argument k, and the
+            expression of the gradient's tangent on argument k."""
+            lines, kargs, acts, dk = [], [], iter(nested.plan.activities), None
+            for i, (t, inner) in enumerate(zip(prim, nested.inner.activities)):
+                x = self.params[i]
+                kargs.append(x)
+                if zn.has_shadow(next(acts)):
+                    kargs.append(tangent if i == k else _zero_expr(t, x, np_n))
+                if zn.has_shadow(inner):
+                    s = glue.fresh(f"s{i}")
+                    lines.append(f"{s} = {api._shadow_expr(t, x, np_n)}")
+                    kargs.append(s)
+                    if zn.has_shadow(next(acts)):
+                        ds = glue.fresh(f"ds{i}")
+                        lines.append(f"{ds} = {api._shadow_expr(t, x, np_n)}")
+                        kargs.append(ds)
+                        dk = ds if i == k else dk
+            r = glue.fresh("r")
+            lines.append(f"{r} = {call_n}(({', '.join(kargs)}, {seed_n}(1.0)))")
+            if isinstance(ty, types.Float):  # its tangent is in the result: (value, grads, their tangents)
+                before = sum(len(zn.active_leaves(t, a)) for t, a in zip(prim[:k], nested.inner.activities[:k]))
+                half = 1 + sum(len(zn.active_leaves(t, a)) for t, a in zip(prim, nested.inner.activities))
+                dk = f"{r}[{half + 1 + before}]"
+            return lines, dk
+
+        x = self.params[k]
+        body = []
+        if self.api == "hvp":
+            v = self.params[-1]
+            if isinstance(ty, types.Array):
+                body.append(f"if {v}.shape != {x}.shape:")
+                body.append(f"    raise ValueError('hvp: the vector and {self.names[k]} differ in shape')")
+            lines, dk = call(f"{v}" if isinstance(ty, types.Array) else f"{dt_n}({v})")
+            body += lines + [f"return {dk}"]
+        elif isinstance(ty, types.Float):
+            lines, dk = call(f"{dt_n}(1.0)")
+            body += lines + [f"return {dk}"]
+        else:
+            n, h, j, e, i, col = (glue.fresh(b) for b in ("n", "h", "j", "e", "i", "col"))
+            lines, dk = call(f"{e}.reshape({x}.shape)")
+            body += [f"{n} = {x}.size", f"{h} = {np_n}.zeros(({n}, {n}), {dt_n})", f"for {j} in range({n}):",
+                     f"    {e} = {np_n}.zeros({n}, {dt_n})", f"    {e}[{j}] = 1.0"]
+            body += ["    " + ln for ln in lines]
+            body += [f"    {col} = {dk}.reshape({n})", f"    for {i} in range({n}):",
+                     f"        {h}[{i}, {j}] = {col}[{i}]", f"return {h}.reshape({x}.shape + {x}.shape)"]
+        impl_n = glue.fresh("impl")
+        src = f"def {impl_n}({', '.join(self.params)}):\n" + "".join(f"    {ln}\n" for ln in body)
+        return api._exec(src, env, impl_n)
+
+
+def _zero_expr(ty, expr: str, np_name: str) -> str:
+    """njit source for a zero tangent of a value of type ``ty``."""
+    from numba.core import types
+
+    if api._is_float_array(ty):
+        return f"{np_name}.zeros_like({expr})"
+    if isinstance(ty, types.Float):
+        return f"{np_name}.{ty}(0.0)"
+    if isinstance(ty, types.BaseTuple):
+        return "(" + "".join(_zero_expr(t, f"{expr}[{i}]", np_name) + ", " for i, t in enumerate(ty.types)) + ")"
+    return expr
+
+
 def hessian(f, argnums=0, *, preopt: bool = True, cache: bool | None = None, strong_zero: bool = True,
             sparse: bool = False):
     """The Hessian of a float-valued njit function with respect to argument(s)
@@ -264,55 +454,26 @@ def hessian(f, argnums=0, *, preopt: bool = True, cache: bool | None = None, str
     ``args[i].shape + args[j].shape``. Forward over reverse in the engine, one
     Hessian-vector product per input element (no vector mode yet). ``sparse=True``
     (a 1-D array argument): a ``scipy.sparse`` matrix from one Hessian-vector product
-    per colour of the pattern found in the IR (:mod:`zymase.api_sparse`)."""
+    per colour of the pattern found in the IR (:mod:`zymase.api_sparse`). The result is
+    callable from njit code (:class:`SecondOrder`); ``f`` may itself be a transform
+    (``hessian(grad(f))``, third derivatives)."""
     if is_transform(f):
-        raise not_built(f, "hessian")
+        f, cache = composed(f), f.options["cache"] if cache is None else cache
     if sparse:
         from zymase.api_sparse import sparse_hessian
 
         return sparse_hessian(f, argnums, (preopt, cache, strong_zero))
     disp, opts = _options(f, preopt, cache, strong_zero)
-    names = _param_names(disp)
-    nums = api._argnums(argnums, len(names))
-    single = isinstance(argnums, (int, np.integer))
-
-    def hessian_fn(*args):
-        args = _complete(disp, names, args)
-        return _second_derivative(disp, opts, names, args, nums, single, nums, single, "hessian")
-
-    return hessian_fn
+    return SecondOrder(disp, opts, argnums, "hessian")
 
 
 def hvp(f, argnums=0, *, preopt: bool = True, cache: bool | None = None, strong_zero: bool = True):
     """``hvp(f)(*args, v)``: the Hessian of a float-valued njit function with respect
     to argument(s) ``argnums`` times ``v`` (shaped like that argument; a tuple for a
     tuple ``argnums``), forward over reverse: one call of the nested kernel, the cost
-    of a few gradients. The result is shaped like ``v``."""
+    of a few gradients. The result is shaped like ``v``. Callable from njit code
+    (:class:`SecondOrder`); ``f`` may itself be a transform."""
     if is_transform(f):
-        raise not_built(f, "hvp")
+        f, cache = composed(f), f.options["cache"] if cache is None else cache
     disp, opts = _options(f, preopt, cache, strong_zero)
-    names = _param_names(disp)
-    nums = api._argnums(argnums, len(names))
-    single = isinstance(argnums, (int, np.integer))
-
-    def hvp_fn(*args_and_v):
-        if not args_and_v:
-            raise ZymaseError(f"hvp of {zn.function_label(disp)} takes the arguments and then the vector",
-                              hint="hvp(f)(x, v)")
-        args, v = _complete(disp, names, args_and_v[:-1]), args_and_v[-1]
-        if single:
-            vs = (v,)
-        elif not isinstance(v, tuple) or len(v) != len(nums):
-            raise ZymaseError(f"hvp with argnums={nums} takes a tuple of {len(nums)} vectors, got "
-                              f"{type(v).__name__} {_short(v)}", hint="pass one vector per differentiated argument")
-        else:
-            vs = v
-        nested = _nested(disp, opts, names, args, "hvp")
-        tangents = [None] * len(args)
-        for k, vk in zip(nums, vs):
-            _grad_activity(nested.prim[k], _label(names, k))
-            tangents[k] = _check_vector(args[k], vk, _label(names, k), "hvp")
-        _, _, dgrads = nested(args, tangents)
-        return dgrads[nums[0]] if single else tuple(dgrads[k] for k in nums)
-
-    return hvp_fn
+    return SecondOrder(disp, opts, argnums, "hvp")

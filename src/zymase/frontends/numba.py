@@ -519,10 +519,17 @@ def _source_key(disp, seen=None) -> list:
     for _, callee, _ in _dispatcher_refs(py):
         parts += _source_key(callee, seen)
     for name in code.co_names:
-        # a zymase.grad(g) the function calls (api.Transformed): g's code is linked in
-        # and differentiated with it (with_called_kernels)
-        inner = getattr(py.__globals__.get(name), "disp", None)
+        # a zymase.grad(g) the function calls (api.Transformed, or another transform
+        # njit code can call): g's code is linked in and differentiated with it
+        # (with_called_kernels), and what the transform computes is part of the key:
+        # the njit function zymase.grad(zymase.grad(g, 0)) differentiates has the same
+        # code as the one of grad(grad(g, 1))
+        transform = py.__globals__.get(name)
+        inner = getattr(transform, "disp", None)
         if inner is not None and hasattr(inner, "py_func"):
+            parts.append(repr((type(transform).__name__, getattr(transform, "api", None),
+                               getattr(transform, "argnums", None),
+                               sorted(getattr(transform, "options", {}).items()))))
             parts += _source_key(inner, seen)
     return parts
 
@@ -572,8 +579,9 @@ def get_kernel(disp, argtypes: tuple, spec: KernelSpec, *, cache: bool = False, 
 
 #: kernel symbol -> the function it differentiates (to name a kernel njit code calls)
 _kernel_functions: dict[str, str] = {}
-#: kernel symbol -> (dispatcher, argument types, spec) of a first-order kernel, whose
-#: source njit code that calls it (``g = df(x)``) links in to be differentiated again
+#: kernel symbol -> (dispatcher, argument types, spec) of a kernel of width 1 (first
+#: order or nested), whose source njit code that calls it (``g = df(x)``, ``h =
+#: hess(x)``) links in to be differentiated again
 _kernel_sources: dict[str, tuple] = {}
 _CALLED_KERNEL = re.compile(r"^declare\b[^@]*@(__zymase_kernel_\d+_\d+_\d+)\(", re.M)
 
@@ -582,9 +590,10 @@ def with_called_kernels(ir: NumbaIR, depth: int = 0, serial: bool = False) -> Nu
     """``ir`` with the source of every zymase kernel it calls (njit code calling a
     ``zymase.grad`` of another function) linked in: Numba's IR of that function and
     the kernel text still calling ``__enzyme_autodiff``, so that the C path's marker
-    rounds differentiate the inner request first and the outer one over it. A kernel
-    whose source is not known (a nested or vector-mode one) stays declared, and the
-    engine refuses the call (``_in_user_terms`` names it)."""
+    rounds differentiate the inner request first and the outer one over it. A nested
+    kernel (``hessian``/``hvp`` called from njit code) brings its inner kernel's source
+    too (:func:`nested_ir`). A kernel whose source is not known (a vector-mode one)
+    stays declared, and the engine refuses the call (``_in_user_terms`` names it)."""
     from zymase.llvm.toolchain import link_modules
 
     called = [k for k in dict.fromkeys(_CALLED_KERNEL.findall(ir.text)) if k in _kernel_sources]
@@ -598,6 +607,8 @@ def with_called_kernels(ir: NumbaIR, depth: int = 0, serial: bool = False) -> Nu
     for symbol in called:
         disp, argtypes, spec = _kernel_sources[symbol]
         inner = with_called_kernels(numba_ir(disp, argtypes, serial), depth + 1, serial)
+        if spec.inner is not None:
+            inner = nested_ir(inner, spec, symbol)
         source = inner.text + "\n" + kernel_ir(inner, spec, symbol)
         text = link_modules(text, source)
     return dataclasses.replace(ir, text=text)
@@ -616,14 +627,26 @@ def _in_user_terms(err: ZymaseError, disp) -> ZymaseError:
     called = re.search(r"@(__zymase_kernel_\d+_\d+_\d+)\b(?!\.)", f"{err.construct or ''} {err.message}")
     if called and called.group(1) in _kernel_functions:
         # a kernel njit code calls whose source is not linked in (with_called_kernels:
-        # only first-order kernels keep one) is machine code, not IR to differentiate
+        # only kernels of width 1 keep one) is machine code, not IR to differentiate
         return ZymaseError(
             f"{function_label(disp)} calls a derivative of '{_kernel_functions[called.group(1)]}' made by zymase "
-            "inside njit code that zymase cannot differentiate again (only grad and value_and_grad kernels are)",
+            "inside njit code that zymase cannot differentiate again (only grad, value_and_grad, hessian and hvp "
+            "kernels are)",
             construct="call of zymase.grad(...) in njit code",
             function=name,
             hint="for second derivatives call zymase.hessian(f), zymase.hvp(f), zymase.jacfwd(zymase.grad(f)) or "
             "zymase.grad(zymase.grad(f)) from Python (forward over reverse)")
+    if "memory holding active data" in err.message and "@NRT_MemInfo_call_dtor" in (err.construct or ""):
+        # a reverse sweep releases the derivative arrays of f's temporaries; forward mode
+        # over it releases their tangents, and no level above that has a rule
+        return ZymaseError(
+            f"a third derivative through array temporaries is not built: {function_label(disp)} is differentiated "
+            "over a second derivative (hessian, hvp or a composition) of a function that creates arrays (x * x, "
+            "np.zeros, ...), and the release of their second-order derivative arrays has no derivative in zymase",
+            construct="array temporaries under a third-order derivative",
+            function=name,
+            hint="write the innermost function's array temporaries as loops over elements, or stop at second "
+            "derivatives (hessian, hvp, vjp(grad(f)), grad(grad(f)))")
     derivative = re.search(r"@__zymase_nblas_[ds](\w+?)_(?:save|fwd|rev)\b", err.construct or "")
     if derivative and f"numba_{derivative.group(1)}" in NUMPY_LINALG:
         # a second-order request: the outer sweep meets the first derivative of a NumPy
@@ -704,7 +727,7 @@ def _compile_kernel(disp, argtypes: tuple, spec: KernelSpec, cache: bool) -> Ker
         ll.add_symbol(symbol, addr)
     _records.append(rec)
     _kernel_functions[symbol] = rec.function
-    if spec.inner is None and spec.width == 1:
+    if spec.width == 1:
         _kernel_sources[symbol] = (disp, tuple(argtypes), spec)
     if _debug():
         print(rec.summary(), file=sys.stderr)
@@ -719,9 +742,32 @@ def _kernel_source(disp, argtypes: tuple, spec: KernelSpec, symbol: str, rec, se
     ir = numba_ir(disp, argtypes, serial)
     rec.phases["numba"] = rec.phases.get("numba", 0.0) + ir.seconds
     ir = with_called_kernels(ir, serial=serial)
+    if spec.mode == "fwd":
+        _refuse_forward_over_nested(ir.text, disp)
     if spec.inner is not None:
         ir = nested_ir(ir, spec, symbol)
     return ir
+
+
+_DEFINED_KERNEL = re.compile(r"^define\b[^@]*@(__zymase_kernel_\d+_\d+_\d+)\(", re.M)
+
+
+def _refuse_forward_over_nested(text: str, disp) -> None:
+    """Forward mode over code that calls a second-order kernel (``hessian``/``hvp``
+    called from njit code) is refused: called in a loop, the tangents of one call's
+    tape were seen read by the next (the pool hands the shadow tapes back without
+    clearing them), a wrong third derivative. Reverse mode over it is exact."""
+    for symbol in _DEFINED_KERNEL.findall(text):
+        source = _kernel_sources.get(symbol)
+        if source is not None and source[2].inner is not None:
+            raise ZymaseError(
+                f"forward mode over {function_label(disp)}, which calls the second derivative "
+                f"'{_kernel_functions.get(symbol, '?')}' (hessian or hvp), is not built: a third derivative "
+                "by forward over forward over reverse reuses tapes across calls",
+                construct="forward mode over zymase.hessian/zymase.hvp in njit code",
+                function=function_label(disp).strip("'"),
+                hint="take it in reverse mode: zymase.jacrev(zymase.hessian(f)) (the same tensor as jacfwd), "
+                "zymase.vjp(zymase.hessian(f), ...), or zymase.grad of a function calling hvp")
 
 
 def _check_jit_supported(text: str, disp) -> None:

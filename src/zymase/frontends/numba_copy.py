@@ -42,6 +42,16 @@ def as_dispatcher(f, what: str = "the function"):
                 hint="use @numba.njit (nopython mode)",
             )
         return f
+    if isinstance(f, pytypes.FunctionType) and (f.__module__ or "").startswith("zymase."):
+        # what jacfwd, laplacian, hessian(sparse=True) ... return: Python code calling kernels
+        made = getattr(f, "zymase_transform", None) or f.__qualname__.split(".")[0].strip("_")
+        raise ZymaseError(
+            f"{made} is computed in Python from several derivative calls, so zymase cannot differentiate it "
+            "again",
+            construct=f"a transform of {made}",
+            hint="transforms compose at any depth over grad, value_and_grad, hessian and hvp (e.g. "
+            "zymase.jacfwd(zymase.hessian(f)) for third derivatives, zymase.grad(zymase.grad(f)))",
+        )
     if isinstance(f, pytypes.FunctionType):
         return numba.njit(f)
     raise ZymaseError(
@@ -111,7 +121,38 @@ def _private_copy(disp, memo: dict, serial: bool = False):
             glb[name] = sub
         else:
             cells[code.co_freevars.index(name)].cell_contents = sub
+    # a zymase transform the function calls (grad, hessian ... objects): its trampoline
+    # is copied too. One the user's code compiled is an -O3 library whose NRT helpers
+    # are declarations (NRT_MemInfo_data_fast: the kernel of jacfwd(hessian(f)) called
+    # address 0 after an njit Newton step had called the hessian)
+    for name in code.co_names:
+        if _is_transform(glb.get(name)):
+            glb[name] = _CopiedTransform(_private_copy(glb[name].trampoline, memo, serial))
+    for k, cell in enumerate(cells):
+        if _filled(cell) and _is_transform(cell.cell_contents):
+            cell.cell_contents = _CopiedTransform(_private_copy(cell.cell_contents.trampoline, memo, serial))
     return copy
+
+
+def _is_transform(v) -> bool:
+    """A zymase transform njit code calls through its trampoline (api.Transformed,
+    api_second_order.SecondOrder)."""
+    from numba.core.registry import CPUDispatcher
+
+    return isinstance(getattr(v, "trampoline", None), CPUDispatcher) and hasattr(type(v), "_numba_type_")
+
+
+class _CopiedTransform:
+    """A transform as the private copy calls it: through a private copy of its trampoline."""
+
+    def __init__(self, trampoline):
+        self.trampoline = trampoline
+
+    @property
+    def _numba_type_(self):
+        from numba.core import types
+
+        return types.Dispatcher(self.trampoline)
 
 
 def _filled(cell) -> bool:

@@ -1,0 +1,198 @@
+"""Compositions of transforms at any depth (issue 25 items 1 and 2): reverse over
+reverse (``vjp(grad(f))``, ``grad(grad(f))``), third derivatives
+(``jacfwd(hessian(f))``, ``grad(grad(grad(f)))``), and ``hessian``/``hvp`` called from
+njit code (a Newton step written in njit), against closed forms and central differences
+of the lower-order derivative, for a float64 function with loops, a branch and an array
+temporary. Every check on one function reuses its kernels (each nested compile costs
+seconds)."""
+
+import math
+
+import numpy as np
+import pytest
+from numba import njit
+
+import zymase
+from zymase.errors import ZymaseError
+
+
+@njit
+def energy(x, c):
+    t = x * x  # an array temporary
+    s = 0.0
+    for i in range(x.shape[0]):
+        if x[i] > 0.0:  # a branch: c x^3 or sin(x) x^2
+            s += c * t[i] * x[i]
+        else:
+            s += math.sin(x[i]) * t[i]
+    for i in range(x.shape[0] - 1):
+        s += c * t[i] * x[i + 1]  # couples neighbours
+    return s
+
+
+@njit
+def chain(x, c):
+    # energy without the temporary: third derivatives through temporaries are refused
+    s = 0.0
+    for i in range(x.shape[0]):
+        if x[i] > 0.0:
+            s += c * x[i] * x[i] * x[i]
+        else:
+            s += math.sin(x[i]) * x[i] * x[i]
+    for i in range(x.shape[0] - 1):
+        s += c * x[i] * x[i] * x[i + 1]
+    return s
+
+
+# one nested kernel of chain serves the Hessian, the hvp and their njit glue
+hess_chain = zymase.hessian(chain)
+hvp_chain = zymase.hvp(chain)
+grad_chain = zymase.grad(chain)
+
+X = np.array([0.4, -0.9, 1.3, -0.2, 0.7])
+N = X.size
+C = 1.7
+V = np.array([1.0, -0.5, 0.25, 2.0, -1.5])
+
+
+def _phi(x, c, order):
+    """The branch's term and its derivatives, closed form."""
+    if x > 0:
+        return [c * x ** 3, 3 * c * x * x, 6 * c * x, 6 * c][order]
+    s, co = math.sin(x), math.cos(x)
+    return [s * x * x, co * x * x + 2 * x * s, -s * x * x + 4 * x * co + 2 * s,
+            -co * x * x - 6 * x * s + 6 * co][order]
+
+
+def hessian_closed(x, c):
+    h = np.diag([_phi(v, c, 2) for v in x])
+    for i in range(x.size - 1):
+        h[i, i] += 2 * c * x[i + 1]
+        h[i, i + 1] = h[i + 1, i] = 2 * c * x[i]
+    return h
+
+
+def d_grad_dc(x):
+    """d/dc of the gradient."""
+    g = np.array([3 * v * v if v > 0 else 0.0 for v in x])
+    g[:-1] += 2 * x[:-1] * x[1:]
+    g[1:] += x[:-1] ** 2
+    return g
+
+
+def third_closed(x, c):
+    t = np.zeros((x.size,) * 3)
+    for i, v in enumerate(x):
+        t[i, i, i] = _phi(v, c, 3)
+    for i in range(x.size - 1):  # c x_i^2 x_{i+1}: d3/dx_i dx_i dx_{i+1} = 2c
+        for p in ((i, i, i + 1), (i, i + 1, i), (i + 1, i, i)):
+            t[p] = 2 * c
+    return t
+
+
+def test_reverse_over_reverse_vjp_of_grad():
+    # item 1: vjp(grad(f)) is reverse over reverse (it was refused), through the temporary
+    g, pullback = zymase.vjp(zymase.grad(energy), X, C)
+    hv, dc = pullback(V)
+    np.testing.assert_allclose(hv, hessian_closed(X, C) @ V, rtol=1e-13)
+    assert dc == pytest.approx(d_grad_dc(X) @ V, rel=1e-13)
+    grad = zymase.grad(energy)
+    np.testing.assert_allclose(g, grad(X, C), rtol=1e-15)
+    h = 1e-6  # central differences of the gradient along V
+    np.testing.assert_allclose(hv, (grad(X + h * V, C) - grad(X - h * V, C)) / (2 * h), rtol=1e-7, atol=1e-7)
+
+
+def test_third_derivatives_jacfwd_of_hessian():
+    # item 1: the Jacobian of the njit Hessian (forward over reverse), by reverse mode
+    # over it (forward over it is refused), shaped as JAX's
+    hess = hess_chain
+
+    @njit
+    def newton_matrix(x, c):  # njit code compiles the Hessian's glue first, at -O3
+        return hess(x, c)
+
+    np.testing.assert_allclose(newton_matrix(X, C), hessian_closed(X, C), rtol=1e-13)
+    x = X[:2]  # both branches and the coupling; 4 outputs: a reverse kernel of width 4, cheaper to build
+    t = zymase.jacfwd(hess)(x, C)
+    assert t.shape == (2, 2, 2)
+    np.testing.assert_allclose(t, third_closed(x, C), rtol=1e-12, atol=1e-12)
+    h = 1e-5
+    fd = np.stack([(hess(x + h * e, C) - hess(x - h * e, C)) / (2 * h) for e in np.eye(2)], axis=-1)
+    np.testing.assert_allclose(t, fd, rtol=1e-7, atol=1e-7)
+
+
+@njit
+def wave(x, y):
+    s = 0.0
+    for k in range(1, 4):  # a loop and a branch in a scalar function
+        if k % 2 == 1:
+            s += math.sin(k * x * y) / k
+        else:
+            s += x ** k * y
+    return s
+
+
+def test_third_derivative_grad_of_grad_of_grad():
+    # item 1: reverse over reverse over reverse, and its composition from njit code
+    x, y = 0.6, -1.1
+    d3 = zymase.grad(zymase.grad(zymase.grad(wave)))
+
+    def closed(x, y):  # d3/dx3 of sin(x y) + sin(3 x y)/3 + x^2 y
+        return -y ** 3 * math.cos(x * y) - 9 * y ** 3 * math.cos(3 * x * y)
+
+    assert d3(x, y) == pytest.approx(closed(x, y), rel=1e-13)
+    d2 = zymase.grad(zymase.grad(wave))
+    h = 1e-5
+    assert d3(x, y) == pytest.approx((d2(x + h, y) - d2(x - h, y)) / (2 * h), rel=1e-8)
+
+    @njit
+    def twice(x, y):  # the third derivative is callable from njit code like any grad
+        return 2.0 * d3(x, y)
+
+    assert twice(x, y) == pytest.approx(2 * closed(x, y), rel=1e-13)
+
+
+@njit
+def newton_step(x, c):
+    return x - np.linalg.solve(hess_chain(x, c), grad_chain(x, c))
+
+
+@njit
+def curvature(x, c, v):
+    return np.dot(v, hvp_chain(x, c, v))
+
+
+def test_hessian_and_hvp_called_from_njit_code():
+    # item 2: a Newton step written in njit calls the Hessian; hvp inside njit code
+    step = newton_step(X, C)
+    want = X - np.linalg.solve(hessian_closed(X, C), grad_chain(X, C))
+    np.testing.assert_allclose(step, want, rtol=1e-12)
+    assert curvature(X, C, V) == pytest.approx(V @ hessian_closed(X, C) @ V, rel=1e-13)
+
+
+def _only_zymase_error(call, *words):
+    with pytest.raises(ZymaseError) as info:
+        call()
+    text = str(info.value)
+    assert "Traceback" not in text
+    for w in words:
+        assert w in text, (w, text)
+
+
+def test_compositions_that_cannot_be_built_are_refused():
+    # item 1/2: what stays unbuilt says which composition, why and what to call instead
+    _only_zymase_error(lambda: zymase.grad(zymase.jacfwd(energy)), "jacfwd(energy)", "computed in Python",
+                       "hessian")
+    _only_zymase_error(lambda: zymase.laplacian(zymase.grad(energy)), "laplacian of grad(energy)", "np.trace")
+    _only_zymase_error(lambda: zymase.grad(zymase.grad(energy))(X, C), "grad(energy)", "return a float",
+                       "jacfwd")
+    both = zymase.hessian(energy, argnums=(0, 1))
+
+    @njit
+    def blocks(x, c):
+        return both(x, c)
+
+    _only_zymase_error(lambda: blocks(X, C), "argnums=(0, 1)", "inside njit code", "int argnums")
+    # forward mode over a second-order kernel (a third derivative): refused, reverse is exact
+    _only_zymase_error(lambda: zymase.jvp(hvp_chain, (X, C, V), (V, 0.0, None)), "forward mode over",
+                       "hvp(chain)", "zymase.jacrev(zymase.hessian(f))")
