@@ -109,10 +109,12 @@ def test_dialects_loaded_on_demand_change_no_rule_and_still_parse(tmp_path):
             ctx.get_optional_dialect(name)
         rules = {}
         for op in sorted(ctx.loaded_ops, key=lambda c: c.name):
-            rule = REGISTRY.by_op.get(op)
-            if rule is None:
-                rule = next((r for c, r in REGISTRY.by_op.items() if issubclass(op, c)), None)
-            rules[op.name] = None if rule is None else f"{type(rule).__module__}.{type(rule).__qualname__}"
+            scanned = REGISTRY.by_op.get(op)  # lookup as it was before it kept its answers
+            if scanned is None:
+                scanned = next((r for c, r in REGISTRY.by_op.items() if issubclass(op, c)), None)
+            for _ in range(2):  # the answer found, then the answer kept
+                assert REGISTRY.lookup(object.__new__(op)) is scanned, op.name
+            rules[op.name] = None if scanned is None else f"{type(scanned).__module__}.{type(scanned).__qualname__}"
         print(json.dumps(rules), file=sys.stderr)
         """
     eager = "import zymase.ir\nfor n in ('stablehlo', 'affine_ext', 'linalg', 'tensor', 'affine', 'complex'):\n" \
@@ -145,3 +147,22 @@ def test_dialects_loaded_on_demand_change_no_rule_and_still_parse(tmp_path):
                                     .replace("%e =", "%i0 = arith.constant 0 : index\n  %e =")))
     for op in ("stablehlo.add", "tensor.extract", "complex.re", "affine.for", "affine.load"):
         assert op in printed
+
+
+def test_registry_lookup_sees_a_rule_registered_after_a_miss():
+    # the registry keeps lookup's answer per op class, None included: registering a rule
+    # later (a plug-in dialect's, the StableHLO modules on first use) must be seen
+    from zymase.autodiff.registry import Registry, Rule
+
+    class Base:
+        pass
+
+    class Extended(Base):
+        pass
+
+    registry, rule, exact = Registry(), Rule(), Rule()
+    assert registry.lookup(Extended()) is None
+    registry.register(Base, rule)
+    assert registry.lookup(Extended()) is rule and registry.lookup(Base()) is rule
+    registry.register(Extended, exact)
+    assert registry.lookup(Extended()) is exact
