@@ -13,7 +13,7 @@ source is, a source is useful when a destination is).
 
 from __future__ import annotations
 
-from zymase.ir import Block, Operation, SSAValue, scf, stablehlo
+from zymase.ir import Block, Operation, SSAValue, scf
 
 STRUCTURED = (scf.ForOp, scf.IfOp, scf.WhileOp)
 
@@ -33,7 +33,8 @@ def value_flow(op: Operation) -> list[tuple[SSAValue, SSAValue]]:
         yielded = _terminator_operands(body)
         for arg, init, y, res in zip(body.args[1:], op.iter_args, yielded, op.results):
             edges += [(arg, init), (arg, y), (res, y), (res, init)]  # zero trips: result = init
-    elif isinstance(op, stablehlo.CaseOp):  # like scf.if with n branches (lax.cond, lax.switch)
+    elif op.name == "stablehlo.case":  # like scf.if with n branches (lax.cond, lax.switch); by name, so
+        # that the C path does not import the StableHLO dialect (zymase.ir's docstring)
         for region in op.regions:
             for res, y in zip(op.results, _terminator_operands(region.block)):
                 edges.append((res, y))

@@ -3,15 +3,20 @@
 Everything else in zymase imports IR classes and dialects from here, so that an
 xDSL upgrade touches one place. ``make_context()`` returns a context with every
 dialect zymase reads or writes.
+
+The dialects only the MLIR and JAX paths use (``stablehlo``, ``linalg``, ``tensor``,
+``complex``, ``affine`` and ``affine_ext``) are imported on first use (``from
+zymase.ir import linalg`` or ``ir.stablehlo``, :data:`_ON_DEMAND`), and contexts load
+them when the parser first meets one of their ops or attributes: importing xDSL's
+dialects is most of a ``zymase cc`` start-up, and the C path needs none of these
+(``tests/python/test_startup_imports.py``).
 """
 
 from __future__ import annotations
 
 from xdsl.builder import Builder, InsertPoint
 from xdsl.context import Context
-from xdsl.dialects import arith, builtin, cf, func, math, scf, memref, tensor
-from xdsl.dialects.linalg import Linalg as _LINALG
-from xdsl.dialects.linalg import ops as linalg  # the op classes (GenericOp, YieldOp, IndexOp)
+from xdsl.dialects import arith, builtin, cf, func, math, scf, memref
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -68,9 +73,58 @@ from xdsl.traits import is_side_effect_free
 from xdsl.utils.exceptions import ParseError, VerifyException
 
 from zymase.errors import ZymaseError
-from zymase.ir import affine_ext, arith_ext, enzyme, llvm_ext, memref_ext, scf_ext, stablehlo
-from xdsl.dialects import affine  # the op classes; AFFINE_EXT adds the syntax xDSL lacks
-from xdsl.dialects import complex  # lowered to pairs of floats before AD (transforms/lower_complex)
+from zymase.ir import arith_ext, enzyme, llvm_ext, memref_ext, scf_ext
+
+#: name -> (module, attribute or None for the module itself) of what is imported on first use
+_ON_DEMAND = {
+    "stablehlo": ("zymase.ir.stablehlo", None),  # read from JAX (frontends/jax.py)
+    "affine_ext": ("zymase.ir.affine_ext", None),
+    "linalg": ("xdsl.dialects.linalg.ops", None),  # the op classes (GenericOp, YieldOp, IndexOp)
+    "tensor": ("xdsl.dialects.tensor", None),
+    "affine": ("xdsl.dialects.affine", None),  # the op classes; AFFINE_EXT adds the syntax xDSL lacks
+    "complex": ("xdsl.dialects.complex", None),  # lowered to pairs of floats before AD (transforms/lower_complex)
+}
+
+
+def __getattr__(name: str):
+    """The dialects of :data:`_ON_DEMAND`, imported when first asked for, and
+    ``PICKLE_IDENTITY``."""
+    if name == "PICKLE_IDENTITY":
+        globals()[name] = _pickle_identity()
+        return globals()[name]
+    if name not in _ON_DEMAND:
+        raise AttributeError(f"module 'zymase.ir' has no attribute '{name}'")
+    import importlib
+
+    module_name, attribute = _ON_DEMAND[name]
+    value = importlib.import_module(module_name)
+    value = getattr(value, attribute) if attribute else value
+    globals()[name] = value
+    return value
+
+
+def _dialect(module_name: str, attribute: str):
+    """A factory of the dialect ``attribute`` of ``module_name`` (for a context's lazy
+    registration)."""
+
+    def load():
+        import importlib
+
+        return getattr(importlib.import_module(module_name), attribute)
+
+    return load
+
+
+#: the dialects a context registers without loading: (name, module, attribute); the
+#: parser loads one when it meets its first op, type or attribute
+_LAZY_DIALECTS = (
+    ("tensor", "xdsl.dialects.tensor", "Tensor"),  # tensor.from_elements / extract / splat around enzyme.batch
+    ("linalg", "xdsl.dialects.linalg", "Linalg"),
+    ("complex", "xdsl.dialects.complex", "Complex"),
+    ("affine", "zymase.ir.affine_ext", "AFFINE_EXT"),  # xDSL's affine plus affine.max and the if/parallel syntax
+    ("stablehlo", "zymase.ir.stablehlo", "StableHLO"),  # read from JAX (frontends/jax.py)
+    ("sdy", "zymase.ir.stablehlo", "Sdy"),  # the sharding rules JAX attaches to some StableHLO ops
+)
 
 FLOAT_TYPES = (Float16Type, Float32Type, Float64Type, Float80Type)
 
@@ -133,17 +187,14 @@ def make_context() -> Context:
         cf.Cf,
         scf_ext.SCF_EXT,  # xDSL's scf plus the scf.parallel syntax
         memref_ext.MEMREF_EXT,  # xDSL's memref plus textual cast/copy
-        tensor.Tensor,  # tensor.from_elements / extract / splat around enzyme.batch
-        _LINALG,
-        complex.Complex,
-        affine_ext.AFFINE_EXT,  # xDSL's affine plus affine.max and the if/parallel syntax
         llvm_ext.LLVM_EXT,
         enzyme.Enzyme,
-        stablehlo.StableHLO,  # read from JAX (frontends/jax.py)
-        stablehlo.Sdy,  # the sharding rules JAX attaches to some StableHLO ops
         *_PLUGIN_DIALECTS,
     ):
         ctx.load_dialect(dialect)
+    for name, module_name, attribute in _LAZY_DIALECTS:
+        if name not in ctx.registered_dialect_names:  # a plug-in dialect of that name wins
+            ctx.register_dialect(name, _dialect(module_name, attribute))
     return ctx
 
 
@@ -228,8 +279,9 @@ def _pickle_identity() -> str:
     return f"xdsl {xdsl.__version__} python {sys.version}"
 
 
-#: what the bytes of :func:`module_to_bytes` depend on besides the module (part of a cache key)
-PICKLE_IDENTITY = _pickle_identity()
+# PICKLE_IDENTITY (what the bytes of :func:`module_to_bytes` depend on besides the module,
+# part of a cache key) is computed on first use by ``__getattr__``: xDSL's version is read
+# with importlib.metadata, whose import is a tenth of a build that does not need it
 
 
 def print_mlir(op: Operation, *, generic_dialects: frozenset[str] = frozenset()) -> str:
