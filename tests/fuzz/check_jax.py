@@ -7,7 +7,7 @@ At each of two points, with every argument differentiated:
   in reverse (``lax.while_loop``), against central finite differences of the function in
   float64 (two step sizes, as the other checkers; a disagreement at only one of the two
   points is taken as a kink: data-dependent trip counts, branches, max/min);
-* ``zymase.jax.jvp`` (forward) along two random directions against ``jax.jvp`` (which
+* ``zymase.jax.jvp`` (forward) along a random direction against ``jax.jvp`` (which
   handles while loops), and against the reverse gradient (``<grad, v>``): reverse and
   forward must always agree;
 * the primal value ``value_and_grad`` returns, ``zymase.jax.jit(f)(*args)``, against
@@ -42,7 +42,7 @@ TIGHT = {"float64": 1e-9, "float32": 2e-4}
 # reverse against finite differences of the float64 program (truncation; float32
 # results also carry their own rounding)
 FD_RTOL = {"float64": 2e-5, "float32": 2e-3}
-DIRECTIONS = 2
+DIRECTIONS = 1  # per point (each point draws its own)
 
 
 def load_module(text: str, name: str = "fuzz_jax_prog") -> types.ModuleType:
@@ -118,16 +118,28 @@ class _Point:
         self.fd_problem: str | None = None  # a disagreement with finite differences
 
 
-def _check_point(mod, zj, jax, p: int, dtype: str) -> _Point:
-    f = mod.f
+class _Callables:
+    """The functions checked and their oracles, each jitted once per program (XLA's
+    compile time dominates a check; the two points share the compiled code)."""
+
+    def __init__(self, f, nargs: int, jax, zj):
+        argnums = tuple(range(nargs))
+        self.f = jax.jit(f)
+        self.value_and_grad = zj.value_and_grad(f, argnums=argnums)
+        self.jvp = lambda args, v: zj.jvp(f, args, v)
+        self.jax_grad = jax.jit(jax.grad(f, argnums=argnums))
+        self.jax_jvp = jax.jit(lambda args, v: jax.jvp(f, args, v))
+        self.zjit = zj.jit(f)
+        self.zjit_grad = jax.jit(jax.grad(self.zjit, argnums=argnums))
+
+
+def _check_point(mod, fns: _Callables, jax, p: int, dtype: str) -> _Point:
     args = tuple(jax.numpy.asarray(a) for a in mod.make_args(p))
-    nargs = len(args)
-    argnums = tuple(range(nargs))
     pt = _Point()
     tight = TIGHT[dtype]
 
-    primal = float(jax.jit(f)(*args))
-    value, grads = zj.value_and_grad(f, argnums=argnums)(*args)
+    primal = float(fns.f(*args))
+    value, grads = fns.value_and_grad(*args)
     g = _flat(grads)
     pt.record.update(primal=primal, zymase_value=float(value), rev=g.tolist())
     ok, *_ = _close(value, primal, tight)
@@ -137,12 +149,10 @@ def _check_point(mod, zj, jax, p: int, dtype: str) -> _Point:
     # forward along random directions, against reverse and against jax.jvp
     rng = np.random.default_rng(1000 + p)
     for d in range(DIRECTIONS):
-        v = tuple(rng.uniform(-1.0, 1.0, a.shape).astype(dtype) for a in args)
-        _, tan = zj.jvp(f, args, v)
-        tan = float(tan)
+        v = tuple(jax.numpy.asarray(rng.uniform(-1.0, 1.0, a.shape).astype(dtype)) for a in args)
+        tan = float(fns.jvp(args, v)[1])
         dot = float(np.dot(g, _flat(v)))
-        _, jtan = jax.jit(lambda *a: jax.jvp(f, a, v))(*args)
-        jtan = float(jtan)
+        jtan = float(fns.jax_jvp(args, v)[1])
         pt.record.setdefault("fwd", []).append(tan)
         pt.record.setdefault("jax_jvp", []).append(jtan)
         pt.record.setdefault("rev_dot_v", []).append(dot)
@@ -153,19 +163,18 @@ def _check_point(mod, zj, jax, p: int, dtype: str) -> _Point:
             pt.problems.append(f"point {p} direction {d}: forward {tan!r} != jax.jvp {jtan!r}")
 
     # the wrapper JAX transforms: its primal, and jax.grad of it
-    jitted = zj.jit(f)
-    jvalue = float(jitted(*args))
+    jvalue = float(fns.zjit(*args))
     ok, *_ = _close(jvalue, primal, tight)
     if not ok:
         pt.problems.append(f"point {p}: zymase.jax.jit(f) {jvalue!r} != f {primal!r}")
-    jg = _flat(jax.grad(jitted, argnums=argnums)(*args))
+    jg = _flat(fns.zjit_grad(*args))
     ok, i, a, b = _close(jg, g, tight)
     if not ok:
         pt.problems.append(f"point {p} d/dx{i}: jax.grad(zymase.jax.jit(f)) {a!r} != zymase.jax.grad {b!r}")
 
     # reverse against JAX's own gradient, or finite differences where JAX has none
     try:
-        want = _flat(jax.jit(jax.grad(f, argnums=argnums))(*args))
+        want = _flat(fns.jax_grad(*args))
     except Exception as exc:  # JAX refuses reverse mode of lax.while_loop
         pt.record["jax_grad"] = f"{type(exc).__name__}: {str(exc)[:120]}"
         want = None
@@ -176,8 +185,7 @@ def _check_point(mod, zj, jax, p: int, dtype: str) -> _Point:
             pt.problems.append(f"point {p} d/dx{i}: zymase.jax.grad {a!r} != jax.grad {b!r}")
     else:
         args64 = tuple(np.asarray(a, np.float64) for a in args)
-        f64 = jax.jit(f)
-        fds = _fd_gradient(f64, args64, float(f64(*args64)))
+        fds = _fd_gradient(fns.f, args64, float(fns.f(*args64)))
         pt.record["fd"] = [fd.tolist() for fd in fds]
         i = _fd_ok(g, fds, primal, FD_RTOL[dtype])
         if i is not None:
@@ -196,16 +204,18 @@ def check_jax_source(text: str) -> Outcome:
     try:
         mod = load_module(text)
         dtype = np.dtype(mod.DTYPE).name
+        primal = jax.jit(mod.f)
         for p in (0, 1):
-            v = float(jax.jit(mod.f)(*mod.make_args(p)))
+            v = float(primal(*mod.make_args(p)))
             if not np.isfinite(v) or abs(v) > 1e8:
                 return Outcome("invalid", LEVEL, f"primal {v}")
     except Exception as exc:  # the generated primal does not trace or run: a generator defect
         return Outcome("invalid", LEVEL, f"primal raised {type(exc).__name__}: {str(exc)[:300]}")
     points = {}
     try:
+        fns = _Callables(mod.f, len(mod.make_args(0)), jax, zj)
         for p in (0, 1):
-            points[p] = _check_point(mod, zj, jax, p, dtype)
+            points[p] = _check_point(mod, fns, jax, p, dtype)
     except ZymaseError as err:
         return Outcome("refused", LEVEL, err.format())
     except Exception as exc:

@@ -68,7 +68,7 @@ from xdsl.traits import is_side_effect_free
 from xdsl.utils.exceptions import ParseError, VerifyException
 
 from zymase.errors import ZymaseError
-from zymase.ir import affine_ext, arith_ext, enzyme, llvm_ext, memref_ext, scf_ext, stablehlo
+from zymase.ir import affine_ext, arith_ext, chlo, enzyme, llvm_ext, memref_ext, scf_ext, stablehlo
 from xdsl.dialects import affine  # the op classes; AFFINE_EXT adds the syntax xDSL lacks
 from xdsl.dialects import complex  # lowered to pairs of floats before AD (transforms/lower_complex)
 
@@ -141,6 +141,7 @@ def make_context() -> Context:
         enzyme.Enzyme,
         stablehlo.StableHLO,  # read from JAX (frontends/jax.py)
         stablehlo.Sdy,  # the sharding rules JAX attaches to some StableHLO ops
+        chlo.CHLO,  # the elementwise math JAX emits beside StableHLO (jnp.arctan, jnp.square, ...)
         *_PLUGIN_DIALECTS,
     ):
         ctx.load_dialect(dialect)
