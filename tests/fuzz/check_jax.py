@@ -129,8 +129,8 @@ class _Callables:
         self.jvp = lambda args, v: zj.jvp(f, args, v)
         self.jax_grad = jax.jit(jax.grad(f, argnums=argnums))
         self.jax_jvp = jax.jit(lambda args, v: jax.jvp(f, args, v))
-        self.zjit = zj.jit(f)
-        self.zjit_grad = jax.jit(jax.grad(self.zjit, argnums=argnums))
+        # zymase.jax.jit(f)'s primal and jax.grad of it, in one XLA program
+        self.zjit_value_and_grad = jax.jit(jax.value_and_grad(zj.jit(f), argnums=argnums))
 
 
 def _check_point(mod, fns: _Callables, jax, p: int, dtype: str) -> _Point:
@@ -163,11 +163,11 @@ def _check_point(mod, fns: _Callables, jax, p: int, dtype: str) -> _Point:
             pt.problems.append(f"point {p} direction {d}: forward {tan!r} != jax.jvp {jtan!r}")
 
     # the wrapper JAX transforms: its primal, and jax.grad of it
-    jvalue = float(fns.zjit(*args))
+    jvalue, jgrads = fns.zjit_value_and_grad(*args)
+    jvalue, jg = float(jvalue), _flat(jgrads)
     ok, *_ = _close(jvalue, primal, tight)
     if not ok:
         pt.problems.append(f"point {p}: zymase.jax.jit(f) {jvalue!r} != f {primal!r}")
-    jg = _flat(fns.zjit_grad(*args))
     ok, i, a, b = _close(jg, g, tight)
     if not ok:
         pt.problems.append(f"point {p} d/dx{i}: jax.grad(zymase.jax.jit(f)) {a!r} != zymase.jax.grad {b!r}")

