@@ -144,7 +144,9 @@ class JaxProgram:
             n = self.rng.choice(exact)
             self.use(n)
             return f"({e} + 0.5 * {n})"
-        return f"jnp.broadcast_to({e}, {_fmt(shape) if shape else '()'}).astype(x.dtype)"
+        n = self.rng.choice(env)[0]  # no value has the shape: a broadcast one that still varies
+        self.use(n)
+        return f"jnp.broadcast_to({e} + 0.3 * jnp.mean({n}), {_fmt(shape) if shape else '()'}).astype(x.dtype)"
 
     def env(self) -> list[tuple[str, tuple]]:
         return list(self.vals)
@@ -394,7 +396,11 @@ class JaxProgram:
         for n, _ in env[2:]:
             self.use(n)
         self.lines.append(f"    def {body}(c, xs):")
-        self.lines.append(f"        c = 0.5 * c + {self.body_expr(env, row)}")
+        if r.random() < 0.3:  # a branch on the data inside the loop body
+            self.lines.append(f"        c = lax.cond(jnp.sum(xs) > {self.const()}, lambda c: 0.5 * c + "
+                              f"{self.body_expr(env, row)}, lambda c: {self.body_expr(env, row)}, c)")
+        else:
+            self.lines.append(f"        c = 0.5 * c + {self.body_expr(env, row)}")
         self.lines.append(f"        return c, {self.shaped(env, row, 1)}")
         c, ys = self.fresh("t"), self.fresh("t")
         rev = ", reverse=True" if r.random() < 0.3 else ""
@@ -412,8 +418,13 @@ class JaxProgram:
         for n, _ in env[1:]:
             self.use(n)
         self.lines.append(f"    def {body}(i, v):")
-        if shape and r.random() < 0.5:  # one element per step, at the counter
+        if shape and r.random() < 0.3:  # one element per step, at the counter
             self.lines.append(f"        return v.at[i % {shape[0]}].add(0.3 * jnp.tanh(v[(i + 1) % {shape[0]}]))")
+        elif shape and shape[0] >= 2 and r.random() < 0.3:  # a window at the counter, updated in place
+            starts = ", ".join([f"i % {shape[0] - 1}"] + ["0"] * (len(shape) - 1))
+            sizes = _fmt((2,) + shape[1:])
+            self.lines.append(f"        w = lax.dynamic_slice(v, ({starts},), {sizes})")
+            self.lines.append(f"        return lax.dynamic_update_slice(v, 0.5 * w + 0.3 * jnp.sin(w[::-1]), ({starts},))")
         else:
             env.append(("(0.1 * i).astype(v.dtype)", ()))
             self.lines.append(f"        return 0.5 * v + {self.body_expr(env, shape)}")
