@@ -132,6 +132,7 @@ def summary(results) -> str:
     by_level: dict[str, Counter] = {}
     refusals: Counter = Counter()
     failures: Counter = Counter()
+    notes: Counter = Counter()
     for _, o, _ in results:
         lv = o.level + (" valgrind" if o.valgrind else "")
         by_level.setdefault(lv, Counter())[o.kind] += 1
@@ -139,6 +140,8 @@ def summary(results) -> str:
             refusals[o.message_class] += 1
         elif o.kind in FAILING:
             failures[f"{o.kind}: {o.detail[:90]}"] += 1
+        elif o.kind == "right" and o.detail:  # a right outcome with a note (JAX's oracle was wrong)
+            notes[o.detail[:90]] += 1
     kinds = ["right", "refused", "wrong", "crashed", "invalid"]
     rows = [f"{'level':<22}" + "".join(f"{k:>9}" for k in kinds) + f"{'total':>9}"]
     total = Counter()
@@ -153,6 +156,9 @@ def summary(results) -> str:
     if failures:
         rows.append("\nfailures:")
         rows += [f"  {n:>4}  {m}" for m, n in failures.most_common()]
+    if notes:
+        rows.append("\nright, with a note:")
+        rows += [f"  {n:>4}  {m}" for m, n in notes.most_common()]
     return "\n".join(rows)
 
 
