@@ -30,9 +30,11 @@ from .gen_njit import NJIT_FEATURES, generate_njit
 # (24 programs: a fixed sample sized for the suite's time; campaigns: python -m tests.fuzz)
 C_SEEDS = range(100_000, 100_024)
 NJIT_SEEDS = range(200_000, 200_006)
-# chosen to cover scan, fori_loop, a data-dependent while_loop, cond/switch, dynamic and
-# scatter indexing, contractions and reductions, in float32 and float64
-JAX_SEEDS = ()
+# 300323 (float32): a counted while_loop, a reversed scan over a matmul of a pad, einsum,
+# concatenate, arctan2/hypot/power (and a JAX jvp that finite differences contradict);
+# 300104 (float64): a scan with a cond in its body, erf, an outer einsum, a fori_loop
+# updating a window at its counter, switch on data, keepdims mean (about 4 s CPU each)
+JAX_SEEDS = (300323, 300104)
 VALGRIND_EVERY = 16
 JOBS = 2
 
