@@ -137,16 +137,19 @@ class JaxProgram:
         of that shape makes the whole expression that shape (the others broadcast)."""
         self._hit = False
         e = self.bounded(env, shape, depth)
-        if self._hit:
-            return e
-        exact = [n for n, s in env if s == shape]
-        if exact:
-            n = self.rng.choice(exact)
-            self.use(n)
-            return f"({e} + 0.5 * {n})"
-        n = self.rng.choice(env)[0]  # no value has the shape: a broadcast one that still varies
-        self.use(n)
-        return f"jnp.broadcast_to({e} + 0.3 * jnp.mean({n}), {_fmt(shape) if shape else '()'}).astype(x.dtype)"
+        if not self._hit:
+            exact = [n for n, s in env if s == shape]
+            if exact:
+                n = self.rng.choice(exact)
+                self.use(n)
+                e = f"({e} + 0.5 * {n})"
+            else:
+                n = self.rng.choice(env)[0]  # no value has the shape: a broadcast one that still varies
+                self.use(n)
+                return f"jnp.broadcast_to({e} + 0.3 * jnp.mean({n}), {_fmt(shape) if shape else '()'}).astype(x.dtype)"
+        # jnp functions of Python constants alone are float64 arrays, which would promote
+        # a float32 value (and a loop carry or an update must keep its dtype)
+        return f"({e}).astype(x.dtype)" if self.dtype == "float32" else e
 
     def env(self) -> list[tuple[str, tuple]]:
         return list(self.vals)
