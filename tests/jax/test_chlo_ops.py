@@ -4,8 +4,7 @@ StableHLO's own (found by the JAX fuzzer, tests/fuzz/gen_jax.py: they were refus
 "cannot parse MLIR: Operation chlo.square is not registered").
 
 One function applies each op to its own element of x, so entry i of the gradient is op
-i's derivative; reverse against jax.grad, forward against jax.jvp, in float64 and
-float32. An op zymase has no rule for (digamma's derivative, polygamma) is refused
+i's derivative; reverse against jax.grad, forward against jax.jvp. An op zymase has no rule for (digamma's derivative, polygamma) is refused
 naming the Python line.
 """
 
@@ -42,7 +41,9 @@ def _each_op(x):
     return sum(fn(x[i]) for i, (_, fn) in enumerate(OPS)) + jnp.var(x) * 2.0
 
 
-@pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["f64", "f32"])
+# float64 only (the rules do not depend on the dtype; float32 CHLO ops run in the JAX
+# fuzz sample, tests/fuzz/test_fuzz_sample.py, and in campaigns): the suite's time budget
+@pytest.mark.parametrize("dtype", [np.float64], ids=["f64"])
 def test_chlo_math_ops_match_jax_grad_and_jvp(dtype):
     rng = np.random.default_rng(7)
     x = jnp.asarray(rng.uniform(0.2, 0.8, len(OPS)).astype(dtype))
