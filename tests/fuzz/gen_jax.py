@@ -447,7 +447,7 @@ class JaxProgram:
             self.lines.append(f"        return (s[1] < {limit}) & (s[0] < 8)")
         self.lines.append(f"    def {body}(s):")
         self.lines.append("        it, t, v = s")
-        self.lines.append(f"        t = t + 0.4 + 0.2 * jnp.tanh(jnp.sum(v))")
+        self.lines.append("        t = t + 0.4 + 0.2 * jnp.tanh(jnp.sum(v))")
         self.lines.append(f"        v = 0.5 * v + {self.body_expr([('v', shape), ('t', ())], shape)}")
         self.lines.append("        return it + 1, t, v")
         t, v = self.fresh("t"), self.fresh("t")
