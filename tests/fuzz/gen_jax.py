@@ -14,7 +14,8 @@ scatter with duplicate indices); dynamic slices and updates at data-dependent in
 concatenate, stack, pad, flip, roll; ``jnp.dot`` / ``@`` / ``einsum`` (with each other
 and with constant weights); reductions (sum, max, min, mean, logsumexp) over an axis or
 all; ``jnp.where`` / compare / ``lax.select`` / clip; ``lax.scan``; ``lax.fori_loop``
-(counted, also updating one element per step); ``lax.while_loop`` with a data-dependent
+(counted, also updating one element or a window per step, also running a while_loop or a
+scan in its body); ``lax.while_loop`` with a data-dependent
 exit (bounded: at most 8 trips); ``lax.cond`` and ``lax.switch`` on data. Values stay
 bounded (tanh/sin wrap what could grow), so primals are finite by construction.
 """
@@ -26,7 +27,7 @@ from math import prod
 
 JAX_FEATURES = (
     "elementwise", "broadcast", "reshape", "slices", "indexing", "dynamic", "concat", "contract",
-    "reductions", "select", "scan", "fori", "while", "cond", "float32",
+    "reductions", "select", "scan", "fori", "while", "cond", "float32", "nested",
 )
 
 
@@ -421,7 +422,10 @@ class JaxProgram:
         for n, _ in env[1:]:
             self.use(n)
         self.lines.append(f"    def {body}(i, v):")
-        if shape and r.random() < 0.3:  # one element per step, at the counter
+        # (a separate stream decides nesting, so that programs without it stay as they were)
+        if "nested" in self.on and random.Random(self.seed * 31 + self.counter).random() < 0.35:
+            self.nested_loop(shape)
+        elif shape and r.random() < 0.3:  # one element per step, at the counter
             self.lines.append(f"        return v.at[i % {shape[0]}].add(0.3 * jnp.tanh(v[(i + 1) % {shape[0]}]))")
         elif shape and shape[0] >= 2 and r.random() < 0.3:  # a window at the counter, updated in place
             starts = ", ".join([f"i % {shape[0] - 1}"] + ["0"] * (len(shape) - 1))
@@ -432,6 +436,21 @@ class JaxProgram:
             env.append(("(0.1 * i).astype(v.dtype)", ()))
             self.lines.append(f"        return 0.5 * v + {self.body_expr(env, shape)}")
         self.emit(f"lax.fori_loop(0, {trips}, {body}, {name})", shape)
+
+    def nested_loop(self, shape):
+        """A fori_loop body (state ``v``, counter ``i``) running a loop of its own: a
+        data-dependent while_loop, or a scan over ``v``'s rows."""
+        if shape and self.rng.random() < 0.5:
+            self.lines.append("        c, ys = lax.scan(lambda c, xs: (0.5 * c + jnp.tanh(xs * c), c * xs), v[0], v)")
+            self.lines.append("        return 0.5 * v + 0.3 * jnp.sin(ys) + 0.1 * jnp.sum(c)")
+            return
+        self.lines.append("        def inner_cond(s):")
+        self.lines.append(f"            return (s[1] < {self.rng.choice(['1.5', '2.5'])}) & (s[0] < 4)")
+        self.lines.append("        def inner_body(s):")
+        self.lines.append("            it, t, u = s")
+        self.lines.append("            return it + 1, t + 0.5 + 0.2 * jnp.tanh(jnp.sum(u)), 0.5 * u + 0.3 * jnp.sin(u * t)")
+        self.lines.append("        _, _, u = lax.while_loop(inner_cond, inner_body, (0, jnp.tanh(jnp.sum(v)) + 0.1 * i, v))")
+        self.lines.append("        return u")
 
     def s_while(self):
         r = self.rng

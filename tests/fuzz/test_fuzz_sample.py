@@ -33,7 +33,7 @@ NJIT_SEEDS = range(200_000, 200_006)
 # 300323 (float32): a counted while_loop, a reversed scan over a matmul of a pad, einsum,
 # concatenate, arctan2/hypot/power (and a JAX jvp that finite differences contradict);
 # 300104 (float64): a scan with a cond in its body, erf, an outer einsum, a fori_loop
-# updating a window at its counter, switch on data, keepdims mean (about 4 s CPU each)
+# whose body runs a scan (about 4 s CPU each)
 JAX_SEEDS = (300323, 300104)
 VALGRIND_EVERY = 16
 JOBS = 2
