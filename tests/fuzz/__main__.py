@@ -1,9 +1,9 @@
 """Command line of the fuzzer (run from the repository root).
 
-    python -m tests.fuzz --seed S --count N [--lang c|njit|both] [--levels O0,O2,...]
+    python -m tests.fuzz --seed S --count N [--lang c|njit|jax|both] [--levels O0,O2,...]
                          [--jobs J] [--out DIR] [--valgrind-every K]
     python -m tests.fuzz reduce FAILING.c|FAILING.py [--out PATH]
-    python -m tests.fuzz show SEED [--lang c|njit] [--without F1,F2]   (print the generated program)
+    python -m tests.fuzz show SEED [--lang c|njit|jax] [--without F1,F2]   (print the generated program)
     python -m tests.fuzz summary DIR/results.jsonl    (the table of a finished or interrupted campaign)
 """
 
@@ -16,6 +16,7 @@ from pathlib import Path
 from .campaign import all_levels, campaign, failure_header, read_header, summary_from_log
 from .check_c import Outcome, check_c_source, clang_clean, primal_clean
 from .gen_c import C_FEATURES, generate_c
+from .gen_jax import JAX_FEATURES, generate_jax
 from .gen_njit import NJIT_FEATURES, generate_njit
 from .reduce import c_chunks, c_line_edits, njit_chunks, njit_line_edits, reduce_lines, signature
 
@@ -27,6 +28,10 @@ def _strip_header(text: str) -> str:
 def check_text(lang: str, text: str, level: str, valgrind: bool = False) -> Outcome:
     if lang == "c":
         return check_c_source(text, level, valgrind=valgrind)
+    if lang == "jax":
+        from .check_jax import check_jax_source
+
+        return check_jax_source(text)
     from .check_njit import check_njit_source
 
     return check_njit_source(text)
@@ -52,7 +57,7 @@ def reduce_file(path: Path, out: Path | None) -> int:
         tries[0] += 1
         if lang == "c" and not clang_clean(candidate):
             return False
-        if lang == "njit":
+        if lang in ("njit", "jax"):
             try:
                 compile(candidate, "<candidate>", "exec")
             except SyntaxError:
@@ -90,12 +95,14 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] == "show":
         ap = argparse.ArgumentParser(prog="python -m tests.fuzz show")
         ap.add_argument("seed", type=int)
-        ap.add_argument("--lang", choices=["c", "njit"], default="c")
+        ap.add_argument("--lang", choices=["c", "njit", "jax"], default="c")
         ap.add_argument("--without", default="", help="comma-separated generator features to leave out")
         a = ap.parse_args(argv[1:])
         without = {f for f in a.without.split(",") if f}
         if a.lang == "c":
             print(generate_c(a.seed, set(C_FEATURES) - without))
+        elif a.lang == "jax":
+            print(generate_jax(a.seed, set(JAX_FEATURES) - without))
         else:
             print(generate_njit(a.seed, set(NJIT_FEATURES) - without))
         return 0
@@ -105,7 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tests.fuzz", description="zymase fuzz campaign")
     ap.add_argument("--seed", type=int, default=1000)
     ap.add_argument("--count", type=int, default=20)
-    ap.add_argument("--lang", choices=["c", "njit", "both"], default="both")
+    ap.add_argument("--lang", choices=["c", "njit", "jax", "both"], default="both",
+                    help="both: c and njit (jax only when asked)")
     ap.add_argument("--levels", default=",".join(all_levels()),
                     help=f"comma-separated, of {', '.join(all_levels())} (C only)")
     ap.add_argument("--jobs", type=int, default=2)

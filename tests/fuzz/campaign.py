@@ -1,10 +1,10 @@
-"""Fuzz campaigns: many seeds, each C program built at every requested level (njit
-programs checked once), outcomes counted, every failing program written out with the
+"""Fuzz campaigns: many seeds, each C program built at every requested level (njit and
+JAX programs checked once), outcomes counted, every failing program written out with the
 driver output, so that ``python -m tests.fuzz reduce`` can shrink it.
 
-C builds run in a thread pool (each is a ``zymase cc`` subprocess); njit programs run in
-worker processes (``python -m tests.fuzz.check_njit``) that report one JSON line per
-seed, so that a crashing program is recorded and the campaign goes on.
+C builds run in a thread pool (each is a ``zymase cc`` subprocess); njit and JAX programs
+run in worker processes (``python -m tests.fuzz.check_njit`` / ``check_jax``) that report
+one JSON line per seed, so that a crashing program is recorded and the campaign goes on.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from pathlib import Path
 
 from .check_c import LEVELS, Outcome, check_c_source
 from .gen_c import generate_c
+from .gen_jax import generate_jax
 from .gen_njit import generate_njit
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -75,11 +76,16 @@ def run_c(seeds, levels, jobs, valgrind_every, features=None, on_result=None):
     return out
 
 
-def _njit_worker(seeds, features, on_result, results):
+# the worker module and outcome level of the languages checked in worker processes
+WORKERS = {"njit": "tests.fuzz.check_njit", "jax": "tests.fuzz.check_jax"}
+GENERATORS = {"njit": generate_njit, "jax": generate_jax}
+
+
+def _njit_worker(seeds, features, on_result, results, lang="njit"):
     """Check ``seeds`` in worker processes, restarting after a worker dies."""
     pending = list(seeds)
     while pending:
-        cmd = [sys.executable, "-m", "tests.fuzz.check_njit", *map(str, pending)]
+        cmd = [sys.executable, "-m", WORKERS[lang], *map(str, pending)]
         if features is not None:
             cmd += ["--features", ",".join(sorted(features))]
         env = dict(os.environ)
@@ -91,27 +97,29 @@ def _njit_worker(seeds, features, on_result, results):
                 rec = json.loads(line)
             except json.JSONDecodeError:
                 continue
-            o = Outcome(rec["kind"], "njit", rec["detail"], rec["output"])
+            o = Outcome(rec["kind"], lang, rec["detail"], rec["output"])
             done.add(rec["seed"])
             results.append((rec["seed"], o, None))
             if on_result:
-                on_result("njit", rec["seed"], o, None)
+                on_result(lang, rec["seed"], o, None)
         err = proc.stderr.read()
         proc.wait()
         pending = [s for s in pending if s not in done]
         if pending:  # the worker died on pending[0]
             s = pending.pop(0)
-            o = Outcome("crashed", "njit", f"njit worker died (exit {proc.returncode}): {err.strip()[-300:]}", err)
+            o = Outcome("crashed", lang, f"{lang} worker died (exit {proc.returncode}): {err.strip()[-300:]}", err)
             results.append((s, o, None))
             if on_result:
-                on_result("njit", s, o, None)
+                on_result(lang, s, o, None)
 
 
-def run_njit(seeds, jobs, features=None, on_result=None):
+def run_njit(seeds, jobs, features=None, on_result=None, lang="njit"):
+    """[(seed, Outcome)] of njit (or, with lang="jax", JAX) programs, in ``jobs`` workers."""
     seeds = list(seeds)
     chunks = [seeds[i::max(1, jobs)] for i in range(max(1, jobs))]
     results: list = []
-    threads = [threading.Thread(target=_njit_worker, args=(c, features, on_result, results)) for c in chunks if c]
+    threads = [threading.Thread(target=_njit_worker, args=(c, features, on_result, results, lang))
+               for c in chunks if c]
     for t in threads:
         t.start()
     for t in threads:
@@ -124,6 +132,7 @@ def summary(results) -> str:
     by_level: dict[str, Counter] = {}
     refusals: Counter = Counter()
     failures: Counter = Counter()
+    notes: Counter = Counter()
     for _, o, _ in results:
         lv = o.level + (" valgrind" if o.valgrind else "")
         by_level.setdefault(lv, Counter())[o.kind] += 1
@@ -131,6 +140,8 @@ def summary(results) -> str:
             refusals[o.message_class] += 1
         elif o.kind in FAILING:
             failures[f"{o.kind}: {o.detail[:90]}"] += 1
+        elif o.kind == "right" and o.detail:  # a right outcome with a note (JAX's oracle was wrong)
+            notes[o.detail[:90]] += 1
     kinds = ["right", "refused", "wrong", "crashed", "invalid"]
     rows = [f"{'level':<22}" + "".join(f"{k:>9}" for k in kinds) + f"{'total':>9}"]
     total = Counter()
@@ -145,6 +156,9 @@ def summary(results) -> str:
     if failures:
         rows.append("\nfailures:")
         rows += [f"  {n:>4}  {m}" for m, n in failures.most_common()]
+    if notes:
+        rows.append("\nright, with a note:")
+        rows += [f"  {n:>4}  {m}" for m, n in notes.most_common()]
     return "\n".join(rows)
 
 
@@ -164,7 +178,7 @@ def campaign(seed: int, count: int, langs, levels, jobs: int, outdir: Path, valg
             where = f"{o.level}{' valgrind' if o.valgrind else ''}"
             print(f"[{lang} seed {s} {where}] {o.kind} {o.detail[:150]}".rstrip(), flush=True)
             if o.kind in FAILING:
-                src = text if text is not None else generate_njit(s)
+                src = text if text is not None else GENERATORS[lang](s)
                 written.append(write_failure(outdir, lang, s, src, o))
 
     results = []
@@ -172,6 +186,8 @@ def campaign(seed: int, count: int, langs, levels, jobs: int, outdir: Path, valg
         results += run_c(seeds, levels, jobs, valgrind_every, on_result=on_result)
     if "njit" in langs:
         results += run_njit(seeds, jobs, on_result=on_result)
+    if "jax" in langs:
+        results += run_njit(seeds, jobs, on_result=on_result, lang="jax")
     log.close()
     print()
     print(summary(results))

@@ -22,7 +22,8 @@ def signature(o: Outcome) -> tuple[str, str]:
     """The failure class that must persist: outcome kind and the kind of disagreement."""
     d = o.detail
     if o.kind == "wrong":
-        for key in ("not finite", "reverse", "finite differences", "driver printed", "raised"):
+        for key in ("not finite", "jax.grad(zymase.jax.jit", "zymase.jax.jit(f)", "value_and_grad value",
+                    "jax.jvp", "!= jax.grad", "reverse", "finite differences", "driver printed", "raised"):
             if key in d:
                 return o.kind, key
         return o.kind, "other"

@@ -1,6 +1,8 @@
 """A fixed-seed fuzz sample for CI: C_COUNT generated C programs and NJIT_COUNT generated
 njit functions, each checked reverse vs forward vs central finite differences
-(issue 23, "no silent wrong answer": every derivative is right or refused).
+(issue 23, "no silent wrong answer": every derivative is right or refused), and a few
+generated JAX functions (JAX_SEEDS) checked against jax.grad / jax.jvp (run when JAX is
+installed; XLA's compile time makes each cost about a second of CPU).
 
 To keep the default suite short (64 C and 12 njit programs took 126 s and 68 s wall on 2
 idle cores inside the full suite, which then ran 21 minutes; now 32 and 6), each C program
@@ -16,15 +18,23 @@ entry once the bug is fixed (and the sample will exercise the feature again).
 from __future__ import annotations
 
 from collections import Counter
+
+import pytest
 from concurrent.futures import ThreadPoolExecutor
 
 from .check_c import LEVELS, check_c_source
 from .gen_c import C_FEATURES, generate_c
+from .gen_jax import JAX_FEATURES, generate_jax
 from .gen_njit import NJIT_FEATURES, generate_njit
 
 # (24 programs: a fixed sample sized for the suite's time; campaigns: python -m tests.fuzz)
 C_SEEDS = range(100_000, 100_024)
 NJIT_SEEDS = range(200_000, 200_006)
+# 300323 (float32): a counted while_loop, a reversed scan over a matmul of a pad, einsum,
+# concatenate, arctan2/hypot/power (and a JAX jvp that finite differences contradict);
+# 300104 (float64): a scan with a cond in its body, erf, an outer einsum, a fori_loop
+# whose body runs a scan (about 4 s CPU each)
+JAX_SEEDS = (300323, 300104)
 VALGRIND_EVERY = 16
 JOBS = 2
 
@@ -32,9 +42,11 @@ JOBS = 2
 KNOWN_BROKEN_C: dict[str, str] = {
 }
 KNOWN_BROKEN_NJIT: dict[str, str] = {}
+KNOWN_BROKEN_JAX: dict[str, str] = {}
 
 C_SAMPLE_FEATURES = set(C_FEATURES) - set(KNOWN_BROKEN_C)
 NJIT_SAMPLE_FEATURES = set(NJIT_FEATURES) - set(KNOWN_BROKEN_NJIT)
+JAX_SAMPLE_FEATURES = set(JAX_FEATURES) - set(KNOWN_BROKEN_JAX)
 LEVEL_ROTATION = list(LEVELS)
 
 
@@ -75,6 +87,18 @@ def test_njit_fuzz_sample():
     counts, bad = _report(results)
     print(f"njit fuzz sample: {dict(counts)}")
     assert not bad, f"{len(bad)} of {len(NJIT_SEEDS)} generated njit functions failed:\n" + "\n".join(bad)
+
+
+def test_jax_fuzz_sample():
+    pytest.importorskip("jax")
+    from .check_jax import check_jax_source
+
+    results = [(s, [check_jax_source(generate_jax(s, JAX_SAMPLE_FEATURES))]) for s in JAX_SEEDS]
+    counts, bad = _report(results)
+    print(f"JAX fuzz sample: {dict(counts)}")
+    assert counts["right"] == len(JAX_SEEDS), f"the JAX sample should be differentiated, not refused: {dict(counts)}"
+    assert not bad, (f"{len(bad)} of {len(JAX_SEEDS)} generated JAX functions failed "
+                     "(reproduce: python -m tests.fuzz show SEED --lang jax):\n" + "\n".join(bad))
 
 
 def test_generated_c_is_warning_free():

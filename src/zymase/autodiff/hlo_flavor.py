@@ -18,6 +18,7 @@ from zymase.autodiff.flavor import Flavor
 from zymase.autodiff.type_rules import TypeRule, register_type
 from zymase.errors import ZymaseError
 from zymase.ir import Attribute, DenseIntOrFPElementsAttr, SSAValue, TensorType, i1
+from zymase.ir import chlo
 from zymase.ir import stablehlo as hlo
 
 _DIRECTION = {"olt": "LT", "ole": "LE", "ogt": "GT", "oge": "GE", "oeq": "EQ", "one": "NE", "une": "NE", "ult": "LT"}
@@ -30,6 +31,9 @@ _UNARY = {
     "roundeven": "round_nearest_even", "round": "round_nearest_afz", "rint": "round_nearest_even",
 }
 _BINARY = {"pow": "power", "fmin": "minimum", "fmax": "maximum", "atan2": "atan2"}
+# neutral math names StableHLO spells in CHLO (ir/chlo.py): what the rules of sinh,
+# cosh and lgamma emit
+_CHLO_UNARY = {"sinh": "sinh", "cosh": "cosh", "digamma": "digamma", "erf": "erf", "atan": "atan"}
 
 
 def _typed(op_class, operands, result_type):
@@ -91,6 +95,8 @@ class HloFlavor(Flavor):
     def fn(self, emitter, name, args):
         if name in _UNARY:
             return emitter.v(_typed(hlo.ELEMENTWISE[_UNARY[name]], args[:1], args[0].type))
+        if name in _CHLO_UNARY:
+            return emitter.v(_typed(chlo.ELEMENTWISE[_CHLO_UNARY[name]], args[:1], args[0].type))
         if name in _BINARY:
             return emitter.v(_typed(hlo.ELEMENTWISE[_BINARY[name]], args[:2], args[0].type))
         if name == "copysign":

@@ -78,6 +78,7 @@ from zymase.ir import arith_ext, enzyme, llvm_ext, memref_ext, scf_ext
 #: name -> (module, attribute or None for the module itself) of what is imported on first use
 _ON_DEMAND = {
     "stablehlo": ("zymase.ir.stablehlo", None),  # read from JAX (frontends/jax.py)
+    "chlo": ("zymase.ir.chlo", None),  # the elementwise math JAX emits beside StableHLO
     "affine_ext": ("zymase.ir.affine_ext", None),
     "linalg": ("xdsl.dialects.linalg.ops", None),  # the op classes (GenericOp, YieldOp, IndexOp)
     "tensor": ("xdsl.dialects.tensor", None),
@@ -124,6 +125,7 @@ _LAZY_DIALECTS = (
     ("affine", "zymase.ir.affine_ext", "AFFINE_EXT"),  # xDSL's affine plus affine.max and the if/parallel syntax
     ("stablehlo", "zymase.ir.stablehlo", "StableHLO"),  # read from JAX (frontends/jax.py)
     ("sdy", "zymase.ir.stablehlo", "Sdy"),  # the sharding rules JAX attaches to some StableHLO ops
+    ("chlo", "zymase.ir.chlo", "CHLO"),  # the elementwise math JAX emits beside StableHLO (jnp.arctan, jnp.square, ...)
 )
 
 FLOAT_TYPES = (Float16Type, Float32Type, Float64Type, Float80Type)

@@ -171,12 +171,12 @@ class HloOp(IRDLOperation):
     res = var_result_def()
 
 
-def _op(name: str, base: type = HloOp, pure: bool = True, **fields) -> type:
+def _op(name: str, base: type = HloOp, pure: bool = True, prefix: str = "stablehlo", **fields) -> type:
     """An op class; ``pure`` ops (no effects, no regions that could have any) may be
-    merged by CSE and removed when unused."""
+    merged by CSE and removed when unused. ``prefix``: the dialect (``ir/chlo.py``)."""
     if pure and "traits" not in fields:
         fields["traits"] = traits_def(Pure())
-    cls = type(_class_name(name), (base,), {"name": f"stablehlo.{name}", **fields})
+    cls = type(_class_name(name), (base,), {"name": f"{prefix}.{name}", **fields})
     return irdl_op_definition(cls)
 
 

@@ -21,6 +21,7 @@ from zymase.autodiff.registry import REGISTRY, Rule
 from zymase.autodiff.rules.scalar import FADD, FDIV, FMUL, FNEG, FREM, FSUB, MATH, ZERO, R
 from zymase.errors import ZymaseError
 from zymase.ir import location_of
+from zymase.ir import chlo
 from zymase.ir import stablehlo as hlo
 
 # ----- elementwise ------------------------------------------------------------------
@@ -41,6 +42,17 @@ ELEMENTWISE_RULES = {
 for _name, _rule in ELEMENTWISE_RULES.items():
     REGISTRY.register(hlo.ELEMENTWISE[_name], _rule)
 
+# CHLO's math ops (ir/chlo.py) are the scalar functions of the same names; the others
+# (erf_inv, digamma, bessel_i1e) have no rule and are refused as any op without one
+_SQUARE = R(lambda E, P, dy: E.mul(dy, E.mul(E.const_like(2.0, dy), P.arg(0))), name="square")
+CHLO_RULES = {
+    "acos": MATH["acos"], "acosh": MATH["acosh"], "asin": MATH["asin"], "asinh": MATH["asinh"], "atan": MATH["atan"],
+    "atanh": MATH["atanh"], "cosh": MATH["cosh"], "sinh": MATH["sinh"], "erf": MATH["erf"], "erfc": MATH["erfc"],
+    "lgamma": MATH["lgamma"], "tan": MATH["tan"], "square": _SQUARE,
+}
+for _name, _rule in CHLO_RULES.items():
+    REGISTRY.register(chlo.ELEMENTWISE[_name], _rule)
+
 
 class _NoDerivative(Rule):
     """Constants, iota, comparisons, integer and boolean ops: nothing flows through."""
@@ -57,7 +69,8 @@ class _NoDerivative(Rule):
 
 NO_DERIVATIVE = _NoDerivative()
 for _cls in (hlo.ConstantOp, hlo.IotaOp, hlo.CompareOp, hlo.ELEMENTWISE["is_finite"], hlo.ELEMENTWISE["not"],
-             hlo.ELEMENTWISE["and"], hlo.ELEMENTWISE["or"], hlo.ELEMENTWISE["xor"]):
+             hlo.ELEMENTWISE["and"], hlo.ELEMENTWISE["or"], hlo.ELEMENTWISE["xor"], chlo.ELEMENTWISE["is_inf"],
+             chlo.ELEMENTWISE["is_neg_inf"], chlo.ELEMENTWISE["is_pos_inf"]):
     REGISTRY.register(_cls, NO_DERIVATIVE)
 
 
