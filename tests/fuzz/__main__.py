@@ -10,8 +10,12 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
+
+# njit-prange programs run at up to 4 Numba threads (reduce checks them in this process)
+os.environ.setdefault("NUMBA_NUM_THREADS", "4")
 
 from .campaign import all_levels, campaign, failure_header, read_header, summary_from_log
 from .check_c import Outcome, check_c_source, clang_clean, primal_clean

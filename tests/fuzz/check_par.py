@@ -5,7 +5,8 @@ without (the pragmas ignored: the serial program). The serial build is checked a
 check_c.py checks any program; the parallel one runs with OMP_NUM_THREADS = 1, 2 and 4,
 and each run must be right by itself (reverse against forward against finite differences)
 and agree with the serial program's primal, gradient and forward derivatives to
-rounding (a reduction sums in another order). A prange module is checked the same way
+rounding (a reduction sums in another order); the gradient repeated REPEATS times in
+the same run must not change (a lost update of a race shows up only now and then). A prange module is checked the same way
 in one process: ``zymase.grad`` and ``zymase.jvp`` of the parallel function at Numba
 thread counts 1, 2 and 4 against the serial twin (``parallel=False``) and finite differences.
 
@@ -31,6 +32,19 @@ OMP_LEVEL_FLAGS = ("-fopenmp",)
 # parallel against serial: the same derivative, summed in another order
 PAR_RTOL = 1e-9
 PRANGE_LEVEL = "njit-prange"
+
+
+# the largest deviation of a repeated reverse sweep from the first (driver "revdev" lines)
+REPEAT_RTOL = 1e-10
+
+
+def repeat_deviation(output: str) -> str:
+    """'' when every repeated gradient matched the first one, else the point that did not."""
+    for line in output.splitlines():
+        parts = line.split()
+        if parts and parts[0] == "revdev" and not float(parts[2]) <= REPEAT_RTOL:
+            return f"point {parts[1]}: a repeated reverse sweep differs from the first by {parts[2]} (a race)"
+    return ""
 
 
 def agree(serial: dict, par: dict) -> str:
@@ -70,7 +84,7 @@ def check_omp_source(text: str, level: str, threads=THREADS) -> Outcome:
         for t in threads:
             o = run_exe(par_exe, level, False, env={**os.environ, "OMP_NUM_THREADS": str(t)})
             if o.kind == "right":
-                diff = agree(ref, parse_driver(o.output))
+                diff = repeat_deviation(o.output) or agree(ref, parse_driver(o.output))
                 if diff:
                     o.kind, o.detail = "wrong", diff
             if o.kind != "right":
@@ -132,8 +146,14 @@ def check_prange_source(text: str, threads=THREADS) -> Outcome:
 
 
 def main(argv: list[str]) -> int:
+    """``SEED...``: generated prange programs; ``--file PATH``: a written (reduced) one."""
     from .gen_par import generate_prange
 
+    if argv[:1] == ["--file"]:
+        full = Path(argv[1]).read_text()
+        o = check_prange_source(full.split("\n", 1)[1] if full.startswith("# fuzz-failure") else full)
+        print(json.dumps({"seed": None, "kind": o.kind, "detail": o.detail, "output": o.output}), flush=True)
+        return 0
     for s in argv:
         o = check_prange_source(generate_prange(int(s)))
         print(json.dumps({"seed": int(s), "kind": o.kind, "detail": o.detail, "output": o.output}), flush=True)

@@ -27,14 +27,15 @@ import random
 
 from .gen_c import _MAIN, _PRELUDE, CProgram, _Scope
 
-NMAX = 16  # main passes n = argc + 11 = 12: with 4 threads, 3 iterations each
-N_OMP = 12
+NMAX = 100  # stack arrays' size; the repeated gradients use n = N_REPEAT
+N_OMP = 12  # main passes n = argc + 11 = 12: with 4 threads, 3 iterations each
+N_REPEAT = 96  # more elements per thread make a race's collisions likelier
 NMIN = 5  # constant indices below 5 are in bounds
 
 SCHEDULES = ("", " schedule(static)", " schedule(static, 1)", " schedule(static, 2)", " schedule(static, 3)")
 
 OMP_FEATURES = ("map", "stencil", "reduction", "nested", "strided", "helpers", "restrict", "alias",
-                "time_loop", "overwrite", "inplace", "chunks")
+                "time_loop", "overwrite", "inplace", "chunks", "update", "scalar_args")
 PRANGE_FEATURES = ("map", "stencil", "reduction", "rows", "time_loop", "overwrite")
 
 
@@ -74,6 +75,27 @@ def _replace_call(text: str, name: str, repl: str) -> str:
 
 
 # ------------------------------------------------------------------ C with OpenMP
+# A race in a reverse sweep (a plain add where two threads meet) loses an update only when
+# the threads touch the element at the same moment: the driver repeats the gradient and
+# prints "revdev p d", the largest relative deviation of a repeat from the first gradient
+# (atomic adds in another order differ by rounding only), with N_REPEAT elements.
+REPEATS = 60
+_REPEAT = f"""
+        double dev = 0.0, dx1[NMAX];
+        for (int rep = 0; rep < {REPEATS}; rep++) {{
+            double dx2[NMAX];
+            for (int i = 0; i < {N_REPEAT}; i++) {{
+                x[i] = X0[p][i];
+                dx2[i] = 0.0;
+            }}
+            __enzyme_autodiff((void *)f, enzyme_dup, x, dx2, {N_REPEAT});
+            for (int i = 0; i < {N_REPEAT}; i++) {{
+                if (rep == 0)
+                    dx1[i] = dx2[i];
+                dev = fmax(dev, fabs(dx2[i] - dx1[i]) / (1.0 + fabs(dx1[i])));
+            }}
+        }}
+        printf("revdev %d %.17g\\n", p, dev);"""
 class OmpProgram:
     def __init__(self, seed: int, features: set[str] | None = None, size: int = 5):
         self.rng = random.Random(seed)
@@ -101,8 +123,9 @@ class OmpProgram:
         summing into ``red``)."""
         r = self.rng
         lines: list[str] = []
+        own = [f"{out}[i]"] if out and self.feature("update", 0.4) else []  # reads its own element
         if kind == "map":
-            atoms = [f"{a}[i]" for a in ins] * 2 + scalars
+            atoms = [f"{a}[i]" for a in ins] * 2 + scalars + own
             lines += [self.sched(), f"{ind}for (int i = 0; i < n; i++)",
                       f"{ind}    {out}[i] = {self.ex.over(atoms)};"]
         elif kind == "stencil":
@@ -110,6 +133,7 @@ class OmpProgram:
             lo, hi = r.choice([("1", "n - 1"), ("1", "n - 1"), ("0", "n - 2")])
             if lo == "0":
                 atoms = [f"{a}[i {d}]" for a in ins for d in ("+ 0", "+ 1", "+ 2")] + scalars
+            atoms += own
             lines += [self.sched(), f"{ind}for (int i = {lo}; i < {hi}; i++)",
                       f"{ind}    {out}[i] = {self.ex.over(atoms)};"]
         elif kind == "reduction":
@@ -157,6 +181,8 @@ class OmpProgram:
                 out_lines.append(f"{ind}double {t} = 0.0;")
                 out_lines += self.body("reduction", ins, None, scalars, ind, red=t)
             acc.append(t)
+            if not ind.startswith("        "):  # a reduction's result read by later regions
+                scalars.append(f"(0.1 * {t})")
             return None
         if not writable:
             return None
@@ -172,14 +198,19 @@ class OmpProgram:
             q = " restrict" if (not alias and self.feature("restrict", 0.5)) else ""
             params = [f"const double *{q.strip()} p{k}".replace("  ", " ") for k in range(len(ins))]
             params.append(f"double *{q.strip()} o".replace("  ", " "))
-            body = self.body(kind, [f"p{k}" for k in range(len(ins))], "o", [], "    ")
+            # a scalar argument the region reads (shared, or private to each thread)
+            by_value = scalars and self.feature("scalar_args", 0.4)
+            if by_value:
+                params.append("double c")
+            body = self.body(kind, [f"p{k}" for k in range(len(ins))], "o", ["c"] if by_value else [], "    ")
             self.helpers.append(f"static void {name}({', '.join(params)}, int n) {{\n" + "\n".join(body) + "\n}\n")
+            args = list(ins)
             if alias:  # the same array as an input and the output: a map reads only o[i]
-                ins_call = list(ins)
-                ins_call[0] = out
-                out_lines.append(f"{ind}{name}({', '.join(ins_call)}, {out}, n);")
-            else:
-                out_lines.append(f"{ind}{name}({', '.join(ins)}, {out}, n);")
+                args[0] = out
+            args.append(out)
+            if by_value:
+                args.append(r.choice(scalars))
+            out_lines.append(f"{ind}{name}({', '.join(args)}, n);")
         else:
             out_lines += self.body(kind, ins, out, scalars, ind)
         return out
@@ -240,7 +271,8 @@ class OmpProgram:
                     written.append(w)
         for a in arrays:
             lines.append("    for (int i = 0; i < n; i++)")
-            lines.append(f"        acc += {self.ex.const()} * {a}[i];")
+            sq = f" * {a}[i]" if r.random() < 0.4 else ""
+            lines.append(f"        acc += {self.ex.const()} * {a}[i]{sq};")
         terms = ["acc"] + acc
         lines.append(f"    double result = {' + '.join(terms)};")
         for h in heap:
@@ -257,7 +289,7 @@ class OmpProgram:
         head = (f"/* fuzz: generated from seed {self.seed} by tests/fuzz/gen_par.py (OpenMP) */\n"
                 + _PRELUDE.format(nmax=NMAX))
         main = _MAIN.format(p0=points[0], p1=points[1], call_args="x, n", has_a=0,
-                            rev_call="__enzyme_autodiff((void *)f, enzyme_dup, x, dx, n);", rev_a="",
+                            rev_call="__enzyme_autodiff((void *)f, enzyme_dup, x, dx, n);" + _REPEAT, rev_a="",
                             fwd_call="__enzyme_fwddiff((void *)f, enzyme_dup, x, tx, n)")
         main = main.replace("int n = argc + 4;", f"int n = argc + {N_OMP - 1};")
         return "\n".join([head, *self.helpers, "/* ---- the function differentiated ---- */\n" + body,
