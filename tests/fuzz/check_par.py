@@ -32,6 +32,9 @@ OMP_LEVEL_FLAGS = ("-fopenmp",)
 # parallel against serial: the same derivative, summed in another order
 PAR_RTOL = 1e-9
 PRANGE_LEVEL = "njit-prange"
+# a CI sample's prange program: one loop (each parfor costs Numba compiles), no 2-D argument
+SAMPLE_SIZE = 1
+SAMPLE_FEATURES = {"map", "stencil", "reduction", "time_loop"}
 
 
 # the largest deviation of a repeated reverse sweep from the first (driver "revdev" lines)
@@ -63,30 +66,38 @@ def agree(serial: dict, par: dict) -> str:
     return ""
 
 
-def check_omp_source(text: str, level: str, threads=THREADS) -> Outcome:
+def check_omp_source(text: str, level: str, threads=THREADS, serial_twin: bool = True) -> Outcome:
+    """The OpenMP program ``text`` at ``level`` and each team size; without ``serial_twin``
+    (the CI sample, for CPU time) the team sizes are compared with each other, forward mode
+    and finite differences but the program is not built without -fopenmp."""
     work = Path(tempfile.mkdtemp(prefix="zymase-fuzzpar-"))
     try:
         src = work / "prog.c"
         src.write_text(text)
         ser_exe, par_exe = work / "serial", work / "parallel"
-        failed = build(src, level, ser_exe)
-        if failed:
-            failed.detail = "serial build: " + failed.detail
-            return failed
-        serial = run_exe(ser_exe, level, False)
-        if serial.kind != "right":
-            serial.detail = "serial program: " + serial.detail
-            return serial
-        ref = parse_driver(serial.output)
+        ref = None
+        if serial_twin:
+            failed = build(src, level, ser_exe)
+            if failed:
+                failed.detail = "serial build: " + failed.detail
+                return failed
+            serial = run_exe(ser_exe, level, False)
+            if serial.kind != "right":
+                serial.detail = "serial program: " + serial.detail
+                return serial
+            ref = parse_driver(serial.output)
         failed = build(src, level, par_exe, OMP_LEVEL_FLAGS)
         if failed:
             return failed
         for t in threads:
             o = run_exe(par_exe, level, False, env={**os.environ, "OMP_NUM_THREADS": str(t)})
             if o.kind == "right":
-                diff = repeat_deviation(o.output) or agree(ref, parse_driver(o.output))
+                got = parse_driver(o.output)
+                diff = repeat_deviation(o.output) or (agree(ref, got) if ref is not None else "")
                 if diff:
                     o.kind, o.detail = "wrong", diff
+                if ref is None:  # the first team size is the reference of the others
+                    ref = got
             if o.kind != "right":
                 o.detail = f"{t} threads: {o.detail}"
                 return o
@@ -95,7 +106,10 @@ def check_omp_source(text: str, level: str, threads=THREADS) -> Outcome:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def check_prange_source(text: str, threads=THREADS) -> Outcome:
+def check_prange_source(text: str, threads=THREADS, serial_twin: bool = True) -> Outcome:
+    """The prange module ``text`` at each Numba thread count; without ``serial_twin`` (the
+    CI sample, for CPU time) the thread counts are compared with each other, forward mode
+    and finite differences but not with the ``parallel=False`` function's derivative."""
     import numba
 
     import zymase
@@ -120,10 +134,12 @@ def check_prange_source(text: str, threads=THREADS) -> Outcome:
     try:
         nargs = len(points[0])
         argnums = tuple(range(nargs)) if nargs > 1 else 0
-        ref = {p: _point(ser.f, zymase.grad(ser.f, argnums=argnums), a, zymase) for p, a in points.items()}
-        kind, detail = compare_outputs(ref, fast=False)
-        if kind != "right":
-            return Outcome(kind, PRANGE_LEVEL, "serial function: " + detail, json.dumps(ref, indent=1))
+        ref = None
+        if serial_twin:
+            ref = {p: _point(ser.f, zymase.grad(ser.f, argnums=argnums), a, zymase) for p, a in points.items()}
+            kind, detail = compare_outputs(ref, fast=False)
+            if kind != "right":
+                return Outcome(kind, PRANGE_LEVEL, "serial function: " + detail, json.dumps(ref, indent=1))
         grad = zymase.grad(par.f, argnums=argnums)
         for t in usable:
             stage = f"{t} threads"
@@ -131,8 +147,10 @@ def check_prange_source(text: str, threads=THREADS) -> Outcome:
             res = {p: _point(par.f, grad, a, zymase) for p, a in points.items()}
             kind, detail = compare_outputs(res, fast=False)
             if kind == "right":
-                diff = agree(ref, res)
+                diff = agree(ref, res) if ref is not None else ""
                 kind, detail = ("wrong", diff) if diff else (kind, detail)
+            if ref is None:  # the first thread count is the reference of the others
+                ref = res
             if kind != "right":
                 return Outcome(kind, PRANGE_LEVEL, f"{stage}: {detail}", json.dumps(res, indent=1))
     except ZymaseError as err:
@@ -146,16 +164,20 @@ def check_prange_source(text: str, threads=THREADS) -> Outcome:
 
 
 def main(argv: list[str]) -> int:
-    """``SEED...``: generated prange programs; ``--file PATH``: a written (reduced) one."""
+    """``SEED...``: generated prange programs; ``--file PATH``: a written (reduced) one;
+    ``--sample``: the CI sample's small programs without the serial twin."""
     from .gen_par import generate_prange
 
+    sample = "--sample" in argv
+    argv = [a for a in argv if a != "--sample"]
     if argv[:1] == ["--file"]:
         full = Path(argv[1]).read_text()
         o = check_prange_source(full.split("\n", 1)[1] if full.startswith("# fuzz-failure") else full)
         print(json.dumps({"seed": None, "kind": o.kind, "detail": o.detail, "output": o.output}), flush=True)
         return 0
     for s in argv:
-        o = check_prange_source(generate_prange(int(s)))
+        text = generate_prange(int(s), SAMPLE_FEATURES if sample else None, size=SAMPLE_SIZE if sample else None)
+        o = check_prange_source(text, serial_twin=not sample)
         print(json.dumps({"seed": int(s), "kind": o.kind, "detail": o.detail, "output": o.output}), flush=True)
     return 0
 

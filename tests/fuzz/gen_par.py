@@ -48,8 +48,12 @@ class _Exprs(CProgram):
         self.python = python
 
     def over(self, atoms: list[str], bounded: bool = True) -> str:
+        """A bounded expression over ``atoms`` that reads the first one at least (the
+        loops pass an element indexed by the loop index first)."""
         sc = _Scope(list(atoms), [], has_n=False)
         e = self.bounded(sc) if bounded else self.expr(sc, 2)
+        if atoms and atoms[0] not in e:
+            e = f"({e} + 0.25 * {atoms[0]})"
         if self.python:  # C's libm names that differ in Python's math module
             for c, py in (("tanh(", "math.tanh("), ("sin(", "math.sin("), ("cos(", "math.cos("),
                           ("atan(", "math.atan("), ("exp(", "math.exp("), ("log(", "math.log("),
