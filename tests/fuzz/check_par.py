@@ -5,10 +5,11 @@ without (the pragmas ignored: the serial program). The serial build is checked a
 check_c.py checks any program; the parallel one runs with OMP_NUM_THREADS = 1, 2 and 4,
 and each run must be right by itself (reverse against forward against finite differences)
 and agree with the serial program's primal, gradient and forward derivatives to
-rounding (a reduction sums in another order); the gradient repeated REPEATS times in
-the same run must not change (a lost update of a race shows up only now and then). A prange module is checked the same way
-in one process: ``zymase.grad`` and ``zymase.jvp`` of the parallel function at Numba
-thread counts 1, 2 and 4 against the serial twin (``parallel=False``) and finite differences.
+rounding (a reduction sums in another order); the gradient the driver repeats at 96
+elements must not change (a lost update of a race shows up only now and then). A prange
+module is checked the same way in one process: ``zymase.grad`` and ``zymase.jvp`` of the
+parallel function at Numba thread counts 1, 2 and 4 against the serial twin
+(``parallel=False``) and finite differences.
 
 Run as ``python -m tests.fuzz.check_par SEED...`` it checks prange seeds in this process
 (NUMBA_NUM_THREADS must allow 4 threads: the campaign sets it) and prints one JSON line

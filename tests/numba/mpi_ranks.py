@@ -3,8 +3,11 @@ njit functions that call MPI through numba-mpi, differentiated by zymase.grad on
 rank. The global function is the sum of the ranks' results (each rank seeds its own
 result); each rank checks its part of the global gradient against the closed form, prints
 `ok <case>` or `FAIL <case> ...`, and then checks the refusal of a receive from
-MPI_ANY_SOURCE. `--all` adds send/recv, isend/irecv/wait and the refusal of numba_mpi.test (the suite
-leaves them out for CPU time):
+MPI_ANY_SOURCE. `--all` adds send/recv, isend/irecv/wait, allreduce with MAX and MIN (the
+extremes on different ranks element by element), allgather and gather, scatter, two
+irecv/isend pairs per rank completed by one waitall, two chained isend/irecv exchanges, and
+the refusal of numba_mpi.test (the suite leaves them out for CPU time: Numba compiles
+numba-mpi's functions again for every function that calls them, some 5 s per case and rank):
 `mpirun --allow-run-as-root --oversubscribe -np 2 python tests/numba/mpi_ranks.py --all`."""
 
 import sys
