@@ -161,7 +161,13 @@ def check_prange_source(text: str, threads=THREADS, serial_twin: bool = True) ->
                                                 f"{str(exc)[:300]}")
     finally:
         numba.set_num_threads(before)
-    return Outcome("right", PRANGE_LEVEL, "" if len(usable) == len(threads) else f"threads {usable} only")
+    # which derivatives ran in parallel (the others fell back to the serial copy's)
+    ran = {mode: next((r.parfors for r in reversed(zymase.stats()) if r.function == "f" and r.mode == mode), "?")
+           for mode in ("rev", "fwd")}
+    note = f"reverse {ran['rev'] or 'no parfor'}, forward {ran['fwd'] or 'no parfor'}"
+    if len(usable) != len(threads):
+        note += f"; threads {usable} only"
+    return Outcome("right", PRANGE_LEVEL, note)
 
 
 def main(argv: list[str]) -> int:

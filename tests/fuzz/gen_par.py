@@ -36,7 +36,7 @@ SCHEDULES = ("", " schedule(static)", " schedule(static, 1)", " schedule(static,
 
 OMP_FEATURES = ("map", "stencil", "reduction", "nested", "strided", "helpers", "restrict", "alias",
                 "time_loop", "overwrite", "inplace", "chunks", "update", "scalar_args")
-PRANGE_FEATURES = ("map", "stencil", "reduction", "rows", "time_loop", "overwrite")
+PRANGE_FEATURES = ("map", "stencil", "reduction", "rows", "time_loop", "overwrite", "single_assignment")
 
 
 class _Exprs(CProgram):
@@ -326,6 +326,9 @@ class PrangeProgram:
         self.ex = _Exprs(self.rng, python=True)
         self.counter = 0
         self.rows = "rows" in self.on and self.rng.random() < 0.5
+        # every loop writes a new array and no array is overwritten: the parfors' reverse
+        # sweeps can recompute them in parallel (otherwise the serial copy's derivative)
+        self.single_assignment = "single_assignment" in self.on and self.rng.random() < 0.5
 
     def fresh(self, p: str) -> str:
         self.counter += 1
@@ -344,7 +347,11 @@ class PrangeProgram:
             acc.append(t)
             return None
         kind = r.choice(kinds)
-        dst = r.choice(writable)
+        if self.single_assignment:  # a new array for every loop: nothing is overwritten
+            dst = self.fresh("d")
+            out.append(f"{ind}{dst} = np.zeros(n)")
+        else:
+            dst = r.choice(writable)
         ins = [a for a in arrays if a != dst]
         ins = r.sample(ins, min(len(ins), r.randint(1, 2)))
         if kind == "map":
@@ -354,6 +361,8 @@ class PrangeProgram:
             atoms = [f"{a}[i{d}]" for a in ins for d in (" - 1", "", " + 1")] + scalars
             out.append(f"{ind}for i in prange(1, n - 1):")
             out.append(f"{ind}    {dst}[i] = {self.ex.over(atoms)}")
+        if self.single_assignment:
+            arrays.append(dst)
         return dst
 
     def function(self) -> str:
@@ -384,12 +393,12 @@ class PrangeProgram:
             written.append(o)
         for _ in range(self.size):
             roll = r.random()
-            if roll < 0.2 and "time_loop" in self.on:
+            if roll < 0.2 and "time_loop" in self.on and not self.single_assignment:
                 lines.append(f"    for step in range({r.randint(2, 4)}):")
                 w = self.loop(arrays, writable, scalars, lines, "        ", acc)
                 if w:
                     written.append(w)
-            elif roll < 0.35 and written and "overwrite" in self.on:
+            elif roll < 0.35 and written and "overwrite" in self.on and not self.single_assignment:
                 a = r.choice(written)
                 lines.append(f"    {a}[{r.randrange(NMIN)}] = {self.ex.over([*scalars, f'{a}[1]'])}")
             else:
