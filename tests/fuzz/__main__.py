@@ -1,23 +1,31 @@
 """Command line of the fuzzer (run from the repository root).
 
-    python -m tests.fuzz --seed S --count N [--lang c|njit|jax|both] [--levels O0,O2,...]
+    python -m tests.fuzz --seed S --count N [--lang c|njit|jax|both|c-omp|njit-prange] [--levels O0,O2,...]
                          [--jobs J] [--out DIR] [--valgrind-every K]
     python -m tests.fuzz reduce FAILING.c|FAILING.py [--out PATH]
-    python -m tests.fuzz show SEED [--lang c|njit|jax] [--without F1,F2]   (print the generated program)
+    python -m tests.fuzz show SEED [--lang c|njit|jax|c-omp|njit-prange] [--without F1,F2]   (print the generated program)
     python -m tests.fuzz summary DIR/results.jsonl    (the table of a finished or interrupted campaign)
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
+
+# njit-prange programs run at up to 4 Numba threads (reduce checks them in this process)
+os.environ.setdefault("NUMBA_NUM_THREADS", "4")
 
 from .campaign import all_levels, campaign, failure_header, read_header, summary_from_log
 from .check_c import Outcome, check_c_source, clang_clean, primal_clean
 from .gen_c import C_FEATURES, generate_c
 from .gen_jax import JAX_FEATURES, generate_jax
+from .check_par import OMP_LEVEL_FLAGS, check_omp_source, check_prange_source
 from .gen_njit import NJIT_FEATURES, generate_njit
+from .gen_par import OMP_FEATURES, PRANGE_FEATURES, generate_omp, generate_prange
+
+PAR_LANGS = ("c-omp", "njit-prange")
 from .reduce import c_chunks, c_line_edits, njit_chunks, njit_line_edits, reduce_lines, signature
 
 
@@ -32,6 +40,10 @@ def check_text(lang: str, text: str, level: str, valgrind: bool = False) -> Outc
         from .check_jax import check_jax_source
 
         return check_jax_source(text)
+    if lang == "c-omp":
+        return check_omp_source(text, level)
+    if lang == "njit-prange":
+        return check_prange_source(text)
     from .check_njit import check_njit_source
 
     return check_njit_source(text)
@@ -55,9 +67,9 @@ def reduce_file(path: Path, out: Path | None) -> int:
 
     def fails(candidate: str) -> bool:
         tries[0] += 1
-        if lang == "c" and not clang_clean(candidate):
+        if lang.startswith("c") and not clang_clean(candidate, OMP_LEVEL_FLAGS if lang == "c-omp" else ()):
             return False
-        if lang in ("njit", "jax"):
+        if lang.startswith("njit") or lang == "jax":
             try:
                 compile(candidate, "<candidate>", "exec")
             except SyntaxError:
@@ -65,14 +77,14 @@ def reduce_file(path: Path, out: Path | None) -> int:
         if signature(check_text(lang, candidate, level, valgrind)) != want:
             return False
         # the same failure, but not because the deletion left the program itself broken
-        return lang != "c" or primal_clean(candidate)
+        return not lang.startswith("c") or primal_clean(candidate)
 
     target = out or path.with_name(path.stem + ".reduced" + path.suffix)
 
     def progress(smaller: str) -> None:
         target.write_text(failure_header(lang, info["seed"], first) + smaller)
 
-    if lang == "c":
+    if lang.startswith("c"):
         small = reduce_lines(text, fails, c_chunks, c_line_edits, progress=progress)
     else:
         small = reduce_lines(text, fails, njit_chunks, njit_line_edits, progress=progress)
@@ -95,11 +107,15 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] == "show":
         ap = argparse.ArgumentParser(prog="python -m tests.fuzz show")
         ap.add_argument("seed", type=int)
-        ap.add_argument("--lang", choices=["c", "njit", "jax"], default="c")
+        ap.add_argument("--lang", choices=["c", "njit", "jax", *PAR_LANGS], default="c")
         ap.add_argument("--without", default="", help="comma-separated generator features to leave out")
         a = ap.parse_args(argv[1:])
         without = {f for f in a.without.split(",") if f}
-        if a.lang == "c":
+        if a.lang == "c-omp":
+            print(generate_omp(a.seed, set(OMP_FEATURES) - without))
+        elif a.lang == "njit-prange":
+            print(generate_prange(a.seed, set(PRANGE_FEATURES) - without))
+        elif a.lang == "c":
             print(generate_c(a.seed, set(C_FEATURES) - without))
         elif a.lang == "jax":
             print(generate_jax(a.seed, set(JAX_FEATURES) - without))
@@ -112,8 +128,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tests.fuzz", description="zymase fuzz campaign")
     ap.add_argument("--seed", type=int, default=1000)
     ap.add_argument("--count", type=int, default=20)
-    ap.add_argument("--lang", choices=["c", "njit", "jax", "both"], default="both",
-                    help="both: c and njit (jax only when asked)")
+    ap.add_argument("--lang", choices=["c", "njit", "jax", "both", *PAR_LANGS], default="both",
+                    help="both: c and njit (jax only when asked); c-omp: OpenMP programs at OMP_NUM_THREADS "
+                         "1, 2, 4 against the serial build; njit-prange: prange functions at Numba threads "
+                         "1, 2, 4 (gen_par.py)")
     ap.add_argument("--levels", default=",".join(all_levels()),
                     help=f"comma-separated, of {', '.join(all_levels())} (C only)")
     ap.add_argument("--jobs", type=int, default=2)

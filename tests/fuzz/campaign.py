@@ -19,9 +19,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from .check_c import LEVELS, Outcome, check_c_source
+from .check_par import PRANGE_LEVEL, THREADS, check_omp_source
 from .gen_c import generate_c
 from .gen_jax import generate_jax
 from .gen_njit import generate_njit
+from .gen_par import generate_omp, generate_prange
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 FAILING = ("wrong", "crashed")
@@ -32,7 +34,7 @@ def failure_header(lang: str, seed: int, o: Outcome) -> str:
     info = {"lang": lang, "seed": seed, "level": o.level, "kind": o.kind, "valgrind": o.valgrind,
             "detail": o.detail[:400]}
     text = json.dumps(info)
-    return f"/* fuzz-failure: {text} */\n" if lang == "c" else f"# fuzz-failure: {text}\n"
+    return f"/* fuzz-failure: {text} */\n" if lang.startswith("c") else f"# fuzz-failure: {text}\n"
 
 
 def read_header(text: str) -> dict | None:
@@ -45,20 +47,28 @@ def read_header(text: str) -> dict | None:
 
 def write_failure(outdir: Path, lang: str, seed: int, text: str, o: Outcome) -> Path:
     outdir.mkdir(parents=True, exist_ok=True)
-    ext = "c" if lang == "c" else "py"
+    ext = "c" if lang.startswith("c") else "py"
     path = outdir / f"{lang}-seed{seed}-{o.level}{'-valgrind' if o.valgrind else ''}.{ext}"
     path.write_text(failure_header(lang, seed, o) + text)
     path.with_suffix(".out").write_text(f"{o.kind}: {o.detail}\n\n{o.output}")
     return path
 
 
-def run_c(seeds, levels, jobs, valgrind_every, features=None, on_result=None):
+def run_c(seeds, levels, jobs, valgrind_every, features=None, on_result=None, lang="c"):
     """[(seed, Outcome)] for every seed at every level (one extra valgrind run per
-    ``valgrind_every`` seeds, at the first level, when that level was right)."""
+    ``valgrind_every`` seeds, at the first level, when that level was right; ``lang``
+    c-omp: OpenMP programs, gen_par/check_par, never under valgrind)."""
     tasks = [(s, lv) for s in seeds for lv in levels]
 
     def one(task):
         s, lv = task
+        if lang == "c-omp":
+            text = generate_omp(s, features)
+            results = [(s, check_omp_source(text, lv), text)]
+            for r in results:
+                if on_result:
+                    on_result(lang, *r)
+            return results
         text = generate_c(s, features)
         o = check_c_source(text, lv)
         results = [(s, o, text)]
@@ -76,19 +86,23 @@ def run_c(seeds, levels, jobs, valgrind_every, features=None, on_result=None):
     return out
 
 
-# the worker module and outcome level of the languages checked in worker processes
-WORKERS = {"njit": "tests.fuzz.check_njit", "jax": "tests.fuzz.check_jax"}
-GENERATORS = {"njit": generate_njit, "jax": generate_jax}
+# the worker module and generator of the languages checked in worker processes
+WORKERS = {"njit": "tests.fuzz.check_njit", "jax": "tests.fuzz.check_jax", "njit-prange": "tests.fuzz.check_par"}
+GENERATORS = {"njit": generate_njit, "jax": generate_jax, "njit-prange": generate_prange}
 
 
 def _njit_worker(seeds, features, on_result, results, lang="njit"):
-    """Check ``seeds`` in worker processes, restarting after a worker dies."""
+    """Check ``seeds`` in worker processes, restarting after a worker dies (``lang``
+    njit-prange: check_par's worker, with Numba allowed 4 threads)."""
     pending = list(seeds)
+    level = PRANGE_LEVEL if lang == "njit-prange" else lang
     while pending:
         cmd = [sys.executable, "-m", WORKERS[lang], *map(str, pending)]
         if features is not None:
             cmd += ["--features", ",".join(sorted(features))]
         env = dict(os.environ)
+        if lang == "njit-prange":
+            env["NUMBA_NUM_THREADS"] = str(max(THREADS))
         env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO_ROOT, env=env)
         done = set()
@@ -97,7 +111,7 @@ def _njit_worker(seeds, features, on_result, results, lang="njit"):
                 rec = json.loads(line)
             except json.JSONDecodeError:
                 continue
-            o = Outcome(rec["kind"], lang, rec["detail"], rec["output"])
+            o = Outcome(rec["kind"], level, rec["detail"], rec["output"])
             done.add(rec["seed"])
             results.append((rec["seed"], o, None))
             if on_result:
@@ -107,14 +121,14 @@ def _njit_worker(seeds, features, on_result, results, lang="njit"):
         pending = [s for s in pending if s not in done]
         if pending:  # the worker died on pending[0]
             s = pending.pop(0)
-            o = Outcome("crashed", lang, f"{lang} worker died (exit {proc.returncode}): {err.strip()[-300:]}", err)
+            o = Outcome("crashed", level, f"{lang} worker died (exit {proc.returncode}): {err.strip()[-300:]}", err)
             results.append((s, o, None))
             if on_result:
                 on_result(lang, s, o, None)
 
 
 def run_njit(seeds, jobs, features=None, on_result=None, lang="njit"):
-    """[(seed, Outcome)] of njit (or, with lang="jax", JAX) programs, in ``jobs`` workers."""
+    """[(seed, Outcome)] of njit (or, with lang="jax"/"njit-prange", JAX or prange) programs, in ``jobs`` workers."""
     seeds = list(seeds)
     chunks = [seeds[i::max(1, jobs)] for i in range(max(1, jobs))]
     results: list = []
@@ -188,6 +202,10 @@ def campaign(seed: int, count: int, langs, levels, jobs: int, outdir: Path, valg
         results += run_njit(seeds, jobs, on_result=on_result)
     if "jax" in langs:
         results += run_njit(seeds, jobs, on_result=on_result, lang="jax")
+    if "c-omp" in langs:
+        results += run_c(seeds, levels, jobs, 0, on_result=on_result, lang="c-omp")
+    if "njit-prange" in langs:
+        results += run_njit(seeds, jobs, on_result=on_result, lang="njit-prange")
     log.close()
     print()
     print(summary(results))

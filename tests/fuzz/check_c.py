@@ -72,10 +72,11 @@ def _zymase_error(stderr: str) -> str | None:
     return None
 
 
-def build(src: Path, level: str, exe: Path) -> Outcome | None:
-    """Build; None when it succeeded, else the refused/crashed outcome."""
+def build(src: Path, level: str, exe: Path, extra: tuple[str, ...] = ()) -> Outcome | None:
+    """Build (``extra``: more flags, e.g. -fopenmp); None when it succeeded, else the
+    refused/crashed outcome."""
     try:
-        res = run_cli(["cc", *LEVELS[level], str(src), "-o", str(exe), "-lm"], timeout=BUILD_TIMEOUT,
+        res = run_cli(["cc", *LEVELS[level], *extra, str(src), "-o", str(exe), "-lm"], timeout=BUILD_TIMEOUT,
                       cwd=exe.parent)
     except subprocess.TimeoutExpired:
         return Outcome("crashed", level, f"build timeout after {BUILD_TIMEOUT}s")
@@ -150,12 +151,12 @@ def compare_outputs(points: dict, fast: bool) -> tuple[str, str]:
     return "right", ""
 
 
-def run_exe(exe: Path, level: str, valgrind: bool) -> Outcome:
+def run_exe(exe: Path, level: str, valgrind: bool, env: dict | None = None) -> Outcome:
     cmd = ([*VALGRIND] if valgrind else []) + [str(exe)]
     timeout = RUN_TIMEOUT * (10 if valgrind else 1)
     try:
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
-                             cwd=exe.parent)
+                             cwd=exe.parent, env=env)
     except subprocess.TimeoutExpired:
         return Outcome("crashed", level, f"run timeout after {timeout}s", valgrind=valgrind)
     output = res.stdout + ("\n--- stderr ---\n" + res.stderr if res.stderr else "")
@@ -184,14 +185,15 @@ def check_c_source(text: str, level: str, valgrind: bool = False, workdir: Path 
             shutil.rmtree(work, ignore_errors=True)
 
 
-def clang_clean(text: str) -> bool:
-    """Whether the program compiles with clang -Wall -Werror (the reducer's guard)."""
+def clang_clean(text: str, extra: tuple[str, ...] = ()) -> bool:
+    """Whether the program compiles with clang -Wall -Werror (the reducer's guard;
+    ``extra``: more flags, e.g. -fopenmp)."""
     clang = shutil.which("clang-19") or shutil.which("clang") or "clang"
     with tempfile.TemporaryDirectory(prefix="zymase-fuzz-") as d:
         src = Path(d) / "prog.c"
         src.write_text(text)
         res = subprocess.run([clang, "-Wall", "-Werror", "-Wuninitialized", "-Wsometimes-uninitialized",
-                              "-std=c11", "-fsyntax-only", str(src)],
+                              "-std=c11", "-fsyntax-only", *extra, str(src)],
                              capture_output=True, text=True, stdin=subprocess.DEVNULL)
         return res.returncode == 0
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from .campaign import read_header
-from .check_c import LEVELS, check_c_source
+from .check_c import LEVELS, Outcome, check_c_source
+from .check_par import PRANGE_LEVEL, THREADS, check_omp_source
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 C_FILES = sorted(CORPUS.glob("*.c"))
@@ -31,7 +32,8 @@ def test_corpus_files_have_headers():
     for path in C_FILES + NJIT_FILES + sorted((CORPUS.parent / "corpus_open").glob("*.[cp]*")):
         if path.suffix in (".c", ".py"):
             info, _ = _program(path)
-            assert info["lang"] in ("c", "njit", "jax") and (info["level"] in LEVELS or info["level"] == info["lang"])
+            assert info["lang"] in ("c", "njit", "jax", "c-omp", "njit-prange")
+            assert info["level"] in LEVELS or info["level"] in ("njit", "jax", PRANGE_LEVEL)
 
 
 def _check_jax(text: str):
@@ -56,8 +58,31 @@ def test_corpus_programs_are_right_now():
             o = check_c_source(text, info["level"], valgrind=bool(info.get("valgrind")))
         elif info["lang"] == "jax":
             o = _check_jax(text)
+        elif info["lang"] == "c-omp":  # parallel modes: check_par.py
+            o = check_omp_source(text, info["level"])
+        elif info["lang"] == "njit-prange":
+            o = _prange_in_worker(path)
         else:
             o = check_njit_source(text)
         if o is not None and o.kind not in ("right", "refused"):
             bad.append(f"{path.name} at {info['level']}: {o.kind}: {o.detail}")
     assert not bad, "\n".join(bad)
+
+
+def _prange_in_worker(path: Path) -> Outcome:
+    """A prange program checked in a process whose Numba may run 4 threads."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    root = CORPUS.parents[2]
+    env = {**os.environ, "NUMBA_NUM_THREADS": str(max(THREADS)),
+           "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+    run = subprocess.run([sys.executable, "-m", "tests.fuzz.check_par", "--file", str(path)], cwd=root, env=env,
+                         capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+    lines = [ln for ln in run.stdout.splitlines() if ln.startswith("{")]
+    if not lines:
+        return Outcome("crashed", PRANGE_LEVEL, f"worker exit {run.returncode}: {run.stderr[-300:]}")
+    rec = json.loads(lines[-1])
+    return Outcome(rec["kind"], PRANGE_LEVEL, rec["detail"])
