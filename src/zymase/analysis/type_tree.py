@@ -262,12 +262,32 @@ def scalar_tree(kind: str, size: int, pointee: TypeTree | None = None) -> TypeTr
     return TypeTree(fixed, {0: pointee} if pointee is not None else None)
 
 
+# Joins of pointee trees repeat: a fixpoint joins the same few trees (a Numba array's
+# meminfo and data pointees, say) into each value many times, and each join walks both
+# trees to their depth. The last results are kept, keyed by the two trees' ids; the
+# entry holds both trees, so the ids cannot be reused while it lives.
+_POINTEE_JOINS: dict[tuple[int, int], tuple[TypeTree, TypeTree, TypeTree]] = {}
+_POINTEE_JOINS_MAX = 4096
+
+
+def _join_pointees(old: TypeTree, t: TypeTree) -> TypeTree:
+    key = (id(old), id(t))
+    hit = _POINTEE_JOINS.get(key)
+    if hit is not None and hit[0] is old and hit[1] is t:
+        return hit[2]
+    j = join(old, t)
+    if len(_POINTEE_JOINS) >= _POINTEE_JOINS_MAX:
+        _POINTEE_JOINS.clear()
+    _POINTEE_JOINS[key] = (old, t, j)
+    return j
+
+
 def _join_ptr_maps(a: dict[int, TypeTree], b: dict[int, TypeTree]) -> dict[int, TypeTree] | None:
     """a joined with b, or None when b adds nothing."""
     new = None
     for o, t in b.items():
         old = a.get(o)
-        j = t if old is None else join(old, t)
+        j = t if old is None else _join_pointees(old, t)
         if j is not old:
             if new is None:
                 new = dict(a)
