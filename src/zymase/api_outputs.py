@@ -544,10 +544,6 @@ def _jacobian_transform(f, argnums, opts_in, api_name: str, direction: str):
         return api_second_order.jacobian_of(f, argnums, api_name)
     if api_second_order.is_transform(f):  # jacfwd(hessian(f)): over the transform's kernel
         opts_in = (opts_in[0], f.options["cache"] if opts_in[1] is None else opts_in[1], opts_in[2])
-        if api_second_order.calls_second_order(f):
-            # forward mode over a hessian/hvp kernel is refused (frontends/numba.py,
-            # _refuse_forward_over_nested); the Jacobian is the same by reverse mode
-            direction = "rev"
         f = api_second_order.composed(f)
     disp, opts = _options(f, *opts_in)
     names = _param_names(disp)

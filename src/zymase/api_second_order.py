@@ -17,9 +17,8 @@ Every other composition is built on the path njit code that calls a transform ta
 Its kernel links ``g``'s kernel source (``frontends/numba.with_called_kernels``) and the
 marker rounds differentiate inner requests first: ``grad(grad(f))`` and
 ``vjp(grad(f))`` are reverse over reverse, ``grad(grad(grad(f)))`` reverse over reverse
-over reverse, ``jacfwd(hessian(f))`` reverse over the njit Hessian (forward mode over
-a ``hessian``/``hvp`` kernel is refused: ``frontends/numba._refuse_forward_over_nested``),
-at any depth.
+over reverse, ``jacfwd(hessian(f))`` and ``jvp(hvp(f))`` forward over the njit Hessian
+(forward over forward over reverse), at any depth.
 """
 
 from __future__ import annotations
@@ -47,16 +46,6 @@ def _is_plain_grad(f) -> bool:
     reverse kernel of their own (jvp, the Jacobians)."""
     return (isinstance(f, api.Transformed) and not f.with_value
             and not hasattr(f.disp.py_func, "zymase_composes"))
-
-
-def calls_second_order(f) -> bool:
-    """``f`` is, or is a transform of, ``hessian``/``hvp``: its kernel calls a nested
-    kernel, which forward mode refuses to differentiate (reverse mode does)."""
-    while f is not None:
-        if isinstance(f, SecondOrder):
-            return True
-        f = getattr(f.disp.py_func, "zymase_composes", None)
-    return False
 
 
 def label(f) -> str:

@@ -1,6 +1,7 @@
 """Compositions of transforms at any depth (issue 25 items 1 and 2): reverse over
 reverse (``vjp(grad(f))``, ``grad(grad(f))``), third derivatives
-(``jacfwd(hessian(f))``, ``grad(grad(grad(f)))``), and ``hessian``/``hvp`` called from
+(``jacfwd(hessian(f))``, ``grad(grad(grad(f)))``, ``jvp`` of njit code calling ``hvp``
+in a loop), and ``hessian``/``hvp`` called from
 njit code (a Newton step written in njit), against closed forms and central differences
 of the lower-order derivative, for a float64 function with loops, a branch and an array
 temporary. Every check on one function reuses its kernels (each nested compile costs
@@ -103,8 +104,8 @@ def test_reverse_over_reverse_vjp_of_grad():
 
 
 def test_third_derivatives_jacfwd_of_hessian():
-    # item 1: the Jacobian of the njit Hessian (forward over reverse), by reverse mode
-    # over it (forward over it is refused), shaped as JAX's
+    # item 1: the Jacobian of the njit Hessian (forward over reverse), by vector forward
+    # mode over it (forward over forward over reverse), shaped as JAX's
     hess = hess_chain
 
     @njit
@@ -112,7 +113,7 @@ def test_third_derivatives_jacfwd_of_hessian():
         return hess(x, c)
 
     np.testing.assert_allclose(newton_matrix(X, C), hessian_closed(X, C), rtol=1e-13)
-    x = X[:2]  # both branches and the coupling; 4 outputs: a reverse kernel of width 4, cheaper to build
+    x = X[:2]  # both branches and the coupling; 2 inputs: a forward kernel of width 2, cheaper to build
     t = zymase.jacfwd(hess)(x, C)
     assert t.shape == (2, 2, 2)
     np.testing.assert_allclose(t, third_closed(x, C), rtol=1e-12, atol=1e-12)
@@ -193,6 +194,21 @@ def test_compositions_that_cannot_be_built_are_refused():
         return both(x, c)
 
     _only_zymase_error(lambda: blocks(X, C), "argnums=(0, 1)", "inside njit code", "int argnums")
-    # forward mode over a second-order kernel (a third derivative): refused, reverse is exact
-    _only_zymase_error(lambda: zymase.jvp(hvp_chain, (X, C, V), (V, 0.0, None)), "forward mode over",
-                       "hvp(chain)", "zymase.jacrev(zymase.hessian(f))")
+
+
+@njit
+def weighted_hvps(x, c, v):
+    s = np.zeros_like(x)
+    for r in range(3):  # the hvp kernel, inlined into a loop: its tapes are reset at each call
+        s += (r + 1) * hvp_chain(x, c, v)
+    return s
+
+
+def test_forward_mode_over_hvp_calls_in_a_loop():
+    # item 1: forward over forward over reverse; the tangent of the inner gradient's tape
+    # was not reset with the tape between calls (read from the previous call's block),
+    # which gave wrong third derivatives and was refused until the engine reset it
+    out, dout = zymase.jvp(weighted_hvps, (X, C, V), (V, 0.0, None))
+    np.testing.assert_allclose(out, 6 * hessian_closed(X, C) @ V, rtol=1e-13)
+    want = 6 * np.einsum("ijk,j,k->i", third_closed(X, C), V, V)
+    np.testing.assert_allclose(dout, want, rtol=1e-12, atol=1e-12)

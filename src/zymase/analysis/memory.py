@@ -152,6 +152,17 @@ def is_pointer(v: SSAValue) -> bool:
     return isinstance(v.type, llvm.LLVMPointerType)
 
 
+def holds_pointer(t) -> bool:
+    """Whether a value of type ``t`` is a pointer or an aggregate with one among its fields."""
+    if isinstance(t, llvm.LLVMPointerType):
+        return True
+    if isinstance(t, llvm.LLVMStructType):
+        return any(holds_pointer(x) for x in t.types.data)
+    if isinstance(t, llvm.LLVMArrayType):
+        return holds_pointer(t.type)
+    return False
+
+
 #: The ops whose class alone decides memory_kind (what isinstance would find below).
 _CLASS_KINDS = (
     (llvm.LoadOp, "load"),

@@ -27,6 +27,7 @@ from zymase.analysis.memory import (
     TAPE_POOL,
     allocation_size_position,
     callee_name,
+    holds_pointer,
     is_pointer,
     memory_kind,
 )
@@ -195,6 +196,15 @@ class ShadowCode:
         elif kind == "store" and op.ptr in act.shadowed and is_pointer(op.value):
             value = self.shadow_of(op.value) if op.value in act.shadowed else E.v(llvm.ZeroOp.build(result_types=[PTR]))
             E.insert(llvm.StoreOp(value, self.shadow_of(op.ptr)))
+        elif kind == "store" and op.ptr in act.shadowed and holds_pointer(op.value.type):
+            # a struct or array holding pointers, stored whole: the pointers in it have no
+            # shadows (one that needs a shadow is refused on its way into an aggregate,
+            # common._reject_unsupported), so their shadow slots become null, as for a
+            # scalar pointer without a shadow. Such a store is how an inner derivative's
+            # tape handle {data, capacity} is reset at each call: inlined into a loop,
+            # its shadow must be reset with it, or the next call grows its tangent tape
+            # from the block the previous call released (a double free)
+            E.insert(llvm.StoreOp(E.v(llvm.ZeroOp.build(result_types=[op.value.type])), self.shadow_of(op.ptr)))
         elif kind == "alloca" and op in act.shadow_allocations and getattr(self, "split", False):
             # Split mode: the augmented function's frame is gone when the reverse
             # function runs, so the shadow lives on the heap until the reverse frees it.

@@ -742,32 +742,9 @@ def _kernel_source(disp, argtypes: tuple, spec: KernelSpec, symbol: str, rec, se
     ir = numba_ir(disp, argtypes, serial)
     rec.phases["numba"] = rec.phases.get("numba", 0.0) + ir.seconds
     ir = with_called_kernels(ir, serial=serial)
-    if spec.mode == "fwd":
-        _refuse_forward_over_nested(ir.text, disp)
     if spec.inner is not None:
         ir = nested_ir(ir, spec, symbol)
     return ir
-
-
-_DEFINED_KERNEL = re.compile(r"^define\b[^@]*@(__zymase_kernel_\d+_\d+_\d+)\(", re.M)
-
-
-def _refuse_forward_over_nested(text: str, disp) -> None:
-    """Forward mode over code that calls a second-order kernel (``hessian``/``hvp``
-    called from njit code) is refused: called in a loop, the tangents of one call's
-    tape were seen read by the next (the pool hands the shadow tapes back without
-    clearing them), a wrong third derivative. Reverse mode over it is exact."""
-    for symbol in _DEFINED_KERNEL.findall(text):
-        source = _kernel_sources.get(symbol)
-        if source is not None and source[2].inner is not None:
-            raise ZymaseError(
-                f"forward mode over {function_label(disp)}, which calls the second derivative "
-                f"'{_kernel_functions.get(symbol, '?')}' (hessian or hvp), is not built: a third derivative "
-                "by forward over forward over reverse reuses tapes across calls",
-                construct="forward mode over zymase.hessian/zymase.hvp in njit code",
-                function=function_label(disp).strip("'"),
-                hint="take it in reverse mode: zymase.jacrev(zymase.hessian(f)) (the same tensor as jacfwd), "
-                "zymase.vjp(zymase.hessian(f), ...), or zymase.grad of a function calling hvp")
 
 
 def _check_jit_supported(text: str, disp) -> None:

@@ -18,21 +18,12 @@ stays, and so does that refusal.
 
 from __future__ import annotations
 
+from zymase.analysis.memory import holds_pointer
 from zymase.ir import Block, BlockArgument, DenseArrayBase, Region, SSAValue, i64, llvm
 
 
 def _is_pointer(v: SSAValue) -> bool:
     return isinstance(v.type, llvm.LLVMPointerType)
-
-
-def _holds_pointer(t) -> bool:
-    if isinstance(t, llvm.LLVMPointerType):
-        return True
-    if isinstance(t, llvm.LLVMStructType):
-        return any(_holds_pointer(x) for x in t.types.data)
-    if isinstance(t, llvm.LLVMArrayType):
-        return _holds_pointer(t.type)
-    return False
 
 
 def _phi_of_aggregate(op) -> bool:
@@ -42,7 +33,7 @@ def _phi_of_aggregate(op) -> bool:
         return False
     c = op.container
     return (isinstance(c, BlockArgument) and c.block.parent is not None and c.block is not c.block.parent.blocks[0]
-            and _holds_pointer(c.type))
+            and holds_pointer(c.type))
 
 
 def _field(value: SSAValue, position: tuple[int, ...], result_type, term) -> SSAValue:
