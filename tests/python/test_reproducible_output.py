@@ -14,7 +14,7 @@ import pytest
 from zymase.bench.cases import WORKLOAD_DIR, WORKLOADS
 
 
-@pytest.mark.parametrize("name", ["gmm", "lstm"])
+@pytest.mark.parametrize("name", ["gmm"])  # (lstm too before session 23: the suite's time)
 def test_derivative_ir_does_not_depend_on_the_hash_seed(tmp_path, name):
     w = WORKLOADS[name]
     outs = []
