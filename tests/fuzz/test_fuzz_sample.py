@@ -27,7 +27,7 @@ from .gen_c import C_FEATURES, generate_c
 from .gen_jax import JAX_FEATURES, generate_jax
 from .gen_njit import NJIT_FEATURES, generate_njit
 
-# (16 programs, each level of the rotation two or three times: a fixed sample sized for
+# (16 programs, each of the five levels three or four times: a fixed sample sized for
 # the suite's time; campaigns: python -m tests.fuzz)
 C_SEEDS = range(100_000, 100_016)
 NJIT_SEEDS = range(200_000, 200_004)
