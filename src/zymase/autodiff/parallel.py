@@ -311,8 +311,10 @@ def _plus_constant(v: SSAValue):
         return v, k
 
 
-def _static_init_of(gen, iv: BlockArgument):
-    """The unchunked, signed ``__kmpc_for_static_init_*`` call whose lower bound ``iv`` starts at."""
+def signed_static_init(gen, iv: BlockArgument) -> Operation | None:
+    """The signed ``__kmpc_for_static_init_*`` call (any chunk) whose lower-bound slot
+    the worksharing loop ``iv`` starts from (``gen``: anything with ``cfg``, ``flavor``
+    and ``p.region``)."""
     from zymase.analysis.memory import callee_name
 
     loops = dict(gen.cfg.natural_loops())
@@ -325,11 +327,19 @@ def _static_init_of(gen, iv: BlockArgument):
             for op in b.ops:
                 if (isinstance(op, llvm.CallOp) and callee_name(op) in _SIGNED_STATIC_INIT
                         and op.operands[4] is start.owner.ptr):
-                    # the reverse reads the bounds back from their slots: no other loop may reuse them
-                    inits = [u.operation for p in (op.operands[4], op.operands[5]) for u in p.uses
-                             if isinstance(u.operation, llvm.CallOp) and u.operation is not op]
-                    return op if _constant(op.operands[2]) == _UNCHUNKED_STATIC and not inits else None
+                    return op
     return None
+
+
+def _static_init_of(gen, iv: BlockArgument):
+    """The unchunked, signed ``__kmpc_for_static_init_*`` call whose lower bound ``iv`` starts at."""
+    op = signed_static_init(gen, iv)
+    if op is None:
+        return None
+    # the reverse reads the bounds back from their slots: no other loop may reuse them
+    inits = [u.operation for p in (op.operands[4], op.operands[5]) for u in p.uses
+             if isinstance(u.operation, llvm.CallOp) and u.operation is not op]
+    return op if _constant(op.operands[2]) == _UNCHUNKED_STATIC and not inits else None
 
 
 def _size_of(t) -> int | None:

@@ -24,14 +24,13 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from zymase.analysis.memory import callee_name, memory_kind
+from zymase.analysis.memory import memory_kind
 from zymase.ir import Block, BlockArgument, IntegerAttr, IntegerType, Operation, Region, SSAValue, i64, llvm
 
 _SLICE_OPS = (llvm.AddOp, llvm.SubOp, llvm.MulOp, llvm.ShlOp, llvm.SExtOp, llvm.ZExtOp, llvm.TruncOp, llvm.ICmpOp,
               llvm.SelectOp, llvm.ConstantOp, llvm.GEPOp, llvm.AndOp, llvm.OrOp, llvm.XOrOp, llvm.LoadOp)
 _MINMAX = ("llvm.smin.", "llvm.smax.", "llvm.umin.", "llvm.umax.")
 _ULT, _ULE = 6, 7
-_SIGNED_STATIC_INIT = ("__kmpc_for_static_init_4", "__kmpc_for_static_init_8")
 
 
 class _Check:
@@ -115,21 +114,13 @@ def _sign_preserving(index: SSAValue, iv: BlockArgument) -> bool:
 def _iteration_space(view, iv: BlockArgument):
     """The whole iteration space ``(lb, ub)`` of the signed static worksharing loop ``iv``
     belongs to: the values stored into its bound slots just before the init call."""
-    from zymase.autodiff.parallel import _strip
+    from zymase.autodiff.parallel import signed_static_init
 
-    loops = dict(view.cfg.natural_loops())
-    body = loops[iv.block]
-    for e in view.cfg.preds[iv.block]:
-        if e.src in body:
-            continue
-        start = _strip(view.flavor.successor_operands(e.src.last_op)[e.slot][iv.index])
-        for b in view.p.region.blocks:
-            for op in b.ops:
-                if (isinstance(op, llvm.CallOp) and callee_name(op) in _SIGNED_STATIC_INIT
-                        and op.operands[4] is start.owner.ptr):
-                    lb, ub = (_stored_before(op, p) for p in (op.operands[4], op.operands[5]))
-                    return None if lb is None or ub is None else (lb, ub)
-    return None
+    op = signed_static_init(view, iv)
+    if op is None:
+        return None
+    lb, ub = (_stored_before(op, p) for p in (op.operands[4], op.operands[5]))
+    return None if lb is None or ub is None else (lb, ub)
 
 
 def _stored_before(call: Operation, slot: SSAValue) -> SSAValue | None:

@@ -19,7 +19,7 @@ stays, and so does that refusal.
 from __future__ import annotations
 
 from zymase.analysis.memory import holds_pointer
-from zymase.ir import Block, BlockArgument, DenseArrayBase, Region, SSAValue, i64, llvm
+from zymase.ir import Block, BlockArgument, DenseArrayBase, Operation, Region, SSAValue, i64, llvm
 
 
 def _is_pointer(v: SSAValue) -> bool:
@@ -96,18 +96,7 @@ def _drop_unused_phis(region: Region, flavor, phis: set) -> None:
             break
         for arg in sorted(dead, key=lambda a: -a.index):  # later indices first
             block = arg.block
-            for src in region.blocks:
-                term = src.last_op
-                if term is None or not any(s is block for s in term.successors):
-                    continue
-                operands = flavor.successor_operands(term)
-                for slot, succ in enumerate(term.successors):
-                    if succ is block:
-                        del operands[slot][arg.index]
-                new = flavor.rebuild_terminator(term, operands)
-                new.successors = list(term.successors)
-                src.insert_op_before(new, term)
-                src.erase_op(term)
+            _edit_edges_into(region, block, flavor, lambda passed, term, i=arg.index: passed.pop(i))
             phis.discard(arg)
             block.erase_arg(arg)
         changed = True
@@ -123,6 +112,20 @@ def _drop_unused_phis(region: Region, flavor, phis: set) -> None:
 def _add_field_phi(region: Region, arg: BlockArgument, position, result_type, flavor, work) -> BlockArgument:
     block: Block = arg.block
     new_arg = block.insert_arg(result_type, len(block.args))
+
+    def pass_field(passed: list, term: Operation) -> None:
+        field = _field(passed[arg.index], position, result_type, term)
+        passed.append(field)
+        if _phi_of_aggregate(field.owner):
+            work.append(field.owner)
+
+    _edit_edges_into(region, block, flavor, pass_field)
+    return new_arg
+
+
+def _edit_edges_into(region: Region, block: Block, flavor, edit) -> None:
+    """``edit(operands, terminator)`` on the operands each edge into ``block`` passes
+    (a list changed in place), each terminator rebuilt with the edited lists."""
     for src in region.blocks:
         term = src.last_op
         if term is None or not any(s is block for s in term.successors):
@@ -130,12 +133,8 @@ def _add_field_phi(region: Region, arg: BlockArgument, position, result_type, fl
         operands = flavor.successor_operands(term)
         for slot, succ in enumerate(term.successors):
             if succ is block:
-                field = _field(operands[slot][arg.index], position, result_type, term)
-                operands[slot].append(field)
-                if _phi_of_aggregate(field.owner):
-                    work.append(field.owner)
+                edit(operands[slot], term)
         new = flavor.rebuild_terminator(term, operands)
         new.successors = list(term.successors)
         src.insert_op_before(new, term)
         src.erase_op(term)
-    return new_arg

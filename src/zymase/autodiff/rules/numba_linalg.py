@@ -282,6 +282,15 @@ class NumbaHelperRule(CallMemoryRule):
         return [fetch(op.operands[self.h.pos(a)]) if self._shadowed(g, op, a)
                 else g.E.v(llvm.ZeroOp.build(result_types=[PTR])) for a in self.h.of_kind(_A)]
 
+    def _check_in(self, g, op) -> None:
+        """The call's own refusals, named in the function being differentiated."""
+        try:
+            self.check(op)
+            self._refuse_active_scalars(g, op)
+        except ZymaseError as err:
+            err.function = err.function or g.fname
+            raise
+
     def _which(self, g, param: str) -> SSAValue:
         return g.E.v(llvm.ConstantOp(IntegerAttr(self.h.pos(param), i32), i32))
 
@@ -289,12 +298,7 @@ class NumbaHelperRule(CallMemoryRule):
     def structure(self, g, op, clone, *, forward_mode):
         if not self._outputs_shadowed(g, op):
             return
-        try:
-            self.check(op)
-            self._refuse_active_scalars(g, op)
-        except ZymaseError as err:
-            err.function = err.function or g.fname
-            raise
+        self._check_in(g, op)
         after = self.h.forward_after
         if not after:
             g.E.before(clone)
@@ -340,12 +344,7 @@ class NumbaHelperRule(CallMemoryRule):
         depending on the input) would add a term of its own and is refused."""
         if not self._outputs_shadowed(g, op):
             return
-        try:
-            self.check(op)
-            self._refuse_active_scalars(g, op)
-        except ZymaseError as err:
-            err.function = err.function or g.fname
-            raise
+        self._check_in(g, op)
         if getattr(g, "laplacian", False) and self._shadowed(g, op, "A") and self._shadowed(g, op, "x"):
             raise ZymaseError(
                 f"Laplacian mode does not differentiate {NUMPY_NAMES[self.h.name]} when both the matrix and "
