@@ -260,17 +260,10 @@ def check_jax_source(text: str) -> Outcome:
 
 
 def main(argv: list[str]) -> int:
+    from .check_njit import run_seeds
     from .gen_jax import generate_jax
 
-    features = None
-    if "--features" in argv:
-        k = argv.index("--features")
-        features = set(argv[k + 1].split(",")) if argv[k + 1] else set()
-        argv = argv[:k] + argv[k + 2:]
-    for s in argv:
-        o = check_jax_source(generate_jax(int(s), features))
-        print(json.dumps({"seed": int(s), "kind": o.kind, "detail": o.detail, "output": o.output}), flush=True)
-    return 0
+    return run_seeds(argv, generate_jax, check_jax_source)
 
 
 if __name__ == "__main__":

@@ -106,18 +106,24 @@ def _jsonable(r):
     return {"primal": r["primal"], "rev": r["rev"], "fwd": r["fwd"], "fd": r["fd"]}
 
 
-def main(argv: list[str]) -> int:
-    from .gen_njit import generate_njit
-
+def run_seeds(argv: list[str], generate, check) -> int:
+    """A campaign worker's main: ``SEED... [--features F1,F2]``, each generated program
+    checked and its outcome printed as one JSON line (``campaign._njit_worker`` reads them)."""
     features = None
     if "--features" in argv:
         k = argv.index("--features")
         features = set(argv[k + 1].split(",")) if argv[k + 1] else set()
         argv = argv[:k] + argv[k + 2:]
     for s in argv:
-        o = check_njit_source(generate_njit(int(s), features))
+        o = check(generate(int(s), features))
         print(json.dumps({"seed": int(s), "kind": o.kind, "detail": o.detail, "output": o.output}), flush=True)
     return 0
+
+
+def main(argv: list[str]) -> int:
+    from .gen_njit import generate_njit
+
+    return run_seeds(argv, generate_njit, check_njit_source)
 
 
 if __name__ == "__main__":
