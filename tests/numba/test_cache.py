@@ -17,7 +17,12 @@ def _run(tmp_path, cache_dir):
 
 
 def test_second_process_loads_kernel_from_disk(tmp_path):
-    (tmp_path / "prog.py").write_text(textwrap.dedent("""
+    """A second process loads the kernel instead of differentiating again. A kernel entry
+    cut short (a full disk, a crash while copying the cache) fails its checksum: the
+    kernel is differentiated again, never loaded from it (issue 29 item 3). A changed
+    function misses the cache. One sequence of processes checks all three (the suite's
+    time: each process imports Numba and the engine)."""
+    src = textwrap.dedent("""
         import json, math
         import numpy as np
         from numba import njit
@@ -27,14 +32,15 @@ def test_second_process_loads_kernel_from_disk(tmp_path):
         def f(x, a):
             s = 0.0
             for i in range(x.shape[0]):
-                s += math.exp(a * x[i])
+                s += math.exp(a * x[i]) * SCALE
             return s
 
         g = zymase.grad(f, argnums=(0, 1), cache=True)
         gx, ga = g(np.linspace(0, 1, 4), 0.5)
         rec = zymase.stats()[-1]
         print(json.dumps({"gx": list(gx), "ga": ga, "cached": rec.cached, "phases": sorted(rec.phases)}))
-    """))
+    """)
+    (tmp_path / "prog.py").write_text(src.replace("SCALE", "1.0"))
     cache = tmp_path / "cache"
     first = _run(tmp_path, cache)
     assert first["cached"] == "" and "AD" in first["phases"]
@@ -47,24 +53,15 @@ def test_second_process_loads_kernel_from_disk(tmp_path):
 
     assert abs(first["ga"] - sum(v * math.exp(0.5 * v) for v in x)) < 1e-12
 
+    (entry,) = cache.glob("*.ll")
+    entry.write_bytes(entry.read_bytes()[: entry.stat().st_size // 2])
+    rebuilt = _run(tmp_path, cache)
+    assert rebuilt["cached"] == "" and "AD" in rebuilt["phases"] and rebuilt["ga"] == first["ga"]
 
-def test_cache_key_changes_with_the_source(tmp_path):
-    src = textwrap.dedent("""
-        import json
-        from numba import njit
-        import zymase
-
-        @njit
-        def f(a):
-            return a ** POWER
-
-        print(json.dumps({"g": zymase.grad(f, cache=True)(2.0), "cached": zymase.stats()[-1].cached}))
-    """)
-    cache = tmp_path / "cache"
-    (tmp_path / "prog.py").write_text(src.replace("POWER", "3"))
-    assert _run(tmp_path, cache) == {"g": 12.0, "cached": ""}
-    (tmp_path / "prog.py").write_text(src.replace("POWER", "4"))
-    assert _run(tmp_path, cache) == {"g": 32.0, "cached": ""}
+    (tmp_path / "prog.py").write_text(src.replace("SCALE", "2.0"))
+    changed = _run(tmp_path, cache)
+    assert changed["cached"] == "" and "AD" in changed["phases"]
+    assert abs(changed["ga"] - 2 * first["ga"]) < 1e-12
 
 
 def test_cache_key_changes_with_the_engine(tmp_path):
@@ -103,31 +100,8 @@ def test_cache_key_changes_with_the_engine(tmp_path):
         return r
 
     assert run() == {"g": 12.0, "cached": ""}
-    assert run() == {"g": 12.0, "cached": "disk"}
     # an edit anywhere in the engine's sources (here a comment in reverse mode)
     with open(engine / "zymase" / "autodiff" / "reverse.py", "a") as f:
         f.write("\n# an engine fix\n")
     assert run() == {"g": 12.0, "cached": ""}
     assert run() == {"g": 12.0, "cached": "disk"}
-
-
-def test_corrupt_kernel_entry_is_rebuilt(tmp_path):
-    """A kernel entry cut short (a full disk, a crash while copying the cache) fails its
-    checksum: the kernel is differentiated again, never loaded from it (issue 29 item 3)."""
-    (tmp_path / "prog.py").write_text(textwrap.dedent("""
-        import json
-        from numba import njit
-        import zymase
-
-        @njit
-        def f(a):
-            return a ** 3
-
-        print(json.dumps({"g": zymase.grad(f, cache=True)(2.0), "cached": zymase.stats()[-1].cached}))
-    """))
-    cache = tmp_path / "cache"
-    assert _run(tmp_path, cache) == {"g": 12.0, "cached": ""}
-    (entry,) = cache.glob("*.ll")
-    entry.write_bytes(entry.read_bytes()[: entry.stat().st_size // 2])
-    assert _run(tmp_path, cache) == {"g": 12.0, "cached": ""}
-    assert _run(tmp_path, cache) == {"g": 12.0, "cached": "disk"}

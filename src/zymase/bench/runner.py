@@ -109,12 +109,13 @@ def _run_case(case: Case, index: int, builds: dict[str, native.Build], work: Pat
     return result
 
 
-def _run_framework(framework: str, workload: str, results: list[dict], timing_env: dict[str, str]) -> None:
-    """One process for the framework on all of the workload's cases that have a dump."""
+def _run_framework(framework: str, model: str, results: list[dict], timing_env: dict[str, str]) -> None:
+    """One process for the framework on all of one workload's cases that have a dump;
+    ``model`` names the framework's version of the objective (Workload.model)."""
     todo = [r for r in results if ZYMASE in r.get("dumps", {})]
     if not todo:
         return
-    argv = [sys.executable, "-m", "zymase.bench.frameworks.worker", framework, workload,
+    argv = [sys.executable, "-m", "zymase.bench.frameworks.worker", framework, model,
             *(r["dumps"][ZYMASE] for r in todo)]
     env = {**os.environ, **timing_env, **single_thread_env()}
     try:
@@ -190,7 +191,7 @@ def run_suite(cases: list[Case], work: Path, *, adbench: Path | None = None, fra
             workload_results.append(r)
         for framework in frameworks:
             _log(f"  {framework} {name}")
-            _run_framework(framework, name, workload_results, timing_env)
+            _run_framework(framework, workload.model, workload_results, timing_env)
         for r in workload_results:
             _compare(r)
             r["ok"] = not r["errors"] and r.get("grad_s") is not None
@@ -219,7 +220,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--quick", action="store_true", help="a subset of the sizes, short timing batches (minutes)")
     p.add_argument("--json", metavar="FILE", help="write all measurements as JSON")
     p.add_argument("--plots", metavar="DIR", help="write PNG plots (needs matplotlib)")
-    p.add_argument("--only", nargs="+", metavar="NAME", help="only these workloads (gmm ba lstm hand normalize ode fft)")
+    p.add_argument("--only", nargs="+", metavar="NAME", help="only these workloads (gmm gmm_tuned ba lstm hand normalize ode fft)")
     p.add_argument("--adbench", metavar="DIR", type=Path,
                    help="read ADBench's data files from DIR (gmm/, ba/, lstm/, hand/) where it has them")
     p.add_argument("--no-jax", action="store_true", help="skip the JAX comparison")

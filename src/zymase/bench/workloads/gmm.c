@@ -1,37 +1,43 @@
 /* ADBench's Gaussian mixture model objective (negative log-likelihood of n points under K
-   d-dimensional Gaussians plus a Wishart prior), gradient w.r.t. alphas, means and icf.
-   Component k has precision Q_k^T Q_k, where Q_k is lower triangular with diagonal
-   exp(icf_k[0..d-1]) and strictly lower part icf_k[d..] stored column by column.
+   d-dimensional Gaussians plus a Wishart prior), gradient w.r.t. alphas, means and icf,
+   written the way ADBench's reference implementation (its C++ "manual" and AD-tool ports)
+   writes it: for each point and each component, centre the point, multiply by Q_k (its
+   diagonal exp(q_k) and its strictly lower part stored column by column in icf), take the
+   squared norm, then a log-sum-exp over the components. Scratch vectors are malloc'd once.
+   This is the workload the headline comparisons use; gmm_tuned.c is the same objective
+   restructured for speed (shown beside it, labelled as tuned).
      E = -n d/2 log(2 pi) + sum_i logsumexp_k(alpha_k + sum(q_k) - |Q_k (x_i - mu_k)|^2 / 2)
          - n logsumexp(alpha) + sum_k (gamma^2/2 (|exp(q_k)|^2 + |L_k|^2) - m sum(q_k)) - K C
    with C = N d (log gamma - log(2)/2) - log Gamma_d(N/2), N = d + m + 1.
-
-   Computes exactly ADBench's Q_k (x_i - mu_k) (only the order of the additions inside each
-   row's dot product differs), organised for speed:
-   - Q_k is copied once per component into a packed row-major lower triangle (diagonal
-     exp(q_k) included), so row r of Q_k (x - mu_k) is a contiguous dot product, summed with
-     reassociation allowed (it vectorizes);
-   - points are processed in blocks of 6 per component (6 accumulators: each element of Q_k
-     is loaded once per 6 points, and the gradient's adjoint of it updated once per 6), with a
-     one-point path for the n % 6 points left over (against blocks of 4 and 8: the gradient
-     was fastest with 6, or tied, at each of five sizes measured, n = 1000, SSE2 and AVX-512);
-   - x - mu_k is formed inside the dot product (x_b[c] - mu[c]), not stored in a scratch
-     buffer: the reverse loop then updates the means' adjoint once per block (one
-     read-modify-write stream: dmu[c] -= q[c] * sum_b da_b), where a scratch per point would
-     give it one stream per point, and x and the means are read again, not taped. The
-     gradient tapes d values per point and component (the rows of Q (x - mu)), half the
-     original's 2d.
    Usage: gmm FILE   (an ADBench gmm_d{D}_K{K}.txt file; `zymase bench` writes them) */
 #include "bench_common.h"
 
-static double logsumexp(const double *restrict v, int n) {
-    double mx = v[0];
+static double arr_max(int n, const double *x) {
+    double m = x[0];
     for (int i = 1; i < n; i++)
-        if (v[i] > mx) mx = v[i];
+        if (m < x[i]) m = x[i];
+    return m;
+}
+
+static double sqnorm(int n, const double *x) {
     double s = 0.0;
     for (int i = 0; i < n; i++)
-        s += exp(v[i] - mx);
-    return log(s) + mx;
+        s += x[i] * x[i];
+    return s;
+}
+
+/* out = x - y */
+static void subtract(int d, const double *x, const double *y, double *out) {
+    for (int i = 0; i < d; i++)
+        out[i] = x[i] - y[i];
+}
+
+static double logsumexp(int n, const double *x) {
+    double mx = arr_max(n, x);
+    double semx = 0.0;
+    for (int i = 0; i < n; i++)
+        semx += exp(x[i] - mx);
+    return log(semx) + mx;
 }
 
 /* log of the multivariate gamma function Gamma_p(a) */
@@ -42,121 +48,74 @@ static double log_gamma_distrib(double a, int p) {
     return r;
 }
 
-/* sq[b] = |Q_k (x_b - mu_k)|^2 for the 6 points x_b = xb + b*d, with Q packed row by row
-   (row r: Q_r0 .. Q_rr, starting at r(r+1)/2). Row r of Q (x_b - mu) is a dot product; the order of
-   its additions is left to the compiler (reassociation) so that it vectorizes. */
-static void sqnorm6(int d, const double *restrict Q, const double *restrict mu, const double *restrict xb,
-                    double *restrict sq) {
-    const double *x0 = xb, *x1 = xb + d, *x2 = xb + 2 * d, *x3 = xb + 3 * d, *x4 = xb + 4 * d, *x5 = xb + 5 * d;
-    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0, s4 = 0.0, s5 = 0.0;
-    for (int r = 0; r < d; r++) {
-        const double *q = Q + r * (r + 1) / 2;
-        double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0, a4 = 0.0, a5 = 0.0;
-        for (int c = 0; c <= r; c++) {
-#pragma clang fp reassociate(on)
-            a0 += q[c] * (x0[c] - mu[c]);
-            a1 += q[c] * (x1[c] - mu[c]);
-            a2 += q[c] * (x2[c] - mu[c]);
-            a3 += q[c] * (x3[c] - mu[c]);
-            a4 += q[c] * (x4[c] - mu[c]);
-            a5 += q[c] * (x5[c] - mu[c]);
-        }
-        s0 += a0 * a0;
-        s1 += a1 * a1;
-        s2 += a2 * a2;
-        s3 += a3 * a3;
-        s4 += a4 * a4;
-        s5 += a5 * a5;
-    }
-    sq[0] = s0;
-    sq[1] = s1;
-    sq[2] = s2;
-    sq[3] = s3;
-    sq[4] = s4;
-    sq[5] = s5;
-}
-
-/* sqnorm6 for one point (the n % 6 points left over) */
-static double sqnorm1(int d, const double *restrict Q, const double *restrict mu, const double *restrict x0) {
-    double s0 = 0.0;
-    for (int r = 0; r < d; r++) {
-        const double *q = Q + r * (r + 1) / 2;
-        double a0 = 0.0;
-        for (int c = 0; c <= r; c++) {
-#pragma clang fp reassociate(on)
-            a0 += q[c] * (x0[c] - mu[c]);
-        }
-        s0 += a0 * a0;
-    }
-    return s0;
-}
-
-double gmm_objective(int d, int k, int n, const double *restrict alphas, const double *restrict means,
-                     const double *restrict icf, const double *restrict x, double gamma, int m) {
+/* sum(q_k) and exp(q_k) for every component (q_k: the first d entries of icf_k) */
+static void preprocess_qs(int d, int k, const double *icf, double *sum_qs, double *Qdiags) {
     int icf_sz = d * (d + 1) / 2;
-    double *main_term = malloc(sizeof(double) * (size_t)k * 6);
-    double *sum_qs = malloc(sizeof(double) * (size_t)k);
-    double *Q = malloc(sizeof(double) * (size_t)k * icf_sz); /* Q_k packed row by row */
-
-    /* ADBench's preprocess_qs (sum(q_k), exp(q_k)), and Q_k copied row by row with its
-       diagonal, once per component. Built in a loop of its own: the loops below only read
-       it, and zymase re-reads it in the reverse sweep instead of taping every load. */
     for (int ik = 0; ik < k; ik++) {
-        const double *q = icf + ik * icf_sz;
-        double *Qk = Q + ik * icf_sz;
-        double s = 0.0;
-        for (int j = 0; j < d; j++) {
-            s += q[j];
-            Qk[j * (j + 1) / 2 + j] = exp(q[j]);
+        sum_qs[ik] = 0.0;
+        for (int id = 0; id < d; id++) {
+            double q = icf[ik * icf_sz + id];
+            sum_qs[ik] += q;
+            Qdiags[ik * d + id] = exp(q);
         }
-        sum_qs[ik] = s;
-        const double *L = q + d;
-        for (int c = 0; c < d; c++)
-            for (int r = c + 1; r < d; r++)
-                Qk[r * (r + 1) / 2 + c] = *L++;
     }
+}
+
+/* out = Q x, Q lower triangular: diagonal Qdiag, strictly lower part ltri column by column */
+static void Qtimesx(int d, const double *Qdiag, const double *ltri, const double *x, double *out) {
+    for (int i = 0; i < d; i++)
+        out[i] = Qdiag[i] * x[i];
+    int Lparamsidx = 0;
+    for (int i = 0; i < d; i++)
+        for (int j = i + 1; j < d; j++) {
+            out[j] += ltri[Lparamsidx] * x[i];
+            Lparamsidx++;
+        }
+}
+
+static double log_wishart_prior(int p, int k, double gamma, int m, const double *sum_qs, const double *Qdiags,
+                                const double *icf) {
+    int n = p + m + 1;
+    int icf_sz = p * (p + 1) / 2;
+    double C = n * p * (log(gamma) - 0.5 * log(2.0)) - log_gamma_distrib(0.5 * n, p);
+    double out = 0.0;
+    for (int ik = 0; ik < k; ik++) {
+        double frobenius = sqnorm(p, &Qdiags[ik * p]) + sqnorm(icf_sz - p, &icf[ik * icf_sz + p]);
+        out += 0.5 * gamma * gamma * frobenius - m * sum_qs[ik];
+    }
+    return out - k * C;
+}
+
+double gmm_objective(int d, int k, int n, const double *alphas, const double *means, const double *icf,
+                     const double *x, double gamma, int m) {
+    const double CONSTANT = -n * d * 0.5 * log(2.0 * BENCH_PI);
+    int icf_sz = d * (d + 1) / 2;
+    double *Qdiags = malloc(sizeof(double) * (size_t)d * k);
+    double *sum_qs = malloc(sizeof(double) * (size_t)k);
+    double *xcentered = malloc(sizeof(double) * (size_t)d);
+    double *Qxcentered = malloc(sizeof(double) * (size_t)d);
+    double *main_term = malloc(sizeof(double) * (size_t)k);
+
+    preprocess_qs(d, k, icf, sum_qs, Qdiags);
 
     double slse = 0.0;
-    int i0 = 0;
-    for (; i0 + 6 <= n; i0 += 6) {
+    for (int ix = 0; ix < n; ix++) {
         for (int ik = 0; ik < k; ik++) {
-            double sq[6];
-            sqnorm6(d, Q + ik * icf_sz, means + ik * d, x + (size_t)i0 * d, sq);
-            for (int b = 0; b < 6; b++)
-                main_term[b * k + ik] = alphas[ik] + sum_qs[ik] - 0.5 * sq[b];
+            subtract(d, &x[ix * d], &means[ik * d], xcentered);
+            Qtimesx(d, &Qdiags[ik * d], &icf[ik * icf_sz + d], xcentered, Qxcentered);
+            main_term[ik] = alphas[ik] + sum_qs[ik] - 0.5 * sqnorm(d, Qxcentered);
         }
-        for (int b = 0; b < 6; b++)
-            slse += logsumexp(main_term + b * k, k);
+        slse += logsumexp(k, main_term);
     }
-    for (; i0 < n; i0++) {
-        for (int ik = 0; ik < k; ik++) {
-            main_term[ik] = alphas[ik] + sum_qs[ik] - 0.5 * sqnorm1(d, Q + ik * icf_sz, means + ik * d, x + (size_t)i0 * d);
-        }
-        slse += logsumexp(main_term, k);
-    }
+    double lse_alphas = logsumexp(k, alphas);
+    double err = CONSTANT + slse - n * lse_alphas + log_wishart_prior(d, k, gamma, m, sum_qs, Qdiags, icf);
 
-    double lse_alphas = logsumexp(alphas, k);
-
-    /* Wishart prior */
-    int nn = d + m + 1;
-    double C = nn * d * (log(gamma) - 0.5 * log(2.0)) - log_gamma_distrib(0.5 * nn, d);
-    double prior = 0.0;
-    for (int ik = 0; ik < k; ik++) {
-        const double *q = icf + ik * icf_sz;
-        double fro = 0.0;
-        for (int j = 0; j < d; j++)
-            fro += exp(2.0 * q[j]);
-        for (int j = d; j < icf_sz; j++)
-            fro += q[j] * q[j];
-        prior += 0.5 * gamma * gamma * fro - m * sum_qs[ik];
-    }
-    prior -= k * C;
-
-    free(main_term);
+    free(Qdiags);
     free(sum_qs);
-    free(Q);
-    double constant = -n * d * 0.5 * log(2.0 * BENCH_PI);
-    return constant + slse - n * lse_alphas + prior;
+    free(xcentered);
+    free(Qxcentered);
+    free(main_term);
+    return err;
 }
 
 struct ctx {
