@@ -148,7 +148,7 @@ def test_tuned_variants_count_in_no_target_and_are_labelled():
     assert all(t["met"] for t in targets), targets
     assert not any("tuned" in t["target"] for t in targets)
     text = report.markdown(results, targets, ["jax"])
-    assert "| gmm_tuned (tuned) |" in text and "not ADBench's reference form" in text
+    assert "| gmm_tuned (tuned) |" in text and "not the workload's reference form" in text
 
 
 def test_unknown_workload_is_an_error(capsys):

@@ -55,6 +55,8 @@ WORKLOADS = {
         # -fno-math-errno: otherwise sqrt may write errno, mag() is not readonly and LICM
         # cannot hoist it out of the loop (the gradient stays O(n^2) even with pre-optimization)
         Workload("normalize", "Normalization", flags=("-fno-math-errno",)),
+        Workload("normalize_tuned", "Normalization (tuned)", flags=("-fno-math-errno",), model_name="normalize",
+                 tuned="the sums declared order-free (fp reassociate) and mag's sum interleaved four ways"),
         Workload("ode", "ODE", ratio_target=True),
         Workload("fft", "FFT"),
     ]
@@ -135,7 +137,7 @@ def _generated_by_program(name: str, label: str, args: list[int], quick: bool = 
     def prepare(work: Path, adbench: Path | None):
         return [str(a) for a in args], "generated"
 
-    keys = {"normalize": ["n"], "ode": ["cells", "steps"], "fft": ["n"]}[name]
+    keys = {"normalize": ["n"], "normalize_tuned": ["n"], "ode": ["cells", "steps"], "fft": ["n"]}[name]
     return Case(WORKLOADS[name], label, dict(zip(keys, args)), prepare, quick)
 
 
@@ -165,6 +167,9 @@ def suite(quick: bool = False) -> list[Case]:
         if quick and n > NORMALIZE_QUICK_NOPREOPT_MAX:
             case.skip = ("nopreopt",)
         cases.append(case)
+    # the tuned variant at the sizes --quick runs with and without pre-optimization
+    cases += [_generated_by_program("normalize_tuned", f"n={n}", [n], quick=True)
+              for n in sorted(NORMALIZE_QUICK) if n <= NORMALIZE_QUICK_NOPREOPT_MAX]
     cases.append(_generated_by_program("ode", "cells=100 steps=10000", [100, 10000], quick=True))
     cases.append(_generated_by_program("fft", "n=1024", [1024], quick=True))
     cases.append(_generated_by_program("fft", "n=65536", [65536]))

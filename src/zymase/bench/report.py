@@ -158,7 +158,7 @@ def markdown(results: list[dict], targets: list[dict], frameworks: list[str]) ->
         lines.append("| " + " | ".join(row) + " |")
     tuned = sorted({r["workload"] for r in results if _is_tuned(r["workload"])})
     if tuned:
-        lines += [""] + [f"(tuned) {name}: {WORKLOADS[name].tuned}; not ADBench's reference form, shown beside "
+        lines += [""] + [f"(tuned) {name}: {WORKLOADS[name].tuned}; not the workload's reference form, shown beside "
                          f"it and counted in no target" for name in tuned]
     lines += ["", "Targets:", "", "| target | goal | measured | met |", "|---|---|---|---|"]
     for t in targets:

@@ -220,7 +220,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--quick", action="store_true", help="a subset of the sizes, short timing batches (minutes)")
     p.add_argument("--json", metavar="FILE", help="write all measurements as JSON")
     p.add_argument("--plots", metavar="DIR", help="write PNG plots (needs matplotlib)")
-    p.add_argument("--only", nargs="+", metavar="NAME", help="only these workloads (gmm gmm_tuned ba lstm hand normalize ode fft)")
+    p.add_argument("--only", nargs="+", metavar="NAME", help="only these workloads (gmm gmm_tuned ba lstm hand normalize normalize_tuned ode fft)")
     p.add_argument("--adbench", metavar="DIR", type=Path,
                    help="read ADBench's data files from DIR (gmm/, ba/, lstm/, hand/) where it has them")
     p.add_argument("--no-jax", action="store_true", help="skip the JAX comparison")

@@ -2,10 +2,9 @@
    Enzyme's headline example: mag(in) is loop-invariant, and with restrict pointers and
    -fno-math-errno (so that sqrt does not write errno) LICM hoists it out of the loop before
    differentiation, making the gradient O(n) instead of O(n^2).
-   The two sums are declared order-free (#pragma clang fp reassociate), as a sum in JAX or
-   NumPy is: in IEEE order each add waits for the previous one, so a 1e5-element sum runs at
-   one element per add latency and no compiler may vectorize it. The gradient's own sums
-   (adjoint accumulations) are order-free in zymase anyway.
+   Written as Enzyme's example writes it: plain loops, the sums in IEEE order (the headline
+   form; normalize_tuned.c declares the sums order-free and interleaves them, shown beside
+   it, labelled as tuned).
    The gradient call passes `out` as enzyme_dupnoneed: it is scratch, and a caller who wants
    the gradient does not want the normalized vector back (jax.grad never forms it either).
    The derivative then neither divides nor stores it: nothing it computes reads `out` back.
@@ -17,11 +16,7 @@
    hoists instructions and calls, not loops; as a call to a function known to only read its
    argument memory (and, with -fno-math-errno, not write errno) it is hoisted out of the loop. */
 __attribute__((noinline)) static double mag(const double *restrict x, int n) {
-#pragma clang fp reassociate(on)
     double s = 0.0;
-    /* four interleaved vector sums rather than LLVM's default two: the sum is bound by the
-       add latency, not by memory (primal and gradient 8-9% faster at n = 1e3..1e5) */
-#pragma clang loop interleave_count(4)
     for (int i = 0; i < n; i++)
         s += x[i] * x[i];
     return sqrt(s);
@@ -33,7 +28,6 @@ static void normalize(double *restrict out, const double *restrict in, int n) {
 }
 
 double objective(const double *restrict in, double *restrict out, const double *restrict w, int n) {
-#pragma clang fp reassociate(on)
     normalize(out, in, n);
     double s = 0.0;
     for (int i = 0; i < n; i++)
