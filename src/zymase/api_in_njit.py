@@ -109,7 +109,9 @@ class _Glue:
 def _shape_check(g: _Glue, x: str, t: str, what: str) -> None:
     err = g.const("error", ZymaseError)
     g.lines.append(f"if {t}.shape != {x}.shape:")
-    g.lines.append(f"    raise {err}({'jvp inside njit code: the tangent of ' + what + ' differs in shape from it; hint: pass a tangent shaped like the primal'!r})")
+    message = (f"jvp inside njit code: the tangent of {what} differs in shape from it; hint: pass a tangent "
+               "shaped like the primal")
+    g.lines.append(f"    raise {err}({message!r})")
 
 
 def _tangent_expr(g: _Glue, ty, act, x: str, t: str | None, tty, what: str) -> str:
