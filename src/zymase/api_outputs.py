@@ -598,3 +598,9 @@ def jacobian(f, argnums=0, *, preopt: bool = True, cache: bool | None = None, st
     """The Jacobian by whichever of :func:`jacfwd` (one call per input element) and
     :func:`jacrev` (one per output element) makes fewer calls, forward on a tie."""
     return _jacobian_transform(f, argnums, (preopt, cache, strong_zero), "jacobian", "auto")
+
+
+# njit code may call jvp (and is told why not vjp): their overloads (zymase.api_in_njit)
+from zymase import api_in_njit  # noqa: E402 - it imports this module's functions
+
+api_in_njit.register()

@@ -103,6 +103,8 @@ def _private_copy(disp, memo: dict, serial: bool = False):
     # nothing calls the copy from Python or C: no wrappers to lower and generate code for
     opts.update(no_cpython_wrapper=True, no_cfunc_wrapper=True)
     copy = memo[disp] = numba.njit(**opts)(fn)  # in memo first: recursion refers to itself
+    # what a transform typed inside the copy (zymase.jvp in njit code) compiles its kernel for
+    copy.zymase_original = getattr(disp, "zymase_original", disp)
     # `mod.g(...)` with an njit `g` in a module: the global `mod` becomes a copy of the
     # module whose referenced njit attributes are private copies
     for name in code.co_names:
