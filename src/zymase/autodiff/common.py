@@ -436,9 +436,12 @@ def _reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activ
             ):
                 # the shadow would have to travel inside the aggregate: refuse rather
                 # than lose the derivative
+                callee = ctx.defined_function(op) if isinstance(op, llvm.CallOp) else None
+                what = (f"'{function_name(callee)}' (recursive, so not inlined) returns a struct or array value "
+                        "that may hold a pointer to the active memory it is given" if callee is not None else
+                        "a pointer to active memory is put into a struct or array value")
                 raise ZymaseError(
-                    "a pointer to active memory is put into a struct or array value; "
-                    "shadows of pointers inside aggregates are not supported yet",
+                    f"{what}; shadows of pointers inside aggregates are not supported yet",
                     construct=describe(op),
                     function=fname,
                     location=location_of(op),
