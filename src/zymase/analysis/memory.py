@@ -627,13 +627,17 @@ class MemoryModel:
                     table = symbols.get(root) if isinstance(root, str) else None
                     held = initializer_symbols(table) & info.shadow_globals if isinstance(table, llvm.GlobalOp) else ()
                     if held:
+                        # (a load hoisted out of its loop may have lost its line: its
+                        # users' lines name the same source)
+                        where = location_of(op) or next(
+                            (loc for r in op.results for u in r.uses if (loc := location_of(u.operation))), None)
                         raise ZymaseError(
                             f"the address of the global '{sorted(held)[0]}', which holds active data, is kept in "
                             f"the initializer of the global '{root}' (a table of pointers or a struct initializer); "
                             "a pointer read from there has no shadow, and the derivative through it would be lost",
                             construct=_describe(op),
                             function=self.fname,
-                            location=location_of(op),
+                            location=where,
                             hint=f"take the address of '{sorted(held)[0]}' directly in the differentiated code, "
                             "or pass the array as a pointer argument (enzyme_dup)",
                         )
