@@ -674,7 +674,9 @@ def _pointer_origin(op: Operation) -> str:
     if isinstance(op, llvm.ExtractValueOp) and isinstance(op.container.owner, llvm.CallOp):
         name = callee_name(op.container.owner)
         if name:
-            return f"a pointer field of the struct returned by '{name}'"
+            from zymase.llvm.demangle import demangle  # (C++ names; only on this error path)
+
+            return f"a pointer field of the struct returned by '{demangle(name)}'"
     return f"a pointer produced by '{_describe(op)}'"
 
 

@@ -437,7 +437,9 @@ def _reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activ
                 # the shadow would have to travel inside the aggregate: refuse rather
                 # than lose the derivative
                 callee = ctx.defined_function(op) if isinstance(op, llvm.CallOp) else None
-                what = (f"'{function_name(callee)}' (recursive, so not inlined) returns a struct or array value "
+                from zymase.llvm.demangle import demangle  # (C++ names; only on this error path)
+
+                what = (f"'{demangle(function_name(callee))}' (recursive, so not inlined) returns a struct or array value "
                         "that may hold a pointer to the active memory it is given" if callee is not None else
                         "a pointer to active memory is put into a struct or array value")
                 raise ZymaseError(
