@@ -13,6 +13,12 @@ filled right after it is created; libm arguments are kept in their domains
 (``log(1 + u*u)``, ``sqrt(u*u + eps)``, ...); values stay bounded (state fed back through
 loops passes through bounded functions), so no overflow and no float->int conversion out of
 range. The feature switches in ``C_FEATURES`` let a caller leave a construct out.
+
+The constructs of ``LATER_FEATURES`` (views: structs of a pointer and a length returned
+by value, chosen by a ternary, kept in an array of views; pointers chosen by if/else;
+reversed walks with negative offsets; loops left by ``break``; calls through function
+pointers) are decided by a second random stream, so that a program that uses none of
+them is the same text as before they were added.
 """
 
 from __future__ import annotations
@@ -29,7 +35,10 @@ C_FEATURES = (
     "loops", "trip_loops", "while_loops", "malloc", "stack_arrays", "vla", "inplace",
     "structs", "calls", "recursion", "switch", "early_return", "pointer_select",
     "memcpy", "memset", "libm", "minmax", "scalar_arg", "pick_index",
+    "views", "pointer_phi", "negative_offsets", "early_break", "function_pointers",
 )
+# added later: drawn from CProgram.later, a stream of their own (see the module docstring)
+LATER_FEATURES = ("views", "pointer_phi", "negative_offsets", "early_break", "function_pointers")
 
 
 @dataclass
@@ -54,6 +63,9 @@ class CProgram:
         self.array_helpers: list[str] = []  # name(const double *, int)
         self.rec_helpers: list[str] = []  # name(double, int)
         self.uses_struct = False
+        self.uses_view = False
+        self.view_helper = ""  # the name of view_of, made on first use
+        self.later = random.Random(seed * 104729 + 17)
         self.counter = 0
         self.scalar_arg = "scalar_arg" in self.on and self.rng.random() < 0.4
 
@@ -205,6 +217,9 @@ class CProgram:
 
     def statement(self, sc: _Scope, out: list[str], ind: str, depth: int) -> None:
         r = self.rng
+        later = [f for f in LATER_FEATURES if f in self.on]
+        if later and self.later.random() < 0.2 and self.later_statement(self.later.choice(later), sc, out, ind):
+            return
         kinds = ["assign", "assign", "update"]
         if "loops" in self.on:
             kinds += ["map", "reduce", "reduce", "scan"]
@@ -339,6 +354,92 @@ class CProgram:
         else:
             self.new_scalar(sc, out, ind, self.expr(sc, 2))
 
+    def view_of(self) -> str:
+        """The helper that makes a view of an array (noinline or not, by the later stream)."""
+        if not self.view_helper:
+            self.uses_view = True
+            self.view_helper = self.fresh("view_of")
+            attr = "__attribute__((noinline)) " if self.later.random() < 0.5 else ""
+            self.helpers.append(f"{attr}static struct view {self.view_helper}(double *p, int m) {{\n"
+                                f"    struct view v = {{p, m}};\n    return v;\n}}\n")
+        return self.view_helper
+
+    def later_statement(self, kind: str, sc: _Scope, out: list[str], ind: str) -> bool:
+        """One of the LATER_FEATURES constructs; False when the scope cannot hold it."""
+        r, lr = self.rng, self.later
+        writable = [a for a in sc.arrays if a != "x" or "inplace" in self.on]
+        if kind == "views" and sc.has_n:
+            v = self.fresh("vw")
+            shape = lr.choice(["returned", "ternary", "array"] if len(sc.arrays) >= 2 and sc.scalars else ["returned"])
+            pool = writable if (lr.random() < 0.5 and len(writable) >= (2 if shape != "returned" else 1)) else sc.arrays
+            if len(pool) < (2 if shape != "returned" else 1):
+                return False
+            mk = self.view_of()
+            if shape == "returned":
+                out.append(f"{ind}struct view {v} = {mk}({lr.choice(pool)}, n);")
+            else:
+                a, b = lr.sample(pool, 2)
+                if shape == "ternary":
+                    out.append(f"{ind}struct view {v} = ({r.choice(sc.scalars)} > {self.expr(sc, 1)}) ? "
+                               f"{mk}({a}, n) : {mk}({b}, n);")
+                else:
+                    views = self.fresh("vws")
+                    out.append(f"{ind}struct view {views}[2] = {{{mk}({a}, n), {mk}({b}, n)}};")
+                    out.append(f"{ind}struct view {v} = {views}[pick({r.choice(sc.scalars)}, 2)];")
+            if pool is writable and lr.random() < 0.6:
+                out.append(f"{ind}for (int i = 0; i < {v}.n; i++)")
+                out.append(f"{ind}    {v}.data[i] = 0.5 * {v}.data[i] + {self.bounded(sc, 'i')};")
+            else:
+                t = self.new_scalar(sc, out, ind, "0.0")
+                out.append(f"{ind}for (int i = 0; i < {v}.n; i++)")
+                out.append(f"{ind}    {t} += {v}.data[i] * {self.bounded(sc, 'i')};")
+            return True
+        if kind == "pointer_phi" and len(sc.arrays) >= 2 and sc.scalars:
+            pool = writable if lr.random() < 0.5 and len(writable) >= 2 else sc.arrays
+            a, b = lr.sample(pool, 2)
+            p = self.fresh("q")
+            out.append(f"{ind}double *{p};")
+            out.append(f"{ind}if ({r.choice(sc.scalars)} > {self.expr(sc, 1)})")
+            out.append(f"{ind}    {p} = {a};")
+            out.append(f"{ind}else")
+            out.append(f"{ind}    {p} = {b};")
+            if pool is writable and lr.random() < 0.5:
+                out.append(f"{ind}for (int i = 0; i < n; i++)")
+                out.append(f"{ind}    {p}[i] = 0.5 * {p}[i] + {self.bounded(sc, 'i')};")
+            else:
+                t = self.new_scalar(sc, out, ind, "0.0")
+                out.append(f"{ind}for (int i = 0; i < n; i++)")
+                out.append(f"{ind}    {t} += {p}[i] * {self.bounded(sc, 'i')};")
+            return True
+        if kind == "negative_offsets" and sc.arrays and sc.has_n:
+            # a pointer to the last element walked backwards: q[-i] for i in [0, n)
+            a = lr.choice(writable if writable and lr.random() < 0.5 else sc.arrays)
+            q = self.fresh("e")
+            out.append(f"{ind}double *{q} = {a} + (n - 1);")
+            if a in writable and lr.random() < 0.5:
+                out.append(f"{ind}for (int i = 1; i < n; i++)")
+                out.append(f"{ind}    {q}[-i] = 0.5 * {q}[-i] + 0.25 * {q}[1 - i] * {self.bounded(sc, 'i')};")
+            else:
+                t = self.new_scalar(sc, out, ind, "0.0")
+                out.append(f"{ind}for (int i = 0; i < n; i++)")
+                out.append(f"{ind}    {t} = 0.5 * {t} + {q}[-i] * {self.bounded(sc, 'i')};")
+            return True
+        if kind == "early_break" and sc.has_n:
+            t = self.new_scalar(sc, out, ind, "0.0")
+            out.append(f"{ind}for (int i = 0; i < n; i++) {{")
+            out.append(f"{ind}    if ({self.expr(sc, 1, 'i')} > {lr.choice(['0.8', '1.2', '1.6'])})")
+            out.append(f"{ind}        break;")
+            out.append(f"{ind}    {t} += {self.bounded(sc, 'i')};")
+            out.append(f"{ind}}}")
+            return True
+        if kind == "function_pointers" and len(self.scalar_helpers) >= 2 and sc.scalars:
+            g, h = lr.sample(self.scalar_helpers, 2)
+            fp = self.fresh("fp")
+            out.append(f"{ind}double (*{fp})(double, double) = ({r.choice(sc.scalars)} > {self.expr(sc, 1)}) ? {g} : {h};")
+            self.new_scalar(sc, out, ind, f"{fp}({self.expr(sc, 1)}, {self.expr(sc, 1)})")
+            return True
+        return False
+
     def block(self, sc: _Scope, out: list[str], ind: str, depth: int) -> None:
         # a nested block may read the outer scope and assign to outer scalars but its own
         # declarations and arrays end with it (heap ones are freed at its end)
@@ -380,7 +481,8 @@ class CProgram:
         if not hasattr(self, "_text"):
             self.make_helpers()
             body = self.function()
-            self._text = _render(self.seed, self.helpers, body, self.uses_struct, self.scalar_arg, self.rng)
+            self._text = _render(self.seed, self.helpers, body, self.uses_struct, self.scalar_arg, self.rng,
+                                 self.uses_view)
         return self._text
 
 
@@ -406,6 +508,7 @@ __attribute__((unused)) static int pick(double v, int m) {{
 """
 
 _STRUCT = "struct pair {\n    double a;\n    double b;\n    int k;\n};\n"
+_VIEW = "struct view {\n    double *data;\n    int n;\n};\n"
 
 # The driver prints, for points p = 0, 1: "primal p v", "rev p i v" (the gradient; index n
 # is the scalar argument a), "fwd p i v" (the derivative along e_i), "fd p k i v"
@@ -470,7 +573,8 @@ int main(int argc, char **argv) {{
 """
 
 
-def _render(seed: int, helpers: list[str], body: str, uses_struct: bool, scalar_arg: bool, rng: random.Random) -> str:
+def _render(seed: int, helpers: list[str], body: str, uses_struct: bool, scalar_arg: bool, rng: random.Random,
+            uses_view: bool = False) -> str:
     points = []
     for _ in range(2):
         # inputs in [0.3, 1.3] with random signs, none near 0 (log/sqrt forms are safe anyway)
@@ -489,6 +593,8 @@ def _render(seed: int, helpers: list[str], body: str, uses_struct: bool, scalar_
     parts = [head]
     if uses_struct:
         parts.append(_STRUCT)
+    if uses_view:
+        parts.append(_VIEW)
     parts += helpers
     parts.append("/* ---- the function differentiated ---- */\n" + body)
     parts.append("/* ---- driver ---- */\n" + _MAIN.format(

@@ -23,7 +23,7 @@ import pytest
 from concurrent.futures import ThreadPoolExecutor
 
 from .check_c import LEVELS, check_c_source
-from .gen_c import C_FEATURES, generate_c
+from .gen_c import C_FEATURES, LATER_FEATURES, generate_c
 from .gen_jax import JAX_FEATURES, generate_jax
 from .gen_njit import NJIT_FEATURES, generate_njit
 
@@ -46,6 +46,17 @@ KNOWN_BROKEN_NJIT: dict[str, str] = {}
 KNOWN_BROKEN_JAX: dict[str, str] = {}
 
 C_SAMPLE_FEATURES = set(C_FEATURES) - set(KNOWN_BROKEN_C)
+# The generator's later constructs (views returned by value, chosen by a ternary or from an
+# array of views, backward walks with negative offsets, loops left by break, calls through
+# function pointers) in three programs of the sample (100000: a view written through;
+# 100013: a view and a break; 100014: a backward walk and a function pointer), the others
+# as they were before those constructs existed (campaigns: python -m tests.fuzz)
+LATER_SEEDS = (100000, 100013, 100014)
+
+
+def c_sample_features(seed: int) -> set[str]:
+    return C_SAMPLE_FEATURES if seed in LATER_SEEDS else C_SAMPLE_FEATURES - set(LATER_FEATURES)
+
 NJIT_SAMPLE_FEATURES = set(NJIT_FEATURES) - set(KNOWN_BROKEN_NJIT)
 JAX_SAMPLE_FEATURES = set(JAX_FEATURES) - set(KNOWN_BROKEN_JAX)
 LEVEL_ROTATION = list(LEVELS)
@@ -53,7 +64,7 @@ LEVEL_ROTATION = list(LEVELS)
 
 def _c_case(seed: int):
     level = LEVEL_ROTATION[seed % len(LEVEL_ROTATION)]
-    text = generate_c(seed, C_SAMPLE_FEATURES)
+    text = generate_c(seed, c_sample_features(seed))
     outcomes = [check_c_source(text, level)]
     if seed % VALGRIND_EVERY == 0 and outcomes[0].kind == "right":
         outcomes.append(check_c_source(text, level, valgrind=True))
@@ -106,5 +117,5 @@ def test_generated_c_is_warning_free():
     """The generator's promise (no warnings under clang -Wall) on the whole sample."""
     from .check_c import clang_clean
 
-    dirty = [s for s in C_SEEDS if not clang_clean(generate_c(s, C_SAMPLE_FEATURES))]
+    dirty = [s for s in C_SEEDS if not clang_clean(generate_c(s, c_sample_features(s)))]
     assert not dirty, f"clang -Wall -Werror rejects the programs of seeds {dirty}"

@@ -14,6 +14,8 @@ This module only decides; :mod:`zymase.autodiff.memory` emits the shadow code.
 
 from __future__ import annotations
 
+import re
+
 from zymase.autodiff.registry import call_memory_rule
 from zymase.errors import ZymaseError
 from zymase.autodiff.type_rules import carries_derivatives
@@ -161,6 +163,20 @@ def holds_pointer(t) -> bool:
     if isinstance(t, llvm.LLVMArrayType):
         return holds_pointer(t.type)
     return False
+
+
+_SYMBOL = re.compile(r'@("(?:[^"\\]|\\.)*"|[-\w.$]+)')
+
+
+def initializer_symbols(glob: Operation) -> frozenset[str]:
+    """The symbols (globals, functions) whose addresses the initializer of global
+    ``glob`` holds: a table of pointers, or the constant clang copies a struct
+    initializer such as ``{buf, n}`` from at -O0 (the reader keeps such initializers
+    as LLVM text, ``zymase.llvm_init``)."""
+    init = glob.attributes.get("zymase.llvm_init")
+    if not isinstance(init, StringAttr):
+        return frozenset()
+    return frozenset(m.group(1).strip('"') for m in _SYMBOL.finditer(init.data))
 
 
 #: The ops whose class alone decides memory_kind (what isinstance would find below).
@@ -471,21 +487,31 @@ class MemoryModel:
         but to loads, stores into it, markers and integer-only helpers, and no pointer
         stored into it is shadowable. A constant array's descriptor that Numba keeps in
         a stack slot next to a differentiated one is such memory."""
-        if not self.entry_args:
-            return False
-        entry = self.entry_args[0].block
-        roots = pointer_roots(slot, entry, lambda a: self._incoming.get(a, ()))
-        if roots is None or len(roots) != 1:
-            return False
-        (root,) = roots
-        if not isinstance(root, Operation) or memory_kind(root) != "alloca":
+        root = self._single_alloca(slot)
+        if root is None:
             return False
         if root not in self._constant_memory:  # (the IR does not change during analysis)
-            self._constant_memory[root] = self._only_constant_pointers_stored(root)
+            stored = self._pointers_stored(root)
+            self._constant_memory[root] = stored is not None and not any(self.shadowable(v) for v in stored)
         return self._constant_memory[root]
 
-    def _only_constant_pointers_stored(self, root: Operation) -> bool:
-        work, seen = [root.results[0]], set()
+    def _single_alloca(self, slot: SSAValue) -> Operation | None:
+        """The one ``alloca`` ``slot`` points into, if that is all it can point into."""
+        if not self.entry_args:
+            return None
+        roots = pointer_roots(slot, self.entry_args[0].block, lambda a: self._incoming.get(a, ()))
+        if roots is None or len(roots) != 1:
+            return None
+        (root,) = roots
+        if not isinstance(root, Operation) or memory_kind(root) != "alloca":
+            return None
+        return root
+
+    def _pointers_stored(self, root: Operation) -> list[SSAValue] | None:
+        """The pointers (other than null and undef) stored anywhere into the ``alloca``
+        ``root``; None when its address goes elsewhere than to loads, stores into it,
+        markers and integer-only helpers (a block argument, a call, a copy: unknown)."""
+        work, seen, stored = [root.results[0]], set(), []
         while work:
             v = work.pop()
             if v in seen:
@@ -500,14 +526,13 @@ class MemoryModel:
                     continue
                 elif kind == "store" and op.ptr is v and op.value is not v:
                     val = op.value
-                    if is_pointer(val) and not isinstance(val.owner, (llvm.ZeroOp, llvm.UndefOp)) \
-                            and self.shadowable(val):
-                        return False
+                    if is_pointer(val) and not isinstance(val.owner, (llvm.ZeroOp, llvm.UndefOp)):
+                        stored.append(val)
                 elif kind == "memset":
                     continue  # bytes, never a shadowed pointer
                 else:
-                    return False  # a block argument, a call, a copy, an escape: unknown
-        return True
+                    return None
+        return stored
 
     def _stores_into(self, slot: SSAValue):
         """Stores whose address is exactly ``slot`` (pointer slots of -O0 code)."""
@@ -552,8 +577,13 @@ class MemoryModel:
                 work.append(op.ptr)  # a pointer loaded from memory: that memory needs shadows
                 if self.holds_only_constant_pointers(op.ptr):
                     # what it loads is one of the constant pointers stored there: they
-                    # need the shadow (a constant argument's is an error naming it)
-                    work += [st.value for st in self._stores_into(op.ptr) if is_pointer(st.value)]
+                    # need the shadow (a constant argument's is an error naming it).
+                    # Unoptimized code stores a struct's field through one GEP and loads
+                    # it through another, so when no store uses the load's own address,
+                    # every pointer stored into the alloca is a candidate (all constant)
+                    exact = [st.value for st in self._stores_into(op.ptr) if is_pointer(st.value)
+                             and not isinstance(st.value.owner, (llvm.ZeroOp, llvm.UndefOp))]
+                    work += exact or self._pointers_stored(self._single_alloca(op.ptr))
             elif isinstance(op, (llvm.ZeroOp, llvm.UndefOp, llvm_ext.PoisonOp)):
                 continue
             elif isinstance(op, llvm.AddressOfOp):
@@ -568,13 +598,49 @@ class MemoryModel:
                 if isinstance(op, llvm.CallOp) and op.callee is None:
                     raise _indirect_allocation_error(op, at, self.fname)
                 raise ZymaseError(
-                    f"active data is written through a pointer produced by '{_describe(op)}', whose memory has "
-                    "no shadow",
+                    f"active data is written through {_pointer_origin(op)}, whose memory has no shadow",
                     construct=_describe(at),
                     function=self.fname,
                     location=location_of(at),
                     hint="write active data only to local buffers, malloc'd memory or enzyme_dup arguments",
                 )
+
+    def refuse_addresses_in_initializers(self, blocks, info, symbols) -> None:
+        """Refuse a pointer read from a global whose initializer holds the address of a
+        global written with active data (``double *const table[] = {buf, ...}``, or a
+        ``{buf, n}`` struct initializer that clang copies from a constant at -O0): such a
+        pointer gets no shadow, so what is read through it would be taken as constant and
+        its derivative lost. Run after the analysis, when the active globals are known."""
+        if not info.shadow_globals:
+            return
+        entry = self.entry_args[0].block if self.entry_args else None
+        for b in blocks:
+            for op in b.ops:
+                kind = memory_kind(op)
+                if kind == "load" and holds_pointer(op.results[0].type):
+                    source = op.ptr
+                elif kind == "memcpy":
+                    source = op.operands[1]
+                else:
+                    continue
+                for root in pointer_roots(source, entry, lambda a: self._incoming.get(a, ())) or ():
+                    table = symbols.get(root) if isinstance(root, str) else None
+                    held = initializer_symbols(table) & info.shadow_globals if isinstance(table, llvm.GlobalOp) else ()
+                    if held:
+                        # (a load hoisted out of its loop may have lost its line: its
+                        # users' lines name the same source)
+                        where = location_of(op) or next(
+                            (loc for r in op.results for u in r.uses if (loc := location_of(u.operation))), None)
+                        raise ZymaseError(
+                            f"the address of the global '{sorted(held)[0]}', which holds active data, is kept in "
+                            f"the initializer of the global '{root}' (a table of pointers or a struct initializer); "
+                            "a pointer read from there has no shadow, and the derivative through it would be lost",
+                            construct=_describe(op),
+                            function=self.fname,
+                            location=where,
+                            hint=f"take the address of '{sorted(held)[0]}' directly in the differentiated code, "
+                            "or pass the array as a pointer argument (enzyme_dup)",
+                        )
 
     def stored_to_shadow(self, blocks, info):
         """Float values stored into shadowed memory, or handed to calls that may
@@ -600,6 +666,18 @@ def _describe(op: Operation) -> str:
     if isinstance(op, llvm.CallIntrinsicOp):
         return f"call @{op.intrin.data}"
     return op.name
+
+
+def _pointer_origin(op: Operation) -> str:
+    """The op that made a pointer, in the user's terms where one exists: a pointer taken
+    out of a struct that a (recursive, not inlined) call returned names that call."""
+    if isinstance(op, llvm.ExtractValueOp) and isinstance(op.container.owner, llvm.CallOp):
+        name = callee_name(op.container.owner)
+        if name:
+            from zymase.llvm.demangle import demangle  # (C++ names; only on this error path)
+
+            return f"a pointer field of the struct returned by '{demangle(name)}'"
+    return f"a pointer produced by '{_describe(op)}'"
 
 
 def _inactive_global_error(name: str, at: Operation, fname: str) -> ZymaseError:

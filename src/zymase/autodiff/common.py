@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from zymase.analysis.activity import ActivityInfo, analyze
-from zymase.analysis.memory import TAPE_POOL
+from zymase.analysis.memory import TAPE_POOL, initializer_symbols
 from zymase.analysis.cfg import CFG
 from zymase.analysis.scf import nested_blocks
 from zymase.autodiff.flavor import Emitter, Flavor, is_differentiable_type
@@ -304,6 +304,8 @@ def prepare(ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts
     # Blocks nested in structured ops (scf regions) are analyzed with the others.
     blocks = nested_blocks(region)
     act = analyze(blocks, arg_acts, list(zip(returned, ret_acts)), ctx.propagates, flavor, memory)
+    if flavor.name == "llvm":
+        memory.refuse_addresses_in_initializers(blocks, act, ctx.driver.symbols)
     _reject_unsupported(ctx, fop, region, act, arg_acts)
     holder = None
     if flavor.name == "llvm":
@@ -434,9 +436,14 @@ def _reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activ
             ):
                 # the shadow would have to travel inside the aggregate: refuse rather
                 # than lose the derivative
+                callee = ctx.defined_function(op) if isinstance(op, llvm.CallOp) else None
+                from zymase.llvm.demangle import demangle  # (C++ names; only on this error path)
+
+                what = (f"'{demangle(function_name(callee))}' (recursive, so not inlined) returns a struct or array value "
+                        "that may hold a pointer to the active memory it is given" if callee is not None else
+                        "a pointer to active memory is put into a struct or array value")
                 raise ZymaseError(
-                    "a pointer to active memory is put into a struct or array value; "
-                    "shadows of pointers inside aggregates are not supported yet",
+                    f"{what}; shadows of pointers inside aggregates are not supported yet",
                     construct=describe(op),
                     function=fname,
                     location=location_of(op),
@@ -803,12 +810,20 @@ def _globals_referenced(ctx: Context, fop: Operation, seen: set, found: set[str]
     symbols = ctx.driver.symbols
     for op in fop.walk():
         if isinstance(op, llvm.AddressOfOp):
-            name = op.global_name.root_reference.data
-            if isinstance(symbols.get(name), llvm.GlobalOp):
-                found.add(name)
+            _add_global(symbols, op.global_name.root_reference.data, found)
         callee = ctx.defined_function(op)
         if callee is not None:
             _globals_referenced(ctx, callee, seen, found)
+
+
+def _add_global(symbols, name: str, found: set[str]) -> None:
+    """Add global ``name`` to ``found``, with the globals whose addresses its initializer
+    holds (a constant ``{buf, n}`` copied into a struct reads ``buf`` through it)."""
+    glob = symbols.get(name)
+    if isinstance(glob, llvm.GlobalOp) and name not in found:
+        found.add(name)
+        for held in initializer_symbols(glob):
+            _add_global(symbols, held, found)
 
 
 def derivative_follows(a: Activity, *, forward: bool) -> bool:
