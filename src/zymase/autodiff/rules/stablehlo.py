@@ -30,12 +30,30 @@ _LOGISTIC = R(lambda E, P, dy: E.mul(dy, E.mul(P.res(), E.sub(E.const_like(1.0, 
 _RSQRT = R(lambda E, P, dy: E.mul(E.mul(dy, E.const_like(-0.5, dy)), E.mul(P.res(), E.square(P.res()))),
            name="rsqrt")
 
+
+
+def _balanced(mine: int, other: int):
+    """JAX's partial of maximum/minimum in operand ``mine``: 1 where it equals the result,
+    halved where the other operand does too (a tie shares the derivative equally), times
+    the adjoint (so a NaN adjoint stays NaN, as in JAX)."""
+
+    def partial(E, P, dy):
+        chosen = E.select(E.fcmp("oeq", P.arg(mine), P.res()), E.const_like(1.0, dy), E.zero(dy.type))
+        shared = E.select(E.fcmp("oeq", P.arg(other), P.res()), E.const_like(2.0, dy), E.const_like(1.0, dy))
+        return E.mul(dy, E.div(chosen, shared))
+
+    return partial
+
+
+_MAXIMUM = R(_balanced(0, 1), _balanced(1, 0), name="maximum", bounded=True)
+_MINIMUM = R(_balanced(0, 1), _balanced(1, 0), name="minimum", bounded=True)
+
 ELEMENTWISE_RULES = {
     "add": FADD, "subtract": FSUB, "multiply": FMUL, "divide": FDIV, "negate": FNEG, "remainder": FREM,
     "exponential": MATH["exp"], "exponential_minus_one": MATH["expm1"], "log": MATH["log"],
     "log_plus_one": MATH["log1p"], "tanh": MATH["tanh"], "sqrt": MATH["sqrt"], "cbrt": MATH["cbrt"],
     "sine": MATH["sin"], "cosine": MATH["cos"], "tan": MATH["tan"], "abs": MATH["fabs"], "power": MATH["pow"],
-    "maximum": MATH["fmax"], "minimum": MATH["fmin"], "atan2": MATH["atan2"], "logistic": _LOGISTIC,
+    "maximum": _MAXIMUM, "minimum": _MINIMUM, "atan2": MATH["atan2"], "logistic": _LOGISTIC,
     "rsqrt": _RSQRT, "floor": ZERO, "ceil": ZERO, "sign": ZERO, "round_nearest_even": ZERO,
     "round_nearest_afz": ZERO,
 }
@@ -262,8 +280,9 @@ REGISTRY.register(hlo.SelectOp, _Select())
 
 
 class _Clamp(Rule):
-    """clamp(lo, x, hi): x's adjoint where lo < x < hi; lo's where x < lo; hi's where
-    x > hi (JAX's convention at the boundaries). Scalar bounds sum their adjoints."""
+    """clamp(lo, x, hi): x's adjoint where lo < x < hi; lo's where x < lo < hi; hi's
+    where x > hi (JAX's rule: nothing at the boundaries, and an empty interval gives
+    lo nothing). Scalar bounds sum their adjoints."""
 
     def propagates(self, op, index):
         return hlo.is_float_tensor(op.operands[index].type)
@@ -274,7 +293,8 @@ class _Clamp(Rule):
         lo_b, hi_b = (T.broadcast(E, v, T.shape(x), []) if T.shape(v) != T.shape(x) else v for v in (lo, hi))
         inside = T.emit(E, hlo.ELEMENTWISE["and"], [E.fcmp("ogt", x, lo_b), E.fcmp("olt", x, hi_b)],
                         E.fcmp("ogt", x, lo_b).type)
-        return inside, E.fcmp("olt", x, lo_b), E.fcmp("ogt", x, hi_b)
+        below = T.emit(E, hlo.ELEMENTWISE["and"], [E.fcmp("olt", x, lo_b), E.fcmp("olt", lo_b, hi_b)], inside.type)
+        return inside, below, E.fcmp("ogt", x, hi_b)
 
     def reverse(self, ctx, op, dys):
         dy, E = dys[0], ctx.E
