@@ -7,7 +7,8 @@ linear map the op is: broadcast_in_dim <-> a reduce-sum over the broadcast dims,
 slice <-> pad with zeros, concatenate <-> slices, dynamic_slice <->
 dynamic_update_slice into zeros, transpose <-> the inverse transpose, dot_general
 <-> two dot_generals, reduce-sum <-> broadcast, reduce-max <-> a select on equality
-(ties share the adjoint equally, as in JAX). Ops whose derivative is zero (comparisons,
+(ties share the adjoint equally, as in JAX); gather and scatter are in
+``rules/stablehlo_scatter.py``. Ops whose derivative is zero (comparisons,
 rounding, iota, constants) propagate nothing. custom_call dispatches on its target: the
 LAPACK calls of ``jnp.linalg`` with a matrix-level rule (``rules/stablehlo_linalg.py``,
 ``rules/stablehlo_factorizations.py``) use it, the others are refused naming the JAX function. Anything else reaching an
