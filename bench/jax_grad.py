@@ -179,10 +179,6 @@ def _emit_derivative(ns, work: Path) -> int:
 
 def _baseline_grad(ns, work: Path, name: str, loss, args, argnums):
     """The gradient function running the derivative module ``--baseline``'s tree makes."""
-    from jax.core import ShapedArray
-
-    from zymase.frontends import jax as front
-
     out = work / f"{name}.baseline.mlir"
     cmd = [sys.executable, __file__, "--emit", name, str(out), "--keep", str(work)]
     if ns.adbench is None:
@@ -191,7 +187,17 @@ def _baseline_grad(ns, work: Path, name: str, loss, args, argnums):
         cmd += ["--adbench", str(ns.adbench)]
     env = dict(os.environ, PYTHONPATH=str(ns.baseline))
     subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
-    text = out.read_text()
+    return grad_from_text(out.read_text(), loss, args, argnums)
+
+
+def grad_from_text(text: str, loss, args, argnums):
+    """A jitted gradient of ``loss`` (at arguments shaped like ``args``) that runs the
+    reverse-mode derivative module ``text`` (``frontends/jax.derivative_module``'s
+    output, maybe made by another source tree) through zymase's JAX primitive."""
+    from jax.core import ShapedArray
+
+    from zymase.frontends import jax as front
+
     leaves, tree, active = _flat(args, argnums)
     value_aval = ShapedArray((), jax.eval_shape(loss, *args).dtype)
     grad_avals = [ShapedArray(x.shape, x.dtype) for x, a in zip(leaves, active) if a]

@@ -107,6 +107,22 @@ def test_solve_gradient_with_respect_to_the_matrix():
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-12, atol=1e-13)
 
 
+# session 24, issue 28 performance: the SVD zymase's rule computes for svdvals (mode S) is
+# the SVD the program computes already; spelled without JAX's operand aliasing, it stayed
+# a second gesdd run in XLA (which compares every attribute) until the rewrite
+# lapack_call_repeated merged the two
+def test_singular_values_and_vectors_of_one_matrix_are_one_lapack_call():
+    a = jnp.asarray(np.random.default_rng(5).normal(size=(6, 3)))
+
+    def f(a):
+        u, s, vt = jnp.linalg.svd(a, full_matrices=False)
+        return jnp.sum(u[:, :2] * s[:2] @ vt[:2]) + jnp.sum(jnp.linalg.svd(a, compute_uv=False) ** 3)
+
+    gradient = jax.jit(zj.grad(f))
+    assert gradient.lower(a).compile().as_text().count('custom_call_target="lapack_dgesdd_ffi"') == 1
+    np.testing.assert_allclose(gradient(a), jax.jit(jax.grad(f))(a), rtol=1e-10, atol=1e-12)
+
+
 @pytest.mark.parametrize("f, shape, message", [
     (lambda a: jnp.linalg.svd(a)[0].sum(), (4, 3), "full SVD of a non-square"),
     (lambda a: jnp.linalg.qr(a)[0].sum(), (3, 4), "QR decomposition of a wide"),

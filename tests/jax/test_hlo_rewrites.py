@@ -20,7 +20,8 @@ from zymase.transforms.hlo_rewrites import REWRITES, simplify  # noqa: E402
 FILECHECK = Path(__file__).parents[1] / "mlir" / "filecheck"
 FAMILIES = ["stablehlo_simplify", "stablehlo_rewrites_algebra", "stablehlo_rewrites_movement",
             "stablehlo_rewrites_reduce"]
-_DTYPES = {"f64": np.float64, "f32": np.float32, "f16": np.float16, "i64": np.int64, "i1": np.bool_}
+_DTYPES = {"f64": np.float64, "f32": np.float32, "f16": np.float16, "i64": np.int64, "i32": np.int32,
+           "i1": np.bool_}
 
 
 def _dtype(t):

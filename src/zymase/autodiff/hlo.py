@@ -34,6 +34,7 @@ from zymase.ir.enzyme import Activity
 
 def _load_rules() -> None:
     from zymase.autodiff.rules import stablehlo as _rules  # noqa: F401  (each registers itself)
+    from zymase.autodiff.rules import stablehlo_scatter as _scatter  # noqa: F401
     from zymase.autodiff.rules import stablehlo_control as _control  # noqa: F401
     from zymase.autodiff.rules import stablehlo_sort as _sort  # noqa: F401
     from zymase.autodiff.rules import stablehlo_window as _window  # noqa: F401

@@ -53,6 +53,10 @@ call_p.def_abstract_eval(lambda *avals, text, out_avals: list(out_avals))
 
 
 def _lower_call(ctx, *args, text, out_avals):
+    if '"lapack_' in text:  # jaxlib binds its LAPACK kernels when JAX lowers a call of one, not before
+        from jax._src.lax import linalg as jax_linalg
+
+        jax_linalg.initialize_lapack()
     module = jax_ir.Module.parse(text, context=ctx.module_context.context)
     name = jax_mlir.merge_mlir_modules(ctx.module_context.module, "zymase_derivative", module)
     result_types = [jax_mlir.aval_to_ir_type(ctx.module_context, a) for a in out_avals]

@@ -4,7 +4,7 @@ folding of splat constants. Registered in ``hlo_rewrite_base.REWRITES``.
 
 Every pattern keeps the value bit for bit, except those marked ``liberty`` (derivative
 code only): ``x + 0 -> x`` and ``0 - x -> -x`` (the sign of a zero), ``x - x -> 0`` and
-``x * 0 -> 0`` (NaN for an infinite x: zymase's strong zero), ``-(x - y) -> y - x``.
+``x * 0 -> 0`` (for an x known to be finite: the sign of a zero), ``-(x - y) -> y - x``.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from zymase.transforms.hlo_rewrite_base import (
     float_splat,
     is_one,
     is_zero,
+    known_finite,
     new,
     replace_by,
     replace_by_splat,
@@ -82,9 +83,14 @@ def multiply_one(op, rewriter):
         replace_by(rewriter, op, b)
 
 
-@rewrite(hlo.MultiplyOp, "multiply_zero", "x * 0 -> 0; 0 * x -> 0", liberty=True)
+@rewrite(hlo.MultiplyOp, "multiply_zero", "x * 0 -> 0; 0 * x -> 0 (x known finite)", liberty=True)
 def multiply_zero(op, rewriter):
-    if hlo.is_float_tensor(op.results[0].type) and any(float_splat(v) == 0 for v in op.operands):
+    """Only for a finite x: an infinite or NaN one makes NaN, which JAX's derivative has
+    too (``logaddexp(log(0 x), x)``); folding it would turn JAX's NaN into a number."""
+    a, b = op.operands
+    if not hlo.is_float_tensor(op.results[0].type):
+        return
+    if (float_splat(b) == 0 and known_finite(a)) or (float_splat(a) == 0 and known_finite(b)):
         replace_by_splat(rewriter, op, 0.0)
 
 

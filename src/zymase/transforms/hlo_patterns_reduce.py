@@ -1,6 +1,7 @@
-"""StableHLO rewrites of reductions and contractions: a reduce of a transpose, of a
-reshape, of a broadcast, of a zero pad; a dot_general whose operand is a transpose takes
-the transpose into its dimension numbers. Registered in ``hlo_rewrite_base.REWRITES``.
+"""StableHLO rewrites of reductions, contractions and library calls: a reduce of a
+transpose, of a reshape, of a broadcast, of a zero pad; a dot_general whose operand is a
+transpose takes the transpose into its dimension numbers; a LAPACK call repeating an
+earlier one reuses its results. Registered in ``hlo_rewrite_base.REWRITES``.
 
 A reduce-sum's order of additions is XLA's choice, so a rewritten sum equals the original
 up to rounding (the numeric tests compare these with a tolerance); the maximum and the
@@ -146,3 +147,34 @@ def dot_general_transposed_lhs(op, rewriter):
          "with permuted dimension numbers")
 def dot_general_transposed_rhs(op, rewriter):
     _absorb_transpose(op, rewriter, 1)
+
+
+# ----- library calls ---------------------------------------------------------------------
+def _lapack_key(op):
+    """What decides a LAPACK custom_call's results: its kernel, operands, result types,
+    options and batch dims (jaxlib's kernels are pure). None for other custom_calls."""
+    target = op.call_target_name.data
+    effect = op.properties.get("has_side_effect")
+    if not target.startswith("lapack_") or (effect is not None and bool(effect.value.data)):
+        return None
+    options = op.attributes.get("mhlo.backend_config")
+    frontend = op.attributes.get("mhlo.frontend_attributes")
+    return (target, tuple(op.operands), tuple(r.type for r in op.results), options, frontend)
+
+
+@rewrite(hlo.CustomCallOp, "lapack_call_repeated", "lapack_k(a) ... lapack_k(a) -> the first call's results")
+def lapack_call_repeated(op, rewriter):
+    """A LAPACK call repeating an earlier one of its block (the same kernel, operands and
+    options) reuses that one's results. xDSL's CSE compares every attribute, and so does
+    XLA's: JAX's spelling of a call and the one zymase's rules build (``ir/stablehlo.
+    lapack_call``: no operand aliasing, no sharding rule) differ in attributes that do
+    not change the results, which kept two SVDs of one matrix two gesdd runs."""
+    key = _lapack_key(op)
+    if key is None:
+        return
+    for earlier in op.parent_block().ops:
+        if earlier is op:
+            return
+        if isinstance(earlier, hlo.CustomCallOp) and _lapack_key(earlier) == key:
+            rewriter.replace(op, [], list(earlier.results))
+            return

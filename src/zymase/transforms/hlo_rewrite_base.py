@@ -10,11 +10,14 @@ with :func:`rewrite` under a name and a one-line declarative summary (``"x + 0 -
 
 A pattern whose result differs from IEEE arithmetic in some corner (the sign of a zero,
 ``x * 0`` for an infinite ``x``) is registered with ``liberty=True``: it is applied to
-derivative code only, never to the user's primal ops.
+derivative code only, never to the user's primal ops. No pattern turns a NaN into a
+number: ``x * 0 -> 0`` needs an ``x`` that ``known_finite`` proves finite, since JAX,
+whose derivatives zymase's must equal, has no strong zeros.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -78,6 +81,35 @@ def is_one(v: SSAValue) -> bool:
 def float_splat(v: SSAValue) -> float | None:
     """The element of a splat float constant (None for others, integers included)."""
     return splat_value(v) if hlo.is_float_tensor(v.type) else None
+
+
+# ops whose result is finite when their float operands are (data movement, selection,
+# sign changes); a float operand not listed for an op is an index or a predicate
+_FINITE_THROUGH = {
+    hlo.BroadcastInDimOp: (0,), hlo.ReshapeOp: (0,), hlo.TransposeOp: (0,), hlo.SliceOp: (0,), hlo.ReverseOp: (0,),
+    hlo.PadOp: (0, 1), hlo.DynamicSliceOp: (0,), hlo.DynamicUpdateSliceOp: (0, 1), hlo.SelectOp: (1, 2),
+    hlo.NegateOp: (0,), hlo.ELEMENTWISE["abs"]: (0,), hlo.MaximumOp: (0, 1), hlo.MinimumOp: (0, 1),
+    hlo.ClampOp: (0, 1, 2),
+}
+
+
+def known_finite(v: SSAValue, depth: int = 8) -> bool:
+    """Whether every element of ``v`` is finite for sure: an integer tensor, a constant of
+    finite values, an iota, a conversion from integers, and data movement, selection
+    and sign changes of such values (looked through ``depth`` ops deep)."""
+    if not hlo.is_float_tensor(v.type):
+        return True
+    op = v.owner
+    if isinstance(op, hlo.ConstantOp):
+        return isinstance(op.value, DenseIntOrFPElementsAttr) and all(math.isfinite(x) for x in op.value.get_values())
+    if isinstance(op, hlo.IotaOp):
+        return True
+    if isinstance(op, hlo.ConvertOp):
+        return not hlo.is_float_tensor(op.operands[0].type) or (depth > 0 and known_finite(op.operands[0], depth - 1))
+    if isinstance(op, hlo.ConcatenateOp):
+        return depth > 0 and all(known_finite(x, depth - 1) for x in op.operands)
+    through = _FINITE_THROUGH.get(type(op))
+    return through is not None and depth > 0 and all(known_finite(op.operands[i], depth - 1) for i in through)
 
 
 def make_splat(value, typ: Attribute) -> Operation:

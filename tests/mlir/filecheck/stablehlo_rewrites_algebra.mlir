@@ -65,12 +65,17 @@ func.func @multiply_one(%x: tensor<4xf64>) -> (tensor<4xf64>, tensor<4xf64>) {
 }
 
 // CHECK-LABEL: func.func @multiply_zero
+// x * 0 folds only for an x known to be finite (here converted from integers): an
+// argument may be infinite or NaN, and its product with 0 is then NaN (session 24)
 // CHECK-NEXT:    %[[Z:.*]] = "stablehlo.constant"() <{value = dense<0.000000e+00> : tensor<4xf64>}>
-// CHECK-NEXT:    func.return %[[Z]]
-func.func @multiply_zero(%x: tensor<4xf64>) -> tensor<4xf64> {
+// CHECK-NEXT:    %[[K:.*]] = "stablehlo.multiply"(%[[Z]], %x)
+// CHECK-NEXT:    func.return %[[Z]], %[[K]]
+func.func @multiply_zero(%x: tensor<4xf64>, %i: tensor<4xi64>) -> (tensor<4xf64>, tensor<4xf64>) {
   %z = "stablehlo.constant"() <{value = dense<0.000000e+00> : tensor<4xf64>}> : () -> tensor<4xf64>
-  %a = "stablehlo.multiply"(%z, %x) : (tensor<4xf64>, tensor<4xf64>) -> tensor<4xf64>
-  func.return %a : tensor<4xf64>
+  %f = "stablehlo.convert"(%i) : (tensor<4xi64>) -> tensor<4xf64>
+  %a = "stablehlo.multiply"(%z, %f) : (tensor<4xf64>, tensor<4xf64>) -> tensor<4xf64>
+  %b = "stablehlo.multiply"(%z, %x) : (tensor<4xf64>, tensor<4xf64>) -> tensor<4xf64>
+  func.return %a, %b : tensor<4xf64>, tensor<4xf64>
 }
 
 // CHECK-LABEL: func.func @multiply_minus_one

@@ -90,3 +90,16 @@ func.func @dot_general_transposed_rhs(%x: tensor<5x2x3xf64>, %y: tensor<5x4x3xf6
   %e = "stablehlo.dot_general"(%v, %u) <{dot_dimension_numbers = #stablehlo.dot<lhs_contracting_dimensions = [0], rhs_contracting_dimensions = [0]>}> : (tensor<3xf64>, tensor<3x4x2xf64>) -> tensor<4x2xf64>
   func.return %d, %e : tensor<5x2x4xf64>, tensor<4x2xf64>
 }
+
+// the LU of x twice, spelled as JAX does and as zymase's rules do (no operand aliasing):
+// one call (session 24); the LU of y stays
+// CHECK-LABEL: func.func @lapack_call_repeated
+// CHECK-NEXT:    %[[A:.*]], %[[P:.*]], %[[I:.*]] = "stablehlo.custom_call"(%x)
+// CHECK-NEXT:    %[[B:.*]], %{{.*}}, %{{.*}} = "stablehlo.custom_call"(%y)
+// CHECK-NEXT:    func.return %[[A]], %[[P]], %[[A]], %[[B]]
+func.func @lapack_call_repeated(%x: tensor<4x4xf64>, %y: tensor<4x4xf64>) -> (tensor<4x4xf64>, tensor<4xi32>, tensor<4x4xf64>, tensor<4x4xf64>) {
+  %a, %p, %i = "stablehlo.custom_call"(%x) <{api_version = 1 : i32, backend_config = "", call_target_name = "lapack_dgetrf_ffi", called_computations = [], has_side_effect = false, operand_layouts = [dense<[0, 1]> : tensor<2xindex>], output_operand_aliases = [#stablehlo.output_operand_alias<output_tuple_indices = [0], operand_index = 0, operand_tuple_indices = []>], result_layouts = [dense<[0, 1]> : tensor<2xindex>, dense<0> : tensor<1xindex>, dense<> : tensor<0xindex>]}> {mhlo.backend_config = {}, mhlo.frontend_attributes = {num_batch_dims = "0"}} : (tensor<4x4xf64>) -> (tensor<4x4xf64>, tensor<4xi32>, tensor<i32>)
+  %b, %q, %j = "stablehlo.custom_call"(%x) <{api_version = 1 : i32, backend_config = "", call_target_name = "lapack_dgetrf_ffi", operand_layouts = [dense<[0, 1]> : tensor<2xindex>], result_layouts = [dense<[0, 1]> : tensor<2xindex>, dense<0> : tensor<1xindex>, dense<> : tensor<0xindex>]}> {mhlo.backend_config = {}, mhlo.frontend_attributes = {num_batch_dims = "0"}} : (tensor<4x4xf64>) -> (tensor<4x4xf64>, tensor<4xi32>, tensor<i32>)
+  %c, %r, %k = "stablehlo.custom_call"(%y) <{api_version = 1 : i32, backend_config = "", call_target_name = "lapack_dgetrf_ffi", operand_layouts = [dense<[0, 1]> : tensor<2xindex>], result_layouts = [dense<[0, 1]> : tensor<2xindex>, dense<0> : tensor<1xindex>, dense<> : tensor<0xindex>]}> {mhlo.backend_config = {}, mhlo.frontend_attributes = {num_batch_dims = "0"}} : (tensor<4x4xf64>) -> (tensor<4x4xf64>, tensor<4xi32>, tensor<i32>)
+  func.return %a, %p, %b, %c : tensor<4x4xf64>, tensor<4xi32>, tensor<4x4xf64>, tensor<4x4xf64>
+}

@@ -12,18 +12,20 @@ func.func @add_zero(%x: tensor<3xf64>) -> tensor<3xf64> {
   func.return %c : tensor<3xf64>
 }
 
-// x * 0 -> 0 is a liberty (NaN for an infinite x: zymase's strong zero), which
-// zymase-opt takes (it treats the module as derivative code); frontends/jax keeps the
-// user's own ops IEEE (tests/jax/test_hlo_rewrites.py)
+// x * 1 -> x; x * 0 stays for an x that may be infinite or NaN (its product is NaN, as
+// in JAX's derivatives: session 24), and folds for a finite one (an iota)
 // CHECK-LABEL: func.func @multiply_one_and_zero
 // CHECK-NEXT:    %[[Z:.*]] = "stablehlo.constant"() <{value = dense<0.000000e+00>
-// CHECK-NEXT:    func.return %[[Z]]
-func.func @multiply_one_and_zero(%x: tensor<3xf64>) -> tensor<3xf64> {
+// CHECK-NEXT:    %[[B:.*]] = "stablehlo.multiply"(%x, %[[Z]])
+// CHECK-NEXT:    func.return %[[B]], %[[Z]]
+func.func @multiply_one_and_zero(%x: tensor<3xf64>) -> (tensor<3xf64>, tensor<3xf64>) {
   %one = "stablehlo.constant"() <{value = dense<1.000000e+00> : tensor<3xf64>}> : () -> tensor<3xf64>
   %z = "stablehlo.constant"() <{value = dense<0.000000e+00> : tensor<3xf64>}> : () -> tensor<3xf64>
   %a = "stablehlo.multiply"(%one, %x) : (tensor<3xf64>, tensor<3xf64>) -> tensor<3xf64>
   %b = "stablehlo.multiply"(%a, %z) : (tensor<3xf64>, tensor<3xf64>) -> tensor<3xf64>
-  func.return %b : tensor<3xf64>
+  %i = "stablehlo.iota"() <{iota_dimension = 0 : i64}> : () -> tensor<3xf64>
+  %c = "stablehlo.multiply"(%i, %z) : (tensor<3xf64>, tensor<3xf64>) -> tensor<3xf64>
+  func.return %b, %c : tensor<3xf64>, tensor<3xf64>
 }
 
 // CHECK-LABEL: func.func @transpose_of_transpose

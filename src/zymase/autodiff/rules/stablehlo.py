@@ -7,7 +7,8 @@ linear map the op is: broadcast_in_dim <-> a reduce-sum over the broadcast dims,
 slice <-> pad with zeros, concatenate <-> slices, dynamic_slice <->
 dynamic_update_slice into zeros, transpose <-> the inverse transpose, dot_general
 <-> two dot_generals, reduce-sum <-> broadcast, reduce-max <-> a select on equality
-(ties share the adjoint equally, as in JAX). Ops whose derivative is zero (comparisons,
+(ties share the adjoint equally, as in JAX); gather and scatter are in
+``rules/stablehlo_scatter.py``. Ops whose derivative is zero (comparisons,
 rounding, iota, constants) propagate nothing. custom_call dispatches on its target: the
 LAPACK calls of ``jnp.linalg`` with a matrix-level rule (``rules/stablehlo_linalg.py``,
 ``rules/stablehlo_factorizations.py``) use it, the others are refused naming the JAX function. Anything else reaching an
@@ -29,6 +30,8 @@ _LOGISTIC = R(lambda E, P, dy: E.mul(dy, E.mul(P.res(), E.sub(E.const_like(1.0, 
 # rsqrt(x) = x^-1/2: d/dx = -1/2 x^-3/2 = -1/2 rsqrt(x)^3
 _RSQRT = R(lambda E, P, dy: E.mul(E.mul(dy, E.const_like(-0.5, dy)), E.mul(P.res(), E.square(P.res()))),
            name="rsqrt")
+
+
 
 ELEMENTWISE_RULES = {
     "add": FADD, "subtract": FSUB, "multiply": FMUL, "divide": FDIV, "negate": FNEG, "remainder": FREM,
@@ -262,8 +265,9 @@ REGISTRY.register(hlo.SelectOp, _Select())
 
 
 class _Clamp(Rule):
-    """clamp(lo, x, hi): x's adjoint where lo < x < hi; lo's where x < lo; hi's where
-    x > hi (JAX's convention at the boundaries). Scalar bounds sum their adjoints."""
+    """clamp(lo, x, hi): x's adjoint where lo < x < hi; lo's where x < lo < hi; hi's
+    where x > hi (JAX's rule: nothing at the boundaries, and an empty interval gives
+    lo nothing). Scalar bounds sum their adjoints."""
 
     def propagates(self, op, index):
         return hlo.is_float_tensor(op.operands[index].type)
@@ -274,7 +278,8 @@ class _Clamp(Rule):
         lo_b, hi_b = (T.broadcast(E, v, T.shape(x), []) if T.shape(v) != T.shape(x) else v for v in (lo, hi))
         inside = T.emit(E, hlo.ELEMENTWISE["and"], [E.fcmp("ogt", x, lo_b), E.fcmp("olt", x, hi_b)],
                         E.fcmp("ogt", x, lo_b).type)
-        return inside, E.fcmp("olt", x, lo_b), E.fcmp("ogt", x, hi_b)
+        below = T.emit(E, hlo.ELEMENTWISE["and"], [E.fcmp("olt", x, lo_b), E.fcmp("olt", lo_b, hi_b)], inside.type)
+        return inside, below, E.fcmp("ogt", x, hi_b)
 
     def reverse(self, ctx, op, dys):
         dy, E = dys[0], ctx.E
@@ -467,171 +472,6 @@ class _Reduce(Rule):
 
 REGISTRY.register(hlo.ReduceOp, _Reduce())
 
-
-# ----- indexing: gather and scatter-add are each other's transposes -------------------
-_GATHER_FIELDS = ("offset_dims", "collapsed_slice_dims", "operand_batching_dims", "start_indices_batching_dims",
-                  "start_index_map")
-_SCATTER_FIELDS = ("update_window_dims", "inserted_window_dims", "input_batching_dims",
-                   "scatter_indices_batching_dims", "scatter_dims_to_operand_dims")
-
-
-def _scatter_add(E, operand, indices, updates, gather_numbers, sorted_attr):
-    """The scatter-add that is the transpose of a gather with ``gather_numbers``."""
-    fields = {s: hlo.dims_field(gather_numbers, g) for s, g in zip(_SCATTER_FIELDS, _GATHER_FIELDS)}
-    fields["index_vector_dim"] = hlo.int_field(gather_numbers, "index_vector_dim")
-    properties = {"scatter_dimension_numbers": hlo.structured(hlo.ScatterAttr, fields)}
-    if sorted_attr is not None:
-        properties["indices_are_sorted"] = sorted_attr
-    op = hlo.ScatterOp.create(operands=[operand, indices, updates], result_types=[operand.type],
-                              properties=properties, regions=[T._reducer(operand.type.element_type, hlo.AddOp)])
-    return E.insert(op).results[0]
-
-
-def _gather(E, operand, indices, scatter_numbers, updates_type, sorted_attr):
-    """The gather that is the transpose of a scatter-add with ``scatter_numbers``: it
-    reads, for every update element, the operand element the update went to."""
-    fields = {g: hlo.dims_field(scatter_numbers, s) for s, g in zip(_SCATTER_FIELDS, _GATHER_FIELDS)}
-    fields["index_vector_dim"] = hlo.int_field(scatter_numbers, "index_vector_dim")
-    window = fields["offset_dims"]
-    skipped = set(fields["collapsed_slice_dims"]) | set(fields["operand_batching_dims"])
-    update_shape = updates_type.get_shape()
-    sizes, k = [], 0
-    for d in range(len(T.shape(operand))):
-        if d in skipped:
-            sizes.append(1)
-        else:
-            sizes.append(update_shape[window[k]])
-            k += 1
-    ordered = {name: fields[name] for name in ("offset_dims", "collapsed_slice_dims", "operand_batching_dims",
-                                               "start_indices_batching_dims", "start_index_map", "index_vector_dim")}
-    properties = {"dimension_numbers": hlo.structured(hlo.GatherAttr, ordered), "slice_sizes": hlo.array(sizes)}
-    if sorted_attr is not None:
-        properties["indices_are_sorted"] = sorted_attr
-    return T.emit(E, hlo.GatherOp, [operand, indices], updates_type, **properties)
-
-
-@_linear(hlo.GatherOp)
-def gather_adjoint(ctx, op, i, dy):
-    operand = op.operands[0]
-    zeros = ctx.E.zero(operand.type)
-    return _scatter_add(ctx.E, zeros, ctx.primal(op.operands[1]), dy, op.dimension_numbers,
-                        op.properties.get("indices_are_sorted"))
-
-
-def scatter_kind(op) -> str | None:
-    """``add`` (x.at[i].add), ``set`` (x.at[i].set), ``multiply`` (x.at[i].mul) for a
-    one-operand scatter with that update body; None otherwise."""
-    if len(op.operands) != 3:
-        return None
-    region = op.update_computation
-    ops = list(region.block.ops)
-    if len(ops) == 1 and ops[0].operands[0] is region.block.args[1]:
-        return "set"
-    if len(ops) == 2 and isinstance(ops[0], hlo.MultiplyOp) and ops[1].operands[0] is ops[0].results[0] \
-            and set(ops[0].operands) == set(region.block.args):
-        return "multiply"
-    return "add" if _region_kind(region) == "add" else None
-
-
-def _scatter_like(E, op, operand, updates):
-    """``op``'s scatter (same indices, numbers and body) of ``updates`` into ``operand``
-    (the indices are read where they are: one XLA program keeps every primal value)."""
-    new = op.create(operands=[operand, op.operands[1], updates], result_types=[operand.type],
-                    properties=dict(op.properties), regions=[op.update_computation.clone()])
-    return E.insert(new).results[0]
-
-
-class _Scatter(Linear):
-    """scatter with an add, set or multiply body (``x.at[i].add/set/mul(u)``).
-
-    * add: linear in x (adjoint dy) and u (adjoint: dy gathered where each update went);
-    * set: linear in (x, u) together: x's adjoint is dy with the written elements zeroed,
-      u's is dy gathered where u went, for the update that won among duplicate indices
-      only (found by scattering the update's ids the same way and reading them back);
-    * multiply: linear in x (adjoint: dy times the same scatter-multiply of ones); the
-      updates' derivative is refused, as JAX refuses it for indices not known unique.
-    """
-
-    through = (0, 2)
-
-    def _kind(self, op, updates_differentiated: bool = False) -> str:
-        kind = scatter_kind(op)
-        if kind is None:
-            raise ZymaseError("this stablehlo.scatter has no derivative rule (x.at[i].add, .set and .mul have one)",
-                              construct="stablehlo.scatter", location=location_of(op),
-                              hint="write the update as x.at[i].add(...), .set(...) or .mul(...)")
-        if kind == "multiply" and updates_differentiated:
-            raise ZymaseError("the factors of x.at[i].mul(u) are differentiated (only x has a derivative rule)",
-                              construct="stablehlo.scatter", location=location_of(op),
-                              hint="multiply by a gathered or one-hot factor instead: x * jnp.ones_like(x)"
-                                   ".at[i].set(u) for distinct indices")
-        return kind
-
-    def reverse(self, ctx, op, dys):
-        self._kind(op, dys[0] is not None and ctx.wants(op.operands[2]))
-        return super().reverse(ctx, op, dys)
-
-    def forward(self, ctx, op, tangents):
-        kind = self._kind(op, tangents[2] is not None)
-        if kind == "multiply":
-            if tangents[0] is None:
-                return [None]
-            return [_scatter_like(ctx.E, op, tangents[0], ctx.primal(op.operands[2]))]
-        return super().forward(ctx, op, tangents)
-
-    def transpose(self, ctx, op, i, dy):
-        E, kind = ctx.E, self._kind(op)
-        updates = op.operands[2]
-        if i == 0:
-            if kind == "add":
-                return dy
-            if kind == "set":  # what the scatter overwrote gets nothing
-                return _scatter_like(E, op, dy, E.zero(updates.type))
-            ones = E.const_like(1.0, dy)
-            return E.mul(dy, _scatter_like(E, op, ones, ctx.primal(updates)))
-        gathered = _gather(E, dy, ctx.primal(op.operands[1]), op.scatter_dimension_numbers, updates.type,
-                           op.properties.get("indices_are_sorted"))
-        if kind == "add" or _is_true(op.properties.get("unique_indices")):
-            return gathered
-        return E.select(_winners(E, op), gathered, E.zero(updates.type))
-
-
-def _is_true(attr) -> bool:
-    return attr is not None and getattr(attr, "value", None) is not None and attr.value.data == 1
-
-
-def _winners(E, op):
-    """For each update element of a scatter-set, whether its write is the one the result
-    keeps (among updates to the same element, XLA CPU keeps the last, as here)."""
-    from zymase.ir import IntegerAttr, TensorType, i32, i64
-
-    updates, indices = op.operands[2], op.operands[1]
-    shape = T.shape(updates)
-    count = 1
-    for n in shape:
-        count *= n
-    ids = E.v(hlo.IotaOp.create(properties={"iota_dimension": IntegerAttr(0, i64)},
-                                result_types=[TensorType(i32, [count])]))
-    ids = T.reshape(E, ids, shape)
-    unwritten = E.v(T.splat(-1, TensorType(i32, T.shape(op.operands[0]))))
-    scattered = op.create(operands=[unwritten, indices, ids], result_types=[unwritten.type],
-                          properties=dict(op.properties), regions=[_set_body(i32)])
-    written = E.insert(scattered).results[0]
-    read_back = _gather(E, written, indices, op.scatter_dimension_numbers, ids.type,
-                        op.properties.get("indices_are_sorted"))
-    return E.icmp_eq(read_back, ids)
-
-
-def _set_body(element_type):
-    from zymase.ir import Block, Region, TensorType
-
-    scalar = TensorType(element_type, [])
-    block = Block(arg_types=[scalar, scalar])
-    block.add_op(hlo.ReturnOp.create(operands=[block.args[1]]))
-    return Region(block)
-
-
-REGISTRY.register(hlo.ScatterOp, _Scatter())
 
 
 # ----- custom_call: zymase's stop_gradient marker, LAPACK's matrix-level rules -----------
