@@ -240,8 +240,8 @@ class WrittenMemory:
                 pass  # a Numba prange loop: the arrays it writes
             elif isinstance(op, llvm.CallOp) and kind is None:
                 targets = [o for o in op.operands if isinstance(o.type, llvm.LLVMPointerType)]
-                if callee_name(op) in SIGNGAM_SETTERS and self.ctx.rule_for(op) is not None:
-                    written.add(SIGNGAM)  # all it writes besides its result (common.call_writes_unseen)
+                if self._sets_signgam_only(op):
+                    written.add(SIGNGAM)
                 elif self._call_writes_unseen(op):
                     written.add(UNSEEN_WRITES)
             elif isinstance(op, llvm.CallIntrinsicOp) and kind is None and not op.intrin.data.startswith(
@@ -254,6 +254,12 @@ class WrittenMemory:
                     return None
                 written |= r
         return written
+
+    def _sets_signgam_only(self, call: Operation) -> bool:
+        """libm's lgamma (not a definition of the module's own): besides its result it
+        writes ``signgam`` alone (see common.Context.call_writes_unseen)."""
+        return (callee_name(call) in SIGNGAM_SETTERS and self.ctx.defined_function(call) is None
+                and self.ctx.rule_for(call) is not None)
 
     def _call_writes_unseen(self, call: Operation) -> bool:
         """Whether a call may write globals or escaped memory beyond its pointer operands.
