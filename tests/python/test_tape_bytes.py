@@ -202,3 +202,19 @@ def test_the_counter_links_when_no_derivative_tapes_anything(tmp_path, zymase_cl
     exe = _build_counting(tmp_path, "square", NOTHING_TAPED, zymase_cli)
     run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
     assert run.returncode == 0 and run.stdout.split() == ["6", "0"], run.stdout + run.stderr
+
+
+def test_arguments_are_reread_although_lgamma_sets_signgam(tmp_path):
+    # lgamma writes the int signgam, which no argument shows: that made every argument
+    # count as written, and the GMM loop nest taped L per (point, component, entry) and
+    # x - mu twice over. tests/c/memory/lgamma_rereads.c bounds the bytes per (point,
+    # component) itself when built with -DCOUNT_TAPE (and checks the gradient)
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parents[1] / "c" / "memory" / "lgamma_rereads.c"
+    exe = tmp_path / "lgamma_rereads"
+    env = dict(os.environ, ZYMASE_TAPE_STATS="1")
+    build = run_cli(["cc", "-O2", "-DCOUNT_TAPE", str(src), "-o", str(exe)], env=env, cwd=tmp_path, timeout=300)
+    assert build.returncode == 0, build.stderr
+    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stdout + run.stderr

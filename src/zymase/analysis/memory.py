@@ -25,6 +25,11 @@ from zymase.ir import Block, BlockArgument, Operation, SSAValue, StringAttr, llv
 #: argument and global, as a global's name does (roots that are strings are globals).
 #: Shared by the llvm memory model (autodiff/reverse.py) and the memref one.
 UNSEEN_WRITES = "<memory a called function may write>"
+#: the root standing for the C library's ``signgam``, the int that lgamma, lgammaf and
+#: lgammal set besides their result (a global, like UNSEEN_WRITES it overlaps every
+#: argument); a float-typed access (``float_typed_access``) never touches it
+SIGNGAM = "<signgam, the int lgamma sets>"
+SIGNGAM_SETTERS = {"lgamma", "lgammaf", "lgammal"}
 
 ALLOCATORS = {"malloc", "calloc"}
 #: on a call of a function registered with __enzyme_allocation_like (llvm/annotations.py):
@@ -96,6 +101,14 @@ def intrinsic_base_name(op: Operation) -> str | None:
         parts = op.intrin.data.split(".")
         return parts[1] if len(parts) > 1 else None
     return None
+
+
+def float_typed_access(op: Operation) -> bool:
+    """A load or store whose TBAA access type (clang's, ``zymase.tbaa``) is a C
+    floating-point type: by C's aliasing rule it does not read or write an ``int`` such
+    as ``signgam``. Without TBAA (-O0, Numba) nothing is assumed."""
+    tbaa = op.attributes.get("zymase.tbaa")
+    return isinstance(tbaa, StringAttr) and tbaa.data.strip() in ("double", "float", "long double")
 
 
 def may_write_unseen_memory(fop: Operation | None) -> bool:

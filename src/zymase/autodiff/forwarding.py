@@ -310,7 +310,7 @@ class StoreForwarding:
             if count > _MAX_OPS:
                 return False
             if isinstance(op, llvm.LoadOp):
-                if not self._never_written(op.ptr):
+                if not self._never_written(op.ptr, op):
                     return False
             elif not _pure_cheap(op):
                 return False

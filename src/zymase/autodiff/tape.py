@@ -323,7 +323,7 @@ class IndexedCaches:
             writes = self.__dict__.setdefault("_loop_writes", {})
             if header not in writes:
                 writes[header] = self._writes_in(body)
-            ok = self._same_in(op.ptr, header, body, memo) and self._not_written(op.ptr, writes[header])
+            ok = self._same_in(op.ptr, header, body, memo) and self._not_written(op.ptr, writes[header], op)
         elif self.flavor.is_constant(op) or is_pure(op):
             ok = all(self._same_in(o, header, body, memo) for o in op.operands)
         else:
@@ -419,7 +419,7 @@ class MinCutRecompute:
             # (no re-reading in split mode: the augmented function's stack is gone)
             t = vop.results[0].type
             return (not self.split and (isinstance(t, IntegerType) or t == w.type and _is_float(t))
-                    and (self._never_written(vop.ptr) or self._unwritten_after(vop)))
+                    and (self._never_written(vop.ptr, vop) or self._unwritten_after(vop)))
         if isinstance(vop, llvm.CallIntrinsicOp):
             return vop.intrin.data.startswith(_CHEAP_INTRINSICS) and vop.intrin == wop.intrin
         return isinstance(vop, _CHEAP_OPS)

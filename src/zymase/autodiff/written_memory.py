@@ -10,24 +10,31 @@ writes memory the analysis cannot see.
 
 from __future__ import annotations
 
-from zymase.analysis.memory import MARKER_INTRINSICS, UNSEEN_WRITES, call_rule_writes, callee_name, memory_kind
+from zymase.analysis.memory import (MARKER_INTRINSICS, SIGNGAM, SIGNGAM_SETTERS, UNSEEN_WRITES, call_rule_writes,
+                                    callee_name, float_typed_access, memory_kind)
 from zymase.autodiff.region_recompute import CapturedObject, captured_object
 from zymase.ir import Block, BlockArgument, Operation, SSAValue, llvm
 
 
 class WrittenMemory:
-    def _never_written(self, ptr: SSAValue) -> bool:
+    def _never_written(self, ptr: SSAValue, access: Operation | None = None) -> bool:
         """Whether no op of the function may write (or free) the memory ``ptr`` points
         into: its roots are distinct from every written root (allocations made here
         are distinct from everything else; arguments and globals may alias each
-        other unless an argument is ``noalias``)."""
-        return self._not_written(ptr, self._written_roots())
+        other unless an argument is ``noalias``). ``access``: the load or store of
+        ``ptr`` asked about, whose TBAA type may rule out an int global (SIGNGAM)."""
+        return self._not_written(ptr, self._written_roots(), access)
 
-    def _not_written(self, ptr: SSAValue, written) -> bool:
-        """Whether ``ptr`` points into none of the ``written`` roots (None: unknown)."""
+    def _not_written(self, ptr: SSAValue, written, access: Operation | None = None) -> bool:
+        """Whether ``ptr`` points into none of the ``written`` roots (None: unknown).
+        lgamma's ``signgam`` is not among the roots a float-typed ``access`` reads: a
+        function computing a Gamma term would otherwise make every argument count as
+        written, and every value read from one be taped."""
         roots = self._roots(ptr)
         if roots is None or written is None:
             return False
+        if SIGNGAM in written and access is not None and float_typed_access(access):
+            written = written - {SIGNGAM}
         for r in roots:
             if any(self._may_share(r, x) for x in written):
                 return False
@@ -163,7 +170,7 @@ class WrittenMemory:
         """Whether no op that may run after ``load`` in the forward sweep writes or frees
         the memory it reads, so that the reverse sweep may read it again (frees moved
         to the reverse sweep do not count: see _find_deferred_frees)."""
-        return self._unwritten_after_op(load, load.ptr)
+        return self._unwritten_after_op(load, load.ptr, load)
 
     def unwritten_after(self, op: Operation, ptr: SSAValue) -> bool:
         """Whether no op that may run after primal ``op`` in the forward sweep (``op``
@@ -172,13 +179,13 @@ class WrittenMemory:
         mode, where the caller may write it between the augmented and reverse calls."""
         return not self.split and self._unwritten_after_op(op, ptr)
 
-    def _unwritten_after_op(self, op: Operation, ptr: SSAValue) -> bool:
+    def _unwritten_after_op(self, op: Operation, ptr: SSAValue, access: Operation | None = None) -> bool:
         b = op.parent_block()
         ops = list(b.ops)
         after = ops[ops.index(op) + 1:]
         later = self._reachable_after(b) & self._returning_blocks()
         written = self._writes_of([*after, *(x_op for x in later for x_op in x.ops)])
-        return self._not_written(ptr, written)
+        return self._not_written(ptr, written, access)
 
     def _returning_blocks(self) -> set[Block]:
         """Blocks from which a return is reachable. The reverse sweep runs only after the
@@ -233,7 +240,9 @@ class WrittenMemory:
                 pass  # a Numba prange loop: the arrays it writes
             elif isinstance(op, llvm.CallOp) and kind is None:
                 targets = [o for o in op.operands if isinstance(o.type, llvm.LLVMPointerType)]
-                if self._call_writes_unseen(op):
+                if self._sets_signgam_only(op):
+                    written.add(SIGNGAM)
+                elif self._call_writes_unseen(op):
                     written.add(UNSEEN_WRITES)
             elif isinstance(op, llvm.CallIntrinsicOp) and kind is None and not op.intrin.data.startswith(
                 MARKER_INTRINSICS
@@ -245,6 +254,12 @@ class WrittenMemory:
                     return None
                 written |= r
         return written
+
+    def _sets_signgam_only(self, call: Operation) -> bool:
+        """libm's lgamma (not a definition of the module's own): besides its result it
+        writes ``signgam`` alone (see common.Context.call_writes_unseen)."""
+        return (callee_name(call) in SIGNGAM_SETTERS and self.ctx.defined_function(call) is None
+                and self.ctx.rule_for(call) is not None)
 
     def _call_writes_unseen(self, call: Operation) -> bool:
         """Whether a call may write globals or escaped memory beyond its pointer operands.
