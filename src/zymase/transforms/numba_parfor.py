@@ -190,11 +190,12 @@ def _one_release_per_array(fop: Operation) -> None:
         if len(releases) < 2 or len(set(where)) != len(where):
             continue
         after = reach(where)
-        if after & (set(where) | abandons):
-            continue  # in a loop, one after another, or an error path after one
+        if after & (set(where) | abandons) or set(where) & returns:
+            continue  # in a loop, one after another, an error path after one, or returning
         # J: the first block after them that every path from them to the return passes
         order = [b for b in blocks if b in after]
         joins = [j for j in order if j not in returns and not reach(where, {j}) & returns
+                 and all(j in reach([w]) for w in where)
                  and j not in reach([j]) and j not in ({entry} | reach([entry], set(where)))]
         if not joins:
             continue
