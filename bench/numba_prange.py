@@ -6,11 +6,12 @@ without ``parallel=True``, where ``prange`` is ``range``). All variants run alte
 round after round, on the same inputs (the gradients are checked equal first); the
 report gives the best time of each and the ratios.
 
-    python bench/numba_prange.py [--rounds R] [--n N] [--only map reduction stencil rows]
+    python bench/numba_prange.py [--rounds R] [--n N] [--only map reduction stencil rows loops]
 
 Workloads: a map (``out[i] = f(x[i])``, then a weighted sum), a reduction inside
-``prange``, a 3-point stencil (adjoints of neighbouring iterations meet: atomic adds)
-and a 2-D loop (``prange`` over rows, an inner loop over columns). The machine these
+``prange``, a 3-point stencil (adjoints of neighbouring iterations meet: atomic adds),
+a 2-D loop (``prange`` over rows, an inner loop over columns) and a function with three
+prange loops (a map, a stencil reading it, a reduction). The machine these
 numbers come from is shared: read ratios measured side by side, not single timings.
 """
 
@@ -69,7 +70,24 @@ def _rows(a, w):
     return s
 
 
-WORKLOADS = {"map": _map, "reduction": _reduction, "stencil": _stencil, "rows": _rows}
+def _loops(x, w):
+    # several prange loops in one function: a map, a stencil reading it, a reduction
+    n = x.shape[0]
+    a = np.empty(n)
+    for i in prange(n):
+        a[i] = math.sin(x[i]) * x[i]
+    b = np.empty(n)
+    for i in prange(1, n - 1):
+        b[i] = a[i - 1] * a[i + 1]
+    s = 0.0
+    for i in prange(1, n - 1):
+        s += b[i] * w[i]
+    for i in range(n):
+        s += a[i]
+    return s
+
+
+WORKLOADS = {"map": _map, "reduction": _reduction, "stencil": _stencil, "rows": _rows, "loops": _loops}
 
 
 def _inputs(name: str, n: int):

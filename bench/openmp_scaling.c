@@ -4,10 +4,13 @@
 // executable, omp_set_num_threads) and primal and gradient, and the medians are compared:
 //
 //   zymase cc -O2 -fopenmp bench/openmp_scaling.c -o /tmp/openmp_scaling
-//   /tmp/openmp_scaling 2000000 15
+//   /tmp/openmp_scaling 2000000 15 [KERNEL]
 //
 // prints per kernel: primal and gradient times at 1 and 2 threads, the 2-thread/1-thread
-// ratio of the gradient, and gradient/primal at each thread count.
+// ratio of the gradient, and gradient/primal at each thread count; then the same from the
+// process's CPU time (all threads; run with KMP_BLOCKTIME=0 so that idle threads sleep),
+// which a shared machine disturbs less than wall-clock time. KERNEL (map, stencil or
+// reduction) runs one kernel only.
 //
 // The arrays are restrict: each region then only reads memory nothing overwrites before
 // the reverse sweep, which recomputes it instead of taping it
@@ -20,6 +23,8 @@
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 #ifdef NO_RESTRICT
 #define RESTRICT
@@ -69,6 +74,12 @@ static void run(int kernel, int grad) {
     }
 }
 
+static double cpu_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
 static int cmp(const void *a, const void *b) {
     double d = *(const double *)a - *(const double *)b;
     return (d > 0) - (d < 0);
@@ -83,26 +94,33 @@ int main(int argc, char **argv) {
     dout = malloc(n * sizeof *dout);
     for (int i = 0; i < n; i++) x[i] = 1e-6 * i;
     const char *names[] = {"map", "stencil", "reduction"};
-    double *t = malloc(sizeof(double) * 4 * rounds);
+    double *t = malloc(sizeof(double) * 4 * rounds), *cpu = malloc(sizeof(double) * 4 * rounds);
     for (int k = 0; k < 3; k++) {
+        if (argc > 3 && strcmp(argv[3], names[k]) != 0) continue;
         for (int r = 0; r < rounds; r++)
             for (int c = 0; c < 4; c++) {  // (threads, grad) alternating within each round
                 int threads = 1 + (c >> 1), grad = c & 1;
                 omp_set_num_threads(threads);
                 for (int i = 0; i < n; i++) dout[i] = 1.0;
-                double t0 = omp_get_wtime();
+                double t0 = omp_get_wtime(), c0 = cpu_seconds();
                 run(k, grad);
                 t[c * rounds + r] = omp_get_wtime() - t0;
+                cpu[c * rounds + r] = cpu_seconds() - c0;
             }
-        double med[4];
+        double med[4], cmed[4];
         for (int c = 0; c < 4; c++) {
             qsort(t + c * rounds, rounds, sizeof(double), cmp);
+            qsort(cpu + c * rounds, rounds, sizeof(double), cmp);
             med[c] = t[c * rounds + rounds / 2];
+            cmed[c] = cpu[c * rounds + rounds / 2];
         }
         printf("%-9s n=%d: primal %.2f / %.2f ms, gradient %.2f / %.2f ms (1 / 2 threads); "
                "gradient 2t/1t %.2f; gradient/primal %.2f (1t) %.2f (2t)\n",
                names[k], n, 1e3 * med[0], 1e3 * med[2], 1e3 * med[1], 1e3 * med[3], med[3] / med[1],
                med[1] / med[0], med[3] / med[2]);
+        printf("%-9s CPU time: primal %.2f / %.2f ms, gradient %.2f / %.2f ms; gradient/primal %.2f (1t) %.2f (2t)\n",
+               names[k], 1e3 * cmed[0], 1e3 * cmed[2], 1e3 * cmed[1], 1e3 * cmed[3], cmed[1] / cmed[0],
+               cmed[3] / cmed[2]);
     }
     return 0;
 }

@@ -121,6 +121,17 @@ def test_regions_recomputed_without_tape_only_when_safe(tmp_path: Path):
     assert body.count("atomicrmw fadd") >= 6, body
     assert body.count("load atomic double") == 3 and body.count("store atomic double") == 3, body
     assert "__zymase_omp_add" not in body  # no add testing the chunk's bounds
+    # item 1 (performance): the recomputation in the reverse fork stores no primal output
+    # nobody reads (transforms/omp_dead_stores.py), so it does not compute it either: the
+    # forward sweep's primal fork wrote it (the caller reads it after the region), or it is
+    # enzyme_dupnoneed; sin and cos are then not called for the outputs (their
+    # derivatives call the other one). (recomputed.c checks the values, and that an
+    # output nobody reads in the gradient but the user's caller keeps its stores.)
+    for region, unneeded in (("stencil_read_after", "@sin("), ("stencil_unneeded", "@cos(")):
+        start = text.index(f"define internal void @diffe{region}.omp_outlined(")
+        body = text[start:text.index("\n}\n", start)]
+        assert unneeded not in body, (region, body)
+    assert primal_forks("stencil_read_after") == 2 and primal_forks("stencil_unneeded") == 1
     # a reduction into a local of the caller is recomputed too (reduction.c checks the values)
     ll = tmp_path / "reduction.ll"
     build = run_cli(["cc", "-O2", "-fopenmp", "-S", "-emit-llvm", str(_C / "reduction.c"), "-o", str(ll)],

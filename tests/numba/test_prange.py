@@ -103,6 +103,65 @@ def prange_thread_ids(x, ids):
     return s
 
 
+@njit(parallel=True)
+def prange_two_loops(x, w):
+    # a serial loop, then two prange loops: a stencil, and a reduction of what it wrote
+    n = x.shape[0]
+    m = np.empty(n)
+    for i in range(n):
+        m[i] = 0.25 * x[i]
+    a = np.zeros(n)
+    for i in prange(1, n - 1):
+        a[i] = math.cos(m[i - 1] + m[i + 1]) * x[i]
+    s = 0.0
+    for i in prange(n):
+        s += a[i] * a[i] * w[i]
+    for i in range(n):
+        s += m[i]
+    return s
+
+
+def two_loops_gradient(x, w):
+    m = 0.25 * x
+    u = m[:-2] + m[2:]
+    a = np.zeros_like(x)
+    a[1:-1] = np.cos(u) * x[1:-1]
+    abar = 2.0 * a * w
+    g = np.zeros_like(x)
+    g[1:-1] = abar[1:-1] * np.cos(u)
+    ubar = -abar[1:-1] * x[1:-1] * np.sin(u)
+    mbar = np.ones_like(x)
+    mbar[:-2] += ubar
+    mbar[2:] += ubar
+    return g + 0.25 * mbar
+
+
+@njit(parallel=True)
+def prange_three_loops(x, w):
+    # three prange loops: a map, a stencil reading it, and a reduction reading that
+    n = x.shape[0]
+    a = np.empty(n)
+    for i in prange(n):
+        a[i] = math.sin(x[i]) * x[i]
+    b = np.empty(n)
+    for i in prange(1, n - 1):
+        b[i] = a[i - 1] * a[i + 1]
+    s = 0.0
+    for i in prange(1, n - 1):
+        s += b[i] * w[i]
+    for i in range(n):
+        s += a[i]
+    return s
+
+
+def three_loops_gradient(x, w):
+    a = np.sin(x) * x
+    abar = np.ones_like(x)
+    abar[:-2] += w[1:-1] * a[2:]
+    abar[2:] += w[1:-1] * a[:-2]
+    return abar * (np.cos(x) * x + np.sin(x))
+
+
 def _record(f, mode):
     (rec,) = [r for r in zymase.stats() if r.function == f.__name__ and r.mode == mode][-1:]
     return rec
@@ -208,3 +267,26 @@ def test_nested_and_vector_derivatives_of_prange_use_the_serial_copy():
     jac = zymase.jacfwd(prange_sines)(x)
     assert_close(jac, np.diag(np.sin(x) + x * np.cos(x)), 1e-12, what="jacfwd of prange_sines")
     assert _record(prange_sines, "fwd").parfors == "serial"
+
+
+@pytest.mark.parametrize("f, gradient", [(prange_two_loops, two_loops_gradient),
+                                         (prange_three_loops, three_loops_gradient)], ids=["two", "three"])
+def test_several_prange_loops_get_the_parallel_reverse(f, gradient):
+    # issue 27 item 2 (performance): a function with several prange loops gets the
+    # parallel reverse (each loop recomputed on the user's team), not the serial copy's
+    # derivative. (Each launch's arguments are read from the stores that reach it, past
+    # Numba's zero-filling of its stack arrays; the arrays the loops read are released
+    # once, after the reverse sweep, where LLVM had released them on two paths.) Checked
+    # at 1, 2 and, when NUMBA_NUM_THREADS allows, 4 threads against the closed form.
+    x, w = _inputs()
+    expected = gradient(x, w)
+    before = numba.get_num_threads()
+    try:
+        for t in [t for t in (1, 2, 4) if t <= numba.config.NUMBA_NUM_THREADS]:
+            numba.set_num_threads(t)
+            value, g = zymase.value_and_grad(f)(x.copy(), w.copy())
+            assert_close(g, expected, 1e-12, what=f"{f.__name__} at {t} threads")
+            assert value == pytest.approx(f.py_func(x, w), rel=1e-12)
+    finally:
+        numba.set_num_threads(before)
+    assert _record(f, "rev").parfors == "parallel"

@@ -104,6 +104,8 @@ def outline_parfors(module: ModuleOp) -> int:
         raise ParforSerial("a prange loop differentiated twice (a nested derivative)", hint=_HINT)
     count = 0
     for fop in funcs.values():
+        if any(isinstance(op, llvm.CallOp) and _callee(op) == FORK for op in fop.walk()):
+            _one_release_per_array(fop)
         for op in list(fop.walk()):
             if isinstance(op, llvm.CallOp) and _callee(op) in ("allocate_sched", "deallocate_sched"):
                 _schedule_buffer_as_malloc(op)
@@ -145,35 +147,115 @@ def outline_parfors(module: ModuleOp) -> int:
     return count
 
 
+def _one_release_per_array(fop: Operation) -> None:
+    """A Numba array the function allocates and releases (``NRT_decref``) in several
+    blocks, one on each path, gets one release where those paths meet instead.
+
+    LLVM's pipeline duplicates releases: with several loops over the same ``n``, the
+    path taken when ``n == 0`` skips them all and releases every array in one block,
+    while the other path releases each after its last loop. The engine can keep a
+    prange loop's arrays alive until its reverse sweep recomputes the loop only when one
+    release runs once per call (``WrittenMemory._find_deferred_frees``). The release is
+    moved to the first block ``J`` after them when every path from the entry to ``J``
+    passes through exactly one of them, every path from them to the return passes
+    through ``J``, no error path (``ABANDON``) leaves from them and ``J`` runs once:
+    the array is then released exactly as often, only later."""
+    from zymase.analysis.memory import NRT_ALLOCATORS
+    from zymase.autodiff.names import ABANDON
+
+    blocks = list(fop.body.blocks)
+    if not blocks:
+        return
+    succs = {b: list(dict.fromkeys(b.last_op.successors)) for b in blocks}
+
+    def reach(starts, avoid=frozenset()):
+        seen, work = set(), [s for b in starts for s in succs[b] if s not in avoid]
+        while work:
+            b = work.pop()
+            if b not in seen:
+                seen.add(b)
+                work.extend(s for s in succs[b] if s not in avoid)
+        return seen
+
+    abandons = {b for b in blocks if any(_callee(o) == ABANDON for o in b.ops if isinstance(o, llvm.CallOp))}
+    returns = {b for b in blocks if isinstance(b.last_op, llvm.ReturnOp)}
+    entry = blocks[0]
+    for op in list(fop.walk()):
+        if not (isinstance(op, llvm.CallOp) and _callee(op) in NRT_ALLOCATORS):
+            continue
+        array = op.results[0]
+        releases = [u.operation for u in array.uses
+                    if isinstance(u.operation, llvm.CallOp) and _callee(u.operation) == "NRT_decref"]
+        where = [r.parent_block() for r in releases]
+        if len(releases) < 2 or len(set(where)) != len(where):
+            continue
+        after = reach(where)
+        if after & (set(where) | abandons) or set(where) & returns:
+            continue  # in a loop, one after another, an error path after one, or returning
+        # J: the first block after them that every path from them to the return passes
+        order = [b for b in blocks if b in after]
+        joins = [j for j in order if j not in returns and not reach(where, {j}) & returns
+                 and all(j in reach([w]) for w in where)
+                 and j not in reach([j]) and j not in ({entry} | reach([entry], set(where)))]
+        if not joins:
+            continue
+        first = releases[0]
+        first.detach()
+        joins[0].insert_op_before(first, joins[0].first_op)
+        for r in releases[1:]:
+            r.parent_block().erase_op(r)
+
+
 def _stored_pointers(args, fork: Operation) -> dict:
-    """Byte offset -> the pointer the one store at that offset of the caller's stack array
-    ``args`` puts there, when nothing but those stores, loads and ``fork`` touch it
-    (Numba's launcher fills ``args`` once); empty otherwise (the call then loads them)."""
+    """Byte offset -> the pointer that reaches ``fork`` in the caller's stack array
+    ``args`` at that offset (Numba's launcher fills ``args`` before the fork), when only
+    stores at constant offsets, loads, lifetime markers and forks touch ``args``; the
+    offsets whose store is not found (the call then loads them) are left out.
+
+    The store that reaches the fork is the last one before it, found walking back from
+    the fork through single predecessors: Numba zero-fills its stack arrays at the
+    function's entry, so in a function with several prange loops (each with its own
+    ``args``) every slot has that store too, before the one that matters."""
     from zymase.analysis.memory import memory_kind
     from zymase.autodiff.forwarding import _address
 
     if not isinstance(args.owner, Operation) or memory_kind(args.owner) != "alloca":
         return {}
-    stored: dict = {}
+    offset_of: dict = {}  # store into args -> its byte offset
+    lifetimes = set()
     work = [(args, 0)]
     while work:
         p, offset = work.pop()
         for use in p.uses:
             user = use.operation
             if isinstance(user, llvm.StoreOp) and user.ptr is p and user.value is not p:
-                stored.setdefault(offset, []).append(user)
+                offset_of[user] = offset
             elif isinstance(user, llvm.GEPOp) and user.operands[0] is p:
                 found = _address(user.results[0])
                 if found is None or found[1] is not None or found[0] is not args:
                     return {}
                 work.append((user.results[0], found[2]))
-            elif not (isinstance(user, llvm.LoadOp) or user is fork or (
-                    isinstance(user, llvm.CallIntrinsicOp) and user.intrin.data.startswith("llvm.lifetime"))):
+            elif isinstance(user, llvm.CallIntrinsicOp) and user.intrin.data.startswith("llvm.lifetime"):
+                lifetimes.add(user)
+            elif not (isinstance(user, llvm.LoadOp) or (isinstance(user, llvm.CallOp) and _callee(user) == FORK)):
                 return {}
-    order = {o: i for i, o in enumerate(fork.parent_block().ops)}
-    if any(len(v) != 1 or order.get(v[0], len(order)) > order[fork] for v in stored.values()):
-        return {}
-    return {k: v[0].value for k, v in stored.items()}
+    stored: dict = {}
+    block, ops, seen = fork.parent_block(), list(fork.parent_block().ops), set()
+    ops = ops[:ops.index(fork)]
+    while True:
+        for op in reversed(ops):
+            if op in lifetimes:
+                return stored  # what was stored before is gone
+            if op in offset_of:
+                stored.setdefault(offset_of[op], op.value)
+        seen.add(block)
+        preds = set(block.predecessors())
+        if len(preds) != 1:
+            return stored
+        block = preds.pop()
+        if block in seen:
+            return stored
+        ops = list(block.ops)
 
 
 def _unpack_arrays(gufunc: Operation, n: int) -> None:

@@ -341,9 +341,12 @@ def _user_function(region: Operation) -> str:
 def mark_derivative(module: ModuleOp, primal: Operation, derivative: Operation, role: str) -> None:
     """``derivative`` of outlined function ``primal`` in ``role``: checked, and marked so
     that ``restore_parallel_regions`` forks it."""
+    from zymase.transforms.omp_dead_stores import PRIMAL
+
     check_region(module, primal, role)
     derivative.attributes[OUTLINED] = primal.attributes[OUTLINED]
     derivative.attributes[ROLE] = StringAttr(role)
+    derivative.attributes[PRIMAL] = StringAttr(primal.sym_name.data)
 
 
 def mark_recomputed(derivative: Operation) -> None:
@@ -413,6 +416,9 @@ def restore_parallel_regions(module: ModuleOp) -> None:
              if isinstance(op, llvm.CallOp) and _callee(op) in funcs and is_outlined_region(funcs[_callee(op)])]
     if not calls:
         return
+    from zymase.transforms.omp_dead_stores import drop_recomputed_stores
+
+    drop_recomputed_stores(module)  # what recomputed regions store for no one
     added: dict[str, str] = {}
     for caller, op in calls:
         callee = funcs[_callee(op)]

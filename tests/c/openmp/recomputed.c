@@ -7,7 +7,9 @@
 // recomputation would write it back). Also recomputed: a region with two worksharing
 // loops (one on a chunked schedule), a 'critical' sum into a local of the caller, and a
 // reduction whose result is only returned (no primal region forked in the gradient).
-// Taped too: a region whose values depend on omp_get_thread_num. Every derivative against the serial twin's and
+// Taped too: a region whose values depend on omp_get_thread_num. Recomputed without the
+// primal stores: a region whose output the caller reads after it (its forward sweep forked
+// the primal), and one whose output is enzyme_dupnoneed. Every derivative against the serial twin's and
 // central finite differences, and the primal results after the gradient call against
 // the serial program's. Run with OMP_NUM_THREADS=1, 2, 4 (tests/test_c_openmp.py).
 #include <math.h>
@@ -106,6 +108,36 @@ static double returned_sum_ser(const double *x, int n) {
     double s = 0;
     for (int i = 0; i < n; i++) s += sin(x[i]) * x[i] + 0.5 * x[i] * x[i];
     return s;
+}
+
+// issue 27 item 1 (performance): recomputed regions whose primal stores the reverse
+// fork leaves out (transforms/omp_dead_stores.py). The caller reads the region's output
+// after it: its forward sweep forks the primal region, which fills out; the
+// recomputation in the reverse sweep does not store it again.
+double stencil_read_after(const double *restrict x, double *restrict out, int n) {
+#pragma omp parallel for
+    for (int i = 1; i < n - 1; i++) out[i] = x[i - 1] * x[i + 1] + sin(x[i]);
+    double s = 0;
+    for (int i = 1; i < n - 1; i++) s += out[i] * out[i];
+    return s;
+}
+
+static double stencil_read_after_ser(const double *x, double *out, int n) {
+    for (int i = 1; i < n - 1; i++) out[i] = x[i - 1] * x[i + 1] + sin(x[i]);
+    double s = 0;
+    for (int i = 1; i < n - 1; i++) s += out[i] * out[i];
+    return s;
+}
+
+// differentiated with enzyme_dupnoneed out: nobody reads out afterwards, so the only run
+// of the region (its recomputation) need not store it
+void stencil_unneeded(const double *restrict x, double *restrict out, int n) {
+#pragma omp parallel for
+    for (int i = 1; i < n - 1; i++) out[i] = x[i - 1] * x[i + 1] + cos(x[i]);
+}
+
+static void stencil_unneeded_ser(const double *x, double *out, int n) {
+    for (int i = 1; i < n - 1; i++) out[i] = x[i - 1] * x[i + 1] + cos(x[i]);
 }
 
 // a region whose values depend on the thread running each iteration: the reverse fork's
@@ -275,6 +307,35 @@ int main(int argc, char **argv) {
             check("thread-dependent reverse vs finite difference", i, dx[i],
                   (loss(thread_scaled_r, up, n) - loss(thread_scaled_r, um, n)) / (2 * h), 1e-6);
         }
+    }
+
+    // the region's output read after it, and a dupnoneed output
+    {
+        double out[N] = {0}, dout[N] = {0}, outs[N] = {0}, douts[N] = {0};
+        for (int i = 0; i < n; i++) dx[i] = dxs[i] = 0;
+        __enzyme_autodiff((void *)stencil_read_after, enzyme_dup, x0, dx, enzyme_dup, out, dout, enzyme_const, n);
+        __enzyme_autodiff((void *)stencil_read_after_ser, enzyme_dup, x0, dxs, enzyme_dup, outs, douts, enzyme_const,
+                          n);
+        for (int i = 0; i < n; i++) {
+            check("output read after reverse vs serial", i, dx[i], dxs[i], 1e-12);
+            check("output read after: primal out after the gradient", i, out[i], outs[i], 1e-15);
+        }
+        for (int i = 0; i < n; i += 41) {
+            double h = 1e-6, up[N], um[N], o[N] = {0};
+            for (int k = 0; k < n; k++) up[k] = um[k] = x0[k];
+            up[i] += h;
+            um[i] -= h;
+            check("output read after reverse vs finite difference", i, dx[i],
+                  (stencil_read_after_ser(up, o, n) - stencil_read_after_ser(um, o, n)) / (2 * h), 1e-6);
+        }
+        for (int i = 0; i < n; i++) {
+            dx[i] = dxs[i] = 0;
+            dout[i] = douts[i] = weight(i);
+        }
+        __enzyme_autodiff((void *)stencil_unneeded, enzyme_dup, x0, dx, enzyme_dupnoneed, out, dout, enzyme_const, n);
+        __enzyme_autodiff((void *)stencil_unneeded_ser, enzyme_dup, x0, dxs, enzyme_dupnoneed, outs, douts,
+                          enzyme_const, n);
+        for (int i = 0; i < n; i++) check("dupnoneed output reverse vs serial", i, dx[i], dxs[i], 1e-12);
     }
 
     // returned sum
