@@ -28,6 +28,7 @@ short loop or a branch decision never calls malloc; longer ones move to the heap
 CACHE_PUSH = "__zymase_cache_push"
 GLOBAL_TAPE = "__zymase_tape"
 CACHE_POP = "__zymase_cache_pop"
+CACHE_PUSH_GROW = "__zymase_cache_push_grow"  # a push's growth (see the runtime text's comment)
 
 
 def _elem_type(t: Attribute) -> Attribute:
@@ -110,6 +111,7 @@ LLVM's SROA turns both fields into SSA values (the data pointer is then a plain
 register in the loops that read and write the cache)."""
 
 CACHE_RESERVE = "__zymase_cache_reserve"
+CACHE_REGROW = "__zymase_cache_regrow"  # a reserve's growth (see the runtime text's comment)
 # Indexed-cache buffers outlive the call: each cache of the module (each site) has a
 # spare buffer in a global {i64 lock, ptr block, i64 capacity}, where the function
 # leaves its buffer on return and takes it back on the next call. A gradient called
@@ -237,6 +239,16 @@ builtin.module {{
     %full = llvm.icmp "ugt" %need, %cap : i64
     llvm.cond_br %full, ^grow, ^store
   ^grow:
+    llvm.call @{CACHE_PUSH_GROW}(%cache, %size, %cap, %need) : (!llvm.ptr, i64, i64, i64) -> ()
+    llvm.br ^store
+  ^store:
+    %data = llvm.load %cache : !llvm.ptr -> !llvm.ptr
+    %slot = llvm.getelementptr %data[%size] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+    llvm.store %need, %size_p : i64, !llvm.ptr
+    llvm.return %slot : !llvm.ptr
+  }}
+  llvm.func internal @{CACHE_PUSH_GROW}(%cache: !llvm.ptr, %size: i64, %cap: i64, %need: i64) attributes {{passthrough = ["noinline"]}} {{
+    %cap_p = llvm.getelementptr %cache[0, 2] : (!llvm.ptr) -> !llvm.ptr, {_STRUCT}
     %inline = llvm.getelementptr %cache[0, 3] : (!llvm.ptr) -> !llvm.ptr, {_STRUCT}
     %old = llvm.load %cache : !llvm.ptr -> !llvm.ptr
     %zero = llvm.mlir.constant(0 : i64) : i64
@@ -248,7 +260,7 @@ builtin.module {{
   ^start_inline:
     llvm.store %inline, %cache : !llvm.ptr, !llvm.ptr
     llvm.store %inline_bytes, %cap_p : i64, !llvm.ptr
-    llvm.br ^store
+    llvm.return
   ^heap:
     %two = llvm.mlir.constant(2 : i64) : i64
     %min = llvm.mlir.constant(256 : i64) : i64
@@ -263,19 +275,14 @@ builtin.module {{
     llvm.call_intrinsic "llvm.memcpy.p0.p0.i64"(%moved, %old, %size, %no) : (!llvm.ptr, !llvm.ptr, i64, i1) -> ()
     llvm.store %moved, %cache : !llvm.ptr, !llvm.ptr
     llvm.store %newcap, %cap_p : i64, !llvm.ptr
-    llvm.br ^store
+    llvm.return
   ^regrow:
     %new = llvm.call @realloc(%old, %newcap) : (!llvm.ptr, i64) -> !llvm.ptr
     llvm.store %new, %cache : !llvm.ptr, !llvm.ptr
     llvm.store %newcap, %cap_p : i64, !llvm.ptr
-    llvm.br ^store
-  ^store:
-    %data = llvm.load %cache : !llvm.ptr -> !llvm.ptr
-    %slot = llvm.getelementptr %data[%size] : (!llvm.ptr, i64) -> !llvm.ptr, i8
-    llvm.store %need, %size_p : i64, !llvm.ptr
-    llvm.return %slot : !llvm.ptr
+    llvm.return
   }}
-  llvm.func internal @{POOL_TAKE}(%site: !llvm.ptr) -> !llvm.struct<(ptr, i64)> {{
+  llvm.func internal @{POOL_TAKE}(%site: !llvm.ptr) -> !llvm.struct<(ptr, i64)> attributes {{passthrough = ["noinline"]}} {{
     %zero = llvm.mlir.constant(0 : i64) : i64
     %one = llvm.mlir.constant(1 : i64) : i64
     %eight = llvm.mlir.constant(8 : i64) : i64
@@ -301,7 +308,7 @@ builtin.module {{
     %n2 = llvm.insertvalue %zero, %n1[1] : !llvm.struct<(ptr, i64)>
     llvm.return %n2 : !llvm.struct<(ptr, i64)>
   }}
-  llvm.func internal @{POOL_GIVE}(%site: !llvm.ptr, %block: !llvm.ptr, %cap: i64) {{
+  llvm.func internal @{POOL_GIVE}(%site: !llvm.ptr, %block: !llvm.ptr, %cap: i64) attributes {{passthrough = ["noinline"]}} {{
     %zero = llvm.mlir.constant(0 : i64) : i64
     %one = llvm.mlir.constant(1 : i64) : i64
     %eight = llvm.mlir.constant(8 : i64) : i64
@@ -351,6 +358,11 @@ builtin.module {{
     %k1 = llvm.insertvalue %c, %k0[1] : !llvm.struct<(ptr, i64)>
     llvm.return %k1 : !llvm.struct<(ptr, i64)>
   ^grow:
+    %g = llvm.call @{CACHE_REGROW}(%d, %c, %need) : (!llvm.ptr, i64, i64) -> !llvm.struct<(ptr, i64)>
+    llvm.return %g : !llvm.struct<(ptr, i64)>
+  }}
+  llvm.func internal @{CACHE_REGROW}(%d: !llvm.ptr, %c: i64, %need: i64) -> !llvm.struct<(ptr, i64)> attributes {{passthrough = ["noinline"]}} {{
+    %u0 = llvm.mlir.undef : !llvm.struct<(ptr, i64)>
     %two = llvm.mlir.constant(2 : i64) : i64
     %min = llvm.mlir.constant(256 : i64) : i64
     %doubled = llvm.mul %c, %two : i64
