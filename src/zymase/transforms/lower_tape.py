@@ -230,7 +230,8 @@ def _lower_cache_load(op: enzyme.CacheLoadOp, e: Emitter) -> Sequence[SSAValue]:
 # atomics) is in ``noinline`` helpers: inlined at every tape site it was 15-35% of the
 # module the post-AD pipeline optimizes and compiles, for no run time gained (zymase's
 # own inliner, ``autodiff/common.prepare``, still inlines them when a derivative is
-# differentiated again).
+# differentiated again). The reserve itself is ``alwaysinline``: with two calls left in
+# it LLVM's inliner would sometimes keep it a call, at every entry of a taped loop.
 _STRUCT = f"!llvm.struct<(ptr, i64, i64, array<{CACHE_INLINE_BYTES} x i8>)>"
 _CACHE_RUNTIME = f"""
 builtin.module {{
@@ -345,7 +346,7 @@ builtin.module {{
   ^out:
     llvm.return
   }}
-  llvm.func internal @{CACHE_RESERVE}(%site: !llvm.ptr, %data: !llvm.ptr, %cap: i64, %need: i64) -> !llvm.struct<(ptr, i64)> {{
+  llvm.func internal @{CACHE_RESERVE}(%site: !llvm.ptr, %data: !llvm.ptr, %cap: i64, %need: i64) -> !llvm.struct<(ptr, i64)> attributes {{passthrough = ["alwaysinline"]}} {{
     %u0 = llvm.mlir.undef : !llvm.struct<(ptr, i64)>
     %null = llvm.mlir.zero : !llvm.ptr
     %first = llvm.icmp "eq" %data, %null : !llvm.ptr
