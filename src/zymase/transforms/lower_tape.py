@@ -28,7 +28,6 @@ short loop or a branch decision never calls malloc; longer ones move to the heap
 CACHE_PUSH = "__zymase_cache_push"
 GLOBAL_TAPE = "__zymase_tape"
 CACHE_POP = "__zymase_cache_pop"
-CACHE_PUSH_GROW = "__zymase_cache_push_grow"  # a push's growth (see the runtime text's comment)
 
 
 def _elem_type(t: Attribute) -> Attribute:
@@ -225,13 +224,15 @@ def _lower_cache_load(op: enzyme.CacheLoadOp, e: Emitter) -> Sequence[SSAValue]:
 # yields exactly the dialect the writer consumes. One byte-generic pair serves every
 # element type; both are tiny and internal, so the O2 inliner inlines them at each
 # push/pop and the byte count becomes a constant. Growth doubles the capacity
-# (at least 256 bytes), so n pushes cost O(n) amortized. What runs a few times per
-# call at most (growing a tape, taking and giving back a spare buffer, with their
-# atomics) is in ``noinline`` helpers: inlined at every tape site it was 15-35% of the
-# module the post-AD pipeline optimizes and compiles, for no run time gained (zymase's
-# own inliner, ``autodiff/common.prepare``, still inlines them when a derivative is
-# differentiated again). The reserve itself is ``alwaysinline``: with two calls left in
-# it LLVM's inliner would sometimes keep it a call, at every entry of a taped loop.
+# (at least 256 bytes), so n pushes cost O(n) amortized. What an indexed cache runs a
+# few times per call at most (growing, taking and giving back the spare buffer with its
+# atomics) is in ``noinline`` helpers: inlined at every site it was 2-25% of the module
+# the post-AD pipeline optimizes and compiles, for no run time gained. The reserve
+# itself is ``alwaysinline``: with calls left in it LLVM's inliner would sometimes keep
+# it a call, at every entry of a taped loop. The push keeps its growth inline: as a call
+# taking the cache's address it cost GMM's gradient 0.7% more instructions. (zymase's
+# own inliner, ``autodiff/common.prepare``, inlines them all when a derivative is
+# differentiated again.)
 _STRUCT = f"!llvm.struct<(ptr, i64, i64, array<{CACHE_INLINE_BYTES} x i8>)>"
 _CACHE_RUNTIME = f"""
 builtin.module {{
@@ -245,16 +246,6 @@ builtin.module {{
     %full = llvm.icmp "ugt" %need, %cap : i64
     llvm.cond_br %full, ^grow, ^store
   ^grow:
-    llvm.call @{CACHE_PUSH_GROW}(%cache, %size, %cap, %need) : (!llvm.ptr, i64, i64, i64) -> ()
-    llvm.br ^store
-  ^store:
-    %data = llvm.load %cache : !llvm.ptr -> !llvm.ptr
-    %slot = llvm.getelementptr %data[%size] : (!llvm.ptr, i64) -> !llvm.ptr, i8
-    llvm.store %need, %size_p : i64, !llvm.ptr
-    llvm.return %slot : !llvm.ptr
-  }}
-  llvm.func internal @{CACHE_PUSH_GROW}(%cache: !llvm.ptr, %size: i64, %cap: i64, %need: i64) attributes {{passthrough = ["noinline"]}} {{
-    %cap_p = llvm.getelementptr %cache[0, 2] : (!llvm.ptr) -> !llvm.ptr, {_STRUCT}
     %inline = llvm.getelementptr %cache[0, 3] : (!llvm.ptr) -> !llvm.ptr, {_STRUCT}
     %old = llvm.load %cache : !llvm.ptr -> !llvm.ptr
     %zero = llvm.mlir.constant(0 : i64) : i64
@@ -266,7 +257,7 @@ builtin.module {{
   ^start_inline:
     llvm.store %inline, %cache : !llvm.ptr, !llvm.ptr
     llvm.store %inline_bytes, %cap_p : i64, !llvm.ptr
-    llvm.return
+    llvm.br ^store
   ^heap:
     %two = llvm.mlir.constant(2 : i64) : i64
     %min = llvm.mlir.constant(256 : i64) : i64
@@ -281,12 +272,17 @@ builtin.module {{
     llvm.call_intrinsic "llvm.memcpy.p0.p0.i64"(%moved, %old, %size, %no) : (!llvm.ptr, !llvm.ptr, i64, i1) -> ()
     llvm.store %moved, %cache : !llvm.ptr, !llvm.ptr
     llvm.store %newcap, %cap_p : i64, !llvm.ptr
-    llvm.return
+    llvm.br ^store
   ^regrow:
     %new = llvm.call @realloc(%old, %newcap) : (!llvm.ptr, i64) -> !llvm.ptr
     llvm.store %new, %cache : !llvm.ptr, !llvm.ptr
     llvm.store %newcap, %cap_p : i64, !llvm.ptr
-    llvm.return
+    llvm.br ^store
+  ^store:
+    %data = llvm.load %cache : !llvm.ptr -> !llvm.ptr
+    %slot = llvm.getelementptr %data[%size] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+    llvm.store %need, %size_p : i64, !llvm.ptr
+    llvm.return %slot : !llvm.ptr
   }}
   llvm.func internal @{POOL_TAKE}(%site: !llvm.ptr) -> !llvm.struct<(ptr, i64)> attributes {{passthrough = ["noinline"]}} {{
     %zero = llvm.mlir.constant(0 : i64) : i64
