@@ -200,16 +200,28 @@ _CLASS_KINDS = (
     (llvm.AllocaOp, "alloca"),
     (llvm.AddressOfOp, "global"),
 )
-#: op class -> its kind, or "" when the class alone does not decide: filled on first
+#: op class -> its kind, _NO_KIND when the class alone says the op has none, or "" when
+#: the class alone does not decide (calls, intrinsics ...): filled on first
 #: sight of a class. The analyses and generators ask for every op, many times, and
 #: xDSL's op classes are ABCs, whose isinstance checks are slow.
 _KIND_OF_CLASS: dict[type, str] = {}
 
 
+#: The ops whose kind the checks after the class's may decide: calls (by callee name or
+#: an allocation attribute), intrinsics, pointer freezes and selects, memref ops. Ops of
+#: any other class (arithmetic, branches, casts of numbers ...) do nothing to memory the
+#: model tracks; the class alone says so, which spares every later check for them.
+_CLASSES_ASKED_FURTHER = (llvm.CallOp, llvm.CallIntrinsicOp, llvm_ext.FreezeOp, llvm.SelectOp)
+_NO_KIND = "-"  # _KIND_OF_CLASS's mark of such a class
+
+
 def _class_kind(cls: type) -> str:
     kind = _KIND_OF_CLASS.get(cls)
     if kind is None:
-        kind = _KIND_OF_CLASS[cls] = next((k for c, k in _CLASS_KINDS if issubclass(cls, c)), "")
+        kind = next((k for c, k in _CLASS_KINDS if issubclass(cls, c)), "")
+        if not kind and not issubclass(cls, _CLASSES_ASKED_FURTHER) and cls.dialect_name() != "memref":
+            kind = _NO_KIND
+        _KIND_OF_CLASS[cls] = kind
     return kind
 
 
@@ -217,7 +229,8 @@ def memory_kind(op: Operation) -> str | None:
     """What an op does to memory, for ops the memory model handles."""
     kind = _class_kind(type(op))
     if kind:
-        return kind  # loads, stores, GEPs and casts, allocas, addresses of globals
+        # loads, stores, GEPs and casts, allocas, addresses of globals; or nothing
+        return None if kind is _NO_KIND else kind
     if op.dialect_name() == "memref":
         return "memref"  # see zymase.analysis.memref and zymase.autodiff.rules.memref
     if isinstance(op, llvm_ext.FreezeOp) and is_pointer(op.results[0]):
