@@ -179,6 +179,17 @@ class CProgram:
             self.rec_helpers.append(name)
 
     # ---- statements ------------------------------------------------------------
+    def through(self, sc, out, ind, base: str, length: str, write: bool) -> None:
+        """A loop over base[0..length) that updates it in place (write) or sums it into a
+        new scalar: the psel, view and pointer-choice statements' use of their pointer."""
+        if write:
+            out.append(f"{ind}for (int i = 0; i < {length}; i++)")
+            out.append(f"{ind}    {base}[i] = 0.5 * {base}[i] + {self.bounded(sc, 'i')};")
+        else:
+            t = self.new_scalar(sc, out, ind, "0.0")
+            out.append(f"{ind}for (int i = 0; i < {length}; i++)")
+            out.append(f"{ind}    {t} += {base}[i] * {self.bounded(sc, 'i')};")
+
     def new_scalar(self, sc: _Scope, out: list[str], ind: str, value: str) -> str:
         name = self.fresh("t")
         out.append(f"{ind}double {name} = {value};")
@@ -309,13 +320,7 @@ class CProgram:
             a, b = r.sample(sc.arrays, 2)
             p = self.fresh("p")
             out.append(f"{ind}double *{p} = ({r.choice(sc.scalars)} > {self.expr(sc, 1)}) ? {a} : {b};")
-            if r.random() < 0.5 and a in writable and b in writable:
-                out.append(f"{ind}for (int i = 0; i < n; i++)")
-                out.append(f"{ind}    {p}[i] = 0.5 * {p}[i] + {self.bounded(sc, 'i')};")
-            else:
-                t = self.new_scalar(sc, out, ind, "0.0")
-                out.append(f"{ind}for (int i = 0; i < n; i++)")
-                out.append(f"{ind}    {t} += {p}[i] * {self.bounded(sc, 'i')};")
+            self.through(sc, out, ind, p, "n", r.random() < 0.5 and a in writable and b in writable)
         elif kind == "struct":
             self.uses_struct = True
             if r.random() < 0.5 or not sc.arrays:
@@ -386,13 +391,7 @@ class CProgram:
                     views = self.fresh("vws")
                     out.append(f"{ind}struct view {views}[2] = {{{mk}({a}, n), {mk}({b}, n)}};")
                     out.append(f"{ind}struct view {v} = {views}[pick({r.choice(sc.scalars)}, 2)];")
-            if pool is writable and lr.random() < 0.6:
-                out.append(f"{ind}for (int i = 0; i < {v}.n; i++)")
-                out.append(f"{ind}    {v}.data[i] = 0.5 * {v}.data[i] + {self.bounded(sc, 'i')};")
-            else:
-                t = self.new_scalar(sc, out, ind, "0.0")
-                out.append(f"{ind}for (int i = 0; i < {v}.n; i++)")
-                out.append(f"{ind}    {t} += {v}.data[i] * {self.bounded(sc, 'i')};")
+            self.through(sc, out, ind, f"{v}.data", f"{v}.n", pool is writable and lr.random() < 0.6)
             return True
         if kind == "pointer_phi" and len(sc.arrays) >= 2 and sc.scalars:
             pool = writable if lr.random() < 0.5 and len(writable) >= 2 else sc.arrays
@@ -403,13 +402,7 @@ class CProgram:
             out.append(f"{ind}    {p} = {a};")
             out.append(f"{ind}else")
             out.append(f"{ind}    {p} = {b};")
-            if pool is writable and lr.random() < 0.5:
-                out.append(f"{ind}for (int i = 0; i < n; i++)")
-                out.append(f"{ind}    {p}[i] = 0.5 * {p}[i] + {self.bounded(sc, 'i')};")
-            else:
-                t = self.new_scalar(sc, out, ind, "0.0")
-                out.append(f"{ind}for (int i = 0; i < n; i++)")
-                out.append(f"{ind}    {t} += {p}[i] * {self.bounded(sc, 'i')};")
+            self.through(sc, out, ind, p, "n", pool is writable and lr.random() < 0.5)
             return True
         if kind == "negative_offsets" and sc.arrays and sc.has_n:
             # a pointer to the last element walked backwards: q[-i] for i in [0, n)
