@@ -86,8 +86,11 @@ def test_vjp_and_wrong_tangents_inside_njit_code_are_refused():
     def scalar_tangent(x):
         return zymase.jvp(energy, (x, 2.0), (1.0, None))
 
-    with pytest.raises(ZymaseError, match=r"tangent of argument 0 \('x'\) has type float64.*real array"):
+    with pytest.raises(ZymaseError, match=r"tangent of argument 0 \('x'\) has type float64.*real array") as err:
         scalar_tangent(X)
+    # the error names the njit function that calls jvp, and the line of the call
+    line = scalar_tangent.py_func.__code__.co_firstlineno + 2
+    assert f"{__file__}:{line}:" in err.value.format() and "in function 'scalar_tangent'" in err.value.format()
 
     @njit
     def short_tangent(x, v):
