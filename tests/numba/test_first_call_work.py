@@ -125,3 +125,79 @@ def test_python_call_compiles_one_small_function():
         assert twice(0.5, x, 0.25)[0] == ga
     assert g.trampoline.py_func.__qualname__ in seen["cfunc"] and "impl" in seen["machine code"], seen
     assert "impl" not in seen["cfunc"], seen  # (Numba's own overloads are "ol_....impl")
+
+
+def _cube(v):
+    """A function only this test module overloads: no other compile has typed it."""
+    raise NotImplementedError
+
+
+@numba.extending.overload(_cube)
+def _cube_overload(v):
+    def impl(v):
+        return v * v * v
+
+    return impl
+
+
+@njit
+def _cubes(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += _cube(x[i])
+    return s
+
+
+@njit
+def _scaled_cubes(x, a):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += a * _cube(x[i])
+    return s
+
+
+@contextmanager
+def _overloads_built():
+    """The @overload implementations Numba types and compiles while the block runs
+    (the Python functions behind them, by name)."""
+    from numba.core.typing.templates import _OverloadFunctionTemplate
+
+    built = []
+    build = _OverloadFunctionTemplate._build_impl
+
+    def counted(template, *args, **kwargs):
+        built.append(template._overload_func.__name__)
+        return build(template, *args, **kwargs)
+
+    _OverloadFunctionTemplate._build_impl = counted
+    try:
+        yield built
+    finally:
+        _OverloadFunctionTemplate._build_impl = build
+
+
+def test_private_copies_share_their_overloads_and_give_them_no_machine_code():
+    # issue 29 (first grad call, and the Numba tests' time): every private copy compiled
+    # the @overload implementations it needs again from nothing (typing, lowering and,
+    # through their C-callable wrapper, machine code nothing runs); a slice assignment's
+    # overloads made the copy as slow as the user's whole compile. Now the copies keep
+    # their own unoptimized implementations across kernels, IR only.
+    x = np.linspace(0.2, 1.3, 7)
+    with _counting() as seen, _overloads_built() as built:
+        ir = zn.numba_ir(_cubes, (numba.typeof(x),))
+    assert built == ["_cube_overload"]
+    # (Numba's runtime library "nrt" gets its machine code on its first use in a process)
+    seen["machine code"] = [name for name in seen["machine code"] if name != "nrt"]
+    assert seen == {"machine code": [], "cpython": [], "cfunc": []}, seen
+    assert "alwaysinline" not in ir.text
+    with _counting() as seen, _overloads_built() as built:
+        g = zymase.grad(_scaled_cubes, (0, 1), cache=False)(x, 0.5)
+    assert built == [], built  # the first copy's implementation, reused
+    assert seen["machine code"] == ["kernel_call"], seen  # the caller from Python only
+    np.testing.assert_allclose(g[0], 1.5 * x * x, rtol=1e-14)
+    assert math.isclose(g[1], float(np.sum(x ** 3)), rel_tol=1e-14)
+    # the user's own compiles afterwards build Numba's implementation, with machine code
+    with _overloads_built() as built:
+        assert math.isclose(_cubes(x), float(np.sum(x ** 3)), rel_tol=1e-14)
+        assert math.isclose(_scaled_cubes(x, 0.5), 0.5 * float(np.sum(x ** 3)), rel_tol=1e-14)
+    assert built == ["_cube_overload"], built

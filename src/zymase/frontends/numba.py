@@ -23,11 +23,11 @@ Pipeline, for one function, argument types and activities:
    O3 pipeline and MCJIT. Numba's runtime helpers (``NRT_incref``/``NRT_decref``/
    ``NRT_MemInfo_data_fast``) are kept as calls through AD (the memory model knows
    them) and their definitions are put back before the final pipeline inlines them.
-4. **Linking.** The final module is compiled by Numba's own JIT (the engine that
-   resolves Numba's runtime symbols; a separate MCJIT engine was seen to bind one to
-   address 0), every function but the kernel made ``internal`` (MCJIT drops
-   ``linkonce_odr`` definitions). The kernel's address is also published with
-   ``llvmlite.binding.add_symbol``; an intrinsic in :mod:`zymase.api` declares the
+4. **Linking.** The final module, every function but the kernel made ``internal``
+   (MCJIT drops ``linkonce_odr`` definitions), is compiled by an MCJIT engine of its
+   own (:func:`_jit_in_numba`; Numba's runtime symbols resolve through LLVM's
+   process-wide table, where Numba registers them). The kernel's address is published
+   with ``llvmlite.binding.add_symbol``; an intrinsic in :mod:`zymase.api` declares the
    kernel by name and calls it from njit code.
 
 Kernels are cached in memory per (function, argument types, activities, options), and
