@@ -201,3 +201,51 @@ def test_private_copies_share_their_overloads_and_give_them_no_machine_code():
         assert math.isclose(_cubes(x), float(np.sum(x ** 3)), rel_tol=1e-14)
         assert math.isclose(_scaled_cubes(x, 0.5), 0.5 * float(np.sum(x ** 3)), rel_tol=1e-14)
     assert built == ["_cube_overload"], built
+
+
+@njit
+def _damped(x, a):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += math.exp(-a * x[i]) * x[i]
+    return s
+
+
+def test_the_function_is_not_carried_beside_its_inlined_body():
+    # issue 29: Numba defines f with external linkage, so after the always-inliner had
+    # put it into the kernel's status wrapper, its own body went on through the pre-AD
+    # passes, the reader and the writer, which nothing called
+    from zymase.llvm import toolchain
+
+    x = np.linspace(0.1, 0.9, 6)
+    entry = zn.numba_ir(_damped, (numba.typeof(x), numba.float64)).entry
+    inlined = []
+    inline_always = toolchain.inline_always
+
+    def keep(text):
+        inlined.append(inline_always(text))
+        return inlined[-1]
+
+    toolchain.inline_always = keep
+    try:
+        g = zymase.grad(_damped, (0, 1), cache=False)(x, 0.5)
+    finally:
+        toolchain.inline_always = inline_always
+    assert len(inlined) == 1 and f"@{entry}(" not in inlined[0]
+    e = np.exp(-0.5 * x)
+    np.testing.assert_allclose(g[0], e * (1 - 0.5 * x), rtol=1e-14)
+    assert math.isclose(g[1], float(-np.sum(x * x * e)), rel_tol=1e-14)
+
+
+def test_what_is_not_only_called_keeps_its_linkage():
+    wrapper = "define internal void @w(ptr %p) {\n  %s = call i32 @f(ptr %p)\n  ret void\n}\n"
+    f = "define i32 @f(ptr %p) {\n  ret i32 0\n}\n"
+    assert zn.discard_once_inlined(f + wrapper, ("f",)).startswith("define linkonce_odr i32 @f(")
+    assert zn.discard_once_inlined(f, ("f",)) == f  # called nowhere: the sparsity analysis reads it
+    recursive = "define i32 @f(ptr %p) {\n  %s = call i32 @f(ptr %p)\n  ret i32 %s\n}\n"
+    assert zn.discard_once_inlined(recursive + wrapper, ("f",)).startswith("define i32 @f(")
+    taken = wrapper + "define internal void @v() {\n  store ptr @f, ptr null\n  ret void\n}\n"
+    assert "define i32 @f(" in zn.discard_once_inlined(f + taken, ("f",))
+    passed = "define internal void @u(ptr %p) {\n  call void @g(ptr @f)\n  ret void\n}\n"
+    assert "define i32 @f(" in zn.discard_once_inlined(f + wrapper + passed, ("f",))
+    assert zn.discard_once_inlined(f + wrapper, ("other",)) == f + wrapper
