@@ -249,3 +249,58 @@ def test_what_is_not_only_called_keeps_its_linkage():
     passed = "define internal void @u(ptr %p) {\n  call void @g(ptr @f)\n  ret void\n}\n"
     assert "define i32 @f(" in zn.discard_once_inlined(f + wrapper + passed, ("f",))
     assert zn.discard_once_inlined(f + wrapper, ("other",)) == f + wrapper
+
+
+@njit
+def _softplus_sum(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += math.log1p(math.exp(x[i]))
+    return s
+
+
+def test_the_build_collects_garbage_rarely_and_puts_the_threshold_back():
+    # issue 29: at Python's default threshold the cyclic collector ran hundreds of times
+    # over the build's growing heap (11-12% of GMM's first grad call)
+    import gc
+
+    from zymase import collect_rarely
+    from zymase.frontends import numba_copy
+
+    saved = gc.get_threshold()
+    seen = {}
+    copy, compile_kernel = numba_copy._numba_ir, zn._compile_kernel
+
+    def copy_seen(*args):
+        seen["copy"] = gc.get_threshold()[0]
+        return copy(*args)
+
+    def kernel_seen(*args):
+        seen["kernel"] = gc.get_threshold()[0]
+        return compile_kernel(*args)
+
+    numba_copy._numba_ir, zn._compile_kernel = copy_seen, kernel_seen
+    try:
+        gc.set_threshold(700, *saved[1:])
+        x = np.linspace(-1.0, 1.0, 5)
+        g = zymase.grad(_softplus_sum, cache=False)(x)
+        assert gc.get_threshold()[0] == 700
+    finally:
+        numba_copy._numba_ir, zn._compile_kernel = copy, compile_kernel
+        gc.set_threshold(*saved)
+    assert seen == {"copy": collect_rarely.BUILD_GC_THRESHOLD, "kernel": collect_rarely.BUILD_GC_THRESHOLD}
+    np.testing.assert_allclose(g, 1 / (1 + np.exp(-x)), rtol=1e-14)
+    # nested builds restore once, at the end; a threshold of 0 (collection off) is kept
+    try:
+        gc.set_threshold(700, *saved[1:])
+        with collect_rarely.collecting_garbage_rarely():
+            with collect_rarely.collecting_garbage_rarely():
+                pass
+            assert gc.get_threshold()[0] == collect_rarely.BUILD_GC_THRESHOLD
+        assert gc.get_threshold()[0] == 700
+        gc.set_threshold(0, *saved[1:])
+        with collect_rarely.collecting_garbage_rarely():
+            assert gc.get_threshold()[0] == 0
+        assert gc.get_threshold()[0] == 0
+    finally:
+        gc.set_threshold(*saved)

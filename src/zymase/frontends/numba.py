@@ -47,6 +47,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from zymase.autodiff.names import ABANDON
+from zymase.collect_rarely import collecting_garbage_rarely
 from zymase.autodiff.rules.numba_linalg import LINALG_WITH_RULES
 from zymase.autodiff.rules.numba_linalg import NUMPY_NAMES as NUMPY_LINALG
 from zymase.errors import ZymaseError
@@ -584,7 +585,8 @@ def get_kernel(disp, argtypes: tuple, spec: KernelSpec, *, cache: bool = False, 
         if k is None:
             while True:
                 try:
-                    k = _compile_kernel(disp, tuple(argtypes), spec, cache)
+                    with collecting_garbage_rarely():
+                        k = _compile_kernel(disp, tuple(argtypes), spec, cache)
                     break
                 except ZymaseError as err:
                     acts = _promotion(numba_ir(disp, tuple(argtypes)), spec, err)

@@ -312,8 +312,11 @@ def numba_ir(disp, argtypes: tuple, serial: bool = False) -> NumbaIR:
     with _lock:
         ir = _ir_cache.get(key)
         if ir is None:
+            from zymase.collect_rarely import collecting_garbage_rarely
+
             t0 = time.perf_counter()
-            ir = _ir_cache[key] = _numba_ir(disp, tuple(argtypes), serial)
+            with collecting_garbage_rarely():
+                ir = _ir_cache[key] = _numba_ir(disp, tuple(argtypes), serial)
             ir.seconds = time.perf_counter() - t0
         return ir
 
