@@ -25,6 +25,7 @@ so lanes agree with width 1 to rounding, not bit for bit.
 
 from __future__ import annotations
 
+from zymase.analysis.memory import memory_kind
 from zymase.autodiff.registry import ScalarRule
 from zymase.ir import Operation, SSAValue, is_float_type
 
@@ -48,6 +49,8 @@ class LaneCombos:
             return False
         if not (is_float_type(op.results[0].type) and self.act.is_active(op.results[0])):
             return False
+        if memory_kind(op) is not None or self.ctx.defined_function(op) is not None:
+            return False  # memory ops and calls of defined functions take tangents per lane
         rule = rule if rule is not None else self.ctx.rule_for(op)
         return isinstance(rule, ScalarRule) and type(rule).forward is ScalarRule.forward
 
