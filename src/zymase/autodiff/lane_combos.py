@@ -26,7 +26,7 @@ so lanes agree with width 1 to rounding, not bit for bit.
 from __future__ import annotations
 
 from zymase.analysis.memory import memory_kind
-from zymase.autodiff.registry import ScalarRule
+from zymase.autodiff.registry import ScalarRule, is_constant_one
 from zymase.ir import Operation, SSAValue, is_float_type
 
 #: a combination with more leaves is formed per lane at once (each lane pays a
@@ -69,13 +69,17 @@ class LaneCombos:
                 coefficient = rule.partial_value(self, op, i)
                 if coefficient is None:
                     return False
-                parts.append((coefficient, combo))
+                parts.append((None if is_constant_one(coefficient) else coefficient, combo))
             result = op.results[0]
             combo: Combo = {}
             for coefficient, operand_combo in parts:
                 for leaf, c in operand_combo.items():
-                    term = coefficient if c is None else E.mul(coefficient, c)
-                    combo[leaf] = term if leaf not in combo else E.add(combo[leaf], term)
+                    term = c if coefficient is None else coefficient if c is None else E.mul(coefficient, c)
+                    if leaf in combo:  # the leaf reached through two operands: the coefficients add
+                        known = combo[leaf]
+                        term = E.add(E.const(1.0, leaf.type) if known is None else known,
+                                     E.const(1.0, leaf.type) if term is None else term)
+                    combo[leaf] = term
             self.combos[result] = combo
             if not self._stays_combined(result, combo):
                 self.form_tangent(result)

@@ -104,6 +104,29 @@ def _finite_nonzero_constant(v: SSAValue) -> float | None:
     return x if x == x and x not in (0.0, float("inf"), float("-inf")) else None
 
 
+def is_constant_one(v: SSAValue) -> bool:
+    """Whether ``v`` is the float constant 1."""
+    return _finite_nonzero_constant(v) == 1.0
+
+
+class _TimesOne:
+    """The emitter a partial is applied to 1 with: a product with that 1 is its other
+    factor and its negation a constant -1, so the shared coefficients hold no ``1.0 * b``
+    even unoptimized (-O0). Everything else is the emitter's."""
+
+    def __init__(self, E: "Emitter", one: SSAValue):
+        self._E, self._one = E, one
+
+    def mul(self, a, b):
+        return b if a is self._one else a if b is self._one else self._E.mul(a, b)
+
+    def neg(self, a):
+        return self._E.const(-1.0, a.type) if a is self._one else self._E.neg(a)
+
+    def __getattr__(self, name: str):
+        return getattr(self._E, name)
+
+
 class ScalarRule(Rule):
     """A single-result op with one partial (adjoint expression) per operand; ``None``
     marks an operand without derivative (an integer exponent, a rounding op).
@@ -159,8 +182,9 @@ class ScalarRule(Rule):
             return None
         primals = Primals(ctx, op)
         one = ctx.E.const(1.0, d.type)
-        term = f(ctx.E, primals, one)
+        term = f(_TimesOne(ctx.E, one), primals, one)
         return None if self._needs_guard(ctx, op, primals, one, term) else term
+
 
     def _partial(self, i: int) -> Partial | None:
         return self.partials[i] if i < len(self.partials) else None
