@@ -60,7 +60,7 @@ class LaneCombos:
         kept) when a partial needs the strong-zero guard: the caller then takes the lane
         by lane path."""
         E = self.E
-        parts: list[tuple[SSAValue, Combo]] = []
+        parts: list[tuple[SSAValue | None, Combo]] = []  # (coefficient, None for 1; combination)
         with E.derivative_of(op):
             for i, operand in enumerate(op.operands):
                 combo = self._combo_of(operand)
