@@ -17,7 +17,7 @@ has it: compiling zymase's sources in every process would add about 0.3 s of CPU
 
 Prints per variant the median wall time and the median CPU time (user + system of the
 process and its children: on a shared machine the less noisy of the two), their ratios
-to clang's, and the median of each phase of ``--time`` (wall) for the zymase variants.
+to clang's, and the median of each phase of ``--time`` (CPU) for the zymase variants.
 Run from the repository root:
 
   python bench/compile_time.py --zymase before=/work/main/src --zymase after=src --rounds 5
@@ -50,7 +50,8 @@ INPUTS = {
     "library_mix": (ROOT / "tests" / "cxx" / "library_mix.cpp", []),
     "vector_sums": (ROOT / "tests" / "cxx" / "vector_sums.cpp", []),
 }
-PHASE_RE = re.compile(r"^  (\w+) +([\d.]+) ms$", re.M)
+#: a row of ``--time`` (``other``, the CPU outside every phase, has no wall time)
+PHASE_RE = re.compile(r"^  (\w+) +(?:([\d.]+) ms)? +([\d.]+) ms CPU$", re.M)
 
 
 def _clang() -> str:
@@ -115,11 +116,11 @@ def main() -> int:
                         continue
                     walls[label].append(seconds)
                     cpus[label].append(cpu)
-                    for phase, ms in PHASE_RE.findall(err):
-                        phases[label].setdefault(phase, []).append(float(ms) / 1000)
+                    for phase, _, cpu_ms in PHASE_RE.findall(err):
+                        phases[label].setdefault(phase, []).append(float(cpu_ms) / 1000)
             base, base_cpu = statistics.median(walls["clang"]), statistics.median(cpus["clang"])
             print(f"\n== {name} ({source.name}, {sum(1 for _ in open(source))} lines)")
-            print(f"  {'':<16} {'wall':>7} {'ratio':>6} {'CPU':>7} {'ratio':>6}  phases (wall, s)")
+            print(f"  {'':<16} {'wall':>7} {'ratio':>6} {'CPU':>7} {'ratio':>6}  phases (CPU, s)")
             for label, _, _ in variants:
                 wall, cpu = statistics.median(walls[label]), statistics.median(cpus[label])
                 detail = "  ".join(f"{ph} {statistics.median(v):.2f}" for ph, v in phases[label].items()
