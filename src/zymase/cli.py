@@ -392,8 +392,9 @@ def cmd_opt(argv: list[str]) -> int:
         text, name = read_text_input(src), src
     if activity:
         from zymase.autodiff.report import activity_report
-        from zymase.llvm.annotations import apply_annotations, protect_annotated_functions
-        from zymase.llvm.markers import lower_markers, protect_marker_calls
+        from zymase.llvm.annotations import apply_annotations
+        from zymase.llvm.markers import lower_markers
+        from zymase.llvm.pre_ad_marks import protect_annotated_functions, protect_marker_calls
         from zymase.llvm.reader import read_llvm_ir
 
         if preopt and level:
@@ -404,7 +405,8 @@ def cmd_opt(argv: list[str]) -> int:
         print(activity_report(module), end="")
         return 0
     t = Timings()
-    ll = differentiate_llvm_ir(text, name, level or 0, t, preoptimize=preopt and level is not None)
+    ll = differentiate_llvm_ir(text, name, level or 0, t, preoptimize=preopt and level is not None,
+                               load_engine_meanwhile=True)
     if level:
         ll = toolchain.optimize(ll, level)
     if out:
