@@ -405,8 +405,7 @@ def cmd_opt(argv: list[str]) -> int:
         print(activity_report(module), end="")
         return 0
     t = Timings()
-    ll = differentiate_llvm_ir(text, name, level or 0, t, preoptimize=preopt and level is not None,
-                               load_engine_meanwhile=True)
+    ll = differentiate_llvm_ir(text, name, level or 0, t, preoptimize=preopt and level is not None)
     if level:
         ll = toolchain.optimize(ll, level)
     if out:

@@ -72,11 +72,9 @@ def test_zymase_cc_imports_neither_numba_nor_jax_nor_stablehlo_nor_mlir_dialects
 
 
 def test_zymase_cc_needs_no_xdsl_before_the_engine_runs(tmp_path):
-    """``zymase cc`` loads the engine (xDSL, its dialects, the reader and the AD passes)
-    in another thread while the pre-AD pipeline, the split and the part's cache lookup
-    run (``frontends/c._load_engine_meanwhile``): those steps must not import any of it
-    themselves, or they wait for the thread and it hides nothing. Here the thread is not
-    started and the modules are read where the engine's first step would begin."""
+    """The pre-AD pipeline, the split and the part's cache lookup import none of the
+    engine (xDSL, its dialects, the reader, the AD passes): a build whose part is cached
+    never loads it. The modules are read where the engine's first step would begin."""
     (tmp_path / "grad.c").write_text(PROGRAM)
     script = textwrap.dedent("""
         import json, sys
@@ -89,12 +87,10 @@ def test_zymase_cc_needs_no_xdsl_before_the_engine_runs(tmp_path):
         def stop(text, *args, **kwargs):
             raise Stop(sorted(sys.modules), "__enzyme_autodiff" in text)
 
-        fc._load_engine_meanwhile = lambda: None
         fc._import_differentiate_export = stop
         ll = toolchain.c_to_llvm_ir("grad.c", [], 2)
         try:
-            fc.differentiate_llvm_ir(ll, "grad.c", 2, fc.Timings(), only_reachable=True, cache=True,
-                                     load_engine_meanwhile=True)
+            fc.differentiate_llvm_ir(ll, "grad.c", 2, fc.Timings(), only_reachable=True, cache=True)
         except Stop as reached:
             print(json.dumps(list(reached.args)))
         """)

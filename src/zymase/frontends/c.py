@@ -16,7 +16,6 @@ from __future__ import annotations
 import re
 import resource
 import tempfile
-import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -70,22 +69,19 @@ class Timings:
 
 
 def differentiate_llvm_ir(ll_text: str, filename: str, level: int, timings: Timings, *, preoptimize: bool = True,
-                          only_reachable: bool = False, cache: bool = False, load_engine_meanwhile: bool = False) -> str:
+                          only_reachable: bool = False, cache: bool = False) -> str:
     """LLVM IR in, LLVM IR with every Enzyme call site differentiated out (not yet
     optimized after AD). ``only_reachable``: import and differentiate only the part of the
     module the derivatives need (:mod:`zymase.llvm.reachable`); the rest keeps its IR.
     ``cache``: the differentiated part's derivative IR is kept in the derivative cache,
     keyed by that part's text after the pre-AD pipeline (a change elsewhere in the module
-    does not differentiate again). ``load_engine_meanwhile``: import the engine in another
-    thread during the pre-AD pipeline (:func:`_load_engine_meanwhile`; the command line's
-    builds)."""
+    does not differentiate again)."""
     from zymase import cache as derivative_cache
     from zymase.autodiff.semantics import strong_zero
     from zymase.llvm import toolchain
     from zymase.llvm.pre_ad_marks import protect_annotated_functions, protect_marker_calls
     from zymase.llvm.reachable import differentiated_part, merge
 
-    engine = _load_engine_meanwhile() if load_engine_meanwhile else None
     if preoptimize:
         with timings.phase("preopt"):
             ll_text = toolchain.preopt(protect_annotated_functions(protect_marker_calls(ll_text)), level)
@@ -103,9 +99,6 @@ def differentiate_llvm_ir(ll_text: str, filename: str, level: int, timings: Timi
             stored = derivative_cache.load(key, "ad.ll")
         out = stored.decode() if stored is not None else None
         timings.cache.append("part hit" if out is not None else "part miss")
-    if engine is not None:
-        with timings.phase("engine"):  # what is left of loading it
-            engine.join()
     if out is None:
         out = _import_differentiate_export(text, filename, timings, mark_unchanged=part is not None)
         if key is not None:
@@ -115,45 +108,6 @@ def differentiate_llvm_ir(ll_text: str, filename: str, level: int, timings: Timi
         return out
     with timings.phase("merge"):
         return merge(part, out)
-
-
-#: what the engine's steps import (the reader, the AD passes and their rules, the
-#: writer): loaded by :func:`_load_engine_meanwhile`
-ENGINE_MODULES = ("zymase.llvm.reader", "zymase.llvm.annotations", "zymase.llvm.markers",
-                  "zymase.transforms.enzyme_pass", "zymase.autodiff.driver", "zymase.transforms.lower_to_llvm",
-                  "zymase.transforms.alias_scopes", "zymase.transforms.dead_primal_stores",
-                  "zymase.transforms.exceptions", "zymase.transforms.openmp", "zymase.transforms.numba_parfor",
-                  "zymase.transforms.known_callees", "zymase.transforms.constant_callees", "zymase.llvm.writer")
-
-
-def _load_engine_meanwhile() -> threading.Thread | None:
-    """Start importing the engine (xDSL and its dialects, the reader, the AD passes,
-    the writer: 0.3-0.5 s of CPU) in another thread, while this one runs the pre-AD
-    pipeline and the split, which need none of it (``llvm/pre_ad_marks``, the LLVM
-    passes, which run without the GIL). On two cores the start-up is then mostly
-    hidden behind LLVM's work (``--time`` counts the thread's CPU in the phases it
-    overlaps). None when the engine is loaded already (a second build in this process).
-    The main thread imports little until it joins (the cache's helpers, llvmlite) and
-    never while holding an import lock, so the two may wait on one module but cannot
-    deadlock; a module that fails to import fails again, with its own error, where the
-    main thread imports it."""
-    import importlib
-    import sys
-
-    if "zymase.llvm.reader" in sys.modules:
-        return None
-
-    def load() -> None:
-        for name in ENGINE_MODULES:
-            try:
-                importlib.import_module(name)
-            except Exception:  # noqa: BLE001 - reported by the main thread's own import
-                return
-
-    # not a daemon: the interpreter waits for it rather than stop it inside an import
-    thread = threading.Thread(target=load, name="zymase-engine-import")
-    thread.start()
-    return thread
 
 
 def _import_differentiate_export(ll_text: str, filename: str, timings: Timings, *,
@@ -269,7 +223,7 @@ def compile_c(source: str, clang_flags: list[str], level: int, timings: Timings,
         ll = toolchain.drop_unknown_target_features(ll)
     try:
         ll = differentiate_llvm_ir(ll, str(source), level, timings, preoptimize=preopt, only_reachable=True,
-                                   cache=key is not None, load_engine_meanwhile=True)
+                                   cache=key is not None)
     except ZymaseError as err:
         raise _in_cxx_terms(_with_source_line(err, source, clang_flags, level, preopt)) from None
     with timings.phase("optimize"):
