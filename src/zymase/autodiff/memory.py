@@ -162,8 +162,11 @@ class ShadowCode:
         ptr = op.operands[op.attributes[DEALLOCATED_ARG].value.data]
         if ptr in self.act.shadowed and callee_name(op) == "NRT_MemInfo_call_dtor":
             # a reverse sweep's release of a shadow MemInfo (shadow_reverse, nrt_alloc),
-            # whose own shadow is a MemInfo too (shadow_structure, nrt_alloc)
-            self.E.insert(llvm.CallOp("NRT_MemInfo_call_dtor", self.shadow_of(ptr)))
+            # whose own shadow is a MemInfo too (shadow_structure, nrt_alloc); tagged like
+            # it, so that a third level (forward or reverse over this forward mode) releases
+            # the tangent's own shadow in turn
+            release = self.E.insert(llvm.CallOp("NRT_MemInfo_call_dtor", self.shadow_of(ptr)))
+            release.attributes[DEALLOCATED_ARG] = IntegerAttr(0, i64)
         elif ptr in self.act.shadowed:
             self._declare("free", [PTR], llvm.LLVMVoidType())
             self.E.insert(llvm.CallOp("free", self.shadow_of(ptr)))
