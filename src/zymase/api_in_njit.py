@@ -23,6 +23,7 @@ from zymase.api import _exec, _is_float_array, _Names, _np_dtype, _Plan, _tangen
 from zymase.api_outputs import _leaf_types, _result_type, _writer, jvp, vjp
 from zymase.errors import ZymaseError
 from zymase.frontends import numba as zn
+from zymase.njit_call_site import naming_the_call_site
 
 #: what the njit glue passes as options: the Python defaults (kernels in memory only,
 #: unless the function's own cache option says otherwise)
@@ -260,46 +261,6 @@ def _vjp_impl(f, *primals_and_options):
                       "of 1.0) or zymase.jvp; call zymase.vjp from Python for the pullback of an array result")
 
 
-def _call_site() -> tuple[str | None, str | None]:
-    """The njit function and ``file:line`` of the call Numba is typing now: an overload's
-    typer is not given them, but Numba's type inference holds them up the stack (the
-    call's constraint has its ``loc``, the inferer its function)."""
-    import inspect
-
-    from numba.core import typeinfer
-
-    function = location = None
-    frame = inspect.currentframe()
-    try:
-        while frame is not None and (function is None or location is None):
-            owner = frame.f_locals.get("self")
-            if location is None and isinstance(owner, typeinfer.CallConstraint) and owner.loc is not None:
-                location = f"{owner.loc.filename}:{owner.loc.line}"
-            if function is None and isinstance(owner, typeinfer.TypeInferer):
-                function = owner.func_id.func_name
-            frame = frame.f_back
-    finally:
-        del frame
-    return function, location
-
-
-def _naming_the_call_site(typer):
-    """``typer`` whose errors name the njit function that calls the transform, and the line."""
-    import functools
-
-    @functools.wraps(typer)
-    def named(*args, **kwargs):
-        try:
-            return typer(*args, **kwargs)
-        except ZymaseError as err:
-            function, location = _call_site()
-            err.function = err.function or function
-            err.location = err.location or location
-            raise
-
-    return named
-
-
 def register() -> None:
     """Make ``zymase.jvp`` and ``zymase.vjp`` typeable in njit code (once)."""
     from numba.extending import overload
@@ -307,8 +268,8 @@ def register() -> None:
     from numba.core.registry import cpu_target
 
     options = {"nopython": True, "no_cfunc_wrapper": True}
-    overload(jvp, jit_options=options)(_naming_the_call_site(_jvp_impl))
-    overload(vjp, jit_options=options)(_naming_the_call_site(_vjp_impl))
+    overload(jvp, jit_options=options)(naming_the_call_site(_jvp_impl))
+    overload(vjp, jit_options=options)(naming_the_call_site(_vjp_impl))
     # this may run while Numba types the first njit function that names zymase.jvp
     # (the module is imported on first use), after its typing context loaded the
     # registrations: load them now, or the name is an unknown attribute to it

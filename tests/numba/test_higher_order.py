@@ -2,7 +2,8 @@
 reverse (``vjp(grad(f))``, ``grad(grad(f))``), third derivatives
 (``jacfwd(hessian(f))``, ``grad(grad(grad(f)))``, ``jvp`` of njit code calling ``hvp``
 in a loop; the first and last through ``f``'s array temporary), and ``hessian``/``hvp`` called from
-njit code (a Newton step written in njit), against closed forms and central differences
+njit code (a Newton step written in njit; the errors of transforms typed there name the
+calling function and line), against closed forms and central differences
 of the lower-order derivative, for a float64 function with loops, a branch and an array
 temporary. Every check on one function reuses its kernels (each nested compile costs
 seconds)."""
@@ -194,6 +195,58 @@ def test_compositions_that_cannot_be_built_are_refused():
         return both(x, c)
 
     _only_zymase_error(lambda: blocks(X, C), "argnums=(0, 1)", "inside njit code", "int argnums")
+
+
+def _names_call_site(caller, args, line_offset, *words):
+    """``caller(*args)`` is refused with one zymase error naming ``caller`` and the line
+    ``line_offset`` lines below its ``def``, where it calls the transform."""
+    with pytest.raises(ZymaseError) as info:
+        caller(*args)
+    text = info.value.format()
+    line = caller.py_func.__code__.co_firstlineno + line_offset
+    assert text.startswith(f"zymase: error: {__file__}:{line}: "), text
+    assert f"in function '{caller.py_func.__name__}'" in text and "\n" not in text, text
+    for w in words:
+        assert w in text, (w, text)
+
+
+def test_transforms_called_from_njit_code_name_the_call_site_of_their_errors():
+    # issue 25 (session 25 item 2): grad, value_and_grad, hessian and hvp typed inside
+    # njit code name the njit function that calls them and the line, as jvp does; typing
+    # errors only, no kernel is compiled
+    ints = np.arange(3)
+    value_and_grad = zymase.value_and_grad(energy)
+
+    @njit
+    def descent(x):
+        return x - 0.1 * grad_energy(x, C)
+
+    @njit
+    def loss_and_slope(x):
+        return value_and_grad(x, C)
+
+    @njit
+    def newton(x):
+        return hess_energy(x, C)
+
+    @njit
+    def curvature_along(x, v):
+        return hvp_energy(x, C, v)
+
+    _names_call_site(descent, (ints,), 2, "argument 0 ('x')", "int64", "integers are constant")
+    _names_call_site(loss_and_slope, (ints,), 2, "argument 0 ('x')", "int64")
+    _names_call_site(newton, (ints,), 2, "argument 0 ('x')", "int64")
+    _names_call_site(curvature_along, (X, 1.0), 2, "hvp's vector for argument 0 ('x')", "float64")
+
+
+def test_hvp_called_from_njit_code_refuses_a_vector_of_another_shape():
+    # a run-time check in glue every caller at these types shares: one zymase error
+    # naming the transform and the argument (it was a bare ValueError)
+    with pytest.raises(ZymaseError) as info:
+        curvature(X, C, V[:3])
+    text = info.value.format()
+    assert text.startswith("zymase: error: hvp(energy) inside njit code: its vector differs in shape from "
+                           "argument 0 ('x'); hint: "), text
 
 
 @njit
