@@ -205,7 +205,10 @@ def _jvp_impl(f, primals, tangents, preopt=True, cache=None, strong_zero=True):
             douts.append(g.let("dout", f"np.zeros({shape}, {dt})"))
             out_types.append(types.Array(lt.dtype if isinstance(lt, types.Array) else lt,
                                          lt.ndim if isinstance(lt, types.Array) else 1, "C"))
-        plan = _Plan(_writer(disp, rt), prim + tuple(out_types), acts + (zn.DUP,) * len(leaves), "fwd", opts,
+        # every float argument carries a tangent (zeros for a None one), as from Python
+        # (api_outputs._Linear.push_lanes): one kernel serves both, and jacfwd too
+        every = tuple(_tangent_activity(t) for t in prim)
+        plan = _Plan(_writer(disp, rt), prim + tuple(out_types), every + (zn.DUP,) * len(leaves), "fwd", opts,
                      promote=True)
         out_leaves = (leaves, outs, douts)
     call = g.const("call", plan.call)
