@@ -81,7 +81,9 @@ def test_jvp_inside_njit_code_and_from_python_share_one_kernel():
     directional(X, V, C)  # compiles the njit jvp's kernels (if no test did yet)
     compiled = len(zn.stats())
     value, tangent = zymase.jvp(wave, (X, C), (V, None))
+    e, de = zymase.jvp(energy, (X, C), (V, 1.0))  # the float result's kernel too
     assert len(zn.stats()) == compiled, [r.summary() for r in zn.stats()[compiled:]]
+    assert de == pytest.approx(C * np.sum((np.cos(X) - X * np.sin(X)) * V) + e / C, rel=1e-13)
 
     @njit
     def inside(x, v, c):
