@@ -3,7 +3,7 @@ item 4 of session 24): ties of ``maximum``/``minimum`` (and so of ``jnp.clip``) 
 the derivative equally, as JAX's rule does; ``jnp.max`` ties, ``sort``, ``argmax``
 indexing and ``abs`` at zero; and IEEE arithmetic kept in derivative code, so that a NaN
 JAX computes (``logaddexp(log(0 x), x)``, ``norm(0 x)``) is not rewritten into a
-finite number by ``x * 0 -> 0``.
+finite number by ``x * 0 -> 0`` nor by ``pad(u, 0) * w -> pad(u * slice(w), 0)``.
 
 Every case has inputs of its own and all run as one program (one XLA compilation per
 mode), so a mismatch names its case."""
@@ -35,7 +35,17 @@ CASES = {
     "relu": lambda x: jax.nn.relu(x - 2.0),
     "logaddexp_of_log_zero": lambda x: jnp.logaddexp(jnp.log(0.0 * x), x),
     "norm_of_zero": lambda x: jnp.linalg.norm(0.0 * x),
+    # the adjoint of the slice is a zero pad times the weights: NaN where they are not
+    # finite (0 * inf), not a zero (the rewrite pad(u, 0) * w -> pad(u * slice(w), 0))
+    "padded_product_of_inf": lambda x: _window_twice(x * jnp.array([1.0, 2.0, 3.0, np.inf, np.nan, 4.0])),
 }
+
+
+def _window_twice(c):
+    """Two uses of one window of ``c`` (so the slice is not pushed into ``c`` before
+    differentiation, and its adjoint is one zero pad)."""
+    return jnp.sum(jnp.sin(c[0:2])) + jnp.sum(c[0:2] ** 2)
+
 NAMES = sorted(CASES)
 
 
