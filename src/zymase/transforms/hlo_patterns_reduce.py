@@ -188,4 +188,4 @@ def lapack_call_unused(op, rewriter):
     the same matrix has merged with the program's other one (``lapack_call_repeated``).
     XLA drops it too; the printed program and XLA's compile time no longer carry it."""
     if _lapack_key(op) is not None and not any(r.uses for r in op.results):
-        rewriter.erase_op(op)
+        rewriter.erase(op)
