@@ -181,10 +181,30 @@ class AscendingLoops:
                 return True
         if s is not a and _promised_apart(s, a, declared):
             return True
+        if fs is not None and fa is not None and self._distinct_objects(fs[0], fa[0]):
+            return True
         rs, ra = self._roots(s.ptr), self._roots(a.ptr)
         if rs is None or ra is None:
             return False
         return not any(self._may_share(r, x) for r in rs for x in ra)
+
+    def _distinct_objects(self, p: SSAValue, q: SSAValue) -> bool:
+        """Whether ``p`` and ``q`` point into two different objects for the pointer
+        roots: arguments of one block that receive, on every edge, either two values
+        with distinct roots or ``p`` and ``q`` themselves, in either order (the two
+        buffers of a time loop, swapped each step: by induction over the edges taken,
+        the pair is always the two objects it started as)."""
+        if not (isinstance(p, BlockArgument) and isinstance(q, BlockArgument)) or p.block is not q.block or p is q:
+            return False
+        for e in self.cfg.preds.get(p.block, ()):
+            operands = self.flavor.successor_operands(e.src.last_op)[e.slot]
+            x, y = operands[p.index], operands[q.index]
+            if (x is p and y is q) or (x is q and y is p):
+                continue
+            rx, ry = self._roots(x), self._roots(y)
+            if rx is None or ry is None or any(self._may_share(r, t) for r in rx for t in ry):
+                return False
+        return bool(self.cfg.preds.get(p.block))
 
     def make_ascending(self, gop: Operation) -> None:
         """Turn the reverse of each qualifying counted loop into an ascending count

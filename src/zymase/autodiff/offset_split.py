@@ -1,0 +1,329 @@
+"""Reverse loops split by the offset their adjoints are added at (a mixin of
+``reverse.ReverseGenerator``).
+
+A stencil ``v[i] = f(u[i-1], u[i], u[i+1])`` reverses into a loop whose iteration ``i``
+adds into ``du[i-1]``, ``du[i]`` and ``du[i+1]``: neighbouring iterations add into one
+element, a dependence of distance one that LLVM's loop vectorizer refuses, and that its
+loop distribution cannot break, not knowing that the adds commute. They do: adjoint
+accumulations are sums, and this project accepts reassociating them (every one carries
+``reassoc``; the order of a sum may change its rounding, as the ascending order of
+``ascending.py`` may). So such a reverse loop runs here as one loop per offset: the
+loop of offset ``c`` recomputes what its adds need (reads of shadows, of primal memory,
+of indexed caches, arithmetic) and adds only into ``du[i + c]``, which vectorizes; the
+last loop is the original, left with one offset's adds and everything else (the shadow
+zeroing, the other adds, the cells). Each copy counts its iterations from 0, as the
+ascending loop does.
+
+The reverse loop of a primal loop ``L`` is split when
+
+- ``L`` is a counted loop of one block whose reverse runs in ascending order: its
+  iterations commute (``ascending.py``: no active value carried from one iteration to
+  the next, no stack tape, no call that is not pure, stores apart across iterations);
+- its adds into one shadow base are at two or more affine addresses (in the reverse
+  iteration number, with invariant terms), at most ``MAX_LOOPS`` in all; an add whose
+  address is not affine leaves the loop as it is;
+- no primal load whose reverse adds into a shadow meets, in any two iterations or in the
+  same one, a shadowed primal store (whose reverse reads and zeroes its shadow), and no
+  two shadowed stores meet: a copy that runs before the original then reads every
+  shadow it reads as the original would have (same proofs as ``ascending.py``: affine
+  forms, ``restrict`` scopes, distinct roots, swapped buffers);
+- what each moved offset's adds need is reads and arithmetic only: loads, indexed
+  cache reads, pure calls, cells the reverse loop never sets (and its counter).
+
+Otherwise the loop stays as it is. ``ZYMASE_NO_OFFSET_SPLIT=1`` turns this off (for
+A/B measurements); ``ZYMASE_DEBUG_TAPE=1`` names the loops split.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+
+from zymase.analysis.cfg import CFG
+from zymase.analysis.memory import memory_kind
+from zymase.analysis.trip_count import constant_trip_count
+from zymase.autodiff.ascending import _K, _ONE, _AffineForms, _access_size, _never_meet, _promised_apart
+from zymase.autodiff.tape import is_pure
+from zymase.ir import Block, IntegerAttr, Operation, OpResult, SSAValue, i64, llvm, location_of
+from zymase.ir import enzyme as ez
+from zymase.ir import llvm_ext
+from zymase.llvm.noalias_scopes import SCOPE_DECL, freshen_scopes, is_scope_decl
+
+MAX_LOOPS = 8
+"""Offsets (loops after the split) at most; a wider stencil's reverse stays one loop."""
+
+_copies = itertools.count()
+
+
+class OffsetSplit:
+    """Mixin: split the reverse of ascending stencil loops by the offset of their adds."""
+
+    def record_offset_add(self, store: Operation, load: Operation, primal: Operation) -> None:
+        """``store`` adds into a shadow what ``load`` read from it: the adjoint of
+        ``primal``, a load (called by ShadowCode.reverse_memory)."""
+        self.__dict__.setdefault("_offset_adds", {})[store] = (load, primal)
+
+    def split_by_offset(self, gop: Operation) -> None:
+        """Split the reverse loops that qualify (module docstring); called once the
+        reverse sweep exists and its loops run in their final order."""
+        adds = self.__dict__.get("_offset_adds")
+        if not adds or self.width != 1 or os.environ.get("ZYMASE_NO_OFFSET_SPLIT"):
+            return
+        for h in [h for h in self._count_ops if h in self.commuting]:  # a fixed order: reproducible output
+            plan = self._offset_plan(gop, h, adds)
+            if plan is not None:
+                _explain(self.fname, h, len(plan["groups"]))
+                self._split(gop, plan)
+
+    # ---- analysis -------------------------------------------------------------------
+
+    def _offset_plan(self, gop: Operation, h: Block, adds: dict) -> dict | None:
+        info = self.counted[h]
+        if info["body"] != {h} or h not in self.rev:
+            return None
+        rh = self.rev[h]
+        if rh.args:
+            return None
+        cfg = CFG.build(gop.body)
+        loop = next((body for header, body in cfg.natural_loops() if header is rh), None)
+        if loop is None:
+            return None
+        entries = [e for e in cfg.preds[rh] if e.src not in loop]
+        exits = cfg.exit_edges(loop)
+        if len(entries) != 1 or len(exits) != 1:
+            return None
+        for e in entries + exits:
+            if self.flavor.successor_operands(e.src.last_op)[e.slot]:
+                return None
+        slot = info["slot"]
+        set_cells = {op.gradient for b in loop for op in b.ops if isinstance(op, ez.SetOp)}
+        forms = _ReverseForms(loop, slot, set_cells)
+        by_base: dict = {}
+        for store, (load, primal) in adds.items():
+            if store.parent_block() not in loop:
+                continue
+            form = forms.pointer(store.ptr)
+            if form is None:
+                return None
+            base, offset = form
+            key = frozenset(offset.items())
+            by_base.setdefault(base, {}).setdefault(key, []).append((store, load, primal))
+        groups = []
+        for keys in by_base.values():
+            if len(keys) > 1 and all(dict(k).get(_K, 0) != 0 for k in keys):
+                groups.extend(keys.values())
+        if len(groups) < 2 or len(groups) > MAX_LOOPS:
+            return None
+        if not self._shadow_reads_unchanged(h, info):
+            return None
+        counter = [op for b in loop for op in b.ops if isinstance(op, ez.SetOp) and op.gradient is slot]
+        slices = []
+        for group in groups[:-1]:
+            keep = {b.last_op for b in loop} | set(counter) | {store for store, _, _ in group}
+            need = _closure(keep, loop)
+            if need is None or not all(_readable(op, slot, set_cells) for op in need - keep):
+                return None
+            slices.append(need)
+        return {"h": h, "rh": rh, "loop": loop, "entry": entries[0], "exit": exits[0], "slot": slot,
+                "groups": groups, "slices": slices, "order": cfg.in_order(loop)}
+
+    def _shadow_reads_unchanged(self, h: Block, info: dict) -> bool:
+        """No shadowed primal store of loop ``h`` meets, in any two iterations or in
+        the same one, a load whose reverse adds into a shadow, or another such store."""
+        act = self.act
+        loads, stores = [], []
+        for op in h.ops:
+            kind = memory_kind(op)
+            if kind == "load" and op.ptr in act.shadowed and act.is_active(op.results[0]):
+                loads.append(op)
+            elif kind == "store" and op.ptr in act.shadowed:
+                stores.append(op)
+            elif kind not in (None, "load", "store", "derive", "select", "global"):
+                return False
+        declared = {op.attributes[SCOPE_DECL].data for op in h.ops if is_scope_decl(op)}
+        forms = _AffineForms(self, h, info)
+        tc = self._trip_count(h)
+        count = None if tc is None else constant_trip_count(tc)
+        reach = None if count is None else count - 1
+        for i, s in enumerate(stores):
+            for a in loads + stores[i + 1:]:
+                if not self._apart_everywhere(s, a, forms, declared, reach):
+                    return False
+        return True
+
+    def _apart_everywhere(self, s: Operation, a: Operation, forms: _AffineForms, declared: set,
+                          reach: int | None) -> bool:
+        """Whether ``s`` and ``a`` never touch one byte, in one iteration or two."""
+        fs, fa = forms.pointer(s.ptr), forms.pointer(a.ptr)
+        if fs is not None and fa is not None and fs[0] is fa[0]:
+            size_s, size_a = _access_size(s), _access_size(a)
+            if _never_meet(fs[1], size_s, fa[1], size_a, reach) and _apart_in_one_iteration(fs[1], size_s, fa[1], size_a):
+                return True
+        if _promised_apart(s, a, declared):
+            return True
+        if fs is not None and fa is not None and self._distinct_objects(fs[0], fa[0]):
+            return True
+        rs, ra = self._roots(s.ptr), self._roots(a.ptr)
+        if rs is None or ra is None:
+            return False
+        return not any(self._may_share(r, x) for r in rs for x in ra)
+
+    # ---- the rewrite ----------------------------------------------------------------
+
+    def _split(self, gop: Operation, plan: dict) -> None:
+        flavor = self.flavor
+        rh, loop, order = plan["rh"], plan["loop"], plan["order"]
+        region = gop.body
+        # the count the loop starts from (its last iteration's number when it runs
+        # downwards, 0 upwards), kept for each copy to start from
+        start = ez.InitOp(ez.GradientType(i64))
+        self.g_entry.insert_op_before(start, self._entry_branch)
+        keep_start = Block()
+        current = ez.GetOp(plan["slot"])
+        keep_start.add_ops([current, ez.SetOp(start.results[0], current.results[0])])
+        heads = []
+        for group, need in zip(plan["groups"][:-1], plan["slices"]):
+            bmap = {b: Block(arg_types=[a.type for a in b.args]) for b in order}
+            vmap: dict[SSAValue, SSAValue] = {}
+            for b in order:
+                vmap.update(zip(b.args, bmap[b].args))
+            omap: dict[Operation, Operation] = {}
+            for b in order:
+                for op in b.ops:
+                    clone = op.clone(value_mapper=vmap, block_mapper=bmap)
+                    bmap[b].add_op(clone)
+                    omap[op] = clone
+            dead = [omap[op] for b in order for op in b.ops if op not in need]
+            for op in dead:
+                op.parent_block().detach_op(op)
+            for op in dead:
+                op.erase(safe_erase=False)
+            for store, load, _ in group:
+                _make_plain(omap[store])
+                _make_plain(omap[load])
+            blocks = [bmap[b] for b in order]
+            freshen_scopes([op for b in blocks for op in b.ops], f"offset{next(_copies)}", declared_only=True)
+            # the copy leaves through a block that restarts the count for the next loop
+            restart = Block()
+            first = ez.GetOp(start.results[0])
+            restart.add_ops([first, ez.SetOp(plan["slot"], first.results[0])])
+            exit_edge = plan["exit"]
+            _redirect(flavor, bmap[exit_edge.src], exit_edge.slot, restart)
+            heads.append((bmap[rh], blocks, restart))
+        for group in plan["groups"][:-1]:
+            for store, _, _ in group:
+                store.parent_block().erase_op(store)
+        for store, load, _ in plan["groups"][-1]:
+            _make_plain(store)
+            _make_plain(load)
+        # entry -> copy 1 -> ... -> the original loop
+        entry = plan["entry"]
+        _redirect(flavor, entry.src, entry.slot, keep_start)
+        keep_start.add_op(llvm.BrOp(heads[0][0]))
+        for (_, _, restart), (nxt, _, _) in zip(heads, heads[1:] + [(rh, None, None)]):
+            restart.add_op(llvm.BrOp(nxt))
+        loc = rh.last_op.location
+        for op in keep_start.ops:
+            op.location = loc
+        region.insert_block_before(keep_start, rh)
+        for _, blocks, restart in heads:
+            for op in restart.ops:
+                op.location = loc
+            region.insert_block_before([*blocks, restart], rh)
+
+
+class _ReverseForms(_AffineForms):
+    """Affine forms of integers and pointers in a reverse loop (blocks ``body``), whose
+    iteration number is the value of its counter ``slot``; a cell the loop never sets
+    (``set_cells`` are those it does) holds one value during the loop, its leaf."""
+
+    def __init__(self, body: set[Block], slot: SSAValue, set_cells: set):
+        self.body = body
+        self.h = None
+        self.memo: dict = {}
+        self.slot = slot
+        self.set_cells = set_cells
+
+    def _cell(self, v: SSAValue):
+        if isinstance(v, OpResult) and isinstance(v.owner, ez.GetOp):
+            return v.owner.gradient
+        return None
+
+    def _integer(self, v: SSAValue, unsigned: bool) -> dict | None:
+        cell = self._cell(v)
+        if cell is self.slot:
+            return {_K: 1}
+        if cell is not None and cell not in self.set_cells and v.type == i64:
+            return {cell: 1}
+        return super()._integer(v, unsigned)
+
+    def _pointer(self, p: SSAValue):
+        cell = self._cell(p)
+        if cell is not None and cell not in self.set_cells:
+            return cell, {}
+        return super()._pointer(p)
+
+
+def _apart_in_one_iteration(fs: dict, size_s: int, fa: dict, size_a: int) -> bool:
+    """Bytes ``[fs(k), fs(k) + size_s)`` and ``[fa(k), fa(k) + size_a)`` are disjoint
+    for every ``k`` (the same iteration number and invariant terms in both)."""
+    if {x: v for x, v in fs.items() if x != _ONE} != {x: v for x, v in fa.items() if x != _ONE}:
+        return False
+    d = fs.get(_ONE, 0) - fa.get(_ONE, 0)
+    return not (-size_a < d < size_s)
+
+
+def _closure(keep: set, loop: set[Block]) -> set | None:
+    """``keep`` and every op of ``loop`` whose result they use, transitively."""
+    need = set(keep)
+    work = list(keep)
+    while work:
+        op = work.pop()
+        for v in op.operands:
+            if isinstance(v, OpResult) and v.owner.parent_block() in loop and v.owner not in need:
+                need.add(v.owner)
+                work.append(v.owner)
+    return need
+
+
+def _readable(op: Operation, slot: SSAValue, set_cells: set) -> bool:
+    """Whether ``op`` may run again, in a copy of the loop, and give what it gave in the
+    loop: a read, arithmetic or a pure call (a cell only if the loop never sets it)."""
+    if isinstance(op, ez.GetOp):
+        return op.gradient is slot or op.gradient not in set_cells
+    if isinstance(op, ez.CacheLoadOp):
+        return True
+    if isinstance(op, llvm.LoadOp):
+        return op.properties.get("volatile_") is None
+    if isinstance(op, (llvm.CallOp, llvm.CallIntrinsicOp)):
+        return is_pure(op)
+    if memory_kind(op) not in (None, "derive", "select"):
+        return False
+    return not op.regions and len(op.results) > 0 and op.dialect_name() in ("llvm", "arith", "math")
+
+
+def _make_plain(op: Operation) -> None:
+    """A shadow access of an adjoint add made an ordinary one (an unordered atomic one
+    keeps the loop vectorizer out; split, the loop no longer needs it)."""
+    if "ordering" in op.properties:
+        op.properties["ordering"] = IntegerAttr(0, i64)
+
+
+def _redirect(flavor, src: Block, slot: int, dst: Block) -> None:
+    """Send ``src``'s ``slot``-th successor edge (which carries no operands) to ``dst``."""
+    old = src.last_op
+    new = flavor.rebuild_terminator(old, flavor.successor_operands(old))
+    new.successors = [dst if j == slot else s for j, s in enumerate(old.successors)]
+    new.attributes.update(old.attributes)
+    src.insert_op_before(new, old)
+    src.erase_op(old)
+
+
+def _explain(fname: str, h: Block, loops: int) -> None:
+    """With ZYMASE_DEBUG_TAPE=1, name the loops whose reverse is split (on stderr)."""
+    if os.environ.get("ZYMASE_DEBUG_TAPE", "") in ("", "0"):
+        return
+    where = next((loc for op in h.ops if (loc := location_of(op))), "an unknown line")
+    print(f"zymase: tape: {fname}: the loop at {where}: reverse split into {loops} loops by adjoint offset",
+          file=sys.stderr)
