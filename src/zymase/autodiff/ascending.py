@@ -228,6 +228,7 @@ class AscendingLoops:
                     [ez.SetOp(last.results[0], setop.value), zero], setop
                 )
                 setop.operands = [slot, zero.results[0]]
+            self.__dict__.setdefault("ascended", {})[h] = last.results[0]  # the last iteration's number
             get_last = ez.GetOp(last.results[0])
             cmp_op.parent_block().insert_op_before(get_last, cmp_op)
             cmp_op.operands = [cmp_op.operands[0], get_last.results[0]]

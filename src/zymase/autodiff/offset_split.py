@@ -36,25 +36,21 @@ A/B measurements); ``ZYMASE_DEBUG_TAPE=1`` names the loops split.
 
 from __future__ import annotations
 
-import itertools
 import os
 import sys
 
 from zymase.analysis.cfg import CFG
 from zymase.analysis.memory import memory_kind
-from zymase.analysis.trip_count import constant_trip_count
+from zymase.analysis.trip_count import SGT, SLT, constant_trip_count
 from zymase.autodiff.ascending import _K, _ONE, _AffineForms, _access_size, _never_meet, _promised_apart
 from zymase.autodiff.tape import is_pure
 from zymase.ir import Block, IntegerAttr, Operation, OpResult, SSAValue, i64, llvm, location_of
 from zymase.ir import enzyme as ez
 from zymase.ir import llvm_ext
-from zymase.llvm.noalias_scopes import SCOPE_DECL, freshen_scopes, is_scope_decl
+from zymase.llvm.noalias_scopes import SCOPE_DECL, is_scope_decl
 
 MAX_LOOPS = 8
 """Offsets (loops after the split) at most; a wider stencil's reverse stays one loop."""
-
-_copies = itertools.count()
-
 
 class OffsetSplit:
     """Mixin: split the reverse of ascending stencil loops by the offset of their adds."""
@@ -73,15 +69,15 @@ class OffsetSplit:
         for h in [h for h in self._count_ops if h in self.commuting]:  # a fixed order: reproducible output
             plan = self._offset_plan(gop, h, adds)
             if plan is not None:
-                _explain(self.fname, h, len(plan["groups"]))
-                self._split(gop, plan)
+                _explain(self.fname, h, [len(family) for family in plan["gathers"]])
+                self._gather(gop, plan)
 
     # ---- analysis -------------------------------------------------------------------
 
     def _offset_plan(self, gop: Operation, h: Block, adds: dict) -> dict | None:
         info = self.counted[h]
-        if info["body"] != {h} or h not in self.rev:
-            return None
+        if info["body"] != {h} or h not in self.rev or any(is_scope_decl(op) for op in h.ops):
+            return None  # (a scope declared in the loop is a promise about one iteration)
         rh = self.rev[h]
         if rh.args:
             return None
@@ -99,7 +95,9 @@ class OffsetSplit:
         slot = info["slot"]
         set_cells = {op.gradient for b in loop for op in b.ops if isinstance(op, ez.SetOp)}
         forms = _ReverseForms(loop, slot, set_cells)
-        by_base: dict = {}
+        # adds into one base with one stride and the same invariant terms: a family,
+        # whose members differ by a constant offset (one group per offset)
+        families: dict = {}
         for store, (load, primal) in adds.items():
             if store.parent_block() not in loop:
                 continue
@@ -107,26 +105,36 @@ class OffsetSplit:
             if form is None:
                 return None
             base, offset = form
-            key = frozenset(offset.items())
-            by_base.setdefault(base, {}).setdefault(key, []).append((store, load, primal))
-        groups = []
-        for keys in by_base.values():
-            if len(keys) > 1 and all(dict(k).get(_K, 0) != 0 for k in keys):
-                groups.extend(keys.values())
-        if len(groups) < 2 or len(groups) > MAX_LOOPS:
+            stride = offset.get(_K, 0)
+            rest = frozenset((x, c) for x, c in offset.items() if x not in (_K, _ONE))
+            if stride == 0 or store.parent_block() is not rh:
+                continue
+            family = families.setdefault((base, stride, rest), {})
+            family.setdefault(offset.get(_ONE, 0), []).append((store, load, primal))
+        gathers = []
+        for (_, stride, _), groups in families.items():
+            if len(groups) < 2:
+                continue
+            if len(groups) > MAX_LOOPS:
+                return None
+            offsets = list(groups)
+            if any((offsets[0] - o) % stride for o in offsets):
+                continue
+            # group ``o`` adds, in iteration i + shift, where the first group adds in i
+            gathers.append([(groups[o], (offsets[0] - o) // stride) for o in offsets])
+        if not gathers:
             return None
         if not self._shadow_reads_unchanged(h, info):
             return None
-        counter = [op for b in loop for op in b.ops if isinstance(op, ez.SetOp) and op.gradient is slot]
-        slices = []
-        for group in groups[:-1]:
-            keep = {b.last_op for b in loop} | set(counter) | {store for store, _, _ in group}
-            need = _closure(keep, loop)
-            if need is None or not all(_readable(op, slot, set_cells) for op in need - keep):
-                return None
-            slices.append(need)
-        return {"h": h, "rh": rh, "loop": loop, "entry": entries[0], "exit": exits[0], "slot": slot,
-                "groups": groups, "slices": slices, "order": cfg.in_order(loop)}
+        for family in gathers:
+            for i, (group, shift) in enumerate(family):
+                stores = {store for store, _, _ in group}
+                need = _closure(stores, {rh})
+                if not all(_readable(op, slot, set_cells) for op in need - stores):
+                    return None
+                family[i] = (group, shift, [op for op in rh.ops if op in need])
+        return {"h": h, "rh": rh, "entry": entries[0], "slot": slot, "gathers": gathers,
+                "last": self.__dict__.get("ascended", {}).get(h)}
 
     def _shadow_reads_unchanged(self, h: Block, info: dict) -> bool:
         """No shadowed primal store of loop ``h`` meets, in any two iterations or in
@@ -171,66 +179,82 @@ class OffsetSplit:
 
     # ---- the rewrite ----------------------------------------------------------------
 
-    def _split(self, gop: Operation, plan: dict) -> None:
-        flavor = self.flavor
-        rh, loop, order = plan["rh"], plan["loop"], plan["order"]
+    def _gather(self, gop: Operation, plan: dict) -> None:
+        """Run the moved adds of each family before the loop: one loop over the
+        iterations where every member adds (each at its own shift of the iteration
+        number, all into one element), and for each member its iterations outside
+        those, at the ends; then the original loop without them."""
+        flavor, E = self.flavor, self.E
+        rh, slot = plan["rh"], plan["slot"]
         region = gop.body
-        # the count the loop starts from (its last iteration's number when it runs
-        # downwards, 0 upwards), kept for each copy to start from
-        start = ez.InitOp(ez.GradientType(i64))
-        self.g_entry.insert_op_before(start, self._entry_branch)
-        keep_start = Block()
-        current = ez.GetOp(plan["slot"])
-        keep_start.add_ops([current, ez.SetOp(start.results[0], current.results[0])])
-        heads = []
-        for group, need in zip(plan["groups"][:-1], plan["slices"]):
-            bmap = {b: Block(arg_types=[a.type for a in b.args]) for b in order}
-            vmap: dict[SSAValue, SSAValue] = {}
-            for b in order:
-                vmap.update(zip(b.args, bmap[b].args))
-            omap: dict[Operation, Operation] = {}
-            for b in order:
-                for op in b.ops:
-                    clone = op.clone(value_mapper=vmap, block_mapper=bmap)
-                    bmap[b].add_op(clone)
-                    omap[op] = clone
-            dead = [omap[op] for b in order for op in b.ops if op not in need]
-            for op in dead:
-                op.parent_block().detach_op(op)
-            for op in dead:
-                op.erase(safe_erase=False)
-            for store, load, _ in group:
-                _make_plain(omap[store])
-                _make_plain(omap[load])
-            blocks = [bmap[b] for b in order]
-            freshen_scopes([op for b in blocks for op in b.ops], f"offset{next(_copies)}", declared_only=True)
-            # the copy leaves through a block that restarts the count for the next loop
-            restart = Block()
-            first = ez.GetOp(start.results[0])
-            restart.add_ops([first, ez.SetOp(plan["slot"], first.results[0])])
-            exit_edge = plan["exit"]
-            _redirect(flavor, bmap[exit_edge.src], exit_edge.slot, restart)
-            heads.append((bmap[rh], blocks, restart))
-        for group in plan["groups"][:-1]:
-            for store, _, _ in group:
-                store.parent_block().erase_op(store)
-        for store, load, _ in plan["groups"][-1]:
-            _make_plain(store)
-            _make_plain(load)
-        # entry -> copy 1 -> ... -> the original loop
-        entry = plan["entry"]
-        _redirect(flavor, entry.src, entry.slot, keep_start)
-        keep_start.add_op(llvm.BrOp(heads[0][0]))
-        for (_, _, restart), (nxt, _, _) in zip(heads, heads[1:] + [(rh, None, None)]):
-            restart.add_op(llvm.BrOp(nxt))
+        chain = [Block()]
+        E.at_end(chain[0])
+        start = E.v(ez.GetOp(slot))  # 0 upwards, the last iteration's number downwards
+        last = E.v(ez.GetOp(plan["last"])) if plan["last"] is not None else start
+        count = E.iadd(last, E.iconst(1, i64))
+        zero = E.iconst(0, i64)
+        for family in plan["gathers"]:
+            shifts = [shift for _, shift, _ in family]
+            lo, hi = -min(shifts), max(shifts)
+            first = E.iconst(lo, i64)
+            end = E.isub(count, E.iconst(hi, i64))  # one past the last iteration all add in
+            ranges = []
+            for group, shift, ops in family:
+                a = _smin(E, E.iconst(shift + lo, i64), count)
+                b = _smax(E, _smin(E, E.isub(count, E.iconst(hi - shift, i64)), count), a)
+                ranges.append(((zero, a), (b, count), ops))
+            for (head, tail, ops) in ranges:
+                self._range_loop(chain, slot, *head, [(ops, 0)])
+                self._range_loop(chain, slot, *tail, [(ops, 0)])
+            self._range_loop(chain, slot, first, end, [(ops, shift) for _, shift, ops in family])
+            for group, _, _ in family:
+                for store, load, _ in group:
+                    store.parent_block().erase_op(store)
+        E.at_end(chain[-1])
+        E.insert(ez.SetOp(slot, start))
+        E.insert(flavor.br(rh, []))
+        _redirect(flavor, plan["entry"].src, plan["entry"].slot, chain[0])
         loc = rh.last_op.location
-        for op in keep_start.ops:
-            op.location = loc
-        region.insert_block_before(keep_start, rh)
-        for _, blocks, restart in heads:
-            for op in restart.ops:
+        for b in chain:
+            for op in b.ops:
                 op.location = loc
-            region.insert_block_before([*blocks, restart], rh)
+        region.insert_block_before(chain, rh)
+
+    def _range_loop(self, chain: list[Block], slot: SSAValue, lo: SSAValue, end: SSAValue, bodies: list) -> None:
+        """At the end of ``chain[-1]``: a loop running ``bodies`` (ops of the reverse
+        loop's body, each run at the iteration number plus its shift) for the
+        iteration numbers in ``[lo, end)``, upwards; appends its blocks to ``chain``,
+        the last one where it leaves."""
+        flavor, E = self.flavor, self.E
+        body, after = Block(), Block()
+        E.at_end(chain[-1])
+        E.insert(ez.SetOp(slot, lo))
+        runs = E.v(llvm_ext.ICmpOp(lo, end, IntegerAttr(SLT, i64)))
+        E.insert(flavor.cond_br(runs, body, [], after, []))
+        E.at_end(body)
+        for ops, shift in bodies:
+            vmap: dict[SSAValue, SSAValue] = {}
+            for op in ops:
+                if isinstance(op, ez.GetOp) and op.gradient is slot:
+                    k = E.v(ez.GetOp(slot))
+                    vmap[op.results[0]] = E.iadd(k, E.iconst(shift, i64)) if shift else k
+                    continue
+                clone = op.clone(value_mapper=vmap)
+                _make_plain(clone)
+                E.insert(clone)
+        k = E.v(ez.GetOp(slot))
+        nxt = E.iadd(k, E.iconst(1, i64))
+        E.insert(ez.SetOp(slot, nxt))
+        E.insert(flavor.cond_br(E.icmp_eq(nxt, end), after, [], body, []))
+        chain.extend([body, after])
+
+
+def _smin(E, a: SSAValue, b: SSAValue) -> SSAValue:
+    return E.v(llvm_ext.SelectOp(E.v(llvm_ext.ICmpOp(a, b, IntegerAttr(SLT, i64))), a, b))
+
+
+def _smax(E, a: SSAValue, b: SSAValue) -> SSAValue:
+    return E.v(llvm_ext.SelectOp(E.v(llvm_ext.ICmpOp(a, b, IntegerAttr(SGT, i64))), a, b))
 
 
 class _ReverseForms(_AffineForms):
@@ -320,10 +344,11 @@ def _redirect(flavor, src: Block, slot: int, dst: Block) -> None:
     src.erase_op(old)
 
 
-def _explain(fname: str, h: Block, loops: int) -> None:
-    """With ZYMASE_DEBUG_TAPE=1, name the loops whose reverse is split (on stderr)."""
+def _explain(fname: str, h: Block, offsets: list[int]) -> None:
+    """With ZYMASE_DEBUG_TAPE=1, name the loops whose reverse adds are gathered (on stderr)."""
     if os.environ.get("ZYMASE_DEBUG_TAPE", "") in ("", "0"):
         return
     where = next((loc for op in h.ops if (loc := location_of(op))), "an unknown line")
-    print(f"zymase: tape: {fname}: the loop at {where}: reverse split into {loops} loops by adjoint offset",
+    counts = " and ".join(str(n) for n in offsets)
+    print(f"zymase: tape: {fname}: the loop at {where}: adjoint adds at {counts} offsets gathered",
           file=sys.stderr)
