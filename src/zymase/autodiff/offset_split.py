@@ -41,13 +41,16 @@ import sys
 
 from zymase.analysis.cfg import CFG
 from zymase.analysis.memory import memory_kind
-from zymase.analysis.trip_count import SGT, SLT, constant_trip_count
+from zymase.analysis.trip_count import SGT, SLT, constant_int, constant_trip_count
 from zymase.autodiff.ascending import _K, _ONE, _AffineForms, _access_size, _never_meet, _promised_apart
 from zymase.autodiff.tape import is_pure
-from zymase.ir import Block, IntegerAttr, Operation, OpResult, SSAValue, i64, llvm, location_of
+from zymase.ir import Block, IntegerAttr, IntegerType, Operation, OpResult, SSAValue, i64, llvm, location_of
 from zymase.ir import enzyme as ez
 from zymase.ir import llvm_ext
 from zymase.llvm.noalias_scopes import SCOPE_DECL, is_scope_decl
+
+#: integer intrinsics without side effects (a chunk's bounds are clamped with them)
+_INTEGER_INTRINSICS = ("llvm.smin.", "llvm.smax.", "llvm.umin.", "llvm.umax.")
 
 MAX_LOOPS = 8
 """Offsets (loops after the split) at most; a wider stencil's reverse stays one loop."""
@@ -275,18 +278,93 @@ class _ReverseForms(_AffineForms):
         return None
 
     def _integer(self, v: SSAValue, unsigned: bool) -> dict | None:
-        cell = self._cell(v)
-        if cell is self.slot:
+        if self._cell(v) is self.slot:
             return {_K: 1}
-        if cell is not None and cell not in self.set_cells and v.type == i64:
-            return {cell: 1}
-        return super()._integer(v, unsigned)
+        found = super()._integer(v, unsigned)
+        if found is None and isinstance(v.type, IntegerType):
+            # the same during the loop though computed in it (the reverse sweep
+            # recomputes a chunk's bounds in every iteration): one leaf per expression
+            sig = self.signature(v)
+            if sig is not None:
+                return {(sig, unsigned) if v.type.width.data < 64 else sig: 1}
+        return found
+
+    def signature(self, v: SSAValue):
+        """A key equal for values computed alike from the same values fixed during the
+        loop (defined outside it, constants, cells it never sets), None for a value
+        that may change from one iteration to the next."""
+        key = ("sig", v)
+        if key not in self.memo:
+            self.memo[key] = None
+            self.memo[key] = self._signature(v)
+        return self.memo[key]
+
+    def _unwritten_slot(self, load: Operation) -> bool:
+        """An integer load from a stack slot of the function (an OpenMP chunk's bounds)
+        that no store of the loop writes: the loop stores only into shadows and stack
+        slots it can name."""
+        if not isinstance(load.results[0].type, IntegerType) or load.properties.get("volatile_") is not None:
+            return False
+        ordering = load.properties.get("ordering")
+        if ordering is not None and ordering.value.data != 0:
+            return False
+        root = _root(load.ptr)
+        if not (isinstance(root, OpResult) and isinstance(root.owner, llvm.AllocaOp) and self._invariant(root)):
+            return False
+        if self.signature(load.ptr) is None:
+            return False
+        if "stored" not in self.memo:
+            self.memo["stored"] = {_root(op.ptr) for b in self.body for op in b.ops if memory_kind(op) == "store"}
+            self.memo["others"] = any(memory_kind(op) not in (None, "load", "store", "derive", "select", "global")
+                                      for b in self.body for op in b.ops)
+        stored = self.memo["stored"]
+        if self.memo["others"]:
+            return False
+        # every stored pointer is a shadow from a cell or argument, or an allocation: not this slot
+        return root not in stored and all(
+            not (isinstance(r, OpResult) and isinstance(r.owner, llvm.AllocaOp)) or r is not root for r in stored
+        ) and all(r is not None for r in stored)
+
+    def _signature(self, v: SSAValue):
+        if self._invariant(v):
+            return v
+        if not isinstance(v, OpResult):
+            return None
+        op = v.owner
+        cell = self._cell(v)
+        if cell is not None:
+            return ("cell", cell) if cell not in self.set_cells else None
+        c = constant_int(v)
+        if c is not None:
+            return ("const", c, str(v.type))
+        if isinstance(op, llvm.LoadOp) and self._unwritten_slot(op):
+            return ("load", str(v.type), self.signature(op.ptr))
+        if isinstance(op, llvm.CallIntrinsicOp) and op.intrin.data.startswith(_INTEGER_INTRINSICS):
+            pass
+        elif op.regions or memory_kind(op) is not None or isinstance(op, (llvm.CallOp, llvm.CallIntrinsicOp)):
+            return None
+        if op.dialect_name() != "llvm" or len(op.results) != 1:
+            return None
+        operands = tuple(self.signature(o) for o in op.operands)
+        if any(o is None for o in operands):
+            return None
+        props = tuple(sorted((k, str(a)) for k, a in [*op.properties.items(), *op.attributes.items()]))
+        return (op.name, props, str(v.type), operands)
 
     def _pointer(self, p: SSAValue):
         cell = self._cell(p)
         if cell is not None and cell not in self.set_cells:
             return cell, {}
         return super()._pointer(p)
+
+
+def _root(p: SSAValue):
+    """The value pointer ``p`` is an offset of (through GEPs), or the cell it was read from."""
+    while isinstance(p, OpResult) and isinstance(p.owner, llvm.GEPOp):
+        p = p.owner.operands[0]
+    if isinstance(p, OpResult) and isinstance(p.owner, ez.GetOp):
+        return ("cell", p.owner.gradient)
+    return p
 
 
 def _apart_in_one_iteration(fs: dict, size_s: int, fa: dict, size_a: int) -> bool:
@@ -320,6 +398,8 @@ def _readable(op: Operation, slot: SSAValue, set_cells: set) -> bool:
         return True
     if isinstance(op, llvm.LoadOp):
         return op.properties.get("volatile_") is None
+    if isinstance(op, llvm.CallIntrinsicOp) and op.intrin.data.startswith(_INTEGER_INTRINSICS):
+        return True
     if isinstance(op, (llvm.CallOp, llvm.CallIntrinsicOp)):
         return is_pure(op)
     if memory_kind(op) not in (None, "derive", "select"):
