@@ -44,9 +44,10 @@ from zymase.analysis.memory import memory_kind
 from zymase.analysis.trip_count import SGT, SLT, constant_int, constant_trip_count
 from zymase.autodiff.ascending import _K, _ONE, _AffineForms, _access_size, _never_meet, _promised_apart
 from zymase.autodiff.tape import is_pure
-from zymase.ir import Block, IntegerAttr, IntegerType, Operation, OpResult, SSAValue, i64, llvm, location_of
+from zymase.ir import ArrayAttr, Block, IntegerAttr, IntegerType, StringAttr, Operation, OpResult, SSAValue, i64, llvm, location_of
 from zymase.ir import enzyme as ez
 from zymase.ir import llvm_ext
+from zymase.llvm.loop_hints import LOOP_HINTS_ATTR
 from zymase.llvm.noalias_scopes import SCOPE_DECL, is_scope_decl
 
 #: integer intrinsics without side effects (a chunk's bounds are clamped with them)
@@ -207,8 +208,8 @@ class OffsetSplit:
                 b = _smax(E, _smin(E, E.isub(count, E.iconst(hi - shift, i64)), count), a)
                 ranges.append(((zero, a), (b, count), ops))
             for (head, tail, ops) in ranges:
-                self._range_loop(chain, slot, *head, [(ops, 0)])
-                self._range_loop(chain, slot, *tail, [(ops, 0)])
+                self._range_loop(chain, slot, *head, [(ops, 0)], short=True)
+                self._range_loop(chain, slot, *tail, [(ops, 0)], short=True)
             self._range_loop(chain, slot, first, end, [(ops, shift) for _, shift, ops in family])
             for group, _, _ in family:
                 for store, load, _ in group:
@@ -223,11 +224,13 @@ class OffsetSplit:
                 op.location = loc
         region.insert_block_before(chain, rh)
 
-    def _range_loop(self, chain: list[Block], slot: SSAValue, lo: SSAValue, end: SSAValue, bodies: list) -> None:
+    def _range_loop(self, chain: list[Block], slot: SSAValue, lo: SSAValue, end: SSAValue, bodies: list,
+                    short: bool = False) -> None:
         """At the end of ``chain[-1]``: a loop running ``bodies`` (ops of the reverse
         loop's body, each run at the iteration number plus its shift) for the
         iteration numbers in ``[lo, end)``, upwards; appends its blocks to ``chain``,
-        the last one where it leaves."""
+        the last one where it leaves. A ``short`` loop (a few edge iterations) is
+        marked for LLVM not to vectorize or unroll it (code it would never run)."""
         flavor, E = self.flavor, self.E
         body, after = Block(), Block()
         E.at_end(chain[-1])
@@ -248,7 +251,10 @@ class OffsetSplit:
         k = E.v(ez.GetOp(slot))
         nxt = E.iadd(k, E.iconst(1, i64))
         E.insert(ez.SetOp(slot, nxt))
-        E.insert(flavor.cond_br(E.icmp_eq(nxt, end), after, [], body, []))
+        latch = E.insert(flavor.cond_br(E.icmp_eq(nxt, end), after, [], body, []))
+        if short:
+            latch.attributes[LOOP_HINTS_ATTR] = ArrayAttr([StringAttr("llvm.loop.vectorize.enable=0"),
+                                                          StringAttr("llvm.loop.unroll.disable")])
         chain.extend([body, after])
 
 
