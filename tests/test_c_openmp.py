@@ -115,7 +115,7 @@ def test_regions_recomputed_without_tape_only_when_safe(tmp_path: Path):
     # item 1 (performance): the recomputed stencil's worksharing loop is split into its
     # chunk's edges, whose adds stay atomic (3 loads, 2 edge copies), and its interior,
     # whose adds are plain (no branch per add, no atomics) and gathered, one element per
-    # iteration (autodiff/offset_split.py: no unordered moves left);
+    # iteration (autodiff/stencil_gather.py: no unordered moves left);
     # chunk_edges.c checks the values with chunks of 0 to 3 iterations
     start = text.index("define internal void @diffestencil_restrict.omp_outlined(")
     body = text[start:text.index("\n}\n", start)]

@@ -593,8 +593,8 @@ def preopt(ll_text: str, level: int) -> str:
     GVN's load PRE across loop iterations is off here: it turns a stencil's ``u[i]``
     into the ``u[i + 1]`` loaded one iteration earlier, carried in a phi, and the
     reverse sweep then carries that phi's adjoint from one iteration to the next, a
-    dependence that keeps the reverse loop in descending order, scalar and unsplit
-    (``autodiff/offset_split.py``). The post-AD pipeline runs it as usual.
+    dependence that keeps the reverse loop in descending order, scalar and its adds
+    ungathered (``autodiff/stencil_gather.py``). The post-AD pipeline runs it as usual.
     """
     from zymase.llvm.loop_hints import hide_vectorization_hints
 

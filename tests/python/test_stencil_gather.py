@@ -1,11 +1,12 @@
-"""Stencil reverse loops split by the offset of their adjoint adds (autodiff/offset_split.py).
+"""Stencil reverse loops with their adjoint adds gathered (autodiff/stencil_gather.py).
 
 Each program differentiates one function of ``u`` (dup) and checks every entry of the
 gradient against central differences, at -O0 and -O2. The stencils' reverse loops add
-into ``du`` at several offsets; at -O2 the engine runs them as one loop per offset
-(``ZYMASE_DEBUG_TAPE=1`` says so) and LLVM vectorizes them. The dependent loop must stay
-one loop: split, its gradient would be wrong (a copy would read an adjoint before
-another iteration had added to it).
+into ``du`` at several offsets; at -O2 the engine gathers them, one element per
+iteration (``ZYMASE_DEBUG_TAPE=1`` says so), and LLVM vectorizes that loop. The
+dependent loop must stay as it is: gathered, its gradient would be wrong (a
+contribution would be computed from an adjoint before another iteration had added to
+it).
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ int main(void) {
 }
 """
 
-SPLIT = {
+GATHERED_CASES = {
     # the heat equation's step: offsets -1, 0, +1, linear
     "three_point": "for (int i = 1; i <= n; i++) v[i] = u[i] + 0.25 * (u[i - 1] - 2 * u[i] + u[i + 1]);",
     # asymmetric offsets (-1, +2, +3), nonlinear: the reverse reads u again in every loop
@@ -105,7 +106,7 @@ KEPT = {
     for (int i = 1; i <= n; i++) v[i] = 0.5 * v[i] + 0.25 * (v[i - 1] * v[i - 1] + sin(v[i + 1]));""",
 }
 
-CASES = {**SPLIT, **KEPT}
+CASES = {**GATHERED_CASES, **KEPT}
 
 
 def _program(tmp_path, body: str):
@@ -125,9 +126,9 @@ GATHERED = re.compile(r"zymase: tape: f: the loop at stencil\.c:(\d+):\d+: adjoi
 
 @pytest.mark.parametrize("case,loops", [("three_point", 3), ("asymmetric", 3), ("boundary", 3), ("time_loop", 3),
                                         ("carried", None)])
-def test_which_reverse_loops_are_split(tmp_path, zymase_cli, case, loops):
-    """ZYMASE_DEBUG_TAPE=1 names each reverse loop split by offset: the stencils, into
-    one loop per offset; not the loop whose iterations depend on each other."""
+def test_which_reverse_loops_are_gathered(tmp_path, zymase_cli, case, loops):
+    """ZYMASE_DEBUG_TAPE=1 names each reverse loop whose adds are gathered, with its
+    number of offsets: the stencils; not the loop whose iterations depend on each other."""
     src = _program(tmp_path, CASES[case])
     build = run_cli(["cc", "-O2", "-g", str(src), "-o", str(tmp_path / "stencil"), "-lm"],
                     env=dict(os.environ, ZYMASE_DEBUG_TAPE="1"), cwd=tmp_path, timeout=300)
@@ -136,11 +137,11 @@ def test_which_reverse_loops_are_split(tmp_path, zymase_cli, case, loops):
     assert found == ([] if loops is None else [loops]), build.stderr
 
 
-def test_split_reverse_loops_vectorize(tmp_path, zymase_cli):
-    """The three-point stencil's gradient adds into du with vector adds: one vectorized
-    loop per offset (before the split, the reverse loop stayed scalar)."""
-    ll = emit_llvm(_program(tmp_path, SPLIT["three_point"]), ["-O2"], tmp_path, zymase_cli)
+def test_gathered_reverse_loop_vectorizes(tmp_path, zymase_cli):
+    """The three-point stencil's gradient adds into du with vector adds, in the gathered
+    loop (before, the reverse loop stayed scalar: no vector add of adjoints at all)."""
+    ll = emit_llvm(_program(tmp_path, GATHERED_CASES["three_point"]), ["-O2"], tmp_path, zymase_cli)
     body = function_ir(ll, "grad")
     blocks = re.split(r"\n(?=[\w.]+:)", body)
     vector_adds = [b for b in blocks if b.startswith("vector.body") and "fadd reassoc nsz <2 x double>" in b]
-    assert len(vector_adds) >= 3, body
+    assert len(vector_adds) == 1, body

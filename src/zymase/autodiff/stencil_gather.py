@@ -1,5 +1,5 @@
-"""Reverse loops split by the offset their adjoints are added at (a mixin of
-``reverse.ReverseGenerator``).
+"""Reverse loops of stencils with their adjoint adds gathered, one element per iteration
+(a mixin of ``reverse.ReverseGenerator``).
 
 A stencil ``v[i] = f(u[i-1], u[i], u[i+1])`` reverses into a loop whose iteration ``i``
 adds into ``du[i-1]``, ``du[i]`` and ``du[i+1]``: neighbouring iterations add into one
@@ -7,31 +7,37 @@ element, a dependence of distance one that LLVM's loop vectorizer refuses, and t
 loop distribution cannot break, not knowing that the adds commute. They do: adjoint
 accumulations are sums, and this project accepts reassociating them (every one carries
 ``reassoc``; the order of a sum may change its rounding, as the ascending order of
-``ascending.py`` may). So such a reverse loop runs here as one loop per offset: the
-loop of offset ``c`` recomputes what its adds need (reads of shadows, of primal memory,
-of indexed caches, arithmetic) and adds only into ``du[i + c]``, which vectorizes; the
-last loop is the original, left with one offset's adds and everything else (the shadow
-zeroing, the other adds, the cells). Each copy counts its iterations from 0, as the
-ascending loop does.
+``ascending.py`` may). So the adds of one family (one shadow base, stride and invariant
+terms; offsets ``c_1 .. c_m`` apart by whole iterations) run before the loop in gather
+form: a loop over the elements, whose iteration ``t`` computes each member's
+contribution at the iteration that adds into element ``t`` (``t + e_k``, the member's
+shift) and adds them all into that one element, which vectorizes; for each member, short
+loops over its iterations at the two ends whose element is outside that range; then the
+original loop without those adds (the shadow zeroing, the other adds, the cells). Every
+new loop counts upwards with the reverse loop's own counter, which the original loop
+gets back. Splitting into one loop per offset (each vectorized) was measured first and was no
+faster than the scalar loop: each copy walks the shadows again, and stencils are bound
+by memory.
 
-The reverse loop of a primal loop ``L`` is split when
+The reverse loop of a primal loop ``L`` is rewritten when
 
-- ``L`` is a counted loop of one block whose reverse runs in ascending order: its
-  iterations commute (``ascending.py``: no active value carried from one iteration to
-  the next, no stack tape, no call that is not pure, stores apart across iterations);
-- its adds into one shadow base are at two or more affine addresses (in the reverse
-  iteration number, with invariant terms), at most ``MAX_LOOPS`` in all; an add whose
-  address is not affine leaves the loop as it is;
+- ``L`` is a counted loop of one block (declaring no ``restrict`` scope) whose iterations
+  commute (``ascending.py``: no active value carried from one iteration to the next, no
+  call that is not pure, stores apart across iterations);
+- a family's adds are at two or more offsets (at most ``MAX_LOOPS``), at affine
+  addresses in the reverse iteration number; invariant terms may be recomputed in the
+  loop (an OpenMP chunk's clamped bounds: one leaf per expression, ``signature``); an
+  add whose address is not affine leaves the loop as it is;
 - no primal load whose reverse adds into a shadow meets, in any two iterations or in the
   same one, a shadowed primal store (whose reverse reads and zeroes its shadow), and no
-  two shadowed stores meet: a copy that runs before the original then reads every
-  shadow it reads as the original would have (same proofs as ``ascending.py``: affine
-  forms, ``restrict`` scopes, distinct roots, swapped buffers);
-- what each moved offset's adds need is reads and arithmetic only: loads, indexed
-  cache reads, pure calls, cells the reverse loop never sets (and its counter).
+  two shadowed stores meet: the gathered contributions then read every shadow as the
+  original loop would have (same proofs as ``ascending.py``: affine forms, ``restrict``
+  scopes, distinct roots, swapped buffers);
+- what a moved add needs is reads and arithmetic only: loads, indexed cache reads, pure
+  calls, cells the reverse loop never sets, and its counter.
 
-Otherwise the loop stays as it is. ``ZYMASE_NO_OFFSET_SPLIT=1`` turns this off (for
-A/B measurements); ``ZYMASE_DEBUG_TAPE=1`` names the loops split.
+Otherwise the loop stays as it is. ``ZYMASE_NO_GATHER=1`` turns this off (for A/B
+measurements); ``ZYMASE_DEBUG_TAPE=1`` names the loops gathered.
 """
 
 from __future__ import annotations
@@ -56,19 +62,19 @@ _INTEGER_INTRINSICS = ("llvm.smin.", "llvm.smax.", "llvm.umin.", "llvm.umax.")
 MAX_LOOPS = 8
 """Offsets (loops after the split) at most; a wider stencil's reverse stays one loop."""
 
-class OffsetSplit:
-    """Mixin: split the reverse of ascending stencil loops by the offset of their adds."""
+class StencilGather:
+    """Mixin: gather the adjoint adds of stencil reverse loops."""
 
-    def record_offset_add(self, store: Operation, load: Operation, primal: Operation) -> None:
+    def record_shadow_add(self, store: Operation, load: Operation, primal: Operation) -> None:
         """``store`` adds into a shadow what ``load`` read from it: the adjoint of
         ``primal``, a load (called by ShadowCode.reverse_memory)."""
-        self.__dict__.setdefault("_offset_adds", {})[store] = (load, primal)
+        self.__dict__.setdefault("_stencil_adds", {})[store] = (load, primal)
 
-    def split_by_offset(self, gop: Operation) -> None:
-        """Split the reverse loops that qualify (module docstring); called once the
-        reverse sweep exists and its loops run in their final order."""
-        adds = self.__dict__.get("_offset_adds")
-        if not adds or self.width != 1 or os.environ.get("ZYMASE_NO_OFFSET_SPLIT"):
+    def gather_stencil_adds(self, gop: Operation) -> None:
+        """Gather the adds of the reverse loops that qualify (module docstring); called
+        once the reverse sweep exists and its loops run in their final order."""
+        adds = self.__dict__.get("_stencil_adds")
+        if not adds or self.width != 1 or os.environ.get("ZYMASE_NO_GATHER"):
             return
         for h in [h for h in self._count_ops if h in self.commuting]:  # a fixed order: reproducible output
             plan = self._offset_plan(gop, h, adds)
