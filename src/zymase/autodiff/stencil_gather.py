@@ -50,7 +50,7 @@ from zymase.analysis.memory import memory_kind
 from zymase.analysis.trip_count import SGT, SLT, constant_int, constant_trip_count
 from zymase.autodiff.ascending import _K, _ONE, _AffineForms, _access_size, _never_meet, _promised_apart
 from zymase.autodiff.tape import is_pure
-from zymase.ir import ArrayAttr, Block, IntegerAttr, IntegerType, StringAttr, Operation, OpResult, SSAValue, i64, llvm, location_of
+from zymase.ir import ArrayAttr, Block, FloatAttr, IntegerAttr, IntegerType, StringAttr, Operation, OpResult, SSAValue, i64, llvm, location_of
 from zymase.ir import enzyme as ez
 from zymase.ir import llvm_ext
 from zymase.llvm.loop_hints import LOOP_HINTS_ATTR
@@ -143,8 +143,18 @@ class StencilGather:
                 if not all(_readable(op, slot, set_cells) for op in need - stores):
                     return None
                 family[i] = (group, shift, [op for op in rh.ops if op in need])
-        return {"h": h, "rh": rh, "entry": entries[0], "slot": slot, "gathers": gathers,
-                "last": self.__dict__.get("ascended", {}).get(h)}
+        zeroing = None
+        if len(gathers) == 1:
+            moved = {store for group, _, _ in gathers[0] for store, _, _ in group}
+            zeroing = _zeroing_left(loop, rh, slot, moved, forms)
+        if zeroing is not None:
+            need = _closure(set(zeroing), {rh})
+            if not all(_readable(op, slot, set_cells) for op in need - set(zeroing)):
+                zeroing = None
+            else:
+                zeroing = [op for op in rh.ops if op in need]
+        return {"h": h, "rh": rh, "entry": entries[0], "exit": exits[0], "slot": slot, "gathers": gathers,
+                "last": self.__dict__.get("ascended", {}).get(h), "zeroing": zeroing}
 
     def _shadow_reads_unchanged(self, h: Block, info: dict) -> bool:
         """No shadowed primal store of loop ``h`` meets, in any two iterations or in
@@ -216,13 +226,30 @@ class StencilGather:
             for (head, tail, ops) in ranges:
                 self._range_loop(chain, slot, *head, [(ops, 0)], short=True)
                 self._range_loop(chain, slot, *tail, [(ops, 0)], short=True)
-            self._range_loop(chain, slot, first, end, [(ops, shift) for _, shift, ops in family])
+            bodies = [(ops, shift) for _, shift, ops in family]
+            zeroing = plan["zeroing"]
+            if zeroing is not None:
+                # nothing but the shadow zeroing is left of the original loop: zero, in
+                # iteration t, the element no later iteration reads (the one the member
+                # of least shift read), and the last few after the loop
+                bodies.append((zeroing, -lo))
+            self._range_loop(chain, slot, first, end, bodies)
+            if zeroing is not None:
+                E.at_end(chain[-1])
+                rest = _smax(E, E.isub(count, E.iconst(lo + hi, i64)), zero)
+                self._range_loop(chain, slot, rest, count, [(zeroing, 0)], short=True)
             for group, _, _ in family:
                 for store, load, _ in group:
                     store.parent_block().erase_op(store)
         E.at_end(chain[-1])
-        E.insert(ez.SetOp(slot, start))
-        E.insert(flavor.br(rh, []))
+        if plan["zeroing"] is not None:
+            # the original loop has nothing left to do: leave as it would, its counter
+            # at its last value (the loop's blocks are left unreachable)
+            E.insert(ez.SetOp(slot, last if plan["last"] is not None else zero))
+            E.insert(flavor.br(plan["exit"].dst, []))
+        else:
+            E.insert(ez.SetOp(slot, start))
+            E.insert(flavor.br(rh, []))
         _redirect(flavor, plan["entry"].src, plan["entry"].slot, chain[0])
         loc = rh.last_op.location
         for b in chain:
@@ -386,6 +413,46 @@ def _apart_in_one_iteration(fs: dict, size_s: int, fa: dict, size_a: int) -> boo
         return False
     d = fs.get(_ONE, 0) - fa.get(_ONE, 0)
     return not (-size_a < d < size_s)
+
+
+def _zeroing_left(loop: set[Block], rh: Block, slot: SSAValue, moved: set, forms: "_ReverseForms") -> list | None:
+    """The stores of zero into shadows (at affine addresses) that are, besides the
+    ``moved`` adds and the counting, all the reverse loop does; None if it does more."""
+    zeros = []
+    for b in loop:
+        for op in b.ops:
+            if op is b.last_op or op in moved or isinstance(op, (ez.GetOp, ez.CacheLoadOp)):
+                continue
+            if isinstance(op, ez.SetOp) and op.gradient is slot:
+                continue
+            if isinstance(op, llvm.CallIntrinsicOp) and op.intrin.data == "llvm.assume":
+                continue
+            if isinstance(op, llvm.StoreOp):
+                ordering = op.properties.get("ordering")
+                if (b is not rh or not _is_zero(op.value) or op.properties.get("volatile_") is not None
+                        or (ordering is not None and ordering.value.data != 0) or forms.pointer(op.ptr) is None):
+                    return None
+                zeros.append(op)
+                continue
+            if isinstance(op, llvm.LoadOp) or (op.dialect_name() == "llvm" and not op.regions and _pure(op)):
+                continue
+            return None
+    return zeros
+
+
+def _pure(op: Operation) -> bool:
+    if isinstance(op, llvm.CallIntrinsicOp) and op.intrin.data.startswith(_INTEGER_INTRINSICS):
+        return True
+    if isinstance(op, (llvm.CallOp, llvm.CallIntrinsicOp)):
+        return is_pure(op)
+    return memory_kind(op) in (None, "derive", "select")
+
+
+def _is_zero(v: SSAValue) -> bool:
+    if not isinstance(v, OpResult) or not isinstance(v.owner, llvm.ConstantOp):
+        return False
+    value = v.owner.value
+    return isinstance(value, (FloatAttr, IntegerAttr)) and value.value.data == 0
 
 
 def _closure(keep: set, loop: set[Block]) -> set | None:
