@@ -172,12 +172,15 @@ class AscendingLoops:
         return sums
 
     def _apart_across_iterations(self, s: Operation, a: Operation, forms: "_AffineForms", declared: set,
-                                 reach: int | None) -> bool:
+                                 reach: int | None, *, same_iteration: bool = False) -> bool:
         """Whether store ``s`` in one iteration never touches a byte that access ``a``
-        touches in another (at most ``reach`` iterations away, when known)."""
+        touches in another (at most ``reach`` iterations away, when known), nor, with
+        ``same_iteration``, in the same one."""
         fs, fa = forms.pointer(s.ptr), forms.pointer(a.ptr)
         if fs is not None and fa is not None and fs[0] is fa[0]:
-            if _never_meet(fs[1], _access_size(s), fa[1], _access_size(a), reach):
+            size_s, size_a = _access_size(s), _access_size(a)
+            if _never_meet(fs[1], size_s, fa[1], size_a, reach) and (
+                    not same_iteration or _apart_in_one_iteration(fs[1], size_s, fa[1], size_a)):
                 return True
         if s is not a and _promised_apart(s, a, declared):
             return True
@@ -283,6 +286,15 @@ def _promised_apart(x: Operation, y: Operation, declared: set) -> bool:
         if scopes and set(scopes) <= set(noalias) and not (set(scopes) & declared):
             return True
     return False
+
+
+def _apart_in_one_iteration(fs: dict, size_s: int, fa: dict, size_a: int) -> bool:
+    """Bytes ``[fs(k), fs(k) + size_s)`` and ``[fa(k), fa(k) + size_a)`` are disjoint
+    for every ``k`` (the same iteration number and invariant terms in both)."""
+    if {x: v for x, v in fs.items() if x != _ONE} != {x: v for x, v in fa.items() if x != _ONE}:
+        return False
+    d = fs.get(_ONE, 0) - fa.get(_ONE, 0)
+    return not (-size_a < d < size_s)
 
 
 def _never_meet(fs: dict, size_s: int, fa: dict, size_a: int, reach: int | None) -> bool:

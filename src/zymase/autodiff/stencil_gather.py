@@ -48,7 +48,7 @@ import sys
 from zymase.analysis.cfg import CFG
 from zymase.analysis.memory import memory_kind
 from zymase.analysis.trip_count import SGT, SLT, constant_int, constant_trip_count
-from zymase.autodiff.ascending import _K, _ONE, _AffineForms, _access_size, _never_meet, _promised_apart
+from zymase.autodiff.ascending import _K, _ONE, _AffineForms
 from zymase.autodiff.tape import is_pure
 from zymase.ir import ArrayAttr, Block, FloatAttr, IntegerAttr, IntegerType, StringAttr, Operation, OpResult, SSAValue, i64, llvm, location_of
 from zymase.ir import enzyme as ez
@@ -176,26 +176,9 @@ class StencilGather:
         reach = None if count is None else count - 1
         for i, s in enumerate(stores):
             for a in loads + stores[i + 1:]:
-                if not self._apart_everywhere(s, a, forms, declared, reach):
+                if not self._apart_across_iterations(s, a, forms, declared, reach, same_iteration=True):
                     return False
         return True
-
-    def _apart_everywhere(self, s: Operation, a: Operation, forms: _AffineForms, declared: set,
-                          reach: int | None) -> bool:
-        """Whether ``s`` and ``a`` never touch one byte, in one iteration or two."""
-        fs, fa = forms.pointer(s.ptr), forms.pointer(a.ptr)
-        if fs is not None and fa is not None and fs[0] is fa[0]:
-            size_s, size_a = _access_size(s), _access_size(a)
-            if _never_meet(fs[1], size_s, fa[1], size_a, reach) and _apart_in_one_iteration(fs[1], size_s, fa[1], size_a):
-                return True
-        if _promised_apart(s, a, declared):
-            return True
-        if fs is not None and fa is not None and self._distinct_objects(fs[0], fa[0]):
-            return True
-        rs, ra = self._roots(s.ptr), self._roots(a.ptr)
-        if rs is None or ra is None:
-            return False
-        return not any(self._may_share(r, x) for r in rs for x in ra)
 
     # ---- the rewrite ----------------------------------------------------------------
 
@@ -404,15 +387,6 @@ def _root(p: SSAValue):
     if isinstance(p, OpResult) and isinstance(p.owner, ez.GetOp):
         return ("cell", p.owner.gradient)
     return p
-
-
-def _apart_in_one_iteration(fs: dict, size_s: int, fa: dict, size_a: int) -> bool:
-    """Bytes ``[fs(k), fs(k) + size_s)`` and ``[fa(k), fa(k) + size_a)`` are disjoint
-    for every ``k`` (the same iteration number and invariant terms in both)."""
-    if {x: v for x, v in fs.items() if x != _ONE} != {x: v for x, v in fa.items() if x != _ONE}:
-        return False
-    d = fs.get(_ONE, 0) - fa.get(_ONE, 0)
-    return not (-size_a < d < size_s)
 
 
 def _zeroing_left(loop: set[Block], rh: Block, slot: SSAValue, moved: set, forms: "_ReverseForms") -> list | None:
