@@ -24,7 +24,7 @@ The reverse loop of a primal loop ``L`` is rewritten when
 - ``L`` is a counted loop of one block (declaring no ``restrict`` scope) whose iterations
   commute (``ascending.py``: no active value carried from one iteration to the next, no
   call that is not pure, stores apart across iterations);
-- a family's adds are at two or more offsets (at most ``MAX_LOOPS``), at affine
+- a family's adds are at two or more offsets (at most ``MAX_OFFSETS``), at affine
   addresses in the reverse iteration number; invariant terms may be recomputed in the
   loop (an OpenMP chunk's clamped bounds: one leaf per expression, ``signature``); an
   add whose address is not affine leaves the loop as it is;
@@ -50,7 +50,8 @@ from zymase.analysis.memory import memory_kind
 from zymase.analysis.trip_count import SGT, SLT, constant_int, constant_trip_count
 from zymase.autodiff.ascending import _K, _ONE, _AffineForms
 from zymase.autodiff.tape import is_pure
-from zymase.ir import ArrayAttr, Block, FloatAttr, IntegerAttr, IntegerType, StringAttr, Operation, OpResult, SSAValue, i64, llvm, location_of
+from zymase.ir import (ArrayAttr, Block, FloatAttr, IntegerAttr, IntegerType, Operation, OpResult, SSAValue,
+                       StringAttr, i64, llvm, location_of)
 from zymase.ir import enzyme as ez
 from zymase.ir import llvm_ext
 from zymase.llvm.loop_hints import LOOP_HINTS_ATTR
@@ -59,8 +60,9 @@ from zymase.llvm.noalias_scopes import SCOPE_DECL, is_scope_decl
 #: integer intrinsics without side effects (a chunk's bounds are clamped with them)
 _INTEGER_INTRINSICS = ("llvm.smin.", "llvm.smax.", "llvm.umin.", "llvm.umax.")
 
-MAX_LOOPS = 8
-"""Offsets (loops after the split) at most; a wider stencil's reverse stays one loop."""
+MAX_OFFSETS = 8
+"""Offsets of one family at most; a wider stencil's reverse loop stays as it is."""
+
 
 class StencilGather:
     """Mixin: gather the adjoint adds of stencil reverse loops."""
@@ -77,14 +79,14 @@ class StencilGather:
         if not adds or self.width != 1 or os.environ.get("ZYMASE_NO_GATHER"):
             return
         for h in [h for h in self._count_ops if h in self.commuting]:  # a fixed order: reproducible output
-            plan = self._offset_plan(gop, h, adds)
+            plan = self._gather_plan(gop, h, adds)
             if plan is not None:
                 _explain(self.fname, h, [len(family) for family in plan["gathers"]])
                 self._gather(gop, plan)
 
     # ---- analysis -------------------------------------------------------------------
 
-    def _offset_plan(self, gop: Operation, h: Block, adds: dict) -> dict | None:
+    def _gather_plan(self, gop: Operation, h: Block, adds: dict) -> dict | None:
         info = self.counted[h]
         if info["body"] != {h} or h not in self.rev or any(is_scope_decl(op) for op in h.ops):
             return None  # (a scope declared in the loop is a promise about one iteration)
@@ -125,7 +127,7 @@ class StencilGather:
         for (_, stride, _), groups in families.items():
             if len(groups) < 2:
                 continue
-            if len(groups) > MAX_LOOPS:
+            if len(groups) > MAX_OFFSETS:
                 return None
             offsets = list(groups)
             if any((offsets[0] - o) % stride for o in offsets):
