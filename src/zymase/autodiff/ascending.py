@@ -219,10 +219,11 @@ class AscendingLoops:
             _explain(self.fname, h, info["body"])
             cmp_op, step_op, step_set = self._count_ops[h]
             slot = info["slot"]
-            entries = [
-                op for op in gop.walk()
-                if isinstance(op, ez.SetOp) and op.gradient is slot and op is not step_set
-            ]
+            # the slot's own uses, not a walk of the whole derivative per loop; each
+            # rewrite below is local to its set, so their order does not matter
+            entries = list({id(u.operation): u.operation for u in slot.uses
+                            if isinstance(u.operation, ez.SetOp) and u.operation.gradient is slot
+                            and u.operation is not step_set}.values())
             last = ez.InitOp(ez.GradientType(i64))
             self.g_entry.insert_op_before(last, self._entry_branch)
             for setop in entries:

@@ -827,7 +827,7 @@ def differentiate_numba_ir(ir: NumbaIR, spec: KernelSpec, symbol: str, rec: Comp
     if spec.preopt:
         # the pre-AD pipeline inlines Numba's helpers (array views, allocation); the
         # incref/decref pairs that meet only then are pruned by a second refprune
-        from zymase.llvm.markers import protect_marker_calls
+        from zymase.llvm.pre_ad_marks import protect_marker_calls
 
         with _phase(rec, "inline"):
             # inline first and prune the reference counts then, while each call's

@@ -362,7 +362,7 @@ def _uses_enzyme_attributes(stderr: str) -> bool:
     """Whether clang ignored one of the Enzyme attributes zymase implements."""
     if "enzyme_" not in stderr:  # the usual case, without importing the engine's IR (xDSL)
         return False
-    from zymase.llvm.annotations import SOURCE_ATTRIBUTES
+    from zymase.llvm.pre_ad_marks import SOURCE_ATTRIBUTES
 
     return any(m["name"] in SOURCE_ATTRIBUTES for m in _ENZYME_ATTR_RE.finditer(stderr))
 
