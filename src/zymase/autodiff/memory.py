@@ -422,6 +422,8 @@ class ShadowCode:
                 store = E.insert(llvm.StoreOp(E.accumulate(load.results[0], dy), sp))
             mirror_scopes(op, load)
             mirror_scopes(op, store)
+            if hasattr(self, "record_shadow_add"):  # the reverse generator's (stencil_gather.py)
+                self.record_shadow_add(store, load, op)
         elif kind == "store" and op.ptr in act.shadowed and carries_derivatives(op.value.type):
             sp = self.fetch_shadow(op.ptr)
             load = E.insert(llvm.LoadOp(sp, op.value.type))
