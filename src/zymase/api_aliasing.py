@@ -1,0 +1,83 @@
+"""Array arguments that share memory, refused where the function writes through them.
+
+A derivative call gives every array argument a shadow of its own (``grad``) or runs the
+function on a copy of each (``jvp``, ``vjp``, the Jacobians). Both are right when the
+arguments are distinct memory, and also when they overlap but the function only reads
+them (``k(X, X)``: each argument's partial derivative is well defined and the partials
+add up). When the function writes through one of two overlapping arguments and reads
+the other, the values it reads depend on the write, which separate shadows (or copies)
+do not see: ``y[i] = x[i] * y[i]`` called as ``f(x, x)`` squares ``x``, and the derivative
+came out as if ``x`` and ``y`` were two arrays (a silent wrong value, session 25). Such a
+call is refused; whether the function writes is decided by Numba itself, typing it with
+the overlapping arguments read-only (a write into a read-only array, or a view of one,
+is a typing error), only for calls whose arguments overlap.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from zymase.errors import ZymaseError
+
+_writes: dict = {}  # (dispatcher, argument types, overlapping positions) -> _write_site
+
+
+def _array_leaves(v, what: str):
+    if isinstance(v, np.ndarray):
+        yield v, what
+    elif isinstance(v, tuple):
+        for i, x in enumerate(v):
+            yield from _array_leaves(x, f"{what}[{i}]")
+
+
+def check_aliased_arguments(disp, names, args, api: str) -> None:
+    """Refuse ``api`` at ``args`` when two of its array arguments share memory and the
+    function may write into one of them."""
+    from zymase.api import _label
+    from zymase.frontends import numba as zn
+
+    leaves = [(a, what, i) for i, v in enumerate(args) for a, what in _array_leaves(v, _label(names, i))]
+    if len(leaves) < 2:
+        return
+    pairs = [(p, q) for k, p in enumerate(leaves) for q in leaves[k + 1:] if np.may_share_memory(p[0], q[0])]
+    if not pairs:
+        return
+    positions = tuple(sorted({p[2] for pair in pairs for p in pair}))
+    written = _write_site(disp, args, positions)
+    if written is None:
+        return
+    (_, first, _), (_, second, _) = pairs[0]
+    fname = zn.function_label(disp)
+    raise ZymaseError(
+        f"{api} of {fname}: {first} and {second} share memory, and {fname} may write into them; "
+        "its derivative would take them as separate arrays (the writes through one change "
+        "what is read through the other)",
+        function=fname.strip("'"),
+        location=written or None,
+        hint=f"pass the array once and let an njit wrapper pass it twice (g(x) returning {fname.strip(chr(39))}(x, x), "
+        "then differentiate g), or pass a copy if the arrays are meant to be distinct",
+    )
+
+
+def _write_site(disp, args, positions: tuple) -> str | None:
+    """None when Numba types ``disp``'s function with the arguments at ``positions``
+    read-only (their arrays and tuples of arrays); otherwise where it refuses (a write
+    into a read-only array), ``file:line``, or "" when Numba gives no location."""
+    import numba
+    from numba.core import compiler, errors, typed_passes
+    from numba.core.registry import cpu_target
+
+    from zymase.api_laplacian import _read_only
+
+    argtys = tuple(numba.typeof(_read_only(v) if i in positions else v) for i, v in enumerate(args))
+    key = (disp, argtys, positions)
+    if key not in _writes:
+        try:
+            func_ir = compiler.run_frontend(disp.py_func)
+            typed_passes.type_inference_stage(cpu_target.typing_context, cpu_target.target_context,
+                                              func_ir, argtys, None)
+            _writes[key] = None
+        except errors.NumbaError as exc:  # a write into a read-only array (or anything Numba refuses)
+            loc = getattr(exc, "loc", None)
+            _writes[key] = f"{loc.filename}:{loc.line}" if loc is not None and loc.line else ""
+    return _writes[key]
