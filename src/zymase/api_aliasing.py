@@ -22,21 +22,13 @@ from zymase.errors import ZymaseError
 _writes: dict = {}  # (dispatcher, argument types, overlapping positions) -> _write_site
 
 
-def _array_leaves(v, what: str):
-    if isinstance(v, np.ndarray):
-        yield v, what
-    elif isinstance(v, tuple):
-        for i, x in enumerate(v):
-            yield from _array_leaves(x, f"{what}[{i}]")
-
-
 def check_aliased_arguments(disp, names, args, api: str) -> None:
     """Refuse ``api`` at ``args`` when two of its array arguments share memory and the
     function may write into one of them."""
-    from zymase.api import _label
+    from zymase.api import _arrays, _label
     from zymase.frontends import numba as zn
 
-    leaves = [(a, what, i) for i, v in enumerate(args) for a, what in _array_leaves(v, _label(names, i))]
+    leaves = [(a, what, i) for i, v in enumerate(args) for a, what in _arrays(v, _label(names, i))]
     if len(leaves) < 2:
         return
     pairs = [(p, q) for k, p in enumerate(leaves) for q in leaves[k + 1:] if np.may_share_memory(p[0], q[0])]
