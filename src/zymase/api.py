@@ -493,8 +493,8 @@ class Transformed:
                               hint="pass every argument by position")
         args = _with_defaults(self.disp, self.names, args, "pass every positional argument")
         argtys = tuple(_typeof(a, _label(self.names, i)) for i, a in enumerate(args))
-        p = self.plan(argtys)
         check_aliased_arguments(self.disp, self.names, args, self.api)
+        p = self.plan(argtys)
         # From Python the kernel is called through one small njit function taking the
         # kernel's arguments, the shadows made here with NumPy as the trampoline's glue
         # makes them in njit code: one Numba compile on the first call, where the
