@@ -69,7 +69,7 @@ def _write_site(disp, args, positions: tuple) -> str | None:
             typed_passes.type_inference_stage(cpu_target.typing_context, cpu_target.target_context,
                                               func_ir, argtys, None)
             _writes[key] = None
-        except errors.NumbaError as exc:  # a write into a read-only array (or anything Numba refuses)
-            loc = getattr(exc, "loc", None)
+        except Exception as exc:  # a write into a read-only array (or anything else Numba refuses)
+            loc = getattr(exc, "loc", None) if isinstance(exc, errors.NumbaError) else None
             _writes[key] = f"{loc.filename}:{loc.line}" if loc is not None and loc.line else ""
     return _writes[key]
