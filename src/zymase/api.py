@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from zymase.api_aliasing import check_aliased_arguments
+from zymase.api_aliasing import check_aliased_arguments, njit_overlap_checks
 from zymase.errors import ZymaseError
 from zymase.frontends import numba as zn
 
@@ -468,7 +468,9 @@ class Transformed:
         p = self.plan(argtys)
         glue = _Names(self.names)
         np_n, call_n, seed_n, r, impl_n = (glue.fresh(b) for b in ("np", "call", "seed_t", "r", "impl"))
-        lines, kargs, shadows = [], [], {}
+        # arrays that overlap at run time where f writes (njit_overlap_checks): refused
+        lines, env = njit_overlap_checks(self.disp, self.names, argtys, self.api, glue.fresh("overlap"))
+        kargs, shadows = [], {}
         for i, (t, a) in enumerate(zip(argtys, p.activities)):
             kargs.append(self.names[i])
             if zn.has_shadow(a):
@@ -483,7 +485,7 @@ class Transformed:
         g = grads[0] if self.single else "(" + "".join(x + ", " for x in grads) + ")"
         ret = f"({r}[0], {g})" if self.with_value else g
         src = f"def {impl_n}({', '.join(self.names)}):\n" + "\n".join(lines) + f"\n    return {ret}\n"
-        return _exec(src, {np_n: np, call_n: p.call, seed_n: _np_dtype(seed_t)}, impl_n)
+        return _exec(src, {np_n: np, call_n: p.call, seed_n: _np_dtype(seed_t), **env}, impl_n)
 
     def __call__(self, *args, **kwargs):
         if kwargs:

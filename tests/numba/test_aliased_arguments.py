@@ -65,3 +65,24 @@ def test_reading_an_aliased_argument_twice_is_right():
     np.testing.assert_allclose(gx, X0 * X0, rtol=1e-12)
     _, d = zymase.jvp(reads_both, (x, x), (np.ones(4), np.ones(4)))
     np.testing.assert_allclose(d, np.sum(3 * X0 * X0), rtol=1e-12)
+
+
+_grad_both = zymase.grad(scale_into, argnums=(0, 1))
+
+
+@njit
+def _calls_grad(x, y):
+    gx, gy = _grad_both(x, y)
+    return np.sum(gx) + np.sum(gy)
+
+
+def test_njit_code_calling_grad_with_one_array_twice():
+    # njit code has no ZymaseError: the glue raises a ValueError with the same message
+    with pytest.raises(ValueError, match=r"^zymase: error: .*argument 0 \('x'\) and argument 1 \('y'\) share memory"):
+        x = X0.copy()
+        _calls_grad(x, x)
+    # distinct arrays, and views of one array that do not overlap, are differentiated
+    a = np.concatenate([X0, X0])
+    want = np.sum(X0 * X0 + (X0 * X0 + 1)) + np.sum(X0 * X0)
+    assert _calls_grad(X0.copy(), X0.copy()) == pytest.approx(want, rel=1e-12)
+    assert _calls_grad(a[:4], a[4:]) == pytest.approx(want, rel=1e-12)
