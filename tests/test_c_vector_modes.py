@@ -2,16 +2,18 @@
 ``__enzyme_autodiff`` with ``enzyme_width, N``, ``enzyme_dupv`` and
 ``enzyme_dupnoneedv``, checked lane by lane against N separate scalar calls and closed
 forms (tests/c/vector: forward_width.c, reverse_width.c), built at -O0 and -O2 (all six
-builds with ZYMASE_TEST_ALL_LEVELS=1). Malformed uses are refused by name in
-tests/python/test_cli_errors.py (the width_* and dupv_* cases)."""
+builds with ZYMASE_TEST_ALL_LEVELS=1); the lanes of a chain of scalar ops share its
+partials (the operation counts of one stencil's tangent loop). Malformed uses are
+refused by name in tests/python/test_cli_errors.py (the width_* and dupv_* cases)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
-from c_harness import build_and_run, build_ids, builds
+from c_harness import build_and_run, build_ids, builds, emit_llvm
 
 PROGRAMS = sorted((Path(__file__).resolve().parent / "c" / "vector").glob("*.c"))
 LEVELS = builds("-O0", "-O2")
@@ -21,3 +23,34 @@ LEVELS = builds("-O0", "-O2")
 @pytest.mark.parametrize("program", PROGRAMS, ids=[p.stem for p in PROGRAMS])
 def test_vector_mode_program(program: Path, flags: list[str], tmp_path: Path, zymase_cli: list[str]):
     build_and_run(program, flags, tmp_path, zymase_cli)
+
+
+STENCIL_COLUMNS = r"""
+extern int enzyme_width, enzyme_dupv, enzyme_dupnoneedv, enzyme_const;
+extern void __enzyme_fwddiff(void *, ...);
+static void poly(const double *x, double *out, long n) {
+#pragma clang loop vectorize(disable) interleave(disable) unroll(disable)
+    for (long i = 1; i + 1 < n; i++)
+        out[i] = x[i - 1] - 2.0 * x[i] + x[i + 1] + 0.1 * x[i] * x[i] * x[i + 1];
+}
+void columns(const double *x, double *out, const double *s, double *d, long n) {
+    __enzyme_fwddiff((void *)poly, enzyme_width, WIDTH, enzyme_dupv, n * 8, x, s, enzyme_dupnoneedv, n * 8, out, d,
+                     enzyme_const, n);
+}
+"""
+
+
+def test_lanes_share_a_chains_partials(tmp_path: Path, zymase_cli: list[str]):
+    """The tangent of ``x[i-1] - 2 x[i] + x[i+1] + 0.1 x[i]^2 x[i+1]`` in each lane is
+    ``t[i-1] + a t[i] + b t[i+1]`` with ``a`` and ``b`` computed once for all lanes
+    (autodiff/lane_combos.py): 2 multiplications and 2 additions per lane, against 6 and
+    5 lane by lane (each product's ``t_a b + a t_b``). Counted as the scalar loop's growth
+    from width 4 to width 8 (vectorization and unrolling are off)."""
+    counts = {}
+    for width in (4, 8):
+        src = tmp_path / f"columns{width}.c"
+        src.write_text(STENCIL_COLUMNS.replace("WIDTH", str(width)))
+        text = emit_llvm(src, ["-O2"], tmp_path, zymase_cli)
+        counts[width] = (len(re.findall(r"= fmul ", text)), len(re.findall(r"= f(?:add|sub) ", text)))
+    per_lane = [(counts[8][k] - counts[4][k]) / 4 for k in range(2)]
+    assert per_lane == [2, 2], f"per lane (fmul, fadd + fsub): {per_lane}; counts by width: {counts}"

@@ -17,7 +17,7 @@ def test_marker_declarations_with_mangled_names_take_nomerge():
     """C++ declares the marker functions as templates (``template <class R, class...
     T> R __enzyme_autodiff(void *, T...)``), whose mangled names do not start with
     ``__enzyme_``; marking them ``nomerge`` crashed zymase (issue 24 item 4)."""
-    from zymase.llvm.markers import protect_marker_calls
+    from zymase.llvm.pre_ad_marks import protect_marker_calls
 
     ir = (
         "declare { double, double } @_Z17__enzyme_autodiffI2R2JPiddEET_PvDpT0_(ptr noundef, ptr noundef, double)\n"

@@ -33,6 +33,7 @@ import numpy as np
 from zymase.api_aliasing import check_aliased_arguments, njit_overlap_checks
 from zymase.errors import ZymaseError
 from zymase.frontends import numba as zn
+from zymase.njit_call_site import naming_the_call_site
 
 __all__ = [
     "Active", "Const", "Duplicated", "DuplicatedNoNeed",
@@ -389,7 +390,8 @@ def _njit_entry(disp, params: list, defaults: tuple, api: str, typer):
     stub_n, typer_n, ol_n = glue.fresh("stub"), glue.fresh("typer"), glue.fresh("ol")
     stub = _exec(f"def {stub_n}({joined}):\n    raise NotImplementedError\n", {}, stub_n)
     # overload's typer must take the parameters by name
-    ol = _exec(f"def {ol_n}({joined}):\n    return {typer_n}({joined})\n", {typer_n: typer}, ol_n)
+    # its errors name the user's njit function that calls the transform, and the line
+    ol = _exec(f"def {ol_n}({joined}):\n    return {typer_n}({joined})\n", {typer_n: naming_the_call_site(typer)}, ol_n)
     # the implementation is called from njit code only: no C-callable wrapper to build
     overload(stub, jit_options={"nopython": True, "no_cfunc_wrapper": True})(ol)
     # a Python identifier even for a lambda ("<lambda>") or a non-ASCII name

@@ -23,6 +23,7 @@ from zymase.api import _exec, _is_float_array, _Names, _np_dtype, _Plan, _tangen
 from zymase.api_outputs import _leaf_types, _result_type, _writer, jvp, vjp
 from zymase.errors import ZymaseError
 from zymase.frontends import numba as zn
+from zymase.njit_call_site import naming_the_call_site
 
 #: what the njit glue passes as options: the Python defaults (kernels in memory only,
 #: unless the function's own cache option says otherwise)
@@ -204,7 +205,10 @@ def _jvp_impl(f, primals, tangents, preopt=True, cache=None, strong_zero=True):
             douts.append(g.let("dout", f"np.zeros({shape}, {dt})"))
             out_types.append(types.Array(lt.dtype if isinstance(lt, types.Array) else lt,
                                          lt.ndim if isinstance(lt, types.Array) else 1, "C"))
-        plan = _Plan(_writer(disp, rt), prim + tuple(out_types), acts + (zn.DUP,) * len(leaves), "fwd", opts,
+        # every float argument carries a tangent (zeros for a None one), as from Python
+        # (api_outputs._Linear.push_lanes): one kernel serves both, and jacfwd too
+        every = tuple(_tangent_activity(t) for t in prim)
+        plan = _Plan(_writer(disp, rt), prim + tuple(out_types), every + (zn.DUP,) * len(leaves), "fwd", opts,
                      promote=True)
         out_leaves = (leaves, outs, douts)
     call = g.const("call", plan.call)
@@ -260,46 +264,6 @@ def _vjp_impl(f, *primals_and_options):
                       "of 1.0) or zymase.jvp; call zymase.vjp from Python for the pullback of an array result")
 
 
-def _call_site() -> tuple[str | None, str | None]:
-    """The njit function and ``file:line`` of the call Numba is typing now: an overload's
-    typer is not given them, but Numba's type inference holds them up the stack (the
-    call's constraint has its ``loc``, the inferer its function)."""
-    import inspect
-
-    from numba.core import typeinfer
-
-    function = location = None
-    frame = inspect.currentframe()
-    try:
-        while frame is not None and (function is None or location is None):
-            owner = frame.f_locals.get("self")
-            if location is None and isinstance(owner, typeinfer.CallConstraint) and owner.loc is not None:
-                location = f"{owner.loc.filename}:{owner.loc.line}"
-            if function is None and isinstance(owner, typeinfer.TypeInferer):
-                function = owner.func_id.func_name
-            frame = frame.f_back
-    finally:
-        del frame
-    return function, location
-
-
-def _naming_the_call_site(typer):
-    """``typer`` whose errors name the njit function that calls the transform, and the line."""
-    import functools
-
-    @functools.wraps(typer)
-    def named(*args, **kwargs):
-        try:
-            return typer(*args, **kwargs)
-        except ZymaseError as err:
-            function, location = _call_site()
-            err.function = err.function or function
-            err.location = err.location or location
-            raise
-
-    return named
-
-
 def register() -> None:
     """Make ``zymase.jvp`` and ``zymase.vjp`` typeable in njit code (once)."""
     from numba.extending import overload
@@ -307,8 +271,8 @@ def register() -> None:
     from numba.core.registry import cpu_target
 
     options = {"nopython": True, "no_cfunc_wrapper": True}
-    overload(jvp, jit_options=options)(_naming_the_call_site(_jvp_impl))
-    overload(vjp, jit_options=options)(_naming_the_call_site(_vjp_impl))
+    overload(jvp, jit_options=options)(naming_the_call_site(_jvp_impl))
+    overload(vjp, jit_options=options)(naming_the_call_site(_vjp_impl))
     # this may run while Numba types the first njit function that names zymase.jvp
     # (the module is imported on first use), after its typing context loaded the
     # registrations: load them now, or the name is an unknown attribute to it

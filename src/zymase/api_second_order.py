@@ -404,8 +404,14 @@ class SecondOrder:
         if self.api == "hvp":
             v = self.params[-1]
             if isinstance(ty, types.Array):
+                # a run-time check in glue that every caller at these types shares: the
+                # message names the transform and argument, not a caller (typing errors do)
+                err_n = glue.fresh("error")
+                env[err_n] = ZymaseError
+                message = (f"{label(self)} inside njit code: its vector differs in shape from "
+                           f"{_label(self.names, k)}; hint: pass a vector shaped like the argument")
                 body.append(f"if {v}.shape != {x}.shape:")
-                body.append(f"    raise ValueError('hvp: the vector and {self.names[k]} differ in shape')")
+                body.append(f"    raise {err_n}({message!r})")
             lines, dk = call(f"{v}" if isinstance(ty, types.Array) else f"{dt_n}({v})")
             body += lines + [f"return {dk}"]
         elif isinstance(ty, types.Float):

@@ -31,7 +31,7 @@ from pathlib import Path
 _MAGIC = b"zymase-cache-1 "
 #: environment variables that change what the engine generates (tape counters,
 #: peeling switched off): part of every key
-ENGINE_ENVIRONMENT = ("ZYMASE_TAPE_STATS", "ZYMASE_NO_PEEL")
+ENGINE_ENVIRONMENT = ("ZYMASE_TAPE_STATS", "ZYMASE_NO_PEEL", "ZYMASE_NO_GATHER")
 #: environment variables that make the engine print diagnostics while it works: a build
 #: with one of them set does not use the cache, or the diagnostics would not appear
 DIAGNOSTIC_ENVIRONMENT = ("ZYMASE_DEBUG_TAPE",)

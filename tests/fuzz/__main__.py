@@ -19,7 +19,7 @@ os.environ.setdefault("NUMBA_NUM_THREADS", "4")
 
 from .campaign import all_levels, campaign, failure_header, read_header, summary_from_log
 from .check_c import Outcome, check_c_source, clang_clean, primal_clean
-from .gen_c import C_FEATURES, generate_c
+from .gen_c import C_FEATURES, generate_c, with_width_lanes
 from .gen_jax import JAX_FEATURES, generate_jax
 from .check_par import OMP_LEVEL_FLAGS, check_omp_source, check_prange_source
 from .gen_njit import NJIT_FEATURES, generate_njit
@@ -34,7 +34,7 @@ def _strip_header(text: str) -> str:
 
 
 def check_text(lang: str, text: str, level: str, valgrind: bool = False) -> Outcome:
-    if lang == "c":
+    if lang in ("c", "c-width"):
         return check_c_source(text, level, valgrind=valgrind)
     if lang == "jax":
         from .check_jax import check_jax_source
@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] == "show":
         ap = argparse.ArgumentParser(prog="python -m tests.fuzz show")
         ap.add_argument("seed", type=int)
-        ap.add_argument("--lang", choices=["c", "njit", "jax", *PAR_LANGS], default="c")
+        ap.add_argument("--lang", choices=["c", "c-width", "njit", "jax", *PAR_LANGS], default="c")
         ap.add_argument("--without", default="", help="comma-separated generator features to leave out")
         a = ap.parse_args(argv[1:])
         without = {f for f in a.without.split(",") if f}
@@ -115,8 +115,9 @@ def main(argv: list[str] | None = None) -> int:
             print(generate_omp(a.seed, set(OMP_FEATURES) - without))
         elif a.lang == "njit-prange":
             print(generate_prange(a.seed, set(PRANGE_FEATURES) - without))
-        elif a.lang == "c":
-            print(generate_c(a.seed, set(C_FEATURES) - without))
+        elif a.lang in ("c", "c-width"):
+            text = generate_c(a.seed, set(C_FEATURES) - without)
+            print(with_width_lanes(text) if a.lang == "c-width" else text)
         elif a.lang == "jax":
             print(generate_jax(a.seed, set(JAX_FEATURES) - without))
         else:
@@ -128,10 +129,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tests.fuzz", description="zymase fuzz campaign")
     ap.add_argument("--seed", type=int, default=1000)
     ap.add_argument("--count", type=int, default=20)
-    ap.add_argument("--lang", choices=["c", "njit", "jax", "both", *PAR_LANGS], default="both",
-                    help="both: c and njit (jax only when asked); c-omp: OpenMP programs at OMP_NUM_THREADS "
-                         "1, 2, 4 against the serial build; njit-prange: prange functions at Numba threads "
-                         "1, 2, 4 (gen_par.py)")
+    ap.add_argument("--lang", choices=["c", "c-width", "njit", "jax", "both", *PAR_LANGS], default="both",
+                    help="both: c and njit (jax only when asked); c-width: the C programs with vector forward "
+                         "mode (width 3) checked against scalar forward calls too; c-omp: OpenMP programs at "
+                         "OMP_NUM_THREADS 1, 2, 4 against the serial build; njit-prange: prange functions at "
+                         "Numba threads 1, 2, 4 (gen_par.py)")
     ap.add_argument("--levels", default=",".join(all_levels()),
                     help=f"comma-separated, of {', '.join(all_levels())} (C only)")
     ap.add_argument("--jobs", type=int, default=2)

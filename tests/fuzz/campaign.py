@@ -20,7 +20,7 @@ from pathlib import Path
 
 from .check_c import LEVELS, Outcome, check_c_source
 from .check_par import PRANGE_LEVEL, THREADS, check_omp_source
-from .gen_c import generate_c
+from .gen_c import generate_c, with_width_lanes
 from .gen_jax import generate_jax
 from .gen_njit import generate_njit
 from .gen_par import generate_omp, generate_prange
@@ -57,7 +57,8 @@ def write_failure(outdir: Path, lang: str, seed: int, text: str, o: Outcome) -> 
 def run_c(seeds, levels, jobs, valgrind_every, features=None, on_result=None, lang="c"):
     """[(seed, Outcome)] for every seed at every level (one extra valgrind run per
     ``valgrind_every`` seeds, at the first level, when that level was right; ``lang``
-    c-omp: OpenMP programs, gen_par/check_par, never under valgrind)."""
+    c-omp: OpenMP programs, gen_par/check_par, never under valgrind; c-width: the C programs
+    with vector forward mode's lanes checked too, gen_c.with_width_lanes)."""
     tasks = [(s, lv) for s in seeds for lv in levels]
 
     def one(task):
@@ -70,13 +71,15 @@ def run_c(seeds, levels, jobs, valgrind_every, features=None, on_result=None, la
                     on_result(lang, *r)
             return results
         text = generate_c(s, features)
+        if lang == "c-width":
+            text = with_width_lanes(text)
         o = check_c_source(text, lv)
         results = [(s, o, text)]
         if valgrind_every and s % valgrind_every == 0 and lv == levels[0] and o.kind == "right":
             results.append((s, check_c_source(text, lv, valgrind=True), text))
         for r in results:
             if on_result:
-                on_result("c", *r)
+                on_result(lang, *r)
         return results
 
     out = []
@@ -204,6 +207,8 @@ def campaign(seed: int, count: int, langs, levels, jobs: int, outdir: Path, valg
         results += run_njit(seeds, jobs, on_result=on_result, lang="jax")
     if "c-omp" in langs:
         results += run_c(seeds, levels, jobs, 0, on_result=on_result, lang="c-omp")
+    if "c-width" in langs:
+        results += run_c(seeds, levels, jobs, 0, on_result=on_result, lang="c-width")
     if "njit-prange" in langs:
         results += run_njit(seeds, jobs, on_result=on_result, lang="njit-prange")
     log.close()

@@ -91,18 +91,21 @@ def build(src: Path, level: str, exe: Path, extra: tuple[str, ...] = ()) -> Outc
 
 
 def parse_driver(text: str) -> dict:
-    """{(p): {"primal": v, "rev": {i: v}, "fwd": {i: v}, "fd": {k: {i: v}}}}."""
+    """{(p): {"primal": v, "rev": {i: v}, "fwd": {i: v}, "fd": {k: {i: v}}, "lane": {k: (vector
+    mode's, scalar call's)}}} (lanes: ``gen_c.with_width_lanes``)."""
     points: dict = {}
     for line in text.splitlines():
         parts = line.split()
-        if not parts or parts[0] not in ("primal", "rev", "fwd", "fd"):
+        if not parts or parts[0] not in ("primal", "rev", "fwd", "fd", "lane"):
             continue
         p = int(parts[1])
-        pt = points.setdefault(p, {"primal": None, "rev": {}, "fwd": {}, "fd": {}})
+        pt = points.setdefault(p, {"primal": None, "rev": {}, "fwd": {}, "fd": {}, "lane": {}})
         if parts[0] == "primal":
             pt["primal"] = float(parts[2])
         elif parts[0] == "fd":
             pt["fd"].setdefault(int(parts[2]), {})[int(parts[3])] = float(parts[4])
+        elif parts[0] == "lane":
+            pt["lane"][int(parts[2])] = (float(parts[3]), float(parts[4]))
         else:
             pt[parts[0]][int(parts[2])] = float(parts[3])
     return points
@@ -140,6 +143,9 @@ def compare_outputs(points: dict, fast: bool) -> tuple[str, str]:
                 return "wrong", f"point {p} d/dx{i}: reverse {r!r} forward {f!r} (not finite)"
             if abs(r - f) > rtol * max(1.0, abs(r), abs(f)):
                 return "wrong", f"point {p} d/dx{i}: reverse {r!r} != forward {f!r}"
+        for k, (got, want) in sorted(pt.get("lane", {}).items()):  # vector lanes: C programs with --lang c-width only
+            if not (math.isfinite(got) and abs(got - want) <= rtol * max(1.0, abs(want))):
+                return "wrong", f"point {p} direction {k}: vector forward mode {got!r} != scalar forward {want!r}"
         bad = [i for i in sorted(rev)
                if not _fd_ok(rev[i], [pt["fd"].get(k, {}).get(i, math.nan) for k in range(len(FD_STEPS))], primal)]
         if bad:

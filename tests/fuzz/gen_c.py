@@ -601,6 +601,50 @@ def _render(seed: int, helpers: list[str], body: str, uses_struct: bool, scalar_
     return "\n".join(parts)
 
 
+# Vector forward mode (``--lang c-width``): at each point, WIDTH directions by one
+# ``enzyme_width`` call (``enzyme_dupv``: the directions' rows ``sizeof`` a row apart) against
+# as many scalar ``__enzyme_fwddiff`` calls, printed "lane p k width-value scalar-value". The
+# scalar argument a, if any, is constant there (``enzyme_const``).
+WIDTH = 3
+
+_WIDTH_LANES = """\
+        {{
+            typedef struct {{ double d[{width}]; }} lanes_t;
+            extern lanes_t __enzyme_fwddiff_lanes(void *, ...);
+            extern int enzyme_width, enzyme_dupv;
+            double dirs[{width}][NMAX], rows[{width}][NMAX], want[{width}];
+            for (int k = 0; k < {width}; k++)
+                for (int i = 0; i < NMAX; i++)
+                    dirs[k][i] = cos(1.0 + k + 0.7 * i);
+            for (int k = 0; k < {width}; k++) {{
+                for (int i = 0; i < n; i++) {{
+                    x[i] = v[i];
+                    tx[i] = dirs[k][i];
+                }}
+                want[k] = __enzyme_fwddiff((void *)f, enzyme_dup, x, tx{a}, n);
+            }}
+            for (int i = 0; i < n; i++)
+                x[i] = v[i];
+            memcpy(rows, dirs, sizeof rows);
+            lanes_t got = __enzyme_fwddiff_lanes((void *)f, enzyme_width, {width}, enzyme_dupv, (long)sizeof(rows[0]),
+                                                 x, rows{a}, n);
+            for (int k = 0; k < {width}; k++)
+                printf("lane %d %d %.17g %.17g\\n", p, k, got.d[k], want[k]);
+        }}
+"""
+
+_POINT_LOOP_END = "    }\n    return 0;\n}\n"
+
+
+def with_width_lanes(text: str, width: int = WIDTH) -> str:
+    """``text`` (a program of :func:`generate_c`) whose driver also prints, per point,
+    ``width`` directional derivatives by one vector forward-mode call and by scalar calls."""
+    scalar_arg = "enzyme_dup, x, tx, v[n], ta, n)" in text
+    block = _WIDTH_LANES.format(width=width, a=", enzyme_const, v[n]" if scalar_arg else "")
+    assert text.count(_POINT_LOOP_END) == 1, "the driver's point loop"
+    return text.replace(_POINT_LOOP_END, block + _POINT_LOOP_END)
+
+
 def generate_c(seed: int, features: set[str] | None = None, size: int | None = None) -> str:
     """The C program for ``seed`` (same seed, features and size: same text)."""
     rng = random.Random(seed * 7919 + 1)

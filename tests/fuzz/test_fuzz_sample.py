@@ -32,7 +32,8 @@ from .gen_njit import NJIT_FEATURES, generate_njit
 C_SEEDS = range(100_000, 100_016)
 NJIT_SEEDS = range(200_000, 200_004)
 # 300323 (float32): a counted while_loop, a reversed scan over a matmul of a pad, einsum,
-# concatenate, arctan2/hypot/power (and a JAX jvp that finite differences contradict);
+# concatenate, arctan2/hypot/power (whose jvp XLA miscompiles at optimization level 0,
+# JAX's and zymase's alike: check_jax.CONFIRM_XLA_OPTIONS);
 # 300104 (float64): a scan with a cond in its body, erf, an outer einsum, a fori_loop
 # whose body runs a scan (about 4 s CPU each)
 JAX_SEEDS = (300323, 300104)

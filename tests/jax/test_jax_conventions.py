@@ -1,10 +1,9 @@
 """zymase agrees with jax.grad / jax.jvp where a derivative is a convention (issue 28
-item 4 of session 24): ``lax.clamp`` at its bounds and on an empty interval, ``jnp.max``
-ties, ``sort``, ``argmax`` indexing and ``abs`` at zero; and IEEE arithmetic kept in
-derivative code, so that a NaN JAX computes (``logaddexp(log(0 x), x)``, ``norm(0 x)``)
-is not rewritten into a finite number by ``x * 0 -> 0``. (Ties of ``maximum``/``minimum``
-and ``jnp.clip``, where JAX shares the derivative equally, are not matched yet: see
-docs/architecture.md, section 10.)
+item 4 of session 24): ties of ``maximum``/``minimum`` (and so of ``jnp.clip``) share
+the derivative equally, as JAX's rule does; ``jnp.max`` ties, ``sort``, ``argmax``
+indexing and ``abs`` at zero; and IEEE arithmetic kept in derivative code, so that a NaN
+JAX computes (``logaddexp(log(0 x), x)``, ``norm(0 x)``) is not rewritten into a
+finite number by ``x * 0 -> 0`` nor by ``pad(u, 0) * w -> pad(u * slice(w), 0)``.
 
 Every case has inputs of its own and all run as one program (one XLA compilation per
 mode), so a mismatch names its case."""
@@ -24,6 +23,10 @@ import zymase.jax as zj  # noqa: E402
 X = np.array([1.0, 2.0, 2.0, -0.0, 0.0, 3.0])
 
 CASES = {
+    "maximum_tie": lambda x: jnp.maximum(x, 2.0) + 3.0 * jnp.maximum(x, x[::-1]),
+    "minimum_tie": lambda x: jnp.minimum(x, 0.0) + jnp.minimum(x[::-1], x) * x,
+    "clip_ties": lambda x: jnp.clip(x, 1.0, 2.0) + jnp.clip(x, 0.0),
+    "lax_max_min": lambda x: lax.max(x, jnp.full_like(x, 2.0)) * lax.min(x, jnp.ones_like(x) * 3.0),
     "clamp": lambda x: lax.clamp(x[::-1], x, 0.5 * x + 0.5),  # lo > hi in places, ties
     "reduce_max_ties": lambda x: jnp.max(x) + jnp.min(jnp.abs(x)),
     "sort": lambda x: jnp.sort(x) * jnp.arange(6.0),
@@ -32,7 +35,17 @@ CASES = {
     "relu": lambda x: jax.nn.relu(x - 2.0),
     "logaddexp_of_log_zero": lambda x: jnp.logaddexp(jnp.log(0.0 * x), x),
     "norm_of_zero": lambda x: jnp.linalg.norm(0.0 * x),
+    # the adjoint of the slice is a zero pad times the weights: NaN where they are not
+    # finite (0 * inf), not a zero (the rewrite pad(u, 0) * w -> pad(u * slice(w), 0))
+    "padded_product_of_inf": lambda x: _window_twice(x * jnp.array([1.0, 2.0, 3.0, np.inf, np.nan, 4.0])),
 }
+
+
+def _window_twice(c):
+    """Two uses of one window of ``c`` (so the slice is not pushed into ``c`` before
+    differentiation, and its adjoint is one zero pad)."""
+    return jnp.sum(jnp.sin(c[0:2])) + jnp.sum(c[0:2] ** 2)
+
 NAMES = sorted(CASES)
 
 

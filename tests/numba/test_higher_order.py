@@ -1,8 +1,9 @@
 """Compositions of transforms at any depth (issue 25 items 1 and 2): reverse over
 reverse (``vjp(grad(f))``, ``grad(grad(f))``), third derivatives
 (``jacfwd(hessian(f))``, ``grad(grad(grad(f)))``, ``jvp`` of njit code calling ``hvp``
-in a loop), and ``hessian``/``hvp`` called from
-njit code (a Newton step written in njit), against closed forms and central differences
+in a loop; the first and last through ``f``'s array temporary), and ``hessian``/``hvp`` called from
+njit code (a Newton step written in njit; the errors of transforms typed there name the
+calling function and line), against closed forms and central differences
 of the lower-order derivative, for a float64 function with loops, a branch and an array
 temporary. Every check on one function reuses its kernels (each nested compile costs
 seconds)."""
@@ -12,6 +13,7 @@ import math
 import numpy as np
 import pytest
 from numba import njit
+from numba.core.runtime import _nrt_python, rtsys
 
 import zymase
 from zymase.errors import ZymaseError
@@ -31,24 +33,12 @@ def energy(x, c):
     return s
 
 
-@njit
-def chain(x, c):
-    # energy without the temporary: third derivatives through temporaries are refused
-    s = 0.0
-    for i in range(x.shape[0]):
-        if x[i] > 0.0:
-            s += c * x[i] * x[i] * x[i]
-        else:
-            s += math.sin(x[i]) * x[i] * x[i]
-    for i in range(x.shape[0] - 1):
-        s += c * x[i] * x[i] * x[i + 1]
-    return s
-
-
-# one nested kernel of chain serves the Hessian, the hvp and their njit glue
-hess_chain = zymase.hessian(chain)
-hvp_chain = zymase.hvp(chain)
-grad_chain = zymase.grad(chain)
+# one nested kernel of energy serves the Hessian, the hvp and their njit glue; its
+# temporary x * x runs under every third derivative below (issue 25 item 3 of session
+# 24: their release under a third level was refused)
+hess_energy = zymase.hessian(energy)
+hvp_energy = zymase.hvp(energy)
+grad_energy = zymase.grad(energy)
 
 X = np.array([0.4, -0.9, 1.3, -0.2, 0.7])
 N = X.size
@@ -106,7 +96,7 @@ def test_reverse_over_reverse_vjp_of_grad():
 def test_third_derivatives_jacfwd_of_hessian():
     # item 1: the Jacobian of the njit Hessian (forward over reverse), by vector forward
     # mode over it (forward over forward over reverse), shaped as JAX's
-    hess = hess_chain
+    hess = hess_energy
 
     @njit
     def newton_matrix(x, c):  # njit code compiles the Hessian's glue first, at -O3
@@ -117,6 +107,17 @@ def test_third_derivatives_jacfwd_of_hessian():
     t = zymase.jacfwd(hess)(x, C)
     assert t.shape == (2, 2, 2)
     np.testing.assert_allclose(t, third_closed(x, C), rtol=1e-12, atol=1e-12)
+    # the temporary's derivative arrays at every level are released (session 24 item 3)
+    was_enabled = _nrt_python.memsys_stats_enabled()
+    _nrt_python.memsys_enable_stats()
+    try:
+        before = rtsys.get_allocation_stats()
+        zymase.jacfwd(hess)(x, C)
+        after = rtsys.get_allocation_stats()
+    finally:
+        if not was_enabled:
+            _nrt_python.memsys_disable_stats()
+    assert after.mi_alloc - before.mi_alloc == after.mi_free - before.mi_free > 0
     h = 1e-5
     fd = np.stack([(hess(x + h * e, C) - hess(x - h * e, C)) / (2 * h) for e in np.eye(2)], axis=-1)
     np.testing.assert_allclose(t, fd, rtol=1e-7, atol=1e-7)
@@ -155,18 +156,18 @@ def test_third_derivative_grad_of_grad_of_grad():
 
 @njit
 def newton_step(x, c):
-    return x - np.linalg.solve(hess_chain(x, c), grad_chain(x, c))
+    return x - np.linalg.solve(hess_energy(x, c), grad_energy(x, c))
 
 
 @njit
 def curvature(x, c, v):
-    return np.dot(v, hvp_chain(x, c, v))
+    return np.dot(v, hvp_energy(x, c, v))
 
 
 def test_hessian_and_hvp_called_from_njit_code():
     # item 2: a Newton step written in njit calls the Hessian; hvp inside njit code
     step = newton_step(X, C)
-    want = X - np.linalg.solve(hessian_closed(X, C), grad_chain(X, C))
+    want = X - np.linalg.solve(hessian_closed(X, C), grad_energy(X, C))
     np.testing.assert_allclose(step, want, rtol=1e-12)
     assert curvature(X, C, V) == pytest.approx(V @ hessian_closed(X, C) @ V, rel=1e-13)
 
@@ -196,11 +197,63 @@ def test_compositions_that_cannot_be_built_are_refused():
     _only_zymase_error(lambda: blocks(X, C), "argnums=(0, 1)", "inside njit code", "int argnums")
 
 
+def _names_call_site(caller, args, line_offset, *words):
+    """``caller(*args)`` is refused with one zymase error naming ``caller`` and the line
+    ``line_offset`` lines below its ``def``, where it calls the transform."""
+    with pytest.raises(ZymaseError) as info:
+        caller(*args)
+    text = info.value.format()
+    line = caller.py_func.__code__.co_firstlineno + line_offset
+    assert text.startswith(f"zymase: error: {__file__}:{line}: "), text
+    assert f"in function '{caller.py_func.__name__}'" in text and "\n" not in text, text
+    for w in words:
+        assert w in text, (w, text)
+
+
+def test_transforms_called_from_njit_code_name_the_call_site_of_their_errors():
+    # issue 25 (session 25 item 2): grad, value_and_grad, hessian and hvp typed inside
+    # njit code name the njit function that calls them and the line, as jvp does; typing
+    # errors only, no kernel is compiled
+    ints = np.arange(3)
+    value_and_grad = zymase.value_and_grad(energy)
+
+    @njit
+    def descent(x):
+        return x - 0.1 * grad_energy(x, C)
+
+    @njit
+    def loss_and_slope(x):
+        return value_and_grad(x, C)
+
+    @njit
+    def newton(x):
+        return hess_energy(x, C)
+
+    @njit
+    def curvature_along(x, v):
+        return hvp_energy(x, C, v)
+
+    _names_call_site(descent, (ints,), 2, "argument 0 ('x')", "int64", "integers are constant")
+    _names_call_site(loss_and_slope, (ints,), 2, "argument 0 ('x')", "int64")
+    _names_call_site(newton, (ints,), 2, "argument 0 ('x')", "int64")
+    _names_call_site(curvature_along, (X, 1.0), 2, "hvp's vector for argument 0 ('x')", "float64")
+
+
+def test_hvp_called_from_njit_code_refuses_a_vector_of_another_shape():
+    # a run-time check in glue every caller at these types shares: one zymase error
+    # naming the transform and the argument (it was a bare ValueError)
+    with pytest.raises(ZymaseError) as info:
+        curvature(X, C, V[:3])
+    text = info.value.format()
+    assert text.startswith("zymase: error: hvp(energy) inside njit code: its vector differs in shape from "
+                           "argument 0 ('x'); hint: "), text
+
+
 @njit
 def weighted_hvps(x, c, v):
     s = np.zeros_like(x)
     for r in range(3):  # the hvp kernel, inlined into a loop: its tapes are reset at each call
-        s += (r + 1) * hvp_chain(x, c, v)
+        s += (r + 1) * hvp_energy(x, c, v)
     return s
 
 

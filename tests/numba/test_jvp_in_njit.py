@@ -1,6 +1,7 @@
 """``zymase.jvp`` written inside njit code (issue 25 item 3, session 24 item 2): a float
 result and an array result against closed forms, and composed: ``grad`` of njit code
-that calls ``jvp`` (reverse over forward) and ``jvp`` of it (forward over forward);
+that calls ``jvp`` (reverse over forward), ``jvp`` and ``jacfwd`` of it (forward over
+forward); ``jvp`` inside njit code and from Python share one kernel;
 ``vjp`` inside njit code and a wrong tangent are refused by name. One njit function
 calls both kinds of ``jvp``, so its kernels serve every check (each compile costs
 seconds)."""
@@ -11,6 +12,7 @@ from numba import njit
 
 import zymase
 from zymase.errors import ZymaseError
+from zymase.frontends import numba as zn
 
 
 @njit
@@ -71,6 +73,42 @@ def test_jvp_of_njit_code_calling_jvp():
     want_value, grad = _closed(X, V, C)
     assert value == pytest.approx(want_value, rel=1e-13)
     assert tangent == pytest.approx(grad @ W, rel=1e-12)
+
+
+def test_jvp_inside_njit_code_and_from_python_share_one_kernel():
+    # session 25 item 3: inside njit code jvp gave a None tangent's argument no tangent
+    # where jvp from Python passes zeros: two kernels of wave's output writer for one call
+    directional(X, V, C)  # compiles the njit jvp's kernels (if no test did yet)
+    compiled = len(zn.stats())
+    value, tangent = zymase.jvp(wave, (X, C), (V, None))
+    e, de = zymase.jvp(energy, (X, C), (V, 1.0))  # the float result's kernel too
+    assert len(zn.stats()) == compiled, [r.summary() for r in zn.stats()[compiled:]]
+    assert de == pytest.approx(C * np.sum((np.cos(X) - X * np.sin(X)) * V) + e / C, rel=1e-13)
+
+    @njit
+    def inside(x, v, c):
+        return zymase.jvp(wave, (x, c), (v, None))
+
+    got_value, got_tangent = inside(X, V, C)
+    np.testing.assert_array_equal(got_value, value)
+    np.testing.assert_array_equal(got_tangent, tangent)
+    np.testing.assert_allclose(tangent, (C * np.cos(X) + 2 * X) * V, rtol=1e-14)
+
+
+def test_jacfwd_of_njit_code_calling_jvp():
+    # vector forward mode over njit code calling jvp (forward over forward, one lane per
+    # input element), against central differences and the closed-form gradient
+    jx, jv = zymase.jacfwd(directional, argnums=(0, 1))(X, V, C)
+    np.testing.assert_allclose(jx, _closed(X, V, C)[1], rtol=1e-12)
+    h = 1e-6
+    for got, at in ((jx, 0), (jv, 1)):
+        def moved(d, at=at):
+            args = [X, V, C]
+            args[at] = args[at] + d
+            return directional(*args)
+
+        fd = np.array([(moved(h * e) - moved(-h * e)) / (2 * h) for e in np.eye(3)])
+        np.testing.assert_allclose(got, fd, rtol=1e-7, atol=1e-7)
 
 
 def test_vjp_and_wrong_tangents_inside_njit_code_are_refused():

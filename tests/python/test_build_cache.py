@@ -46,7 +46,7 @@ def _build(tmp_path: Path, *flags: str) -> tuple[str, set[str], float]:
     env = dict(os.environ, ZYMASE_CACHE_DIR=str(tmp_path / "cache"))
     proc = run_cli(["cc", "-O2", *flags, "--time", "grad.c", "-o", "grad"], cwd=tmp_path, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    phases = set(re.findall(r"^  (\w+) +[\d.]+ ms$", proc.stderr, re.M))
+    phases = set(re.findall(r"^  (\w+) +[\d.]+ ms +[\d.]+ ms CPU$", proc.stderr, re.M))
     cache = re.search(r"derivative cache: (\w+)", proc.stderr)[1]
     run = subprocess.run([str(tmp_path / "grad")], capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
@@ -176,7 +176,7 @@ def test_change_outside_the_differentiated_part_reuses_its_derivative(tmp_path):
     env = dict(os.environ, ZYMASE_CACHE_DIR=str(tmp_path / "cache"))
     proc = run_cli(["cc", "-O2", "--time", "grad.c", "-o", "grad"], cwd=tmp_path, env=env, timeout=300)
     assert "derivative cache: miss, part hit" in proc.stderr, proc.stderr
-    assert not {"import", "AD", "export"} & set(re.findall(r"^  (\w+) +[\d.]+ ms$", proc.stderr, re.M))
+    assert not {"import", "AD", "export"} & set(re.findall(r"^  (\w+) +[\d.]+ ms +[\d.]+ ms CPU$", proc.stderr, re.M))
     run = subprocess.run([str(tmp_path / "grad")], capture_output=True, text=True, timeout=60)
     assert float(run.stdout) == 27.0
     (tmp_path / "grad.c").write_text(SPLIT_PROGRAM.replace("AT", "3.0").replace("x * x * x", "x * x"))

@@ -167,7 +167,7 @@ def test_ad_program_optimized_ir_takes_nomerge(ir_files, source, level):
     """`zymase opt -O2` on IR from clang -O1..-O3: the nomerge that keeps marker calls
     apart must land where LLVM accepts it, after `local_unnamed_addr` (issue 23 item 3)."""
     from zymase.llvm import toolchain
-    from zymase.llvm.markers import protect_marker_calls
+    from zymase.llvm.pre_ad_marks import protect_marker_calls
 
     text = protect_marker_calls(ir_files[_tag(source, level, True)].read_text())
     assert all("nomerge" in line for line in text.splitlines()

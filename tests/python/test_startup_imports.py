@@ -71,6 +71,37 @@ def test_zymase_cc_imports_neither_numba_nor_jax_nor_stablehlo_nor_mlir_dialects
     assert _prefixed(modules, STABLEHLO + MLIR_ONLY) == []
 
 
+def test_zymase_cc_needs_no_xdsl_before_the_engine_runs(tmp_path):
+    """The pre-AD pipeline, the split and the part's cache lookup import none of the
+    engine (xDSL, its dialects, the reader, the AD passes): a build whose part is cached
+    never loads it. The modules are read where the engine's first step would begin."""
+    (tmp_path / "grad.c").write_text(PROGRAM)
+    script = textwrap.dedent("""
+        import json, sys
+        from zymase.frontends import c as fc
+        from zymase.llvm import toolchain
+
+        class Stop(Exception):
+            pass
+
+        def stop(text, *args, **kwargs):
+            raise Stop(sorted(sys.modules), "__enzyme_autodiff" in text)
+
+        fc._import_differentiate_export = stop
+        ll = toolchain.c_to_llvm_ir("grad.c", [], 2)
+        try:
+            fc.differentiate_llvm_ir(ll, "grad.c", 2, fc.Timings(), only_reachable=True, cache=True)
+        except Stop as reached:
+            print(json.dumps(list(reached.args)))
+        """)
+    proc = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=dict(os.environ), capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    modules, marker_in_part = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert marker_in_part and "zymase.llvm.reachable" in modules  # preopt and the split ran
+    assert _prefixed(modules, ("xdsl", "zymase.ir", "zymase.llvm.reader", "zymase.autodiff.driver")) == []
+
+
 def test_first_grad_imports_no_stablehlo(tmp_path):
     pytest.importorskip("numba")
     modules = _modules_after("""

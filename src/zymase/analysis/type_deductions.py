@@ -360,12 +360,21 @@ class RuleGraph:
     def strided(self, src: SSAValue, dst: SSAValue, c: int, m: int, *, start: int = 0) -> None:
         """dst = src + c + m*k, k unknown: both see the same period-m pattern (from
         offset ``start`` of ``dst`` on)."""
+        # the rule runs again whenever either end grows, mostly with the other end as it
+        # was: each direction's tree is kept for the input it came from (trees are
+        # immutable, and both directions pure functions of their input)
+        last = [None, EMPTY, None, EMPTY]  # src tree, what it gives dst; dst tree, what it gives src
+
         def fn(an: Analyzer) -> None:
-            # forward: element 0's facts, and periodic parts in phase with the stride
-            seen = shift(an.of(src), -c)
-            element = first_element(seen, m)
-            an.put(dst, periodize(element, m, start))
-            an.put(src, shift(periodize(an.of(dst), m, start), c))
+            seen = an.of(src)
+            if seen is not last[0]:
+                # forward: element 0's facts, and periodic parts in phase with the stride
+                last[0], last[1] = seen, periodize(first_element(shift(seen, -c), m), m, start)
+            an.put(dst, last[1])
+            back = an.of(dst)
+            if back is not last[2]:
+                last[2], last[3] = back, shift(periodize(back, m, start), c)
+            an.put(src, last[3])
         self.rule((src, dst), fn)
 
     def cell(self, p: SSAValue, v: SSAValue) -> None:

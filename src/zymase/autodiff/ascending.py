@@ -172,19 +172,42 @@ class AscendingLoops:
         return sums
 
     def _apart_across_iterations(self, s: Operation, a: Operation, forms: "_AffineForms", declared: set,
-                                 reach: int | None) -> bool:
+                                 reach: int | None, *, same_iteration: bool = False) -> bool:
         """Whether store ``s`` in one iteration never touches a byte that access ``a``
-        touches in another (at most ``reach`` iterations away, when known)."""
+        touches in another (at most ``reach`` iterations away, when known), nor, with
+        ``same_iteration``, in the same one."""
         fs, fa = forms.pointer(s.ptr), forms.pointer(a.ptr)
         if fs is not None and fa is not None and fs[0] is fa[0]:
-            if _never_meet(fs[1], _access_size(s), fa[1], _access_size(a), reach):
+            size_s, size_a = _access_size(s), _access_size(a)
+            if _never_meet(fs[1], size_s, fa[1], size_a, reach) and (
+                    not same_iteration or _apart_in_one_iteration(fs[1], size_s, fa[1], size_a)):
                 return True
         if s is not a and _promised_apart(s, a, declared):
+            return True
+        if fs is not None and fa is not None and self._distinct_objects(fs[0], fa[0]):
             return True
         rs, ra = self._roots(s.ptr), self._roots(a.ptr)
         if rs is None or ra is None:
             return False
         return not any(self._may_share(r, x) for r in rs for x in ra)
+
+    def _distinct_objects(self, p: SSAValue, q: SSAValue) -> bool:
+        """Whether ``p`` and ``q`` point into two different objects for the pointer
+        roots: arguments of one block that receive, on every edge, either two values
+        with distinct roots or ``p`` and ``q`` themselves, in either order (the two
+        buffers of a time loop, swapped each step: by induction over the edges taken,
+        the pair is always the two objects it started as)."""
+        if not (isinstance(p, BlockArgument) and isinstance(q, BlockArgument)) or p.block is not q.block or p is q:
+            return False
+        for e in self.cfg.preds.get(p.block, ()):
+            operands = self.flavor.successor_operands(e.src.last_op)[e.slot]
+            x, y = operands[p.index], operands[q.index]
+            if (x is p and y is q) or (x is q and y is p):
+                continue
+            rx, ry = self._roots(x), self._roots(y)
+            if rx is None or ry is None or any(self._may_share(r, t) for r in rx for t in ry):
+                return False
+        return bool(self.cfg.preds.get(p.block))
 
     def make_ascending(self, gop: Operation) -> None:
         """Turn the reverse of each qualifying counted loop into an ascending count
@@ -196,10 +219,11 @@ class AscendingLoops:
             _explain(self.fname, h, info["body"])
             cmp_op, step_op, step_set = self._count_ops[h]
             slot = info["slot"]
-            entries = [
-                op for op in gop.walk()
-                if isinstance(op, ez.SetOp) and op.gradient is slot and op is not step_set
-            ]
+            # the slot's own uses, not a walk of the whole derivative per loop; each
+            # rewrite below is local to its set, so their order does not matter
+            entries = list({id(u.operation): u.operation for u in slot.uses
+                            if isinstance(u.operation, ez.SetOp) and u.operation.gradient is slot
+                            and u.operation is not step_set}.values())
             last = ez.InitOp(ez.GradientType(i64))
             self.g_entry.insert_op_before(last, self._entry_branch)
             for setop in entries:
@@ -208,6 +232,7 @@ class AscendingLoops:
                     [ez.SetOp(last.results[0], setop.value), zero], setop
                 )
                 setop.operands = [slot, zero.results[0]]
+            self.__dict__.setdefault("ascended", {})[h] = last.results[0]  # the last iteration's number
             get_last = ez.GetOp(last.results[0])
             cmp_op.parent_block().insert_op_before(get_last, cmp_op)
             cmp_op.operands = [cmp_op.operands[0], get_last.results[0]]
@@ -262,6 +287,15 @@ def _promised_apart(x: Operation, y: Operation, declared: set) -> bool:
         if scopes and set(scopes) <= set(noalias) and not (set(scopes) & declared):
             return True
     return False
+
+
+def _apart_in_one_iteration(fs: dict, size_s: int, fa: dict, size_a: int) -> bool:
+    """Bytes ``[fs(k), fs(k) + size_s)`` and ``[fa(k), fa(k) + size_a)`` are disjoint
+    for every ``k`` (the same iteration number and invariant terms in both)."""
+    if {x: v for x, v in fs.items() if x != _ONE} != {x: v for x, v in fa.items() if x != _ONE}:
+        return False
+    d = fs.get(_ONE, 0) - fa.get(_ONE, 0)
+    return not (-size_a < d < size_s)
 
 
 def _never_meet(fs: dict, size_s: int, fa: dict, size_a: int, reach: int | None) -> bool:

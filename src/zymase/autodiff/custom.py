@@ -12,7 +12,7 @@ being differentiated. :func:`read_registrations` records them on ``f``
 then builds, instead of a derivative of the body, a small function with zymase's own
 derivative signature (combined reverse, split augmented/reverse, forward) that calls
 them. Calls of ``f`` are never inlined before AD (``prepare``) nor by the optimizer
-before AD (``llvm/annotations.protect_annotated_functions``).
+before AD (``llvm/pre_ad_marks.protect_annotated_functions``).
 
 The user's functions follow Enzyme's calling convention, checked against their types
 (a mismatch is an error naming the function, never a wrong call):

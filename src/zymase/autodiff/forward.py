@@ -5,7 +5,8 @@ along; calls to defined functions become calls to their forward derivatives.
 Vector mode (Enzyme's ``enzyme_width``, ``width`` > 1): one primal copy and ``width``
 lanes of tangents. Each lane has its own tangent and shadow maps; the generator emits
 an op's primal once and then its tangent code once per lane, with the lane's maps
-selected (autodiff/lanes.py), so the rules stay scalar.
+selected (autodiff/lanes.py), so the rules stay scalar. Chains of scalar float ops
+compute their partials once for all lanes instead (autodiff/lane_combos.py).
 
 Laplacian mode (``laplacian=True``, autodiff/laplacian.py): the last lane carries the
 summed second-order term of the other lanes' directions; its linear part is that lane's
@@ -18,6 +19,7 @@ from collections.abc import Sequence
 from zymase.analysis.memory import DEALLOCATED_ARG, callee_name, memory_kind
 from zymase.autodiff.common import Context, function_name, mark_shadow_args, no_rule_error, prepare
 from zymase.autodiff.flavor import Emitter
+from zymase.autodiff.lane_combos import LaneCombos
 from zymase.autodiff.lanes import LaneMaps
 from zymase.autodiff.laplacian import LaplacianTerms
 from zymase.autodiff.memory import ShadowCode, twin_decl
@@ -35,7 +37,7 @@ def _as_active(a: Activity) -> Activity:
     return a
 
 
-class ForwardGenerator(LaneMaps, ShadowCode, LaplacianTerms):
+class ForwardGenerator(LaneMaps, LaneCombos, ShadowCode, LaplacianTerms):
     def __init__(self, ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts: Sequence[Activity], name: str,
                  width: int = 1, laplacian: bool = False):
         self.ctx = ctx
@@ -45,6 +47,7 @@ class ForwardGenerator(LaneMaps, ShadowCode, LaplacianTerms):
         self.ret_acts = list(ret_acts)
         self.fname = function_name(fop)
         self.init_lanes(width)
+        self.init_combos()
         self.laplacian = laplacian
 
     def wants(self, v: SSAValue) -> bool:
@@ -113,6 +116,8 @@ class ForwardGenerator(LaneMaps, ShadowCode, LaplacianTerms):
 
     def _op(self, op: Operation) -> None:
         E = self.E
+        if self.combos and not self.combinable(op):
+            self.form_deferred_operands(op)
         if op.regions:
             self._region_op(op)
             return
@@ -149,6 +154,10 @@ class ForwardGenerator(LaneMaps, ShadowCode, LaplacianTerms):
         rule = self.ctx.rule_for(op)
         if rule is None:
             raise no_rule_error(op, self.fname)
+        if self.combinable(op, rule) and self.combine(op, rule):
+            return
+        if self.combos:
+            self.form_deferred_operands(op)  # combine refused it: lane by lane
         lane_code = []  # Laplacian mode: per lane, the tangent code just emitted
         for _ in self.each_lane():
             tangents = [self.tmap.get(o) if self.act.is_active(o) else None for o in op.operands]
@@ -239,6 +248,8 @@ class ForwardGenerator(LaneMaps, ShadowCode, LaplacianTerms):
     def _terminator(self, op: Operation, nb: Block) -> None:
         flavor = self.flavor
         E = self.E
+        if self.combos:
+            self.form_deferred_operands(op)
         if flavor.is_return(op):
             outs = []
             for v, a in zip(flavor.return_values(op), self.ret_acts):

@@ -162,8 +162,11 @@ class ShadowCode:
         ptr = op.operands[op.attributes[DEALLOCATED_ARG].value.data]
         if ptr in self.act.shadowed and callee_name(op) == "NRT_MemInfo_call_dtor":
             # a reverse sweep's release of a shadow MemInfo (shadow_reverse, nrt_alloc),
-            # whose own shadow is a MemInfo too (shadow_structure, nrt_alloc)
-            self.E.insert(llvm.CallOp("NRT_MemInfo_call_dtor", self.shadow_of(ptr)))
+            # whose own shadow is a MemInfo too (shadow_structure, nrt_alloc); tagged like
+            # it, so that a third level (forward or reverse over this forward mode) releases
+            # the tangent's own shadow in turn
+            release = self.E.insert(llvm.CallOp("NRT_MemInfo_call_dtor", self.shadow_of(ptr)))
+            release.attributes[DEALLOCATED_ARG] = IntegerAttr(0, i64)
         elif ptr in self.act.shadowed:
             self._declare("free", [PTR], llvm.LLVMVoidType())
             self.E.insert(llvm.CallOp("free", self.shadow_of(ptr)))
@@ -318,8 +321,18 @@ class ShadowCode:
         it); the new one starts zeroed and hands its adjoints back at the mirror point."""
         E = self.E
         old = op.operands[0]
-        n = self._mapped(op.operands[1])
         self._declare("malloc_usable_size", [PTR], i64)
+        # the shadow gets at least the bytes the primal block can hold, not just the bytes
+        # asked for: code may use all of them (malloc_usable_size says it may), and a
+        # derivative's own realloc does (the tail zeroing below), so that a derivative
+        # of it mirrors those accesses onto this shadow. A shadow of only the asked-for
+        # bytes is overrun whenever the primal block is larger (a tape pool's recycled
+        # block under a third derivative), which corrupted glibc's heap
+        asked = self._mapped(op.operands[1])
+        if asked.type != i64:
+            asked = E.v(llvm.ZExtOp(asked, i64))
+        usable = E.v(llvm.CallOp("malloc_usable_size", self._mapped(op.results[0]), return_type=i64))
+        n = E.select(E.v(llvm.ICmpOp(usable, asked, IntegerAttr(8, i64))), usable, asked)  # umax
         if not forward_mode:
             self._declare("calloc", [i64, i64], PTR)
             self.smap[op.results[0]] = E.v(llvm.CallOp("calloc", n, self._i64(1), return_type=PTR))
@@ -409,6 +422,8 @@ class ShadowCode:
                 store = E.insert(llvm.StoreOp(E.accumulate(load.results[0], dy), sp))
             mirror_scopes(op, load)
             mirror_scopes(op, store)
+            if hasattr(self, "record_shadow_add"):  # the reverse generator's (stencil_gather.py)
+                self.record_shadow_add(store, load, op)
         elif kind == "store" and op.ptr in act.shadowed and carries_derivatives(op.value.type):
             sp = self.fetch_shadow(op.ptr)
             load = E.insert(llvm.LoadOp(sp, op.value.type))

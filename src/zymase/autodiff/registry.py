@@ -104,6 +104,29 @@ def _finite_nonzero_constant(v: SSAValue) -> float | None:
     return x if x == x and x not in (0.0, float("inf"), float("-inf")) else None
 
 
+def is_constant_one(v: SSAValue) -> bool:
+    """Whether ``v`` is the float constant 1."""
+    return _finite_nonzero_constant(v) == 1.0
+
+
+class _TimesOne:
+    """The emitter a partial is applied to 1 with: a product with that 1 is its other
+    factor and its negation a constant -1, so the shared coefficients hold no ``1.0 * b``
+    even unoptimized (-O0). Everything else is the emitter's."""
+
+    def __init__(self, E: "Emitter", one: SSAValue):
+        self._E, self._one = E, one
+
+    def mul(self, a, b):
+        return b if a is self._one else a if b is self._one else self._E.mul(a, b)
+
+    def neg(self, a):
+        return self._E.const(-1.0, a.type) if a is self._one else self._E.neg(a)
+
+    def __getattr__(self, name: str):
+        return getattr(self._E, name)
+
+
 class ScalarRule(Rule):
     """A single-result op with one partial (adjoint expression) per operand; ``None``
     marks an operand without derivative (an integer exponent, a rounding op).
@@ -134,14 +157,34 @@ class ScalarRule(Rule):
         """``f`` applied to the adjoint or tangent ``d``, guarded for strong zeros."""
         primals = Primals(ctx, op)
         term = f(ctx.E, primals, d)
-        if self.bounded or not strong_zero() or primals.read_only_constants():
-            return term
-        if not ctx.singular_here(op, self) and not any(ctx.may_be_nonfinite(v) for v in primals.read):
-            return term
-        if not (is_float_type(d.type) and term.type == d.type):
+        if not self._needs_guard(ctx, op, primals, d, term):
             return term
         E = ctx.E
         return E.select(E.fcmp("oeq", d, E.zero(d.type)), E.zero(d.type), term)
+
+    def _needs_guard(self, ctx, op: Operation, primals: Primals, d: SSAValue, term: SSAValue) -> bool:
+        """Whether ``term`` (the partial applied to ``d``) may be infinite or NaN where
+        ``d`` is zero, so that a zero ``d`` must give a zero term (strong zeros)."""
+        if self.bounded or not strong_zero() or primals.read_only_constants():
+            return False
+        if not ctx.singular_here(op, self) and not any(ctx.may_be_nonfinite(v) for v in primals.read):
+            return False
+        return is_float_type(d.type) and term.type == d.type
+
+    def partial_value(self, ctx, op: Operation, i: int) -> SSAValue | None:
+        """d(result)/d(operand ``i``) as a value (the partial applied to 1), for tangents
+        that several lanes share (autodiff/lane_combos). None when it may be infinite or
+        NaN: a zero tangent times it must stay zero, which only the guarded per-lane term
+        ensures."""
+        f = self._partial(i)
+        d = op.operands[i]
+        if f is None or not is_float_type(d.type):
+            return None
+        primals = Primals(ctx, op)
+        one = ctx.E.const(1.0, d.type)
+        term = f(_TimesOne(ctx.E, one), primals, one)
+        return None if self._needs_guard(ctx, op, primals, one, term) else term
+
 
     def _partial(self, i: int) -> Partial | None:
         return self.partials[i] if i < len(self.partials) else None

@@ -39,6 +39,7 @@ from collections.abc import Sequence
 
 from zymase.analysis.cfg import CFG, Edge
 from zymase.autodiff.ascending import AscendingLoops
+from zymase.autodiff.stencil_gather import StencilGather
 from zymase.autodiff.counted_loops import CountedLoops
 from zymase.autodiff.taken_edges import TakenEdges
 from zymase.autodiff.written_memory import WrittenMemory
@@ -90,7 +91,7 @@ _GUARD_DEPTH = 24
 
 
 class ReverseGenerator(LaneMaps, ShadowCode, IndexedCaches, MinCutRecompute, StoreForwarding, AscendingLoops,
-                       CountedLoops, TakenEdges, WrittenMemory):
+                       StencilGather, CountedLoops, TakenEdges, WrittenMemory):
     def __init__(self, ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts: Sequence[Activity], name: str,
                  width: int = 1):
         self.ctx = ctx
@@ -297,6 +298,7 @@ class ReverseGenerator(LaneMaps, ShadowCode, IndexedCaches, MinCutRecompute, Sto
             if b in self.rev:
                 self._reverse_block(b, orig_entry)
         self.make_ascending(gop)
+        self.gather_stencil_adds(gop)
 
     def _return_abandoned(self, stop: Operation, orig_entry: Block) -> None:
         """The forward copy of an abandoned return (see autodiff.names.ABANDON): the derivative

@@ -182,10 +182,22 @@ class WrittenMemory:
     def _unwritten_after_op(self, op: Operation, ptr: SSAValue, access: Operation | None = None) -> bool:
         b = op.parent_block()
         ops = list(b.ops)
-        after = ops[ops.index(op) + 1:]
-        later = self._reachable_after(b) & self._returning_blocks()
-        written = self._writes_of([*after, *(x_op for x in later for x_op in x.ops)])
+        written = self._writes_of(ops[ops.index(op) + 1:])
+        for x in self._reachable_after(b) & self._returning_blocks():
+            if written is None:
+                break
+            more = self._block_writes(x)
+            written = None if more is None else written | more
         return self._not_written(ptr, written, access)
+
+    def _block_writes(self, b: Block):
+        """``_writes_of`` a whole block, kept: every load asked about reads the writes of
+        the blocks after it, which walked the function once per load (as
+        ``_written_roots``, it takes the primal as fixed once the sweeps are built)."""
+        memo = self.__dict__.setdefault("_writes_by_block", {})
+        if b not in memo:
+            memo[b] = self._writes_of(b.ops)
+        return memo[b]
 
     def _returning_blocks(self) -> set[Block]:
         """Blocks from which a return is reachable. The reverse sweep runs only after the

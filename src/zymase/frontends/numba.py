@@ -640,17 +640,6 @@ def _in_user_terms(err: ZymaseError, disp) -> ZymaseError:
             function=name,
             hint="for second derivatives call zymase.hessian(f), zymase.hvp(f), zymase.jacfwd(zymase.grad(f)) or "
             "zymase.grad(zymase.grad(f)) from Python (forward over reverse)")
-    if "memory holding active data" in err.message and "@NRT_MemInfo_call_dtor" in (err.construct or ""):
-        # a reverse sweep releases the derivative arrays of f's temporaries; forward mode
-        # over it releases their tangents, and no level above that has a rule
-        return ZymaseError(
-            f"a third derivative through array temporaries is not built: {function_label(disp)} is differentiated "
-            "over a second derivative (hessian, hvp or a composition) of a function that creates arrays (x * x, "
-            "np.zeros, ...), and the release of their second-order derivative arrays has no derivative in zymase",
-            construct="array temporaries under a third-order derivative",
-            function=name,
-            hint="write the innermost function's array temporaries as loops over elements, or stop at second "
-            "derivatives (hessian, hvp, vjp(grad(f)), grad(grad(f)))")
     derivative = re.search(r"@__zymase_nblas_[ds](\w+?)_(?:save|fwd|rev)\b", err.construct or "")
     if derivative and f"numba_{derivative.group(1)}" in NUMPY_LINALG:
         # a second-order request: the outer sweep meets the first derivative of a NumPy
@@ -831,7 +820,7 @@ def differentiate_numba_ir(ir: NumbaIR, spec: KernelSpec, symbol: str, rec: Comp
     if spec.preopt:
         # the pre-AD pipeline inlines Numba's helpers (array views, allocation); the
         # incref/decref pairs that meet only then are pruned by a second refprune
-        from zymase.llvm.markers import protect_marker_calls
+        from zymase.llvm.pre_ad_marks import protect_marker_calls
 
         with _phase(rec, "inline"):
             # inline first and prune the reference counts then, while each call's

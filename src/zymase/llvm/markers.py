@@ -51,7 +51,6 @@ promotions undone, results delivered as the call declares them) are in
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from xdsl.dialects.builtin import BFloat16Type
@@ -74,7 +73,9 @@ from zymase.ir import (
 )
 from zymase.ir import enzyme as ez
 from zymase.ir.enzyme import Activity
-from zymase.llvm.annotations import add_function_attribute, is_implemented_annotation, is_implemented_attribute
+# the names the marks put on clang's text before the pre-AD pipeline use (protect_marker_calls there)
+from zymase.llvm.pre_ad_marks import (LOGGING_HOOKS, MARKER_FUNCTIONS, is_implemented_annotation,
+                                      is_implemented_attribute, plain_function_name)
 from zymase.llvm.marker_calls import _Builder, _Site, _err, _scalar_fields, _sret_type, c_spelling, c_type_name
 
 MARKERS = {
@@ -129,22 +130,8 @@ BATCH_MARKERS = ("enzyme_vector", "enzyme_scalar", "enzyme_buffer")
 #: Every marker global zymase understands (arguments, returns, options, hints).
 KNOWN_MARKERS = (*MARKERS, *RETURN_MARKERS, *VALUE_MARKERS, *HINT_MARKERS, *BATCH_MARKERS, NOFREE_MARKER)
 
-#: The calls zymase lowers: Enzyme matches any function whose name contains one of
-#: these (``__enzyme_autodiff2``, C++'s ``_Z17__enzyme_autodiffIdJdEET_Pvz``).
-MARKER_FUNCTIONS = {"__enzyme_autodiff": "rev", "__enzyme_fwddiff": "fwd", "__enzyme_augmentfwd": "augment",
-                    "__enzyme_reverse": "reverse", "__enzyme_fwdsplit": "fwdsplit", "__enzyme_augmentsize": "size",
-                    "__enzyme_batch": "batch"}
-
 #: The modes whose float arguments are followed by tangents (forward and split forward).
 FORWARD_MODES = ("fwd", "fwdsplit")
-
-#: Functions a program defines for Enzyme to call back (its logging of gradients and
-#: errors): zymase never calls them, so a program that defines one is refused.
-LOGGING_HOOKS = {
-    "enzymeLogGrad": "is called by Enzyme with every adjoint it computes",
-    "enzymeLogValue": "is called by Enzyme with every value it computes",
-    "enzymeLogError": "is called by Enzyme's error-estimation mode",
-}
 
 #: Registration globals zymase reads (autodiff/custom.py): Enzyme matches the prefix.
 REGISTRATION_GLOBALS = ("__enzyme_register_gradient", "__enzyme_register_derivative",
@@ -189,27 +176,6 @@ def _marker_of(v: SSAValue) -> str | None:
     """The marker a call argument stands for: the value of ``@enzyme_dup`` or its address."""
     name = _global_named_by(v)
     return MARKERS.get(name) if name is not None else None
-
-
-def protect_marker_calls(ll_text: str) -> str:
-    """Mark the declarations of ``__enzyme_*`` functions ``nomerge`` in LLVM IR text.
-
-    The pre-AD pipeline runs before the call sites are lowered; without this,
-    SimplifyCFG merges two calls in different branches into one whose function or
-    markers are phis (``cond ? f : g``), which no longer name what to differentiate.
-    (Functions with an Enzyme mark or a registered derivative are kept out of line by
-    llvm/annotations.protect_annotated_functions.)
-    """
-    out = []
-    for line in ll_text.splitlines():
-        if line.startswith("declare") and any(marker in line for marker in MARKER_FUNCTIONS):
-            # the name is the declaration's first `@`; C++ mangles a template one as
-            # `@_Z17__enzyme_autodiffI...` or `@_ZN6enzyme...__enzyme_fwddiff...`
-            # (function attributes follow unnamed_addr/addrspace: clang -O1 and up
-            # writes `local_unnamed_addr`, so nomerge goes after them)
-            line = add_function_attribute(line, line.index("(", line.index("@")), "nomerge")
-        out.append(line)
-    return "\n".join(out) + "\n"
 
 
 def find_sites(module: ModuleOp) -> list[_Site]:
@@ -364,16 +330,6 @@ def refuse_unimplemented(module: ModuleOp) -> None:
                     hint="remove the attribute; zymase would otherwise differentiate the function "
                     "as if it were not there",
                 )
-
-
-_MANGLED_FREE_FUNCTION = re.compile(r"_Z(\d+)")
-
-
-def plain_function_name(name: str) -> str:
-    """A C++ free function's name without its mangling (``_Z13enzymeLogGraddPKc...`` ->
-    ``enzymeLogGrad``); other names unchanged."""
-    m = _MANGLED_FREE_FUNCTION.match(name)
-    return name[m.end():m.end() + int(m.group(1))] if m else name
 
 
 def _enzyme_function_attributes(fop: Operation) -> list[str]:

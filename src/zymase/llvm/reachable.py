@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 
 from zymase.llvm.loop_hints import show_vectorization_hints
-from zymase.llvm.markers import LOGGING_HOOKS, plain_function_name
+from zymase.llvm.pre_ad_marks import LOGGING_HOOKS, plain_function_name
 
 #: a global symbol reference; quoted names make the split decline (see the module doc)
 _REF = re.compile(r"@([-a-zA-Z$._][-a-zA-Z$._0-9]*|\d+)")

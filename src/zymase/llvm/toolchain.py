@@ -362,7 +362,7 @@ def _uses_enzyme_attributes(stderr: str) -> bool:
     """Whether clang ignored one of the Enzyme attributes zymase implements."""
     if "enzyme_" not in stderr:  # the usual case, without importing the engine's IR (xDSL)
         return False
-    from zymase.llvm.annotations import SOURCE_ATTRIBUTES
+    from zymase.llvm.pre_ad_marks import SOURCE_ATTRIBUTES
 
     return any(m["name"] in SOURCE_ATTRIBUTES for m in _ENZYME_ATTR_RE.finditer(stderr))
 
@@ -589,6 +589,12 @@ def preopt(ll_text: str, level: int) -> str:
     promotes allocas of scalars to SSA values (what mem2reg would do, and more).
     Nothing is internalized; like clang's own O2, unused ``internal`` functions may
     be deleted.
+
+    GVN's load PRE across loop iterations is off here: it turns a stencil's ``u[i]``
+    into the ``u[i + 1]`` loaded one iteration earlier, carried in a phi, and the
+    reverse sweep then carries that phi's adjoint from one iteration to the next, a
+    dependence that keeps the reverse loop in descending order, scalar and its adds
+    ungathered (``autodiff/stencil_gather.py``). The post-AD pipeline runs it as usual.
     """
     from zymase.llvm.loop_hints import hide_vectorization_hints
 
@@ -600,7 +606,11 @@ def preopt(ll_text: str, level: int) -> str:
         pm.run(module, llvm.create_pass_builder(target_machine(opt=0),
                                                 llvm.create_pipeline_tuning_options(0)))
     else:
-        _run_pipeline(module, level, vectorize=False)
+        llvm.set_option("", "-enable-load-in-loop-pre=false")
+        try:
+            _run_pipeline(module, level, vectorize=False)
+        finally:
+            llvm.set_option("", "-enable-load-in-loop-pre=true")  # LLVM's default
     return _print(module)
 
 

@@ -7,7 +7,9 @@ dropped; splat constants moved; constant-index dynamic slices. Registered in
 
 These matter most in derivative code: the adjoint of a slice is a zero pad, of a
 concatenate a set of slices, of a broadcast a reduce, of a transpose a transpose. Every
-pattern keeps the value bit for bit except ``pad(x, 0) * y`` (a strong zero, ``liberty``).
+pattern keeps the value bit for bit except ``pad(x, 0) * y`` (``liberty``: the padding's
+zeros lose the sign ``0 * y`` gives them; it fires only for a ``y`` known to be finite,
+since ``0 * inf`` is NaN, which jax.grad's derivative keeps).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from zymase.ir import stablehlo as hlo
 from zymase.transforms.hlo_rewrite_base import (
     ints,
     is_zero,
+    known_finite,
     like,
     new,
     replace_by,
@@ -356,15 +359,17 @@ def add_pads(op, rewriter):
                                                   result_types=[op.results[0].type], properties=dict(p.properties))])
 
 
-@rewrite(hlo.MultiplyOp, "multiply_zero_padded", "pad(x, 0) * y -> pad(x * slice(y), 0)", liberty=True)
+@rewrite(hlo.MultiplyOp, "multiply_zero_padded", "pad(x, 0) * y, y known finite -> pad(x * slice(y), 0)",
+         liberty=True)
 def multiply_zero_padded(op, rewriter):
     """The adjoint of a slice is a zero-padded tensor, and its product with the other
     operand needs only the unpadded window (a slice of a million-element product costs
-    a thousand products, not a million). The padding is zero whatever y holds there:
-    zymase's strong zeros, where IEEE arithmetic would give NaN for an infinite y."""
+    a thousand products, not a million). Only for a y that ``known_finite`` proves
+    finite: in the padding, ``0 * y`` is NaN where y is infinite or NaN, and jax.grad's
+    derivative, which zymase's must equal, has that NaN (JAX has no strong zeros)."""
     for padded, other in ((op.operands[0], op.operands[1]), (op.operands[1], op.operands[0])):
         pad = _zero_pad(padded)
-        if pad is None:
+        if pad is None or not known_finite(other):
             continue
         low, high = ints(pad.edge_padding_low), ints(pad.edge_padding_high)
         interior = ints(pad.interior_padding)

@@ -178,3 +178,14 @@ def lapack_call_repeated(op, rewriter):
         if isinstance(earlier, hlo.CustomCallOp) and _lapack_key(earlier) == key:
             rewriter.replace(op, [], list(earlier.results))
             return
+
+
+@rewrite(hlo.CustomCallOp, "lapack_call_unused", "lapack_k(a) with no result read -> nothing")
+def lapack_call_unused(op, rewriter):
+    """A LAPACK call none of whose results is read goes (jaxlib's kernels are pure; xDSL's
+    DCE keeps every custom_call, which may have effects): the mode-N gesdd of
+    ``jnp.linalg.svd(a, compute_uv=False)`` is dead once the SVD rule's mode-S call of
+    the same matrix has merged with the program's other one (``lapack_call_repeated``).
+    XLA drops it too; the printed program and XLA's compile time no longer carry it."""
+    if _lapack_key(op) is not None and not any(r.uses for r in op.results):
+        rewriter.erase(op)

@@ -102,6 +102,8 @@ def outline_parfors(module: ModuleOp) -> int:
         # a later round of nested requests (second order, a gradient called in njit
         # code): differentiating a forked derivative again is not built
         raise ParforSerial("a prange loop differentiated twice (a nested derivative)", hint=_HINT)
+    if not funcs.keys() & {FORK, "allocate_sched", "deallocate_sched"}:
+        return 0  # nothing declares Numba's threading layer: no walk of every function
     count = 0
     for fop in funcs.values():
         if any(isinstance(op, llvm.CallOp) and _callee(op) == FORK for op in fop.walk()):
@@ -343,6 +345,8 @@ def restore_parfors(module: ModuleOp) -> None:
     """Every direct call of a parfor gufunc or of one of its derivatives becomes a fork
     through Numba's threading layer (module docstring)."""
     funcs = _functions(module)
+    if not any(is_parfor(f) for f in funcs.values()):
+        return  # no gufunc to call (C and C++, most njit code): no walk of the derivatives
     calls = [op for f in funcs.values() if THREAD not in f.attributes for op in f.walk()
              if isinstance(op, llvm.CallOp) and is_parfor(funcs.get(_callee(op)))]
     sites: dict[str, str] = {}

@@ -6,7 +6,8 @@
 // result's N tangents in a struct (and after the primal with enzyme_primal_return),
 // calls, branches, loops, a local array, pointers swapped in a loop (shadow phis
 // per lane). The Jacobian of a 10-point stencil is
-// built in chunks of 4 columns and a last chunk of 2 (4 does not divide 10).
+// built in chunks of 4 columns and a last chunk of 2 (4 does not divide 10). Chains of
+// scalar ops whose tangents the lanes form from shared partials (combos below).
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -227,6 +228,46 @@ static void function_argument_lanes(int n) {
     }
 }
 
+// ---------------------------------------------------------------- combos
+// At width > 1 a chain of scalar ops keeps its tangent as one combination of the tangents
+// it started from, with coefficients computed once for all lanes
+// (autodiff/lane_combos.py). Here: products and a quotient, a value used three times, a
+// combination of more than 8 leaves, float arithmetic after a conversion, fmin and fabs,
+// a value used in another block; and sqrt at 0 with a zero tangent, whose infinite
+// partial sends its op lane by lane so that the strong zero holds.
+static double chain(const double *x, int flip) {
+    double a = x[0], b = x[1], c = x[2], d = x[3], e = x[4], f = x[5], g = x[6], h = x[7], p = x[8], q = x[9];
+    double ab = a * b / (1.0 + c * c);
+    double u = ab * ab + sin(ab) * d - ab;
+    double w = u + e * f - g / h + p * q * a + sqrt(p * p + q * q) + fmin(a, e) * fabs(b);
+    float r = (float)w * (float)c;
+    double z = w + 1e-3 * (double)(r * r);  // small: float rounding would swamp central differences
+    if (flip) z = z * u;
+    return z + sqrt(x[10]) * (a + b);  // x[10] = 0, its tangent 0 in every lane
+}
+
+#define CHAIN_N 11
+
+static void chain_lanes(int flip) {
+    double x[CHAIN_N], seeds[8][CHAIN_N], want[8];
+    for (int i = 0; i < CHAIN_N; i++) x[i] = 0.4 + 0.13 * i - 0.05 * flip;
+    x[10] = 0;
+    for (int k = 0; k < 8; k++) {
+        for (int i = 0; i < CHAIN_N; i++) seeds[k][i] = cos(1.0 + 0.7 * k + 0.3 * i);
+        seeds[k][10] = 0;
+        want[k] = __enzyme_fwddiff((void *)chain, enzyme_dup, x, seeds[k], enzyme_const, flip);
+        double xp[CHAIN_N], xm[CHAIN_N], step = 1e-4;  // the scalar call against central differences
+        for (int i = 0; i < CHAIN_N; i++) xp[i] = x[i] + step * seeds[k][i], xm[i] = x[i] - step * seeds[k][i];
+        check("chain scalar call vs central differences", k, want[k], (chain(xp, flip) - chain(xm, flip)) / (2 * step), 1e-5);
+    }
+    vec3 w3 = __enzyme_fwddiff3((void *)chain, enzyme_width, 3, enzyme_dupv, (long)sizeof(seeds[0]), x, seeds,
+                                enzyme_const, flip);
+    for (int k = 0; k < 3; k++) check("chain width 3", k, w3.d[k], want[k], 1e-12);
+    vec8 w8 = __enzyme_fwddiff8((void *)chain, enzyme_width, 8, enzyme_dupv, (long)sizeof(seeds[0]), x, seeds,
+                                enzyme_const, flip);
+    for (int k = 0; k < 8; k++) check("chain width 8", k, w8.d[k], want[k], 1e-12);
+}
+
 int main(int argc, char **argv) {
     (void)argv;
     scalar_widths(argc + 2);
@@ -234,6 +275,8 @@ int main(int argc, char **argv) {
     heat_lanes(N + argc - 1, 4 + argc);
     scratch_lanes(N + argc - 1);
     function_argument_lanes(N + argc - 1);
+    chain_lanes(argc - 1);
+    chain_lanes(argc);
     printf("%d failures\n", failures);
     return failures != 0;
 }

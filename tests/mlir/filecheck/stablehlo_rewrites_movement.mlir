@@ -275,15 +275,22 @@ func.func @add_pads(%x: tensor<3xf64>, %y: tensor<3xf64>) -> tensor<8xf64> {
   func.return %s : tensor<8xf64>
 }
 
-// The adjoint of a slice (a zero pad) times a large operand: multiply the window only.
+// The adjoint of a slice (a zero pad) times a large operand known to be finite (here
+// converted from integers): multiply the window only. An operand that may be infinite
+// or NaN keeps the product (0 * inf is NaN in jax.grad's derivative too).
 // CHECK-LABEL: func.func @multiply_zero_padded
-// CHECK:         %[[W:.*]] = "stablehlo.slice"(%y) <{start_indices = array<i64: 1, 0>, limit_indices = array<i64: 6, 4>, strides = array<i64: 2, 1>}> : (tensor<8x4xf64>) -> tensor<3x4xf64>
+// CHECK:         %[[K:.*]] = "stablehlo.pad"(%x, %{{.*}})
+// CHECK-NEXT:    %[[S:.*]] = "stablehlo.slice"(%yi) <{start_indices = array<i64: 1, 0>, limit_indices = array<i64: 6, 4>, strides = array<i64: 2, 1>}> : (tensor<8x4xi64>) -> tensor<3x4xi64>
+// CHECK-NEXT:    %[[W:.*]] = "stablehlo.convert"(%[[S]]) : (tensor<3x4xi64>) -> tensor<3x4xf64>
 // CHECK-NEXT:    %[[M:.*]] = "stablehlo.multiply"(%x, %[[W]]) : (tensor<3x4xf64>, tensor<3x4xf64>) -> tensor<3x4xf64>
 // CHECK-NEXT:    %[[P:.*]] = "stablehlo.pad"(%[[M]], %{{.*}}) <{edge_padding_low = array<i64: 1, 0>, edge_padding_high = array<i64: 2, 0>, interior_padding = array<i64: 1, 0>}>
-// CHECK-NEXT:    func.return %[[P]]
-func.func @multiply_zero_padded(%x: tensor<3x4xf64>, %y: tensor<8x4xf64>) -> tensor<8x4xf64> {
+// CHECK-NEXT:    %[[N:.*]] = "stablehlo.multiply"(%y, %[[K]])
+// CHECK-NEXT:    func.return %[[P]], %[[N]]
+func.func @multiply_zero_padded(%x: tensor<3x4xf64>, %yi: tensor<8x4xi64>, %y: tensor<8x4xf64>) -> (tensor<8x4xf64>, tensor<8x4xf64>) {
   %z = "stablehlo.constant"() <{value = dense<0.000000e+00> : tensor<f64>}> : () -> tensor<f64>
   %p = "stablehlo.pad"(%x, %z) <{edge_padding_low = array<i64: 1, 0>, edge_padding_high = array<i64: 2, 0>, interior_padding = array<i64: 1, 0>}> : (tensor<3x4xf64>, tensor<f64>) -> tensor<8x4xf64>
-  %m = "stablehlo.multiply"(%y, %p) : (tensor<8x4xf64>, tensor<8x4xf64>) -> tensor<8x4xf64>
-  func.return %m : tensor<8x4xf64>
+  %yf = "stablehlo.convert"(%yi) : (tensor<8x4xi64>) -> tensor<8x4xf64>
+  %m = "stablehlo.multiply"(%yf, %p) : (tensor<8x4xf64>, tensor<8x4xf64>) -> tensor<8x4xf64>
+  %n = "stablehlo.multiply"(%y, %p) : (tensor<8x4xf64>, tensor<8x4xf64>) -> tensor<8x4xf64>
+  func.return %m, %n : tensor<8x4xf64>, tensor<8x4xf64>
 }

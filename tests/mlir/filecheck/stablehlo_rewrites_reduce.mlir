@@ -103,3 +103,14 @@ func.func @lapack_call_repeated(%x: tensor<4x4xf64>, %y: tensor<4x4xf64>) -> (te
   %c, %r, %k = "stablehlo.custom_call"(%y) <{api_version = 1 : i32, backend_config = "", call_target_name = "lapack_dgetrf_ffi", operand_layouts = [dense<[0, 1]> : tensor<2xindex>], result_layouts = [dense<[0, 1]> : tensor<2xindex>, dense<0> : tensor<1xindex>, dense<> : tensor<0xindex>]}> {mhlo.backend_config = {}, mhlo.frontend_attributes = {num_batch_dims = "0"}} : (tensor<4x4xf64>) -> (tensor<4x4xf64>, tensor<4xi32>, tensor<i32>)
   func.return %a, %p, %b, %c : tensor<4x4xf64>, tensor<4xi32>, tensor<4x4xf64>, tensor<4x4xf64>
 }
+
+// an SVD none of whose results is read (as the mode-N gesdd of svd(compute_uv=False)
+// once the rule's mode-S call merged with another): gone; the one whose values are read stays
+// CHECK-LABEL: func.func @lapack_call_unused
+// CHECK-NEXT:    %[[A:.*]], %[[P:.*]], %{{.*}} = "stablehlo.custom_call"(%x)
+// CHECK-NEXT:    func.return %[[A]], %[[P]]
+func.func @lapack_call_unused(%x: tensor<4x4xf64>, %y: tensor<4x4xf64>) -> (tensor<4x4xf64>, tensor<4xi32>) {
+  %a, %p, %i = "stablehlo.custom_call"(%x) <{api_version = 1 : i32, backend_config = "", call_target_name = "lapack_dgetrf_ffi", operand_layouts = [dense<[0, 1]> : tensor<2xindex>], result_layouts = [dense<[0, 1]> : tensor<2xindex>, dense<0> : tensor<1xindex>, dense<> : tensor<0xindex>]}> {mhlo.backend_config = {}, mhlo.frontend_attributes = {num_batch_dims = "0"}} : (tensor<4x4xf64>) -> (tensor<4x4xf64>, tensor<4xi32>, tensor<i32>)
+  %c, %r, %k = "stablehlo.custom_call"(%y) <{api_version = 1 : i32, backend_config = "", call_target_name = "lapack_dgetrf_ffi", operand_layouts = [dense<[0, 1]> : tensor<2xindex>], result_layouts = [dense<[0, 1]> : tensor<2xindex>, dense<0> : tensor<1xindex>, dense<> : tensor<0xindex>]}> {mhlo.backend_config = {}, mhlo.frontend_attributes = {num_batch_dims = "0"}} : (tensor<4x4xf64>) -> (tensor<4x4xf64>, tensor<4xi32>, tensor<i32>)
+  func.return %a, %p : tensor<4x4xf64>, tensor<4xi32>
+}

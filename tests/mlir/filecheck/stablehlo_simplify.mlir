@@ -64,15 +64,18 @@ func.func @reshape_convert_select_negate(%x: tensor<2x3xf64>, %p: tensor<2x3xi1>
   func.return %b, %f : tensor<3x2xf64>, tensor<2x3xf64>
 }
 
-// The adjoint of a slice (a zero pad) times a large operand: multiply the window only.
+// The adjoint of a slice (a zero pad) times a large operand known to be finite
+// (converted from integers): multiply the window only.
 // CHECK-LABEL: func.func @padded_product
-// CHECK:         %[[W:.*]] = "stablehlo.slice"(%y) <{start_indices = array<i64: 1, 0>, limit_indices = array<i64: 6, 4>, strides = array<i64: 2, 1>}> : (tensor<8x4xf64>) -> tensor<3x4xf64>
+// CHECK:         %[[S:.*]] = "stablehlo.slice"(%yi) <{start_indices = array<i64: 1, 0>, limit_indices = array<i64: 6, 4>, strides = array<i64: 2, 1>}> : (tensor<8x4xi32>) -> tensor<3x4xi32>
+// CHECK-NEXT:    %[[W:.*]] = "stablehlo.convert"(%[[S]]) : (tensor<3x4xi32>) -> tensor<3x4xf64>
 // CHECK-NEXT:    %[[M:.*]] = "stablehlo.multiply"(%x, %[[W]]) : (tensor<3x4xf64>, tensor<3x4xf64>) -> tensor<3x4xf64>
 // CHECK-NEXT:    %[[P:.*]] = "stablehlo.pad"(%[[M]], %{{.*}}) <{edge_padding_low = array<i64: 1, 0>, edge_padding_high = array<i64: 2, 0>, interior_padding = array<i64: 1, 0>}>
 // CHECK-NEXT:    func.return %[[P]]
-func.func @padded_product(%x: tensor<3x4xf64>, %y: tensor<8x4xf64>) -> tensor<8x4xf64> {
+func.func @padded_product(%x: tensor<3x4xf64>, %yi: tensor<8x4xi32>) -> tensor<8x4xf64> {
   %z = "stablehlo.constant"() <{value = dense<0.000000e+00> : tensor<f64>}> : () -> tensor<f64>
   %p = "stablehlo.pad"(%x, %z) <{edge_padding_low = array<i64: 1, 0>, edge_padding_high = array<i64: 2, 0>, interior_padding = array<i64: 1, 0>}> : (tensor<3x4xf64>, tensor<f64>) -> tensor<8x4xf64>
+  %y = "stablehlo.convert"(%yi) : (tensor<8x4xi32>) -> tensor<8x4xf64>
   %m = "stablehlo.multiply"(%y, %p) : (tensor<8x4xf64>, tensor<8x4xf64>) -> tensor<8x4xf64>
   func.return %m : tensor<8x4xf64>
 }
