@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from zymase.api_aliasing import check_aliased_arguments, njit_overlap_checks
 from zymase.errors import ZymaseError
 from zymase.frontends import numba as zn
 from zymase.njit_call_site import naming_the_call_site
@@ -469,7 +470,9 @@ class Transformed:
         p = self.plan(argtys)
         glue = _Names(self.names)
         np_n, call_n, seed_n, r, impl_n = (glue.fresh(b) for b in ("np", "call", "seed_t", "r", "impl"))
-        lines, kargs, shadows = [], [], {}
+        # arrays that overlap at run time where f writes (njit_overlap_checks): refused
+        lines, env = njit_overlap_checks(self.disp, self.names, argtys, self.api, glue.fresh("overlap"))
+        kargs, shadows = [], {}
         for i, (t, a) in enumerate(zip(argtys, p.activities)):
             kargs.append(self.names[i])
             if zn.has_shadow(a):
@@ -484,7 +487,7 @@ class Transformed:
         g = grads[0] if self.single else "(" + "".join(x + ", " for x in grads) + ")"
         ret = f"({r}[0], {g})" if self.with_value else g
         src = f"def {impl_n}({', '.join(self.names)}):\n" + "\n".join(lines) + f"\n    return {ret}\n"
-        return _exec(src, {np_n: np, call_n: p.call, seed_n: _np_dtype(seed_t)}, impl_n)
+        return _exec(src, {np_n: np, call_n: p.call, seed_n: _np_dtype(seed_t), **env}, impl_n)
 
     def __call__(self, *args, **kwargs):
         if kwargs:
@@ -494,6 +497,7 @@ class Transformed:
                               hint="pass every argument by position")
         args = _with_defaults(self.disp, self.names, args, "pass every positional argument")
         argtys = tuple(_typeof(a, _label(self.names, i)) for i, a in enumerate(args))
+        check_aliased_arguments(self.disp, self.names, args, self.api)
         p = self.plan(argtys)
         # From Python the kernel is called through one small njit function taking the
         # kernel's arguments, the shadows made here with NumPy as the trampoline's glue

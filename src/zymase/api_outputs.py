@@ -26,6 +26,7 @@ from zymase.api import (
     _is_real_number, _is_zero, _label, _Names, _np_dtype, _options, _param_names, _short, _tangent_activity,
     _typeof, _with_defaults, _with_shadow_type, _zeros,
 )
+from zymase.api_aliasing import check_aliased_arguments
 from zymase.errors import ZymaseError
 from zymase.frontends import numba as zn
 
@@ -372,6 +373,7 @@ def jvp(f, primals, tangents, *, preopt: bool = True, cache: bool | None = None,
     from numba.core import types
 
     rt = _result_type(disp, prim, "jvp")
+    check_aliased_arguments(disp, names, primals, "jvp")
     if not isinstance(rt, types.Float):
         lin = _Linear(disp, opts, primals, "jvp")
         values, dvalues = lin.push(tuple(None if not zn.has_shadow(a) else t for t, a in zip(tangents, acts)))
@@ -405,6 +407,7 @@ def vjp(f, *primals, preopt: bool = True, cache: bool | None = None,
         raise _arity_error(disp, names, len(primals), "pass one primal per parameter")
     prim = tuple(_typeof(x, _label(names, i)) for i, x in enumerate(primals))
     rt = _result_type(disp, prim, "vjp")
+    check_aliased_arguments(disp, names, primals, "vjp")
     from numba.core import types
 
     if not isinstance(rt, types.Float):
@@ -554,6 +557,7 @@ def _jacobian_transform(f, argnums, opts_in, api_name: str, direction: str):
         args = _with_defaults(disp, names, args, "pass every positional argument")
         if len(args) != len(names):
             raise _arity_error(disp, names, len(args), "pass every positional argument")
+        check_aliased_arguments(disp, names, args, api_name)
         lin = _Linear(disp, opts, tuple(_copy(a) for a in args), api_name)
         for k in nums:
             _grad_activity(lin.prim[k], _label(names, k))  # integers have no derivative

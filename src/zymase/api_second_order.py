@@ -31,6 +31,7 @@ from zymase.api import (
     _short, _tangent_activity, _typeof, _with_defaults, _with_shadow_type, _zeros,
 )
 from zymase.api_outputs import _flatten, _picked, _zero_tangent, assemble_forward
+from zymase.api_aliasing import check_aliased_arguments
 from zymase.errors import ZymaseError
 from zymase.frontends import numba as zn
 
@@ -168,6 +169,7 @@ _nested_cache: dict = {}
 
 def _nested(disp, opts, names, args, api_name: str) -> _Nested:
     prim = tuple(_typeof(x, _label(names, i)) for i, x in enumerate(args))
+    check_aliased_arguments(disp, names, args, api_name)
     return _nested_at(disp, opts, names, prim, api_name)
 
 

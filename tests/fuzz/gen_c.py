@@ -269,7 +269,12 @@ class CProgram:
         elif kind == "reduce":
             t = self.new_scalar(sc, out, ind, "0.0")
             out.append(f"{ind}for (int i = 0; i < n; i++)")
-            out.append(f"{ind}    {t} += {self.expr(sc, 2, 'i')};")
+            e = self.expr(sc, 2, "i")
+            if re.search(rf"\b{t}\b", e):
+                # the sum reads itself: unbounded, it grows like t -= t**4 (seed 100008
+                # overflowed); bounded, the sum grows by at most 0.5 an iteration
+                e = f"({e} / (1.0 + {e} * {e}))"
+            out.append(f"{ind}    {t} += {e};")
         elif kind == "scan" and writable:
             a = r.choice(writable)
             out.append(f"{ind}for (int i = 1; i < n; i++)")

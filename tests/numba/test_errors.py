@@ -349,3 +349,18 @@ def test_missing_rule_in_numbas_math_helpers_says_what_to_do():
 
     with _raises("no derivative rule for external function 'numba_frexp'.*Numba's C helper"):
         zymase.grad(with_frexp)(2.5)
+
+
+@njit(debug=True)
+def _debug_array_expression(x):
+    return np.sum(x * x) + x[0]
+
+
+def test_debug_true_functions_are_differentiated():
+    # the hint of every Numba-path error says to compile with @njit(debug=True); until
+    # session 25 that broke functions with an array expression: its helpers' headers end
+    # in "!dbg !N", and the "alwaysinline" zymase adds went after it (invalid LLVM IR)
+    g = zymase.grad(_debug_array_expression)(X.copy())
+    want = 2 * X
+    want[0] += 1.0
+    np.testing.assert_allclose(g, want, rtol=1e-12)

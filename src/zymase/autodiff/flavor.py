@@ -558,6 +558,13 @@ class StdFlavor(Flavor):
             return emitter.v(cls(args[0], args[1]))
         if name == "fma":
             return emitter.add(emitter.mul(args[0], args[1]), args[2])
+        if name == "digamma":  # lgamma's and tgamma's derivatives: zymase defines it (in f64)
+            from zymase.autodiff.special import ensure_digamma
+
+            t = args[0].type
+            x = args[0] if str(t) == "f64" else emitter.v(self.fconv(args[0], Float64Type()))
+            psi = emitter.v(func.CallOp(ensure_digamma(emitter.module, "func"), [x], [Float64Type()]))
+            return psi if str(t) == "f64" else emitter.v(self.fconv(psi, t))
         raise ZymaseError(f"no math op for '{name}' in func/arith/math", construct=name)
 
     def br(self, dest, args):

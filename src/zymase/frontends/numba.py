@@ -149,7 +149,11 @@ def mark_callees_inline(text: str, entries) -> str:
         # f itself goes into the status wrapper (see kernel_ir)
         if ((head.startswith("define linkonce_odr ") or name in entries) and head.endswith("{")
                 and not keeps_out_of_line and b - a <= _INLINE_MAX_LINES):
-            lines[a] = head[:-1].rstrip() + " alwaysinline {"
+            # an attribute goes before the metadata attachments (debug=True's !dbg !N)
+            body = head[:-1].rstrip()
+            attached = re.search(r"(\s+![\w.]+\s+!\d+)+$", body)
+            cut = attached.start() if attached else len(body)
+            lines[a] = body[:cut] + " alwaysinline" + body[cut:] + " {"
     return "\n".join(lines) + "\n"
 
 
