@@ -22,8 +22,10 @@ def __getattr__(name):
 
         return zymase.autodiff
     if name in _API:
-        from zymase import api
+        from zymase.collect_rarely import collecting_garbage_rarely
 
+        with collecting_garbage_rarely():  # the first import loads the engine
+            from zymase import api
         return getattr(api, name)
     raise AttributeError(f"module 'zymase' has no attribute {name!r}")
 

@@ -515,9 +515,12 @@ class Transformed:
         if call is None:
             import numba
 
+            from zymase.collect_rarely import collecting_garbage_rarely
+
             t0 = time.perf_counter()
             call = self._callers[argtys] = _caller(p)
-            call.compile(tuple(numba.typeof(v) for v in kargs))
+            with collecting_garbage_rarely():
+                call.compile(tuple(numba.typeof(v) for v in kargs))
             p.kernel.record.phases["caller"] = time.perf_counter() - t0
         r = call(*kargs)
         slots = _result_slots(argtys, p.activities)

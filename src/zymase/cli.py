@@ -11,7 +11,6 @@ import subprocess
 import sys
 import tempfile
 import traceback
-from contextlib import contextmanager
 from pathlib import Path
 
 from zymase.errors import ZymaseError
@@ -84,32 +83,11 @@ def main(argv: list[str] | None = None) -> int:
         print(COMMAND_USAGE[cmd], end="")
         return 0
     if cmd in ("cc", "c++", "run", "opt"):
-        with _collecting_garbage_rarely():
+        from zymase.collect_rarely import collecting_garbage_rarely
+
+        with collecting_garbage_rarely():
             return _with_semantics(commands[cmd], rest)
     return _guard(commands[cmd], rest)
-
-
-#: the cyclic collector's first threshold in a build process (Python's default: 700)
-BUILD_GC_THRESHOLD = 50_000
-
-
-@contextmanager
-def _collecting_garbage_rarely():
-    """A build allocates objects by the hundred thousand (xDSL's dialect classes at
-    import, then ops, attributes and uses) and frees few: with Python's default
-    threshold the cyclic collector ran 250 times on the hand workload, 24 of them over
-    the older, growing generations, about 10% of the import and AD phases' CPU (issue
-    29). Collecting every 50,000 allocations (29 and 2 times) left the peak memory as it
-    was (141 MB). The threshold is restored afterwards (the
-    tests call ``main`` in their own process)."""
-    import gc
-
-    saved = gc.get_threshold()
-    gc.set_threshold(BUILD_GC_THRESHOLD, *saved[1:])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*saved)
 
 
 _NO_STRONG_ZERO = "--no-strong-zero"

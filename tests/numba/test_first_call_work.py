@@ -125,3 +125,182 @@ def test_python_call_compiles_one_small_function():
         assert twice(0.5, x, 0.25)[0] == ga
     assert g.trampoline.py_func.__qualname__ in seen["cfunc"] and "impl" in seen["machine code"], seen
     assert "impl" not in seen["cfunc"], seen  # (Numba's own overloads are "ol_....impl")
+
+
+def _cube(v):
+    """A function only this test module overloads: no other compile has typed it."""
+    raise NotImplementedError
+
+
+@numba.extending.overload(_cube)
+def _cube_overload(v):
+    def impl(v):
+        return v * v * v
+
+    return impl
+
+
+@njit
+def _cubes(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += _cube(x[i])
+    return s
+
+
+@njit
+def _scaled_cubes(x, a):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += a * _cube(x[i])
+    return s
+
+
+@contextmanager
+def _overloads_built():
+    """The @overload implementations Numba types and compiles while the block runs
+    (the Python functions behind them, by name)."""
+    from numba.core.typing.templates import _OverloadFunctionTemplate
+
+    built = []
+    build = _OverloadFunctionTemplate._build_impl
+
+    def counted(template, *args, **kwargs):
+        built.append(template._overload_func.__name__)
+        return build(template, *args, **kwargs)
+
+    _OverloadFunctionTemplate._build_impl = counted
+    try:
+        yield built
+    finally:
+        _OverloadFunctionTemplate._build_impl = build
+
+
+def test_private_copies_share_their_overloads_and_give_them_no_machine_code():
+    # issue 29 (first grad call, and the Numba tests' time): every private copy compiled
+    # the @overload implementations it needs again from nothing (typing, lowering and,
+    # through their C-callable wrapper, machine code nothing runs); a slice assignment's
+    # overloads made the copy as slow as the user's whole compile. Now the copies keep
+    # their own unoptimized implementations across kernels, IR only.
+    x = np.linspace(0.2, 1.3, 7)
+    with _counting() as seen, _overloads_built() as built:
+        ir = zn.numba_ir(_cubes, (numba.typeof(x),))
+    assert built == ["_cube_overload"]
+    # (Numba's runtime library "nrt" gets its machine code on its first use in a process)
+    seen["machine code"] = [name for name in seen["machine code"] if name != "nrt"]
+    assert seen == {"machine code": [], "cpython": [], "cfunc": []}, seen
+    assert "alwaysinline" not in ir.text
+    with _counting() as seen, _overloads_built() as built:
+        g = zymase.grad(_scaled_cubes, (0, 1), cache=False)(x, 0.5)
+    assert built == [], built  # the first copy's implementation, reused
+    assert seen["machine code"] == ["kernel_call"], seen  # the caller from Python only
+    np.testing.assert_allclose(g[0], 1.5 * x * x, rtol=1e-14)
+    assert math.isclose(g[1], float(np.sum(x ** 3)), rel_tol=1e-14)
+    # the user's own compiles afterwards build Numba's implementation, with machine code
+    with _overloads_built() as built:
+        assert math.isclose(_cubes(x), float(np.sum(x ** 3)), rel_tol=1e-14)
+        assert math.isclose(_scaled_cubes(x, 0.5), 0.5 * float(np.sum(x ** 3)), rel_tol=1e-14)
+    assert built == ["_cube_overload"], built
+
+
+@njit
+def _damped(x, a):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += math.exp(-a * x[i]) * x[i]
+    return s
+
+
+def test_the_function_is_not_carried_beside_its_inlined_body():
+    # issue 29: Numba defines f with external linkage, so after the always-inliner had
+    # put it into the kernel's status wrapper, its own body went on through the pre-AD
+    # passes, the reader and the writer, which nothing called
+    from zymase.llvm import toolchain
+
+    x = np.linspace(0.1, 0.9, 6)
+    entry = zn.numba_ir(_damped, (numba.typeof(x), numba.float64)).entry
+    inlined = []
+    inline_always = toolchain.inline_always
+
+    def keep(text):
+        inlined.append(inline_always(text))
+        return inlined[-1]
+
+    toolchain.inline_always = keep
+    try:
+        g = zymase.grad(_damped, (0, 1), cache=False)(x, 0.5)
+    finally:
+        toolchain.inline_always = inline_always
+    assert len(inlined) == 1 and f"@{entry}(" not in inlined[0]
+    e = np.exp(-0.5 * x)
+    np.testing.assert_allclose(g[0], e * (1 - 0.5 * x), rtol=1e-14)
+    assert math.isclose(g[1], float(-np.sum(x * x * e)), rel_tol=1e-14)
+
+
+def test_what_is_not_only_called_keeps_its_linkage():
+    wrapper = "define internal void @w(ptr %p) {\n  %s = call i32 @f(ptr %p)\n  ret void\n}\n"
+    f = "define i32 @f(ptr %p) {\n  ret i32 0\n}\n"
+    assert zn.discard_once_inlined(f + wrapper, ("f",)).startswith("define linkonce_odr i32 @f(")
+    assert zn.discard_once_inlined(f, ("f",)) == f  # called nowhere: the sparsity analysis reads it
+    recursive = "define i32 @f(ptr %p) {\n  %s = call i32 @f(ptr %p)\n  ret i32 %s\n}\n"
+    assert zn.discard_once_inlined(recursive + wrapper, ("f",)).startswith("define i32 @f(")
+    taken = wrapper + "define internal void @v() {\n  store ptr @f, ptr null\n  ret void\n}\n"
+    assert "define i32 @f(" in zn.discard_once_inlined(f + taken, ("f",))
+    passed = "define internal void @u(ptr %p) {\n  call void @g(ptr @f)\n  ret void\n}\n"
+    assert "define i32 @f(" in zn.discard_once_inlined(f + wrapper + passed, ("f",))
+    assert zn.discard_once_inlined(f + wrapper, ("other",)) == f + wrapper
+
+
+@njit
+def _softplus_sum(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += math.log1p(math.exp(x[i]))
+    return s
+
+
+def test_the_build_collects_garbage_rarely_and_puts_the_threshold_back():
+    # issue 29: at Python's default threshold the cyclic collector ran hundreds of times
+    # over the build's growing heap (11-12% of GMM's first grad call)
+    import gc
+
+    from zymase import collect_rarely
+    from zymase.frontends import numba_copy
+
+    saved = gc.get_threshold()
+    seen = {}
+    copy, compile_kernel = numba_copy._numba_ir, zn._compile_kernel
+
+    def copy_seen(*args):
+        seen["copy"] = gc.get_threshold()[0]
+        return copy(*args)
+
+    def kernel_seen(*args):
+        seen["kernel"] = gc.get_threshold()[0]
+        return compile_kernel(*args)
+
+    numba_copy._numba_ir, zn._compile_kernel = copy_seen, kernel_seen
+    try:
+        gc.set_threshold(700, *saved[1:])
+        x = np.linspace(-1.0, 1.0, 5)
+        g = zymase.grad(_softplus_sum, cache=False)(x)
+        assert gc.get_threshold()[0] == 700
+    finally:
+        numba_copy._numba_ir, zn._compile_kernel = copy, compile_kernel
+        gc.set_threshold(*saved)
+    assert seen == {"copy": collect_rarely.BUILD_GC_THRESHOLD, "kernel": collect_rarely.BUILD_GC_THRESHOLD}
+    np.testing.assert_allclose(g, 1 / (1 + np.exp(-x)), rtol=1e-14)
+    # nested builds restore once, at the end; a threshold of 0 (collection off) is kept
+    try:
+        gc.set_threshold(700, *saved[1:])
+        with collect_rarely.collecting_garbage_rarely():
+            with collect_rarely.collecting_garbage_rarely():
+                pass
+            assert gc.get_threshold()[0] == collect_rarely.BUILD_GC_THRESHOLD
+        assert gc.get_threshold()[0] == 700
+        gc.set_threshold(0, *saved[1:])
+        with collect_rarely.collecting_garbage_rarely():
+            assert gc.get_threshold()[0] == 0
+        assert gc.get_threshold()[0] == 0
+    finally:
+        gc.set_threshold(*saved)

@@ -23,11 +23,11 @@ Pipeline, for one function, argument types and activities:
    O3 pipeline and MCJIT. Numba's runtime helpers (``NRT_incref``/``NRT_decref``/
    ``NRT_MemInfo_data_fast``) are kept as calls through AD (the memory model knows
    them) and their definitions are put back before the final pipeline inlines them.
-4. **Linking.** The final module is compiled by Numba's own JIT (the engine that
-   resolves Numba's runtime symbols; a separate MCJIT engine was seen to bind one to
-   address 0), every function but the kernel made ``internal`` (MCJIT drops
-   ``linkonce_odr`` definitions). The kernel's address is also published with
-   ``llvmlite.binding.add_symbol``; an intrinsic in :mod:`zymase.api` declares the
+4. **Linking.** The final module, every function but the kernel made ``internal``
+   (MCJIT drops ``linkonce_odr`` definitions), is compiled by an MCJIT engine of its
+   own (:func:`_jit_in_numba`; Numba's runtime symbols resolve through LLVM's
+   process-wide table, where Numba registers them). The kernel's address is published
+   with ``llvmlite.binding.add_symbol``; an intrinsic in :mod:`zymase.api` declares the
    kernel by name and calls it from njit code.
 
 Kernels are cached in memory per (function, argument types, activities, options), and
@@ -47,6 +47,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from zymase.autodiff.names import ABANDON
+from zymase.collect_rarely import collecting_garbage_rarely
 from zymase.autodiff.rules.numba_linalg import LINALG_WITH_RULES
 from zymase.autodiff.rules.numba_linalg import NUMPY_NAMES as NUMPY_LINALG
 from zymase.errors import ZymaseError
@@ -154,6 +155,34 @@ def mark_callees_inline(text: str, entries) -> str:
             cut = attached.start() if attached else len(body)
             lines[a] = body[:cut] + " alwaysinline" + body[cut:] + " {"
     return "\n".join(lines) + "\n"
+
+
+def discard_once_inlined(text: str, entries) -> str:
+    """Give ``linkonce_odr`` linkage, which Numba's callees have, to the ``entries``
+    whose every use is a direct call from another function (f, called only by its
+    status wrapper), so that the always-inliner deletes them once it has inlined them.
+    Numba defines f with external linkage: a second copy of its body, which nothing
+    calls, went through the pre-AD passes, the reader and the writer (issue 29: a
+    third of the pre-AD work on GMM) before the final pipeline dropped it. A function
+    called nowhere (the sparsity analysis reads f itself), calling itself or whose
+    address is taken keeps its linkage."""
+    lines, fns = _functions(text)
+    for name, a, _ in fns:
+        if name not in entries or not lines[a].startswith("define ") or _LINKAGE_WORD.match(lines[a], 7):
+            continue
+        use = re.compile(rf"@{re.escape(_q(name))}(?![\w.$-])")
+        inside = [(a2, b2) for n2, a2, b2 in fns if n2 != name]
+        uses = [i for i, ln in enumerate(lines) if i != a and use.search(ln)]
+        if uses and all(len(use.findall(lines[i])) == 1 and _DIRECT_CALL.match(lines[i])
+                        and use.search(lines[i].split(" call ", 1)[1].split("(", 1)[0])
+                        and any(a2 < i < b2 for a2, b2 in inside) for i in uses):
+            lines[a] = "define linkonce_odr " + lines[a][len("define "):]
+    return "\n".join(lines) + "\n"
+
+
+_LINKAGE_WORD = re.compile(r"(?:private|internal|available_externally|linkonce|weak|common|appending|extern_weak|"
+                           r"linkonce_odr|weak_odr|external)\b")
+_DIRECT_CALL = re.compile(r"^\s+(?:%[\w.$-]+ = )?(?:(?:tail|musttail|notail) )?call ")
 
 
 _BLOCK_LABEL = re.compile(r"^([\w.$-]+):")
@@ -560,7 +589,8 @@ def get_kernel(disp, argtypes: tuple, spec: KernelSpec, *, cache: bool = False, 
         if k is None:
             while True:
                 try:
-                    k = _compile_kernel(disp, tuple(argtypes), spec, cache)
+                    with collecting_garbage_rarely():
+                        k = _compile_kernel(disp, tuple(argtypes), spec, cache)
                     break
                 except ZymaseError as err:
                     acts = _promotion(numba_ir(disp, tuple(argtypes)), spec, err)
@@ -825,8 +855,9 @@ def differentiate_numba_ir(ir: NumbaIR, spec: KernelSpec, symbol: str, rec: Comp
         with _phase(rec, "inline"):
             # inline first and prune the reference counts then, while each call's
             # incref/decref pairs still sit in blocks that dominate each other
-            text = toolchain.inline_always(mark_callees_inline(unroll_integer_powers(text),
-                                                                (ir.entry, *ir.inline_too)))
+            entries = (ir.entry, *ir.inline_too)
+            text = toolchain.inline_always(discard_once_inlined(
+                mark_callees_inline(unroll_integer_powers(text), entries), entries))
         with _phase(rec, "refprune"):
             text = toolchain.prune_refcounts(text)
         with _phase(rec, "preopt"):

@@ -192,29 +192,46 @@ def _numba_unoptimized():
     allocation): one the user's code compiled first is linked in as its -O3 library,
     whose NRT helpers are declarations (``NRT_MemInfo_data_fast`` lives in Numba's own
     engine), so a kernel built from it called address 0. That cache is set aside too,
-    and the copy's unoptimized (machine-code-less) entries are dropped afterwards, so
-    the user's later compiles never link them."""
+    and the user's later compiles never link the copy's unoptimized entries.
+
+    The copies' own caches (:data:`_COPY_CACHES`) are kept from one copy to the next:
+    an implementation is typed and lowered once per process, not once per kernel (a
+    slice assignment's overloads cost as much as the rest of the function's compile).
+    The implementations compiled for a copy get no C-callable wrapper, hence no machine
+    code (:func:`_ir_only`): like the copy, they are only linked into it as IR."""
     from numba.core import config
     from numba.core.compiler_lock import global_compiler_lock
     from numba.core.registry import cpu_target
 
     with global_compiler_lock:
         old = config.OPT
-        saved = [(c, c._impl_cache, c._compiled_overloads) for c in _overload_templates()]
+        saved = [(c, c._impl_cache, c._compiled_overloads, c.__dict__.get("_jit_options"))
+                 for c in _overload_templates()]
         context = cpu_target.target_context
         subroutines = context.cached_internal_func
         config.OPT = type(old)(0) if isinstance(old, int) else 0
-        for c, _, _ in saved:
-            c._impl_cache, c._compiled_overloads = {}, {}
-        context.cached_internal_func = {}
+        for c, _, _, options in saved:
+            c._impl_cache, c._compiled_overloads = _COPY_CACHES.setdefault(c, ({}, {}))
+            if options is not None:
+                c._jit_options = {**options, "no_cfunc_wrapper": True}
+        context.cached_internal_func = _COPY_SUBROUTINES
         try:
             with _ir_only():
                 yield
         finally:
             config.OPT = old
-            for c, impl, compiled in saved:
+            for c, impl, compiled, options in saved:
                 c._impl_cache, c._compiled_overloads = impl, compiled
+                if options is not None:
+                    c._jit_options = options
             context.cached_internal_func = subroutines
+
+
+#: the private copies' caches of @overload implementations, per template class
+#: (``_impl_cache``, ``_compiled_overloads``), and of Numba's subroutines
+#: (``cached_internal_func``): all compiled unoptimized and IR only, for copies alone
+_COPY_CACHES: dict = {}
+_COPY_SUBROUTINES: dict = {}
 
 
 @contextmanager
@@ -295,8 +312,11 @@ def numba_ir(disp, argtypes: tuple, serial: bool = False) -> NumbaIR:
     with _lock:
         ir = _ir_cache.get(key)
         if ir is None:
+            from zymase.collect_rarely import collecting_garbage_rarely
+
             t0 = time.perf_counter()
-            ir = _ir_cache[key] = _numba_ir(disp, tuple(argtypes), serial)
+            with collecting_garbage_rarely():
+                ir = _ir_cache[key] = _numba_ir(disp, tuple(argtypes), serial)
             ir.seconds = time.perf_counter() - t0
         return ir
 
