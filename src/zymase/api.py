@@ -471,7 +471,8 @@ class Transformed:
         glue = _Names(self.names)
         np_n, call_n, seed_n, r, impl_n = (glue.fresh(b) for b in ("np", "call", "seed_t", "r", "impl"))
         # arrays that overlap at run time where f writes (njit_overlap_checks): refused
-        lines, env = njit_overlap_checks(self.disp, self.names, argtys, self.api, glue.fresh("overlap"))
+        lines, env = njit_overlap_checks(self.disp, self.names, argtys, self.api, glue.fresh("overlap"),
+                                         glue.fresh("error"))
         kargs, shadows = [], {}
         for i, (t, a) in enumerate(zip(argtys, p.activities)):
             kargs.append(self.names[i])

@@ -91,10 +91,11 @@ def message(api: str, fname: str, first: str, second: str) -> str:
             "what is read through the other)")
 
 
-def njit_overlap_checks(disp, names, argtys, api: str, overlap_name: str) -> tuple[list[str], dict]:
+def njit_overlap_checks(disp, names, argtys, api: str, overlap_name: str,
+                        error_name: str) -> tuple[list[str], dict]:
     """Lines for the glue of njit code calling ``api`` of ``disp`` (a ``grad`` object called
-    from njit code): raise ValueError when two array arguments overlap at run time and the
-    function may write into them (decided here, at typing); and their environment."""
+    from njit code): raise a ZymaseError when two array arguments overlap at run time and
+    the function may write into them (decided here, at typing); and their environment."""
     from numba.core import types
 
     from zymase.api import _label
@@ -111,11 +112,12 @@ def njit_overlap_checks(disp, names, argtys, api: str, overlap_name: str) -> tup
     for k, i in enumerate(arrays):
         for j in arrays[k + 1:]:
             where = f"{written}: " if written else ""
-            text = (f"zymase: error: {where}{message(api, fname, _label(names, i), _label(names, j))}; hint: pass "
+            # one string argument (what njit code can raise); ZymaseError.format adds the prefix
+            text = (f"{where}{message(api, fname, _label(names, i), _label(names, j))}; hint: pass "
                     "the array once and let an njit wrapper pass it twice, or pass a copy")
             lines.append(f"    if {overlap_name}({names[i]}, {names[j]}):")
-            lines.append(f"        raise ValueError({text!r})")
-    return lines, {overlap_name: _overlap_fn()}
+            lines.append(f"        raise {error_name}({text!r})")
+    return lines, {overlap_name: _overlap_fn(), error_name: ZymaseError}
 
 
 def _overlap_impl(a, b):
