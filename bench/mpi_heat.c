@@ -84,45 +84,13 @@ void heat_serial(const double *u0, double *uT, int n, int steps) {
 }
 
 
-// REFERENCE (hand-written adjoint, see the header): the tape of states, kept between calls
-static double *hand_tape;
-static size_t hand_tape_doubles;
-
-// One step of the forward sweep: v = step(u), u[1..n] stored into T
-static void hand_step_taped(const double *restrict u, double *restrict v, double *restrict T, int n) {
-    for (int i = 1; i <= n; i++) {
-        T[i - 1] = u[i];
-        v[i] = u[i] + R * (u[i - 1] - 2 * u[i] + u[i + 1]) - CUBIC * u[i] * u[i] * u[i];
-    }
-}
-
-// The adjoint of one step v = step(u) into du[0..n+1] (dv[1..n] read, then zeroed; T holds
-// u[1..n]): each du element takes its three contributions at once
-#define PARTIAL(u) (1 - 2 * R - 3 * CUBIC * (u) * (u))
-static void hand_step_adjoint(const double *restrict T, double *restrict du, double *restrict dv, int n) {
-    du[0] += R * dv[1];
-    du[n + 1] += R * dv[n];
-    if (n == 1) {
-        du[1] += PARTIAL(T[0]) * dv[1];
-    } else {
-        du[1] += PARTIAL(T[0]) * dv[1] + R * dv[2];
-        du[n] += PARTIAL(T[n - 1]) * dv[n] + R * dv[n - 1];
-        for (int i = 2; i < n; i++)
-            du[i] += PARTIAL(T[i - 1]) * dv[i] + R * (dv[i - 1] + dv[i + 1]);
-    }
-    for (int i = 1; i <= n; i++)
-        dv[i] = 0;
-}
+// REFERENCE (hand-written adjoint, see the header)
+#include "heat_hand_adjoint.h"
 
 // du0 += d sum(duT .* uT) / d u0 of heat(): this rank's part, every rank calling it
 __attribute__((noinline)) static void hand_gradient(const double *u0, double *du0, const double *duT, int n, int steps,
                                                     int rank, int size) {
-    size_t need = (size_t)n * steps;
-    if (need > hand_tape_doubles) {
-        free(hand_tape);
-        hand_tape = malloc(need * sizeof(double));
-        hand_tape_doubles = need;
-    }
+    hand_tape_for(n, steps);
     int right = (rank + 1) % size, left = (rank + size - 1) % size;
     double *a = malloc((n + 2) * sizeof(double)), *b = malloc((n + 2) * sizeof(double));
     for (int i = 0; i < n; i++)
