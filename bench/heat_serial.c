@@ -7,6 +7,22 @@
 //
 // (arguments: cells, steps, rounds; -DCUBIC=0.05 adds mpi_heat.c's nonlinear term.) The
 // last number printed is a checksum of the gradient, equal across builds.
+//
+// Two hand-written adjoints run in the same rounds (REFERENCES, not workloads; compiled in
+// this file with the same flags and layout):
+//   hand         the floor of a derivative that tapes what the reverse needs: the forward
+//                sweep is the primal storing each step's state u (n doubles a step, in a
+//                tape kept between calls, as zymase's is), the reverse sweep reads it back
+//                for the cubic term's partial (1 - 2R - 3 CUBIC u^2: with CUBIC = 0.0 it is
+//                still NaN where u is not finite, so u is needed) in the fastest form found
+//                by hand (the adds gathered per element, the shadow zeroing after them);
+//                its forward and reverse sweeps are also timed apart ("fwd", "rev").
+//   hand-linear  NOT this program's derivative: the reverse sweep alone, without the cubic
+//                term's partial and so without the tape or the forward sweep: what the
+//                derivative would cost if 0 * u could be dropped (-ffinite-math-only
+//                -fno-signed-zeros lets LLVM fold it). It equals the program's derivative
+//                only where every state is finite.
+// Both are checked against zymase's gradient (relative difference printed).
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,12 +51,57 @@ void heat_serial(const double *u0, double *uT, int n, int steps) {
     free(a);
     free(b);
 }
+
 static double cpu(void) { struct timespec ts; clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts); return ts.tv_sec + 1e-9 * ts.tv_nsec; }
+
+// REFERENCE (hand-written adjoint, see the header)
+#include "heat_hand_adjoint.h"
+static double hand_fwd_time, hand_rev_time;  // of the last hand_gradient call
+
+// du0 += d sum(duT .* uT) / d u0, uT = heat_serial(u0): with the tape of states (taped = 1),
+// or the linear part alone without a forward sweep (taped = 0, hand-linear)
+__attribute__((noinline)) static void hand_gradient(const double *u0, double *du0, const double *duT, int n, int steps,
+                                                    int taped) {
+    double t0 = cpu();
+    if (taped) {
+        hand_tape_for(n, steps);
+        double *a = malloc((n + 2) * sizeof(double)), *b = malloc((n + 2) * sizeof(double));
+        for (int i = 0; i < n; i++) a[i + 1] = u0[i];
+        for (int t = 0; t < steps; t++) {
+            a[0] = a[n];
+            a[n + 1] = a[1];
+            hand_step_taped(a, b, hand_tape + (size_t)t * n, n);
+            double *s = a; a = b; b = s;
+        }
+        free(a);
+        free(b);
+    }
+    double t1 = cpu();
+    // da: the adjoint of the state a step reads, db: of the state it writes
+    double *da = calloc(n + 2, sizeof(double)), *db = calloc(n + 2, sizeof(double));
+    for (int i = 0; i < n; i++) da[i + 1] += duT[i];
+    for (int t = steps - 1; t >= 0; t--) {
+        double *s = da; da = db; db = s;
+        hand_step_adjoint(taped ? hand_tape + (size_t)t * n : NULL, da, db, n);
+        da[1] += da[n + 1];  // a[n + 1] = a[1]
+        da[n + 1] = 0;
+        da[n] += da[0];  // a[0] = a[n]
+        da[0] = 0;
+    }
+    for (int i = 0; i < n; i++) du0[i] += da[i + 1];
+    free(da);
+    free(db);
+    hand_fwd_time = t1 - t0;
+    hand_rev_time = cpu() - t1;
+}
+
 int main(int argc, char **argv) {
     int n = argc > 1 ? atoi(argv[1]) : 100000, steps = argc > 2 ? atoi(argv[2]) : 100, rounds = argc > 3 ? atoi(argv[3]) : 7;
     double *u0 = malloc(n * 8), *du0 = calloc(n, 8), *uT = malloc(n * 8), *duT = malloc(n * 8);
+    double *dz = malloc(n * 8), *dh = malloc(n * 8);
     for (int i = 0; i < n; i++) u0[i] = 0.5 + 0.4 * sin(0.01 * i);
-    double bp = 1e9, bg = 1e9, chk = 0;
+    // best times: primal, zymase's gradient, hand, hand's forward and reverse sweeps, hand-linear
+    double bp = 1e9, bg = 1e9, bh = 1e9, bhf = 1e9, bhr = 1e9, bl = 1e9, chk = 0, dhand = 0, dlin = 0, scale = 0;
     for (int k = 0; k < rounds; k++) {
         double t0 = cpu();
         heat_serial(u0, uT, n, steps);
@@ -50,10 +111,34 @@ int main(int argc, char **argv) {
         double t2 = cpu();
         __enzyme_autodiff((void *)heat_serial, enzyme_dup, u0, du0, enzyme_dupnoneed, uT, duT, enzyme_const, n, enzyme_const, steps);
         double t3 = cpu();
+        memcpy(dz, du0, n * 8);
         if (t1 - t0 < bp) bp = t1 - t0;
         if (t3 - t2 < bg) bg = t3 - t2;
+        for (int linear = 0; linear < 2; linear++) {
+            for (int i = 0; i < n; i++) duT[i] = 1.0 + 0.001 * (i % 97);
+            memset(dh, 0, n * 8);
+            double t4 = cpu();
+            hand_gradient(u0, dh, duT, n, steps, !linear);
+            double t5 = cpu();
+            double worst = 0;
+            for (int i = 0; i < n; i++) {
+                worst = fmax(worst, fabs(dh[i] - dz[i]));
+                scale = fmax(scale, fabs(dz[i]));
+            }
+            if (linear) {
+                if (t5 - t4 < bl) bl = t5 - t4;
+                dlin = fmax(dlin, worst);
+            } else {
+                if (t5 - t4 < bh) bh = t5 - t4;
+                if (hand_fwd_time < bhf) bhf = hand_fwd_time;
+                if (hand_rev_time < bhr) bhr = hand_rev_time;
+                dhand = fmax(dhand, worst);
+            }
+        }
     }
-    for (int i = 0; i < n; i++) chk += du0[i] * (1 + i % 7);
-    printf("primal %.4f gradient %.4f ratio %.2f check %.12g\n", bp, bg, bg / bp, chk);
-    return 0;
+    for (int i = 0; i < n; i++) chk += dz[i] * (1 + i % 7);
+    printf("primal %.4f gradient %.4f ratio %.2f | hand %.4f ratio %.2f (fwd %.4f rev %.4f) gradient/hand %.2f | "
+           "hand-linear %.4f ratio %.2f | hand, hand-linear vs gradient: max rel diff %.1e %.1e | check %.12g\n",
+           bp, bg, bg / bp, bh, bh / bp, bhf, bhr, bg / bh, bl, bl / bp, dhand / scale, dlin / scale, chk);
+    return dhand > 1e-12 * scale;
 }

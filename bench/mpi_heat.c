@@ -12,6 +12,14 @@
 //   mpirun --allow-run-as-root --oversubscribe -np 4 /tmp/mpi_heat 10000 200 9
 //
 // and the same with -DCUBIC=0.05 added to the build for the nonlinear variant.
+//
+// A hand-written adjoint of the distributed program runs in the same rounds ("hand": a
+// REFERENCE, not a workload; compiled in this file with the same flags and layout): the
+// forward sweep is the primal storing each step's state u[1..n] (a tape kept between calls,
+// as zymase's is; the cubic term's partial 1 - 2R - 3 CUBIC u^2 is NaN where u is not finite
+// even with CUBIC = 0.0, so u is needed), the reverse sweep gathers each cell's three adds
+// and sends the ghost cells' adjoints back (MPI_Sendrecv in the opposite directions). It is
+// the floor a taped derivative of this program can be held to; checked against zymase's.
 // (arguments: cells per rank, steps, rounds). Prints the largest difference from the
 // serial gradient and the gradient/primal ratios; exits 1 when the gradients differ by more than
 // rounding (1e-12 relative to the largest entry).
@@ -75,6 +83,57 @@ void heat_serial(const double *u0, double *uT, int n, int steps) {
     free(b);
 }
 
+
+// REFERENCE (hand-written adjoint, see the header)
+#include "heat_hand_adjoint.h"
+
+// du0 += d sum(duT .* uT) / d u0 of heat(): this rank's part, every rank calling it
+__attribute__((noinline)) static void hand_gradient(const double *u0, double *du0, const double *duT, int n, int steps,
+                                                    int rank, int size) {
+    hand_tape_for(n, steps);
+    int right = (rank + 1) % size, left = (rank + size - 1) % size;
+    double *a = malloc((n + 2) * sizeof(double)), *b = malloc((n + 2) * sizeof(double));
+    for (int i = 0; i < n; i++)
+        a[i + 1] = u0[i];
+    for (int t = 0; t < steps; t++) {
+        MPI_Sendrecv(&a[n], 1, MPI_DOUBLE, right, 0, &a[0], 1, MPI_DOUBLE, left, 0, MPI_COMM_WORLD,
+                     MPI_STATUS_IGNORE);
+        MPI_Sendrecv(&a[1], 1, MPI_DOUBLE, left, 1, &a[n + 1], 1, MPI_DOUBLE, right, 1, MPI_COMM_WORLD,
+                     MPI_STATUS_IGNORE);
+        hand_step_taped(a, b, hand_tape + (size_t)t * n, n);
+        double *s = a;
+        a = b;
+        b = s;
+    }
+    free(a);
+    free(b);
+    // da: the adjoint of the state a step reads, db: of the state it writes
+    double *da = calloc(n + 2, sizeof(double)), *db = calloc(n + 2, sizeof(double)), got;
+    for (int i = 0; i < n; i++)
+        da[i + 1] += duT[i];
+    for (int t = steps - 1; t >= 0; t--) {
+        double *s = da;
+        da = db;
+        db = s;
+        hand_step_adjoint(hand_tape + (size_t)t * n, da, db, n);
+        // a[n + 1] came from the right neighbour's a[1]: its adjoint goes back there, and
+        // the left neighbour's adjoint of our a[1] comes in
+        MPI_Sendrecv(&da[n + 1], 1, MPI_DOUBLE, right, 1, &got, 1, MPI_DOUBLE, left, 1, MPI_COMM_WORLD,
+                     MPI_STATUS_IGNORE);
+        da[1] += got;
+        da[n + 1] = 0;
+        // a[0] came from the left neighbour's a[n]
+        MPI_Sendrecv(&da[0], 1, MPI_DOUBLE, left, 0, &got, 1, MPI_DOUBLE, right, 0, MPI_COMM_WORLD,
+                     MPI_STATUS_IGNORE);
+        da[n] += got;
+        da[0] = 0;
+    }
+    for (int i = 0; i < n; i++)
+        du0[i] += da[i + 1];
+    free(da);
+    free(db);
+}
+
 static double start(int i, int total) { return 0.5 + 0.4 * sin(6.283185307179586 * i / total) + 0.05 * cos(0.37 * i); }
 static double weight(int i) { return 1.0 + 0.001 * (i % 97); }
 
@@ -113,56 +172,74 @@ int main(int argc, char **argv) {
         largest = fmax(largest, fabs(dg0[first + i]));
         diff = fmax(diff, fabs(du0[i] - dg0[first + i]));
     }
+    // the hand-written adjoint against zymase's distributed gradient
+    double *dh = calloc(n, sizeof(double)), hand_diff = 0, all_hand_diff;
+    for (int i = 0; i < n; i++)
+        duT[i] = weight(first + i);
+    hand_gradient(u0, dh, duT, n, steps, rank, size);
+    for (int i = 0; i < n; i++)
+        hand_diff = fmax(hand_diff, fabs(dh[i] - du0[i]));
     MPI_Allreduce(&largest, &all_largest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     MPI_Allreduce(&diff, &all_diff, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Allreduce(&hand_diff, &all_hand_diff, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
 
     // rounds alternate: the distributed primal and gradient (times of this rank, and of the
     // slowest rank), then the serial program over n cells on every rank at once (the
-    // engine's gradient/primal without communication, under the same load)
-    double *t[6];
-    for (int c = 0; c < 6; c++)
+    // engine's gradient/primal without communication, under the same load), then the
+    // hand-written adjoint of the distributed program (slowest rank and this rank's)
+    enum { PRIMAL, GRADIENT, SERIAL_PRIMAL, SERIAL_GRADIENT, HAND, OWN_PRIMAL, OWN_GRADIENT, OWN_HAND, COLUMNS };
+    double *t[COLUMNS];
+    for (int c = 0; c < COLUMNS; c++)
         t[c] = malloc(rounds * sizeof(double));
     for (int k = 0; k < rounds; k++) {
-        for (int c = 0; c < 4; c++) {
-            int grad = c % 2, serial = c >= 2;
+        for (int c = PRIMAL; c <= HAND; c++) {
             for (int i = 0; i < n; i++)
                 duT[i] = weight(first + i);
             memset(du0, 0, n * sizeof(double));
             MPI_Barrier(MPI_COMM_WORLD);
             double t0 = MPI_Wtime();
-            if (serial && grad)
+            if (c == SERIAL_GRADIENT)
                 __enzyme_autodiff((void *)heat_serial, enzyme_dup, u0, du0, enzyme_dupnoneed, uT, duT, enzyme_const,
                                   n, enzyme_const, steps);
-            else if (serial)
+            else if (c == SERIAL_PRIMAL)
                 heat_serial(u0, uT, n, steps);
-            else if (grad)
+            else if (c == GRADIENT)
                 __enzyme_autodiff((void *)heat, enzyme_dup, u0, du0, enzyme_dupnoneed, uT, duT, enzyme_const, n,
                                   enzyme_const, steps, enzyme_const, rank, enzyme_const, size);
+            else if (c == HAND)
+                hand_gradient(u0, du0, duT, n, steps, rank, size);
             else
                 heat(u0, uT, n, steps, rank, size);
             double mine = MPI_Wtime() - t0, slowest;
             MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+            int serial = c == SERIAL_PRIMAL || c == SERIAL_GRADIENT;
             t[c][k] = serial ? mine : slowest;
             if (!serial)
-                t[4 + grad][k] = mine;
+                t[c == PRIMAL ? OWN_PRIMAL : c == GRADIENT ? OWN_GRADIENT : OWN_HAND][k] = mine;
         }
     }
-    double med[6];
-    for (int c = 0; c < 6; c++) {
+    double med[COLUMNS];
+    for (int c = 0; c < COLUMNS; c++) {
         qsort(t[c], rounds, sizeof(double), cmp);
         med[c] = t[c][rounds / 2];
     }
-    double own = med[5] / med[4], lowest, highest;
-    MPI_Allreduce(&own, &lowest, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
-    MPI_Allreduce(&own, &highest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    int ok = all_diff <= 1e-12 * all_largest;
+    // per rank: this rank's gradient (and hand adjoint) over this rank's primal
+    double own[2] = {med[OWN_GRADIENT] / med[OWN_PRIMAL], med[OWN_HAND] / med[OWN_PRIMAL]}, lowest[2], highest[2];
+    MPI_Allreduce(own, lowest, 2, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(own, highest, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    int ok = all_diff <= 1e-12 * all_largest && all_hand_diff <= 1e-12 * all_largest;
     if (rank == 0) {
         printf("ranks %d, cells per rank %d, steps %d: gradient vs serial gradient: max |diff| %.3g "
-               "(largest entry %.3g) %s\n", size, n, steps, all_diff, all_largest, ok ? "ok" : "FAIL");
+               "(largest entry %.3g), hand-written vs gradient %.3g %s\n", size, n, steps, all_diff, all_largest,
+               all_hand_diff, ok ? "ok" : "FAIL");
         printf("medians of %d: primal %.4f s, gradient %.4f s (slowest rank): gradient/primal %.2f; "
-               "per rank %.2f..%.2f\n", rounds, med[0], med[1], med[1] / med[0], lowest, highest);
+               "per rank %.2f..%.2f\n", rounds, med[PRIMAL], med[GRADIENT], med[GRADIENT] / med[PRIMAL], lowest[0],
+               highest[0]);
+        printf("hand-written adjoint (reference): %.4f s (slowest rank): hand/primal %.2f; per rank %.2f..%.2f; "
+               "gradient/hand %.2f\n", med[HAND], med[HAND] / med[PRIMAL], lowest[1], highest[1],
+               med[GRADIENT] / med[HAND]);
         printf("serial program, n cells on each rank at once: primal %.4f s, gradient %.4f s: gradient/primal %.2f\n",
-               med[2], med[3], med[3] / med[2]);
+               med[SERIAL_PRIMAL], med[SERIAL_GRADIENT], med[SERIAL_GRADIENT] / med[SERIAL_PRIMAL]);
     }
     MPI_Finalize();
     return !ok;

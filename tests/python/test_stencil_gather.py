@@ -148,3 +148,22 @@ def test_gathered_reverse_loop_vectorizes(tmp_path, zymase_cli):
     blocks = re.split(r"\n(?=[\w.]+:)", body)
     vector_adds = [b for b in blocks if b.startswith("vector.body") and "fadd reassoc nsz <2 x double>" in b]
     assert len(vector_adds) == 1, body
+
+
+@pytest.mark.parametrize("case", ["three_point", "time_loop"])
+def test_gathered_loop_stores_each_element_once(tmp_path, zymase_cli, case):
+    """The gathered loop loads and stores each element of du once, whatever the number of
+    adds into it: the three adds of an iteration chain their running sum in a register.
+    In the time loop the shadows of the two swapped buffers are not told apart, so LLVM
+    kept the store of every add (before: three vector stores into du an iteration)."""
+    ll = emit_llvm(_program(tmp_path, GATHERED_CASES[case]), ["-O2"], tmp_path, zymase_cli)
+    body = function_ir(ll, "grad")
+    blocks = re.split(r"\n(?=[\w.]+:)", body)
+    # the gathered loop: vector adds of adjoints scaled by the stencil's coefficients
+    # (the other vectorized loops copy adjoints in and out: adds without products)
+    gathered = [b for b in blocks if b.startswith("vector.body") and "fadd reassoc nsz <2 x double>" in b
+                and "fmul <2 x double>" in b]
+    assert len(gathered) == 1, body
+    stores = re.findall(r"store <2 x double> ([^,\s]+),", gathered[0])
+    added = [s for s in stores if s != "zeroinitializer"]
+    assert len(added) == 1 and len(stores) == 2, gathered[0]  # du's element, and dv's zeroed

@@ -11,7 +11,9 @@ accumulations are sums, and this project accepts reassociating them (every one c
 terms; offsets ``c_1 .. c_m`` apart by whole iterations) run before the loop in gather
 form: a loop over the elements, whose iteration ``t`` computes each member's
 contribution at the iteration that adds into element ``t`` (``t + e_k``, the member's
-shift) and adds them all into that one element, which vectorizes; for each member, short
+shift) and adds them all into that one element, which vectorizes (one load and one store
+of the element: each add after the first takes the running sum from the one before,
+since nothing else in the iteration reads or writes that element); for each member, short
 loops over its iterations at the two ends whose element is outside that range; then the
 original loop without those adds (the shadow zeroing, the other adds, the cells). Every
 new loop counts upwards with the reverse loop's own counter, which the original loop
@@ -208,9 +210,11 @@ class StencilGather:
                 a = _smin(E, E.iconst(shift + lo, i64), count)
                 b = _smax(E, _smin(E, E.isub(count, E.iconst(hi - shift, i64)), count), a)
                 ranges.append(((zero, a), (b, count), ops))
+            # the family's adds, each store with the load of the element it adds to
+            adds = {store: load for group, _, _ in family for store, load, _ in group}
             for (head, tail, ops) in ranges:
-                self._range_loop(chain, slot, *head, [(ops, 0)], short=True)
-                self._range_loop(chain, slot, *tail, [(ops, 0)], short=True)
+                self._range_loop(chain, slot, *head, [(ops, 0)], short=True, adds=adds)
+                self._range_loop(chain, slot, *tail, [(ops, 0)], short=True, adds=adds)
             bodies = [(ops, shift) for _, shift, ops in family]
             zeroing = plan["zeroing"]
             if zeroing is not None:
@@ -218,7 +222,7 @@ class StencilGather:
                 # iteration t, the element no later iteration reads (the one the member
                 # of least shift read), and the last few after the loop
                 bodies.append((zeroing, -lo))
-            self._range_loop(chain, slot, first, end, bodies)
+            self._range_loop(chain, slot, first, end, bodies, adds=adds)
             if zeroing is not None:
                 E.at_end(chain[-1])
                 rest = _smax(E, E.isub(count, E.iconst(lo + hi, i64)), zero)
@@ -243,12 +247,19 @@ class StencilGather:
         region.insert_block_before(chain, rh)
 
     def _range_loop(self, chain: list[Block], slot: SSAValue, lo: SSAValue, end: SSAValue, bodies: list,
-                    short: bool = False) -> None:
+                    short: bool = False, adds: dict | None = None) -> None:
         """At the end of ``chain[-1]``: a loop running ``bodies`` (ops of the reverse
         loop's body, each run at the iteration number plus its shift) for the
         iteration numbers in ``[lo, end)``, upwards; appends its blocks to ``chain``,
         the last one where it leaves. A ``short`` loop (a few edge iterations) is
-        marked for LLVM not to vectorize or unroll it (code it would never run)."""
+        marked for LLVM not to vectorize or unroll it (code it would never run).
+
+        ``adds`` maps the adds of one family (stores) to the loads of the elements they
+        add to; in one iteration of this loop they all add into one element, so the
+        element is loaded once and stored once: each add after the first takes the sum
+        the one before it would have stored (LLVM cannot drop those stores itself when
+        it cannot tell the shadows apart: it does so only before it vectorizes, where
+        the run-time alias checks it adds are not yet there)."""
         flavor, E = self.flavor, self.E
         body, after = Block(), Block()
         E.at_end(chain[-1])
@@ -256,6 +267,9 @@ class StencilGather:
         runs = E.v(llvm_ext.ICmpOp(lo, end, IntegerAttr(SLT, i64)))
         E.insert(flavor.cond_br(runs, body, [], after, []))
         E.at_end(body)
+        adds = adds or {}
+        loads = set(adds.values())
+        pending: Operation | None = None  # the last add's store, until the next add's load
         for ops, shift in bodies:
             vmap: dict[SSAValue, SSAValue] = {}
             for op in ops:
@@ -263,9 +277,18 @@ class StencilGather:
                     k = E.v(ez.GetOp(slot))
                     vmap[op.results[0]] = E.iadd(k, E.iconst(shift, i64)) if shift else k
                     continue
+                if op in loads and pending is not None:
+                    # the element's running sum, instead of reading back what the
+                    # previous add stored (which is then not stored at all)
+                    vmap[op.results[0]] = pending.value
+                    body.erase_op(pending)
+                    pending = None
+                    continue
                 clone = op.clone(value_mapper=vmap)
                 _make_plain(clone)
                 E.insert(clone)
+                if op in adds:
+                    pending = clone
         k = E.v(ez.GetOp(slot))
         nxt = E.iadd(k, E.iconst(1, i64))
         E.insert(ez.SetOp(slot, nxt))
