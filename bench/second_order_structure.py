@@ -13,6 +13,10 @@ Laplacian of an MLP:
 
 f is a tanh MLP with one or two hidden layers of the given width, written as a NumPy user
 writes it (``np.tanh(W @ x + b)``), input size d. The Laplacians are checked equal first.
+For two layers a reference is timed beside them, the floor of any forward Laplacian: the
+second layer's ``W2 @ G`` (width x width times width x d, the gradient lanes of its
+input), one OpenBLAS dgemm through NumPy (``gemm ref``; ``ref/prim`` is that floor in
+units of the primal, so 10x the primal is out of reach where it nears 10).
 
 Sparse Hessian of a banded function (a chained Rosenbrock, tridiagonal):
 ``hessian(f, sparse=True)`` at n = 10^4 (the colour count is the number of
@@ -184,7 +188,8 @@ def mlp_laplacians(ns) -> None:
     print(f"one CPU ({os.sched_getaffinity(0)}), best of {ns.rounds} alternating rounds; {ns.clock} times in us; "
           f"load average {os.getloadavg()[0]:.1f}")
     print(f"{'layers':>6} {'d':>4} {'width':>5} {'primal':>9} {'zymase':>10} {'jax hess':>10} {'jax hvps':>10}"
-          f" {'jax prim':>9} | {'zy/prim':>7} {'zy/jaxH':>7} {'zy/jaxV':>7} {'jaxH/jaxprim':>12} | first call (CPU s)")
+          f" {'jax prim':>9} | {'zy/prim':>7} {'zy/jaxH':>7} {'zy/jaxV':>7} {'jaxH/jaxprim':>12} | first call (CPU s)"
+          f" | {'gemm ref':>9} {'ref/prim':>8} {'zy/ref':>6}")
     for layers in ns.layers:
         f, jf = (mlp1, jmlp1) if layers == 1 else (mlp2, jmlp2)
         lap = zymase.laplacian(f)
@@ -205,18 +210,24 @@ def mlp_laplacians(ns) -> None:
                 first = time.process_time() - c0
                 np.testing.assert_allclose(got, want, rtol=1e-9)
                 np.testing.assert_allclose(float(jhvps(jx, *jp)), want, rtol=1e-9)
-                best = _race({
+                calls = {
                     "primal": lambda: f(x, *params),
                     "zymase": lambda: lap(x, *params),
                     "jax hessian": lambda: jhess(jx, *jp).block_until_ready(),
                     "jax hvps": lambda: jhvps(jx, *jp).block_until_ready(),
                     "jax primal": lambda: jprim(jx, *jp).block_until_ready(),
-                }, ns.rounds)
+                }
+                if layers == 2:  # the reference: W2 times the d gradient lanes of its input
+                    W2, G = params[2], rng.standard_normal((width, d))
+                    calls["gemm ref"] = lambda: W2 @ G
+                best = _race(calls, ns.rounds)
                 us = {k: v * 1e6 for k, v in best.items()}
+                ref = (f"{us['gemm ref']:9.1f} {best['gemm ref'] / best['primal']:8.1f} "
+                       f"{best['zymase'] / best['gemm ref']:6.2f}") if "gemm ref" in us else ""
                 print(f"{layers:>6} {d:>4} {width:>5} {us['primal']:9.1f} {us['zymase']:10.1f} "
                       f"{us['jax hessian']:10.1f} {us['jax hvps']:10.1f} {us['jax primal']:9.1f} | "
                       f"{best['zymase'] / best['primal']:7.1f} {best['zymase'] / best['jax hessian']:7.2f} "
-                      f"{best['zymase'] / best['jax hvps']:7.2f} {best['jax hessian'] / best['jax primal']:12.1f} | {first:6.2f}",
+                      f"{best['zymase'] / best['jax hvps']:7.2f} {best['jax hessian'] / best['jax primal']:12.1f} | {first:6.2f} | {ref}",
                       flush=True)
 
 

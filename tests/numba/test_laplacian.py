@@ -259,3 +259,45 @@ def test_laplacian_refuses_what_it_does_not_build():
         return x * x
 
     _only_zymase_error(lambda: zymase.laplacian(vector_valued)(x), "laplacian needs", "to return a float")
+
+
+@njit
+def weighted_tanh_sum(x, w):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += w[i] * np.tanh(x[i])
+    return s
+
+
+def test_laplacian_mode_factors_the_second_order_term_of_one_operand(monkeypatch):
+    # an op of one active operand (tanh here) has lane k's second-order term
+    # f''(a) g_k^2: the coefficient is derived once and each lane adds one square
+    # (autodiff/laplacian.py), not its own derived code (3 multiplications a lane for
+    # tanh's, lane by lane). Counted as the optimized kernel's growth from 2 to 4 lanes.
+    from zymase.frontends import numba as zn
+
+    texts = []
+    jit = zn._jit_in_numba
+    monkeypatch.setattr(zn, "_jit_in_numba", lambda text, *rest: (texts.append(text), jit(text, *rest))[1])
+    fmuls = {}
+    for d in (2, 4):
+        x, w = np.linspace(-0.9, 1.3, d), np.linspace(1.0, 2.0, d)
+        y = np.tanh(x)
+        np.testing.assert_allclose(zymase.laplacian(weighted_tanh_sum)(x, w), np.sum(w * -2 * y * (1 - y * y)),
+                                   rtol=1e-13)
+        fmuls[d] = texts[-1].count("= fmul ")
+    assert (fmuls[4] - fmuls[2]) / 2 <= 1, fmuls
+
+
+def test_quick_path_keys_arrays_by_dtype_layout_and_alignment():
+    # the quick path's key (api_laplacian._quick_key) must tell apart what Numba types
+    # apart: byte order, layout, alignment; a view and the array it views are one type
+    key = api_laplacian._quick_key
+    x, W = np.arange(3.0), np.ones((2, 3))
+    unaligned = np.zeros(3 * 8 + 1, np.uint8)[1:].view(np.float64)
+    assert key((x, W), 2) == key((x[:], W.copy()), 2)
+    assert key((x, W), 2) != key((x.astype(">f8"), W), 2)
+    assert key((x, W), 2) != key((x, np.asfortranarray(W)), 2)
+    assert key((x, W), 2) != key((unaligned, W), 2)
+    assert key((x, W), 2) != key((x.astype(np.float32), W), 2)
+    assert key((x[::2], W), 2) is None  # x not C-contiguous: copied on the slow path

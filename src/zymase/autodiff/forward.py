@@ -170,7 +170,7 @@ class ForwardGenerator(LaneMaps, LaneCombos, ShadowCode, LaplacianTerms):
                 if self.act.is_active(r):
                     self.tmap[r] = t if t is not None else E.zero(r.type)
         if self.laplacian:
-            self.add_second_order(op, lane_code)
+            self.add_second_order(op, lane_code, rule)
 
     def _region_op(self, op: Operation) -> None:
         """Structured control flow (scf.for/if/while): the op's rule rebuilds it with
