@@ -17,7 +17,8 @@ has it: compiling zymase's sources in every process would add about 0.3 s of CPU
 
 Prints per variant the median wall time and the median CPU time (user + system of the
 process and its children: on a shared machine the less noisy of the two), their ratios
-to clang's, and the median of each phase of ``--time`` (CPU) for the zymase variants.
+to clang's, and the median of each phase of ``--time`` (CPU) for the zymase variants,
+with the median of the engine's Python phases (``import`` + ``AD`` + ``export``) in ms.
 Run from the repository root:
 
   python bench/compile_time.py --zymase before=/work/main/src --zymase after=src --rounds 5
@@ -125,6 +126,9 @@ def main() -> int:
                 wall, cpu = statistics.median(walls[label]), statistics.median(cpus[label])
                 detail = "  ".join(f"{ph} {statistics.median(v):.2f}" for ph, v in phases[label].items()
                                    if ph != "total")
+                engine = [sum(x) for x in zip(*(phases[label].get(ph, []) for ph in ("import", "AD", "export")))]
+                if engine:  # the engine's Python (reader, AD, writer), finer than the rounded phases
+                    detail += f"  (import+AD+export {statistics.median(engine) * 1000:.0f} ms)"
                 print(f"  {label:<16} {wall:6.2f}s {wall / base:5.2f}x {cpu:6.2f}s {cpu / base_cpu:5.2f}x  {detail}")
     return 0
 

@@ -253,3 +253,78 @@ def test_alias_scope_lists_are_built_once_per_scope_set(tmp_path, monkeypatch):
         c_frontend.differentiate_llvm_ir(ll, source.name, 2, c_frontend.Timings())
     assert seen["annotated"] >= 100, seen
     assert seen["attributes"] <= seen["annotated"], seen
+
+
+def test_stencil_gather_builds_the_reverse_cfg_once_per_function(tmp_path, monkeypatch):
+    # issue 29 item 1 (analyses computed once): the stencil gather built the CFG of the
+    # whole reverse sweep (and its loops) for every counted loop that might qualify,
+    # 5-8% of AD on hand and FFT. Loops with fewer than two adds in their reverse block
+    # cannot qualify and build none; the others share one CFG until a rewrite
+    from zymase.autodiff import stencil_gather
+
+    loops = "".join(f"for (int i = 0; i < n; i++) y{k}[i] = x[i] * x[i] * {k + 1}.0;\n" for k in range(4))
+    source = tmp_path / "loops.c"
+    source.write_text(
+        "extern void __enzyme_autodiff(void *, ...);\n"
+        "void f(const double *restrict x, double *restrict y0, double *restrict y1, double *restrict y2,\n"
+        "       double *restrict y3, double *restrict s, int n) {\n" + loops +
+        "  for (int i = 1; i < n - 1; i++) s[i] = x[i - 1] - 2.0 * x[i] + x[i + 1];\n}\n"
+        "void g(double *x, double *dx, double *y0, double *dy0, double *y1, double *dy1, double *y2, double *dy2,\n"
+        "       double *y3, double *dy3, double *s, double *ds, int n) {\n"
+        "  __enzyme_autodiff((void *)f, x, dx, y0, dy0, y1, dy1, y2, dy2, y3, dy3, s, ds, n);\n}\n")
+    ll = subprocess.run([CLANG, "-O2", "-Xclang", "-disable-llvm-passes", "-S", "-emit-llvm", "-o", "-",
+                         str(source)], capture_output=True, text=True, check=True).stdout
+    seen = {"cfgs": 0, "gathered": 0}
+    build, gather = stencil_gather.CFG.build, stencil_gather.StencilGather._gather
+
+    class CountingCFG:
+        @staticmethod
+        def build(*args, **kwargs):
+            seen["cfgs"] += 1
+            return build(*args, **kwargs)
+
+    def counting_gather(self, *args, **kwargs):
+        seen["gathered"] += 1
+        return gather(self, *args, **kwargs)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(stencil_gather, "CFG", CountingCFG)
+        patch.setattr(stencil_gather.StencilGather, "_gather", counting_gather)
+        c_frontend.differentiate_llvm_ir(ll, source.name, 2, c_frontend.Timings())
+    assert seen["gathered"] == 1, seen  # the stencil's reverse loop is gathered
+    assert seen["cfgs"] == 1, seen  # (before: one per loop, 5)
+
+
+def test_reader_builds_memory_ops_directly_and_shares_their_attributes(monkeypatch):
+    # issue 29 item 1 (xDSL's machinery in hot loops): the reader built loads, stores and
+    # GEPs through IRDL's generic constructor (about 3x Operation.create) and a new
+    # integer attribute for every alignment, ordering and predicate
+    from xdsl.irdl import operations as irdl_operations
+
+    from zymase.ir import llvm
+
+    body = "\n".join(f"  %p{k} = getelementptr inbounds double, ptr %x, i64 {k}\n"
+                     f"  %v{k} = load double, ptr %p{k}, align 8\n"
+                     f"  store double %v{k}, ptr %p{k}, align 8" for k in range(20))
+    text = f"define void @f(ptr %x) {{\n{body}\n  ret void\n}}\n"
+    seen = {"generic": 0}
+    init = irdl_operations.irdl_op_init
+
+    def counting_init(op, *args, **kwargs):
+        if isinstance(op, (llvm.LoadOp, llvm.StoreOp, llvm.GEPOp)):
+            seen["generic"] += 1
+        return init(op, *args, **kwargs)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(irdl_operations, "irdl_op_init", counting_init)
+        module = llvm_reader.read_llvm_ir(text, "memory.ll")
+    ops = list(module.walk())
+    loads = [op for op in ops if isinstance(op, llvm.LoadOp)]
+    stores = [op for op in ops if isinstance(op, llvm.StoreOp)]
+    geps = [op for op in ops if isinstance(op, llvm.GEPOp)]
+    assert len(loads) == len(stores) == len(geps) == 20
+    assert seen["generic"] == 0, seen
+    assert len({id(op.properties["alignment"]) for op in loads + stores}) == 1
+    assert len({id(op.properties["noWrapFlags"]) for op in geps}) == 1
+    assert {tuple(op.rawConstantIndices.iter_values()) for op in geps} == {(k,) for k in range(20)}
+    assert all(op.inbounds is not None and op.properties["noWrapFlags"].value.data == 3 for op in geps)

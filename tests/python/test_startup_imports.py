@@ -69,6 +69,18 @@ def test_zymase_cc_imports_neither_numba_nor_jax_nor_stablehlo_nor_mlir_dialects
     assert "zymase.autodiff.reverse" in modules and "zymase.llvm.reader" in modules  # the engine ran
     assert _prefixed(modules, ("numba", "jax")) == []
     assert _prefixed(modules, STABLEHLO + MLIR_ONLY) == []
+    # the parsed runtime's cache key names xDSL's version without importlib.metadata
+    assert "importlib.metadata" not in modules
+
+
+def test_pickle_identity_names_xdsls_version_as_xdsl_does():
+    import sys
+
+    import xdsl
+
+    from zymase import ir
+
+    assert ir._pickle_identity() == f"xdsl {xdsl.__version__} python {sys.version}"
 
 
 def test_zymase_cc_needs_no_xdsl_before_the_engine_runs(tmp_path):

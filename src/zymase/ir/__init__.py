@@ -276,14 +276,29 @@ def module_from_bytes(data: bytes) -> ModuleOp | None:
 def _pickle_identity() -> str:
     import sys
 
+    return f"xdsl {_xdsl_version()} python {sys.version}"
+
+
+def _xdsl_version() -> str:
+    """xDSL's version, from the name of its ``dist-info`` directory beside the package
+    (an installed wheel has one); otherwise as ``xdsl.__version__`` reads it, with
+    importlib.metadata, whose import (email, csv, ...) is 1% of a ``zymase cc`` build."""
+    import os
+
     import xdsl
 
-    return f"xdsl {xdsl.__version__} python {sys.version}"
+    site = os.path.dirname(os.path.dirname(os.path.abspath(xdsl.__file__)))
+    try:
+        found = [n for n in os.listdir(site) if n.startswith("xdsl-") and n.endswith(".dist-info")]
+    except OSError:
+        found = []
+    if len(found) == 1:
+        return found[0][len("xdsl-"):-len(".dist-info")]
+    return str(xdsl.__version__)
 
 
 # PICKLE_IDENTITY (what the bytes of :func:`module_to_bytes` depend on besides the module,
-# part of a cache key) is computed on first use by ``__getattr__``: xDSL's version is read
-# with importlib.metadata, whose import is a tenth of a build that does not need it
+# part of a cache key) is computed on first use by ``__getattr__``
 
 
 def print_mlir(op: Operation, *, generic_dialects: frozenset[str] = frozenset()) -> str:

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from zymase.ir import ArrayAttr, Attribute, DictionaryAttr, IntegerAttr, StringAttr, UnitAttr, llvm
+from zymase.ir import ArrayAttr, Attribute, DictionaryAttr, StringAttr, UnitAttr, llvm
 from zymase.llvm.reader.lexer import Token, _Cursor, _ParseFailure, _string_literal
-from zymase.llvm.reader.types import _I64, _Types
+from zymase.llvm.reader.types import _I64, _Types, int_attr
 
 
 _LINKAGES = frozenset(
@@ -41,13 +41,13 @@ def _parse_param_attrs(cur: _Cursor, types: _Types) -> dict[str, Attribute]:
             attrs["llvm." + word] = UnitAttr()
         elif word == "align":
             if cur.accept("("):
-                attrs["llvm.align"] = IntegerAttr(cur.expect_int(), _I64)
+                attrs["llvm.align"] = int_attr(cur.expect_int(), _I64)
                 cur.expect(")")
             else:
-                attrs["llvm.align"] = IntegerAttr(cur.expect_int(), _I64)
+                attrs["llvm.align"] = int_attr(cur.expect_int(), _I64)
         elif word in _PARAM_INT:
             cur.expect("(")
-            attrs["llvm." + word] = IntegerAttr(cur.expect_int(), _I64)
+            attrs["llvm." + word] = int_attr(cur.expect_int(), _I64)
             cur.expect(")")
         elif word in _PARAM_TYPE:
             cur.expect("(")

@@ -15,7 +15,6 @@ from zymase.ir import (
     Attribute,
     DenseArrayBase,
     DictionaryAttr,
-    IntegerAttr,
     Operation,
     SSAValue,
     SymbolRefAttr,
@@ -29,7 +28,7 @@ from zymase.llvm.noalias_scopes import DECL_INTRINSIC, scope_decl
 from zymase.llvm.reader.attributes import _CCONVS, _attr_dict_array, _parse_fn_attr_items, _parse_param_attrs
 from zymase.llvm.reader.constants import _BINOP_FLAGS, _FMF_WORDS, _GEP_FLAGS, Const, _parse_const
 from zymase.llvm.reader.lexer import _Cursor, _ParseFailure, _symbol_name
-from zymase.llvm.reader.types import _I32, _I64, _PTR, _element_type
+from zymase.llvm.reader.types import _I32, _I64, _PTR, _UNIT, _element_type, int_attr
 
 
 @dataclass
@@ -130,6 +129,18 @@ _TAIL_KINDS = {"tail": llvm.TailCallKind.TAIL, "musttail": llvm.TailCallKind.MUS
 _ORDERINGS = llvm_ext.ATOMIC_ORDERING_BY_NAME
 
 
+def _memory_properties(ordering: int, alignment: int | None, volatile: bool) -> dict[str, Attribute]:
+    """The properties ``llvm_ext.LoadOp(...)`` and ``StoreOp(...)`` give a load or store,
+    for building them without IRDL's generic constructor (loads and stores are a third
+    of a typical function's instructions)."""
+    props: dict[str, Attribute] = {"ordering": int_attr(ordering, _I64)}
+    if alignment is not None:
+        props["alignment"] = int_attr(alignment, _I64)
+    if volatile:
+        props["volatile_"] = _UNIT
+    return props
+
+
 class _InstructionHandlers:
     """Mixin of :class:`~zymase.llvm.reader.function_reader._FunctionReader`: the
     handlers use its state (``types``, ``metadata``, ``block``, ``label``, ``name``,
@@ -170,7 +181,7 @@ class _InstructionHandlers:
         lhs = self._value(cur, ty)
         cur.expect(",")
         rhs = self._value(cur, ty)
-        return llvm_ext.ICmpOp(lhs, rhs, IntegerAttr(_ICMP_PREDICATES[predicate], _I64))
+        return llvm_ext.ICmpOp(lhs, rhs, int_attr(_ICMP_PREDICATES[predicate], _I64))
 
     def _fcmp(self, cur: _Cursor, loc) -> Operation:
         fmf = _parse_fmf(cur)
@@ -179,7 +190,7 @@ class _InstructionHandlers:
         lhs = self._value(cur, ty)
         cur.expect(",")
         rhs = self._value(cur, ty)
-        pred = IntegerAttr(_FCMP_PREDICATES[predicate], _I64)
+        pred = int_attr(_FCMP_PREDICATES[predicate], _I64)
         return llvm_ext.FCmpOp(lhs, rhs, pred, fast_math=fmf)
 
     def _cast(self, cur: _Cursor, loc) -> Operation:
@@ -212,7 +223,7 @@ class _InstructionHandlers:
         result_type: Attribute = _PTR
         while cur.accept(","):
             if cur.accept("align"):
-                props["alignment"] = IntegerAttr(cur.expect_int(), _I64)
+                props["alignment"] = int_attr(cur.expect_int(), _I64)
             elif cur.accept("addrspace"):
                 cur.expect("(")
                 space = cur.expect_int()
@@ -239,8 +250,8 @@ class _InstructionHandlers:
         if atomic:
             self._atomic_tail(cur)
             ordering = _ORDERINGS[cur.next()[1]]
-        alignment = self._align_tail(cur)
-        return llvm_ext.LoadOp(ptr, ty, alignment=alignment, ordering=ordering, volatile=volatile)
+        props = _memory_properties(ordering, self._align_tail(cur), volatile)
+        return llvm_ext.LoadOp.create(operands=[ptr], result_types=[ty], properties=props)
 
     def _align_tail(self, cur: _Cursor) -> int | None:
         alignment = None
@@ -259,8 +270,8 @@ class _InstructionHandlers:
         if atomic:
             self._atomic_tail(cur)
             ordering = _ORDERINGS[cur.next()[1]]
-        alignment = self._align_tail(cur)
-        return llvm_ext.StoreOp(value, ptr, alignment=alignment, ordering=ordering, volatile=volatile)
+        props = _memory_properties(ordering, self._align_tail(cur), volatile)
+        return llvm_ext.StoreOp.create(operands=[value, ptr], properties=props)
 
     def _getelementptr(self, cur: _Cursor, loc) -> Operation:
         flags = []
@@ -598,7 +609,7 @@ def _int_binop(opcode: str, flags: set, lhs: SSAValue, rhs: SSAValue) -> Operati
     props: dict[str, Attribute] = {}
     if opcode in _OVERFLOW_OPS:
         bits = (1 if "nsw" in flags else 0) | (2 if "nuw" in flags else 0)
-        props["overflowFlags"] = IntegerAttr(bits, _I32)
+        props["overflowFlags"] = int_attr(bits, _I32)
     elif opcode in _EXACT_OPS and "exact" in flags:
         props["isExact"] = UnitAttr()
     elif opcode == "or" and "disjoint" in flags:

@@ -14,7 +14,6 @@ from zymase.ir import (
     Attribute,
     DictionaryAttr,
     FloatAttr,
-    IntegerAttr,
     ModuleOp,
     Operation,
     Region,
@@ -40,7 +39,7 @@ from zymase.llvm.reader.constants import Const, _bits_float, _parse_const
 from zymase.llvm.reader.function_reader import _FunctionReader
 from zymase.llvm.reader.lexer import Token, _Cursor, _ParseFailure, _string_literal, _symbol_name, _tokenize
 from zymase.llvm.reader.metadata import _Metadata
-from zymase.llvm.reader.types import _I32, _I64, _PTR, _Types
+from zymase.llvm.reader.types import _I32, _I64, _PTR, _Types, int_attr
 
 
 _HINT_UNSUPPORTED = (
@@ -208,7 +207,7 @@ class _ModuleReader:
             "global_type": global_type,
             "sym_name": StringAttr(name),
             "linkage": llvm.LinkageAttr(linkage),
-            "addr_space": IntegerAttr(addr_space, _I32),
+            "addr_space": int_attr(addr_space, _I32),
         }
         self.ops.append(llvm.GlobalOp.create(properties=props, attributes=attrs, regions=[Region()]))
 
@@ -224,13 +223,13 @@ class _ModuleReader:
                 props["dso_local"] = UnitAttr()
             elif word in _VISIBILITY:
                 if _VISIBILITY[word]:
-                    props["visibility_"] = IntegerAttr(_VISIBILITY[word], _I64)
+                    props["visibility_"] = int_attr(_VISIBILITY[word], _I64)
             elif word == "thread_local":  # the TLS model is an optimisation hint
                 props["thread_local_"] = UnitAttr()
                 if cur.text() == "(":
                     cur.balanced_text()
             elif word in ("unnamed_addr", "local_unnamed_addr"):
-                props["unnamed_addr"] = IntegerAttr(2 if word == "unnamed_addr" else 1, _I64)
+                props["unnamed_addr"] = int_attr(2 if word == "unnamed_addr" else 1, _I64)
             elif word == "addrspace":
                 cur.expect("(")
                 addr_space = cur.expect_int()
@@ -251,7 +250,7 @@ class _ModuleReader:
         """Scalar and string initialisers as attributes; None -> keep the LLVM text."""
         tag = init[0]
         if tag == "int":
-            return IntegerAttr(init[2], ty)
+            return int_attr(init[2], ty)
         if tag == "float" and not isinstance(ty, (builtin.Float80Type, builtin.Float128Type)):
             return FloatAttr(_bits_float(init[2]), ty)  # (xDSL cannot print f80/f128 floats)
         if tag == "cstr":
@@ -262,7 +261,7 @@ class _ModuleReader:
         while cur.accept(","):
             word = cur.next()[1]
             if word == "align":
-                props["alignment"] = IntegerAttr(cur.expect_int(), _I64)
+                props["alignment"] = int_attr(cur.expect_int(), _I64)
             elif word == "section":
                 props["section"] = StringAttr(_string_literal(cur.next()[1]))
             elif word == "comdat":
@@ -287,7 +286,7 @@ class _ModuleReader:
         names; the implicit label of the entry block, i.e. the number LLVM gives
         it after the unnamed arguments)."""
         cur.next()  # define / declare
-        props: dict[str, Attribute] = {"visibility_": IntegerAttr(0, _I64)}
+        props: dict[str, Attribute] = {"visibility_": int_attr(0, _I64)}
         attrs: dict[str, Attribute] = {}
         linkage, cconv = self._function_prefix(cur, props, attrs)
         res_attrs = _parse_param_attrs(cur, self.types)
@@ -324,7 +323,7 @@ class _ModuleReader:
             elif word == "dso_local":
                 attrs["dso_local"] = UnitAttr()
             elif word in _VISIBILITY:
-                props["visibility_"] = IntegerAttr(_VISIBILITY[word], _I64)
+                props["visibility_"] = int_attr(_VISIBILITY[word], _I64)
             elif word in _CCONVS:
                 cconv = word
             elif word == "cc":
@@ -360,7 +359,7 @@ class _ModuleReader:
             kind, word, _ = cur.peek()
             if word in ("unnamed_addr", "local_unnamed_addr"):
                 cur.next()
-                props["unnamed_addr"] = IntegerAttr(2 if word == "unnamed_addr" else 1, _I64)
+                props["unnamed_addr"] = int_attr(2 if word == "unnamed_addr" else 1, _I64)
             elif kind == "a":
                 cur.next()
                 passthrough += self._attr_group(word)

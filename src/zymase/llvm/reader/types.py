@@ -4,9 +4,11 @@ structs (named ones resolved lazily from their definitions)."""
 
 from __future__ import annotations
 
+import functools
 import re
 
-from zymase.ir import ArrayAttr, Attribute, IntegerType, StringAttr, builtin, llvm, llvm_ext
+from zymase.ir import (ArrayAttr, Attribute, DenseArrayBase, IntegerAttr, IntegerType, StringAttr, UnitAttr, builtin,
+                       llvm, llvm_ext)
 from zymase.llvm.reader.lexer import Token, _Cursor, _ParseFailure, _unescape
 
 
@@ -26,6 +28,24 @@ _INT_TYPE_RE = re.compile(r"i(\d+)")
 _int_types: dict[str, IntegerType] = {}
 
 _FLOAT_CLASSES = tuple(type(t) for t in _FLOAT_TYPES.values())
+
+
+@functools.lru_cache(maxsize=4096)
+def int_attr(value: int, ty: IntegerType) -> IntegerAttr:
+    """``IntegerAttr(value, ty)``, one object per value and type. Attributes are
+    immutable, a module repeats the same alignments, predicates, flags and small
+    constants on instruction after instruction, and building one checks its value
+    against the type's range (about a tenth of the reader's time, built anew each time)."""
+    return IntegerAttr(value, ty)
+
+
+@functools.lru_cache(maxsize=1024)
+def _raw_indices(indices: tuple[int, ...]) -> DenseArrayBase:
+    """A GEP's ``rawConstantIndices`` (i32), shared like :func:`int_attr`'s."""
+    return DenseArrayBase.from_list(_I32, indices)
+
+
+_UNIT = UnitAttr()
 
 
 def _is_float_type(t: Attribute) -> bool:
