@@ -76,11 +76,19 @@ def differentiate_llvm_ir(ll_text: str, filename: str, level: int, timings: Timi
     ``cache``: the differentiated part's derivative IR is kept in the derivative cache,
     keyed by that part's text after the pre-AD pipeline (a change elsewhere in the module
     does not differentiate again)."""
+    return _differentiate(ll_text, filename, level, timings, preoptimize=preoptimize,
+                          only_reachable=only_reachable, cache=cache)[0]
+
+
+def _differentiate(ll_text: str, filename: str, level: int, timings: Timings, *, preoptimize: bool,
+                   only_reachable: bool, cache: bool) -> tuple[str, frozenset[str] | None]:
+    """:func:`differentiate_llvm_ir`, and the functions of the module AD changed (None when
+    the whole module was imported: then any function may have changed)."""
     from zymase import cache as derivative_cache
     from zymase.autodiff.semantics import strong_zero
     from zymase.llvm import toolchain
     from zymase.llvm.pre_ad_marks import protect_annotated_functions, protect_marker_calls
-    from zymase.llvm.reachable import differentiated_part, merge
+    from zymase.llvm.reachable import changed_functions, differentiated_part, merge
 
     if preoptimize:
         with timings.phase("preopt"):
@@ -105,9 +113,9 @@ def differentiate_llvm_ir(ll_text: str, filename: str, level: int, timings: Timi
             with timings.phase("cache"):
                 derivative_cache.store(key, "ad.ll", out.encode())
     if part is None:
-        return out
+        return out, None
     with timings.phase("merge"):
-        return merge(part, out)
+        return merge(part, out), changed_functions(part, out)
 
 
 def _import_differentiate_export(ll_text: str, filename: str, timings: Timings, *,
@@ -203,6 +211,7 @@ def compile_c(source: str, clang_flags: list[str], level: int, timings: Timings,
     optimized."""
     from zymase import cache as derivative_cache
     from zymase.llvm import toolchain
+    from zymase.llvm.clang_primal import ClangPipeline, take_clang_functions
 
     with timings.phase("clang"):
         # the key hashes clang's own text: dropping the target features LLVM does not
@@ -219,15 +228,26 @@ def compile_c(source: str, clang_flags: list[str], level: int, timings: Timings,
         timings.cache.append("miss")
     else:
         timings.cache.append("off")
+    # clang's own pipeline on the same IR, in a child process while zymase differentiates:
+    # the functions AD leaves as they were are taken from it (llvm/clang_primal)
+    clang_pipeline = ClangPipeline(ll, clang_flags, level) if level > 0 else None
     with timings.phase("clang"):
         ll = toolchain.drop_unknown_target_features(ll)
+    source_ir = ll
     try:
-        ll = differentiate_llvm_ir(ll, str(source), level, timings, preoptimize=preopt, only_reachable=True,
-                                   cache=key is not None)
+        ll, changed = _differentiate(ll, str(source), level, timings, preoptimize=preopt, only_reachable=True,
+                                     cache=key is not None)
     except ZymaseError as err:
+        if clang_pipeline is not None:
+            clang_pipeline.cancel()
         raise _in_cxx_terms(_with_source_line(err, source, clang_flags, level, preopt)) from None
     with timings.phase("optimize"):
         ll = toolchain.optimize(ll, level)
+    if clang_pipeline is not None:
+        with timings.phase("primal"):
+            clang_ll = clang_pipeline.result()
+            if clang_ll is not None and changed is not None:
+                ll = take_clang_functions(ll, clang_ll, source_ir, set(changed))[0]
     if key is not None:
         with timings.phase("cache"):
             derivative_cache.store(key, "ll", ll.encode())
@@ -241,7 +261,8 @@ def build_key(ll_text: str, clang_flags: list[str], level: int, preopt: bool) ->
     from zymase import cache as derivative_cache
     from zymase.autodiff.semantics import strong_zero
 
-    options = f"cc level={level} preopt={preopt} strong_zero={strong_zero()} flags={clang_flags!r}"
+    # (primal=clang: the functions AD leaves unchanged are clang's, llvm/clang_primal)
+    options = f"cc level={level} preopt={preopt} strong_zero={strong_zero()} flags={clang_flags!r} primal=clang"
     return derivative_cache.make_key(options, ll_text)
 
 
