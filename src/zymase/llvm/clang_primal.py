@@ -161,6 +161,9 @@ def take_clang_functions(optimized: str, clang_text: str, source: str, changed: 
             value.linkage = llvm.Linkage.available_externally
     for name in roots:
         our_defs[name].linkage = llvm.Linkage.available_externally  # replaced by clang's
+    before_link = {v.name for v in [*ours.functions, *ours.global_variables]}
+    their_locals = {v.name for v in [*theirs.functions, *theirs.global_variables]
+                    if v.linkage in (llvm.Linkage.internal, llvm.Linkage.private)}
     ours.link_in(theirs)
     for name, linkage in restore.items():
         our_defs[name].linkage = linkage
@@ -169,7 +172,20 @@ def take_clang_functions(optimized: str, clang_text: str, source: str, changed: 
     pm = llvm.create_new_module_pass_manager()
     pm.add_global_dead_code_eliminate_pass()
     pm.run(ours, pb)
+    _restore_local_names(ours, before_link, their_locals)
     return print_module(ours), roots
+
+
+def _restore_local_names(module, before_link: set[str], their_locals: set[str]) -> None:
+    """The linker renamed clang's local symbols that met zymase's of the same name
+    (``run_primal`` -> ``run_primal.25``); where zymase's died with the definitions
+    replaced, clang's get their names back (profilers and debuggers show them)."""
+    values = {v.name: v for v in [*module.functions, *module.global_variables]}
+    for name, value in list(values.items()):
+        base, dot, number = name.rpartition(".")
+        if dot and number.isdigit() and base in their_locals and base not in values and name not in before_link:
+            value.name = base
+            values[base] = value
 
 
 class ClangPipeline:
