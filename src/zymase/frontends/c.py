@@ -212,6 +212,7 @@ def compile_c(source: str, clang_flags: list[str], level: int, timings: Timings,
     from zymase import cache as derivative_cache
     from zymase.llvm import toolchain
     from zymase.llvm.clang_primal import ClangPipeline, take_clang_functions
+    from zymase.llvm.reachable import may_split
 
     with timings.phase("clang"):
         # the key hashes clang's own text: dropping the target features LLVM does not
@@ -229,25 +230,29 @@ def compile_c(source: str, clang_flags: list[str], level: int, timings: Timings,
     else:
         timings.cache.append("off")
     # clang's own pipeline on the same IR, in a child process while zymase differentiates:
-    # the functions AD leaves as they were are taken from it (llvm/clang_primal)
-    clang_pipeline = ClangPipeline(ll, clang_flags, level) if level > 0 else None
+    # the functions AD leaves as they were are taken from it (llvm/clang_primal); only
+    # where the module can be split (else every function counts as changed)
     with timings.phase("clang"):
-        ll = toolchain.drop_unknown_target_features(ll)
-    source_ir = ll
+        clang_pipeline = ClangPipeline(ll, clang_flags, level) if level > 0 and may_split(ll) else None
     try:
-        ll, changed = _differentiate(ll, str(source), level, timings, preoptimize=preopt, only_reachable=True,
-                                     cache=key is not None)
-    except ZymaseError as err:
+        with timings.phase("clang"):
+            ll = toolchain.drop_unknown_target_features(ll)
+        source_ir = ll
+        try:
+            ll, changed = _differentiate(ll, str(source), level, timings, preoptimize=preopt, only_reachable=True,
+                                         cache=key is not None)
+        except ZymaseError as err:
+            raise _in_cxx_terms(_with_source_line(err, source, clang_flags, level, preopt)) from None
+        with timings.phase("optimize"):
+            ll = toolchain.optimize(ll, level)
+        if clang_pipeline is not None and changed is not None:
+            with timings.phase("primal"):
+                clang_ll = clang_pipeline.result()
+                if clang_ll is not None:
+                    ll = take_clang_functions(ll, clang_ll, source_ir, set(changed))[0]
+    finally:
         if clang_pipeline is not None:
             clang_pipeline.cancel()
-        raise _in_cxx_terms(_with_source_line(err, source, clang_flags, level, preopt)) from None
-    with timings.phase("optimize"):
-        ll = toolchain.optimize(ll, level)
-    if clang_pipeline is not None:
-        with timings.phase("primal"):
-            clang_ll = clang_pipeline.result()
-            if clang_ll is not None and changed is not None:
-                ll = take_clang_functions(ll, clang_ll, source_ir, set(changed))[0]
     if key is not None:
         with timings.phase("cache"):
             derivative_cache.store(key, "ll", ll.encode())

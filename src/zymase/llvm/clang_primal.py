@@ -41,6 +41,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from zymase.errors import ZymaseError
 from zymase.llvm.reachable import _REF, _functions
 
 #: linkages of symbols local to a module (copied, not joined, when modules are linked)
@@ -136,6 +137,15 @@ def choose_roots(source: str, clang_text: str, changed: set[str], zymase_functio
 def take_clang_functions(optimized: str, clang_text: str, source: str, changed: set[str]) -> tuple[str, set[str]]:
     """``optimized`` (zymase's module after the post-AD pipeline) with the definitions of the
     roots (module doc) taken from ``clang_text``; and the roots."""
+    try:
+        return _take(optimized, clang_text, source, changed)
+    except (ZymaseError, RuntimeError):
+        # clang's module unreadable by llvmlite's LLVM, or a link LLVM refuses: zymase's
+        # own definitions stay (the primal slower than clang's, never wrong)
+        return optimized, set()
+
+
+def _take(optimized: str, clang_text: str, source: str, changed: set[str]) -> tuple[str, set[str]]:
     import llvmlite.binding as llvm
 
     from zymase.llvm.toolchain import parse_module, print_module, target_machine
@@ -211,20 +221,19 @@ class ClangPipeline:
         failed: then zymase's own code stays (slower, never wrong)."""
         from zymase.llvm.toolchain import drop_unknown_target_features
 
-        try:
-            if self._proc is None:
-                return None
-            self._proc.communicate()
-            if self._proc.returncode != 0 or not self._out.is_file():
-                return None
-            return drop_unknown_target_features(self._out.read_text())
-        finally:
-            self._dir.cleanup()
+        if self._proc is None:
+            return None
+        self._proc.communicate()
+        if self._proc.returncode != 0 or not self._out.is_file():
+            return None
+        return drop_unknown_target_features(self._out.read_text())
 
     def cancel(self) -> None:
+        """Stop clang if it still runs (the build failed or did not need it) and remove
+        its files."""
         if self._proc is not None and self._proc.poll() is None:
             self._proc.kill()
-            self._proc.wait()
+            self._proc.communicate()
         self._dir.cleanup()
 
 
