@@ -20,7 +20,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from zymase.errors import CompilerDiagnostics, ZymaseError
 
@@ -81,9 +81,11 @@ def differentiate_llvm_ir(ll_text: str, filename: str, level: int, timings: Timi
 
 
 def _differentiate(ll_text: str, filename: str, level: int, timings: Timings, *, preoptimize: bool,
-                   only_reachable: bool, cache: bool) -> tuple[str, frozenset[str] | None]:
+                   only_reachable: bool, cache: bool,
+                   when_split: Callable[[], None] | None = None) -> tuple[str, frozenset[str] | None]:
     """:func:`differentiate_llvm_ir`, and the functions of the module AD changed (None when
-    the whole module was imported: then any function may have changed)."""
+    the whole module was imported: then any function may have changed). ``when_split`` is
+    called once the module is known to split (before the part is differentiated)."""
     from zymase import cache as derivative_cache
     from zymase.autodiff.semantics import strong_zero
     from zymase.llvm import toolchain
@@ -99,6 +101,8 @@ def _differentiate(ll_text: str, filename: str, level: int, timings: Timings, *,
             # the split reads LLVM's printed form, which preopt returns and clang's text may not be
             canonical = ll_text if preoptimize else toolchain.print_module(toolchain.parse_module(ll_text))
             part = differentiated_part(canonical)
+    if part is not None and when_split is not None:
+        when_split()
     text = part.text if part else ll_text
     out = key = None
     if cache:
@@ -212,7 +216,6 @@ def compile_c(source: str, clang_flags: list[str], level: int, timings: Timings,
     from zymase import cache as derivative_cache
     from zymase.llvm import toolchain
     from zymase.llvm.clang_primal import ClangPipeline, take_clang_functions
-    from zymase.llvm.reachable import may_split
 
     with timings.phase("clang"):
         # the key hashes clang's own text: dropping the target features LLVM does not
@@ -229,30 +232,35 @@ def compile_c(source: str, clang_flags: list[str], level: int, timings: Timings,
         timings.cache.append("miss")
     else:
         timings.cache.append("off")
+    with timings.phase("clang"):
+        clang_ir, ll = ll, toolchain.drop_unknown_target_features(ll)
+    source_ir = ll
     # clang's own pipeline on the same IR, in a child process while zymase differentiates:
     # the functions AD leaves as they were are taken from it (llvm/clang_primal); only
-    # where the module can be split (else every function counts as changed)
-    with timings.phase("clang"):
-        clang_pipeline = ClangPipeline(ll, clang_flags, level) if level > 0 and may_split(ll) else None
+    # when the module splits (else every function counts as changed)
+    clang_pipeline: list[ClangPipeline] = []
+
+    def start_clang_pipeline() -> None:
+        if level > 0:
+            with timings.phase("primal"):
+                clang_pipeline.append(ClangPipeline(clang_ir, clang_flags, level))
+
     try:
-        with timings.phase("clang"):
-            ll = toolchain.drop_unknown_target_features(ll)
-        source_ir = ll
         try:
             ll, changed = _differentiate(ll, str(source), level, timings, preoptimize=preopt, only_reachable=True,
-                                         cache=key is not None)
+                                         cache=key is not None, when_split=start_clang_pipeline)
         except ZymaseError as err:
             raise _in_cxx_terms(_with_source_line(err, source, clang_flags, level, preopt)) from None
         with timings.phase("optimize"):
             ll = toolchain.optimize(ll, level)
-        if clang_pipeline is not None and changed is not None:
+        if clang_pipeline and changed is not None:
             with timings.phase("primal"):
-                clang_ll = clang_pipeline.result()
+                clang_ll = clang_pipeline[0].result()
                 if clang_ll is not None:
                     ll = take_clang_functions(ll, clang_ll, source_ir, set(changed))[0]
     finally:
-        if clang_pipeline is not None:
-            clang_pipeline.cancel()
+        for pipeline in clang_pipeline:
+            pipeline.cancel()
     if key is not None:
         with timings.phase("cache"):
             derivative_cache.store(key, "ll", ll.encode())

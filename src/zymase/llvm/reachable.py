@@ -80,16 +80,10 @@ def _is_writable_definition(rest: str) -> bool:
     return kind == "global" and "external" not in words[: words.index("global")] and "extern_weak" not in words
 
 
-def may_split(text: str) -> bool:
-    """Whether :func:`differentiated_part` may split ``text`` (it declines what this
-    declines; a module that passes may still be declined, e.g. when the part is all of it)."""
-    return "__enzyme_" in text and not _DECLINE.search(text)
-
-
 def differentiated_part(text: str) -> Part | None:
     """The differentiated part of the printed (canonical) LLVM IR ``text``, or None when
     the split declines (module doc)."""
-    if not may_split(text):
+    if "__enzyme_" not in text or _DECLINE.search(text):
         return None
     lines = text.split("\n")
     functions, globals_ = _functions(text)
