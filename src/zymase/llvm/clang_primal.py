@@ -211,8 +211,9 @@ class ClangPipeline:
         argv = [*find_clang().argv, f"-O{level}", *pipeline_flags(clang_flags), "-Wno-unused-command-line-argument",
                 "-S", "-emit-llvm", "-o", str(self._out), "-x", "ir", str(source)]
         try:
+            # (its warnings repeat what the first clang run said about the same IR)
             self._proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                          stderr=subprocess.PIPE)
+                                          stderr=subprocess.DEVNULL)
         except OSError:
             self._proc = None
 
@@ -237,16 +238,22 @@ class ClangPipeline:
         self._dir.cleanup()
 
 
+#: ``-f`` flags that would make clang's pipeline other than the O-level one zymase's code gets
+#: (instrumentation, LTO's pre-link pipeline) or make it emit no module
+_NOT_PIPELINE = ("-fsanitize", "-fprofile", "-fcoverage", "-flto", "-fthinlto", "-fxray", "-fcs-profile",
+                 "-fpseudo-probe", "-fembed-bitcode", "-fsyntax-only", "-fmodules")
+
+
 def pipeline_flags(clang_flags: list[str]) -> list[str]:
-    """The user's flags that steer clang's pipeline on IR: ``-f...``, ``-m...`` and
-    ``-mllvm <option>``, ``--target``/``-target``; language and preprocessor flags
-    (``-x c++``, ``-std=``, ``-I``, ``-D``) do not apply to IR, and ``-W`` flags to the IR
-    clang itself wrote only make noise."""
+    """The user's flags that steer clang's pipeline on IR: ``-f...`` (vectorizers, unrolling,
+    builtins; not those of :data:`_NOT_PIPELINE`), ``-m...``, ``-mllvm <option>``,
+    ``--target``/``-target``. Language and preprocessor flags (``-x c++``, ``-std=``, ``-I``,
+    ``-D``) do not apply to IR, and ``-W`` flags on the IR clang itself wrote only make noise."""
     out: list[str] = []
     it = iter(clang_flags)
     for flag in it:
-        if flag in ("-mllvm", "-target", "-Xclang"):
+        if flag in ("-mllvm", "-target"):
             out += [flag, next(it, "")]
-        elif flag.startswith(("-f", "-m", "--target=")) and not flag.startswith("-fsyntax-only"):
+        elif flag.startswith(("-f", "-m", "--target=")) and not flag.startswith(_NOT_PIPELINE):
             out.append(flag)
     return out
