@@ -61,6 +61,8 @@ class _Symbols:
     #: local symbols whose identity matters (see the module doc)
     significant: set[str]
     external_functions: set[str]
+    #: functions used other than as a call's callee
+    address_taken: set[str]
 
 
 def _symbols(text: str) -> _Symbols:
@@ -87,7 +89,7 @@ def _symbols(text: str) -> _Symbols:
             # initializer may hold either word: then it counts as significant)
             if "global" in words or "unnamed_addr" not in words:
                 significant.add(name)
-    return _Symbols(refs, set(functions), local, significant, external)
+    return _Symbols(refs, set(functions), local, significant, external, address_taken)
 
 
 def _reach(roots, refs: dict[str, set[str]], stop=frozenset()) -> set[str]:
@@ -119,7 +121,7 @@ def choose_roots(source: str, clang_text: str, changed: set[str], zymase_functio
             roots.discard(root)
             continue
         joined = (brought & changed & cl.local) - {root}
-        if any(f not in src.significant or f not in zymase_functions for f in joined):
+        if any(f not in src.address_taken or f not in zymase_functions for f in joined):
             roots.discard(root)  # a changed local function clang may have specialized
     while True:
         # what stays zymase's: the functions not taken but the local ones, which are
