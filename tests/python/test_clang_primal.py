@@ -161,3 +161,76 @@ def test_static_variable_both_sides_use_is_one(tmp_path, zymase_cli):
     src = tmp_path / "shared_static.c"
     src.write_text(SHARED_STATIC)
     build_and_run(src, ["-O2"], tmp_path, zymase_cli)
+
+
+# which functions are taken from clang's module (llvm/clang_primal.choose_roots), on
+# hand-written modules: `source` is what both pipelines start from, `optimized` clang's
+SOURCE = """@state = internal global double 0.0
+@table = internal constant [2 x double] [double 1.0, double 2.0]
+@sink = global ptr null
+
+define double @primal(double %x) {
+  %t = load double, ptr @table
+  %y = fmul double %x, %t
+  ret double %y
+}
+
+define void @bump(double %x) {
+  store double %x, ptr @state
+  ret void
+}
+
+define void @setup() {
+  call void @bump(double 2.0)
+  ret void
+}
+
+define double @objective(double %x) {
+  %s = load double, ptr @state
+  %y = fmul double %x, %s
+  ret double %y
+}
+
+define internal double @grad(double %x) {
+  %g = call double (ptr, ...) @__enzyme_autodiff(ptr @primal, double %x)
+  ret double %g
+}
+
+define internal double @grad_state(double %x) {
+  %g = call double (ptr, ...) @__enzyme_autodiff(ptr @objective, double %x)
+  ret double %g
+}
+
+define i32 @main() {
+  %p = call double @primal(double 1.0)
+  %g = call double @grad(double 1.0)
+  store ptr @grad, ptr @sink
+  ret i32 0
+}
+
+declare double @__enzyme_autodiff(ptr, ...)
+"""
+
+
+def test_roots_are_the_unchanged_functions_that_share_nothing():
+    from zymase.llvm.clang_primal import choose_roots
+
+    changed = {"grad", "grad_state"}
+    defined = {"primal", "bump", "setup", "objective", "grad", "grad_state", "main"}
+    # clang's global optimizer found that no one compares the table's address
+    optimized = SOURCE.replace("@table = internal constant", "@table = internal unnamed_addr constant")
+    # `bump`, `setup` and `objective` use the static `state`, which the derivative of
+    # `objective` (zymase's) reads: taken, they would use clang's copy. `primal` uses only a
+    # constant whose address does not matter, and `main` a changed function by its address,
+    # which the link joins to zymase's definition
+    assert choose_roots(SOURCE, optimized, changed, defined) == {"primal", "main"}
+    # the table's address may be compared: clang's copy and zymase's must not both exist
+    assert choose_roots(SOURCE, SOURCE, changed, defined) == set()
+    # clang inlined a changed function: its marker call is in clang's `main`
+    inlined = optimized.replace("%g = call double @grad(double 1.0)",
+                                "%g = call double (ptr, ...) @__enzyme_autodiff(ptr @primal, double 1.0)")
+    assert choose_roots(SOURCE, inlined, changed, defined) == {"primal"}
+    # a changed function only called directly: clang may have specialized it for its callers
+    direct = SOURCE.replace("store ptr @grad, ptr @sink", "store ptr null, ptr @sink")
+    assert choose_roots(direct, direct.replace("internal constant", "internal unnamed_addr constant"),
+                        changed, defined) == {"primal"}

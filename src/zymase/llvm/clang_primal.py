@@ -24,7 +24,9 @@ copies). A root is declined, and zymase's definition stays, when
   function to zymase's definition, which is sound only where clang could not specialize it
   for its callers: an address-taken function keeps its signature and its calls' facts);
 * a local symbol whose identity matters (a writable global, a constant or function whose
-  address is significant: not ``unnamed_addr``) is used, in the source's IR, both from the
+  address is significant: ``unnamed_addr`` neither in the source's IR nor in clang's
+  optimized module, whose global optimizer marks what no one compares) is used, in the
+  source's IR, both from the
   root and from what stays zymase's: two copies would split one object. The uses are
   those of the source's IR, transitively through callees and global initializers, as
   either pipeline may have inlined any callee.
@@ -63,20 +65,26 @@ class _Symbols:
     external_functions: set[str]
     #: functions used other than as a call's callee
     address_taken: set[str]
+    #: local symbols marked ``unnamed_addr`` (their address is not significant) and local
+    #: writable globals
+    unnamed: set[str]
+    writable: set[str]
 
 
 def _symbols(text: str) -> _Symbols:
     functions, globals_ = _functions(text)
     lines = text.split("\n")
     refs: dict[str, set[str]] = {}
-    local, significant, external = set(), set(), set()
+    local, significant, external, unnamed, writable = set(), set(), set(), set(), set()
     address_taken = {name for name, call in _USE.findall(text) if not call}
     for name, (a, b) in functions.items():
         refs[name] = set(_REF.findall("\n".join(lines[a + 1:b + 1])))
         header = lines[a][: lines[a].index(f"@{name}(")].split()
         if _LOCAL & set(header):
             local.add(name)
-            if name in address_taken and "unnamed_addr" not in lines[a]:
+            if " unnamed_addr " in lines[a]:
+                unnamed.add(name)
+            elif name in address_taken:
                 significant.add(name)
         elif not {"linkonce", "linkonce_odr", "weak", "weak_odr", "available_externally", "common"} & set(header):
             external.add(name)
@@ -87,9 +95,13 @@ def _symbols(text: str) -> _Symbols:
             local.add(name)
             # writable, or a constant whose address may be compared (a string in the
             # initializer may hold either word: then it counts as significant)
+            if "global" in words:
+                writable.add(name)
+            if "unnamed_addr" in words:
+                unnamed.add(name)
             if "global" in words or "unnamed_addr" not in words:
                 significant.add(name)
-    return _Symbols(refs, set(functions), local, significant, external, address_taken)
+    return _Symbols(refs, set(functions), local, significant, external, address_taken, unnamed, writable)
 
 
 def _reach(roots, refs: dict[str, set[str]], stop=frozenset()) -> set[str]:
@@ -112,6 +124,9 @@ def choose_roots(source: str, clang_text: str, changed: set[str], zymase_functio
     module): ``source`` is the IR both pipelines started from, ``changed`` the functions AD
     changed, ``zymase_functions`` the functions zymase's optimized module defines."""
     src, cl = _symbols(source), _symbols(clang_text)
+    # clang's pipeline marks a local constant or function ``unnamed_addr`` when nothing in the
+    # whole program compares its address (the derivatives compare only what the source does)
+    significant = {n for n in src.significant if n in src.writable or n not in cl.unnamed}
     roots = {f for f in src.external_functions & cl.external_functions if f not in changed}
     for root in list(roots):
         # clang's definition and the local code it brings along (a changed function it
@@ -130,7 +145,7 @@ def choose_roots(source: str, clang_text: str, changed: set[str], zymase_functio
         zymase_uses = _reach(stay, src.refs)
         # (the changed functions a root uses are joined, not copied; what they use counts,
         # for a changed function without a marker call clang may have inlined)
-        shared = {r for r in roots if (_reach([r], src.refs) - changed) & zymase_uses & src.significant}
+        shared = {r for r in roots if (_reach([r], src.refs) - changed) & zymase_uses & significant}
         if not shared:
             return roots
         roots -= shared
