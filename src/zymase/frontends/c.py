@@ -20,7 +20,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from zymase.errors import CompilerDiagnostics, ZymaseError
 
@@ -76,11 +76,21 @@ def differentiate_llvm_ir(ll_text: str, filename: str, level: int, timings: Timi
     ``cache``: the differentiated part's derivative IR is kept in the derivative cache,
     keyed by that part's text after the pre-AD pipeline (a change elsewhere in the module
     does not differentiate again)."""
+    return _differentiate(ll_text, filename, level, timings, preoptimize=preoptimize,
+                          only_reachable=only_reachable, cache=cache)[0]
+
+
+def _differentiate(ll_text: str, filename: str, level: int, timings: Timings, *, preoptimize: bool,
+                   only_reachable: bool, cache: bool,
+                   when_split: Callable[[], None] | None = None) -> tuple[str, frozenset[str] | None]:
+    """:func:`differentiate_llvm_ir`, and the functions of the module AD changed (None when
+    the whole module was imported: then any function may have changed). ``when_split`` is
+    called once the module is known to split (before the part is differentiated)."""
     from zymase import cache as derivative_cache
     from zymase.autodiff.semantics import strong_zero
     from zymase.llvm import toolchain
     from zymase.llvm.pre_ad_marks import protect_annotated_functions, protect_marker_calls
-    from zymase.llvm.reachable import differentiated_part, merge
+    from zymase.llvm.reachable import changed_functions, differentiated_part, merge
 
     if preoptimize:
         with timings.phase("preopt"):
@@ -91,6 +101,8 @@ def differentiate_llvm_ir(ll_text: str, filename: str, level: int, timings: Timi
             # the split reads LLVM's printed form, which preopt returns and clang's text may not be
             canonical = ll_text if preoptimize else toolchain.print_module(toolchain.parse_module(ll_text))
             part = differentiated_part(canonical)
+    if part is not None and when_split is not None:
+        when_split()
     text = part.text if part else ll_text
     out = key = None
     if cache:
@@ -105,9 +117,9 @@ def differentiate_llvm_ir(ll_text: str, filename: str, level: int, timings: Timi
             with timings.phase("cache"):
                 derivative_cache.store(key, "ad.ll", out.encode())
     if part is None:
-        return out
+        return out, None
     with timings.phase("merge"):
-        return merge(part, out)
+        return merge(part, out), changed_functions(part, out)
 
 
 def _import_differentiate_export(ll_text: str, filename: str, timings: Timings, *,
@@ -203,6 +215,7 @@ def compile_c(source: str, clang_flags: list[str], level: int, timings: Timings,
     optimized."""
     from zymase import cache as derivative_cache
     from zymase.llvm import toolchain
+    from zymase.llvm.clang_primal import ClangPipeline, take_clang_functions
 
     with timings.phase("clang"):
         # the key hashes clang's own text: dropping the target features LLVM does not
@@ -220,14 +233,34 @@ def compile_c(source: str, clang_flags: list[str], level: int, timings: Timings,
     else:
         timings.cache.append("off")
     with timings.phase("clang"):
-        ll = toolchain.drop_unknown_target_features(ll)
+        clang_ir, ll = ll, toolchain.drop_unknown_target_features(ll)
+    source_ir = ll
+    # clang's own pipeline on the same IR, in a child process while zymase differentiates:
+    # the functions AD leaves as they were are taken from it (llvm/clang_primal); only
+    # when the module splits (else every function counts as changed)
+    clang_pipeline: list[ClangPipeline] = []
+
+    def start_clang_pipeline() -> None:
+        if level > 0:
+            with timings.phase("primal"):
+                clang_pipeline.append(ClangPipeline(clang_ir, clang_flags, level))
+
     try:
-        ll = differentiate_llvm_ir(ll, str(source), level, timings, preoptimize=preopt, only_reachable=True,
-                                   cache=key is not None)
-    except ZymaseError as err:
-        raise _in_cxx_terms(_with_source_line(err, source, clang_flags, level, preopt)) from None
-    with timings.phase("optimize"):
-        ll = toolchain.optimize(ll, level)
+        try:
+            ll, changed = _differentiate(ll, str(source), level, timings, preoptimize=preopt, only_reachable=True,
+                                         cache=key is not None, when_split=start_clang_pipeline)
+        except ZymaseError as err:
+            raise _in_cxx_terms(_with_source_line(err, source, clang_flags, level, preopt)) from None
+        with timings.phase("optimize"):
+            ll = toolchain.optimize(ll, level)
+        if clang_pipeline and changed is not None:
+            with timings.phase("primal"):
+                clang_ll = clang_pipeline[0].result()
+                if clang_ll is not None:
+                    ll = take_clang_functions(ll, clang_ll, source_ir, set(changed))[0]
+    finally:
+        for pipeline in clang_pipeline:
+            pipeline.cancel()
     if key is not None:
         with timings.phase("cache"):
             derivative_cache.store(key, "ll", ll.encode())
@@ -241,7 +274,8 @@ def build_key(ll_text: str, clang_flags: list[str], level: int, preopt: bool) ->
     from zymase import cache as derivative_cache
     from zymase.autodiff.semantics import strong_zero
 
-    options = f"cc level={level} preopt={preopt} strong_zero={strong_zero()} flags={clang_flags!r}"
+    # (primal=clang: the functions AD leaves unchanged are clang's, llvm/clang_primal)
+    options = f"cc level={level} preopt={preopt} strong_zero={strong_zero()} flags={clang_flags!r} primal=clang"
     return derivative_cache.make_key(options, ll_text)
 
 

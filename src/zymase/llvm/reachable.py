@@ -196,6 +196,18 @@ def unchanged_functions(before: str, after: str) -> list[str]:
     return sorted(name for name, body in new.items() if old.get(name) == body)
 
 
+def _unchanged_listed(differentiated: str) -> set[str]:
+    """The functions the ``UNCHANGED_HEADER`` line of an exported part lists."""
+    first = differentiated.split("\n", 1)[0]
+    return set(first[len(UNCHANGED_HEADER):].split()) if first.startswith(UNCHANGED_HEADER) else set()
+
+
+def changed_functions(part: Part, differentiated: str) -> frozenset[str]:
+    """The functions of the original module that AD changed: those of the part not listed
+    as unchanged (the derivatives AD added are not the original module's)."""
+    return part.functions - _unchanged_listed(differentiated)
+
+
 def merge(part: Part, differentiated: str) -> str:
     """The module again: ``part.original``'s stubbed functions with their own IR, and
     everything else (the differentiated part's functions, the derivatives, the globals)
@@ -211,8 +223,7 @@ def merge(part: Part, differentiated: str) -> str:
 
     from zymase.llvm.toolchain import parse_module, print_module
 
-    first = differentiated.split("\n", 1)[0]
-    unchanged = set(first[len(UNCHANGED_HEADER):].split()) if first.startswith(UNCHANGED_HEADER) else set()
+    unchanged = _unchanged_listed(differentiated)
     # the functions kept as they were skip the reader, which would give the vectorization
     # hints the pre-AD pipeline hid their names back
     base = parse_module(show_vectorization_hints(part.original))
