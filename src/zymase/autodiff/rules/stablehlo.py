@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from zymase.autodiff import hlo_flavor as T
 from zymase.autodiff.registry import REGISTRY, Rule
-from zymase.autodiff.rules.scalar import FADD, FDIV, FMUL, FNEG, FREM, FSUB, MATH, ZERO, R
+from zymase.autodiff.rules.scalar import FADD, FDIV_FROM_OPERANDS, FMUL, FNEG, FREM, FSUB, MATH, ZERO, R
 from zymase.errors import ZymaseError
 from zymase.ir import location_of
 from zymase.ir import chlo
@@ -50,7 +50,7 @@ _MAXIMUM = R(_balanced(0, 1), _balanced(1, 0), name="maximum", bounded=True)
 _MINIMUM = R(_balanced(0, 1), _balanced(1, 0), name="minimum", bounded=True)
 
 ELEMENTWISE_RULES = {
-    "add": FADD, "subtract": FSUB, "multiply": FMUL, "divide": FDIV, "negate": FNEG, "remainder": FREM,
+    "add": FADD, "subtract": FSUB, "multiply": FMUL, "divide": FDIV_FROM_OPERANDS, "negate": FNEG, "remainder": FREM,
     "exponential": MATH["exp"], "exponential_minus_one": MATH["expm1"], "log": MATH["log"],
     "log_plus_one": MATH["log1p"], "tanh": MATH["tanh"], "sqrt": MATH["sqrt"], "cbrt": MATH["cbrt"],
     "sine": MATH["sin"], "cosine": MATH["cos"], "tan": MATH["tan"], "abs": MATH["fabs"], "power": MATH["pow"],
