@@ -38,8 +38,7 @@ def _fdiv_divisor_partial(E, P, dy):
     computed once. Scaling by 1/b twice, not by 1/b^2, keeps b^2 from overflowing."""
     if P.varies(0) and not P.varies(1):
         return fdiv_divisor_partial_from_operands(E, P, dy)
-    inv = E.div(E.const_like(1.0, dy), P.arg(1))
-    return E.neg(E.mul(E.mul(dy, P.res()), inv))
+    return fdiv_divisor_partial_from_quotient(E, P, dy)
 
 
 def fdiv_divisor_partial_from_operands(E, P, dy):
@@ -48,10 +47,17 @@ def fdiv_divisor_partial_from_operands(E, P, dy):
     return E.neg(E.mul(E.mul(E.mul(dy, inv), P.arg(0)), inv))
 
 
+def fdiv_divisor_partial_from_quotient(E, P, dy):
+    """-dy a / b^2 as -dy (a / b) / b, reading the quotient and the divisor."""
+    inv = E.div(E.const_like(1.0, dy), P.arg(1))
+    return E.neg(E.mul(E.mul(dy, P.res()), inv))
+
+
 # a / b: both adjoints scale by 1/b, one division (the same 1/b for both operands, and out
 # of the loop when b is loop-invariant) instead of two per element; the derivative moves
 # by the rounding of 1/b only.
-def _fdiv_rule(divisor_partial) -> R:
+def fdiv_rule(divisor_partial) -> R:
+    """The rule of a / b with this partial for b (the one for a is dy / b)."""
     return R(
         lambda E, P, dy: E.mul(dy, E.div(E.const_like(1.0, dy), P.arg(1))),
         divisor_partial,
@@ -62,11 +68,7 @@ def _fdiv_rule(divisor_partial) -> R:
     )
 
 
-FDIV = _fdiv_rule(_fdiv_divisor_partial)
-# for tensor programs (StableHLO): XLA does not compute a division twice for two readers,
-# so a divisor partial reading the quotient keeps the quotient in memory and the division
-# out of its consumer's fusion (exp(-d / s) in a kernel matrix: an extra pass over it)
-FDIV_FROM_OPERANDS = _fdiv_rule(fdiv_divisor_partial_from_operands)
+FDIV = fdiv_rule(_fdiv_divisor_partial)
 FNEG = R(lambda E, P, dy: E.neg(dy), name="fneg")
 # freeze(x) is x wherever x is a defined value (it only pins undef/poison to some value),
 # so the tangent and the adjoint pass through unchanged.
