@@ -154,6 +154,8 @@ def _inline_into(fop: func.FuncOp, table: dict, function: str) -> None:
                 old.replace_all_uses_with(new)
             call.detach()
             call.erase()
+            ret.detach()  # the copy's return would stay a use of the values it returned
+            ret.erase()
 
 
 def _float_results(ret: Operation) -> list[int]:
