@@ -98,22 +98,30 @@ def main_function(module: ModuleOp) -> func.FuncOp:
 
 def inline_calls(module: ModuleOp, function: str) -> func.FuncOp:
     """Inline every ``func.call`` in ``@main`` (transitively) and in the functions of the
-    users' custom rules its markers call (``hlo.is_custom_rule``), keep those and drop
-    the other functions; returns ``@main``."""
+    custom rules its markers call (``hlo.is_custom_rule``; transitively: a rule's function
+    may hold the marker of a linear solve), keep those and drop the other functions;
+    returns ``@main``."""
     table = {op.sym_name.data: op for op in module.ops if isinstance(op, func.FuncOp)}
     main = main_function(module)
-    _inline_into(main, table, function)
-    kept = {main}
-    for op in main.walk():
-        if hlo.is_custom_rule(op):
-            for name in hlo.called_computations(op):
-                if table[name] not in kept:
-                    _inline_into(table[name], table, function)
-                    kept.add(table[name])
+    kept, work = {main}, [main]
+    while work:
+        fop = work.pop()
+        _inline_into(fop, table, function)
+        for name in marker_functions(fop):
+            if table[name] not in kept:
+                kept.add(table[name])
+                work.append(table[name])
     for op in list(module.ops):
         if op not in kept:
             op.detach()
     return main
+
+
+def marker_functions(fop: Operation) -> list[str]:
+    """The functions the custom-rule markers in ``fop`` call (not those of markers inside
+    them)."""
+    return list(dict.fromkeys(name for op in fop.walk() if hlo.is_custom_rule(op)
+                              for name in hlo.called_computations(op)))
 
 
 def _inline_into(fop: func.FuncOp, table: dict, function: str) -> None:
@@ -146,6 +154,8 @@ def _inline_into(fop: func.FuncOp, table: dict, function: str) -> None:
                 old.replace_all_uses_with(new)
             call.detach()
             call.erase()
+            ret.detach()  # the copy's return would stay a use of the values it returned
+            ret.erase()
 
 
 def _float_results(ret: Operation) -> list[int]:
@@ -357,17 +367,19 @@ def strip_custom_rules(module: ModuleOp, main: func.FuncOp) -> frozenset[Operati
 
     copied: list[Operation] = []
     table = {op.sym_name.data: op for op in module.ops if isinstance(op, func.FuncOp)}
-    for op in [op for op in main.walk() if hlo.is_custom_rule(op)]:
-        primal = table[hlo.called_computations(op)[0]]
-        outs, ops, _ = inline(Emitter(hlo_flavor.HLO, module).before(op), primal.body, list(op.operands))
-        for inner in ops:
-            for nested in inner.walk():
-                nested.location = op.location  # refusals and profiles name the user's call
-                copied.append(nested)
-        for old, new in zip(op.results, outs):
-            old.replace_all_uses_with(new)
-        op.detach()
-        op.erase()
+    # a primal's copy may hold markers (of linear solves): until none is left
+    while markers := [op for op in main.walk() if hlo.is_custom_rule(op)]:
+        for op in markers:
+            primal = table[hlo.called_computations(op)[0]]
+            outs, ops, _ = inline(Emitter(hlo_flavor.HLO, module).before(op), primal.body, list(op.operands))
+            for inner in ops:
+                for nested in inner.walk():
+                    nested.location = op.location  # refusals and profiles name the user's call
+                    copied.append(nested)
+            for old, new in zip(op.results, outs):
+                old.replace_all_uses_with(new)
+            op.detach()
+            op.erase()
     for op in list(module.ops):
         if op is not main:
             op.detach()

@@ -113,12 +113,12 @@ def _is_zymase_jit(where: str | None) -> bool:
     return where is not None and os.path.abspath(where.rsplit(":", 1)[0]).startswith(_ZYMASE_DIR)
 
 
-def _call_site(ctx) -> str | None:
+def call_site(ctx) -> str | None:
     frame = source_info_util.user_frame(ctx.traceback) if ctx.traceback is not None else None
     return f"{frame.file_name}:{frame.start_line}" if frame is not None else None
 
 
-def _is_float(aval) -> bool:
+def is_float(aval) -> bool:
     return np.issubdtype(aval.dtype, np.inexact)
 
 
@@ -191,16 +191,32 @@ def _untraceable(kind: str, name: str, where: str | None, ctx) -> ZymaseError:
     defined = f" (defined at {where})" if where else ""
     return ZymaseError(f"the {kind} rule of '{name}'{defined} closes over a value computed in the function "
                        "that the custom function does not take as an argument, which zymase cannot lower "
-                       "with the rule", construct=kind, location=_call_site(ctx),
+                       "with the rule", construct=kind, location=call_site(ctx),
                        hint="pass the value to the custom function as an argument (nondiff_argnums for "
                             "custom_jvp)")
 
 
-def _marker(ctx, target: str, args, functions: list[str], config: dict):
+def marker(ctx, target: str, args, functions: list[str], config: dict):
     result_types = [jax_mlir.aval_to_ir_type(ctx.module_context, a) for a in ctx.avals_out]
     op = jax_mlir.custom_call(target, result_types=result_types, operands=list(args),
                               backend_config=json.dumps(config), called_computations=functions)
     return list(op.results)
+
+
+def lowering_for_zymase() -> bool:
+    """Whether zymase is lowering a function now (its custom rules' functions included)."""
+    return _STATE.get() is not None
+
+
+def lower_rule_functions(ctx, functions) -> list[str]:
+    """Lower each ``(name, fn, avals)`` (a Python function of arrays shaped ``avals``, closing
+    over no traced value) to a private function of the module, as a rule's functions are
+    lowered (nothing marked inside); returns their symbol names."""
+    token = _MARKING.set(False)
+    try:
+        return [_function(ctx, name, _traced(fn, avals, name))[0] for name, fn, avals in functions]
+    finally:
+        _MARKING.reset(token)
 
 
 def _lower_custom_vjp(ctx, *args, call_jaxpr, fwd_jaxpr_thunk, bwd, num_consts, out_trees, symbolic_zeros):
@@ -212,7 +228,7 @@ def _lower_custom_vjp(ctx, *args, call_jaxpr, fwd_jaxpr_thunk, bwd, num_consts, 
     if (key := (id(call_jaxpr), id(fwd_jaxpr_thunk))) in state.rules:
         _MARKING.reset(token)
         functions, config = state.rules[key]
-        return _marker(ctx, CUSTOM_VJP_TARGET, args, functions, dict(config, called=_call_site(ctx)))
+        return marker(ctx, CUSTOM_VJP_TARGET, args, functions, dict(config, called=call_site(ctx)))
     operands = state.operands.get(id(call_jaxpr))
     try:
         in_avals = call_jaxpr.in_avals[num_consts:]
@@ -224,8 +240,8 @@ def _lower_custom_vjp(ctx, *args, call_jaxpr, fwd_jaxpr_thunk, bwd, num_consts, 
         res_out = iter(fwd_closed.out_avals)
         # a residual that is an operand passed through is counted among all operands
         res_avals = [next(res_out) if f is None else call_jaxpr.in_avals[f] for f in input_fwds]
-        float_in = [_is_float(a) for a in in_avals]
-        float_out = [_is_float(a) for a in out_avals]
+        float_in = [is_float(a) for a in in_avals]
+        float_out = [is_float(a) for a in out_avals]
 
         def bwd_floats(*xs):
             res, cts = xs[:len(res_avals)], iter(xs[len(res_avals):])
@@ -240,11 +256,11 @@ def _lower_custom_vjp(ctx, *args, call_jaxpr, fwd_jaxpr_thunk, bwd, num_consts, 
         raise _untraceable("jax.custom_vjp", name, where, ctx) from None
     finally:
         _MARKING.reset(token)
-    config = {"rule": name, "defined": where, "called": _call_site(ctx), "consts": num_consts,
+    config = {"rule": name, "defined": where, "called": call_site(ctx), "consts": num_consts,
               "forwarded": list(input_fwds), "float_in": float_in, "float_out": float_out,
               "captured": [[], fwd_captured, bwd_captured]}
     state.rules[key] = ([primal, fwd, bwd_function], config)
-    return _marker(ctx, CUSTOM_VJP_TARGET, args, [primal, fwd, bwd_function], config)
+    return marker(ctx, CUSTOM_VJP_TARGET, args, [primal, fwd, bwd_function], config)
 
 
 def _lower_custom_jvp(ctx, *args, call_jaxpr, jvp_jaxpr_fun, num_consts, symbolic_zeros):
@@ -256,13 +272,13 @@ def _lower_custom_jvp(ctx, *args, call_jaxpr, jvp_jaxpr_fun, num_consts, symboli
     if (key := (id(call_jaxpr), id(jvp_jaxpr_fun))) in state.rules:
         _MARKING.reset(token)
         functions, config = state.rules[key]
-        return _marker(ctx, CUSTOM_JVP_TARGET, args, functions, dict(config, called=_call_site(ctx)))
+        return marker(ctx, CUSTOM_JVP_TARGET, args, functions, dict(config, called=call_site(ctx)))
     operands = state.operands.get(id(call_jaxpr))
     try:
         in_avals = call_jaxpr.in_avals[num_consts:]
         out_avals = call_jaxpr.out_avals
-        float_in = [_is_float(a) for a in in_avals]
-        float_out = [_is_float(a) for a in out_avals]
+        float_in = [is_float(a) for a in in_avals]
+        float_out = [is_float(a) for a in out_avals]
         primal, _ = _function(ctx, "zymase_custom_primal", call_jaxpr)
         jvp_jaxpr, jvp_consts, out_zeros = jvp_jaxpr_fun.call_wrapped(*[False] * len(in_avals))
 
@@ -280,10 +296,10 @@ def _lower_custom_jvp(ctx, *args, call_jaxpr, jvp_jaxpr_fun, num_consts, symboli
         raise _untraceable("jax.custom_jvp", name, where, ctx) from None
     finally:
         _MARKING.reset(token)
-    config = {"rule": name, "defined": where, "called": _call_site(ctx), "consts": num_consts,
+    config = {"rule": name, "defined": where, "called": call_site(ctx), "consts": num_consts,
               "float_in": float_in, "float_out": float_out, "captured": [[], jvp_captured]}
     state.rules[key] = ([primal, jvp], config)
-    return _marker(ctx, CUSTOM_JVP_TARGET, args, [primal, jvp], config)
+    return marker(ctx, CUSTOM_JVP_TARGET, args, [primal, jvp], config)
 
 
 def _lower_primal(ctx, *args, call_jaxpr, **_):

@@ -17,6 +17,16 @@ in them: data movement, sums, products with something independent, triangular so
 with an independent matrix) and refused otherwise (the iterative solvers of
 ``jax.scipy.sparse.linalg`` run loops whose steps depend on it). Outside zymase's
 lowering JAX's own lowering applies.
+
+The step's ``solve`` is itself marked (``stablehlo.custom_call @zymase.linear_solve``,
+when zymase marks custom rules and the call has a ``transpose_solve``): its called
+computations are the solve and the transposed solve, and
+``autodiff/rules/stablehlo_custom.LinearSolve`` differentiates it as JAX's rule does,
+the tangent being the solve of the right-hand side's tangent, the cotangent the
+transposed solve of the result's (for ``jnp.linalg.solve``: triangular solves with the
+LU factors transposed and the permutation inverted by a sort and applied as a gather,
+where zymase's own adjoint of ``solve``'s ``b[perm]`` was an unfused scatter-add). As in
+JAX, nothing flows to the values the solve closes over (the factors).
 """
 
 from __future__ import annotations
@@ -30,6 +40,8 @@ from jax._src.interpreters import mlir as jax_mlir
 from jax._src.lax.control_flow.solves import _custom_linear_solve_impl, _split_linear_solve_args, linear_solve_p
 
 from zymase.errors import ZymaseError
+from zymase.frontends import jax_custom_rules
+from zymase.ir.stablehlo import LINEAR_SOLVE_TARGET
 
 # linear in every float operand (the others must not depend on the right-hand side)
 _MOVES = {"transpose", "reshape", "squeeze", "expand_dims", "broadcast_in_dim", "convert_element_type", "copy",
@@ -77,8 +89,62 @@ def _implicit_solve(*args, const_lengths, jaxprs):
 
     x0 = [lax.stop_gradient(x) for x in solve(b)]
     products = core.jaxpr_as_fun(jaxprs.matvec)(*params.matvec, *x0)
+    if _markable(jaxprs, b):
+        # x0 - Z(A x0 - b), Z zero with the solve's derivative: x0 exactly (x - 0 is x for
+        # every x), and the primal neither forms the residual nor solves it
+        excess = [ax - bi for bi, ax in zip(b, products)]
+        zeros = _marked_solve_p.bind(*params.solve, *params.transpose_solve, *excess, jaxprs=jaxprs,
+                                     n_solve=len(params.solve))
+        return [x - z for x, z in zip(x0, zeros)]
     step = solve([bi - ax for bi, ax in zip(b, products)])
     return [x + (d - lax.stop_gradient(d)) for x, d in zip(x0, step)]
+
+
+def _markable(jaxprs, rhs) -> bool:
+    """Whether the step's solve is marked: JAX's reverse rule needs ``transpose_solve``
+    (without it zymase differentiates the solve's own ops), and the marker's functions
+    are lowered as a custom rule's are. Also inside the functions of other custom rules
+    (``jnp.linalg.slogdet``'s jvp solves with the tangent), whose copies carry it along."""
+    if jaxprs.transpose_solve is None or not jax_custom_rules.lowering_for_zymase():
+        return False
+    closed_over_tracers = any(isinstance(c, core.Tracer) for j in (jaxprs.solve, jaxprs.transpose_solve)
+                              for c in j.consts)
+    return not closed_over_tracers and all(jax_custom_rules.is_float(core.typeof(x)) for x in rhs)
+
+
+# the step's solve while zymase lowers: a marker whose functions are the solve and its transpose
+_marked_solve_p = core.Primitive("zymase_linear_solve")
+_marked_solve_p.multiple_results = True
+_marked_solve_p.def_abstract_eval(lambda *args, jaxprs, n_solve: jaxprs.solve.out_avals)
+
+
+def _lower_marked_solve(ctx, *args, jaxprs, n_solve):
+    """``@zymase.linear_solve`` on (solve's params, transpose_solve's params, rhs), calling
+    ``[zeros, solve, transpose_solve]``, each taking every operand: the first is its value
+    (``autodiff/hlo.strip_custom_rules`` replaces a marker by its first function), the
+    others its derivative (``autodiff/rules/stablehlo_custom.LinearSolve``)."""
+    in_avals = list(ctx.avals_in)
+    n_params = len(in_avals) - len(jaxprs.solve.out_avals)  # the rest is the right-hand side
+    solve_fn, transpose_fn = core.jaxpr_as_fun(jaxprs.solve), core.jaxpr_as_fun(jaxprs.transpose_solve)
+
+    def zeros(*xs):
+        return [lax.full(a.shape, 0, a.dtype) for a in jaxprs.solve.out_avals]
+
+    def solve(*xs):
+        return solve_fn(*xs[:n_solve], *xs[n_params:])
+
+    def transpose(*xs):
+        return transpose_fn(*xs[n_solve:n_params], *xs[n_params:])
+
+    functions = jax_custom_rules.lower_rule_functions(ctx, [("zymase_linear_solve_value", zeros, in_avals),
+                                                            ("zymase_linear_solve", solve, in_avals),
+                                                            ("zymase_linear_solve_transpose", transpose, in_avals)])
+    config = {"rule": "jax.lax.custom_linear_solve", "defined": None, "called": jax_custom_rules.call_site(ctx),
+              "consts": n_params}
+    return jax_custom_rules.marker(ctx, LINEAR_SOLVE_TARGET, args, functions, config)
+
+
+jax_mlir.register_lowering(_marked_solve_p, _lower_marked_solve, cacheable=False)
 
 
 def register(marking: contextvars.ContextVar) -> None:

@@ -265,10 +265,14 @@ def is_stop_gradient(op) -> bool:
 # (frontends/jax_custom_rules.py): the called computations are the primal and the rule
 CUSTOM_VJP_TARGET = "zymase.custom_vjp"
 CUSTOM_JVP_TARGET = "zymase.custom_jvp"
+# the linear solve of a jax.lax.custom_linear_solve (frontends/jax_linear_solve.py): the
+# called computations are the solve and the transposed solve JAX's rule applies
+LINEAR_SOLVE_TARGET = "zymase.linear_solve"
 
 
 def is_custom_rule(op) -> bool:
-    return isinstance(op, CustomCallOp) and op.call_target_name.data in (CUSTOM_VJP_TARGET, CUSTOM_JVP_TARGET)
+    return isinstance(op, CustomCallOp) and op.call_target_name.data in (CUSTOM_VJP_TARGET, CUSTOM_JVP_TARGET,
+                                                                         LINEAR_SOLVE_TARGET)
 
 
 def called_computations(op) -> list[str]:

@@ -36,23 +36,39 @@ def _fdiv_divisor_partial(E, P, dy):
     depth). As (dy / b) a / b from the operands when only the dividend varies (normalizing
     by a norm): the quotient would be recomputed, one division per element, while 1/b is
     computed once. Scaling by 1/b twice, not by 1/b^2, keeps b^2 from overflowing."""
-    inv = E.div(E.const_like(1.0, dy), P.arg(1))
     if P.varies(0) and not P.varies(1):
-        return E.neg(E.mul(E.mul(E.mul(dy, inv), P.arg(0)), inv))
+        return fdiv_divisor_partial_from_operands(E, P, dy)
+    return fdiv_divisor_partial_from_quotient(E, P, dy)
+
+
+def fdiv_divisor_partial_from_operands(E, P, dy):
+    """-dy a / b^2 as (dy / b) a / b, reading the operands only."""
+    inv = E.div(E.const_like(1.0, dy), P.arg(1))
+    return E.neg(E.mul(E.mul(E.mul(dy, inv), P.arg(0)), inv))
+
+
+def fdiv_divisor_partial_from_quotient(E, P, dy):
+    """-dy a / b^2 as -dy (a / b) / b, reading the quotient and the divisor."""
+    inv = E.div(E.const_like(1.0, dy), P.arg(1))
     return E.neg(E.mul(E.mul(dy, P.res()), inv))
 
 
 # a / b: both adjoints scale by 1/b, one division (the same 1/b for both operands, and out
 # of the loop when b is loop-invariant) instead of two per element; the derivative moves
 # by the rounding of 1/b only.
-FDIV = R(
-    lambda E, P, dy: E.mul(dy, E.div(E.const_like(1.0, dy), P.arg(1))),
-    _fdiv_divisor_partial,
-    name="fdiv",
-    singular=True,
-    regular_if=((1, "nonzero"),),
-    finite_value_if=((1, "nonzero"),),
-)
+def fdiv_rule(divisor_partial) -> R:
+    """The rule of a / b with this partial for b (the one for a is dy / b)."""
+    return R(
+        lambda E, P, dy: E.mul(dy, E.div(E.const_like(1.0, dy), P.arg(1))),
+        divisor_partial,
+        name="fdiv",
+        singular=True,
+        regular_if=((1, "nonzero"),),
+        finite_value_if=((1, "nonzero"),),
+    )
+
+
+FDIV = fdiv_rule(_fdiv_divisor_partial)
 FNEG = R(lambda E, P, dy: E.neg(dy), name="fneg")
 # freeze(x) is x wherever x is a defined value (it only pins undef/poison to some value),
 # so the tangent and the adjoint pass through unchanged.

@@ -14,6 +14,13 @@ primal and the rule lowered to StableHLO, applied as ``jax.grad`` / ``jax.jvp`` 
   only (primal inputs constant), run with zero tangents (the map is linear in them) and
   zero seeds for the primal outputs.
 
+* ``jax.lax.custom_linear_solve`` (``@zymase.linear_solve``, called computations
+  ``[zeros, solve, transpose_solve]``, each taking every operand): a zero whose
+  derivative is the solve's, which is linear in its right-hand side: its tangent is the
+  solve of the right-hand side's tangent and its cotangent the transposed solve of the
+  result's, as JAX's rule transposes it; the values it closes over (the factors) get
+  nothing, as in JAX.
+
 Traced values a rule closes over are passed to its functions first (``captured`` in the
 marker's config). Differentiating with respect to a value the custom function closes over
 is refused, as JAX refuses it for custom_vjp: the rule says nothing about such values.
@@ -127,6 +134,29 @@ class CustomJVP(_CustomRule):
         return [None] * consts + [next(adjoints) if is_float else None for is_float in config["float_in"]]
 
 
+class LinearSolve(Rule):
+    """The marked solve of ``frontends/jax_linear_solve`` (see the module doc)."""
+
+    def propagates(self, op, index):
+        return index >= _config(op)["consts"]
+
+    def _apply(self, ctx, op, which: int, values, like) -> list:
+        """The ``which``-th called computation on the factors and ``values`` (zeros, of the
+        types of ``like``, where None)."""
+        consts, E = _config(op)["consts"], ctx.E
+        function = _functions(E.module, op)[which]
+        operands = [ctx.primal(v) for v in op.operands[:consts]]
+        ins = [d if d is not None else E.zero(v.type) for v, d in zip(like, values)]
+        return inline(E, function.body, operands + ins)[0]
+
+    def forward(self, ctx, op, tangents):
+        consts = _config(op)["consts"]
+        return self._apply(ctx, op, 1, tangents[consts:], op.operands[consts:])
+
+    def reverse(self, ctx, op, dys):
+        return [None] * _config(op)["consts"] + self._apply(ctx, op, 2, dys, op.results)
+
+
 # transposed jvp functions, by the function (calls of one traced custom function share it)
 _TRANSPOSED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -144,10 +174,19 @@ def _tangent_transpose(jvp: func.FuncOp, n_tangents: int, function: str) -> func
 def _transposed(jvp: func.FuncOp, n_tangents: int, function: str) -> func.FuncOp:
     copy = jvp.clone()
     copy.sym_name = StringAttr("main")
-    module = ModuleOp([copy])
+    # the functions of the markers it holds (a linear solve's), themselves inlined already
+    table = {f.sym_name.data: f for f in jvp.parent_op().ops if isinstance(f, func.FuncOp)}
+    called, work = [], [jvp]
+    while work:
+        for name in hlo_ad.marker_functions(work.pop()):
+            if table[name] not in called:
+                called.append(table[name])
+                work.append(table[name])
+    module = ModuleOp([copy, *(f.clone() for f in called)])
     n_inputs = len(copy.body.blocks[0].args)
     hlo_ad.reverse(module, [False] * (n_inputs - n_tangents) + [True] * n_tangents, function)
     return hlo_ad.main_function(module)
 
 
-CUSTOM_RULES = {hlo.CUSTOM_VJP_TARGET: CustomVJP(), hlo.CUSTOM_JVP_TARGET: CustomJVP()}
+CUSTOM_RULES = {hlo.CUSTOM_VJP_TARGET: CustomVJP(), hlo.CUSTOM_JVP_TARGET: CustomJVP(),
+                hlo.LINEAR_SOLVE_TARGET: LinearSolve()}

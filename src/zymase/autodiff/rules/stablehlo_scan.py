@@ -196,6 +196,56 @@ class _Tapes:
         return out
 
 
+def _affine_in(v: SSAValue, counter: SSAValue) -> tuple[int, int] | None:
+    """(a, c) with ``v = a * counter + c`` (a = 1 or -1) for the index arithmetic JAX emits
+    for a scan's rows (the counter, converted, offset, subtracted from a constant), else
+    None. JAX's wrapping of negative indices, ``select(x < 0, x + n, x)``, is read as x:
+    the caller checks that x stays within the rows."""
+    if v is counter:
+        return 1, 0
+    op = v.owner
+    if isinstance(op, hlo.ConvertOp):
+        return _affine_in(op.operands[0], counter)
+    if isinstance(op, (hlo.AddOp, hlo.SubtractOp)):
+        x, y = op.operands
+        if (cy := constant(y)) is not None and (inner := _affine_in(x, counter)) is not None:
+            return inner[0], inner[1] + (cy if isinstance(op, hlo.AddOp) else -cy)
+        if (cx := constant(x)) is not None and (inner := _affine_in(y, counter)) is not None:
+            return (inner[0], inner[1] + cx) if isinstance(op, hlo.AddOp) else (-inner[0], cx - inner[1])
+        return None
+    if isinstance(op, hlo.SelectOp):
+        test, _, otherwise = op.operands
+        if isinstance(test.owner, hlo.CompareOp) and hlo.direction_of(test.owner) == "LT" \
+                and test.owner.operands[0] is otherwise and constant(test.owner.operands[1]) == 0:
+            return _affine_in(otherwise, counter)
+    return None
+
+
+def _written_once(body: Block, i: int, k: int, start: int, trips: int) -> bool:
+    """Whether loop state ``i`` is a sequence the body only writes, one row per iteration,
+    each row once (scan's stacked outputs): the body's only use of it is one
+    ``dynamic_update_slice`` of a single row, returned as state ``i`` and read by nothing
+    else, at a row that is the counter (plus or minus a constant) and stays within the
+    rows. Its adjoint then needs no zeroing of the rows read: no later reverse iteration
+    reads them again."""
+    arg = body.args[i]
+    uses = list(arg.uses)
+    if len(uses) != 1 or not isinstance(update := uses[0].operation, hlo.DynamicUpdateSliceOp) \
+            or uses[0].index != 0:
+        return False
+    result_uses = list(update.results[0].uses)
+    if len(result_uses) != 1 or result_uses[0].operation is not body.last_op or result_uses[0].index != i:
+        return False
+    rows = arg.type.get_shape()[0] if arg.type.get_shape() else 0
+    if tuple(update.operands[1].type.get_shape()[:1]) != (1,) or any(constant(v) is None for v in update.operands[3:]):
+        return False
+    affine = _affine_in(update.operands[2], body.args[k])
+    if affine is None:
+        return False
+    first, last = (affine[0] * c + affine[1] for c in (start, start + trips - 1))
+    return 0 <= min(first, last) and max(first, last) < rows
+
+
 def reverse_counted(ctx, op: hlo.WhileOp, dys, k: int, start: int, trips: int, body_info) -> list[SSAValue | None]:
     """The adjoints of a counted loop's operands (see the module doc)."""
     E = ctx.E
@@ -222,6 +272,12 @@ def reverse_counted(ctx, op: hlo.WhileOp, dys, k: int, start: int, trips: int, b
         seeds[returned[i]] = B.add(seeds[returned[i]], d) if returned[i] in seeds else d
     adjoint = hlo_ad.reverse_sweep(B, copied, Mapped(active), seeds, ctx.function)
     new = [adjoint.get(state[i]) or B.zero(state[i].type) for i in floats]
+    # a written-once sequence whose initial value wants no adjoint (scan's stacked outputs)
+    # passes its adjoint through unchanged: zeroing the row read each iteration cost XLA
+    # two copies of the whole adjoint per iteration (ADBench LSTM)
+    for m, i in enumerate(floats):
+        if i not in wanted and _written_once(body, i, k, start, trips):
+            new[m] = adjoints[m]
     needed = _read_by_adjoint(block, copied, new)
     plan = _plan(copied, state, needed, k, passthrough, trips, state_only=False)
     if plan.bytes > RESIDUAL_BUDGET_BYTES:
