@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from zymase.api_aliasing import check_aliased_arguments, njit_overlap_checks
+from zymase.api_aliasing import check_aliased_arguments, check_annotated_arguments, njit_overlap_checks
 from zymase.errors import ZymaseError
 from zymase.frontends import numba as zn
 from zymase.njit_call_site import naming_the_call_site
@@ -338,6 +338,16 @@ class _Plan:
         self.call = _kernel_intrinsic(self.kernel)
 
 
+def _copy_expr(ty, expr: str) -> str:
+    from numba.core import types
+
+    if isinstance(ty, types.Array):
+        return f"{expr}.copy()"
+    if isinstance(ty, types.BaseTuple):
+        return "(" + "".join(_copy_expr(t, f"{expr}[{i}]") + ", " for i, t in enumerate(ty.types)) + ")"
+    return expr
+
+
 def _shadow_expr(ty, expr: str, np_name: str) -> str:
     """njit source that makes a zero shadow for a value of type ``ty`` (NumPy is
     ``np_name`` in the glue)."""
@@ -471,8 +481,9 @@ class Transformed:
         glue = _Names(self.names)
         np_n, call_n, seed_n, r, impl_n = (glue.fresh(b) for b in ("np", "call", "seed_t", "r", "impl"))
         # arrays that overlap at run time where f writes (njit_overlap_checks): refused
-        lines, env = njit_overlap_checks(self.disp, self.names, argtys, self.api, glue.fresh("overlap"),
-                                         glue.fresh("error"))
+        checks, env = njit_overlap_checks(self.disp, self.names, argtys, self.api, glue.fresh("overlap"),
+                                          glue.fresh("error"))
+        lines = ["    " + ln for ln in checks]
         kargs, shadows = [], {}
         for i, (t, a) in enumerate(zip(argtys, p.activities)):
             kargs.append(self.names[i])
@@ -708,13 +719,18 @@ def _check_disjoint_shadows(args, names, disp) -> None:
             primals += _arrays(a.val, what)
             shadows += _arrays(a.dval, f"the shadow of {what}")
         else:
-            primals += _arrays(a.val if isinstance(a, (Const, Active)) else a, what)
+            primals += _arrays(_unwrapped(a), what)
     for sh, sname in shadows:
         for pr, pname in primals:
             if np.may_share_memory(sh, pr):
                 raise ZymaseError(f"{sname} shares memory with {pname}",
                                   function=zn.function_label(disp).strip("'"),
                                   hint="give every shadow memory of its own, e.g. np.zeros_like(x)")
+
+
+def _unwrapped(a):
+    """The primal value of an argument of ``autodiff``/``fwddiff``."""
+    return a.val if isinstance(a, (Active, Duplicated, Const)) else a
 
 
 def _with_shadow_type(dx, ty):
@@ -775,6 +791,7 @@ def autodiff(f, *args, preopt: bool = True, cache: bool | None = None,
             kargs.append(v)
     prim = tuple(prim)
     rt = _check_result(disp, prim, need_float=False, api="autodiff")
+    check_annotated_arguments(disp, names, args, [_unwrapped(a) for a in args], "autodiff")
     from numba.core import types
 
     if isinstance(rt, types.Float):
@@ -822,6 +839,7 @@ def fwddiff(f, *args, preopt: bool = True, cache: bool | None = None,
             kargs.append(v)
     prim = tuple(prim)
     rt = _check_result(disp, prim, need_float=False, api="fwddiff")
+    check_annotated_arguments(disp, names, args, [_unwrapped(a) for a in args], "fwddiff")
     plan, fn = _direct(disp, prim, tuple(acts), "fwd", opts)
     r = fn(*kargs)
     from numba.core import types
