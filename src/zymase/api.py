@@ -24,6 +24,7 @@ each argument's value on entry.
 from __future__ import annotations
 
 import collections
+import inspect
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -415,7 +416,37 @@ def _njit_entry(disp, params: list, defaults: tuple, api: str, typer):
         env[glue.fresh(f"default_{params[i]}")] = value
         sig[i] += f"={list(env)[-1]}"
     tramp = _exec(f"def {name}({', '.join(sig)}):\n    return {stub_n}({joined})\n", env, name)
-    return numba.njit(tramp)
+    entry = numba.njit(tramp)
+    _checking_arity(entry, inspect.signature(tramp), f"{api} of {zn.function_label(disp)}")
+    return entry
+
+
+def _checking_arity(entry, pysig, what: str) -> None:
+    """A call from njit code binding no arguments to ``entry``'s fixed signature is
+    refused with a ZymaseError naming the transform, the counts and the call site:
+    Numba's own binding error (a TypingError with its traceback) names only the
+    generated trampoline. The check runs where Numba asks the dispatcher for its call
+    template, before any binding."""
+    from zymase.njit_call_site import call_site
+
+    template = entry.get_call_template
+
+    def get_call_template(args, kws):
+        try:
+            pysig.bind(*args, **kws)
+        except TypeError as exc:
+            function, location = call_site()
+            given = f"{len(args)} argument{'s' if len(args) != 1 else ''}"
+            if kws:
+                given += f" and keyword{'s' if len(kws) > 1 else ''} {', '.join(repr(k) for k in kws)}"
+            params = len(pysig.parameters)
+            raise ZymaseError(f"{what} takes {params} argument{'s' if params != 1 else ''} {pysig}, got {given} "
+                              f"in njit code ({exc})", construct=f"{what.split(' of ')[0]}(...) in njit code",
+                              function=function, location=location,
+                              hint=f"pass the arguments {pysig} by position, as from Python") from None
+        return template(args, kws)
+
+    entry.get_call_template = get_call_template  # the instance's: only this trampoline checks
 
 
 class Transformed:

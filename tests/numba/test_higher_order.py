@@ -239,6 +239,29 @@ def test_transforms_called_from_njit_code_name_the_call_site_of_their_errors():
     _names_call_site(curvature_along, (X, 1.0), 2, "hvp's vector for argument 0 ('x')", "float64")
 
 
+def test_transforms_called_from_njit_code_with_the_wrong_number_of_arguments():
+    # session 26: Numba's TypingError ("Cannot bind ... to signature", naming only the
+    # generated trampoline, with its traceback) before; now one zymase error naming the
+    # transform, the function, both counts and the call site; typing errors only
+    @njit
+    def too_many(x):
+        return grad_energy(x, C, 1.0)
+
+    @njit
+    def too_few(x):
+        return hvp_energy(x, C)
+
+    @njit
+    def none(x):
+        return hess_energy()
+
+    _names_call_site(too_many, (X,), 2, "grad of 'energy' takes 2 arguments (x, c)", "got 3 arguments",
+                     "too many positional arguments")
+    _names_call_site(too_few, (X,), 2, "hvp of 'energy' takes 3 arguments", "got 2 arguments",
+                     "missing a required argument")
+    _names_call_site(none, (X,), 2, "hessian of 'energy' takes 2 arguments", "got 0 arguments")
+
+
 def test_hvp_called_from_njit_code_refuses_a_vector_of_another_shape():
     # a run-time check in glue every caller at these types shares: one zymase error
     # naming the transform and the argument (it was a bare ValueError)
