@@ -595,6 +595,12 @@ def get_kernel(disp, argtypes: tuple, spec: KernelSpec, *, cache: bool = False, 
                 except ZymaseError as err:
                     acts = _promotion(numba_ir(disp, tuple(argtypes)), spec, err)
                     if acts is None:
+                        if not spec.preopt:
+                            from zymase.frontends import numba_unoptimized
+
+                            unoptimized = numba_unoptimized.refusal(err, disp, numba_ir(disp, tuple(argtypes)))
+                            if unoptimized is not None:
+                                raise unoptimized from None
                         raise _in_user_terms(err, disp) from None
                     if not promote:
                         k_arg = next(i for i, (a, b) in enumerate(zip(acts, spec.activities)) if a != b)
