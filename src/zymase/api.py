@@ -340,6 +340,7 @@ class _Plan:
 
 
 def _copy_expr(ty, expr: str) -> str:
+    """njit source copying ``expr`` of type ``ty``: arrays copied, tuples per element."""
     from numba.core import types
 
     if isinstance(ty, types.Array):
@@ -417,12 +418,12 @@ def _njit_entry(disp, params: list, defaults: tuple, api: str, typer):
         sig[i] += f"={list(env)[-1]}"
     tramp = _exec(f"def {name}({', '.join(sig)}):\n    return {stub_n}({joined})\n", env, name)
     entry = numba.njit(tramp)
-    _checking_arity(entry, inspect.signature(tramp), f"{api} of {zn.function_label(disp)}")
+    _checking_arity(entry, inspect.signature(tramp), api, zn.function_label(disp))
     return entry
 
 
-def _checking_arity(entry, pysig, what: str) -> None:
-    """A call from njit code binding no arguments to ``entry``'s fixed signature is
+def _checking_arity(entry, pysig, api: str, fname: str) -> None:
+    """A call from njit code whose arguments do not bind to ``entry``'s fixed signature is
     refused with a ZymaseError naming the transform, the counts and the call site:
     Numba's own binding error (a TypingError with its traceback) names only the
     generated trampoline. The check runs where Numba asks the dispatcher for its call
@@ -440,8 +441,8 @@ def _checking_arity(entry, pysig, what: str) -> None:
             if kws:
                 given += f" and keyword{'s' if len(kws) > 1 else ''} {', '.join(repr(k) for k in kws)}"
             params = len(pysig.parameters)
-            raise ZymaseError(f"{what} takes {params} argument{'s' if params != 1 else ''} {pysig}, got {given} "
-                              f"in njit code ({exc})", construct=f"{what.split(' of ')[0]}(...) in njit code",
+            raise ZymaseError(f"{api} of {fname} takes {params} argument{'s' if params != 1 else ''} {pysig}, got "
+                              f"{given} in njit code ({exc})", construct=f"{api}(...) in njit code",
                               function=function, location=location,
                               hint=f"pass the arguments {pysig} by position, as from Python") from None
         return template(args, kws)

@@ -21,6 +21,8 @@ always, ``api._check_disjoint_shadows``).
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from zymase.errors import ZymaseError
@@ -34,10 +36,7 @@ def check_aliased_arguments(disp, names, args, api: str) -> None:
     from zymase.api import _arrays, _label
 
     leaves = [(a, what, i) for i, v in enumerate(args) for a, what in _arrays(v, _label(names, i))]
-    _refuse_written_overlap(disp, args, leaves, api, lambda fname, first, second: message(api, fname, first, second),
-                            f"pass the array once and let an njit wrapper pass it twice (g(x) returning "
-                            f"{_bare(disp)}(x, x), then differentiate g), or pass a copy if the arrays are meant "
-                            "to be distinct")
+    _refuse_written_overlap(disp, args, leaves, functools.partial(message, api), _pass_once_hint(disp))
 
 
 def check_annotated_arguments(disp, names, args, primal_values, api: str) -> None:
@@ -50,15 +49,16 @@ def check_annotated_arguments(disp, names, args, primal_values, api: str) -> Non
     from zymase.api import Duplicated, _arrays, _label
 
     primals = [(a, what, i) for i, v in enumerate(primal_values) for a, what in _arrays(v, _label(names, i))]
-    _refuse_written_overlap(disp, primal_values, primals, api,
-                            lambda fname, first, second: message(api, fname, first, second),
-                            f"pass the array once and let an njit wrapper pass it twice (g(x) returning "
-                            f"{_bare(disp)}(x, x)), then differentiate g, or pass a copy if the arrays are meant "
-                            "to be distinct")
+    _refuse_written_overlap(disp, primal_values, primals, functools.partial(message, api), _pass_once_hint(disp))
     shadows = [(a, f"the shadow of {what}", i) for i, v in enumerate(args) if isinstance(v, Duplicated)
                for a, what in _arrays(v.dval, _label(names, i))]
-    _refuse_written_overlap(disp, primal_values, shadows, api, _shadows_message,
+    _refuse_written_overlap(disp, primal_values, shadows, _shadows_message,
                             "give every argument a shadow of its own, e.g. np.zeros_like(x)")
+
+
+def _pass_once_hint(disp) -> str:
+    return (f"pass the array once and let an njit wrapper pass it twice (g(x) returning {_bare(disp)}(x, x), "
+            "then differentiate g), or pass a copy if the arrays are meant to be distinct")
 
 
 def _shadows_message(fname: str, first: str, second: str) -> str:
@@ -72,9 +72,10 @@ def _bare(disp) -> str:
     return zn.function_label(disp).strip("'")
 
 
-def _refuse_written_overlap(disp, values, leaves, api: str, text, hint: str) -> None:
+def _refuse_written_overlap(disp, values, leaves, text, hint: str) -> None:
     """Raise for the first pair of ``leaves`` ((array, name, argument position)) that
-    share memory where ``disp``'s function may write into their arguments."""
+    share memory where ``disp``'s function may write into their arguments; ``text(f,
+    first, second)`` says what is wrong."""
     import numba
 
     from zymase.frontends import numba as zn
@@ -145,6 +146,9 @@ def njit_overlap_checks(disp, names, argtys, api: str, overlap_name: str,
     exprs = list(names) if exprs is None else exprs
     leaves = [(e, what, i) for i, t in enumerate(argtys)
               for e, what in _array_leaves(t, exprs[i], _label(names, i))]
+    # one typing with every array read-only usually settles it (f writes none of them)
+    if len(leaves) < 2 or write_site(disp, tuple(argtys), tuple(sorted({i for _, _, i in leaves}))) is None:
+        return [], {}
     fname = zn.function_label(disp)
     lines = []
     for k, (x, first, i) in enumerate(leaves):
