@@ -417,7 +417,9 @@ class SecondOrder:
                            f"{_label(self.names, k)}; hint: pass a vector shaped like the argument")
                 body.append(f"if {v}.shape != {x}.shape:")
                 body.append(f"    raise {err_n}({message!r})")
-            lines, dk = call(f"{v}" if isinstance(ty, types.Array) else f"{dt_n}({v})")
+            # a copy of the vector: it is the tangent of argument k, which f may write
+            # (the caller's vector was overwritten, silently: session 26)
+            lines, dk = call(f"{v}.copy()" if isinstance(ty, types.Array) else f"{dt_n}({v})")
             body += lines + [f"return {dk}"]
         elif isinstance(ty, types.Float):
             lines, dk = call(f"{dt_n}(1.0)")

@@ -229,3 +229,28 @@ def test_autodiff_and_fwddiff_of_a_function_reading_one_array_twice():
     np.testing.assert_allclose(shared, 3 * X0 * X0, rtol=1e-12)
     t = np.ones(4)
     assert zymase.fwddiff(reads_both, Duplicated(x, t), Duplicated(x, t)) == pytest.approx(np.sum(3 * X0 * X0))
+
+
+@njit
+def running_product(x):
+    for i in range(1, x.shape[0]):
+        x[i] *= x[i - 1] * 0.5 + 1.0
+    return np.sum(x * x)
+
+
+_hvp_running = zymase.hvp(running_product)
+
+
+@njit
+def _newton_direction(x, v):
+    return _hvp_running(x, v)
+
+
+def test_njit_code_calling_hvp_keeps_its_vector():
+    # hvp called from njit code passed the caller's vector as the tangent of x, which
+    # running_product writes: the vector came back overwritten (the result was right)
+    v = np.linspace(-1.0, 1.0, 4)
+    want = _hvp_running(X0.copy(), v.copy())  # from Python: f runs on copies
+    got = _newton_direction(X0.copy(), v)
+    np.testing.assert_array_equal(v, np.linspace(-1.0, 1.0, 4))
+    np.testing.assert_allclose(got, want, rtol=1e-12)
