@@ -288,3 +288,22 @@ def test_forward_mode_over_hvp_calls_in_a_loop():
     np.testing.assert_allclose(out, 6 * hessian_closed(X, C) @ V, rtol=1e-13)
     want = 6 * np.einsum("ijk,j,k->i", third_closed(X, C), V, V)
     np.testing.assert_allclose(dout, want, rtol=1e-12, atol=1e-12)
+
+
+@njit
+def slope_and_curvature(x, c, v):
+    return np.sum(grad_energy(x, c) * v) + np.sum(hvp_energy(x, c, v) ** 2)
+
+
+def test_forward_mode_over_njit_code_calling_grad_and_hvp_of_one_function():
+    # session 26: both kernels' sources bring energy's Numba function, and linking the
+    # second into the first was refused ("Linking globals named '_ZN...energy...': symbol
+    # multiply defined", with a hint to report it); one definition is kept now
+    hv = hessian_closed(X, C) @ V
+    g = np.array([_phi(v, C, 1) for v in X])
+    g[:-1] += 2 * C * X[:-1] * X[1:]
+    g[1:] += C * X[:-1] ** 2
+    out, dout = zymase.jvp(slope_and_curvature, (X, C, V), (V, 0.0, None))
+    assert out == pytest.approx(np.sum(g * V) + np.sum(hv ** 2), rel=1e-13)
+    want = V @ hv + 2 * np.einsum("abi,a,b,i->", third_closed(X, C), hv, V, V)
+    assert dout == pytest.approx(want, rel=1e-12)

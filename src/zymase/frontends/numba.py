@@ -650,7 +650,9 @@ def with_called_kernels(ir: NumbaIR, depth: int = 0, serial: bool = False) -> Nu
         if spec.inner is not None:
             inner = nested_ir(inner, spec, symbol)
         source = inner.text + "\n" + kernel_ir(inner, spec, symbol)
-        text = link_modules(text, source)
+        # two kernels of one function (grad(f) and hvp(f) both called) bring the same
+        # Numba function: one definition kept
+        text = link_modules(text, source, same_definitions=True)
     return dataclasses.replace(ir, text=text)
 
 
