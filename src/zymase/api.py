@@ -24,13 +24,14 @@ each argument's value on entry.
 from __future__ import annotations
 
 import collections
+import inspect
 import time
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from zymase.api_aliasing import check_aliased_arguments, njit_overlap_checks
+from zymase.api_aliasing import check_aliased_arguments, check_annotated_arguments, njit_overlap_checks
 from zymase.errors import ZymaseError
 from zymase.frontends import numba as zn
 from zymase.njit_call_site import naming_the_call_site
@@ -338,6 +339,17 @@ class _Plan:
         self.call = _kernel_intrinsic(self.kernel)
 
 
+def _copy_expr(ty, expr: str) -> str:
+    """njit source copying ``expr`` of type ``ty``: arrays copied, tuples per element."""
+    from numba.core import types
+
+    if isinstance(ty, types.Array):
+        return f"{expr}.copy()"
+    if isinstance(ty, types.BaseTuple):
+        return "(" + "".join(_copy_expr(t, f"{expr}[{i}]") + ", " for i, t in enumerate(ty.types)) + ")"
+    return expr
+
+
 def _shadow_expr(ty, expr: str, np_name: str) -> str:
     """njit source that makes a zero shadow for a value of type ``ty`` (NumPy is
     ``np_name`` in the glue)."""
@@ -405,7 +417,37 @@ def _njit_entry(disp, params: list, defaults: tuple, api: str, typer):
         env[glue.fresh(f"default_{params[i]}")] = value
         sig[i] += f"={list(env)[-1]}"
     tramp = _exec(f"def {name}({', '.join(sig)}):\n    return {stub_n}({joined})\n", env, name)
-    return numba.njit(tramp)
+    entry = numba.njit(tramp)
+    _checking_arity(entry, inspect.signature(tramp), api, zn.function_label(disp))
+    return entry
+
+
+def _checking_arity(entry, pysig, api: str, fname: str) -> None:
+    """A call from njit code whose arguments do not bind to ``entry``'s fixed signature is
+    refused with a ZymaseError naming the transform, the counts and the call site:
+    Numba's own binding error (a TypingError with its traceback) names only the
+    generated trampoline. The check runs where Numba asks the dispatcher for its call
+    template, before any binding."""
+    from zymase.njit_call_site import call_site
+
+    template = entry.get_call_template
+
+    def get_call_template(args, kws):
+        try:
+            pysig.bind(*args, **kws)
+        except TypeError as exc:
+            function, location = call_site()
+            given = f"{len(args)} argument{'s' if len(args) != 1 else ''}"
+            if kws:
+                given += f" and keyword{'s' if len(kws) > 1 else ''} {', '.join(repr(k) for k in kws)}"
+            params = len(pysig.parameters)
+            raise ZymaseError(f"{api} of {fname} takes {params} argument{'s' if params != 1 else ''} {pysig}, got "
+                              f"{given} in njit code ({exc})", construct=f"{api}(...) in njit code",
+                              function=function, location=location,
+                              hint=f"pass the arguments {pysig} by position, as from Python") from None
+        return template(args, kws)
+
+    entry.get_call_template = get_call_template  # the instance's: only this trampoline checks
 
 
 class Transformed:
@@ -471,8 +513,9 @@ class Transformed:
         glue = _Names(self.names)
         np_n, call_n, seed_n, r, impl_n = (glue.fresh(b) for b in ("np", "call", "seed_t", "r", "impl"))
         # arrays that overlap at run time where f writes (njit_overlap_checks): refused
-        lines, env = njit_overlap_checks(self.disp, self.names, argtys, self.api, glue.fresh("overlap"),
-                                         glue.fresh("error"))
+        checks, env = njit_overlap_checks(self.disp, self.names, argtys, self.api, glue.fresh("overlap"),
+                                          glue.fresh("error"))
+        lines = ["    " + ln for ln in checks]
         kargs, shadows = [], {}
         for i, (t, a) in enumerate(zip(argtys, p.activities)):
             kargs.append(self.names[i])
@@ -708,13 +751,18 @@ def _check_disjoint_shadows(args, names, disp) -> None:
             primals += _arrays(a.val, what)
             shadows += _arrays(a.dval, f"the shadow of {what}")
         else:
-            primals += _arrays(a.val if isinstance(a, (Const, Active)) else a, what)
+            primals += _arrays(_unwrapped(a), what)
     for sh, sname in shadows:
         for pr, pname in primals:
             if np.may_share_memory(sh, pr):
                 raise ZymaseError(f"{sname} shares memory with {pname}",
                                   function=zn.function_label(disp).strip("'"),
                                   hint="give every shadow memory of its own, e.g. np.zeros_like(x)")
+
+
+def _unwrapped(a):
+    """The primal value of an argument of ``autodiff``/``fwddiff``."""
+    return a.val if isinstance(a, (Active, Duplicated, Const)) else a
 
 
 def _with_shadow_type(dx, ty):
@@ -775,6 +823,7 @@ def autodiff(f, *args, preopt: bool = True, cache: bool | None = None,
             kargs.append(v)
     prim = tuple(prim)
     rt = _check_result(disp, prim, need_float=False, api="autodiff")
+    check_annotated_arguments(disp, names, args, [_unwrapped(a) for a in args], "autodiff")
     from numba.core import types
 
     if isinstance(rt, types.Float):
@@ -822,6 +871,7 @@ def fwddiff(f, *args, preopt: bool = True, cache: bool | None = None,
             kargs.append(v)
     prim = tuple(prim)
     rt = _check_result(disp, prim, need_float=False, api="fwddiff")
+    check_annotated_arguments(disp, names, args, [_unwrapped(a) for a in args], "fwddiff")
     plan, fn = _direct(disp, prim, tuple(acts), "fwd", opts)
     r = fn(*kargs)
     from numba.core import types

@@ -10,11 +10,18 @@ do not see: ``y[i] = x[i] * y[i]`` called as ``f(x, x)`` squares ``x``, and the 
 came out as if ``x`` and ``y`` were two arrays (a silent wrong value, session 25). Such a
 call is refused; whether the function writes is decided by Numba itself, typing it with
 the overlapping arguments read-only (a write into a read-only array, or a view of one,
-is a typing error), only for calls whose arguments overlap. In the glue of njit code
-calling a ``grad`` object the overlap is tested at run time (``njit_overlap_checks``).
+is a typing error), only for calls whose arguments overlap, per overlapping pair. In the
+glue of njit code calling a transform (``grad``, ``hessian``, ``hvp`` objects, ``jvp``) the
+overlap of every pair of arrays, tuples' elements included, is tested at run time
+(``njit_overlap_checks``). ``autodiff``/``fwddiff`` take the shadows from the caller:
+there two overlapping primals, or two overlapping shadows, are refused where the function
+writes into them (``check_annotated_arguments``; a shadow overlapping a primal is refused
+always, ``api._check_disjoint_shadows``).
 """
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 
@@ -26,30 +33,65 @@ _writes: dict = {}  # (dispatcher, argument types, overlapping positions) -> wri
 def check_aliased_arguments(disp, names, args, api: str) -> None:
     """Refuse ``api`` at ``args`` when two of its array arguments share memory and the
     function may write into one of them."""
-    import numba
-
     from zymase.api import _arrays, _label
-    from zymase.frontends import numba as zn
 
     leaves = [(a, what, i) for i, v in enumerate(args) for a, what in _arrays(v, _label(names, i))]
-    if len(leaves) < 2:
-        return
-    pairs = [(p, q) for k, p in enumerate(leaves) for q in leaves[k + 1:] if np.may_share_memory(p[0], q[0])]
-    if not pairs:
-        return
-    positions = tuple(sorted({p[2] for pair in pairs for p in pair}))
-    written = write_site(disp, tuple(numba.typeof(v) for v in args), positions)
-    if written is None:
-        return
-    (_, first, _), (_, second, _) = pairs[0]
-    fname = zn.function_label(disp)
-    raise ZymaseError(
-        message(api, fname, first, second),
-        function=fname.strip("'"),
-        location=written or None,
-        hint=f"pass the array once and let an njit wrapper pass it twice (g(x) returning {fname.strip(chr(39))}(x, x), "
-        "then differentiate g), or pass a copy if the arrays are meant to be distinct",
-    )
+    _refuse_written_overlap(disp, args, leaves, functools.partial(message, api), _pass_once_hint(disp))
+
+
+def check_annotated_arguments(disp, names, args, primal_values, api: str) -> None:
+    """``autodiff``/``fwddiff`` at ``args`` (``Active``/``Duplicated``/``Const``
+    wrappers, ``primal_values`` their values): refuse two overlapping primal arrays, or
+    two overlapping shadows, where the function may write into them. A derivative built
+    for separate arrays does not see a write through one in what is read through the
+    other; and two shadows sharing memory mix the derivatives of arguments one of which
+    is written (an output's shadow is read and zeroed by reverse mode)."""
+    from zymase.api import Duplicated, _arrays, _label
+
+    primals = [(a, what, i) for i, v in enumerate(primal_values) for a, what in _arrays(v, _label(names, i))]
+    _refuse_written_overlap(disp, primal_values, primals, functools.partial(message, api), _pass_once_hint(disp))
+    shadows = [(a, f"the shadow of {what}", i) for i, v in enumerate(args) if isinstance(v, Duplicated)
+               for a, what in _arrays(v.dval, _label(names, i))]
+    _refuse_written_overlap(disp, primal_values, shadows, _shadows_message,
+                            "give every argument a shadow of its own, e.g. np.zeros_like(x)")
+
+
+def _pass_once_hint(disp) -> str:
+    return (f"pass the array once and let an njit wrapper pass it twice (g(x) returning {_bare(disp)}(x, x), "
+            "then differentiate g), or pass a copy if the arrays are meant to be distinct")
+
+
+def _shadows_message(fname: str, first: str, second: str) -> str:
+    return (f"{first} and {second} share memory, and {fname} may write into these arguments; their "
+            "derivatives would be mixed in one array")
+
+
+def _bare(disp) -> str:
+    from zymase.frontends import numba as zn
+
+    return zn.function_label(disp).strip("'")
+
+
+def _refuse_written_overlap(disp, values, leaves, text, hint: str) -> None:
+    """Raise for the first pair of ``leaves`` ((array, name, argument position)) that
+    share memory where ``disp``'s function may write into their arguments; ``text(f,
+    first, second)`` says what is wrong."""
+    import numba
+
+    from zymase.frontends import numba as zn
+
+    argtys = None
+    for k, (a, first, i) in enumerate(leaves):
+        for b, second, j in leaves[k + 1:]:
+            if not np.may_share_memory(a, b):
+                continue
+            if argtys is None:
+                argtys = tuple(numba.typeof(v) for v in values)
+            written = write_site(disp, argtys, tuple(sorted({i, j})))
+            if written is not None:
+                fname = zn.function_label(disp)
+                raise ZymaseError(text(fname, first, second), function=_bare(disp), location=written or None,
+                                  hint=hint)
 
 
 def _read_only_type(t):
@@ -92,38 +134,64 @@ def message(api: str, fname: str, first: str, second: str) -> str:
 
 
 def njit_overlap_checks(disp, names, argtys, api: str, overlap_name: str,
-                        error_name: str) -> tuple[list[str], dict]:
-    """Lines for the glue of njit code calling ``api`` of ``disp`` (a ``grad`` object called
-    from njit code): raise a ZymaseError when two array arguments overlap at run time and
-    the function may write into them (decided here, at typing); and their environment."""
-    from numba.core import types
-
+                        error_name: str, exprs=None) -> tuple[list[str], dict]:
+    """Lines (unindented) for the glue of njit code calling ``api`` of ``disp`` (a
+    transform called from njit code; ``exprs``: the glue's expression of each argument,
+    its parameters by default): raise a ZymaseError when two arrays among the arguments
+    (tuples' elements too) overlap at run time and the function may write into their
+    arguments (decided here, at typing, per pair of arguments); and their environment."""
     from zymase.api import _label
     from zymase.frontends import numba as zn
 
-    arrays = [i for i, t in enumerate(argtys) if isinstance(t, types.Array)]
-    if len(arrays) < 2:
-        return [], {}
-    written = write_site(disp, tuple(argtys), tuple(arrays))
-    if written is None:
+    exprs = list(names) if exprs is None else exprs
+    leaves = [(e, what, i) for i, t in enumerate(argtys)
+              for e, what in _array_leaves(t, exprs[i], _label(names, i))]
+    # one typing with every array read-only usually settles it (f writes none of them)
+    if len(leaves) < 2 or write_site(disp, tuple(argtys), tuple(sorted({i for _, _, i in leaves}))) is None:
         return [], {}
     fname = zn.function_label(disp)
     lines = []
-    for k, i in enumerate(arrays):
-        for j in arrays[k + 1:]:
+    for k, (x, first, i) in enumerate(leaves):
+        for y, second, j in leaves[k + 1:]:
+            written = write_site(disp, tuple(argtys), tuple(sorted({i, j})))
+            if written is None:
+                continue
             where = f"{written}: " if written else ""
             # one string argument (what njit code can raise); ZymaseError.format adds the prefix
-            text = (f"{where}{message(api, fname, _label(names, i), _label(names, j))}; hint: pass "
+            text = (f"{where}{message(api, fname, first, second)}; hint: pass "
                     "the array once and let an njit wrapper pass it twice, or pass a copy")
-            lines.append(f"    if {overlap_name}({names[i]}, {names[j]}):")
-            lines.append(f"        raise {error_name}({text!r})")
+            lines.append(f"if {overlap_name}({x}, {y}):")
+            lines.append(f"    raise {error_name}({text!r})")
+    if not lines:
+        return [], {}
     return lines, {overlap_name: _overlap_fn(), error_name: ZymaseError}
 
 
+def _array_leaves(ty, expr: str, what: str):
+    """(expression, name) of each array in a value of Numba type ``ty`` (tuples walked)."""
+    from numba.core import types
+
+    if isinstance(ty, types.Array):
+        yield expr, what
+    elif isinstance(ty, types.BaseTuple):
+        for k, t in enumerate(ty.types):
+            yield from _array_leaves(t, f"{expr}[{k}]", f"{what}[{k}]")
+
+
 def _overlap_impl(a, b):
-    # contiguous arrays (the only kind a transform takes): their byte ranges meet
-    pa, pb = a.ctypes.data, b.ctypes.data
-    return a.size > 0 and b.size > 0 and pa < pb + b.nbytes and pb < pa + a.nbytes
+    # the bytes between each array's first and last element meet, whatever the strides
+    # (jvp inside njit code takes views with steps, even negative ones)
+    if a.size == 0 or b.size == 0:
+        return False
+    la = ha = a.ctypes.data
+    for k in range(a.ndim):
+        extent = (a.shape[k] - 1) * a.strides[k]
+        la, ha = (la + extent, ha) if extent < 0 else (la, ha + extent)
+    lb = hb = b.ctypes.data
+    for k in range(b.ndim):
+        extent = (b.shape[k] - 1) * b.strides[k]
+        lb, hb = (lb + extent, hb) if extent < 0 else (lb, hb + extent)
+    return la < hb + b.itemsize and lb < ha + a.itemsize
 
 
 _overlap = None

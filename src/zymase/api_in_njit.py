@@ -19,7 +19,8 @@ from __future__ import annotations
 import numpy as np
 
 from zymase import api
-from zymase.api import _exec, _is_float_array, _Names, _np_dtype, _Plan, _tangent_activity
+from zymase.api import _copy_expr, _exec, _is_float_array, _Names, _np_dtype, _Plan, _tangent_activity
+from zymase.api_aliasing import njit_overlap_checks
 from zymase.api_outputs import _leaf_types, _result_type, _writer, jvp, vjp
 from zymase.errors import ZymaseError
 from zymase.frontends import numba as zn
@@ -45,16 +46,6 @@ def _copied_type(ty):
     if isinstance(ty, types.BaseTuple):
         return types.BaseTuple.from_types([_copied_type(t) for t in ty.types])
     return ty.literal_type if isinstance(ty, types.Literal) else ty
-
-
-def _copy_expr(ty, expr: str) -> str:
-    from numba.core import types
-
-    if isinstance(ty, types.Array):
-        return f"{expr}.copy()"
-    if isinstance(ty, types.BaseTuple):
-        return "(" + "".join(_copy_expr(t, f"{expr}[{i}]") + ", " for i, t in enumerate(ty.types)) + ")"
-    return expr
 
 
 def _check_tangent(ty, tty, what: str):
@@ -184,6 +175,12 @@ def _jvp_impl(f, primals, tangents, preopt=True, cache=None, strong_zero=True):
             tts.append(None)
         prim.append(_copied_type(ty))
     prim = tuple(prim)
+    # primals that overlap at run time where f writes: refused, as for grad (f runs on
+    # a copy of each, which would not see its writes through one in the other)
+    checks, env = njit_overlap_checks(disp, names, primals.types, "jvp", g.names.fresh("overlap"),
+                                      g.names.fresh("error"), [f"primals[{i}]" for i in range(given)])
+    g.lines[:0] = checks
+    g.env.update(env)
     acts = tuple(api._const_activity(t) if tt is None or isinstance(tt, (types.NoneType, types.Omitted))
                  else _tangent_activity(t) for t, tt in zip(prim, tts))
     rt = _result_type(disp, prim, "jvp")

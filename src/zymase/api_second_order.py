@@ -30,8 +30,8 @@ from zymase.api import (
     _arity_error, _copy, _direct, _grad_activity, _is_real_number, _label, _np_dtype, _options, _param_names,
     _short, _tangent_activity, _typeof, _with_defaults, _with_shadow_type, _zeros,
 )
+from zymase.api_aliasing import check_aliased_arguments, njit_overlap_checks
 from zymase.api_outputs import _flatten, _picked, _zero_tangent, assemble_forward
-from zymase.api_aliasing import check_aliased_arguments
 from zymase.errors import ZymaseError
 from zymase.frontends import numba as zn
 
@@ -379,7 +379,9 @@ class SecondOrder:
             lines, kargs, acts, dk = [], [], iter(nested.plan.activities), None
             for i, (t, inner) in enumerate(zip(prim, nested.inner.activities)):
                 x = self.params[i]
-                kargs.append(x)
+                # f runs on a copy of its arguments, as from Python: a hessian's column
+                # after the first would otherwise be taken where f's writes moved them
+                kargs.append(api._copy_expr(t, x))
                 if zn.has_shadow(next(acts)):
                     kargs.append(tangent if i == k else _zero_expr(t, x, np_n))
                 if zn.has_shadow(inner):
@@ -400,7 +402,10 @@ class SecondOrder:
             return lines, dk
 
         x = self.params[k]
-        body = []
+        # arrays that overlap at run time where f writes: refused, as for grad
+        body, checks_env = njit_overlap_checks(self.disp, self.names, prim, self.api, glue.fresh("overlap"),
+                                               glue.fresh("error"))
+        env.update(checks_env)
         if self.api == "hvp":
             v = self.params[-1]
             if isinstance(ty, types.Array):
@@ -412,7 +417,9 @@ class SecondOrder:
                            f"{_label(self.names, k)}; hint: pass a vector shaped like the argument")
                 body.append(f"if {v}.shape != {x}.shape:")
                 body.append(f"    raise {err_n}({message!r})")
-            lines, dk = call(f"{v}" if isinstance(ty, types.Array) else f"{dt_n}({v})")
+            # a copy of the vector: it is the tangent of argument k, which f may write
+            # (the caller's vector was overwritten, silently: session 26)
+            lines, dk = call(f"{v}.copy()" if isinstance(ty, types.Array) else f"{dt_n}({v})")
             body += lines + [f"return {dk}"]
         elif isinstance(ty, types.Float):
             lines, dk = call(f"{dt_n}(1.0)")

@@ -1123,3 +1123,249 @@ _MORE = {
     "qr_sum": (qr_sum, lambda r: (_u(r, 9).reshape(3, 3) + 2 * np.eye(3),), "float"),
 }
 WILD.update(_MORE)
+
+
+# -- session 26: tuples of arrays, views and slices written in place, output arguments,
+# arrays returned and reused; wild_campaign.py checks these with every transform
+# (grad/vjp, jvp, hessian, hvp, jacfwd, jacrev)
+
+@njit
+def tuple_state_step(state, dt):
+    pos, vel = state
+    for _ in range(3):
+        pos += dt * vel
+        vel -= dt * np.sin(pos)
+    return np.sum(pos * pos) + np.sum(vel * vel)
+
+
+@njit
+def tuple_unpack_reuse(t):
+    a, b = t
+    c = a * b
+    a2 = c + a
+    return np.sum(a2 * b) + np.sum(c * c)
+
+
+@njit
+def ufunc_out_args(x, out):
+    np.multiply(x, x, out)
+    np.add(out, x, out)
+    return np.sum(out * x)
+
+
+@njit
+def _scaled_copy(x, s):
+    y = x * s
+    return y
+
+
+@njit
+def returned_reused(x):
+    y = _scaled_copy(x, 1.5)
+    y *= y
+    z = _scaled_copy(y, 0.5)
+    z[0] = z[-1] * y[1]
+    return np.sum(z * x)
+
+
+@njit
+def overlapping_slices_inplace(x):
+    for i in range(1, x.shape[0]):
+        x[i] *= x[i - 1] * 0.5 + 1.0
+    return np.sum(x * x)
+
+
+@njit
+def strided_view_write(x):
+    v = x[::2]
+    v[:] = v * v + 0.25
+    return np.sum(x * np.arange(x.shape[0]))
+
+
+@njit
+def reversed_view_write(x):
+    r = x[::-1]
+    for i in range(1, r.shape[0]):
+        r[i] = r[i] * r[i - 1]
+    return np.sum(x)
+
+
+@njit
+def row_views_update(A):
+    for i in range(1, A.shape[0]):
+        A[i, :] = A[i, :] * A[i - 1, :] + 0.1
+    return np.sum(A * A)
+
+
+@njit
+def column_view_inplace(A):
+    c = A[:, 1]
+    c *= 2.0
+    c += A[:, 0]
+    return np.sum(A * A)
+
+
+@njit
+def tuple_of_views(x):
+    t = (x[:3], x[3:])
+    return np.dot(t[0], t[1][:3]) + np.sum(t[1] ** 3)
+
+
+@njit
+def returns_tuple_views(x):
+    return x[1:] * x[:-1], x[::-1] * x
+
+
+@njit
+def out_two_inputs(x, y, out):
+    out[:] = x * y
+    out += x
+    return np.sum(out * out)
+
+
+@njit
+def accumulate_modulo(x, out):
+    for i in range(x.shape[0]):
+        out[i % out.shape[0]] += x[i] ** 2
+    return np.sum(out * out)
+
+
+@njit
+def swap_halves_inplace(x):
+    n = x.shape[0] // 2
+    tmp = x[:n].copy()
+    x[:n] = x[n:2 * n]
+    x[n:2 * n] = tmp
+    return np.sum(x * np.arange(x.shape[0]) * x)
+
+
+@njit
+def tuple_member_written_returned(t):
+    a, b = t
+    a[0] = b[0] * a[1]
+    a[1:] *= b[:-1]
+    return a
+
+
+@njit
+def fill_diag_matmul(A):
+    B = A.copy()
+    np.fill_diagonal(B, 2.0)
+    return np.sum(B @ A)
+
+
+@njit
+def ellipsis_assign(x):
+    y = np.empty_like(x)
+    y[...] = x * x
+    return np.sum(y * x)
+
+
+@njit
+def roll_product(x):
+    return np.sum(np.roll(x, 2) * x)
+
+
+@njit
+def buffer_reused_loop(x):
+    buf = np.empty_like(x)
+    for _ in range(3):
+        buf[:] = np.sin(x)
+        x = buf * x + 0.1
+    return np.sum(x)
+
+
+@njit
+def gauss_seidel_inplace(u):
+    for _ in range(2):
+        for i in range(1, u.shape[0] - 1):
+            u[i] = 0.5 * (u[i - 1] + u[i + 1]) + 0.1 * u[i] * u[i]
+    return np.sum(u * u)
+
+
+@njit
+def tuple_rebound(t):
+    for _ in range(3):
+        t = (t[0] + t[1] * 0.5, t[0] * t[1])
+    return np.sum(t[0]) + np.sum(t[1])
+
+
+@njit
+def array_and_scalar_tuple(t):
+    x, s = t
+    return np.sum(x * s) + s * s * np.sum(x)
+
+
+@njit
+def reshape_view_write(x):
+    m = x.reshape((2, x.shape[0] // 2))
+    m[0] += m[1] * m[1]
+    return np.sum(x * x)
+
+
+@njit
+def ravel_view_write(A):
+    r = A.ravel()
+    r[::2] *= 3.0
+    return np.sum(A * A * A)
+
+
+@njit
+def returns_out_argument(x, out):
+    out[:] = x ** 2
+    out[1:] += out[:-1]
+    return out
+
+
+@njit
+def nested_tuple_arg(t):
+    x, (y, z) = t
+    return np.sum(x * y) + np.sum(np.exp(z) * x)
+
+
+@njit
+def cumsum_into_slice(x):
+    y = np.zeros(x.shape[0] + 2)
+    y[2:] = np.cumsum(x)
+    y[:2] = x[:2] * x[-1]
+    return np.sum(y * y)
+
+
+@njit
+def inplace_normalize_rows(A):
+    for i in range(A.shape[0]):
+        A[i] /= np.sqrt(np.sum(A[i] * A[i]))
+    return np.sum(A[0] * A[1])
+
+
+WILD26 = {
+    "tuple_state_step": (tuple_state_step, lambda r: ((_u(r, 4), _u(r, 4)), 0.1), "float"),
+    "tuple_unpack_reuse": (tuple_unpack_reuse, lambda r: ((_u(r, 5), _u(r, 5)),), "float"),
+    "ufunc_out_args": (ufunc_out_args, lambda r: (_u(r, 5), np.zeros(5)), "float"),
+    "returned_reused": (returned_reused, lambda r: (_u(r, 5),), "float"),
+    "overlapping_slices_inplace": (overlapping_slices_inplace, lambda r: (_u(r, 6),), "float"),
+    "strided_view_write": (strided_view_write, lambda r: (_u(r, 7),), "float"),
+    "reversed_view_write": (reversed_view_write, lambda r: (_u(r, 6),), "float"),
+    "row_views_update": (row_views_update, lambda r: (_u(r, 12).reshape(3, 4),), "float"),
+    "column_view_inplace": (column_view_inplace, lambda r: (_u(r, 12).reshape(4, 3),), "float"),
+    "tuple_of_views": (tuple_of_views, lambda r: (_u(r, 7),), "float"),
+    "returns_tuple_views": (returns_tuple_views, lambda r: (_u(r, 5),), "tuple"),
+    "out_two_inputs": (out_two_inputs, lambda r: (_u(r, 5), _u(r, 5), np.zeros(5)), "float"),
+    "accumulate_modulo": (accumulate_modulo, lambda r: (_u(r, 7), np.zeros(3)), "float"),
+    "swap_halves_inplace": (swap_halves_inplace, lambda r: (_u(r, 6),), "float"),
+    "tuple_member_written_returned": (tuple_member_written_returned, lambda r: ((_u(r, 4), _u(r, 4)),), "array"),
+    "fill_diag_matmul": (fill_diag_matmul, lambda r: (_u(r, 9).reshape(3, 3),), "float"),
+    "ellipsis_assign": (ellipsis_assign, lambda r: (_u(r, 5),), "float"),
+    "roll_product": (roll_product, lambda r: (_u(r, 6),), "float"),
+    "buffer_reused_loop": (buffer_reused_loop, lambda r: (_u(r, 5),), "float"),
+    "gauss_seidel_inplace": (gauss_seidel_inplace, lambda r: (_u(r, 6),), "float"),
+    "tuple_rebound": (tuple_rebound, lambda r: ((_u(r, 4), _u(r, 4)),), "float"),
+    "array_and_scalar_tuple": (array_and_scalar_tuple, lambda r: ((_u(r, 4), 0.7),), "float"),
+    "reshape_view_write": (reshape_view_write, lambda r: (_u(r, 6),), "float"),
+    "ravel_view_write": (ravel_view_write, lambda r: (_u(r, 6).reshape(2, 3),), "float"),
+    "returns_out_argument": (returns_out_argument, lambda r: (_u(r, 5), np.zeros(5)), "array"),
+    "nested_tuple_arg": (nested_tuple_arg, lambda r: ((_u(r, 4), (_u(r, 4), _u(r, 4))),), "float"),
+    "cumsum_into_slice": (cumsum_into_slice, lambda r: (_u(r, 5),), "float"),
+    "inplace_normalize_rows": (inplace_normalize_rows, lambda r: (_u(r, 6).reshape(2, 3),), "float"),
+}
+WILD.update(WILD26)

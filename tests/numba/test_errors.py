@@ -364,3 +364,24 @@ def test_debug_true_functions_are_differentiated():
     want = 2 * X
     want[0] += 1.0
     np.testing.assert_allclose(g, want, rtol=1e-12)
+
+
+@njit
+def _flattened(A):
+    return np.sum(A.flatten() ** 2)
+
+
+def test_preopt_false_refusals_name_the_numpy_call_and_its_line():
+    # session 26: with preopt=False, A.flatten() was refused as "cannot deduce a single
+    # floating-point type for the memory that the result of 'call @NRT_MemInfo_data_fast'
+    # points to ... bytes [8, 16)", with a hint to copy C fields one by one; np.diff(x, 2),
+    # y[1::2] = ... and np.linalg.lstsq named a mangled Numba function or gave a hint for
+    # C programmers (those take 5-7 s of CPU to refuse: wild_campaign.py checks them, with
+    # ZYMASE_WILD_NO_PREOPT=1). Each works with the default preopt=True
+    with pytest.raises(ZymaseError) as info:
+        zymase.grad(_flattened, preopt=False)(X[:4].reshape(2, 2).copy())
+    msg = info.value.format()
+    line = _flattened.py_func.__code__.co_firstlineno + 2
+    assert msg.startswith(f"zymase: error: {__file__}:{line}: '_flattened' is compiled with preopt=False, and "
+                          f"Numba's unoptimized code for .flatten() (line {line})"), msg
+    assert "hint: use the default preopt=True" in msg and "\n" not in msg

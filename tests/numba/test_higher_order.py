@@ -239,6 +239,29 @@ def test_transforms_called_from_njit_code_name_the_call_site_of_their_errors():
     _names_call_site(curvature_along, (X, 1.0), 2, "hvp's vector for argument 0 ('x')", "float64")
 
 
+def test_transforms_called_from_njit_code_with_the_wrong_number_of_arguments():
+    # session 26: Numba's TypingError ("Cannot bind ... to signature", naming only the
+    # generated trampoline, with its traceback) before; now one zymase error naming the
+    # transform, the function, both counts and the call site; typing errors only
+    @njit
+    def too_many(x):
+        return grad_energy(x, C, 1.0)
+
+    @njit
+    def too_few(x):
+        return hvp_energy(x, C)
+
+    @njit
+    def none(x):
+        return hess_energy()
+
+    _names_call_site(too_many, (X,), 2, "grad of 'energy' takes 2 arguments (x, c)", "got 3 arguments",
+                     "too many positional arguments")
+    _names_call_site(too_few, (X,), 2, "hvp of 'energy' takes 3 arguments", "got 2 arguments",
+                     "missing a required argument")
+    _names_call_site(none, (X,), 2, "hessian of 'energy' takes 2 arguments", "got 0 arguments")
+
+
 def test_hvp_called_from_njit_code_refuses_a_vector_of_another_shape():
     # a run-time check in glue every caller at these types shares: one zymase error
     # naming the transform and the argument (it was a bare ValueError)
@@ -265,3 +288,22 @@ def test_forward_mode_over_hvp_calls_in_a_loop():
     np.testing.assert_allclose(out, 6 * hessian_closed(X, C) @ V, rtol=1e-13)
     want = 6 * np.einsum("ijk,j,k->i", third_closed(X, C), V, V)
     np.testing.assert_allclose(dout, want, rtol=1e-12, atol=1e-12)
+
+
+@njit
+def slope_and_curvature(x, c, v):
+    return np.sum(grad_energy(x, c) * v) + np.sum(hvp_energy(x, c, v) ** 2)
+
+
+def test_forward_mode_over_njit_code_calling_grad_and_hvp_of_one_function():
+    # session 26: both kernels' sources bring energy's Numba function, and linking the
+    # second into the first was refused ("Linking globals named '_ZN...energy...': symbol
+    # multiply defined", with a hint to report it); one definition is kept now
+    hv = hessian_closed(X, C) @ V
+    g = np.array([_phi(v, C, 1) for v in X])
+    g[:-1] += 2 * C * X[:-1] * X[1:]
+    g[1:] += C * X[:-1] ** 2
+    out, dout = zymase.jvp(slope_and_curvature, (X, C, V), (V, 0.0, None))
+    assert out == pytest.approx(np.sum(g * V) + np.sum(hv ** 2), rel=1e-13)
+    want = V @ hv + 2 * np.einsum("abi,a,b,i->", third_closed(X, C), hv, V, V)
+    assert dout == pytest.approx(want, rel=1e-12)

@@ -595,6 +595,12 @@ def get_kernel(disp, argtypes: tuple, spec: KernelSpec, *, cache: bool = False, 
                 except ZymaseError as err:
                     acts = _promotion(numba_ir(disp, tuple(argtypes)), spec, err)
                     if acts is None:
+                        if not spec.preopt:
+                            from zymase.frontends import numba_unoptimized
+
+                            unoptimized = numba_unoptimized.refusal(err, disp, numba_ir(disp, tuple(argtypes)))
+                            if unoptimized is not None:
+                                raise unoptimized from None
                         raise _in_user_terms(err, disp) from None
                     if not promote:
                         k_arg = next(i for i, (a, b) in enumerate(zip(acts, spec.activities)) if a != b)
@@ -644,7 +650,9 @@ def with_called_kernels(ir: NumbaIR, depth: int = 0, serial: bool = False) -> Nu
         if spec.inner is not None:
             inner = nested_ir(inner, spec, symbol)
         source = inner.text + "\n" + kernel_ir(inner, spec, symbol)
-        text = link_modules(text, source)
+        # two kernels of one function (grad(f) and hvp(f) both called) bring the same
+        # Numba function: one definition kept
+        text = link_modules(text, source, same_definitions=True)
     return dataclasses.replace(ir, text=text)
 
 

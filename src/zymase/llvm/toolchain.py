@@ -291,13 +291,20 @@ def _runtime_ir(source: str) -> str:
     return ir
 
 
-def link_modules(ll_text: str, other: str) -> str:
+def link_modules(ll_text: str, other: str, *, same_definitions: bool = False) -> str:
     """The module ``ll_text`` with the module ``other`` linked into it (LLVM's linker:
     declarations resolved, ``linkonce_odr`` duplicates merged, attribute groups and
-    metadata renumbered)."""
+    metadata renumbered). ``same_definitions``: a symbol both define is known to be the
+    same code in both (Numba's function compiled once, linked in from two kernels'
+    sources), and the first module's definition is kept."""
     module = _parse(ll_text)
     linked = _parse(other)
     linked.triple, linked.data_layout = module.triple, module.data_layout
+    if same_definitions:
+        defined = {v.name for v in [*module.functions, *module.global_variables] if not v.is_declaration}
+        for v in [*linked.functions, *linked.global_variables]:
+            if v.name in defined and not v.is_declaration and v.linkage == llvm.Linkage.external:
+                v.linkage = llvm.Linkage.linkonce_odr
     try:
         module.link_in(linked)
     except RuntimeError as exc:

@@ -1,0 +1,186 @@
+"""Refusals of kernels compiled with ``preopt=False``, in the user's terms.
+
+Without the pre-AD pipeline the engine differentiates Numba's unoptimized IR, where some
+NumPy functions and array operations bring code that only optimization removes or
+simplifies: an error path formatting its message through Numba's recursive string
+functions (``np.diff(x, n)``, a shape check of ``y[1::2] = ...``), an array copied with
+one memcpy whose bytes are also read as the array struct's pointers (``A.flatten()``,
+``np.diag``, ``np.linalg.cholesky``), arrays returned inside a tuple built as a struct of
+pointers (``np.linalg.lstsq``). The engine's refusal names a mangled Numba function or
+an LLVM instruction of the kernel. This module names instead the NumPy call or array
+operation of the user's function whose Numba implementation holds the refused code, with
+its source line, and says to keep the default ``preopt=True``.
+
+The implementation is found on the call graph of Numba's IR: the functions the user's
+function calls directly whose callees (transitively) hold the refused code; each is
+matched by name with the calls in the user's Python source (Numba's untyped IR).
+"""
+
+from __future__ import annotations
+
+import re
+
+from zymase.errors import ZymaseError
+
+#: the refusals this module rewrites: (pattern of the engine's message, what the
+#: refused code is, in Python terms)
+_KINDS = (
+    (re.compile(r"^'(_ZN[\w.$]+)' reads the global .* is called \(not inlined: it is recursive\)"),
+     "its error path formats a message through Numba's recursive string functions, which zymase does not "
+     "differentiate across"),
+    (re.compile(r"^cannot deduce a single floating-point type for the memory .*memcpy"),
+     "it copies array data with one memcpy whose bytes the unoptimized code also reads as pointers, so "
+     "their type is ambiguous"),
+    (re.compile(r"^a pointer to active memory is put into a struct or array value"),
+     "it returns arrays inside a tuple, a struct holding pointers to differentiated memory"),
+)
+
+#: Numba implementation names whose Python name differs from the name they contain
+_PYTHON_NAMES = {"cho": "cholesky", "raise_with_shape_context": "[]="}
+
+_DEFINE = re.compile(r'^define [^@]*@"?([^"(]+)"?\(')
+_CALL = re.compile(r'\bcall [^@]*@"?([\w.$]+)"?\(')
+
+
+def refusal(err: ZymaseError, disp, ir) -> ZymaseError | None:
+    """The user's-terms error for ``err``, raised compiling a ``preopt=False`` kernel of
+    ``disp`` from Numba IR ``ir``; None when ``err`` is not one of these refusals."""
+    from zymase.frontends.numba import function_label
+
+    kind = next(((m, why) for pattern, why in _KINDS if (m := pattern.search(err.message))), None)
+    if kind is None:
+        return None
+    match, why = kind
+    bodies = _bodies(ir.text)
+    if match.groups():  # the recursive function is named: what reaches it
+        held = lambda fn: match.group(1) in _callees(bodies, fn)  # noqa: E731
+    elif "memcpy" in err.message:
+        held = lambda fn: any("@llvm.memcpy" in ln for g in _callees(bodies, fn) | {fn}  # noqa: E731
+                              for ln in bodies.get(g, ()))
+    else:  # a tuple of arrays returned: the function's result is a struct of array structs
+        held = lambda fn: _returns_arrays_in_a_tuple(bodies.get(fn, ()))  # noqa: E731
+    culprits = [fn for fn in _direct_calls(bodies.get(ir.entry, ())) if fn.startswith("_Z") and held(fn)]
+    sites = _python_sites(disp, culprits)
+    name = function_label(disp)
+    py = disp.py_func.__code__
+    if sites:
+        what = ", ".join(f"{construct} ({_lines(lines)})" for construct, lines in sites)
+        location = f"{py.co_filename}:{sites[0][1][0]}"
+        message = (f"{name} is compiled with preopt=False, and Numba's unoptimized code for {what} cannot be "
+                   f"differentiated: {why}")
+    else:
+        location = f"{py.co_filename}:{py.co_firstlineno}"
+        message = (f"{name} is compiled with preopt=False, and Numba's unoptimized code for a NumPy function or "
+                   f"array operation in it cannot be differentiated: {why}")
+    return ZymaseError(message, construct="preopt=False", function=name.strip("'"), location=location,
+                       hint="use the default preopt=True: Numba's helpers are then inlined and simplified before "
+                       "differentiation, which removes that code")
+
+
+def _lines(lines: list[int]) -> str:
+    if len(lines) == 1:
+        return f"line {lines[0]}"
+    return f"lines {', '.join(map(str, lines[:-1]))} and {lines[-1]}"
+
+
+def _bodies(text: str) -> dict[str, list[str]]:
+    bodies, current = {}, None
+    for line in text.splitlines():
+        m = _DEFINE.match(line)
+        if m:
+            current = m.group(1)
+            bodies[current] = []
+        elif line.startswith("}"):
+            current = None
+        elif current is not None:
+            bodies[current].append(line)
+    return bodies
+
+
+def _direct_calls(body) -> list[str]:
+    """The functions ``body`` calls, in the order of their first call."""
+    return list(dict.fromkeys(fn for line in body for fn in _CALL.findall(line)))
+
+
+def _callees(bodies: dict, fn: str) -> set[str]:
+    seen, todo = set(), [fn]
+    while todo:
+        for g in _direct_calls(bodies.get(todo.pop(), ())):
+            if g not in seen:
+                seen.add(g)
+                todo.append(g)
+    return seen
+
+
+def _returns_arrays_in_a_tuple(body) -> bool:
+    # a struct whose first member is a struct: a tuple of arrays (an array is a struct)
+    return any(re.search(r"\binsertvalue \{\s*\{", line) for line in body)
+
+
+def _implementation_name(mangled: str) -> str | None:
+    """``np_diff_impl`` in ``_ZN5numba2np9arraymath12np_diff_impl...``: the first name
+    after Numba's module path, with the prefixes and suffixes of implementations cut."""
+    parts = _itanium_parts(mangled) if mangled.startswith("_ZN") else []
+    if not parts or parts[0] != "numba" or len(parts) < 4:
+        return None
+    name = parts[3]
+    name = re.sub(r"^(?:ol_np_|ol_|np_|impl_np_|impl_|array_)", "", name)
+    name = re.sub(r"(?:_impl|_cpu|_generic)$", "", name)
+    return _PYTHON_NAMES.get(name, name)
+
+
+def _itanium_parts(mangled: str) -> list[str]:
+    """The leading name components of an Itanium-mangled nested name (``_ZN<len><id>...``)."""
+    parts, i = [], 3
+    while i < len(mangled) and mangled[i].isdigit():
+        j = i
+        while mangled[j].isdigit():
+            j += 1
+        n = int(mangled[i:j])
+        parts.append(mangled[j:j + n])
+        i = j + n
+    return parts
+
+
+def _python_sites(disp, culprits: list[str]) -> list[tuple[str, list[int]]]:
+    """(construct, lines) of the calls in ``disp``'s source that the Numba functions
+    ``culprits`` implement, matched by name (every line calling that name: two calls of
+    ``np.diff`` are not told apart)."""
+    calls = _source_calls(disp)
+    wanted: dict[str, int] = {}
+    for fn in culprits:
+        name = _implementation_name(fn)
+        if name is not None:
+            wanted.setdefault(name, 0)
+    sites = []
+    for name in wanted:
+        found = [(line, construct) for n, construct, line in calls if n == name]
+        if found:
+            construct = found[0][1]
+            sites.append((construct, sorted({line for line, _ in found})))
+    return sites
+
+
+def _source_calls(disp) -> list[tuple[str, str, int]]:
+    """(name, construct as written, line) of each call and item assignment in
+    ``disp``'s Python source, from Numba's untyped IR."""
+    from numba.core import compiler, ir
+    from numba.core.ir_utils import find_callname, guard
+
+    func_ir = compiler.run_frontend(disp.py_func)
+    out = []
+    for block in func_ir.blocks.values():
+        for stmt in block.body:
+            if isinstance(stmt, (ir.SetItem, ir.StaticSetItem)):
+                out.append(("[]=", f"the item assignment {stmt.target.name}[...] = ...", stmt.loc.line))
+            if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Expr) and stmt.value.op == "call":
+                found = guard(find_callname, func_ir, stmt.value)
+                if found is None:
+                    continue
+                name, where = found
+                if isinstance(where, str):
+                    construct = f"{where.replace('numpy', 'np')}.{name}(...)"
+                else:
+                    construct = f".{name}()"
+                out.append((name, construct, stmt.loc.line))
+    return out
