@@ -221,17 +221,17 @@ def test_the_function_is_not_carried_beside_its_inlined_body():
     x = np.linspace(0.1, 0.9, 6)
     entry = zn.numba_ir(_damped, (numba.typeof(x), numba.float64)).entry
     inlined = []
-    inline_always = toolchain.inline_always
+    inline_always = toolchain.inline_always_module
 
-    def keep(text):
-        inlined.append(inline_always(text))
-        return inlined[-1]
+    def keep(module):
+        inline_always(module)
+        inlined.append(str(module))
 
-    toolchain.inline_always = keep
+    toolchain.inline_always_module = keep
     try:
         g = zymase.grad(_damped, (0, 1), cache=False)(x, 0.5)
     finally:
-        toolchain.inline_always = inline_always
+        toolchain.inline_always_module = inline_always
     assert len(inlined) == 1 and f"@{entry}(" not in inlined[0]
     e = np.exp(-0.5 * x)
     np.testing.assert_allclose(g[0], e * (1 - 0.5 * x), rtol=1e-14)
@@ -344,3 +344,42 @@ def test_private_copy_builds_its_discarded_error_text_without_colours():
     total = float(np.sum(x * x))
     np.testing.assert_allclose(g, 2 * x + 1 / (2 * np.sqrt(x)) * total + 2 * x * float(np.sum(np.sqrt(x))),
                                rtol=1e-12)
+
+
+@njit
+def _logistic_sum(x, a):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += 1.0 / (1.0 + math.exp(-a * x[i]))
+    return s
+
+
+def test_the_pre_ad_pipeline_parses_the_module_twice():
+    # issue 29: reference-count pruning, inlining, pruning, the pre-AD passes and pruning
+    # again each parsed, verified and printed the module (five text round trips); the
+    # last four now run on one parsed module (the first prints the text the callee and
+    # marker marks are written into)
+    from zymase.frontends import c as zc
+    from zymase.llvm import toolchain
+
+    parse, differentiate = toolchain._parse, zc.differentiate_llvm_ir
+    parsed, before_ad = [], []
+
+    def counted(text):
+        parsed.append(len(text))
+        return parse(text)
+
+    def entered(*args, **kwargs):
+        before_ad.append(len(parsed))
+        return differentiate(*args, **kwargs)
+
+    toolchain._parse, zc.differentiate_llvm_ir = counted, entered
+    try:
+        x = np.linspace(-1.0, 1.0, 6)
+        g = zymase.grad(_logistic_sum, (0, 1), cache=False)(x, 1.5)
+    finally:
+        toolchain._parse, zc.differentiate_llvm_ir = parse, differentiate
+    assert before_ad == [2], (before_ad, parsed)
+    s = 1 / (1 + np.exp(-1.5 * x))
+    np.testing.assert_allclose(g[0], 1.5 * s * (1 - s), rtol=1e-13)
+    assert math.isclose(g[1], float(np.sum(x * s * (1 - s))), rel_tol=1e-13)
