@@ -244,15 +244,23 @@ def _plain_error_text():
     if not hasattr(scheme, "_markup"):  # no colorama: the messages are plain already
         yield
         return
-    had = scheme.__dict__.get("_markup")
-    scheme._markup = _plain_markup
+    with _instance_attribute(scheme, "_markup", _plain_markup):
+        yield
+
+
+@contextmanager
+def _instance_attribute(obj, name: str, value):
+    """``obj.<name>`` is ``value`` inside the block; afterwards the instance's own
+    attribute is put back, or removed so that the class's shows again."""
+    had = obj.__dict__.get(name)
+    setattr(obj, name, value)
     try:
         yield
     finally:
         if had is None:
-            del scheme._markup
+            delattr(obj, name)
         else:
-            scheme._markup = had
+            setattr(obj, name, had)
 
 
 def _plain_markup(msg, color=None, style=None):
@@ -299,15 +307,8 @@ def _ir_only():
         return _dynfunc.make_function(fndesc.lookup_module(), fndesc.qualname.split(".")[-1],
                                       "zymase's IR-only copy (not callable)", 0, env, (library,))
 
-    had = context.__dict__.get("get_executable")
-    context.get_executable = executable
-    try:
+    with _instance_attribute(context, "get_executable", executable):
         yield
-    finally:
-        if had is None:
-            del context.get_executable  # the class's method again
-        else:
-            context.get_executable = had
 
 
 def _defines(library, name: str) -> bool:
