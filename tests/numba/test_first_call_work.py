@@ -8,6 +8,7 @@ import math
 from contextlib import contextmanager
 
 import numba
+import pytest
 import numpy as np
 from numba import njit
 from numba.core import codegen, lowering
@@ -220,17 +221,17 @@ def test_the_function_is_not_carried_beside_its_inlined_body():
     x = np.linspace(0.1, 0.9, 6)
     entry = zn.numba_ir(_damped, (numba.typeof(x), numba.float64)).entry
     inlined = []
-    inline_always = toolchain.inline_always
+    inline_always = toolchain.inline_always_module
 
-    def keep(text):
-        inlined.append(inline_always(text))
-        return inlined[-1]
+    def keep(module):
+        inline_always(module)
+        inlined.append(str(module))
 
-    toolchain.inline_always = keep
+    toolchain.inline_always_module = keep
     try:
         g = zymase.grad(_damped, (0, 1), cache=False)(x, 0.5)
     finally:
-        toolchain.inline_always = inline_always
+        toolchain.inline_always_module = inline_always
     assert len(inlined) == 1 and f"@{entry}(" not in inlined[0]
     e = np.exp(-0.5 * x)
     np.testing.assert_allclose(g[0], e * (1 - 0.5 * x), rtol=1e-14)
@@ -304,3 +305,81 @@ def test_the_build_collects_garbage_rarely_and_puts_the_threshold_back():
         assert gc.get_threshold()[0] == 0
     finally:
         gc.set_threshold(*saved)
+
+
+@njit
+def _mixed(x, k):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += x[i] ** k + math.sqrt(abs(x[i])) * np.sum(x * x)
+    return s
+
+
+def test_private_copy_builds_its_discarded_error_text_without_colours():
+    # issue 29: typing builds and discards hundreds of Numba errors (the candidates of an
+    # overloaded call that fail), and with colorama each coloured fragment set up and
+    # released colorama's stream wrappers: 3-6% of the copy's compile
+    from numba.core import errors
+
+    scheme = type(errors.termcolor())
+    markup = scheme._markup
+    calls = []
+
+    def counted(self, msg, *args, **kwargs):
+        calls.append(msg)
+        return markup(self, msg, *args, **kwargs)
+
+    scheme._markup = counted
+    try:
+        x = np.linspace(0.5, 1.5, 5)
+        zn.numba_ir(_mixed, (numba.typeof(x), numba.int64))
+        assert calls == [], len(calls)
+        # the user's own errors keep Numba's colours
+        with pytest.raises(numba.core.errors.TypingError):
+            njit(lambda v: v + "text")(1.0)
+        assert calls
+    finally:
+        scheme._markup = markup
+    g = zymase.grad(_mixed, 0, cache=False)(x, 2)
+    total = float(np.sum(x * x))
+    np.testing.assert_allclose(g, 2 * x + 1 / (2 * np.sqrt(x)) * total + 2 * x * float(np.sum(np.sqrt(x))),
+                               rtol=1e-12)
+
+
+@njit
+def _logistic_sum(x, a):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += 1.0 / (1.0 + math.exp(-a * x[i]))
+    return s
+
+
+def test_the_pre_ad_pipeline_parses_the_module_twice():
+    # issue 29: reference-count pruning, inlining, pruning, the pre-AD passes and pruning
+    # again each parsed, verified and printed the module (five text round trips); the
+    # last four now run on one parsed module (the first prints the text the callee and
+    # marker marks are written into)
+    from zymase.frontends import c as zc
+    from zymase.llvm import toolchain
+
+    parse, differentiate = toolchain._parse, zc.differentiate_llvm_ir
+    parsed, before_ad = [], []
+
+    def counted(text):
+        parsed.append(len(text))
+        return parse(text)
+
+    def entered(*args, **kwargs):
+        before_ad.append(len(parsed))
+        return differentiate(*args, **kwargs)
+
+    toolchain._parse, zc.differentiate_llvm_ir = counted, entered
+    try:
+        x = np.linspace(-1.0, 1.0, 6)
+        g = zymase.grad(_logistic_sum, (0, 1), cache=False)(x, 1.5)
+    finally:
+        toolchain._parse, zc.differentiate_llvm_ir = parse, differentiate
+    assert before_ad == [2], (before_ad, parsed)
+    s = 1 / (1 + np.exp(-1.5 * x))
+    np.testing.assert_allclose(g[0], 1.5 * s * (1 - s), rtol=1e-13)
+    assert math.isclose(g[1], float(np.sum(x * s * (1 - s))), rel_tol=1e-13)

@@ -416,6 +416,35 @@ def test_the_compares_that_led_to_a_block_are_assumed_in_its_reverse():
     assert not [op for op in fn.walk() if op.name == "enzyme.push" and str(op.operands[1].type) == "i64"]
 
 
+def test_the_assumes_are_the_ops_xdsls_constructors_build():
+    # issue 29 (first-call time): _assume builds its compare, xor, constant and llvm.assume
+    # with Operation.create (xDSL's constructors were 3x the time, GMM has 527 assumes);
+    # they must be the ops those constructors make, defaults of the properties included
+    from zymase.ir import IntegerAttr, IntegerType
+
+    def same(op, built):
+        assert type(op) is type(built), (op, built)
+        assert op.properties == built.properties and op.attributes == built.attributes, (op, built)
+        assert [r.type for r in op.results] == [r.type for r in built.results]
+        built.drop_all_references()
+
+    module = _differentiated(GUARDED, [("i64", "%h"), ("ptr", "%k")])
+    fn = next(op for op in module.walk() if isinstance(op, L.FuncOp) and op.sym_name.data.startswith("diffe"))
+    seen = 0
+    for op in list(fn.walk()):
+        if not (isinstance(op, L.CallIntrinsicOp) and op.intrin.data == "llvm.assume"):
+            continue
+        same(op, L.CallIntrinsicOp("llvm.assume", list(op.operands), []))
+        cond = op.operands[0].owner
+        if isinstance(cond, L.XOrOp):
+            same(cond, L.XOrOp(cond.operands[0], cond.operands[1]))
+            same(cond.operands[1].owner, L.ConstantOp(IntegerAttr(-1, IntegerType(1)), IntegerType(1)))
+            cond = cond.operands[0].owner
+        same(cond, L.ICmpOp(cond.operands[0], cond.operands[1], cond.predicate))
+        seen += 1
+    assert seen == 4  # (h > 0 in three reverse blocks, h != 5 in one)
+
+
 BIASED = """
 define void @f(ptr %p, i64 %n) {{
 entry:

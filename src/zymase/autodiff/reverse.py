@@ -35,6 +35,7 @@ per active argument.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 from zymase.analysis.cfg import CFG, Edge
@@ -66,7 +67,7 @@ from zymase.transforms.numba_parfor import mark_recomputed as mark_parfor_recomp
 from zymase.transforms.openmp import mark_recomputed, reverse_mirror
 from zymase.autodiff.forwarding import StoreForwarding
 from zymase.autodiff.tape import IndexedCaches, MinCutRecompute, explain_tape
-from zymase.ir import (Block, BlockArgument, IntegerAttr, IntegerType, Operation, SSAValue, StringAttr, i8, i64,
+from zymase.ir import (Block, BlockArgument, IntegerAttr, IntegerType, Operation, SSAValue, StringAttr, i1, i8, i64,
                        is_float_type, llvm)
 from zymase.ir import enzyme as ez
 from zymase.ir.enzyme import Activity
@@ -88,6 +89,17 @@ def _is_stack_intrinsic(op: Operation, which: str) -> bool:
 
 # How many dominators up from a block _assume_guards looks for branch conditions.
 _GUARD_DEPTH = 24
+
+#: the true of an i1 (-1), which _assume's negated conditions xor with
+_ALL_ONES_I1 = IntegerAttr(-1, IntegerType(1))
+
+
+@functools.cache
+def _assume_properties() -> dict:
+    """The properties xDSL's constructor gives a call of llvm.assume (its defaults
+    included), taken from one op it builds."""
+    cond = Block(arg_types=[i1]).args[0]
+    return dict(llvm.CallIntrinsicOp("llvm.assume", [cond], []).properties)
 
 
 class ReverseGenerator(LaneMaps, ShadowCode, IndexedCaches, MinCutRecompute, StoreForwarding, AscendingLoops,
@@ -791,10 +803,15 @@ class ReverseGenerator(LaneMaps, ShadowCode, IndexedCaches, MinCutRecompute, Sto
             operands.append(have)
         E = self.E
         operands = [E.v(v.owner.clone()) if w is None else w for v, w in zip(cmp.operands, operands)]
-        cond = E.v(llvm.ICmpOp(operands[0], operands[1], cmp.predicate))
+        # the ops xDSL's constructors would build, made by Operation.create: a function
+        # gets hundreds of assumes (GMM: 527), and the constructors' generic handling of
+        # operands and properties is about 3x the time (the compare is a branch
+        # condition, so its result is an i1)
+        cond = E.v(llvm.ICmpOp.create(operands=operands, result_types=[i1], properties={"predicate": cmp.predicate}))
         if not holds:
-            cond = E.v(llvm.XOrOp(cond, E.v(llvm.ConstantOp(IntegerAttr(-1, IntegerType(1)), IntegerType(1)))))
-        E.insert(llvm.CallIntrinsicOp("llvm.assume", [cond], []))
+            true = E.v(llvm.ConstantOp.create(result_types=[i1], properties={"value": _ALL_ONES_I1}))
+            cond = E.v(llvm.XOrOp.create(operands=[cond, true], result_types=[i1]))
+        E.insert(llvm.CallIntrinsicOp.create(operands=[cond], properties=dict(_assume_properties())))
 
     def _reverse_op(self, op: Operation) -> None:
         dys = [self._take_adjoint(r) for r in op.results]

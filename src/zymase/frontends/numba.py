@@ -842,6 +842,19 @@ def _link_environments(engine, text: str, environment) -> None:
     engine.environments = kept  # the globals hold borrowed pointers: keep the objects alive
 
 
+def _timed_step(rec: CompileRecord, name: str, step):
+    """``step`` (a function of an llvmlite module) timed as phase ``name``; the time is
+    also taken out of the phase that encloses it (``llvm text``: parsing and printing)."""
+
+    def timed(module) -> None:
+        t0 = time.perf_counter()
+        with _phase(rec, name):
+            step(module)
+        rec.phases["llvm text"] = rec.phases.get("llvm text", 0.0) - (time.perf_counter() - t0)
+
+    return timed
+
+
 def differentiate_numba_ir(ir: NumbaIR, spec: KernelSpec, symbol: str, rec: CompileRecord) -> str:
     """Numba IR plus kernel source -> optimized LLVM IR with the kernel differentiated."""
     from zymase.frontends.c import Timings, differentiate_llvm_ir
@@ -858,20 +871,26 @@ def differentiate_numba_ir(ir: NumbaIR, spec: KernelSpec, symbol: str, rec: Comp
     if spec.preopt:
         # the pre-AD pipeline inlines Numba's helpers (array views, allocation); the
         # incref/decref pairs that meet only then are pruned by a second refprune
+        from zymase.llvm.loop_hints import hide_vectorization_hints
         from zymase.llvm.pre_ad_marks import protect_marker_calls
 
-        with _phase(rec, "inline"):
-            # inline first and prune the reference counts then, while each call's
-            # incref/decref pairs still sit in blocks that dominate each other
+        with _phase(rec, "llvm text"):
+            # what the steps below need said in the text (the callees' alwaysinline, f's
+            # linkage, the markers' nomerge) is said before they run: the passes keep the
+            # attributes of declarations and the linkage as they find them. (On the text
+            # LLVM prints, not Numba's own: unroll_integer_powers reads LLVM's spelling.)
             entries = (ir.entry, *ir.inline_too)
-            text = toolchain.inline_always(discard_once_inlined(
-                mark_callees_inline(unroll_integer_powers(text), entries), entries))
-        with _phase(rec, "refprune"):
-            text = toolchain.prune_refcounts(text)
-        with _phase(rec, "preopt"):
-            text = toolchain.preopt(protect_marker_calls(text), 2)
-        with _phase(rec, "refprune"):
-            text = toolchain.prune_refcounts(text)
+            text = hide_vectorization_hints(protect_marker_calls(discard_once_inlined(
+                mark_callees_inline(unroll_integer_powers(text), entries), entries)))
+        # inline first and prune the reference counts then, while each call's
+        # incref/decref pairs still sit in blocks that dominate each other; the steps
+        # share one parse and one print (each step's own text round trip was a parse, two
+        # verifications and a print: issue 29, first-call time)
+        steps = (("inline", toolchain.inline_always_module), ("refprune", toolchain.prune_refcounts_module),
+                 ("preopt", lambda module: toolchain.preopt_module(module, 2)),
+                 ("refprune", toolchain.prune_refcounts_module))
+        with _phase(rec, "llvm text"):
+            text = toolchain.on_module(text, *(_timed_step(rec, name, step) for name, step in steps))
     else:
         # AD before optimization, on Numba's IR in SSA form: arrays travel as structs in
         # stack slots at -O0, which only SROA/instcombine turn into values

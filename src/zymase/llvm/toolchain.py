@@ -606,7 +606,12 @@ def preopt(ll_text: str, level: int) -> str:
     from zymase.llvm.loop_hints import hide_vectorization_hints
 
     _check_level(level)
-    module = _parse(hide_vectorization_hints(ll_text))
+    return on_module(hide_vectorization_hints(ll_text), lambda module: preopt_module(module, level))
+
+
+def preopt_module(module: llvm.ModuleRef, level: int) -> None:
+    """:func:`preopt`'s passes on a parsed module (vectorization hints already hidden)."""
+    _check_level(level)
     if level == 0:
         pm = llvm.create_new_module_pass_manager()
         pm.add_sroa_pass()
@@ -618,18 +623,30 @@ def preopt(ll_text: str, level: int) -> str:
             _run_pipeline(module, level, vectorize=False)
         finally:
             llvm.set_option("", "-enable-load-in-loop-pre=true")  # LLVM's default
+
+
+def on_module(ll_text: str, *steps) -> str:
+    """Parse ``ll_text`` once, apply each step (a function changing an llvmlite module in
+    place) in order, and verify and print the result once. A pipeline of several steps
+    (the Numba path's reference-count pruning, inlining and pre-AD passes) pays one
+    parse and print instead of one per step (each about 10 ms on a first call's module)."""
+    module = _parse(ll_text)
+    for step in steps:
+        step(module)
     return _print(module)
 
 
 def _run_passes(ll_text: str, passes: list[str]) -> str:
     """Run the named module passes (``add_<name>_pass`` of llvmlite), in order."""
-    module = _parse(ll_text)
+    return on_module(ll_text, lambda module: _run_named_passes(module, passes))
+
+
+def _run_named_passes(module: llvm.ModuleRef, passes: list[str]) -> None:
     pb = llvm.create_pass_builder(target_machine(opt=0), llvm.create_pipeline_tuning_options(0))
     pm = llvm.create_new_module_pass_manager()
     for name in passes:
         getattr(pm, f"add_{name}_pass")()
     pm.run(module, pb)
-    return _print(module)
 
 
 def ssa_form(ll_text: str) -> str:
@@ -644,19 +661,27 @@ def inline_always(ll_text: str) -> str:
     """Inline the ``alwaysinline`` functions, then only the clean-up that puts the
     result in SSA form (SROA, instcombine, CFG simplification): no jump threading or
     loop passes yet, so the blocks of an inlined call keep their shape."""
-    return _run_passes(ll_text, ["always_inliner", "sroa", "instruction_combine", "simplify_cfg", "sroa"])
+    return on_module(ll_text, inline_always_module)
+
+
+def inline_always_module(module: llvm.ModuleRef) -> None:
+    """:func:`inline_always` on a parsed module."""
+    _run_named_passes(module, ["always_inliner", "sroa", "instruction_combine", "simplify_cfg", "sroa"])
 
 
 def prune_refcounts(ll_text: str) -> str:
     """Numba's reference-count pruning (llvmlite's refprune pass): removes matching
     ``NRT_incref``/``NRT_decref`` pairs, which otherwise pin arrays in the AD'd code."""
-    module = _parse(ll_text)
+    return on_module(ll_text, prune_refcounts_module)
+
+
+def prune_refcounts_module(module: llvm.ModuleRef) -> None:
+    """:func:`prune_refcounts` on a parsed module."""
     pto = llvm.create_pipeline_tuning_options(speed_level=0)
     pb = llvm.create_pass_builder(target_machine(opt=0), pto)
     pm = pb.getModulePassManager()
     pm.add_refprune_pass()
     pm.run(module, pb)
-    return _print(module)
 
 
 def optimize(ll_text: str, level: int) -> str:
