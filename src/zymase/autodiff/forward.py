@@ -21,11 +21,12 @@ from zymase.autodiff.common import Context, function_name, mark_shadow_args, no_
 from zymase.autodiff.flavor import Emitter
 from zymase.autodiff.lane_combos import LaneCombos
 from zymase.autodiff.lanes import LaneMaps
+from zymase.autodiff.lane_liveness import LaneLiveness
 from zymase.autodiff.laplacian import LaplacianTerms
 from zymase.autodiff.memory import ShadowCode, twin_decl
 from zymase.autodiff.registry import call_memory_rule
 from zymase.errors import ZymaseError
-from zymase.ir import Block, Operation, SSAValue, location_of
+from zymase.ir import Block, Operation, SSAValue, llvm, location_of
 from zymase.ir.enzyme import Activity
 from zymase.llvm.noalias_scopes import is_scope_decl
 
@@ -65,6 +66,11 @@ class ForwardGenerator(LaneMaps, LaneCombos, ShadowCode, LaplacianTerms):
         act = p.activity
         self.act = act
         self.p = p
+        # Laplacian entry: the ops whose gradient lanes nothing needs get the Laplacian
+        # lane alone (autodiff/lane_liveness.py)
+        self.lane_liveness = None
+        if self.laplacian and getattr(self, "entry", False):
+            self.lane_liveness = LaneLiveness(self.fop, p.region, act, flavor)
         region = p.region
         self.E = E = Emitter(flavor, self.ctx.module)
         self.vmap: dict[SSAValue, SSAValue] = {}
@@ -133,7 +139,7 @@ class ForwardGenerator(LaneMaps, LaneCombos, ShadowCode, LaplacianTerms):
             if lanes_rule is not None:
                 lanes_rule.forward_lanes(self, op, new)
                 return
-            for _ in self.each_lane():
+            for _ in self.live_lanes(op):
                 self.shadow_structure(op, new, forward_mode=True)
                 self.forward_memory(op)
             return
@@ -147,7 +153,7 @@ class ForwardGenerator(LaneMaps, LaneCombos, ShadowCode, LaplacianTerms):
         if is_scope_decl(op):
             E.insert(twin_decl(op))  # the tangents' accesses carry the twin scopes
         if DEALLOCATED_ARG in op.attributes:
-            for _ in self.each_lane():
+            for _ in self.live_lanes(op):
                 self.free_deallocated_shadow(op)
         if not active:
             return
@@ -159,7 +165,7 @@ class ForwardGenerator(LaneMaps, LaneCombos, ShadowCode, LaplacianTerms):
         if self.combos:
             self.form_deferred_operands(op)  # combine refused it: lane by lane
         lane_code = []  # Laplacian mode: per lane, the tangent code just emitted
-        for _ in self.each_lane():
+        for _ in self.live_lanes(op):
             tangents = [self.tmap.get(o) if self.act.is_active(o) else None for o in op.operands]
             mark = self.emission_mark() if self.laplacian else None
             with E.derivative_of(op):
@@ -169,8 +175,26 @@ class ForwardGenerator(LaneMaps, LaneCombos, ShadowCode, LaplacianTerms):
             for r, t in zip(op.results, outs):
                 if self.act.is_active(r):
                     self.tmap[r] = t if t is not None else E.zero(r.type)
-        if self.laplacian:
+        if self.laplacian and not self.lanes_dead(op):  # a lane-dead op is linear: no term
             self.add_second_order(op, lane_code, rule)
+
+    def lanes_dead(self, op: Operation) -> bool:
+        """Laplacian entry: whether nothing needs ``op``'s gradient lanes."""
+        return self.lane_liveness is not None and op in self.lane_liveness.dead_ops
+
+    def live_lanes(self, op: Operation):
+        """The lanes to emit ``op``'s derivative code in: every lane, or the Laplacian
+        lane alone when its gradient lanes are dead (each selected as ``each_lane`` does)."""
+        for k in self.each_lane():
+            if k == self.width - 1 or not self.lanes_dead(op):
+                yield k
+
+    def _shadow_or_null(self, v: SSAValue) -> SSAValue:
+        """The shadow of ``v``, or null in a gradient lane of a dead class (no op reads it)."""
+        if (self.lane_liveness is not None and self.lane_index < self.width - 1 and v not in self.smap
+                and self.lane_liveness.is_dead(v)):
+            return self.E.v(llvm.ZeroOp.build(result_types=[v.type]))
+        return self.shadow_of(v)
 
     def _region_op(self, op: Operation) -> None:
         """Structured control flow (scf.for/if/while): the op's rule rebuilds it with
@@ -273,7 +297,7 @@ class ForwardGenerator(LaneMaps, LaneCombos, ShadowCode, LaplacianTerms):
                     if self.act.is_active(arg):
                         lst.append(self._tangent_or_zero(v))
                     elif self.act.has_shadow(arg):
-                        lst.append(self.shadow_of(v))
+                        lst.append(self._shadow_or_null(v))
             new_lists.append(lst)
         clone = op.clone(self.vmap, self.bmap)
         new = flavor.rebuild_terminator(clone, new_lists)

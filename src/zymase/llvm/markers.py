@@ -100,7 +100,10 @@ VALUE_MARKERS = ("enzyme_allocated", "enzyme_tape", "enzyme_width")
 
 #: zymase's own option marker (not Enzyme's): after ``enzyme_width, N + 1`` on
 #: ``__enzyme_fwddiff``, Laplacian mode (autodiff/laplacian.py): lanes 1..N are
-#: tangents, lane N + 1 the summed second-order term of their directions.
+#: tangents, lane N + 1 the summed second-order term of their directions. Only the
+#: value and lane N + 1 of the outputs (results, memory the arguments reach) are
+#: defined: the tangent lanes nothing inside needs are not computed there
+#: (autodiff/lane_liveness.py).
 LAPLACIAN_MARKER = "zymase_laplacian"
 
 #: Markers that only promise something zymase does not rely on: accepted, no effect.

@@ -313,11 +313,13 @@ def link_modules(ll_text: str, other: str, *, same_definitions: bool = False) ->
     return str(module)
 
 
-def link_c_runtime(ll_text: str, source: str | Path, prefix: str) -> str:
+def link_c_runtime(ll_text: str, source: str | Path, prefix: str, *, host: bool = False) -> str:
     """``ll_text`` with the functions of the C file ``source`` linked in (the runtime that
     generated derivatives call, e.g. autodiff/rules/blas_runtime.c), made internal so that
     every object file may carry its own copy and LLVM may inline or drop them. Only the
-    functions named ``prefix...`` are the runtime's; they must not be defined yet."""
+    functions named ``prefix...`` are the runtime's; they must not be defined yet.
+    ``host``: the runtime's functions are optimized and compiled for this machine's CPU
+    (:func:`for_host_cpu`), for code the JIT runs here only."""
     module = _parse(ll_text)
     # the module's own local definitions stay, even those nothing in it uses (a static
     # function of a differentiated part that only the code left out calls, llvm/reachable):
@@ -327,7 +329,8 @@ def link_c_runtime(ll_text: str, source: str | Path, prefix: str) -> str:
     for v in [*module.functions, *module.global_variables]:
         if v.name in kept:
             v.linkage = llvm.Linkage.external
-    runtime = _parse(_runtime_ir(str(source)))
+    runtime_text = _runtime_ir(str(source))
+    runtime = _parse(for_host_cpu(runtime_text) if host else runtime_text)
     runtime.triple, runtime.data_layout = module.triple, module.data_layout
     module.link_in(runtime)
     for fn in module.functions:
@@ -344,6 +347,27 @@ def link_c_runtime(ll_text: str, source: str | Path, prefix: str) -> str:
         if v.name in kept:
             v.linkage = kept[v.name]
     return _print(module)
+
+
+_CPU_ATTRS = re.compile(r'"(target-cpu|tune-cpu|target-features)"="[^"]*"')
+
+
+def host_cpu_identity() -> str:
+    """This machine's CPU name and features (a cache key part of host-specific code)."""
+    _init_llvm()
+    return f"{llvm.get_host_cpu_name()} {llvm.get_host_cpu_features().flatten()}"
+
+
+def for_host_cpu(ll_text: str) -> str:
+    """``ll_text`` (clang's output for generic x86-64) with every function's
+    ``target-cpu``, ``tune-cpu`` and ``target-features`` set to this machine's, as Numba
+    compiles its own code: the post-AD pipeline then vectorizes those functions for the
+    host's vector width (AVX2 rather than SSE2). Only for code that runs here (the JIT):
+    the Numba kernels' disk-cache key holds the host CPU (frontends/numba._disk_key)."""
+    _init_llvm()
+    host = {"target-cpu": llvm.get_host_cpu_name(), "tune-cpu": llvm.get_host_cpu_name(),
+            "target-features": llvm.get_host_cpu_features().flatten()}
+    return drop_unknown_target_features(_CPU_ATTRS.sub(lambda m: f'"{m.group(1)}"="{host[m.group(1)]}"', ll_text))
 
 
 def _run_clang(argv: list[str], out: Path) -> subprocess.CompletedProcess:
