@@ -493,7 +493,8 @@ class MemoryModel:
         (an array argument without a shadow, e.g. ``out`` outside ``argnums``): whether
         the write is active is the parfor's own analysis, whose refusal would name the
         gufunc, not the argument. The serial copy then names the argument (and the front
-        end gives ``out`` a shadow and tries the parallel derivative again)."""
+        end gives ``out`` a shadow and tries the parallel derivative again); a float
+        written there that carries no derivative gets the serial derivative, as before."""
         from zymase.autodiff.numba_parfor import slot_of
         from zymase.transforms.numba_parfor import ParforSerial, is_parfor
 
@@ -503,7 +504,11 @@ class MemoryModel:
         slots = {i - 3 for i, o in enumerate(call.operands) if o is p and i >= 3}
         for op in callee.walk():
             kind = memory_kind(op)
-            target = op.ptr if kind == "store" else op.operands[0] if kind in ("memset", "memcpy") else None
+            # (a float stored, or bytes copied: an integer, like a thread id, carries none)
+            if kind == "store" and carries_derivatives(op.value.type):
+                target = op.ptr
+            else:
+                target = op.operands[0] if kind == "memcpy" else None
             if target is not None and slot_of(target) in slots:
                 raise ParforSerial("a prange loop writes into an array argument without a shadow",
                                    function=self.fname)
