@@ -89,6 +89,18 @@ def _data_pointers(ty) -> list[bool]:
     return [False]
 
 
+def _overlap_checked(ty) -> bool:
+    """Whether the entry points' overlap checks see every array an argument of type ``ty``
+    reaches (arrays, tuples of them, plain scalars). A typed list, a record (a pointer
+    into some array's data) or an object holding arrays may reach an argument array's
+    memory unchecked: with one of those, no argument is taken as ``noalias``."""
+    from numba.core import types
+
+    if isinstance(ty, types.BaseTuple):
+        return all(_overlap_checked(t) for t in ty.types)
+    return isinstance(ty, (types.Array, types.Number, types.Boolean, types.NoneType, types.Omitted))
+
+
 def _slot_paths(ty, path=()) -> list[tuple]:
     """For each flattened LLVM parameter of an argument of type ``ty``: the path (tuple
     indices) of the leaf it belongs to."""
@@ -225,7 +237,7 @@ def kernel_ir(ir, spec: KernelSpec, symbol: str) -> str:
     # point refuses a call where two of them overlap and f may write into one (api_aliasing),
     # which lets a parfor reading one argument and writing another recompute its reverse
     # sweep (autodiff/numba_parfor.plan) rather than fall back to the serial copy
-    distinct = _DATA_NOALIAS and FORK in ir.text
+    distinct = _DATA_NOALIAS and FORK in ir.text and all(_overlap_checked(ty) for ty in ir.argtypes)
     data = [d for ty in ir.argtypes for d in _data_pointers(ty)]
     ps = ", ".join(f"{t}{' noalias' if distinct and d else ''} %a{i}" for i, (t, d) in enumerate(zip(f_params, data)))
     call_args = ", ".join(f"{t} %a{i}" for i, t in enumerate(f_params))
