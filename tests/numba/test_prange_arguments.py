@@ -56,6 +56,20 @@ def stencil_out(x, out):
 
 
 @njit(parallel=True)
+def fused_into(x, w, a, b):
+    # two maps Numba fuses into one parfor, which reads a[i] after writing it
+    n = x.shape[0]
+    for i in prange(n):
+        a[i] = math.sin(x[i])
+    for i in prange(n):
+        b[i] = a[i] * a[i] + x[i]
+    s = 0.0
+    for i in range(n):
+        s += w[i] * b[i]
+    return s
+
+
+@njit(parallel=True)
 def in_place(x):
     # an argument updated in place: the recomputation would read what it wrote
     for i in prange(x.shape[0]):
@@ -127,6 +141,13 @@ def test_stencil_into_an_argument(two_threads):
     assert_close(g, fd_grad(stencil_out, args, 0), 1e-6, what="stencil_out")
     assert value == pytest.approx(stencil_out.py_func(X.copy(), np.zeros(N)), rel=1e-12)
     assert _record(stencil_out).parfors == "parallel"
+
+
+def test_fused_loops_into_arguments(two_threads):
+    # a and b outside argnums: each gets a shadow (the serial copy names it) in turn
+    g = zymase.grad(fused_into)(X.copy(), W.copy(), np.zeros(N), np.zeros(N))
+    assert_close(g, W * (2.0 * np.sin(X) * np.cos(X) + 1.0), 1e-12, what="fused_into")
+    assert _record(fused_into).parfors == "parallel"
 
 
 def test_what_is_still_unsafe_stays_serial(two_threads):
