@@ -6,12 +6,14 @@ without ``parallel=True``, where ``prange`` is ``range``). All variants run alte
 round after round, on the same inputs (the gradients are checked equal first); the
 report gives the best time of each and the ratios.
 
-    python bench/numba_prange.py [--rounds R] [--n N] [--only map reduction stencil rows loops]
+    python bench/numba_prange.py [--rounds R] [--n N] [--only map reduction stencil rows loops outarg]
 
 Workloads: a map (``out[i] = f(x[i])``, then a weighted sum), a reduction inside
 ``prange``, a 3-point stencil (adjoints of neighbouring iterations meet: atomic adds),
 a 2-D loop (``prange`` over rows, an inner loop over columns) and a function with three
-prange loops (a map, a stencil reading it, a reduction). The machine these
+prange loops (a map, a stencil reading it, a reduction), and a map writing into an argument
+array (``outarg``: ``out`` passed in, session 26; before, the serial derivative, as ``x`` and
+``out`` might have aliased). Each time is wall clock and process CPU time. The machine these
 numbers come from is shared: read ratios measured side by side, not single timings.
 """
 
@@ -87,20 +89,33 @@ def _loops(x, w):
     return s
 
 
-WORKLOADS = {"map": _map, "reduction": _reduction, "stencil": _stencil, "rows": _rows, "loops": _loops}
+def _outarg(x, w, out):
+    # the map of _map writing into an argument array
+    for i in prange(x.shape[0]):
+        out[i] = math.sin(x[i]) * x[i] + math.exp(-0.5 * x[i])
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += w[i] * out[i]
+    return s
+
+
+WORKLOADS = {"map": _map, "reduction": _reduction, "stencil": _stencil, "rows": _rows, "loops": _loops,
+             "outarg": _outarg}
 
 
 def _inputs(name: str, n: int):
     if name == "rows":
         m, k = n // 100, 100
         return np.cos(0.3 * np.arange(m * k)).reshape(m, k) * 0.5, np.cos(0.11 * np.arange(k))
-    return 0.3 + 0.5 * np.sin(0.37 * np.arange(n)), np.cos(0.11 * np.arange(n))
+    x, w = 0.3 + 0.5 * np.sin(0.37 * np.arange(n)), np.cos(0.11 * np.arange(n))
+    return (x, w, np.empty(n)) if name == "outarg" else (x, w)
 
 
 def _best(f, args, rounds_done: dict, key: str):
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     f(*args)
     rounds_done.setdefault(key, []).append(time.perf_counter() - t0)
+    rounds_done.setdefault("cpu " + key, []).append(time.process_time() - c0)
 
 
 def main() -> None:
@@ -136,6 +151,10 @@ def main() -> None:
             print(f"  {t} thread(s): primal {best[f'primal {t}'] * 1e3:8.2f} ms  gradient "
                   f"{best[f'grad {t}'] * 1e3:8.2f} ms  ratio {best[f'grad {t}'] / best[f'primal {t}']:5.2f}   "
                   f"serial derivative {best[f'serial grad {t}'] * 1e3:8.2f} ms")
+            print(f"      CPU time: primal {best[f'cpu primal {t}'] * 1e3:8.2f} ms  gradient "
+                  f"{best[f'cpu grad {t}'] * 1e3:8.2f} ms  ratio "
+                  f"{best[f'cpu grad {t}'] / best[f'cpu primal {t}']:5.2f}   serial derivative "
+                  f"{best[f'cpu serial grad {t}'] * 1e3:8.2f} ms")
         if len(threads) == 2:
             print(f"  gradient 2 threads / 1 thread: {best['grad 2'] / best['grad 1']:.2f}   "
                   f"primal 2 / 1: {best['primal 2'] / best['primal 1']:.2f}")

@@ -36,7 +36,8 @@ SCHEDULES = ("", " schedule(static)", " schedule(static, 1)", " schedule(static,
 
 OMP_FEATURES = ("map", "stencil", "reduction", "nested", "strided", "helpers", "restrict", "alias",
                 "time_loop", "overwrite", "inplace", "chunks", "update", "scalar_args")
-PRANGE_FEATURES = ("map", "stencil", "reduction", "rows", "time_loop", "overwrite", "single_assignment")
+PRANGE_FEATURES = ("map", "stencil", "reduction", "rows", "time_loop", "overwrite", "single_assignment",
+                   "arguments")
 
 
 class _Exprs(CProgram):
@@ -329,6 +330,12 @@ class PrangeProgram:
         # every loop writes a new array and no array is overwritten: the parfors' reverse
         # sweeps can recompute them in parallel (otherwise the serial copy's derivative)
         self.single_assignment = "single_assignment" in self.on and self.rng.random() < 0.5
+        # the work arrays are arguments (passed zeroed) rather than allocated in f: loops
+        # read and write argument arrays, which the reverse sweep recomputes in parallel
+        # when nothing overwrites them (session 26). Drawn from a generator of its own so
+        # that the programs of other seeds and feature sets stay as they were
+        self.arguments = "arguments" in self.on and random.Random(seed * 104729 + 11).random() < 0.5
+        self.array_params: list[str] = []
 
     def fresh(self, p: str) -> str:
         self.counter += 1
@@ -373,7 +380,10 @@ class PrangeProgram:
         arrays = ["x"]
         for _ in range(r.randint(1, 2)):
             a = self.fresh("m")
-            lines.append(f"    {a} = np.empty(n)")
+            if self.arguments:
+                self.array_params.append(a)
+            else:
+                lines.append(f"    {a} = np.empty(n)")
             lines.append("    for i in range(n):")
             lines.append(f"        {a}[i] = {self.ex.over(['x[i]', 'x[i]', 't0'])}")
             arrays.append(a)
@@ -409,6 +419,7 @@ class PrangeProgram:
             lines.append("    for i in range(n):")
             lines.append(f"        acc += {self.ex.const()} * {a}[i]")
         lines.append(f"    return {' + '.join(['acc'] + acc)}")
+        params = ", ".join([params, *self.array_params])
         return f"{SERIAL_SWITCH[0]}\ndef f({params}):\n" + "\n".join(lines) + "\n"
 
     @property
@@ -423,7 +434,8 @@ class PrangeProgram:
         pts = []
         for _ in range(2):
             xs = arr((N_PRANGE, 1))
-            pts.append(f"({xs}, {arr((ROWS, COLS))})" if self.rows else f"({xs},)")
+            work = "".join(f"np.zeros({N_PRANGE}), " for _ in self.array_params)
+            pts.append(f"({xs}, {arr((ROWS, COLS))}, {work})" if self.rows else f"({xs}, {work})")
         return (f"# fuzz: generated from seed {self.seed} by tests/fuzz/gen_par.py (prange)\n"
                 "import math\n\nimport numpy as np\nfrom numba import njit, prange\n\n\n"
                 "@njit\ndef _cbrt(v):\n    return v ** (1.0 / 3.0)\n\n\n# ---- functions\n"

@@ -427,8 +427,11 @@ class MemoryModel:
                     if carries_derivatives(r.type):
                         info.varied.add(r)
                 for o in op.operands:
-                    if is_pointer(o) and o not in shadowed and self.shadowable(o):
-                        self.need_shadow(o, op, info, incoming)
+                    if is_pointer(o) and o not in shadowed:
+                        if self.shadowable(o):
+                            self.need_shadow(o, op, info, incoming)
+                        else:
+                            self._parfor_writes_constant(op, o)
             return
         if kind == "derive":
             if op.operands[0] in shadowed:
@@ -484,6 +487,31 @@ class MemoryModel:
                     varied = scalars_varied or any(op.operands[j] in shadowed for j in rule.output_reads(op, i))
                     if varied and not self._into_inactive_global(op.operands[i], op):
                         self.need_shadow(op.operands[i], op, info, incoming)
+
+    def _parfor_writes_constant(self, call: Operation, p: SSAValue) -> None:
+        """A prange loop (parfor) given active data that writes into constant memory ``p``
+        (an array argument without a shadow, e.g. ``out`` outside ``argnums``): whether
+        the write is active is the parfor's own analysis, whose refusal would name the
+        gufunc, not the argument. The serial copy then names the argument (and the front
+        end gives ``out`` a shadow and tries the parallel derivative again); a float
+        written there that carries no derivative gets the serial derivative, as before."""
+        from zymase.autodiff.numba_parfor import slot_of
+        from zymase.transforms.numba_parfor import ParforSerial, is_parfor
+
+        callee = self.defined(call)
+        if not is_parfor(callee):
+            return
+        slots = {i - 3 for i, o in enumerate(call.operands) if o is p and i >= 3}
+        for op in callee.walk():
+            kind = memory_kind(op)
+            # (a float stored, or bytes copied: an integer, like a thread id, carries none)
+            if kind == "store" and carries_derivatives(op.value.type):
+                target = op.ptr
+            else:
+                target = op.operands[0] if kind == "memcpy" else None
+            if target is not None and slot_of(target) in slots:
+                raise ParforSerial("a prange loop writes into an array argument without a shadow",
+                                   function=self.fname)
 
     def _into_inactive_global(self, ptr: SSAValue, where: Operation, *, read: bool = False) -> bool:
         """Whether ``ptr`` points only into globals marked inactive: a write there drops

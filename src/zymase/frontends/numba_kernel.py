@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 
 from zymase.autodiff.names import ABANDON
+from zymase.transforms.numba_parfor import FORK
 from zymase.errors import ZymaseError
 
 CONST, ACTIVE, DUP, DUPNONEED = "const", "active", "dup", "dupnoneed"
@@ -69,6 +70,35 @@ def _slots(ty, act) -> list[str]:
         acts = act if isinstance(act, tuple) else (act,) * len(ty.types)
         return [s for t, a in zip(ty.types, acts) for s in _slots(t, a)]
     return [act]
+
+
+#: whether kernels of functions calling prange loops take their array arguments' data
+#: pointers as noalias (kernel_ir; a switch for tests that show what it changes)
+_DATA_NOALIAS = True
+
+
+def _data_pointers(ty) -> list[bool]:
+    """For each flattened LLVM parameter of an argument of type ``ty``: whether it is the
+    data pointer of an array (the fifth of an array's parameters, see ``_slots``)."""
+    from numba.core import types
+
+    if isinstance(ty, types.Array):
+        return [False] * 4 + [True] + [False] * (2 * ty.ndim)
+    if isinstance(ty, types.BaseTuple):
+        return [d for t in ty.types for d in _data_pointers(t)]
+    return [False]
+
+
+def _overlap_checked(ty) -> bool:
+    """Whether the entry points' overlap checks see every array an argument of type ``ty``
+    reaches (arrays, tuples of them, plain scalars). A typed list, a record (a pointer
+    into some array's data) or an object holding arrays may reach an argument array's
+    memory unchecked: with one of those, no argument is taken as ``noalias``."""
+    from numba.core import types
+
+    if isinstance(ty, types.BaseTuple):
+        return all(_overlap_checked(t) for t in ty.types)
+    return isinstance(ty, (types.Array, types.Number, types.Boolean, types.NoneType, types.Omitted))
 
 
 def _slot_paths(ty, path=()) -> list[tuple]:
@@ -202,8 +232,14 @@ def kernel_ir(ir, spec: KernelSpec, symbol: str) -> str:
     ret_llty = str(f_ret) if float_result or tuple_result else "i64"
     status_fn = f"{symbol}.status"
 
-    # status_f: Numba's function with its status code stored, not returned
-    ps = ", ".join(f"{t} %a{i}" for i, t in enumerate(f_params))
+    # status_f: Numba's function with its status code stored, not returned. In a function
+    # with prange loops, the data pointers of the array arguments are noalias: every entry
+    # point refuses a call where two of them overlap and f may write into one (api_aliasing),
+    # which lets a parfor reading one argument and writing another recompute its reverse
+    # sweep (autodiff/numba_parfor.plan) rather than fall back to the serial copy
+    distinct = _DATA_NOALIAS and FORK in ir.text and all(_overlap_checked(ty) for ty in ir.argtypes)
+    data = [d for ty in ir.argtypes for d in _data_pointers(ty)]
+    ps = ", ".join(f"{t}{' noalias' if distinct and d else ''} %a{i}" for i, (t, d) in enumerate(zip(f_params, data)))
     call_args = ", ".join(f"{t} %a{i}" for i, t in enumerate(f_params))
     # A raised exception abandons the derivative (see autodiff.names.ABANDON): once f
     # is inlined here, the pre-AD pipeline threads each error path of f to `failed`,
