@@ -173,12 +173,16 @@ def hide_roots(merged: str, clang_text: str, source: str, changed: set[str]) -> 
     # the changed local functions clang's definitions use are joined to zymase's
     # (take_clang_functions): kept, unspecialized, while nothing of zymase's calls them
     joined = sorted(f for f in _reach(hidden, symbols.refs, stop=changed) & changed if f in symbols.local)
+    # zymase's local functions only the hidden roots used go (clang's are linked in)
+    used = _reach((set(symbols.refs) - symbols.local - hidden) | set(joined), symbols.refs)
+    dead = {f for f in functions if f in symbols.local and f not in used}
     lines = merged.split("\n")
     out: list[str] = []
     start = 0
-    for name, (a, b) in sorted(((f, functions[f]) for f in hidden), key=lambda x: x[1]):
+    for name, (a, b) in sorted(((f, functions[f]) for f in hidden | dead), key=lambda x: x[1]):
         out.extend(lines[start:a])
-        out.append(_declaration(lines[a]))
+        if name in hidden:
+            out.append(_declaration(lines[a]))
         start = b + 1
     out.extend(lines[start:])
     if joined:
