@@ -307,3 +307,11 @@ def test_failed_link_optimizes_every_function(tmp_path, monkeypatch):
     seen, ll = _pipeline_inputs(monkeypatch, src)
     assert len(seen["optimize"]) == 2 and {"main", "energy", "tabulate"} <= _optimized_functions(seen["optimize"][1])
     assert {"main", "energy", "tabulate"} <= {name for name, _ in _DEFINED.findall(ll)}
+
+
+def test_size_attributes_are_not_skipped(tmp_path, zymase_cli):
+    """``optnone`` beside ``minsize`` (or ``optsize``, -Os) fails the verifier: such a
+    function outside the part goes through the pre-AD pipeline as before."""
+    src = tmp_path / "small.c"
+    src.write_text(AROUND.replace("double tabulate(int n)", "__attribute__((minsize)) double tabulate(int n)"))
+    build_and_run(src, ["-O2"], tmp_path, zymase_cli)

@@ -11,8 +11,9 @@ skips, and :func:`unskip` takes the marks off again afterwards. The module keeps
 definition, so the interprocedural passes see the same uses of every global as before.
 
 The marks are a string attribute naming what was added (``noinline`` only where the
-function was not ``noinline`` already); a function that is ``optnone`` or ``alwaysinline``
-already is not marked. Marking a function that ends up differentiated is never wrong,
+function was not ``noinline`` already); a function that is ``optnone`` already, or has an
+attribute the verifier refuses beside it (``alwaysinline``, ``optsize``, ``minsize``: ``-Os``,
+``-Oz``), is not marked. Marking a function that ends up differentiated is never wrong,
 only slower: the marks are removed before the split reads the module.
 """
 
@@ -24,6 +25,8 @@ from zymase.llvm.pre_ad_marks import add_function_attribute
 from zymase.llvm.reachable import _DEFINE, differentiated_part
 
 _MARK = '"zymase-preopt-skip"'
+#: attributes the verifier refuses beside ``optnone`` (and ``optnone`` itself: nothing to do)
+_INCOMPATIBLE = {"optnone", "alwaysinline", "optsize", "minsize", "optdebug"}
 _GROUP = re.compile(r"^attributes (#\d+) = \{(.*)\}$", re.M)
 _MARKED_GROUP = re.compile(rf"^(attributes #\d+ = \{{)(.*{_MARK}=\"(added|kept)\".*)(\}})$", re.M)
 
@@ -41,7 +44,7 @@ def skip_outside_part(ll_text: str) -> tuple[str, int]:
         if m and m.group(1) in part.stubbed:
             attrs = line + " " + " ".join(groups.get(g, "") for g in re.findall(r"#\d+", line[m.end():]))
             words = set(re.findall(r"[a-z_]+", attrs))
-            if not {"optnone", "alwaysinline"} & words:
+            if not _INCOMPATIBLE & words:
                 mark = f'{_MARK}="kept"' if "noinline" in words else f'noinline {_MARK}="added"'
                 line = add_function_attribute(line, m.end() - 1, f"optnone {mark}")
                 marked += 1
