@@ -234,3 +234,84 @@ def test_roots_are_the_unchanged_functions_that_share_nothing():
     direct = SOURCE.replace("store ptr @grad, ptr @sink", "store ptr null, ptr @sink")
     assert choose_roots(direct, direct.replace("internal constant", "internal unnamed_addr constant"),
                         changed, defined) == {"primal"}
+
+
+# what LLVM 22 works on (llvm/preopt_skip, clang_primal.hide_roots): the functions no
+# derivative reaches skip the pre-AD pipeline, and those clang's definitions replace are
+# declarations while the post-AD pipeline runs; counted on the text each pipeline gets
+AROUND = r"""
+#include <math.h>
+#include <stdio.h>
+extern double __enzyme_autodiff(void *, ...);
+
+double energy(double x) { return sin(x) * x * x; }
+__attribute__((noinline)) double gradient(double x) { return __enzyme_autodiff((void *)energy, x); }
+double tabulate(int n) { double s = 0.0; for (int i = 0; i < n; i++) s += energy(0.1 * i); return s; }
+static void report(const char *what, double v) { printf("%s %.17g\n", what, v); }
+
+int main(void) {
+    double x = 0.7, h = 1e-6, fd = (energy(x + h) - energy(x - h)) / (2 * h);
+    report("table", tabulate(10));
+    if (fabs(gradient(x) - fd) > 1e-7) { printf("FAIL gradient %.17g, want %.17g\n", gradient(x), fd); return 1; }
+    return 0;
+}
+"""
+_DEFINED = re.compile(r"^define [^@]*@([\w.$]+)\(([^\n]*)$", re.M)
+
+
+def _pipeline_inputs(monkeypatch, src):
+    """The text ``preopt`` and ``optimize`` get in one in-process build of ``src`` (-O2)."""
+    from zymase.frontends import c
+    from zymase.llvm import toolchain
+
+    seen: dict[str, list[str]] = {"preopt": [], "optimize": []}
+    for name in seen:
+        real = getattr(toolchain, name)
+        monkeypatch.setattr(toolchain, name, lambda text, level, real=real, name=name:
+                            seen[name].append(text) or real(text, level))
+    ll, _ = c.compile_c(str(src), [], 2, c.Timings(), cache=False)
+    return seen, ll
+
+
+def _optimized_functions(text: str) -> set[str]:
+    """The functions a pipeline on ``text`` transforms: defined, not ``optnone``."""
+    return {name for name, header in _DEFINED.findall(text) if "optnone" not in header}
+
+
+def test_llvm22_works_only_on_what_stays_zymases(tmp_path, monkeypatch, zymase_cli):
+    src = tmp_path / "around.c"
+    src.write_text(AROUND)
+    seen, ll = _pipeline_inputs(monkeypatch, src)
+    # the pre-AD pipeline: the differentiated part only (main, tabulate, report skipped)
+    assert [_optimized_functions(t) for t in seen["preopt"]] == [{"energy", "gradient"}]
+    # the post-AD pipeline: gradient, the derivative, zymase's runtime; not main, energy,
+    # tabulate (clang's definitions) nor report (a local only those use)
+    [optimized] = seen["optimize"]
+    assert not {"main", "energy", "tabulate", "report"} & _optimized_functions(optimized)
+    assert "gradient" in _optimized_functions(optimized)
+    # every function is defined in the result, and the program's gradient is right
+    assert {"main", "energy", "tabulate"} <= {name for name, _ in _DEFINED.findall(ll)}
+    build_and_run(src, ["-O2"], tmp_path, zymase_cli)
+
+
+def test_failed_link_optimizes_every_function(tmp_path, monkeypatch):
+    """clang's definitions cannot be linked: zymase's own, optimized, replace the hidden roots."""
+    from zymase.llvm import clang_primal
+
+    def refuse(*args):
+        raise RuntimeError("link refused")
+
+    monkeypatch.setattr(clang_primal, "_take", refuse)
+    src = tmp_path / "around.c"
+    src.write_text(AROUND)
+    seen, ll = _pipeline_inputs(monkeypatch, src)
+    assert len(seen["optimize"]) == 2 and {"main", "energy", "tabulate"} <= _optimized_functions(seen["optimize"][1])
+    assert {"main", "energy", "tabulate"} <= {name for name, _ in _DEFINED.findall(ll)}
+
+
+def test_size_attributes_are_not_skipped(tmp_path, zymase_cli):
+    """``optnone`` beside ``minsize`` (or ``optsize``, -Os) fails the verifier: such a
+    function outside the part goes through the pre-AD pipeline as before."""
+    src = tmp_path / "small.c"
+    src.write_text(AROUND.replace("double tabulate(int n)", "__attribute__((minsize)) double tabulate(int n)"))
+    build_and_run(src, ["-O2"], tmp_path, zymase_cli)

@@ -82,19 +82,29 @@ def differentiate_llvm_ir(ll_text: str, filename: str, level: int, timings: Timi
 
 def _differentiate(ll_text: str, filename: str, level: int, timings: Timings, *, preoptimize: bool,
                    only_reachable: bool, cache: bool,
-                   when_split: Callable[[], None] | None = None) -> tuple[str, frozenset[str] | None]:
+                   when_split: Callable[[], None] | None = None,
+                   skip_outside_part: bool = False) -> tuple[str, frozenset[str] | None]:
     """:func:`differentiate_llvm_ir`, and the functions of the module AD changed (None when
     the whole module was imported: then any function may have changed). ``when_split`` is
-    called once the module is known to split (before the part is differentiated)."""
+    called once the module is known to split (before the part is differentiated).
+    ``skip_outside_part``: the pre-AD pipeline skips the functions outside the
+    differentiated part (``llvm/preopt_skip``; for a caller that gives every function the
+    post-AD pipeline or clang's code)."""
     from zymase import cache as derivative_cache
     from zymase.autodiff.semantics import strong_zero
-    from zymase.llvm import toolchain
+    from zymase.llvm import preopt_skip, toolchain
     from zymase.llvm.pre_ad_marks import protect_annotated_functions, protect_marker_calls
     from zymase.llvm.reachable import changed_functions, differentiated_part, merge
 
     if preoptimize:
         with timings.phase("preopt"):
-            ll_text = toolchain.preopt(protect_annotated_functions(protect_marker_calls(ll_text)), level)
+            ll_text = protect_annotated_functions(protect_marker_calls(ll_text))
+            if skip_outside_part and level > 0:
+                # (no derivative reaches them: llvm/preopt_skip)
+                ll_text, skipped = preopt_skip.skip_outside_part(ll_text)
+            ll_text = toolchain.preopt(ll_text, level)
+            if skip_outside_part and level > 0 and skipped:
+                ll_text = preopt_skip.unskip(ll_text)
     part = None
     if only_reachable:
         with timings.phase("split"):
@@ -215,7 +225,7 @@ def compile_c(source: str, clang_flags: list[str], level: int, timings: Timings,
     optimized."""
     from zymase import cache as derivative_cache
     from zymase.llvm import toolchain
-    from zymase.llvm.clang_primal import ClangPipeline, take_clang_functions
+    from zymase.llvm.clang_primal import ClangPipeline, hide_roots, take_clang_functions
 
     with timings.phase("clang"):
         # the key hashes clang's own text: dropping the target features LLVM does not
@@ -248,16 +258,26 @@ def compile_c(source: str, clang_flags: list[str], level: int, timings: Timings,
     try:
         try:
             ll, changed = _differentiate(ll, str(source), level, timings, preoptimize=preopt, only_reachable=True,
-                                         cache=key is not None, when_split=start_clang_pipeline)
+                                         cache=key is not None, when_split=start_clang_pipeline,
+                                         skip_outside_part=True)
         except ZymaseError as err:
             raise _in_cxx_terms(_with_source_line(err, source, clang_flags, level, preopt)) from None
-        with timings.phase("optimize"):
-            ll = toolchain.optimize(ll, level)
+        clang_ll, hidden, merged = None, frozenset(), ll
         if clang_pipeline and changed is not None:
             with timings.phase("primal"):
                 clang_ll = clang_pipeline[0].result()
                 if clang_ll is not None:
-                    ll = take_clang_functions(ll, clang_ll, source_ir, set(changed))[0]
+                    # the roots no function of zymase's reaches are declarations while
+                    # LLVM 22 optimizes: clang's definitions replace them
+                    ll, hidden = hide_roots(ll, clang_ll, source_ir, set(changed))
+        with timings.phase("optimize"):
+            ll = toolchain.optimize(ll, level)
+        if clang_ll is not None:
+            with timings.phase("primal"):
+                ll, roots = take_clang_functions(ll, clang_ll, source_ir, set(changed), hidden)
+            if not hidden <= roots:  # the link failed: zymase's own code for every function
+                with timings.phase("optimize"):
+                    ll = toolchain.optimize(merged, level)
     finally:
         for pipeline in clang_pipeline:
             pipeline.cancel()

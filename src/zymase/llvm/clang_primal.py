@@ -44,13 +44,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from zymase.errors import ZymaseError
-from zymase.llvm.reachable import _REF, _functions
+from zymase.llvm.reachable import _REF, _declaration, _functions
 
 #: linkages of symbols local to a module (copied, not joined, when modules are linked)
 _LOCAL = {"internal", "private"}
 #: ``@name(`` or ``@name`` followed by something else: a call's callee or the symbol as a value
 _USE = re.compile(r"@([-a-zA-Z$._][-a-zA-Z$._0-9]*|\d+)(\(?)")
 _MARKER = "__enzyme"
+#: what keeps the changed local functions hidden roots use alive while LLVM 22 optimizes
+_KEPT = "@llvm.compiler.used"
+_KEPT_LINE = re.compile(r"^@llvm\.compiler\.used = .*$", re.M)
 
 
 @dataclass
@@ -151,25 +154,70 @@ def choose_roots(source: str, clang_text: str, changed: set[str], zymase_functio
         roots -= shared
 
 
-def take_clang_functions(optimized: str, clang_text: str, source: str, changed: set[str]) -> tuple[str, set[str]]:
+def hide_roots(merged: str, clang_text: str, source: str, changed: set[str]) -> tuple[str, frozenset[str]]:
+    """``merged`` (zymase's module before the post-AD pipeline) with the roots that no
+    function staying zymase's reaches (by a call, its address, or through a global's
+    initializer) made declarations, and those roots: the post-AD pipeline would optimize
+    them only for :func:`take_clang_functions` to throw them away. A root a staying
+    function reaches keeps its definition there, to be inlined."""
+    functions, _ = _functions(merged)
+    roots = choose_roots(source, clang_text, changed, set(functions)) & set(functions)
+    if not roots:
+        return merged, frozenset()
+    symbols = _symbols(merged)
+    # (a local function is zymase's only where what stays zymase's uses it)
+    staying = (set(functions) - symbols.local - roots) | (changed & set(functions))
+    hidden = roots - _reach(staying, symbols.refs)
+    if not hidden:
+        return merged, frozenset()
+    # the changed local functions clang's definitions use are joined to zymase's
+    # (take_clang_functions): kept, unspecialized, while nothing of zymase's calls them
+    joined = sorted(f for f in _reach(hidden, symbols.refs, stop=changed) & changed if f in symbols.local)
+    # zymase's local functions only the hidden roots used go (clang's are linked in)
+    used = _reach((set(symbols.refs) - symbols.local - hidden) | set(joined), symbols.refs)
+    dead = {f for f in functions if f in symbols.local and f not in used}
+    lines = merged.split("\n")
+    out: list[str] = []
+    start = 0
+    for name, (a, b) in sorted(((f, functions[f]) for f in hidden | dead), key=lambda x: x[1]):
+        out.extend(lines[start:a])
+        if name in hidden:
+            out.append(_declaration(lines[a]))
+        start = b + 1
+    out.extend(lines[start:])
+    if joined:
+        out.append(f"{_KEPT} = appending global [{len(joined)} x ptr] [{', '.join(f'ptr @{f}' for f in joined)}], "
+                   'section "llvm.metadata"')
+    return "\n".join(out), frozenset(hidden)
+
+
+def take_clang_functions(optimized: str, clang_text: str, source: str, changed: set[str],
+                         hidden: frozenset[str] = frozenset()) -> tuple[str, set[str]]:
     """``optimized`` (zymase's module after the post-AD pipeline) with the definitions of the
-    roots (module doc) taken from ``clang_text``; and the roots."""
+    roots (module doc) taken from ``clang_text``; and the roots. ``hidden``: the roots
+    :func:`hide_roots` made declarations (the roots returned hold them unless the link
+    failed)."""
     try:
-        return _take(optimized, clang_text, source, changed)
+        return _take(optimized, clang_text, source, changed, hidden)
     except (ZymaseError, RuntimeError):
         # clang's module unreadable by llvmlite's LLVM, or a link LLVM refuses: zymase's
         # own definitions stay (the primal slower than clang's, never wrong)
         return optimized, set()
 
 
-def _take(optimized: str, clang_text: str, source: str, changed: set[str]) -> tuple[str, set[str]]:
+def _take(optimized: str, clang_text: str, source: str, changed: set[str],
+          hidden: frozenset[str]) -> tuple[str, set[str]]:
     import llvmlite.binding as llvm
 
     from zymase.llvm.toolchain import parse_module, print_module, target_machine
 
-    ours = parse_module(optimized)
+    ours = parse_module(_KEPT_LINE.sub("", optimized))
     our_defs = {f.name: f for f in ours.functions if not f.is_declaration}
-    roots = choose_roots(source, clang_text, changed, set(our_defs)) & set(our_defs)
+    defined = set(our_defs) | hidden
+    roots = choose_roots(source, clang_text, changed, defined) & defined
+    if not hidden <= roots:
+        # (the post-AD pipeline removed a changed local function a hidden root uses)
+        return optimized, roots
     if not roots:
         return optimized, set()
     theirs = parse_module(clang_text)
@@ -186,7 +234,7 @@ def _take(optimized: str, clang_text: str, source: str, changed: set[str]) -> tu
         elif value.linkage not in (llvm.Linkage.internal, llvm.Linkage.private):
             # zymase's definition stays (a local one is linked only if a root uses it)
             value.linkage = llvm.Linkage.available_externally
-    for name in roots:
+    for name in roots - hidden:
         our_defs[name].linkage = llvm.Linkage.available_externally  # replaced by clang's
     before_link = {v.name for v in [*ours.functions, *ours.global_variables]}
     their_locals = {v.name for v in [*theirs.functions, *theirs.global_variables]
