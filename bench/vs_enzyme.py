@@ -1,0 +1,320 @@
+"""zymase's gradients against Enzyme's own, in absolute time (issue 29's normalization target).
+
+Enzyme has no build on these machines, but PyPI's Enzyme-JAX (``enzyme-ad``, an optional
+bench dependency, not a CI one) embeds a clang and Enzyme's LLVM passes: its ``cpp_call``
+compiles C++ source in-process (clang front end, then LLVM's ``default<O3>`` pipeline with
+Enzyme's pass in it, as Enzyme's clang plugin places it) and JIT-compiles the result. User
+source given to it may call ``__enzyme_autodiff`` itself, and Enzyme differentiates that
+call. So each program in ``bench/vs_enzyme/`` (C that also compiles as C++) is built four
+ways around one timing harness (``vs_harness.h``), which times every primal and gradient
+call with ``clock_gettime`` inside the compiled code (no process start-up, no XLA dispatch):
+
+  zymase        ``zymase cc -O2 -fno-math-errno -march=<cpu>`` (gradient and primal)
+  clang         ``clang-19 -O2 -fno-math-errno -march=<cpu>``, the marker call going to an
+                opaque stub in another object file (the primal alone; as primal_parity.py)
+  enzyme        Enzyme-JAX's pipeline (gradient and primal)
+  enzyme-clang  Enzyme-JAX's pipeline with the marker stubbed in a shared library (the
+                primal alone: what its clang and O3 make of the primal without AD)
+
+Rounds alternate the four (the two Enzyme kernels in this process, the two executables in
+child processes); each measurement is the median per-call time over ``reps`` calls; the
+report gives per build the median over rounds (and the best), and the ratios zymase /
+enzyme. Every build's gradient is checked against central differences of the objective the
+harness returns (and, for the normalization, against its closed form), and the zymase and
+Enzyme gradients against each other.
+
+Enzyme-JAX's front end is clang's ``cc1`` driven directly: no driver defaults. The script
+passes what ``clang -O2 -march=<cpu>`` would set that matters here: ``-target-cpu <cpu>``
+(the host CPU clang-19's ``-march=native`` picks), ``-ffp-contract=on`` (the C/C++
+driver's default; cc1 alone emits no FMA contraction), ``-funroll-loops`` (the driver's
+default from -O2; Enzyme-JAX appends ``-O1`` to the front end's flags, which alone would
+mark every loop "do not unroll"), ``-fgnuc-version=4.2.1`` (glibc's C++ headers need it) and
+clang-19's builtin headers (the wheel ships none). cc1 never sets errno on math calls: that
+is ``-fno-math-errno``. Enzyme-JAX also turns on Enzyme's ``enzyme-always-inline`` option,
+which makes derivatives of a ``noinline`` function invalid IR (LLVM's verifier aborts:
+"Attributes 'noinline and alwaysinline' are incompatible!"); the script sets it back to
+Enzyme's own default (off, as in Enzyme's clang plugin) through the only door the wheel
+leaves open, its XLA's ``--xla_backend_extra_options``, read once when its XLA first
+compiles. ``--fp-contract off`` builds every side without contraction instead.
+
+Run from the repository root (enzyme-ad 0.0.16 needs Python 3.11 and jax >= 0.8):
+
+  pip install enzyme-ad==0.0.16   # or: pip install --target DIR ... and PYTHONPATH=DIR
+  python bench/vs_enzyme.py --rounds 7
+  python bench/vs_enzyme.py --only normalize --sizes 4000 16000 --zymase src
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+PROGRAMS = ROOT / "bench" / "vs_enzyme"
+CLANG = shutil.which("clang-19") or "clang"
+BUILDS = ("zymase", "clang", "enzyme", "enzyme-clang")
+STUB_C = "int enzyme_dup, enzyme_const;\ndouble vs_enzyme_stub(void *f, ...) { (void)f; return 0; }\n"
+
+
+def normalize_closed_form(x: np.ndarray) -> np.ndarray:
+    """d/dx of sum_i w_i x_i / |x| with w_i = 1 + 0.001 i (normalize.c's objective)."""
+    w = 1.0 + 0.001 * np.arange(x.size)
+    m = np.linalg.norm(x)
+    return w / m - (w @ x) * x / m**3
+
+
+@dataclass
+class Program:
+    name: str
+    sizes: tuple[int, ...]
+    inputs: Callable[[int], np.ndarray]  # the inputs x for size n
+    reps: Callable[[int], int]  # calls per measurement
+    closed_form: Callable[[np.ndarray], np.ndarray] | None = None
+
+    @property
+    def source(self) -> Path:
+        return PROGRAMS / f"{self.name}.c"
+
+
+def _uniform_plus_one(n: int) -> np.ndarray:
+    return 1.0 + np.random.default_rng(7).random(n)
+
+
+PROGRAM_LIST = [
+    Program("normalize", (4000, 16000), _uniform_plus_one, lambda n: max(200, 16_000_000 // n),
+            normalize_closed_form),
+]
+
+
+def host_cpu() -> str:
+    """The CPU clang-19's -march=native picks (cc1 takes a name, not "native")."""
+    out = subprocess.run([CLANG, "-march=native", "-###", "-x", "c", "-c", os.devnull],
+                         capture_output=True, text=True).stderr
+    words = [w.strip('"') for w in out.split()]
+    return words[words.index("-target-cpu") + 1]
+
+
+def clang_resource_include() -> str:
+    out = subprocess.run([CLANG, "-print-resource-dir"], capture_output=True, text=True, check=True)
+    return str(Path(out.stdout.strip()) / "include")
+
+
+def run(argv: list[str], env: dict[str, str] | None = None) -> None:
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env)
+    if proc.returncode:
+        sys.exit(f"vs_enzyme.py: {' '.join(argv)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+
+
+class Executable:
+    """A zymase cc or clang build of program + vs_main.c; run() returns (objective, primal
+    call times, gradient call times, gradient)."""
+
+    def __init__(self, exe: Path, grad: bool, work: Path):
+        self.exe, self.grad, self.work = exe, grad, work
+
+    def run(self, x: np.ndarray, reps: int):
+        xin, out = self.work / "x.bin", self.work / "out.bin"
+        x.tofile(xin)
+        run([str(self.exe), str(x.size), str(reps), str(int(self.grad)), str(xin), str(out)])
+        res = np.fromfile(out)
+        return res[0], res[1:1 + reps], res[1 + reps:1 + 2 * reps], res[1 + 2 * reps:]
+
+
+def build_executables(prog: Program, cpu: str, contract: str, zymase_src: Path | None,
+                      work: Path) -> dict[str, Executable]:
+    tu = work / f"{prog.name}_tu.c"
+    tu.write_text(prog.source.read_text() + "\n" + (PROGRAMS / "vs_main.c").read_text())
+    flags = ["-O2", "-fno-math-errno", f"-march={cpu}", f"-ffp-contract={contract}", "-I", str(PROGRAMS)]
+    env = dict(os.environ)
+    if zymase_src is not None:
+        env["PYTHONPATH"] = str(zymase_src) + os.pathsep + env.get("PYTHONPATH", "")
+    zexe = work / f"{prog.name}_zymase"
+    run(["zymase", "cc", *flags, "--no-cache", str(tu), "-o", str(zexe), "-lm"], env=env)
+    stub = work / "stub.c"
+    stub.write_text(STUB_C)
+    run([CLANG, "-O2", "-c", str(stub), "-o", str(work / "stub.o")])
+    cexe = work / f"{prog.name}_clang"
+    run([CLANG, *flags, "-DVS_STUB", str(tu), str(work / "stub.o"), "-o", str(cexe), "-lm"])
+    return {"zymase": Executable(zexe, True, work), "clang": Executable(cexe, False, work)}
+
+
+class EnzymeJax:
+    """Enzyme-JAX's cpp_call, set up once per process (see the module's docstring)."""
+
+    def __init__(self, cpu: str, contract: str, work: Path):
+        import jax
+
+        jax.config.update("jax_enable_x64", True)
+        jax.jit(lambda a: a + 1)(jax.numpy.ones(2)).block_until_ready()  # jaxlib reads XLA_FLAGS
+        saved = os.environ.get("XLA_FLAGS")
+        os.environ["XLA_FLAGS"] = "--xla_backend_extra_options=-enzyme-always-inline=0"
+        try:
+            from enzyme_ad.jax import enzyme_call
+
+            tiny = ("module @m { func.func @main(%a: tensor<2xf64>) -> tensor<2xf64> {"
+                    " %0 = stablehlo.add %a, %a : tensor<2xf64> return %0 : tensor<2xf64> } }")
+            enzyme_call.compile_mhlo_to_llvm_with_xla(tiny, False, "")  # its XLA reads XLA_FLAGS
+        finally:
+            if saved is None:
+                del os.environ["XLA_FLAGS"]
+            else:
+                os.environ["XLA_FLAGS"] = saved
+        stub_so = work / "libvs_stub.so"
+        (work / "stub_so.c").write_text(STUB_C)
+        run([CLANG, "-O2", "-shared", "-fPIC", str(work / "stub_so.c"), "-o", str(stub_so)])
+        ctypes.CDLL(str(stub_so), mode=ctypes.RTLD_GLOBAL)  # the JIT links process symbols
+        self.jax = jax
+        self.argv = ("-I", str(PROGRAMS), "-isystem", clang_resource_include(), "-target-cpu", cpu,
+                     f"-ffp-contract={contract}", "-funroll-loops", "-fgnuc-version=4.2.1")
+
+    def kernel(self, prog: Program, n: int, reps: int, grad: bool):
+        from enzyme_ad.jax import cpp_call
+
+        jnp = self.jax.numpy
+        # n and reps come through volatiles, as the executables read them from argv: a
+        # constant trip count would let Enzyme-JAX's optimizer specialize the loops
+        glue = f"""
+void vs_entry(enzyme::tensor<double, 1>& obj, enzyme::tensor<double, {2 * reps}>& times,
+              enzyme::tensor<double, {n}>& g, const enzyme::tensor<double, {n}>& x) {{
+    volatile int vn = {n}, vreps = {reps};
+    vs_time(vn, vreps, {int(grad)}, &x[0], &g[0], &times[0], &obj[0]);
+}}
+"""
+        source = ("" if grad else "#define VS_STUB 1\n") + prog.source.read_text() + glue
+        shapes = [self.jax.core.ShapedArray([1], jnp.float64),
+                  self.jax.core.ShapedArray([2 * reps], jnp.float64),
+                  self.jax.core.ShapedArray([n], jnp.float64)]
+        fn = self.jax.jit(lambda x: cpp_call(x, out_shapes=shapes, source=source, fn="vs_entry",
+                                              argv=self.argv))
+
+        def call(x: np.ndarray):
+            obj, times, g = (np.asarray(a) for a in fn(jnp.asarray(x)))
+            return obj[0], times[:reps], times[reps:], g
+
+        return call
+
+
+def check(prog: Program, n: int, x: np.ndarray, grads: dict[str, np.ndarray],
+          objective: Callable[[np.ndarray], float]) -> str:
+    """Each gradient against central differences at three entries (and the closed form when
+    the program has one); zymase's against Enzyme's. Exits on a mismatch."""
+    lines = []
+    for j in (0, n // 2, n - 1):
+        h = 1e-5 * max(1.0, abs(x[j]))
+        xp, xm = x.copy(), x.copy()
+        xp[j] += h
+        xm[j] -= h
+        fd = (objective(xp) - objective(xm)) / (2 * h)
+        for name, g in grads.items():
+            err = abs(g[j] - fd) / max(abs(fd), 1e-12)
+            if err > 1e-5:
+                sys.exit(f"vs_enzyme.py: {prog.name} n={n}: {name}'s gradient entry {j} is {g[j]!r}, "
+                         f"central differences give {fd!r}")
+    worst_fd = "central differences at 3 entries within 1e-5"
+    lines.append(worst_fd)
+    if prog.closed_form is not None:
+        ref = prog.closed_form(x)
+        for name, g in grads.items():
+            err = float(np.max(np.abs(g - ref) / np.maximum(np.abs(ref), 1e-300)))
+            if err > 1e-9:
+                sys.exit(f"vs_enzyme.py: {prog.name} n={n}: {name}'s gradient is off its closed form by {err:.2e}")
+            lines.append(f"{name} vs closed form {err:.1e}")
+    z, e = grads["zymase"], grads["enzyme"]
+    err = float(np.max(np.abs(z - e) / np.maximum(np.abs(e), 1e-300)))
+    if err > 1e-9:
+        sys.exit(f"vs_enzyme.py: {prog.name} n={n}: zymase and Enzyme gradients differ by {err:.2e}")
+    lines.append(f"zymase vs Enzyme {err:.1e}")
+    return "; ".join(lines)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--only", nargs="*", help="programs (default all): " + " ".join(q.name for q in PROGRAM_LIST))
+    p.add_argument("--sizes", nargs="*", type=int, help="sizes n (default each program's own)")
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--zymase", type=Path, help="zymase source tree (src/) for zymase cc (default: installed)")
+    p.add_argument("--fp-contract", default="on", choices=("on", "off"),
+                   help="-ffp-contract for every build (default on, clang's C default)")
+    p.add_argument("--keep", type=Path, help="build in this directory and keep it")
+    ns = p.parse_args()
+    try:
+        import enzyme_ad.jax  # noqa: F401
+    except ImportError as exc:
+        print(f"vs_enzyme.py: skipped: enzyme-ad (Enzyme-JAX) is not importable ({exc}); "
+              "pip install enzyme-ad==0.0.16 (Python 3.11) to compare against Enzyme")
+        return 0
+    work = ns.keep or Path(tempfile.mkdtemp(prefix="vs_enzyme_"))
+    work.mkdir(parents=True, exist_ok=True)
+    cpu = host_cpu()
+    zsrc = ns.zymase.resolve() if ns.zymase else None
+    load = os.getloadavg()
+    print(f"# vs_enzyme.py: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load {load[0]:.1f}, "
+          f"cpu {cpu}, -ffp-contract={ns.fp_contract}, {ns.rounds} rounds, zymase {zsrc or 'installed'}")
+    ej = EnzymeJax(cpu, ns.fp_contract, work)
+    progs = [q for q in PROGRAM_LIST if not ns.only or q.name in ns.only]
+    print("\n| program | n | build | primal us (best) | gradient us (best) | gradient / primal |")
+    print("|---|---|---|---|---|---|")
+    summary = []
+    for prog in progs:
+        exes = build_executables(prog, cpu, ns.fp_contract, zsrc, work)
+        for n in ns.sizes or prog.sizes:
+            reps = prog.reps(n)
+            x = prog.inputs(n)
+            t0 = time.time()
+            runners = {**{k: (lambda e: lambda xx: e.run(xx, reps))(e) for k, e in exes.items()},
+                       "enzyme": ej.kernel(prog, n, reps, True),
+                       "enzyme-clang": ej.kernel(prog, n, reps, False)}
+            first = {k: r(x) for k, r in runners.items()}  # also compiles the Enzyme kernels
+            compile_s = time.time() - t0
+            objective = lambda xx: float(exes["clang"].run(xx, 1)[0])  # noqa: E731
+            note = check(prog, n, x, {k: first[k][3] for k in ("zymase", "enzyme")}, objective)
+            primal = {k: [] for k in BUILDS}
+            grad = {k: [] for k in ("zymase", "enzyme")}
+            for r in range(ns.rounds):
+                order = BUILDS[r % 4:] + BUILDS[:r % 4]
+                for k in order:
+                    _, tp, tg, _ = runners[k](x)
+                    primal[k].append(float(np.median(tp)))
+                    if k in grad:
+                        grad[k].append(float(np.median(tg)))
+            med = {k: statistics.median(v) for k, v in primal.items()}
+            gmed = {k: statistics.median(v) for k, v in grad.items()}
+            for k in BUILDS:
+                pr = f"{med[k] * 1e6:.2f} ({min(primal[k]) * 1e6:.2f})"
+                if k in grad:
+                    gr = f"{gmed[k] * 1e6:.2f} ({min(grad[k]) * 1e6:.2f})"
+                    ratio = f"{gmed[k] / med[k]:.2f}"
+                else:
+                    gr = ratio = "-"
+                print(f"| {prog.name} | {n} | {k} | {pr} | {gr} | {ratio} |")
+            per_round = [z / e for z, e in zip(grad["zymase"], grad["enzyme"])]
+            summary.append(
+                f"{prog.name} n={n}: gradient zymase / Enzyme {gmed['zymase'] / gmed['enzyme']:.2f} "
+                f"(per round {min(per_round):.2f}-{max(per_round):.2f}); primal zymase / Enzyme "
+                f"{med['zymase'] / med['enzyme']:.2f}, clang / Enzyme-JAX's clang "
+                f"{med['clang'] / med['enzyme-clang']:.2f}; {reps} calls per measurement; "
+                f"first run with compiles {compile_s:.1f} s; {note}")
+    print()
+    for line in summary:
+        print("- " + line)
+    load = os.getloadavg()
+    print(f"\n# load at the end {load[0]:.1f}")
+    if not ns.keep:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
