@@ -224,6 +224,133 @@ void vs_entry(enzyme::tensor<double, 1>& obj, enzyme::tensor<double, {2 * reps}>
         return call
 
 
+#: the bench workloads (src/zymase/bench/workloads, zymase bench's cases) --workloads runs,
+#: one case each: ADBench's headline GMM, the --quick sizes of the others
+WORKLOAD_CASES = {"gmm": "d=10 K=25 n=1000", "ba": "small n=49 m=7776 p=31843", "lstm": "l=2 c=1024",
+                  "hand": "simple small c=100", "ode": "cells=100 steps=10000", "fft": "n=1024",
+                  "normalize": "n=10000"}
+
+
+class Workload:
+    """One case of a bench workload, in its own harness (bench_common.h: best per-call time of
+    batches, finite-difference check), built by zymase cc and through Enzyme-JAX's LLVM-IR
+    door: clang-19's front end (the same flags, optimization deferred) writes the IR, with
+    the program's main renamed and an entry of the form Enzyme-JAX calls added; Enzyme-JAX
+    links it into its module and runs its O3 pipeline with Enzyme's pass on it. C that is not
+    C++ (most of these programs) cannot go through cpp_call itself."""
+
+    def __init__(self, case, cpu: str, zymase_src: Path | None, ej: "EnzymeJax", work: Path):
+        from zymase.bench.cases import WORKLOAD_DIR
+
+        self.case, self.ej = case, ej
+        name = case.workload.name
+        self.args, _ = case.prepare(work, None)
+        flags = ["-O2", f"-march={cpu}", *case.workload.flags, "-I", str(WORKLOAD_DIR)]
+        env = dict(os.environ)
+        if zymase_src is not None:
+            env["PYTHONPATH"] = str(zymase_src) + os.pathsep + env.get("PYTHONPATH", "")
+        self.exe = work / f"{name}.zymase"
+        run(["zymase", "cc", *flags, "--no-cache", str(case.workload.source), "-o", str(self.exe), "-lm"], env=env)
+        argv = ", ".join(f'"{a}"' for a in [name, *self.args])
+        entry = work / f"{name}_entry.c"
+        entry.write_text(
+            f'#define main vs_workload_main\n#include "{case.workload.source}"\n#undef main\n'
+            "void vs_llvm_entry(void *r, void *o, void *p, void **buf, void *st, void *pc) {\n"
+            f"    static char *argv[] = {{{argv}, 0}};\n"
+            f"    ((double *)buf[0])[0] = vs_workload_main({1 + len(self.args)}, argv);\n"
+            "    fflush(stdout);\n    fflush(stderr);\n}\n")
+        ir = work / f"{name}_entry.ll"
+        run([CLANG, *flags, "-Xclang", "-disable-llvm-passes", "-S", "-emit-llvm", str(entry), "-o", str(ir)])
+        jax, jnp = ej.jax, ej.jax.numpy
+        from enzyme_ad.jax import primitives
+
+        source = ir.read_text()
+        self.fn = jax.jit(lambda x: primitives.ffi_call(
+            x, out_shapes=[jax.core.ShapedArray([1], jnp.float64)], source=source, fn="vs_llvm_entry",
+            argv=ej.argv, lang=primitives.LANG_LLVM))
+        self.out = work / f"{name}_enzyme.out"
+
+    def zymase(self, env: dict[str, str]) -> dict:
+        proc = subprocess.run([str(self.exe), *self.args], capture_output=True, text=True, env={**os.environ, **env})
+        return self._report(proc.stdout, proc.returncode, "zymase", proc.stderr)
+
+    def enzyme(self, env: dict[str, str]) -> dict:
+        saved_env = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        sys.stdout.flush()
+        saved = os.dup(1)
+        try:
+            with open(self.out, "wb") as f:
+                os.dup2(f.fileno(), 1)  # the JIT-compiled program prints its report on fd 1
+                rc = int(np.asarray(self.fn(self.ej.jax.numpy.zeros(1))[0])[0])
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+            for k, v in saved_env.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+        return self._report(self.out.read_text(), rc, "enzyme", "")
+
+    def _report(self, stdout: str, rc: int, build: str, stderr: str) -> dict:
+        import json
+
+        line = next((ln for ln in reversed(stdout.splitlines()) if ln.startswith("{")), None)
+        report = json.loads(line) if line else {}
+        report["rc"] = rc
+        report["stderr"] = stderr.strip()[-500:]
+        return report
+
+
+def run_workloads(names: list[str], rounds: int, cpu: str, zymase_src: Path | None, ej: "EnzymeJax",
+                  work: Path) -> list[str]:
+    from zymase.bench.cases import suite
+
+    cases = {c.workload.name: c for c in suite(quick=False)
+             if c.workload.name in names and c.label == WORKLOAD_CASES[c.workload.name]}
+    print("\n| workload | size | build | primal us (best) | gradient us (best) | gradient / primal |")
+    print("|---|---|---|---|---|---|")
+    summary = []
+    for name in names:
+        case = cases[name]
+        w = Workload(case, cpu, zymase_src, ej, work)
+        timing = {"BENCH_FD": "0"}
+        first = {"zymase": w.zymase({}), "enzyme": w.enzyme({})}  # with the finite-difference check
+        notes = []
+        for build, rep in first.items():
+            if rep["rc"] or "grad_s" not in rep:
+                notes.append(f"{build}: FAILED (exit {rep['rc']}; max rel err vs finite differences "
+                             f"{rep.get('max_rel_err_fd')}) {rep['stderr']}")
+            else:
+                notes.append(f"{build} matches finite differences (max rel err {rep['max_rel_err_fd']:.1e})")
+        if first["zymase"]["rc"] or "grad_s" not in first["zymase"]:
+            sys.exit(f"vs_enzyme.py: {name} {case.label}: zymase's build failed: {notes[0]}")
+        primal = {"zymase": [], "enzyme": []}
+        grad = {"zymase": [], "enzyme": []}
+        for r in range(rounds):
+            for build in (("zymase", "enzyme") if r % 2 == 0 else ("enzyme", "zymase")):
+                rep = w.zymase(timing) if build == "zymase" else w.enzyme(timing)
+                if "grad_s" in rep:
+                    primal[build].append(rep["primal_s"])
+                    grad[build].append(rep["grad_s"])
+        for build in ("zymase", "enzyme"):
+            if not grad[build]:
+                print(f"| {name} | {case.label} | {build} | - | - | - |")
+                continue
+            mp, mg = statistics.median(primal[build]), statistics.median(grad[build])
+            print(f"| {name} | {case.label} | {build} | {mp * 1e6:.1f} ({min(primal[build]) * 1e6:.1f}) | "
+                  f"{mg * 1e6:.1f} ({min(grad[build]) * 1e6:.1f}) | {mg / mp:.2f} |")
+        if grad["enzyme"]:
+            gz, ge = statistics.median(grad["zymase"]), statistics.median(grad["enzyme"])
+            pz, pe = statistics.median(primal["zymase"]), statistics.median(primal["enzyme"])
+            summary.append(f"{name} {case.label}: gradient zymase / Enzyme {gz / ge:.2f}, primal zymase / "
+                           f"Enzyme {pz / pe:.2f}; " + "; ".join(notes))
+        else:
+            summary.append(f"{name} {case.label}: no Enzyme timing; " + "; ".join(notes))
+    return summary
+
+
 def check(prog: Program, n: int, x: np.ndarray, grads: dict[str, np.ndarray],
           objective: Callable[[np.ndarray], float]) -> tuple[str, bool]:
     """Each gradient against central differences at three entries (and the closed form when
@@ -270,6 +397,9 @@ def main() -> int:
     p.add_argument("--fp-contract", default="on", choices=("on", "off"),
                    help="-ffp-contract for every build (default on, clang's C default)")
     p.add_argument("--zymase-flags", default="", help="more flags for zymase cc (e.g. --no-strong-zero)")
+    p.add_argument("--workloads", nargs="*", choices=sorted(WORKLOAD_CASES),
+                   help="also (or, with --only and no name, only) the bench workloads, in their own "
+                        "harness through Enzyme-JAX's LLVM-IR door (all when given no name)")
     p.add_argument("--keep", type=Path, help="build in this directory and keep it")
     ns = p.parse_args()
     try:
@@ -287,9 +417,10 @@ def main() -> int:
           f"cpu {cpu}, -ffp-contract={ns.fp_contract}, {ns.rounds} rounds, zymase {zsrc or 'from PYTHONPATH or installed'} "
           f"{ns.zymase_flags}".rstrip())
     ej = EnzymeJax(cpu, ns.fp_contract, work)
-    progs = [q for q in PROGRAM_LIST if not ns.only or q.name in ns.only]
-    print("\n| program | n | build | primal us (best) | gradient us (best) | gradient / primal |")
-    print("|---|---|---|---|---|---|")
+    progs = [q for q in PROGRAM_LIST if ns.only is None or q.name in ns.only]
+    if progs:
+        print("\n| program | n | build | primal us (best) | gradient us (best) | gradient / primal |")
+        print("|---|---|---|---|---|---|")
     summary = []
     for prog in progs:
         exes = build_executables(prog, cpu, ns.fp_contract, zsrc, ns.zymase_flags.split(), work)
@@ -330,6 +461,8 @@ def main() -> int:
                 f"{med['zymase'] / med['enzyme']:.2f}, clang / Enzyme-JAX's clang "
                 f"{med['clang'] / med['enzyme-clang']:.2f}; {reps} calls per measurement; "
                 f"first run with compiles {compile_s:.1f} s; {note}")
+    if ns.workloads is not None:
+        summary += run_workloads(ns.workloads or sorted(WORKLOAD_CASES), ns.rounds, cpu, zsrc, ej, work)
     print()
     for line in summary:
         print("- " + line)
