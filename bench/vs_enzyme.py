@@ -150,11 +150,11 @@ class Executable:
         return res[0], res[1:1 + reps], res[1 + reps:1 + 2 * reps], res[1 + 2 * reps:]
 
 
-def build_executables(prog: Program, cpu: str, contract: str, zymase_src: Path | None,
+def build_executables(prog: Program, cpu: str, contract: str, level: str, zymase_src: Path | None,
                       zymase_flags: list[str], work: Path) -> dict[str, Executable]:
     tu = work / f"{prog.name}_tu.c"
     tu.write_text(prog.text() + "\n" + (PROGRAMS / "vs_main.c").read_text())
-    flags = ["-O2", "-fno-math-errno", f"-march={cpu}", f"-ffp-contract={contract}", "-I", str(PROGRAMS)]
+    flags = [f"-O{level}", "-fno-math-errno", f"-march={cpu}", f"-ffp-contract={contract}", "-I", str(PROGRAMS)]
     env = dict(os.environ)
     if zymase_src is not None:
         env["PYTHONPATH"] = str(zymase_src) + os.pathsep + env.get("PYTHONPATH", "")
@@ -239,13 +239,13 @@ class Workload:
     links it into its module and runs its O3 pipeline with Enzyme's pass on it. C that is not
     C++ (most of these programs) cannot go through cpp_call itself."""
 
-    def __init__(self, case, cpu: str, zymase_src: Path | None, ej: "EnzymeJax", work: Path):
+    def __init__(self, case, cpu: str, level: str, zymase_src: Path | None, ej: "EnzymeJax", work: Path):
         from zymase.bench.cases import WORKLOAD_DIR
 
         self.case, self.ej = case, ej
         name = case.workload.name
         self.args, _ = case.prepare(work, None)
-        flags = ["-O2", f"-march={cpu}", *case.workload.flags, "-I", str(WORKLOAD_DIR)]
+        flags = [f"-O{level}", f"-march={cpu}", *case.workload.flags, "-I", str(WORKLOAD_DIR)]
         env = dict(os.environ)
         if zymase_src is not None:
             env["PYTHONPATH"] = str(zymase_src) + os.pathsep + env.get("PYTHONPATH", "")
@@ -303,8 +303,8 @@ class Workload:
         return report
 
 
-def run_workloads(names: list[str], rounds: int, cpu: str, zymase_src: Path | None, ej: "EnzymeJax",
-                  work: Path) -> list[str]:
+def run_workloads(names: list[str], rounds: int, cpu: str, level: str, zymase_src: Path | None,
+                  ej: "EnzymeJax", work: Path) -> list[str]:
     from zymase.bench.cases import suite
 
     cases = {c.workload.name: c for c in suite(quick=False)
@@ -314,14 +314,14 @@ def run_workloads(names: list[str], rounds: int, cpu: str, zymase_src: Path | No
     summary = []
     for name in names:
         case = cases[name]
-        w = Workload(case, cpu, zymase_src, ej, work)
+        w = Workload(case, cpu, level, zymase_src, ej, work)
         timing = {"BENCH_FD": "0"}
         first = {"zymase": w.zymase({}), "enzyme": w.enzyme({})}  # with the finite-difference check
         notes = []
         for build, rep in first.items():
             if rep["rc"] or "grad_s" not in rep:
-                notes.append(f"{build}: FAILED (exit {rep['rc']}; max rel err vs finite differences "
-                             f"{rep.get('max_rel_err_fd')}) {rep['stderr']}")
+                notes.append(f"{build}'s gradient FAILED its check (exit {rep['rc']}; max rel err vs finite "
+                             f"differences {rep.get('max_rel_err_fd')}) {rep['stderr']}".rstrip())
             else:
                 notes.append(f"{build} matches finite differences (max rel err {rep['max_rel_err_fd']:.1e})")
         if first["zymase"]["rc"] or "grad_s" not in first["zymase"]:
@@ -344,7 +344,8 @@ def run_workloads(names: list[str], rounds: int, cpu: str, zymase_src: Path | No
         if grad["enzyme"]:
             gz, ge = statistics.median(grad["zymase"]), statistics.median(grad["enzyme"])
             pz, pe = statistics.median(primal["zymase"]), statistics.median(primal["enzyme"])
-            summary.append(f"{name} {case.label}: gradient zymase / Enzyme {gz / ge:.2f}, primal zymase / "
+            wrong = " (ENZYME'S GRADIENT IS WRONG)" if first["enzyme"]["rc"] else ""
+            summary.append(f"{name} {case.label}: gradient zymase / Enzyme{wrong} {gz / ge:.2f}, primal zymase / "
                            f"Enzyme {pz / pe:.2f}; " + "; ".join(notes))
         else:
             summary.append(f"{name} {case.label}: no Enzyme timing; " + "; ".join(notes))
@@ -396,6 +397,8 @@ def main() -> int:
     p.add_argument("--zymase", type=Path, help="zymase source tree (src/) for zymase cc (default: installed)")
     p.add_argument("--fp-contract", default="on", choices=("on", "off"),
                    help="-ffp-contract for every build (default on, clang's C default)")
+    p.add_argument("--opt", default="2", choices=("2", "3"),
+                   help="-O level of the zymase cc and clang builds (default 2; Enzyme-JAX's pipeline is O3)")
     p.add_argument("--zymase-flags", default="", help="more flags for zymase cc (e.g. --no-strong-zero)")
     p.add_argument("--workloads", nargs="*", choices=sorted(WORKLOAD_CASES),
                    help="also (or, with --only and no name, only) the bench workloads, in their own "
@@ -414,7 +417,7 @@ def main() -> int:
     zsrc = ns.zymase.resolve() if ns.zymase else None
     load = os.getloadavg()
     print(f"# vs_enzyme.py: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load {load[0]:.1f}, "
-          f"cpu {cpu}, -ffp-contract={ns.fp_contract}, {ns.rounds} rounds, zymase {zsrc or 'from PYTHONPATH or installed'} "
+          f"cpu {cpu}, -O{ns.opt}, -ffp-contract={ns.fp_contract}, {ns.rounds} rounds, zymase {zsrc or 'from PYTHONPATH or installed'} "
           f"{ns.zymase_flags}".rstrip())
     ej = EnzymeJax(cpu, ns.fp_contract, work)
     progs = [q for q in PROGRAM_LIST if ns.only is None or q.name in ns.only]
@@ -423,7 +426,7 @@ def main() -> int:
         print("|---|---|---|---|---|---|")
     summary = []
     for prog in progs:
-        exes = build_executables(prog, cpu, ns.fp_contract, zsrc, ns.zymase_flags.split(), work)
+        exes = build_executables(prog, cpu, ns.fp_contract, ns.opt, zsrc, ns.zymase_flags.split(), work)
         for n in ns.sizes or prog.sizes:
             reps = prog.reps(n)
             x = prog.inputs(n)
@@ -462,7 +465,7 @@ def main() -> int:
                 f"{med['clang'] / med['enzyme-clang']:.2f}; {reps} calls per measurement; "
                 f"first run with compiles {compile_s:.1f} s; {note}")
     if ns.workloads is not None:
-        summary += run_workloads(ns.workloads or sorted(WORKLOAD_CASES), ns.rounds, cpu, zsrc, ej, work)
+        summary += run_workloads(ns.workloads or sorted(WORKLOAD_CASES), ns.rounds, cpu, ns.opt, zsrc, ej, work)
     print()
     for line in summary:
         print("- " + line)
