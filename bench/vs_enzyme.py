@@ -39,9 +39,18 @@ compiles. ``--fp-contract off`` builds every side without contraction instead.
 
 Run from the repository root (enzyme-ad 0.0.16 needs Python 3.11 and jax >= 0.8):
 
-  pip install enzyme-ad==0.0.16   # or: pip install --target DIR ... and PYTHONPATH=DIR
+  pip install enzyme-ad==0.0.16   # or: pip install --no-deps --target DIR enzyme-ad==0.0.16 absl-py
+                                  #     and PYTHONPATH=DIR
   python bench/vs_enzyme.py --rounds 7
   python bench/vs_enzyme.py --only normalize --sizes 4000 16000 --zymase src
+  python bench/vs_enzyme.py --only --workloads            # the bench workloads alone
+  python bench/vs_enzyme.py --zymase-flags=--no-strong-zero --only normalize
+
+``--workloads`` also runs the bench workloads (src/zymase/bench/workloads: GMM, BA, LSTM,
+hand, ODE, FFT, normalization), which are C but not C++, in their own harness
+(bench_common.h) through Enzyme-JAX's LLVM-IR door: clang-19 writes their IR with the
+flags zymase cc gets (optimization deferred), and Enzyme-JAX runs its O3 pipeline with
+Enzyme's pass on it. Their report is the harness's best per-call time.
 """
 
 from __future__ import annotations
