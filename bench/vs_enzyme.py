@@ -400,7 +400,8 @@ def check(prog: Program, n: int, x: np.ndarray, grads: dict[str, np.ndarray],
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--only", nargs="*", help="programs (default all): " + " ".join(q.name for q in PROGRAM_LIST))
+    p.add_argument("--only", nargs="*", help="programs (default all; none with --only alone): "
+                   + " ".join(q.name for q in PROGRAM_LIST))
     p.add_argument("--sizes", nargs="*", type=int, help="sizes n (default each program's own)")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--zymase", type=Path, help="zymase source tree (src/) for zymase cc (default: installed)")
