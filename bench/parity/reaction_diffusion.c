@@ -7,28 +7,7 @@
    Usage: reaction_diffusion [n] [steps] (BENCH_MODE=primal times the primal only) */
 #include "bench_common.h"
 
-static void rd_step(const double *restrict u, const double *restrict v, double *restrict un,
-                    double *restrict vn, int n, double dt) {
-    const double du = 0.16, dv = 0.08, feed = 0.035, kill = 0.065;
-    for (int i = 0; i < n; i++) {
-        int l = i == 0 ? n - 1 : i - 1, r = i == n - 1 ? 0 : i + 1;
-        double uvv = u[i] * v[i] * v[i];
-        un[i] = u[i] + dt * (du * (u[l] - 2.0 * u[i] + u[r]) - uvv + feed * (1.0 - u[i]));
-        vn[i] = v[i] + dt * (dv * (v[l] - 2.0 * v[i] + v[r]) + uvv - (feed + kill) * v[i]);
-    }
-}
-
-/* u and v (n each) hold the initial state and are overwritten; a and b are scratch. */
-double simulate(double *u, double *v, double *a, double *b, int n, int steps) {
-    for (int s = 0; s < steps; s++) {
-        rd_step(u, v, a, b, n, 0.5);
-        double *t = u; u = a; a = t;
-        t = v; v = b; b = t;
-    }
-    double sum = 0.0;
-    for (int i = 0; i < n; i++) sum += u[i] + 0.5 * v[i];
-    return sum;
-}
+#include "reaction_diffusion.h"
 
 struct ctx {
     int n, steps;
