@@ -132,7 +132,7 @@ def _tangent_expr(g: _Glue, ty, act, x: str, t: str | None, tty, what: str) -> s
     return x
 
 
-def _jvp_impl(f, primals, tangents, preopt=True, cache=None, strong_zero=True):
+def _jvp_impl(f, primals, tangents=None, preopt=True, cache=None, strong_zero=True):
     """The overload's typer: njit glue for ``jvp(f, primals, tangents)`` at these types."""
     from numba.core import types
 
@@ -147,6 +147,10 @@ def _jvp_impl(f, primals, tangents, preopt=True, cache=None, strong_zero=True):
     disp = _original(f.dispatcher)
     names = api._param_names(disp)
     label = zn.function_label(disp)
+    if tangents is None or isinstance(tangents, types.Omitted):
+        # the default only exists so that a call without it reaches this error, not Numba's binding one
+        raise ZymaseError(f"jvp inside njit code takes three arguments (f, primals, tangents); the tangents of "
+                          f"{label} are missing", hint="jvp(f, (x, a), (dx, da)); None holds a primal constant")
     for what, v in (("primals", primals), ("tangents", tangents)):
         if not isinstance(v, types.BaseTuple):
             raise ZymaseError(f"jvp inside njit code takes '{what}' as a tuple with one entry per parameter of "
@@ -228,7 +232,7 @@ def _jvp_impl(f, primals, tangents, preopt=True, cache=None, strong_zero=True):
         it_d = iter([f"{d}[0]" if not isinstance(lt, types.Array) else d for lt, d in zip(leaves, douts)])
         ret = f"({_tree_expr(rt, it_v)}, {_tree_expr(rt, it_d)})"
     impl = g.names.fresh("jvp_in_njit")
-    src = (f"def {impl}(f, primals, tangents, preopt=True, cache=None, strong_zero=True):\n"
+    src = (f"def {impl}(f, primals, tangents=None, preopt=True, cache=None, strong_zero=True):\n"
            + "".join(f"    {ln}\n" for ln in g.lines) + f"    return {ret}\n")
     return _exec(src, g.env, impl)
 

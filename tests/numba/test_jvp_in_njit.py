@@ -136,3 +136,15 @@ def test_vjp_and_wrong_tangents_inside_njit_code_are_refused():
 
     with pytest.raises(ZymaseError, match="differs in shape"):
         short_tangent(X, V[:2])
+
+
+def test_jvp_without_tangents_inside_njit_code_is_refused_by_name():
+    # session 26 left this to Numba: its binding error named the overload, not the call
+    @njit
+    def no_tangents(x):
+        return zymase.jvp(energy, (x, 2.0))
+
+    with pytest.raises(ZymaseError, match=r"takes three arguments \(f, primals, tangents\); the tangents of 'energy' "
+                       "are missing") as err:
+        no_tangents(X)
+    assert "in function 'no_tangents'" in err.value.format()
