@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from c_harness import build_and_run, build_ids, builds, emit_llvm
+from c_harness import build_and_run, build_ids, builds, emit_llvm, function_ir
 
 PROGRAMS = sorted((Path(__file__).resolve().parent / "c" / "vector").glob("*.c"))
 LEVELS = builds("-O0", "-O2")
@@ -54,3 +54,23 @@ def test_lanes_share_a_chains_partials(tmp_path: Path, zymase_cli: list[str]):
         counts[width] = (len(re.findall(r"= fmul ", text)), len(re.findall(r"= f(?:add|sub) ", text)))
     per_lane = [(counts[8][k] - counts[4][k]) / 4 for k in range(2)]
     assert per_lane == [2, 2], f"per lane (fmul, fadd + fsub): {per_lane}; counts by width: {counts}"
+
+
+def _calls(function_text: str, callee: str) -> int:
+    return len(re.findall(rf"call [^\n]*@{re.escape(callee)}\(", function_text))
+
+
+def test_split_mode_lanes_run_the_primal_once(tmp_path: Path, zymase_cli: list[str]):
+    """Split mode at width N (tests/c/vector/split_width.c): the augmented pass runs the
+    primal once for all lanes (as many calls of ``exp`` and ``cos`` at widths 2 and 3
+    as at width 1), and reverse mode reaches a recursive callee that writes active
+    memory through one width-N augmented call and one width-N reverse call, not N."""
+    program = Path(__file__).resolve().parent / "c" / "vector" / "split_width.c"
+    ll = emit_llvm(program, ["-O0"], tmp_path, zymase_cli)
+    for width in ("", "2", "3"):
+        aug = function_ir(ll, f"augmented{width}energy")
+        assert (_calls(aug, "exp"), _calls(aug, "cos")) == (1, 1), aug
+    for width in ("2", "3"):
+        caller = function_ir(ll, f"diffe{width}sum_squares_after")
+        assert _calls(caller, f"augmented{width}rec_scale") == 1 and _calls(caller, f"diffe{width}rec_scale") == 1
+        assert _calls(caller, "augmentedrec_scale") == 0 and _calls(caller, "differec_scale") == 0

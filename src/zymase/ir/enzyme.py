@@ -324,19 +324,18 @@ class SplitDiffOp(_DiffOp):
     allocated = prop_def(IntegerAttr)
 
     def __init__(self, part: str, allocated: bool, fn: str, inputs: Sequence[SSAValue],
-                 result_types: Sequence[Attribute], activity: Sequence[Activity], ret_activity: Sequence[Activity]):
-        IRDLOperation.__init__(
-            self,
-            operands=[inputs],
-            result_types=[result_types],
-            properties={
-                "fn": FlatSymbolRefAttr(fn),
-                "activity": ArrayAttr([ActivityAttr(a) for a in activity]),
-                "ret_activity": ArrayAttr([ActivityAttr(a) for a in ret_activity]),
-                "part": StringAttr(part),
-                "allocated": IntegerAttr(int(allocated), 1),
-            },
-        )
+                 result_types: Sequence[Attribute], activity: Sequence[Activity], ret_activity: Sequence[Activity],
+                 width: int = 1):
+        properties = {
+            "fn": FlatSymbolRefAttr(fn),
+            "activity": ArrayAttr([ActivityAttr(a) for a in activity]),
+            "ret_activity": ArrayAttr([ActivityAttr(a) for a in ret_activity]),
+            "part": StringAttr(part),
+            "allocated": IntegerAttr(int(allocated), 1),
+        }
+        if width != 1:
+            properties["width"] = IntegerAttr(width, 64)
+        IRDLOperation.__init__(self, operands=[inputs], result_types=[result_types], properties=properties)
 
 
 @irdl_op_definition
