@@ -17,12 +17,14 @@ from c_harness import build_and_run, build_ids, builds, emit_llvm, function_ir
 
 PROGRAMS = sorted((Path(__file__).resolve().parent / "c" / "vector").glob("*.c"))
 LEVELS = builds("-O0", "-O2")
+#: programs that call BLAS link OpenBLAS (as tests/test_c_blas.py's do)
+LINK = {"blas_width": ["-lopenblas"]}
 
 
 @pytest.mark.parametrize("flags", LEVELS, ids=build_ids(LEVELS))
 @pytest.mark.parametrize("program", PROGRAMS, ids=[p.stem for p in PROGRAMS])
 def test_vector_mode_program(program: Path, flags: list[str], tmp_path: Path, zymase_cli: list[str]):
-    build_and_run(program, flags, tmp_path, zymase_cli)
+    build_and_run(program, [*flags, *LINK.get(program.stem, [])], tmp_path, zymase_cli)
 
 
 STENCIL_COLUMNS = r"""
@@ -74,3 +76,21 @@ def test_split_mode_lanes_run_the_primal_once(tmp_path: Path, zymase_cli: list[s
         caller = function_ir(ll, f"diffe{width}sum_squares_after")
         assert _calls(caller, f"augmented{width}rec_scale") == 1 and _calls(caller, f"diffe{width}rec_scale") == 1
         assert _calls(caller, "augmentedrec_scale") == 0 and _calls(caller, "differec_scale") == 0
+
+
+def test_blas_lanes_share_the_primal_calls(tmp_path: Path, zymase_cli: list[str]):
+    """BLAS at width N (tests/c/vector/blas_width.c): every primal BLAS call once, the
+    copies of its inputs the reverse sweep needs made once (as many ``_save`` calls as at
+    width 1), and the call's width-1 derivative once per lane (``_fwd``, ``_rev``)."""
+    program = Path(__file__).resolve().parent / "c" / "vector" / "blas_width.c"
+    ll = emit_llvm(program, ["-O0", "-lopenblas"], tmp_path, zymase_cli)
+    primal = ("cblas_dgemv", "cblas_daxpy", "cblas_dscal", "cblas_dgemm", "dgemm_", "cblas_ddot")
+    for width in ("", "2", "3"):
+        lanes = int(width or 1)
+        for kind in ("fwddiffe", "diffe", "augmented"):
+            text = function_ir(ll, f"{kind}{width}model")
+            assert [_calls(text, f) for f in primal] == [1] * len(primal), (kind, width)
+        fwd, rev = function_ir(ll, f"fwddiffe{width}model"), function_ir(ll, f"diffe{width}model")
+        assert _calls(fwd, "__zymase_blas_dgemv_fwd") == lanes and _calls(fwd, "__zymase_blas_dgemm_fwd") == 2 * lanes
+        assert _calls(rev, "__zymase_blas_dgemv_rev") == lanes and _calls(rev, "__zymase_blas_ddot_rev") == lanes
+        assert _calls(rev, "__zymase_blas_dgemm_save") == 2 and _calls(rev, "__zymase_blas_dgemv_save") == 2

@@ -52,13 +52,13 @@ from zymase.autodiff.common import (
     function_name,
     prepare,
 )
-from zymase.analysis.memory import memory_kind
+from zymase.analysis.memory import callee_name, memory_kind
 from zymase.llvm.noalias_scopes import is_scope_decl
 from zymase.autodiff.flavor import Emitter
 from zymase.autodiff.lanes import LaneMaps
 from zymase.autodiff.memory import ShadowCode, twin_decl
 from zymase.autodiff.names import ABANDONED
-from zymase.autodiff.registry import ScalarRule
+from zymase.autodiff.registry import ScalarRule, call_memory_rule
 from zymase.autodiff.semantics import differentiated_again, strong_zero
 from zymase.autodiff import checkpoint, region_recompute, region_versioning
 from zymase.transforms.inline import hoist_allocas
@@ -72,6 +72,12 @@ from zymase.ir import (Block, BlockArgument, IntegerAttr, IntegerType, Operation
 from zymase.ir import enzyme as ez
 from zymase.ir.enzyme import Activity
 
+
+
+def lane_by_lane(op: Operation) -> bool:
+    """Whether vector mode reverses memory op ``op`` lane by lane: a call whose rule says
+    so (BLAS, registry.CallMemoryRule.lane_by_lane)."""
+    return memory_kind(op) == "call_rule" and call_memory_rule(callee_name(op)).lane_by_lane(op)
 
 
 def _is_lifetime_marker(op: Operation) -> bool:
@@ -233,8 +239,9 @@ class ReverseGenerator(LaneMaps, ShadowCode, IndexedCaches, MinCutRecompute, Sto
         for b in self.cfg.rpo():
             for op in b.ops:
                 if memory_kind(op) is not None:
-                    if memory_kind(op) in ("memref", "call_rule") and any(o in act.shadowed for o in op.operands):
-                        self.refuse_in_vector_mode(op, "memref or BLAS memory operations", self.fname)
+                    if memory_kind(op) in ("memref", "call_rule") and any(o in act.shadowed for o in op.operands) \
+                            and not lane_by_lane(op):
+                        self.refuse_in_vector_mode(op, "memref or LAPACK/MPI memory operations", self.fname)
                     clone = clones[op]
                     self.E.before(clone.next_op)
                     for _ in self.each_lane():
