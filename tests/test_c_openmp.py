@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -75,6 +76,28 @@ def test_reverse_sweep_forked_and_map_without_atomics(tmp_path: Path):
                     cwd=tmp_path, timeout=COMPILE_TIMEOUT)
     assert build.returncode == 0, build.stderr
     assert "atomicrmw fadd" in ll.read_text()
+
+
+def test_vector_mode_differentiates_every_lane_in_one_region(tmp_path: Path):
+    # issue 25 item 2 (tests/c/openmp/width.c): at width N the caller forks the region's
+    # width-N derivatives once, and the region computes its primal once for all lanes
+    ll = tmp_path / "width.ll"
+    build = run_cli(["cc", "-O0", "-fopenmp", "-S", "-emit-llvm", str(_C / "width.c"), "-o", str(ll)],
+                    cwd=tmp_path, timeout=COMPILE_TIMEOUT)
+    assert build.returncode == 0, build.stderr
+    text = ll.read_text()
+
+    def body(name: str) -> str:
+        found = re.search(rf'^define [^\n]*@"?{re.escape(name)}"?\(.*?^}}', text, re.M | re.S)
+        assert found, name
+        return found.group(0)
+
+    caller = body("diffe3stencil_par")
+    for fork in ("augmented3stencil_par.omp_outlined.omp_fork", "diffe3stencil_par.omp_outlined.omp_fork"):
+        assert len(re.findall(rf'call [^\n]*@"?{re.escape(fork)}"?\(', caller)) == 1, fork
+    for region in ("augmented3stencil_par.omp_outlined", "fwddiffe3stencil_par.omp_outlined"):
+        assert len(re.findall(r"call [^\n]*@sin\(", body(region))) == 1, region
+    assert body("fwddiffe3stencil_par").count("@__kmpc_fork_call(") == 1  # the forward derivative, forked once
 
 
 def test_regions_recomputed_without_tape_only_when_safe(tmp_path: Path):

@@ -242,10 +242,10 @@ class Driver:
 
 
 def _refuse_width(fop: Operation, mode: str, width: int) -> None:
-    """Vector mode does not reach into OpenMP regions or registered derivatives yet."""
-    if width > 1 and (is_outlined_region(fop) or _custom_rule_for(fop, mode)):
+    """Vector mode does not reach registered derivatives yet."""
+    if width > 1 and _custom_rule_for(fop, mode):
         fname = fop.sym_name.data
-        what = "an OpenMP parallel region" if is_outlined_region(fop) else "a function with a registered derivative"
+        what = "a function with a registered derivative"
         raise ZymaseError(
             f"vector mode (width {width}) cannot differentiate '{fname}', {what}",
             construct=f"@{fname}", function=fname,
