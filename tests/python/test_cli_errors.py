@@ -395,6 +395,16 @@ C_CASES = {
         ["width_lapack.c:4:", "vector mode (width 2) does not handle memref or LAPACK/MPI memory operations yet",
          "'llvm.call @dpotrf_'", "function 'f'"],
     ),
+    "width_registered_derivative.c": (
+        "typedef struct { double d[2]; } vec2;\nextern vec2 __enzyme_fwddiff(void*, ...);\nextern int enzyme_width;\n"
+        "double cube(double x) { return x * x * x; }\n"
+        "typedef struct { double v, d; } dual;\n"
+        "dual cube_fwd(double x, double dx) { dual r = {x * x * x, 3 * x * x * dx}; return r; }\n"
+        "void *__enzyme_register_derivative_cube[2] = {(void *)cube, (void *)cube_fwd};\n"
+        "int main(void) { return __enzyme_fwddiff((void*)cube, enzyme_width, 2, 2.0, 1.0, 0.5).d[0] > 0; }\n",
+        ["vector mode (width 2) cannot differentiate 'cube', a function with a registered derivative",
+         "differentiate it at width 1"],
+    ),
     "width_zero.c": (
         "extern double __enzyme_fwddiff(void*, ...);\nextern int enzyme_width;\n"
         "double f(double x) { return x * x; }\n"
