@@ -80,7 +80,8 @@ def test_reverse_sweep_forked_and_map_without_atomics(tmp_path: Path):
 
 def test_vector_mode_differentiates_every_lane_in_one_region(tmp_path: Path):
     # issue 25 item 2 (tests/c/openmp/width.c): at width N the caller forks the region's
-    # width-N derivatives once, and the region computes its primal once for all lanes
+    # width-N derivatives once, and the region computes its primal once for all lanes;
+    # a region recomputed at width 1 is recomputed at width N, an in-place one taped
     ll = tmp_path / "width.ll"
     build = run_cli(["cc", "-O0", "-fopenmp", "-S", "-emit-llvm", str(_C / "width.c"), "-o", str(ll)],
                     cwd=tmp_path, timeout=COMPILE_TIMEOUT)
@@ -92,11 +93,18 @@ def test_vector_mode_differentiates_every_lane_in_one_region(tmp_path: Path):
         assert found, name
         return found.group(0)
 
-    caller = body("diffe3stencil_par")
-    for fork in ("augmented3stencil_par.omp_outlined.omp_fork", "diffe3stencil_par.omp_outlined.omp_fork"):
-        assert len(re.findall(rf'call [^\n]*@"?{re.escape(fork)}"?\(', caller)) == 1, fork
-    for region in ("augmented3stencil_par.omp_outlined", "fwddiffe3stencil_par.omp_outlined"):
-        assert len(re.findall(r"call [^\n]*@sin\(", body(region))) == 1, region
+    def calls(text: str, callee: str) -> int:
+        return len(re.findall(rf'call [^\n]*@"?{re.escape(callee)}"?\(', text))
+
+    taped = body("diffe3inplace_sum")
+    for fork in ("augmented3scale_inplace.omp_outlined.omp_fork", "diffe3scale_inplace.omp_outlined.omp_fork"):
+        assert calls(taped, fork) == 1, fork
+    recomputed = body("diffe3stencil_par")  # behind the run-time alias check, as at width 1
+    assert calls(recomputed, "diffe3stencil_par.omp_outlined.versioned") == 1
+    assert calls(recomputed, "augmented3stencil_par.omp_outlined.versioned.nofwd") == 1
+    for region in ("augmented3scale_inplace.omp_outlined", "augmented3stencil_par.omp_outlined",
+                   "fwddiffe3stencil_par.omp_outlined"):
+        assert calls(body(region), "sin") == 1, region
     assert body("fwddiffe3stencil_par").count("@__kmpc_fork_call(") == 1  # the forward derivative, forked once
 
 

@@ -1,10 +1,12 @@
 // OpenMP parallel regions in vector mode (issue 25 item 2): one region differentiates
 // every lane. Forward mode forks the region's width-N forward derivative (N tangents
-// next to each primal value, in the same worksharing loop); reverse mode forks its
-// width-N augmented and reverse functions (one tape per thread for all lanes). A map,
-// a stencil scattering into its neighbours (atomic adjoint adds), a reduction, and split
-// mode at width 2. Each lane against a width-1 call with that lane's seeds or tangents
-// and against closed forms, at widths 2 and 3; OMP_NUM_THREADS=1, 2, 4.
+// next to each primal value, in the same worksharing loop); reverse mode recomputes a
+// region it can recompute with the region's width-N combined derivative, as at width 1,
+// and otherwise forks its width-N augmented and reverse functions (one tape per thread
+// for all lanes). A stencil scattering into its neighbours (atomic adjoint adds), a
+// reduction, an in-place map (taped), and split mode at width 2. Each lane against a
+// width-1 call with that lane's seeds or tangents and against closed forms, at widths 2
+// and 3; OMP_NUM_THREADS=1, 2, 4.
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -62,6 +64,15 @@ double energy_par(const double *x, double a, int n) {
 void scale_inplace(double *x, int n) {
 #pragma omp parallel for
     for (int i = 0; i < n; i++) x[i] = sin(x[i]) * x[i];
+}
+
+// in place, then a sum of squares: the region reads and writes x, so reverse mode cannot
+// recompute it and takes its taped split pair
+double inplace_sum(double *x, int n) {
+    scale_inplace(x, n);
+    double s = 0;
+    for (int i = 0; i < n; i++) s += x[i] * x[i];
+    return s;
 }
 
 static double seed(int k, int i) { return cos(0.01 * i + k) + 0.5 * k; }
@@ -151,6 +162,25 @@ int main(int argc, char **argv) {
         for (int i = 0; i < n; i++)
             check("split width 2 vs closed form", k * N + i, g[k][i], seed(k, i) * (cos(x[i]) * x[i] + sin(x[i])),
                   1e-12);
+    // the taped region in reverse mode at width 3: x's shadows seeded per lane, the
+    // result 1 in each lane
+    static double z[N], gz[W][N];
+    for (int i = 0; i < n; i++) {
+        z[i] = x[i];
+        for (int k = 0; k < W; k++) gz[k][i] = seed(k, i);
+    }
+    __enzyme_autodiff((void *)inplace_sum, enzyme_width, W, enzyme_dupv, (long)sizeof(gz[0]), z, gz, enzyme_const, n);
+    for (int k = 0; k < W; k++) {
+        double z1[N], g1[N];
+        for (int i = 0; i < n; i++) z1[i] = x[i], g1[i] = seed(k, i);
+        __enzyme_autodiff((void *)inplace_sum, enzyme_dup, z1, g1, enzyme_const, n);
+        for (int i = 0; i < n; i++) {
+            double u = sin(x[i]) * x[i], du = cos(x[i]) * x[i] + sin(x[i]);
+            check("taped region reverse width 3 vs width 1", k * N + i, gz[k][i], g1[i], 1e-12);
+            check("taped region reverse width 3 vs closed form", k * N + i, gz[k][i], (2 * u + seed(k, i)) * du,
+                  1e-12);
+        }
+    }
     printf("%d failures\n", failures);
     return failures != 0;
 }
