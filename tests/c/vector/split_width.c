@@ -7,12 +7,13 @@
 // width-1 split call with that lane's seeds and against closed forms, at widths 1, 2
 // and 3, with the inputs clobbered between the two passes (the reverse reads the tape
 // only). Also: a recursive callee that writes active memory, which reverse mode
-// differentiates through split mode, inside __enzyme_autodiff at width 2 and 3.
+// differentiates through split mode, inside __enzyme_autodiff at width 2 and 3; the tape
+// in the caller's buffer (enzyme_allocated, enzyme_tape) at width 2.
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-extern int enzyme_dup, enzyme_const, enzyme_width, enzyme_dupv;
+extern int enzyme_dup, enzyme_const, enzyme_width, enzyme_dupv, enzyme_allocated, enzyme_tape;
 typedef struct { void *tape; double value; } augmented;
 typedef struct { double d[2]; } vec2;
 typedef struct { double d[3]; } vec3;
@@ -20,6 +21,8 @@ typedef struct { double dx, dy; } grad2;
 typedef struct { double dx[2], dy[2]; } grad2x2;
 typedef struct { double dx[3], dy[3]; } grad2x3;
 extern augmented __enzyme_augmentfwd(void *, ...);
+extern double __enzyme_augmentfwd_buffer(void *, ...);
+extern int __enzyme_augmentsize(void *, ...);
 extern grad2 __enzyme_reverse(void *, ...);
 extern grad2x2 __enzyme_reverse2(void *, ...);
 extern grad2x3 __enzyme_reverse3(void *, ...);
@@ -120,6 +123,35 @@ static void split_width1(int n) {
     for (int i = 0; i < n; i++) check("split dp width 1 vs closed form", i, dp[i], wp[i], 1e-10);
 }
 
+// the tape in the caller's buffer (enzyme_allocated, size, enzyme_tape, buffer) at
+// width 2, the size from __enzyme_augmentsize; the buffer is reused by a second pair
+static void split_caller_tape(int n) {
+    char tape[64];
+    int size = __enzyme_augmentsize((void *)energy, enzyme_width, 2, 0.35, -0.7, enzyme_dup, (double *)0,
+                                    (double *)0, (double *)0, enzyme_dup, (double *)0, (double *)0, (double *)0,
+                                    enzyme_const, n);
+    for (int round = 0; round < 2; round++) {
+        double x = 0.35 + 0.1 * round, y = -0.7, p[N], out[N], dp[2][N] = {{0}}, dout[2][N];
+        for (int i = 0; i < n; i++) p[i] = 0.4 * i - 0.6, dout[0][i] = seed_of(0, i), dout[1][i] = seed_of(1, i);
+        double value = __enzyme_augmentfwd_buffer((void *)energy, enzyme_allocated, size, enzyme_tape, tape,
+                                                  enzyme_width, 2, x, y, enzyme_dupv, (long)sizeof(dp[0]), p, dp,
+                                                  enzyme_dupv, (long)sizeof(dout[0]), out, dout, enzyme_const, n);
+        check("caller tape primal", round, value, energy(x, y, p, out, n), 1e-12);
+        grad2x2 g = __enzyme_reverse2((void *)energy, enzyme_allocated, size, enzyme_tape, tape, enzyme_width, 2,
+                                      x, y, enzyme_dupv, (long)sizeof(dp[0]), p, dp, enzyme_dupv,
+                                      (long)sizeof(dout[0]), out, dout, enzyme_const, n, 1.0, -0.5);
+        double r[2] = {1.0, -0.5};
+        for (int k = 0; k < 2; k++) {
+            double s1[N], wx, wy, wp[N] = {0};
+            for (int i = 0; i < n; i++) s1[i] = seed_of(k, i);
+            energy_want(x, y, p, n, r[k], s1, &wx, &wy, wp);
+            check("caller tape dx vs closed form", round * 2 + k, g.dx[k], wx, 1e-10);
+            check("caller tape dy vs closed form", round * 2 + k, g.dy[k], wy, 1e-10);
+            for (int i = 0; i < n; i++) check("caller tape dp vs closed form", k * N + i, dp[k][i], wp[i], 1e-10);
+        }
+    }
+}
+
 // A recursive callee writing active memory: reverse mode calls its augmented function
 // in the forward sweep and its reverse function in the reverse sweep (split mode),
 // here at the caller's width.
@@ -178,6 +210,7 @@ int main(int argc, char **argv) {
     split_width1(n);
     split_width2(n);
     split_width3(n);
+    split_caller_tape(n);
     rec_width2(n);
     rec_width3(n);
     printf("%d failures\n", failures);
