@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from c_harness import build_and_run, build_ids, builds, emit_llvm, function_ir
+from c_harness import COMPILE_TIMEOUT, build_and_run, build_ids, builds, emit_llvm, function_ir
+from forking_cli import run_cli
 
 PROGRAMS = sorted((Path(__file__).resolve().parent / "c" / "vector").glob("*.c"))
 LEVELS = builds("-O0", "-O2")
@@ -94,3 +95,38 @@ def test_blas_lanes_share_the_primal_calls(tmp_path: Path, zymase_cli: list[str]
         assert _calls(fwd, "__zymase_blas_dgemv_fwd") == lanes and _calls(fwd, "__zymase_blas_dgemm_fwd") == 2 * lanes
         assert _calls(rev, "__zymase_blas_dgemv_rev") == lanes and _calls(rev, "__zymase_blas_ddot_rev") == lanes
         assert _calls(rev, "__zymase_blas_dgemm_save") == 2 and _calls(rev, "__zymase_blas_dgemv_save") == 2
+
+
+CHECKPOINTED_LANES = r"""
+#include <stdlib.h>
+typedef struct { double d[2]; } vec2;
+extern vec2 __enzyme_autodiff(void *, ...);
+extern int enzyme_const, enzyme_width;
+double decay(double r, int nsteps) {
+    double *u = malloc(sizeof(double) * 4);
+    for (int i = 0; i < 4; i++) u[i] = 1.0 + i;
+    for (int s = 0; s < nsteps; s++)
+        for (int i = 0; i < 4; i++) u[i] = u[i] - 1e-2 * r * u[i] * u[i];
+    double out = u[0] + u[3];
+    free(u);
+    return out;
+}
+int main(int argc, char **argv) {
+    (void)argv;
+    return __enzyme_autodiff((void *)decay, enzyme_width, 2, 0.5, enzyme_const, 10 * argc).d[0] > 0;
+}
+"""
+
+
+def test_checkpointed_loops_stay_refused_in_vector_mode(tmp_path: Path):
+    """Under a tape limit a loop is outlined for checkpointing, whose snapshots and step
+    derivative are width 1: vector mode reaching it is one error naming the function and
+    a source line, not a derivative that ignores the limit."""
+    src = tmp_path / "lanes.c"
+    src.write_text(CHECKPOINTED_LANES)
+    build = run_cli(["cc", "-O2", "--tape-limit=1K", str(src), "-o", str(tmp_path / "lanes")], cwd=tmp_path,
+                    timeout=COMPILE_TIMEOUT)
+    errors = [line for line in build.stderr.splitlines() if line.startswith("zymase: error:")]
+    assert build.returncode == 1 and len(errors) == 1 and "Traceback" not in build.stderr, build.stderr
+    assert "lanes.c:" in errors[0] and "function 'decay'" in errors[0], errors[0]
+    assert "vector mode (width 2) does not differentiate a loop checkpointed under a tape limit" in errors[0]

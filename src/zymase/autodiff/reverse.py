@@ -895,7 +895,7 @@ class ReverseGenerator(LaneMaps, ShadowCode, IndexedCaches, MinCutRecompute, Sto
         """The forward sweep calls the callee's augmented function instead (in vector
         mode its width-N augmented function: the callee's primal runs once)."""
         if checkpoint.is_checkpointed_loop(self.ctx.defined_function(op)):
-            self.refuse_in_vector_mode(op, "a loop checkpointed under a tape limit", self.fname)
+            checkpoint.refuse_vector_mode(self, self.ctx.defined_function(op))
             checkpoint.forward_call(self, op, clone)
             return
         check = region_recompute.runtime_check(self, op)
