@@ -317,7 +317,9 @@ class SplitDiffOp(_DiffOp):
     with their shadows, the seed of an active result and the tape; results are the
     derivatives of the active arguments. ``part = "fwdsplit"`` (split forward mode,
     ``__enzyme_fwdsplit``): operands are the arguments with their tangents or shadows
-    and the tape; the result is the tangent of an active result."""
+    and the tape; the result is the tangent of an active result. ``width`` (vector mode,
+    augment and reverse only): N shadows per dup argument, N seeds per active result,
+    N derivatives per active argument, lane by lane; one tape."""
 
     name = "enzyme.split_autodiff"
     part = prop_def(StringAttr)

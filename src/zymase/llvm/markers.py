@@ -30,7 +30,9 @@ Semantics follow Enzyme:
   / ``enzyme_dupnoneedv`` one buffer of N shadows ``stride`` bytes apart; the result is
   its N tangents (``{primal, t1..tN}`` with ``enzyme_primal_return``); vector reverse
   mode (``__enzyme_autodiff`` with ``enzyme_width``) seeds an active result with 1 in
-  every lane and returns N derivatives per active argument, lane by lane;
+  every lane and returns N derivatives per active argument, lane by lane; split mode
+  takes it too (``__enzyme_augmentfwd`` N shadows per dup pointer, one tape;
+  ``__enzyme_reverse`` N adjoints of an active result before the tape);
 * ``__enzyme_virtualreverse(p)``, the shadow of a function or vtable pointer, is ``p``
   (:func:`zymase.transforms.indirect_calls.lower_virtual_reverse`).
 * batched evaluation: ``__enzyme_batch(f, enzyme_width, N, ...)`` with ``enzyme_vector`` /
@@ -38,7 +40,7 @@ Semantics follow Enzyme:
 
 Everything else of Enzyme's C interface is refused, never skipped: other
 ``__enzyme_*`` functions and globals (``__enzyme_todense`` ...), marker globals zymase does not implement
-(``enzyme_width`` ...), ``enzyme_*`` function attributes and annotations in the IR other
+(``enzyme_interleave`` ...), ``enzyme_*`` function attributes and annotations in the IR other
 than the activity marks ``llvm/annotations.py`` reads (and removes or records before
 this module runs), and a derivative that would contain itself (a differentiated
 function reaching its own marker call; other nested calls are lowered in rounds,

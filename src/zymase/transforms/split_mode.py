@@ -15,6 +15,10 @@ each ``__enzyme_augmentfwd`` gets a tape of its own:
 * reverse: the tape object becomes the global tape, ``diffe<f>`` pops all of it, its data
   is freed (and the object, unless it is the caller's buffer), the global tape restored.
 
+With ``enzyme_width, N`` (vector mode) the pair is ``Driver.split``'s width-N pair:
+N shadows per dup argument, N seeds of an active result, N derivatives per active
+argument, and still one tape object (the augmented pass runs the primal once).
+
 The reverse sweep depends only on its arguments and the tape: split mode never re-reads
 primal memory (docs/architecture.md, section 5), so the caller may overwrite the inputs
 between the two calls.
