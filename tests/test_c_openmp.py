@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -75,6 +76,36 @@ def test_reverse_sweep_forked_and_map_without_atomics(tmp_path: Path):
                     cwd=tmp_path, timeout=COMPILE_TIMEOUT)
     assert build.returncode == 0, build.stderr
     assert "atomicrmw fadd" in ll.read_text()
+
+
+def test_vector_mode_differentiates_every_lane_in_one_region(tmp_path: Path):
+    # issue 25 item 2 (tests/c/openmp/width.c): at width N the caller forks the region's
+    # width-N derivatives once, and the region computes its primal once for all lanes;
+    # a region recomputed at width 1 is recomputed at width N, an in-place one taped
+    ll = tmp_path / "width.ll"
+    build = run_cli(["cc", "-O0", "-fopenmp", "-S", "-emit-llvm", str(_C / "width.c"), "-o", str(ll)],
+                    cwd=tmp_path, timeout=COMPILE_TIMEOUT)
+    assert build.returncode == 0, build.stderr
+    text = ll.read_text()
+
+    def body(name: str) -> str:
+        found = re.search(rf'^define [^\n]*@"?{re.escape(name)}"?\(.*?^}}', text, re.M | re.S)
+        assert found, name
+        return found.group(0)
+
+    def calls(text: str, callee: str) -> int:
+        return len(re.findall(rf'call [^\n]*@"?{re.escape(callee)}"?\(', text))
+
+    taped = body("diffe3inplace_sum")
+    for fork in ("augmented3scale_inplace.omp_outlined.omp_fork", "diffe3scale_inplace.omp_outlined.omp_fork"):
+        assert calls(taped, fork) == 1, fork
+    recomputed = body("diffe3stencil_par")  # behind the run-time alias check, as at width 1
+    assert calls(recomputed, "diffe3stencil_par.omp_outlined.versioned") == 1
+    assert calls(recomputed, "augmented3stencil_par.omp_outlined.versioned.nofwd") == 1
+    for region in ("augmented3scale_inplace.omp_outlined", "augmented3stencil_par.omp_outlined",
+                   "fwddiffe3stencil_par.omp_outlined"):
+        assert calls(body(region), "sin") == 1, region
+    assert body("fwddiffe3stencil_par").count("@__kmpc_fork_call(") == 1  # the forward derivative, forked once
 
 
 def test_regions_recomputed_without_tape_only_when_safe(tmp_path: Path):

@@ -13,16 +13,19 @@ from pathlib import Path
 
 import pytest
 
-from c_harness import build_and_run, build_ids, builds, emit_llvm
+from c_harness import COMPILE_TIMEOUT, build_and_run, build_ids, builds, emit_llvm, function_ir
+from forking_cli import run_cli
 
 PROGRAMS = sorted((Path(__file__).resolve().parent / "c" / "vector").glob("*.c"))
 LEVELS = builds("-O0", "-O2")
+#: programs that call BLAS link OpenBLAS (as tests/test_c_blas.py's do)
+LINK = {"blas_width": ["-lopenblas"]}
 
 
 @pytest.mark.parametrize("flags", LEVELS, ids=build_ids(LEVELS))
 @pytest.mark.parametrize("program", PROGRAMS, ids=[p.stem for p in PROGRAMS])
 def test_vector_mode_program(program: Path, flags: list[str], tmp_path: Path, zymase_cli: list[str]):
-    build_and_run(program, flags, tmp_path, zymase_cli)
+    build_and_run(program, [*flags, *LINK.get(program.stem, [])], tmp_path, zymase_cli)
 
 
 STENCIL_COLUMNS = r"""
@@ -54,3 +57,76 @@ def test_lanes_share_a_chains_partials(tmp_path: Path, zymase_cli: list[str]):
         counts[width] = (len(re.findall(r"= fmul ", text)), len(re.findall(r"= f(?:add|sub) ", text)))
     per_lane = [(counts[8][k] - counts[4][k]) / 4 for k in range(2)]
     assert per_lane == [2, 2], f"per lane (fmul, fadd + fsub): {per_lane}; counts by width: {counts}"
+
+
+def _calls(function_text: str, callee: str) -> int:
+    return len(re.findall(rf"call [^\n]*@{re.escape(callee)}\(", function_text))
+
+
+def test_split_mode_lanes_run_the_primal_once(tmp_path: Path, zymase_cli: list[str]):
+    """Split mode at width N (tests/c/vector/split_width.c): the augmented pass runs the
+    primal once for all lanes (as many calls of ``exp`` and ``cos`` at widths 2 and 3
+    as at width 1), and reverse mode reaches a recursive callee that writes active
+    memory through one width-N augmented call and one width-N reverse call, not N."""
+    program = Path(__file__).resolve().parent / "c" / "vector" / "split_width.c"
+    ll = emit_llvm(program, ["-O0"], tmp_path, zymase_cli)
+    for width in ("", "2", "3"):
+        aug = function_ir(ll, f"augmented{width}energy")
+        assert (_calls(aug, "exp"), _calls(aug, "cos")) == (1, 1), aug
+    for width in ("2", "3"):
+        caller = function_ir(ll, f"diffe{width}sum_squares_after")
+        assert _calls(caller, f"augmented{width}rec_scale") == 1 and _calls(caller, f"diffe{width}rec_scale") == 1
+        assert _calls(caller, "augmentedrec_scale") == 0 and _calls(caller, "differec_scale") == 0
+
+
+def test_blas_lanes_share_the_primal_calls(tmp_path: Path, zymase_cli: list[str]):
+    """BLAS at width N (tests/c/vector/blas_width.c): every primal BLAS call once, the
+    copies of its inputs the reverse sweep needs made once (as many ``_save`` calls as at
+    width 1), and the call's width-1 derivative once per lane (``_fwd``, ``_rev``)."""
+    program = Path(__file__).resolve().parent / "c" / "vector" / "blas_width.c"
+    ll = emit_llvm(program, ["-O0", "-lopenblas"], tmp_path, zymase_cli)
+    primal = ("cblas_dgemv", "cblas_daxpy", "cblas_dscal", "cblas_dgemm", "dgemm_", "cblas_ddot")
+    for width in ("", "2", "3"):
+        lanes = int(width or 1)
+        for kind in ("fwddiffe", "diffe", "augmented"):
+            text = function_ir(ll, f"{kind}{width}model")
+            assert [_calls(text, f) for f in primal] == [1] * len(primal), (kind, width)
+        fwd, rev = function_ir(ll, f"fwddiffe{width}model"), function_ir(ll, f"diffe{width}model")
+        assert _calls(fwd, "__zymase_blas_dgemv_fwd") == lanes and _calls(fwd, "__zymase_blas_dgemm_fwd") == 2 * lanes
+        assert _calls(rev, "__zymase_blas_dgemv_rev") == lanes and _calls(rev, "__zymase_blas_ddot_rev") == lanes
+        assert _calls(rev, "__zymase_blas_dgemm_save") == 2 and _calls(rev, "__zymase_blas_dgemv_save") == 2
+
+
+CHECKPOINTED_LANES = r"""
+#include <stdlib.h>
+typedef struct { double d[2]; } vec2;
+extern vec2 __enzyme_autodiff(void *, ...);
+extern int enzyme_const, enzyme_width;
+double decay(double r, int nsteps) {
+    double *u = malloc(sizeof(double) * 4);
+    for (int i = 0; i < 4; i++) u[i] = 1.0 + i;
+    for (int s = 0; s < nsteps; s++)
+        for (int i = 0; i < 4; i++) u[i] = u[i] - 1e-2 * r * u[i] * u[i];
+    double out = u[0] + u[3];
+    free(u);
+    return out;
+}
+int main(int argc, char **argv) {
+    (void)argv;
+    return __enzyme_autodiff((void *)decay, enzyme_width, 2, 0.5, enzyme_const, 10 * argc).d[0] > 0;
+}
+"""
+
+
+def test_checkpointed_loops_stay_refused_in_vector_mode(tmp_path: Path):
+    """Under a tape limit a loop is outlined for checkpointing, whose snapshots and step
+    derivative are width 1: vector mode reaching it is one error naming the function and
+    a source line, not a derivative that ignores the limit."""
+    src = tmp_path / "lanes.c"
+    src.write_text(CHECKPOINTED_LANES)
+    build = run_cli(["cc", "-O2", "--tape-limit=1K", str(src), "-o", str(tmp_path / "lanes")], cwd=tmp_path,
+                    timeout=COMPILE_TIMEOUT)
+    errors = [line for line in build.stderr.splitlines() if line.startswith("zymase: error:")]
+    assert build.returncode == 1 and len(errors) == 1 and "Traceback" not in build.stderr, build.stderr
+    assert "lanes.c:" in errors[0] and "function 'decay'" in errors[0], errors[0]
+    assert "vector mode (width 2) does not differentiate a loop checkpointed under a tape limit" in errors[0]

@@ -370,12 +370,40 @@ C_CASES = {
         "  return __enzyme_fwddiff((void*)f, enzyme_width, 2, enzyme_dupv, 8L, 1.0, d).d[0] > 0; }\n",
         ["dupv_on_float.c:6:", "enzyme_dupv on argument 1 of 'f', which is not a pointer"],
     ),
-    "width_split_mode.c": (
+    "width_split_forward_mode.c": (
+        "extern double __enzyme_fwdsplit(void*, ...);\nextern int enzyme_width;\n"
+        "double f(double x) { return x * x; }\n"
+        "int main(void) { return __enzyme_fwdsplit((void*)f, enzyme_width, 2, 1.0, 1.0, 2.0, (void*)0) > 0; }\n",
+        ["width_split_forward_mode.c:4:", "enzyme_width (vector mode) is implemented for __enzyme_fwddiff, "
+         "__enzyme_autodiff, __enzyme_augmentfwd and __enzyme_reverse, not __enzyme_fwdsplit"],
+    ),
+    "width_reverse_one_seed.c": (
+        "typedef struct { double d[2]; } vec2;\nextern vec2 __enzyme_reverse(void*, ...);\n"
         "extern void *__enzyme_augmentfwd(void*, ...);\nextern int enzyme_width;\n"
         "double f(double x) { return x * x; }\n"
-        "int main(void) { return __enzyme_augmentfwd((void*)f, enzyme_width, 2, 1.0) != 0; }\n",
-        ["width_split_mode.c:4:", "enzyme_width (vector mode) is implemented for __enzyme_fwddiff and "
-         "__enzyme_autodiff, not __enzyme_augmentfwd (split mode)"],
+        "int main(void) { void *t = __enzyme_augmentfwd((void*)f, enzyme_width, 2, 1.0);\n"
+        "  return __enzyme_reverse((void*)f, enzyme_width, 2, 1.0, 1.0, t).d[0] > 0; }\n",
+        ["width_reverse_one_seed.c:7:", "__enzyme_reverse of 'f' needs the adjoint of its double result after the "
+         "arguments (enzyme_width 2: 2 adjoints, one per lane, got 1)"],
+    ),
+    "width_lapack.c": (
+        "extern void __enzyme_autodiff(void*, ...);\nextern int enzyme_width, enzyme_dup, enzyme_const;\n"
+        "void dpotrf_(const char *, const int *, double *, const int *, int *);\n"
+        "double f(double *a, int n) { int info; dpotrf_(\"L\", &n, a, &n, &info); return a[0]; }\n"
+        "int main(void) { double a[1] = {4}, d0[1] = {0}, d1[1] = {0};\n"
+        "  __enzyme_autodiff((void*)f, enzyme_width, 2, enzyme_dup, a, d0, d1, enzyme_const, 1); return d0[0] > 0; }\n",
+        ["width_lapack.c:4:", "vector mode (width 2) does not handle memref or LAPACK/MPI memory operations yet",
+         "'llvm.call @dpotrf_'", "function 'f'"],
+    ),
+    "width_registered_derivative.c": (
+        "typedef struct { double d[2]; } vec2;\nextern vec2 __enzyme_fwddiff(void*, ...);\nextern int enzyme_width;\n"
+        "double cube(double x) { return x * x * x; }\n"
+        "typedef struct { double v, d; } dual;\n"
+        "dual cube_fwd(double x, double dx) { dual r = {x * x * x, 3 * x * x * dx}; return r; }\n"
+        "void *__enzyme_register_derivative_cube[2] = {(void *)cube, (void *)cube_fwd};\n"
+        "int main(void) { return __enzyme_fwddiff((void*)cube, enzyme_width, 2, 2.0, 1.0, 0.5).d[0] > 0; }\n",
+        ["vector mode (width 2) cannot differentiate 'cube', a function with a registered derivative",
+         "differentiate it at width 1"],
     ),
     "width_zero.c": (
         "extern double __enzyme_fwddiff(void*, ...);\nextern int enzyme_width;\n"

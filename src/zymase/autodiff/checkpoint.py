@@ -88,6 +88,22 @@ def is_checkpointed_loop(fop) -> bool:
     return fop is not None and LOOP_ATTR in fop.attributes
 
 
+def refuse_vector_mode(gen, loop_fn) -> None:
+    """Vector mode (``gen.width`` > 1) reaching a loop outlined for checkpointing: the
+    snapshots and the step's derivative are width 1. Refused naming the loop's first
+    source line."""
+    if gen.width <= 1:
+        return
+    from zymase.ir import location_of
+
+    step = gen.ctx.driver.symbols.get(f"{loop_fn.sym_name.data}.step")  # the loop's body
+    where = next((w for fn in (step, loop_fn) if fn is not None for w in map(location_of, fn.walk()) if w), None)
+    raise ZymaseError(f"vector mode (width {gen.width}) does not differentiate a loop checkpointed under a tape "
+                      "limit", construct="a loop checkpointed under --tape-limit", function=gen.fname,
+                      location=where, hint="differentiate at width 1 (one call per cotangent), or build "
+                      "without a tape limit")
+
+
 # ----------------------------------------------------------------------------------------
 # outlining (on the private copy of a body, in common.prepare)
 # ----------------------------------------------------------------------------------------

@@ -86,13 +86,7 @@ class Driver:
                 f"{len(arg_acts)} argument activities given for {len(inputs)} arguments",
                 function=fname,
             )
-        if width > 1 and (is_outlined_region(fop) or _custom_rule_for(fop, mode)):
-            what = "an OpenMP parallel region" if is_outlined_region(fop) else "a function with a registered derivative"
-            raise ZymaseError(
-                f"vector mode (width {width}) cannot differentiate '{fname}', {what}",
-                construct=f"@{fname}", function=fname,
-                hint="differentiate it at width 1 (one call per tangent or cotangent)",
-            )
+        _refuse_width(fop, mode, width)
         sig = rev_signature if mode == "rev" else fwd_signature
         ins, outs = sig(inputs, outputs, arg_acts, ret_acts, width)
         # Enzyme's names: fwddiffe3f is f's forward derivative at width 3
@@ -136,31 +130,36 @@ class Driver:
         gen.generate(gop)
         return name
 
-    def split(self, fop: Operation, arg_acts, ret_acts) -> tuple[str, str]:
+    def split(self, fop: Operation, arg_acts, ret_acts, *, width: int = 1) -> tuple[str, str]:
         """Augmented forward + reverse functions of ``fop`` (Enzyme's split mode):
         ``augmented<name>(args, shadows) -> primal results`` pushes on the global tape,
-        ``diffe<name>(args, shadows, seeds) -> derivatives`` pops it back."""
+        ``diffe<name>(args, shadows, seeds) -> derivatives`` pops it back. ``width`` > 1
+        (vector mode): ``width`` shadows per dup argument in both, ``width`` seeds per
+        active result and derivatives per active argument in the reverse; the
+        augmented function runs the primal once and writes one tape for all lanes."""
         fname = fop.sym_name.data
         if numba_parfor.is_parfor(fop):
             # its tape would be the thread-local split-mode tape, which MCJIT cannot allocate
             raise numba_parfor.ParforSerial("a prange loop whose reverse sweep cannot recompute it",
                                                function=fname)
-        key = ("split", fname, tuple(arg_acts), tuple(ret_acts))
+        key = ("split", fname, tuple(arg_acts), tuple(ret_acts), width)
         if key in self.done:
             return self.done[key]
+        _refuse_width(fop, "rev", width)
         flavor = flavor_of(fop)
         inputs, outputs = flavor.signature(fop)
         aug_ins = []
         for t, a in zip(inputs, arg_acts):
             aug_ins.append(t)
             if a.is_dup:
-                aug_ins.append(t)
-        rev_ins, rev_outs = rev_signature(inputs, outputs, arg_acts, ret_acts)
-        aug_name = self._fresh("augmented" + fname)
+                aug_ins += [t] * width
+        rev_ins, rev_outs = rev_signature(inputs, outputs, arg_acts, ret_acts, width)
+        lanes = str(width) if width > 1 else ""
+        aug_name = self._fresh("augmented" + lanes + fname)
         aug = flavor.make_function(aug_name, aug_ins, outputs, fop)
         self.module.body.block.add_op(aug)
         self.symbols[aug_name] = aug
-        rev_name = self._fresh("diffe" + fname)
+        rev_name = self._fresh("diffe" + lanes + fname)
         rev = flavor.make_function(rev_name, rev_ins, rev_outs, fop)
         self.module.body.block.add_op(rev)
         self.symbols[rev_name] = rev
@@ -172,7 +171,7 @@ class Driver:
             CustomRules(self.module, flavor, fop).split(aug, rev, arg_acts, ret_acts)
             return aug_name, rev_name
         ctx = Context(self.module, flavor, self)
-        ReverseGenerator(ctx, fop, arg_acts, ret_acts, rev_name).generate_split(aug, rev)
+        ReverseGenerator(ctx, fop, arg_acts, ret_acts, rev_name, width=width).generate_split(aug, rev)
         return aug_name, rev_name
 
     def fwdsplit(self, fop: Operation, arg_acts, ret_active: bool) -> tuple[str, str]:
@@ -240,6 +239,18 @@ class Driver:
             raise ZymaseError(f"Laplacian mode needs at least one direction and the Laplacian lane (width {width})",
                               function=fop.sym_name.data, hint="use width N + 1 for N directions")
         return self._generate("lap", fop, arg_acts, ret_acts, entry, width)
+
+
+def _refuse_width(fop: Operation, mode: str, width: int) -> None:
+    """Vector mode does not reach registered derivatives yet."""
+    if width > 1 and _custom_rule_for(fop, mode):
+        fname = fop.sym_name.data
+        what = "a function with a registered derivative"
+        raise ZymaseError(
+            f"vector mode (width {width}) cannot differentiate '{fname}', {what}",
+            construct=f"@{fname}", function=fname,
+            hint="differentiate it at width 1 (one call per tangent or cotangent)",
+        )
 
 
 def _custom_rule_for(fop: Operation, mode: str) -> bool:

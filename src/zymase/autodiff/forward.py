@@ -133,8 +133,10 @@ class ForwardGenerator(LaneMaps, LaneCombos, ShadowCode, LaplacianTerms):
                 rule = call_memory_rule(callee_name(op)) if kind == "call_rule" else None
                 if self.width > 1 and getattr(rule, "forwards_lanes", lambda o: False)(op):
                     lanes_rule = rule  # every lane in one call (gemv's lanes as one gemm)
-                else:
-                    self.refuse_in_vector_mode(op, "memref or BLAS memory operations", self.fname)
+                elif rule is None or not rule.lane_by_lane(op):
+                    self.refuse_in_vector_mode(op, "memref or LAPACK/MPI memory operations", self.fname)
+                elif self.laplacian:  # a bilinear call's second-order term is not lane-wise
+                    self.refuse_in_vector_mode(op, "BLAS calls in Laplacian mode", self.fname)
             new = self._copy_primal(op)
             if lanes_rule is not None:
                 lanes_rule.forward_lanes(self, op, new)

@@ -142,7 +142,7 @@ def _plan(gen, call: Operation):
         if is_parfor(callee) and not gen.split and gen.width == 1:
             # a Numba prange loop (autodiff/numba_parfor.py)
             plan = numba_parfor.plan(gen, call)
-        elif (callee is not None and is_outlined_region(callee) and not gen.split and gen.width == 1
+        elif (callee is not None and is_outlined_region(callee) and not gen.split
                 and gen.flavor.name == "llvm" and SERIALIZED not in call.attributes):
             accesses = _region_accesses(gen, callee)
             if accesses is not None:

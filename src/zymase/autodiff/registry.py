@@ -277,6 +277,14 @@ class CallMemoryRule(Rule):
     def reverse_memory(self, g, op: Operation) -> None:
         raise NotImplementedError
 
+    def lane_by_lane(self, op: Operation) -> bool:
+        """Vector mode: whether the generators may call :meth:`structure` and
+        :meth:`reverse_memory` once per lane, with that lane's maps selected
+        (``g.lane_index``; the rule then does the primal side once, on lane 0, and frees
+        what it kept after the last lane). Rules that have not been written so are
+        refused at width > 1."""
+        return False
+
 
 class Registry:
     """Rules keyed by op class, plus rules for calls keyed by the callee's neutral

@@ -52,13 +52,13 @@ from zymase.autodiff.common import (
     function_name,
     prepare,
 )
-from zymase.analysis.memory import memory_kind
+from zymase.analysis.memory import callee_name, memory_kind
 from zymase.llvm.noalias_scopes import is_scope_decl
 from zymase.autodiff.flavor import Emitter
 from zymase.autodiff.lanes import LaneMaps
 from zymase.autodiff.memory import ShadowCode, twin_decl
 from zymase.autodiff.names import ABANDONED
-from zymase.autodiff.registry import ScalarRule
+from zymase.autodiff.registry import ScalarRule, call_memory_rule
 from zymase.autodiff.semantics import differentiated_again, strong_zero
 from zymase.autodiff import checkpoint, region_recompute, region_versioning
 from zymase.transforms.inline import hoist_allocas
@@ -72,6 +72,12 @@ from zymase.ir import (Block, BlockArgument, IntegerAttr, IntegerType, Operation
 from zymase.ir import enzyme as ez
 from zymase.ir.enzyme import Activity
 
+
+
+def lane_by_lane(op: Operation) -> bool:
+    """Whether vector mode reverses memory op ``op`` lane by lane: a call whose rule says
+    so (BLAS, registry.CallMemoryRule.lane_by_lane)."""
+    return memory_kind(op) == "call_rule" and call_memory_rule(callee_name(op)).lane_by_lane(op)
 
 
 def _is_lifetime_marker(op: Operation) -> bool:
@@ -233,15 +239,14 @@ class ReverseGenerator(LaneMaps, ShadowCode, IndexedCaches, MinCutRecompute, Sto
         for b in self.cfg.rpo():
             for op in b.ops:
                 if memory_kind(op) is not None:
-                    if memory_kind(op) in ("memref", "call_rule") and any(o in act.shadowed for o in op.operands):
-                        self.refuse_in_vector_mode(op, "memref or BLAS memory operations", self.fname)
+                    if memory_kind(op) in ("memref", "call_rule") and any(o in act.shadowed for o in op.operands) \
+                            and not lane_by_lane(op):
+                        self.refuse_in_vector_mode(op, "memref or LAPACK/MPI memory operations", self.fname)
                     clone = clones[op]
                     self.E.before(clone.next_op)
                     for _ in self.each_lane():
                         self.shadow_structure(op, clone, forward_mode=False)
                 elif self._is_split_call(op):
-                    self.refuse_in_vector_mode(op, "calls that need split mode (recursion through active memory)",
-                                               self.fname)
                     self._forward_split_call(op, clones[op])
         for f in self.deferred_frees.values():
             clones[f].parent_block().erase_op(clones[f])
@@ -887,8 +892,10 @@ class ReverseGenerator(LaneMaps, ShadowCode, IndexedCaches, MinCutRecompute, Sto
         return arg_acts, ret_acts
 
     def _forward_split_call(self, op: Operation, clone: Operation) -> None:
-        """The forward sweep calls the callee's augmented function instead."""
+        """The forward sweep calls the callee's augmented function instead (in vector
+        mode its width-N augmented function: the callee's primal runs once)."""
         if checkpoint.is_checkpointed_loop(self.ctx.defined_function(op)):
+            checkpoint.refuse_vector_mode(self, self.ctx.defined_function(op))
             checkpoint.forward_call(self, op, clone)
             return
         check = region_recompute.runtime_check(self, op)
@@ -899,13 +906,13 @@ class ReverseGenerator(LaneMaps, ShadowCode, IndexedCaches, MinCutRecompute, Sto
                 clone.parent_block().erase_op(clone)
             return
         arg_acts, ret_acts = self._split_activities(op)
-        aug, _ = self.ctx.driver.split(self.ctx.defined_function(op), arg_acts, ret_acts)
+        aug, _ = self.ctx.driver.split(self.ctx.defined_function(op), arg_acts, ret_acts, width=self.width)
         self.E.before(clone)
         args = []
         for a, act in zip(self.flavor.call_args(op), arg_acts):
             args.append(self.vmap.get(a, a))
             if act.is_dup:
-                args.append(self.shadow_of(a))
+                args += [self.shadow_of(a) for _ in self.each_lane()]
         if check is not None:  # arrays that may overlap: recomputed if a run-time check finds them apart
             region_versioning.forward_call(self, op, clone, region_versioning.check_function(
                 self, self.ctx.defined_function(op), check), aug, args, region_recompute.primal_needed(self, op))
@@ -926,23 +933,26 @@ class ReverseGenerator(LaneMaps, ShadowCode, IndexedCaches, MinCutRecompute, Sto
         check = region_recompute.runtime_check(self, op)
         if recompute:
             # an OpenMP region's combined derivative, forked: each thread recomputes its iterations
-            rev = self.ctx.driver.reverse(self.ctx.defined_function(op), arg_acts, ret_acts)
+            rev = self.ctx.driver.reverse(self.ctx.defined_function(op), arg_acts, ret_acts, width=self.width)
             mark_recomputed(self.ctx.driver.symbols[rev])
             if is_parfor(self.ctx.defined_function(op)):
                 mark_parfor_recomputed(self.ctx.driver.symbols[rev])
         if not recompute or check is not None:
-            _, taped = self.ctx.driver.split(self.ctx.defined_function(op), arg_acts, ret_acts)
+            _, taped = self.ctx.driver.split(self.ctx.defined_function(op), arg_acts, ret_acts, width=self.width)
             rev = rev if recompute else taped
+        # in vector mode: each derivative argument and result once per lane, lane by lane
         args = []
         for a, act in zip(self.flavor.call_args(op), arg_acts):
             args.append(self.primal(a))
             if act.is_dup:
-                args.append(self.fetch_shadow(a))
+                args += [self.fetch_shadow(a) for _ in self.each_lane()]
         for r, act in zip(op.results, ret_acts):
             if act.is_active:
-                d = self._take_adjoint(r)
-                args.append(d if d is not None else self.E.zero(r.type))
-        outs = [a.type for a, act in zip(self.flavor.call_args(op), arg_acts) if act.is_active]
+                for _ in self.each_lane():
+                    d = self._take_adjoint(r)
+                    args.append(d if d is not None else self.E.zero(r.type))
+        outs = [a.type for a, act in zip(self.flavor.call_args(op), arg_acts) if act.is_active
+                for _ in range(self.width)]
         if check is not None:
             region_versioning.reverse_call(self, op, region_versioning.check_function(
                 self, self.ctx.defined_function(op), check), rev, taped, args)
@@ -950,7 +960,8 @@ class ReverseGenerator(LaneMaps, ShadowCode, IndexedCaches, MinCutRecompute, Sto
         results = iter(self.E.call(rev, args, outs))
         for a, act in zip(self.flavor.call_args(op), arg_acts):
             if act.is_active:
-                self._accumulate(a, next(results))
+                for _ in self.each_lane():
+                    self._accumulate(a, next(results))
 
     def _reverse_call_lanes(self, op: Operation, callee: Operation) -> None:
         """Vector mode: the reverse of a call to a defined function is one call of the

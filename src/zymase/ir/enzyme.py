@@ -317,26 +317,27 @@ class SplitDiffOp(_DiffOp):
     with their shadows, the seed of an active result and the tape; results are the
     derivatives of the active arguments. ``part = "fwdsplit"`` (split forward mode,
     ``__enzyme_fwdsplit``): operands are the arguments with their tangents or shadows
-    and the tape; the result is the tangent of an active result."""
+    and the tape; the result is the tangent of an active result. ``width`` (vector mode,
+    augment and reverse only): N shadows per dup argument, N seeds per active result,
+    N derivatives per active argument, lane by lane; one tape."""
 
     name = "enzyme.split_autodiff"
     part = prop_def(StringAttr)
     allocated = prop_def(IntegerAttr)
 
     def __init__(self, part: str, allocated: bool, fn: str, inputs: Sequence[SSAValue],
-                 result_types: Sequence[Attribute], activity: Sequence[Activity], ret_activity: Sequence[Activity]):
-        IRDLOperation.__init__(
-            self,
-            operands=[inputs],
-            result_types=[result_types],
-            properties={
-                "fn": FlatSymbolRefAttr(fn),
-                "activity": ArrayAttr([ActivityAttr(a) for a in activity]),
-                "ret_activity": ArrayAttr([ActivityAttr(a) for a in ret_activity]),
-                "part": StringAttr(part),
-                "allocated": IntegerAttr(int(allocated), 1),
-            },
-        )
+                 result_types: Sequence[Attribute], activity: Sequence[Activity], ret_activity: Sequence[Activity],
+                 width: int = 1):
+        properties = {
+            "fn": FlatSymbolRefAttr(fn),
+            "activity": ArrayAttr([ActivityAttr(a) for a in activity]),
+            "ret_activity": ArrayAttr([ActivityAttr(a) for a in ret_activity]),
+            "part": StringAttr(part),
+            "allocated": IntegerAttr(int(allocated), 1),
+        }
+        if width != 1:
+            properties["width"] = IntegerAttr(width, 64)
+        IRDLOperation.__init__(self, operands=[inputs], result_types=[result_types], properties=properties)
 
 
 @irdl_op_definition

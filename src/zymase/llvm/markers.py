@@ -30,7 +30,9 @@ Semantics follow Enzyme:
   / ``enzyme_dupnoneedv`` one buffer of N shadows ``stride`` bytes apart; the result is
   its N tangents (``{primal, t1..tN}`` with ``enzyme_primal_return``); vector reverse
   mode (``__enzyme_autodiff`` with ``enzyme_width``) seeds an active result with 1 in
-  every lane and returns N derivatives per active argument, lane by lane;
+  every lane and returns N derivatives per active argument, lane by lane; split mode
+  takes it too (``__enzyme_augmentfwd`` N shadows per dup pointer, one tape;
+  ``__enzyme_reverse`` N adjoints of an active result before the tape);
 * ``__enzyme_virtualreverse(p)``, the shadow of a function or vtable pointer, is ``p``
   (:func:`zymase.transforms.indirect_calls.lower_virtual_reverse`).
 * batched evaluation: ``__enzyme_batch(f, enzyme_width, N, ...)`` with ``enzyme_vector`` /
@@ -38,7 +40,7 @@ Semantics follow Enzyme:
 
 Everything else of Enzyme's C interface is refused, never skipped: other
 ``__enzyme_*`` functions and globals (``__enzyme_todense`` ...), marker globals zymase does not implement
-(``enzyme_width`` ...), ``enzyme_*`` function attributes and annotations in the IR other
+(``enzyme_interleave`` ...), ``enzyme_*`` function attributes and annotations in the IR other
 than the activity marks ``llvm/annotations.py`` reads (and removes or records before
 this module runs), and a derivative that would contain itself (a differentiated
 function reaching its own marker call; other nested calls are lowered in rounds,
@@ -516,9 +518,10 @@ def _vector_width(site: _Site, v: SSAValue) -> int:
     if value.value.data < 1:
         raise _err(site, f"enzyme_width {value.value.data}: the vector width must be at least 1",
                    "pass the number of tangents, e.g. enzyme_width, 4")
-    if site.mode not in ("fwd", "rev"):
-        raise _err(site, f"enzyme_width (vector mode) is implemented for __enzyme_fwddiff and __enzyme_autodiff, "
-                   f"not {site.marker_fn} (split mode)", "call the split-mode functions once per seed")
+    if site.mode not in ("fwd", "rev", "augment", "reverse"):
+        raise _err(site, f"enzyme_width (vector mode) is implemented for __enzyme_fwddiff, __enzyme_autodiff, "
+                   f"__enzyme_augmentfwd and __enzyme_reverse, not {site.marker_fn} (split forward mode)",
+                   "call __enzyme_fwdsplit once per tangent")
     return value.value.data
 
 
@@ -654,11 +657,15 @@ def _lower_site(site: _Site, functions: dict[str, Operation]) -> None:
         # after the arguments: the result's adjoint (an active float result, reverse
         # mode), then the tape (unless enzyme_tape gave it)
         if ret_kind == "active" and site.mode == "reverse":
-            if not extra:
+            # vector mode: one adjoint per lane, as a float argument's tangents are given
+            given = len(extra) - (opts.tape is None)  # the tape comes last
+            if given < width:
+                lanes = f" (enzyme_width {width}: {width} adjoints, one per lane, got {max(given, 0)})" if width > 1 else ""
                 raise _err(site, f"{site.marker_fn} of '{fname}' needs the adjoint of its {c_type_name(fn_out)} "
-                           "result after the arguments", "pass d_ret (1.0 for a gradient) before the tape")
-            seed = b.coerce(extra[0], fn_out, site, len(fn_inputs), pos + 2, fname)
-            extra = extra[1:]
+                           f"result after the arguments{lanes}", "pass d_ret (1.0 for a gradient) before the tape"
+                           + (", once per lane" if width > 1 else ""))
+            seed = [b.coerce(extra[k], fn_out, site, len(fn_inputs), pos + 2 + k, fname) for k in range(width)]
+            extra = extra[width:]
         if opts.tape is None:
             if not extra:
                 raise _err(site, f"{site.marker_fn} of '{fname}' needs the tape __enzyme_augmentfwd returned "
@@ -720,7 +727,7 @@ def _lower_site(site: _Site, functions: dict[str, Operation]) -> None:
         # {tape, primal}: no tape when it is in the caller's buffer, no primal after enzyme_noret
         tape, primal = results[:1], results[1:]
         results = ([] if opts.tape is not None else tape) + ([] if opts.noret else primal)
-    if opts.width > 1:
+    if opts.width > 1 and site.mode != "augment":  # the augmented pass returns the tape and the primal, once
         _refuse_dropped_lanes(site, call, sret, results)
     b.deliver(results, sret, site)
     call.parent_block().erase_op(call)

@@ -15,6 +15,10 @@ each ``__enzyme_augmentfwd`` gets a tape of its own:
 * reverse: the tape object becomes the global tape, ``diffe<f>`` pops all of it, its data
   is freed (and the object, unless it is the caller's buffer), the global tape restored.
 
+With ``enzyme_width, N`` (vector mode) the pair is ``Driver.split``'s width-N pair:
+N shadows per dup argument, N seeds of an active result, N derivatives per active
+argument, and still one tape object (the augmented pass runs the primal once).
+
 The reverse sweep depends only on its arguments and the tape: split mode never re-reads
 primal memory (docs/architecture.md, section 5), so the caller may overwrite the inputs
 between the two calls.
@@ -146,10 +150,13 @@ _TOO_SMALL_MESSAGE = "zymase: error: the tape buffer given to __enzyme_augmentfw
     f"(enzyme_allocated) is smaller than the {TAPE_OBJECT_BYTES} bytes __enzyme_augmentsize returns\n"
 
 
-def split_op(site, fname: str, operands: list[SSAValue], seed: SSAValue | None, opts, acts: list[Activity],
+def split_op(site, fname: str, operands: list[SSAValue], seed: list[SSAValue] | None, opts, acts: list[Activity],
              ret_acts: list[Activity], fn_inputs, fn_out, builder) -> Operation:
     """The ``enzyme.split_autodiff`` op for one ``__enzyme_augmentfwd`` /
-    ``__enzyme_reverse`` call (``site``, parsed by zymase.llvm.markers)."""
+    ``__enzyme_reverse`` call (``site``, parsed by zymase.llvm.markers). In vector mode
+    (``enzyme_width, N``) the operands hold N shadows per dup argument and N seeds of an
+    active result (one per lane), the results N derivatives per active argument, lane by
+    lane; the tape is one, as the augmented pass runs the primal once."""
     from zymase.llvm.marker_calls import _err
 
     allocated = _check_caller_tape(site, opts, builder)
@@ -162,9 +169,9 @@ def split_op(site, fname: str, operands: list[SSAValue], seed: SSAValue | None, 
         if not isinstance(opts.tape.type, llvm.LLVMPointerType):
             raise _err(site, f"the tape passed to {site.marker_fn} is not a pointer",
                        "pass the void* __enzyme_augmentfwd returned")
-        inputs = [*operands, *([seed] if seed is not None else []), opts.tape]
-        results = [t for t, a in zip(fn_inputs, acts) if a.is_active]
-    op = ez.SplitDiffOp(part, allocated, fname, inputs, results, acts, ret_acts)
+        inputs = [*operands, *(seed or []), opts.tape]
+        results = [t for t, a in zip(fn_inputs, acts) if a.is_active for _ in range(opts.width)]
+    op = ez.SplitDiffOp(part, allocated, fname, inputs, results, acts, ret_acts, width=opts.width)
     return op
 
 
@@ -298,9 +305,14 @@ def lower_split_op(op: ez.SplitDiffOp, driver, module: ModuleOp) -> None:
                 f"__enzyme_fwdsplit, which is called with other activities ({wanted})", construct=op.name,
                 function=fname, location=location_of(op),
                 hint="pass the same markers to both calls (a float argument is active in both)")
+        if op.lanes > 1:
+            raise ZymaseError(
+                f"__enzyme_augmentfwd of '{fname}' with enzyme_width {op.lanes} writes the tape of "
+                "__enzyme_fwdsplit, which has no vector mode", construct=op.name, function=fname,
+                location=location_of(op), hint="call __enzyme_augmentfwd without enzyme_width for __enzyme_fwdsplit")
         aug_name, rev_name = driver.fwdsplit(fop, arg_acts, ret_active)[0], None
     else:
-        aug_name, rev_name = driver.split(fop, arg_acts, ret_acts)
+        aug_name, rev_name = driver.split(fop, arg_acts, ret_acts, width=op.lanes)
     _require_runtime(module)
     emit = _emitter(op)
 

@@ -199,10 +199,20 @@ class BlasRule(CallMemoryRule):
     def _null(self, g) -> SSAValue:
         return g.E.v(llvm.ZeroOp.build(result_types=[PTR]))
 
+    def lane_by_lane(self, op: Operation) -> bool:
+        """BLAS at width N: each lane's derivative is the routine's width-1 derivative on
+        that lane's shadows (Enzyme's, lane by lane), the inputs kept for the reverse
+        sweep once for all lanes. Their derivative code reads the primal arrays
+        (``const``) and writes shadows only. Not LAPACK, whose reverse code is not
+        written to be run again on what it kept."""
+        return not self.routine.fortran_only
+
     # ---- forward sweep -----------------------------------------------------------------
     def structure(self, g, op, clone, *, forward_mode):
         if not self._outputs_shadowed(g, op):
             return
+        if not forward_mode and g.lane_index > 0:
+            return  # reverse mode keeps the call's inputs once (lane 0) for every lane
         try:
             self.check(op)
         except ZymaseError as err:
@@ -333,7 +343,7 @@ class BlasRule(CallMemoryRule):
         call_args = [*args, *shadows, dr]
         name = self._declare(g, "rev", self._types(call_args), llvm.LLVMVoidType())
         E.insert(llvm.CallOp(name, *call_args))
-        if saved:
+        if saved and g.lane_index == g.width - 1:  # every lane has read the copies
             g._declare("free", [PTR], llvm.LLVMVoidType())
             for array in saved:
                 E.insert(llvm.CallOp("free", args[self.routine.index(array)]))
