@@ -239,9 +239,9 @@ class ReverseGenerator(LaneMaps, ShadowCode, IndexedCaches, MinCutRecompute, Sto
         for b in self.cfg.rpo():
             for op in b.ops:
                 if memory_kind(op) is not None:
-                    if memory_kind(op) in ("memref", "call_rule") and any(o in act.shadowed for o in op.operands) \
+                    if memory_kind(op) == "call_rule" and any(o in act.shadowed for o in op.operands) \
                             and not lane_by_lane(op):
-                        self.refuse_in_vector_mode(op, "memref or LAPACK/MPI memory operations", self.fname)
+                        self.refuse_in_vector_mode(op, "LAPACK/MPI memory operations", self.fname)
                     clone = clones[op]
                     self.E.before(clone.next_op)
                     for _ in self.each_lane():
