@@ -4,8 +4,8 @@ lane by lane, and scf.for/if/while carry ``width`` tangents (forward) or adjoint
 (reverse) per active value. Every lane is checked against a width-1 request with that
 lane's tangents or seed (to rounding), and the width-1 requests against central finite
 differences or closed forms; at widths 1, 2 and 3 (3 does not divide the trip counts
-of 4 and 5), on the structured path at -O0 and -O2 and on the branch path
-(``structured_ad=False``). ``test_generated_code_uses_the_width`` checks the code is
+of 4 and 5) on the structured path at -O2, at widths 1 and 3 at -O0 and on the branch
+path (``structured_ad=False``). ``test_generated_code_uses_the_width`` checks the code is
 one primal computation and one tape with N-wide derivative code, not N derivatives."""
 
 from __future__ import annotations
@@ -155,21 +155,21 @@ SIGNATURES = {  # name -> (parameters as (type, activity), result)
     "rows": ([(MAT, "dup")], "f64"),
     "until": ([(VEC, "dup"), ("f64", "active")], "f64"),
 }
-TEXT = MEMREF + "\n".join(vector_requests(name, params, result, w)
-                          for name, (params, result) in SIGNATURES.items() for w in WIDTHS)
+#: (opt level, structured AD, widths requested): every width at -O2 on the structured
+#: path; the other paths (cheaper to compile with fewer requests) at 1 and 3
+PATHS = {"O0": (0, True, (1, 3)), "O2": (2, True, WIDTHS), "O2-branches": (2, False, (1, 3))}
 
 _MODULES: dict = {}
 
 
-def _module(key):
-    if key not in _MODULES:
-        opt_level, structured = key
-        _MODULES[key] = zymase.mlir.compile(TEXT, opt_level=opt_level, structured_ad=structured)
-    return _MODULES[key]
-
-
-PATHS = [(0, True), (2, True), (2, False)]
-PATH_IDS = ["O0", "O2", "O2-branches"]
+def _module(path: str):
+    """The compiled module of ``path`` (see PATHS) and the widths it requests."""
+    if path not in _MODULES:
+        opt_level, structured, widths = PATHS[path]
+        text = MEMREF + "\n".join(vector_requests(name, params, result, w)
+                                  for name, (params, result) in SIGNATURES.items() for w in widths)
+        _MODULES[path] = zymase.mlir.compile(text, opt_level=opt_level, structured_ad=structured), widths
+    return _MODULES[path]
 
 
 def _primals(name: str, rng) -> list:
@@ -234,17 +234,18 @@ def _close(got, want, name):
     np.testing.assert_allclose(np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64), **tol)
 
 
-@pytest.fixture(scope="module", params=PATHS, ids=PATH_IDS)
+@pytest.fixture(scope="module", params=list(PATHS))
 def mod(request):
     return _module(request.param)
 
 
 @pytest.mark.parametrize("name", list(SIGNATURES))
 def test_forward_lanes_are_width_1_requests(mod, name):
+    mod, widths = mod
     params, result = SIGNATURES[name]
     rng = np.random.default_rng(len(name))
     primals = _primals(name, rng)
-    for width in WIDTHS[1:]:
+    for width in widths[1:]:
         tangents = [[_random_like(x, rng) for _ in range(width)] for x in primals]
         out, lanes, xs = _call_forward(mod, name, width, primals, tangents)
         assert len(out) == (width if result else 0)
@@ -261,10 +262,11 @@ def test_forward_lanes_are_width_1_requests(mod, name):
 
 @pytest.mark.parametrize("name", list(SIGNATURES))
 def test_reverse_lanes_are_width_1_requests(mod, name):
+    mod, widths = mod
     params, result = SIGNATURES[name]
     rng = np.random.default_rng(10 + len(name))
     primals = _primals(name, rng)
-    for width in WIDTHS[1:]:
+    for width in widths[1:]:
         # the shadows start nonzero: derivatives accumulate into them (and an output's
         # shadow is its seed)
         shadows = [[_random_like(x, rng) for _ in range(width)] if a == "dup" else []
@@ -291,7 +293,7 @@ def _fd_along(f, primals, direction, h=1e-6):
 def test_lanes_match_finite_differences(name):
     """The lanes of the widest request against central differences: forward, along
     each lane's tangent; reverse, each lane's gradient times its seed."""
-    m = _module((2, True))
+    m, _ = _module("O2")
     params, _ = SIGNATURES[name]
     rng = np.random.default_rng(20 + len(name))
     primals = _primals(name, rng)
@@ -320,7 +322,7 @@ def test_lanes_match_finite_differences(name):
 def test_scale_closed_form():
     """y = a x^2 (f32, a duplicated output memref): forward ty = 2 a x tx + ta x^2 per
     lane; reverse dx += 2 a x dy, da = sum(x^2 dy), and the output shadows zeroed."""
-    m = _module((2, True))
+    m, _ = _module("O2")
     rng = np.random.default_rng(3)
     x, y, a = _primals("scale", rng)
     width = 3
