@@ -27,6 +27,11 @@ Adjoints live in SSA values inside their block; a value used in another block
 taken when it is defined inside a region. ``remove-unnecessary-enzyme-ops``
 (transforms/promote_gradients.py) turns these accumulators into values carried
 by the scf ops (iter_args, scf.if results).
+
+Vector mode (``width`` N > 1, autodiff/lanes.py): shadows, cells and frame-local
+adjoints exist once per lane; each op's reverse is emitted once per lane, while the
+forward sweep, the values fetched for the reverse (frame values, keyed by value) and
+the tape are shared by the lanes.
 """
 
 from __future__ import annotations

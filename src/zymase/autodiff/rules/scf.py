@@ -17,6 +17,10 @@ A :class:`RegionRule` answers three questions about one region-carrying op:
   condition; ``scf.while`` the reverse of the last ``before`` run followed by an
   ``scf.for`` over the counted iterations (reverse ``after``, then ``before``).
 
+In vector mode (the generator's ``width`` N > 1) each active value carries N tangents
+or adjoints, its lanes side by side (``_lane_types``); the primal values are carried
+once.
+
 The generators provide: ``g.E`` (emitter), ``g.act`` (activity), ``g.vmap``/
 ``g.primal`` (primal values), in forward mode ``g.tmap``/``g._tangent_or_zero``/
 ``g._op``, in reverse mode ``g.forward_op``, ``g.reverse_ops``, ``g.frame``
