@@ -377,3 +377,48 @@ def test_scalar_scf_lanes(scalar_mod, name):
         got = getattr(m, f"dv{width}_{name}")(*xs, *seeds)
         for k in range(width):
             assert [got[k], got[width + k]] == pytest.approx([seeds[k] * g for g in grad], rel=rel, abs=1e-12)
+
+
+# Enzyme-MLIR's batched spelling beside memrefs: the floats' lanes as one tensor<2xf64>,
+# a memref's shadows as two memrefs (no tensor holds memrefs)
+DUP, NONEED = "#enzyme<activity enzyme_dup>", "#enzyme<activity enzyme_activenoneed>"
+TENSOR_LANES = MEMREF + vector_requests("until", *SIGNATURES["until"], 2) + f"""
+func.func @fwd_tensor(%x: memref<?xf64>, %dx0: memref<?xf64>, %dx1: memref<?xf64>, %c: f64, %dc0: f64,
+                      %dc1: f64) -> (f64, f64) {{
+  %dc = tensor.from_elements %dc0, %dc1 : tensor<2xf64>
+  %r = enzyme.fwddiff @until(%x, %dx0, %dx1, %c, %dc) {{activity = [{DUP}, {DUP}],
+    ret_activity = [#enzyme<activity enzyme_dupnoneed>], width = 2 : i64}}
+    : (memref<?xf64>, memref<?xf64>, memref<?xf64>, f64, tensor<2xf64>) -> tensor<2xf64>
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %r0 = tensor.extract %r[%c0] : tensor<2xf64>
+  %r1 = tensor.extract %r[%c1] : tensor<2xf64>
+  func.return %r0, %r1 : f64, f64
+}}
+func.func @rev_tensor(%x: memref<?xf64>, %dx0: memref<?xf64>, %dx1: memref<?xf64>, %c: f64, %s0: f64,
+                      %s1: f64) -> (f64, f64) {{
+  %s = tensor.from_elements %s0, %s1 : tensor<2xf64>
+  %dc = enzyme.autodiff @until(%x, %dx0, %dx1, %c, %s) {{activity = [{DUP}, #enzyme<activity enzyme_active>],
+    ret_activity = [{NONEED}], width = 2 : i64}}
+    : (memref<?xf64>, memref<?xf64>, memref<?xf64>, f64, tensor<2xf64>) -> tensor<2xf64>
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %d0 = tensor.extract %dc[%c0] : tensor<2xf64>
+  %d1 = tensor.extract %dc[%c1] : tensor<2xf64>
+  func.return %d0, %d1 : f64, f64
+}}
+"""
+
+
+def test_tensor_lanes_beside_memref_shadows():
+    m = zymase.mlir.compile(TENSOR_LANES, opt_level=0)
+    rng = np.random.default_rng(5)
+    x, c = _primals("until", rng)
+    dxs = [rng.normal(size=x.shape) for _ in range(2)]
+    want = m.fv2_until(x.copy(), dxs[0].copy(), dxs[1].copy(), c, 0.5, -1.0)
+    assert m.fwd_tensor(x.copy(), dxs[0].copy(), dxs[1].copy(), c, 0.5, -1.0) == pytest.approx(want, rel=1e-15)
+    shadows = [[d.copy() for d in dxs] for _ in range(2)]
+    want = m.dv2_until(x.copy(), *shadows[0], c, 1.0, -2.0)
+    assert m.rev_tensor(x.copy(), *shadows[1], c, 1.0, -2.0) == pytest.approx(want, rel=1e-15)
+    for k in range(2):
+        np.testing.assert_array_equal(shadows[0][k], shadows[1][k])
