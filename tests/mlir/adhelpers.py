@@ -109,3 +109,12 @@ def params_acts(params: list[tuple[str, str]], *, forward: bool) -> list[str]:
 def vector_drivers(name: str, n: int, width: int, t: str = "f64") -> str:
     """``vector_requests`` for ``@<name>(n x t) -> t``, every argument active."""
     return vector_requests(name, [(t, "active")] * n, t, width)
+
+
+def function_text(text: str, name: str) -> str:
+    """The definition of ``func.func @<name>`` in MLIR ``text`` (from its line to the
+    first ``}`` at the start of a line), to reuse another test's function."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"func.func @{name}("))
+    end = next(i for i in range(start, len(lines)) if lines[i] == "}")
+    return "\n".join(lines[start:end + 1])

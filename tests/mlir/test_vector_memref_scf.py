@@ -14,111 +14,19 @@ import numpy as np
 import pytest
 
 import zymase.mlir
-from adhelpers import central_fd, drivers, vector_drivers, vector_requests
+from adhelpers import central_fd, drivers, function_text, vector_drivers, vector_requests
+from test_memref_ad import MEMCACHE, SUMSQ
 from test_scf_ad import FUNCS as SCALAR_SCF, NAMES as SCALAR_NAMES
 
 WIDTHS = (1, 2, 3)
 
-MEMREF = """
-// memref.subview, alloc, copy, cast, load and dealloc; nested scf.for with iter_args
-func.func @window(%A: memref<?x?xf64>) -> f64 {
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %c2 = arith.constant 2 : index
-  %w = memref.subview %A[1, 1] [2, 2] [1, 1] : memref<?x?xf64> to memref<2x2xf64, strided<[?, 1], offset: ?>>
-  %tmp = memref.alloc() : memref<2x2xf64>
-  memref.copy %w, %tmp : memref<2x2xf64, strided<[?, 1], offset: ?>> to memref<2x2xf64>
-  %d = memref.cast %tmp : memref<2x2xf64> to memref<?x?xf64>
-  %z = arith.constant 0.0 : f64
-  %r = scf.for %i = %c0 to %c2 step %c1 iter_args(%acc = %z) -> (f64) {
-    %r2 = scf.for %j = %c0 to %c2 step %c1 iter_args(%acc2 = %acc) -> (f64) {
-      %x = memref.load %d[%i, %j] : memref<?x?xf64>
-      %xx = arith.mulf %x, %x : f64
-      %xxx = arith.mulf %xx, %x : f64
-      %s = arith.addf %acc2, %xxx : f64
-      scf.yield %s : f64
-    }
-    scf.yield %r2 : f64
-  }
-  memref.dealloc %tmp : memref<2x2xf64>
-  func.return %r : f64
-}
-
-// y = a * x^2 elementwise (f32): stores into a duplicated output memref, no result
-func.func @scale(%x: memref<?xf32>, %y: memref<?xf32>, %a: f32) {
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %n = memref.dim %x, %c0 : memref<?xf32>
-  scf.for %i = %c0 to %n step %c1 {
-    %v = memref.load %x[%i] : memref<?xf32>
-    %vv = arith.mulf %v, %v : f32
-    %w = arith.mulf %a, %vv : f32
-    memref.store %w, %y[%i] : memref<?xf32>
-  }
-  func.return
-}
-
-// a buffer allocated in each iteration: its shadows (one per lane) are taped
-func.func @scratch(%x: memref<?xf64>) -> f64 {
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %z = arith.constant 0.0 : f64
-  %n = memref.dim %x, %c0 : memref<?xf64>
-  %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %z) -> (f64) {
-    %k = arith.addi %i, %c1 : index
-    %t = memref.alloc(%k) : memref<?xf64>
-    scf.for %j = %c0 to %k step %c1 {
-      %v = memref.load %x[%j] : memref<?xf64>
-      %s = math.sin %v : f64
-      %w = arith.mulf %s, %v : f64
-      memref.store %w, %t[%j] : memref<?xf64>
-    }
-    %xi = memref.load %x[%i] : memref<?xf64>
-    %sum = scf.for %j = %c0 to %k step %c1 iter_args(%s0 = %acc) -> (f64) {
-      %a = memref.load %t[%j] : memref<?xf64>
-      %p = arith.mulf %a, %xi : f64
-      %s1 = arith.addf %s0, %p : f64
-      scf.yield %s1 : f64
-    }
-    memref.dealloc %t : memref<?xf64>
-    scf.yield %sum : f64
-  }
-  func.return %r : f64
-}
-
-// a row view per iteration and an scf.if on the row's parity
-func.func @rows(%a: memref<?x?xf64>) -> f64 {
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %c2 = arith.constant 2 : index
-  %z = arith.constant 0.0 : f64
-  %n = memref.dim %a, %c0 : memref<?x?xf64>
-  %m = memref.dim %a, %c1 : memref<?x?xf64>
-  %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %z) -> (f64) {
-    %row = memref.subview %a[%i, 0] [1, %m] [1, 1] : memref<?x?xf64> to memref<?xf64, strided<[1], offset: ?>>
-    %odd = arith.remui %i, %c2 : index
-    %isodd = arith.cmpi ne, %odd, %c0 : index
-    %q = scf.if %isodd -> (f64) {
-      %e = memref.load %row[%c1] : memref<?xf64, strided<[1], offset: ?>>
-      %e2 = math.exp %e : f64
-      scf.yield %e2 : f64
-    } else {
-      scf.yield %z : f64
-    }
-    %s = scf.for %j = %c0 to %m step %c1 iter_args(%s0 = %q) -> (f64) {
-      %v = memref.load %row[%j] : memref<?xf64, strided<[1], offset: ?>>
-      %v2 = arith.mulf %v, %v : f64
-      %p = arith.mulf %v2, %s0 : f64
-      %s1 = arith.addf %s0, %v2 : f64
-      %s2 = arith.addf %s1, %p : f64
-      scf.yield %s2 : f64
-    }
-    %o = arith.addf %acc, %s : f64
-    scf.yield %o : f64
-  }
-  func.return %r : f64
-}
-
+# window (memref.subview, alloc, copy, cast, load, dealloc; nested scf.for with
+# iter_args), scale (f32, a linalg.generic storing into a duplicated output memref, no
+# result), scratch (a buffer allocated in each iteration: its shadows, one per lane, are
+# taped) and rows (a row view per iteration, an scf.if on its parity) are
+# test_memref_ad's; until is an scf.while over memory
+MEMREF = "\n".join([*(function_text(SUMSQ, name) for name in ("window", "scale")),
+                     *(function_text(MEMCACHE, name) for name in ("scratch", "rows")), """
 // scf.while over memory: sum x[i] * exp(c x[i]) until the sum reaches 3 or x ends;
 // each term is also written back into x (a store into the duplicated memref)
 func.func @until(%x: memref<?xf64>, %c: f64) -> f64 {
@@ -145,7 +53,7 @@ func.func @until(%x: memref<?xf64>, %c: f64) -> f64 {
   }
   func.return %r#1 : f64
 }
-"""
+"""])
 
 MAT, VEC, VEC32 = "memref<?x?xf64>", "memref<?xf64>", "memref<?xf32>"
 SIGNATURES = {  # name -> (parameters as (type, activity), result)
