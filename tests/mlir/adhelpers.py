@@ -53,3 +53,68 @@ def central_fd(f, xs, i, h=1e-6):
 
 def close(a, b, rtol=1e-6, atol=1e-8):
     return math.isclose(a, b, rel_tol=rtol, abs_tol=atol)
+
+
+
+def vector_requests(name: str, params: list[tuple[str, str]], result: str | None, width: int) -> str:
+    """Requests at vector ``width`` for ``@<name>``, whose parameters are ``params``
+    ((type, activity): ``dup``, ``active`` or ``const``) and whose result is ``result``
+    (a float type, or None). ``@fv<width>_<name>`` (forward): each parameter followed
+    by its ``width`` tangents or shadows if not const; returns the result's ``width``
+    tangents. ``@dv<width>_<name>`` (reverse): each parameter followed by its ``width``
+    shadows if dup, then ``width`` seeds; returns each active parameter's ``width``
+    derivatives. Width 1 leaves the attribute out (the scalar requests)."""
+    fwd_in, rev_in, rev_out = [], [], []
+    for i, (t, a) in enumerate(params):
+        fwd_in.append((f"%p{i}", t))
+        rev_in.append((f"%p{i}", t))
+        lanes = [(f"%d{i}_{k}", t) for k in range(width)]
+        if a != "const":
+            fwd_in += lanes
+        if a == "dup":
+            rev_in += lanes
+        if a == "active":
+            rev_out += [t] * width
+    fwd_out = [result] * width if result else []
+    if result:
+        rev_in += [(f"%s{k}", result) for k in range(width)]
+    fwd_acts = acts(*params_acts(params, forward=True))
+    rev_acts = acts(*params_acts(params, forward=False))
+    attr = f", width = {width} : i64" if width > 1 else ""
+
+    def request(kind, fname, ins, outs, activity, ret):
+        names = ["%r"] if len(outs) == 1 else [f"%r#{k}" for k in range(len(outs))]
+        head = "" if not outs else "%r = " if len(outs) == 1 else f"%r:{len(outs)} = "
+        types = ", ".join(outs)
+        return "\n".join([
+            f"func.func @{fname}({', '.join(f'{v}: {t}' for v, t in ins)}) -> ({types}) {{",
+            f"  {head}enzyme.{kind} @{name}({', '.join(v for v, _ in ins)}) {{activity = {activity}, "
+            f"ret_activity = {ret}{attr}}} : ({', '.join(t for _, t in ins)}) -> ({types})",
+            f"  func.return {', '.join(names)} : {types}" if outs else "  func.return",
+            "}",
+        ])
+
+    return "\n".join([
+        request("fwddiff", f"fv{width}_{name}", fwd_in, fwd_out, fwd_acts, acts("dupnoneed") if result else "[]"),
+        request("autodiff", f"dv{width}_{name}", rev_in, rev_out, rev_acts, acts("activenoneed") if result else "[]"),
+    ])
+
+
+def params_acts(params: list[tuple[str, str]], *, forward: bool) -> list[str]:
+    """The request activities of ``params`` (see ``vector_requests``): forward mode
+    gives an active float a tangent as ``dup``."""
+    return ["dup" if forward and a == "active" else a for _, a in params]
+
+
+def vector_drivers(name: str, n: int, width: int, t: str = "f64") -> str:
+    """``vector_requests`` for ``@<name>(n x t) -> t``, every argument active."""
+    return vector_requests(name, [(t, "active")] * n, t, width)
+
+
+def function_text(text: str, name: str) -> str:
+    """The definition of ``func.func @<name>`` in MLIR ``text`` (from its line to the
+    first ``}`` at the start of a line), to reuse another test's function."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"func.func @{name}("))
+    end = next(i for i in range(start, len(lines)) if lines[i] == "}")
+    return "\n".join(lines[start:end + 1])

@@ -179,3 +179,59 @@ def test_activity_opt_leaves_vector_requests_correct():
     assert optimized.rev2(x, a, n, 1.0, 2.0) == pytest.approx((gx, 2 * gx, ga, 2 * ga), rel=1e-12)
     # lane 0's tangent unused, lanes 1 and 2 returned
     assert optimized.fwd3_lanes12(x, 1.0, 2.0, 3.0, a, n) == pytest.approx((2 * gx, 3 * gx), rel=1e-12)
+
+
+# calls with several results, reverse mode (forward mode passes each result's tangents
+# already): in a loop and at the top, one result seeded and the others not
+CALLS = """
+func.func @g(%x: f64, %y: f64) -> (f64, f64, f64, index) {
+  %a = arith.mulf %x, %y : f64
+  %b = math.sin %x : f64
+  %c = math.exp %y : f64
+  %i = arith.constant 3 : index
+  func.return %a, %b, %c, %i : f64, f64, f64, index
+}
+func.func @calls(%x: f64, %y: f64) -> f64 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %h = arith.constant 0.5 : f64
+  %n = arith.constant 3 : index
+  %r = scf.for %k = %c0 to %n step %c1 iter_args(%acc = %x) -> (f64) {
+    %a, %b, %c, %i = func.call @g(%acc, %y) : (f64, f64) -> (f64, f64, f64, index)
+    %ab = arith.mulf %a, %b : f64
+    %half = arith.mulf %h, %acc : f64
+    %s = arith.addf %half, %ab : f64
+    scf.yield %s : f64
+  }
+  %a2, %b2, %c2, %i2 = func.call @g(%x, %r) : (f64, f64) -> (f64, f64, f64, index)
+  %o = arith.addf %r, %b2 : f64
+  func.return %o : f64
+}
+"""
+
+
+def _calls_reference(x, y):
+    acc = x
+    for _ in range(3):
+        acc = 0.5 * acc + acc * y * math.sin(acc)
+    return acc + math.sin(x)
+
+
+@pytest.mark.parametrize("structured", [True, False], ids=["scf", "branches"])
+def test_reverse_calls_with_several_results(structured):
+    from adhelpers import central_fd, drivers, vector_drivers
+
+    text = CALLS + drivers("calls", 2) + "\n" + vector_drivers("calls", 2, 2) + "\n" + vector_drivers("calls", 2, 3)
+    m = zymase.mlir.compile(text, structured_ad=structured)
+    xs = (0.4, 0.7)
+    assert m.calls(*xs) == pytest.approx(_calls_reference(*xs), rel=1e-14)
+    grad = m.d_calls(*xs)
+    assert grad == pytest.approx([central_fd(_calls_reference, xs, i) for i in range(2)], rel=1e-7)
+    for width, seeds in ((2, (1.0, -0.5)), (3, (2.0, 0.0, -1.5))):
+        got = getattr(m, f"dv{width}_calls")(*xs, *seeds)
+        want = [s * g for g in grad for s in seeds]  # per argument, its lanes
+        assert got == pytest.approx(want, rel=1e-14, abs=1e-15)
+        tangents = [(1.0, 0.0, 0.5)[:width], (0.0, 1.0, -2.0)[:width]]
+        got = getattr(m, f"fv{width}_calls")(xs[0], *tangents[0], xs[1], *tangents[1])
+        assert got == pytest.approx([grad[0] * tangents[0][k] + grad[1] * tangents[1][k] for k in range(width)],
+                                    rel=1e-13)

@@ -857,9 +857,12 @@ def rev_signature(inputs: Sequence[Attribute], outputs: Sequence[Attribute], arg
 
 def _lanes_as_tensor(t: Attribute, width: int) -> list[Attribute]:
     """The ``width`` shadows of a scalar ``t`` as one ``tensor<width x T>`` (the
-    enzyme pass converts to and from the lanes, transforms/batch.py)."""
-    from zymase.ir import TensorType
+    enzyme pass converts to and from the lanes, transforms/batch.py); a memref's (or
+    pointer's) shadows stay ``width`` separate ones: no tensor holds memrefs."""
+    from zymase.ir import MemRefType, TensorType
 
+    if isinstance(t, (MemRefType, llvm.LLVMPointerType)):
+        return shadow_types(t, width)
     return [TensorType(shadow_types(t, 1)[0], [width])]
 
 

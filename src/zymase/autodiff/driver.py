@@ -116,10 +116,6 @@ class Driver:
         if mode == "rev":
             # structured control flow (scf regions) is reversed region by region
             gen_cls = StructuredReverse if is_structured(fop) else ReverseGenerator
-            if width > 1 and gen_cls is StructuredReverse:
-                raise ZymaseError(f"vector mode (width {width}) does not reverse structured control flow (scf) yet",
-                                  construct=f"@{fname}", function=fname,
-                                  hint="differentiate it at width 1, or lower scf to cf first (zymase-opt enzyme-cfg)")
         else:
             gen_cls = ForwardGenerator
         extra = {"width": width} if width > 1 else {}

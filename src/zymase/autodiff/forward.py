@@ -133,9 +133,11 @@ class ForwardGenerator(LaneMaps, LaneCombos, ShadowCode, LaplacianTerms):
                 rule = call_memory_rule(callee_name(op)) if kind == "call_rule" else None
                 if self.width > 1 and getattr(rule, "forwards_lanes", lambda o: False)(op):
                     lanes_rule = rule  # every lane in one call (gemv's lanes as one gemm)
-                elif rule is None or not rule.lane_by_lane(op):
-                    self.refuse_in_vector_mode(op, "memref or LAPACK/MPI memory operations", self.fname)
-                elif self.laplacian:  # a bilinear call's second-order term is not lane-wise
+                elif kind == "memref" and self.laplacian:
+                    self.refuse_in_vector_mode(op, "memref memory operations in Laplacian mode", self.fname)
+                elif kind == "call_rule" and not rule.lane_by_lane(op):
+                    self.refuse_in_vector_mode(op, "LAPACK/MPI memory operations", self.fname)
+                elif kind == "call_rule" and self.laplacian:  # a bilinear call's second-order term is not lane-wise
                     self.refuse_in_vector_mode(op, "BLAS calls in Laplacian mode", self.fname)
             new = self._copy_primal(op)
             if lanes_rule is not None:
@@ -203,9 +205,11 @@ class ForwardGenerator(LaneMaps, LaneCombos, ShadowCode, LaplacianTerms):
         tangents carried alongside (rules/scf.py)."""
         rule = self.ctx.rule_for(op)
         if hasattr(rule, "forward_region"):
-            if any(self.act.is_active(v) or self.act.has_shadow(v) for inner in op.walk()
-                   for v in (*inner.operands, *inner.results)):
-                self.refuse_in_vector_mode(op, "structured control flow (scf) with derivatives", self.fname)
+            if self.laplacian and any(self.act.is_active(v) or self.act.has_shadow(v) for inner in op.walk()
+                                      for v in (*inner.operands, *inner.results)):
+                # the rules carry every lane's tangents; the Laplacian lane's
+                # second-order terms are not carried through regions
+                self.refuse_in_vector_mode(op, "structured control flow (scf) in Laplacian mode", self.fname)
             rule.forward_region(self, op)
             return
         if any(self.act.is_active(v) or self.act.has_shadow(v) for inner in op.walk() for v in (*inner.operands, *inner.results)):

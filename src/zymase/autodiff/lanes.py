@@ -56,13 +56,20 @@ class LaneMaps:
         finally:
             self._lane, self.lane_index = self._lanes[0], 0
 
+    def in_each_lane(self, make) -> list:
+        """``make()`` called with each lane selected in turn: one value per lane, in lane
+        order (a derivative operand or result repeated lane by lane)."""
+        return [make() for _ in self.each_lane()]
+
     def of_every_lane(self, field: str) -> list[dict]:
         """``field``'s map of each lane, in lane order."""
         return [getattr(lane, field) for lane in self._lanes]
 
-    def reset_lanes(self, field: str) -> None:
-        for lane in self._lanes:
-            setattr(lane, field, {})
+    def reset_lanes(self, field: str, maps: list[dict] | None = None) -> None:
+        """Give each lane an empty ``field`` map, or its own of ``maps`` (lane order):
+        what ``of_every_lane`` saved, restored."""
+        for k, lane in enumerate(self._lanes):
+            setattr(lane, field, {} if maps is None else maps[k])
 
     def refuse_in_vector_mode(self, op: Operation, what: str, fname: str) -> None:
         """Vector mode does not cover ``what`` (at ``op``): refused, never approximated."""

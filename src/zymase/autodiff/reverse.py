@@ -239,9 +239,9 @@ class ReverseGenerator(LaneMaps, ShadowCode, IndexedCaches, MinCutRecompute, Sto
         for b in self.cfg.rpo():
             for op in b.ops:
                 if memory_kind(op) is not None:
-                    if memory_kind(op) in ("memref", "call_rule") and any(o in act.shadowed for o in op.operands) \
+                    if memory_kind(op) == "call_rule" and any(o in act.shadowed for o in op.operands) \
                             and not lane_by_lane(op):
-                        self.refuse_in_vector_mode(op, "memref or LAPACK/MPI memory operations", self.fname)
+                        self.refuse_in_vector_mode(op, "LAPACK/MPI memory operations", self.fname)
                     clone = clones[op]
                     self.E.before(clone.next_op)
                     for _ in self.each_lane():
@@ -824,7 +824,7 @@ class ReverseGenerator(LaneMaps, ShadowCode, IndexedCaches, MinCutRecompute, Sto
             return
         callee = self.ctx.defined_function(op)
         if callee is not None:
-            self._reverse_call(op, callee, dys)
+            self._reverse_call(op, callee, [[d] for d in dys])
             return
         rule = self.ctx.rule_for(op)
         if rule is None:
@@ -965,19 +965,24 @@ class ReverseGenerator(LaneMaps, ShadowCode, IndexedCaches, MinCutRecompute, Sto
 
     def _reverse_call_lanes(self, op: Operation, callee: Operation) -> None:
         """Vector mode: the reverse of a call to a defined function is one call of the
-        callee's width-N derivative, with the result's adjoint in each lane as seeds."""
-        dys = []
-        for _ in self.each_lane():
-            dys.append(self._take_adjoint(op.results[0]) if op.results else None)
+        callee's width-N derivative, with each result's adjoint in each lane as seeds."""
+        lane_dys = [self.in_each_lane(lambda: self._take_adjoint(r)) for r in op.results]
+        self._reverse_call(op, callee, lane_dys)
+
+    def _reverse_call(self, op: Operation, callee: Operation, lane_dys: list[list[SSAValue | None]]) -> None:
+        """Reverse of a call to a defined function: call its (combined) derivative at
+        the generator's width, which recomputes the callee's forward sweep, with the
+        results' adjoints as seeds (``lane_dys``: per result, its adjoint in each lane;
+        a result no adjoint reaches is constant to the callee)."""
         args = self.flavor.call_args(op)
         arg_acts = [Activity.ACTIVE if self.act.is_active(a) else Activity.CONST for a in args]
-        if all(d is None for d in dys) or not any(a.is_active for a in arg_acts):
+        seeded = [any(d is not None for d in dys) for dys in lane_dys]
+        if not any(a.is_active for a in arg_acts) or not any(seeded):
             return
-        if len(op.results) != 1:
-            self.refuse_in_vector_mode(op, "calls with several results", self.fname)
-        r = op.results[0]
-        name = self.ctx.driver.reverse(callee, arg_acts, [Activity.ACTIVENONEED], width=self.width)
-        seeds = [d if d is not None else self.E.zero(r.type) for d in dys]
+        ret_acts = [Activity.ACTIVENONEED if s else Activity.CONSTNONEED for s in seeded]
+        name = self.ctx.driver.reverse(callee, arg_acts, ret_acts, width=self.width)
+        seeds = [d if d is not None else self.E.zero(r.type)
+                 for r, s, dys in zip(op.results, seeded, lane_dys) if s for d in dys]
         call_args = [self.primal(a) for a in args] + seeds
         out_types = [a.type for a, act in zip(args, arg_acts) if act.is_active for _ in range(self.width)]
         it = iter(self.E.call(name, call_args, out_types))
@@ -985,22 +990,3 @@ class ReverseGenerator(LaneMaps, ShadowCode, IndexedCaches, MinCutRecompute, Sto
             if act.is_active:
                 for _ in self.each_lane():
                     self._accumulate(a, next(it))
-
-    def _reverse_call(self, op: Operation, callee: Operation, dys) -> None:
-        """Reverse of a call to a defined function: call its (combined) derivative,
-        which recomputes the callee's forward sweep, with the result's adjoint as seed."""
-        args = self.flavor.call_args(op)
-        arg_acts = [Activity.ACTIVE if self.act.is_active(a) else Activity.CONST for a in args]
-        if not any(a.is_active for a in arg_acts):
-            return
-        dy = dys[0]
-        if dy is None:
-            return
-        name = self.ctx.driver.reverse(callee, arg_acts, [Activity.ACTIVENONEED])
-        call_args = [self.primal(a) for a in args] + [dy]
-        out_types = [a.type for a, act in zip(args, arg_acts) if act.is_active]
-        results = self.E.call(name, call_args, out_types)
-        it = iter(results)
-        for a, act in zip(args, arg_acts):
-            if act.is_active:
-                self._accumulate(a, next(it))

@@ -27,6 +27,11 @@ Adjoints live in SSA values inside their block; a value used in another block
 taken when it is defined inside a region. ``remove-unnecessary-enzyme-ops``
 (transforms/promote_gradients.py) turns these accumulators into values carried
 by the scf ops (iter_args, scf.if results).
+
+Vector mode (``width`` N > 1, autodiff/lanes.py): shadows, cells and frame-local
+adjoints exist once per lane; each op's reverse is emitted once per lane, while the
+forward sweep, the values fetched for the reverse (frame values, keyed by value) and
+the tape are shared by the lanes.
 """
 
 from __future__ import annotations
@@ -77,32 +82,32 @@ class StructuredReverse(ReverseGenerator):
         entry = gop.body.blocks[0]
         self.g_entry = entry
         self.vmap: dict[SSAValue, SSAValue] = {}
-        self.smap: dict[SSAValue, SSAValue] = {}
-        self.alloc_shadows: dict = {}
         self.rev_arg_of: dict = {}
         self.while_counts: dict[Operation, SSAValue] = {}
-        self.local: dict[SSAValue, SSAValue] = {}
         self.frames: list[Frame] = []
         self.dealloc_copies: dict[Operation, Operation] = {}  # primal dealloc -> its forward copy
         self.deferred_deallocs: dict[Operation, None] = {}  # (ordered: reproducible output)
-        g_args = list(entry.args)
-        k = 0
+        # The per-lane maps (shadows, adjoint cells, block-local adjoints: one set
+        # per lane in vector mode, autodiff/lanes.py) start empty.
+        for lane_map in ("smap", "alloc_shadows", "cells", "local"):
+            self.reset_lanes(lane_map)
+        g_args = iter(entry.args)
         for arg, a in zip(body.args, self.arg_acts):
-            self.vmap[arg] = g_args[k]
-            if a.is_dup and act.has_shadow(arg):
-                self.smap[arg] = g_args[k + 1]
-            k += 2 if a.is_dup else 1
-        seeds = []
-        for a in self.ret_acts:
-            seeds.append(g_args[k] if a.is_active else None)
-            k += 1 if a.is_active else 0
+            self.vmap[arg] = next(g_args)
+            if a.is_dup:
+                for _ in self.each_lane():
+                    shadow = next(g_args)
+                    if act.has_shadow(arg):
+                        self.smap[arg] = shadow
+        # per result, its seed in each lane
+        seeds = [[next(g_args) for _ in range(self.width)] if a.is_active else None for a in self.ret_acts]
 
         # Accumulators for adjoints that cross block boundaries.
-        self.cells: dict[SSAValue, SSAValue] = {}
         for b in nested_blocks(p.region):
             for v in (*b.args, *(r for op in b.ops for r in op.results)):
                 if act.is_active(v) and self._needs_cell(v):
-                    self.cells[v] = E.at_end(entry).v(ez.InitOp(ez.GradientType(v.type)))
+                    for _ in self.each_lane():
+                        self.cells[v] = E.at_end(entry).v(ez.InitOp(ez.GradientType(v.type)))
 
         # Forward sweep.
         E.at_end(entry)
@@ -114,15 +119,17 @@ class StructuredReverse(ReverseGenerator):
 
         # Reverse sweep, starting from the seeds of the returned values.
         with self.frame(body, entry):
-            for v, seed in zip(returned, seeds):
-                if seed is not None and act.is_active(v):
-                    self._accumulate(v, seed)
+            for v, lane_seeds in zip(returned, seeds):
+                if lane_seeds is not None and act.is_active(v):
+                    for lane in self.each_lane():
+                        self._accumulate(v, lane_seeds[lane])
             self.reverse_ops(body)
             derivs = []
             for arg, a in zip(body.args, self.arg_acts):
                 if a.is_active:
-                    d = self._take_adjoint(arg)
-                    derivs.append(d if d is not None else E.zero(arg.type))
+                    for _ in self.each_lane():
+                        d = self._take_adjoint(arg)
+                        derivs.append(d if d is not None else E.zero(arg.type))
             flavor.ret(E, self.primal_outputs + derivs, None)
         self._defer_deallocs(entry.last_op)
 
@@ -139,7 +146,8 @@ class StructuredReverse(ReverseGenerator):
         if memory_kind(op) is not None:
             saved = (self.E.block, self.E.anchor)
             self.E.before(clone.next_op) if clone.next_op is not None else self.E.at_end(clone.parent_block())
-            self.shadow_structure(op, clone, forward_mode=False)
+            for _ in self.each_lane():
+                self.shadow_structure(op, clone, forward_mode=False)
             self.E.block, self.E.anchor = saved
 
     def fwd(self, v: SSAValue) -> SSAValue:
@@ -186,15 +194,16 @@ class StructuredReverse(ReverseGenerator):
     @contextmanager
     def frame(self, fwd: Block, rb: Block, loop: tuple | None = None):
         """Emit, at the end of ``rb``, code that mirrors forward block ``fwd``."""
-        saved = (self.E.block, self.E.anchor, self.local)
+        saved = (self.E.block, self.E.anchor, self.of_every_lane("local"))
         self.E.at_end(rb)
-        self.local = {}
+        self.reset_lanes("local")
         self.frames.append(Frame(fwd, rb, rb.last_op, loop))
         try:
             yield self.frames[-1]
         finally:
             self.frames.pop()
-            self.E.block, self.E.anchor, self.local = saved
+            self.E.block, self.E.anchor = saved[:2]
+            self.reset_lanes("local", saved[2])
 
     def reverse_ops(self, block: Block) -> None:
         """The reverse of ``block``'s ops, last to first; its terminator is the
@@ -204,9 +213,14 @@ class StructuredReverse(ReverseGenerator):
                 if self.region_active(op):
                     self.region_rule(op).reverse_region(self, op)
             elif memory_kind(op) is not None:
-                self.reverse_memory(op)
+                for _ in self.each_lane():
+                    self.reverse_memory(op)
             elif self.act.op_is_active(op):
-                self._reverse_op(op)
+                if self.width > 1 and self.ctx.defined_function(op) is not None:
+                    self._reverse_call_lanes(op, self.ctx.defined_function(op))
+                else:
+                    for _ in self.each_lane():
+                        self._reverse_op(op)
 
     # ------------------------------------------------------------------ adjoints
     def _home(self, v: SSAValue) -> Block:

@@ -17,6 +17,10 @@ A :class:`RegionRule` answers three questions about one region-carrying op:
   condition; ``scf.while`` the reverse of the last ``before`` run followed by an
   ``scf.for`` over the counted iterations (reverse ``after``, then ``before``).
 
+In vector mode (the generator's ``width`` N > 1) each active value carries N tangents
+or adjoints, its lanes side by side (``_lane_types``); the primal values are carried
+once.
+
 The generators provide: ``g.E`` (emitter), ``g.act`` (activity), ``g.vmap``/
 ``g.primal`` (primal values), in forward mode ``g.tmap``/``g._tangent_or_zero``/
 ``g._op``, in reverse mode ``g.forward_op``, ``g.reverse_ops``, ``g.frame``
@@ -58,6 +62,43 @@ def _restore(E, saved) -> None:
 
 def _zero_or(E, d: SSAValue | None, typ) -> SSAValue:
     return d if d is not None else E.zero(typ)
+
+
+def _lane_types(g, values) -> list:
+    """The types of the derivatives carried for ``values``: per value, one per lane
+    (vector mode's width, autodiff/lanes.py), lane by lane."""
+    return [shadow_type(v.type) for v in values for _ in range(g.width)]
+
+
+def _map_tangents(g, values, carried) -> None:
+    """Forward mode: the tangents of ``values`` are ``carried`` (laid out as
+    ``_lane_types`` says), for those that are active."""
+    carried = iter(carried)
+    for v in values:
+        for _ in g.each_lane():
+            t = next(carried)
+            if g.act.is_active(v):
+                g.tmap[v] = t
+
+
+def _lane_adjoints(g, values, types) -> list[SSAValue]:
+    """Reverse mode: the adjoints of ``values`` (zero where there is none), taken per
+    value in each lane, lane by lane (the layout of ``_lane_types``)."""
+    E = g.E
+    return [d for v, t in zip(values, types) for d in g.in_each_lane(lambda: _zero_or(E, g._take_adjoint(v), t))]
+
+
+def _by_value(g, positions, carried) -> dict[int, list[SSAValue]]:
+    """``carried`` (per position, its lanes side by side) as position -> its lanes."""
+    carried = list(carried)
+    return {i: carried[k * g.width:(k + 1) * g.width] for k, i in enumerate(positions)}
+
+
+def _accumulate_lanes(g, values, carried) -> None:
+    """Add ``carried`` (per value, its lanes side by side) to the adjoints of ``values``."""
+    for v, lane_adjoints in zip(values, _by_value(g, range(len(values)), carried).values()):
+        for lane in g.each_lane():
+            g._accumulate(v, lane_adjoints[lane])
 
 
 def _check_no_shadowed_carry(g, op: Operation, values) -> None:
@@ -105,16 +146,18 @@ class TerminatorRule(Rule):
 
     def forward_terminator(self, g, op: Operation, slots: list[int]) -> Operation:
         vals = self.passed(op)
-        extra = [g._tangent_or_zero(vals[i]) for i in slots]
+        extra = [t for i in slots for t in g.in_each_lane(lambda: g._tangent_or_zero(vals[i]))]
         primal = [g.primal(v) for v in vals]
         if isinstance(op, scf.ConditionOp):
             return g.E.insert(scf.ConditionOp(g.primal(op.condition), *primal, *extra))
         return g.E.insert(scf.YieldOp(*primal, *extra))
 
-    def reverse_terminator(self, g, op: Operation, adjoints: dict[int, SSAValue]) -> None:
+    def reverse_terminator(self, g, op: Operation, adjoints: dict[int, list[SSAValue | None]]) -> None:
+        """``adjoints``: per position passed, its adjoint in each lane."""
         vals = self.passed(op)
-        for i, d in adjoints.items():
-            g._accumulate(vals[i], d)
+        for i, lane_adjoints in adjoints.items():
+            for lane in g.each_lane():
+                g._accumulate(vals[i], lane_adjoints[lane])
 
 
 def _rule(*op_classes):
@@ -143,20 +186,19 @@ class ForRule(RegionRule):
         return [i for i, (a, r) in enumerate(zip(body.args[1:], op.results)) if g.act.is_active(a) or g.act.is_active(r)]
 
     def forward_region(self, g, op):
-        E, act = g.E, g.act
+        E = g.E
         body = op.body.block
         _check_no_shadowed_carry(g, op, [*op.results, *body.args])
         slots = self.slots(g, op)
-        inits = [g.primal(x) for x in op.iter_args] + [g._tangent_or_zero(op.iter_args[i]) for i in slots]
-        arg_types = [a.type for a in body.args] + [shadow_type(body.args[1 + i].type) for i in slots]
+        inits = [g.primal(x) for x in op.iter_args]
+        inits += [t for i in slots for t in g.in_each_lane(lambda: g._tangent_or_zero(op.iter_args[i]))]
+        arg_types = [a.type for a in body.args] + _lane_types(g, [body.args[1 + i] for i in slots])
         nb = Block(arg_types=arg_types)
         new = E.insert(scf.ForOp(g.primal(op.lb), g.primal(op.ub), g.primal(op.step), inits, Region(nb)))
         for a, na in zip(body.args, nb.args):
             g.vmap[a] = na
         n = len(op.iter_args)
-        for j, i in enumerate(slots):
-            if act.is_active(body.args[1 + i]):
-                g.tmap[body.args[1 + i]] = nb.args[1 + n + j]
+        _map_tangents(g, [body.args[1 + i] for i in slots], nb.args[1 + n:])
         saved = _with_block(E, nb)
         for inner in list(body.ops)[:-1]:
             g._op(inner)
@@ -164,9 +206,7 @@ class ForRule(RegionRule):
         _restore(E, saved)
         for i, r in enumerate(op.results):
             g.vmap[r] = new.results[i]
-        for j, i in enumerate(slots):
-            if act.is_active(op.results[i]):
-                g.tmap[op.results[i]] = new.results[n + j]
+        _map_tangents(g, [op.results[i] for i in slots], new.results[n:])
 
     def forward_sweep(self, g, op):
         E = g.E
@@ -194,17 +234,16 @@ class ForRule(RegionRule):
         types = [op.results[i].type for i in slots]
         lb, ub, step = g.primal(op.lb), g.primal(op.ub), g.primal(op.step)
         n = emit_trip_count(E.v, lb, ub, step)
-        seeds = [_zero_or(E, g._take_adjoint(op.results[i]), t) for i, t in zip(slots, types)]
+        seeds = _lane_adjoints(g, [op.results[i] for i in slots], types)
         iv_type = body.args[0].type
-        rb = Block(arg_types=[iv_type, *types])
+        rb = Block(arg_types=[iv_type, *_lane_types(g, [op.results[i] for i in slots])])
         rev = E.insert(scf.ForOp(_index_const(E, 0, iv_type), n, _index_const(E, 1, iv_type), seeds, Region(rb)))
         with g.frame(body, rb, loop=(op, lb, step, n, rb.args[0])):
-            TERMINATOR.reverse_terminator(g, body.last_op, dict(zip(slots, rb.args[1:])))
+            TERMINATOR.reverse_terminator(g, body.last_op, _by_value(g, slots, rb.args[1:]))
             g.reverse_ops(body)
-            outs = [_zero_or(E, g._take_adjoint(body.args[1 + i]), t) for i, t in zip(slots, types)]
+            outs = _lane_adjoints(g, [body.args[1 + i] for i in slots], types)
             E.insert(scf.YieldOp(*outs))
-        for i, d in zip(slots, rev.results):
-            g._accumulate(op.iter_args[i], d)
+        _accumulate_lanes(g, [op.iter_args[i] for i in slots], rev.results)
 
 
 def forward_index(E, loop) -> SSAValue:
@@ -235,7 +274,7 @@ class IfRule(RegionRule):
         E, act = g.E, g.act
         _check_no_shadowed_carry(g, op, op.results)
         slots = [i for i, r in enumerate(op.results) if act.is_active(r)]
-        types = [r.type for r in op.results] + [shadow_type(op.results[i].type) for i in slots]
+        types = [r.type for r in op.results] + _lane_types(g, [op.results[i] for i in slots])
         blocks = [Block() if r.blocks else None for r in _regions(op)]
         new = E.insert(scf.IfOp(g.primal(op.cond), types, Region(blocks[0]),
                                 Region(blocks[1]) if blocks[1] is not None else None))
@@ -250,8 +289,7 @@ class IfRule(RegionRule):
         n = len(op.results)
         for i, r in enumerate(op.results):
             g.vmap[r] = new.results[i]
-        for j, i in enumerate(slots):
-            g.tmap[op.results[i]] = new.results[n + j]
+        _map_tangents(g, [op.results[i] for i in slots], new.results[n:])
 
     def forward_sweep(self, g, op):
         E = g.E
@@ -274,7 +312,11 @@ class IfRule(RegionRule):
         E = g.E
         _check_no_shadowed_carry(g, op, op.results)
         cond = g.primal(op.cond)
-        dres = {i: d for i, r in enumerate(op.results) if (d := g._take_adjoint(r)) is not None}
+        dres = {}
+        for i, r in enumerate(op.results):
+            lane_adjoints = g.in_each_lane(lambda: g._take_adjoint(r))
+            if any(d is not None for d in lane_adjoints):
+                dres[i] = lane_adjoints
         blocks = [Block() if r.blocks else None for r in _regions(op)]
         E.insert(scf.IfOp(cond, [], Region(blocks[0]), Region(blocks[1]) if blocks[1] is not None else None))
         for region, rb in zip(_regions(op), blocks):
@@ -302,21 +344,20 @@ class WhileRule(RegionRule):
         return b, a
 
     def forward_region(self, g, op):
-        E, act = g.E, g.act
+        E = g.E
         before, after = op.before_region.block, op.after_region.block
         _check_no_shadowed_carry(g, op, [*op.results, *before.args])
         bslots, aslots = self.slots(g, op)
-        inits = [g.primal(x) for x in op.arguments] + [g._tangent_or_zero(op.arguments[i]) for i in bslots]
-        nb = Block(arg_types=[a.type for a in before.args] + [shadow_type(before.args[i].type) for i in bslots])
-        na = Block(arg_types=[a.type for a in after.args] + [shadow_type(after.args[j].type) for j in aslots])
-        res_types = [r.type for r in op.results] + [shadow_type(op.results[j].type) for j in aslots]
+        inits = [g.primal(x) for x in op.arguments]
+        inits += [t for i in bslots for t in g.in_each_lane(lambda: g._tangent_or_zero(op.arguments[i]))]
+        nb = Block(arg_types=[a.type for a in before.args] + _lane_types(g, [before.args[i] for i in bslots]))
+        na = Block(arg_types=[a.type for a in after.args] + _lane_types(g, [after.args[j] for j in aslots]))
+        res_types = [r.type for r in op.results] + _lane_types(g, [op.results[j] for j in aslots])
         new = E.insert(scf.WhileOp(inits, res_types, Region(nb), Region(na)))
         for blk, new_blk, slots, term_slots in ((before, nb, bslots, aslots), (after, na, aslots, bslots)):
             for a, x in zip(blk.args, new_blk.args):
                 g.vmap[a] = x
-            for k, i in enumerate(slots):
-                if act.is_active(blk.args[i]):
-                    g.tmap[blk.args[i]] = new_blk.args[len(blk.args) + k]
+            _map_tangents(g, [blk.args[i] for i in slots], new_blk.args[len(blk.args):])
             saved = _with_block(E, new_blk)
             for inner in list(blk.ops)[:-1]:
                 g._op(inner)
@@ -325,9 +366,7 @@ class WhileRule(RegionRule):
         n = len(op.results)
         for i, r in enumerate(op.results):
             g.vmap[r] = new.results[i]
-        for k, j in enumerate(aslots):
-            if act.is_active(op.results[j]):
-                g.tmap[op.results[j]] = new.results[n + k]
+        _map_tangents(g, [op.results[j] for j in aslots], new.results[n:])
 
     def forward_sweep(self, g, op):
         """The primal loop with one more value carried around: the number of times the
@@ -369,26 +408,28 @@ class WhileRule(RegionRule):
         before, after = op.before_region.block, op.after_region.block
         _check_no_shadowed_carry(g, op, [*op.results, *before.args])
         bslots, aslots = self.slots(g, op)
-        btypes = [before.args[i].type for i in bslots]
+        bvalues = [before.args[i] for i in bslots]
+        btypes = [v.type for v in bvalues]
         n = g.fetch_computed_in(op.parent_block(), g.while_counts[op])
-        dres = {j: _zero_or(E, g._take_adjoint(op.results[j]), op.results[j].type) for j in aslots}
+        dres = _by_value(g, aslots, _lane_adjoints(g, [op.results[j] for j in aslots],
+                                                    [op.results[j].type for j in aslots]))
 
-        def rev_before(dx: dict[int, SSAValue]) -> list[SSAValue]:
+        def rev_before(dx: dict[int, list[SSAValue]]) -> list[SSAValue]:
             TERMINATOR.reverse_terminator(g, before.last_op, dx)
             g.reverse_ops(before)
-            return [_zero_or(E, g._take_adjoint(before.args[i]), t) for i, t in zip(bslots, btypes)]
+            return _lane_adjoints(g, bvalues, btypes)
 
         with g.frame(before, E.block):
             db = rev_before(dres)
         idx = n.type
-        rb = Block(arg_types=[idx, *btypes])
+        rb = Block(arg_types=[idx, *_lane_types(g, bvalues)])
         loop = E.insert(scf.ForOp(_index_const(E, 0, idx), n, _index_const(E, 1, idx), db, Region(rb)))
         with g.frame(after, rb):
-            TERMINATOR.reverse_terminator(g, after.last_op, dict(zip(bslots, rb.args[1:])))
+            TERMINATOR.reverse_terminator(g, after.last_op, _by_value(g, bslots, rb.args[1:]))
             g.reverse_ops(after)
-            da = {j: _zero_or(E, g._take_adjoint(after.args[j]), after.args[j].type) for j in aslots}
+            da = _by_value(g, aslots, _lane_adjoints(g, [after.args[j] for j in aslots],
+                                                      [after.args[j].type for j in aslots]))
         with g.frame(before, rb):
             outs = rev_before(da)
             E.insert(scf.YieldOp(*outs))
-        for i, d in zip(bslots, loop.results):
-            g._accumulate(op.arguments[i], d)
+        _accumulate_lanes(g, [op.arguments[i] for i in bslots], loop.results)
