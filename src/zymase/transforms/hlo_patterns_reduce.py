@@ -195,11 +195,11 @@ def _earlier_product(x, b, mapping, before):
 
 
 @rewrite(hlo.MultiplyOp, "reduce_scaled_reuse", "reduce_sum(x * y, dims) * b -> reduce_sum(p * y, dims) where "
-         "p = x * broadcast_in_dim(b) is computed anyway", liberty=True, reorders_sum=True)
+         "p = x * broadcast_in_dim(b) is computed anyway and p alone reads x otherwise", liberty=True, reorders_sum=True)
 def reduce_scaled_reuse(op, rewriter):
-    """The factor goes into the sum when the program already has ``x`` times it: the sum
-    reads ``p`` instead of ``x``, which then is read only by ``p`` (XLA computes it inside
-    ``p``'s kernel instead of keeping it in memory). In reverse mode this is the adjoint
+    """The factor goes into the sum when the program already has ``x`` times it and
+    nothing else reads ``x``: the sum reads ``p`` instead of ``x``, which then is read
+    only by ``p`` (XLA computes it inside ``p``'s kernel instead of keeping it in memory). In reverse mode this is the adjoint
     of ``s`` in ``p = (a - m) * s``: ``sum(pbar * (a - m))``, where ``(a - m) * s`` is
     the primal's (the GMM-like gradient of bench/jax_grad.py)."""
     for side in (0, 1):
@@ -218,7 +218,10 @@ def reduce_scaled_reuse(op, rewriter):
         for x_side in (0, 1):
             x, y = product.operands[x_side], product.operands[1 - x_side]
             p = _earlier_product(x, b, mapping, product)
-            if p is None:
+            # only where x is then read by p alone: if something else reads x, XLA keeps
+            # it in memory anyway, and reading p may keep p there too (ADBench GMM's
+            # x - m feeds two dot_generals)
+            if p is None or any(use.operation not in (p, product) for use in x.uses):
                 continue
             reread = new(hlo.MultiplyOp, [p.results[0], y], y.type)
             rewriter.replace(op, [reread, _reduce(red, reread.results[0], dims, op.results[0].type)])
