@@ -162,7 +162,8 @@ def _merge_into_copy(block: Block, copied: list[Operation]) -> dict[SSAValue, SS
     known = {key: op for op in copied if (key := _op_key(op)) is not None}
     merged: dict[SSAValue, SSAValue] = {}
     for op in list(block.ops):
-        if op in primal or (key := _op_key(op)) is None or key not in known:
+        if op in primal or (key := _op_key(op)) is None or key not in known \
+                or not known[key].is_before_in_block(op):
             continue
         for old, kept in zip(op.results, known[key].results):
             old.replace_all_uses_with(kept)
