@@ -199,9 +199,10 @@ def _earlier_product(x, b, mapping, before):
 def reduce_scaled_reuse(op, rewriter):
     """The factor goes into the sum when the program already has ``x`` times it and
     nothing else reads ``x``: the sum reads ``p`` instead of ``x``, which then is read
-    only by ``p`` (XLA computes it inside ``p``'s kernel instead of keeping it in memory). In reverse mode this is the adjoint
-    of ``s`` in ``p = (a - m) * s``: ``sum(pbar * (a - m))``, where ``(a - m) * s`` is
-    the primal's (the GMM-like gradient of bench/jax_grad.py)."""
+    only by ``p`` (XLA computes it inside ``p``'s kernel instead of keeping it in
+    memory). In reverse mode this is the adjoint of ``s`` in ``p = (a - m) * s``:
+    ``sum(pbar * (a - m)) * s``, where ``(a - m) * s`` is the primal's (the GMM-like
+    gradient of bench/jax_grad.py)."""
     for side in (0, 1):
         summed, b = op.operands[side], op.operands[1 - side]
         red = summed.owner
