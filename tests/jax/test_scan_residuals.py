@@ -150,3 +150,29 @@ def test_overwritten_rows_of_an_active_buffer_get_no_adjoint():
     want = jax.jit(jax.grad(_rows_of_an_active_buffer, argnums=(0, 1)))(x, buf)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-13)
+
+
+def _gated(w, seq):
+    """An LSTM-like gate: jax.nn.sigmoid has a custom_jvp rule whose jvp function computes
+    1 / (1 + exp(-x)) again."""
+    def step(h, x):
+        gate = jax.nn.sigmoid(h * w[0] + x)
+        return gate * jnp.tanh(h * w[1]) + (1 - gate) * h, None
+
+    return jnp.sum(lax.scan(step, jnp.zeros_like(w[0]), seq)[0] ** 2)
+
+
+# issue 28 performance, item 3 (session 27): the sigmoid rule's recomputation of the
+# primal's 1 / (1 + exp(-x)) is merged with the body copy's before the plan, so the
+# forward loop stores the quotient and the reverse loop reads it; it stored exp(-x) and
+# divided again in every reverse iteration (ADBench LSTM's reverse body: 16 XLA kernels,
+# 10 after, JAX's 8)
+def test_reverse_loop_reads_the_stored_sigmoid_instead_of_dividing_again():
+    w = jnp.asarray(np.linspace(0.3, 0.9, 6).reshape(2, 3))
+    seq = jnp.asarray(np.random.default_rng(4).normal(size=(5, 3)))
+    recording, reverse = _derivative(_gated, w, seq, active=[True, False])
+    assert "stablehlo.divide" in _op_names(recording)
+    assert "stablehlo.divide" not in _op_names(reverse) and "stablehlo.exponential" not in _op_names(reverse)
+    got = zj.grad(_gated)(w, seq)
+    want = jax.jit(jax.grad(_gated))(w, seq)
+    np.testing.assert_allclose(got, want, rtol=1e-13)

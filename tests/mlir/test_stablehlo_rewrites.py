@@ -24,3 +24,30 @@ def test_reduce_of_broadcast_leaves_integer_sums_alone():
     module = parse_mlir(INTEGER_SUM_OF_BROADCAST)
     simplify(module)
     assert '"stablehlo.reduce"' in print_mlir(module)
+
+
+# sum(g * d) * s with p = d * broadcast(s) in the program, but d also read by a
+# dot_general (ADBench GMM's x - m): reading p instead would keep both in memory
+SCALED_SUM_OF_A_SHARED_DIFFERENCE = """
+func.func @shared(%d: tensor<4x3xf64>, %s: tensor<3xf64>, %g: tensor<4x3xf64>) -> (tensor<4x3xf64>, tensor<3xf64>, tensor<3x3xf64>) {
+  %z = "stablehlo.constant"() <{value = dense<0.000000e+00> : tensor<f64>}> : () -> tensor<f64>
+  %sb = "stablehlo.broadcast_in_dim"(%s) <{broadcast_dimensions = array<i64: 1>}> : (tensor<3xf64>) -> tensor<4x3xf64>
+  %p = "stablehlo.multiply"(%d, %sb) : (tensor<4x3xf64>, tensor<4x3xf64>) -> tensor<4x3xf64>
+  %q = "stablehlo.multiply"(%g, %d) : (tensor<4x3xf64>, tensor<4x3xf64>) -> tensor<4x3xf64>
+  %r = "stablehlo.reduce"(%q, %z) <{dimensions = array<i64: 0>}> ({
+  ^bb0(%a: tensor<f64>, %c: tensor<f64>):
+    %t = "stablehlo.add"(%a, %c) : (tensor<f64>, tensor<f64>) -> tensor<f64>
+    "stablehlo.return"(%t) : (tensor<f64>) -> ()
+  }) : (tensor<4x3xf64>, tensor<f64>) -> tensor<3xf64>
+  %w = "stablehlo.multiply"(%r, %s) : (tensor<3xf64>, tensor<3xf64>) -> tensor<3xf64>
+  %dd = "stablehlo.dot_general"(%d, %d) <{dot_dimension_numbers = #stablehlo.dot<lhs_contracting_dimensions = [0], rhs_contracting_dimensions = [0]>}> : (tensor<4x3xf64>, tensor<4x3xf64>) -> tensor<3x3xf64>
+  func.return %p, %w, %dd : tensor<4x3xf64>, tensor<3xf64>, tensor<3x3xf64>
+}
+"""
+
+
+def test_scaled_sum_keeps_reading_a_difference_something_else_reads():
+    module = parse_mlir(SCALED_SUM_OF_A_SHARED_DIFFERENCE)
+    simplify(module)
+    text = print_mlir(module)
+    assert '"stablehlo.multiply"(%g, %d)' in text and '"stablehlo.multiply"(%r, %s)' in text

@@ -11,8 +11,10 @@ with :func:`rewrite` under a name and a one-line declarative summary (``"x + 0 -
 A pattern whose result differs from IEEE arithmetic in some corner (the sign of a zero,
 ``x * 0`` for an infinite ``x``) is registered with ``liberty=True``: it is applied to
 derivative code only, never to the user's primal ops. No pattern turns a NaN into a
-number: ``x * 0 -> 0`` needs an ``x`` that ``known_finite`` proves finite, since JAX,
-whose derivatives zymase's must equal, has no strong zeros.
+finite number: ``x * 0 -> 0`` needs an ``x`` that ``known_finite`` proves finite, since
+JAX, whose derivatives zymase's must equal, has no strong zeros (``reduce_scaled``, a
+factor out of a sum, may give an infinity where the sum of products had a ``0 * inf``
+NaN beside other terms).
 """
 
 from __future__ import annotations

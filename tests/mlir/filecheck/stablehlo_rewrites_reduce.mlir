@@ -67,6 +67,80 @@ func.func @reduce_zero_pad(%x: tensor<3x2xf64>) -> tensor<2xf64> {
   func.return %r : tensor<2xf64>
 }
 
+// a negation of the summed tensor is taken after the sum
+// CHECK-LABEL: func.func @reduce_negate
+// CHECK:         %[[R:.*]] = "stablehlo.reduce"(%x, %{{.*}}) <{dimensions = array<i64: 0>}>
+// CHECK:         }) : (tensor<4x3xf64>, tensor<f64>) -> tensor<3xf64>
+// CHECK-NEXT:    %[[N:.*]] = "stablehlo.negate"(%[[R]]) : (tensor<3xf64>) -> tensor<3xf64>
+// CHECK-NEXT:    func.return %[[N]]
+func.func @reduce_negate(%x: tensor<4x3xf64>) -> tensor<3xf64> {
+  %z = "stablehlo.constant"() <{value = dense<0.000000e+00> : tensor<f64>}> : () -> tensor<f64>
+  %n = "stablehlo.negate"(%x) : (tensor<4x3xf64>) -> tensor<4x3xf64>
+  %r = "stablehlo.reduce"(%n, %z) <{dimensions = array<i64: 0>}> ({
+  ^bb0(%a: tensor<f64>, %c: tensor<f64>):
+    %s = "stablehlo.add"(%a, %c) : (tensor<f64>, tensor<f64>) -> tensor<f64>
+    "stablehlo.return"(%s) : (tensor<f64>) -> ()
+  }) : (tensor<4x3xf64>, tensor<f64>) -> tensor<3xf64>
+  func.return %r : tensor<3xf64>
+}
+
+// sum over dim 1 of x * b[k, i] (b broadcast along dim 1) is b times the sum of x,
+// on the reduced shape; with a splat factor too
+// CHECK-LABEL: func.func @reduce_scaled
+// CHECK-NOT:     "stablehlo.broadcast_in_dim"(%v){{.*}} -> tensor<2x5x3xf64>
+// CHECK:         %[[R:.*]] = "stablehlo.reduce"(%x, %{{.*}}) <{dimensions = array<i64: 1>}>
+// CHECK:         }) : (tensor<2x5x3xf64>, tensor<f64>) -> tensor<2x3xf64>
+// CHECK-NEXT:    %[[B:.*]] = "stablehlo.broadcast_in_dim"(%v) <{broadcast_dimensions = array<i64: 1, 0>}> : (tensor<3x2xf64>) -> tensor<2x3xf64>
+// CHECK-NEXT:    %[[M:.*]] = "stablehlo.multiply"(%[[R]], %[[B]]) : (tensor<2x3xf64>, tensor<2x3xf64>) -> tensor<2x3xf64>
+// CHECK:         %[[Y:.*]] = "stablehlo.exponential"(%x)
+// CHECK-NEXT:    %[[R2:.*]] = "stablehlo.reduce"(%[[Y]], %{{.*}}) <{dimensions = array<i64: 1>}>
+// CHECK:         }) : (tensor<2x5x3xf64>, tensor<f64>) -> tensor<2x3xf64>
+// CHECK-NEXT:    %[[H:.*]] = "stablehlo.constant"() <{value = dense<5.000000e-01> : tensor<2x3xf64>}>
+// CHECK-NEXT:    %[[M2:.*]] = "stablehlo.multiply"(%[[R2]], %[[H]])
+// CHECK-NEXT:    func.return %[[M]], %[[M2]]
+func.func @reduce_scaled(%x: tensor<2x5x3xf64>, %v: tensor<3x2xf64>) -> (tensor<2x3xf64>, tensor<2x3xf64>) {
+  %z = "stablehlo.constant"() <{value = dense<0.000000e+00> : tensor<f64>}> : () -> tensor<f64>
+  %b = "stablehlo.broadcast_in_dim"(%v) <{broadcast_dimensions = array<i64: 2, 0>}> : (tensor<3x2xf64>) -> tensor<2x5x3xf64>
+  %m = "stablehlo.multiply"(%x, %b) : (tensor<2x5x3xf64>, tensor<2x5x3xf64>) -> tensor<2x5x3xf64>
+  %r = "stablehlo.reduce"(%m, %z) <{dimensions = array<i64: 1>}> ({
+  ^bb0(%a: tensor<f64>, %c: tensor<f64>):
+    %s = "stablehlo.add"(%a, %c) : (tensor<f64>, tensor<f64>) -> tensor<f64>
+    "stablehlo.return"(%s) : (tensor<f64>) -> ()
+  }) : (tensor<2x5x3xf64>, tensor<f64>) -> tensor<2x3xf64>
+  %h = "stablehlo.constant"() <{value = dense<5.000000e-01> : tensor<2x5x3xf64>}> : () -> tensor<2x5x3xf64>
+  %y = "stablehlo.exponential"(%x) : (tensor<2x5x3xf64>) -> tensor<2x5x3xf64>
+  %m2 = "stablehlo.multiply"(%h, %y) : (tensor<2x5x3xf64>, tensor<2x5x3xf64>) -> tensor<2x5x3xf64>
+  %r2 = "stablehlo.reduce"(%m2, %z) <{dimensions = array<i64: 1>}> ({
+  ^bb0(%a: tensor<f64>, %c: tensor<f64>):
+    %s = "stablehlo.add"(%a, %c) : (tensor<f64>, tensor<f64>) -> tensor<f64>
+    "stablehlo.return"(%s) : (tensor<f64>) -> ()
+  }) : (tensor<2x5x3xf64>, tensor<f64>) -> tensor<2x3xf64>
+  func.return %r, %r2 : tensor<2x3xf64>, tensor<2x3xf64>
+}
+
+// p = (x - m) * broadcast(s) is the program's; sum(g * (x - m)) * s reads p instead
+// CHECK-LABEL: func.func @reduce_scaled_reuse
+// CHECK:         %[[P:.*]] = "stablehlo.multiply"(%d, %sb)
+// CHECK-NEXT:    %[[Q:.*]] = "stablehlo.multiply"(%[[P]], %g)
+// CHECK-NEXT:    %[[R:.*]] = "stablehlo.reduce"(%[[Q]], %z) <{dimensions = array<i64: 0>}>
+// CHECK:         }) : (tensor<4x3xf64>, tensor<f64>) -> tensor<3xf64>
+// CHECK-NEXT:    func.return %[[P]], %[[R]]
+func.func @reduce_scaled_reuse(%x: tensor<4x3xf64>, %mu: tensor<3xf64>, %s: tensor<3xf64>, %g: tensor<4x3xf64>) -> (tensor<4x3xf64>, tensor<3xf64>) {
+  %z = "stablehlo.constant"() <{value = dense<0.000000e+00> : tensor<f64>}> : () -> tensor<f64>
+  %mb = "stablehlo.broadcast_in_dim"(%mu) <{broadcast_dimensions = array<i64: 1>}> : (tensor<3xf64>) -> tensor<4x3xf64>
+  %d = "stablehlo.subtract"(%x, %mb) : (tensor<4x3xf64>, tensor<4x3xf64>) -> tensor<4x3xf64>
+  %sb = "stablehlo.broadcast_in_dim"(%s) <{broadcast_dimensions = array<i64: 1>}> : (tensor<3xf64>) -> tensor<4x3xf64>
+  %p = "stablehlo.multiply"(%d, %sb) : (tensor<4x3xf64>, tensor<4x3xf64>) -> tensor<4x3xf64>
+  %q = "stablehlo.multiply"(%g, %d) : (tensor<4x3xf64>, tensor<4x3xf64>) -> tensor<4x3xf64>
+  %r = "stablehlo.reduce"(%q, %z) <{dimensions = array<i64: 0>}> ({
+  ^bb0(%a: tensor<f64>, %c: tensor<f64>):
+    %t = "stablehlo.add"(%a, %c) : (tensor<f64>, tensor<f64>) -> tensor<f64>
+    "stablehlo.return"(%t) : (tensor<f64>) -> ()
+  }) : (tensor<4x3xf64>, tensor<f64>) -> tensor<3xf64>
+  %w = "stablehlo.multiply"(%s, %r) : (tensor<3xf64>, tensor<3xf64>) -> tensor<3xf64>
+  func.return %p, %w : tensor<4x3xf64>, tensor<3xf64>
+}
+
 // x.T @ y: the transpose goes into the dimension numbers
 // CHECK-LABEL: func.func @dot_general_transposed_lhs
 // CHECK-NEXT:    %[[D:.*]] = "stablehlo.dot_general"(%x, %y) <{dot_dimension_numbers = #stablehlo.dot<lhs_contracting_dimensions = [0], rhs_contracting_dimensions = [0]>}> : (tensor<3x2xf64>, tensor<3x4xf64>) -> tensor<2x4xf64>

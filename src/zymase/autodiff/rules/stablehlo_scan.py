@@ -30,7 +30,7 @@ from zymase.autodiff import hlo_flavor as T
 from zymase.autodiff.flavor import Emitter
 from zymase.autodiff.rules.stablehlo_regions import I64, Mapped, build_block, constant, down_to_zero, inline, \
     inline_body, step, while_op
-from zymase.ir import Block, BlockArgument, IntegerAttr, Operation, SSAValue, TensorType
+from zymase.ir import Block, BlockArgument, IntegerAttr, Operation, SSAValue, TensorType, is_side_effect_free
 from zymase.ir import stablehlo as hlo
 
 # residual rows (all stored values of all iterations) beyond which only the loop state is
@@ -139,6 +139,38 @@ def _plan(copied: list[Operation], state: list[SSAValue], needed: list[SSAValue]
             stack += hlo_ad.captured_values(op)
     order = {r: n for n, r in enumerate(r for op in copied for r in op.results)}
     return _Plan(sorted(state_rows), sorted(residuals, key=order.__getitem__), trips, state)
+
+
+def _op_key(op: Operation):
+    """What decides a pure op's results: its name, operands, result types and
+    properties (None for ops with regions or effects, which are never merged)."""
+    if op.regions or not is_side_effect_free(op):
+        return None
+    return (op.name, tuple(op.operands), tuple(r.type for r in op.results),
+            tuple(sorted(op.properties.items())), tuple(sorted(op.attributes.items())))
+
+
+def _merge_into_copy(block: Block, copied: list[Operation]) -> dict[SSAValue, SSAValue]:
+    """Adjoint ops of ``block`` that repeat an op of the body copy ``copied`` (a rule
+    recomputing a primal value: the jvp function of ``jax.nn.sigmoid``'s custom_jvp rule
+    computes ``1 / (1 + exp(-x))`` again) read the copy's results instead, before the
+    plan decides what the forward loop stores: the adjoint then reads the primal's
+    value, stored when costly, instead of recomputing it from a cheaper stored operand
+    in every reverse iteration (ADBench LSTM: six sigmoids, each a separate XLA kernel
+    of the reverse body, since three kernels read it). Returns the merged values."""
+    primal = set(copied)
+    known = {key: op for op in copied if (key := _op_key(op)) is not None}
+    merged: dict[SSAValue, SSAValue] = {}
+    for op in list(block.ops):
+        if op in primal or (key := _op_key(op)) is None or key not in known \
+                or not known[key].is_before_in_block(op):
+            continue
+        for old, kept in zip(op.results, known[key].results):
+            old.replace_all_uses_with(kept)
+            merged[old] = kept
+        op.detach()
+        op.erase()
+    return merged
 
 
 def _read_by_adjoint(block: Block, copied: list[Operation], extra: list[SSAValue]) -> list[SSAValue]:
@@ -271,7 +303,8 @@ def reverse_counted(ctx, op: hlo.WhileOp, dys, k: int, start: int, trips: int, b
     for i, d in zip(floats, adjoints):
         seeds[returned[i]] = B.add(seeds[returned[i]], d) if returned[i] in seeds else d
     adjoint = hlo_ad.reverse_sweep(B, copied, Mapped(active), seeds, ctx.function)
-    new = [adjoint.get(state[i]) or B.zero(state[i].type) for i in floats]
+    merged = _merge_into_copy(block, copied)
+    new = [merged.get(a, a) if (a := adjoint.get(state[i])) is not None else B.zero(state[i].type) for i in floats]
     # a written-once sequence whose initial value wants no adjoint (scan's stacked outputs)
     # passes its adjoint through unchanged: zeroing the row read each iteration cost XLA
     # two copies of the whole adjoint per iteration (ADBench LSTM)
