@@ -280,6 +280,24 @@ def test_jit_function_keeps_module_alive(c_file):
     assert fn(6.0, 8.0) == 10.0
 
 
+def test_jit_takes_the_optimized_module_once(monkeypatch):
+    """optimize(for_jit=True) hands jit the module it printed (no second parse); a text
+    made from it, or a second jit of it, is parsed (the first engine owns the module)."""
+    ir = "define double @twice(double %x) {\n  %y = fadd double %x, %x\n  ret double %y\n}\n"
+    out = toolchain.optimize(ir, 2, for_jit=True)
+    assert out == toolchain.optimize(ir, 2)  # the same text
+    parses = []
+    parse = toolchain._parse
+    monkeypatch.setattr(toolchain, "_parse", lambda text: (parses.append(text), parse(text))[1])
+    first = toolchain.jit(out).function("twice", ctypes.c_double, ctypes.c_double)
+    assert parses == []
+    second = toolchain.jit(out).function("twice", ctypes.c_double, ctypes.c_double)
+    renamed = toolchain.jit(out.replace("@twice", "@double_it")).function("double_it", ctypes.c_double,
+                                                                          ctypes.c_double)
+    assert len(parses) == 2
+    assert (first(2.5), second(1.5), renamed(-3.0)) == (5.0, 3.0, -6.0)
+
+
 def test_jit_unknown_name(c_file):
     module = toolchain.jit(toolchain.preopt(toolchain.c_to_llvm_ir(c_file, [], 1), 1))
     with pytest.raises(ZymaseError, match="no function or global named 'nope'"):

@@ -107,7 +107,7 @@ def compile(  # noqa: A001
     module.verify()  # a failure here is a bug in zymase, not in the input
 
     ll_text = write_llvm_ir(module)
-    optimized = toolchain.optimize(ll_text, opt_level)
+    optimized = toolchain.optimize(ll_text, opt_level, for_jit=True)
     engine = toolchain.jit(optimized, opt=opt_level)
     return CompiledModule(engine, signatures, wrapped, optimized, complex_signatures)
 

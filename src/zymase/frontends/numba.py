@@ -920,7 +920,7 @@ def differentiate_numba_ir(ir: NumbaIR, spec: KernelSpec, symbol: str, rec: Comp
         # the runtime is linked after the helpers are back: linking reprints the module,
         # renumbering the attribute groups the helpers' text refers to
         out = _link_linalg_runtime(internalize(restore_nrt_helpers(out, helpers), keep=symbol))
-        out = toolchain.optimize(out, spec.opt)
+        out = toolchain.optimize(out, spec.opt, for_jit=True)
     return out
 
 

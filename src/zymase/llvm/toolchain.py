@@ -708,10 +708,11 @@ def prune_refcounts_module(module: llvm.ModuleRef) -> None:
     pm.run(module, pb)
 
 
-def optimize(ll_text: str, level: int) -> str:
+def optimize(ll_text: str, level: int, *, for_jit: bool = False) -> str:
     """The post-AD pipeline: the full O-level pipeline, vectorizers included.
 
-    Level 0 returns the text unchanged.
+    Level 0 returns the text unchanged. With ``for_jit`` (the module goes to :func:`jit`
+    next) the text is an :class:`OptimizedIR`, which hands :func:`jit` the module.
 
     The loop vectorizer's runtime alias checks are not hoisted out of outer loops here.
     Hoisting widens an inner loop's check to the whole outer loop and assumes the outer
@@ -728,7 +729,27 @@ def optimize(ll_text: str, level: int) -> str:
         _run_pipeline(module, level, vectorize=True)
     finally:
         llvm.set_option("", "-hoist-runtime-checks=true")  # LLVM's default, for Numba's own code
-    return _print(module)
+    text = _print(module)
+    return OptimizedIR(text, module) if for_jit else text
+
+
+class OptimizedIR(str):
+    """The text :func:`optimize` returns, holding the module it printed, so that
+    :func:`jit` of this very text compiles that module instead of parsing the text
+    again (a first ``zymase.grad`` call's module: about 10 ms of parsing and
+    verification). A string made from it (``+``, ``replace``, slicing) is a plain
+    ``str`` and is parsed as usual; the module goes to the first :func:`jit` of the
+    text (the engine owns it), later ones parse."""
+
+    def __new__(cls, text: str, module):
+        self = super().__new__(cls, text)
+        self.parsed = module
+        return self
+
+    def take_module(self):
+        """The parsed module, once (None afterwards)."""
+        module, self.parsed = self.parsed, None
+        return module
 
 
 # --------------------------------------------------------------------------------------
@@ -763,7 +784,8 @@ class JITModule:
                 hint="compile it to an executable with `zymase cc` instead of JIT-compiling it",
             )
         _load_libm()
-        self._module = _parse(ll_text)
+        parsed = ll_text.take_module() if isinstance(ll_text, OptimizedIR) else None
+        self._module = parsed if parsed is not None else _parse(ll_text)
         # Code generation at -O0 (FastISel) produces code that crashes under MCJIT
         # for modules with many functions; instruction selection at -O1 or above
         # does not, and the IR-level optimization level is unaffected.
