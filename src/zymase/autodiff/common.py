@@ -15,7 +15,7 @@ from zymase.autodiff.flavor import Emitter, Flavor, is_differentiable_type
 from zymase.autodiff.registry import REGISTRY, Rule, load_all_rules
 from zymase.autodiff.rules.blas_signatures import is_blas_or_lapack, supported_names
 from zymase.autodiff.annotated_calls import mark_of, rule_for_marked
-from zymase.autodiff.type_rules import shadow_type, shadow_types
+from zymase.autodiff.type_rules import shadow_types
 from zymase.autodiff.flavor import intrinsic_base
 from zymase.autodiff.names import ABANDON, ABANDONED, SHADOW_ARGS, SHADOW_LANES
 from zymase.errors import ZymaseError
