@@ -300,9 +300,19 @@ static int ZN_P(mv_unit_lanes_strided)(long leny, long lenx, long lanes, ZN_T al
             }
             const ZN_T *c = A + col[k];
             ZN_T sk = s[k];
-            if (first == 0)
-                for (long i = i0; i < i1; i++)
+            if (first == 0) {
+                /* 8 rows gathered, then stored as one vector (the stores were the cost) */
+                long i = i0;
+                for (; i + 8 <= i1; i += 8) {
+                    ZN_T v[8];
+                    for (int r = 0; r < 8; r++)
+                        v[r] = sk * c[(i + r) * lda];
+                    for (int r = 0; r < 8; r++)
+                        d[i + r] = v[r];
+                }
+                for (; i < i1; i++)
                     d[i] = sk * c[i * lda];
+            }
             else if (first == 1)
                 for (long i = i0; i < i1; i++)
                     d[i] += sk * c[i * lda];
