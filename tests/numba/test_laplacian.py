@@ -356,3 +356,45 @@ def test_laplacian_allocates_no_gradient_lanes_that_only_linear_code_reads(monke
         np.testing.assert_allclose(zymase.laplacian(_mlp1)(x, W, b, w), want, rtol=1e-13)
         allocations[d] = texts[-1].count("call ptr @NRT_MemInfo_alloc")
     assert (allocations[4] - allocations[2]) / 2 <= 2, allocations
+
+
+@njit
+def _mlp2(x, W1, b1, W2, b2, w):
+    return np.dot(w, np.tanh(W2 @ np.tanh(W1 @ x + b1) + b2))
+
+
+def test_laplacian_gives_each_arrays_lanes_one_allocation(monkeypatch):
+    # The two-layer MLP of bench/second_order_structure.py: each array whose gradient
+    # lanes are needed (W1 x, tanh(W1 x + b1), W2 h) has its lanes' shadows in one NRT
+    # allocation (autodiff/lane_blocks.py), so the kernel's allocations do not grow with
+    # the lanes (they grew by one per lane and array), every call frees what it
+    # allocates (the block's reference count is the lanes'), and the second layer's
+    # gemm reads and writes the lanes in place: checked against the dense Hessian.
+    from numba.core.runtime import _nrt_python, rtsys
+
+    from zymase.frontends import numba as zn
+
+    texts = []
+    jit = zn._jit_in_numba
+    monkeypatch.setattr(zn, "_jit_in_numba", lambda text, *rest: (texts.append(text), jit(text, *rest))[1])
+    rng = np.random.default_rng(11)
+    allocations, lap = {}, zymase.laplacian(_mlp2)
+    was_enabled = _nrt_python.memsys_stats_enabled()
+    _nrt_python.memsys_enable_stats()
+    try:
+        for d in (2, 3):
+            args = (rng.standard_normal(d), rng.standard_normal((5, d)), rng.standard_normal(5),
+                    rng.standard_normal((4, 5)) / 2, rng.standard_normal(4), rng.standard_normal(4))
+            got = lap(*args)
+            allocations[d] = texts[-1].count("call ptr @NRT_MemInfo_alloc")
+            np.testing.assert_allclose(got, np.trace(zymase.hessian(_mlp2)(*args)), rtol=1e-12)
+            before = rtsys.get_allocation_stats()
+            for _ in range(3):
+                assert lap(*args) == got
+            after = rtsys.get_allocation_stats()
+            assert after.mi_alloc - before.mi_alloc == after.mi_free - before.mi_free > 0
+            assert after.alloc - before.alloc == after.free - before.free
+    finally:
+        if not was_enabled:
+            _nrt_python.memsys_disable_stats()
+    assert allocations[3] == allocations[2], allocations

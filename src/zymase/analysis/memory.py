@@ -281,11 +281,18 @@ ALLOCATION_KINDS = ("alloca", "malloc", "calloc", "realloc", "nrt_alloc")
 """Ops whose result points into a new object, distinct from all other memory."""
 
 
-def pointer_roots(ptr: SSAValue, entry: Block, incoming, seen=None) -> set | None:
+#: on the GEP that derives one lane's part of a lane block (autodiff/lane_blocks.py): the
+#: lane's position in the block, whose parts never overlap
+LANE_PART = "zymase.lane_part"
+
+
+def pointer_roots(ptr: SSAValue, entry: Block, incoming, seen=None, *, parts: bool = False) -> set | None:
     """The objects pointer ``ptr`` may point into: arguments of the ``entry`` block,
     allocation ops (:data:`ALLOCATION_KINDS`) and global names; None when unknown (a
     pointer loaded from memory, returned by an unknown call, made from an integer).
-    ``incoming(arg)`` lists the values a non-entry block argument receives."""
+    ``incoming(arg)`` lists the values a non-entry block argument receives. With
+    ``parts``, a pointer into one lane's part of a lane block has the root
+    ``(block, lane position)`` instead of the block's allocation."""
     seen = set() if seen is None else seen
     if ptr in seen:
         return set()
@@ -295,7 +302,7 @@ def pointer_roots(ptr: SSAValue, entry: Block, incoming, seen=None) -> set | Non
             return {ptr}
         out: set = set()
         for val in incoming(ptr):
-            sub = pointer_roots(val, entry, incoming, seen)
+            sub = pointer_roots(val, entry, incoming, seen, parts=parts)
             if sub is None:
                 return None
             out |= sub
@@ -303,10 +310,14 @@ def pointer_roots(ptr: SSAValue, entry: Block, incoming, seen=None) -> set | Non
     op = ptr.owner
     kind = memory_kind(op)
     if kind == "derive":
-        return pointer_roots(op.operands[0], entry, incoming, seen)
+        sub = pointer_roots(op.operands[0], entry, incoming, seen, parts=parts)
+        part = op.attributes.get(LANE_PART) if parts else None
+        if part is not None and sub is not None:
+            return {(r, part.value.data) for r in sub}
+        return sub
     if kind == "select":
-        a = pointer_roots(op.operands[1], entry, incoming, seen)
-        b = pointer_roots(op.operands[2], entry, incoming, seen)
+        a = pointer_roots(op.operands[1], entry, incoming, seen, parts=parts)
+        b = pointer_roots(op.operands[2], entry, incoming, seen, parts=parts)
         return None if a is None or b is None else a | b
     if kind in ALLOCATION_KINDS:
         return {op}

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from zymase.analysis.memory import DEALLOCATED_ARG, callee_name, memory_kind
 from zymase.autodiff.common import Context, function_name, mark_shadow_args, no_rule_error, prepare
 from zymase.autodiff.flavor import Emitter
+from zymase.autodiff.lane_blocks import LaneBlocks
 from zymase.autodiff.lane_combos import LaneCombos
 from zymase.autodiff.lanes import LaneMaps
 from zymase.autodiff.lane_liveness import LaneLiveness
@@ -38,7 +39,7 @@ def _as_active(a: Activity) -> Activity:
     return a
 
 
-class ForwardGenerator(LaneMaps, LaneCombos, ShadowCode, LaplacianTerms):
+class ForwardGenerator(LaneMaps, LaneCombos, LaneBlocks, ShadowCode, LaplacianTerms):
     def __init__(self, ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts: Sequence[Activity], name: str,
                  width: int = 1, laplacian: bool = False):
         self.ctx = ctx
@@ -142,6 +143,8 @@ class ForwardGenerator(LaneMaps, LaneCombos, ShadowCode, LaplacianTerms):
             new = self._copy_primal(op)
             if lanes_rule is not None:
                 lanes_rule.forward_lanes(self, op, new)
+                return
+            if kind == "nrt_alloc" and self.allocates_lane_block(op, new):
                 return
             for _ in self.live_lanes(op):
                 self.shadow_structure(op, new, forward_mode=True)

@@ -31,6 +31,7 @@ from zymase.analysis.memory import (
     is_pointer,
     memory_kind,
 )
+from zymase.autodiff.lane_blocks import lane_data
 from zymase.autodiff.parallel import chunk_interior_spread, emit_adjoint_add, interior_test, needs_atomic_add
 from zymase.autodiff.type_rules import carries_derivatives
 from zymase.autodiff.registry import call_memory_rule
@@ -186,7 +187,8 @@ class ShadowCode:
             sh = op.clone({}, {})
             sh.operands = [self.shadow_of(op.operands[0]), *(self._mapped(o) for o in op.operands[1:])]
             E.insert(sh)
-            self.smap[op.results[0]] = sh.results[0]
+            # a lane block's data (autodiff/lane_blocks.py): this lane's part of it
+            self.smap[op.results[0]] = lane_data(self, op.operands[0], sh.results[0])
         elif kind == "global" and op.results[0] in act.shadowed:
             name = self._shadow_global(op.global_name.root_reference.data)
             self.smap[op.results[0]] = E.v(llvm.AddressOfOp(name, PTR))

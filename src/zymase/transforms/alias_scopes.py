@@ -68,6 +68,8 @@ def _annotate(fn: llvm.FuncOp) -> None:
                 key = "outside"
             elif isinstance(root, BlockArgument):
                 key = f"arg{root.index}"
+            elif isinstance(root, tuple):  # a lane's part of a lane block (autodiff/lane_blocks.py)
+                key = f"object{len(scope_of)}.lane{root[1]}"
             else:
                 key = f"object{len(scope_of)}"
             scope_of[root] = f"{name}.{key}"
@@ -85,7 +87,7 @@ def _annotate(fn: llvm.FuncOp) -> None:
             if isinstance(tape, StringAttr):
                 accesses.append((op, {f"{name}.tape.{tape.data}"}))
                 continue
-            roots = pointer_roots(ptr, entry, incoming)
+            roots = pointer_roots(ptr, entry, incoming, parts=True)
             # stack slots are left to LLVM, which tells them apart by itself (and
             # promotes most of them, the adjoint accumulators, to registers)
             if roots and not any(isinstance(r, llvm.AllocaOp) for r in roots):

@@ -24,6 +24,7 @@
    no derivative: its tangents and adjoints are NaN, never a silent number. */
 #ifndef ZN_T
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,6 +44,11 @@ static void *zn_copy(const void *p, long bytes) {
 
 /* elements spanned by a rows x cols column-major matrix with leading dimension ld */
 static long zn_span(long rows, long cols, long ld) { return rows > 0 && cols > 0 ? (cols - 1) * ld + rows : 0; }
+/* whether n1 elements from p1 and n2 from p2 (of `size` bytes each) share memory */
+static int zn_overlap(const void *p1, long n1, const void *p2, long n2, size_t size) {
+    const char *a = p1, *b = p2;
+    return a < b + (size_t)n2 * size && b < a + (size_t)n1 * size;
+}
 static int zn_trans(char c) { return c == 't' || c == 'T' || c == 'c' || c == 'C'; }
 static int zn_upper(char uplo) { return uplo == 'U' || uplo == 'u'; }
 
@@ -294,9 +300,19 @@ static int ZN_P(mv_unit_lanes_strided)(long leny, long lenx, long lanes, ZN_T al
             }
             const ZN_T *c = A + col[k];
             ZN_T sk = s[k];
-            if (first == 0)
-                for (long i = i0; i < i1; i++)
+            if (first == 0) {
+                /* 8 rows gathered, then stored as one vector (the stores were the cost) */
+                long i = i0;
+                for (; i + 8 <= i1; i += 8) {
+                    ZN_T v[8];
+                    for (int r = 0; r < 8; r++)
+                        v[r] = sk * c[(i + r) * lda];
+                    for (int r = 0; r < 8; r++)
+                        d[i + r] = v[r];
+                }
+                for (; i < i1; i++)
                     d[i] = sk * c[i * lda];
+            }
             else if (first == 1)
                 for (long i = i0; i < i1; i++)
                     d[i] += sk * c[i * lda];
@@ -332,6 +348,24 @@ static void ZN_P(mv_lanes_sparse)(char t, long leny, long lenx, long lanes, ZN_T
     }
 }
 
+/* The distance in elements between consecutive lanes when the lanes are evenly spaced at
+   least len elements apart (the columns of one matrix with that leading dimension), else
+   0. One lane is a matrix of one column. */
+static long ZN_P(lane_step)(ZN_T **lane, long lanes, long len) {
+    if (lanes < 1 || !lane[0])
+        return 0;
+    if (lanes == 1)
+        return len > 1 ? len : 1;
+    ptrdiff_t bytes = (const char *)lane[1] - (const char *)lane[0];
+    if (bytes <= 0 || bytes % (ptrdiff_t)sizeof(ZN_T) || bytes / (ptrdiff_t)sizeof(ZN_T) < len)
+        return 0;
+    long step = (long)(bytes / (ptrdiff_t)sizeof(ZN_T));
+    for (long k = 2; k < lanes; k++)
+        if (lane[k] != lane[0] + k * step)
+            return 0;
+    return step;
+}
+
 /* gemv in vector forward mode (and Laplacian mode, whose last lane is linear here): the
    tangents of `lanes` lanes at once. dA, dx, dy are arrays of the lanes' shadows, NULL
    for an operand without shadows. The lanes' x tangents are packed as the columns of
@@ -355,16 +389,25 @@ ZN_API void ZN_P(xxgemv_fwd_lanes)(char t, long m, long n, ZN_T alpha, const ZN_
     }
     int dense = dx && leny > 0;
     if (dense) {
-        long nnz = 0;
-        for (long k = 0; k < lanes; k++)
+        /* counted until the tangents are known not to be mostly zeros */
+        long nnz = 0, most = lenx * lanes / 16;
+        for (long k = 0; k < lanes && nnz <= most; k++)
             for (long i = 0; i < lenx; i++)
                 nnz += dx[k][i] != 0;
-        if (nnz * 16 <= lenx * lanes) {
+        if (nnz <= most) {
             /* mostly zeros (unit seeds): op(A) times the nonzeros, into each lane */
             ZN_P(mv_lanes_sparse)(t, leny, lenx, lanes, alpha, A, lda, first, dx, dy);
             first = 1;
             dense = 0;
         }
+    }
+    long stepx = ZN_P(lane_step)(dx, lanes, lenx), stepy = ZN_P(lane_step)(dy, lanes, leny);
+    if (dense && stepx && stepy && !zn_overlap(dx[0], lanes * stepx, dy[0], lanes * stepy, sizeof(ZN_T))) {
+        /* the lanes are the columns of matrices already (lane blocks, autodiff/lane_blocks.py):
+           one gemm from them into them, no packed copies */
+        ZN_P(mm)(t, 'N', leny, lanes, lenx, alpha, A, lda, dx[0], stepx, first, dy[0], stepy);
+        first = 1;
+        dense = 0;
     }
     if (dense) {
         ZN_T *X = malloc((size_t)(lenx > 0 ? lenx : 1) * (size_t)lanes * sizeof(ZN_T));
