@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 
 from zymase.analysis.cfg import CFG, Edge
 from zymase.ir import Block, BlockArgument, IntegerAttr, IntegerType, SSAValue, i64, llvm
-from zymase.ir import llvm_ext
+from zymase.ir import fast_ops, llvm_ext
 from zymase.ir.llvm_ext import NSW, NUW, overflow_bits
 
 # llvm.icmp predicate numbers (MLIR's LLVM dialect).
@@ -305,7 +305,7 @@ def emit_trip_count(E, tc: TripCount, value) -> SSAValue:
         return E.v(llvm.ZExtOp(v, i64) if tc.unsigned else llvm.SExtOp(v, i64))
 
     def const(n: int) -> SSAValue:
-        return E.v(llvm.ConstantOp(IntegerAttr(n, i64), i64))
+        return E.v(fast_ops.constant(fast_ops.int_attr(n, i64), i64))
 
     init, bound = wide(tc.init), wide(tc.bound)
     d = E.v(llvm.SubOp(bound, init) if tc.step > 0 else llvm.SubOp(init, bound))

@@ -42,6 +42,7 @@ from zymase.ir import (
     llvm_ext,
     math,
 )
+from zymase.ir import fast_ops
 from zymase.ir.llvm_eh import InvokeOp
 
 _ACCUMULATION_FLAGS = frozenset({"reassoc", "nsz"})
@@ -299,14 +300,16 @@ class LLVMFlavor(Flavor):
 
     _BIN = {"add": llvm.FAddOp, "sub": llvm.FSubOp, "mul": llvm.FMulOp, "div": llvm.FDivOp}
 
+    # (the ops AD emits most are built by zymase.ir.fast_ops: the same ops, without
+    # IRDL's generic argument matching)
     def const(self, value, typ):
-        return llvm.ConstantOp(_float_attr(value, typ), typ)
+        return fast_ops.constant(_float_attr(value, typ), typ)
 
     def iconst(self, value, typ):
-        return llvm.ConstantOp(IntegerAttr(value, typ), typ)
+        return fast_ops.constant(fast_ops.int_attr(value, typ), typ)
 
     def binary(self, kind, a, b):
-        return self._BIN[kind](a, b)
+        return fast_ops.float_arith(self._BIN[kind], a, b)
 
     def neg(self, a):
         return llvm.FNegOp(a)
@@ -328,10 +331,10 @@ class LLVMFlavor(Flavor):
         return llvm.SIToFPOp(v, typ)
 
     def isub(self, a, b):
-        return llvm.SubOp(a, b)
+        return fast_ops.int_arith(llvm.SubOp, a, b)
 
     def iadd(self, a, b):
-        return llvm.AddOp(a, b)
+        return fast_ops.int_arith(llvm.AddOp, a, b)
 
     def fn(self, emitter, name, args):
         t = args[0].type
