@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from zymase.errors import ZymaseError
 from zymase.ir import (Attribute, Float16Type, Float32Type, Float64Type, FloatAttr, IndexType,
-                       IntegerAttr, IntegerType, MemRefType, Operation, SSAValue, VectorType,
+                       IntegerType, MemRefType, Operation, SSAValue, VectorType,
                        enzyme, fast_ops, i64, llvm, llvm_ext, location_of)
 
 if TYPE_CHECKING:
