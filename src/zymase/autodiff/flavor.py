@@ -315,7 +315,7 @@ class LLVMFlavor(Flavor):
         return llvm.FNegOp(a)
 
     def select(self, c, a, b):
-        return llvm.SelectOp(c, a, b)
+        return fast_ops.select(llvm.SelectOp, c, a, b)
 
     def fcmp(self, pred, a, b):
         return llvm.FCmpOp(a, b, pred)
@@ -368,10 +368,10 @@ class LLVMFlavor(Flavor):
 
     # control flow
     def br(self, dest, args):
-        return llvm.BrOp(dest, *args)
+        return fast_ops.br(dest, args)
 
     def cond_br(self, c, t, targs, f, fargs):
-        return llvm.CondBrOp(c, t, list(targs), f, list(fargs))
+        return fast_ops.cond_br(c, t, list(targs), f, list(fargs))
 
     def switch(self, v, default, dargs, cases, dests, dest_args):
         return llvm_ext.SwitchOp(v, default, list(dargs), list(cases), list(dests), [list(a) for a in dest_args])
@@ -407,9 +407,9 @@ class LLVMFlavor(Flavor):
 
     def rebuild_terminator(self, term, operands):
         if isinstance(term, llvm.BrOp):
-            new = llvm.BrOp(term.successor, *operands[0])
+            new = fast_ops.br(term.successor, operands[0])
         elif isinstance(term, llvm.CondBrOp):
-            new = llvm.CondBrOp(term.cond, term.then_block, operands[0], term.else_block, operands[1])
+            new = fast_ops.cond_br(term.cond, term.then_block, operands[0], term.else_block, operands[1])
         elif isinstance(term, llvm_ext.SwitchOp):
             new = llvm_ext.SwitchOp(
                 term.value, term.default_destination, operands[0], term.case_value_list(),

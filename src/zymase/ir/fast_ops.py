@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, IntegerType, SymbolRefAttr, i32, i64
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 #: what the constructors set when given no flags (attributes are immutable: shared)
 NO_FASTMATH = llvm.FastMathAttr(None)
@@ -82,3 +82,50 @@ def init_op(op: Operation, operands: Sequence[SSAValue | Operation] = (),
     stores, the enzyme accumulator ops), whose shapes are fixed."""
     Operation.__init__(op, operands=[SSAValue.get(o) for o in operands], result_types=result_types,
                        properties=properties or {})
+
+
+_PTR = llvm.LLVMPointerType()
+_NO_ORDERING = IntegerAttr(0, i64)
+
+
+@functools.lru_cache(maxsize=256)
+def _cond_segments(then_args: int, else_args: int) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i32, (1, then_args, else_args))
+
+
+def br(dest: Block, args: Sequence[SSAValue | Operation] = ()) -> llvm.BrOp:
+    """``llvm.BrOp(dest, *args)``."""
+    return llvm.BrOp.create(operands=[SSAValue.get(a) for a in args], successors=[dest])
+
+
+def cond_br(cond: SSAValue | Operation, then_block: Block, then_args: Sequence[SSAValue | Operation],
+            else_block: Block, else_args: Sequence[SSAValue | Operation]) -> llvm.CondBrOp:
+    """``llvm.CondBrOp(cond, then_block, then_args, else_block, else_args)``."""
+    operands = [SSAValue.get(cond), *(SSAValue.get(a) for a in then_args), *(SSAValue.get(a) for a in else_args)]
+    return llvm.CondBrOp.create(operands=operands, successors=[then_block, else_block],
+                                properties={"operandSegmentSizes": _cond_segments(len(then_args), len(else_args))})
+
+
+def select(cls: type[Operation], cond: SSAValue | Operation, lhs: SSAValue | Operation,
+           rhs: SSAValue | Operation) -> Operation:
+    """``cls(cond, lhs, rhs)`` for ``llvm.SelectOp`` and the extended dialect's."""
+    lhs = SSAValue.get(lhs)
+    return cls.create(operands=[SSAValue.get(cond), lhs, SSAValue.get(rhs)], result_types=[lhs.type])
+
+
+def alloca(size: SSAValue | Operation, elem_type: Attribute, alignment: int = 32) -> llvm.AllocaOp:
+    """``llvm.AllocaOp(size, elem_type, alignment)``."""
+    return llvm.AllocaOp.create(operands=[SSAValue.get(size)], result_types=[_PTR],
+                                properties={"alignment": int_attr(alignment), "elem_type": elem_type})
+
+
+def load(ptr: SSAValue | Operation, result_type: Attribute) -> llvm.LoadOp:
+    """xDSL's ``llvm.LoadOp(ptr, result_type)`` (no alignment, not atomic)."""
+    return llvm.LoadOp.create(operands=[SSAValue.get(ptr)], result_types=[result_type],
+                              properties={"ordering": _NO_ORDERING})
+
+
+def store(value: SSAValue | Operation, ptr: SSAValue | Operation) -> llvm.StoreOp:
+    """xDSL's ``llvm.StoreOp(value, ptr)`` (no alignment, not atomic)."""
+    return llvm.StoreOp.create(operands=[SSAValue.get(value), SSAValue.get(ptr)],
+                               properties={"ordering": _NO_ORDERING})

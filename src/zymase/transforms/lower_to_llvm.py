@@ -34,6 +34,7 @@ from collections.abc import Iterable, Sequence
 
 from zymase.errors import ZymaseError
 from zymase.transforms.tape_pool import HEAP_TAPE, TAPE_FREE, TAPE_POOL_GLOBAL, TAPE_POOL_TYPE
+from zymase.ir import fast_ops
 from zymase.ir import (
     StringAttr,
     Attribute,
@@ -354,7 +355,7 @@ class FunctionLowering:
             one = llvm.ConstantOp(IntegerAttr(1, i64), i64)
             ops.append(one)
             self._one = one.result
-        alloca = llvm.AllocaOp(self._one, elem, alignment=alloc_size(elem) or 8)
+        alloca = fast_ops.alloca(self._one, elem, alignment=alloc_size(elem) or 8)
         ops.append(alloca)
         if zero_init:
             zero = llvm.ZeroOp.build(result_types=[elem])
