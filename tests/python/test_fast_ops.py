@@ -54,6 +54,16 @@ def test_builders_match_the_constructors(values) -> None:
     _same(fast_ops.alloca(n, f64, 8), llvm.AllocaOp(n, f64, alignment=8))
     _same(fast_ops.load(p, f64), llvm.LoadOp(p, f64))
     _same(fast_ops.store(x, p), llvm.StoreOp(x, p))
+    pair = llvm.LLVMStructType.from_type_list([PTR, i64])
+    _same(fast_ops.gep(p, [0, 1], pair), llvm.GEPOp(p, [0, 1], pair))
+    _same(fast_ops.gep(p, [llvm.GEP_USE_SSA_VAL], f64, [n]), llvm.GEPOp(p, [llvm.GEP_USE_SSA_VAL], f64, ssa_indices=[n]))
+    for cls in (llvm.ICmpOp, llvm_ext.ICmpOp):
+        _same(fast_ops.icmp(cls, n, n, IntegerAttr(2, i64)), cls(n, n, IntegerAttr(2, i64)))
+    # (pointer comparisons are the extended dialect's)
+    _same(fast_ops.icmp(llvm_ext.ICmpOp, p, p, IntegerAttr(0, i64)), llvm_ext.ICmpOp(p, p, IntegerAttr(0, i64)))
+    _same(fast_ops.call_intrinsic("llvm.experimental.noalias.scope.decl", [], []),
+          llvm.CallIntrinsicOp("llvm.experimental.noalias.scope.decl", [], []))
+    _same(fast_ops.call_intrinsic("llvm.fabs.f64", [x], [f64]), llvm.CallIntrinsicOp("llvm.fabs.f64", [x], [f64]))
     here, there = Block(arg_types=[f64]), Block(arg_types=[f64, i64])
     _same(fast_ops.br(here, [x]), llvm.BrOp(here, x))
     _same(fast_ops.br(here), llvm.BrOp(here))

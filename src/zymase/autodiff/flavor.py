@@ -321,7 +321,7 @@ class LLVMFlavor(Flavor):
         return llvm.FCmpOp(a, b, pred)
 
     def icmp_eq(self, a, b):
-        return llvm.ICmpOp(a, b, IntegerAttr(0, i64))
+        return fast_ops.icmp(llvm.ICmpOp, a, b, fast_ops.int_attr(0, i64))
 
     def fconv(self, v, typ):
         wider = float_width(typ) > float_width(v.type)

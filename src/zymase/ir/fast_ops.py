@@ -17,7 +17,7 @@ import functools
 from collections.abc import Sequence
 
 from xdsl.dialects import llvm
-from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, IntegerType, SymbolRefAttr, i32, i64
+from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, IntegerType, StringAttr, SymbolRefAttr, VectorType, i1, i32, i64
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 #: what the constructors set when given no flags (attributes are immutable: shared)
@@ -129,3 +129,41 @@ def store(value: SSAValue | Operation, ptr: SSAValue | Operation) -> llvm.StoreO
     """xDSL's ``llvm.StoreOp(value, ptr)`` (no alignment, not atomic)."""
     return llvm.StoreOp.create(operands=[SSAValue.get(value), SSAValue.get(ptr)],
                                properties={"ordering": _NO_ORDERING})
+
+
+_NO_GEP_FLAGS = IntegerAttr(0, 32)
+
+
+@functools.lru_cache(maxsize=1024)
+def _raw_indices(indices: tuple[int, ...]) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i32, indices)
+
+
+def gep(ptr: SSAValue | Operation, indices: Sequence[int], elem_type: Attribute,
+        ssa_indices: Sequence[SSAValue | Operation] = ()) -> llvm.GEPOp:
+    """``llvm.GEPOp(ptr, indices, elem_type, ssa_indices=ssa_indices)`` (not inbounds; the
+    result an opaque pointer)."""
+    return llvm.GEPOp.create(
+        operands=[SSAValue.get(ptr), *(SSAValue.get(i) for i in ssa_indices)], result_types=[_PTR],
+        properties={"rawConstantIndices": _raw_indices(tuple(indices)), "elem_type": elem_type,
+                    "noWrapFlags": _NO_GEP_FLAGS})
+
+
+def icmp(cls: type[Operation], lhs: SSAValue, rhs: SSAValue, predicate: IntegerAttr) -> Operation:
+    """``cls(lhs, rhs, predicate)`` for ``llvm.ICmpOp`` and the extended dialect's."""
+    t = lhs.type
+    result = VectorType(i1, t.shape) if isinstance(t, VectorType) else i1
+    return cls.create(operands=[lhs, rhs], result_types=[result], properties={"predicate": predicate})
+
+
+def call_intrinsic(name: str, args: Sequence[SSAValue], result_types: Sequence[Attribute]) -> llvm.CallIntrinsicOp:
+    """``llvm.CallIntrinsicOp(name, args, result_types)`` (no operand bundles)."""
+    return llvm.CallIntrinsicOp.create(
+        operands=list(args), result_types=list(result_types),
+        properties={"intrin": _string(name), "op_bundle_sizes": _NO_BUNDLES,
+                    "operandSegmentSizes": _segments(len(args))})
+
+
+@functools.lru_cache(maxsize=1024)
+def _string(text: str) -> StringAttr:
+    return StringAttr(text)

@@ -161,7 +161,7 @@ class Emitter:
     ) -> Operation:
         """``llvm.call_intrinsic "llvm.<base>.<overloads>"(args)``."""
         name = ".".join(["llvm", base, *(_mangle(t) for t in overloads)])
-        op = llvm.CallIntrinsicOp(name, args, [] if result_type is None else [result_type])
+        op = fast_ops.call_intrinsic(name, args, [] if result_type is None else [result_type])
         if fastmath is not None:
             op.properties["fastmathFlags"] = fastmath
         return self.emit(op)
