@@ -135,7 +135,8 @@ _NO_GEP_FLAGS = IntegerAttr(0, 32)
 
 
 @functools.lru_cache(maxsize=1024)
-def _raw_indices(indices: tuple[int, ...]) -> DenseArrayBase:
+def raw_indices(indices: tuple[int, ...]) -> DenseArrayBase:
+    """A GEP's ``rawConstantIndices`` (i32), shared like :func:`int_attr`'s."""
     return DenseArrayBase.from_list(i32, indices)
 
 
@@ -145,7 +146,7 @@ def gep(ptr: SSAValue | Operation, indices: Sequence[int], elem_type: Attribute,
     result an opaque pointer)."""
     return llvm.GEPOp.create(
         operands=[SSAValue.get(ptr), *(SSAValue.get(i) for i in ssa_indices)], result_types=[_PTR],
-        properties={"rawConstantIndices": _raw_indices(tuple(indices)), "elem_type": elem_type,
+        properties={"rawConstantIndices": raw_indices(tuple(indices)), "elem_type": elem_type,
                     "noWrapFlags": _NO_GEP_FLAGS})
 
 
