@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 
 from zymase.analysis.cfg import CFG, Edge
 from zymase.ir import Block, BlockArgument, IntegerAttr, IntegerType, SSAValue, i64, llvm
-from zymase.ir import llvm_ext
+from zymase.ir import fast_ops, llvm_ext
 from zymase.ir.llvm_ext import NSW, NUW, overflow_bits
 
 # llvm.icmp predicate numbers (MLIR's LLVM dialect).
@@ -305,21 +305,27 @@ def emit_trip_count(E, tc: TripCount, value) -> SSAValue:
         return E.v(llvm.ZExtOp(v, i64) if tc.unsigned else llvm.SExtOp(v, i64))
 
     def const(n: int) -> SSAValue:
-        return E.v(llvm.ConstantOp(IntegerAttr(n, i64), i64))
+        return E.v(fast_ops.constant(fast_ops.int_attr(n, i64), i64))
+
+    def add(a: SSAValue, b: SSAValue) -> SSAValue:
+        return E.v(fast_ops.int_arith(llvm.AddOp, a, b))
+
+    def sub(a: SSAValue, b: SSAValue) -> SSAValue:
+        return E.v(fast_ops.int_arith(llvm.SubOp, a, b))
 
     init, bound = wide(tc.init), wide(tc.bound)
-    d = E.v(llvm.SubOp(bound, init) if tc.step > 0 else llvm.SubOp(init, bound))
+    d = sub(bound, init) if tc.step > 0 else sub(init, bound)
     if tc.bias:
         # the test compares iv + bias with the bound: iv meets bound - bias
-        d = E.v(llvm.SubOp(d, const(tc.bias)) if tc.step > 0 else llvm.AddOp(d, const(tc.bias)))
+        d = sub(d, const(tc.bias)) if tc.step > 0 else add(d, const(tc.bias))
     s = abs(tc.step)
     if tc.inclusive:
         q = d if s == 1 else E.v(llvm.SDivOp(d, const(s)))
-        passes = E.v(llvm.AddOp(q, const(1 - tc.offset)))
+        passes = add(q, const(1 - tc.offset))
     else:
-        q = d if s == 1 else E.v(llvm.SDivOp(E.v(llvm.AddOp(d, const(s - 1))), const(s)))
-        passes = q if tc.offset == 0 else E.v(llvm.SubOp(q, const(tc.offset)))
+        q = d if s == 1 else E.v(llvm.SDivOp(add(d, const(s - 1)), const(s)))
+        passes = q if tc.offset == 0 else sub(q, const(tc.offset))
     zero = const(0)
     positive = E.v(llvm_ext.ICmpOp(zero, passes, IntegerAttr(SLT, i64)))
-    clamped = E.v(llvm_ext.SelectOp(positive, passes, zero))
-    return E.v(llvm.AddOp(clamped, const(1)))
+    clamped = E.v(fast_ops.select(llvm_ext.SelectOp, positive, passes, zero))
+    return add(clamped, const(1))

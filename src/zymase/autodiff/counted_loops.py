@@ -12,6 +12,7 @@ from __future__ import annotations
 from zymase.analysis.cfg import Edge
 from zymase.ir import Block, BlockArgument, IndexType, IntegerAttr, IntegerType, Operation, SSAValue, arith, i64, llvm
 from zymase.ir import enzyme as ez
+from zymase.ir import fast_ops
 
 # integer additions and subtractions of both flavors (an induction variable's step)
 _INT_ADD = (llvm.AddOp, arith.AddiOp)
@@ -199,8 +200,8 @@ class CountedLoops:
         if self.flavor.name == "llvm":
             if v.type != i64:
                 k = E.v(llvm.TruncOp(k, v.type))
-            scaled = E.v(llvm.MulOp(k, w_step))
-            return E.v(llvm.AddOp(start, scaled) if isinstance(op, llvm.AddOp) else llvm.SubOp(start, scaled))
+            scaled = E.v(fast_ops.int_arith(llvm.MulOp, k, w_step))
+            return E.v(fast_ops.int_arith(llvm.AddOp if isinstance(op, llvm.AddOp) else llvm.SubOp, start, scaled))
         if isinstance(v.type, IndexType):
             k = E.v(arith.IndexCastOp(k, v.type))
         elif v.type != i64:

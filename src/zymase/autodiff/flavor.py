@@ -42,6 +42,7 @@ from zymase.ir import (
     llvm_ext,
     math,
 )
+from zymase.ir import fast_ops
 from zymase.ir.llvm_eh import InvokeOp
 
 _ACCUMULATION_FLAGS = frozenset({"reassoc", "nsz"})
@@ -299,26 +300,28 @@ class LLVMFlavor(Flavor):
 
     _BIN = {"add": llvm.FAddOp, "sub": llvm.FSubOp, "mul": llvm.FMulOp, "div": llvm.FDivOp}
 
+    # (the ops AD emits most are built by zymase.ir.fast_ops: the same ops, without
+    # IRDL's generic argument matching)
     def const(self, value, typ):
-        return llvm.ConstantOp(_float_attr(value, typ), typ)
+        return fast_ops.constant(_float_attr(value, typ), typ)
 
     def iconst(self, value, typ):
-        return llvm.ConstantOp(IntegerAttr(value, typ), typ)
+        return fast_ops.constant(fast_ops.int_attr(value, typ), typ)
 
     def binary(self, kind, a, b):
-        return self._BIN[kind](a, b)
+        return fast_ops.float_arith(self._BIN[kind], a, b)
 
     def neg(self, a):
         return llvm.FNegOp(a)
 
     def select(self, c, a, b):
-        return llvm.SelectOp(c, a, b)
+        return fast_ops.select(llvm.SelectOp, c, a, b)
 
     def fcmp(self, pred, a, b):
         return llvm.FCmpOp(a, b, pred)
 
     def icmp_eq(self, a, b):
-        return llvm.ICmpOp(a, b, IntegerAttr(0, i64))
+        return fast_ops.icmp(llvm.ICmpOp, a, b, fast_ops.int_attr(0, i64))
 
     def fconv(self, v, typ):
         wider = float_width(typ) > float_width(v.type)
@@ -328,10 +331,10 @@ class LLVMFlavor(Flavor):
         return llvm.SIToFPOp(v, typ)
 
     def isub(self, a, b):
-        return llvm.SubOp(a, b)
+        return fast_ops.int_arith(llvm.SubOp, a, b)
 
     def iadd(self, a, b):
-        return llvm.AddOp(a, b)
+        return fast_ops.int_arith(llvm.AddOp, a, b)
 
     def fn(self, emitter, name, args):
         t = args[0].type
@@ -365,10 +368,10 @@ class LLVMFlavor(Flavor):
 
     # control flow
     def br(self, dest, args):
-        return llvm.BrOp(dest, *args)
+        return fast_ops.br(dest, args)
 
     def cond_br(self, c, t, targs, f, fargs):
-        return llvm.CondBrOp(c, t, list(targs), f, list(fargs))
+        return fast_ops.cond_br(c, t, list(targs), f, list(fargs))
 
     def switch(self, v, default, dargs, cases, dests, dest_args):
         return llvm_ext.SwitchOp(v, default, list(dargs), list(cases), list(dests), [list(a) for a in dest_args])
@@ -404,9 +407,9 @@ class LLVMFlavor(Flavor):
 
     def rebuild_terminator(self, term, operands):
         if isinstance(term, llvm.BrOp):
-            new = llvm.BrOp(term.successor, *operands[0])
+            new = fast_ops.br(term.successor, operands[0])
         elif isinstance(term, llvm.CondBrOp):
-            new = llvm.CondBrOp(term.cond, term.then_block, operands[0], term.else_block, operands[1])
+            new = fast_ops.cond_br(term.cond, term.then_block, operands[0], term.else_block, operands[1])
         elif isinstance(term, llvm_ext.SwitchOp):
             new = llvm_ext.SwitchOp(
                 term.value, term.default_destination, operands[0], term.case_value_list(),

@@ -36,6 +36,7 @@ from zymase.autodiff.parallel import chunk_interior_spread, emit_adjoint_add, in
 from zymase.autodiff.type_rules import carries_derivatives
 from zymase.autodiff.registry import call_memory_rule
 from zymase.errors import ZymaseError
+from zymase.ir import fast_ops
 from zymase.ir import (
     ArrayAttr,
     BlockArgument,
@@ -420,18 +421,18 @@ class ShadowCode:
                 store = E.insert(llvm_ext.StoreOp(E.accumulate(load.results[0], dy), sp, alignment=align,
                                                   ordering=UNORDERED))
             else:
-                load = E.insert(llvm.LoadOp(sp, r.type))
-                store = E.insert(llvm.StoreOp(E.accumulate(load.results[0], dy), sp))
+                load = E.insert(fast_ops.load(sp, r.type))
+                store = E.insert(fast_ops.store(E.accumulate(load.results[0], dy), sp))
             mirror_scopes(op, load)
             mirror_scopes(op, store)
             if hasattr(self, "record_shadow_add"):  # the reverse generator's (stencil_gather.py)
                 self.record_shadow_add(store, load, op)
         elif kind == "store" and op.ptr in act.shadowed and carries_derivatives(op.value.type):
             sp = self.fetch_shadow(op.ptr)
-            load = E.insert(llvm.LoadOp(sp, op.value.type))
+            load = E.insert(fast_ops.load(sp, op.value.type))
             d = load.results[0]
             mirror_scopes(op, load)
-            mirror_scopes(op, E.insert(llvm.StoreOp(E.zero(op.value.type), sp)))
+            mirror_scopes(op, E.insert(fast_ops.store(E.zero(op.value.type), sp)))
             if act.is_active(op.value):
                 self._accumulate(op.value, d)
         elif kind == "store" and op.ptr in act.shadowed and self._integer_over_floats(op):

@@ -52,6 +52,8 @@ from xdsl.printer import Printer
 from xdsl.traits import IsTerminator
 from xdsl.utils.exceptions import VerifyException
 
+from zymase.ir.fast_ops import init_op
+
 
 class Activity(Enum):
     """Enzyme-MLIR's six activities (the enum spelling is the textual one)."""
@@ -362,7 +364,7 @@ class InitOp(IRDLOperation):
     assembly_format = "attr-dict `:` type($result)"
 
     def __init__(self, typ: Attribute):
-        super().__init__(result_types=[typ])
+        init_op(self, (), [typ])
 
 
 @irdl_op_definition
@@ -373,7 +375,7 @@ class SetOp(IRDLOperation):
     assembly_format = "$gradient `,` $value attr-dict `:` type($gradient) `,` type($value)"
 
     def __init__(self, gradient: SSAValue, value: SSAValue):
-        super().__init__(operands=[gradient, value])
+        init_op(self, [gradient, value])
 
 
 @irdl_op_definition
@@ -384,7 +386,7 @@ class GetOp(IRDLOperation):
     assembly_format = "$gradient attr-dict `:` type($gradient) `->` type($result)"
 
     def __init__(self, gradient: SSAValue):
-        super().__init__(operands=[gradient], result_types=[gradient.type.elem])  # type: ignore[attr-defined]
+        init_op(self, [gradient], [gradient.type.elem])  # type: ignore[attr-defined]
 
 
 @irdl_op_definition
@@ -395,7 +397,7 @@ class PushOp(IRDLOperation):
     assembly_format = "$cache `,` $value attr-dict `:` type($cache) `,` type($value)"
 
     def __init__(self, cache: SSAValue, value: SSAValue):
-        super().__init__(operands=[cache, value])
+        init_op(self, [cache, value])
 
 
 @irdl_op_definition
@@ -406,7 +408,7 @@ class PopOp(IRDLOperation):
     assembly_format = "$cache attr-dict `:` type($cache) `->` type($result)"
 
     def __init__(self, cache: SSAValue):
-        super().__init__(operands=[cache], result_types=[cache.type.elem])  # type: ignore[attr-defined]
+        init_op(self, [cache], [cache.type.elem])  # type: ignore[attr-defined]
 
 
 @irdl_op_definition
@@ -420,7 +422,7 @@ class CacheReserveOp(IRDLOperation):
     assembly_format = "$cache `,` $count attr-dict `:` type($cache) `,` type($count)"
 
     def __init__(self, cache: SSAValue, count: SSAValue):
-        super().__init__(operands=[cache, count])
+        init_op(self, [cache, count])
 
 
 @irdl_op_definition
@@ -434,7 +436,7 @@ class CacheStoreOp(IRDLOperation):
     assembly_format = "$cache `[` $index `]` `,` $value attr-dict `:` type($cache) `,` type($index) `,` type($value)"
 
     def __init__(self, cache: SSAValue, index: SSAValue, value: SSAValue):
-        super().__init__(operands=[cache, index, value])
+        init_op(self, [cache, index, value])
 
 
 @irdl_op_definition
@@ -448,7 +450,7 @@ class CacheLoadOp(IRDLOperation):
     assembly_format = "$cache `[` $index `]` attr-dict `:` type($cache) `,` type($index) `->` type($result)"
 
     def __init__(self, cache: SSAValue, index: SSAValue):
-        super().__init__(operands=[cache, index], result_types=[cache.type.elem])  # type: ignore[attr-defined]
+        init_op(self, [cache, index], [cache.type.elem])  # type: ignore[attr-defined]
 
 
 @irdl_op_definition

@@ -65,10 +65,13 @@ from xdsl.irdl import (
 from xdsl.parser import AttrParser, Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.traits import IsTerminator, NoMemoryEffect, Pure
+from xdsl.utils.exceptions import VerifyException
 
+from zymase.ir.fast_ops import init_op, int_attr
 from zymase.ir.llvm_eh import EH_OPS
 from zymase.ir.llvm_intrinsics import INTRINSIC_OPS
-from xdsl.utils.exceptions import VerifyException
+
+_UNIT = UnitAttr()
 
 LLVMPointerType = _xllvm.LLVMPointerType
 FastMathAttr = _xllvm.FastMathAttr
@@ -266,12 +269,12 @@ class LoadOp(_xllvm.LoadOp):
         ordering: int = 0,
         volatile: bool = False,
     ):
-        props: dict[str, Attribute] = {"ordering": IntegerAttr(ordering, i64)}
+        props: dict[str, Attribute] = {"ordering": int_attr(ordering)}
         if alignment is not None:
-            props["alignment"] = IntegerAttr(alignment, i64)
+            props["alignment"] = int_attr(alignment)
         if volatile:
-            props["volatile_"] = UnitAttr()
-        IRDLOperation.__init__(self, operands=[ptr], result_types=[result_type], properties=props)
+            props["volatile_"] = _UNIT
+        init_op(self, [ptr], [result_type], props)  # (IRDL's generic matching: fast_ops)
 
     def print(self, printer: Printer) -> None:
         if self.volatile_ is not None:
@@ -298,6 +301,25 @@ class StoreOp(_xllvm.StoreOp):
     """
 
     name = "llvm.store"
+
+    def __init__(
+        self,
+        value: SSAValue | Operation,
+        ptr: SSAValue | Operation,
+        alignment: int | None = None,
+        ordering: int = 0,
+        volatile: bool = False,
+        nontemporal: bool = False,
+    ):
+        # xDSL's constructor, without IRDL's generic matching (fast_ops)
+        props: dict[str, Attribute] = {"ordering": int_attr(ordering)}
+        if alignment is not None:
+            props["alignment"] = int_attr(alignment)
+        if volatile:
+            props["volatile_"] = _UNIT
+        if nontemporal:
+            props["nontemporal"] = _UNIT
+        init_op(self, [value, ptr], [], props)
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")

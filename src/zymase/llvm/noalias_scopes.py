@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from zymase.ir import ArrayAttr, Operation, StringAttr, llvm
+from zymase.ir import ArrayAttr, Operation, StringAttr, fast_ops, llvm
 
 SRC_ALIAS_SCOPE = "zymase.src_alias_scope"
 SRC_NOALIAS = "zymase.src_noalias"
@@ -52,7 +52,7 @@ def is_scope_decl(op: Operation) -> bool:
 
 
 def scope_decl(name: str) -> Operation:
-    op = llvm.CallIntrinsicOp(DECL_INTRINSIC, [], [])
+    op = fast_ops.call_intrinsic(DECL_INTRINSIC, [], [])
     op.attributes[SCOPE_DECL] = StringAttr(name)
     return op
 

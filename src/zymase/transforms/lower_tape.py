@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from zymase.transforms.tape_pool import CACHE_GROW, HEAP_TAPE, HEAP_TAPE_RUNTIME
-from zymase.ir import (StringAttr, Attribute, DenseArrayBase, IntegerType, OpResult,
+from zymase.ir import (StringAttr, Attribute, DenseArrayBase, IntegerType, OpResult, fast_ops,
                        Operation, SSAValue, enzyme, i64, llvm, llvm_ext)
 from zymase.transforms.lowering_registry import PTR, Emitter, ExtLoadOp, ExtStoreOp, lower_type, lowers
 
@@ -62,7 +62,7 @@ def _lower_init(op: enzyme.InitOp, e: Emitter) -> Sequence[SSAValue]:
         return [e.value(llvm.AddressOfOp(GLOBAL_TAPE, PTR))]
     slot = e.fn.entry_alloca(CACHE_STRUCT, zero_init=True)
     e.fn.caches.append(slot)
-    size_ptr = e.value(llvm.GEPOp(slot, [0, 1], CACHE_STRUCT))
+    size_ptr = e.value(fast_ops.gep(slot, [0, 1], CACHE_STRUCT))
     e.emit(ExtStoreOp(e.const(i64, 0), size_ptr))
     return [slot]
 
@@ -155,7 +155,7 @@ def _lower_cache_reserve(op: enzyme.CacheReserveOp, e: Emitter) -> Sequence[SSAV
     if site.startswith(HEAP_TAPE):
         e.call(CACHE_GROW, [op.cache, nbytes], None)
         return []
-    cap_ptr = e.value(llvm.GEPOp(op.cache, [0, 1], INDEXED_CACHE_STRUCT))
+    cap_ptr = e.value(fast_ops.gep(op.cache, [0, 1], INDEXED_CACHE_STRUCT))
     data = e.value(ExtLoadOp(op.cache, PTR))
     cap = e.value(ExtLoadOp(cap_ptr, i64))
     site_ptr = e.value(llvm.AddressOfOp(site, PTR))

@@ -34,6 +34,7 @@ from collections.abc import Iterable, Sequence
 
 from zymase.errors import ZymaseError
 from zymase.transforms.tape_pool import HEAP_TAPE, TAPE_FREE, TAPE_POOL_GLOBAL, TAPE_POOL_TYPE
+from zymase.ir import fast_ops
 from zymase.ir import (
     StringAttr,
     Attribute,
@@ -290,6 +291,9 @@ class ModuleLowering:
             self.symbols[op.sym_name.data] = op  # type: ignore[attr-defined]
 
 
+#: ``icmp ne``
+_NE = IntegerAttr(1, i64)
+
 class FunctionLowering:
     """Per-function state: entry-block allocas and the caches to free on return."""
 
@@ -354,7 +358,7 @@ class FunctionLowering:
             one = llvm.ConstantOp(IntegerAttr(1, i64), i64)
             ops.append(one)
             self._one = one.result
-        alloca = llvm.AllocaOp(self._one, elem, alignment=alloc_size(elem) or 8)
+        alloca = fast_ops.alloca(self._one, elem, alignment=alloc_size(elem) or 8)
         ops.append(alloca)
         if zero_init:
             zero = llvm.ZeroOp.build(result_types=[elem])
@@ -378,21 +382,21 @@ class FunctionLowering:
             ops: list[Operation] = []
             for cache in self.caches:
                 data = ExtLoadOp(cache, PTR)
-                inline = llvm.GEPOp(cache, [0, 3], CACHE_STRUCT)
-                on_heap = llvm_ext.ICmpOp(data.dereferenced_value, inline.result, IntegerAttr(1, i64))
+                inline = fast_ops.gep(cache, [0, 3], CACHE_STRUCT)
+                on_heap = fast_ops.icmp(llvm_ext.ICmpOp, data.dereferenced_value, inline.result, _NE)
                 null = llvm.ZeroOp.build(result_types=[PTR])
-                heap = llvm.SelectOp(on_heap.results[0], data.dereferenced_value, null.results[0])
-                ops += [data, inline, on_heap, null, heap, llvm.CallOp("free", heap.results[0])]
+                heap = fast_ops.select(llvm.SelectOp, on_heap.results[0], data.dereferenced_value, null.results[0])
+                ops += [data, inline, on_heap, null, heap, fast_ops.call("free", [heap.results[0]])]
             for handle, (_, site) in self.indexed_caches.items():  # data: null, the site's or realloc's
                 data = ExtLoadOp(handle, PTR)
                 if site.startswith(HEAP_TAPE):
-                    ops += [data, llvm.CallOp(TAPE_FREE, data.dereferenced_value)]
+                    ops += [data, fast_ops.call(TAPE_FREE, [data.dereferenced_value])]
                     continue
-                cap_ptr = llvm.GEPOp(handle, [0, 1], INDEXED_CACHE_STRUCT)
+                cap_ptr = fast_ops.gep(handle, [0, 1], INDEXED_CACHE_STRUCT)
                 cap = ExtLoadOp(cap_ptr.result, i64)
                 site_ptr = llvm.AddressOfOp(site, PTR)
                 ops += [data, cap_ptr, cap, site_ptr,
-                        llvm.CallOp(POOL_GIVE, site_ptr.result, data.dereferenced_value, cap.dereferenced_value)]
+                        fast_ops.call(POOL_GIVE, [site_ptr.result, data.dereferenced_value, cap.dereferenced_value])]
             block.insert_ops_before(ops, term)
 
 

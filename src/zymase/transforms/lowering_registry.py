@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 
 from zymase.errors import ZymaseError
 from zymase.ir import (Attribute, Float16Type, Float32Type, Float64Type, FloatAttr, IndexType,
-                       IntegerAttr, IntegerType, MemRefType, Operation, SSAValue, VectorType,
-                       enzyme, i64, llvm, llvm_ext, location_of)
+                       IntegerType, MemRefType, Operation, SSAValue, VectorType,
+                       enzyme, fast_ops, i64, llvm, llvm_ext, location_of)
 
 if TYPE_CHECKING:
     from zymase.transforms.lower_to_llvm import FunctionLowering
@@ -142,8 +142,8 @@ class Emitter:
         return lower_type(t, function=self.fn.name)
 
     def const(self, t: Attribute, value: int | float) -> SSAValue:
-        attr = FloatAttr(float(value), t) if _is_float(t) else IntegerAttr(int(value), t)
-        return self.value(llvm.ConstantOp(attr, t))
+        attr = FloatAttr(float(value), t) if _is_float(t) else fast_ops.int_attr(int(value), t)
+        return self.value(fast_ops.constant(attr, t))
 
     def zero(self, t: Attribute) -> SSAValue:
         """The all-zero value of ``t`` (0, 0.0, null, zeroinitializer)."""
@@ -161,7 +161,7 @@ class Emitter:
     ) -> Operation:
         """``llvm.call_intrinsic "llvm.<base>.<overloads>"(args)``."""
         name = ".".join(["llvm", base, *(_mangle(t) for t in overloads)])
-        op = llvm.CallIntrinsicOp(name, args, [] if result_type is None else [result_type])
+        op = fast_ops.call_intrinsic(name, args, [] if result_type is None else [result_type])
         if fastmath is not None:
             op.properties["fastmathFlags"] = fastmath
         return self.emit(op)
@@ -173,7 +173,7 @@ class Emitter:
         result_type: Attribute | None,
         fastmath: llvm.FastMathAttr | None = None,
     ) -> Operation:
-        op = llvm.CallOp(callee, *args, return_type=result_type)
+        op = fast_ops.call(callee, args, result_type)
         if fastmath is not None:
             op.properties["fastmathFlags"] = fastmath
         return self.emit(op)

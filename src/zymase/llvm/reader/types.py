@@ -4,10 +4,9 @@ structs (named ones resolved lazily from their definitions)."""
 
 from __future__ import annotations
 
-import functools
 import re
 
-from zymase.ir import (ArrayAttr, Attribute, DenseArrayBase, IntegerAttr, IntegerType, StringAttr, UnitAttr, builtin,
+from zymase.ir import (ArrayAttr, Attribute, IntegerType, StringAttr, UnitAttr, builtin, fast_ops,
                        llvm, llvm_ext)
 from zymase.llvm.reader.lexer import Token, _Cursor, _ParseFailure, _unescape
 
@@ -30,19 +29,11 @@ _int_types: dict[str, IntegerType] = {}
 _FLOAT_CLASSES = tuple(type(t) for t in _FLOAT_TYPES.values())
 
 
-@functools.lru_cache(maxsize=4096)
-def int_attr(value: int, ty: IntegerType) -> IntegerAttr:
-    """``IntegerAttr(value, ty)``, one object per value and type. Attributes are
-    immutable, a module repeats the same alignments, predicates, flags and small
-    constants on instruction after instruction, and building one checks its value
-    against the type's range (about a tenth of the reader's time, built anew each time)."""
-    return IntegerAttr(value, ty)
-
-
-@functools.lru_cache(maxsize=1024)
-def _raw_indices(indices: tuple[int, ...]) -> DenseArrayBase:
-    """A GEP's ``rawConstantIndices`` (i32), shared like :func:`int_attr`'s."""
-    return DenseArrayBase.from_list(_I32, indices)
+# (the shared attributes of zymase.ir.fast_ops: the reader builds alignments, orderings,
+# predicates, flags, small constants and GEP indices op after op, and building one
+# anew was about a tenth of its time)
+int_attr = fast_ops.int_attr
+_raw_indices = fast_ops.raw_indices
 
 
 _UNIT = UnitAttr()

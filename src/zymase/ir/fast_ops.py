@@ -1,0 +1,170 @@
+"""Fast builders of the ops AD emits by the thousand (constants, float and integer
+arithmetic, calls), and the construction the extended dialects' own hot ops share.
+
+xDSL's IRDL constructors match every argument against the op's definition
+(``irdl_op_init``: operand and result groups, segment sizes, ``None`` filtering), which
+costs 3-5x building the op itself; about a quarter of ``zymase cc``'s AD time on the
+bench workloads went there (issue 29). These builders make the very op the xDSL
+constructor makes (the same operands, result types and properties, in the same order;
+``IRDLOperation.__post_init__`` fills the defaulted properties either way) through
+:meth:`Operation.create`, and share the immutable attributes every such op carries.
+``tests/python/test_fast_ops.py`` compares each with its constructor's op.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+
+from xdsl.dialects import llvm
+from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, IntegerType, StringAttr, SymbolRefAttr, VectorType, i1, i32, i64
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+
+#: what the constructors set when given no flags (attributes are immutable: shared)
+NO_FASTMATH = llvm.FastMathAttr(None)
+_NO_OVERFLOW = IntegerAttr(0, 32)
+_CCC = llvm.CallingConventionAttr("ccc")
+_NO_BUNDLES = DenseArrayBase.from_list(i32, ())
+
+
+@functools.lru_cache(maxsize=4096, typed=True)  # (typed: True is not 1)
+def int_attr(value: int, ty: IntegerType = i64) -> IntegerAttr:
+    """``IntegerAttr(value, ty)``, one object per value and type (alignments, orderings,
+    small constants repeat on op after op; building one checks the value's range)."""
+    return IntegerAttr(value, ty)
+
+
+@functools.lru_cache(maxsize=64)
+def _segments(args: int) -> DenseArrayBase:
+    """A call's ``operandSegmentSizes``: its arguments, no operand bundles."""
+    return DenseArrayBase.from_list(i32, (args, 0))
+
+
+@functools.lru_cache(maxsize=1024)
+def _symbol(name: str) -> SymbolRefAttr:
+    return SymbolRefAttr(name)
+
+
+def constant(value: Attribute, typ: Attribute) -> llvm.ConstantOp:
+    """``llvm.ConstantOp(value, typ)``."""
+    return llvm.ConstantOp.create(result_types=[typ], properties={"value": value})
+
+
+def float_arith(cls: type[Operation], lhs: SSAValue | Operation, rhs: SSAValue | Operation) -> Operation:
+    """``cls(lhs, rhs)`` for ``llvm.FAddOp``, ``FSubOp``, ``FMulOp``, ``FDivOp``, ``FRemOp``
+    (no fast-math flags)."""
+    lhs, rhs = SSAValue.get(lhs), SSAValue.get(rhs)
+    return cls.create(operands=[lhs, rhs], result_types=[lhs.type], properties={"fastmathFlags": NO_FASTMATH})
+
+
+def int_arith(cls: type[Operation], lhs: SSAValue | Operation, rhs: SSAValue | Operation) -> Operation:
+    """``cls(lhs, rhs)`` for the integer ops with overflow flags (``llvm.AddOp``, ``SubOp``,
+    ``MulOp``, ``ShlOp``; no flags)."""
+    lhs, rhs = SSAValue.get(lhs), SSAValue.get(rhs)
+    return cls.create(operands=[lhs, rhs], result_types=[lhs.type], properties={"overflowFlags": _NO_OVERFLOW})
+
+
+def call(callee: str, args: Sequence[SSAValue | Operation], return_type: Attribute | None = None) -> llvm.CallOp:
+    """``llvm.CallOp(callee, *args, return_type=return_type)``: a direct call, no
+    operand bundles, C calling convention, no fast-math flags."""
+    return llvm.CallOp.create(
+        operands=[SSAValue.get(a) for a in args],
+        result_types=[] if return_type is None else [return_type],
+        properties={"callee": _symbol(callee), "fastmathFlags": NO_FASTMATH, "CConv": _CCC,
+                    "op_bundle_sizes": _NO_BUNDLES, "operandSegmentSizes": _segments(len(args))},
+    )
+
+
+def init_op(op: Operation, operands: Sequence[SSAValue | Operation] = (),
+            result_types: Sequence[Attribute] = (), properties: dict[str, Attribute] | None = None) -> None:
+    """What an IRDL op's ``__init__`` with one operand per definition and one result per
+    definition does, without IRDL's matching: for the extended dialects' hot ops (loads,
+    stores, the enzyme accumulator ops), whose shapes are fixed."""
+    Operation.__init__(op, operands=[SSAValue.get(o) for o in operands], result_types=result_types,
+                       properties=properties or {})
+
+
+_PTR = llvm.LLVMPointerType()
+_NO_ORDERING = IntegerAttr(0, i64)
+
+
+@functools.lru_cache(maxsize=256)
+def _cond_segments(then_args: int, else_args: int) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i32, (1, then_args, else_args))
+
+
+def br(dest: Block, args: Sequence[SSAValue | Operation] = ()) -> llvm.BrOp:
+    """``llvm.BrOp(dest, *args)``."""
+    return llvm.BrOp.create(operands=[SSAValue.get(a) for a in args], successors=[dest])
+
+
+def cond_br(cond: SSAValue | Operation, then_block: Block, then_args: Sequence[SSAValue | Operation],
+            else_block: Block, else_args: Sequence[SSAValue | Operation]) -> llvm.CondBrOp:
+    """``llvm.CondBrOp(cond, then_block, then_args, else_block, else_args)``."""
+    operands = [SSAValue.get(cond), *(SSAValue.get(a) for a in then_args), *(SSAValue.get(a) for a in else_args)]
+    return llvm.CondBrOp.create(operands=operands, successors=[then_block, else_block],
+                                properties={"operandSegmentSizes": _cond_segments(len(then_args), len(else_args))})
+
+
+def select(cls: type[Operation], cond: SSAValue | Operation, lhs: SSAValue | Operation,
+           rhs: SSAValue | Operation) -> Operation:
+    """``cls(cond, lhs, rhs)`` for ``llvm.SelectOp`` and the extended dialect's."""
+    lhs = SSAValue.get(lhs)
+    return cls.create(operands=[SSAValue.get(cond), lhs, SSAValue.get(rhs)], result_types=[lhs.type])
+
+
+def alloca(size: SSAValue | Operation, elem_type: Attribute, alignment: int = 32) -> llvm.AllocaOp:
+    """``llvm.AllocaOp(size, elem_type, alignment)``."""
+    return llvm.AllocaOp.create(operands=[SSAValue.get(size)], result_types=[_PTR],
+                                properties={"alignment": int_attr(alignment), "elem_type": elem_type})
+
+
+def load(ptr: SSAValue | Operation, result_type: Attribute) -> llvm.LoadOp:
+    """xDSL's ``llvm.LoadOp(ptr, result_type)`` (no alignment, not atomic)."""
+    return llvm.LoadOp.create(operands=[SSAValue.get(ptr)], result_types=[result_type],
+                              properties={"ordering": _NO_ORDERING})
+
+
+def store(value: SSAValue | Operation, ptr: SSAValue | Operation) -> llvm.StoreOp:
+    """xDSL's ``llvm.StoreOp(value, ptr)`` (no alignment, not atomic)."""
+    return llvm.StoreOp.create(operands=[SSAValue.get(value), SSAValue.get(ptr)],
+                               properties={"ordering": _NO_ORDERING})
+
+
+_NO_GEP_FLAGS = IntegerAttr(0, 32)
+
+
+@functools.lru_cache(maxsize=1024)
+def raw_indices(indices: tuple[int, ...]) -> DenseArrayBase:
+    """A GEP's ``rawConstantIndices`` (i32), shared like :func:`int_attr`'s."""
+    return DenseArrayBase.from_list(i32, indices)
+
+
+def gep(ptr: SSAValue | Operation, indices: Sequence[int], elem_type: Attribute,
+        ssa_indices: Sequence[SSAValue | Operation] = ()) -> llvm.GEPOp:
+    """``llvm.GEPOp(ptr, indices, elem_type, ssa_indices=ssa_indices)`` (not inbounds; the
+    result an opaque pointer)."""
+    return llvm.GEPOp.create(
+        operands=[SSAValue.get(ptr), *(SSAValue.get(i) for i in ssa_indices)], result_types=[_PTR],
+        properties={"rawConstantIndices": raw_indices(tuple(indices)), "elem_type": elem_type,
+                    "noWrapFlags": _NO_GEP_FLAGS})
+
+
+def icmp(cls: type[Operation], lhs: SSAValue, rhs: SSAValue, predicate: IntegerAttr) -> Operation:
+    """``cls(lhs, rhs, predicate)`` for ``llvm.ICmpOp`` and the extended dialect's."""
+    t = lhs.type
+    result = VectorType(i1, t.shape) if isinstance(t, VectorType) else i1
+    return cls.create(operands=[lhs, rhs], result_types=[result], properties={"predicate": predicate})
+
+
+def call_intrinsic(name: str, args: Sequence[SSAValue], result_types: Sequence[Attribute]) -> llvm.CallIntrinsicOp:
+    """``llvm.CallIntrinsicOp(name, args, result_types)`` (no operand bundles)."""
+    return llvm.CallIntrinsicOp.create(
+        operands=list(args), result_types=list(result_types),
+        properties={"intrin": _string(name), "op_bundle_sizes": _NO_BUNDLES,
+                    "operandSegmentSizes": _segments(len(args))})
+
+
+@functools.lru_cache(maxsize=1024)
+def _string(text: str) -> StringAttr:
+    return StringAttr(text)

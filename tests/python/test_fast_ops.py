@@ -1,0 +1,107 @@
+"""zymase.ir.fast_ops builds the very ops xDSL's IRDL constructors build (issue 29: AD
+builds them without IRDL's generic argument matching): the same class, operands, result
+types, properties (in the same order) and attributes, and the same printed form."""
+
+from __future__ import annotations
+
+import pytest
+from xdsl.irdl import IRDLOperation
+
+from zymase.ir import Block, FloatAttr, IntegerAttr, f64, fast_ops, i1, i32, i64, llvm, llvm_ext
+from zymase.ir import enzyme as ez
+from zymase.ir.enzyme import CacheType, GradientType, IndexedCacheType
+
+PTR = llvm.LLVMPointerType()
+
+
+def _same(fast, slow) -> None:
+    assert type(fast) is type(slow)
+    assert list(fast.operands) == list(slow.operands)
+    assert [r.type for r in fast.results] == [r.type for r in slow.results]
+    assert list(fast.properties.items()) == list(slow.properties.items())
+    assert fast.attributes == slow.attributes
+    if not isinstance(fast, llvm.CallOp) and not fast.successors:  # (calls and branches verify in a module)
+        fast.verify()
+    assert str(fast) == str(slow)
+
+
+@pytest.fixture(scope="module")
+def values():
+    """An f64, an i64, a pointer and enzyme handles, as op results."""
+    x = llvm.ConstantOp(FloatAttr(2.0, f64), f64)
+    n = llvm.ConstantOp(IntegerAttr(3, i64), i64)
+    p = llvm.ZeroOp.build(result_types=[PTR])
+    grad = ez.InitOp(GradientType(f64))
+    cache = ez.InitOp(CacheType(f64))
+    indexed = ez.InitOp(IndexedCacheType(f64))
+    return x.result, n.result, p.results[0], grad.result, cache.result, indexed.result
+
+
+def test_builders_match_the_constructors(values) -> None:
+    x, n, p, *_ = values
+    _same(fast_ops.constant(FloatAttr(1.5, f64), f64), llvm.ConstantOp(FloatAttr(1.5, f64), f64))
+    _same(fast_ops.constant(fast_ops.int_attr(7, i32), i32), llvm.ConstantOp(IntegerAttr(7, i32), i32))
+    for cls in (llvm.FAddOp, llvm.FSubOp, llvm.FMulOp, llvm.FDivOp):
+        _same(fast_ops.float_arith(cls, x, x.owner), cls(x, x))
+    for cls in (llvm.AddOp, llvm.SubOp, llvm.MulOp):
+        _same(fast_ops.int_arith(cls, n, n), cls(n, n))
+    _same(fast_ops.call("free", [p]), llvm.CallOp("free", p))
+    _same(fast_ops.call("g", [x, n, p], f64), llvm.CallOp("g", x, n, p, return_type=f64))
+    _same(fast_ops.call("h", []), llvm.CallOp("h"))
+    flag = llvm_ext.ICmpOp(n, n, IntegerAttr(0, i64)).results[0]
+    for cls in (llvm.SelectOp, llvm_ext.SelectOp):
+        _same(fast_ops.select(cls, flag, x, x.owner), cls(flag, x, x))
+    _same(fast_ops.alloca(n, f64, 8), llvm.AllocaOp(n, f64, alignment=8))
+    _same(fast_ops.load(p, f64), llvm.LoadOp(p, f64))
+    _same(fast_ops.store(x, p), llvm.StoreOp(x, p))
+    pair = llvm.LLVMStructType.from_type_list([PTR, i64])
+    _same(fast_ops.gep(p, [0, 1], pair), llvm.GEPOp(p, [0, 1], pair))
+    _same(fast_ops.gep(p, [llvm.GEP_USE_SSA_VAL], f64, [n]), llvm.GEPOp(p, [llvm.GEP_USE_SSA_VAL], f64, ssa_indices=[n]))
+    for cls in (llvm.ICmpOp, llvm_ext.ICmpOp):
+        _same(fast_ops.icmp(cls, n, n, IntegerAttr(2, i64)), cls(n, n, IntegerAttr(2, i64)))
+    # (pointer comparisons are the extended dialect's)
+    _same(fast_ops.icmp(llvm_ext.ICmpOp, p, p, IntegerAttr(0, i64)), llvm_ext.ICmpOp(p, p, IntegerAttr(0, i64)))
+    _same(fast_ops.call_intrinsic("llvm.experimental.noalias.scope.decl", [], []),
+          llvm.CallIntrinsicOp("llvm.experimental.noalias.scope.decl", [], []))
+    _same(fast_ops.call_intrinsic("llvm.fabs.f64", [x], [f64]), llvm.CallIntrinsicOp("llvm.fabs.f64", [x], [f64]))
+    here, there = Block(arg_types=[f64]), Block(arg_types=[f64, i64])
+    _same(fast_ops.br(here, [x]), llvm.BrOp(here, x))
+    _same(fast_ops.br(here), llvm.BrOp(here))
+    for targs, eargs in (([x], [x, n]), ([], [])):
+        _same(fast_ops.cond_br(flag, here, targs, there, eargs), llvm.CondBrOp(flag, here, targs, there, eargs))
+    # shared attributes are still the values the constructors make; True is not 1
+    assert fast_ops.int_attr(1, i1) == IntegerAttr(1, i1)
+    assert fast_ops.int_attr(True, i1) is not fast_ops.int_attr(1, i1)
+
+
+def _irdl(cls, **kwargs):
+    """``cls`` built by IRDL's generic constructor (what its ``__init__`` used to call)."""
+    op = cls.__new__(cls)
+    IRDLOperation.__init__(op, **kwargs)
+    return op
+
+
+def test_extended_and_enzyme_ops_match_irdl(values) -> None:
+    x, n, p, grad, cache, indexed = values
+    _same(llvm_ext.LoadOp(p, f64, alignment=8), _irdl(
+        llvm_ext.LoadOp, operands=[p], result_types=[f64],
+        properties={"ordering": IntegerAttr(0, i64), "alignment": IntegerAttr(8, i64)}))
+    _same(llvm_ext.LoadOp(p, f64, ordering=2, volatile=True), _irdl(
+        llvm_ext.LoadOp, operands=[p], result_types=[f64],
+        properties={"ordering": IntegerAttr(2, i64), "volatile_": llvm_ext.UnitAttr()}))
+    _same(llvm_ext.StoreOp(x, p, alignment=8, nontemporal=True), _irdl(
+        llvm_ext.StoreOp, operands=[x, p], result_types=[],
+        properties={"ordering": IntegerAttr(0, i64), "alignment": IntegerAttr(8, i64),
+                    "nontemporal": llvm_ext.UnitAttr()}))
+    # xDSL's own StoreOp constructor, run on the extended class
+    slow = llvm_ext.StoreOp.__new__(llvm_ext.StoreOp)
+    llvm.StoreOp.__init__(slow, x, p, alignment=4, ordering=5, volatile=True)
+    _same(llvm_ext.StoreOp(x, p, alignment=4, ordering=5, volatile=True), slow)
+    _same(ez.InitOp(GradientType(f64)), _irdl(ez.InitOp, result_types=[GradientType(f64)]))
+    _same(ez.SetOp(grad, x), _irdl(ez.SetOp, operands=[grad, x]))
+    _same(ez.GetOp(grad), _irdl(ez.GetOp, operands=[grad], result_types=[f64]))
+    _same(ez.PushOp(cache, x), _irdl(ez.PushOp, operands=[cache, x]))
+    _same(ez.PopOp(cache), _irdl(ez.PopOp, operands=[cache], result_types=[f64]))
+    _same(ez.CacheReserveOp(indexed, n), _irdl(ez.CacheReserveOp, operands=[indexed, n]))
+    _same(ez.CacheStoreOp(indexed, n, x), _irdl(ez.CacheStoreOp, operands=[indexed, n, x]))
+    _same(ez.CacheLoadOp(indexed, n), _irdl(ez.CacheLoadOp, operands=[indexed, n], result_types=[f64]))
