@@ -238,7 +238,7 @@ class BlasRule(CallMemoryRule):
             self._tangents(g, op, values)
         elif not forward_mode:
             self._keep_for_reverse(g, op, values)
-        after[op] = clone.next_op or clone.parent_block()  # later lanes' code after the call goes there
+        after[op] = clone.next_op if clone.next_op is not None else clone.parent_block()  # later lanes go there
         self._after_lanes(g, after[op])
         status = self._status_after_call(g, op)
         if forward_mode and self.routine.forward_after:
