@@ -1,6 +1,7 @@
 """BLAS calls differentiated at the level of the call (issue 26 items 1 and 4; LAPACK,
 item 2: Cholesky in lapack.c, LU in lu.c, the symmetric eigendecomposition in eigen.c, the
-SVD in svd.c, least squares in lstsq.c): the
+SVD in svd.c, least squares in lstsq.c; every LAPACK rule in vector mode, issue 25 item 2, in
+lapack_width.c): the
 self-checking programs in tests/c/blas, linked with OpenBLAS (``-lopenblas``, installed by
 .ci/run), each at -O0 and -O2 (the suite's time: gemm at -O3 alone costs 15 s of CPU);
 ZYMASE_TEST_ALL_LEVELS=1 builds every program at every level.
@@ -12,12 +13,13 @@ keep: none for inputs nothing overwrites, a copy for one overwritten later (item
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from c_harness import ALL_LEVELS, build_and_run, build_ids, builds
+from c_harness import ALL_LEVELS, build_and_run, build_ids, builds, emit_llvm, function_ir
 from forking_cli import run_cli
 
 BLAS_DIR = Path(__file__).resolve().parent / "c" / "blas"
@@ -27,7 +29,8 @@ def _levels(program: str) -> list[list[str]]:
     return [[*flags, "-lopenblas"] for flags in builds("-O0", "-O2")]
 
 
-CASES = [(name, flags) for name in ("level1", "level2", "level3", "gemv", "gemm", "lapack", "lu", "eigen", "svd", "lstsq")
+CASES = [(name, flags) for name in ("level1", "level2", "level3", "gemv", "gemm", "lapack", "lu", "eigen", "svd", "lstsq",
+                                    "lapack_width")
          for flags in _levels(name)]
 
 
@@ -50,6 +53,26 @@ def test_blas_inputs_copied_only_when_overwritten(level: str, tmp_path: Path):
     assert build.returncode == 0, build.stderr
     run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
     assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_lapack_lanes_share_the_primal_side_work(tmp_path: Path, zymase_cli: list[str]):
+    """LAPACK at width N (issue 25 item 2; the lanes' values are checked in lapack_width.c):
+    each of the 9 LAPACK calls runs once, its status is checked once and what the reverse
+    sweep reads is kept once (as many ``_save`` calls as at width 1), while its width-1
+    derivative runs once per lane (``_fwd``, ``_rev``)."""
+    ll = emit_llvm(BLAS_DIR / "lapack_width.c", ["-O0", "-lopenblas"], tmp_path, zymase_cli)
+
+    def count(text: str, pattern: str) -> int:
+        return len(re.findall(rf"call [^\n]*@{pattern}\(", text))
+
+    for width in ("", "2", "3"):
+        lanes = int(width or 1)
+        fwd, rev = function_ir(ll, f"fwddiffe{width}model"), function_ir(ll, f"diffe{width}model")
+        for text in (fwd, rev):
+            assert [count(text, f) for f in ("dpotrf_", "dgetrf_", "dgesv_", "dsyev_", "dgesdd_", "dgelsd_")] == [1] * 6
+            assert count(text, r"__zymase_blas_d\w+_status") == 9, (width, text)
+        assert count(fwd, r"__zymase_blas_d\w+_fwd") == 9 * lanes, (width, fwd)
+        assert count(rev, r"__zymase_blas_d\w+_save") == 9 and count(rev, r"__zymase_blas_d\w+_rev") == 9 * lanes
 
 
 ZGEMM = r"""

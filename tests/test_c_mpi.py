@@ -1,9 +1,10 @@
 """MPI in C (issue 27 items 3 and 5): `zymase cc` differentiates programs that call Open MPI.
 The self-checking programs in tests/c/mpi (blocking point-to-point, collectives, non-blocking
-point-to-point) are built at -O0 and -O2 with the flags of `mpicc --showme` and run under
-`mpirun -np 2` and `-np 3`; each rank checks its own part of the global gradient. Every
-mpirun has a timeout, and a timeout kills the whole job: a derivative message without its
-partner must fail a test, not hang the suite (test_unmatched_adjoint_receive_times_out).
+point-to-point; vector mode, issue 25 item 2, in width.c) are built at -O0 and -O2 with the
+flags of `mpicc --showme` and run under `mpirun -np 2` and `-np 3`; each rank checks its own
+part of the global gradient. Every mpirun has a timeout, and a timeout kills the whole job: a
+derivative message without its partner must fail a test, not hang the suite
+(test_unmatched_adjoint_receive_times_out).
 Then the refusals: MPI calls without a rule on floating-point data, one-sided
 communication, other reductions and datatypes stop the build with one `zymase: error:`
 line naming the call and its source line."""
@@ -77,7 +78,7 @@ def run_mpi(exe: Path, ranks: int, timeout: float) -> subprocess.CompletedProces
 
 
 def test_corpus_is_there():
-    assert {p.stem for p in PROGRAMS} == {"point_to_point", "collectives", "nonblocking"}
+    assert {p.stem for p in PROGRAMS} == {"point_to_point", "collectives", "nonblocking", "width"}
 
 
 @pytest.mark.parametrize("flags", LEVELS, ids=[" ".join(f) for f in LEVELS])

@@ -386,15 +386,6 @@ C_CASES = {
         ["width_reverse_one_seed.c:7:", "__enzyme_reverse of 'f' needs the adjoint of its double result after the "
          "arguments (enzyme_width 2: 2 adjoints, one per lane, got 1)"],
     ),
-    "width_lapack.c": (
-        "extern void __enzyme_autodiff(void*, ...);\nextern int enzyme_width, enzyme_dup, enzyme_const;\n"
-        "void dpotrf_(const char *, const int *, double *, const int *, int *);\n"
-        "double f(double *a, int n) { int info; dpotrf_(\"L\", &n, a, &n, &info); return a[0]; }\n"
-        "int main(void) { double a[1] = {4}, d0[1] = {0}, d1[1] = {0};\n"
-        "  __enzyme_autodiff((void*)f, enzyme_width, 2, enzyme_dup, a, d0, d1, enzyme_const, 1); return d0[0] > 0; }\n",
-        ["width_lapack.c:4:", "vector mode (width 2) does not handle LAPACK/MPI memory operations yet",
-         "'llvm.call @dpotrf_'", "function 'f'"],
-    ),
     "width_registered_derivative.c": (
         "typedef struct { double d[2]; } vec2;\nextern vec2 __enzyme_fwddiff(void*, ...);\nextern int enzyme_width;\n"
         "double cube(double x) { return x * x * x; }\n"

@@ -137,9 +137,9 @@ class ForwardGenerator(LaneMaps, LaneCombos, LaneBlocks, ShadowCode, LaplacianTe
                 elif kind == "memref" and self.laplacian:
                     self.refuse_in_vector_mode(op, "memref memory operations in Laplacian mode", self.fname)
                 elif kind == "call_rule" and not rule.lane_by_lane(op):
-                    self.refuse_in_vector_mode(op, "LAPACK/MPI memory operations", self.fname)
+                    self.refuse_in_vector_mode(op, f"calls to '{callee_name(op)}'", self.fname)
                 elif kind == "call_rule" and self.laplacian:  # a bilinear call's second-order term is not lane-wise
-                    self.refuse_in_vector_mode(op, "BLAS calls in Laplacian mode", self.fname)
+                    self.refuse_in_vector_mode(op, f"calls to '{callee_name(op)}' in Laplacian mode", self.fname)
             new = self._copy_primal(op)
             if lanes_rule is not None:
                 lanes_rule.forward_lanes(self, op, new)

@@ -76,7 +76,7 @@ from zymase.ir.enzyme import Activity
 
 def lane_by_lane(op: Operation) -> bool:
     """Whether vector mode reverses memory op ``op`` lane by lane: a call whose rule says
-    so (BLAS, registry.CallMemoryRule.lane_by_lane)."""
+    so (BLAS and LAPACK, registry.CallMemoryRule.lane_by_lane)."""
     return memory_kind(op) == "call_rule" and call_memory_rule(callee_name(op)).lane_by_lane(op)
 
 
@@ -241,7 +241,7 @@ class ReverseGenerator(LaneMaps, ShadowCode, IndexedCaches, MinCutRecompute, Sto
                 if memory_kind(op) is not None:
                     if memory_kind(op) == "call_rule" and any(o in act.shadowed for o in op.operands) \
                             and not lane_by_lane(op):
-                        self.refuse_in_vector_mode(op, "LAPACK/MPI memory operations", self.fname)
+                        self.refuse_in_vector_mode(op, f"calls to '{callee_name(op)}'", self.fname)
                     clone = clones[op]
                     self.E.before(clone.next_op)
                     for _ in self.each_lane():

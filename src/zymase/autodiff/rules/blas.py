@@ -200,12 +200,17 @@ class BlasRule(CallMemoryRule):
         return g.E.v(llvm.ZeroOp.build(result_types=[PTR]))
 
     def lane_by_lane(self, op: Operation) -> bool:
-        """BLAS at width N: each lane's derivative is the routine's width-1 derivative on
-        that lane's shadows (Enzyme's, lane by lane), the inputs kept for the reverse
-        sweep once for all lanes. Their derivative code reads the primal arrays
-        (``const``) and writes shadows only. Not LAPACK, whose reverse code is not
-        written to be run again on what it kept."""
-        return not self.routine.fortran_only
+        """BLAS and LAPACK at width N: each lane's derivative is the routine's width-1
+        derivative on that lane's shadows (Enzyme's, lane by lane); the primal call, the
+        copies kept for the reverse sweep (``_save``) and LAPACK's status check are made
+        once for all lanes, the copies freed after the last lane. Sound because every
+        ``_fwd``/``_rev``/``_dscalar`` of blas_runtime.c and the lapack_*.h files takes the
+        primal arrays and what ``_save`` kept ``const`` and writes only the lane's
+        shadows and temporaries of its own: LAPACK's rules factor (or decompose) into
+        copies (``lu_of``, ``eig_of``, ``svd_of``), and potrf's reverse reads the factor
+        without transposing it in place (``F_is_copy`` 0). A lane therefore reads what
+        the first lane read."""
+        return True
 
     # ---- forward sweep -----------------------------------------------------------------
     def structure(self, g, op, clone, *, forward_mode):
@@ -213,6 +218,15 @@ class BlasRule(CallMemoryRule):
             return
         if not forward_mode and g.lane_index > 0:
             return  # reverse mode keeps the call's inputs once (lane 0) for every lane
+        after = g.__dict__.setdefault("_blas_after", {})
+        if forward_mode and g.lane_index > 0:  # another lane's tangent: the call's status was checked on lane 0
+            if self.routine.forward_after:
+                self._after_lanes(g, after[op])
+            else:
+                g.E.before(clone)
+            self._tangents(g, op, self._cblas_values(g, op))
+            self._after_lanes(g, after[op])  # where lane 0 left the emitter
+            return
         try:
             self.check(op)
         except ZymaseError as err:
@@ -224,15 +238,23 @@ class BlasRule(CallMemoryRule):
             self._tangents(g, op, values)
         elif not forward_mode:
             self._keep_for_reverse(g, op, values)
-        if clone.next_op is not None:
-            g.E.before(clone.next_op)
-        else:
-            g.E.at_end(clone.parent_block())
+        after[op] = clone.next_op if clone.next_op is not None else clone.parent_block()  # later lanes go there
+        self._after_lanes(g, after[op])
         status = self._status_after_call(g, op)
         if forward_mode and self.routine.forward_after:
             self._tangents(g, op, values)
         elif not forward_mode:
             self._keep_after_call(g, op, values, status)
+
+    @staticmethod
+    def _after_lanes(g, anchor) -> None:
+        """The emitter right after the primal call and the code lanes before this one
+        put there: before ``anchor``, the op that followed the call (or at the end of its
+        block, ``anchor`` then the block)."""
+        if isinstance(anchor, Operation):
+            g.E.before(anchor)
+        else:
+            g.E.at_end(anchor)
 
     def _status_after_call(self, g, op: Operation) -> SSAValue | None:
         """LAPACK, right after the primal call: its ``info`` read (the reverse sweep gets

@@ -20,7 +20,14 @@ derivative message is formed. Here:
   the wait starts the adjoint message and the reverse of the isend/irecv completes it.
 
 Communicators, ranks, counts and tags are constant; ``MPI_Barrier`` is mirrored in the
-reverse sweep. An MPI call without a rule that touches active data or moves floating-point
+reverse sweep.
+
+Vector mode (width N): the generators call each rule once per lane (:meth:`lane_by_lane`);
+a lane's derivative message is the width-1 one on its shadows, the lanes' messages of one
+call one after the other in lane order on every rank, so that MPI's non-overtaking order
+pairs lane k with lane k on the other side. What belongs to the primal call is done once:
+the MAX/MIN owners (lane 0, freed after the last lane), a Waitall's records (every lane's,
+taken and started request by request on lane 0) and the reverse sweep's barrier. An MPI call without a rule that touches active data or moves floating-point
 data is refused (:func:`refusal`).
 """
 
@@ -216,6 +223,19 @@ class MpiRule(CallMemoryRule):
     def suffix(self) -> str:
         return self.name.removeprefix("MPI_").lower()
 
+    def lane_by_lane(self, op: Operation) -> bool:
+        """Vector mode: a lane's derivative message is the width-1 one on that lane's
+        shadows; every rank runs the lanes of a call in lane order, so each lane's message
+        meets the same lane's on the other side (the module's docstring)."""
+        return True
+
+    @staticmethod
+    def _free_after_last_lane(g, pointer: SSAValue) -> None:
+        """Free what lane 0 made for every lane, once the last lane has used it."""
+        if g.lane_index == g.width - 1:
+            g._declare("free", [PTR], llvm.LLVMVoidType())
+            g.E.insert(llvm.CallOp("free", pointer))
+
 
 class ReductionRule(MpiRule):
     """``MPI_Reduce``/``MPI_Allreduce``: with ``MPI_SUM`` as :class:`MpiRule`; with
@@ -234,12 +254,14 @@ class ReductionRule(MpiRule):
             return
         if not self._extremum(op):
             return super().structure(g, op, clone, forward_mode=forward_mode)
-        if forward_mode:
-            args = self._args(g, op, f"sbuf rbuf d:sbuf d:rbuf count dt kind{self._root()} comm", reverse=False)
-            self._call(g, f"{self.suffix}_extremum_fwd", args)
-        else:
+        records = g.__dict__.setdefault("_mpi_records", {})
+        if g.lane_index == 0:  # the owners, found once for every lane (a collective: every rank finds them)
             args = self._args(g, op, f"sbuf rbuf count dt kind{self._root()} comm", reverse=False)
-            g.__dict__.setdefault("_mpi_records", {})[op] = self._call(g, f"{self.suffix}_extremum_record", args, PTR)
+            records[op] = self._call(g, f"{self.suffix}_extremum_record", args, PTR)
+        if forward_mode:
+            args = self._args(g, op, f"d:sbuf d:rbuf count dt kind{self._root()} comm", reverse=False)
+            self._call(g, f"{self.suffix}_extremum_fwd", [*args, records[op]])
+            self._free_after_last_lane(g, records[op])
 
     def reverse_memory(self, g, op):
         if not self._checked(g, op):
@@ -249,6 +271,7 @@ class ReductionRule(MpiRule):
         owners = g.fetch_computed_in(op.parent_block(), g._mpi_records[op])
         args = self._args(g, op, f"d:sbuf d:rbuf count dt kind{self._root()} comm", reverse=True)
         self._call(g, f"{self.suffix}_extremum_rev", [*args, owners])
+        self._free_after_last_lane(g, owners)
 
 
 class NonBlockingRule(MpiRule):
@@ -261,23 +284,27 @@ class NonBlockingRule(MpiRule):
     def structure(self, g, op, clone, *, forward_mode):
         if not self._checked(g, op):
             return
-        args = self._args(g, op, self.layout, reverse=False)
+        args = [*self._args(g, op, self.layout, reverse=False), self._const(g, g.lane_index)]
         if forward_mode:
             self._call(g, f"{self.suffix}_fwd", args)
-        else:
-            g.__dict__.setdefault("_mpi_records", {})[op] = self._call(g, f"{self.suffix}_record", args, PTR)
+        else:  # one record per lane
+            g.__dict__.setdefault("_mpi_records", {})[op, g.lane_index] = self._call(g, f"{self.suffix}_record", args,
+                                                                                    PTR)
 
     def reverse_memory(self, g, op):
         if not self._checked(g, op):
             return
-        rec = g.fetch_computed_in(op.parent_block(), g._mpi_records[op])
+        rec = g.fetch_computed_in(op.parent_block(), g._mpi_records[op, g.lane_index])
         self._call(g, "request_rev", [rec])
 
 
 class WaitRule(MpiRule):
     """``MPI_Wait``/``MPI_Waitall``: forward mode completes the tangent messages (before
     the primal wait clears the handles); reverse mode takes the requests' records in the
-    forward sweep and starts their adjoint messages at the mirror point."""
+    forward sweep and starts their adjoint messages at the mirror point. In vector mode a
+    Wait does so lane by lane (its request's lanes together), a Waitall's reverse once for
+    every lane (``waitall_take``/``waitall_rev`` with the width: request by request, each
+    request's lanes together, so that it pairs with Waits on the other side)."""
 
     def moves_floats(self, op):
         return False  # the buffers belong to the isend/irecv
@@ -285,22 +312,31 @@ class WaitRule(MpiRule):
     def _handles(self, g, op: Operation) -> list[SSAValue]:
         return [g.vmap.get(v, v) for v in op.operands[: 2 if self.name == "MPI_Waitall" else 1]]
 
+    def _all_lanes(self) -> bool:
+        return self.name == "MPI_Waitall"
+
     def structure(self, g, op, clone, *, forward_mode):
+        if not forward_mode and self._all_lanes() and g.lane_index > 0:
+            return  # lane 0 took every lane's records
         g.E.before(clone)
         if forward_mode:
-            self._call(g, f"{self.suffix}_fwd", self._handles(g, op))
+            self._call(g, f"{self.suffix}_fwd", [*self._handles(g, op), self._const(g, g.lane_index)])
         else:
-            g.__dict__.setdefault("_mpi_records", {})[op] = self._call(g, f"{self.suffix}_take", self._handles(g, op), PTR)
+            lanes = self._const(g, g.width if self._all_lanes() else g.lane_index)
+            g.__dict__.setdefault("_mpi_records", {})[op, g.lane_index] = self._call(
+                g, f"{self.suffix}_take", [*self._handles(g, op), lanes], PTR)
         if clone.next_op is not None:
             g.E.before(clone.next_op)
         else:
             g.E.at_end(clone.parent_block())
 
     def reverse_memory(self, g, op):
+        if self._all_lanes() and g.lane_index > 0:
+            return  # lane 0 started every lane's adjoint messages
         home = op.parent_block()
-        args = [g.fetch_computed_in(home, g._mpi_records[op])]
-        if self.name == "MPI_Waitall":
-            args.insert(0, g.primal(op.operands[0]))
+        args = [g.fetch_computed_in(home, g._mpi_records[op, g.lane_index])]
+        if self._all_lanes():
+            args = [g.primal(op.operands[0]), *args, self._const(g, g.width)]
         self._call(g, f"{self.suffix}_rev", args)
 
 
@@ -312,6 +348,8 @@ class BarrierRule(MpiRule):
         pass
 
     def reverse_memory(self, g, op):
+        if g.lane_index > 0:
+            return  # one barrier for every lane
         comm = g.primal(op.operands[0])
         g._declare(self.name, [PTR], i32)
         g.E.v(llvm.CallOp(self.name, comm, return_type=i32))

@@ -20,6 +20,16 @@
  * request is live. Reverse mode: the forward sweep records the isend/irecv and takes the
  * record out at the wait; the reverse of the wait starts the adjoint message (non-blocking),
  * the reverse of the isend/irecv waits for it and accumulates or zeroes.
+ *
+ * Vector mode (width N): each lane's derivative message is the width-1 one on that lane's
+ * shadows, the lanes' messages of one primal call sent, received or reduced one after the
+ * other in lane order (0 first), forward and reverse, on every rank: MPI's non-overtaking
+ * order pairs lane k with lane k, since both sides of a message run the same lanes in the
+ * same order (every rank calls the derivative at the same width). A non-blocking call keeps
+ * one record per lane (found by the primal request and the lane); the reverse of a Waitall
+ * starts its requests' adjoint messages request by request, each request's lanes together,
+ * as the reverse of a Wait does, so that a Waitall on one side pairs with Waits on the
+ * other. The MAX/MIN owners are found once per call for all lanes (the caller frees them).
  */
 #include <limits.h>
 #include <stdio.h>
@@ -380,27 +390,24 @@ static void add_owned(const int *owner, void *dsbuf, const void *t, int count, i
     }
 }
 
-void __zymase_mpi_allreduce_extremum_fwd(void *sbuf, void *rbuf, void *dsbuf, void *drbuf, int count, Handle dt,
-                                         int kind, Handle comm) {
-    int *owner = owners(sbuf, rbuf, count, dt, kind, -1, comm);
+/* forward mode, one lane: `owner` is the call's record (found once for every lane) */
+void __zymase_mpi_allreduce_extremum_fwd(void *dsbuf, void *drbuf, int count, Handle dt, int kind, Handle comm,
+                                         const int *owner) {
     void *c = owned(owner, dsbuf, count, kind, comm), *r = or_zeros(drbuf, count, kind);
     MPI_Allreduce(c, r, count, dt, &ompi_mpi_op_sum, comm);
     release(r, drbuf);
     free(c);
-    free(owner);
 }
 
-void __zymase_mpi_reduce_extremum_fwd(void *sbuf, void *rbuf, void *dsbuf, void *drbuf, int count, Handle dt, int kind,
-                                      int root, Handle comm) {
+void __zymase_mpi_reduce_extremum_fwd(void *dsbuf, void *drbuf, int count, Handle dt, int kind, int root, Handle comm,
+                                      const int *owner) {
     int rank;
     MPI_Comm_rank(comm, &rank);
-    int *owner = owners(sbuf, rbuf, count, dt, kind, root, comm);
     void *c = owned(owner, dsbuf, count, kind, comm), *r = rank == root ? or_zeros(drbuf, count, kind) : NULL;
     MPI_Reduce(c, r, count, dt, &ompi_mpi_op_sum, root, comm);
     if (r)
         release(r, drbuf);
     free(c);
-    free(owner);
 }
 
 void *__zymase_mpi_allreduce_extremum_record(void *sbuf, void *rbuf, int count, Handle dt, int kind, Handle comm) {
@@ -412,23 +419,22 @@ void *__zymase_mpi_reduce_extremum_record(void *sbuf, void *rbuf, int count, Han
     return owners(sbuf, rbuf, count, dt, kind, root, comm);
 }
 
+/* reverse mode, one lane (the rule frees `owner` after the last lane) */
 void __zymase_mpi_allreduce_extremum_rev(void *dsbuf, void *drbuf, int count, Handle dt, int kind, Handle comm,
-                                         void *owner) {
+                                         const int *owner) {
     void *r = or_zeros(drbuf, count, kind), *t = or_zeros(NULL, count, kind);
     MPI_Allreduce(r, t, count, dt, &ompi_mpi_op_sum, comm);
     release(r, drbuf);
     zero(drbuf, count, kind);
     add_owned(owner, dsbuf, t, count, kind, comm);
     free(t);
-    free(owner);
 }
 
 void __zymase_mpi_reduce_extremum_rev(void *dsbuf, void *drbuf, int count, Handle dt, int kind, int root, Handle comm,
-                                      void *owner) {
+                                      const int *owner) {
     void *t = root_adjoint_to_all(drbuf, count, dt, kind, root, comm);
     add_owned(owner, dsbuf, t, count, kind, comm);
     free(t);
-    free(owner);
 }
 
 /* ---- non-blocking point-to-point ------------------------------------------------------ */
@@ -443,14 +449,15 @@ typedef struct Record {
     Handle dt, comm;
     Handle request;      /* the derivative message's request */
     int started;         /* reverse mode: the adjoint message was started (reverse of the wait) */
-    long sequence;       /* posting order of the primal requests */
+    long sequence;       /* posting order of the primal requests (a request's lanes share it) */
+    int lane;            /* vector mode: the lane whose shadow this is */
 } Record;
 
 static Record *live = NULL;
 static long posted = 0;
 
 static Record *record(int receive, void *dbuf, int count, Handle dt, int kind, int peer, int tag, Handle comm,
-                      Handle *reqp) {
+                      Handle *reqp, int lane) {
     Record *r = calloc(1, sizeof(Record));
     r->receive = receive;
     r->shadow = dbuf;
@@ -461,38 +468,45 @@ static Record *record(int receive, void *dbuf, int count, Handle dt, int kind, i
     r->tag = tag;
     r->comm = comm;
     r->primal = *reqp;
-    r->sequence = posted++;
+    if (lane == 0) /* lane 0 is recorded first; the other lanes of the request follow it */
+        posted++;
+    r->sequence = posted;
+    r->lane = lane;
     r->next = live;
     live = r;
     return r;
 }
 
-/* The record of the live primal request `*reqp`, unlinked (NULL when none: a request of
- * data without derivatives, or MPI_REQUEST_NULL). */
-static Record *take(Handle *reqp) {
-    for (Record **p = &live; *p; p = &(*p)->next) {
-        if ((*p)->primal == *reqp) {
-            Record *r = *p;
-            *p = r->next;
-            r->next = NULL;
-            return r;
-        }
-    }
-    return NULL;
+/* The record of lane `lane` of the live primal request `*reqp`, unlinked (NULL when none:
+ * a request of data without derivatives, or MPI_REQUEST_NULL). Open MPI gives every
+ * isend that completed at once (a small message) the same handle, so several live records
+ * may hold it: the oldest is taken, which is the request being waited for when requests
+ * are waited in the order they were posted (a wait of any of them completes nothing). */
+static Record *take(Handle *reqp, int lane) {
+    Record **oldest = NULL;
+    for (Record **p = &live; *p; p = &(*p)->next)
+        if ((*p)->primal == *reqp && (*p)->lane == lane && (!oldest || (*p)->sequence <= (*oldest)->sequence))
+            oldest = p;
+    if (!oldest)
+        return NULL;
+    Record *r = *oldest;
+    *oldest = r->next;
+    r->next = NULL;
+    return r;
 }
 
 /* forward mode: the tangent message travels beside the primal one */
 void __zymase_mpi_isend_fwd(void *dbuf, int count, Handle dt, int kind, int dest, int tag, Handle comm,
-                            Handle *reqp) {
-    Record *r = record(0, dbuf, count, dt, kind, dest, tag, comm, reqp);
+                            Handle *reqp, int lane) {
+    Record *r = record(0, dbuf, count, dt, kind, dest, tag, comm, reqp, lane);
     r->buffer = or_zeros(dbuf, count, kind);
     MPI_Isend(r->buffer, count, dt, dest, tag, comm, &r->request);
 }
 
 void __zymase_mpi_irecv_fwd(void *dbuf, int count, Handle dt, int kind, int src, int tag, Handle comm,
-                            Handle *reqp) {
+                            Handle *reqp, int lane) {
     check_envelope(comm, "MPI_Irecv", src, tag);
-    Record *r = record(1, dbuf, count, dt, kind, src, tag, comm, reqp);
+    Record *r = record(1, dbuf, count, dt, kind, src, tag, comm, reqp, lane);
     r->buffer = or_zeros(dbuf, count, kind);
     MPI_Irecv(r->buffer, count, dt, src, tag, comm, &r->request);
 }
@@ -506,31 +520,33 @@ static void finish_forward(Record *r) {
 }
 
 /* called before the primal wait, while the primal handle still names the request */
-void __zymase_mpi_wait_fwd(Handle *reqp) { finish_forward(take(reqp)); }
+void __zymase_mpi_wait_fwd(Handle *reqp, int lane) { finish_forward(take(reqp, lane)); }
 
-void __zymase_mpi_waitall_fwd(int n, Handle *reqs) {
+void __zymase_mpi_waitall_fwd(int n, Handle *reqs, int lane) {
     for (int i = 0; i < n; i++)
-        finish_forward(take(&reqs[i]));
+        finish_forward(take(&reqs[i], lane));
 }
 
 /* reverse mode, forward sweep */
 void *__zymase_mpi_isend_record(void *dbuf, int count, Handle dt, int kind, int dest, int tag, Handle comm,
-                                Handle *reqp) {
-    return record(0, dbuf, count, dt, kind, dest, tag, comm, reqp);
+                                Handle *reqp, int lane) {
+    return record(0, dbuf, count, dt, kind, dest, tag, comm, reqp, lane);
 }
 
 void *__zymase_mpi_irecv_record(void *dbuf, int count, Handle dt, int kind, int src, int tag, Handle comm,
-                                Handle *reqp) {
+                                Handle *reqp, int lane) {
     check_envelope(comm, "MPI_Irecv", src, tag);
-    return record(1, dbuf, count, dt, kind, src, tag, comm, reqp);
+    return record(1, dbuf, count, dt, kind, src, tag, comm, reqp, lane);
 }
 
-void *__zymase_mpi_wait_take(Handle *reqp) { return take(reqp); }
+void *__zymase_mpi_wait_take(Handle *reqp, int lane) { return take(reqp, lane); }
 
-void *__zymase_mpi_waitall_take(int n, Handle *reqs) {
-    Record **out = calloc(n > 0 ? (size_t)n : 1, sizeof(Record *));
+/* every lane's record of the n requests (taken once for all `width` lanes) */
+void *__zymase_mpi_waitall_take(int n, Handle *reqs, int width) {
+    Record **out = calloc(n > 0 ? (size_t)n * width : 1, sizeof(Record *));
     for (int i = 0; i < n; i++)
-        out[i] = take(&reqs[i]);
+        for (int lane = 0; lane < width; lane++)
+            out[(long)i * width + lane] = take(&reqs[i], lane);
     return out;
 }
 
@@ -550,17 +566,22 @@ static void start_adjoint(Record *r) {
 
 void __zymase_mpi_wait_rev(void *record) { start_adjoint(record); }
 
+/* the later request first; a request's lanes in lane order */
 static int later_first(const void *a, const void *b) {
     const Record *x = *(Record *const *)a, *y = *(Record *const *)b;
     long sx = x ? x->sequence : -1, sy = y ? y->sequence : -1;
-    return (sx < sy) - (sx > sy);
+    if (sx != sy)
+        return (sx < sy) - (sx > sy);
+    int lx = x ? x->lane : 0, ly = y ? y->lane : 0;
+    return (lx > ly) - (lx < ly);
 }
 
-void __zymase_mpi_waitall_rev(int n, void *records) {
+void __zymase_mpi_waitall_rev(int n, void *records, int width) {
     /* in the reverse of the primal posting order, as the blocking calls are reversed */
     Record **rs = records;
-    qsort(rs, n > 0 ? (size_t)n : 0, sizeof(Record *), later_first);
-    for (int i = 0; i < n; i++)
+    size_t total = n > 0 ? (size_t)n * width : 0;
+    qsort(rs, total, sizeof(Record *), later_first);
+    for (size_t i = 0; i < total; i++)
         start_adjoint(rs[i]);
     free(rs);
 }
