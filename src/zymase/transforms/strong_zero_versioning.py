@@ -43,7 +43,7 @@ def invariant_guard(E, dead: SSAValue, singular: SSAValue, term: SSAValue) -> SS
 
 def version_invariant_guards(module: ModuleOp) -> int:
     """Version the loops of ``module``'s functions that hold marked guards; returns how
-    many loops were versioned. Every mark is gone afterwards."""
+    many guards the loops' unguarded copies dropped. Every mark is gone afterwards."""
     count = 0
     for fop in list(module.body.block.ops):
         if isinstance(fop, llvm.FuncOp) and fop.body.blocks:
@@ -78,8 +78,7 @@ def _version_function(region: Region) -> int:
         gs = by_loop[header]
         for g in gs:
             del g.attributes[MARK]
-        if _version_loop(region, cfg, header, bodies[header], gs):
-            count += 1
+        count += _version_loop(region, cfg, header, bodies[header], gs)
     return count
 
 
@@ -132,14 +131,15 @@ def _used_after(body: set[Block]) -> bool:
     return False
 
 
-def _version_loop(region: Region, cfg: CFG, header: Block, body: set[Block], guards: list[Operation]) -> bool:
+def _version_loop(region: Region, cfg: CFG, header: Block, body: set[Block], guards: list[Operation]) -> int:
+    """Version the loop on the ``guards``' probes; returns how many guards its copy dropped."""
     probes, ops, seen = [], [], set()
     for g in guards:
         probe = g.operands[0].owner.operands[1]
         if _slice(probe, body, ops, seen):
             probes.append(probe)
     if not probes or _used_after(body) or header is cfg.blocks[0]:
-        return False
+        return 0
     kept = {p.owner for p in probes}
     guards = [g for g in guards if g.operands[0].owner.operands[1].owner in kept]
     # the preheader: every edge entering the loop from outside now enters it
@@ -181,4 +181,4 @@ def _version_loop(region: Region, cfg: CFG, header: Block, body: set[Block], gua
         fast.parent_block().erase_op(fast)
         if not both.results[0].uses:
             both.parent_block().erase_op(both)
-    return True
+    return len(guards)
