@@ -173,15 +173,19 @@ def zero_probe(ctx, op: Operation, rule: "ScalarRule", f: Partial, d: SSAValue) 
         if any(ctx.varies_in_loop(op.operands[i]) for i in poles):
             return None
     E = ctx.E
+    before = set(E.block.ops)
     saved, E.flags = E.flags, frozenset()  # no nnan/ninf/nsz on what tests for NaN
     try:
         probe = _ProbePrimals(ctx, op)
         value = f(E, probe, E.const(0.0, d.type))
-        if not probe.usable:
-            return None  # the ops built are dead code, deleted by LLVM
-        return E.fcmp("uno", value, value)
+        if probe.usable:
+            return E.fcmp("uno", value, value)
     finally:
         E.flags = saved
+    for built in reversed([o for o in E.block.ops if o not in before]):  # unused: taken back
+        if not any(r.uses for r in built.results):
+            E.block.erase_op(built)
+    return None
 
 
 class ScalarRule(Rule):
