@@ -32,21 +32,33 @@ _PURE = (llvm.FAddOp, llvm.FSubOp, llvm.FMulOp, llvm.FDivOp, llvm.FNegOp, llvm.F
          llvm.OrOp, llvm.XOrOp, llvm.SelectOp)
 
 
+#: id of a module -> names of its functions holding marked guards (recorded as they are
+#: built, so that a module without any is not walked)
+_PENDING: dict[int, set[str]] = {}
+
+
 def invariant_guard(E, dead: SSAValue, singular: SSAValue, term: SSAValue) -> SSAValue:
     """``term``, zero where ``dead`` (a zero adjoint) and ``singular`` (the loop-invariant
     probe: the term may be NaN at a zero adjoint) both hold; marked for versioning."""
     both = E.v(llvm.AndOp(dead, singular))
     out = E.select(both, E.zero(term.type), term)
     out.owner.attributes[MARK] = UnitAttr()
+    fn = E.block.parent_op()  # the derivative being built
+    if fn is not None and getattr(fn, "sym_name", None) is not None:
+        _PENDING.setdefault(id(E.module), set()).add(fn.sym_name.data)
     return out
 
 
 def version_invariant_guards(module: ModuleOp) -> int:
     """Version the loops of ``module``'s functions that hold marked guards; returns how
-    many guards the loops' unguarded copies dropped. Every mark is gone afterwards."""
+    many guards the loops' unguarded copies dropped. Every mark is gone afterwards (a
+    mark left on a select, in code this misses, would only be ignored by the writer)."""
+    names = _PENDING.pop(id(module), None)
+    if not names:
+        return 0
     count = 0
     for fop in list(module.body.block.ops):
-        if isinstance(fop, llvm.FuncOp) and fop.body.blocks:
+        if isinstance(fop, llvm.FuncOp) and fop.sym_name.data in names and fop.body.blocks:
             count += _version_function(fop.body)
     return count
 
