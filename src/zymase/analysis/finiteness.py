@@ -169,7 +169,7 @@ class Finiteness:
                     for arg, v in zip(succ.args, operands):
                         edge(v, arg)
             kind = memory_kind(op)
-            if kind not in _TRACKED_KINDS or (kind is None and _may_write_through_pointers(ctx, op)):
+            if kind not in _TRACKED_KINDS or (kind is None and _may_write_memory(ctx, op)):
                 tracked = False
             if kind == "load":
                 loads.append((op.results[0], op.operands[0]))
@@ -351,19 +351,21 @@ _TRACKED_KINDS = frozenset({None, "load", "store", "derive", "select", "global",
                             "nrt_alloc", "free", "memset", "refcount"})
 
 
-def _may_write_through_pointers(ctx, op: Operation) -> bool:
+def _may_write_memory(ctx, op: Operation) -> bool:
     """Whether ``op``, which the memory model does not know, is a call that may write
-    memory through a pointer it is given (not an intrinsic that only marks lifetimes or
-    scopes)."""
+    memory: a defined function that stores (``Context.writes_memory``: not the norm a
+    loop divides by), or a declared one given a pointer or writing memory it is not
+    given (``Context.call_writes_unseen``); not an intrinsic that only marks lifetimes or
+    scopes."""
     if ctx.flavor.callee(op) is None or isinstance(ctx.rule_for(op), ScalarRule):
         return False
     callee = ctx.defined_function(op)
-    if callee is not None and not ctx.writes_memory(callee):
-        return False  # a defined function that stores nowhere (the norm a loop divides by)
+    if callee is not None:
+        return ctx.writes_memory(callee)
     if isinstance(op, llvm.CallIntrinsicOp) and op.intrin.data.startswith(
             ("llvm.lifetime.", "llvm.experimental.noalias.scope.decl", "llvm.assume")):
         return False
-    return any(isinstance(o.type, llvm.LLVMPointerType) for o in op.operands)
+    return any(isinstance(o.type, llvm.LLVMPointerType) for o in op.operands) or ctx.call_writes_unseen(op)
 
 
 def _noalias_arguments(prepared, fn: Operation | None) -> set[SSAValue]:
