@@ -148,8 +148,11 @@ def _version_loop(region: Region, cfg: CFG, header: Block, body: set[Block], gua
     probes, ops, seen = [], [], set()
     for g in guards:
         probe = g.operands[0].owner.operands[1]
-        if _slice(probe, body, ops, seen):
+        mine, marked = [], set(seen)  # a slice that fails leaves nothing half-taken
+        if _slice(probe, body, mine, marked):
             probes.append(probe)
+            ops += mine
+            seen = marked
     if not probes or _used_after(body) or header is cfg.blocks[0]:
         return 0
     kept = {p.owner for p in probes}
