@@ -45,6 +45,7 @@ Run from the repository root (enzyme-ad 0.0.16 needs Python 3.11 and jax >= 0.8)
   python bench/vs_enzyme.py --only normalize --sizes 4000 16000 --zymase src
   python bench/vs_enzyme.py --only --workloads            # the bench workloads alone
   python bench/vs_enzyme.py --zymase-flags=--no-strong-zero --only normalize
+  python bench/vs_enzyme.py --only normalize --zymase src --baseline /work/main/src   # a change, side by side
 
 ``--workloads`` also runs the bench workloads (src/zymase/bench/workloads: GMM, BA, LSTM,
 hand, ODE, FFT, normalization), which are C but not C++, in their own harness
