@@ -173,7 +173,8 @@ def zero_probe(ctx, op: Operation, rule: "ScalarRule", f: Partial, d: SSAValue) 
         if any(ctx.varies_in_loop(op.operands[i]) for i in poles):
             return None
     E = ctx.E
-    before = set(E.block.ops)
+    block, anchor = E.block, E.anchor
+    last = anchor.prev_op if anchor is not None else block.last_op  # what precedes the probe
     saved, E.flags = E.flags, frozenset()  # no nnan/ninf/nsz on what tests for NaN
     try:
         probe = _ProbePrimals(ctx, op)
@@ -182,9 +183,13 @@ def zero_probe(ctx, op: Operation, rule: "ScalarRule", f: Partial, d: SSAValue) 
             return E.fcmp("uno", value, value)
     finally:
         E.flags = saved
-    for built in reversed([o for o in E.block.ops if o not in before]):  # unused: taken back
-        if not any(r.uses for r in built.results):
-            E.block.erase_op(built)
+    built, o = [], last.next_op if last is not None else block.first_op
+    while o is not None and o is not anchor:
+        built.append(o)
+        o = o.next_op
+    for o in reversed(built):  # the probe's ops, unused: taken back
+        if not any(r.uses for r in o.results):
+            block.erase_op(o)
     return None
 
 
