@@ -45,6 +45,7 @@ Run from the repository root (enzyme-ad 0.0.16 needs Python 3.11 and jax >= 0.8)
   python bench/vs_enzyme.py --only normalize --sizes 4000 16000 --zymase src
   python bench/vs_enzyme.py --only --workloads            # the bench workloads alone
   python bench/vs_enzyme.py --zymase-flags=--no-strong-zero --only normalize
+  python bench/vs_enzyme.py --only normalize --zymase src --baseline /work/main/src   # a change, side by side
 
 ``--workloads`` also runs the bench workloads (src/zymase/bench/workloads: GMM, BA, LSTM,
 hand, ODE, FFT, normalization), which are C but not C++, in their own harness
@@ -414,6 +415,9 @@ def main() -> int:
                    help="also (or, with --only and no name, only) the bench workloads, in their own "
                         "harness through Enzyme-JAX's LLVM-IR door (all when given no name)")
     p.add_argument("--keep", type=Path, help="build in this directory and keep it")
+    p.add_argument("--baseline", type=Path,
+                   help="another zymase source tree (src/): its zymase cc build, 'zymase-base', is timed "
+                        "alternately with the others (a change against main, side by side)")
     ns = p.parse_args()
     try:
         importlib.import_module("enzyme_ad.jax")
@@ -435,8 +439,15 @@ def main() -> int:
         print("\n| program | n | build | primal us (best) | gradient us (best) | gradient / primal |")
         print("|---|---|---|---|---|---|")
     summary = []
+    builds = BUILDS + (("zymase-base",) if ns.baseline else ())
+    grads = ("zymase", "enzyme") + (("zymase-base",) if ns.baseline else ())
     for prog in progs:
         exes = build_executables(prog, cpu, ns.fp_contract, ns.opt, zsrc, ns.zymase_flags.split(), work)
+        if ns.baseline:
+            base = work / "baseline"
+            base.mkdir(exist_ok=True)
+            exes["zymase-base"] = build_executables(prog, cpu, ns.fp_contract, ns.opt, ns.baseline.resolve(),
+                                                    ns.zymase_flags.split(), base)["zymase"]
         for n in ns.sizes or prog.sizes:
             reps = prog.reps(n)
             x = prog.inputs(n)
@@ -448,10 +459,13 @@ def main() -> int:
             compile_s = time.time() - t0
             objective = lambda xx: float(exes["clang"].run(xx, 1)[0])  # noqa: E731
             note, enzyme_right = check(prog, n, x, {k: first[k][3] for k in ("zymase", "enzyme")}, objective)
-            primal = {k: [] for k in BUILDS}
-            grad = {k: [] for k in ("zymase", "enzyme")}
+            if ns.baseline:
+                off = float(np.max(np.abs(first["zymase"][3] - first["zymase-base"][3])))
+                note += f"; zymase vs zymase-base: max abs difference {off:.1e}"
+            primal = {k: [] for k in builds}
+            grad = {k: [] for k in grads}
             for r in range(ns.rounds):
-                order = BUILDS[r % 4:] + BUILDS[:r % 4]
+                order = builds[r % len(builds):] + builds[:r % len(builds)]
                 for k in order:
                     _, tp, tg, _ = runners[k](x)
                     primal[k].append(float(np.median(tp)))
@@ -459,7 +473,7 @@ def main() -> int:
                         grad[k].append(float(np.median(tg)))
             med = {k: statistics.median(v) for k, v in primal.items()}
             gmed = {k: statistics.median(v) for k, v in grad.items()}
-            for k in BUILDS:
+            for k in builds:
                 pr = f"{med[k] * 1e6:.2f} ({min(primal[k]) * 1e6:.2f})"
                 if k in grad:
                     gr = f"{gmed[k] * 1e6:.2f} ({min(grad[k]) * 1e6:.2f})"
@@ -474,6 +488,11 @@ def main() -> int:
                 f"{med['zymase'] / med['enzyme']:.2f}, clang / Enzyme-JAX's clang "
                 f"{med['clang'] / med['enzyme-clang']:.2f}; {reps} calls per measurement; "
                 f"first run with compiles {compile_s:.1f} s; {note}")
+            if ns.baseline:
+                per_round = [z / b for z, b in zip(grad["zymase"], grad["zymase-base"])]
+                summary.append(f"{prog.name} n={n}: gradient zymase / zymase-base {gmed['zymase'] / gmed['zymase-base']:.3f} "
+                               f"(per round {min(per_round):.3f}-{max(per_round):.3f}); zymase-base / Enzyme "
+                               f"{gmed['zymase-base'] / gmed['enzyme']:.2f}")
     if ns.workloads is not None:
         summary += run_workloads(ns.workloads or sorted(WORKLOAD_CASES), ns.rounds, cpu, ns.opt, zsrc, ej, work)
     print()

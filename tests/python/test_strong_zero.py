@@ -170,3 +170,82 @@ def test_numba_pair_energy_zero_diagonal():
     g = zymase.grad(pair_energy)(x)
     want = [sum(-12.0 * np.sign(x[k] - x[j]) * abs(x[k] - x[j]) ** -7 for j in range(3) if j != k) for k in range(3)]
     np.testing.assert_allclose(g, want, rtol=1e-10)
+
+
+# ------------------------------------------- loop-invariant singular partials (issue 29)
+# A loop dividing by a value computed before it (a norm) guards each term d * (1/m); when
+# 1/m is finite the guards cannot matter, and the loop is versioned: a copy without them
+# runs then (transforms/strong_zero_versioning.py). The values are checked by
+# tests/c/memory/strong_zero_invariant.c at every level; here, which loops are versioned.
+
+NORMALIZE = r"""
+#include <math.h>
+extern void __enzyme_autodiff(void *, ...);
+extern int enzyme_dup, enzyme_const;
+__attribute__((noinline)) static double mag(const double *restrict x, int n) {
+    double s = 0.0;
+    for (int i = 0; i < n; i++) s += x[i] * x[i];
+    return sqrt(s);
+}
+static void normalize(double *restrict out, const double *restrict x, int n) {
+    for (int i = 0; i < n; i++) out[i] = x[i] / %s;
+}
+void grad(double *out, double *dout, double *x, double *dx, int n) {
+    __enzyme_autodiff((void *)normalize, enzyme_dup, out, dout, enzyme_dup, x, dx, enzyme_const, n);
+}
+"""
+
+
+def _versioned_guards(monkeypatch, tmp_path, divisor: str) -> int:
+    """How many strong-zero guards the versioned loops' unguarded copies dropped, for
+    ``out[i] = x[i] / <divisor>`` built as the issue's target (-O2 -fno-math-errno)."""
+    from zymase.frontends.c import Timings, differentiate_llvm_ir
+    from zymase.llvm import toolchain
+    from zymase.transforms import strong_zero_versioning
+
+    counts = []
+    real = strong_zero_versioning.version_invariant_guards
+    monkeypatch.setattr(strong_zero_versioning, "version_invariant_guards",
+                        lambda module: counts.append(real(module)) or counts[-1])
+    src = tmp_path / "normalize.c"
+    src.write_text(NORMALIZE % divisor)
+    differentiate_llvm_ir(toolchain.c_to_llvm_ir(src, ["-fno-math-errno"], 2), str(src), 2, Timings())
+    return sum(counts)
+
+
+def test_invariant_singular_partials_are_versioned(monkeypatch, tmp_path):
+    """Both guards of the normalization's reverse loop (1/m, and -x[i]/m^2 read from x,
+    which only the stores into out could make non-finite: restrict keeps them apart) go
+    from the copy; a divisor that varies in the loop versions nothing."""
+    assert _versioned_guards(monkeypatch, tmp_path, "mag(x, n)") == 2
+    assert _versioned_guards(monkeypatch, tmp_path, "(x[i] * x[i] + 1e-300)") == 0
+
+
+@njit(error_model="numpy")
+def normalized(out, x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += x[i] * x[i]
+    m = np.sqrt(s)
+    for i in range(x.shape[0]):
+        out[i] = x[i] / m
+
+
+def test_numba_invariant_singular_partial(monkeypatch):
+    from zymase.transforms import strong_zero_versioning
+
+    counts = []
+    real = strong_zero_versioning.version_invariant_guards
+    monkeypatch.setattr(strong_zero_versioning, "version_invariant_guards",
+                        lambda module: counts.append(real(module)) or counts[-1])
+    w = np.array([1.0, 0.0, 2.0, 0.0, 3.0, 0.0, 4.0])
+    x = np.arange(1.0, 8.0)
+    dx = np.zeros(7)
+    zymase.autodiff(normalized, zymase.Duplicated(np.zeros(7), w.copy()), zymase.Duplicated(x, dx))
+    m = np.linalg.norm(x)
+    np.testing.assert_allclose(dx, w / m - (w @ x) * x / m**3, rtol=1e-12)
+    assert sum(counts) >= 1  # the 1/m guard (Numba's arrays hide the roots -x/m^2 reads)
+    # every x zero, every seed zero: 1/m is infinite, the guarded loop runs, all zeros
+    dx = np.zeros(7)
+    zymase.autodiff(normalized, zymase.Duplicated(np.zeros(7), np.zeros(7)), zymase.Duplicated(np.zeros(7), dx))
+    assert not np.isnan(dx).any() and (dx == 0.0).all()

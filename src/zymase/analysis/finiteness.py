@@ -42,12 +42,13 @@ class Finiteness:
     the activities of the results; ``entry``: the function is the one the program
     differentiates (a marker's), so its results are the program's outputs."""
 
-    def __init__(self, prepared, ctx, ret_acts, *, entry: bool):
+    def __init__(self, prepared, ctx, ret_acts, *, entry: bool, primal: Operation | None = None):
         self.ctx = ctx
         self.cfg = prepared.cfg
         self._signs: dict[tuple[SSAValue, Block | None], str | None] = {}
         self._facts: dict[Block, dict[SSAValue, str]] = {}
         self.ops = [op for b in nested_blocks(prepared.region) for op in b.ops]
+        self._noalias = _noalias_arguments(prepared, primal)
         self.nonfinite = self._nonfinite_values()
         sink = self._single_output(prepared, ret_acts) if entry else None
         self.exposed = self._exposed(sink) if sink is not None else set()
@@ -145,8 +146,12 @@ class Finiteness:
         # destinations of branches and structured ops)
         flows: dict[SSAValue, list[SSAValue]] = {}
         seeds: list[SSAValue] = []
-        loads: list[SSAValue] = []
-        stored: list[SSAValue] = []  # values written to memory
+        loads: list[tuple[SSAValue, SSAValue | None]] = []  # (value loaded, pointer)
+        stored: list[tuple[SSAValue, SSAValue | None]] = []  # (value written to memory, pointer)
+        # whether every write of a float to memory is a store whose pointer says where
+        # (no memcpy, no call writing through a pointer): then a load reads a non-finite
+        # value only if it may read what such a store wrote
+        tracked = ctx.flavor.name == "llvm"
 
         def edge(src: SSAValue, dst: SSAValue) -> None:
             flows.setdefault(src, []).append(dst)
@@ -164,10 +169,16 @@ class Finiteness:
                     for arg, v in zip(succ.args, operands):
                         edge(v, arg)
             kind = memory_kind(op)
-            if kind == "load" or op.name == "memref.load":
-                loads += list(op.results)
-            elif kind == "store" or op.name == "memref.store":
-                stored.append(op.operands[0])
+            if kind not in _TRACKED_KINDS or (kind is None and _may_write_memory(ctx, op)):
+                tracked = False
+            if kind == "load":
+                loads.append((op.results[0], op.operands[0]))
+            elif op.name == "memref.load":
+                loads.append((op.results[0], None))
+            elif kind == "store":
+                stored.append((op.operands[0], op.operands[1]))
+            elif op.name == "memref.store":
+                stored.append((op.operands[0], None))
             elif kind is not None or not op.results:
                 continue
             elif ctx.flavor.is_constant(op):
@@ -187,18 +198,51 @@ class Finiteness:
 
         found: set[SSAValue] = set()
         work = list(seeds)
-        loads_marked = False
         while True:
             while work:
                 v = work.pop()
                 if v not in found:
                     found.add(v)
                     work += flows.get(v, [])
-            if loads_marked or not any(s in found for s in stored):
+            # memory may hold a non-finite value: the loads that may read it (all of them,
+            # unless every write is tracked and the pointers' objects tell them apart)
+            written = [p for v, p in stored if v in found]
+            if not written:
                 return found
-            # memory may hold a non-finite value: any load may read it
-            loads_marked = True
-            work += loads
+            work = [v for v, p in loads if v not in found and (not tracked or self._may_read(p, written))]
+            if not work:
+                return found
+
+    def _may_read(self, ptr: SSAValue | None, written: list[SSAValue | None]) -> bool:
+        """Whether a load through ``ptr`` may read memory a store through one of the
+        ``written`` pointers wrote: their objects (analysis.memory.pointer_roots) may be
+        one, as in autodiff/written_memory (two objects from outside the function are
+        apart only when one is a ``noalias`` argument; an allocation made here is apart
+        from every other object)."""
+        mine = self._roots(ptr)
+        if mine is None:
+            return True
+        for w in written:
+            theirs = self._roots(w)
+            if theirs is None or any(self._may_share(a, b) for a in mine for b in theirs):
+                return True
+        return False
+
+    def _roots(self, ptr: SSAValue | None):
+        from zymase.analysis.memory import pointer_roots
+
+        if ptr is None:
+            return None
+        cfg, flavor = self.cfg, self.ctx.flavor
+
+        def incoming(arg: BlockArgument) -> list[SSAValue]:
+            return [flavor.successor_operands(e.src.last_op)[e.slot][arg.index] for e in cfg.preds.get(arg.block, [])]
+
+        return pointer_roots(ptr, cfg.blocks[0], incoming)
+
+    def _may_share(self, a, b) -> bool:
+        outside = (BlockArgument, str)
+        return a is b or (isinstance(a, outside) and isinstance(b, outside) and not (a in self._noalias or b in self._noalias))
 
 
     # ----- exposure ----------------------------------------------------------------
@@ -298,6 +342,41 @@ class Finiteness:
         if rule is None or op.regions or len(op.results) != 1 or op.results[0] not in exposed:
             return False
         return _preserves(rule, use.index)
+
+
+#: memory kinds (analysis.memory.memory_kind) whose float writes are stores the analysis
+#: sees with their pointers; any other (memcpy, realloc, BLAS calls, memref) may copy a
+#: non-finite value anywhere
+_TRACKED_KINDS = frozenset({None, "load", "store", "derive", "select", "global", "alloca", "malloc", "calloc",
+                            "nrt_alloc", "free", "memset", "refcount"})
+
+
+def _may_write_memory(ctx, op: Operation) -> bool:
+    """Whether ``op``, which the memory model does not know, is a call that may write
+    memory: a defined function that stores (``Context.writes_memory``: not the norm a
+    loop divides by), or a declared one given a pointer or writing memory it is not
+    given (``Context.call_writes_unseen``); not an intrinsic that only marks lifetimes or
+    scopes."""
+    if ctx.flavor.callee(op) is None or isinstance(ctx.rule_for(op), ScalarRule):
+        return False
+    callee = ctx.defined_function(op)
+    if callee is not None:
+        return ctx.writes_memory(callee)
+    if isinstance(op, llvm.CallIntrinsicOp) and op.intrin.data.startswith(
+            ("llvm.lifetime.", "llvm.experimental.noalias.scope.decl", "llvm.assume")):
+        return False
+    return any(isinstance(o.type, llvm.LLVMPointerType) for o in op.operands) or ctx.call_writes_unseen(op)
+
+
+def _noalias_arguments(prepared, fn: Operation | None) -> set[SSAValue]:
+    """The entry arguments of the prepared body of function ``fn`` that are ``noalias``
+    parameters (``restrict`` in C)."""
+    from zymase.analysis.memory import args_marked
+
+    if not isinstance(fn, llvm.FuncOp):
+        return set()
+    args = prepared.region.blocks[0].args
+    return {args[i] for i in args_marked(fn, "llvm.noalias") if i < len(args)}
 
 
 def _defining_block(v: SSAValue) -> Block | None:

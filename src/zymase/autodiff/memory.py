@@ -80,7 +80,7 @@ class ShadowCode:
         if found is None:
             from zymase.analysis.finiteness import Finiteness
 
-            found = self._finite = Finiteness(self.p, self.ctx, self.ret_acts, entry=self.entry)
+            found = self._finite = Finiteness(self.p, self.ctx, self.ret_acts, entry=self.entry, primal=self.fop)
         return found
 
     def may_be_nonfinite(self, v: SSAValue) -> bool:

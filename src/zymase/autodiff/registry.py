@@ -127,6 +127,72 @@ class _TimesOne:
         return getattr(self._E, name)
 
 
+class _ProbePrimals(Primals):
+    """The primal values a partial reads, for :func:`zero_probe`: a value that varies in
+    the loop around the op stands in as 1.0 when it is finite at finite inputs
+    (analysis.finiteness); ``usable`` turns false when one may not be."""
+
+    def __init__(self, ctx: "RuleContext", op: Operation):
+        super().__init__(ctx, op)
+        self.usable = True
+
+    def _read(self, v: SSAValue) -> SSAValue:
+        self.read.append(v)
+        if not self.ctx.varies_in_loop(v):
+            return self.ctx.primal(v)
+        if self.ctx.may_be_nonfinite(v) or not is_float_type(v.type):
+            self.usable = False
+        return self.ctx.E.const(1.0, v.type) if is_float_type(v.type) else self.ctx.primal(v)
+
+    def arg(self, i: int) -> SSAValue:
+        return self._read(self.op.operands[i])
+
+    def res(self, i: int = 0) -> SSAValue:
+        return self._read(self.op.results[i])
+
+
+def zero_probe(ctx, op: Operation, rule: "ScalarRule", f: Partial, d: SSAValue) -> SSAValue | None:
+    """An i1 that is true when the guarded term ``f(d)`` of ``op`` in a loop may be NaN at a
+    zero ``d`` (a partial ``1/m`` with ``m = 0``), computed from loop-invariant values and
+    constants only, or None when that cannot be told once for the whole loop.
+
+    It is ``f`` applied to a zero ``d``, with the values that vary in the loop replaced by
+    1.0: it can be, provided that (1) those values are finite at finite inputs (the
+    analysis says so; overflow of arithmetic on finite values is not tracked, as
+    everywhere under strong zeros) and (2) when the op may be singular here, the operands
+    that make it so (its ``regular_if``'s, all of them when it has none) are
+    loop-invariant. Then every factor that may be non-finite is loop-invariant, and the
+    term at a zero ``d``, a chain of products and quotients started by ``d``, is NaN in
+    some iteration exactly when it is NaN with the stand-ins. Where the probe is false the
+    unguarded term is a zero of some sign at a zero ``d``; adjoint accumulations ignore
+    the sign of zero (``Emitter.accumulate``'s ``nsz``)."""
+    if not ctx.varies_in_loop(op.results[0]) or not is_float_type(d.type):
+        return None  # not in a loop: the guard runs once
+    if ctx.singular_here(op, rule):
+        poles = [i for i, _ in rule.regular_if] or range(len(op.operands))
+        if any(ctx.varies_in_loop(op.operands[i]) for i in poles):
+            return None
+    E = ctx.E
+    block, anchor = E.block, E.anchor
+    last = anchor.prev_op if anchor is not None else block.last_op  # what precedes the probe
+    saved, E.flags = E.flags, frozenset()  # no nnan/ninf/nsz on what tests for NaN
+    try:
+        probe = _ProbePrimals(ctx, op)
+        value = f(E, probe, E.const(0.0, d.type))
+        if probe.usable:
+            return E.fcmp("uno", value, value)
+    finally:
+        E.flags = saved
+    built, o = [], last.next_op if last is not None else block.first_op
+    while o is not None and o is not anchor:
+        built.append(o)
+        o = o.next_op
+    for o in reversed(built):  # the probe's ops, unused: taken back
+        if not any(r.uses for r in o.results):
+            block.erase_op(o)
+    return None
+
+
 class ScalarRule(Rule):
     """A single-result op with one partial (adjoint expression) per operand; ``None``
     marks an operand without derivative (an integer exponent, a rounding op).
@@ -154,13 +220,25 @@ class ScalarRule(Rule):
         self.finite_value_if = finite_value_if
 
     def _term(self, ctx, op: Operation, f: Partial, d: SSAValue) -> SSAValue:
-        """``f`` applied to the adjoint or tangent ``d``, guarded for strong zeros."""
+        """``f`` applied to the adjoint or tangent ``d``, guarded for strong zeros. In a
+        loop whose every iteration reaches the partial's possible singularity through the
+        same loop-invariant values, the guard also asks whether the term at a zero ``d``
+        is NaN there (:func:`zero_probe`), which is the same in every iteration: the loop
+        is then versioned on that question (transforms/strong_zero_versioning)."""
         primals = Primals(ctx, op)
         term = f(ctx.E, primals, d)
         if not self._needs_guard(ctx, op, primals, d, term):
             return term
         E = ctx.E
-        return E.select(E.fcmp("oeq", d, E.zero(d.type)), E.zero(d.type), term)
+        dead = E.fcmp("oeq", d, E.zero(d.type))
+        # asked of the class: some contexts refuse any attribute they lack (autodiff/laplacian)
+        versions = hasattr(type(ctx), "versions_guards") and ctx.versions_guards
+        singular = zero_probe(ctx, op, self, f, d) if versions else None
+        if singular is None:
+            return E.select(dead, E.zero(d.type), term)
+        from zymase.transforms.strong_zero_versioning import invariant_guard
+
+        return invariant_guard(E, dead, singular, term)
 
     def _needs_guard(self, ctx, op: Operation, primals: Primals, d: SSAValue, term: SSAValue) -> bool:
         """Whether ``term`` (the partial applied to ``d``) may be infinite or NaN where

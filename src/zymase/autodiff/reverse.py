@@ -417,6 +417,13 @@ class ReverseGenerator(LaneMaps, ShadowCode, IndexedCaches, MinCutRecompute, Sto
     def varies_in_loop(self, v: SSAValue) -> bool:
         return self._in_cycle(v)
 
+    @property
+    def versions_guards(self) -> bool:
+        """Whether strong-zero guards whose singularity is loop-invariant are emitted for
+        loop versioning (registry.zero_probe, transforms/strong_zero_versioning): LLVM
+        code, which the versioning pass runs on."""
+        return self.flavor.name == "llvm"
+
     def fetch_shadow(self, p: SSAValue) -> SSAValue:
         """The shadow of primal pointer ``p``, read in the reverse sweep."""
         if p not in self.smap:

@@ -183,6 +183,7 @@ def differentiate_module(module: ModuleOp) -> int:
     from zymase.transforms.lower_to_llvm import lower_to_llvm
     from zymase.transforms.numba_parfor import outline_parfors, restore_parfors
     from zymase.transforms.openmp import outline_parallel_regions, restore_parallel_regions
+    from zymase.transforms.strong_zero_versioning import version_invariant_guards
 
     apply_annotations(module)
     call_marker_invokes(module)
@@ -207,6 +208,7 @@ def differentiate_module(module: ModuleOp) -> int:
             restore_parallel_regions(module)
             restore_parfors(module)
             lower_to_llvm(module)
+            version_invariant_guards(module)
         if (personality := uses_exceptions(module)) is not None:
             guard_derivatives(module, user_functions, personality)
         finish_markers(module)
