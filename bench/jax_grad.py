@@ -11,8 +11,8 @@ cannot reverse, the ratio is zymase's gradient against the primal.
                              [--baseline SRC] [--clock wall|cpu]
 
 ``--clock cpu`` times each call in process CPU time instead of wall time: on a shared
-machine, run single-threaded (``OPENBLAS_NUM_THREADS=1 XLA_FLAGS="--xla_cpu_multi_thread_eigen=false
-intra_op_parallelism_threads=1"``), where a call's CPU time does not count the time other
+machine, run pinned to one CPU (``OPENBLAS_NUM_THREADS=1 XLA_FLAGS="--xla_cpu_multi_thread_eigen=false"
+taskset -c 1``: XLA's intra-op pool has no flag), where a call's CPU time does not count the time other
 processes hold the cores (session 25: wall-time ratios of unchanged programs moved by up
 to 3x at load 17 on 2 cores, CPU-time ratios by about 10%, more for sub-millisecond calls).
 In CPU time a call is not timed alone but as the mean of a batch of calls lasting at least
