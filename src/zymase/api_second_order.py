@@ -31,7 +31,7 @@ from zymase.api import (
     _short, _tangent_activity, _typeof, _with_defaults, _with_shadow_type, _zeros,
 )
 from zymase.api_aliasing import check_aliased_arguments, njit_overlap_checks
-from zymase.api_outputs import _flatten, _picked, _zero_tangent, assemble_forward
+from zymase.api_outputs import _flatten, _input_leaves, _picked, _width, _zero_tangent, assemble_forward
 from zymase.errors import ZymaseError
 from zymase.frontends import numba as zn
 
@@ -120,7 +120,7 @@ class _Nested:
     """The forward-over-reverse kernel of one function at one set of argument types."""
 
     def __init__(self, disp, opts, names, prim, api_name: str):
-        self.disp, self.prim = disp, prim
+        self.disp, self.prim, self.opts = disp, prim, opts
         self.rt = api._check_result(disp, prim, need_float=True, api=api_name)
         acts = []
         for i, t in enumerate(prim):
@@ -143,25 +143,45 @@ class _Nested:
     def __call__(self, primals, tangents):
         """(value, gradient per argument, the gradient's tangent per argument) for one
         tangent per argument (None: zero); None for integer arguments."""
+        value, grads, per_lane = self.push_lanes(primals, [tangents])
+        return value, grads, per_lane[0]
+
+    def push_lanes(self, primals, lanes: list):
+        """(value, gradient per argument, per lane the gradient's tangent per argument)
+        for ``lanes``, each one tangent per argument (None: zero): one call of the
+        kernel at width ``len(lanes)``, so one reverse sweep (one primal, one tape) and
+        N-wide tangent arithmetic, not N calls."""
+        width = len(lanes)
+        plan, fn = self.plan, self.fn
+        if width > 1:
+            plan, fn = _direct(self.disp, self.prim, self.plan.activities, "fwd", self.opts, inner=self.inner,
+                               width=width)
         kargs, shadows, dshadows = [], [], []
-        acts = iter(self.plan.activities)
-        for x, t, ty, inner in zip(primals, tangents, self.prim, self.inner.activities):
+        acts = iter(plan.activities)
+        for i, (x, ty, inner) in enumerate(zip(primals, self.prim, self.inner.activities)):
             kargs.append(_copy(x))
             if zn.has_shadow(next(acts)):
-                kargs.append(_zero_tangent(x) if t is None else _with_shadow_type(_copy(t), ty))
-            s = ds = None
+                for tangents in lanes:
+                    t = tangents[i]
+                    kargs.append(_zero_tangent(x) if t is None else _with_shadow_type(_copy(t), ty))
+            s, ds = None, [None] * width
             if zn.has_shadow(inner):
-                s, ds = _zeros(x), _zeros(x)
+                s = _zeros(x)
                 kargs.append(s)
                 if zn.has_shadow(next(acts)):
-                    kargs.append(ds)
+                    ds = [_zeros(x) for _ in lanes]
+                    kargs += ds
             shadows.append(s)
             dshadows.append(ds)
         kargs.append(_np_dtype(self.rt)(1.0))
-        r = self.fn(*kargs)
-        half = len(r) // 2
-        grads = _picked(self.inner.activities, shadows, iter(r[1:half]))
-        return r[0], grads, _picked(self.inner.activities, dshadows, iter(r[half + 1:]))
+        r = fn(*kargs)
+        # the reverse kernel's values (its value, then the active leaves' derivatives),
+        # then their tangents lane by lane
+        h = len(r) // (1 + width)
+        grads = _picked(self.inner.activities, shadows, iter(r[1:h]))
+        per_lane = [_picked(self.inner.activities, [ds[k] for ds in dshadows], iter(r[h * (k + 1) + 1:h * (k + 2)]))
+                    for k in range(width)]
+        return r[0], grads, per_lane
 
 
 _nested_cache: dict = {}
@@ -196,10 +216,11 @@ def _second_derivative(disp, opts, names, args, gnums, gsingle, jnums, jsingle, 
     grad_like = args[gnums[0]] if gsingle else tuple(args[k] for k in gnums)
     dtypes = [np.asarray(v).dtype for v in _flatten(grad_like)]
 
-    def columns(_k, lanes):  # one lane per call: nested kernels have no vector mode
-        return [_flatten(_picked_grads(nested(args, tangents)[2], gnums, gsingle)) for tangents in lanes]
+    def columns(_k, lanes):  # one vector forward-over-reverse call per chunk of columns
+        return [_flatten(_picked_grads(dgrads, gnums, gsingle)) for dgrads in nested.push_lanes(args, lanes)[2]]
 
-    return assemble_forward(args, jnums, jsingle, grad_like, dtypes, columns)
+    width = _width(max(int(np.prod(s)) for _, _, s in _input_leaves(args, jnums)))
+    return assemble_forward(args, jnums, jsingle, grad_like, dtypes, columns, width)
 
 
 def _picked_grads(dgrads, gnums, gsingle):
