@@ -31,7 +31,7 @@ from zymase.api import (
     _short, _tangent_activity, _typeof, _with_defaults, _with_shadow_type, _zeros,
 )
 from zymase.api_aliasing import check_aliased_arguments, njit_overlap_checks
-from zymase.api_outputs import _flatten, _input_leaves, _picked, _width, _zero_tangent, assemble_forward
+from zymase.api_outputs import CHUNK, _flatten, _input_leaves, _picked, _width, _zero_tangent, assemble_forward
 from zymase.errors import ZymaseError
 from zymase.frontends import numba as zn
 
@@ -405,9 +405,10 @@ class SecondOrder:
         env = {np_n: np, call_n: nested.at(width)[0].call, seed_n: _np_dtype(nested.rt),
                dt_n: _np_dtype(ty.dtype if isinstance(ty, types.Array) else ty)}
 
-        def call(tangents: list) -> tuple[list, list]:
+        def call(tangents: list, dk_lanes: list | None = None) -> tuple[list, list]:
             """Lines calling the kernel with ``tangents`` (one per lane) on argument k,
-            and per lane the expression of the gradient's tangent on argument k."""
+            and per lane the expression of the gradient's tangent on argument k (the
+            zeroed arrays ``dk_lanes`` when given, else new ones)."""
             lines, kargs, acts, dks = [], [], iter(nested.activities), [None] * len(tangents)
             for i, (t, inner) in enumerate(zip(prim, nested.inner.activities)):
                 x = self.params[i]
@@ -421,8 +422,11 @@ class SecondOrder:
                     lines.append(f"{s} = {api._shadow_expr(t, x, np_n)}")
                     kargs.append(s)
                     if zn.has_shadow(next(acts)):
-                        ds = [glue.fresh(f"ds{i}_") for _ in tangents]
-                        lines += [f"{d} = {api._shadow_expr(t, x, np_n)}" for d in ds]
+                        if i == k and dk_lanes is not None:
+                            ds = dk_lanes
+                        else:
+                            ds = [glue.fresh(f"ds{i}_") for _ in tangents]
+                            lines += [f"{d} = {api._shadow_expr(t, x, np_n)}" for d in ds]
                         kargs += ds
                         dks = ds if i == k else dks
             r = glue.fresh("r")
@@ -457,18 +461,27 @@ class SecondOrder:
             lines, dks = call([f"{dt_n}(1.0)"])
             body += lines + [f"return {dks[0]}"]
         else:
-            n, h, j, i, col = (glue.fresh(b) for b in ("n", "h", "j", "i", "col"))
-            es = [glue.fresh(f"e{lane}_") for lane in range(width)]
-            lines, dks = call([f"{e}.reshape({x}.shape)" for e in es])
+            # the lanes' unit tangents and their results are the slices of two arrays,
+            # written through flat views (one expression per lane in the call: Numba's
+            # compile of this glue grows with its statements, a reshape costing most);
+            # past the last column a lane is zero (padding)
+            n, h, j, i, lane, e, d, ef, df = (glue.fresh(b) for b in ("n", "h", "j", "i", "lane", "e", "d", "ef",
+                                                                         "df"))
+            lines, _ = call([f"{e}[{q}]" for q in range(width)], [f"{d}[{q}]" for q in range(width)])
             body += [f"{n} = {x}.size", f"{h} = {np_n}.zeros(({n}, {n}), {dt_n})",
-                     f"for {j} in range(0, {n}, {width}):"]
-            for lane, e in enumerate(es):  # unit tangents; past the last column, zero (padding)
-                body += [f"    {e} = {np_n}.zeros({n}, {dt_n})", f"    if {j} + {lane} < {n}:",
-                         f"        {e}[{j} + {lane}] = 1.0"]
+                     f"{e} = {np_n}.zeros(({width},) + {x}.shape, {dt_n})", f"{ef} = {e}.reshape(({width}, {n}))",
+                     f"{d} = {np_n}.zeros(({width},) + {x}.shape, {dt_n})", f"{df} = {d}.reshape(({width}, {n}))",
+                     f"for {j} in range(0, {n}, {width}):",
+                     f"    for {lane} in range({width}):",
+                     f"        for {i} in range({n}):",
+                     f"            {ef}[{lane}, {i}] = 0.0",
+                     f"            {df}[{lane}, {i}] = 0.0",
+                     f"        if {j} + {lane} < {n}:",
+                     f"            {ef}[{lane}, {j} + {lane}] = 1.0"]
             body += ["    " + ln for ln in lines]
-            for lane, dk in enumerate(dks):
-                body += [f"    if {j} + {lane} < {n}:", f"        {col} = {dk}.reshape({n})",
-                         f"        for {i} in range({n}):", f"            {h}[{i}, {j} + {lane}] = {col}[{i}]"]
+            body += [f"    for {lane} in range(min({width}, {n} - {j})):",
+                     f"        for {i} in range({n}):",
+                     f"            {h}[{i}, {j} + {lane}] = {df}[{lane}, {i}]"]
             body.append(f"return {h}.reshape({x}.shape + {x}.shape)")
         impl_n = glue.fresh("impl")
         src = f"def {impl_n}({', '.join(self.params)}):\n" + "".join(f"    {ln}\n" for ln in body)
@@ -476,16 +489,20 @@ class SecondOrder:
 
     def _chunked_hessian(self, args):
         """From Python, the Hessian with respect to one float array: the njit loop of
-        :meth:`_impl` at width ``CHUNK`` (fewer for fewer elements), all chunks in one
-        njit call, compiled once per argument types and width (a Python loop over the
-        chunks cost more than the kernel for a small function: 60 us of assembly per
-        chunk against 3 us for Rosenbrock at n = 64). None where that loop does not
-        apply (tuple ``argnums``, a tuple or float argument, types njit glue refuses):
-        the caller assembles the columns in Python."""
+        :meth:`_impl` at width ``CHUNK``, all chunks in one njit call, compiled once per
+        argument types (a Python loop over the chunks cost more than the kernel for a
+        small function: 60 us of assembly per chunk against 3 us for Rosenbrock at
+        n = 64). None where that loop does not apply (tuple ``argnums``, a tuple or
+        float argument, types njit glue refuses) or does not pay (one chunk): the
+        caller assembles the columns in Python."""
         import numba
 
         k = self.argnums[0]
         if not (self.single and isinstance(args[k], np.ndarray) and args[k].dtype.kind == "f"):
+            return None
+        if args[k].size <= CHUNK:
+            # one chunk: one call assembled in Python costs less than compiling the
+            # loop (about 0.5 s of CPU on the first call)
             return None
         try:
             argtys = tuple(_typeof(a, _label(self.names, i)) for i, a in enumerate(args))

@@ -6,8 +6,11 @@ Checked: the width-N kernel computes the primal once per call (as many ``exp`` c
 its optimized IR as the width-1 kernel's, not N times as many), every column equals the
 width-1 kernel's (``hvp`` with a basis vector), against a closed form and central
 differences of the gradient at n = 1, 3, 8, 9 (8 does not divide 9), float32, a
-function that writes into its argument (the Hessian runs it on a copy), tuple
-``argnums``. Each test also checks which widths were compiled, so it fails where the
+function that writes into its argument (the Hessian runs it on a copy), a 2-D argument
+beside an array it does not differentiate, tuple ``argnums``. Past one chunk (n > 8)
+the chunks are an njit loop (``SecondOrder._chunked_hessian``); up to 8, and for tuple
+``argnums`` and ``jacfwd(grad(f))``, the columns are assembled in Python: both are
+covered. Each test also checks which widths were compiled, so it fails where the
 Hessian is one width-1 call per column."""
 
 import math
@@ -139,3 +142,29 @@ def test_hessian_of_a_function_writing_into_its_argument():
     np.testing.assert_array_equal(x, before)
     np.testing.assert_allclose(h, np.diag(2 * np.cos(x * x) - 4 * x * x * np.sin(x * x)), rtol=1e-12, atol=1e-12)
     assert 8 in _nested_widths("squares_in_place")
+
+
+@njit
+def columns_coupled(X, w):
+    """sum_ij w_j sin(X_ij X_(i+1 mod m)j): a 2-D argument, a weight array held fixed."""
+    m = X.shape[0]
+    s = 0.0
+    for i in range(m):
+        for j in range(X.shape[1]):
+            s += w[j] * math.sin(X[i, j] * X[(i + 1) % m, j])
+    return s
+
+
+def test_hessian_of_a_2d_argument_in_chunks():
+    # 12 inputs: the njit loop over chunks of 8 (8 + 4 padded), blocks shaped X.shape + X.shape
+    X, w = np.linspace(-0.7, 1.1, 12).reshape(3, 4), np.array([0.5, -1.0, 2.0, 1.5])
+    h = zymase.hessian(columns_coupled)(X, w)
+    assert h.shape == (3, 4, 3, 4)
+    assert 8 in _nested_widths("columns_coupled")
+    hv = zymase.hvp(columns_coupled)
+    cols = np.stack([hv(X, w, e.reshape(3, 4)) for e in np.eye(12)], axis=-1)
+    np.testing.assert_allclose(h.reshape(12, 12), cols.reshape(12, 12), rtol=1e-14, atol=1e-14)
+    g, d = zymase.grad(columns_coupled), 1e-6
+    fd = np.stack([((g(X + d * e.reshape(3, 4), w) - g(X - d * e.reshape(3, 4), w)) / (2 * d)).reshape(12)
+                   for e in np.eye(12)], axis=-1)
+    np.testing.assert_allclose(h.reshape(12, 12), fd, rtol=1e-6, atol=1e-6)
