@@ -140,11 +140,16 @@ class _Nested:
         outer.append(zn.CONST)  # the seed
         #: the outer request's activities (a tangent, or N at width N, per shadowed slot)
         self.activities = tuple(outer)
+        self._widths: dict = {}
 
     def at(self, width: int = 1):
         """(plan, caller) of the kernel at ``width``, compiled on first use: a Hessian
         of n > 1 inputs needs only the vector kernel, hvp only the width-1 one."""
-        return _direct(self.disp, self.prim, self.activities, "fwd", self.opts, inner=self.inner, width=width)
+        hit = self._widths.get(width)
+        if hit is None:
+            hit = self._widths[width] = _direct(self.disp, self.prim, self.activities, "fwd", self.opts,
+                                                inner=self.inner, width=width)
+        return hit
 
     def __call__(self, primals, tangents):
         """(value, gradient per argument, the gradient's tangent per argument) for one
