@@ -7,8 +7,9 @@ and every composition of transforms (``grad(grad(f))``, ``vjp(grad(f))``,
 function's reverse kernel, whose source still calls ``__enzyme_autodiff``; the C path's
 marker rounds differentiate the inner request first and then the outer one over the
 gradient code. One call takes a tangent for every float argument and returns the
-gradient and its tangent (a Hessian-vector product); a Hessian is one call per input
-element. ``jvp(grad(f))`` and ``jacfwd/jacrev/jacobian(grad(f))`` use the same kernel.
+gradient and its tangent (a Hessian-vector product); at width N (vector forward mode
+over the reverse kernel: one reverse sweep, N tangent lanes) N tangents, so a Hessian is
+one call per ``CHUNK`` input elements. ``jvp(grad(f))`` and ``jacfwd/jacrev/jacobian(grad(f))`` use the same kernel.
 
 Every other composition is built on the path njit code that calls a transform takes:
 ``grad``, ``value_and_grad``, ``hessian`` and ``hvp`` objects are callable from njit code
@@ -305,7 +306,8 @@ class SecondOrder:
     step written in njit), like ``api.Transformed``. From njit code they take one
     argument number (a float or a float array; tuples of blocks are built in Python
     only): the Hessian is an njit loop of forward-over-reverse calls, one per input
-    element, filling ``x.shape + x.shape``; the Hessian-vector product is one call."""
+    element, filling ``x.shape + x.shape`` (from Python, past one chunk, the same loop
+    at width ``CHUNK``: :meth:`_chunked_hessian`); the Hessian-vector product is one call."""
 
     def __init__(self, disp, opts: dict, argnums, api_name: str):
         self.disp, self.options, self.api = disp, opts, api_name
@@ -540,8 +542,8 @@ def hessian(f, argnums=0, *, preopt: bool = True, cache: bool | None = None, str
     """The Hessian of a float-valued njit function with respect to argument(s)
     ``argnums``, like ``jax.hessian``: shape ``x.shape + x.shape`` for an int
     ``argnums``; for a tuple, a tuple of tuples whose block ``(i, j)`` has shape
-    ``args[i].shape + args[j].shape``. Forward over reverse in the engine, one
-    Hessian-vector product per input element (no vector mode yet). ``sparse=True``
+    ``args[i].shape + args[j].shape``. Forward over reverse in the engine at width 8:
+    one vector call (one reverse sweep, eight tangent lanes) per eight input elements. ``sparse=True``
     (a 1-D array argument): a ``scipy.sparse`` matrix from one Hessian-vector product
     per colour of the pattern found in the IR (:mod:`zymase.api_sparse`). The result is
     callable from njit code (:class:`SecondOrder`); ``f`` may itself be a transform
