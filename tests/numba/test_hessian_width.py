@@ -161,9 +161,6 @@ def test_hessian_of_a_2d_argument_in_chunks():
     h = zymase.hessian(columns_coupled)(X, w)
     assert h.shape == (3, 4, 3, 4)
     assert 8 in _nested_widths("columns_coupled")
-    hv = zymase.hvp(columns_coupled)
-    cols = np.stack([hv(X, w, e.reshape(3, 4)) for e in np.eye(12)], axis=-1)
-    np.testing.assert_allclose(h.reshape(12, 12), cols.reshape(12, 12), rtol=1e-14, atol=1e-14)
     g, d = zymase.grad(columns_coupled), 1e-6
     fd = np.stack([((g(X + d * e.reshape(3, 4), w) - g(X - d * e.reshape(3, 4), w)) / (2 * d)).reshape(12)
                    for e in np.eye(12)], axis=-1)
