@@ -4,13 +4,18 @@ measured in one process, the calls alternating round by round (best of each):
 
 - ``hvp(rosen)(x, v)`` at n = 10^4 against the primal ``rosen(x)`` and against the
   gradient ``grad(rosen)(x)``, for Rosenbrock written with ``** 2`` and with products;
-- ``hessian(f)(x)`` of a small function (n = 8) against n separate ``hvp`` calls
-  (the Hessian is one forward-over-reverse call per column, so the ratio is the
-  assembly overhead).
+- ``hessian(f)(x)`` of a small dense function (n = 8) against n separate ``hvp`` calls
+  (the Hessian is one vector forward-over-reverse call per 8 columns: one reverse
+  sweep, eight tangent lanes; n ``hvp`` calls are n sweeps);
+- dense Hessians at ``--dense`` sizes (32 and 64): ``hessian`` of the dense function and
+  of Rosenbrock against n ``hvp`` calls and against the primal.
 
-Compile time is excluded (every call is made once before timing).
+Compile time is excluded (every call is made once before timing). ``--clock cpu`` times
+the process's CPU time instead of wall time (steadier on a loaded machine). Run it with
+another source tree first on PYTHONPATH to compare before and after.
 
-    python bench/second_order.py [--n 10000] [--small 8] [--rounds 7]
+    python bench/second_order.py [--n 10000] [--small 8] [--dense 32 64] [--rounds 7] [--clock wall|cpu]
+        [--skip-hvp]
 """
 
 from __future__ import annotations
@@ -54,14 +59,18 @@ def coupled(x):
     return s
 
 
+#: the clock calls are timed with (``--clock``)
+CLOCK = time.perf_counter
+
+
 def _time(call, min_seconds: float = 0.05) -> float:
     """Seconds per call: repeat until ``min_seconds`` have passed."""
     reps, t = 1, 0.0
     while True:
-        t0 = time.perf_counter()
+        t0 = CLOCK()
         for _ in range(reps):
             call()
-        t = time.perf_counter() - t0
+        t = CLOCK() - t0
         if t >= min_seconds:
             return t / reps
         reps *= 2
@@ -82,12 +91,18 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--n", type=int, default=10_000)
     p.add_argument("--small", type=int, default=8)
+    p.add_argument("--dense", type=int, nargs="*", default=[32, 64])
     p.add_argument("--rounds", type=int, default=7)
+    p.add_argument("--clock", choices=("wall", "cpu"), default="wall")
+    p.add_argument("--skip-hvp", action="store_true", help="only the Hessians")
     ns = p.parse_args()
+    global CLOCK
+    CLOCK = time.process_time if ns.clock == "cpu" else time.perf_counter
+    print(f"zymase from {zymase.__file__}; {ns.clock} times, best of {ns.rounds} alternating rounds")
 
     rng = np.random.default_rng(0)
     x, v = rng.uniform(-1, 1, ns.n), rng.uniform(-1, 1, ns.n)
-    for f in (rosen, rosen_products):
+    for f in () if ns.skip_hvp else (rosen, rosen_products):
         g, h = zymase.grad(f), zymase.hvp(f)
         best = _race({"primal": lambda: f(x), "grad": lambda: g(x), "hvp": lambda: h(x, v)}, ns.rounds)
         print(f"{f.py_func.__name__}, n = {ns.n}:")
@@ -96,22 +111,27 @@ def main() -> int:
         print(f"  hvp / primal = {best['hvp'] / best['primal']:.2f}   grad / primal = "
               f"{best['grad'] / best['primal']:.2f}   hvp / grad = {best['hvp'] / best['grad']:.2f}")
 
-    y = rng.uniform(-1, 1, ns.small)
-    hess, hv = zymase.hessian(coupled), zymase.hvp(coupled)
-    basis = np.eye(ns.small)
+    for f, n in [(coupled, ns.small)] + [(f, n) for n in ns.dense for f in (coupled, rosen)]:
+        _dense_hessian(f, rng.uniform(-1, 1, n), ns.rounds)
+    return 0
+
+
+def _dense_hessian(f, y, rounds: int) -> None:
+    """``hessian(f)(y)`` against n ``hvp`` calls (basis vectors) and the primal."""
+    hess, hv = zymase.hessian(f), zymase.hvp(f)
+    basis = np.eye(y.size)
 
     def n_hvps():
         for e in basis:
             hv(y, e)
 
     np.testing.assert_allclose(hess(y), np.stack([hv(y, e) for e in basis], axis=-1), rtol=1e-12, atol=1e-12)
-    best = _race({"primal": lambda: coupled(y), "hessian": lambda: hess(y), "n hvps": n_hvps}, ns.rounds)
-    print(f"dense coupled function, n = {ns.small}:")
+    best = _race({"primal": lambda: f(y), "hessian": lambda: hess(y), "n hvps": n_hvps}, rounds)
+    print(f"dense Hessian of {f.py_func.__name__}, n = {y.size}:")
     for k, t in best.items():
         print(f"  {k:8s} {t * 1e6:10.1f} us")
     print(f"  hessian / n hvps = {best['hessian'] / best['n hvps']:.2f}   "
           f"hessian / primal = {best['hessian'] / best['primal']:.1f}")
-    return 0
 
 
 if __name__ == "__main__":

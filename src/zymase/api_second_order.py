@@ -7,8 +7,9 @@ and every composition of transforms (``grad(grad(f))``, ``vjp(grad(f))``,
 function's reverse kernel, whose source still calls ``__enzyme_autodiff``; the C path's
 marker rounds differentiate the inner request first and then the outer one over the
 gradient code. One call takes a tangent for every float argument and returns the
-gradient and its tangent (a Hessian-vector product); a Hessian is one call per input
-element. ``jvp(grad(f))`` and ``jacfwd/jacrev/jacobian(grad(f))`` use the same kernel.
+gradient and its tangent (a Hessian-vector product); at width N (vector forward mode
+over the reverse kernel: one reverse sweep, N tangent lanes) N tangents, so a Hessian is
+one call per ``CHUNK`` input elements. ``jvp(grad(f))`` and ``jacfwd/jacrev/jacobian(grad(f))`` use the same kernel.
 
 Every other composition is built on the path njit code that calls a transform takes:
 ``grad``, ``value_and_grad``, ``hessian`` and ``hvp`` objects are callable from njit code
@@ -31,7 +32,7 @@ from zymase.api import (
     _short, _tangent_activity, _typeof, _with_defaults, _with_shadow_type, _zeros,
 )
 from zymase.api_aliasing import check_aliased_arguments, njit_overlap_checks
-from zymase.api_outputs import _flatten, _picked, _zero_tangent, assemble_forward
+from zymase.api_outputs import CHUNK, _flatten, _input_leaves, _picked, _width, _zero_tangent, assemble_forward
 from zymase.errors import ZymaseError
 from zymase.frontends import numba as zn
 
@@ -120,7 +121,7 @@ class _Nested:
     """The forward-over-reverse kernel of one function at one set of argument types."""
 
     def __init__(self, disp, opts, names, prim, api_name: str):
-        self.disp, self.prim = disp, prim
+        self.disp, self.prim, self.opts = disp, prim, opts
         self.rt = api._check_result(disp, prim, need_float=True, api=api_name)
         acts = []
         for i, t in enumerate(prim):
@@ -138,30 +139,58 @@ class _Nested:
             if zn.has_shadow(a):
                 outer.append(_shadow_tangent_activity(a))
         outer.append(zn.CONST)  # the seed
-        self.plan, self.fn = _direct(disp, prim, tuple(outer), "fwd", opts, inner=self.inner)
+        #: the outer request's activities (a tangent, or N at width N, per shadowed slot)
+        self.activities = tuple(outer)
+        self._widths: dict = {}
+
+    def at(self, width: int = 1):
+        """(plan, caller) of the kernel at ``width``, compiled on first use: a Hessian
+        of n > 1 inputs needs only the vector kernel, hvp only the width-1 one."""
+        hit = self._widths.get(width)
+        if hit is None:
+            hit = self._widths[width] = _direct(self.disp, self.prim, self.activities, "fwd", self.opts,
+                                                inner=self.inner, width=width)
+        return hit
 
     def __call__(self, primals, tangents):
         """(value, gradient per argument, the gradient's tangent per argument) for one
         tangent per argument (None: zero); None for integer arguments."""
+        value, grads, per_lane = self.push_lanes(primals, [tangents])
+        return value, grads, per_lane[0]
+
+    def push_lanes(self, primals, lanes: list):
+        """(value, gradient per argument, per lane the gradient's tangent per argument)
+        for ``lanes``, each one tangent per argument (None: zero): one call of the
+        kernel at width ``len(lanes)``, so one reverse sweep (one primal, one tape) and
+        N-wide tangent arithmetic, not N calls."""
+        width = len(lanes)
+        _, fn = self.at(width)
         kargs, shadows, dshadows = [], [], []
-        acts = iter(self.plan.activities)
-        for x, t, ty, inner in zip(primals, tangents, self.prim, self.inner.activities):
+        acts = iter(self.activities)
+        for i, (x, ty, inner) in enumerate(zip(primals, self.prim, self.inner.activities)):
             kargs.append(_copy(x))
             if zn.has_shadow(next(acts)):
-                kargs.append(_zero_tangent(x) if t is None else _with_shadow_type(_copy(t), ty))
-            s = ds = None
+                for tangents in lanes:
+                    t = tangents[i]
+                    kargs.append(_zero_tangent(x) if t is None else _with_shadow_type(_copy(t), ty))
+            s, ds = None, [None] * width
             if zn.has_shadow(inner):
-                s, ds = _zeros(x), _zeros(x)
+                s = _zeros(x)
                 kargs.append(s)
                 if zn.has_shadow(next(acts)):
-                    kargs.append(ds)
+                    ds = [_zeros(x) for _ in lanes]
+                    kargs += ds
             shadows.append(s)
             dshadows.append(ds)
         kargs.append(_np_dtype(self.rt)(1.0))
-        r = self.fn(*kargs)
-        half = len(r) // 2
-        grads = _picked(self.inner.activities, shadows, iter(r[1:half]))
-        return r[0], grads, _picked(self.inner.activities, dshadows, iter(r[half + 1:]))
+        r = fn(*kargs)
+        # the reverse kernel's values (its value, then the active leaves' derivatives),
+        # then their tangents lane by lane
+        h = len(r) // (1 + width)
+        grads = _picked(self.inner.activities, shadows, iter(r[1:h]))
+        per_lane = [_picked(self.inner.activities, [ds[k] for ds in dshadows], iter(r[h * (k + 1) + 1:h * (k + 2)]))
+                    for k in range(width)]
+        return r[0], grads, per_lane
 
 
 _nested_cache: dict = {}
@@ -196,10 +225,11 @@ def _second_derivative(disp, opts, names, args, gnums, gsingle, jnums, jsingle, 
     grad_like = args[gnums[0]] if gsingle else tuple(args[k] for k in gnums)
     dtypes = [np.asarray(v).dtype for v in _flatten(grad_like)]
 
-    def columns(_k, lanes):  # one lane per call: nested kernels have no vector mode
-        return [_flatten(_picked_grads(nested(args, tangents)[2], gnums, gsingle)) for tangents in lanes]
+    def columns(_k, lanes):  # one vector forward-over-reverse call per chunk of columns
+        return [_flatten(_picked_grads(dgrads, gnums, gsingle)) for dgrads in nested.push_lanes(args, lanes)[2]]
 
-    return assemble_forward(args, jnums, jsingle, grad_like, dtypes, columns)
+    width = _width(max(int(np.prod(s)) for _, _, s in _input_leaves(args, jnums)))
+    return assemble_forward(args, jnums, jsingle, grad_like, dtypes, columns, width)
 
 
 def _picked_grads(dgrads, gnums, gsingle):
@@ -276,7 +306,8 @@ class SecondOrder:
     step written in njit), like ``api.Transformed``. From njit code they take one
     argument number (a float or a float array; tuples of blocks are built in Python
     only): the Hessian is an njit loop of forward-over-reverse calls, one per input
-    element, filling ``x.shape + x.shape``; the Hessian-vector product is one call."""
+    element, filling ``x.shape + x.shape`` (from Python, past one chunk, the same loop
+    at width ``CHUNK``: :meth:`_chunked_hessian`); the Hessian-vector product is one call."""
 
     def __init__(self, disp, opts: dict, argnums, api_name: str):
         self.disp, self.options, self.api = disp, opts, api_name
@@ -293,6 +324,8 @@ class SecondOrder:
             return me._impl(argtys)
 
         self.trampoline = api._njit_entry(disp, self.params, self.defaults, api_name, typer)
+        #: (argument types, width) -> the njit Hessian loop Python calls (_chunked_hessian)
+        self._chunk_loops: dict = {}
 
     @property
     def _numba_type_(self):
@@ -305,6 +338,10 @@ class SecondOrder:
     def __call__(self, *args):
         if self.api == "hessian":
             args = _complete(self.disp, self.names, args)
+            _nested(self.disp, self.options, self.names, args, "hessian")  # overlapping arguments refused
+            h = self._chunked_hessian(args)
+            if h is not None:
+                return h
             return _second_derivative(self.disp, self.options, self.names, args, self.argnums, self.single,
                                       self.argnums, self.single, "hessian")
         if not args:
@@ -360,8 +397,10 @@ class SecondOrder:
                                   f"type {ty}", hint="pass a vector of the argument's shape and dtype")
         return k, ty
 
-    def _impl(self, argtys):
-        """njit source calling the nested kernel (see the class docstring)."""
+    def _impl(self, argtys, width: int = 1):
+        """njit source calling the nested kernel (see the class docstring); a Hessian
+        with respect to an array at ``width`` > 1 takes its columns ``width`` at a time
+        (one vector call per chunk, the last padded with zero tangents)."""
         from numba.core import types
 
         argtys = tuple(t.literal_type if isinstance(t, types.Literal) else t for t in argtys)
@@ -370,36 +409,40 @@ class SecondOrder:
         nested = _nested_at(self.disp, self.options, self.names, prim, self.api)
         glue = api._Names(self.params)
         np_n, call_n, seed_n, dt_n = (glue.fresh(b) for b in ("np", "call", "seed_t", "dt"))
-        env = {np_n: np, call_n: nested.plan.call, seed_n: _np_dtype(nested.rt),
+        env = {np_n: np, call_n: nested.at(width)[0].call, seed_n: _np_dtype(nested.rt),
                dt_n: _np_dtype(ty.dtype if isinstance(ty, types.Array) else ty)}
 
-        def call(tangent: str) -> tuple[list, str]:
-            """Lines calling the kernel with ``tangent`` on argument k, and the
-            expression of the gradient's tangent on argument k."""
-            lines, kargs, acts, dk = [], [], iter(nested.plan.activities), None
+        def call(tangents: list, dk_lanes: list | None = None) -> tuple[list, list]:
+            """Lines calling the kernel with ``tangents`` (one per lane) on argument k,
+            and per lane the expression of the gradient's tangent on argument k (the
+            zeroed arrays ``dk_lanes`` when given, else new ones)."""
+            lines, kargs, acts, dks = [], [], iter(nested.activities), [None] * len(tangents)
             for i, (t, inner) in enumerate(zip(prim, nested.inner.activities)):
                 x = self.params[i]
                 # f runs on a copy of its arguments, as from Python: a hessian's column
                 # after the first would otherwise be taken where f's writes moved them
                 kargs.append(api._copy_expr(t, x))
                 if zn.has_shadow(next(acts)):
-                    kargs.append(tangent if i == k else _zero_expr(t, x, np_n))
+                    kargs += tangents if i == k else [_zero_expr(t, x, np_n) for _ in tangents]
                 if zn.has_shadow(inner):
                     s = glue.fresh(f"s{i}")
                     lines.append(f"{s} = {api._shadow_expr(t, x, np_n)}")
                     kargs.append(s)
                     if zn.has_shadow(next(acts)):
-                        ds = glue.fresh(f"ds{i}")
-                        lines.append(f"{ds} = {api._shadow_expr(t, x, np_n)}")
-                        kargs.append(ds)
-                        dk = ds if i == k else dk
+                        if i == k and dk_lanes is not None:
+                            ds = dk_lanes
+                        else:
+                            ds = [glue.fresh(f"ds{i}_") for _ in tangents]
+                            lines += [f"{d} = {api._shadow_expr(t, x, np_n)}" for d in ds]
+                        kargs += ds
+                        dks = ds if i == k else dks
             r = glue.fresh("r")
             lines.append(f"{r} = {call_n}(({', '.join(kargs)}, {seed_n}(1.0)))")
             if isinstance(ty, types.Float):  # its tangent is in the result: (value, grads, their tangents)
                 before = sum(len(zn.active_leaves(t, a)) for t, a in zip(prim[:k], nested.inner.activities[:k]))
                 half = 1 + sum(len(zn.active_leaves(t, a)) for t, a in zip(prim, nested.inner.activities))
-                dk = f"{r}[{half + 1 + before}]"
-            return lines, dk
+                dks = [f"{r}[{half * (lane + 1) + 1 + before}]" for lane in range(len(tangents))]
+            return lines, dks
 
         x = self.params[k]
         # arrays that overlap at run time where f writes: refused, as for grad
@@ -419,22 +462,66 @@ class SecondOrder:
                 body.append(f"    raise {err_n}({message!r})")
             # a copy of the vector: it is the tangent of argument k, which f may write
             # (the caller's vector was overwritten, silently: session 26)
-            lines, dk = call(f"{v}.copy()" if isinstance(ty, types.Array) else f"{dt_n}({v})")
-            body += lines + [f"return {dk}"]
+            lines, dks = call([f"{v}.copy()" if isinstance(ty, types.Array) else f"{dt_n}({v})"])
+            body += lines + [f"return {dks[0]}"]
         elif isinstance(ty, types.Float):
-            lines, dk = call(f"{dt_n}(1.0)")
-            body += lines + [f"return {dk}"]
+            lines, dks = call([f"{dt_n}(1.0)"])
+            body += lines + [f"return {dks[0]}"]
         else:
-            n, h, j, e, i, col = (glue.fresh(b) for b in ("n", "h", "j", "e", "i", "col"))
-            lines, dk = call(f"{e}.reshape({x}.shape)")
-            body += [f"{n} = {x}.size", f"{h} = {np_n}.zeros(({n}, {n}), {dt_n})", f"for {j} in range({n}):",
-                     f"    {e} = {np_n}.zeros({n}, {dt_n})", f"    {e}[{j}] = 1.0"]
+            # the lanes' unit tangents and their results are the slices of two arrays,
+            # written through flat views (one expression per lane in the call: Numba's
+            # compile of this glue grows with its statements, a reshape costing most);
+            # past the last column a lane is zero (padding)
+            n, h, j, i, lane, e, d, ef, df = (glue.fresh(b) for b in ("n", "h", "j", "i", "lane", "e", "d", "ef",
+                                                                         "df"))
+            lines, _ = call([f"{e}[{q}]" for q in range(width)], [f"{d}[{q}]" for q in range(width)])
+            body += [f"{n} = {x}.size", f"{h} = {np_n}.zeros(({n}, {n}), {dt_n})",
+                     f"{e} = {np_n}.zeros(({width},) + {x}.shape, {dt_n})", f"{ef} = {e}.reshape(({width}, {n}))",
+                     f"{d} = {np_n}.zeros(({width},) + {x}.shape, {dt_n})", f"{df} = {d}.reshape(({width}, {n}))",
+                     f"for {j} in range(0, {n}, {width}):",
+                     f"    for {lane} in range({width}):",
+                     f"        for {i} in range({n}):",
+                     f"            {ef}[{lane}, {i}] = 0.0",
+                     f"            {df}[{lane}, {i}] = 0.0",
+                     f"        if {j} + {lane} < {n}:",
+                     f"            {ef}[{lane}, {j} + {lane}] = 1.0"]
             body += ["    " + ln for ln in lines]
-            body += [f"    {col} = {dk}.reshape({n})", f"    for {i} in range({n}):",
-                     f"        {h}[{i}, {j}] = {col}[{i}]", f"return {h}.reshape({x}.shape + {x}.shape)"]
+            body += [f"    for {lane} in range(min({width}, {n} - {j})):",
+                     f"        for {i} in range({n}):",
+                     f"            {h}[{i}, {j} + {lane}] = {df}[{lane}, {i}]"]
+            body.append(f"return {h}.reshape({x}.shape + {x}.shape)")
         impl_n = glue.fresh("impl")
         src = f"def {impl_n}({', '.join(self.params)}):\n" + "".join(f"    {ln}\n" for ln in body)
         return api._exec(src, env, impl_n)
+
+    def _chunked_hessian(self, args):
+        """From Python, the Hessian with respect to one float array: the njit loop of
+        :meth:`_impl` at width ``CHUNK``, all chunks in one njit call, compiled once per
+        argument types (a Python loop over the chunks cost more than the kernel for a
+        small function: 60 us of assembly per chunk against 3 us for Rosenbrock at
+        n = 64). None where that loop does not apply (tuple ``argnums``, a tuple or
+        float argument, types njit glue refuses) or does not pay (one chunk): the
+        caller assembles the columns in Python."""
+        import numba
+
+        k = self.argnums[0]
+        if not (self.single and isinstance(args[k], np.ndarray) and args[k].dtype.kind == "f"):
+            return None
+        if args[k].size <= CHUNK:
+            # one chunk: one call assembled in Python costs less than compiling the
+            # loop (about 0.5 s of CPU on the first call)
+            return None
+        try:
+            argtys = tuple(_typeof(a, _label(self.names, i)) for i, a in enumerate(args))
+            self._njit_checks(argtys)
+        except ZymaseError:
+            return None
+        width = _width(args[k].size)
+        key = (argtys, width)
+        fn = self._chunk_loops.get(key)
+        if fn is None:
+            fn = self._chunk_loops[key] = numba.njit(no_cfunc_wrapper=True)(self._impl(argtys, width))
+        return fn(*args)
 
 
 def _zero_expr(ty, expr: str, np_name: str) -> str:
@@ -455,8 +542,8 @@ def hessian(f, argnums=0, *, preopt: bool = True, cache: bool | None = None, str
     """The Hessian of a float-valued njit function with respect to argument(s)
     ``argnums``, like ``jax.hessian``: shape ``x.shape + x.shape`` for an int
     ``argnums``; for a tuple, a tuple of tuples whose block ``(i, j)`` has shape
-    ``args[i].shape + args[j].shape``. Forward over reverse in the engine, one
-    Hessian-vector product per input element (no vector mode yet). ``sparse=True``
+    ``args[i].shape + args[j].shape``. Forward over reverse in the engine at width 8:
+    one vector call (one reverse sweep, eight tangent lanes) per eight input elements. ``sparse=True``
     (a 1-D array argument): a ``scipy.sparse`` matrix from one Hessian-vector product
     per colour of the pattern found in the IR (:mod:`zymase.api_sparse`). The result is
     callable from njit code (:class:`SecondOrder`); ``f`` may itself be a transform

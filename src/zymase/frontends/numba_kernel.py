@@ -184,12 +184,12 @@ def kernel_types(ir, spec: KernelSpec):
         argtys.append(ty)
         if has_shadow(act):
             argtys += [ty] * spec.width
-    if spec.width > 1 and (spec.inner is not None or is_float_tuple(ir.restype)):
-        raise ZymaseError("vector mode (width > 1) is not built for derivative kernels (second order)",
-                          hint="use width 1")
+    if spec.width > 1 and (spec.laplacian or spec.mode != "fwd") and is_float_tuple(ir.restype):
+        raise ZymaseError("reverse and Laplacian vector modes are not built for derivative kernels (second "
+                          "order)", hint="use width 1")
     if spec.mode == "fwd" and is_float_tuple(ir.restype):
-        # a nested request over a reverse kernel: its values, then their tangents
-        return tuple(argtys), types.Tuple(list(ir.restype.types) * 2)
+        # a nested request over a reverse kernel: its values, then their tangents lane by lane
+        return tuple(argtys), types.Tuple(list(ir.restype.types) * (1 + spec.width))
     value_t = ir.restype if isinstance(ir.restype, types.Float) else types.float64
     if spec.mode == "rev":
         if isinstance(ir.restype, types.Float):
@@ -329,7 +329,7 @@ def kernel_ir(ir, spec: KernelSpec, symbol: str) -> str:
     value_t = str(ctx.get_value_type(k_res.types[0]))
     if tuple_result:
         vals = []
-        for src in ("%res", "%dres"):
+        for src in ("%res", *(f"%dres{k}" for k in lane_names)):
             body.append(f"  %{src[1:]}.v = load {ret_llty}, ptr {src}")
             for i, t in enumerate(ir.restype.types):
                 body.append(f"  %{src[1:]}.{i} = extractvalue {ret_llty} %{src[1:]}.v, {i}")
