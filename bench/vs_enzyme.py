@@ -15,6 +15,14 @@ call with ``clock_gettime`` inside the compiled code (no process start-up, no XL
   enzyme        Enzyme-JAX's pipeline (gradient and primal)
   enzyme-clang  Enzyme-JAX's pipeline with the marker stubbed in a shared library (the
                 primal alone: what its clang and O3 make of the primal without AD)
+  zymase-llvm24 (``--toolchain``) zymase cc's final derivative IR (``-S -emit-llvm``: no
+                ``__enzyme_`` call left, nothing for Enzyme to do) through Enzyme-JAX's LLVM-IR
+                door: LLVM 24's ``default<O3>`` and code generation on zymase's derivative, which
+                separates the toolchain (LLVM 22 against 24) from the AD
+
+Every build's arrays come from the harness (``vs_alloc``: page-aligned, array k at
+``--stagger`` x k bytes into its page), so the layout is the same in every build: left to each
+build's allocator and caller, it moved the normalization gradient by up to 6%.
 
 Rounds alternate the four (the two Enzyme kernels in this process, the two executables in
 child processes); each measurement is the median per-call time over ``reps`` calls; the
@@ -46,6 +54,7 @@ Run from the repository root (enzyme-ad 0.0.16 needs Python 3.11 and jax >= 0.8)
   python bench/vs_enzyme.py --only --workloads            # the bench workloads alone
   python bench/vs_enzyme.py --zymase-flags=--no-strong-zero --only normalize
   python bench/vs_enzyme.py --only normalize --zymase src --baseline /work/main/src   # a change, side by side
+  python bench/vs_enzyme.py --only normalize --toolchain  # zymase's derivative built by LLVM 24 too
 
 ``--workloads`` also runs the bench workloads (src/zymase/bench/workloads: GMM, BA, LSTM,
 hand, ODE, FFT, normalization), which are C but not C++, in their own harness
@@ -76,6 +85,9 @@ ROOT = Path(__file__).resolve().parent.parent
 PROGRAMS = ROOT / "bench" / "vs_enzyme"
 CLANG = shutil.which("clang-19") or "clang"
 BUILDS = ("zymase", "clang", "enzyme", "enzyme-clang")
+#: bytes between the page offsets of successive arrays of the harness's layout (vs_harness.h's
+#: VS_STAGGER, the same in every build; --stagger)
+STAGGER = 256
 STUB_C = "int enzyme_dup, enzyme_const;\ndouble vs_enzyme_stub(void *f, ...) { (void)f; return 0; }\n"
 
 
@@ -101,7 +113,8 @@ class Program:
         return PROGRAMS / f"{self.file}.c"
 
     def text(self) -> str:
-        return "".join(f"#define {d} 1\n" for d in self.defines) + self.source.read_text()
+        return ("".join(f"#define {d} 1\n" for d in self.defines) + f"#define VS_STAGGER {STAGGER}\n"
+                + self.source.read_text())
 
 
 def _uniform_plus_one(n: int) -> np.ndarray:
@@ -178,6 +191,30 @@ def build_executables(prog: Program, cpu: str, contract: str, level: str, zymase
     return {"zymase": Executable(zexe, True, work), "clang": Executable(cexe, False, work)}
 
 
+def zymase_final_ir(prog: Program, n: int, reps: int, cpu: str, contract: str, level: str,
+                    zymase_src: Path | None, zymase_flags: list[str], work: Path) -> str:
+    """zymase cc's derivative module (-S -emit-llvm) of the program with an entry of the form
+    Enzyme-JAX's LLVM-IR door calls: buf holds the outputs (objective, call times, gradient)
+    then the input x. n and reps come through volatiles, as in EnzymeJax.kernel."""
+    tu = work / f"{prog.name}_llvm_entry.c"
+    tu.write_text(prog.text() + f"""
+void vs_llvm_entry(void *r, void *o, void *p, void **buf, void *st, void *pc) {{
+    volatile int vn = {n}, vreps = {reps};
+    vs_time(vn, vreps, 1, (const double *)buf[3], (double *)buf[2], (double *)buf[1], (double *)buf[0]);
+}}
+""")
+    env = dict(os.environ)
+    if zymase_src is not None:
+        env["PYTHONPATH"] = str(zymase_src) + os.pathsep + env.get("PYTHONPATH", "")
+    ll = work / f"{prog.name}_zymase_{n}.ll"
+    run(["zymase", "cc", f"-O{level}", "-fno-math-errno", f"-march={cpu}", f"-ffp-contract={contract}",
+         "-I", str(PROGRAMS), *zymase_flags, "--no-cache", "-S", "-emit-llvm", str(tu), "-o", str(ll)], env=env)
+    text = ll.read_text()
+    if "__enzyme_" in text:
+        sys.exit(f"vs_enzyme.py: {ll} still calls __enzyme_: not a final derivative module")
+    return text
+
+
 class EnzymeJax:
     """Enzyme-JAX's cpp_call, set up once per process (see the module's docstring)."""
 
@@ -226,6 +263,24 @@ void vs_entry(enzyme::tensor<double, 1>& obj, enzyme::tensor<double, {2 * reps}>
                   self.jax.core.ShapedArray([n], jnp.float64)]
         fn = self.jax.jit(lambda x: cpp_call(x, out_shapes=shapes, source=source, fn="vs_entry",
                                               argv=self.argv))
+
+        def call(x: np.ndarray):
+            obj, times, g = (np.asarray(a) for a in fn(jnp.asarray(x)))
+            return obj[0], times[:reps], times[reps:], g
+
+        return call
+
+    def llvm_kernel(self, ir: str, n: int, reps: int):
+        """A module of LLVM IR that needs no AD (zymase_final_ir's) through Enzyme-JAX's LLVM-IR
+        door: its O3 pipeline and code generation, LLVM 24's."""
+        from enzyme_ad.jax import primitives
+
+        jnp = self.jax.numpy
+        shapes = [self.jax.core.ShapedArray([1], jnp.float64),
+                  self.jax.core.ShapedArray([2 * reps], jnp.float64),
+                  self.jax.core.ShapedArray([n], jnp.float64)]
+        fn = self.jax.jit(lambda x: primitives.ffi_call(x, out_shapes=shapes, source=ir, fn="vs_llvm_entry",
+                                                         argv=self.argv, lang=primitives.LANG_LLVM))
 
         def call(x: np.ndarray):
             obj, times, g = (np.asarray(a) for a in fn(jnp.asarray(x)))
@@ -400,6 +455,7 @@ def check(prog: Program, n: int, x: np.ndarray, grads: dict[str, np.ndarray],
 
 
 def main() -> int:
+    global STAGGER
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--only", nargs="*", help="programs (default all; none with --only alone): "
                    + " ".join(q.name for q in PROGRAM_LIST))
@@ -418,7 +474,15 @@ def main() -> int:
     p.add_argument("--baseline", type=Path,
                    help="another zymase source tree (src/): its zymase cc build, 'zymase-base', is timed "
                         "alternately with the others (a change against main, side by side)")
+    p.add_argument("--toolchain", action="store_true",
+                   help="also 'zymase-llvm24': zymase cc's final derivative IR built by Enzyme-JAX's LLVM 24 "
+                        "(its O3 and code generation, no AD): separates the toolchain from the AD")
+    p.add_argument("--stagger", type=int, default=STAGGER,
+                   help="the harness's memory layout: array k starts STAGGER * k bytes (modulo 4 KiB) past a "
+                        f"page boundary, in every build (default {STAGGER}); layouts move streaming loops by "
+                        "several percent")
     ns = p.parse_args()
+    STAGGER = ns.stagger
     try:
         importlib.import_module("enzyme_ad.jax")
     except ImportError as exc:
@@ -432,15 +496,16 @@ def main() -> int:
     load = os.getloadavg()
     print(f"# vs_enzyme.py: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load {load[0]:.1f}, "
           f"cpu {cpu}, -O{ns.opt}, -ffp-contract={ns.fp_contract}, {ns.rounds} rounds, zymase {zsrc or 'from PYTHONPATH or installed'} "
-          f"{ns.zymase_flags}".rstrip())
+          f"stagger {ns.stagger}, {ns.zymase_flags}".rstrip(", "))
     ej = EnzymeJax(cpu, ns.fp_contract, work)
     progs = [q for q in PROGRAM_LIST if ns.only is None or q.name in ns.only]
     if progs:
         print("\n| program | n | build | primal us (best) | gradient us (best) | gradient / primal |")
         print("|---|---|---|---|---|---|")
     summary = []
-    builds = BUILDS + (("zymase-base",) if ns.baseline else ())
-    grads = ("zymase", "enzyme") + (("zymase-base",) if ns.baseline else ())
+    extra = (("zymase-base",) if ns.baseline else ()) + (("zymase-llvm24",) if ns.toolchain else ())
+    builds = BUILDS + extra
+    grads = ("zymase", "enzyme") + extra
     for prog in progs:
         exes = build_executables(prog, cpu, ns.fp_contract, ns.opt, zsrc, ns.zymase_flags.split(), work)
         if ns.baseline:
@@ -455,6 +520,10 @@ def main() -> int:
             runners = {**{k: (lambda e: lambda xx: e.run(xx, reps))(e) for k, e in exes.items()},
                        "enzyme": ej.kernel(prog, n, reps, True),
                        "enzyme-clang": ej.kernel(prog, n, reps, False)}
+            if ns.toolchain:
+                runners["zymase-llvm24"] = ej.llvm_kernel(
+                    zymase_final_ir(prog, n, reps, cpu, ns.fp_contract, ns.opt, zsrc, ns.zymase_flags.split(), work),
+                    n, reps)
             first = {k: r(x) for k, r in runners.items()}  # also compiles the Enzyme kernels
             compile_s = time.time() - t0
             objective = lambda xx: float(exes["clang"].run(xx, 1)[0])  # noqa: E731
@@ -493,6 +562,14 @@ def main() -> int:
                 summary.append(f"{prog.name} n={n}: gradient zymase / zymase-base {gmed['zymase'] / gmed['zymase-base']:.3f} "
                                f"(per round {min(per_round):.3f}-{max(per_round):.3f}); zymase-base / Enzyme "
                                f"{gmed['zymase-base'] / gmed['enzyme']:.2f}")
+            if ns.toolchain:
+                off = float(np.max(np.abs(first["zymase"][3] - first["zymase-llvm24"][3])))
+                per_round = [z / e for z, e in zip(grad["zymase-llvm24"], grad["enzyme"])]
+                own = [z / e for z, e in zip(grad["zymase"], grad["zymase-llvm24"])]
+                summary.append(f"{prog.name} n={n}: gradient zymase-llvm24 / Enzyme {gmed['zymase-llvm24'] / gmed['enzyme']:.3f} "
+                               f"(per round {min(per_round):.3f}-{max(per_round):.3f}); zymase / zymase-llvm24 "
+                               f"{gmed['zymase'] / gmed['zymase-llvm24']:.3f} (per round {min(own):.3f}-{max(own):.3f}); "
+                               f"zymase vs zymase-llvm24 gradients: max abs difference {off:.1e}")
     if ns.workloads is not None:
         summary += run_workloads(ns.workloads or sorted(WORKLOAD_CASES), ns.rounds, cpu, ns.opt, zsrc, ej, work)
     print()

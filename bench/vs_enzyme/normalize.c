@@ -22,21 +22,13 @@ struct vs_state {
 };
 
 static void *vs_init(int n, const double *x) {
-    struct vs_state *s = (struct vs_state *)malloc(sizeof *s);
+    struct vs_state *s = (struct vs_state *)vs_alloc(sizeof *s);
     s->n = n;
-    s->x = (double *)malloc(sizeof(double) * (size_t)n);
-    s->out = (double *)malloc(sizeof(double) * (size_t)n);
-    s->dout = (double *)malloc(sizeof(double) * (size_t)n);
+    s->x = (double *)vs_alloc(sizeof(double) * (size_t)n);
+    s->out = (double *)vs_alloc(sizeof(double) * (size_t)n);
+    s->dout = (double *)vs_alloc(sizeof(double) * (size_t)n);
     memcpy(s->x, x, sizeof(double) * (size_t)n);
     return s;
-}
-
-static void vs_free(void *p) {
-    struct vs_state *s = (struct vs_state *)p;
-    free(s->x);
-    free(s->out);
-    free(s->dout);
-    free(s);
 }
 
 static void vs_primal(void *p) {

@@ -23,22 +23,15 @@ struct vs_state {
 };
 
 static void *vs_init(int n, const double *x) {
-    struct vs_state *s = (struct vs_state *)malloc(sizeof *s);
+    struct vs_state *s = (struct vs_state *)vs_alloc(sizeof *s);
     s->m = n / 2;
     s->sink = 0.0;
     size_t bytes = sizeof(double) * (size_t)s->m;
     double **arrays[] = {&s->u, &s->v, &s->a, &s->b, &s->du, &s->dv, &s->da, &s->db};
-    for (size_t k = 0; k < sizeof arrays / sizeof *arrays; k++) *arrays[k] = (double *)malloc(bytes);
-    s->x = (double *)malloc(2 * bytes);
+    for (size_t k = 0; k < sizeof arrays / sizeof *arrays; k++) *arrays[k] = (double *)vs_alloc(bytes);
+    s->x = (double *)vs_alloc(2 * bytes);
     memcpy(s->x, x, 2 * bytes);
     return s;
-}
-
-static void vs_free(void *p) {
-    struct vs_state *s = (struct vs_state *)p;
-    double *arrays[] = {s->x, s->u, s->v, s->a, s->b, s->du, s->dv, s->da, s->db};
-    for (size_t k = 0; k < sizeof arrays / sizeof *arrays; k++) free(arrays[k]);
-    free(s);
 }
 
 static void rd_load(struct vs_state *s) {
