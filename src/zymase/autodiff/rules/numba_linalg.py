@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from zymase.analysis.trip_count import constant_int
-from zymase.autodiff.lane_blocks import whole_block
+from zymase.autodiff.lane_blocks import claim_spare_slot, whole_block
 from zymase.autodiff.registry import REGISTRY, CallMemoryRule
 from zymase.errors import ZymaseError
 from zymase.ir import IntegerAttr, Operation, SSAValue, f32, f64, i32, i64, llvm, location_of
@@ -366,10 +366,12 @@ class NumbaHelperRule(CallMemoryRule):
                 lanes.append(E.v(llvm.ZeroOp.build(result_types=[PTR])))
         count = E.v(llvm.ConstantOp(IntegerAttr(g.width, 64), i64))
         args = [*values, count, *lanes]
-        if blocks == [None, True, True]:
+        if blocks[0] is None and blocks[1] is not None and blocks[2] is not None and blocks[1] is not blocks[2]:
             # x's and y's lanes each a whole lane block (autodiff/lane_blocks.py): the
             # primal product can be one more column of the lanes' gemm, in the blocks'
             # spare slots; this call replaces Numba's, returning its status
+            for mi in blocks[1:]:
+                claim_spare_slot(g, mi)
             status = E.v(llvm.CallOp(self._declare(g, op, "fwd_lanes_value", args, i32), *args, return_type=i32))
             g.vmap[op.results[0]] = status
             g.primal_copies.pop(clone, None)
