@@ -414,7 +414,7 @@ def test_laplacian_folds_the_primal_gemv_into_the_lanes_gemm(monkeypatch):
     jit = zn._jit_in_numba
     monkeypatch.setattr(zn, "_jit_in_numba", lambda text, *rest: (texts.append(text), jit(text, *rest))[1])
     rng = np.random.default_rng(5)
-    d, n = 4, 40
+    d, n = 4, 40  # d = 4: a kernel of its own (its text is read)
     W1 = rng.standard_normal((n, d))
     sparse_W1 = np.zeros((n, d))
     sparse_W1[:2] = W1[:2]  # h's lanes: 2 nonzero rows of 40 in each, under one in 16
