@@ -398,3 +398,31 @@ def test_laplacian_gives_each_arrays_lanes_one_allocation(monkeypatch):
         if not was_enabled:
             _nrt_python.memsys_disable_stats()
     assert allocations[3] == allocations[2], allocations
+
+
+def test_laplacian_folds_the_primal_gemv_into_the_lanes_gemm(monkeypatch):
+    # W2 @ h in the two-layer MLP: h's and W2 h's lanes are each a whole lane block, so
+    # the primal product rides on the lanes' gemm as one more column in the blocks'
+    # spare slots (numba_linalg.forward_lanes -> xxgemv_fwd_lanes_value) and Numba's
+    # own gemv call is gone from the kernel; the first layer's x (the seeds) is no
+    # block, its gemv stays. Checked against the dense Hessian where the runtime folds
+    # (dense lanes) and where it cannot (lanes of h mostly zero: the sparse product,
+    # then the primal as its own gemv).
+    from zymase.frontends import numba as zn
+
+    texts = []
+    jit = zn._jit_in_numba
+    monkeypatch.setattr(zn, "_jit_in_numba", lambda text, *rest: (texts.append(text), jit(text, *rest))[1])
+    rng = np.random.default_rng(5)
+    d, n = 4, 40  # d = 4: a kernel of its own (its text is read)
+    W1 = rng.standard_normal((n, d))
+    sparse_W1 = np.zeros((n, d))
+    sparse_W1[:2] = W1[:2]  # h's lanes: 2 nonzero rows of 40 in each, under one in 16
+    lap = zymase.laplacian(_mlp2)
+    for first in (W1, sparse_W1):
+        args = (rng.standard_normal(d), first, rng.standard_normal(n), rng.standard_normal((n, n)) / 4,
+                rng.standard_normal(n), rng.standard_normal(n))
+        np.testing.assert_allclose(lap(*args), np.trace(zymase.hessian(_mlp2)(*args)), rtol=1e-11)
+    kernel = next(t for t in texts if "fwd_lanes" in t)
+    assert kernel.count("call i32 @numba_xxgemv(") == 1, kernel.count("call i32 @numba_xxgemv(")
+    assert "xxgemv_fwd_lanes_value(" in kernel

@@ -66,8 +66,12 @@ class LaneBlocks:
         odd = E.v(llvm.OrOp(E.v(llvm.UDivOp(rounded, unit)), self._i64(1)))
         stride = E.v(llvm.MulOp(odd, unit))
         total = E.v(llvm.MulOp(stride, self._i64(len(lanes))))
+        # the size with one spare slot after the last lane, which a gemv whose x and y
+        # lanes are whole blocks claims (claim_spare_slot); unused, LLVM drops it
+        spared = E.v(llvm.AddOp(total, stride))
         huge = E.v(llvm.ICmpOp(size, self._i64(_HUGE), IntegerAttr(8, i64)))
         total = E.select(huge, size, total)
+        spared = E.select(huge, size, spared)
         block = clone.clone()
         block.operands = [total, *clone.operands[1:]]
         E.insert(block)
@@ -77,6 +81,7 @@ class LaneBlocks:
         self._declare("NRT_MemInfo_data_fast", [PTR], PTR)
         data = E.v(llvm.CallOp("NRT_MemInfo_data_fast", mi, return_type=PTR))
         self._memset_zero(data, total)
+        self.__dict__.setdefault("lane_block_lanes", {})[mi] = (len(lanes), block, spared)
         positions = {}
         for position, _ in enumerate(self.live_lanes(op)):
             self.smap[op.results[0]] = mi
@@ -103,6 +108,37 @@ class LaneBlocks:
                 return mi.block is self.p.region.blocks[0]
             return isinstance(mi, OpResult) and callee_name(mi.owner) in _SHAREABLE
         return True
+
+
+def whole_block(g, lanes: list[SSAValue]) -> SSAValue | None:
+    """The MemInfo of the lane block whose every lane ``lanes`` (one pointer per lane of
+    ``g``, in lane order) are, each derived straight from the block's MemInfo (so evenly
+    spaced, in order), or None."""
+    blocks = g.__dict__.get("lane_block_lanes", {})
+    mi = None
+    for position, ptr in enumerate(lanes):
+        if position and not (isinstance(ptr, OpResult) and isinstance(ptr.owner, llvm.GEPOp)
+                             and LANE_PART in ptr.owner.attributes
+                             and ptr.owner.attributes[LANE_PART].value.data == position):
+            return None
+        data = ptr.owner.operands[0] if position else ptr
+        if not (isinstance(data, OpResult) and callee_name(data.owner) == "NRT_MemInfo_data_fast"):
+            return None
+        owner = data.owner.operands[0]
+        if position == 0:
+            mi = owner
+        if owner is not mi or mi not in blocks or blocks[mi][0] != len(lanes):
+            return None
+    return mi
+
+
+def claim_spare_slot(g, meminfo: SSAValue) -> None:
+    """Allocate block ``meminfo`` with one slot more after its last lane, not zeroed, for
+    the caller's own use (gemv's lanes-at-once runtime puts the primal x and y there, one
+    more column of the lanes' gemm). A block too large to allocate stays so: its
+    allocation fails as the primal's does, and no lane is ever read."""
+    _, block, spared = g.__dict__["lane_block_lanes"][meminfo]
+    block.operands = [spared, *block.operands[1:]]
 
 
 def lane_data(g, meminfo: SSAValue, data: SSAValue) -> SSAValue:

@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from zymase.analysis.trip_count import constant_int
+from zymase.autodiff.lane_blocks import claim_spare_slot, whole_block
 from zymase.autodiff.registry import REGISTRY, CallMemoryRule
 from zymase.errors import ZymaseError
 from zymase.ir import IntegerAttr, Operation, SSAValue, f32, f64, i32, i64, llvm, location_of
@@ -354,15 +355,34 @@ class NumbaHelperRule(CallMemoryRule):
         E = g.E
         E.before(clone)
         values = self._values(g, op)
-        lanes = []
+        lanes, blocks = [], []
         for a in ("A", "x", "y"):
             if self._shadowed(g, op, a):
                 ptrs = [g.shadow_of(op.operands[self.h.pos(a)]) for _ in g.each_lane()]
+                blocks.append(whole_block(g, ptrs))
                 lanes.append(self._pointer_array(g, ptrs))
             else:
+                blocks.append(None)
                 lanes.append(E.v(llvm.ZeroOp.build(result_types=[PTR])))
         count = E.v(llvm.ConstantOp(IntegerAttr(g.width, 64), i64))
         args = [*values, count, *lanes]
+        if blocks[0] is None and blocks[1] is not None and blocks[2] is not None and blocks[1] is not blocks[2]:
+            # x's and y's lanes each a whole lane block (autodiff/lane_blocks.py): the
+            # primal product can be one more column of the lanes' gemm, in the blocks'
+            # spare slots; this call replaces Numba's, returning its status
+            for mi in blocks[1:]:
+                claim_spare_slot(g, mi)
+            status = E.v(llvm.CallOp(self._declare(g, op, "fwd_lanes_value", args, i32), *args, return_type=i32))
+            g.vmap[op.results[0]] = status
+            g.primal_copies.pop(clone, None)
+            after, block = clone.next_op, clone.parent_block()
+            clone.detach()
+            clone.erase()
+            if after is not None:
+                E.before(after)
+            else:
+                E.at_end(block)
+            return
         E.insert(llvm.CallOp(self._declare(g, op, "fwd_lanes", args, llvm.LLVMVoidType()), *args))
         if clone.next_op is not None:
             E.before(clone.next_op)

@@ -375,11 +375,11 @@ static long ZN_P(lane_step)(ZN_T **lane, long lanes, long len) {
    most one entry in 16 of the packed tangents is nonzero (an input seeded with unit
    directions), the product skips the zeros (mv_lanes_sparse): the first layer of a
    network costs what its primal gemv costs, not d times that. */
-ZN_API void ZN_P(xxgemv_fwd_lanes)(char t, long m, long n, ZN_T alpha, const ZN_T *A, long lda, const ZN_T *x,
-                                   ZN_T beta, const ZN_T *y, long lanes, ZN_T **dA, ZN_T **dx, ZN_T **dy) {
-    (void)y;
+static int ZN_P(fwd_lanes)(char t, long m, long n, ZN_T alpha, const ZN_T *A, long lda, const ZN_T *x,
+                           ZN_T beta, ZN_T *value, long lanes, ZN_T **dA, ZN_T **dx, ZN_T **dy) {
     if (!dy || lanes <= 0)
-        return;
+        return 0;
+    int folded = 0;
     long leny = zn_trans(t) ? n : m, lenx = zn_trans(t) ? m : n;
     ZN_T first = beta; /* what the lane's old dy is scaled by, once */
     if (dA) {
@@ -404,8 +404,23 @@ ZN_API void ZN_P(xxgemv_fwd_lanes)(char t, long m, long n, ZN_T alpha, const ZN_
     long stepx = ZN_P(lane_step)(dx, lanes, lenx), stepy = ZN_P(lane_step)(dy, lanes, leny);
     if (dense && stepx && stepy && !zn_overlap(dx[0], lanes * stepx, dy[0], lanes * stepy, sizeof(ZN_T))) {
         /* the lanes are the columns of matrices already (lane blocks, autodiff/lane_blocks.py):
-           one gemm from them into them, no packed copies */
-        ZN_P(mm)(t, 'N', leny, lanes, lenx, alpha, A, lda, dx[0], stepx, first, dy[0], stepy);
+           one gemm from them into them, no packed copies. With `value`, the blocks' spare
+           slots (one lane's room after the last lane) hold x and the primal y as one more
+           column: the primal product rides on the gemm, which reads op(A) once for both,
+           instead of a gemv reading it again (first == beta here: no dA) */
+        long cols = lanes;
+        ZN_T *xs = dx[0] + lanes * stepx, *ys = dy[0] + lanes * stepy;
+        if (value && !zn_overlap(dx[0], (lanes + 1) * stepx, dy[0], (lanes + 1) * stepy, sizeof(ZN_T))) {
+            if (lenx > 0)
+                memcpy(xs, x, (size_t)lenx * sizeof(ZN_T));
+            if (beta != 0)
+                memcpy(ys, value, (size_t)leny * sizeof(ZN_T));
+            cols = lanes + 1;
+            folded = 1;
+        }
+        ZN_P(mm)(t, 'N', leny, cols, lenx, alpha, A, lda, dx[0], stepx, first, dy[0], stepy);
+        if (folded)
+            memcpy(value, ys, (size_t)leny * sizeof(ZN_T));
         first = 1;
         dense = 0;
     }
@@ -437,6 +452,27 @@ ZN_API void ZN_P(xxgemv_fwd_lanes)(char t, long m, long n, ZN_T alpha, const ZN_
     if (!dA && !dx)
         for (long k = 0; k < lanes; k++)
             ZN_P(scale)(leny, 1, beta, dy[k], 1);
+    return folded;
+}
+
+ZN_API void ZN_P(xxgemv_fwd_lanes)(char t, long m, long n, ZN_T alpha, const ZN_T *A, long lda, const ZN_T *x,
+                                   ZN_T beta, const ZN_T *y, long lanes, ZN_T **dA, ZN_T **dx, ZN_T **dy) {
+    (void)y;
+    ZN_P(fwd_lanes)(t, m, n, alpha, A, lda, x, beta, NULL, lanes, dA, dx, dy);
+}
+
+/* xxgemv_fwd_lanes and the primal gemv y = alpha op(A) x + beta y in one call, which
+   replaces Numba's (its status: 0). The caller (numba_linalg.forward_lanes) passes it
+   only lanes that are a whole lane block each for x and y, with the block's spare slot
+   after the last lane free: when the lanes are multiplied in place, x and y become one
+   more column of that gemm; otherwise the primal is its own gemv, after the lanes, as
+   Numba's call would be. */
+ZN_API int ZN_P(xxgemv_fwd_lanes_value)(char t, long m, long n, ZN_T alpha, const ZN_T *A, long lda,
+                                        const ZN_T *x, ZN_T beta, ZN_T *y, long lanes, ZN_T **dA, ZN_T **dx,
+                                        ZN_T **dy) {
+    if (!ZN_P(fwd_lanes)(t, m, n, alpha, A, lda, x, beta, y, lanes, dA, dx, dy))
+        ZN_P(mv)(t, m, n, alpha, A, lda, x, beta, y);
+    return 0;
 }
 
 /* ---- nrm2: result[0] = ||x|| (increment incx) -----------------------------------------
