@@ -27,7 +27,7 @@ from zymase.api import (
     _typeof, _with_defaults, _with_shadow_type, _zeros,
 )
 from zymase.api_aliasing import check_aliased_arguments
-from zymase.errors import ZymaseError
+from zymase.errors import VectorModeRefused, ZymaseError
 from zymase.frontends import numba as zn
 
 #: Basis directions per kernel call when assembling a Jacobian: the vector
@@ -222,13 +222,19 @@ class _Linear:
 
     def push_lanes(self, lanes: list) -> tuple[list, list]:
         """(result leaves, per lane their tangents) for ``lanes``, each one tangent per
-        argument (None: zero): one vector forward call at width ``len(lanes)``."""
+        argument (None: zero): one vector forward call at width ``len(lanes)``, or one
+        call per lane where vector mode does not cover ``f`` (:func:`_vector_kernel`)."""
         width = len(lanes)
         acts = tuple(_tangent_activity(t) for t in self.prim)
         bufs = self._buffers()
         dbufs = [self._buffers() for _ in lanes]
-        plan, fn = _direct(self.writer, self.prim + self._out_types(bufs), acts + (zn.DUP,) * len(bufs), "fwd",
-                           self.opts, promote=True, width=width)
+        kernel = _vector_kernel(self, "fwd", width, lambda: _direct(
+            self.writer, self.prim + self._out_types(bufs), acts + (zn.DUP,) * len(bufs), "fwd", self.opts,
+            promote=True, width=width))
+        if kernel is None:
+            pushed = [self.push_lanes([lane]) for lane in lanes]
+            return pushed[0][0], [tangents[0] for _, tangents in pushed]
+        plan, fn = kernel
         kargs = []
         for i, (x, ty, act) in enumerate(zip(self.primals, self.prim, plan.activities)):
             kargs.append(_copy(x))
@@ -262,8 +268,12 @@ class _Linear:
         width = len(lanes)
         acts = self.reverse_activities()
         bufs = self._buffers()
-        plan, fn = _direct(self.writer, self.prim + self._out_types(bufs), acts + (zn.DUP,) * len(bufs), "rev",
-                           self.opts, promote=True, width=width)
+        kernel = _vector_kernel(self, "rev", width, lambda: _direct(
+            self.writer, self.prim + self._out_types(bufs), acts + (zn.DUP,) * len(bufs), "rev", self.opts,
+            promote=True, width=width))
+        if kernel is None:
+            return [self.pull_lanes([lane])[0] for lane in lanes]
+        plan, fn = kernel
         kargs, lane_shadows = [], [[] for _ in lanes]
         for x, a in zip(self.primals, plan.activities):
             kargs.append(_copy(x))
@@ -278,6 +288,29 @@ class _Linear:
         # the kernel returns each active leaf's derivative once per lane, lane by lane
         per_leaf = r[1:]
         return [_picked(acts, shadows, iter(per_leaf[k::width])) for k, shadows in enumerate(lane_shadows)]
+
+
+#: (writer, argument types, mode) whose vector kernel vector mode refused: their
+#: Jacobians take one lane per call without compiling (and failing) again
+_refused_vector_kernels: set = set()
+
+
+def _vector_kernel(lin, mode: str, width: int, request):
+    """``request()``: the (plan, caller) of a width-``width`` kernel that zymase chose
+    (jacfwd/jacrev chunk their columns); None where vector mode refuses a construct of
+    the function (:class:`VectorModeRefused`: a Numba linear-algebra helper, say), and
+    the caller makes one width-1 call per lane instead, which covers everything width 1
+    does. Width 1 itself, and any other error, propagate."""
+    key = (lin.writer, lin.prim, mode)
+    if width > 1 and key in _refused_vector_kernels:
+        return None
+    try:
+        return request()
+    except VectorModeRefused:
+        if width == 1:
+            raise
+        _refused_vector_kernels.add(key)
+        return None
 
 
 def _picked(acts, shadows, outs):

@@ -67,6 +67,13 @@ def warn(message: str, **context) -> None:
     print(text, file=sys.stderr)
 
 
+class VectorModeRefused(ZymaseError):
+    """Vector mode (width > 1) does not cover a construct of the function. Where the user
+    asked for the width (``enzyme_width`` in C, ``width`` in MLIR) it is the error; where
+    zymase chose it (``jacfwd`` and ``jacrev`` chunk their columns), the caller
+    falls back to one lane per call, which every construct with a width-1 rule has."""
+
+
 class CompilerDiagnostics(ZymaseError):
     """The C compiler rejected the program: its diagnostics (``file:line:col: error:``,
     the source line and the caret, for every error) are the message, shown verbatim

@@ -126,3 +126,39 @@ def test_jacfwd_vector_mode_through_matrix_vector_products():
     want_w = (W2 * (1 - h * h))[:, :, None] * x[None, None, :]
     np.testing.assert_allclose(jx, want_x, rtol=1e-13, atol=1e-13)
     np.testing.assert_allclose(jw, want_w, rtol=1e-13, atol=1e-13)
+
+
+@njit
+def solved(A, b):
+    return np.linalg.solve(A, b)
+
+
+def test_jacobians_through_a_helper_vector_mode_refuses_take_one_lane_per_call(monkeypatch):
+    # vector mode does not cover Numba's linear-algebra helpers (numba_xgesv): jacfwd
+    # and jacrev, which chose the width, fall back to width-1 calls (they were refused
+    # by name, with a hint to use width 1 that a Jacobian's user cannot follow); the
+    # refusal is remembered, so a second Jacobian compiles nothing
+    rng = np.random.default_rng(7)
+    A = 3 * np.eye(10) + 0.1 * rng.standard_normal((10, 10))
+    b = rng.standard_normal(10)
+    inv = np.linalg.inv(A)
+    for jac in (zymase.jacfwd, zymase.jacrev):
+        np.testing.assert_allclose(jac(solved, argnums=1)(A, b), inv, rtol=1e-12, atol=1e-14)
+        # d x / d A[k, l] = -inv[:, k] x[l]
+        x = inv @ b
+        np.testing.assert_allclose(jac(solved, argnums=0)(A, b), -np.einsum("ik,l->ikl", inv, x),
+                                   rtol=1e-12, atol=1e-14)
+    from zymase import api_outputs
+
+    requested = []
+    direct = api_outputs._direct
+
+    def counting(*args, **kwargs):
+        requested.append(kwargs.get("width", 1))
+        return direct(*args, **kwargs)
+
+    monkeypatch.setattr(api_outputs, "_direct", counting)
+    compiled = len(zymase.stats())
+    zymase.jacfwd(solved, argnums=1)(A, 2 * b)
+    zymase.jacrev(solved, argnums=1)(A, 2 * b)
+    assert len(zymase.stats()) == compiled and set(requested) == {1}, requested

@@ -18,7 +18,7 @@ from zymase.autodiff.flavor import flavor_of
 from zymase.autodiff.forward import ForwardGenerator
 from zymase.autodiff.reverse import ReverseGenerator
 from zymase.autodiff.structured import StructuredReverse, is_structured
-from zymase.errors import ZymaseError
+from zymase.errors import VectorModeRefused, ZymaseError
 from zymase.ir import ArrayAttr, DictionaryAttr, ModuleOp, Operation, UnitAttr, llvm
 from zymase.ir.enzyme import Activity
 from zymase.transforms import numba_parfor
@@ -242,7 +242,7 @@ def _refuse_width(fop: Operation, mode: str, width: int) -> None:
     if width > 1 and _custom_rule_for(fop, mode):
         fname = fop.sym_name.data
         what = "a function with a registered derivative"
-        raise ZymaseError(
+        raise VectorModeRefused(
             f"vector mode (width {width}) cannot differentiate '{fname}', {what}",
             construct=f"@{fname}", function=fname,
             hint="differentiate it at width 1 (one call per tangent or cotangent)",

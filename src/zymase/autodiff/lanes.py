@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from types import SimpleNamespace
 
-from zymase.errors import ZymaseError
+from zymase.errors import VectorModeRefused, ZymaseError
 from zymase.ir import Operation, llvm, location_of
 
 #: the per-lane maps: forward tangents, shadows, posix_memalign shadow buffers, reverse
@@ -81,7 +81,7 @@ class LaneMaps:
                 # a Numba prange loop: the front end takes the serial copy instead
                 raise ParforSerial("a prange loop in vector mode", function=fname, location=location_of(op))
 
-            raise ZymaseError(
+            raise VectorModeRefused(
                 f"vector mode (width {self.width}) does not handle {what} yet",
                 construct=describe(op), function=fname, location=location_of(op),
                 hint="differentiate this function at width 1 (one call per tangent or cotangent)",

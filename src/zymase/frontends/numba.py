@@ -50,7 +50,7 @@ from zymase.autodiff.names import ABANDON
 from zymase.collect_rarely import collecting_garbage_rarely
 from zymase.autodiff.rules.numba_linalg import LINALG_WITH_RULES
 from zymase.autodiff.rules.numba_linalg import NUMPY_NAMES as NUMPY_LINALG
-from zymase.errors import ZymaseError
+from zymase.errors import VectorModeRefused, ZymaseError
 from zymase.transforms.numba_parfor import ParforSerial, forks_a_derivative
 
 from zymase.frontends.numba_copy import (  # noqa: F401 - step 1's names, re-exported
@@ -714,7 +714,9 @@ def _in_user_terms(err: ZymaseError, disp) -> ZymaseError:
                 "not differentiated, or write it with functions that have rules (exp, log, sin, ...)")
     if err.location is None:
         hint = (hint + "; " if hint else "") + "compile the function with @njit(debug=True) to see source lines"
-    return ZymaseError(
+    # a vector-mode refusal stays one: the transforms that chose the width fall back to width 1
+    cls = VectorModeRefused if isinstance(err, VectorModeRefused) else ZymaseError
+    return cls(
         _KERNEL_NAME.sub(name, message),
         construct=err.construct,
         function=_KERNEL_NAME.sub(name, err.function) if err.function else name,
