@@ -12,6 +12,7 @@ line naming the call and its source line."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -55,11 +56,13 @@ def _session_processes(sid: int) -> list[int]:
     return pids
 
 
-def run_mpi(exe: Path, ranks: int, timeout: float) -> subprocess.CompletedProcess | None:
-    """Run ``exe`` on ``ranks`` processes; None when it did not finish within ``timeout``
-    seconds, after stopping mpirun (SIGTERM: it kills its ranks) and killing whatever of
-    its session is left."""
-    argv = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(ranks), str(exe)]
+def run_mpi(exe: Path, ranks: int, timeout: float, args: tuple[str, ...] = (),
+            preload: Path | None = None) -> subprocess.CompletedProcess | None:
+    """Run ``exe`` (with ``args``) on ``ranks`` processes, ``preload`` in LD_PRELOAD; None
+    when it did not finish within ``timeout`` seconds, after stopping mpirun (SIGTERM: it
+    kills its ranks) and killing whatever of its session is left."""
+    env = ["-x", f"LD_PRELOAD={preload}"] if preload else []
+    argv = ["mpirun", "--allow-run-as-root", "--oversubscribe", *env, "-np", str(ranks), str(exe), *args]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             stdin=subprocess.DEVNULL, start_new_session=True, cwd=exe.parent)
     try:
@@ -78,7 +81,90 @@ def run_mpi(exe: Path, ranks: int, timeout: float) -> subprocess.CompletedProces
 
 
 def test_corpus_is_there():
-    assert {p.stem for p in PROGRAMS} == {"point_to_point", "collectives", "nonblocking", "width"}
+    assert {p.stem for p in PROGRAMS} == {"point_to_point", "collectives", "nonblocking", "width", "lanes_once"}
+
+
+#: a PMPI shim preloaded into every rank: counts the MPI calls that move data (the program's
+#: and the derivative runtime's alike), reported by each rank at MPI_Finalize
+MPI_COUNTER = r"""
+#include <mpi.h>
+#include <stdio.h>
+enum { SEND, RECV, SENDRECV, ISEND, IRECV, BCAST, REDUCE, ALLREDUCE, CALLS };
+static const char *names[CALLS] = {"MPI_Send", "MPI_Recv", "MPI_Sendrecv", "MPI_Isend", "MPI_Irecv", "MPI_Bcast",
+                                   "MPI_Reduce", "MPI_Allreduce"};
+static long counts[CALLS];
+int MPI_Send(const void *b, int n, MPI_Datatype t, int d, int g, MPI_Comm c) {
+    counts[SEND]++;
+    return PMPI_Send(b, n, t, d, g, c);
+}
+int MPI_Recv(void *b, int n, MPI_Datatype t, int s, int g, MPI_Comm c, MPI_Status *st) {
+    counts[RECV]++;
+    return PMPI_Recv(b, n, t, s, g, c, st);
+}
+int MPI_Sendrecv(const void *sb, int sn, MPI_Datatype st, int d, int sg, void *rb, int rn, MPI_Datatype rt, int s,
+                 int rg, MPI_Comm c, MPI_Status *status) {
+    counts[SENDRECV]++;
+    return PMPI_Sendrecv(sb, sn, st, d, sg, rb, rn, rt, s, rg, c, status);
+}
+int MPI_Isend(const void *b, int n, MPI_Datatype t, int d, int g, MPI_Comm c, MPI_Request *r) {
+    counts[ISEND]++;
+    return PMPI_Isend(b, n, t, d, g, c, r);
+}
+int MPI_Irecv(void *b, int n, MPI_Datatype t, int s, int g, MPI_Comm c, MPI_Request *r) {
+    counts[IRECV]++;
+    return PMPI_Irecv(b, n, t, s, g, c, r);
+}
+int MPI_Bcast(void *b, int n, MPI_Datatype t, int root, MPI_Comm c) {
+    counts[BCAST]++;
+    return PMPI_Bcast(b, n, t, root, c);
+}
+int MPI_Reduce(const void *s, void *r, int n, MPI_Datatype t, MPI_Op o, int root, MPI_Comm c) {
+    counts[REDUCE]++;
+    return PMPI_Reduce(s, r, n, t, o, root, c);
+}
+int MPI_Allreduce(const void *s, void *r, int n, MPI_Datatype t, MPI_Op o, MPI_Comm c) {
+    counts[ALLREDUCE]++;
+    return PMPI_Allreduce(s, r, n, t, o, c);
+}
+int MPI_Finalize(void) {
+    int rank;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    for (int i = 0; i < CALLS; i++)
+        printf("mpi-count rank %d %s %ld\n", rank, names[i], counts[i]);
+    fflush(stdout);
+    return PMPI_Finalize();
+}
+"""
+
+
+def test_mpi_lanes_travel_in_one_message(tmp_path: Path):
+    """Width 4 (issue 25 item 2; the lanes' values are checked by lanes_once.c in the
+    corpus): each rank makes as many MPI calls in the derivative as at width 1, one message
+    per primal message carrying the 4 lanes, forward and reverse (halo exchange by
+    MPI_Sendrecv and MPI_Isend/MPI_Irecv/MPI_Waitall, MPI_Bcast, MPI_Allreduce with MPI_SUM
+    and MPI_MAX, MPI_Reduce); before, 4 times width 1's."""
+    exe = tmp_path / "lanes_once"
+    build = run_cli(["cc", "-O0", str(_C / "lanes_once.c"), *mpi_flags(), "-o", str(exe)], cwd=tmp_path,
+                    timeout=COMPILE_TIMEOUT)
+    assert build.returncode == 0, build.stderr
+    shim = tmp_path / "mpi_counter.so"
+    (tmp_path / "mpi_counter.c").write_text(MPI_COUNTER)
+    subprocess.run(["mpicc", "-shared", "-fPIC", "-O1", str(tmp_path / "mpi_counter.c"), "-o", str(shim)],
+                   check=True, timeout=120)
+
+    def counts(mode: str) -> dict[tuple[int, str], int]:
+        run = run_mpi(exe, 2, MPI_TIMEOUT, args=(mode,), preload=shim)
+        assert run is not None and run.returncode == 0, (mode, run and run.stderr)
+        found = re.findall(r"mpi-count rank (\d+) (\w+) (\d+)", run.stdout)
+        assert len(found) == 16, run.stdout
+        return {(int(r), name): int(n) for r, name, n in found}
+
+    primal = counts("primal")
+    assert all(primal[r, call] == 1 for r in (0, 1) for call in ("MPI_Sendrecv", "MPI_Isend", "MPI_Irecv")), primal
+    for mode in ("fwd", "rev"):
+        one, four = counts(f"{mode}1"), counts(f"{mode}4")
+        assert all(one[key] > primal[key] for key in primal if primal[key]), (mode, primal, one)  # derivative messages
+        assert four == one, (mode, one, four)
 
 
 @pytest.mark.parametrize("flags", LEVELS, ids=[" ".join(f) for f in LEVELS])

@@ -30,6 +30,9 @@
  * starts its requests' adjoint messages request by request, each request's lanes together,
  * as the reverse of a Wait does, so that a Waitall on one side pairs with Waits on the
  * other. The MAX/MIN owners are found once per call for all lanes (the caller frees them).
+ * That is the lane-by-lane form, kept for reference by the functions below; the rules now
+ * call the lanes-at-once entry points of mpi_lanes.h at width > 1: one message per primal
+ * message carrying every lane.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -451,6 +454,8 @@ typedef struct Record {
     int started;         /* reverse mode: the adjoint message was started (reverse of the wait) */
     long sequence;       /* posting order of the primal requests (a request's lanes share it) */
     int lane;            /* vector mode: the lane whose shadow this is */
+    int lanes;           /* vector mode, lanes at once (mpi_lanes.h): how many lanes the message */
+    void **shadows;      /* carries, and their shadows (else 1 and NULL: `shadow` alone) */
 } Record;
 
 static Record *live = NULL;
@@ -472,6 +477,7 @@ static Record *record(int receive, void *dbuf, int count, Handle dt, int kind, i
         posted++;
     r->sequence = posted;
     r->lane = lane;
+    r->lanes = 1;
     r->next = live;
     live = r;
     return r;
@@ -511,11 +517,16 @@ void __zymase_mpi_irecv_fwd(void *dbuf, int count, Handle dt, int kind, int src,
     MPI_Irecv(r->buffer, count, dt, src, tag, comm, &r->request);
 }
 
+static void lanes_arrived(Record *r);
+
 static void finish_forward(Record *r) {
     if (!r)
         return;
     MPI_Wait(&r->request, NULL);
-    release(r->buffer, r->shadow);
+    if (r->shadows) /* the lanes' message: a received one goes to each lane's shadow */
+        lanes_arrived(r);
+    else
+        release(r->buffer, r->shadow);
     free(r);
 }
 
@@ -551,18 +562,24 @@ void *__zymase_mpi_waitall_take(int n, Handle *reqs, int width) {
 }
 
 /* reverse of a wait: the adjoint message starts */
+static void *lanes_pack(int lanes, void *const *d, int blocks, int count, int kind);
+
 static void start_adjoint(Record *r) {
     if (!r)
         return;
+    int count = r->count * r->lanes; /* the lanes' message carries every lane */
     if (r->receive) { /* the received values' adjoints go back to their source */
-        r->buffer = or_zeros(r->shadow, r->count, r->kind);
-        MPI_Isend(r->buffer, r->count, r->dt, r->peer, r->tag, r->comm, &r->request);
+        r->buffer = r->shadows ? lanes_pack(r->lanes, r->shadows, 1, r->count, r->kind)
+                               : or_zeros(r->shadow, r->count, r->kind);
+        MPI_Isend(r->buffer, count, r->dt, r->peer, r->tag, r->comm, &r->request);
     } else { /* the sent values' adjoints come back */
-        r->buffer = or_zeros(NULL, r->count, r->kind);
-        MPI_Irecv(r->buffer, r->count, r->dt, r->peer, r->tag, r->comm, &r->request);
+        r->buffer = or_zeros(NULL, count, r->kind);
+        MPI_Irecv(r->buffer, count, r->dt, r->peer, r->tag, r->comm, &r->request);
     }
     r->started = 1;
 }
+
+static void lanes_adjoint_arrived(Record *r);
 
 void __zymase_mpi_wait_rev(void *record) { start_adjoint(record); }
 
@@ -596,7 +613,9 @@ void __zymase_mpi_request_rev(void *record) {
         MPI_Abort(r->comm, 70);
     }
     MPI_Wait(&r->request, NULL);
-    if (r->receive) {
+    if (r->shadows) {
+        lanes_adjoint_arrived(r);
+    } else if (r->receive) {
         release(r->buffer, r->shadow);
         if (r->peer != ZYMASE_PROC_NULL)
             zero(r->shadow, r->count, r->kind);
@@ -606,3 +625,5 @@ void __zymase_mpi_request_rev(void *record) {
     }
     free(r);
 }
+
+#include "mpi_lanes.h"
