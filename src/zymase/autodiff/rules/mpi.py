@@ -289,11 +289,15 @@ class ReductionRule(MpiRule):
             return
         if not self._extremum(op):
             return super().reverse_memory(g, op)
-        owners = []
+        owners = []  # fetched where the call is emitted (at width N, on the last lane only)
+
+        def fetch_owners() -> list[SSAValue]:
+            owners.append(g.fetch_computed_in(op.parent_block(), g._mpi_records[op]))
+            return owners
+
         self._emit(g, op, f"{self.suffix}_extremum_rev", f"d:sbuf d:rbuf count dt kind{self._root()} comm",
-                   reverse=True, extra=lambda: owners.append(g.fetch_computed_in(op.parent_block(),
-                                                                                 g._mpi_records[op])) or owners)
-        if owners:  # the call was emitted (the last lane's, at width N)
+                   reverse=True, extra=fetch_owners)
+        if owners:
             self._free_after_last_lane(g, owners[0])
 
 
@@ -301,19 +305,16 @@ class NonBlockingRule(MpiRule):
     """``MPI_Isend``/``MPI_Irecv``: forward mode starts the tangent message beside the
     primal one; reverse mode records the request in the forward sweep and, at the mirror
     point (after the reverse of its wait started the adjoint message), completes it. At
-    width N one message and one record carry every lane (the runtime's lane argument, of
-    the lane-by-lane form, is then 0)."""
+    width N one message and one record carry every lane."""
 
     layout = "d:buf count dt kind peer tag comm req"
 
     def structure(self, g, op, clone, *, forward_mode):
         if not self._checked(g, op):
             return
-        extra = (lambda: [self._const(g, 0)]) if g.width == 1 else (lambda: [])
         if forward_mode:
-            self._emit(g, op, f"{self.suffix}_fwd", self.layout, reverse=False, extra=extra)
-        elif (rec := self._emit(g, op, f"{self.suffix}_record", self.layout, reverse=False, extra=extra,
-                                result=PTR)) is not None:
+            self._emit(g, op, f"{self.suffix}_fwd", self.layout, reverse=False)
+        elif (rec := self._emit(g, op, f"{self.suffix}_record", self.layout, reverse=False, result=PTR)) is not None:
             g.__dict__.setdefault("_mpi_records", {})[op] = rec
 
     def reverse_memory(self, g, op):
@@ -328,7 +329,7 @@ class WaitRule(MpiRule):
     the primal wait clears the handles); reverse mode takes the requests' records in the
     forward sweep and starts their adjoint messages at the mirror point. A request has one
     record for all lanes (:class:`NonBlockingRule`), so at width N the wait is width 1's,
-    on lane 0 (the runtime's lane 0, a Waitall's width 1)."""
+    on lane 0."""
 
     def moves_floats(self, op):
         return False  # the buffers belong to the isend/irecv
@@ -336,19 +337,15 @@ class WaitRule(MpiRule):
     def _handles(self, g, op: Operation) -> list[SSAValue]:
         return [g.vmap.get(v, v) for v in op.operands[: 2 if self.name == "MPI_Waitall" else 1]]
 
-    def _all(self, g) -> SSAValue:
-        """The runtime's lane (Wait) or width (Waitall) argument: every lane's record is lane 0's."""
-        return self._const(g, 1 if self.name == "MPI_Waitall" else 0)
-
     def structure(self, g, op, clone, *, forward_mode):
         if g.lane_index > 0:
             return  # lane 0 completed or took the record of every lane
         g.E.before(clone)
         if forward_mode:
-            self._call(g, f"{self.suffix}_fwd", [*self._handles(g, op), self._const(g, 0)])
+            self._call(g, f"{self.suffix}_fwd", self._handles(g, op))
         else:
-            g.__dict__.setdefault("_mpi_records", {})[op] = self._call(
-                g, f"{self.suffix}_take", [*self._handles(g, op), self._all(g)], PTR)
+            g.__dict__.setdefault("_mpi_records", {})[op] = self._call(g, f"{self.suffix}_take", self._handles(g, op),
+                                                                       PTR)
         if clone.next_op is not None:
             g.E.before(clone.next_op)
         else:
@@ -359,7 +356,7 @@ class WaitRule(MpiRule):
             return  # lane 0 started every lane's adjoint messages
         args = [g.fetch_computed_in(op.parent_block(), g._mpi_records[op])]
         if self.name == "MPI_Waitall":
-            args = [g.primal(op.operands[0]), *args, self._all(g)]
+            args = [g.primal(op.operands[0]), *args]
         self._call(g, f"{self.suffix}_rev", args)
 
 

@@ -15,7 +15,7 @@
  *
  * Non-blocking calls keep one record per request for all lanes (`lanes`, `shadows`): the
  * forward message, the reverse's adjoint message and the wait each handle the N lanes at
- * once, and the waits take the record of lane 0. */
+ * once, and the waits are width 1's. */
 
 /* every lane's `blocks` blocks of `count` elements (lane k's block r at d[k] + r count)
    in one new buffer, [block][lane][count]; zeros for a lane without a shadow */
@@ -297,7 +297,7 @@ void __zymase_mpi_reduce_extremum_rev_lanes(void **dsbuf, void **drbuf, int coun
 
 static Record *lanes_record(int receive, void **dbuf, int count, Handle dt, int kind, int peer, int tag, Handle comm,
                             Handle *reqp, int lanes) {
-    Record *r = record(receive, dbuf[0], count, dt, kind, peer, tag, comm, reqp, 0);
+    Record *r = record(receive, dbuf[0], count, dt, kind, peer, tag, comm, reqp);
     r->lanes = lanes;
     r->shadows = malloc((size_t)lanes * sizeof(void *));
     memcpy(r->shadows, dbuf, (size_t)lanes * sizeof(void *));
