@@ -132,23 +132,9 @@ static void ZY_P(gesdd_fwd_lane)(int jobz, int m, int n, int lda, int ldu, int l
         dwork[i] = 0;
 }
 
-/* A decomposed once for every lane */
 ZY_API ZY_T ZY_P(gesdd_fwd_lanes)(int layout, int jobz, int m, int n, const ZY_T *A, int lda, const ZY_T *s,
                                   const ZY_T *U, int ldu, const ZY_T *VT, int ldvt, const ZY_T *work, int lwork,
-                                  const int *iwork, const int *info, int lanes, ZY_T *const *d) {
-    (void)layout, (void)s, (void)U, (void)VT, (void)work, (void)iwork, (void)info;
-    if (lwork < 0)
-        return 0;
-    ZY_T *const *dA = d, *const *ds = d + lanes, *const *dU = d + 2 * lanes, *const *dVT = d + 3 * lanes;
-    ZY_T *const *dwork = d + 4 * lanes;
-    int k = m < n ? m : n;
-    ZY_T *w = ZY_P(mtemp)(k, 1), *V = NULL;
-    ZY_T *Q = ZY_P(lanes_present)(lanes, dA) && jobz != 'O' ? ZY_P(svd_of)(jobz == 'A', m, n, A, lda, w, &V) : NULL;
-    for (int l = 0; l < lanes; l++)
-        ZY_P(gesdd_fwd_lane)(jobz, m, n, lda, ldu, ldvt, lwork, w, Q, V, dA[l], ds[l], dU[l], dVT[l], dwork[l]);
-    free(w), free(Q), free(V);
-    return 0;
-}
+                                  const int *iwork, const int *info, int lanes, ZY_T *const *d);
 
 ZY_API ZY_T ZY_P(gesdd_fwd)(int layout, int jobz, int m, int n, const ZY_T *A, int lda, const ZY_T *s, const ZY_T *U,
                             int ldu, const ZY_T *VT, int ldvt, const ZY_T *work, int lwork, const int *iwork,
@@ -211,11 +197,11 @@ static void ZY_P(gesdd_rev_lane)(int jobz, int m, int n, int lda, int ldu, int l
         dwork[i] = 0;
 }
 
-/* the kept A decomposed once for every lane */
-ZY_API void ZY_P(gesdd_rev_lanes)(int layout, int jobz, int m, int n, const ZY_T *A, int lda, const ZY_T *s,
-                                  const ZY_T *U, int ldu, const ZY_T *VT, int ldvt, const ZY_T *work, int lwork,
-                                  const int *iwork, int info, int lanes, ZY_T *const *d) {
-    (void)layout, (void)s, (void)U, (void)VT, (void)work, (void)iwork, (void)info;
+/* every lane's tangents (reverse 0) or adjoints (1) by the lane functions, A (the input
+   at the call, or the copy kept there) decomposed once for all lanes; d as the _lanes
+   entry points pass it (A, s, U, VT, work: lanes shadows each) */
+static void ZY_P(gesdd_lanes)(int reverse, int jobz, int m, int n, const ZY_T *A, int lda, int ldu, int ldvt,
+                              int lwork, int lanes, ZY_T *const *d) {
     if (lwork < 0)
         return;
     ZY_T *const *dA = d, *const *ds = d + lanes, *const *dU = d + 2 * lanes, *const *dVT = d + 3 * lanes;
@@ -224,8 +210,24 @@ ZY_API void ZY_P(gesdd_rev_lanes)(int layout, int jobz, int m, int n, const ZY_T
     ZY_T *w = ZY_P(mtemp)(k, 1), *V = NULL;
     ZY_T *Q = ZY_P(lanes_present)(lanes, dA) && jobz != 'O' ? ZY_P(svd_of)(jobz == 'A', m, n, A, lda, w, &V) : NULL;
     for (int l = 0; l < lanes; l++)
-        ZY_P(gesdd_rev_lane)(jobz, m, n, lda, ldu, ldvt, lwork, w, Q, V, dA[l], ds[l], dU[l], dVT[l], dwork[l]);
+        (reverse ? ZY_P(gesdd_rev_lane) : ZY_P(gesdd_fwd_lane))(jobz, m, n, lda, ldu, ldvt, lwork, w, Q, V, dA[l],
+                                                                 ds[l], dU[l], dVT[l], dwork[l]);
     free(w), free(Q), free(V);
+}
+
+ZY_API ZY_T ZY_P(gesdd_fwd_lanes)(int layout, int jobz, int m, int n, const ZY_T *A, int lda, const ZY_T *s,
+                                  const ZY_T *U, int ldu, const ZY_T *VT, int ldvt, const ZY_T *work, int lwork,
+                                  const int *iwork, const int *info, int lanes, ZY_T *const *d) {
+    (void)layout, (void)s, (void)U, (void)VT, (void)work, (void)iwork, (void)info;
+    ZY_P(gesdd_lanes)(0, jobz, m, n, A, lda, ldu, ldvt, lwork, lanes, d);
+    return 0;
+}
+
+ZY_API void ZY_P(gesdd_rev_lanes)(int layout, int jobz, int m, int n, const ZY_T *A, int lda, const ZY_T *s,
+                                  const ZY_T *U, int ldu, const ZY_T *VT, int ldvt, const ZY_T *work, int lwork,
+                                  const int *iwork, int info, int lanes, ZY_T *const *d) {
+    (void)layout, (void)s, (void)U, (void)VT, (void)work, (void)iwork, (void)info;
+    ZY_P(gesdd_lanes)(1, jobz, m, n, A, lda, ldu, ldvt, lwork, lanes, d);
 }
 
 ZY_API void ZY_P(gesdd_rev)(int layout, int jobz, int m, int n, const ZY_T *A, int lda, const ZY_T *s, const ZY_T *U,
