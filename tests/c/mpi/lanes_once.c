@@ -1,6 +1,7 @@
 // MPI at width 4 (issue 25 item 2): one derivative message per primal message, carrying
 // the 4 lanes. A halo exchange on a ring (MPI_Sendrecv for the left ghost cell, MPI_Irecv/
-// MPI_Isend + MPI_Waitall for the right one), a stencil, MPI_Bcast, MPI_Allreduce (MPI_SUM
+// MPI_Isend + MPI_Waitall for the right one), a stencil, a Sendrecv with MPI_PROC_NULL
+// ends, MPI_Bcast, MPI_Allreduce (MPI_SUM
 // and MPI_MAX) and MPI_Reduce, differentiated by __enzyme_fwddiff and __enzyme_autodiff at
 // width 4; each rank checks its lanes against width-1 calls and a central difference of the
 // global loss. argv[1] runs one derivative alone ("primal", "fwd1", "fwd4", "rev1", "rev4"):
@@ -41,6 +42,12 @@ void halo(const double *x, double *y, int rank, int size) {
     MPI_Waitall(2, req, MPI_STATUSES_IGNORE);
     for (int i = 0; i < N; i++)
         y[i] = u[i] - 2 * u[i + 1] + u[i + 2] + 0.1 * u[i + 1] * u[i + 2];
+    // non-periodic ends: rank 0 receives from MPI_PROC_NULL, which leaves `edge` (and its
+    // tangent) as it was
+    int up = rank + 1 < size ? rank + 1 : MPI_PROC_NULL, down = rank > 0 ? rank - 1 : MPI_PROC_NULL;
+    double edge = 0.5 * x[1];
+    MPI_Sendrecv(&y[N - 1], 1, MPI_DOUBLE, up, 3, &edge, 1, MPI_DOUBLE, down, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    y[0] += 0.3 * edge * edge;
     s[0] = y[0] + y[N - 1], s[1] = y[1] * y[2];
     MPI_Bcast(s, 2, MPI_DOUBLE, size - 1, MPI_COMM_WORLD);
     MPI_Allreduce(s, t, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
