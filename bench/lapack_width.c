@@ -8,8 +8,8 @@
      lu           dgetrf_ + dgetrs_, both active (forward, reverse)
      eigen        dsyevd_ with eigenvectors (forward, reverse)
    Each timed round runs the width-4 derivative once and the width-1 derivative 4 times
-   (one per lane), alternately; reported: the minima and the median of the per-round
-   ratios width-4 / (4 x width-1) (below 1: the lanes share work).
+   (one per lane), alternately, in process CPU time; reported: the minima and the median
+   of the per-round ratios width-4 / (4 x width-1) (below 1: the lanes share work).
 
      zymase cc -O2 bench/lapack_width.c -o /tmp/lapack_width -lopenblas
      OPENBLAS_NUM_THREADS=1 /tmp/lapack_width 200 9
@@ -108,9 +108,11 @@ static void seed_reverse(void) {
     __enzyme_autodiff((void *)F, enzyme_width, W, enzyme_dupv, STRIDE_A, A, dA, enzyme_dupv, STRIDE_B, b, db,   \
                       enzyme_dupv, (long)sizeof(double), &out, dout)
 
+/* CPU time of this process (OpenBLAS runs single-threaded: OPENBLAS_NUM_THREADS=1): on a
+   shared machine the wall clock counts the other processes' time slices too */
 static double seconds(void) {
     struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
     return t.tv_sec + 1e-9 * t.tv_nsec;
 }
 
