@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from types import SimpleNamespace
 
-from zymase.errors import VectorModeRefused, ZymaseError
+from zymase.errors import VectorModeRefused
 from zymase.ir import IntegerAttr, Operation, i64, llvm, location_of
 
 #: the per-lane maps: forward tangents, shadows, posix_memalign shadow buffers, reverse
@@ -70,6 +70,17 @@ class LaneMaps:
         what ``of_every_lane`` saved, restored."""
         for k, lane in enumerate(self._lanes):
             setattr(lane, field, {} if maps is None else maps[k])
+
+    def gathered(self, key, value) -> list | None:
+        """``value``, the selected lane's, kept under ``key``; on the last lane every
+        lane's, in lane order (and the record dropped), before it None: for a rule whose
+        last lane emits one call for all lanes (LAPACK, MPI)."""
+        kept = self.__dict__.setdefault("_gathered_lanes", {}).setdefault(key, [])
+        kept.append(value)
+        if self.lane_index < self.width - 1:
+            return None
+        del self._gathered_lanes[key]
+        return kept
 
     def pointer_array(self, ptrs: list) -> object:
         """A stack array holding ``ptrs`` (every lane's shadow of one argument, say, for a

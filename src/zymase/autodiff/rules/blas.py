@@ -224,11 +224,9 @@ class BlasRule(CallMemoryRule):
         """Record this lane's shadows of ``op``'s arrays; on the last lane, every lane's
         as one stack array argument list ``[lanes, d]`` (``d[a * lanes + k]``: array a,
         lane k, in the routine's order); None before the last lane."""
-        lanes = g.__dict__.setdefault("_blas_lanes", {}).setdefault(op, [])
-        lanes.append(shadows)
-        if g.lane_index < g.width - 1:
+        lanes = g.gathered(op, shadows)
+        if lanes is None:
             return None
-        del g._blas_lanes[op]
         by_array = [lane[a] for a in range(len(shadows)) for lane in lanes]
         count = g.E.v(llvm.ConstantOp(IntegerAttr(g.width, i32), i32))
         return [count, g.pointer_array(by_array)]
@@ -363,9 +361,7 @@ class BlasRule(CallMemoryRule):
         values, saved, status = g._blas_forward[op]
         lanes = None
         if self._lanes_at_once(g):  # LAPACK (no alpha/beta, no float result): the last lane calls for all
-            shadows = [g.fetch_shadow(op.operands[self._pos(a)]) if self._active(g, op, a) else self._null(g)
-                       for a in self.routine.of_kind("array")]
-            lanes = self._gathered_lanes(g, op, shadows)
+            lanes = self._gathered_lanes(g, op, self._reverse_shadows(g, op))
             if lanes is None:
                 return
         home = op.parent_block()
@@ -385,8 +381,7 @@ class BlasRule(CallMemoryRule):
                                  *call_args))
             self._free_saved(g, saved, args)
             return
-        shadows = [g.fetch_shadow(op.operands[self._pos(a)]) if self._active(g, op, a) else self._null(g)
-                   for a in self.routine.of_kind("array")]
+        shadows = self._reverse_shadows(g, op)
         if self.routine.returns_real and op.results:
             dr = g._take_adjoint(op.results[0]) if g.act.is_active(op.results[0]) else None
         else:
@@ -410,6 +405,12 @@ class BlasRule(CallMemoryRule):
         name = self._declare(g, "rev", self._types(call_args), llvm.LLVMVoidType())
         E.insert(llvm.CallOp(name, *call_args))
         self._free_saved(g, saved, args)
+
+    def _reverse_shadows(self, g, op: Operation) -> list[SSAValue]:
+        """The selected lane's shadows of the routine's arrays in the reverse sweep (null
+        for a constant one)."""
+        return [g.fetch_shadow(op.operands[self._pos(a)]) if self._active(g, op, a) else self._null(g)
+                for a in self.routine.of_kind("array")]
 
     def _free_saved(self, g, saved: dict, args: list[SSAValue]) -> None:
         """The copies kept for the reverse sweep freed, once every lane has read them."""

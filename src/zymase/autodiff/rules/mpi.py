@@ -209,11 +209,10 @@ class MpiRule(CallMemoryRule):
         if g.width == 1:
             return self._call(g, suffix, [*self._args(g, op, layout, reverse=reverse), *extra()], result)
         items = layout.split()
-        lanes = g.__dict__.setdefault("_mpi_lanes", {}).setdefault((op, reverse), [])
-        lanes.append([self._shadow(g, op, item[2:], reverse=reverse) for item in items if item.startswith("d:")])
-        if g.lane_index < g.width - 1:
+        lanes = g.gathered((op, reverse),
+                           [self._shadow(g, op, item[2:], reverse=reverse) for item in items if item.startswith("d:")])
+        if lanes is None:
             return None
-        del g._mpi_lanes[op, reverse]
         arrays = iter([g.pointer_array([lane[j] for lane in lanes]) for j in range(len(lanes[0]))])
         args = [next(arrays) if item.startswith("d:") else self._args(g, op, item, reverse=reverse)[0]
                 for item in items]
