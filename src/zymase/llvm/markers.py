@@ -657,15 +657,20 @@ def _lower_site(site: _Site, functions: dict[str, Operation]) -> None:
         # after the arguments: the result's adjoint (an active float result, reverse
         # mode), then the tape (unless enzyme_tape gave it)
         if ret_kind == "active" and site.mode == "reverse":
-            # vector mode: one adjoint per lane, as a float argument's tangents are given
             given = len(extra) - (opts.tape is None)  # the tape comes last
-            if given < width:
-                lanes = f" (enzyme_width {width}: {width} adjoints, one per lane, got {max(given, 0)})" if width > 1 else ""
-                raise _err(site, f"{site.marker_fn} of '{fname}' needs the adjoint of its {c_type_name(fn_out)} "
-                           f"result after the arguments{lanes}", "pass d_ret (1.0 for a gradient) before the tape"
-                           + (", once per lane" if width > 1 else ""))
-            seed = [b.coerce(extra[k], fn_out, site, len(fn_inputs), pos + 2 + k, fname) for k in range(width)]
-            extra = extra[width:]
+            if width > 1:
+                # vector mode: one adjoint per lane, as scalars or as one struct of N
+                # (Enzyme's [N x double], in memory from N = 3 on: marker_calls.lanes)
+                seed, used = b.lanes(extra[:max(given, 0)], width, fn_out, site,
+                                     f"{site.marker_fn} of '{fname}' needs the adjoint of its "
+                                     f"{c_type_name(fn_out)} result after the arguments")
+                extra = extra[used:]
+            else:
+                if given < 1:
+                    raise _err(site, f"{site.marker_fn} of '{fname}' needs the adjoint of its {c_type_name(fn_out)} "
+                               "result after the arguments", "pass d_ret (1.0 for a gradient) before the tape")
+                seed = [b.coerce(extra[0], fn_out, site, len(fn_inputs), pos + 2, fname)]
+                extra = extra[1:]
         if opts.tape is None:
             if not extra:
                 raise _err(site, f"{site.marker_fn} of '{fname}' needs the tape __enzyme_augmentfwd returned "
