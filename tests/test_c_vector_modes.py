@@ -130,3 +130,21 @@ def test_checkpointed_loops_stay_refused_in_vector_mode(tmp_path: Path):
     assert build.returncode == 1 and len(errors) == 1 and "Traceback" not in build.stderr, build.stderr
     assert "lanes.c:" in errors[0] and "function 'decay'" in errors[0], errors[0]
     assert "vector mode (width 2) does not differentiate a loop checkpointed under a tape limit" in errors[0]
+
+
+def test_split_forward_mode_lanes_run_the_primal_once(tmp_path: Path, zymase_cli: list[str]):
+    """Split forward mode at width N (tests/c/vector/fwdsplit_width.c): the augmented
+    pass runs the primal once for all lanes (one ``exp`` and one ``cos`` call at widths
+    1, 2, 3 and 5), and the tangent function reads the primal from the one tape instead
+    of running it again (no ``exp`` or ``cos`` at any width), while taking N tangents
+    per argument and returning N."""
+    program = Path(__file__).resolve().parent / "c" / "vector" / "fwdsplit_width.c"
+    ll = emit_llvm(program, ["-O0"], tmp_path, zymase_cli)
+    for width in (1, 2, 3, 5):
+        infix = str(width) if width > 1 else ""
+        aug = function_ir(ll, f"augmented{infix}h{width}")
+        assert (_calls(aug, "exp"), _calls(aug, "cos")) == (1, 1), aug
+        tangent = function_ir(ll, f"fwdsplit{infix}h{width}")
+        assert (_calls(tangent, "exp"), _calls(tangent, "cos")) == (0, 0), tangent
+        returned = "{ " + ", ".join(["double"] * width) + " }" if width > 1 else "double"
+        assert tangent.startswith(f"define internal {returned} @"), tangent.splitlines()[0]

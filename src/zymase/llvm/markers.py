@@ -518,10 +518,6 @@ def _vector_width(site: _Site, v: SSAValue) -> int:
     if value.value.data < 1:
         raise _err(site, f"enzyme_width {value.value.data}: the vector width must be at least 1",
                    "pass the number of tangents, e.g. enzyme_width, 4")
-    if site.mode not in ("fwd", "rev", "augment", "reverse"):
-        raise _err(site, f"enzyme_width (vector mode) is implemented for __enzyme_fwddiff, __enzyme_autodiff, "
-                   f"__enzyme_augmentfwd and __enzyme_reverse, not {site.marker_fn} (split forward mode)",
-                   "call __enzyme_fwdsplit once per tangent")
     return value.value.data
 
 
@@ -686,6 +682,8 @@ def _lower_site(site: _Site, functions: dict[str, Operation]) -> None:
         op = fwdsplit_op(site, fname, operands, opts, acts, ret_kind, fn_out if has_result else None, b)
         op.location = call.location
         b.insert(op)
+        if width > 1:  # N tangents of the result
+            _refuse_dropped_lanes(site, call, sret, list(op.results))
         b.deliver(list(op.results), sret, site)
         call.parent_block().erase_op(call)
         return
