@@ -23,6 +23,9 @@ listed in ``primal_copies``), generated into the tangent function's body and the
   reads the values in the order they were pushed. The first push is a key
   (:func:`tape_key`), which the fwdsplit call checks (transforms/split_mode.py).
 
+At width N (``enzyme_width``) the tangent function is the width-N forward derivative
+cut the same way: one tape, the same primal values, N tangents per value.
+
 A tangent operation that would still touch memory through a primal pointer (a BLAS
 rule's reads of its inputs, a call of a derivative that takes pointers) is refused by
 name, as are callees whose forward derivative would run their primal again (pointer

@@ -32,7 +32,9 @@ Semantics follow Enzyme:
   mode (``__enzyme_autodiff`` with ``enzyme_width``) seeds an active result with 1 in
   every lane and returns N derivatives per active argument, lane by lane; split mode
   takes it too (``__enzyme_augmentfwd`` N shadows per dup pointer, one tape;
-  ``__enzyme_reverse`` N adjoints of an active result before the tape);
+  ``__enzyme_reverse`` N adjoints of an active result before the tape, as N scalars or
+  Enzyme's one ``[N x double]``, a struct in C; ``__enzyme_fwdsplit`` N tangents as
+  ``__enzyme_fwddiff`` takes them);
 * ``__enzyme_virtualreverse(p)``, the shadow of a function or vtable pointer, is ``p``
   (:func:`zymase.transforms.indirect_calls.lower_virtual_reverse`).
 * batched evaluation: ``__enzyme_batch(f, enzyme_width, N, ...)`` with ``enzyme_vector`` /

@@ -17,7 +17,9 @@ each ``__enzyme_augmentfwd`` gets a tape of its own:
 
 With ``enzyme_width, N`` (vector mode) the pair is ``Driver.split``'s width-N pair:
 N shadows per dup argument, N seeds of an active result, N derivatives per active
-argument, and still one tape object (the augmented pass runs the primal once).
+argument, and still one tape object (the augmented pass runs the primal once); split
+forward mode's pair is ``Driver.fwdsplit``'s width-N pair, the width part of the tape's
+activity pattern (an augmented call at another width is refused).
 
 The reverse sweep depends only on its arguments and the tape: split mode never re-reads
 primal memory (docs/architecture.md, section 5), so the caller may overwrite the inputs
