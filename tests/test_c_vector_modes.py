@@ -138,19 +138,41 @@ def test_checkpointed_loop_lanes_share_one_schedule(tmp_path: Path, zymase_cli: 
     assert not re.search(r"^define [^\n]*@diffedecay", ll, re.M)
 
 
+FWDSPLIT_LANES = r"""
+#include <math.h>
+typedef struct { void *tape; double value; } augmented;
+typedef struct { double d[3]; } vec3;
+extern augmented __enzyme_augmentfwd(void *, ...);
+extern vec3 __enzyme_fwdsplit(void *, ...);
+extern int enzyme_dup, enzyme_const, enzyme_width;
+double h(double x, const double *p, double *out, int n) {
+    double s = 0;
+    for (int i = 0; i < n; i++) {
+        out[i] = p[i] * exp(x * i);
+        s += out[i] * cos(x * i);
+    }
+    return s;
+}
+double lanes(double x, double *p, double *out, double **d, int n) {
+    augmented a = __enzyme_augmentfwd((void *)h, enzyme_width, 3, x, enzyme_dup, p, d[0], d[1], d[2], enzyme_dup,
+                                      out, d[3], d[4], d[5], enzyme_const, n);
+    vec3 t = __enzyme_fwdsplit((void *)h, enzyme_width, 3, x, 1.0, 0.5, 0.25, enzyme_dup, p, d[0], d[1], d[2],
+                               enzyme_dup, out, d[3], d[4], d[5], enzyme_const, n, a.tape);
+    return t.d[0] + t.d[1] + t.d[2];
+}
+"""
+
+
 def test_split_forward_mode_lanes_run_the_primal_once(tmp_path: Path, zymase_cli: list[str]):
-    """Split forward mode at width N (tests/c/vector/fwdsplit_width.c): the augmented
-    pass runs the primal once for all lanes (one ``exp`` and one ``cos`` call at widths
-    1, 2, 3 and 5), and the tangent function reads the primal from the one tape instead
-    of running it again (no ``exp`` or ``cos`` at any width), while taking N tangents
-    per argument and returning N."""
-    program = Path(__file__).resolve().parent / "c" / "vector" / "fwdsplit_width.c"
-    ll = emit_llvm(program, ["-O0"], tmp_path, zymase_cli)
-    for width in (1, 2, 3, 5):
-        infix = str(width) if width > 1 else ""
-        aug = function_ir(ll, f"augmented{infix}h{width}")
-        assert (_calls(aug, "exp"), _calls(aug, "cos")) == (1, 1), aug
-        tangent = function_ir(ll, f"fwdsplit{infix}h{width}")
-        assert (_calls(tangent, "exp"), _calls(tangent, "cos")) == (0, 0), tangent
-        returned = "{ " + ", ".join(["double"] * width) + " }" if width > 1 else "double"
-        assert tangent.startswith(f"define internal {returned} @"), tangent.splitlines()[0]
+    """Split forward mode at width N (tests/c/vector/fwdsplit_width.c checks the values):
+    the augmented pass runs the primal once for all lanes (one ``exp`` and one ``cos``
+    call at width 3), and the tangent function reads the primal from the one tape instead
+    of running it again (no ``exp`` or ``cos``), while returning 3 tangents."""
+    src = tmp_path / "fwdsplit_lanes.c"
+    src.write_text(FWDSPLIT_LANES)
+    ll = emit_llvm(src, ["-O0"], tmp_path, zymase_cli)
+    aug = function_ir(ll, "augmented3h")
+    assert (_calls(aug, "exp"), _calls(aug, "cos")) == (1, 1), aug
+    tangent = function_ir(ll, "fwdsplit3h")
+    assert (_calls(tangent, "exp"), _calls(tangent, "cos")) == (0, 0), tangent
+    assert tangent.startswith("define internal { double, double, double } @"), tangent.splitlines()[0]
