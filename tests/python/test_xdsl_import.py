@@ -1,0 +1,69 @@
+"""zymase/ir/xdsl_import.py: the dialects are imported with their ops' assembly formats
+parsed on first use and without asyncio, and they parse and print as before."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import warnings
+
+import typing_extensions
+
+
+def test_every_deferred_format_parses_into_xdsls_program():
+    from xdsl.irdl.declarative_assembly_format import FormatProgram
+
+    from zymase import ir
+    from zymase.ir import xdsl_import
+
+    for name in ("stablehlo", "chlo", "affine_ext", "linalg", "tensor", "affine", "complex"):
+        getattr(ir, name)  # the on-demand dialects too
+    assert len(xdsl_import.DEFERRED) > 150
+    for lazy in xdsl_import.DEFERRED:
+        assert isinstance(lazy.program(), FormatProgram)
+
+
+def test_formats_parse_and_print_through_the_deferred_programs():
+    from zymase.ir import parse_mlir, print_mlir
+
+    text = """func.func @f(%a: f64, %m: memref<4xf64>, %i: index) -> f64 {
+  %0 = arith.addf %a, %a fastmath<fast> : f64
+  %1 = memref.load %m[%i] : memref<4xf64>
+  %2 = math.sin %1 : f64
+  %3 = arith.mulf %0, %2 : f64
+  func.return %3 : f64
+}"""
+    printed = print_mlir(parse_mlir(text))
+    assert "arith.addf %a, %a fastmath<fast> : f64" in printed  # custom syntax, not generic
+    assert "memref.load %m[%i] : memref<4xf64>" in printed
+    assert print_mlir(parse_mlir(printed)) == printed
+
+
+def test_the_window_is_closed_after_zymase_imports_xdsl():
+    from xdsl.irdl.declarative_assembly_format import FormatProgram
+
+    from zymase.ir import xdsl_import
+
+    assert FormatProgram.from_str is xdsl_import._EAGER_FORMAT
+    assert typing_extensions.deprecated is xdsl_import._TYPING_DEPRECATED
+
+
+def test_deprecated_plain_functions_still_warn():
+    from zymase.ir import xdsl_import
+
+    with xdsl_import.importing_xdsl():
+        @typing_extensions.deprecated("use g")
+        def f(x):
+            return x + 1
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert f(1) == 2
+    assert [str(w.message) for w in caught] == ["use g"] and f.__deprecated__ == "use g"
+
+
+def test_importing_the_dialects_imports_no_asyncio():
+    code = "import sys, zymase.llvm.reader, zymase.autodiff.reverse; print('asyncio' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"
