@@ -40,12 +40,43 @@ def test_formats_parse_and_print_through_the_deferred_programs():
 
 
 def test_the_window_is_closed_after_zymase_imports_xdsl():
+    import dataclasses
+
     from xdsl.irdl.declarative_assembly_format import FormatProgram
 
     from zymase.ir import xdsl_import
 
-    assert FormatProgram.from_str is xdsl_import._EAGER_FORMAT
+    assert FormatProgram.from_str is xdsl_import._eager_format
     assert typing_extensions.deprecated is xdsl_import._TYPING_DEPRECATED
+    assert "exec" not in vars(dataclasses)
+
+
+def test_dataclasses_made_in_the_window_are_the_same():
+    import dataclasses
+
+    from zymase.ir import xdsl_import
+
+    def make():
+        @dataclasses.dataclass(frozen=True)
+        class Pair:
+            a: int
+            b: "tuple[int, ...]" = dataclasses.field(default_factory=tuple)
+
+        return Pair
+
+    plain = make()
+    with xdsl_import.importing_xdsl():
+        first, second = make(), make()  # the second one's methods are compiled once
+    for cls in (first, second):
+        assert cls(1) == cls(1, ()) and hash(cls(2)) == hash(cls(2)) and repr(cls(1)) == repr(plain(1)).replace(
+            plain.__qualname__, cls.__qualname__)
+        assert cls.__init__.__annotations__ == plain.__init__.__annotations__
+        try:
+            cls(1).a = 2
+        except dataclasses.FrozenInstanceError:
+            pass
+        else:
+            raise AssertionError("not frozen")
 
 
 def test_deprecated_plain_functions_still_warn():

@@ -1,9 +1,9 @@
-"""Importing xDSL's dialects without two costs zymase never uses.
+"""Importing xDSL's dialects without work zymase never uses or repeats.
 
 Importing the dialects is most of a ``zymase cc`` start-up and of a first ``zymase.grad``
-call's overhead (docs/architecture.md, section 1, *Compile time*). Two parts of it serve
-nothing on the C and Numba paths, and :func:`importing_xdsl` leaves them out while
-zymase imports dialects (``zymase.ir`` and its on-demand dialects):
+call's overhead (docs/architecture.md, section 1, *Compile time*). Three parts of it
+serve nothing on the C and Numba paths or are done twice, and :func:`importing_xdsl`
+leaves them out while zymase imports dialects (``zymase.ir`` and its on-demand dialects):
 
 - **Assembly formats.** xDSL parses an op's declarative ``assembly_format`` into a
   format program when the class is defined (``irdl_op_definition``): about 180 formats
@@ -19,13 +19,21 @@ zymase imports dialects (``zymase.ir`` and its on-demand dialects):
   wraps a plain function as typing_extensions does and asks :mod:`inspect` (imported
   already), not asyncio, whether it is a coroutine function (those go to
   typing_extensions' own code).
+- **Dataclass methods compiled twice.** xDSL's attributes and many of its helpers are
+  dataclasses, whose ``__init__``, ``__eq__``, ``__hash__``, ``__setattr__`` ... the
+  :mod:`dataclasses` module writes as source text and compiles one by one (about 1,250
+  of them, 635 distinct, about 10% of the import). Inside the window ``dataclasses``
+  compiles each distinct text once (:func:`_exec_compiled_once`): the same code object,
+  executed in the same globals and namespace, gives the function ``exec`` of the text
+  would have.
 
-Outside the window xDSL and typing_extensions are as they come: classes the user
-defines with xDSL keep the eager behaviour.
+Outside the window xDSL, typing_extensions and dataclasses are as they come: classes
+the user defines with xDSL keep the eager behaviour.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import threading
@@ -49,7 +57,7 @@ class _LazyFormat:
 
     def program(self):
         if self._program is None:
-            self._program = _EAGER_FORMAT(self._text, self._op_def)
+            self._program = _eager_format(self._text, self._op_def)
         return self._program
 
     def parse(self, parser, op_type):
@@ -86,13 +94,44 @@ class _Deprecated(_TYPING_DEPRECATED):
         return wrapper
 
 
-# (the module of format programs imports xDSL's builtin dialect, which decorates a function)
-typing_extensions.deprecated = _Deprecated
-try:
-    from xdsl.irdl import declarative_assembly_format as _formats
-finally:
+#: the code of each dataclass method text compiled in the window, by its text
+_compiled: dict[str, object] = {}
+
+
+def _exec_compiled_once(source, globals=None, locals=None):
+    """``exec`` as :mod:`dataclasses` calls it, compiling each text once. (The text is
+    compiled as ``exec`` would compile it there: without this module's ``__future__``
+    flags, since ``dataclasses`` has none.)"""
+    if not isinstance(source, str):
+        return exec(source, globals, locals)
+    code = _compiled.get(source)
+    if code is None:
+        code = _compiled[source] = compile(source, "<string>", "exec", dont_inherit=True)
+    return exec(code, globals, locals)
+
+
+#: xDSL's module of format programs and its ``FormatProgram.from_str``, once imported
+_formats = None
+_eager_format = None
+
+
+def _patch() -> None:
+    global _formats, _eager_format
+    typing_extensions.deprecated = _Deprecated
+    dataclasses.exec = _exec_compiled_once  # (shadows the builtin in that module only)
+    if _formats is None:
+        # (it imports xDSL's builtin dialect: inside the window already)
+        from xdsl.irdl import declarative_assembly_format
+
+        _formats, _eager_format = declarative_assembly_format, declarative_assembly_format.FormatProgram.from_str
+    _formats.FormatProgram.from_str = staticmethod(_lazy_format)
+
+
+def _unpatch() -> None:
+    if _formats is not None:
+        _formats.FormatProgram.from_str = staticmethod(_eager_format)
     typing_extensions.deprecated = _TYPING_DEPRECATED
-_EAGER_FORMAT = _formats.FormatProgram.from_str
+    vars(dataclasses).pop("exec", None)
 
 
 def begin() -> None:
@@ -101,8 +140,12 @@ def begin() -> None:
     with _lock:
         _depth += 1
         if _depth == 1:
-            _formats.FormatProgram.from_str = staticmethod(_lazy_format)
-            typing_extensions.deprecated = _Deprecated
+            try:
+                _patch()
+            except BaseException:
+                _depth -= 1
+                _unpatch()
+                raise
 
 
 def end() -> None:
@@ -110,8 +153,7 @@ def end() -> None:
     with _lock:
         _depth -= 1
         if _depth == 0:
-            _formats.FormatProgram.from_str = staticmethod(_EAGER_FORMAT)
-            typing_extensions.deprecated = _TYPING_DEPRECATED
+            _unpatch()
 
 
 @contextmanager
