@@ -3,9 +3,12 @@ parsed on first use and without asyncio, and they parse and print as before."""
 
 from __future__ import annotations
 
+import hashlib
+import os
 import subprocess
 import sys
 import warnings
+from pathlib import Path
 
 import typing_extensions
 
@@ -98,3 +101,32 @@ def test_importing_the_dialects_imports_no_asyncio():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
+
+
+def _import_ir(env: dict[str, str]) -> None:
+    out = subprocess.run([sys.executable, "-c", "import zymase.ir"], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+
+
+def test_compiled_dataclass_code_is_kept_like_bytecode_and_checked(tmp_path):
+    from zymase.ir import xdsl_import
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(tmp_path)
+    _import_ir({**env, "PYTHONDONTWRITEBYTECODE": "1"})
+    assert not list(tmp_path.rglob("*.dataclasses"))  # where Python writes no bytecode, neither does this
+    _import_ir(env)
+    (path,) = tmp_path.rglob("xdsl_import.*.dataclasses")
+    whole = path.read_bytes()
+    assert whole.startswith(xdsl_import._HEADER) and len(whole) > 100_000
+    stamp = path.stat().st_mtime_ns
+    _import_ir(env)  # everything found: not written again
+    assert path.stat().st_mtime_ns == stamp
+    header, _, payload = whole.partition(b"\n")
+    for damaged in (header + b"\n" + payload[:-1] + bytes([payload[-1] ^ 1]),  # altered (or truncated)
+                    header.replace(xdsl_import._HEADER, b"zymase dataclass code 00000000 ") + b"\n" + payload):
+        path.write_bytes(damaged)
+        _import_ir(env)  # ignored, compiled again and rewritten
+        header, _, payload = path.read_bytes().partition(b"\n")
+        assert header == xdsl_import._HEADER + hashlib.sha256(payload).hexdigest().encode()

@@ -19,13 +19,17 @@ leaves them out while zymase imports dialects (``zymase.ir`` and its on-demand d
   wraps a plain function as typing_extensions does and asks :mod:`inspect` (imported
   already), not asyncio, whether it is a coroutine function (those go to
   typing_extensions' own code).
-- **Dataclass methods compiled twice.** xDSL's attributes and many of its helpers are
-  dataclasses, whose ``__init__``, ``__eq__``, ``__hash__``, ``__setattr__`` ... the
-  :mod:`dataclasses` module writes as source text and compiles one by one (about 1,250
-  of them, 635 distinct, about 10% of the import). Inside the window ``dataclasses``
-  compiles each distinct text once (:func:`_exec_compiled_once`): the same code object,
-  executed in the same globals and namespace, gives the function ``exec`` of the text
-  would have.
+- **Dataclass methods compiled in every process.** xDSL's attributes and many of its
+  helpers are dataclasses, whose ``__init__``, ``__eq__``, ``__hash__``, ``__setattr__``
+  ... the :mod:`dataclasses` module writes as source text and compiles one by one (about
+  1,250 of them, 635 distinct: about a quarter of the import). Inside the window
+  ``dataclasses`` executes each distinct text's code object, compiled once
+  (:func:`_exec_compiled_once`): the same code, executed in the same globals and
+  namespace, gives the function ``exec`` of the text would have. The code objects are
+  kept between processes as Python keeps bytecode (:func:`_code_file`: beside this
+  module's ``.pyc``, named with the interpreter's tag, checked by a SHA-256 of the
+  contents and by Python's bytecode magic number, written only where Python writes
+  bytecode); a file that fails either check is ignored and written again.
 
 Outside the window xDSL, typing_extensions and dataclasses are as they come: classes
 the user defines with xDSL keep the eager behaviour.
@@ -35,10 +39,17 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
+import importlib.util
 import inspect
+import marshal
+import os
+import sys
+import tempfile
 import threading
 import warnings
 from contextlib import contextmanager
+from pathlib import Path
 
 import typing_extensions
 
@@ -96,6 +107,63 @@ class _Deprecated(_TYPING_DEPRECATED):
 
 #: the code of each dataclass method text compiled in the window, by its text
 _compiled: dict[str, object] = {}
+#: how many of them the code file held (or was written with)
+_stored = 0
+#: the first bytes of the code file; the bytecode magic number changes with Python's
+_HEADER = b"zymase dataclass code " + importlib.util.MAGIC_NUMBER.hex().encode() + b" "
+
+
+def _code_file() -> Path | None:
+    """Where :data:`_compiled` is kept between processes: this module's bytecode file
+    (``__pycache__``, or under ``PYTHONPYCACHEPREFIX``) with the suffix ``.dataclasses``."""
+    try:
+        return Path(importlib.util.cache_from_source(__file__)).with_suffix(".dataclasses")
+    except (NotImplementedError, ValueError):  # no cache tag: no bytecode either
+        return None
+
+
+def _load_code() -> None:
+    global _stored
+    path = _code_file()
+    try:
+        data = path.read_bytes() if path is not None else b""
+    except OSError:
+        return
+    header, _, payload = data.partition(b"\n")
+    if header != _HEADER + hashlib.sha256(payload).hexdigest().encode():
+        return  # another Python's, truncated or altered: compiled again and rewritten
+    try:
+        codes = marshal.loads(payload)
+    except (EOFError, ValueError, TypeError):
+        return
+    if isinstance(codes, dict):
+        _compiled.update(codes)
+        _stored = len(_compiled)
+
+
+def _store_code() -> None:
+    """Write :data:`_compiled` when the window compiled texts the file did not hold
+    (atomically: a temporary file renamed into place); where Python would not write
+    bytecode, or cannot write there, nothing is written."""
+    global _stored
+    path = _code_file()
+    if path is None or sys.dont_write_bytecode or len(_compiled) <= _stored:
+        return
+    payload = marshal.dumps(_compiled)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
+        try:
+            os.chmod(tmp, os.stat(__file__).st_mode & 0o666)  # (as Python gives a .pyc its source's mode)
+            with os.fdopen(fd, "wb") as f:
+                f.write(_HEADER + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload)
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except OSError:
+        return
+    _stored = len(_compiled)
 
 
 def _exec_compiled_once(source, globals=None, locals=None):
@@ -117,6 +185,8 @@ _eager_format = None
 
 def _patch() -> None:
     global _formats, _eager_format
+    if not _compiled:
+        _load_code()
     typing_extensions.deprecated = _Deprecated
     dataclasses.exec = _exec_compiled_once  # (shadows the builtin in that module only)
     if _formats is None:
@@ -132,6 +202,7 @@ def _unpatch() -> None:
         _formats.FormatProgram.from_str = staticmethod(_eager_format)
     typing_extensions.deprecated = _TYPING_DEPRECATED
     vars(dataclasses).pop("exec", None)
+    _store_code()
 
 
 def begin() -> None:
