@@ -54,7 +54,7 @@ from pathlib import Path
 import typing_extensions
 
 _TYPING_DEPRECATED = typing_extensions.deprecated
-_lock = threading.Lock()
+_lock = threading.RLock()  # (re-entrant: the first opening imports xDSL modules)
 _depth = 0
 
 
