@@ -65,6 +65,21 @@ def test_checkpointed_time_loops_match_unlimited_gradient(flags, tmp_path):
         assert rss_limited < 4_000
 
 
+WIDTH_PROGRAM = Path(__file__).parent / "c" / "checkpoint" / "width.c"
+
+
+# issue 25 item 2: reverse mode at width N through checkpointed loops (one schedule for all
+# lanes): each lane against width 1 and finite differences, in the program itself
+@pytest.mark.parametrize("flags", builds("-O0", "-O2"), ids=lambda f: "".join(x.lstrip("-") for x in f))
+def test_checkpointed_time_loops_in_vector_mode(flags, tmp_path):
+    exe = tmp_path / "width"
+    build = run_cli(["cc", *flags, "--tape-limit=4K", str(WIDTH_PROGRAM), "-o", str(exe), "-lm"], cwd=tmp_path,
+                    timeout=300)
+    assert build.returncode == 0, build.stderr
+    run = subprocess.run([str(exe), "300"], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and run.stdout.strip().endswith("0 failures"), run.stdout + run.stderr
+
+
 REFUSED = r"""
 extern double __enzyme_autodiff(void *, ...);
 extern int enzyme_dup, enzyme_const;

@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from c_harness import COMPILE_TIMEOUT, build_and_run, build_ids, builds, emit_llvm, function_ir
-from forking_cli import run_cli
+from c_harness import build_and_run, build_ids, builds, emit_llvm, function_ir
 
 PROGRAMS = sorted((Path(__file__).resolve().parent / "c" / "vector").glob("*.c"))
 LEVELS = builds("-O0", "-O2")
@@ -118,15 +117,62 @@ int main(int argc, char **argv) {
 """
 
 
-def test_checkpointed_loops_stay_refused_in_vector_mode(tmp_path: Path):
-    """Under a tape limit a loop is outlined for checkpointing, whose snapshots and step
-    derivative are width 1: vector mode reaching it is one error naming the function and
-    a source line, not a derivative that ignores the limit."""
+def test_checkpointed_loop_lanes_share_one_schedule(tmp_path: Path, zymase_cli: list[str]):
+    """Under a tape limit a loop is outlined for checkpointing; at width N its reverse is
+    one schedule for all lanes (tests/c/checkpoint/width.c checks the values): the
+    width-2 derivative calls the runtime's reverse sweep once, with the width-2
+    derivative of the step (through its ``.lanes2`` wrapper), and no width-1 derivative
+    of the step is made (not one sweep per lane)."""
     src = tmp_path / "lanes.c"
     src.write_text(CHECKPOINTED_LANES)
-    build = run_cli(["cc", "-O2", "--tape-limit=1K", str(src), "-o", str(tmp_path / "lanes")], cwd=tmp_path,
-                    timeout=COMPILE_TIMEOUT)
-    errors = [line for line in build.stderr.splitlines() if line.startswith("zymase: error:")]
-    assert build.returncode == 1 and len(errors) == 1 and "Traceback" not in build.stderr, build.stderr
-    assert "lanes.c:" in errors[0] and "function 'decay'" in errors[0], errors[0]
-    assert "vector mode (width 2) does not differentiate a loop checkpointed under a tape limit" in errors[0]
+    ll = emit_llvm(src, ["-O0", "--tape-limit=1K"], tmp_path, zymase_cli)
+    caller = function_ir(ll, "diffe2decay")
+    loops = _calls(caller, "__zymase_ckpt_forward")  # (the initializing loop is outlined too)
+    assert loops >= 1 and caller.count("@__zymase_ckpt_reverse(") == loops, caller
+    wrappers = re.findall(r"^define [^\n]*@(decay\.ckpt[.\d]*\.step\.lanes2)\(", ll, re.M)
+    assert len(wrappers) == loops, wrappers
+    for wrapper in wrappers:
+        assert re.search(rf"ptr @{re.escape(wrapper)}\)", caller), caller
+        step = wrapper.removesuffix(".lanes2")
+        assert _calls(function_ir(ll, wrapper), f"diffe2{step}") == 1
+    assert not re.search(r"^define [^\n]*@diffedecay", ll, re.M)
+
+
+FWDSPLIT_LANES = r"""
+#include <math.h>
+typedef struct { void *tape; double value; } augmented;
+typedef struct { double d[3]; } vec3;
+extern augmented __enzyme_augmentfwd(void *, ...);
+extern vec3 __enzyme_fwdsplit(void *, ...);
+extern int enzyme_dup, enzyme_const, enzyme_width;
+double h(double x, const double *p, double *out, int n) {
+    double s = 0;
+    for (int i = 0; i < n; i++) {
+        out[i] = p[i] * exp(x * i);
+        s += out[i] * cos(x * i);
+    }
+    return s;
+}
+double lanes(double x, double *p, double *out, double **d, int n) {
+    augmented a = __enzyme_augmentfwd((void *)h, enzyme_width, 3, x, enzyme_dup, p, d[0], d[1], d[2], enzyme_dup,
+                                      out, d[3], d[4], d[5], enzyme_const, n);
+    vec3 t = __enzyme_fwdsplit((void *)h, enzyme_width, 3, x, 1.0, 0.5, 0.25, enzyme_dup, p, d[0], d[1], d[2],
+                               enzyme_dup, out, d[3], d[4], d[5], enzyme_const, n, a.tape);
+    return t.d[0] + t.d[1] + t.d[2];
+}
+"""
+
+
+def test_split_forward_mode_lanes_run_the_primal_once(tmp_path: Path, zymase_cli: list[str]):
+    """Split forward mode at width N (tests/c/vector/fwdsplit_width.c checks the values):
+    the augmented pass runs the primal once for all lanes (one ``exp`` and one ``cos``
+    call at width 3), and the tangent function reads the primal from the one tape instead
+    of running it again (no ``exp`` or ``cos``), while returning 3 tangents."""
+    src = tmp_path / "fwdsplit_lanes.c"
+    src.write_text(FWDSPLIT_LANES)
+    ll = emit_llvm(src, ["-O0"], tmp_path, zymase_cli)
+    aug = function_ir(ll, "augmented3h")
+    assert (_calls(aug, "exp"), _calls(aug, "cos")) == (1, 1), aug
+    tangent = function_ir(ll, "fwdsplit3h")
+    assert (_calls(tangent, "exp"), _calls(tangent, "cos")) == (0, 0), tangent
+    assert tangent.startswith("define internal { double, double, double } @"), tangent.splitlines()[0]

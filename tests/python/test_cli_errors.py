@@ -370,12 +370,27 @@ C_CASES = {
         "  return __enzyme_fwddiff((void*)f, enzyme_width, 2, enzyme_dupv, 8L, 1.0, d).d[0] > 0; }\n",
         ["dupv_on_float.c:6:", "enzyme_dupv on argument 1 of 'f', which is not a pointer"],
     ),
+    # split forward mode at width N: the tape's augmented call gives the same width
     "width_split_forward_mode.c": (
-        "extern double __enzyme_fwdsplit(void*, ...);\nextern int enzyme_width;\n"
-        "double f(double x) { return x * x; }\n"
-        "int main(void) { return __enzyme_fwdsplit((void*)f, enzyme_width, 2, 1.0, 1.0, 2.0, (void*)0) > 0; }\n",
-        ["width_split_forward_mode.c:4:", "enzyme_width (vector mode) is implemented for __enzyme_fwddiff, "
-         "__enzyme_autodiff, __enzyme_augmentfwd and __enzyme_reverse, not __enzyme_fwdsplit"],
+        "typedef struct { double d[2]; } vec2;\nextern vec2 __enzyme_fwdsplit(void*, ...);\n"
+        "typedef struct { void *tape; double v; } aug;\nextern aug __enzyme_augmentfwd(void*, ...);\n"
+        "extern int enzyme_width;\ndouble f(double x) { return x * x; }\n"
+        "int main(void) { aug a = __enzyme_augmentfwd((void*)f, 1.0);\n"
+        "  return __enzyme_fwdsplit((void*)f, enzyme_width, 2, 1.0, 1.0, 2.0, a.tape).d[0] > 0; }\n",
+        ["width_split_forward_mode.c:7:", "__enzyme_augmentfwd of 'f' (active -> active result) writes the tape of "
+         "__enzyme_fwdsplit, which is called with other activities or another width (active -> active result at "
+         "enzyme_width 2)"],
+    ),
+    "width_split_forward_registered.c": (
+        "typedef struct { double d[2]; } vec2;\nextern vec2 __enzyme_fwdsplit(void*, ...);\n"
+        "extern int enzyme_width;\ndouble f(double x) { return x * x; }\n"
+        "typedef struct { void *t; double v; } aug;\n"
+        "aug f_aug(double x) { aug a = {0, x * x}; return a; }\n"
+        "double f_fs(double x, double dx, void *t) { (void)t; return 2 * x * dx; }\n"
+        "void *__enzyme_register_splitderivative_f[3] = {(void *)f, (void *)f_aug, (void *)f_fs};\n"
+        "int main(void) { return __enzyme_fwdsplit((void*)f, enzyme_width, 2, 1.0, 1.0, 2.0, (void*)0).d[0] > 0; }\n",
+        ["vector mode (width 2) cannot differentiate 'f', a function with a registered split derivative, by "
+         "__enzyme_fwdsplit", "call __enzyme_fwdsplit at width 1"],
     ),
     "width_reverse_one_seed.c": (
         "typedef struct { double d[2]; } vec2;\nextern vec2 __enzyme_reverse(void*, ...);\n"

@@ -23,6 +23,11 @@ The caller's reverse generator treats the call as a split call: its forward swee
 stored-to objects, the loop run to its end) and its reverse sweep ``__zymase_ckpt_reverse``
 (revolve over the iterations, each reversed by the step's combined derivative with ``env``
 dup: the adjoints of the carried registers and inputs travel in the shadow of ``env``).
+In vector mode (width N, as Enzyme's checkpointed loops take it: one schedule for all
+lanes) the primal state, its snapshots and recomputations are one; each iteration is
+reversed by one call of the step's width-N derivative (``<step>.lanes<N>`` passes it the
+N shadow records the runtime holds as an array), and the runtime rebuilds the pointer
+slots of every lane's shadow record.
 A loop whose state cannot be bounded (a store through a pointer whose object is not an
 allocation made before the loop, an allocation in the loop, a call that may write memory)
 is refused, naming the loop's line.
@@ -86,22 +91,6 @@ def limiting_tape(limit: int | str | None) -> Iterator[None]:
 
 def is_checkpointed_loop(fop) -> bool:
     return fop is not None and LOOP_ATTR in fop.attributes
-
-
-def refuse_vector_mode(gen, loop_fn) -> None:
-    """Vector mode (``gen.width`` > 1) reaching a loop outlined for checkpointing: the
-    snapshots and the step's derivative are width 1. Refused naming the loop's first
-    source line."""
-    if gen.width <= 1:
-        return
-    from zymase.ir import location_of
-
-    step = gen.ctx.driver.symbols.get(f"{loop_fn.sym_name.data}.step")  # the loop's body
-    where = next((w for fn in (step, loop_fn) if fn is not None for w in map(location_of, fn.walk()) if w), None)
-    raise ZymaseError(f"vector mode (width {gen.width}) does not differentiate a loop checkpointed under a tape "
-                      "limit", construct="a loop checkpointed under --tape-limit", function=gen.fname,
-                      location=where, hint="differentiate at width 1 (one call per cotangent), or build "
-                      "without a tape limit")
 
 
 # ----------------------------------------------------------------------------------------
@@ -534,8 +523,9 @@ def forward_call(gen, op, clone) -> None:
     # the record) follow the primal pointers: the runtime rebuilds them from the objects'
     # shadows whenever the state changes (checkpoint_runtime.c, zymase_ckpt_shadows)
     pointer_slots = [k for k, t in enumerate(env_t.types) if k > 0 and isinstance(t, llvm.LLVMPointerType)]
-    denv = gen.shadow_of(op.operands[0])
-    n = 2 * (nroots + 1) + nroots + 2 * len(pointer_slots)
+    width = gen.width
+    denvs = [gen.shadow_of(op.operands[0]) for _ in gen.each_lane()]  # a shadow record per lane
+    n = 2 * (nroots + 1) + nroots * width + (1 + width) * len(pointer_slots)
     # (in the derivative's entry block: a static alloca, also where the derivative is
     # inlined into a loop)
     table = gen.E.at_end(gen.g_entry).v(llvm.AllocaOp(gen.E.iconst(n, i64), i64))
@@ -553,22 +543,28 @@ def forward_call(gen, op, clone) -> None:
     size_end = E.v(llvm.GEPOp(E.v(llvm.ZeroOp.build(result_types=[ptr])), [1], pointee_type=env_t))
     put(0, E.v(llvm.PtrToIntOp(env, i64)))
     put(1, E.v(llvm.PtrToIntOp(size_end, i64)))
+    # the table checkpoint_runtime.c reads: (address, bytes) of the record and of each
+    # object, each object's shadows lane by lane, each pointer slot's address in the
+    # record and in every lane's shadow record
     at = 2 * (nroots + 1)
     for r in range(nroots):
         put(2 + 2 * r, E.v(llvm.PtrToIntOp(field(env, first_root + 2 * r, ptr), i64)))
         put(3 + 2 * r, field(env, first_root + 2 * r + 1, i64))
-        put(at + r, E.v(llvm.PtrToIntOp(field(denv, first_root + 2 * r, ptr), i64)))
-    at += nroots
+        for lane, denv in enumerate(denvs):
+            put(at + r * width + lane, E.v(llvm.PtrToIntOp(field(denv, first_root + 2 * r, ptr), i64)))
+    at += nroots * width
     for j, k in enumerate(pointer_slots):
-        put(at + 2 * j, address(env, k))
-        put(at + 2 * j + 1, address(denv, k))
+        put(at + (1 + width) * j, address(env, k))
+        for lane, denv in enumerate(denvs):
+            put(at + (1 + width) * j + 1 + lane, address(denv, k))
     done = E.v(llvm.GEPOp(env, [0, 1], pointee_type=env_t))
     step_ptr = E.v(llvm.AddressOfOp(step.sym_name.data, ptr))
     limit = tape_limit() or (1 << 62)
-    _declare(gen, "__zymase_ckpt_forward", [ptr, ptr, ptr, ptr, ptr, i64, i64, i64], ptr)
+    _declare(gen, "__zymase_ckpt_forward", [ptr, ptr, ptr, ptr, ptr, i64, i64, i64, i64], ptr)
     cenv = gen.vmap.get(op.operands[1], op.operands[1])
     handle = E.v(llvm.CallOp("__zymase_ckpt_forward", env, cenv, done, step_ptr, table, E.iconst(nroots, i64),
-                             E.iconst(len(pointer_slots), i64), E.iconst(limit, i64), return_type=ptr))
+                             E.iconst(len(pointer_slots), i64), E.iconst(limit, i64), E.iconst(width, i64),
+                             return_type=ptr))
     E.insert(llvm.StoreOp(handle, E.v(llvm.GEPOp(env, [0, 0], pointee_type=env_t))))
     clone.parent_block().erase_op(clone)
 
@@ -578,18 +574,55 @@ def reverse_call(gen, op) -> None:
     from zymase.ir import llvm
     from zymase.ir.enzyme import Activity
 
+    from zymase.ir import i64
+
     callee = gen.ctx.defined_function(op)
     env_t, _, _, step = _shape(gen, callee)
     ptr = llvm.LLVMPointerType()
     E = gen.E
     env = gen.primal(op.operands[0])
-    denv = gen.fetch_shadow(op.operands[0])
-    rstep = gen.ctx.driver.reverse(step, [Activity.DUP, Activity.CONST], [])
+    denvs = [gen.fetch_shadow(op.operands[0]) for _ in gen.each_lane()]
+    rstep = gen.ctx.driver.reverse(step, [Activity.DUP, Activity.CONST], [], width=gen.width)
+    if gen.width == 1:
+        denv = denvs[0]
+    else:
+        # the lanes' shadow records as one array, for the width-N step's wrapper (a
+        # static alloca at the start of the derivative's entry block)
+        from zymase.autodiff.flavor import Emitter
+
+        at_entry = Emitter(gen.flavor, gen.ctx.module).before(gen.g_entry.first_op)
+        denv = at_entry.v(llvm.AllocaOp(at_entry.iconst(gen.width, i64), ptr))
+        for lane, d in enumerate(denvs):
+            E.insert(llvm.StoreOp(d, E.v(llvm.GEPOp(denv, [lane], pointee_type=ptr))))
+        rstep = _lanes_wrapper(gen, step, rstep)
     handle = E.v(llvm.LoadOp(E.v(llvm.GEPOp(env, [0, 0], pointee_type=env_t)), ptr))
     _declare(gen, "__zymase_ckpt_reverse", [ptr, ptr, ptr, ptr, ptr], None)
     E.insert(llvm.CallOp("__zymase_ckpt_reverse", handle, env, denv,
                          E.v(llvm.AddressOfOp(step.sym_name.data, ptr)),
                          E.v(llvm.AddressOfOp(rstep, ptr))))
+
+
+def _lanes_wrapper(gen, step, rstep: str) -> str:
+    """``<step>.lanes<N>(env, lanes, constants)``: the width-N derivative ``rstep`` of the
+    step called with the N shadow records of the array ``lanes`` (the runtime's reverse
+    step takes one pointer for them)."""
+    from zymase.autodiff.flavor import Emitter
+    from zymase.ir import llvm
+
+    name = f"{step.sym_name.data}.lanes{gen.width}"
+    if gen.ctx.driver.lookup_function(name) is not None:
+        return name
+    ptr = llvm.LLVMPointerType()
+    fop = gen.flavor.make_function(name, [ptr, ptr, ptr], [], step)
+    entry = fop.body.blocks[0]
+    env, lanes, constants = entry.args
+    E = Emitter(gen.flavor, gen.ctx.module).at_end(entry)
+    denvs = [E.v(llvm.LoadOp(E.v(llvm.GEPOp(lanes, [k], pointee_type=ptr)), ptr)) for k in range(gen.width)]
+    E.insert(llvm.CallOp(rstep, env, *denvs, constants))
+    E.insert(llvm.ReturnOp())
+    gen.ctx.module.body.block.add_op(fop)
+    gen.ctx.driver.symbols[name] = fop
+    return name
 
 
 def _declare(gen, name: str, inputs, output) -> None:

@@ -9,14 +9,18 @@
    (which tapes that one iteration), from a state recomputed from the nearest snapshot.
    Snapshots are placed by Griewank's binomial rule (revolve) for the trip count the forward
    sweep found, as many as fit in half the limit (the other half is left to the tape of the
-   one iteration being reversed). The functions are linked into each module that uses them
-   and made internal (llvm/toolchain.link_c_runtime). */
+   one iteration being reversed). In vector mode (width N) the state is still one (one
+   schedule, one set of snapshots and recomputations) and each iteration is reversed by one
+   call of the step's width-N derivative; only the shadows are N: N shadow records and N
+   shadows of each stored-to object. The functions are linked into each module that uses
+   them and made internal (llvm/toolchain.link_c_runtime). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* (the second record holds the loop's pointers into constant memory: no shadows) */
+/* (the second record holds the loop's pointers into constant memory: no shadows; at width
+   N > 1, denv is an array of the N lanes' shadow records) */
 typedef void (*zymase_step_fn)(void *env, void *constants);
 typedef void (*zymase_reverse_step_fn)(void *env, void *denv, void *constants);
 
@@ -31,11 +35,11 @@ struct zymase_snapshot {
 };
 
 struct zymase_checkpoints {
-    int64_t nregions, state_bytes, iterations, capacity, depth, limit, nslots;
+    int64_t nregions, state_bytes, iterations, capacity, depth, limit, nslots, width;
     void *constants;
     struct zymase_region *regions;
-    char **shadows;         /* the shadow of each stored-to object (regions 1..) */
-    char ***slots;          /* (record slot, shadow record slot) of each pointer slot */
+    char **shadows;         /* the shadows of each stored-to object (regions 1..), lane by lane */
+    char ***slots;          /* (record slot, the lanes' shadow record slots) of each pointer slot */
     struct zymase_snapshot *stack;
 };
 
@@ -92,16 +96,18 @@ static int64_t zymase_ckpt_advance(int64_t m, int64_t c) {
     return k < 1 ? 1 : k;
 }
 
-/* The shadow record's pointer slots rebuilt from the primal ones: a pointer into a
-   stored-to object gets the same offset into that object's shadow (the others are the
-   loop's inputs, whose shadows the caller stored and nothing changes). */
+/* The shadow records' pointer slots rebuilt from the primal ones: a pointer into a
+   stored-to object gets the same offset into that object's shadow, in each lane (the
+   others are the loop's inputs, whose shadows the caller stored and nothing changes). */
 static void zymase_ckpt_shadows(const struct zymase_checkpoints *c) {
+    int64_t w = c->width;
     for (int64_t j = 0; j < c->nslots; j++) {
-        char *p = *c->slots[2 * j];
+        char *p = *c->slots[(1 + w) * j];
         for (int64_t r = 1; r < c->nregions; r++) {
             char *base = c->regions[r].data;
             if (p >= base && p <= base + c->regions[r].bytes) {
-                *c->slots[2 * j + 1] = c->shadows[r - 1] + (p - base);
+                for (int64_t k = 0; k < w; k++)
+                    *c->slots[(1 + w) * j + 1 + k] = c->shadows[(r - 1) * w + k] + (p - base);
                 break;
             }
         }
@@ -113,14 +119,18 @@ static void zymase_ckpt_run(zymase_step_fn step, void *env, void *constants, int
         step(env, constants);
 }
 
-/* Forward sweep: the state at iteration 0 snapshotted, the loop run to its exit. */
+/* Forward sweep: the state at iteration 0 snapshotted, the loop run to its exit. The table:
+   (address, bytes) of the record and of each stored-to object, then the shadows of each
+   object (width of them, lane by lane), then for each pointer slot its address in the
+   record and in each lane's shadow record. */
 void *__zymase_ckpt_forward(void *env, void *constants, const char *done, zymase_step_fn step, const int64_t *table,
-                            int64_t nroots, int64_t nslots, int64_t limit) {
+                            int64_t nroots, int64_t nslots, int64_t limit, int64_t width) {
     struct zymase_checkpoints *c = zymase_ckpt_alloc(sizeof *c);
     memset(c, 0, sizeof *c);
     int64_t nregions = nroots + 1;
     c->nregions = nregions;
     c->nslots = nslots;
+    c->width = width;
     c->constants = constants;
     c->limit = limit;
     c->regions = zymase_ckpt_alloc(sizeof(struct zymase_region) * (size_t)nregions);
@@ -129,12 +139,12 @@ void *__zymase_ckpt_forward(void *env, void *constants, const char *done, zymase
         c->regions[r].bytes = table[2 * r + 1];
         c->state_bytes += table[2 * r + 1];
     }
-    c->shadows = zymase_ckpt_alloc(sizeof(char *) * (size_t)(nroots + 1));
-    for (int64_t r = 0; r < nroots; r++)
+    c->shadows = zymase_ckpt_alloc(sizeof(char *) * (size_t)(nroots * width + 1));
+    for (int64_t r = 0; r < nroots * width; r++)
         c->shadows[r] = (char *)(intptr_t)table[2 * nregions + r];
-    c->slots = zymase_ckpt_alloc(sizeof(char **) * (size_t)(2 * nslots + 1));
-    for (int64_t j = 0; j < 2 * nslots; j++)
-        c->slots[j] = (char **)(intptr_t)table[2 * nregions + nroots + j];
+    c->slots = zymase_ckpt_alloc(sizeof(char **) * (size_t)((1 + width) * nslots + 1));
+    for (int64_t j = 0; j < (1 + width) * nslots; j++)
+        c->slots[j] = (char **)(intptr_t)table[2 * nregions + nroots * width + j];
     c->capacity = 1;
     c->stack = zymase_ckpt_alloc(sizeof(struct zymase_snapshot));
     c->stack[0].data = NULL;

@@ -170,17 +170,21 @@ class Driver:
         ReverseGenerator(ctx, fop, arg_acts, ret_acts, rev_name, width=width).generate_split(aug, rev)
         return aug_name, rev_name
 
-    def fwdsplit(self, fop: Operation, arg_acts, ret_active: bool) -> tuple[str, str]:
+    def fwdsplit(self, fop: Operation, arg_acts, ret_active: bool, *, width: int = 1) -> tuple[str, str]:
         """Split forward mode (autodiff/forward_split.py): ``augmented<name>(args,
         shadows) -> primal result`` pushes on the global tape what
         ``fwdsplit<name>(args, tangents, tape data) -> result tangent`` reads back.
-        ``arg_acts`` as the markers give them (a float with a tangent is active)."""
+        ``arg_acts`` as the markers give them (a float with a tangent is active).
+        ``width`` > 1 (vector mode, Enzyme's ``__enzyme_fwdsplit`` with ``enzyme_width``):
+        N shadows per dup argument in both (the augmented function does not read them),
+        N tangents per active argument and result in the tangent function, which reads
+        the one tape the augmented function wrote for all lanes."""
         from zymase.autodiff.forward_split import SplitForwardGenerator, registered_split_pair
 
         fname = fop.sym_name.data
         # the tangent function never uses a primal pointer: dupnoneed is dup here
         arg_acts = [Activity.DUP if a is Activity.DUPNONEED else a for a in arg_acts]
-        key = ("fwdsplit", fname, tuple(arg_acts), ret_active)
+        key = ("fwdsplit", fname, tuple(arg_acts), ret_active, width)
         if key in self.done:
             return self.done[key]
         flavor = flavor_of(fop)
@@ -193,16 +197,24 @@ class Driver:
                               construct=f"@{fname}", function=fname,
                               hint=f"register its split derivative (__enzyme_register_splitderivative_{fname}), or "
                               "call it from a function of your own and differentiate that one")
+        if registered and width > 1:
+            # Enzyme calls a registered split derivative with one tangent per argument
+            # whatever the width (EnzymeLogic CreateForwardDiff): no vector convention
+            raise VectorModeRefused(
+                f"vector mode (width {width}) cannot differentiate '{fname}', a function with a registered split "
+                "derivative, by __enzyme_fwdsplit", construct=f"@{fname}", function=fname,
+                hint="call __enzyme_fwdsplit at width 1 (one call per tangent, enzyme_nofree keeps the tape)")
         inputs, outputs = flavor.signature(fop)
         fwd_acts = [Activity.DUP if a.is_active else a for a in arg_acts]
         ret_acts = [Activity.DUPNONEED if ret_active else Activity.CONSTNONEED for _ in outputs]
         aug_ins = []
         for t, a in zip(inputs, arg_acts):
-            aug_ins += [t, t] if a.is_dup else [t]
-        fs_ins, fs_outs = fwd_signature(inputs, outputs, fwd_acts, ret_acts)
-        aug_name = self._fresh("augmented" + fname)
+            aug_ins += [t] * (1 + width) if a.is_dup else [t]
+        fs_ins, fs_outs = fwd_signature(inputs, outputs, fwd_acts, ret_acts, width)
+        suffix = (str(width) if width > 1 else "") + fname
+        aug_name = self._fresh("augmented" + suffix)
         aug = flavor.make_function(aug_name, aug_ins, outputs, fop)
-        fs_name = self._fresh("fwdsplit" + fname)
+        fs_name = self._fresh("fwdsplit" + suffix)
         fs = flavor.make_function(fs_name, [*fs_ins, llvm.LLVMPointerType()], fs_outs, fop)
         for name, op in ((aug_name, aug), (fs_name, fs)):
             self.module.body.block.add_op(op)
@@ -212,7 +224,7 @@ class Driver:
         if registered:
             registered_split_pair(ctx, fop, aug, fs, fwd_acts, ret_active)
         else:
-            SplitForwardGenerator(ctx, fop, fwd_acts, ret_acts, fs_name).generate_pair(aug, fs, arg_acts)
+            SplitForwardGenerator(ctx, fop, fwd_acts, ret_acts, fs_name, width).generate_pair(aug, fs, arg_acts)
         return aug_name, fs_name
 
     def reverse(self, fop: Operation, arg_acts, ret_acts, *, entry: bool = False, width: int = 1) -> str:

@@ -23,6 +23,9 @@ listed in ``primal_copies``), generated into the tangent function's body and the
   reads the values in the order they were pushed. The first push is a key
   (:func:`tape_key`), which the fwdsplit call checks (transforms/split_mode.py).
 
+At width N (``enzyme_width``) the tangent function is the width-N forward derivative
+cut the same way: one tape, the same primal values, N tangents per value.
+
 A tangent operation that would still touch memory through a primal pointer (a BLAS
 rule's reads of its inputs, a call of a derivative that takes pointers) is refused by
 name, as are callees whose forward derivative would run their primal again (pointer
@@ -102,8 +105,8 @@ def tape_key(*parts) -> int:
 class SplitForwardGenerator(ForwardGenerator):
     """Generates the ``augmented<f>`` / ``fwdsplit<f>`` pair (module docstring)."""
 
-    def __init__(self, ctx, fop, arg_acts, ret_acts, name):
-        super().__init__(ctx, fop, arg_acts, ret_acts, name)
+    def __init__(self, ctx, fop, arg_acts, ret_acts, name, width: int = 1):
+        super().__init__(ctx, fop, arg_acts, ret_acts, name, width=width)
         # copy of a call of a function with a registered split derivative ->
         # (the placeholder of its tape in the tangent code, the tape's type, augment)
         self.split_calls: dict[Operation, tuple[Operation | None, object, str]] = {}
@@ -126,6 +129,9 @@ class SplitForwardGenerator(ForwardGenerator):
     def _call(self, op: Operation, callee: Operation) -> None:
         g = callee.sym_name.data
         if custom_splitderivative(callee) is not None:
+            # the user's fwdsplit computes one tangent (Enzyme has no vector convention
+            # for it): refused at width > 1, never called once per lane
+            self.refuse_in_vector_mode(op, f"the call of '{g}', which has a registered split derivative", self.fname)
             self._registered_split_call(op, callee)
             return
         if custom_gradient(callee) is not None or custom_derivative(callee) is not None:
@@ -178,7 +184,7 @@ class SplitForwardGenerator(ForwardGenerator):
         layout = [(blocks.index(b), [str(v.type) for v in args]) for b, args in plan.block_start.items()]
         layout += [(blocks.index(op.parent_block()), op.name, [str(r.type) for r in results])
                    for op, results in plan.after_op.items()]
-        key = tape_key(self.fname, [a.name for a in marker_acts], self.ret_acts, layout)
+        key = tape_key(self.fname, [a.name for a in marker_acts], self.ret_acts, self.width, layout)
         self._augmented(aug_op, plan, marker_acts, key)
         self._tangent_only(fs_op, plan)
         fs_op.attributes[TAPE_KEY] = IntegerAttr(key, i64)
@@ -196,9 +202,10 @@ class SplitForwardGenerator(ForwardGenerator):
         k = 0
         for t, a in zip(self.flavor.signature(self.fop)[0], marker_acts):
             k += 1
-            if a.is_dup:
-                entry.insert_arg(t, k)
-                k += 1
+            if a.is_dup:  # its shadows (one per lane), which the primal never reads
+                for _ in range(self.width):
+                    entry.insert_arg(t, k)
+                    k += 1
         primal_of = {g: r for r, g in self.vmap.items()}
         E = Emitter(self.flavor, self.ctx.module)
         entry_anchor = entry.first_op
@@ -244,8 +251,8 @@ class SplitForwardGenerator(ForwardGenerator):
         for a_marker, a_fwd in zip(marker_acts, self.arg_acts):
             if fwd == index:
                 return aug
-            fwd += 2 if (a_fwd.is_dup or a_fwd.is_active) else 1
-            aug += 2 if a_marker.is_dup else 1
+            fwd += 1 + self.width if (a_fwd.is_dup or a_fwd.is_active) else 1
+            aug += 1 + self.width if a_marker.is_dup else 1
         raise AssertionError("argument index out of range")
 
     def _tangent_only(self, fs_op: Operation, plan: "_Plan") -> None:

@@ -902,7 +902,6 @@ class ReverseGenerator(LaneMaps, ShadowCode, IndexedCaches, MinCutRecompute, Sto
         """The forward sweep calls the callee's augmented function instead (in vector
         mode its width-N augmented function: the callee's primal runs once)."""
         if checkpoint.is_checkpointed_loop(self.ctx.defined_function(op)):
-            checkpoint.refuse_vector_mode(self, self.ctx.defined_function(op))
             checkpoint.forward_call(self, op, clone)
             return
         check = region_recompute.runtime_check(self, op)

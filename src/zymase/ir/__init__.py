@@ -14,6 +14,11 @@ dialects is most of a ``zymase cc`` start-up, and the C path needs none of these
 
 from __future__ import annotations
 
+from zymase.ir import xdsl_import as _xdsl_import
+
+# the dialects below are imported without parsing their ops' assembly formats until
+# first used, nor importing asyncio (zymase/ir/xdsl_import.py)
+_xdsl_import.begin()
 from xdsl.builder import Builder, InsertPoint
 from xdsl.context import Context
 from xdsl.dialects import arith, builtin, cf, func, math, scf, memref
@@ -74,6 +79,7 @@ from xdsl.utils.exceptions import ParseError, VerifyException
 
 from zymase.errors import ZymaseError
 from zymase.ir import arith_ext, enzyme, llvm_ext, memref_ext, scf_ext
+_xdsl_import.end()
 
 #: name -> (module, attribute or None for the module itself) of what is imported on first use
 _ON_DEMAND = {
@@ -98,7 +104,8 @@ def __getattr__(name: str):
     import importlib
 
     module_name, attribute = _ON_DEMAND[name]
-    value = importlib.import_module(module_name)
+    with _xdsl_import.importing_xdsl():
+        value = importlib.import_module(module_name)
     value = getattr(value, attribute) if attribute else value
     globals()[name] = value
     return value
@@ -111,7 +118,8 @@ def _dialect(module_name: str, attribute: str):
     def load():
         import importlib
 
-        return getattr(importlib.import_module(module_name), attribute)
+        with _xdsl_import.importing_xdsl():
+            return getattr(importlib.import_module(module_name), attribute)
 
     return load
 

@@ -1,8 +1,9 @@
 """A marker call site and the C calling convention around it, for :mod:`zymase.llvm.markers`
 and :mod:`zymase.llvm.batch_call`: the site and its error, the builder that inserts code
-before the call (C's default argument promotions undone, the derivatives handed back as
-the call declares its result: a value, a struct, or through an ``sret`` pointer), and
-the types of the IR named in C's words for messages."""
+before the call (C's default argument promotions undone, the N lanes of a value C passes
+as one struct taken apart, the derivatives handed back as the call declares its result:
+a value, a struct, or through an ``sret`` pointer), and the types of the IR named in C's
+words for messages."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from xdsl.dialects.builtin import BFloat16Type
 from zymase.errors import ZymaseError
 from zymase.ir import (ArrayAttr, Attribute, Float16Type, Float32Type, Float64Type, Float80Type,
                        Float128Type, DenseArrayBase, IntegerAttr, IntegerType, Operation, SSAValue,
-                       VectorType, float_width, i64, is_float_type, llvm, location_of)
+                       VectorType, float_width, i64, is_float_type, llvm, llvm_ext, location_of)
 
 
 @dataclass
@@ -95,6 +96,51 @@ class _Builder:
                    f"{i + 1} of '{fname}' is {c_type_name(t)}",
                    "pass a value of the parameter's type (or check the enzyme_* markers)")
 
+    def lanes(self, values: list[SSAValue], width: int, t: Attribute, site: _Site, what: str) -> tuple[list[SSAValue], int]:
+        """The first ``width`` lanes of type ``t`` at the start of ``values`` and how many
+        of the values they took. Enzyme's vector reverse mode reads a result's N adjoints
+        as one ``[N x double]``, which C passes as a struct: in registers, as the scalars
+        themselves (two doubles) or vectors of them (``<2 x float>``), and through a
+        ``byval`` pointer once it is larger than 16 bytes (three doubles or more);
+        zymase's N scalars are the same arguments at N = 2. Each lane is converted to
+        ``t`` as C's promotions are undone."""
+        lanes: list[SSAValue] = []
+        used = 0
+        while len(lanes) < width and used < len(values):
+            v = values[used]
+            held = self._byval_type(v)
+            if held is not None:
+                agg = self.v(llvm.LoadOp(v, held))
+                parts = [self.v(llvm.ExtractValueOp(DenseArrayBase.from_list(i64, path), agg, f))
+                         for path, f in _scalar_paths(held)]
+            elif isinstance(v.type, VectorType):
+                parts = [self.v(llvm_ext.ExtractElementOp(v, self.v(llvm.ConstantOp(IntegerAttr(k, i64), i64))))
+                         for k in range(v.type.get_shape()[0])]
+            else:
+                parts = [v]
+            if not all(is_float_type(p.type) for p in parts) or len(lanes) + len(parts) > width:
+                break
+            lanes += [p if p.type == t else self.v(llvm.FPExtOp(p, t) if float_width(t) > float_width(p.type)
+                                                   else llvm.FPTruncOp(p, t)) for p in parts]
+            used += 1
+        if len(lanes) < width:
+            raise _err(site, f"{what} (enzyme_width {width}: {width} adjoints, one per lane, got {len(lanes)})",
+                       "pass d_ret (1.0 for a gradient) before the tape, once per lane, or all lanes as one "
+                       f"struct of {width} {c_type_name(t)} (Enzyme's [{width} x {c_type_name(t)}])")
+        return lanes, used
+
+    def _byval_type(self, v: SSAValue) -> Attribute | None:
+        """The type a ``byval`` argument ``v`` of the call points to (an aggregate C
+        passes in memory), else None."""
+        attrs = self.call.attributes.get("arg_attrs")
+        if not isinstance(v.type, llvm.LLVMPointerType) or not isinstance(attrs, ArrayAttr):
+            return None
+        args = list(self.call.args)
+        for k in range(len(args) - 1, -1, -1):
+            if args[k] is v and k < len(attrs.data):
+                return attrs.data[k].data.get("llvm.byval")
+        return None
+
     def deliver(self, results: list[SSAValue], sret: SSAValue | None, site: _Site) -> None:
         """Hand the derivative results back in the C return convention of the call."""
         call = self.call
@@ -158,6 +204,16 @@ def _scalar_fields(t: Attribute) -> list[Attribute]:
     if isinstance(t, VectorType):
         return [t.element_type] * t.get_shape()[0]
     return [t]
+
+
+def _scalar_paths(t: Attribute, path: tuple[int, ...] = ()) -> list[tuple[list[int], Attribute]]:
+    """The extractvalue positions and types of the scalars of an aggregate ``t``, in
+    memory order (vectors inside it are left whole)."""
+    if isinstance(t, llvm.LLVMStructType):
+        return [p for k, f in enumerate(t.types.data) for p in _scalar_paths(f, (*path, k))]
+    if isinstance(t, llvm.LLVMArrayType):
+        return [p for k in range(t.size.data) for p in _scalar_paths(t.type, (*path, k))]
+    return [(list(path), t)]
 
 
 def _holds(outer: Attribute, inner: Attribute) -> bool:

@@ -32,7 +32,9 @@ Semantics follow Enzyme:
   mode (``__enzyme_autodiff`` with ``enzyme_width``) seeds an active result with 1 in
   every lane and returns N derivatives per active argument, lane by lane; split mode
   takes it too (``__enzyme_augmentfwd`` N shadows per dup pointer, one tape;
-  ``__enzyme_reverse`` N adjoints of an active result before the tape);
+  ``__enzyme_reverse`` N adjoints of an active result before the tape, as N scalars or
+  Enzyme's one ``[N x double]``, a struct in C; ``__enzyme_fwdsplit`` N tangents as
+  ``__enzyme_fwddiff`` takes them);
 * ``__enzyme_virtualreverse(p)``, the shadow of a function or vtable pointer, is ``p``
   (:func:`zymase.transforms.indirect_calls.lower_virtual_reverse`).
 * batched evaluation: ``__enzyme_batch(f, enzyme_width, N, ...)`` with ``enzyme_vector`` /
@@ -518,10 +520,6 @@ def _vector_width(site: _Site, v: SSAValue) -> int:
     if value.value.data < 1:
         raise _err(site, f"enzyme_width {value.value.data}: the vector width must be at least 1",
                    "pass the number of tangents, e.g. enzyme_width, 4")
-    if site.mode not in ("fwd", "rev", "augment", "reverse"):
-        raise _err(site, f"enzyme_width (vector mode) is implemented for __enzyme_fwddiff, __enzyme_autodiff, "
-                   f"__enzyme_augmentfwd and __enzyme_reverse, not {site.marker_fn} (split forward mode)",
-                   "call __enzyme_fwdsplit once per tangent")
     return value.value.data
 
 
@@ -657,15 +655,20 @@ def _lower_site(site: _Site, functions: dict[str, Operation]) -> None:
         # after the arguments: the result's adjoint (an active float result, reverse
         # mode), then the tape (unless enzyme_tape gave it)
         if ret_kind == "active" and site.mode == "reverse":
-            # vector mode: one adjoint per lane, as a float argument's tangents are given
             given = len(extra) - (opts.tape is None)  # the tape comes last
-            if given < width:
-                lanes = f" (enzyme_width {width}: {width} adjoints, one per lane, got {max(given, 0)})" if width > 1 else ""
-                raise _err(site, f"{site.marker_fn} of '{fname}' needs the adjoint of its {c_type_name(fn_out)} "
-                           f"result after the arguments{lanes}", "pass d_ret (1.0 for a gradient) before the tape"
-                           + (", once per lane" if width > 1 else ""))
-            seed = [b.coerce(extra[k], fn_out, site, len(fn_inputs), pos + 2 + k, fname) for k in range(width)]
-            extra = extra[width:]
+            if width > 1:
+                # vector mode: one adjoint per lane, as scalars or as one struct of N
+                # (Enzyme's [N x double], in memory from N = 3 on: marker_calls.lanes)
+                seed, used = b.lanes(extra[:max(given, 0)], width, fn_out, site,
+                                     f"{site.marker_fn} of '{fname}' needs the adjoint of its "
+                                     f"{c_type_name(fn_out)} result after the arguments")
+                extra = extra[used:]
+            else:
+                if given < 1:
+                    raise _err(site, f"{site.marker_fn} of '{fname}' needs the adjoint of its {c_type_name(fn_out)} "
+                               "result after the arguments", "pass d_ret (1.0 for a gradient) before the tape")
+                seed = [b.coerce(extra[0], fn_out, site, len(fn_inputs), pos + 2, fname)]
+                extra = extra[1:]
         if opts.tape is None:
             if not extra:
                 raise _err(site, f"{site.marker_fn} of '{fname}' needs the tape __enzyme_augmentfwd returned "
@@ -681,6 +684,8 @@ def _lower_site(site: _Site, functions: dict[str, Operation]) -> None:
         op = fwdsplit_op(site, fname, operands, opts, acts, ret_kind, fn_out if has_result else None, b)
         op.location = call.location
         b.insert(op)
+        if width > 1:  # N tangents of the result
+            _refuse_dropped_lanes(site, call, sret, list(op.results))
         b.deliver(list(op.results), sret, site)
         call.parent_block().erase_op(call)
         return

@@ -17,7 +17,9 @@ each ``__enzyme_augmentfwd`` gets a tape of its own:
 
 With ``enzyme_width, N`` (vector mode) the pair is ``Driver.split``'s width-N pair:
 N shadows per dup argument, N seeds of an active result, N derivatives per active
-argument, and still one tape object (the augmented pass runs the primal once).
+argument, and still one tape object (the augmented pass runs the primal once); split
+forward mode's pair is ``Driver.fwdsplit``'s width-N pair, the width part of the tape's
+activity pattern (an augmented call at another width is refused).
 
 The reverse sweep depends only on its arguments and the tape: split mode never re-reads
 primal memory (docs/architecture.md, section 5), so the caller may overwrite the inputs
@@ -203,11 +205,14 @@ def mark_fwdsplit_tapes(sites, target_of) -> None:
         found["fop"].attributes[FWDSPLIT_TAPE] = StringAttr("")
 
 
-def _pattern(acts, ret_active: bool) -> str:
-    """The activities that decide what the tape holds, as the error messages spell them
-    (dupnoneed is dup: the tangent function never uses a primal pointer)."""
+def _pattern(acts, ret_active: bool, width: int = 1) -> str:
+    """The activities and the width that decide what the tape holds, as the error
+    messages spell them (dupnoneed is dup: the tangent function never uses a primal
+    pointer). The width is Enzyme's too: its augmented primal is made per width, so the
+    augmented call and the fwdsplit call of one tape give the same ``enzyme_width``."""
     names = ["dup" if a is Activity.DUPNONEED else a.name.lower() for a in acts]
-    return ", ".join(names) + (" -> active result" if ret_active else "")
+    return ", ".join(names) + (" -> active result" if ret_active else "") + (
+        f" at enzyme_width {width}" if width > 1 else "")
 
 
 def fwdsplit_op(site, fname: str, operands: list[SSAValue], opts, acts: list[Activity], ret_kind: str | None,
@@ -230,16 +235,17 @@ def fwdsplit_op(site, fname: str, operands: list[SSAValue], opts, acts: list[Act
         fop = fop.parent_op()
     module = fop.parent_op()
     target = next(op for op in module.body.block.ops if isinstance(op, llvm.FuncOp) and op.sym_name.data == fname)
-    pattern = _pattern(acts, ret_active)
+    pattern = _pattern(acts, ret_active, opts.width)
     known = target.attributes.get(FWDSPLIT_TAPE)
     if isinstance(known, StringAttr) and known.data and known.data != pattern:
         raise _err(site, f"__enzyme_fwdsplit of '{fname}' is called with two activity patterns ({known.data}; "
                    f"{pattern}): the tape of its __enzyme_augmentfwd calls can hold what one of them reads",
                    f"differentiate '{fname}' with one pattern (wrap it for the other)")
     target.attributes[FWDSPLIT_TAPE] = StringAttr(pattern)
-    results = [fn_out] if ret_active else []
+    results = [fn_out] * opts.width if ret_active else []  # a tangent per lane
     ret_acts = [Activity.DUPNONEED if ret_active else Activity.CONSTNONEED] if fn_out is not None else []
-    op = ez.SplitDiffOp("fwdsplit", allocated, fname, [*operands, opts.tape], results, acts, ret_acts)
+    op = ez.SplitDiffOp("fwdsplit", allocated, fname, [*operands, opts.tape], results, acts, ret_acts,
+                        width=opts.width)
     if opts.nofree:
         op.attributes[NOFREE] = UnitAttr()
     return op
@@ -299,18 +305,14 @@ def lower_split_op(op: ez.SplitDiffOp, driver, module: ModuleOp) -> None:
     if FWDSPLIT_TAPE in fop.attributes:
         # the tape __enzyme_fwdsplit reads (one activity pattern, checked at its call)
         wanted = fop.attributes[FWDSPLIT_TAPE].data
-        if part != "augment" or _pattern(arg_acts, ret_active) != wanted:
+        given = _pattern(arg_acts, ret_active, op.lanes)
+        if part != "augment" or given != wanted:
             raise ZymaseError(
-                f"__enzyme_augmentfwd of '{fname}' ({_pattern(arg_acts, ret_active)}) writes the tape of "
-                f"__enzyme_fwdsplit, which is called with other activities ({wanted})", construct=op.name,
+                f"__enzyme_augmentfwd of '{fname}' ({given}) writes the tape of __enzyme_fwdsplit, which is called "
+                f"with other activities or another width ({wanted})", construct=op.name,
                 function=fname, location=location_of(op),
-                hint="pass the same markers to both calls (a float argument is active in both)")
-        if op.lanes > 1:
-            raise ZymaseError(
-                f"__enzyme_augmentfwd of '{fname}' with enzyme_width {op.lanes} writes the tape of "
-                "__enzyme_fwdsplit, which has no vector mode", construct=op.name, function=fname,
-                location=location_of(op), hint="call __enzyme_augmentfwd without enzyme_width for __enzyme_fwdsplit")
-        aug_name, rev_name = driver.fwdsplit(fop, arg_acts, ret_active)[0], None
+                hint="pass the same markers and enzyme_width to both calls (a float argument is active in both)")
+        aug_name, rev_name = driver.fwdsplit(fop, arg_acts, ret_active, width=op.lanes)[0], None
     else:
         aug_name, rev_name = driver.split(fop, arg_acts, ret_acts, width=op.lanes)
     _require_runtime(module)
@@ -336,19 +338,7 @@ def lower_split_op(op: ez.SplitDiffOp, driver, module: ModuleOp) -> None:
     else:
         *args, tape = operands
         emit(llvm.CallOp(RESUME, tape_global, saved, tape))
-        out_types = [r.type for r in op.results]
-        if not out_types:
-            emit(llvm.CallOp(rev_name, *args))
-            new_results = []
-        elif len(out_types) == 1:
-            new_results = [emit(llvm.CallOp(rev_name, *args, return_type=out_types[0]))]
-        else:
-            from zymase.ir import DenseArrayBase
-
-            st = llvm.LLVMStructType.from_type_list(out_types)
-            agg = emit(llvm.CallOp(rev_name, *args, return_type=st))
-            new_results = [emit(llvm.ExtractValueOp(DenseArrayBase.from_list(i64, [i]), agg, t))
-                           for i, t in enumerate(out_types)]
+        new_results = _call_results(emit, rev_name, args, [r.type for r in op.results])
         emit(llvm.CallOp(FINISH, tape_global, saved))
         if not bool(op.allocated.value.data):
             emit(llvm.CallOp("free", tape))
@@ -361,7 +351,7 @@ def _lower_fwdsplit(op: ez.SplitDiffOp, driver, module: ModuleOp, fop: Operation
     """``fwdsplit<f>(args, tangents, data)`` with the tape object's data, which is then
     freed (and the object, unless the caller owns it), as __enzyme_reverse does."""
     arg_acts = op.arg_activities
-    _, fs_name = driver.fwdsplit(fop, arg_acts, ret_active)
+    _, fs_name = driver.fwdsplit(fop, arg_acts, ret_active, width=op.lanes)
     _require_runtime(module)
     emit = _emitter(op)
 
@@ -372,17 +362,29 @@ def _lower_fwdsplit(op: ez.SplitDiffOp, driver, module: ModuleOp, fop: Operation
     key = emit(llvm.ConstantOp(fs.attributes[TAPE_KEY], i64))
     data = emit(llvm.CallOp(FWDSPLIT_DATA, tape, needed, key, return_type=PTR))
     values = emit(llvm.GEPOp(data, [KEY_BYTES], IntegerType(8)))  # after the key
-    out_types = [r.type for r in op.results]
-    result = emit(llvm.CallOp(fs_name, *args, values, return_type=out_types[0])) if out_types else None
-    if result is None:
-        emit(llvm.CallOp(fs_name, *args, values))
+    out_types = [r.type for r in op.results]  # the result's tangent per lane
+    results = _call_results(emit, fs_name, [*args, values], out_types)
     if NOFREE not in op.attributes:
         emit(llvm.CallOp("free", data))
         if not bool(op.allocated.value.data):
             emit(llvm.CallOp("free", tape))
-    if result is not None:
-        op.results[0].replace_all_uses_with(result)
+    for old, new in zip(op.results, results):
+        old.replace_all_uses_with(new)
     op.parent_block().erase_op(op)
+
+
+def _call_results(emit, name: str, args, out_types) -> list[SSAValue]:
+    """Call ``name``, whose results come as one value or, several, as a struct: the
+    results one by one."""
+    if not out_types:
+        emit(llvm.CallOp(name, *args))
+        return []
+    if len(out_types) == 1:
+        return [emit(llvm.CallOp(name, *args, return_type=out_types[0]))]
+    from zymase.ir import DenseArrayBase
+
+    agg = emit(llvm.CallOp(name, *args, return_type=llvm.LLVMStructType.from_type_list(out_types)))
+    return [emit(llvm.ExtractValueOp(DenseArrayBase.from_list(i64, [i]), agg, t)) for i, t in enumerate(out_types)]
 
 
 def _emitter(op: Operation):
