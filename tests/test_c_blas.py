@@ -58,8 +58,10 @@ def test_blas_inputs_copied_only_when_overwritten(level: str, tmp_path: Path):
 def test_lapack_lanes_share_the_primal_side_work(tmp_path: Path, zymase_cli: list[str]):
     """LAPACK at width N (issue 25 item 2; the lanes' values are checked in lapack_width.c):
     each of the 9 LAPACK calls runs once, its status is checked once and what the reverse
-    sweep reads is kept once (as many ``_save`` calls as at width 1), while its width-1
-    derivative runs once per lane (``_fwd``, ``_rev``)."""
+    sweep reads is kept once (as many ``_save`` calls as at width 1), and its derivative is
+    one runtime call for every lane (``_fwd_lanes``, ``_rev_lanes``: one factorization, the
+    lanes solved together; the run-time count is test_lapack_lanes_factor_once), not the
+    width-1 ``_fwd``/``_rev`` once per lane."""
     ll = emit_llvm(BLAS_DIR / "lapack_width.c", ["-O0", "-lopenblas"], tmp_path, zymase_cli)
 
     def count(text: str, pattern: str) -> int:
@@ -71,8 +73,76 @@ def test_lapack_lanes_share_the_primal_side_work(tmp_path: Path, zymase_cli: lis
         for text in (fwd, rev):
             assert [count(text, f) for f in ("dpotrf_", "dgetrf_", "dgesv_", "dsyev_", "dgesdd_", "dgelsd_")] == [1] * 6
             assert count(text, r"__zymase_blas_d\w+_status") == 9, (width, text)
-        assert count(fwd, r"__zymase_blas_d\w+_fwd") == 9 * lanes, (width, fwd)
-        assert count(rev, r"__zymase_blas_d\w+_save") == 9 and count(rev, r"__zymase_blas_d\w+_rev") == 9 * lanes
+        suffix = "_lanes" if lanes > 1 else ""
+        assert count(fwd, rf"__zymase_blas_d\w+_fwd{suffix}") == 9, (width, fwd)
+        assert count(rev, r"__zymase_blas_d\w+_save") == 9 and count(rev, rf"__zymase_blas_d\w+_rev{suffix}") == 9
+        if lanes > 1:
+            assert count(fwd, r"__zymase_blas_d\w+_fwd") == 0 and count(rev, r"__zymase_blas_d\w+_rev") == 0
+
+
+#: a shim preloaded into the program (LD_PRELOAD): counts the calls of the LAPACK routines
+#: that factor, decompose or solve (the program's and the derivative runtime's alike) and
+#: passes them on; every argument of these routines is a pointer
+LAPACK_COUNTER = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdio.h>
+#define P void *
+static const char *names[] = {"dgetrf_", "dgetrs_", "dpotrf_", "dpotrs_", "dsyevd_", "dgesdd_"};
+static int counts[6];
+static void *next(int i) { counts[i]++; return dlsym(RTLD_NEXT, names[i]); }
+void dgetrf_(P a, P b, P c, P d, P e, P f) { ((void (*)(P, P, P, P, P, P))next(0))(a, b, c, d, e, f); }
+void dgetrs_(P a, P b, P c, P d, P e, P f, P g, P h, P i) {
+    ((void (*)(P, P, P, P, P, P, P, P, P))next(1))(a, b, c, d, e, f, g, h, i);
+}
+void dpotrf_(P a, P b, P c, P d, P e) { ((void (*)(P, P, P, P, P))next(2))(a, b, c, d, e); }
+void dpotrs_(P a, P b, P c, P d, P e, P f, P g, P h) { ((void (*)(P, P, P, P, P, P, P, P))next(3))(a, b, c, d, e, f, g, h); }
+void dsyevd_(P a, P b, P c, P d, P e, P f, P g, P h, P i, P j, P k) {
+    ((void (*)(P, P, P, P, P, P, P, P, P, P, P))next(4))(a, b, c, d, e, f, g, h, i, j, k);
+}
+void dgesdd_(P a, P b, P c, P d, P e, P f, P g, P h, P i, P j, P k, P l, P m, P n) {
+    ((void (*)(P, P, P, P, P, P, P, P, P, P, P, P, P, P))next(5))(a, b, c, d, e, f, g, h, i, j, k, l, m, n);
+}
+__attribute__((destructor)) static void report(void) {
+    for (int i = 0; i < 6; i++)
+        fprintf(stderr, "lapack-count %s %d\n", names[i], counts[i]);
+}
+"""
+
+
+def test_lapack_lanes_factor_once(tmp_path: Path):
+    """LAPACK at width 4 (issue 25 item 2): each lane against a width-1 call and a central
+    difference (lapack_lanes_once.c, the matrix of one dgesv_ constant), and, counted at run
+    time, as many factorizations, decompositions and solves in the derivative as at width
+    1: one for all lanes (before: one per lane, 4 times width 1's). Built at -O0 only (the
+    suite's time): the lanes-at-once runtime is compiled at -O2 whatever the program's level,
+    and lapack_width.c runs it at widths 2 and 3 at -O0 and -O2."""
+    exe = tmp_path / "lanes_once"
+    build = run_cli(["cc", "-O0", str(BLAS_DIR / "lapack_lanes_once.c"), "-o", str(exe), "-lopenblas"],
+                    cwd=tmp_path, timeout=300)
+    assert build.returncode == 0, build.stderr
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
+    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL, env=env)
+    assert run.returncode == 0 and "0 failures" in run.stdout, run.stdout + run.stderr
+    shim = tmp_path / "counter.so"
+    (tmp_path / "counter.c").write_text(LAPACK_COUNTER)
+    subprocess.run(["clang-19", "-shared", "-fPIC", "-O1", str(tmp_path / "counter.c"), "-o", str(shim), "-ldl"],
+                   check=True, timeout=120)
+
+    def counts(mode: str) -> dict[str, int]:
+        out = subprocess.run([str(exe), mode], capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+                             env={**env, "LD_PRELOAD": str(shim)})
+        assert out.returncode == 0, out.stderr
+        return {m[0]: int(m[1]) for m in re.findall(r"lapack-count (\w+) (\d+)", out.stderr)}
+
+    primal = counts("primal")
+    assert primal["dgetrf_"] == 1 and primal["dsyevd_"] == 1, primal  # the shim sees the program's calls
+    for mode in ("fwd", "rev"):
+        one, four = counts(f"{mode}1"), counts(f"{mode}4")
+        derivative = {name: one[name] - primal[name] for name in one}
+        assert derivative["dgetrf_"] > 0 and derivative["dsyevd_"] > 0 and derivative["dgesdd_"] > 0, (mode, one)
+        assert derivative["dgetrs_"] > 0 and derivative["dpotrs_"] > 0, (mode, one)
+        assert four == one, (mode, primal, one, four)
 
 
 ZGEMM = r"""

@@ -12,6 +12,7 @@ line naming the call and its source line."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -27,7 +28,10 @@ pytestmark = pytest.mark.skipif(shutil.which("mpicc") is None or shutil.which("m
                                 reason="Open MPI is not installed (apt-get install openmpi-bin libopenmpi-dev)")
 
 _C = Path(__file__).resolve().parent / "c" / "mpi"
-PROGRAMS = sorted(_C.glob("*.c"))
+# lanes_once.c (width 4, its MPI calls counted) is built once, at -O0, by
+# test_mpi_lanes_travel_in_one_message, which runs its checks too: the lanes-at-once code
+# it exercises is width.c's at -O0 and -O2 (widths 2 and 3), and the suite's time is short
+PROGRAMS = sorted(p for p in _C.glob("*.c") if p.stem != "lanes_once")
 LEVELS = builds("-O0", "-O2")
 RANKS = (2, 3)
 MPI_TIMEOUT = 60
@@ -55,11 +59,13 @@ def _session_processes(sid: int) -> list[int]:
     return pids
 
 
-def run_mpi(exe: Path, ranks: int, timeout: float) -> subprocess.CompletedProcess | None:
-    """Run ``exe`` on ``ranks`` processes; None when it did not finish within ``timeout``
-    seconds, after stopping mpirun (SIGTERM: it kills its ranks) and killing whatever of
-    its session is left."""
-    argv = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(ranks), str(exe)]
+def run_mpi(exe: Path, ranks: int, timeout: float, args: tuple[str, ...] = (),
+            preload: Path | None = None) -> subprocess.CompletedProcess | None:
+    """Run ``exe`` (with ``args``) on ``ranks`` processes, ``preload`` in LD_PRELOAD; None
+    when it did not finish within ``timeout`` seconds, after stopping mpirun (SIGTERM: it
+    kills its ranks) and killing whatever of its session is left."""
+    env = ["-x", f"LD_PRELOAD={preload}"] if preload else []
+    argv = ["mpirun", "--allow-run-as-root", "--oversubscribe", *env, "-np", str(ranks), str(exe), *args]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             stdin=subprocess.DEVNULL, start_new_session=True, cwd=exe.parent)
     try:
@@ -79,6 +85,97 @@ def run_mpi(exe: Path, ranks: int, timeout: float) -> subprocess.CompletedProces
 
 def test_corpus_is_there():
     assert {p.stem for p in PROGRAMS} == {"point_to_point", "collectives", "nonblocking", "width"}
+    assert (_C / "lanes_once.c").is_file()
+
+
+#: a PMPI shim preloaded into every rank: counts the MPI calls that move data (the program's
+#: and the derivative runtime's alike), reported by each rank at MPI_Finalize
+MPI_COUNTER = r"""
+#include <mpi.h>
+#include <stdio.h>
+enum { SEND, RECV, SENDRECV, ISEND, IRECV, BCAST, REDUCE, ALLREDUCE, CALLS };
+static const char *names[CALLS] = {"MPI_Send", "MPI_Recv", "MPI_Sendrecv", "MPI_Isend", "MPI_Irecv", "MPI_Bcast",
+                                   "MPI_Reduce", "MPI_Allreduce"};
+static long counts[CALLS];
+int MPI_Send(const void *b, int n, MPI_Datatype t, int d, int g, MPI_Comm c) {
+    counts[SEND]++;
+    return PMPI_Send(b, n, t, d, g, c);
+}
+int MPI_Recv(void *b, int n, MPI_Datatype t, int s, int g, MPI_Comm c, MPI_Status *st) {
+    counts[RECV]++;
+    return PMPI_Recv(b, n, t, s, g, c, st);
+}
+int MPI_Sendrecv(const void *sb, int sn, MPI_Datatype st, int d, int sg, void *rb, int rn, MPI_Datatype rt, int s,
+                 int rg, MPI_Comm c, MPI_Status *status) {
+    counts[SENDRECV]++;
+    return PMPI_Sendrecv(sb, sn, st, d, sg, rb, rn, rt, s, rg, c, status);
+}
+int MPI_Isend(const void *b, int n, MPI_Datatype t, int d, int g, MPI_Comm c, MPI_Request *r) {
+    counts[ISEND]++;
+    return PMPI_Isend(b, n, t, d, g, c, r);
+}
+int MPI_Irecv(void *b, int n, MPI_Datatype t, int s, int g, MPI_Comm c, MPI_Request *r) {
+    counts[IRECV]++;
+    return PMPI_Irecv(b, n, t, s, g, c, r);
+}
+int MPI_Bcast(void *b, int n, MPI_Datatype t, int root, MPI_Comm c) {
+    counts[BCAST]++;
+    return PMPI_Bcast(b, n, t, root, c);
+}
+int MPI_Reduce(const void *s, void *r, int n, MPI_Datatype t, MPI_Op o, int root, MPI_Comm c) {
+    counts[REDUCE]++;
+    return PMPI_Reduce(s, r, n, t, o, root, c);
+}
+int MPI_Allreduce(const void *s, void *r, int n, MPI_Datatype t, MPI_Op o, MPI_Comm c) {
+    counts[ALLREDUCE]++;
+    return PMPI_Allreduce(s, r, n, t, o, c);
+}
+int MPI_Finalize(void) {
+    int rank;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    for (int i = 0; i < CALLS; i++)
+        printf("mpi-count rank %d %s %ld\n", rank, names[i], counts[i]);
+    fflush(stdout);
+    return PMPI_Finalize();
+}
+"""
+
+
+def test_mpi_lanes_travel_in_one_message(tmp_path: Path):
+    """Width 4 (issue 25 item 2): lanes_once.c's lanes against width-1 calls and central
+    differences on 2 and 3 ranks, and each rank makes as many MPI calls in the derivative as
+    at width 1, one message per primal message carrying the 4 lanes, forward and reverse
+    (halo exchange by MPI_Sendrecv and MPI_Isend/MPI_Irecv/MPI_Waitall, a Sendrecv with
+    MPI_PROC_NULL ends, MPI_Bcast, MPI_Allreduce with MPI_SUM and MPI_MAX, MPI_Reduce);
+    before, 4 times width 1's."""
+    exe = tmp_path / "lanes_once"
+    build = run_cli(["cc", "-O0", str(_C / "lanes_once.c"), *mpi_flags(), "-o", str(exe)], cwd=tmp_path,
+                    timeout=COMPILE_TIMEOUT)
+    assert build.returncode == 0, build.stderr
+    for ranks in RANKS:
+        run = run_mpi(exe, ranks, MPI_TIMEOUT)
+        assert run is not None, f"lanes_once.c on {ranks} ranks did not finish in {MPI_TIMEOUT} s"
+        failed = [line for line in run.stdout.splitlines() if line.startswith("FAIL")][:20]
+        assert run.returncode == 0 and "0 failures" in run.stdout, f"{ranks} ranks:\n" + "\n".join(failed) + run.stderr
+    shim = tmp_path / "mpi_counter.so"
+    (tmp_path / "mpi_counter.c").write_text(MPI_COUNTER)
+    subprocess.run(["mpicc", "-shared", "-fPIC", "-O1", str(tmp_path / "mpi_counter.c"), "-o", str(shim)],
+                   check=True, timeout=120)
+
+    def counts(mode: str) -> dict[tuple[int, str], int]:
+        run = run_mpi(exe, 2, MPI_TIMEOUT, args=(mode,), preload=shim)
+        assert run is not None and run.returncode == 0, (mode, run and run.stderr)
+        found = re.findall(r"mpi-count rank (\d+) (\w+) (\d+)", run.stdout)
+        assert len(found) == 16, run.stdout
+        return {(int(r), name): int(n) for r, name, n in found}
+
+    primal = counts("primal")
+    assert all(primal[r, call] == 1 for r in (0, 1) for call in ("MPI_Isend", "MPI_Irecv")), primal
+    assert primal[0, "MPI_Sendrecv"] == 2, primal
+    for mode in ("fwd", "rev"):
+        one, four = counts(f"{mode}1"), counts(f"{mode}4")
+        assert all(one[key] > primal[key] for key in primal if primal[key]), (mode, primal, one)  # derivative messages
+        assert four == one, (mode, one, four)
 
 
 @pytest.mark.parametrize("flags", LEVELS, ids=[" ".join(f) for f in LEVELS])

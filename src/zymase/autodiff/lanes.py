@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from types import SimpleNamespace
 
-from zymase.errors import VectorModeRefused, ZymaseError
-from zymase.ir import Operation, llvm, location_of
+from zymase.errors import VectorModeRefused
+from zymase.ir import IntegerAttr, Operation, i64, llvm, location_of
 
 #: the per-lane maps: forward tangents, shadows, posix_memalign shadow buffers, reverse
 #: adjoint cells and the adjoints local to the block being reversed
@@ -70,6 +70,37 @@ class LaneMaps:
         what ``of_every_lane`` saved, restored."""
         for k, lane in enumerate(self._lanes):
             setattr(lane, field, {} if maps is None else maps[k])
+
+    def gathered(self, key, value) -> list | None:
+        """``value``, the selected lane's, kept under ``key``; on the last lane every
+        lane's, in lane order (and the record dropped), before it None: for a rule whose
+        last lane emits one call for all lanes (LAPACK, MPI)."""
+        kept = self.__dict__.setdefault("_gathered_lanes", {}).setdefault(key, [])
+        kept.append(value)
+        if self.lane_index < self.width - 1:
+            return None
+        del self._gathered_lanes[key]
+        return kept
+
+    def pointer_array(self, ptrs: list) -> object:
+        """A stack array holding ``ptrs`` (every lane's shadow of one argument, say, for a
+        runtime call that takes the lanes at once): allocated once, in the function's
+        entry block, so that a call in a loop does not grow the stack; filled where the
+        emitter stands."""
+        E = self.E
+        arr_t = llvm.LLVMArrayType(len(ptrs), llvm.LLVMPointerType())
+        entry = E.block.parent_region().blocks[0]
+        one = llvm.ConstantOp(IntegerAttr(1, 64), i64)
+        slot = llvm.AllocaOp(one.results[0], arr_t, alignment=8)
+        first = entry.first_op
+        if first is None:
+            entry.add_ops([one, slot])
+        else:
+            entry.insert_ops_before([one, slot], first)
+        for k, p in enumerate(ptrs):
+            at = E.v(llvm.GEPOp(slot.results[0], [0, k], pointee_type=arr_t))
+            E.insert(llvm.StoreOp(p, at))
+        return slot.results[0]
 
     def refuse_in_vector_mode(self, op: Operation, what: str, fname: str) -> None:
         """Vector mode does not cover ``what`` (at ``op``): refused, never approximated."""

@@ -200,17 +200,36 @@ class BlasRule(CallMemoryRule):
         return g.E.v(llvm.ZeroOp.build(result_types=[PTR]))
 
     def lane_by_lane(self, op: Operation) -> bool:
-        """BLAS and LAPACK at width N: each lane's derivative is the routine's width-1
-        derivative on that lane's shadows (Enzyme's, lane by lane); the primal call, the
-        copies kept for the reverse sweep (``_save``) and LAPACK's status check are made
-        once for all lanes, the copies freed after the last lane. Sound because every
-        ``_fwd``/``_rev``/``_dscalar`` of blas_runtime.c and the lapack_*.h files takes the
-        primal arrays and what ``_save`` kept ``const`` and writes only the lane's
-        shadows and temporaries of its own: LAPACK's rules factor (or decompose) into
-        copies (``lu_of``, ``eig_of``, ``svd_of``), and potrf's reverse reads the factor
-        without transposing it in place (``F_is_copy`` 0). A lane therefore reads what
-        the first lane read."""
+        """BLAS and LAPACK at width N: the generators call the rule once per lane, with
+        that lane's maps; the primal call, the copies kept for the reverse sweep
+        (``_save``) and LAPACK's status check are made once for all lanes, the copies
+        freed after the last lane. A BLAS lane's derivative is the routine's width-1
+        derivative on that lane's shadows (Enzyme's, lane by lane). A LAPACK call's lanes
+        are gathered and the last lane emits one ``_fwd_lanes``/``_rev_lanes`` call with
+        every lane's shadows (:meth:`_lanes_at_once`), which factors or decomposes once and
+        solves the lanes' right-hand sides together. Sound because every derivative
+        function of blas_runtime.c and the lapack_*.h files takes the primal arrays and
+        what ``_save`` kept ``const`` and writes only the lanes' shadows and temporaries
+        of its own (LAPACK's factor copies: ``lu_of``, ``eig_of``, ``svd_of``; potrf's
+        reverse does not transpose the factor in place)."""
         return True
+
+    def _lanes_at_once(self, g) -> bool:
+        """Whether this call's derivative takes every lane in one runtime call: a LAPACK
+        routine at width > 1 (each has ``_fwd_lanes``/``_rev_lanes``; BLAS routines share
+        nothing between lanes and stay lane by lane)."""
+        return self.routine.fortran_only and g.width > 1
+
+    def _gathered_lanes(self, g, op: Operation, shadows: list[SSAValue]) -> list[SSAValue] | None:
+        """Record this lane's shadows of ``op``'s arrays; on the last lane, every lane's
+        as one stack array argument list ``[lanes, d]`` (``d[a * lanes + k]``: array a,
+        lane k, in the routine's order); None before the last lane."""
+        lanes = g.gathered(op, shadows)
+        if lanes is None:
+            return None
+        by_array = [lane[a] for a in range(len(shadows)) for lane in lanes]
+        count = g.E.v(llvm.ConstantOp(IntegerAttr(g.width, i32), i32))
+        return [count, g.pointer_array(by_array)]
 
     # ---- forward sweep -----------------------------------------------------------------
     def structure(self, g, op, clone, *, forward_mode):
@@ -224,7 +243,8 @@ class BlasRule(CallMemoryRule):
                 self._after_lanes(g, after[op])
             else:
                 g.E.before(clone)
-            self._tangents(g, op, self._cblas_values(g, op))
+            values = g._blas_values[op] if self._lanes_at_once(g) else self._cblas_values(g, op)
+            self._tangents(g, op, values)
             self._after_lanes(g, after[op])  # where lane 0 left the emitter
             return
         try:
@@ -234,6 +254,8 @@ class BlasRule(CallMemoryRule):
             raise
         g.E.before(clone)
         values = self._cblas_values(g, op)
+        if forward_mode and self._lanes_at_once(g):  # the last lane's call takes lane 0's values
+            g.__dict__.setdefault("_blas_values", {})[op] = values
         if forward_mode and not self.routine.forward_after:
             self._tangents(g, op, values)
         elif not forward_mode:
@@ -301,6 +323,13 @@ class BlasRule(CallMemoryRule):
                 tangents.append(E.v(llvm.LoadOp(g.shadow_of(v), self.T)))
             else:
                 tangents.append(g.tmap[v])
+        if self._lanes_at_once(g):  # LAPACK: no scalar tangents, no float result
+            lanes = self._gathered_lanes(g, op, shadows)
+            if lanes is not None:
+                args = [*values, *lanes]
+                E.insert(llvm.CallOp(self._declare(g, "fwd_lanes", self._types(args), self.T), *args,
+                                     return_type=self.T))
+            return
         args = [*values, *shadows, *tangents]
         name = self._declare(g, "fwd", self._types(args), self.T)
         t = E.v(llvm.CallOp(name, *args, return_type=self.T))
@@ -330,6 +359,11 @@ class BlasRule(CallMemoryRule):
             return
         E = g.E
         values, saved, status = g._blas_forward[op]
+        lanes = None
+        if self._lanes_at_once(g):  # LAPACK (no alpha/beta, no float result): the last lane calls for all
+            lanes = self._gathered_lanes(g, op, self._reverse_shadows(g, op))
+            if lanes is None:
+                return
         home = op.parent_block()
         args = []
         for (name, kind), w in zip(self.routine.params, values):
@@ -341,8 +375,13 @@ class BlasRule(CallMemoryRule):
                 args.append(g.fetch_computed_in(home, w))
             else:
                 args.append(g.primal(op.operands[self._pos(name)]))
-        shadows = [g.fetch_shadow(op.operands[self._pos(a)]) if self._active(g, op, a) else self._null(g)
-                   for a in self.routine.of_kind("array")]
+        if lanes is not None:
+            call_args = [*args, *lanes]
+            E.insert(llvm.CallOp(self._declare(g, "rev_lanes", self._types(call_args), llvm.LLVMVoidType()),
+                                 *call_args))
+            self._free_saved(g, saved, args)
+            return
+        shadows = self._reverse_shadows(g, op)
         if self.routine.returns_real and op.results:
             dr = g._take_adjoint(op.results[0]) if g.act.is_active(op.results[0]) else None
         else:
@@ -365,10 +404,20 @@ class BlasRule(CallMemoryRule):
         call_args = [*args, *shadows, dr]
         name = self._declare(g, "rev", self._types(call_args), llvm.LLVMVoidType())
         E.insert(llvm.CallOp(name, *call_args))
-        if saved and g.lane_index == g.width - 1:  # every lane has read the copies
+        self._free_saved(g, saved, args)
+
+    def _reverse_shadows(self, g, op: Operation) -> list[SSAValue]:
+        """The selected lane's shadows of the routine's arrays in the reverse sweep (null
+        for a constant one)."""
+        return [g.fetch_shadow(op.operands[self._pos(a)]) if self._active(g, op, a) else self._null(g)
+                for a in self.routine.of_kind("array")]
+
+    def _free_saved(self, g, saved: dict, args: list[SSAValue]) -> None:
+        """The copies kept for the reverse sweep freed, once every lane has read them."""
+        if saved and g.lane_index == g.width - 1:
             g._declare("free", [PTR], llvm.LLVMVoidType())
             for array in saved:
-                E.insert(llvm.CallOp("free", args[self.routine.index(array)]))
+                g.E.insert(llvm.CallOp("free", args[self.routine.index(array)]))
 
 
 for _function, _routine, _p, _fortran in spellings():

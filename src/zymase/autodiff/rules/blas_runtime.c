@@ -24,6 +24,9 @@
                                       reverse mode: the adjoints of the vector/matrix inputs
                                       accumulated, the output's shadow turned into the
                                       adjoint of what the call read of it
+     <p><name>_fwd_lanes(args..., lanes, d), <p><name>_rev_lanes(args..., info, lanes, d)
+                                      LAPACK at width N: every lane at once, d[a * lanes + k]
+                                      the shadow of array a in lane k (lapack_runtime.h)
    Enumerations are CBLAS's: layout 101 row-major / 102 column-major, transpose 111 no /
    112 yes (113, conjugate, is 112 for real data), triangle 121 upper / 122 lower,
    diagonal 131 non-unit / 132 unit. */

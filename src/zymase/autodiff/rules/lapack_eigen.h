@@ -60,72 +60,92 @@ static void ZY_P(eig_couple)(int n, const ZY_T *w, ZY_T *K, const ZY_T *d) {
         }
 }
 
-/* the derivative's part for syev and syevd (lwork < 0 or liwork < 0: a workspace query) */
-static void ZY_P(eig_fwd)(int divide, int jobz, int uplo, int n, const ZY_T *A, int lda, int lwork, ZY_T *dA,
-                          ZY_T *dw, ZY_T *dwork) {
+/* the derivative's part for syev and syevd, every lane's (lwork < 0 or liwork < 0: a
+   workspace query, no call here): A decomposed once for all lanes */
+static void ZY_P(eig_fwd_lanes)(int divide, int jobz, int uplo, int n, const ZY_T *A, int lda, int lwork, int lanes,
+                                ZY_T *const *dA, ZY_T *const *dw, ZY_T *const *dwork) {
     int ld = n > 0 ? n : 1;
-    ZY_T *w = ZY_P(mtemp)(n, 1), *V = dA ? ZY_P(eig_of)(divide, uplo, n, A, lda, w) : NULL;
-    if (dA && V) {
-        ZY_T *S = ZY_P(mtemp)(n, n), *T = ZY_P(mtemp)(n, n);
-        for (int j = 0; j < n; j++)
-            for (int i = 0; i < n; i++)
-                S[i + (long)j * ld] = ZY_P(sym_at)(uplo, dA, lda, i, j);
-        ZY_B(gemm)(102, 112, 111, n, n, n, 1, V, ld, S, ld, 0, T, ld); /* V^T S */
-        ZY_B(gemm)(102, 111, 111, n, n, n, 1, T, ld, V, ld, 0, S, ld); /* M = V^T S V */
-        for (int i = 0; i < n && dw; i++)
-            dw[i] = S[i + (long)i * ld];
-        if (jobz) { /* dV = V (F o M) over the whole of A */
-            ZY_P(eig_couple)(n, w, S, NULL);
-            for (int i = 0; i < n; i++)
-                S[i + (long)i * ld] = 0;
-            ZY_B(gemm)(102, 111, 111, n, n, n, 1, V, ld, S, ld, 0, dA, lda);
-        } else { /* the stored triangle is destroyed: no tangent */
+    ZY_T *w = ZY_P(mtemp)(n, 1);
+    ZY_T *V = ZY_P(lanes_present)(lanes, dA) ? ZY_P(eig_of)(divide, uplo, n, A, lda, w) : NULL;
+    ZY_T *S = V ? ZY_P(mtemp)(n, n) : NULL, *T = V ? ZY_P(mtemp)(n, n) : NULL;
+    for (int k = 0; k < lanes; k++) {
+        if (dA[k] && V) {
             for (int j = 0; j < n; j++)
                 for (int i = 0; i < n; i++)
-                    if (zy_in_triangle(uplo, i, j))
-                        dA[i + (long)j * lda] = 0;
+                    S[i + (long)j * ld] = ZY_P(sym_at)(uplo, dA[k], lda, i, j);
+            ZY_B(gemm)(102, 112, 111, n, n, n, 1, V, ld, S, ld, 0, T, ld); /* V^T S */
+            ZY_B(gemm)(102, 111, 111, n, n, n, 1, T, ld, V, ld, 0, S, ld); /* M = V^T S V */
+            for (int i = 0; i < n && dw[k]; i++)
+                dw[k][i] = S[i + (long)i * ld];
+            if (jobz) { /* dV = V (F o M) over the whole of A */
+                ZY_P(eig_couple)(n, w, S, NULL);
+                for (int i = 0; i < n; i++)
+                    S[i + (long)i * ld] = 0;
+                ZY_B(gemm)(102, 111, 111, n, n, n, 1, V, ld, S, ld, 0, dA[k], lda);
+            } else { /* the stored triangle is destroyed: no tangent */
+                for (int j = 0; j < n; j++)
+                    for (int i = 0; i < n; i++)
+                        if (zy_in_triangle(uplo, i, j))
+                            dA[k][i + (long)j * lda] = 0;
+            }
+        } else if (dA[k]) { /* failed */
+            ZY_P(nan_fill)(n, n, dA[k], lda);
+            for (int i = 0; i < n && dw[k]; i++)
+                dw[k][i] = (ZY_T)NAN;
+        } else {
+            for (int i = 0; i < n && dw[k]; i++)
+                dw[k][i] = 0;
         }
-        free(S), free(T);
-    } else if (dA) { /* failed */
-        ZY_P(nan_fill)(n, n, dA, lda);
-        for (int i = 0; i < n && dw; i++)
-            dw[i] = (ZY_T)NAN;
-    } else {
-        for (int i = 0; i < n && dw; i++)
-            dw[i] = 0;
+        for (int i = 0; i < lwork && dwork[k]; i++)
+            dwork[k][i] = 0;
     }
-    for (int i = 0; i < lwork && dwork; i++)
-        dwork[i] = 0;
-    free(w), free(V);
+    free(w), free(V), free(S), free(T);
+}
+
+static void ZY_P(eig_fwd)(int divide, int jobz, int uplo, int n, const ZY_T *A, int lda, int lwork, ZY_T *dA,
+                          ZY_T *dw, ZY_T *dwork) {
+    ZY_P(eig_fwd_lanes)(divide, jobz, uplo, n, A, lda, lwork, 1, &dA, &dw, &dwork);
+}
+
+static void ZY_P(eig_rev_lanes)(int divide, int jobz, int uplo, int n, const ZY_T *A, int lda, int lwork, int lanes,
+                                ZY_T *const *dA, ZY_T *const *dw, ZY_T *const *dwork) {
+    int ld = n > 0 ? n : 1;
+    ZY_T *w = NULL, *V = NULL, *K = NULL, *T = NULL, *zeros = NULL;
+    if (ZY_P(lanes_present)(lanes, dA)) { /* A (kept at the call) decomposed once */
+        w = ZY_P(mtemp)(n, 1), V = ZY_P(eig_of)(divide, uplo, n, A, lda, w);
+        K = ZY_P(mtemp)(n, n), T = ZY_P(mtemp)(n, n), zeros = ZY_P(mtemp)(n, 1);
+    }
+    for (int k = 0; k < lanes; k++) {
+        if (dA[k]) {
+            if (V && jobz) /* K = V^T Vbar */
+                ZY_B(gemm)(102, 112, 111, n, n, n, 1, V, ld, dA[k], lda, 0, K, ld);
+            else
+                memset(K, 0, (size_t)ld * ld * sizeof(ZY_T));
+            if (V) {
+                ZY_P(eig_couple)(n, w, K, dw[k] ? dw[k] : zeros);
+                ZY_B(gemm)(102, 111, 111, n, n, n, 1, V, ld, K, ld, 0, T, ld); /* V K */
+                ZY_B(gemm)(102, 111, 112, n, n, n, 1, T, ld, V, ld, 0, K, ld); /* G = V K V^T */
+            }
+            for (int j = 0; j < n; j++)
+                for (int i = 0; i < n; i++) {
+                    ZY_T g = !V ? (ZY_T)NAN : i == j ? K[i + (long)i * ld] : K[i + (long)j * ld] + K[j + (long)i * ld];
+                    if (zy_in_triangle(uplo, i, j))
+                        dA[k][i + (long)j * lda] = g;
+                    else if (jobz) /* overwritten by V, not read: no adjoint */
+                        dA[k][i + (long)j * lda] = 0;
+                }
+        }
+        for (int i = 0; i < n && dw[k]; i++)
+            dw[k][i] = 0;
+        for (int i = 0; i < lwork && dwork[k]; i++)
+            dwork[k][i] = 0;
+    }
+    free(w), free(V), free(K), free(T), free(zeros);
 }
 
 static void ZY_P(eig_rev)(int divide, int jobz, int uplo, int n, const ZY_T *A, int lda, int lwork, ZY_T *dA,
                           ZY_T *dw, ZY_T *dwork) {
-    int ld = n > 0 ? n : 1;
-    if (dA) {
-        ZY_T *w = ZY_P(mtemp)(n, 1), *V = ZY_P(eig_of)(divide, uplo, n, A, lda, w);
-        ZY_T *K = ZY_P(mtemp)(n, n), *T = ZY_P(mtemp)(n, n), *zeros = ZY_P(mtemp)(n, 1);
-        if (V && jobz) /* K = V^T Vbar */
-            ZY_B(gemm)(102, 112, 111, n, n, n, 1, V, ld, dA, lda, 0, K, ld);
-        if (V) {
-            ZY_P(eig_couple)(n, w, K, dw ? dw : zeros);
-            ZY_B(gemm)(102, 111, 111, n, n, n, 1, V, ld, K, ld, 0, T, ld); /* V K */
-            ZY_B(gemm)(102, 111, 112, n, n, n, 1, T, ld, V, ld, 0, K, ld); /* G = V K V^T */
-        }
-        for (int j = 0; j < n; j++)
-            for (int i = 0; i < n; i++) {
-                ZY_T g = !V ? (ZY_T)NAN : i == j ? K[i + (long)i * ld] : K[i + (long)j * ld] + K[j + (long)i * ld];
-                if (zy_in_triangle(uplo, i, j))
-                    dA[i + (long)j * lda] = g;
-                else if (jobz) /* overwritten by V, not read: no adjoint */
-                    dA[i + (long)j * lda] = 0;
-            }
-        free(w), free(V), free(K), free(T), free(zeros);
-    }
-    for (int i = 0; i < n && dw; i++)
-        dw[i] = 0;
-    for (int i = 0; i < lwork && dwork; i++)
-        dwork[i] = 0;
+    ZY_P(eig_rev_lanes)(divide, jobz, uplo, n, A, lda, lwork, 1, &dA, &dw, &dwork);
 }
 
 /* ---- syev ---------------------------------------------------------------------------- */
@@ -135,12 +155,27 @@ ZY_API void *ZY_P(syev_save)(int which, int layout, int jobz, int uplo, int n, c
     return zy_copy_span(A, lwork < 0 ? 0 : zy_mspan(layout, n, n, lda), sizeof(ZY_T));
 }
 
+ZY_API ZY_T ZY_P(syev_fwd_lanes)(int layout, int jobz, int uplo, int n, const ZY_T *A, int lda, const ZY_T *w,
+                                 const ZY_T *work, int lwork, const int *info, int lanes, ZY_T *const *d) {
+    (void)layout, (void)w, (void)work, (void)info;
+    if (lwork >= 0)
+        ZY_P(eig_fwd_lanes)(0, jobz, uplo, n, A, lda, lwork, lanes, d, d + lanes, d + 2 * lanes);
+    return 0;
+}
+
 ZY_API ZY_T ZY_P(syev_fwd)(int layout, int jobz, int uplo, int n, const ZY_T *A, int lda, const ZY_T *w,
                            const ZY_T *work, int lwork, const int *info, ZY_T *dA, ZY_T *dw, ZY_T *dwork) {
     (void)layout, (void)w, (void)work, (void)info;
     if (lwork >= 0)
         ZY_P(eig_fwd)(0, jobz, uplo, n, A, lda, lwork, dA, dw, dwork);
     return 0;
+}
+
+ZY_API void ZY_P(syev_rev_lanes)(int layout, int jobz, int uplo, int n, const ZY_T *A, int lda, const ZY_T *w,
+                                 const ZY_T *work, int lwork, int info, int lanes, ZY_T *const *d) {
+    (void)layout, (void)w, (void)work, (void)info;
+    if (lwork >= 0)
+        ZY_P(eig_rev_lanes)(0, jobz, uplo, n, A, lda, lwork, lanes, d, d + lanes, d + 2 * lanes);
 }
 
 ZY_API void ZY_P(syev_rev)(int layout, int jobz, int uplo, int n, const ZY_T *A, int lda, const ZY_T *w,
@@ -157,6 +192,15 @@ ZY_API void *ZY_P(syevd_save)(int which, int layout, int jobz, int uplo, int n, 
     return zy_copy_span(A, lwork < 0 || liwork < 0 ? 0 : zy_mspan(layout, n, n, lda), sizeof(ZY_T));
 }
 
+ZY_API ZY_T ZY_P(syevd_fwd_lanes)(int layout, int jobz, int uplo, int n, const ZY_T *A, int lda, const ZY_T *w,
+                                  const ZY_T *work, int lwork, const int *iwork, int liwork, const int *info, int lanes,
+                                  ZY_T *const *d) {
+    (void)layout, (void)w, (void)work, (void)iwork, (void)info;
+    if (lwork >= 0 && liwork >= 0)
+        ZY_P(eig_fwd_lanes)(1, jobz, uplo, n, A, lda, lwork, lanes, d, d + lanes, d + 2 * lanes);
+    return 0;
+}
+
 ZY_API ZY_T ZY_P(syevd_fwd)(int layout, int jobz, int uplo, int n, const ZY_T *A, int lda, const ZY_T *w,
                             const ZY_T *work, int lwork, const int *iwork, int liwork, const int *info, ZY_T *dA,
                             ZY_T *dw, ZY_T *dwork) {
@@ -164,6 +208,14 @@ ZY_API ZY_T ZY_P(syevd_fwd)(int layout, int jobz, int uplo, int n, const ZY_T *A
     if (lwork >= 0 && liwork >= 0)
         ZY_P(eig_fwd)(1, jobz, uplo, n, A, lda, lwork, dA, dw, dwork);
     return 0;
+}
+
+ZY_API void ZY_P(syevd_rev_lanes)(int layout, int jobz, int uplo, int n, const ZY_T *A, int lda, const ZY_T *w,
+                                  const ZY_T *work, int lwork, const int *iwork, int liwork, int info, int lanes,
+                                  ZY_T *const *d) {
+    (void)layout, (void)w, (void)work, (void)iwork, (void)info;
+    if (lwork >= 0 && liwork >= 0)
+        ZY_P(eig_rev_lanes)(1, jobz, uplo, n, A, lda, lwork, lanes, d, d + lanes, d + 2 * lanes);
 }
 
 ZY_API void ZY_P(syevd_rev)(int layout, int jobz, int uplo, int n, const ZY_T *A, int lda, const ZY_T *w,

@@ -74,22 +74,12 @@ ZY_API void *ZY_P(gelsd_save)(int which, int layout, int m, int n, int nrhs, con
                       : zy_copy_span(B, zy_mspan(layout, m, nrhs, ldb), sizeof(ZY_T));
 }
 
-ZY_API ZY_T ZY_P(gelsd_fwd)(int layout, int m, int n, int nrhs, const ZY_T *A, int lda, const ZY_T *B, int ldb,
-                            const ZY_T *s, ZY_T rcond, const int *rank, const ZY_T *work, int lwork, const int *iwork,
-                            const int *info, ZY_T *dA, ZY_T *dB, ZY_T *ds, ZY_T *dwork) {
-    (void)layout, (void)s, (void)rank, (void)work, (void)iwork, (void)info;
-    if (lwork < 0)
-        return 0;
+/* one lane's tangents, given the pseudo-inverse's factors U, w, VT of A and X = A^+ B */
+static void ZY_P(gelsd_fwd_lane)(int m, int n, int nrhs, const ZY_T *A, int lda, const ZY_T *B, int ldb,
+                                 const ZY_T *U, const ZY_T *w, const ZY_T *VT, const ZY_T *X, ZY_T *dA, ZY_T *dB,
+                                 ZY_T *ds) {
     int k = m < n ? m : n, ldm = m > 0 ? m : 1, ldk = k > 0 ? k : 1, ldn = n > 0 ? n : 1;
-    ZY_T *w = ZY_P(mtemp)(k, 1), *VT = NULL, *U = ZY_P(pinv_factors)(m, n, A, lda, rcond, w, &VT);
-    for (int i = 0; i < lwork && dwork; i++)
-        dwork[i] = 0;
-    if (!U) {
-        ZY_P(lstsq_nan)(m, n, nrhs, dA, lda, dB, ldb, ds);
-        free(w);
-        return 0;
-    }
-    ZY_T *X = ZY_P(pinv_apply)(m, n, nrhs, U, w, VT, B, ldb), *rhs = ZY_P(mtemp)(m, nrhs);
+    ZY_T *rhs = ZY_P(mtemp)(m, nrhs);
     if (dB)
         for (int j = 0; j < nrhs; j++)
             for (int i = 0; i < m; i++)
@@ -133,16 +123,44 @@ ZY_API ZY_T ZY_P(gelsd_fwd)(int layout, int m, int n, int nrhs, const ZY_T *A, i
         for (int j = 0; j < nrhs; j++)
             for (int i = 0; i < (m > n ? m : n); i++)
                 dB[i + (long)j * ldb] = i < n ? dX[i + (long)j * ldn] : (ZY_T)NAN;
-    free(w), free(U), free(VT), free(X), free(rhs), free(dX);
+    free(rhs), free(dX);
+}
+
+/* A's SVD and X = A^+ B once for every lane */
+ZY_API ZY_T ZY_P(gelsd_fwd_lanes)(int layout, int m, int n, int nrhs, const ZY_T *A, int lda, const ZY_T *B, int ldb,
+                                  const ZY_T *s, ZY_T rcond, const int *rank, const ZY_T *work, int lwork,
+                                  const int *iwork, const int *info, int lanes, ZY_T *const *d) {
+    (void)layout, (void)s, (void)rank, (void)work, (void)iwork, (void)info;
+    if (lwork < 0)
+        return 0;
+    ZY_T *const *dA = d, *const *dB = d + lanes, *const *ds = d + 2 * lanes, *const *dwork = d + 3 * lanes;
+    int k = m < n ? m : n;
+    ZY_T *w = ZY_P(mtemp)(k, 1), *VT = NULL, *U = ZY_P(pinv_factors)(m, n, A, lda, rcond, w, &VT);
+    ZY_T *X = U ? ZY_P(pinv_apply)(m, n, nrhs, U, w, VT, B, ldb) : NULL;
+    for (int l = 0; l < lanes; l++) {
+        for (int i = 0; i < lwork && dwork[l]; i++)
+            dwork[l][i] = 0;
+        if (U)
+            ZY_P(gelsd_fwd_lane)(m, n, nrhs, A, lda, B, ldb, U, w, VT, X, dA[l], dB[l], ds[l]);
+        else
+            ZY_P(lstsq_nan)(m, n, nrhs, dA[l], lda, dB[l], ldb, ds[l]);
+    }
+    free(w), free(U), free(VT), free(X);
     return 0;
 }
 
-ZY_API void ZY_P(gelsd_rev)(int layout, int m, int n, int nrhs, const ZY_T *A, int lda, const ZY_T *B, int ldb,
+ZY_API ZY_T ZY_P(gelsd_fwd)(int layout, int m, int n, int nrhs, const ZY_T *A, int lda, const ZY_T *B, int ldb,
                             const ZY_T *s, ZY_T rcond, const int *rank, const ZY_T *work, int lwork, const int *iwork,
-                            int info, ZY_T *dA, ZY_T *dB, ZY_T *ds, ZY_T *dwork, ZY_T dr) {
-    (void)layout, (void)s, (void)rank, (void)work, (void)iwork, (void)info, (void)dr;
-    if (lwork < 0)
-        return;
+                            const int *info, ZY_T *dA, ZY_T *dB, ZY_T *ds, ZY_T *dwork) {
+    ZY_T *d[4] = {dA, dB, ds, dwork};
+    return ZY_P(gelsd_fwd_lanes)(layout, m, n, nrhs, A, lda, B, ldb, s, rcond, rank, work, lwork, iwork, info, 1, d);
+}
+
+/* one lane's adjoints, given the pseudo-inverse's factors of the A kept at the call (U
+   NULL: rank deficient) */
+static void ZY_P(gelsd_rev_lane)(int m, int n, int nrhs, const ZY_T *A, int lda, const ZY_T *B, int ldb,
+                                 const ZY_T *U, const ZY_T *w, const ZY_T *VT, int lwork, ZY_T *dA, ZY_T *dB,
+                                 ZY_T *ds, ZY_T *dwork) {
     int k = m < n ? m : n, ldm = m > 0 ? m : 1, ldk = k > 0 ? k : 1, ldn = n > 0 ? n : 1, rows = m > n ? m : n;
     for (int i = 0; i < lwork && dwork; i++)
         dwork[i] = 0;
@@ -150,12 +168,10 @@ ZY_API void ZY_P(gelsd_rev)(int layout, int m, int n, int nrhs, const ZY_T *A, i
     for (int j = 0; j < nrhs && dB; j++)
         for (int i = n; i < m; i++)
             residual |= dB[i + (long)j * ldb] != 0;
-    ZY_T *w = ZY_P(mtemp)(k, 1), *VT = NULL, *U = ZY_P(pinv_factors)(m, n, A, lda, rcond, w, &VT);
     if (!U || residual) {
         ZY_P(lstsq_nan)(m, n, nrhs, dA, lda, dB, ldb, NULL);
         for (int i = 0; i < k && ds; i++)
             ds[i] = 0;
-        free(w), free(U), free(VT);
         return;
     }
     ZY_T *Xb = ZY_P(mtemp)(n, nrhs), *Bb = ZY_P(mtemp)(m, nrhs), *Y = ZY_P(mtemp)(k, nrhs);
@@ -197,5 +213,28 @@ ZY_API void ZY_P(gelsd_rev)(int layout, int m, int n, int nrhs, const ZY_T *A, i
                 dB[i + (long)j * ldb] = i < m ? Bb[i + (long)j * ldm] : 0;
     for (int i = 0; i < k && ds; i++)
         ds[i] = 0;
-    free(w), free(U), free(VT), free(Xb), free(Bb), free(Y);
+    free(Xb), free(Bb), free(Y);
+}
+
+/* the kept A's SVD once for every lane */
+ZY_API void ZY_P(gelsd_rev_lanes)(int layout, int m, int n, int nrhs, const ZY_T *A, int lda, const ZY_T *B, int ldb,
+                                  const ZY_T *s, ZY_T rcond, const int *rank, const ZY_T *work, int lwork,
+                                  const int *iwork, int info, int lanes, ZY_T *const *d) {
+    (void)layout, (void)s, (void)rank, (void)work, (void)iwork, (void)info;
+    if (lwork < 0)
+        return;
+    ZY_T *const *dA = d, *const *dB = d + lanes, *const *ds = d + 2 * lanes, *const *dwork = d + 3 * lanes;
+    int k = m < n ? m : n;
+    ZY_T *w = ZY_P(mtemp)(k, 1), *VT = NULL, *U = ZY_P(pinv_factors)(m, n, A, lda, rcond, w, &VT);
+    for (int l = 0; l < lanes; l++)
+        ZY_P(gelsd_rev_lane)(m, n, nrhs, A, lda, B, ldb, U, w, VT, lwork, dA[l], dB[l], ds[l], dwork[l]);
+    free(w), free(U), free(VT);
+}
+
+ZY_API void ZY_P(gelsd_rev)(int layout, int m, int n, int nrhs, const ZY_T *A, int lda, const ZY_T *B, int ldb,
+                            const ZY_T *s, ZY_T rcond, const int *rank, const ZY_T *work, int lwork, const int *iwork,
+                            int info, ZY_T *dA, ZY_T *dB, ZY_T *ds, ZY_T *dwork, ZY_T dr) {
+    (void)dr;
+    ZY_T *d[4] = {dA, dB, ds, dwork};
+    ZY_P(gelsd_rev_lanes)(layout, m, n, nrhs, A, lda, B, ldb, s, rcond, rank, work, lwork, iwork, info, 1, d);
 }

@@ -128,29 +128,52 @@ ZY_API void *ZY_P(getrf_save)(int which, int layout, int m, int n, const ZY_T *A
     return zy_copy_span(A, zy_mspan(layout, m, n, lda), sizeof(ZY_T));
 }
 
-ZY_API ZY_T ZY_P(getrf_fwd)(int layout, int m, int n, const ZY_T *A, int lda, const int *ipiv, const int *info,
-                            ZY_T *dA) {
+/* the input A factored once for every lane (the primal call's pivoting again) */
+ZY_API ZY_T ZY_P(getrf_fwd_lanes)(int layout, int m, int n, const ZY_T *A, int lda, const int *ipiv, const int *info,
+                                  int lanes, ZY_T *const *d) {
     (void)layout, (void)ipiv, (void)info;
+    ZY_T *const *dA = d;
     int *piv = ZY_P(pivots)(m, n);
     ZY_T *F = ZY_P(lu_of)(m, n, A, lda, piv);
-    if (F)
-        ZY_P(getrf_tangent)(m, n, F, piv, dA, lda, dA, lda);
-    else
-        ZY_P(nan_fill)(m, n, dA, lda);
+    for (int k = 0; k < lanes; k++) {
+        if (!dA[k])
+            continue;
+        if (F)
+            ZY_P(getrf_tangent)(m, n, F, piv, dA[k], lda, dA[k], lda);
+        else
+            ZY_P(nan_fill)(m, n, dA[k], lda);
+    }
     free(F), free(piv);
     return 0;
 }
 
+ZY_API ZY_T ZY_P(getrf_fwd)(int layout, int m, int n, const ZY_T *A, int lda, const int *ipiv, const int *info,
+                            ZY_T *dA) {
+    return ZY_P(getrf_fwd_lanes)(layout, m, n, A, lda, ipiv, info, 1, &dA);
+}
+
+/* A: the input, kept at the call, factored again once for every lane */
+ZY_API void ZY_P(getrf_rev_lanes)(int layout, int m, int n, const ZY_T *A, int lda, const int *ipiv, int info,
+                                  int lanes, ZY_T *const *d) {
+    (void)layout, (void)ipiv;
+    ZY_T *const *dA = d;
+    int *piv = ZY_P(pivots)(m, n);
+    ZY_T *F = info == 0 ? ZY_P(lu_of)(m, n, A, lda, piv) : NULL;
+    for (int k = 0; k < lanes; k++) {
+        if (!dA[k])
+            continue;
+        if (F)
+            ZY_P(getrf_adjoint)(m, n, F, m > 0 ? m : 1, piv, dA[k], lda);
+        else
+            ZY_P(nan_fill)(m, n, dA[k], lda);
+    }
+    free(F), free(piv);
+}
+
 ZY_API void ZY_P(getrf_rev)(int layout, int m, int n, const ZY_T *A, int lda, const int *ipiv, int info,
                             ZY_T *dA, ZY_T dr) {
-    (void)layout, (void)ipiv, (void)dr;
-    int *piv = ZY_P(pivots)(m, n);
-    ZY_T *F = info == 0 ? ZY_P(lu_of)(m, n, A, lda, piv) : NULL; /* A: the input, kept at the call */
-    if (F)
-        ZY_P(getrf_adjoint)(m, n, F, m > 0 ? m : 1, piv, dA, lda);
-    else
-        ZY_P(nan_fill)(m, n, dA, lda);
-    free(F), free(piv);
+    (void)dr;
+    ZY_P(getrf_rev_lanes)(layout, m, n, A, lda, ipiv, info, 1, &dA);
 }
 
 /* ---- getrs: B = op(A)^-1 B with A's LU factors ------------------------------------- */
@@ -168,6 +191,28 @@ static void ZY_P(lu_solve)(int trans, int n, int nrhs, const ZY_T *F, int ldf, c
     char t = trans == 111 ? 'N' : 'T';
     int info = 0;
     ZY_F(getrs)(&t, &n, &nrhs, F, &ldf, ipiv, M, &ldm, &info);
+}
+
+/* op(A)^-1 M_k in place for every present lane, in one solve */
+static void ZY_P(lu_solve_lanes)(int trans, int n, int nrhs, const ZY_T *F, int ldf, const int *ipiv, int lanes,
+                                 ZY_T *const *M, int ldm) {
+    ZY_T *P = ZY_P(lanes_pack)(lanes, M, n, nrhs, ldm);
+    if (!P) {
+        for (int k = 0; k < lanes; k++)
+            if (M[k])
+                ZY_P(lu_solve)(trans, n, nrhs, F, ldf, ipiv, M[k], ldm);
+        return;
+    }
+    ZY_P(lu_solve)(trans, n, ZY_P(lanes_present)(lanes, M) * nrhs, F, ldf, ipiv, P, n > 0 ? n : 1);
+    ZY_P(lanes_unpack)(lanes, M, n, nrhs, ldm, P);
+}
+
+/* X = op(A)^-1 B (packed n x nrhs) from A's factors F */
+static ZY_T *ZY_P(lu_solution)(int layout, int trans, int n, int nrhs, const ZY_T *F, int ldf, const int *ipiv,
+                               const ZY_T *B, int ldb) {
+    ZY_T *X = ZY_P(mcopy)(layout, n, nrhs, B, ldb);
+    ZY_P(lu_solve)(trans, n, nrhs, F, ldf, ipiv, X, n > 0 ? n : 1);
+    return X;
 }
 
 /* the tangent of P L U given the factors F and their tangent dF (packed n x n result) */
@@ -202,40 +247,58 @@ static void ZY_P(lu_product_adjoint)(int n, const ZY_T *F, int ldf, const int *i
     free(Lb);
 }
 
+ZY_API ZY_T ZY_P(getrs_fwd_lanes)(int layout, int trans, int n, int nrhs, const ZY_T *A, int lda, const int *ipiv,
+                                  const ZY_T *B, int ldb, const int *info, int lanes, ZY_T *const *d) {
+    (void)info;
+    ZY_T *const *dA = d, *const *dB = d + lanes;
+    ZY_T *X = NULL;
+    int ld = n > 0 ? n : 1;
+    for (int k = 0; k < lanes; k++) { /* dB -= op(dA0) X, X solved once */
+        if (!dB[k] || !dA[k])
+            continue;
+        if (!X)
+            X = ZY_P(lu_solution)(layout, trans, n, nrhs, A, lda, ipiv, B, ldb);
+        ZY_T *T = ZY_P(lu_product_tangent)(n, A, lda, ipiv, dA[k], lda);
+        ZY_B(gemm)(102, trans == 111 ? 111 : 112, 111, n, nrhs, n, -1, T, ld, X, ld, 1, dB[k], ldb);
+        free(T);
+    }
+    ZY_P(lu_solve_lanes)(trans, n, nrhs, A, lda, ipiv, lanes, dB, ldb);
+    free(X);
+    return 0;
+}
+
 ZY_API ZY_T ZY_P(getrs_fwd)(int layout, int trans, int n, int nrhs, const ZY_T *A, int lda, const int *ipiv,
                             const ZY_T *B, int ldb, const int *info, const ZY_T *dA, ZY_T *dB) {
+    ZY_T *d[2] = {(ZY_T *)dA, dB};
+    return ZY_P(getrs_fwd_lanes)(layout, trans, n, nrhs, A, lda, ipiv, B, ldb, info, 1, d);
+}
+
+ZY_API void ZY_P(getrs_rev_lanes)(int layout, int trans, int n, int nrhs, const ZY_T *A, int lda, const int *ipiv,
+                                  const ZY_T *B, int ldb, int info, int lanes, ZY_T *const *d) {
     (void)info;
-    if (!dB)
-        return 0;
-    if (dA) { /* dB -= op(dA0) X */
-        int ld = n > 0 ? n : 1;
-        ZY_T *X = ZY_P(mcopy)(layout, n, nrhs, B, ldb);
-        ZY_P(lu_solve)(trans, n, nrhs, A, lda, ipiv, X, ld);
-        ZY_T *T = ZY_P(lu_product_tangent)(n, A, lda, ipiv, dA, lda);
-        ZY_B(gemm)(102, trans == 111 ? 111 : 112, 111, n, nrhs, n, -1, T, ld, X, ld, 1, dB, ldb);
-        free(X), free(T);
+    ZY_T *const *dA = d, *const *dB = d + lanes;
+    ZY_P(lu_solve_lanes)(trans == 111 ? 112 : 111, n, nrhs, A, lda, ipiv, lanes, dB, ldb); /* Bbar = op(A)^-T Xbar */
+    ZY_T *X = NULL, *G = NULL;
+    int ld = n > 0 ? n : 1;
+    for (int k = 0; k < lanes; k++) { /* Abar = -Bbar X^T (op = N) or -X Bbar^T, X solved again once */
+        if (!dB[k] || !dA[k])
+            continue;
+        if (!X)
+            X = ZY_P(lu_solution)(layout, trans, n, nrhs, A, lda, ipiv, B, ldb), G = ZY_P(mtemp)(n, n);
+        if (trans == 111)
+            ZY_B(gemm)(102, 111, 112, n, n, nrhs, -1, dB[k], ldb, X, ld, 0, G, ld);
+        else
+            ZY_B(gemm)(102, 111, 112, n, n, nrhs, -1, X, ld, dB[k], ldb, 0, G, ld);
+        ZY_P(lu_product_adjoint)(n, A, lda, ipiv, G, dA[k], lda);
     }
-    ZY_P(lu_solve)(trans, n, nrhs, A, lda, ipiv, dB, ldb);
-    return 0;
+    free(X), free(G);
 }
 
 ZY_API void ZY_P(getrs_rev)(int layout, int trans, int n, int nrhs, const ZY_T *A, int lda, const int *ipiv,
                             const ZY_T *B, int ldb, int info, ZY_T *dA, ZY_T *dB, ZY_T dr) {
-    (void)info, (void)dr;
-    if (!dB)
-        return;
-    ZY_P(lu_solve)(trans == 111 ? 112 : 111, n, nrhs, A, lda, ipiv, dB, ldb); /* Bbar = op(A)^-T Xbar */
-    if (dA) { /* Abar = -Bbar X^T (op = N) or -X Bbar^T, X solved again from the B kept at the call */
-        int ld = n > 0 ? n : 1;
-        ZY_T *X = ZY_P(mcopy)(layout, n, nrhs, B, ldb), *G = ZY_P(mtemp)(n, n);
-        ZY_P(lu_solve)(trans, n, nrhs, A, lda, ipiv, X, ld);
-        if (trans == 111)
-            ZY_B(gemm)(102, 111, 112, n, n, nrhs, -1, dB, ldb, X, ld, 0, G, ld);
-        else
-            ZY_B(gemm)(102, 111, 112, n, n, nrhs, -1, X, ld, dB, ldb, 0, G, ld);
-        ZY_P(lu_product_adjoint)(n, A, lda, ipiv, G, dA, lda);
-        free(X), free(G);
-    }
+    (void)dr;
+    ZY_T *d[2] = {dA, dB};
+    ZY_P(getrs_rev_lanes)(layout, trans, n, nrhs, A, lda, ipiv, B, ldb, info, 1, d);
 }
 
 /* ---- gesv: A = P L U and B = A^-1 B in place --------------------------------------- */
@@ -250,51 +313,71 @@ ZY_API void *ZY_P(gesv_save)(int which, int layout, int n, int nrhs, const ZY_T 
                       : zy_copy_span(B, zy_mspan(layout, n, nrhs, ldb), sizeof(ZY_T));
 }
 
-ZY_API ZY_T ZY_P(gesv_fwd)(int layout, int n, int nrhs, const ZY_T *A, int lda, const int *ipiv, const ZY_T *B,
-                           int ldb, const int *info, ZY_T *dA, ZY_T *dB) {
+/* A factored once for every lane, X solved once, the lanes' dB solved together */
+ZY_API ZY_T ZY_P(gesv_fwd_lanes)(int layout, int n, int nrhs, const ZY_T *A, int lda, const int *ipiv, const ZY_T *B,
+                                 int ldb, const int *info, int lanes, ZY_T *const *d) {
     (void)ipiv, (void)info;
+    ZY_T *const *dA = d, *const *dB = d + lanes;
     int ld = n > 0 ? n : 1, *piv = ZY_P(pivots)(n, n);
-    ZY_T *F = ZY_P(lu_of)(n, n, A, lda, piv);
+    ZY_T *F = ZY_P(lu_of)(n, n, A, lda, piv), *X = NULL;
     if (!F) {
-        if (dA)
-            ZY_P(nan_fill)(n, n, dA, lda);
-        if (dB)
-            ZY_P(nan_fill)(n, nrhs, dB, ldb);
+        for (int k = 0; k < lanes; k++) {
+            if (dA[k])
+                ZY_P(nan_fill)(n, n, dA[k], lda);
+            if (dB[k])
+                ZY_P(nan_fill)(n, nrhs, dB[k], ldb);
+        }
         free(piv);
         return 0;
     }
-    if (dB) { /* dX = A^-1 (dB - dA X) */
-        if (dA) {
-            ZY_T *X = ZY_P(mcopy)(layout, n, nrhs, B, ldb);
-            ZY_P(lu_solve)(111, n, nrhs, F, ld, piv, X, ld);
-            ZY_B(gemm)(102, 111, 111, n, nrhs, n, -1, dA, lda, X, ld, 1, dB, ldb);
-            free(X);
-        }
-        ZY_P(lu_solve)(111, n, nrhs, F, ld, piv, dB, ldb);
+    for (int k = 0; k < lanes; k++) { /* dX = A^-1 (dB - dA X) */
+        if (!dB[k] || !dA[k])
+            continue;
+        if (!X)
+            X = ZY_P(lu_solution)(layout, 111, n, nrhs, F, ld, piv, B, ldb);
+        ZY_B(gemm)(102, 111, 111, n, nrhs, n, -1, dA[k], lda, X, ld, 1, dB[k], ldb);
     }
-    if (dA) /* the factors' tangent, from the input's (read above) */
-        ZY_P(getrf_tangent)(n, n, F, piv, dA, lda, dA, lda);
-    free(F), free(piv);
+    ZY_P(lu_solve_lanes)(111, n, nrhs, F, ld, piv, lanes, dB, ldb);
+    for (int k = 0; k < lanes; k++) /* the factors' tangent, from the input's (read above) */
+        if (dA[k])
+            ZY_P(getrf_tangent)(n, n, F, piv, dA[k], lda, dA[k], lda);
+    free(F), free(X), free(piv);
     return 0;
 }
 
+ZY_API ZY_T ZY_P(gesv_fwd)(int layout, int n, int nrhs, const ZY_T *A, int lda, const int *ipiv, const ZY_T *B,
+                           int ldb, const int *info, ZY_T *dA, ZY_T *dB) {
+    ZY_T *d[2] = {dA, dB};
+    return ZY_P(gesv_fwd_lanes)(layout, n, nrhs, A, lda, ipiv, B, ldb, info, 1, d);
+}
+
 /* A: the LU factors, ipiv: the pivots, B: the solution X, as the call left them (kept);
-   info: the call's status */
-ZY_API void ZY_P(gesv_rev)(int layout, int n, int nrhs, const ZY_T *A, int lda, const int *ipiv, const ZY_T *B,
-                           int ldb, int info, ZY_T *dA, ZY_T *dB, ZY_T dr) {
-    (void)layout, (void)dr;
+   info: the call's status. The lanes' Xbar solved together. */
+ZY_API void ZY_P(gesv_rev_lanes)(int layout, int n, int nrhs, const ZY_T *A, int lda, const int *ipiv, const ZY_T *B,
+                                 int ldb, int info, int lanes, ZY_T *const *d) {
+    (void)layout;
+    ZY_T *const *dA = d, *const *dB = d + lanes;
     if (info != 0) { /* U singular: no derivative */
-        if (dA)
-            ZY_P(nan_fill)(n, n, dA, lda);
-        if (dB)
-            ZY_P(nan_fill)(n, nrhs, dB, ldb);
+        for (int k = 0; k < lanes; k++) {
+            if (dA[k])
+                ZY_P(nan_fill)(n, n, dA[k], lda);
+            if (dB[k])
+                ZY_P(nan_fill)(n, nrhs, dB[k], ldb);
+        }
         return;
     }
-    if (dA) /* the adjoint of the LU factors A holds after the call */
-        ZY_P(getrf_adjoint)(n, n, A, lda, ipiv, dA, lda);
-    if (dB) {
-        ZY_P(lu_solve)(112, n, nrhs, A, lda, ipiv, dB, ldb); /* Bbar = A^-T Xbar */
-        if (dA && nrhs > 0) /* Abar -= Bbar X^T */
-            ZY_B(gemm)(102, 111, 112, n, n, nrhs, -1, dB, ldb, B, ldb, 1, dA, lda);
-    }
+    for (int k = 0; k < lanes; k++) /* the adjoint of the LU factors A holds after the call */
+        if (dA[k])
+            ZY_P(getrf_adjoint)(n, n, A, lda, ipiv, dA[k], lda);
+    ZY_P(lu_solve_lanes)(112, n, nrhs, A, lda, ipiv, lanes, dB, ldb); /* Bbar = A^-T Xbar */
+    for (int k = 0; k < lanes; k++)
+        if (dA[k] && dB[k] && nrhs > 0) /* Abar -= Bbar X^T */
+            ZY_B(gemm)(102, 111, 112, n, n, nrhs, -1, dB[k], ldb, B, ldb, 1, dA[k], lda);
+}
+
+ZY_API void ZY_P(gesv_rev)(int layout, int n, int nrhs, const ZY_T *A, int lda, const int *ipiv, const ZY_T *B,
+                           int ldb, int info, ZY_T *dA, ZY_T *dB, ZY_T dr) {
+    (void)dr;
+    ZY_T *d[2] = {dA, dB};
+    ZY_P(gesv_rev_lanes)(layout, n, nrhs, A, lda, ipiv, B, ldb, info, 1, d);
 }

@@ -16,6 +16,53 @@
    A factorization that fails (A not positive definite: info > 0) has no derivative: the
    tangents or adjoints it would give are NaN, never a silent number. */
 
+/* ---- vector mode (width N): every lane of one call at once ------------------------- */
+/* At width N the generated code calls <p><name>_fwd_lanes / _rev_lanes once per primal
+   call, with `lanes` shadows per array argument (`d[a * lanes + k]`: array a, lane k;
+   NULL where the array is constant), instead of the width-1 rule once per lane: the
+   factorization or decomposition the derivative needs is computed once for all lanes,
+   and the lanes' right-hand sides are solved in one call (one solve of lanes x nrhs
+   columns: level-3 BLAS). The width-1 entry points are the lanes ones with one lane, and
+   with one lane nothing is packed: the same calls on the same data as before. */
+
+/* how many of the lanes' M_k are there (not NULL) */
+static int ZY_P(lanes_present)(int lanes, ZY_T *const *M) {
+    int count = 0;
+    for (int k = 0; k < lanes; k++)
+        count += M[k] != NULL;
+    return count;
+}
+
+/* every present lane's n x nrhs M_k (leading dimension ldm) side by side in one packed
+   n x (count nrhs) matrix, lane after lane; NULL when fewer than two lanes have one (the
+   caller then works in place) */
+static ZY_T *ZY_P(lanes_pack)(int lanes, ZY_T *const *M, int n, int nrhs, int ldm) {
+    int count = ZY_P(lanes_present)(lanes, M), ld = n > 0 ? n : 1;
+    if (count < 2)
+        return NULL;
+    ZY_T *P = ZY_P(mtemp)(n, count * nrhs), *at = P;
+    for (int k = 0; k < lanes; k++) {
+        if (!M[k])
+            continue;
+        for (int j = 0; j < nrhs; j++, at += ld)
+            memcpy(at, M[k] + (long)j * ldm, (size_t)(n > 0 ? n : 0) * sizeof(ZY_T));
+    }
+    return P;
+}
+
+/* the packed P back into the present lanes' M_k, and P freed */
+static void ZY_P(lanes_unpack)(int lanes, ZY_T *const *M, int n, int nrhs, int ldm, ZY_T *P) {
+    const ZY_T *at = P;
+    int ld = n > 0 ? n : 1;
+    for (int k = 0; k < lanes; k++) {
+        if (!M[k])
+            continue;
+        for (int j = 0; j < nrhs; j++, at += ld)
+            memcpy(M[k] + (long)j * ldm, at, (size_t)(n > 0 ? n : 0) * sizeof(ZY_T));
+    }
+    free(P);
+}
+
 /* the factor in the stored triangle of F as a packed lower-triangular L (U^T when upper) */
 static ZY_T *ZY_P(lower_of)(int uplo, int n, const ZY_T *F, int ldf) {
     ZY_T *L = ZY_P(mtemp)(n, n);
@@ -171,39 +218,75 @@ ZY_API void *ZY_P(potrf_save)(int which, int layout, int uplo, int n, const ZY_T
 }
 
 /* forward mode, called AFTER the primal call (blas_signatures: forward_after): F holds
-   the factor, dA still the tangent of the input */
-ZY_API ZY_T ZY_P(potrf_fwd)(int layout, int uplo, int n, const ZY_T *F, int lda, const int *info, ZY_T *dA) {
+   the factor, each lane's dA still the tangent of the input; the factor unpacked once */
+ZY_API ZY_T ZY_P(potrf_fwd_lanes)(int layout, int uplo, int n, const ZY_T *F, int lda, const int *info, int lanes,
+                                  ZY_T *const *d) {
     (void)layout;
-    if (!dA || n <= 0)
+    ZY_T *const *dA = d;
+    if (n <= 0 || !ZY_P(lanes_present)(lanes, dA))
         return 0;
     if (*info != 0) {
-        ZY_P(nan_triangle)(uplo, n, dA, lda);
+        for (int k = 0; k < lanes; k++)
+            if (dA[k])
+                ZY_P(nan_triangle)(uplo, n, dA[k], lda);
         return 0;
     }
     ZY_T *L = ZY_P(lower_of)(uplo, n, F, lda);
     ZY_T *S = ZY_P(mtemp)(n, n); /* the symmetric tangent of A */
-    for (int j = 0; j < n; j++)
-        for (int i = j; i < n; i++) {
-            ZY_T t = uplo == 121 ? dA[j + (long)i * lda] : dA[i + (long)j * lda];
-            S[i + (long)j * n] = S[j + (long)i * n] = t;
-        }
-    ZY_P(potrf_tangent)(n, L, S);
-    ZY_P(to_stored)(uplo, n, S, dA, lda, 0);
+    for (int k = 0; k < lanes; k++) {
+        if (!dA[k])
+            continue;
+        for (int j = 0; j < n; j++)
+            for (int i = j; i < n; i++) {
+                ZY_T t = uplo == 121 ? dA[k][j + (long)i * lda] : dA[k][i + (long)j * lda];
+                S[i + (long)j * n] = S[j + (long)i * n] = t;
+            }
+        ZY_P(potrf_tangent)(n, L, S);
+        ZY_P(to_stored)(uplo, n, S, dA[k], lda, 0);
+    }
     free(L), free(S);
     return 0;
 }
 
-ZY_API void ZY_P(potrf_rev)(int layout, int uplo, int n, const ZY_T *F, int lda, int info, ZY_T *dA, ZY_T dr) {
-    (void)layout, (void)dr;
-    if (!dA || n <= 0)
+ZY_API ZY_T ZY_P(potrf_fwd)(int layout, int uplo, int n, const ZY_T *F, int lda, const int *info, ZY_T *dA) {
+    return ZY_P(potrf_fwd_lanes)(layout, uplo, n, F, lda, info, 1, &dA);
+}
+
+/* F: the factor the call computed, read in place or kept after the call (which of the
+   two, this code cannot tell: it is not written); an upper one unpacked once for every
+   lane */
+ZY_API void ZY_P(potrf_rev_lanes)(int layout, int uplo, int n, const ZY_T *F, int lda, int info, int lanes,
+                                  ZY_T *const *d) {
+    (void)layout;
+    ZY_T *const *dA = d;
+    if (n <= 0 || !ZY_P(lanes_present)(lanes, dA))
         return;
     if (info != 0) {
-        ZY_P(nan_triangle)(uplo, n, dA, lda);
+        for (int k = 0; k < lanes; k++)
+            if (dA[k])
+                ZY_P(nan_triangle)(uplo, n, dA[k], lda);
         return;
     }
-    /* F: the factor the call computed, read in place or kept after the call (which of
-       the two, this code cannot tell: it is not written) */
-    ZY_P(potrf_adjoint_stored)(uplo, n, (ZY_T *)F, lda, 0, dA);
+    if (lanes == 1) {
+        ZY_P(potrf_adjoint_stored)(uplo, n, (ZY_T *)F, lda, 0, dA[0]);
+        return;
+    }
+    ZY_T *lower = uplo == 121 ? ZY_P(lower_of)(uplo, n, F, lda) : NULL;
+    for (int k = 0; k < lanes; k++) {
+        if (!dA[k])
+            continue;
+        if (uplo == 121)
+            ZY_P(transpose_square)(n, dA[k], lda);
+        ZY_P(potrf_adjoint)(n, lower ? lower : F, lower ? n : lda, dA[k], lda);
+        if (uplo == 121)
+            ZY_P(transpose_square)(n, dA[k], lda);
+    }
+    free(lower);
+}
+
+ZY_API void ZY_P(potrf_rev)(int layout, int uplo, int n, const ZY_T *F, int lda, int info, ZY_T *dA, ZY_T dr) {
+    (void)dr;
+    ZY_P(potrf_rev_lanes)(layout, uplo, n, F, lda, info, 1, &dA);
 }
 
 ZY_API void *ZY_P(potrs_save)(int which, int layout, int uplo, int n, int nrhs, const ZY_T *A, int lda, const ZY_T *B,
@@ -220,36 +303,80 @@ static void ZY_P(solve)(int uplo, int n, int nrhs, const ZY_T *A, int lda, ZY_T 
     ZY_F(potrs)(&u, &n, &nrhs, A, &lda, M, &ldm, &info);
 }
 
-ZY_API ZY_T ZY_P(potrs_fwd)(int layout, int uplo, int n, int nrhs, const ZY_T *A, int lda, const ZY_T *B, int ldb,
-                            const int *info, const ZY_T *dA, ZY_T *dB) {
+/* A^-1 M_k in place for every present lane, in one solve */
+static void ZY_P(solve_lanes)(int uplo, int n, int nrhs, const ZY_T *A, int lda, int lanes, ZY_T *const *M, int ldm) {
+    ZY_T *P = ZY_P(lanes_pack)(lanes, M, n, nrhs, ldm);
+    if (!P) {
+        for (int k = 0; k < lanes; k++)
+            if (M[k])
+                ZY_P(solve)(uplo, n, nrhs, A, lda, M[k], ldm);
+        return;
+    }
+    ZY_P(solve)(uplo, n, ZY_P(lanes_present)(lanes, M) * nrhs, A, lda, P, n > 0 ? n : 1);
+    ZY_P(lanes_unpack)(lanes, M, n, nrhs, ldm, P);
+}
+
+/* X = A^-1 B (packed n x nrhs) and the factor as a packed lower L, once for every lane */
+static ZY_T *ZY_P(potrs_solution)(int layout, int uplo, int n, int nrhs, const ZY_T *A, int lda, const ZY_T *B, int ldb,
+                                  ZY_T **L) {
+    ZY_T *X = ZY_P(mcopy)(layout, n, nrhs, B, ldb);
+    ZY_P(solve)(uplo, n, nrhs, A, lda, X, n > 0 ? n : 1);
+    *L = ZY_P(lower_of)(uplo, n, A, lda);
+    return X;
+}
+
+ZY_API ZY_T ZY_P(potrs_fwd_lanes)(int layout, int uplo, int n, int nrhs, const ZY_T *A, int lda, const ZY_T *B,
+                                  int ldb, const int *info, int lanes, ZY_T *const *d) {
     (void)info;
-    if (dA) { /* dB -= (dL L^T + L dL^T) X */
-        int ld = n > 0 ? n : 1;
-        ZY_T *X = ZY_P(mcopy)(layout, n, nrhs, B, ldb), *L = ZY_P(lower_of)(uplo, n, A, lda);
-        ZY_T *dL = ZY_P(lower_of)(uplo, n, dA, lda), *T = ZY_P(mtemp)(n, n);
-        ZY_P(solve)(uplo, n, nrhs, A, lda, X, ld);
+    ZY_T *const *dA = d, *const *dB = d + lanes;
+    ZY_T *X = NULL, *L = NULL, *dL = NULL, *T = NULL;
+    int ld = n > 0 ? n : 1;
+    for (int k = 0; k < lanes; k++) { /* dB -= (dL L^T + L dL^T) X */
+        if (!dA[k])
+            continue;
+        if (!X)
+            X = ZY_P(potrs_solution)(layout, uplo, n, nrhs, A, lda, B, ldb, &L), T = ZY_P(mtemp)(n, n);
+        dL = ZY_P(lower_of)(uplo, n, dA[k], lda);
         ZY_B(gemm)(102, 111, 112, n, n, n, 1, dL, ld, L, ld, 0, T, ld);
         ZY_B(gemm)(102, 111, 112, n, n, n, 1, L, ld, dL, ld, 1, T, ld);
-        ZY_B(gemm)(102, 111, 111, n, nrhs, n, -1, T, ld, X, ld, 1, dB, ldb);
-        free(X), free(L), free(dL), free(T);
+        ZY_B(gemm)(102, 111, 111, n, nrhs, n, -1, T, ld, X, ld, 1, dB[k], ldb);
+        free(dL);
     }
-    ZY_P(solve)(uplo, n, nrhs, A, lda, dB, ldb);
+    ZY_P(solve_lanes)(uplo, n, nrhs, A, lda, lanes, dB, ldb);
+    free(X), free(L), free(T);
     return 0;
+}
+
+ZY_API ZY_T ZY_P(potrs_fwd)(int layout, int uplo, int n, int nrhs, const ZY_T *A, int lda, const ZY_T *B, int ldb,
+                            const int *info, const ZY_T *dA, ZY_T *dB) {
+    ZY_T *d[2] = {(ZY_T *)dA, dB};
+    return ZY_P(potrs_fwd_lanes)(layout, uplo, n, nrhs, A, lda, B, ldb, info, 1, d);
+}
+
+ZY_API void ZY_P(potrs_rev_lanes)(int layout, int uplo, int n, int nrhs, const ZY_T *A, int lda, const ZY_T *B,
+                                  int ldb, int info, int lanes, ZY_T *const *d) {
+    (void)info;
+    ZY_T *const *dA = d, *const *dB = d + lanes;
+    ZY_P(solve_lanes)(uplo, n, nrhs, A, lda, lanes, dB, ldb); /* Bbar = A^-1 Xbar */
+    ZY_T *X = NULL, *L = NULL, *W = NULL, *R = NULL;
+    int ld = n > 0 ? n : 1;
+    for (int k = 0; k < lanes; k++) { /* Lbar = -(Bbar X^T + X Bbar^T) L, X solved again from the B kept at the call */
+        if (!dA[k])
+            continue;
+        if (!X)
+            X = ZY_P(potrs_solution)(layout, uplo, n, nrhs, A, lda, B, ldb, &L), W = ZY_P(mtemp)(n, n),
+            R = ZY_P(mtemp)(n, n);
+        ZY_B(gemm)(102, 111, 112, n, n, nrhs, 1, dB[k], ldb, X, ld, 0, W, ld);
+        ZY_B(gemm)(102, 111, 112, n, n, nrhs, 1, X, ld, dB[k], ldb, 1, W, ld);
+        ZY_B(gemm)(102, 111, 111, n, n, n, -1, W, ld, L, ld, 0, R, ld);
+        ZY_P(to_stored)(uplo, n, R, dA[k], lda, 1);
+    }
+    free(X), free(L), free(W), free(R);
 }
 
 ZY_API void ZY_P(potrs_rev)(int layout, int uplo, int n, int nrhs, const ZY_T *A, int lda, const ZY_T *B, int ldb,
                             int info, ZY_T *dA, ZY_T *dB, ZY_T dr) {
-    (void)info, (void)dr;
-    ZY_P(solve)(uplo, n, nrhs, A, lda, dB, ldb); /* Bbar = A^-1 Xbar */
-    if (dA) { /* Lbar = -(Bbar X^T + X Bbar^T) L, X solved again from the B kept at the call */
-        int ld = n > 0 ? n : 1;
-        ZY_T *X = ZY_P(mcopy)(layout, n, nrhs, B, ldb), *L = ZY_P(lower_of)(uplo, n, A, lda);
-        ZY_T *W = ZY_P(mtemp)(n, n), *R = ZY_P(mtemp)(n, n);
-        ZY_P(solve)(uplo, n, nrhs, A, lda, X, ld);
-        ZY_B(gemm)(102, 111, 112, n, n, nrhs, 1, dB, ldb, X, ld, 0, W, ld);
-        ZY_B(gemm)(102, 111, 112, n, n, nrhs, 1, X, ld, dB, ldb, 1, W, ld);
-        ZY_B(gemm)(102, 111, 111, n, n, n, -1, W, ld, L, ld, 0, R, ld);
-        ZY_P(to_stored)(uplo, n, R, dA, lda, 1);
-        free(X), free(L), free(W), free(R);
-    }
+    (void)dr;
+    ZY_T *d[2] = {dA, dB};
+    ZY_P(potrs_rev_lanes)(layout, uplo, n, nrhs, A, lda, B, ldb, info, 1, d);
 }

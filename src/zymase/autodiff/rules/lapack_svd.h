@@ -71,15 +71,12 @@ ZY_API void *ZY_P(gesdd_save)(int which, int layout, int jobz, int m, int n, con
     return zy_copy_span(A, lwork < 0 ? 0 : zy_mspan(layout, m, n, lda), sizeof(ZY_T));
 }
 
-ZY_API ZY_T ZY_P(gesdd_fwd)(int layout, int jobz, int m, int n, const ZY_T *A, int lda, const ZY_T *s, const ZY_T *U,
-                            int ldu, const ZY_T *VT, int ldvt, const ZY_T *work, int lwork, const int *iwork,
-                            const int *info, ZY_T *dA, ZY_T *ds, ZY_T *dU, ZY_T *dVT, ZY_T *dwork) {
-    (void)layout, (void)s, (void)U, (void)VT, (void)work, (void)iwork, (void)info;
-    if (lwork < 0)
-        return 0;
+/* one lane's tangents, given A's SVD (Q = U, V, w = s: NULL when it failed or was not
+   computed) */
+static void ZY_P(gesdd_fwd_lane)(int jobz, int m, int n, int lda, int ldu, int ldvt, int lwork, const ZY_T *w,
+                                 const ZY_T *Q, const ZY_T *V, ZY_T *dA, ZY_T *ds, ZY_T *dU, ZY_T *dVT, ZY_T *dwork) {
     int k = m < n ? m : n, ldk = k > 0 ? k : 1, ldm = m > 0 ? m : 1, ldn = n > 0 ? n : 1, ucols, vrows;
     ZY_P(svd_shapes)(jobz, m, n, &ucols, &vrows);
-    ZY_T *w = ZY_P(mtemp)(k, 1), *V = NULL, *Q = dA && jobz != 'O' ? ZY_P(svd_of)(jobz == 'A', m, n, A, lda, w, &V) : NULL;
     if (!dA) {
         ZY_P(svd_fill)(jobz, m, n, 0, ds, dU, ldu, dVT, ldvt);
     } else if (!Q) { /* failed, or jobz 'O' */
@@ -133,21 +130,25 @@ ZY_API ZY_T ZY_P(gesdd_fwd)(int layout, int jobz, int m, int n, const ZY_T *A, i
     }
     for (int i = 0; i < lwork && dwork; i++)
         dwork[i] = 0;
-    free(w), free(Q), free(V);
-    return 0;
 }
 
-ZY_API void ZY_P(gesdd_rev)(int layout, int jobz, int m, int n, const ZY_T *A, int lda, const ZY_T *s, const ZY_T *U,
+ZY_API ZY_T ZY_P(gesdd_fwd_lanes)(int layout, int jobz, int m, int n, const ZY_T *A, int lda, const ZY_T *s,
+                                  const ZY_T *U, int ldu, const ZY_T *VT, int ldvt, const ZY_T *work, int lwork,
+                                  const int *iwork, const int *info, int lanes, ZY_T *const *d);
+
+ZY_API ZY_T ZY_P(gesdd_fwd)(int layout, int jobz, int m, int n, const ZY_T *A, int lda, const ZY_T *s, const ZY_T *U,
                             int ldu, const ZY_T *VT, int ldvt, const ZY_T *work, int lwork, const int *iwork,
-                            int info, ZY_T *dA, ZY_T *ds, ZY_T *dU, ZY_T *dVT, ZY_T *dwork, ZY_T dr) {
-    (void)layout, (void)s, (void)U, (void)VT, (void)work, (void)iwork, (void)info, (void)dr;
-    if (lwork < 0)
-        return;
+                            const int *info, ZY_T *dA, ZY_T *ds, ZY_T *dU, ZY_T *dVT, ZY_T *dwork) {
+    ZY_T *d[5] = {dA, ds, dU, dVT, dwork};
+    return ZY_P(gesdd_fwd_lanes)(layout, jobz, m, n, A, lda, s, U, ldu, VT, ldvt, work, lwork, iwork, info, 1, d);
+}
+
+/* one lane's adjoints, given the SVD of the A kept at the call (as gesdd_fwd_lane) */
+static void ZY_P(gesdd_rev_lane)(int jobz, int m, int n, int lda, int ldu, int ldvt, int lwork, const ZY_T *w,
+                                 const ZY_T *Q, const ZY_T *V, ZY_T *dA, ZY_T *ds, ZY_T *dU, ZY_T *dVT, ZY_T *dwork) {
     int k = m < n ? m : n, ldk = k > 0 ? k : 1, ldm = m > 0 ? m : 1, ucols, vrows;
     ZY_P(svd_shapes)(jobz, m, n, &ucols, &vrows);
     if (dA) {
-        ZY_T *w = ZY_P(mtemp)(k, 1), *V = NULL;
-        ZY_T *Q = jobz != 'O' ? ZY_P(svd_of)(jobz == 'A', m, n, A, lda, w, &V) : NULL;
         int ldv = jobz == 'A' ? (n > 0 ? n : 1) : ldk, complement = 0;
         for (int j = k; j < ucols && dU; j++) /* an adjoint on the complement's basis */
             for (int i = 0; i < m; i++)
@@ -190,9 +191,49 @@ ZY_API void ZY_P(gesdd_rev)(int layout, int jobz, int m, int n, const ZY_T *A, i
             ZY_B(gemm)(102, 111, 111, m, n, k, 1, Q, ldm, Wt, ldk, 1, dA, lda);
             free(Ub), free(Wt), free(UU), free(VV), free(C);
         }
-        free(w), free(Q), free(V);
     }
     ZY_P(svd_fill)(jobz, m, n, 0, ds, dU, ldu, dVT, ldvt);
     for (int i = 0; i < lwork && dwork; i++)
         dwork[i] = 0;
+}
+
+/* every lane's tangents (reverse 0) or adjoints (1) by the lane functions, A (the input
+   at the call, or the copy kept there) decomposed once for all lanes; d as the _lanes
+   entry points pass it (A, s, U, VT, work: lanes shadows each) */
+static void ZY_P(gesdd_lanes)(int reverse, int jobz, int m, int n, const ZY_T *A, int lda, int ldu, int ldvt,
+                              int lwork, int lanes, ZY_T *const *d) {
+    if (lwork < 0)
+        return;
+    ZY_T *const *dA = d, *const *ds = d + lanes, *const *dU = d + 2 * lanes, *const *dVT = d + 3 * lanes;
+    ZY_T *const *dwork = d + 4 * lanes;
+    int k = m < n ? m : n;
+    ZY_T *w = ZY_P(mtemp)(k, 1), *V = NULL;
+    ZY_T *Q = ZY_P(lanes_present)(lanes, dA) && jobz != 'O' ? ZY_P(svd_of)(jobz == 'A', m, n, A, lda, w, &V) : NULL;
+    for (int l = 0; l < lanes; l++)
+        (reverse ? ZY_P(gesdd_rev_lane) : ZY_P(gesdd_fwd_lane))(jobz, m, n, lda, ldu, ldvt, lwork, w, Q, V, dA[l],
+                                                                 ds[l], dU[l], dVT[l], dwork[l]);
+    free(w), free(Q), free(V);
+}
+
+ZY_API ZY_T ZY_P(gesdd_fwd_lanes)(int layout, int jobz, int m, int n, const ZY_T *A, int lda, const ZY_T *s,
+                                  const ZY_T *U, int ldu, const ZY_T *VT, int ldvt, const ZY_T *work, int lwork,
+                                  const int *iwork, const int *info, int lanes, ZY_T *const *d) {
+    (void)layout, (void)s, (void)U, (void)VT, (void)work, (void)iwork, (void)info;
+    ZY_P(gesdd_lanes)(0, jobz, m, n, A, lda, ldu, ldvt, lwork, lanes, d);
+    return 0;
+}
+
+ZY_API void ZY_P(gesdd_rev_lanes)(int layout, int jobz, int m, int n, const ZY_T *A, int lda, const ZY_T *s,
+                                  const ZY_T *U, int ldu, const ZY_T *VT, int ldvt, const ZY_T *work, int lwork,
+                                  const int *iwork, int info, int lanes, ZY_T *const *d) {
+    (void)layout, (void)s, (void)U, (void)VT, (void)work, (void)iwork, (void)info;
+    ZY_P(gesdd_lanes)(1, jobz, m, n, A, lda, ldu, ldvt, lwork, lanes, d);
+}
+
+ZY_API void ZY_P(gesdd_rev)(int layout, int jobz, int m, int n, const ZY_T *A, int lda, const ZY_T *s, const ZY_T *U,
+                            int ldu, const ZY_T *VT, int ldvt, const ZY_T *work, int lwork, const int *iwork,
+                            int info, ZY_T *dA, ZY_T *ds, ZY_T *dU, ZY_T *dVT, ZY_T *dwork, ZY_T dr) {
+    (void)dr;
+    ZY_T *d[5] = {dA, ds, dU, dVT, dwork};
+    ZY_P(gesdd_rev_lanes)(layout, jobz, m, n, A, lda, s, U, ldu, VT, ldvt, work, lwork, iwork, info, 1, d);
 }

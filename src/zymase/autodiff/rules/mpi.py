@@ -23,12 +23,15 @@ Communicators, ranks, counts and tags are constant; ``MPI_Barrier`` is mirrored 
 reverse sweep.
 
 Vector mode (width N): the generators call each rule once per lane (:meth:`lane_by_lane`);
-a lane's derivative message is the width-1 one on its shadows, the lanes' messages of one
-call one after the other in lane order on every rank, so that MPI's non-overtaking order
-pairs lane k with lane k on the other side. What belongs to the primal call is done once:
-the MAX/MIN owners (lane 0, freed after the last lane), a Waitall's records (every lane's,
-taken and started request by request on lane 0) and the reverse sweep's barrier. An MPI call without a rule that touches active data or moves floating-point
-data is refused (:func:`refusal`).
+the rule gathers the lanes' shadows and the last lane emits one ``*_lanes`` runtime call
+(``mpi_lanes.h``) with an array of the N lanes' shadows per buffer: one derivative message
+per primal message carrying every lane (packed, N x count elements), forward and reverse,
+collectives included (MPI_SUM applies to the packed lanes element by element). What belongs
+to the primal call is done once: the MAX/MIN owners (lane 0, freed after the last lane), a
+non-blocking request's record (one for all lanes, so the waits are width 1's, on lane 0) and
+the reverse sweep's barrier. Every rank calls the derivative at the same width, so both sides
+of a message pack the same way. An MPI call without a rule that touches active data or moves
+floating-point data is refused (:func:`refusal`).
 """
 
 from __future__ import annotations
@@ -197,6 +200,24 @@ class MpiRule(CallMemoryRule):
                 out.append(self._value(g, op, item, reverse=reverse))
         return out
 
+    def _emit(self, g, op: Operation, suffix: str, layout: str, *, reverse: bool, extra=lambda: [],
+              result=None) -> SSAValue | None:
+        """The runtime call ``suffix`` by ``layout`` (then ``extra()``'s values): at width 1
+        on this lane's shadows; at width N, once, on the last lane (None before it):
+        ``<suffix>_lanes`` with each shadow argument an array of every lane's shadows and the
+        width last (one message for all lanes, mpi_lanes.h)."""
+        if g.width == 1:
+            return self._call(g, suffix, [*self._args(g, op, layout, reverse=reverse), *extra()], result)
+        items = layout.split()
+        lanes = g.gathered((op, reverse),
+                           [self._shadow(g, op, item[2:], reverse=reverse) for item in items if item.startswith("d:")])
+        if lanes is None:
+            return None
+        arrays = iter([g.pointer_array([lane[j] for lane in lanes]) for j in range(len(lanes[0]))])
+        args = [next(arrays) if item.startswith("d:") else self._args(g, op, item, reverse=reverse)[0]
+                for item in items]
+        return self._call(g, f"{suffix}_lanes", [*args, *extra(), self._const(g, g.width)], result)
+
     #: the runtime's argument layout of this call (blocking calls)
     layout = ""
 
@@ -213,20 +234,19 @@ class MpiRule(CallMemoryRule):
 
     def structure(self, g, op, clone, *, forward_mode):
         if forward_mode and self._checked(g, op):
-            self._call(g, f"{self.suffix}_fwd", self._args(g, op, self.layout, reverse=False))
+            self._emit(g, op, f"{self.suffix}_fwd", self.layout, reverse=False)
 
     def reverse_memory(self, g, op):
         if self._checked(g, op):
-            self._call(g, f"{self.suffix}_rev", self._args(g, op, self.layout, reverse=True))
+            self._emit(g, op, f"{self.suffix}_rev", self.layout, reverse=True)
 
     @property
     def suffix(self) -> str:
         return self.name.removeprefix("MPI_").lower()
 
     def lane_by_lane(self, op: Operation) -> bool:
-        """Vector mode: a lane's derivative message is the width-1 one on that lane's
-        shadows; every rank runs the lanes of a call in lane order, so each lane's message
-        meets the same lane's on the other side (the module's docstring)."""
+        """Vector mode: the generators call the rule once per lane; the last lane sends one
+        message for every lane (:meth:`_emit`, the module's docstring)."""
         return True
 
     @staticmethod
@@ -259,8 +279,8 @@ class ReductionRule(MpiRule):
             args = self._args(g, op, f"sbuf rbuf count dt kind{self._root()} comm", reverse=False)
             records[op] = self._call(g, f"{self.suffix}_extremum_record", args, PTR)
         if forward_mode:
-            args = self._args(g, op, f"d:sbuf d:rbuf count dt kind{self._root()} comm", reverse=False)
-            self._call(g, f"{self.suffix}_extremum_fwd", [*args, records[op]])
+            self._emit(g, op, f"{self.suffix}_extremum_fwd", f"d:sbuf d:rbuf count dt kind{self._root()} comm",
+                       reverse=False, extra=lambda: [records[op]])
             self._free_after_last_lane(g, records[op])
 
     def reverse_memory(self, g, op):
@@ -268,43 +288,47 @@ class ReductionRule(MpiRule):
             return
         if not self._extremum(op):
             return super().reverse_memory(g, op)
-        owners = g.fetch_computed_in(op.parent_block(), g._mpi_records[op])
-        args = self._args(g, op, f"d:sbuf d:rbuf count dt kind{self._root()} comm", reverse=True)
-        self._call(g, f"{self.suffix}_extremum_rev", [*args, owners])
-        self._free_after_last_lane(g, owners)
+        owners = []  # fetched where the call is emitted (at width N, on the last lane only)
+
+        def fetch_owners() -> list[SSAValue]:
+            owners.append(g.fetch_computed_in(op.parent_block(), g._mpi_records[op]))
+            return owners
+
+        self._emit(g, op, f"{self.suffix}_extremum_rev", f"d:sbuf d:rbuf count dt kind{self._root()} comm",
+                   reverse=True, extra=fetch_owners)
+        if owners:
+            self._free_after_last_lane(g, owners[0])
 
 
 class NonBlockingRule(MpiRule):
     """``MPI_Isend``/``MPI_Irecv``: forward mode starts the tangent message beside the
     primal one; reverse mode records the request in the forward sweep and, at the mirror
-    point (after the reverse of its wait started the adjoint message), completes it."""
+    point (after the reverse of its wait started the adjoint message), completes it. At
+    width N one message and one record carry every lane."""
 
     layout = "d:buf count dt kind peer tag comm req"
 
     def structure(self, g, op, clone, *, forward_mode):
         if not self._checked(g, op):
             return
-        args = [*self._args(g, op, self.layout, reverse=False), self._const(g, g.lane_index)]
         if forward_mode:
-            self._call(g, f"{self.suffix}_fwd", args)
-        else:  # one record per lane
-            g.__dict__.setdefault("_mpi_records", {})[op, g.lane_index] = self._call(g, f"{self.suffix}_record", args,
-                                                                                    PTR)
+            self._emit(g, op, f"{self.suffix}_fwd", self.layout, reverse=False)
+        elif (rec := self._emit(g, op, f"{self.suffix}_record", self.layout, reverse=False, result=PTR)) is not None:
+            g.__dict__.setdefault("_mpi_records", {})[op] = rec
 
     def reverse_memory(self, g, op):
-        if not self._checked(g, op):
-            return
-        rec = g.fetch_computed_in(op.parent_block(), g._mpi_records[op, g.lane_index])
+        if not self._checked(g, op) or g.lane_index > 0:
+            return  # one record for every lane
+        rec = g.fetch_computed_in(op.parent_block(), g._mpi_records[op])
         self._call(g, "request_rev", [rec])
 
 
 class WaitRule(MpiRule):
     """``MPI_Wait``/``MPI_Waitall``: forward mode completes the tangent messages (before
     the primal wait clears the handles); reverse mode takes the requests' records in the
-    forward sweep and starts their adjoint messages at the mirror point. In vector mode a
-    Wait does so lane by lane (its request's lanes together), a Waitall's reverse once for
-    every lane (``waitall_take``/``waitall_rev`` with the width: request by request, each
-    request's lanes together, so that it pairs with Waits on the other side)."""
+    forward sweep and starts their adjoint messages at the mirror point. A request has one
+    record for all lanes (:class:`NonBlockingRule`), so at width N the wait is width 1's,
+    on lane 0."""
 
     def moves_floats(self, op):
         return False  # the buffers belong to the isend/irecv
@@ -312,31 +336,26 @@ class WaitRule(MpiRule):
     def _handles(self, g, op: Operation) -> list[SSAValue]:
         return [g.vmap.get(v, v) for v in op.operands[: 2 if self.name == "MPI_Waitall" else 1]]
 
-    def _all_lanes(self) -> bool:
-        return self.name == "MPI_Waitall"
-
     def structure(self, g, op, clone, *, forward_mode):
-        if not forward_mode and self._all_lanes() and g.lane_index > 0:
-            return  # lane 0 took every lane's records
+        if g.lane_index > 0:
+            return  # lane 0 completed or took the record of every lane
         g.E.before(clone)
         if forward_mode:
-            self._call(g, f"{self.suffix}_fwd", [*self._handles(g, op), self._const(g, g.lane_index)])
+            self._call(g, f"{self.suffix}_fwd", self._handles(g, op))
         else:
-            lanes = self._const(g, g.width if self._all_lanes() else g.lane_index)
-            g.__dict__.setdefault("_mpi_records", {})[op, g.lane_index] = self._call(
-                g, f"{self.suffix}_take", [*self._handles(g, op), lanes], PTR)
+            g.__dict__.setdefault("_mpi_records", {})[op] = self._call(g, f"{self.suffix}_take", self._handles(g, op),
+                                                                       PTR)
         if clone.next_op is not None:
             g.E.before(clone.next_op)
         else:
             g.E.at_end(clone.parent_block())
 
     def reverse_memory(self, g, op):
-        if self._all_lanes() and g.lane_index > 0:
+        if g.lane_index > 0:
             return  # lane 0 started every lane's adjoint messages
-        home = op.parent_block()
-        args = [g.fetch_computed_in(home, g._mpi_records[op, g.lane_index])]
-        if self._all_lanes():
-            args = [g.primal(op.operands[0]), *args, self._const(g, g.width)]
+        args = [g.fetch_computed_in(op.parent_block(), g._mpi_records[op])]
+        if self.name == "MPI_Waitall":
+            args = [g.primal(op.operands[0]), *args]
         self._call(g, f"{self.suffix}_rev", args)
 
 

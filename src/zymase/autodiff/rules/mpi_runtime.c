@@ -21,15 +21,11 @@
  * record out at the wait; the reverse of the wait starts the adjoint message (non-blocking),
  * the reverse of the isend/irecv waits for it and accumulates or zeroes.
  *
- * Vector mode (width N): each lane's derivative message is the width-1 one on that lane's
- * shadows, the lanes' messages of one primal call sent, received or reduced one after the
- * other in lane order (0 first), forward and reverse, on every rank: MPI's non-overtaking
- * order pairs lane k with lane k, since both sides of a message run the same lanes in the
- * same order (every rank calls the derivative at the same width). A non-blocking call keeps
- * one record per lane (found by the primal request and the lane); the reverse of a Waitall
- * starts its requests' adjoint messages request by request, each request's lanes together,
- * as the reverse of a Wait does, so that a Waitall on one side pairs with Waits on the
- * other. The MAX/MIN owners are found once per call for all lanes (the caller frees them).
+ * Vector mode (width N): one derivative message per primal message carries every lane
+ * (mpi_lanes.h, included at the end: the lanes packed into one buffer, moved by the width-1
+ * functions below as one message of N x count elements; a non-blocking request keeps one
+ * record for all lanes, `lanes` and `shadows`). The MAX/MIN owners are found once per call
+ * for all lanes (the caller frees them).
  */
 #include <limits.h>
 #include <stdio.h>
@@ -390,7 +386,7 @@ static void add_owned(const int *owner, void *dsbuf, const void *t, int count, i
     }
 }
 
-/* forward mode, one lane: `owner` is the call's record (found once for every lane) */
+/* forward mode: `owner` is the call's record (mpi_lanes.h: one for every lane) */
 void __zymase_mpi_allreduce_extremum_fwd(void *dsbuf, void *drbuf, int count, Handle dt, int kind, Handle comm,
                                          const int *owner) {
     void *c = owned(owner, dsbuf, count, kind, comm), *r = or_zeros(drbuf, count, kind);
@@ -419,7 +415,7 @@ void *__zymase_mpi_reduce_extremum_record(void *sbuf, void *rbuf, int count, Han
     return owners(sbuf, rbuf, count, dt, kind, root, comm);
 }
 
-/* reverse mode, one lane (the rule frees `owner` after the last lane) */
+/* reverse mode (the rule frees `owner`) */
 void __zymase_mpi_allreduce_extremum_rev(void *dsbuf, void *drbuf, int count, Handle dt, int kind, Handle comm,
                                          const int *owner) {
     void *r = or_zeros(drbuf, count, kind), *t = or_zeros(NULL, count, kind);
@@ -449,15 +445,16 @@ typedef struct Record {
     Handle dt, comm;
     Handle request;      /* the derivative message's request */
     int started;         /* reverse mode: the adjoint message was started (reverse of the wait) */
-    long sequence;       /* posting order of the primal requests (a request's lanes share it) */
-    int lane;            /* vector mode: the lane whose shadow this is */
+    long sequence;       /* posting order of the primal requests */
+    int lanes;           /* vector mode (mpi_lanes.h): how many lanes the message carries, */
+    void **shadows;      /* and their shadows (width 1: 1 and NULL, `shadow` alone) */
 } Record;
 
 static Record *live = NULL;
 static long posted = 0;
 
 static Record *record(int receive, void *dbuf, int count, Handle dt, int kind, int peer, int tag, Handle comm,
-                      Handle *reqp, int lane) {
+                      Handle *reqp) {
     Record *r = calloc(1, sizeof(Record));
     r->receive = receive;
     r->shadow = dbuf;
@@ -468,24 +465,22 @@ static Record *record(int receive, void *dbuf, int count, Handle dt, int kind, i
     r->tag = tag;
     r->comm = comm;
     r->primal = *reqp;
-    if (lane == 0) /* lane 0 is recorded first; the other lanes of the request follow it */
-        posted++;
-    r->sequence = posted;
-    r->lane = lane;
+    r->sequence = ++posted;
+    r->lanes = 1;
     r->next = live;
     live = r;
     return r;
 }
 
-/* The record of lane `lane` of the live primal request `*reqp`, unlinked (NULL when none:
+/* The record of the live primal request `*reqp`, unlinked (NULL when none:
  * a request of data without derivatives, or MPI_REQUEST_NULL). Open MPI gives every
  * isend that completed at once (a small message) the same handle, so several live records
  * may hold it: the oldest is taken, which is the request being waited for when requests
  * are waited in the order they were posted (a wait of any of them completes nothing). */
-static Record *take(Handle *reqp, int lane) {
+static Record *take(Handle *reqp) {
     Record **oldest = NULL;
     for (Record **p = &live; *p; p = &(*p)->next)
-        if ((*p)->primal == *reqp && (*p)->lane == lane && (!oldest || (*p)->sequence <= (*oldest)->sequence))
+        if ((*p)->primal == *reqp && (!oldest || (*p)->sequence <= (*oldest)->sequence))
             oldest = p;
     if (!oldest)
         return NULL;
@@ -497,89 +492,96 @@ static Record *take(Handle *reqp, int lane) {
 
 /* forward mode: the tangent message travels beside the primal one */
 void __zymase_mpi_isend_fwd(void *dbuf, int count, Handle dt, int kind, int dest, int tag, Handle comm,
-                            Handle *reqp, int lane) {
-    Record *r = record(0, dbuf, count, dt, kind, dest, tag, comm, reqp, lane);
+                            Handle *reqp) {
+    Record *r = record(0, dbuf, count, dt, kind, dest, tag, comm, reqp);
     r->buffer = or_zeros(dbuf, count, kind);
     MPI_Isend(r->buffer, count, dt, dest, tag, comm, &r->request);
 }
 
 void __zymase_mpi_irecv_fwd(void *dbuf, int count, Handle dt, int kind, int src, int tag, Handle comm,
-                            Handle *reqp, int lane) {
+                            Handle *reqp) {
     check_envelope(comm, "MPI_Irecv", src, tag);
-    Record *r = record(1, dbuf, count, dt, kind, src, tag, comm, reqp, lane);
+    Record *r = record(1, dbuf, count, dt, kind, src, tag, comm, reqp);
     r->buffer = or_zeros(dbuf, count, kind);
     MPI_Irecv(r->buffer, count, dt, src, tag, comm, &r->request);
 }
+
+static void lanes_arrived(Record *r);
 
 static void finish_forward(Record *r) {
     if (!r)
         return;
     MPI_Wait(&r->request, NULL);
-    release(r->buffer, r->shadow);
+    if (r->shadows) /* the lanes' message: a received one goes to each lane's shadow */
+        lanes_arrived(r);
+    else
+        release(r->buffer, r->shadow);
     free(r);
 }
 
 /* called before the primal wait, while the primal handle still names the request */
-void __zymase_mpi_wait_fwd(Handle *reqp, int lane) { finish_forward(take(reqp, lane)); }
+void __zymase_mpi_wait_fwd(Handle *reqp) { finish_forward(take(reqp)); }
 
-void __zymase_mpi_waitall_fwd(int n, Handle *reqs, int lane) {
+void __zymase_mpi_waitall_fwd(int n, Handle *reqs) {
     for (int i = 0; i < n; i++)
-        finish_forward(take(&reqs[i], lane));
+        finish_forward(take(&reqs[i]));
 }
 
 /* reverse mode, forward sweep */
 void *__zymase_mpi_isend_record(void *dbuf, int count, Handle dt, int kind, int dest, int tag, Handle comm,
-                                Handle *reqp, int lane) {
-    return record(0, dbuf, count, dt, kind, dest, tag, comm, reqp, lane);
+                                Handle *reqp) {
+    return record(0, dbuf, count, dt, kind, dest, tag, comm, reqp);
 }
 
 void *__zymase_mpi_irecv_record(void *dbuf, int count, Handle dt, int kind, int src, int tag, Handle comm,
-                                Handle *reqp, int lane) {
+                                Handle *reqp) {
     check_envelope(comm, "MPI_Irecv", src, tag);
-    return record(1, dbuf, count, dt, kind, src, tag, comm, reqp, lane);
+    return record(1, dbuf, count, dt, kind, src, tag, comm, reqp);
 }
 
-void *__zymase_mpi_wait_take(Handle *reqp, int lane) { return take(reqp, lane); }
+void *__zymase_mpi_wait_take(Handle *reqp) { return take(reqp); }
 
-/* every lane's record of the n requests (taken once for all `width` lanes) */
-void *__zymase_mpi_waitall_take(int n, Handle *reqs, int width) {
-    Record **out = calloc(n > 0 ? (size_t)n * width : 1, sizeof(Record *));
+/* the records of the n requests */
+void *__zymase_mpi_waitall_take(int n, Handle *reqs) {
+    Record **out = calloc(n > 0 ? (size_t)n : 1, sizeof(Record *));
     for (int i = 0; i < n; i++)
-        for (int lane = 0; lane < width; lane++)
-            out[(long)i * width + lane] = take(&reqs[i], lane);
+        out[i] = take(&reqs[i]);
     return out;
 }
 
 /* reverse of a wait: the adjoint message starts */
+static void *lanes_pack(int lanes, void *const *d, int blocks, int count, int kind);
+
 static void start_adjoint(Record *r) {
     if (!r)
         return;
+    int count = r->count * r->lanes; /* the lanes' message carries every lane */
     if (r->receive) { /* the received values' adjoints go back to their source */
-        r->buffer = or_zeros(r->shadow, r->count, r->kind);
-        MPI_Isend(r->buffer, r->count, r->dt, r->peer, r->tag, r->comm, &r->request);
+        r->buffer = r->shadows ? lanes_pack(r->lanes, r->shadows, 1, r->count, r->kind)
+                               : or_zeros(r->shadow, r->count, r->kind);
+        MPI_Isend(r->buffer, count, r->dt, r->peer, r->tag, r->comm, &r->request);
     } else { /* the sent values' adjoints come back */
-        r->buffer = or_zeros(NULL, r->count, r->kind);
-        MPI_Irecv(r->buffer, r->count, r->dt, r->peer, r->tag, r->comm, &r->request);
+        r->buffer = or_zeros(NULL, count, r->kind);
+        MPI_Irecv(r->buffer, count, r->dt, r->peer, r->tag, r->comm, &r->request);
     }
     r->started = 1;
 }
 
+static void lanes_adjoint_arrived(Record *r);
+
 void __zymase_mpi_wait_rev(void *record) { start_adjoint(record); }
 
-/* the later request first; a request's lanes in lane order */
+/* the later request first */
 static int later_first(const void *a, const void *b) {
     const Record *x = *(Record *const *)a, *y = *(Record *const *)b;
     long sx = x ? x->sequence : -1, sy = y ? y->sequence : -1;
-    if (sx != sy)
-        return (sx < sy) - (sx > sy);
-    int lx = x ? x->lane : 0, ly = y ? y->lane : 0;
-    return (lx > ly) - (lx < ly);
+    return (sx < sy) - (sx > sy);
 }
 
-void __zymase_mpi_waitall_rev(int n, void *records, int width) {
+void __zymase_mpi_waitall_rev(int n, void *records) {
     /* in the reverse of the primal posting order, as the blocking calls are reversed */
     Record **rs = records;
-    size_t total = n > 0 ? (size_t)n * width : 0;
+    size_t total = n > 0 ? (size_t)n : 0;
     qsort(rs, total, sizeof(Record *), later_first);
     for (size_t i = 0; i < total; i++)
         start_adjoint(rs[i]);
@@ -596,7 +598,9 @@ void __zymase_mpi_request_rev(void *record) {
         MPI_Abort(r->comm, 70);
     }
     MPI_Wait(&r->request, NULL);
-    if (r->receive) {
+    if (r->shadows) {
+        lanes_adjoint_arrived(r);
+    } else if (r->receive) {
         release(r->buffer, r->shadow);
         if (r->peer != ZYMASE_PROC_NULL)
             zero(r->shadow, r->count, r->kind);
@@ -606,3 +610,5 @@ void __zymase_mpi_request_rev(void *record) {
     }
     free(r);
 }
+
+#include "mpi_lanes.h"

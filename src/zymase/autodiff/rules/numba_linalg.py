@@ -360,7 +360,7 @@ class NumbaHelperRule(CallMemoryRule):
             if self._shadowed(g, op, a):
                 ptrs = [g.shadow_of(op.operands[self.h.pos(a)]) for _ in g.each_lane()]
                 blocks.append(whole_block(g, ptrs))
-                lanes.append(self._pointer_array(g, ptrs))
+                lanes.append(g.pointer_array(ptrs))
             else:
                 blocks.append(None)
                 lanes.append(E.v(llvm.ZeroOp.build(result_types=[PTR])))
@@ -388,25 +388,6 @@ class NumbaHelperRule(CallMemoryRule):
             E.before(clone.next_op)
         else:
             E.at_end(clone.parent_block())
-
-    @staticmethod
-    def _pointer_array(g, ptrs: list[SSAValue]) -> SSAValue:
-        """A stack array holding ``ptrs`` (allocated once, in the function's entry block,
-        so a call in a loop does not grow the stack), filled where the emitter stands."""
-        E = g.E
-        arr_t = llvm.LLVMArrayType(len(ptrs), PTR)
-        entry = E.block.parent_region().blocks[0]
-        one = llvm.ConstantOp(IntegerAttr(1, 64), i64)
-        slot = llvm.AllocaOp(one.results[0], arr_t, alignment=8)
-        first = entry.first_op
-        if first is None:
-            entry.add_ops([one, slot])
-        else:
-            entry.insert_ops_before([one, slot], first)
-        for k, p in enumerate(ptrs):
-            at = E.v(llvm.GEPOp(slot.results[0], [0, k], pointee_type=arr_t))
-            E.insert(llvm.StoreOp(p, at))
-        return slot.results[0]
 
     def _state_handed(self, g, op: Operation, states: dict, forward_mode: bool):
         """The state the latest call of ``state_from`` on this call's ``A`` handed on; in
