@@ -356,8 +356,12 @@ def test_cache_is_a_stack_freed_before_every_return(filecheck):
         """
         CHECK: llvm.func @f(
         CHECK: %[[C:.*]] = llvm.alloca %{{.*}} x !llvm.struct<(!llvm.ptr, i64, i64, !llvm.array<128 x i8>)>
-        CHECK-NEXT: %[[Z:.*]] = llvm.mlir.zero : !llvm.struct<(!llvm.ptr, i64, i64, !llvm.array<128 x i8>)>
-        CHECK-NEXT: llvm.store %[[Z]], %[[C]]
+        CHECK-NEXT: %[[NULL0:.*]] = llvm.mlir.zero : !llvm.ptr
+        CHECK-NEXT: llvm.store %[[NULL0]], %[[C]] : !llvm.ptr, !llvm.ptr
+        CHECK-NEXT: %[[CAP:.*]] = llvm.getelementptr %[[C]][0, 2]
+        CHECK-NEXT: %[[ZERO:.*]] = llvm.mlir.constant(0) : i64
+        CHECK-NEXT: llvm.store %[[ZERO]], %[[CAP]] : i64, !llvm.ptr
+        CHECK-NOT: llvm.mlir.zero : !llvm.struct<(!llvm.ptr, i64, i64, !llvm.array<128 x i8>)>
         CHECK: %[[I:.*]] = llvm.alloca %{{.*}} x !llvm.struct<(!llvm.ptr, i64, i64, !llvm.array<128 x i8>)>
         CHECK: %[[EIGHT:.*]] = llvm.mlir.constant(8) : i64
         CHECK-NEXT: %[[SLOT:.*]] = llvm.call @__zymase_cache_push(%[[C]], %[[EIGHT]]) : (!llvm.ptr, i64) -> !llvm.ptr

@@ -66,8 +66,8 @@ from zymase.transforms.numba_parfor import is_parfor
 from zymase.transforms.numba_parfor import mark_recomputed as mark_parfor_recomputed
 from zymase.transforms.openmp import mark_recomputed, reverse_mirror
 from zymase.autodiff.forwarding import StoreForwarding
-from zymase.autodiff.tape import IndexedCaches, MinCutRecompute, explain_tape
-from zymase.ir import (Block, BlockArgument, IntegerAttr, IntegerType, Operation, SSAValue, StringAttr, i1, i8, i64,
+from zymase.autodiff.tape import IndexedCaches, LifoCaches, MinCutRecompute, explain_tape, restore_op, save_op
+from zymase.ir import (Block, BlockArgument, IntegerAttr, IntegerType, Operation, SSAValue, i1, i8, i64,
                        is_float_type, llvm)
 from zymase.ir import enzyme as ez
 from zymase.ir.enzyme import Activity
@@ -108,7 +108,7 @@ def _assume_properties() -> dict:
     return dict(llvm.CallIntrinsicOp("llvm.assume", [cond], []).properties)
 
 
-class ReverseGenerator(LaneMaps, ShadowCode, IndexedCaches, MinCutRecompute, StoreForwarding, AscendingLoops,
+class ReverseGenerator(LaneMaps, ShadowCode, LifoCaches, IndexedCaches, MinCutRecompute, StoreForwarding, AscendingLoops,
                        StencilGather, CountedLoops, TakenEdges, WrittenMemory):
     def __init__(self, ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts: Sequence[Activity], name: str,
                  width: int = 1):
@@ -365,22 +365,6 @@ class ReverseGenerator(LaneMaps, ShadowCode, IndexedCaches, MinCutRecompute, Sto
         b = v.block if isinstance(v, BlockArgument) else v.owner.parent_block()
         return b in self.cfg.in_cycle
 
-    def _new_cache(self, typ) -> SSAValue:
-        init = ez.InitOp(ez.CacheType(typ))
-        self.g_entry.insert_op_before(init, self._entry_branch)
-        return init.results[0]
-
-    def _tape_at(self, typ, block: Block, before: Operation | None) -> SSAValue:
-        """Split mode: the thread's global tape, named where it is used (the
-        augmented and reverse functions share it, so no value crosses between them)."""
-        init = ez.InitOp(ez.CacheType(typ))
-        init.attributes["zymase.tape"] = StringAttr("global")
-        if before is None:
-            block.add_op(init)
-        else:
-            block.insert_op_before(init, before)
-        return init.results[0]
-
     # ---- adjoint storage ---------------------------------------------------------
     def _accumulate(self, v: SSAValue, contrib: SSAValue | None) -> None:
         if contrib is None or not self.act.is_active(v):
@@ -491,15 +475,17 @@ class ReverseGenerator(LaneMaps, ShadowCode, IndexedCaches, MinCutRecompute, Sto
         indexed = self._indexed_cache(w, v)
         if indexed is not None:
             return indexed
-        explain_tape(self.fname, w, "global tape (split mode)" if self.split else "stack, per iteration")
+        once = self._once_per_call(self.cur)
+        explain_tape(self.fname, w, "global tape (split mode)" if self.split else
+                     "slot, once per call" if once else "stack, per iteration")
         fwd = self.bmap[self.cur]
         rb = self.rev[self.cur]
         if self.split:
             push_cache = self._tape_at(w.type, fwd, fwd.last_op)
         else:
-            push_cache = self._new_cache(w.type)
-        fwd.insert_op_before(ez.PushOp(push_cache, w), fwd.last_op)
-        pop = ez.PopOp(push_cache)
+            push_cache = self._new_cache(w.type, once=once)
+        fwd.insert_op_before(save_op(push_cache, w), fwd.last_op)
+        pop = restore_op(push_cache)
         if rb.first_op is None:
             rb.add_op(pop)
         else:
@@ -634,6 +620,12 @@ class ReverseGenerator(LaneMaps, ShadowCode, IndexedCaches, MinCutRecompute, Sto
                 cache = self._new_indexed_cache(nest, w.type)
                 self._store_indexed(nest, cache, nb, w, same)
                 item = (cache, slot, nest, same)
+            elif self._once_per_call(e.dst):
+                # the loop runs at most once per call: the forward sweep sets the slot
+                # its reverse reads on the way out, with nothing to pop
+                explain_tape(self.fname, w, "on a loop exit, once per call")
+                nb.insert_op_before(ez.SetOp(slot, w), nb.last_op)
+                continue
             else:
                 explain_tape(self.fname, w, "on a loop exit, stack")
                 cache = self._new_cache(w.type)

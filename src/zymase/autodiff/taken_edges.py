@@ -6,14 +6,15 @@ it was entered by; the reverse sweep needs that index to route the adjoints of t
 block's arguments back to the operands of the edge taken. The index is rebuilt from a
 branch condition when the CFG's shape allows, kept in an indexed cache (one byte per
 iteration) inside loop nests with known trip counts, and otherwise pushed on a stack of
-its own (counted loop headers count down instead: counted_loops.py). The generator's
+its own, or set in a slot when the block runs at most once per call (counted loop headers
+count down instead: counted_loops.py). The generator's
 state (``cfg``, ``E``, ``bmap``, ``rev``, caches) is the generator's own.
 """
 
 from __future__ import annotations
 
 from zymase.analysis.cfg import Edge
-from zymase.autodiff.tape import explain_tape
+from zymase.autodiff.tape import explain_tape, restore_op, save_op
 from zymase.ir import Block, Operation, SSAValue, i8, i32, llvm
 from zymase.ir import enzyme as ez
 
@@ -87,15 +88,16 @@ class TakenEdges:
             small = self.E.v(llvm.TruncOp(idx, i8))
             self.E.block, self.E.anchor = saved
             return self.E.v(llvm.ZExtOp(self._indexed_cache(small), i32))
-        explain_tape(self.fname, idx, "edge taken, stack")
-        cache = self._new_cache(i32)
+        once = self._once_per_call(b)
+        explain_tape(self.fname, idx, "edge taken, slot once per call" if once else "edge taken, stack")
+        cache = self._new_cache(i32, once=once)
         nb = self.bmap[b]
-        push = ez.PushOp(cache, idx)
+        push = save_op(cache, idx)
         if nb.first_op is None:
             nb.add_op(push)
         else:
             nb.insert_op_before(push, nb.first_op)
-        return self.E.v(ez.PopOp(cache))
+        return self.E.v(restore_op(cache))
 
     def _edge_from_branch(self, b: Block) -> SSAValue | None:
         """The edge ``b`` was entered by, from a branch condition instead of a record:

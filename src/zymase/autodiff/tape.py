@@ -1,7 +1,8 @@
 """Where reverse mode keeps the primal values it needs: indexed per-loop caches.
 
 A value the reverse sweep needs from inside a loop is, by default, pushed on a
-growing LIFO stack once per iteration and popped in the reverse loop. When the
+growing LIFO stack once per iteration and popped in the reverse loop (one saved where
+no loop is, at most once per call, is set in a slot instead: :func:`save_op`). When the
 loops around it have trip counts known before they run (see
 :mod:`zymase.analysis.trip_count`), the value goes into an ``enzyme.cache_alloc``
 buffer instead, one slot per iteration, allocated once per run of the outermost
@@ -54,6 +55,37 @@ class LoopNest:
     @property
     def outer(self) -> Block:
         return self.headers[-1]
+
+
+class LifoCaches:
+    """Mixin: the storage of values saved where no indexed cache applies (see
+    :func:`save_op`): a LIFO cache, a slot for saves that run once per call, and split
+    mode's global tape."""
+
+    def _new_cache(self, typ, *, once: bool = False) -> SSAValue:
+        """A LIFO cache of ``typ`` values, or with ``once`` (its saves run at most once per
+        call) a slot: see tape.save_op."""
+        init = ez.InitOp(ez.GradientType(typ) if once else ez.CacheType(typ))
+        self.g_entry.insert_op_before(init, self._entry_branch)
+        return init.results[0]
+
+    def _once_per_call(self, b: Block) -> bool:
+        """Whether a value saved in (the forward copy of) block ``b`` for the reverse sweep
+        goes in a slot rather than on a LIFO cache: ``b`` is in no cycle, so the save runs
+        at most once per call. LLVM flavor only: the MLIR CFG path keeps its caches (a
+        derivative with one is refused when differentiated again, ``common.prepare``)."""
+        return self.flavor.name == "llvm" and not self.split and b not in self.cfg.in_cycle
+
+    def _tape_at(self, typ, block: Block, before: Operation | None) -> SSAValue:
+        """Split mode: the thread's global tape, named where it is used (the
+        augmented and reverse functions share it, so no value crosses between them)."""
+        init = ez.InitOp(ez.CacheType(typ))
+        init.attributes["zymase.tape"] = StringAttr("global")
+        if before is None:
+            block.add_op(init)
+        else:
+            block.insert_op_before(init, before)
+        return init.results[0]
 
 
 class IndexedCaches:
@@ -361,6 +393,21 @@ _CHEAP_INTRINSICS = (
 
 _MAX_RECOMPUTED = 32
 _INF = float("inf")
+
+
+def save_op(cache: SSAValue, w: SSAValue) -> Operation:
+    """The forward sweep's save of ``w`` for the reverse sweep: a push on a LIFO cache
+    (``!enzyme.Cache``), or, where every save runs at most once per call (its block is in
+    no cycle), a set of a slot (``!enzyme.Gradient``, from ``_new_cache(once=True)``).
+    A slot is an entry-block alloca that SROA turns into SSA values; a cache is a stack
+    struct with a 128-byte buffer, push and pop calls LLVM inlines with their growth
+    paths (about 30 instructions each) and a ``free`` before every return."""
+    return ez.SetOp(cache, w) if isinstance(cache.type, ez.GradientType) else ez.PushOp(cache, w)
+
+
+def restore_op(cache: SSAValue) -> Operation:
+    """The reverse sweep's read of what :func:`save_op` saved."""
+    return ez.GetOp(cache) if isinstance(cache.type, ez.GradientType) else ez.PopOp(cache)
 
 
 def explain_tape(fname: str, w: SSAValue, how: str) -> None:

@@ -41,10 +41,10 @@ def _lower_init(op: enzyme.InitOp, e: Emitter) -> Sequence[SSAValue]:
 
     * ``!enzyme.Gradient<T>``: an alloca of T; the init stores zero *at its own
       position*, so re-executing it (e.g. in a loop) resets the accumulator.
-    * ``!enzyme.Cache<T>``: an alloca of ``{ptr data, i64 size, i64 capacity}``
-      zeroed in the entry block (so the buffer is null until the first push and
-      ``free`` before each return is always valid). The init itself resets
-      ``size`` to 0, keeping the buffer for reuse if it runs again.
+    * ``!enzyme.Cache<T>``: an alloca of :data:`CACHE_STRUCT` whose data pointer
+      and capacity are zeroed in the entry block (so the buffer is null until the
+      first push and ``free`` before each return is always valid). The init itself
+      resets ``size`` to 0, keeping the buffer for reuse if it runs again.
     """
     typ = op.result.type
     if isinstance(typ, enzyme.IndexedCacheType):
@@ -60,7 +60,9 @@ def _lower_init(op: enzyme.InitOp, e: Emitter) -> Sequence[SSAValue]:
         # (split mode): never reset, never freed by a function.
         e.fn.module.require_global_tape(e)
         return [e.value(llvm.AddressOfOp(GLOBAL_TAPE, PTR))]
-    slot = e.fn.entry_alloca(CACHE_STRUCT, zero_init=True)
+    # The data pointer null and the capacity 0 until the first push; the inline
+    # buffer is scratch (every byte popped was pushed first), so it is not zeroed.
+    slot = e.fn.entry_alloca(CACHE_STRUCT, zero_fields=(0, 2))
     e.fn.caches.append(slot)
     size_ptr = e.value(fast_ops.gep(slot, [0, 1], CACHE_STRUCT))
     e.emit(ExtStoreOp(e.const(i64, 0), size_ptr))

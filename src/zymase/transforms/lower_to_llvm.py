@@ -41,6 +41,7 @@ from zymase.ir import (
     Block,
     FunctionType,
     IntegerAttr,
+    IntegerType,
     ModuleOp,
     ModulePass,
     Operation,
@@ -347,11 +348,16 @@ class FunctionLowering:
         op.detach()
         op.erase()
 
-    def entry_alloca(self, elem: Attribute, *, zero_init: bool = False) -> SSAValue:
+    def entry_alloca(self, elem: Attribute, *, zero_init: bool = False,
+                     zero_fields: Sequence[int] = ()) -> SSAValue:
         """An alloca of one ``elem`` at the top of the entry block.
 
         Entry-block allocas are static (no stack growth inside loops) and promotable
-        by mem2reg. With ``zero_init`` the slot is also zeroed right there.
+        by mem2reg. With ``zero_init`` the slot is also zeroed right there; with
+        ``zero_fields`` only those fields of a struct are (a store of a whole struct
+        is split by InstCombine into one store per scalar, per byte of an ``i8``
+        array: a cache's 128-byte inline buffer was 128 stores and GEPs that every
+        pass after it walked, per cache).
         """
         ops: list[Operation] = []
         if self._alloca_anchor is None:
@@ -363,6 +369,17 @@ class FunctionLowering:
         if zero_init:
             zero = llvm.ZeroOp.build(result_types=[elem])
             ops += [zero, ExtStoreOp(zero.results[0], alloca.res)]
+        for field in zero_fields:
+            field_type = elem.types.data[field]  # type: ignore[attr-defined]
+            address: SSAValue = alloca.res
+            if field:
+                ops.append(gep := fast_ops.gep(alloca.res, [0, field], elem))
+                address = gep.result
+            if isinstance(field_type, IntegerType):
+                zero = llvm.ConstantOp(IntegerAttr(0, field_type), field_type)
+            else:
+                zero = llvm.ZeroOp.build(result_types=[field_type])
+            ops += [zero, ExtStoreOp(zero.results[0], address)]
         if self._alloca_anchor is None:
             first = self.entry.first_op
             assert first is not None
