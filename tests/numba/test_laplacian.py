@@ -8,6 +8,7 @@ lane in one gemm, the nonzeros only for unit seeds), with d not a multiple of th
 width; refusals in the user's terms."""
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -426,3 +427,32 @@ def test_laplacian_folds_the_primal_gemv_into_the_lanes_gemm(monkeypatch):
     kernel = next(t for t in texts if "fwd_lanes" in t)
     assert kernel.count("call i32 @numba_xxgemv(") == 1, kernel.count("call i32 @numba_xxgemv(")
     assert "xxgemv_fwd_lanes_value(" in kernel
+
+
+@njit
+def _scaled_layer(x, W, b, w, m):
+    return np.dot(w, np.tanh((W @ x) * x[:m] + b))
+
+
+def test_laplacian_vectorizes_element_loops_whose_operands_may_broadcast(monkeypatch):
+    # Numba indexes each operand of an element-wise loop with select(dim > 1, i, p), p
+    # a phi (a size-1 operand broadcasts), which kept the Laplacian's element loops
+    # (every lane's code per element, a tanh call among them) scalar; as i * stride
+    # (transforms/broadcast_strides.py) LLVM vectorizes them, with a run-time check
+    # that each stride is 1. Counted as tanh's vector intrinsic in the kernel; one
+    # kernel checked against the dense Hessian where the vector loop runs (m = d, b of
+    # length n) and where a size-1 operand sends the loop to its scalar copy (x[:1],
+    # or b of length 1).
+    from zymase.frontends import numba as zn
+
+    texts = []
+    jit = zn._jit_in_numba
+    monkeypatch.setattr(zn, "_jit_in_numba", lambda text, *rest: (texts.append(text), jit(text, *rest))[1])
+    rng = np.random.default_rng(7)
+    d = 7  # odd: the vector loop leaves a remainder
+    x, W, w = rng.standard_normal(d), rng.standard_normal((d, d)) / 2, rng.standard_normal(d)
+    lap, hess = zymase.laplacian(_scaled_layer), zymase.hessian(_scaled_layer)
+    for m, b in ((d, rng.standard_normal(d)), (1, rng.standard_normal(d)), (d, rng.standard_normal(1))):
+        np.testing.assert_allclose(lap(x, W, b, w, m), np.trace(hess(x, W, b, w, m)), rtol=1e-12)
+    kernel = next(t for t in texts if "fwdlaplace" in t)
+    assert re.search(r"@llvm\.tanh\.v\d+f64\(", kernel), "the element loop was not vectorized"
