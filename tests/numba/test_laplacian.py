@@ -286,7 +286,8 @@ def test_laplacian_mode_factors_the_second_order_term_of_one_operand(monkeypatch
         y = np.tanh(x)
         np.testing.assert_allclose(zymase.laplacian(weighted_tanh_sum)(x, w), np.sum(w * -2 * y * (1 - y * y)),
                                    rtol=1e-13)
-        fmuls[d] = texts[-1].count("= fmul ")
+        # per copy of the loop's body (one tanh call each): LLVM may unroll it
+        fmuls[d] = texts[-1].count("= fmul ") / texts[-1].count("call double @tanh(")
     assert (fmuls[4] - fmuls[2]) / 2 <= 1, fmuls
 
 
