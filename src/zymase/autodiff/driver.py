@@ -24,6 +24,9 @@ from zymase.ir.enzyme import Activity
 from zymase.transforms import numba_parfor
 from zymase.transforms.openmp import is_outlined_region, mark_derivative
 
+#: the names of Laplacian-mode derivatives begin with this (``fwdlaplace65f``)
+LAPLACE_PREFIX = "fwdlaplace"
+
 
 class Driver:
     def __init__(self, module: ModuleOp):
@@ -90,7 +93,7 @@ class Driver:
         sig = rev_signature if mode == "rev" else fwd_signature
         ins, outs = sig(inputs, outputs, arg_acts, ret_acts, width)
         # Enzyme's names: fwddiffe3f is f's forward derivative at width 3
-        prefix = {"rev": "diffe", "fwd": "fwddiffe", "lap": "fwdlaplace"}[mode]
+        prefix = {"rev": "diffe", "fwd": "fwddiffe", "lap": LAPLACE_PREFIX}[mode]
         name = self._fresh(prefix + (str(width) if width > 1 else "") + fname)
         gop = flavor.make_function(name, ins, outs, fop)
         if is_outlined_region(fop):

@@ -183,6 +183,8 @@ def differentiate_module(module: ModuleOp) -> int:
     from zymase.transforms.lower_to_llvm import lower_to_llvm
     from zymase.transforms.numba_parfor import outline_parfors, restore_parfors
     from zymase.transforms.openmp import outline_parallel_regions, restore_parallel_regions
+    from zymase.autodiff.driver import LAPLACE_PREFIX
+    from zymase.transforms.broadcast_strides import stride_broadcast_indices
     from zymase.transforms.strong_zero_versioning import version_invariant_guards
 
     apply_annotations(module)
@@ -213,6 +215,8 @@ def differentiate_module(module: ModuleOp) -> int:
             guard_derivatives(module, user_functions, personality)
         finish_markers(module)
         remove_dead_primal_stores(module)
+        # the element loops of Laplacian-mode derivatives, for the loop vectorizer
+        stride_broadcast_indices(module, LAPLACE_PREFIX)
         annotate_alias_scopes(module)
     else:
         finish_markers(module)

@@ -595,7 +595,7 @@ def print_module(module: llvm.ModuleRef) -> str:
     return _print(module)
 
 
-def _run_pipeline(module: llvm.ModuleRef, level: int, *, vectorize: bool) -> None:
+def _run_pipeline(module: llvm.ModuleRef, level: int, *, vectorize: bool, host: bool = False) -> None:
     pto = llvm.create_pipeline_tuning_options(speed_level=level)
     # LLVM's pipeline options leave the SLP vectorizer off unless asked; clang asks at -O2
     # and -O3 (its -vectorize-slp), and the primal must come out as clang's would: without
@@ -606,7 +606,7 @@ def _run_pipeline(module: llvm.ModuleRef, level: int, *, vectorize: bool) -> Non
         pto.loop_vectorization = False
         pto.slp_vectorization = False
         pto.loop_unrolling = False
-    tm = target_machine(opt=level)
+    tm = target_machine(opt=level, jit=host)
     pb = llvm.create_pass_builder(tm, pto)
     pb.getModulePassManager().run(module, pb)
 
@@ -708,11 +708,13 @@ def prune_refcounts_module(module: llvm.ModuleRef) -> None:
     pm.run(module, pb)
 
 
-def optimize(ll_text: str, level: int, *, for_jit: bool = False) -> str:
+def optimize(ll_text: str, level: int, *, for_jit: bool = False, host: bool = False) -> str:
     """The post-AD pipeline: the full O-level pipeline, vectorizers included.
 
     Level 0 returns the text unchanged. With ``for_jit`` (the module goes to :func:`jit`
-    next) the text is an :class:`OptimizedIR`, which hands :func:`jit` the module.
+    next) the text is an :class:`OptimizedIR`, which hands :func:`jit` the module. With
+    ``host`` the passes see this machine's CPU (its vector width) where a function names
+    no CPU of its own: for code that runs here only.
 
     The loop vectorizer's runtime alias checks are not hoisted out of outer loops here.
     Hoisting widens an inner loop's check to the whole outer loop and assumes the outer
@@ -726,7 +728,7 @@ def optimize(ll_text: str, level: int, *, for_jit: bool = False) -> str:
     module = _parse(ll_text)
     llvm.set_option("", "-hoist-runtime-checks=false")
     try:
-        _run_pipeline(module, level, vectorize=True)
+        _run_pipeline(module, level, vectorize=True, host=host)
     finally:
         llvm.set_option("", "-hoist-runtime-checks=true")  # LLVM's default, for Numba's own code
     text = _print(module)
