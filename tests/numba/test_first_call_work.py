@@ -383,3 +383,35 @@ def test_the_pre_ad_pipeline_parses_the_module_twice():
     s = 1 / (1 + np.exp(-1.5 * x))
     np.testing.assert_allclose(g[0], 1.5 * s * (1 - s), rtol=1e-13)
     assert math.isclose(g[1], float(np.sum(x * s * (1 - s))), rel_tol=1e-13)
+
+
+@njit
+def _weighted(x, a):
+    return _scaled_sum(x * x, a)
+
+
+def test_callees_are_in_ssa_form_before_they_are_inlined():
+    # issue 29, session 28: SROA over the status wrapper once every callee is inside it
+    # placed each stack slot's phis over the whole CFG (md: 450 slots, 14,000
+    # instructions, twice the pre-AD O2 pipeline's time); run on each function before
+    # the always-inliner, it promotes the slots in their own small CFGs
+    from zymase.llvm import toolchain
+
+    x = np.linspace(0.1, 0.9, 5)
+    runs = []
+    named = toolchain._run_named_passes
+
+    def recording(module, passes):
+        runs.append(list(passes))
+        named(module, passes)
+
+    toolchain._run_named_passes = recording
+    try:
+        g = zymase.grad(_weighted, (0, 1), cache=False)(x, 0.5)
+    finally:
+        toolchain._run_named_passes = named
+    inlining = [p for p in runs if "always_inliner" in p]
+    assert len(inlining) == 1, runs
+    assert inlining[0].index("sroa") < inlining[0].index("always_inliner"), inlining[0]
+    np.testing.assert_allclose(g[0], 2 * 0.5 * x, rtol=1e-14)
+    assert math.isclose(g[1], float(np.sum(x * x)), rel_tol=1e-14)
