@@ -105,10 +105,11 @@ def _point(mod, args, notes: list) -> dict:
             up, down = x.copy(), x.copy()
             up[j] += h
             down[j] -= h
+            width = up[j] - down[j]  # before the calls: f may write into x
             gp = np.asarray(grad0(up, *rest), dtype=float)
             gm = np.asarray(grad0(down, *rest), dtype=float)
             for i in range(n):
-                fd[k][i * n + j] = float((gp[i] - gm[i]) / (up[j] - down[j]))
+                fd[k][i * n + j] = float((gp[i] - gm[i]) / width)
     rev = {i * n + j: float(H[i, j]) for i in range(n) for j in range(n)}
     # the diagonal against second differences of f (a further fd "step" per entry)
     second = {}
