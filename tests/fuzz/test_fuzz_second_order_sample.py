@@ -6,7 +6,7 @@ Hessian-vector product of a function writing the gradient into an ``enzyme_dupno
 buffer) and an njit function's Hessian by every path (``check_hessian``), each against
 finite differences of the first derivative and against each other.
 
-Small programs (few statements), so that the sample costs a few seconds of CPU; the
+Small programs (three statements), so that the sample stays cheap; the
 comparison's ability to fail is tested on made-up Hessians with a wrong entry.
 """
 
@@ -18,9 +18,10 @@ from .check_c import check_c_source
 from .gen_c import C_FEATURES, generate_c, with_nested
 from .gen_njit import generate_njit
 
-# (seed, level): a program with a scalar argument at -O0, one without at -O2 (small ones: about
-# 110 lines, with the driver)
+# (seed, level): a program with a scalar argument at -O0, one without at -O2; three statements
+# each (SIZE), about 100 lines with the driver
 C_NESTED_CASES = ((7004, "O0"), (7008, "O2"))
+SIZE = 3
 # an njit function with a scalar argument (hessian(f, argnums=1), grad(grad(f, 1), 1)) that does not
 # write into x
 NJIT_HESSIAN_SEED = 7006
@@ -29,11 +30,11 @@ NJIT_HESSIAN_SEED = 7006
 def test_c_nested_sample():
     bad = []
     for seed, level in C_NESTED_CASES:
-        o = check_c_source(with_nested(generate_c(seed, set(C_FEATURES))), level)
+        o = check_c_source(with_nested(generate_c(seed, set(C_FEATURES), size=SIZE)), level)
         if o.kind != "right":
             bad.append(f"seed {seed} {level}: {o.kind}: {o.detail[:400]}")
-    assert not bad, ("second-order C programs failed (reproduce: python -m tests.fuzz show SEED --lang c-nested "
-                     "> p.c; zymase cc -OLEVEL p.c):\n" + "\n".join(bad))
+    assert not bad, ("second-order C programs failed (reproduce: gen_c.with_nested(gen_c.generate_c(SEED, "
+                     "size=3)) built with zymase cc -OLEVEL):\n" + "\n".join(bad))
 
 
 def test_njit_hessian_sample():
@@ -41,7 +42,9 @@ def test_njit_hessian_sample():
 
     # the paths of njit code calling grad/jvp and the points past one chunk only in campaigns
     # (their compiles are most of a program's time)
-    o = check_hessian_source(generate_njit(NJIT_HESSIAN_SEED), extended=False, through_njit=False)
+    # (about 15 s of CPU with the imports and Numba's compiles, as much as one or two
+    # programs of test_fuzz_sample's njit sample)
+    o = check_hessian_source(generate_njit(NJIT_HESSIAN_SEED, size=SIZE), extended=False, through_njit=False)
     assert o.kind == "right", f"seed {NJIT_HESSIAN_SEED}: {o.kind}: {o.detail[:400]}"
 
 
