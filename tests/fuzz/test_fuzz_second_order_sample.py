@@ -59,7 +59,7 @@ def test_hessian_comparison_finds_a_wrong_entry():
         rev = dict(fd[0])
         rev[1] = h01
         return {"primal": 1.0, "grad_max": 1.0, "rev": rev, "fd": fd, "n": 2, "scalar": {},
-                "second": {0: (2.0, 1e-3), 1: (1.0, 1e-3)}, "lane": {0: (hvp, 2.5, "hvp vs hessian @ w")}}
+                "second": {0: [(2.0, 1e-3)], 1: [(1.0, 1e-3)]}, "lane": {0: (hvp, 2.5, "hvp vs hessian @ w")}}
 
     assert compare_hessian({0: point(0.5, 2.5), 1: point(0.5, 2.5)}) == ("right", "")
     kind, detail = compare_hessian({0: point(0.501, 2.5), 1: point(0.501, 2.5)})
