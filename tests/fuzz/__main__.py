@@ -1,9 +1,10 @@
 """Command line of the fuzzer (run from the repository root).
 
-    python -m tests.fuzz --seed S --count N [--lang c|njit|jax|both|c-omp|njit-prange|c-nested|njit-hessian] [--levels O0,O2,...]
-                         [--jobs J] [--out DIR] [--valgrind-every K]
+    python -m tests.fuzz --seed S --count N [--lang c|njit|jax|both|c-omp|njit-prange|c-nested|njit-hessian]
+                         [--levels O0,O2,...] [--jobs J] [--out DIR] [--valgrind-every K]
     python -m tests.fuzz reduce FAILING.c|FAILING.py [--out PATH]
-    python -m tests.fuzz show SEED [--lang c|c-width|c-nested|njit|jax|c-omp|njit-prange] [--without F1,F2]   (print the generated program)
+    python -m tests.fuzz show SEED [--lang c|c-width|c-nested|njit|jax|c-omp|njit-prange] [--without F1,F2]
+                                   (print the generated program)
     python -m tests.fuzz summary DIR/results.jsonl    (the table of a finished or interrupted campaign)
 """
 

@@ -32,7 +32,7 @@ import sys
 import numpy as np
 
 from .check_c import FD_STEPS, Outcome, compare_outputs
-from .check_njit import _copy, load_module
+from .check_njit import _copy, load_points
 
 LEVEL = "njit-hessian"
 # gen_njit's arrays have 5..7 elements; more than this many is the chunked Hessian loop
@@ -253,17 +253,10 @@ def check_hessian_source(text: str, extended: bool = True, through_njit: bool = 
     program's time)."""
     from zymase.errors import ZymaseError
 
-    try:
-        mod = load_module(text)
-        points = {p: mod.make_args(p) for p in (0, 1)}
-        if extended:
-            points.update(dict(zip((2, 3), _extended(points[0], points[1]))))
-        for args in points.values():
-            v = float(mod.f(*_copy(args)))
-            if not math.isfinite(v) or abs(v) > 1e8:
-                return Outcome("invalid", LEVEL, f"primal {v}")
-    except Exception as exc:  # the generated primal does not compile or run: a generator defect
-        return Outcome("invalid", LEVEL, f"primal raised {type(exc).__name__}: {str(exc)[:300]}")
+    loaded = load_points(text, LEVEL, (lambda pts: dict(zip((2, 3), _extended(pts[0], pts[1])))) if extended else None)
+    if isinstance(loaded, Outcome):
+        return loaded
+    mod, points = loaded
     notes: list[str] = []
     try:
         results = {p: _point(mod, args, notes, through_njit) for p, args in points.items()}
