@@ -20,7 +20,7 @@ from pathlib import Path
 
 from .check_c import LEVELS, Outcome, check_c_source
 from .check_par import PRANGE_LEVEL, THREADS, check_omp_source
-from .gen_c import generate_c, with_width_lanes
+from .gen_c import generate_c, with_nested, with_width_lanes
 from .gen_jax import generate_jax
 from .gen_njit import generate_njit
 from .gen_par import generate_omp, generate_prange
@@ -58,7 +58,8 @@ def run_c(seeds, levels, jobs, valgrind_every, features=None, on_result=None, la
     """[(seed, Outcome)] for every seed at every level (one extra valgrind run per
     ``valgrind_every`` seeds, at the first level, when that level was right; ``lang``
     c-omp: OpenMP programs, gen_par/check_par, never under valgrind; c-width: the C programs
-    with vector forward mode's lanes checked too, gen_c.with_width_lanes)."""
+    with vector forward mode's lanes checked too, gen_c.with_width_lanes; c-nested: their
+    first derivative differentiated again, gen_c.with_nested)."""
     tasks = [(s, lv) for s in seeds for lv in levels]
 
     def one(task):
@@ -73,6 +74,8 @@ def run_c(seeds, levels, jobs, valgrind_every, features=None, on_result=None, la
         text = generate_c(s, features)
         if lang == "c-width":
             text = with_width_lanes(text)
+        elif lang == "c-nested":
+            text = with_nested(text)
         o = check_c_source(text, lv)
         results = [(s, o, text)]
         if valgrind_every and s % valgrind_every == 0 and lv == levels[0] and o.kind == "right":
@@ -90,15 +93,17 @@ def run_c(seeds, levels, jobs, valgrind_every, features=None, on_result=None, la
 
 
 # the worker module and generator of the languages checked in worker processes
-WORKERS = {"njit": "tests.fuzz.check_njit", "jax": "tests.fuzz.check_jax", "njit-prange": "tests.fuzz.check_par"}
-GENERATORS = {"njit": generate_njit, "jax": generate_jax, "njit-prange": generate_prange}
+WORKERS = {"njit": "tests.fuzz.check_njit", "jax": "tests.fuzz.check_jax", "njit-prange": "tests.fuzz.check_par",
+           "njit-hessian": "tests.fuzz.check_hessian"}
+GENERATORS = {"njit": generate_njit, "jax": generate_jax, "njit-prange": generate_prange,
+              "njit-hessian": generate_njit}
 
 
 def _njit_worker(seeds, features, on_result, results, lang="njit"):
     """Check ``seeds`` in worker processes, restarting after a worker dies (``lang``
     njit-prange: check_par's worker, with Numba allowed 4 threads)."""
     pending = list(seeds)
-    level = PRANGE_LEVEL if lang == "njit-prange" else lang
+    level = PRANGE_LEVEL if lang == "njit-prange" else lang  # njit, jax, njit-hessian
     while pending:
         cmd = [sys.executable, "-m", WORKERS[lang], *map(str, pending)]
         if features is not None:
@@ -211,6 +216,10 @@ def campaign(seed: int, count: int, langs, levels, jobs: int, outdir: Path, valg
         results += run_c(seeds, levels, jobs, 0, on_result=on_result, lang="c-width")
     if "njit-prange" in langs:
         results += run_njit(seeds, jobs, on_result=on_result, lang="njit-prange")
+    if "c-nested" in langs:
+        results += run_c(seeds, levels, jobs, valgrind_every, on_result=on_result, lang="c-nested")
+    if "njit-hessian" in langs:
+        results += run_njit(seeds, jobs, on_result=on_result, lang="njit-hessian")
     log.close()
     print()
     print(summary(results))

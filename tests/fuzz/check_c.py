@@ -12,6 +12,7 @@ second point, since random programs have kinks (fabs, fmax, branches, pick()).
 from __future__ import annotations
 
 import math
+import os
 import re
 import shutil
 import subprocess
@@ -29,7 +30,9 @@ except ImportError:
 LEVELS = {
     "O0": ["-O0"], "O1": ["-O1"], "O2": ["-O2"], "O3": ["-O3"], "O2-ffast-math": ["-O2", "-ffast-math"],
 }
-BUILD_TIMEOUT = 240
+# seconds of wall time; a loaded machine (second-order programs at -O2 took 20 s of CPU and
+# 150-250 s of wall at a load of 17 on 2 cores) may need more: ZYMASE_FUZZ_BUILD_TIMEOUT
+BUILD_TIMEOUT = int(os.environ.get("ZYMASE_FUZZ_BUILD_TIMEOUT", "240"))
 RUN_TIMEOUT = 60
 VALGRIND = ["valgrind", "--error-exitcode=99", "-q"]
 
@@ -104,8 +107,8 @@ def parse_driver(text: str) -> dict:
             pt["primal"] = float(parts[2])
         elif parts[0] == "fd":
             pt["fd"].setdefault(int(parts[2]), {})[int(parts[3])] = float(parts[4])
-        elif parts[0] == "lane":
-            pt["lane"][int(parts[2])] = (float(parts[3]), float(parts[4]))
+        elif parts[0] == "lane":  # "lane p k got want [label]"
+            pt["lane"][int(parts[2])] = (float(parts[3]), float(parts[4]), *parts[5:6])
         else:
             pt[parts[0]][int(parts[2])] = float(parts[3])
     return points
@@ -143,8 +146,14 @@ def compare_outputs(points: dict, fast: bool) -> tuple[str, str]:
                 return "wrong", f"point {p} d/dx{i}: reverse {r!r} forward {f!r} (not finite)"
             if abs(r - f) > rtol * max(1.0, abs(r), abs(f)):
                 return "wrong", f"point {p} d/dx{i}: reverse {r!r} != forward {f!r}"
-        for k, (got, want) in sorted(pt.get("lane", {}).items()):  # vector lanes: C programs with --lang c-width only
+        # further pairs that must agree as reverse and forward do: vector lanes against scalar
+        # calls (--lang c-width), second-order paths against each other (c-nested, njit-hessian),
+        # (got, want) or (got, want, label)
+        for k, lane in sorted(pt.get("lane", {}).items()):
+            got, want = lane[0], lane[1]
             if not (math.isfinite(got) and abs(got - want) <= rtol * max(1.0, abs(want))):
+                if len(lane) > 2:
+                    return "wrong", f"point {p} {lane[2]}: {got!r} != {want!r}"
                 return "wrong", f"point {p} direction {k}: vector forward mode {got!r} != scalar forward {want!r}"
         bad = [i for i in sorted(rev)
                if not _fd_ok(rev[i], [pt["fd"].get(k, {}).get(i, math.nan) for k in range(len(FD_STEPS))], primal)]
@@ -210,7 +219,7 @@ def clang_clean(text: str, extra: tuple[str, ...] = ()) -> bool:
 _ENZYME_STUBS = """
 double __enzyme_autodiff(void *f, ...) { (void)f; return 0.0; }
 double __enzyme_fwddiff(void *f, ...) { (void)f; return 0.0; }
-int enzyme_dup, enzyme_const;
+int enzyme_dup, enzyme_const, enzyme_dupnoneed;
 """
 
 

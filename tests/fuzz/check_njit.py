@@ -77,19 +77,32 @@ def _point(f, grad, args, zymase) -> dict:
     return {"primal": primal, "rev": rev, "fwd": fwd, "fd": fd}
 
 
+def load_points(text: str, level: str = LEVEL, more=None):
+    """(module, {p: args}) of a generated njit module at make_args' points 0 and 1 (and
+    those ``more(points)`` adds), or the 'invalid' Outcome when the primal does not
+    compile, run or stay finite and bounded there (a generator defect, never an engine one)."""
+    try:
+        mod = load_module(text)
+        points = {p: mod.make_args(p) for p in (0, 1)}
+        if more is not None:
+            points.update(more(points))
+        for args in points.values():
+            v = float(mod.f(*_copy(args)))
+            if not math.isfinite(v) or abs(v) > 1e8:
+                return Outcome("invalid", level, f"primal {v}")
+    except Exception as exc:
+        return Outcome("invalid", level, f"primal raised {type(exc).__name__}: {str(exc)[:300]}")
+    return mod, points
+
+
 def check_njit_source(text: str) -> Outcome:
     import zymase
     from zymase.errors import ZymaseError
 
-    try:
-        mod = load_module(text)
-        points = {p: mod.make_args(p) for p in (0, 1)}
-        for args in points.values():
-            v = float(mod.f(*_copy(args)))
-            if not math.isfinite(v) or abs(v) > 1e8:
-                return Outcome("invalid", LEVEL, f"primal {v}")
-    except Exception as exc:  # the generated primal does not compile or run: a generator defect
-        return Outcome("invalid", LEVEL, f"primal raised {type(exc).__name__}: {str(exc)[:300]}")
+    loaded = load_points(text)
+    if isinstance(loaded, Outcome):
+        return loaded
+    mod, points = loaded
     try:
         nargs = len(points[0])
         grad = zymase.grad(mod.f, argnums=tuple(range(nargs)) if nargs > 1 else 0)

@@ -23,6 +23,7 @@ them is the same text as before they were added.
 
 from __future__ import annotations
 
+import math
 import random
 import re
 from dataclasses import dataclass, field
@@ -649,3 +650,118 @@ def generate_c(seed: int, features: set[str] | None = None, size: int | None = N
     """The C program for ``seed`` (same seed, features and size: same text)."""
     rng = random.Random(seed * 7919 + 1)
     return CProgram(seed, features, size if size is not None else rng.randint(4, 10)).text
+
+
+# Second order (``--lang c-nested``): the first derivative along W2 as a C function, by
+# reverse mode (``d1_rev``: w . grad f, the gradient from ``__enzyme_autodiff``) and by
+# forward mode (``d1_fwd``: ``__enzyme_fwddiff`` of f along w), the same number. The
+# driver then differentiates ``d1_rev`` instead of f: its "rev" lines are reverse over
+# reverse, its "fwd" lines forward over reverse (e_j . H w), its "fd" lines central
+# differences of the first derivative; and per direction j "lane" lines compare
+# reverse over forward (``__enzyme_autodiff`` of d1_fwd), forward over forward and the
+# Hessian-vector product of ``grad_into`` (forward mode over a function that writes the
+# gradient into an ``enzyme_dupnoneed`` buffer) with forward over reverse. x is copied
+# before the inner call: f may write into it.
+_NESTED_FUNCTIONS = """\
+/* ---- second order (--lang c-nested) ---- */
+extern int enzyme_dupnoneed;
+static const double W2[NMAX + 1] = {{{w}}};
+
+/* w . grad f, the gradient by reverse mode */
+static double d1_rev(double *x{pa}, int n) {{
+    double xc[NMAX], gr[NMAX];
+    for (int i = 0; i < n; i++) {{
+        xc[i] = x[i];
+        gr[i] = 0.0;
+    }}
+    {da}__enzyme_autodiff((void *)f, enzyme_dup, xc, gr{a}, n);
+    double s = {s0};
+    for (int i = 0; i < n; i++)
+        s += W2[i] * gr[i];
+    return s;
+}}
+
+/* the same number by forward mode along w */
+static double d1_fwd(double *x{pa}, int n) {{
+    double xc[NMAX], tx[NMAX];
+    for (int i = 0; i < n; i++) {{
+        xc[i] = x[i];
+        tx[i] = W2[i];
+    }}
+    return __enzyme_fwddiff((void *)f, enzyme_dup, xc, tx{ta}, n);
+}}
+
+/* the gradient written into g (and ga: d/da) */
+static void grad_into(double *x, double *g{pga}, int n) {{
+    double xc[NMAX];
+    for (int i = 0; i < n; i++) {{
+        xc[i] = x[i];
+        g[i] = 0.0;
+    }}
+    {ga}__enzyme_autodiff((void *)f, enzyme_dup, xc, g{a}, n);
+}}
+"""
+
+_NESTED_LANES = """\
+        {{
+            double dx1[NMAX], tx1[NMAX], g1[NMAX], hv[NMAX], ga1 = 0.0, hva = 0.0;
+            (void)ga1;
+            (void)hva;
+            for (int i = 0; i < n; i++) {{
+                x[i] = v[i];
+                tx1[i] = W2[i];
+            }}
+            __enzyme_fwddiff((void *)grad_into, enzyme_dup, x, tx1, enzyme_dupnoneed, g1, hv{hvp_a}, n);
+            for (int i = 0; i < n; i++)
+                x[i] = v[i];
+            double by_fwd = d1_fwd(x{va}, n);
+            for (int i = 0; i < n; i++)
+                x[i] = v[i];
+            printf("lane %d 0 %.17g %.17g first-derivative-by-forward-vs-by-reverse\\n", p, by_fwd, d1_rev(x{va}, n));
+            for (int i = 0; i < n; i++) {{
+                x[i] = v[i];
+                dx1[i] = 0.0;
+            }}
+            {rf_a}__enzyme_autodiff((void *)d1_fwd, enzyme_dup, x, dx1{va}, n);
+            for (int j = 0; j < nv; j++) {{
+                for (int i = 0; i < n; i++) {{
+                    x[i] = v[i];
+                    tx[i] = i == j ? 1.0 : 0.0;
+                }}
+                double ta = j == n ? 1.0 : 0.0;
+                (void)ta;
+                double want = __enzyme_fwddiff((void *)d1_rev, enzyme_dup, x, tx{ta_arg}, n);
+                for (int i = 0; i < n; i++)
+                    x[i] = v[i];
+                double ff = __enzyme_fwddiff((void *)d1_fwd, enzyme_dup, x, tx{ta_arg}, n);
+                printf("lane %d %d %.17g %.17g reverse-over-forward-vs-forward-over-reverse\\n", p, 1 + j,
+                       j < n ? dx1[j] : {rf_da}, want);
+                printf("lane %d %d %.17g %.17g forward-over-forward-vs-forward-over-reverse\\n", p, 1 + NARG + j,
+                       ff, want);
+                printf("lane %d %d %.17g %.17g hvp-of-grad_into-dupnoneed-vs-forward-over-reverse\\n", p,
+                       1 + 2 * NARG + j, j < n ? hv[j] : hva, want);
+            }}
+        }}
+"""
+
+_DRIVER_MARK = "/* ---- driver ---- */\n"
+
+
+def with_nested(text: str) -> str:
+    """``text`` (a program of :func:`generate_c`) whose driver differentiates the first
+    derivative of f (see _NESTED_FUNCTIONS) instead of f."""
+    scalar_arg = "enzyme_dup, x, tx, v[n], ta, n)" in text
+    w = ", ".join(f"{math.cos(1.0 + 0.7 * i):.6f}" for i in range(NMAX + 1))
+    if scalar_arg:
+        funcs = _NESTED_FUNCTIONS.format(w=w, pa=", double a", a=", a", da="double da = ", s0="W2[n] * da",
+                                         ta=", a, W2[n]", pga=", double a, double *ga", ga="*ga = ")
+        lanes = _NESTED_LANES.format(hvp_a=", v[n], W2[n], enzyme_dupnoneed, &ga1, &hva", va=", v[n]",
+                                     rf_a="double rf_da = ", rf_da="rf_da", ta_arg=", v[n], ta")
+    else:
+        funcs = _NESTED_FUNCTIONS.format(w=w, pa="", a="", da="", s0="0.0", ta="", pga="", ga="")
+        lanes = _NESTED_LANES.format(hvp_a="", va="", rf_a="", rf_da="0.0", ta_arg="")
+    assert text.count(_DRIVER_MARK) == 1 and text.count(_POINT_LOOP_END) == 1
+    head, driver = text.split(_DRIVER_MARK)
+    driver = driver.replace("(void *)f,", "(void *)d1_rev,").replace("return f(", "return d1_rev(")
+    driver = driver.replace(_POINT_LOOP_END, lanes + _POINT_LOOP_END)
+    return head + funcs + "\n" + _DRIVER_MARK + driver
