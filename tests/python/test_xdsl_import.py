@@ -8,7 +8,6 @@ import os
 import subprocess
 import sys
 import warnings
-from pathlib import Path
 
 import typing_extensions
 
