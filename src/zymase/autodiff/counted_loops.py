@@ -114,12 +114,10 @@ class CountedLoops:
         """In the reverse of loop ``h``'s body: the index of the iteration being reversed."""
         return self.E.v(ez.GetOp(self.counted[h]["slot"]))
 
-    def _induction_step(self, v: SSAValue):
-        """For a header argument ``v`` of a counted loop around the current block that
-        moves by the same step each iteration (``v + c``, ``v - c``, or a pointer
-        ``gep v[c]``; ``c`` a constant or a value fixed during the loop's run) from a
-        start value the reverse sweep can get without a per-iteration tape: (info,
-        next-value op, init). Otherwise None."""
+    def _header_flow(self, v: SSAValue):
+        """For a header argument ``v`` of a counted loop around the current block:
+        (the loop's info, the value its back edge passes, the value its entry passes).
+        Otherwise None."""
         if not isinstance(v, BlockArgument) or v.block not in self.counted:
             return None
         info = self.counted[v.block]
@@ -128,6 +126,18 @@ class CountedLoops:
         latch, entry = info["latch"], info["entry"]
         nxt = self.flavor.successor_operands(latch.src.last_op)[latch.slot][v.index]
         init = self.flavor.successor_operands(entry.src.last_op)[entry.slot][v.index]
+        return info, nxt, init
+
+    def _induction_step(self, v: SSAValue):
+        """For a header argument ``v`` of a counted loop around the current block that
+        moves by the same step each iteration (``v + c``, ``v - c``, or a pointer
+        ``gep v[c]``; ``c`` a constant or a value fixed during the loop's run) from a
+        start value the reverse sweep can get without a per-iteration tape: (info,
+        next-value op, init). Otherwise None."""
+        flow = self._header_flow(v)
+        if flow is None:
+            return None
+        info, nxt, init = flow
         op = None if isinstance(nxt, BlockArgument) else nxt.owner
         if op is None or not op.operands or op.operands[0] is not v:
             return None
@@ -169,14 +179,10 @@ class CountedLoops:
         variable (``for (i = 0; i + 1 < n; i++)`` after LLVM's optimizations: ``i``
         takes the value ``i + 1`` had, one iteration late): (u, init of v) when the
         reverse sweep can get v's start without a per-iteration tape. Otherwise None."""
-        if not isinstance(v, BlockArgument) or v.block not in self.counted:
+        flow = self._header_flow(v)
+        if flow is None:
             return None
-        info = self.counted[v.block]
-        if self.cur not in info["body"]:
-            return None
-        latch, entry = info["latch"], info["entry"]
-        u = self.flavor.successor_operands(latch.src.last_op)[latch.slot][v.index]
-        init = self.flavor.successor_operands(entry.src.last_op)[entry.slot][v.index]
+        info, u, init = flow
         if not (isinstance(u, BlockArgument) and u.block is v.block and u is not v):
             return None
         found = self._induction_step(u)
