@@ -219,3 +219,22 @@ def test_arguments_are_reread_although_lgamma_sets_signgam(tmp_path):
     assert build.returncode == 0, build.stderr
     run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stdout + run.stderr
+
+
+@pytest.mark.parametrize("level", [0, 2])
+def test_lagged_induction_variables_are_rebuilt_not_taped(level, monkeypatch, capsys):
+    # LLVM turns `for (i = 0; i + 1 < n; i++)` into two header phis, i taking the value
+    # i + 1 had one iteration late, and `prev = i` at the end of a body is such a lagged
+    # variable too (with its own start): the reverse sweep rebuilds both from its
+    # iteration count (counted_loops._lagged_induction), and with them the addresses of
+    # x[i] and x[prev], which it then re-reads: Rosenbrock's gradient and its HVP tape
+    # nothing (they taped i and x[i] per iteration: 16 bytes, the HVP's forward sweep 24)
+    from pathlib import Path
+
+    from zymase.frontends.c import Timings, compile_c
+
+    src = Path(__file__).resolve().parents[1] / "c" / "nested" / "lagged_inductions.c"
+    monkeypatch.setenv("ZYMASE_DEBUG_TAPE", "1")
+    compile_c(str(src), [], level, Timings())
+    taped = [line for line in capsys.readouterr().err.splitlines() if "tape:" in line]
+    assert taped == [], taped

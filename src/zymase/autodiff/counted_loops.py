@@ -114,12 +114,10 @@ class CountedLoops:
         """In the reverse of loop ``h``'s body: the index of the iteration being reversed."""
         return self.E.v(ez.GetOp(self.counted[h]["slot"]))
 
-    def _induction_step(self, v: SSAValue):
-        """For a header argument ``v`` of a counted loop around the current block that
-        moves by the same step each iteration (``v + c``, ``v - c``, or a pointer
-        ``gep v[c]``; ``c`` a constant or a value fixed during the loop's run) from a
-        start value the reverse sweep can get without a per-iteration tape: (info,
-        next-value op, init). Otherwise None."""
+    def _header_flow(self, v: SSAValue):
+        """For a header argument ``v`` of a counted loop around the current block:
+        (the loop's info, the value its back edge passes, the value its entry passes).
+        Otherwise None."""
         if not isinstance(v, BlockArgument) or v.block not in self.counted:
             return None
         info = self.counted[v.block]
@@ -128,6 +126,18 @@ class CountedLoops:
         latch, entry = info["latch"], info["entry"]
         nxt = self.flavor.successor_operands(latch.src.last_op)[latch.slot][v.index]
         init = self.flavor.successor_operands(entry.src.last_op)[entry.slot][v.index]
+        return info, nxt, init
+
+    def _induction_step(self, v: SSAValue):
+        """For a header argument ``v`` of a counted loop around the current block that
+        moves by the same step each iteration (``v + c``, ``v - c``, or a pointer
+        ``gep v[c]``; ``c`` a constant or a value fixed during the loop's run) from a
+        start value the reverse sweep can get without a per-iteration tape: (info,
+        next-value op, init). Otherwise None."""
+        flow = self._header_flow(v)
+        if flow is None:
+            return None
+        info, nxt, init = flow
         op = None if isinstance(nxt, BlockArgument) else nxt.owner
         if op is None or not op.operands or op.operands[0] is not v:
             return None
@@ -163,7 +173,28 @@ class CountedLoops:
             and all(self.vmap.get(a, a) is b for a, b in zip(op.operands[1:], sop.operands[1:]))
         )
 
+    def _lagged_induction(self, v: SSAValue):
+        """For a header argument ``v`` of a counted loop around the current block whose
+        back edge passes another argument ``u`` of the same header that is an induction
+        variable (``for (i = 0; i + 1 < n; i++)`` after LLVM's optimizations: ``i``
+        takes the value ``i + 1`` had, one iteration late): (u, init of v) when the
+        reverse sweep can get v's start without a per-iteration tape. Otherwise None."""
+        flow = self._header_flow(v)
+        if flow is None:
+            return None
+        info, u, init = flow
+        if not (isinstance(u, BlockArgument) and u.block is v.block and u is not v):
+            return None
+        found = self._induction_step(u)
+        if found is None or not isinstance(found[1], _INT_ADD + _INT_SUB):
+            return None
+        if not self._fixed_per_run(init, info["body"]):
+            return None
+        return u, init
+
     def _can_rebuild_induction(self, v: SSAValue, w: SSAValue) -> bool:
+        if self._lagged_induction(v) is not None and w is self.vmap.get(v, v):
+            return True
         found = self._induction_step(v)
         if found is None:
             return False
@@ -179,9 +210,24 @@ class CountedLoops:
         whose shadow moves in step with it)."""
         if not self._can_rebuild_induction(v, w):
             return None
+        k = self._iteration(v.block)
+        lagged = self._lagged_induction(v)
+        if lagged is not None and w is self.vmap.get(v, v):
+            # v in iteration k is u's value in iteration k - 1, and v's start in
+            # iteration 0 (at k = 0 the other arm is u's value before its start,
+            # which the select discards; LLVM folds it when the starts line up)
+            u, init = lagged
+            E = self.E
+            before = self._induction_at(u, self.vmap.get(u, u), E.isub(k, E.iconst(1, i64)))
+            start = self._fetch(init, self.vmap.get(init, init))
+            return E.select(E.icmp_eq(k, E.iconst(0, i64)), start, before)
+        return self._induction_at(v, w, k)
+
+    def _induction_at(self, v: SSAValue, w: SSAValue, k: SSAValue) -> SSAValue:
+        """Induction variable ``v`` (or the shadow ``w`` that moves with it) in
+        iteration ``k`` of its loop: ``init + k * step`` (``&init[k * step]``)."""
         info, op, init = self._induction_step(v)
         E = self.E
-        k = self._iteration(v.block)
         if w is self.vmap.get(v, v):
             start = self._fetch(init, self.vmap.get(init, init))
         else:
