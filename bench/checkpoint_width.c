@@ -14,6 +14,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "width_timing.h"
+
 extern int enzyme_const, enzyme_dup, enzyme_width;
 extern double __enzyme_autodiff(void *, ...);
 typedef struct { double d[4]; } vec4;
@@ -46,17 +48,6 @@ void evolve(double D, const double *u0, double *out, int nsteps) {
     free(v);
 }
 
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static double u0[NCELL], out[NOUT], du[W][NCELL], dout[W][NOUT], sink;
 static int nsteps;
 
@@ -86,6 +77,9 @@ static vec4 run_scalar(void) {
     return r;
 }
 
+static void time_width(void) { (void)run_width(); }
+static void time_scalar(void) { (void)run_scalar(); }
+
 int main(int argc, char **argv) {
     nsteps = argc > 1 ? atoi(argv[1]) : 20000;
     int reps = argc > 2 ? atoi(argv[2]) : 11, inner = argc > 3 ? atoi(argv[3]) : 2;
@@ -106,21 +100,10 @@ int main(int argc, char **argv) {
     printf("nsteps %d, width %d: lanes vs width 1, max relative difference %.2g (d/dD %.3g %.3g %.3g %.3g, "
            "d/du0[0] %.3g)\n", nsteps, W, err, a.d[0], a.d[1], a.d[2], a.d[3], check[0][0]);
     if (err > 1e-12) return 1;
-    double *t[3];
-    for (int m = 0; m < 3; m++) t[m] = malloc(reps * sizeof(double));
-    for (int r = 0; r < reps; r++) {
-        for (int m = 0; m < 3; m++) {  // alternating
-            double t0 = now();
-            for (int j = 0; j < inner; j++) {
-                if (m == 0) run_primal();
-                else if (m == 1) run_width();
-                else run_scalar();
-            }
-            t[m][r] = (now() - t0) / inner;
-        }
-    }
-    for (int m = 0; m < 3; m++) qsort(t[m], reps, sizeof(double), cmp);
-    double p = t[0][reps / 2], w = t[1][reps / 2], s = t[2][reps / 2];
+    void (*const runs[3])(void) = {run_primal, time_width, time_scalar};
+    double median[3];
+    time_alternating(runs, reps, inner, median);
+    double p = median[0], w = median[1], s = median[2];
     printf("primal %.2f ms; width %d %.2f ms (%.2fx primal); width 1 x %d %.2f ms (%.2fx primal); "
            "width %d / width 1 x %d = %.2f\n", 1e3 * p, W, 1e3 * w, w / p, W, 1e3 * s, s / p, W, W, w / s);
     return sink == 12345.0;

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "width_timing.h"
+
 extern int enzyme_const, enzyme_dup, enzyme_dupv, enzyme_width, enzyme_nofree;
 typedef struct { void *tape; double value; } augmented;
 extern augmented __enzyme_augmentfwd(void *, ...);
@@ -32,17 +34,6 @@ __attribute__((always_inline)) static inline double body(double a, const double 
 // one function per width: zymase's tape of __enzyme_augmentfwd follows its fwdsplit pattern
 double f1(double a, const double *x, double *out, long n) { return body(a, x, out, n); }
 double f4(double a, const double *x, double *out, long n) { return body(a, x, out, n); }
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 static double *x, *out, *dx, *dout;  // dx, dout: W lanes of n, lane k at + k n
 static long n;
@@ -76,6 +67,9 @@ static vec4 run_scalar(void) {
     return r;
 }
 
+static void time_width(void) { (void)run_width(); }
+static void time_scalar(void) { (void)run_scalar(); }
+
 int main(int argc, char **argv) {
     n = argc > 1 ? atol(argv[1]) : 4000;
     int reps = argc > 2 ? atoi(argv[2]) : 21, inner = argc > 3 ? atoi(argv[3]) : 20;
@@ -93,21 +87,10 @@ int main(int argc, char **argv) {
     printf("n %ld, width %d: lanes vs width 1, max relative difference %.2g (tangents %.4g %.4g %.4g %.4g)\n", n,
            W, err, a.d[0], a.d[1], a.d[2], a.d[3]);
     if (err > 1e-12) return 1;
-    double *t[3];
-    for (int m = 0; m < 3; m++) t[m] = malloc(reps * sizeof(double));
-    for (int r = 0; r < reps; r++) {
-        for (int m = 0; m < 3; m++) {  // alternating
-            double t0 = now();
-            for (int j = 0; j < inner; j++) {
-                if (m == 0) run_primal();
-                else if (m == 1) run_width();
-                else run_scalar();
-            }
-            t[m][r] = (now() - t0) / inner;
-        }
-    }
-    for (int m = 0; m < 3; m++) qsort(t[m], reps, sizeof(double), cmp);
-    double p = t[0][reps / 2], w = t[1][reps / 2], s = t[2][reps / 2];
+    void (*const runs[3])(void) = {run_primal, time_width, time_scalar};
+    double median[3];
+    time_alternating(runs, reps, inner, median);
+    double p = median[0], w = median[1], s = median[2];
     printf("primal %.1f us; width %d pair %.1f us (%.2fx primal); one tape, width 1 x %d fwdsplit %.1f us (%.2fx "
            "primal); width %d / width 1 x %d = %.2f\n", 1e6 * p, W, 1e6 * w, w / p, W, 1e6 * s, s / p, W, W, w / s);
     return sink == 12345.0;
