@@ -128,6 +128,18 @@ ZY_API void *ZY_P(getrf_save)(int which, int layout, int m, int n, const ZY_T *A
     return zy_copy_span(A, zy_mspan(layout, m, n, lda), sizeof(ZY_T));
 }
 
+/* dA = the tangent of the factors of the input A, factored here (the primal's pivoting
+   again): for a caller whose forward runs before the factorization (Numba's getrf) */
+static void ZY_P(getrf_tangent_of_input)(int m, int n, const ZY_T *A, int lda, ZY_T *dA) {
+    int *piv = ZY_P(pivots)(m, n);
+    ZY_T *F = ZY_P(lu_of)(m, n, A, lda, piv);
+    if (F)
+        ZY_P(getrf_tangent)(m, n, F, m > 0 ? m : 1, piv, dA, lda, dA, lda);
+    else
+        ZY_P(nan_fill)(m, n, dA, lda);
+    free(F), free(piv);
+}
+
 /* after the call (the rule's forward_after): A holds the factors, ipiv the pivots and
    *info the status the call left; nothing factored again */
 ZY_API ZY_T ZY_P(getrf_fwd_lanes)(int layout, int m, int n, const ZY_T *A, int lda, const int *ipiv, const int *info,
