@@ -198,9 +198,28 @@ double swap(double D, const double *u0, int nsteps) {
     free(v);
     return out;
 }
+/* v copied back into u (no swap): u and v only read from their slots, u freed through its
+   slot after the loop (the free must wait for the reverse sweep) */
+double copyback(double D, const double *u0, int nsteps) {
+    double *u = malloc(sizeof(double) * NCELL);
+    double *v = malloc(sizeof(double) * NCELL);
+    memcpy(u, u0, sizeof(double) * NCELL);
+    for (int s = 0; s < nsteps; s++) {
+        for (int i = 0; i < NCELL; i++)
+            v[i] = u[i] + 0.1 * D * (u[(i + 1) % NCELL] - u[i]);
+        memcpy(u, v, sizeof(double) * NCELL);
+    }
+    double out = u[0] * u[1];
+    free(u);
+    free(v);
+    return out;
+}
 int main(void) {
     double u0[NCELL] = {0.1, 0.2, 0.3, 0.4}, du0[NCELL] = {0}, w[NCELL] = {1.0, 0.5, 2.0, 1.5};
-    int n = 40, bad = 0;
+    double gc = __enzyme_autodiff((void *)copyback, 0.7, enzyme_const, u0, enzyme_const, 30);
+    double fc = (copyback(0.7 + 1e-6, u0, 30) - copyback(0.7 - 1e-6, u0, 30)) / 2e-6;
+    printf("copyback d/dD %.12g fd %.12g\n", gc, fc);
+    int n = 40, bad = !(gc - fc < 1e-6 && fc - gc < 1e-6);
     double du[NCELL] = {0};
     double gs = __enzyme_autodiff((void *)swap, 0.3, enzyme_dup, u0, du, enzyme_const, 10);
     double fs = (swap(0.3 + 1e-6, u0, 10) - swap(0.3 - 1e-6, u0, 10)) / 2e-6;
@@ -230,7 +249,8 @@ int main(void) {
 # keeps its pointers in local variables (alloca slots): the analysis follows a pointer
 # loaded from one to the pointers stored into it, the runtime rebuilds the shadows of the
 # slots the loop stores to, and a slot holding only a constant argument's pointer is
-# constant memory. A slot the loop only reads (D's) keeps the shadow the caller stored:
+# constant memory, and a free through a slot frees the allocation itself (kept alive for
+# the reverse sweep). A slot the loop only reads (D's) keeps the shadow the caller stored:
 # rebuilt as the stored-to slots are, it was taken for a pointer one past the end of the
 # slot just before it on the stack (d/dD 0). Refused before ("a pointer whose object the
 # analysis cannot determine"); values against finite differences in the program

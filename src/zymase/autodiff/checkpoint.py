@@ -218,8 +218,8 @@ class _Outliner:
                 elif isinstance(op, llvm.CallIntrinsicOp) and intrinsic_base_name(op) in ("memmove",):
                     targets = [op.operands[0]]
                 for ptr in targets:
-                    if kind != "store" or holds_pointer(op.value.type):
-                        pointers_into.append(ptr)  # (a copy may carry pointers too)
+                    if kind == "store" and holds_pointer(op.value.type):
+                        pointers_into.append(ptr)
                     found = self._roots(ptr)
                     if found is None:
                         self._refuse("it stores through a pointer whose object the analysis cannot determine", op, hint)
@@ -242,7 +242,9 @@ class _Outliner:
         rebuilds their shadows as it does the record's pointer slots, which needs each
         pointer they ever hold to point into an object the loop stores to. Pointers
         stored into other memory (``given_pointers``: the objects written with values
-        holding pointers, or copied into) would keep shadows of another iteration."""
+        holding pointers) would keep shadows of another iteration. (A copy into a local
+        variable makes its contents unknown; a copy into other memory is taken for data,
+        as before.)"""
         from zymase.analysis.memory import holds_pointer, memory_kind
         from zymase.ir import IntegerAttr, llvm
 
@@ -525,7 +527,9 @@ class _Outliner:
         """Frees after the loop of pointers the loop carries (``free(u)`` after buffers
         were swapped) free the same set of objects as frees of the allocations themselves:
         rewritten so, the reverse generator sees which allocation each frees and keeps the
-        objects alive until the reverse sweep (which the checkpoints need)."""
+        objects alive until the reverse sweep (which the checkpoints need). So is a free of
+        a pointer that can point into one object only (``free(u)`` of unoptimized code,
+        ``u`` loaded from its stack slot): a free is given the start of an allocation."""
         from zymase.analysis.memory import memory_kind
 
         group, freed = [], set()
@@ -538,6 +542,8 @@ class _Outliner:
                     if found and found <= set(roots) and len(found) > 1:
                         group.append(op)
                         freed |= found
+                    elif found and found <= set(roots) and memory_kind(next(iter(found))) in ("malloc", "calloc"):
+                        op.operands[0] = next(iter(found)).results[0]
         if not group:
             return
         if len(group) != len(freed):
