@@ -31,7 +31,7 @@ __attribute__((always_inline)) static inline double body(double a, const double 
     }
     return s;
 }
-// one function per width: zymase's tape of __enzyme_augmentfwd follows its fwdsplit pattern
+// one function per width: zymase before session 29 split a function at one width only
 double f1(double a, const double *x, double *out, long n) { return body(a, x, out, n); }
 double f4(double a, const double *x, double *out, long n) { return body(a, x, out, n); }
 

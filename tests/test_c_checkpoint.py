@@ -152,3 +152,114 @@ def test_tape_limit_flag_rejects_a_bad_size(tmp_path):
     assert out.returncode == 1
     assert out.stderr.strip() == ("zymase: error: --tape-limit: 'lots' is not a size; hint: give a positive "
                                   "number of bytes with an optional unit, e.g. 16M or 1G")
+
+
+UNOPTIMIZED = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+extern double __enzyme_autodiff(void *, ...);
+extern int enzyme_dup, enzyme_const;
+#define NCELL 4
+/* u and v swapped through local pointer variables, D and the constant w read through
+   theirs: without preopt every one of them is an alloca slot */
+double rd(double D, const double *u0, const double *w, int nsteps) {
+    double *u = malloc(sizeof(double) * NCELL);
+    double *v = malloc(sizeof(double) * NCELL);
+    memcpy(u, u0, sizeof(double) * NCELL);
+    for (int s = 0; s < nsteps; s++) {
+        for (int i = 0; i < NCELL; i++)
+            v[i] = u[i] + 0.1 * (D * (u[(i + 1) % NCELL] - u[i]) * w[i] + u[i] * (1.0 - u[i]));
+        double *t = u;
+        u = v;
+        v = t;
+    }
+    double out = 0.0;
+    for (int i = 0; i < NCELL; i++)
+        out += w[i] * u[i];
+    free(u);
+    free(v);
+    return out;
+}
+/* the same swap with a dup input and a constant trip count */
+double swap(double D, const double *u0, int nsteps) {
+    double *u = malloc(sizeof(double) * NCELL);
+    double *v = malloc(sizeof(double) * NCELL);
+    memcpy(u, u0, sizeof(double) * NCELL);
+    for (int s = 0; s < nsteps; s++) {
+        for (int i = 0; i < NCELL; i++)
+            v[i] = u[i] + D * u[(i + 1) % NCELL] * u[i];
+        double *t = u;
+        u = v;
+        v = t;
+    }
+    double out = u[0];
+    free(u);
+    free(v);
+    return out;
+}
+/* v copied back into u (no swap): u and v only read from their slots, u freed through its
+   slot after the loop (the free must wait for the reverse sweep) */
+double copyback(double D, const double *u0, int nsteps) {
+    double *u = malloc(sizeof(double) * NCELL);
+    double *v = malloc(sizeof(double) * NCELL);
+    memcpy(u, u0, sizeof(double) * NCELL);
+    for (int s = 0; s < nsteps; s++) {
+        for (int i = 0; i < NCELL; i++)
+            v[i] = u[i] + 0.1 * D * (u[(i + 1) % NCELL] - u[i]);
+        memcpy(u, v, sizeof(double) * NCELL);
+    }
+    double out = u[0] * u[1];
+    free(u);
+    free(v);
+    return out;
+}
+int main(void) {
+    double u0[NCELL] = {0.1, 0.2, 0.3, 0.4}, du0[NCELL] = {0}, w[NCELL] = {1.0, 0.5, 2.0, 1.5};
+    double gc = __enzyme_autodiff((void *)copyback, 0.7, enzyme_const, u0, enzyme_const, 30);
+    double fc = (copyback(0.7 + 1e-6, u0, 30) - copyback(0.7 - 1e-6, u0, 30)) / 2e-6;
+    printf("copyback d/dD %.12g fd %.12g\n", gc, fc);
+    int n = 40, bad = !(gc - fc < 1e-6 && fc - gc < 1e-6);
+    double du[NCELL] = {0};
+    double gs = __enzyme_autodiff((void *)swap, 0.3, enzyme_dup, u0, du, enzyme_const, 10);
+    double fs = (swap(0.3 + 1e-6, u0, 10) - swap(0.3 - 1e-6, u0, 10)) / 2e-6;
+    bad += !(gs - fs < 1e-6 && fs - gs < 1e-6);
+    printf("swap d/dD %.12g fd %.12g\n", gs, fs);
+    double g = __enzyme_autodiff((void *)rd, 0.3, enzyme_dup, u0, du0, enzyme_const, w, enzyme_const, n);
+    const double h = 1e-6;
+    double fd = (rd(0.3 + h, u0, w, n) - rd(0.3 - h, u0, w, n)) / (2 * h);
+    bad += !(g - fd < 1e-6 && fd - g < 1e-6);
+    printf("d/dD %.12g fd %.12g\n", g, fd);
+    for (int i = 0; i < NCELL; i++) {
+        double keep = u0[i];
+        u0[i] = keep + h;
+        double fp = rd(0.3, u0, w, n);
+        u0[i] = keep - h;
+        double fm = rd(0.3, u0, w, n);
+        u0[i] = keep;
+        bad += !(du0[i] - (fp - fm) / (2 * h) < 1e-6 && (fp - fm) / (2 * h) - du0[i] < 1e-6);
+        printf("d/du0[%d] %.12g fd %.12g\n", i, du0[i], (fp - fm) / (2 * h));
+    }
+    return bad;
+}
+"""
+
+
+# session 29: without preopt (`--no-preopt`, Enzyme's "AD before optimization") a time loop
+# keeps its pointers in local variables (alloca slots): the analysis follows a pointer
+# loaded from one to the pointers stored into it, the runtime rebuilds the shadows of the
+# slots the loop stores to, and a slot holding only a constant argument's pointer is
+# constant memory, and a free through a slot frees the allocation itself (kept alive for
+# the reverse sweep). A slot the loop only reads (D's) keeps the shadow the caller stored:
+# rebuilt as the stored-to slots are, it was taken for a pointer one past the end of the
+# slot just before it on the stack (d/dD 0). Refused before ("a pointer whose object the
+# analysis cannot determine"); values against finite differences in the program
+def test_unoptimized_time_loop_keeps_pointers_in_local_variables(tmp_path):
+    src = tmp_path / "rd.c"
+    src.write_text(UNOPTIMIZED.lstrip())
+    exe = tmp_path / "rd"
+    build = run_cli(["cc", "-O2", "--no-preopt", "--tape-limit=1K", str(src), "-o", str(exe)], cwd=tmp_path,
+                    timeout=300)
+    assert build.returncode == 0, build.stderr
+    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stdout + run.stderr

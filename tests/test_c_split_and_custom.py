@@ -100,6 +100,31 @@ def test_fwdsplit_refuses_a_tape_written_for_another_reader(tmp_path: Path):
     assert "the tape given to __enzyme_fwdsplit was not written for it" in ran.stderr
 
 
+def test_fwdsplit_refuses_a_tape_of_another_width(tmp_path: Path):
+    # one function split at two widths has a derivative pair and a tape layout per width
+    # (tests/c/vector/fwdsplit_width.c); a width-3 tape given to the width-2 fwdsplit call
+    # stops the program (the width is in the tape's key) instead of a misread tangent
+    (tmp_path / "widths.c").write_text(
+        "#include <stdio.h>\n#include <math.h>\nextern int enzyme_width, enzyme_nofree;\n"
+        "typedef struct { double d[2]; } vec2;\ntypedef struct { double d[3]; } vec3;\n"
+        "extern void *__enzyme_augmentfwd(void *, ...);\n"
+        "extern vec2 __enzyme_fwdsplit2(void *, ...);\nextern vec3 __enzyme_fwdsplit3(void *, ...);\n"
+        "double f(double *x) { return sin(x[0]) * x[0]; }\n"
+        "int main(void) { double x = 0.5, d[3] = {1, 2, 3};\n"
+        "  void *t3 = __enzyme_augmentfwd((void *)f, enzyme_width, 3, &x, &d[0], &d[1], &d[2]);\n"
+        "  vec3 a = __enzyme_fwdsplit3((void *)f, enzyme_width, 3, enzyme_nofree, (double *)0,\n"
+        "                              &d[0], &d[1], &d[2], t3);\n"
+        "  double want = sin(0.5) + 0.5 * cos(0.5);\n"
+        "  printf(\"%d\\n\", fabs(a.d[2] - 3 * want) < 1e-12); fflush(stdout);\n"
+        "  vec2 b = __enzyme_fwdsplit2((void *)f, enzyme_width, 2, (double *)0, &d[0], &d[1], t3);\n"
+        "  printf(\"%g\\n\", b.d[0]); return 0; }\n")
+    proc = run_cli(["cc", "-O0", "widths.c", "-o", "widths", "-lm"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    ran = subprocess.run([str(tmp_path / "widths")], capture_output=True, text=True, timeout=60)
+    assert ran.returncode != 0 and ran.stdout.startswith("1\n"), ran.stdout + ran.stderr
+    assert "the tape given to __enzyme_fwdsplit was not written for it" in ran.stderr, ran.stderr
+
+
 @pytest.mark.parametrize("flags", LEVELS, ids=[" ".join(f) for f in LEVELS])
 def test_registered_gradient_of_a_library_function(flags: list[str], tmp_path: Path, zymase_cli: list[str]):
     # the registered function is only declared where it is differentiated

@@ -286,13 +286,16 @@ ALLOCATION_KINDS = ("alloca", "malloc", "calloc", "realloc", "nrt_alloc")
 LANE_PART = "zymase.lane_part"
 
 
-def pointer_roots(ptr: SSAValue, entry: Block, incoming, seen=None, *, parts: bool = False) -> set | None:
+def pointer_roots(ptr: SSAValue, entry: Block, incoming, seen=None, *, parts: bool = False,
+                  slots: dict | None = None) -> set | None:
     """The objects pointer ``ptr`` may point into: arguments of the ``entry`` block,
     allocation ops (:data:`ALLOCATION_KINDS`) and global names; None when unknown (a
     pointer loaded from memory, returned by an unknown call, made from an integer).
     ``incoming(arg)`` lists the values a non-entry block argument receives. With
     ``parts``, a pointer into one lane's part of a lane block has the root
-    ``(block, lane position)`` instead of the block's allocation."""
+    ``(block, lane position)`` instead of the block's allocation. With ``slots``
+    (:func:`slot_contents`), a pointer loaded from a local variable (unoptimized code's
+    ``alloca ptr``) has the roots of every pointer stored into it."""
     seen = set() if seen is None else seen
     if ptr in seen:
         return set()
@@ -302,7 +305,7 @@ def pointer_roots(ptr: SSAValue, entry: Block, incoming, seen=None, *, parts: bo
             return {ptr}
         out: set = set()
         for val in incoming(ptr):
-            sub = pointer_roots(val, entry, incoming, seen, parts=parts)
+            sub = pointer_roots(val, entry, incoming, seen, parts=parts, slots=slots)
             if sub is None:
                 return None
             out |= sub
@@ -310,20 +313,82 @@ def pointer_roots(ptr: SSAValue, entry: Block, incoming, seen=None, *, parts: bo
     op = ptr.owner
     kind = memory_kind(op)
     if kind == "derive":
-        sub = pointer_roots(op.operands[0], entry, incoming, seen, parts=parts)
+        sub = pointer_roots(op.operands[0], entry, incoming, seen, parts=parts, slots=slots)
         part = op.attributes.get(LANE_PART) if parts else None
         if part is not None and sub is not None:
             return {(r, part.value.data) for r in sub}
         return sub
     if kind == "select":
-        a = pointer_roots(op.operands[1], entry, incoming, seen, parts=parts)
-        b = pointer_roots(op.operands[2], entry, incoming, seen, parts=parts)
+        a = pointer_roots(op.operands[1], entry, incoming, seen, parts=parts, slots=slots)
+        b = pointer_roots(op.operands[2], entry, incoming, seen, parts=parts, slots=slots)
         return None if a is None or b is None else a | b
     if kind in ALLOCATION_KINDS:
         return {op}
     if kind == "global":
         return {op.global_name.root_reference.data}
+    if kind == "load" and slots is not None and not isinstance(op.ptr, BlockArgument):
+        contents = slots.get(op.ptr.owner)
+        return None if contents is None else set(contents)
     return None
+
+
+def slot_contents(allocas, entry: Block, incoming) -> dict:
+    """For each ``alloca`` of ``allocas`` whose every use is known (:func:`pointers_stored`
+    with ``exact``), the roots (:func:`pointer_roots`) of all the pointers ever stored into
+    it, through other such variables (``t = u; u = v; v = t``); None when one of them is
+    unknown. Found by iterating to a fixpoint: the sets only grow, and None absorbs."""
+    stored = {a: pointers_stored(a, exact=True) for a in allocas}
+    contents: dict = {a: (set() if values is not None else None) for a, values in stored.items()}
+    changed = True
+    while changed:
+        changed = False
+        for a, values in stored.items():
+            if contents[a] is None:
+                continue
+            found: set | None = set()
+            for v in values:
+                sub = pointer_roots(v, entry, incoming, slots=contents)
+                if sub is None:
+                    found = None
+                    break
+                found |= sub
+            if found is None or not found <= contents[a]:
+                contents[a] = None if found is None else contents[a] | found
+                changed = True
+    return contents
+
+
+def pointers_stored(root: Operation, *, exact: bool = False) -> list[SSAValue] | None:
+    """The pointers (other than null and undef) stored anywhere into the ``alloca``
+    ``root``; None when its address goes elsewhere than to loads, stores into it,
+    markers and integer-only helpers (a block argument, a call, a copy: unknown). With
+    ``exact``, also None when a value that is not a pointer is stored into it (an
+    integer made from a pointer) or its address goes to an integer-only helper: then
+    every pointer loaded from it is one of the values listed."""
+    work, seen, stored = [root.results[0]], set(), []
+    while work:
+        v = work.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        for use in v.uses:
+            op = use.operation
+            kind = memory_kind(op)
+            if kind in ("derive", "select"):
+                work.extend(op.results)
+            elif kind == "load" or is_marker(op) or (not exact and callee_name(op) in INTEGER_ONLY_EXTERNALS):
+                continue
+            elif kind == "store" and op.ptr is v and op.value is not v:
+                val = op.value
+                if is_pointer(val) and not isinstance(val.owner, (llvm.ZeroOp, llvm.UndefOp)):
+                    stored.append(val)
+                elif exact and not is_pointer(val):
+                    return None
+            elif kind == "memset" and not exact:
+                continue  # bytes, never a shadowed pointer
+            else:
+                return None
+    return stored
 
 
 def derived_uses(start: SSAValue, successor_operands, *, through_realloc: bool = False):
@@ -556,7 +621,7 @@ class MemoryModel:
         if root is None:
             return False
         if root not in self._constant_memory:  # (the IR does not change during analysis)
-            stored = self._pointers_stored(root)
+            stored = pointers_stored(root)
             self._constant_memory[root] = stored is not None and not any(self.shadowable(v) for v in stored)
         return self._constant_memory[root]
 
@@ -571,33 +636,6 @@ class MemoryModel:
         if not isinstance(root, Operation) or memory_kind(root) != "alloca":
             return None
         return root
-
-    def _pointers_stored(self, root: Operation) -> list[SSAValue] | None:
-        """The pointers (other than null and undef) stored anywhere into the ``alloca``
-        ``root``; None when its address goes elsewhere than to loads, stores into it,
-        markers and integer-only helpers (a block argument, a call, a copy: unknown)."""
-        work, seen, stored = [root.results[0]], set(), []
-        while work:
-            v = work.pop()
-            if v in seen:
-                continue
-            seen.add(v)
-            for use in v.uses:
-                op = use.operation
-                kind = memory_kind(op)
-                if kind in ("derive", "select"):
-                    work.extend(op.results)
-                elif kind == "load" or is_marker(op) or callee_name(op) in INTEGER_ONLY_EXTERNALS:
-                    continue
-                elif kind == "store" and op.ptr is v and op.value is not v:
-                    val = op.value
-                    if is_pointer(val) and not isinstance(val.owner, (llvm.ZeroOp, llvm.UndefOp)):
-                        stored.append(val)
-                elif kind == "memset":
-                    continue  # bytes, never a shadowed pointer
-                else:
-                    return None
-        return stored
 
     def _stores_into(self, slot: SSAValue):
         """Stores whose address is exactly ``slot`` (pointer slots of -O0 code)."""
@@ -648,7 +686,7 @@ class MemoryModel:
                     # every pointer stored into the alloca is a candidate (all constant)
                     exact = [st.value for st in self._stores_into(op.ptr) if is_pointer(st.value)
                              and not isinstance(st.value.owner, (llvm.ZeroOp, llvm.UndefOp))]
-                    work += exact or self._pointers_stored(self._single_alloca(op.ptr))
+                    work += exact or pointers_stored(self._single_alloca(op.ptr))
             elif isinstance(op, (llvm.ZeroOp, llvm.UndefOp, llvm_ext.PoisonOp)):
                 continue
             elif isinstance(op, llvm.AddressOfOp):

@@ -52,6 +52,12 @@ RUNTIME_PREFIX = "__zymase_ckpt_"
 #: attribute of the outlined loop function (and of its step, which is never outlined again)
 LOOP_ATTR = "zymase.checkpointed_loop"
 STEP_ATTR = "zymase.checkpoint_step"
+#: attributes of the outlined loop function, comma-separated positions: the record's pointer
+#: slots whose shadows the runtime rebuilds (not the inputs pointing into objects the loop
+#: does not store to, which might lie just past one it does), and the stored-to objects
+#: that are local pointer variables, rebuilt the same way
+RECORD_SLOTS_ATTR = "zymase.checkpoint_record_slots"
+LOCAL_SLOTS_ATTR = "zymase.checkpoint_local_slots"
 
 _LIMIT: ContextVar[int | None] = ContextVar("zymase_tape_limit", default=None)
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
@@ -106,6 +112,7 @@ def outline_time_loops(ctx, region, fop, arg_acts) -> int:
     if STEP_ATTR in fop.attributes:
         return 0
     count = 0
+    slots = _local_variables(region, CFG.build(region), ctx.flavor)
     while True:
         cfg = CFG.build(region)
         loops = cfg.natural_loops()
@@ -115,8 +122,22 @@ def outline_time_loops(ctx, region, fop, arg_acts) -> int:
         if not outer:
             return count
         h, body = outer[0]
-        _Outliner(ctx, region, fop, cfg, h, body, arg_acts).run()
+        _Outliner(ctx, region, fop, cfg, h, body, arg_acts, slots).run()
         count += 1
+
+
+def _local_variables(region, cfg, flavor) -> dict:
+    """What each stack slot of ``region`` may hold (``memory.slot_contents``), found before
+    any loop is outlined: an outlined loop's slots are stored into its record and passed to
+    its call, and its stores into them move into the step function."""
+    from zymase.analysis.memory import memory_kind, slot_contents
+
+    def incoming(arg):
+        return [ops[arg.index] for e in cfg.preds[arg.block]
+                for ops in [flavor.successor_operands(cfg.terminator(e.src))[e.slot]]]
+
+    allocas = [op for b in region.blocks for op in b.ops if memory_kind(op) == "alloca"]
+    return slot_contents(allocas, region.blocks[0], incoming)
 
 
 def _does_float_work(body) -> bool:
@@ -126,7 +147,7 @@ def _does_float_work(body) -> bool:
 
 
 class _Outliner:
-    def __init__(self, ctx, region, fop, cfg, h, body, arg_acts):
+    def __init__(self, ctx, region, fop, cfg, h, body, arg_acts, slots):
         from zymase.autodiff.common import function_name
 
         self.ctx, self.region, self.fop, self.cfg, self.h = ctx, region, fop, cfg, h
@@ -137,6 +158,19 @@ class _Outliner:
         self.arg_acts = list(arg_acts)
         self.fname = function_name(fop)
         self.flavor = ctx.flavor
+        self.slots = slots  # what each stack slot may hold (_local_variables)
+
+    def _roots(self, ptr):
+        """The objects ``ptr`` may point into (``memory.pointer_roots``), through the local
+        pointer variables of unoptimized code (``--no-preopt``: ``u`` and ``v`` of a buffer
+        swap live in ``alloca ptr`` slots, each load of them one of the pointers stored)."""
+        from zymase.analysis.memory import pointer_roots
+
+        def incoming(arg):
+            return [ops[arg.index] for e in self.cfg.preds[arg.block]
+                    for ops in [self.flavor.successor_operands(self.cfg.terminator(e.src))[e.slot]]]
+
+        return pointer_roots(ptr, self.region.blocks[0], incoming, slots=self.slots)
 
     # ---- refusals ---------------------------------------------------------------------
     def _refuse(self, why: str, at, hint: str):
@@ -153,19 +187,14 @@ class _Outliner:
 
     def _objects_written(self):
         """The allocation ops of the objects the loop stores to, in program order."""
-        from zymase.analysis.memory import (ALLOCATION_KINDS, callee_name, intrinsic_base_name, is_pointer,
-                                            may_write_unseen_memory, memory_kind, pointer_roots)
+        from zymase.analysis.memory import (ALLOCATION_KINDS, callee_name, holds_pointer, intrinsic_base_name,
+                                            is_pointer, may_write_unseen_memory, memory_kind)
         from zymase.ir import BlockArgument, llvm
-
-        entry = self.region.blocks[0]
-
-        def incoming(arg):
-            return [ops[arg.index] for e in self.cfg.preds[arg.block]
-                    for ops in [self.flavor.successor_operands(self.cfg.terminator(e.src))[e.slot]]]
 
         hint = ("allocate the state the time loop updates (malloc, calloc or a local array) in the function "
                 "before the loop, or raise the tape limit")
         roots: dict = {}
+        pointers_into = []
         for b in self.ordered:
             for op in b.ops:
                 kind = memory_kind(op)
@@ -189,7 +218,9 @@ class _Outliner:
                 elif isinstance(op, llvm.CallIntrinsicOp) and intrinsic_base_name(op) in ("memmove",):
                     targets = [op.operands[0]]
                 for ptr in targets:
-                    found = pointer_roots(ptr, entry, incoming)
+                    if kind == "store" and holds_pointer(op.value.type):
+                        pointers_into.append(ptr)
+                    found = self._roots(ptr)
                     if found is None:
                         self._refuse("it stores through a pointer whose object the analysis cannot determine", op, hint)
                     for root in found:
@@ -201,13 +232,50 @@ class _Outliner:
                         if memory_kind(root) not in ("alloca", "malloc", "calloc"):
                             self._refuse("it stores into memory of an allocation the analysis cannot size", op, hint)
                         roots.setdefault(root, None)
-        return list(roots)
+        roots = list(roots)
+        self.pointer_slots = self._pointer_slots(roots, {r for p in pointers_into for r in self._roots(p)})
+        return roots
+
+    def _pointer_slots(self, roots, given_pointers) -> list[int]:
+        """The positions in ``roots`` of the local pointer variables the loop stores to
+        (``alloca ptr``, unoptimized code's ``u`` and ``v`` of a buffer swap): the runtime
+        rebuilds their shadows as it does the record's pointer slots, which needs each
+        pointer they ever hold to point into an object the loop stores to. Pointers
+        stored into other memory (``given_pointers``: the objects written with values
+        holding pointers) would keep shadows of another iteration. (A copy into a local
+        variable makes its contents unknown; a copy into other memory is taken for data,
+        as before.)"""
+        from zymase.analysis.memory import holds_pointer, memory_kind
+        from zymase.ir import IntegerAttr, llvm
+
+        hint = ("keep the pointers the loop swaps or moves in variables that point into the arrays it updates "
+                "(allocated before the loop), or raise the tape limit")
+        slots = []
+        for i, root in enumerate(roots):
+            local = memory_kind(root) == "alloca" and holds_pointer(root.elem_type)
+            if not local:
+                if root in given_pointers:
+                    self._refuse("it stores pointers into memory whose shadows the checkpoints cannot rebuild",
+                                 None, hint)
+                continue
+            count = root.size.owner if hasattr(root.size, "owner") else None
+            one = (isinstance(count, llvm.ConstantOp) and isinstance(count.value, IntegerAttr)
+                   and count.value.value.data == 1)
+            if not isinstance(root.elem_type, llvm.LLVMPointerType) or not one:
+                self._refuse("it stores into a local array or record holding pointers, whose shadows the "
+                             "checkpoints cannot rebuild", None, hint)
+            held = self.slots.get(root)
+            if held is None or not held <= set(roots):
+                self._refuse("it keeps in a local variable a pointer into memory it does not store to (or one "
+                             "the analysis cannot follow)", None, hint)
+            slots.append(i)
+        return slots
 
     # ---- the rewrite ------------------------------------------------------------------
     def run(self) -> None:
         from zymase.analysis.memory import allocation_size_position, memory_kind
         from zymase.autodiff.flavor import Emitter
-        from zymase.ir import Block, IntegerAttr, i8, i64, llvm
+        from zymase.ir import Block, IntegerAttr, StringAttr, i8, i64, llvm
 
         region, cfg, h, body, flavor = self.region, self.cfg, self.h, self.body, self.flavor
         entering = [e for e in cfg.preds[h] if e.src not in body]
@@ -250,7 +318,7 @@ class _Outliner:
         # pointers into constant arguments' memory go in a second record, passed to the
         # step as a constant argument: read from the first (whose shadow the derivative
         # reads too) they would be taken for pointers with shadows, which they have not
-        const_in = [v for v in live_in if self._constant_pointer(v)]
+        const_in = [v for v in live_in if self._constant_pointer(v, roots)]
         live_in = {v: None for v in live_in if v not in const_in}
         const_t = llvm.LLVMStructType.from_type_list([ptr] * max(1, len(const_in)))
         const_slot = {v: i for i, v in enumerate(const_in)}
@@ -339,6 +407,11 @@ class _Outliner:
         # ---- the loop function (what the caller's call stands for) -------------------
         loop = flavor.make_function(base, [ptr] * (2 + len(roots)), [], self.fop)
         loop.attributes[LOOP_ATTR] = IntegerAttr(len(roots), i64)
+        inputs = {k for v, k in in_slot.items() if self._points_elsewhere(v, roots)}
+        record_slots = [k for k, t in enumerate(slots) if k > 0 and isinstance(t, llvm.LLVMPointerType)
+                        and k not in inputs]
+        loop.attributes[RECORD_SLOTS_ATTR] = StringAttr(",".join(map(str, record_slots)))
+        loop.attributes[LOCAL_SLOTS_ATTR] = StringAttr(",".join(map(str, self.pointer_slots)))
         l_entry = loop.body.blocks[0]
         again, out = Block(), Block()
         loop.body.add_block([again, out])
@@ -409,53 +482,55 @@ class _Outliner:
         after it must point into objects it stores to: the runtime rebuilds their shadows
         from those objects' (checkpoint_runtime.c, zymase_ckpt_shadows), which the forward
         sweep's primal steps do not carry along."""
-        from zymase.analysis.memory import is_pointer, pointer_roots
-
-        entry = self.region.blocks[0]
-
-        def incoming(arg):
-            return [ops[arg.index] for e in self.cfg.preds[arg.block]
-                    for ops in [self.flavor.successor_operands(self.cfg.terminator(e.src))[e.slot]]]
+        from zymase.analysis.memory import is_pointer
 
         for v in values:
             if not is_pointer(v):
                 continue
-            found = pointer_roots(v, entry, incoming)
+            found = self._roots(v)
             if found is None or not found <= set(roots):
                 self._refuse("it carries a pointer from one iteration to the next (or out of the loop) into memory "
                              "it does not store to", None,
                              "index the array with an integer instead of walking a pointer through it, or raise "
                              "the tape limit")
 
-    def _constant_pointer(self, v) -> bool:
-        """Whether pointer ``v`` points only into memory of constant arguments."""
-        from zymase.analysis.memory import is_pointer, pointer_roots
-        from zymase.ir import BlockArgument
+    def _points_elsewhere(self, v, roots) -> bool:
+        """Whether ``v`` is a pointer known to point only into objects the loop does not
+        store to (its shadow, stored by the caller, never changes)."""
+        from zymase.analysis.memory import is_pointer
+
+        found = self._roots(v) if is_pointer(v) else None
+        return found is not None and not found & set(roots)
+
+    def _constant_pointer(self, v, roots) -> bool:
+        """Whether pointer ``v`` points only into memory of constant arguments, or into
+        local pointer variables the loop does not store to that hold only such pointers
+        (unoptimized code's copy of a constant array argument: memory with no derivative)."""
+        from zymase.analysis.memory import is_pointer, memory_kind
+        from zymase.ir import BlockArgument, llvm
+
+        def constant(r, depth=0) -> bool:
+            if isinstance(r, BlockArgument):
+                return r.block is self.region.blocks[0] and self.arg_acts[r.index].is_const
+            if depth or r in roots or memory_kind(r) != "alloca" or not isinstance(r.elem_type,
+                                                                                    llvm.LLVMPointerType):
+                return False
+            held = self.slots.get(r)
+            return bool(held) and all(constant(q, depth + 1) for q in held)
 
         if not is_pointer(v):
             return False
-        entry = self.region.blocks[0]
-
-        def incoming(arg):
-            return [ops[arg.index] for e in self.cfg.preds[arg.block]
-                    for ops in [self.flavor.successor_operands(self.cfg.terminator(e.src))[e.slot]]]
-
-        found = pointer_roots(v, entry, incoming)
-        return bool(found) and all(isinstance(r, BlockArgument) and r.block is entry
-                                   and self.arg_acts[r.index].is_const for r in found)
+        found = self._roots(v)
+        return bool(found) and all(constant(r) for r in found)
 
     def _free_roots_directly(self, roots) -> None:
         """Frees after the loop of pointers the loop carries (``free(u)`` after buffers
         were swapped) free the same set of objects as frees of the allocations themselves:
         rewritten so, the reverse generator sees which allocation each frees and keeps the
-        objects alive until the reverse sweep (which the checkpoints need)."""
-        from zymase.analysis.memory import memory_kind, pointer_roots
-
-        entry = self.region.blocks[0]
-
-        def incoming(arg):
-            return [ops[arg.index] for e in self.cfg.preds[arg.block]
-                    for ops in [self.flavor.successor_operands(self.cfg.terminator(e.src))[e.slot]]]
+        objects alive until the reverse sweep (which the checkpoints need). So is a free of
+        a pointer that can point into one object only (``free(u)`` of unoptimized code,
+        ``u`` loaded from its stack slot): a free is given the start of an allocation."""
+        from zymase.analysis.memory import memory_kind
 
         group, freed = [], set()
         for b in self.region.blocks:
@@ -463,10 +538,12 @@ class _Outliner:
                 continue
             for op in b.ops:
                 if memory_kind(op) == "free":
-                    found = pointer_roots(op.operands[0], entry, incoming)
+                    found = self._roots(op.operands[0])
                     if found and found <= set(roots) and len(found) > 1:
                         group.append(op)
                         freed |= found
+                    elif found and found <= set(roots) and memory_kind(next(iter(found))) in ("malloc", "calloc"):
+                        op.operands[0] = next(iter(found)).results[0]
         if not group:
             return
         if len(group) != len(freed):
@@ -522,10 +599,13 @@ def forward_call(gen, op, clone) -> None:
     # the shadow record's pointer slots (the shadows of the pointers the step reads from
     # the record) follow the primal pointers: the runtime rebuilds them from the objects'
     # shadows whenever the state changes (checkpoint_runtime.c, zymase_ckpt_shadows)
-    pointer_slots = [k for k, t in enumerate(env_t.types) if k > 0 and isinstance(t, llvm.LLVMPointerType)]
+    pointer_slots = _positions(callee, RECORD_SLOTS_ATTR)
+    # and so do the stored-to local pointer variables' shadows (unoptimized code's u, v)
+    local_slots = _positions(callee, LOCAL_SLOTS_ATTR)
     width = gen.width
     denvs = [gen.shadow_of(op.operands[0]) for _ in gen.each_lane()]  # a shadow record per lane
-    n = 2 * (nroots + 1) + nroots * width + (1 + width) * len(pointer_slots)
+    nslots = len(pointer_slots) + len(local_slots)
+    n = 2 * (nroots + 1) + nroots * width + (1 + width) * nslots
     # (in the derivative's entry block: a static alloca, also where the derivative is
     # inlined into a loop)
     table = gen.E.at_end(gen.g_entry).v(llvm.AllocaOp(gen.E.iconst(n, i64), i64))
@@ -557,16 +637,26 @@ def forward_call(gen, op, clone) -> None:
         put(at + (1 + width) * j, address(env, k))
         for lane, denv in enumerate(denvs):
             put(at + (1 + width) * j + 1 + lane, address(denv, k))
+    at += (1 + width) * len(pointer_slots)
+    for j, r in enumerate(local_slots):  # the variable itself, and each lane's shadow of it
+        put(at + (1 + width) * j, E.v(llvm.PtrToIntOp(field(env, first_root + 2 * r, ptr), i64)))
+        for lane, denv in enumerate(denvs):
+            put(at + (1 + width) * j + 1 + lane, E.v(llvm.PtrToIntOp(field(denv, first_root + 2 * r, ptr), i64)))
     done = E.v(llvm.GEPOp(env, [0, 1], pointee_type=env_t))
     step_ptr = E.v(llvm.AddressOfOp(step.sym_name.data, ptr))
     limit = tape_limit() or (1 << 62)
     _declare(gen, "__zymase_ckpt_forward", [ptr, ptr, ptr, ptr, ptr, i64, i64, i64, i64], ptr)
     cenv = gen.vmap.get(op.operands[1], op.operands[1])
     handle = E.v(llvm.CallOp("__zymase_ckpt_forward", env, cenv, done, step_ptr, table, E.iconst(nroots, i64),
-                             E.iconst(len(pointer_slots), i64), E.iconst(limit, i64), E.iconst(width, i64),
+                             E.iconst(nslots, i64), E.iconst(limit, i64), E.iconst(width, i64),
                              return_type=ptr))
     E.insert(llvm.StoreOp(handle, E.v(llvm.GEPOp(env, [0, 0], pointee_type=env_t))))
     clone.parent_block().erase_op(clone)
+
+
+def _positions(callee, attr: str) -> list[int]:
+    listed = callee.attributes[attr].data
+    return [int(k) for k in listed.split(",")] if listed else []
 
 
 def reverse_call(gen, op) -> None:

@@ -96,21 +96,30 @@ static int64_t zymase_ckpt_advance(int64_t m, int64_t c) {
     return k < 1 ? 1 : k;
 }
 
-/* The shadow records' pointer slots rebuilt from the primal ones: a pointer into a
-   stored-to object gets the same offset into that object's shadow, in each lane (the
-   others are the loop's inputs, whose shadows the caller stored and nothing changes). */
+/* The stored-to object a pointer points into (or, failing that, just past: stack objects
+   lie side by side, so a pointer at the end of one is the start of the next); 0 if none. */
+static int64_t zymase_ckpt_region_of(const struct zymase_checkpoints *c, const char *p) {
+    for (int past = 0; past < 2; past++)
+        for (int64_t r = 1; r < c->nregions; r++) {
+            const char *base = c->regions[r].data;
+            if (p >= base && p < base + c->regions[r].bytes + past)
+                return r;
+        }
+    return 0;
+}
+
+/* The shadows of the pointer slots (in the record, and the stored-to local pointer
+   variables) rebuilt from the primal pointers: a pointer into a stored-to object gets the
+   same offset into that object's shadow, in each lane (the loop's inputs into other
+   objects are not listed: their shadows the caller stored and nothing changes). */
 static void zymase_ckpt_shadows(const struct zymase_checkpoints *c) {
     int64_t w = c->width;
     for (int64_t j = 0; j < c->nslots; j++) {
         char *p = *c->slots[(1 + w) * j];
-        for (int64_t r = 1; r < c->nregions; r++) {
-            char *base = c->regions[r].data;
-            if (p >= base && p <= base + c->regions[r].bytes) {
-                for (int64_t k = 0; k < w; k++)
-                    *c->slots[(1 + w) * j + 1 + k] = c->shadows[(r - 1) * w + k] + (p - base);
-                break;
-            }
-        }
+        int64_t r = zymase_ckpt_region_of(c, p);
+        if (r > 0)
+            for (int64_t k = 0; k < w; k++)
+                *c->slots[(1 + w) * j + 1 + k] = c->shadows[(r - 1) * w + k] + (p - c->regions[r].data);
     }
 }
 

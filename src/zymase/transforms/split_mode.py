@@ -19,7 +19,9 @@ With ``enzyme_width, N`` (vector mode) the pair is ``Driver.split``'s width-N pa
 N shadows per dup argument, N seeds of an active result, N derivatives per active
 argument, and still one tape object (the augmented pass runs the primal once); split
 forward mode's pair is ``Driver.fwdsplit``'s width-N pair, the width part of the tape's
-activity pattern (an augmented call at another width is refused).
+activity pattern: one function may be split at several widths and activity patterns (as
+Enzyme makes its augmented primal per width), each ``__enzyme_augmentfwd`` running the
+augmented primal of the fwdsplit pattern equal to its own.
 
 The reverse sweep depends only on its arguments and the tape: split mode never re-reads
 primal memory (docs/architecture.md, section 5), so the caller may overwrite the inputs
@@ -34,8 +36,8 @@ tape written for another reader stops the program), passes the rest of the tape'
 to ``fwdsplit<f>`` and frees it as ``__enzyme_reverse`` does (``enzyme_nofree`` keeps it: the tangent function only reads the tape, from its
 start, so a tape kept that way is read again by the next fwdsplit call, one tangent
 direction after another). One tape cannot serve both: a program that reverses ``f`` and also differentiates
-it by ``__enzyme_fwdsplit`` is refused (:func:`mark_fwdsplit_tapes`), as are an
-augmented call and a fwdsplit call of ``f`` with different activities. The marker parsing is in :mod:`zymase.llvm.markers`; this module
+it by ``__enzyme_fwdsplit`` is refused (:func:`mark_fwdsplit_tapes`), as is an
+augmented call of ``f`` whose activities and width are those of no fwdsplit call of ``f``. The marker parsing is in :mod:`zymase.llvm.markers`; this module
 builds the ``enzyme.split_autodiff`` op there and lowers it in the enzyme pass.
 """
 
@@ -177,8 +179,10 @@ def split_op(site, fname: str, operands: list[SSAValue], seed: list[SSAValue] | 
     return op
 
 
-#: On a function whose tapes __enzyme_fwdsplit reads: the activities of its fwdsplit call.
+#: On a function whose tapes __enzyme_fwdsplit reads: the patterns (``_pattern``) of its
+#: fwdsplit calls, joined by ``_PATTERNS_SEP``.
 FWDSPLIT_TAPE = "zymase.fwdsplit_tape"
+_PATTERNS_SEP = "; "
 #: On a fwdsplit op: enzyme_nofree, the tape is neither freed nor used up (read again later).
 NOFREE = "zymase.nofree"
 
@@ -203,6 +207,12 @@ def mark_fwdsplit_tapes(sites, target_of) -> None:
                        "__enzyme_reverse: zymase's tape of __enzyme_augmentfwd holds what one of them reads, "
                        "not both", f"give one of them a function of your own that calls '{name}'")
         found["fop"].attributes[FWDSPLIT_TAPE] = StringAttr("")
+
+
+def fwdsplit_patterns(fop: Operation) -> list[str]:
+    """The patterns of the ``__enzyme_fwdsplit`` calls of ``fop`` seen so far."""
+    known = fop.attributes.get(FWDSPLIT_TAPE)
+    return known.data.split(_PATTERNS_SEP) if isinstance(known, StringAttr) and known.data else []
 
 
 def _pattern(acts, ret_active: bool, width: int = 1) -> str:
@@ -235,13 +245,12 @@ def fwdsplit_op(site, fname: str, operands: list[SSAValue], opts, acts: list[Act
         fop = fop.parent_op()
     module = fop.parent_op()
     target = next(op for op in module.body.block.ops if isinstance(op, llvm.FuncOp) and op.sym_name.data == fname)
+    # each pattern (width included) is a derivative pair of its own, Driver.fwdsplit's key;
+    # an __enzyme_augmentfwd call pairs with the pattern equal to its own (lower_split_op)
     pattern = _pattern(acts, ret_active, opts.width)
-    known = target.attributes.get(FWDSPLIT_TAPE)
-    if isinstance(known, StringAttr) and known.data and known.data != pattern:
-        raise _err(site, f"__enzyme_fwdsplit of '{fname}' is called with two activity patterns ({known.data}; "
-                   f"{pattern}): the tape of its __enzyme_augmentfwd calls can hold what one of them reads",
-                   f"differentiate '{fname}' with one pattern (wrap it for the other)")
-    target.attributes[FWDSPLIT_TAPE] = StringAttr(pattern)
+    known = fwdsplit_patterns(target)
+    if pattern not in known:
+        target.attributes[FWDSPLIT_TAPE] = StringAttr(_PATTERNS_SEP.join([*known, pattern]))
     results = [fn_out] * opts.width if ret_active else []  # a tangent per lane
     ret_acts = [Activity.DUPNONEED if ret_active else Activity.CONSTNONEED] if fn_out is not None else []
     op = ez.SplitDiffOp("fwdsplit", allocated, fname, [*operands, opts.tape], results, acts, ret_acts,
@@ -303,13 +312,14 @@ def lower_split_op(op: ez.SplitDiffOp, driver, module: ModuleOp) -> None:
         _lower_fwdsplit(op, driver, module, fop, ret_active)
         return
     if FWDSPLIT_TAPE in fop.attributes:
-        # the tape __enzyme_fwdsplit reads (one activity pattern, checked at its call)
-        wanted = fop.attributes[FWDSPLIT_TAPE].data
+        # the tape of the __enzyme_fwdsplit call with this call's activities and width
+        # (Driver.fwdsplit's key: dupnoneed is dup there, so the pairing is one-to-one)
+        wanted = fwdsplit_patterns(fop)
         given = _pattern(arg_acts, ret_active, op.lanes)
-        if part != "augment" or given != wanted:
+        if part != "augment" or given not in wanted:
             raise ZymaseError(
                 f"__enzyme_augmentfwd of '{fname}' ({given}) writes the tape of __enzyme_fwdsplit, which is called "
-                f"with other activities or another width ({wanted})", construct=op.name,
+                f"with other activities or another width ({'; '.join(wanted) or 'none known'})", construct=op.name,
                 function=fname, location=location_of(op),
                 hint="pass the same markers and enzyme_width to both calls (a float argument is active in both)")
         aug_name, rev_name = driver.fwdsplit(fop, arg_acts, ret_active, width=op.lanes)[0], None
@@ -454,8 +464,8 @@ _NULL_TAPE_MESSAGE = ("zymase: error: __enzyme_fwdsplit was given a NULL tape, b
                       "values from the tape __enzyme_augmentfwd returned\n")
 _KEY_GLOBAL = "__zymase_fwdsplit_key_message"
 _KEY_MESSAGE = ("zymase: error: the tape given to __enzyme_fwdsplit was not written for it: only "
-                "__enzyme_augmentfwd of the same function, with the same activities, compiled the same way, "
-                "writes the tape it reads\n")
+                "__enzyme_augmentfwd of the same function, with the same activities and enzyme_width, compiled the "
+                "same way, writes the tape it reads\n")
 #: bytes of the key at the start of a split forward mode tape (autodiff/forward_split.py)
 KEY_BYTES = 8
 

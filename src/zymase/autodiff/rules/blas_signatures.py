@@ -123,12 +123,14 @@ ROUTINES = {
         Routine("potrs", (("layout", _L), ("uplo", _U), ("n", _I), ("nrhs", _I), ("A", _A), ("lda", _I),
                           ("B", _A), ("ldb", _I), ("info", _N)),
                 reads=("A", "B"), writes=("B",), needs=(("A", ("A", "B")), ("B", ("A",))), fortran_only=True),
-        # LU in place, A = P L U (the reverse factors the input kept at the call again), the
-        # solve with its factors and pivots (X solved again from the B kept at the call), and
-        # both at once (its factors, pivots and solution kept after the call)
+        # LU in place, A = P L U (the reverse factors the input kept at the call again, the
+        # forward reads the factors the call computed), the solve with its factors and pivots
+        # (X solved again from the B kept at the call), and both at once (its factors, pivots
+        # and solution kept after the call, or read by the forward right after it)
         Routine("getrf", (("layout", _L), ("m", _I), ("n", _I), ("A", _A), ("lda", _I), ("ipiv", _IA),
                           ("info", _N)),
-                reads=("A",), writes=("A",), int_writes=("ipiv",), needs=(("A", ("A",)),), fortran_only=True),
+                reads=("A",), writes=("A",), int_writes=("ipiv",), needs=(("A", ("A",)),), forward_after=True,
+                fortran_only=True),
         Routine("getrs", (("layout", _L), ("trans", _T), ("n", _I), ("nrhs", _I), ("A", _A), ("lda", _I),
                           ("ipiv", _IA), ("B", _A), ("ldb", _I), ("info", _N)),
                 reads=("A", "B"), writes=("B",),
@@ -136,7 +138,8 @@ ROUTINES = {
         Routine("gesv", (("layout", _L), ("n", _I), ("nrhs", _I), ("A", _A), ("lda", _I), ("ipiv", _IA),
                          ("B", _A), ("ldb", _I), ("info", _N)),
                 reads=("A", "B"), writes=("A", "B"), int_writes=("ipiv",), depends=(("A", ("A",)),),
-                keeps=(("A", ("A", "B")), ("ipiv", ("A", "B")), ("B", ("A",))), fortran_only=True),
+                keeps=(("A", ("A", "B")), ("ipiv", ("A", "B")), ("B", ("A",))), forward_after=True,
+                fortran_only=True),
         # symmetric eigendecomposition: w and (jobz 'V') the eigenvectors over A written, the
         # workspace written (its derivative zero); the reverse decomposes the kept input again
         Routine("syev", (("layout", _L), ("jobz", _J), ("uplo", _U), ("n", _I), ("A", _A), ("lda", _I),

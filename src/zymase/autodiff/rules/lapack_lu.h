@@ -56,25 +56,25 @@ static void ZY_P(split_lu)(int k, const ZY_T *W, int ld, ZY_T *SL, ZY_T *UP) {
 }
 
 /* D (m x n, leading dimension ldd) = the tangent of the packed factors of A, given the
-   factors F (leading dimension m), their pivots and the tangent dA */
-static void ZY_P(getrf_tangent)(int m, int n, const ZY_T *F, const int *piv, const ZY_T *dA, int lda, ZY_T *D,
-                                int ldd) {
+   factors F (leading dimension ldf), their pivots and the tangent dA */
+static void ZY_P(getrf_tangent)(int m, int n, const ZY_T *F, int ldf, const int *piv, const ZY_T *dA, int lda,
+                                ZY_T *D, int ldd) {
     int k = m < n ? m : n, ld = m > 0 ? m : 1, kk = k > 0 ? k : 1;
     ZY_T *W = ZY_P(mcopy)(102, m, n, dA, lda);
     ZY_P(swap_rows)(k, piv, n, W, ld, 0); /* P^T dA */
-    ZY_B(trsm)(102, 141, 122, 111, 132, k, k, 1, F, ld, W, ld); /* L1^-1 Ah11 */
-    ZY_B(trsm)(102, 142, 121, 111, 131, k, k, 1, F, ld, W, ld); /* ... U1^-1 = X */
+    ZY_B(trsm)(102, 141, 122, 111, 132, k, k, 1, F, ldf, W, ld); /* L1^-1 Ah11 */
+    ZY_B(trsm)(102, 142, 121, 111, 131, k, k, 1, F, ldf, W, ld); /* ... U1^-1 = X */
     ZY_T *dL1 = ZY_P(mtemp)(k, k), *dU1 = ZY_P(mtemp)(k, k);
     ZY_P(split_lu)(k, W, ld, dL1, dU1);
-    ZY_B(trmm)(102, 141, 122, 111, 132, k, k, 1, F, ld, dL1, kk); /* L1 sl(X) */
-    ZY_B(trmm)(102, 142, 121, 111, 131, k, k, 1, F, ld, dU1, kk); /* u(X) U1 */
+    ZY_B(trmm)(102, 141, 122, 111, 132, k, k, 1, F, ldf, dL1, kk); /* L1 sl(X) */
+    ZY_B(trmm)(102, 142, 121, 111, 131, k, k, 1, F, ldf, dU1, kk); /* u(X) U1 */
     if (n > k) { /* dU2 = L1^-1 (Ah12 - dL1 U2) */
-        ZY_B(gemm)(102, 111, 111, k, n - k, k, -1, dL1, kk, F + (long)k * ld, ld, 1, W + (long)k * ld, ld);
-        ZY_B(trsm)(102, 141, 122, 111, 132, k, n - k, 1, F, ld, W + (long)k * ld, ld);
+        ZY_B(gemm)(102, 111, 111, k, n - k, k, -1, dL1, kk, F + (long)k * ldf, ldf, 1, W + (long)k * ld, ld);
+        ZY_B(trsm)(102, 141, 122, 111, 132, k, n - k, 1, F, ldf, W + (long)k * ld, ld);
     }
     if (m > k) { /* dL2 = (Ah21 - L2 dU1) U1^-1 */
-        ZY_B(gemm)(102, 111, 111, m - k, k, k, -1, F + k, ld, dU1, kk, 1, W + k, ld);
-        ZY_B(trsm)(102, 142, 121, 111, 131, m - k, k, 1, F, ld, W + k, ld);
+        ZY_B(gemm)(102, 111, 111, m - k, k, k, -1, F + k, ldf, dU1, kk, 1, W + k, ld);
+        ZY_B(trsm)(102, 142, 121, 111, 131, m - k, k, 1, F, ldf, W + k, ld);
     }
     for (int j = 0; j < k; j++)
         for (int i = 0; i < k; i++)
@@ -128,22 +128,32 @@ ZY_API void *ZY_P(getrf_save)(int which, int layout, int m, int n, const ZY_T *A
     return zy_copy_span(A, zy_mspan(layout, m, n, lda), sizeof(ZY_T));
 }
 
-/* the input A factored once for every lane (the primal call's pivoting again) */
-ZY_API ZY_T ZY_P(getrf_fwd_lanes)(int layout, int m, int n, const ZY_T *A, int lda, const int *ipiv, const int *info,
-                                  int lanes, ZY_T *const *d) {
-    (void)layout, (void)ipiv, (void)info;
-    ZY_T *const *dA = d;
+/* dA = the tangent of the factors of the input A, factored here (the primal's pivoting
+   again): for a caller whose forward runs before the factorization (Numba's getrf) */
+static void ZY_P(getrf_tangent_of_input)(int m, int n, const ZY_T *A, int lda, ZY_T *dA) {
     int *piv = ZY_P(pivots)(m, n);
     ZY_T *F = ZY_P(lu_of)(m, n, A, lda, piv);
+    if (F)
+        ZY_P(getrf_tangent)(m, n, F, m > 0 ? m : 1, piv, dA, lda, dA, lda);
+    else
+        ZY_P(nan_fill)(m, n, dA, lda);
+    free(F), free(piv);
+}
+
+/* after the call (the rule's forward_after): A holds the factors, ipiv the pivots and
+   *info the status the call left; nothing factored again */
+ZY_API ZY_T ZY_P(getrf_fwd_lanes)(int layout, int m, int n, const ZY_T *A, int lda, const int *ipiv, const int *info,
+                                  int lanes, ZY_T *const *d) {
+    (void)layout;
+    ZY_T *const *dA = d;
     for (int k = 0; k < lanes; k++) {
         if (!dA[k])
             continue;
-        if (F)
-            ZY_P(getrf_tangent)(m, n, F, piv, dA[k], lda, dA[k], lda);
+        if (*info == 0)
+            ZY_P(getrf_tangent)(m, n, A, lda, ipiv, dA[k], lda, dA[k], lda);
         else
             ZY_P(nan_fill)(m, n, dA[k], lda);
     }
-    free(F), free(piv);
     return 0;
 }
 
@@ -247,6 +257,63 @@ static void ZY_P(lu_product_adjoint)(int n, const ZY_T *F, int ldf, const int *i
     free(Lb);
 }
 
+/* Out -= op(dA0) X (n x nrhs), dA0 = P (dL U + L dU) the tangent of P L U from the
+   factors F and their tangent dF, by products with n x nrhs blocks (O(n^2 nrhs); forming
+   the n x n dA0 first, lu_product_tangent, costs two n^3 triangular products):
+     op = N: P (sl(dF) (U X) + L (u(dF) X)),  op = T: U^T (sl(dF)^T W) + u(dF)^T (L^T W), W = P^T X */
+static void ZY_P(lu_tangent_times)(int trans, int n, int nrhs, const ZY_T *F, int ldf, const int *ipiv,
+                                   const ZY_T *dF, int lddf, const ZY_T *X, int ldx, ZY_T *Out, int ldo) {
+    int ld = n > 0 ? n : 1;
+    ZY_T *DL = ZY_P(mtemp)(n, n), *S = ZY_P(mtemp)(n, nrhs);
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < n; i++)
+            DL[i + (long)j * ld] = i > j ? dF[i + (long)j * lddf] : 0;
+    ZY_T *Y = ZY_P(mcopy)(102, n, nrhs, X, ldx);
+    if (trans != 111)
+        ZY_P(swap_rows)(n, ipiv, nrhs, Y, ld, 0); /* W = P^T X */
+    ZY_T *Z = ZY_P(mcopy)(102, n, nrhs, Y, ld);
+    if (trans == 111) {
+        ZY_B(trmm)(102, 141, 121, 111, 131, n, nrhs, 1, F, ldf, Y, ld);  /* U X */
+        ZY_B(gemm)(102, 111, 111, n, nrhs, n, 1, DL, ld, Y, ld, 0, S, ld); /* sl(dF) U X */
+        ZY_B(trmm)(102, 141, 121, 111, 131, n, nrhs, 1, dF, lddf, Z, ld); /* u(dF) X */
+        ZY_B(trmm)(102, 141, 122, 111, 132, n, nrhs, 1, F, ldf, Z, ld);  /* L u(dF) X */
+    } else {
+        ZY_B(gemm)(102, 112, 111, n, nrhs, n, 1, DL, ld, Y, ld, 0, S, ld); /* sl(dF)^T W */
+        ZY_B(trmm)(102, 141, 121, 112, 131, n, nrhs, 1, F, ldf, S, ld);    /* U^T ... */
+        ZY_B(trmm)(102, 141, 122, 112, 132, n, nrhs, 1, F, ldf, Z, ld);    /* L^T W */
+        ZY_B(trmm)(102, 141, 121, 112, 131, n, nrhs, 1, dF, lddf, Z, ld);  /* u(dF)^T L^T W */
+    }
+    for (int j = 0; j < nrhs; j++)
+        for (int i = 0; i < n; i++)
+            S[i + (long)j * ld] += Z[i + (long)j * ld];
+    if (trans == 111)
+        ZY_P(swap_rows)(n, ipiv, nrhs, S, ld, 1); /* P (...) */
+    for (int j = 0; j < nrhs; j++)
+        for (int i = 0; i < n; i++)
+            Out[i + (long)j * ldo] -= S[i + (long)j * ld];
+    free(DL), free(S), free(Y), free(Z);
+}
+
+/* dF += the adjoint of the factors F of A0 = P L U given Abar = -Pm Qm^T (Pm, Qm n x nrhs,
+   packed): lu_product_adjoint's sl(P^T Abar U^T) + u(L^T P^T Abar) with the n x nrhs
+   blocks W = P^T Pm multiplied first, -W (U Qm)^T and -(L^T W) Qm^T (O(n^2 nrhs), no
+   n x n triangular product) */
+static void ZY_P(lu_outer_adjoint)(int n, int nrhs, const ZY_T *F, int ldf, const int *ipiv, const ZY_T *Pm,
+                                   int ldp, const ZY_T *Qm, int ldq, ZY_T *dF, int lddf) {
+    int ld = n > 0 ? n : 1;
+    ZY_T *W = ZY_P(mcopy)(102, n, nrhs, Pm, ldp), *V = ZY_P(mcopy)(102, n, nrhs, Qm, ldq);
+    ZY_P(swap_rows)(n, ipiv, nrhs, W, ld, 0);                        /* W = P^T Pm */
+    ZY_B(trmm)(102, 141, 121, 111, 131, n, nrhs, 1, F, ldf, V, ld); /* U Qm */
+    ZY_T *Lb = ZY_P(mtemp)(n, n), *Ub = ZY_P(mtemp)(n, n);
+    ZY_B(gemm)(102, 111, 112, n, n, nrhs, -1, W, ld, V, ld, 0, Lb, ld);  /* P^T Abar U^T */
+    ZY_B(trmm)(102, 141, 122, 112, 132, n, nrhs, 1, F, ldf, W, ld);       /* L^T W */
+    ZY_B(gemm)(102, 111, 112, n, n, nrhs, -1, W, ld, Qm, ldq, 0, Ub, ld); /* L^T P^T Abar */
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < n; i++)
+            dF[i + (long)j * lddf] += i > j ? Lb[i + (long)j * ld] : Ub[i + (long)j * ld];
+    free(W), free(V), free(Lb), free(Ub);
+}
+
 ZY_API ZY_T ZY_P(getrs_fwd_lanes)(int layout, int trans, int n, int nrhs, const ZY_T *A, int lda, const int *ipiv,
                                   const ZY_T *B, int ldb, const int *info, int lanes, ZY_T *const *d) {
     (void)info;
@@ -258,9 +325,7 @@ ZY_API ZY_T ZY_P(getrs_fwd_lanes)(int layout, int trans, int n, int nrhs, const 
             continue;
         if (!X)
             X = ZY_P(lu_solution)(layout, trans, n, nrhs, A, lda, ipiv, B, ldb);
-        ZY_T *T = ZY_P(lu_product_tangent)(n, A, lda, ipiv, dA[k], lda);
-        ZY_B(gemm)(102, trans == 111 ? 111 : 112, 111, n, nrhs, n, -1, T, ld, X, ld, 1, dB[k], ldb);
-        free(T);
+        ZY_P(lu_tangent_times)(trans, n, nrhs, A, lda, ipiv, dA[k], lda, X, ld, dB[k], ldb);
     }
     ZY_P(lu_solve_lanes)(trans, n, nrhs, A, lda, ipiv, lanes, dB, ldb);
     free(X);
@@ -278,20 +343,19 @@ ZY_API void ZY_P(getrs_rev_lanes)(int layout, int trans, int n, int nrhs, const 
     (void)info;
     ZY_T *const *dA = d, *const *dB = d + lanes;
     ZY_P(lu_solve_lanes)(trans == 111 ? 112 : 111, n, nrhs, A, lda, ipiv, lanes, dB, ldb); /* Bbar = op(A)^-T Xbar */
-    ZY_T *X = NULL, *G = NULL;
+    ZY_T *X = NULL;
     int ld = n > 0 ? n : 1;
     for (int k = 0; k < lanes; k++) { /* Abar = -Bbar X^T (op = N) or -X Bbar^T, X solved again once */
         if (!dB[k] || !dA[k])
             continue;
         if (!X)
-            X = ZY_P(lu_solution)(layout, trans, n, nrhs, A, lda, ipiv, B, ldb), G = ZY_P(mtemp)(n, n);
+            X = ZY_P(lu_solution)(layout, trans, n, nrhs, A, lda, ipiv, B, ldb);
         if (trans == 111)
-            ZY_B(gemm)(102, 111, 112, n, n, nrhs, -1, dB[k], ldb, X, ld, 0, G, ld);
+            ZY_P(lu_outer_adjoint)(n, nrhs, A, lda, ipiv, dB[k], ldb, X, ld, dA[k], lda);
         else
-            ZY_B(gemm)(102, 111, 112, n, n, nrhs, -1, X, ld, dB[k], ldb, 0, G, ld);
-        ZY_P(lu_product_adjoint)(n, A, lda, ipiv, G, dA[k], lda);
+            ZY_P(lu_outer_adjoint)(n, nrhs, A, lda, ipiv, X, ld, dB[k], ldb, dA[k], lda);
     }
-    free(X), free(G);
+    free(X);
 }
 
 ZY_API void ZY_P(getrs_rev)(int layout, int trans, int n, int nrhs, const ZY_T *A, int lda, const int *ipiv,
@@ -313,35 +377,29 @@ ZY_API void *ZY_P(gesv_save)(int which, int layout, int n, int nrhs, const ZY_T 
                       : zy_copy_span(B, zy_mspan(layout, n, nrhs, ldb), sizeof(ZY_T));
 }
 
-/* A factored once for every lane, X solved once, the lanes' dB solved together */
+/* after the call (the rule's forward_after): A holds the factors, ipiv the pivots, B the
+   solution X and *info the status the call left; nothing factored or solved again but the
+   lanes' dB, together */
 ZY_API ZY_T ZY_P(gesv_fwd_lanes)(int layout, int n, int nrhs, const ZY_T *A, int lda, const int *ipiv, const ZY_T *B,
                                  int ldb, const int *info, int lanes, ZY_T *const *d) {
-    (void)ipiv, (void)info;
+    (void)layout;
     ZY_T *const *dA = d, *const *dB = d + lanes;
-    int ld = n > 0 ? n : 1, *piv = ZY_P(pivots)(n, n);
-    ZY_T *F = ZY_P(lu_of)(n, n, A, lda, piv), *X = NULL;
-    if (!F) {
+    if (*info != 0) {
         for (int k = 0; k < lanes; k++) {
             if (dA[k])
                 ZY_P(nan_fill)(n, n, dA[k], lda);
             if (dB[k])
                 ZY_P(nan_fill)(n, nrhs, dB[k], ldb);
         }
-        free(piv);
         return 0;
     }
-    for (int k = 0; k < lanes; k++) { /* dX = A^-1 (dB - dA X) */
-        if (!dB[k] || !dA[k])
-            continue;
-        if (!X)
-            X = ZY_P(lu_solution)(layout, 111, n, nrhs, F, ld, piv, B, ldb);
-        ZY_B(gemm)(102, 111, 111, n, nrhs, n, -1, dA[k], lda, X, ld, 1, dB[k], ldb);
-    }
-    ZY_P(lu_solve_lanes)(111, n, nrhs, F, ld, piv, lanes, dB, ldb);
+    for (int k = 0; k < lanes; k++) /* dX = A^-1 (dB - dA X) */
+        if (dB[k] && dA[k] && nrhs > 0)
+            ZY_B(gemm)(102, 111, 111, n, nrhs, n, -1, dA[k], lda, B, ldb, 1, dB[k], ldb);
+    ZY_P(lu_solve_lanes)(111, n, nrhs, A, lda, ipiv, lanes, dB, ldb);
     for (int k = 0; k < lanes; k++) /* the factors' tangent, from the input's (read above) */
         if (dA[k])
-            ZY_P(getrf_tangent)(n, n, F, piv, dA[k], lda, dA[k], lda);
-    free(F), free(X), free(piv);
+            ZY_P(getrf_tangent)(n, n, A, lda, ipiv, dA[k], lda, dA[k], lda);
     return 0;
 }
 

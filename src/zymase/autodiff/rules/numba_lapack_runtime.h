@@ -119,9 +119,12 @@ ZN_API void *ZN_P(xxgetrf_save)(int which, long m, long n, const ZN_T *A, long l
     return zn_copy(A, zn_span(m, n, lda) * (long)sizeof(ZN_T));
 }
 
+/* before the call (A: the input; its reverse keeps the input, which forward_after would
+   copy after the call), so the input is factored here */
 ZN_API void ZN_P(xxgetrf_fwd)(long m, long n, const ZN_T *A, long lda, const int *ipiv, ZN_T *dA) {
+    (void)ipiv;
     if (dA)
-        ZY_P(getrf_fwd)(102, (int)m, (int)n, A, (int)lda, ipiv, NULL, dA);
+        ZY_P(getrf_tangent_of_input)((int)m, (int)n, A, (int)lda, dA);
 }
 
 ZN_API void ZN_P(xxgetrf_rev)(long m, long n, const ZN_T *A, long lda, const int *ipiv, ZN_T *dA) {
