@@ -4,7 +4,8 @@ the indexed caches) to ``llvm``, and the tape runtime the lowered code calls.
 The memory layouts of ``!enzyme.Gradient<T>``, ``!enzyme.Cache<T>`` and
 ``!enzyme.IndexedCache<T>`` are defined here (split mode and OpenMP rely on
 :data:`CACHE_STRUCT` and :data:`GLOBAL_TAPE`); :mod:`zymase.transforms.lower_to_llvm`
-adds the runtime to a module on first use and frees the caches on return.
+adds the runtime functions a module calls (:func:`cache_runtime_closure`) and frees the
+caches on return.
 """
 
 from __future__ import annotations
