@@ -543,11 +543,10 @@ class Transformed:
         argtys = tuple(_typeof(a, _label(self.names, i)) for i, a in enumerate(args))
         check_aliased_arguments(self.disp, self.names, args, self.api)
         p = self.plan(argtys)
-        # From Python the kernel is called through one small njit function taking the
-        # kernel's arguments, the shadows made here with NumPy as the trampoline's glue
-        # makes them in njit code: one Numba compile on the first call, where the
-        # trampoline (what njit code calls) costs three, its overload and their
-        # implementation with its np.zeros_like
+        # From Python the kernel is called through its CPython entry point, with the
+        # shadows made here with NumPy as the trampoline's glue makes them in njit code:
+        # no Numba compile on the first call, where the trampoline (what njit code
+        # calls) costs three, its overload and their implementation with its np.zeros_like
         kargs, shadows = [], {}
         for i, (v, t, a) in enumerate(zip(args, argtys, p.activities)):
             kargs.append(v)
@@ -557,14 +556,14 @@ class Transformed:
         kargs.append(_np_dtype(p.kernel.argtypes[-1])(1.0))
         call = self._callers.get(argtys)
         if call is None:
-            import numba
-
             from zymase.collect_rarely import collecting_garbage_rarely
+            from zymase.frontends.numba_entry import python_entry
 
             t0 = time.perf_counter()
-            call = self._callers[argtys] = _caller(p)
+            # the kernel's own CPython wrapper (its argument types are these values'),
+            # not an njit function compiled to call it
             with collecting_garbage_rarely():
-                call.compile(tuple(numba.typeof(v) for v in kargs))
+                call = self._callers[argtys] = python_entry(p.kernel, f"{self.api}_kernel_call")
             p.kernel.record.phases["caller"] = time.perf_counter() - t0
         r = call(*kargs)
         slots = _result_slots(argtys, p.activities)

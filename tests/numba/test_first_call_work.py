@@ -98,9 +98,10 @@ def test_private_copy_is_compiled_to_ir_only_and_numba_still_works():
 def test_python_call_compiles_one_small_function():
     # issue 29 (first grad call): calling a grad from Python compiled the trampoline, the
     # overload behind it and its implementation (three code libraries, each with a C
-    # wrapper nothing calls, the implementation's np.zeros_like besides); now one njit
-    # function taking the kernel's arguments, with a Python wrapper only. The private
-    # copy of the function adds no machine code.
+    # wrapper nothing calls, the implementation's np.zeros_like besides); then (session
+    # 27) one njit function taking the kernel's arguments, with a Python wrapper; now
+    # (session 29) no Numba compile at all: the kernel gets Numba's CPython wrapper of
+    # its own signature (frontends/numba_entry). The private copy adds no machine code.
     @njit
     def product(a, x, b):
         s = 0.0
@@ -115,7 +116,13 @@ def test_python_call_compiles_one_small_function():
         ga, gx, gb = g(0.5, x, 0.25)
     assert (ga, gb) == (3.0 * math.exp(0.25), 1.5 * math.exp(0.25))
     np.testing.assert_array_equal(gx, [0.5 * math.exp(0.25)] * 2)
-    assert seen == {"machine code": ["kernel_call"], "cpython": ["kernel_call"], "cfunc": []}, seen
+    assert seen == {"machine code": [], "cpython": [], "cfunc": []}, seen
+    # the entry point is kept: a second call with other values compiles nothing either
+    with _counting() as seen:
+        ga2, gx2, gb2 = g(0.5, 2 * x, 0.25)
+    assert seen == {"machine code": [], "cpython": [], "cfunc": []}, seen
+    assert (ga2, gb2) == (6.0 * math.exp(0.25), 3.0 * math.exp(0.25))
+    np.testing.assert_array_equal(gx2, gx)
     # njit code calls the trampoline, which keeps its C wrapper (njit code may take it
     # as a first-class function); the overload's implementation has none
     @njit
@@ -194,7 +201,7 @@ def test_private_copies_share_their_overloads_and_give_them_no_machine_code():
     with _counting() as seen, _overloads_built() as built:
         g = zymase.grad(_scaled_cubes, (0, 1), cache=False)(x, 0.5)
     assert built == [], built  # the first copy's implementation, reused
-    assert seen["machine code"] == ["kernel_call"], seen  # the caller from Python only
+    assert seen["machine code"] == [], seen  # (the entry point from Python is not Numba's)
     np.testing.assert_allclose(g[0], 1.5 * x * x, rtol=1e-14)
     assert math.isclose(g[1], float(np.sum(x ** 3)), rel_tol=1e-14)
     # the user's own compiles afterwards build Numba's implementation, with machine code

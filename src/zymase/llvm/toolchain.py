@@ -768,8 +768,12 @@ class OptimizedIR(str):
 
 
 @functools.cache
+@functools.cache
 def _load_libm() -> None:
-    """Make libm's symbols visible to the JIT (the Python process usually has them)."""
+    """Make libm's symbols visible to the JIT (the Python process usually has them).
+    Once per process: a library LLVM loads stays loaded, and ``find_library`` runs
+    ``ldconfig -p`` in a child process each time (a kernel and its Python entry point
+    are two engines; issue 29)."""
     # libm for the math functions; libgcc_s for compiler runtime helpers that LLVM
     # calls on its own (e.g. __powidf2 for llvm.powi), which MCJIT cannot resolve
     # otherwise (it jumps to address 0 instead of reporting a missing symbol).

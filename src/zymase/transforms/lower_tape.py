@@ -4,14 +4,15 @@ the indexed caches) to ``llvm``, and the tape runtime the lowered code calls.
 The memory layouts of ``!enzyme.Gradient<T>``, ``!enzyme.Cache<T>`` and
 ``!enzyme.IndexedCache<T>`` are defined here (split mode and OpenMP rely on
 :data:`CACHE_STRUCT` and :data:`GLOBAL_TAPE`); :mod:`zymase.transforms.lower_to_llvm`
-adds the runtime to a module on first use and frees the caches on return.
+adds the runtime functions a module calls (:func:`cache_runtime_closure`) and frees the
+caches on return.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from zymase.transforms.tape_pool import CACHE_GROW, HEAP_TAPE, HEAP_TAPE_RUNTIME
+from zymase.transforms.tape_pool import CACHE_GROW, HEAP_TAPE, HEAP_TAPE_RUNTIME, TAPE_FREE
 from zymase.ir import (StringAttr, Attribute, DenseArrayBase, IntegerType, OpResult, fast_ops,
                        Operation, SSAValue, enzyme, i64, llvm, llvm_ext)
 from zymase.transforms.lowering_registry import PTR, Emitter, ExtLoadOp, ExtStoreOp, lower_type, lowers
@@ -88,7 +89,7 @@ def _lower_set(op: enzyme.SetOp, e: Emitter) -> Sequence[SSAValue]:
 @lowers(enzyme.PushOp)
 def _lower_push(op: enzyme.PushOp, e: Emitter) -> Sequence[SSAValue]:
     """The runtime helper returns the slot for ``sizeof(T)`` new bytes; store there."""
-    e.fn.module.require_cache_runtime(e)
+    e.fn.module.require_cache_runtime(e, CACHE_PUSH)
     nbytes = e.size_of(e.type(op.value.type))
     slot = e.call(CACHE_PUSH, [op.cache, nbytes], PTR).results[0]
     e.emit(ExtStoreOp(op.value, slot))
@@ -98,7 +99,7 @@ def _lower_push(op: enzyme.PushOp, e: Emitter) -> Sequence[SSAValue]:
 @lowers(enzyme.PopOp)
 def _lower_pop(op: enzyme.PopOp, e: Emitter) -> Sequence[SSAValue]:
     """The runtime helper drops ``sizeof(T)`` bytes and returns their address."""
-    e.fn.module.require_cache_runtime(e)
+    e.fn.module.require_cache_runtime(e, CACHE_POP)
     t = e.type(op.result.type)
     nbytes = e.size_of(t)
     slot = e.call(CACHE_POP, [op.cache, nbytes], PTR).results[0]
@@ -148,11 +149,15 @@ def _lower_indexed_init(op: enzyme.InitOp, e: Emitter) -> SSAValue:
 def _lower_cache_reserve(op: enzyme.CacheReserveOp, e: Emitter) -> Sequence[SSAValue]:
     """Grow the data to ``count * sizeof(T)`` bytes if it is smaller (the runtime
     helper takes and returns the fields by value; the handle stays promotable)."""
-    e.fn.module.require_cache_runtime(e)
     count = op.count
     if count.type != i64:
         count = e.value(llvm.SExtOp(count, i64))
     elem, site = e.fn.indexed_caches[op.cache]
+    # (the buffer is given back on return: lower_to_llvm._free_caches_before_returns)
+    if site.startswith(HEAP_TAPE):
+        e.fn.module.require_cache_runtime(e, CACHE_GROW, TAPE_FREE)
+    else:
+        e.fn.module.require_cache_runtime(e, CACHE_RESERVE, POOL_GIVE)
     nbytes = e.value(llvm.MulOp(count, e.size_of(e.type(elem))))
     if site.startswith(HEAP_TAPE):
         e.call(CACHE_GROW, [op.cache, nbytes], None)
@@ -412,8 +417,55 @@ def tape_stats_enabled() -> bool:
     return bool(os.environ.get("ZYMASE_TAPE_STATS"))
 
 
-def cache_runtime_text() -> str:
+def cache_runtime_text(only: frozenset[str] | None = None) -> str:
+    """The cache runtime as an llvm-dialect module (with the stats counter when
+    ``ZYMASE_TAPE_STATS`` is set); ``only``: just those of its functions (see
+    :func:`cache_runtime_closure`)."""
+    text = _CACHE_RUNTIME.replace("{TAPE_STATS}", _TAPE_STATS_COUNT if tape_stats_enabled() else "")
+    if only is not None:
+        head, functions = _runtime_functions(text)
+        text = head + "".join(body for name, body in functions if name in only) + "}\n"
     if tape_stats_enabled():
-        text = _CACHE_RUNTIME.replace("{TAPE_STATS}", _TAPE_STATS_COUNT)
-        return text.replace("builtin.module {", "builtin.module {" + TAPE_STATS_GLOBAL, 1)
-    return _CACHE_RUNTIME.replace("{TAPE_STATS}", "")
+        text = text.replace("builtin.module {", "builtin.module {" + TAPE_STATS_GLOBAL, 1)
+    return text
+
+
+def cache_runtime_closure(entries) -> frozenset[str]:
+    """The runtime functions lowered code calling ``entries`` needs: those and, through
+    the runtime's own calls, what they call. A module gets only these (issue 29: xDSL's
+    parse of the whole runtime, 0.04-0.05 s of CPU when nothing is cached yet, was 3-4%
+    of a first ``zymase.grad`` call that needs four of its nine functions)."""
+    calls = _runtime_calls()
+    needed, todo = set(), [name for name in entries if name in calls]
+    while todo:
+        name = todo.pop()
+        if name not in needed:
+            needed.add(name)
+            todo += calls[name]
+    return frozenset(needed)
+
+
+def _runtime_functions(text: str) -> tuple[str, list[tuple[str, str]]]:
+    """(the module's text before its first function, [(name, text) of each function])."""
+    import re
+
+    head, *bodies = re.split(r"(?m)^(?=  llvm\.func )", text)
+    bodies[-1] = bodies[-1][:bodies[-1].rindex("}")]  # the module's closing brace
+    return head, [(re.match(r"  llvm\.func \w+ @([\w.]+)\(", body).group(1), body) for body in bodies]
+
+
+#: the names of the runtime's functions
+CACHE_RUNTIME_FUNCTIONS = frozenset(name for name, _ in _runtime_functions(_CACHE_RUNTIME)[1])
+_CALLS: dict[str, list[str]] = {}
+
+
+def _runtime_calls() -> dict[str, list[str]]:
+    """Each runtime function's calls of other runtime functions."""
+    import re
+
+    if not _CALLS:
+        functions = _runtime_functions(_CACHE_RUNTIME)[1]
+        names = {name for name, _ in functions}
+        for name, body in functions:
+            _CALLS[name] = [c for c in re.findall(r"llvm\.call @([\w.]+)\(", body) if c in names and c != name]
+    return _CALLS

@@ -55,7 +55,7 @@ from zymase.ir import (
     location_of,
 )
 from zymase.transforms.lower_tape import (
-    CACHE_PUSH,
+    CACHE_RUNTIME_FUNCTIONS,
     CACHE_STRUCT,
     GLOBAL_TAPE,
     INDEXED_CACHE_STRUCT,
@@ -64,6 +64,7 @@ from zymase.transforms.lower_tape import (
     TAPE_SITE,
     TAPE_STATS_COUNTER,
     TAPE_STATS_GLOBAL,
+    cache_runtime_closure,
     cache_runtime_text,
     tape_stats_enabled,
 )
@@ -134,7 +135,10 @@ class ModuleLowering:
             name = op.properties.get("sym_name")
             if name is not None:
                 self.symbols[name.data] = op  # type: ignore[attr-defined]
-        self._has_cache_runtime = CACHE_PUSH in self.symbols
+        self._has_cache_runtime = not CACHE_RUNTIME_FUNCTIONS.isdisjoint(self.symbols)
+        #: the runtime functions the code lowered here calls (added at the end of run)
+        self._runtime_calls: set[str] = set()
+        self._runtime_required = False
 
     def run(self, names: dict[Operation, set[str]] | None = None) -> None:
         """``names``: the names of the ops inside each top-level op, when known."""
@@ -156,8 +160,18 @@ class ModuleLowering:
                     hint=_UNSUPPORTED_HINTS.get(op.dialect_name(), "only func.func and llvm ops "
                                                 "may appear at module level"),
                 )
+        if self._runtime_required:
+            self._add_cache_runtime()
         if tape_stats_enabled() and not self._has_cache_runtime:
             self._define_unused_tape_counter()
+
+    def _add_cache_runtime(self) -> None:
+        """The runtime functions the lowered code calls, and those they call, that the
+        module does not have yet (an earlier marker round may have added some); with tape
+        statistics, the counter whatever the functions."""
+        missing = cache_runtime_closure(self._runtime_calls) - set(self.symbols)
+        if missing or tape_stats_enabled():
+            self._add_runtime(cache_runtime_text(missing), "<zymase cache runtime>")
 
     def _define_unused_tape_counter(self) -> None:
         """A program that reads the tape counter links even when none of its
@@ -261,21 +275,23 @@ class ModuleLowering:
         self.symbols[name] = site
         return name
 
-    def require_cache_runtime(self, e: Emitter) -> None:
-        """Add the cache push/pop helpers (and realloc/free) on first use."""
+    def require_cache_runtime(self, e: Emitter, *functions: str) -> None:
+        """The lowered code calls the runtime's ``functions``: realloc/free and the tape
+        pool are declared now, the functions (parsed from the runtime's text) added at the
+        end of :meth:`run`, only those the module calls (:func:`cache_runtime_closure`)."""
         self.declare("realloc", [PTR, i64], PTR, e)
         self.declare("malloc", [i64], PTR, e)
         self.declare("free", [PTR], None, e)
         self.declare("malloc_usable_size", [PTR], i64, e)
-        if self._has_cache_runtime:
+        self._runtime_calls.update(functions)
+        if self._runtime_required:
             return
-        self._has_cache_runtime = True
+        self._runtime_required = self._has_cache_runtime = True
         if TAPE_POOL_GLOBAL not in self.symbols:
             pool = llvm.GlobalOp(TAPE_POOL_TYPE, TAPE_POOL_GLOBAL, "internal", alignment=16, value=None)
             pool.attributes["zymase.llvm_init"] = StringAttr("zeroinitializer")
             self.module.body.block.add_op(pool)
             self.symbols[TAPE_POOL_GLOBAL] = pool
-        self._add_runtime(cache_runtime_text(), "<zymase cache runtime>")
 
     def _add_runtime(self, text: str, name: str) -> None:
         """Add the ops of the llvm-dialect module ``text``; a global the program only
