@@ -351,12 +351,18 @@ def _rewrite(region: Region, loop: _Loop, decided: dict, first: int, last: int, 
     exit_block = term.successors[loop.exit_slot]
     exit_ops = flavor.successor_operands(term)[loop.exit_slot]
 
-    def jump(block: Block, dest: Block, args) -> None:
-        br = llvm.BrOp(dest, *args)
+    def branch(block: Block, *targets) -> None:
+        """``block`` ends in a branch to ``(dest, args)``, or with ``cond`` first, to
+        one of two."""
+        if len(targets) == 1:
+            br = llvm.BrOp(targets[0][0], *targets[0][1])
+        else:
+            cond, (a, a_args), (b, b_args) = targets
+            br = llvm.CondBrOp(cond, a, a_args, b, b_args)
         br.location = loc
         block.add_op(br)
 
-    # guard: N >= first + last + 1 runs the peeled copies, else the original loop
+    # entry: the trip count N and what the dispatch after the first copies asks of it
     guard = Block(arg_types=[a.type for a in h.args])
     E = Emitter(flavor, module).at_end(guard)
 
@@ -365,33 +371,40 @@ def _rewrite(region: Region, loop: _Loop, decided: dict, first: int, last: int, 
         return E.v(v.owner.clone()) if _defined_in(v, h) else v
 
     n = emit_trip_count(E, loop.tc, outside)
-    need = E.iconst(first + last + 1, i64)
-    enough = E.v(llvm_ext.ICmpOp(n, need, IntegerAttr(SGE, i64)))
+    enough = E.v(llvm_ext.ICmpOp(n, E.iconst(first + last + 1, i64), IntegerAttr(SGE, i64)))
     middle_count = E.v(llvm.SubOp(n, E.iconst(first + last, i64)))
+    # (with two last copies and fewer than first + 3 iterations: one or two of them run)
+    one_left = E.v(llvm_ext.ICmpOp(n, E.iconst(first + 1, i64), IntegerAttr(EQ, i64))) if last == 2 else None
+    zero = E.iconst(0, i64)
+    for op in guard.ops:
+        op.location = loc
 
     prologue = [_copy(h) for _ in range(first)]
     middle, mmap = _copy(h)
     epilogue = [_copy(h) for _ in range(last)]
     k = middle.insert_arg(i64, len(middle.args))
 
-    zero = E.iconst(0, i64)
-    start = list(guard.args)
-    target = prologue[0][0] if first else middle
-    args = start if first else start + [zero]
-    br = llvm.CondBrOp(enough, target, args, h, start)
-    br.location = loc
-    guard.add_op(br)
-    for op in guard.ops:
-        op.location = loc
-
-    # with N exact and at least first + last + 1, the first copies always go on and
-    # the last copy always leaves: plain branches (no edge for AD to record)
+    # the first copies leave by the loop's own exit test (a run of fewer than first
+    # iterations ends there); past them, the dispatch picks the middle loop when at
+    # least last + 1 iterations are left, else the last copy (or copies) that many
+    dispatch = Block(arg_types=[a.type for a in h.args]) if first else guard
+    cont_slot = loop.cont_slot
+    cond = term.cond
     for i, (blk, vmap) in enumerate(prologue):
-        nxt = mapped(vmap, loop.next_ops)
-        if i + 1 < first:
-            jump(blk, prologue[i + 1][0], nxt)
-        else:
-            jump(blk, middle, nxt + [zero])
+        onward = (prologue[i + 1][0] if i + 1 < first else dispatch, mapped(vmap, loop.next_ops))
+        leave = (exit_block, mapped(vmap, exit_ops))
+        branch(blk, vmap.get(cond, cond), *((onward, leave) if cont_slot == 0 else (leave, onward)))
+    if first:
+        branch(guard, (prologue[0][0], list(guard.args)))
+    here = list(dispatch.args)
+    if last == 0:
+        branch(dispatch, (middle, here + [zero]))
+    elif last == 1:
+        branch(dispatch, enough, (middle, here + [zero]), (epilogue[0][0], here))
+    else:
+        short = Block(arg_types=[a.type for a in h.args])
+        branch(dispatch, enough, (middle, here + [zero]), (short, here))
+        branch(short, one_left, (epilogue[1][0], list(short.args)), (epilogue[0][0], list(short.args)))
 
     # middle: the decided compares are constants, selects on them folded; a counter
     # runs it N - first - last times
@@ -429,13 +442,14 @@ def _rewrite(region: Region, loop: _Loop, decided: dict, first: int, last: int, 
     ):
         middle.erase_op(old_test.owner)  # the counter decides instead
 
+    # the last copies run the last iterations: the one before the exit always leaves
     for i, (blk, vmap) in enumerate(epilogue):
         if i + 1 < last:
-            jump(blk, epilogue[i + 1][0], mapped(vmap, loop.next_ops))
+            branch(blk, (epilogue[i + 1][0], mapped(vmap, loop.next_ops)))
         else:
-            jump(blk, exit_block, mapped(vmap, exit_ops))
+            branch(blk, (exit_block, mapped(vmap, exit_ops)))
 
-    # the entry edge now goes to the guard
+    # the entry edge now goes to the guard, and the original loop is gone
     src = loop.entry.src
     ops = flavor.successor_operands(src.last_op)
     old = src.last_op
@@ -444,6 +458,12 @@ def _rewrite(region: Region, loop: _Loop, decided: dict, first: int, last: int, 
     src.insert_op_before(new_term, old)
     src.erase_op(old)
 
-    blocks = [guard] + [b for b, _ in prologue] + [middle] + [b for b, _ in epilogue]
+    blocks = [guard] + [b for b, _ in prologue] + ([dispatch] if first else []) + [middle]
+    if last == 2:
+        blocks.append(short)
+    blocks += [b for b, _ in epilogue]
     region.insert_block_after(blocks, h)
+    for op in h.ops:
+        op.drop_all_references()
+    region.erase_block(h, safe_erase=False)
     return middle
