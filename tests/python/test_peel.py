@@ -66,9 +66,10 @@ def test_a_stencil_loop_loses_its_selects_in_the_middle():
     assert len(loops) == 1  # the middle loop: the original is not kept for short runs
     middle = loops[0]
     assert sum(isinstance(op, L.SelectOp) for op in middle.ops) == 0
-    # one first and one last iteration peeled: two copies of the two selects, and the
+    # one first and one last iteration peeled: each copy knows its iteration, so only
+    # the first copy's i < n - 1 is left (a run of one iteration may end there), and the
     # guard's trip count clamps at zero with one more
-    assert sum(_selects_per_block(fop)) == 2 * 2 + 1
+    assert sum(_selects_per_block(fop)) == 1 + 1
     # runs of 3 iterations and more take the middle loop; shorter ones leave after the
     # first copy (by its own exit test) or go from it to the last copy
     guards = [op for op in fop.walk() if isinstance(op, L.ICmpOp) and op.predicate.value.data == 5]  # sge
