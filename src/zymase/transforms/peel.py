@@ -21,12 +21,15 @@ What is peeled, so that the copies stay exact:
   wrapping (the no-wrap flag of the trip count's signedness) and the other is
   loop-invariant, and their difference at the first (last) middle iteration is a
   constant that the monotone induction variable only moves away from;
-* at most two iterations at each end. A run-time guard ``N >= first + last + 1``
-  keeps the original loop for shorter runs.
+* at most two iterations at each end.
 
-Shape after the transform: guard -> first copies -> middle loop (a new counter runs
-its ``N - first - last`` iterations; the decided compares are constants and the
-selects on them are folded) -> last copies -> the loop's exit. It runs on the copy
+Shape after the transform: guard (the trip count) -> first copies, each leaving by the
+loop's own exit test -> dispatch: with at least ``last + 1`` iterations left, the
+middle loop (a new counter runs its ``N - first - last`` iterations; the decided
+compares are constants and the selects on them are folded), else straight to the last
+copy (or copies) that many -> last copies -> the loop's exit. The original loop is not
+kept: short runs take the copies too. Each copy's compares are folded where its
+iteration decides them. It runs on the copy
 of a function body that AD differentiates (:func:`zymase.autodiff.common.prepare`),
 not on the primal function itself. ``ZYMASE_NO_PEEL=1`` turns it off (for A/B
 measurements).
