@@ -63,16 +63,22 @@ def test_a_stencil_loop_loses_its_selects_in_the_middle():
     n, fop = _peel(STENCIL.format(first_pred="eq", first_bound="0"))
     assert n == 1
     loops = [b for b in fop.body.blocks if any(s is b for s in b.last_op.successors)]
-    assert len(loops) == 2  # the original (for short runs) and the middle loop
-    original, middle = loops
-    assert sum(isinstance(op, L.SelectOp) for op in original.ops) == 2
+    assert len(loops) == 1  # the middle loop: the original is not kept for short runs
+    middle = loops[0]
     assert sum(isinstance(op, L.SelectOp) for op in middle.ops) == 0
-    # one first and one last iteration peeled: two more copies of the two selects, and
-    # the guard's trip count clamps at zero with one more
-    assert sum(_selects_per_block(fop)) == 2 * 3 + 1
-    # the guard sends runs shorter than 3 iterations to the original loop
+    # one first and one last iteration peeled: each copy knows its iteration, so only
+    # the first copy's i < n - 1 is left (a run of one iteration may end there), and the
+    # guard's trip count clamps at zero with one more
+    assert sum(_selects_per_block(fop)) == 1 + 1
+    # runs of 3 iterations and more take the middle loop; shorter ones leave after the
+    # first copy (by its own exit test) or go from it to the last copy
     guards = [op for op in fop.walk() if isinstance(op, L.ICmpOp) and op.predicate.value.data == 5]  # sge
     assert len(guards) == 1 and guards[0].operands[1].owner.value.value.data == 3
+    guard = guards[0].parent_block()
+    (first_copy,) = guard.last_op.successors
+    onward, leave = first_copy.last_op.successors  # the loop's own test, i + 1 < n
+    assert isinstance(first_copy.last_op, L.CondBrOp) and middle in onward.last_op.successors
+    assert middle not in leave.last_op.successors and not isinstance(onward.last_op, L.ReturnOp)
 
 
 @pytest.mark.parametrize(

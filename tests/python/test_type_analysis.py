@@ -497,3 +497,50 @@ def test_pointer_stepped_in_memory_widens_to_a_period(level, name):
         assert elements.period == 8, str(elements)
         assert [elements.at(o) for o in (0, 7, 8, 800)] == ["f64"] * 4
     assert info.rule_applications < 100, info.rule_applications
+
+
+# A stencil's boundary read u[i > 0 ? i - 1 : i], as Numba's code reaches AD (kpp's
+# cell loop): select(i == 0, u, &u[i] - 8) makes u both &u[i] - 8 * i and &u[i] - 8
+BOUNDARY_SELECT = """
+define void @step(ptr %u, ptr %v, i64 %n) {
+entry:
+  %last = add nsw i64 %n, -1
+  br label %loop
+loop:
+  %i = phi i64 [ 0, %entry ], [ %next, %loop ]
+  %first = icmp eq i64 %i, 0
+  %pi = getelementptr double, ptr %u, i64 %i
+  %pm = getelementptr i8, ptr %pi, i64 -8
+  %pl = select i1 %first, ptr %u, ptr %pm
+  %l = load double, ptr %pl
+  %inner = icmp slt i64 %i, %last
+  %off = select i1 %inner, i64 8, i64 0
+  %pr = getelementptr i8, ptr %pi, i64 %off
+  %r = load double, ptr %pr
+  %c = load double, ptr %pi
+  %x = fadd double %l, %r
+  %y = fadd double %x, %c
+  %pv = getelementptr double, ptr %v, i64 %i
+  store double %y, ptr %pv
+  %next = add nuw nsw i64 %i, 1
+  %go = icmp slt i64 %next, %n
+  br i1 %go, label %loop, label %done
+done:
+  ret void
+}
+"""
+
+
+def test_a_dynamic_index_in_a_cycle_of_constant_offsets_widens_at_once():
+    # issue 29 (kpp's first grad): the periodic part of u moved down 8 bytes per round
+    # around the cycle u -> &u[i] -> &u[i] - 8 -> select -> u, to MAX_OFFSET: 1,038 rule
+    # runs here, 6,360 on kpp's 232 ops; starting it there gives the same trees at once
+    from zymase.llvm.reader import read_llvm_ir
+
+    module = read_llvm_ir(BOUNDARY_SELECT)
+    func = next(op for op in module.body.block.ops if isinstance(op, llvm.FuncOp))
+    info = analyze_types(func, module)
+    u = info.of(_args(func)[0])
+    assert u.period == 8 and u.start == -1024, str(u)
+    assert [u.at(o) for o in (-8, 0, 8, 800)] == ["f64"] * 4
+    assert info.rule_applications < 100, info.rule_applications

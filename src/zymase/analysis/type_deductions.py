@@ -20,7 +20,10 @@ Deductions (a worklist fixpoint over the function, both directions where sound)
   size and from ``mul``/``shl``/``add`` of the index) relates the pointers through
   a periodic part of period ``m`` (the uniform-array assumption Enzyme makes);
   periodic parts whose period does not divide ``m`` cannot be placed and are not
-  passed on; an unknown byte offset (``m == 1``) relates nothing.
+  passed on; an unknown byte offset (``m == 1``) relates nothing. Where constant
+  offsets also relate the two pointers, by another amount (a stencil's
+  ``select(i == 0, u, &u[i] - 8)``), the periodic part starts at ``-MAX_OFFSET``
+  (a widening: the fixpoint would creep there one step per round).
 * block arguments (phis), ``select``, ``bitcast``, ``addrspacecast``, ``freeze``,
   ``llvm.ptrmask``, a returned ``memcpy`` destination: same memory, both ways. A
   web of pointers linked by these and constant GEPs that contains a cycle with a
@@ -312,6 +315,21 @@ class _Webs:
         return [(root, self.period[root], vs) for root, vs in members.items()]
 
 
+def _stride_start(src: SSAValue, dst: SSAValue, c: int, webs: Sequence[_Webs]) -> int:
+    """Where the periodic part a dynamic GEP ``dst = src + c + m*k`` gives starts: offset 0
+    of ``dst``, unless constant offsets also lead from ``src`` to ``dst`` by another
+    amount (``u[i - 1] if i > 0 else u[i]``: ``select(i == 0, u, &u[i] - 8)`` is ``u``
+    and ``&u[i] - 8`` at once). Around that cycle each round moves the start down by the
+    difference, to ``-MAX_OFFSET`` one round after the other (a rule run per step: 6,000
+    for a 232-op stencil); it starts there (a widening, as for the cells' webs)."""
+    for w in webs:
+        rs, os_ = w.find(src)
+        rd, od = w.find(dst)
+        if rs is rd and od - os_ != c:
+            return -MAX_OFFSET
+    return 0
+
+
 _Rule = Callable[["Analyzer"], None]
 
 
@@ -397,6 +415,7 @@ class RuleGraph:
     def _build(self) -> None:
         self.links: list[tuple[SSAValue, SSAValue, int]] = []
         self.cells: list[tuple[SSAValue, SSAValue]] = []
+        self.strides: list[tuple[SSAValue, SSAValue, int, int]] = []
         addressof: dict[str, SSAValue] = {}
         for block in self.blocks:
             for op in block.ops:
@@ -447,6 +466,8 @@ class RuleGraph:
                 self.same(a, b)
             else:
                 self.offset(a, b, c)
+        for src, dst, c, m in self.strides:
+            self.strided(src, dst, c, m, start=_stride_start(src, dst, c, (plain, cells)))
         for webs in (cells, plain):
             # a pointer kept in a cell moves both ways between the cell's users (each
             # sees the others' facts at offset 0, whatever their offsets in the web),
@@ -498,7 +519,7 @@ class RuleGraph:
             if m == 0:
                 self.link(op.ptr, op.result, c)
             elif m >= 2:
-                self.strided(op.ptr, op.result, c, m)
+                self.strides.append((op.ptr, op.result, c, m))  # its rule: _emit_links
         elif isinstance(op, (llvm.BitcastOp, llvm_ext.AddrSpaceCastOp, llvm_ext.FreezeOp)):
             if op.results and is_ptr(op.results[0]) and is_ptr(op.operands[0]):
                 self.link(op.operands[0], op.results[0], 0)

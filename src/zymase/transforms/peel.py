@@ -21,12 +21,15 @@ What is peeled, so that the copies stay exact:
   wrapping (the no-wrap flag of the trip count's signedness) and the other is
   loop-invariant, and their difference at the first (last) middle iteration is a
   constant that the monotone induction variable only moves away from;
-* at most two iterations at each end. A run-time guard ``N >= first + last + 1``
-  keeps the original loop for shorter runs.
+* at most two iterations at each end.
 
-Shape after the transform: guard -> first copies -> middle loop (a new counter runs
-its ``N - first - last`` iterations; the decided compares are constants and the
-selects on them are folded) -> last copies -> the loop's exit. It runs on the copy
+Shape after the transform: guard (the trip count) -> first copies, each leaving by the
+loop's own exit test -> dispatch: with at least ``last + 1`` iterations left, the
+middle loop (a new counter runs its ``N - first - last`` iterations; the decided
+compares are constants and the selects on them are folded), else straight to the last
+copy (or copies) that many -> last copies -> the loop's exit. The original loop is not
+kept: short runs take the copies too. Each copy's compares are folded where its
+iteration decides them. It runs on the copy
 of a function body that AD differentiates (:func:`zymase.autodiff.common.prepare`),
 not on the primal function itself. ``ZYMASE_NO_PEEL=1`` turns it off (for A/B
 measurements).
@@ -225,9 +228,9 @@ def _induction(loop: _Loop, v: SSAValue, raw: bool = False):
     return None
 
 
-def _decide(loop: _Loop, cmp: Operation, count: Linear):
-    """For a compare in the loop: the cheapest (first, last) peel counts that make it
-    constant in the middle iterations, and that constant; None if no such."""
+def _compare_form(loop: _Loop, cmp: Operation):
+    """(predicate, induction start form, step, bound form) of a compare of an induction
+    variable stepping by one against a loop-invariant value, or None."""
     pred = cmp.predicate.value.data
     lhs, rhs = cmp.operands
     if pred in UNSIGNED and not loop.tc.unsigned:
@@ -245,7 +248,16 @@ def _decide(loop: _Loop, cmp: Operation, count: Linear):
     if found is None:
         return None
     start, step = found
-    bound = _linear(rhs, loop.flag, loop.h)
+    return pred, start, step, _linear(rhs, loop.flag, loop.h)
+
+
+def _decide(loop: _Loop, cmp: Operation, count: Linear):
+    """For a compare in the loop: the cheapest (first, last) peel counts that make it
+    constant in the middle iterations, and that constant; None if no such."""
+    form = _compare_form(loop, cmp)
+    if form is None:
+        return None
+    pred, start, step, bound = form
     options = []
     for n in range(1, MAX_PEEL + 1):
         options.append(((n, 0), _shift(start, step * n), step > 0))  # first middle iteration
@@ -259,6 +271,24 @@ def _decide(loop: _Loop, cmp: Operation, count: Linear):
         if value is not None:
             return peel, value
     return None
+
+
+_HOLDS = {EQ: lambda x: x == 0, NE: lambda x: x != 0, SLT: lambda x: x < 0, SLE: lambda x: x <= 0,
+          SGT: lambda x: x > 0, SGE: lambda x: x >= 0, ULT: lambda x: x < 0, ULE: lambda x: x <= 0,
+          UGT: lambda x: x > 0, UGE: lambda x: x >= 0}
+
+
+def _value_at(loop: _Loop, cmp: Operation, k: Linear) -> bool | None:
+    """The value of compare ``cmp`` in iteration ``k`` (a linear form: a constant, or
+    one built from the trip count), when the difference of its sides is a constant
+    there. (Unsigned predicates reach here only as signed ones or in unsigned loops,
+    whose values are never negative: the sign of the difference decides either way.)"""
+    form = _compare_form(loop, cmp)
+    if form is None:
+        return None
+    pred, start, step, bound = form
+    diff = _combine(_combine(start, _scaled(k, step)), bound, -1)
+    return None if diff[1] else _HOLDS[pred](diff[0])
 
 
 def _count_form(loop: _Loop) -> Linear:
@@ -277,6 +307,7 @@ def _peel(cfg: CFG, region: Region, h: Block, flavor, module) -> Block | None:
         return None
     count = _count_form(loop)
     decided: dict[Operation, bool] = {}
+    from_first: set[Operation] = set()  # decided by peeling first iterations: so in every later one
     first = last = 0
     for op in h.ops:
         if isinstance(op, llvm.ICmpOp) and not all(u.operation is h.last_op for u in op.results[0].uses):
@@ -284,13 +315,15 @@ def _peel(cfg: CFG, region: Region, h: Block, flavor, module) -> Block | None:
             if found is not None:
                 (p, q), value = found
                 decided[op] = value
+                if not q:
+                    from_first.add(op)
                 first, last = max(first, p), max(last, q)
     if not decided:
         return None
     used_after = _used_after(h)
     if used_after:
         _route_exit_through_join(region, loop, used_after, flavor)
-    return _rewrite(region, loop, decided, first, last, flavor, module)
+    return _rewrite(region, loop, decided, from_first, count, first, last, flavor, module)
 
 
 def _used_after(h: Block) -> list[SSAValue]:
@@ -326,10 +359,13 @@ def _route_exit_through_join(region: Region, loop: _Loop, used_after: list[SSAVa
     region.insert_block_after(join, h)
 
 
-def _copy(h: Block) -> tuple[Block, dict]:
-    """A copy of ``h`` without its terminator, and the value map (old -> new)."""
-    new = Block(arg_types=[a.type for a in h.args])
-    vmap: dict[SSAValue, SSAValue] = dict(zip(h.args, new.args))
+def _copy(h: Block, incoming: list[SSAValue] | None = None) -> tuple[Block, dict]:
+    """A copy of ``h`` without its terminator, and the value map (old -> new). With
+    ``incoming`` (a copy with one predecessor) the header's arguments are those values
+    and the copy takes none: an induction variable that is a constant there stays one,
+    for the folds below and for AD (a block argument is taped, a constant is not)."""
+    new = Block(arg_types=[] if incoming is not None else [a.type for a in h.args])
+    vmap: dict[SSAValue, SSAValue] = dict(zip(h.args, new.args if incoming is None else incoming))
     for op in h.ops:
         if op is h.last_op:
             break
@@ -339,7 +375,31 @@ def _copy(h: Block) -> tuple[Block, dict]:
     return new, vmap
 
 
-def _rewrite(region: Region, loop: _Loop, decided: dict, first: int, last: int, flavor, module) -> Block:
+def _fold_compares(block: Block, vmap: dict, values: dict[Operation, bool]) -> None:
+    """In ``block`` (a copy of the loop with value map ``vmap``), the compares of
+    ``values`` are those constants: selects on them are folded."""
+    for cmp, value in values.items():
+        new_cmp = vmap[cmp.results[0]]
+        owner = new_cmp.owner
+        if owner.parent is None:
+            continue
+        const = llvm.ConstantOp(IntegerAttr(1 if value else 0, IntegerType(1)), IntegerType(1))
+        block.insert_op_before(const, block.first_op)
+        for use in list(new_cmp.uses):
+            user = use.operation
+            if user.parent is None:
+                continue  # a select already folded (the compare was more than one operand)
+            if isinstance(user, llvm.SelectOp) and use.index == 0:
+                user.results[0].replace_all_uses_with(user.operands[1] if value else user.operands[2])
+                block.erase_op(user)
+            else:
+                user.operands = [const.results[0] if o is new_cmp else o for o in user.operands]
+        if not owner.results[0].uses:
+            block.erase_op(owner)
+
+
+def _rewrite(region: Region, loop: _Loop, decided: dict, from_first: set, count: Linear, first: int, last: int,
+             flavor, module) -> Block:
     from zymase.autodiff.flavor import Emitter
 
     h, term = loop.h, loop.h.last_op
@@ -351,13 +411,19 @@ def _rewrite(region: Region, loop: _Loop, decided: dict, first: int, last: int, 
     exit_block = term.successors[loop.exit_slot]
     exit_ops = flavor.successor_operands(term)[loop.exit_slot]
 
-    def jump(block: Block, dest: Block, args) -> None:
-        br = llvm.BrOp(dest, *args)
+    def branch(block: Block, *targets) -> None:
+        """``block`` ends in a branch to ``(dest, args)``, or with ``cond`` first, to
+        one of two."""
+        if len(targets) == 1:
+            br = llvm.BrOp(targets[0][0], *targets[0][1])
+        else:
+            cond, (a, a_args), (b, b_args) = targets
+            br = llvm.CondBrOp(cond, a, a_args, b, b_args)
         br.location = loc
         block.add_op(br)
 
-    # guard: N >= first + last + 1 runs the peeled copies, else the original loop
-    guard = Block(arg_types=[a.type for a in h.args])
+    # entry: the trip count N and what the dispatch after the first copies asks of it
+    guard = Block()
     E = Emitter(flavor, module).at_end(guard)
 
     def outside(v: SSAValue) -> SSAValue:
@@ -365,52 +431,59 @@ def _rewrite(region: Region, loop: _Loop, decided: dict, first: int, last: int, 
         return E.v(v.owner.clone()) if _defined_in(v, h) else v
 
     n = emit_trip_count(E, loop.tc, outside)
-    need = E.iconst(first + last + 1, i64)
-    enough = E.v(llvm_ext.ICmpOp(n, need, IntegerAttr(SGE, i64)))
+    enough = E.v(llvm_ext.ICmpOp(n, E.iconst(first + last + 1, i64), IntegerAttr(SGE, i64)))
     middle_count = E.v(llvm.SubOp(n, E.iconst(first + last, i64)))
-
-    prologue = [_copy(h) for _ in range(first)]
-    middle, mmap = _copy(h)
-    epilogue = [_copy(h) for _ in range(last)]
-    k = middle.insert_arg(i64, len(middle.args))
-
+    # (with two last copies and fewer than first + 3 iterations: one or two of them run)
+    one_left = E.v(llvm_ext.ICmpOp(n, E.iconst(first + 1, i64), IntegerAttr(EQ, i64))) if last == 2 else None
     zero = E.iconst(0, i64)
-    start = list(guard.args)
-    target = prologue[0][0] if first else middle
-    args = start if first else start + [zero]
-    br = llvm.CondBrOp(enough, target, args, h, start)
-    br.location = loc
-    guard.add_op(br)
     for op in guard.ops:
         op.location = loc
 
-    # with N exact and at least first + last + 1, the first copies always go on and
-    # the last copy always leaves: plain branches (no edge for AD to record)
+    # the first copies (one predecessor each: no block arguments) leave by the loop's own
+    # exit test, so a run of fewer than ``first`` iterations ends there; each knows its
+    # iteration number, and the compares that number decides are constants
+    cond = term.cond
+    incoming = list(loop.init_ops)
+    prologue = []
+    for i in range(first):
+        blk, vmap = _copy(h, incoming)
+        _fold_compares(blk, vmap, {c: v for c in decided if (v := _value_at(loop, c, (i, {}))) is not None})
+        prologue.append((blk, vmap))
+        incoming = mapped(vmap, loop.next_ops)
+    # past them, the dispatch runs the middle loop when at least last + 1 iterations are
+    # left, else the last copy (or copies) that many
+    dispatch = Block() if first else guard
+    here = incoming
     for i, (blk, vmap) in enumerate(prologue):
-        nxt = mapped(vmap, loop.next_ops)
-        if i + 1 < first:
-            jump(blk, prologue[i + 1][0], nxt)
-        else:
-            jump(blk, middle, nxt + [zero])
+        onward = (prologue[i + 1][0] if i + 1 < first else dispatch, [])
+        leave = (exit_block, mapped(vmap, exit_ops))
+        branch(blk, vmap.get(cond, cond), *((onward, leave) if loop.cont_slot == 0 else (leave, onward)))
+    if first:
+        branch(guard, (prologue[0][0], []))
+
+    middle, mmap = _copy(h)
+    k = middle.insert_arg(i64, len(middle.args))
+    # the last copies run iterations N - last .. N - 1, all past the first ones: what
+    # peeling first iterations decided holds there, the rest is decided by the count
+    epilogue = []
+    for j in range(last):
+        blk, vmap = _copy(h)
+        at = _shift(count, j - last)
+        _fold_compares(blk, vmap, {c: v for c in decided if (v := decided[c] if c in from_first
+                                                               else _value_at(loop, c, at)) is not None})
+        epilogue.append((blk, vmap))
+    if last == 0:
+        branch(dispatch, (middle, here + [zero]))
+    elif last == 1:
+        branch(dispatch, enough, (middle, here + [zero]), (epilogue[0][0], here))
+    else:
+        short = Block(arg_types=[a.type for a in h.args])
+        branch(dispatch, enough, (middle, here + [zero]), (short, here))
+        branch(short, one_left, (epilogue[1][0], list(short.args)), (epilogue[0][0], list(short.args)))
 
     # middle: the decided compares are constants, selects on them folded; a counter
     # runs it N - first - last times
-    for cmp, value in decided.items():
-        new_cmp = mmap[cmp.results[0]]
-        owner = new_cmp.owner
-        const = llvm.ConstantOp(IntegerAttr(1 if value else 0, IntegerType(1)), IntegerType(1))
-        middle.insert_op_before(const, middle.first_op)
-        for use in list(new_cmp.uses):
-            user = use.operation
-            if user.parent is None:
-                continue  # a select already folded (the compare was more than one operand)
-            if isinstance(user, llvm.SelectOp) and use.index == 0:
-                user.results[0].replace_all_uses_with(user.operands[1] if value else user.operands[2])
-                middle.erase_op(user)
-            else:
-                user.operands = [const.results[0] if o is new_cmp else o for o in user.operands]
-        if not owner.results[0].uses:
-            middle.erase_op(owner)
+    _fold_compares(middle, mmap, decided)
     Em = Emitter(flavor, module).at_end(middle)
     k1 = Em.v(llvm.AddOp(k, Em.iconst(1, i64), overflow=IntegerAttr(NSW, IntegerType(32))))
     again = Em.v(llvm_ext.ICmpOp(k1, middle_count, IntegerAttr(SLT, i64)))
@@ -429,21 +502,29 @@ def _rewrite(region: Region, loop: _Loop, decided: dict, first: int, last: int, 
     ):
         middle.erase_op(old_test.owner)  # the counter decides instead
 
+    # the last copies: the one before the exit always leaves
     for i, (blk, vmap) in enumerate(epilogue):
         if i + 1 < last:
-            jump(blk, epilogue[i + 1][0], mapped(vmap, loop.next_ops))
+            branch(blk, (epilogue[i + 1][0], mapped(vmap, loop.next_ops)))
         else:
-            jump(blk, exit_block, mapped(vmap, exit_ops))
+            branch(blk, (exit_block, mapped(vmap, exit_ops)))
 
-    # the entry edge now goes to the guard
+    # the entry edge now goes to the guard, and the original loop is gone
     src = loop.entry.src
     ops = flavor.successor_operands(src.last_op)
+    ops[loop.entry.slot] = []
     old = src.last_op
     new_term = flavor.rebuild_terminator(old, ops)
     new_term.successors = [guard if s is h and j == loop.entry.slot else s for j, s in enumerate(old.successors)]
     src.insert_op_before(new_term, old)
     src.erase_op(old)
 
-    blocks = [guard] + [b for b, _ in prologue] + [middle] + [b for b, _ in epilogue]
+    blocks = [guard] + [b for b, _ in prologue] + ([dispatch] if first else []) + [middle]
+    if last == 2:
+        blocks.append(short)
+    blocks += [b for b, _ in epilogue]
     region.insert_block_after(blocks, h)
+    for op in h.ops:
+        op.drop_all_references()
+    region.erase_block(h, safe_erase=False)
     return middle

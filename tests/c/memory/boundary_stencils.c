@@ -6,10 +6,12 @@
    - first_case: an i == 0 special case, and a sum that is used after the loop;
    - last_two:   a compare true only in the last two iterations (i >= n - 2);
    - countdown:  a loop counting down whose right neighbour is absent at the top end;
-   - unsigned_i: an unsigned index compared with an unsigned bound.
+   - unsigned_i: an unsigned index compared with an unsigned bound;
+   - two_each:   compares decided only two iterations from each end (i < 2, i >= n - 2).
    Reverse mode is checked entry by entry, forward mode along one direction.
    Sizes come from argc, so no trip count is a compile-time constant, and the smallest
-   runs are shorter than the peeled iterations (the original loop runs them). */
+   runs are shorter than the peeled iterations (the first copies leave early, or the
+   middle loop is skipped and fewer last copies run). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,6 +89,15 @@ __attribute__((noinline)) static double unsigned_i(const double *p, const double
     return s * p[1];
 }
 
+__attribute__((noinline)) static double two_each(const double *p, const double *x, int n) {
+    double s = 0.0, p0 = p[0], p1 = p[1];
+    for (int i = 0; i < n; i++) {
+        double a = i < 2 ? p0 : 1.0, b = i >= n - 2 ? p1 : 1.0;
+        s = 0.5 * s + a * b * sin(x[i]);
+    }
+    return s * s;
+}
+
 typedef double (*objective)(const double *, const double *, int);
 
 static void gradient_check(const char *name, objective f, double *p, double *x, int n, double *vary, int count,
@@ -126,14 +137,15 @@ static void gradient_check(const char *name, objective f, double *p, double *x, 
 
 int main(int argc, char **argv) {
     (void)argv;
-    int sizes[] = {1, 2, 3, 6 + argc}; /* below, at and above the peeled iterations */
-    for (int k = 0; k < 4; k++) {
+    int sizes[] = {1, 2, 3, 4, 5, 6 + argc}; /* below, at and above the peeled iterations */
+    for (int k = 0; k < 6; k++) {
         int n = sizes[k];
         RUN(kpp, n);
         RUN(first_case, n);
         RUN(last_two, n);
         RUN(countdown, n);
         RUN(unsigned_i, n);
+        RUN(two_each, n);
     }
     printf("%d failures\n", failures);
     return failures != 0;
