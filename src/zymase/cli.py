@@ -64,6 +64,9 @@ def _guard(fn, argv) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The ``zymase`` command; ``argv`` None: this process's own arguments (the command
+    line started it, and it ends when ``main`` returns)."""
+    whole_process = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(USAGE, end="")
@@ -83,8 +86,11 @@ def main(argv: list[str] | None = None) -> int:
         print(COMMAND_USAGE[cmd], end="")
         return 0
     if cmd in ("cc", "c++", "run", "opt"):
-        from zymase.collect_rarely import collecting_garbage_rarely
+        from zymase.collect_rarely import collecting_garbage_rarely, not_collecting_until_exit
 
+        if whole_process:  # its garbage dies with it (zymase/collect_rarely.py)
+            not_collecting_until_exit()
+            return _with_semantics(commands[cmd], rest)
         with collecting_garbage_rarely():
             return _with_semantics(commands[cmd], rest)
     return _guard(commands[cmd], rest)
