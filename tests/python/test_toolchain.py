@@ -364,3 +364,21 @@ def test_link_passes_user_flags(tmp_path):
         toolchain.link([obj], tmp_path / "m", ["-lzymase_no_such_library"])
     toolchain.link([obj], tmp_path / "m", ["-L", str(tmp_path)])
     assert subprocess.run([str(tmp_path / "m")]).returncode == 0
+
+
+def test_emit_object_takes_the_printed_module_once(monkeypatch, tmp_path):
+    """An OptimizedIR (what clang_primal.take_clang_functions returns) gives emit_object
+    its module instead of a second parse, and the object is the one the text makes."""
+    ir = "define double @twice(double %x) {\n  %y = fadd double %x, %x\n  ret double %y\n}\n"
+    from_text = tmp_path / "text.o"
+    toolchain.emit_object(ir, from_text)
+    module = toolchain.parse_module(ir)
+    out = toolchain.OptimizedIR(toolchain.print_module(module), module)
+    parses = []
+    parse = toolchain._parse
+    monkeypatch.setattr(toolchain, "_parse", lambda text: (parses.append(text), parse(text))[1])
+    toolchain.emit_object(out, tmp_path / "module.o")
+    assert parses == []
+    toolchain.emit_object(out, tmp_path / "again.o")  # the module went to the first one
+    assert len(parses) == 1
+    assert (tmp_path / "module.o").read_bytes() == (tmp_path / "again.o").read_bytes() == from_text.read_bytes()
