@@ -382,3 +382,24 @@ def test_emit_object_takes_the_printed_module_once(monkeypatch, tmp_path):
     toolchain.emit_object(out, tmp_path / "again.o")  # the module went to the first one
     assert len(parses) == 1
     assert (tmp_path / "module.o").read_bytes() == (tmp_path / "again.o").read_bytes() == from_text.read_bytes()
+
+
+def test_packaged_clang_version_read_from_its_path(monkeypatch, tmp_path):
+    """A clang installed as Debian's packages install it (``/usr/lib/llvm-N/bin/clang``)
+    has its major version in its path: no ``clang --version`` run (10-20 ms of CPU a
+    build); any other clang is asked."""
+    runs = []
+    real_run = toolchain.subprocess.run
+    monkeypatch.setattr(toolchain.subprocess, "run", lambda argv, **kw: (runs.append(argv), real_run(argv, **kw))[1])
+    packaged = tmp_path / "usr" / "lib" / "llvm-17" / "bin" / "clang"
+    packaged.parent.mkdir(parents=True)
+    packaged.write_text("#!/bin/sh\necho 'clang version 99.0.0'\n")
+    packaged.chmod(0o755)
+    link = tmp_path / "clang-17"
+    link.symlink_to(packaged)
+    assert toolchain._clang_version([str(link)]) == 17 and runs == []
+    elsewhere = tmp_path / "bin" / "clang"
+    elsewhere.parent.mkdir()
+    elsewhere.write_text(packaged.read_text())
+    elsewhere.chmod(0o755)
+    assert toolchain._clang_version([str(elsewhere)]) == 99 and len(runs) == 1
