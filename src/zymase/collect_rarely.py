@@ -18,7 +18,10 @@ turns the collector off for the rest of the process. At 50,000 allocations each 
 collection walks 50,000 objects (about 10 ms on hand, two a build), and putting the
 threshold back at the end made one more over every object allocated since, just before the
 process exits: about 30 ms of CPU of a hand build in all, the peak memory the same (131 MB
-on hand, 126 MB on tests/cxx/library_mix.cpp; the IR's cycles are few and small)."""
+on hand, 126 MB on tests/cxx/library_mix.cpp; the IR's cycles are few and small). On a
+generated module of 30,000 instructions (bench/compile_growth.py's kind) the collector ran
+32 times for 4 s of its 36 s of CPU, and turning it off cost 6% of peak memory (306 ->
+324 MB)."""
 
 from __future__ import annotations
 
