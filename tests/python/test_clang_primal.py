@@ -291,6 +291,13 @@ def test_llvm22_works_only_on_what_stays_zymases(tmp_path, monkeypatch, zymase_c
     assert "gradient" in _optimized_functions(optimized)
     # every function is defined in the result, and the program's gradient is right
     assert {"main", "energy", "tabulate"} <= {name for name, _ in _DEFINED.findall(ll)}
+    # code generation takes the linked module rather than parsing its text: the same object
+    from zymase.llvm import toolchain
+
+    assert isinstance(ll, toolchain.OptimizedIR)
+    toolchain.emit_object(str(ll), tmp_path / "text.o")
+    toolchain.emit_object(ll, tmp_path / "module.o")
+    assert (tmp_path / "module.o").read_bytes() == (tmp_path / "text.o").read_bytes()
     build_and_run(src, ["-O2"], tmp_path, zymase_cli)
 
 

@@ -364,3 +364,42 @@ def test_link_passes_user_flags(tmp_path):
         toolchain.link([obj], tmp_path / "m", ["-lzymase_no_such_library"])
     toolchain.link([obj], tmp_path / "m", ["-L", str(tmp_path)])
     assert subprocess.run([str(tmp_path / "m")]).returncode == 0
+
+
+def test_emit_object_takes_the_printed_module_once(monkeypatch, tmp_path):
+    """An OptimizedIR (what clang_primal.take_clang_functions returns) gives emit_object
+    its module instead of a second parse, and the object is the one the text makes."""
+    ir = "define double @twice(double %x) {\n  %y = fadd double %x, %x\n  ret double %y\n}\n"
+    from_text = tmp_path / "text.o"
+    toolchain.emit_object(ir, from_text)
+    module = toolchain.parse_module(ir)
+    out = toolchain.OptimizedIR(toolchain.print_module(module), module)
+    parses = []
+    parse = toolchain._parse
+    monkeypatch.setattr(toolchain, "_parse", lambda text: (parses.append(text), parse(text))[1])
+    toolchain.emit_object(out, tmp_path / "module.o")
+    assert parses == []
+    toolchain.emit_object(out, tmp_path / "again.o")  # the module went to the first one
+    assert len(parses) == 1
+    assert (tmp_path / "module.o").read_bytes() == (tmp_path / "again.o").read_bytes() == from_text.read_bytes()
+
+
+def test_packaged_clang_version_read_from_its_path(monkeypatch, tmp_path):
+    """A clang installed as Debian's packages install it (``/usr/lib/llvm-N/bin/clang``)
+    has its major version in its path: no ``clang --version`` run (10-20 ms of CPU a
+    build); any other clang is asked."""
+    runs = []
+    real_run = toolchain.subprocess.run
+    monkeypatch.setattr(toolchain.subprocess, "run", lambda argv, **kw: (runs.append(argv), real_run(argv, **kw))[1])
+    packaged = tmp_path / "usr" / "lib" / "llvm-17" / "bin" / "clang"
+    packaged.parent.mkdir(parents=True)
+    packaged.write_text("#!/bin/sh\necho 'clang version 99.0.0'\n")
+    packaged.chmod(0o755)
+    link = tmp_path / "clang-17"
+    link.symlink_to(packaged)
+    assert toolchain._clang_version([str(link)]) == 17 and runs == []
+    elsewhere = tmp_path / "bin" / "clang"
+    elsewhere.parent.mkdir()
+    elsewhere.write_text(packaged.read_text())
+    elsewhere.chmod(0o755)
+    assert toolchain._clang_version([str(elsewhere)]) == 99 and len(runs) == 1

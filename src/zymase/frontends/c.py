@@ -136,21 +136,26 @@ def _import_differentiate_export(ll_text: str, filename: str, timings: Timings, 
                                  mark_unchanged: bool = False) -> str:
     """``mark_unchanged``: the text starts with the line naming the functions AD left as
     they were (``llvm/reachable.UNCHANGED_HEADER``), for which ``merge`` keeps the original."""
+    from zymase.ir.xdsl_import import importing_xdsl
     from zymase.llvm.reachable import UNCHANGED_HEADER, unchanged_functions
-    from zymase.llvm.reader import read_llvm_ir
-    from zymase.llvm.writer import write_llvm_ir
 
-    with timings.phase("import"):
-        module = read_llvm_ir(ll_text, filename)
-    before = None
-    if mark_unchanged:
+    # the engine's modules are imported on first use in here: inside the window their
+    # dataclasses' methods come compiled, as xDSL's do (zymase/ir/xdsl_import.py)
+    with importing_xdsl():
+        from zymase.llvm.reader import read_llvm_ir
+        from zymase.llvm.writer import write_llvm_ir
+
+        with timings.phase("import"):
+            module = read_llvm_ir(ll_text, filename)
+        before = None
+        if mark_unchanged:
+            with timings.phase("export"):
+                before = write_llvm_ir(module)
+        with timings.phase("AD"):
+            differentiate_module(module)
         with timings.phase("export"):
-            before = write_llvm_ir(module)
-    with timings.phase("AD"):
-        differentiate_module(module)
-    with timings.phase("export"):
-        text = write_llvm_ir(module)
-        header = "" if before is None else f"{UNCHANGED_HEADER} {' '.join(unchanged_functions(before, text))}\n"
+            text = write_llvm_ir(module)
+            header = "" if before is None else f"{UNCHANGED_HEADER} {' '.join(unchanged_functions(before, text))}\n"
     return header + link_derivative_runtime(text, timings)
 
 

@@ -37,6 +37,7 @@ globals stay zymase's definitions (the taken functions use them by name).
 
 from __future__ import annotations
 
+import functools
 import re
 import subprocess
 import tempfile
@@ -74,7 +75,10 @@ class _Symbols:
     writable: set[str]
 
 
+@functools.lru_cache(maxsize=4)
 def _symbols(text: str) -> _Symbols:
+    """The symbols of ``text``, read once per text (:func:`hide_roots` and :func:`_take` read
+    the same source and clang texts): callers share the result and never change it."""
     functions, globals_ = _functions(text)
     lines = text.split("\n")
     refs: dict[str, set[str]] = {}
@@ -209,7 +213,7 @@ def _take(optimized: str, clang_text: str, source: str, changed: set[str],
           hidden: frozenset[str]) -> tuple[str, set[str]]:
     import llvmlite.binding as llvm
 
-    from zymase.llvm.toolchain import parse_module, print_module, target_machine
+    from zymase.llvm.toolchain import OptimizedIR, parse_module, print_module, target_machine
 
     ours = parse_module(_KEPT_LINE.sub("", optimized))
     our_defs = {f.name: f for f in ours.functions if not f.is_declaration}
@@ -248,7 +252,9 @@ def _take(optimized: str, clang_text: str, source: str, changed: set[str],
     pm.add_global_dead_code_eliminate_pass()
     pm.run(ours, pb)
     _restore_local_names(ours, before_link, their_locals)
-    return print_module(ours), roots
+    # (code generation takes the module rather than parsing the text again: the same
+    # object file, checked on the bench workloads and tests/python/test_clang_primal.py)
+    return OptimizedIR(print_module(ours), ours), roots
 
 
 def _restore_local_names(module, before_link: set[str], their_locals: set[str]) -> None:

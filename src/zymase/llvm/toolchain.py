@@ -82,8 +82,20 @@ class Clang:
 _VERSION_RE = re.compile(r"clang version (\d+)\.")
 
 
+#: where Debian's and Ubuntu's packages (and apt.llvm.org's) install clang N: the major
+#: version is in the path (``/usr/bin/clang-19`` -> ``/usr/lib/llvm-19/bin/clang``)
+_VERSIONED_PATH_RE = re.compile(r"/lib/llvm-(\d+)/bin/clang(?:-\d+)?$")
+
+
 def _clang_version(argv: list[str]) -> int | None:
-    """The major version printed by ``argv --version``, or None if it is no clang."""
+    """The major version of the clang ``argv`` runs, or None if it is no clang: read from
+    the path of a packaged clang (:data:`_VERSIONED_PATH_RE`), else printed by ``argv
+    --version`` (starting clang costs 10-20 ms of CPU, in every build)."""
+    if len(argv) == 1:
+        real = os.path.realpath(argv[0])
+        m = _VERSIONED_PATH_RE.search(real)
+        if m and os.access(real, os.X_OK):
+            return int(m.group(1))
     try:
         proc = subprocess.run(
             [*argv, "--version"],
@@ -744,12 +756,13 @@ def optimize(ll_text: str, level: int, *, for_jit: bool = False, host: bool = Fa
 
 
 class OptimizedIR(str):
-    """The text :func:`optimize` returns, holding the module it printed, so that
-    :func:`jit` of this very text compiles that module instead of parsing the text
-    again (a first ``zymase.grad`` call's module: about 10 ms of parsing and
-    verification). A string made from it (``+``, ``replace``, slicing) is a plain
-    ``str`` and is parsed as usual; the module goes to the first :func:`jit` of the
-    text (the engine owns it), later ones parse."""
+    """The text :func:`optimize` (``for_jit``) or ``clang_primal.take_clang_functions``
+    returns, holding the module it printed, so that :func:`jit` or :func:`emit_object` of
+    this very text compiles that module instead of parsing the text again (a first
+    ``zymase.grad`` call's module: about 10 ms of parsing and verification; hand's module
+    in ``zymase cc``: 13 ms). A string made from it (``+``, ``replace``, slicing) is a plain
+    ``str`` and is parsed as usual; the module goes to the first :func:`jit` or
+    :func:`emit_object` of the text (which owns it), later ones parse."""
 
     def __new__(cls, text: str, module):
         self = super().__new__(cls, text)
@@ -850,8 +863,10 @@ def jit(ll_text: str, opt: int = 2) -> JITModule:
 
 
 def emit_object(ll_text: str, path: str | Path, opt: int = 2) -> None:
-    """Write a native object file for LLVM IR text (host triple, PIC)."""
-    module = _parse(ll_text)
+    """Write a native object file for LLVM IR text (host triple, PIC); an
+    :class:`OptimizedIR` gives its module, once, instead of being parsed."""
+    parsed = ll_text.take_module() if isinstance(ll_text, OptimizedIR) else None
+    module = parsed if parsed is not None else _parse(ll_text)
     tm = target_machine(opt=opt)
     try:
         data = tm.emit_object(module)

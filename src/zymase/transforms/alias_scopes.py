@@ -47,7 +47,7 @@ def _annotate(fn: llvm.FuncOp) -> None:
 
     region = fn.body
     entry = region.blocks[0]
-    cfg = CFG.build(region)
+    cfg = CFG.edges_only(region)  # (only the predecessors are asked for)
     flavor = LLVMFlavor()
 
     def incoming(arg: BlockArgument):
