@@ -11,6 +11,7 @@ import pytest
 
 import zymase
 from numba import njit
+from zymase.errors import ZymaseError
 from njit_fd import assert_close, fd_directional, fd_grad
 
 
@@ -30,3 +31,26 @@ def test_partial_copy_grad_and_jvp(dtype):
     t = np.linspace(-1.0, 1.0, 7).astype(dtype)
     _, tangent = zymase.jvp(partial_copy, (x.copy(),), (t,))
     assert_close(tangent, fd_directional(partial_copy.py_func, (x,), (t,)), rtol, what="jvp")
+
+
+@njit
+def copy_of_partly_filled(x):
+    y = np.empty(5)
+    y[0] = x[0]
+    y[1] = x[1] * 2.0
+    z = y.copy()  # elements 2..4 of y are never written: the copy may move anything
+    return z[0] * z[1]
+
+
+def test_copy_of_unknown_elements_refused_in_python_terms():
+    """Copying an array whose unwritten elements could be anything is refused, naming the
+    copy, its line and NumPy's type names, not LLVM's memcpy and C's remedies."""
+    with pytest.raises(ZymaseError) as info:
+        zymase.grad(copy_of_partly_filled)(np.linspace(0.3, 1.4, 7))
+    text = info.value.format()
+    line = copy_of_partly_filled.py_func.__code__.co_firstlineno + 5  # the decorator's line
+    assert text.startswith("zymase: error: ") and "\n" not in text
+    assert f"test_copied_arrays.py:{line}:" in text and ".copy() (line" in text, text
+    assert "float64" in text and "np.zeros instead of np.empty" in text, text
+    for c_term in ("memcpy", "double", "C cast", "-O1", "-g"):
+        assert c_term not in text, (c_term, text)

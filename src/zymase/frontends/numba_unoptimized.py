@@ -1,4 +1,5 @@
-"""Refusals of kernels compiled with ``preopt=False``, in the user's terms.
+"""Refusals that need the user's Python source to be said in the user's terms: kernels
+compiled with ``preopt=False``, and array copies whose element type is unknown.
 
 Without the pre-AD pipeline the engine differentiates Numba's unoptimized IR, where some
 NumPy functions and array operations bring code that only optimization removes or
@@ -14,6 +15,12 @@ its source line, and says to keep the default ``preopt=True``.
 The implementation is found on the call graph of Numba's IR: the functions the user's
 function calls directly whose callees (transitively) hold the refused code; each is
 matched by name with the calls in the user's Python source (Numba's untyped IR).
+
+With the default ``preopt=True`` the NumPy implementations are inlined, so the type
+analysis' refusal of a block copy (a memcpy of an array some of whose elements the
+function never reads or writes as numbers, as a copy of a partly filled ``np.empty``
+array) names LLVM's memcpy and C remedies: :func:`copy_refusal` names the copying calls
+of the user's source instead (by name: every ``.copy()`` line, say).
 """
 
 from __future__ import annotations
@@ -75,6 +82,43 @@ def refusal(err: ZymaseError, disp, ir) -> ZymaseError | None:
     return ZymaseError(message, construct="preopt=False", function=name.strip("'"), location=location,
                        hint="use the default preopt=True: Numba's helpers are then inlined and simplified before "
                        "differentiation, which removes that code")
+
+
+#: NumPy functions and array methods whose Numba implementations copy a whole buffer
+_COPYING = ("copy", "array", "ascontiguousarray", "asfortranarray", "flatten", "concatenate", "hstack",
+            "vstack", "stack", "append")
+_UNKNOWN_COPY = re.compile(r"^cannot deduce the type of the memory that .*, copied by this (memcpy|memmove): (.*)$")
+
+
+def copy_refusal(err: ZymaseError, disp) -> ZymaseError | None:
+    """The type analysis' refusal of an array copy, ``err``, in Python terms (the copying
+    calls of ``disp``'s source and their lines); None when ``err`` is another error."""
+    from zymase.frontends.numba import function_label
+
+    match = _UNKNOWN_COPY.search(err.message)
+    if match is None:
+        return None
+    name = function_label(disp)
+    py = disp.py_func.__code__
+    sites = {}
+    for called, construct, line in _source_calls(disp):
+        if called in _COPYING:
+            sites.setdefault(construct, []).append(line)
+    if sites:
+        what = ", ".join(f"{construct} ({_lines(sorted(set(lines)))})" for construct, lines in sites.items())
+        location = f"{py.co_filename}:{min(min(v) for v in sites.values())}"
+        what = f"an array copy in it ({what})"
+    else:
+        location = f"{py.co_filename}:{py.co_firstlineno}"
+        what = "an array copy in it (a NumPy function copying an array's buffer)"
+    detail = match.group(2).replace("so they could hold floating-point values", "so they could hold floats")
+    detail = re.sub(r"\bfloat\b", "float32", re.sub(r"\bdouble\b", "float64", detail))  # NumPy's names
+    return ZymaseError(
+        f"cannot differentiate {name}: zymase cannot tell whether {what} moves floats, as some elements of the "
+        f"copied array are never read or written as numbers in the function ({detail})",
+        construct="array copy", function=name.strip("'"), location=location,
+        hint="fill every element of the array before copying it (np.zeros instead of np.empty, or assign "
+        "them all), or copy it element by element in a loop")
 
 
 def _lines(lines: list[int]) -> str:
