@@ -605,9 +605,9 @@ def get_kernel(disp, argtypes: tuple, spec: KernelSpec, *, cache: bool = False, 
                             unoptimized = numba_unoptimized.refusal(err, disp, numba_ir(disp, tuple(argtypes)))
                             if unoptimized is not None:
                                 raise unoptimized from None
-                        from zymase.frontends.numba_unoptimized import copy_refusal
+                        from zymase.frontends.numba_unoptimized import in_source_terms
 
-                        raise (copy_refusal(err, disp) or _in_user_terms(err, disp)) from None
+                        raise (in_source_terms(err, disp) or _in_user_terms(err, disp)) from None
                     if not promote:
                         k_arg = next(i for i, (a, b) in enumerate(zip(acts, spec.activities)) if a != b)
                         names = disp.py_func.__code__.co_varnames

@@ -20,7 +20,9 @@ With the default ``preopt=True`` the NumPy implementations are inlined, so the t
 analysis' refusal of a block copy (a memcpy of an array some of whose elements the
 function never reads or writes as numbers, as a copy of a partly filled ``np.empty``
 array) names LLVM's memcpy and C remedies: :func:`copy_refusal` names the copying calls
-of the user's source instead (by name: every ``.copy()`` line, say).
+of the user's source instead (by name: every ``.copy()`` line, say); a Python list of
+differentiated values (its storage grown by Numba's C runtime) is refused naming its
+appends (:func:`list_refusal`).
 """
 
 from __future__ import annotations
@@ -119,6 +121,37 @@ def copy_refusal(err: ZymaseError, disp) -> ZymaseError | None:
         construct="array copy", function=name.strip("'"), location=location,
         hint="fill every element of the array before copying it (np.zeros instead of np.empty, or assign "
         "them all), or copy it element by element in a loop")
+
+
+_LIST_GROWTH = re.compile(r"^memory holding active data is passed to 'NRT_MemInfo_varsize_\w+'")
+
+
+def list_refusal(err: ZymaseError, disp) -> ZymaseError | None:
+    """The refusal of differentiated values kept in a Python (reflected) list, ``err`` (Numba
+    grows the list's storage in its C runtime, NRT_MemInfo_varsize_realloc, which zymase
+    cannot see into), in Python terms: the appends of ``disp``'s source and their lines;
+    None when ``err`` is another error."""
+    from zymase.frontends.numba import function_label
+
+    if _LIST_GROWTH.search(err.message) is None:
+        return None
+    name = function_label(disp)
+    py = disp.py_func.__code__
+    lines = sorted({line for called, _, line in _source_calls(disp) if called in ("append", "extend", "insert")})
+    what = f"(.append() on {_lines(lines)}) " if lines else "(a list comprehension or a list grown by .append()) "
+    location = f"{py.co_filename}:{lines[0] if lines else py.co_firstlineno}"
+    return ZymaseError(
+        f"{name} keeps differentiated values in a list {what}whose storage Numba grows in its C runtime "
+        "(NRT_MemInfo_varsize_realloc), which zymase cannot differentiate through",
+        construct="list of differentiated values", function=name.strip("'"), location=location,
+        hint="keep the values in a NumPy array instead: np.empty(n) filled by index (with a counter for the "
+        "values a condition selects), or np.array([...]) of a fixed number of values")
+
+
+def in_source_terms(err: ZymaseError, disp) -> ZymaseError | None:
+    """``err`` said in the terms of ``disp``'s Python source, where it is an array copy of
+    unknown element type or a list of differentiated values; else None."""
+    return copy_refusal(err, disp) or list_refusal(err, disp)
 
 
 def _lines(lines: list[int]) -> str:
