@@ -409,3 +409,25 @@ def test_list_of_differentiated_values_refused_in_python_terms():
     line = _squares_in_a_list.py_func.__code__.co_firstlineno + 5  # the decorator's line + 5
     assert f"test_errors.py:{line}:" in text and ".append() on line" in text, text
     assert "np.empty(n)" in text and "same file" not in text and "\n" not in text, text
+
+
+@njit
+def _halving(x, k):
+    if k <= 1:
+        return x[k]
+    return 0.5 * _halving(x, k - 1) + 0.25 * _halving(x, k - 2)
+
+
+@njit
+def _calls_recursive(x):
+    return _halving(x, 4)
+
+
+def test_call_of_recursive_function_refused_in_python_terms():
+    """Numba calls a recursive njit function from another one through a function pointer:
+    refused naming that, not the C path's "address taken in this file"."""
+    with pytest.raises(ZymaseError) as info:
+        zymase.grad(_calls_recursive)(X.copy())
+    text = info.value.format()
+    assert "recursive njit function" in text and "write the recursion as a loop" in text, text
+    assert "this file" not in text and "llvm." not in text, text
