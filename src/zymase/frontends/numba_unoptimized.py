@@ -103,7 +103,7 @@ def copy_refusal(err: ZymaseError, disp) -> ZymaseError | None:
     name = function_label(disp)
     py = disp.py_func.__code__
     sites = {}
-    for called, construct, line in _source_calls(disp):
+    for called, construct, line in _calls_or_none(disp):
         if called in _COPYING:
             sites.setdefault(construct, []).append(line)
     if sites:
@@ -137,7 +137,7 @@ def list_refusal(err: ZymaseError, disp) -> ZymaseError | None:
         return None
     name = function_label(disp)
     py = disp.py_func.__code__
-    lines = sorted({line for called, _, line in _source_calls(disp) if called in ("append", "extend", "insert")})
+    lines = sorted({line for called, _, line in _calls_or_none(disp) if called in ("append", "extend", "insert")})
     what = f"(.append() on {_lines(lines)}) " if lines else "(a list comprehension or a list grown by .append()) "
     location = f"{py.co_filename}:{lines[0] if lines else py.co_firstlineno}"
     return ZymaseError(
@@ -146,6 +146,15 @@ def list_refusal(err: ZymaseError, disp) -> ZymaseError | None:
         construct="list of differentiated values", function=name.strip("'"), location=location,
         hint="keep the values in a NumPy array instead: np.empty(n) filled by index (with a counter for the "
         "values a condition selects), or np.array([...]) of a fixed number of values")
+
+
+def _calls_or_none(disp) -> list[tuple[str, str, int]]:
+    """:func:`_source_calls`, or none when Numba's front end cannot read the function
+    again (the refusal is then said without lines, never turned into a traceback)."""
+    try:
+        return _source_calls(disp)
+    except Exception:
+        return []
 
 
 def in_source_terms(err: ZymaseError, disp) -> ZymaseError | None:
