@@ -18,7 +18,10 @@ The constructs of ``LATER_FEATURES`` (views: structs of a pointer and a length r
 by value, chosen by a ternary, kept in an array of views; pointers chosen by if/else;
 reversed walks with negative offsets; loops left by ``break``; calls through function
 pointers) are decided by a second random stream, so that a program that uses none of
-them is the same text as before they were added.
+them is the same text as before they were added. Those of ``NEWEST_FEATURES`` (2-D stack
+arrays filled by nested loops and read through a row pointer chosen by data; structs of
+arrays, filled in place and passed by pointer to a helper; searches: a ``while`` loop
+advancing an index while a data-dependent test holds, the index then read) by a third.
 """
 
 from __future__ import annotations
@@ -40,6 +43,10 @@ C_FEATURES = (
 )
 # added later: drawn from CProgram.later, a stream of their own (see the module docstring)
 LATER_FEATURES = ("views", "pointer_phi", "negative_offsets", "early_break", "function_pointers")
+# added in session 29: drawn from CProgram.newest, a third stream (so that the programs using
+# the LATER_FEATURES are unchanged too)
+NEWEST_FEATURES = ("matrices", "struct_of_arrays", "searches")
+C_FEATURES = C_FEATURES + NEWEST_FEATURES
 
 
 @dataclass
@@ -67,6 +74,8 @@ class CProgram:
         self.uses_view = False
         self.view_helper = ""  # the name of view_of, made on first use
         self.later = random.Random(seed * 104729 + 17)
+        self.newest = random.Random(seed * 130363 + 29)
+        self.soa_helper = ""  # the name of the struct-of-arrays helper, made on first use
         self.counter = 0
         self.scalar_arg = "scalar_arg" in self.on and self.rng.random() < 0.4
 
@@ -229,6 +238,9 @@ class CProgram:
 
     def statement(self, sc: _Scope, out: list[str], ind: str, depth: int) -> None:
         r = self.rng
+        newest = [f for f in NEWEST_FEATURES if f in self.on]
+        if newest and self.newest.random() < 0.15 and self.newest_statement(self.newest.choice(newest), sc, out, ind):
+            return
         later = [f for f in LATER_FEATURES if f in self.on]
         if later and self.later.random() < 0.2 and self.later_statement(self.later.choice(later), sc, out, ind):
             return
@@ -439,6 +451,63 @@ class CProgram:
             return True
         return False
 
+    def newest_statement(self, kind: str, sc: _Scope, out: list[str], ind: str) -> bool:
+        """One of the NEWEST_FEATURES constructs; False when the scope cannot hold it."""
+        r, nr = self.rng, self.newest
+        if not sc.has_n or not sc.arrays:
+            return False
+        a, b = nr.choice(sc.arrays), nr.choice(sc.arrays)
+        if kind == "matrices":
+            m, row = self.fresh("m"), self.fresh("row")
+            out.append(f"{ind}double {m}[2][NMAX];")
+            out.append(f"{ind}for (int i = 0; i < n; i++) {{")
+            out.append(f"{ind}    {m}[0][i] = {self.bounded(sc, 'i')};")
+            out.append(f"{ind}    {m}[1][i] = {self.const()} * {a}[i] + 0.5 * {m}[0][i] * {b}[i];")
+            out.append(f"{ind}}}")
+            if sc.scalars and nr.random() < 0.6:
+                out.append(f"{ind}double *{row} = {m}[pick({r.choice(sc.scalars)}, 2)];")
+            else:
+                out.append(f"{ind}double *{row} = {m}[{nr.randrange(2)}];")
+            if nr.random() < 0.5:  # a column walk: both rows at each i
+                t = self.new_scalar(sc, out, ind, "0.0")
+                out.append(f"{ind}for (int i = 0; i < n; i++)")
+                out.append(f"{ind}    {t} += {m}[0][i] * {m}[1][n - 1 - i];")
+            self.through(sc, out, ind, row, "n", nr.random() < 0.4)
+            sc.arrays.append(row)  # n valid elements, read and written by later statements
+            return True
+        if kind == "struct_of_arrays":
+            v = self.fresh("soa")
+            out.append(f"{ind}struct soa {v};")
+            out.append(f"{ind}for (int i = 0; i < n; i++) {{")
+            out.append(f"{ind}    {v}.u[i] = {self.bounded(sc, 'i')};")
+            out.append(f"{ind}    {v}.w[i] = {self.const()} * {a}[i];")
+            out.append(f"{ind}}}")
+            out.append(f"{ind}{v}.scale = {self.bounded(sc)};")
+            if nr.random() < 0.5:
+                out.append(f"{ind}for (int i = 1; i < n; i++)")
+                out.append(f"{ind}    {v}.w[i] += 0.5 * {v}.u[i - 1] * {v}.scale;")
+            self.new_scalar(sc, out, ind, f"{self.soa_of()}(&{v}, n)")
+            sc.arrays.append(f"{v}.u")
+            return True
+        if kind == "searches":
+            k = self.fresh("k")
+            out.append(f"{ind}int {k} = 0;")
+            out.append(f"{ind}while ({k} < n - 1 && {a}[{k}] < {self.const()})")
+            out.append(f"{ind}    {k}++;")
+            self.new_scalar(sc, out, ind, f"{a}[{k}] * {self.bounded(sc)} + {b}[n - 1 - {k}]")
+            return True
+        return False
+
+    def soa_of(self) -> str:
+        if not self.soa_helper:
+            self.soa_helper = self.fresh("soa_sum")
+            attr = "__attribute__((noinline)) " if self.newest.random() < 0.5 else ""
+            self.helpers.insert(0, _SOA)
+            self.helpers.append(f"{attr}static double {self.soa_helper}(const struct soa *s, int m) {{\n"
+                                f"    double t = 0.0;\n    for (int i = 0; i < m; i++)\n"
+                                f"        t += s->u[i] * s->w[i] * s->scale;\n    return t;\n}}\n")
+        return self.soa_helper
+
     def block(self, sc: _Scope, out: list[str], ind: str, depth: int) -> None:
         # a nested block may read the outer scope and assign to outer scalars but its own
         # declarations and arrays end with it (heap ones are freed at its end)
@@ -508,6 +577,7 @@ __attribute__((unused)) static int pick(double v, int m) {{
 
 _STRUCT = "struct pair {\n    double a;\n    double b;\n    int k;\n};\n"
 _VIEW = "struct view {\n    double *data;\n    int n;\n};\n"
+_SOA = "struct soa {\n    double u[NMAX];\n    double w[NMAX];\n    double scale;\n};\n"
 
 # The driver prints, for points p = 0, 1: "primal p v", "rev p i v" (the gradient; index n
 # is the scalar argument a), "fwd p i v" (the derivative along e_i), "fd p k i v"

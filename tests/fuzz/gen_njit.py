@@ -11,6 +11,14 @@ np.empty / np.zeros / copies / array expressions, branches on data, while loops 
 data-dependent exits, early returns, NumPy reductions (np.sum, np.dot, np.max, np.min,
 np.mean), math and NumPy element functions with arguments kept in their domains, calls to
 other njit functions. Values stay bounded as in gen_c.py.
+
+The constructs of ``LATER_NJIT_FEATURES`` (2-D temporaries filled by loops, read by rows,
+axis sums and ``@``; tuples returned by helpers and unpacked, tuples of slices; searches:
+a ``while`` loop advancing an index until a data-dependent test fails, a loop left by
+``break``; helpers writing into an output array argument or returning a new array;
+more NumPy: cumsum, where, clip, reversed copies, argmax as an index, prod, norm, var,
+``a @ b``, methods ``.sum()``/``.max()``) are decided by a second random stream, so that a
+program that uses none of them is the same text as before they were added.
 """
 
 from __future__ import annotations
@@ -23,6 +31,8 @@ NJIT_FEATURES = (
     "loops", "inplace", "slices", "temporaries", "branches", "while_loops", "early_return",
     "reductions", "maxmin", "calls", "scalar_arg", "array_expr",
 )
+LATER_NJIT_FEATURES = ("matrices", "tuples", "searches", "outputs", "numpy_more")
+NJIT_FEATURES = NJIT_FEATURES + LATER_NJIT_FEATURES
 
 
 class NjitProgram:
@@ -36,6 +46,8 @@ class NjitProgram:
         self.scalar_helpers: list[str] = []
         self.array_helpers: list[str] = []
         self.scalar_arg = "scalar_arg" in self.on and self.rng.random() < 0.4
+        self.later = random.Random(seed * 104729 + 23)
+        self.later_helpers: dict[str, str] = {}  # kind -> name, made on first use
 
     def fresh(self, p: str) -> str:
         self.counter += 1
@@ -115,6 +127,10 @@ class NjitProgram:
             self.array_helpers.append(name)
 
     def statement(self, sc, arrs, out, ind, depth, declared):
+        later = [k for k in LATER_NJIT_FEATURES if k in self.on]
+        if later and self.later.random() < 0.2:
+            self.later_statement(self.later.choice(later), sc, arrs, out, ind, declared)
+            return
         r = self.rng
         kinds = ["assign", "assign", "update"]
         if "loops" in self.on:
@@ -219,6 +235,118 @@ class NjitProgram:
             new(r.choice(opts))
         else:
             new(self.expr(sc, arrs, 2))
+
+    # ---- the later constructs (self.later's stream only) ----------------------
+    def lconst(self) -> str:
+        r = self.later
+        return f"{r.choice([0.25, 0.5, 0.75, 1.5, 0.3, 0.7, 1.1, 0.9]) * r.choice([1, -1])}"
+
+    def lexpr(self, scalars, arrays, idx=None) -> str:
+        """A bounded expression drawn from the later stream (the main stream untouched)."""
+        r = self.later
+        terms = []
+        for _ in range(r.randint(1, 2)):
+            k = r.choice((["s"] if scalars else []) + (["a"] if arrays else []) + ["c"])
+            if k == "s":
+                terms.append(r.choice(scalars))
+            elif k == "a":
+                a = r.choice(arrays)
+                terms.append(f"{a}[{idx}]" if idx is not None and r.random() < 0.7 else f"{a}[{r.randrange(NMIN)}]")
+            else:
+                terms.append(f"({self.lconst()})")
+        e = f" {r.choice(['+', '-', '*'])} ".join(terms)
+        return r.choice([f"math.tanh({e})", f"math.sin({e})", f"(0.5 * math.cos({e}))", f"math.atan({e})"])
+
+    def later_helper(self, kind: str) -> str:
+        if kind in self.later_helpers:
+            return self.later_helpers[kind]
+        name = self.fresh({"pair": "gt", "out": "go", "new": "gn"}[kind])
+        if kind == "pair":  # a tuple of two floats
+            body = f"    u = {self.lexpr(['a', 'b'], [])}\n    return a * u, b + {self.lexpr(['a', 'u'], [])}\n"
+            self.helpers.append(f"@njit\ndef {name}(a, b):\n{body}")
+        elif kind == "out":  # writes its result into an argument
+            self.helpers.append(
+                f"@njit\ndef {name}(p, out):\n    for i in range(p.shape[0]):\n"
+                f"        out[i] = {self.lconst()} * p[i] + {self.lexpr([], ['p'], 'i')}\n")
+        else:  # returns a new array
+            self.helpers.append(f"@njit\ndef {name}(p):\n    return {self.lconst()} * np.tanh(p) + 0.5 * p * p\n")
+        self.later_helpers[kind] = name
+        return name
+
+    def later_statement(self, kind, sc, arrs, out, ind, declared):
+        r = self.later
+
+        def new(value):
+            name = self.fresh("t")
+            out.append(f"{ind}{name} = {value}")
+            sc.append(name)
+            declared.append(name)
+
+        a, b = r.choice(arrs), r.choice(arrs)
+        if kind == "matrices":
+            m = self.fresh("M")
+            out.append(f"{ind}{m} = np.empty((2, n))")
+            out.append(f"{ind}for i in range(n):")
+            out.append(f"{ind}    {m}[0, i] = {self.lexpr(sc, arrs, 'i')}")
+            out.append(f"{ind}    {m}[1, i] = {self.lconst()} * {a}[i] + {m}[0, i] * {b}[i]")
+            use = r.choice(["rows", "axis0", "matvec", "transpose"])
+            if use == "rows":
+                new(f"np.sum({m}[0, :] * {m}[1, :])")
+            elif use == "axis0":
+                y = self.fresh("y")
+                out.append(f"{ind}{y} = np.sum({m}, axis=0)")
+                arrs.append(y)
+            elif use == "matvec":
+                new(f"np.sum(({m} @ {a}) ** 2)")
+            else:
+                new(f"np.sum({m}.T[:, 1] * {m}[0])")
+        elif kind == "tuples":
+            if r.random() < 0.6:
+                g = self.later_helper("pair")
+                u, v = self.fresh("t"), self.fresh("t")
+                out.append(f"{ind}{u}, {v} = {g}({self.lexpr(sc, arrs)}, {self.lexpr(sc, arrs)})")
+                sc += [u, v]
+                declared += [u, v]
+            else:
+                p, q = self.fresh("p"), self.fresh("q")
+                k = r.randint(1, 2)
+                out.append(f"{ind}{p}, {q} = {a}[{k}:], {b}[:-{k}]")
+                new(f"np.dot({p}, {q}) + {p}[0] * {q}[-1]")
+        elif kind == "searches":
+            k = self.fresh("k")
+            if r.random() < 0.5:
+                out.append(f"{ind}{k} = 0")
+                out.append(f"{ind}while {k} < n - 1 and {a}[{k}] < {self.lconst()}:")
+                out.append(f"{ind}    {k} += 1")
+                new(f"{a}[{k}] * {self.lexpr(sc, arrs)}")
+            else:
+                t = self.fresh("t")
+                out.append(f"{ind}{t} = 0.0")
+                out.append(f"{ind}for i in range(n):")
+                out.append(f"{ind}    {t} += {self.lexpr(sc, arrs, 'i')}")
+                out.append(f"{ind}    if {t} > {r.choice(['0.8', '1.2', '-0.3'])}:")
+                out.append(f"{ind}        break")
+                sc.append(t)
+                declared.append(t)
+        elif kind == "outputs":
+            y = self.fresh("y")
+            if r.random() < 0.5:
+                out.append(f"{ind}{y} = np.empty(n)")
+                out.append(f"{ind}{self.later_helper('out')}({a}, {y})")
+            else:
+                out.append(f"{ind}{y} = {self.later_helper('new')}({a})")
+            arrs.append(y)
+        else:  # numpy_more
+            arrays = [f"np.cumsum(np.tanh({a})) * 0.3", f"np.where({a} > {self.lconst()}, {a}, {self.lconst()} * {b})",
+                      f"np.clip({a}, -0.5, 0.8)", f"{a}[::-1].copy()", f"np.abs({a}) * {b}"]
+            scalars = [f"{a}[np.argmax({b})]", f"np.prod(np.tanh({a}))", f"np.linalg.norm({a})", f"np.var({a})",
+                       f"{a} @ {b}", f"{a}.sum()", f"{a}.max() * {b}.min()"]
+            if r.random() < 0.5:
+                y = self.fresh("y")
+                out.append(f"{ind}{y} = {r.choice(arrays)}")
+                arrs.append(y)
+            else:
+                new(r.choice(scalars))
 
     def block(self, sc, arrs, out, ind, depth, declared):
         # Python has no block scope: names assigned in a branch are not used after it

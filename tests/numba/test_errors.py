@@ -385,3 +385,49 @@ def test_preopt_false_refusals_name_the_numpy_call_and_its_line():
     assert msg.startswith(f"zymase: error: {__file__}:{line}: '_flattened' is compiled with preopt=False, and "
                           f"Numba's unoptimized code for .flatten() (line {line})"), msg
     assert "hint: use the default preopt=True" in msg and "\n" not in msg
+
+
+@njit
+def _squares_in_a_list(x):
+    kept = []
+    for i in range(x.shape[0]):
+        if x[i] > 0.4:
+            kept.append(x[i] * x[i])
+    s = 0.0
+    for v in kept:
+        s += v
+    return s
+
+
+def test_list_of_differentiated_values_refused_in_python_terms():
+    """A Python list grows in Numba's C runtime (NRT_MemInfo_varsize_realloc): refused
+    naming the append and its line, with an array to use instead, not the C path's hint
+    ("define the function in the same file")."""
+    with pytest.raises(ZymaseError) as info:
+        zymase.grad(_squares_in_a_list)(X.copy())
+    text = info.value.format()
+    line = _squares_in_a_list.py_func.__code__.co_firstlineno + 5  # the decorator's line + 5
+    assert f"test_errors.py:{line}:" in text and ".append() on line" in text, text
+    assert "np.empty(n)" in text and "same file" not in text and "\n" not in text, text
+
+
+@njit
+def _halving(x, k):
+    if k <= 1:
+        return x[k]
+    return 0.5 * _halving(x, k - 1) + 0.25 * _halving(x, k - 2)
+
+
+@njit
+def _calls_recursive(x):
+    return _halving(x, 4)
+
+
+def test_call_of_recursive_function_refused_in_python_terms():
+    """Numba calls a recursive njit function from another one through a function pointer:
+    refused naming that, not the C path's "address taken in this file"."""
+    with pytest.raises(ZymaseError) as info:
+        zymase.grad(_calls_recursive)(X.copy())
+    text = info.value.format()
+    assert "recursive njit function" in text and "write the recursion as a loop" in text, text
+    assert "this file" not in text and "llvm." not in text, text

@@ -544,3 +544,32 @@ def test_a_dynamic_index_in_a_cycle_of_constant_offsets_widens_at_once():
     assert u.period == 8 and u.start == -1024, str(u)
     assert [u.at(o) for o in (-8, 0, 8, 800)] == ["f64"] * 4
     assert info.rule_applications < 100, info.rule_applications
+
+
+def test_argument_elements_attribute_types_unread_bytes():
+    """A front end that knows a pointer parameter's whole buffer (Numba's contiguous array
+    arguments) says so with ``"zymase-arg-elements"``: a copy of run-time length of which
+    the function reads only element 0 (bytes [8, 16) unknown otherwise) is then doubles;
+    the integer array beside it is integers, not floats."""
+    text = """
+define void @g(ptr %dst, ptr %src, ptr %idx, i64 %n) #0 {
+  %v = load double, ptr %src
+  call void @llvm.memcpy.p0.p0.i64(ptr %dst, ptr %src, i64 %n, i1 false)
+  %w = getelementptr i8, ptr %dst, i64 16
+  store double %v, ptr %w
+  ret void
+}
+declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)
+"""
+    attrs = 'attributes #0 = { "zymase-arg-elements"="1:f64:8,2:int:4" }'
+    for with_attr, expect in ((False, None), (True, "f64")):
+        module = read_llvm_ir(text + (attrs if with_attr else "attributes #0 = { nounwind }"))
+        func = next(op for op in module.body.block.ops if isinstance(op, llvm.FuncOp))
+        info = analyze_types(func, module)
+        src, idx = _args(func)[1], _args(func)[2]
+        if expect is None:
+            with pytest.raises(ZymaseError, match=r"bytes \[8, 16\)"):
+                info.float_type_in_range(src, None)
+        else:
+            assert info.float_type_in_range(src, None) == expect
+            assert info.of(idx).at(4) == "int"

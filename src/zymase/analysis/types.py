@@ -35,7 +35,9 @@ Known limits
   ``!tbaa.struct`` (the reader drops it), so a struct copy at -O2 is typed only by
   the fields the program accesses.
 * The top-level function knows nothing about its callers unless ``arg_types`` is
-  given to :func:`analyze_types`.
+  given to :func:`analyze_types` or the function carries the
+  ``"zymase-arg-elements"`` attribute (:func:`argument_elements`: the Numba front
+  end's element types of contiguous array arguments).
 * :meth:`TypeInfo.float_type_in_range` accepts unknown bytes that look like struct
   padding (a gap shorter than the alignment of the next known scalar); an unused
   ``float`` field placed exactly in such a gap is indistinguishable from padding.
@@ -48,9 +50,9 @@ from collections.abc import Sequence
 from zymase.analysis.layout import FLOAT_SIZE, size_align, struct_offsets
 from zymase.analysis.type_deductions import const_int, describe_op
 from zymase.analysis.type_fixpoint import Analyzer, Shared
-from zymase.analysis.type_tree import EMPTY, FLOAT_KINDS, MAX_OFFSET, TypeTree
+from zymase.analysis.type_tree import EMPTY, FLOAT_KINDS, MAX_OFFSET, TypeTree, array_tree
 from zymase.errors import ZymaseError
-from zymase.ir import BlockArgument, ModuleOp, Operation, SSAValue, location_of
+from zymase.ir import ArrayAttr, BlockArgument, ModuleOp, Operation, SSAValue, StringAttr, location_of
 
 __all__ = [
     "TypeTree",
@@ -294,8 +296,32 @@ def analyze_types(func_op: Operation, module: ModuleOp | None = None, *,
             parent = parent.parent_op()
         module = parent
     shared = Shared(module, has_tbaa)
+    if arg_types is None:
+        arg_types = argument_elements(func_op)
     seeds = [t if t is not None else EMPTY for t in (arg_types or ())]
     name = func_op.sym_name.data if hasattr(func_op, "sym_name") else "?"
     analyzer = Analyzer(shared.graph(func_op), seeds, EMPTY, (name,), plain=False)
     analyzer.run()
     return TypeInfo(func_op, analyzer)
+
+
+#: the function attribute a front end puts on a function to differentiate, naming the
+#: pointer parameters that point to arrays of one scalar type: ``"3:f64:8,7:int:4"``
+#: (parameter, type-tree kind, element bytes); frontends/numba_kernel writes it
+ELEMENTS_ATTR = "zymase-arg-elements"
+
+
+def argument_elements(func_op: Operation) -> list[TypeTree | None] | None:
+    """What the pointer parameters of ``func_op`` point to by its ``zymase-arg-elements``
+    attribute (arrays of one scalar type from offset 0 on), or None without it: a caller
+    the analysis does not see (Numba's typed arguments) may know what a pointer
+    parameter's whole buffer holds, where the function reads only some elements."""
+    attrs = func_op.properties.get("passthrough")
+    for a in attrs.data if attrs is not None else ():
+        if isinstance(a, ArrayAttr) and len(a.data) == 2 and a.data[0] == StringAttr(ELEMENTS_ATTR):
+            trees: list[TypeTree | None] = [None] * len(func_op.body.blocks.first.args)
+            for item in a.data[1].data.split(","):
+                index, kind, size = item.split(":")
+                trees[int(index)] = array_tree(kind, int(size))
+            return trees
+    return None

@@ -312,6 +312,8 @@ def prepare(ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts
         # Analyses that work on functions (type analysis) see the prepared body
         # through a detached function op that is never added to the module.
         holder = llvm.FuncOp(function_name(fop) + PREPARED_SUFFIX, fop.function_type, body=region)
+        if "passthrough" in fop.properties:  # what a front end says about the arguments
+            holder.properties["passthrough"] = fop.properties["passthrough"]
     return Prepared(region, cfg, exit_block, returned, act, holder, chunk_splits)
 
 

@@ -605,7 +605,9 @@ def get_kernel(disp, argtypes: tuple, spec: KernelSpec, *, cache: bool = False, 
                             unoptimized = numba_unoptimized.refusal(err, disp, numba_ir(disp, tuple(argtypes)))
                             if unoptimized is not None:
                                 raise unoptimized from None
-                        raise _in_user_terms(err, disp) from None
+                        from zymase.frontends.numba_unoptimized import in_source_terms
+
+                        raise (in_source_terms(err, disp) or _in_user_terms(err, disp)) from None
                     if not promote:
                         k_arg = next(i for i, (a, b) in enumerate(zip(acts, spec.activities)) if a != b)
                         names = disp.py_func.__code__.co_varnames
@@ -694,7 +696,7 @@ def _in_user_terms(err: ZymaseError, disp) -> ZymaseError:
             function=name,
             hint="take first derivatives of this function (grad, jvp, vjp, jacfwd, jacrev); second order works "
             "through '@' and np.dot, and through linear algebra written as loops")
-    hint = err.hint
+    hint, construct = err.hint, err.construct
     runtime = re.search(r"@(numba_\w+)", err.construct or "")
     message = err.message
     # the C-minded hints ("define the function in the same file") mean nothing here
@@ -712,13 +714,21 @@ def _in_user_terms(err: ZymaseError, disp) -> ZymaseError:
         hint = (f"'{runtime.group(1)}' is Numba's C helper for a math or NumPy function (math.frexp calls "
                 "numba_frexp) that zymase has no derivative rule for; apply it only to values that are "
                 "not differentiated, or write it with functions that have rules (exp, log, sin, ...)")
+    elif message.startswith("an indirect call through a function pointer"):
+        # no pointer the user wrote: Numba calls a recursive function from another one,
+        # and a function passed as an argument, through a pointer (the C text says "file")
+        message = (f"{function_label(disp)} or a function it calls makes a call through a function pointer, "
+                   "as Numba compiles the call of a recursive njit function from another function and the call "
+                   "of a function passed as an argument; zymase cannot tell which function it calls")
+        hint = "write the recursion as a loop, or call the function by name instead of through an argument"
+        construct = "call through a function pointer"
     if err.location is None:
         hint = (hint + "; " if hint else "") + "compile the function with @njit(debug=True) to see source lines"
     # a vector-mode refusal stays one: the transforms that chose the width fall back to width 1
     cls = VectorModeRefused if isinstance(err, VectorModeRefused) else ZymaseError
     return cls(
         _KERNEL_NAME.sub(name, message),
-        construct=err.construct,
+        construct=construct,
         function=_KERNEL_NAME.sub(name, err.function) if err.function else name,
         location=err.location,
         hint=hint,

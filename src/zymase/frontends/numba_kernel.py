@@ -89,6 +89,27 @@ def _data_pointers(ty) -> list[bool]:
     return [False]
 
 
+def _element_kinds(ty) -> list[tuple[str, int] | None]:
+    """For each flattened LLVM parameter of an argument of type ``ty``: (type-tree kind,
+    bytes) of the elements its data pointer points to, for the data pointer of a C- or
+    F-contiguous array of floats or integers (every byte of its buffer belongs to an
+    element); None for the other parameters and for arrays that may be strided views
+    (layout 'A': the bytes between elements may belong to another field of a record)."""
+    from numba.core import types
+
+    if isinstance(ty, types.Array):
+        kind = None
+        if ty.layout in ("C", "F"):
+            if isinstance(ty.dtype, types.Float) and ty.dtype.bitwidth in (32, 64):
+                kind = (f"f{ty.dtype.bitwidth}", ty.dtype.bitwidth // 8)
+            elif isinstance(ty.dtype, types.Integer):
+                kind = ("int", ty.dtype.bitwidth // 8)
+        return [None] * 4 + [kind] + [None] * (2 * ty.ndim)
+    if isinstance(ty, types.BaseTuple):
+        return [k for t in ty.types for k in _element_kinds(t)]
+    return [None]
+
+
 def _overlap_checked(ty) -> bool:
     """Whether the entry points' overlap checks see every array an argument of type ``ty``
     reaches (arrays, tuples of them, plain scalars). A typed list, a record (a pointer
@@ -215,6 +236,8 @@ def kernel_ir(ir, spec: KernelSpec, symbol: str) -> str:
     """LLVM IR text of ``status_f`` and the kernel, to be appended to ``ir.text``."""
     from numba.core import types
 
+    from zymase.analysis import types as types_analysis
+
     ctx = ir.context
     packer = ctx.get_arg_packer
     f_params = [str(t) for t in packer(ir.argtypes).argument_types]
@@ -241,11 +264,16 @@ def kernel_ir(ir, spec: KernelSpec, symbol: str) -> str:
     data = [d for ty in ir.argtypes for d in _data_pointers(ty)]
     ps = ", ".join(f"{t}{' noalias' if distinct and d else ''} %a{i}" for i, (t, d) in enumerate(zip(f_params, data)))
     call_args = ", ".join(f"{t} %a{i}" for i, t in enumerate(f_params))
+    # the element type of contiguous array arguments, for type analysis: a copy of the
+    # whole array (x.copy()) must know every byte's type, also elements f never reads
+    elements = [k for ty in ir.argtypes for k in _element_kinds(ty)]
+    known = ",".join(f"{3 + i}:{k[0]}:{k[1]}" for i, k in enumerate(elements) if k is not None)
+    fn_attrs = f' "{types_analysis.ELEMENTS_ATTR}"="{known}"' if known else ""
     # A raised exception abandons the derivative (see autodiff.names.ABANDON): once f
     # is inlined here, the pre-AD pipeline threads each error path of f to `failed`,
     # and the reverse sweep only follows the paths that return normally.
     status_src = (
-        f"define internal void @{_q(status_fn)}(ptr noalias %retptr, ptr noalias %excinfo, ptr noalias %status{', ' if ps else ''}{ps}) {{\n"
+        f"define internal void @{_q(status_fn)}(ptr noalias %retptr, ptr noalias %excinfo, ptr noalias %status{', ' if ps else ''}{ps}){fn_attrs} {{\n"
         f"  %s = call i32 @{_q(ir.entry)}(ptr %retptr, ptr %excinfo{', ' if call_args else ''}{call_args})\n"
         f"  store i32 %s, ptr %status\n"
         f"  %ok = icmp eq i32 %s, {_STATUS_OK}\n  %none = icmp eq i32 %s, {_STATUS_NONE}\n  %good = or i1 %ok, %none\n"

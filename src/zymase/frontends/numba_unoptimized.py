@@ -1,4 +1,5 @@
-"""Refusals of kernels compiled with ``preopt=False``, in the user's terms.
+"""Refusals that need the user's Python source to be said in the user's terms: kernels
+compiled with ``preopt=False``, and array copies whose element type is unknown.
 
 Without the pre-AD pipeline the engine differentiates Numba's unoptimized IR, where some
 NumPy functions and array operations bring code that only optimization removes or
@@ -14,6 +15,14 @@ its source line, and says to keep the default ``preopt=True``.
 The implementation is found on the call graph of Numba's IR: the functions the user's
 function calls directly whose callees (transitively) hold the refused code; each is
 matched by name with the calls in the user's Python source (Numba's untyped IR).
+
+With the default ``preopt=True`` the NumPy implementations are inlined, so the type
+analysis' refusal of a block copy (a memcpy of an array some of whose elements the
+function never reads or writes as numbers, as a copy of a partly filled ``np.empty``
+array) names LLVM's memcpy and C remedies: :func:`copy_refusal` names the copying calls
+of the user's source instead (by name: every ``.copy()`` line, say); a Python list of
+differentiated values (its storage grown by Numba's C runtime) is refused naming its
+appends (:func:`list_refusal`).
 """
 
 from __future__ import annotations
@@ -75,6 +84,83 @@ def refusal(err: ZymaseError, disp, ir) -> ZymaseError | None:
     return ZymaseError(message, construct="preopt=False", function=name.strip("'"), location=location,
                        hint="use the default preopt=True: Numba's helpers are then inlined and simplified before "
                        "differentiation, which removes that code")
+
+
+#: NumPy functions and array methods whose Numba implementations copy a whole buffer
+_COPYING = ("copy", "array", "ascontiguousarray", "asfortranarray", "flatten", "concatenate", "hstack",
+            "vstack", "stack", "append")
+_UNKNOWN_COPY = re.compile(r"^cannot deduce the type of the memory that .*, copied by this (memcpy|memmove): (.*)$")
+
+
+def copy_refusal(err: ZymaseError, disp) -> ZymaseError | None:
+    """The type analysis' refusal of an array copy, ``err``, in Python terms (the copying
+    calls of ``disp``'s source and their lines); None when ``err`` is another error."""
+    from zymase.frontends.numba import function_label
+
+    match = _UNKNOWN_COPY.search(err.message)
+    if match is None:
+        return None
+    name = function_label(disp)
+    py = disp.py_func.__code__
+    sites = {}
+    for called, construct, line in _calls_or_none(disp):
+        if called in _COPYING:
+            sites.setdefault(construct, []).append(line)
+    if sites:
+        what = ", ".join(f"{construct} ({_lines(sorted(set(lines)))})" for construct, lines in sites.items())
+        location = f"{py.co_filename}:{min(min(v) for v in sites.values())}"
+        what = f"an array copy in it ({what})"
+    else:
+        location = f"{py.co_filename}:{py.co_firstlineno}"
+        what = "an array copy in it (a NumPy function copying an array's buffer)"
+    detail = match.group(2).replace("so they could hold floating-point values", "so they could hold floats")
+    detail = re.sub(r"\bfloat\b", "float32", re.sub(r"\bdouble\b", "float64", detail))  # NumPy's names
+    return ZymaseError(
+        f"cannot differentiate {name}: zymase cannot tell whether {what} moves floats, as some elements of the "
+        f"copied array are never read or written as numbers in the function ({detail})",
+        construct="array copy", function=name.strip("'"), location=location,
+        hint="fill every element of the array before copying it (np.zeros instead of np.empty, or assign "
+        "them all), or copy it element by element in a loop")
+
+
+_LIST_GROWTH = re.compile(r"^memory holding active data is passed to 'NRT_MemInfo_varsize_\w+'")
+
+
+def list_refusal(err: ZymaseError, disp) -> ZymaseError | None:
+    """The refusal of differentiated values kept in a Python (reflected) list, ``err`` (Numba
+    grows the list's storage in its C runtime, NRT_MemInfo_varsize_realloc, which zymase
+    cannot see into), in Python terms: the appends of ``disp``'s source and their lines;
+    None when ``err`` is another error."""
+    from zymase.frontends.numba import function_label
+
+    if _LIST_GROWTH.search(err.message) is None:
+        return None
+    name = function_label(disp)
+    py = disp.py_func.__code__
+    lines = sorted({line for called, _, line in _calls_or_none(disp) if called in ("append", "extend", "insert")})
+    what = f"(.append() on {_lines(lines)}) " if lines else "(a list comprehension or a list grown by .append()) "
+    location = f"{py.co_filename}:{lines[0] if lines else py.co_firstlineno}"
+    return ZymaseError(
+        f"{name} keeps differentiated values in a list {what}whose storage Numba grows in its C runtime "
+        "(NRT_MemInfo_varsize_realloc), which zymase cannot differentiate through",
+        construct="list of differentiated values", function=name.strip("'"), location=location,
+        hint="keep the values in a NumPy array instead: np.empty(n) filled by index (with a counter for the "
+        "values a condition selects), or np.array([...]) of a fixed number of values")
+
+
+def _calls_or_none(disp) -> list[tuple[str, str, int]]:
+    """:func:`_source_calls`, or none when Numba's front end cannot read the function
+    again (the refusal is then said without lines, never turned into a traceback)."""
+    try:
+        return _source_calls(disp)
+    except Exception:
+        return []
+
+
+def in_source_terms(err: ZymaseError, disp) -> ZymaseError | None:
+    """``err`` said in the terms of ``disp``'s Python source, where it is an array copy of
+    unknown element type or a list of differentiated values; else None."""
+    return copy_refusal(err, disp) or list_refusal(err, disp)
 
 
 def _lines(lines: list[int]) -> str:

@@ -589,6 +589,14 @@ def _parse(ll_text: str) -> llvm.ModuleRef:
     return module
 
 
+def _verifies(module: llvm.ModuleRef) -> bool:
+    try:
+        module.verify()
+    except RuntimeError:
+        return False
+    return True
+
+
 def _print(module: llvm.ModuleRef) -> str:
     try:
         module.verify()
@@ -607,13 +615,14 @@ def print_module(module: llvm.ModuleRef) -> str:
     return _print(module)
 
 
-def _run_pipeline(module: llvm.ModuleRef, level: int, *, vectorize: bool, host: bool = False) -> None:
+def _run_pipeline(module: llvm.ModuleRef, level: int, *, vectorize: bool, host: bool = False,
+                  slp: bool = True) -> None:
     pto = llvm.create_pipeline_tuning_options(speed_level=level)
     # LLVM's pipeline options leave the SLP vectorizer off unless asked; clang asks at -O2
     # and -O3 (its -vectorize-slp), and the primal must come out as clang's would: without
     # it, straight-line code on neighbouring elements stayed scalar where clang's is vector
     # code (tests/python/test_primal_parity.py).
-    pto.slp_vectorization = vectorize and level >= 2
+    pto.slp_vectorization = vectorize and slp and level >= 2
     if not vectorize:
         pto.loop_vectorization = False
         pto.slp_vectorization = False
@@ -749,6 +758,13 @@ def optimize(ll_text: str, level: int, *, for_jit: bool = False, host: bool = Fa
     llvm.set_option("", "-hoist-runtime-checks=false")
     try:
         _run_pipeline(module, level, vectorize=True, host=host)
+        if level >= 2 and not _verifies(module):
+            # LLVM 22.1's SLP vectorizer can leave a shufflevector before the vector
+            # fmul it reads (njit-hessian fuzz seed 910002: the forward-over-reverse
+            # Hessian kernel at width 8, its fwddiffe8 derivative inlined into the
+            # kernel); the pipeline again without it gives valid code
+            module = _parse(ll_text)
+            _run_pipeline(module, level, vectorize=True, host=host, slp=False)
     finally:
         llvm.set_option("", "-hoist-runtime-checks=true")  # LLVM's default, for Numba's own code
     text = _print(module)
