@@ -137,10 +137,12 @@ def test_any_file_name_compiles_as_cxx(command: list[str], tmp_path: Path):
     assert run.returncode == 0, run.stdout
 
 
-@pytest.mark.parametrize("level", ["-O0", "-O2"])
+@pytest.mark.parametrize("level", ["-O0", "-O1"])
 def test_over_aligned_new_gets_an_aligned_shadow(level: str, tmp_path: Path):
     # issue 24 item 3: the shadow of `new Lane` (alignas(64)) must be as aligned as the
     # primal (calloc gives 16 bytes), since the derivative's accesses keep its alignment
-    # (the derivatives are inlined into main at -O2: look at the whole module)
+    # (the derivatives are inlined into main at -O1: look at the whole module; at -O2
+    # and -O3 the peeled loops' copies fold their compares and LLVM removes the heap
+    # objects and their shadows altogether, so there is no allocation left to check)
     ll = emit_llvm(CXX_DIR / "new_delete_variants.cpp", [level], tmp_path, [])
     assert "@aligned_alloc(i64 64," in ll
