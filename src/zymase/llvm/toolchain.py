@@ -755,19 +755,22 @@ def optimize(ll_text: str, level: int, *, for_jit: bool = False, host: bool = Fa
     if level == 0:
         return ll_text
     module = _parse(ll_text)
+    verified = False
     llvm.set_option("", "-hoist-runtime-checks=false")
     try:
         _run_pipeline(module, level, vectorize=True, host=host)
-        if level >= 2 and not _verifies(module):
-            # LLVM 22.1's SLP vectorizer can leave a shufflevector before the vector
-            # fmul it reads (njit-hessian fuzz seed 910002: the forward-over-reverse
-            # Hessian kernel at width 8, its fwddiffe8 derivative inlined into the
-            # kernel); the pipeline again without it gives valid code
-            module = _parse(ll_text)
-            _run_pipeline(module, level, vectorize=True, host=host, slp=False)
+        if level >= 2:
+            verified = _verifies(module)
+            if not verified:
+                # LLVM 22.1's SLP vectorizer can leave a shufflevector before the vector
+                # fmul it reads (njit-hessian fuzz seed 910002: the forward-over-reverse
+                # Hessian kernel at width 8, its fwddiffe8 derivative inlined into the
+                # kernel); the pipeline again without it gives valid code
+                module = _parse(ll_text)
+                _run_pipeline(module, level, vectorize=True, host=host, slp=False)
     finally:
         llvm.set_option("", "-hoist-runtime-checks=true")  # LLVM's default, for Numba's own code
-    text = _print(module)
+    text = str(module) if verified else _print(module)  # (verified once, not twice)
     return OptimizedIR(text, module) if for_jit else text
 
 
