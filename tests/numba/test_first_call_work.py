@@ -472,3 +472,28 @@ def test_private_copy_links_the_users_implementations_that_need_no_recompile(mon
     assert cpu_target.target_context.cached_internal_func == users  # the user's cache untouched
     np.testing.assert_allclose(g, 3 * y * y * (1 + x), rtol=1e-13)
     assert math.isclose(_powers(x, 3), float(np.sum(y ** 3)), rel_tol=1e-14)
+
+
+def test_what_an_optimized_library_must_not_have_to_be_linked_into_a_copy():
+    from zymase.frontends.numba_copy import _reusable
+
+    class Library:
+        def __init__(self, body, extra=""):
+            self._final_module = (f"{extra}define linkonce_odr i32 @_ZN5numba4f(ptr %r, double %x) {{\n"
+                                  f"entry:\n{body}  ret i32 0\n}}\n")
+
+    pure = "  %y = fmul double %x, %x\n  store double %y, ptr %r, align 8\n"
+    assert _reusable(Library(pure))
+    unfit = [
+        Library("  %d = getelementptr i8, ptr %r, i64 24\n  %p = load ptr, ptr %d\n"
+                "  call void @NRT_decref(ptr %p)\n"),  # an NRT helper, called or declared
+        Library(pure, "declare void @NRT_decref(ptr)\n"),
+        Library(pure, "declare i32 @_ZN5numba6helperE(ptr)\n"),  # defined in Numba's engine only
+        Library("  %v = load <2 x double>, ptr %r, align 8\n"),
+        Library("  %o = atomicrmw add ptr %r, i64 1 monotonic\n"),
+        Library("  %y = fmul fast double %x, %x\n"),
+        Library("  %y = fadd nnan ninf double %x, %x\n"),
+        Library("  %y = call contract double @llvm.fma.f64(double %x, double %x, double %x)\n"),
+        Library(pure + "  br label %entry, !llvm.loop !0\n"),
+    ]
+    assert [_reusable(lib) for lib in unfit] == [False] * len(unfit)

@@ -283,8 +283,8 @@ def _reusable(library) -> bool:
     (``NRT_MemInfo_data_fast`` inlined into a load of the MemInfo's data field is a
     load it cannot follow, and a kernel built from it crashed), and the helpers'
     declarations resolve only in Numba's engine (address 0 in the kernel's). Nor with
-    vector code or loop metadata, which zymase's pre-AD pipeline never produces. The
-    verdict is kept on the library."""
+    vector code or loop metadata, which zymase's pre-AD pipeline never produces, nor
+    fast-math flags. The verdict is kept on the library."""
     verdict = getattr(library, "_zymase_reusable", None)
     if verdict is None:
         text = str(library._final_module)
@@ -294,8 +294,13 @@ def _reusable(library) -> bool:
 
 
 #: what makes an optimized library unfit (:func:`_reusable`); Numba's own functions
-#: declared but not defined are defined only in Numba's engine too
-_NOT_REUSABLE = re.compile(r"@_?(?:NRT|nrt)_|\batomicrmw\b|\bcmpxchg\b|<\d+ x |!llvm\.loop|^declare [^\n]*@_ZN", re.M)
+#: declared but not defined are defined only in Numba's engine too. Fast-math flags:
+#: Numba's key of a subroutine has no flags, so one compiled for a ``fastmath=True``
+#: caller would otherwise bring its flags into a copy compiled without
+_NOT_REUSABLE = re.compile(
+    r"@_?(?:NRT|nrt)_|\batomicrmw\b|\bcmpxchg\b|<\d+ x |!llvm\.loop|^declare [^\n]*@_ZN"
+    r"|^\s+%\S+ = (?:f[a-z]+|call|select|phi) (?:[a-z]+ )*?(?:fast|reassoc|nnan|ninf|nsz|arcp|contract|afn) ",
+    re.M)
 
 
 class _ImplsReusingTheUsers(dict):
