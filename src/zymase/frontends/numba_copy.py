@@ -308,8 +308,8 @@ class _ImplsReusingTheUsers(dict):
     compiles: the copy's own entries and, on a miss, the implementation the user's
     compile built for the same arguments if :func:`_reusable`. Numba's key carries the
     compile's flags, and the copy's differ from the user's only in having no wrappers.
-    The user's entry exists only once its dispatcher has compiled those arguments, so
-    the copy never compiles into the user's dispatcher."""
+    An entry is taken only if its dispatcher has compiled those arguments, so the copy
+    never compiles into the user's dispatcher."""
 
     def __init__(self, own: dict, user: dict):
         super().__init__(own)
@@ -320,11 +320,11 @@ class _ImplsReusingTheUsers(dict):
             flags = key[3].copy()
             flags.no_cpython_wrapper = flags.no_cfunc_wrapper = False
             disp, args = self.user.get(key[:3] + (flags,), (None, None))
-            # typing the arguments gives the signature the user's compile gave (with
-            # omitted arguments' defaults): one of those the dispatcher has compiled
-            compiled = list(disp.overloads.values()) if disp is not None else ()
-            if compiled and all(_reusable(cres.library) for cres in compiled):
-                return disp, args
+            if disp is not None and tuple(disp.fold_argument_types(args, dict(key[2]))[1]) in disp.overloads:
+                # (typing calls the dispatcher with these arguments: already compiled,
+                # so nothing is compiled into the user's dispatcher)
+                if all(_reusable(cres.library) for cres in disp.overloads.values()):
+                    return disp, args
         raise KeyError(key)
 
 
