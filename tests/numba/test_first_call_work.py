@@ -422,3 +422,78 @@ def test_callees_are_in_ssa_form_before_they_are_inlined():
     assert inlining[0].index("sroa") < inlining[0].index("always_inliner"), inlining[0]
     np.testing.assert_allclose(g[0], 2 * 0.5 * x, rtol=1e-14)
     assert math.isclose(g[1], float(np.sum(x * x)), rel_tol=1e-14)
+
+
+def _plus_half_square(v):
+    """A function only this test overloads: no other compile has typed it."""
+    raise NotImplementedError
+
+
+@numba.extending.overload(_plus_half_square)
+def _plus_half_square_overload(v):
+    def impl(v):
+        return v + 0.5 * v * v
+
+    return impl
+
+
+@njit
+def _powers(x, k):
+    y = np.empty(x.shape[0])  # an allocating overload: its -O3 IR has the runtime helpers inlined
+    s = 0.0
+    for i in range(x.shape[0]):
+        y[i] = _plus_half_square(x[i])
+        s += y[i] ** k  # Numba's int_power, a subroutine cached on the target context
+    return s
+
+
+def test_private_copy_links_the_users_implementations_that_need_no_recompile(monkeypatch):
+    # issue 29 (first grad call): the copy compiled again, unoptimized, every @overload
+    # implementation and subroutine the user's compile of the primal had built (md: int_power
+    # 0.05 s of a 0.45 s copy). Now it links the user's own when their optimized IR has
+    # nothing zymase cannot take (here the overload and int_power), and compiles its own
+    # otherwise (np.empty: NRT_MemInfo_data_fast inlined, which crashed kernels)
+    from numba.core.registry import cpu_target
+
+    from zymase.frontends import numba_copy
+
+    x = np.linspace(0.2, 1.1, 6)
+    y = x + 0.5 * x * x
+    assert math.isclose(_powers(x, 3), float(np.sum(y ** 3)), rel_tol=1e-14)  # the user's compile
+    # the copies' caches empty, as in a fresh process
+    monkeypatch.setattr(numba_copy, "_COPY_CACHES", {})
+    monkeypatch.setattr(numba_copy, "_COPY_SUBROUTINES", {})
+    users = dict(cpu_target.target_context.cached_internal_func)
+    with _overloads_built() as built:
+        g = zymase.grad(_powers, 0, cache=False)(x, 3)
+    assert "_plus_half_square_overload" not in built and "ol_np_empty" in built, built
+    shared = {key[0].co_name for key, cres in numba_copy._COPY_SUBROUTINES.items() if users.get(key) is cres}
+    assert "int_power" in shared, shared
+    assert cpu_target.target_context.cached_internal_func == users  # the user's cache untouched
+    np.testing.assert_allclose(g, 3 * y * y * (1 + x), rtol=1e-13)
+    assert math.isclose(_powers(x, 3), float(np.sum(y ** 3)), rel_tol=1e-14)
+
+
+def test_what_an_optimized_library_must_not_have_to_be_linked_into_a_copy():
+    from zymase.frontends.numba_copy import _reusable
+
+    class Library:
+        def __init__(self, body, extra=""):
+            self._final_module = (f"{extra}define linkonce_odr i32 @_ZN5numba4f(ptr %r, double %x) {{\n"
+                                  f"entry:\n{body}  ret i32 0\n}}\n")
+
+    pure = "  %y = fmul double %x, %x\n  store double %y, ptr %r, align 8\n"
+    assert _reusable(Library(pure))
+    unfit = [
+        Library("  %d = getelementptr i8, ptr %r, i64 24\n  %p = load ptr, ptr %d\n"
+                "  call void @NRT_decref(ptr %p)\n"),  # an NRT helper, called or declared
+        Library(pure, "declare void @NRT_decref(ptr)\n"),
+        Library(pure, "declare i32 @_ZN5numba6helperE(ptr)\n"),  # defined in Numba's engine only
+        Library("  %v = load <2 x double>, ptr %r, align 8\n"),
+        Library("  %o = atomicrmw add ptr %r, i64 1 monotonic\n"),
+        Library("  %y = fmul fast double %x, %x\n"),
+        Library("  %y = fadd nnan ninf double %x, %x\n"),
+        Library("  %y = call contract double @llvm.fma.f64(double %x, double %x, double %x)\n"),
+        Library(pure + "  br label %entry, !llvm.loop !0\n"),
+    ]
+    assert [_reusable(lib) for lib in unfit] == [False] * len(unfit)

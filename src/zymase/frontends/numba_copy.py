@@ -194,6 +194,12 @@ def _numba_unoptimized():
     engine), so a kernel built from it called address 0. That cache is set aside too,
     and the user's later compiles never link the copy's unoptimized entries.
 
+    An implementation the user's code compiled whose optimized IR is still the IR
+    zymase expects (:func:`_reusable`: no runtime helpers inlined or declared, no
+    vector code) is linked into the copy as it is instead of being compiled again
+    (``int_power``, ``max``: :class:`_ImplsReusingTheUsers`,
+    :class:`_SubroutinesReusingTheUsers`).
+
     The copies' own caches (:data:`_COPY_CACHES`) are kept from one copy to the next:
     an implementation is typed and lowered once per process, not once per kernel (a
     slice assignment's overloads cost as much as the rest of the function's compile).
@@ -210,20 +216,23 @@ def _numba_unoptimized():
         context = cpu_target.target_context
         subroutines = context.cached_internal_func
         config.OPT = type(old)(0) if isinstance(old, int) else 0
-        for c, _, _, options in saved:
-            c._impl_cache, c._compiled_overloads = _COPY_CACHES.setdefault(c, ({}, {}))
+        for c, user_impl, _, options in saved:
+            impl, compiled = _COPY_CACHES.setdefault(c, ({}, {}))
+            c._impl_cache, c._compiled_overloads = _ImplsReusingTheUsers(impl, user_impl), compiled
             if options is not None:
                 c._jit_options = {**options, "no_cfunc_wrapper": True}
-        context.cached_internal_func = _COPY_SUBROUTINES
+        context.cached_internal_func = _SubroutinesReusingTheUsers(_COPY_SUBROUTINES, subroutines)
         try:
             with _ir_only(), _plain_error_text():
                 yield
         finally:
             config.OPT = old
             for c, impl, compiled, options in saved:
+                _COPY_CACHES[c][0].update(c._impl_cache)
                 c._impl_cache, c._compiled_overloads = impl, compiled
                 if options is not None:
                     c._jit_options = options
+            _COPY_SUBROUTINES.update(context.cached_internal_func)
             context.cached_internal_func = subroutines
 
 
@@ -265,6 +274,76 @@ def _instance_attribute(obj, name: str, value):
 
 def _plain_markup(msg, color=None, style=None):
     return msg
+
+
+def _reusable(library) -> bool:
+    """Whether a code library the user's compile finalized (Numba's -O3) can be linked
+    into a private copy as it is. Not when its module refers to Numba's runtime
+    helpers, inlined or declared: zymase's memory model knows allocations by the calls
+    (``NRT_MemInfo_data_fast`` inlined into a load of the MemInfo's data field is a
+    load it cannot follow, and a kernel built from it crashed), and the helpers'
+    declarations resolve only in Numba's engine (address 0 in the kernel's). Nor with
+    vector code or loop metadata, which zymase's pre-AD pipeline never produces, nor
+    fast-math flags. The verdict is kept on the library."""
+    verdict = getattr(library, "_zymase_reusable", None)
+    if verdict is None:
+        text = str(library._final_module)
+        verdict = not _NOT_REUSABLE.search(text)
+        library._zymase_reusable = verdict
+    return verdict
+
+
+#: what makes an optimized library unfit (:func:`_reusable`); Numba's own functions
+#: declared but not defined are defined only in Numba's engine too. Fast-math flags:
+#: Numba's key of a subroutine has no flags, so one compiled for a ``fastmath=True``
+#: caller would otherwise bring its flags into a copy compiled without
+_NOT_REUSABLE = re.compile(
+    r"@_?(?:NRT|nrt)_|\batomicrmw\b|\bcmpxchg\b|<\d+ x |!llvm\.loop|^declare [^\n]*@_ZN"
+    r"|^\s+%\S+ = (?:f[a-z]+|call|select|phi) (?:[a-z]+ )*?(?:fast|reassoc|nnan|ninf|nsz|arcp|contract|afn) ",
+    re.M)
+
+
+class _ImplsReusingTheUsers(dict):
+    """An ``@overload`` template's cache of implementations while the private copy
+    compiles: the copy's own entries and, on a miss, the implementation the user's
+    compile built for the same arguments if :func:`_reusable`. Numba's key carries the
+    compile's flags, and the copy's differ from the user's only in having no wrappers.
+    An entry is taken only if its dispatcher has compiled those arguments, so the copy
+    never compiles into the user's dispatcher."""
+
+    def __init__(self, own: dict, user: dict):
+        super().__init__(own)
+        self.user = user
+
+    def __missing__(self, key):
+        if isinstance(key, tuple) and len(key) == 4 and key[3] is not None:
+            flags = key[3].copy()
+            flags.no_cpython_wrapper = flags.no_cfunc_wrapper = False
+            disp, args = self.user.get(key[:3] + (flags,), (None, None))
+            if disp is not None and tuple(disp.fold_argument_types(args, dict(key[2]))[1]) in disp.overloads:
+                # (typing calls the dispatcher with these arguments: already compiled,
+                # so nothing is compiled into the user's dispatcher)
+                if all(_reusable(cres.library) for cres in disp.overloads.values()):
+                    return disp, args
+        raise KeyError(key)
+
+
+class _SubroutinesReusingTheUsers(dict):
+    """Numba's cache of compiled subroutines (``compile_subroutine``) while the private
+    copy compiles: the copy's own entries and the user's that are :func:`_reusable`."""
+
+    def __init__(self, own: dict, user: dict):
+        super().__init__(own)
+        self.user = user
+
+    def get(self, key, default=None):
+        # compile_subroutine looks an entry up with get(), then takes it by index
+        if key not in self:
+            cres = self.user.get(key)
+            if cres is None or not _reusable(cres.library):
+                return default
+            self[key] = cres
+        return self[key]
 
 
 #: the private copies' caches of @overload implementations, per template class
