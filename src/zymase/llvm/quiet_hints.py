@@ -27,11 +27,16 @@ def unroll_warnings_hidden(active: bool = True):
     """While the block runs, what reaches fd 2 is held back; afterwards it is written
     out again without the lines of LLVM's missed-unroll warning. Other output (another
     thread's, Python's) is delayed to the end of the block, not lost."""
-    if not active:
+    saved = None
+    if active:
+        try:
+            sys.stderr.flush()
+            saved = os.dup(2)
+        except (OSError, ValueError):  # no fd 2 (a daemon), or sys.stderr closed: nothing to keep clean
+            saved = None
+    if saved is None:
         yield
         return
-    sys.stderr.flush()
-    saved = os.dup(2)
     with tempfile.TemporaryFile() as held:
         os.dup2(held.fileno(), 2)
         try:
