@@ -316,8 +316,42 @@ def test_typed_dict_helpers_are_not_inlined_into_an_invalid_module():
         d = {1: x}
         return d[1] * x
 
-    with _raises("passed to 'numba_dict_insert'"):
+    line = with_dict.py_func.__code__.co_firstlineno + 2
+    with _raises(rf"test_errors.py:{line}: '[^']*with_dict' keeps differentiated values in a typed Dict \(made on "
+                 rf"line {line}\), whose items Numba keeps in its C runtime \('numba_dict_insert'\)"):
         zymase.grad(with_dict)(3.0)
+
+
+def test_typed_list_and_dict_refusals_name_their_source_lines():
+    # numba.typed.List/Dict keep their items in Numba's C runtime: refused in Python terms,
+    # with the lines that make and fill the container (before: the C helper's name only,
+    # and "compile with debug=True" for a line)
+    from numba import types
+    from numba.typed import Dict, List
+
+    @njit
+    def in_list(x):
+        values = List()
+        for i in range(x.shape[0]):
+            values.append(2.0 * x[i])
+        return values[0] * values[1]
+
+    @njit
+    def in_dict(x):
+        d = Dict.empty(types.int64, types.float64)
+        for i in range(x.shape[0]):
+            d[i] = 2.0 * x[i]
+        return d[0] * d[1]
+
+    x = np.array([1.0, 2.0, 3.0])
+    first = in_list.py_func.__code__.co_firstlineno
+    with _raises(rf"test_errors.py:{first + 2}: '[^']*in_list' keeps differentiated values in a typed List \(made on "
+                 rf"line {first + 2}, filled on line {first + 4}\).*hint: keep the values in a NumPy array"):
+        zymase.grad(in_list)(x)
+    first = in_dict.py_func.__code__.co_firstlineno
+    with _raises(rf"test_errors.py:{first + 2}: '[^']*in_dict' keeps differentiated values in a typed Dict \(made on "
+                 rf"line {first + 2}, filled on line {first + 4}\)"):
+        zymase.grad(in_dict)(x)
 
 
 def test_typed_dict_of_constants_differentiates():

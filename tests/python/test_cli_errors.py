@@ -513,6 +513,16 @@ C_CASES = {
         "int main(void) { return __enzyme_virtualreverse((void *)f, 1.0) != 0; }\n",
         ["virtualreverse_form.c:3:", "'__enzyme_virtualreverse' takes one function or vtable pointer"],
     ),
+    # the C library's sort and search of active data: named, with what to do instead
+    # (the generic "define the function in the same file" said nothing useful here)
+    "qsort_active.c": (
+        "#include <stdlib.h>\nextern double __enzyme_autodiff(void*, ...);\n"
+        "static int cmp(const void *a, const void *b) { return *(const double *)a > *(const double *)b; }\n"
+        "double f(double *x) { qsort(x, 3, sizeof(double), cmp); return x[0] + 2 * x[1]; }\n"
+        "int main(void) { double x[3] = {3, 1, 2}, d[3] = {0}; __enzyme_autodiff((void*)f, x, d); return 0; }\n",
+        ["qsort_active.c:4:", "'qsort' of memory holding active data", "function 'f'",
+         "sort an array of indices"],
+    ),
 }
 
 # issue 23 item 1: every unimplemented __enzyme_* function and enzyme_* marker by name
@@ -550,6 +560,22 @@ def test_c_errors(tmp_path, name, debug):
     (tmp_path / name).write_text(src)
     proc = run("zymase", ["cc", "-O2", *debug, name, "-o", "exe"], cwd=tmp_path)
     one_error(proc, *needles)
+    assert not (tmp_path / "exe").exists()
+
+
+def test_bsearch_of_active_data_is_refused_by_name(tmp_path):
+    # at -O2 glibc's inline bsearch is compiled into f and differentiated; at -O0 it is
+    # the library's, refused naming it (the generic "define the function in the same
+    # file" said nothing useful about a library function)
+    name = "bsearch_active.c"
+    (tmp_path / name).write_text(
+        "#include <stdlib.h>\nextern double __enzyme_autodiff(void*, ...);\n"
+        "static int cmp(const void *a, const void *b) { return *(const double *)a > *(const double *)b; }\n"
+        "double f(double *x, int n, double k) { double *p = bsearch(&k, x, n, sizeof(double), cmp); return p ? *p : 0; }\n"
+        "int main(void) { double x[3] = {1, 2, 3}, d[3] = {0}; __enzyme_autodiff((void*)f, x, d, 3, 2.0); return 0; }\n")
+    proc = run("zymase", ["cc", "-O0", name, "-o", "exe"], cwd=tmp_path)
+    one_error(proc, "bsearch_active.c:4:", "'bsearch' in memory holding active data", "function 'f'",
+              "search for the index with a loop")
     assert not (tmp_path / "exe").exists()
 
 

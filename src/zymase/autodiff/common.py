@@ -546,6 +546,11 @@ def _reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activ
                         hint=f"zymase differentiates these BLAS routines at the level of the call: "
                         f"{supported_names()}; call one of them, or keep this call off the active data",
                     )
+                sort_or_search = _sort_or_search_refusal(ctx.flavor.callee(op) or "")
+                if sort_or_search is not None:
+                    message, hint = sort_or_search
+                    raise ZymaseError(message, construct=describe(op), function=fname,
+                                      location=location_of(op), hint=hint)
                 raise ZymaseError(
                     f"memory holding active data is passed to '{describe(op).split('@')[-1]}', "
                     "whose derivative zymase cannot build",
@@ -555,6 +560,26 @@ def _reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activ
                     hint="define the function in the same file, or copy the data it needs into local "
                     "variables",
                 )
+
+
+def _sort_or_search_refusal(name: str) -> tuple[str, str] | None:
+    """The message and hint for the C library's sort or binary search (``qsort``,
+    ``bsearch``) given memory holding active data, if ``name`` is one of them: the
+    library's code and the comparator it calls through a pointer are out of zymase's
+    sight, so the permutation a sort makes (or the element a search picks) is not
+    known to the derivative. The generic "define the function in the same file" means
+    nothing for a library function."""
+    if name in ("qsort", "qsort_r", "qsort_s"):
+        return (f"'{name}' of memory holding active data cannot be differentiated: the C library "
+                "moves the elements in code zymase does not see, so their derivatives cannot follow",
+                "sort an array of indices (int) by the values with qsort and read the values through "
+                "it, or write the sort in this file")
+    if name in ("bsearch", "bsearch_s"):
+        return (f"'{name}' in memory holding active data cannot be differentiated: the C library "
+                "returns a pointer into the array from code zymase does not see",
+                "search for the index with a loop written in this file (or bsearch an array that is "
+                "not differentiated) and read the element through that index")
+    return None
 
 
 def _mpi_refusal(ctx: Context, op: Operation, act: ActivityInfo) -> ZymaseError | None:

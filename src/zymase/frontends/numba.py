@@ -51,6 +51,7 @@ from zymase.collect_rarely import collecting_garbage_rarely
 from zymase.autodiff.rules.numba_linalg import LINALG_WITH_RULES
 from zymase.autodiff.rules.numba_linalg import NUMPY_NAMES as NUMPY_LINALG
 from zymase.errors import VectorModeRefused, ZymaseError
+from zymase.llvm.quiet_hints import unroll_warnings_hidden
 from zymase.transforms.numba_parfor import ParforSerial, forks_a_derivative
 
 from zymase.frontends.numba_copy import (  # noqa: F401 - step 1's names, re-exported
@@ -896,8 +897,11 @@ def differentiate_numba_ir(ir: NumbaIR, spec: KernelSpec, symbol: str, rec: Comp
             # attributes of declarations and the linkage as they find them. (On the text
             # LLVM prints, not Numba's own: unroll_integer_powers reads LLVM's spelling.)
             entries = (ir.entry, *ir.inline_too)
+            hinted = unroll_integer_powers(text)
+            # a hint LLVM could not honour (a run-time exponent) is not the user's to see
+            zymase_hints = hinted != text
             text = hide_vectorization_hints(protect_marker_calls(discard_once_inlined(
-                mark_callees_inline(unroll_integer_powers(text), entries), entries)))
+                mark_callees_inline(hinted, entries), entries)))
         # inline first and prune the reference counts then, while each call's
         # incref/decref pairs still sit in blocks that dominate each other; the steps
         # share one parse and one print (each step's own text round trip was a parse, two
@@ -905,9 +909,10 @@ def differentiate_numba_ir(ir: NumbaIR, spec: KernelSpec, symbol: str, rec: Comp
         steps = (("inline", toolchain.inline_always_module), ("refprune", toolchain.prune_refcounts_module),
                  ("preopt", lambda module: toolchain.preopt_module(module, 2)),
                  ("refprune", toolchain.prune_refcounts_module))
-        with _phase(rec, "llvm text"):
+        with _phase(rec, "llvm text"), unroll_warnings_hidden(zymase_hints):
             text = toolchain.on_module(text, *(_timed_step(rec, name, step) for name, step in steps))
     else:
+        zymase_hints = False
         # AD before optimization, on Numba's IR in SSA form: arrays travel as structs in
         # stack slots at -O0, which only SROA/instcombine turn into values
         with _phase(rec, "ssa"):
@@ -935,7 +940,8 @@ def differentiate_numba_ir(ir: NumbaIR, spec: KernelSpec, symbol: str, rec: Comp
         # Laplacian kernels for the host CPU: their element loops, vectorized
         # (transforms/broadcast_strides.py), get its vector width (4 doubles rather than
         # SSE2's 2: 3.5% of the two-layer MLP's time at d = 64, and of the one-layer's)
-        out = toolchain.optimize(out, spec.opt, for_jit=True, host=spec.laplacian)
+        with unroll_warnings_hidden(zymase_hints):
+            out = toolchain.optimize(out, spec.opt, for_jit=True, host=spec.laplacian)
     return out
 
 

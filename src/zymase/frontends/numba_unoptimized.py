@@ -148,6 +148,49 @@ def list_refusal(err: ZymaseError, disp) -> ZymaseError | None:
         "values a condition selects), or np.array([...]) of a fixed number of values")
 
 
+_TYPED_CONTAINER = re.compile(r"^memory holding active data is passed to 'numba_(list|dict)_\w+'")
+
+#: how a typed List / Dict is made, and the calls that put values in it (names as _source_calls gives them)
+_TYPED_MADE = {"list": ("List", "empty_list"), "dict": ("Dict", "empty", "{}")}
+_TYPED_FILLED = {"list": ("append", "extend", "insert"), "dict": ("[]=", "setdefault", "update")}
+
+
+def typed_container_refusal(err: ZymaseError, disp) -> ZymaseError | None:
+    """The refusal of differentiated values kept in a ``numba.typed.List`` or ``Dict``,
+    ``err`` (Numba keeps their items in its C runtime, ``numba_list_*``/``numba_dict_*``,
+    which zymase cannot see into), in Python terms: where ``disp``'s source makes and fills
+    such a container, with lines; None when ``err`` is another error. (The lines are
+    those of every typed List/Dict made and every call that may fill one: the untyped IR
+    does not tell a dict's ``d[k] = v`` from an array's, so a Dict's "filled" lines may
+    include array item assignments; fills are named only when the function makes one.)"""
+    from zymase.frontends.numba import function_label
+
+    match = _TYPED_CONTAINER.search(err.message)
+    if match is None:
+        return None
+    kind = match.group(1)
+    name = function_label(disp)
+    py = disp.py_func.__code__
+    calls = _calls_or_none(disp)
+    made = sorted({line for called, _, line in calls if called in _TYPED_MADE[kind]})
+    filled = sorted({line for called, _, line in calls if called in _TYPED_FILLED[kind]}) if made else []
+    container = "typed List" if kind == "list" else "typed Dict"
+    sites = []
+    if made:
+        sites.append(f"made on {_lines(made)}")
+    if filled:
+        sites.append(f"filled on {_lines(filled)}")
+    where = f" ({', '.join(sites)})" if sites else ""
+    location = f"{py.co_filename}:{made[0] if made else py.co_firstlineno}"
+    return ZymaseError(
+        f"{name} keeps differentiated values in a {container}{where}, whose items Numba keeps in its C runtime "
+        f"('{err.message.split(chr(39))[1]}'), which zymase cannot differentiate through",
+        construct=f"{container} of differentiated values", function=name.strip("'"), location=location,
+        hint="keep the values in a NumPy array instead: np.empty(n) filled by index"
+        + (" (an integer key as the index, or a second array of the keys)" if kind == "dict" else
+           " (with a counter for the values a condition selects)"))
+
+
 def _calls_or_none(disp) -> list[tuple[str, str, int]]:
     """:func:`_source_calls`, or none when Numba's front end cannot read the function
     again (the refusal is then said without lines, never turned into a traceback)."""
@@ -160,7 +203,7 @@ def _calls_or_none(disp) -> list[tuple[str, str, int]]:
 def in_source_terms(err: ZymaseError, disp) -> ZymaseError | None:
     """``err`` said in the terms of ``disp``'s Python source, where it is an array copy of
     unknown element type or a list of differentiated values; else None."""
-    return copy_refusal(err, disp) or list_refusal(err, disp)
+    return copy_refusal(err, disp) or list_refusal(err, disp) or typed_container_refusal(err, disp)
 
 
 def _lines(lines: list[int]) -> str:
@@ -248,8 +291,8 @@ def _python_sites(disp, culprits: list[str]) -> list[tuple[str, list[int]]]:
 
 
 def _source_calls(disp) -> list[tuple[str, str, int]]:
-    """(name, construct as written, line) of each call and item assignment in
-    ``disp``'s Python source, from Numba's untyped IR."""
+    """(name, construct as written, line) of each call, item assignment and dict display
+    (name ``{}``) in ``disp``'s Python source, from Numba's untyped IR."""
     from numba.core import compiler, ir
     from numba.core.ir_utils import find_callname, guard
 
@@ -259,6 +302,8 @@ def _source_calls(disp) -> list[tuple[str, str, int]]:
         for stmt in block.body:
             if isinstance(stmt, (ir.SetItem, ir.StaticSetItem)):
                 out.append(("[]=", f"the item assignment {stmt.target.name}[...] = ...", stmt.loc.line))
+            if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Expr) and stmt.value.op == "build_map":
+                out.append(("{}", "the dict display {...}", stmt.loc.line))
             if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Expr) and stmt.value.op == "call":
                 found = guard(find_callname, func_ir, stmt.value)
                 if found is None:
