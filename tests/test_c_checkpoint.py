@@ -80,6 +80,24 @@ def test_checkpointed_time_loops_in_vector_mode(flags, tmp_path):
     assert run.returncode == 0 and run.stdout.strip().endswith("0 failures"), run.stdout + run.stderr
 
 
+END_POINTERS = Path(__file__).parent / "c" / "checkpoint" / "end_pointers.c"
+
+
+# session 29: a carried pointer one past the end of a stored-to local array, which on the
+# stack was the start of the next one, was taken for a pointer into the next (its shadow
+# rebuilt as the next one's: d/dx 0.057 for 0.720 at -O2, with and without preopt); the
+# stored-to stack objects of a checkpointed loop now have room after them. Values against
+# finite differences in the program
+@pytest.mark.parametrize("flags", builds("-O2", "-O2 --no-preopt"), ids=lambda f: "".join(x.lstrip("-") for x in f))
+def test_end_pointer_of_adjacent_local_array_keeps_its_shadow(flags, tmp_path):
+    exe = tmp_path / "end_pointers"
+    build = run_cli(["cc", *flags, "--tape-limit=1K", str(END_POINTERS), "-o", str(exe), "-lm"], cwd=tmp_path,
+                    timeout=300)
+    assert build.returncode == 0, build.stderr
+    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
 REFUSED = r"""
 extern double __enzyme_autodiff(void *, ...);
 extern int enzyme_dup, enzyme_const;

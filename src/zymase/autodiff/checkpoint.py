@@ -58,6 +58,9 @@ STEP_ATTR = "zymase.checkpoint_step"
 #: that are local pointer variables, rebuilt the same way
 RECORD_SLOTS_ATTR = "zymase.checkpoint_record_slots"
 LOCAL_SLOTS_ATTR = "zymase.checkpoint_local_slots"
+#: attribute of a stored-to stack object given room after it (one past its end is no other
+#: object's start)
+PADDED_ATTR = "zymase.checkpoint_padded"
 
 _LIMIT: ContextVar[int | None] = ContextVar("zymase_tape_limit", default=None)
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
@@ -476,6 +479,34 @@ class _Outliner:
         for b in blocks:  # (detached: their ops' uses of the values around them go)
             for op in list(b.ops):
                 op.drop_all_references()
+        self._pad_stack_objects(roots)
+
+    def _pad_stack_objects(self, roots) -> None:
+        """Room after each stored-to stack object, so that a pointer one past its end is
+        never the start of another one: the runtime maps a carried pointer to the object
+        it points into or just past (checkpoint_runtime.c, zymase_ckpt_region_of), and
+        stack objects otherwise lie side by side (``a + 4`` would be taken for ``b``, its
+        shadow for ``b``'s, a silent wrong adjoint of ``p[-1]``). The recorded bytes (the
+        table stored above) stay the object's own. ``alloca T`` becomes ``alloca {T,
+        [1 x i8]}`` (one alignment unit of ``T`` more); ``alloca T, n`` one ``T`` more.
+        Only the derivative's copy of the function is changed."""
+        from zymase.analysis.memory import memory_kind
+        from zymase.analysis.trip_count import constant_int
+        from zymase.ir import StringAttr, i8, llvm
+
+        for root in roots:
+            if memory_kind(root) != "alloca" or PADDED_ATTR in root.attributes:
+                continue
+            root.attributes[PADDED_ATTR] = StringAttr("")
+            count = root.operands[0]
+            if constant_int(count) == 1:
+                root.properties["elem_type"] = llvm.LLVMStructType.from_type_list(
+                    [root.elem_type, llvm.LLVMArrayType(1, i8)])
+                continue
+            one = self.flavor.iconst(1, count.type)
+            more = self.flavor.iadd(count, one.results[0])
+            root.parent_block().insert_ops_before([one, more], root)
+            root.operands[0] = more.results[0]
 
     def _check_carried_pointers(self, roots, values) -> None:
         """The pointers the loop carries from one iteration to the next or hands to the code
