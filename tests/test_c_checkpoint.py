@@ -90,9 +90,9 @@ END_POINTERS = Path(__file__).parent / "c" / "checkpoint" / "end_pointers.c"
 
 # session 29: a carried pointer one past the end of a stored-to local array, which on the
 # stack was the start of the next one, was taken for a pointer into the next (its shadow
-# rebuilt as the next one's: d/dx 0.057 for 0.720 at -O2, with and without preopt); the
-# stored-to stack objects of a checkpointed loop now have room after them. Values against
-# finite differences in the program
+# rebuilt as the next one's: d/dx 0.057 for 0.720 at -O2, 0.012 without preopt); the
+# stored-to stack objects of a checkpointed loop now have room after them (arrays of a
+# fixed and of a run-time size). Values against finite differences in the program
 @pytest.mark.parametrize("flags", builds("-O2", "-O2 --no-preopt"), ids=lambda f: "".join(x.lstrip("-") for x in f))
 def test_end_pointer_of_adjacent_local_array_keeps_its_shadow(flags, tmp_path):
     run = _build_and_run([END_POINTERS], flags, "1K", tmp_path)
