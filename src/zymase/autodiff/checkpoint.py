@@ -28,6 +28,10 @@ lanes) the primal state, its snapshots and recomputations are one; each iteratio
 reversed by one call of the step's width-N derivative (``<step>.lanes<N>`` passes it the
 N shadow records the runtime holds as an array), and the runtime rebuilds the pointer
 slots of every lane's shadow record.
+The stored-to stack objects get room after them in the derivative, so that the runtime,
+which maps each carried pointer to the object it points into or just past, never takes one
+past the end of one for the start of the next (heap blocks that still lie side by side make
+such a pointer an error at run time, with the loop's error line).
 A loop whose state cannot be bounded (a store through a pointer whose object is not an
 allocation made before the loop, an allocation in the loop, a call that may write memory)
 is refused, naming the loop's line.
@@ -58,6 +62,12 @@ STEP_ATTR = "zymase.checkpoint_step"
 #: that are local pointer variables, rebuilt the same way
 RECORD_SLOTS_ATTR = "zymase.checkpoint_record_slots"
 LOCAL_SLOTS_ATTR = "zymase.checkpoint_local_slots"
+#: attribute of a stored-to stack object given room after it (one past its end is no other
+#: object's start)
+PADDED_ATTR = "zymase.checkpoint_padded"
+#: attribute of the outlined loop function: the error line the runtime prints for a carried
+#: pointer at the boundary of two stored-to objects side by side
+AMBIGUOUS_ATTR = "zymase.checkpoint_ambiguous"
 
 _LIMIT: ContextVar[int | None] = ContextVar("zymase_tape_limit", default=None)
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
@@ -173,14 +183,18 @@ class _Outliner:
         return pointer_roots(ptr, self.region.blocks[0], incoming, slots=self.slots)
 
     # ---- refusals ---------------------------------------------------------------------
+    def _loop_location(self) -> str | None:
+        """The loop's line: that of the branch that leaves it (the loop's condition), else of
+        its header's first located op."""
+        from zymase.ir import location_of
+
+        exits = [e.src.last_op for b in self.ordered for e in self.cfg.succs[b] if e.dst not in self.body]
+        return next((w for w in (location_of(op) for op in [*exits, *self.h.ops]) if w), None)
+
     def _refuse(self, why: str, at, hint: str):
         from zymase.ir import location_of
 
-        # the loop's line: that of the branch that leaves it (the loop's condition), else
-        # of its header's first located op, else the construct's
-        exits = [e.src.last_op for b in self.ordered for e in self.cfg.succs[b] if e.dst not in self.body]
-        candidates = [location_of(op) for op in [*exits, *self.h.ops]]
-        where = next((w for w in candidates if w), None) or (location_of(at) if at is not None else None)
+        where = self._loop_location() or (location_of(at) if at is not None else None)
         raise ZymaseError(
             f"the loop cannot be checkpointed under the tape limit: {why}",
             construct=_describe(at) if at is not None else None, function=self.fname, location=where, hint=hint)
@@ -286,6 +300,7 @@ class _Outliner:
         if not exits or len({e.dst for e in exits}) != 1:
             self._refuse("it leaves to several places (or never)", None, hint)
         x = exits[0].dst
+        where = self._loop_location()  # (before the body moves into the step)
         roots = self._objects_written()
         self._free_roots_directly(roots)
         ptr = llvm.LLVMPointerType()
@@ -412,6 +427,12 @@ class _Outliner:
                         and k not in inputs]
         loop.attributes[RECORD_SLOTS_ATTR] = StringAttr(",".join(map(str, record_slots)))
         loop.attributes[LOCAL_SLOTS_ATTR] = StringAttr(",".join(map(str, self.pointer_slots)))
+        # the line the runtime prints should it find a carried pointer ambiguous
+        loop.attributes[AMBIGUOUS_ATTR] = StringAttr(ZymaseError(
+            "a checkpointed loop carries a pointer that is both one past the end of an object it stores to and "
+            "the start of another, which lies right after it (heap blocks side by side): its shadow cannot be told",
+            function=self.fname, location=where,
+            hint="leave room after the first allocation (one element more), or raise the tape limit").format() + "\n")
         l_entry = loop.body.blocks[0]
         again, out = Block(), Block()
         loop.body.add_block([again, out])
@@ -476,6 +497,34 @@ class _Outliner:
         for b in blocks:  # (detached: their ops' uses of the values around them go)
             for op in list(b.ops):
                 op.drop_all_references()
+        self._pad_stack_objects(roots)
+
+    def _pad_stack_objects(self, roots) -> None:
+        """Room after each stored-to stack object, so that a pointer one past its end is
+        never the start of another one: the runtime maps a carried pointer to the object
+        it points into or just past (checkpoint_runtime.c, zymase_ckpt_region_of), and
+        stack objects otherwise lie side by side (``a + 4`` would be taken for ``b``, its
+        shadow for ``b``'s, a silent wrong adjoint of ``p[-1]``). The recorded bytes (the
+        table stored above) stay the object's own. ``alloca T`` becomes ``alloca {T,
+        [1 x i8]}`` (one alignment unit of ``T`` more); ``alloca T, n`` one ``T`` more.
+        Only the derivative's copy of the function is changed."""
+        from zymase.analysis.memory import memory_kind
+        from zymase.analysis.trip_count import constant_int
+        from zymase.ir import StringAttr, i8, llvm
+
+        for root in roots:
+            if memory_kind(root) != "alloca" or PADDED_ATTR in root.attributes:
+                continue
+            root.attributes[PADDED_ATTR] = StringAttr("")
+            count = root.operands[0]
+            if constant_int(count) == 1:
+                root.properties["elem_type"] = llvm.LLVMStructType.from_type_list(
+                    [root.elem_type, llvm.LLVMArrayType(1, i8)])
+                continue
+            one = self.flavor.iconst(1, count.type)
+            more = self.flavor.iadd(count, one.results[0])
+            root.parent_block().insert_ops_before([one, more], root)
+            root.operands[0] = more.results[0]
 
     def _check_carried_pointers(self, roots, values) -> None:
         """The pointers the loop carries from one iteration to the next or hands to the code
@@ -645,13 +694,31 @@ def forward_call(gen, op, clone) -> None:
     done = E.v(llvm.GEPOp(env, [0, 1], pointee_type=env_t))
     step_ptr = E.v(llvm.AddressOfOp(step.sym_name.data, ptr))
     limit = tape_limit() or (1 << 62)
-    _declare(gen, "__zymase_ckpt_forward", [ptr, ptr, ptr, ptr, ptr, i64, i64, i64, i64], ptr)
+    message = _message(gen, callee)
+    _declare(gen, "__zymase_ckpt_forward", [ptr, ptr, ptr, ptr, ptr, i64, i64, i64, i64, ptr, i64], ptr)
     cenv = gen.vmap.get(op.operands[1], op.operands[1])
     handle = E.v(llvm.CallOp("__zymase_ckpt_forward", env, cenv, done, step_ptr, table, E.iconst(nroots, i64),
                              E.iconst(nslots, i64), E.iconst(limit, i64), E.iconst(width, i64),
+                             E.v(llvm.AddressOfOp(message.sym_name.data, ptr)),
+                             E.iconst(len(callee.attributes[AMBIGUOUS_ATTR].data.encode()), i64),
                              return_type=ptr))
     E.insert(llvm.StoreOp(handle, E.v(llvm.GEPOp(env, [0, 0], pointee_type=env_t))))
     clone.parent_block().erase_op(clone)
+
+
+def _message(gen, callee):
+    """The private global holding the loop's error line for the runtime (made once)."""
+    from zymase.ir import IntegerType, StringAttr, llvm
+
+    name = f"{callee.sym_name.data}.message"
+    for op in gen.ctx.module.body.block.ops:
+        if isinstance(op, llvm.GlobalOp) and op.sym_name.data == name:
+            return op
+    text = callee.attributes[AMBIGUOUS_ATTR].data
+    glob = llvm.GlobalOp(llvm.LLVMArrayType(len(text.encode()), IntegerType(8)), name, "private", constant=True,
+                         value=StringAttr(text))
+    gen.ctx.module.body.block.add_op(glob)
+    return glob
 
 
 def _positions(callee, attr: str) -> list[int]:

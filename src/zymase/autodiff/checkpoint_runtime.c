@@ -41,6 +41,8 @@ struct zymase_checkpoints {
     char **shadows;         /* the shadows of each stored-to object (regions 1..), lane by lane */
     char ***slots;          /* (record slot, the lanes' shadow record slots) of each pointer slot */
     struct zymase_snapshot *stack;
+    const char *ambiguous;  /* the error line for a pointer at the boundary of two objects */
+    int64_t ambiguous_bytes;
 };
 
 static void *zymase_ckpt_alloc(size_t n) {
@@ -96,16 +98,26 @@ static int64_t zymase_ckpt_advance(int64_t m, int64_t c) {
     return k < 1 ? 1 : k;
 }
 
-/* The stored-to object a pointer points into (or, failing that, just past: stack objects
-   lie side by side, so a pointer at the end of one is the start of the next); 0 if none. */
+/* The stored-to object a pointer points into, or is just past; 0 if none. The code zymase
+   emits leaves room after each stored-to stack object (checkpoint.py, _pad_stack_objects),
+   so one past the end of one is never the start of another; heap blocks carry allocator
+   headers, and their shadows are allocated between them. Should two stored-to objects
+   still lie side by side and a carried pointer be at the end of one and the start of the
+   other, its shadow cannot be told: refused (a guess would be a silent wrong adjoint). */
 static int64_t zymase_ckpt_region_of(const struct zymase_checkpoints *c, const char *p) {
-    for (int past = 0; past < 2; past++)
-        for (int64_t r = 1; r < c->nregions; r++) {
-            const char *base = c->regions[r].data;
-            if (p >= base && p < base + c->regions[r].bytes + past)
-                return r;
-        }
-    return 0;
+    int64_t into = 0, past = 0;
+    for (int64_t r = 1; r < c->nregions; r++) {
+        const char *base = c->regions[r].data;
+        if (p >= base && p < base + c->regions[r].bytes)
+            into = into ? into : r;
+        else if (p == base + c->regions[r].bytes)
+            past = past ? past : r;
+    }
+    if (into && past && p == c->regions[into].data) {
+        fwrite(c->ambiguous, 1, (size_t)c->ambiguous_bytes, stderr);
+        abort();
+    }
+    return into ? into : past;
 }
 
 /* The shadows of the pointer slots (in the record, and the stored-to local pointer
@@ -133,7 +145,8 @@ static void zymase_ckpt_run(zymase_step_fn step, void *env, void *constants, int
    object (width of them, lane by lane), then for each pointer slot its address in the
    record and in each lane's shadow record. */
 void *__zymase_ckpt_forward(void *env, void *constants, const char *done, zymase_step_fn step, const int64_t *table,
-                            int64_t nroots, int64_t nslots, int64_t limit, int64_t width) {
+                            int64_t nroots, int64_t nslots, int64_t limit, int64_t width, const char *ambiguous,
+                            int64_t ambiguous_bytes) {
     struct zymase_checkpoints *c = zymase_ckpt_alloc(sizeof *c);
     memset(c, 0, sizeof *c);
     int64_t nregions = nroots + 1;
@@ -142,6 +155,8 @@ void *__zymase_ckpt_forward(void *env, void *constants, const char *done, zymase
     c->width = width;
     c->constants = constants;
     c->limit = limit;
+    c->ambiguous = ambiguous;
+    c->ambiguous_bytes = ambiguous_bytes;
     c->regions = zymase_ckpt_alloc(sizeof(struct zymase_region) * (size_t)nregions);
     for (int64_t r = 0; r < nregions; r++) {
         c->regions[r].data = (char *)(intptr_t)table[2 * r];
