@@ -302,6 +302,7 @@ class _Outliner:
         x = exits[0].dst
         where = self._loop_location()  # (before the body moves into the step)
         roots = self._objects_written()
+        self._check_reads_unchanged_after(roots, x)
         self._free_roots_directly(roots)
         ptr = llvm.LLVMPointerType()
 
@@ -498,6 +499,69 @@ class _Outliner:
             for op in list(b.ops):
                 op.drop_all_references()
         self._pad_stack_objects(roots)
+
+    def _check_reads_unchanged_after(self, roots, exit_block) -> None:
+        """The reverse sweep recomputes iterations from snapshots of the objects the loop
+        stores to; memory it only reads is read again as it is when the reverse sweep
+        runs. Code reachable from the loop's exit (what follows it, and an enclosing loop's
+        next pass) that may write such memory would change what the recomputed iterations
+        read: a silent wrong adjoint (fuzz c-ckpt seed 940001: ``x[2] = a`` after a loop
+        reading ``x``). Refused until such memory is snapshotted too: an object the loop
+        reads (or passes to a call) and does not store to must not be written after it,
+        nor may anything be written after it through a pointer whose object the analysis
+        cannot determine. Not covered (docs/architecture.md section 10): reads through
+        pointers whose object is unknown, and two pointer arguments that alias."""
+        from zymase.analysis.memory import memory_kind
+        from zymase.ir import llvm
+
+        written = set(roots)
+
+        def pointer_operands(op):
+            return [v for v in op.operands if isinstance(v.type, llvm.LLVMPointerType)]
+
+        read = set()
+        for b in self.ordered:
+            for op in b.ops:
+                kind = memory_kind(op)
+                if kind == "load":
+                    ptrs = [op.ptr]
+                elif kind == "memcpy":
+                    ptrs = [op.operands[1]]
+                elif isinstance(op, (llvm.CallOp, llvm.CallIntrinsicOp)) and kind not in ("memset",):
+                    ptrs = pointer_operands(op)
+                else:
+                    continue
+                for p in ptrs:
+                    read.update(r for r in self._roots(p) or () if r not in written)
+        if not read:
+            return
+        after, work = set(), [exit_block]
+        while work:
+            b = work.pop()
+            if b in after or b in self.body:
+                continue
+            after.add(b)
+            work.extend(e.dst for e in self.cfg.succs[b])
+        hint = ("copy what the loop reads into an array the loop itself writes (or that nothing after the loop "
+                "changes), or raise the tape limit")
+        for b in self.region.blocks:
+            if b not in after:
+                continue
+            for op in b.ops:
+                kind = memory_kind(op)
+                if kind == "store":
+                    targets = [op.ptr]
+                elif kind in ("memcpy", "memset"):
+                    targets = [op.operands[0]]
+                elif isinstance(op, llvm.CallOp) and kind is None:
+                    targets = pointer_operands(op)
+                else:
+                    continue
+                for t in targets:
+                    found = self._roots(t)
+                    if (found is None and read) or (found is not None and set(found) & read):
+                        self._refuse("memory it reads (and does not write) is written after it, so the reverse "
+                                     "sweep would recompute its iterations from the changed values", op, hint)
 
     def _pad_stack_objects(self, roots) -> None:
         """Room after each stored-to stack object, so that a pointer one past its end is
