@@ -214,6 +214,37 @@ def test_loop_reading_memory_written_after_it_is_refused_under_a_limit(level, tm
     assert "written after it" in line and "function 'f'" in line and "hint:" in line
 
 
+ALIASED = r"""
+extern double __enzyme_autodiff(void *, ...);
+extern int enzyme_dup, enzyme_const;
+double g(double *RESTRICT x, double *RESTRICT y, double a, int n) {
+    double t = 0.0;
+    for (int i = 0; i < n; i++)
+        t += x[i] * a * a;
+    y[2] = a;
+    return t;
+}
+int main(int argc, char **argv) {
+    (void)argv;
+    double x[8] = {0.5, -1.0, 2.0, 1.5, -0.5, 1.0, 0.25, 3.0}, dx[8] = {0}, y[8] = {0}, dy[8] = {0};
+    double da = __enzyme_autodiff((void *)g, enzyme_dup, x, dx, enzyme_dup, y, dy, 1.5, argc + 5);
+    return da > 0 ? 0 : 1;
+}
+"""
+
+
+# the same with the store through another pointer argument: the caller may pass x as y,
+# so it is refused unless the arguments are restrict
+def test_loop_reading_an_argument_another_may_write_after_it(tmp_path):
+    for restrict, refused in (("", True), ("restrict", False)):
+        src = tmp_path / "aliased.c"
+        src.write_text(ALIASED.replace("RESTRICT", restrict).lstrip())
+        out = run_cli(["cc", "-O2", "--tape-limit=1K", str(src), "-o", str(tmp_path / "a")], cwd=tmp_path, timeout=300)
+        assert (out.returncode == 1) == refused, out.stderr
+        if refused:
+            assert "written after it" in out.stderr and "function 'g'" in out.stderr
+
+
 def test_tape_limit_flag_rejects_a_bad_size(tmp_path):
     src = tmp_path / "relax.c"
     src.write_text(REFUSED)

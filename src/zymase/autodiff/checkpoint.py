@@ -509,10 +509,11 @@ class _Outliner:
         reading ``x``). Refused until such memory is snapshotted too: an object the loop
         reads (or passes to a call) and does not store to must not be written after it,
         nor may anything be written after it through a pointer whose object the analysis
-        cannot determine. Not covered (docs/architecture.md section 10): reads through
-        pointers whose object is unknown, and two pointer arguments that alias."""
-        from zymase.analysis.memory import memory_kind
-        from zymase.ir import llvm
+        cannot determine; two pointer arguments may be one array unless one is ``restrict``.
+        Not covered (docs/architecture.md section 10): reads through pointers whose object
+        the analysis cannot determine."""
+        from zymase.analysis.memory import args_marked, memory_kind
+        from zymase.ir import BlockArgument, llvm
 
         written = set(roots)
 
@@ -535,6 +536,16 @@ class _Outliner:
                     read.update(r for r in self._roots(p) or () if r not in written)
         if not read:
             return
+        entry, noalias = self.region.blocks[0], args_marked(self.fop, "llvm.noalias")
+
+        def may_alias(a, b) -> bool:
+            # the same object, or two pointer arguments neither of which is noalias
+            # (restrict): the caller may pass one array twice
+            if a is b:
+                return True
+            return (all(isinstance(v, BlockArgument) and v.block is entry for v in (a, b))
+                    and a.index not in noalias and b.index not in noalias)
+
         after, work = set(), [exit_block]
         while work:
             b = work.pop()
@@ -559,7 +570,8 @@ class _Outliner:
                     continue
                 for t in targets:
                     found = self._roots(t)
-                    if (found is None and read) or (found is not None and set(found) & read):
+                    if (found is None and read) or (found is not None and any(
+                            may_alias(w, r) for w in found for r in read)):
                         self._refuse("memory it reads (and does not write) is written after it, so the reverse "
                                      "sweep would recompute its iterations from the changed values", op, hint)
 
