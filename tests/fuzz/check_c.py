@@ -39,9 +39,11 @@ RUN_TIMEOUT = 60
 # keeps few snapshots (a snapshot of the loop's state is ~100 bytes): recomputation
 # from a snapshot, restores and the shadow rebuild all run
 CKPT_FLAGS = ("--tape-limit=1K",)
-# the runtime entry the derivative calls when a loop was checkpointed (the runtime is
-# linked only then, frontends/c.link_derivative_runtime)
-CKPT_SYMBOL = "__zymase_ckpt_forward"
+# a string of the checkpointing runtime (checkpoint_runtime.c's out-of-memory message),
+# which is linked only into a derivative that checkpoints a loop
+# (frontends/c.link_derivative_runtime); its functions' symbols are no sign: at -O2 the
+# optimizer inlines __zymase_ckpt_forward and __zymase_ckpt_reverse away
+CKPT_MARK = b"zymase: checkpointing: "
 VALGRIND = ["valgrind", "--error-exitcode=99", "-q"]
 
 # reverse vs forward: relative tolerance (fast-math may reassociate either differently)
@@ -191,11 +193,6 @@ def run_exe(exe: Path, level: str, valgrind: bool, env: dict | None = None) -> O
     return Outcome(kind, level, detail, output, valgrind)
 
 
-def _defines(exe: Path, symbol: str) -> bool:
-    res = subprocess.run(["nm", str(exe)], capture_output=True, text=True, stdin=subprocess.DEVNULL)
-    return any(line.split()[-1:] == [symbol] for line in res.stdout.splitlines())
-
-
 def check_c_source(text: str, level: str, valgrind: bool = False, workdir: Path | None = None,
                    extra: tuple[str, ...] = ()) -> Outcome:
     """Build ``text`` at ``level`` (``extra``: more ``zymase cc`` flags) in a scratch
@@ -212,7 +209,7 @@ def check_c_source(text: str, level: str, valgrind: bool = False, workdir: Path 
             return failed
         o = run_exe(exe, level, valgrind)
         if any(flag.startswith("--tape-limit") for flag in extra):
-            o.extra["checkpointed"] = _defines(exe, CKPT_SYMBOL)
+            o.extra["checkpointed"] = CKPT_MARK in exe.read_bytes()
         return o
     finally:
         if own:
