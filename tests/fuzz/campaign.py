@@ -18,7 +18,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from .check_c import LEVELS, Outcome, check_c_source
+from .check_c import CKPT_FLAGS, LEVELS, Outcome, check_c_source
 from .check_par import PRANGE_LEVEL, THREADS, check_omp_source
 from .gen_c import generate_c, with_nested, with_width_lanes
 from .gen_jax import generate_jax
@@ -59,7 +59,8 @@ def run_c(seeds, levels, jobs, valgrind_every, features=None, on_result=None, la
     ``valgrind_every`` seeds, at the first level, when that level was right; ``lang``
     c-omp: OpenMP programs, gen_par/check_par, never under valgrind; c-width: the C programs
     with vector forward mode's lanes checked too, gen_c.with_width_lanes; c-nested: their
-    first derivative differentiated again, gen_c.with_nested)."""
+    first derivative differentiated again, gen_c.with_nested; c-ckpt: the C programs built
+    under a small tape limit, check_c.CKPT_FLAGS)."""
     tasks = [(s, lv) for s in seeds for lv in levels]
 
     def one(task):
@@ -76,10 +77,11 @@ def run_c(seeds, levels, jobs, valgrind_every, features=None, on_result=None, la
             text = with_width_lanes(text)
         elif lang == "c-nested":
             text = with_nested(text)
-        o = check_c_source(text, lv)
+        flags = CKPT_FLAGS if lang == "c-ckpt" else ()
+        o = check_c_source(text, lv, extra=flags)
         results = [(s, o, text)]
         if valgrind_every and s % valgrind_every == 0 and lv == levels[0] and o.kind == "right":
-            results.append((s, check_c_source(text, lv, valgrind=True), text))
+            results.append((s, check_c_source(text, lv, valgrind=True, extra=flags), text))
         for r in results:
             if on_result:
                 on_result(lang, *r)
@@ -155,8 +157,11 @@ def summary(results) -> str:
     refusals: Counter = Counter()
     failures: Counter = Counter()
     notes: Counter = Counter()
+    checkpointed: Counter = Counter()  # --lang c-ckpt: builds that checkpointed a loop, of those built
     for _, o, _ in results:
         lv = o.level + (" valgrind" if o.valgrind else "")
+        if "checkpointed" in o.extra:
+            checkpointed[lv, o.extra["checkpointed"]] += 1
         by_level.setdefault(lv, Counter())[o.kind] += 1
         if o.kind == "refused":
             refusals[o.message_class] += 1
@@ -172,6 +177,11 @@ def summary(results) -> str:
         total.update(c)
         rows.append(f"{lv:<22}" + "".join(f"{c[k]:>9}" for k in kinds) + f"{sum(c.values()):>9}")
     rows.append(f"{'all':<22}" + "".join(f"{total[k]:>9}" for k in kinds) + f"{sum(total.values()):>9}")
+    if checkpointed:
+        rows.append("\nbuilt with a checkpointed loop (of those built):")
+        for lv in sorted({lv for lv, _ in checkpointed}):
+            yes, no = checkpointed[lv, True], checkpointed[lv, False]
+            rows.append(f"  {lv:<20}{yes:>5} of {yes + no}")
     if refusals:
         rows.append("\nrefusals by message:")
         rows += [f"  {n:>4}  {m}" for m, n in refusals.most_common()]
@@ -195,7 +205,7 @@ def campaign(seed: int, count: int, langs, levels, jobs: int, outdir: Path, valg
     def on_result(lang, s, o, text):
         with lock:
             log.write(json.dumps({"lang": lang, "seed": s, "level": o.level, "kind": o.kind, "valgrind": o.valgrind,
-                                  "detail": o.detail}) + "\n")
+                                  "detail": o.detail, **o.extra}) + "\n")
             log.flush()
             where = f"{o.level}{' valgrind' if o.valgrind else ''}"
             print(f"[{lang} seed {s} {where}] {o.kind} {o.detail[:150]}".rstrip(), flush=True)
@@ -218,6 +228,8 @@ def campaign(seed: int, count: int, langs, levels, jobs: int, outdir: Path, valg
         results += run_njit(seeds, jobs, on_result=on_result, lang="njit-prange")
     if "c-nested" in langs:
         results += run_c(seeds, levels, jobs, valgrind_every, on_result=on_result, lang="c-nested")
+    if "c-ckpt" in langs:
+        results += run_c(seeds, levels, jobs, valgrind_every, on_result=on_result, lang="c-ckpt")
     if "njit-hessian" in langs:
         results += run_njit(seeds, jobs, on_result=on_result, lang="njit-hessian")
     log.close()
@@ -234,7 +246,9 @@ def summary_from_log(path: Path) -> str:
     results = []
     for line in path.read_text().splitlines():
         r = json.loads(line)
-        results.append((r["seed"], Outcome(r["kind"], r["level"], r["detail"], valgrind=r["valgrind"]), None))
+        extra = {"checkpointed": r["checkpointed"]} if "checkpointed" in r else {}
+        results.append((r["seed"], Outcome(r["kind"], r["level"], r["detail"], valgrind=r["valgrind"], extra=extra),
+                        None))
     return summary(results)
 
 

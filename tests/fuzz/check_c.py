@@ -34,6 +34,16 @@ LEVELS = {
 # 150-250 s of wall at a load of 17 on 2 cores) may need more: ZYMASE_FUZZ_BUILD_TIMEOUT
 BUILD_TIMEOUT = int(os.environ.get("ZYMASE_FUZZ_BUILD_TIMEOUT", "240"))
 RUN_TIMEOUT = 60
+# --lang c-ckpt: the C programs built under a tape limit this small, so that every loop
+# doing float work is checkpointed (autodiff/checkpoint.py) and the binomial schedule
+# keeps few snapshots (a snapshot of the loop's state is ~100 bytes): recomputation
+# from a snapshot, restores and the shadow rebuild all run
+CKPT_FLAGS = ("--tape-limit=1K",)
+# a string of the checkpointing runtime (checkpoint_runtime.c's out-of-memory message),
+# which is linked only into a derivative that checkpoints a loop
+# (frontends/c.link_derivative_runtime); its functions' symbols are no sign: at -O2 the
+# optimizer inlines __zymase_ckpt_forward and __zymase_ckpt_reverse away
+CKPT_MARK = b"zymase: checkpointing: "
 VALGRIND = ["valgrind", "--error-exitcode=99", "-q"]
 
 # reverse vs forward: relative tolerance (fast-math may reassociate either differently)
@@ -183,18 +193,24 @@ def run_exe(exe: Path, level: str, valgrind: bool, env: dict | None = None) -> O
     return Outcome(kind, level, detail, output, valgrind)
 
 
-def check_c_source(text: str, level: str, valgrind: bool = False, workdir: Path | None = None) -> Outcome:
-    """Build ``text`` at ``level`` in a scratch directory, run it, classify."""
+def check_c_source(text: str, level: str, valgrind: bool = False, workdir: Path | None = None,
+                   extra: tuple[str, ...] = ()) -> Outcome:
+    """Build ``text`` at ``level`` (``extra``: more ``zymase cc`` flags) in a scratch
+    directory, run it, classify; with a tape limit among ``extra``, ``extra["checkpointed"]``
+    of the outcome says whether the build checkpointed a loop."""
     own = workdir is None
     work = Path(tempfile.mkdtemp(prefix="zymase-fuzz-")) if own else workdir
     try:
         src = work / "prog.c"
         src.write_text(text)
         exe = work / "prog"
-        failed = build(src, level, exe)
+        failed = build(src, level, exe, extra)
         if failed:
             return failed
-        return run_exe(exe, level, valgrind)
+        o = run_exe(exe, level, valgrind)
+        if any(flag.startswith("--tape-limit") for flag in extra):
+            o.extra["checkpointed"] = CKPT_MARK in exe.read_bytes()
+        return o
     finally:
         if own:
             shutil.rmtree(work, ignore_errors=True)

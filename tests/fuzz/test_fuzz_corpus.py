@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .campaign import read_header
-from .check_c import LEVELS, Outcome, check_c_source
+from .check_c import CKPT_FLAGS, LEVELS, Outcome, check_c_source
 from .check_par import PRANGE_LEVEL, THREADS, check_omp_source
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
@@ -32,7 +32,8 @@ def test_corpus_files_have_headers():
     for path in C_FILES + NJIT_FILES + sorted((CORPUS.parent / "corpus_open").glob("*.[cp]*")):
         if path.suffix in (".c", ".py"):
             info, _ = _program(path)
-            assert info["lang"] in ("c", "c-width", "c-nested", "njit", "njit-hessian", "jax", "c-omp", "njit-prange")
+            assert info["lang"] in ("c", "c-width", "c-nested", "c-ckpt", "njit", "njit-hessian", "jax", "c-omp",
+                                    "njit-prange")
             assert info["level"] in LEVELS or info["level"] in ("njit", "njit-hessian", "jax", PRANGE_LEVEL)
 
 
@@ -56,6 +57,8 @@ def test_corpus_programs_are_right_now():
         info, text = _program(path)
         if info["lang"] in ("c", "c-width", "c-nested"):  # the driver in the file says what it checks
             o = check_c_source(text, info["level"], valgrind=bool(info.get("valgrind")))
+        elif info["lang"] == "c-ckpt":  # built under the small tape limit, as the campaign did
+            o = check_c_source(text, info["level"], valgrind=bool(info.get("valgrind")), extra=CKPT_FLAGS)
         elif info["lang"] == "jax":
             o = _check_jax(text)
         elif info["lang"] == "c-omp":  # parallel modes: check_par.py
