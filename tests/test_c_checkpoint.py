@@ -245,6 +245,18 @@ def test_loop_reading_an_argument_another_may_write_after_it(tmp_path):
             assert "written after it" in out.stderr and "function 'g'" in out.stderr
 
 
+# the write after the loop made by a call with a rule (BLAS's dscal scaling x in place):
+# without the refusal d/da came out 21 instead of 10.5
+def test_loop_reading_memory_a_blas_call_writes_after_it_is_refused(tmp_path):
+    src = tmp_path / "scaled.c"
+    src.write_text(OVERWRITTEN.replace("x[2] = a;", "cblas_dscal(n, 2.0, x, 1);").replace(
+        "extern int enzyme_dup", "extern void cblas_dscal(int, double, double *, int);\nextern int enzyme_dup").lstrip())
+    out = run_cli(["cc", "-O2", "--tape-limit=1K", "-c", str(src), "-o", str(tmp_path / "s.o")], cwd=tmp_path,
+                  timeout=300)
+    assert out.returncode == 1, out.stderr
+    assert "written after it" in out.stderr and "function 'f'" in out.stderr
+
+
 def test_tape_limit_flag_rejects_a_bad_size(tmp_path):
     src = tmp_path / "relax.c"
     src.write_text(REFUSED)

@@ -564,7 +564,7 @@ class _Outliner:
                     targets = [op.ptr]
                 elif kind in ("memcpy", "memset"):
                     targets = [op.operands[0]]
-                elif isinstance(op, llvm.CallOp) and kind is None:
+                elif isinstance(op, llvm.CallOp) and kind in (None, "call_rule", "realloc"):  # (BLAS writes)
                     targets = pointer_operands(op)
                 else:
                     continue
