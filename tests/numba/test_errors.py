@@ -363,6 +363,28 @@ def test_typed_dict_of_constants_differentiates():
     assert zymase.grad(scaled)(1.5) == pytest.approx(6.0 * 2 * 1.5, rel=1e-14)
 
 
+def test_typed_list_of_indices_differentiates():
+    # the list's length is read through an address Numba's runtime returns as an integer
+    # (numba_list_size_address, inttoptr): an integer read, not active data, so the
+    # refusal of integer addresses (analysis/integer_addresses.py) must let it pass
+    from numba.typed import List
+
+    @njit
+    def every_other(x):
+        idx = List()
+        for i in range(x.shape[0]):
+            if i % 2 == 0:
+                idx.append(i)
+        s = 0.0
+        for k in idx:
+            s += x[k] * x[k]
+        return s
+
+    x = np.linspace(0.1, 1.0, 7)
+    want = np.where(np.arange(7) % 2 == 0, 2.0 * x, 0.0)
+    np.testing.assert_allclose(zymase.grad(every_other)(x), want, rtol=1e-14)
+
+
 def test_exception_carrying_an_active_float_propagates():
     # the raised value is stored into Numba's exception record (NRT_Allocate'd): the
     # record gets a shadow like any malloc'd memory, and the exception reaches the caller

@@ -112,6 +112,23 @@ C_CASES = {
         "int main(void) { return __enzyme_autodiff((void*)h, 1.0) > 0; }\n",
         ["declared_only.c:3:", "'h'", "declaration"],
     ),
+    # an address computed as an integer has no shadow: the derivative through it was
+    # silently lost (half the gradient of sum x[n-1-i] x[i]; zero through a callee)
+    "integer_address.c": (
+        "#include <stdint.h>\nextern double __enzyme_autodiff(void*, ...);\n"
+        "double f(double *x, int n) { double s = 0; uintptr_t b = (uintptr_t)x;\n"
+        "  for (int i = 0; i < n; i++) s += *(double *)(b + 8u * (n - 1 - i)) * x[i]; return s; }\n"
+        "int main(void) { double x[3] = {1, 2, 3}, dx[3] = {0};\n"
+        "  __enzyme_autodiff((void*)f, x, dx, 3); return dx[0] != 6; }\n",
+        ["integer_address.c:4:", "made from an integer", "function 'f'", "uintptr_t"],
+    ),
+    "integer_address_argument.c": (
+        "#include <stdint.h>\nextern double __enzyme_autodiff(void*, ...);\n"
+        "__attribute__((noinline)) static double g(uintptr_t b) { return *(double *)b * 3.0; }\n"
+        "double f(double *x) { return g((uintptr_t)x) + x[0]; }\n"
+        "int main(void) { double x = 2, dx = 0; __enzyme_autodiff((void*)f, &x, &dx); return dx != 4; }\n",
+        ["integer_address_argument.c:4:", "handed on as an integer", "function 'f'", "uintptr_t"],
+    ),
     "volatile_active.c": (
         "extern double __enzyme_autodiff(void*, ...);\n"
         "double f(volatile double *x) { return x[0] * x[0]; }\n"

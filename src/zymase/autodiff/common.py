@@ -293,6 +293,7 @@ def prepare(ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts
         )
     memory = None
     if flavor.name == "llvm":
+        from zymase.analysis.integer_addresses import refuse_integer_addresses_of_active_memory
         from zymase.analysis.memory import MemoryModel
 
         memory = MemoryModel(function_name(fop), list(region.blocks[0].args), arg_acts, ctx.defined_function,
@@ -307,6 +308,9 @@ def prepare(ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts
     if flavor.name == "llvm":
         memory.refuse_addresses_in_initializers(blocks, act, ctx.driver.symbols)
     _reject_unsupported(ctx, fop, region, act, arg_acts)
+    if flavor.name == "llvm":  # (after the refusals that name a construct in the user's terms)
+        refuse_integer_addresses_of_active_memory(blocks, act, lambda a: memory._incoming.get(a, ()),
+                                                  flavor.successor_operands, function_name(fop))
     holder = None
     if flavor.name == "llvm":
         # Analyses that work on functions (type analysis) see the prepared body

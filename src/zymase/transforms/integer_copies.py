@@ -53,16 +53,19 @@ def _fold_float_bitcasts(region: Region) -> None:
                 continue
             if isinstance(src.type, IntegerType):
                 load = inner
-                if (isinstance(load, llvm.LoadOp) and load.parent_block() is block and len(src.uses) == 1
-                        and _is_plain_integer_load(load)):
+                if isinstance(load, llvm.LoadOp) and _is_plain_integer_load(load):
+                    # the float loaded as a float, at the same point; an integer load
+                    # that is also used as an integer (a sign test on the bits read
+                    # with memcpy) stays for those uses
                     typed = llvm_ext.LoadOp(load.ptr, op.results[0].type,
                                             alignment=_alignment(load))
                     typed.location = load.location
                     _copy_metadata(load, typed)
-                    block.insert_op_before(typed, load)
+                    load.parent_block().insert_op_before(typed, load)
                     op.results[0].replace_all_uses_with(typed.results[0])
                     block.erase_op(op)
-                    block.erase_op(load)
+                    if not src.uses:
+                        load.parent_block().erase_op(load)
                 continue
             for use in list(op.results[0].uses):
                 store = use.operation

@@ -1,0 +1,159 @@
+"""Pointers made from integers (``inttoptr``) that may point into active memory: refused.
+
+The memory model gives a pointer its shadow by following it back through GEPs, casts,
+selects and phis to an argument or an allocation. An address computed as an integer,
+``(double *)((uintptr_t)x + 8 * k)``, has no such path: loads through it would read
+active data as if it were constant (``sum x[n-1-i] * x[i]`` written that way got half its
+gradient, silently) and stores through it would leave the shadow untouched. A pointer
+made from an integer is refused when that integer may carry the address of memory with a
+shadow: a ``ptrtoint`` of a shadowed pointer, or an integer loaded from memory or returned
+by a call (where any address may have been kept), through integer arithmetic, casts,
+selects and phis. Integers bounded to other sources pass: constants (Numba's addresses of
+its own runtime objects), addresses of memory without shadows, conversions of floats, and
+integer arguments (their activity is the caller's declaration). For that last case the
+other side is checked: the address of shadowed memory, as an integer, may be compared,
+subtracted or tested for alignment, but not passed to a call, stored or returned (the
+code that turns it back into a pointer would not know it is active).
+"""
+
+from __future__ import annotations
+
+from zymase.analysis.memory import derived_uses, is_marker
+from zymase.errors import ZymaseError
+from zymase.ir import BlockArgument, IntegerType, SSAValue, llvm, location_of
+
+
+def refuse_integer_addresses_of_active_memory(blocks, info, incoming, successor_operands, fname: str) -> None:
+    """Raise for the first ``inttoptr`` in ``blocks`` whose pointer may be used to
+    reach active data (:func:`_may_move_derivatives`) and whose integer may be the address of shadowed memory (``info.shadowed``,
+    after the activity analysis). ``incoming(arg)`` lists a block argument's values."""
+    if not info.shadowed:
+        return
+    entry = blocks[0] if blocks else None
+    verdicts: dict = {}
+
+    def may_hold_active_address(v: SSAValue) -> bool:
+        work, seen = [v], set()
+        while work:
+            x = work.pop()
+            if x in seen:
+                continue
+            seen.add(x)
+            if x in verdicts:
+                if verdicts[x]:
+                    return True
+                continue
+            if isinstance(x, BlockArgument):
+                if x.block is not entry:
+                    work.extend(incoming(x))
+                continue
+            op = x.owner
+            if isinstance(op, llvm.PtrToIntOp):
+                if op.operands[0] in info.shadowed:
+                    return True
+                continue
+            if isinstance(op, (llvm.LoadOp, llvm.CallOp, llvm.CallIntrinsicOp, llvm.InlineAsmOp)):
+                return True
+            # arithmetic, casts, selects: where their integer operands come from (a
+            # float converted to an integer, a constant, a compare of floats: none)
+            work.extend(o for o in op.operands if isinstance(o.type, IntegerType))
+        return False
+
+    for b in blocks:
+        for op in b.ops:
+            if isinstance(op, llvm.PtrToIntOp) and op.operands[0] in info.shadowed:
+                _refuse_escaping_address(op, incoming, successor_operands, fname)
+            if not isinstance(op, llvm.IntToPtrOp):
+                continue
+            used = next((user for _, user in derived_uses(op.results[0], successor_operands)
+                         if _may_move_derivatives(user)), None)
+            if used is None:
+                continue
+            answer = verdicts[op.operands[0]] = may_hold_active_address(op.operands[0])
+            if answer:
+                raise ZymaseError(
+                    "a pointer is made from an integer that may hold the address of memory being differentiated; "
+                    "zymase follows derivatives through pointers, not through integers, and would lose them",
+                    construct="llvm.inttoptr (a cast of an integer to a pointer)",
+                    function=fname,
+                    location=location_of(used) or location_of(op),
+                    hint="index the array or offset the pointer itself (p + k, &p[k]) instead of computing its "
+                    "address as an integer (uintptr_t)",
+                )
+
+
+def _may_move_derivatives(user) -> bool:
+    """Whether a use of a pointer may read or write active data through it: anything
+    but a compare, a cast back to an integer, a marker and a load of a plain integer
+    (Numba's typed List reads its length through ``numba_list_size_address``'s integer)."""
+    if isinstance(user, (llvm.PtrToIntOp, llvm.ICmpOp)) or is_marker(user):
+        return False
+    if isinstance(user, llvm.LoadOp):
+        return not isinstance(user.results[0].type, IntegerType)
+    return True
+
+
+def _refuse_escaping_address(cast, incoming, successor_operands, fname: str) -> None:
+    """The integer ``cast`` makes of a shadowed pointer, followed through integer
+    arithmetic, casts, selects and phis, must not leave the function's SSA values: a
+    call, a store or a return handing it on is refused (a compare, a difference of
+    addresses or an alignment test is fine; a pointer made from it here is the caller's
+    check)."""
+    work, seen = [cast.results[0]], set()
+    while work:
+        v = work.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        for use in v.uses:
+            user = use.operation
+            if isinstance(user, (llvm.ICmpOp, llvm.IntToPtrOp)) or is_marker(user):
+                continue
+            if user.successors:
+                if isinstance(user, (llvm.BrOp, llvm.CondBrOp)) or user.name == "llvm.switch":
+                    for block, values in zip(user.successors, successor_operands(user)):
+                        work.extend(block.args[k] for k, x in enumerate(values) if x is v)
+                    continue
+            elif isinstance(user, llvm.SubOp) and _is_distance(user, incoming):
+                continue  # end - begin: a size (std::vector hands it to operator delete)
+            elif not isinstance(user, (llvm.CallOp, llvm.CallIntrinsicOp, llvm.InlineAsmOp, llvm.StoreOp,
+                                       llvm.ReturnOp)):
+                work.extend(r for r in user.results if isinstance(r.type, IntegerType))
+                continue
+            raise ZymaseError(
+                "the address of memory being differentiated is handed on as an integer; zymase follows "
+                "derivatives through pointers, not through integers, and the code that makes it a pointer "
+                "again would lose them",
+                construct=f"llvm.ptrtoint used by {user.name}",
+                function=fname,
+                location=location_of(user) or location_of(cast),
+                hint="pass the pointer itself (double *), not its address as an integer (uintptr_t)",
+            )
+
+
+def _is_distance(sub, incoming) -> bool:
+    """Whether ``a - b`` subtracts one address from another: both sides are a
+    ``ptrtoint``, through casts, phis and constant offsets (a distance in bytes, not an
+    address). A block argument that also receives other values counts if one of them is
+    an address (a vector's capacity is end - begin, or 0 when it never allocated)."""
+    return all(_from_address(o, incoming) for o in sub.operands)
+
+
+def _from_address(v: SSAValue, incoming) -> bool:
+    work, seen = [v], set()
+    while work:
+        x = work.pop()
+        if x in seen:
+            continue
+        seen.add(x)
+        if isinstance(x, BlockArgument):
+            work.extend(incoming(x))
+            continue
+        op = x.owner
+        if isinstance(op, llvm.PtrToIntOp):
+            return True
+        if isinstance(op, (llvm.ZExtOp, llvm.SExtOp, llvm.TruncOp)):
+            work.append(op.operands[0])
+        elif isinstance(op, (llvm.AddOp, llvm.SubOp)) and isinstance(op.operands[1].owner, llvm.ConstantOp):
+            work.append(op.operands[0])  # an address moved by a constant number of bytes
+    return False
