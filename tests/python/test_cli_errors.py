@@ -129,6 +129,16 @@ C_CASES = {
         "int main(void) { double x = 2, dx = 0; __enzyme_autodiff((void*)f, &x, &dx); return dx != 4; }\n",
         ["integer_address_argument.c:4:", "handed on as an integer", "function 'f'", "uintptr_t"],
     ),
+    # a C11 _Atomic double is updated by a compare-exchange loop on its bits as an i64:
+    # the derivative went through integers and came out zero, silently
+    "atomic_double.c": (
+        "extern double __enzyme_autodiff(void*, ...);\n"
+        "double f(double *x, int n) { _Atomic double acc = 0;\n"
+        "  for (int i = 0; i < n; i++) acc += x[i] * x[i]; return acc; }\n"
+        "int main(void) { double x[2] = {1, 2}, dx[2] = {0};\n"
+        "  __enzyme_autodiff((void*)f, x, dx, 2); return dx[1] != 4; }\n",
+        ["atomic_double.c:3:", "an atomic memory operation on active data", "function 'f'"],
+    ),
     "volatile_active.c": (
         "extern double __enzyme_autodiff(void*, ...);\n"
         "double f(volatile double *x) { return x[0] * x[0]; }\n"

@@ -693,6 +693,12 @@ def _local_slot(ptr) -> bool:
 def _unsupported_on_active(op: Operation, act: ActivityInfo) -> str | None:
     """Constructs whose derivative cannot be built when they touch active data."""
     touches = any(o in act.varied or o in act.shadowed for o in op.operands)
+    if not touches and op.name in ("llvm.cmpxchg", "llvm.atomicrmw"):
+        # a C11 `_Atomic double` update is a compare-exchange loop on the bits of the
+        # double (bitcast to i64): the value moves through integers, the derivative
+        # would be lost (zero, silently)
+        touches = any(isinstance(o.owner, llvm.BitcastOp) and o.owner.operands[0] in act.varied
+                      for o in op.operands)
     if not touches:
         return None
     if isinstance(op, llvm.InlineAsmOp):
