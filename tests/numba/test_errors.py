@@ -366,7 +366,7 @@ def test_typed_dict_of_constants_differentiates():
 def test_typed_list_of_indices_differentiates():
     # the list's length is read through an address Numba's runtime returns as an integer
     # (numba_list_size_address, inttoptr): an integer read, not active data, so the
-    # refusal of integer addresses (analysis/integer_addresses.py) must let it pass
+    # refusal of integer addresses (analysis/untracked_pointers.py) must let it pass
     from numba.typed import List
 
     @njit

@@ -139,6 +139,21 @@ C_CASES = {
         "  __enzyme_autodiff((void*)f, x, dx, 2); return dx[1] != 4; }\n",
         ["atomic_double.c:3:", "an atomic memory operation on active data", "function 'f'"],
     ),
+    # a recursive function (a call of its own) returning a pointer to memory it filled
+    # from x: the derivative call returned no shadow, the derivative was zero, silently
+    "recursive_pointer_result.c": (
+        "#include <stdlib.h>\nextern double __enzyme_autodiff(void*, ...);\n"
+        "typedef struct node { double v; struct node *l, *r; } node;\n"
+        "static node *build(double *x, int lo, int hi) { if (lo >= hi) return 0; int m = (lo + hi) / 2;\n"
+        "  node *t = malloc(sizeof *t); t->v = x[m] * x[m]; t->l = build(x, lo, m); t->r = build(x, m + 1, hi);"
+        " return t; }\n"
+        "static double sum(node *t) { return t ? t->v + sum(t->l) + sum(t->r) : 0; }\n"
+        "double f(double *x, int n) { return sum(build(x, 0, n)); }\n"
+        "int main(void) { double x[3] = {1, 2, 3}, dx[3] = {0};\n"
+        "  __enzyme_autodiff((void*)f, x, dx, 3); return dx[1] != 4; }\n",
+        ["recursive_pointer_result.c:7:", "'build' is given active data and returns a pointer", "function 'f'",
+         "recursion"],
+    ),
     "volatile_active.c": (
         "extern double __enzyme_autodiff(void*, ...);\n"
         "double f(volatile double *x) { return x[0] * x[0]; }\n"

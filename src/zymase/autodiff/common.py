@@ -293,7 +293,8 @@ def prepare(ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts
         )
     memory = None
     if flavor.name == "llvm":
-        from zymase.analysis.integer_addresses import refuse_integer_addresses_of_active_memory
+        from zymase.analysis.untracked_pointers import (refuse_integer_addresses_of_active_memory,
+                                                        refuse_returned_pointers_to_active_memory)
         from zymase.analysis.memory import MemoryModel
 
         memory = MemoryModel(function_name(fop), list(region.blocks[0].args), arg_acts, ctx.defined_function,
@@ -311,6 +312,9 @@ def prepare(ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts
     if flavor.name == "llvm":  # (after the refusals that name a construct in the user's terms)
         refuse_integer_addresses_of_active_memory(blocks, act, lambda a: memory._incoming.get(a, ()),
                                                   flavor.successor_operands, function_name(fop))
+        refuse_returned_pointers_to_active_memory(
+            blocks, act, flavor.successor_operands,
+            lambda op: _differentiated_body(ctx, op), function_name(fop))
     holder = None
     if flavor.name == "llvm":
         # Analyses that work on functions (type analysis) see the prepared body
@@ -643,6 +647,15 @@ def _active_into_pointer_writer(ctx: Context, op: Operation, act: ActivityInfo) 
     if not any(o in act.varied for o in op.operands) or not any(is_pointer(o) for o in op.operands):
         return False
     return may_write_through_arguments(ctx.driver.lookup_function(ctx.flavor.callee(op)))
+
+
+def _differentiated_body(ctx: Context, op: Operation) -> bool:
+    """Whether call ``op`` is of a function whose own body zymase differentiates (not a
+    registered derivative, not a marked function)."""
+    from zymase.autodiff.custom import has_custom_rule
+
+    callee = ctx.defined_function(op)
+    return callee is not None and bool(callee.body.blocks) and not has_custom_rule(callee)
 
 
 def _marked_callee(ctx: Context, op: Operation) -> Operation | None:

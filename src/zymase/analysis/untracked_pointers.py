@@ -1,4 +1,8 @@
-"""Pointers made from integers (``inttoptr``) that may point into active memory: refused.
+"""Pointers the memory model cannot give shadows, where they may reach active data: refused.
+
+Two kinds, both silent wrong derivatives before session 30: pointers made from integers
+(:func:`refuse_integer_addresses_of_active_memory`) and pointers returned by calls of
+functions that stay calls (recursive ones: :func:`refuse_returned_pointers_to_active_memory`).
 
 The memory model gives a pointer its shadow by following it back through GEPs, casts,
 selects and phis to an argument or an allocation. An address computed as an integer,
@@ -18,7 +22,7 @@ code that turns it back into a pointer would not know it is active).
 
 from __future__ import annotations
 
-from zymase.analysis.memory import derived_uses, is_marker
+from zymase.analysis.memory import derived_uses, holds_pointer, is_marker, memory_kind
 from zymase.errors import ZymaseError
 from zymase.ir import BlockArgument, IntegerType, SSAValue, llvm, location_of
 
@@ -157,3 +161,36 @@ def _from_address(v: SSAValue, incoming) -> bool:
         elif isinstance(op, (llvm.AddOp, llvm.SubOp)) and isinstance(op.operands[1].owner, llvm.ConstantOp):
             work.append(op.operands[0])  # an address moved by a constant number of bytes
     return False
+
+
+def refuse_returned_pointers_to_active_memory(blocks, info, successor_operands, is_differentiated_call,
+                                              fname: str) -> None:
+    """Raise for a call of a function differentiated on its own (a recursive one: the
+    others are inlined before AD) that returns a pointer when active data flows into the
+    call and the pointer is used to reach memory: a derivative call returns no shadow
+    for a pointer result, so what is read through it (a tree the callee built from
+    ``x``, a pointer into ``x``) would be taken as constant (zero derivative, silently).
+    ``is_differentiated_call(op)`` says whether a call is of such a function."""
+    for b in blocks:
+        for op in b.ops:
+            if not isinstance(op, llvm.CallOp) or not any(holds_pointer(r.type) for r in op.results):
+                continue
+            if not any(o in info.varied or o in info.shadowed for o in op.operands):
+                continue
+            if not is_differentiated_call(op):
+                continue
+            used = next((user for r in op.results for _, user in derived_uses(r, successor_operands)
+                         if _may_move_derivatives(user) and memory_kind(user) != "free"), None)
+            if used is None:
+                continue
+            name = op.callee.root_reference.data
+            raise ZymaseError(
+                f"'{name}' is given active data and returns a pointer, which is used to reach memory; "
+                f"'{name}' is differentiated as a call of its own (it is recursive), and a derivative "
+                "call returns no shadow for a pointer result, so the derivatives through it would be lost",
+                construct=f"llvm.call @{name} (a pointer result)",
+                function=fname,
+                location=location_of(op),
+                hint=f"let '{name}' return its result through a pointer argument the caller passes (enzyme_dup "
+                "memory), or write it without recursion so that it is inlined",
+            )
