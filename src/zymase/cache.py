@@ -93,6 +93,26 @@ def make_key(*parts: str | bytes) -> str:
     return h.hexdigest()[:40]
 
 
+_ir_hash: str | None = None
+
+
+def ir_fingerprint() -> str:
+    """A hash of the sources of zymase's IR layer (``zymase/ir``: the context, the
+    dialects zymase defines or extends, the parser's set-up), what a parse of MLIR text
+    depends on besides the text and xDSL. About 170 kB, read once per process: the
+    whole engine's :func:`engine_fingerprint` (1.4 MB, ~10 ms) was most of the key of a
+    first call's runtime parses (issue 29, first-call time)."""
+    global _ir_hash
+    if _ir_hash is None:
+        root = Path(__file__).resolve().parent
+        h = hashlib.sha256()
+        for path in sorted((root / "ir").rglob("*.py")):
+            h.update(str(path.relative_to(root)).encode() + b"\x00")
+            h.update(path.read_bytes() + b"\x00")
+        _ir_hash = h.hexdigest()
+    return _ir_hash
+
+
 def parsed_mlir(text: str, name: str):
     """A new module parsed from MLIR text zymase ships (its runtimes: llvm-dialect
     functions added to the modules that call them). xDSL's parser takes 0.2-0.4 s on the
@@ -100,10 +120,17 @@ def parsed_mlir(text: str, name: str):
     process and in the cache directory (as the C runtimes' IR is; ``--no-cache`` is about
     derivatives and does not turn this off), and each call unpickles a fresh copy, which
     the caller may take apart. An entry that does not load (another xDSL's or Python's)
-    is parsed again and replaced."""
+    is parsed again and replaced. The key covers what the parse depends on: the text,
+    xDSL and Python (``PICKLE_IDENTITY``) and zymase's IR layer (:func:`ir_fingerprint`),
+    not the rest of the engine, which does not take part in parsing."""
+    import zymase
     from zymase.ir import PICKLE_IDENTITY, module_from_bytes, module_to_bytes, parse_mlir
 
-    key = make_key("parsed MLIR", PICKLE_IDENTITY, name, text)
+    h = hashlib.sha256()
+    for part in ("parsed MLIR", zymase.__version__, ir_fingerprint(), PICKLE_IDENTITY, name, text):
+        data = part.encode()
+        h.update(len(data).to_bytes(8, "little") + data)  # length-prefixed, as make_key's
+    key = h.hexdigest()[:40]
     data = _PARSED.get(key)
     if data is None:
         data = load(key, "mlir.pickle")
