@@ -59,15 +59,19 @@ def engine_fingerprint() -> str:
     global _engine_hash
     if _engine_hash is None:
         root = Path(__file__).resolve().parent
-        h = hashlib.sha256()
         # (the C runtimes derivatives link, autodiff/**/*.c and *.h, are part of the engine)
         runtimes = [p for ext in ("*.c", "*.h") for p in (root / "autodiff").rglob(ext)]
-        files = [*root.rglob("*.py"), *(root / "include").rglob("*"), *runtimes]
-        for path in sorted(p for p in files if p.is_file()):
-            h.update(str(path.relative_to(root)).encode() + b"\x00")
-            h.update(path.read_bytes() + b"\x00")
-        _engine_hash = h.hexdigest()
+        _engine_hash = _sources_hash(root, [*root.rglob("*.py"), *(root / "include").rglob("*"), *runtimes])
     return _engine_hash
+
+
+def _sources_hash(root: Path, files) -> str:
+    """A hash of the files (names relative to ``root``, and contents) in a fixed order."""
+    h = hashlib.sha256()
+    for path in sorted(p for p in files if p.is_file()):
+        h.update(str(path.relative_to(root)).encode() + b"\x00")
+        h.update(path.read_bytes() + b"\x00")
+    return h.hexdigest()
 
 
 def engine_identity() -> list[str]:
@@ -86,8 +90,12 @@ def engine_identity() -> list[str]:
 
 def make_key(*parts: str | bytes) -> str:
     """The key of an entry: a hash of ``parts`` (order matters) and of the engine."""
+    return _hash_parts([*engine_identity(), *parts])
+
+
+def _hash_parts(parts) -> str:
     h = hashlib.sha256()
-    for part in [*engine_identity(), *parts]:
+    for part in parts:
         data = part if isinstance(part, bytes) else str(part).encode()
         h.update(len(data).to_bytes(8, "little") + data)  # length-prefixed: no ambiguity
     return h.hexdigest()[:40]
@@ -105,11 +113,7 @@ def ir_fingerprint() -> str:
     global _ir_hash
     if _ir_hash is None:
         root = Path(__file__).resolve().parent
-        h = hashlib.sha256()
-        for path in sorted((root / "ir").rglob("*.py")):
-            h.update(str(path.relative_to(root)).encode() + b"\x00")
-            h.update(path.read_bytes() + b"\x00")
-        _ir_hash = h.hexdigest()
+        _ir_hash = _sources_hash(root, (root / "ir").rglob("*.py"))
     return _ir_hash
 
 
@@ -126,11 +130,7 @@ def parsed_mlir(text: str, name: str):
     import zymase
     from zymase.ir import PICKLE_IDENTITY, module_from_bytes, module_to_bytes, parse_mlir
 
-    h = hashlib.sha256()
-    for part in ("parsed MLIR", zymase.__version__, ir_fingerprint(), PICKLE_IDENTITY, name, text):
-        data = part.encode()
-        h.update(len(data).to_bytes(8, "little") + data)  # length-prefixed, as make_key's
-    key = h.hexdigest()[:40]
+    key = _hash_parts(["parsed MLIR", zymase.__version__, ir_fingerprint(), PICKLE_IDENTITY, name, text])
     data = _PARSED.get(key)
     if data is None:
         data = load(key, "mlir.pickle")
