@@ -59,15 +59,19 @@ def engine_fingerprint() -> str:
     global _engine_hash
     if _engine_hash is None:
         root = Path(__file__).resolve().parent
-        h = hashlib.sha256()
         # (the C runtimes derivatives link, autodiff/**/*.c and *.h, are part of the engine)
         runtimes = [p for ext in ("*.c", "*.h") for p in (root / "autodiff").rglob(ext)]
-        files = [*root.rglob("*.py"), *(root / "include").rglob("*"), *runtimes]
-        for path in sorted(p for p in files if p.is_file()):
-            h.update(str(path.relative_to(root)).encode() + b"\x00")
-            h.update(path.read_bytes() + b"\x00")
-        _engine_hash = h.hexdigest()
+        _engine_hash = _sources_hash(root, [*root.rglob("*.py"), *(root / "include").rglob("*"), *runtimes])
     return _engine_hash
+
+
+def _sources_hash(root: Path, files) -> str:
+    """A hash of the files (names relative to ``root``, and contents) in a fixed order."""
+    h = hashlib.sha256()
+    for path in sorted(p for p in files if p.is_file()):
+        h.update(str(path.relative_to(root)).encode() + b"\x00")
+        h.update(path.read_bytes() + b"\x00")
+    return h.hexdigest()
 
 
 def engine_identity() -> list[str]:
@@ -86,11 +90,31 @@ def engine_identity() -> list[str]:
 
 def make_key(*parts: str | bytes) -> str:
     """The key of an entry: a hash of ``parts`` (order matters) and of the engine."""
+    return _hash_parts([*engine_identity(), *parts])
+
+
+def _hash_parts(parts) -> str:
     h = hashlib.sha256()
-    for part in [*engine_identity(), *parts]:
+    for part in parts:
         data = part if isinstance(part, bytes) else str(part).encode()
         h.update(len(data).to_bytes(8, "little") + data)  # length-prefixed: no ambiguity
     return h.hexdigest()[:40]
+
+
+_ir_hash: str | None = None
+
+
+def ir_fingerprint() -> str:
+    """A hash of the sources of zymase's IR layer (``zymase/ir``: the context, the
+    dialects zymase defines or extends, the parser's set-up), what a parse of MLIR text
+    depends on besides the text and xDSL. About 170 kB, read once per process: the
+    whole engine's :func:`engine_fingerprint` (1.4 MB, ~10 ms) was most of the key of a
+    first call's runtime parses (issue 29, first-call time)."""
+    global _ir_hash
+    if _ir_hash is None:
+        root = Path(__file__).resolve().parent
+        _ir_hash = _sources_hash(root, (root / "ir").rglob("*.py"))
+    return _ir_hash
 
 
 def parsed_mlir(text: str, name: str):
@@ -100,10 +124,13 @@ def parsed_mlir(text: str, name: str):
     process and in the cache directory (as the C runtimes' IR is; ``--no-cache`` is about
     derivatives and does not turn this off), and each call unpickles a fresh copy, which
     the caller may take apart. An entry that does not load (another xDSL's or Python's)
-    is parsed again and replaced."""
+    is parsed again and replaced. The key covers what the parse depends on: the text,
+    xDSL and Python (``PICKLE_IDENTITY``) and zymase's IR layer (:func:`ir_fingerprint`),
+    not the rest of the engine, which does not take part in parsing."""
+    import zymase
     from zymase.ir import PICKLE_IDENTITY, module_from_bytes, module_to_bytes, parse_mlir
 
-    key = make_key("parsed MLIR", PICKLE_IDENTITY, name, text)
+    key = _hash_parts(["parsed MLIR", zymase.__version__, ir_fingerprint(), PICKLE_IDENTITY, name, text])
     data = _PARSED.get(key)
     if data is None:
         data = load(key, "mlir.pickle")

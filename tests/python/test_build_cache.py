@@ -240,6 +240,37 @@ def test_suite_uses_an_empty_cache_of_its_own():
     assert directory.parent == Path(tempfile.gettempdir())
 
 
+def test_runtime_parse_key_covers_the_ir_layer_not_the_whole_engine(tmp_path, monkeypatch):
+    """The key of a shipped runtime's parse (cache.parsed_mlir) hashes zymase's IR layer,
+    what the parse depends on besides the text, xDSL and Python; hashing the whole engine
+    (1.4 MB) was about 10 ms of every process's first taping derivative (issue 29,
+    first-call time). An edit of the IR layer still misses."""
+    from zymase import cache as derivative_cache
+    from zymase.ir import print_mlir
+    from zymase.transforms import lower_tape
+
+    monkeypatch.setenv("ZYMASE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(derivative_cache, "_PARSED", {})
+
+    def whole_engine():
+        raise AssertionError("the runtime's parse hashed the whole engine")
+
+    monkeypatch.setattr(derivative_cache, "engine_fingerprint", whole_engine)
+    text, name = lower_tape.cache_runtime_text(), "<zymase cache runtime>"
+    first = print_mlir(derivative_cache.parsed_mlir(text, name))
+    entries = sorted(p.name for p in (tmp_path / "cache").iterdir())
+    assert len(entries) == 1
+    # another state of the IR layer (an edited dialect): a new entry, parsed again
+    root = tmp_path / "zymase"
+    (root / "ir").mkdir(parents=True)
+    (root / "ir" / "__init__.py").write_text("# another IR layer\n")
+    monkeypatch.setattr(derivative_cache, "__file__", str(root / "cache.py"))
+    monkeypatch.setattr(derivative_cache, "_ir_hash", None)
+    derivative_cache._PARSED.clear()
+    assert print_mlir(derivative_cache.parsed_mlir(text, name)) == first
+    assert len(list((tmp_path / "cache").iterdir())) == 2
+
+
 def test_engine_fingerprint_covers_the_c_runtimes(tmp_path, monkeypatch):
     """The derivative runtimes (BLAS, MPI) are linked into cached outputs: an edit of one
     must change the engine's fingerprint like an edit of a Python module (issue 27 item 3,

@@ -6,6 +6,7 @@ import ctypes
 import math
 import re
 import subprocess
+import sys
 import textwrap
 
 import pytest
@@ -296,6 +297,35 @@ def test_jit_takes_the_optimized_module_once(monkeypatch):
                                                                           ctypes.c_double)
     assert len(parses) == 2
     assert (first(2.5), second(1.5), renamed(-3.0)) == (5.0, 3.0, -6.0)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sonames are glibc's")
+def test_jit_loads_libm_without_a_child_process(monkeypatch):
+    """The JIT's libm and libgcc_s are loaded by their sonames on Linux: find_library ran
+    ``ldconfig -p`` in a child process for each, about 12 ms of a first zymase.grad
+    call (issue 29). A soname that does not load falls back to find_library's name. The
+    kernel below calls __powidf2 (libgcc_s) and pow (libm)."""
+    def no_child(lib):
+        raise AssertionError(f"find_library({lib!r}) started a child process")
+
+    monkeypatch.setattr(toolchain.ctypes.util, "find_library", no_child)
+    toolchain._load_libm.cache_clear()
+    ir = textwrap.dedent("""\
+        declare double @llvm.powi.f64.i32(double, i32)
+        declare double @pow(double, double)
+        define double @f(double %x, i32 %n) {
+          %p = call double @llvm.powi.f64.i32(double %x, i32 %n)
+          %q = call double @pow(double %x, double 0.5)
+          %r = fadd double %p, %q
+          ret double %r
+        }
+        """)
+    f = toolchain.jit(ir, opt=0).function("f", ctypes.c_double, ctypes.c_double, ctypes.c_int)
+    assert f(4.0, 3) == 66.0
+    asked = []
+    monkeypatch.setattr(toolchain.ctypes.util, "find_library", lambda lib: asked.append(lib) or "libm.so.6")
+    monkeypatch.setitem(toolchain._GLIBC_SONAMES, "m", "libzymase-no-such-library.so.9")
+    assert toolchain._load_library("m") and asked == ["m"]
 
 
 def test_jit_unknown_name(c_file):

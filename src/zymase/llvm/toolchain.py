@@ -799,23 +799,44 @@ class OptimizedIR(str):
 # --------------------------------------------------------------------------------------
 
 
-@functools.cache
+#: the sonames ``ctypes.util.find_library`` gives for libm and libgcc_s on glibc Linux
+_GLIBC_SONAMES = {"m": "libm.so.6", "gcc_s": "libgcc_s.so.1"}
+
+
 @functools.cache
 def _load_libm() -> None:
     """Make libm's symbols visible to the JIT (the Python process usually has them).
-    Once per process: a library LLVM loads stays loaded, and ``find_library`` runs
-    ``ldconfig -p`` in a child process each time (a kernel and its Python entry point
-    are two engines; issue 29)."""
+    Once per process: a library LLVM loads stays loaded (a kernel and its Python entry
+    point are two engines; issue 29)."""
     # libm for the math functions; libgcc_s for compiler runtime helpers that LLVM
     # calls on its own (e.g. __powidf2 for llvm.powi), which MCJIT cannot resolve
     # otherwise (it jumps to address 0 instead of reporting a missing symbol).
     for lib in ("m", "gcc_s"):
-        name = ctypes.util.find_library(lib)
-        if name:
-            try:
-                llvm.load_library_permanently(name)
-            except RuntimeError:
-                pass
+        _load_library(lib)
+
+
+def _load_library(lib: str) -> bool:
+    """Load ``lib`` (``m``, ``gcc_s``) for the JIT; whether it loaded. On Linux by the
+    soname ``find_library`` returns there (the dynamic loader finds it the same way):
+    ``find_library`` runs ``ldconfig -p`` in a child process per library, about 12 ms of
+    a first ``zymase.grad`` call's wall time, 10 of them the children's CPU (issue 29).
+    Elsewhere, or when the soname does not load (a libc whose libm is another file), by
+    ``find_library``'s name."""
+    soname = _GLIBC_SONAMES.get(lib) if sys.platform.startswith("linux") else None
+    if soname is not None:
+        try:
+            llvm.load_library_permanently(soname)
+            return True
+        except RuntimeError:
+            pass
+    name = ctypes.util.find_library(lib)
+    if not name:
+        return False
+    try:
+        llvm.load_library_permanently(name)
+    except RuntimeError:
+        return False
+    return True
 
 
 class JITModule:
