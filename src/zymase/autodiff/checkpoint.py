@@ -510,8 +510,11 @@ class _Outliner:
         reads (or passes to a call) and does not store to must not be written after it,
         nor may anything be written after it through a pointer whose object the analysis
         cannot determine; two pointer arguments may be one array unless one is ``restrict``.
-        Not covered (docs/architecture.md section 10): reads through pointers whose object
-        the analysis cannot determine."""
+        A loop that reads through a pointer whose object the analysis cannot determine
+        (``q = v->data``) may read any object whose address escaped: after it, only the
+        objects it stores to (snapshotted), allocations whose address never escapes and
+        allocations made after the loop (when nothing after it leads back into it) may be
+        written, and no call may write memory it is not given."""
         from zymase.analysis.memory import args_marked, memory_kind
         from zymase.ir import BlockArgument, llvm
 
@@ -520,7 +523,7 @@ class _Outliner:
         def pointer_operands(op):
             return [v for v in op.operands if isinstance(v.type, llvm.LLVMPointerType)]
 
-        read = set()
+        read, reads_unknown = set(), False
         for b in self.ordered:
             for op in b.ops:
                 kind = memory_kind(op)
@@ -533,8 +536,10 @@ class _Outliner:
                 else:
                     continue
                 for p in ptrs:
-                    read.update(r for r in self._roots(p) or () if r not in written)
-        if not read:
+                    found = self._roots(p)
+                    reads_unknown |= found is None
+                    read.update(r for r in found or () if r not in written)
+        if not read and not reads_unknown:
             return
         entry, noalias = self.region.blocks[0], args_marked(self.fop, "llvm.noalias")
 
@@ -546,13 +551,16 @@ class _Outliner:
             return (all(isinstance(v, BlockArgument) and v.block is entry for v in (a, b))
                     and a.index not in noalias and b.index not in noalias)
 
-        after, work = set(), [exit_block]
+        after, work, reenters = set(), [exit_block], False
         while work:
             b = work.pop()
+            if b in self.body:
+                reenters = True
             if b in after or b in self.body:
                 continue
             after.add(b)
             work.extend(e.dst for e in self.cfg.succs[b])
+        unknown_may_read = self._unknown_pointer_targets(written, after, reenters) if reads_unknown else None
         hint = ("copy what the loop reads into an array the loop itself writes (or that nothing after the loop "
                 "changes), or raise the tape limit")
         for b in self.region.blocks:
@@ -566,14 +574,59 @@ class _Outliner:
                     targets = [op.operands[0]]
                 elif isinstance(op, llvm.CallOp) and kind in (None, "call_rule", "realloc"):  # (BLAS writes)
                     targets = pointer_operands(op)
+                    if reads_unknown and self._writes_memory_not_given(op):
+                        targets.append(None)  # (globals, objects whose address escaped)
                 else:
                     continue
                 for t in targets:
-                    found = self._roots(t)
-                    if (found is None and read) or (found is not None and any(
-                            may_alias(w, r) for w in found for r in read)):
-                        self._refuse("memory it reads (and does not write) is written after it, so the reverse "
-                                     "sweep would recompute its iterations from the changed values", op, hint)
+                    found = self._roots(t) if t is not None else None
+                    known = bool(read) if found is None else any(may_alias(w, r) for w in found for r in read)
+                    unknown = reads_unknown and (found is None or any(unknown_may_read(w) for w in found))
+                    if not known and not unknown:
+                        continue
+                    what = ("memory it reads (and does not write)" if known else
+                            "memory it may read through a pointer whose object the analysis cannot determine")
+                    self._refuse(f"{what} is written after it, so the reverse sweep would recompute its "
+                                 "iterations from the changed values", op, hint)
+
+    def _unknown_pointer_targets(self, written, after, reenters):
+        """Whether an object (a root of ``pointer_roots``) may be what a pointer of
+        undetermined object points into, for the check above: not an object the loop stores
+        to (snapshotted), a constant global, an allocation whose address never escapes (a
+        pointer loaded from memory, returned by a call or made from an integer cannot
+        point into it), or one made after the loop when nothing after it leads back into
+        it (``after``, ``reenters``)."""
+        from zymase.analysis.memory import address_escapes, memory_kind
+        from zymase.ir import BlockArgument, llvm
+
+        def may_read(root) -> bool:
+            if root in written:
+                return False
+            if isinstance(root, str):
+                glob = self.ctx.driver.lookup_function(root)
+                return not (isinstance(glob, llvm.GlobalOp) and glob.constant is not None)
+            if isinstance(root, BlockArgument) or memory_kind(root) not in ("alloca", "malloc", "calloc"):
+                return True  # (an argument's memory, or an allocation the analysis does not follow)
+            if not reenters and root.parent_block() in after:
+                return False
+            return address_escapes(root, self.flavor.successor_operands)
+
+        return may_read
+
+    def _writes_memory_not_given(self, op) -> bool:
+        """Whether call ``op`` may write memory other than what its pointer operands reach
+        (globals, objects whose address escaped): a defined function that writes memory, a
+        declaration whose attributes allow it; not one with a rule (math functions, BLAS)
+        nor the stream output functions (they write only the stream's own state)."""
+        from zymase.analysis.memory import callee_name, may_write_unseen_memory
+
+        callee = callee_name(op)
+        if self.ctx.rule_for(op) is not None or callee in ("printf", "fprintf", "puts", "fputs", "putchar"):
+            return False
+        decl = self.ctx.driver.lookup_function(callee) if callee else None
+        if decl is not None and decl.body.blocks:
+            return self.ctx.writes_memory(decl)
+        return may_write_unseen_memory(decl)
 
     def _pad_stack_objects(self, roots) -> None:
         """Room after each stored-to stack object, so that a pointer one past its end is
