@@ -287,7 +287,7 @@ class _Outliner:
 
     # ---- the rewrite ------------------------------------------------------------------
     def run(self) -> None:
-        from zymase.analysis.memory import allocation_size_position, memory_kind
+        from zymase.analysis.memory import allocation_size_position, is_pointer, memory_kind
         from zymase.autodiff.flavor import Emitter
         from zymase.ir import Block, IntegerAttr, StringAttr, i8, i64, llvm
 
@@ -331,6 +331,9 @@ class _Outliner:
                     escaping.setdefault(a, None)
 
         self._check_carried_pointers(roots, [*h.args, *x.args, *escaping])
+        # what the pointers the code after the loop receives point into (stored-to objects,
+        # as just checked): read back from the record below, they are not unknown
+        handed_roots = {v: self._roots(v) for v in [*x.args, *escaping] if is_pointer(v)}
         # pointers into constant arguments' memory go in a second record, passed to the
         # step as a constant argument: read from the first (whose shadow the derivative
         # reads too) they would be taken for pointers with shadows, which they have not
@@ -486,9 +489,19 @@ class _Outliner:
             E.insert(llvm.StoreOp(root.results[0], slot(E, env, first_root + 2 * i)))
             E.insert(llvm.StoreOp(size, slot(E, env, first_root + 2 * i + 1)))
         E.insert(llvm.CallOp(base, env, cenv, *[r.results[0] for r in roots]))
-        outs = [E.v(llvm.LoadOp(slot(E, env, k_exit + i), a.type)) for i, a in enumerate(x.args)]
+
+        def handed(v, k):
+            # the record's slot as a local variable holding the loop's pointer (pointer_roots
+            # follows loads from the addresses self.slots lists), so that a later loop's
+            # check of its reads knows what the code after this one reads through it
+            at = slot(E, env, k)
+            if v in handed_roots:
+                self.slots[at.owner] = handed_roots[v]
+            return E.v(llvm.LoadOp(at, v.type))
+
+        outs = [handed(a, k_exit + i) for i, a in enumerate(x.args)]
         for v, k in esc_slot.items():
-            loaded = E.v(llvm.LoadOp(slot(E, env, k), v.type))
+            loaded = handed(v, k)
             for use in list(v.uses):
                 if use.operation.parent_block() not in body:
                     use.operation.operands[use.index] = loaded
