@@ -307,6 +307,46 @@ def test_loop_reading_through_an_unknown_pointer_memory_written_after_it(after, 
         assert subprocess.run([str(exe)], timeout=60).returncode == 0  # d/da against the difference
 
 
+GLOBAL_RESET = r"""
+#include <math.h>
+extern double __enzyme_autodiff(void *, ...);
+double G[8] = {0.5, -1.0, 2.0, 1.5, -0.5, 1.0, 0.25, 3.0};
+extern void reset(void);
+double f(double a, int n) {
+    double t = 0.0;
+    for (int i = 0; i < n; i++)
+        t += G[i] * a * a;
+    reset();
+    return t;
+}
+int main(int argc, char **argv) {
+    (void)argv;
+    double a = 1.5, h = 1e-6;
+    double da = __enzyme_autodiff((void *)f, a, argc + 5);
+    G[2] = 2.0;
+    double up = f(a + h, argc + 5);
+    G[2] = 2.0;
+    double fd = (up - f(a - h, argc + 5)) / (2 * h);
+    return fabs(da - fd) < 1e-6 * fabs(fd) ? 0 : 1;
+}
+"""
+
+
+# a call after the loop that writes a global the loop reads without being given its address
+# (reset(), defined in another file): only pointer operands were counted, and d/da came out
+# 25.5 (the reset G[2]) instead of 10.5 at -O0 and -O2
+def test_loop_reading_a_global_a_call_writes_after_it_is_refused(tmp_path):
+    src, other = tmp_path / "glob.c", tmp_path / "reset.c"
+    src.write_text(GLOBAL_RESET.lstrip())
+    other.write_text("extern double G[8];\nvoid reset(void) { G[2] = 7.0; }\n")
+    out = run_cli(["cc", "-O2", "--tape-limit=1K", str(src), str(other), "-o", str(tmp_path / "g"), "-lm"],
+                  cwd=tmp_path, timeout=300)
+    assert out.returncode == 1, out.stderr
+    line = out.stderr.strip()
+    assert line.startswith("zymase: error: ") and "glob.c:7:" in line and "\n" not in line
+    assert "written after it" in line and "call @reset" in line and "function 'f'" in line
+
+
 def test_tape_limit_flag_rejects_a_bad_size(tmp_path):
     src = tmp_path / "relax.c"
     src.write_text(REFUSED)

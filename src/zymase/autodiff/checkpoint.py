@@ -573,7 +573,10 @@ class _Outliner:
                 continue
             after.add(b)
             work.extend(e.dst for e in self.cfg.succs[b])
-        unknown_may_read = self._unknown_pointer_targets(written, after, reenters) if reads_unknown else None
+        # whether an object may be written by code that does not see this function's
+        # values: through a pointer of undetermined object, by a callee not given it
+        reachable = self._reachable_unseen(written, after, reenters)
+        unseen_read = reads_unknown or any(reachable(r) for r in read)
         hint = ("copy what the loop reads into an array the loop itself writes (or that nothing after the loop "
                 "changes), or raise the tape limit")
         for b in self.region.blocks:
@@ -587,14 +590,18 @@ class _Outliner:
                     targets = [op.operands[0]]
                 elif isinstance(op, llvm.CallOp) and kind in (None, "call_rule", "realloc"):  # (BLAS writes)
                     targets = pointer_operands(op)
-                    if reads_unknown and self._writes_memory_not_given(op):
+                    if unseen_read and self._writes_memory_not_given(op):
                         targets.append(None)  # (globals, objects whose address escaped)
                 else:
                     continue
                 for t in targets:
-                    found = self._roots(t) if t is not None else None
-                    known = bool(read) if found is None else any(may_alias(w, r) for w in found for r in read)
-                    unknown = reads_unknown and (found is None or any(unknown_may_read(w) for w in found))
+                    if t is None:  # what a callee writes without being given it
+                        known = any(reachable(r) for r in read)
+                        unknown = reads_unknown
+                    else:
+                        found = self._roots(t)
+                        known = bool(read) if found is None else any(may_alias(w, r) for w in found for r in read)
+                        unknown = reads_unknown and (found is None or any(reachable(w) for w in found))
                     if not known and not unknown:
                         continue
                     what = ("memory it reads (and does not write)" if known else
@@ -602,13 +609,14 @@ class _Outliner:
                     self._refuse(f"{what} is written after it, so the reverse sweep would recompute its "
                                  "iterations from the changed values", op, hint)
 
-    def _unknown_pointer_targets(self, written, after, reenters):
-        """Whether an object (a root of ``pointer_roots``) may be what a pointer of
-        undetermined object points into, for the check above: not an object the loop stores
-        to (snapshotted), a constant global, an allocation whose address never escapes (a
-        pointer loaded from memory, returned by a call or made from an integer cannot
-        point into it), or one made after the loop when nothing after it leads back into
-        it (``after``, ``reenters``)."""
+    def _reachable_unseen(self, written, after, reenters):
+        """Whether an object (a root of ``pointer_roots``) may be reached by code that does
+        not see this function's SSA values (a pointer of undetermined object, a callee
+        writing memory it is not given), for the check above: not an object the loop stores
+        to (snapshotted, so it does not matter), a constant global, an allocation whose
+        address never escapes (a pointer loaded from memory, returned by a call or made
+        from an integer cannot point into it), or one made after the loop when nothing
+        after it leads back into it (``after``, ``reenters``)."""
         from zymase.analysis.memory import address_escapes, memory_kind
         from zymase.ir import BlockArgument, llvm
 
@@ -627,19 +635,14 @@ class _Outliner:
         return may_read
 
     def _writes_memory_not_given(self, op) -> bool:
-        """Whether call ``op`` may write memory other than what its pointer operands reach
-        (globals, objects whose address escaped): a defined function that writes memory, a
-        declaration whose attributes allow it; not one with a rule (math functions, BLAS)
-        nor the stream output functions (they write only the stream's own state)."""
-        from zymase.analysis.memory import callee_name, may_write_unseen_memory
-
-        callee = callee_name(op)
-        if self.ctx.rule_for(op) is not None or callee in ("printf", "fprintf", "puts", "fputs", "putchar"):
-            return False
-        decl = self.ctx.driver.lookup_function(callee) if callee else None
-        if decl is not None and decl.body.blocks:
-            return self.ctx.writes_memory(decl)
-        return may_write_unseen_memory(decl)
+        """Whether call ``op`` may write memory other than what its pointer operands point
+        into (globals, objects whose address escaped): a defined function that writes memory
+        (after inlining, a recursive one), a declaration whose attributes allow it
+        (``Context.call_writes_unseen``: not a math function with a rule, not ``printf``)."""
+        callee = self.ctx.defined_function(op)
+        if callee is not None:
+            return self.ctx.writes_memory(callee)
+        return self.ctx.call_writes_unseen(op)
 
     def _pad_stack_objects(self, roots) -> None:
         """Room after each stored-to stack object, so that a pointer one past its end is
