@@ -347,6 +347,38 @@ def test_loop_reading_a_global_a_call_writes_after_it_is_refused(tmp_path):
     assert "written after it" in line and "call @reset" in line and "function 'f'" in line
 
 
+VLA_IN_BRANCHES = r"""
+extern double __enzyme_autodiff(void *, ...);
+double f(double *x, int n) {
+    double acc = 0.5;
+    if (x[0] < 0.25) {
+        for (int i = 0; i < n; i++)
+            acc += 0.5;
+    }
+    double v[n];
+    for (int i = 0; i < n; i++)
+        v[i] = 0.5;
+    return acc + v[0] * x[1];
+}
+void g(double *x, double *dx, int n) { __enzyme_autodiff((void *)f, x, dx, n); }
+"""
+
+
+# clang -O2 allocates the variable-length array v in both branches of the if (jump
+# threading), so neither alloca dominates the loop filling it: the call replacing the loop,
+# which passes every object it stores to, gave invalid IR ("Instruction does not dominate
+# all uses!", fuzz c-ckpt seed 940602). Refused with the loop's line
+def test_loop_storing_into_an_array_allocated_on_some_paths_is_refused(tmp_path):
+    src = tmp_path / "vla.c"
+    src.write_text(VLA_IN_BRANCHES.lstrip())
+    out = run_cli(["cc", "-O2", "--tape-limit=1K", "-c", str(src), "-o", str(tmp_path / "v.o")], cwd=tmp_path,
+                  timeout=300)
+    assert out.returncode == 1, out.stderr
+    line = out.stderr.strip()
+    assert line.startswith("zymase: error: vla.c:9:") and "\n" not in line, line
+    assert "allocated on only some of the paths" in line and "function 'f'" in line and "hint:" in line
+
+
 def test_tape_limit_flag_rejects_a_bad_size(tmp_path):
     src = tmp_path / "relax.c"
     src.write_text(REFUSED)

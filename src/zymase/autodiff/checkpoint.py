@@ -302,6 +302,13 @@ class _Outliner:
         x = exits[0].dst
         where = self._loop_location()  # (before the body moves into the step)
         roots = self._objects_written()
+        if not all(cfg.dominates(r.parent_block(), entering[0].src) for r in roots):
+            # (the call that replaces the loop passes every object: clang -O2 may duplicate a
+            # variable-length array's alloca into two branches before the loop, fuzz c-ckpt
+            # seed 940602, which gave invalid IR)
+            self._refuse("it stores into an array allocated on only some of the paths that lead to it (a "
+                         "variable-length array the compiler allocates in two branches)", None,
+                         "allocate the array with malloc, or give it a constant size, or raise the tape limit")
         self._check_reads_unchanged_after(roots, x)
         self._free_roots_directly(roots)
         ptr = llvm.LLVMPointerType()
