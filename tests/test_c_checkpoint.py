@@ -38,6 +38,19 @@ def _run(exe: Path, nsteps: int) -> tuple[list[float], int]:
     return grads, int(lines["peak_rss_kib"])
 
 
+def _refusal(tmp_path: Path, name: str, text: str, flags: list[str], *others: Path) -> str:
+    """The one error line of building C program ``text`` (written to ``name``, with the
+    sources ``others``) with ``flags``, which must be refused."""
+    src = tmp_path / name
+    src.write_text(text.lstrip())
+    out = run_cli(["cc", *flags, str(src), *map(str, others), "-o", str(tmp_path / "refused"), "-lm"], cwd=tmp_path,
+                  timeout=300)
+    assert out.returncode == 1, out.stderr
+    line = out.stderr.strip()
+    assert line.startswith("zymase: error: ") and "\n" not in line and "hint:" in line, line
+    return line
+
+
 # issue 27 item 4: checkpointed gradients at several limits against the unlimited gradient
 # (a loop with an inner loop, registers and an array carried together, trip counts known at
 # run time), and peak memory measured (the program's own high-water mark, VmHWM) under the
@@ -171,13 +184,8 @@ int main(void) {
 # stale shadow across the checkpoints (the forward sweep's steps are primal): refused
 # (found wrong, not refused, in tests/c/memory/loop_counts.c and pointer_walks.c)
 def test_pointer_walk_into_unwritten_memory_is_refused_under_a_limit(tmp_path):
-    src = tmp_path / "walk.c"
-    src.write_text(WALK.lstrip())
-    out = run_cli(["cc", "-O2", "--tape-limit=4K", str(src), "-o", str(tmp_path / "walk")], cwd=tmp_path, timeout=300)
-    assert out.returncode == 1, out.stderr
-    line = out.stderr.strip()
-    assert line.startswith("zymase: error: ") and "walk.c:5:" in line and "\n" not in line
-    assert "carries a pointer" in line and "function 'walk'" in line and "hint:" in line
+    line = _refusal(tmp_path, "walk.c", WALK, ["-O2", "--tape-limit=4K"])
+    assert "walk.c:5:" in line and "carries a pointer" in line and "function 'walk'" in line
 
 
 OVERWRITTEN = r"""
@@ -205,13 +213,8 @@ int main(int argc, char **argv) {
 # snapshotted too
 @pytest.mark.parametrize("level", ["-O0", "-O2"])
 def test_loop_reading_memory_written_after_it_is_refused_under_a_limit(level, tmp_path):
-    src = tmp_path / "overwritten.c"
-    src.write_text(OVERWRITTEN.lstrip())
-    out = run_cli(["cc", level, "--tape-limit=1K", str(src), "-o", str(tmp_path / "o")], cwd=tmp_path, timeout=300)
-    assert out.returncode == 1, out.stderr
-    line = out.stderr.strip()
-    assert line.startswith("zymase: error: ") and "overwritten.c:5:" in line and "\n" not in line
-    assert "written after it" in line and "function 'f'" in line and "hint:" in line
+    line = _refusal(tmp_path, "overwritten.c", OVERWRITTEN, [level, "--tape-limit=1K"])
+    assert "overwritten.c:5:" in line and "written after it" in line and "function 'f'" in line
 
 
 ALIASED = r"""
@@ -291,17 +294,15 @@ int main(void) {
 # the write after the loop it is checkpointed and right
 @pytest.mark.parametrize("after, refused", [("x[2] = a;", True), ("", False)], ids=["overwritten", "unchanged"])
 def test_loop_reading_through_an_unknown_pointer_memory_written_after_it(after, refused, tmp_path):
-    src = tmp_path / "unknown.c"
-    src.write_text(UNKNOWN_READ.replace("AFTER", after).lstrip())
-    exe = tmp_path / "u"
-    out = run_cli(["cc", "-O2", "--tape-limit=1K", str(src), "-o", str(exe), "-lm"], cwd=tmp_path, timeout=300)
+    program = UNKNOWN_READ.replace("AFTER", after)
     if refused:
-        assert out.returncode == 1, out.stderr
-        line = out.stderr.strip()
-        assert line.startswith("zymase: error: ") and "unknown.c:8:" in line and "\n" not in line
+        line = _refusal(tmp_path, "unknown.c", program, ["-O2", "--tape-limit=1K"])
+        assert "unknown.c:8:" in line and "function 'f'" in line
         assert "through a pointer whose object the analysis cannot determine is written after it" in line
-        assert "function 'f'" in line and "hint:" in line
     else:
+        src, exe = tmp_path / "unknown.c", tmp_path / "u"
+        src.write_text(program.lstrip())
+        out = run_cli(["cc", "-O2", "--tape-limit=1K", str(src), "-o", str(exe), "-lm"], cwd=tmp_path, timeout=300)
         assert out.returncode == 0, out.stderr
         assert b"zymase: checkpointing: " in exe.read_bytes()  # (the loop was checkpointed)
         assert subprocess.run([str(exe)], timeout=60).returncode == 0  # d/da against the difference
@@ -336,15 +337,10 @@ int main(int argc, char **argv) {
 # (reset(), defined in another file): only pointer operands were counted, and d/da came out
 # 25.5 (the reset G[2]) instead of 10.5 at -O0 and -O2
 def test_loop_reading_a_global_a_call_writes_after_it_is_refused(tmp_path):
-    src, other = tmp_path / "glob.c", tmp_path / "reset.c"
-    src.write_text(GLOBAL_RESET.lstrip())
+    other = tmp_path / "reset.c"
     other.write_text("extern double G[8];\nvoid reset(void) { G[2] = 7.0; }\n")
-    out = run_cli(["cc", "-O2", "--tape-limit=1K", str(src), str(other), "-o", str(tmp_path / "g"), "-lm"],
-                  cwd=tmp_path, timeout=300)
-    assert out.returncode == 1, out.stderr
-    line = out.stderr.strip()
-    assert line.startswith("zymase: error: ") and "glob.c:7:" in line and "\n" not in line
-    assert "written after it" in line and "call @reset" in line and "function 'f'" in line
+    line = _refusal(tmp_path, "glob.c", GLOBAL_RESET, ["-O2", "--tape-limit=1K"], other)
+    assert "glob.c:7:" in line and "written after it" in line and "call @reset" in line and "function 'f'" in line
 
 
 VLA_IN_BRANCHES = r"""
@@ -369,14 +365,9 @@ void g(double *x, double *dx, int n) { __enzyme_autodiff((void *)f, x, dx, n); }
 # which passes every object it stores to, gave invalid IR ("Instruction does not dominate
 # all uses!", fuzz c-ckpt seed 940602). Refused with the loop's line
 def test_loop_storing_into_an_array_allocated_on_some_paths_is_refused(tmp_path):
-    src = tmp_path / "vla.c"
-    src.write_text(VLA_IN_BRANCHES.lstrip())
-    out = run_cli(["cc", "-O2", "--tape-limit=1K", "-c", str(src), "-o", str(tmp_path / "v.o")], cwd=tmp_path,
-                  timeout=300)
-    assert out.returncode == 1, out.stderr
-    line = out.stderr.strip()
-    assert line.startswith("zymase: error: vla.c:9:") and "\n" not in line, line
-    assert "allocated on only some of the paths" in line and "function 'f'" in line and "hint:" in line
+    line = _refusal(tmp_path, "vla.c", VLA_IN_BRANCHES, ["-O2", "--tape-limit=1K", "-c"])
+    assert line.startswith("zymase: error: vla.c:9:")
+    assert "allocated on only some of the paths" in line and "function 'f'" in line
 
 
 def test_tape_limit_flag_rejects_a_bad_size(tmp_path):
