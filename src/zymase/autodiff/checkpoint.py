@@ -68,6 +68,9 @@ PADDED_ATTR = "zymase.checkpoint_padded"
 #: attribute of the outlined loop function: the error line the runtime prints for a carried
 #: pointer at the boundary of two stored-to objects side by side
 AMBIGUOUS_ATTR = "zymase.checkpoint_ambiguous"
+#: attribute of the records (allocas) an outlined loop's call is given: only that call and
+#: its step see their address, so no pointer of the program points into them
+RECORD_ATTR = "zymase.checkpoint_record"
 
 _LIMIT: ContextVar[int | None] = ContextVar("zymase_tape_limit", default=None)
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
@@ -467,6 +470,8 @@ class _Outliner:
         E.before(region.blocks[0].first_op)
         env = E.v(llvm.AllocaOp(E.iconst(1, i64), env_t))
         cenv = E.v(llvm.AllocaOp(E.iconst(1, i64), const_t))
+        for record in (env, cenv):
+            record.owner.attributes[RECORD_ATTR] = StringAttr("")
         E.at_end(call_block)
         for i, a in enumerate(call_block.args):
             E.insert(llvm.StoreOp(a, slot(E, env, k_head + i)))
@@ -580,6 +585,9 @@ class _Outliner:
                 continue
             after.add(b)
             work.extend(e.dst for e in self.cfg.succs[b])
+        # (only what may run before the reverse sweep counts: not a path that cannot return,
+        # such as the error exit of an indirect call, write and abort)
+        after &= self._may_return()
         # whether an object may be written by code that does not see this function's
         # values: through a pointer of undetermined object, by a callee not given it
         reachable = self._reachable_unseen(written, after, reenters)
@@ -616,6 +624,21 @@ class _Outliner:
                     self._refuse(f"{what} is written after it, so the reverse sweep would recompute its "
                                  "iterations from the changed values", op, hint)
 
+    def _may_return(self) -> set:
+        """The blocks of the function from which a return is reachable (not those whose
+        every path ends in ``unreachable``, after ``abort`` or ``exit``)."""
+        from zymase.ir import llvm
+
+        work = [b for b in self.region.blocks if not self.cfg.succs[b]
+                and not isinstance(self.cfg.terminator(b), llvm.UnreachableOp)]
+        found: set = set()
+        while work:
+            b = work.pop()
+            if b not in found:
+                found.add(b)
+                work.extend(e.src for e in self.cfg.preds[b])
+        return found
+
     def _reachable_unseen(self, written, after, reenters):
         """Whether an object (a root of ``pointer_roots``) may be reached by code that does
         not see this function's SSA values (a pointer of undetermined object, a callee
@@ -628,7 +651,7 @@ class _Outliner:
         from zymase.ir import BlockArgument, llvm
 
         def may_read(root) -> bool:
-            if root in written:
+            if root in written or (not isinstance(root, (str, BlockArgument)) and RECORD_ATTR in root.attributes):
                 return False
             if isinstance(root, str):
                 glob = self.ctx.driver.lookup_function(root)
@@ -644,9 +667,12 @@ class _Outliner:
     def _writes_memory_not_given(self, op) -> bool:
         """Whether call ``op`` may write memory other than what its pointer operands point
         into (globals, objects whose address escaped): a defined function that writes memory
-        (after inlining, a recursive one), a declaration whose attributes allow it
+        (after inlining, a recursive one; not an outlined loop, which writes its record and the
+        objects it is given), a declaration whose attributes allow it
         (``Context.call_writes_unseen``: not a math function with a rule, not ``printf``)."""
         callee = self.ctx.defined_function(op)
+        if is_checkpointed_loop(callee):
+            return False  # (an outlined loop: its record and the objects it is given)
         if callee is not None:
             return self.ctx.writes_memory(callee)
         return self.ctx.call_writes_unseen(op)
