@@ -159,6 +159,10 @@ def _does_float_work(body) -> bool:
     return any(is_float_type(r.type) for b in body for op in b.ops for r in op.results)
 
 
+#: what a call may write that it is not given: any object code elsewhere may reach
+_UNSEEN = object()
+
+
 class _Outliner:
     def __init__(self, ctx, region, fop, cfg, h, body, arg_acts, slots):
         from zymase.autodiff.common import function_name
@@ -569,9 +573,9 @@ class _Outliner:
         entry, noalias = self.region.blocks[0], args_marked(self.fop, "llvm.noalias")
 
         def may_alias(a, b) -> bool:
-            # the same object, or two pointer arguments neither of which is noalias
-            # (restrict): the caller may pass one array twice
-            if a is b:
+            # the same object (a global by its name), or two pointer arguments neither of
+            # which is noalias (restrict): the caller may pass one array twice
+            if a is b or (isinstance(a, str) and a == b):
                 return True
             return (all(isinstance(v, BlockArgument) and v.block is entry for v in (a, b))
                     and a.index not in noalias and b.index not in noalias)
@@ -599,22 +603,23 @@ class _Outliner:
                 continue
             for op in b.ops:
                 kind = memory_kind(op)
+                # the objects each write may write into (None: unknown, _UNSEEN: any that
+                # code elsewhere may reach)
                 if kind == "store":
-                    targets = [op.ptr]
+                    writes = [self._roots(op.ptr)]
                 elif kind in ("memcpy", "memset"):
-                    targets = [op.operands[0]]
+                    writes = [self._roots(op.operands[0])]
                 elif isinstance(op, llvm.CallOp) and kind in (None, "call_rule", "realloc"):  # (BLAS writes)
-                    targets = pointer_operands(op)
-                    if unseen_read and self._writes_memory_not_given(op):
-                        targets.append(None)  # (globals, objects whose address escaped)
+                    writes = [self._roots(p) for p in pointer_operands(op)]
+                    if unseen_read:
+                        writes.append(self._written_not_given(op))
                 else:
                     continue
-                for t in targets:
-                    if t is None:  # what a callee writes without being given it
+                for found in writes:
+                    if found is _UNSEEN:
                         known = any(reachable(r) for r in read)
                         unknown = reads_unknown
                     else:
-                        found = self._roots(t)
                         known = bool(read) if found is None else any(may_alias(w, r) for w in found for r in read)
                         unknown = reads_unknown and (found is None or any(reachable(w) for w in found))
                     if not known and not unknown:
@@ -664,18 +669,23 @@ class _Outliner:
 
         return may_read
 
-    def _writes_memory_not_given(self, op) -> bool:
-        """Whether call ``op`` may write memory other than what its pointer operands point
-        into (globals, objects whose address escaped): a defined function that writes memory
-        (after inlining, a recursive one; not an outlined loop, which writes its record and the
-        objects it is given), a declaration whose attributes allow it
-        (``Context.call_writes_unseen``: not a math function with a rule, not ``printf``)."""
+    def _written_not_given(self, op):
+        """What call ``op`` may write other than what its pointer operands point into:
+        ``_UNSEEN`` (globals, objects whose address escaped) for a defined function that
+        writes memory (after inlining, a recursive one; not an outlined loop, which writes
+        its records and the objects it is given) and a declaration whose attributes allow
+        it (``Context.call_writes_unseen``), the global ``signgam`` for ``lgamma``, else
+        nothing (a math function with a rule, ``printf``)."""
+        from zymase.analysis.memory import callee_name
+
         callee = self.ctx.defined_function(op)
         if is_checkpointed_loop(callee):
-            return False  # (an outlined loop: its record and the objects it is given)
+            return set()
         if callee is not None:
-            return self.ctx.writes_memory(callee)
-        return self.ctx.call_writes_unseen(op)
+            return _UNSEEN if self.ctx.writes_memory(callee) else set()
+        if (callee_name(op) or "").startswith("lgamma") and self.ctx.rule_for(op) is not None:
+            return {"signgam"}  # (lgamma sets signgam: writes it and errno only)
+        return _UNSEEN if self.ctx.call_writes_unseen(op) else set()
 
     def _pad_stack_objects(self, roots) -> None:
         """Room after each stored-to stack object, so that a pointer one past its end is
