@@ -294,7 +294,7 @@ class _Outliner:
 
     # ---- the rewrite ------------------------------------------------------------------
     def run(self) -> None:
-        from zymase.analysis.memory import allocation_size_position, is_pointer, memory_kind
+        from zymase.analysis.memory import is_pointer
         from zymase.autodiff.flavor import Emitter
         from zymase.ir import Block, IntegerAttr, StringAttr, i8, i64, llvm
 
@@ -309,13 +309,14 @@ class _Outliner:
         x = exits[0].dst
         where = self._loop_location()  # (before the body moves into the step)
         roots = self._objects_written()
-        if not all(cfg.dominates(r.parent_block(), entering[0].src) for r in roots):
-            # (the call that replaces the loop passes every object: clang -O2 may duplicate a
-            # variable-length array's alloca into two branches before the loop, fuzz c-ckpt
-            # seed 940602, which gave invalid IR)
-            self._refuse("it stores into an array allocated on only some of the paths that lead to it (a "
-                         "variable-length array the compiler allocates in two branches)", None,
-                         "allocate the array with malloc, or give it a constant size, or raise the tape limit")
+        # objects allocated on only some of the paths to the loop (clang -O2 allocates a
+        # variable-length array in both branches of an if before it, fuzz c-ckpt seed
+        # 940602): the call that replaces the loop gets them through local variables
+        partial = [r for r in roots if not cfg.dominates(r.parent_block(), entering[0].src)]
+        if partial and self._reached_from(x) & {r.parent_block() for r in partial}:
+            self._refuse("it stores into an array allocated on only some of the paths that lead to it, and "
+                         "again after it", None,
+                         "allocate the array with malloc before the loop, or raise the tape limit")
         self._check_reads_unchanged_after(roots, x)
         self._free_roots_directly(roots)
         ptr = llvm.LLVMPointerType()
@@ -490,21 +491,12 @@ class _Outliner:
         for k, typ in late:
             if isinstance(typ, llvm.LLVMPointerType):
                 E.insert(llvm.StoreOp(E.v(llvm.ZeroOp.build(result_types=[ptr])), slot(E, env, k)))
-        for i, root in enumerate(roots):
-            kind = memory_kind(root)
-            if kind == "malloc":
-                size = root.operands[allocation_size_position(root)]
-            elif kind == "calloc":
-                size = E.v(llvm.MulOp(root.operands[0], root.operands[1]))
-            else:  # alloca: count * size of the element type
-                end = E.v(llvm.GEPOp(E.v(llvm.ZeroOp.build(result_types=[ptr])), [llvm.GEP_USE_SSA_VAL], pointee_type=root.elem_type,
-                                     ssa_indices=[root.size]))
-                size = E.v(llvm.PtrToIntOp(end, i64))
-            if size.type != i64:
-                size = E.v(llvm.ZExtOp(size, i64))
-            E.insert(llvm.StoreOp(root.results[0], slot(E, env, first_root + 2 * i)))
+        objects = [self._object_through_variables(root, E) if root in partial
+                   else (root.results[0], _object_size(E, root)) for root in roots]
+        for i, (address, size) in enumerate(objects):
+            E.insert(llvm.StoreOp(address, slot(E, env, first_root + 2 * i)))
             E.insert(llvm.StoreOp(size, slot(E, env, first_root + 2 * i + 1)))
-        E.insert(llvm.CallOp(base, env, cenv, *[r.results[0] for r in roots]))
+        E.insert(llvm.CallOp(base, env, cenv, *[address for address, _ in objects]))
 
         def handed(v, k):
             # the record's slot as a local variable holding the loop's pointer (pointer_roots
@@ -528,6 +520,36 @@ class _Outliner:
             for op in list(b.ops):
                 op.drop_all_references()
         self._pad_stack_objects(roots)
+
+    def _reached_from(self, block) -> set:
+        """The blocks reachable from ``block`` (itself included)."""
+        found, work = set(), [block]
+        while work:
+            b = work.pop()
+            if b not in found:
+                found.add(b)
+                work.extend(e.dst for e in self.cfg.succs[b])
+        return found
+
+    def _object_through_variables(self, root, E):
+        """(address, size) of stored-to object ``root``, allocated on only some of the paths
+        to the loop, as loaded by ``E`` (at the call replacing the loop) from two local
+        variables: null and 0 from the function's start, the object's where it is allocated
+        (the runtime snapshots 0 bytes of the other one). The variable holding the address
+        is registered as one (``self.slots``), so that pointer_roots follows it."""
+        from zymase.autodiff.flavor import Emitter
+        from zymase.ir import i64, llvm
+
+        ptr = llvm.LLVMPointerType()
+        at_start = Emitter(self.flavor, self.ctx.module).before(self.region.blocks[0].first_op)
+        variables = [at_start.v(llvm.AllocaOp(at_start.iconst(1, i64), t)) for t in (ptr, i64)]
+        at_start.insert(llvm.StoreOp(at_start.v(llvm.ZeroOp.build(result_types=[ptr])), variables[0]))
+        at_start.insert(llvm.StoreOp(at_start.iconst(0, i64), variables[1]))
+        self.slots[variables[0].owner] = {root}
+        after_root = Emitter(self.flavor, self.ctx.module).before(root.next_op)
+        after_root.insert(llvm.StoreOp(root.results[0], variables[0]))
+        after_root.insert(llvm.StoreOp(_object_size(after_root, root), variables[1]))
+        return E.v(llvm.LoadOp(variables[0], ptr)), E.v(llvm.LoadOp(variables[1], i64))
 
     def _check_reads_unchanged_after(self, roots, exit_block) -> None:
         """The reverse sweep recomputes iterations from snapshots of the objects the loop
@@ -792,6 +814,23 @@ class _Outliner:
     def _add(self, fop) -> None:
         self.ctx.module.body.block.add_op(fop)
         self.ctx.driver.symbols[fop.sym_name.data] = fop
+
+
+def _object_size(E, root):
+    """The size in bytes (i64) of the object allocation ``root`` makes, emitted by ``E``."""
+    from zymase.analysis.memory import allocation_size_position, memory_kind
+    from zymase.ir import i64, llvm
+
+    kind = memory_kind(root)
+    if kind == "malloc":
+        size = root.operands[allocation_size_position(root)]
+    elif kind == "calloc":
+        size = E.v(llvm.MulOp(root.operands[0], root.operands[1]))
+    else:  # alloca: count * size of the element type
+        null = E.v(llvm.ZeroOp.build(result_types=[llvm.LLVMPointerType()]))
+        end = E.v(llvm.GEPOp(null, [llvm.GEP_USE_SSA_VAL], pointee_type=root.elem_type, ssa_indices=[root.size]))
+        size = E.v(llvm.PtrToIntOp(end, i64))
+    return size if size.type == i64 else E.v(llvm.ZExtOp(size, i64))
 
 
 def _describe(op) -> str:
