@@ -51,6 +51,17 @@ def _refusal(tmp_path: Path, name: str, text: str, flags: list[str], *others: Pa
     return line
 
 
+def _checkpointed(tmp_path: Path, name: str, text: str, level: str) -> Path:
+    """The executable of C program ``text`` (written to ``name``) built at ``level`` under
+    a 1K tape limit, which must build with a checkpointed loop."""
+    src, exe = tmp_path / name, tmp_path / Path(name).stem
+    src.write_text(text.lstrip())
+    out = run_cli(["cc", level, "--tape-limit=1K", str(src), "-o", str(exe), "-lm"], cwd=tmp_path, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert b"zymase: checkpointing: " in exe.read_bytes()  # (the runtime is linked only then)
+    return exe
+
+
 # issue 27 item 4: checkpointed gradients at several limits against the unlimited gradient
 # (a loop with an inner loop, registers and an array carried together, trip counts known at
 # run time), and peak memory measured (the program's own high-water mark, VmHWM) under the
@@ -300,11 +311,7 @@ def test_loop_reading_through_an_unknown_pointer_memory_written_after_it(after, 
         assert "unknown.c:8:" in line and "function 'f'" in line
         assert "through a pointer whose object the analysis cannot determine is written after it" in line
     else:
-        src, exe = tmp_path / "unknown.c", tmp_path / "u"
-        src.write_text(program.lstrip())
-        out = run_cli(["cc", "-O2", "--tape-limit=1K", str(src), "-o", str(exe), "-lm"], cwd=tmp_path, timeout=300)
-        assert out.returncode == 0, out.stderr
-        assert b"zymase: checkpointing: " in exe.read_bytes()  # (the loop was checkpointed)
+        exe = _checkpointed(tmp_path, "unknown.c", program, "-O2")
         assert subprocess.run([str(exe)], timeout=60).returncode == 0  # d/da against the difference
 
 
@@ -389,11 +396,7 @@ int main(int argc, char **argv) {
 # variables (null and size 0 on the other path); the gradient against central differences
 # at both points (one through each branch)
 def test_loop_storing_into_an_array_allocated_on_some_paths(tmp_path):
-    src, exe = tmp_path / "vla.c", tmp_path / "vla"
-    src.write_text(VLA_IN_BRANCHES.lstrip())
-    out = run_cli(["cc", "-O2", "--tape-limit=1K", str(src), "-o", str(exe), "-lm"], cwd=tmp_path, timeout=300)
-    assert out.returncode == 0, out.stderr
-    assert b"zymase: checkpointing: " in exe.read_bytes()
+    exe = _checkpointed(tmp_path, "vla.c", VLA_IN_BRANCHES, "-O2")
     run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
     assert run.returncode == 0 and run.stdout.strip() == "ok", run.stdout
 
@@ -409,7 +412,7 @@ double f(double *x, double a, int n) {
     for (int i = 0; i < n; i++)
         t += x[i] * a * a;
     double (*fp)(double) = t > 1.0 ? h1 : h2;
-    return RESULT;
+    return fp(t) + lgamma(a);
 }
 int main(int argc, char **argv) {
     (void)argv;
@@ -427,13 +430,8 @@ int main(int argc, char **argv) {
 # but never returns, so never runs before the reverse sweep (fuzz c-ckpt seed 950074 at -O0
 # was refused while the check counted it); lgamma, which writes signgam only (the bench's
 # gmm was refused while it counted as writing any global)
-@pytest.mark.parametrize("result", ["fp(t)", "t + lgamma(a)"], ids=["indirect", "lgamma"])
-def test_loop_followed_by_calls_that_write_nothing_it_reads_is_checkpointed(result, tmp_path):
-    src, exe = tmp_path / "after.c", tmp_path / "i"
-    src.write_text(INDIRECT_AFTER.replace("RESULT", result).lstrip())
-    out = run_cli(["cc", "-O0", "--tape-limit=1K", str(src), "-o", str(exe), "-lm"], cwd=tmp_path, timeout=300)
-    assert out.returncode == 0, out.stderr
-    assert b"zymase: checkpointing: " in exe.read_bytes()  # (the loop was checkpointed)
+def test_loop_followed_by_calls_that_write_nothing_it_reads_is_checkpointed(tmp_path):
+    exe = _checkpointed(tmp_path, "after.c", INDIRECT_AFTER, "-O0")
     assert subprocess.run([str(exe)], timeout=60).returncode == 0  # d/da against the difference
 
 
@@ -490,14 +488,9 @@ int main(int argc, char **argv) {
 # the first loop's record, known to point into the swapped buffers) was refused ("stores
 # through a pointer whose object the analysis cannot determine"); both are checkpointed
 # now, every derivative against central differences, with recomputation (500 steps) and
-# without (7)
-@pytest.mark.parametrize("level", ["-O0", "-O2"])
-def test_second_time_loop_over_the_buffers_the_first_swapped(level, tmp_path):
-    src, exe = tmp_path / "two.c", tmp_path / "two"
-    src.write_text(TWO_TIME_LOOPS.lstrip())
-    out = run_cli(["cc", level, "--tape-limit=1K", str(src), "-o", str(exe), "-lm"], cwd=tmp_path, timeout=300)
-    assert out.returncode == 0, out.stderr
-    assert b"zymase: checkpointing: " in exe.read_bytes()
+# without (7) (at -O0 too, checked by hand: the suite's budget)
+def test_second_time_loop_over_the_buffers_the_first_swapped(tmp_path):
+    exe = _checkpointed(tmp_path, "two.c", TWO_TIME_LOOPS, "-O2")
     for steps in ("500", "7"):
         run = subprocess.run([str(exe), steps], capture_output=True, text=True, timeout=60)
         assert run.returncode == 0, run.stdout
