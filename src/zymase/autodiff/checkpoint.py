@@ -68,6 +68,9 @@ PADDED_ATTR = "zymase.checkpoint_padded"
 #: attribute of the outlined loop function: the error line the runtime prints for a carried
 #: pointer at the boundary of two stored-to objects side by side
 AMBIGUOUS_ATTR = "zymase.checkpoint_ambiguous"
+#: attribute of the records (allocas) an outlined loop's call is given: only that call and
+#: its step see their address, so no pointer of the program points into them
+RECORD_ATTR = "zymase.checkpoint_record"
 
 _LIMIT: ContextVar[int | None] = ContextVar("zymase_tape_limit", default=None)
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
@@ -287,7 +290,8 @@ class _Outliner:
 
     # ---- the rewrite ------------------------------------------------------------------
     def run(self) -> None:
-        from zymase.analysis.memory import allocation_size_position, memory_kind
+        from zymase.analysis.memory import is_pointer
+        from zymase.autodiff.checkpoint_reads import check_reads_unchanged_after
         from zymase.autodiff.flavor import Emitter
         from zymase.ir import Block, IntegerAttr, StringAttr, i8, i64, llvm
 
@@ -302,7 +306,15 @@ class _Outliner:
         x = exits[0].dst
         where = self._loop_location()  # (before the body moves into the step)
         roots = self._objects_written()
-        self._check_reads_unchanged_after(roots, x)
+        # objects allocated on only some of the paths to the loop (clang -O2 allocates a
+        # variable-length array in both branches of an if before it, fuzz c-ckpt seed
+        # 940602): the call that replaces the loop gets them through local variables
+        partial = [r for r in roots if not cfg.dominates(r.parent_block(), entering[0].src)]
+        if partial and self._reached_from(x) & {r.parent_block() for r in partial}:
+            self._refuse("it stores into an array allocated on only some of the paths that lead to it, and "
+                         "again after it", None,
+                         "allocate the array with malloc before the loop, or raise the tape limit")
+        check_reads_unchanged_after(self, roots, x)
         self._free_roots_directly(roots)
         ptr = llvm.LLVMPointerType()
 
@@ -331,6 +343,9 @@ class _Outliner:
                     escaping.setdefault(a, None)
 
         self._check_carried_pointers(roots, [*h.args, *x.args, *escaping])
+        # what the pointers the code after the loop receives point into (stored-to objects,
+        # as just checked): read back from the record below, they are not unknown
+        handed_roots = {v: self._roots(v) for v in [*x.args, *escaping] if is_pointer(v)}
         # pointers into constant arguments' memory go in a second record, passed to the
         # step as a constant argument: read from the first (whose shadow the derivative
         # reads too) they would be taken for pointers with shadows, which they have not
@@ -457,6 +472,8 @@ class _Outliner:
         E.before(region.blocks[0].first_op)
         env = E.v(llvm.AllocaOp(E.iconst(1, i64), env_t))
         cenv = E.v(llvm.AllocaOp(E.iconst(1, i64), const_t))
+        for record in (env, cenv):
+            record.owner.attributes[RECORD_ATTR] = StringAttr("")
         E.at_end(call_block)
         for i, a in enumerate(call_block.args):
             E.insert(llvm.StoreOp(a, slot(E, env, k_head + i)))
@@ -471,24 +488,25 @@ class _Outliner:
         for k, typ in late:
             if isinstance(typ, llvm.LLVMPointerType):
                 E.insert(llvm.StoreOp(E.v(llvm.ZeroOp.build(result_types=[ptr])), slot(E, env, k)))
-        for i, root in enumerate(roots):
-            kind = memory_kind(root)
-            if kind == "malloc":
-                size = root.operands[allocation_size_position(root)]
-            elif kind == "calloc":
-                size = E.v(llvm.MulOp(root.operands[0], root.operands[1]))
-            else:  # alloca: count * size of the element type
-                end = E.v(llvm.GEPOp(E.v(llvm.ZeroOp.build(result_types=[ptr])), [llvm.GEP_USE_SSA_VAL], pointee_type=root.elem_type,
-                                     ssa_indices=[root.size]))
-                size = E.v(llvm.PtrToIntOp(end, i64))
-            if size.type != i64:
-                size = E.v(llvm.ZExtOp(size, i64))
-            E.insert(llvm.StoreOp(root.results[0], slot(E, env, first_root + 2 * i)))
+        objects = [self._object_through_variables(root, E) if root in partial
+                   else (root.results[0], _object_size(E, root)) for root in roots]
+        for i, (address, size) in enumerate(objects):
+            E.insert(llvm.StoreOp(address, slot(E, env, first_root + 2 * i)))
             E.insert(llvm.StoreOp(size, slot(E, env, first_root + 2 * i + 1)))
-        E.insert(llvm.CallOp(base, env, cenv, *[r.results[0] for r in roots]))
-        outs = [E.v(llvm.LoadOp(slot(E, env, k_exit + i), a.type)) for i, a in enumerate(x.args)]
+        E.insert(llvm.CallOp(base, env, cenv, *[address for address, _ in objects]))
+
+        def handed(v, k):
+            # the record's slot as a local variable holding the loop's pointer (pointer_roots
+            # follows loads from the addresses self.slots lists), so that a later loop's
+            # check of its reads knows what the code after this one reads through it
+            at = slot(E, env, k)
+            if v in handed_roots:
+                self.slots[at.owner] = handed_roots[v]
+            return E.v(llvm.LoadOp(at, v.type))
+
+        outs = [handed(a, k_exit + i) for i, a in enumerate(x.args)]
         for v, k in esc_slot.items():
-            loaded = E.v(llvm.LoadOp(slot(E, env, k), v.type))
+            loaded = handed(v, k)
             for use in list(v.uses):
                 if use.operation.parent_block() not in body:
                     use.operation.operands[use.index] = loaded
@@ -500,80 +518,35 @@ class _Outliner:
                 op.drop_all_references()
         self._pad_stack_objects(roots)
 
-    def _check_reads_unchanged_after(self, roots, exit_block) -> None:
-        """The reverse sweep recomputes iterations from snapshots of the objects the loop
-        stores to; memory it only reads is read again as it is when the reverse sweep
-        runs. Code reachable from the loop's exit (what follows it, and an enclosing loop's
-        next pass) that may write such memory would change what the recomputed iterations
-        read: a silent wrong adjoint (fuzz c-ckpt seed 940001: ``x[2] = a`` after a loop
-        reading ``x``). Refused until such memory is snapshotted too: an object the loop
-        reads (or passes to a call) and does not store to must not be written after it,
-        nor may anything be written after it through a pointer whose object the analysis
-        cannot determine; two pointer arguments may be one array unless one is ``restrict``.
-        Not covered (docs/architecture.md section 10): reads through pointers whose object
-        the analysis cannot determine."""
-        from zymase.analysis.memory import args_marked, memory_kind
-        from zymase.ir import BlockArgument, llvm
-
-        written = set(roots)
-
-        def pointer_operands(op):
-            return [v for v in op.operands if isinstance(v.type, llvm.LLVMPointerType)]
-
-        read = set()
-        for b in self.ordered:
-            for op in b.ops:
-                kind = memory_kind(op)
-                if kind == "load":
-                    ptrs = [op.ptr]
-                elif kind == "memcpy":
-                    ptrs = [op.operands[1]]
-                elif isinstance(op, (llvm.CallOp, llvm.CallIntrinsicOp)) and kind not in ("memset",):
-                    ptrs = pointer_operands(op)
-                else:
-                    continue
-                for p in ptrs:
-                    read.update(r for r in self._roots(p) or () if r not in written)
-        if not read:
-            return
-        entry, noalias = self.region.blocks[0], args_marked(self.fop, "llvm.noalias")
-
-        def may_alias(a, b) -> bool:
-            # the same object, or two pointer arguments neither of which is noalias
-            # (restrict): the caller may pass one array twice
-            if a is b:
-                return True
-            return (all(isinstance(v, BlockArgument) and v.block is entry for v in (a, b))
-                    and a.index not in noalias and b.index not in noalias)
-
-        after, work = set(), [exit_block]
+    def _reached_from(self, block) -> set:
+        """The blocks reachable from ``block`` (itself included)."""
+        found, work = set(), [block]
         while work:
             b = work.pop()
-            if b in after or b in self.body:
-                continue
-            after.add(b)
-            work.extend(e.dst for e in self.cfg.succs[b])
-        hint = ("copy what the loop reads into an array the loop itself writes (or that nothing after the loop "
-                "changes), or raise the tape limit")
-        for b in self.region.blocks:
-            if b not in after:
-                continue
-            for op in b.ops:
-                kind = memory_kind(op)
-                if kind == "store":
-                    targets = [op.ptr]
-                elif kind in ("memcpy", "memset"):
-                    targets = [op.operands[0]]
-                elif isinstance(op, llvm.CallOp) and kind in (None, "call_rule", "realloc"):  # (BLAS writes)
-                    targets = pointer_operands(op)
-                else:
-                    continue
-                for t in targets:
-                    found = self._roots(t)
-                    if (found is None and read) or (found is not None and any(
-                            may_alias(w, r) for w in found for r in read)):
-                        self._refuse("memory it reads (and does not write) is written after it, so the reverse "
-                                     "sweep would recompute its iterations from the changed values", op, hint)
+            if b not in found:
+                found.add(b)
+                work.extend(e.dst for e in self.cfg.succs[b])
+        return found
+
+    def _object_through_variables(self, root, E):
+        """(address, size) of stored-to object ``root``, allocated on only some of the paths
+        to the loop, as loaded by ``E`` (at the call replacing the loop) from two local
+        variables: null and 0 from the function's start, the object's where it is allocated
+        (the runtime snapshots 0 bytes of the other one). The variable holding the address
+        is registered as one (``self.slots``), so that pointer_roots follows it."""
+        from zymase.autodiff.flavor import Emitter
+        from zymase.ir import i64, llvm
+
+        ptr = llvm.LLVMPointerType()
+        at_start = Emitter(self.flavor, self.ctx.module).before(self.region.blocks[0].first_op)
+        variables = [at_start.v(llvm.AllocaOp(at_start.iconst(1, i64), t)) for t in (ptr, i64)]
+        at_start.insert(llvm.StoreOp(at_start.v(llvm.ZeroOp.build(result_types=[ptr])), variables[0]))
+        at_start.insert(llvm.StoreOp(at_start.iconst(0, i64), variables[1]))
+        self.slots[variables[0].owner] = {root}
+        after_root = Emitter(self.flavor, self.ctx.module).before(root.next_op)
+        after_root.insert(llvm.StoreOp(root.results[0], variables[0]))
+        after_root.insert(llvm.StoreOp(_object_size(after_root, root), variables[1]))
+        return E.v(llvm.LoadOp(variables[0], ptr)), E.v(llvm.LoadOp(variables[1], i64))
 
     def _pad_stack_objects(self, roots) -> None:
         """Room after each stored-to stack object, so that a pointer one past its end is
@@ -680,6 +653,23 @@ class _Outliner:
     def _add(self, fop) -> None:
         self.ctx.module.body.block.add_op(fop)
         self.ctx.driver.symbols[fop.sym_name.data] = fop
+
+
+def _object_size(E, root):
+    """The size in bytes (i64) of the object allocation ``root`` makes, emitted by ``E``."""
+    from zymase.analysis.memory import allocation_size_position, memory_kind
+    from zymase.ir import i64, llvm
+
+    kind = memory_kind(root)
+    if kind == "malloc":
+        size = root.operands[allocation_size_position(root)]
+    elif kind == "calloc":
+        size = E.v(llvm.MulOp(root.operands[0], root.operands[1]))
+    else:  # alloca: count * size of the element type
+        null = E.v(llvm.ZeroOp.build(result_types=[llvm.LLVMPointerType()]))
+        end = E.v(llvm.GEPOp(null, [llvm.GEP_USE_SSA_VAL], pointee_type=root.elem_type, ssa_indices=[root.size]))
+        size = E.v(llvm.PtrToIntOp(end, i64))
+    return size if size.type == i64 else E.v(llvm.ZExtOp(size, i64))
 
 
 def _describe(op) -> str:
