@@ -116,6 +116,7 @@ def check_reads_unchanged_after(outliner, roots, exit_block) -> None:
                 outliner._refuse(f"{what} is written after it, so the reverse sweep would recompute its "
                              "iterations from the changed values", op, hint)
 
+
 def _may_return(outliner) -> set:
     """The blocks of the function from which a return is reachable (not those whose
     every path ends in ``unreachable``, after ``abort`` or ``exit``)."""
@@ -130,6 +131,7 @@ def _may_return(outliner) -> set:
             found.add(b)
             work.extend(e.src for e in outliner.cfg.preds[b])
     return found
+
 
 def _reachable_unseen(outliner, written, after, reenters):
     """Whether an object (a root of ``pointer_roots``) may be reached by code that does
@@ -155,6 +157,7 @@ def _reachable_unseen(outliner, written, after, reenters):
         return address_escapes(root, outliner.flavor.successor_operands)
 
     return may_read
+
 
 def _written_not_given(outliner, op):
     """What call ``op`` may write other than what its pointer operands point into:
