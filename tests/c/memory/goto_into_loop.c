@@ -1,7 +1,12 @@
-/* A loop with two entries (goto into its body on a data-dependent branch: an irreducible
-   cycle after mem2reg): the body's join is entered straight from the branch on the first
-   turn and from the loop on later ones, so the branch's last decision does not name the edge
-   taken (reverse mode gave zero derivatives for all but the last turn, silently, at -O1..-O3). */
+/* Loops with two entries (goto into their body on a data-dependent branch: irreducible
+   cycles after mem2reg).
+   - two_entries: the body's join is entered straight from the branch on the first turn and
+     from the loop on later ones, so the branch's last decision does not name the edge taken
+     (reverse mode gave zero derivatives for all but the last turn, silently, at -O1..-O3).
+   - two_cycles: two loops jumping into each other; -O1 makes each a natural loop inside a
+     cycle with two entries, so each loop runs many times per call, and an indexed cache
+     (one run of a loop nest) was overwritten by every run (reverse mode slightly off,
+     silently, at -O1..-O3). Checked against a hand tangent recurrence. */
 #include <stdio.h>
 #include <math.h>
 
@@ -42,6 +47,53 @@ done:
     return s;
 }
 
+/* s goes around A (s = 1.1 s + x_k) until it passes 1.5, then around B
+   (s = sin(s) x_{k+1} + 0.7) until it drops under 0.8, ten steps in all */
+static double two_cycles(const double *x, int n) {
+    double s = 0.1;
+    int k = 0;
+    if (x[2] > 0.4)
+        goto B;
+A:
+    s = s * 1.1 + x[k % n];
+    k++;
+    if (k >= 10)
+        goto E;
+    if (s > 1.5)
+        goto B;
+    goto A;
+B:
+    s = sin(s) * x[(k + 1) % n] + 0.7;
+    k++;
+    if (k >= 10)
+        goto E;
+    if (s < 0.8)
+        goto A;
+    goto B;
+E:
+    return s;
+}
+
+/* the tangent of two_cycles along t, step by step on the same path */
+static double two_cycles_tangent(const double *x, const double *t, int n) {
+    double s = 0.1, ds = 0.0;
+    int k = 0, in_a = !(x[2] > 0.4);
+    while (k < 10) {
+        if (in_a) {
+            ds = 1.1 * ds + t[k % n];
+            s = s * 1.1 + x[k % n];
+            in_a = !(s > 1.5);
+        } else {
+            int j = (k + 1) % n;
+            ds = cos(s) * ds * x[j] + sin(s) * t[j];
+            s = sin(s) * x[j] + 0.7;
+            in_a = s < 0.8;
+        }
+        k++;
+    }
+    return ds;
+}
+
 #define NMAX 16
 
 int main(int argc, char **argv) {
@@ -68,6 +120,23 @@ int main(int argc, char **argv) {
                 t[j] = j == i ? 1.0 : 0.0;
             double fwd = __enzyme_fwddiff((void *)two_entries, enzyme_dup, x, t, enzyme_const, n);
             check(sign ? "forward, x0 < 0" : "forward, goto into the loop", x[i], fwd, want, TOL);
+        }
+    }
+    for (int start = 0; start < 2; start++) {
+        double x[NMAX], dx[NMAX], t[NMAX];
+        for (int i = 0; i < n; i++) {
+            x[i] = 0.35 + 0.1 * i - 0.02 * i * i;
+            dx[i] = 0.0;
+        }
+        x[2] = start ? 0.55 : 0.3; /* start in B, or in A */
+        __enzyme_autodiff((void *)two_cycles, enzyme_dup, x, dx, enzyme_const, n);
+        for (int i = 0; i < n; i++) {
+            for (int j = 0; j < n; j++)
+                t[j] = j == i ? 1.0 : 0.0;
+            double want = two_cycles_tangent(x, t, n);
+            check(start ? "reverse, two cycles from B" : "reverse, two cycles from A", x[i], dx[i], want, TOL);
+            double fwd = __enzyme_fwddiff((void *)two_cycles, enzyme_dup, x, t, enzyme_const, n);
+            check(start ? "forward, two cycles from B" : "forward, two cycles from A", x[i], fwd, want, TOL);
         }
     }
     printf("%d failures\n", failures);
