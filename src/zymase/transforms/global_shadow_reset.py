@@ -6,8 +6,9 @@ a constant, so its shadow must be zero there: otherwise what a reverse call left
 (the adjoint of that initial value) or a forward call (its tangent) is added into the
 next call of a function that reads the global before writing it (state carried across
 calls, ``acc += x[i]``), silently. The shadows are zeroed before each call of a
-derivative the program asked for (a marker), not in a callee's derivative, which shares
-them with its caller's sweep. Shadows that may hold pointers (a struct with a pointer
+derivative the program asked for (a marker; in split mode at ``__enzyme_augmentfwd``, for
+the reverse sweep that follows), not in a callee's derivative, which shares them with its
+caller's sweep. Shadows that may hold pointers (a struct with a pointer
 field, bytes) are left alone: a pointer's shadow set by one call may be meant for the next.
 """
 
@@ -30,16 +31,16 @@ def _plain_data(t) -> bool:
     return is_float_type(t)
 
 
-def shadows_reached(module: ModuleOp, name: str) -> list[llvm.GlobalOp]:
-    """The shadow globals (of plain data) that derivative ``name`` or the functions it
-    calls take the address of, in module order."""
+def shadows_reached(module: ModuleOp, names: list[str]) -> list[llvm.GlobalOp]:
+    """The shadow globals (of plain data) that the derivatives ``names`` or the functions
+    they call take the address of, in module order."""
     tops = {op.sym_name.data: op for op in module.body.block.ops if getattr(op, "sym_name", None) is not None}
     shadows = {n: op for n, op in tops.items() if n.startswith(SHADOW_PREFIX) and isinstance(op, llvm.GlobalOp)}
     if not shadows:
         return []
     found: set[str] = set()
     seen: set[str] = set()
-    work = [name]
+    work = list(names)
     while work:
         fname = work.pop()
         fop = tops.get(fname)
@@ -58,12 +59,12 @@ def shadows_reached(module: ModuleOp, name: str) -> list[llvm.GlobalOp]:
     return [g for n, g in shadows.items() if n in found and _plain_data(g.global_type)]
 
 
-def zero_shadows_before_call(module: ModuleOp, name: str, E) -> None:
-    """Before the call the emitter ``E`` is positioned at: zero the shadows of the
-    globals derivative ``name`` reaches (llvm flavor only)."""
-    for g in shadows_reached(module, name):
-        ptr = E.v(llvm.AddressOfOp(g.sym_name.data, llvm.LLVMPointerType()))
-        nbytes = E.v(llvm.ConstantOp(IntegerAttr(size_align(g.global_type)[0], i64), i64))
-        zero = E.v(llvm.ConstantOp(IntegerAttr(0, i8), i8))
-        no = E.v(llvm.ConstantOp(IntegerAttr(0, i1), i1))
-        E.insert(llvm.CallIntrinsicOp("llvm.memset.p0.i64", [ptr, zero, nbytes, no], []))
+def zero_shadows(module: ModuleOp, names: list[str], emit) -> None:
+    """Zero the shadows of the globals the derivatives ``names`` reach, with ``emit``
+    (inserts an op where the program's call is, returns its result, if any)."""
+    for g in shadows_reached(module, names):
+        ptr = emit(llvm.AddressOfOp(g.sym_name.data, llvm.LLVMPointerType()))
+        nbytes = emit(llvm.ConstantOp(IntegerAttr(size_align(g.global_type)[0], i64), i64))
+        zero = emit(llvm.ConstantOp(IntegerAttr(0, i8), i8))
+        no = emit(llvm.ConstantOp(IntegerAttr(0, i1), i1))
+        emit(llvm.CallIntrinsicOp("llvm.memset.p0.i64", [ptr, zero, nbytes, no], []))
