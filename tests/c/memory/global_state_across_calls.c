@@ -1,5 +1,5 @@
 /* Globals that carry state from one call to the next (an accumulator, a smoothed copy of
-   the input): each derivative call takes the globals' values at the call as constants.
+   the input, a running average in a struct that also holds a pointer): each derivative call takes the globals' values at the call as constants.
    Their shadows used to keep what the previous call left (the adjoint of the initial value
    after a reverse call, its tangent after a forward one), which the next call added in:
    every call after the first was silently wrong at every level. */
@@ -25,6 +25,10 @@ static void check(const char *what, double at, double got, double want, double t
 #define N 4
 
 static double acc;   /* never reset by stateful: grows with every call */
+static struct {
+    const double *p; /* a pointer field next to the state: its shadow is left alone */
+    double avg;
+} S;                 /* S.avg <- S.avg / 2 + x_0 x_1 through S.p */
 static double G[N];  /* G <- G / 2 + x on every call */
 
 static double stateful(const double *x, int n) {
@@ -35,16 +39,19 @@ static double stateful(const double *x, int n) {
     double s = 0.0;
     for (int i = 0; i < n; i++)
         s += G[i] * x[i];
-    return acc * x[0] + s;
+    S.p = x;
+    S.avg = S.avg * 0.5 + S.p[0] * S.p[1];
+    return acc * x[0] + s + S.avg;
 }
 
 /* d/dx_i with acc0, G0 the values before the call:
-   2 x_i x_0 + [i = 0] (acc0 + sum x^2) + (G0_i / 2 + x_i) + x_i */
+   2 x_i x_0 + [i = 0] (acc0 + sum x^2) + (G0_i / 2 + x_i) + x_i + d(x_0 x_1)/dx_i */
 static double want_grad(const double *x, int n, double acc0, const double *g0, int i) {
     double acc1 = acc0;
     for (int j = 0; j < n; j++)
         acc1 += x[j] * x[j];
-    return 2.0 * x[i] * x[0] + (i == 0 ? acc1 : 0.0) + (0.5 * g0[i] + x[i]) + x[i];
+    return 2.0 * x[i] * x[0] + (i == 0 ? acc1 : 0.0) + (0.5 * g0[i] + x[i]) + x[i] +
+           (i == 0 ? x[1] : i == 1 ? x[0] : 0.0);
 }
 
 int main(int argc, char **argv) {
