@@ -335,6 +335,17 @@ C_CASES = {
         ["recursive_reader_of_active_global.c:5:", "'total' reads the global 'buf', which holds active data",
          "function 'model'"],
     ),
+    # the same with an active operand (a double): the derivative call still dropped the
+    # global's derivatives (zero for every x that reaches the result only through 'buf')
+    "recursive_reader_of_active_global_active_operand.c": (
+        "extern double __enzyme_autodiff(void*, ...);\nstatic double buf[4];\n"
+        "__attribute__((noinline)) static double total(double w, int i) { return i < 0 ? w : buf[i] * w + total(w * 0.9, i - 1); }\n"
+        "static double model(const double *x) { for (int i = 0; i < 4; i++) buf[i] = x[i] * x[i]; return total(x[0], 3); }\n"
+        "int main(void) { double x[4] = {1, 2, 3, 4}, dx[4] = {0}; __enzyme_autodiff((void*)model, x, dx);\n"
+        "  return dx[3] != 8; }\n",
+        ["recursive_reader_of_active_global_active_operand.c:4:", "'total' reads the global 'buf', which holds active data",
+         "function 'model'"],
+    ),
     # Enzyme calls a program's enzymeLogGrad hook; zymase does not: refused, not ignored
     "logging_hook.c": (
         "extern double __enzyme_autodiff(void*, ...);\nint calls = 0;\n"

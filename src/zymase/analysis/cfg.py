@@ -158,6 +158,34 @@ class CFG:
         self._loops = list(loops.items())
         return self._loops
 
+    @property
+    def irreducible(self) -> bool:
+        """Whether some cycle is not a natural loop (a loop with two entries: ``goto``
+        into its body). Its blocks may run many times per call although no natural
+        loop holds them. The CFG is reducible when it is acyclic once the back edges
+        (to a block that dominates their source) are removed."""
+        if not hasattr(self, "_irreducible"):
+            state: dict[Block, int] = {}  # 1: on the DFS path, 2: done
+            found = False
+            for root in self.blocks[:1]:
+                work: list[tuple[Block, int]] = [(root, 0)]
+                state[root] = 1
+                while work and not found:
+                    b, i = work.pop()
+                    succ = [e.dst for e in self.succs[b] if not self.dominates(e.dst, b)]
+                    if i < len(succ):
+                        work.append((b, i + 1))
+                        s = succ[i]
+                        if state.get(s) == 1:
+                            found = True
+                        elif s not in state:
+                            state[s] = 1
+                            work.append((s, 0))
+                        continue
+                    state[b] = 2
+            self._irreducible = found
+        return self._irreducible
+
     def _cycles(self) -> None:
         """Blocks on some cycle (Tarjan's strongly connected components)."""
         index: dict[Block, int] = {}

@@ -377,15 +377,16 @@ def _reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activ
     for block in nested_blocks(region):
         for op in block.ops:
             callee = ctx.defined_function(op) if shadowed_globals and isinstance(op, llvm.CallOp) else None
-            if (callee is not None and not any(o in act.varied for o in op.operands)
-                    and (read := ctx.reads_globals(callee) & shadowed_globals)):
+            if callee is not None and (read := ctx.reads_globals(callee) & shadowed_globals):
                 # a call left after inlining (a recursive one) reads a global that holds
-                # derivatives here, and no operand makes its result active: it would be
-                # taken as constant
+                # derivatives here. Its derivative is built from its own operands' activity
+                # and does not reach the caller's shadow of that global: with no active
+                # operand its result is taken as constant, and with one (an active double,
+                # an active pointer) the global's derivatives are still dropped
                 raise ZymaseError(
                     f"'{function_name(callee)}' reads the global '{sorted(read)[0]}', which holds active data, "
-                    "but is called (not inlined: it is recursive) with no active operand; its result "
-                    "would be taken as constant",
+                    "but is called (not inlined: it is recursive); its derivative would not reach the "
+                    "global's derivatives",
                     construct=describe(op),
                     function=fname,
                     location=location_of(op),

@@ -103,8 +103,11 @@ class TakenEdges:
         """The edge ``b`` was entered by, from a branch condition instead of a record:
         ``b`` has two predecessors, ``x`` branches either straight to ``b`` or to a
         successor from which ``x`` cannot be reached again without passing ``b`` (a
-        loop that may be skipped: the inner loop of a triangular nest), and ``x``
-        dominates the other predecessor. The last decision of ``x`` then names the
+        loop that may be skipped: the inner loop of a triangular nest), ``x``
+        dominates the other predecessor, and ``b`` cannot be entered again without
+        passing ``x`` (a loop with two entries, ``goto`` into its body, enters ``b``
+        straight from ``x`` once and around on later turns: the last decision of ``x``
+        would name the first edge every time). The last decision of ``x`` then names the
         edge, and its condition is usually rebuilt for free (a compare of induction
         variables). None when the shape does not hold."""
         if self.flavor.name != "llvm":
@@ -119,6 +122,8 @@ class TakenEdges:
                 continue
             away = term.successors[1 - direct.slot]
             if away is x or not self.cfg.dominates(x, around.src) or self._reaches_avoiding(away, x, b):
+                continue
+            if any(self._reaches_avoiding(e.dst, b, x) for e in self.cfg.succs[b]):
                 continue
             cond = self._fetch(term.cond, self.vmap.get(term.cond, term.cond))
             # slot 0 is the true successor

@@ -119,7 +119,9 @@ class IndexedCaches:
         return self._nest_for([(h, body) for h, body in self._loop_chain(e.dst) if e.src in body])
 
     def _nest_for(self, chain: list[tuple[Block, set[Block]]]) -> LoopNest | None:
-        if self.split or self.flavor.name != "llvm":
+        if self.split or self.flavor.name != "llvm" or self.cfg.irreducible:
+            # an irreducible cycle may run the outermost loop of a nest many times per
+            # call, and an indexed cache holds one run of its nest
             return None
         nests = self.__dict__.setdefault("_nests", {})
         headers: list[Block] = []

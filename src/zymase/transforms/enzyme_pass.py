@@ -10,6 +10,7 @@ from zymase.autodiff.flavor import Emitter, flavor_of
 from zymase.errors import ZymaseError
 from zymase.ir import ModuleOp, location_of
 from zymase.ir import enzyme as ez
+from zymase.transforms.global_shadow_reset import zero_shadows
 from zymase.transforms.nested_requests import differentiable_derivatives, enclosing_function, request_rounds
 
 
@@ -100,6 +101,8 @@ def _lower_request(op, driver: Driver, module: ModuleOp) -> None:
         generate = driver.laplacian
     name = generate(fop, arg_acts, ret_acts, entry=True, **({"width": width} if width > 1 else {}))
     E = Emitter(flavor, module).before(op)
+    if flavor.name == "llvm":
+        zero_shadows(module, [name], lambda new: E.v(new) if new.results else E.insert(new))
     if as_tensors:
         from zymase.transforms.batch import deliver_lanes, erase_unused_tensors, tensor_lanes
 

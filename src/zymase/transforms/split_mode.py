@@ -62,6 +62,7 @@ from zymase.ir import enzyme as ez
 from zymase.ir.enzyme import Activity
 from zymase.autodiff.forward_split import TAPE_KEY
 from zymase.transforms.lower_tape import CACHE_INLINE_BYTES, CACHE_STRUCT, GLOBAL_TAPE
+from zymase.transforms.global_shadow_reset import zero_shadows
 
 PTR = llvm.LLVMPointerType()
 #: bytes of the tape object: data pointer, size, capacity
@@ -322,7 +323,8 @@ def lower_split_op(op: ez.SplitDiffOp, driver, module: ModuleOp) -> None:
                 f"with other activities or another width ({'; '.join(wanted) or 'none known'})", construct=op.name,
                 function=fname, location=location_of(op),
                 hint="pass the same markers and enzyme_width to both calls (a float argument is active in both)")
-        aug_name, rev_name = driver.fwdsplit(fop, arg_acts, ret_active, width=op.lanes)[0], None
+        # the second name (the split tangent function) is used only for the globals it reaches
+        aug_name, rev_name = driver.fwdsplit(fop, arg_acts, ret_active, width=op.lanes)
     else:
         aug_name, rev_name = driver.split(fop, arg_acts, ret_acts, width=op.lanes)
     _require_runtime(module)
@@ -333,6 +335,8 @@ def lower_split_op(op: ez.SplitDiffOp, driver, module: ModuleOp) -> None:
     operands = list(op.operands)
     if op.part.data == "augment":
         *args, buffer = operands
+        # the globals' values here are constants for the reverse sweep that follows
+        zero_shadows(module, [n for n in (aug_name, rev_name) if n], emit)
         emit(llvm.CallOp(BEGIN, tape_global, saved))
         primal_types = [r.type for r in op.results[1:]]
         primal = emit(llvm.CallOp(aug_name, *args, return_type=primal_types[0])) if primal_types else None

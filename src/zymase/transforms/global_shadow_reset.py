@@ -1,0 +1,105 @@
+"""Zero the shadows of globals where the program asks for a derivative.
+
+A global that holds active data gets one shadow global for the whole program
+(``autodiff/memory._shadow_global``). A derivative treats a global's value at the call as
+a constant, so its shadow must be zero there: otherwise what a reverse call left in it
+(the adjoint of that initial value) or a forward call (its tangent) is added into the
+next call of a function that reads the global before writing it (state carried across
+calls, ``acc += x[i]``), silently. The shadows are zeroed before each call of a
+derivative the program asked for (a marker; in split mode at ``__enzyme_augmentfwd``, for
+the reverse sweep that follows), not in a callee's derivative, which shares them with its
+caller's sweep. The shadows of pointer fields are left alone (a pointer's shadow set by
+one call may be meant for the next), and so are globals of bytes, which may hold either.
+"""
+
+from __future__ import annotations
+
+from zymase.analysis.layout import size_align, struct_offsets
+from zymase.ir import IntegerAttr, IntegerType, ModuleOp, i1, i8, i64, is_float_type, llvm
+
+SHADOW_PREFIX = "__zymase_shadow_"
+
+
+def _data_runs(t, base: int = 0) -> list[tuple[int, int]] | None:
+    """The byte ranges ``[lo, hi)`` of the float and integer fields of type ``t`` (not its
+    pointers), merged where adjacent; None when ``t`` holds bytes (``i8``), which may
+    hold anything."""
+    if isinstance(t, llvm.LLVMStructType):
+        runs: list[tuple[int, int]] = []
+        for field, at in zip(t.types.data, struct_offsets(t)):
+            inner = _data_runs(field, base + at)
+            if inner is None:
+                return None
+            runs.extend(inner)
+        return _merged(runs)
+    if isinstance(t, llvm.LLVMArrayType):
+        inner = _data_runs(t.type, 0)
+        if inner is None:
+            return None
+        step = size_align(t.type)[0]
+        if inner == [(0, step)]:  # plain elements: one run (no list of a million)
+            return [(base, base + t.size.data * step)]
+        return _merged([(base + k * step + lo, base + k * step + hi)
+                        for k in range(t.size.data) for lo, hi in inner])
+    if isinstance(t, llvm.LLVMPointerType):
+        return []
+    if isinstance(t, IntegerType) and t.width.data <= 8:
+        return None
+    if isinstance(t, IntegerType) or is_float_type(t):
+        return [(base, base + size_align(t)[0])]
+    return None
+
+
+def _merged(runs: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for lo, hi in sorted(runs):
+        if out and out[-1][1] >= lo:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        else:
+            out.append((lo, hi))
+    return out
+
+
+def shadows_reached(module: ModuleOp, names: list[str]) -> list[llvm.GlobalOp]:
+    """The shadow globals that the derivatives ``names`` or the functions
+    they call take the address of, in module order."""
+    tops = {op.sym_name.data: op for op in module.body.block.ops if getattr(op, "sym_name", None) is not None}
+    shadows = {n: op for n, op in tops.items() if n.startswith(SHADOW_PREFIX) and isinstance(op, llvm.GlobalOp)}
+    if not shadows:
+        return []
+    found: set[str] = set()
+    seen: set[str] = set()
+    work = list(names)
+    while work:
+        fname = work.pop()
+        fop = tops.get(fname)
+        if fname in seen or not isinstance(fop, llvm.FuncOp):
+            continue
+        seen.add(fname)
+        for op in fop.walk():
+            if isinstance(op, llvm.AddressOfOp):
+                sym = op.global_name.root_reference.data
+                if sym in shadows:
+                    found.add(sym)
+                elif isinstance(tops.get(sym), llvm.FuncOp):
+                    work.append(sym)
+            elif isinstance(op, llvm.CallOp) and op.callee is not None:
+                work.append(op.callee.root_reference.data)
+    return [g for n, g in shadows.items() if n in found]
+
+
+def zero_shadows(module: ModuleOp, names: list[str], emit) -> None:
+    """Zero the shadows of the globals the derivatives ``names`` reach (their float and
+    integer fields, not their pointers), with ``emit`` (inserts an op where the program's
+    call is, returns its result, if any)."""
+    for g in shadows_reached(module, names):
+        runs = _data_runs(g.global_type)
+        if not runs:
+            continue
+        base = emit(llvm.AddressOfOp(g.sym_name.data, llvm.LLVMPointerType()))
+        zero = emit(llvm.ConstantOp(IntegerAttr(0, i8), i8))
+        no = emit(llvm.ConstantOp(IntegerAttr(0, i1), i1))
+        for lo, hi in runs:
+            ptr = emit(llvm.GEPOp(base, [lo], i8)) if lo else base
+            nbytes = emit(llvm.ConstantOp(IntegerAttr(hi - lo, i64), i64))
+            emit(llvm.CallIntrinsicOp("llvm.memset.p0.i64", [ptr, zero, nbytes, no], []))
