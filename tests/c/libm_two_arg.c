@@ -1,4 +1,4 @@
-/* libm two-argument functions (double), both arguments active: atan2 hypot copysign fmin fmax fdim. */
+/* libm two-argument functions (double), both arguments active: atan2 hypot copysign fmin fmax fdim remainder. */
 #include <stdio.h>
 #include <math.h>
 
@@ -29,6 +29,8 @@ static double f_hypot(double x, double y) { return hypot(x, y); }
 static double f_copysign(double x, double y) { return copysign(x, y); }
 static double f_fmin(double x, double y) { return fmin(x, y); }
 static double f_fmax(double x, double y) { return fmax(x, y); }
+static double f_fdim(double x, double y) { return fdim(x, y); }
+static double f_remainder(double x, double y) { return remainder(x, y); }
 /* a smooth combination of all of them */
 static double f_mix(double x, double y) { return hypot(x, y) * atan2(y, x) + fmax(x, y) * fmin(x, y); }
 
@@ -67,6 +69,18 @@ static void test(double a, double b) {
     check("fmax d/dy", a, g.dy, a > b ? 0.0 : 1.0, TOL);
     check("fmax forward", a, __enzyme_fwddiff((void *)f_fmax, a, 3.0, b, 5.0),
           a > b ? 3.0 : 5.0, TOL);
+
+    g = __enzyme_autodiff2((void *)f_fdim, a, b);
+    check("fdim d/dx", a, g.dx, a > b ? 1.0 : 0.0, TOL);
+    check("fdim d/dy", a, g.dy, a > b ? -1.0 : 0.0, TOL);
+    check("fdim forward", a, __enzyme_fwddiff((void *)f_fdim, a, 3.0, b, 5.0), a > b ? -2.0 : 0.0, TOL);
+
+    /* remainder(a, 0.37 b) = a - n 0.37 b, n = a / (0.37 b) rounded to nearest (no point sits on a jump) */
+    double n = rint(a / (0.37 * b));
+    g = __enzyme_autodiff2((void *)f_remainder, a, 0.37 * b);
+    check("remainder d/dx", a, g.dx, 1.0, TOL);
+    check("remainder d/dy", a, g.dy, -n, TOL);
+    check("remainder forward", a, __enzyme_fwddiff((void *)f_remainder, a, 3.0, 0.37 * b, 5.0), 3.0 - 5.0 * n, TOL);
 
     double h = sqrt(r2), t = atan2(b, a), mx = fmax(a, b), mn = fmin(a, b);
     double dmx_da = a > b, dmn_da = a < b;

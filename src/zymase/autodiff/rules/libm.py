@@ -22,9 +22,9 @@ for _suffix in ("", "f", "l"):
 # The *_finite entry points that older glibc headers map math functions to under
 # -ffast-math (__exp_finite, __powf_finite, __log10l_finite, ...): the same functions,
 # for arguments where they are finite. Only the names glibc defines (lgamma_r, gamma_r,
-# remainder, scalb and the Bessel functions have no rule and stay refused).
+# scalb and the Bessel functions have no rule and stay refused).
 for _name in ("acos", "acosh", "asin", "atan2", "atanh", "cosh", "exp", "exp10", "exp2", "fmod", "hypot",
-              "log", "log10", "log2", "pow", "sinh", "sqrt"):
+              "log", "log10", "log2", "pow", "remainder", "sinh", "sqrt"):
     for _suffix in ("", "f", "l"):
         REGISTRY.register_function(f"__{_name}{_suffix}_finite", MATH[_name])
 

@@ -188,6 +188,22 @@ MATH: dict[str, ScalarRule] = {
         lambda E, P, dy: E.select(E.fcmp("ogt", P.arg(0), P.arg(1)), E.zero(dy.type), dy),
         bounded=True,
     ),
+    # fdim(a, b) = a - b where a > b, else +0
+    "fdim": R(
+        lambda E, P, dy: E.select(E.fcmp("ogt", P.arg(0), P.arg(1)), dy, E.zero(dy.type)),
+        lambda E, P, dy: E.select(E.fcmp("ogt", P.arg(0), P.arg(1)), E.neg(dy), E.zero(dy.type)),
+        bounded=True,
+    ),
+    # remainder(a, b) = a - n b with n = a / b rounded to the nearest integer, ties to even
+    # (rint in the default rounding mode): d/da = 1, d/db = -n (a jump where n changes)
+    "remainder": R(
+        lambda E, P, dy: dy,
+        lambda E, P, dy: E.neg(E.mul(dy, E.fn("rint", E.div(P.arg(0), P.arg(1))))),
+        name="remainder",
+        singular=True,
+        regular_if=((1, "nonzero"),),
+        finite_value_if=((1, "nonzero"),),
+    ),
     "fma": R(
         lambda E, P, dy: E.mul(dy, P.arg(1)),
         lambda E, P, dy: E.mul(P.arg(0), dy),
