@@ -4,7 +4,10 @@
 tape of the loop was sized by that first test alone, 2**60 slots of 8 bytes, whose
 allocation failed and the gradient crashed (a segmentation fault). Each exit test
 bounds the loop's count; the least is taken (analysis/trip_count.TripCount.others).
-Checked against central differences."""
+The loop's own test may also be one the count cannot take as a bound (a counter
+counting down by an add without the unsigned no-wrap flag, compared unsigned): then it
+is the count, not the size limit's (fuzz seeds 968017 and 968037). Checked against
+central differences."""
 
 import numpy as np
 from numba import njit
@@ -44,6 +47,22 @@ def growing_heat(x, a):
     return s
 
 
+@njit
+def shifted_then_growing(x):
+    # (after the slice assignment, LLVM counts the m loop down from n too, and leaves
+    # it when that counter, unsigned, is no longer above 1)
+    n = x.shape[0]
+    y = np.zeros(n)
+    y[1:] = 0.3 * x[:-1]
+    s = 0.0
+    for m in range(1, n + 1):
+        v = np.zeros(m + 1)
+        for i in range(m):
+            v[i + 1] = 0.5 * np.cos(x[i])
+        s += 0.3 * np.sum(v * v)
+    return s + y[1]
+
+
 def test_arrays_sized_by_the_loop_counter():
     x = np.linspace(-1.1, 1.2, 5)
     assert_close(zymase.grad(growing_squares)(x.copy()), fd_grad(growing_squares.py_func, (x,), 0), 1e-6)
@@ -54,3 +73,8 @@ def test_time_loop_on_each_prefix():
     gx, ga = zymase.grad(growing_heat, argnums=(0, 1))(x.copy(), a)
     assert_close(gx, fd_grad(growing_heat.py_func, (x, a), 0), 1e-6)
     assert_close(ga, fd_grad(growing_heat.py_func, (x, a), 1), 1e-6)
+
+
+def test_loop_counted_down_too():
+    x = np.linspace(-1.1, 1.2, 7)
+    assert_close(zymase.grad(shifted_then_growing)(x.copy()), fd_grad(shifted_then_growing.py_func, (x,), 0), 1e-6)

@@ -266,10 +266,10 @@ exit:
 
 def test_every_exit_test_bounds_the_count():
     """Numba's np.empty(m) in a loop counting m leaves the loop when m == 2**60 (the
-    first size too large) before the loop's own test m == n: both tests are counts,
-    the first found is the count and the other (no-wrap) one bounds it; the emitted
-    count is the least of the two, not 2**60 (whose tape of 2**63 bytes crashed:
-    tests/numba/test_loop_sized_arrays.py)."""
+    first size too large) before the loop's own test m == n: both tests are counts;
+    a constant count no tape could hold is not taken while another test is (a tape of
+    2**63 bytes crashed: tests/numba/test_loop_sized_arrays.py), and the other
+    (no-wrap) test bounds the count: the emitted count is the least of the two."""
     ir = """
 define void @f(ptr %p, i64 %n) {
 entry:
@@ -290,9 +290,9 @@ exit:
 """
     tc, exits = _loop_and_exits(ir)
     assert tc is not None and len(exits) == 2 and not tc.exact(exits)
+    assert isinstance(tc.bound, BlockArgument) and tc.bound.index == 1  # %n
     [other] = tc.others
-    assert isinstance(other.bound, BlockArgument) and other.bound.index == 1  # %n
-    assert tc.bound.owner.value.value.data == 1 << 60
+    assert other.bound.owner.value.value.data == 1 << 60
     assert len(tc.operands()) == 4
 
 STRIDED = """

@@ -65,7 +65,8 @@ class TripCount:
     #: those whose induction variable cannot wrap: each bounds the header executions
     #: too, and :func:`emit_trip_count` takes the least. (Numba's ``np.empty(m)`` in a
     #: loop counting ``m`` tests ``m == 2**60``, its size limit, before the loop's own
-    #: test: a count from that test alone reserved 2**63 bytes of tape.)
+    #: test: a count from that test alone reserved 2**63 bytes of tape; :func:`trip_count`
+    #: takes such a test as the count only when no other test is found.)
     others: tuple["TripCount", ...] = field(default=(), compare=False)
 
     def exact(self, exits: list[Edge]) -> bool:
@@ -139,9 +140,17 @@ def trip_count(cfg: CFG, header: Block, body: set[Block], entry: Edge, latch: Ed
             found_all.append(replace(found, test_block=x))
     if not found_all:
         return None
-    first, *rest = found_all
-    others = tuple(o for o in rest if o.no_wrap)
+    # the count is the first test's, unless that is a constant no tape could hold (a
+    # size limit's, Numba's m == 2**60) and another test is not: the loop's own test
+    # then counts, as sound as the first (each test ends the loop when it fails)
+    first = next((tc for tc in found_all if not _beyond_any_tape(tc)), found_all[0])
+    others = tuple(o for o in found_all if o is not first and o.no_wrap)
     return replace(first, others=others) if others else first
+
+
+def _beyond_any_tape(tc: TripCount) -> bool:
+    n = constant_trip_count(tc)
+    return n is not None and n > 1 << 32
 
 
 def _invariant(v: SSAValue, body: set[Block]) -> bool:
