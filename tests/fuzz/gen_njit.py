@@ -19,6 +19,13 @@ a ``while`` loop advancing an index until a data-dependent test fails, a loop le
 more NumPy: cumsum, where, clip, reversed copies, argmax as an index, prod, norm, var,
 ``a @ b``, methods ``.sum()``/``.max()``) are decided by a second random stream, so that a
 program that uses none of them is the same text as before they were added.
+
+``NEWEST_NJIT_FEATURES`` (session 30), from a third stream likewise: temporaries sized by
+the counter of the loop that makes them (``np.empty(m)``, ``np.zeros(m + 1)``,
+``np.ones((m, 2))`` for ``m`` in ``range(1, n + 1)``: Numba's size check is a second exit
+test of that loop); stencils with boundary selects (``a[i - 1] if i > 0 else a[i]``) over
+the first ``n - c`` elements (trip counts from 1: the loops transforms/peel.py peels),
+into a copy or in place; integer powers ``v ** i`` of the loop counter (``int_power``).
 """
 
 from __future__ import annotations
@@ -32,7 +39,8 @@ NJIT_FEATURES = (
     "reductions", "maxmin", "calls", "scalar_arg", "array_expr",
 )
 LATER_NJIT_FEATURES = ("matrices", "tuples", "searches", "outputs", "numpy_more")
-NJIT_FEATURES = NJIT_FEATURES + LATER_NJIT_FEATURES
+NEWEST_NJIT_FEATURES = ("grown", "boundary", "int_powers")
+NJIT_FEATURES = NJIT_FEATURES + LATER_NJIT_FEATURES + NEWEST_NJIT_FEATURES
 
 
 class NjitProgram:
@@ -48,6 +56,7 @@ class NjitProgram:
         self.scalar_arg = "scalar_arg" in self.on and self.rng.random() < 0.4
         self.later = random.Random(seed * 104729 + 23)
         self.later_helpers: dict[str, str] = {}  # kind -> name, made on first use
+        self.newest = random.Random(seed * 130363 + 29)
 
     def fresh(self, p: str) -> str:
         self.counter += 1
@@ -130,6 +139,10 @@ class NjitProgram:
         later = [k for k in LATER_NJIT_FEATURES if k in self.on]
         if later and self.later.random() < 0.2:
             self.later_statement(self.later.choice(later), sc, arrs, out, ind, declared)
+            return
+        newest = [k for k in NEWEST_NJIT_FEATURES if k in self.on]
+        if newest and self.newest.random() < 0.15 and depth == 0:
+            self.newest_statement(self.newest.choice(newest), sc, arrs, out, ind, declared)
             return
         r = self.rng
         kinds = ["assign", "assign", "update"]
@@ -347,6 +360,59 @@ class NjitProgram:
                 arrs.append(y)
             else:
                 new(r.choice(scalars))
+
+    # ---- the newest constructs (self.newest's stream only; at the function's top level) ----
+    def newest_statement(self, kind, sc, arrs, out, ind, declared):
+        r = self.newest
+
+        def c() -> str:
+            return f"{r.choice([0.25, 0.5, 0.75, 0.3, 0.7, 0.9]) * r.choice([1, -1])}"
+
+        def term(idx: str) -> str:  # a bounded value of the arrays at idx and a scalar
+            a = r.choice(arrs)
+            s = r.choice(sc) if sc else "1.0"
+            return r.choice([f"math.tanh({a}[{idx}] * {s})", f"math.sin({a}[{idx}] + {c()})",
+                             f"(0.5 * math.cos({a}[{idx}] - {s}))"])
+
+        t = self.fresh("t")
+        if kind == "grown":
+            y = self.fresh("y")
+            alloc, elem = r.choice([("np.empty(m)", "{y}[i]"), ("np.zeros(m + 1)", "{y}[i + 1]"),
+                                    ("np.ones((m, 2))", "{y}[i, 0]")])
+            out.append(f"{ind}{t} = 0.0")
+            out.append(f"{ind}for m in range(1, n + 1):")
+            out.append(f"{ind}    {y} = {alloc}")
+            out.append(f"{ind}    for i in range(m):")
+            out.append(f"{ind}        {elem.format(y=y)} = {term('i')}")
+            out.append(f"{ind}    {t} += {c()} * {r.choice([f'np.sum({y} * {y})', f'np.sum(np.sin({y}))', f'np.max({y})'])}")
+            out.append(f"{ind}{t} = {t} / n")
+        elif kind == "boundary":
+            a = r.choice(arrs)
+            writable = [b for b in arrs if b != "x" or "inplace" in self.on]
+            k = self.fresh("k")
+            out.append(f"{ind}{k} = n - {r.randint(0, NMIN - 1)}")
+            if writable and r.random() < 0.4:
+                y = r.choice(writable)  # in place: iteration i reads the new y[i - 1]
+            else:
+                y = self.fresh("y")
+                out.append(f"{ind}{y} = {a}.copy()")
+                arrs.append(y)
+            left = r.choice([f"{a}[i - 1] if i > 0 else {a}[i]", f"{a}[i - 1] if i >= 1 else {a}[0]"])
+            right = r.choice([f"{a}[i + 1] if i < {k} - 1 else {a}[i]", f"{a}[i + 1] if i + 1 < {k} else {a}[{k} - 1]"])
+            out.append(f"{ind}for i in range({k}):")
+            out.append(f"{ind}    {y}[i] = 0.5 * {y}[i] + 0.25 * math.tanh(({left}) - {c()} * ({right}))"
+                       f" + (0.1 if i == 0 else {c()}) * {term('i')}")
+            out.append(f"{ind}{t} = np.sum({y}[:{k}]) / n")
+        else:  # int_powers
+            a = r.choice(arrs)
+            out.append(f"{ind}{t} = 0.0")
+            out.append(f"{ind}for i in range(n):")
+            base = r.choice([f"(0.5 + 0.4 * math.tanh({a}[i]))", f"(1.0 + 0.2 * math.sin({a}[i]))"])
+            power = r.choice(["i", "(i % 3)", "(n - i)", "(i - 2)"])
+            out.append(f"{ind}    {t} += {c()} * {base} ** {power}")
+            out.append(f"{ind}{t} = {t} / n")
+        sc.append(t)
+        declared.append(t)
 
     def block(self, sc, arrs, out, ind, depth, declared):
         # Python has no block scope: names assigned in a branch are not used after it

@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from .check_c import LEVELS, check_c_source
 from .gen_c import C_FEATURES, LATER_FEATURES, NEWEST_FEATURES, generate_c
 from .gen_jax import JAX_FEATURES, generate_jax
-from .gen_njit import LATER_NJIT_FEATURES, NJIT_FEATURES, generate_njit
+from .gen_njit import LATER_NJIT_FEATURES, NEWEST_NJIT_FEATURES, NJIT_FEATURES, generate_njit
 
 # (16 programs, each of the five levels three or four times: a fixed sample sized for
 # the suite's time; campaigns: python -m tests.fuzz)
@@ -63,7 +63,8 @@ def c_sample_features(seed: int) -> set[str]:
 # the njit generator's later constructs (LATER_NJIT_FEATURES: 2-D temporaries, tuples,
 # searches, output arguments, more NumPy) only in campaigns: the sample's programs are the
 # ones they were before those constructs existed
-NJIT_SAMPLE_FEATURES = set(NJIT_FEATURES) - set(KNOWN_BROKEN_NJIT) - set(LATER_NJIT_FEATURES)
+NJIT_SAMPLE_FEATURES = (set(NJIT_FEATURES) - set(KNOWN_BROKEN_NJIT) - set(LATER_NJIT_FEATURES)
+                        - set(NEWEST_NJIT_FEATURES))
 JAX_SAMPLE_FEATURES = set(JAX_FEATURES) - set(KNOWN_BROKEN_JAX)
 LEVEL_ROTATION = list(LEVELS)
 

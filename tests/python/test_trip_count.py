@@ -263,6 +263,38 @@ exit:
     assert tc is not None and len(exits) == 2 and not tc.exact(exits)
 
 
+
+def test_every_exit_test_bounds_the_count():
+    """Numba's np.empty(m) in a loop counting m leaves the loop when m == 2**60 (the
+    first size too large) before the loop's own test m == n: both tests are counts;
+    a constant count no tape could hold is not taken while another test is (a tape of
+    2**63 bytes crashed: tests/numba/test_loop_sized_arrays.py), and the other
+    (no-wrap) test bounds the count: the emitted count is the least of the two."""
+    ir = """
+define void @f(ptr %p, i64 %n) {
+entry:
+  br label %loop
+loop:
+  %m = phi i64 [ 1, %entry ], [ %next, %latch ]
+  %next = add nuw nsw i64 %m, 1
+  %big = icmp eq i64 %m, 1152921504606846976
+  br i1 %big, label %exit, label %latch
+latch:
+  %a = getelementptr double, ptr %p, i64 %m
+  store double 1.0, ptr %a
+  %c = icmp eq i64 %m, %n
+  br i1 %c, label %exit, label %loop
+exit:
+  ret void
+}
+"""
+    tc, exits = _loop_and_exits(ir)
+    assert tc is not None and len(exits) == 2 and not tc.exact(exits)
+    assert isinstance(tc.bound, BlockArgument) and tc.bound.index == 1  # %n
+    [other] = tc.others
+    assert other.bound.owner.value.value.data == 1 << 60
+    assert len(tc.operands()) == 4
+
 STRIDED = """
 define double @f(ptr %x, i64 %n, i64 %stride) {
 entry:

@@ -61,6 +61,13 @@ class TripCount:
     #: flag for ``!=``): the induction variable cannot wrap around before the test fails
     no_wrap: bool = False
     bias: int = 0
+    #: the counts the loop's other exit tests (in blocks every iteration runs) give,
+    #: those whose induction variable cannot wrap: each bounds the header executions
+    #: too, and :func:`emit_trip_count` takes the least. (Numba's ``np.empty(m)`` in a
+    #: loop counting ``m`` tests ``m == 2**60``, its size limit, before the loop's own
+    #: test: a count from that test alone reserved 2**63 bytes of tape; :func:`trip_count`
+    #: takes such a test as the count only when no other test is found.)
+    others: tuple["TripCount", ...] = field(default=(), compare=False)
 
     def exact(self, exits: list[Edge]) -> bool:
         """Whether ``N`` is exactly the number of header executions of every run:
@@ -74,8 +81,9 @@ class TripCount:
             and len(exits) == 1 and exits[0].src is self.test_block
         )
 
-    def operands(self) -> tuple[SSAValue, SSAValue]:
-        return self.init, self.bound
+    def operands(self) -> tuple[SSAValue, ...]:
+        """The values ``N`` is computed from (``init`` and ``bound`` first)."""
+        return (self.init, self.bound, *(v for o in self.others for v in o.operands()))
 
 
 def constant_int(v: SSAValue) -> int | None:
@@ -115,7 +123,8 @@ def trip_count(cfg: CFG, header: Block, body: set[Block], entry: Edge, latch: Ed
         ivs[arg] = (init, step, nxt)
     if not ivs:
         return None
-    for x in cfg.in_order(body):  # the first exit test found wins: the same one every run
+    found_all: list[TripCount] = []
+    for x in cfg.in_order(body):  # the first exit test found is the count; the others bound it
         if x not in cfg.reachable or not cfg.dominates(x, latch.src):
             continue
         term = x.last_op
@@ -128,8 +137,20 @@ def trip_count(cfg: CFG, header: Block, body: set[Block], entry: Edge, latch: Ed
         if found is None:
             found = _truncated_exit_test(cfg, entry, term.cond, ivs, body, continue_if_true=inside[0])
         if found is not None:
-            return replace(found, test_block=x)
-    return None
+            found_all.append(replace(found, test_block=x))
+    if not found_all:
+        return None
+    # the count is the first test's, unless that is a constant no tape could hold (a
+    # size limit's, Numba's m == 2**60) and another test is not: the loop's own test
+    # then counts, as sound as the first (each test ends the loop when it fails)
+    first = next((tc for tc in found_all if not _beyond_any_tape(tc)), found_all[0])
+    others = tuple(o for o in found_all if o is not first and o.no_wrap)
+    return replace(first, others=others) if others else first
+
+
+def _beyond_any_tape(tc: TripCount) -> bool:
+    n = constant_trip_count(tc)
+    return n is not None and n > 1 << 32
 
 
 def _invariant(v: SSAValue, body: set[Block]) -> bool:
@@ -296,7 +317,18 @@ def constant_trip_count(tc: TripCount) -> int | None:
 
 def emit_trip_count(E, tc: TripCount, value) -> SSAValue:
     """Emit ``N`` of ``tc`` as an i64 with emitter ``E`` (a flavor.Emitter), from the
-    values ``value(v)`` gives for its operands."""
+    values ``value(v)`` gives for its operands: the least of its own count and those
+    of ``tc.others``."""
+    n = _emit_one_count(E, tc, value)
+    for other in tc.others:
+        m = _emit_one_count(E, other, value)
+        less = E.v(llvm_ext.ICmpOp(m, n, IntegerAttr(SLT, i64)))
+        n = E.v(fast_ops.select(llvm_ext.SelectOp, less, m, n))
+    return n
+
+
+def _emit_one_count(E, tc: TripCount, value) -> SSAValue:
+    """``N`` of ``tc``'s own exit test (emit_trip_count)."""
 
     def wide(v: SSAValue) -> SSAValue:
         v = value(v)
