@@ -37,6 +37,9 @@ class Driver:
             if name is not None:
                 self.symbols[name.data] = op
         self.done: dict[tuple, str] = {}
+        #: the shadow globals the derivatives made, by name (autodiff/memory._shadow_global),
+        #: which transforms/global_shadow_reset zeroes where the program asks for a derivative
+        self.shadow_globals: dict[str, Operation] = {}
 
     def lookup_function(self, name: str) -> Operation | None:
         return self.symbols.get(name)

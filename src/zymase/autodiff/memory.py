@@ -133,11 +133,15 @@ class ShadowCode:
     def _shadow_global(self, name: str) -> str:
         """The zero-initialized shadow of global ``@name`` (created once)."""
         shadow = f"__zymase_shadow_{name}"
+        made = self.ctx.driver.shadow_globals  # (what global_shadow_reset zeroes)
+        if shadow in made:
+            return shadow
         module = self.ctx.module
         primal = None
         for op in module.body.block.ops:
             sym = getattr(op, "sym_name", None)
             if sym is not None and sym.data == shadow:
+                made[shadow] = op
                 return shadow
             if sym is not None and sym.data == name:
                 primal = op
@@ -152,6 +156,7 @@ class ShadowCode:
                           alignment=primal.alignment.value.data if primal.alignment else None)
         g.attributes["zymase.llvm_init"] = StringAttr("zeroinitializer")
         module.body.block.add_op(g)
+        made[shadow] = g
         return shadow
 
     def _mapped(self, v: SSAValue) -> SSAValue:

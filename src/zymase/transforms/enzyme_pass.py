@@ -102,7 +102,7 @@ def _lower_request(op, driver: Driver, module: ModuleOp) -> None:
     name = generate(fop, arg_acts, ret_acts, entry=True, **({"width": width} if width > 1 else {}))
     E = Emitter(flavor, module).before(op)
     if flavor.name == "llvm":
-        zero_shadows(module, [name], lambda new: E.v(new) if new.results else E.insert(new))
+        zero_shadows(driver, [name], lambda new: E.v(new) if new.results else E.insert(new))
     if as_tensors:
         from zymase.transforms.batch import deliver_lanes, erase_unused_tensors, tensor_lanes
 

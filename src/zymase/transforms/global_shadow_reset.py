@@ -15,7 +15,7 @@ one call may be meant for the next), and so are globals of bytes, which may hold
 from __future__ import annotations
 
 from zymase.analysis.layout import size_align, struct_offsets
-from zymase.ir import IntegerAttr, IntegerType, ModuleOp, i1, i8, i64, is_float_type, llvm
+from zymase.ir import IntegerAttr, IntegerType, i1, i8, i64, is_float_type, llvm
 
 SHADOW_PREFIX = "__zymase_shadow_"
 
@@ -60,39 +60,41 @@ def _merged(runs: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return out
 
 
-def shadows_reached(module: ModuleOp, names: list[str]) -> list[llvm.GlobalOp]:
-    """The shadow globals that the derivatives ``names`` or the functions
-    they call take the address of, in module order."""
-    tops = {op.sym_name.data: op for op in module.body.block.ops if getattr(op, "sym_name", None) is not None}
-    shadows = {n: op for n, op in tops.items() if n.startswith(SHADOW_PREFIX) and isinstance(op, llvm.GlobalOp)}
-    if not shadows:
+def shadows_reached(driver, names: list[str]) -> list[llvm.GlobalOp]:
+    """The shadow globals that the derivatives ``names`` or the functions they call take
+    the address of, in the order they were made. Functions are found through the
+    driver's symbols and the shadows through the ones it saw made
+    (``Driver.shadow_globals``): no scan of the module per request (a program asking for
+    many derivatives made that quadratic, ``tests/python/test_compile_growth.py``)."""
+    made = driver.shadow_globals
+    if not made:
         return []
     found: set[str] = set()
     seen: set[str] = set()
     work = list(names)
     while work:
         fname = work.pop()
-        fop = tops.get(fname)
+        fop = driver.symbols.get(fname)
         if fname in seen or not isinstance(fop, llvm.FuncOp):
             continue
         seen.add(fname)
         for op in fop.walk():
             if isinstance(op, llvm.AddressOfOp):
                 sym = op.global_name.root_reference.data
-                if sym in shadows:
+                if sym in made:
                     found.add(sym)
-                elif isinstance(tops.get(sym), llvm.FuncOp):
+                elif isinstance(driver.symbols.get(sym), llvm.FuncOp):
                     work.append(sym)
             elif isinstance(op, llvm.CallOp) and op.callee is not None:
                 work.append(op.callee.root_reference.data)
-    return [g for n, g in shadows.items() if n in found]
+    return [g for n, g in made.items() if n in found]
 
 
-def zero_shadows(module: ModuleOp, names: list[str], emit) -> None:
+def zero_shadows(driver, names: list[str], emit) -> None:
     """Zero the shadows of the globals the derivatives ``names`` reach (their float and
     integer fields, not their pointers), with ``emit`` (inserts an op where the program's
     call is, returns its result, if any)."""
-    for g in shadows_reached(module, names):
+    for g in shadows_reached(driver, names):
         runs = _data_runs(g.global_type)
         if not runs:
             continue

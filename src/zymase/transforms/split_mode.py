@@ -336,7 +336,7 @@ def lower_split_op(op: ez.SplitDiffOp, driver, module: ModuleOp) -> None:
     if op.part.data == "augment":
         *args, buffer = operands
         # the globals' values here are constants for the reverse sweep that follows
-        zero_shadows(module, [n for n in (aug_name, rev_name) if n], emit)
+        zero_shadows(driver, [n for n in (aug_name, rev_name) if n], emit)
         emit(llvm.CallOp(BEGIN, tape_global, saved))
         primal_types = [r.type for r in op.results[1:]]
         primal = emit(llvm.CallOp(aug_name, *args, return_type=primal_types[0])) if primal_types else None
