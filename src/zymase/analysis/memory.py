@@ -705,7 +705,9 @@ class MemoryModel:
                     construct=_describe(at),
                     function=self.fname,
                     location=location_of(at),
-                    hint="write active data only to local buffers, malloc'd memory or enzyme_dup arguments",
+                    hint="allocate aligned memory with posix_memalign instead of rounding an address as an "
+                    "integer" if isinstance(op, llvm.IntToPtrOp) else
+                    "write active data only to local buffers, malloc'd memory or enzyme_dup arguments",
                 )
 
     def refuse_addresses_in_initializers(self, blocks, info, symbols) -> None:
