@@ -32,6 +32,9 @@ SIGNGAM = "<signgam, the int lgamma sets>"
 SIGNGAM_SETTERS = {"lgamma", "lgammaf", "lgammal"}
 
 ALLOCATORS = {"malloc", "calloc"}
+#: allocators taking (alignment, size): malloc-like memory whose shadow must be as aligned
+#: (LLVM may use the alignment for the shadow's accesses too)
+ALIGNED_ALLOCATORS = {"aligned_alloc"}
 #: on a call of a function registered with __enzyme_allocation_like (llvm/annotations.py):
 #: the position of its size argument; the call allocates like malloc of that size
 ALLOCATION_SIZE_ARG = "zymase.allocation_size_arg"
@@ -254,6 +257,8 @@ def memory_kind(op: Operation) -> str | None:
         return CXX_ALLOCATION[name]
     if name in ALLOCATORS or name in ("realloc", "posix_memalign"):
         return name
+    if name in ALIGNED_ALLOCATORS:
+        return "malloc"  # C11's aligned_alloc(alignment, size): its shadow is aligned too
     if name in DEALLOCATORS:
         return "free"
     if name in ("memcpy", "memmove") or intrinsic_base_name(op) in ("memcpy", "memmove"):
@@ -274,7 +279,9 @@ def call_rule_writes(op: Operation) -> list[SSAValue]:
 def allocation_size_position(op: Operation) -> int:
     """The operand of a ``malloc``-kind call that is the size in bytes."""
     custom = op.attributes.get(ALLOCATION_SIZE_ARG)
-    return custom.value.data if custom is not None else 0
+    if custom is not None:
+        return custom.value.data
+    return 1 if callee_name(op) in ALIGNED_ALLOCATORS else 0
 
 
 ALLOCATION_KINDS = ("alloca", "malloc", "calloc", "realloc", "nrt_alloc")

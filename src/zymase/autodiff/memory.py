@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from zymase.analysis.layout import size_align
 from zymase.analysis.memory import (
+    ALIGNED_ALLOCATORS,
     CXX_ALIGNED_NEW,
     DEALLOCATED_ARG,
     TAPE_POOL,
@@ -228,9 +229,13 @@ class ShadowCode:
             E.insert(sh)
             self._memset_zero(sh.results[0], self._sizeof(op.elem_type, clone.operands[0]))
             self.smap[op.results[0]] = sh.results[0]
-        elif kind == "malloc" and op in act.shadow_allocations and callee_name(op) in CXX_ALIGNED_NEW:
-            # over-aligned operator new (size, alignment): a shadow as aligned, zeroed
+        elif kind == "malloc" and op in act.shadow_allocations and (
+                callee_name(op) in CXX_ALIGNED_NEW or callee_name(op) in ALIGNED_ALLOCATORS):
+            # over-aligned operator new (size, alignment) or aligned_alloc (alignment,
+            # size): a shadow as aligned, zeroed
             size, align = (self._mapped(a) for a in op.operands[:2])
+            if callee_name(op) in ALIGNED_ALLOCATORS:
+                size, align = align, size
             self._declare("aligned_alloc", [i64, i64], PTR)
             shadow = E.v(llvm.CallOp("aligned_alloc", align, size, return_type=PTR))
             self._memset_zero(shadow, size)
