@@ -117,6 +117,24 @@ def test_unsupported_op_is_refused_with_op_function_and_line():
     assert f"{__file__}:" in text and "hint:" in text and "\n" not in text
 
 
+def test_op_the_ir_does_not_know_is_refused_at_the_users_line():
+    # lax.top_k lowers to chlo.top_k, which the parser does not register: the refusal
+    # named "line 4 of <lambda>" of text the user never saw and told them to check the
+    # MLIR syntax (probe, session 30); now it names the op and the user's line
+    def top3(x):
+        return jnp.sum(lax.top_k(x, 3)[0] * jnp.arange(1.0, 4.0))  # the refused line
+
+    line = top3.__code__.co_firstlineno + 1
+    for transform in (lambda: zj.grad(top3)(jnp.linspace(0.0, 1.0, 6)),
+                      lambda: zj.jvp(top3, (jnp.linspace(0.0, 1.0, 6),), (jnp.ones(6),))):
+        with pytest.raises(ZymaseError) as info:
+            transform()
+        text = info.value.format()
+        assert text.startswith("zymase: error: ") and "\n" not in text
+        assert f"{__file__}:{line}:" in text
+        assert "JAX lowered this to 'chlo.top_k'" in text and "MLIR syntax" not in text and "hint:" in text
+
+
 def test_non_scalar_output_is_refused_by_grad():
     with pytest.raises(ZymaseError, match="one float scalar"):
         zj.grad(lambda x: x * 2.0)(jnp.ones(3))

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextvars
 import functools
+import re
 
 import jax
 import numpy as np
@@ -175,7 +176,10 @@ def _parsed(f, in_tree, avals) -> ModuleOp:
     """The StableHLO module, parsed once: xDSL's parser is the slow step (5 ms per op
     with a dense constant), so the reverse and forward derivatives clone this."""
     text, (_, _, positions) = _lowered_text(f, in_tree, avals)
-    module = parse_mlir(text, f"<{python_name(f)}>")
+    try:
+        module = parse_mlir(text, f"<{python_name(f)}>")
+    except ZymaseError as exc:
+        raise _unknown_op(exc, text, positions, python_name(f)) or exc from None
     ops = list(module.walk())
     if len(ops) == len(positions):
         for op, position in zip(ops, positions):
@@ -183,6 +187,27 @@ def _parsed(f, in_tree, avals) -> ModuleOp:
                 op.location = FileLineColLoc(StringAttr(position[0]), IntAttr(position[1]), IntAttr(position[2]))
     hlo_rewrites.simplify(module, exact_only=True)  # before differentiation: less to differentiate
     return module
+
+
+def _unknown_op(exc: ZymaseError, text: str, positions, function: str) -> ZymaseError | None:
+    """The refusal of an op JAX emitted that the IR does not know (``chlo.top_k`` for
+    ``lax.top_k``): the parser's "not registered" names a line of the lowered text the user
+    never saw, so say which op it is and where in the user's Python it comes from. The
+    text is in generic form, one op a line, in the pre-order of ``positions``."""
+    unknown = re.search(r"Operation (\S+) is not registered", str(exc))
+    line = re.search(r":(\d+):\d+$", exc.location or "")
+    if unknown is None or line is None:
+        return None
+    starts = [re.match(r'\s*(%\S+(, %\S+)* = )?"[\w.]+"\(', l) is not None
+              for l in text.splitlines()[:int(line.group(1))]]
+    index = sum(starts) - 1
+    where = positions[index] if starts and starts[-1] and 0 <= index < len(positions) else None
+    return ZymaseError(
+        f"JAX lowered this to '{unknown.group(1)}', an op zymase does not read, so it has no derivative rule",
+        construct=unknown.group(1), function=function,
+        location=f"{where[0]}:{where[1]}:{where[2]}" if where else None,
+        hint="write it with operations zymase differentiates (jnp.sort / jnp.argsort for lax.top_k), "
+             "or differentiate this function with jax.grad")
 
 
 @functools.lru_cache(maxsize=256)
