@@ -163,6 +163,22 @@ C_CASES = {
         "int main(void) { double x = 2, dx = 0; __enzyme_autodiff((void*)f, &x, &dx); return dx != 12; }\n",
         ["rounded_alignment.c:5:", "'llvm.inttoptr', whose memory has no shadow", "posix_memalign"],
     ),
+    # a double's bits copied through an integer variable across a branch (the pre-AD
+    # pipeline makes it a phi of an i64 load stored into nw): the derivative was lost
+    # silently, into memory without a shadow (-O0) and over a float with one (an 8-byte
+    # memmove LLVM splits into a load and a phi with undef, -O2)
+    "float_bits_through_integer_merge.c": (
+        "#include <stdlib.h>\n#include <string.h>\nextern double __enzyme_autodiff(void*, ...);\n"
+        "double f(double *x, int n) { double *old = malloc(n * sizeof(double));\n"
+        "  for (int i = 0; i < n; i++) old[i] = x[i];\n"
+        "  double *nw = malloc(n * sizeof(double)); nw[1] = 0.5;\n"
+        "  memmove(nw, old, 8);\n  memmove(nw + 2, old + 1, (n - 3) * sizeof(double));\n"
+        "  free(old); double r = 0; for (int i = 0; i < n - 1; i++) r += nw[i] * (i + 1);\n"
+        "  free(nw); return r; }\n"
+        "int main(void) { double x[5] = {1, 2, 3, 4, 5}, dx[5] = {0};\n"
+        "  __enzyme_autodiff((void*)f, x, dx, 5); return dx[0] != 1; }\n",
+        ["float_bits_through_integer_merge.c:", "merged with other values", "function 'f'"],
+    ),
     "volatile_active.c": (
         "extern double __enzyme_autodiff(void*, ...);\n"
         "double f(volatile double *x) { return x[0] * x[0]; }\n"
@@ -623,6 +639,21 @@ def test_c_errors(tmp_path, name, debug):
     proc = run("zymase", ["cc", "-O2", *debug, name, "-o", "exe"], cwd=tmp_path)
     one_error(proc, *needles)
     assert not (tmp_path / "exe").exists()
+
+
+def test_float_bits_merged_into_memory_without_a_shadow_are_refused(tmp_path):
+    # at -O0 the pre-AD pipeline makes `v = 0; if (..) memcpy(&v, x, 8); memcpy(nw, &v, 8)`
+    # a phi of an i64 load stored into nw, which has no shadow: nw[0] read back as a double
+    # was taken as constant (d/dx0 0 for 2, silently)
+    (tmp_path / "merged_bits.c").write_text(
+        "#include <stdlib.h>\n#include <string.h>\nextern double __enzyme_autodiff(void*, ...);\n"
+        "double f(double *x, int n) { double *nw = malloc(16); long long v = 0;\n"
+        "  if (n > 3) memcpy(&v, x, 8);\n  memcpy(nw, &v, 8);\n"
+        "  double r = nw[0] * 2 + x[1]; free(nw); return r; }\n"
+        "int main(void) { double x[2] = {1, 2}, dx[2] = {0};\n"
+        "  __enzyme_autodiff((void*)f, x, dx, 5); return dx[0] != 2; }\n")
+    proc = run("zymase", ["cc", "-O0", "merged_bits.c", "-o", "exe"], cwd=tmp_path)
+    one_error(proc, "merged_bits.c:6:", "copied through an integer variable", "function 'f'")
 
 
 def test_bsearch_of_active_data_is_refused_by_name(tmp_path):

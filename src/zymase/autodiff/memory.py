@@ -379,6 +379,8 @@ class ShadowCode:
             v = op.value
             t = self.tmap.get(v) if act.is_active(v) else None
             mirror_scopes(op, E.insert(llvm.StoreOp(t if t is not None else E.zero(v.type), self.shadow_of(op.ptr))))
+        elif kind == "store" and op.ptr not in act.shadowed and self._active_float_bits_stored(op):
+            pass  # (raises)
         elif kind == "store" and op.ptr in act.shadowed and self._integer_over_floats(op):
             # the float there is replaced by bits that carry no derivative: tangent 0
             mirror_scopes(op, E.insert(llvm.StoreOp(E.v(llvm.ConstantOp(IntegerAttr(0, op.value.type),
@@ -445,6 +447,8 @@ class ShadowCode:
             mirror_scopes(op, E.insert(fast_ops.store(E.zero(op.value.type), sp)))
             if act.is_active(op.value):
                 self._accumulate(op.value, d)
+        elif kind == "store" and op.ptr not in act.shadowed and self._active_float_bits_stored(op):
+            pass  # (raises)
         elif kind == "store" and op.ptr in act.shadowed and self._integer_over_floats(op):
             # the float overwritten here gets no adjoint from what is read later
             sp = self.fetch_shadow(op.ptr)
@@ -567,18 +571,24 @@ class ShadowCode:
         work = [store.value]
         while work:
             value = work.pop()
-            if value in seen or isinstance(value, BlockArgument):
+            if value in seen:
                 continue
             seen.add(value)
+            if isinstance(value, BlockArgument):
+                work += self._phi_incoming(value)  # (bits merged with other values: as wrong)
+                continue
             owner = value.owner
+            # (an integer read from memory with shadows counts even where the type analysis
+            # sees integers there: its bytes are read only as one, and are stored over a float)
             from_float = (isinstance(owner, llvm.BitcastOp) and is_float_type(owner.operands[0].type)) or (
                 isinstance(owner, llvm.LoadOp) and isinstance(value.type, IntegerType)
-                and self._holds_float_of_width(owner, owner.ptr, value.type.width.data // 8))
+                and (owner.ptr in self.act.shadowed
+                     or self._holds_float_of_width(owner, owner.ptr, value.type.width.data // 8)))
             if from_float:
                 raise ZymaseError(
                     "the bits of a float in memory are read as an integer, changed by integer "
-                    "arithmetic and stored back over a float; zymase moves derivatives through "
-                    "float operations only and would return a wrong one",
+                    "arithmetic or merged with other values (across a branch), and stored back over a float; "
+                    "zymase moves derivatives through float operations only and would return a wrong one",
                     construct="store", function=self.fname, location=location_of(store) or location_of(owner),
                     hint="write the computation with float operations (nextafter, ldexp, frexp, "
                     "copysign, fabs) instead of bit manipulation",
@@ -586,6 +596,54 @@ class ShadowCode:
             if isinstance(owner, (llvm.LoadOp, llvm.CallOp)):
                 continue
             work.extend(o for o in owner.operands if isinstance(o.type, IntegerType))
+
+    def _phi_incoming(self, arg: BlockArgument) -> list[SSAValue]:
+        """The values a non-entry block argument receives, one per incoming edge."""
+        cfg, flavor = self.p.cfg, self.ctx.flavor
+        return [flavor.successor_operands(cfg.terminator(e.src))[e.slot][arg.index]
+                for e in cfg.preds.get(arg.block, ())]
+
+    def _active_float_bits_stored(self, store: Operation) -> bool:
+        """Refuse an integer stored into memory without a shadow when it may be the bits
+        of a float read from memory with one (an integer load of active floats, through
+        phis, selects and casts: ``long long v = 0; if (..) memcpy(&v, x, 8); memcpy(nw,
+        &v, 8)``, which the pre-AD pipeline makes a phi of an ``i64`` load stored into
+        ``nw``): the float read back from there would be taken as constant, its
+        derivative lost (session 30, a silent zero). Integer copies the engine follows
+        are memcpys by then (transforms/integer_copies). Returns False otherwise."""
+        t = store.value.type
+        if not isinstance(t, IntegerType) or t.width.data not in (32, 64):
+            return False
+        width = t.width.data // 8
+        seen: set[SSAValue] = set()
+        work = [store.value]
+        while work:
+            value = work.pop()
+            if value in seen:
+                continue
+            seen.add(value)
+            if isinstance(value, BlockArgument):
+                work += self._phi_incoming(value)
+                continue
+            owner = value.owner
+            if isinstance(owner, llvm.LoadOp):
+                # (the source's own bytes may look like integers to the type analysis,
+                # being read only as one: the destination read back as a float decides)
+                if owner.ptr in self.act.shadowed and (self._holds_float_of_width(owner, owner.ptr, width)
+                                                       or self._holds_float_of_width(store, store.ptr, width)):
+                    raise ZymaseError(
+                        "the bits of a float that holds derivatives are copied through an integer variable "
+                        "(merged with other values, or across a branch) into memory read as a float; "
+                        "zymase moves derivatives through float operations only and would lose this one",
+                        construct="store", function=self.fname,
+                        location=location_of(store) or location_of(owner),
+                        hint="copy the values as doubles (double v = x[i]; or memcpy between double arrays), "
+                        "not through an integer variable")
+                continue
+            if isinstance(owner, llvm.CallOp):
+                continue
+            work.extend(o for o in owner.operands if isinstance(o.type, IntegerType))
+        return False
 
     def _copied_float_type(self, op: Operation) -> str | None:
         """The float type of the bytes a memcpy copies, from type analysis."""
