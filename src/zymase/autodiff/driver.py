@@ -19,6 +19,7 @@ from zymase.autodiff.forward import ForwardGenerator
 from zymase.autodiff.reverse import ReverseGenerator
 from zymase.autodiff.structured import StructuredReverse, is_structured
 from zymase.errors import VectorModeRefused, ZymaseError
+from zymase.autodiff.names import SHADOW_GLOBAL_PREFIX
 from zymase.ir import ArrayAttr, DictionaryAttr, ModuleOp, Operation, UnitAttr, llvm
 from zymase.ir.enzyme import Activity
 from zymase.transforms import numba_parfor
@@ -32,14 +33,17 @@ class Driver:
     def __init__(self, module: ModuleOp):
         self.module = module
         self.symbols: dict[str, Operation] = {}
+        #: the shadow globals derivatives made, by name (autodiff/memory._shadow_global),
+        #: which transforms/global_shadow_reset zeroes where the program asks for a
+        #: derivative: those of earlier marker rounds (another Driver) too
+        self.shadow_globals: dict[str, Operation] = {}
         for op in module.body.block.ops:
             name = getattr(op, "sym_name", None)
             if name is not None:
                 self.symbols[name.data] = op
+                if isinstance(op, llvm.GlobalOp) and name.data.startswith(SHADOW_GLOBAL_PREFIX):
+                    self.shadow_globals[name.data] = op
         self.done: dict[tuple, str] = {}
-        #: the shadow globals the derivatives made, by name (autodiff/memory._shadow_global),
-        #: which transforms/global_shadow_reset zeroes where the program asks for a derivative
-        self.shadow_globals: dict[str, Operation] = {}
 
     def lookup_function(self, name: str) -> Operation | None:
         return self.symbols.get(name)

@@ -37,6 +37,7 @@ from zymase.autodiff.parallel import chunk_interior_spread, emit_adjoint_add, in
 from zymase.autodiff.type_rules import carries_derivatives
 from zymase.autodiff.registry import call_memory_rule
 from zymase.errors import ZymaseError
+from zymase.autodiff.names import SHADOW_GLOBAL_PREFIX
 from zymase.ir import fast_ops
 from zymase.ir import (
     ArrayAttr,
@@ -133,7 +134,7 @@ class ShadowCode:
 
     def _shadow_global(self, name: str) -> str:
         """The zero-initialized shadow of global ``@name`` (created once)."""
-        shadow = f"__zymase_shadow_{name}"
+        shadow = SHADOW_GLOBAL_PREFIX + name
         made = self.ctx.driver.shadow_globals  # (what global_shadow_reset zeroes)
         if shadow in made:
             return shadow

@@ -23,3 +23,8 @@ ABANDON = "__zymase_abandon"
 ABANDONED = "zymase.abandoned"
 SHADOW_ARGS = "zymase.shadow_args"
 SHADOW_LANES = "zymase.shadow_lanes"
+
+#: the shadow of global ``@g`` that the derivatives make is ``@__zymase_shadow_g``
+#: (autodiff/memory.ShadowCode._shadow_global; zeroed per derivative call by
+#: transforms/global_shadow_reset)
+SHADOW_GLOBAL_PREFIX = "__zymase_shadow_"

@@ -17,7 +17,6 @@ from __future__ import annotations
 from zymase.analysis.layout import size_align, struct_offsets
 from zymase.ir import IntegerAttr, IntegerType, i1, i8, i64, is_float_type, llvm
 
-SHADOW_PREFIX = "__zymase_shadow_"
 
 
 def _data_runs(t, base: int = 0) -> list[tuple[int, int]] | None:
