@@ -324,6 +324,44 @@ def test_unknown_tail_is_reported_with_what_is_known():
     assert "double*" in excinfo.value.hint
 
 
+RUNTIME_BYTE_OFFSETS = """
+#include <string.h>
+void after(char *buf, long off, const double *x, long n) {
+  double *q = (double *)(buf + off);
+  q[-1] = 2.0;
+  memcpy(q, x, n);
+}
+double aligned(double *a, long off, long n) {
+  double s = a[0];
+  for (long i = 0; i < n; i++) s += a[i];
+  double *q = (double *)((char *)a + off);
+  return s + q[0] * q[1];
+}
+"""
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_a_copy_of_unknown_length_past_the_known_bytes_is_refused(level):
+    # only the double just before the destination is known: the copied bytes are not
+    # "no floats" (that silently dropped the adjoints of std::vector::insert's tail)
+    func, info = _analyze(RUNTIME_BYTE_OFFSETS, level, "after")
+    (copy,) = _ops(func, _is_copy)
+    assert info.of(copy.operands[0]).at(-8) == "f64"
+    with pytest.raises(ZymaseError, match="none of the bytes from the pointer on"):
+        info.float_type_in_range(copy.operands[0], None)
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_a_runtime_byte_offset_between_aligned_pointers_keeps_the_period(level):
+    # a and q are both read as doubles with align 8, so (char *)a + off is a whole
+    # number of doubles away from a: q's bytes past its own reads are doubles too
+    func, info = _analyze(RUNTIME_BYTE_OFFSETS, level, "aligned")
+    (q,) = [op.result for op in _ops(func, lambda op: isinstance(op, llvm.GEPOp))
+            if op.elem_type == i8 and op.ptr is _args(func)[0]]
+    assert info.of(q).at(24) == "f64"
+    assert info.float_type_in_range(q, None) == "f64"
+
+
 # --------------------------------------------------------------------------- TBAA
 
 TBAA_C = """

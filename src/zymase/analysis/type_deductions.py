@@ -20,7 +20,10 @@ Deductions (a worklist fixpoint over the function, both directions where sound)
   size and from ``mul``/``shl``/``add`` of the index) relates the pointers through
   a periodic part of period ``m`` (the uniform-array assumption Enzyme makes);
   periodic parts whose period does not divide ``m`` cannot be placed and are not
-  passed on; an unknown byte offset (``m == 1``) relates nothing. Where constant
+  passed on. An unknown byte offset (``m == 1``, e.g. a pointer difference) relates
+  nothing, unless both pointers are known aligned to ``A`` (the ``align`` of their
+  loads, stores and call arguments, or an allocator's result): the offset is then a
+  multiple of ``A`` too (``std::vector::insert`` copies from ``begin + (pos - begin)``). Where constant
   offsets also relate the two pointers, by another amount (a stencil's
   ``select(i == 0, u, &u[i] - 8)``), the periodic part starts at ``-MAX_OFFSET``
   (a widening: the fixpoint would creep there one step per round).
@@ -151,6 +154,45 @@ def gep_offset(op: Operation) -> tuple[int, int] | None:
             m = math.gcd(m, im * size)
         t = elem
     return c, abs(m)
+
+
+#: the alignment of what the C and C++ allocators return on x86-64 (glibc's malloc,
+#: __STDCPP_DEFAULT_NEW_ALIGNMENT__)
+_ALLOCATOR_ALIGNMENT = 16
+_ALLOCATORS = frozenset({"malloc", "calloc", "realloc", "_Znwm", "_Znam", "_ZnwmRKSt9nothrow_t", "_ZnamRKSt9nothrow_t"})
+
+
+def _known_alignment(ptr: SSAValue, depth: int = 0) -> int:
+    """The largest alignment ``ptr`` is known to have from its own definition (an
+    allocator's result, an alloca) or its uses: ``align`` of a load or store through it
+    or of a call argument (LLVM makes a lower alignment undefined behaviour), and the
+    alignment of a GEP from it, as far as its offsets are multiples of it (``&a[i]``
+    read as a double: ``a`` is 8-aligned too)."""
+    best = 1
+    owner = ptr.owner
+    if isinstance(owner, llvm.AllocaOp) and owner.alignment is not None:
+        best = owner.alignment.value.data
+    elif isinstance(owner, llvm.CallOp) and _callee(owner) in _ALLOCATORS:
+        best = _ALLOCATOR_ALIGNMENT
+    for use in ptr.uses:
+        user = use.operation
+        align = None
+        if isinstance(user, llvm.LoadOp) or isinstance(user, llvm.StoreOp) and use.index == 1:
+            align = user.properties.get("alignment")
+        elif isinstance(user, (llvm.CallOp, llvm.CallIntrinsicOp)):
+            attrs = user.attributes.get("arg_attrs") or user.properties.get("arg_attrs")
+            # an indirect call's first operand is the callee
+            index = use.index - (1 if isinstance(user, llvm.CallOp) and user.callee is None else 0)
+            if attrs is not None and 0 <= index < len(attrs.data):
+                align = attrs.data[index].data.get("llvm.align")
+        elif isinstance(user, llvm.GEPOp) and use.index == 0 and depth < 2:
+            off = gep_offset(user)
+            if off is not None:
+                # base = result - (c + m*k): aligned to what both terms are
+                best = max(best, math.gcd(math.gcd(*off), _known_alignment(user.result, depth + 1)))
+        if isinstance(align, IntegerAttr):
+            best = max(best, align.value.data)
+    return best
 
 
 def _is_int_copy(load: Operation) -> bool:
@@ -516,6 +558,11 @@ class RuleGraph:
             if off is None:
                 return
             c, m = off
+            if m % 2:
+                # an odd stride: both pointers aligned to A make the offset a multiple of A
+                align = min(_known_alignment(op.ptr), _known_alignment(op.result))
+                if align > 1 and c % align == 0:
+                    m = math.lcm(m, align)
             if m == 0:
                 self.link(op.ptr, op.result, c)
             elif m >= 2:

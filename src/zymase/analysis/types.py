@@ -181,6 +181,13 @@ def _classify(tree: TypeTree, nbytes: int | None) -> tuple[_Problem | None, str 
                         "callees, so it could hold doubles, floats, integers or pointers"), None
     end = tree.extent()
     beyond = False
+    if nbytes is None and end == 0:
+        # only bytes before the pointer are known (a copy to just past a double written
+        # at a run-time offset: std::vector's insert): the copied bytes are unknown, and
+        # taking them for "no floats" dropped their adjoints
+        return _Problem("none of the bytes from the pointer on is ever read or written with a known type "
+                        "in this function or its callees, so they could hold doubles, floats, integers "
+                        "or pointers"), None
     if nbytes is None:
         hi = end
     elif tree.period is not None:

@@ -25,6 +25,7 @@ from __future__ import annotations
 from zymase.analysis.memory import derived_uses, holds_pointer, is_marker, memory_kind
 from zymase.errors import ZymaseError
 from zymase.ir import BlockArgument, IntegerType, SSAValue, llvm, location_of
+from zymase.transforms.inline import INLINE_LIMIT
 
 
 def refuse_integer_addresses_of_active_memory(blocks, info, incoming, successor_operands, fname: str) -> None:
@@ -186,7 +187,8 @@ def refuse_returned_pointers_to_active_memory(blocks, info, successor_operands, 
             name = op.callee.root_reference.data
             raise ZymaseError(
                 f"'{name}' is given active data and returns a pointer, which is used to reach memory; "
-                f"'{name}' is differentiated as a call of its own (it is recursive), and a derivative "
+                f"'{name}' is differentiated as a call of its own (it is recursive, or '{fname}' makes "
+                f"more than {INLINE_LIMIT} calls to inline), and a derivative "
                 "call returns no shadow for a pointer result, so the derivatives through it would be lost",
                 construct=f"llvm.call @{name} (a pointer result)",
                 function=fname,

@@ -130,8 +130,15 @@ def is_variadic(fop: Operation) -> bool:
     return bool(getattr(getattr(fop, "function_type", None), "is_variadic", False))
 
 
+#: at most this many calls inlined into one function per round: bounds a call graph whose
+#: paths multiply (each inlined body's calls are inlined in turn). C++ at -O0 needs a few
+#: hundred (std::vector::insert: about 350); a call left over is differentiated as a
+#: call of its own, like a recursive one
+INLINE_LIMIT = 2000
+
+
 def inline_calls(region: Region, lookup: Callable[[Operation], Operation | None],
-                 want: Callable[[Operation, Operation], bool], limit: int = 200) -> int:
+                 want: Callable[[Operation, Operation], bool], limit: int = INLINE_LIMIT) -> int:
     """Inline, repeatedly, every call in ``region`` to a defined, non-recursive
     function for which ``want(call, callee)`` holds; returns how many.
 
