@@ -212,9 +212,10 @@ def differentiate_module(module: ModuleOp) -> int:
             specialize_constant_callees(module)
             with generating_inner_derivatives(k < len(rounds) - 1):
                 run_enzyme_pass(module)
-            restore_parallel_regions(module)
-            restore_parfors(module)
-            lower_to_llvm(module)
+                restore_parallel_regions(module)
+                restore_parfors(module)
+                # (their tapes too: lower_tape.HEAP_CACHE_STRUCT)
+                lower_to_llvm(module)
             version_invariant_guards(module)
         if (personality := uses_exceptions(module)) is not None:
             guard_derivatives(module, user_functions, personality)

@@ -26,6 +26,17 @@ CACHE_STRUCT = llvm.LLVMStructType.from_type_list(
 serves every T). The first 128 bytes live in the cache itself, on the stack: a
 short loop or a branch decision never calls malloc; longer ones move to the heap."""
 
+HEAP_CACHE_STRUCT = llvm.LLVMStructType.from_type_list([PTR, i64, i64])
+"""Memory layout of an ``!enzyme.Cache<T>`` of a derivative that is differentiated again
+(``autodiff/semantics.differentiated_again``): ``{ptr data, i64 capacity, i64 count}``,
+capacity in bytes, count in elements. Its first two fields are an indexed cache's handle,
+so it grows by the same ``__zymase_cache_grow`` (realloc to the engine), and its slots are
+``getelementptr T, data, k``: the engine differentiating the derivative sees what the
+buffer holds and moves the adjoints with it when it moves. The byte-generic push (an
+inline buffer copied to the heap by a memcpy of unknown type, bytes at run-time offsets)
+left them behind: reverse-over-reverse Hessians of loops taping more than 128 bytes were
+silently wrong."""
+
 CACHE_PUSH = "__zymase_cache_push"
 GLOBAL_TAPE = "__zymase_tape"
 CACHE_POP = "__zymase_cache_pop"
@@ -61,6 +72,14 @@ def _lower_init(op: enzyme.InitOp, e: Emitter) -> Sequence[SSAValue]:
         # (split mode): never reset, never freed by a function.
         e.fn.module.require_global_tape(e)
         return [e.value(llvm.AddressOfOp(GLOBAL_TAPE, PTR))]
+    from zymase.autodiff.semantics import differentiated_again
+
+    if differentiated_again():
+        slot = e.fn.entry_alloca(HEAP_CACHE_STRUCT, zero_fields=(0, 1))
+        e.fn.heap_caches.add(slot)
+        count_ptr = e.value(fast_ops.gep(slot, [0, 2], HEAP_CACHE_STRUCT))
+        e.emit(ExtStoreOp(e.const(i64, 0), count_ptr))
+        return [slot]
     # The data pointer null and the capacity 0 until the first push; the inline
     # buffer is scratch (every byte popped was pushed first), so it is not zeroed.
     slot = e.fn.entry_alloca(CACHE_STRUCT, zero_fields=(0, 2))
@@ -89,6 +108,9 @@ def _lower_set(op: enzyme.SetOp, e: Emitter) -> Sequence[SSAValue]:
 @lowers(enzyme.PushOp)
 def _lower_push(op: enzyme.PushOp, e: Emitter) -> Sequence[SSAValue]:
     """The runtime helper returns the slot for ``sizeof(T)`` new bytes; store there."""
+    if op.cache in e.fn.heap_caches:
+        _push_typed(op, e)
+        return []
     e.fn.module.require_cache_runtime(e, CACHE_PUSH)
     nbytes = e.size_of(e.type(op.value.type))
     slot = e.call(CACHE_PUSH, [op.cache, nbytes], PTR).results[0]
@@ -99,11 +121,31 @@ def _lower_push(op: enzyme.PushOp, e: Emitter) -> Sequence[SSAValue]:
 @lowers(enzyme.PopOp)
 def _lower_pop(op: enzyme.PopOp, e: Emitter) -> Sequence[SSAValue]:
     """The runtime helper drops ``sizeof(T)`` bytes and returns their address."""
-    e.fn.module.require_cache_runtime(e, CACHE_POP)
     t = e.type(op.result.type)
+    if op.cache in e.fn.heap_caches:
+        count_ptr = e.value(fast_ops.gep(op.cache, [0, 2], HEAP_CACHE_STRUCT))
+        rest = e.value(llvm.SubOp(e.value(ExtLoadOp(count_ptr, i64)), e.const(i64, 1)))
+        e.emit(ExtStoreOp(rest, count_ptr))
+        slot = e.value(fast_ops.gep(e.value(ExtLoadOp(op.cache, PTR)), [llvm.GEP_USE_SSA_VAL], t, [rest]))
+        return [e.value(ExtLoadOp(slot, t))]
+    e.fn.module.require_cache_runtime(e, CACHE_POP)
     nbytes = e.size_of(t)
     slot = e.call(CACHE_POP, [op.cache, nbytes], PTR).results[0]
     return [e.value(ExtLoadOp(slot, t))]
+
+
+def _push_typed(op: enzyme.PushOp, e: Emitter) -> None:
+    """A push onto a :data:`HEAP_CACHE_STRUCT` cache: grow to ``(count + 1) * sizeof(T)``
+    bytes, store at element ``count``."""
+    e.fn.module.require_cache_runtime(e, CACHE_GROW, TAPE_FREE)
+    t = e.type(op.value.type)
+    count_ptr = e.value(fast_ops.gep(op.cache, [0, 2], HEAP_CACHE_STRUCT))
+    count = e.value(ExtLoadOp(count_ptr, i64))
+    following = e.value(llvm.AddOp(count, e.const(i64, 1)))
+    e.call(CACHE_GROW, [op.cache, e.value(llvm.MulOp(following, e.size_of(t)))], None)
+    slot = e.value(fast_ops.gep(e.value(ExtLoadOp(op.cache, PTR)), [llvm.GEP_USE_SSA_VAL], t, [count]))
+    e.emit(ExtStoreOp(op.value, slot))
+    e.emit(ExtStoreOp(following, count_ptr))
 
 
 INDEXED_CACHE_STRUCT = llvm.LLVMStructType.from_type_list([PTR, i64])

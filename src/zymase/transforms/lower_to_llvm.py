@@ -321,6 +321,7 @@ class FunctionLowering:
         self.entry = fn.body.blocks[0]
         self.caches: list[SSAValue] = []
         self.indexed_caches: dict[SSAValue, tuple[Attribute, str]] = {}  # handle -> element type, site
+        self.heap_caches: set[SSAValue] = set()  # LIFO caches of derivatives differentiated again
         self._alloca_anchor: Operation | None = None
 
     def run(self) -> None:
@@ -332,7 +333,7 @@ class FunctionLowering:
         for block in _reverse_post_order(self.fn.body.blocks):
             for op in list(block.ops):
                 self._lower_op(op)
-        if self.caches or self.indexed_caches:
+        if self.caches or self.indexed_caches or self.heap_caches:
             self.module.declare("free", [PTR], None)
             self._free_caches_before_returns()
 
@@ -420,6 +421,9 @@ class FunctionLowering:
                 null = llvm.ZeroOp.build(result_types=[PTR])
                 heap = fast_ops.select(llvm.SelectOp, on_heap.results[0], data.dereferenced_value, null.results[0])
                 ops += [data, inline, on_heap, null, heap, fast_ops.call("free", [heap.results[0]])]
+            for handle in self.heap_caches:
+                data = ExtLoadOp(handle, PTR)
+                ops += [data, fast_ops.call(TAPE_FREE, [data.dereferenced_value])]
             for handle, (_, site) in self.indexed_caches.items():  # data: null, the site's or realloc's
                 data = ExtLoadOp(handle, PTR)
                 if site.startswith(HEAP_TAPE):
