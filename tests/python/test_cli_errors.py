@@ -42,6 +42,19 @@ def one_error(proc, *needles: str) -> str:
 
 
 C_CASES = {
+    # a second derivative through a recursive function: its derivative's tape is the
+    # global split-mode tape; the refusal named '__zymase_tape' and 'augmentedrec'
+    "nested_recursion.c": (
+        "extern double __enzyme_autodiff(void*, ...);\n"
+        "#include <math.h>\n"
+        "double rec(const double *x, int k) { return k == 0 ? x[0] : sin(rec(x, k - 1)) * x[k % 2]; }\n"
+        "double f(double *x) { return rec(x, 6); }\n"
+        "double d1(double *x) { double g[2] = {0, 0}; __enzyme_autodiff((void*)f, x, g); return g[0]; }\n"
+        "int main(void) { double x[2] = {0.5, 0.7}, h[2] = {0, 0};\n"
+        "  __enzyme_autodiff((void*)d1, x, h); return h[0] > 0; }\n",
+        ["nested_recursion.c:3:", "cannot differentiate the derivative of the recursive function 'rec' again",
+         "function 'rec'", "write 'rec' as a loop"],
+    ),
     "too_few.c": (
         "extern double __enzyme_autodiff(void*, ...);\n"
         "double f(double x, double y) { return x * y; }\n"

@@ -383,6 +383,27 @@ def _reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activ
                 # and does not reach the caller's shadow of that global: with no active
                 # operand its result is taken as constant, and with one (an active double,
                 # an active pointer) the global's derivatives are still dropped
+                from zymase.transforms.lower_tape import GLOBAL_TAPE
+
+                if GLOBAL_TAPE in read:  # the derivative of a recursive function, differentiated again
+                    from zymase.autodiff.names import primal_of
+
+                    primal = primal_of(function_name(callee))
+                    primal_fop = ctx.driver.lookup_function(primal)
+                    raise ZymaseError(
+                        f"cannot differentiate the derivative of the recursive function '{primal}' again: "
+                        "its derivative keeps its tape in a global buffer shared by its recursive calls, "
+                        "which a second differentiation cannot follow",
+                        construct=describe(op),
+                        function=primal,
+                        # (the call is the derivative's own, without a line: the recursive
+                        # function's first line is the user's)
+                        location=location_of(op) or next(
+                            (loc for o in (primal_fop.walk() if primal_fop is not None else ())
+                             if (loc := location_of(o))), None),
+                        hint=f"write '{primal}' as a loop (an explicit stack), or take only first derivatives "
+                        "through it",
+                    )
                 raise ZymaseError(
                     f"'{function_name(callee)}' reads the global '{sorted(read)[0]}', which holds active data, "
                     "but is called (not inlined: it is recursive); its derivative would not reach the "

@@ -349,7 +349,11 @@ class ShadowCode:
         n = E.select(E.v(llvm.ICmpOp(usable, asked, IntegerAttr(8, i64))), usable, asked)  # umax
         if not forward_mode:
             self._declare("calloc", [i64, i64], PTR)
-            self.smap[op.results[0]] = E.v(llvm.CallOp("calloc", n, self._i64(1), return_type=PTR))
+            s_new = E.v(llvm.CallOp("calloc", n, self._i64(1), return_type=PTR))
+            self.smap[op.results[0]] = s_new
+            if "ptr" in self._types().of(op.results[0]).kinds() and not isinstance(old.owner, (llvm.ZeroOp,
+                                                                                               llvm.UndefOp)):
+                self._carry_pointer_shadows(op, s_new, asked)
             return
         # a tape pool's block gets its shadow from the pool (analysis/memory.TAPE_POOL)
         grow = callee_name(op) if callee_name(op) in TAPE_POOL else "realloc"
@@ -363,6 +367,28 @@ class ShadowCode:
         start = E.v(llvm.GEPOp(s_new, [llvm.GEP_USE_SSA_VAL], i8, ssa_indices=[used]))
         self._memset_zero(start, tail)
         self.smap[op.results[0]] = s_new
+
+    def _carry_pointer_shadows(self, op: Operation, s_new: SSAValue, asked: SSAValue) -> None:
+        """Reverse mode, a realloc of memory holding pointers: their shadows move into the
+        new (zeroed) shadow with them, as the primal pointers move (a realloc'd array of
+        pointers, a tape of pointers under a second derivative: null shadow pointers and
+        a segfault before). Only for memory without floats, whose shadow bytes must not be
+        copied (their adjoints flow back at the mirror point, :meth:`_reverse_realloc`)."""
+        E = self.E
+        if self._float_type_of(op, op.results[0], None) is not None:
+            raise ZymaseError(
+                "cannot differentiate a realloc of memory holding both floating-point values and "
+                "pointers in reverse mode",
+                construct=f"call @{callee_name(op)}",
+                function=self.fname,
+                location=location_of(op),
+                hint="keep the pointers and the floating-point values in separate arrays",
+            )
+        s_old = self.shadow_of(op.operands[0])
+        used = E.v(llvm.CallOp("malloc_usable_size", s_old, return_type=i64))
+        keep = E.select(E.v(llvm.ICmpOp(used, asked, IntegerAttr(6, i64))), used, asked)  # umin
+        no = E.v(llvm.ConstantOp(IntegerAttr(0, i1), i1))
+        E.insert(llvm.CallIntrinsicOp("llvm.memcpy.p0.p0.i64", [s_new, s_old, keep, no], []))
 
     # ----- forward mode: tangents through memory -----------------------------------
     def forward_memory(self, op: Operation) -> None:

@@ -28,3 +28,15 @@ SHADOW_LANES = "zymase.shadow_lanes"
 #: (autodiff/memory.ShadowCode._shadow_global; zeroed per derivative call by
 #: transforms/global_shadow_reset)
 SHADOW_GLOBAL_PREFIX = "__zymase_shadow_"
+
+
+def primal_of(derivative: str) -> str:
+    """``diffe_Z1fd.2`` -> ``_Z1fd``: the driver names derivatives ``diffe<name>`` /
+    ``fwddiffe<name>`` / ``augmented<name>`` with an optional ``.N``
+    (``autodiff/driver.Driver._fresh``)."""
+    for prefix in ("fwddiffe", "diffe", "augmented"):
+        if derivative.startswith(prefix):
+            base = derivative[len(prefix):]
+            head, dot, tail = base.rpartition(".")
+            return head if dot and tail.isdigit() else base
+    return derivative

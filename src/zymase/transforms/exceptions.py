@@ -193,7 +193,9 @@ def _declare(module: ModuleOp, symbols: dict, name: str, fn_type) -> None:
 def _message_global(module: ModuleOp, derivative: str) -> tuple[str, int]:
     from zymase.llvm.demangle import demangle
 
-    primal = _primal_name(derivative)
+    from zymase.autodiff.names import primal_of
+
+    primal = primal_of(derivative)
     text = (f"zymase: error: an exception was thrown through differentiated code "
             f"'{demangle(primal)}'; hint: differentiated code must not throw "
             f"(zymase differentiates the paths on which nothing is thrown)\n")
@@ -202,15 +204,3 @@ def _message_global(module: ModuleOp, derivative: str) -> tuple[str, int]:
     module.body.block.add_op(llvm.GlobalOp(llvm.LLVMArrayType(len(data), IntegerType(8)),
                                            name, "private", constant=True, value=StringAttr(text)))
     return name, len(data)
-
-
-def _primal_name(derivative: str) -> str:
-    """``diffe_Z1fd.2`` -> ``_Z1fd``: the driver names derivatives ``diffe<name>`` /
-    ``fwddiffe<name>`` / ``augmented<name>`` with an optional ``.N``
-    (``autodiff/driver.Driver._fresh``)."""
-    for prefix in ("fwddiffe", "diffe", "augmented"):
-        if derivative.startswith(prefix):
-            base = derivative[len(prefix):]
-            head, dot, tail = base.rpartition(".")
-            return head if dot and tail.isdigit() else base
-    return derivative

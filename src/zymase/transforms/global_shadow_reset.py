@@ -9,7 +9,10 @@ calls, ``acc += x[i]``), silently. The shadows are zeroed before each call of a
 derivative the program asked for (a marker; in split mode at ``__enzyme_augmentfwd``, for
 the reverse sweep that follows), not in a callee's derivative, which shares them with its
 caller's sweep. The shadows of pointer fields are left alone (a pointer's shadow set by
-one call may be meant for the next), and so are globals of bytes, which may hold either.
+one call may be meant for the next). A global of bytes (``unsigned char store[64]`` used
+as storage for doubles) may hold either: its whole shadow is zeroed unless a derivative
+stores a pointer, or copies memory, into it (then it is left alone, as before session 31,
+when such globals were never zeroed and a stale adjoint doubled the next call's gradient).
 """
 
 from __future__ import annotations
@@ -59,16 +62,18 @@ def _merged(runs: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return out
 
 
-def shadows_reached(driver, names: list[str]) -> list[llvm.GlobalOp]:
+def shadows_reached(driver, names: list[str]) -> list[tuple[llvm.GlobalOp, bool]]:
     """The shadow globals that the derivatives ``names`` or the functions they call take
     the address of, in the order they were made. Functions are found through the
     driver's symbols and the shadows through the ones it saw made
     (``Driver.shadow_globals``): no scan of the module per request (a program asking for
-    many derivatives made that quadratic, ``tests/python/test_compile_growth.py``)."""
+    many derivatives made that quadratic, ``tests/python/test_compile_growth.py``).
+    Each with whether a pointer is stored, or memory copied, into it there."""
     made = driver.shadow_globals
     if not made:
         return []
     found: set[str] = set()
+    with_pointers: set[str] = set()
     seen: set[str] = set()
     work = list(names)
     while work:
@@ -86,15 +91,29 @@ def shadows_reached(driver, names: list[str]) -> list[llvm.GlobalOp]:
                     work.append(sym)
             elif isinstance(op, llvm.CallOp) and op.callee is not None:
                 work.append(op.callee.root_reference.data)
-    return [g for n, g in made.items() if n in found]
+            if isinstance(op, llvm.StoreOp) and isinstance(op.value.type, llvm.LLVMPointerType):
+                with_pointers.add(_global_under(op.ptr))
+            elif isinstance(op, llvm.CallIntrinsicOp) and op.intrin.data.startswith(("llvm.memcpy", "llvm.memmove")):
+                with_pointers.add(_global_under(op.operands[0]))
+    return [(g, n in with_pointers) for n, g in made.items() if n in found]
+
+
+def _global_under(ptr) -> str | None:
+    """The global ``ptr`` points into through GEPs, if it does."""
+    while isinstance(ptr.owner, llvm.GEPOp):
+        ptr = ptr.owner.ptr
+    owner = ptr.owner
+    return owner.global_name.root_reference.data if isinstance(owner, llvm.AddressOfOp) else None
 
 
 def zero_shadows(driver, names: list[str], emit) -> None:
     """Zero the shadows of the globals the derivatives ``names`` reach (their float and
     integer fields, not their pointers), with ``emit`` (inserts an op where the program's
     call is, returns its result, if any)."""
-    for g in shadows_reached(driver, names):
+    for g, holds_pointers in shadows_reached(driver, names):
         runs = _data_runs(g.global_type)
+        if runs is None and not holds_pointers:  # bytes, and no pointers stored there
+            runs = [(0, size_align(g.global_type)[0])]
         if not runs:
             continue
         base = emit(llvm.AddressOfOp(g.sym_name.data, llvm.LLVMPointerType()))

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from zymase.transforms.tape_pool import CACHE_GROW, HEAP_TAPE, HEAP_TAPE_RUNTIME, TAPE_FREE
+from zymase.transforms.tape_pool import (CACHE_GROW, HEAP_TAPE, HEAP_TAPE_RUNTIME, TAPE_FREE, TAPE_OUT_OF_MEMORY,
+                                        TAPE_OUT_OF_MEMORY_GLOBAL, TAPE_OUT_OF_MEMORY_MESSAGE)
 from zymase.ir import (StringAttr, Attribute, DenseArrayBase, IntegerType, OpResult, fast_ops,
                        Operation, SSAValue, enzyme, i64, llvm, llvm_ext)
 from zymase.transforms.lowering_registry import PTR, Emitter, ExtLoadOp, ExtStoreOp, lower_type, lowers
@@ -283,6 +284,7 @@ def _lower_cache_load(op: enzyme.CacheLoadOp, e: Emitter) -> Sequence[SSAValue]:
 # own inliner, ``autodiff/common.prepare``, inlines them all when a derivative is
 # differentiated again.)
 _STRUCT = f"!llvm.struct<(ptr, i64, i64, array<{CACHE_INLINE_BYTES} x i8>)>"
+
 _CACHE_RUNTIME = f"""
 builtin.module {{
   llvm.func internal @{CACHE_PUSH}(%cache: !llvm.ptr, %nbytes: i64) -> !llvm.ptr {{
@@ -313,10 +315,14 @@ builtin.module {{
     %doubled = llvm.mul %cap, %two : i64
     %enough = llvm.call_intrinsic "llvm.umax.i64"(%doubled, %need) : (i64, i64) -> i64
     %newcap = llvm.call_intrinsic "llvm.umax.i64"(%enough, %min) : (i64, i64) -> i64
+    %nowhere = llvm.mlir.zero : !llvm.ptr
     %was_inline = llvm.icmp "eq" %old, %inline : !llvm.ptr
     llvm.cond_br %was_inline, ^leave_inline, ^regrow
   ^leave_inline:
     %moved = llvm.call @malloc(%newcap) : (i64) -> !llvm.ptr
+    %lost = llvm.icmp "eq" %moved, %nowhere : !llvm.ptr
+    llvm.cond_br %lost, ^out_of_memory, ^move
+  ^move:
     %no = llvm.mlir.constant(false) : i1
     llvm.call_intrinsic "llvm.memcpy.p0.p0.i64"(%moved, %old, %size, %no) : (!llvm.ptr, !llvm.ptr, i64, i1) -> ()
     llvm.store %moved, %cache : !llvm.ptr, !llvm.ptr
@@ -324,9 +330,15 @@ builtin.module {{
     llvm.br ^store
   ^regrow:
     %new = llvm.call @realloc(%old, %newcap) : (!llvm.ptr, i64) -> !llvm.ptr
+    %lost_re = llvm.icmp "eq" %new, %nowhere : !llvm.ptr
+    llvm.cond_br %lost_re, ^out_of_memory, ^regrown
+  ^regrown:
     llvm.store %new, %cache : !llvm.ptr, !llvm.ptr
     llvm.store %newcap, %cap_p : i64, !llvm.ptr
     llvm.br ^store
+  ^out_of_memory:
+    llvm.call @{TAPE_OUT_OF_MEMORY}(%newcap) : (i64) -> ()
+    llvm.unreachable
   ^store:
     %data = llvm.load %cache : !llvm.ptr -> !llvm.ptr
     %slot = llvm.getelementptr %data[%size] : (!llvm.ptr, i64) -> !llvm.ptr, i8
@@ -420,9 +432,24 @@ builtin.module {{
     %enough = llvm.call_intrinsic "llvm.umax.i64"(%doubled, %need) : (i64, i64) -> i64
     %newcap = llvm.call_intrinsic "llvm.umax.i64"(%enough, %min) : (i64, i64) -> i64
     %new = llvm.call @realloc(%d, %newcap) : (!llvm.ptr, i64) -> !llvm.ptr
+    %nowhere = llvm.mlir.zero : !llvm.ptr
+    %lost = llvm.icmp "eq" %new, %nowhere : !llvm.ptr
+    llvm.cond_br %lost, ^out_of_memory, ^grown
+  ^out_of_memory:
+    llvm.call @{TAPE_OUT_OF_MEMORY}(%newcap) : (i64) -> ()
+    llvm.unreachable
+  ^grown:
     %g0 = llvm.insertvalue %new, %u0[0] : !llvm.struct<(ptr, i64)>
     %g1 = llvm.insertvalue %newcap, %g0[1] : !llvm.struct<(ptr, i64)>
     llvm.return %g1 : !llvm.struct<(ptr, i64)>
+  }}
+  llvm.func internal @{TAPE_OUT_OF_MEMORY}(%bytes: i64) attributes {{passthrough = ["noinline", "cold"]}} {{
+    %fd = llvm.mlir.constant(2 : i32) : i32
+    %len = llvm.mlir.constant({len(TAPE_OUT_OF_MEMORY_MESSAGE.encode())} : i64) : i64
+    %msg = llvm.mlir.addressof @{TAPE_OUT_OF_MEMORY_GLOBAL} : !llvm.ptr
+    %w = llvm.call @write(%fd, %msg, %len) : (i32, !llvm.ptr, i64) -> i64
+    llvm.call @abort() : () -> ()
+    llvm.unreachable
   }}
 {HEAP_TAPE_RUNTIME}  llvm.func internal @{CACHE_POP}(%cache: !llvm.ptr, %nbytes: i64) -> !llvm.ptr {{
     %size_p = llvm.getelementptr %cache[0, 1] : (!llvm.ptr) -> !llvm.ptr, {_STRUCT}

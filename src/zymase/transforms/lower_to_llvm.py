@@ -33,7 +33,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from zymase.errors import ZymaseError
-from zymase.transforms.tape_pool import HEAP_TAPE, TAPE_FREE, TAPE_POOL_GLOBAL, TAPE_POOL_TYPE
+from zymase.transforms.tape_pool import (HEAP_TAPE, TAPE_FREE, TAPE_OUT_OF_MEMORY_GLOBAL, TAPE_OUT_OF_MEMORY_MESSAGE,
+                                        TAPE_POOL_GLOBAL, TAPE_POOL_TYPE)
 from zymase.ir import fast_ops
 from zymase.ir import (
     StringAttr,
@@ -283,6 +284,15 @@ class ModuleLowering:
         self.declare("malloc", [i64], PTR, e)
         self.declare("free", [PTR], None, e)
         self.declare("malloc_usable_size", [PTR], i64, e)
+        # the out-of-memory report (tape_pool.TAPE_OUT_OF_MEMORY)
+        self.declare("write", [IntegerType(32), PTR, i64], i64, e)
+        self.declare("abort", [], None, e)
+        if TAPE_OUT_OF_MEMORY_GLOBAL not in self.symbols:
+            text = TAPE_OUT_OF_MEMORY_MESSAGE
+            message = llvm.GlobalOp(llvm.LLVMArrayType(len(text.encode()), IntegerType(8)), TAPE_OUT_OF_MEMORY_GLOBAL,
+                                    "private", constant=True, value=StringAttr(text))
+            self.module.body.block.add_op(message)
+            self.symbols[TAPE_OUT_OF_MEMORY_GLOBAL] = message
         self._runtime_calls.update(functions)
         if self._runtime_required:
             return

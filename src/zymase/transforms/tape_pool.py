@@ -26,6 +26,17 @@ _TAPE_POOL_SLOTS = 8
 TAPE_POOL_TYPE = llvm.LLVMArrayType(1 + _TAPE_POOL_SLOTS, i64)  # lock, then slots
 HEAP_TAPE = "heap"  # prefix of a "heap" cache's name (no global behind it)
 
+# A tape that cannot grow (malloc or realloc returned NULL: a tape of many GB, or a limit
+# on the address space) ends the program with a message instead of a segfault at the
+# first store into it; the reporter is out of line and cold, so the pushes inlined at
+# every site only gain a compare on their growth path
+TAPE_OUT_OF_MEMORY = "__zymase_tape_out_of_memory"
+TAPE_OUT_OF_MEMORY_GLOBAL = "__zymase_tape_out_of_memory_message"
+TAPE_OUT_OF_MEMORY_MESSAGE = (
+    "zymase: error: out of memory while a derivative recorded its tape (the values its reverse sweep "
+    "reads back); hint: bound the tape with --tape-limit=SIZE or ZYMASE_TAPE_LIMIT (loops are then "
+    "reversed by checkpointing), or differentiate a smaller problem\n")
+
 # llvm-dialect functions, added to the module's cache runtime (lower_to_llvm); malloc,
 # realloc, free and malloc_usable_size are declared there
 HEAP_TAPE_RUNTIME = f"""
@@ -52,7 +63,13 @@ HEAP_TAPE_RUNTIME = f"""
     llvm.cond_br %fresh, ^lock, ^grow
   ^grow:
     %r = llvm.call @realloc(%p, %n) : (!llvm.ptr, i64) -> !llvm.ptr
+    %lost = llvm.icmp "eq" %r, %null : !llvm.ptr
+    llvm.cond_br %lost, ^out_of_memory, ^grown
+  ^grown:
     llvm.return %r : !llvm.ptr
+  ^out_of_memory:
+    llvm.call @{TAPE_OUT_OF_MEMORY}(%n) : (i64) -> ()
+    llvm.unreachable
   ^lock:
     %zero = llvm.mlir.constant(0 : i64) : i64
     %one = llvm.mlir.constant(1 : i64) : i64
@@ -83,6 +100,9 @@ HEAP_TAPE_RUNTIME = f"""
     llvm.br ^new
   ^new:
     %m = llvm.call @malloc(%n) : (i64) -> !llvm.ptr
+    %none_left = llvm.icmp "eq" %m, %null : !llvm.ptr
+    llvm.cond_br %none_left, ^out_of_memory, ^fresh_block
+  ^fresh_block:
     llvm.return %m : !llvm.ptr
   }}
   llvm.func internal @{TAPE_FREE}(%p: !llvm.ptr) {{

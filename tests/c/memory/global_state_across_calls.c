@@ -2,7 +2,8 @@
    the input, a running average in a struct that also holds a pointer): each derivative call takes the globals' values at the call as constants.
    Their shadows used to keep what the previous call left (the adjoint of the initial value
    after a reverse call, its tangent after a forward one), which the next call added in:
-   every call after the first was silently wrong at every level. */
+   every call after the first was silently wrong at every level. A global of bytes used as
+   storage for doubles likewise (session 31). */
 #include <stdio.h>
 #include <math.h>
 
@@ -44,6 +45,20 @@ static double stateful(const double *x, int n) {
     return acc * x[0] + s + S.avg;
 }
 
+/* raw storage for doubles (a global of bytes, whose shadow was never zeroed: at -O0
+   every later reverse call added the earlier calls' adjoints in) */
+static _Alignas(8) unsigned char bytes[N * sizeof(double)];
+
+static double in_bytes(const double *x, int n) {
+    double *b = (double *)bytes;
+    for (int i = 0; i < n; i++)
+        b[i] += x[i] * x[i];
+    double s = 0.0;
+    for (int i = 0; i < n; i++)
+        s += b[i];
+    return s; /* d/dx_i = 2 x_i, whatever the state */
+}
+
 /* d/dx_i with acc0, G0 the values before the call:
    2 x_i x_0 + [i = 0] (acc0 + sum x^2) + (G0_i / 2 + x_i) + x_i + d(x_0 x_1)/dx_i */
 static double want_grad(const double *x, int n, double acc0, const double *g0, int i) {
@@ -76,6 +91,16 @@ int main(int argc, char **argv) {
             t[i] = 1.0;
             double fwd = __enzyme_fwddiff((void *)stateful, enzyme_dup, x, t, enzyme_const, n);
             check("forward, calls in a row", x[i], fwd, want_grad(x, n, acc0, g0, i), TOL);
+        }
+        double db[N] = {0};
+        __enzyme_autodiff((void *)in_bytes, enzyme_dup, x, db, enzyme_const, n);
+        for (int i = 0; i < n; i++)
+            check("reverse, state in a byte global", x[i], db[i], 2.0 * x[i], TOL);
+        for (int i = 0; i < n; i++) {
+            double t[N] = {0};
+            t[i] = 1.0;
+            double fwd = __enzyme_fwddiff((void *)in_bytes, enzyme_dup, x, t, enzyme_const, n);
+            check("forward, state in a byte global", x[i], fwd, 2.0 * x[i], TOL);
         }
     }
     printf("%d failures\n", failures);

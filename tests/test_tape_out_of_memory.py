@@ -1,0 +1,69 @@
+"""A tape that cannot grow (malloc/realloc return NULL) ends the program with zymase's
+message and SIGABRT, not a segfault at the first store into it: the program runs under a
+256 MB address-space limit with a loop that would tape gigabytes, once with a LIFO cache
+(a while loop with a data-dependent exit) and once with an indexed cache (a counted
+loop). Before the check both died of SIGSEGV."""
+
+from __future__ import annotations
+
+import resource
+import signal
+import subprocess
+
+import pytest
+from forking_cli import run_cli
+
+PROGRAM = r"""
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+extern int enzyme_dup, enzyme_const;
+void __enzyme_autodiff(void *, ...);
+static double lifo(double *x, long n) {
+    double t = x[0], s = 0;
+    long i = 0;
+    while (t < 1e300 && i < n) { t = sin(t) * 1.0000001 + 1.5; s += t * t; i++; }
+    return s;
+}
+static double indexed(double *x, long n) {
+    double t = x[0], s = 0;
+    for (long i = 0; i < n; i++) { t = sin(t) * 1.0000001 + 1.5; s += t * t; }
+    return s;
+}
+int main(int argc, char **argv) {
+    long n = atol(argv[2]);
+    double x[1] = {0.3}, dx[1] = {0};
+    if (argv[1][0] == 'l')
+        __enzyme_autodiff((void *)lifo, enzyme_dup, x, dx, enzyme_const, n);
+    else
+        __enzyme_autodiff((void *)indexed, enzyme_dup, x, dx, enzyme_const, n);
+    printf("d = %.17g\n", dx[0]);
+    return 0;
+}
+"""
+LIMIT = 256 << 20
+
+
+def _limit_address_space():
+    resource.setrlimit(resource.RLIMIT_AS, (LIMIT, LIMIT))
+
+
+@pytest.fixture(scope="module")
+def program(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("oom")
+    (tmp / "oom.c").write_text(PROGRAM)
+    build = run_cli(["cc", "-O2", str(tmp / "oom.c"), "-o", str(tmp / "oom"), "-lm"], timeout=300)
+    assert build.returncode == 0, build.stderr
+    return tmp / "oom"
+
+
+@pytest.mark.parametrize("cache", ["lifo", "indexed"])
+def test_a_tape_that_cannot_grow_is_a_clear_error(program, cache):
+    small = subprocess.run([str(program), cache, "1000"], capture_output=True, text=True, timeout=60)
+    assert small.returncode == 0 and small.stdout.startswith("d = "), small.stderr
+    # 10^9 turns: 8 GB of tape, far past the limit
+    run = subprocess.run([str(program), cache, "1000000000"], capture_output=True, text=True, timeout=120,
+                         preexec_fn=_limit_address_space)
+    assert run.returncode == -signal.SIGABRT, (run.returncode, run.stderr[-2000:])
+    assert run.stderr.startswith("zymase: error: out of memory while a derivative recorded its tape"), run.stderr
+    assert "--tape-limit" in run.stderr
