@@ -43,6 +43,9 @@ class Driver:
                 self.symbols[name.data] = op
                 if isinstance(op, llvm.GlobalOp) and name.data.startswith(SHADOW_GLOBAL_PREFIX):
                     self.shadow_globals[name.data] = op
+        #: the shadow globals this driver made, by primal global (another round's are
+        #: primal memory here: autodiff/memory.ShadowCode._shadow_global)
+        self.own_shadow_globals: dict[str, str] = {}
         self.done: dict[tuple, str] = {}
 
     def lookup_function(self, name: str) -> Operation | None:

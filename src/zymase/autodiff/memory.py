@@ -133,19 +133,26 @@ class ShadowCode:
         raise AssertionError(f"no shadow for {v}")
 
     def _shadow_global(self, name: str) -> str:
-        """The zero-initialized shadow of global ``@name`` (created once)."""
-        shadow = SHADOW_GLOBAL_PREFIX + name
-        made = self.ctx.driver.shadow_globals  # (what global_shadow_reset zeroes)
-        if shadow in made:
-            return shadow
+        """The zero-initialized shadow of global ``@name`` (created once per driver, that
+        is per marker round). A shadow an earlier round made is primal memory to this one
+        (a derivative differentiated again reads and writes it): sharing it mixed this
+        round's derivatives of the global into the earlier round's (second derivatives of
+        a function keeping state in a global were silently wrong, session 31), so each
+        round makes its own, ``@__zymase_shadow_<name>.<k>`` after the first."""
+        driver = self.ctx.driver
+        mine = driver.own_shadow_globals
+        if name in mine:
+            return mine[name]
         module = self.ctx.module
         primal = None
+        taken: set[str] = set()
         for op in module.body.block.ops:
             sym = getattr(op, "sym_name", None)
-            if sym is not None and sym.data == shadow:
-                made[shadow] = op
-                return shadow
-            if sym is not None and sym.data == name:
+            if sym is None:
+                continue
+            if sym.data.startswith(SHADOW_GLOBAL_PREFIX):
+                taken.add(sym.data)
+            if sym.data == name:
                 primal = op
         if isinstance(primal, llvm.FuncOp):
             # a function's address kept in shadowed memory (Numba stores the function that
@@ -154,11 +161,17 @@ class ShadowCode:
             return name
         if primal is None or not isinstance(primal, llvm.GlobalOp):
             raise ZymaseError(f"cannot find the global '@{name}' to give it a shadow", function=self.fname)
+        shadow, k = SHADOW_GLOBAL_PREFIX + name, 0
+        while shadow in taken:
+            k += 1
+            shadow = f"{SHADOW_GLOBAL_PREFIX}{name}.{k}"
         g = llvm.GlobalOp(primal.global_type, shadow, "internal", constant=False,
                           alignment=primal.alignment.value.data if primal.alignment else None)
         g.attributes["zymase.llvm_init"] = StringAttr("zeroinitializer")
         module.body.block.add_op(g)
-        made[shadow] = g
+        driver.shadow_globals[shadow] = g  # (what global_shadow_reset zeroes)
+        driver.symbols[shadow] = g
+        mine[name] = shadow
         return shadow
 
     def _mapped(self, v: SSAValue) -> SSAValue:
