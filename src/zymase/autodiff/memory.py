@@ -31,6 +31,7 @@ from zymase.analysis.memory import (
     holds_pointer,
     is_pointer,
     memory_kind,
+    null_page_address,
 )
 from zymase.autodiff.lane_blocks import lane_data
 from zymase.autodiff.parallel import chunk_interior_spread, emit_adjoint_add, interior_test, needs_atomic_add
@@ -130,6 +131,9 @@ class ShadowCode:
         owner = v.owner
         if isinstance(owner, (llvm.ZeroOp, llvm.UndefOp)) or owner.name == "llvm.mlir.poison":
             return self.E.v(llvm.ZeroOp.build(result_types=[PTR]))
+        if null_page_address(owner):  # null plus a constant: its own shadow, as null is
+            const = owner.input.owner
+            return self.E.v(llvm.IntToPtrOp(self.E.v(llvm.ConstantOp(const.value, const.result.type))))
         raise AssertionError(f"no shadow for {v}")
 
     def _shadow_global(self, name: str) -> str:
