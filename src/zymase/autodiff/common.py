@@ -648,8 +648,22 @@ def _float_bits_made_float_again(op: Operation, act: ActivityInfo, flavor: Flavo
         return None
     if not isinstance(op.results[0].type, IntegerType):
         return None
+    for use in integer_flow(op.results[0], flavor):
+        user = use.operation
+        if isinstance(user, llvm.BitcastOp) and is_float_type(user.results[0].type):
+            return user
+        if (isinstance(user, llvm.StoreOp) and use.index == 0
+                and user.value.type.width.data != op.results[0].type.width.data):
+            return user  # a piece of the bits stored (SROA's i8 + i56 of a copied double)
+    return None
+
+
+def integer_flow(start: SSAValue, flavor: Flavor):
+    """The uses an integer's bits reach, through integer operations and branches (block
+    arguments): each use is yielded; the results of its op are followed unless it is a
+    compare, a store, a call or a bitcast to a float (where the bits leave integers)."""
     seen: set[SSAValue] = set()
-    work: list[SSAValue] = [op.results[0]]
+    work: list[SSAValue] = [start]
     while work:
         value = work.pop()
         if value in seen:
@@ -657,19 +671,15 @@ def _float_bits_made_float_again(op: Operation, act: ActivityInfo, flavor: Flavo
         seen.add(value)
         for use in value.uses:
             user = use.operation
-            if isinstance(user, llvm.BitcastOp) and is_float_type(user.results[0].type):
-                return user
+            yield use
             if user.successors:  # a branch passing the integer to block arguments
                 for successor, operands in zip(user.successors, flavor.successor_operands(user)):
                     work.extend(arg for arg, passed in zip(successor.args, operands) if passed is value)
                 continue
-            if (isinstance(user, llvm.StoreOp) and use.index == 0
-                    and value.type.width.data != op.results[0].type.width.data):
-                return user  # a piece of the bits stored (SROA's i8 + i56 of a copied double)
-            if isinstance(user, (llvm.ICmpOp, llvm.StoreOp, llvm.CallOp)):
+            if isinstance(user, (llvm.ICmpOp, llvm.StoreOp, llvm.CallOp)) or (
+                    isinstance(user, llvm.BitcastOp) and is_float_type(user.results[0].type)):
                 continue
             work.extend(r for r in user.results if isinstance(r.type, IntegerType))
-    return None
 
 
 def _active_into_pointer_writer(ctx: Context, op: Operation, act: ActivityInfo) -> bool:

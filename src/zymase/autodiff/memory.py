@@ -644,31 +644,19 @@ class ShadowCode:
         t = op.results[0].type
         if not isinstance(t, IntegerType) or t.width.data % 8:
             return False
-        seen: set[SSAValue] = set()
-        work = [op.results[0]]
-        while work:
-            value = work.pop()
-            if value in seen:
-                continue
-            seen.add(value)
-            for use in value.uses:
-                user = use.operation
-                if isinstance(user, llvm.BitcastOp) and is_float_type(user.results[0].type):
-                    raise ZymaseError(
-                        f"an i{t.width.data} integer is loaded from memory holding derivatives and made "
-                        "(with integer operations) into a floating-point value; zymase moves derivatives "
-                        "through whole floating-point loads only and would lose this one",
-                        construct="load", function=self.fname, location=location_of(op) or location_of(user),
-                        hint="load whole values (doubles, structs) instead of byte pieces or integers")
-                if user.successors:  # a branch passing the integer to block arguments
-                    for successor, operands in zip(user.successors, self.ctx.flavor.successor_operands(user)):
-                        work.extend(arg for arg, passed in zip(successor.args, operands) if passed is value)
-                    continue
-                if isinstance(user, llvm.StoreOp) and use.index == 0 and t.width.data not in (32, 64):
-                    self._refuse_float_pieces(op, op.ptr, t.width.data // 8, "loaded from")
-                if isinstance(user, (llvm.ICmpOp, llvm.StoreOp, llvm.CallOp, llvm.CallIntrinsicOp)):
-                    continue
-                work.extend(r for r in user.results if isinstance(r.type, IntegerType))
+        from zymase.autodiff.common import integer_flow
+
+        for use in integer_flow(op.results[0], self.ctx.flavor):
+            user = use.operation
+            if isinstance(user, llvm.BitcastOp) and is_float_type(user.results[0].type):
+                raise ZymaseError(
+                    f"an i{t.width.data} integer is loaded from memory holding derivatives and made "
+                    "(with integer operations) into a floating-point value; zymase moves derivatives "
+                    "through whole floating-point loads only and would lose this one",
+                    construct="load", function=self.fname, location=location_of(op) or location_of(user),
+                    hint="load whole values (doubles, structs) instead of byte pieces or integers")
+            if isinstance(user, llvm.StoreOp) and use.index == 0 and t.width.data not in (32, 64):
+                self._refuse_float_pieces(op, op.ptr, t.width.data // 8, "loaded from")
         return False
 
     def _holds_float_of_width(self, op: Operation, ptr: SSAValue, nbytes: int) -> bool:
