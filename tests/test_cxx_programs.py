@@ -146,3 +146,35 @@ def test_over_aligned_new_gets_an_aligned_shadow(level: str, tmp_path: Path):
     # objects and their shadows altogether, so there is no allocation left to check)
     ll = emit_llvm(CXX_DIR / "new_delete_variants.cpp", [level], tmp_path, [])
     assert "@aligned_alloc(i64 64," in ll
+
+
+COMPLEX_INSERT = r"""
+#include <complex>
+#include <vector>
+extern "C" double __enzyme_autodiff(void *, ...);
+static double f(double x, int n) {
+  std::vector<std::complex<double>> z;
+  z.reserve(8);
+  for (int i = 0; i < n; i++) z.emplace_back(x * i, x);
+  std::complex<double> a = z[1] * z[2];
+  z.insert(z.begin() + 1, a);
+  double s = 0;
+  for (auto &e : z) s += std::norm(e);
+  return s;
+}
+int main(int argc, char **) { return __enzyme_autodiff((void *)f, 1.5, 3 + argc) > 0 ? 0 : 1; }
+"""
+
+
+def test_vector_insert_of_a_complex_variable_is_refused_at_o1(tmp_path: Path):
+    # session 31: inserting a variable (not a temporary) into a std::vector<std::complex<double>>
+    # in place copies it through libstdc++'s _Temporary_value, whose byte member makes SROA
+    # store the real part as an i8 and an i56 at -O1 (a 15-byte copy at -O3): the derivative
+    # was silently wrong; now refused, naming the pieces and the workaround
+    source = tmp_path / "complex_insert.cpp"
+    source.write_text(COMPLEX_INSERT)
+    build = run_cli(["c++", "-O1", str(source), "-o", str(tmp_path / "a.out")], timeout=COMPILE_TIMEOUT, cwd=tmp_path)
+    assert build.returncode == 1, build.stderr
+    errors = [line for line in build.stderr.splitlines() if line.startswith("zymase: error:")]
+    assert len(errors) == 1 and "Traceback" not in build.stderr, build.stderr
+    assert "stored to memory in pieces" in errors[0] and "v.insert(pos, T(x))" in errors[0], errors[0]

@@ -93,6 +93,19 @@ C_CASES = {
         "int main(void) { return ((float(*)(void*, float))__enzyme_autodiff)((void*)q, 4.0f) > 0; }\n",
         ["fast_inverse_sqrt.c:", "bits of an active float", "integer arithmetic", "function 'q'"],
     ),
+    # session 31: a double copied as its byte 0 and bytes 1..15 of a struct of two
+    # (SROA's copy of a std::complex in std::vector::insert): the 15-byte copy's adjoint
+    # moved part of a double's bytes, silently wrong at every level
+    "float_bytes_in_pieces.c": (
+        "#include <string.h>\nextern double __enzyme_autodiff(void*, ...);\n"
+        "struct c2 { double re, im; };\n"
+        "__attribute__((noinline)) static void put(struct c2 *d, const struct c2 *s) {\n"
+        "  unsigned char b0, rest[15];\n  memcpy(&b0, s, 1);\n  memcpy(rest, (const char *)s + 1, 15);\n"
+        "  memcpy(d, &b0, 1);\n  memcpy((char *)d + 1, rest, 15);\n}\n"
+        "double f(double x) { struct c2 a = {x * x, x}, b; put(&b, &a); return b.re * b.im; }\n"
+        "int main(void) { return __enzyme_autodiff((void*)f, 2.0) > 0; }\n",
+        ["float_bytes_in_pieces.c:", "not a whole number of them", "part of a double", "byte ranges"],
+    ),
     "union_next_double.c": (
         "extern double __enzyme_autodiff(void*, ...);\n"
         "double up(double x) {\n  union { double d; long long i; } u = { x };\n  u.i += 1;\n  return u.d * 2.0;\n}\n"
@@ -667,6 +680,34 @@ def test_float_bits_merged_into_memory_without_a_shadow_are_refused(tmp_path):
         "  __enzyme_autodiff((void*)f, x, dx, 5); return dx[0] != 2; }\n")
     proc = run("zymase", ["cc", "-O0", "merged_bits.c", "-o", "exe"], cwd=tmp_path)
     one_error(proc, "merged_bits.c:6:", "copied through an integer variable", "function 'f'")
+
+
+SPLIT_DOUBLES = {
+    # session 31: a double's bits stored as an i8 and an i56 (what SROA makes of
+    # std::vector<std::complex<double>>::insert of a variable at -O1), and read back that
+    # way and reassembled: both gave zero derivatives at -O0 and -O1, silently
+    "split_store.c": (
+        "double f(double *x, int n) {\n  double out[8], s = 0;\n  for (int i = 0; i < n; i++) {\n"
+        "    double d = x[i] * x[i];\n    memcpy((char *)&out[i], &d, 1);\n"
+        "    memcpy((char *)&out[i] + 1, (char *)&d + 1, 7);\n  }\n"
+        "  for (int i = 0; i < n; i++) s += out[i];\n  return s;\n}\n",
+        ["split_store.c:7:", "stored to memory in pieces (as an i8 integer)", "function 'f'"]),
+    "split_load.c": (
+        "double f(double *x, int n) {\n  double s = 0;\n  for (int i = 0; i < n; i++) {\n    double d;\n"
+        "    memcpy(&d, (char *)&x[i], 1);\n    memcpy((char *)&d + 1, (char *)&x[i] + 1, 7);\n"
+        "    s += d * d;\n  }\n  return s;\n}\n",
+        ["split_load.c:8:", "an i56 integer is loaded from memory holding derivatives", "function 'f'"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SPLIT_DOUBLES))
+def test_a_double_moved_in_pieces_is_refused(tmp_path, name):
+    body, needles = SPLIT_DOUBLES[name]
+    (tmp_path / name).write_text(
+        "#include <string.h>\nextern void __enzyme_autodiff(void*, ...);\n" + body
+        + "int main(void) { double x[3] = {1, 2, 3}, d[3] = {0}; __enzyme_autodiff((void*)f, x, d, 3); return 0; }\n")
+    proc = run("zymase", ["cc", "-O1", name, "-o", "exe"], cwd=tmp_path)
+    one_error(proc, *needles)
 
 
 def test_bsearch_of_active_data_is_refused_by_name(tmp_path):

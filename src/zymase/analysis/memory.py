@@ -19,7 +19,7 @@ import re
 from zymase.autodiff.registry import call_memory_rule
 from zymase.errors import ZymaseError
 from zymase.autodiff.type_rules import carries_derivatives
-from zymase.ir import Block, BlockArgument, Operation, SSAValue, StringAttr, llvm, llvm_ext, location_of
+from zymase.ir import Block, BlockArgument, IntegerAttr, Operation, SSAValue, StringAttr, llvm, llvm_ext, location_of
 
 #: the root standing for what a call to an opaque function may write: it overlaps every
 #: argument and global, as a global's name does (roots that are strings are globals).
@@ -168,6 +168,22 @@ def args_marked(fn: Operation, attr: str) -> set[int]:
 
 def is_pointer(v: SSAValue) -> bool:
     return isinstance(v.type, llvm.LLVMPointerType)
+
+
+#: addresses below this are in the null page, which Linux never maps (vm.mmap_min_addr is
+#: 4096 or more): nothing is ever stored there, so such a constant is only arithmetic on
+#: null (``begin + k`` of an empty std::vector, folded by LLVM into ``inttoptr 16``)
+NULL_PAGE = 4096
+
+
+def null_page_address(op: Operation) -> bool:
+    """Whether ``op`` is ``inttoptr`` of a constant in the null page: like null, it has
+    no memory of its own and is its own shadow (the shadow of null plus k bytes)."""
+    if not isinstance(op, llvm.IntToPtrOp):
+        return False
+    const = op.input.owner
+    value = getattr(const, "value", None) if isinstance(const, llvm.ConstantOp) else None
+    return isinstance(value, IntegerAttr) and 0 <= value.value.data < NULL_PAGE
 
 
 def holds_pointer(t) -> bool:
@@ -498,7 +514,7 @@ class MemoryModel:
             return self.shadowable(slot, seen) and all(self.shadowable(v, seen) for v in stored)
         return kind in ("alloca", "malloc", "calloc", "realloc", "global", "nrt_alloc") or isinstance(
             op, (llvm.ZeroOp, llvm.UndefOp)
-        )
+        ) or null_page_address(op)
 
     def transfer(self, op: Operation, info, incoming) -> None:
         kind = memory_kind(op)
@@ -694,7 +710,7 @@ class MemoryModel:
                     exact = [st.value for st in self._stores_into(op.ptr) if is_pointer(st.value)
                              and not isinstance(st.value.owner, (llvm.ZeroOp, llvm.UndefOp))]
                     work += exact or pointers_stored(self._single_alloca(op.ptr))
-            elif isinstance(op, (llvm.ZeroOp, llvm.UndefOp, llvm_ext.PoisonOp)):
+            elif isinstance(op, (llvm.ZeroOp, llvm.UndefOp, llvm_ext.PoisonOp)) or null_page_address(op):
                 continue
             elif isinstance(op, llvm.AddressOfOp):
                 # a global written with active data gets a shadow global; every

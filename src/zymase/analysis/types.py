@@ -122,8 +122,9 @@ class TypeInfo:
         if reason is None:
             problem = _classify(tree, None)[0]
             reason = problem if problem is not None else "its contents are not known"
+        partial = False
         if isinstance(reason, _Problem):
-            mixed, reason = reason.mixed, reason.text
+            mixed, partial, reason = reason.mixed, reason.partial, reason.text
         construct = describe_op(op) if op is not None else None
         verb = next((w for w in ("memcpy", "memmove", "memset") if construct and w in construct), None)
         what = f"the memory that {_describe_value(ptr_value, self._name)} points to"
@@ -136,7 +137,10 @@ class TypeInfo:
         location = location_of(op) if op is not None else None
         if location is None and isinstance(ptr_value.owner, Operation):
             location = location_of(ptr_value.owner)
-        if mixed:
+        if partial:
+            hint = ("move whole values (whole doubles, whole structs) instead of byte ranges; where this is "
+                    "std::vector::insert of a variable, insert a copy of it (v.insert(pos, T(x)))")
+        elif mixed:
             hint = (f"copy the fields one by one instead of with one {verb or 'copy'}, "
                     "so that each copy moves a single floating-point type")
         else:
@@ -156,9 +160,10 @@ class TypeInfo:
 class _Problem:
     """Why :meth:`TypeInfo.float_type_in_range` has no answer."""
 
-    def __init__(self, text: str, mixed: bool = False):
+    def __init__(self, text: str, mixed: bool = False, partial: bool = False):
         self.text = text
         self.mixed = mixed
+        self.partial = partial
 
     def __str__(self) -> str:
         return self.text
@@ -211,6 +216,15 @@ def _classify(tree: TypeTree, nbytes: int | None) -> tuple[_Problem | None, str 
         elif kind == "unknown":
             if not _padding(tree, runs, i, nbytes, max_align):
                 unknown.append((lo, up))
+    if nbytes is not None and hi == nbytes:
+        for lo, up, kind in runs:
+            if kind in FLOAT_KINDS and (up - lo) % FLOAT_SIZE[kind]:
+                # a float's bytes split between accesses (SROA copies a std::complex as
+                # its byte 0 and bytes 1..15 when std::vector::insert copies the value
+                # first); moving adjoints of part of a float has no meaning
+                return _Problem(f"{_fmt_range(lo, up)} hold {_C_NAME[kind]} values but are not a whole "
+                                f"number of them: only part of a {_C_NAME[kind]}'s bytes is accessed here",
+                                partial=True), None
     if len(floats) > 1:
         (k1, r1), (k2, r2) = list(floats.items())[:2]
         return _Problem(f"it holds both {_C_NAME[k1]} ({_fmt_range(*r1)}) and {_C_NAME[k2]} "

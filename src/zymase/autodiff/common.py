@@ -483,6 +483,17 @@ def _reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activ
                     "or pass the pointer separately",
                 )
             back = _float_bits_made_float_again(op, act, ctx.flavor)
+            if isinstance(back, llvm.StoreOp):
+                raise ZymaseError(
+                    f"the bits of an active float are stored to memory in pieces (as an "
+                    f"i{back.value.type.width.data} integer); zymase moves derivatives through whole "
+                    "floating-point values only and would lose this one",
+                    construct=describe(op),
+                    function=fname,
+                    location=location_of(back) or location_of(op),
+                    hint="store whole values (doubles, structs) instead of byte pieces; where this is "
+                    "std::vector::insert of a variable, insert a copy of it (v.insert(pos, T(x)))",
+                )
             if back is not None:
                 raise ZymaseError(
                     "the bits of an active float are read as an integer, changed by integer "
@@ -626,7 +637,8 @@ def _mpi_refusal(ctx: Context, op: Operation, act: ActivityInfo) -> ZymaseError 
 def _float_bits_made_float_again(op: Operation, act: ActivityInfo, flavor: Flavor) -> Operation | None:
     """For a bitcast of an active float to an integer: the op (a bitcast back to a float)
     that its bits reach through integer arithmetic, if any (``i = bits(x); i += 1;
-    x = float(i)``, the fast inverse square root). Such a value depends on x, but the
+    x = float(i)``, the fast inverse square root), or a store of a narrower piece of them
+    (SROA stores a copied double as an i8 and an i56). Such a value depends on x, but the
     engine sees no float operation in between and would give it derivative 0. Bits that
     are only compared (a sign or NaN test) or that round-trip unchanged (folded away
     before AD, transforms/integer_copies.py) are fine. The round trip through memory
@@ -636,8 +648,22 @@ def _float_bits_made_float_again(op: Operation, act: ActivityInfo, flavor: Flavo
         return None
     if not isinstance(op.results[0].type, IntegerType):
         return None
+    for use in integer_flow(op.results[0], flavor):
+        user = use.operation
+        if isinstance(user, llvm.BitcastOp) and is_float_type(user.results[0].type):
+            return user
+        if (isinstance(user, llvm.StoreOp) and use.index == 0
+                and user.value.type.width.data != op.results[0].type.width.data):
+            return user  # a piece of the bits stored (SROA's i8 + i56 of a copied double)
+    return None
+
+
+def integer_flow(start: SSAValue, flavor: Flavor):
+    """The uses an integer's bits reach, through integer operations and branches (block
+    arguments): each use is yielded; the results of its op are followed unless it is a
+    compare, a store, a call or a bitcast to a float (where the bits leave integers)."""
     seen: set[SSAValue] = set()
-    work: list[SSAValue] = [op.results[0]]
+    work: list[SSAValue] = [start]
     while work:
         value = work.pop()
         if value in seen:
@@ -645,16 +671,15 @@ def _float_bits_made_float_again(op: Operation, act: ActivityInfo, flavor: Flavo
         seen.add(value)
         for use in value.uses:
             user = use.operation
-            if isinstance(user, llvm.BitcastOp) and is_float_type(user.results[0].type):
-                return user
+            yield use
             if user.successors:  # a branch passing the integer to block arguments
                 for successor, operands in zip(user.successors, flavor.successor_operands(user)):
                     work.extend(arg for arg, passed in zip(successor.args, operands) if passed is value)
                 continue
-            if isinstance(user, (llvm.ICmpOp, llvm.StoreOp, llvm.CallOp)):
+            if isinstance(user, (llvm.ICmpOp, llvm.StoreOp, llvm.CallOp)) or (
+                    isinstance(user, llvm.BitcastOp) and is_float_type(user.results[0].type)):
                 continue
             work.extend(r for r in user.results if isinstance(r.type, IntegerType))
-    return None
 
 
 def _active_into_pointer_writer(ctx: Context, op: Operation, act: ActivityInfo) -> bool:

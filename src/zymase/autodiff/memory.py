@@ -20,7 +20,8 @@ layout holding derivatives (tangents in forward mode, adjoints in reverse mode).
 
 from __future__ import annotations
 
-from zymase.analysis.layout import size_align
+from zymase.analysis.layout import FLOAT_SIZE, size_align
+from zymase.analysis.type_tree import FLOAT_KINDS
 from zymase.analysis.memory import (
     ALIGNED_ALLOCATORS,
     CXX_ALIGNED_NEW,
@@ -31,6 +32,7 @@ from zymase.analysis.memory import (
     holds_pointer,
     is_pointer,
     memory_kind,
+    null_page_address,
 )
 from zymase.autodiff.lane_blocks import lane_data
 from zymase.autodiff.parallel import chunk_interior_spread, emit_adjoint_add, interior_test, needs_atomic_add
@@ -130,6 +132,9 @@ class ShadowCode:
         owner = v.owner
         if isinstance(owner, (llvm.ZeroOp, llvm.UndefOp)) or owner.name == "llvm.mlir.poison":
             return self.E.v(llvm.ZeroOp.build(result_types=[PTR]))
+        if null_page_address(owner):  # null plus a constant: its own shadow, as null is
+            const = owner.input.owner
+            return self.E.v(llvm.IntToPtrOp(self.E.v(llvm.ConstantOp(const.value, const.result.type))))
         raise AssertionError(f"no shadow for {v}")
 
     def _shadow_global(self, name: str) -> str:
@@ -421,6 +426,8 @@ class ShadowCode:
             mirror_scopes(op, E.insert(llvm.StoreOp(t if t is not None else E.zero(v.type), self.shadow_of(op.ptr))))
         elif kind == "store" and op.ptr not in act.shadowed and self._active_float_bits_stored(op):
             pass  # (raises)
+        elif kind == "load" and op.ptr in act.shadowed and self._float_piece_load(op):
+            pass  # (raises)
         elif kind == "store" and op.ptr in act.shadowed and self._integer_over_floats(op):
             # the float there is replaced by bits that carry no derivative: tangent 0
             mirror_scopes(op, E.insert(llvm.StoreOp(E.v(llvm.ConstantOp(IntegerAttr(0, op.value.type),
@@ -488,6 +495,8 @@ class ShadowCode:
             if act.is_active(op.value):
                 self._accumulate(op.value, d)
         elif kind == "store" and op.ptr not in act.shadowed and self._active_float_bits_stored(op):
+            pass  # (raises)
+        elif kind == "load" and op.ptr in act.shadowed and self._float_piece_load(op):
             pass  # (raises)
         elif kind == "store" and op.ptr in act.shadowed and self._integer_over_floats(op):
             # the float overwritten here gets no adjoint from what is read later
@@ -587,12 +596,81 @@ class ShadowCode:
         pointers. Raises when the integer is the float's own bits changed by arithmetic
         (:meth:`_refuse_float_bits_arithmetic`): then the shadow has no right value."""
         t = op.value.type
-        if not isinstance(t, IntegerType) or t.width.data not in (32, 64):
+        if not isinstance(t, IntegerType):
             return False
+        if t.width.data not in (32, 64):
+            return self._integer_over_float_bytes(op)
         if not self._holds_float_of_width(op, op.ptr, t.width.data // 8):
             return False
         self._refuse_float_bits_arithmetic(op)
         return True
+
+    def _integer_over_float_bytes(self, op: Operation) -> bool:
+        """A store of an integer of another width than a float's over float bytes:
+        a constant over whole floats is like a memset (the shadow is zeroed, True), over
+        part of one it is left alone (False, as before); anything else is part of a float's bits, or several floats' bits in one
+        integer, which the engine cannot follow: refused (SROA stores a double of a
+        copied std::complex as an i8 and an i56, and the derivative was lost)."""
+        if op.value.type.width.data % 8:
+            return False
+        if isinstance(op.value.owner, llvm.ConstantOp) and not self._covers_whole_floats(op):
+            # a constant over part of a float carries no derivative: a union's byte member
+            # initialized before the value is built over it (libstdc++'s _Temporary_value)
+            return False
+        self._refuse_float_pieces(op, op.ptr, op.value.type.width.data // 8, "stored over")
+        return True
+
+    def _covers_whole_floats(self, op: Operation) -> bool:
+        """Whether integer store ``op`` writes float bytes, whole floats only."""
+        runs = [(lo, up, kind) for lo, up, kind in self._types().of(op.ptr).runs(0, op.value.type.width.data // 8)
+                if kind in FLOAT_KINDS]
+        return bool(runs) and all((up - lo) % FLOAT_SIZE[kind] == 0 for lo, up, kind in runs)
+
+    def _refuse_float_pieces(self, op: Operation, ptr: SSAValue, nbytes: int, verb: str) -> None:
+        """Raise for an integer access of ``nbytes`` at ``ptr`` that touches float bytes
+        unless it is a constant store over whole floats; return when no float is there."""
+        tree = self._types().of(ptr)
+        runs = [(lo, up, kind) for lo, up, kind in tree.runs(0, nbytes) if kind in FLOAT_KINDS]
+        if not runs:
+            return
+        lo, up, kind = runs[0]
+        whole = all((b - a) % FLOAT_SIZE[k] == 0 for a, b, k in runs)
+        if whole and isinstance(op, llvm.StoreOp) and isinstance(op.value.owner, llvm.ConstantOp):
+            return
+        name = {"f32": "float", "f64": "double"}.get(kind, kind)
+        what = "part of the bytes of" if not whole else "the bits of several"
+        raise ZymaseError(
+            f"an i{nbytes * 8} integer is {verb} {what} {name} value(s) holding derivatives (bytes "
+            f"[{lo}, {up}) of the access); zymase moves derivatives through whole floating-point "
+            "values only and would lose this one",
+            construct="store" if isinstance(op, llvm.StoreOp) else "load", function=self.fname, location=location_of(op),
+            hint="copy whole values (doubles, structs) instead of byte pieces; where this is std::vector::insert "
+            "of a variable, insert a copy of it (v.insert(pos, T(x)))")
+
+    def _float_piece_load(self, op: Operation) -> bool:
+        """An integer load from memory with shadows whose bits become a float again
+        through integer operations (SROA reads a copied double as an i8 and an i56 and
+        reassembles them): the float would be taken as constant, its derivative lost,
+        so it is refused. Bits stored to memory are refused when they are part of a
+        float there (:meth:`_refuse_float_pieces`); bits only tested (a sign bit) pass.
+        Returns False (or raises)."""
+        t = op.results[0].type
+        if not isinstance(t, IntegerType) or t.width.data % 8:
+            return False
+        from zymase.autodiff.common import integer_flow
+
+        for use in integer_flow(op.results[0], self.ctx.flavor):
+            user = use.operation
+            if isinstance(user, llvm.BitcastOp) and is_float_type(user.results[0].type):
+                raise ZymaseError(
+                    f"an i{t.width.data} integer is loaded from memory holding derivatives and made "
+                    "(with integer operations) into a floating-point value; zymase moves derivatives "
+                    "through whole floating-point loads only and would lose this one",
+                    construct="load", function=self.fname, location=location_of(op) or location_of(user),
+                    hint="load whole values (doubles, structs) instead of byte pieces or integers")
+            if isinstance(user, llvm.StoreOp) and use.index == 0 and t.width.data not in (32, 64):
+                self._refuse_float_pieces(op, op.ptr, t.width.data // 8, "loaded from")
+        return False
 
     def _holds_float_of_width(self, op: Operation, ptr: SSAValue, nbytes: int) -> bool:
         try:
