@@ -437,12 +437,15 @@ def test_only_the_runtime_functions_called_are_added():
           func.return %y : f64
         }"""
     )
-    assert sorted(_RUNTIME_DEFINED.findall(pushed)) == ["__zymase_cache_pop", "__zymase_cache_push"]
+    # (and the cold out-of-memory report its growth calls)
+    assert sorted(_RUNTIME_DEFINED.findall(pushed)) == ["__zymase_cache_pop", "__zymase_cache_push",
+                                                        "__zymase_tape_out_of_memory"]
     # an indexed tape: the reserve, what it calls (growth, the spare buffer's take) and
     # the give-back on return
     indexed = lower(_INDEXED.format(i=0))
     assert sorted(_RUNTIME_DEFINED.findall(indexed)) == [
-        "__zymase_cache_regrow", "__zymase_cache_reserve", "__zymase_tape_give", "__zymase_tape_take"]
+        "__zymase_cache_regrow", "__zymase_cache_reserve", "__zymase_tape_give", "__zymase_tape_out_of_memory",
+        "__zymase_tape_take"]
 
 
 def test_a_later_lowering_adds_the_runtime_functions_missing_once():
@@ -463,7 +466,7 @@ def test_a_later_lowering_adds_the_runtime_functions_missing_once():
     defined = _RUNTIME_DEFINED.findall(print_mlir(later))
     assert sorted(defined) == sorted(set(defined)) == [
         "__zymase_cache_pop", "__zymase_cache_push", "__zymase_cache_regrow", "__zymase_cache_reserve",
-        "__zymase_tape_give", "__zymase_tape_take"]
+        "__zymase_tape_give", "__zymase_tape_out_of_memory", "__zymase_tape_take"]
 
 
 def test_assert_branches_to_a_trap(filecheck):
