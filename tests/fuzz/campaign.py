@@ -21,6 +21,7 @@ from pathlib import Path
 from .check_c import CKPT_FLAGS, LEVELS, Outcome, check_c_source
 from .check_par import PRANGE_LEVEL, THREADS, check_omp_source
 from .gen_c import generate_c, with_nested, with_width_lanes
+from .gen_cmem import generate_cmem
 from .gen_jax import generate_jax
 from .gen_njit import generate_njit
 from .gen_par import generate_omp, generate_prange
@@ -60,7 +61,7 @@ def run_c(seeds, levels, jobs, valgrind_every, features=None, on_result=None, la
     c-omp: OpenMP programs, gen_par/check_par, never under valgrind; c-width: the C programs
     with vector forward mode's lanes checked too, gen_c.with_width_lanes; c-nested: their
     first derivative differentiated again, gen_c.with_nested; c-ckpt: the C programs built
-    under a small tape limit, check_c.CKPT_FLAGS)."""
+    under a small tape limit, check_c.CKPT_FLAGS; c-mem: gen_cmem's memory idioms)."""
     tasks = [(s, lv) for s in seeds for lv in levels]
 
     def one(task):
@@ -72,7 +73,7 @@ def run_c(seeds, levels, jobs, valgrind_every, features=None, on_result=None, la
                 if on_result:
                     on_result(lang, *r)
             return results
-        text = generate_c(s, features)
+        text = (generate_cmem if lang == "c-mem" else generate_c)(s, features)
         if lang == "c-width":
             text = with_width_lanes(text)
         elif lang == "c-nested":
@@ -230,6 +231,8 @@ def campaign(seed: int, count: int, langs, levels, jobs: int, outdir: Path, valg
         results += run_c(seeds, levels, jobs, valgrind_every, on_result=on_result, lang="c-nested")
     if "c-ckpt" in langs:
         results += run_c(seeds, levels, jobs, valgrind_every, on_result=on_result, lang="c-ckpt")
+    if "c-mem" in langs:
+        results += run_c(seeds, levels, jobs, valgrind_every, on_result=on_result, lang="c-mem")
     if "njit-hessian" in langs:
         results += run_njit(seeds, jobs, on_result=on_result, lang="njit-hessian")
     log.close()
