@@ -88,7 +88,7 @@ class CMemProgram(CProgram):
     def __init__(self, seed: int, features: set[str] | None = None, size: int = 8):
         super().__init__(seed, set(ALL_CMEM_FEATURES if features is None else features), size)
         self.mem = random.Random(seed * 15485863 + 41)
-        self.mem_count = 0
+        self.used: list[str] = []  # the CMEM_FEATURES constructs written, in order
         self.made: set[str] = set()  # helper groups already emitted
 
     # ---- helpers emitted on first use -------------------------------------------
@@ -134,12 +134,24 @@ class CMemProgram(CProgram):
         out.append(f"{ind}for (int i = 0; i < n; i++)")
         out.append(f"{ind}    {target} = {self.bounded(sc, 'i')};")
 
+    def other(self, sc: _Scope, out: list[str], ind: str, d: str) -> str:
+        """An array of the scope other than ``d``; a new filled stack array when there is none."""
+        others = [a for a in sc.arrays if a != d]
+        if others:
+            return self.mem.choice(others)
+        w = self.fresh("w")
+        out.append(f"{ind}double {w}[NMAX];")
+        self.fill(sc, out, ind, f"{w}[i]")
+        sc.arrays.append(w)
+        return w
+
     # ---- statements ------------------------------------------------------------
     def statement(self, sc: _Scope, out: list[str], ind: str, depth: int) -> None:
         mem = [f for f in CMEM_FEATURES if f in self.on]
-        if mem and sc.has_n and sc.arrays and (self.mem_count == 0 or self.mem.random() < P_MEM):
-            if self.mem_statement(self.mem.choice(mem), sc, out, ind):
-                self.mem_count += 1
+        if mem and sc.has_n and sc.arrays and (not self.used or self.mem.random() < P_MEM):
+            kind = self.mem.choice(mem)
+            if self.mem_statement(kind, sc, out, ind):
+                self.used.append(kind)
                 return
         super().statement(sc, out, ind, depth)
 
@@ -154,9 +166,9 @@ class CMemProgram(CProgram):
             if m.random() < 0.5:
                 self.read_all(sc, out, ind, a)
             return True
-        if kind == "copy_between" and writable and len(sc.arrays) >= 2:
+        if kind == "copy_between" and writable:
             d = m.choice(writable)
-            s = m.choice([a for a in sc.arrays if a != d])
+            s = self.other(sc, out, ind, d)
             o1, o2, length = self.window(sc, out, ind)
             out.append(f"{ind}memcpy({d} + {o2}, {s} + {o1}, (size_t){length} * sizeof(double));")
             if m.random() < 0.5:
@@ -165,10 +177,9 @@ class CMemProgram(CProgram):
         if kind == "copy_helper" and writable:
             d = m.choice(writable)
             shape = m.choice(["window", "shift", "bytes", "at_byte"])
-            others = [a for a in sc.arrays if a != d]
-            if shape == "window" and others:
+            if shape == "window":
                 self.need("copy_window")
-                s = m.choice(others)
+                s = self.other(sc, out, ind, d)
                 o1, o2, length = self.window(sc, out, ind)
                 out.append(f"{ind}copy_window({d} + {o2}, {s}, {o1}, {length});")
             elif shape == "shift":
@@ -176,9 +187,9 @@ class CMemProgram(CProgram):
                 pos = self.index(sc, "n", out, ind)
                 out.append(f"{ind}shift_right({d}, {pos}, n);")
                 out.append(f"{ind}{d}[{pos}] = {self.bounded(sc)};")
-            elif shape == "bytes" and others:
+            elif shape == "bytes":
                 self.need("copy_bytes")
-                s = m.choice(others)
+                s = self.other(sc, out, ind, d)
                 o1, o2, length = self.window(sc, out, ind)
                 out.append(f"{ind}copy_bytes((char *){d} + {o2} * sizeof(double), (const char *){s} + "
                            f"{o1} * sizeof(double), (size_t){length} * sizeof(double));")
@@ -251,9 +262,9 @@ class CMemProgram(CProgram):
                 out.append(f"{ind}    {t} += e * {self.bounded(sc, 'i')};")
                 out.append(f"{ind}}}")
             return True
-        if kind == "ptrdiff_len" and writable and len(sc.arrays) >= 2:
+        if kind == "ptrdiff_len" and writable:
             d = m.choice(writable)
-            s = m.choice([a for a in sc.arrays if a != d])
+            s = self.other(sc, out, ind, d)
             k = self.index(sc, "n", out, ind)
             p, e = self.fresh("p"), self.fresh("end")
             out.append(f"{ind}const double *{e} = {s} + n;")
