@@ -416,10 +416,18 @@ class CMemProgram(CProgram):
         return super().text.replace("by tests/fuzz/gen_c.py */", "by tests/fuzz/gen_cmem.py */", 1)
 
 
+def cmem_program(seed: int, features: set[str] | None = None, size: int | None = None) -> CMemProgram:
+    """The generated program of ``seed`` (its ``text`` made; ``used`` and ``made`` say which
+    constructs and helpers it writes)."""
+    rng = random.Random(seed * 7919 + 1)
+    prog = CMemProgram(seed, features, size if size is not None else rng.randint(4, 10))
+    prog.text  # noqa: B018 (generates)
+    return prog
+
+
 def generate_cmem(seed: int, features: set[str] | None = None, size: int | None = None) -> str:
     """The C program of ``--lang c-mem`` for ``seed`` (same seed, features and size: same text)."""
-    rng = random.Random(seed * 7919 + 1)
-    return CMemProgram(seed, features, size if size is not None else rng.randint(4, 10)).text
+    return cmem_program(seed, features, size).text
 
 
 assert NMIN >= 5  # offsets below n, and n >= NMIN
