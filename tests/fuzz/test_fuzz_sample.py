@@ -22,9 +22,10 @@ from collections import Counter
 import pytest
 from concurrent.futures import ThreadPoolExecutor
 
-from .check_c import LEVELS, check_c_source
+from .check_c import CXX_FLAGS, LEVELS, check_c_source
 from .gen_c import C_FEATURES, LATER_FEATURES, NEWEST_FEATURES, generate_c
 from .gen_cmem import CMEM_FEATURES, cmem_program, generate_cmem
+from .gen_cxx import generate_cxx
 from .gen_jax import JAX_FEATURES, generate_jax
 from .gen_njit import LATER_NJIT_FEATURES, NEWEST_NJIT_FEATURES, NJIT_FEATURES, generate_njit
 
@@ -75,6 +76,9 @@ LEVEL_ROTATION = list(LEVELS)
 # and every helper (vec_insert/vec_erase, shift_right, copy_window, copy_bytes, at_byte),
 # each at one level, -O1 among them (about 5 s of CPU)
 CMEM_SAMPLE = ((970153, "O1"), (970022, "O2"), (970114, "O3"), (970253, "O0"))
+# --lang c++-stl (gen_cxx.py): one program at -O1 (transform with a lambda, erase(remove_if),
+# resize, assign, a range insert that reallocates, erase of a range; about 3 s of CPU)
+CXX_SAMPLE = (971047, "O1")
 
 
 def _c_case(seed: int):
@@ -119,6 +123,14 @@ def test_c_mem_fuzz_sample():
     assert not bad, (f"{len(bad)} of {len(CMEM_SAMPLE)} generated C programs failed "
                      "(reproduce: python -m tests.fuzz show SEED --lang c-mem > p.c; zymase cc -OLEVEL p.c):\n"
                      + "\n".join(bad))
+
+
+def test_cxx_stl_fuzz_sample():
+    seed, level = CXX_SAMPLE
+    counts, bad = _report([(seed, [check_c_source(generate_cxx(seed), level, extra=CXX_FLAGS)])])
+    assert not bad, ("the generated C++ program failed (reproduce: python -m tests.fuzz show SEED --lang c++-stl "
+                     "> p.cpp; zymase c++ -OLEVEL p.cpp):\n" + "\n".join(bad))
+    assert counts["right"] == 1, f"the C++ sample should be differentiated, not refused: {dict(counts)}"
 
 
 def test_c_mem_sample_covers_every_construct():
