@@ -1,9 +1,9 @@
 """Command line of the fuzzer (run from the repository root).
 
-    python -m tests.fuzz --seed S --count N [--lang c|njit|jax|both|c-omp|njit-prange|c-nested|c-ckpt|njit-hessian]
+    python -m tests.fuzz --seed S --count N [--lang c|njit|jax|both|c-omp|njit-prange|c-nested|c-ckpt|njit-hessian|c-mem|c++-stl]
                          [--levels O0,O2,...] [--jobs J] [--out DIR] [--valgrind-every K]
     python -m tests.fuzz reduce FAILING.c|FAILING.py [--out PATH]
-    python -m tests.fuzz show SEED [--lang c|c-width|c-nested|njit|jax|c-omp|njit-prange] [--without F1,F2]
+    python -m tests.fuzz show SEED [--lang c|c-width|c-nested|c-mem|c++-stl|njit|jax|c-omp|njit-prange] [--without F1,F2]
                                    (print the generated program)
     python -m tests.fuzz summary DIR/results.jsonl    (the table of a finished or interrupted campaign)
 """
@@ -19,8 +19,10 @@ from pathlib import Path
 os.environ.setdefault("NUMBA_NUM_THREADS", "4")
 
 from .campaign import all_levels, campaign, failure_header, read_header, summary_from_log
-from .check_c import CKPT_FLAGS, Outcome, check_c_source, clang_clean, primal_clean
+from .check_c import CKPT_FLAGS, CXX_FLAGS, Outcome, check_c_source, clang_clean, primal_clean
 from .gen_c import C_FEATURES, generate_c, with_nested, with_width_lanes
+from .gen_cmem import ALL_CMEM_FEATURES, generate_cmem
+from .gen_cxx import ALL_CXX_FEATURES, generate_cxx
 from .gen_jax import JAX_FEATURES, generate_jax
 from .check_par import OMP_LEVEL_FLAGS, check_omp_source, check_prange_source
 from .gen_njit import NJIT_FEATURES, generate_njit
@@ -35,10 +37,12 @@ def _strip_header(text: str) -> str:
 
 
 def check_text(lang: str, text: str, level: str, valgrind: bool = False) -> Outcome:
-    if lang in ("c", "c-width", "c-nested"):
+    if lang in ("c", "c-width", "c-nested", "c-mem"):
         return check_c_source(text, level, valgrind=valgrind)
     if lang == "c-ckpt":
         return check_c_source(text, level, valgrind=valgrind, extra=CKPT_FLAGS)
+    if lang == "c++-stl":
+        return check_c_source(text, level, valgrind=valgrind, extra=CXX_FLAGS)
     if lang == "jax":
         from .check_jax import check_jax_source
 
@@ -74,7 +78,7 @@ def reduce_file(path: Path, out: Path | None) -> int:
 
     def fails(candidate: str) -> bool:
         tries[0] += 1
-        if lang.startswith("c") and not clang_clean(candidate, OMP_LEVEL_FLAGS if lang == "c-omp" else ()):
+        if lang.startswith("c") and not clang_clean(candidate, {"c-omp": OMP_LEVEL_FLAGS, "c++-stl": CXX_FLAGS}.get(lang, ())):
             return False
         if lang.startswith("njit") or lang == "jax":
             try:
@@ -84,7 +88,7 @@ def reduce_file(path: Path, out: Path | None) -> int:
         if signature(check_text(lang, candidate, level, valgrind)) != want:
             return False
         # the same failure, but not because the deletion left the program itself broken
-        return not lang.startswith("c") or primal_clean(candidate)
+        return not lang.startswith("c") or primal_clean(candidate, cxx=lang == "c++-stl")
 
     target = out or path.with_name(path.stem + ".reduced" + path.suffix)
 
@@ -114,7 +118,8 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] == "show":
         ap = argparse.ArgumentParser(prog="python -m tests.fuzz show")
         ap.add_argument("seed", type=int)
-        ap.add_argument("--lang", choices=["c", "c-width", "c-nested", "c-ckpt", "njit", "njit-hessian", "jax", *PAR_LANGS],
+        ap.add_argument("--lang", choices=["c", "c-width", "c-nested", "c-ckpt", "c-mem", "c++-stl", "njit", "njit-hessian",
+                                           "jax", *PAR_LANGS],
                         default="c")
         ap.add_argument("--without", default="", help="comma-separated generator features to leave out")
         a = ap.parse_args(argv[1:])
@@ -123,6 +128,10 @@ def main(argv: list[str] | None = None) -> int:
             print(generate_omp(a.seed, set(OMP_FEATURES) - without))
         elif a.lang == "njit-prange":
             print(generate_prange(a.seed, set(PRANGE_FEATURES) - without))
+        elif a.lang == "c-mem":
+            print(generate_cmem(a.seed, set(ALL_CMEM_FEATURES) - without))
+        elif a.lang == "c++-stl":
+            print(generate_cxx(a.seed, set(ALL_CXX_FEATURES) - without))
         elif a.lang in ("c", "c-width", "c-nested", "c-ckpt"):
             text = generate_c(a.seed, set(C_FEATURES) - without)
             print({"c-width": with_width_lanes, "c-nested": with_nested}.get(a.lang, str)(text))
@@ -137,8 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tests.fuzz", description="zymase fuzz campaign")
     ap.add_argument("--seed", type=int, default=1000)
     ap.add_argument("--count", type=int, default=20)
-    ap.add_argument("--lang", choices=["c", "c-width", "c-nested", "c-ckpt", "njit", "njit-hessian", "jax", "both",
-                                       *PAR_LANGS],
+    ap.add_argument("--lang", choices=["c", "c-width", "c-nested", "c-ckpt", "c-mem", "c++-stl", "njit", "njit-hessian",
+                                       "jax", "both", *PAR_LANGS],
                     default="both",
                     help="both: c and njit (jax only when asked); c-width: the C programs with vector forward "
                          "mode (width 3) checked against scalar forward calls too; c-omp: OpenMP programs at "
@@ -146,7 +155,11 @@ def main(argv: list[str] | None = None) -> int:
                          "Numba threads 1, 2, 4 (gen_par.py); c-nested: the C programs' first derivative "
                          "differentiated again by both modes (second order, gen_c.with_nested); njit-hessian: "
                          "the njit programs' Hessian by every path (check_hessian.py); c-ckpt: the C programs built "
-                         "under --tape-limit=1K, their loops checkpointed")
+                         "under --tape-limit=1K, their loops checkpointed; c-mem: C programs moving active doubles "
+                         "through memory at run-time offsets and lengths (memmove/memcpy windows, realloc-grown "
+                         "buffers, char* byte offsets, struct arrays, row copies: gen_cmem.py); c++-stl: C++ programs "
+                         "whose arrays are std::vector<double> changed by insert/erase/resize and <algorithm> "
+                         "(gen_cxx.py), built with zymase cc -x c++")
     ap.add_argument("--levels", default=",".join(all_levels()),
                     help=f"comma-separated, of {', '.join(all_levels())} (C only)")
     ap.add_argument("--jobs", type=int, default=2)

@@ -18,9 +18,11 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from .check_c import CKPT_FLAGS, LEVELS, Outcome, check_c_source
+from .check_c import CKPT_FLAGS, CXX_FLAGS, LEVELS, Outcome, check_c_source
 from .check_par import PRANGE_LEVEL, THREADS, check_omp_source
 from .gen_c import generate_c, with_nested, with_width_lanes
+from .gen_cmem import generate_cmem
+from .gen_cxx import generate_cxx
 from .gen_jax import generate_jax
 from .gen_njit import generate_njit
 from .gen_par import generate_omp, generate_prange
@@ -47,7 +49,7 @@ def read_header(text: str) -> dict | None:
 
 def write_failure(outdir: Path, lang: str, seed: int, text: str, o: Outcome) -> Path:
     outdir.mkdir(parents=True, exist_ok=True)
-    ext = "c" if lang.startswith("c") else "py"
+    ext = "cpp" if lang == "c++-stl" else "c" if lang.startswith("c") else "py"
     path = outdir / f"{lang}-seed{seed}-{o.level}{'-valgrind' if o.valgrind else ''}.{ext}"
     path.write_text(failure_header(lang, seed, o) + text)
     path.with_suffix(".out").write_text(f"{o.kind}: {o.detail}\n\n{o.output}")
@@ -60,7 +62,7 @@ def run_c(seeds, levels, jobs, valgrind_every, features=None, on_result=None, la
     c-omp: OpenMP programs, gen_par/check_par, never under valgrind; c-width: the C programs
     with vector forward mode's lanes checked too, gen_c.with_width_lanes; c-nested: their
     first derivative differentiated again, gen_c.with_nested; c-ckpt: the C programs built
-    under a small tape limit, check_c.CKPT_FLAGS)."""
+    under a small tape limit, check_c.CKPT_FLAGS; c-mem: gen_cmem's memory idioms; c++-stl: gen_cxx's C++, built as C++)."""
     tasks = [(s, lv) for s in seeds for lv in levels]
 
     def one(task):
@@ -72,12 +74,12 @@ def run_c(seeds, levels, jobs, valgrind_every, features=None, on_result=None, la
                 if on_result:
                     on_result(lang, *r)
             return results
-        text = generate_c(s, features)
+        text = {"c-mem": generate_cmem, "c++-stl": generate_cxx}.get(lang, generate_c)(s, features)
         if lang == "c-width":
             text = with_width_lanes(text)
         elif lang == "c-nested":
             text = with_nested(text)
-        flags = CKPT_FLAGS if lang == "c-ckpt" else ()
+        flags = {"c-ckpt": CKPT_FLAGS, "c++-stl": CXX_FLAGS}.get(lang, ())
         o = check_c_source(text, lv, extra=flags)
         results = [(s, o, text)]
         if valgrind_every and s % valgrind_every == 0 and lv == levels[0] and o.kind == "right":
@@ -230,6 +232,10 @@ def campaign(seed: int, count: int, langs, levels, jobs: int, outdir: Path, valg
         results += run_c(seeds, levels, jobs, valgrind_every, on_result=on_result, lang="c-nested")
     if "c-ckpt" in langs:
         results += run_c(seeds, levels, jobs, valgrind_every, on_result=on_result, lang="c-ckpt")
+    if "c-mem" in langs:
+        results += run_c(seeds, levels, jobs, valgrind_every, on_result=on_result, lang="c-mem")
+    if "c++-stl" in langs:
+        results += run_c(seeds, levels, jobs, valgrind_every, on_result=on_result, lang="c++-stl")
     if "njit-hessian" in langs:
         results += run_njit(seeds, jobs, on_result=on_result, lang="njit-hessian")
     log.close()

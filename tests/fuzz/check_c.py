@@ -45,6 +45,8 @@ CKPT_FLAGS = ("--tape-limit=1K",)
 # optimizer inlines __zymase_ckpt_forward and __zymase_ckpt_reverse away
 CKPT_MARK = b"zymase: checkpointing: "
 VALGRIND = ["valgrind", "--error-exitcode=99", "-q"]
+# --lang c++-stl: the program (written as prog.c) compiled as C++
+CXX_FLAGS = ("-x", "c++")
 
 # reverse vs forward: relative tolerance (fast-math may reassociate either differently)
 REV_FWD_RTOL = {"default": 1e-8, "fast": 1e-6}
@@ -218,13 +220,14 @@ def check_c_source(text: str, level: str, valgrind: bool = False, workdir: Path 
 
 def clang_clean(text: str, extra: tuple[str, ...] = ()) -> bool:
     """Whether the program compiles with clang -Wall -Werror (the reducer's guard;
-    ``extra``: more flags, e.g. -fopenmp)."""
+    ``extra``: more flags, e.g. -fopenmp; CXX_FLAGS among them: as C++17)."""
     clang = shutil.which("clang-19") or shutil.which("clang") or "clang"
+    std = "-std=c++17" if "c++" in extra else "-std=c11"
     with tempfile.TemporaryDirectory(prefix="zymase-fuzz-") as d:
         src = Path(d) / "prog.c"
         src.write_text(text)
         res = subprocess.run([clang, "-Wall", "-Werror", "-Wuninitialized", "-Wsometimes-uninitialized",
-                              "-std=c11", "-fsyntax-only", *extra, str(src)],
+                              std, "-fsyntax-only", *extra, str(src)],
                              capture_output=True, text=True, stdin=subprocess.DEVNULL)
         return res.returncode == 0
 
@@ -239,14 +242,19 @@ int enzyme_dup, enzyme_const, enzyme_dupnoneed;
 """
 
 
-def primal_clean(text: str) -> bool:
-    """Whether the program without differentiation runs clean under valgrind."""
+def primal_clean(text: str, cxx: bool = False) -> bool:
+    """Whether the program without differentiation runs clean under valgrind (``cxx``: the
+    program is C++, the stubs stay C)."""
     clang = shutil.which("clang-19") or shutil.which("clang") or "clang"
+    if cxx:
+        clang = shutil.which("clang++-19") or shutil.which("clang++") or "clang++"
     with tempfile.TemporaryDirectory(prefix="zymase-fuzz-") as d:
         src, stubs, exe = Path(d) / "prog.c", Path(d) / "stubs.c", Path(d) / "prog"
         src.write_text(text)
         stubs.write_text(_ENZYME_STUBS)
-        res = subprocess.run([clang, "-O0", str(src), str(stubs), "-o", str(exe), "-lm"],
+        lang = ["-x", "c++"] if cxx else []
+        res = subprocess.run([clang, "-O0", *lang, str(src), *(["-x", "c"] if cxx else []), str(stubs), "-o", str(exe),
+                              "-lm"],
                              capture_output=True, text=True, stdin=subprocess.DEVNULL)
         if res.returncode != 0:
             return False

@@ -32,7 +32,7 @@ def test_corpus_files_have_headers():
     for path in C_FILES + NJIT_FILES + sorted((CORPUS.parent / "corpus_open").glob("*.[cp]*")):
         if path.suffix in (".c", ".py"):
             info, _ = _program(path)
-            assert info["lang"] in ("c", "c-width", "c-nested", "c-ckpt", "njit", "njit-hessian", "jax", "c-omp",
+            assert info["lang"] in ("c", "c-width", "c-nested", "c-ckpt", "c-mem", "njit", "njit-hessian", "jax", "c-omp",
                                     "njit-prange")
             assert info["level"] in LEVELS or info["level"] in ("njit", "njit-hessian", "jax", PRANGE_LEVEL)
 
@@ -55,7 +55,7 @@ def test_corpus_programs_are_right_now():
     bad = []
     for path in C_FILES + NJIT_FILES:
         info, text = _program(path)
-        if info["lang"] in ("c", "c-width", "c-nested"):  # the driver in the file says what it checks
+        if info["lang"] in ("c", "c-width", "c-nested", "c-mem"):  # the driver in the file says what it checks
             o = check_c_source(text, info["level"], valgrind=bool(info.get("valgrind")))
         elif info["lang"] == "c-ckpt":  # built under the small tape limit, as the campaign did
             o = check_c_source(text, info["level"], valgrind=bool(info.get("valgrind")), extra=CKPT_FLAGS)

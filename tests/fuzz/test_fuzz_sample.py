@@ -22,8 +22,10 @@ from collections import Counter
 import pytest
 from concurrent.futures import ThreadPoolExecutor
 
-from .check_c import LEVELS, check_c_source
+from .check_c import CXX_FLAGS, LEVELS, check_c_source
 from .gen_c import C_FEATURES, LATER_FEATURES, NEWEST_FEATURES, generate_c
+from .gen_cmem import CMEM_FEATURES, cmem_program, generate_cmem
+from .gen_cxx import generate_cxx
 from .gen_jax import JAX_FEATURES, generate_jax
 from .gen_njit import LATER_NJIT_FEATURES, NEWEST_NJIT_FEATURES, NJIT_FEATURES, generate_njit
 
@@ -69,6 +71,16 @@ JAX_SAMPLE_FEATURES = set(JAX_FEATURES) - set(KNOWN_BROKEN_JAX)
 LEVEL_ROTATION = list(LEVELS)
 
 
+# --lang c-mem (gen_cmem.py, session 31): active doubles moved through memory at run-time
+# offsets and lengths; four programs that together write every construct of CMEM_FEATURES
+# and every helper (vec_insert/vec_erase, shift_right, copy_window, copy_bytes, at_byte),
+# each at one level, -O1 among them (about 5 s of CPU)
+CMEM_SAMPLE = ((970153, "O1"), (970022, "O2"), (970114, "O3"), (970253, "O0"))
+# --lang c++-stl (gen_cxx.py): one program at -O1 (transform with a lambda, erase(remove_if),
+# resize, assign, a range insert that reallocates, erase of a range; about 3 s of CPU)
+CXX_SAMPLE = (971047, "O1")
+
+
 def _c_case(seed: int):
     level = LEVEL_ROTATION[seed % len(LEVEL_ROTATION)]
     text = generate_c(seed, c_sample_features(seed))
@@ -97,6 +109,40 @@ def test_c_fuzz_sample():
     print(f"C fuzz sample: {dict(counts)}")
     assert not bad, (f"{len(bad)} of {len(C_SEEDS)} generated C programs failed "
                      "(reproduce: python -m tests.fuzz show SEED > p.c; zymase cc -OLEVEL p.c):\n" + "\n".join(bad))
+
+
+def test_c_mem_fuzz_sample():
+    def one(case):
+        seed, level = case
+        return seed, [check_c_source(generate_cmem(seed), level)]
+
+    with ThreadPoolExecutor(JOBS) as ex:
+        results = list(ex.map(one, CMEM_SAMPLE))
+    counts, bad = _report(results)
+    print(f"C memory-idiom fuzz sample: {dict(counts)}")
+    assert not bad, (f"{len(bad)} of {len(CMEM_SAMPLE)} generated C programs failed "
+                     "(reproduce: python -m tests.fuzz show SEED --lang c-mem > p.c; zymase cc -OLEVEL p.c):\n"
+                     + "\n".join(bad))
+
+
+def test_cxx_stl_fuzz_sample():
+    seed, level = CXX_SAMPLE
+    counts, bad = _report([(seed, [check_c_source(generate_cxx(seed), level, extra=CXX_FLAGS)])])
+    assert not bad, ("the generated C++ program failed (reproduce: python -m tests.fuzz show SEED --lang c++-stl "
+                     "> p.cpp; zymase c++ -OLEVEL p.cpp):\n" + "\n".join(bad))
+    assert counts["right"] == 1, f"the C++ sample should be differentiated, not refused: {dict(counts)}"
+
+
+def test_c_mem_sample_covers_every_construct():
+    """The sample's seeds still write every memory construct (a generator change that moves
+    them shows here, not as a silently thinner sample)."""
+    used, helpers = set(), set()
+    for seed, _ in CMEM_SAMPLE:
+        prog = cmem_program(seed)
+        used |= set(prog.used)
+        helpers |= prog.made
+    assert used >= set(CMEM_FEATURES), f"not written by the sample: {sorted(set(CMEM_FEATURES) - used)}"
+    assert helpers >= {"vec", "rec", "shift_right", "copy_window", "copy_bytes", "at_byte"}, sorted(helpers)
 
 
 def test_njit_fuzz_sample():

@@ -372,6 +372,27 @@ def _stride_start(src: SSAValue, dst: SSAValue, c: int, webs: Sequence[_Webs]) -
     return 0
 
 
+def _below_strided(strides: Sequence[tuple[SSAValue, SSAValue, int, int]], plain: "_Webs"
+                   ) -> dict[SSAValue, list[tuple[object, int]]]:
+    """For the ends ``dst`` of dynamic GEPs, the pointers a constant ``d > 0`` bytes below
+    them by constant offsets alone (``&a[n] - 8``; not in a web with a cycle, whose
+    pointers are periodic already): the periodic part a dynamic GEP gives starts at its
+    own offset 0, so those pointers' first bytes would be unknown."""
+    ends = {dst for _, dst, _, _ in strides}
+    webs: dict[object, list[tuple[object, int]]] = {}
+    for v in set(plain.parent) | set(plain.parent.values()):
+        root, off = plain.find(v)
+        if root not in plain.period:
+            webs.setdefault(root, []).append((v, off))
+    out: dict[SSAValue, list[tuple[object, int]]] = {}
+    for dst in ends:
+        root, od = plain.find(dst)
+        below = [(v, od - ov) for v, ov in webs.get(root, ()) if ov < od and v is not dst]
+        if below:
+            out[dst] = below
+    return out
+
+
 _Rule = Callable[["Analyzer"], None]
 
 
@@ -417,9 +438,10 @@ class RuleGraph:
             an.put(src, shift(an.of(dst), c))
         self.rule((src, dst), fn)
 
-    def strided(self, src: SSAValue, dst: SSAValue, c: int, m: int, *, start: int = 0) -> None:
+    def strided(self, src: SSAValue, dst: SSAValue, c: int, m: int, *, start: int = 0,
+                forward_only: bool = False) -> None:
         """dst = src + c + m*k, k unknown: both see the same period-m pattern (from
-        offset ``start`` of ``dst`` on)."""
+        offset ``start`` of ``dst`` on; ``forward_only``: dst learns from src, not back)."""
         # the rule runs again whenever either end grows, mostly with the other end as it
         # was: each direction's tree is kept for the input it came from (trees are
         # immutable, and both directions pure functions of their input)
@@ -431,6 +453,8 @@ class RuleGraph:
                 # forward: element 0's facts, and periodic parts in phase with the stride
                 last[0], last[1] = seen, periodize(first_element(shift(seen, -c), m), m, start)
             an.put(dst, last[1])
+            if forward_only:
+                return
             back = an.of(dst)
             if back is not last[2]:
                 last[2], last[3] = back, shift(periodize(back, m, start), c)
@@ -508,8 +532,15 @@ class RuleGraph:
                 self.same(a, b)
             else:
                 self.offset(a, b, c)
+        below = _below_strided(self.strides, plain)
         for src, dst, c, m in self.strides:
             self.strided(src, dst, c, m, start=_stride_start(src, dst, c, (plain, cells)))
+            for v, d in below.get(dst, ()):
+                # v = dst - d = src + (c - d) + m*k: an element the same unknown number of
+                # steps in (``c + n - 2``: LLVM's ``&c[n] - 16``), seeing the pattern
+                # from its own offset 0 on as dst does (only forward: the bytes below
+                # src's start that the back direction would claim are not src's to say)
+                self.strided(src, v, c - d, m, forward_only=True)
         for webs in (cells, plain):
             # a pointer kept in a cell moves both ways between the cell's users (each
             # sees the others' facts at offset 0, whatever their offsets in the web),
