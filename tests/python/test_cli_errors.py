@@ -627,6 +627,26 @@ C_CASES = {
         ["qsort_active.c:4:", "'qsort' of memory holding active data", "function 'f'",
          "sort an array of indices"],
     ),
+    # session 31: doubles copied byte by byte (a hand-written memcpy over char) moved no
+    # derivative at any level (the char loads and stores carry none): silent zeros
+    "byte_copy_loop.c": (
+        "#include <stddef.h>\nextern double __enzyme_autodiff(void*, ...);\n"
+        "__attribute__((noinline)) static void copy(void *d, const void *s, size_t k) {\n"
+        "  char *dd = d; const char *ss = s; while (k--) *dd++ = *ss++; }\n"
+        "double f(double *x, int n) { double d[8]; copy(d, x, n * sizeof(double));\n"
+        "  double r = 0; for (int i = 0; i < n; i++) r += d[i] * d[i]; return r; }\n"
+        "int main(void) { double x[3] = {3, 1, 2}, dx[3] = {0}; __enzyme_autodiff((void*)f, x, dx, 3); return 0; }\n",
+        ["byte_copy_loop.c:4:", "read and written in integer pieces", "function 'f'", "memcpy or memmove"],
+    ),
+    # and a double's sign flipped through its top byte: the derivative kept its sign
+    "sign_byte_flip.c": (
+        "extern double __enzyme_autodiff(void*, ...);\n"
+        "double f(double *x, int n) { double a[4]; for (int i = 0; i < n; i++) a[i] = x[i] * x[i];\n"
+        "  ((unsigned char *)&a[1])[7] ^= 0x80;\n"
+        "  double s = 0; for (int i = 0; i < n; i++) s += a[i]; return s; }\n"
+        "int main(void) { double x[3] = {3, 1, 2}, dx[3] = {0}; __enzyme_autodiff((void*)f, x, dx, 3); return 0; }\n",
+        ["sign_byte_flip.c:3:", "in integer pieces", "function 'f'", "copysign"],
+    ),
 }
 
 # issue 23 item 1: every unimplemented __enzyme_* function and enzyme_* marker by name
@@ -708,6 +728,37 @@ def test_a_double_moved_in_pieces_is_refused(tmp_path, name):
         + "int main(void) { double x[3] = {1, 2, 3}, d[3] = {0}; __enzyme_autodiff((void*)f, x, d, 3); return 0; }\n")
     proc = run("zymase", ["cc", "-O1", name, "-o", "exe"], cwd=tmp_path)
     one_error(proc, *needles)
+def test_double_copied_as_two_uint32_is_refused(tmp_path):
+    # at -O0 each uint32_t copy becomes a 4-byte memcpy (transforms/integer_copies) of half
+    # a double, whose reverse moved no adjoint: d/dx 0 (session 31); type analysis refuses
+    # a copy of part of a float
+    (tmp_path / "halves.c").write_text(
+        "#include <stdint.h>\nextern double __enzyme_autodiff(void*, ...);\n"
+        "double f(double *x, int n) { double d[8]; const uint32_t *s = (const uint32_t *)x;\n"
+        "  uint32_t *t = (uint32_t *)d; for (int i = 0; i < 2 * n; i++) t[i] = s[i];\n"
+        "  double r = 0; for (int i = 0; i < n; i++) r += d[i] * d[i]; return r; }\n"
+        "int main(void) { double x[2] = {1, 2}, dx[2] = {0};\n"
+        "  __enzyme_autodiff((void*)f, x, dx, 2); return dx[0] != 2; }\n")
+    proc = run("zymase", ["cc", "-O0", "halves.c", "-o", "exe"], cwd=tmp_path)
+    one_error(proc, "halves.c:4:", "part of a double", "function 'f'")
+
+
+def test_char_field_copied_byte_by_byte_next_to_doubles_is_differentiated(tmp_path):
+    # the byte-copy refusal must not catch a struct's char array copied by a loop at -O0
+    # (its bytes have no type of their own; the struct's doubles are elsewhere)
+    (tmp_path / "name.c").write_text(
+        "extern double __enzyme_autodiff(void*, ...);\n"
+        "typedef struct { double v; char name[8]; double w; } S;\n"
+        "double f(double *x, int n) { S a, b; a.v = x[0]; a.w = x[1];\n"
+        "  for (int k = 0; k < 8; k++) a.name[k] = (char)(k + n);\n"
+        "  b.v = a.v; b.w = a.w * a.w; for (int k = 0; k < 8; k++) b.name[k] = a.name[k];\n"
+        "  return b.v * b.w * b.name[3]; }\n"
+        "int main(void) { double x[2] = {2, 3}, dx[2] = {0};\n"
+        "  __enzyme_autodiff((void*)f, x, dx, 1);\n"
+        "  return !(dx[0] == 9 * 4 && dx[1] == 2 * 2 * 3 * 4); }\n")
+    proc = run("zymase", ["cc", "-O0", "name.c", "-o", "exe"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert subprocess.run([str(tmp_path / "exe")]).returncode == 0
 
 
 def test_bsearch_of_active_data_is_refused_by_name(tmp_path):

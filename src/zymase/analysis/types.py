@@ -248,6 +248,11 @@ def _padding(tree: TypeTree, runs: list[tuple[int, int, str]], i: int, nbytes: i
     if lo == 0 or runs[i - 1][2] == "unknown":
         return False
     gap = up - lo
+    period = tree.period
+    if period is not None and up % period == 0 and gap < max_align and up % max_align == 0:
+        # the tail padding of an array's element (a struct {float; int; ptr; float} of
+        # 24 bytes): the next element starts there, whatever its first field's alignment
+        return True
     if i + 1 < len(runs) or tree.at(up) != "unknown":
         nxt = tree.at(up)
         if nxt in FLOAT_KINDS:

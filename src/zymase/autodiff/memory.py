@@ -49,6 +49,7 @@ from zymase.ir import (
     Operation,
     SSAValue,
     StringAttr,
+    VectorType,
     i1,
     i8,
     i64,
@@ -317,6 +318,19 @@ class ShadowCode:
             else:
                 self._memset_zero(self.shadow_of(dst), self._mapped(op.operands[2]))
             return
+        strided = self._strided_runs(op, "ptr")
+        if strided is not None:
+            # element by element: each pointer slot's shadow, in every element copied
+            period, runs = strided
+            name = _require_memcpy_adjoint(self.ctx.module, "f64")
+            n = self._mapped(op.operands[2])
+            if n.type != i64:
+                n = E.v(llvm.ZExtOp(n, i64))
+            for lo, hi in runs:
+                for at in range(lo, hi, 8):
+                    E.insert(llvm.CallOp(f"{name}.pointers", self.shadow_of(dst), self.shadow_of(src), n,
+                                         self._i64(period), self._i64(at)))
+            return
         for lo, hi in self._copied_runs(op, "ptr"):
             for at in range(lo, hi, 8):
                 to = E.v(llvm.GEPOp(self.shadow_of(dst), [at], i8))
@@ -336,6 +350,8 @@ class ShadowCode:
         if "ptr" not in tree.kinds():
             return [] if kind == "ptr" else [(0, -1)]
         nbytes = _constant_int(op.operands[2])
+        if nbytes is None and self._element_period(tree) is not None and op.operands[1] in self.act.shadowed:
+            return []  # run-time length: element by element (_strided_runs)
         if nbytes is None:
             raise ZymaseError(
                 "cannot differentiate a copy of run-time length of memory holding both "
@@ -346,6 +362,30 @@ class ShadowCode:
                 hint="copy the structs one at a time (by assignment) instead of with memcpy",
             )
         return [(lo, hi) for lo, hi, k in tree.runs(0, nbytes) if k == kind]
+
+    def _element_period(self, tree) -> int | None:
+        """The element size of an array of structs holding pointers (a multiple of 8),
+        when every byte the tree describes repeats it: ``memcpy(d, s, n * sizeof(S))``."""
+        period = tree.period
+        if period is None or period % 8 or tree.start > 0:
+            return None
+        first = [tree.at(o) for o in range(period)]
+        if any(tree.at(o) != first[o % period] for o in range(period, max(tree.extent(), 2 * period))):
+            return None
+        return period
+
+    def _strided_runs(self, op: Operation, kind: str) -> tuple[int, list[tuple[int, int]]] | None:
+        """For a copy of run-time length of an array of structs holding pointers and
+        floats: the element size and the byte ranges of ``kind`` within one element
+        (None when the copy is not one: see :meth:`_copied_runs`)."""
+        tree = self._types().of(op.operands[0])
+        if "ptr" not in tree.kinds() or _constant_int(op.operands[2]) is not None \
+                or op.operands[1] not in self.act.shadowed:
+            return None
+        period = self._element_period(tree)
+        if period is None:
+            return None
+        return period, [(lo, hi) for lo, hi, k in tree.runs(0, period) if k == kind]
 
     def _shadow_realloc(self, op: Operation, forward_mode: bool) -> None:
         """Forward mode: the shadow is realloc'd alongside, bytes past the old shadow
@@ -430,9 +470,7 @@ class ShadowCode:
             pass  # (raises)
         elif kind == "store" and op.ptr in act.shadowed and self._integer_over_floats(op):
             # the float there is replaced by bits that carry no derivative: tangent 0
-            mirror_scopes(op, E.insert(llvm.StoreOp(E.v(llvm.ConstantOp(IntegerAttr(0, op.value.type),
-                                                                        op.value.type)),
-                                                    self.shadow_of(op.ptr))))
+            self._zero_shadow_of_store(op, self.shadow_of(op.ptr))
         elif kind == "memcpy" and op.operands[0] in act.shadowed:
             dst, src, n = op.operands[0], op.operands[1], self._mapped(op.operands[2])
             if src in act.shadowed:
@@ -500,9 +538,7 @@ class ShadowCode:
             pass  # (raises)
         elif kind == "store" and op.ptr in act.shadowed and self._integer_over_floats(op):
             # the float overwritten here gets no adjoint from what is read later
-            sp = self.fetch_shadow(op.ptr)
-            zero = E.v(llvm.ConstantOp(IntegerAttr(0, op.value.type), op.value.type))
-            mirror_scopes(op, E.insert(llvm.StoreOp(zero, sp)))
+            self._zero_shadow_of_store(op, self.fetch_shadow(op.ptr))
         elif kind in ("malloc", "calloc") or (kind == "alloca" and self.split):
             if op in act.shadow_allocations:
                 self._declare("free", [PTR], llvm.LLVMVoidType())
@@ -573,6 +609,14 @@ class ShadowCode:
         if n.type != i64:
             n = E.v(llvm.ZExtOp(n, i64))
         dsrc = self.fetch_shadow(src) if src in self.act.shadowed else None
+        strided = self._strided_runs(op, ftype)
+        if strided is not None:
+            period, runs = strided
+            name = _require_memcpy_adjoint(self.ctx.module, ftype)
+            for lo, hi in runs:
+                E.insert(llvm.CallOp(f"{name}.strided", dsrc, ddst, n, self._i64(period), self._i64(lo),
+                                     self._i64(hi)))
+            return
         for lo, hi in self._copied_runs(op, ftype):
             # only the float bytes: other shadow bytes hold pointers' shadows
             if hi < 0:  # the whole copy (run-time length, floats only)
@@ -596,14 +640,99 @@ class ShadowCode:
         pointers. Raises when the integer is the float's own bits changed by arithmetic
         (:meth:`_refuse_float_bits_arithmetic`): then the shadow has no right value."""
         t = op.value.type
-        if not isinstance(t, IntegerType):
+        nbytes = _integer_bytes(t)
+        if nbytes is None:
             return False
-        if t.width.data not in (32, 64):
-            return self._integer_over_float_bytes(op)
-        if not self._holds_float_of_width(op, op.ptr, t.width.data // 8):
-            return False
-        self._refuse_float_bits_arithmetic(op)
-        return True
+        if isinstance(t, IntegerType) and t.width.data in (32, 64) and self._holds_float_of_width(op, op.ptr, nbytes):
+            self._refuse_float_bits_arithmetic(op)
+            return True
+        # other integers (a char, a short, half a double, a vector of bytes) over bytes
+        # that may be floats': zero, unless they may be bytes of floats read from memory
+        # with derivatives (a byte-by-byte copy). A pointer walked byte by byte has no
+        # type but the ``int`` its own stores give, so a char or short store zeroes its
+        # shadow bytes unless they are known to hold a pointer's shadow (the shadow of
+        # integer bytes is unused: zeroing it is harmless; a hand-written byte loop
+        # zeroing doubles left their derivatives behind, session 31)
+        self._refuse_copied_float_pieces(op)
+        if isinstance(t, IntegerType) and t.width.data not in (32, 64) and self._integer_over_float_bytes(op):
+            return True
+        if isinstance(t, IntegerType) and t.width.data in (32, 64):
+            return self._may_hold_floats(op, op.ptr, nbytes)
+        return "ptr" not in {k for _, _, k in self._types().of(op.ptr).runs(0, nbytes)}
+
+    def _zero_shadow_of_store(self, op: Operation, sp: SSAValue) -> None:
+        """Zeros in the shadow bytes of the integer ``op`` stores (an integer vector's by
+        a memset of its size)."""
+        E, t = self.E, op.value.type
+        if isinstance(t, IntegerType):
+            mirror_scopes(op, E.insert(llvm.StoreOp(E.v(llvm.ConstantOp(IntegerAttr(0, t), t)), sp)))
+        else:
+            self._memset_zero(sp, E.v(llvm.ConstantOp(IntegerAttr(_integer_bytes(t), i64), i64)))
+
+    def _refuse_copied_float_pieces(self, store: Operation) -> None:
+        """Raise when the integer ``store`` writes, narrower than a float or a vector of
+        such (``i8``, ``i16``, ``<16 x i8>``), comes through integer operations, phis and
+        casts from a load of memory with shadows whose bytes there may be floats (type
+        analysis says floats, or does not know: a pointer walked byte by byte has no
+        type): the bytes of a float moved piece by piece (a hand-written byte copy loop,
+        ``*d++ = *s++`` over ``char *``; a union copied through its ``unsigned char``
+        member). Shadow memory holds a float's derivative as a whole float, which no
+        byte-sized piece can carry (the derivative was silently lost, wherever the
+        bytes were stored: session 31, hand probes)."""
+        for value, owner in self._integer_origins(store.value, vectors=True):
+            if isinstance(owner, llvm.LoadOp) and owner.ptr in self.act.shadowed and self._piece_may_be_float(
+                    owner, _integer_bytes(value.type)):
+                raise ZymaseError(
+                    "the bytes of a floating-point value that may hold derivatives are read and "
+                    "written in integer pieces (char, short, or int halves of a double: a byte-by-byte "
+                    "copy loop, a sign bit flipped through a char); zymase moves derivatives with whole "
+                    "floats only and would lose this one",
+                    construct="store", function=self.fname,
+                    location=location_of(store) or location_of(owner),
+                    hint="copy with memcpy or memmove (a length computed at run time is fine) or as "
+                    "doubles through a double*, and change values with float operations (copysign, "
+                    "fabs, -x), instead of through char")
+
+    def _integer_origins(self, value: SSAValue, *, vectors: bool = False):
+        """``(value, op)`` for each operation ``value`` is computed from through integer
+        operations, casts, selects and phis (``vectors``: vectors of integers too),
+        stopping at loads and calls, which are yielded too."""
+        seen: set[SSAValue] = set()
+        work = [value]
+        while work:
+            value = work.pop()
+            if value in seen:
+                continue
+            seen.add(value)
+            if isinstance(value, BlockArgument):
+                work += self._phi_incoming(value)  # (bits merged with other values)
+                continue
+            owner = value.owner
+            yield value, owner
+            if isinstance(owner, (llvm.LoadOp, llvm.CallOp)):
+                continue
+            work.extend(o for o in owner.operands
+                        if isinstance(o.type, IntegerType) or (vectors and _integer_bytes(o.type) is not None))
+
+    def _piece_may_be_float(self, load: Operation, nbytes: int) -> bool:
+        """Whether the integer ``load`` may read bytes of a float. An element of a char
+        array indexed at run time (``s->name[k]`` at -O0: ``getelementptr [8 x i8], p,
+        0, k``) has no type of its own, so the array's bytes in the memory around it
+        decide (a union's char member over doubles has floats there; a struct's name
+        field next to its doubles has none)."""
+        base = _declared_integer_array(load.ptr)
+        if base is not None:
+            ptr, size = base
+            return any(k in FLOAT_KINDS for _, _, k in self._types().of(ptr).runs(0, size))
+        return self._may_hold_floats(load, load.ptr, nbytes)
+
+    def _may_hold_floats(self, op: Operation, ptr: SSAValue, nbytes: int | None) -> bool:
+        """Whether the ``nbytes`` bytes behind ``ptr`` may hold floats: type analysis
+        says so, or cannot tell."""
+        try:
+            return self._float_type_of(op, ptr, nbytes) is not None
+        except ZymaseError:
+            return True
 
     def _integer_over_float_bytes(self, op: Operation) -> bool:
         """A store of an integer of another width than a float's over float bytes:
@@ -684,18 +813,9 @@ class ShadowCode:
         from a float's bits (``u.d = x; u.i += 1; return u.d`` with the union in memory):
         the value read back depends on x, but neither zeroing nor keeping the shadow is its
         derivative. Refused like the same computation on SSA values
-        (autodiff/common._float_bits_made_float_again)."""
-        seen: set[SSAValue] = set()
-        work = [store.value]
-        while work:
-            value = work.pop()
-            if value in seen:
-                continue
-            seen.add(value)
-            if isinstance(value, BlockArgument):
-                work += self._phi_incoming(value)  # (bits merged with other values: as wrong)
-                continue
-            owner = value.owner
+        (autodiff/common._float_bits_made_float_again). (Bits merged with other values
+        across a branch, through a phi, are as wrong.)"""
+        for value, owner in self._integer_origins(store.value):
             # (an integer read from memory with shadows counts even where the type analysis
             # sees integers there: its bytes are read only as one, and are stored over a float)
             from_float = (isinstance(owner, llvm.BitcastOp) and is_float_type(owner.operands[0].type)) or (
@@ -711,9 +831,6 @@ class ShadowCode:
                     hint="write the computation with float operations (nextafter, ldexp, frexp, "
                     "copysign, fabs) instead of bit manipulation",
                 )
-            if isinstance(owner, (llvm.LoadOp, llvm.CallOp)):
-                continue
-            work.extend(o for o in owner.operands if isinstance(o.type, IntegerType))
 
     def _phi_incoming(self, arg: BlockArgument) -> list[SSAValue]:
         """The values a non-entry block argument receives, one per incoming edge."""
@@ -731,36 +848,26 @@ class ShadowCode:
         are memcpys by then (transforms/integer_copies). Returns False otherwise."""
         t = store.value.type
         if not isinstance(t, IntegerType) or t.width.data not in (32, 64):
+            if _integer_bytes(t) is not None:
+                self._refuse_copied_float_pieces(store)
             return False
         width = t.width.data // 8
-        seen: set[SSAValue] = set()
-        work = [store.value]
-        while work:
-            value = work.pop()
-            if value in seen:
-                continue
-            seen.add(value)
-            if isinstance(value, BlockArgument):
-                work += self._phi_incoming(value)
-                continue
-            owner = value.owner
-            if isinstance(owner, llvm.LoadOp):
-                # (the source's own bytes may look like integers to the type analysis,
-                # being read only as one: the destination read back as a float decides)
-                if owner.ptr in self.act.shadowed and (self._holds_float_of_width(owner, owner.ptr, width)
-                                                       or self._holds_float_of_width(store, store.ptr, width)):
-                    raise ZymaseError(
-                        "the bits of a float that holds derivatives are copied through an integer variable "
-                        "(merged with other values, or across a branch) into memory read as a float; "
-                        "zymase moves derivatives through float operations only and would lose this one",
-                        construct="store", function=self.fname,
-                        location=location_of(store) or location_of(owner),
-                        hint="copy the values as doubles (double v = x[i]; or memcpy between double arrays), "
-                        "not through an integer variable")
-                continue
-            if isinstance(owner, llvm.CallOp):
-                continue
-            work.extend(o for o in owner.operands if isinstance(o.type, IntegerType))
+        for _, owner in self._integer_origins(store.value):
+            # (the source's own bytes may look like integers to the type analysis, being
+            # read only as one: the destination read back as a float decides)
+            if isinstance(owner, llvm.LoadOp) and owner.ptr in self.act.shadowed and (
+                    self._holds_float_of_width(owner, owner.ptr, width)
+                    or self._holds_float_of_width(store, store.ptr, width)):
+                raise ZymaseError(
+                    "the bits of a float that holds derivatives are copied through an integer variable "
+                    "(merged with other values, or across a branch) into memory read as a float; "
+                    "zymase moves derivatives through float operations only and would lose this one",
+                    construct="store", function=self.fname,
+                    location=location_of(store) or location_of(owner),
+                    hint="copy the values as doubles (double v = x[i]; or memcpy between double arrays), "
+                    "not through an integer variable")
+        # (a 32-bit half of a double: bytes of a float moved in pieces)
+        self._refuse_copied_float_pieces(store)
         return False
 
     def _copied_float_type(self, op: Operation) -> str | None:
@@ -796,6 +903,32 @@ def _memref_rule(gen, op: Operation):
     return MemoryRule()
 
 
+def _integer_bytes(t) -> int | None:
+    """The bytes an integer, or a vector of integers, of type ``t`` occupies in memory
+    (None for other types)."""
+    if isinstance(t, IntegerType):
+        return (t.width.data + 7) // 8
+    if isinstance(t, VectorType) and isinstance(t.element_type, IntegerType):
+        count = 1
+        for d in t.get_shape():
+            count *= d
+        return count * ((t.element_type.width.data + 7) // 8)
+    return None
+
+
+def _declared_integer_array(ptr: SSAValue) -> tuple[SSAValue, int] | None:
+    """``(base, bytes)`` when ``ptr`` is an element of an integer array indexed at run
+    time, ``getelementptr [N x iK], base, 0, k`` (as clang writes ``a.name[k]`` at -O0)."""
+    op = ptr.owner
+    if not isinstance(op, llvm.GEPOp):
+        return None
+    t = op.elem_type
+    raw = list(op.rawConstantIndices.iter_values())
+    if not (isinstance(t, llvm.LLVMArrayType) and isinstance(t.type, IntegerType)) or len(raw) != 2 or raw[0] != 0:
+        return None
+    return op.operands[0], size_align(t)[0]
+
+
 def _constant_int(v: SSAValue) -> int | None:
     owner = v.owner
     if isinstance(owner, llvm.ConstantOp) and isinstance(owner.value, IntegerAttr):
@@ -827,6 +960,83 @@ builtin.module {{
     llvm.call @{name}.one(%dsrc, %ddst, %k) : (!llvm.ptr, !llvm.ptr, i64) -> ()
     llvm.br ^dhead(%k : i64)
   ^done:
+    llvm.return
+  }}
+  llvm.func internal @{name}.strided(%dsrc: !llvm.ptr, %ddst: !llvm.ptr, %nbytes: i64, %period: i64,
+                                     %lo: i64, %hi: i64) {{
+    %zero = llvm.mlir.constant(0 : i64) : i64
+    %one = llvm.mlir.constant(1 : i64) : i64
+    %len = llvm.sub %hi, %lo : i64
+    %fits = llvm.icmp "uge" %nbytes, %hi : i64
+    %rest = llvm.sub %nbytes, %hi : i64
+    %whole = llvm.udiv %rest, %period : i64
+    %more = llvm.add %whole, %one : i64
+    %n = llvm.select %fits, %more, %zero : i1, i64
+    %down = llvm.icmp "ult" %ddst, %dsrc : !llvm.ptr
+    llvm.cond_br %down, ^dhead(%n : i64), ^uhead(%zero : i64)
+  ^uhead(%i: i64):
+    %umore = llvm.icmp "ult" %i, %n : i64
+    llvm.cond_br %umore, ^ubody, ^done
+  ^ubody:
+    llvm.call @{name}.element(%dsrc, %ddst, %i, %period, %lo, %len) : (!llvm.ptr, !llvm.ptr, i64, i64, i64, i64) -> ()
+    %next = llvm.add %i, %one : i64
+    llvm.br ^uhead(%next : i64)
+  ^dhead(%j: i64):
+    %left = llvm.icmp "ugt" %j, %zero : i64
+    llvm.cond_br %left, ^dbody, ^done
+  ^dbody:
+    %k = llvm.sub %j, %one : i64
+    llvm.call @{name}.element(%dsrc, %ddst, %k, %period, %lo, %len) : (!llvm.ptr, !llvm.ptr, i64, i64, i64, i64) -> ()
+    llvm.br ^dhead(%k : i64)
+  ^done:
+    llvm.return
+  }}
+  llvm.func internal @{name}.element(%dsrc: !llvm.ptr, %ddst: !llvm.ptr, %i: i64, %period: i64, %lo: i64,
+                                     %len: i64) {{
+    %base = llvm.mul %i, %period : i64
+    %off = llvm.add %base, %lo : i64
+    %s = llvm.getelementptr %dsrc[%off] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+    %d = llvm.getelementptr %ddst[%off] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+    llvm.call @{name}(%s, %d, %len) : (!llvm.ptr, !llvm.ptr, i64) -> ()
+    llvm.return
+  }}
+  llvm.func internal @{name}.pointers(%sdst: !llvm.ptr, %ssrc: !llvm.ptr, %nbytes: i64, %period: i64,
+                                      %at: i64) {{
+    %zero = llvm.mlir.constant(0 : i64) : i64
+    %one = llvm.mlir.constant(1 : i64) : i64
+    %eight = llvm.mlir.constant(8 : i64) : i64
+    %end = llvm.add %at, %eight : i64
+    %fits = llvm.icmp "uge" %nbytes, %end : i64
+    %rest = llvm.sub %nbytes, %end : i64
+    %whole = llvm.udiv %rest, %period : i64
+    %more = llvm.add %whole, %one : i64
+    %n = llvm.select %fits, %more, %zero : i1, i64
+    %down = llvm.icmp "ult" %sdst, %ssrc : !llvm.ptr
+    llvm.cond_br %down, ^uhead(%zero : i64), ^dhead(%n : i64)
+  ^uhead(%i: i64):
+    %umore = llvm.icmp "ult" %i, %n : i64
+    llvm.cond_br %umore, ^ubody, ^done
+  ^ubody:
+    llvm.call @{name}.pointer(%sdst, %ssrc, %i, %period, %at) : (!llvm.ptr, !llvm.ptr, i64, i64, i64) -> ()
+    %next = llvm.add %i, %one : i64
+    llvm.br ^uhead(%next : i64)
+  ^dhead(%j: i64):
+    %left = llvm.icmp "ugt" %j, %zero : i64
+    llvm.cond_br %left, ^dbody, ^done
+  ^dbody:
+    %k = llvm.sub %j, %one : i64
+    llvm.call @{name}.pointer(%sdst, %ssrc, %k, %period, %at) : (!llvm.ptr, !llvm.ptr, i64, i64, i64) -> ()
+    llvm.br ^dhead(%k : i64)
+  ^done:
+    llvm.return
+  }}
+  llvm.func internal @{name}.pointer(%sdst: !llvm.ptr, %ssrc: !llvm.ptr, %i: i64, %period: i64, %at: i64) {{
+    %base = llvm.mul %i, %period : i64
+    %off = llvm.add %base, %at : i64
+    %s = llvm.getelementptr %ssrc[%off] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+    %d = llvm.getelementptr %sdst[%off] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+    %p = llvm.load %s : !llvm.ptr -> !llvm.ptr
+    llvm.store %p, %d : !llvm.ptr, !llvm.ptr
     llvm.return
   }}
   llvm.func internal @{name}.one(%dsrc: !llvm.ptr, %ddst: !llvm.ptr, %i: i64) {{
