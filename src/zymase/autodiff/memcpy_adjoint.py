@@ -1,0 +1,147 @@
+"""The reverse of a copy (``memcpy``/``memmove``) of floating-point data: small internal
+functions, in llvm-dialect MLIR text like the cache runtime, that move the adjoints of
+the copied floats back from the destination's shadow to the source's (as a whole, or per
+element of an array of structs that also hold pointers, whose shadows the forward sweep
+copies) and are added to a module once. Kept apart from :mod:`zymase.autodiff.memory`,
+which decides when a copy needs them.
+"""
+
+from __future__ import annotations
+
+_MEMCPY_ADJOINT = """
+builtin.module {{
+  llvm.func internal @{name}(%dsrc: !llvm.ptr, %ddst: !llvm.ptr, %nbytes: i64) {{
+    %zero = llvm.mlir.constant(0 : i64) : i64
+    %one = llvm.mlir.constant(1 : i64) : i64
+    %size = llvm.mlir.constant({size} : i64) : i64
+    %n = llvm.udiv %nbytes, %size : i64
+    %down = llvm.icmp "ult" %ddst, %dsrc : !llvm.ptr
+    llvm.cond_br %down, ^dhead(%n : i64), ^uhead(%zero : i64)
+  ^uhead(%i: i64):
+    %more = llvm.icmp "ult" %i, %n : i64
+    llvm.cond_br %more, ^ubody, ^done
+  ^ubody:
+    llvm.call @{name}.one(%dsrc, %ddst, %i) : (!llvm.ptr, !llvm.ptr, i64) -> ()
+    %next = llvm.add %i, %one : i64
+    llvm.br ^uhead(%next : i64)
+  ^dhead(%j: i64):
+    %left = llvm.icmp "ugt" %j, %zero : i64
+    llvm.cond_br %left, ^dbody, ^done
+  ^dbody:
+    %k = llvm.sub %j, %one : i64
+    llvm.call @{name}.one(%dsrc, %ddst, %k) : (!llvm.ptr, !llvm.ptr, i64) -> ()
+    llvm.br ^dhead(%k : i64)
+  ^done:
+    llvm.return
+  }}
+  llvm.func internal @{name}.strided(%dsrc: !llvm.ptr, %ddst: !llvm.ptr, %nbytes: i64, %period: i64,
+                                     %lo: i64, %hi: i64) {{
+    %zero = llvm.mlir.constant(0 : i64) : i64
+    %one = llvm.mlir.constant(1 : i64) : i64
+    %len = llvm.sub %hi, %lo : i64
+    %fits = llvm.icmp "uge" %nbytes, %hi : i64
+    %rest = llvm.sub %nbytes, %hi : i64
+    %whole = llvm.udiv %rest, %period : i64
+    %more = llvm.add %whole, %one : i64
+    %n = llvm.select %fits, %more, %zero : i1, i64
+    %down = llvm.icmp "ult" %ddst, %dsrc : !llvm.ptr
+    llvm.cond_br %down, ^dhead(%n : i64), ^uhead(%zero : i64)
+  ^uhead(%i: i64):
+    %umore = llvm.icmp "ult" %i, %n : i64
+    llvm.cond_br %umore, ^ubody, ^done
+  ^ubody:
+    llvm.call @{name}.element(%dsrc, %ddst, %i, %period, %lo, %len) : (!llvm.ptr, !llvm.ptr, i64, i64, i64, i64) -> ()
+    %next = llvm.add %i, %one : i64
+    llvm.br ^uhead(%next : i64)
+  ^dhead(%j: i64):
+    %left = llvm.icmp "ugt" %j, %zero : i64
+    llvm.cond_br %left, ^dbody, ^done
+  ^dbody:
+    %k = llvm.sub %j, %one : i64
+    llvm.call @{name}.element(%dsrc, %ddst, %k, %period, %lo, %len) : (!llvm.ptr, !llvm.ptr, i64, i64, i64, i64) -> ()
+    llvm.br ^dhead(%k : i64)
+  ^done:
+    llvm.return
+  }}
+  llvm.func internal @{name}.element(%dsrc: !llvm.ptr, %ddst: !llvm.ptr, %i: i64, %period: i64, %lo: i64,
+                                     %len: i64) {{
+    %base = llvm.mul %i, %period : i64
+    %off = llvm.add %base, %lo : i64
+    %s = llvm.getelementptr %dsrc[%off] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+    %d = llvm.getelementptr %ddst[%off] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+    llvm.call @{name}(%s, %d, %len) : (!llvm.ptr, !llvm.ptr, i64) -> ()
+    llvm.return
+  }}
+  llvm.func internal @{name}.pointers(%sdst: !llvm.ptr, %ssrc: !llvm.ptr, %nbytes: i64, %period: i64,
+                                      %at: i64) {{
+    %zero = llvm.mlir.constant(0 : i64) : i64
+    %one = llvm.mlir.constant(1 : i64) : i64
+    %eight = llvm.mlir.constant(8 : i64) : i64
+    %end = llvm.add %at, %eight : i64
+    %fits = llvm.icmp "uge" %nbytes, %end : i64
+    %rest = llvm.sub %nbytes, %end : i64
+    %whole = llvm.udiv %rest, %period : i64
+    %more = llvm.add %whole, %one : i64
+    %n = llvm.select %fits, %more, %zero : i1, i64
+    %down = llvm.icmp "ult" %sdst, %ssrc : !llvm.ptr
+    llvm.cond_br %down, ^uhead(%zero : i64), ^dhead(%n : i64)
+  ^uhead(%i: i64):
+    %umore = llvm.icmp "ult" %i, %n : i64
+    llvm.cond_br %umore, ^ubody, ^done
+  ^ubody:
+    llvm.call @{name}.pointer(%sdst, %ssrc, %i, %period, %at) : (!llvm.ptr, !llvm.ptr, i64, i64, i64) -> ()
+    %next = llvm.add %i, %one : i64
+    llvm.br ^uhead(%next : i64)
+  ^dhead(%j: i64):
+    %left = llvm.icmp "ugt" %j, %zero : i64
+    llvm.cond_br %left, ^dbody, ^done
+  ^dbody:
+    %k = llvm.sub %j, %one : i64
+    llvm.call @{name}.pointer(%sdst, %ssrc, %k, %period, %at) : (!llvm.ptr, !llvm.ptr, i64, i64, i64) -> ()
+    llvm.br ^dhead(%k : i64)
+  ^done:
+    llvm.return
+  }}
+  llvm.func internal @{name}.pointer(%sdst: !llvm.ptr, %ssrc: !llvm.ptr, %i: i64, %period: i64, %at: i64) {{
+    %base = llvm.mul %i, %period : i64
+    %off = llvm.add %base, %at : i64
+    %s = llvm.getelementptr %ssrc[%off] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+    %d = llvm.getelementptr %sdst[%off] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+    %p = llvm.load %s : !llvm.ptr -> !llvm.ptr
+    llvm.store %p, %d : !llvm.ptr, !llvm.ptr
+    llvm.return
+  }}
+  llvm.func internal @{name}.one(%dsrc: !llvm.ptr, %ddst: !llvm.ptr, %i: i64) {{
+    %ps = llvm.getelementptr %dsrc[%i] : (!llvm.ptr, i64) -> !llvm.ptr, {t}
+    %pd = llvm.getelementptr %ddst[%i] : (!llvm.ptr, i64) -> !llvm.ptr, {t}
+    %d = llvm.load %pd : !llvm.ptr -> {t}
+    %z = llvm.mlir.constant(0.0 : {t}) : {t}
+    llvm.store %z, %pd : {t}, !llvm.ptr
+    %s = llvm.load %ps : !llvm.ptr -> {t}
+    %sum = llvm.fadd %s, %d : {t}
+    llvm.store %sum, %ps : {t}, !llvm.ptr
+    llvm.return
+  }}
+}}
+"""
+
+
+def require_memcpy_adjoint(module, ftype: str) -> str:
+    """The reverse of a memcpy/memmove of ``ftype`` elements, a small internal
+    function added to the module once (llvm-dialect MLIR text, like the cache
+    runtime). Element by element: the destination's adjoint is read and zeroed,
+    then added to the source's; walking towards the source's side first keeps an
+    overlapping memmove correct (an element is moved on only after its own
+    adjoint has been handed back)."""
+    name = f"__zymase_memcpy_adjoint_{ftype}"
+    for op in module.body.block.ops:
+        if getattr(op, "sym_name", None) is not None and op.sym_name.data == name:
+            return name
+    text = _MEMCPY_ADJOINT.format(name=name, t=ftype, size=8 if ftype == "f64" else 4)
+    from zymase.cache import parsed_mlir
+
+    runtime = parsed_mlir(text, "<zymase memcpy adjoint>")
+    for op in list(runtime.body.block.ops):
+        op.detach()
+        module.body.block.add_op(op)
+    return name
