@@ -42,6 +42,18 @@ def one_error(proc, *needles: str) -> str:
 
 
 C_CASES = {
+    # reverse mode carries the pointer shadows of a realloc'd block into the new shadow;
+    # a block of structs holding floats and pointers cannot be split so (a segfault before)
+    "realloc_mixed.c": (
+        "#include <stdlib.h>\nextern double __enzyme_autodiff(void*, ...);\n"
+        "struct item { double v; double *p; };\n"
+        "double f(double *x, int n) { struct item *a = malloc(sizeof *a); a[0].v = x[0]; a[0].p = &x[1];\n"
+        "  a = realloc(a, n * sizeof *a); for (int i = 1; i < n; i++) { a[i].v = x[i] * a[i - 1].v; a[i].p = &x[i]; }\n"
+        "  double s = 0; for (int i = 0; i < n; i++) s += a[i].v * *a[i].p; free(a); return s; }\n"
+        "int main(void) { double x[3] = {1, 2, 3}, d[3] = {0}; __enzyme_autodiff((void*)f, x, d, 3); return d[0] > 0; }\n",
+        ["realloc_mixed.c:5:", "realloc of memory holding both floating-point values and pointers",
+         "function 'f'", "separate arrays"],
+    ),
     # a second derivative through a recursive function: its derivative's tape is the
     # global split-mode tape; the refusal named '__zymase_tape' and 'augmentedrec'
     "nested_recursion.c": (
