@@ -178,3 +178,47 @@ def test_vector_insert_of_a_complex_variable_is_refused_at_o1(tmp_path: Path):
     errors = [line for line in build.stderr.splitlines() if line.startswith("zymase: error:")]
     assert len(errors) == 1 and "Traceback" not in build.stderr, build.stderr
     assert "stored to memory in pieces" in errors[0] and "v.insert(pos, T(x))" in errors[0], errors[0]
+
+
+NODE_CONTAINERS = {
+    "list": ("#include <list>", "std::list<double> c;", "c.push_back(x[i] * x[i]);", "for (double v : c) s += v;",
+             "std::list"),
+    "map": ("#include <map>", "std::map<int, double> c;", "c[i % 2] += x[i] * x[i];",
+            "for (auto &kv : c) s += kv.second * kv.second;", "std::map"),
+}
+
+
+@pytest.mark.parametrize("level", ["-O0", "-O2"])
+@pytest.mark.parametrize("container", sorted(NODE_CONTAINERS))
+def test_node_container_refusal_names_the_users_line(tmp_path: Path, container: str, level: str):
+    # session 32: std::list and std::map link their nodes in libstdc++'s compiled code, so
+    # their use on active data is refused; the message named a line of stl_list.h /
+    # stl_tree.h (the code clang inlined, at -O2, or zymase's inliner, at -O0) and told the
+    # user to "define the function in the same file". It now names the user's line (line 7,
+    # the insertion) and says what to use instead
+    include, declare, insert, read, name = NODE_CONTAINERS[container]
+    source = tmp_path / f"{container}.cpp"
+    source.write_text(f"""{include}
+#include <cstdio>
+extern int enzyme_dup, enzyme_const;
+extern void __enzyme_autodiff(void *, ...);
+static double f(double *x, int n) {{
+  {declare}
+  for (int i = 0; i < n; i++) {insert}
+  double s = 0;
+  {read}
+  return s;
+}}
+int main(int argc, char **) {{
+  double x[3] = {{1, 2, 3}}, d[3] = {{0}};
+  __enzyme_autodiff((void *)f, enzyme_dup, x, d, enzyme_const, 2 + argc);
+  printf("%g %g %g\\n", d[0], d[1], d[2]);
+}}
+""")
+    build = run_cli(["c++", level, str(source), "-o", str(tmp_path / "a.out")], timeout=COMPILE_TIMEOUT, cwd=tmp_path)
+    assert build.returncode == 1, build.stderr
+    errors = [line for line in build.stderr.splitlines() if line.startswith("zymase: error:")]
+    assert len(errors) == 1 and "Traceback" not in build.stderr, build.stderr
+    assert errors[0].startswith(f"zymase: error: {source.name}:7:"), errors[0]
+    assert "/include/" not in errors[0] and "define the function in the same file" not in errors[0], errors[0]
+    assert f"the nodes of {name}" in errors[0] and "std::vector" in errors[0], errors[0]

@@ -732,7 +732,7 @@ class MemoryModel:
                     function=self.fname,
                     location=location_of(at),
                     hint="allocate aligned memory with posix_memalign instead of rounding an address as an "
-                    "integer" if isinstance(op, llvm.IntToPtrOp) else
+                    "integer" if isinstance(op, llvm.IntToPtrOp) else _library_hint(op) or
                     "write active data only to local buffers, malloc'd memory or enzyme_dup arguments",
                 )
 
@@ -809,6 +809,17 @@ def _pointer_origin(op: Operation) -> str:
 
             return f"a pointer field of the struct returned by '{demangle(name)}'"
     return f"a pointer produced by '{_describe(op)}'"
+
+
+def _library_hint(op: Operation) -> str | None:
+    """The hint for a pointer returned by a function of the C++ standard library compiled
+    into libstdc++ (``std::_Rb_tree_increment`` walking a std::map), if ``op`` is such a call."""
+    name = callee_name(op) if isinstance(op, llvm.CallOp) else None
+    if not name:
+        return None
+    from zymase.llvm.demangle import compiled_library_hint  # (only on this error path)
+
+    return compiled_library_hint(name)
 
 
 def _inactive_global_error(name: str, at: Operation, fname: str) -> ZymaseError:

@@ -592,14 +592,16 @@ def _reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activ
                     message, hint = sort_or_search
                     raise ZymaseError(message, construct=describe(op), function=fname,
                                       location=location_of(op), hint=hint)
+                from zymase.llvm.demangle import compiled_library_hint  # (only on this error path)
+
+                callee = describe(op).split('@')[-1]
                 raise ZymaseError(
-                    f"memory holding active data is passed to '{describe(op).split('@')[-1]}', "
-                    "whose derivative zymase cannot build",
+                    f"memory holding active data is passed to '{callee}', whose derivative zymase cannot build",
                     construct=describe(op),
                     function=fname,
                     location=location_of(op),
-                    hint="define the function in the same file, or copy the data it needs into local "
-                    "variables",
+                    hint=compiled_library_hint(callee) or "define the function in the same file, or copy the "
+                    "data it needs into local variables",
                 )
 
 

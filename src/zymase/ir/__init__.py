@@ -338,6 +338,17 @@ class _GenericFor(Printer):
             self.print_generic_format = generic
 
 
+def in_system_header(location: Attribute | None) -> bool:
+    """Whether a location is in a header the toolchain installed (libstdc++, the C
+    library, clang's own headers): messages name the user's line that reached it
+    instead (the reader follows ``inlinedAt``, the inliner gives such ops the call's
+    location), since the user cannot act on a line of ``stl_list.h``."""
+    if not isinstance(location, FileLineColLoc):
+        return False
+    path = location.filename.data
+    return path.startswith(("/usr/", "/opt/")) and "/include/" in path
+
+
 def location_of(op: Operation) -> str | None:
     """``file:line:col`` of an op, when it carries a FileLineColLoc."""
     loc = op.location

@@ -1,6 +1,8 @@
 """C++ names as the user wrote them: ``_Z1fd`` -> ``f(double)``, through the demangler
 of the LLVM or binutils installation (``llvm-cxxfilt``, ``c++filt``). A name that is not
-mangled, or a machine without a demangler, gives the name unchanged."""
+mangled, or a machine without a demangler, gives the name unchanged. Also what messages
+tell the user about a function of the C++ standard library that is compiled into
+libstdc++ (:func:`compiled_library_hint`)."""
 
 from __future__ import annotations
 
@@ -27,3 +29,28 @@ def demangle(name: str) -> str:
         return name
     text = proc.stdout.strip()
     return text if proc.returncode == 0 and text else name
+
+
+#: the node-based containers whose linking code libstdc++ compiles into the library
+#: (demangled name prefixes of those functions -> what the user wrote)
+_LIBSTDCXX_NODE_CODE = (
+    ("std::__detail::_List_node_base::", "std::list"),
+    ("std::_Rb_tree", "std::map, std::set and their multi- forms"),
+    ("std::__detail::_Prime_rehash_policy::", "std::unordered_map and std::unordered_set"),
+)
+
+
+def compiled_library_hint(callee: str) -> str | None:
+    """The hint for memory holding active data passed to a function of the C++ standard
+    library that is compiled into libstdc++ (not in its headers), if ``callee`` (its
+    name, mangled or not) is one: "define the function in the same file" means nothing
+    for it. Only on error paths: demangling starts a process."""
+    callee = demangle(callee)
+    if not callee.startswith(("std::", "__gnu_cxx::")):
+        return None
+    for prefix, containers in _LIBSTDCXX_NODE_CODE:
+        if callee.startswith(prefix):
+            return (f"the nodes of {containers} are linked by code compiled into libstdc++, out of zymase's "
+                    "sight: keep the differentiated values in a std::vector, a std::array or a plain array")
+    return ("this part of the C++ standard library is compiled into libstdc++, out of zymase's sight: keep the "
+            "differentiated values away from it (std::vector, std::array and plain arrays are differentiated)")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 
-from zymase.ir import Block, BlockArgument, Operation, Region, llvm
+from zymase.ir import Block, BlockArgument, Operation, Region, in_system_header, llvm
 from zymase.llvm.noalias_scopes import freshen_scopes
 
 _copies = itertools.count()
@@ -74,6 +74,13 @@ def inline_call(call: Operation, callee: Operation) -> list[Block]:
 
     copy_byval_params(callee, body.blocks[0], LLVM.successor_operands)
     new_blocks = [body.detach_block(b) for b in list(body.blocks)]
+    if not in_system_header(call.location):
+        # a message about the callee's code names the user's line that called it, not a
+        # line of the standard library's headers (as the reader does for clang's inlining)
+        for b in new_blocks:
+            for op in b.walk():
+                if in_system_header(op.location):
+                    op.location = call.location
     # each inlined copy keeps its own restrict promises (as LLVM's inliner clones scopes)
     freshen_scopes((op for b in new_blocks for op in b.ops), f"inl{next(_copies)}", declared_only=False)
     hoist_allocas(new_blocks[0], region.blocks[0])

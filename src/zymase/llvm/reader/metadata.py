@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import re
 
-from zymase.ir import Attribute, FileLineColLoc, StringAttr, builtin
+from zymase.ir import Attribute, FileLineColLoc, StringAttr, builtin, in_system_header
 from zymase.llvm.loop_hints import LOOP_HINT_TYPES, hint_name
 from zymase.llvm.noalias_scopes import scope_name
 from zymase.llvm.reader.lexer import _Cursor, _ParseFailure, _string_literal
 
 
 _DILOCATION_RE = re.compile(r"!\d+ = !DILocation\(line: (\d+)(?:, column: (\d+))?, scope: (!\d+)")
+_INLINED_AT_RE = re.compile(r"inlinedAt: (!\d+)")
 
 
 class _Metadata:
@@ -85,9 +86,29 @@ class _Metadata:
         return fields
 
     def location(self, ref: str) -> Attribute | None:
-        """FileLineColLoc for a ``!DILocation`` reference (None for line 0 / unknown)."""
+        """FileLineColLoc for a ``!DILocation`` reference (None for line 0 / unknown).
+        Code clang inlined from a system header (libstdc++'s containers, the C
+        library's inline functions) is located at the user's line it was inlined into,
+        the first one up its ``inlinedAt`` chain outside such headers (if any)."""
         if ref in self.locations:
             return self.locations[ref]
+        loc = self._own_location(ref)
+        if in_system_header(loc):
+            inlined_at = ref
+            for _ in range(64):  # inlining chains are short; the bound guards against cycles
+                found = _INLINED_AT_RE.search(self.lines.get(inlined_at, ""))
+                if found is None:
+                    break
+                inlined_at = found.group(1)
+                outer = self._own_location(inlined_at)
+                if outer is not None and not in_system_header(outer):
+                    loc = outer
+                    break
+        self.locations[ref] = loc
+        return loc
+
+    def _own_location(self, ref: str) -> Attribute | None:
+        """The file, line and column of one ``!DILocation`` node itself."""
         loc = None
         raw = self.lines.get(ref, "")
         fast = _DILOCATION_RE.match(raw)  # the common shape, without a full tokenization
@@ -108,7 +129,6 @@ class _Metadata:
             if name is None:
                 name = self.file_attrs[file] = StringAttr(file)
             loc = FileLineColLoc(name, builtin.IntAttr(line), builtin.IntAttr(column))
-        self.locations[ref] = loc
         return loc
 
     def _file_of(self, scope: str | None) -> str | None:
