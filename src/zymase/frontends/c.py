@@ -235,14 +235,55 @@ def compile_c(source: str, clang_flags: list[str], level: int, timings: Timings,
     result (None without the cache). ``preopt=False`` is Enzyme's "AD before
     optimization" baseline: the unoptimized IR is differentiated and only the result is
     optimized."""
-    from zymase import cache as derivative_cache
     from zymase.llvm import toolchain
-    from zymase.llvm.clang_primal import ClangPipeline, hide_roots, take_clang_functions
 
     with timings.phase("clang"):
         # the key hashes clang's own text: dropping the target features LLVM does not
         # know loads LLVM, which a hit does without
         ll = toolchain.c_to_llvm_ir(source, clang_flags, level, known_features_only=False)
+    return _compile_clang_ir(ll, str(source), clang_flags, level, timings, preopt=preopt, cache=cache,
+                             locate=lambda err: _with_source_line(err, source, clang_flags, level, preopt))
+
+
+def compile_linked(sources: list[str], clang_flags: list[str], level: int, timings: Timings, *,
+                   preopt: bool = True, cache: bool = True) -> tuple[str, str | None]:
+    """Several C/C++ files as one module, differentiated as one program: what Enzyme's
+    users get from link-time optimization, for a function differentiated in one file and
+    defined (or calling functions defined) in another. :func:`build` comes here only when
+    a file alone is refused. Line tables are always on (each file would otherwise be
+    compiled again to locate a refusal); clang's own pipeline does not give the primal
+    (``llvm/clang_primal``: clang 19 does not read the IR LLVM 22 prints after linking),
+    so the functions AD leaves unchanged are zymase's optimization of them."""
+    from zymase.llvm import toolchain
+
+    lines = [] if any(f.startswith("-g") for f in clang_flags) else ["-gline-tables-only"]
+    with timings.phase("clang"):
+        texts = [toolchain.drop_unknown_target_features(toolchain.c_to_llvm_ir(src, [*clang_flags, *lines], level))
+                 for src in sources]
+    with timings.phase("link"):
+        ll = texts[0]
+        for src, text in zip(sources[1:], texts[1:]):
+            try:
+                ll = toolchain.link_modules(ll, text)
+            except ZymaseError as err:
+                raise ZymaseError(
+                    f"the files cannot be linked into one program to differentiate it: {err.message.split(': ', 1)[-1]}",
+                    location=src,
+                    hint="each symbol may be defined in one file only (mark helpers static or inline)",
+                ) from None
+    return _compile_clang_ir(ll, " + ".join(Path(src).name for src in sources), clang_flags, level, timings,
+                             preopt=preopt, cache=cache, locate=lambda err: err, clang_primal=False)
+
+
+def _compile_clang_ir(ll: str, label: str, clang_flags: list[str], level: int, timings: Timings, *, preopt: bool,
+                      cache: bool, locate, clang_primal: bool = True) -> tuple[str, str | None]:
+    """Clang's IR of one file (or of linked files, :func:`compile_linked`) to optimized
+    LLVM IR with derivatives, and the cache key; ``locate`` gives a refusal its source
+    line; ``clang_primal``: clang's own pipeline gives the functions AD leaves unchanged."""
+    from zymase import cache as derivative_cache
+    from zymase.llvm import toolchain
+    from zymase.llvm.clang_primal import ClangPipeline, hide_roots, take_clang_functions
+
     key = None
     if cache and derivative_cache.enabled():
         with timings.phase("cache"):
@@ -263,17 +304,17 @@ def compile_c(source: str, clang_flags: list[str], level: int, timings: Timings,
     clang_pipeline: list[ClangPipeline] = []
 
     def start_clang_pipeline() -> None:
-        if level > 0:
+        if level > 0 and clang_primal:
             with timings.phase("primal"):
                 clang_pipeline.append(ClangPipeline(clang_ir, clang_flags, level))
 
     try:
         try:
-            ll, changed = _differentiate(ll, str(source), level, timings, preoptimize=preopt, only_reachable=True,
+            ll, changed = _differentiate(ll, label, level, timings, preoptimize=preopt, only_reachable=True,
                                          cache=key is not None, when_split=start_clang_pipeline,
                                          skip_outside_part=True)
         except ZymaseError as err:
-            raise _in_cxx_terms(_with_source_line(err, source, clang_flags, level, preopt)) from None
+            raise _in_cxx_terms(locate(err)) from None
         clang_ll, hidden, merged = None, frozenset(), ll
         if clang_pipeline and changed is not None:
             with timings.phase("primal"):
@@ -361,13 +402,22 @@ def build(sources: list[str], output: str, clang_flags: list[str], link_flags: l
     from zymase import cache as derivative_cache
     from zymase.llvm import toolchain
 
+    files = [src for src in sources if not src.endswith((".o", ".a", ".so"))]
     with tempfile.TemporaryDirectory(prefix="zymase-") as tmp:
-        objects: list[str] = []
-        for i, src in enumerate(sources):
-            if src.endswith((".o", ".a", ".so")):
-                objects.append(src)
-                continue
-            ll, key = compile_c(src, clang_flags, level, timings, preopt=preopt, cache=cache)
+        object_of = {src: src for src in sources if src not in files}  # the link keeps the given order
+        built: list[tuple[str, str, str | None]] = []  # (source, IR, cache key)
+        try:
+            for src in files:
+                built.append((src, *compile_c(src, clang_flags, level, timings, preopt=preopt, cache=cache)))
+        except CompilerDiagnostics:
+            raise
+        except ZymaseError:
+            # a function differentiated in one file and defined in another (or calling one
+            # defined in another): the files of one program are differentiated together
+            if len(files) < 2 or compile_only or emit_llvm:
+                raise
+            built = [(files[0], *compile_linked(files, clang_flags, level, timings, preopt=preopt, cache=cache))]
+        for i, (src, ll, key) in enumerate(built):
             if emit_llvm:
                 toolchain.write_text_output(output or Path(src).with_suffix(".ll").name, ll)
                 continue
@@ -385,9 +435,10 @@ def build(sources: list[str], output: str, clang_flags: list[str], link_flags: l
                     toolchain.emit_object(ll, obj, opt=level)
                 if key is not None:
                     derivative_cache.store(key, "o", Path(obj).read_bytes())
-            objects.append(obj)
+            object_of[src] = obj
         if compile_only or emit_llvm:
             return
+        objects = [object_of[src] for src in sources if src in object_of]
         if toolchain.compiles_cxx(clang_flags) or any(toolchain.is_cxx_source(src) for src in sources):
             # `cc` links C: a C++ source's operator new/delete, std:: and the C++ ABI
             # live in libstdc++ (clang++ would add it itself)

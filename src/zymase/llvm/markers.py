@@ -550,7 +550,8 @@ def _lower_site(site: _Site, functions: dict[str, Operation]) -> None:
         raise _err(
             site,
             f"cannot differentiate '{fname}': only its declaration is in this file",
-            "define the function in the same translation unit",
+            "define the function in the same translation unit, or build the program's files together "
+            "(zymase cc main.c f.c -o prog: they are then differentiated as one program)",
         )
     if site.mode == "batch":
         from zymase.llvm.batch_call import lower_batch_site
