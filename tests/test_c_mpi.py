@@ -297,6 +297,17 @@ REFUSED = {
         "    for (int i = 0; i < 4; i++) y[i] = x[i] * x[i];\n"
         "    MPI_Allreduce(MPI_IN_PLACE, y, 4, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);\n"
         "}\n", "'MPI_Allreduce' passes MPI_IN_PLACE", 6),
+    # session 32: made and freed in every turn of a loop, a communicator cannot be freed
+    # after the reverse sweep's messages (once per call it can: test_communicator_freed_...)
+    "communicator_freed_in_loop": (
+        "void f(double *x, double *y) {\n"
+        "    for (int k = 0; k < 2; k++) {\n"
+        "        MPI_Comm c;\n"
+        "        MPI_Comm_dup(MPI_COMM_WORLD, &c);\n"
+        "        MPI_Allreduce(x, y, 4, MPI_DOUBLE, MPI_SUM, c);\n"
+        "        MPI_Comm_free(&c);\n"
+        "    }\n"
+        "}\n", "'MPI_Comm_free' frees a communicator", 9),
     "any_source": (
         "void f(double *x, double *y) {\n"
         "    MPI_Recv(y, 4, MPI_DOUBLE, MPI_ANY_SOURCE, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);\n"
@@ -316,3 +327,68 @@ def test_unsupported_mpi_is_refused(case: str, tmp_path: Path):
     assert len(lines) == 1 and lines[0].startswith(f"zymase: error: {case}.c:{line}:"), proc.stderr
     assert named in lines[0] and "function 'f'" in lines[0] and "hint:" in lines[0], lines[0]
     assert not list(tmp_path.glob("*.o"))
+
+
+COMMUNICATOR_FREED = r"""#include <math.h>
+#include <mpi.h>
+#include <stdio.h>
+extern void __enzyme_autodiff(void *, ...);
+extern int enzyme_dup, enzyme_const;
+// a communicator of the even and of the odd ranks, made and freed in the function
+static double f(double *x, int n) {
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm half;
+    MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half);
+    double s = 0, t;
+    for (int i = 0; i < n; i++) s += x[i] * x[i] * (i + 1);
+    MPI_Allreduce(&s, &t, 1, MPI_DOUBLE, MPI_SUM, half);
+    MPI_Comm_free(&half);
+    return t * t;
+}
+static double total(double *x, int n) {  // the loss summed over ranks
+    double mine = f(x, n), all;
+    MPI_Allreduce(&mine, &all, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    return all;
+}
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    int rank, size, failures = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    double x[3], dx[3] = {0};
+    for (int i = 0; i < 3; i++) x[i] = 0.4 + 0.1 * i + 0.2 * rank;
+    __enzyme_autodiff((void *)f, enzyme_dup, x, dx, enzyme_const, 3);
+    for (int r = 0; r < size; r++)
+        for (int i = 0; i < 3; i++) {
+            double keep = x[i], h = 1e-6;
+            if (rank == r) x[i] = keep + h;
+            double up = total(x, 3);
+            if (rank == r) x[i] = keep - h;
+            double down = total(x, 3);
+            x[i] = keep;
+            double fd = (up - down) / (2 * h);
+            if (rank == r && fabs(dx[i] - fd) > 1e-6 * fmax(1.0, fabs(fd))) {
+                printf("FAIL rank %d x[%d]: %.12g, central difference %.12g\n", rank, i, dx[i], fd);
+                failures++;
+            }
+        }
+    printf("rank %d: %d failures\n", rank, failures);
+    MPI_Finalize();
+    return failures != 0;
+}
+"""
+
+
+@pytest.mark.parametrize("flags", LEVELS, ids=[" ".join(f) for f in LEVELS])
+def test_communicator_freed_in_the_function_outlives_the_reverse_sweep(flags: list[str], tmp_path: Path):
+    # session 32: a segfault at every level (the reverse sweep's MPI_Allreduce used the
+    # communicator the forward sweep had freed); the free now runs after the reverse sweep
+    (tmp_path / "freed.c").write_text(COMMUNICATOR_FREED)
+    exe = tmp_path / "freed"
+    build = run_cli(["cc", *flags, "freed.c", *mpi_flags(), "-o", str(exe)], cwd=tmp_path, timeout=COMPILE_TIMEOUT)
+    assert build.returncode == 0, build.stderr
+    for ranks in RANKS:
+        run = run_mpi(exe, ranks, MPI_TIMEOUT)
+        assert run is not None, f"{ranks} ranks did not finish in {MPI_TIMEOUT} s"
+        assert run.returncode == 0 and run.stdout.count(": 0 failures") == ranks, run.stdout + run.stderr

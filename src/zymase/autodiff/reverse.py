@@ -59,6 +59,7 @@ from zymase.autodiff.lanes import LaneMaps
 from zymase.autodiff.memory import ShadowCode, twin_decl
 from zymase.autodiff.names import ABANDONED
 from zymase.autodiff.registry import ScalarRule, call_memory_rule
+from zymase.autodiff.rules.mpi import deferred_communicator_frees
 from zymase.autodiff.semantics import differentiated_again, strong_zero
 from zymase.autodiff import checkpoint, region_recompute, region_versioning
 from zymase.transforms.inline import hoist_allocas
@@ -236,6 +237,8 @@ class ReverseGenerator(LaneMaps, ShadowCode, LifoCaches, IndexedCaches, MinCutRe
         # it may read the buffers again rather than tape what it needs of them (known
         # before the shadow structure: call-level rules ask what is written after them).
         self.deferred_frees = self._find_deferred_frees()
+        # (and communicators freed by the function: rules/mpi.py)
+        self.deferred_comm_frees = deferred_communicator_frees(self)
         for b in self.cfg.rpo():
             for op in b.ops:
                 if memory_kind(op) is not None:
@@ -248,7 +251,7 @@ class ReverseGenerator(LaneMaps, ShadowCode, LifoCaches, IndexedCaches, MinCutRe
                         self.shadow_structure(op, clone, forward_mode=False)
                 elif self._is_split_call(op):
                     self._forward_split_call(op, clones[op])
-        for f in self.deferred_frees.values():
+        for f in (*self.deferred_frees.values(), *self.deferred_comm_frees.values()):
             clones[f].parent_block().erase_op(clones[f])
         # Which blocks need an edge index (a dict, not a set: its order is the order of the
         # iteration counters in the output, which must not change from run to run).
@@ -702,6 +705,10 @@ class ReverseGenerator(LaneMaps, ShadowCode, LifoCaches, IndexedCaches, MinCutRe
             elif memory_kind(op) is not None:
                 for _ in self.each_lane():
                     self.reverse_memory(op)
+            elif op in self.deferred_comm_frees:
+                free = self.deferred_comm_frees[op]  # the communicator's free, after its last message
+                self.E.insert(llvm.CallOp(callee_name(free), *(self.primal(o) for o in free.operands),
+                                          return_type=free.results[0].type))
             elif is_scope_decl(op):
                 self.E.insert(twin_decl(op))
             elif self._is_split_call(op):

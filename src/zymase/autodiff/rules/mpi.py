@@ -20,7 +20,9 @@ derivative message is formed. Here:
   the wait starts the adjoint message and the reverse of the isend/irecv completes it.
 
 Communicators, ranks, counts and tags are constant; ``MPI_Barrier`` is mirrored in the
-reverse sweep.
+reverse sweep. A communicator the function makes and frees (``MPI_Comm_split`` ...
+``MPI_Comm_free``) is freed in the reverse sweep instead, at the mirror of the call that
+made it, since the derivative messages still use it (:func:`deferred_communicator_frees`).
 
 Vector mode (width N): the generators call each rule once per lane (:meth:`lane_by_lane`);
 the rule gathers the lanes' shadows and the last lane emits one ``*_lanes`` runtime call
@@ -38,6 +40,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from zymase.analysis.memory import callee_name
 from zymase.autodiff.registry import REGISTRY, CallMemoryRule
 from zymase.errors import ZymaseError
 from zymase.ir import IntegerAttr, Operation, SSAValue, i32, llvm, location_of
@@ -411,6 +414,65 @@ def _register() -> None:
 
 
 _register()
+
+
+#: the calls that make a communicator -> the position of their ``MPI_Comm *`` result
+COMMUNICATOR_MAKERS = {"MPI_Comm_dup": 1, "MPI_Comm_split": 3, "MPI_Comm_create": 2, "MPI_Comm_split_type": 4,
+                       "MPI_Comm_create_group": 3, "MPI_Cart_create": 5, "MPI_Cart_sub": 2, "MPI_Graph_create": 5,
+                       "MPI_Dist_graph_create_adjacent": 9}
+COMMUNICATOR_FREES = ("MPI_Comm_free", "MPI_Comm_disconnect")
+
+
+def deferred_communicator_frees(gen) -> dict[Operation, Operation]:
+    """In a reverse-mode derivative (``gen``, the reverse generator) of a function that
+    makes MPI calls with rules: the call that made a communicator -> the
+    ``MPI_Comm_free`` of it, which the reverse sweep runs at that call's mirror instead of
+    the forward sweep running it. The derivative messages of the reverse sweep use the
+    communicators the forward sweep used, and Open MPI's handle is a pointer to the freed
+    object (a segfault, session 32). As a free of memory is moved
+    (``WrittenMemory._find_deferred_frees``): both calls run once per call of the function
+    (outside loops, on every path to its exit), the making one first, on the same handle
+    variable, freed once. Any other free of a communicator there is refused."""
+    calls = [op for b in gen.p.region.blocks for op in b.ops if isinstance(op, llvm.CallOp)]
+    frees = [op for op in calls if callee_name(op) in COMMUNICATOR_FREES]
+    if not frees or not any((n := callee_name(op) or "").startswith("MPI_") and n in REGISTRY.call_rules
+                            for op in calls):
+        return {}
+    cfg, exit_ = gen.cfg, gen.p.exit
+
+    def once(op: Operation) -> bool:
+        return op.parent_block() not in cfg.in_cycle and cfg.dominates(op.parent_block(), exit_)
+
+    def handle(op: Operation, position: int):
+        roots = gen._roots(op.operands[position]) if len(op.operands) > position else None
+        return frozenset(roots) if roots else None
+
+    made: dict = {}
+    for op in calls:
+        position = COMMUNICATOR_MAKERS.get(callee_name(op) or "")
+        if position is not None and (h := handle(op, position)) is not None:
+            made.setdefault(h, []).append(op)
+    freed: dict = {}
+    for op in frees:
+        freed.setdefault(handle(op, 0), []).append(op)
+    deferred = {}
+    for free in frees:
+        h = handle(free, 0)
+        makers = made.get(h, []) if h is not None else []
+        maker = makers[0] if len(makers) == 1 else None
+        if (gen.split or maker is None or len(freed[h]) != 1 or not once(maker) or not once(free)
+                or not cfg.dominates(maker.parent_block(), free.parent_block())):
+            raise ZymaseError(
+                f"'{callee_name(free)}' frees a communicator in a function whose derivative sends MPI "
+                "messages: the reverse sweep's messages would use it after it is freed",
+                construct=f"call @{callee_name(free)}",
+                function=gen.fname,
+                location=location_of(free),
+                hint="free the communicator after the derivative call returns, or make and free it once per "
+                "call of the function, outside loops (then zymase frees it after the reverse sweep)",
+            )
+        deferred[maker] = free
+    return deferred
 
 
 def supported_names() -> str:
