@@ -395,6 +395,9 @@ def cmd_opt(argv: list[str]) -> int:
         text, name = read_stdin_text(), "<stdin>"
     else:
         text, name = read_text_input(src), src
+    # IR from a clang of another LLVM version (-march=native) names features LLVM 22
+    # does not know: it would warn once per function and pass
+    text = toolchain.drop_unknown_target_features(text)
     if activity:
         from zymase.autodiff.report import activity_report
         from zymase.llvm.annotations import apply_annotations

@@ -834,6 +834,8 @@ _VECTOR_SAFE_OPS = frozenset({
     "llvm.fadd", "llvm.fsub", "llvm.fmul", "llvm.fdiv", "llvm.fneg", "llvm.select", "llvm.fpext",
     "llvm.fptrunc", "llvm.extractelement", "llvm.insertelement", "llvm.shufflevector", "llvm.load",
     "llvm.store", "llvm.freeze",
+    # a compare of vectors gives a mask (no derivative), read by a lane-wise select
+    "llvm.fcmp",
 })
 
 

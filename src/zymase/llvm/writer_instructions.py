@@ -8,8 +8,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from zymase.errors import ZymaseError
-from zymase.ir import (ArrayAttr, Attribute, Block, IntegerType, Operation, SSAValue, StringAttr,
-                       builtin, llvm, llvm_ext)
+from zymase.ir import (ArrayAttr, Attribute, Block, Float16Type, Float32Type, Float64Type, IntegerType, Operation,
+                       SSAValue, StringAttr, VectorType, builtin, llvm, llvm_ext)
 from zymase.llvm.writer_text import (WRITER_BUG_HINT, WriteError, fastmath_text, int_literal,
                                      int_value, overflow_text, prop_or_attr, string_text,
                                      symbol_text)
@@ -294,7 +294,7 @@ class FunctionWriter:
             text += f", addrspace({space.data})"
         return text
 
-    def _memory_tail(self, op: Operation, ordering: int) -> str:
+    def _memory_tail(self, op: Operation, ordering: int, accessed: Attribute) -> str:
         text = ""
         if ordering:
             text += f" {_ORDERINGS[ordering]}"
@@ -303,6 +303,12 @@ class FunctionWriter:
             text += f", align {int_value(align)}"
         elif ordering:
             raise WriteError("atomic load/store needs an explicit alignment")
+        elif isinstance(accessed, VectorType) and (lane := _lane_alignment(accessed.element_type)):
+            # without one LLVM takes a vector's own (16 for <2 x double>): the engine's
+            # loads and stores of shadows and tape slots, made without the primal's, would
+            # be aligned SSE moves at addresses only the elements' alignment is known for
+            # (a fault on vectorized IR, session 32)
+            text += f", align {lane}"
         return text
 
     def _load(self, op: Operation) -> str:
@@ -311,15 +317,15 @@ class FunctionWriter:
         atomic = " atomic" if ordering else ""
         ty = self.m.type(op.results[0].type)
         return (f"{self.res(op)} = load{atomic}{volatile} {ty}, {self.typed(op.operands[0])}"
-                + self._memory_tail(op, ordering) + self.m.alias_metadata(op))
+                + self._memory_tail(op, ordering, op.results[0].type) + self.m.alias_metadata(op))
 
     def _store(self, op: Operation) -> str:
         ordering = int_value(op.properties.get("ordering"))
         volatile = " volatile" if prop_or_attr(op, "volatile_") is not None else ""
         atomic = " atomic" if ordering else ""
         value, ptr = op.operands
-        return (f"store{atomic}{volatile} {self.typed(value)}, {self.typed(ptr)}" + self._memory_tail(op, ordering)
-                + self.m.alias_metadata(op))
+        return (f"store{atomic}{volatile} {self.typed(value)}, {self.typed(ptr)}"
+                + self._memory_tail(op, ordering, value.type) + self.m.alias_metadata(op))
 
     def _gep(self, op: Operation) -> str:
         elem = op.properties["elem_type"]
@@ -566,3 +572,16 @@ _OP_WRITERS: dict[str, Callable[[FunctionWriter, Operation], str]] = {
     "llvm.unreachable": FunctionWriter._unreachable,
     **EH_WRITERS,
 }
+
+
+def _lane_alignment(t: Attribute) -> int | None:
+    """The alignment of one element of a vector of ``t`` (its size, as x86-64 aligns
+    scalars), None for other element types."""
+    if isinstance(t, (Float16Type, Float32Type, Float64Type)):
+        return {Float16Type: 2, Float32Type: 4, Float64Type: 8}[type(t)]
+    if isinstance(t, IntegerType):
+        nbytes = max(1, (t.width.data + 7) // 8)
+        return min(8, 1 << (nbytes - 1).bit_length())
+    if isinstance(t, llvm.LLVMPointerType):
+        return 8
+    return None

@@ -16,7 +16,7 @@ from zymase.transforms.tape_pool import (CACHE_GROW, HEAP_TAPE, HEAP_TAPE_RUNTIM
                                         TAPE_OUT_OF_MEMORY_GLOBAL, TAPE_OUT_OF_MEMORY_MESSAGE)
 from zymase.ir import (StringAttr, Attribute, DenseArrayBase, IntegerType, OpResult, fast_ops,
                        Operation, SSAValue, enzyme, i64, llvm, llvm_ext)
-from zymase.transforms.lowering_registry import PTR, Emitter, ExtLoadOp, ExtStoreOp, lower_type, lowers
+from zymase.transforms.lowering_registry import PTR, Emitter, ExtLoadOp, ExtStoreOp, alloc_size, lower_type, lowers
 
 CACHE_INLINE_BYTES = 128
 CACHE_STRUCT = llvm.LLVMStructType.from_type_list(
@@ -113,10 +113,23 @@ def _lower_push(op: enzyme.PushOp, e: Emitter) -> Sequence[SSAValue]:
         _push_typed(op, e)
         return []
     e.fn.module.require_cache_runtime(e, CACHE_PUSH)
-    nbytes = e.size_of(e.type(op.value.type))
+    t = e.type(op.value.type)
+    nbytes = e.size_of(t)
     slot = e.call(CACHE_PUSH, [op.cache, nbytes], PTR).results[0]
-    e.emit(ExtStoreOp(op.value, slot))
+    e.emit(ExtStoreOp(op.value, slot, alignment=_lifo_slot_alignment(t)))
     return []
+
+
+def _lifo_slot_alignment(t) -> int | None:
+    """The alignment a LIFO cache's slot of type ``t`` is known to have, where the type's
+    own is more: the slots follow each other in the byte buffer (the first 128 bytes
+    inline in the 8-aligned cache struct), so a 16-byte vector's slot is 8-aligned only,
+    and a load or store taking the vector's own 16 was an aligned SSE move that faulted
+    (vectorized IR given to ``zymase opt``, session 32). None: the type's own (8 or less)."""
+    from zymase.ir import Float80Type
+
+    natural = 16 if isinstance(t, Float80Type) else alloc_size(t)
+    return 8 if natural is not None and natural > 8 else None
 
 
 @lowers(enzyme.PopOp)
@@ -132,7 +145,7 @@ def _lower_pop(op: enzyme.PopOp, e: Emitter) -> Sequence[SSAValue]:
     e.fn.module.require_cache_runtime(e, CACHE_POP)
     nbytes = e.size_of(t)
     slot = e.call(CACHE_POP, [op.cache, nbytes], PTR).results[0]
-    return [e.value(ExtLoadOp(slot, t))]
+    return [e.value(ExtLoadOp(slot, t, alignment=_lifo_slot_alignment(t)))]
 
 
 def _push_typed(op: enzyme.PushOp, e: Emitter) -> None:
