@@ -2,10 +2,12 @@
 it from another build, unlike ``zymase cc``, whose pre-AD pipeline leaves vectorization
 for after AD): a time-stepped stencil whose loops become ``<2 x double>`` loads at
 addresses aligned to 8 only, and a clamp that compares vectors (``fcmp`` on vectors, then
-``select``). Session 32: the derivative's loads and stores of shadows and tape slots,
-written without the primal's alignment, took the vector's own (16) and were aligned SSE
-moves that faulted (a segfault at -O2 and -O3, with and without --no-preopt); the vector
-``fcmp`` was refused. Reverse and forward mode against central differences."""
+``select``); and, under -ffast-math, loops whose sums, products, maxima and minima become
+``llvm.vector.reduce.*`` of ``llvm.maxnum``/``minnum`` vectors. Session 32: the
+derivative's loads and stores of shadows and tape slots, written without the primal's
+alignment, took the vector's own (16) and were aligned SSE moves that faulted (a segfault at
+-O2 and -O3, with and without --no-preopt); the vector ``fcmp``, the reductions and the
+vector maxnum/minnum were refused. Reverse and forward mode against central differences."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ import pytest
 
 from forking_cli import run_cli
 
-PROGRAM = r"""
+HARNESS = r"""
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -23,6 +25,10 @@ extern int enzyme_dup, enzyme_const;
 void __enzyme_autodiff(void *, ...);
 double __enzyme_fwddiff(void *, ...);
 
+static double f(double *x, int n);
+"""
+
+STENCIL = r"""
 static double f(double *x, int n) {
     double u[32], v[32];
     for (int i = 0; i < 32; i++) u[i] = x[i % n] * (1 + 0.01 * i);
@@ -36,7 +42,22 @@ static double f(double *x, int n) {
     for (int i = 0; i < 32; i++) s += u[i] * (i + 1);
     return s;
 }
+"""
 
+REDUCTIONS = r"""
+static double f(double *x, int n) {
+    double y[40];
+    for (int i = 0; i < 40; i++) y[i] = x[i % n] * (1 + 0.02 * i) - 0.1 * (i % 3);
+    double s = 0, p = 1, m = -1e300, mn = 1e300;
+    for (int i = 0; i < 40; i++) s += y[i] * y[i];
+    for (int i = 0; i < 40; i++) p *= (1 + 0.05 * y[i]);
+    for (int i = 0; i < 40; i++) m = fmax(m, y[i]);
+    for (int i = 0; i < 40; i++) mn = fmin(mn, y[i] * 0.9);
+    return s + p + 3 * m + 2 * mn;
+}
+"""
+
+MAIN = r"""
 int main(int argc, char **argv) {
     (void)argv;
     int n = 6 + argc, failures = 0;
@@ -64,15 +85,26 @@ int main(int argc, char **argv) {
 """
 
 
-@pytest.mark.parametrize("flags", [["-O2"], ["-O3"], ["-O2", "--no-preopt"]], ids=["O2", "O3", "O2-no-preopt"])
-def test_derivative_of_vectorized_ir_runs_and_is_right(tmp_path, flags):
+CASES = {
+    "stencil-O2": (STENCIL, ["-O2"], [], ("fcmp ogt <2 x double>",)),
+    "stencil-O3": (STENCIL, ["-O3"], [], ("x double>",)),
+    "stencil-O2-no-preopt": (STENCIL, ["-O2"], ["--no-preopt"], ("x double>",)),
+    "reductions-O2-fast-math": (REDUCTIONS, ["-O2", "-ffast-math"], [],
+                                ("llvm.vector.reduce.fadd", "llvm.vector.reduce.fmul", "llvm.vector.reduce.fmin", "llvm.minnum.v2f64")),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_derivative_of_vectorized_ir_runs_and_is_right(tmp_path, case):
     from zymase.llvm import toolchain
 
-    (tmp_path / "stencil.c").write_text(PROGRAM)
+    function, clang_flags, opt_flags, expected = CASES[case]
+    (tmp_path / "program.c").write_text(HARNESS + function + MAIN)
     clang = toolchain.find_clang().argv
-    subprocess.run([*clang, "-S", "-emit-llvm", flags[0], "stencil.c", "-o", "in.ll"], cwd=tmp_path, check=True)
+    subprocess.run([*clang, "-S", "-emit-llvm", *clang_flags, "program.c", "-o", "in.ll"], cwd=tmp_path, check=True)
     vectorized = (tmp_path / "in.ll").read_text()
-    assert "<2 x double>" in vectorized and "fcmp" in vectorized and "x double> %" in vectorized
+    assert all(needle in vectorized for needle in expected), "clang did not vectorize as expected"
+    flags = [clang_flags[0], *opt_flags]
     proc = run_cli(["opt", "in.ll", *flags, "-o", "out.ll"], cwd=tmp_path, timeout=300)
     assert proc.returncode == 0 and not proc.stderr, proc.stderr
     toolchain.emit_object((tmp_path / "out.ll").read_text(), tmp_path / "out.o")

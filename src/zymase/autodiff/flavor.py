@@ -318,7 +318,9 @@ class LLVMFlavor(Flavor):
         return fast_ops.select(llvm.SelectOp, c, a, b)
 
     def fcmp(self, pred, a, b):
-        return llvm.FCmpOp(a, b, pred)
+        # (the extended op: a compare of vectors gives a vector of i1, as the
+        # lane-wise rules of vectors need, rules/scalar.py fmax)
+        return llvm_ext.FCmpOp(a, b, pred)
 
     def icmp_eq(self, a, b):
         return fast_ops.icmp(llvm.ICmpOp, a, b, fast_ops.int_attr(0, i64))

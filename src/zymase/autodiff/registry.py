@@ -439,5 +439,6 @@ def load_all_rules() -> Registry:
     from zymase.autodiff.rules import mpi as _p  # noqa: F401
     from zymase.autodiff.rules import numba_linalg as _n  # noqa: F401
     from zymase.autodiff.rules import scf as _s  # noqa: F401
+    from zymase.autodiff.rules import vector_reduce as _vr  # noqa: F401
 
     return REGISTRY

@@ -270,6 +270,9 @@ MATH["fmuladd"] = MATH["fma"]
 MATH["fma"].handles_vectors = True
 MATH["minnum"] = MATH["minimum"] = MATH["fmin"]
 MATH["maxnum"] = MATH["maximum"] = MATH["fmax"]
+# so are fmin's and fmax's (a compare and a select per lane: llvm.maxnum.v2f64, what a
+# vectorized fmax loop takes before its llvm.vector.reduce.fmax, rules/vector_reduce.py)
+MATH["fmin"].handles_vectors = MATH["fmax"].handles_vectors = True
 
 # Piecewise-constant functions: zero derivative, so they are never active.
 ZERO = R()
