@@ -413,7 +413,10 @@ def cmd_opt(argv: list[str]) -> int:
         print(activity_report(module), end="")
         return 0
     t = Timings()
-    ll = differentiate_llvm_ir(text, name, level or 0, t, preoptimize=preopt and level is not None)
+    # (functions no derivative reaches keep their IR, whatever they hold: inline assembly,
+    # constructs the reader does not know; as zymase cc)
+    ll = differentiate_llvm_ir(text, name, level or 0, t, preoptimize=preopt and level is not None,
+                               only_reachable=True)
     if level:
         ll = toolchain.optimize(ll, level)
     if out:

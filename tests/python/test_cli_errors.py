@@ -950,6 +950,29 @@ def test_opt_dash_O_space_level_on_clang_optimized_ir(tmp_path):
     assert subprocess.run([str(tmp_path / "exe")]).returncode == 0
 
 
+def test_opt_leaves_functions_no_derivative_reaches_as_they_are(tmp_path):
+    """Session 32: `zymase opt` read the whole module, so inline assembly in a function
+    no derivative reaches (a cycle counter the file exports) stopped it; like `zymase cc`
+    it now imports only the differentiated part (llvm/reachable)."""
+    from zymase.llvm import toolchain
+
+    (tmp_path / "ticks.c").write_text(
+        "extern double __enzyme_autodiff(void*, ...);\n"
+        "unsigned long long ticks(void) { unsigned lo, hi;\n"
+        "  __asm__ volatile(\"rdtsc\" : \"=a\"(lo), \"=d\"(hi)); return ((unsigned long long)hi << 32) | lo; }\n"
+        "static double f(double x) { return x * x * x; }\n"
+        "int main(int argc, char **argv) { (void)argv;\n"
+        "  return __enzyme_autodiff((void*)f, 1.0 + argc) == 12.0 ? 0 : 1; }\n")
+    clang = toolchain.find_clang().argv
+    subprocess.run([*clang, "-S", "-emit-llvm", "-O2", "ticks.c", "-o", "ticks.ll"], cwd=tmp_path, check=True)
+    proc = run("zymase", ["opt", "ticks.ll", "-O2", "-o", "out.ll"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "rdtsc" in (tmp_path / "out.ll").read_text()
+    toolchain.emit_object((tmp_path / "out.ll").read_text(), tmp_path / "out.o")
+    toolchain.link([tmp_path / "out.o"], tmp_path / "exe")
+    assert subprocess.run([str(tmp_path / "exe")]).returncode == 0
+
+
 @pytest.mark.parametrize("mode", ["__enzyme_autodiff", "__enzyme_fwddiff"])
 def test_all_integer_function_warns_once_that_derivatives_are_zero(tmp_path, mode):
     # issue 23 item 4: no active path; the derivative is zero (correct) but surely not meant
