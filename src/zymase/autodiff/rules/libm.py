@@ -32,3 +32,11 @@ for _name in ("acos", "acosh", "asin", "atan2", "atanh", "cosh", "exp", "exp10",
 # z as its two doubles, so the call is hypot(re, im). (cabsf takes a <2 x float> and
 # cabsl its parts in memory: they keep no rule and stay refused.)
 REGISTRY.register_function("cabs", MATH["hypot"])
+
+# The x86 SSE/AVX packed maximum and minimum (_mm_max_pd, _mm256_min_ps, ...): lane by lane
+# a > b ? a : b and a < b ? a : b (the second operand on ties and NaNs), which is what the
+# fmax and fmin rules give the derivative to.
+for _kind in ("max", "min"):
+    for _name in (f"x86.sse.{_kind}.ps", f"x86.sse2.{_kind}.pd", f"x86.avx.{_kind}.ps.256",
+                  f"x86.avx.{_kind}.pd.256"):
+        REGISTRY.register_function(_name, MATH[f"f{_kind}"])
