@@ -1,8 +1,10 @@
 /* SSE2 intrinsics in the active path (<emmintrin.h>, x86-64's baseline, as hand-vectorized
    C writes it): _mm_loadu_pd/_mm_storeu_pd, _mm_add/sub/mul/div_pd, _mm_shuffle_pd and
    _mm_max_pd/_mm_min_pd, which are the x86 intrinsics llvm.x86.sse2.max.pd/min.pd
-   (lane by lane a > b ? a : b and a < b ? a : b). Session 32: those two were refused ("an
-   active vector of floats reaches ..."); they now take fmax's and fmin's rules. Reverse
+   (lane by lane a > b ? a : b and a < b ? a : b); and clang's __builtin_elementwise_abs and
+   _copysign on the same vectors (llvm.fabs.v2f64, llvm.copysign.v2f64, what _mm_andnot_pd
+   with the sign mask becomes at -O1). Session 32: all four were refused ("an active vector
+   of floats reaches ..."); they now take fmax's, fmin's, fabs's and copysign's rules. Reverse
    and forward mode against closed forms (the branch each lane takes written out). */
 #include <emmintrin.h>
 #include <math.h>
@@ -20,7 +22,8 @@ static void check(const char *what, int at, double got, double want) {
   printf("%s %s[%d]: got %.17g want %.17g\n", ok ? "ok" : "FAIL", what, at, got, want);
 }
 
-/* pairs (x[2k], x[2k+1]): s += max(a*a, 0.3) * w + min(a, 0.4), lane by lane; then the
+/* pairs (x[2k], x[2k+1]): s += max(a*a, 0.3) * w + min(a, 0.4) - a/4 + |a|/2 + copysign(a*a,
+   +1 | -1), lane by lane; then the
    lanes are swapped and multiplied: r = s0 * s1 + 2 s1 + x[n-1] */
 static double f(const double *x, int n) {
   __m128d s = _mm_set1_pd(0.0);
@@ -30,6 +33,8 @@ static double f(const double *x, int n) {
     s = _mm_add_pd(s, _mm_mul_pd(_mm_max_pd(_mm_mul_pd(a, a), _mm_set1_pd(0.3)), w));
     s = _mm_add_pd(s, _mm_min_pd(a, _mm_set1_pd(0.4)));
     s = _mm_sub_pd(s, _mm_div_pd(a, _mm_set1_pd(4.0)));
+    s = _mm_add_pd(s, _mm_mul_pd(__builtin_elementwise_abs(a), _mm_set1_pd(0.5)));
+    s = _mm_add_pd(s, __builtin_elementwise_copysign(_mm_mul_pd(a, a), _mm_set_pd(-1.0, 1.0)));
   }
   __m128d t = _mm_shuffle_pd(s, s, 1);
   double out[2];
@@ -49,8 +54,10 @@ int main(int argc, char **argv) {
   for (int i = 0; i + 2 <= n; i += 2)
     for (int l = 0; l < 2; l++) {
       double a = x[i + l], w = l + 1.0;
-      s[l] += (a * a > 0.3 ? a * a : 0.3) * w + (a < 0.4 ? a : 0.4) - a / 4.0;
-      ds[i + l][l] = (a * a > 0.3 ? 2.0 * a * w : 0.0) + (a < 0.4 ? 1.0 : 0.0) - 0.25;
+      double sign = l == 0 ? 1.0 : -1.0; /* copysign(a^2, +-1) */
+      s[l] += (a * a > 0.3 ? a * a : 0.3) * w + (a < 0.4 ? a : 0.4) - a / 4.0 + 0.5 * fabs(a) + sign * a * a;
+      ds[i + l][l] = (a * a > 0.3 ? 2.0 * a * w : 0.0) + (a < 0.4 ? 1.0 : 0.0) - 0.25 + 0.5 * (a > 0 ? 1.0 : -1.0)
+                     + sign * 2.0 * a;
     }
   /* r = s0 s1 + 2 s1 + x[n-1]: dr/ds0 = s1, dr/ds1 = s0 + 2 */
   double want[8];

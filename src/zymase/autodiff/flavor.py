@@ -292,6 +292,10 @@ def _is_type_mangle(p: str) -> bool:
 def _mangle(t: Attribute) -> str:
     if isinstance(t, IntegerType):
         return f"i{t.width.data}"
+    from zymase.ir import VectorType
+
+    if isinstance(t, VectorType):  # llvm.copysign.v2f64 (the sign of |x|'s lanes)
+        return f"v{t.get_shape()[0]}{_mangle(t.element_type)}"
     return {"f16": "f16", "f32": "f32", "f64": "f64", "f80": "f80", "bf16": "bf16"}[str(t)]
 
 

@@ -273,8 +273,12 @@ MATH["maxnum"] = MATH["maximum"] = MATH["fmax"]
 # so are fmin's and fmax's (a compare and a select per lane: llvm.maxnum.v2f64, what a
 # vectorized fmax loop takes before its llvm.vector.reduce.fmax, rules/vector_reduce.py)
 MATH["fmin"].handles_vectors = MATH["fmax"].handles_vectors = True
+# and fabs's and copysign's (the sign of each lane, llvm.copysign on the vector: _mm_andnot_pd
+# with the sign mask, which instcombine makes llvm.fabs.v2f64)
+MATH["fabs"].handles_vectors = MATH["copysign"].handles_vectors = True
 
 # Piecewise-constant functions: zero derivative, so they are never active.
 ZERO = R()
+ZERO.handles_vectors = True  # (no derivative, lane by lane too: llvm.floor.v4f64)
 for _name in ("floor", "ceil", "round", "roundeven", "trunc", "rint", "nearbyint", "lround", "llround"):
     MATH[_name] = ZERO
