@@ -109,8 +109,11 @@ def _differentiate(ll_text: str, filename: str, level: int, timings: Timings, *,
     if only_reachable:
         with timings.phase("split"):
             # the split reads LLVM's printed form, which preopt returns and clang's text may not be
-            canonical = ll_text if preoptimize else toolchain.print_module(toolchain.parse_module(ll_text))
-            part = differentiated_part(canonical)
+            try:
+                canonical = ll_text if preoptimize else toolchain.print_module(toolchain.parse_module(ll_text))
+            except ZymaseError:
+                canonical = None  # malformed: the reader reports it, naming the file
+            part = differentiated_part(canonical) if canonical is not None else None
     if part is not None and when_split is not None:
         when_split()
     text = part.text if part else ll_text
