@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from zymase.analysis.memory import UNSEEN_WRITES
 from zymase.errors import ZymaseError
-from zymase.ir import BlockArgument, MemRefType, Operation, SSAValue, func, is_float_type, location_of, memref
+from zymase.ir import BlockArgument, MemRefType, Operation, SSAValue, arith, func, is_float_type, location_of, memref
 from zymase.ir import memref_ext
 
 _VIEWS = (memref.SubviewOp, memref_ext.CastOp)
@@ -33,6 +33,12 @@ _ALLOCATIONS = (memref.AllocOp, memref.AllocaOp)
 
 def is_memref(v: SSAValue) -> bool:
     return isinstance(v.type, MemRefType)
+
+
+def _is_memref_select(op: Operation) -> bool:
+    """``arith.select`` choosing between two memrefs: no shadow is selected with it, so
+    memory holding active data may not be chosen this way (``MemrefModel.transfer``)."""
+    return isinstance(op, arith.SelectOp) and is_memref(op.results[0])
 
 
 def memref_model(fname: str, entry_args, arg_activities, region) -> "MemrefModel | None":
@@ -59,7 +65,7 @@ class MemrefModel:
         return is_memref(v)
 
     def handles(self, op: Operation) -> bool:
-        if op.dialect_name() == "memref":
+        if op.dialect_name() == "memref" or _is_memref_select(op):
             return True
         return self.is_memory_call(op)
 
@@ -92,6 +98,17 @@ class MemrefModel:
         elif isinstance(op, _VIEWS):
             if op.operands[0] in shadowed:
                 shadowed.add(op.results[0])
+        elif _is_memref_select(op) and any(o in shadowed for o in op.operands[1:]):
+            # the loads through the selected memref read no shadow: their derivatives
+            # were constants (zero adjoints for the chosen memref, wrong tangents)
+            raise ZymaseError(
+                "arith.select between memrefs holding active data cannot be differentiated yet "
+                "(their shadows are not selected with them)",
+                construct="arith.select",
+                function=self.fname,
+                location=location_of(op),
+                hint="load from each memref and select the loaded values, or branch with scf.if",
+            )
 
     def _write(self, target: SSAValue, op: Operation, info, incoming) -> None:
         """Active data goes into ``target``: give it a shadow, or note the loss."""
@@ -180,6 +197,8 @@ class MemrefModel:
         op = p.owner
         if isinstance(op, _VIEWS):
             return self._roots(op.operands[0], seen)
+        if _is_memref_select(op):  # either memref: a write through it may reach both
+            return self._roots(op.operands[1], seen) | self._roots(op.operands[2], seen)
         return {op}
 
     def _lost_derivative(self, load: Operation, root) -> ZymaseError:
