@@ -197,22 +197,29 @@ class MemrefModel:
         op = p.owner
         if isinstance(op, _VIEWS):
             return self._roots(op.operands[0], seen)
-        if _is_memref_select(op):  # either memref: a write through it may reach both
-            return self._roots(op.operands[1], seen) | self._roots(op.operands[2], seen)
-        return {op}
+        # a select, or an op without a rule (reinterpret_cast, expand_shape, a call)
+        # returning memory that may be its memref operands': a write through it may
+        # reach any of them
+        out = {op}
+        for o in op.operands:
+            if is_memref(o):
+                out |= self._roots(o, seen)
+        return out
 
     def _lost_derivative(self, load: Operation, root) -> ZymaseError:
         writer = self.unshadowed_writes[root]
         what = "this memory"
+        hint = "write active data into it only through memref.subview/memref.cast views"
         if isinstance(root, BlockArgument) and root in self.entry_args:
             what = f"argument {self.entry_args.index(root) + 1}"
+            hint = "mark the memref enzyme_dup and pass a shadow array after it"
         return ZymaseError(
             f"{what} of '{self.fname}' receives active data (by '{writer.name}') but has no shadow, "
             "so the derivative of what is read back here would be lost",
             construct=load.name,
             function=self.fname,
             location=location_of(load),
-            hint="mark the memref enzyme_dup and pass a shadow array after it",
+            hint=hint,
         )
 
 
