@@ -15,6 +15,7 @@ from adhelpers import acts, central_fd, close, drivers
 UNARY = {
     "sqrt": ("math.sqrt", 1.7),
     "cbrt": ("math.cbrt", 2.3),
+    "rsqrt": ("math.rsqrt", 1.7),  # refused before session 32: no rule
     "exp": ("math.exp", 0.3),
     "exp2": ("math.exp2", 0.3),
     "expm1": ("math.expm1", 0.3),
