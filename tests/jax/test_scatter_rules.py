@@ -75,3 +75,29 @@ def test_scatter_multiply_factors_forward_matches_jax():
     want_value, want_tangent = jax.jit(lambda a, t: jax.jvp(_references, a, t))(args, tangents)
     for g, w in zip((*value, *tangent), (*want_value, *want_tangent)):
         np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-14)
+
+
+
+def _clipped_reads(x, m, i):
+    """Gathers whose start indices XLA clamps: past the end of a vector, rows of a matrix
+    by a traced index (a 2-component index vector clamped per dim), a window that would
+    overhang; mode='clip', in which JAX's own adjoint clamps too."""
+    return (jnp.take(x, i + 3, mode="clip") * 3.0
+            + jnp.sum(m.at[i + 5, jnp.array([0, 2])].get(mode="clip") * jnp.arange(1.0, 3.0))
+            + jnp.sum(jax.lax.dynamic_slice(x, (i + 4,), (2,)) * jnp.array([5.0, 7.0])))
+
+
+def test_gather_adjoint_goes_where_the_clamped_gather_read():
+    # session 32: the adjoint's scatter-add dropped what the gather had read at a clamped
+    # index (d/dx[-1] of take(x, 6, mode='clip') was 0, jax.grad's 1)
+    x = jnp.asarray(np.linspace(-1.0, 2.0, 6))
+    m = jnp.asarray(np.arange(12.0).reshape(3, 4) / 7)
+    got = zj.grad(_clipped_reads, argnums=(0, 1))(x, m, 3)
+    want = jax.grad(_clipped_reads, argnums=(0, 1))(x, m, 3)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-14, atol=1e-14)
+    assert float(got[0][-1]) == 3.0 + 7.0 and float(got[1][2, 2]) == 2.0
+    # x[i] past the end (JAX's default mode promises in-bounds indices, and jax.grad's
+    # adjoint is then dropped: "gradients will not be correct"): the element read, x[-1]
+    g = zj.grad(lambda v, k: v[k + 9] ** 2)(x, 3)
+    np.testing.assert_array_equal(g, np.eye(6)[-1] * 2 * float(x[-1]))

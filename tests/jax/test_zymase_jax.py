@@ -135,6 +135,35 @@ def test_op_the_ir_does_not_know_is_refused_at_the_users_line():
         assert "JAX lowered this to 'chlo.top_k'" in text and "MLIR syntax" not in text and "hint:" in text
 
 
+
+def _rotated(x):
+    return jnp.sum(jnp.abs((x[:2] + 1j * x[1:]) * jnp.exp(1j * x[:2])) ** 2)  # the refused line
+
+
+def _complex_in_loop(x):
+    return jnp.sum(lax.fori_loop(0, 2, lambda i, v: v + jnp.real(jnp.exp(1j * v)), x))
+
+
+def test_complex_values_made_from_active_floats_are_refused():
+    # session 32: complex tensors carry no derivative, so an active float made complex
+    # lost its derivative there: zymase's gradient and tangent were 0 (jax.grad's not)
+    x = jnp.asarray([0.3, -0.7, 1.1])
+    line = _rotated.__code__.co_firstlineno + 1
+    loop_line = _complex_in_loop.__code__.co_firstlineno + 1
+    for transform, where, name in ((lambda: zj.grad(_rotated)(x), line, "_rotated"),
+                                   (lambda: zj.jvp(_rotated, (x,), (jnp.ones(3),)), line, "_rotated"),
+                                   (lambda: zj.grad(_complex_in_loop)(x), loop_line, "_complex_in_loop")):
+        with pytest.raises(ZymaseError) as info:
+            transform()
+        text = info.value.format()
+        assert text.startswith("zymase: error: ") and "complex numbers are not differentiated" in text
+        assert f"{__file__}:{where}:" in text and f"in function '{name}'" in text and "hint:" in text
+        assert "\n" not in text
+    # complex constants beside active floats are fine
+    np.testing.assert_allclose(zj.grad(lambda v: jnp.sum(v * jnp.real(jnp.exp(1j * jnp.arange(3.0)))))(x),
+                               np.cos(np.arange(3.0)), rtol=1e-15)
+
+
 def test_non_scalar_output_is_refused_by_grad():
     with pytest.raises(ZymaseError, match="one float scalar"):
         zj.grad(lambda x: x * 2.0)(jnp.ones(3))

@@ -200,3 +200,28 @@ def test_enzyme_wrap_refuses_bad_options(options, message):
         run_passes(WRAPPED, "<wrap>", ["enzyme-wrap{" + options + "}"])
     assert str(err.value).startswith("zymase: error:") and message in str(err.value)
     assert "hint" in str(err.value)
+
+
+# session 32: a module whose only request is an enzyme.autodiff_region/fwddiff_region
+# was not differentiated by zymase.mlir.compile ("no lowering to the llvm dialect for
+# 'enzyme.autodiff_region' ... run the enzyme pass"): only named requests counted
+REGION_ONLY = f"""
+func.func @region_rev(%x: f64, %y: f64) -> (f64, f64) {{
+  %one = arith.constant 1.0 : f64
+  %r:2 = enzyme.autodiff_region(%x, %y, %one) {{
+  ^bb0(%a: f64, %b: f64):
+    %p = arith.mulf %a, %b : f64
+    %s = math.sin %p : f64
+    %q = arith.mulf %s, %a : f64
+    enzyme.yield %q : f64
+  }} attributes {{activity = [{A('active')}, {A('active')}], ret_activity = [{A('activenoneed')}]}} : (f64, f64, f64) -> (f64, f64)
+  return %r#0, %r#1 : f64, f64
+}}
+"""
+
+
+def test_module_with_only_a_region_request_is_differentiated():
+    m = zymase.mlir.compile(REGION_ONLY, opt_level=0)
+    x, y = 0.7, 1.3
+    want = (math.sin(x * y) + x * y * math.cos(x * y), x * x * math.cos(x * y))
+    assert m.region_rev(x, y) == pytest.approx(want, rel=1e-14)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from zymase.analysis.memory import UNSEEN_WRITES
 from zymase.errors import ZymaseError
-from zymase.ir import BlockArgument, MemRefType, Operation, SSAValue, func, is_float_type, location_of, memref
+from zymase.ir import BlockArgument, MemRefType, Operation, SSAValue, arith, func, is_float_type, location_of, memref
 from zymase.ir import memref_ext
 
 _VIEWS = (memref.SubviewOp, memref_ext.CastOp)
@@ -33,6 +33,12 @@ _ALLOCATIONS = (memref.AllocOp, memref.AllocaOp)
 
 def is_memref(v: SSAValue) -> bool:
     return isinstance(v.type, MemRefType)
+
+
+def _is_memref_select(op: Operation) -> bool:
+    """``arith.select`` choosing between two memrefs: no shadow is selected with it, so
+    memory holding active data may not be chosen this way (``MemrefModel.transfer``)."""
+    return isinstance(op, arith.SelectOp) and is_memref(op.results[0])
 
 
 def memref_model(fname: str, entry_args, arg_activities, region) -> "MemrefModel | None":
@@ -59,7 +65,7 @@ class MemrefModel:
         return is_memref(v)
 
     def handles(self, op: Operation) -> bool:
-        if op.dialect_name() == "memref":
+        if op.dialect_name() == "memref" or _is_memref_select(op):
             return True
         return self.is_memory_call(op)
 
@@ -92,6 +98,17 @@ class MemrefModel:
         elif isinstance(op, _VIEWS):
             if op.operands[0] in shadowed:
                 shadowed.add(op.results[0])
+        elif _is_memref_select(op) and any(o in shadowed for o in op.operands[1:]):
+            # the loads through the selected memref read no shadow: their derivatives
+            # were constants (zero adjoints for the chosen memref, wrong tangents)
+            raise ZymaseError(
+                "arith.select between memrefs holding active data cannot be differentiated yet "
+                "(their shadows are not selected with them)",
+                construct="arith.select",
+                function=self.fname,
+                location=location_of(op),
+                hint="load from each memref and select the loaded values, or branch with scf.if",
+            )
 
     def _write(self, target: SSAValue, op: Operation, info, incoming) -> None:
         """Active data goes into ``target``: give it a shadow, or note the loss."""
@@ -180,20 +197,29 @@ class MemrefModel:
         op = p.owner
         if isinstance(op, _VIEWS):
             return self._roots(op.operands[0], seen)
-        return {op}
+        # a select, or an op without a rule (reinterpret_cast, expand_shape, a call)
+        # returning memory that may be its memref operands': a write through it may
+        # reach any of them
+        out = {op}
+        for o in op.operands:
+            if is_memref(o):
+                out |= self._roots(o, seen)
+        return out
 
     def _lost_derivative(self, load: Operation, root) -> ZymaseError:
         writer = self.unshadowed_writes[root]
         what = "this memory"
+        hint = "write active data into it only through memref.subview/memref.cast views"
         if isinstance(root, BlockArgument) and root in self.entry_args:
             what = f"argument {self.entry_args.index(root) + 1}"
+            hint = "mark the memref enzyme_dup and pass a shadow array after it"
         return ZymaseError(
             f"{what} of '{self.fname}' receives active data (by '{writer.name}') but has no shadow, "
             "so the derivative of what is read back here would be lost",
             construct=load.name,
             function=self.fname,
             location=location_of(load),
-            hint="mark the memref enzyme_dup and pass a shadow array after it",
+            hint=hint,
         )
 
 

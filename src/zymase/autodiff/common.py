@@ -309,6 +309,10 @@ def prepare(ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts
     if flavor.name == "llvm":
         memory.refuse_addresses_in_initializers(blocks, act, ctx.driver.symbols)
     _reject_unsupported(ctx, fop, region, act, arg_acts)
+    if flavor.name != "llvm":
+        from zymase.analysis.float_bits import refuse_float_bits_returning
+
+        refuse_float_bits_returning(blocks, act, function_name(fop))
     if flavor.name == "llvm":  # (after the refusals that name a construct in the user's terms)
         refuse_integer_addresses_of_active_memory(blocks, act, lambda a: memory._incoming.get(a, ()),
                                                   flavor.successor_operands, function_name(fop))

@@ -205,7 +205,27 @@ def block_activity(block, active_args: Sequence[bool]) -> ActivityInfo:
     value wanted (a function body, or the body of a loop)."""
     acts = [Activity.ACTIVE if a else Activity.CONST for a in active_args]
     returned = [(v, Activity.ACTIVE) for v in block.last_op.operands]
-    return analyze([block, *branch_blocks(block)], acts, returned, _propagates, hlo_flavor.HLO)
+    blocks = [block, *branch_blocks(block)]
+    info = analyze(blocks, acts, returned, _propagates, hlo_flavor.HLO)
+    _refuse_complex_from_active(blocks, info)
+    return info
+
+
+def _refuse_complex_from_active(blocks, info: ActivityInfo) -> None:
+    """Complex tensors carry no derivative (their type is not differentiable), so an
+    active float turned complex (``x + 1j * y``, ``jnp.exp(1j * x)``) lost its
+    derivative there: the gradient was zero without a word."""
+    from zymase.ir import ComplexType
+
+    for b in blocks:
+        for op in b.ops:
+            if any(isinstance(getattr(r.type, "element_type", None), ComplexType) for r in op.results) and any(
+                    o in info.varied for o in op.operands):
+                raise ZymaseError(
+                    f"complex numbers are not differentiated: this {op.name} makes a complex value from an active one",
+                    construct=op.name, location=location_of(op),
+                    hint="compute with the real and imaginary parts as separate float arrays, "
+                         "or differentiate this function with jax.grad")
 
 
 def branch_blocks(block) -> list:
@@ -299,7 +319,8 @@ def _main_for_ad(module: ModuleOp, active: Sequence[bool], function: str):
     primal = frozenset(main.walk())
     block = main.body.blocks[0]
     ret = block.last_op
-    info = block_activity(block, active)
+    with _refusals_at(ret, function):
+        info = block_activity(block, active)
     ops = [op for op in block.ops if op is not ret]
     _refuse_nested_activity(ops, info, function)
     refuse_active_captures(ops, info.varied, function)

@@ -165,7 +165,8 @@ def _has_dialect(module: ModuleOp, dialect: str) -> bool:
 
 
 def _has_diff_ops(module: ModuleOp) -> bool:
-    return any(isinstance(op, (enzyme.AutoDiffOp, enzyme.FwdDiffOp, enzyme.BatchOp)) for op in module.walk())
+    return any(isinstance(op, (enzyme.AutoDiffOp, enzyme.FwdDiffOp, enzyme.BatchOp, enzyme.AutoDiffRegionOp,
+                               enzyme.FwdDiffRegionOp)) for op in module.walk())
 
 
 def _run_enzyme_pass(module: ModuleOp) -> None:

@@ -146,8 +146,8 @@ def slice_whole(op, rewriter):
 @rewrite(hlo.SliceOp, "slice_slice", "slice(slice(x, a:b:s), c:d:t) -> slice(x, a+c*s : .. : s*t)")
 def slice_slice(op, rewriter):
     inner = op.operands[0].owner
-    if not isinstance(inner, hlo.SliceOp):
-        return
+    if not isinstance(inner, hlo.SliceOp) or 0 in shape(op.results[0]):
+        return  # an empty slice (lax.associative_scan's odd halves) has no last element to end after
     start, _, strides = _slice_bounds(op)
     s0, _, st0 = _slice_bounds(inner)
     new_start = [a + b * c for a, b, c in zip(s0, start, st0)]

@@ -5,7 +5,7 @@ from zymase.autodiff.rules.scalar import MATH
 from zymase.ir import math
 
 for cls, fname in {
-    math.SqrtOp: "sqrt", math.CbrtOp: "cbrt", math.ExpOp: "exp", math.Exp2Op: "exp2",
+    math.SqrtOp: "sqrt", math.RsqrtOp: "rsqrt", math.CbrtOp: "cbrt", math.ExpOp: "exp", math.Exp2Op: "exp2",
     math.ExpM1Op: "expm1", math.LogOp: "log", math.Log2Op: "log2", math.Log10Op: "log10",
     math.Log1pOp: "log1p", math.PowFOp: "pow", math.FPowIOp: "powi", math.SinOp: "sin",
     math.CosOp: "cos", math.TanOp: "tan", math.AsinOp: "asin", math.AcosOp: "acos",

@@ -113,6 +113,8 @@ def _times_power_of_two(fname: str) -> ScalarRule:
 MATH: dict[str, ScalarRule] = {
     "sqrt": R(lambda E, P, dy: E.div(dy, E.mul(E.const_like(2.0, dy), P.res()))),
     "cbrt": R(lambda E, P, dy: E.div(dy, E.mul(E.const_like(3.0, dy), E.square(P.res())))),
+    # rsqrt(x) = x^(-1/2) (math.rsqrt): d/dx = -rsqrt(x) / (2 x)
+    "rsqrt": R(lambda E, P, dy: E.mul(dy, E.div(P.res(), E.mul(E.const_like(-2.0, dy), P.arg(0))))),
     "exp": R(lambda E, P, dy: E.mul(dy, P.res())),
     "exp2": R(lambda E, P, dy: E.mul(dy, E.mul(P.res(), E.const_like(_m.log(2.0), dy)))),
     "expm1": R(lambda E, P, dy: E.mul(dy, E.add(P.res(), E.const_like(1.0, dy)))),
@@ -253,7 +255,7 @@ MATH: dict[str, ScalarRule] = {
 # The other functions are finite at finite arguments, overflow aside.
 _POSITIVE_ARG = ((0, "positive"),)
 SINGULAR = {
-    "sqrt": (_POSITIVE_ARG, ((0, "nonneg"),)), "cbrt": (_POSITIVE_ARG, None), "log": (_POSITIVE_ARG, _POSITIVE_ARG),
+    "sqrt": (_POSITIVE_ARG, ((0, "nonneg"),)), "rsqrt": (_POSITIVE_ARG, _POSITIVE_ARG), "cbrt": (_POSITIVE_ARG, None), "log": (_POSITIVE_ARG, _POSITIVE_ARG),
     "log2": (_POSITIVE_ARG, _POSITIVE_ARG), "log10": (_POSITIVE_ARG, _POSITIVE_ARG),
     "log1p": (((0, "nonneg"),), ((0, "nonneg"),)), "pow": (_POSITIVE_ARG, _POSITIVE_ARG),
     "powi": (_POSITIVE_ARG, _POSITIVE_ARG), "tan": ((), ()), "asin": ((), ()), "acos": ((), ()),

@@ -216,6 +216,8 @@ def slice_adjoint(ctx, op, i, dy):
     start = list(op.start_indices.get_values())
     strides = list(op.strides.get_values())
     xs, ys = T.shape(op.operands[0]), T.shape(op.results[0])
+    if 0 in ys:  # an empty slice (lax.associative_scan's odd halves): no last element to pad after
+        return ctx.E.zero(op.operands[0].type)
     last = [s + (n - 1) * st for s, n, st in zip(start, ys, strides)]
     high = [x - 1 - l for x, l in zip(xs, last)]
     return T.pad(ctx.E, dy, start, high, [st - 1 for st in strides])

@@ -15,7 +15,7 @@ from zymase.autodiff import hlo_flavor as T
 from zymase.autodiff.registry import REGISTRY
 from zymase.autodiff.rules.stablehlo import Linear, _linear, _region_kind
 from zymase.errors import ZymaseError
-from zymase.ir import location_of
+from zymase.ir import DenseIntOrFPElementsAttr, location_of
 from zymase.ir import stablehlo as hlo
 
 _GATHER_FIELDS = ("offset_dims", "collapsed_slice_dims", "operand_batching_dims", "start_indices_batching_dims",
@@ -63,8 +63,37 @@ def _gather(E, operand, indices, scatter_numbers, updates_type, sorted_attr):
 def gather_adjoint(ctx, op, i, dy):
     operand = op.operands[0]
     zeros = ctx.E.zero(operand.type)
-    return _scatter_add(ctx.E, zeros, ctx.primal(op.operands[1]), dy, op.dimension_numbers,
-                        op.properties.get("indices_are_sorted"))
+    indices = _clamped_starts(ctx.E, op, ctx.primal(op.operands[1]))
+    return _scatter_add(ctx.E, zeros, indices, dy, op.dimension_numbers, op.properties.get("indices_are_sorted"))
+
+
+def _clamped_starts(E, op, indices):
+    """Gather ``op``'s start ``indices`` clamped as XLA's gather clamps them (to
+    ``[0, size - slice size]`` in each indexed dim), so that the scatter-add of the
+    adjoint, which drops out-of-bounds windows instead, adds it where the gather read
+    (``jnp.take(x, i, mode='clip')`` past the end read the last element and its
+    adjoint was dropped)."""
+    from zymase.ir import TensorType
+
+    numbers = op.dimension_numbers
+    to_operand = hlo.dims_field(numbers, "start_index_map")
+    if not to_operand:
+        return indices
+    operand_shape = T.shape(op.operands[0])
+    sizes = list(op.properties["slice_sizes"].get_values())
+    bounds = [operand_shape[d] - sizes[d] for d in to_operand]
+    index_shape = T.shape(indices)
+    vector_dim = hlo.int_field(numbers, "index_vector_dim") or 0  # absent when 0
+    element = indices.type.element_type
+    if vector_dim == len(index_shape):  # an implicit trailing vector dim of one index
+        high = E.v(T.splat(bounds[0], indices.type))
+    else:
+        row = TensorType(element, [len(bounds)])
+        values = E.v(hlo.ConstantOp.create(properties={"value": DenseIntOrFPElementsAttr.from_list(row, bounds)},
+                                           result_types=[row]))
+        high = T.broadcast(E, values, index_shape, [vector_dim])
+    low = E.v(T.splat(0, indices.type))
+    return T.emit(E, hlo.ClampOp, [low, indices, high], indices.type)
 
 
 def scatter_kind(op) -> str | None:
