@@ -63,6 +63,11 @@ static long zy_mspan(int layout, int rows, int cols, int ld) {
         return 0;
     return layout == 101 ? (long)(rows - 1) * ld + cols : (long)(cols - 1) * ld + rows;
 }
+/* whether spans of a and b elements of the given size starting at pa and pb overlap */
+static int zy_overlap(const void *pa, long a, const void *pb, long b, size_t size) {
+    const char *x = pa, *y = pb;
+    return a > 0 && b > 0 && x < y + b * size && y < x + a * size;
+}
 /* offset of element i of a vector of n elements with increment inc (BLAS: a negative
    increment walks the memory backwards from the last element) */
 static long zy_at(int n, int inc, int i) { return inc >= 0 ? (long)i * inc : (long)(n - 1 - i) * -inc; }
@@ -291,6 +296,18 @@ ZY_API ZY_T ZY_P(copy_fwd)(int n, const ZY_T *x, int incx, ZY_T *y, int incy, co
 
 ZY_API void ZY_P(copy_rev)(int n, const ZY_T *x, int incx, ZY_T *y, int incy, ZY_T *dx, ZY_T *dy, ZY_T dr) {
     (void)x, (void)y, (void)dr;
+    if (dx && zy_overlap(dx, zy_vspan(n, incx), dy, zy_vspan(n, incy), sizeof(ZY_T))) {
+        /* x and y share memory (cblas_dcopy(n, x, 1, x, 1)): dy is read whole before it is
+           zeroed, or the zeroing would take back what was just added to dx */
+        ZY_T *t = malloc((n > 0 ? n : 1) * sizeof(ZY_T));
+        for (int i = 0; i < n; i++)
+            t[i] = dy[zy_at(n, incy, i)];
+        ZY_P(vscale)(n, 0, dy, incy);
+        for (int i = 0; i < n; i++)
+            dx[zy_at(n, incx, i)] += t[i];
+        free(t);
+        return;
+    }
     if (dx)
         ZY_B(axpy)(n, 1, dy, incy, dx, incx);
     ZY_P(vscale)(n, 0, dy, incy);
