@@ -30,7 +30,7 @@ def _levels(program: str) -> list[list[str]]:
 
 
 CASES = [(name, flags) for name in ("level1", "level2", "level3", "gemv", "gemm", "lapack", "lu", "eigen", "svd", "lstsq",
-                                    "lapack_width")
+                                    "lapack_width", "same_array")
          for flags in _levels(name)]
 
 
