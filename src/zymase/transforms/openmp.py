@@ -255,6 +255,8 @@ def _check_captured_by_value(region: Operation, param) -> None:
 def _through_branches(value) -> list:
     """``value`` and the block arguments branches pass it to (the body of an outlined
     region may start by branching to a block that takes its parameters, as at -O0)."""
+    from zymase.autodiff.flavor import LLVM
+
     seen, todo = [], [value]
     while todo:
         v = todo.pop()
@@ -262,14 +264,10 @@ def _through_branches(value) -> list:
             continue
         seen.append(v)
         for use in v.uses:
-            user = use.operation
-            if isinstance(user, llvm.BrOp):
-                edges = [(user.successor, list(user.arguments))]
-            elif isinstance(user, llvm.CondBrOp):
-                edges = [(user.then_block, list(user.then_arguments)), (user.else_block, list(user.else_arguments))]
-            else:
+            term = use.operation
+            if not term.successors:
                 continue
-            for block, passed in edges:
+            for block, passed in zip(term.successors, LLVM.successor_operands(term)):
                 todo += [block.args[k] for k, a in enumerate(passed) if a is v]
     return seen
 
