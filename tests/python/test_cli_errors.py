@@ -42,6 +42,16 @@ def one_error(proc, *needles: str) -> str:
 
 
 C_CASES = {
+    # session 32: without -g, the build refused this at -O1 and up with no source line: the
+    # second build with line tables ran the pre-AD pipeline on every function, inlined
+    # grad_of into main and resolved fn, so it found no error to take the line from
+    "helper_function_pointer.c": (
+        "extern double __enzyme_autodiff(void*, ...);\n"
+        "double f(double x) { return x * x; }\ndouble g(double x) { return x; }\n"
+        "static double grad_of(double (*fn)(double), double x) { return __enzyme_autodiff((void*)fn, x); }\n"
+        "int main(int argc, char **argv) { (void)argv; return grad_of(f, 1.0) + grad_of(g, 2.0) > argc; }\n",
+        ["helper_function_pointer.c:4:", "must be a function defined in this file", "function 'grad_of'"],
+    ),
     # session 32: reverse mode of a function returning a struct of doubles took the result
     # as constant (zero derivatives, silently); an aggregate has no seed in Enzyme's C ABI
     "struct_result_reverse.c": (
