@@ -30,7 +30,7 @@ def _levels(program: str) -> list[list[str]]:
 
 
 CASES = [(name, flags) for name in ("level1", "level2", "level3", "gemv", "gemm", "lapack", "lu", "eigen", "svd", "lstsq",
-                                    "lapack_width")
+                                    "lapack_width", "same_array")
          for flags in _levels(name)]
 
 
@@ -244,3 +244,57 @@ def test_lapack_call_that_refused_an_argument_stops_its_derivative(tmp_path: Pat
         assert run.returncode != 0 and "derivative" not in run.stdout, (which, run.stdout, run.stderr)
         assert (f"zymase: error: the LAPACK call {call} refused its argument {argument} (info = -{argument})"
                 in run.stderr), (which, run.stderr)
+
+
+OVERLAPPING = r"""
+#include <cblas.h>
+#include <stdio.h>
+#include <string.h>
+extern double __enzyme_autodiff(void *, ...);
+extern double __enzyme_fwddiff(void *, ...);
+extern int enzyme_dup, enzyme_const;
+double f(double *x, int n, int which) {
+    if (which == 0)
+        cblas_daxpy(n - 1, 0.5, x, 1, x + 1, 1); /* y is x shifted by one: overlapping */
+    else if (which == 1)
+        cblas_dcopy(n / 2, x, 1, x + 1, 1);
+    else
+        cblas_dcopy(n / 2, x, 2, x + 1, 2); /* interleaved: no element shared, allowed */
+    double s = 0;
+    for (int i = 0; i < n; i++)
+        s += x[i] * x[i];
+    return s;
+}
+int main(int argc, char **argv) {
+    double x[8] = {1, 2, 3, 4, 5, 6, 7, 8}, dx[8] = {0};
+    int which = argv[1][0] - '0';
+    if (argc > 2) {
+        dx[0] = 1;
+        dx[1] = __enzyme_fwddiff((void *)f, enzyme_dup, x, dx, enzyme_const, 8, enzyme_const, which);
+    } else
+        __enzyme_autodiff((void *)f, enzyme_dup, x, dx, enzyme_const, 8, enzyme_const, which);
+    printf("derivative %g %g\n", dx[0], dx[1]);
+    return 0;
+}
+"""
+
+
+def test_blas_call_with_partly_overlapping_vectors_stops_its_derivative(tmp_path: Path):
+    # session 32: daxpy(n - 1, a, x, 1, x + 1, 1) (forbidden by BLAS; what it computes
+    # depends on the kernel's loop order) got the derivative of a call on separate arrays,
+    # silently wrong; now the derivative stops there. Interleaved vectors sharing no
+    # element, and the same vector twice (tests/c/blas/same_array.c), are differentiated.
+    src = tmp_path / "overlap.c"
+    src.write_text(OVERLAPPING)
+    exe = tmp_path / "overlap"
+    build = run_cli(["cc", "-O1", str(src), "-o", str(exe), "-lopenblas"], cwd=tmp_path, timeout=300)
+    assert build.returncode == 0, build.stderr
+    for args, call in ((["0"], "cblas_daxpy"), (["0", "forward"], "cblas_daxpy"), (["1"], "cblas_dcopy"),
+                       (["1", "forward"], "cblas_dcopy")):
+        run = subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        assert run.returncode != 0 and "derivative" not in run.stdout, (args, run.stdout, run.stderr)
+        assert f"zymase: error: the BLAS call {call} was given input and output vectors that partly overlap" in (
+            run.stderr), (args, run.stderr)
+    for args in (["2"], ["2", "forward"]):
+        run = subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        assert run.returncode == 0 and "derivative" in run.stdout, (args, run.stdout, run.stderr)

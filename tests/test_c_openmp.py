@@ -250,3 +250,21 @@ def test_unsupported_openmp_is_refused(case: str, tmp_path: Path):
     assert len(lines) == 1 and lines[0].startswith(f"zymase: error: {case}.c:{line}:"), proc.stderr
     assert construct in lines[0] and "function 'f'" in lines[0] and "hint:" in lines[0]
     assert not list(tmp_path.glob("*.o"))
+
+
+def test_firstprivate_float_is_refused_at_O0(tmp_path: Path):
+    # session 32: at -O0 a firstprivate variable the loop updates is carried by the
+    # loop as the integer bits clang passed, a block argument, where the float read from
+    # them was not seen: its derivative was dropped (silently)
+    body = ("void f(const double *x, double *out, int n) {\n"
+            "    double a = x[0] * x[1];\n"
+            "#pragma omp parallel for firstprivate(a)\n"
+            "    for (int i = 0; i < n; i++) { out[i] = a * x[i]; a += 0.0; }\n"
+            "}\n")
+    construct, line = "'firstprivate'", 7
+    (tmp_path / "fp.c").write_text(_PRELUDE + body + _CALL)
+    proc = run_cli(["cc", "-O0", "-fopenmp", "-c", "fp.c"], cwd=tmp_path, timeout=COMPILE_TIMEOUT)
+    assert proc.returncode != 0
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"zymase: error: fp.c:{line}:"), proc.stderr
+    assert construct in lines[0] and "function 'f'" in lines[0] and "hint:" in lines[0]

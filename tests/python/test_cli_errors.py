@@ -42,6 +42,35 @@ def one_error(proc, *needles: str) -> str:
 
 
 C_CASES = {
+    # session 32: without -g, the build refused this at -O1 and up with no source line: the
+    # second build with line tables ran the pre-AD pipeline on every function, inlined
+    # grad_of into main and resolved fn, so it found no error to take the line from
+    "helper_function_pointer.c": (
+        "extern double __enzyme_autodiff(void*, ...);\n"
+        "double f(double x) { return x * x; }\ndouble g(double x) { return x; }\n"
+        "static double grad_of(double (*fn)(double), double x) { return __enzyme_autodiff((void*)fn, x); }\n"
+        "int main(int argc, char **argv) { (void)argv; return grad_of(f, 1.0) + grad_of(g, 2.0) > argc; }\n",
+        ["helper_function_pointer.c:4:", "must be a function defined in this file", "function 'grad_of'"],
+    ),
+    # session 32: reverse mode of a function returning a struct of doubles took the result
+    # as constant (zero derivatives, silently); an aggregate has no seed in Enzyme's C ABI
+    "struct_result_reverse.c": (
+        "extern double __enzyme_autodiff(void*, ...);\n#include <math.h>\n"
+        "typedef struct { double u, v; } pair;\n"
+        "pair g(double x, double y) { pair p = {x * y, sin(x)}; return p; }\n"
+        "int main(void) { return __enzyme_autodiff((void*)g, 1.0, 2.0) > 0; }\n",
+        ["struct_result_reverse.c:5:", "reverse mode of 'g'", "only a float result is seeded", "'main'"],
+    ),
+    # session 32: a struct passed by value as a shadow is a copy (a byval pointer): the
+    # adjoints went into the copy and the caller's struct stayed zero (at -O1 and above)
+    "byval_shadow.c": (
+        "extern void __enzyme_autodiff(void*, ...);\nextern int enzyme_dup;\n"
+        "typedef struct { double x, y, z; } p3;\n"
+        "double f(p3 p) { return p.x * p.y * p.z; }\n"
+        "int main(void) { p3 q = {1, 2, 3}, dq = {0, 0, 0}; __enzyme_autodiff((void*)f, enzyme_dup, q, dq);"
+        " return dq.x != 6; }\n",
+        ["byval_shadow.c:5:", "shadow of parameter 1 of 'f'", "struct passed by value", "&ds"],
+    ),
     # reverse mode carries the pointer shadows of a realloc'd block into the new shadow;
     # a block of structs holding floats and pointers cannot be split so (a segfault before)
     "realloc_mixed.c": (

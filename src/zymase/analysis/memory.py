@@ -384,13 +384,15 @@ def slot_contents(allocas, entry: Block, incoming) -> dict:
     return contents
 
 
-def pointers_stored(root: Operation, *, exact: bool = False) -> list[SSAValue] | None:
+def pointers_stored(root: Operation, *, exact: bool = False, passed_to: Operation | None = None
+                    ) -> list[SSAValue] | None:
     """The pointers (other than null and undef) stored anywhere into the ``alloca``
     ``root``; None when its address goes elsewhere than to loads, stores into it,
     markers and integer-only helpers (a block argument, a call, a copy: unknown). With
     ``exact``, also None when a value that is not a pointer is stored into it (an
     integer made from a pointer) or its address goes to an integer-only helper: then
-    every pointer loaded from it is one of the values listed."""
+    every pointer loaded from it is one of the values listed. ``passed_to``: a call
+    that may receive the address too (and only read it)."""
     work, seen, stored = [root.results[0]], set(), []
     while work:
         v = work.pop()
@@ -403,6 +405,8 @@ def pointers_stored(root: Operation, *, exact: bool = False) -> list[SSAValue] |
             if kind in ("derive", "select"):
                 work.extend(op.results)
             elif kind == "load" or is_marker(op) or (not exact and callee_name(op) in INTEGER_ONLY_EXTERNALS):
+                continue
+            elif op is passed_to:
                 continue
             elif kind == "store" and op.ptr is v and op.value is not v:
                 val = op.value
@@ -530,6 +534,8 @@ class MemoryModel:
                         info.varied.add(r)
                 for o in op.operands:
                     if is_pointer(o) and o not in shadowed:
+                        if self._holds_constant_pointers_for(o, op):
+                            continue  # the callee gets it as constant memory
                         if self.shadowable(o):
                             self.need_shadow(o, op, info, incoming)
                         else:
@@ -650,6 +656,19 @@ class MemoryModel:
             stored = pointers_stored(root)
             self._constant_memory[root] = stored is not None and not any(self.shadowable(v) for v in stored)
         return self._constant_memory[root]
+
+    def _holds_constant_pointers_for(self, slot: SSAValue, call: Operation) -> bool:
+        """Whether ``slot``, passed to the defined function ``call`` calls, is a local
+        variable holding only constant pointers (``double *p = x`` with ``x``
+        enzyme_const; the captured variables of an OpenMP region): given a shadow, it
+        would hold null, and the callee, which loads the pointer and reads through its
+        shadow, would read through null. As constant memory the callee's loads are
+        constant; a callee storing a shadowed pointer into it is refused there."""
+        root = self._single_alloca(slot)
+        if root is None or slot is not root.results[0]:
+            return False
+        stored = pointers_stored(root, passed_to=call)
+        return bool(stored) and not any(self.shadowable(v) for v in stored)
 
     def _single_alloca(self, slot: SSAValue) -> Operation | None:
         """The one ``alloca`` ``slot`` points into, if that is all it can point into."""

@@ -179,6 +179,18 @@ class WrittenMemory:
         mode, where the caller may write it between the augmented and reverse calls."""
         return not self.split and self._unwritten_after_op(op, ptr)
 
+    def shares_object_with(self, ptr: SSAValue, others: list[SSAValue]) -> bool:
+        """Whether ``ptr`` points into the same object (argument, allocation, global) as
+        one of ``others`` for certain or by an unknown root: a call handed the same
+        array as input and output (``cblas_daxpy(n, a, x, 1, x, 1)``) overwrites its
+        own input. Distinct arguments count as apart, as everywhere in the call rules."""
+        mine = self._roots(ptr)
+        for other in others:
+            theirs = self._roots(other)
+            if mine is None or theirs is None or mine & theirs:
+                return True
+        return False
+
     def _unwritten_after_op(self, op: Operation, ptr: SSAValue, access: Operation | None = None) -> bool:
         b = op.parent_block()
         ops = list(b.ops)

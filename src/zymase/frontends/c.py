@@ -367,7 +367,11 @@ def _with_source_line(err: ZymaseError, source: str, clang_flags: list[str], lev
         return err
     try:
         ll = toolchain.c_to_llvm_ir(source, [*clang_flags, "-gline-tables-only"], level)
-        differentiate_llvm_ir(ll, str(source), level, Timings(), preoptimize=preopt, only_reachable=True)
+        # as the build ran it: the functions outside the part skip the pre-AD pipeline, so
+        # a helper taking the function as a pointer is not inlined into its callers (and
+        # resolved) here either
+        _differentiate(ll, str(source), level, Timings(), preoptimize=preopt, only_reachable=True, cache=False,
+                       skip_outside_part=True)
     except ZymaseError as located:
         # the same refusal (its text may now name further lines, so compare the place)
         if _names_source_line(located) and located.function == err.function:

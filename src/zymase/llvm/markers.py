@@ -648,6 +648,13 @@ def _lower_site(site: _Site, functions: dict[str, Operation]) -> None:
                                f"{c_type_name(rest[pos].type)}",
                                "pass the shadow (a pointer to memory of the same shape, zeroed for reverse mode) "
                                "right after the pointer, or mark the pointer enzyme_const")
+                if reverse_like and act.is_dup and b._byval_type(rest[pos]) is not None:
+                    # C passes a struct argument by value as a pointer to a copy: the
+                    # adjoints would go into the copy, and the caller's struct stays zero
+                    raise _err(site, f"argument {pos + 2} of {site.marker_fn}, the shadow of parameter {i + 1} of "
+                               f"'{fname}', is a struct passed by value: the derivative would be written into "
+                               "a copy and lost", "pass the shadow's address (enzyme_dup, s, &ds), or take "
+                               "the struct by pointer")
                 operands.append(b.coerce(rest[pos], ptype, site, i, pos + 2, fname))
                 pos += 1
     extra = rest[pos:]
@@ -765,9 +772,18 @@ def _return_kind(site: _Site, opts: _Options, fn_out: Attribute, has_result: boo
     if opts.primal_return and site.mode in ("augment", "reverse", "fwdsplit"):
         raise _err(site, "enzyme_primal_return is not available in split mode: __enzyme_augmentfwd returns "
                    "the primal result with the tape", "remove enzyme_primal_return")
-    floating = is_float_type(fn_out)
+    # a struct of floats (a complex number, a pair of doubles) has a tangent, field by field
+    floating = is_float_type(fn_out) or (site.mode in FORWARD_MODES and _float_aggregate(fn_out))
     pointer = isinstance(fn_out, llvm.LLVMPointerType)
     kind = opts.ret
+    aggregate = isinstance(fn_out, (llvm.LLVMStructType, llvm.LLVMArrayType))
+    if kind is None and site.mode in ("rev", "reverse") and aggregate and any(map(is_float_type, _scalar_fields(fn_out))):
+        # taken as constant, the derivatives would all be zero, silently; the seed of an
+        # aggregate (one adjoint per field) has no spelling in Enzyme's C interface
+        raise _err(site, f"reverse mode of '{fname}', which returns {c_spelling(fn_out)}: only a float result is "
+                   "seeded", "differentiate a function that returns a double computed from the fields (e.g. "
+                   "their weighted sum), or use __enzyme_fwddiff, which returns the struct's tangent; "
+                   "enzyme_const_return if the result does not matter")
     if kind is None:
         if site.mode in FORWARD_MODES:
             return "dup" if pointer else ("active" if floating else "const")
@@ -785,6 +801,13 @@ def _return_kind(site: _Site, opts: _Options, fn_out: Attribute, has_result: boo
     if kind == "active" and site.mode in FORWARD_MODES:
         return "dup"
     return kind
+
+
+def _float_aggregate(t: Attribute) -> bool:
+    """A struct or array whose scalars are all floats (``_Complex double``, a struct of
+    doubles returned in registers): differentiable as a whole."""
+    return isinstance(t, (llvm.LLVMStructType, llvm.LLVMArrayType)) and all(
+        is_float_type(f) for f in _scalar_fields(t))
 
 
 def _activity(site: _Site, marker: str | None, ptype: Attribute, i: int, fname: str) -> Activity:

@@ -265,5 +265,7 @@ def merge(part: Part, differentiated: str) -> str:
 
 def _definitions(module) -> dict:
     """The functions and global variables ``module`` defines, by name (llvmlite's lookups
-    by name do not see local symbols)."""
-    return {v.name: v for v in [*module.functions, *module.global_variables] if not v.is_declaration}
+    by name do not see local symbols). Unnamed globals (``@0``, clang's OpenMP
+    ``ident_t`` constants) are left out: they all have the name "", so they cannot be
+    matched by name, and each module keeps its own private copy through the link."""
+    return {v.name: v for v in [*module.functions, *module.global_variables] if not v.is_declaration and v.name}

@@ -239,7 +239,7 @@ def _check_captured_by_value(region: Operation, param) -> None:
 
     if isinstance(param.type, llvm.LLVMPointerType):
         return
-    for use in list(param.uses):
+    for use in [u for v in _through_branches(param) for u in v.uses]:
         user = use.operation
         floats = isinstance(user, llvm.BitcastOp) and is_float_type(user.results[0].type)
         if isinstance(user, llvm.StoreOp) and user.value is param:
@@ -250,6 +250,26 @@ def _check_captured_by_value(region: Operation, param) -> None:
                     why="clang passes it to the threads as integer bits, which carry no derivative",
                     call=FORK_CALL, hint="make the variable shared (drop 'firstprivate'), or copy it inside "
                                          "the region from a shared variable")
+
+
+def _through_branches(value) -> list:
+    """``value`` and the block arguments branches pass it to (the body of an outlined
+    region may start by branching to a block that takes its parameters, as at -O0)."""
+    from zymase.autodiff.flavor import LLVM
+
+    seen, todo = [], [value]
+    while todo:
+        v = todo.pop()
+        if any(v is w for w in seen):
+            continue
+        seen.append(v)
+        for use in v.uses:
+            term = use.operation
+            if not term.successors:
+                continue
+            for block, passed in zip(term.successors, LLVM.successor_operands(term)):
+                todo += [block.args[k] for k, a in enumerate(passed) if a is v]
+    return seen
 
 
 def _check_critical_commutes(region: Operation, block) -> None:

@@ -345,7 +345,8 @@ class BlasRule(CallMemoryRule):
             if not any(self._active(g, op, w) for w in wanted_by):
                 continue
             ptr = op.operands[self._pos(array)]
-            if array not in written and g.unwritten_after(op, ptr):
+            outputs = [op.operands[self._pos(w)] for w in written]
+            if array not in written and g.unwritten_after(op, ptr) and not g.shares_object_with(ptr, outputs):
                 continue  # read again in the reverse sweep
             which = g.E.v(llvm.ConstantOp(IntegerAttr(self.routine.index(array), i32), i32))
             args = [which, *values]

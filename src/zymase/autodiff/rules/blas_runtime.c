@@ -63,6 +63,42 @@ static long zy_mspan(int layout, int rows, int cols, int ld) {
         return 0;
     return layout == 101 ? (long)(rows - 1) * ld + cols : (long)(cols - 1) * ld + rows;
 }
+/* whether spans of a and b elements of the given size starting at pa and pb overlap */
+static int zy_overlap(const void *pa, long a, const void *pb, long b, size_t size) {
+    const char *x = pa, *y = pb;
+    return a > 0 && b > 0 && x < y + b * size && y < x + a * size;
+}
+/* whether vectors x and y of n elements (increments incx, incy) share an element without
+   being the same vector: BLAS forbids an output overlapping an input, and what such a call
+   computes depends on the order of the BLAS kernel's loop, which no rule can know */
+static int zy_partly_shared(const void *x, int incx, const void *y, int incy, int n, size_t size) {
+    if (!x || !y || n <= 0 || (x == y && incx == incy))
+        return 0;
+    long sx = incx < 0 ? -(long)incx : incx, sy = incy < 0 ? -(long)incy : incy;
+    long bytes = (long)((const char *)y - (const char *)x);
+    if (sx == 0 || sy == 0 || bytes % (long)size)
+        return zy_overlap(x, zy_vspan(n, incx), y, zy_vspan(n, incy), size);
+    long d = bytes / (long)size; /* y's first element is element d of x's memory */
+    for (long i = 0; i < n; i++) {
+        long r = i * sx - d;
+        if (r >= 0 && r % sy == 0 && r / sy < n)
+            return 1;
+    }
+    return 0;
+}
+static void zy_refuse_overlap(int shared, const char *routine) {
+    if (!shared)
+        return;
+    fprintf(stderr,
+            "zymase: error: the BLAS call %s was given input and output vectors that partly overlap, which "
+            "BLAS does not allow (the result depends on the order of the BLAS kernel's loop), so it has no "
+            "derivative; hint: pass separate arrays, or the same array with the same increment\n",
+            routine);
+    abort();
+}
+#define ZY_OVERLAP(routine, x, incx, y, incy, n)                                                                  \
+    zy_refuse_overlap(zy_partly_shared(x, incx, y, incy, n, sizeof(ZY_T)), ZY_STRING(ZY_B(routine)))
+
 /* offset of element i of a vector of n elements with increment inc (BLAS: a negative
    increment walks the memory backwards from the last element) */
 static long zy_at(int n, int inc, int i) { return inc >= 0 ? (long)i * inc : (long)(n - 1 - i) * -inc; }
@@ -227,7 +263,7 @@ ZY_API void *ZY_P(axpy_save)(int which, int n, ZY_T a, const ZY_T *x, int incx, 
 
 ZY_API ZY_T ZY_P(axpy_fwd)(int n, ZY_T a, const ZY_T *x, int incx, const ZY_T *y, int incy, const ZY_T *dx, ZY_T *dy,
                     ZY_T da) {
-    (void)y;
+    ZY_OVERLAP(axpy, x, incx, y, incy, n);
     if (dx)
         ZY_B(axpy)(n, a, dx, incx, dy, incy);
     if (da != 0)
@@ -244,6 +280,7 @@ ZY_API ZY_T ZY_P(axpy_dscalar)(int which, int n, ZY_T a, const ZY_T *x, int incx
 ZY_API void ZY_P(axpy_rev)(int n, ZY_T a, const ZY_T *x, int incx, const ZY_T *y, int incy, ZY_T *dx, ZY_T *dy,
                     ZY_T dr) {
     (void)x, (void)y, (void)dr;
+    ZY_OVERLAP(axpy, dx, incx, dy, incy, n); /* (x may be the copy taken at the call: its shadow says where it was) */
     if (dx)
         ZY_B(axpy)(n, a, dy, incy, dx, incx); /* dy itself is unchanged: y += ... keeps y */
 }
@@ -283,7 +320,7 @@ ZY_API void *ZY_P(copy_save)(int which, int n, const ZY_T *x, int incx, const ZY
 }
 
 ZY_API ZY_T ZY_P(copy_fwd)(int n, const ZY_T *x, int incx, ZY_T *y, int incy, const ZY_T *dx, ZY_T *dy) {
-    (void)x, (void)y;
+    ZY_OVERLAP(copy, x, incx, y, incy, n);
     for (int i = 0; i < n; i++)
         dy[zy_at(n, incy, i)] = dx ? dx[zy_at(n, incx, i)] : 0;
     return 0;
@@ -291,6 +328,19 @@ ZY_API ZY_T ZY_P(copy_fwd)(int n, const ZY_T *x, int incx, ZY_T *y, int incy, co
 
 ZY_API void ZY_P(copy_rev)(int n, const ZY_T *x, int incx, ZY_T *y, int incy, ZY_T *dx, ZY_T *dy, ZY_T dr) {
     (void)x, (void)y, (void)dr;
+    ZY_OVERLAP(copy, dx, incx, dy, incy, n);
+    if (dx && zy_overlap(dx, zy_vspan(n, incx), dy, zy_vspan(n, incy), sizeof(ZY_T))) {
+        /* x and y share memory (cblas_dcopy(n, x, 1, x, 1)): dy is read whole before it is
+           zeroed, or the zeroing would take back what was just added to dx */
+        ZY_T *t = malloc((n > 0 ? n : 1) * sizeof(ZY_T));
+        for (int i = 0; i < n; i++)
+            t[i] = dy[zy_at(n, incy, i)];
+        ZY_P(vscale)(n, 0, dy, incy);
+        for (int i = 0; i < n; i++)
+            dx[zy_at(n, incx, i)] += t[i];
+        free(t);
+        return;
+    }
     if (dx)
         ZY_B(axpy)(n, 1, dy, incy, dx, incx);
     ZY_P(vscale)(n, 0, dy, incy);
@@ -470,13 +520,14 @@ ZY_API void *ZY_P(swap_save)(int which, int n, const ZY_T *x, int incx, const ZY
 }
 
 ZY_API ZY_T ZY_P(swap_fwd)(int n, const ZY_T *x, int incx, const ZY_T *y, int incy, ZY_T *dx, ZY_T *dy) {
-    (void)x, (void)y;
+    ZY_OVERLAP(swap, x, incx, y, incy, n);
     ZY_B(swap)(n, dx, incx, dy, incy);
     return 0;
 }
 
 ZY_API void ZY_P(swap_rev)(int n, const ZY_T *x, int incx, const ZY_T *y, int incy, ZY_T *dx, ZY_T *dy, ZY_T dr) {
     (void)x, (void)y, (void)dr;
+    ZY_OVERLAP(swap, dx, incx, dy, incy, n);
     ZY_B(swap)(n, dx, incx, dy, incy);
 }
 
