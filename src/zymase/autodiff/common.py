@@ -543,6 +543,17 @@ def _reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activ
                     hint="call the function directly, or take the addresses of the functions it may call "
                     "in this file" if indirect else "keep this construct away from the values being differentiated",
                 )
+            if _text_into_shadowed(ctx, op, act):
+                raise ZymaseError(
+                    f"'{ctx.flavor.callee(op)}' writes text into memory that holds derivatives (its "
+                    "destination is, or shares an object with, floating-point data being differentiated); "
+                    "zymase cannot tell which bytes the text replaces, and their derivatives would stay",
+                    construct=describe(op),
+                    function=fname,
+                    location=location_of(op),
+                    hint="write the text into a char array of its own, not into memory that holds or held "
+                    "the values being differentiated",
+                )
             if _variadic_definition(ctx, op) and any(o in act.varied or o in act.shadowed for o in op.operands):
                 raise ZymaseError(
                     f"active data is passed to the variadic function '{ctx.flavor.callee(op)}', whose "
@@ -777,6 +788,15 @@ def _unsupported_on_active(op: Operation, act: ActivityInfo) -> str | None:
     if op.name == "llvm.cmpxchg" or (op.name == "llvm.atomicrmw" and not isinstance(op.val.type, IntegerType)):
         return "an atomic memory operation"
     return None
+
+
+def _text_into_shadowed(ctx: Context, op: Operation, act: ActivityInfo) -> bool:
+    """A call of ``sprintf``/``snprintf`` (not a definition of the module's own) whose
+    destination has a shadow."""
+    from zymase.analysis.memory import TEXT_WRITERS
+
+    return (isinstance(op, llvm.CallOp) and ctx.flavor.callee(op) in TEXT_WRITERS and ctx.defined_function(op) is None
+            and bool(op.operands) and op.operands[0] in act.shadowed)
 
 
 def _variadic_definition(ctx: Context, op: Operation) -> bool:

@@ -636,9 +636,10 @@ class ShadowCode:
         """A store of an integer as wide as the float that type analysis says the memory
         holds there (a union written through its integer member, a double's bytes set from
         a ``long``): the float's old derivative must not survive in the shadow (it did, and
-        the value read back had it). Integers stored where integers live, and stores of
-        pointers, leave the shadow alone: those shadow bytes are unused or hold shadow
-        pointers. Raises when the integer is the float's own bits changed by arithmetic
+        the value read back had it). Integers stored where type analysis sees only
+        integers zero their shadow bytes too (unused there, and the analysis may not see the
+        floats: below); stores over bytes known to hold pointers leave the shadow alone,
+        which holds shadow pointers there. Raises when the integer is the float's own bits changed by arithmetic
         (:meth:`_refuse_float_bits_arithmetic`): then the shadow has no right value."""
         t = op.value.type
         nbytes = _integer_bytes(t)
@@ -657,8 +658,10 @@ class ShadowCode:
         self._refuse_copied_float_pieces(op)
         if isinstance(t, IntegerType) and t.width.data not in (32, 64) and self._integer_over_float_bytes(op):
             return True
-        if isinstance(t, IntegerType) and t.width.data in (32, 64):
-            return self._may_hold_floats(op, op.ptr, nbytes)
+        # An int or a long too: a pointer typed only by its own integer stores (a
+        # ``uint32_t`` zeroing loop over doubles in a callee taking ``void *``, at -O0)
+        # is all ``int`` to type analysis, and the zeroed doubles' derivatives were left
+        # in the shadow for the next read of them (session 32)
         return "ptr" not in {k for _, _, k in self._types().of(op.ptr).runs(0, nbytes)}
 
     def _zero_shadow_of_store(self, op: Operation, sp: SSAValue) -> None:
