@@ -659,6 +659,17 @@ C_CASES = {
         "int main(void) { double x[3] = {3, 1, 2}, dx[3] = {0}; __enzyme_autodiff((void*)f, x, dx, 3); return 0; }\n",
         ["sign_byte_flip.c:3:", "in integer pieces", "function 'f'", "copysign"],
     ),
+    # session 32: snprintf writes text over doubles with derivatives (a scratch buffer
+    # reused for a label); their shadow stayed, and the doubles read back there had it
+    "snprintf_over_doubles.c": (
+        "#include <stdio.h>\n#include <stdlib.h>\nextern double __enzyme_autodiff(void*, ...);\n"
+        "__attribute__((noinline)) static void label(void *b, int k) { snprintf((char *)b, 32, \"?????????%d\", k); }\n"
+        "double f(double *x, int n) { double *b = malloc(64), s = 0; for (int i = 0; i < n; i++) b[i] = x[i] * x[i];\n"
+        "  for (int i = 0; i < n; i++) s += b[i]; label(b, n); s += b[0] * x[0]; free(b); return s; }\n"
+        "int main(void) { double x[3] = {3, 1, 2}, dx[3] = {0}; __enzyme_autodiff((void*)f, x, dx, 3); return 0; }\n",
+        ["snprintf_over_doubles.c:4:", "'snprintf' writes text into memory that holds derivatives",
+         "function 'f'", "char array of its own"],
+    ),
 }
 
 # issue 23 item 1: every unimplemented __enzyme_* function and enzyme_* marker by name
