@@ -15,7 +15,10 @@ stores a pointer, or copies memory, into it (then it is left alone, as before se
 when such globals were never zeroed and a stale adjoint doubled the next call's gradient).
 When every pointer stored into it is at a constant offset (and no copy writes it), the
 shadow is zeroed but for those pointers' 8 bytes (session 32: a double kept in such a
-global from one call to the next carried the previous call's adjoint or tangent).
+global from one call to the next carried the previous call's adjoint or tangent);
+otherwise the floats the derivatives load or store at constant offsets are zeroed (a
+double of state next to an arena of nodes), and floats only accessed at offsets known at
+run time are left as they are (a gap).
 """
 
 from __future__ import annotations
@@ -78,7 +81,8 @@ def _merged(runs: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return out
 
 
-def shadows_reached(driver, names: list[str]) -> list[tuple[llvm.GlobalOp, frozenset[int] | None]]:
+def shadows_reached(driver, names: list[str]) -> list[tuple[llvm.GlobalOp, frozenset[int] | None,
+                                                            list[tuple[int, int]]]]:
     """The shadow globals that the derivatives ``names`` or the functions they call take
     the address of, in the order they were made. Functions are found through the
     driver's symbols and the shadows through the ones it saw made
@@ -86,12 +90,14 @@ def shadows_reached(driver, names: list[str]) -> list[tuple[llvm.GlobalOp, froze
     many derivatives made that quadratic, ``tests/python/test_compile_growth.py``).
     Each with the byte offsets at which pointers are stored into it there (an empty
     set: none; None: memory is copied into it, or a pointer stored at an offset known
-    only at run time)."""
+    only at run time), and the byte ranges they load or store floats at, at constant
+    offsets."""
     made = driver.shadow_globals
     if not made:
         return []
     found: set[str] = set()
     slots: dict[str, set[int] | None] = {}
+    floats: dict[str, list[tuple[int, int]]] = {}
     seen: set[str] = set()
     work = list(names)
     while work:
@@ -117,7 +123,13 @@ def shadows_reached(driver, names: list[str]) -> list[tuple[llvm.GlobalOp, froze
                 name, _ = _global_under(op.operands[0])
                 if name is not None:
                     slots[name] = None
-    return [(g, None if n in slots and slots[n] is None else frozenset(slots.get(n, ())))
+            elif isinstance(op, (llvm.LoadOp, llvm.StoreOp)):
+                t = op.results[0].type if isinstance(op, llvm.LoadOp) else op.value.type
+                if is_float_type(t):
+                    name, offset = _global_under(op.ptr)
+                    if name is not None and offset is not None:
+                        floats.setdefault(name, []).append((offset, offset + size_align(t)[0]))
+    return [(g, None if n in slots and slots[n] is None else frozenset(slots.get(n, ())), floats.get(n, []))
             for n, g in made.items() if n in found]
 
 
@@ -139,10 +151,15 @@ def zero_shadows(driver, names: list[str], emit) -> None:
     """Zero the shadows of the globals the derivatives ``names`` reach (their float and
     integer fields, not their pointers), with ``emit`` (inserts an op where the program's
     call is, returns its result, if any)."""
-    for g, pointer_slots in shadows_reached(driver, names):
+    for g, pointer_slots, float_slots in shadows_reached(driver, names):
         runs = _data_runs(g.global_type)
         if runs is None and pointer_slots is not None:  # bytes, pointers stored at known places
             runs = _around(size_align(g.global_type)[0], pointer_slots)
+        elif runs is None:
+            # bytes, pointers stored at places known only at run time (an arena of nodes):
+            # the floats the derivatives access at fixed places (state kept from call to
+            # call there carried the last call's derivative, session 32); the rest is left
+            runs = _merged(float_slots)
         if not runs:
             continue
         base = emit(llvm.AddressOfOp(g.sym_name.data, llvm.LLVMPointerType()))
