@@ -59,6 +59,40 @@ def _data_runs(t, base: int = 0) -> list[tuple[int, int]] | None:
     return None
 
 
+#: the bytes of a byte global whose types are looked up one by one (beyond: a gap)
+_SCANNED_BYTES = 1 << 16
+
+
+def _float_bytes(driver, names: list[str], g: llvm.GlobalOp) -> list[tuple[int, int]]:
+    """The byte ranges of shadow global ``g`` that type analysis of the derivatives
+    ``names`` says hold floats (their first ``_SCANNED_BYTES``)."""
+    from zymase.analysis.type_tree import FLOAT_KINDS
+    from zymase.analysis.types import analyze_types
+
+    name, size = g.sym_name.data, min(size_align(g.global_type)[0], _SCANNED_BYTES)
+    runs: list[tuple[int, int]] = []
+    for fname in names:
+        fop = driver.symbols.get(fname)
+        if not isinstance(fop, llvm.FuncOp):
+            continue
+        addresses = [op.results[0] for op in fop.walk()
+                     if isinstance(op, llvm.AddressOfOp) and op.global_name.root_reference.data == name]
+        if not addresses:
+            continue
+        info = analyze_types(fop, driver.module, has_tbaa=driver.has_tbaa)
+        for address in addresses:
+            tree = info.of(address)
+            start = None
+            for o in range(size + 1):
+                is_float = o < size and tree.at(o) in FLOAT_KINDS
+                if is_float and start is None:
+                    start = o
+                elif not is_float and start is not None:
+                    runs.append((start, o))
+                    start = None
+    return runs
+
+
 def _around(size: int, pointer_slots: frozenset[int]) -> list[tuple[int, int]]:
     """The byte ranges of ``[0, size)`` outside the 8-byte pointers at ``pointer_slots``."""
     runs, at = [], 0
@@ -157,9 +191,11 @@ def zero_shadows(driver, names: list[str], emit) -> None:
             runs = _around(size_align(g.global_type)[0], pointer_slots)
         elif runs is None:
             # bytes, pointers stored at places known only at run time (an arena of nodes):
-            # the floats the derivatives access at fixed places (state kept from call to
-            # call there carried the last call's derivative, session 32); the rest is left
-            runs = _merged(float_slots)
+            # the floats the derivatives access at fixed places, and the bytes type analysis
+            # of the derivatives says hold floats (the nodes' float fields); a forward call
+            # left its tangents there, which the next reverse call's stores read back as
+            # adjoints (session 32). Bytes of pointers, or of unknown type, are left.
+            runs = _merged(float_slots + _float_bytes(driver, names, g))
         if not runs:
             continue
         base = emit(llvm.AddressOfOp(g.sym_name.data, llvm.LLVMPointerType()))
