@@ -3,7 +3,7 @@
    Their shadows used to keep what the previous call left (the adjoint of the initial value
    after a reverse call, its tangent after a forward one), which the next call added in:
    every call after the first was silently wrong at every level. A global of bytes used as
-   storage for doubles likewise (session 31), and one that also holds a pointer or an arena of nodes (session 32). */
+   storage for doubles likewise (session 31), and one that also holds a pointer (session 32). */
 #include <stdio.h>
 #include <math.h>
 
@@ -73,37 +73,6 @@ static double with_pointer(const double *x, int n) {
     return s + again[n - 2] * x[1];       /* d/dx = (prev0 + 0, x_2, x_1, 0) with n = 4 */
 }
 
-/* an arena of nodes at run-time offsets in a byte global, next to a double of state: the
-   nodes' values kept the last forward call's tangents in their shadow, which the next
-   reverse call read back as adjoints (session 32) */
-static _Alignas(16) unsigned char arena[256];
-struct node { struct node *next; double v; };
-
-static double in_arena(const double *x, int n) {
-    double *acc = (double *)arena;
-    double s = *acc * x[0];
-    size_t used = 16;
-    struct node *head = 0;
-    for (int i = 0; i < n; i++) {
-        struct node *q = (struct node *)(arena + used);
-        used += sizeof *q;
-        q->v = x[i];
-        q->next = head;
-        head = q;
-    }
-    for (struct node *q = head; q; q = q->next)
-        s += q->v * x[1];
-    *acc = x[1] * x[1];
-    return s; /* d/dx = acc0 [i = 0] + x_1 + [i = 1] sum x */
-}
-
-static double want_arena(const double *x, int n, double acc0, int i) {
-    double sum = 0.0;
-    for (int j = 0; j < n; j++)
-        sum += x[j];
-    return (i == 0 ? acc0 : 0.0) + x[1] + (i == 1 ? sum : 0.0);
-}
-
 /* d/dx_i with acc0, G0 the values before the call:
    2 x_i x_0 + [i = 0] (acc0 + sum x^2) + (G0_i / 2 + x_i) + x_i + d(x_0 x_1)/dx_i */
 static double want_grad(const double *x, int n, double acc0, const double *g0, int i) {
@@ -157,15 +126,6 @@ int main(int argc, char **argv) {
             t[i] = 1.0;
             double fwd = __enzyme_fwddiff((void *)with_pointer, enzyme_dup, x, t, enzyme_const, n);
             check("forward, a byte global with a pointer", x[i], fwd, want, TOL);
-        }
-        for (int i = 0; i < n; i++) {
-            double da[N] = {0}, t[N] = {0}, acc0 = *(double *)arena;
-            t[i] = 1.0;
-            double fwd = __enzyme_fwddiff((void *)in_arena, enzyme_dup, x, t, enzyme_const, n);
-            check("forward, an arena in a byte global", x[i], fwd, want_arena(x, n, acc0, i), TOL);
-            acc0 = *(double *)arena;
-            __enzyme_autodiff((void *)in_arena, enzyme_dup, x, da, enzyme_const, n);
-            check("reverse after forward, an arena", x[i], da[i], want_arena(x, n, acc0, i), TOL);
         }
     }
     printf("%d failures\n", failures);
