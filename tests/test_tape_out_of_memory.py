@@ -2,7 +2,8 @@
 message and SIGABRT, not a segfault at the first store into it: the program runs under a
 256 MB address-space limit with a loop that would tape gigabytes, once with a LIFO cache
 (a while loop with a data-dependent exit) and once with an indexed cache (a counted
-loop). Before the check both died of SIGSEGV."""
+loop). Before the check both died of SIGSEGV. A reserve whose byte count wraps around
+2^64 is reported the same way (it segfaulted until session 32)."""
 
 from __future__ import annotations
 
@@ -69,3 +70,12 @@ def test_a_tape_that_cannot_grow_is_a_clear_error(program, cache):
     assert run.returncode == -signal.SIGABRT, (run.returncode, run.stderr[-2000:])
     assert run.stderr.startswith("zymase: error: out of memory while a derivative recorded its tape"), run.stderr
     assert "--tape-limit" in run.stderr
+
+
+def test_a_reserve_whose_size_wraps_is_a_clear_error(program):
+    """The counted loop's reserve is ``count * 8`` bytes in i64: with 2^61 + 1 turns it
+    wrapped to 8, and the forward sweep wrote its tape past that buffer (SIGSEGV, session
+    32); a product that wraps now asks for more than any allocator gives (no limit needed)."""
+    run = subprocess.run([str(program), "indexed", str((1 << 61) + 1)], capture_output=True, text=True, timeout=60)
+    assert run.returncode == -signal.SIGABRT, (run.returncode, run.stderr[-2000:])
+    assert run.stderr.startswith("zymase: error: out of memory while a derivative recorded its tape"), run.stderr

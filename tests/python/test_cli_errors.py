@@ -688,6 +688,27 @@ C_CASES = {
         "int main(void) { double x[3] = {3, 1, 2}, dx[3] = {0}; __enzyme_autodiff((void*)f, x, dx, 3); return 0; }\n",
         ["sign_byte_flip.c:3:", "in integer pieces", "function 'f'", "copysign"],
     ),
+    # session 32: snprintf writes text over doubles with derivatives (a scratch buffer
+    # reused for a label); their shadow stayed, and the doubles read back there had it
+    # session 32: a copy of a run-time length starting inside a double (the high half of
+    # y[0], then y[1..]): its adjoint walked doubles that straddle two, silently wrong
+    "copy_from_inside_a_double.c": (
+        "#include <string.h>\nextern double __enzyme_autodiff(void*, ...);\n"
+        "double f(double *x, int n) { double y[8], z[8]; for (int i = 0; i < n; i++) { y[i] = x[i] * x[i]; z[i] = x[i]; }\n"
+        "  memcpy((char *)z + 4, (char *)y + 4, 8 * (n / 2) + 4);\n"
+        "  double s = 0; for (int i = 0; i < n; i++) s += z[i] * (i + 1); return s; }\n"
+        "int main(void) { double x[7] = {1, 2, 3, 4, 5, 6, 7}, dx[7] = {0}; __enzyme_autodiff((void*)f, x, dx, 7); return 0; }\n",
+        ["copy_from_inside_a_double.c:4:", "the copy starts inside a double", "function 'f'", "move whole values"],
+    ),
+    "snprintf_over_doubles.c": (
+        "#include <stdio.h>\n#include <stdlib.h>\nextern double __enzyme_autodiff(void*, ...);\n"
+        "__attribute__((noinline)) static void label(void *b, int k) { snprintf((char *)b, 32, \"?????????%d\", k); }\n"
+        "double f(double *x, int n) { double *b = malloc(64), s = 0; for (int i = 0; i < n; i++) b[i] = x[i] * x[i];\n"
+        "  for (int i = 0; i < n; i++) s += b[i]; label(b, n); s += b[0] * x[0]; free(b); return s; }\n"
+        "int main(void) { double x[3] = {3, 1, 2}, dx[3] = {0}; __enzyme_autodiff((void*)f, x, dx, 3); return 0; }\n",
+        ["snprintf_over_doubles.c:4:", "'snprintf' writes text into memory that holds derivatives",
+         "function 'f'", "char array of its own"],
+    ),
 }
 
 # issue 23 item 1: every unimplemented __enzyme_* function and enzyme_* marker by name
@@ -1076,3 +1097,52 @@ def test_lapack_call_without_rule_or_readable_arguments_is_refused(tmp_path, nam
     line = one_error(proc, *needles, "function 'f'")
     assert "la.c:" in line, line
     assert not (tmp_path / "exe").exists()
+
+
+PARTIAL_COPY = r"""
+#include <stdio.h>
+#include <string.h>
+extern double __enzyme_autodiff(void *, ...);
+extern double __enzyme_fwddiff(void *, ...);
+extern int enzyme_dup, enzyme_const;
+static double f(double *x, int n, int extra) {
+    double y[8], z[8];
+    for (int i = 0; i < n; i++) { y[i] = x[i] * x[i]; z[i] = 3.0 * x[i]; }
+    memcpy(z, y, 8 * (size_t)(n / 2) + extra);
+    double s = 0;
+    for (int i = 0; i < n; i++) s += z[i] * (i + 1);
+    return s;
+}
+int main(int argc, char **argv) {
+    double x[7] = {1, 2, 3, 4, 5, 6, 7}, dx[7] = {0}, t[7] = {0, 0, 0, 1, 0, 0, 0};
+    int extra = argc > 2 ? 4 : 0;
+    double d = 0;
+    if (argv[1][0] == 'r')
+        __enzyme_autodiff((void *)f, enzyme_dup, x, dx, enzyme_const, 7, enzyme_const, extra);
+    else
+        d = __enzyme_fwddiff((void *)f, enzyme_dup, x, t, enzyme_const, 7, enzyme_const, extra);
+    printf("%g %g\n", dx[3], d);  /* whole doubles: d/dx3 = 3 * 4 (z[3] is not copied) */
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("level", ["-O0", "-O2"])
+def test_a_copy_of_part_of_a_double_at_run_time_is_a_clear_error(tmp_path, level):
+    # session 32: memcpy of 8 * k + 4 bytes of doubles (a length known only at run time):
+    # the adjoint moved whole doubles and dropped the rest, forward mode copied the
+    # tangents' bytes; now the derivative stops with one zymase line where it runs
+    import signal
+
+    (tmp_path / "partial.c").write_text(PARTIAL_COPY)
+    build = run("zymase", ["cc", level, "-g", "partial.c", "-o", "exe"], cwd=tmp_path)
+    assert build.returncode == 0, build.stderr
+    for mode, want in (("r", "12 0"), ("f", "0 12")):
+        whole = subprocess.run([str(tmp_path / "exe"), mode], capture_output=True, text=True, timeout=60)
+        assert whole.returncode == 0 and whole.stdout.split() == want.split(), (whole.stdout, whole.stderr)
+        part = subprocess.run([str(tmp_path / "exe"), mode, "part"], capture_output=True, text=True, timeout=60)
+        assert part.returncode == -signal.SIGABRT, (part.returncode, part.stdout, part.stderr)
+        line = part.stderr.strip()
+        assert line.count("\n") == 0 and line.startswith("zymase: error: partial.c:10:"), line
+        assert "not a whole number of the 8-byte double values" in line and "function 'f'" in line, line
+        assert "hint: copy whole values" in line, line

@@ -80,6 +80,11 @@ CXX_ALLOCATION = {
 # as a guard was refused as an opaque call, session 31; clang makes memcmp(..) == 0 a bcmp).
 READ_ONLY_EXTERNALS = {"printf", "fprintf", "puts", "fputs", "strlen", "sprintf", "snprintf",
                        "memcmp", "bcmp", "strcmp", "strncmp"}
+# Of those, the ones that write text through their first argument (they write nothing
+# else): a destination with a shadow is refused (autodiff/common.py), as the bytes the
+# text replaces would keep their derivatives (session 32: a buffer of doubles reused for
+# sprintf kept them, and the doubles read back there had them, silently).
+TEXT_WRITERS = {"sprintf", "snprintf"}
 # External functions whose pointer arguments lead only to integers: Numba's reshape
 # helper reads a shape and strides and writes new strides, in stack slots that also
 # hold an array's data pointer (hence shadowed). No derivative flows through them, and

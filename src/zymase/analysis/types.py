@@ -216,6 +216,16 @@ def _classify(tree: TypeTree, nbytes: int | None) -> tuple[_Problem | None, str 
         elif kind == "unknown":
             if not _padding(tree, runs, i, nbytes, max_align):
                 unknown.append((lo, up))
+    if runs and runs[0][0] == 0 and runs[0][2] in FLOAT_KINDS:
+        kind = runs[0][2]
+        start = _run_start(tree, kind)
+        if -start % FLOAT_SIZE[kind]:
+            # the pointer is inside a float (``(char *)y + 4`` over doubles): the copy's
+            # adjoint walks whole floats from it, which straddle two of the memory's
+            # floats (a silently wrong reverse derivative with a run-time length, session 32)
+            return _Problem(f"the copy starts inside a {_C_NAME[kind]}: bytes [{start}, 0) before the pointer are "
+                            f"the first part of the {_C_NAME[kind]} at byte 0, so only part of its bytes is "
+                            "copied", partial=True), None
     if nbytes is not None and hi == nbytes:
         for lo, up, kind in runs:
             if kind in FLOAT_KINDS and (up - lo) % FLOAT_SIZE[kind]:
@@ -240,6 +250,15 @@ def _classify(tree: TypeTree, nbytes: int | None) -> tuple[_Problem | None, str 
             text += f" (known: {known})"
         return _Problem(text), None
     return None, next(iter(floats), None)
+
+
+def _run_start(tree: TypeTree, kind: str) -> int:
+    """Where the run of ``kind`` bytes through offset 0 begins (0 or below): floats are
+    contiguous there, so a float starts at that offset plus a multiple of its size."""
+    start = 0
+    while start > -MAX_OFFSET and tree.at(start - 1) == kind:
+        start -= 1
+    return start
 
 
 def _padding(tree: TypeTree, runs: list[tuple[int, int, str]], i: int, nbytes: int | None, max_align: int) -> bool:

@@ -15,6 +15,7 @@ from zymase.autodiff.flavor import Emitter, Flavor, is_differentiable_type
 from zymase.autodiff.registry import REGISTRY, Rule, load_all_rules
 from zymase.autodiff.rules.blas_signatures import is_blas_or_lapack, supported_names
 from zymase.autodiff.annotated_calls import mark_of, rule_for_marked
+from zymase.autodiff.library_refusals import sort_or_search_refusal, text_into_shadowed_refusal
 from zymase.autodiff.type_rules import shadow_types
 from zymase.autodiff.flavor import intrinsic_base
 from zymase.autodiff.names import ABANDON, ABANDONED, SHADOW_ARGS, SHADOW_LANES
@@ -547,6 +548,10 @@ def _reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activ
                     hint="call the function directly, or take the addresses of the functions it may call "
                     "in this file" if indirect else "keep this construct away from the values being differentiated",
                 )
+            text_error = text_into_shadowed_refusal(ctx, op, act)
+            if text_error is not None:
+                text_error.function = fname
+                raise text_error
             if _variadic_definition(ctx, op) and any(o in act.varied or o in act.shadowed for o in op.operands):
                 raise ZymaseError(
                     f"active data is passed to the variadic function '{ctx.flavor.callee(op)}', whose "
@@ -591,7 +596,7 @@ def _reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activ
                         hint=f"zymase differentiates these BLAS routines at the level of the call: "
                         f"{supported_names()}; call one of them, or keep this call off the active data",
                     )
-                sort_or_search = _sort_or_search_refusal(ctx.flavor.callee(op) or "")
+                sort_or_search = sort_or_search_refusal(ctx.flavor.callee(op) or "")
                 if sort_or_search is not None:
                     message, hint = sort_or_search
                     raise ZymaseError(message, construct=describe(op), function=fname,
@@ -607,26 +612,6 @@ def _reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activ
                     hint=compiled_library_hint(callee) or "define the function in the same file, or copy the "
                     "data it needs into local variables",
                 )
-
-
-def _sort_or_search_refusal(name: str) -> tuple[str, str] | None:
-    """The message and hint for the C library's sort or binary search (``qsort``,
-    ``bsearch``) given memory holding active data, if ``name`` is one of them: the
-    library's code and the comparator it calls through a pointer are out of zymase's
-    sight, so the permutation a sort makes (or the element a search picks) is not
-    known to the derivative. The generic "define the function in the same file" means
-    nothing for a library function."""
-    if name in ("qsort", "qsort_r", "qsort_s"):
-        return (f"'{name}' of memory holding active data cannot be differentiated: the C library "
-                "moves the elements in code zymase does not see, so their derivatives cannot follow",
-                "sort an array of indices (int) by the values with qsort and read the values through "
-                "it, or write the sort in this file")
-    if name in ("bsearch", "bsearch_s"):
-        return (f"'{name}' in memory holding active data cannot be differentiated: the C library "
-                "returns a pointer into the array from code zymase does not see",
-                "search for the index with a loop written in this file (or bsearch an array that is "
-                "not differentiated) and read the element through that index")
-    return None
 
 
 def _mpi_refusal(ctx: Context, op: Operation, act: ActivityInfo) -> ZymaseError | None:

@@ -2,7 +2,8 @@
 functions, in llvm-dialect MLIR text like the cache runtime, that move the adjoints of
 the copied floats back from the destination's shadow to the source's (as a whole, or per
 element of an array of structs that also hold pointers, whose shadows the forward sweep
-copies) and are added to a module once. Kept apart from :mod:`zymase.autodiff.memory`,
+copies) and are added to a module once; and the run-time check that a copy of run-time
+length moves whole floats. Kept apart from :mod:`zymase.autodiff.memory`,
 which decides when a copy needs them.
 """
 
@@ -126,6 +127,92 @@ builtin.module {{
 """
 
 
+# A copy of run-time length whose byte count is not a whole number of the floats it
+# moves (``8 * k + 4`` bytes of doubles) moves part of a float: its bits, which carry no
+# derivative zymase can follow (a compile-time length is refused by type analysis). The
+# derivative checks the count where it runs and ends the program with one
+# ``zymase: error: ...`` line (the site's own text, a private global) on stderr; the
+# reporter is out of line and cold, so a copy only gains a remainder and a compare.
+WHOLE_FLOATS_CHECK = "__zymase_whole_floats"
+_WHOLE_FLOATS = """
+builtin.module {
+  llvm.func internal @__zymase_whole_floats(%nbytes: i64, %size: i64, %msg: !llvm.ptr, %len: i64) {
+    %zero = llvm.mlir.constant(0 : i64) : i64
+    %rest = llvm.urem %nbytes, %size : i64
+    %part = llvm.icmp "ne" %rest, %zero : i64
+    llvm.cond_br %part, ^report, ^whole
+  ^report:
+    llvm.call @__zymase_partial_copy(%msg, %len) : (!llvm.ptr, i64) -> ()
+    llvm.unreachable
+  ^whole:
+    llvm.return
+  }
+  llvm.func internal @__zymase_partial_copy(%msg: !llvm.ptr, %len: i64) attributes {passthrough = ["noinline", "cold"]} {
+    %fd = llvm.mlir.constant(2 : i32) : i32
+    %w = llvm.call @write(%fd, %msg, %len) : (i32, !llvm.ptr, i64) -> i64
+    llvm.call @abort() : () -> ()
+    llvm.unreachable
+  }
+}
+"""
+
+
+def require_whole_floats_check(module) -> str:
+    """The run-time check that a copy's byte count is a whole number of floats
+    (``__zymase_whole_floats(nbytes, size, message, length)``), added to the module once;
+    the caller declares ``write`` and ``abort``."""
+    return _add_once(module, WHOLE_FLOATS_CHECK, _WHOLE_FLOATS, "<zymase whole-floats check>")
+
+
+def check_whole_floats(gen, op, ftype: str, nbytes) -> None:
+    """Emit, with ``gen``'s emitter (a ``ShadowCode``), the run-time check that the copy
+    ``op`` of ``nbytes`` bytes (an i64 value known only at run time) moves whole
+    ``ftype`` values; its message names the copy, the function and the source line."""
+    import hashlib
+
+    from zymase.errors import ZymaseError
+    from zymase.ir import IntegerAttr, IntegerType, StringAttr, i64, llvm, location_of
+    from zymase.analysis.memory import callee_name
+
+    E, module = gen.E, gen.ctx.module
+    size = 8 if ftype == "f64" else 4
+    cname = "double" if ftype == "f64" else "float"
+    location = location_of(op)
+    hint = f"copy whole values (a multiple of sizeof({cname}) bytes)"
+    if location is None:
+        hint += "; compile with -g to see the source line in this message"
+    text = ZymaseError(
+        f"a copy of a length known only at run time moves a number of bytes that is not a whole number of "
+        f"the {size}-byte {cname} values it copies: part of a {cname} would be copied, whose bits carry no "
+        "derivative zymase can follow",
+        construct=f"call @{callee_name(op) or op.intrin.data}", function=gen.fname, location=location,
+        hint=hint).format() + "\n"
+    data = text.encode()
+    label = f"__zymase_partial_copy_message.{hashlib.sha1(data).hexdigest()[:12]}"
+    if not any(getattr(o, "sym_name", None) is not None and o.sym_name.data == label for o in module.body.block.ops):
+        module.body.block.add_op(llvm.GlobalOp(llvm.LLVMArrayType(len(data), IntegerType(8)), label, "private",
+                                               constant=True, value=StringAttr(text)))
+    gen._declare("write", [IntegerType(32), llvm.LLVMPointerType(), i64], i64)
+    gen._declare("abort", [], llvm.LLVMVoidType())
+    check = require_whole_floats_check(module)
+    message = E.v(llvm.AddressOfOp(label, llvm.LLVMPointerType()))
+    E.insert(llvm.CallOp(check, nbytes, E.v(llvm.ConstantOp(IntegerAttr(size, i64), i64)), message,
+                         E.v(llvm.ConstantOp(IntegerAttr(len(data), i64), i64))))
+
+
+def _add_once(module, name: str, text: str, label: str) -> str:
+    for op in module.body.block.ops:
+        if getattr(op, "sym_name", None) is not None and op.sym_name.data == name:
+            return name
+    from zymase.cache import parsed_mlir
+
+    runtime = parsed_mlir(text, label)
+    for op in list(runtime.body.block.ops):
+        op.detach()
+        module.body.block.add_op(op)
+    return name
+
+
 def require_memcpy_adjoint(module, ftype: str) -> str:
     """The reverse of a memcpy/memmove of ``ftype`` elements, a small internal
     function added to the module once (llvm-dialect MLIR text, like the cache
@@ -134,14 +221,5 @@ def require_memcpy_adjoint(module, ftype: str) -> str:
     overlapping memmove correct (an element is moved on only after its own
     adjoint has been handed back)."""
     name = f"__zymase_memcpy_adjoint_{ftype}"
-    for op in module.body.block.ops:
-        if getattr(op, "sym_name", None) is not None and op.sym_name.data == name:
-            return name
-    text = _MEMCPY_ADJOINT.format(name=name, t=ftype, size=8 if ftype == "f64" else 4)
-    from zymase.cache import parsed_mlir
-
-    runtime = parsed_mlir(text, "<zymase memcpy adjoint>")
-    for op in list(runtime.body.block.ops):
-        op.detach()
-        module.body.block.add_op(op)
-    return name
+    return _add_once(module, name, _MEMCPY_ADJOINT.format(name=name, t=ftype, size=8 if ftype == "f64" else 4),
+                     "<zymase memcpy adjoint>")

@@ -40,7 +40,7 @@ from zymase.autodiff.type_rules import carries_derivatives
 from zymase.autodiff.registry import call_memory_rule
 from zymase.errors import ZymaseError
 from zymase.autodiff.names import SHADOW_GLOBAL_PREFIX
-from zymase.autodiff.memcpy_adjoint import require_memcpy_adjoint
+from zymase.autodiff.memcpy_adjoint import check_whole_floats, require_memcpy_adjoint
 from zymase.ir import fast_ops
 from zymase.ir import (
     ArrayAttr,
@@ -474,6 +474,7 @@ class ShadowCode:
             self._zero_shadow_of_store(op, self.shadow_of(op.ptr))
         elif kind == "memcpy" and op.operands[0] in act.shadowed:
             dst, src, n = op.operands[0], op.operands[1], self._mapped(op.operands[2])
+            self._check_whole_floats_copied(op, n)
             if src in act.shadowed:
                 new = op.clone({}, {})
                 new.operands = [self.shadow_of(dst), self.shadow_of(src), *(self._mapped(o) for o in op.operands[2:])]
@@ -622,6 +623,8 @@ class ShadowCode:
             # only the float bytes: other shadow bytes hold pointers' shadows
             if hi < 0:  # the whole copy (run-time length, floats only)
                 at_dst, at_src, length = ddst, dsrc, n
+                if _constant_int(op.operands[2]) is None and ftype in ("f32", "f64"):
+                    check_whole_floats(self, op, ftype, n)
             else:
                 at_dst = E.v(llvm.GEPOp(ddst, [lo], i8))
                 at_src = E.v(llvm.GEPOp(dsrc, [lo], i8)) if dsrc is not None else None
@@ -636,9 +639,10 @@ class ShadowCode:
         """A store of an integer as wide as the float that type analysis says the memory
         holds there (a union written through its integer member, a double's bytes set from
         a ``long``): the float's old derivative must not survive in the shadow (it did, and
-        the value read back had it). Integers stored where integers live, and stores of
-        pointers, leave the shadow alone: those shadow bytes are unused or hold shadow
-        pointers. Raises when the integer is the float's own bits changed by arithmetic
+        the value read back had it). Integers stored where type analysis sees only
+        integers zero their shadow bytes too (unused there, and the analysis may not see the
+        floats: below); stores over bytes known to hold pointers leave the shadow alone,
+        which holds shadow pointers there. Raises when the integer is the float's own bits changed by arithmetic
         (:meth:`_refuse_float_bits_arithmetic`): then the shadow has no right value."""
         t = op.value.type
         nbytes = _integer_bytes(t)
@@ -657,8 +661,10 @@ class ShadowCode:
         self._refuse_copied_float_pieces(op)
         if isinstance(t, IntegerType) and t.width.data not in (32, 64) and self._integer_over_float_bytes(op):
             return True
-        if isinstance(t, IntegerType) and t.width.data in (32, 64):
-            return self._may_hold_floats(op, op.ptr, nbytes)
+        # An int or a long too: a pointer typed only by its own integer stores (a
+        # ``uint32_t`` zeroing loop over doubles in a callee taking ``void *``, at -O0)
+        # is all ``int`` to type analysis, and the zeroed doubles' derivatives were left
+        # in the shadow for the next read of them (session 32)
         return "ptr" not in {k for _, _, k in self._types().of(op.ptr).runs(0, nbytes)}
 
     def _zero_shadow_of_store(self, op: Operation, sp: SSAValue) -> None:
@@ -870,6 +876,21 @@ class ShadowCode:
         # (a 32-bit half of a double: bytes of a float moved in pieces)
         self._refuse_copied_float_pieces(store)
         return False
+
+    def _check_whole_floats_copied(self, op: Operation, n: SSAValue) -> None:
+        """Forward mode: a copy of run-time length of floats only (as type analysis sees
+        it; nothing when it cannot tell, forward mode copies the bytes as they are) gets
+        the run-time check that it moves whole floats, as its reverse does."""
+        if _constant_int(op.operands[2]) is not None:
+            return
+        try:
+            ftype = self._copied_float_type(op)
+        except ZymaseError:
+            return
+        if ftype in ("f32", "f64") and "ptr" not in self._types().of(op.operands[0]).kinds():
+            if n.type != i64:
+                n = self.E.v(llvm.ZExtOp(n, i64))
+            check_whole_floats(self, op, ftype, n)
 
     def _copied_float_type(self, op: Operation) -> str | None:
         """The float type of the bytes a memcpy copies, from type analysis."""

@@ -14,9 +14,10 @@ from collections.abc import Sequence
 
 from zymase.transforms.tape_pool import (CACHE_GROW, HEAP_TAPE, HEAP_TAPE_RUNTIME, TAPE_FREE, TAPE_OUT_OF_MEMORY,
                                         TAPE_OUT_OF_MEMORY_GLOBAL, TAPE_OUT_OF_MEMORY_MESSAGE)
-from zymase.ir import (StringAttr, Attribute, DenseArrayBase, IntegerType, OpResult, fast_ops,
+from zymase.ir import (StringAttr, Attribute, IntegerAttr, DenseArrayBase, IntegerType, OpResult, fast_ops,
                        Operation, SSAValue, enzyme, i64, llvm, llvm_ext)
-from zymase.transforms.lowering_registry import PTR, Emitter, ExtLoadOp, ExtStoreOp, alloc_size, lower_type, lowers
+from zymase.transforms.lowering_registry import (PTR, Emitter, ExtLoadOp, ExtStoreOp, alloc_size, llvm_op,
+                                                 lower_type, lowers)
 
 CACHE_INLINE_BYTES = 128
 CACHE_STRUCT = llvm.LLVMStructType.from_type_list(
@@ -214,7 +215,7 @@ def _lower_cache_reserve(op: enzyme.CacheReserveOp, e: Emitter) -> Sequence[SSAV
         e.fn.module.require_cache_runtime(e, CACHE_GROW, TAPE_FREE)
     else:
         e.fn.module.require_cache_runtime(e, CACHE_RESERVE, POOL_GIVE)
-    nbytes = e.value(llvm.MulOp(count, e.size_of(e.type(elem))))
+    nbytes = _reserve_bytes(count, e.size_of(e.type(elem)), e)
     if site.startswith(HEAP_TAPE):
         e.call(CACHE_GROW, [op.cache, nbytes], None)
         return []
@@ -226,6 +227,18 @@ def _lower_cache_reserve(op: enzyme.CacheReserveOp, e: Emitter) -> Sequence[SSAV
     e.emit(ExtStoreOp(e.value(llvm.ExtractValueOp(DenseArrayBase.from_list(i64, [0]), grown, PTR)), op.cache))
     e.emit(ExtStoreOp(e.value(llvm.ExtractValueOp(DenseArrayBase.from_list(i64, [1]), grown, i64)), cap_ptr))
     return []
+
+
+def _reserve_bytes(count: SSAValue, size: SSAValue, e: Emitter) -> SSAValue:
+    """``count * size`` in i64, or ``UINT64_MAX`` when the product wraps: no allocator
+    gives that many bytes, so the growth path calls the out-of-memory reporter. A
+    wrapped product (a huge or negative trip count) reserved a buffer too small, which
+    the taped loop then wrote past (session 32)."""
+    all_ones = e.const(i64, -1)
+    limit = e.value(llvm.UDivOp(all_ones, size))  # (a constant once folded)
+    wraps = e.value(llvm_op("llvm.icmp")(count, limit, IntegerAttr(llvm.ICmpPredicateFlag("ugt").to_int(), i64)))
+    product = e.value(llvm.MulOp(count, size))
+    return e.value(llvm_op("llvm.select")(wraps, all_ones, product))
 
 
 def _cache_slot(op: Operation, elem: Attribute, e: Emitter) -> SSAValue:

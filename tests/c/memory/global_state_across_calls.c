@@ -3,7 +3,7 @@
    Their shadows used to keep what the previous call left (the adjoint of the initial value
    after a reverse call, its tangent after a forward one), which the next call added in:
    every call after the first was silently wrong at every level. A global of bytes used as
-   storage for doubles likewise (session 31). */
+   storage for doubles likewise (session 31), and one that also holds a pointer (session 32). */
 #include <stdio.h>
 #include <math.h>
 
@@ -59,6 +59,20 @@ static double in_bytes(const double *x, int n) {
     return s; /* d/dx_i = 2 x_i, whatever the state */
 }
 
+/* a byte global holding a pointer (at a constant offset, so its shadow is kept) next to a
+   double carried from call to call: the double's shadow kept the previous call's adjoint
+   or tangent at -O0 (session 32) */
+static _Alignas(16) unsigned char keep[32];
+
+static double with_pointer(const double *x, int n) {
+    double *prev = (double *)(keep + 16);
+    double s = *prev * x[0];              /* the value from before the call: a constant */
+    *(const double **)keep = x;           /* a pointer stored into the global */
+    *prev = x[1] * x[1];                  /* state for the next call */
+    const double *again = *(const double **)keep;
+    return s + again[n - 2] * x[1];       /* d/dx = (prev0 + 0, x_2, x_1, 0) with n = 4 */
+}
+
 /* d/dx_i with acc0, G0 the values before the call:
    2 x_i x_0 + [i = 0] (acc0 + sum x^2) + (G0_i / 2 + x_i) + x_i + d(x_0 x_1)/dx_i */
 static double want_grad(const double *x, int n, double acc0, const double *g0, int i) {
@@ -101,6 +115,17 @@ int main(int argc, char **argv) {
             t[i] = 1.0;
             double fwd = __enzyme_fwddiff((void *)in_bytes, enzyme_dup, x, t, enzyme_const, n);
             check("forward, state in a byte global", x[i], fwd, 2.0 * x[i], TOL);
+        }
+        for (int i = 0; i < n; i++) {
+            double prev0 = *(double *)(keep + 16), want = i == 0 ? prev0 : i == 1 ? x[2] : i == 2 ? x[1] : 0.0;
+            double dk[N] = {0}, t[N] = {0};
+            __enzyme_autodiff((void *)with_pointer, enzyme_dup, x, dk, enzyme_const, n);
+            check("reverse, a byte global with a pointer", x[i], dk[i], want, TOL);
+            prev0 = *(double *)(keep + 16);
+            want = i == 0 ? prev0 : i == 1 ? x[2] : i == 2 ? x[1] : 0.0;
+            t[i] = 1.0;
+            double fwd = __enzyme_fwddiff((void *)with_pointer, enzyme_dup, x, t, enzyme_const, n);
+            check("forward, a byte global with a pointer", x[i], fwd, want, TOL);
         }
     }
     printf("%d failures\n", failures);
