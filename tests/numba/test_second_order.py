@@ -254,3 +254,21 @@ def test_hessian_with_respect_to_a_tuple_argument():
     np.testing.assert_allclose(hs[0][1], 2 * C * X, rtol=1e-12)
     np.testing.assert_allclose(hs[1][0], 2 * C * X, rtol=1e-12)
     np.testing.assert_allclose(hs[1][1], 6 * C * 0.7, rtol=1e-12)
+
+
+@njit
+def cubed_differences(p):
+    d = np.diff(p)  # Numba's slice assignment tests its operands' addresses for overlap
+    return np.sum(d ** 3)
+
+
+def test_hessian_through_np_diff():
+    # session 32: the gradient keeps the overlap test's integer addresses in stack slots,
+    # and forward mode over it refused them as addresses handed on as integers
+    d = np.diff(X)
+    expected = np.zeros((N, N))
+    for k in range(N - 1):
+        e = np.zeros(N)
+        e[k], e[k + 1] = -1.0, 1.0
+        expected += 6.0 * d[k] * np.outer(e, e)
+    np.testing.assert_allclose(zymase.hessian(cubed_differences)(X), expected, rtol=1e-12, atol=1e-13)
