@@ -467,6 +467,16 @@ def test_list_of_differentiated_values_refused_in_python_terms():
     assert "np.empty(n)" in text and "same file" not in text and "\n" not in text, text
 
 
+def test_list_refusal_of_jacfwd_names_the_users_line():
+    # session 32: jacfwd (and jvp, jacrev) differentiate a generated output writer that
+    # calls f; the refusal named the writer's source, "<zymase _squares_in_a_list>:1"
+    with pytest.raises(ZymaseError) as info:
+        zymase.jacfwd(_squares_in_a_list)(X.copy())
+    text = info.value.format()
+    line = _squares_in_a_list.py_func.__code__.co_firstlineno + 5
+    assert f"test_errors.py:{line}:" in text and ".append() on line" in text and "<zymase" not in text, text
+
+
 @njit
 def _halving(x, k):
     if k <= 1:

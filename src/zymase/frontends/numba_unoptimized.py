@@ -203,7 +203,25 @@ def _calls_or_none(disp) -> list[tuple[str, str, int]]:
 def in_source_terms(err: ZymaseError, disp) -> ZymaseError | None:
     """``err`` said in the terms of ``disp``'s Python source, where it is an array copy of
     unknown element type or a list of differentiated values; else None."""
+    disp = _behind_glue(disp)
     return copy_refusal(err, disp) or list_refusal(err, disp) or typed_container_refusal(err, disp)
+
+
+def _behind_glue(disp):
+    """The user's function a generated njit function calls (``jvp`` and the Jacobians
+    differentiate an output writer that calls ``f``): its source has the lines to name,
+    the glue's (``<zymase f>:1``) none; ``disp`` itself when it is not glue."""
+    from zymase.frontends.numba_copy import _dispatcher_refs
+    from zymase.njit_call_site import GENERATED
+
+    seen = set()
+    while disp.py_func.__code__.co_filename.startswith(GENERATED) and disp not in seen:
+        seen.add(disp)
+        called = {d for _, d, _ in _dispatcher_refs(disp.py_func)}
+        if len(called) != 1:
+            break
+        disp = called.pop()
+    return disp
 
 
 def _lines(lines: list[int]) -> str:
