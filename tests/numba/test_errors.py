@@ -478,6 +478,28 @@ def test_list_refusal_of_jacfwd_names_the_users_line():
 
 
 @njit
+def _until_close(x):
+    z = x.copy()
+    for _ in range(50):
+        zn = 0.5 * (z + 0.3 * np.cos(z))
+        if np.allclose(zn, z):  # Numba's np.allclose broadcasts its operands into a list
+            return np.sum(zn * x)
+        z = zn
+    return np.sum(z * x)
+
+
+def test_list_made_by_a_numpy_function_is_named():
+    # session 32: the refusal said "a list comprehension or a list grown by .append()" at
+    # the function's first line, for a function without a list
+    with pytest.raises(ZymaseError) as info:
+        zymase.grad(_until_close)(X.copy())
+    text = info.value.format()
+    line = _until_close.py_func.__code__.co_firstlineno + 5
+    assert f"test_errors.py:{line}:" in text and f"np.allclose(...) (line {line})" in text, text
+    assert "comprehension" not in text and "np.all(np.abs(a - b)" in text and "\n" not in text, text
+
+
+@njit
 def _halving(x, k):
     if k <= 1:
         return x[k]
