@@ -141,6 +141,19 @@ def test_non_contiguous_array():
         zymase.grad(loss)(np.linspace(0, 1, 10)[::2], 1.0)
 
 
+@njit
+def _matrix_sum(A, pair):
+    return np.sum(A * A) + np.sum(pair[1])
+
+
+def test_non_contiguous_array_hint_names_the_argument():
+    # session 32: the hint said np.ascontiguousarray(x) whatever the argument's name
+    with _raises(r"argument 0 \('A'\) is a non-contiguous array .*hint: pass np\.ascontiguousarray\(A\)"):
+        zymase.grad(_matrix_sum)(np.ones((3, 4)).T, (np.ones(2), np.ones(2)))
+    with _raises(r"argument 1 \('pair'\)\[1\] is a non-contiguous .*np\.ascontiguousarray\(pair\[1\]\)"):
+        zymase.grad(_matrix_sum)(np.ones((3, 4)), (np.ones(2), np.ones(4)[::2]))
+
+
 def test_integer_array_cannot_be_differentiated():
     with _raises("cannot differentiate with respect to argument 0"):
         zymase.grad(loss)(np.arange(5), 1.0)
