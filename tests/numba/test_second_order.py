@@ -272,3 +272,25 @@ def test_hessian_through_np_diff():
         e[k], e[k + 1] = -1.0, 1.0
         expected += 6.0 * d[k] * np.outer(e, e)
     np.testing.assert_allclose(zymase.hessian(cubed_differences)(X), expected, rtol=1e-12, atol=1e-13)
+
+
+@njit
+def norms(p, step):
+    return np.linalg.norm(p) + np.linalg.norm(p[::step]) ** 2
+
+
+def test_hessian_through_np_linalg_norm():
+    # session 32: second derivatives through np.linalg.norm of a vector were refused
+    # (Numba's BLAS wrapper numba_xxnrm2 has a first-order call rule only); it is now a
+    # loop in nested kernels, as np.dot's. A reversed view (a negative increment, which
+    # Numba hands to BLAS, whose norm then differs from NumPy's) gives NaN for the view's
+    # elements, as the first-order rule does, not a wrong number
+    n = np.linalg.norm(X)
+    expected = np.eye(N) / n - np.outer(X, X) / n ** 3 + 2.0 * np.diag(np.arange(N) % 2 == 0)
+    np.testing.assert_allclose(zymase.hessian(norms)(X, 2), expected, rtol=1e-12, atol=1e-14)
+    backward = zymase.hessian(norms)(X, -2)
+    view = np.zeros(N, dtype=bool)
+    view[::-2] = True
+    assert np.isnan(backward[np.ix_(view, view)]).all()
+    np.testing.assert_allclose(backward[np.ix_(~view, ~view)], (np.eye(N) / n - np.outer(X, X) / n ** 3)[np.ix_(~view, ~view)],
+                               rtol=1e-12, atol=1e-14)

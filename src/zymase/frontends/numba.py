@@ -453,6 +453,39 @@ def _gemm_loops(p: str, t: str) -> str:
 """
 
 
+def _nrm2_loop(p: str, t: str) -> str:
+    """Blocks of ``*out = sqrt(sum x[i * incx]^2)`` over element type ``t`` (Numba's
+    ``np.linalg.norm`` of a real vector). A non-positive increment (a reversed view,
+    which Numba hands to BLAS as it is and BLAS does not read as NumPy does) gives NaN,
+    as the call rule's derivatives are (rules/numba_linalg_runtime.c): the square root
+    of ``-1 - sum``, so that the derivatives with respect to the view are NaN too."""
+    sqrt = "llvm.sqrt.f64" if t == "double" else "llvm.sqrt.f32"
+    return f"""{p}.pre:
+  %{p}pos = icmp sgt i64 %n, 0
+  br i1 %{p}pos, label %{p}.loop, label %{p}.store
+{p}.loop:
+  %{p}i = phi i64 [ 0, %{p}.pre ], [ %{p}i.next, %{p}.loop ]
+  %{p}acc = phi {t} [ 0.0, %{p}.pre ], [ %{p}acc.next, %{p}.loop ]
+  %{p}off = mul i64 %{p}i, %incx
+  %{p}xp = getelementptr {t}, ptr %x, i64 %{p}off
+  %{p}xv = load {t}, ptr %{p}xp
+  %{p}sq = fmul {t} %{p}xv, %{p}xv
+  %{p}acc.next = fadd reassoc {t} %{p}acc, %{p}sq
+  %{p}i.next = add nuw nsw i64 %{p}i, 1
+  %{p}more = icmp slt i64 %{p}i.next, %n
+  br i1 %{p}more, label %{p}.loop, label %{p}.store
+{p}.store:
+  %{p}sum = phi {t} [ 0.0, %{p}.pre ], [ %{p}acc.next, %{p}.loop ]
+  %{p}backward = icmp slt i64 %incx, 1
+  %{p}unread = and i1 %{p}pos, %{p}backward
+  %{p}negative = fsub {t} -1.0, %{p}sum
+  %{p}arg = select i1 %{p}unread, {t} %{p}negative, {t} %{p}sum
+  %{p}r = call {t} @{sqrt}({t} %{p}arg)
+  store {t} %{p}r, ptr %out
+  ret i32 0
+"""
+
+
 #: Definitions of the BLAS wrappers Numba calls for 1-D ``np.dot``/``vdot``, for a
 #: matrix times a vector (``W @ x``, ``x @ W``) and for a product of matrices (``A @ B``,
 #: nested and vector-mode kernels only): plain loops in IR, which AD
@@ -481,6 +514,17 @@ _BLAS_LOOPS = {
     + _gemv_loops("d", "double")
     + _gemv_loops("s", "float")
     + "unsupported:\n  ret i32 -1\n}\n",
+    "numba_xxnrm2": "declare double @llvm.sqrt.f64(double)\ndeclare float @llvm.sqrt.f32(float)\n"
+    "define internal i32 @numba_xxnrm2(i8 %kind, i64 %n, ptr %x, i64 %incx, ptr %out) {\n"
+    "entry:\n"
+    "  %isd = icmp eq i8 %kind, 100\n"
+    "  %iss = icmp eq i8 %kind, 115\n"
+    "  br i1 %isd, label %d.pre, label %s.check\n"
+    "s.check:\n"
+    "  br i1 %iss, label %s.pre, label %unsupported\n"
+    + _nrm2_loop("d", "double")
+    + _nrm2_loop("s", "float")
+    + "unsupported:\n  ret i32 -1\n}\n",
     "numba_xxgemm": "define internal i32 @numba_xxgemm(i8 %kind, i8 %transa, i8 %transb, i64 %m, i64 %n, i64 %k, "
     "ptr %alpha, ptr %a, i64 %lda, ptr %b, i64 %ldb, ptr %beta, ptr %c, i64 %ldc) {\n"
     "entry:\n"
@@ -498,7 +542,7 @@ _BLAS_LOOPS = {
 # wrappers that also have a call-level rule (autodiff/rules/numba_linalg.py): the rule
 # (BLAS speed) serves first-order kernels; their loops serve nested (second-order, Taylor)
 # and vector-mode kernels, which call-level rules do not support
-_RULE_BACKED_LOOPS = frozenset({"numba_xxgemv", "numba_xxgemm"})
+_RULE_BACKED_LOOPS = frozenset({"numba_xxgemv", "numba_xxgemm", "numba_xxnrm2"})
 
 
 def define_blas_loops(text: str, *, rules: bool = False) -> str:
@@ -512,7 +556,12 @@ def define_blas_loops(text: str, *, rules: bool = False) -> str:
             added.append(_BLAS_LOOPS[name])
             continue
         out.append(ln)
-    return "\n".join(out) + "\n" + "\n".join(added)
+    text = "\n".join(out)
+    # (a loop's intrinsic declarations, unless the module declares them already)
+    added = ["\n".join(ln for ln in body.splitlines()
+                       if not (ln.startswith("declare ") and f"@{_declared(ln)}(" in text))
+             for body in added]
+    return text + "\n" + "\n".join(added)
 
 
 # --------------------------------------------------------------------------------------
