@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import collections
 import inspect
+import re
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -114,8 +115,12 @@ def _check_type(ty, what: str) -> None:
                 return
             raise ZymaseError(f"{what} is an array of {ty.dtype}", hint="use float32 or float64 arrays")
         if ty.layout != "C":
+            # (the argument's own name in the hint: what is "argument 0 ('A')[1]" for a tuple's element)
+            named = re.search(r"\('(\w+)'\)((?:\[\d+\])*)", what)
+            arg = f"{named.group(1)}{named.group(2)}" if named else "x"
             raise ZymaseError(f"{what} is a non-contiguous array ({ty})",
-                              hint="pass np.ascontiguousarray(x)")
+                              hint=f"pass np.ascontiguousarray({arg}) (Fortran-ordered and strided arrays are "
+                              "not differentiated in place)")
         return
     if isinstance(ty, types.BaseTuple):
         for i, t in enumerate(ty.types):

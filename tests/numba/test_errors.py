@@ -141,6 +141,19 @@ def test_non_contiguous_array():
         zymase.grad(loss)(np.linspace(0, 1, 10)[::2], 1.0)
 
 
+@njit
+def _matrix_sum(A, pair):
+    return np.sum(A * A) + np.sum(pair[1])
+
+
+def test_non_contiguous_array_hint_names_the_argument():
+    # session 32: the hint said np.ascontiguousarray(x) whatever the argument's name
+    with _raises(r"argument 0 \('A'\) is a non-contiguous array .*hint: pass np\.ascontiguousarray\(A\)"):
+        zymase.grad(_matrix_sum)(np.ones((3, 4)).T, (np.ones(2), np.ones(2)))
+    with _raises(r"argument 1 \('pair'\)\[1\] is a non-contiguous .*np\.ascontiguousarray\(pair\[1\]\)"):
+        zymase.grad(_matrix_sum)(np.ones((3, 4)), (np.ones(2), np.ones(4)[::2]))
+
+
 def test_integer_array_cannot_be_differentiated():
     with _raises("cannot differentiate with respect to argument 0"):
         zymase.grad(loss)(np.arange(5), 1.0)
@@ -465,6 +478,38 @@ def test_list_of_differentiated_values_refused_in_python_terms():
     line = _squares_in_a_list.py_func.__code__.co_firstlineno + 5  # the decorator's line + 5
     assert f"test_errors.py:{line}:" in text and ".append() on line" in text, text
     assert "np.empty(n)" in text and "same file" not in text and "\n" not in text, text
+
+
+def test_list_refusal_of_jacfwd_names_the_users_line():
+    # session 32: jacfwd (and jvp, jacrev) differentiate a generated output writer that
+    # calls f; the refusal named the writer's source, "<zymase _squares_in_a_list>:1"
+    with pytest.raises(ZymaseError) as info:
+        zymase.jacfwd(_squares_in_a_list)(X.copy())
+    text = info.value.format()
+    line = _squares_in_a_list.py_func.__code__.co_firstlineno + 5
+    assert f"test_errors.py:{line}:" in text and ".append() on line" in text and "<zymase" not in text, text
+
+
+@njit
+def _until_close(x):
+    z = x.copy()
+    for _ in range(50):
+        zn = 0.5 * (z + 0.3 * np.cos(z))
+        if np.allclose(zn, z):  # Numba's np.allclose broadcasts its operands into a list
+            return np.sum(zn * x)
+        z = zn
+    return np.sum(z * x)
+
+
+def test_list_made_by_a_numpy_function_is_named():
+    # session 32: the refusal said "a list comprehension or a list grown by .append()" at
+    # the function's first line, for a function without a list
+    with pytest.raises(ZymaseError) as info:
+        zymase.grad(_until_close)(X.copy())
+    text = info.value.format()
+    line = _until_close.py_func.__code__.co_firstlineno + 5
+    assert f"test_errors.py:{line}:" in text and f"np.allclose(...) (line {line})" in text, text
+    assert "comprehension" not in text and "np.all(np.abs(a - b)" in text and "\n" not in text, text
 
 
 @njit

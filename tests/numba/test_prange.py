@@ -290,3 +290,25 @@ def test_several_prange_loops_get_the_parallel_reverse(f, gradient):
     finally:
         numba.set_num_threads(before)
     assert _record(f, "rev").parfors == "parallel"
+
+
+@njit(parallel=True)
+def prange_array_reduction(x, w):
+    # an array reduction variable: Numba gives each thread its own acc and adds them up;
+    # the gufunc's shape check of `acc += ...` formats its error from a global
+    a = x.reshape(-1, 3)
+    acc = np.zeros(3)
+    for i in prange(a.shape[0]):
+        acc += a[i] * a[i]
+    return np.sum(acc * w)
+
+
+def test_prange_array_reduction_uses_the_serial_derivative():
+    # session 32: the gufunc, kept outlined, reads a global the activity analysis marks
+    # active, which was refused naming the gufunc's mangled name; such a loop now takes
+    # the serial copy's derivative
+    x = np.cos(0.3 * np.arange(12.0))
+    w = np.array([1.0, -2.0, 0.5])
+    g = zymase.grad(prange_array_reduction)(x.copy(), w)
+    assert_close(g, (2.0 * x.reshape(-1, 3) * w).ravel(), 1e-12, what="prange_array_reduction")
+    assert _record(prange_array_reduction, "rev").parfors == "serial"

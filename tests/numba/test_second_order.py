@@ -254,3 +254,43 @@ def test_hessian_with_respect_to_a_tuple_argument():
     np.testing.assert_allclose(hs[0][1], 2 * C * X, rtol=1e-12)
     np.testing.assert_allclose(hs[1][0], 2 * C * X, rtol=1e-12)
     np.testing.assert_allclose(hs[1][1], 6 * C * 0.7, rtol=1e-12)
+
+
+@njit
+def cubed_differences(p):
+    d = np.diff(p)  # Numba's slice assignment tests its operands' addresses for overlap
+    return np.sum(d ** 3)
+
+
+def test_hessian_through_np_diff():
+    # session 32: the gradient keeps the overlap test's integer addresses in stack slots,
+    # and forward mode over it refused them as addresses handed on as integers
+    d = np.diff(X)
+    expected = np.zeros((N, N))
+    for k in range(N - 1):
+        e = np.zeros(N)
+        e[k], e[k + 1] = -1.0, 1.0
+        expected += 6.0 * d[k] * np.outer(e, e)
+    np.testing.assert_allclose(zymase.hessian(cubed_differences)(X), expected, rtol=1e-12, atol=1e-13)
+
+
+@njit
+def norms(p, step):
+    return np.linalg.norm(p) + np.linalg.norm(p[::step]) ** 2
+
+
+def test_hessian_through_np_linalg_norm():
+    # session 32: second derivatives through np.linalg.norm of a vector were refused
+    # (Numba's BLAS wrapper numba_xxnrm2 has a first-order call rule only); it is now a
+    # loop in nested kernels, as np.dot's. A reversed view (a negative increment, which
+    # Numba hands to BLAS, whose norm then differs from NumPy's) gives NaN for the view's
+    # elements, as the first-order rule does, not a wrong number
+    n = np.linalg.norm(X)
+    expected = np.eye(N) / n - np.outer(X, X) / n ** 3 + 2.0 * np.diag(np.arange(N) % 2 == 0)
+    np.testing.assert_allclose(zymase.hessian(norms)(X, 2), expected, rtol=1e-12, atol=1e-14)
+    backward = zymase.hessian(norms)(X, -2)
+    view = np.zeros(N, dtype=bool)
+    view[::-2] = True
+    assert np.isnan(backward[np.ix_(view, view)]).all()
+    np.testing.assert_allclose(backward[np.ix_(~view, ~view)], (np.eye(N) / n - np.outer(X, X) / n ** 3)[np.ix_(~view, ~view)],
+                               rtol=1e-12, atol=1e-14)

@@ -17,7 +17,10 @@ its own runtime objects), addresses of memory without shadows, conversions of fl
 integer arguments (their activity is the caller's declaration). For that last case the
 other side is checked: the address of shadowed memory, as an integer, may be compared,
 subtracted or tested for alignment, but not passed to a call, stored or returned (the
-code that turns it back into a pointer would not know it is active).
+code that turns it back into a pointer would not know it is active); kept in a stack slot
+that is only loaded back, the loads are followed instead (a reverse sweep caches the
+addresses of Numba's overlap test of a slice assignment, as in `np.diff`, in such slots,
+and forward mode over it, a Hessian, met them: session 32).
 """
 
 from __future__ import annotations
@@ -121,6 +124,11 @@ def _refuse_escaping_address(cast, incoming, successor_operands, fname: str) -> 
                     continue
             elif isinstance(user, llvm.SubOp) and _is_distance(user, incoming):
                 continue  # end - begin: a size (std::vector hands it to operator delete)
+            elif isinstance(user, llvm.StoreOp) and (loads := _reloaded_from_stack(user, v)) is not None:
+                # kept in a stack slot that is only read back (a reverse sweep's cache of
+                # an overlap test's address, differentiated again): follow the reads
+                work.extend(loads)
+                continue
             elif not isinstance(user, (llvm.CallOp, llvm.CallIntrinsicOp, llvm.InlineAsmOp, llvm.StoreOp,
                                        llvm.ReturnOp)):
                 work.extend(r for r in user.results if isinstance(r.type, IntegerType))
@@ -134,6 +142,22 @@ def _refuse_escaping_address(cast, incoming, successor_operands, fname: str) -> 
                 location=location_of(user) or location_of(cast),
                 hint="pass the pointer itself (double *), not its address as an integer (uintptr_t)",
             )
+
+
+def _reloaded_from_stack(store, v: SSAValue) -> list[SSAValue] | None:
+    """The values loaded back from the stack slot ``store`` writes ``v`` into, when the
+    slot is an ``alloca`` used only by loads and by stores into it (so the integer
+    stays in this function's SSA values); otherwise None."""
+    if store.value is not v or store.ptr is v or not isinstance(store.ptr.owner, llvm.AllocaOp):
+        return None
+    loads = []
+    for use in store.ptr.uses:
+        user = use.operation
+        if isinstance(user, llvm.LoadOp):
+            loads.append(user.results[0])
+        elif not (isinstance(user, llvm.StoreOp) and user.ptr is store.ptr and user.value is not store.ptr):
+            return None
+    return loads
 
 
 def _is_distance(sub, incoming) -> bool:

@@ -409,6 +409,13 @@ def _reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activ
                         hint=f"write '{primal}' as a loop (an explicit stack), or take only first derivatives "
                         "through it",
                     )
+                from zymase.transforms.numba_parfor import ParforSerial, is_parfor
+
+                if is_parfor(callee):
+                    # a prange loop's gufunc is kept outlined (not recursive): the serial
+                    # copy of the function inlines the loop body, and the global with it
+                    raise ParforSerial("a prange loop reading a global that holds active data",
+                                       function=fname, location=location_of(op))
                 raise ZymaseError(
                     f"'{function_name(callee)}' reads the global '{sorted(read)[0]}', which holds active data, "
                     "but is called (not inlined: it is recursive); its derivative would not reach the "

@@ -137,15 +137,53 @@ def list_refusal(err: ZymaseError, disp) -> ZymaseError | None:
         return None
     name = function_label(disp)
     py = disp.py_func.__code__
-    lines = sorted({line for called, _, line in _calls_or_none(disp) if called in ("append", "extend", "insert")})
-    what = f"(.append() on {_lines(lines)}) " if lines else "(a list comprehension or a list grown by .append()) "
+    calls = _calls_or_none(disp)
+    lines = sorted({line for called, _, line in calls if called in ("append", "extend", "insert")})
+    numpy = {} if lines or _makes_lists(py) else _numpy_sites(calls)
+    if lines:
+        what = f"(.append() on {_lines(lines)}) "
+    elif numpy:
+        # no list in the source: a NumPy function Numba implements with one (np.allclose
+        # broadcasts its operands into a list of arrays)
+        what = ("(none written in it: one made by a NumPy function Numba implements with a list, among "
+                + ", ".join(f"{c} ({_lines(ls)})" for c, ls in numpy.items()) + ") ")
+        lines = [min(min(ls) for ls in numpy.values())]
+    else:
+        what = "(a list comprehension or a list grown by .append()) "
     location = f"{py.co_filename}:{lines[0] if lines else py.co_firstlineno}"
     return ZymaseError(
         f"{name} keeps differentiated values in a list {what}whose storage Numba grows in its C runtime "
         "(NRT_MemInfo_varsize_realloc), which zymase cannot differentiate through",
         construct="list of differentiated values", function=name.strip("'"), location=location,
-        hint="keep the values in a NumPy array instead: np.empty(n) filled by index (with a counter for the "
+        hint="write that NumPy call as array arithmetic or a loop (np.allclose(a, b, rtol, atol) as "
+        "np.all(np.abs(a - b) <= atol + rtol * np.abs(b)))" if numpy else
+        "keep the values in a NumPy array instead: np.empty(n) filled by index (with a counter for the "
         "values a condition selects), or np.array([...]) of a fixed number of values")
+
+
+def _makes_lists(code) -> bool:
+    """Whether the Python source of ``code`` may build a list: a list comprehension (a
+    nested ``<listcomp>`` code object, Python < 3.12; inlined since, as BUILD_LIST) or a
+    list display."""
+    import dis
+
+    return any(getattr(c, "co_name", None) == "<listcomp>" for c in code.co_consts) or any(
+        ins.opname in ("BUILD_LIST", "LIST_APPEND") for ins in dis.get_instructions(code))
+
+
+#: NumPy functions Numba 0.68 implements with a list of the arrays they are given
+_LIST_MAKERS = ("allclose", "broadcast_arrays")
+
+
+def _numpy_sites(calls) -> dict[str, list[int]]:
+    """The ``np.*`` calls among ``calls`` (:func:`_source_calls`) that are known to build
+    a list (:data:`_LIST_MAKERS`), else every one, with their lines."""
+    sites: dict[str, list[int]] = {}
+    known = any(called in _LIST_MAKERS and construct.startswith("np.") for called, construct, _ in calls)
+    for called, construct, line in calls:
+        if construct.startswith("np.") and (called in _LIST_MAKERS or not known):
+            sites.setdefault(construct, []).append(line)
+    return {c: sorted(set(ls)) for c, ls in sites.items()}
 
 
 _TYPED_CONTAINER = re.compile(r"^memory holding active data is passed to 'numba_(list|dict)_\w+'")
@@ -203,7 +241,25 @@ def _calls_or_none(disp) -> list[tuple[str, str, int]]:
 def in_source_terms(err: ZymaseError, disp) -> ZymaseError | None:
     """``err`` said in the terms of ``disp``'s Python source, where it is an array copy of
     unknown element type or a list of differentiated values; else None."""
+    disp = _behind_glue(disp)
     return copy_refusal(err, disp) or list_refusal(err, disp) or typed_container_refusal(err, disp)
+
+
+def _behind_glue(disp):
+    """The user's function a generated njit function calls (``jvp`` and the Jacobians
+    differentiate an output writer that calls ``f``): its source has the lines to name,
+    the glue's (``<zymase f>:1``) none; ``disp`` itself when it is not glue."""
+    from zymase.frontends.numba_copy import _dispatcher_refs
+    from zymase.njit_call_site import GENERATED
+
+    seen = set()
+    while disp.py_func.__code__.co_filename.startswith(GENERATED) and disp not in seen:
+        seen.add(disp)
+        called = {d for _, d, _ in _dispatcher_refs(disp.py_func)}
+        if len(called) != 1:
+            break
+        disp = called.pop()
+    return disp
 
 
 def _lines(lines: list[int]) -> str:
