@@ -90,59 +90,24 @@ def _copy_metadata(old: Operation, new: Operation) -> None:
 
 def integer_copies_to_memcpy(region: Region) -> int:
     """Rewrite every integer copy of ``region`` (see the module docstring); returns how
-    many stores became memcpys. When memory may change between the load and a store
-    (a swap: ``a = *p; *p = *q; *q = a``, as Rust's ``slice::swap`` and clang -O1's
-    twice-stored copies write them), the bytes go through a stack slot of their own:
-    copied there at the load, from there at each store."""
+    many stores became memcpys."""
     count = 0
     for block in region.blocks:
         for load in [op for op in block.ops if _is_plain_integer_load(op)]:
             stores = _copying_stores(load, block)
-            source = load.ptr
             if stores is None:
-                stores = _stores_only(load)
-                if stores is None:
-                    continue
-                source = _slot_for(load, region.blocks[0])
-                block.insert_ops_before(_memcpy(source, load.ptr, load), load)
+                continue
             for store in stores:
-                store.parent_block().insert_ops_before(_memcpy(store.ptr, source, load, at=store), store)
-                store.parent_block().erase_op(store)
+                size = llvm.ConstantOp(IntegerAttr(load.results[0].type.width.data // 8, i64), i64)
+                no = llvm.ConstantOp(IntegerAttr(0, i1), i1)
+                copy = llvm.CallIntrinsicOp("llvm.memcpy.p0.p0.i64", [store.ptr, load.ptr, size.results[0],
+                                                                     no.results[0]], [])
+                copy.location = store.location
+                block.insert_ops_before([size, no, copy], store)
+                block.erase_op(store)
                 count += 1
             block.erase_op(load)
     return count
-
-
-def _memcpy(dst, src, load: Operation, at: Operation | None = None) -> list[Operation]:
-    """The ops of a memcpy of ``load``'s width from ``src`` to ``dst`` (located at ``at``
-    or the load)."""
-    size = llvm.ConstantOp(IntegerAttr(load.results[0].type.width.data // 8, i64), i64)
-    no = llvm.ConstantOp(IntegerAttr(0, i1), i1)
-    copy = llvm.CallIntrinsicOp("llvm.memcpy.p0.p0.i64", [dst, src, size.results[0], no.results[0]], [])
-    copy.location = (at or load).location
-    return [size, no, copy]
-
-
-def _slot_for(load: Operation, entry: Block):
-    """A stack slot of the load's width, at the start of the function."""
-    width = load.results[0].type.width.data
-    one = llvm.ConstantOp(IntegerAttr(1, i64), i64)
-    slot = llvm.AllocaOp(one.results[0], IntegerType(width), alignment=width // 8)
-    entry.insert_ops_before([one, slot], entry.first_op)
-    return slot.results[0]
-
-
-def _stores_only(load: Operation) -> list[Operation] | None:
-    """The stores of ``load``'s value when that is all its uses are (plain stores of it,
-    anywhere), else None."""
-    stores = []
-    for use in load.results[0].uses:
-        op = use.operation
-        if not (isinstance(op, llvm.StoreOp) and use.index == 0) or getattr(op, "volatile_", None) is not None \
-                or _ordering(op) != 0:
-            return None
-        stores.append(op)
-    return stores or None
 
 
 def _is_plain_integer_load(op: Operation) -> bool:
