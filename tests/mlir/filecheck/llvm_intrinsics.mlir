@@ -26,6 +26,8 @@ func.func @fwd_cp(%s: !llvm.ptr, %ds: !llvm.ptr, %d: !llvm.ptr, %dd: !llvm.ptr, 
 // CHECK-LABEL: llvm.func internal @fwddiffecp(
 // CHECK-SAME:      %[[S:.*]]: !llvm.ptr, %[[DS:.*]]: !llvm.ptr, %[[D:.*]]: !llvm.ptr, %[[DD:.*]]: !llvm.ptr, %[[N:.*]]: i64)
 // CHECK:         llvm.call_intrinsic "llvm.memcpy.p0.p0.i64"(%[[D]], %[[S]], %[[N]], %{{.*}})
+// a run-time length: the tangent's copy is checked to move whole doubles first
+// CHECK:         llvm.call @__zymase_whole_floats(%[[N]], %{{.*}}, %{{.*}}, %{{.*}})
 // CHECK-NEXT:    llvm.call_intrinsic "llvm.memcpy.p0.p0.i64"(%[[DD]], %[[DS]], %[[N]], %{{.*}})
 // CHECK-NEXT:    %[[A:.*]] = llvm.load %[[D]] : !llvm.ptr -> f64
 // CHECK-NEXT:    %[[DA:.*]] = llvm.load %[[DD]] : !llvm.ptr -> f64
