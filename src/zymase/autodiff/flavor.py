@@ -33,6 +33,7 @@ from zymase.ir import (
     Operation,
     Region,
     SSAValue,
+    VectorType,
     arith,
     cf,
     func,
@@ -255,7 +256,7 @@ class Emitter:
 
 def _float_attr(value: float, typ: Attribute) -> Attribute:
     """A float constant of type ``typ``; for a vector of floats, the splat."""
-    from zymase.ir import DenseIntOrFPElementsAttr, VectorType
+    from zymase.ir import DenseIntOrFPElementsAttr
 
     if isinstance(typ, VectorType):
         return DenseIntOrFPElementsAttr.from_list(typ, [value] * typ.get_shape()[0])
@@ -292,8 +293,6 @@ def _is_type_mangle(p: str) -> bool:
 def _mangle(t: Attribute) -> str:
     if isinstance(t, IntegerType):
         return f"i{t.width.data}"
-    from zymase.ir import VectorType
-
     if isinstance(t, VectorType):  # llvm.copysign.v2f64 (the sign of |x|'s lanes)
         return f"v{t.get_shape()[0]}{_mangle(t.element_type)}"
     return {"f16": "f16", "f32": "f32", "f64": "f64", "f80": "f80", "bf16": "bf16"}[str(t)]
@@ -583,7 +582,7 @@ class StdFlavor(Flavor):
         return cf.ConditionalBranchOp(c, t, list(targs), f, list(fargs))
 
     def switch(self, v, default, dargs, cases, dests, dest_args):
-        from zymase.ir import DenseIntOrFPElementsAttr, VectorType
+        from zymase.ir import DenseIntOrFPElementsAttr
 
         values = DenseIntOrFPElementsAttr.from_list(VectorType(v.type, [len(cases)]), cases) if cases else None
         return cf.SwitchOp(v, default, list(dargs), values, list(dests), [list(a) for a in dest_args])
