@@ -1,7 +1,7 @@
 """``zymase cc`` imports into xDSL only the part of a module that differentiation needs
 (zymase/llvm/reachable.py; issue 29 item 2): the functions no derivative reaches keep
 their LLVM IR and are linked back after AD. Checked: such a function may hold what the
-reader refuses (inline assembly) and the program still computes the right derivative; a
+reader refuses (`asm goto`) and the program still computes the right derivative; a
 global that the differentiated code reads and other code writes brings its writer into
 the part (otherwise the known-callee resolution would take the global for a constant and
 differentiate the wrong function, silently); the split declines modules it does not
@@ -18,7 +18,7 @@ from forking_cli import run_cli
 from zymase.llvm.reachable import differentiated_part
 
 # grad_f (noinline, so that the marker call stays out of main) differentiates f; main's
-# inline assembly is nothing the reader can import: main must pass through untouched.
+# `asm goto` is nothing the reader can import: main must pass through untouched.
 ASM_IN_MAIN = r"""
 #include <stdio.h>
 #include <math.h>
@@ -28,10 +28,12 @@ static double (*op)(double) = g;
 static double f(double x) { return op(x) * x; }
 __attribute__((noinline)) double grad_f(double x) { return __enzyme_autodiff((void *)f, x); }
 int main(void) {
-    __asm__ volatile("" ::: "memory");
+    __asm__ goto("" :::: skip);
     double x = 0.7, got = grad_f(x), want = 2 * x * sin(x) + x * x * cos(x);
     printf("%.17g %.17g\n", got, want);
     return fabs(got - want) > 1e-12;
+skip:
+    return 2;
 }
 """
 

@@ -294,6 +294,20 @@ def memory_kind(op: Operation) -> str | None:
     return None
 
 
+def inline_asm_may_access_memory(op: Operation) -> bool:
+    """Whether a call of inline assembly may read or write memory: a template with
+    instructions that is given a pointer, uses a memory constraint (``m``, ``*``) or
+    clobbers ``memory``. An empty template (a compiler barrier, benchmark harnesses'
+    ``asm volatile("" ::: "memory")``) runs no instruction, whatever its constraints
+    promise the compiler."""
+    if not isinstance(op, llvm.InlineAsmOp) or not op.asm_string.data.strip():
+        return False
+    constraints = op.constraints.data
+    return ("~{memory}" in constraints or "*" in constraints
+            or any(code.lstrip("=+&").startswith(("m", "o", "V", "Q")) for code in constraints.split(","))
+            or any(is_pointer(o) for o in op.operands))
+
+
 def call_rule_writes(op: Operation) -> list[SSAValue]:
     """The pointers a ``call_rule`` call writes through (its rule says which)."""
     rule = call_memory_rule(callee_name(op))

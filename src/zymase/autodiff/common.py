@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from zymase.analysis.activity import ActivityInfo, analyze
-from zymase.analysis.memory import TAPE_POOL, initializer_symbols
+from zymase.analysis.memory import TAPE_POOL, initializer_symbols, inline_asm_may_access_memory
 from zymase.analysis.cfg import CFG
 from zymase.analysis.scf import nested_blocks
 from zymase.autodiff.flavor import Emitter, Flavor, is_differentiable_type
@@ -34,6 +34,9 @@ def describe(op: Operation) -> str:
     """A short name for an op in error messages (``call @foo`` for calls)."""
     if isinstance(op, llvm.CallIntrinsicOp):
         return f"call @{op.intrin.data}"
+    if isinstance(op, llvm.InlineAsmOp):
+        template = op.asm_string.data
+        return f'asm "{template if len(template) <= 40 else template[:37] + "..."}"'
     callee = getattr(op, "callee", None)
     if callee is not None and hasattr(callee, "root_reference"):
         return f"{op.name} @{callee.root_reference.data}"
@@ -542,6 +545,16 @@ def _reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activ
                     location=location_of(op),
                     hint="compute in double or float",
                 )
+            if inline_asm_may_access_memory(op):
+                raise ZymaseError(
+                    "inline assembly that may read or write memory cannot be differentiated: zymase "
+                    "cannot see which memory it changes",
+                    construct=describe(op),
+                    function=fname,
+                    location=location_of(op),
+                    hint="move the assembly out of the function being differentiated (into its caller), "
+                    "or write it in C",
+                )
             unsupported = _unsupported_on_active(op, act)
             if unsupported:
                 indirect = isinstance(op, llvm.CallOp) and op.callee is None
@@ -731,7 +744,7 @@ def _writes_beyond_locals(ctx: Context, fop: Operation, seen: set) -> bool:
         kind = memory_kind(op)
         if kind == "store" and _local_slot(op.ptr):
             continue
-        if kind in ("store", "memcpy", "memset", "free", "realloc", "call_rule"):
+        if kind in ("store", "memcpy", "memset", "free", "realloc", "call_rule") or inline_asm_may_access_memory(op):
             return True
         callee = ctx.defined_function(op) or _marked_callee(ctx, op)
         if callee is not None and _writes_beyond_locals(ctx, callee, seen):
@@ -888,7 +901,7 @@ def _writes_memory(ctx: Context, fop: Operation, seen: set) -> bool:
     seen.add(fop)
     for op in fop.walk():
         kind = memory_kind(op)
-        if kind in ("store", "memcpy", "memset", "free", "realloc", "call_rule"):
+        if kind in ("store", "memcpy", "memset", "free", "realloc", "call_rule") or inline_asm_may_access_memory(op):
             return True
         callee = ctx.defined_function(op)
         if callee is not None and _writes_memory(ctx, callee, seen):

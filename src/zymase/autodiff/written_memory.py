@@ -11,7 +11,7 @@ writes memory the analysis cannot see.
 from __future__ import annotations
 
 from zymase.analysis.memory import (MARKER_INTRINSICS, SIGNGAM, SIGNGAM_SETTERS, UNSEEN_WRITES, call_rule_writes,
-                                    callee_name, float_typed_access, memory_kind)
+                                    callee_name, float_typed_access, inline_asm_may_access_memory, memory_kind)
 from zymase.autodiff.region_recompute import CapturedObject, captured_object
 from zymase.ir import Block, BlockArgument, Operation, SSAValue, llvm
 
@@ -271,6 +271,8 @@ class WrittenMemory:
             elif isinstance(op, llvm.CallIntrinsicOp) and kind is None and not op.intrin.data.startswith(
                 MARKER_INTRINSICS
             ) and any(isinstance(o.type, llvm.LLVMPointerType) for o in op.operands):
+                return None
+            elif inline_asm_may_access_memory(op):
                 return None
             for t in targets:
                 r = self._roots(t)

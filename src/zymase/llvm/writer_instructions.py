@@ -425,6 +425,25 @@ class FunctionWriter:
             tail_text = f"{tail.data.value} "
         return f"{prefix}{tail_text}call{fastmath_text(op)}{self.call_site(op, list(op.operands))}"
 
+    def _inline_asm(self, op: Operation) -> str:
+        prefix = f"{self.res(op)} = " if op.results else ""
+        ret = self.m.type(op.results[0].type) if op.results else "void"
+        flags = "".join(f" {word}" for word, prop in (("sideeffect", "has_side_effects"),
+                                                       ("alignstack", "is_align_stack"))
+                        if prop in op.properties)
+        dialect = op.properties.get("asm_dialect")
+        if dialect is not None and int_value(dialect) == 1:
+            flags += " inteldialect"
+        arg_attrs = prop_or_attr(op, "arg_attrs")
+        attr_list = arg_attrs.data if isinstance(arg_attrs, ArrayAttr) else ()
+        arg_texts = []
+        for index, arg in enumerate(op.operands):
+            attrs = self.m._param_attrs(attr_list[index]) if index < len(attr_list) else ""
+            arg_texts.append(f"{self.m.type(arg.type)}{' ' + attrs if attrs else ''} {self.val(arg)}")
+        template = string_text(op.properties["asm_string"].data)
+        constraints = string_text(op.properties["constraints"].data)
+        return f'{prefix}call {ret} asm{flags} {template}, {constraints}({", ".join(arg_texts)})'
+
     def call_site(self, op: Operation, operands: list[SSAValue]) -> str:
         """What a call and an invoke of ``op`` share: `` <cc> <ret attrs> <type> <callee>(<args>)``;
         ``operands`` start with the function pointer of an indirect call."""
@@ -560,6 +579,7 @@ _OP_WRITERS: dict[str, Callable[[FunctionWriter, Operation], str]] = {
     "llvm.cmpxchg": FunctionWriter._cmpxchg,
     "llvm.fence": FunctionWriter._fence,
     "llvm.call": FunctionWriter._call,
+    "llvm.inline_asm": FunctionWriter._inline_asm,
     "llvm.call_intrinsic": FunctionWriter._call_intrinsic,
     "llvm.intr.stacksave": FunctionWriter._stacksave,
     "llvm.intr.stackrestore": FunctionWriter._stackrestore,

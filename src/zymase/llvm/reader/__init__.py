@@ -125,8 +125,9 @@ Names
     latin-1 characters). SSA value and block names are not kept.
 
 Not supported (clear ZymaseError): Windows exception handling (catchswitch,
-catchpad, cleanuppad, ...), indirectbr/callbr/blockaddress, inline assembly, global aliases and
-ifuncs, scalable vectors, operand bundles other than on ``llvm.assume``,
+catchpad, cleanuppad, ...), indirectbr/callbr/blockaddress, inline assembly that may
+unwind (calls of inline assembly are ``llvm.inline_asm``; whether a derivative may pass
+one is the engine's question), global aliases and ifuncs, scalable vectors, operand bundles other than on ``llvm.assume``,
 ``module asm``, prefix/prologue data, vector GEPs.
 
 Code layout

@@ -16,7 +16,9 @@ from zymase.ir import (
     DenseArrayBase,
     DictionaryAttr,
     Operation,
+    IntegerAttr,
     SSAValue,
+    StringAttr,
     SymbolRefAttr,
     UnitAttr,
     builtin,
@@ -27,7 +29,7 @@ from zymase.ir import llvm_eh
 from zymase.llvm.noalias_scopes import DECL_INTRINSIC, scope_decl
 from zymase.llvm.reader.attributes import _CCONVS, _attr_dict_array, _parse_fn_attr_items, _parse_param_attrs
 from zymase.llvm.reader.constants import _BINOP_FLAGS, _FMF_WORDS, _GEP_FLAGS, Const, _parse_const
-from zymase.llvm.reader.lexer import _Cursor, _ParseFailure, _symbol_name
+from zymase.llvm.reader.lexer import _Cursor, _ParseFailure, _string_literal, _symbol_name
 from zymase.llvm.reader.types import _I32, _I64, _PTR, _UNIT, _element_type, int_attr
 
 
@@ -61,6 +63,8 @@ class _CallParts:
     args: list[Const] = field(default_factory=list)
     arg_attrs: list[dict[str, Attribute]] = field(default_factory=list)
     bundles: list[str] = field(default_factory=list)
+    #: an inline assembly callee: (template, constraints, flags such as "sideeffect")
+    asm: tuple[str, str, frozenset[str]] | None = None
 
     def attributes(self) -> dict[str, Attribute]:
         attrs: dict[str, Attribute] = {}
@@ -407,6 +411,8 @@ class _InstructionHandlers:
         if parts.bundles:
             raise _ParseFailure("operand bundles on calls are not supported")
         operands = [self._materialize(a) for a in parts.args]
+        if parts.asm is not None:
+            return _inline_asm(parts, operands, tail)
         if parts.callee is None:
             operands.insert(0, self._lookup(parts.callee_text, _PTR))
         props: dict[str, Attribute] = {
@@ -448,7 +454,8 @@ class _InstructionHandlers:
                     parts.fn_params.append(self.types.parse(cur))
         kind, parts.callee_text, _ = cur.next()
         if kind == "w" and parts.callee_text == "asm":
-            raise _ParseFailure("inline assembly is not supported")
+            parts.asm = _asm_callee(cur)
+            kind = "l"  # its operands follow as for an indirect call
         if kind not in ("g", "l"):
             raise _ParseFailure(f"unsupported callee '{parts.callee_text}'")
         parts.callee = _symbol_name(parts.callee_text) if kind == "g" else None
@@ -485,6 +492,8 @@ class _InstructionHandlers:
             raise _ParseFailure(f"invoke of the intrinsic {parts.callee} is not supported")
         if parts.bundles:
             raise _ParseFailure("operand bundles on invokes are not supported")
+        if parts.asm is not None:
+            raise _ParseFailure("inline assembly that may unwind (invoke of asm) is not supported")
         cur.expect("to")
         cur.expect("label")
         normal = cur.next()[1][1:]
@@ -590,6 +599,45 @@ class _InstructionHandlers:
     def _unreachable(self, cur: _Cursor, loc) -> None:
         self._defer(_Pending("unreachable", self.label))
         return None
+
+
+_ASM_FLAGS = ("sideeffect", "alignstack", "inteldialect", "unwind")
+
+
+def _asm_callee(cur: _Cursor) -> tuple[str, str, frozenset[str]]:
+    """``asm [sideeffect] [alignstack] [inteldialect] "template", "constraints"`` after
+    the ``asm`` keyword of a call."""
+    flags = set()
+    while cur.text() in _ASM_FLAGS:
+        flags.add(cur.next()[1])
+    if "unwind" in flags:
+        raise _ParseFailure("inline assembly that may unwind is not supported")
+    kind, template, _ = cur.next()
+    cur.expect(",")
+    kind2, constraints, _ = cur.next()
+    if kind != "s" or kind2 != "s":
+        raise _ParseFailure("malformed inline assembly")
+    return _string_literal(template), _string_literal(constraints), frozenset(flags)
+
+
+def _inline_asm(parts: _CallParts, operands: list[SSAValue], tail) -> Operation:
+    """A call of inline assembly as ``llvm.inline_asm`` (its parameter attributes, such
+    as the ``elementtype`` an indirect memory constraint needs, kept as on calls)."""
+    template, constraints, flags = parts.asm
+    props: dict[str, Attribute] = {
+        "asm_string": StringAttr(template),
+        "constraints": StringAttr(constraints),
+        "tail_call_kind": llvm.TailCallKindAttr(tail),
+    }
+    if "sideeffect" in flags:
+        props["has_side_effects"] = UnitAttr()
+    if "alignstack" in flags:
+        props["is_align_stack"] = UnitAttr()
+    if "inteldialect" in flags:
+        props["asm_dialect"] = IntegerAttr(1, 64)
+    results = [] if isinstance(parts.result_type, llvm.LLVMVoidType) else [parts.result_type]
+    return llvm.InlineAsmOp.create(operands=operands, result_types=results, properties=props,
+                                   attributes=parts.attributes())
 
 
 def _skip_operand(cur: _Cursor) -> None:
