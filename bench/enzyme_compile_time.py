@@ -93,7 +93,9 @@ EMPTY_IR = """define void @vs_llvm_entry(ptr %r, ptr %o, ptr %p, ptr %buf, ptr %
 #: goes to the output, the input is not read)
 ENTRY, SHAPES = "vs_llvm_entry", [("double", [1])]
 XLA_FLAGS = "--xla_backend_extra_options=-enzyme-always-inline=0"
-VARIANTS = ("clang", "clang -O3", "front end", "enzyme", "enzyme stub", "zymase")
+VARIANTS = ("clang", "clang -O3", "front end", "enzyme", "enzyme stub", "zymase IR", "zymase")
+#: the variants timed inside Enzyme-JAX's process
+DOOR = ("enzyme", "enzyme stub", "zymase IR")
 _MARKER_CALL = re.compile(r"call .*@(__enzyme_autodiff\w*|zy_stub_autodiff\w*)\(")
 
 
@@ -125,7 +127,8 @@ def child(job: dict) -> dict:
 
     out: dict[str, object] = {}
     os.environ["XLA_FLAGS"] = XLA_FLAGS
-    ctypes.CDLL(job["stub_so"], mode=ctypes.RTLD_GLOBAL)  # the JIT links the process's symbols
+    for lib in job["stub_so"]:
+        ctypes.CDLL(lib, mode=ctypes.RTLD_GLOBAL)  # the JIT links the process's symbols
     w0, c0 = time.perf_counter(), time.process_time()
     spec = importlib.util.spec_from_file_location("enzyme_call", job["enzyme_call"])
     ec = importlib.util.module_from_spec(spec)
@@ -148,6 +151,26 @@ def child(job: dict) -> dict:
     return out
 
 
+def capture_optimize_input(job: dict) -> None:
+    """Runs in a fresh process: one zymase cc build of the entry file (the tree job["zymase"]),
+    keeping the module its post-AD pipeline (``toolchain.optimize``) starts from."""
+    sys.path.insert(0, job["zymase"])
+    from llvm_share import record
+
+    text = record(Path(job["entry"]), job["flags"])["optimize"]
+    # the part zymase differentiated: the door's entry calls the marker's callers (each
+    # void f(void *), as the workloads' run_grad) with an opaque pointer
+    calls = []
+    for caller in job["callers"]:
+        if not re.search(rf"^define [^@]*void @{re.escape(caller)}\(ptr [^,)]*\)", text, re.M):
+            sys.exit(f"enzyme_compile_time.py: {job['entry']}: no void {caller}(ptr) in zymase's module entering optimize")
+        calls.append(f"  call void @{caller}(ptr %ctx)")
+    entry = "\n".join([f"define void @{ENTRY}(ptr %r, ptr %o, ptr %p, ptr %buf, ptr %st, ptr %pc) {{",
+                       "  %ctx = load volatile ptr, ptr %buf", *calls, "  ret void", "}"])
+    text, found = re.subn(rf"^declare [^@]*@{ENTRY}\(.*$", entry, text, flags=re.M)
+    Path(job["out"]).write_text(text if found else text + "\n" + entry + "\n")
+
+
 # ---- the benchmark ---------------------------------------------------------------------
 
 def entry_source(name: str, source: Path) -> str:
@@ -158,6 +181,37 @@ def entry_source(name: str, source: Path) -> str:
             f'    static char *args[] = {{"{name}", 0}};\n'
             "    volatile int argc = 1;\n    char **volatile argv = args;\n"
             "    ((double *)buf[0])[0] = vs_workload_main(argc, argv);\n}\n")
+
+
+def undefined_symbols(text: str) -> tuple[list[str], list[str]]:
+    """The functions and globals a module declares that neither this process (libc, libm)
+    nor the stub library defines: zymase's module entering optimize declares the primal
+    functions it calls (clang's pipeline defines them elsewhere)."""
+    import ctypes
+    import ctypes.util
+
+    libs = [ctypes.CDLL(None), ctypes.CDLL(ctypes.util.find_library("m"))]
+    defined = set(re.findall(r"^(?:int |double |zy_pair )(\w+)", STUB_C, re.M)) | {
+        "enzyme_dup", "enzyme_const", "enzyme_out", "enzyme_dupnoneed"}
+
+    def missing(name: str) -> bool:
+        return name not in defined and not name.startswith("llvm.") and not any(hasattr(lib, name) for lib in libs)
+
+    functions = [n for n in re.findall(r"^declare [^@]*@([-\w$.]+)\(", text, re.M) if missing(n)]
+    variables = [n for n in re.findall(r"^@([-\w$.]+) = external ", text, re.M) if missing(n)]
+    return functions, variables
+
+
+def stub_library(symbols: tuple[list[str], list[str]], path: Path, clang: str) -> Path:
+    """A shared library defining ``symbols`` (functions, variables) as opaque stand-ins for the
+    JIT to link against, as ``clang -c`` leaves them undefined; never called."""
+    functions, variables = symbols
+    c_file = path.with_suffix(".c")
+    c_file.write_text("".join(f"void {f}(void) {{}}\n" for f in functions)
+                      + "".join(f"char {v}[64];\n" for v in variables) + "int zy_stub_library;\n")
+    out = path.with_suffix(".so")
+    subprocess.run([clang, "-O2", "-shared", "-fPIC", str(c_file), "-o", str(out)], check=True)
+    return out
 
 
 def instructions(text: str) -> tuple[int, dict[str, int]]:
@@ -206,6 +260,7 @@ def derivative_sizes(name: str, source: Path, flags: list[str], ir: dict[str, Pa
     run_timed([*zs, "-S", "-emit-llvm", *flags, str(source), "-o", str(zll)], zenv, work)
     run_timed([clang, "-O2", *flags, "-S", "-emit-llvm", str(source), "-o", str(cll)], dict(os.environ), work)
     texts["zymase"], texts["clang"] = zll.read_text(), cll.read_text()
+    texts["zymase optimize in"] = ir["zymase IR"].read_text()
     callers = marker_callers(ir["enzyme"].read_text())
     out: dict[str, object] = {"callers": sorted(callers)}
     for label, text in texts.items():
@@ -239,38 +294,51 @@ def report(names: list[str], results: dict[str, dict]) -> None:
                   f"| {a:.3f} | {b:.3f} | {d:.3f} | {a / b:.2f} | {a / c:.2f} | {d / c:.2f} | {d / a:.2f} |")
     print("\nEnzyme-JAX's pieces, CPU seconds (medians) in its process: kernel = wrapper front end, parse, link, "
           "O3 (with Enzyme), JIT code generation; to LLVM = the same without code generation, printing the module; "
-          "code generation ~ kernel - to LLVM; empty = the wrapper alone; start-up = loading enzyme_call, its "
-          "XLA's options, the first (empty) kernel")
+          "code generation ~ kernel - to LLVM; (e) = zymase's module entering its post-AD pipeline through the "
+          "same door (LLVM 24's O3 and code generation, nothing to differentiate); empty = the wrapper alone; "
+          "start-up = loading enzyme_call, its XLA's options, the first (empty) kernel")
     print("\n| input | (a) kernel | (a) to LLVM | (a) codegen | (b) kernel | (b) to LLVM | (b) codegen "
-          "| AD: (a)-(b) to LLVM | AD: (a)-(b) kernel | empty | start-up |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "| AD: (a)-(b) to LLVM | AD: (a)-(b) kernel | (e) kernel | (e) to LLVM | (e) codegen | (e)/(a) kernel "
+          "| empty | start-up |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name in names:
         inner = results[name]["inner"]
         cell = {}
-        for v in ("enzyme", "enzyme stub"):
+        for v in DOOR:
             kern = [t[0] for t in inner[v]["kernel"]]
             tol = [t[0] for t in inner[v]["to_llvm"]]
             cell[v] = (median(kern), median(tol), median([x - y for x, y in zip(kern, tol)]))
         empty = median([t[0] for v in inner for t in inner[v]["empty"]])
         start = median([t[0] for v in inner for t in inner[v]["startup"]])
-        a, b = cell["enzyme"], cell["enzyme stub"]
+        a, b, e = cell["enzyme"], cell["enzyme stub"], cell["zymase IR"]
         print(f"| {name} | {a[0]:.3f} | {a[1]:.3f} | {a[2]:.3f} | {b[0]:.3f} | {b[1]:.3f} | {b[2]:.3f} "
-              f"| {a[1] - b[1]:.3f} | {a[0] - b[0]:.3f} | {empty:.3f} | {start:.3f} |")
+              f"| {a[1] - b[1]:.3f} | {a[0] - b[0]:.3f} | {e[0]:.3f} | {e[1]:.3f} | {e[2]:.3f} | {e[0] / a[0]:.2f} "
+              f"| {empty:.3f} | {start:.3f} |")
     print("\nzymase cc's phases (--time, CPU seconds, medians)")
     for name in names:
         ph = results[name]["phases"]
         print(f"  {name}: " + "  ".join(f"{p} {median(v):.3f}" for p, v in ph.items() if p != "total"))
-    print("\nInstructions after each pipeline: whole module; in the marker's callers (inlined derivative); "
-          "derivative functions left standing")
-    print("\n| input | Enzyme (a) | Enzyme stub (b) | (a)-(b) | zymase | clang -O2 | zymase-clang | (a)-(b) callers "
-          "| zymase-clang callers | left standing: Enzyme / zymase |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("\nInstructions after each pipeline. Whole modules: Enzyme-JAX's (a) and (b), zymase cc -O2 -S -emit-llvm "
+          "(after its optimize, clang's primal linked in) and clang -O2 -S -emit-llvm. The derivative: the marker's "
+          "callers (where both inline it) plus the derivative functions left standing (Enzyme's diffe*/augmented_*, "
+          "zymase's diffe* and tape runtime __zymase_*); (e) zymase's module entering optimize (the differentiated "
+          "part alone: the callers, the derivatives, the runtime) and the same after LLVM 24's O3")
+    print("\n| input | (a) module | (b) module | (a)-(b) | (a) derivative | (b) callers | zymase cc module | clang module "
+          "| zymase-clang | zymase cc derivative | (e) entering optimize | (e) after LLVM 24 O3 | functions left standing: "
+          "Enzyme / zymase |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name in names:
         sz = results[name]["sizes"]
         e, st, z, c = sz["enzyme"], sz["enzyme stub"], sz["zymase"], sz["clang"]
+        zin, zo3 = sz["zymase optimize in"], sz["zymase IR"]
+
+        def derivative(x: dict) -> int:
+            return x["callers"] + sum(x["derivative_functions"].values())
+
         left = " / ".join(", ".join(f"{f} {n}" for f, n in x["derivative_functions"].items()) or "none" for x in (e, z))
-        print(f"| {name} | {e['total']} | {st['total']} | {e['total'] - st['total']} | {z['total']} | {c['total']} "
-              f"| {z['total'] - c['total']} | {e['callers'] - st['callers']} | {z['callers'] - c['callers']} | {left} |")
+        print(f"| {name} | {e['total']} | {st['total']} | {e['total'] - st['total']} | {derivative(e)} | {st['callers']} "
+              f"| {z['total']} | {c['total']} | {z['total'] - c['total']} | {derivative(z)} | {zin['total']} "
+              f"| {zo3['total']} | {left} |")
 
 
 def median(xs: list[float]) -> float:
@@ -280,6 +348,7 @@ def median(xs: list[float]) -> float:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--child", type=Path, help=argparse.SUPPRESS)
+    p.add_argument("--capture", type=Path, help=argparse.SUPPRESS)
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--only", nargs="*", choices=NAMES, help="inputs (default: all)")
     p.add_argument("--zymase", type=Path, default=ROOT / "src", help="zymase source tree (src/) (default: this checkout's)")
@@ -288,6 +357,9 @@ def main() -> int:
     ns = p.parse_args()
     if ns.child:
         print(json.dumps(child(json.loads(ns.child.read_text()))))
+        return 0
+    if ns.capture:
+        capture_optimize_input(json.loads(ns.capture.read_text()))
         return 0
     so = enzyme_call_path()
     if so is None:
@@ -331,14 +403,22 @@ def main() -> int:
             "front end": ([*front, "-o", str(ir["enzyme"])], os.environ),
             "zymase": ([*zcc, *flags, str(wl.source), "-o", str(work / "zymase.o")], zenv),
         }
-        for variant in ("enzyme", "enzyme stub"):
+        ir["zymase IR"] = work / f"{name}_zymase_optimize_in.ll"
+        capture = work / f"{name}_capture.json"
+        capture.write_text(json.dumps({"entry": str(entry), "flags": flags, "zymase": str(ns.zymase.resolve()),
+                                       "out": str(ir["zymase IR"]),
+                                       "callers": sorted(marker_callers(ir["enzyme stub"].read_text()))}))
+        run_timed([sys.executable, __file__, "--capture", str(capture)], child_env, work)
+        libs = [str(stub_so), str(stub_library(undefined_symbols(ir["zymase IR"].read_text()), work / f"lib{name}_undefined",
+                                               clang))]
+        for variant in DOOR:
             job = work / f"{name}_{variant.replace(' ', '_')}.json"
-            job.write_text(json.dumps({"enzyme_call": str(so), "stub_so": str(stub_so), "argv": argv,
+            job.write_text(json.dumps({"enzyme_call": str(so), "stub_so": libs, "argv": argv,
                                        "ir": str(ir[variant]), "out_ll": str(ir[variant]) + ".opt.ll"}))
             commands[variant] = ([sys.executable, __file__, "--child", str(job)], child_env)
         cpu = {v: [] for v in VARIANTS}
         wall = {v: [] for v in VARIANTS}
-        inner: dict[str, dict[str, list[tuple[float, float]]]] = {v: {} for v in ("enzyme", "enzyme stub")}
+        inner: dict[str, dict[str, list[tuple[float, float]]]] = {v: {} for v in DOOR}
         phases: dict[str, list[float]] = {}
         for r in range(ns.rounds + 1):  # round 0 writes zymase's bytecode and warms the file cache
             for variant in VARIANTS[r % len(VARIANTS):] + VARIANTS[:r % len(VARIANTS)]:
