@@ -77,6 +77,20 @@ def _timed(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, floa
     return seconds, cpu, proc.stderr
 
 
+def zymase_cc(label: str, src: str | Path, opt: str, work: Path) -> tuple[list[str], dict[str, str], bool]:
+    """``zymase cc <opt> -c --time`` of the tree ``src`` (its src/ folder) as this benchmark
+    runs it: the command, its environment, and whether the tree has the derivative cache (and
+    so takes ``--no-cache``). The process runs with bytecode, as an installed package has it
+    (written by a first, untimed build, kept per label under ``work``): with
+    PYTHONDONTWRITEBYTECODE set, every build would compile zymase's sources."""
+    src = str(Path(src).resolve())
+    env = dict(os.environ, PYTHONPATH=src, ZYMASE_CACHE_DIR=str(work / f"cache-{label}"),
+               PYTHONPYCACHEPREFIX=str(work / f"pyc-{label}"))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    has_cache = (Path(src) / "zymase" / "cache.py").is_file()
+    return [sys.executable, "-m", "zymase.cli", "cc", opt, "-c", "--time"], env, has_cache
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--zymase", action="append", default=[], metavar="LABEL=SRC",
@@ -94,14 +108,7 @@ def main() -> int:
         opt = f"-O{ns.level}"
         variants: list[tuple[str, list[str], dict[str, str]]] = [("clang", [clang, opt, "-c"], dict(os.environ))]
         for label, src in trees:
-            src = str(Path(src).resolve())
-            # bytecode as an installed package has it (written by round 0, kept per tree):
-            # with PYTHONDONTWRITEBYTECODE set, every build would compile zymase's sources
-            env = dict(os.environ, PYTHONPATH=src, ZYMASE_CACHE_DIR=str(work / f"cache-{label}"),
-                       PYTHONPYCACHEPREFIX=str(work / f"pyc-{label}"))
-            env.pop("PYTHONDONTWRITEBYTECODE", None)
-            has_cache = (Path(src) / "zymase" / "cache.py").is_file()
-            cc = [sys.executable, "-m", "zymase.cli", "cc", opt, "-c", "--time"]
+            cc, env, has_cache = zymase_cc(label, src, opt, work)
             variants.append((label, [*cc, *(["--no-cache"] if has_cache else [])], env))
             if has_cache:
                 variants.append((f"{label} cached", cc, env))

@@ -93,8 +93,9 @@ def bodies(text: str) -> dict[str, list[str]]:
     return out
 
 
-def record(source: Path) -> dict[str, object]:
-    """The inputs of each LLVM step of one build of ``source`` (see the module doc)."""
+def record(source: Path, clang_flags: list[str] | None = None) -> dict[str, object]:
+    """The inputs of each LLVM step of one build of ``source`` (see the module doc), with
+    ``clang_flags`` (none by default)."""
     from zymase.frontends import c
     from zymase.llvm import clang_primal, toolchain
 
@@ -117,7 +118,7 @@ def record(source: Path) -> dict[str, object]:
     clang_primal.ClangPipeline.__init__ = clang_child
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            c.build([str(source)], str(Path(tmp) / "out.o"), [], [], 2, c.Timings(), compile_only=True, cache=False)
+            c.build([str(source)], str(Path(tmp) / "out.o"), list(clang_flags or []), [], 2, c.Timings(), compile_only=True, cache=False)
     finally:
         toolchain.preopt, toolchain.optimize, toolchain.emit_object = preopt, optimize, emit
         clang_primal.ClangPipeline.__init__ = pipeline_init
