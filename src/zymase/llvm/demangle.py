@@ -1,4 +1,5 @@
-"""C++ names as the user wrote them: ``_Z1fd`` -> ``f(double)``, through the demangler
+"""C++ names as the user wrote them: ``_Z1fd`` -> ``f(double)`` (and Rust's ``_R...``
+names, which reach ``zymase opt``), through the demangler
 of the LLVM or binutils installation (``llvm-cxxfilt``, ``c++filt``). A name that is not
 mangled, or a machine without a demangler, gives the name unchanged. Also what messages
 tell the user about a function of the C++ standard library that is compiled into
@@ -20,7 +21,7 @@ def _demangler() -> str | None:
 
 @functools.cache
 def demangle(name: str) -> str:
-    if not name.startswith("_Z") or _demangler() is None:
+    if not name.startswith(("_Z", "_R")) or _demangler() is None:
         return name
     try:
         proc = subprocess.run([_demangler(), name], capture_output=True, text=True, timeout=10,
