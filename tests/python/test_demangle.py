@@ -4,8 +4,6 @@ demangled; a C name, or a string that only looks mangled, stays as it is."""
 
 from __future__ import annotations
 
-import pytest
-
 from zymase.llvm import demangle as dm
 
 # (llvm-cxxfilt and binutils' c++filt, 2.36 and later, both read Rust's v0 names; the
@@ -18,7 +16,9 @@ def test_cxx_names_are_demangled():
 
 def test_rust_v0_names_are_demangled():
     name = "_RNvMs4_NtCslNYArtu3iFV_5alloc7raw_vecNtB5_11RawVecInner15try_allocate_inCsduwmD7cSIQq_5gimli"
-    assert dm.demangle(name) == "<alloc::raw_vec::RawVecInner>::try_allocate_in"
+    # (binutils writes the crates' hashes, alloc[fdfd2bd8633a6659], llvm-cxxfilt does not)
+    text = dm.demangle(name)
+    assert text.startswith("<alloc") and text.endswith("::raw_vec::RawVecInner>::try_allocate_in"), text
 
 
 def test_c_names_and_lookalikes_stay():
