@@ -134,8 +134,39 @@ def _lowered_text(f, in_tree, avals) -> tuple[str, tuple]:
         _MARK_STOP_GRADIENT.reset(token)
     out_avals = tuple(ShapedArray(o.shape, o.dtype) for o in jax.tree_util.tree_leaves(lowered.out_info))
     module = lowered.compiler_ir("stablehlo")
+    _drop_shardy_annotations(module)
     text = module.operation.get_asm(print_generic_op_form=True)
     return text, (lowered.out_tree, out_avals, tuple(_source_lines(module.operation)))
+
+
+def _drop_shardy_annotations(module) -> None:
+    """JAX's lowering of typed PRNG keys (``jax.random.key``) constrains the key's bits
+    with ``sdy.sharding_constraint`` on an ``sdy.mesh``, Shardy's partitioning
+    annotations: they say nothing about the values (a constraint's value is its
+    operand), and zymase's IR does not read the dialect, so a function taking a key was
+    refused. Each constraint is replaced by its operand; the meshes are erased when no
+    other Shardy op (``sdy.manual_computation`` of ``shard_map``, refused as unknown)
+    is left to name them."""
+    found = []
+
+    def visit(op):
+        for region in op.regions:
+            for block in region.blocks:
+                for inner in block.operations:
+                    if inner.operation.name.startswith("sdy."):
+                        found.append(inner.operation)
+                    visit(inner.operation)
+
+    visit(module.operation)
+    names = [op.name for op in found]
+    for op, name in zip(found, names):
+        if name == "sdy.sharding_constraint":
+            op.results[0].replace_all_uses_with(op.operands[0])
+            op.erase()
+    if set(names) <= {"sdy.sharding_constraint", "sdy.mesh"}:
+        for op, name in zip(found, names):
+            if name == "sdy.mesh":
+                op.erase()
 
 
 def _source_lines(op) -> list[tuple[str, int, int] | None]:
@@ -235,8 +266,18 @@ def float_leaf(x) -> bool:
     return jax.numpy.issubdtype(np.dtype(jax.typeof(x).dtype), jax.numpy.floating)
 
 
+# the float dtypes whose derivatives zymase computes (autodiff/hlo's differentiable
+# tensors); float8 and smaller carry none, so they are refused rather than given zeros
+DIFFERENTIABLE_FLOATS = ("bfloat16", "float16", "float32", "float64")
+
+
 def require_float_leaves(leaves, what: str, f) -> None:
     for x in leaves:
         if not float_leaf(x):
             raise ZymaseError(f"{what} must hold floating-point arrays, not {jax.typeof(x).dtype}",
                               function=python_name(f), hint="pass floats for the arguments you differentiate")
+        if str(np.dtype(jax.typeof(x).dtype)) not in DIFFERENTIABLE_FLOATS:
+            raise ZymaseError(f"{what} hold a {np.dtype(jax.typeof(x).dtype)} array, whose derivative zymase does not compute",
+                              function=python_name(f),
+                              hint="pass bfloat16, float16, float32 or float64 arrays (convert inside the function), "
+                                   "or differentiate this function with jax.grad")

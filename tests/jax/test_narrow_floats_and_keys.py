@@ -1,0 +1,66 @@
+"""Element types at the edge of the StableHLO path (session 33's probes): bfloat16
+tensors carry derivatives like float16 ones (their gradient was zeros without a word);
+float8 tensors carry none, so an active value turned into one, or a float8 argument
+differentiated, is refused rather than given zeros; a typed PRNG key
+(``jax.random.key``) passed as a constant argument is lowered with Shardy annotations
+that zymase now drops (it was refused as 'sdy.mesh')."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+import jax.numpy as jnp  # noqa: E402
+
+import zymase.jax as zj  # noqa: E402
+from zymase.errors import ZymaseError  # noqa: E402
+
+
+def bf16_mixed(x, y):
+    return jnp.sum(jnp.sin(x) * x).astype(jnp.float32) + jnp.sum(x.astype(jnp.float32) * y)
+
+
+def test_bfloat16_gradient_and_tangent_match_jax():
+    rng = np.random.default_rng(0)
+    x = jnp.asarray(rng.normal(size=4), dtype=jnp.bfloat16)
+    y = jnp.asarray(rng.normal(size=4), dtype=jnp.float32)
+    got = zj.grad(bf16_mixed, (0, 1))(x, y)
+    want = jax.grad(bf16_mixed, (0, 1))(x, y)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype
+        assert np.any(np.asarray(w, np.float32) != 0)
+        np.testing.assert_allclose(np.asarray(g, np.float32), np.asarray(w, np.float32), rtol=2e-2, atol=2e-2)
+    tx = jnp.asarray(rng.normal(size=4), dtype=jnp.bfloat16)
+    ty = jnp.asarray(rng.normal(size=4), dtype=jnp.float32)
+    _, got_t = zj.jvp(bf16_mixed, (x, y), (tx, ty))
+    _, want_t = jax.jvp(bf16_mixed, (x, y), (tx, ty))
+    np.testing.assert_allclose(float(got_t), float(want_t), rtol=2e-2, atol=2e-2)
+
+
+def test_float8_intermediate_is_refused_with_its_line():
+    def through_float8(x):
+        return jnp.sum(x.astype(jnp.float8_e4m3fn).astype(jnp.float32) ** 2)
+
+    with pytest.raises(ZymaseError, match=r"f8E4M3FN floats are not differentiated: this stablehlo.convert") as info:
+        zj.grad(through_float8)(jnp.asarray([1.0, 2.0, 3.0]))
+    assert "test_narrow_floats_and_keys.py" in str(info.value) and "through_float8" in str(info.value)
+
+
+def test_float8_argument_is_refused():
+    def widen(x):
+        return jnp.sum(x.astype(jnp.float32) ** 2)
+
+    x = jnp.asarray([1.0, 2.0, 3.0], dtype=jnp.float8_e5m2)
+    with pytest.raises(ZymaseError, match="float8_e5m2 array, whose derivative zymase does not compute"):
+        zj.grad(widen)(x)
+
+
+def noisy(x, key):
+    return jnp.sum(x * jax.random.normal(key, (4,)) + jax.random.uniform(key, (4,)) * x ** 2)
+
+
+def test_typed_prng_key_as_a_constant_argument():
+    x = jnp.asarray(np.random.default_rng(1).normal(size=4))
+    key = jax.random.key(0)
+    np.testing.assert_allclose(zj.grad(noisy)(x, key), jax.grad(noisy)(x, key), rtol=1e-12, atol=1e-12)
