@@ -63,6 +63,19 @@ def _balanced(mine: int, other: int):
     return partial
 
 
+def _power_exponent_partial(E, P, dy):
+    """JAX's partial of ``x ** y`` in the exponent, ``x ** y * log(x)`` with log(x) taken
+    as 0 where x is 0: a zero base's power is 0 for every positive exponent, so the
+    derivative there is 0, where ``0 * log(0)`` was NaN (and ``1 * log(0)``, -inf, at y =
+    0, where JAX also gives 0); a forward tangent of the base alone then stays finite."""
+    x = P.arg(0)
+    nonzero = E.select(E.fcmp("oeq", x, E.zero(x.type)), E.const_like(1.0, dy), x)
+    return E.mul(dy, E.mul(P.res(), E.fn("log", nonzero)))
+
+
+_POWER = R(MATH["pow"].partials[0], _power_exponent_partial, name="power", singular=MATH["pow"].singular,
+           regular_if=MATH["pow"].regular_if, finite_value_if=MATH["pow"].finite_value_if)
+
 _MAXIMUM = R(_balanced(0, 1), _balanced(1, 0), name="maximum", bounded=True)
 _MINIMUM = R(_balanced(0, 1), _balanced(1, 0), name="minimum", bounded=True)
 
@@ -70,7 +83,7 @@ ELEMENTWISE_RULES = {
     "add": FADD, "subtract": FSUB, "multiply": FMUL, "divide": _DIVIDE, "negate": FNEG, "remainder": FREM,
     "exponential": MATH["exp"], "exponential_minus_one": MATH["expm1"], "log": MATH["log"],
     "log_plus_one": MATH["log1p"], "tanh": MATH["tanh"], "sqrt": MATH["sqrt"], "cbrt": MATH["cbrt"],
-    "sine": MATH["sin"], "cosine": MATH["cos"], "tan": MATH["tan"], "abs": MATH["fabs"], "power": MATH["pow"],
+    "sine": MATH["sin"], "cosine": MATH["cos"], "tan": MATH["tan"], "abs": MATH["fabs"], "power": _POWER,
     "maximum": _MAXIMUM, "minimum": _MINIMUM, "atan2": MATH["atan2"], "logistic": _LOGISTIC,
     "rsqrt": _RSQRT, "floor": ZERO, "ceil": ZERO, "sign": ZERO, "round_nearest_even": ZERO,
     "round_nearest_afz": ZERO,
