@@ -3,7 +3,9 @@ tensors carry derivatives like float16 ones (their gradient was zeros without a 
 float8 tensors carry none, so an active value turned into one, or a float8 argument
 differentiated, is refused rather than given zeros; a typed PRNG key
 (``jax.random.key``) passed as a constant argument is lowered with Shardy annotations
-that zymase now drops (it was refused as 'sdy.mesh')."""
+that zymase now drops (it was refused as 'sdy.mesh'); ``lax.reduce_precision`` (a
+rounding to a narrower float inside a wider one) is linear for JAX, its adjoint rounded
+the same way (it was refused: no rule)."""
 
 from __future__ import annotations
 
@@ -64,3 +66,17 @@ def test_typed_prng_key_as_a_constant_argument():
     x = jnp.asarray(np.random.default_rng(1).normal(size=4))
     key = jax.random.key(0)
     np.testing.assert_allclose(zj.grad(noisy)(x, key), jax.grad(noisy)(x, key), rtol=1e-12, atol=1e-12)
+
+
+def rounded(x):
+    return jnp.sum(jax.lax.reduce_precision(x, exponent_bits=5, mantissa_bits=10) * x)
+
+
+def test_reduce_precision_rounds_the_adjoint_as_jax_does():
+    x = jnp.asarray(np.random.default_rng(2).normal(size=5))
+    got, want = zj.grad(rounded)(x), jax.grad(rounded)(x)
+    assert not np.allclose(want, 2 * x, rtol=1e-9, atol=0)  # the rounding shows
+    np.testing.assert_allclose(got, want, rtol=1e-14, atol=0)
+    tangent = jnp.asarray(np.random.default_rng(3).normal(size=5))
+    np.testing.assert_allclose(zj.jvp(rounded, (x,), (tangent,))[1], jax.jvp(rounded, (x,), (tangent,))[1],
+                               rtol=1e-14, atol=0)

@@ -196,6 +196,14 @@ def convert_adjoint(ctx, op, i, dy):
     return ctx.E.fconv(dy, op.operands[0].type)
 
 
+@_linear(hlo.ReducePrecisionOp)
+def reduce_precision_adjoint(ctx, op, i, dy):
+    """``lax.reduce_precision`` is linear for JAX (its tangent and cotangent are rounded
+    the same way), so the derivative rounds the adjoint too."""
+    return T.emit(ctx.E, hlo.ReducePrecisionOp, [dy], dy.type, exponent_bits=op.exponent_bits,
+                  mantissa_bits=op.mantissa_bits)
+
+
 @_linear(hlo.TransposeOp)
 def transpose_adjoint(ctx, op, i, dy):
     perm = list(op.permutation.get_values())
