@@ -134,9 +134,37 @@ def _lowered_text(f, in_tree, avals) -> tuple[str, tuple]:
         _MARK_STOP_GRADIENT.reset(token)
     out_avals = tuple(ShapedArray(o.shape, o.dtype) for o in jax.tree_util.tree_leaves(lowered.out_info))
     module = lowered.compiler_ir("stablehlo")
+    _refuse_host_callbacks(module, f)
     _drop_shardy_annotations(module)
     text = module.operation.get_asm(print_generic_op_form=True)
     return text, (lowered.out_tree, out_avals, tuple(_source_lines(module.operation)))
+
+
+def _refuse_host_callbacks(module, f) -> None:
+    """``jax.debug.print``, ``jax.debug.callback``, ``pure_callback`` and ``io_callback``
+    lower to a custom_call into Python registered with the lowering JAX ran; the
+    derivative module runs in another program, where that registration does not exist
+    (and the callback has no derivative rule). Refused with the call's Python line; the
+    parser stopped at its Shardy attribute before, naming a line of the lowered text."""
+
+    def visit(op):
+        for region in op.regions:
+            for block in region.blocks:
+                for inner in block.operations:
+                    inner = inner.operation
+                    if inner.name == "stablehlo.custom_call" and "callback" in str(
+                            inner.attributes["call_target_name"]):
+                        where = _file_position(inner.location)
+                        raise ZymaseError(
+                            "this function calls back into Python (jax.debug.print, jax.debug.callback, "
+                            "jax.pure_callback or io_callback), which zymase's derivative cannot run",
+                            construct="host callback", function=python_name(f),
+                            location=f"{where[0]}:{where[1]}:{where[2]}" if where else None,
+                            hint="remove the callback from the differentiated function "
+                                 "(print outside it), or differentiate this function with jax.grad")
+                    visit(inner)
+
+    visit(module.operation)
 
 
 def _drop_shardy_annotations(module) -> None:

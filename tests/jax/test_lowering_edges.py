@@ -1,11 +1,13 @@
-"""Element types at the edge of the StableHLO path (session 33's probes): bfloat16
+"""Element types and lowerings at the edge of the StableHLO path (session 33's probes): bfloat16
 tensors carry derivatives like float16 ones (their gradient was zeros without a word);
 float8 tensors carry none, so an active value turned into one, or a float8 argument
 differentiated, is refused rather than given zeros; a typed PRNG key
 (``jax.random.key``) passed as a constant argument is lowered with Shardy annotations
 that zymase now drops (it was refused as 'sdy.mesh'); ``lax.reduce_precision`` (a
 rounding to a narrower float inside a wider one) is linear for JAX, its adjoint rounded
-the same way (it was refused: no rule)."""
+the same way (it was refused: no rule); a callback into Python (``jax.debug.print``) is
+refused with its Python line (the parser stopped at its Shardy attribute, naming a line of
+the lowered text)."""
 
 from __future__ import annotations
 
@@ -46,7 +48,7 @@ def test_float8_intermediate_is_refused_with_its_line():
 
     with pytest.raises(ZymaseError, match=r"f8E4M3FN floats are not differentiated: this stablehlo.convert") as info:
         zj.grad(through_float8)(jnp.asarray([1.0, 2.0, 3.0]))
-    assert "test_narrow_floats_and_keys.py" in str(info.value) and "through_float8" in str(info.value)
+    assert "test_lowering_edges.py" in str(info.value) and "through_float8" in str(info.value)
 
 
 def test_float8_argument_is_refused():
@@ -80,3 +82,14 @@ def test_reduce_precision_rounds_the_adjoint_as_jax_does():
     tangent = jnp.asarray(np.random.default_rng(3).normal(size=5))
     np.testing.assert_allclose(zj.jvp(rounded, (x,), (tangent,))[1], jax.jvp(rounded, (x,), (tangent,))[1],
                                rtol=1e-14, atol=0)
+
+
+def test_debug_print_is_refused_with_its_python_line():
+    def printing(x):
+        jax.debug.print("x0 = {}", x[0])
+        return jnp.sum(x ** 2)
+
+    with pytest.raises(ZymaseError, match="calls back into Python") as info:
+        zj.grad(printing)(jnp.ones(3))
+    line = printing.__code__.co_firstlineno + 1
+    assert f"test_lowering_edges.py:{line}:" in str(info.value)
