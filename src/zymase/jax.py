@@ -66,12 +66,14 @@ def value_and_grad(f, argnums: int | Sequence[int] = 0):
         seed = jnp.ones((), out_avals[0].dtype)
         outs = front.run(text, [*leaves, seed], [*out_avals, *grads_avals])
         value, flat_grads = outs[0], list(outs[1:])
-        per_arg = []
-        for n in nums:
+        # the module returns the active leaves in argument order, whatever the order (or
+        # repetition) of argnums: argnums=(1, 0) gave argument 0's gradients to argument 1
+        by_position = {}
+        for n in sorted(set(nums)):
             count = len(jax.tree_util.tree_leaves(args[n]))
-            per_arg.append(jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(args[n]), flat_grads[:count]))
+            by_position[n] = jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(args[n]), flat_grads[:count])
             flat_grads = flat_grads[count:]
-        return value, (per_arg[0] if isinstance(argnums, int) else tuple(per_arg))
+        return value, (by_position[nums[0]] if isinstance(argnums, int) else tuple(by_position[n] for n in nums))
 
     return wrapper
 

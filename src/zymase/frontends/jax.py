@@ -32,7 +32,7 @@ import re
 import jax
 import numpy as np
 from jax._src import ad_util, dispatch
-from jax.interpreters import batching
+from jax.interpreters import ad, batching
 from jax._src.interpreters import mlir as jax_mlir
 from jax._src.lib.mlir import ir as jax_ir
 from jax._src.lib.mlir.dialects import func as jax_func
@@ -88,6 +88,22 @@ def _batch_call(args, dims, *, text, out_avals):
 batching.primitive_batchers[call_p] = _batch_call
 
 
+def _refuse_jax_ad_of_call(primals, tangents, *, text, out_avals):
+    """JAX's own AD of a derivative module's call (``jax.jacfwd(zymase.jax.grad(f))``)
+    met JAX's bare NotImplementedError, a traceback. zymase's derivatives nest through
+    zymase (``zymase.jax.grad`` of code calling ``zymase.jax.grad`` lowers the inner
+    call as StableHLO and differentiates it), and ``zymase.jax.jit(f)`` is ``f`` for
+    JAX's reverse mode."""
+    raise ZymaseError("JAX cannot differentiate the result of zymase.jax.grad / vjp / jvp "
+                      "(the derivative module is a call JAX has no rule for)",
+                      construct="jax transformation of a zymase derivative",
+                      hint="nest zymase's own transformations (zymase.jax.grad of a function calling "
+                           "zymase.jax.grad), or use zymase.jax.jit(f) where JAX differentiates f")
+
+
+ad.primitive_jvps[call_p] = _refuse_jax_ad_of_call
+
+
 # ----- lowering a JAX function ---------------------------------------------------------
 # jax.lax.stop_gradient lowers to nothing at all: JAX's own AD acts on the jaxpr, before
 # lowering. While zymase lowers a function, it lowers to a marker custom_call instead
@@ -125,6 +141,15 @@ def _lowered_text(f, in_tree, avals) -> tuple[str, tuple]:
     token = _MARK_STOP_GRADIENT.set(True)
     try:
         traced = jax.jit(flat_f, keep_unused=True).trace(*avals)
+        if len(traced.jaxpr.jaxpr.invars) != len(avals):
+            # a value traced by an enclosing jax.jit / vmap / grad that f closes over
+            # becomes an extra leading parameter of the lowered function, which the
+            # derivative's call did not pass (an invalid module, XLA's verifier error)
+            raise ZymaseError(
+                "this function closes over a value traced outside it (an argument of an enclosing "
+                "jax.jit, jax.vmap or jax.grad), which zymase's derivative module cannot receive",
+                construct="closed-over tracer", function=python_name(f),
+                hint="pass the value as an argument of the function (argnums chooses what is differentiated)")
         with jax_custom_rules.marking(traced.jaxpr):  # custom rules lowered as markers zymase differentiates
             lowered = traced.lower()
     except ZymaseError as exc:  # a refusal while lowering a custom rule
