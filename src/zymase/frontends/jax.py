@@ -171,25 +171,27 @@ def _refuse_host_callbacks(module, f) -> None:
     derivative module runs in another program, where that registration does not exist
     (and the callback has no derivative rule). Refused with the call's Python line; the
     parser stopped at its Shardy attribute before, naming a line of the lowered text."""
+    for op in _nested_ops(module.operation):
+        if op.name == "stablehlo.custom_call" and "callback" in str(op.attributes["call_target_name"]):
+            where = _file_position(op.location)
+            raise ZymaseError(
+                "this function calls back into Python (jax.debug.print, jax.debug.callback, "
+                "jax.pure_callback or io_callback), which zymase's derivative cannot run",
+                construct="host callback", function=python_name(f),
+                location=f"{where[0]}:{where[1]}:{where[2]}" if where else None,
+                hint="remove the callback from the differentiated function "
+                     "(print outside it), or differentiate this function with jax.grad")
 
-    def visit(op):
-        for region in op.regions:
-            for block in region.blocks:
-                for inner in block.operations:
-                    inner = inner.operation
-                    if inner.name == "stablehlo.custom_call" and "callback" in str(
-                            inner.attributes["call_target_name"]):
-                        where = _file_position(inner.location)
-                        raise ZymaseError(
-                            "this function calls back into Python (jax.debug.print, jax.debug.callback, "
-                            "jax.pure_callback or io_callback), which zymase's derivative cannot run",
-                            construct="host callback", function=python_name(f),
-                            location=f"{where[0]}:{where[1]}:{where[2]}" if where else None,
-                            hint="remove the callback from the differentiated function "
-                                 "(print outside it), or differentiate this function with jax.grad")
-                    visit(inner)
 
-    visit(module.operation)
+def _nested_ops(op):
+    """The operations inside a jaxlib operation, in pre-order (a list: callers erase some)."""
+    out = []
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.operations:
+                out.append(inner.operation)
+                out += _nested_ops(inner.operation)
+    return out
 
 
 def _drop_shardy_annotations(module) -> None:
@@ -200,17 +202,7 @@ def _drop_shardy_annotations(module) -> None:
     refused. Each constraint is replaced by its operand; the meshes are erased when no
     other Shardy op (``sdy.manual_computation`` of ``shard_map``, refused as unknown)
     is left to name them."""
-    found = []
-
-    def visit(op):
-        for region in op.regions:
-            for block in region.blocks:
-                for inner in block.operations:
-                    if inner.operation.name.startswith("sdy."):
-                        found.append(inner.operation)
-                    visit(inner.operation)
-
-    visit(module.operation)
+    found = [op for op in _nested_ops(module.operation) if op.name.startswith("sdy.")]
     names = [op.name for op in found]
     for op, name in zip(found, names):
         if name == "sdy.sharding_constraint":
@@ -226,12 +218,7 @@ def _source_lines(op) -> list[tuple[str, int, int] | None]:
     """The Python source position of every op, in pre-order: JAX records it in MLIR
     locations, which xDSL cannot read (they are printed as aliases), so they are taken
     from jaxlib's module and put on the parsed ops (``_parsed``)."""
-    out = [_file_position(op.location)]
-    for region in op.regions:
-        for block in region.blocks:
-            for inner in block.operations:
-                out += _source_lines(inner.operation)
-    return out
+    return [_file_position(op.location)] + [_file_position(inner.location) for inner in _nested_ops(op)]
 
 
 def _file_position(loc) -> tuple[str, int, int] | None:
