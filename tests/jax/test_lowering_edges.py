@@ -7,7 +7,8 @@ that zymase now drops (it was refused as 'sdy.mesh'); ``lax.reduce_precision`` (
 rounding to a narrower float inside a wider one) is linear for JAX, its adjoint rounded
 the same way (it was refused: no rule); a callback into Python (``jax.debug.print``) is
 refused with its Python line (the parser stopped at its Shardy attribute, naming a line of
-the lowered text)."""
+the lowered text); a bf16 constant printed as a bit pattern (JAX's -inf) keeps its
+value."""
 
 from __future__ import annotations
 
@@ -93,3 +94,17 @@ def test_debug_print_is_refused_with_its_python_line():
         zj.grad(printing)(jnp.ones(3))
     line = printing.__code__.co_firstlineno + 1
     assert f"test_lowering_edges.py:{line}:" in str(info.value)
+
+
+def bf16_max(x):
+    return (jnp.max(x) * 2).astype(jnp.float32)
+
+
+# session 33: JAX prints a bf16 -inf (the max's initial value) as the bit pattern 0xFF80,
+# which xDSL read as the integer 65408 (rounded to 65536): the value and gradient of a
+# bf16 max below that were wrong
+def test_bfloat16_non_finite_constants_keep_their_value():
+    x = jnp.asarray([1.0, 3.0, 0.5], dtype=jnp.bfloat16)
+    value, gradient = zj.value_and_grad(bf16_max)(x)
+    assert float(value) == 6.0
+    np.testing.assert_array_equal(np.asarray(gradient, np.float32), [0.0, 2.0, 0.0])
