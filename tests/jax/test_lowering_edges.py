@@ -8,7 +8,7 @@ rounding to a narrower float inside a wider one) is linear for JAX, its adjoint 
 the same way (it was refused: no rule); a callback into Python (``jax.debug.print``) is
 refused with its Python line (the parser stopped at its Shardy attribute, naming a line of
 the lowered text); a bf16 constant printed as a bit pattern (JAX's -inf) keeps its
-value."""
+value; a widening product's tangent has the product's type."""
 
 from __future__ import annotations
 
@@ -108,3 +108,18 @@ def test_bfloat16_non_finite_constants_keep_their_value():
     value, gradient = zj.value_and_grad(bf16_max)(x)
     assert float(value) == 6.0
     np.testing.assert_array_equal(np.asarray(gradient, np.float32), [0.0, 2.0, 0.0])
+
+
+def widening_product(a, b):
+    return jnp.sum(jnp.dot(a, b, preferred_element_type=jnp.float64) ** 2)
+
+
+# session 33: the tangent of a widening product (float32 or bf16 operands, a float64 or
+# float32 result) kept the operands' type and was added to the result's: an invalid module
+def test_tangent_of_a_widening_product_has_the_products_type():
+    rng = np.random.default_rng(4)
+    a, b, ta, tb = (jnp.asarray(rng.normal(size=s), jnp.float32) for s in [(3, 4), (4, 2), (3, 4), (4, 2)])
+    got = zj.jvp(widening_product, (a, b), (ta, tb))[1]
+    want = jax.jvp(widening_product, (a, b), (ta, tb))[1]
+    assert got.dtype == want.dtype == jnp.float64
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)

@@ -428,11 +428,14 @@ class _DotGeneral(Rule):
         E = ctx.E
         lb, rb, lc, rc = _dot_numbers(op)
         a, b = (ctx.primal(v) for v in op.operands)
+        # the tangent has the product's type, as in JAX: a widening product's tangent
+        # (bf16 operands, f32 result) was a bf16 tensor added to f32 ones (an invalid module)
+        wide = op.results[0].type.element_type
         total = None
         if tangents[0] is not None:
-            total = T.dot_general(E, tangents[0], b, lb, rb, lc, rc)
+            total = T.dot_general(E, tangents[0], b, lb, rb, lc, rc, element_type=wide)
         if tangents[1] is not None:
-            term = T.dot_general(E, a, tangents[1], lb, rb, lc, rc)
+            term = T.dot_general(E, a, tangents[1], lb, rb, lc, rc, element_type=wide)
             total = term if total is None else E.add(total, term)
         return [total]
 
