@@ -8,7 +8,8 @@ rounding to a narrower float inside a wider one) is linear for JAX, its adjoint 
 the same way (it was refused: no rule); a callback into Python (``jax.debug.print``) is
 refused with its Python line (the parser stopped at its Shardy attribute, naming a line of
 the lowered text); a bf16 constant printed as a bit pattern (JAX's -inf) keeps its
-value; a widening product's tangent has the product's type."""
+value; a widening product's tangent has the product's type, and a widening
+convolution's adjoint is computed in the adjoint's type, as JAX transposes it."""
 
 from __future__ import annotations
 
@@ -123,3 +124,18 @@ def test_tangent_of_a_widening_product_has_the_products_type():
     want = jax.jvp(widening_product, (a, b), (ta, tb))[1]
     assert got.dtype == want.dtype == jnp.float64
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
+
+
+def widening_convolution(x, k):
+    return jnp.sum(jax.lax.conv_general_dilated(x, k, (2,), [(1, 2)], preferred_element_type=jnp.float64) ** 2)
+
+
+# session 33: the adjoint of a widening convolution convolved the float64 adjoint with the
+# float32 operand (an invalid module); JAX converts the operand to the adjoint's type
+def test_adjoint_of_a_widening_convolution_matches_jax():
+    rng = np.random.default_rng(5)
+    x = jnp.asarray(rng.normal(size=(1, 2, 6)), jnp.float32)
+    k = jnp.asarray(rng.normal(size=(3, 2, 3)), jnp.float32)
+    for got, want in zip(zj.grad(widening_convolution, (0, 1))(x, k), jax.grad(widening_convolution, (0, 1))(x, k)):
+        assert got.dtype == want.dtype == jnp.float32
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
