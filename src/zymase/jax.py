@@ -66,12 +66,14 @@ def value_and_grad(f, argnums: int | Sequence[int] = 0):
         seed = jnp.ones((), out_avals[0].dtype)
         outs = front.run(text, [*leaves, seed], [*out_avals, *grads_avals])
         value, flat_grads = outs[0], list(outs[1:])
-        per_arg = []
-        for n in nums:
+        # the module returns the active leaves in argument order, whatever the order (or
+        # repetition) of argnums: argnums=(1, 0) gave argument 0's gradients to argument 1
+        by_position = {}
+        for n in sorted(set(nums)):
             count = len(jax.tree_util.tree_leaves(args[n]))
-            per_arg.append(jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(args[n]), flat_grads[:count]))
+            by_position[n] = jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(args[n]), flat_grads[:count])
             flat_grads = flat_grads[count:]
-        return value, (per_arg[0] if isinstance(argnums, int) else tuple(per_arg))
+        return value, (by_position[nums[0]] if isinstance(argnums, int) else tuple(by_position[n] for n in nums))
 
     return wrapper
 
@@ -82,11 +84,25 @@ def grad(f, argnums: int | Sequence[int] = 0):
     return lambda *args: vg(*args)[1]
 
 
+def _float_mask(leaves, what: str, f) -> list[bool]:
+    """Which argument leaves carry derivatives: the float ones. Integer and boolean leaves
+    get float0 zeros, as in jax.vjp/jax.jvp (they were refused); complex ones are refused
+    (zymase has no complex derivatives), as are float8 ones."""
+    active = [front.float_leaf(x) for x in leaves]
+    front.require_float_leaves([x for x, a in zip(leaves, active)
+                                if a or jnp.issubdtype(jax.typeof(x).dtype, jnp.inexact)], what, f)
+    return active
+
+
+def _float0_like(x):
+    return np.zeros(np.shape(x), dtype=jax.dtypes.float0)
+
+
 def vjp(f, *primals):
     """``(f(*primals), vjp_fn)`` like ``jax.vjp``: ``vjp_fn(cotangent)`` returns one
-    cotangent per primal argument (float outputs and arguments)."""
-    leaves, in_tree, active = _slots(primals, tuple(range(len(primals))))
-    front.require_float_leaves(leaves, "the arguments of vjp", f)
+    cotangent per primal argument (float0 zeros for integer and boolean ones)."""
+    leaves, in_tree, _ = _slots(primals, tuple(range(len(primals))))
+    active = _float_mask(leaves, "the arguments of vjp", f)
     out_tree, out_avals = front.lower(f, leaves, in_tree)
     value = jax.jit(f)(*primals)
 
@@ -95,19 +111,21 @@ def vjp(f, *primals):
         # cotangents (what jax.vjp's callers pass) carry nothing
         seeds = [s for s, aval in zip(jax.tree_util.tree_leaves(cotangent), out_avals) if _is_float(aval)]
         text = front.derivative_module(f, leaves, in_tree, "reverse", active)
-        avals = [ShapedArray(x.shape, x.dtype) for x in leaves]
+        avals = [ShapedArray(x.shape, x.dtype) for x, a in zip(leaves, active) if a]
         outs = front.run(text, [*leaves, *seeds], [*out_avals, *avals])
-        flat = list(outs[len(out_avals):])
+        grads = iter(outs[len(out_avals):])
+        flat = [next(grads) if a else _float0_like(x) for x, a in zip(leaves, active)]
         return tuple(jax.tree_util.tree_unflatten(in_tree, flat))
 
     return value, vjp_fn
 
 
 def jvp(f, primals, tangents):
-    """``(f(*primals), tangent of the output)`` like ``jax.jvp`` (forward mode)."""
-    leaves, in_tree, active = _slots(primals, tuple(range(len(primals))))
-    front.require_float_leaves(leaves, "the arguments of jvp", f)
-    tangent_leaves = [jnp.asarray(t) for t in jax.tree_util.tree_leaves(tuple(tangents))]
+    """``(f(*primals), tangent of the output)`` like ``jax.jvp`` (forward mode); integer
+    and boolean primals take float0 tangents, as in JAX."""
+    leaves, in_tree, _ = _slots(primals, tuple(range(len(primals))))
+    active = _float_mask(leaves, "the arguments of jvp", f)
+    tangent_leaves = [jnp.asarray(t) for t, a in zip(jax.tree_util.tree_leaves(tuple(tangents)), active) if a]
     out_tree, out_avals = front.lower(f, leaves, in_tree)
     text = front.derivative_module(f, leaves, in_tree, "forward", active)
     float_avals = [a for a in out_avals if _is_float(a)]
@@ -115,7 +133,7 @@ def jvp(f, primals, tangents):
     n = len(out_avals)
     # integer outputs have no tangent in the module; jax.jvp gives them float0 zeros
     found = iter(outs[n:])
-    out_tangents = [next(found) if _is_float(a) else np.zeros(a.shape, dtype=jax.dtypes.float0) for a in out_avals]
+    out_tangents = [next(found) if _is_float(a) else _float0_like(a) for a in out_avals]
     return (jax.tree_util.tree_unflatten(out_tree, outs[:n]), jax.tree_util.tree_unflatten(out_tree, out_tangents))
 
 
@@ -147,7 +165,7 @@ def jit(f):
         grad_avals = [ShapedArray(x.shape, x.dtype) for x, a in zip(leaves, active) if a]
         outs = front.run(text, [*leaves, *seeds], [*out_avals, *grad_avals])
         grads = iter(outs[len(out_avals):])
-        flat = [next(grads) if a else np.zeros(x.shape, dtype=jax.dtypes.float0) for x, a in zip(leaves, active)]
+        flat = [next(grads) if a else _float0_like(x) for x, a in zip(leaves, active)]
         return tuple(jax.tree_util.tree_unflatten(in_tree, flat))
 
     wrapped.defvjp(forward_pass, backward_pass)

@@ -1,7 +1,7 @@
 """zymase agrees with jax.grad / jax.jvp where a derivative is a convention (issue 28
 item 4 of session 24): ties of ``maximum``/``minimum`` (and so of ``jnp.clip``) share
 the derivative equally, as JAX's rule does; ``jnp.max`` ties, ``sort``, ``argmax``
-indexing and ``abs`` at zero; and IEEE arithmetic kept in derivative code, so that a NaN
+indexing and ``abs`` at zero; ``x ** y`` at a zero base; and IEEE arithmetic kept in derivative code, so that a NaN
 JAX computes (``logaddexp(log(0 x), x)``, ``norm(0 x)``) is not rewritten into a
 finite number by ``x * 0 -> 0`` nor by ``pad(u, 0) * w -> pad(u * slice(w), 0)``.
 
@@ -37,6 +37,9 @@ CASES = {
     "norm_of_zero": lambda x: jnp.linalg.norm(0.0 * x),
     # the adjoint of the slice is a zero pad times the weights: NaN where they are not
     # finite (0 * inf), not a zero (the rewrite pad(u, 0) * w -> pad(u * slice(w), 0))
+    # x ** y at x = 0: JAX's exponent partial takes log(0) as 0 (x ** y is 0 for every y >
+    # 0), not 0 * log(0) = NaN (session 33)
+    "power_zero_base": lambda x: jnp.power(x * (x < 1.5), x + 2.0),
     "padded_product_of_inf": lambda x: _window_twice(x * jnp.array([1.0, 2.0, 3.0, np.inf, np.nan, 4.0])),
 }
 

@@ -296,3 +296,47 @@ def test_linalg_custom_calls_run_when_constant_and_are_refused_when_active():
         zj.grad(lambda a: jnp.sum(jax.lax.linalg.tridiagonal(a)[0]))(a)
     text = info.value.format()
     assert "@lapack_dsytrd_ffi (emitted by jax.lax.linalg.tridiagonal)" in text and "<lambda>" in text
+
+
+# session 33: argnums in another order than the arguments' gave argument 0's gradients to
+# argument 1 (unflattened with the other's tree: a silent mix-up when the shapes agree)
+def test_argnums_out_of_order_match_jax():
+    rng = np.random.default_rng(3)
+    params = {"W": jnp.asarray(rng.normal(size=(3, 2))), "b": jnp.asarray(rng.normal(size=2))}
+    x = jnp.asarray(rng.normal(size=(4, 3)))
+
+    def loss(p, x):
+        return jnp.sum(jnp.tanh(x @ p["W"] + p["b"]) ** 2)
+
+    got = zj.value_and_grad(loss, argnums=(1, 0))(params, x)
+    want = jax.value_and_grad(loss, argnums=(1, 0))(params, x)
+    assert jax.tree_util.tree_structure(got) == jax.tree_util.tree_structure(want)
+    for g, w in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
+
+
+# session 33: both were XLA verifier errors or JAX's bare NotImplementedError (tracebacks)
+def test_closed_over_tracer_and_jax_ad_of_a_zymase_derivative_are_refused():
+    x = jnp.asarray([0.3, 0.5, 0.9])
+    with pytest.raises(ZymaseError, match="closes over a value traced outside it"):
+        jax.jit(lambda w: zj.grad(lambda y: jnp.sum(jnp.sin(y * w)))(x))(2.0)
+    with pytest.raises(ZymaseError, match="JAX cannot differentiate the result of zymase.jax.grad"):
+        jax.jacfwd(zj.grad(lambda y: jnp.sum(jnp.sin(y) ** 3)))(x)
+
+
+# session 33: integer and boolean primals were refused by vjp and jvp; jax.vjp/jax.jvp give
+# them float0 cotangents and take float0 tangents for them
+def test_vjp_and_jvp_with_integer_and_boolean_primals():
+    def mixed(x, n, mask):
+        return jnp.where(mask, x ** n, jnp.sin(x)), n * 2
+
+    x, n, mask = jnp.asarray([0.5, 1.5, -0.3]), jnp.asarray([2, 3, 1]), jnp.asarray([True, False, True])
+    cotangent = (jnp.asarray([1.0, 2.0, 3.0]), np.zeros(3, jax.dtypes.float0))
+    got = zj.vjp(mixed, x, n, mask)[1](cotangent)
+    want = jax.vjp(mixed, x, n, mask)[1](cotangent)
+    assert [g.dtype for g in got] == [w.dtype for w in want]
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-13, atol=0)
+    tangents = (jnp.asarray([0.1, -1.0, 2.0]), np.zeros(3, jax.dtypes.float0), np.zeros(3, jax.dtypes.float0))
+    got_t, want_t = zj.jvp(mixed, (x, n, mask), tangents)[1], jax.jvp(mixed, (x, n, mask), tangents)[1]
+    np.testing.assert_allclose(got_t[0], want_t[0], rtol=1e-13, atol=0)
+    assert got_t[1].dtype == jax.dtypes.float0

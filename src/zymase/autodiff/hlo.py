@@ -27,7 +27,7 @@ from zymase.autodiff import hlo_flavor
 from zymase.autodiff.flavor import Emitter
 from zymase.autodiff.registry import REGISTRY
 from zymase.errors import ZymaseError
-from zymase.ir import FunctionType, ModuleOp, Operation, SSAValue, func, location_of
+from zymase.ir import Attribute, FunctionType, ModuleOp, Operation, SSAValue, func, location_of
 from zymase.ir import stablehlo as hlo
 from zymase.ir.enzyme import Activity
 
@@ -207,25 +207,57 @@ def block_activity(block, active_args: Sequence[bool]) -> ActivityInfo:
     returned = [(v, Activity.ACTIVE) for v in block.last_op.operands]
     blocks = [block, *branch_blocks(block)]
     info = analyze(blocks, acts, returned, _propagates, hlo_flavor.HLO)
-    _refuse_complex_from_active(blocks, info)
+    _refuse_underived_from_active(blocks, info)
     return info
 
 
-def _refuse_complex_from_active(blocks, info: ActivityInfo) -> None:
-    """Complex tensors carry no derivative (their type is not differentiable), so an
-    active float turned complex (``x + 1j * y``, ``jnp.exp(1j * x)``) lost its
-    derivative there: the gradient was zero without a word."""
+def _underived_number_type(t: Attribute) -> str | None:
+    """The name of a tensor's element type when it is a number type that carries no
+    derivative (complex, and the floats other than bf16/f16/f32/f64: float8 and
+    smaller, tf32), else None. Activity does not flow into such values, so a
+    derivative reaching one was lost without a word."""
+    from xdsl.dialects.builtin import _FloatType
+
     from zymase.ir import ComplexType
 
+    element = getattr(t, "element_type", None)
+    if isinstance(element, ComplexType):
+        return "complex"
+    if isinstance(element, _FloatType) and not hlo.is_float_tensor(t):
+        return str(element)
+    return None
+
+
+def _refuse_active_underived_arguments(block, active_args: Sequence[bool], function: str) -> None:
+    for i, (arg, active) in enumerate(zip(block.args, active_args)):
+        kind = _underived_number_type(arg.type) if active else None
+        if kind is not None:
+            raise ZymaseError(
+                f"argument {i} is a {kind} array, whose derivative zymase does not compute",
+                construct=f"argument of type {kind}", function=function,
+                hint="differentiate with respect to bf16, float16, float32 or float64 arrays "
+                     "(convert inside the function), or differentiate this function with jax.grad")
+
+
+def _refuse_underived_from_active(blocks, info: ActivityInfo) -> None:
+    """Complex tensors, and floats narrower than bf16/f16, carry no derivative (their
+    type is not differentiable), so an active float turned into one (``x + 1j * y``,
+    ``jnp.exp(1j * x)``, ``x.astype(jnp.float8_e4m3fn)``) lost its derivative there:
+    the gradient was zero without a word."""
     for b in blocks:
         for op in b.ops:
-            if any(isinstance(getattr(r.type, "element_type", None), ComplexType) for r in op.results) and any(
-                    o in info.varied for o in op.operands):
+            kinds = [k for k in map(_underived_number_type, (r.type for r in op.results)) if k]
+            if kinds and any(o in info.varied for o in op.operands):
+                if kinds[0] == "complex":
+                    what, hint = "complex numbers are not differentiated", (
+                        "compute with the real and imaginary parts as separate float arrays, "
+                        "or differentiate this function with jax.grad")
+                else:
+                    what, hint = f"{kinds[0]} floats are not differentiated", (
+                        "compute in bf16, float16, float32 or float64, or differentiate this function with jax.grad")
                 raise ZymaseError(
-                    f"complex numbers are not differentiated: this {op.name} makes a complex value from an active one",
-                    construct=op.name, location=location_of(op),
-                    hint="compute with the real and imaginary parts as separate float arrays, "
-                         "or differentiate this function with jax.grad")
+                    f"{what}: this {op.name} makes a {kinds[0]} value from an active one",
+                    construct=op.name, location=location_of(op), hint=hint)
 
 
 def branch_blocks(block) -> list:
@@ -319,6 +351,7 @@ def _main_for_ad(module: ModuleOp, active: Sequence[bool], function: str):
     primal = frozenset(main.walk())
     block = main.body.blocks[0]
     ret = block.last_op
+    _refuse_active_underived_arguments(block, active, function)
     with _refusals_at(ret, function):
         info = block_activity(block, active)
     ops = [op for op in block.ops if op is not ret]

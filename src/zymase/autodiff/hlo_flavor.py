@@ -219,12 +219,14 @@ def pad(E, v: SSAValue, low, high, interior) -> SSAValue:
                 edge_padding_high=hlo.array(high), interior_padding=hlo.array(interior))
 
 
-def dot_general(E, a: SSAValue, b: SSAValue, a_batch, b_batch, a_contract, b_contract) -> SSAValue:
+def dot_general(E, a: SSAValue, b: SSAValue, a_batch, b_batch, a_contract, b_contract,
+                element_type=None) -> SSAValue:
     """``stablehlo.dot_general``: result dims are the batch dims, then ``a``'s free dims,
-    then ``b``'s, each in order."""
+    then ``b``'s, each in order; elements of ``a``'s type unless ``element_type`` is given
+    (a widening product: ``preferred_element_type=jnp.float32`` of bf16 operands)."""
     sa, sb = shape(a), shape(b)
     dims = [sa[d] for d in a_batch]
     dims += [n for i, n in enumerate(sa) if i not in a_batch and i not in a_contract]
     dims += [n for i, n in enumerate(sb) if i not in b_batch and i not in b_contract]
-    return emit(E, hlo.DotGeneralOp, [a, b], _like(a, dims),
+    return emit(E, hlo.DotGeneralOp, [a, b], TensorType(element_type or a.type.element_type, dims),
                 dot_dimension_numbers=hlo.dot_dims(a_batch, b_batch, a_contract, b_contract))

@@ -32,7 +32,7 @@ import re
 import jax
 import numpy as np
 from jax._src import ad_util, dispatch
-from jax.interpreters import batching
+from jax.interpreters import ad, batching
 from jax._src.interpreters import mlir as jax_mlir
 from jax._src.lib.mlir import ir as jax_ir
 from jax._src.lib.mlir.dialects import func as jax_func
@@ -88,6 +88,22 @@ def _batch_call(args, dims, *, text, out_avals):
 batching.primitive_batchers[call_p] = _batch_call
 
 
+def _refuse_jax_ad_of_call(primals, tangents, *, text, out_avals):
+    """JAX's own AD of a derivative module's call (``jax.jacfwd(zymase.jax.grad(f))``)
+    met JAX's bare NotImplementedError, a traceback. zymase's derivatives nest through
+    zymase (``zymase.jax.grad`` of code calling ``zymase.jax.grad`` lowers the inner
+    call as StableHLO and differentiates it), and ``zymase.jax.jit(f)`` is ``f`` for
+    JAX's reverse mode."""
+    raise ZymaseError("JAX cannot differentiate the result of zymase.jax.grad / vjp / jvp "
+                      "(the derivative module is a call JAX has no rule for)",
+                      construct="jax transformation of a zymase derivative",
+                      hint="nest zymase's own transformations (zymase.jax.grad of a function calling "
+                           "zymase.jax.grad), or use zymase.jax.jit(f) where JAX differentiates f")
+
+
+ad.primitive_jvps[call_p] = _refuse_jax_ad_of_call
+
+
 # ----- lowering a JAX function ---------------------------------------------------------
 # jax.lax.stop_gradient lowers to nothing at all: JAX's own AD acts on the jaxpr, before
 # lowering. While zymase lowers a function, it lowers to a marker custom_call instead
@@ -125,6 +141,15 @@ def _lowered_text(f, in_tree, avals) -> tuple[str, tuple]:
     token = _MARK_STOP_GRADIENT.set(True)
     try:
         traced = jax.jit(flat_f, keep_unused=True).trace(*avals)
+        if len(traced.jaxpr.jaxpr.invars) != len(avals):
+            # a value traced by an enclosing jax.jit / vmap / grad that f closes over
+            # becomes an extra leading parameter of the lowered function, which the
+            # derivative's call did not pass (an invalid module, XLA's verifier error)
+            raise ZymaseError(
+                "this function closes over a value traced outside it (an argument of an enclosing "
+                "jax.jit, jax.vmap or jax.grad), which zymase's derivative module cannot receive",
+                construct="closed-over tracer", function=python_name(f),
+                hint="pass the value as an argument of the function (argnums chooses what is differentiated)")
         with jax_custom_rules.marking(traced.jaxpr):  # custom rules lowered as markers zymase differentiates
             lowered = traced.lower()
     except ZymaseError as exc:  # a refusal while lowering a custom rule
@@ -134,20 +159,66 @@ def _lowered_text(f, in_tree, avals) -> tuple[str, tuple]:
         _MARK_STOP_GRADIENT.reset(token)
     out_avals = tuple(ShapedArray(o.shape, o.dtype) for o in jax.tree_util.tree_leaves(lowered.out_info))
     module = lowered.compiler_ir("stablehlo")
+    _refuse_host_callbacks(module, f)
+    _drop_shardy_annotations(module)
     text = module.operation.get_asm(print_generic_op_form=True)
     return text, (lowered.out_tree, out_avals, tuple(_source_lines(module.operation)))
+
+
+def _refuse_host_callbacks(module, f) -> None:
+    """``jax.debug.print``, ``jax.debug.callback``, ``pure_callback`` and ``io_callback``
+    lower to a custom_call into Python registered with the lowering JAX ran; the
+    derivative module runs in another program, where that registration does not exist
+    (and the callback has no derivative rule). Refused with the call's Python line; the
+    parser stopped at its Shardy attribute before, naming a line of the lowered text."""
+    for op in _nested_ops(module.operation):
+        if op.name == "stablehlo.custom_call" and "callback" in str(op.attributes["call_target_name"]):
+            where = _file_position(op.location)
+            raise ZymaseError(
+                "this function calls back into Python (jax.debug.print, jax.debug.callback, "
+                "jax.pure_callback or io_callback), which zymase's derivative cannot run",
+                construct="host callback", function=python_name(f),
+                location=f"{where[0]}:{where[1]}:{where[2]}" if where else None,
+                hint="remove the callback from the differentiated function "
+                     "(print outside it), or differentiate this function with jax.grad")
+
+
+def _nested_ops(op):
+    """The operations inside a jaxlib operation, in pre-order (a list: callers erase some)."""
+    out = []
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.operations:
+                out.append(inner.operation)
+                out += _nested_ops(inner.operation)
+    return out
+
+
+def _drop_shardy_annotations(module) -> None:
+    """JAX's lowering of typed PRNG keys (``jax.random.key``) constrains the key's bits
+    with ``sdy.sharding_constraint`` on an ``sdy.mesh``, Shardy's partitioning
+    annotations: they say nothing about the values (a constraint's value is its
+    operand), and zymase's IR does not read the dialect, so a function taking a key was
+    refused. Each constraint is replaced by its operand; the meshes are erased when no
+    other Shardy op (``sdy.manual_computation`` of ``shard_map``, refused as unknown)
+    is left to name them."""
+    found = [op for op in _nested_ops(module.operation) if op.name.startswith("sdy.")]
+    names = [op.name for op in found]
+    for op, name in zip(found, names):
+        if name == "sdy.sharding_constraint":
+            op.results[0].replace_all_uses_with(op.operands[0])
+            op.erase()
+    if set(names) <= {"sdy.sharding_constraint", "sdy.mesh"}:
+        for op, name in zip(found, names):
+            if name == "sdy.mesh":
+                op.erase()
 
 
 def _source_lines(op) -> list[tuple[str, int, int] | None]:
     """The Python source position of every op, in pre-order: JAX records it in MLIR
     locations, which xDSL cannot read (they are printed as aliases), so they are taken
     from jaxlib's module and put on the parsed ops (``_parsed``)."""
-    out = [_file_position(op.location)]
-    for region in op.regions:
-        for block in region.blocks:
-            for inner in block.operations:
-                out += _source_lines(inner.operation)
-    return out
+    return [_file_position(op.location)] + [_file_position(inner.location) for inner in _nested_ops(op)]
 
 
 def _file_position(loc) -> tuple[str, int, int] | None:
@@ -235,8 +306,18 @@ def float_leaf(x) -> bool:
     return jax.numpy.issubdtype(np.dtype(jax.typeof(x).dtype), jax.numpy.floating)
 
 
+# the float dtypes whose derivatives zymase computes (autodiff/hlo's differentiable
+# tensors); float8 and smaller carry none, so they are refused rather than given zeros
+DIFFERENTIABLE_FLOATS = ("bfloat16", "float16", "float32", "float64")
+
+
 def require_float_leaves(leaves, what: str, f) -> None:
     for x in leaves:
         if not float_leaf(x):
             raise ZymaseError(f"{what} must hold floating-point arrays, not {jax.typeof(x).dtype}",
                               function=python_name(f), hint="pass floats for the arguments you differentiate")
+        if str(np.dtype(jax.typeof(x).dtype)) not in DIFFERENTIABLE_FLOATS:
+            raise ZymaseError(f"{what} hold a {np.dtype(jax.typeof(x).dtype)} array, whose derivative zymase does not compute",
+                              function=python_name(f),
+                              hint="pass bfloat16, float16, float32 or float64 arrays (convert inside the function), "
+                                   "or differentiate this function with jax.grad")

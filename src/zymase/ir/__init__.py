@@ -214,7 +214,7 @@ _HEX_DENSE = None
 def _hex_floats_as_raw(text: str) -> str:
     """MLIR prints non-finite float elements as bit patterns (``dense<0xFFF0000000000000>
     : tensor<f64>``, JAX's -inf); xDSL 0.74 reads such a token as an integer and converts
-    it to a float (1.8e19). The raw-data spelling ``dense<"0x...">`` (little-endian
+    it to a float (1.8e19; a bf16 -inf, ``0xFF80``, became 65536 until session 33). The raw-data spelling ``dense<"0x...">`` (little-endian
     element bytes) is read exactly, so dense float literals holding bit patterns are
     rewritten to it before parsing."""
     global _HEX_DENSE
@@ -224,13 +224,16 @@ def _hex_floats_as_raw(text: str) -> str:
     if "dense<" not in text or "0x" not in text:
         return text
     if _HEX_DENSE is None:
-        _HEX_DENSE = re.compile(r"dense<([^\"<>]*0x[^\"<>]*)>(\s*:\s*(?:tensor|vector)<([0-9x?]*?)(f16|f32|f64)>)")
+        _HEX_DENSE = re.compile(r"dense<([^\"<>]*0x[^\"<>]*)>(\s*:\s*(?:tensor|vector)<([0-9x?]*?)(bf16|f16|f32|f64)>)")
     formats = {"f16": "<e", "f32": "<f", "f64": "<d"}
-    widths = {"f16": 16, "f32": 32, "f64": 64}
+    widths = {"bf16": 16, "f16": 16, "f32": 32, "f64": 64}
 
     def element(token: str, kind: str) -> bytes:
         if token.lower().startswith("0x"):
             return int(token, 16).to_bytes(widths[kind] // 8, "little")
+        if kind == "bf16":  # the high half of the float32, rounded to nearest even
+            bits = struct.unpack("<I", struct.pack("<f", float(token)))[0]
+            return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).to_bytes(2, "little")
         return struct.pack(formats[kind], float(token))
 
     def raw(m) -> str:

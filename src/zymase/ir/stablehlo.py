@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    BFloat16Type,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
     DictionaryAttr,
@@ -348,10 +349,10 @@ StableHLO = Dialect(
 
 
 def is_float_tensor(t: Attribute) -> bool:
-    """A ranked tensor of f16/f32/f64 (the values StableHLO derivatives flow through)."""
+    """A ranked tensor of bf16/f16/f32/f64 (the values StableHLO derivatives flow through)."""
     from zymase.ir import FLOAT_TYPES
 
-    return isinstance(t, TensorType) and isinstance(t.element_type, FLOAT_TYPES)
+    return isinstance(t, TensorType) and isinstance(t.element_type, (*FLOAT_TYPES, BFloat16Type))
 
 
 def array(values) -> DenseArrayBase:

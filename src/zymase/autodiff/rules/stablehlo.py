@@ -63,6 +63,19 @@ def _balanced(mine: int, other: int):
     return partial
 
 
+def _power_exponent_partial(E, P, dy):
+    """JAX's partial of ``x ** y`` in the exponent, ``x ** y * log(x)`` with log(x) taken
+    as 0 where x is 0: a zero base's power is 0 for every positive exponent, so the
+    derivative there is 0, where ``0 * log(0)`` was NaN (and ``1 * log(0)``, -inf, at y =
+    0, where JAX also gives 0); a forward tangent of the base alone then stays finite."""
+    x = P.arg(0)
+    nonzero = E.select(E.fcmp("oeq", x, E.zero(x.type)), E.const_like(1.0, dy), x)
+    return E.mul(dy, E.mul(P.res(), E.fn("log", nonzero)))
+
+
+_POWER = R(MATH["pow"].partials[0], _power_exponent_partial, name="power", singular=MATH["pow"].singular,
+           regular_if=MATH["pow"].regular_if, finite_value_if=MATH["pow"].finite_value_if)
+
 _MAXIMUM = R(_balanced(0, 1), _balanced(1, 0), name="maximum", bounded=True)
 _MINIMUM = R(_balanced(0, 1), _balanced(1, 0), name="minimum", bounded=True)
 
@@ -70,7 +83,7 @@ ELEMENTWISE_RULES = {
     "add": FADD, "subtract": FSUB, "multiply": FMUL, "divide": _DIVIDE, "negate": FNEG, "remainder": FREM,
     "exponential": MATH["exp"], "exponential_minus_one": MATH["expm1"], "log": MATH["log"],
     "log_plus_one": MATH["log1p"], "tanh": MATH["tanh"], "sqrt": MATH["sqrt"], "cbrt": MATH["cbrt"],
-    "sine": MATH["sin"], "cosine": MATH["cos"], "tan": MATH["tan"], "abs": MATH["fabs"], "power": MATH["pow"],
+    "sine": MATH["sin"], "cosine": MATH["cos"], "tan": MATH["tan"], "abs": MATH["fabs"], "power": _POWER,
     "maximum": _MAXIMUM, "minimum": _MINIMUM, "atan2": MATH["atan2"], "logistic": _LOGISTIC,
     "rsqrt": _RSQRT, "floor": ZERO, "ceil": ZERO, "sign": ZERO, "round_nearest_even": ZERO,
     "round_nearest_afz": ZERO,
@@ -181,6 +194,14 @@ REGISTRY.register(hlo.OptimizationBarrierOp, _Barrier())
 def convert_adjoint(ctx, op, i, dy):
     # float to float only: from an integer nothing flows (propagates is False)
     return ctx.E.fconv(dy, op.operands[0].type)
+
+
+@_linear(hlo.ReducePrecisionOp)
+def reduce_precision_adjoint(ctx, op, i, dy):
+    """``lax.reduce_precision`` is linear for JAX (its tangent and cotangent are rounded
+    the same way), so the derivative rounds the adjoint too."""
+    return T.emit(ctx.E, hlo.ReducePrecisionOp, [dy], dy.type, exponent_bits=op.exponent_bits,
+                  mantissa_bits=op.mantissa_bits)
 
 
 @_linear(hlo.TransposeOp)
@@ -407,11 +428,14 @@ class _DotGeneral(Rule):
         E = ctx.E
         lb, rb, lc, rc = _dot_numbers(op)
         a, b = (ctx.primal(v) for v in op.operands)
+        # the tangent has the product's type, as in JAX: a widening product's tangent
+        # (bf16 operands, f32 result) was a bf16 tensor added to f32 ones (an invalid module)
+        wide = op.results[0].type.element_type
         total = None
         if tangents[0] is not None:
-            total = T.dot_general(E, tangents[0], b, lb, rb, lc, rc)
+            total = T.dot_general(E, tangents[0], b, lb, rb, lc, rc, element_type=wide)
         if tangents[1] is not None:
-            term = T.dot_general(E, a, tangents[1], lb, rb, lc, rc)
+            term = T.dot_general(E, a, tangents[1], lb, rb, lc, rc, element_type=wide)
             total = term if total is None else E.add(total, term)
         return [total]
 

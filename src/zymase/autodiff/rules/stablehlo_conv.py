@@ -134,19 +134,32 @@ class _Convolution(Rule):
         lhs_dilated = [_dilate(s, d) for s, d in zip(in_sizes, lhs_dilation)]
         rhs_dilated = [_dilate(s, d) for s, d in zip(window, rhs_dilation)]
         out_dilated = [_dilate(s, d) for s, d in zip(out_sizes, strides)]
+        # a widening convolution (preferred_element_type: f32 operands, f64 result) has an
+        # adjoint of the result's type: as JAX transposes it, the other operand is converted
+        # to that type, the adjoint convolution computed in it and converted back
+        wide = dy.type.element_type
+
+        def in_adjoint_type(v):
+            return E.fconv(v, TensorType(wide, T.shape(v)))  # no op when the types agree
+
+        def back(v, like):
+            return E.fconv(v, like.type)
+
         if ctx.wants(lhs):
             before = [r - lo - 1 for r, (lo, _) in zip(rhs_dilated, padding)]
             after = [a + r - 1 - o - b for a, r, o, b in zip(lhs_dilated, rhs_dilated, out_dilated, before)]
-            reversed_kernel = T.emit(E, hlo.ReverseOp, [ctx.primal(rhs)], rhs.type,
-                                     dimensions=hlo.array(rhs_spec[2:]))
+            kernel = in_adjoint_type(ctx.primal(rhs))
+            reversed_kernel = T.emit(E, hlo.ReverseOp, [kernel], kernel.type, dimensions=hlo.array(rhs_spec[2:]))
             swapped = [rhs_spec[1], rhs_spec[0], *rhs_spec[2:]]
-            out[0] = _convolution(E, dy, reversed_kernel, lhs.type, (out_spec, swapped, lhs_spec), lhs_dilation,
-                                  list(zip(before, after)), strides, rhs_dilation, precision)
+            out[0] = back(_convolution(E, dy, reversed_kernel, TensorType(wide, T.shape(lhs)),
+                                       (out_spec, swapped, lhs_spec), lhs_dilation, list(zip(before, after)),
+                                       strides, rhs_dilation, precision), lhs)
         if ctx.wants(rhs):
             high = [(o - a) + (r - lo - 1) for o, a, r, (lo, _) in zip(out_dilated, lhs_dilated, rhs_dilated, padding)]
             transposed = [[s[1], s[0], *s[2:]] for s in (lhs_spec, out_spec, rhs_spec)]
-            out[1] = _convolution(E, ctx.primal(lhs), dy, rhs.type, transposed, rhs_dilation,
-                                  [(lo, h) for (lo, _), h in zip(padding, high)], lhs_dilation, strides, precision)
+            out[1] = back(_convolution(E, in_adjoint_type(ctx.primal(lhs)), dy, TensorType(wide, T.shape(rhs)),
+                                       transposed, rhs_dilation, [(lo, h) for (lo, _), h in zip(padding, high)],
+                                       lhs_dilation, strides, precision), rhs)
         return out
 
 
