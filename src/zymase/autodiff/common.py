@@ -458,9 +458,9 @@ def _reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activ
             if any(o in act.varied for o in op.operands) and _touches_float_vectors(op) and not _vector_safe(ctx, op):
                 raise ZymaseError(
                     f"an active vector of floats reaches '{describe(op)}'; zymase differentiates "
-                    "vectors only through lane-wise arithmetic (fadd, fsub, fmul, fdiv, fneg, fma, select, "
-                    "fpext/fptrunc), extractelement, insertelement, shufflevector, loads, stores and the "
-                    "float _Complex functions",
+                    "vectors only through lane-wise arithmetic (fadd, fsub, fmul, fdiv, fneg, fma, sqrt, "
+                    "fabs, min/max, select, fpext/fptrunc), extractelement, insertelement, shufflevector, "
+                    "loads, stores and the float _Complex functions",
                     construct=describe(op),
                     function=fname,
                     location=location_of(op),
