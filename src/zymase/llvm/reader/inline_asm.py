@@ -7,8 +7,8 @@ GCC 4.2, so ``maxCoeff()``, ``cwiseMax()``, ``minCoeff()`` ... reach zymase as
 ``asm "maxpd $1, $0", "=x,x,0"``. Those instructions have an exact meaning in IR:
 ``maxpd src, dst`` is, lane by lane, ``dst > src ? dst : src`` (the second operand of
 the Intel form, ``src``, when either is NaN), ``minpd`` the same with ``<``; the AVX
-forms ``vmaxpd s2, s1, d`` give ``s1 > s2 ? s1 : s2``. Any other inline assembly is
-refused as before."""
+forms ``vmaxpd s2, s1, d`` give ``s1 > s2 ? s1 : s2``. Any other inline assembly is read
+as ``llvm.inline_asm``."""
 
 from __future__ import annotations
 
@@ -56,3 +56,4 @@ def lanewise_min_max(template: str, constraints: str, args: list, result_type) -
     if first is None or second is None or any(getattr(a, "type", None) != result_type for a in (first, second)):
         return None
     return _MIN_MAX[m.group(2)], first, second
+
