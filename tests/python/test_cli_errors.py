@@ -42,6 +42,20 @@ def one_error(proc, *needles: str) -> str:
 
 
 C_CASES = {
+    # session 33: the bits of floats loaded as a vector of integers and masked (Eigen's SSE
+    # packet abs(): an `and <2 x i64>` with the sign mask, then a bitcast to <2 x double>)
+    # had derivative zero, silently, at every level
+    "packet_abs_bits.c": (
+        "#include <emmintrin.h>\nextern void __enzyme_autodiff(void*, ...);\nextern int enzyme_dup;\n"
+        "double f(const double *x) {\n"
+        "  __m128d a = _mm_castsi128_pd(_mm_and_si128(_mm_loadu_si128((const __m128i *)x),"
+        " _mm_set1_epi64x(0x7fffffffffffffffLL)));\n"
+        "  return a[0] * a[1]; }\n"
+        "int main(void) { double x[2] = {1, -2}, dx[2] = {0, 0}; __enzyme_autodiff((void*)f, enzyme_dup, x, dx);"
+        " return dx[0] != 2; }\n",
+        ["packet_abs_bits.c:5:", "a vector of i64 integers is loaded from memory holding derivatives",
+         "function 'f'", "-DEIGEN_DONT_VECTORIZE"],
+    ),
     # session 32: without -g, the build refused this at -O1 and up with no source line: the
     # second build with line tables ran the pre-AD pipeline on every function, inlined
     # grad_of into main and resolved fn, so it found no error to take the line from
