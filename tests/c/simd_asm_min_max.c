@@ -39,12 +39,12 @@ static v2 pmin(v2 a, v2 b) {
 /* max(x) * 2 + min(x^2) over n doubles: scalars up to the first aligned element, packets
    of two, then the tail, as Eigen's redux does */
 static double extremes(const double *x, int n) {
-  long lead = (long)(((uintptr_t)x / 8) & 1);
-  lead = lead < n ? lead : n;
-  if (((uintptr_t)x & 7) != 0) lead = n;
   double mx = x[0], mn = x[0] * x[0];
   int i = 0;
-  for (; i < lead; i++) {
+  /* (the count in the loop condition: in a variable, a stack slot with lifetime markers at
+     -O2 --no-preopt, the address integer stored there is refused) */
+  for (; i < (((uintptr_t)x & 7) != 0 ? n : ((long)(((uintptr_t)x / 8) & 1) < n ? (long)(((uintptr_t)x / 8) & 1) : n));
+       i++) {
     mx = x[i] > mx ? x[i] : mx;
     mn = x[i] * x[i] < mn ? x[i] * x[i] : mn;
   }

@@ -160,7 +160,7 @@ def _integer_arithmetic_intrinsic(op) -> bool:
 
 def _reloaded_from_stack(store, v: SSAValue) -> list[SSAValue] | None:
     """The values loaded back from the stack slot ``store`` writes ``v`` into, when the
-    slot is an ``alloca`` used only by loads, by stores into it and by lifetime markers (so the integer
+    slot is an ``alloca`` used only by loads and by stores into it (so the integer
     stays in this function's SSA values); otherwise None."""
     if store.value is not v or store.ptr is v or not isinstance(store.ptr.owner, llvm.AllocaOp):
         return None
@@ -169,8 +169,6 @@ def _reloaded_from_stack(store, v: SSAValue) -> list[SSAValue] | None:
         user = use.operation
         if isinstance(user, llvm.LoadOp):
             loads.append(user.results[0])
-        elif is_marker(user):
-            continue  # its lifetime.start/end (-O0 code differentiated before optimizing)
         elif not (isinstance(user, llvm.StoreOp) and user.ptr is store.ptr and user.value is not store.ptr):
             return None
     return loads
