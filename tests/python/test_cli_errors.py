@@ -42,6 +42,20 @@ def one_error(proc, *needles: str) -> str:
 
 
 C_CASES = {
+    # session 33: the bits of floats loaded as a vector of integers and masked (here the
+    # low mantissa bits cleared; Eigen's SSE abs() is the sign mask, made fabs before AD:
+    # test_packet_abs_by_sign_mask) had derivative zero, silently, at every level
+    "packet_mask_bits.c": (
+        "#include <emmintrin.h>\nextern void __enzyme_autodiff(void*, ...);\nextern int enzyme_dup;\n"
+        "double f(const double *x) {\n"
+        "  __m128d a = _mm_castsi128_pd(_mm_and_si128(_mm_loadu_si128((const __m128i *)x),"
+        " _mm_set1_epi64x(-4096)));\n"
+        "  return a[0] * a[1]; }\n"
+        "int main(void) { double x[2] = {1, -2}, dx[2] = {0, 0}; __enzyme_autodiff((void*)f, enzyme_dup, x, dx);"
+        " return dx[0] != -2; }\n",
+        ["packet_mask_bits.c:5:", "a vector of i64 integers is loaded from memory holding derivatives",
+         "function 'f'", "-DEIGEN_DONT_VECTORIZE"],
+    ),
     # session 32: without -g, the build refused this at -O1 and up with no source line: the
     # second build with line tables ran the pre-AD pipeline on every function, inlined
     # grad_of into main and resolved fn, so it found no error to take the line from
@@ -331,10 +345,10 @@ C_CASES = {
     "vector_active.c": (
         "typedef double v2 __attribute__((vector_size(16)));\n"
         "extern void __enzyme_autodiff(void*, ...);\nextern int enzyme_dup;\n"
-        "double f(const double *x) { v2 v = *(const v2 *)x; v2 r = __builtin_elementwise_sqrt(v); return r[0] * r[1]; }\n"
+        "double f(const double *x) { v2 v = *(const v2 *)x; v2 r = __builtin_elementwise_sin(v); return r[0] * r[1]; }\n"
         "int main(void) { double x[2] = {1, 2}, dx[2] = {0, 0};\n"
         "  __enzyme_autodiff((void*)f, enzyme_dup, x, dx); return dx[0] != 2; }\n",
-        ["vector_active.c:4:", "an active vector of floats reaches", "llvm.sqrt.v2f64", "function 'f'"],
+        ["vector_active.c:4:", "an active vector of floats reaches", "llvm.sin.v2f64", "function 'f'"],
     ),
     # issue 24 item 2: registered derivatives that do not follow Enzyme's convention are
     # refused by name (calling them with other arguments would be undefined behaviour)
@@ -759,6 +773,32 @@ def test_c_errors(tmp_path, name, debug):
     proc = run("zymase", ["cc", "-O2", *debug, name, "-o", "exe"], cwd=tmp_path)
     one_error(proc, *needles)
     assert not (tmp_path / "exe").exists()
+
+
+PACKET_ABS = (
+    "#include <emmintrin.h>\nextern void __enzyme_autodiff(void*, ...);\nextern int enzyme_dup;\n"
+    "double f(const double *x) {\n"
+    "  __m128d a = _mm_castsi128_pd(_mm_and_si128(_mm_loadu_si128((const __m128i *)x),"
+    " _mm_set1_epi64x(0x7fffffffffffffffLL)));\n"
+    "  return a[0] * a[1] * x[2]; }\n"
+    "int main(void) { double x[3] = {1, -2, 3}, dx[3] = {0, 0, 0}; __enzyme_autodiff((void*)f, enzyme_dup, x, dx);"
+    " return !(dx[0] == 6 && dx[1] == -3 && dx[2] == 2); }\n"
+)
+
+
+@pytest.mark.parametrize("level", ["-O0", "-O2"])
+def test_packet_abs_by_sign_mask(tmp_path, level):
+    # session 33: Eigen's SSE abs() is an `and <2 x i64>` of the floats' bits with the sign
+    # mask; the derivative was zero, silently. At -O1 and up it is made fabs before AD (the
+    # integers loaded as floats, transforms/integer_copies); at -O0 the masked bits go
+    # through a stack slot, and are refused
+    (tmp_path / "packet_abs.c").write_text(PACKET_ABS)
+    proc = run("zymase", ["cc", level, "packet_abs.c", "-o", "exe"], cwd=tmp_path)
+    if level == "-O0":
+        one_error(proc, "packet_abs.c:5:", "is loaded from memory holding derivatives")
+        return
+    assert proc.returncode == 0, proc.stderr
+    assert subprocess.run([str(tmp_path / "exe")], timeout=60).returncode == 0
 
 
 def test_float_bits_merged_into_memory_without_a_shadow_are_refused(tmp_path):

@@ -98,7 +98,8 @@ INTEGER_ONLY_EXTERNALS = {"numba_attempt_nocopy_reshape", "malloc_usable_size",
                            "get_num_threads", "get_thread_id", "get_parallel_chunksize",
                            "set_parallel_chunksize"}
 #: intrinsics that neither read nor write program memory (markers and hints)
-MARKER_INTRINSICS = ("llvm.lifetime", "llvm.dbg", "llvm.assume", "llvm.experimental.noalias.scope.decl")
+MARKER_INTRINSICS = ("llvm.lifetime", "llvm.dbg", "llvm.assume", "llvm.experimental.noalias.scope.decl",
+                     "llvm.prefetch")  # (Eigen's product kernels prefetch the packed blocks)
 
 
 def callee_name(op: Operation) -> str | None:

@@ -124,6 +124,11 @@ def _refuse_escaping_address(cast, incoming, successor_operands, fname: str) -> 
                     continue
             elif isinstance(user, llvm.SubOp) and _is_distance(user, incoming):
                 continue  # end - begin: a size (std::vector hands it to operator delete)
+            elif _integer_arithmetic_intrinsic(user):
+                # smin(address / 8 & 1, n): Eigen's first_aligned counts the scalars before
+                # the first aligned packet; an integer like the others, followed on
+                work.extend(r for r in user.results if isinstance(r.type, IntegerType))
+                continue
             elif isinstance(user, llvm.StoreOp) and (loads := _reloaded_from_stack(user, v)) is not None:
                 # kept in a stack slot that is only read back (a reverse sweep's cache of
                 # an overlap test's address, differentiated again): follow the reads
@@ -142,6 +147,15 @@ def _refuse_escaping_address(cast, incoming, successor_operands, fname: str) -> 
                 location=location_of(user) or location_of(cast),
                 hint="pass the pointer itself (double *), not its address as an integer (uintptr_t)",
             )
+
+
+#: intrinsics that are integer arithmetic (an address passed to one stays in SSA values)
+_INTEGER_INTRINSICS = ("llvm.smin.", "llvm.smax.", "llvm.umin.", "llvm.umax.", "llvm.abs.", "llvm.ctlz.",
+                       "llvm.cttz.", "llvm.ctpop.")
+
+
+def _integer_arithmetic_intrinsic(op) -> bool:
+    return isinstance(op, llvm.CallIntrinsicOp) and op.intrin.data.startswith(_INTEGER_INTRINSICS)
 
 
 def _reloaded_from_stack(store, v: SSAValue) -> list[SSAValue] | None:

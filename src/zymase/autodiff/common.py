@@ -16,13 +16,13 @@ from zymase.autodiff.registry import REGISTRY, Rule, load_all_rules
 from zymase.autodiff.rules.blas_signatures import is_blas_or_lapack, supported_names
 from zymase.autodiff.annotated_calls import mark_of, rule_for_marked
 from zymase.autodiff.library_refusals import sort_or_search_refusal, text_into_shadowed_refusal
-from zymase.autodiff.type_rules import shadow_types
+from zymase.autodiff.type_rules import is_float_vector, shadow_types
 from zymase.autodiff.flavor import intrinsic_base
 from zymase.autodiff.names import ABANDON, ABANDONED, SHADOW_ARGS, SHADOW_LANES
 from zymase.errors import ZymaseError
 from zymase.ir import (
-    ArrayAttr, Attribute, Block, IntegerAttr, IntegerType, Operation, Region, SSAValue, UnitAttr, is_float_type, llvm,
-    location_of,
+    ArrayAttr, Attribute, Block, IntegerAttr, IntegerType, Operation, Region, SSAValue, UnitAttr, VectorType,
+    is_float_type, llvm, location_of,
 )
 from zymase.ir import enzyme as ez
 from zymase.ir.enzyme import Activity
@@ -458,9 +458,9 @@ def _reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activ
             if any(o in act.varied for o in op.operands) and _touches_float_vectors(op) and not _vector_safe(ctx, op):
                 raise ZymaseError(
                     f"an active vector of floats reaches '{describe(op)}'; zymase differentiates "
-                    "vectors only through lane-wise arithmetic (fadd, fsub, fmul, fdiv, fneg, fma, select, "
-                    "fpext/fptrunc), extractelement, insertelement, shufflevector, loads, stores and the "
-                    "float _Complex functions",
+                    "vectors only through lane-wise arithmetic (fadd, fsub, fmul, fdiv, fneg, fma, sqrt, "
+                    "fabs, min/max, select, fpext/fptrunc), extractelement, insertelement, shufflevector, "
+                    "loads, stores and the float _Complex functions",
                     construct=describe(op),
                     function=fname,
                     location=location_of(op),
@@ -661,18 +661,29 @@ def _float_bits_made_float_again(op: Operation, act: ActivityInfo, flavor: Flavo
         return None
     for use in integer_flow(op.results[0], flavor):
         user = use.operation
-        if isinstance(user, llvm.BitcastOp) and is_float_type(user.results[0].type):
+        if isinstance(user, llvm.BitcastOp) and is_float_like(user.results[0].type):
             return user
-        if (isinstance(user, llvm.StoreOp) and use.index == 0
+        if (isinstance(user, llvm.StoreOp) and use.index == 0 and isinstance(user.value.type, IntegerType)
                 and user.value.type.width.data != op.results[0].type.width.data):
             return user  # a piece of the bits stored (SROA's i8 + i56 of a copied double)
     return None
 
 
+def is_int_like(t) -> bool:
+    """An integer or a vector of integers (the bits of floats as SSE code moves them)."""
+    return isinstance(t, IntegerType) or (isinstance(t, VectorType) and isinstance(t.element_type, IntegerType))
+
+
+def is_float_like(t) -> bool:
+    return is_float_type(t) or is_float_vector(t)
+
+
 def integer_flow(start: SSAValue, flavor: Flavor):
-    """The uses an integer's bits reach, through integer operations and branches (block
-    arguments): each use is yielded; the results of its op are followed unless it is a
-    compare, a store, a call or a bitcast to a float (where the bits leave integers)."""
+    """The uses an integer's bits reach, through integer operations (on vectors of
+    integers too: Eigen's packet abs() is an ``and <2 x i64>`` with the sign mask) and
+    branches (block arguments): each use is yielded; the results of its op are followed
+    unless it is a compare, a store, a call or a bitcast to a float or a float vector
+    (where the bits leave integers)."""
     seen: set[SSAValue] = set()
     work: list[SSAValue] = [start]
     while work:
@@ -688,9 +699,9 @@ def integer_flow(start: SSAValue, flavor: Flavor):
                     work.extend(arg for arg, passed in zip(successor.args, operands) if passed is value)
                 continue
             if isinstance(user, (llvm.ICmpOp, llvm.StoreOp, llvm.CallOp)) or (
-                    isinstance(user, llvm.BitcastOp) and is_float_type(user.results[0].type)):
+                    isinstance(user, llvm.BitcastOp) and is_float_like(user.results[0].type)):
                 continue
-            work.extend(r for r in user.results if isinstance(r.type, IntegerType))
+            work.extend(r for r in user.results if is_int_like(r.type))
 
 
 def _active_into_pointer_writer(ctx: Context, op: Operation, act: ActivityInfo) -> bool:

@@ -791,20 +791,25 @@ class ShadowCode:
         float there (:meth:`_refuse_float_pieces`); bits only tested (a sign bit) pass.
         Returns False (or raises)."""
         t = op.results[0].type
-        if not isinstance(t, IntegerType) or t.width.data % 8:
-            return False
-        from zymase.autodiff.common import integer_flow
+        from zymase.autodiff.common import integer_flow, is_float_like, is_int_like
 
+        if not is_int_like(t):
+            return False
+        lane = t.element_type if isinstance(t, VectorType) else t
+        if lane.width.data % 8:
+            return False
         for use in integer_flow(op.results[0], self.ctx.flavor):
             user = use.operation
-            if isinstance(user, llvm.BitcastOp) and is_float_type(user.results[0].type):
+            if isinstance(user, llvm.BitcastOp) and is_float_like(user.results[0].type):
+                what = f"an i{t.width.data} integer" if lane is t else f"a vector of i{lane.width.data} integers"
                 raise ZymaseError(
-                    f"an i{t.width.data} integer is loaded from memory holding derivatives and made "
+                    f"{what} is loaded from memory holding derivatives and made "
                     "(with integer operations) into a floating-point value; zymase moves derivatives "
                     "through whole floating-point loads only and would lose this one",
                     construct="load", function=self.fname, location=location_of(op) or location_of(user),
-                    hint="load whole values (doubles, structs) instead of byte pieces or integers")
-            if isinstance(user, llvm.StoreOp) and use.index == 0 and t.width.data not in (32, 64):
+                    hint="load whole values (doubles, structs) instead of byte pieces or integers; Eigen's "
+                    "SSE abs()/cwiseAbs() does this (an and with the sign mask): compile with -DEIGEN_DONT_VECTORIZE")
+            if isinstance(user, llvm.StoreOp) and use.index == 0 and lane is t and t.width.data not in (32, 64):
                 self._refuse_float_pieces(op, op.ptr, t.width.data // 8, "loaded from")
         return False
 

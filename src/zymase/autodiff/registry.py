@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from zymase.autodiff.semantics import strong_zero
+from zymase.autodiff.type_rules import is_float_vector
 from zymase.ir import FloatAttr, Operation, SSAValue, is_float_type
 
 if TYPE_CHECKING:
@@ -247,7 +248,9 @@ class ScalarRule(Rule):
             return False
         if not ctx.singular_here(op, self) and not any(ctx.may_be_nonfinite(v) for v in primals.read):
             return False
-        return is_float_type(d.type) and term.type == d.type
+        # (vectors too: a lane nobody reads has a zero adjoint, and its partial may be
+        # infinite, as 1/x of a lane clang left undefined and zymase made zero)
+        return (is_float_type(d.type) or is_float_vector(d.type)) and term.type == d.type
 
     def partial_value(self, ctx, op: Operation, i: int) -> SSAValue | None:
         """d(result)/d(operand ``i``) as a value (the partial applied to 1), for tangents

@@ -21,16 +21,96 @@ integers, so ``bitcast(bitcast(x))`` of x's own type becomes ``x``, a store of
 from __future__ import annotations
 
 from zymase.analysis.memory import is_marker
-from zymase.ir import Block, IntegerAttr, IntegerType, Operation, Region, i1, i64, is_float_type, llvm, llvm_ext
+from zymase.autodiff.flavor import _mangle
+from zymase.autodiff.type_rules import is_float_vector
+from zymase.ir import (Block, DenseIntOrFPElementsAttr, IntegerAttr, IntegerType, Operation, Region, VectorType, i1, i64,
+                       is_float_type, llvm, llvm_ext)
 
 # widths of the integers a float's bits travel in: float, double
 _COPY_WIDTHS = (32, 64)
 
 
 def expose_float_bits(region: Region) -> None:
-    """Fold the bitcast round trips, then turn integer copies into memcpys."""
+    """Sign masks made fabs, fold the bitcast round trips, then turn integer copies into
+    memcpys."""
+    _sign_masks_to_fabs(region)
     _fold_float_bitcasts(region)
     integer_copies_to_memcpy(region)
+
+
+def _sign_masks_to_fabs(region: Region) -> None:
+    """``bitcast(and(X, 0x7ff...f))`` to a float or float vector type is ``fabs`` of X's
+    bits as that type, bit for bit: Eigen's SSE ``pabs`` (``_mm_and_pd`` with the mask),
+    which LLVM leaves as an ``and <2 x i64>`` of integers loaded from the array. X's bits
+    are rebuilt as floats where they come from (a load of integers loads the floats, an
+    insertelement inserts them; what is left is a bitcast that the folding below removes
+    where it round-trips), so the derivative flows through ``llvm.fabs``."""
+    for block in region.blocks:
+        for op in list(block.ops):
+            t = op.results[0].type if isinstance(op, llvm.BitcastOp) else None
+            if t is None or not (is_float_type(t) or is_float_vector(t)):
+                continue
+            masked = op.operands[0].owner
+            if not isinstance(masked, llvm.AndOp):
+                continue
+            lane = t.element_type if isinstance(t, VectorType) else t
+            width = lane.bitwidth
+            ints = masked.results[0].type
+            int_lane = ints.element_type if isinstance(ints, VectorType) else ints
+            if not isinstance(int_lane, IntegerType) or int_lane.width.data != width:
+                continue  # (lanes of another width: the mask is not each float's sign)
+            keep = next((i for i in (0, 1) if _is_splat(masked.operands[1 - i], (1 << (width - 1)) - 1)), None)
+            if keep is None:
+                continue
+            bits = _as_float(masked.operands[keep], t, op)
+            fabs = llvm.CallIntrinsicOp(f"llvm.fabs.{_mangle(t)}", [bits], [t])
+            fabs.location = op.location
+            block.insert_op_before(fabs, op)
+            op.results[0].replace_all_uses_with(fabs.results[0])
+            block.erase_op(op)
+            if not masked.results[0].uses:
+                masked.parent_block().erase_op(masked)
+
+
+def _is_splat(v, value: int) -> bool:
+    owner = getattr(v, "owner", None)
+    if not isinstance(owner, llvm.ConstantOp):
+        return False
+    attr = owner.value
+    if isinstance(attr, IntegerAttr):
+        return attr.value.data & ((1 << 64) - 1) == value
+    if isinstance(attr, DenseIntOrFPElementsAttr):
+        return all(int(x) & ((1 << 64) - 1) == value for x in attr.get_values())
+    return False
+
+
+def _as_float(x, t, before: Operation):
+    """The bits of integer ``x`` as a value of float type ``t``, built from where they
+    come from (a float bitcast to integers, a load, insertelements), new ops before
+    ``before``."""
+    block = before.parent_block()
+    owner = x.owner if isinstance(x.owner, Operation) else None
+    if isinstance(owner, llvm.BitcastOp) and owner.operands[0].type == t:
+        return owner.operands[0]
+    if isinstance(owner, llvm.LoadOp) and isinstance(t, VectorType) and _is_plain_load(owner):
+        typed = llvm_ext.LoadOp(owner.ptr, t, alignment=_alignment(owner))
+        typed.location = owner.location
+        _copy_metadata(owner, typed)
+        owner.parent_block().insert_op_before(typed, owner)
+        return typed.results[0]
+    if isinstance(owner, llvm.InsertElementOp) and isinstance(t, VectorType):
+        vector = _as_float(owner.operands[0], t, before)
+        element = _as_float(owner.operands[1], t.element_type, before)
+        insert = llvm.InsertElementOp(vector, element, owner.operands[2])
+        block.insert_op_before(insert, before)
+        return insert.results[0]
+    if owner is not None and owner.name in ("llvm.mlir.poison", "llvm.mlir.undef"):
+        undef = llvm.UndefOp(t)
+        block.insert_op_before(undef, before)
+        return undef.results[0]
+    cast = llvm.BitcastOp(x, t)  # (a scalar load or round trip: folded below)
+    block.insert_op_before(cast, before)
+    return cast.results[0]
 
 
 def _is_float_int_cast(op: Operation) -> bool:
@@ -116,6 +196,10 @@ def _is_plain_integer_load(op: Operation) -> bool:
         isinstance(t, IntegerType) and t.width.data in _COPY_WIDTHS
         and getattr(op, "volatile_", None) is None and _ordering(op) == 0
     )
+
+
+def _is_plain_load(op: Operation) -> bool:
+    return getattr(op, "volatile_", None) is None and _ordering(op) == 0
 
 
 def _ordering(op: Operation) -> int:

@@ -278,6 +278,9 @@ MATH["fmin"].handles_vectors = MATH["fmax"].handles_vectors = True
 # and fabs's and copysign's (the sign of each lane, llvm.copysign on the vector: _mm_andnot_pd
 # with the sign mask, which instcombine makes llvm.fabs.v2f64)
 MATH["fabs"].handles_vectors = MATH["copysign"].handles_vectors = True
+# and sqrt's (dy / (2 sqrt x) per lane: Eigen's normalized() takes llvm.sqrt.v2f64 of the
+# squared norm and a zero lane; strong zeros guard the vector term, registry._needs_guard)
+MATH["sqrt"].handles_vectors = True
 
 # Piecewise-constant functions: zero derivative, so they are never active.
 ZERO = R()

@@ -109,3 +109,59 @@ class VectorReduceRule(Rule):
 
 for _kind in ("fadd", "fmul", "fmax", "fmin", "fmaximum", "fminimum"):
     REGISTRY.register_function(f"vector.reduce.{_kind}", VectorReduceRule(_kind))
+
+
+class HorizontalAddRule(Rule):
+    """The x86 horizontal add and subtract of two vectors (``_mm_hadd_pd``,
+    ``_mm256_hadd_pd``: ``llvm.x86.sse3.hadd.pd``, ``llvm.x86.avx.hadd.pd.256``, the ``ps``
+    forms and ``hsub``), what Eigen's ``predux`` sums AVX packets with under
+    ``-march=native``. Within each 128-bit block the result holds the sums (differences) of
+    adjacent lanes of the first operand's block, then of the second's; linear, so the
+    tangent is the same instruction on the tangents, and each adjoint lane goes back to the
+    two lanes it came from (negated for the second lane of a difference)."""
+
+    handles_vectors = True
+
+    def __init__(self, subtract: bool):
+        self.subtract = subtract
+
+    def propagates(self, op, index):
+        return True
+
+    @staticmethod
+    def _sources(t) -> list[tuple[int, int]]:
+        """Per result lane: (operand, first lane of the pair)."""
+        count = t.get_shape()[0]
+        block = 128 // t.element_type.bitwidth
+        out = []
+        for start in range(0, count, block):
+            for operand in (0, 1):
+                out += [(operand, start + 2 * k) for k in range(block // 2)]
+        return out
+
+    def forward(self, ctx, op, tangents):
+        if all(t is None for t in tangents):
+            return [None]
+        E = ctx.E
+        t = op.results[0].type
+        args = [d if d is not None else E.zero(t) for d in tangents]
+        return [E.v(llvm.CallIntrinsicOp(op.intrin.data, args, [t]))]
+
+    def reverse(self, ctx, op, dys):
+        dy = dys[0]
+        if dy is None:
+            return [None, None]
+        E = ctx.E
+        t = op.results[0].type
+        lanes = _lanes(E, dy)
+        parts: list[list] = [[None] * t.get_shape()[0] for _ in (0, 1)]
+        for d, (operand, first) in zip(lanes, self._sources(t)):
+            parts[operand][first] = d
+            parts[operand][first + 1] = E.neg(d) if self.subtract else d
+        return [_vector(E, t, parts[k]) if ctx.wants(op.operands[k]) else None for k in (0, 1)]
+
+
+for _kind in ("hadd", "hsub"):
+    for _name in (f"x86.sse3.{_kind}.pd", f"x86.sse3.{_kind}.ps", f"x86.avx.{_kind}.pd.256",
+                  f"x86.avx.{_kind}.ps.256"):
+        REGISTRY.register_function(_name, HorizontalAddRule(_kind == "hsub"))

@@ -29,6 +29,7 @@ from zymase.ir import llvm_eh
 from zymase.llvm.noalias_scopes import DECL_INTRINSIC, scope_decl
 from zymase.llvm.reader.attributes import _CCONVS, _attr_dict_array, _parse_fn_attr_items, _parse_param_attrs
 from zymase.llvm.reader.constants import _BINOP_FLAGS, _FMF_WORDS, _GEP_FLAGS, Const, _parse_const
+from zymase.llvm.reader.inline_asm import lanewise_min_max
 from zymase.llvm.reader.lexer import _Cursor, _ParseFailure, _string_literal, _symbol_name
 from zymase.llvm.reader.types import _I32, _I64, _PTR, _UNIT, _element_type, int_attr
 
@@ -412,7 +413,7 @@ class _InstructionHandlers:
             raise _ParseFailure("operand bundles on calls are not supported")
         operands = [self._materialize(a) for a in parts.args]
         if parts.asm is not None:
-            return _inline_asm(parts, operands, tail)
+            return self._inline_asm(parts, operands, tail)
         if parts.callee is None:
             operands.insert(0, self._lookup(parts.callee_text, _PTR))
         props: dict[str, Attribute] = {
@@ -429,6 +430,19 @@ class _InstructionHandlers:
         results = [] if isinstance(parts.result_type, llvm.LLVMVoidType) else [parts.result_type]
         return llvm.CallOp.create(operands=operands, result_types=results, properties=props,
                                   attributes=parts.attributes())
+
+    def _inline_asm(self, parts: _CallParts, operands: list[SSAValue], tail) -> Operation:
+        """The lane-wise compare and select of an x86 SIMD min/max instruction (Eigen's
+        packets, :mod:`zymase.llvm.reader.inline_asm`); any other asm is ``llvm.inline_asm``."""
+        template, constraints, flags = parts.asm
+        found = None if flags else lanewise_min_max(template, constraints, operands, parts.result_type)
+        if found is None:
+            return _inline_asm(parts, operands, tail)
+        predicate, first, second = found
+        mask = self._emit(llvm_ext.FCmpOp(first, second, int_attr(_FCMP_PREDICATES[predicate], _I64),
+                                          fast_math=parts.fmf))
+        return llvm_ext.SelectOp.create(operands=[mask, first, second], result_types=[first.type],
+                                        properties={"fastmathFlags": parts.fmf})
 
     def _call_parts(self, cur: _Cursor, attr_end) -> _CallParts:
         """What ``call`` and ``invoke`` share: from the fast-math flags up to the function
