@@ -426,6 +426,41 @@ def pointers_stored(root: Operation, *, exact: bool = False, passed_to: Operatio
     return stored
 
 
+def slot_field_stores(root: Operation) -> tuple[list[tuple[int, int, SSAValue]], dict] | None:
+    """The stores into the ``alloca`` ``root`` as ``(byte offset, bytes, value)``, and the
+    byte offset of each pointer into it (``{pointer: offset}``), when its
+    address is used only at constant offsets (GEPs with constant indices, casts) by loads,
+    stores into it and markers; None when an address reaches a run-time offset or goes
+    anywhere else (a call, a copy, a phi, memory). Then a load at offset ``o`` reads a
+    value that one of the stores overlapping ``[o, o + size)`` wrote, or the slot's
+    initial contents (undefined), or what a ``memset`` wrote (bytes, never a shadowed
+    pointer): a struct's fields told apart (:meth:`MemoryModel.field_holds_only_constant_pointers`)."""
+    from zymase.analysis.layout import store_size
+    from zymase.analysis.type_deductions import gep_offset
+
+    work, offsets, stores = [(root.results[0], 0)], {}, []
+    while work:
+        v, at = work.pop()
+        if v in offsets:
+            continue
+        offsets[v] = at
+        for use in v.uses:
+            op = use.operation
+            kind = memory_kind(op)
+            if kind == "derive":
+                step = gep_offset(op) if isinstance(op, llvm.GEPOp) else (0, 0)
+                if step is None or step[1] != 0 or callee_name(op) is not None:
+                    return None
+                work.append((op.results[0], at + step[0]))
+            elif kind == "load" or is_marker(op) or (kind == "memset" and op.operands[0] is v):
+                continue
+            elif kind == "store" and op.ptr is v and op.value is not v:
+                stores.append((at, store_size(op.value.type), op.value))
+            else:
+                return None
+    return stores, offsets
+
+
 def derived_uses(start: SSAValue, successor_operands, *, through_realloc: bool = False):
     """Each use of pointer ``start``, or of a pointer derived from it (GEPs, casts,
     selects, block arguments; with ``through_realloc``, the result of ``realloc``), as
@@ -490,6 +525,7 @@ class MemoryModel:
         self.entry_args = list(entry_args)
         self._incoming: dict = {}
         self._constant_memory: dict = {}  # alloca op -> holds only constant pointers
+        self._field_stores: dict = {}  # alloca op -> slot_field_stores(op)
 
     def is_pointer(self, v: SSAValue) -> bool:
         return is_pointer(v)
@@ -560,7 +596,8 @@ class MemoryModel:
                 r = op.results[0]
                 if carries_derivatives(r.type):
                     info.varied.add(r)
-                elif is_pointer(r) and not self.holds_only_constant_pointers(op.ptr):
+                elif (is_pointer(r) and not self.holds_only_constant_pointers(op.ptr)
+                      and self.constant_field_pointers(op.ptr) is None):
                     # (a pointer read from memory that only ever holds constant pointers
                     # is constant: its shadow slot holds null, and code that accumulated
                     # adjoints through it wrote through null)
@@ -662,6 +699,33 @@ class MemoryModel:
             self._constant_memory[root] = stored is not None and not any(self.shadowable(v) for v in stored)
         return self._constant_memory[root]
 
+    def constant_field_pointers(self, slot: SSAValue) -> list[SSAValue] | None:
+        """The pointers that a pointer loaded at ``slot`` can be, when ``slot`` is a field of
+        a local struct (an ``alloca`` used at constant offsets only: :func:`slot_field_stores`)
+        into which only constant pointers, null or undef are ever stored at that offset;
+        None otherwise. ``struct P p = {x, y}`` with ``x`` enzyme_const and ``y`` dup: the
+        struct has a shadow (for ``y``), whose ``x`` field holds null, so ``p.x`` must be
+        constant, not a shadowed pointer whose shadow is null (a segfault where the
+        derivative read ``x``'s tangent or added its adjoint, session 32)."""
+        root = self._single_alloca(slot)
+        if root is None:
+            return None
+        if root not in self._field_stores:  # (the IR does not change during analysis)
+            self._field_stores[root] = slot_field_stores(root)
+        fields = self._field_stores[root]
+        if fields is None or slot not in fields[1]:
+            return None
+        at, found = fields[1][slot], []
+        for offset, size, value in fields[0]:
+            if offset + size <= at or at + 8 <= offset:
+                continue  # another field
+            if isinstance(value.owner, (llvm.ZeroOp, llvm.UndefOp, llvm_ext.PoisonOp)):
+                continue
+            if offset != at or not is_pointer(value) or self.shadowable(value):
+                return None  # bytes of unknown meaning, or a pointer that may have a shadow
+            found.append(value)
+        return found
+
     def _holds_constant_pointers_for(self, slot: SSAValue, call: Operation) -> bool:
         """Whether ``slot``, passed to the defined function ``call`` calls, is a local
         variable holding only constant pointers (``double *p = x`` with ``x``
@@ -728,7 +792,10 @@ class MemoryModel:
                 work.append(op.operands[0])
             elif kind == "load":
                 work.append(op.ptr)  # a pointer loaded from memory: that memory needs shadows
-                if self.holds_only_constant_pointers(op.ptr):
+                in_field = self.constant_field_pointers(op.ptr)
+                if in_field:
+                    work += in_field  # (a constant argument's is an error naming it)
+                elif self.holds_only_constant_pointers(op.ptr):
                     # what it loads is one of the constant pointers stored there: they
                     # need the shadow (a constant argument's is an error naming it).
                     # Unoptimized code stores a struct's field through one GEP and loads
