@@ -40,6 +40,7 @@ from zymase.autodiff.type_rules import carries_derivatives
 from zymase.autodiff.registry import call_memory_rule
 from zymase.errors import ZymaseError
 from zymase.autodiff.names import SHADOW_GLOBAL_PREFIX
+from zymase.autodiff.null_shadows import check_loaded_shadow
 from zymase.autodiff.memcpy_adjoint import check_whole_floats, require_memcpy_adjoint
 from zymase.ir import fast_ops
 from zymase.ir import (
@@ -209,6 +210,7 @@ class ShadowCode:
             return _memref_rule(self, op).structure(self, op, clone, forward_mode=forward_mode)
         if kind == "call_rule":  # the whole call's derivative (BLAS): registry.CallMemoryRule
             return call_memory_rule(callee_name(op)).structure(self, op, clone, forward_mode=forward_mode)
+        check_loaded_shadow(self, op)  # (a user's shadow struct may hold NULL)
         act = self.act
         E = self.E
         if kind == "derive" and op.results[0] in act.shadowed:

@@ -1,0 +1,132 @@
+"""The run-time check that a pointer read from memory has a shadow where derivatives go
+through it.
+
+A shadow struct's pointer field is the shadow of the primal's field. Users of Enzyme
+sometimes leave it NULL for data they want no derivative of (``struct P dp = {NULL, dy}``
+for ``struct P p = {x, y}``); the derivative then reads ``x``'s tangent or adds ``x``'s
+adjoints through null, a segfault (Enzyme's too: its shadow of constant data must point
+at memory, a zeroed buffer, where the adjoints go unread). A null shadow cannot mean
+"constant" in general: a scratch buffer written and read back through a null shadow would
+lose the derivative that flows through it. So each access whose shadow is dereferenced,
+through a pointer derived (by constant or run-time offsets, casts) from a pointer loaded
+from shadowed memory, checks first that the loaded pointer's shadow is not null where the
+pointer itself is not: otherwise the program stops with one ``zymase: error:`` line
+naming the access, the function and (with ``-g``) the source line. The check sits at
+the access, not at the load, so a field that is loaded but not used on this run may keep
+a null shadow.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from zymase.analysis.memory import memory_kind
+from zymase.autodiff.type_rules import carries_derivatives
+from zymase.errors import ZymaseError
+from zymase.ir import BlockArgument, IntegerAttr, IntegerType, Operation, SSAValue, StringAttr, i64, llvm, location_of
+
+NULL_SHADOW_CHECK = "__zymase_null_shadow_check"
+
+_CHECK = """
+builtin.module {
+  llvm.func internal @__zymase_null_shadow_check(%shadow: !llvm.ptr, %primal: !llvm.ptr, %msg: !llvm.ptr, %len: i64) {
+    %null = llvm.mlir.zero : !llvm.ptr
+    %no_shadow = llvm.icmp "eq" %shadow, %null : !llvm.ptr
+    %has_primal = llvm.icmp "ne" %primal, %null : !llvm.ptr
+    %bad = llvm.and %no_shadow, %has_primal : i1
+    llvm.cond_br %bad, ^report, ^fine
+  ^report:
+    llvm.call @__zymase_null_shadow(%msg, %len) : (!llvm.ptr, i64) -> ()
+    llvm.unreachable
+  ^fine:
+    llvm.return
+  }
+  llvm.func internal @__zymase_null_shadow(%msg: !llvm.ptr, %len: i64) attributes {passthrough = ["noinline", "cold"]} {
+    %fd = llvm.mlir.constant(2 : i32) : i32
+    %w = llvm.call @write(%fd, %msg, %len) : (i32, !llvm.ptr, i64) -> i64
+    llvm.call @abort() : () -> ()
+    llvm.unreachable
+  }
+}
+"""
+
+
+def loaded_base(gen, ptr: SSAValue) -> Operation | None:
+    """The load of a pointer from shadowed memory that ``ptr`` is derived from (through
+    GEPs and casts only), when that pointer has a shadow; None otherwise."""
+    seen = 0
+    while not isinstance(ptr, BlockArgument) and seen < 64:
+        op = ptr.owner
+        kind = memory_kind(op)
+        if kind == "derive" and isinstance(op, (llvm.GEPOp, llvm.BitcastOp)):
+            ptr, seen = op.operands[0], seen + 1
+            continue
+        if kind == "load" and op.ptr in gen.act.shadowed and ptr in gen.act.shadowed:
+            return op
+        return None
+    return None
+
+
+def dereferences_shadow(gen, op: Operation) -> SSAValue | None:
+    """The pointer operand of memory op ``op`` through whose shadow the derivative code
+    reads or writes (an active float loaded, a float or pointer stored, a pointer with a
+    shadow loaded, bytes copied or set), if any."""
+    act = gen.act
+    kind = memory_kind(op)
+    if kind == "load" and op.ptr in act.shadowed:
+        r = op.results[0]
+        if (carries_derivatives(r.type) and act.is_active(r)) or r in act.shadowed:
+            return op.ptr
+    elif kind == "store" and op.ptr in act.shadowed:
+        if carries_derivatives(op.value.type) or op.value.type == llvm.LLVMPointerType():
+            return op.ptr
+    elif kind in ("memcpy", "memset") and op.operands[0] in act.shadowed:
+        return op.operands[0]
+    return None
+
+
+def check_loaded_shadow(gen, op: Operation) -> None:
+    """Before memory op ``op`` (emitted with ``gen``, a ``ShadowCode``), check that the
+    pointer it goes through, if loaded from shadowed memory, has a shadow."""
+    ptr = dereferences_shadow(gen, op)
+    if ptr is None:
+        return
+    base = loaded_base(gen, ptr)
+    if base is None:
+        return
+    pointer = base.results[0]
+    shadow, primal = gen.smap.get(pointer), gen.vmap.get(pointer)
+    if shadow is None or primal is None:
+        return
+    module, E = gen.ctx.module, gen.E
+    location = location_of(op) or location_of(base)
+    hint = ("give every pointer of a shadow struct a shadow: a zeroed buffer as large as the data for data "
+            "without derivatives (its adjoints are added there), never NULL")
+    if location is None:
+        hint += "; compile with -g to see the source line in this message"
+    text = ZymaseError(
+        "a pointer read from memory (a field of a struct, an element of an array of pointers) has a NULL "
+        "shadow, and the derivative reads or writes through it: the shadow struct given for it holds NULL "
+        "where the primal holds a pointer",
+        construct=_describe(op), function=gen.fname, location=location, hint=hint).format() + "\n"
+    data = text.encode()
+    label = f"__zymase_null_shadow_message.{hashlib.sha1(data).hexdigest()[:12]}"
+    if not any(getattr(o, "sym_name", None) is not None and o.sym_name.data == label for o in module.body.block.ops):
+        module.body.block.add_op(llvm.GlobalOp(llvm.LLVMArrayType(len(data), IntegerType(8)), label, "private",
+                                               constant=True, value=StringAttr(text)))
+    from zymase.autodiff.memcpy_adjoint import _add_once
+
+    gen._declare("write", [IntegerType(32), llvm.LLVMPointerType(), i64], i64)
+    gen._declare("abort", [], llvm.LLVMVoidType())
+    check = _add_once(module, NULL_SHADOW_CHECK, _CHECK, "<zymase null-shadow check>")
+    message = E.v(llvm.AddressOfOp(label, llvm.LLVMPointerType()))
+    E.insert(llvm.CallOp(check, shadow, primal, message, E.v(llvm.ConstantOp(IntegerAttr(len(data), i64), i64))))
+
+
+def _describe(op: Operation) -> str:
+    from zymase.analysis.memory import callee_name, intrinsic_base_name
+
+    kind = memory_kind(op)
+    if kind in ("load", "store"):
+        return kind
+    return f"call @{callee_name(op) or intrinsic_base_name(op) or kind}"
