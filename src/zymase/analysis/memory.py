@@ -14,6 +14,7 @@ This module only decides; :mod:`zymase.autodiff.memory` emits the shadow code.
 
 from __future__ import annotations
 
+import math
 import re
 
 from zymase.autodiff.registry import call_memory_rule
@@ -426,39 +427,56 @@ def pointers_stored(root: Operation, *, exact: bool = False, passed_to: Operatio
     return stored
 
 
-def slot_field_stores(root: Operation) -> tuple[list[tuple[int, int, SSAValue]], dict] | None:
-    """The stores into the ``alloca`` ``root`` as ``(byte offset, bytes, value)``, and the
-    byte offset of each pointer into it (``{pointer: offset}``), when its
-    address is used only at constant offsets (GEPs with constant indices, casts) by loads,
-    stores into it and markers; None when an address reaches a run-time offset or goes
-    anywhere else (a call, a copy, a phi, memory). Then a load at offset ``o`` reads a
-    value that one of the stores overlapping ``[o, o + size)`` wrote, or the slot's
-    initial contents (undefined), or what a ``memset`` wrote (bytes, never a shadowed
-    pointer): a struct's fields told apart (:meth:`MemoryModel.field_holds_only_constant_pointers`)."""
+def slot_field_stores(root: Operation) -> tuple[list[tuple[int, int, int, SSAValue]], dict] | None:
+    """The stores into the ``alloca`` ``root`` as ``(c, m, bytes, value)`` (the store's
+    address is ``root`` plus ``c + m*k`` bytes for some integer ``k``; ``m`` is 0 at a
+    constant offset), and the same ``(c, m)`` of each pointer into it, when its address
+    is used only through GEPs and casts by loads, stores into it, memsets and markers;
+    None when it goes anywhere else (a call, a copy, a phi, memory). Then a load at
+    ``(c, m)`` reads what one of the stores overlapping it (modulo the strides) wrote, the
+    slot's initial contents (undefined) or a memset's bytes (never a shadowed pointer):
+    the fields of a struct, or of each struct of an array indexed at run time, told apart
+    (:meth:`MemoryModel.constant_field_pointers`)."""
     from zymase.analysis.layout import store_size
     from zymase.analysis.type_deductions import gep_offset
 
-    work, offsets, stores = [(root.results[0], 0)], {}, []
+    work, offsets, stores = [(root.results[0], (0, 0))], {}, []
     while work:
-        v, at = work.pop()
+        v, (c, m) = work.pop()
         if v in offsets:
             continue
-        offsets[v] = at
+        offsets[v] = (c, m)
         for use in v.uses:
             op = use.operation
             kind = memory_kind(op)
             if kind == "derive":
                 step = gep_offset(op) if isinstance(op, llvm.GEPOp) else (0, 0)
-                if step is None or step[1] != 0 or callee_name(op) is not None:
+                if step is None or callee_name(op) is not None:
                     return None
-                work.append((op.results[0], at + step[0]))
+                work.append((op.results[0], (c + step[0], math.gcd(m, step[1]))))
             elif kind == "load" or is_marker(op) or (kind == "memset" and op.operands[0] is v):
                 continue
             elif kind == "store" and op.ptr is v and op.value is not v:
-                stores.append((at, store_size(op.value.type), op.value))
+                stores.append((c, m, store_size(op.value.type), op.value))
             else:
                 return None
     return stores, offsets
+
+
+def field_overlap(load: tuple[int, int], nbytes: int, store: tuple[int, int], size: int) -> str:
+    """How a load of ``nbytes`` at ``(c, m)`` (:func:`slot_field_stores`) meets a store of
+    ``size`` bytes at another ``(c, m)``: ``"same"`` (the same bytes), ``"apart"`` (never
+    the same bytes, whatever the run-time indices) or ``"partly"``."""
+    period = math.gcd(load[1], store[1])
+    start = store[0] - load[0]  # where the store starts, relative to the load
+    if period:
+        start %= period
+        if start == 0 and size == nbytes:
+            return "same"
+        return "apart" if nbytes <= start and start + size <= period else "partly"
+    if start == 0 and size == nbytes:
+        return "same"
+    return "apart" if start + size <= 0 or nbytes <= start else "partly"
 
 
 def derived_uses(start: SSAValue, successor_operands, *, through_realloc: bool = False):
@@ -701,12 +719,12 @@ class MemoryModel:
 
     def constant_field_pointers(self, slot: SSAValue) -> list[SSAValue] | None:
         """The pointers that a pointer loaded at ``slot`` can be, when ``slot`` is a field of
-        a local struct (an ``alloca`` used at constant offsets only: :func:`slot_field_stores`)
+        a local struct or array of structs (an ``alloca`` used through GEPs only: :func:`slot_field_stores`)
         into which only constant pointers, null or undef are ever stored at that offset;
         None otherwise. ``struct P p = {x, y}`` with ``x`` enzyme_const and ``y`` dup: the
         struct has a shadow (for ``y``), whose ``x`` field holds null, so ``p.x`` must be
         constant, not a shadowed pointer whose shadow is null (a segfault where the
-        derivative read ``x``'s tangent or added its adjoint, session 32)."""
+        derivative read ``x``'s tangent or added its adjoint, session 33)."""
         root = self._single_alloca(slot)
         if root is None:
             return None
@@ -716,12 +734,13 @@ class MemoryModel:
         if fields is None or slot not in fields[1]:
             return None
         at, found = fields[1][slot], []
-        for offset, size, value in fields[0]:
-            if offset + size <= at or at + 8 <= offset:
+        for c, m, size, value in fields[0]:
+            meets = field_overlap(at, 8, (c, m), size)
+            if meets == "apart":
                 continue  # another field
             if isinstance(value.owner, (llvm.ZeroOp, llvm.UndefOp, llvm_ext.PoisonOp)):
                 continue
-            if offset != at or not is_pointer(value) or self.shadowable(value):
+            if meets != "same" or not is_pointer(value) or self.shadowable(value):
                 return None  # bytes of unknown meaning, or a pointer that may have a shadow
             found.append(value)
         return found
