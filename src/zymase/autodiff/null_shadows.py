@@ -100,14 +100,16 @@ def check_loaded_shadow(gen, op: Operation) -> None:
         return
     module, E = gen.ctx.module, gen.E
     location = location_of(op) or location_of(base)
-    hint = ("give every pointer of a shadow struct a shadow: a zeroed buffer as large as the data for data "
-            "without derivatives (its adjoints are added there), never NULL")
+    hint = ("give every pointer field of a shadow struct a shadow, never NULL: for data without derivatives a "
+            "zeroed buffer as large as the data (reverse mode adds its adjoints there); keep enzyme_const "
+            "pointers out of structs that hold duplicated ones")
     if location is None:
         hint += "; compile with -g to see the source line in this message"
     text = ZymaseError(
         "a pointer read from memory (a field of a struct, an element of an array of pointers) has a NULL "
-        "shadow, and the derivative reads or writes through it: the shadow struct given for it holds NULL "
-        "where the primal holds a pointer",
+        "shadow where the pointer is not NULL, and the derivative reads or writes through it: a shadow struct "
+        "given with NULL in that field, or an enzyme_const pointer stored next to duplicated ones in a struct "
+        "whose fields zymase cannot tell apart (copied whole, passed to a recursive function)",
         construct=_describe(op), function=gen.fname, location=location, hint=hint).format() + "\n"
     data = text.encode()
     label = f"__zymase_null_shadow_message.{hashlib.sha1(data).hexdigest()[:12]}"

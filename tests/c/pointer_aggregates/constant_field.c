@@ -3,7 +3,8 @@
    enzyme_const `x` and an enzyme_dup `y`, and handed by address to noinline helpers that
    read `p->x[i]` and write `p->y[i]` from `p->x` and `p->y`. The struct has a shadow (for
    `y`) whose `x` field holds null: the derivative read `x`'s tangent and added `x`'s
-   adjoints through it, a segfault at every level until session 33. Also the same struct
+   adjoints through it, a segfault at every level until session 33; the same in an array
+   of such structs filled at run-time indices. Also the same struct
    given by the caller (`enzyme_dup, &p, &dp`) with `dp.x` pointing at a zeroed buffer
    (where reverse mode adds the adjoints of `x`, and forward mode reads zero tangents). Reverse and forward mode
    against closed forms and central differences. */
@@ -73,6 +74,29 @@ static double given(struct problem *p) {
     return s;
 }
 
+struct pair {
+    const double *c;
+    double *y;
+};
+
+/* sum over the structs j < k and i < m of c_i y_i^2 (c and y from struct j) */
+__attribute__((noinline)) static double weighted(struct pair *ps, int k, int m) {
+    double s = 0.0;
+    for (int j = 0; j < k; j++)
+        for (int i = 0; i < m; i++) s += ps[j].c[i] * ps[j].y[i] * ps[j].y[i];
+    return s;
+}
+
+/* an array of such structs filled at run-time indices: sum_{i < 2k} c_i y_i^2 */
+static double pairs(const double *c, double *y, int k) {
+    struct pair ps[2];
+    for (int j = 0; j < k; j++) {
+        ps[j].c = c + 2 * j;
+        ps[j].y = y + 2 * j;
+    }
+    return weighted(ps, k, 2);
+}
+
 static double given_at(const double *x, const double *y0, int n) {
     double y[N];
     memcpy(y, y0, sizeof y);
@@ -120,6 +144,15 @@ int main(int argc, char **argv) {
     memcpy(y, y0, sizeof y), memcpy(t, ty, sizeof t);
     check("two_steps forward", 0, __enzyme_fwddiff((void *)two_steps, enzyme_const, x, enzyme_dup, y, t, n), fd_dir,
           FD_TOL);
+
+    int k = 2 + argc - 1;
+    memcpy(y, y0, sizeof y), memset(dy, 0, sizeof dy);
+    __enzyme_autodiff((void *)pairs, enzyme_const, x, enzyme_dup, y, dy, k);
+    for (int i = 0; i < N; i++) check("pairs reverse", y0[i], dy[i], i < 4 ? 2 * x[i] * y0[i] : 0.0, TOL);
+    want = 0.0;
+    for (int i = 0; i < 4; i++) want += 2 * x[i] * y0[i] * ty[i];
+    memcpy(y, y0, sizeof y), memcpy(t, ty, sizeof t);
+    check("pairs forward", 0, __enzyme_fwddiff((void *)pairs, enzyme_const, x, enzyme_dup, y, t, k), want, TOL);
 
     /* the caller's struct, its shadow's x pointing at zeros */
     fd_dir = 0.0;
