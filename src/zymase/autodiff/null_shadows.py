@@ -13,7 +13,8 @@ from shadowed memory, checks first that the loaded pointer's shadow is not null 
 pointer itself is not: otherwise the program stops with one ``zymase: error:`` line
 naming the access, the function and (with ``-g``) the source line. The check sits at
 the access, not at the load, so a field that is loaded but not used on this run may keep
-a null shadow.
+a null shadow; it follows the pointer back through GEPs, casts and loop-carried block
+arguments (a pointer walked ``a++``) to one load.
 """
 
 from __future__ import annotations
@@ -53,18 +54,32 @@ builtin.module {
 
 def loaded_base(gen, ptr: SSAValue) -> Operation | None:
     """The load of a pointer from shadowed memory that ``ptr`` is derived from (through
-    GEPs and casts only), when that pointer has a shadow; None otherwise."""
-    seen = 0
-    while not isinstance(ptr, BlockArgument) and seen < 64:
-        op = ptr.owner
+    GEPs, casts and block arguments), when that pointer has a shadow and is all ``ptr``
+    can come from: a pointer walked in a loop (``a = p->a; ... a++``) is a block
+    argument receiving the loaded pointer on entry and itself advanced on the back edge.
+    The load then dominates ``ptr`` (every path into the loop passes through it), so
+    its values can be read where ``ptr`` is used. None otherwise."""
+    bases, work, seen = set(), [ptr], set()
+    while work:
+        v = work.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        if isinstance(v, BlockArgument):
+            block = v.block
+            if block.parent is None or block is block.parent.blocks[0] or len(seen) > 64:
+                return None  # an argument of the function: not loaded
+            work += gen._phi_incoming(v)
+            continue
+        op = v.owner
         kind = memory_kind(op)
         if kind == "derive" and isinstance(op, (llvm.GEPOp, llvm.BitcastOp)):
-            ptr, seen = op.operands[0], seen + 1
-            continue
-        if kind == "load" and op.ptr in gen.act.shadowed and ptr in gen.act.shadowed:
-            return op
-        return None
-    return None
+            work.append(op.operands[0])
+        elif kind == "load" and op.ptr in gen.act.shadowed and v in gen.act.shadowed:
+            bases.add(op)
+        else:
+            return None
+    return bases.pop() if len(bases) == 1 else None
 
 
 def dereferences_shadow(gen, op: Operation) -> SSAValue | None:
