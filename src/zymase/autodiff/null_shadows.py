@@ -113,6 +113,12 @@ def check_loaded_shadow(gen, op: Operation) -> None:
     shadow, primal = gen.smap.get(pointer), gen.vmap.get(pointer)
     if shadow is None or primal is None:
         return
+    # once per loaded shadow and block of the generated code (a loop body reading and
+    # writing through the same field: one check per iteration, not one per access)
+    done = gen.__dict__.setdefault("_null_shadow_checks", set())
+    if (gen.E.block, shadow) in done:
+        return
+    done.add((gen.E.block, shadow))
     module, E = gen.ctx.module, gen.E
     location = location_of(op) or location_of(base)
     hint = ("give every pointer field of a shadow struct a shadow, never NULL: for data without derivatives a "
