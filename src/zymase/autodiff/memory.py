@@ -210,7 +210,6 @@ class ShadowCode:
             return _memref_rule(self, op).structure(self, op, clone, forward_mode=forward_mode)
         if kind == "call_rule":  # the whole call's derivative (BLAS): registry.CallMemoryRule
             return call_memory_rule(callee_name(op)).structure(self, op, clone, forward_mode=forward_mode)
-        check_loaded_shadow(self, op)  # (a user's shadow struct may hold NULL)
         act = self.act
         E = self.E
         if kind == "derive" and op.results[0] in act.shadowed:
@@ -228,6 +227,7 @@ class ShadowCode:
         elif kind == "load" and op.ptr in act.shadowed and is_pointer(op.results[0]):
             if op.results[0] in act.shadowed:
                 self.smap[op.results[0]] = E.v(llvm.LoadOp(self.shadow_of(op.ptr), PTR))
+                check_loaded_shadow(self, op)  # (a user's shadow struct may hold NULL)
         elif kind == "store" and op.ptr in act.shadowed and is_pointer(op.value):
             value = self.shadow_of(op.value) if op.value in act.shadowed else E.v(llvm.ZeroOp.build(result_types=[PTR]))
             E.insert(llvm.StoreOp(value, self.shadow_of(op.ptr)))

@@ -7,24 +7,24 @@ for ``struct P p = {x, y}``); the derivative then reads ``x``'s tangent or adds 
 adjoints through null, a segfault (Enzyme's too: its shadow of constant data must point
 at memory, a zeroed buffer, where the adjoints go unread). A null shadow cannot mean
 "constant" in general: a scratch buffer written and read back through a null shadow would
-lose the derivative that flows through it. So each access whose shadow is dereferenced,
-through a pointer derived (by constant or run-time offsets, casts) from a pointer loaded
-from shadowed memory, checks first that the loaded pointer's shadow is not null where the
-pointer itself is not: otherwise the program stops with one ``zymase: error:`` line
-naming the access, the function and (with ``-g``) the source line. The check sits at
-the access, not at the load, so a field that is loaded but not used on this run may keep
-a null shadow; it follows the pointer back through GEPs, casts and loop-carried block
-arguments (a pointer walked ``a++``) to one load.
+lose the derivative that flows through it. So where a pointer is read from shadowed
+memory and its shadow with it, and some access derived from it (through GEPs, casts,
+selects and block arguments) goes through that shadow, the derivative checks right
+there that the shadow is not null where the pointer is not: otherwise the program stops
+with one ``zymase: error:`` line naming the access, the function and (with ``-g``) the
+source line. At the load, not at each access: a load hoisted out of a loop takes its
+check with it (a check in the loop body kept the loop from being vectorized). A field
+given NULL that is loaded but used on no path of this run is refused too.
 """
 
 from __future__ import annotations
 
 import hashlib
 
-from zymase.analysis.memory import memory_kind
+from zymase.analysis.memory import derived_uses, memory_kind
 from zymase.autodiff.type_rules import carries_derivatives
 from zymase.errors import ZymaseError
-from zymase.ir import BlockArgument, IntegerAttr, IntegerType, Operation, SSAValue, StringAttr, i64, llvm, location_of
+from zymase.ir import IntegerAttr, IntegerType, Operation, SSAValue, StringAttr, i64, llvm, location_of
 
 NULL_SHADOW_CHECK = "__zymase_null_shadow_check"
 
@@ -52,36 +52,6 @@ builtin.module {
 """
 
 
-def loaded_base(gen, ptr: SSAValue) -> Operation | None:
-    """The load of a pointer from shadowed memory that ``ptr`` is derived from (through
-    GEPs, casts and block arguments), when that pointer has a shadow and is all ``ptr``
-    can come from: a pointer walked in a loop (``a = p->a; ... a++``) is a block
-    argument receiving the loaded pointer on entry and itself advanced on the back edge.
-    The load then dominates ``ptr`` (every path into the loop passes through it), so
-    its values can be read where ``ptr`` is used. None otherwise."""
-    bases, work, seen = set(), [ptr], set()
-    while work:
-        v = work.pop()
-        if v in seen:
-            continue
-        seen.add(v)
-        if isinstance(v, BlockArgument):
-            block = v.block
-            if block.parent is None or block is block.parent.blocks[0] or len(seen) > 64:
-                return None  # an argument of the function: not loaded
-            work += gen._phi_incoming(v)
-            continue
-        op = v.owner
-        kind = memory_kind(op)
-        if kind == "derive" and isinstance(op, (llvm.GEPOp, llvm.BitcastOp)):
-            work.append(op.operands[0])
-        elif kind == "load" and op.ptr in gen.act.shadowed and v in gen.act.shadowed:
-            bases.add(op)
-        else:
-            return None
-    return bases.pop() if len(bases) == 1 else None
-
-
 def dereferences_shadow(gen, op: Operation) -> SSAValue | None:
     """The pointer operand of memory op ``op`` through whose shadow the derivative code
     reads or writes (an active float loaded, a float or pointer stored, a pointer with a
@@ -100,27 +70,29 @@ def dereferences_shadow(gen, op: Operation) -> SSAValue | None:
     return None
 
 
-def check_loaded_shadow(gen, op: Operation) -> None:
-    """Before memory op ``op`` (emitted with ``gen``, a ``ShadowCode``), check that the
-    pointer it goes through, if loaded from shadowed memory, has a shadow."""
-    ptr = dereferences_shadow(gen, op)
-    if ptr is None:
-        return
-    base = loaded_base(gen, ptr)
-    if base is None:
-        return
-    pointer = base.results[0]
+def first_dereference(gen, load: Operation) -> Operation | None:
+    """An access whose derivative goes through the shadow of the pointer ``load`` reads
+    (derived from it through GEPs, casts, selects and block arguments), if any."""
+    successor_operands = gen.ctx.flavor.successor_operands
+    for v, op in derived_uses(load.results[0], successor_operands):
+        if memory_kind(op) is not None and dereferences_shadow(gen, op) is v:
+            return op
+    return None
+
+
+def check_loaded_shadow(gen, load: Operation) -> None:
+    """Right after the shadow of the pointer ``load`` reads from shadowed memory was
+    loaded (emitted with ``gen``, a ``ShadowCode``): when the derivative goes through
+    that shadow somewhere, check that it is not null where the pointer is not."""
+    pointer = load.results[0]
     shadow, primal = gen.smap.get(pointer), gen.vmap.get(pointer)
     if shadow is None or primal is None:
         return
-    # once per loaded shadow and block of the generated code (a loop body reading and
-    # writing through the same field: one check per iteration, not one per access)
-    done = gen.__dict__.setdefault("_null_shadow_checks", set())
-    if (gen.E.block, shadow) in done:
+    access = first_dereference(gen, load)
+    if access is None:
         return
-    done.add((gen.E.block, shadow))
     module, E = gen.ctx.module, gen.E
-    location = location_of(op) or location_of(base)
+    location = location_of(access) or location_of(load)
     hint = ("give every pointer field of a shadow struct a shadow, never NULL: for data without derivatives a "
             "zeroed buffer as large as the data (reverse mode adds its adjoints there); keep enzyme_const "
             "pointers out of structs that hold duplicated ones")
@@ -131,7 +103,7 @@ def check_loaded_shadow(gen, op: Operation) -> None:
         "shadow where the pointer is not NULL, and the derivative reads or writes through it: a shadow struct "
         "given with NULL in that field, or an enzyme_const pointer stored next to duplicated ones in a struct "
         "whose fields zymase cannot tell apart (copied whole, passed to a recursive function)",
-        construct=_describe(op), function=gen.fname, location=location, hint=hint).format() + "\n"
+        construct=_describe(access), function=gen.fname, location=location, hint=hint).format() + "\n"
     data = text.encode()
     label = f"__zymase_null_shadow_message.{hashlib.sha1(data).hexdigest()[:12]}"
     if not any(getattr(o, "sym_name", None) is not None and o.sym_name.data == label for o in module.body.block.ops):
