@@ -14,7 +14,6 @@ This module only decides; :mod:`zymase.autodiff.memory` emits the shadow code.
 
 from __future__ import annotations
 
-import math
 import re
 
 from zymase.autodiff.registry import call_memory_rule
@@ -427,58 +426,6 @@ def pointers_stored(root: Operation, *, exact: bool = False, passed_to: Operatio
     return stored
 
 
-def slot_field_stores(root: Operation) -> tuple[list[tuple[int, int, int, SSAValue]], dict] | None:
-    """The stores into the ``alloca`` ``root`` as ``(c, m, bytes, value)`` (the store's
-    address is ``root`` plus ``c + m*k`` bytes for some integer ``k``; ``m`` is 0 at a
-    constant offset), and the same ``(c, m)`` of each pointer into it, when its address
-    is used only through GEPs and casts by loads, stores into it, memsets and markers;
-    None when it goes anywhere else (a call, a copy, a phi, memory). Then a load at
-    ``(c, m)`` reads what one of the stores overlapping it (modulo the strides) wrote, the
-    slot's initial contents (undefined) or a memset's bytes (never a shadowed pointer):
-    the fields of a struct, or of each struct of an array indexed at run time, told apart
-    (:meth:`MemoryModel.constant_field_pointers`)."""
-    from zymase.analysis.layout import store_size
-    from zymase.analysis.type_deductions import gep_offset
-
-    work, offsets, stores = [(root.results[0], (0, 0))], {}, []
-    while work:
-        v, (c, m) = work.pop()
-        if v in offsets:
-            continue
-        offsets[v] = (c, m)
-        for use in v.uses:
-            op = use.operation
-            kind = memory_kind(op)
-            if kind == "derive":
-                step = gep_offset(op) if isinstance(op, llvm.GEPOp) else (0, 0)
-                if step is None or callee_name(op) is not None:
-                    return None
-                work.append((op.results[0], (c + step[0], math.gcd(m, step[1]))))
-            elif kind == "load" or is_marker(op) or (kind == "memset" and op.operands[0] is v):
-                continue
-            elif kind == "store" and op.ptr is v and op.value is not v:
-                stores.append((c, m, store_size(op.value.type), op.value))
-            else:
-                return None
-    return stores, offsets
-
-
-def field_overlap(load: tuple[int, int], nbytes: int, store: tuple[int, int], size: int) -> str:
-    """How a load of ``nbytes`` at ``(c, m)`` (:func:`slot_field_stores`) meets a store of
-    ``size`` bytes at another ``(c, m)``: ``"same"`` (the same bytes), ``"apart"`` (never
-    the same bytes, whatever the run-time indices) or ``"partly"``."""
-    period = math.gcd(load[1], store[1])
-    start = store[0] - load[0]  # where the store starts, relative to the load
-    if period:
-        start %= period
-        if start == 0 and size == nbytes:
-            return "same"
-        return "apart" if nbytes <= start and start + size <= period else "partly"
-    if start == 0 and size == nbytes:
-        return "same"
-    return "apart" if start + size <= 0 or nbytes <= start else "partly"
-
-
 def derived_uses(start: SSAValue, successor_operands, *, through_realloc: bool = False):
     """Each use of pointer ``start``, or of a pointer derived from it (GEPs, casts,
     selects, block arguments; with ``through_realloc``, the result of ``realloc``), as
@@ -719,13 +666,15 @@ class MemoryModel:
 
     def constant_field_pointers(self, slot: SSAValue) -> list[SSAValue] | None:
         """The pointers that a pointer loaded at ``slot`` can be, when ``slot`` is a field of
-        a local struct or array of structs (an ``alloca`` used through GEPs only: :func:`slot_field_stores`)
+        a local struct or array of structs (:mod:`zymase.analysis.struct_fields`)
         into which only constant pointers, null or undef are ever stored at that offset;
         None otherwise. ``struct P p = {x, y}`` with ``x`` enzyme_const and ``y`` dup: the
         struct has a shadow (for ``y``), whose ``x`` field holds null, so ``p.x`` must be
         constant, not a shadowed pointer whose shadow is null (a segfault where the
         derivative read ``x``'s tangent or added its adjoint, session 33)."""
-        root = self._single_alloca(slot)
+        from zymase.analysis.struct_fields import field_overlap, slot_field_stores
+
+        root = self._single_alloca(slot) or self._held_alloca(slot)
         if root is None:
             return None
         if root not in self._field_stores:  # (the IR does not change during analysis)
@@ -744,6 +693,31 @@ class MemoryModel:
                 return None  # bytes of unknown meaning, or a pointer that may have a shadow
             found.append(value)
         return found
+
+    def _held_alloca(self, slot: SSAValue) -> Operation | None:
+        """The local struct whose address ``slot`` derives from, loaded from a field of
+        another local struct (``o.in->c`` for ``struct Out o = {&in, n}``); the one address
+        stored at that field is checked by :func:`~zymase.analysis.struct_fields.slot_field_stores`."""
+        from zymase.analysis.struct_fields import alloca_of, field_overlap, slot_field_stores
+
+        base = slot
+        while not isinstance(base, BlockArgument) and memory_kind(base.owner) == "derive" \
+                and callee_name(base.owner) is None:
+            base = base.owner.operands[0]
+        if isinstance(base, BlockArgument) or memory_kind(base.owner) != "load":
+            return None
+        outer = alloca_of(base.owner.ptr)
+        if outer is None:
+            return None
+        if outer not in self._field_stores:
+            self._field_stores[outer] = slot_field_stores(outer)
+        fields = self._field_stores[outer]
+        if fields is None or base.owner.ptr not in fields[1]:
+            return None
+        at = fields[1][base.owner.ptr]
+        held = {alloca_of(value) for c, m, size, value in fields[0]
+                if field_overlap(at, 8, (c, m), size) == "same" and is_pointer(value)}
+        return held.pop() if len(held) == 1 and None not in held else None
 
     def _holds_constant_pointers_for(self, slot: SSAValue, call: Operation) -> bool:
         """Whether ``slot``, passed to the defined function ``call`` calls, is a local

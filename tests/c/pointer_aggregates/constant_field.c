@@ -4,10 +4,11 @@
    read `p->x[i]` and write `p->y[i]` from `p->x` and `p->y`. The struct has a shadow (for
    `y`) whose `x` field holds null: the derivative read `x`'s tangent and added `x`'s
    adjoints through it, a segfault at every level until session 33; the same in an array
-   of such structs filled at run-time indices. Also the same struct
-   given by the caller (`enzyme_dup, &p, &dp`) with `dp.x` pointing at a zeroed buffer
-   (where reverse mode adds the adjoints of `x`, and forward mode reads zero tangents). Reverse and forward mode
-   against closed forms and central differences. */
+   of such structs filled at run-time indices, and in a struct whose address another
+   holds. Also the same struct given by the caller (`enzyme_dup, &p, &dp`) with `dp.x`
+   pointing at a zeroed buffer (where reverse mode adds the adjoints of `x`, and forward
+   mode reads zero tangents). Reverse and forward mode against closed forms and central
+   differences. */
 #include <stdio.h>
 #include <math.h>
 #include <string.h>
@@ -97,6 +98,29 @@ static double pairs(const double *c, double *y, int k) {
     return weighted(ps, k, 2);
 }
 
+struct inner {
+    const double *c;
+    double *y;
+};
+
+struct outer {
+    struct inner *in;
+    int n;
+};
+
+/* sum_i c_i y_i^2 through a struct holding the address of another */
+__attribute__((noinline)) static double nested_sum(const struct outer *o) {
+    double s = 0.0;
+    for (int i = 0; i < o->n; i++) s += o->in->c[i] * o->in->y[i] * o->in->y[i];
+    return s;
+}
+
+static double nested(const double *c, double *y, int n) {
+    struct inner in = {c, y};
+    struct outer o = {&in, n};
+    return nested_sum(&o);
+}
+
 static double given_at(const double *x, const double *y0, int n) {
     double y[N];
     memcpy(y, y0, sizeof y);
@@ -153,6 +177,14 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 4; i++) want += 2 * x[i] * y0[i] * ty[i];
     memcpy(y, y0, sizeof y), memcpy(t, ty, sizeof t);
     check("pairs forward", 0, __enzyme_fwddiff((void *)pairs, enzyme_const, x, enzyme_dup, y, t, k), want, TOL);
+
+    memcpy(y, y0, sizeof y), memset(dy, 0, sizeof dy);
+    __enzyme_autodiff((void *)nested, enzyme_const, x, enzyme_dup, y, dy, n);
+    for (int i = 0; i < N; i++) check("nested reverse", y0[i], dy[i], 2 * x[i] * y0[i], TOL);
+    want = 0.0;
+    for (int i = 0; i < N; i++) want += 2 * x[i] * y0[i] * ty[i];
+    memcpy(y, y0, sizeof y), memcpy(t, ty, sizeof t);
+    check("nested forward", 0, __enzyme_fwddiff((void *)nested, enzyme_const, x, enzyme_dup, y, t, n), want, TOL);
 
     /* the caller's struct, its shadow's x pointing at zeros */
     fd_dir = 0.0;
