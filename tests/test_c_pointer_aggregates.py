@@ -155,3 +155,51 @@ def test_pointer_aggregate_refused(name: str, level: str, tmp_path: Path):
         assert needle in lines[0], (needle, lines[0])
     assert "hint:" in lines[0], lines[0]
     assert not (tmp_path / "exe").exists()
+
+
+# session 33: a shadow struct whose pointer field is NULL where the primal's is not (Enzyme
+# users' way of saying "constant", which Enzyme also dereferences): the derivative read
+# the field's tangent, or added its adjoints, through null (a segfault at every level);
+# for a scratch field written and read back a null shadow cannot mean constant. Now the
+# access stops the program with one line naming the access and its source line.
+NULL_FIELD = r"""
+#include <stdio.h>
+extern double __enzyme_autodiff(void *, ...);
+extern double __enzyme_fwddiff(void *, ...);
+extern int enzyme_dup;
+struct problem { const double *x; double *y; int n; };
+__attribute__((noinline)) static void step(struct problem *p) {
+    for (int i = 0; i < p->n; i++) p->y[i] = p->y[i] * p->x[i];
+}
+static double loss(struct problem *p) {
+    step(p);
+    double s = 0;
+    for (int i = 0; i < p->n; i++) s += p->y[i];
+    return s;
+}
+int main(int argc, char **argv) {
+    (void)argv;
+    double x[3] = {1, 2, 3}, y[3] = {4, 5, 6}, dy[3] = {0}, opt[3] = {0};
+    struct problem p = {x, y, 3}, dp = {argc > 5 ? opt : 0, dy, 3};
+    if (argc > 1) printf("%g\n", __enzyme_fwddiff((void *)loss, enzyme_dup, &p, &dp));
+    else __enzyme_autodiff((void *)loss, enzyme_dup, &p, &dp);
+    printf("%g %g %g\n", dy[0], dy[1], dy[2]);
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("level", ["-O0", "-O2"])
+def test_null_shadow_field_is_refused_at_run_time(level: str, tmp_path: Path):
+    import subprocess
+
+    (tmp_path / "null_field.c").write_text(NULL_FIELD)
+    proc = run_cli(["cc", level, "-g", "null_field.c", "-o", "exe"], cwd=tmp_path, timeout=COMPILE_TIMEOUT)
+    assert proc.returncode == 0, proc.stderr
+    for args in ([], ["forward"]):
+        run = subprocess.run([str(tmp_path / "exe"), *args], capture_output=True, text=True, timeout=60)
+        assert run.returncode not in (0, -11), (run.returncode, run.stdout, run.stderr)  # (-11: the segfault)
+        line = run.stderr.strip()
+        assert line.startswith("zymase: error: null_field.c:8:") and "\n" not in line, line
+        assert "a pointer read from memory" in line and "NULL shadow" in line and "hint:" in line, line
+        assert run.stdout == "", run.stdout

@@ -637,6 +637,18 @@ C_CASES = {
         ["missing_shadow.c:4:", "argument 4 of __enzyme_autodiff: enzyme_dup expects a shadow pointer after "
          "parameter 1 of 'f', got int"],
     ),
+    # session 33: a struct {double *d; long n;} passed by value is two parameters (ptr,
+    # i64): its shadow struct cannot follow it as one argument; the hint says to pass it by
+    # address
+    "struct_by_value_dup.c": (
+        "extern double __enzyme_autodiff(void*, ...);\nextern int enzyme_dup;\n"
+        "struct view { double *d; long n; };\n"
+        "double f(struct view v) { double s = 0; for (long i = 0; i < v.n; i++) s += v.d[i] * v.d[i]; return s; }\n"
+        "int main(void) { double x[2] = {1, 2}, dx[2] = {0}; struct view v = {x, 2}, dv = {dx, 2};\n"
+        "  __enzyme_autodiff((void*)f, enzyme_dup, v, dv); return dx[0] != 2; }\n",
+        ["struct_by_value_dup.c:6:", "enzyme_dup expects a shadow pointer after parameter 1 of 'f', got long",
+         "a struct passed by value reaches the function as its fields", "(enzyme_dup, &s, &ds)"],
+    ),
     "wrong_argument_type.c": (
         "extern double __enzyme_autodiff(void*, ...);\n"
         "double f(double *x) { return x[0]; }\n"

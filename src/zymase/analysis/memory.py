@@ -505,6 +505,7 @@ class MemoryModel:
         self.entry_args = list(entry_args)
         self._incoming: dict = {}
         self._constant_memory: dict = {}  # alloca op -> holds only constant pointers
+        self._field_stores: dict = {}  # alloca op -> slot_field_stores(op)
 
     def is_pointer(self, v: SSAValue) -> bool:
         return is_pointer(v)
@@ -575,7 +576,8 @@ class MemoryModel:
                 r = op.results[0]
                 if carries_derivatives(r.type):
                     info.varied.add(r)
-                elif is_pointer(r) and not self.holds_only_constant_pointers(op.ptr):
+                elif (is_pointer(r) and not self.holds_only_constant_pointers(op.ptr)
+                      and self.constant_field_pointers(op.ptr) is None):
                     # (a pointer read from memory that only ever holds constant pointers
                     # is constant: its shadow slot holds null, and code that accumulated
                     # adjoints through it wrote through null)
@@ -677,6 +679,61 @@ class MemoryModel:
             self._constant_memory[root] = stored is not None and not any(self.shadowable(v) for v in stored)
         return self._constant_memory[root]
 
+    def constant_field_pointers(self, slot: SSAValue) -> list[SSAValue] | None:
+        """The pointers that a pointer loaded at ``slot`` can be, when ``slot`` is a field of
+        a local struct or array of structs (:mod:`zymase.analysis.struct_fields`)
+        into which only constant pointers, null or undef are ever stored at that offset;
+        None otherwise. ``struct P p = {x, y}`` with ``x`` enzyme_const and ``y`` dup: the
+        struct has a shadow (for ``y``), whose ``x`` field holds null, so ``p.x`` must be
+        constant, not a shadowed pointer whose shadow is null (a segfault where the
+        derivative read ``x``'s tangent or added its adjoint, session 33)."""
+        from zymase.analysis.struct_fields import field_overlap, slot_field_stores
+
+        root = self._single_alloca(slot) or self._held_alloca(slot)
+        if root is None:
+            return None
+        if root not in self._field_stores:  # (the IR does not change during analysis)
+            self._field_stores[root] = slot_field_stores(root)
+        fields = self._field_stores[root]
+        if fields is None or slot not in fields[1]:
+            return None
+        at, found = fields[1][slot], []
+        for c, m, size, value in fields[0]:
+            meets = field_overlap(at, 8, (c, m), size)
+            if meets == "apart":
+                continue  # another field
+            if isinstance(value.owner, (llvm.ZeroOp, llvm.UndefOp, llvm_ext.PoisonOp)):
+                continue
+            if meets != "same" or not is_pointer(value) or self.shadowable(value):
+                return None  # bytes of unknown meaning, or a pointer that may have a shadow
+            found.append(value)
+        return found
+
+    def _held_alloca(self, slot: SSAValue) -> Operation | None:
+        """The local struct whose address ``slot`` derives from, loaded from a field of
+        another local struct (``o.in->c`` for ``struct Out o = {&in, n}``); the one address
+        stored at that field is checked by :func:`~zymase.analysis.struct_fields.slot_field_stores`."""
+        from zymase.analysis.struct_fields import alloca_of, field_overlap, slot_field_stores
+
+        base = slot
+        while not isinstance(base, BlockArgument) and memory_kind(base.owner) == "derive" \
+                and callee_name(base.owner) is None:
+            base = base.owner.operands[0]
+        if isinstance(base, BlockArgument) or memory_kind(base.owner) != "load":
+            return None
+        outer = alloca_of(base.owner.ptr)
+        if outer is None:
+            return None
+        if outer not in self._field_stores:
+            self._field_stores[outer] = slot_field_stores(outer)
+        fields = self._field_stores[outer]
+        if fields is None or base.owner.ptr not in fields[1]:
+            return None
+        at = fields[1][base.owner.ptr]
+        held = {alloca_of(value) for c, m, size, value in fields[0]
+                if field_overlap(at, 8, (c, m), size) == "same" and is_pointer(value)}
+        return held.pop() if len(held) == 1 and None not in held else None
+
     def _holds_constant_pointers_for(self, slot: SSAValue, call: Operation) -> bool:
         """Whether ``slot``, passed to the defined function ``call`` calls, is a local
         variable holding only constant pointers (``double *p = x`` with ``x``
@@ -743,7 +800,10 @@ class MemoryModel:
                 work.append(op.operands[0])
             elif kind == "load":
                 work.append(op.ptr)  # a pointer loaded from memory: that memory needs shadows
-                if self.holds_only_constant_pointers(op.ptr):
+                in_field = self.constant_field_pointers(op.ptr)
+                if in_field:
+                    work += in_field  # (a constant argument's is an error naming it)
+                elif self.holds_only_constant_pointers(op.ptr):
                     # what it loads is one of the constant pointers stored there: they
                     # need the shadow (a constant argument's is an error naming it).
                     # Unoptimized code stores a struct's field through one GEP and loads

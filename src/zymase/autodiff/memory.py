@@ -40,6 +40,7 @@ from zymase.autodiff.type_rules import carries_derivatives
 from zymase.autodiff.registry import call_memory_rule
 from zymase.errors import ZymaseError
 from zymase.autodiff.names import SHADOW_GLOBAL_PREFIX
+from zymase.autodiff.null_shadows import check_loaded_shadow
 from zymase.autodiff.memcpy_adjoint import check_whole_floats, require_memcpy_adjoint
 from zymase.ir import fast_ops
 from zymase.ir import (
@@ -226,6 +227,7 @@ class ShadowCode:
         elif kind == "load" and op.ptr in act.shadowed and is_pointer(op.results[0]):
             if op.results[0] in act.shadowed:
                 self.smap[op.results[0]] = E.v(llvm.LoadOp(self.shadow_of(op.ptr), PTR))
+                check_loaded_shadow(self, op)  # (a user's shadow struct may hold NULL)
         elif kind == "store" and op.ptr in act.shadowed and is_pointer(op.value):
             value = self.shadow_of(op.value) if op.value in act.shadowed else E.v(llvm.ZeroOp.build(result_types=[PTR]))
             E.insert(llvm.StoreOp(value, self.shadow_of(op.ptr)))

@@ -647,7 +647,9 @@ def _lower_site(site: _Site, functions: dict[str, Operation]) -> None:
                                f"shadow pointer{lanes} after parameter {i + 1} of '{fname}', got "
                                f"{c_type_name(rest[pos].type)}",
                                "pass the shadow (a pointer to memory of the same shape, zeroed for reverse mode) "
-                               "right after the pointer, or mark the pointer enzyme_const")
+                               "right after the pointer, or mark the pointer enzyme_const; a struct passed by "
+                               "value reaches the function as its fields (C's calling convention), so pass a "
+                               "struct holding pointers by address (enzyme_dup, &s, &ds)")
                 if reverse_like and act.is_dup and b._byval_type(rest[pos]) is not None:
                     # C passes a struct argument by value as a pointer to a copy: the
                     # adjoints would go into the copy, and the caller's struct stays zero
