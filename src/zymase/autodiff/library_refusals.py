@@ -2,7 +2,7 @@
 zymase does not see and whose effect on that memory it does not model: the sort and
 binary search (they move elements or return pointers into the array), and the formatted
 writers that put text over it. Kept apart from :mod:`zymase.autodiff.common`, whose
-``_reject_unsupported`` asks them."""
+``refusals.reject_unsupported`` asks them."""
 
 from __future__ import annotations
 

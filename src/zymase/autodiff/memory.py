@@ -234,7 +234,7 @@ class ShadowCode:
         elif kind == "store" and op.ptr in act.shadowed and holds_pointer(op.value.type):
             # a struct or array holding pointers, stored whole: the pointers in it have no
             # shadows (one that needs a shadow is refused on its way into an aggregate,
-            # common._reject_unsupported), so their shadow slots become null, as for a
+            # refusals.reject_unsupported), so their shadow slots become null, as for a
             # scalar pointer without a shadow. Such a store is how an inner derivative's
             # tape handle {data, capacity} is reset at each call: inlined into a loop,
             # its shadow must be reset with it, or the next call grows its tangent tape
@@ -793,7 +793,7 @@ class ShadowCode:
         float there (:meth:`_refuse_float_pieces`); bits only tested (a sign bit) pass.
         Returns False (or raises)."""
         t = op.results[0].type
-        from zymase.autodiff.common import integer_flow, is_float_like, is_int_like
+        from zymase.autodiff.refusals import integer_flow, is_float_like, is_int_like
 
         if not is_int_like(t):
             return False
@@ -827,7 +827,7 @@ class ShadowCode:
         from a float's bits (``u.d = x; u.i += 1; return u.d`` with the union in memory):
         the value read back depends on x, but neither zeroing nor keeping the shadow is its
         derivative. Refused like the same computation on SSA values
-        (autodiff/common._float_bits_made_float_again). (Bits merged with other values
+        (autodiff/refusals._float_bits_made_float_again). (Bits merged with other values
         across a branch, through a phi, are as wrong.)"""
         for value, owner in self._integer_origins(store.value):
             # (an integer read from memory with shadows counts even where the type analysis

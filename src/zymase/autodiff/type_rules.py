@@ -183,7 +183,7 @@ _register_aggregates()
 # ``float _Complex`` / ``std::complex<float>``) carry derivatives lane by lane: the
 # shadow has the same type, zero is a splat of 0.0 and add is the lane-wise fadd. Only
 # the ops whose rules know about lanes may touch active vectors (``VECTOR_SAFE_OPS``);
-# the engine refuses the others by name (common._reject_unsupported).
+# the engine refuses the others by name (refusals.reject_unsupported).
 
 
 def is_float_vector(t: Attribute) -> bool:

@@ -11,7 +11,7 @@ from a phi of structs that hold pointers becomes a phi of the field itself: extr
 each predecessor, and read straight from the ``insertvalue`` that put it into the struct
 when there is one (``extractvalue(phi({p, ...}, {q, ...}), 4)`` becomes ``phi(p, q)``).
 The struct phis left without uses go, and the insertvalue chains that only fed them (a
-shadowed pointer put into a struct is refused by ``common._reject_unsupported``). The
+shadowed pointer put into a struct is refused by ``refusals.reject_unsupported``). The
 primal computes the same values. A struct phi with other uses (stored, passed to a call)
 stays, and so does that refusal.
 """
