@@ -11,6 +11,7 @@ returned here can be called inside ``jax.jit``. Requires the ``jax`` extra
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 from zymase.errors import ZymaseError
@@ -50,22 +51,51 @@ def _slots(args, argnums):
     return leaves, in_tree, active
 
 
-def value_and_grad(f, argnums: int | Sequence[int] = 0):
-    """``(f(*args), gradient)`` of a scalar-valued JAX function, like ``jax.value_and_grad``."""
+def _without_aux_derivatives(f):
+    """``f`` returning ``(output, aux)`` with ``aux`` behind ``jax.lax.stop_gradient``: one
+    program computes the value, the aux and the gradient, and no derivative flows through
+    aux (its zero seeds cannot meet a singular partial there). Named as ``f`` for messages."""
+
+    @functools.wraps(f)
+    def output_and_aux(*args):
+        result = f(*args)
+        if not (isinstance(result, (tuple, list)) and len(result) == 2):
+            raise ZymaseError("has_aux=True needs the function to return a pair (output, aux)",
+                              function=front.python_name(f), hint="return (value, aux), or pass has_aux=False")
+        out, aux = result
+        return out, jax.tree_util.tree_map(jax.lax.stop_gradient, aux)
+
+    return output_and_aux
+
+
+def value_and_grad(f, argnums: int | Sequence[int] = 0, has_aux: bool = False):
+    """``(f(*args), gradient)`` of a scalar-valued JAX function, like ``jax.value_and_grad``;
+    with ``has_aux``, ``f`` returns ``(output, aux)`` and the result is ``((output, aux),
+    gradient)``."""
+    target = _without_aux_derivatives(f) if has_aux else f
 
     def wrapper(*args):
         nums = _argnums_tuple(argnums, len(args), f)
         leaves, in_tree, active = _slots(args, nums)
         front.require_float_leaves([x for x, a in zip(leaves, active) if a], "the differentiated arguments", f)
-        out_tree, out_avals = front.lower(f, leaves, in_tree)
-        if out_tree.num_leaves != 1 or out_avals[0].shape != () or not jnp.issubdtype(out_avals[0].dtype, jnp.floating):
-            raise ZymaseError("grad needs a function returning one float scalar", function=front.python_name(f),
-                              hint="use zymase.jax.vjp for other outputs")
-        text = front.derivative_module(f, leaves, in_tree, "reverse", active)
+        out_tree, out_avals = front.lower(target, leaves, in_tree)
+        aux_tree = None
+        if has_aux:
+            out_part, aux_tree = jax.tree_util.treedef_children(out_tree)
+            n_out = out_part.num_leaves
+        else:
+            n_out = out_tree.num_leaves
+        if n_out != 1 or out_avals[0].shape != () or not jnp.issubdtype(out_avals[0].dtype, jnp.floating):
+            raise ZymaseError("grad needs a function returning one float scalar" + (" (and its aux)" if has_aux else ""),
+                              function=front.python_name(f), hint="use zymase.jax.vjp for other outputs")
+        text = front.derivative_module(target, leaves, in_tree, "reverse", active)
         grads_avals = [ShapedArray(x.shape, x.dtype) for x, a in zip(leaves, active) if a]
-        seed = jnp.ones((), out_avals[0].dtype)
-        outs = front.run(text, [*leaves, seed], [*out_avals, *grads_avals])
-        value, flat_grads = outs[0], list(outs[1:])
+        # the output's seed is 1; aux's float leaves take zeros (behind stop_gradient)
+        seeds = [jnp.ones((), out_avals[0].dtype)] + [jnp.zeros(a.shape, a.dtype) for a in out_avals[1:] if _is_float(a)]
+        outs = front.run(text, [*leaves, *seeds], [*out_avals, *grads_avals])
+        value, flat_grads = outs[0], list(outs[len(out_avals):])
+        if has_aux:
+            value = (value, jax.tree_util.tree_unflatten(aux_tree, list(outs[1:len(out_avals)])))
         # the module returns the active leaves in argument order, whatever the order (or
         # repetition) of argnums: argnums=(1, 0) gave argument 0's gradients to argument 1
         by_position = {}
@@ -78,9 +108,16 @@ def value_and_grad(f, argnums: int | Sequence[int] = 0):
     return wrapper
 
 
-def grad(f, argnums: int | Sequence[int] = 0):
-    """The gradient of a scalar-valued JAX function, like ``jax.grad``."""
-    vg = value_and_grad(f, argnums)
+def grad(f, argnums: int | Sequence[int] = 0, has_aux: bool = False):
+    """The gradient of a scalar-valued JAX function, like ``jax.grad``; with ``has_aux``,
+    ``(gradient, aux)``."""
+    vg = value_and_grad(f, argnums, has_aux)
+    if has_aux:
+        def grad_and_aux(*args):
+            (_, aux), g = vg(*args)
+            return g, aux
+
+        return grad_and_aux
     return lambda *args: vg(*args)[1]
 
 

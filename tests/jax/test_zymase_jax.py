@@ -340,3 +340,30 @@ def test_vjp_and_jvp_with_integer_and_boolean_primals():
     got_t, want_t = zj.jvp(mixed, (x, n, mask), tangents)[1], jax.jvp(mixed, (x, n, mask), tangents)[1]
     np.testing.assert_allclose(got_t[0], want_t[0], rtol=1e-13, atol=0)
     assert got_t[1].dtype == jax.dtypes.float0
+
+
+def _loss_with_aux(w, x):
+    r = jnp.tanh(x @ w)
+    # aux holds log|w|, whose partial is infinite at w = 0: no derivative may flow from it
+    return jnp.sum(r * r) + jnp.log(jnp.sum(w * w)), {"resid": r, "count": jnp.int32(3), "logw": jnp.log(jnp.abs(w))}
+
+
+def test_has_aux_gives_the_aux_and_the_outputs_gradient_as_jax():
+    # session 33: zymase.jax.grad and value_and_grad had no has_aux (a plain TypeError)
+    w = jnp.array([0.3, -0.5, 0.0], dtype=jnp.float32)
+    x = jnp.arange(6.0, dtype=jnp.float32).reshape(2, 3) / 5
+    (value, aux), g = zj.value_and_grad(_loss_with_aux, has_aux=True)(w, x)
+    (want_value, want_aux), want_g = jax.value_and_grad(_loss_with_aux, has_aux=True)(w, x)
+    np.testing.assert_allclose(value, want_value, rtol=1e-6)
+    np.testing.assert_allclose(g, want_g, rtol=1e-5, atol=1e-6)
+    assert np.all(np.isfinite(g)), g
+    assert aux["count"] == 3 and aux["count"].dtype == jnp.int32
+    np.testing.assert_allclose(aux["resid"], want_aux["resid"], rtol=1e-6)
+    np.testing.assert_array_equal(aux["logw"], want_aux["logw"])
+    grads, aux2 = zj.grad(_loss_with_aux, argnums=(1, 0), has_aux=True)(w, x)
+    want_grads, _ = jax.grad(_loss_with_aux, argnums=(1, 0), has_aux=True)(w, x)
+    for got, want in zip(grads, want_grads):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(aux2["resid"], want_aux["resid"], rtol=1e-6)
+    with pytest.raises(ZymaseError, match="has_aux=True needs the function to return a pair"):
+        zj.grad(lambda w: jnp.sum(w), has_aux=True)(w)
