@@ -160,14 +160,20 @@ def _integer_arithmetic_intrinsic(op) -> bool:
 
 def _reloaded_from_stack(store, v: SSAValue) -> list[SSAValue] | None:
     """The values loaded back from the stack slot ``store`` writes ``v`` into, when the
-    slot is an ``alloca`` used only by loads and by stores into it (so the integer
-    stays in this function's SSA values); otherwise None."""
+    slot is an ``alloca`` used only by loads of integers and by stores into it (so the
+    integer stays in this function's SSA values); otherwise None. A load of a pointer
+    from the slot (a union of ``uintptr_t`` and ``double *``, ``*(double **)&a``, an
+    integer stored over a pointer variable; Eigen's ``Transpose`` object at -O2) is the
+    integer made a pointer again without an ``inttoptr``: the memory model finds no
+    shadow for it, so what is read through it would be constant (session 33)."""
     if store.value is not v or store.ptr is v or not isinstance(store.ptr.owner, llvm.AllocaOp):
         return None
     loads = []
     for use in store.ptr.uses:
         user = use.operation
         if isinstance(user, llvm.LoadOp):
+            if not isinstance(user.results[0].type, IntegerType):
+                return None
             loads.append(user.results[0])
         elif not (isinstance(user, llvm.StoreOp) and user.ptr is store.ptr and user.value is not store.ptr):
             return None
