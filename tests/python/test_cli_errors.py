@@ -1128,15 +1128,17 @@ SLOT_AS_POINTER = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(SLOT_AS_POINTER))
-def test_integer_address_read_back_as_pointer_is_refused(tmp_path, name):
+@pytest.mark.parametrize(("name", "level"), [("union", "-O0"), ("union", "-O2"), ("over_pointer", "-O0")])
+def test_integer_address_read_back_as_pointer_is_refused(tmp_path, name, level):
+    # at -O2 the slot has lifetime markers (allowed since session 33: the integer loads
+    # are followed); the pointer load from it must still be refused
     body, line = SLOT_AS_POINTER[name]
     (tmp_path / "slot.c").write_text(
         "#include <stdint.h>\nextern void __enzyme_autodiff(void*, ...);\nextern int enzyme_dup;\n"
         f"double f(double *x) {{\n  {body}\n  return q[0] * x[0];\n}}\n"
         "int main(void) { double x[2] = {2, 3}, dx[2] = {0, 0}; __enzyme_autodiff((void*)f, enzyme_dup, x, dx);"
         " return 0; }\n")
-    proc = run("zymase", ["cc", "-O0", "--no-preopt", "slot.c", "-o", "exe"], cwd=tmp_path)
+    proc = run("zymase", ["cc", level, "--no-preopt", "slot.c", "-o", "exe"], cwd=tmp_path)
     one_error(proc, line, "handed on as an integer", "function 'f'", "uintptr_t")
     assert not (tmp_path / "exe").exists()
 
