@@ -1139,7 +1139,7 @@ def test_integer_address_read_back_as_pointer_is_refused(tmp_path, name, level):
         "int main(void) { double x[2] = {2, 3}, dx[2] = {0, 0}; __enzyme_autodiff((void*)f, enzyme_dup, x, dx);"
         " return 0; }\n")
     proc = run("zymase", ["cc", level, "--no-preopt", "slot.c", "-o", "exe"], cwd=tmp_path)
-    one_error(proc, line, "handed on as an integer", "function 'f'", "uintptr_t")
+    one_error(proc, line, "handed on as an integer", "read back as a pointer", "function 'f'", "uintptr_t")
     assert not (tmp_path / "exe").exists()
 
 

@@ -143,7 +143,9 @@ def _refuse_escaping_address(cast, incoming, successor_operands, fname: str) -> 
                 "the address of memory being differentiated is handed on as an integer; zymase follows "
                 "derivatives through pointers, not through integers, and the code that makes it a pointer "
                 "again would lose them",
-                construct=f"llvm.ptrtoint used by {user.name}",
+                construct=f"llvm.ptrtoint used by {user.name}" + (
+                    " (into a local read back as a pointer: a union, a cast of its address)"
+                    if _read_back_as_pointer(user) else ""),
                 function=fname,
                 location=location_of(user) or location_of(cast),
                 hint="pass the pointer itself (double *), not its address as an integer (uintptr_t)",
@@ -181,6 +183,13 @@ def _reloaded_from_stack(store, v: SSAValue) -> list[SSAValue] | None:
                   and user.value is not store.ptr):
             return None
     return loads
+
+
+def _read_back_as_pointer(store) -> bool:
+    """Whether ``store`` writes into a stack slot that is also loaded as a pointer."""
+    return (isinstance(store, llvm.StoreOp) and isinstance(store.ptr.owner, llvm.AllocaOp)
+            and any(isinstance(u.operation, llvm.LoadOp) and holds_pointer(u.operation.results[0].type)
+                    for u in store.ptr.uses))
 
 
 def _is_distance(sub, incoming) -> bool:
