@@ -33,3 +33,9 @@ CASES = sampled_builds(PROGRAMS, ("-O0", "-O2"), ("-O3", "-O2 -ffast-math"), eve
 @pytest.mark.parametrize(("program", "flags"), CASES, ids=case_ids(CASES))
 def test_c_memory_program(program: Path, flags: list[str], tmp_path: Path, zymase_cli: list[str]):
     build_and_run(program, flags, tmp_path, zymase_cli)
+
+
+def test_address_integers_in_locals_without_preopt(tmp_path: Path, zymase_cli: list[str]):
+    # -O2 --no-preopt: the uintptr_t locals are stack slots with lifetime markers; their
+    # loads are followed (compared, subtracted, tested for alignment), not refused (session 33)
+    build_and_run(MEMORY_PROGRAMS_DIR / "address_integers_in_locals.c", ["-O2", "--no-preopt"], tmp_path, zymase_cli)

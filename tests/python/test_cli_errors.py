@@ -1118,6 +1118,31 @@ def test_float_bits_changed_in_memory_are_refused(tmp_path, level):
     assert not (tmp_path / "exe").exists()
 
 
+# session 33: an address kept as an integer in a stack slot that is read back as a pointer
+# (no inttoptr: a union, an integer stored over a pointer variable). Without pre-AD
+# optimization the slot stays in memory; the pointer loaded from it had no shadow and the
+# gradient was wrong, silently (Eigen's Transpose object at -O2 met it with lifetime markers)
+SLOT_AS_POINTER = {
+    "union": ("union { uintptr_t i; double *p; } u; u.i = (uintptr_t)x;\n  double *q = u.p;", "slot.c:5:"),
+    "over_pointer": ("double *q = x;\n  *(uintptr_t *)&q = (uintptr_t)(x + 1);", "slot.c:6:"),
+}
+
+
+@pytest.mark.parametrize(("name", "level"), [("union", "-O0"), ("union", "-O2"), ("over_pointer", "-O0")])
+def test_integer_address_read_back_as_pointer_is_refused(tmp_path, name, level):
+    # at -O2 the slot has lifetime markers (allowed since session 33: the integer loads
+    # are followed); the pointer load from it must still be refused
+    body, line = SLOT_AS_POINTER[name]
+    (tmp_path / "slot.c").write_text(
+        "#include <stdint.h>\nextern void __enzyme_autodiff(void*, ...);\nextern int enzyme_dup;\n"
+        f"double f(double *x) {{\n  {body}\n  return q[0] * x[0];\n}}\n"
+        "int main(void) { double x[2] = {2, 3}, dx[2] = {0, 0}; __enzyme_autodiff((void*)f, enzyme_dup, x, dx);"
+        " return 0; }\n")
+    proc = run("zymase", ["cc", level, "--no-preopt", "slot.c", "-o", "exe"], cwd=tmp_path)
+    one_error(proc, line, "handed on as an integer", "read back as a pointer", "function 'f'", "uintptr_t")
+    assert not (tmp_path / "exe").exists()
+
+
 # issue 26 item 5: a LAPACK routine without a rule, or a call whose arguments (and so its
 # matrix sizes) the rule cannot read, is one error naming the routine and the argument
 LAPACK_CASES = {

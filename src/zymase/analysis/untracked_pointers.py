@@ -18,9 +18,10 @@ integer arguments (their activity is the caller's declaration). For that last ca
 other side is checked: the address of shadowed memory, as an integer, may be compared,
 subtracted or tested for alignment, but not passed to a call, stored or returned (the
 code that turns it back into a pointer would not know it is active); kept in a stack slot
-that is only loaded back, the loads are followed instead (a reverse sweep caches the
-addresses of Numba's overlap test of a slice assignment, as in `np.diff`, in such slots,
-and forward mode over it, a Hessian, met them: session 32).
+that is only loaded back as an integer (and may carry lifetime markers), the loads are
+followed instead (a reverse sweep caches the addresses of Numba's overlap test of a slice
+assignment, as in `np.diff`, in such slots, and forward mode over it, a Hessian, met them:
+session 32). A slot read back as a pointer is refused (session 33).
 """
 
 from __future__ import annotations
@@ -142,7 +143,9 @@ def _refuse_escaping_address(cast, incoming, successor_operands, fname: str) -> 
                 "the address of memory being differentiated is handed on as an integer; zymase follows "
                 "derivatives through pointers, not through integers, and the code that makes it a pointer "
                 "again would lose them",
-                construct=f"llvm.ptrtoint used by {user.name}",
+                construct=f"llvm.ptrtoint used by {user.name}" + (
+                    " (into a local read back as a pointer: a union, a cast of its address)"
+                    if _read_back_as_pointer(user) else ""),
                 function=fname,
                 location=location_of(user) or location_of(cast),
                 hint="pass the pointer itself (double *), not its address as an integer (uintptr_t)",
@@ -160,18 +163,33 @@ def _integer_arithmetic_intrinsic(op) -> bool:
 
 def _reloaded_from_stack(store, v: SSAValue) -> list[SSAValue] | None:
     """The values loaded back from the stack slot ``store`` writes ``v`` into, when the
-    slot is an ``alloca`` used only by loads and by stores into it (so the integer
-    stays in this function's SSA values); otherwise None."""
+    slot is an ``alloca`` used only by loads of integers, stores into it and lifetime
+    markers (so the integer stays in this function's SSA values); otherwise None. A load
+    of a pointer from the slot (a union of ``uintptr_t`` and ``double *``,
+    ``*(double **)&a``, an integer stored over a pointer variable; Eigen's ``Transpose``
+    object at -O2) is the integer made a pointer again without an ``inttoptr``: the
+    memory model finds no shadow for it, so what is read through it would be constant
+    (session 33)."""
     if store.value is not v or store.ptr is v or not isinstance(store.ptr.owner, llvm.AllocaOp):
         return None
     loads = []
     for use in store.ptr.uses:
         user = use.operation
         if isinstance(user, llvm.LoadOp):
+            if not isinstance(user.results[0].type, IntegerType):
+                return None
             loads.append(user.results[0])
-        elif not (isinstance(user, llvm.StoreOp) and user.ptr is store.ptr and user.value is not store.ptr):
+        elif not (is_marker(user) or isinstance(user, llvm.StoreOp) and user.ptr is store.ptr
+                  and user.value is not store.ptr):
             return None
     return loads
+
+
+def _read_back_as_pointer(store) -> bool:
+    """Whether ``store`` writes into a stack slot that is also loaded as a pointer."""
+    return (isinstance(store, llvm.StoreOp) and isinstance(store.ptr.owner, llvm.AllocaOp)
+            and any(isinstance(u.operation, llvm.LoadOp) and holds_pointer(u.operation.results[0].type)
+                    for u in store.ptr.uses))
 
 
 def _is_distance(sub, incoming) -> bool:
