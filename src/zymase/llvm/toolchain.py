@@ -623,6 +623,9 @@ def _run_pipeline(module: llvm.ModuleRef, level: int, *, vectorize: bool, host: 
     # it, straight-line code on neighbouring elements stayed scalar where clang's is vector
     # code (tests/python/test_primal_parity.py).
     pto.slp_vectorization = vectorize and slp and level >= 2
+    # nor the loop vectorizer at -O1 (clang's -O1 leaves loops scalar; LLVM's C API, which
+    # llvm/libllvm drives, builds -O1 without it whatever the options say: both agree)
+    pto.loop_vectorization = vectorize and level >= 2
     if not vectorize:
         pto.loop_vectorization = False
         pto.slp_vectorization = False
@@ -651,7 +654,53 @@ def preopt(ll_text: str, level: int) -> str:
     from zymase.llvm.loop_hints import hide_vectorization_hints
 
     _check_level(level)
-    return on_module(hide_vectorization_hints(ll_text), lambda module: preopt_module(module, level))
+    ll_text = hide_vectorization_hints(ll_text)
+    if level > 0:
+        released = _release_pipeline(ll_text, level, vectorize=False, options=_PREOPT_OPTIONS)
+        if released is not None:
+            return released
+    return on_module(ll_text, lambda module: preopt_module(module, level))
+
+
+#: LLVM options of the pre-AD pipeline (name -> (value, LLVM's default)): see :func:`preopt`
+_PREOPT_OPTIONS = {"enable-load-in-loop-pre": ("false", "true")}
+#: and of the post-AD pipeline: see :func:`optimize`
+_OPTIMIZE_OPTIONS = {"hoist-runtime-checks": ("false", "true")}
+
+
+def _release_pipeline(ll_text: str, level: int, *, vectorize: bool, options: dict[str, tuple[str, str]],
+                      host: bool = False) -> str | None:
+    """The O-level pipeline (as :func:`_run_pipeline` builds it) in LLVM's release library
+    (:mod:`zymase.llvm.libllvm`): the optimized, verified text; None without the library,
+    or when the text does not parse or verify there (llvmlite's path then reports it in
+    the user's terms). With ``vectorize`` at -O2 and -O3 the SLP vectorizer runs, and when
+    its output does not verify the pipeline runs again without it (:func:`optimize`)."""
+    from zymase.llvm import libllvm
+
+    if not libllvm.available():
+        return None
+    triple, layout = llvm.get_process_triple(), str(target_machine().target_data)
+    cpu = features = ""
+    reloc, code_model = "pic", "default"
+    if host:
+        cpu, features = llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
+        reloc, code_model = "static", "jitdefault"
+    slp_choices = (True, False) if vectorize and level >= 2 else (False,)
+    for slp in slp_choices:
+        try:
+            with libllvm.Module(ll_text, triple=triple, data_layout=layout) as module:
+                if module.verify() is not None:
+                    return None
+                module.run(f"default<O{level}>", opt=level, loop_vectorize=vectorize, slp=slp, unroll=vectorize,
+                           options=options, cpu=cpu, features=features, reloc=reloc, code_model=code_model)
+                problem = module.verify()
+                if problem is None:
+                    return module.text()
+        except libllvm.LLVMError:
+            return None
+        if slp is False:
+            raise RuntimeError(f"LLVM module does not verify after optimization: {problem}")
+    return None
 
 
 def preopt_module(module: llvm.ModuleRef, level: int) -> None:
@@ -754,6 +803,9 @@ def optimize(ll_text: str, level: int, *, for_jit: bool = False, host: bool = Fa
     _check_level(level)
     if level == 0:
         return ll_text
+    released = _release_pipeline(ll_text, level, vectorize=True, options=_OPTIMIZE_OPTIONS, host=host)
+    if released is not None:
+        return released  # (the JIT parses it: llvmlite's LLVM cannot take the release library's module)
     module = _parse(ll_text)
     verified = False
     llvm.set_option("", "-hoist-runtime-checks=false")
@@ -906,6 +958,10 @@ def emit_object(ll_text: str, path: str | Path, opt: int = 2) -> None:
     """Write a native object file for LLVM IR text (host triple, PIC); an
     :class:`OptimizedIR` gives its module, once, instead of being parsed."""
     parsed = ll_text.take_module() if isinstance(ll_text, OptimizedIR) else None
+    data = _release_object(ll_text, opt)
+    if data is not None:
+        write_binary_output(path, data)
+        return
     module = parsed if parsed is not None else _parse(ll_text)
     tm = target_machine(opt=opt)
     try:
@@ -913,6 +969,21 @@ def emit_object(ll_text: str, path: str | Path, opt: int = 2) -> None:
     except RuntimeError as exc:
         raise RuntimeError(f"LLVM could not emit an object file: {exc}") from exc
     write_binary_output(path, data)
+
+
+def _release_object(ll_text: str, opt: int) -> bytes | None:
+    """:func:`emit_object`'s code generation in LLVM's release library
+    (:mod:`zymase.llvm.libllvm`); None without it or when the text does not parse there."""
+    from zymase.llvm import libllvm
+
+    if not libllvm.available():
+        return None
+    try:
+        with libllvm.Module(ll_text, triple=llvm.get_process_triple(),
+                            data_layout=str(target_machine().target_data)) as module:
+            return module.emit_object(opt=opt)
+    except libllvm.LLVMError:
+        return None
 
 
 def write_binary_output(path: str | Path, data: bytes) -> None:

@@ -1,0 +1,108 @@
+"""LLVM's release library (llvm/libllvm.py) gives what llvmlite's LLVM gives: the same
+pipelines make the same IR and the same object code, at every level, for ``zymase cc`` and
+for the JIT's host-specific pipeline; switched off, every step is llvmlite's (issue 29:
+llvmlite's LLVM carries assertions and runs the same passes 1.5-2x slower).
+
+CI installs the library (Debian's libllvm22) and sets ZYMASE_REQUIRE_LIBLLVM=1, so that
+these tests run there; elsewhere they run where the library is found.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from zymase.llvm import libllvm, toolchain
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKLOADS = ROOT / "src" / "zymase" / "bench" / "workloads"
+
+needs_library = pytest.mark.skipif(
+    not libllvm.available() and os.environ.get("ZYMASE_REQUIRE_LIBLLVM") != "1",
+    reason="no release libLLVM of llvmlite's major version here (apt-get install libllvm22)")
+
+
+def test_the_library_is_there_when_required():
+    if os.environ.get("ZYMASE_REQUIRE_LIBLLVM") == "1":
+        assert libllvm.available(), "ZYMASE_REQUIRE_LIBLLVM=1 but no release libLLVM was loaded"
+
+
+def _same_ir(a: str, b: str) -> bool:
+    """Equal up to what each LLVM context numbers on its own (struct type suffixes,
+    attribute groups, the module's name)."""
+    def canonical(text: str) -> list[str]:
+        text = re.sub(r"%(struct\.[\w.]+?)\.\d+\b", r"%\1", text)
+        text = re.sub(r"#\d+\b", "#N", text)
+        return [line for line in text.splitlines()
+                if not line.startswith(("; ModuleID", "source_filename", "attributes #"))]
+    return canonical(a) == canonical(b)
+
+
+LOOPS = """
+void axpy(double *restrict y, const double *restrict x, double a, int n) {
+  for (int i = 0; i < n; i++) y[i] += a * x[i];
+}
+void pair(double *restrict y, const double *restrict x) {
+  y[0] = x[0] * 2.0 + x[1];
+  y[1] = x[1] * 2.0 + x[0];
+}
+double stencil(const double *u, int n) {
+  double s = 0;
+  for (int i = 1; i < n - 1; i++) s += u[i - 1] - 2 * u[i] + u[i + 1];
+  return s;
+}
+"""
+
+
+@needs_library
+@pytest.mark.parametrize("level", [1, 2, 3])
+def test_pipelines_match_llvmlite(tmp_path, monkeypatch, level):
+    src = tmp_path / "loops.c"
+    src.write_text(LOOPS)
+    ir = toolchain.c_to_llvm_ir(src, [], level)
+    released = (toolchain.preopt(ir, level), toolchain.optimize(ir, level),
+                toolchain.optimize(ir, level, host=True))
+    assert "<2 x double>" in released[1] or level < 2  # the vectorizers ran
+    with monkeypatch.context() as m:
+        m.setattr(libllvm, "available", lambda: False)
+        lite = (toolchain.preopt(ir, level), toolchain.optimize(ir, level),
+                toolchain.optimize(ir, level, host=True))
+    for a, b, step in zip(released, lite, ("preopt", "optimize", "optimize for the host")):
+        assert _same_ir(a, b), f"{step} at -O{level} differs between the release library and llvmlite"
+    # the object code too, and the options set for one pipeline do not leak into the next
+    objects = []
+    for available in (True, False):
+        with monkeypatch.context() as m:
+            if not available:
+                m.setattr(libllvm, "available", lambda: False)
+            out = tmp_path / f"{available}.o"
+            toolchain.emit_object(released[1], out, opt=level)
+            objects.append(out.read_bytes())
+    assert objects[0] == objects[1]
+
+
+@needs_library
+@pytest.mark.parametrize("workload,level", [("hand", 1), ("hand", 2), ("gmm", 3)])
+def test_zymase_cc_objects_match_llvmlite(tmp_path, workload, level):
+    """A whole `zymase cc -c` (the pre-AD pipeline, AD, the post-AD pipeline, clang's
+    primal, code generation) makes the same object file either way."""
+    objects = []
+    for backend in ("", "llvmlite"):
+        out = tmp_path / f"{workload}-{backend or 'release'}.o"
+        env = {**os.environ, "ZYMASE_LLVM": backend}
+        subprocess.run([sys.executable, "-m", "zymase.cli", "cc", f"-O{level}", "-c", str(WORKLOADS / f"{workload}.c"),
+                        "-o", str(out), "--no-cache"], env=env, check=True, capture_output=True)
+        objects.append(out.read_bytes())
+    assert objects[0] == objects[1]
+
+
+def test_switched_off_by_the_environment():
+    code = "from zymase.llvm import libllvm; print(libllvm.available())"
+    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "ZYMASE_LLVM": "llvmlite"},
+                         capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
