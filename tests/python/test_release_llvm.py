@@ -106,3 +106,47 @@ def test_switched_off_by_the_environment():
     out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "ZYMASE_LLVM": "llvmlite"},
                          capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+JIT_IR = """\
+declare double @llvm.powi.f64.i32(double, i32)
+declare double @pow(double, double)
+@scale = global double 3.0
+define double @f(double %x, i32 %n) {
+  %a = call double @llvm.powi.f64.i32(double %x, i32 %n)
+  %b = call double @pow(double %x, double 0.5)
+  %c = load double, ptr @scale
+  %d = fadd double %a, %b
+  %e = fmul double %d, %c
+  ret double %e
+}
+"""
+
+
+@needs_library
+def test_jit_runs_the_release_librarys_machine_code(monkeypatch):
+    """The JIT loads the release library's object code (libgcc's __powidf2, libm's pow, a
+    global) and computes what llvmlite's code generation computes; a module with static
+    constructors is compiled by llvmlite (they run from the module's IR)."""
+    import ctypes
+
+    released = toolchain.jit(toolchain.optimize(JIT_IR, 2, for_jit=True, host=True), opt=3)
+    assert released._object is not None
+    with monkeypatch.context() as m:
+        m.setattr(libllvm, "available", lambda: False)
+        lite = toolchain.jit(toolchain.optimize(JIT_IR, 2, for_jit=True, host=True), opt=3)
+    assert lite._object is None
+    sig = (ctypes.c_double, ctypes.c_double, ctypes.c_int)
+    for x, n in [(2.0, 3), (0.25, -2), (7.5, 0)]:
+        want = (x ** n + x ** 0.5) * 3.0
+        assert released.function("f", *sig)(x, n) == lite.function("f", *sig)(x, n) == pytest.approx(want, rel=1e-15)
+    ctor_ir = JIT_IR + """\
+@llvm.global_ctors = appending global [1 x { i32, ptr, ptr }] [{ i32, ptr, ptr } { i32 65535, ptr @init, ptr null }]
+define internal void @init() {
+  store double 5.0, ptr @scale
+  ret void
+}
+"""
+    with_ctor = toolchain.jit(ctor_ir, opt=2)
+    assert with_ctor._object is None
+    assert with_ctor.function("f", *sig)(2.0, 1) == pytest.approx((2.0 + 2.0 ** 0.5) * 5.0)

@@ -904,13 +904,26 @@ class JITModule:
             )
         _load_libm()
         parsed = ll_text.take_module() if isinstance(ll_text, OptimizedIR) else None
-        self._module = parsed if parsed is not None else _parse(ll_text)
         # Code generation at -O0 (FastISel) produces code that crashes under MCJIT
         # for modules with many functions; instruction selection at -O1 or above
         # does not, and the IR-level optimization level is unaffected.
         self._tm = target_machine(opt=max(opt, 1), jit=True)
+        # the machine code from LLVM's release library when it is there (llvm/libllvm),
+        # loaded into an engine around an empty module; static constructors run from the
+        # module's IR, so a module with some is compiled by llvmlite's LLVM
+        released = None
+        if parsed is None and "@llvm.global_ctors" not in ll_text:
+            released = _release_object(ll_text, max(opt, 1), jit=True)
+        self._object = None
+        if released is not None:
+            self._module = _parse("")
+            self._object = llvm.ObjectFileRef.from_data(released)
+        else:
+            self._module = parsed if parsed is not None else _parse(ll_text)
         try:
             self._engine = llvm.create_mcjit_compiler(self._module, self._tm)
+            if self._object is not None:
+                self._engine.add_object_file(self._object)
             self._engine.finalize_object()
             self._engine.run_static_constructors()
         except RuntimeError as exc:
@@ -971,17 +984,23 @@ def emit_object(ll_text: str, path: str | Path, opt: int = 2) -> None:
     write_binary_output(path, data)
 
 
-def _release_object(ll_text: str, opt: int) -> bytes | None:
+def _release_object(ll_text: str, opt: int, *, jit: bool = False) -> bytes | None:
     """:func:`emit_object`'s code generation in LLVM's release library
-    (:mod:`zymase.llvm.libllvm`); None without it or when the text does not parse there."""
+    (:mod:`zymase.llvm.libllvm`); None without it or when the text does not parse there.
+    ``jit``: for this machine's CPU, in the JIT's relocation and code model
+    (:func:`target_machine`)."""
     from zymase.llvm import libllvm
 
     if not libllvm.available():
         return None
+    target = {}
+    if jit:
+        target = {"cpu": llvm.get_host_cpu_name(), "features": llvm.get_host_cpu_features().flatten(),
+                  "reloc": "static", "code_model": "jitdefault"}
     try:
         with libllvm.Module(ll_text, triple=llvm.get_process_triple(),
                             data_layout=str(target_machine().target_data)) as module:
-            return module.emit_object(opt=opt)
+            return module.emit_object(opt=opt, **target)
     except libllvm.LLVMError:
         return None
 
