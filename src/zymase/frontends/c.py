@@ -143,8 +143,13 @@ def _import_differentiate_export(ll_text: str, filename: str, timings: Timings, 
                                  mark_unchanged: bool = False) -> str:
     """``mark_unchanged``: the text starts with the line naming the functions AD left as
     they were (``llvm/reachable.UNCHANGED_HEADER``), for which ``merge`` keeps the original."""
-    from zymase.ir.xdsl_import import importing_xdsl
     from zymase.llvm.reachable import UNCHANGED_HEADER, unchanged_functions
+
+    if _engine_import is not None:
+        # the thread's imports end before this thread imports any of the engine: two
+        # threads importing modules that import each other could see one half-made
+        _engine_import.join()
+    from zymase.ir.xdsl_import import importing_xdsl
 
     # the engine's modules are imported on first use in here: inside the window their
     # dataclasses' methods come compiled, as xDSL's do (zymase/ir/xdsl_import.py)
@@ -179,7 +184,10 @@ def import_engine_in_background() -> threading.Thread:
     ctypes) both leave the interpreter free, so about 0.15 s of imports come off a build's
     wall time (issue 29). Python's import lock makes the build wait for a module the thread
     is importing; an import that fails there fails again, with its message, in the build.
-    Once per process."""
+    Once per process. The build imports none of the engine until it has joined the thread
+    (:func:`_import_differentiate_export`); before that it imports only modules that import
+    no engine module (``tests/python/test_startup_imports.py``), so no two imports wait for
+    each other."""
     global _engine_import
     if _engine_import is not None:
         return _engine_import
