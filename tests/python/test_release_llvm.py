@@ -150,3 +150,23 @@ define internal void @init() {
     with_ctor = toolchain.jit(ctor_ir, opt=2)
     assert with_ctor._object is None
     assert with_ctor.function("f", *sig)(2.0, 1) == pytest.approx((2.0 + 2.0 ** 0.5) * 5.0)
+
+
+@needs_library
+def test_threads_get_what_one_thread_gets(tmp_path):
+    """Pipelines and code generation called from several threads at once (a user's threads
+    each taking a first zymase.grad call): each call has its own context and target
+    machine, and the process-wide LLVM options of one pipeline do not leak into another."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    src = tmp_path / "loops.c"
+    src.write_text(LOOPS)
+    ir = toolchain.c_to_llvm_ir(src, [], 2)
+    steps = [lambda: toolchain.preopt(ir, 2), lambda: toolchain.optimize(ir, 2),
+             lambda: toolchain.optimize(ir, 3, host=True)] * 4
+    alone = [step() for step in steps]
+    with ThreadPoolExecutor(4) as pool:
+        together = list(pool.map(lambda step: step(), steps))
+    assert all(_same_ir(a, b) for a, b in zip(alone, together))
+    objects = list(ThreadPoolExecutor(4).map(lambda _: toolchain._release_object(alone[1], 2), range(8)))
+    assert len(set(objects)) == 1

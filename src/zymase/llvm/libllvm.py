@@ -11,9 +11,10 @@ the rest of the toolchain (parsing for checks, linking, the JIT) and the fallbac
 the library, or with ``ZYMASE_LLVM=llvmlite``, :func:`available` is false and every step
 runs in llvmlite as before.
 
-Each call works in a context of its own, created and disposed here, so that calls from
-several threads do not share LLVM state; LLVM's command-line options are process-wide, so a
-pipeline run with options holds :data:`_OPTIONS_LOCK`.
+Each call works in a context and with a target machine of its own, created and disposed
+here, so that calls from several threads do not share LLVM state; LLVM's command-line
+options are process-wide, so a pipeline run holds :data:`_OPTIONS_LOCK` while it sets them,
+runs and gives them back (pipelines run one at a time; code generation does not wait).
 """
 
 from __future__ import annotations
@@ -74,6 +75,7 @@ class _Library:
         fn("LLVMSetDataLayout", None, _P, _STR)
         fn("LLVMGetTargetFromTriple", ctypes.c_int, _STR, ctypes.POINTER(_P), ctypes.POINTER(_P))
         fn("LLVMCreateTargetMachine", _P, _P, _STR, _STR, _STR, ctypes.c_int, ctypes.c_int, ctypes.c_int)
+        fn("LLVMDisposeTargetMachine", None, _P)
         fn("LLVMCreatePassBuilderOptions", _P)
         fn("LLVMDisposePassBuilderOptions", None, _P)
         fn("LLVMPassBuilderOptionsSetLoopVectorization", None, _P, ctypes.c_int)
@@ -166,8 +168,10 @@ def _options(options: dict[str, tuple[str, str]]):
                 _set_options(tuple(f"-{k}={d}" for k, (_, d) in options.items()))
 
 
-@functools.cache
-def _target_machine(triple: bytes, opt: int, cpu: bytes, features: bytes, reloc: str, code_model: str) -> int:
+@contextmanager
+def _target_machine(triple: bytes, opt: int, cpu: bytes, features: bytes, reloc: str, code_model: str):
+    """A target machine for one step (0.5 ms to make): LLVM's target machines cache
+    subtargets without a lock, so threads must not share one."""
     lib = _library()
     target, err = _P(), _P()
     if lib.GetTargetFromTriple(triple, ctypes.byref(target), ctypes.byref(err)):
@@ -175,7 +179,10 @@ def _target_machine(triple: bytes, opt: int, cpu: bytes, features: bytes, reloc:
     tm = lib.CreateTargetMachine(target, triple, cpu, features, opt, _RELOC[reloc], _CODE_MODEL[code_model])
     if not tm:
         raise LLVMError(f"no target machine for {triple.decode()}")
-    return tm  # kept for the process (cached), as llvmlite's are per call
+    try:
+        yield tm
+    finally:
+        lib.DisposeTargetMachine(tm)
 
 
 class Module:
@@ -231,7 +238,6 @@ class Module:
         machine (``cpu``, ``features``: the host's for code the JIT runs) tells the passes
         the costs of the target."""
         lib = self._lib
-        tm = _target_machine(self.triple, opt, cpu.encode(), features.encode(), reloc, code_model)
         pbo = lib.CreatePassBuilderOptions()
         try:
             lib.PassBuilderOptionsSetLoopVectorization(pbo, int(loop_vectorize))
@@ -245,7 +251,8 @@ class Module:
                 switches["vectorize-loops"] = ("false", "true")
             if not slp:
                 switches["vectorize-slp"] = ("false", "true")
-            with _options(switches):
+            with _options(switches), _target_machine(self.triple, opt, cpu.encode(), features.encode(), reloc,
+                                                     code_model) as tm:
                 err = lib.RunPasses(self._module, pipeline.encode(), tm, pbo)
         finally:
             lib.DisposePassBuilderOptions(pbo)
@@ -259,10 +266,11 @@ class Module:
                     code_model: str = "default") -> bytes:
         """The module's native object code."""
         lib = self._lib
-        tm = _target_machine(self.triple, opt, cpu.encode(), features.encode(), reloc, code_model)
         err, buffer = _P(), _P()
-        if lib.TargetMachineEmitToMemoryBuffer(tm, self._module, _OBJECT_FILE, ctypes.byref(err),
-                                               ctypes.byref(buffer)):
+        with _target_machine(self.triple, opt, cpu.encode(), features.encode(), reloc, code_model) as tm:
+            failed = lib.TargetMachineEmitToMemoryBuffer(tm, self._module, _OBJECT_FILE, ctypes.byref(err),
+                                                         ctypes.byref(buffer))
+        if failed:
             raise LLVMError(lib.message(err))
         try:
             return ctypes.string_at(lib.GetBufferStart(buffer), lib.GetBufferSize(buffer))
