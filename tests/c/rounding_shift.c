@@ -40,6 +40,13 @@ static double f_rint(double x) {
     double k = (x * 3.0 + SHIFT) - SHIFT;
     return sin(x * 3.0 - k) + k * x;
 }
+/* the sum kept in a volatile local (fdlibm's STRICT_ASSIGN): refused as a volatile access
+   before session 34, and silently a's derivative once volatile locals were allowed */
+static double f_rint_volatile(double x) {
+    volatile double t = x * 3.0 + SHIFT;
+    double k = t - SHIFT;
+    return sin(x * 3.0 - k) + k * x;
+}
 /* the shift written as the other operand, and subtracted first */
 static double f_rint_swapped(double x) {
     double k = (SHIFT + x * x) - SHIFT, m = (x - SHIFT) + SHIFT;
@@ -65,6 +72,8 @@ static void test(double x) {
     double k = rint(3.0 * x), want = 3.0 * cos(3.0 * x - k) + k;
     check("rint by shift reverse", x, __enzyme_autodiff((void *)f_rint, x), want, TOL);
     check("rint by shift forward", x, __enzyme_fwddiff((void *)f_rint, x, 2.0), 2.0 * want, TOL);
+    check("volatile shift reverse", x, __enzyme_autodiff((void *)f_rint_volatile, x), want, TOL);
+    check("volatile shift forward", x, __enzyme_fwddiff((void *)f_rint_volatile, x, 2.0), 2.0 * want, TOL);
     want = rint(x * x);
     check("swapped reverse", x, __enzyme_autodiff((void *)f_rint_swapped, x), want, TOL);
     check("swapped forward", x, __enzyme_fwddiff((void *)f_rint_swapped, x, 2.0), 2.0 * want, TOL);

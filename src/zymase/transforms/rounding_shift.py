@@ -12,11 +12,13 @@ derivative, not rint's zero: ``sin(3x - k) + k x`` gave 3 cos(..) + k + 3x inste
 
 The constant must be at least 2^(p-1) in magnitude, p the precision of the float type
 (2^52 for double, 2^23 for float), and the same value added and then subtracted (or
-subtracted and added, or added as its negation).
+subtracted and added, or added as its negation); the sum may pass through a local slot
+(a ``volatile`` one, as code that guards the rounding against the optimizer writes).
 """
 
 from __future__ import annotations
 
+from zymase.analysis.memory import is_marker
 from zymase.ir import FloatAttr, Operation, Region, is_float_type, llvm
 from zymase.ir import enzyme as ez
 
@@ -49,7 +51,7 @@ def _rounds(op: Operation) -> bool:
     outer = _signed_constant(op, 1)  # what op adds: +C for fadd, -C for fsub
     if outer is None:
         return False
-    inner_op = op.operands[0].owner
+    inner_op = _stored_through_local(op.operands[0]) or op.operands[0].owner
     if isinstance(inner_op, (llvm.FAddOp, llvm.FSubOp)):
         inner = _signed_constant(inner_op, 1)
         if inner is None and isinstance(inner_op, llvm.FAddOp):
@@ -61,6 +63,23 @@ def _rounds(op: Operation) -> bool:
     precision = _PRECISION.get(str(op.results[0].type))
     return (inner is not None and precision is not None and inner == -outer
             and abs(inner) >= 2.0 ** (precision - 1))
+
+
+def _stored_through_local(value) -> Operation | None:
+    """For a load of a local slot (``volatile double t = a + C;``, which keeps the sum
+    from being folded) whose only stores store the result of one op: that op."""
+    load = value.owner
+    if not isinstance(load, llvm.LoadOp) or not isinstance(load.ptr.owner, llvm.AllocaOp):
+        return None
+    stored = {use.operation.value.owner for use in load.ptr.uses
+              if isinstance(use.operation, llvm.StoreOp) and use.index == 1}
+    others = [use for use in load.ptr.uses
+              if not (isinstance(use.operation, (llvm.StoreOp, llvm.LoadOp)) and use.index == len(use.operation.operands) - 1)
+              and not is_marker(use.operation)]
+    if len(stored) != 1 or others:
+        return None  # (a slot whose address escapes, or that holds several values)
+    only = next(iter(stored))
+    return only if isinstance(only, Operation) else None
 
 
 def _is_fused_multiply_add(op) -> bool:
