@@ -4,12 +4,15 @@
    is 0, like rint's; differentiated operation by operation the pair was the identity and gave a's
    derivative, silently (session 34). Then exp by range reduction on that rounding:
    k = rint(x / ln2), r = x - k ln2, exp(r) by its Taylor polynomial, scaled by ldexp(., k):
-   d/dx = exp(x) to the polynomial's accuracy. Reverse and forward mode, against closed forms
+   d/dx = exp(x) to the polynomial's accuracy; and with 2^k made on the bits from the integer k
+   (piecewise constant: right, where the bits of an integer rounded from x put into a mantissa
+   are refused). Reverse and forward mode, against closed forms
    (the points keep 3x and x / ln2 away from half-integers). The functions are compiled with
    precise floating point under -ffast-math too (#pragma float_control), which would otherwise
    fold the rounding away in the program itself. */
 #include <stdio.h>
 #include <math.h>
+#include <stdint.h>
 
 extern double __enzyme_autodiff(void *, ...);
 extern double __enzyme_fwddiff(void *, ...);
@@ -66,6 +69,18 @@ static double f_exp(double x) {
     }
     return ldexp(p, (int)kd);
 }
+/* the same scaled by 2^k built on the bits: an integer put into the exponent field only */
+static double f_exp_bits(double x) {
+    double kd = (x * (1.0 / LN2) + SHIFT) - SHIFT;
+    double r = x - kd * LN2, p = 1.0, t = 1.0;
+    for (int i = 1; i < 16; i++) {
+        t *= r / i;
+        p += t;
+    }
+    union { double d; uint64_t u; } scale;
+    scale.u = (uint64_t)((int64_t)kd + 1023) << 52;
+    return p * scale.d;
+}
 #pragma float_control(pop)
 
 static void test(double x) {
@@ -84,6 +99,8 @@ static void test(double x) {
     check("rintf by shift forward", x, __enzyme_fwddiff_f(f_rintf, xf, 2.0f), 2.0 * want, FTOL);
     check("exp reverse", x, __enzyme_autodiff((void *)f_exp, x), exp(x), TOL);
     check("exp forward", x, __enzyme_fwddiff((void *)f_exp, x, 2.0), 2.0 * exp(x), TOL);
+    check("exp by bits reverse", x, __enzyme_autodiff((void *)f_exp_bits, x), exp(x), TOL);
+    check("exp by bits forward", x, __enzyme_fwddiff((void *)f_exp_bits, x, 2.0), 2.0 * exp(x), TOL);
 }
 
 int main(int argc, char **argv) {

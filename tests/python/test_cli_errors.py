@@ -357,6 +357,15 @@ C_CASES = {
         "int main(void) { return __enzyme_autodiff((void*)f, 3.3) > 0; }\n",
         ["fast_log2.c:5:", "keeps bits of its mantissa", "llvm.uitofp", "function 'f'"],
     ),
+    # session 34: an integer rounded from x made the mantissa of a double (Schraudolph's
+    # exp) had derivative 0 while the value moves like exp(x)
+    "schraudolph_exp.c": (
+        "#include <string.h>\n#include <stdint.h>\nextern double __enzyme_autodiff(void*, ...);\n"
+        "double f(double x) { int64_t i = (int64_t)(x * 6497320848556798.0 + 4607182418800017408.0);\n"
+        "  double y; memcpy(&y, &i, 8); return y; }\n"
+        "int main(void) { return __enzyme_autodiff((void*)f, 1.3) > 0; }\n",
+        ["schraudolph_exp.c:5:", "rounded from an active float becomes the mantissa bits", "function 'f'"],
+    ),
     # small float vectors carry derivatives lane by lane (tests/c/vector_values.c); an op
     # whose rule does not work lane-wise (a vector sqrt) is refused by name
     "vector_active.c": (

@@ -10,6 +10,13 @@ for each integer computed from such bits, the mask of its bit positions that may
 continuously: shifts and masks move and drop mantissa bits, carries of add/sub/mul spread
 them upward, other arithmetic to every bit. ``refusals._float_bits_made_float_again``
 refuses a conversion to a float (``sitofp``/``uitofp``) of a value that keeps any.
+
+The other way round, an integer rounded from an active float (``fptosi``) that becomes
+the low bits of a float's pattern (``bitcast``) makes a float that moves with x in steps
+of a few units in the last place (Schraudolph's exp: ``bits = (int64_t)(a * x + b)``):
+its derivative is 0 almost everywhere but its slope is exp's, and neither is what the
+program means; ``refusals._rounded_into_mantissa`` refuses it. Shifted into the exponent
+only (``(uint64_t)(k + 1023) << 52``, 2^k) it is piecewise constant, and fine.
 """
 
 from __future__ import annotations
@@ -34,12 +41,13 @@ def mantissa_mask(float_type) -> int:
     return (1 << _MANTISSA_BITS.get(str(float_type), 0)) - 1
 
 
-def varying_bits(bits: SSAValue, flavor: Flavor) -> dict[SSAValue, int]:
+def varying_bits(bits: SSAValue, flavor: Flavor, start: int | None = None) -> dict[SSAValue, int]:
     """For ``bits``, an integer holding a float's bit pattern, and every integer
     computed from it (through branches too): the mask of its bits that may vary
-    continuously with the float (values not in the result vary nowhere)."""
+    continuously with the float (values not in the result vary nowhere). ``start``
+    overrides the mask of ``bits`` itself (every bit of an integer rounded from a float)."""
     source = bits.owner.operands[0].type if isinstance(bits.owner, llvm.BitcastOp) else None
-    masks: dict[SSAValue, int] = {bits: mantissa_mask(source)}
+    masks: dict[SSAValue, int] = {bits: mantissa_mask(source) if start is None else start}
     work = [bits]
     while work:
         value = work.pop()

@@ -12,7 +12,7 @@ from zymase.analysis.memory import inline_asm_may_access_memory
 from zymase.analysis.scf import nested_blocks
 from zymase.autodiff.common import Context, describe, function_name
 from zymase.autodiff.flavor import Flavor, is_differentiable_type
-from zymase.autodiff.mantissa_flow import varying_bits
+from zymase.autodiff.mantissa_flow import mantissa_mask, varying_bits
 from zymase.autodiff.rules.blas_signatures import is_blas_or_lapack, supported_names
 from zymase.autodiff.annotated_calls import mark_of
 from zymase.autodiff.library_refusals import sort_or_search_refusal, text_into_shadowed_refusal
@@ -177,6 +177,19 @@ def reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activi
                     hint="write the computation with float operations (nextafter, ldexp, frexp, "
                     "copysign, fabs, sqrt) instead of bit manipulation",
                 )
+            made = _rounded_into_mantissa(op, act, ctx.flavor)
+            if made is not None:
+                raise ZymaseError(
+                    "an integer rounded from an active float becomes the mantissa bits of a float "
+                    "(a bit-level approximation, such as Schraudolph's exp): the float moves with the "
+                    "active value in steps of its last bits, which zymase would differentiate as a "
+                    "constant",
+                    construct=describe(made),
+                    function=fname,
+                    location=location_of(made) or location_of(op),
+                    hint="compute the value with float operations (exp, exp2, ldexp with an integer "
+                    "exponent); an integer shifted into the exponent field only (k << 52) is fine",
+                )
             moved = _float_aggregate_access(op, act)
             if moved is not None:
                 # its derivative would be lost: loads and stores move derivatives only for
@@ -337,6 +350,25 @@ def _float_bits_made_float_again(op: Operation, act: ActivityInfo, flavor: Flavo
 
 
 _INT_TO_FLOAT = ("llvm.sitofp", "llvm.uitofp")
+
+
+def _rounded_into_mantissa(op: Operation, act: ActivityInfo, flavor: Flavor) -> Operation | None:
+    """For a conversion of an active float to an integer (``fptosi``/``fptoui``): the
+    bitcast to a float that puts the integer's bits into that float's mantissa, if any
+    (autodiff/mantissa_flow)."""
+    if op.name not in ("llvm.fptosi", "llvm.fptoui") or op.operands[0] not in act.varied:
+        return None
+    result = op.results[0]
+    if not isinstance(result.type, IntegerType):
+        return None
+    masks = None
+    for use in integer_flow(result, flavor):
+        user = use.operation
+        if isinstance(user, llvm.BitcastOp) and is_float_type(user.results[0].type):
+            masks = masks if masks is not None else varying_bits(result, flavor, (1 << result.type.width.data) - 1)
+            if masks.get(user.operands[0], 0) & mantissa_mask(user.results[0].type):
+                return user
+    return None
 
 
 def is_int_like(t) -> bool:
