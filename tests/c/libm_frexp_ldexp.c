@@ -1,5 +1,5 @@
 /* Exponent scaling and neighbours (issue 24 item 6): frexp (the mantissa), ldexp, scalbn, scalbln,
-   nextafter, nexttoward and exp10, in double, float and long double, reverse and forward mode.
+   nextafter, nexttoward, exp10 and logb, in double, float and long double, reverse and forward mode.
    frexp(x, &e) = x * 2^-e with e constant between powers of two: d/dx = 2^-e. ldexp(x, n) =
    scalbn(x, n) = scalbln(x, n) = x * 2^n: d/dx = 2^n. nextafter(x, y) is x moved by one ulp
    toward y: d/dx = 1, d/dy = 0. exp10(x) = 10^x: d/dx = ln(10) 10^x. Points avoid powers of two
@@ -59,6 +59,11 @@ static double fd(double (*f)(double), double x) {
     return (f(x + h) - f(x - h)) / (2.0 * h);
 }
 static double f_exp10_only(double x) { return f_exp10(x); }
+/* logb(x) is the exponent of x as a float, piecewise constant: d/dx (x logb x) = logb x (session 34:
+   refused, no rule) */
+static double f_logb(double x) { return x * logb(x) + sin(x); }
+static double f_logbl(double x) { return (double)((long double)x * logbl((long double)x)); }
+static float f_logbf(float x) { return x * logbf(x * x); }
 
 static void test(double x) {
     int e;
@@ -112,6 +117,13 @@ static void test(double x) {
     check("nexttowardl forward", x, __enzyme_fwddiff((void *)f_nexttowardl, x, 1.0, -7.0, 5.0), 2.0 * x, TOL);
     check("nexttowardf reverse", x, __enzyme_autodiff_f(f_nexttowardf, (float)x), 2.0 * x, FTOL);
     check("nexttowardf forward", x, __enzyme_fwddiff_f(f_nexttowardf, (float)x, 1.0f), 2.0 * x, FTOL);
+
+    check("logb reverse", x, __enzyme_autodiff((void *)f_logb, x), logb(x) + cos(x), TOL);
+    check("logb forward", x, __enzyme_fwddiff((void *)f_logb, x, 2.0), 2.0 * (logb(x) + cos(x)), TOL);
+    check("logbl reverse", x, __enzyme_autodiff((void *)f_logbl, x), logb(x), TOL);
+    check("logbl forward", x, __enzyme_fwddiff((void *)f_logbl, x, 2.0), 2.0 * logb(x), TOL);
+    check("logbf reverse", x, __enzyme_autodiff_f(f_logbf, (float)x), logb(x * x), FTOL);
+    check("logbf forward", x, __enzyme_fwddiff_f(f_logbf, (float)x, 2.0f), 2.0 * logb(x * x), FTOL);
 
     double want = 2.0 * log(10.0) * pow(10.0, 2.0 * x);
     check("exp10 reverse", x, __enzyme_autodiff((void *)f_exp10, x), want, TOL);

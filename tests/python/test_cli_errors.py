@@ -340,6 +340,32 @@ C_CASES = {
         "int main(void) { return __enzyme_autodiff((void*)f, 3.0) > 0; }\n",
         ["float128_active.c:2:", "converted to f128", "does not differentiate", "function 'f'"],
     ),
+    # session 34: (double)(__bf16)y is an fptrunc to bfloat and back, a type without
+    # derivative rules: the derivative stopped there at -O1..-O3 (x^2 for x^3), silently
+    "bf16_active.c": (
+        "extern double __enzyme_autodiff(void*, ...);\n"
+        "double f(double x) { __bf16 h = (__bf16)(x * x); return (double)h * x; }\n"
+        "int main(void) { return __enzyme_autodiff((void*)f, 1.25) > 0; }\n",
+        ["bf16_active.c:2:", "converted to bf16", "(__bf16)", "function 'f'"],
+    ),
+    # session 34: the bits of a double read as a number (a piecewise linear log2) move with
+    # x, but were taken as constant: derivative 0 at every level, silently
+    "fast_log2.c": (
+        "#include <string.h>\n#include <stdint.h>\nextern double __enzyme_autodiff(void*, ...);\n"
+        "double f(double x) { uint64_t u; memcpy(&u, &x, 8);\n"
+        "  return (double)u * 0x1p-52 - 1023.0; }\n"
+        "int main(void) { return __enzyme_autodiff((void*)f, 3.3) > 0; }\n",
+        ["fast_log2.c:5:", "keeps bits of its mantissa", "llvm.uitofp", "function 'f'"],
+    ),
+    # session 34: an integer rounded from x made the mantissa of a double (Schraudolph's
+    # exp) had derivative 0 while the value moves like exp(x)
+    "schraudolph_exp.c": (
+        "#include <string.h>\n#include <stdint.h>\nextern double __enzyme_autodiff(void*, ...);\n"
+        "double f(double x) { int64_t i = (int64_t)(x * 6497320848556798.0 + 4607182418800017408.0);\n"
+        "  double y; memcpy(&y, &i, 8); return y; }\n"
+        "int main(void) { return __enzyme_autodiff((void*)f, 1.3) > 0; }\n",
+        ["schraudolph_exp.c:5:", "rounded from an active float becomes the mantissa bits", "function 'f'"],
+    ),
     # small float vectors carry derivatives lane by lane (tests/c/vector_values.c); an op
     # whose rule does not work lane-wise (a vector sqrt) is refused by name
     "vector_active.c": (

@@ -180,11 +180,13 @@ def prepare(ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts
 
         lower_invokes(region)
         # Calls that pass or return pointers are inlined, so their memory effects are
-        # differentiated in program order (recursive callees, which cannot be inlined, are split
+        # differentiated in program order (and helpers that take or return a float's bits
+        # as an integer, so that those bits meet the float ops that undo them) (recursive callees, which cannot be inlined, are split
         # into augmented forward and reverse functions instead: Driver.split).
         from zymase.analysis.memory import is_pointer
         from zymase.autodiff.custom import has_custom_rule
         from zymase.transforms.inline import inline_calls
+        from zymase.transforms.integer_copies import passes_float_bits
         from zymase.transforms.numba_parfor import is_parfor
         from zymase.transforms.openmp import is_outlined_region
 
@@ -205,7 +207,7 @@ def prepare(ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts
                 lambda call, callee: not has_custom_rule(callee) and not is_outlined_region(callee)
                 and not is_parfor(callee) and (
                     any(is_pointer(v) for v in (*call.operands, *call.results)) or ctx.writes_memory(callee)
-                    or bool(ctx.reads_globals(callee))),
+                    or bool(ctx.reads_globals(callee)) or passes_float_bits(callee)),
             )
             # (bounded: calls through pointers that reach the function making them again
             # are left, and refused below)
@@ -236,6 +238,10 @@ def prepare(ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts
         from zymase.transforms.integer_copies import expose_float_bits
 
         expose_float_bits(region)
+        # (a + 0x1.8p52) - 0x1.8p52, rounding a to an integer: no derivative
+        from zymase.transforms.rounding_shift import stop_rounding_shifts
+
+        stop_rounding_shifts(region)
         # sincos, modf, frexp, remquo: results written through pointers become values and
         # stores (after inlining, so that inlined bodies are covered)
         from zymase.transforms.libm_outputs import expose_libm_outputs

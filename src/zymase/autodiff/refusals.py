@@ -12,6 +12,7 @@ from zymase.analysis.memory import inline_asm_may_access_memory
 from zymase.analysis.scf import nested_blocks
 from zymase.autodiff.common import Context, describe, function_name
 from zymase.autodiff.flavor import Flavor, is_differentiable_type
+from zymase.autodiff.mantissa_flow import mantissa_mask, varying_bits
 from zymase.autodiff.rules.blas_signatures import is_blas_or_lapack, supported_names
 from zymase.autodiff.annotated_calls import mark_of
 from zymase.autodiff.library_refusals import sort_or_search_refusal, text_into_shadowed_refusal
@@ -154,6 +155,17 @@ def reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activi
                     hint="store whole values (doubles, structs) instead of byte pieces; where this is "
                     "std::vector::insert of a variable, insert a copy of it (v.insert(pos, T(x)))",
                 )
+            if back is not None and back.name in _INT_TO_FLOAT:
+                raise ZymaseError(
+                    "the bits of an active float are read as an integer that keeps bits of its "
+                    f"mantissa, and that integer is converted to a number ('{back.name}'); it moves with "
+                    "the float, but integers carry no derivative and zymase would return a wrong one",
+                    construct=describe(back),
+                    function=fname,
+                    location=location_of(back) or location_of(op),
+                    hint="compute the number with float operations (log2, frexp, ldexp) instead of from the "
+                    "bits; the exponent or sign bits alone ((bits >> 52) & 0x7ff, bits >> 63) are fine",
+                )
             if back is not None:
                 raise ZymaseError(
                     "the bits of an active float are read as an integer, changed by integer "
@@ -164,6 +176,19 @@ def reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activi
                     location=location_of(back) or location_of(op),
                     hint="write the computation with float operations (nextafter, ldexp, frexp, "
                     "copysign, fabs, sqrt) instead of bit manipulation",
+                )
+            made = _rounded_into_mantissa(op, act, ctx.flavor)
+            if made is not None:
+                raise ZymaseError(
+                    "an integer rounded from an active float becomes the mantissa bits of a float "
+                    "(a bit-level approximation, such as Schraudolph's exp): the float moves with the "
+                    "active value in steps of its last bits, which zymase would differentiate as a "
+                    "constant",
+                    construct=describe(made),
+                    function=fname,
+                    location=location_of(made) or location_of(op),
+                    hint="compute the value with float operations (exp, exp2, ldexp with an integer "
+                    "exponent); an integer shifted into the exponent field only (k << 52) is fine",
                 )
             moved = _float_aggregate_access(op, act)
             if moved is not None:
@@ -184,7 +209,7 @@ def reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activi
                 # the derivative would silently stop here: the type has no rules
                 raise ZymaseError(
                     f"an active value is converted to {lost}, a floating-point type zymase does not "
-                    "differentiate (__float128)",
+                    f"differentiate ({'__bf16' if str(lost) == 'bf16' else '__float128'})",
                     construct=describe(op),
                     function=fname,
                     location=location_of(op),
@@ -294,7 +319,8 @@ def _float_bits_made_float_again(op: Operation, act: ActivityInfo, flavor: Flavo
     """For a bitcast of an active float to an integer: the op (a bitcast back to a float)
     that its bits reach through integer arithmetic, if any (``i = bits(x); i += 1;
     x = float(i)``, the fast inverse square root), or a store of a narrower piece of them
-    (SROA stores a copied double as an i8 and an i56). Such a value depends on x, but the
+    (SROA stores a copied double as an i8 and an i56), or a conversion to a float
+    (``sitofp``/``uitofp``) of an integer that keeps mantissa bits (autodiff/mantissa_flow). Such a value depends on x, but the
     engine sees no float operation in between and would give it derivative 0. Bits that
     are only compared (a sign or NaN test) or that round-trip unchanged (folded away
     before AD, transforms/integer_copies.py) are fine. The round trip through memory
@@ -311,6 +337,37 @@ def _float_bits_made_float_again(op: Operation, act: ActivityInfo, flavor: Flavo
         if (isinstance(user, llvm.StoreOp) and use.index == 0 and isinstance(user.value.type, IntegerType)
                 and user.value.type.width.data != op.results[0].type.width.data):
             return user  # a piece of the bits stored (SROA's i8 + i56 of a copied double)
+    # the bits converted to a number: wrong where they keep mantissa bits (a "fast log2",
+    # (double)bits * 0x1p-52), right where only exponent or sign bits are left
+    masks = None
+    for use in integer_flow(op.results[0], flavor):
+        user = use.operation
+        if user.name in _INT_TO_FLOAT and is_float_like(user.results[0].type):
+            masks = masks if masks is not None else varying_bits(op.results[0], flavor)
+            if masks.get(user.operands[0], 0):
+                return user
+    return None
+
+
+_INT_TO_FLOAT = ("llvm.sitofp", "llvm.uitofp")
+
+
+def _rounded_into_mantissa(op: Operation, act: ActivityInfo, flavor: Flavor) -> Operation | None:
+    """For a conversion of an active float to an integer (``fptosi``/``fptoui``): the
+    bitcast to a float that puts the integer's bits into that float's mantissa, if any
+    (autodiff/mantissa_flow)."""
+    if op.name not in ("llvm.fptosi", "llvm.fptoui") or op.operands[0] not in act.varied:
+        return None
+    result = op.results[0]
+    if not isinstance(result.type, IntegerType):
+        return None
+    masks = None
+    for use in integer_flow(result, flavor):
+        user = use.operation
+        if isinstance(user, llvm.BitcastOp) and is_float_type(user.results[0].type):
+            masks = masks if masks is not None else varying_bits(result, flavor, (1 << result.type.width.data) - 1)
+            if masks.get(user.operands[0], 0) & mantissa_mask(user.results[0].type):
+                return user
     return None
 
 
@@ -426,7 +483,9 @@ def _unsupported_on_active(op: Operation, act: ActivityInfo) -> str | None:
     if isinstance(op, llvm.CallOp) and op.callee is None:
         return "an indirect call through a function pointer"
     if isinstance(op, (llvm.LoadOp, llvm.StoreOp)) and op.ptr in act.shadowed:
-        if getattr(op, "volatile_", None) is not None:
+        if getattr(op, "volatile_", None) is not None and not _local_slot(op.ptr):
+            # (a volatile local, which compensated sums use to keep the compiler from
+            # reassociating, is a stack slot like any other: its shadow is one too)
             return "a volatile memory access"
         ordering = op.properties.get("ordering")
         value = op.results[0] if isinstance(op, llvm.LoadOp) else op.value
@@ -519,10 +578,13 @@ def _vector_safe(ctx: Context, op: Operation) -> bool:
 
 
 def _untracked_float(t: Attribute) -> bool:
-    """A scalar floating-point type without derivative rules (fp128; x86_fp80 has them)."""
+    """A scalar floating-point type without derivative rules (fp128, bfloat; x86_fp80 has
+    them). ``(double)(__bf16)y`` is an fptrunc to bfloat and an fpext back: without this
+    the derivative stopped there, silently (session 34)."""
     from zymase.ir import Float80Type, Float128Type
+    from xdsl.dialects.builtin import BFloat16Type
 
-    return isinstance(t, (Float80Type, Float128Type)) and not is_differentiable_type(t)
+    return isinstance(t, (Float80Type, Float128Type, BFloat16Type)) and not is_differentiable_type(t)
 
 
 def _holds_floats(t: Attribute) -> bool:

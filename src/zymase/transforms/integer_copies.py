@@ -23,7 +23,7 @@ from __future__ import annotations
 from zymase.analysis.memory import is_marker
 from zymase.autodiff.flavor import _mangle
 from zymase.autodiff.type_rules import is_float_vector
-from zymase.ir import (Block, DenseIntOrFPElementsAttr, IntegerAttr, IntegerType, Operation, Region, VectorType, i1, i64,
+from zymase.ir import (Block, BlockArgument, DenseIntOrFPElementsAttr, SSAValue, IntegerAttr, IntegerType, Operation, Region, VectorType, i1, i64,
                        is_float_type, llvm, llvm_ext)
 
 # widths of the integers a float's bits travel in: float, double
@@ -31,56 +31,126 @@ _COPY_WIDTHS = (32, 64)
 
 
 def expose_float_bits(region: Region) -> None:
-    """Sign masks made fabs, fold the bitcast round trips, then turn integer copies into
-    memcpys."""
-    _sign_masks_to_fabs(region)
+    """Sign-bit operations made float operations, fold the bitcast round trips, then turn
+    integer copies into memcpys."""
+    _sign_bit_ops_to_float_ops(region)
     _fold_float_bitcasts(region)
     integer_copies_to_memcpy(region)
 
 
-def _sign_masks_to_fabs(region: Region) -> None:
-    """``bitcast(and(X, 0x7ff...f))`` to a float or float vector type is ``fabs`` of X's
-    bits as that type, bit for bit: Eigen's SSE ``pabs`` (``_mm_and_pd`` with the mask),
-    which LLVM leaves as an ``and <2 x i64>`` of integers loaded from the array. X's bits
-    are rebuilt as floats where they come from (a load of integers loads the floats, an
-    insertelement inserts them; what is left is a bitcast that the folding below removes
-    where it round-trips), so the derivative flows through ``llvm.fabs``."""
+def passes_float_bits(callee: Operation) -> bool:
+    """Whether ``callee`` takes or returns an integer and reinterprets floats as integers
+    or integers as floats (``uint64_t bits(double)``, ``double from_bits(uint64_t)``):
+    called, not inlined, the bits cross the call as an integer, which carries no
+    derivative, and the sign flip between two such calls lost it (session 34, -O0 and
+    ``noinline`` helpers)."""
+    signature = callee.function_type
+    if not any(isinstance(t, IntegerType) for t in (*signature.inputs.data, signature.output)):
+        return False
+    return any(_is_float_int_cast(op) for op in callee.walk())
+
+
+def _sign_bit_ops_to_float_ops(region: Region) -> None:
+    """Integer operations on a float's sign bit, bitcast back to the float's type, become
+    the float operations they are, bit for bit: ``and`` with ``0x7ff...f`` is ``fabs``
+    (Eigen's SSE ``pabs``, ``_mm_and_pd`` with the mask, which LLVM leaves as an ``and
+    <2 x i64>`` of integers loaded from the array), ``xor`` with the sign bit is ``fneg``,
+    ``or`` with it is ``-fabs``, and ``(X & 0x7ff...f) | (Y & 0x800...0)`` is
+    ``copysign(X, Y)`` (what C code writes on a union or through ``memcpy``, which
+    instcombine turns into these float ops at -O1 and up, but -O0 leaves to AD; Enzyme
+    differentiates them too). X's bits are rebuilt as floats where they come from (a load
+    of integers loads the floats, an insertelement inserts them; what is left is a
+    bitcast that the folding below removes where it round-trips), so the derivative
+    flows through the float op."""
     for block in region.blocks:
         for op in list(block.ops):
             t = op.results[0].type if isinstance(op, llvm.BitcastOp) else None
             if t is None or not (is_float_type(t) or is_float_vector(t)):
                 continue
-            masked = op.operands[0].owner
-            if not isinstance(masked, llvm.AndOp):
+            bitop = op.operands[0].owner
+            if not isinstance(bitop, (llvm.AndOp, llvm.XOrOp, llvm.OrOp)):
                 continue
             lane = t.element_type if isinstance(t, VectorType) else t
             width = lane.bitwidth
-            ints = masked.results[0].type
+            ints = bitop.results[0].type
             int_lane = ints.element_type if isinstance(ints, VectorType) else ints
             if not isinstance(int_lane, IntegerType) or int_lane.width.data != width:
                 continue  # (lanes of another width: the mask is not each float's sign)
-            keep = next((i for i in (0, 1) if _is_splat(masked.operands[1 - i], (1 << (width - 1)) - 1)), None)
-            if keep is None:
+            made = _float_op_of(bitop, t, width, op)
+            if made is None:
                 continue
-            bits = _as_float(masked.operands[keep], t, op)
-            fabs = llvm.CallIntrinsicOp(f"llvm.fabs.{_mangle(t)}", [bits], [t])
-            fabs.location = op.location
-            block.insert_op_before(fabs, op)
-            op.results[0].replace_all_uses_with(fabs.results[0])
+            op.results[0].replace_all_uses_with(made)
             block.erase_op(op)
-            if not masked.results[0].uses:
-                masked.parent_block().erase_op(masked)
+            _erase_if_unused(bitop)
+
+
+def _float_op_of(bitop: Operation, t, width: int, before: Operation):
+    """The float value (new ops before ``before``) that integer op ``bitop`` computes on
+    the bits of floats of type ``t``, when it only clears, flips or sets their sign bits
+    or merges one value's magnitude with another's sign; else None."""
+    sign, magnitude = 1 << (width - 1), (1 << (width - 1)) - 1
+    block = before.parent_block()
+
+    def call(name: str, *args):
+        made = llvm.CallIntrinsicOp(f"llvm.{name}.{_mangle(t)}", list(args), [t])
+        made.location = before.location
+        block.insert_op_before(made, before)
+        return made.results[0]
+
+    def masked_with(v, mask):  # X where v is ``and(X, mask)``
+        owner = v.owner if isinstance(v.owner, Operation) else None
+        if not isinstance(owner, llvm.AndOp):
+            return None
+        return next((owner.operands[i] for i in (0, 1) if _is_splat(owner.operands[1 - i], mask)), None)
+
+    if isinstance(bitop, llvm.OrOp):
+        for i in (0, 1):
+            x, y = masked_with(bitop.operands[i], magnitude), masked_with(bitop.operands[1 - i], sign)
+            if x is not None and y is not None:
+                return call("copysign", _as_float(x, t, before), _as_float(y, t, before))
+    constant = {llvm.AndOp: magnitude, llvm.XOrOp: sign, llvm.OrOp: sign}[type(bitop)]
+    keep = next((i for i in (0, 1) if _is_splat(bitop.operands[1 - i], constant)), None)
+    if keep is None:
+        return None
+    x = _as_float(bitop.operands[keep], t, before)
+    if isinstance(bitop, llvm.XOrOp):
+        neg = llvm.FNegOp(x)
+        block.insert_op_before(neg, before)
+        return neg.results[0]
+    absolute = call("fabs", x)
+    if isinstance(bitop, llvm.AndOp):
+        return absolute
+    neg = llvm.FNegOp(absolute)  # or with the sign bit: -|x|
+    block.insert_op_before(neg, before)
+    return neg.results[0]
+
+
+def _erase_if_unused(op: Operation) -> None:
+    """Erase ``op`` and then its operands' defining and/or ops that are left unused."""
+    if op.results[0].uses or op.parent_block() is None:
+        return
+    operands = [o.owner for o in op.operands if isinstance(o.owner, llvm.AndOp)]
+    op.parent_block().erase_op(op)
+    for inner in operands:
+        if inner.parent_block() is not None:
+            _erase_if_unused(inner)
 
 
 def _is_splat(v, value: int) -> bool:
+    """Whether ``v`` is the integer constant ``value`` (in every lane), read as unsigned
+    at its own width (an i32 sign bit is stored as -2147483648)."""
     owner = getattr(v, "owner", None)
     if not isinstance(owner, llvm.ConstantOp):
         return False
+    t = v.type.element_type if isinstance(v.type, VectorType) else v.type
+    if not isinstance(t, IntegerType):
+        return False
+    bits = (1 << t.width.data) - 1
     attr = owner.value
     if isinstance(attr, IntegerAttr):
-        return attr.value.data & ((1 << 64) - 1) == value
+        return attr.value.data & bits == value
     if isinstance(attr, DenseIntOrFPElementsAttr):
-        return all(int(x) & ((1 << 64) - 1) == value for x in attr.get_values())
+        return all(int(x) & bits == value for x in attr.get_values())
     return False
 
 
@@ -89,6 +159,9 @@ def _as_float(x, t, before: Operation):
     come from (a float bitcast to integers, a load, insertelements), new ops before
     ``before``."""
     block = before.parent_block()
+    incoming = _single_incoming(x)
+    if incoming is not None:  # the value an inlined helper returned (transforms/inline.py)
+        return _as_float(incoming, t, before)
     owner = x.owner if isinstance(x.owner, Operation) else None
     if isinstance(owner, llvm.BitcastOp) and owner.operands[0].type == t:
         return owner.operands[0]
@@ -111,6 +184,20 @@ def _as_float(x, t, before: Operation):
     cast = llvm.BitcastOp(x, t)  # (a scalar load or round trip: folded below)
     block.insert_op_before(cast, before)
     return cast.results[0]
+
+
+def _single_incoming(x) -> SSAValue | None:
+    """For a block argument of a block with one predecessor (the continuation of an
+    inlined call, receiving its result): the value that predecessor passes."""
+    if not isinstance(x, BlockArgument):
+        return None
+    predecessors = list(x.block.predecessors())
+    if len(predecessors) != 1:
+        return None
+    term = predecessors[0].last_op
+    if not isinstance(term, llvm.BrOp):
+        return None
+    return term.arguments[x.index]
 
 
 def _is_float_int_cast(op: Operation) -> bool:

@@ -285,5 +285,6 @@ MATH["sqrt"].handles_vectors = True
 # Piecewise-constant functions: zero derivative, so they are never active.
 ZERO = R()
 ZERO.handles_vectors = True  # (no derivative, lane by lane too: llvm.floor.v4f64)
-for _name in ("floor", "ceil", "round", "roundeven", "trunc", "rint", "nearbyint", "lround", "llround"):
+# logb(x) is the exponent of x as a float (ilogb, an int, needs no rule)
+for _name in ("floor", "ceil", "round", "roundeven", "trunc", "rint", "nearbyint", "lround", "llround", "logb"):
     MATH[_name] = ZERO
