@@ -180,9 +180,10 @@ def prepare(ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts
 
         lower_invokes(region)
         # Calls that pass or return pointers are inlined, so their memory effects are
-        # differentiated in program order (and helpers that take or return a float's bits
-        # as an integer, so that those bits meet the float ops that undo them) (recursive callees, which cannot be inlined, are split
-        # into augmented forward and reverse functions instead: Driver.split).
+        # differentiated in program order, and so are helpers that take or return a float's
+        # bits as an integer, so that those bits meet the float ops that undo them
+        # (recursive callees, which cannot be inlined, are split into augmented forward and
+        # reverse functions instead: Driver.split).
         from zymase.analysis.memory import is_pointer
         from zymase.autodiff.custom import has_custom_rule
         from zymase.transforms.inline import inline_calls
