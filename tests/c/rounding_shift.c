@@ -55,6 +55,14 @@ static double f_rint_swapped(double x) {
     double k = (SHIFT + x * x) - SHIFT, m = (x - SHIFT) + SHIFT;
     return k * x + m * m;
 }
+/* k x + x: k's adjoint term meets the seed's 1 in an adjoint sum, which may reassociate;
+   LLVM took that as leave to reassociate into the rounding ((a + C) - C + 1 became
+   a + (1 - C), then a * a + 1 from fmuladd(a, a, C)): x * x + 1 for rint(x * x) + 1 at
+   -O1..-O3, silently, until the rounded value was fenced (session 34) */
+static double f_rint_plus(double x) {
+    double k = (SHIFT + x * x) - SHIFT;
+    return k * x + x;
+}
 static float f_rintf(float x) {
     float k = (x * 3.0f + 0x1.8p23f) - 0x1.8p23f;
     return sinf(x * 3.0f - k) + k * x;
@@ -92,6 +100,9 @@ static void test(double x) {
     want = rint(x * x);
     check("swapped reverse", x, __enzyme_autodiff((void *)f_rint_swapped, x), want, TOL);
     check("swapped forward", x, __enzyme_fwddiff((void *)f_rint_swapped, x, 2.0), 2.0 * want, TOL);
+    want = rint(x * x) + 1.0;
+    check("rint plus seed reverse", x, __enzyme_autodiff((void *)f_rint_plus, x), want, TOL);
+    check("rint plus seed forward", x, __enzyme_fwddiff((void *)f_rint_plus, x, 2.0), 2.0 * want, TOL);
     float xf = (float)x;
     k = rint(3.0 * xf);
     want = 3.0 * cos(3.0 * xf - k) + k;

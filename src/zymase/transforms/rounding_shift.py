@@ -21,6 +21,7 @@ from __future__ import annotations
 from zymase.analysis.memory import is_marker
 from zymase.ir import FloatAttr, Operation, Region, is_float_type, llvm
 from zymase.ir import enzyme as ez
+from zymase.ir.fast_ops import call_intrinsic
 
 # the precision (significand bits, the implicit one included) of each float type
 _PRECISION = {"f16": 11, "f32": 24, "f64": 53, "f80": 64}
@@ -38,9 +39,18 @@ def stop_rounding_shifts(region: Region) -> int:
                 continue
             stop = ez.IgnoreDerivativesOp(op.results[0])
             stop.location = op.location
+            # and behind an arithmetic fence: adjoint sums may reassociate (autodiff/flavor
+            # accumulate), and LLVM took that as leave to reassociate into the rounding
+            # when the sum met it (k * x's adjoint is k at a seed of 1: (a + C) - C + 1
+            # became a + (1 - C), then a * a + 1 from fmuladd(a, a, C): 2.69 for 3)
+            fence = call_intrinsic(f"llvm.arithmetic.fence.{op.results[0].type}", [stop.results[0]],
+                                   [op.results[0].type])
+            fence.location = op.location
             block.insert_op_after(stop, op)
-            op.results[0].replace_all_uses_with(stop.results[0])
-            stop.operands = [op.results[0]]  # (replace_all_uses_with also rewired the stop itself)
+            block.insert_op_after(fence, stop)
+            op.results[0].replace_all_uses_with(fence.results[0])
+            stop.operands = [op.results[0]]  # (replace_all_uses_with also rewired these two)
+            fence.operands = [stop.results[0]]
             count += 1
     return count
 
