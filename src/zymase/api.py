@@ -128,6 +128,15 @@ def _check_type(ty, what: str) -> None:
         return
     if isinstance(ty, (types.Float, types.Integer, types.Boolean, types.Record)):
         return
+    if isinstance(ty, (types.ClassInstanceType, types.StructRef)):
+        # (its fields may hold the very arrays being differentiated, which the argument
+        # checks and shadows cannot see: not even taken as a constant)
+        kind = "jitclass" if isinstance(ty, types.ClassInstanceType) else "structref"
+        raise ZymaseError(f"{what} is a {kind} instance, which zymase does not "
+                          "take as an argument of a differentiated function",
+                          hint="pass its fields instead (float scalars, integers, contiguous arrays, or a tuple or "
+                          "namedtuple of these) and build the instance inside the function if it holds only "
+                          "constants")
     raise ZymaseError(f"{what} has Numba type {ty}, which zymase cannot differentiate through",
                       hint="pass float scalars, integers, contiguous arrays or tuples of these")
 
