@@ -126,7 +126,7 @@ def _check_type(ty, what: str) -> None:
         for i, t in enumerate(ty.types):
             _check_type(t, f"{what}[{i}]")
         return
-    if isinstance(ty, (types.Float, types.Integer, types.Boolean, types.Record)):
+    if isinstance(ty, (types.Float, types.Integer, types.Boolean, types.Record, types.Dispatcher)):
         return
     if isinstance(ty, (types.ClassInstanceType, types.StructRef)):
         # (its fields may hold the very arrays being differentiated, which the argument

@@ -357,6 +357,16 @@ def _disk_key(disp, argtypes, spec: KernelSpec) -> str:
     parts = ["numba kernel", numba.__version__, sys.version, toolchain.host_cpu_identity(), repr(spec),
              repr(tuple(str(t) for t in argtypes)),
              *map(repr, _source_key(disp))]
+    seen: set = set()
+    todo = list(argtypes)
+    while todo:
+        t = todo.pop()
+        if isinstance(t, numba.core.types.BaseTuple):
+            todo += t.types
+        elif isinstance(t, numba.core.types.Dispatcher):
+            # an njit function passed as an argument is compiled into the kernel: its code
+            # is part of the key (its type names it only by name and address)
+            parts += map(repr, _source_key(t.dispatcher, seen))
     return derivative_cache.make_key(*parts)
 
 

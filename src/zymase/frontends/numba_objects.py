@@ -17,7 +17,10 @@ import re
 
 from zymase.errors import ZymaseError
 
-_HANDED_TO_PYTHON = re.compile(r"^a value being differentiated is made a Python object \('(\w+)'\)")
+_HANDED_TO_PYTHON = re.compile(r"^a value being differentiated is made a Python object \('(\w+)'\)"
+                               # (an array boxed or unboxed at the block's edge: the unoptimized
+                               # code's memory analysis, preopt=False, sees active memory there)
+                               r"|^memory holding active data is passed to 'NRT_adapt_ndarray_(to|from)_python")
 _RUNTIME_OBJECT = re.compile(r"^active data is written through a pointer produced by 'call @NRT_MemInfo_alloc_dtor'")
 
 
@@ -29,11 +32,13 @@ def objmode_refusal(err: ZymaseError, disp) -> ZymaseError | None:
     where, owner = _first_sites(disp, _objmode_lines)
     name, place, location = _naming(disp, where, owner)
     return ZymaseError(
-        f"{name} hands differentiated values to Python code in a 'with objmode(...)' block{place}; zymase "
-        "cannot differentiate the Python code, whose results would be taken as constants (a zero derivative)",
+        f"{name} passes values that carry derivatives to or from Python code in a 'with objmode(...)' "
+        f"block{place}; zymase cannot differentiate the Python code, whose results would be taken as "
+        "constants (a zero derivative)",
         construct="with objmode(...)", function=name.strip("'"), location=location,
         hint="compute that step in njit code, or give the objmode block only values that are not "
-        "differentiated (printing a value outside the block is fine)")
+        "differentiated (printing a value outside the block is fine); with preopt=False even arrays of "
+        "constants crossing the block are refused: keep the default preopt=True")
 
 
 def runtime_object_refusal(err: ZymaseError, disp) -> ZymaseError | None:
@@ -52,7 +57,8 @@ def runtime_object_refusal(err: ZymaseError, disp) -> ZymaseError | None:
         "differentiate through such objects",
         construct=f"{' or '.join(kinds)} instance", function=name.strip("'"), location=location,
         hint="keep the differentiated values in NumPy arrays, tuples or namedtuples passed between njit "
-        "functions; an instance holding only constants may be made inside the function")
+        "functions; an instance holding only constants may be made inside the function (with the default "
+        "preopt=True: Numba's unoptimized code moves even those through memory zymase cannot follow)")
 
 
 def _naming(disp, where, owner, what: str = ""):
