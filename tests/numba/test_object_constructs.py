@@ -281,3 +281,41 @@ def test_disk_key_covers_the_code_of_a_function_argument():
     before = zn._disk_key(_twice_mapped, argtypes, None)
     fn.py_func.__code__ = other.__code__
     assert zn._disk_key(_twice_mapped, argtypes, None) != before
+
+
+# ---- compiled functions called through pointers ----------------------------------------
+
+
+def _libm_cos():
+    import ctypes
+
+    cos = ctypes.CDLL("libm.so.6").cos
+    cos.restype, cos.argtypes = ctypes.c_double, (ctypes.c_double,)
+    return cos
+
+
+c_cos = _libm_cos()
+
+
+@njit
+def _through_ctypes(x):
+    return c_cos(x[0]) * x[1]
+
+
+@njit
+def _ctypes_on_a_constant(x):
+    return c_cos(0.5) * np.sum(x * x)
+
+
+@LEVELS
+def test_ctypes_call_on_differentiated_values_is_refused_naming_it(preopt):
+    # before: "a call through a function pointer, as Numba compiles the call of a
+    # recursive njit function ...", with "write the recursion as a loop"
+    line = _line_of(_through_ctypes, "c_cos(")
+    with pytest.raises(ZymaseError) as info:
+        zymase.grad(_through_ctypes, preopt=preopt)(X.copy())
+    text = info.value.format()
+    assert text.startswith(f"zymase: error: {__file__}:{line}: ") and "ctypes or @cfunc function pointer " \
+        f"(c_cos, line {line})" in text and "recursion" not in text, text
+    np.testing.assert_allclose(zymase.grad(_ctypes_on_a_constant, preopt=preopt)(X.copy()), 2 * math.cos(0.5) * X,
+                               rtol=1e-14)

@@ -1,6 +1,6 @@
 """Refusals of Numba's object-like constructs said in the user's Python terms: ``with
-objmode(...)`` blocks handed differentiated values, and jitclass or structref instances
-holding them.
+objmode(...)`` blocks handed differentiated values, jitclass or structref instances
+holding them, and calls of compiled functions through ctypes or ``@cfunc`` pointers.
 
 The engine refuses both in LLVM terms: a value made a Python object ('PyFloat_FromDouble')
 in a function that calls Python code (autodiff/library_refusals.boxed_for_python_refusal),
@@ -8,7 +8,9 @@ and active data stored into memory Numba's runtime allocates with a destructor
 (``NRT_MemInfo_alloc_dtor``: the instance's fields), whose shadow the engine does not
 make. This module names instead the ``with objmode`` lines or the jitclass/structref
 constructions of the user's source (the function's, else those of the njit functions it
-calls), found in Numba's untyped IR.
+calls), found in Numba's untyped IR. A ctypes function or a ``@cfunc`` is called through
+its address, which the engine refuses as an indirect call (said for recursion and
+functions passed as arguments); here the call is named.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ _HANDED_TO_PYTHON = re.compile(r"^a value being differentiated is made a Python 
                                # (an array boxed or unboxed at the block's edge: the unoptimized
                                # code's memory analysis, preopt=False, sees active memory there)
                                r"|^memory holding active data is passed to 'NRT_adapt_ndarray_(to|from)_python")
+_INDIRECT_CALL = re.compile(r"^an indirect call through a function pointer")
 _RUNTIME_OBJECT = re.compile(r"^active data is written through a pointer produced by 'call @NRT_MemInfo_alloc_dtor'")
 
 
@@ -160,4 +163,43 @@ def _instance_sites(disp) -> list[tuple[str, tuple[str, int]]]:
                 sites.append(("jitclass", (cls.__name__, stmt.loc.line)))
             elif isinstance(cls, type) and issubclass(cls, StructRefProxy):
                 sites.append(("structref", (cls.__name__, stmt.loc.line)))
+    return sites
+
+
+def foreign_call_refusal(err: ZymaseError, disp) -> ZymaseError | None:
+    """The refusal of an indirect call, ``err``, where the function (or an njit function
+    it calls) calls a ctypes function or a ``@cfunc``: names those calls and their
+    lines; None when ``err`` is another error or no such call is found (the generic
+    refusal then stands: recursion, a function passed as an argument)."""
+    if _INDIRECT_CALL.search(err.message) is None:
+        return None
+    where, owner = _first_sites(disp, _foreign_calls)
+    if not where:
+        return None
+    names = ", ".join(sorted({callee for callee, _ in where}))
+    name, place, location = _naming(disp, [line for _, line in where], owner, what=names)
+    return ZymaseError(
+        f"{name} calls compiled code through a ctypes or @cfunc function pointer{place}, which zymase cannot "
+        "see into or differentiate",
+        construct="call of a ctypes or @cfunc function", function=name.strip("'"), location=location,
+        hint="call an njit function instead (a @cfunc's Python function decorated with @njit), or pass the "
+        "foreign function only values that are not differentiated")
+
+
+def _foreign_calls(disp) -> list[tuple[str, int]]:
+    """(name, line) of each call in ``disp``'s source of a ctypes function or a
+    ``@cfunc`` (or its ``.ctypes``)."""
+    import ctypes
+
+    from numba.core import ir
+    from numba.core.ccallback import CFunc
+
+    func_ir, stmts = _statements(disp)
+    sites = []
+    for stmt in stmts:
+        if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Expr) and stmt.value.op == "call":
+            fn = _resolved(func_ir, stmt.value.func)
+            if isinstance(fn, (ctypes._CFuncPtr, CFunc)):
+                named = func_ir.get_definition(stmt.value.func)  # the name the source calls it by
+                sites.append((getattr(named, "name", None) or getattr(named, "attr", None) or "?", stmt.loc.line))
     return sites
