@@ -486,6 +486,8 @@ class Transformed:
             return me._impl(argtys)
 
         self.trampoline = _njit_entry(disp, self.params, self.defaults, api, typer)
+        # (the disk cache key of a function given this transform as an argument covers it)
+        self.trampoline.zymase_transform = self
 
     @property
     def _numba_type_(self):

@@ -319,3 +319,43 @@ def test_ctypes_call_on_differentiated_values_is_refused_naming_it(preopt):
         f"(c_cos, line {line})" in text and "recursion" not in text, text
     np.testing.assert_allclose(zymase.grad(_ctypes_on_a_constant, preopt=preopt)(X.copy()), 2 * math.cos(0.5) * X,
                                rtol=1e-14)
+
+
+@njit
+def _cubes(x):
+    return np.sum(x ** 3)
+
+
+@njit
+def _dotted_with(x, derivative):
+    return np.sum(derivative(x) * x)
+
+
+@LEVELS
+def test_transform_passed_as_an_argument_is_differentiated(preopt):
+    # grad(f) and hessian(f) objects are njit functions to Numba: passed as an argument,
+    # the derivative of the caller is taken through them (reverse over reverse, forward
+    # over reverse); was refused as an argument type
+    grad = zymase.grad(_cubes)
+    # d/dx sum(3 x^2 * x) = 9 x^2
+    np.testing.assert_allclose(zymase.grad(_dotted_with, preopt=preopt)(X.copy(), grad), 9 * X ** 2, rtol=1e-14)
+    t = np.array([0.2, -1.0, 0.4, 0.3])
+    assert zymase.jvp(_dotted_with, (X, grad), (t, None), preopt=preopt)[1] == pytest.approx(9 * X ** 2 @ t, rel=1e-13)
+
+
+def test_disk_key_covers_a_transform_passed_as_an_argument():
+    import numba
+
+    from zymase.frontends import numba as zn
+
+    @njit
+    def g(x):
+        return np.sum(x ** 3)
+
+    def other(x):
+        return np.sum(x ** 4)
+
+    argtypes = (numba.typeof(X), numba.typeof(zymase.grad(g)))
+    before = zn._disk_key(_dotted_with, argtypes, None)
+    g.py_func.__code__ = other.__code__
+    assert zn._disk_key(_dotted_with, argtypes, None) != before

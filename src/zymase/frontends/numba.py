@@ -330,13 +330,16 @@ def _source_key(disp, seen=None) -> list:
              code.co_filename, stamp, repr(sorted(disp.targetoptions.items(), key=str))]
     for _, callee, _ in _dispatcher_refs(py):
         parts += _source_key(callee, seen)
+    # a transform's trampoline (passed as an argument) stands for the transform
+    transforms = [getattr(disp, "zymase_transform", None)]
     for name in code.co_names:
         # a zymase.grad(g) the function calls (api.Transformed, or another transform
         # njit code can call): g's code is linked in and differentiated with it
         # (with_called_kernels), and what the transform computes is part of the key:
         # the njit function zymase.grad(zymase.grad(g, 0)) differentiates has the same
         # code as the one of grad(grad(g, 1))
-        transform = py.__globals__.get(name)
+        transforms.append(py.__globals__.get(name))
+    for transform in transforms:
         inner = getattr(transform, "disp", None)
         if inner is not None and hasattr(inner, "py_func"):
             parts.append(repr((type(transform).__name__, getattr(transform, "api", None),
