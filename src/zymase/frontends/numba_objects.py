@@ -1,6 +1,7 @@
 """Refusals of Numba's object-like constructs said in the user's Python terms: ``with
-objmode(...)`` blocks handed differentiated values, jitclass or structref instances
-holding them, and calls of compiled functions through ctypes or ``@cfunc`` pointers.
+objmode(...)`` blocks handed differentiated values, jitclass (other than those of numbers
+only, which are differentiated) or structref instances holding them, and calls of
+compiled functions through ctypes or ``@cfunc`` pointers.
 
 The engine refuses both in LLVM terms: a value made a Python object ('PyFloat_FromDouble')
 in a function that calls Python code (autodiff/library_refusals.boxed_for_python_refusal),
@@ -52,6 +53,8 @@ def runtime_object_refusal(err: ZymaseError, disp) -> ZymaseError | None:
         return None
     where, owner = _first_sites(disp, _instance_sites)
     kinds = sorted({kind for kind, _ in where}) or ["jitclass or structref"]
+    # (a jitclass of numbers only is differentiated: analysis/memory._scalar_jitclass_instance)
+    kinds = ["jitclass holding arrays or other objects" if k == "jitclass" else k for k in kinds]
     name, place, location = _naming(disp, [line for _, line in where], owner,
                                     what=", ".join(sorted({cls for _, (cls, _) in where})))
     return ZymaseError(
@@ -60,8 +63,9 @@ def runtime_object_refusal(err: ZymaseError, disp) -> ZymaseError | None:
         "differentiate through such objects",
         construct=f"{' or '.join(kinds)} instance", function=name.strip("'"), location=location,
         hint="keep the differentiated values in NumPy arrays, tuples or namedtuples passed between njit "
-        "functions; an instance holding only constants may be made inside the function (with the default "
-        "preopt=True: Numba's unoptimized code moves even those through memory zymase cannot follow)")
+        "functions, or in a jitclass whose fields are all numbers; an instance holding only constants may be "
+        "made inside the function (with the default preopt=True: Numba's unoptimized code moves even those "
+        "through memory zymase cannot follow)")
 
 
 def _naming(disp, where, owner, what: str = ""):
