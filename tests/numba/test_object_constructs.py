@@ -416,3 +416,28 @@ def test_disk_key_covers_a_transform_passed_as_an_argument():
     before = zn._disk_key(_dotted_with, argtypes, None)
     g.py_func.__code__ = other.__code__
     assert zn._disk_key(_dotted_with, argtypes, None) != before
+
+
+def test_jitclass_of_numbers_frees_its_shadows():
+    # every instance's shadow MemInfo is released, in reverse, forward and second order
+    from numba.core.runtime import _nrt_python, rtsys
+
+    derivatives = (lambda: zymase.grad(_scalars_per_element)(X.copy()),
+                   lambda: zymase.jvp(_scalars_per_element, (X,), (X,)),
+                   lambda: zymase.hessian(_scalars_per_element)(X.copy()))
+    for call in derivatives:
+        call()
+    was_enabled = _nrt_python.memsys_stats_enabled()
+    _nrt_python.memsys_enable_stats()
+    try:
+        before = rtsys.get_allocation_stats()
+        for _ in range(10):
+            for call in derivatives:
+                call()
+        after = rtsys.get_allocation_stats()
+    finally:
+        if not was_enabled:
+            _nrt_python.memsys_disable_stats()
+    assert after.mi_alloc - before.mi_alloc > 0  # the instances are counted
+    assert after.mi_alloc - before.mi_alloc == after.mi_free - before.mi_free
+    assert after.alloc - before.alloc == after.free - before.free
