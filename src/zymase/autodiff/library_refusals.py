@@ -2,8 +2,8 @@
 zymase does not see and whose effect on that memory it does not model: the sort and
 binary search (they move elements or return pointers into the array), the formatted
 writers that put text over it, and differentiated values handed to Python code through
-Python's C API (Numba's ``with objmode(...)`` blocks). Kept apart from :mod:`zymase.autodiff.common`, whose
-``refusals.reject_unsupported`` asks them."""
+Python's C API (Numba's ``with objmode(...)`` blocks). Kept apart from
+:mod:`zymase.autodiff.common`, whose ``refusals.reject_unsupported`` asks them."""
 
 from __future__ import annotations
 
