@@ -28,7 +28,7 @@ def reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activi
     fname = function_name(fop)
     shadowed_globals = {op.global_name.root_reference.data for block in nested_blocks(region) for op in block.ops
                         if isinstance(op, llvm.AddressOfOp) and op.results[0] in act.shadowed}
-    calls_python = calls_python_code(ctx, (op for block in nested_blocks(region) for op in block.ops))
+    calls_python, unboxes = calls_python_code(ctx, (op for block in nested_blocks(region) for op in block.ops))
     for block in nested_blocks(region):
         for op in block.ops:
             callee = ctx.defined_function(op) if shadowed_globals and isinstance(op, llvm.CallOp) else None
@@ -217,7 +217,7 @@ def reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activi
                 )
             text_error = text_into_shadowed_refusal(ctx, op, act)
             if text_error is None and calls_python:
-                text_error = boxed_for_python_refusal(ctx, op, act)
+                text_error = boxed_for_python_refusal(ctx, op, act, unboxes)
             if text_error is not None:
                 text_error.function = fname
                 raise text_error
