@@ -126,8 +126,17 @@ def _check_type(ty, what: str) -> None:
         for i, t in enumerate(ty.types):
             _check_type(t, f"{what}[{i}]")
         return
-    if isinstance(ty, (types.Float, types.Integer, types.Boolean, types.Record)):
+    if isinstance(ty, (types.Float, types.Integer, types.Boolean, types.Record, types.Dispatcher)):
         return
+    if isinstance(ty, (types.ClassInstanceType, types.StructRef)):
+        # (its fields may hold the very arrays being differentiated, which the argument
+        # checks and shadows cannot see: not even taken as a constant)
+        kind = "jitclass" if isinstance(ty, types.ClassInstanceType) else "structref"
+        raise ZymaseError(f"{what} is a {kind} instance, which zymase does not "
+                          "take as an argument of a differentiated function",
+                          hint="pass its fields instead (float scalars, integers, contiguous arrays, or a tuple or "
+                          "namedtuple of these) and build the instance inside the function if it holds only "
+                          "constants")
     raise ZymaseError(f"{what} has Numba type {ty}, which zymase cannot differentiate through",
                       hint="pass float scalars, integers, contiguous arrays or tuples of these")
 
@@ -477,6 +486,8 @@ class Transformed:
             return me._impl(argtys)
 
         self.trampoline = _njit_entry(disp, self.params, self.defaults, api, typer)
+        # (the disk cache key of a function given this transform as an argument covers it)
+        self.trampoline.zymase_transform = self
 
     @property
     def _numba_type_(self):

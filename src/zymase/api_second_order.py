@@ -324,6 +324,8 @@ class SecondOrder:
             return me._impl(argtys)
 
         self.trampoline = api._njit_entry(disp, self.params, self.defaults, api_name, typer)
+        # (the disk cache key of a function given this transform as an argument covers it)
+        self.trampoline.zymase_transform = self
         #: (argument types, width) -> the njit Hessian loop Python calls (_chunked_hessian)
         self._chunk_loops: dict = {}
 

@@ -253,6 +253,30 @@ def _class_kind(cls: type) -> str:
     return kind
 
 
+#: the destructor Numba gives a jitclass instance's MemInfo, named after the class and its
+#: fields: ``_Dtor.instance.jitclass.Box#7f2...<s:float64,n:int64>``
+_JITCLASS_DTOR = re.compile(r"^_Dtor\.instance\.jitclass\.[^<]*<(.*)>$")
+_SCALAR_FIELD = re.compile(r"^\w+:(float(16|32|64)|u?int(8|16|32|64)|bool)$")
+
+
+def _scalar_jitclass_instance(op: Operation) -> bool:
+    """Whether ``op``, a call ``NRT_MemInfo_alloc_dtor(size, dtor)``, allocates a jitclass
+    instance whose fields are all numbers: its destructor touches nothing, so its memory
+    is a MemInfo like an array's, and its shadow (a second instance, zeroed) is released
+    the same way. An instance holding arrays or other instances has a destructor that
+    releases their MemInfos, which a shadow instance would release again (session 34:
+    a crash), so those stay unmodelled (refused where they hold derivatives)."""
+    if len(op.operands) != 2:
+        return False
+    dtor = op.operands[1].owner
+    while isinstance(dtor, llvm.BitcastOp):
+        dtor = dtor.operands[0].owner
+    if not isinstance(dtor, llvm.AddressOfOp):
+        return False
+    fields = _JITCLASS_DTOR.match(dtor.global_name.root_reference.data)
+    return fields is not None and all(_SCALAR_FIELD.match(f) for f in fields.group(1).split(","))
+
+
 def memory_kind(op: Operation) -> str | None:
     """What an op does to memory, for ops the memory model handles."""
     kind = _class_kind(type(op))
@@ -270,7 +294,7 @@ def memory_kind(op: Operation) -> str | None:
     name = callee_name(op)
     if name in NRT_DERIVE:
         return "derive"
-    if name in NRT_ALLOCATORS:
+    if name in NRT_ALLOCATORS or (name == "NRT_MemInfo_alloc_dtor" and _scalar_jitclass_instance(op)):
         return "nrt_alloc"
     if name in NRT_REFCOUNT:
         return "refcount"

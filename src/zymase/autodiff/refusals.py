@@ -15,7 +15,8 @@ from zymase.autodiff.flavor import Flavor, is_differentiable_type
 from zymase.autodiff.mantissa_flow import mantissa_mask, varying_bits
 from zymase.autodiff.rules.blas_signatures import is_blas_or_lapack, supported_names
 from zymase.autodiff.annotated_calls import mark_of
-from zymase.autodiff.library_refusals import sort_or_search_refusal, text_into_shadowed_refusal
+from zymase.autodiff.library_refusals import (boxed_for_python_refusal, calls_python_code, sort_or_search_refusal,
+                                              text_into_shadowed_refusal)
 from zymase.autodiff.type_rules import is_float_vector
 from zymase.errors import ZymaseError
 from zymase.ir import Attribute, IntegerType, Operation, Region, SSAValue, VectorType, is_float_type, llvm, location_of
@@ -28,6 +29,7 @@ def reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activi
     fname = function_name(fop)
     shadowed_globals = {op.global_name.root_reference.data for block in nested_blocks(region) for op in block.ops
                         if isinstance(op, llvm.AddressOfOp) and op.results[0] in act.shadowed}
+    calls_python, unboxes = calls_python_code(ctx, (op for block in nested_blocks(region) for op in block.ops))
     for block in nested_blocks(region):
         for op in block.ops:
             callee = ctx.defined_function(op) if shadowed_globals and isinstance(op, llvm.CallOp) else None
@@ -239,6 +241,8 @@ def reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activi
                     "in this file" if indirect else "keep this construct away from the values being differentiated",
                 )
             text_error = text_into_shadowed_refusal(ctx, op, act)
+            if text_error is None and calls_python:
+                text_error = boxed_for_python_refusal(ctx, op, act, unboxes)
             if text_error is not None:
                 text_error.function = fname
                 raise text_error

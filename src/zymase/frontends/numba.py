@@ -330,13 +330,16 @@ def _source_key(disp, seen=None) -> list:
              code.co_filename, stamp, repr(sorted(disp.targetoptions.items(), key=str))]
     for _, callee, _ in _dispatcher_refs(py):
         parts += _source_key(callee, seen)
+    # a transform's trampoline (passed as an argument) stands for the transform
+    transforms = [getattr(disp, "zymase_transform", None)]
     for name in code.co_names:
         # a zymase.grad(g) the function calls (api.Transformed, or another transform
         # njit code can call): g's code is linked in and differentiated with it
         # (with_called_kernels), and what the transform computes is part of the key:
         # the njit function zymase.grad(zymase.grad(g, 0)) differentiates has the same
         # code as the one of grad(grad(g, 1))
-        transform = py.__globals__.get(name)
+        transforms.append(py.__globals__.get(name))
+    for transform in transforms:
         inner = getattr(transform, "disp", None)
         if inner is not None and hasattr(inner, "py_func"):
             parts.append(repr((type(transform).__name__, getattr(transform, "api", None),
@@ -357,6 +360,16 @@ def _disk_key(disp, argtypes, spec: KernelSpec) -> str:
     parts = ["numba kernel", numba.__version__, sys.version, toolchain.host_cpu_identity(), repr(spec),
              repr(tuple(str(t) for t in argtypes)),
              *map(repr, _source_key(disp))]
+    seen: set = set()
+    todo = list(argtypes)
+    while todo:
+        t = todo.pop()
+        if isinstance(t, numba.core.types.BaseTuple):
+            todo += t.types
+        elif isinstance(t, numba.core.types.Dispatcher):
+            # an njit function passed as an argument is compiled into the kernel: its code
+            # is part of the key (its type names it only by name and address)
+            parts += map(repr, _source_key(t.dispatcher, seen))
     return derivative_cache.make_key(*parts)
 
 

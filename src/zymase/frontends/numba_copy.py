@@ -412,6 +412,10 @@ class NumbaIR:
     #: further functions the kernel's status wrapper must see inlined (a nested
     #: request's entry is the inner kernel; Numba's function is inlined into it)
     inline_too: tuple = ()
+    #: the private copy compiled (its njit callees' copies hold the Environments of the
+    #: callees inlined into it, which Numba's registry holds only weakly: an objmode block
+    #: in a callee boxes its values with its own, "missing Environment" once collected)
+    copy: object = None
 
 
 _ir_cache: dict = {}
@@ -447,7 +451,7 @@ def _numba_ir(disp, argtypes: tuple, serial: bool) -> NumbaIR:
         raise ZymaseError(f"{function_label(disp)} fell back to object mode", hint="make it compile with @numba.njit")
     text = _drop_wrappers(cres.library.get_llvm_str())
     return NumbaIR(text, cres.fndesc.llvm_func_name, cres.signature.return_type, tuple(argtypes), cres.target_context,
-                   environment=cres.environment)
+                   environment=cres.environment, copy=copy)
 
 
 def _numba_error(disp, exc) -> ZymaseError:

@@ -240,9 +240,14 @@ def _calls_or_none(disp) -> list[tuple[str, str, int]]:
 
 def in_source_terms(err: ZymaseError, disp) -> ZymaseError | None:
     """``err`` said in the terms of ``disp``'s Python source, where it is an array copy of
-    unknown element type or a list of differentiated values; else None."""
+    unknown element type, a list of differentiated values, or one of Numba's object-like
+    constructs (objmode blocks, jitclass and structref instances, ctypes and @cfunc calls);
+    else None."""
+    from zymase.frontends.numba_objects import foreign_call_refusal, objmode_refusal, runtime_object_refusal
+
     disp = _behind_glue(disp)
-    return copy_refusal(err, disp) or list_refusal(err, disp) or typed_container_refusal(err, disp)
+    return (copy_refusal(err, disp) or list_refusal(err, disp) or typed_container_refusal(err, disp)
+            or objmode_refusal(err, disp) or runtime_object_refusal(err, disp) or foreign_call_refusal(err, disp))
 
 
 def _behind_glue(disp):
