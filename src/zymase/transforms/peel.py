@@ -27,7 +27,7 @@ When it pays: only for a compare that chooses an address (a select on it reaches
 ``getelementptr`` or the pointer of a load or store, through integer arithmetic or a
 select of pointers). That is the stencil's boundary read, whose middle loop gets affine
 loads and shadow adds the reverse sweep can gather (bench/ode: 2.9x fewer instructions in
-the gradient). A compare that only selects values (``R[i] = i % 4 == 0 ? 1.0 : 0.0``,
+the gradient). A compare that only selects values (``posed[i] = i == 15 ? 1.0 : 0.0``,
 ``x = i == n - 1 ? a : b``) leaves the loads and stores affine as they are: peeling it
 copies the body (each copy differentiated, taped and compiled apart) for no run-time gain
 (bench/hand: 0.2% more instructions peeled), so it does not decide the peeling; it is
