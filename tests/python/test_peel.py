@@ -120,3 +120,72 @@ def test_an_exit_test_also_used_by_a_select_is_decided_in_the_middle():
     assert n == 1
     middle = [b for b in fop.body.blocks if any(s is b for s in b.last_op.successors)][-1]
     assert sum(isinstance(op, L.SelectOp) for op in middle.ops) == 0
+
+
+# for (i = 0; i < n; i++) { x = v[i]; v[i] = i == 0 ? a : (i == n - 1 ? 2.0 : x); } with
+# the compares picking values only: every load and store is at v[i] whatever they say
+VALUES_ONLY = """
+define void @f(ptr %v, i64 %n, double %a) {
+entry:
+  %go = icmp sgt i64 %n, 0
+  br i1 %go, label %pre, label %done
+pre:
+  %last = add nsw i64 %n, -1
+  br label %loop
+loop:
+  %i = phi i64 [ 0, %pre ], [ %next, %loop ]
+  %first = icmp eq i64 %i, 0
+  %end = icmp eq i64 %i, %last
+  %pv = getelementptr double, ptr %v, i64 %i
+  %x = load double, ptr %pv
+  %w = select i1 %first, double %a, double %x
+  %y = select i1 %end, double 2.0, double %w
+  store double %y, ptr %pv
+  %next = add nuw nsw i64 %i, 1
+  %c = icmp slt i64 %next, %n
+  br i1 %c, label %loop, label %done
+done:
+  ret void
+}
+"""
+
+
+def test_compares_that_only_select_values_are_not_peeled():
+    # peeling would copy the body twice (each copy differentiated and compiled) and fold
+    # two selects of values: the loop's addresses are affine already, so nothing is gained
+    # at run time (bench/results/2026-11-28-s34-peel.md: bench/hand's value select)
+    n, fop = _peel(VALUES_ONLY)
+    assert n == 0
+    assert sum(_selects_per_block(fop)) == 2
+
+
+@pytest.mark.parametrize("address", [
+    # the pointer itself is selected (Numba's u[i - 1] if i > 0 else u[i])
+    "%pu = getelementptr double, ptr %v, i64 -1\n  %pl = select i1 %first, ptr %v, ptr %pu\n"
+    "  %l = load double, ptr %pl",
+    # the index is selected
+    "%im = add nsw i64 %i, -1\n  %li = select i1 %first, i64 %i, i64 %im\n"
+    "  %pl = getelementptr double, ptr %v, i64 %li\n  %l = load double, ptr %pl",
+    # the compare is arithmetic on the index: v[i - 1 + (i == 0)]
+    "%one = zext i1 %first to i64\n  %im = add nsw i64 %i, -1\n  %li = add nsw i64 %im, %one\n"
+    "  %pl = getelementptr double, ptr %v, i64 %li\n  %l = load double, ptr %pl",
+], ids=["pointer", "index", "index-arithmetic"])
+def test_a_compare_choosing_an_address_sets_the_peeling_and_a_value_one_does_not(address):
+    # i == 0 chooses where a load reads: one first iteration is peeled for it. i == n - 1
+    # only chooses a value: it would need a last iteration of its own, which is not
+    # peeled, so the middle loop keeps its select (and there is no last copy)
+    ir = VALUES_ONLY.replace("  %w = select i1 %first, double %a, double %x",
+                             f"  {address}\n  %w = fadd double %l, %x")
+    n, fop = _peel(ir)
+    assert n == 1
+    loops = [b for b in fop.body.blocks if any(s is b for s in b.last_op.successors)]
+    assert len(loops) == 1
+    middle = loops[0]
+    kept = [op for op in middle.ops if isinstance(op, L.SelectOp)]
+    assert len(kept) == 1 and str(kept[0].results[0].type) == "f64"
+    # the only copies are the first iteration and the middle loop: the one guard with
+    # first + last + 1 = 2 and no copy for the last iteration
+    guards = [op for op in fop.walk() if isinstance(op, L.ICmpOp) and op.predicate.value.data == 5]  # sge
+    assert len(guards) == 1 and guards[0].operands[1].owner.value.value.data == 2
+    copies_of_store = sum(isinstance(op, L.StoreOp) for op in fop.walk())
+    assert copies_of_store == 2

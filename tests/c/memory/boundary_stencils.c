@@ -7,7 +7,10 @@
    - last_two:   a compare true only in the last two iterations (i >= n - 2);
    - countdown:  a loop counting down whose right neighbour is absent at the top end;
    - unsigned_i: an unsigned index compared with an unsigned bound;
-   - two_each:   compares decided only two iterations from each end (i < 2, i >= n - 2).
+   - two_each:   compares decided only two iterations from each end (i < 2, i >= n - 2);
+                 they select values only, so the loop is not peeled (nothing to gain);
+   - left_read_last_weight: i > 0 chooses an address (peeled: one first iteration), i == n - 1
+                 only a value (not peeled for: the middle loop keeps its select).
    Reverse mode is checked entry by entry, forward mode along one direction.
    Sizes come from argc, so no trip count is a compile-time constant, and the smallest
    runs are shorter than the peeled iterations (the first copies leave early, or the
@@ -98,6 +101,16 @@ __attribute__((noinline)) static double two_each(const double *p, const double *
     return s * s;
 }
 
+__attribute__((noinline)) static double left_read_last_weight(const double *p, const double *x, int n) {
+    double s = 0.0;
+    for (int i = 0; i < n; i++) {
+        double left = i > 0 ? x[i - 1] : x[i];
+        double w = i == n - 1 ? 0.5 : 1.5;
+        s += w * left * x[i] + p[0] * sin(x[i]) * p[1];
+    }
+    return s * s;
+}
+
 typedef double (*objective)(const double *, const double *, int);
 
 static void gradient_check(const char *name, objective f, double *p, double *x, int n, double *vary, int count,
@@ -146,6 +159,7 @@ int main(int argc, char **argv) {
         RUN(countdown, n);
         RUN(unsigned_i, n);
         RUN(two_each, n);
+        RUN(left_read_last_weight, n);
     }
     printf("%d failures\n", failures);
     return failures != 0;
