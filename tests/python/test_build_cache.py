@@ -334,23 +334,3 @@ def test_tape_runtime_is_parsed_once_per_cache_directory(tmp_path, monkeypatch):
     derivative_cache._PARSED.clear()
     assert print_mlir(derivative_cache.parsed_mlir(text, name)) == print_mlir(first)
     assert parsed == [name, name]
-
-
-def test_engine_is_imported_beside_clang_on_a_miss(tmp_path):
-    # issue 29 (wall time): with the cache off or missing, the engine's modules are imported
-    # in a thread while clang and the pre-AD pipeline run; the modules named exist (a
-    # renamed one would make the thread fail quietly and the gain go)
-    import importlib.util
-    import sys
-
-    from zymase.frontends.c import ENGINE_MODULES
-
-    assert all(importlib.util.find_spec(name) is not None for name in ENGINE_MODULES)
-    _write(tmp_path)
-    env = dict(os.environ, ZYMASE_CACHE_DIR=str(tmp_path / "cache"))
-    for flags in (["--no-cache"], []):
-        proc = subprocess.run([sys.executable, "-m", "zymase.cli", "cc", "-O2", "--time", *flags, "grad.c", "-o", "grad"],
-                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
-        assert proc.returncode == 0, proc.stderr
-        assert "the engine's imports ran in a thread" in proc.stderr, proc.stderr
-        assert subprocess.run([str(tmp_path / "grad")], cwd=tmp_path).returncode == 0

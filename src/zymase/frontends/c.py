@@ -16,7 +16,6 @@ from __future__ import annotations
 import re
 import resource
 import tempfile
-import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -66,9 +65,6 @@ class Timings:
         rows.append(f"  {'other':<10} {'':>12} {other * 1000:9.1f} ms CPU")
         total = f"  {'total':<10} {sum(self.phases.values()) * 1000:9.1f} ms {process_cpu_seconds() * 1000:9.1f} ms CPU"
         cache = f"\n  derivative cache: {', '.join(self.cache)}" if self.cache else ""
-        if _engine_import_cpu:
-            cache += (f"\n  (the engine's imports ran in a thread beside clang and the pre-AD pipeline: "
-                      f"{_engine_import_cpu[0] * 1000:.1f} ms CPU, counted in the phases they overlapped)")
         return "zymase: time per phase (wall, CPU)\n" + "\n".join(rows) + "\n" + total + cache
 
 
@@ -143,13 +139,8 @@ def _import_differentiate_export(ll_text: str, filename: str, timings: Timings, 
                                  mark_unchanged: bool = False) -> str:
     """``mark_unchanged``: the text starts with the line naming the functions AD left as
     they were (``llvm/reachable.UNCHANGED_HEADER``), for which ``merge`` keeps the original."""
-    from zymase.llvm.reachable import UNCHANGED_HEADER, unchanged_functions
-
-    if _engine_import is not None:
-        # the thread's imports end before this thread imports any of the engine: two
-        # threads importing modules that import each other could see one half-made
-        _engine_import.join()
     from zymase.ir.xdsl_import import importing_xdsl
+    from zymase.llvm.reachable import UNCHANGED_HEADER, unchanged_functions
 
     # the engine's modules are imported on first use in here: inside the window their
     # dataclasses' methods come compiled, as xDSL's do (zymase/ir/xdsl_import.py)
@@ -169,50 +160,6 @@ def _import_differentiate_export(ll_text: str, filename: str, timings: Timings, 
             text = write_llvm_ir(module)
             header = "" if before is None else f"{UNCHANGED_HEADER} {' '.join(unchanged_functions(before, text))}\n"
     return header + link_derivative_runtime(text, timings)
-
-
-#: the engine's modules a build imports first (its reader and writer, what
-#: :func:`differentiate_module` imports), in the order a build imports them
-ENGINE_MODULES = ("zymase.llvm.reader", "zymase.llvm.writer", "zymase.autodiff.semantics", "zymase.llvm.annotations",
-                  "zymase.llvm.markers", "zymase.transforms.enzyme_pass", "zymase.transforms.lower_to_llvm",
-                  "zymase.autodiff.driver")
-
-
-def import_engine_in_background() -> threading.Thread:
-    """Import the engine (xDSL's dialects, the reader, the AD) in a thread while clang's
-    front end and the pre-AD pipeline run: a child process and LLVM's C code (through
-    ctypes) both leave the interpreter free, so about 0.15 s of imports come off a build's
-    wall time (issue 29). Python's import lock makes the build wait for a module the thread
-    is importing; an import that fails there fails again, with its message, in the build.
-    Once per process. The build imports none of the engine until it has joined the thread
-    (:func:`_import_differentiate_export`); before that it imports only modules that import
-    no engine module (``tests/python/test_startup_imports.py``), so no two imports wait for
-    each other."""
-    global _engine_import
-    if _engine_import is not None:
-        return _engine_import
-
-    def run() -> None:
-        import importlib
-
-        from zymase.ir.xdsl_import import importing_xdsl
-
-        start = time.thread_time()
-        try:
-            with importing_xdsl():
-                for name in ENGINE_MODULES:
-                    importlib.import_module(name)
-        except Exception:  # noqa: BLE001 - the build imports it again and reports
-            pass
-        _engine_import_cpu.append(time.thread_time() - start)
-
-    _engine_import = threading.Thread(target=run, name="zymase-import", daemon=True)
-    _engine_import.start()
-    return _engine_import
-
-
-_engine_import: threading.Thread | None = None
-_engine_import_cpu: list[float] = []  # the thread's CPU seconds, once it is done
 
 
 def link_derivative_runtime(ll_text: str, timings: Timings) -> str:
@@ -291,11 +238,8 @@ def compile_c(source: str, clang_flags: list[str], level: int, timings: Timings,
     result (None without the cache). ``preopt=False`` is Enzyme's "AD before
     optimization" baseline: the unoptimized IR is differentiated and only the result is
     optimized."""
-    from zymase import cache as derivative_cache
     from zymase.llvm import toolchain
 
-    if not (cache and derivative_cache.enabled()):
-        import_engine_in_background()  # (with the cache on: once it misses)
     with timings.phase("clang"):
         # the key hashes clang's own text: dropping the target features LLVM does not
         # know loads LLVM, which a hit does without
@@ -352,10 +296,8 @@ def _compile_clang_ir(ll: str, label: str, clang_flags: list[str], level: int, t
             timings.cache.append("hit")
             return cached.decode(), key
         timings.cache.append("miss")
-        import_engine_in_background()
     else:
         timings.cache.append("off")
-        import_engine_in_background()
     with timings.phase("clang"):
         clang_ir, ll = ll, toolchain.drop_unknown_target_features(ll)
     source_ir = ll
