@@ -11,7 +11,7 @@ import ctypes
 
 import numpy as np
 
-from zymase.llvm import toolchain
+from zymase.llvm import jit as jit_module
 from zymase.llvm.reader import read_llvm_ir
 from zymase.llvm.writer import write_llvm_ir
 from zymase.transforms.broadcast_strides import stride_broadcast_indices
@@ -64,7 +64,7 @@ done:
 
 
 def _run(text: str, a: np.ndarray, dim: int) -> float:
-    jit = toolchain.jit(text)
+    jit = jit_module.jit(text)
     f = jit.function("fwdlaplace_sums", ctypes.c_double, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
     return f(a.ctypes.data, dim, a.shape[0])
 

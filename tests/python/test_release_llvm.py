@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from zymase.llvm import libllvm, toolchain
+from zymase.llvm import jit as jit_module, libllvm, toolchain
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKLOADS = ROOT / "src" / "zymase" / "bench" / "workloads"
@@ -130,11 +130,11 @@ def test_jit_runs_the_release_librarys_machine_code(monkeypatch):
     constructors is compiled by llvmlite (they run from the module's IR)."""
     import ctypes
 
-    released = toolchain.jit(toolchain.optimize(JIT_IR, 2, for_jit=True, host=True), opt=3)
+    released = jit_module.jit(toolchain.optimize(JIT_IR, 2, for_jit=True, host=True), opt=3)
     assert released._object is not None
     with monkeypatch.context() as m:
         m.setattr(libllvm, "available", lambda: False)
-        lite = toolchain.jit(toolchain.optimize(JIT_IR, 2, for_jit=True, host=True), opt=3)
+        lite = jit_module.jit(toolchain.optimize(JIT_IR, 2, for_jit=True, host=True), opt=3)
     assert lite._object is None
     sig = (ctypes.c_double, ctypes.c_double, ctypes.c_int)
     for x, n in [(2.0, 3), (0.25, -2), (7.5, 0)]:
@@ -147,7 +147,7 @@ define internal void @init() {
   ret void
 }
 """
-    with_ctor = toolchain.jit(ctor_ir, opt=2)
+    with_ctor = jit_module.jit(ctor_ir, opt=2)
     assert with_ctor._object is None
     assert with_ctor.function("f", *sig)(2.0, 1) == pytest.approx((2.0 + 2.0 ** 0.5) * 5.0)
 
@@ -168,5 +168,5 @@ def test_threads_get_what_one_thread_gets(tmp_path):
     with ThreadPoolExecutor(4) as pool:
         together = list(pool.map(lambda step: step(), steps))
     assert all(_same_ir(a, b) for a, b in zip(alone, together))
-    objects = list(ThreadPoolExecutor(4).map(lambda _: toolchain._release_object(alone[1], 2), range(8)))
+    objects = list(ThreadPoolExecutor(4).map(lambda _: toolchain.release_object(alone[1], 2), range(8)))
     assert len(set(objects)) == 1

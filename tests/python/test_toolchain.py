@@ -12,7 +12,7 @@ import textwrap
 import pytest
 
 from zymase.errors import CompilerDiagnostics, ZymaseError
-from zymase.llvm import libllvm, toolchain
+from zymase.llvm import jit as jit_module, libllvm, toolchain
 
 C_SOURCE = textwrap.dedent(
     """\
@@ -248,7 +248,7 @@ def test_ir_without_triple_gets_the_host_one():
     ir = "define double @twice(double %x) {\n  %y = fadd double %x, %x\n  ret double %y\n}\n"
     out = toolchain.optimize(ir, 2)
     assert "target triple" in out
-    assert toolchain.jit(out).function("twice", ctypes.c_double, ctypes.c_double)(2.5) == 5.0
+    assert jit_module.jit(out).function("twice", ctypes.c_double, ctypes.c_double)(2.5) == 5.0
 
 
 def test_invalid_ir_is_a_user_error():
@@ -262,7 +262,7 @@ def test_invalid_ir_is_a_user_error():
 @pytest.mark.parametrize("level", [0, 2])
 def test_jit_and_call(c_file, level):
     ir = toolchain.optimize(toolchain.preopt(toolchain.c_to_llvm_ir(c_file, [], level), level), level)
-    module = toolchain.jit(ir)
+    module = jit_module.jit(ir)
     horner = module.function("horner", ctypes.c_double, ctypes.c_double, ctypes.c_int)
     for x, n in [(0.5, 3), (-1.25, 7), (2.0, 0)]:
         assert horner(x, n) == pytest.approx(reference_horner(x, n), rel=1e-14)
@@ -274,7 +274,7 @@ def test_jit_and_call(c_file, level):
 
 def test_jit_function_keeps_module_alive(c_file):
     ir = toolchain.preopt(toolchain.c_to_llvm_ir(c_file, [], 2), 2)
-    fn = toolchain.jit(ir).function("hyp", ctypes.c_double, ctypes.c_double, ctypes.c_double)
+    fn = jit_module.jit(ir).function("hyp", ctypes.c_double, ctypes.c_double, ctypes.c_double)
     import gc
 
     gc.collect()
@@ -292,10 +292,10 @@ def test_jit_takes_the_optimized_module_once(monkeypatch):
     parses = []
     parse = toolchain._parse
     monkeypatch.setattr(toolchain, "_parse", lambda text: (parses.append(text), parse(text))[1])
-    first = toolchain.jit(out).function("twice", ctypes.c_double, ctypes.c_double)
+    first = jit_module.jit(out).function("twice", ctypes.c_double, ctypes.c_double)
     assert parses == []
-    second = toolchain.jit(out).function("twice", ctypes.c_double, ctypes.c_double)
-    renamed = toolchain.jit(out.replace("@twice", "@double_it")).function("double_it", ctypes.c_double,
+    second = jit_module.jit(out).function("twice", ctypes.c_double, ctypes.c_double)
+    renamed = jit_module.jit(out.replace("@twice", "@double_it")).function("double_it", ctypes.c_double,
                                                                           ctypes.c_double)
     assert len(parses) == 2
     assert (first(2.5), second(1.5), renamed(-3.0)) == (5.0, 3.0, -6.0)
@@ -310,8 +310,8 @@ def test_jit_loads_libm_without_a_child_process(monkeypatch):
     def no_child(lib):
         raise AssertionError(f"find_library({lib!r}) started a child process")
 
-    monkeypatch.setattr(toolchain.ctypes.util, "find_library", no_child)
-    toolchain._load_libm.cache_clear()
+    monkeypatch.setattr(jit_module.ctypes.util, "find_library", no_child)
+    jit_module._load_libm.cache_clear()
     ir = textwrap.dedent("""\
         declare double @llvm.powi.f64.i32(double, i32)
         declare double @pow(double, double)
@@ -322,16 +322,16 @@ def test_jit_loads_libm_without_a_child_process(monkeypatch):
           ret double %r
         }
         """)
-    f = toolchain.jit(ir, opt=0).function("f", ctypes.c_double, ctypes.c_double, ctypes.c_int)
+    f = jit_module.jit(ir, opt=0).function("f", ctypes.c_double, ctypes.c_double, ctypes.c_int)
     assert f(4.0, 3) == 66.0
     asked = []
-    monkeypatch.setattr(toolchain.ctypes.util, "find_library", lambda lib: asked.append(lib) or "libm.so.6")
-    monkeypatch.setitem(toolchain._GLIBC_SONAMES, "m", "libzymase-no-such-library.so.9")
-    assert toolchain._load_library("m") and asked == ["m"]
+    monkeypatch.setattr(jit_module.ctypes.util, "find_library", lambda lib: asked.append(lib) or "libm.so.6")
+    monkeypatch.setitem(jit_module._GLIBC_SONAMES, "m", "libzymase-no-such-library.so.9")
+    assert jit_module._load_library("m") and asked == ["m"]
 
 
 def test_jit_unknown_name(c_file):
-    module = toolchain.jit(toolchain.preopt(toolchain.c_to_llvm_ir(c_file, [], 1), 1))
+    module = jit_module.jit(toolchain.preopt(toolchain.c_to_llvm_ir(c_file, [], 1), 1))
     with pytest.raises(ZymaseError, match="no function or global named 'nope'"):
         module.address("nope")
 

@@ -88,6 +88,7 @@ def compile(  # noqa: A001
     """
     from zymase.autodiff.semantics import derivative_semantics
     from zymase.llvm import toolchain
+    from zymase.llvm.jit import jit
     from zymase.llvm.writer import write_llvm_ir
 
     text = _source_text(text)
@@ -108,7 +109,7 @@ def compile(  # noqa: A001
 
     ll_text = write_llvm_ir(module)
     optimized = toolchain.optimize(ll_text, opt_level, for_jit=True)
-    engine = toolchain.jit(optimized, opt=opt_level)
+    engine = jit(optimized, opt=opt_level)
     return CompiledModule(engine, signatures, wrapped, optimized, complex_signatures)
 
 

@@ -613,13 +613,13 @@ def _jit_in_numba(text: str, symbol: str, environment):
 
     from zymase.autodiff.rules.numba_linalg import SCIPY_PREFIX, register_scipy_symbols
     from zymase.frontends.numba_mpi import load_libmpi
-    from zymase.llvm import toolchain
+    from zymase.llvm.jit import jit
 
     cpu_target.target_context  # noqa: B018 - starts Numba's runtime (registers its symbols)
     if SCIPY_PREFIX in text:
         register_scipy_symbols()  # the BLAS/LAPACK the linear-algebra derivatives call
     load_libmpi(text)  # numba-mpi's calls, made direct calls of libmpi's symbols
-    engine = toolchain.jit(text, opt=3)
+    engine = jit(text, opt=3)
     _link_environments(engine, text, environment)
     return engine, engine.address(symbol)
 

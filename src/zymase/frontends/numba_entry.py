@@ -34,7 +34,7 @@ def python_entry(kernel, qualname: str):
     from numba.core.environment import Environment
     from numba.core.registry import cpu_target
 
-    from zymase.llvm import toolchain
+    from zymase.llvm.jit import jit
 
     global _count
     with _count_lock:
@@ -53,7 +53,7 @@ def python_entry(kernel, qualname: str):
     PyCallWrapper(context, module, callee, desc, env, call_helper=None, release_gil=False).build()
     # unoptimized IR: the wrapper runs as fast as Numba's optimized one (it is calls into
     # Numba's C helpers), and LLVM's pipeline would cost more than MCJIT alone
-    engine = toolchain.jit(str(module), opt=3)
+    engine = jit(str(module), opt=3)
     ctypes.c_void_p.from_address(engine.address(desc.env_name)).value = id(env)
     return _dynfunc.make_function(api, qualname, f"zymase's entry point of {kernel.symbol}",
                                   engine.address(desc.llvm_cpython_wrapper_name), env, (engine,))

@@ -1,9 +1,10 @@
-"""The native toolchain around zymase: clang, LLVM pass pipelines, JIT, objects, linking.
+"""The native toolchain around zymase: clang, LLVM pass pipelines, objects, linking.
 
 This module knows nothing about automatic differentiation. It turns C into LLVM IR
-text (with whichever clang 14..22 it can find), runs llvmlite's new-pass-manager
-pipelines on LLVM IR text, JIT-compiles IR for the Python API and ``zymase run``,
-and writes object files and executables for ``zymase cc``.
+text (with whichever clang 14..22 it can find), runs LLVM's pass pipelines on LLVM IR
+text (llvmlite's, or LLVM's release library's through :mod:`zymase.llvm.libllvm`),
+and writes object files and executables for ``zymase cc``. The JIT for the Python API
+and ``zymase run`` is :mod:`zymase.llvm.jit`.
 
 Pipelines, following Enzyme's recipe:
 
@@ -19,8 +20,6 @@ Every failure a user can cause is a :class:`~zymase.errors.ZymaseError`.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import functools
 import importlib.util
 import os
@@ -847,122 +846,6 @@ class OptimizedIR(str):
 
 
 # --------------------------------------------------------------------------------------
-# JIT
-# --------------------------------------------------------------------------------------
-
-
-#: the sonames ``ctypes.util.find_library`` gives for libm and libgcc_s on glibc Linux
-_GLIBC_SONAMES = {"m": "libm.so.6", "gcc_s": "libgcc_s.so.1"}
-
-
-@functools.cache
-def _load_libm() -> None:
-    """Make libm's symbols visible to the JIT (the Python process usually has them).
-    Once per process: a library LLVM loads stays loaded (a kernel and its Python entry
-    point are two engines; issue 29)."""
-    # libm for the math functions; libgcc_s for compiler runtime helpers that LLVM
-    # calls on its own (e.g. __powidf2 for llvm.powi), which MCJIT cannot resolve
-    # otherwise (it jumps to address 0 instead of reporting a missing symbol).
-    for lib in ("m", "gcc_s"):
-        _load_library(lib)
-
-
-def _load_library(lib: str) -> bool:
-    """Load ``lib`` (``m``, ``gcc_s``) for the JIT; whether it loaded. On Linux by the
-    soname ``find_library`` returns there (the dynamic loader finds it the same way):
-    ``find_library`` runs ``ldconfig -p`` in a child process per library, about 12 ms of
-    a first ``zymase.grad`` call's wall time, 10 of them the children's CPU (issue 29).
-    Elsewhere, or when the soname does not load (a libc whose libm is another file), by
-    ``find_library``'s name."""
-    soname = _GLIBC_SONAMES.get(lib) if sys.platform.startswith("linux") else None
-    if soname is not None:
-        try:
-            llvm.load_library_permanently(soname)
-            return True
-        except RuntimeError:
-            pass
-    name = ctypes.util.find_library(lib)
-    if not name:
-        return False
-    try:
-        llvm.load_library_permanently(name)
-    except RuntimeError:
-        return False
-    return True
-
-
-class JITModule:
-    """An MCJIT engine owning one LLVM module; keeps all of it alive while referenced."""
-
-    def __init__(self, ll_text: str, opt: int = 2):
-        if re.search(r"^@\S+ = .*\bthread_local\b", ll_text, re.M):
-            # MCJIT aborts the whole process on thread-local storage
-            raise ZymaseError(
-                "the module needs thread-local storage (the tape of recursive derivatives "
-                "that take memory), which the JIT cannot allocate",
-                hint="compile it to an executable with `zymase cc` instead of JIT-compiling it",
-            )
-        _load_libm()
-        parsed = ll_text.take_module() if isinstance(ll_text, OptimizedIR) else None
-        # Code generation at -O0 (FastISel) produces code that crashes under MCJIT
-        # for modules with many functions; instruction selection at -O1 or above
-        # does not, and the IR-level optimization level is unaffected.
-        self._tm = target_machine(opt=max(opt, 1), jit=True)
-        # the machine code from LLVM's release library when it is there (llvm/libllvm),
-        # loaded into an engine around an empty module; static constructors run from the
-        # module's IR, so a module with some is compiled by llvmlite's LLVM
-        released = None
-        if parsed is None and "@llvm.global_ctors" not in ll_text:
-            released = _release_object(ll_text, max(opt, 1), jit=True)
-        self._object = None
-        if released is not None:
-            self._module = _parse("")
-            self._object = llvm.ObjectFileRef.from_data(released)
-        else:
-            self._module = parsed if parsed is not None else _parse(ll_text)
-        try:
-            self._engine = llvm.create_mcjit_compiler(self._module, self._tm)
-            if self._object is not None:
-                self._engine.add_object_file(self._object)
-            self._engine.finalize_object()
-            self._engine.run_static_constructors()
-        except RuntimeError as exc:
-            raise ZymaseError(
-                f"JIT compilation failed: {str(exc).strip()}",
-                hint="undefined symbols must exist in this process (libc, libm)",
-            ) from None
-        self._functions: list[object] = []
-
-    def address(self, name: str) -> int:
-        """The address of function (or global) ``name``; ZymaseError if it does not exist."""
-        addr = self._engine.get_function_address(name)
-        if not addr:
-            addr = self._engine.get_global_value_address(name)
-        if not addr:
-            raise ZymaseError(
-                f"no function or global named '{name}' in the JIT module",
-                hint="check the name (C functions keep their name; static ones may be "
-                "inlined away by optimization)",
-            )
-        return addr
-
-    def function(self, name: str, restype, *argtypes):
-        """A ctypes function for ``name`` with the given ctypes signature.
-
-        The returned object keeps this JIT module alive.
-        """
-        proto = ctypes.CFUNCTYPE(restype, *argtypes)
-        fn = proto(self.address(name))
-        fn._zymase_jit = self  # type: ignore[attr-defined]
-        return fn
-
-
-def jit(ll_text: str, opt: int = 2) -> JITModule:
-    """JIT-compile LLVM IR text (MCJIT). ``opt`` is the code generator's level."""
-    return JITModule(ll_text, opt=opt)
-
-
-# --------------------------------------------------------------------------------------
 # Objects and linking
 # --------------------------------------------------------------------------------------
 
@@ -971,7 +854,7 @@ def emit_object(ll_text: str, path: str | Path, opt: int = 2) -> None:
     """Write a native object file for LLVM IR text (host triple, PIC); an
     :class:`OptimizedIR` gives its module, once, instead of being parsed."""
     parsed = ll_text.take_module() if isinstance(ll_text, OptimizedIR) else None
-    data = _release_object(ll_text, opt)
+    data = release_object(ll_text, opt)
     if data is not None:
         write_binary_output(path, data)
         return
@@ -984,7 +867,7 @@ def emit_object(ll_text: str, path: str | Path, opt: int = 2) -> None:
     write_binary_output(path, data)
 
 
-def _release_object(ll_text: str, opt: int, *, jit: bool = False) -> bytes | None:
+def release_object(ll_text: str, opt: int, *, jit: bool = False) -> bytes | None:
     """:func:`emit_object`'s code generation in LLVM's release library
     (:mod:`zymase.llvm.libllvm`); None without it or when the text does not parse there.
     ``jit``: for this machine's CPU, in the JIT's relocation and code model
@@ -1076,11 +959,9 @@ def link(objects: list[str | Path], output: str | Path, flags: list[str] | None 
 
 __all__ = [
     "Clang",
-    "JITModule",
     "c_to_llvm_ir",
     "emit_object",
     "find_clang",
-    "jit",
     "link",
     "optimize",
     "preopt",
