@@ -357,6 +357,16 @@ C_CASES = {
         "int main(void) { return __enzyme_autodiff((void*)f, 3.3) > 0; }\n",
         ["fast_log2.c:5:", "keeps bits of its mantissa", "llvm.uitofp", "function 'f'"],
     ),
+    # session 34 (review): the same number made in a noinline helper taking the bits: the
+    # bits crossed the call as an integer and the derivative was silently m for m + x
+    "bits_helper_number.c": (
+        "#include <string.h>\n#include <stdint.h>\nextern double __enzyme_autodiff(void*, ...);\n"
+        "__attribute__((noinline)) static double tonum(uint64_t b) {\n"
+        "  return (double)(b & 0xfffffffffffffULL) * 0x1p-52; }\n"
+        "double f(double x) { uint64_t u; memcpy(&u, &x, 8); return tonum(u) * x; }\n"
+        "int main(void) { return __enzyme_autodiff((void*)f, 1.5) > 0; }\n",
+        ["bits_helper_number.c:5:", "keeps bits of its mantissa", "llvm.uitofp", "function 'f'"],
+    ),
     # session 34: an integer rounded from x made the mantissa of a double (Schraudolph's
     # exp) had derivative 0 while the value moves like exp(x)
     "schraudolph_exp.c": (

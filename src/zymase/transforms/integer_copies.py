@@ -43,11 +43,18 @@ def passes_float_bits(callee: Operation) -> bool:
     or integers as floats (``uint64_t bits(double)``, ``double from_bits(uint64_t)``):
     called, not inlined, the bits cross the call as an integer, which carries no
     derivative, and the sign flip between two such calls lost it (session 34, -O0 and
-    ``noinline`` helpers)."""
+    ``noinline`` helpers); or that converts integers to floats or floats to integers."""
     signature = callee.function_type
     if not any(isinstance(t, IntegerType) for t in (*signature.inputs.data, signature.output)):
         return False
-    return any(_is_float_int_cast(op) for op in callee.walk())
+    # conversions too: ``double tonum(uint64_t b) { return (double)(b & MASK) * 0x1p-52; }``
+    # takes a float's mantissa bits and makes a number of them (refused once inlined:
+    # autodiff/mantissa_flow), ``int64_t k(double x) { return (int64_t)(a * x + b); }``
+    # rounds a float into bits the caller reinterprets (Schraudolph's exp)
+    return any(_is_float_int_cast(op) or op.name in _NUMBER_CONVERSIONS for op in callee.walk())
+
+
+_NUMBER_CONVERSIONS = ("llvm.sitofp", "llvm.uitofp", "llvm.fptosi", "llvm.fptoui")
 
 
 def _sign_bit_ops_to_float_ops(region: Region) -> None:
