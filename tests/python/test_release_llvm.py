@@ -170,3 +170,97 @@ def test_threads_get_what_one_thread_gets(tmp_path):
     assert all(_same_ir(a, b) for a, b in zip(alone, together))
     objects = list(ThreadPoolExecutor(4).map(lambda _: toolchain.release_object(alone[1], 2), range(8)))
     assert len(set(objects)) == 1
+
+
+GRADIENT_C = r"""
+#include <math.h>
+double __enzyme_autodiff(void *, ...);
+static double energy(const double *x, int n) {
+  double s = 0;
+  for (int i = 0; i < n; i++) s += sin(x[i]) * x[i];
+  return s;
+}
+void grad(const double *x, double *dx, int n) { __enzyme_autodiff((void *)energy, x, dx, n); }
+double run(const double *x, int n) { return energy(x, n); }
+"""
+
+
+@needs_library
+def test_zymase_cc_never_loads_llvmlites_llvm(tmp_path):
+    """With the release library, a build (the pre-AD pipeline, the reader's check, the
+    split and merge, clang's primal linked in, the post-AD pipeline, code generation) does
+    every LLVM step there: llvmlite's own LLVM (0.07 s to load) is never loaded."""
+    source = tmp_path / "g.c"
+    source.write_text(GRADIENT_C)
+    # (a thread left running keeps the command from ending the process itself: cli._end_process)
+    code = ("import sys, threading\nfrom zymase.cli import main\n"
+            "running = threading.Event()\nthreading.Thread(target=running.wait).start()\n"
+            f"sys.argv = ['zymase', 'cc', '-O2', '-c', {str(source)!r}, '-o', {str(tmp_path / 'g.o')!r}, '--no-cache']\n"
+            "try:\n    code = main()\nfinally:\n    running.set()\nassert not code, code\n"
+            "print('llvmlite.binding' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "False"
+    assert (tmp_path / "g.o").stat().st_size > 0
+
+
+@needs_library
+def test_inline_assembly_that_does_not_assemble_is_a_zymase_error(tmp_path):
+    """LLVM reports an error of code generation to a handler of the context; without one
+    it prints it and exits the process."""
+    source = tmp_path / "asm.c"
+    source.write_text('double f(double x) { __asm__("bogus_mnemonic %0" : "+x"(x)); return x * x; }\n')
+    proc = subprocess.run([sys.executable, "-m", "zymase.cli", "cc", "-O2", "-c", str(source), "-o",
+                           str(tmp_path / "asm.o"), "--no-cache"], capture_output=True, text=True)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("zymase: error: inline assembly does not assemble:"), proc.stderr
+    assert "bogus_mnemonic" in proc.stderr and "internal error" not in proc.stderr
+
+
+LINK_A = """\
+@shared = linkonce_odr global i32 1
+define internal double @helper(double %x) {
+  %y = fmul double %x, %x
+  ret double %y
+}
+define double @f(double %x) {
+  %y = call double @helper(double %x)
+  %z = call double @g(double %y)
+  ret double %z
+}
+declare double @g(double)
+"""
+LINK_B = """\
+@shared = linkonce_odr global i32 1
+define internal double @helper(double %x) {
+  %y = fadd double %x, %x
+  ret double %y
+}
+define double @g(double %x) {
+  %y = call double @helper(double %x)
+  ret double %y
+}
+define double @f(double %x) {
+  ret double %x
+}
+"""
+
+
+@needs_library
+def test_linking_matches_llvmlite(monkeypatch):
+    """llvm/modules links, renames the colliding local, keeps the first definition with
+    ``same_definitions``, removes dead code and prints as llvmlite's LLVM does."""
+    from zymase.autodiff.rules import blas
+
+    runtime_user = ("declare void @" + blas.RUNTIME_PREFIX + "nothing_uses_it()\n"
+                    "define internal void @kept() {\n  ret void\n}\n" + LINK_A.replace("declare double @g", "define double @g")
+                    .replace("double @g(double)", "double @g(double %x) {\n  ret double %x\n}"))
+    results = []
+    for release in (True, False):
+        monkeypatch.setattr(libllvm, "available", lambda release=release: release)
+        linked = toolchain.link_modules(LINK_A, LINK_B, same_definitions=True)
+        with_runtime = toolchain.link_c_runtime(runtime_user, blas.RUNTIME_SOURCE, blas.RUNTIME_PREFIX)
+        results.append((linked, with_runtime))
+    assert _same_ir(results[0][0], results[1][0]) and _same_ir(results[0][1], results[1][1])
+    linked = results[0][0]
+    assert re.search(r"@helper\.\d+\(", linked) and "define double @g" in linked and "fmul" in linked
+    assert "@kept()" in results[0][1] and blas.RUNTIME_PREFIX + "nothing_uses_it" not in results[0][1]

@@ -93,6 +93,7 @@ def _differentiate(ll_text: str, filename: str, level: int, timings: Timings, *,
     from zymase import cache as derivative_cache
     from zymase.autodiff.semantics import strong_zero
     from zymase.llvm import preopt_skip, toolchain
+    from zymase.llvm.modules import canonical as canonical_text
     from zymase.llvm.pre_ad_marks import protect_annotated_functions, protect_marker_calls
     from zymase.llvm.reachable import changed_functions, differentiated_part, merge
 
@@ -110,7 +111,7 @@ def _differentiate(ll_text: str, filename: str, level: int, timings: Timings, *,
         with timings.phase("split"):
             # the split reads LLVM's printed form, which preopt returns and clang's text may not be
             try:
-                canonical = ll_text if preoptimize else toolchain.print_module(toolchain.parse_module(ll_text))
+                canonical = ll_text if preoptimize else canonical_text(ll_text)
             except ZymaseError:
                 canonical = None  # malformed: the reader reports it, naming the file
             part = differentiated_part(canonical) if canonical is not None else None

@@ -211,50 +211,49 @@ def take_clang_functions(optimized: str, clang_text: str, source: str, changed: 
 
 def _take(optimized: str, clang_text: str, source: str, changed: set[str],
           hidden: frozenset[str]) -> tuple[str, set[str]]:
-    import llvmlite.binding as llvm
+    from zymase.llvm.modules import Workspace
+    from zymase.llvm.toolchain import OptimizedIR
 
-    from zymase.llvm.toolchain import OptimizedIR, parse_module, print_module, target_machine
-
-    ours = parse_module(_KEPT_LINE.sub("", optimized))
-    our_defs = {f.name: f for f in ours.functions if not f.is_declaration}
-    defined = set(our_defs) | hidden
-    roots = choose_roots(source, clang_text, changed, defined) & defined
-    if not hidden <= roots:
-        # (the post-AD pipeline removed a changed local function a hidden root uses)
-        return optimized, roots
-    if not roots:
-        return optimized, set()
-    theirs = parse_module(clang_text)
-    theirs.triple, theirs.data_layout = ours.triple, ours.data_layout
-    restore = {}
-    for value in [*theirs.functions, *theirs.global_variables]:
-        if value.is_declaration or value.name in roots:
-            continue
-        if value.name in changed and value.name in our_defs:  # joined to zymase's definition
-            ours_fn = our_defs[value.name]
-            restore[value.name] = ours_fn.linkage
-            ours_fn.linkage = llvm.Linkage.external
-            value.linkage = llvm.Linkage.available_externally
-        elif value.linkage not in (llvm.Linkage.internal, llvm.Linkage.private):
-            # zymase's definition stays (a local one is linked only if a root uses it)
-            value.linkage = llvm.Linkage.available_externally
-    for name in roots - hidden:
-        our_defs[name].linkage = llvm.Linkage.available_externally  # replaced by clang's
-    before_link = {v.name for v in [*ours.functions, *ours.global_variables]}
-    their_locals = {v.name for v in [*theirs.functions, *theirs.global_variables]
-                    if v.linkage in (llvm.Linkage.internal, llvm.Linkage.private)}
-    ours.link_in(theirs)
-    for name, linkage in restore.items():
-        our_defs[name].linkage = linkage
-    # zymase's local code that only its replaced definitions used
-    pb = llvm.create_pass_builder(target_machine(opt=0), llvm.create_pipeline_tuning_options(0))
-    pm = llvm.create_new_module_pass_manager()
-    pm.add_global_dead_code_eliminate_pass()
-    pm.run(ours, pb)
-    _restore_local_names(ours, before_link, their_locals)
-    # (code generation takes the module rather than parsing the text again: the same
-    # object file, checked on the bench workloads and tests/python/test_clang_primal.py)
-    return OptimizedIR(print_module(ours), ours), roots
+    with Workspace() as space:
+        linkage = space.Linkage
+        ours = space.parse(_KEPT_LINE.sub("", optimized))
+        our_defs = {f.name: f for f in ours.functions if not f.is_declaration}
+        defined = set(our_defs) | hidden
+        roots = choose_roots(source, clang_text, changed, defined) & defined
+        if not hidden <= roots:
+            # (the post-AD pipeline removed a changed local function a hidden root uses)
+            return optimized, roots
+        if not roots:
+            return optimized, set()
+        theirs = space.parse(clang_text)
+        theirs.triple, theirs.data_layout = ours.triple, ours.data_layout
+        restore = {}
+        for value in [*theirs.functions, *theirs.global_variables]:
+            if value.is_declaration or value.name in roots:
+                continue
+            if value.name in changed and value.name in our_defs:  # joined to zymase's definition
+                ours_fn = our_defs[value.name]
+                restore[value.name] = ours_fn.linkage
+                ours_fn.linkage = linkage.external
+                value.linkage = linkage.available_externally
+            elif value.linkage not in (linkage.internal, linkage.private):
+                # zymase's definition stays (a local one is linked only if a root uses it)
+                value.linkage = linkage.available_externally
+        for name in roots - hidden:
+            our_defs[name].linkage = linkage.available_externally  # replaced by clang's
+        before_link = {v.name for v in [*ours.functions, *ours.global_variables]}
+        their_locals = {v.name for v in [*theirs.functions, *theirs.global_variables]
+                        if v.linkage in (linkage.internal, linkage.private)}
+        space.link(ours, theirs)
+        for name, kind in restore.items():
+            our_defs[name].linkage = kind
+        # zymase's local code that only its replaced definitions used
+        space.drop_dead(ours)
+        _restore_local_names(ours, before_link, their_locals)
+        # (code generation takes the module rather than parsing the text again: the same
+        # object file, checked on the bench workloads and tests/python/test_clang_primal.py)
+        text = space.print(ours)
+        return OptimizedIR(text, space.detach(ours)), roots
 
 
 def _restore_local_names(module, before_link: set[str], their_locals: set[str]) -> None:

@@ -67,6 +67,9 @@ class JITModule:
             )
         _load_libm()
         parsed = ll_text.take_module() if isinstance(ll_text, OptimizedIR) else None
+        if parsed is not None and not isinstance(parsed, llvm.ModuleRef):
+            parsed.dispose()  # the release library's (llvm/modules): its object code is made below
+            parsed = None
         # Code generation at -O0 (FastISel) produces code that crashes under MCJIT
         # for modules with many functions; instruction selection at -O1 or above
         # does not, and the IR-level optimization level is unaffected.

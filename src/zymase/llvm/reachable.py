@@ -232,35 +232,35 @@ def merge(part: Part, differentiated: str) -> str:
     of ``differentiated``) keep their original definition as the stubbed ones do: the
     primal as clang's pipeline would see it, TBAA and all, as Enzyme leaves it (issue 29:
     without TBAA the primal of a differentiated function could be slower than clang's)."""
-    import llvmlite.binding as llvm
-
-    from zymase.llvm.toolchain import parse_module, print_module
+    from zymase.llvm.modules import Workspace
 
     unchanged = _unchanged_listed(differentiated)
-    # the functions kept as they were skip the reader, which would give the vectorization
-    # hints the pre-AD pipeline hid their names back
-    base = parse_module(show_vectorization_hints(part.original))
-    new = parse_module(differentiated)
-    restore: dict[str, object] = {}
-    theirs = _definitions(new)
-    declared = {v.name for v in [*new.functions, *new.global_variables] if v.is_declaration}
-    for name, value in _definitions(base).items():
-        if name in theirs and name in unchanged:  # the original definition stays
-            restore[name] = value.linkage
-            value.linkage = llvm.Linkage.external
-            theirs[name].linkage = llvm.Linkage.available_externally
-        elif name in theirs:  # replaced by the differentiated part's definition
-            restore[name] = theirs[name].linkage
-            theirs[name].linkage = llvm.Linkage.external
-            value.linkage = llvm.Linkage.available_externally
-        elif name in declared:  # a function kept here that the differentiated part calls
-            restore[name] = value.linkage
-            value.linkage = llvm.Linkage.external
-    base.link_in(new)
-    merged = _definitions(base)
-    for name, linkage in restore.items():
-        merged[name].linkage = linkage
-    return print_module(base)
+    with Workspace() as space:
+        linkage = space.Linkage
+        # the functions kept as they were skip the reader, which would give the vectorization
+        # hints the pre-AD pipeline hid their names back
+        base = space.parse(show_vectorization_hints(part.original))
+        new = space.parse(differentiated)
+        restore: dict[str, object] = {}
+        theirs = _definitions(new)
+        declared = {v.name for v in [*new.functions, *new.global_variables] if v.is_declaration}
+        for name, value in _definitions(base).items():
+            if name in theirs and name in unchanged:  # the original definition stays
+                restore[name] = value.linkage
+                value.linkage = linkage.external
+                theirs[name].linkage = linkage.available_externally
+            elif name in theirs:  # replaced by the differentiated part's definition
+                restore[name] = theirs[name].linkage
+                theirs[name].linkage = linkage.external
+                value.linkage = linkage.available_externally
+            elif name in declared:  # a function kept here that the differentiated part calls
+                restore[name] = value.linkage
+                value.linkage = linkage.external
+        space.link(base, new)
+        merged = _definitions(base)
+        for name, kind in restore.items():
+            merged[name].linkage = kind
+        return space.print(base)
 
 
 def _definitions(module) -> dict:

@@ -308,20 +308,23 @@ def link_modules(ll_text: str, other: str, *, same_definitions: bool = False) ->
     metadata renumbered). ``same_definitions``: a symbol both define is known to be the
     same code in both (Numba's function compiled once, linked in from two kernels'
     sources), and the first module's definition is kept."""
-    module = _parse(ll_text)
-    linked = _parse(other)
-    linked.triple, linked.data_layout = module.triple, module.data_layout
-    if same_definitions:
-        defined = {v.name for v in [*module.functions, *module.global_variables] if not v.is_declaration}
-        for v in [*linked.functions, *linked.global_variables]:
-            if v.name in defined and not v.is_declaration and v.linkage == llvm.Linkage.external:
-                v.linkage = llvm.Linkage.linkonce_odr
-    try:
-        module.link_in(linked)
-    except RuntimeError as exc:
-        raise ZymaseError(f"LLVM's linker refused to link two modules: {str(exc).strip().splitlines()[0]}",
-                          hint="report this with the functions involved") from None
-    return str(module)
+    from zymase.llvm.modules import Workspace
+
+    with Workspace() as space:
+        module = space.parse(ll_text)
+        linked = space.parse(other)
+        linked.triple, linked.data_layout = module.triple, module.data_layout
+        if same_definitions:
+            defined = {v.name for v in [*module.functions, *module.global_variables] if not v.is_declaration}
+            for v in [*linked.functions, *linked.global_variables]:
+                if v.name in defined and not v.is_declaration and v.linkage == space.Linkage.external:
+                    v.linkage = space.Linkage.linkonce_odr
+        try:
+            space.link(module, linked)
+        except RuntimeError as exc:
+            raise ZymaseError(f"LLVM's linker refused to link two modules: {str(exc).strip().splitlines()[0]}",
+                              hint="report this with the functions involved") from None
+        return str(module)
 
 
 def link_c_runtime(ll_text: str, source: str | Path, prefix: str, *, host: bool = False) -> str:
@@ -331,33 +334,33 @@ def link_c_runtime(ll_text: str, source: str | Path, prefix: str, *, host: bool 
     functions named ``prefix...`` are the runtime's; they must not be defined yet.
     ``host``: the runtime's functions are optimized and compiled for this machine's CPU
     (:func:`for_host_cpu`), for code the JIT runs here only."""
-    module = _parse(ll_text)
-    # the module's own local definitions stay, even those nothing in it uses (a static
-    # function of a differentiated part that only the code left out calls, llvm/reachable):
-    # external while dead code is removed below, their linkage given back after
-    kept = {v.name: v.linkage for v in [*module.functions, *module.global_variables]
-            if not v.is_declaration and v.linkage in (llvm.Linkage.internal, llvm.Linkage.private)}
-    for v in [*module.functions, *module.global_variables]:
-        if v.name in kept:
-            v.linkage = llvm.Linkage.external
-    runtime_text = _runtime_ir(str(source))
-    runtime = _parse(for_host_cpu(runtime_text) if host else runtime_text)
-    runtime.triple, runtime.data_layout = module.triple, module.data_layout
-    module.link_in(runtime)
-    for fn in module.functions:
-        if fn.name.startswith(prefix) and not fn.is_declaration:
-            fn.linkage = "internal"
-    # the runtime functions no derivative calls go, with the BLAS/LAPACK routines only they
-    # declare (also at -O0, whose pipeline would keep them)
-    pb = llvm.create_pass_builder(target_machine(opt=0), llvm.create_pipeline_tuning_options(0))
-    pm = llvm.create_new_module_pass_manager()
-    pm.add_global_dead_code_eliminate_pass()
-    pm.add_strip_dead_prototype_pass()
-    pm.run(module, pb)
-    for v in [*module.functions, *module.global_variables]:
-        if v.name in kept:
-            v.linkage = kept[v.name]
-    return _print(module)
+    from zymase.llvm.modules import Workspace
+
+    with Workspace() as space:
+        module = space.parse(ll_text)
+        # the module's own local definitions stay, even those nothing in it uses (a static
+        # function of a differentiated part that only the code left out calls,
+        # llvm/reachable): external while dead code is removed below, their linkage given
+        # back after
+        kept = {v.name: v.linkage for v in [*module.functions, *module.global_variables]
+                if not v.is_declaration and v.linkage in (space.Linkage.internal, space.Linkage.private)}
+        for v in [*module.functions, *module.global_variables]:
+            if v.name in kept:
+                v.linkage = space.Linkage.external
+        runtime_text = _runtime_ir(str(source))
+        runtime = space.parse(for_host_cpu(runtime_text) if host else runtime_text)
+        runtime.triple, runtime.data_layout = module.triple, module.data_layout
+        space.link(module, runtime)
+        for fn in module.functions:
+            if fn.name.startswith(prefix) and not fn.is_declaration:
+                fn.linkage = space.Linkage.internal
+        # the runtime functions no derivative calls go, with the BLAS/LAPACK routines only
+        # they declare (also at -O0, whose pipeline would keep them)
+        space.drop_dead(module, prototypes=True)
+        for v in [*module.functions, *module.global_variables]:
+            if v.name in kept:
+                v.linkage = kept[v.name]
+        return space.print(module)
 
 
 _CPU_ATTRS = re.compile(r'"(target-cpu|tune-cpu|target-features)"="[^"]*"')
@@ -487,7 +490,7 @@ _FEATURES_ATTR = re.compile(r'"target-features"="([^"]*)"')
 
 
 def drop_unknown_target_features(ll_text: str) -> str:
-    """The IR with the ``target-features`` entries that llvmlite's LLVM does not know
+    """The IR with the ``target-features`` entries that LLVM 22 does not know
     removed. A clang of another LLVM version names some features differently (clang 19's
     ``-march=native`` lists ``-avx10.1-256``, which LLVM 22 renamed); LLVM would ignore
     such an entry anyway, but it warns once per function and pass, flooding stderr."""
@@ -507,14 +510,23 @@ def drop_unknown_target_features(ll_text: str) -> str:
 def _unknown_features(features: str) -> frozenset[str]:
     """The entries of a feature list that LLVM rejects: it reports each on stderr when a
     target machine is made with them, so we make one with stderr captured."""
-    _init_llvm()
-    target = llvm.Target.from_default_triple()
+    from zymase.llvm import libllvm
+
+    if libllvm.available():
+        def make_target_machine():
+            libllvm.check_target_machine(libllvm.process_triple(), features)
+    else:
+        _init_llvm()
+        target = llvm.Target.from_default_triple()
+
+        def make_target_machine():
+            target.create_target_machine(features=features)
     sys.stderr.flush()
     saved = os.dup(2)
     with tempfile.TemporaryFile(mode="w+") as captured:
         os.dup2(captured.fileno(), 2)
         try:
-            target.create_target_machine(features=features)
+            make_target_machine()
         finally:
             os.dup2(saved, 2)
             os.close(saved)
@@ -675,14 +687,15 @@ def _release_pipeline(ll_text: str, level: int, *, vectorize: bool, options: dic
     the user's terms). With ``vectorize`` at -O2 and -O3 the SLP vectorizer runs, and when
     its output does not verify the pipeline runs again without it (:func:`optimize`)."""
     from zymase.llvm import libllvm
+    from zymase.llvm.modules import host_cpu, host_data_layout, host_triple
 
     if not libllvm.available():
         return None
-    triple, layout = llvm.get_process_triple(), str(target_machine().target_data)
+    triple, layout = host_triple(), host_data_layout()
     cpu = features = ""
     reloc, code_model = "pic", "default"
     if host:
-        cpu, features = llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
+        cpu, features = host_cpu()
         reloc, code_model = "static", "jitdefault"
     slp_choices = (True, False) if vectorize and level >= 2 else (False,)
     for slp in slp_choices:
@@ -853,7 +866,13 @@ class OptimizedIR(str):
 def emit_object(ll_text: str, path: str | Path, opt: int = 2) -> None:
     """Write a native object file for LLVM IR text (host triple, PIC); an
     :class:`OptimizedIR` gives its module, once, instead of being parsed."""
+    from zymase.llvm import libllvm
+
     parsed = ll_text.take_module() if isinstance(ll_text, OptimizedIR) else None
+    if isinstance(parsed, libllvm.Module):  # (llvm/modules: the release library's, its own)
+        with parsed:
+            write_binary_output(path, _release_code(parsed, opt, {}))
+        return
     data = release_object(ll_text, opt)
     if data is not None:
         write_binary_output(path, data)
@@ -873,19 +892,35 @@ def release_object(ll_text: str, opt: int, *, jit: bool = False) -> bytes | None
     ``jit``: for this machine's CPU, in the JIT's relocation and code model
     (:func:`target_machine`)."""
     from zymase.llvm import libllvm
+    from zymase.llvm.modules import host_cpu, host_data_layout, host_triple
 
     if not libllvm.available():
         return None
     target = {}
     if jit:
-        target = {"cpu": llvm.get_host_cpu_name(), "features": llvm.get_host_cpu_features().flatten(),
-                  "reloc": "static", "code_model": "jitdefault"}
+        cpu, features = host_cpu()
+        target = {"cpu": cpu, "features": features, "reloc": "static", "code_model": "jitdefault"}
     try:
-        with libllvm.Module(ll_text, triple=llvm.get_process_triple(),
-                            data_layout=str(target_machine().target_data)) as module:
-            return module.emit_object(opt=opt, **target)
+        module = libllvm.Module(ll_text, triple=host_triple(), data_layout=host_data_layout())
     except libllvm.LLVMError:
         return None
+    with module:
+        return _release_code(module, opt, target)
+
+
+def _release_code(module, opt: int, target: dict) -> bytes:
+    from zymase.llvm import libllvm
+
+    try:
+        return module.emit_object(opt=opt, **target)
+    except libllvm.LLVMError as exc:
+        report = str(exc)
+        if "<inline asm>" in report:  # the program's own assembly: clang -c says the same
+            first = report.split("; ")[0].strip()
+            raise ZymaseError(f"inline assembly does not assemble: {first}",
+                              hint="the asm statement's text is passed to the assembler as written; "
+                                   "clang -c on the same file reports it too") from None
+        raise RuntimeError(f"LLVM could not emit an object file: {exc}") from exc
 
 
 def write_binary_output(path: str | Path, data: bytes) -> None:

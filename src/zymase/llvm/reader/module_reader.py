@@ -62,23 +62,22 @@ def read_llvm_ir(text: str, filename: str = "<input>") -> ModuleOp:
 
 
 def _canonicalize(text: str, filename: str) -> str:
-    """Parse + verify with LLVM itself, and print the module once."""
-    import llvmlite.binding as binding
+    """Parse + verify with LLVM itself, and print the module once (llvm/modules: the
+    release library's LLVM when it is there, llvmlite's otherwise)."""
+    from zymase.llvm.modules import Workspace
 
-    try:
-        # A fresh context: in the global one LLVM would rename a struct type that an
-        # earlier module already defined (%struct.S -> %struct.S.0).
-        module = binding.parse_assembly(text, binding.create_context())
-        module.verify()
-    except RuntimeError as exc:
-        message = " ".join(str(exc).split()) or "LLVM rejected the module"
-        raise ZymaseError(
-            f"malformed LLVM IR: {message}",
-            location=filename,
-            hint="check the .ll text (llvm-as/opt -verify report the same problem); "
-            "IR from a clang newer than LLVM 22 may not be readable",
-        ) from None
-    return str(module)
+    with Workspace(fresh=True) as space:
+        try:
+            module = space.parse(text, fill_target=False)
+        except ZymaseError as exc:
+            message = " ".join(exc.llvm_message.split()) or "LLVM rejected the module"
+            raise ZymaseError(
+                f"malformed LLVM IR: {message}",
+                location=filename,
+                hint="check the .ll text (llvm-as/opt -verify report the same problem); "
+                "IR from a clang newer than LLVM 22 may not be readable",
+            ) from None
+        return str(module)
 
 
 class _ModuleReader:
