@@ -856,6 +856,8 @@ class MemoryModel:
                     location=location_of(at),
                     hint="allocate aligned memory with posix_memalign instead of rounding an address as an "
                     "integer" if isinstance(op, llvm.IntToPtrOp) else _library_hint(op) or
+                    ("a thread-local variable gets no shadow: keep the active value in an ordinary "
+                     "variable" if _thread_local_variable(op) else None) or
                     "write active data only to local buffers, malloc'd memory or enzyme_dup arguments",
                 )
 
@@ -931,7 +933,24 @@ def _pointer_origin(op: Operation) -> str:
             from zymase.llvm.demangle import demangle  # (C++ names; only on this error path)
 
             return f"a pointer field of the struct returned by '{demangle(name)}'"
+    variable = _thread_local_variable(op)
+    if variable is not None:
+        return f"the thread-local variable '{variable}'"
     return f"a pointer produced by '{_describe(op)}'"
+
+
+def _thread_local_variable(op: Operation) -> str | None:
+    """The name of the thread-local global whose address ``op`` computes, if it does
+    (clang reads a ``_Thread_local``/``__thread``/``thread_local`` variable through
+    ``llvm.threadlocal.address``, which -O0 keeps)."""
+    if not (isinstance(op, llvm.CallIntrinsicOp) and op.intrin.data.startswith("llvm.threadlocal.address")):
+        return None
+    source = op.operands[0].owner if op.operands else None
+    if isinstance(source, llvm.AddressOfOp):
+        from zymase.llvm.demangle import demangle  # (C++ names; only on this error path)
+
+        return demangle(source.global_name.root_reference.data)
+    return None
 
 
 def _library_hint(op: Operation) -> str | None:
