@@ -193,7 +193,10 @@ def _word_const(cur: _Cursor, word: str, ty: Attribute, types: _Types) -> Const:
         rhs = _parse_const(cur, rhs_ty, types)
         cur.expect(")")
         return ("bin", word, tuple(sorted(flags)), lhs, rhs)
-    if word in ("blockaddress", "dso_local_equivalent", "no_cfi", "asm"):
+    if word == "blockaddress":
+        raise _ParseFailure("'blockaddress' constants (a label's address, '&&label', of GNU C's computed goto) "
+                            "are not supported")
+    if word in ("dso_local_equivalent", "no_cfi", "asm"):
         raise _ParseFailure(f"'{word}' constants are not supported")
     raise _ParseFailure(f"unsupported constant '{word}'")
 

@@ -124,7 +124,7 @@ _UNSUPPORTED_INSTRUCTIONS = {
     "cleanuppad": "exception handling (cleanuppad) is not supported",
     "catchret": "exception handling (catchret) is not supported",
     "cleanupret": "exception handling (cleanupret) is not supported",
-    "indirectbr": "indirect branches (indirectbr) are not supported",
+    "indirectbr": "indirect branches (indirectbr: GNU C's computed goto, 'goto *p') are not supported",
     "callbr": "callbr (asm goto) is not supported",
 }
 _DROPPED_INTRINSICS = ("llvm.dbg.", "llvm.assume",
