@@ -16,7 +16,8 @@ selects and phis. Integers bounded to other sources pass: constants (Numba's add
 its own runtime objects), addresses of memory without shadows, conversions of floats, and
 integer arguments (their activity is the caller's declaration). For that last case the
 other side is checked: the address of shadowed memory, as an integer, may be compared,
-subtracted or tested for alignment, but not passed to a call, stored or returned (the
+subtracted, tested for alignment or made the byte count of a memset/memcpy/memmove (a
+std::vector's tail filled: session 35), but not passed to a call, stored or returned (the
 code that turns it back into a pointer would not know it is active); kept in a stack slot
 that is only loaded back as an integer (and may carry lifetime markers), the loads are
 followed instead (a reverse sweep caches the addresses of Numba's overlap test of a slice
@@ -125,6 +126,8 @@ def _refuse_escaping_address(cast, incoming, successor_operands, fname: str) -> 
                     continue
             elif isinstance(user, llvm.SubOp) and _is_distance(user, incoming):
                 continue  # end - begin: a size (std::vector hands it to operator delete)
+            elif _memory_intrinsic_length(user, v):
+                continue  # a byte count of memset/memcpy/memmove (std::vector's fill, insert)
             elif _integer_arithmetic_intrinsic(user):
                 # smin(address / 8 & 1, n): Eigen's first_aligned counts the scalars before
                 # the first aligned packet; an integer like the others, followed on
@@ -155,6 +158,16 @@ def _refuse_escaping_address(cast, incoming, successor_operands, fname: str) -> 
 #: intrinsics that are integer arithmetic (an address passed to one stays in SSA values)
 _INTEGER_INTRINSICS = ("llvm.smin.", "llvm.smax.", "llvm.umin.", "llvm.umax.", "llvm.abs.", "llvm.ctlz.",
                        "llvm.cttz.", "llvm.ctpop.")
+
+
+def _memory_intrinsic_length(op, v: SSAValue) -> bool:
+    """Whether ``v`` is used by ``op`` only as the byte count of ``llvm.memset``,
+    ``llvm.memcpy`` or ``llvm.memmove``: a size computed from addresses (the end of a
+    std::vector's storage minus a position in it), which no code can make a pointer of."""
+    if not (isinstance(op, llvm.CallIntrinsicOp)
+            and op.intrin.data.startswith(("llvm.memset.", "llvm.memcpy.", "llvm.memmove."))):
+        return False
+    return all(k == 2 for k, x in enumerate(op.operands) if x is v)
 
 
 def _integer_arithmetic_intrinsic(op) -> bool:
