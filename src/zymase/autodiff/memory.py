@@ -532,6 +532,9 @@ class ShadowCode:
             sp = self.fetch_shadow(op.ptr)
             load = E.insert(fast_ops.load(sp, op.value.type))
             d = load.results[0]
+            if hasattr(self, "adjoint_constancy") and self._in_cycle(op.ptr):
+                # (a shadow element read anew per iteration: autodiff/rounded_partials)
+                self.adjoint_constancy.loop_variant.add(d)
             mirror_scopes(op, load)
             mirror_scopes(op, E.insert(fast_ops.store(E.zero(op.value.type), sp)))
             if act.is_active(op.value):
