@@ -55,7 +55,7 @@ from zymase.autodiff.common import (
 from zymase.analysis.memory import callee_name, memory_kind
 from zymase.llvm.noalias_scopes import is_scope_decl
 from zymase.autodiff.flavor import Emitter
-from zymase.autodiff.rounded_partials import ConstantAdjoints, is_rounded_sum
+from zymase.autodiff.rounded_partials import RoundedPartials
 from zymase.autodiff.lanes import LaneMaps
 from zymase.autodiff.memory import ShadowCode, twin_decl
 from zymase.autodiff.names import ABANDONED
@@ -123,8 +123,8 @@ class ReverseGenerator(LaneMaps, ShadowCode, LifoCaches, IndexedCaches, MinCutRe
         self.fname = function_name(fop)
         self.aug_op: Operation | None = None
         self.init_lanes(width)
-        self.adjoint_constancy = ConstantAdjoints(self._in_cycle)
-        self._fence_partials = True  # (see _reverse_op)
+        self.rounded_partials = RoundedPartials(self._in_cycle)
+        self._rule_adjoints = None  # (see _reverse_op)
 
     # ------------------------------------------------------------------------------
     def generate_split(self, aug_op: Operation, rev_op: Operation) -> None:
@@ -320,6 +320,7 @@ class ReverseGenerator(LaneMaps, ShadowCode, LifoCaches, IndexedCaches, MinCutRe
         for b in reversed(list(region.blocks)):
             if b in self.rev:
                 self._reverse_block(b, orig_entry)
+        self.rounded_partials.finish()
         self.make_ascending(gop)
         self.gather_stencil_adds(gop)
 
@@ -402,12 +403,7 @@ class ReverseGenerator(LaneMaps, ShadowCode, LifoCaches, IndexedCaches, MinCutRe
         return self.act.is_active(v)
 
     def primal(self, v: SSAValue) -> SSAValue:
-        w = self._fetch(v, self.vmap.get(v, v))
-        if is_rounded_sum(v) and self._fence_partials:
-            return self.E.fence(w)
-        if self.adjoint_constancy.primal_varies(v):
-            self.adjoint_constancy.loop_variant.add(w)
-        return w
+        return self.rounded_partials.read(self.E, v, self._fetch(v, self.vmap.get(v, v)), self._rule_adjoints)
 
     def varies_in_loop(self, v: SSAValue) -> bool:
         return self._in_cycle(v)
@@ -843,12 +839,10 @@ class ReverseGenerator(LaneMaps, ShadowCode, LifoCaches, IndexedCaches, MinCutRe
         rule = self.ctx.rule_for(op)
         if rule is None:
             raise no_rule_error(op, self.fname)
-        # a rounded sum read as a partial goes behind a fence unless every adjoint it
-        # can multiply varies from iteration to iteration (autodiff/rounded_partials)
-        self._fence_partials = any(d is not None and self.adjoint_constancy.may_be_constant(d) for d in dys)
+        self._rule_adjoints = dys  # (what the partials it reads multiply: primal())
         with self.E.derivative_of(op):
             contribs = rule.reverse(self, op, dys)
-        self._fence_partials = True
+        self._rule_adjoints = None
         # scalar rules guard their own terms under strong zeros (registry.ScalarRule)
         if self._select_guarded(op) and not (strong_zero() and isinstance(rule, ScalarRule)):
             contribs = self._strong_zero(dys[0], contribs)
