@@ -840,6 +840,7 @@ class ReverseGenerator(LaneMaps, ShadowCode, LifoCaches, IndexedCaches, MinCutRe
         if rule is None:
             raise no_rule_error(op, self.fname)
         self._rule_adjoints = dys  # (what the partials it reads multiply: primal())
+        fences = self.rounded_partials.mark()
         with self.E.derivative_of(op):
             contribs = rule.reverse(self, op, dys)
         self._rule_adjoints = None
@@ -849,6 +850,7 @@ class ReverseGenerator(LaneMaps, ShadowCode, LifoCaches, IndexedCaches, MinCutRe
         for operand, c in zip(op.operands, contribs):
             if c is not None:
                 self._accumulate(operand, c)
+        self.rounded_partials.contributed(fences, [o for o, c in zip(op.operands, contribs) if c is not None], dys)
 
     def _select_guarded(self, op: Operation) -> bool:
         """Whether ``op``'s float result only feeds the value operands of selects,

@@ -116,6 +116,10 @@ class RoundedPartials:
         self._slot_reads: dict[SSAValue, SSAValue] = {}
         self._slot_adds: dict[SSAValue, list[SSAValue]] = {}
         self._fences: list[tuple[Operation, list]] = []
+        # (target, adjoint) -> how many ops' contributions to target multiply adjoint;
+        # fence index -> the (target, adjoint) pairs of the op whose rule read it
+        self._shared: dict[tuple, int] = {}
+        self._pairs: dict[int, list[tuple]] = {}
         self._varies: dict[SSAValue, bool] = {}
 
     # ---- while the sweep is emitted ----------------------------------------------
@@ -130,6 +134,22 @@ class RoundedPartials:
         if fenced is not w:
             self._fences.append((fenced.owner, None if dys is None else list(dys)))
         return fenced
+
+    def mark(self) -> int:
+        """Where the fences of the rule about to run start (for ``contributed``)."""
+        return len(self._fences)
+
+    def contributed(self, start: int, targets: list[SSAValue], dys) -> None:
+        """The rule whose fences start at ``start`` added to the adjoints of ``targets``
+        terms that multiply its op's adjoints ``dys``. Two such terms with the same
+        adjoint into one target are factored by LLVM, ``p*d + q*d -> (p + q)*d``, into
+        an adjoint sum of the partials themselves (reassociable, so that its ``reassoc``
+        reaches into a rounded sum): the fences of such a rule stay, whatever ``d``."""
+        pairs = [(_target(t), _unsigned(d)) for t in targets for d in dys if d is not None]
+        for pair in pairs:
+            self._shared[pair] = self._shared.get(pair, 0) + 1
+        for i in range(start, len(self._fences)):
+            self._pairs[i] = pairs
 
     def shadow_read(self, d: SSAValue, ptr: SSAValue) -> None:
         """``d`` was read from the shadow of primal pointer ``ptr`` (a store's adjoint)."""
@@ -152,8 +172,9 @@ class RoundedPartials:
         meets; returns how many stay."""
         kinds = self._kinds([d for _, dys in self._fences for d in dys or () if d is not None])
         kept = 0
-        for fence, dys in self._fences:
-            if dys is None or any(d is not None and kinds[d] == _CONSTANT for d in dys):
+        for i, (fence, dys) in enumerate(self._fences):
+            if (dys is None or any(d is not None and kinds[d] == _CONSTANT for d in dys)
+                    or any(self._shared[pair] > 1 for pair in self._pairs.get(i, ()))):
                 kept += 1
             else:
                 fence.results[0].replace_all_uses_with(fence.operands[0])
@@ -280,3 +301,18 @@ def _is_zero(op: Operation) -> bool:
 
 def _is_intrinsic(op: Operation) -> bool:
     return isinstance(op, llvm.CallIntrinsicOp) and op.intrin.data.startswith("llvm.")
+
+
+def _target(v: SSAValue):
+    """What an adjoint term for ``v`` is added into: the address ``v`` was loaded from
+    (the loads of one element share its shadow), else ``v``'s own adjoint."""
+    if not isinstance(v, BlockArgument) and isinstance(v.owner, llvm.LoadOp):
+        return v.owner.operands[0]
+    return v
+
+
+def _unsigned(d: SSAValue) -> SSAValue:
+    """``d`` without negations (``p*d - q*d`` is factored as well)."""
+    while not isinstance(d, BlockArgument) and isinstance(d.owner, llvm.FNegOp):
+        d = d.owner.operands[0]
+    return d
