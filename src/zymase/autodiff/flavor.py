@@ -103,6 +103,10 @@ class Flavor:
     def set_fast_math(self, op: Operation, flags: frozenset[str]) -> None:
         """Give ``op`` the flags when it is a float add, subtraction, product or negation."""
 
+    def fence(self, v: SSAValue) -> Operation | None:
+        """An op passing ``v`` on, that no reassociation looks through; None if none."""
+        return None
+
 
 _DERIVATIVE_FLAGS = frozenset({"reassoc", "nsz", "contract"})
 
@@ -205,6 +209,12 @@ class Emitter:
         if not isinstance(out, BlockArgument):
             self.flavor.set_fast_math(out.owner, _ACCUMULATION_FLAGS)
         return out
+
+    def fence(self, v):
+        """``v`` behind an arithmetic fence, which no reassociation looks through, where
+        the flavor has one (autodiff/rounded_partials); else ``v``."""
+        op = self.flavor.fence(v)
+        return v if op is None else self.v(op)
 
     def sub(self, a, b):
         return self.float_op(self.flavor.binary("sub", a, b))
@@ -481,6 +491,9 @@ class LLVMFlavor(Flavor):
     def set_fast_math(self, op, flags):
         if isinstance(op, (llvm.FAddOp, llvm.FSubOp, llvm.FMulOp, llvm.FNegOp)):
             op.properties["fastmathFlags"] = llvm.FastMathAttr(tuple(llvm.FastMathFlag(f) for f in sorted(flags)))
+
+    def fence(self, v):
+        return fast_ops.call_intrinsic(f"llvm.arithmetic.fence.{_mangle(v.type)}", [v], [v.type])
 
 
 def _filter_passthrough(attr):

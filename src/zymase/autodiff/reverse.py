@@ -55,6 +55,7 @@ from zymase.autodiff.common import (
 from zymase.analysis.memory import callee_name, memory_kind
 from zymase.llvm.noalias_scopes import is_scope_decl
 from zymase.autodiff.flavor import Emitter
+from zymase.autodiff.rounded_partials import RoundedPartials
 from zymase.autodiff.lanes import LaneMaps
 from zymase.autodiff.memory import ShadowCode, twin_decl
 from zymase.autodiff.names import ABANDONED
@@ -122,6 +123,8 @@ class ReverseGenerator(LaneMaps, ShadowCode, LifoCaches, IndexedCaches, MinCutRe
         self.fname = function_name(fop)
         self.aug_op: Operation | None = None
         self.init_lanes(width)
+        self.rounded_partials = RoundedPartials(self._in_cycle)
+        self._rule_adjoints = None  # (see _reverse_op)
 
     # ------------------------------------------------------------------------------
     def generate_split(self, aug_op: Operation, rev_op: Operation) -> None:
@@ -317,6 +320,7 @@ class ReverseGenerator(LaneMaps, ShadowCode, LifoCaches, IndexedCaches, MinCutRe
         for b in reversed(list(region.blocks)):
             if b in self.rev:
                 self._reverse_block(b, orig_entry)
+        self.rounded_partials.finish()
         self.make_ascending(gop)
         self.gather_stencil_adds(gop)
 
@@ -399,7 +403,7 @@ class ReverseGenerator(LaneMaps, ShadowCode, LifoCaches, IndexedCaches, MinCutRe
         return self.act.is_active(v)
 
     def primal(self, v: SSAValue) -> SSAValue:
-        return self._fetch(v, self.vmap.get(v, v))
+        return self.rounded_partials.read(self.E, v, self._fetch(v, self.vmap.get(v, v)), self._rule_adjoints)
 
     def varies_in_loop(self, v: SSAValue) -> bool:
         return self._in_cycle(v)
@@ -835,14 +839,18 @@ class ReverseGenerator(LaneMaps, ShadowCode, LifoCaches, IndexedCaches, MinCutRe
         rule = self.ctx.rule_for(op)
         if rule is None:
             raise no_rule_error(op, self.fname)
+        self._rule_adjoints = dys  # (what the partials it reads multiply: primal())
+        fences = self.rounded_partials.mark()
         with self.E.derivative_of(op):
             contribs = rule.reverse(self, op, dys)
+        self._rule_adjoints = None
         # scalar rules guard their own terms under strong zeros (registry.ScalarRule)
         if self._select_guarded(op) and not (strong_zero() and isinstance(rule, ScalarRule)):
             contribs = self._strong_zero(dys[0], contribs)
         for operand, c in zip(op.operands, contribs):
             if c is not None:
                 self._accumulate(operand, c)
+        self.rounded_partials.contributed(fences, [o for o, c in zip(op.operands, contribs) if c is not None], dys)
 
     def _select_guarded(self, op: Operation) -> bool:
         """Whether ``op``'s float result only feeds the value operands of selects,

@@ -19,3 +19,4 @@ for cls, rule in {
     llvm_ext.FreezeOp: scalar.FREEZE,
 }.items():
     REGISTRY.register(cls, rule)
+REGISTRY.register_function("arithmetic.fence", scalar.FENCE)  # (by its intrinsic's neutral name)

@@ -73,6 +73,10 @@ FNEG = R(lambda E, P, dy: E.neg(dy), name="fneg")
 # freeze(x) is x wherever x is a defined value (it only pins undef/poison to some value),
 # so the tangent and the adjoint pass through unchanged.
 FREEZE = R(lambda E, P, dy: dy, name="freeze")
+# llvm.arithmetic.fence(x) is x: it only keeps the optimizer from reassociating across it
+# (clang's __arithmetic_fence; the reverse sweep's rounded partials, autodiff/rounded_partials,
+# which a derivative of the derivative differentiates again)
+FENCE = R(lambda E, P, dy: dy, name="arithmetic.fence")
 # frem(a, b) = a - b * trunc(a / b): d/da = 1, d/db = -trunc(a / b).
 FREM = R(
     lambda E, P, dy: dy,

@@ -1,0 +1,82 @@
+"""Partials that are rounded sums, read behind ``llvm.arithmetic.fence`` where an adjoint sum's
+``reassoc`` could reach into them (autodiff/rounded_partials): the njit path emits the same
+adjoint sums as C (tests/c/reassociated_partials.c checks the values there), and the fence is
+left out where the adjoint it meets varies per iteration, so that reverse loops still
+vectorize (the C programs check values, this the IR before LLVM optimizes it)."""
+
+from __future__ import annotations
+
+import re
+
+import numba
+import numpy as np
+
+import zymase
+from zymase.frontends.c import Timings, differentiate_llvm_ir
+from zymase.llvm import toolchain
+
+
+@numba.njit
+def _weight(w, x, y):
+    return w * (x - y) + w * y
+
+
+def test_njit_weight_keeps_the_rounding_of_its_difference():
+    # d/dw = (x - y) + y, rounded as written: 0 (x - y rounds to -y); 1 when the adjoint sum
+    # reassociated into x - y (session 35)
+    assert zymase.grad(_weight, argnums=0)(2.0, 1.0, 1e17) == 0.0
+    assert zymase.grad(_weight, argnums=0)(2.0, 3.0, 2.0**60) == 0.0
+
+
+PROGRAM = r"""
+double seeded(double w, const double *x, const double *y, int n) {
+    double s = 0;
+    for (int i = 0; i < n; i++)
+        s += w * (x[i] - y[i]);
+    return s;
+}
+void per_element(const double *w, const double *x, const double *y, double *out, int n) {
+    for (int i = 0; i < n; i++)
+        out[i] = w[i] * (x[i] - y[i]);
+}
+void factored(const double *w, const double *x, const double *y, double *out, int n) {
+    for (int i = 0; i < n; i++)
+        out[i] = w[i] * (x[i] - y[i]) + w[i] * (x[i] + y[i]);
+}
+extern double __enzyme_autodiff(void *, ...);
+extern int enzyme_dup, enzyme_const, enzyme_dupnoneed;
+double g1(double w, const double *x, const double *y, int n) {
+    return __enzyme_autodiff((void *)seeded, w, enzyme_const, x, enzyme_const, y, n);
+}
+void g2(const double *w, double *dw, const double *x, const double *y, double *o, double *d, int n) {
+    __enzyme_autodiff((void *)per_element, enzyme_dup, w, dw, enzyme_const, x, enzyme_const, y,
+                      enzyme_dupnoneed, o, d, n);
+}
+void g3(const double *w, double *dw, const double *x, const double *y, double *o, double *d, int n) {
+    __enzyme_autodiff((void *)factored, enzyme_dup, w, dw, enzyme_const, x, enzyme_const, y,
+                      enzyme_dupnoneed, o, d, n);
+}
+"""
+
+
+def _fences(tmp_path) -> dict[str, int]:
+    """The number of arithmetic fences in each derivative, before LLVM optimizes it."""
+    src = tmp_path / "partials.c"
+    src.write_text(PROGRAM)
+    ll = differentiate_llvm_ir(toolchain.c_to_llvm_ir(src, [], 2), str(src), 2, Timings())
+    texts = re.split(r"^define ", ll, flags=re.M)[1:]
+    names = [re.match(r"[^@]*@([\w.]+)\(", t).group(1) for t in texts]
+    return {n: t.count("call double @llvm.arithmetic.fence.f64") for n, t in zip(names, texts) if "diffe" in n}
+
+
+def test_fenced_only_where_the_adjoint_may_fold(tmp_path):
+    fences = _fences(tmp_path)
+    [seeded] = [c for n, c in fences.items() if n.endswith("seeded")]
+    [per_element] = [c for n, c in fences.items() if n.endswith("per_element")]
+    [factored] = [c for n, c in fences.items() if n.endswith("factored")]
+    # the seed's adjoint folds to 1 once inlined: x - y is fenced
+    assert seeded == 1, fences
+    # dout[i] changes from element to element: no fence (the loop vectorizes)
+    assert per_element == 0, fences
+    # two partials times the same dout[i] into one adjoint: LLVM factors them, fenced
+    assert factored == 2, fences
