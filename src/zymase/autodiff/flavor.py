@@ -363,9 +363,12 @@ class LLVMFlavor(Flavor):
         return emitter.v(llvm.CallOp(cname, *args, return_type=t))
 
     def _declare(self, module, name, inputs, output):
-        for op in module.body.block.ops:
-            if isinstance(op, llvm.FuncOp) and op.sym_name.data == name:
-                return
+        from zymase.autodiff.module_symbols import find_symbol
+
+        found = find_symbol(module, name)  # (None only when no op has the name)
+        if isinstance(found, llvm.FuncOp) or found is not None and any(
+                isinstance(op, llvm.FuncOp) and op.sym_name.data == name for op in module.body.block.ops):
+            return
         decl = llvm.FuncOp(
             name, llvm.LLVMFunctionType(inputs, output), linkage=llvm.LinkageAttr("external")
         )
