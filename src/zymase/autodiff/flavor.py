@@ -403,6 +403,16 @@ class LLVMFlavor(Flavor):
         return [op.arg] if op.arg is not None else []
 
     def successor_operands(self, term):
+        # (the branches by exact type first, read from the operands and the segment sizes
+        # as xDSL's accessors read them: its accessors resolve the segments anew per call,
+        # and the generators ask for every terminator's operands again and again)
+        kind = type(term)
+        if kind is llvm.BrOp:
+            return [list(term.operands)]
+        if kind is llvm.CondBrOp:
+            cond, then, other = term.properties["operandSegmentSizes"].get_values()
+            operands = list(term.operands)
+            return [operands[cond:cond + then], operands[cond + then:cond + then + other]]
         if isinstance(term, llvm.BrOp):
             return [list(term.arguments)]
         if isinstance(term, llvm.CondBrOp):
