@@ -12,12 +12,15 @@ scans again."""
 
 from __future__ import annotations
 
-from weakref import WeakKeyDictionary
+from weakref import WeakKeyDictionary, ref
 
 from zymase.ir import Block, Operation
 
-#: per module body, its top-level ops by symbol name (the first of a name) at the last scan
-_index: WeakKeyDictionary[Block, dict[str, Operation]] = WeakKeyDictionary()
+#: per module body, its top-level ops by symbol name (the first of a name) at the last
+#: scan; weakly both ways, so that the index keeps no module alive (the ops point to
+#: their block: strong references to them would keep the key alive, in the Python API's
+#: process, for good)
+_index: WeakKeyDictionary[Block, dict[str, ref[Operation]]] = WeakKeyDictionary()
 
 
 def find_symbol(module: Operation, name: str) -> Operation | None:
@@ -25,13 +28,17 @@ def find_symbol(module: Operation, name: str) -> Operation | None:
     block = module.body.block
     symbols = _index.get(block)
     if symbols is not None:
-        op = symbols.get(name)
+        known = symbols.get(name)
+        op = known() if known is not None else None
         if op is not None and op.parent is block and op.sym_name.data == name:
             return op
     symbols = {}
+    found = None
     for op in block.ops:
         sym = getattr(op, "sym_name", None)
-        if sym is not None:
-            symbols.setdefault(sym.data, op)
+        if sym is not None and sym.data not in symbols:
+            symbols[sym.data] = ref(op)
+            if sym.data == name:
+                found = op
     _index[block] = symbols
-    return symbols.get(name)
+    return found
