@@ -176,6 +176,41 @@ def test_openmp_steps_do_not_walk_a_module_without_parallel_regions(step, tmp_pa
     assert visited <= 0.1 * size, f"{step} visited {visited} ops of a {size}-op module"
 
 
+def _top_level_visits_per_function(functions: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> float:
+    """Top-level ops visited per function while ``zymase cc -O0`` differentiates
+    ``functions`` functions that each allocate and free a buffer (whose derivatives
+    declare calloc and free, and ask for them once per allocation and free)."""
+    lines = ["#include <stdlib.h>", "#include <math.h>", "extern void __enzyme_autodiff(void *, ...);"]
+    for f in range(functions):
+        lines.append(f"double f{f}(const double *x) {{ double *t = malloc(2 * sizeof(double)); "
+                     f"t[0] = sin(x[0]) * {f + 1}.0; t[1] = t[0] * x[1]; double s = t[1]; free(t); return s; }}")
+        lines.append(f"void g{f}(const double *x, double *dx) {{ __enzyme_autodiff((void *)f{f}, x, dx); }}")
+    source = tmp_path / f"heap_{functions}.c"
+    source.write_text("\n".join(lines) + "\n")
+    ll = subprocess.run([CLANG, "-O0", "-Xclang", "-disable-O0-optnone", "-S", "-emit-llvm", "-o", "-",
+                         str(source)], capture_output=True, text=True, check=True).stdout
+    with monkeypatch.context() as patch:
+        visited = _OpsVisited(patch)
+        out = c_frontend.differentiate_llvm_ir(ll, source.name, 0, c_frontend.Timings())
+        top_level = visited.top_level
+    assert out.count("@calloc(") >= functions and out.count("@free(") >= 2 * functions
+    return top_level / functions
+
+
+def test_module_is_not_scanned_once_per_declaration(tmp_path, monkeypatch):
+    # issue 29 item 1 (a quadratic step found in session 35): a derivative that allocates
+    # or frees shadow memory asked whether calloc and free were declared by a scan of the
+    # module's functions and globals, at every allocation and free (and so did the
+    # null-shadow and partial-copy checks for their messages and helpers); 8 then 64
+    # functions that each allocate and free: per function the scans visited 150 then 250
+    # top-level ops, now about 130 then 110 (autodiff/module_symbols.py)
+    few = _top_level_visits_per_function(8, tmp_path, monkeypatch)
+    many = _top_level_visits_per_function(64, tmp_path, monkeypatch)
+    assert many <= 1.3 * few, (
+        f"top-level ops visited per function: {few:.0f} with 8 functions, {many:.0f} with 64: "
+        "the module is scanned once per declaration")
+
+
 def test_type_analysis_does_not_walk_the_module_per_function(tmp_path, monkeypatch):
     # issue 29 item 1 (analyses computed once): each analyze_types call walked the whole
     # module to see whether any access carries TBAA; at -O0 none does, so every call

@@ -373,9 +373,12 @@ class LLVMFlavor(Flavor):
         return emitter.v(llvm.CallOp(cname, *args, return_type=t))
 
     def _declare(self, module, name, inputs, output):
-        for op in module.body.block.ops:
-            if isinstance(op, llvm.FuncOp) and op.sym_name.data == name:
-                return
+        from zymase.autodiff.module_symbols import find_symbol
+
+        found = find_symbol(module, name)  # (None only when no op has the name)
+        if isinstance(found, llvm.FuncOp) or found is not None and any(
+                isinstance(op, llvm.FuncOp) and op.sym_name.data == name for op in module.body.block.ops):
+            return
         decl = llvm.FuncOp(
             name, llvm.LLVMFunctionType(inputs, output), linkage=llvm.LinkageAttr("external")
         )
@@ -410,6 +413,16 @@ class LLVMFlavor(Flavor):
         return [op.arg] if op.arg is not None else []
 
     def successor_operands(self, term):
+        # (the branches by exact type first, read from the operands and the segment sizes
+        # as xDSL's accessors read them: its accessors resolve the segments anew per call,
+        # and the generators ask for every terminator's operands again and again)
+        kind = type(term)
+        if kind is llvm.BrOp:
+            return [list(term.operands)]
+        if kind is llvm.CondBrOp:
+            cond, then, other = term.properties["operandSegmentSizes"].get_values()
+            operands = list(term.operands)
+            return [operands[cond:cond + then], operands[cond + then:cond + then + other]]
         if isinstance(term, llvm.BrOp):
             return [list(term.arguments)]
         if isinstance(term, llvm.CondBrOp):

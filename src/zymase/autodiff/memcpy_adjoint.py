@@ -9,6 +9,8 @@ which decides when a copy needs them.
 
 from __future__ import annotations
 
+from zymase.autodiff.module_symbols import find_symbol
+
 _MEMCPY_ADJOINT = """
 builtin.module {{
   llvm.func internal @{name}(%dsrc: !llvm.ptr, %ddst: !llvm.ptr, %nbytes: i64) {{
@@ -189,7 +191,7 @@ def check_whole_floats(gen, op, ftype: str, nbytes) -> None:
         hint=hint).format() + "\n"
     data = text.encode()
     label = f"__zymase_partial_copy_message.{hashlib.sha1(data).hexdigest()[:12]}"
-    if not any(getattr(o, "sym_name", None) is not None and o.sym_name.data == label for o in module.body.block.ops):
+    if find_symbol(module, label) is None:
         module.body.block.add_op(llvm.GlobalOp(llvm.LLVMArrayType(len(data), IntegerType(8)), label, "private",
                                                constant=True, value=StringAttr(text)))
     gen._declare("write", [IntegerType(32), llvm.LLVMPointerType(), i64], i64)
@@ -201,9 +203,8 @@ def check_whole_floats(gen, op, ftype: str, nbytes) -> None:
 
 
 def _add_once(module, name: str, text: str, label: str) -> str:
-    for op in module.body.block.ops:
-        if getattr(op, "sym_name", None) is not None and op.sym_name.data == name:
-            return name
+    if find_symbol(module, name) is not None:
+        return name
     from zymase.cache import parsed_mlir
 
     runtime = parsed_mlir(text, label)

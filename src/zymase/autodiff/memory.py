@@ -35,6 +35,7 @@ from zymase.analysis.memory import (
     null_page_address,
 )
 from zymase.autodiff.lane_blocks import lane_data
+from zymase.autodiff.module_symbols import find_symbol
 from zymase.autodiff.parallel import chunk_interior_spread, emit_adjoint_add, interior_test, needs_atomic_add
 from zymase.autodiff.type_rules import carries_derivatives
 from zymase.autodiff.registry import call_memory_rule
@@ -101,9 +102,8 @@ class ShadowCode:
 
     def _declare(self, name: str, inputs, output) -> None:
         module = self.ctx.module
-        for op in module.body.block.ops:
-            if getattr(op, "sym_name", None) is not None and op.sym_name.data == name:
-                return
+        if find_symbol(module, name) is not None:
+            return
         ftype = llvm.LLVMFunctionType(inputs, output)
         module.body.block.add_op(llvm.FuncOp(name, ftype, linkage=llvm.LinkageAttr("external")))
 

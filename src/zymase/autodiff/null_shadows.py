@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 
 from zymase.analysis.memory import derived_uses, memory_kind
+from zymase.autodiff.module_symbols import find_symbol
 from zymase.autodiff.type_rules import carries_derivatives
 from zymase.errors import ZymaseError
 from zymase.ir import IntegerAttr, IntegerType, Operation, SSAValue, StringAttr, i64, llvm, location_of
@@ -109,7 +110,7 @@ def check_loaded_shadow(gen, load: Operation) -> None:
         construct=_describe(access), function=gen.fname, location=location, hint=hint).format() + "\n"
     data = text.encode()
     label = f"__zymase_null_shadow_message.{hashlib.sha1(data).hexdigest()[:12]}"
-    if not any(getattr(o, "sym_name", None) is not None and o.sym_name.data == label for o in module.body.block.ops):
+    if find_symbol(module, label) is None:
         module.body.block.add_op(llvm.GlobalOp(llvm.LLVMArrayType(len(data), IntegerType(8)), label, "private",
                                                constant=True, value=StringAttr(text)))
     from zymase.autodiff.memcpy_adjoint import _add_once

@@ -38,6 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from zymase.analysis.memory import memory_kind
+from zymase.autodiff.module_symbols import find_symbol
 from zymase.ir import BlockArgument, IntegerAttr, IntegerType, Operation, SSAValue, llvm, parse_mlir
 
 _CASTS = (llvm.SExtOp, llvm.ZExtOp, llvm.TruncOp)
@@ -392,7 +393,7 @@ def _edge_add_helper(module, t) -> str:
     """``__zymase_omp_add.<t>(ptr, value, shared)``: an atomic add if ``shared``, else a
     plain one (internal, always inlined), defined once per module and type."""
     name = f"__zymase_omp_add.{t}"
-    if any(getattr(op, "sym_name", None) is not None and op.sym_name.data == name for op in module.body.block.ops):
+    if find_symbol(module, name) is not None:
         return name
     align = _size_of(t)
     text = f"""builtin.module {{

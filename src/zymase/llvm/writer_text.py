@@ -3,6 +3,7 @@ the LLVM IR writer (:mod:`zymase.llvm.writer`), and the writer's internal error.
 
 from __future__ import annotations
 
+import re
 import struct
 
 from zymase.ir import Attribute, IntegerAttr, IntegerType, Operation, builtin
@@ -17,19 +18,17 @@ class WriteError(Exception):
 # ----------------------------------------------------------------- names
 
 
-def _is_ident_char(ch: str) -> bool:
-    return ch.isascii() and (ch.isalnum() or ch in "-$._")
+#: a name LLVM's identifier syntax allows unquoted (when it does not start with a digit)
+_IDENTIFIER = re.compile(r"[-$._A-Za-z0-9]+")
+
+#: each byte as an LLVM string literal spells it: printable ASCII as is, the rest as ``\\XX``
+#: (a table: the writer spells every name and string, byte by byte in a loop before)
+_BYTE_TEXT = tuple(chr(b) if 0x20 <= b < 0x7F and b not in (0x22, 0x5C) else f"\\{b:02X}" for b in range(256))
 
 
 def quote_bytes(data: bytes) -> str:
     """LLVM string-literal body: printable ASCII as is, the rest as ``\\XX``."""
-    out = []
-    for b in data:
-        if 0x20 <= b < 0x7F and b not in (0x22, 0x5C):
-            out.append(chr(b))
-        else:
-            out.append(f"\\{b:02X}")
-    return "".join(out)
+    return "".join(map(_BYTE_TEXT.__getitem__, data))
 
 
 def encode_text(text: str) -> bytes:
@@ -46,7 +45,7 @@ def symbol_text(prefix: str, name: str) -> str:
     strings and OpenMP's ident structs): it stays unquoted, because ``@"0"`` is a
     different, named global to which the ``@0`` in initializers kept as text would
     not refer."""
-    if name and all(_is_ident_char(c) for c in name) and not name[0].isdigit():
+    if _IDENTIFIER.fullmatch(name) and not name[0].isdigit():
         return prefix + name
     if prefix == "@" and name.isascii() and name.isdigit():
         return prefix + name

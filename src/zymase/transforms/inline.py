@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 
-from zymase.ir import Block, BlockArgument, Operation, Region, in_system_header, llvm
+from zymase.ir import Block, BlockArgument, Operation, Region, fast_ops, in_system_header, llvm
 from zymase.llvm.noalias_scopes import freshen_scopes
 
 _copies = itertools.count()
@@ -89,7 +89,7 @@ def inline_call(call: Operation, callee: Operation) -> list[Block]:
         term = b.last_op
         if isinstance(term, llvm.ReturnOp):
             vals = [term.arg] if term.arg is not None else []
-            br = llvm.BrOp(cont, *vals)
+            br = fast_ops.br(cont, vals)
             br.location = term.location
             b.insert_op_before(br, term)
             b.erase_op(term)
@@ -103,7 +103,7 @@ def inline_call(call: Operation, callee: Operation) -> list[Block]:
         arg.replace_all_uses_with(value)
     for arg in reversed(list(entry.args)):
         entry.erase_arg(arg)
-    br = llvm.BrOp(entry)
+    br = fast_ops.br(entry)
     br.location = call.location
     block.insert_op_before(br, call)
     block.erase_op(call)

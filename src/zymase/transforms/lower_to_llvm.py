@@ -140,6 +140,10 @@ class ModuleLowering:
         #: the runtime functions the code lowered here calls (added at the end of run)
         self._runtime_calls: set[str] = set()
         self._runtime_required = False
+        #: the declarations :meth:`declare` found matching, by name: (symbol, its type
+        #: attribute, inputs, output); the runtime's six are asked for at every tape
+        #: site, and building the wanted function type to compare was most of the cost
+        self._matching_declarations: dict[str, tuple] = {}
 
     def run(self, names: dict[Operation, set[str]] | None = None) -> None:
         """``names``: the names of the ops inside each top-level op, when known."""
@@ -228,8 +232,12 @@ class ModuleLowering:
 
         An existing symbol of that name is reused if its signature matches.
         """
-        wanted = llvm.LLVMFunctionType(list(inputs), output)
         existing = self.symbols.get(name)
+        known = self._matching_declarations.get(name)
+        if (known is not None and known[0] is existing and known[1] is existing.properties.get("function_type")
+                and known[2] == tuple(inputs) and known[3] == output):
+            return
+        wanted = llvm.LLVMFunctionType(list(inputs), output)
         if existing is None:
             decl = llvm.FuncOp(name, wanted, linkage=llvm.LinkageAttr("external"))
             self.module.body.block.add_op(decl)
@@ -248,6 +256,7 @@ class ModuleLowering:
             if e is not None:
                 raise e.error(message, hint=hint)
             raise ZymaseError(message, hint=hint)
+        self._matching_declarations[name] = (existing, existing.properties.get("function_type"), tuple(inputs), output)
 
     def require_global_tape(self, e: Emitter) -> None:
         """The thread-local global tape of split-mode derivatives (added once)."""

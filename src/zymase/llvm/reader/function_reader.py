@@ -25,7 +25,7 @@ from zymase.ir import (
     llvm,
     llvm_ext,
 )
-from zymase.ir import llvm_eh
+from zymase.ir import fast_ops, llvm_eh
 from zymase.llvm.loop_hints import LOOP_HINTS_ATTR
 from zymase.llvm.noalias_scopes import SRC_ALIAS_SCOPE, SRC_NOALIAS
 from zymase.llvm.reader.constants import (
@@ -264,10 +264,10 @@ class _FunctionReader(_InstructionHandlers):
     def _build_const(self, c: Const) -> SSAValue:
         tag = c[0]
         if tag == "int":
-            return self._emit(llvm.ConstantOp(int_attr(c[2], c[1]), c[1]))
+            return self._emit(fast_ops.constant(int_attr(c[2], c[1]), c[1]))
         if tag == "float":
             value = _bits_float(c[2]) if len(c) == 3 else WideFloat(_bits_float(c[2]), c[3])
-            return self._emit(llvm.ConstantOp(FloatAttr(value, c[1]), c[1]))
+            return self._emit(fast_ops.constant(FloatAttr(value, c[1]), c[1]))
         if tag == "zero":
             return self._emit(_zero_op(c[1]))
         if tag == "undef":

@@ -25,7 +25,7 @@ from zymase.ir import (
     llvm,
     llvm_ext,
 )
-from zymase.ir import llvm_eh
+from zymase.ir import fast_ops, llvm_eh
 from zymase.llvm.noalias_scopes import DECL_INTRINSIC, scope_decl
 from zymase.llvm.reader.attributes import _CCONVS, _attr_dict_array, _parse_fn_attr_items, _parse_param_attrs
 from zymase.llvm.reader.constants import _BINOP_FLAGS, _FMF_WORDS, _GEP_FLAGS, Const, _parse_const
@@ -563,7 +563,7 @@ class _InstructionHandlers:
             raise _ParseFailure(f"intrinsic {name} with metadata operands is not supported")
         operands = [self._materialize(a) for a in args]
         results = [] if isinstance(result_type, llvm.LLVMVoidType) else [result_type]
-        op = llvm.CallIntrinsicOp(name, operands, results)
+        op = fast_ops.call_intrinsic(name, operands, results)
         op.properties["fastmathFlags"] = fmf
         return op
 
