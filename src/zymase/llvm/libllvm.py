@@ -40,7 +40,7 @@ _RELOC = {"default": 0, "static": 1, "pic": 2}
 _CODE_MODEL = {"default": 0, "jitdefault": 1, "small": 3, "large": 6}
 _OBJECT_FILE = 1
 _VERIFY_RETURN_STATUS = 2
-_DIAGNOSTIC_ERROR, _DIAGNOSTIC_WARNING = 0, 1
+_DIAGNOSTIC_ERROR, _DIAGNOSTIC_WARNING, _DIAGNOSTIC_NOTE = 0, 1, 3
 _DIAGNOSTIC_HANDLER = ctypes.CFUNCTYPE(None, _P, _P)
 
 #: llvmlite's version (major.minor) -> the LLVM major version its wheels carry; llvmlite
@@ -286,9 +286,10 @@ def check_target_machine(triple: str, features: str) -> None:
 
 
 class Context:
-    """An LLVM context: modules to be linked together are parsed in one. Its diagnostics
-    are collected (:meth:`errors`) instead of LLVM's default, which prints an error and
-    exits the process; warnings go to stderr as LLVM's default prints them."""
+    """An LLVM context: modules to be linked together are parsed in one. Its errors are
+    collected (:meth:`take_errors`) instead of LLVM's default, which prints an error and
+    exits the process; warnings and notes go to file descriptor 2 as LLVM's default prints
+    them (remarks, which LLVM prints only when asked to, are dropped)."""
 
     def __init__(self):
         self._lib = lib = _library()
@@ -302,10 +303,15 @@ class Context:
         severity = self._lib.GetDiagInfoSeverity(info)
         if severity == _DIAGNOSTIC_ERROR:
             self._errors.append(self._lib.message(self._lib.GetDiagInfoDescription(info)))
-        elif severity == _DIAGNOSTIC_WARNING:
-            import sys
-
-            print(f"warning: {self._lib.message(self._lib.GetDiagInfoDescription(info))}", file=sys.stderr)
+        elif severity in (_DIAGNOSTIC_WARNING, _DIAGNOSTIC_NOTE):
+            # written to file descriptor 2 as LLVM's own printer writes it (not through
+            # sys.stderr): llvm/quiet_hints filters the descriptor around the pipelines
+            prefix = b"warning: " if severity == _DIAGNOSTIC_WARNING else b"note: "
+            text = self._lib.message(self._lib.GetDiagInfoDescription(info)).encode(errors="replace")
+            try:
+                os.write(2, prefix + text + b"\n")
+            except OSError:
+                pass
 
     def take_errors(self) -> list[str]:
         errors, self._errors = self._errors, []
