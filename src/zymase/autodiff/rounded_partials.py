@@ -27,14 +27,21 @@ from __future__ import annotations
 
 from zymase.autodiff.type_rules import is_float_vector
 from zymase.analysis.memory import is_marker
-from zymase.ir import BlockArgument, Operation, SSAValue, is_float_type, llvm
+from zymase.ir import BlockArgument, Operation, SSAValue, arith, is_float_type, llvm, math
 from zymase.ir import enzyme as ez
 
-_SUMS = (llvm.FAddOp, llvm.FSubOp)
+# (each in both flavors: the llvm dialect's, and arith/math's, whose fastmath<reassoc> the
+# lowering to LLVM keeps)
+_SUMS = (llvm.FAddOp, llvm.FSubOp, arith.AddfOp, arith.SubfOp)
+_NEGATIONS = (llvm.FNegOp, arith.NegfOp)
 _FUSED = ("llvm.fmuladd.", "llvm.fma.")
+_PRODUCTS = (llvm.FMulOp, arith.MulfOp)
+_QUOTIENTS = (llvm.FDivOp, arith.DivfOp)
+_CONSTANTS = (llvm.ConstantOp, arith.ConstantOp)
+_SELECTS = (llvm.SelectOp, arith.SelectOp)
 # (the ops whose value is fixed when their operands are: arithmetic and conversions)
-_PURE = (llvm.FAddOp, llvm.FSubOp, llvm.FMulOp, llvm.FDivOp, llvm.FNegOp, llvm.FPExtOp, llvm.FPTruncOp,
-         llvm.SIToFPOp, llvm.ExtractValueOp, llvm.InsertValueOp)
+_PURE = (*_SUMS, *_NEGATIONS, *_PRODUCTS, *_QUOTIENTS, llvm.FPExtOp, llvm.FPTruncOp, llvm.SIToFPOp,
+         llvm.ExtractValueOp, llvm.InsertValueOp, arith.ExtFOp, arith.TruncFOp, arith.SIToFPOp)
 # how far back a primal value's expression is followed (primal_varies)
 _DEPTH = 48
 # what an adjoint may fold to, in increasing order of danger (RoundedPartials._kind)
@@ -49,13 +56,15 @@ def is_rounded_sum(v: SSAValue, _slots: frozenset = frozenset()) -> bool:
     if isinstance(v, BlockArgument) or not (is_float_type(v.type) or is_float_vector(v.type)):
         return False
     op = v.owner
-    if isinstance(op, llvm.FNegOp):
+    if isinstance(op, _NEGATIONS):
         return is_rounded_sum(op.operands[0], _slots)
     if isinstance(op, llvm.LoadOp):
         return _holds_rounded_sum(op.operands[0], _slots)
     if isinstance(op, _SUMS):
-        flags = op.properties.get("fastmathFlags")
-        return not (isinstance(flags, llvm.FastMathAttr) and any(str(f) in ("reassoc", "fast") for f in flags.data))
+        flags = op.properties.get("fastmathFlags") or op.properties.get("fastmath")  # (llvm's, arith's)
+        return not (flags is not None and any(str(f) in ("reassoc", "fast") for f in flags.data))
+    if isinstance(op, math.FmaOp):
+        return True
     return isinstance(op, llvm.CallIntrinsicOp) and op.intrin.data.startswith(_FUSED)
 
 
@@ -230,7 +239,7 @@ class RoundedPartials:
             if all(isinstance(u, (ez.GetOp, ez.SetOp)) for u in cell):
                 return [u.value for u in cell if isinstance(u, ez.SetOp)]
             return []
-        if isinstance(op, llvm.SelectOp):
+        if isinstance(op, _SELECTS):
             return list(op.operands[1:])
         if isinstance(op, _PURE) or _is_intrinsic(op):
             return list(op.operands)
@@ -245,16 +254,16 @@ class RoundedPartials:
         if v in self._slot_reads:  # (the shadow of a local slot starts at zero)
             return max(kinds, default=_ZERO)
         op = v.owner
-        if isinstance(op, llvm.ConstantOp):
+        if isinstance(op, _CONSTANTS):
             return _ZERO if _is_zero(op) else _CONSTANT
         if isinstance(op, ez.GetOp):  # a cell: what is set into it, from zero
             cell = op.gradient.uses
             return max(kinds, default=_ZERO) if all(isinstance(u.operation, (ez.GetOp, ez.SetOp)) for u in cell) \
                 else _CONSTANT
-        if isinstance(op, llvm.SelectOp):  # (either side may be the one taken)
+        if isinstance(op, _SELECTS):  # (either side may be the one taken)
             return max(kinds)
-        if isinstance(op, (llvm.FMulOp, llvm.FDivOp)):
-            if kinds[0] == _ZERO or (isinstance(op, llvm.FMulOp) and kinds[1] == _ZERO):
+        if isinstance(op, (*_PRODUCTS, *_QUOTIENTS)):
+            if kinds[0] == _ZERO or (isinstance(op, _PRODUCTS) and kinds[1] == _ZERO):
                 return _ZERO
             return _VARYING if _VARYING in kinds else _CONSTANT
         if isinstance(op, _PURE) or _is_intrinsic(op):
@@ -275,7 +284,7 @@ class RoundedPartials:
                 found = bool(passed) and all(self.primal_varies(x, depth + 1) for x in passed)
             elif isinstance(v.owner, llvm.LoadOp):
                 found = self.in_cycle(v.owner.operands[0])
-            elif isinstance(v.owner, llvm.SelectOp):
+            elif isinstance(v.owner, _SELECTS):
                 found = all(self.primal_varies(x, depth + 1) for x in v.owner.operands[1:])
             else:  # (arithmetic, conversions, math functions)
                 found = any(self.primal_varies(x, depth + 1) for x in v.owner.operands)
@@ -322,6 +331,6 @@ def _target(v: SSAValue):
 
 def _unsigned(d: SSAValue) -> SSAValue:
     """``d`` without negations (``p*d - q*d`` is factored as well)."""
-    while not isinstance(d, BlockArgument) and isinstance(d.owner, llvm.FNegOp):
+    while not isinstance(d, BlockArgument) and isinstance(d.owner, _NEGATIONS):
         d = d.owner.operands[0]
     return d
