@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from zymase.autodiff.type_rules import is_float_vector
 from zymase.analysis.memory import is_marker
-from zymase.ir import BlockArgument, Operation, SSAValue, arith, is_float_type, llvm, math
+from zymase.ir import BlockArgument, Operation, SSAValue, arith, is_float_type, llvm, math, memref, scf
 from zymase.ir import enzyme as ez
 
 # (each in both flavors: the llvm dialect's, and arith/math's, whose fastmath<reassoc> the
@@ -39,6 +39,8 @@ _PRODUCTS = (llvm.FMulOp, arith.MulfOp)
 _QUOTIENTS = (llvm.FDivOp, arith.DivfOp)
 _CONSTANTS = (llvm.ConstantOp, arith.ConstantOp)
 _SELECTS = (llvm.SelectOp, arith.SelectOp)
+# (the structured loops, whose bodies are regions rather than cycles of the CFG)
+_LOOPS = (scf.ForOp, scf.WhileOp, scf.ParallelOp)
 # (the ops whose value is fixed when their operands are: arithmetic and conversions)
 _PURE = (*_SUMS, *_NEGATIONS, *_PRODUCTS, *_QUOTIENTS, llvm.FPExtOp, llvm.FPTruncOp, llvm.SIToFPOp,
          llvm.ExtractValueOp, llvm.InsertValueOp, arith.ExtFOp, arith.TruncFOp, arith.SIToFPOp)
@@ -125,7 +127,9 @@ class RoundedPartials:
     load, a cell's value, a tape's) may fold."""
 
     def __init__(self, in_cycle):
-        self.in_cycle = in_cycle  # whether primal value v is computed inside a loop
+        # whether primal value v is computed inside a loop: a cycle of the CFG, or the
+        # body of a structured loop (scf.for: the std flavor's structured path)
+        self.in_cycle = lambda v: in_cycle(v) or _in_loop_region(v)
         self.loop_variant: set[SSAValue] = set()
         self._slot_reads: dict[SSAValue, SSAValue] = {}
         self._slot_adds: dict[SSAValue, list[SSAValue]] = {}
@@ -177,6 +181,12 @@ class RoundedPartials:
         slot = _local_slot(ptr)
         if slot is not None and _only_loaded_and_stored(slot):
             self._slot_reads[d] = slot
+
+    def shadow_element_read(self, d: SSAValue, indices) -> None:
+        """``d`` was read from a shadow memref at primal ``indices`` (a memref.store's
+        adjoint): an element that changes with a loop's iteration when an index does."""
+        if any(self.in_cycle(i) for i in indices):
+            self.loop_variant.add(d)
 
     def shadow_add(self, ptr: SSAValue, dy: SSAValue) -> None:
         """``dy`` was added into the shadow of primal pointer ``ptr`` (a load's adjoint)."""
@@ -284,12 +294,25 @@ class RoundedPartials:
                 found = bool(passed) and all(self.primal_varies(x, depth + 1) for x in passed)
             elif isinstance(v.owner, llvm.LoadOp):
                 found = self.in_cycle(v.owner.operands[0])
+            elif isinstance(v.owner, memref.LoadOp):
+                found = any(self.in_cycle(i) for i in v.owner.indices)
             elif isinstance(v.owner, _SELECTS):
                 found = all(self.primal_varies(x, depth + 1) for x in v.owner.operands[1:])
             else:  # (arithmetic, conversions, math functions)
                 found = any(self.primal_varies(x, depth + 1) for x in v.owner.operands)
             self._varies[v] = found
         return found
+
+
+def _in_loop_region(v: SSAValue) -> bool:
+    """Whether ``v`` is defined in the body of a structured loop (at any depth)."""
+    block = v.block if isinstance(v, BlockArgument) else v.owner.parent_block()
+    op = block.parent_op() if block is not None else None
+    while op is not None:
+        if isinstance(op, _LOOPS):
+            return True
+        op = op.parent_op()
+    return False
 
 
 def _passed_to(arg: BlockArgument) -> list[SSAValue] | None:
