@@ -9,7 +9,9 @@ becomes an operand of an adjoint sum as soon as the adjoint it multiplies folds 
 constant (the seed 1 of a returned value, a shadow the caller set to 1), and then lost
 its rounding: ``k = rint(a)`` written ``(a + C) - C`` met the seed and became ``a``, the
 weight ``x - y`` met ``y`` and became ``x`` (sessions 34, 35). Such a partial is read
-behind ``llvm.arithmetic.fence``, which no fold looks through.
+behind ``llvm.arithmetic.fence``, which no fold looks through. Arith code is read alike:
+the std flavor's accumulations carry ``fastmath<reassoc,nsz>``, which the lowering to
+LLVM keeps, and its fence is the LLVM dialect's call of the same intrinsic.
 
 The fence also stops the loop vectorizer (it is not an intrinsic it can widen: ode's
 and fft's gradients took 1.9x and 1.6x the instructions with a fence on every such
