@@ -80,3 +80,35 @@ def test_fenced_only_where_the_adjoint_may_fold(tmp_path):
     assert per_element == 0, fences
     # two partials times the same dout[i] into one adjoint: LLVM factors them, fenced
     assert factored == 2, fences
+
+
+@numba.njit
+def _two_sum_weights(w, v, u, a, b):
+    # TwoSum: s + e = a + b exactly; w weights the error term e, v the sum, u two of its parts
+    s = a + b
+    bb = s - a
+    t = s - bb
+    eb = b - bb
+    e = (a - t) + eb
+    return w * e + v * s + (u * t - u * eb)
+
+
+def _two_sum_parts(a, b):
+    s = a + b
+    bb = s - a
+    t = s - bb
+    eb = b - bb
+    return (a - t) + eb, s, t - eb
+
+
+def test_njit_two_sum_error_term_is_an_exact_weight():
+    # compared with ==: a tolerance near 1 cannot see e (about 1e-17) replaced by 0. d/du = t - eb
+    # came out t - eb reassociated (an ulp off at a = 1/3, b = 0.1) before session 35
+    grad = zymase.grad(_two_sum_weights, argnums=(0, 1, 2))
+    for a, b in [(1.0, 1e-17), (1 / 3, 0.1), (-2.5, 0.3)]:
+        e, s, parts = _two_sum_parts(a, b)
+        assert e != 0.0
+        assert tuple(grad(2.0, 3.0, 5.0, a, b)) == (e, s, parts)
+        for tangent, want in [((1.0, 0.0, 0.0), e), ((0.0, 1.0, 0.0), s), ((0.0, 0.0, 1.0), parts)]:
+            _, got = zymase.jvp(_two_sum_weights, (2.0, 3.0, 5.0, a, b), (*tangent, None, None))
+            assert got == want

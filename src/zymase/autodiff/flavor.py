@@ -678,6 +678,12 @@ class StdFlavor(Flavor):
         if isinstance(op, (arith.AddfOp, arith.SubfOp, arith.MulfOp, arith.NegfOp)):
             op.properties["fastmath"] = arith.FastMathFlagsAttr(tuple(sorted(flags)))
 
+    def fence(self, v):
+        # arith has no fence, and its fastmath<reassoc> becomes LLVM's reassoc when lowered
+        # (zymase's lower-to-llvm, mlir-opt's --convert-arith-to-llvm): the LLVM dialect's
+        # call of the intrinsic sits among arith ops, which both lowerings leave as it is
+        return fast_ops.call_intrinsic(f"llvm.arithmetic.fence.{_mangle(v.type)}", [v], [v.type])
+
 
 LLVM = LLVMFlavor()
 STD = StdFlavor()

@@ -9,7 +9,9 @@ becomes an operand of an adjoint sum as soon as the adjoint it multiplies folds 
 constant (the seed 1 of a returned value, a shadow the caller set to 1), and then lost
 its rounding: ``k = rint(a)`` written ``(a + C) - C`` met the seed and became ``a``, the
 weight ``x - y`` met ``y`` and became ``x`` (sessions 34, 35). Such a partial is read
-behind ``llvm.arithmetic.fence``, which no fold looks through.
+behind ``llvm.arithmetic.fence``, which no fold looks through. Arith code is read alike:
+the std flavor's accumulations carry ``fastmath<reassoc,nsz>``, which the lowering to
+LLVM keeps, and its fence is the LLVM dialect's call of the same intrinsic.
 
 The fence also stops the loop vectorizer (it is not an intrinsic it can widen: ode's
 and fft's gradients took 1.9x and 1.6x the instructions with a fence on every such
@@ -27,14 +29,23 @@ from __future__ import annotations
 
 from zymase.autodiff.type_rules import is_float_vector
 from zymase.analysis.memory import is_marker
-from zymase.ir import BlockArgument, Operation, SSAValue, is_float_type, llvm
+from zymase.ir import BlockArgument, Operation, SSAValue, arith, is_float_type, llvm, math, memref, scf
 from zymase.ir import enzyme as ez
 
-_SUMS = (llvm.FAddOp, llvm.FSubOp)
+# (each in both flavors: the llvm dialect's, and arith/math's, whose fastmath<reassoc> the
+# lowering to LLVM keeps)
+_SUMS = (llvm.FAddOp, llvm.FSubOp, arith.AddfOp, arith.SubfOp)
+_NEGATIONS = (llvm.FNegOp, arith.NegfOp)
 _FUSED = ("llvm.fmuladd.", "llvm.fma.")
+_PRODUCTS = (llvm.FMulOp, arith.MulfOp)
+_QUOTIENTS = (llvm.FDivOp, arith.DivfOp)
+_CONSTANTS = (llvm.ConstantOp, arith.ConstantOp)
+_SELECTS = (llvm.SelectOp, arith.SelectOp)
+# (the structured loops, whose bodies are regions rather than cycles of the CFG)
+_LOOPS = (scf.ForOp, scf.WhileOp, scf.ParallelOp)
 # (the ops whose value is fixed when their operands are: arithmetic and conversions)
-_PURE = (llvm.FAddOp, llvm.FSubOp, llvm.FMulOp, llvm.FDivOp, llvm.FNegOp, llvm.FPExtOp, llvm.FPTruncOp,
-         llvm.SIToFPOp, llvm.ExtractValueOp, llvm.InsertValueOp)
+_PURE = (*_SUMS, *_NEGATIONS, *_PRODUCTS, *_QUOTIENTS, llvm.FPExtOp, llvm.FPTruncOp, llvm.SIToFPOp,
+         llvm.ExtractValueOp, llvm.InsertValueOp, arith.ExtFOp, arith.TruncFOp, arith.SIToFPOp)
 # how far back a primal value's expression is followed (primal_varies)
 _DEPTH = 48
 # what an adjoint may fold to, in increasing order of danger (RoundedPartials._kind)
@@ -49,13 +60,15 @@ def is_rounded_sum(v: SSAValue, _slots: frozenset = frozenset()) -> bool:
     if isinstance(v, BlockArgument) or not (is_float_type(v.type) or is_float_vector(v.type)):
         return False
     op = v.owner
-    if isinstance(op, llvm.FNegOp):
+    if isinstance(op, _NEGATIONS):
         return is_rounded_sum(op.operands[0], _slots)
     if isinstance(op, llvm.LoadOp):
         return _holds_rounded_sum(op.operands[0], _slots)
     if isinstance(op, _SUMS):
-        flags = op.properties.get("fastmathFlags")
-        return not (isinstance(flags, llvm.FastMathAttr) and any(str(f) in ("reassoc", "fast") for f in flags.data))
+        flags = op.properties.get("fastmathFlags") or op.properties.get("fastmath")  # (llvm's, arith's)
+        return not (flags is not None and any(str(f) in ("reassoc", "fast") for f in flags.data))
+    if isinstance(op, math.FmaOp):
+        return True
     return isinstance(op, llvm.CallIntrinsicOp) and op.intrin.data.startswith(_FUSED)
 
 
@@ -116,7 +129,9 @@ class RoundedPartials:
     load, a cell's value, a tape's) may fold."""
 
     def __init__(self, in_cycle):
-        self.in_cycle = in_cycle  # whether primal value v is computed inside a loop
+        # whether primal value v is computed inside a loop: a cycle of the CFG, or the
+        # body of a structured loop (scf.for: the std flavor's structured path)
+        self.in_cycle = lambda v: in_cycle(v) or _in_loop_region(v)
         self.loop_variant: set[SSAValue] = set()
         self._slot_reads: dict[SSAValue, SSAValue] = {}
         self._slot_adds: dict[SSAValue, list[SSAValue]] = {}
@@ -168,6 +183,12 @@ class RoundedPartials:
         slot = _local_slot(ptr)
         if slot is not None and _only_loaded_and_stored(slot):
             self._slot_reads[d] = slot
+
+    def shadow_element_read(self, d: SSAValue, indices) -> None:
+        """``d`` was read from a shadow memref at primal ``indices`` (a memref.store's
+        adjoint): an element that changes with a loop's iteration when an index does."""
+        if any(self.in_cycle(i) for i in indices):
+            self.loop_variant.add(d)
 
     def shadow_add(self, ptr: SSAValue, dy: SSAValue) -> None:
         """``dy`` was added into the shadow of primal pointer ``ptr`` (a load's adjoint)."""
@@ -230,7 +251,7 @@ class RoundedPartials:
             if all(isinstance(u, (ez.GetOp, ez.SetOp)) for u in cell):
                 return [u.value for u in cell if isinstance(u, ez.SetOp)]
             return []
-        if isinstance(op, llvm.SelectOp):
+        if isinstance(op, _SELECTS):
             return list(op.operands[1:])
         if isinstance(op, _PURE) or _is_intrinsic(op):
             return list(op.operands)
@@ -245,16 +266,16 @@ class RoundedPartials:
         if v in self._slot_reads:  # (the shadow of a local slot starts at zero)
             return max(kinds, default=_ZERO)
         op = v.owner
-        if isinstance(op, llvm.ConstantOp):
+        if isinstance(op, _CONSTANTS):
             return _ZERO if _is_zero(op) else _CONSTANT
         if isinstance(op, ez.GetOp):  # a cell: what is set into it, from zero
             cell = op.gradient.uses
             return max(kinds, default=_ZERO) if all(isinstance(u.operation, (ez.GetOp, ez.SetOp)) for u in cell) \
                 else _CONSTANT
-        if isinstance(op, llvm.SelectOp):  # (either side may be the one taken)
+        if isinstance(op, _SELECTS):  # (either side may be the one taken)
             return max(kinds)
-        if isinstance(op, (llvm.FMulOp, llvm.FDivOp)):
-            if kinds[0] == _ZERO or (isinstance(op, llvm.FMulOp) and kinds[1] == _ZERO):
+        if isinstance(op, (*_PRODUCTS, *_QUOTIENTS)):
+            if kinds[0] == _ZERO or (isinstance(op, _PRODUCTS) and kinds[1] == _ZERO):
                 return _ZERO
             return _VARYING if _VARYING in kinds else _CONSTANT
         if isinstance(op, _PURE) or _is_intrinsic(op):
@@ -275,12 +296,25 @@ class RoundedPartials:
                 found = bool(passed) and all(self.primal_varies(x, depth + 1) for x in passed)
             elif isinstance(v.owner, llvm.LoadOp):
                 found = self.in_cycle(v.owner.operands[0])
-            elif isinstance(v.owner, llvm.SelectOp):
+            elif isinstance(v.owner, memref.LoadOp):
+                found = any(self.in_cycle(i) for i in v.owner.indices)
+            elif isinstance(v.owner, _SELECTS):
                 found = all(self.primal_varies(x, depth + 1) for x in v.owner.operands[1:])
             else:  # (arithmetic, conversions, math functions)
                 found = any(self.primal_varies(x, depth + 1) for x in v.owner.operands)
             self._varies[v] = found
         return found
+
+
+def _in_loop_region(v: SSAValue) -> bool:
+    """Whether ``v`` is defined in the body of a structured loop (at any depth)."""
+    block = v.block if isinstance(v, BlockArgument) else v.owner.parent_block()
+    op = block.parent_op() if block is not None else None
+    while op is not None:
+        if isinstance(op, _LOOPS):
+            return True
+        op = op.parent_op()
+    return False
 
 
 def _passed_to(arg: BlockArgument) -> list[SSAValue] | None:
@@ -322,6 +356,6 @@ def _target(v: SSAValue):
 
 def _unsigned(d: SSAValue) -> SSAValue:
     """``d`` without negations (``p*d - q*d`` is factored as well)."""
-    while not isinstance(d, BlockArgument) and isinstance(d.owner, llvm.FNegOp):
+    while not isinstance(d, BlockArgument) and isinstance(d.owner, _NEGATIONS):
         d = d.owner.operands[0]
     return d

@@ -124,6 +124,7 @@ class StructuredReverse(ReverseGenerator):
                     for lane in self.each_lane():
                         self._accumulate(v, lane_seeds[lane])
             self.reverse_ops(body)
+            self.rounded_partials.finish()
             derivs = []
             for arg, a in zip(body.args, self.arg_acts):
                 if a.is_active:
