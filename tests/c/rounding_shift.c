@@ -1,5 +1,5 @@
 /* Rounding to an integer by adding and subtracting a large constant, as musl's exp and rint,
-   fdlibm's TWO52 and Cephes-style range reductions write it: (a + 0x1.8p52) - 0x1.8p52 is
+   fdlibm's TWO52 (also read from its table by the sign bit) and Cephes-style range reductions write it: (a + 0x1.8p52) - 0x1.8p52 is
    rint(a) in double (0x1.8p23 in float), since the sum has no fraction bits left. Its derivative
    is 0, like rint's; differentiated operation by operation the pair was the identity and gave a's
    derivative, silently (session 34). Then exp by range reduction on that rounding:
@@ -63,6 +63,23 @@ static double f_rint_plus(double x) {
     double k = (SHIFT + x * x) - SHIFT;
     return k * x + x;
 }
+/* fdlibm's rint: the shift read from a table by the sign bit, TWO52[sx], the same element
+   added and subtracted (rint's argument's derivative at every level, silently, until
+   session 35); and a table of small values, which rounds nothing: a's derivative stays */
+static const double TWO52[2] = {4.50359962737049600000e+15, -4.50359962737049600000e+15};
+static const double SMALL[2] = {0.5, -0.5};
+static double f_rint_table(double x) {
+    double a = x * x - 2.0;
+    int sx = signbit(a) != 0;  /* (fdlibm reads it from the high word) */
+    double w = TWO52[sx] + a;
+    double k = w - TWO52[sx];
+    return k * x + x;
+}
+static double f_small_table(double x) {
+    int s = x < 0;
+    double k = (x * x + SMALL[s]) - SMALL[s];
+    return k * x;
+}
 static float f_rintf(float x) {
     float k = (x * 3.0f + 0x1.8p23f) - 0x1.8p23f;
     return sinf(x * 3.0f - k) + k * x;
@@ -103,6 +120,12 @@ static void test(double x) {
     want = rint(x * x) + 1.0;
     check("rint plus seed reverse", x, __enzyme_autodiff((void *)f_rint_plus, x), want, TOL);
     check("rint plus seed forward", x, __enzyme_fwddiff((void *)f_rint_plus, x, 2.0), 2.0 * want, TOL);
+    want = rint(x * x - 2.0) + 1.0;
+    check("shift from a table reverse", x, __enzyme_autodiff((void *)f_rint_table, x), want, TOL);
+    check("shift from a table forward", x, __enzyme_fwddiff((void *)f_rint_table, x, 2.0), 2.0 * want, TOL);
+    want = 3.0 * x * x;  /* ((x*x + 0.5) - 0.5) * x rounds nothing away: 3x^2 up to rounding */
+    check("small table reverse", x, __enzyme_autodiff((void *)f_small_table, x), want, TOL);
+    check("small table forward", x, __enzyme_fwddiff((void *)f_small_table, x, 2.0), 2.0 * want, TOL);
     float xf = (float)x;
     k = rint(3.0 * xf);
     want = 3.0 * cos(3.0 * xf - k) + k;

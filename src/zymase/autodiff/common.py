@@ -242,7 +242,7 @@ def prepare(ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts
         # (a + 0x1.8p52) - 0x1.8p52, rounding a to an integer: no derivative
         from zymase.transforms.rounding_shift import stop_rounding_shifts
 
-        stop_rounding_shifts(region)
+        stop_rounding_shifts(region, ctx.module)
         # sincos, modf, frexp, remquo: results written through pointers become values and
         # stores (after inlining, so that inlined bodies are covered)
         from zymase.transforms.libm_outputs import expose_libm_outputs

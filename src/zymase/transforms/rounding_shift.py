@@ -14,12 +14,19 @@ The constant must be at least 2^(p-1) in magnitude, p the precision of the float
 (2^52 for double, 2^23 for float), and the same value added and then subtracted (or
 subtracted and added, or added as its negation); the sum may pass through a local slot
 (a ``volatile`` one, as code that guards the rounding against the optimizer writes).
+The shift may also be read from a constant table of such values, or chosen between such
+constants: fdlibm's ``rint`` adds and subtracts ``TWO52[sx]``, sx the sign bit, and got
+rint's argument's derivative, silently, at every level (session 35); the two reads must
+then be the same value (the same load, or loads of the same element of the table).
 """
 
 from __future__ import annotations
 
+import re
+import struct
+
 from zymase.analysis.memory import is_marker
-from zymase.ir import FloatAttr, Operation, Region, is_float_type, llvm
+from zymase.ir import FloatAttr, Operation, Region, StringAttr, is_float_type, llvm
 from zymase.ir import enzyme as ez
 from zymase.ir.fast_ops import call_intrinsic
 
@@ -27,15 +34,20 @@ from zymase.ir.fast_ops import call_intrinsic
 _PRECISION = {"f16": 11, "f32": 24, "f64": 53, "f80": 64}
 
 
-def stop_rounding_shifts(region: Region) -> int:
+def stop_rounding_shifts(region: Region, module: Operation | None = None) -> int:
     """Put ``enzyme.ignore_derivatives`` after every rounding pair of ``region``;
-    returns how many."""
+    returns how many. ``module``: where the constant tables a shift may be read from are
+    (the region may be a copy outside it)."""
+    tables: dict[str, Operation] = {}
+    if module is not None:
+        tables = {g.sym_name.data: g for g in module.body.block.ops
+                  if isinstance(g, llvm.GlobalOp) and g.constant is not None}
     count = 0
     for block in region.blocks:
         for op in list(block.ops):
             if not isinstance(op, (llvm.FAddOp, llvm.FSubOp)) or not is_float_type(op.results[0].type):
                 continue
-            if not _rounds(op):
+            if not _rounds(op, tables):
                 continue
             stop = ez.IgnoreDerivativesOp(op.results[0])
             stop.location = op.location
@@ -55,12 +67,12 @@ def stop_rounding_shifts(region: Region) -> int:
     return count
 
 
-def _rounds(op: Operation) -> bool:
+def _rounds(op: Operation, tables: dict[str, Operation]) -> bool:
     """Whether ``op`` undoes a large constant that its operand added: ``(a + C) - C``,
     ``(a - C) + C``, ``(C + a) - C``, ``(a + C) + (-C)``."""
     outer = _signed_constant(op, 1)  # what op adds: +C for fadd, -C for fsub
     if outer is None:
-        return False
+        return _rounds_by_shift_value(op, tables)
     inner_op = _stored_through_local(op.operands[0]) or op.operands[0].owner
     if isinstance(inner_op, (llvm.FAddOp, llvm.FSubOp)):
         inner = _signed_constant(inner_op, 1)
@@ -104,3 +116,132 @@ def _signed_constant(op: Operation, index: int) -> float | None:
         return None
     value = owner.value.value.data
     return -value if isinstance(op, llvm.FSubOp) and index == 1 else value
+
+
+def _rounds_by_shift_value(op: Operation, tables: dict[str, Operation]) -> bool:
+    """Whether ``op`` undoes a shift ``c`` that is not a literal but the same value as the
+    one its operand added, every value of which is at least 2^(p-1) in magnitude (a
+    table of such constants, a choice between them): ``(a + c) - c``, ``(c + a) - c``,
+    ``(a - c) + c``, ``fmuladd(x, y, c) - c``."""
+    precision = _PRECISION.get(str(op.results[0].type))
+    magnitudes = _shift_magnitudes(op.operands[1], tables)
+    if precision is None or not magnitudes or min(magnitudes) < 2.0 ** (precision - 1):
+        return False
+    inner_op = _stored_through_local(op.operands[0]) or op.operands[0].owner
+    if isinstance(op, llvm.FSubOp):  # c added before
+        if isinstance(inner_op, llvm.FAddOp):
+            candidates = inner_op.operands
+        elif _is_fused_multiply_add(inner_op):
+            candidates = inner_op.operands[2:3]
+        else:
+            return False
+    elif isinstance(inner_op, llvm.FSubOp):  # c subtracted before, added now
+        candidates = inner_op.operands[1:2]
+    else:
+        return False
+    return any(_same_value(c, op.operands[1], tables) for c in candidates)
+
+
+#: ops without side effects whose results are equal when their operands are (and loads
+#: from constant tables, checked apart)
+_PURE = (llvm.SExtOp, llvm.ZExtOp, llvm.TruncOp, llvm.LShrOp, llvm.AShrOp, llvm.ShlOp, llvm.AndOp, llvm.OrOp,
+         llvm.XOrOp, llvm.AddOp, llvm.SubOp, llvm.MulOp, llvm.GEPOp, llvm.AddressOfOp, llvm.SelectOp,
+         llvm.ICmpOp, llvm.BitcastOp)
+
+
+def _same_value(a, b, tables: dict[str, Operation], depth: int = 8) -> bool:
+    """Whether ``a`` and ``b`` are certainly the same value: the same SSA value, equal
+    constants, or the same pure op (or load of a constant table) of the same values."""
+    if a is b:
+        return True
+    x, y = a.owner, b.owner
+    if depth == 0 or not isinstance(x, Operation) or not isinstance(y, Operation) or type(x) is not type(y):
+        return False
+    if isinstance(x, llvm.ConstantOp):
+        return x.value == y.value and a.type == b.type
+    if isinstance(x, llvm.LoadOp):
+        if x.ptr is y.ptr and _written_once_before(x.ptr, (x, y)):
+            return True  # a local slot (--no-preopt's locals) read twice after its one store
+        if _constant_table(x.ptr, tables) is None:
+            return False
+    elif not isinstance(x, _PURE):
+        return False
+    return (a.type == b.type and x.properties == y.properties and x.attributes == y.attributes
+            and len(x.operands) == len(y.operands)
+            and all(_same_value(p, q, tables, depth - 1) for p, q in zip(x.operands, y.operands)))
+
+
+def _written_once_before(ptr, loads) -> bool:
+    """Whether ``ptr`` is a local slot stored to once, in the function's entry block,
+    before ``loads`` (which then read that one value), and used by nothing else."""
+    slot = ptr.owner
+    if not isinstance(slot, llvm.AllocaOp):
+        return False
+    stores = [use.operation for use in ptr.uses if isinstance(use.operation, llvm.StoreOp) and use.index == 1]
+    others = [use for use in ptr.uses
+              if not (isinstance(use.operation, (llvm.StoreOp, llvm.LoadOp)) and use.index == len(use.operation.operands) - 1)
+              and not is_marker(use.operation)]
+    if len(stores) != 1 or others:
+        return False
+    store, entry = stores[0], slot.parent_block()
+    if store.parent_block() is not entry:
+        return False
+    order = {op: k for k, op in enumerate(entry.ops)}
+    return all(load.parent_block() is not entry or order[load] > order[store] for load in loads)
+
+
+def _shift_magnitudes(value, tables: dict[str, Operation]) -> list[float] | None:
+    """The magnitudes ``value`` may take: a float constant's, a choice between
+    constants', or every element of the constant table it is loaded from; None when
+    they are not known."""
+    owner = value.owner
+    if isinstance(owner, llvm.ConstantOp):
+        return [abs(owner.value.value.data)] if isinstance(owner.value, FloatAttr) else None
+    if isinstance(owner, llvm.SelectOp):
+        first, second = _shift_magnitudes(owner.operands[1], tables), _shift_magnitudes(owner.operands[2], tables)
+        return first + second if first and second else None
+    if isinstance(owner, llvm.LoadOp):
+        return _constant_table(owner.ptr, tables)
+    return None
+
+
+_TABLE_ELEMENT = re.compile(r"^(?:double|float) (\S+)$")
+
+
+def _constant_table(ptr, tables: dict[str, Operation]) -> list[float] | None:
+    """The magnitudes of a constant global's float elements, when ``ptr`` points into one
+    of ``tables`` (the global itself, or an element of it); None otherwise."""
+    base = ptr.owner
+    while isinstance(base, llvm.GEPOp):
+        base = base.ptr.owner
+    if not isinstance(base, llvm.AddressOfOp):
+        return None
+    glob = tables.get(base.global_name.root_reference.data)
+    if glob is None:
+        return None
+    init = glob.attributes.get("zymase.llvm_init")
+    if isinstance(init, StringAttr):
+        text = init.data.strip()
+        if not (text.startswith("[") and text.endswith("]")):
+            return None
+        values = []
+        for element in text[1:-1].split(","):
+            m = _TABLE_ELEMENT.match(element.strip())
+            value = _float_literal(m.group(1)) if m else None
+            if value is None:
+                return None
+            values.append(abs(value))
+        return values or None
+    if isinstance(glob.value, FloatAttr):  # a scalar constant global
+        return [abs(glob.value.value.data)]
+    return None
+
+
+def _float_literal(text: str) -> float | None:
+    """An LLVM float literal (``4.5e15``, ``0x4330000000000000``: doubles' bits in hex)."""
+    try:
+        if text.startswith("0x") and len(text) == 18:
+            return struct.unpack("<d", int(text[2:], 16).to_bytes(8, "little"))[0]
+        return float(text)
+    except (ValueError, OverflowError):
+        return None
