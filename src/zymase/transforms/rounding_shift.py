@@ -38,10 +38,7 @@ def stop_rounding_shifts(region: Region, module: Operation | None = None) -> int
     """Put ``enzyme.ignore_derivatives`` after every rounding pair of ``region``;
     returns how many. ``module``: where the constant tables a shift may be read from are
     (the region may be a copy outside it)."""
-    tables: dict[str, Operation] = {}
-    if module is not None:
-        tables = {g.sym_name.data: g for g in module.body.block.ops
-                  if isinstance(g, llvm.GlobalOp) and g.constant is not None}
+    tables = _Tables(module)
     count = 0
     for block in region.blocks:
         for op in list(block.ops):
@@ -67,7 +64,23 @@ def stop_rounding_shifts(region: Region, module: Operation | None = None) -> int
     return count
 
 
-def _rounds(op: Operation, tables: dict[str, Operation]) -> bool:
+class _Tables:
+    """The module's constant globals by name, looked up when a shift is read from one
+    (through the module's symbol index: no scan of the module per function)."""
+
+    def __init__(self, module: Operation | None):
+        self.module = module
+
+    def get(self, name: str) -> Operation | None:
+        if self.module is None:
+            return None
+        from zymase.autodiff.module_symbols import find_symbol
+
+        glob = find_symbol(self.module, name)
+        return glob if isinstance(glob, llvm.GlobalOp) and glob.constant is not None else None
+
+
+def _rounds(op: Operation, tables: _Tables) -> bool:
     """Whether ``op`` undoes a large constant that its operand added: ``(a + C) - C``,
     ``(a - C) + C``, ``(C + a) - C``, ``(a + C) + (-C)``."""
     outer = _signed_constant(op, 1)  # what op adds: +C for fadd, -C for fsub
@@ -118,7 +131,7 @@ def _signed_constant(op: Operation, index: int) -> float | None:
     return -value if isinstance(op, llvm.FSubOp) and index == 1 else value
 
 
-def _rounds_by_shift_value(op: Operation, tables: dict[str, Operation]) -> bool:
+def _rounds_by_shift_value(op: Operation, tables: _Tables) -> bool:
     """Whether ``op`` undoes a shift ``c`` that is not a literal but the same value as the
     one its operand added, every value of which is at least 2^(p-1) in magnitude (a
     table of such constants, a choice between them): ``(a + c) - c``, ``(c + a) - c``,
@@ -149,7 +162,7 @@ _PURE = (llvm.SExtOp, llvm.ZExtOp, llvm.TruncOp, llvm.LShrOp, llvm.AShrOp, llvm.
          llvm.ICmpOp, llvm.BitcastOp)
 
 
-def _same_value(a, b, tables: dict[str, Operation], depth: int = 8) -> bool:
+def _same_value(a, b, tables: _Tables, depth: int = 8) -> bool:
     """Whether ``a`` and ``b`` are certainly the same value: the same SSA value, equal
     constants, or the same pure op (or load of a constant table) of the same values."""
     if a is b:
@@ -190,7 +203,7 @@ def _written_once_before(ptr, loads) -> bool:
     return all(load.parent_block() is not entry or order[load] > order[store] for load in loads)
 
 
-def _shift_magnitudes(value, tables: dict[str, Operation]) -> list[float] | None:
+def _shift_magnitudes(value, tables: _Tables) -> list[float] | None:
     """The magnitudes ``value`` may take: a float constant's, a choice between
     constants', or every element of the constant table it is loaded from; None when
     they are not known."""
@@ -208,7 +221,7 @@ def _shift_magnitudes(value, tables: dict[str, Operation]) -> list[float] | None
 _TABLE_ELEMENT = re.compile(r"^(?:double|float) (\S+)$")
 
 
-def _constant_table(ptr, tables: dict[str, Operation]) -> list[float] | None:
+def _constant_table(ptr, tables: _Tables) -> list[float] | None:
     """The magnitudes of a constant global's float elements, when ``ptr`` points into one
     of ``tables`` (the global itself, or an element of it); None otherwise."""
     base = ptr.owner
