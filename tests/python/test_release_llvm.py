@@ -214,6 +214,7 @@ def test_inline_assembly_that_does_not_assemble_is_a_zymase_error(tmp_path):
     assert proc.returncode == 1
     assert proc.stderr.startswith("zymase: error: inline assembly does not assemble:"), proc.stderr
     assert "bogus_mnemonic" in proc.stderr and "internal error" not in proc.stderr
+    assert "in function 'f'" in proc.stderr, proc.stderr
 
 
 LINK_A = """\

@@ -917,10 +917,38 @@ def _release_code(module, opt: int, target: dict) -> bytes:
         report = str(exc)
         if "<inline asm>" in report:  # the program's own assembly: clang -c says the same
             first = report.split("; ")[0].strip()
-            raise ZymaseError(f"inline assembly does not assemble: {first}",
+            function, location = _inline_asm_site(module.text(), first)
+            raise ZymaseError(f"inline assembly does not assemble: {first}", function=function, location=location,
                               hint="the asm statement's text is passed to the assembler as written; "
                                    "clang -c on the same file reports it too") from None
         raise RuntimeError(f"LLVM could not emit an object file: {exc}") from exc
+
+
+def _inline_asm_site(ll_text: str, report: str) -> tuple[str | None, str | None]:
+    """The function whose ``asm`` statement the assembler's ``report`` is about (the first
+    whose template starts with the reported line's mnemonic), and its source line when
+    the module has line tables (``file:line``); None for what is not found."""
+    lines = [l.strip() for l in report.splitlines() if l.strip()]
+    mnemonic = lines[1].split()[0] if len(lines) > 1 and lines[1].split() else None
+    if mnemonic is None:
+        return None, None
+    function = None
+    for line in ll_text.split("\n"):
+        if line.startswith("define "):
+            m = re.search(r'@("?)([^"(]+)\1\(', line)
+            function = m.group(2) if m else None
+        elif function and re.search(r'\basm\b[^"]*"\s*' + re.escape(mnemonic) + r"\b", line):
+            from zymase.llvm.demangle import demangle
+
+            location = None
+            dbg = re.search(r"!dbg (![0-9]+)", line)
+            if dbg:
+                loc = re.search(r"^" + re.escape(dbg.group(1)) + r" = !DILocation\(line: (\d+)", ll_text, re.M)
+                files = re.findall(r'!DIFile\(filename: "([^"]+)"', ll_text)
+                if loc:
+                    location = f"{files[0] if files else 'line'}:{loc.group(1)}" if files else f"line {loc.group(1)}"
+            return demangle(function), location
+    return None, None
 
 
 def write_binary_output(path: str | Path, data: bytes) -> None:
