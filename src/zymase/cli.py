@@ -417,8 +417,9 @@ def cmd_opt(argv: list[str]) -> int:
     # constructs the reader does not know; as zymase cc)
     ll = differentiate_llvm_ir(text, name, level or 0, t, preoptimize=preopt and level is not None,
                                only_reachable=True)
-    if level:
-        ll = toolchain.optimize(ll, level)
+    # (without -O the derivative leaves zymase unoptimized: the barriers the reverse sweep
+    # put for LLVM 22's vectorizer become the fences any LLVM compiles)
+    ll = toolchain.optimize(ll, level) if level else toolchain.barriers_to_fences(ll)
     if out:
         toolchain.write_text_output(out, ll)
     else:

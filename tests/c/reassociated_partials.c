@@ -55,6 +55,10 @@ static double weight_sum_split(double w, const double *x, const double *y, int n
     }
     return s;
 }
+/* __builtin_canonicalize(v) is v (but for a signaling NaN): d/dx = 6x. It is also the
+   barrier the reverse sweep puts on a rounded partial whose adjoint varies per element
+   (tests/c/memory/unrolled_partials.c), and a derivative of a derivative meets it */
+static double canonical(double x) { return __builtin_canonicalize(x * x) * 3.0; }
 /* d/dw = (a - C) + (b + C) */
 static double factored(double w, double a, double b) { return w * (a - C) + w * (b + C); }
 
@@ -87,6 +91,9 @@ static void test(double x, double y, int n) {
           __enzyme_fwddiff((void *)weight_sum, 2.0, 1.0, enzyme_const, xs, enzyme_const, ys, n), want, TOL);
     check("weight sum split reverse", x,
           __enzyme_autodiff((void *)weight_sum_split, 2.0, enzyme_const, xs, enzyme_const, ys, n), want, TOL);
+
+    check("canonicalize reverse", x, __enzyme_autodiff((void *)canonical, x), 6.0 * x, TOL);
+    check("canonicalize forward", x, __enzyme_fwddiff((void *)canonical, x, 1.0), 6.0 * x, TOL);
 
     want = (x - C) + (2.0 * x + C);
     check("factored reverse", x, __enzyme_autodiff((void *)factored, 2.0, enzyme_const, x, enzyme_const, 2.0 * x),

@@ -1,8 +1,9 @@
 """Partials that are rounded sums, read behind ``llvm.arithmetic.fence`` where an adjoint sum's
 ``reassoc`` could reach into them (autodiff/rounded_partials): the njit path emits the same
-adjoint sums as C (tests/c/reassociated_partials.c checks the values there), and the fence is
-left out where the adjoint it meets varies per iteration, so that reverse loops still
-vectorize (the C programs check values, this the IR before LLVM optimizes it)."""
+adjoint sums as C (tests/c/reassociated_partials.c checks the values there), and where the
+adjoint it meets varies per iteration the fence is ``llvm.canonicalize`` until LLVM has
+optimized, so that reverse loops still vectorize (the C programs check values, this the IR
+before and after LLVM optimizes it)."""
 
 from __future__ import annotations
 
@@ -66,7 +67,8 @@ def _fences(tmp_path) -> dict[str, int]:
     ll = differentiate_llvm_ir(toolchain.c_to_llvm_ir(src, [], 2), str(src), 2, Timings())
     texts = re.split(r"^define ", ll, flags=re.M)[1:]
     names = [re.match(r"[^@]*@([\w.]+)\(", t).group(1) for t in texts]
-    return {n: t.count("call double @llvm.arithmetic.fence.f64") for n, t in zip(names, texts) if "diffe" in n}
+    return {n: (t.count("call double @llvm.arithmetic.fence.f64"), t.count("call double @llvm.canonicalize.f64"))
+            for n, t in zip(names, texts) if "diffe" in n}
 
 
 def test_fenced_only_where_the_adjoint_may_fold(tmp_path):
@@ -75,11 +77,48 @@ def test_fenced_only_where_the_adjoint_may_fold(tmp_path):
     [per_element] = [c for n, c in fences.items() if n.endswith("per_element")]
     [factored] = [c for n, c in fences.items() if n.endswith("factored")]
     # the seed's adjoint folds to 1 once inlined: x - y is fenced
-    assert seeded == 1, fences
-    # dout[i] changes from element to element: no fence (the loop vectorizes)
-    assert per_element == 0, fences
+    assert seeded == (1, 0), fences
+    # dout[i] changes from element to element: no fence, which would keep the loop scalar,
+    # but canonicalize, which the vectorizer widens (dout[i] still folds where LLVM unrolls
+    # the loop fully: tests/c/memory/unrolled_partials.c)
+    assert per_element == (0, 1), fences
     # two partials times the same dout[i] into one adjoint: LLVM factors them, fenced
-    assert factored == 2, fences
+    assert factored == (2, 0), fences
+
+
+def test_barriers_become_fences_after_the_pipeline(tmp_path):
+    # toolchain.optimize: what leaves zymase calls no canonicalize of the reverse sweep's
+    # (a clang before 21 cannot generate code for it on x86); at -O0 too, and in `zymase opt`
+    # without -O, whose derivative is not optimized
+    src = tmp_path / "partials.c"
+    src.write_text(PROGRAM)
+    ll = differentiate_llvm_ir(toolchain.c_to_llvm_ir(src, [], 2), str(src), 2, Timings())
+    assert "@llvm.canonicalize.f64" in ll
+    for level in (0, 2):
+        out = toolchain.optimize(ll, level)
+        assert "canonicalize" not in out and "@llvm.arithmetic.fence." in out
+    ir = tmp_path / "partials.ll"
+    ir.write_text(toolchain.c_to_llvm_ir(src, [], 2))
+    from zymase.cli import main
+
+    assert main(["opt", str(ir), "-o", str(tmp_path / "out.ll")]) == 0
+    out = (tmp_path / "out.ll").read_text()
+    assert "canonicalize" not in out and "@llvm.arithmetic.fence." in out
+
+
+def test_a_type_fenced_and_barred_keeps_one_declaration():
+    text = """define double @f(double %x, double %y) {
+  %a = call double @llvm.arithmetic.fence.f64(double %x)
+  %b = call double @llvm.canonicalize.f64(double %y)
+  %s = fadd double %a, %b
+  ret double %s
+}
+declare double @llvm.arithmetic.fence.f64(double)
+declare double @llvm.canonicalize.f64(double)
+"""
+    out = toolchain.barriers_to_fences(text)
+    assert out.count("declare double @llvm.arithmetic.fence.f64") == 1 and "canonicalize" not in out
+    toolchain.optimize(out, 2)  # (parses and verifies)
 
 
 @numba.njit

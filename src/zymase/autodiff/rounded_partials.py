@@ -15,22 +15,28 @@ LLVM keeps, and its fence is the LLVM dialect's call of the same intrinsic.
 
 The fence also stops the loop vectorizer (it is not an intrinsic it can widen: ode's
 and fft's gradients took 1.9x and 1.6x the instructions with a fence on every such
-partial), so once the sweep is built (``RoundedPartials.finish``) it is taken away
-where no adjoint the partial multiplies can fold to a nonzero constant: where each
-depends, through arithmetic, cells and block arguments, on memory read at an address
-that changes with a loop's iteration (a shadow element, or a primal value computed
-from one). The product with such an adjoint is never an add LLVM can look into,
-unless a second term into the same adjoint multiplies the same adjoint (LLVM factors
-``p*d + q*d`` into ``(p + q)*d``): those fences stay. Products and quotients are never
-fenced: reassociated they move by an ulp, not by a cancellation.
+partial), so once the sweep is built (``RoundedPartials.finish``) it is replaced by
+``llvm.canonicalize``, which the vectorizer widens (a multiplication by 1.0 per element),
+where no adjoint the partial multiplies can fold to a nonzero constant in the loop as
+written: where each depends, through arithmetic, cells and block arguments, on memory read
+at an address that changes with a loop's iteration (a shadow element, or a primal value
+computed from one), unless a second term into the same adjoint multiplies the same adjoint
+(LLVM factors ``p*d + q*d`` into ``(p + q)*d``): those fences stay. Such an adjoint still
+folds once LLVM unrolls the loop fully and forwards what the caller stored into the shadow
+(four elements seeded with ones: session 36), so the partial is never read bare. Products
+and quotients are never fenced: reassociated they move by an ulp, not by a cancellation.
 """
 
 from __future__ import annotations
+
+import contextlib
+from contextvars import ContextVar
 
 from zymase.autodiff.type_rules import is_float_vector
 from zymase.analysis.memory import is_marker
 from zymase.ir import BlockArgument, Operation, SSAValue, arith, is_float_type, llvm, math, memref, scf
 from zymase.ir import enzyme as ez
+from zymase.ir.fast_ops import call_intrinsic
 
 # (each in both flavors: the llvm dialect's, and arith/math's, whose fastmath<reassoc> the
 # lowering to LLVM keeps)
@@ -50,6 +56,26 @@ _PURE = (*_SUMS, *_NEGATIONS, *_PRODUCTS, *_QUOTIENTS, llvm.FPExtOp, llvm.FPTrun
 _DEPTH = 48
 # what an adjoint may fold to, in increasing order of danger (RoundedPartials._kind)
 _ZERO, _VARYING, _CONSTANT = 0, 1, 2
+#: whether a fence whose adjoints vary per element becomes ``llvm.canonicalize`` (else it
+#: stays): only where zymase's own LLVM runs the post-AD pipeline and then turns every
+#: canonicalize back into a fence (``llvm/toolchain.optimize``). The LLVM of a clang
+#: before 21 cannot generate code for canonicalize on x86 (clang-19 stops with "Cannot
+#: select"), so IR that leaves zymase unoptimized (``zymase opt`` without -O,
+#: ``zymase-opt``'s MLIR) keeps the fences, which any LLVM compiles.
+_VECTORIZABLE_BARRIERS: ContextVar[bool] = ContextVar("zymase_vectorizable_barriers", default=False)
+
+
+@contextlib.contextmanager
+def vectorizable_barriers(enabled: bool = True):
+    """Differentiate with canonicalize in place of the fences the vectorizer should
+    widen (see :data:`_VECTORIZABLE_BARRIERS`): for a module that is optimized by
+    ``toolchain.optimize`` next and that calls no canonicalize of its own (those would be
+    taken for barriers and become fences)."""
+    token = _VECTORIZABLE_BARRIERS.set(enabled)
+    try:
+        yield
+    finally:
+        _VECTORIZABLE_BARRIERS.reset(token)
 
 
 def is_rounded_sum(v: SSAValue, _slots: frozenset = frozenset()) -> bool:
@@ -198,8 +224,11 @@ class RoundedPartials:
 
     # ---- once it is ----------------------------------------------------------------
     def finish(self) -> int:
-        """Take away the fences that no adjoint that may fold to a nonzero constant
-        meets; returns how many stay."""
+        """Put canonicalize in place of the fences that no adjoint that may fold to a
+        nonzero constant in the loop as written meets (:func:`vectorizable_barriers`);
+        returns how many fences stay."""
+        if not self._fences or not _VECTORIZABLE_BARRIERS.get():
+            return len(self._fences)
         kinds = self._kinds([d for _, dys in self._fences for d in dys or () if d is not None])
         kept = 0
         for i, (fence, dys) in enumerate(self._fences):
@@ -207,8 +236,7 @@ class RoundedPartials:
                     or any(self._shared[pair] > 1 for pair in self._pairs.get(i, ()))):
                 kept += 1
             elif fence.parent is not None:
-                fence.results[0].replace_all_uses_with(fence.operands[0])
-                fence.parent_block().erase_op(fence)
+                _vectorizable_barrier(fence)
         return kept
 
     def _kinds(self, roots: list[SSAValue]) -> dict[SSAValue, int]:
@@ -304,6 +332,23 @@ class RoundedPartials:
                 found = any(self.primal_varies(x, depth + 1) for x in v.owner.operands)
             self._varies[v] = found
         return found
+
+
+def _vectorizable_barrier(fence: Operation) -> None:
+    """Put ``llvm.canonicalize`` in place of ``fence``. An adjoint that varies per element
+    in the loop as written still folds to a constant once LLVM unrolls the loop fully and
+    forwards what the caller stored into the shadow (a seed array of ones, a trip count
+    known only after inlining), and the partial's rounding is lost as with a constant
+    adjoint: so the sum cannot be read bare. ``canonicalize`` is a barrier the same way
+    (a call no add's reassociation looks into; code generation makes it a strict
+    multiplication by 1.0, kept by later folds), and the loop vectorizer widens it, which
+    it does not do with the fence: a multiplication per element instead of a scalar loop.
+    It is ``x`` for every value but a signaling NaN, which it quiets."""
+    name = fence.intrin.data.replace("llvm.arithmetic.fence.", "llvm.canonicalize.", 1)
+    barrier = call_intrinsic(name, [fence.operands[0]], [fence.results[0].type])
+    fence.parent_block().insert_op_before(barrier, fence)
+    fence.results[0].replace_all_uses_with(barrier.results[0])
+    fence.parent_block().erase_op(fence)
 
 
 def _in_loop_region(v: SSAValue) -> bool:

@@ -140,6 +140,7 @@ def _import_differentiate_export(ll_text: str, filename: str, timings: Timings, 
                                  mark_unchanged: bool = False) -> str:
     """``mark_unchanged``: the text starts with the line naming the functions AD left as
     they were (``llvm/reachable.UNCHANGED_HEADER``), for which ``merge`` keeps the original."""
+    from zymase.autodiff.rounded_partials import vectorizable_barriers
     from zymase.ir.xdsl_import import importing_xdsl
     from zymase.llvm.reachable import UNCHANGED_HEADER, unchanged_functions
 
@@ -156,7 +157,10 @@ def _import_differentiate_export(ll_text: str, filename: str, timings: Timings, 
             with timings.phase("export"):
                 before = write_llvm_ir(module)
         with timings.phase("AD"):
-            differentiate_module(module)
+            # the post-AD pipeline (toolchain.optimize) turns them into fences again; a
+            # module with canonicalize calls of its own keeps the fences
+            with vectorizable_barriers("@llvm.canonicalize." not in ll_text):
+                differentiate_module(module)
         with timings.phase("export"):
             text = write_llvm_ir(module)
             header = "" if before is None else f"{UNCHANGED_HEADER} {' '.join(unchanged_functions(before, text))}\n"

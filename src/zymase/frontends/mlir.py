@@ -99,7 +99,11 @@ def compile(  # noqa: A001
     complex_signatures = {name: t for name, t in _public_signatures(module).items() if _has_complex(t)}
     lower_complex(module)  # complex<T> -> pairs of T; the callables take and return Python complex
     if _has_diff_ops(module):
-        with derivative_semantics(strong_zero=strong_zero):
+        from zymase.autodiff.rounded_partials import vectorizable_barriers
+
+        # (toolchain.optimize below turns the barriers into fences once LLVM 22 is done)
+        with derivative_semantics(strong_zero=strong_zero), \
+                vectorizable_barriers("llvm.canonicalize" not in text and "math.canonicalize" not in text):
             differentiate(module, structured_ad=structured_ad)
 
     signatures = _public_signatures(module)

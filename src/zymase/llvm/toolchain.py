@@ -814,10 +814,11 @@ def optimize(ll_text: str, level: int, *, for_jit: bool = False, host: bool = Fa
     """
     _check_level(level)
     if level == 0:
-        return ll_text
+        return barriers_to_fences(ll_text)
     released = _release_pipeline(ll_text, level, vectorize=True, options=_OPTIMIZE_OPTIONS, host=host)
     if released is not None:
-        return released  # (the JIT parses it: llvmlite's LLVM cannot take the release library's module)
+        # (the JIT parses it: llvmlite's LLVM cannot take the release library's module)
+        return barriers_to_fences(released)
     module = _parse(ll_text)
     verified = False
     llvm.set_option("", "-hoist-runtime-checks=false")
@@ -835,7 +836,34 @@ def optimize(ll_text: str, level: int, *, for_jit: bool = False, host: bool = Fa
     finally:
         llvm.set_option("", "-hoist-runtime-checks=true")  # LLVM's default, for Numba's own code
     text = str(module) if verified else _print(module)  # (verified once, not twice)
+    fenced = barriers_to_fences(text)
+    if fenced is not text:  # (the module still holds the barriers: its text is parsed again)
+        return fenced
     return OptimizedIR(text, module) if for_jit else text
+
+
+_BARRIER = "@llvm.canonicalize."
+
+
+def barriers_to_fences(ll_text: str) -> str:
+    """``ll_text`` with every ``llvm.canonicalize`` made ``llvm.arithmetic.fence`` (of the
+    same type), once the post-AD pipeline is done with them. The reverse sweep reads a
+    rounded partial behind canonicalize where the loop vectorizer should widen the read
+    (autodiff/rounded_partials: modules that call no canonicalize of their own); no
+    vectorizer runs after this, and the fence is free in code generation where
+    canonicalize is a multiplication, and compiles in any LLVM (a clang before 21 cannot
+    generate code for canonicalize on x86). The text itself when there is none."""
+    if _BARRIER not in ll_text:
+        return ll_text
+    # (a type whose fence the module declares already keeps one declaration)
+    declared = set(_FENCE_DECLARATION.findall(ll_text))
+    if declared:
+        ll_text = _BARRIER_DECLARATION.sub(lambda m: "" if m.group(1) in declared else m.group(0), ll_text)
+    return ll_text.replace(_BARRIER, "@llvm.arithmetic.fence.")
+
+
+_FENCE_DECLARATION = re.compile(r"^declare [^@\n]*@llvm\.arithmetic\.fence\.([\w.]+)\(", re.M)
+_BARRIER_DECLARATION = re.compile(r"^declare [^@\n]*@llvm\.canonicalize\.([\w.]+)\(.*\n", re.M)
 
 
 class OptimizedIR(str):

@@ -20,3 +20,4 @@ for cls, rule in {
 }.items():
     REGISTRY.register(cls, rule)
 REGISTRY.register_function("arithmetic.fence", scalar.FENCE)  # (by its intrinsic's neutral name)
+REGISTRY.register_function("canonicalize", scalar.CANONICALIZE)

@@ -77,6 +77,11 @@ FREEZE = R(lambda E, P, dy: dy, name="freeze")
 # (clang's __arithmetic_fence; the reverse sweep's rounded partials, autodiff/rounded_partials,
 # which a derivative of the derivative differentiates again)
 FENCE = R(lambda E, P, dy: dy, name="arithmetic.fence")
+# llvm.canonicalize(x) is x but for a signaling NaN, which it quiets (and denormals under a
+# flushing floating-point mode, which the derivatives do not model): clang's
+# __builtin_canonicalize, and the vectorizable barrier autodiff/rounded_partials puts in
+# place of a fence
+CANONICALIZE = R(lambda E, P, dy: dy, name="canonicalize")
 # frem(a, b) = a - b * trunc(a / b): d/da = 1, d/db = -trunc(a / b).
 FREM = R(
     lambda E, P, dy: dy,
