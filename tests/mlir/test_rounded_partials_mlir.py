@@ -225,7 +225,7 @@ def test_second_derivative_through_the_fence(module):
 def _per_element(loop: str, factored: bool) -> str:
     """``o[i] = w[i] (x[i] - y[i])`` (``factored``: ``+ w[i] (x[i] + y[i])``) over an scf.for or a
     CFG loop, and ``@g`` its reverse-mode derivative (dw from do)."""
-    second = f"""
+    second = """
     %e = arith.addf %xi, %yi : f64
     %q = arith.mulf %wi, %e : f64
     %r = arith.addf %p, %q : f64""" if factored else """

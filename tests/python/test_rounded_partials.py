@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 
 import numba
-import numpy as np
 
 import zymase
 from zymase.frontends.c import Timings, differentiate_llvm_ir
