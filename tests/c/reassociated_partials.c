@@ -55,6 +55,20 @@ static double weight_sum_split(double w, const double *x, const double *y, int n
     }
     return s;
 }
+/* d/dw = d + y n, d = x - y - ... - y through a loop's phi: n = 1 at the call, so LLVM unrolls
+   the loop once the derivative is inlined and d becomes x - y (the phi was not fenced: dw was
+   x before session 36) */
+static double through_phi(double w, double x, double y, int n) {
+    double d = x;
+    for (int i = 0; i < n; i++)
+        d = d - y;
+    return w * d + w * y * n;
+}
+/* the same through a select whose condition the call fixes */
+static double through_select(double w, double x, double y, int c) {
+    double d = c ? x - y : x + y;
+    return w * d + w * y;
+}
 /* __builtin_canonicalize(v) is v (but for a signaling NaN): d/dx = 6x. It is also the
    barrier the reverse sweep puts on a rounded partial whose adjoint varies per element
    (tests/c/memory/unrolled_partials.c), and a derivative of a derivative meets it */
@@ -92,6 +106,11 @@ static void test(double x, double y, int n) {
     check("weight sum split reverse", x,
           __enzyme_autodiff((void *)weight_sum_split, 2.0, enzyme_const, xs, enzyme_const, ys, n), want, TOL);
 
+    check("through a phi reverse", x,
+          __enzyme_autodiff((void *)through_phi, 2.0, enzyme_const, x, enzyme_const, y, enzyme_const, 1), want, TOL);
+    check("through a select reverse", x,
+          __enzyme_autodiff((void *)through_select, 2.0, enzyme_const, x, enzyme_const, y, enzyme_const, 1), want,
+          TOL);
     check("canonicalize reverse", x, __enzyme_autodiff((void *)canonical, x), 6.0 * x, TOL);
     check("canonicalize forward", x, __enzyme_fwddiff((void *)canonical, x, 1.0), 6.0 * x, TOL);
 

@@ -355,3 +355,36 @@ def test_seed_of_ones_through_a_fully_unrolled_loop(structured, opt_level):
     x, y = 1.0, 2.0 ** 60
     m.g(w, dw, x, y)
     assert list(dw) == [(x - y) + y] * 4
+
+
+LOOP_CARRIED = f"""
+// d/dw = d + y, d = x - y - ... - y carried by the loop (n = 1 at the call: LLVM unrolls it
+// and d becomes x - y)
+func.func @f(%w: f64, %x: f64, %y: f64, %n: index) -> f64 {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %d = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %x) -> (f64) {{
+    %s = arith.subf %acc, %y : f64
+    scf.yield %s : f64
+  }}
+  %a = arith.mulf %w, %d : f64
+  %b = arith.mulf %w, %y : f64
+  %r = arith.addf %a, %b : f64
+  func.return %r : f64
+}}
+func.func @g(%w: f64, %x: f64, %y: f64) -> f64 {{
+  %one = arith.constant 1.0 : f64
+  %c1 = arith.constant 1 : index
+  %r = enzyme.autodiff @f(%w, %x, %y, %c1, %one) {{activity = [{ACTIVE}, {CONST}, {CONST}, {CONST}], ret_activity = [{ACTIVENONEED}]}} : (f64, f64, f64, index, f64) -> f64
+  func.return %r : f64
+}}"""
+
+
+@pytest.mark.parametrize("structured", [True, False])
+@pytest.mark.parametrize("opt_level", [0, 2, 3])
+def test_loop_carried_rounded_value(structured, opt_level):
+    # the partial is the loop's result (scf.for) or its block argument (cf): not fenced, dw
+    # was (x - y) + y reassociated into x, 1 instead of 0, at -O2 and -O3 before session 36
+    m = zymase.mlir.compile(LOOP_CARRIED, opt_level=opt_level, structured_ad=structured)
+    x, y = 1.0, 2.0 ** 60
+    assert m.g(2.0, x, y) == (x - y) + y

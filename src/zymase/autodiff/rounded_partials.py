@@ -34,7 +34,7 @@ from contextvars import ContextVar
 
 from zymase.autodiff.type_rules import is_float_vector
 from zymase.analysis.memory import is_marker
-from zymase.ir import BlockArgument, Operation, SSAValue, arith, is_float_type, llvm, math, memref, scf
+from zymase.ir import BlockArgument, Operation, SSAValue, arith, cf, is_float_type, llvm, math, memref, scf
 from zymase.ir import enzyme as ez
 from zymase.ir.fast_ops import call_intrinsic
 
@@ -49,6 +49,8 @@ _CONSTANTS = (llvm.ConstantOp, arith.ConstantOp)
 _SELECTS = (llvm.SelectOp, arith.SelectOp)
 # (the structured loops, whose bodies are regions rather than cycles of the CFG)
 _LOOPS = (scf.ForOp, scf.WhileOp, scf.ParallelOp)
+# (the structured ops whose results are values their regions yield)
+_STRUCTURED = (scf.ForOp, scf.IfOp, scf.WhileOp)
 # (the ops whose value is fixed when their operands are: arithmetic and conversions)
 _PURE = (*_SUMS, *_NEGATIONS, *_PRODUCTS, *_QUOTIENTS, llvm.FPExtOp, llvm.FPTruncOp, llvm.SIToFPOp,
          llvm.ExtractValueOp, llvm.InsertValueOp, arith.ExtFOp, arith.TruncFOp, arith.SIToFPOp)
@@ -82,12 +84,21 @@ def is_rounded_sum(v: SSAValue, _slots: frozenset = frozenset()) -> bool:
     """Whether primal value ``v`` is a float sum, difference or fused multiply-add that
     the program did not allow to reassociate, or the negation of one (``acc + -(a - b)``
     becomes ``acc - (a - b)``; the negation of a product is no more exposed than the
-    product)."""
-    if isinstance(v, BlockArgument) or not (is_float_type(v.type) or is_float_vector(v.type)):
+    product), or may become one: a block argument some edge passes one to, a select with
+    one on either side (LLVM folds the phi of a loop it unrolls fully into the value of
+    its one iteration, a select whose condition the caller fixes into that side)."""
+    if not (is_float_type(v.type) or is_float_vector(v.type)):
         return False
+    if isinstance(v, BlockArgument) or isinstance(v.owner, _STRUCTURED):
+        if v in _slots:  # (a cycle of block arguments: asked already)
+            return False
+        passed = (_passed_to(v) or ()) if isinstance(v, BlockArgument) else ()
+        return any(is_rounded_sum(x, _slots | {v}) for x in [*passed, *_structured_sources(v)])
     op = v.owner
     if isinstance(op, _NEGATIONS):
         return is_rounded_sum(op.operands[0], _slots)
+    if isinstance(op, _SELECTS):
+        return any(is_rounded_sum(x, _slots) for x in op.operands[1:])
     if isinstance(op, llvm.LoadOp):
         return _holds_rounded_sum(op.operands[0], _slots)
     if isinstance(op, _SUMS):
@@ -362,15 +373,47 @@ def _in_loop_region(v: SSAValue) -> bool:
     return False
 
 
+def _structured_sources(v: SSAValue) -> list[SSAValue]:
+    """The values that become ``v`` when ``v`` is a structured op's result or loop-carried
+    block argument: an scf.for's initial value and what its body yields, an scf.if's or
+    scf.while's yields (LLVM folds them into one of these once it unrolls the loop or
+    fixes the condition)."""
+    if isinstance(v, BlockArgument):
+        op = v.block.parent_op()
+        if isinstance(op, scf.ForOp) and v.index >= 1:  # (argument 0: the induction variable)
+            k = v.index - 1
+            return [op.iter_args[k], op.body.block.last_op.operands[k]]
+        if isinstance(op, scf.WhileOp):  # (either region's: what enters, what loops back)
+            return [*op.operands[v.index:v.index + 1], *_yielded(op, v.index)]
+        return []
+    op, k = v.owner, v.index
+    return [*(op.iter_args[k:k + 1] if isinstance(op, scf.ForOp) else ()), *_yielded(op, k)]
+
+
+def _yielded(op: Operation, k: int) -> list[SSAValue]:
+    """The ``k``-th value each region of structured ``op`` ends with (an scf.yield's, or
+    the value after an scf.condition's flag)."""
+    out = []
+    for region in op.regions:
+        for block in region.blocks:
+            last = block.last_op
+            if isinstance(last, scf.YieldOp) and k < len(last.operands):
+                out.append(last.operands[k])
+            elif isinstance(last, scf.ConditionOp) and k + 1 < len(last.operands):
+                out.append(last.operands[k + 1])
+    return out
+
+
 def _passed_to(arg: BlockArgument) -> list[SSAValue] | None:
     """The values the edges into ``arg``'s block pass to it (None: an entry block's
-    argument, or an edge the llvm flavor does not know)."""
-    from zymase.autodiff.flavor import LLVM
+    argument, or an edge neither flavor knows)."""
+    from zymase.autodiff.flavor import LLVM, STD
 
     passed = []
     for pred in arg.block.predecessors():
         term = pred.last_op
-        for succ, operands in zip(term.successors, LLVM.successor_operands(term)):
+        flavor = STD if isinstance(term, (cf.BranchOp, cf.ConditionalBranchOp, cf.SwitchOp)) else LLVM
+        for succ, operands in zip(term.successors, flavor.successor_operands(term)):
             if succ is arg.block:
                 if len(operands) <= arg.index:
                     return None
