@@ -502,8 +502,6 @@ class ShadowCode:
             if dy is None:
                 return
             sp = self.fetch_shadow(op.ptr)
-            if hasattr(self, "rounded_partials"):  # (the reverse generator's)
-                self.rounded_partials.shadow_add(op.ptr, dy)
             if needs_atomic_add(self, op):
                 # other threads of an OpenMP region may add into the same element (at
                 # least at the edges of this thread's chunk)
@@ -534,8 +532,6 @@ class ShadowCode:
             sp = self.fetch_shadow(op.ptr)
             load = E.insert(fast_ops.load(sp, op.value.type))
             d = load.results[0]
-            if hasattr(self, "rounded_partials"):  # (the reverse generator's)
-                self.rounded_partials.shadow_read(d, op.ptr)
             mirror_scopes(op, load)
             mirror_scopes(op, E.insert(fast_ops.store(E.zero(op.value.type), sp)))
             if act.is_active(op.value):

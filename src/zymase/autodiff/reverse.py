@@ -123,8 +123,7 @@ class ReverseGenerator(LaneMaps, ShadowCode, LifoCaches, IndexedCaches, MinCutRe
         self.fname = function_name(fop)
         self.aug_op: Operation | None = None
         self.init_lanes(width)
-        self.rounded_partials = RoundedPartials(self._in_cycle)
-        self._rule_adjoints = None  # (see _reverse_op)
+        self.rounded_partials = RoundedPartials()
 
     # ------------------------------------------------------------------------------
     def generate_split(self, aug_op: Operation, rev_op: Operation) -> None:
@@ -403,7 +402,7 @@ class ReverseGenerator(LaneMaps, ShadowCode, LifoCaches, IndexedCaches, MinCutRe
         return self.act.is_active(v)
 
     def primal(self, v: SSAValue) -> SSAValue:
-        return self.rounded_partials.read(self.E, v, self._fetch(v, self.vmap.get(v, v)), self._rule_adjoints)
+        return self.rounded_partials.read(self.E, v, self._fetch(v, self.vmap.get(v, v)))
 
     def varies_in_loop(self, v: SSAValue) -> bool:
         return self._in_cycle(v)
@@ -839,18 +838,14 @@ class ReverseGenerator(LaneMaps, ShadowCode, LifoCaches, IndexedCaches, MinCutRe
         rule = self.ctx.rule_for(op)
         if rule is None:
             raise no_rule_error(op, self.fname)
-        self._rule_adjoints = dys  # (what the partials it reads multiply: primal())
-        fences = self.rounded_partials.mark()
         with self.E.derivative_of(op):
             contribs = rule.reverse(self, op, dys)
-        self._rule_adjoints = None
         # scalar rules guard their own terms under strong zeros (registry.ScalarRule)
         if self._select_guarded(op) and not (strong_zero() and isinstance(rule, ScalarRule)):
             contribs = self._strong_zero(dys[0], contribs)
         for operand, c in zip(op.operands, contribs):
             if c is not None:
                 self._accumulate(operand, c)
-        self.rounded_partials.contributed(fences, [o for o, c in zip(op.operands, contribs) if c is not None], dys)
 
     def _select_guarded(self, op: Operation) -> bool:
         """Whether ``op``'s float result only feeds the value operands of selects,

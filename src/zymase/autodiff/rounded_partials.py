@@ -1,4 +1,4 @@
-"""Which primal values the reverse sweep reads behind an arithmetic fence.
+"""Which primal values the reverse sweep reads behind a barrier to reassociation.
 
 Every adjoint sum carries ``reassoc nsz`` (``flavor.Emitter.accumulate``: reductions in
 reverse loops vectorize), and LLVM takes an add's ``reassoc`` as leave to reassociate
@@ -6,25 +6,31 @@ with its operands' own adds whatever their flags (InstCombine's FAddCombine look
 level into each operand, InstSimplify folds ``(X - Y) + Y`` to ``X``, the code
 generator ``fma(a, b, c) + d`` to ``fma(a, b, c + d)``). A partial that is a primal sum
 becomes an operand of an adjoint sum as soon as the adjoint it multiplies folds to a
-constant (the seed 1 of a returned value, a shadow the caller set to 1), and then lost
+constant (the seed 1 of a returned value, a shadow the caller set to 1), and then loses
 its rounding: ``k = rint(a)`` written ``(a + C) - C`` met the seed and became ``a``, the
-weight ``x - y`` met ``y`` and became ``x`` (sessions 34, 35). Such a partial is read
-behind ``llvm.arithmetic.fence``, which no fold looks through. Arith code is read alike:
-the std flavor's accumulations carry ``fastmath<reassoc,nsz>``, which the lowering to
-LLVM keeps, and its fence is the LLVM dialect's call of the same intrinsic.
+weight ``x - y`` met ``y`` and became ``x`` (sessions 34, 35).
 
-The fence also stops the loop vectorizer (it is not an intrinsic it can widen: ode's
-and fft's gradients took 1.9x and 1.6x the instructions with a fence on every such
-partial), so once the sweep is built (``RoundedPartials.finish``) it is replaced by
-``llvm.canonicalize``, which the vectorizer widens (a multiplication by 1.0 per element),
-where no adjoint the partial multiplies can fold to a nonzero constant in the loop as
-written: where each depends, through arithmetic, cells and block arguments, on memory read
-at an address that changes with a loop's iteration (a shadow element, or a primal value
-computed from one), unless a second term into the same adjoint multiplies the same adjoint
-(LLVM factors ``p*d + q*d`` into ``(p + q)*d``): those fences stay. Such an adjoint still
-folds once LLVM unrolls the loop fully and forwards what the caller stored into the shadow
-(four elements seeded with ones: session 36), so the partial is never read bare. Products
-and quotients are never fenced: reassociated they move by an ulp, not by a cancellation.
+What is a primal sum is known only once LLVM has optimized the derivative where it is
+called: the derivative is inlined into its caller, a loop run a known number of times
+unrolled, memory forwarded. So a partial is read behind a barrier when it is a sum the
+program did not allow to reassociate, or may become one (:func:`is_rounded_sum`): a
+parameter (the caller passed ``x - y``), a load from memory a caller or callee may have
+written, a call's result, a phi, a select or a structured loop's value that may be one
+of those. An adjoint that seems to vary per element folds all the same once the loop is
+unrolled and the caller's seed array forwarded (session 36 found each of these wrong:
+``dw = x`` for ``(x - y) + y``); so every such partial is read behind a barrier, whatever
+it multiplies. Products and quotients are never fenced: reassociated they move by an ulp,
+not by a cancellation.
+
+The barrier is ``llvm.arithmetic.fence``, which no fold looks through, in IR that leaves
+zymase unoptimized. The fence also stops the loop vectorizer (it is not an intrinsic it
+can widen), so where zymase's own LLVM runs the post-AD pipeline next it is
+``llvm.canonicalize`` instead (:func:`vectorizable_barriers`), which the vectorizer
+widens and no fold looks through either, and which that pipeline's output turns back
+into the fence (``toolchain.barriers_to_fences``: free in code generation, and code any
+LLVM compiles). Arith code is read alike: the std flavor's accumulations carry
+``fastmath<reassoc,nsz>``, which the lowering to LLVM keeps, and its barriers are the
+LLVM dialect's calls of the same intrinsics.
 """
 
 from __future__ import annotations
@@ -34,8 +40,7 @@ from contextvars import ContextVar
 
 from zymase.autodiff.type_rules import is_float_vector
 from zymase.analysis.memory import is_marker
-from zymase.ir import BlockArgument, Operation, SSAValue, arith, cf, is_float_type, llvm, math, memref, scf
-from zymase.ir import enzyme as ez
+from zymase.ir import BlockArgument, Operation, SSAValue, arith, cf, is_float_type, llvm, llvm_ext, math, memref, scf
 from zymase.ir.fast_ops import call_intrinsic
 
 # (each in both flavors: the llvm dialect's, and arith/math's, whose fastmath<reassoc> the
@@ -43,34 +48,25 @@ from zymase.ir.fast_ops import call_intrinsic
 _SUMS = (llvm.FAddOp, llvm.FSubOp, arith.AddfOp, arith.SubfOp)
 _NEGATIONS = (llvm.FNegOp, arith.NegfOp)
 _FUSED = ("llvm.fmuladd.", "llvm.fma.")
-_PRODUCTS = (llvm.FMulOp, arith.MulfOp)
-_QUOTIENTS = (llvm.FDivOp, arith.DivfOp)
-_CONSTANTS = (llvm.ConstantOp, arith.ConstantOp)
 _SELECTS = (llvm.SelectOp, arith.SelectOp)
-# (the structured loops, whose bodies are regions rather than cycles of the CFG)
-_LOOPS = (scf.ForOp, scf.WhileOp, scf.ParallelOp)
+# (values another function computed or memory holds: calls, loads from memrefs, members of
+# aggregates)
+_OPAQUE = (llvm.CallOp, memref.LoadOp, llvm.ExtractValueOp)
 # (the structured ops whose results are values their regions yield)
 _STRUCTURED = (scf.ForOp, scf.IfOp, scf.WhileOp)
-# (the ops whose value is fixed when their operands are: arithmetic and conversions)
-_PURE = (*_SUMS, *_NEGATIONS, *_PRODUCTS, *_QUOTIENTS, llvm.FPExtOp, llvm.FPTruncOp, llvm.SIToFPOp,
-         llvm.ExtractValueOp, llvm.InsertValueOp, arith.ExtFOp, arith.TruncFOp, arith.SIToFPOp)
-# how far back a primal value's expression is followed (primal_varies)
-_DEPTH = 48
-# what an adjoint may fold to, in increasing order of danger (RoundedPartials._kind)
-_ZERO, _VARYING, _CONSTANT = 0, 1, 2
-#: whether a fence whose adjoints vary per element becomes ``llvm.canonicalize`` (else it
-#: stays): only where zymase's own LLVM runs the post-AD pipeline and then turns every
-#: canonicalize back into a fence (``llvm/toolchain.optimize``). The LLVM of a clang
-#: before 21 cannot generate code for canonicalize on x86 (clang-19 stops with "Cannot
-#: select"), so IR that leaves zymase unoptimized (``zymase opt`` without -O,
-#: ``zymase-opt``'s MLIR) keeps the fences, which any LLVM compiles.
+#: whether the barriers are ``llvm.canonicalize`` (else fences): only where zymase's own
+#: LLVM runs the post-AD pipeline and then turns every canonicalize back into a fence
+#: (``llvm/toolchain.optimize``). The LLVM of a clang before 21 cannot generate code for
+#: canonicalize on x86 (clang-19 stops with "Cannot select"), so IR that leaves zymase
+#: unoptimized (``zymase opt`` without -O, ``zymase-opt``'s MLIR) keeps the fences, which
+#: any LLVM compiles (its reverse loops that read such partials stay scalar there).
 _VECTORIZABLE_BARRIERS: ContextVar[bool] = ContextVar("zymase_vectorizable_barriers", default=False)
 
 
 @contextlib.contextmanager
 def vectorizable_barriers(enabled: bool = True):
-    """Differentiate with canonicalize in place of the fences the vectorizer should
-    widen (see :data:`_VECTORIZABLE_BARRIERS`): for a module that is optimized by
+    """Differentiate with canonicalize as the barrier, which the vectorizer widens
+    (see :data:`_VECTORIZABLE_BARRIERS`): for a module that is optimized by
     ``toolchain.optimize`` next and that calls no canonicalize of its own (those would be
     taken for barriers and become fences)."""
     token = _VECTORIZABLE_BARRIERS.set(enabled)
@@ -84,29 +80,48 @@ def is_rounded_sum(v: SSAValue, _slots: frozenset = frozenset()) -> bool:
     """Whether primal value ``v`` is a float sum, difference or fused multiply-add that
     the program did not allow to reassociate, or the negation of one (``acc + -(a - b)``
     becomes ``acc - (a - b)``; the negation of a product is no more exposed than the
-    product), or may become one: a block argument some edge passes one to, a select with
-    one on either side (LLVM folds the phi of a loop it unrolls fully into the value of
-    its one iteration, a select whose condition the caller fixes into that side)."""
+    product), or may become one once LLVM has inlined, unrolled and forwarded: a
+    parameter, a load from memory (a local slot: when a store gives it one, or its address
+    goes elsewhere), a call's result, a member of an aggregate, a block argument some edge
+    passes one to, a select with one on either side, a structured op's result or loop
+    argument that may be one (LLVM folds the phi of a loop it unrolls fully into the value
+    of its one iteration, a select whose condition the caller fixes into that side)."""
     if not (is_float_type(v.type) or is_float_vector(v.type)):
         return False
     if isinstance(v, BlockArgument) or isinstance(v.owner, _STRUCTURED):
         if v in _slots:  # (a cycle of block arguments: asked already)
             return False
+        if isinstance(v, BlockArgument) and _is_parameter(v):
+            return True  # (the caller's value: x - y once the derivative is inlined there)
         passed = (_passed_to(v) or ()) if isinstance(v, BlockArgument) else ()
         return any(is_rounded_sum(x, _slots | {v}) for x in [*passed, *_structured_sources(v)])
     op = v.owner
+    if isinstance(op, _OPAQUE):
+        return True  # (what another function computed: the same, once inlined)
     if isinstance(op, _NEGATIONS):
         return is_rounded_sum(op.operands[0], _slots)
     if isinstance(op, _SELECTS):
         return any(is_rounded_sum(x, _slots) for x in op.operands[1:])
     if isinstance(op, llvm.LoadOp):
-        return _holds_rounded_sum(op.operands[0], _slots)
+        # memory the caller or a callee wrote: forwarded once inlined; a local slot (code
+        # differentiated before its locals were promoted) by its own stores, unless its
+        # address goes elsewhere
+        slot = _local_slot(op.operands[0])
+        return slot is None or not _only_loaded_and_stored(slot) or _holds_rounded_sum(op.operands[0], _slots)
     if isinstance(op, _SUMS):
         flags = op.properties.get("fastmathFlags") or op.properties.get("fastmath")  # (llvm's, arith's)
         return not (flags is not None and any(str(f) in ("reassoc", "fast") for f in flags.data))
     if isinstance(op, math.FmaOp):
         return True
     return isinstance(op, llvm.CallIntrinsicOp) and op.intrin.data.startswith(_FUSED)
+
+
+def _is_parameter(arg: BlockArgument) -> bool:
+    """Whether ``arg`` is a function's parameter (its entry block's argument)."""
+    from zymase.ir import func
+
+    return arg.block.parent_op() is not None and isinstance(arg.block.parent_op(), (llvm.FuncOp, func.FuncOp)) \
+        and arg.block is arg.block.parent.blocks.first
 
 
 def _holds_rounded_sum(ptr: SSAValue, slots: frozenset) -> bool:
@@ -154,38 +169,17 @@ def _only_loaded_and_stored(slot: SSAValue) -> bool:
 
 
 class RoundedPartials:
-    """The fences of one reverse sweep: ``read`` puts every rounded sum read as a partial
-    behind one, ``finish`` takes away those whose adjoints (the op's adjoints the
-    partial multiplies) cannot fold to a constant, once the whole sweep is known.
+    """The barriers of one reverse sweep: ``read`` puts every primal value that is or may
+    become a rounded sum, read by a rule, behind a fence; ``finish`` makes the fences
+    canonicalize where the module goes through the post-AD pipeline next
+    (:func:`vectorizable_barriers`)."""
 
-    An adjoint may fold unless it depends on a value read from memory at an address that
-    changes with a loop's iteration (``loop_variant``: shadow elements, and primal values
-    computed from such loads), through arithmetic; a shadow element of a local slot
-    (``proj[0]`` of a loop body) holds what the sweep added into it, so it may fold
-    when one of those adjoints may. Anything else unknown (a block argument, another
-    load, a cell's value, a tape's) may fold."""
-
-    def __init__(self, in_cycle):
-        # whether primal value v is computed inside a loop: a cycle of the CFG, or the
-        # body of a structured loop (scf.for: the std flavor's structured path)
-        self.in_cycle = lambda v: in_cycle(v) or _in_loop_region(v)
-        self.loop_variant: set[SSAValue] = set()
-        self._slot_reads: dict[SSAValue, SSAValue] = {}
-        self._slot_adds: dict[SSAValue, list[SSAValue]] = {}
-        self._fences: list[tuple[Operation, list]] = []
-        # (target, adjoint) -> how many ops' contributions to target multiply adjoint;
-        # fence index -> the (target, adjoint) pairs of the op whose rule read it
-        self._shared: dict[tuple, int] = {}
-        self._pairs: dict[int, list[tuple]] = {}
-        self._varies: dict[SSAValue, bool] = {}
+    def __init__(self):
+        self._fences: list[Operation] = []
         self._rounded: dict[SSAValue, bool] = {}
 
-    # ---- while the sweep is emitted ----------------------------------------------
-    def read(self, E, v: SSAValue, w: SSAValue, dys) -> SSAValue:
-        """Primal ``v``, read as ``w`` by the rule of an op with adjoints ``dys`` (None:
-        not a rule's partial), as the rule should use it."""
-        if self.primal_varies(v):
-            self.loop_variant.add(w)
+    def read(self, E, v: SSAValue, w: SSAValue) -> SSAValue:
+        """Primal ``v``, read as ``w`` by a rule, as the rule should use it."""
         rounded = self._rounded.get(v)
         if rounded is None:
             rounded = self._rounded[v] = is_rounded_sum(v)
@@ -193,184 +187,68 @@ class RoundedPartials:
             return w
         fenced = E.fence(w)
         if fenced is not w:
-            self._fences.append((fenced.owner, None if dys is None else list(dys)))
+            self._fences.append(fenced.owner)
         return fenced
 
-    def mark(self) -> int:
-        """Where the fences of the rule about to run start (for ``contributed``)."""
-        return len(self._fences)
-
-    def contributed(self, start: int, targets: list[SSAValue], dys) -> None:
-        """The rule whose fences start at ``start`` added to the adjoints of ``targets``
-        terms that multiply its op's adjoints ``dys``. Two such terms with the same
-        adjoint into one target are factored by LLVM, ``p*d + q*d -> (p + q)*d``, into
-        an adjoint sum of the partials themselves (reassociable, so that its ``reassoc``
-        reaches into a rounded sum): the fences of such a rule stay, whatever ``d``."""
-        pairs = [(_target(t), _unsigned(d)) for t in targets for d in dys if d is not None]
-        for pair in pairs:
-            self._shared[pair] = self._shared.get(pair, 0) + 1
-        for i in range(start, len(self._fences)):
-            self._pairs[i] = pairs
-
-    def shadow_read(self, d: SSAValue, ptr: SSAValue) -> None:
-        """``d`` was read from the shadow of primal pointer ``ptr`` (a store's adjoint)."""
-        if self.in_cycle(ptr):
-            self.loop_variant.add(d)
-            return
-        slot = _local_slot(ptr)
-        if slot is not None and _only_loaded_and_stored(slot):
-            self._slot_reads[d] = slot
-
-    def shadow_element_read(self, d: SSAValue, indices) -> None:
-        """``d`` was read from a shadow memref at primal ``indices`` (a memref.store's
-        adjoint): an element that changes with a loop's iteration when an index does."""
-        if any(self.in_cycle(i) for i in indices):
-            self.loop_variant.add(d)
-
-    def shadow_add(self, ptr: SSAValue, dy: SSAValue) -> None:
-        """``dy`` was added into the shadow of primal pointer ``ptr`` (a load's adjoint)."""
-        slot = _local_slot(ptr)
-        if slot is not None:
-            self._slot_adds.setdefault(slot, []).append(dy)
-
-    # ---- once it is ----------------------------------------------------------------
     def finish(self) -> int:
-        """Put canonicalize in place of the fences that no adjoint that may fold to a
-        nonzero constant in the loop as written meets (:func:`vectorizable_barriers`);
-        returns how many fences stay."""
-        if not self._fences or not _VECTORIZABLE_BARRIERS.get():
-            return len(self._fences)
-        kinds = self._kinds([d for _, dys in self._fences for d in dys or () if d is not None])
-        kept = 0
-        for i, (fence, dys) in enumerate(self._fences):
-            if (dys is None or any(d is not None and kinds[d] == _CONSTANT for d in dys)
-                    or any(self._shared[pair] > 1 for pair in self._pairs.get(i, ()))):
-                kept += 1
-            elif fence.parent is not None:
+        """Once the sweep is built: a fence whose every use only computes something else
+        from the value (a math function of it, a comparison, a divisor) goes (those
+        results are no sum; the fence would keep LLVM from sharing ``sin(x)`` with the
+        primal's); the others become canonicalize where :func:`vectorizable_barriers`
+        says so. Returns how many barriers stay."""
+        vectorizable, kept = _VECTORIZABLE_BARRIERS.get(), 0
+        for fence in self._fences:
+            if fence.parent is None:
+                continue
+            if all(_only_consumes(use) for use in fence.results[0].uses):
+                fence.results[0].replace_all_uses_with(fence.operands[0])
+                fence.parent_block().erase_op(fence)
+                continue
+            kept += 1
+            if vectorizable:
                 _vectorizable_barrier(fence)
         return kept
 
-    def _kinds(self, roots: list[SSAValue]) -> dict[SSAValue, int]:
-        """What each value ``roots`` depend on may fold to (_ZERO, _VARYING or _CONSTANT:
-        a nonzero constant), the least solution: adjoints flow around loops through
-        cells, so values are raised from _ZERO until nothing changes."""
-        inputs: dict[SSAValue, list[SSAValue]] = {}
-        users: dict[SSAValue, list[SSAValue]] = {}
-        stack = list(roots)
-        while stack:
-            v = stack.pop()
-            if v in inputs:
-                continue
-            inputs[v] = self._inputs(v)
-            for x in inputs[v]:
-                users.setdefault(x, []).append(v)
-                stack.append(x)
-        kinds = dict.fromkeys(inputs, _ZERO)
-        work = list(inputs)
-        while work:
-            v = work.pop()
-            k = self._kind(v, [kinds[x] for x in inputs[v]])
-            if k > kinds[v]:
-                kinds[v] = k
-                work.extend(users.get(v, ()))
-        return kinds
 
-    def _inputs(self, v: SSAValue) -> list[SSAValue]:
-        """The values whose kinds decide ``v``'s (see _kind)."""
-        if v in self.loop_variant:
-            return []
-        if isinstance(v, BlockArgument):
-            return _passed_to(v) or []
-        slot = self._slot_reads.get(v)
-        if slot is not None:
-            return list(self._slot_adds.get(slot, ()))
-        op = v.owner
-        if isinstance(op, ez.GetOp):
-            cell = [use.operation for use in op.gradient.uses]
-            if all(isinstance(u, (ez.GetOp, ez.SetOp)) for u in cell):
-                return [u.value for u in cell if isinstance(u, ez.SetOp)]
-            return []
-        if isinstance(op, _SELECTS):
-            return list(op.operands[1:])
-        if isinstance(op, _PURE) or _is_intrinsic(op):
-            return list(op.operands)
-        return []
+# (math functions of a value, by intrinsic name and as math ops: their results are no sum
+# of the value's terms, whatever LLVM knows of it; fabs, min and max are not among them, as
+# they give the value itself where its sign is known)
+_MATH_INTRINSICS = frozenset(
+    f"llvm.{name}." for name in ("sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh",
+                                 "exp", "exp2", "exp10", "log", "log2", "log10", "sqrt", "pow", "powi", "floor",
+                                 "ceil", "trunc", "rint", "nearbyint", "round", "roundeven", "lround", "llround",
+                                 "lrint", "llrint"))
+_MATH_OPS = (math.SinOp, math.CosOp, math.TanOp, math.AsinOp, math.AcosOp, math.AtanOp, math.Atan2Op, math.SinhOp,
+             math.CoshOp, math.TanhOp, math.ExpOp, math.Exp2Op, math.ExpM1Op, math.LogOp, math.Log2Op, math.Log10Op,
+             math.Log1pOp, math.SqrtOp, math.RsqrtOp, math.PowFOp, math.FPowIOp, math.CbrtOp, math.ErfOp, math.FloorOp,
+             math.CeilOp, math.TruncOp, math.RoundOp, math.RoundEvenOp)
 
-    def _kind(self, v: SSAValue, kinds: list[int]) -> int:
-        """``v``'s kind from those of its inputs."""
-        if v in self.loop_variant:
-            return _VARYING
-        if isinstance(v, BlockArgument):  # (what its edges pass; an entry's: a seed, say)
-            return max(kinds) if kinds else _CONSTANT
-        if v in self._slot_reads:  # (the shadow of a local slot starts at zero)
-            return max(kinds, default=_ZERO)
-        op = v.owner
-        if isinstance(op, _CONSTANTS):
-            return _ZERO if _is_zero(op) else _CONSTANT
-        if isinstance(op, ez.GetOp):  # a cell: what is set into it, from zero
-            cell = op.gradient.uses
-            return max(kinds, default=_ZERO) if all(isinstance(u.operation, (ez.GetOp, ez.SetOp)) for u in cell) \
-                else _CONSTANT
-        if isinstance(op, _SELECTS):  # (either side may be the one taken)
-            return max(kinds)
-        if isinstance(op, (*_PRODUCTS, *_QUOTIENTS)):
-            if kinds[0] == _ZERO or (isinstance(op, _PRODUCTS) and kinds[1] == _ZERO):
-                return _ZERO
-            return _VARYING if _VARYING in kinds else _CONSTANT
-        if isinstance(op, _PURE) or _is_intrinsic(op):
-            return _VARYING if _VARYING in kinds else max(kinds, default=_CONSTANT)
-        return _CONSTANT
 
-    def primal_varies(self, v: SSAValue, depth: int = 0) -> bool:
-        """Whether primal value ``v`` depends on a load from an address computed anew in
-        each iteration of a loop (then no constant folding makes it a constant). A
-        block argument does when every value its edges pass does."""
-        if depth > _DEPTH:
-            return False
-        found = self._varies.get(v)
-        if found is None:
-            self._varies[v] = False  # (while found: a cycle through block arguments)
-            if isinstance(v, BlockArgument):
-                passed = _passed_to(v)
-                found = bool(passed) and all(self.primal_varies(x, depth + 1) for x in passed)
-            elif isinstance(v.owner, llvm.LoadOp):
-                found = self.in_cycle(v.owner.operands[0])
-            elif isinstance(v.owner, memref.LoadOp):
-                found = any(self.in_cycle(i) for i in v.owner.indices)
-            elif isinstance(v.owner, _SELECTS):
-                found = all(self.primal_varies(x, depth + 1) for x in v.owner.operands[1:])
-            else:  # (arithmetic, conversions, math functions)
-                found = any(self.primal_varies(x, depth + 1) for x in v.owner.operands)
-            self._varies[v] = found
-        return found
+def _only_consumes(use) -> bool:
+    """Whether ``use`` of a partial computes something else from it, which no adjoint sum
+    can reassociate into the partial's terms."""
+    user = use.operation
+    if isinstance(user, (llvm.FCmpOp, arith.CmpfOp, llvm_ext.FPToSIOp, llvm_ext.FPToUIOp, *_MATH_OPS)):
+        return True
+    if isinstance(user, (llvm.FDivOp, arith.DivfOp)):
+        return use.index == 1  # (a divisor)
+    if isinstance(user, llvm.CallIntrinsicOp):
+        name = user.intrin.data
+        return any(name.startswith(prefix) for prefix in _MATH_INTRINSICS)
+    return False
 
 
 def _vectorizable_barrier(fence: Operation) -> None:
-    """Put ``llvm.canonicalize`` in place of ``fence``. An adjoint that varies per element
-    in the loop as written still folds to a constant once LLVM unrolls the loop fully and
-    forwards what the caller stored into the shadow (a seed array of ones, a trip count
-    known only after inlining), and the partial's rounding is lost as with a constant
-    adjoint: so the sum cannot be read bare. ``canonicalize`` is a barrier the same way
-    (a call no add's reassociation looks into; code generation makes it a strict
-    multiplication by 1.0, kept by later folds), and the loop vectorizer widens it, which
-    it does not do with the fence: a multiplication per element instead of a scalar loop.
-    It is ``x`` for every value but a signaling NaN, which it quiets."""
+    """Put ``llvm.canonicalize`` in place of ``fence``: a barrier the same way (a call no
+    add's reassociation looks into; code generation makes it a strict multiplication by
+    1.0, which later folds keep), which the loop vectorizer widens, as it does not the
+    fence. It is ``x`` for every value but a signaling NaN, which it quiets; the post-AD
+    pipeline's output has the fence again (``toolchain.barriers_to_fences``)."""
     name = fence.intrin.data.replace("llvm.arithmetic.fence.", "llvm.canonicalize.", 1)
     barrier = call_intrinsic(name, [fence.operands[0]], [fence.results[0].type])
     fence.parent_block().insert_op_before(barrier, fence)
     fence.results[0].replace_all_uses_with(barrier.results[0])
     fence.parent_block().erase_op(fence)
-
-
-def _in_loop_region(v: SSAValue) -> bool:
-    """Whether ``v`` is defined in the body of a structured loop (at any depth)."""
-    block = v.block if isinstance(v, BlockArgument) else v.owner.parent_block()
-    op = block.parent_op() if block is not None else None
-    while op is not None:
-        if isinstance(op, _LOOPS):
-            return True
-        op = op.parent_op()
-    return False
 
 
 def _structured_sources(v: SSAValue) -> list[SSAValue]:
@@ -421,29 +299,3 @@ def _passed_to(arg: BlockArgument) -> list[SSAValue] | None:
     return passed or None
 
 
-def _is_zero(op: Operation) -> bool:
-    """Whether constant ``op`` is a float zero (or a vector of them)."""
-    value = op.properties.get("value") or op.attributes.get("value")
-    data = getattr(value, "value", None)
-    if data is not None and hasattr(data, "data"):
-        return data.data == 0.0
-    return False
-
-
-def _is_intrinsic(op: Operation) -> bool:
-    return isinstance(op, llvm.CallIntrinsicOp) and op.intrin.data.startswith("llvm.")
-
-
-def _target(v: SSAValue):
-    """What an adjoint term for ``v`` is added into: the address ``v`` was loaded from
-    (the loads of one element share its shadow), else ``v``'s own adjoint."""
-    if not isinstance(v, BlockArgument) and isinstance(v.owner, llvm.LoadOp):
-        return v.owner.operands[0]
-    return v
-
-
-def _unsigned(d: SSAValue) -> SSAValue:
-    """``d`` without negations (``p*d - q*d`` is factored as well)."""
-    while not isinstance(d, BlockArgument) and isinstance(d.owner, _NEGATIONS):
-        d = d.owner.operands[0]
-    return d

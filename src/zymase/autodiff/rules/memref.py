@@ -141,8 +141,6 @@ class _Store(MemoryRule):
         shadow = g.fetch_shadow(op.memref)
         indices = [g.primal(i) for i in op.indices]
         d = E.v(memref.LoadOp.get(shadow, indices))
-        if hasattr(g, "rounded_partials"):  # (the reverse generator's)
-            g.rounded_partials.shadow_element_read(d, op.indices)
         E.insert(memref.StoreOp.get(E.zero(v.type), shadow, indices))
         if g.act.is_active(v):
             g._accumulate(v, d)
