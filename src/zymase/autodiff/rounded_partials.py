@@ -50,8 +50,15 @@ _NEGATIONS = (llvm.FNegOp, arith.NegfOp)
 _FUSED = ("llvm.fmuladd.", "llvm.fma.")
 _SELECTS = (llvm.SelectOp, arith.SelectOp)
 # (values another function computed or memory holds: calls, loads from memrefs, members of
-# aggregates)
-_OPAQUE = (llvm.CallOp, memref.LoadOp, llvm.ExtractValueOp)
+# aggregates and vectors, bits made a float: each may be a sum once LLVM has folded it)
+_OPAQUE = (llvm.CallOp, memref.LoadOp, llvm.ExtractValueOp, llvm_ext.ExtractElementOp, llvm.ShuffleVectorOp,
+           llvm.BitcastOp)
+# (ops whose value is one of their operands' once LLVM knows more: freeze of a defined
+# value, and the intrinsics below; both flavors' absolute value and copysign)
+_PASS_THROUGH = (llvm_ext.FreezeOp, math.AbsFOp, math.CopySignOp)
+_PASS_THROUGH_INTRINSICS = tuple(f"llvm.{name}." for name in (
+    "fabs", "copysign", "minnum", "maxnum", "minimum", "maximum", "minimumnum", "maximumnum", "arithmetic.fence",
+    "canonicalize"))
 # (the structured ops whose results are values their regions yield)
 _STRUCTURED = (scf.ForOp, scf.IfOp, scf.WhileOp)
 #: whether the barriers are ``llvm.canonicalize`` (else fences): only where zymase's own
@@ -84,7 +91,7 @@ def is_rounded_sum(v: SSAValue, _slots: frozenset = frozenset()) -> bool:
     parameter, a load from memory (a local slot: when a store gives it one, or its address
     goes elsewhere), a call's result, a member of an aggregate, a block argument some edge
     passes one to, a select with one on either side, a structured op's result or loop
-    argument that may be one (LLVM folds the phi of a loop it unrolls fully into the value
+    argument that may be one, an absolute value, copysign, min or max or freeze of one (LLVM folds the phi of a loop it unrolls fully into the value
     of its one iteration, a select whose condition the caller fixes into that side)."""
     if not (is_float_type(v.type) or is_float_vector(v.type)):
         return False
@@ -98,6 +105,9 @@ def is_rounded_sum(v: SSAValue, _slots: frozenset = frozenset()) -> bool:
     op = v.owner
     if isinstance(op, _OPAQUE):
         return True  # (what another function computed: the same, once inlined)
+    if isinstance(op, _PASS_THROUGH) or (isinstance(op, llvm.CallIntrinsicOp)
+                                         and op.intrin.data.startswith(_PASS_THROUGH_INTRINSICS)):
+        return any(is_rounded_sum(x, _slots) for x in op.operands)
     if isinstance(op, _NEGATIONS):
         return is_rounded_sum(op.operands[0], _slots)
     if isinstance(op, _SELECTS):
