@@ -29,23 +29,25 @@ from __future__ import annotations
 
 from zymase.autodiff.type_rules import is_float_vector
 from zymase.analysis.memory import is_marker
-from zymase.ir import BlockArgument, Operation, SSAValue, arith, is_float_type, llvm, math, memref, scf
+from zymase.ir import BlockArgument, OpClasses, Operation, SSAValue, is_float_type, llvm
 from zymase.ir import enzyme as ez
 
 # (each in both flavors: the llvm dialect's, and arith/math's, whose fastmath<reassoc> the
 # lowering to LLVM keeps)
-_SUMS = (llvm.FAddOp, llvm.FSubOp, arith.AddfOp, arith.SubfOp)
-_NEGATIONS = (llvm.FNegOp, arith.NegfOp)
+_SUMS = OpClasses(llvm.FAddOp, llvm.FSubOp, "arith.AddfOp", "arith.SubfOp")
+_NEGATIONS = OpClasses(llvm.FNegOp, "arith.NegfOp")
 _FUSED = ("llvm.fmuladd.", "llvm.fma.")
-_PRODUCTS = (llvm.FMulOp, arith.MulfOp)
-_QUOTIENTS = (llvm.FDivOp, arith.DivfOp)
-_CONSTANTS = (llvm.ConstantOp, arith.ConstantOp)
-_SELECTS = (llvm.SelectOp, arith.SelectOp)
+_FMA = OpClasses("math.FmaOp")
+_PRODUCTS = OpClasses(llvm.FMulOp, "arith.MulfOp")
+_QUOTIENTS = OpClasses(llvm.FDivOp, "arith.DivfOp")
+_CONSTANTS = OpClasses(llvm.ConstantOp, "arith.ConstantOp")
+_SELECTS = OpClasses(llvm.SelectOp, "arith.SelectOp")
+_MEMREF_LOADS = OpClasses("memref.LoadOp")
 # (the structured loops, whose bodies are regions rather than cycles of the CFG)
-_LOOPS = (scf.ForOp, scf.WhileOp, scf.ParallelOp)
+_LOOPS = OpClasses("scf.ForOp", "scf.WhileOp", "scf.ParallelOp")
 # (the ops whose value is fixed when their operands are: arithmetic and conversions)
-_PURE = (*_SUMS, *_NEGATIONS, *_PRODUCTS, *_QUOTIENTS, llvm.FPExtOp, llvm.FPTruncOp, llvm.SIToFPOp,
-         llvm.ExtractValueOp, llvm.InsertValueOp, arith.ExtFOp, arith.TruncFOp, arith.SIToFPOp)
+_PURE = OpClasses(_SUMS, _NEGATIONS, _PRODUCTS, _QUOTIENTS, llvm.FPExtOp, llvm.FPTruncOp, llvm.SIToFPOp,
+                  llvm.ExtractValueOp, llvm.InsertValueOp, "arith.ExtFOp", "arith.TruncFOp", "arith.SIToFPOp")
 # how far back a primal value's expression is followed (primal_varies)
 _DEPTH = 48
 # what an adjoint may fold to, in increasing order of danger (RoundedPartials._kind)
@@ -67,7 +69,7 @@ def is_rounded_sum(v: SSAValue, _slots: frozenset = frozenset()) -> bool:
     if isinstance(op, _SUMS):
         flags = op.properties.get("fastmathFlags") or op.properties.get("fastmath")  # (llvm's, arith's)
         return not (flags is not None and any(str(f) in ("reassoc", "fast") for f in flags.data))
-    if isinstance(op, math.FmaOp):
+    if isinstance(op, _FMA):
         return True
     return isinstance(op, llvm.CallIntrinsicOp) and op.intrin.data.startswith(_FUSED)
 
@@ -296,7 +298,7 @@ class RoundedPartials:
                 found = bool(passed) and all(self.primal_varies(x, depth + 1) for x in passed)
             elif isinstance(v.owner, llvm.LoadOp):
                 found = self.in_cycle(v.owner.operands[0])
-            elif isinstance(v.owner, memref.LoadOp):
+            elif isinstance(v.owner, _MEMREF_LOADS):
                 found = any(self.in_cycle(i) for i in v.owner.indices)
             elif isinstance(v.owner, _SELECTS):
                 found = all(self.primal_varies(x, depth + 1) for x in v.owner.operands[1:])

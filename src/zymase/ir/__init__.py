@@ -9,7 +9,12 @@ The dialects only the MLIR and JAX paths use (``stablehlo``, ``linalg``, ``tenso
 zymase.ir import linalg`` or ``ir.stablehlo``, :data:`_ON_DEMAND`), and contexts load
 them when the parser first meets one of their ops or attributes: importing xDSL's
 dialects is most of a ``zymase cc`` start-up, and the C path needs none of these
-(``tests/python/test_startup_imports.py``).
+(``tests/python/test_startup_imports.py``). The standard dialects (``func``, ``arith``,
+``math``, ``cf``, ``scf``, ``memref`` and zymase's ``arith_ext``, ``scf_ext``,
+``memref_ext``), which the C and Numba paths do not build either, are names here that
+import their module at the first attribute access (``ir/on_first_use.py``), so that
+``from zymase.ir import arith`` stays an ordinary import; :class:`OpClasses` names their
+classes in ``isinstance`` tuples without importing them.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from zymase.ir import xdsl_import as _xdsl_import
 _xdsl_import.begin()
 from xdsl.builder import Builder, InsertPoint
 from xdsl.context import Context
-from xdsl.dialects import arith, builtin, cf, func, math, scf, memref
+from xdsl.dialects import builtin
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -78,8 +83,21 @@ from xdsl.traits import is_side_effect_free
 from xdsl.utils.exceptions import ParseError, VerifyException
 
 from zymase.errors import ZymaseError
-from zymase.ir import arith_ext, enzyme, llvm_ext, memref_ext, scf_ext
+from zymase.ir import enzyme, llvm_ext
 _xdsl_import.end()
+
+from zymase.ir.on_first_use import MODULES as _FIRST_USE_MODULES, DialectModule as _DialectModule, OpClasses
+
+# the standard dialects, imported at their first attribute access (module doc)
+arith = _DialectModule(_FIRST_USE_MODULES["arith"])
+cf = _DialectModule(_FIRST_USE_MODULES["cf"])
+func = _DialectModule(_FIRST_USE_MODULES["func"])
+math = _DialectModule(_FIRST_USE_MODULES["math"])
+scf = _DialectModule(_FIRST_USE_MODULES["scf"])
+memref = _DialectModule(_FIRST_USE_MODULES["memref"])
+arith_ext = _DialectModule(_FIRST_USE_MODULES["arith_ext"])
+scf_ext = _DialectModule(_FIRST_USE_MODULES["scf_ext"])
+memref_ext = _DialectModule(_FIRST_USE_MODULES["memref_ext"])
 
 #: name -> (module, attribute or None for the module itself) of what is imported on first use
 _ON_DEMAND = {
@@ -127,6 +145,12 @@ def _dialect(module_name: str, attribute: str):
 #: the dialects a context registers without loading: (name, module, attribute); the
 #: parser loads one when it meets its first op, type or attribute
 _LAZY_DIALECTS = (
+    ("func", "xdsl.dialects.func", "Func"),
+    ("arith", "zymase.ir.arith_ext", "ARITH_EXT"),  # xDSL's arith plus remf/index_castui
+    ("math", "xdsl.dialects.math", "Math"),
+    ("cf", "xdsl.dialects.cf", "Cf"),
+    ("scf", "zymase.ir.scf_ext", "SCF_EXT"),  # xDSL's scf plus the scf.parallel syntax
+    ("memref", "zymase.ir.memref_ext", "MEMREF_EXT"),  # xDSL's memref plus textual cast/copy
     ("tensor", "xdsl.dialects.tensor", "Tensor"),  # tensor.from_elements / extract / splat around enzyme.batch
     ("linalg", "xdsl.dialects.linalg", "Linalg"),
     ("complex", "xdsl.dialects.complex", "Complex"),
@@ -191,12 +215,6 @@ def make_context() -> Context:
     ctx = Context(allow_unregistered=False)
     for dialect in (
         builtin.Builtin,
-        func.Func,
-        arith_ext.ARITH_EXT,  # xDSL's arith plus remf/index_castui
-        math.Math,
-        cf.Cf,
-        scf_ext.SCF_EXT,  # xDSL's scf plus the scf.parallel syntax
-        memref_ext.MEMREF_EXT,  # xDSL's memref plus textual cast/copy
         llvm_ext.LLVM_EXT,
         enzyme.Enzyme,
         *_PLUGIN_DIALECTS,
