@@ -24,7 +24,6 @@ from zymase.ir import xdsl_import as _xdsl_import
 # the dialects below are imported without parsing their ops' assembly formats until
 # first used, nor importing asyncio (zymase/ir/xdsl_import.py)
 _xdsl_import.begin()
-from xdsl.builder import Builder, InsertPoint
 from xdsl.context import Context
 from xdsl.dialects import builtin
 from xdsl.dialects import llvm
@@ -71,12 +70,6 @@ from xdsl.ir.affine import (
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, Region, SSAValue
 from xdsl.parser import Parser
 from xdsl.passes import ModulePass
-from xdsl.pattern_rewriter import (
-    GreedyRewritePatternApplier,
-    PatternRewriter,
-    PatternRewriteWalker,
-    RewritePattern,
-)
 from xdsl.printer import Printer
 from xdsl.rewriter import Rewriter
 from xdsl.traits import is_side_effect_free
@@ -108,11 +101,18 @@ _ON_DEMAND = {
     "tensor": ("xdsl.dialects.tensor", None),
     "affine": ("xdsl.dialects.affine", None),  # the op classes; AFFINE_EXT adds the syntax xDSL lacks
     "complex": ("xdsl.dialects.complex", None),  # lowered to pairs of floats before AD (transforms/lower_complex)
+    # xDSL's builder and pattern rewriter, which the C and Numba paths do not use
+    "Builder": ("xdsl.builder", "Builder"),
+    "InsertPoint": ("xdsl.builder", "InsertPoint"),
+    "GreedyRewritePatternApplier": ("xdsl.pattern_rewriter", "GreedyRewritePatternApplier"),
+    "PatternRewriter": ("xdsl.pattern_rewriter", "PatternRewriter"),
+    "PatternRewriteWalker": ("xdsl.pattern_rewriter", "PatternRewriteWalker"),
+    "RewritePattern": ("xdsl.pattern_rewriter", "RewritePattern"),
 }
 
 
 def __getattr__(name: str):
-    """The dialects of :data:`_ON_DEMAND`, imported when first asked for, and
+    """What :data:`_ON_DEMAND` names (dialects, xDSL classes), imported when first asked for, and
     ``PICKLE_IDENTITY``."""
     if name == "PICKLE_IDENTITY":
         globals()[name] = _pickle_identity()
