@@ -41,11 +41,13 @@ def test_a_module_imported_half_way_is_looked_at_again():
     # a check made while the dialect's module is being imported (its classes not all
     # defined yet) must not keep the incomplete answer once the import has finished
     _run("""
-        import sys, types
+        import importlib.machinery, sys, types
         from zymase.ir import OpClasses
 
         classes = OpClasses("arith.AddfOp")
         half = types.ModuleType("xdsl.dialects.arith")
+        half.__spec__ = importlib.machinery.ModuleSpec("xdsl.dialects.arith", None)
+        half.__spec__._initializing = True  # (as importlib marks a module it is executing)
         sys.modules["xdsl.dialects.arith"] = half
         assert tuple(classes) == ()
 
@@ -53,7 +55,37 @@ def test_a_module_imported_half_way_is_looked_at_again():
             pass
 
         half.AddfOp = AddfOp  # the import goes on; sys.modules does not grow
+        half.__spec__._initializing = False
         assert isinstance(AddfOp(), classes)
+        """)
+
+
+def test_every_named_class_exists():
+    # a misspelt name would never match: once its module is imported it is an error, and
+    # with every standard dialect imported each OpClasses of the engine holds all it names
+    _run("""
+        import importlib
+        import zymase.ir
+        from zymase.ir import OpClasses
+        from zymase.ir.on_first_use import MODULES
+
+        for name in MODULES:
+            getattr(zymase.ir, name).load()
+        found = 0
+        for module in ("autodiff.tape", "autodiff.counted_loops", "autodiff.rounded_partials", "analysis.scf",
+                       "analysis.memref", "autodiff.structured", "transforms.lower_to_llvm"):
+            for value in vars(importlib.import_module("zymase." + module)).values():
+                if isinstance(value, OpClasses):
+                    classes = tuple(value)
+                    assert not value._pending and all(isinstance(c, type) for c in classes), value
+                    found += 1
+        assert found >= 15, found
+        try:
+            OpClasses("arith.AddFOp")
+        except AttributeError as e:
+            assert "has no AddFOp" in str(e)
+        else:
+            raise AssertionError("a misspelt class")
         """)
 
 

@@ -103,6 +103,8 @@ class OpClasses:
                 if found is None:
                     pending = True
                     if module is not None:
+                        if not getattr(module.__spec__, "_initializing", False):
+                            raise AttributeError(f"OpClasses: {MODULES[name]} has no {cls}")
                         seen = -1  # (imported half-way: look again next time)
                 else:
                     classes.append(found)
