@@ -174,8 +174,7 @@ def test_dialects_loaded_on_demand_change_no_rule_and_still_parse(tmp_path):
         """
     eager = "import zymase.ir\nfor n in ('stablehlo', 'affine_ext', 'linalg', 'tensor', 'affine', 'complex'):\n" \
             "    getattr(zymase.ir, n)\n" \
-            "for n in zymase.ir.on_first_use.MODULES:\n" \
-            "    getattr(zymase.ir, n).load()\n"
+            "zymase.ir.on_first_use.load_all()\n"
     c_first = "import zymase.frontends.c, zymase.transforms.enzyme_pass, zymase.llvm.reader\n"
     results = []
     for prelude in (eager, c_first):

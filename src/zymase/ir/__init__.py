@@ -380,15 +380,17 @@ def location_of(op: Operation) -> str | None:
 
 def convert_scf_to_cf(module: ModuleOp) -> None:
     """Lower scf.for/if/while to cf branches in place (xDSL's convert-scf-to-cf)."""
-    from xdsl.transforms.convert_scf_to_cf import ConvertScfToCf
+    with _xdsl_import.importing_xdsl():  # (it imports the arith and cf dialects)
+        from xdsl.transforms.convert_scf_to_cf import ConvertScfToCf
 
     ConvertScfToCf().apply(make_context(), module)
 
 
 def xdsl_pass(name: str) -> ModulePass:
     """One of xDSL's generic passes by its xdsl-opt name (canonicalize, cse, dce)."""
-    from xdsl.transforms.canonicalize import CanonicalizePass
-    from xdsl.transforms.common_subexpression_elimination import CommonSubexpressionElimination
-    from xdsl.transforms.dead_code_elimination import DeadCodeElimination
+    with _xdsl_import.importing_xdsl():  # (they may import dialects)
+        from xdsl.transforms.canonicalize import CanonicalizePass
+        from xdsl.transforms.common_subexpression_elimination import CommonSubexpressionElimination
+        from xdsl.transforms.dead_code_elimination import DeadCodeElimination
 
     return {"canonicalize": CanonicalizePass, "cse": CommonSubexpressionElimination, "dce": DeadCodeElimination}[name]()

@@ -130,3 +130,10 @@ class OpClasses:
 
     def __repr__(self) -> str:
         return f"OpClasses{self._members!r}"
+
+
+def load_all() -> None:
+    """Import every module of :data:`MODULES` as its first use would (the tests parse
+    every format and compare every rule)."""
+    for target in MODULES.values():
+        DialectModule(target).load()
