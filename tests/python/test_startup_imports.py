@@ -2,7 +2,8 @@
 targets): importing xDSL's dialects is most of a ``zymase cc`` start-up and of the first
 ``zymase.grad`` call's overhead, so ``zymase cc`` imports neither Numba nor JAX nor the
 StableHLO dialect and rules nor the dialects only MLIR input uses (linalg, tensor,
-complex, affine); the Numba path does not import the StableHLO ones. zymase.ir imports
+complex, affine, and the standard ones: func, arith, math, cf, scf, memref, with their
+rules and lowerings); the Numba path imports neither the StableHLO nor the standard ones. zymase.ir imports
 those on first use and contexts load them when the parser meets them
 (``zymase/ir/__init__.py``); the last test checks that this changes no rule the registry
 gives any op and that the parser still reads every dialect.
@@ -24,6 +25,13 @@ import pytest
 MLIR_ONLY = ("xdsl.dialects.linalg", "xdsl.dialects.tensor", "xdsl.dialects.complex", "xdsl.dialects.affine",
              "zymase.ir.affine_ext")
 STABLEHLO = ("zymase.ir.stablehlo", "zymase.autodiff.hlo", "zymase.autodiff.rules.stablehlo")
+#: the standard dialects, zymase's extensions of them, their rules and lowerings: the C and
+#: Numba paths build llvm-dialect ops only (zymase/ir/on_first_use.py)
+STANDARD = ("xdsl.dialects.func", "xdsl.dialects.arith", "xdsl.dialects.math", "xdsl.dialects.cf",
+            "xdsl.dialects.scf", "xdsl.dialects.memref", "zymase.ir.arith_ext", "zymase.ir.scf_ext",
+            "zymase.ir.memref_ext", "zymase.autodiff.rules.arith", "zymase.autodiff.rules.math",
+            "zymase.autodiff.rules.scf", "zymase.autodiff.rules.memref", "zymase.transforms.lower_standard_ops",
+            "zymase.transforms.lower_memref")
 
 # a loop whose reverse sweep tapes (the tape runtime's MLIR is parsed too)
 PROGRAM = r"""
@@ -69,6 +77,7 @@ def test_zymase_cc_imports_neither_numba_nor_jax_nor_stablehlo_nor_mlir_dialects
     assert "zymase.autodiff.reverse" in modules and "zymase.llvm.reader" in modules  # the engine ran
     assert _prefixed(modules, ("numba", "jax")) == []
     assert _prefixed(modules, STABLEHLO + MLIR_ONLY) == []
+    assert [m for m in modules if m in STANDARD] == []
     # the parsed runtime's cache key names xDSL's version without importlib.metadata
     assert "importlib.metadata" not in modules
 
@@ -134,6 +143,7 @@ def test_first_grad_imports_no_stablehlo(tmp_path):
         """, tmp_path)
     assert "zymase.autodiff.reverse" in modules
     assert _prefixed(modules, ("jax",) + STABLEHLO) == []
+    assert [m for m in modules if m in STANDARD] == []
 
 
 def test_dialects_loaded_on_demand_change_no_rule_and_still_parse(tmp_path):
@@ -152,16 +162,19 @@ def test_dialects_loaded_on_demand_change_no_rule_and_still_parse(tmp_path):
             ctx.get_optional_dialect(name)
         rules = {}
         for op in sorted(ctx.loaded_ops, key=lambda c: c.name):
+            found = REGISTRY.lookup(object.__new__(op))  # (imports the rules of a standard dialect)
             scanned = REGISTRY.by_op.get(op)  # lookup as it was before it kept its answers
             if scanned is None:
                 scanned = next((r for c, r in REGISTRY.by_op.items() if issubclass(op, c)), None)
-            for _ in range(2):  # the answer found, then the answer kept
+            assert found is scanned, op.name
+            for _ in range(2):  # the answer kept
                 assert REGISTRY.lookup(object.__new__(op)) is scanned, op.name
             rules[op.name] = None if scanned is None else f"{type(scanned).__module__}.{type(scanned).__qualname__}"
         print(json.dumps(rules), file=sys.stderr)
         """
     eager = "import zymase.ir\nfor n in ('stablehlo', 'affine_ext', 'linalg', 'tensor', 'affine', 'complex'):\n" \
-            "    getattr(zymase.ir, n)\n"
+            "    getattr(zymase.ir, n)\n" \
+            "zymase.ir.on_first_use.load_all()\n"
     c_first = "import zymase.frontends.c, zymase.transforms.enzyme_pass, zymase.llvm.reader\n"
     results = []
     for prelude in (eager, c_first):
@@ -171,6 +184,7 @@ def test_dialects_loaded_on_demand_change_no_rule_and_still_parse(tmp_path):
         results.append(json.loads(proc.stderr.strip().splitlines()[-1]))
     assert results[0] == results[1]
     assert len(results[0]) > 300 and "stablehlo.add" in results[0] and results[0]["stablehlo.add"] is not None
+    assert all(results[0][op] is not None for op in ("arith.addf", "math.sin", "scf.for", "memref.load", "memref.cast"))
 
     from zymase.ir import parse_mlir, print_mlir
 

@@ -24,11 +24,13 @@ from __future__ import annotations
 
 from zymase.analysis.memory import UNSEEN_WRITES
 from zymase.errors import ZymaseError
-from zymase.ir import BlockArgument, MemRefType, Operation, SSAValue, arith, func, is_float_type, location_of, memref
+from zymase.ir import (BlockArgument, MemRefType, OpClasses, Operation, SSAValue, arith, func, is_float_type,
+                       location_of, memref)
 from zymase.ir import memref_ext
 
-_VIEWS = (memref.SubviewOp, memref_ext.CastOp)
-_ALLOCATIONS = (memref.AllocOp, memref.AllocaOp)
+# (named: the C and Numba paths do not import the memref dialect, zymase/ir/on_first_use.py)
+_VIEWS = OpClasses("memref.SubviewOp", "memref_ext.CastOp")
+_ALLOCATIONS = OpClasses("memref.AllocOp", "memref.AllocaOp")
 
 
 def is_memref(v: SSAValue) -> bool:
@@ -225,8 +227,8 @@ class MemrefModel:
 
 # ---- what a function writes (for re-reading memory in the reverse sweep) -------------
 
-_READ_ONLY = (memref.LoadOp, memref.DimOp, memref.SubviewOp, memref_ext.CastOp, memref.AllocOp, memref.AllocaOp,
-              memref.GetGlobalOp)
+_READ_ONLY = OpClasses("memref.LoadOp", "memref.DimOp", "memref.SubviewOp", "memref_ext.CastOp", "memref.AllocOp",
+                       "memref.AllocaOp", "memref.GetGlobalOp")
 """memref ops that write no memory they are given (allocations write only new memory)."""
 
 

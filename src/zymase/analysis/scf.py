@@ -13,14 +13,16 @@ source is, a source is useful when a destination is).
 
 from __future__ import annotations
 
-from zymase.ir import Block, Operation, SSAValue, scf
+from zymase.ir import Block, OpClasses, Operation, SSAValue
 
-STRUCTURED = (scf.ForOp, scf.IfOp, scf.WhileOp)
+# (named: the C and Numba paths do not import the scf dialect, zymase/ir/on_first_use.py)
+STRUCTURED = OpClasses("scf.ForOp", "scf.IfOp", "scf.WhileOp")
+_FOR, _IF, _WHILE, _CONDITION = (OpClasses(f"scf.{name}") for name in ("ForOp", "IfOp", "WhileOp", "ConditionOp"))
 
 
 def _terminator_operands(block: Block) -> list[SSAValue]:
     term = block.last_op
-    if isinstance(term, scf.ConditionOp):
+    if isinstance(term, _CONDITION):
         return list(term.args)
     return list(term.operands) if term is not None else []
 
@@ -28,7 +30,9 @@ def _terminator_operands(block: Block) -> list[SSAValue]:
 def value_flow(op: Operation) -> list[tuple[SSAValue, SSAValue]]:
     """The (destination, source) value edges of a structured op (empty for others)."""
     edges: list[tuple[SSAValue, SSAValue]] = []
-    if isinstance(op, scf.ForOp):
+    if not op.regions:  # (most ops: no class test needed)
+        return edges
+    if isinstance(op, _FOR):
         body = op.body.block
         yielded = _terminator_operands(body)
         for arg, init, y, res in zip(body.args[1:], op.iter_args, yielded, op.results):
@@ -38,12 +42,12 @@ def value_flow(op: Operation) -> list[tuple[SSAValue, SSAValue]]:
         for region in op.regions:
             for res, y in zip(op.results, _terminator_operands(region.block)):
                 edges.append((res, y))
-    elif isinstance(op, scf.IfOp):
+    elif isinstance(op, _IF):
         for region in (op.true_region, op.false_region):
             if region.blocks:
                 for res, y in zip(op.results, _terminator_operands(region.block)):
                     edges.append((res, y))
-    elif isinstance(op, scf.WhileOp):
+    elif isinstance(op, _WHILE):
         before, after = op.before_region.block, op.after_region.block
         carried = _terminator_operands(before)
         for arg, init, y in zip(before.args, op.arguments, _terminator_operands(after)):

@@ -10,13 +10,14 @@ The generator's state (``cfg``, ``E``, ``counted``, caches) is the generator's o
 from __future__ import annotations
 
 from zymase.analysis.cfg import Edge
-from zymase.ir import Block, BlockArgument, IndexType, IntegerAttr, IntegerType, Operation, SSAValue, arith, i64, llvm
+from zymase.ir import (Block, BlockArgument, IndexType, IntegerAttr, IntegerType, OpClasses, Operation, SSAValue, arith,
+                       i64, llvm)
 from zymase.ir import enzyme as ez
 from zymase.ir import fast_ops
 
 # integer additions and subtractions of both flavors (an induction variable's step)
-_INT_ADD = (llvm.AddOp, arith.AddiOp)
-_INT_SUB = (llvm.SubOp, arith.SubiOp)
+_INT_ADD = OpClasses(llvm.AddOp, "arith.AddiOp")
+_INT_SUB = OpClasses(llvm.SubOp, "arith.SubiOp")
 
 
 class CountedLoops:

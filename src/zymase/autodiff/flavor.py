@@ -528,22 +528,23 @@ def _filter_passthrough(attr):
 # func / arith / math / cf
 # ----------------------------------------------------------------------------------
 
+# (class names: the C and Numba paths do not import the math dialect, zymase/ir/on_first_use.py)
 _MATH_OPS = {
-    "sin": math.SinOp, "cos": math.CosOp, "tan": math.TanOp, "exp": math.ExpOp,
-    "exp2": math.Exp2Op, "log": math.LogOp, "log2": math.Log2Op, "log10": math.Log10Op,
-    "sqrt": math.SqrtOp, "fabs": math.AbsFOp, "atan": math.AtanOp, "tanh": math.TanhOp,
-    "sinh": math.SinhOp, "cosh": math.CoshOp, "asin": math.AsinOp, "acos": math.AcosOp,
-    "erf": math.ErfOp, "cbrt": math.CbrtOp, "expm1": math.ExpM1Op, "log1p": math.Log1pOp,
-    "floor": math.FloorOp, "ceil": math.CeilOp, "trunc": math.TruncOp, "round": math.RoundOp,
+    "sin": "SinOp", "cos": "CosOp", "tan": "TanOp", "exp": "ExpOp",
+    "exp2": "Exp2Op", "log": "LogOp", "log2": "Log2Op", "log10": "Log10Op",
+    "sqrt": "SqrtOp", "fabs": "AbsFOp", "atan": "AtanOp", "tanh": "TanhOp",
+    "sinh": "SinhOp", "cosh": "CoshOp", "asin": "AsinOp", "acos": "AcosOp",
+    "erf": "ErfOp", "cbrt": "CbrtOp", "expm1": "ExpM1Op", "log1p": "Log1pOp",
+    "floor": "FloorOp", "ceil": "CeilOp", "trunc": "TruncOp", "round": "RoundOp",
 }
-_MATH_BINARY = {"pow": math.PowFOp, "copysign": math.CopySignOp, "atan2": math.Atan2Op}
+_MATH_BINARY = {"pow": "PowFOp", "copysign": "CopySignOp", "atan2": "Atan2Op"}
 _CMPF = {"olt": 4, "ole": 5, "ogt": 2, "oge": 3, "oeq": 1, "one": 6, "une": 13, "ult": 12}
 
 
 class StdFlavor(Flavor):
     name = "std"
 
-    _BIN = {"add": arith.AddfOp, "sub": arith.SubfOp, "mul": arith.MulfOp, "div": arith.DivfOp}
+    _BIN = {"add": "AddfOp", "sub": "SubfOp", "mul": "MulfOp", "div": "DivfOp"}  # (arith's, by name: as _MATH_OPS)
 
     def const(self, value, typ):
         return arith.ConstantOp(_float_attr(value, typ), typ)
@@ -552,7 +553,7 @@ class StdFlavor(Flavor):
         return arith.ConstantOp(IntegerAttr(value, typ), typ)
 
     def binary(self, kind, a, b):
-        return self._BIN[kind](a, b)
+        return getattr(arith, self._BIN[kind])(a, b)
 
     def neg(self, a):
         return arith.NegfOp(a)
@@ -582,9 +583,9 @@ class StdFlavor(Flavor):
 
     def fn(self, emitter, name, args):
         if name in _MATH_OPS:
-            return emitter.v(_MATH_OPS[name](args[0]))
+            return emitter.v(getattr(math, _MATH_OPS[name])(args[0]))
         if name in _MATH_BINARY:
-            return emitter.v(_MATH_BINARY[name](args[0], args[1]))
+            return emitter.v(getattr(math, _MATH_BINARY[name])(args[0], args[1]))
         if name == "powi":
             return emitter.v(math.FPowIOp(args[0], args[1]))
         if name in ("fmin", "fmax"):

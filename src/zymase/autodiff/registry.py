@@ -15,6 +15,8 @@ applied to the operand tangents).
 
 from __future__ import annotations
 
+import importlib
+import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
@@ -397,6 +399,7 @@ class Registry:
         op_class = type(op)
         if op_class in self._by_class:
             return self._by_class[op_class]
+        _load_dialect_rules(op_class)
         rule = self.by_op.get(op_class)
         if rule is None:
             rule = next((r for cls, r in self.by_op.items() if issubclass(op_class, cls)), None)
@@ -427,21 +430,48 @@ def register(*op_classes: type) -> Callable[[Rule], Rule]:
 
 
 def load_all_rules() -> Registry:
-    """Import every rule module (each registers itself) and return the registry."""
+    """Import every rule module (each registers itself) and return the registry; the
+    rules of the standard dialects only once their dialect is imported
+    (:data:`_DIALECT_RULES`)."""
     global _loaded
     _loaded = True
     from zymase.autodiff.rules import aggregates as _g  # noqa: F401
-    from zymase.autodiff.rules import arith as _a  # noqa: F401
     from zymase.autodiff.rules import blas as _b  # noqa: F401
     from zymase.autodiff.rules import complex as _c  # noqa: F401
     from zymase.autodiff.rules import enzyme_ops as _e  # noqa: F401
     from zymase.autodiff.rules import libm as _l  # noqa: F401
     from zymase.autodiff.rules import llvm as _v  # noqa: F401
-    from zymase.autodiff.rules import math as _m  # noqa: F401
-    from zymase.autodiff.rules import memref as _r  # noqa: F401
     from zymase.autodiff.rules import mpi as _p  # noqa: F401
     from zymase.autodiff.rules import numba_linalg as _n  # noqa: F401
-    from zymase.autodiff.rules import scf as _s  # noqa: F401
     from zymase.autodiff.rules import vector_reduce as _vr  # noqa: F401
 
+    for module_name, rules in _DIALECT_RULES.items():
+        if module_name in sys.modules:
+            importlib.import_module(rules)
     return REGISTRY
+
+
+#: the rule modules of the standard dialects, by the module defining the op classes
+#: they register: imported by :func:`load_all_rules` when that module is imported, else
+#: by :meth:`Registry.lookup` at the first op of one of its classes (or of a subclass).
+#: The C and Numba paths build llvm-dialect ops only and import neither the dialects
+#: nor these rules (zymase/ir/on_first_use.py).
+_DIALECT_RULES = {
+    "xdsl.dialects.arith": "zymase.autodiff.rules.arith",
+    "zymase.ir.arith_ext": "zymase.autodiff.rules.arith",
+    "xdsl.dialects.math": "zymase.autodiff.rules.math",
+    "xdsl.dialects.memref": "zymase.autodiff.rules.memref",
+    "zymase.ir.memref_ext": "zymase.autodiff.rules.memref",
+    "xdsl.dialects.scf": "zymase.autodiff.rules.scf",
+    "zymase.ir.scf_ext": "zymase.autodiff.rules.scf",
+}
+
+
+def _load_dialect_rules(op_class: type) -> None:
+    """Import the rule module of ``op_class``'s dialect (or of a class it extends) if it
+    has one (:data:`_DIALECT_RULES`); it registers its rules, clearing the answers
+    :meth:`Registry.lookup` kept."""
+    for cls in op_class.__mro__:
+        rules = _DIALECT_RULES.get(cls.__module__)
+        if rules is not None and rules not in sys.modules:
+            importlib.import_module(rules)

@@ -40,27 +40,35 @@ from contextvars import ContextVar
 
 from zymase.autodiff.type_rules import is_float_vector
 from zymase.analysis.memory import is_marker
-from zymase.ir import BlockArgument, Operation, SSAValue, arith, cf, is_float_type, llvm, llvm_ext, math, memref, scf
+from zymase.ir import BlockArgument, OpClasses, Operation, SSAValue, is_float_type, llvm, llvm_ext
 from zymase.ir.fast_ops import call_intrinsic
 
 # (each in both flavors: the llvm dialect's, and arith/math's, whose fastmath<reassoc> the
 # lowering to LLVM keeps)
-_SUMS = (llvm.FAddOp, llvm.FSubOp, arith.AddfOp, arith.SubfOp)
-_NEGATIONS = (llvm.FNegOp, arith.NegfOp)
+_SUMS = OpClasses(llvm.FAddOp, llvm.FSubOp, "arith.AddfOp", "arith.SubfOp")
+_NEGATIONS = OpClasses(llvm.FNegOp, "arith.NegfOp")
 _FUSED = ("llvm.fmuladd.", "llvm.fma.")
-_SELECTS = (llvm.SelectOp, arith.SelectOp)
+_SELECTS = OpClasses(llvm.SelectOp, "arith.SelectOp")
 # (values another function computed or memory holds: calls, loads from memrefs, members of
 # aggregates and vectors, bits made a float: each may be a sum once LLVM has folded it)
-_OPAQUE = (llvm.CallOp, memref.LoadOp, llvm.ExtractValueOp, llvm_ext.ExtractElementOp, llvm.ShuffleVectorOp,
-           llvm.BitcastOp)
+_OPAQUE = OpClasses(llvm.CallOp, "memref.LoadOp", llvm.ExtractValueOp, llvm_ext.ExtractElementOp,
+                    llvm.ShuffleVectorOp, llvm.BitcastOp)
 # (ops whose value is one of their operands' once LLVM knows more: freeze of a defined
 # value, and the intrinsics below; both flavors' absolute value and copysign)
-_PASS_THROUGH = (llvm_ext.FreezeOp, math.AbsFOp, math.CopySignOp)
+_PASS_THROUGH = OpClasses(llvm_ext.FreezeOp, "math.AbsFOp", "math.CopySignOp")
 _PASS_THROUGH_INTRINSICS = tuple(f"llvm.{name}." for name in (
     "fabs", "copysign", "minnum", "maxnum", "minimum", "maximum", "minimumnum", "maximumnum", "arithmetic.fence",
     "canonicalize"))
 # (the structured ops whose results are values their regions yield)
-_STRUCTURED = (scf.ForOp, scf.IfOp, scf.WhileOp)
+_STRUCTURED = OpClasses("scf.ForOp", "scf.IfOp", "scf.WhileOp")
+_FOR = OpClasses("scf.ForOp")
+_WHILE = OpClasses("scf.WhileOp")
+_YIELD = OpClasses("scf.YieldOp")
+_CONDITION = OpClasses("scf.ConditionOp")
+_FMA = OpClasses("math.FmaOp")
+_FUNCTIONS = OpClasses(llvm.FuncOp, "func.FuncOp")
+# (the std flavor's branches, whose operands its own flavor reads)
+_CF_BRANCHES = OpClasses("cf.BranchOp", "cf.ConditionalBranchOp", "cf.SwitchOp")
 #: whether the barriers are ``llvm.canonicalize`` (else fences): only where zymase's own
 #: LLVM runs the post-AD pipeline and then turns every canonicalize back into a fence
 #: (``llvm/toolchain.optimize``). The LLVM of a clang before 21 cannot generate code for
@@ -121,17 +129,14 @@ def is_rounded_sum(v: SSAValue, _slots: frozenset = frozenset()) -> bool:
     if isinstance(op, _SUMS):
         flags = op.properties.get("fastmathFlags") or op.properties.get("fastmath")  # (llvm's, arith's)
         return not (flags is not None and any(str(f) in ("reassoc", "fast") for f in flags.data))
-    if isinstance(op, math.FmaOp):
+    if isinstance(op, _FMA):
         return True
     return isinstance(op, llvm.CallIntrinsicOp) and op.intrin.data.startswith(_FUSED)
 
 
 def _is_parameter(arg: BlockArgument) -> bool:
     """Whether ``arg`` is a function's parameter (its entry block's argument)."""
-    from zymase.ir import func
-
-    return arg.block.parent_op() is not None and isinstance(arg.block.parent_op(), (llvm.FuncOp, func.FuncOp)) \
-        and arg.block is arg.block.parent.blocks.first
+    return isinstance(arg.block.parent_op(), _FUNCTIONS) and arg.block is arg.block.parent.blocks.first
 
 
 def _holds_rounded_sum(ptr: SSAValue, slots: frozenset) -> bool:
@@ -228,19 +233,22 @@ _MATH_INTRINSICS = frozenset(
                                  "exp", "exp2", "exp10", "log", "log2", "log10", "sqrt", "pow", "powi", "floor",
                                  "ceil", "trunc", "rint", "nearbyint", "round", "roundeven", "lround", "llround",
                                  "lrint", "llrint"))
-_MATH_OPS = (math.SinOp, math.CosOp, math.TanOp, math.AsinOp, math.AcosOp, math.AtanOp, math.Atan2Op, math.SinhOp,
-             math.CoshOp, math.TanhOp, math.ExpOp, math.Exp2Op, math.ExpM1Op, math.LogOp, math.Log2Op, math.Log10Op,
-             math.Log1pOp, math.SqrtOp, math.RsqrtOp, math.PowFOp, math.FPowIOp, math.CbrtOp, math.ErfOp, math.FloorOp,
-             math.CeilOp, math.TruncOp, math.RoundOp, math.RoundEvenOp)
+_MATH_OPS = OpClasses("math.SinOp", "math.CosOp", "math.TanOp", "math.AsinOp", "math.AcosOp", "math.AtanOp",
+                     "math.Atan2Op", "math.SinhOp", "math.CoshOp", "math.TanhOp", "math.ExpOp", "math.Exp2Op",
+                     "math.ExpM1Op", "math.LogOp", "math.Log2Op", "math.Log10Op", "math.Log1pOp", "math.SqrtOp",
+                     "math.RsqrtOp", "math.PowFOp", "math.FPowIOp", "math.CbrtOp", "math.ErfOp", "math.FloorOp",
+                     "math.CeilOp", "math.TruncOp", "math.RoundOp", "math.RoundEvenOp")
+_CONSUMERS = OpClasses(llvm.FCmpOp, "arith.CmpfOp", llvm_ext.FPToSIOp, llvm_ext.FPToUIOp, _MATH_OPS)
+_DIVISIONS = OpClasses(llvm.FDivOp, "arith.DivfOp")
 
 
 def _only_consumes(use) -> bool:
     """Whether ``use`` of a partial computes something else from it, which no adjoint sum
     can reassociate into the partial's terms."""
     user = use.operation
-    if isinstance(user, (llvm.FCmpOp, arith.CmpfOp, llvm_ext.FPToSIOp, llvm_ext.FPToUIOp, *_MATH_OPS)):
+    if isinstance(user, _CONSUMERS):
         return True
-    if isinstance(user, (llvm.FDivOp, arith.DivfOp)):
+    if isinstance(user, _DIVISIONS):
         return use.index == 1  # (a divisor)
     if isinstance(user, llvm.CallIntrinsicOp):
         name = user.intrin.data
@@ -268,14 +276,14 @@ def _structured_sources(v: SSAValue) -> list[SSAValue]:
     fixes the condition)."""
     if isinstance(v, BlockArgument):
         op = v.block.parent_op()
-        if isinstance(op, scf.ForOp) and v.index >= 1:  # (argument 0: the induction variable)
+        if isinstance(op, _FOR) and v.index >= 1:  # (argument 0: the induction variable)
             k = v.index - 1
             return [op.iter_args[k], op.body.block.last_op.operands[k]]
-        if isinstance(op, scf.WhileOp):  # (either region's: what enters, what loops back)
+        if isinstance(op, _WHILE):  # (either region's: what enters, what loops back)
             return [*op.operands[v.index:v.index + 1], *_yielded(op, v.index)]
         return []
     op, k = v.owner, v.index
-    return [*(op.iter_args[k:k + 1] if isinstance(op, scf.ForOp) else ()), *_yielded(op, k)]
+    return [*(op.iter_args[k:k + 1] if isinstance(op, _FOR) else ()), *_yielded(op, k)]
 
 
 def _yielded(op: Operation, k: int) -> list[SSAValue]:
@@ -285,9 +293,9 @@ def _yielded(op: Operation, k: int) -> list[SSAValue]:
     for region in op.regions:
         for block in region.blocks:
             last = block.last_op
-            if isinstance(last, scf.YieldOp) and k < len(last.operands):
+            if isinstance(last, _YIELD) and k < len(last.operands):
                 out.append(last.operands[k])
-            elif isinstance(last, scf.ConditionOp) and k + 1 < len(last.operands):
+            elif isinstance(last, _CONDITION) and k + 1 < len(last.operands):
                 out.append(last.operands[k + 1])
     return out
 
@@ -300,7 +308,7 @@ def _passed_to(arg: BlockArgument) -> list[SSAValue] | None:
     passed = []
     for pred in arg.block.predecessors():
         term = pred.last_op
-        flavor = STD if isinstance(term, (cf.BranchOp, cf.ConditionalBranchOp, cf.SwitchOp)) else LLVM
+        flavor = STD if isinstance(term, _CF_BRANCHES) else LLVM
         for succ, operands in zip(term.successors, flavor.successor_operands(term)):
             if succ is arg.block:
                 if len(operands) <= arg.index:

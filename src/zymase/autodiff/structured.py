@@ -45,14 +45,17 @@ from zymase.autodiff.flavor import STD, Emitter
 from zymase.autodiff.reverse import ReverseGenerator
 from zymase.analysis.scf import nested_blocks
 from zymase.analysis.memref import memref_roots, memref_writes
-from zymase.ir import Block, BlockArgument, Operation, SSAValue, func, memref
+from zymase.ir import Block, BlockArgument, OpClasses, Operation, SSAValue, memref
 from zymase.ir import enzyme as ez
+
+# (named: the C and Numba paths do not import the func dialect, zymase/ir/on_first_use.py)
+_FUNC = OpClasses("func.FuncOp")
 
 
 def is_structured(fop: Operation) -> bool:
     """A func.func of one block holding region-carrying ops (scf): differentiated
     by :class:`StructuredReverse` instead of the CFG generator."""
-    if not isinstance(fop, func.FuncOp) or len(fop.body.blocks) != 1:
+    if not isinstance(fop, _FUNC) or len(fop.body.blocks) != 1:
         return False
     return any(op.regions for op in fop.body.block.ops)
 

@@ -28,8 +28,8 @@ import sys
 from dataclasses import dataclass, field
 
 from zymase.analysis.trip_count import TripCount, constant_int, emit_trip_count, trip_count
-from zymase.ir import (Block, BlockArgument, IndexType, IntegerAttr, IntegerType, Operation, SSAValue, StringAttr,
-                       arith, i64, llvm, location_of, math, memref)
+from zymase.ir import (Block, BlockArgument, IndexType, IntegerAttr, IntegerType, OpClasses, Operation, SSAValue,
+                       StringAttr, i64, llvm, location_of, memref)
 from zymase.ir import enzyme as ez
 from zymase.ir import llvm_ext, memref_ext
 from zymase.llvm.noalias_scopes import drop_scopes
@@ -378,12 +378,12 @@ _CHEAP_OPS = (
 )
 """Pure ops worth recomputing in the reverse sweep rather than taping their result."""
 
-_CHEAP_STD_OPS = (
-    arith.AddfOp, arith.SubfOp, arith.MulfOp, arith.DivfOp, arith.NegfOp, arith.AddiOp, arith.SubiOp,
-    arith.MuliOp, arith.AndIOp, arith.OrIOp, arith.XOrIOp, arith.ShLIOp, arith.ShRSIOp, arith.ShRUIOp,
-    arith.IndexCastOp, arith.ExtSIOp, arith.ExtUIOp, arith.TruncIOp, arith.ExtFOp, arith.TruncFOp,
-    arith.SIToFPOp, arith.UIToFPOp, arith.CmpiOp, arith.CmpfOp, arith.SelectOp, arith.MaxnumfOp,
-    arith.MinnumfOp, arith.MaximumfOp, arith.MinimumfOp, math.FmaOp, math.AbsFOp, math.CopySignOp,
+_CHEAP_STD_OPS = OpClasses(
+    "arith.AddfOp", "arith.SubfOp", "arith.MulfOp", "arith.DivfOp", "arith.NegfOp", "arith.AddiOp", "arith.SubiOp",
+    "arith.MuliOp", "arith.AndIOp", "arith.OrIOp", "arith.XOrIOp", "arith.ShLIOp", "arith.ShRSIOp", "arith.ShRUIOp",
+    "arith.IndexCastOp", "arith.ExtSIOp", "arith.ExtUIOp", "arith.TruncIOp", "arith.ExtFOp", "arith.TruncFOp",
+    "arith.SIToFPOp", "arith.UIToFPOp", "arith.CmpiOp", "arith.CmpfOp", "arith.SelectOp", "arith.MaxnumfOp",
+    "arith.MinnumfOp", "arith.MaximumfOp", "arith.MinimumfOp", "math.FmaOp", "math.AbsFOp", "math.CopySignOp",
 )
 """The same for func/arith/math code."""
 
@@ -598,10 +598,13 @@ def is_pure(op: Operation) -> bool:
     return False
 
 
+_LOADS = OpClasses(llvm.LoadOp, "memref.LoadOp")
+
+
 def _tape_cost(x: SSAValue) -> int:
     """Bytes taped per iteration (scaled), a little less for loads, so that ties go
     to taping a load rather than recomputing it."""
-    is_load = not isinstance(x, BlockArgument) and isinstance(x.owner, (llvm.LoadOp, memref.LoadOp))
+    is_load = not isinstance(x, BlockArgument) and isinstance(x.owner, _LOADS)
     return 16 * _bytes(x.type) - (1 if is_load else 0)
 
 

@@ -9,7 +9,12 @@ The dialects only the MLIR and JAX paths use (``stablehlo``, ``linalg``, ``tenso
 zymase.ir import linalg`` or ``ir.stablehlo``, :data:`_ON_DEMAND`), and contexts load
 them when the parser first meets one of their ops or attributes: importing xDSL's
 dialects is most of a ``zymase cc`` start-up, and the C path needs none of these
-(``tests/python/test_startup_imports.py``).
+(``tests/python/test_startup_imports.py``). The standard dialects (``func``, ``arith``,
+``math``, ``cf``, ``scf``, ``memref`` and zymase's ``arith_ext``, ``scf_ext``,
+``memref_ext``), which the C and Numba paths do not build either, are names here that
+import their module at the first attribute access (``ir/on_first_use.py``), so that
+``from zymase.ir import arith`` stays an ordinary import; :class:`OpClasses` names their
+classes in ``isinstance`` tuples without importing them.
 """
 
 from __future__ import annotations
@@ -19,9 +24,8 @@ from zymase.ir import xdsl_import as _xdsl_import
 # the dialects below are imported without parsing their ops' assembly formats until
 # first used, nor importing asyncio (zymase/ir/xdsl_import.py)
 _xdsl_import.begin()
-from xdsl.builder import Builder, InsertPoint
 from xdsl.context import Context
-from xdsl.dialects import arith, builtin, cf, func, math, scf, memref
+from xdsl.dialects import builtin
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -66,20 +70,27 @@ from xdsl.ir.affine import (
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, Region, SSAValue
 from xdsl.parser import Parser
 from xdsl.passes import ModulePass
-from xdsl.pattern_rewriter import (
-    GreedyRewritePatternApplier,
-    PatternRewriter,
-    PatternRewriteWalker,
-    RewritePattern,
-)
 from xdsl.printer import Printer
 from xdsl.rewriter import Rewriter
 from xdsl.traits import is_side_effect_free
 from xdsl.utils.exceptions import ParseError, VerifyException
 
 from zymase.errors import ZymaseError
-from zymase.ir import arith_ext, enzyme, llvm_ext, memref_ext, scf_ext
+from zymase.ir import enzyme, llvm_ext
 _xdsl_import.end()
+
+from zymase.ir.on_first_use import MODULES as _FIRST_USE_MODULES, DialectModule as _DialectModule, OpClasses
+
+# the standard dialects, imported at their first attribute access (module doc)
+arith = _DialectModule(_FIRST_USE_MODULES["arith"])
+cf = _DialectModule(_FIRST_USE_MODULES["cf"])
+func = _DialectModule(_FIRST_USE_MODULES["func"])
+math = _DialectModule(_FIRST_USE_MODULES["math"])
+scf = _DialectModule(_FIRST_USE_MODULES["scf"])
+memref = _DialectModule(_FIRST_USE_MODULES["memref"])
+arith_ext = _DialectModule(_FIRST_USE_MODULES["arith_ext"])
+scf_ext = _DialectModule(_FIRST_USE_MODULES["scf_ext"])
+memref_ext = _DialectModule(_FIRST_USE_MODULES["memref_ext"])
 
 #: name -> (module, attribute or None for the module itself) of what is imported on first use
 _ON_DEMAND = {
@@ -90,11 +101,18 @@ _ON_DEMAND = {
     "tensor": ("xdsl.dialects.tensor", None),
     "affine": ("xdsl.dialects.affine", None),  # the op classes; AFFINE_EXT adds the syntax xDSL lacks
     "complex": ("xdsl.dialects.complex", None),  # lowered to pairs of floats before AD (transforms/lower_complex)
+    # xDSL's builder and pattern rewriter, which the C and Numba paths do not use
+    "Builder": ("xdsl.builder", "Builder"),
+    "InsertPoint": ("xdsl.builder", "InsertPoint"),
+    "GreedyRewritePatternApplier": ("xdsl.pattern_rewriter", "GreedyRewritePatternApplier"),
+    "PatternRewriter": ("xdsl.pattern_rewriter", "PatternRewriter"),
+    "PatternRewriteWalker": ("xdsl.pattern_rewriter", "PatternRewriteWalker"),
+    "RewritePattern": ("xdsl.pattern_rewriter", "RewritePattern"),
 }
 
 
 def __getattr__(name: str):
-    """The dialects of :data:`_ON_DEMAND`, imported when first asked for, and
+    """What :data:`_ON_DEMAND` names (dialects, xDSL classes), imported when first asked for, and
     ``PICKLE_IDENTITY``."""
     if name == "PICKLE_IDENTITY":
         globals()[name] = _pickle_identity()
@@ -127,6 +145,12 @@ def _dialect(module_name: str, attribute: str):
 #: the dialects a context registers without loading: (name, module, attribute); the
 #: parser loads one when it meets its first op, type or attribute
 _LAZY_DIALECTS = (
+    ("func", "xdsl.dialects.func", "Func"),
+    ("arith", "zymase.ir.arith_ext", "ARITH_EXT"),  # xDSL's arith plus remf/index_castui
+    ("math", "xdsl.dialects.math", "Math"),
+    ("cf", "xdsl.dialects.cf", "Cf"),
+    ("scf", "zymase.ir.scf_ext", "SCF_EXT"),  # xDSL's scf plus the scf.parallel syntax
+    ("memref", "zymase.ir.memref_ext", "MEMREF_EXT"),  # xDSL's memref plus textual cast/copy
     ("tensor", "xdsl.dialects.tensor", "Tensor"),  # tensor.from_elements / extract / splat around enzyme.batch
     ("linalg", "xdsl.dialects.linalg", "Linalg"),
     ("complex", "xdsl.dialects.complex", "Complex"),
@@ -191,12 +215,6 @@ def make_context() -> Context:
     ctx = Context(allow_unregistered=False)
     for dialect in (
         builtin.Builtin,
-        func.Func,
-        arith_ext.ARITH_EXT,  # xDSL's arith plus remf/index_castui
-        math.Math,
-        cf.Cf,
-        scf_ext.SCF_EXT,  # xDSL's scf plus the scf.parallel syntax
-        memref_ext.MEMREF_EXT,  # xDSL's memref plus textual cast/copy
         llvm_ext.LLVM_EXT,
         enzyme.Enzyme,
         *_PLUGIN_DIALECTS,
@@ -362,15 +380,17 @@ def location_of(op: Operation) -> str | None:
 
 def convert_scf_to_cf(module: ModuleOp) -> None:
     """Lower scf.for/if/while to cf branches in place (xDSL's convert-scf-to-cf)."""
-    from xdsl.transforms.convert_scf_to_cf import ConvertScfToCf
+    with _xdsl_import.importing_xdsl():  # (it imports the arith and cf dialects)
+        from xdsl.transforms.convert_scf_to_cf import ConvertScfToCf
 
     ConvertScfToCf().apply(make_context(), module)
 
 
 def xdsl_pass(name: str) -> ModulePass:
     """One of xDSL's generic passes by its xdsl-opt name (canonicalize, cse, dce)."""
-    from xdsl.transforms.canonicalize import CanonicalizePass
-    from xdsl.transforms.common_subexpression_elimination import CommonSubexpressionElimination
-    from xdsl.transforms.dead_code_elimination import DeadCodeElimination
+    with _xdsl_import.importing_xdsl():  # (they may import dialects)
+        from xdsl.transforms.canonicalize import CanonicalizePass
+        from xdsl.transforms.common_subexpression_elimination import CommonSubexpressionElimination
+        from xdsl.transforms.dead_code_elimination import DeadCodeElimination
 
     return {"canonicalize": CanonicalizePass, "cse": CommonSubexpressionElimination, "dce": DeadCodeElimination}[name]()

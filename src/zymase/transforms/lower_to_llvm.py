@@ -48,6 +48,7 @@ from zymase.ir import (
     Operation,
     Rewriter,
     SSAValue,
+    OpClasses,
     enzyme,
     func,
     i64,
@@ -79,7 +80,9 @@ from zymase.transforms.lowering_registry import (
     lower_type,
     packed_result_type,
 )
-from zymase.transforms import lower_standard_ops as _standard_ops  # noqa: F401  (registers the func/arith/math/cf lowerings)
+
+#: func.func (named: the C and Numba paths do not import the func dialect, zymase/ir/on_first_use.py)
+_FUNC = OpClasses("func.FuncOp")
 
 __all__ = ["LowerToLLVM", "lower_to_llvm"]
 
@@ -98,8 +101,6 @@ class LowerToLLVM(ModulePass):
 
 def lower_to_llvm(module: ModuleOp) -> ModuleOp:
     """Lower ``module`` in place (and return it for convenience)."""
-    from zymase.transforms.lower_memref import prepare_memref_lowering  # registers the memref lowerings
-
     # one walk: the op names of each top-level op. After the enzyme pass on the C and
     # Numba paths they are llvm and enzyme ops only: nothing structured to rewrite
     # first (which would walk the module three more times), and only the functions
@@ -107,10 +108,20 @@ def lower_to_llvm(module: ModuleOp) -> ModuleOp:
     names = {top: {op.name for op in top.walk()} for top in module.body.block.ops}
     if not all(n.partition(".")[0] in _FLAT_DIALECTS and not n.startswith("llvm.intr.")
                for inside in names.values() for n in inside):
+        from zymase.transforms.lower_memref import prepare_memref_lowering
+
+        _load_standard_lowerings()
         prepare_memref_lowering(module)  # linalg/scf -> loops -> branches; memref operand types
         names = None
     ModuleLowering(module).run(names)
     return module
+
+
+def _load_standard_lowerings() -> None:
+    """Register the lowerings of func/arith/math/cf and memref ops (importing those
+    dialects: the C and Numba paths lower llvm and enzyme ops only, and do not)."""
+    from zymase.transforms import lower_memref as _memref  # noqa: F401
+    from zymase.transforms import lower_standard_ops as _standard_ops  # noqa: F401
 
 
 #: dialects whose ops need no structured rewrite before lowering (enzyme's are lowered
@@ -148,7 +159,7 @@ class ModuleLowering:
     def run(self, names: dict[Operation, set[str]] | None = None) -> None:
         """``names``: the names of the ops inside each top-level op, when known."""
         for op in list(self.module.body.block.ops):
-            if isinstance(op, func.FuncOp):
+            if isinstance(op, _FUNC):
                 self._lower_function(op)
             elif isinstance(op, llvm.FuncOp) and op.body.blocks:
                 # llvm.func bodies (code read from LLVM IR) may hold the enzyme
@@ -243,7 +254,7 @@ class ModuleLowering:
             self.module.body.block.add_op(decl)
             self.symbols[name] = decl
             return
-        if isinstance(existing, func.FuncOp):
+        if isinstance(existing, _FUNC):
             have = llvm.LLVMFunctionType(
                 [lower_type(t) for t in existing.function_type.inputs],
                 packed_result_type([lower_type(t) for t in existing.function_type.outputs]),
@@ -360,6 +371,9 @@ class FunctionLowering:
         if op.dialect_name() == "llvm":
             return
         lowering = LOWERINGS.get(type(op))
+        if lowering is None and op.dialect_name() != "enzyme":
+            _load_standard_lowerings()
+            lowering = LOWERINGS.get(type(op))
         if lowering is None:
             raise ZymaseError(
                 f"no lowering to the llvm dialect for '{op.name}'",
