@@ -79,7 +79,7 @@ def users_typing(state) -> bool:
         return False
     args = tuple(state.args)
     ann = _annotation(user, args)
-    if ann is None or not _acyclic(user, args, {}):
+    if ann is None or not _acyclic(user, args, {}) or not _same_globals(ann, fn):
         return False
     try:
         typed = _retyped(ann, fn.zymase_copies, state.typingctx)
@@ -91,13 +91,7 @@ def users_typing(state) -> bool:
     state.func_ir = _function_ir(ann, state.func_id)
     state.typemap, state.calltypes, state.return_type = typemap, calltypes, _return_type(user, args)
     _annotate(state)
-    reused_typing.append(state.func_id.func_qualname)
     return True
-
-
-#: the qualified names of the copies lowered from the user's typing, in order (tests
-#: count them; a list of names costs nothing next to a compile)
-reused_typing: list[str] = []
 
 
 def _annotation(user, args: tuple):
@@ -155,6 +149,33 @@ def _acyclic(user, args: tuple, seen: dict) -> bool:
     return True
 
 
+def _same_globals(ann, fn) -> bool:
+    """Whether the globals and closure variables the user's compile froze into its IR
+    are still the function's (the copy's, for njit callees): a global rebound after the
+    user's compile is what a copy typed now would see, as before session 36. Names the
+    function's globals do not hold (builtins, code Numba inlined from elsewhere) are not
+    the function's to rebind."""
+    from numba.core import ir
+
+    glb, freevars = fn.__globals__, fn.__code__.co_freevars
+    for block in ann.blocks.values():
+        for inst in block.body:
+            value = inst.value if isinstance(inst, ir.Assign) else None
+            if isinstance(value, ir.FreeVar) and value.name in freevars:
+                try:
+                    now = fn.__closure__[freevars.index(value.name)].cell_contents
+                except ValueError:  # an empty cell
+                    return False
+            elif isinstance(value, ir.Global) and value.name in glb:
+                now = glb[value.name]
+            else:
+                continue
+            # an njit callee's global or cell holds its private copy
+            if now is not value.value and getattr(getattr(now, "py_func", None), "zymase_copy_of", None) is not value.value:
+                return False
+    return True
+
+
 def _names_a_dispatcher(ty) -> bool:
     """Whether a Numba type holds an njit function inside it (a tuple of them, a
     function passed as an argument): the copy's typing would name the private copy."""
@@ -188,13 +209,15 @@ def _retyped(ann, copies: dict, typingctx):
         if sig is None:
             return None
         if expr.op == "unary":
-            fnty, args, kws = typingctx.resolve_value_type(expr.fn), (typemap[expr.value.name],), {}
+            fnty, args, kws = typingctx.resolve_value_type(expr.fn), (typemap.get(expr.value.name),), {}
         else:
             if expr.vararg is not None:
                 return None
-            fnty = typemap[expr.func.name]
-            args = tuple(typemap[a.name] for a in expr.args)
-            kws = {k: typemap[v.name] for k, v in expr.kws}
+            fnty = typemap.get(expr.func.name)
+            args = tuple(typemap.get(a.name) for a in expr.args)
+            kws = {k: typemap.get(v.name) for k, v in expr.kws}
+        if fnty is None or None in args or None in kws.values():
+            return None
         if isinstance(fnty, types.Function) and not any(issubclass(t, _OverloadFunctionTemplate)
                                                         for t in fnty.templates):
             continue  # a builtin's implementation key is the template's own key
