@@ -8,7 +8,9 @@ dispatchers (:func:`_private_copy`) with Numba's optimization at level 0
 touched. The copy is only a source of IR: it is compiled without Python or C-callable
 wrappers and without machine code (:func:`_ir_only`). ``prange`` loops stay parfors in
 it; ``serial=True`` gives a copy without ``parallel=True`` (the fallback of
-transforms/numba_parfor.py).
+transforms/numba_parfor.py). Their compiler (:mod:`zymase.frontends.numba_typing`)
+lowers the typing of the user's compile of the same function and argument types instead
+of typing the function again, where that is sound.
 """
 
 from __future__ import annotations
