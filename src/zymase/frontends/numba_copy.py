@@ -8,7 +8,9 @@ dispatchers (:func:`_private_copy`) with Numba's optimization at level 0
 touched. The copy is only a source of IR: it is compiled without Python or C-callable
 wrappers and without machine code (:func:`_ir_only`). ``prange`` loops stay parfors in
 it; ``serial=True`` gives a copy without ``parallel=True`` (the fallback of
-transforms/numba_parfor.py).
+transforms/numba_parfor.py). Their compiler (:mod:`zymase.frontends.numba_typing`)
+lowers the typing of the user's compile of the same function and argument types instead
+of typing the function again, where that is sound.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from zymase.errors import ZymaseError
+from zymase.frontends.numba_typing import copy_compiler
 
 #: guards the caches of this module and of zymase.frontends.numba (compiling a kernel
 #: compiles Numba IR under it)
@@ -102,7 +105,9 @@ def _private_copy(disp, memo: dict, serial: bool = False):
     opts = {k: v for k, v in disp.targetoptions.items() if k not in dropped}
     # nothing calls the copy from Python or C: no wrappers to lower and generate code for
     opts.update(no_cpython_wrapper=True, no_cfunc_wrapper=True)
-    copy = memo[disp] = numba.njit(**opts)(fn)  # in memo first: recursion refers to itself
+    # what the copy's compiler needs to lower the user's typing (zymase.frontends.numba_typing)
+    fn.zymase_copy_of, fn.zymase_copies, fn.zymase_same_typing = disp, memo, True
+    copy = memo[disp] = numba.njit(pipeline_class=copy_compiler(), **opts)(fn)  # in memo first: recursion
     # what a transform typed inside the copy (zymase.jvp in njit code) compiles its kernel for
     copy.zymase_original = getattr(disp, "zymase_original", disp)
     # `mod.g(...)` with an njit `g` in a module: the global `mod` becomes a copy of the
@@ -117,6 +122,8 @@ def _private_copy(disp, memo: dict, serial: bool = False):
                 for a in attrs:
                     setattr(proxy, a, _private_copy(getattr(mod, a), memo, serial))
                 glb[name] = proxy
+                # the user's typing names the module itself (types.Module), not the proxy
+                fn.zymase_same_typing = False
     for name, callee, where in _dispatcher_refs(py):
         sub = _private_copy(callee, memo, serial)
         if where == "global":
@@ -130,9 +137,11 @@ def _private_copy(disp, memo: dict, serial: bool = False):
     for name in code.co_names:
         if _is_transform(glb.get(name)):
             glb[name] = _CopiedTransform(_private_copy(glb[name].trampoline, memo, serial))
+            fn.zymase_same_typing = False  # (typed again, as before session 36: rare and intricate)
     for k, cell in enumerate(cells):
         if _filled(cell) and _is_transform(cell.cell_contents):
             cell.cell_contents = _CopiedTransform(_private_copy(cell.cell_contents.trampoline, memo, serial))
+            fn.zymase_same_typing = False
     return copy
 
 
