@@ -325,7 +325,8 @@ class LLVMFlavor(Flavor):
         return fast_ops.float_arith(self._BIN[kind], a, b)
 
     def neg(self, a):
-        return llvm.FNegOp(a)
+        a = SSAValue.get(a)
+        return llvm.FNegOp.create(operands=[a], result_types=[a.type], properties={"fastmathFlags": fast_ops.NO_FASTMATH})
 
     def select(self, c, a, b):
         return fast_ops.select(llvm.SelectOp, c, a, b)

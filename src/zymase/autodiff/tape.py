@@ -182,11 +182,13 @@ class IndexedCaches:
 
     def _linear_index(self, nest: LoopNest, offset: SSAValue, ks: list[SSAValue], counts: list[SSAValue]) -> SSAValue:
         """``offset + ((k_m * N_{m-1} + k_{m-1}) * N_{m-2} + ...) * N_0 + k_0``."""
+        from zymase.ir.fast_ops import int_arith
+
         E = self.E
         idx = ks[-1]
         for j in range(len(ks) - 2, -1, -1):
-            idx = E.v(llvm.AddOp(E.v(llvm.MulOp(idx, counts[j])), ks[j]))
-        return idx if self._runs_once(nest.outer) else E.v(llvm.AddOp(offset, idx))
+            idx = E.v(int_arith(llvm.AddOp, E.v(int_arith(llvm.MulOp, idx, counts[j])), ks[j]))
+        return idx if self._runs_once(nest.outer) else E.v(int_arith(llvm.AddOp, offset, idx))
 
     def _new_indexed_cache(self, nest: LoopNest, typ) -> SSAValue:
         """An indexed cache of ``typ`` with room for each run of ``nest``."""

@@ -279,7 +279,7 @@ class ModuleLowering:
         while f"{TAPE_SITE}.{n}" in self.symbols:
             n += 1
         name = f"{TAPE_SITE}.{n}"
-        site = llvm.GlobalOp(SITE_STRUCT, name, "internal", alignment=16, value=None)
+        site = _site_global(name)
         site.attributes["zymase.llvm_init"] = StringAttr("zeroinitializer")
         self.module.body.block.add_op(site)
         self.symbols[name] = site
@@ -329,6 +329,21 @@ class ModuleLowering:
 
 #: ``icmp ne``
 _NE = IntegerAttr(1, i64)
+
+#: a tape site's linkage, address space and alignment (attributes are immutable: shared)
+_INTERNAL, _ADDR_SPACE_0, _ALIGN_16 = llvm.LinkageAttr("internal"), IntegerAttr(0, 32), IntegerAttr(16, 64)
+
+
+def _site_global(name: str) -> llvm.GlobalOp:
+    """``llvm.GlobalOp(SITE_STRUCT, name, "internal", alignment=16, value=None)``, built
+    without IRDL's generic argument matching (one per indexed cache; see lower_tape's
+    builders)."""
+    from zymase.ir import Region
+
+    return llvm.GlobalOp.create(
+        properties={"global_type": SITE_STRUCT, "sym_name": StringAttr(name), "linkage": _INTERNAL,
+                    "addr_space": _ADDR_SPACE_0, "alignment": _ALIGN_16},
+        regions=[Region()])
 
 class FunctionLowering:
     """Per-function state: entry-block allocas and the caches to free on return."""
@@ -428,6 +443,8 @@ class FunctionLowering:
     def _free_caches_before_returns(self) -> None:
         """Release every heap cache buffer on each exit: ``free(data)`` unless the
         data is still null or the cache's inline buffer (``free(NULL)`` is a no-op)."""
+        from zymase.transforms.lower_tape import address_of
+
         for block in self.fn.body.blocks:
             term = block.last_op
             if not isinstance(term, llvm.ReturnOp):
@@ -450,7 +467,7 @@ class FunctionLowering:
                     continue
                 cap_ptr = fast_ops.gep(handle, [0, 1], INDEXED_CACHE_STRUCT)
                 cap = ExtLoadOp(cap_ptr.result, i64)
-                site_ptr = llvm.AddressOfOp(site, PTR)
+                site_ptr = address_of(site)
                 ops += [data, cap_ptr, cap, site_ptr,
                         fast_ops.call(POOL_GIVE, [site_ptr.result, data.dereferenced_value, cap.dereferenced_value])]
             block.insert_ops_before(ops, term)
