@@ -291,6 +291,38 @@ def memory_kind(op: Operation) -> str | None:
         return "select"
     if ALLOCATION_SIZE_ARG in op.attributes:
         return "malloc"  # a custom allocator (Enzyme's __enzyme_allocation_like)
+    key = (type(op), _called_name(op))
+    kind = _KIND_OF_CALL.get(key, _UNASKED)
+    if kind is _UNASKED:
+        kind = _call_kind(op)
+        if key[1] != "NRT_MemInfo_alloc_dtor":  # (its kind depends on its destructor operand)
+            _KIND_OF_CALL[key] = kind
+    return kind
+
+
+#: (op class, callee or intrinsic name) -> memory_kind of such a call, filled on first sight:
+#: the analyses and generators ask for every op, many times, and a call's kind is decided by
+#: its name alone (after the class, the pointer selects and freezes and the allocation
+#: attribute, checked before): the name's way through the tables below cost more than the
+#: rest of memory_kind together. (The call-level rules it consults are all registered when
+#: the first is looked up: registry.call_memory_rule loads them.)
+_KIND_OF_CALL: dict[tuple[type, str | None], str | None] = {}
+_UNASKED = object()
+
+
+def _called_name(op: Operation) -> str | None:
+    """The callee's name of a direct call, the intrinsic's of an intrinsic call."""
+    props = op.properties
+    callee = props.get("callee")
+    if callee is not None:
+        return callee.root_reference.data
+    intrin = props.get("intrin")
+    return intrin.data if intrin is not None else None
+
+
+def _call_kind(op: Operation) -> str | None:
+    """memory_kind of a call (or of an op of a class whose kind is asked further that is
+    none of the above), by its callee."""
     name = callee_name(op)
     if name in NRT_DERIVE:
         return "derive"

@@ -1,0 +1,61 @@
+"""The AD phase's repeated queries are answered once (issue 29, compile time): counts of
+the work behind each answer, not seconds.
+
+- ``analysis/memory.memory_kind`` of a call is decided by its callee's name, once per
+  name (the analyses and generators ask for every op many times); a call whose kind
+  depends on more than its name (``NRT_MemInfo_alloc_dtor``: its destructor) is
+  decided each time.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from zymase.analysis import memory
+from zymase.ir import IntegerAttr, fast_ops, i64, llvm
+
+PTR = llvm.LLVMPointerType()
+
+
+@pytest.fixture
+def pointer():
+    return llvm.ZeroOp.build(result_types=[PTR]).results[0]
+
+
+def _counting_call_rules(monkeypatch) -> list[str | None]:
+    asked: list[str | None] = []
+    lookup = memory.call_memory_rule
+
+    def counted(name):
+        asked.append(name)
+        return lookup(name)
+
+    monkeypatch.setattr(memory, "call_memory_rule", counted)
+    return asked
+
+
+def test_memory_kind_of_a_call_is_decided_once_per_callee(monkeypatch, pointer) -> None:
+    asked = _counting_call_rules(monkeypatch)
+    n = llvm.ConstantOp(IntegerAttr(8, i64), i64).result
+    calls = [fast_ops.call("zymase_test_opaque", [pointer, n]) for _ in range(50)]
+    assert {memory.memory_kind(c) for c in calls for _ in range(3)} == {None}
+    assert asked == ["zymase_test_opaque"]
+    # the answers are the tables' own
+    assert memory.memory_kind(fast_ops.call("free", [pointer])) == "free"
+    assert memory.memory_kind(fast_ops.call("malloc", [n], PTR)) == "malloc"
+    copy = fast_ops.call_intrinsic("llvm.memcpy.p0.p0.i64", [pointer, pointer, n], [])
+    assert memory.memory_kind(copy) == "memcpy"
+    assert memory.memory_kind(fast_ops.call_intrinsic("llvm.memset.p0.i64", [pointer, n], [])) == "memset"
+
+
+def test_a_call_whose_kind_needs_its_operands_is_not_kept(monkeypatch) -> None:
+    """``NRT_MemInfo_alloc_dtor`` allocates an array-like MemInfo only for a jitclass of
+    numbers (its destructor's name says): two calls, two answers."""
+    size = llvm.ConstantOp(IntegerAttr(16, i64), i64).result
+    scalar = llvm.AddressOfOp("_Dtor.instance.jitclass.Box#7f<s:float64,n:int64>", PTR).results[0]
+    holding = llvm.AddressOfOp("_Dtor.instance.jitclass.Box#7f<a:array(float64, 1d, C)>", PTR).results[0]
+    first = fast_ops.call("NRT_MemInfo_alloc_dtor", [size, scalar], PTR)
+    second = fast_ops.call("NRT_MemInfo_alloc_dtor", [size, holding], PTR)
+    assert memory.memory_kind(first) == "nrt_alloc"
+    assert memory.memory_kind(second) is None
+    assert memory.memory_kind(first) == "nrt_alloc"
