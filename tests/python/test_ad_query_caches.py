@@ -5,6 +5,8 @@ the work behind each answer, not seconds.
   name (the analyses and generators ask for every op many times); a call whose kind
   depends on more than its name (``NRT_MemInfo_alloc_dtor``: its destructor) is
   decided each time.
+- ``autodiff/common.Context.defined_function`` reads a callee's Enzyme mark (a parse of
+  its passthrough list) once per function, again only when the function is marked anew.
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ from __future__ import annotations
 import pytest
 
 from zymase.analysis import memory
-from zymase.ir import IntegerAttr, fast_ops, i64, llvm
+from zymase.autodiff import common
+from zymase.autodiff.flavor import LLVMFlavor
+from zymase.ir import ArrayAttr, Block, IntegerAttr, Region, StringAttr, f64, fast_ops, i64, llvm
 
 PTR = llvm.LLVMPointerType()
 
@@ -59,3 +63,41 @@ def test_a_call_whose_kind_needs_its_operands_is_not_kept(monkeypatch) -> None:
     assert memory.memory_kind(first) == "nrt_alloc"
     assert memory.memory_kind(second) is None
     assert memory.memory_kind(first) == "nrt_alloc"
+
+
+class _Symbols:
+    """What Context asks of the driver here: the module's functions by name."""
+
+    def __init__(self, *functions):
+        self.functions = {f.sym_name.data: f for f in functions}
+
+    def lookup_function(self, name):
+        return self.functions.get(name)
+
+
+def _function(name: str) -> llvm.FuncOp:
+    body = Block(arg_types=[f64])
+    body.add_op(llvm.ReturnOp(body.args[0]))
+    return llvm.FuncOp(name, llvm.LLVMFunctionType([f64], f64), body=Region(body))
+
+
+def test_a_callees_mark_is_read_once_per_function(monkeypatch) -> None:
+    read: list[str] = []
+    mark_of = common.mark_of
+
+    def counted(fop):
+        read.append(fop.sym_name.data)
+        return mark_of(fop)
+
+    monkeypatch.setattr(common, "mark_of", counted)
+    square, other = _function("square"), _function("other")
+    ctx = common.Context(None, LLVMFlavor(), _Symbols(square, other))
+    x = llvm.ConstantOp.create(result_types=[f64], properties={"value": llvm.FloatAttr(2.0, f64)}).results[0]
+    calls = [fast_ops.call(name, [x], f64) for name in ("square", "other") * 40]
+    assert all(ctx.defined_function(c) is not None for c in calls)
+    assert sorted(read) == ["other", "square"]
+    # marked inactive afterwards (a new passthrough attribute): read again, and obeyed
+    square.properties["passthrough"] = ArrayAttr([StringAttr("enzyme_inactive")])
+    assert ctx.defined_function(calls[0]) is None
+    assert ctx.defined_function(calls[2]) is None
+    assert sorted(read) == ["other", "square", "square"]
