@@ -573,11 +573,18 @@ class ReverseGenerator(LaneMaps, ShadowCode, LifoCaches, IndexedCaches, MinCutRe
         if self.split:
             return None
         home = v.block if isinstance(v, BlockArgument) else v.owner.parent_block()
+        # a fact of the primal's loops, asked for every value fetched or cut in a block:
+        # kept per (block of the value, block being reversed)
+        memo = self.__dict__.setdefault("_hoist_loops", {})
+        key = (home, self.cur)
+        if key in memo:
+            return memo[key]
         best = None
         for header, body in self.cfg.natural_loops():
             if self.cur in body and home not in body and self.cfg.dominates(home, header):
                 if best is None or len(body) > len(best[1]):
                     best = (header, body)
+        memo[key] = best
         return best
 
     def _hoist(self, v: SSAValue, w: SSAValue) -> SSAValue | None:

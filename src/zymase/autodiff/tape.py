@@ -459,6 +459,16 @@ class MinCutRecompute:
     (a re-read costs more than arithmetic)."""
 
     def _recomputable(self, v: SSAValue, w: SSAValue) -> bool:
+        """Whether ``w`` (computed alongside primal ``v``) may be computed again in the
+        reverse sweep: a fact of the primal and its forward copy, asked again for the same
+        values by every cut that reaches them and by the rebuild after each cut, so kept."""
+        memo = self.__dict__.setdefault("_recomputable_memo", {})
+        key = (v, w)
+        if key not in memo:
+            memo[key] = self._may_recompute(v, w)
+        return memo[key]
+
+    def _may_recompute(self, v: SSAValue, w: SSAValue) -> bool:
         if isinstance(v, BlockArgument) or isinstance(w, BlockArgument):
             return False
         vop, wop = v.owner, w.owner
