@@ -7,9 +7,16 @@ the work behind each answer, not seconds.
   decided each time.
 - ``autodiff/common.Context.defined_function`` reads a callee's Enzyme mark (a parse of
   its passthrough list) once per function, again only when the function is marked anew.
+- The reverse sweep decides whether a forward value may be recomputed once per value
+  (every min-cut reaching it and every rebuild after a cut asked again), and finds the
+  loop a value is hoisted out of once per (block of the value, block being reversed).
 """
 
 from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -101,3 +108,70 @@ def test_a_callees_mark_is_read_once_per_function(monkeypatch) -> None:
     assert ctx.defined_function(calls[0]) is None
     assert ctx.defined_function(calls[2]) is None
     assert sorted(read) == ["other", "square", "square"]
+
+
+CLANG = shutil.which("clang-19") or "/usr/bin/clang-19"
+
+#: a loop nest whose reverse recomputes and hoists: x[i] outside the inner loop, loads and
+#: products rebuilt from them in every inner reverse iteration
+_NEST = """
+#include <math.h>
+extern void __enzyme_autodiff(void *, ...);
+double f(const double *x, int n) {
+    double s = 0.0;
+    for (int i = 0; i < n; i++) {
+        double a = x[i] * x[i];
+        for (int j = 0; j < n; j++)
+            s += sin(a * x[j]) * x[i] / (1.0 + x[j] * x[j]) + cos(x[j] - a) * x[(i + j) % n];
+    }
+    return s;
+}
+void g(const double *x, double *dx, int n) { __enzyme_autodiff((void *)f, x, dx, n); }
+"""
+
+
+@pytest.mark.skipif(not Path(CLANG).exists(), reason="clang-19 not installed")
+@pytest.mark.parametrize("level", [0, 2])
+def test_recompute_and_hoist_queries_are_answered_once(level, tmp_path, monkeypatch) -> None:
+    from zymase.analysis.cfg import CFG
+    from zymase.autodiff import reverse, tape
+    from zymase.frontends import c as c_frontend
+
+    source = tmp_path / "nest.c"
+    source.write_text(_NEST)
+    flags = ["-O2", "-Xclang", "-disable-llvm-passes"] if level else ["-O0", "-Xclang", "-disable-O0-optnone"]
+    ll = subprocess.run([CLANG, *flags, "-S", "-emit-llvm", "-o", "-", str(source)],
+                        capture_output=True, text=True, check=True).stdout
+
+    decided: list[tuple] = []
+    may_recompute = getattr(tape.MinCutRecompute, "_may_recompute", None)
+
+    def counted_decision(self, v, w):
+        decided.append((v, w))
+        return may_recompute(self, v, w)
+
+    monkeypatch.setattr(tape.MinCutRecompute, "_may_recompute", counted_decision, raising=False)
+    hoisting = {"depth": 0, "scans": 0, "keys": set()}
+    hoist_loop, natural_loops = reverse.ReverseGenerator._hoist_loop, CFG.natural_loops
+
+    def counted_hoist(self, v):
+        home = v.block if isinstance(v, reverse.BlockArgument) else v.owner.parent_block()
+        if not self.split:
+            hoisting["keys"].add((home, self.cur))
+        hoisting["depth"] += 1
+        try:
+            return hoist_loop(self, v)
+        finally:
+            hoisting["depth"] -= 1
+
+    def counted_loops(cfg):
+        hoisting["scans"] += hoisting["depth"] > 0
+        return natural_loops(cfg)
+
+    monkeypatch.setattr(reverse.ReverseGenerator, "_hoist_loop", counted_hoist)
+    monkeypatch.setattr(CFG, "natural_loops", counted_loops)
+    out = c_frontend.differentiate_llvm_ir(ll, source.name, level, c_frontend.Timings())
+    assert "define" in out
+    assert hoisting["keys"] and hoisting["scans"] == len(hoisting["keys"]), (
+        f"{hoisting['scans']} scans of the loops for {len(hoisting['keys'])} (value block, reverse block) pairs")
+    assert decided and len(decided) == len(set(decided)), "a value's recomputation was decided again"
