@@ -10,6 +10,7 @@ the work behind each answer, not seconds.
 - The reverse sweep decides whether a forward value may be recomputed once per value
   (every min-cut reaching it and every rebuild after a cut asked again), and finds the
   loop a value is hoisted out of once per (block of the value, block being reversed).
+- The float constants derivatives emit are built (and verified) once per value and type.
 """
 
 from __future__ import annotations
@@ -175,3 +176,17 @@ def test_recompute_and_hoist_queries_are_answered_once(level, tmp_path, monkeypa
     assert hoisting["keys"] and hoisting["scans"] == len(hoisting["keys"]), (
         f"{hoisting['scans']} scans of the loops for {len(hoisting['keys'])} (value block, reverse block) pairs")
     assert decided and len(decided) == len(set(decided)), "a value's recomputation was decided again"
+
+
+def test_float_constants_are_built_once_per_value_and_type() -> None:
+    from zymase.autodiff.flavor import _float_attr
+    from zymase.ir import FloatAttr, VectorType, f32
+
+    ones = [_float_attr(1.0, f64) for _ in range(20)] + [_float_attr(1, f64)]
+    assert all(a is ones[0] for a in ones) and ones[0] == FloatAttr(1.0, f64)
+    # 0.0 and -0.0 compare equal but are different constants; types apart; splats
+    zero, negative_zero = _float_attr(0.0, f64), _float_attr(-0.0, f64)
+    assert zero is not negative_zero and str(negative_zero).startswith("-0.")
+    assert _float_attr(0.5, f32) is not _float_attr(0.5, f64) and _float_attr(0.5, f32).type == f32
+    splat = _float_attr(2.0, VectorType(f64, [4]))
+    assert splat is _float_attr(2.0, VectorType(f64, [4])) and "dense<2.0" in str(splat)

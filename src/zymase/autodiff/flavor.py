@@ -265,7 +265,30 @@ class Emitter:
 
 
 def _float_attr(value: float, typ: Attribute) -> Attribute:
-    """A float constant of type ``typ``; for a vector of floats, the splat."""
+    """A float constant of type ``typ``; for a vector of floats, the splat. One object
+    per value (by its bits: 0.0 and -0.0 apart) and type: derivatives use the same few
+    constants (0, 1, 2, 0.5 ...) again and again, and building one verifies it; attributes
+    are immutable, so ops share them. (NaNs, whose payloads ``==`` cannot tell apart, are
+    built each time.)"""
+    value = float(value)
+    if value != value:
+        return _new_float_attr(value, typ)
+    key = (value.hex(), typ)
+    attr = _FLOAT_ATTRS.get(key)
+    if attr is None:
+        if len(_FLOAT_ATTRS) >= _MAX_FLOAT_ATTRS:
+            _FLOAT_ATTRS.clear()
+        attr = _FLOAT_ATTRS[key] = _new_float_attr(value, typ)
+    return attr
+
+
+#: _float_attr's attributes, by (value.hex(), type); bounded (a program's own constants
+#: are many, the derivatives' are few)
+_FLOAT_ATTRS: dict[tuple[str, Attribute], Attribute] = {}
+_MAX_FLOAT_ATTRS = 4096
+
+
+def _new_float_attr(value: float, typ: Attribute) -> Attribute:
     from zymase.ir import DenseIntOrFPElementsAttr
 
     if isinstance(typ, VectorType):
