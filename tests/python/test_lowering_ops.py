@@ -44,3 +44,31 @@ def test_builders_match_the_constructors() -> None:
     for cls in (llvm.ZExtOp, llvm.SExtOp):
         _same(cls.create(operands=[m], result_types=[i64]), cls(m, i64))
     _same(LLVMFlavor().neg(x), llvm.FNegOp(x))
+
+
+def test_names_inside_are_the_walks_names() -> None:
+    """lower_to_llvm's one pass over the module finds the names ``walk`` finds, nested
+    regions included."""
+    from zymase.ir import parse_mlir
+    from zymase.transforms.lower_to_llvm import _names_inside
+
+    module = parse_mlir("""
+    func.func @f(%n: index, %x: f64) -> f64 {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %r = scf.for %i = %c0 to %n step %c1 iter_args(%a = %x) -> (f64) {
+        %b = scf.if %true -> (f64) {
+          %m = arith.mulf %a, %a : f64
+          scf.yield %m : f64
+        } else {
+          scf.yield %a : f64
+        }
+        scf.yield %b : f64
+      }
+      func.return %r : f64
+    }
+    """.replace("%true", "%t").replace("%c1 = arith.constant 1 : index",
+                                       "%c1 = arith.constant 1 : index\n      %t = arith.constant true"), "<test>")
+    for top in module.body.block.ops:
+        assert _names_inside(top) == {op.name for op in top.walk()}
+        assert {"scf.if", "arith.mulf", "scf.yield", "func.return"} <= _names_inside(top)

@@ -104,13 +104,29 @@ def lower_to_llvm(module: ModuleOp) -> ModuleOp:
     # Numba paths they are llvm and enzyme ops only: nothing structured to rewrite
     # first (which would walk the module three more times), and only the functions
     # holding enzyme ops to lower
-    names = {top: {op.name for op in top.walk()} for top in module.body.block.ops}
+    names = {top: _names_inside(top) for top in module.body.block.ops}
     if not all(n.partition(".")[0] in _FLAT_DIALECTS and not n.startswith("llvm.intr.")
                for inside in names.values() for n in inside):
         prepare_memref_lowering(module)  # linalg/scf -> loops -> branches; memref operand types
         names = None
     ModuleLowering(module).run(names)
     return module
+
+
+def _names_inside(top: Operation) -> set[str]:
+    """The names of ``top`` and the ops nested in it: ``{op.name for op in top.walk()}``
+    without a generator per op (xDSL's walk recurses into every op, regions or not; after
+    AD the module is thousands of ops, walked here once)."""
+    names = {top.name}
+    work = [top]
+    while work:
+        for region in work.pop().regions:
+            for block in region.blocks:
+                for op in block.ops:
+                    names.add(op.name)
+                    if op.regions:
+                        work.append(op)
+    return names
 
 
 #: dialects whose ops need no structured rewrite before lowering (enzyme's are lowered
