@@ -11,6 +11,8 @@ the work behind each answer, not seconds.
   (every min-cut reaching it and every rebuild after a cut asked again), and finds the
   loop a value is hoisted out of once per (block of the value, block being reversed).
 - The float constants derivatives emit are built (and verified) once per value and type.
+- The LLVM writer spells each type object once: an xDSL attribute's hash is computed at
+  every dictionary lookup, and every operand and result asks for its type's text.
 """
 
 from __future__ import annotations
@@ -190,3 +192,29 @@ def test_float_constants_are_built_once_per_value_and_type() -> None:
     assert _float_attr(0.5, f32) is not _float_attr(0.5, f64) and _float_attr(0.5, f32).type == f32
     splat = _float_attr(2.0, VectorType(f64, [4]))
     assert splat is _float_attr(2.0, VectorType(f64, [4])) and "dense<2.0" in str(splat)
+
+
+def test_the_writer_spells_each_type_object_once(monkeypatch) -> None:
+    from zymase.ir import IntegerType, ModuleOp
+    from zymase.llvm.writer import write_llvm_ir
+
+    body = Block(arg_types=[i64])
+    total = body.args[0]
+    for k in range(200):
+        c = fast_ops.constant(fast_ops.int_attr(k, i64), i64)
+        add = fast_ops.int_arith(llvm.AddOp, total, c.result)
+        body.add_ops([c, add])
+        total = add.results[0]
+    body.add_op(llvm.ReturnOp(total))
+    fn = llvm.FuncOp("sum", llvm.LLVMFunctionType([i64], i64), body=Region(body))
+    hashed = []
+    hash_type = IntegerType.__hash__
+
+    def counted(self):
+        hashed.append(self)
+        return hash_type(self)
+
+    monkeypatch.setattr(IntegerType, "__hash__", counted)
+    text = write_llvm_ir(ModuleOp([fn]))
+    assert text.count(" add i64 ") == 200
+    assert len(hashed) < 20, f"{len(hashed)} hashes of integer types for 401 i64 values"
