@@ -11,6 +11,8 @@ the work behind each answer, not seconds.
   (every min-cut reaching it and every rebuild after a cut asked again), and finds the
   loop a value is hoisted out of once per (block of the value, block being reversed).
 - The float constants derivatives emit are built (and verified) once per value and type.
+- The type rules are resolved once per type class (a class without a rule of its own went
+  through every registered class), again after a registration.
 - The LLVM writer spells each type object once: an xDSL attribute's hash is computed at
   every dictionary lookup, and every operand and result asks for its type's text.
 """
@@ -218,3 +220,28 @@ def test_the_writer_spells_each_type_object_once(monkeypatch) -> None:
     text = write_llvm_ir(ModuleOp([fn]))
     assert text.count(" add i64 ") == 200
     assert len(hashed) < 20, f"{len(hashed)} hashes of integer types for 401 i64 values"
+
+
+def test_type_rules_are_resolved_once_per_class() -> None:
+    from zymase.autodiff import type_rules
+    from zymase.ir import IntegerType
+
+    registry = type_rules.TypeRegistry()
+    for cls, rule in type_rules.TYPES.by_type.items():
+        registry.register(cls, rule)
+    scans: list[int] = []
+
+    class CountingScans(dict):
+        def items(self):
+            scans.append(1)
+            return super().items()
+
+    registry.by_type = CountingScans(registry.by_type)
+    for _ in range(100):
+        assert registry.lookup(i64) is None and registry.lookup(PTR) is None
+    assert registry.lookup(f64) is type_rules.TYPES.lookup(f64) is not None
+    assert len(scans) <= 2, f"{len(scans)} scans of the registry for two classes"
+    # a rule registered later is found
+    rule = type_rules.TYPES.lookup(f64)
+    registry.register(IntegerType, rule)
+    assert registry.lookup(i64) is rule
