@@ -264,6 +264,10 @@ class Emitter:
         return self.flavor.call(self, callee, args, result_types)
 
 
+#: op class -> whether the LLVM flavor's is_constant holds for its ops
+_CONSTANT_CLASSES: dict[type, bool] = {}
+
+
 def _float_attr(value: float, typ: Attribute) -> Attribute:
     """A float constant of type ``typ``; for a vector of floats, the splat. One object
     per value (by its bits: 0.0 and -0.0 apart) and type: derivatives use the same few
@@ -519,7 +523,14 @@ class LLVMFlavor(Flavor):
         return list(op.args)
 
     def is_constant(self, op):
-        return isinstance(op, (llvm.ConstantOp, llvm.ZeroOp, llvm.UndefOp, llvm.AddressOfOp))
+        # (by class, remembered: asked for every operand fetched or cut, and a miss is four
+        # isinstance checks against xDSL's op classes, ABCs, slow)
+        cls = type(op)
+        known = _CONSTANT_CLASSES.get(cls)
+        if known is None:
+            known = _CONSTANT_CLASSES[cls] = issubclass(cls, (llvm.ConstantOp, llvm.ZeroOp, llvm.UndefOp,
+                                                               llvm.AddressOfOp))
+        return known
 
     def fast_math(self, op):
         attr = op.properties.get("fastmathFlags")
