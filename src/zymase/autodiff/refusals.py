@@ -585,10 +585,20 @@ def _untracked_float(t: Attribute) -> bool:
     """A scalar floating-point type without derivative rules (fp128, bfloat; x86_fp80 has
     them). ``(double)(__bf16)y`` is an fptrunc to bfloat and an fpext back: without this
     the derivative stopped there, silently (session 34)."""
-    from zymase.ir import Float80Type, Float128Type
-    from xdsl.dialects.builtin import BFloat16Type
+    cls = type(t)
+    untracked = _UNTRACKED_FLOAT_CLASSES.get(cls)
+    if untracked is None:
+        # (by class, remembered: asked for every result of every op, and a miss is three
+        # isinstance checks against xDSL's attribute classes, ABCs, slow)
+        from zymase.ir import Float80Type, Float128Type
+        from xdsl.dialects.builtin import BFloat16Type
 
-    return isinstance(t, (Float80Type, Float128Type, BFloat16Type)) and not is_differentiable_type(t)
+        untracked = _UNTRACKED_FLOAT_CLASSES[cls] = issubclass(cls, (Float80Type, Float128Type, BFloat16Type))
+    return untracked and not is_differentiable_type(t)
+
+
+#: type class -> whether _untracked_float may hold for its types
+_UNTRACKED_FLOAT_CLASSES: dict[type, bool] = {}
 
 
 def _holds_floats(t: Attribute) -> bool:

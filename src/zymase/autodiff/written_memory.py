@@ -247,6 +247,8 @@ class WrittenMemory:
             if op in deferred:
                 continue
             kind = memory_kind(op)
+            if kind is None and _quiet(type(op)):
+                continue  # arithmetic, compares, branches ...: none of the cases below
             targets = []
             if kind == "store":
                 targets = [op.ptr]
@@ -296,3 +298,16 @@ class WrittenMemory:
             return self.ctx.writes_memory(callee)
         return self.ctx.call_writes_unseen(call)
 
+
+def _quiet(cls: type) -> bool:
+    """Whether ops of class ``cls`` are no call, intrinsic call or inline assembly: those
+    of them memory_kind says nothing of write nothing (_writes_of skips them at once; its
+    checks for calls are isinstance misses against xDSL's op classes, ABCs, slow, for
+    every op of the function). Decided once per class."""
+    quiet = _QUIET_CLASSES.get(cls)
+    if quiet is None:
+        quiet = _QUIET_CLASSES[cls] = not issubclass(cls, (llvm.CallOp, llvm.CallIntrinsicOp, llvm.InlineAsmOp))
+    return quiet
+
+
+_QUIET_CLASSES: dict[type, bool] = {}
