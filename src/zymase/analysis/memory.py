@@ -20,6 +20,7 @@ from zymase.autodiff.registry import call_memory_rule
 from zymase.errors import ZymaseError
 from zymase.autodiff.type_rules import carries_derivatives
 from zymase.ir import Block, BlockArgument, IntegerAttr, Operation, SSAValue, StringAttr, llvm, llvm_ext, location_of
+from zymase.analysis.op_classes import is_a
 
 #: the root standing for what a call to an opaque function may write: it overlaps every
 #: argument and global, as a global's name does (roots that are strings are globals).
@@ -103,7 +104,7 @@ MARKER_INTRINSICS = ("llvm.lifetime", "llvm.dbg", "llvm.assume", "llvm.experimen
 
 
 def callee_name(op: Operation) -> str | None:
-    if isinstance(op, llvm.CallOp) and op.callee is not None:
+    if is_a(op, llvm.CallOp) and op.callee is not None:
         return op.callee.root_reference.data
     return None
 
@@ -357,7 +358,7 @@ def inline_asm_may_access_memory(op: Operation) -> bool:
     clobbers ``memory``. An empty template (a compiler barrier, benchmark harnesses'
     ``asm volatile("" ::: "memory")``) runs no instruction, whatever its constraints
     promise the compiler."""
-    if not isinstance(op, llvm.InlineAsmOp) or not op.asm_string.data.strip():
+    if not is_a(op, llvm.InlineAsmOp) or not op.asm_string.data.strip():
         return False
     constraints = op.constraints.data
     return ("~{memory}" in constraints or "*" in constraints

@@ -44,6 +44,7 @@ from zymase.ir import (
     math,
 )
 from zymase.ir import fast_ops
+from zymase.analysis.op_classes import is_a
 from zymase.ir.llvm_eh import InvokeOp
 
 _ACCUMULATION_FLAGS = frozenset({"reassoc", "nsz"})
@@ -264,8 +265,8 @@ class Emitter:
         return self.flavor.call(self, callee, args, result_types)
 
 
-#: op class -> whether the LLVM flavor's is_constant holds for its ops
-_CONSTANT_CLASSES: dict[type, bool] = {}
+#: the ops the LLVM flavor's is_constant holds for
+_CONSTANT_CLASSES = (llvm.ConstantOp, llvm.ZeroOp, llvm.UndefOp, llvm.AddressOfOp)
 
 
 def _float_attr(value: float, typ: Attribute) -> Attribute:
@@ -515,7 +516,8 @@ class LLVMFlavor(Flavor):
         ]
 
     def callee(self, op):
-        if isinstance(op, llvm.CallOp) and op.callee is not None:
+        # (by class, once: asked of every op by defined_function; analysis/op_classes.py)
+        if is_a(op, llvm.CallOp) and op.callee is not None:
             return op.callee.root_reference.data
         return None
 
@@ -523,14 +525,8 @@ class LLVMFlavor(Flavor):
         return list(op.args)
 
     def is_constant(self, op):
-        # (by class, remembered: asked for every operand fetched or cut, and a miss is four
-        # isinstance checks against xDSL's op classes, ABCs, slow)
-        cls = type(op)
-        known = _CONSTANT_CLASSES.get(cls)
-        if known is None:
-            known = _CONSTANT_CLASSES[cls] = issubclass(cls, (llvm.ConstantOp, llvm.ZeroOp, llvm.UndefOp,
-                                                               llvm.AddressOfOp))
-        return known
+        # (by class, once: asked for every operand fetched or cut; analysis/op_classes.py)
+        return is_a(op, _CONSTANT_CLASSES)
 
     def fast_math(self, op):
         attr = op.properties.get("fastmathFlags")

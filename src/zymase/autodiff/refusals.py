@@ -21,6 +21,7 @@ from zymase.autodiff.type_rules import is_float_vector
 from zymase.errors import ZymaseError
 from zymase.ir import Attribute, IntegerType, Operation, Region, SSAValue, VectorType, is_float_type, llvm, location_of
 from zymase.ir import enzyme as ez
+from zymase.analysis.op_classes import is_a
 
 def reject_unsupported(ctx: Context, fop: Operation, region: Region, act: ActivityInfo, arg_acts) -> None:
     """Refuse, with a clear error, programs whose derivative this engine would get
@@ -585,20 +586,18 @@ def _untracked_float(t: Attribute) -> bool:
     """A scalar floating-point type without derivative rules (fp128, bfloat; x86_fp80 has
     them). ``(double)(__bf16)y`` is an fptrunc to bfloat and an fpext back: without this
     the derivative stopped there, silently (session 34)."""
-    cls = type(t)
-    untracked = _UNTRACKED_FLOAT_CLASSES.get(cls)
-    if untracked is None:
-        # (by class, remembered: asked for every result of every op, and a miss is three
-        # isinstance checks against xDSL's attribute classes, ABCs, slow)
-        from zymase.ir import Float80Type, Float128Type
-        from xdsl.dialects.builtin import BFloat16Type
-
-        untracked = _UNTRACKED_FLOAT_CLASSES[cls] = issubclass(cls, (Float80Type, Float128Type, BFloat16Type))
-    return untracked and not is_differentiable_type(t)
+    # (by class, once: asked of every result of every op; analysis/op_classes.py)
+    return is_a(t, _UNTRACKED_FLOAT_CLASSES) and not is_differentiable_type(t)
 
 
-#: type class -> whether _untracked_float may hold for its types
-_UNTRACKED_FLOAT_CLASSES: dict[type, bool] = {}
+def _untracked_float_classes() -> tuple[type, ...]:
+    from xdsl.dialects.builtin import BFloat16Type
+    from zymase.ir import Float80Type, Float128Type
+
+    return (Float80Type, Float128Type, BFloat16Type)
+
+
+_UNTRACKED_FLOAT_CLASSES = _untracked_float_classes()
 
 
 def _holds_floats(t: Attribute) -> bool:

@@ -14,6 +14,7 @@ from zymase.analysis.memory import (MARKER_INTRINSICS, SIGNGAM, SIGNGAM_SETTERS,
                                     callee_name, float_typed_access, inline_asm_may_access_memory, memory_kind)
 from zymase.autodiff.region_recompute import CapturedObject, captured_object
 from zymase.ir import Block, BlockArgument, Operation, SSAValue, llvm
+from zymase.analysis.op_classes import is_a
 
 
 class WrittenMemory:
@@ -247,7 +248,7 @@ class WrittenMemory:
             if op in deferred:
                 continue
             kind = memory_kind(op)
-            if kind is None and _quiet(type(op)):
+            if kind is None and not is_a(op, _MAY_WRITE):
                 continue  # arithmetic, compares, branches ...: none of the cases below
             targets = []
             if kind == "store":
@@ -299,15 +300,8 @@ class WrittenMemory:
         return self.ctx.call_writes_unseen(call)
 
 
-def _quiet(cls: type) -> bool:
-    """Whether ops of class ``cls`` are no call, intrinsic call or inline assembly: those
-    of them memory_kind says nothing of write nothing (_writes_of skips them at once; its
-    checks for calls are isinstance misses against xDSL's op classes, ABCs, slow, for
-    every op of the function). Decided once per class."""
-    quiet = _QUIET_CLASSES.get(cls)
-    if quiet is None:
-        quiet = _QUIET_CLASSES[cls] = not issubclass(cls, (llvm.CallOp, llvm.CallIntrinsicOp, llvm.InlineAsmOp))
-    return quiet
-
-
-_QUIET_CLASSES: dict[type, bool] = {}
+#: the ops memory_kind says nothing of that may still write memory (_writes_of's cases
+#: after the memory kinds); others (arithmetic, compares, branches ...) are skipped at once,
+#: decided by class (analysis/op_classes.py: the isinstance checks, for every op of the
+#: function, cost more than the rest)
+_MAY_WRITE = (llvm.CallOp, llvm.CallIntrinsicOp, llvm.InlineAsmOp)
