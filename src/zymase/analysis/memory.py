@@ -286,9 +286,9 @@ def memory_kind(op: Operation) -> str | None:
         return None if kind is _NO_KIND else kind
     if op.dialect_name() == "memref":
         return "memref"  # see zymase.analysis.memref and zymase.autodiff.rules.memref
-    if isinstance(op, llvm_ext.FreezeOp) and is_pointer(op.results[0]):
+    if is_a(op, llvm_ext.FreezeOp) and is_pointer(op.results[0]):
         return "derive"  # the same address (freeze only pins an undefined one)
-    if isinstance(op, llvm.SelectOp) and is_pointer(op.results[0]):
+    if is_a(op, llvm.SelectOp) and is_pointer(op.results[0]):
         return "select"
     if ALLOCATION_SIZE_ARG in op.attributes:
         return "malloc"  # a custom allocator (Enzyme's __enzyme_allocation_like)
@@ -403,7 +403,7 @@ def pointer_roots(ptr: SSAValue, entry: Block, incoming, seen=None, *, parts: bo
     if ptr in seen:
         return set()
     seen.add(ptr)
-    if isinstance(ptr, BlockArgument):
+    if is_a(ptr, BlockArgument):
         if ptr.block is entry:
             return {ptr}
         out: set = set()
@@ -937,7 +937,7 @@ class MemoryModel:
         out = []
         for b in blocks:
             for op in b.ops:
-                if isinstance(op, llvm.StoreOp) and op.ptr in info.shadowed and op.value in info.varied:
+                if is_a(op, llvm.StoreOp) and op.ptr in info.shadowed and op.value in info.varied:
                     out.append(op.value)
                 elif self.is_memory_call(op) and any(o in info.shadowed for o in op.operands):
                     out += [o for o in op.operands if carries_derivatives(o.type) and o in info.varied]

@@ -14,6 +14,7 @@ source is, a source is useful when a destination is).
 from __future__ import annotations
 
 from zymase.ir import Block, Operation, SSAValue, scf
+from zymase.analysis.op_classes import is_a
 
 STRUCTURED = (scf.ForOp, scf.IfOp, scf.WhileOp)
 
@@ -28,7 +29,7 @@ def _terminator_operands(block: Block) -> list[SSAValue]:
 def value_flow(op: Operation) -> list[tuple[SSAValue, SSAValue]]:
     """The (destination, source) value edges of a structured op (empty for others)."""
     edges: list[tuple[SSAValue, SSAValue]] = []
-    if isinstance(op, scf.ForOp):
+    if is_a(op, scf.ForOp):
         body = op.body.block
         yielded = _terminator_operands(body)
         for arg, init, y, res in zip(body.args[1:], op.iter_args, yielded, op.results):
@@ -38,12 +39,12 @@ def value_flow(op: Operation) -> list[tuple[SSAValue, SSAValue]]:
         for region in op.regions:
             for res, y in zip(op.results, _terminator_operands(region.block)):
                 edges.append((res, y))
-    elif isinstance(op, scf.IfOp):
+    elif is_a(op, scf.IfOp):
         for region in (op.true_region, op.false_region):
             if region.blocks:
                 for res, y in zip(op.results, _terminator_operands(region.block)):
                     edges.append((res, y))
-    elif isinstance(op, scf.WhileOp):
+    elif is_a(op, scf.WhileOp):
         before, after = op.before_region.block, op.after_region.block
         carried = _terminator_operands(before)
         for arg, init, y in zip(before.args, op.arguments, _terminator_operands(after)):

@@ -73,6 +73,7 @@ from zymase.ir import (Block, BlockArgument, IntegerAttr, IntegerType, Operation
                        is_float_type, llvm)
 from zymase.ir import enzyme as ez
 from zymase.ir.enzyme import Activity
+from zymase.analysis.op_classes import is_a
 
 
 
@@ -89,7 +90,7 @@ def _is_lifetime_marker(op: Operation) -> bool:
 
 def _is_stack_intrinsic(op: Operation, which: str) -> bool:
     """A call to llvm.stacksave or llvm.stackrestore (``which``), mangled or not."""
-    if not isinstance(op, llvm.CallIntrinsicOp):
+    if not is_a(op, llvm.CallIntrinsicOp):
         return False
     name = op.intrin.data
     return name == f"llvm.{which}" or name.startswith(f"llvm.{which}.")
@@ -689,7 +690,7 @@ class ReverseGenerator(LaneMaps, ShadowCode, LifoCaches, IndexedCaches, MinCutRe
         return self._hoist_loop(v) is not None
 
     def _is_constant_value(self, v: SSAValue) -> bool:
-        return not isinstance(v, BlockArgument) and self.flavor.is_constant(v.owner)
+        return not is_a(v, BlockArgument) and self.flavor.is_constant(v.owner)
 
     def _available(self, v: SSAValue | None, home: Block | None = None) -> bool:
         """Computed at most once and dominating the forward exit: still in scope and
@@ -697,7 +698,7 @@ class ReverseGenerator(LaneMaps, ShadowCode, LifoCaches, IndexedCaches, MinCutRe
         if home is not None:
             b = home
         else:
-            b = v.block if isinstance(v, BlockArgument) else v.owner.parent_block()
+            b = v.block if is_a(v, BlockArgument) else v.owner.parent_block()
         return b not in self.cfg.in_cycle and self.cfg.dominates(b, self.p.exit)
 
     # ---- one reverse block -------------------------------------------------------

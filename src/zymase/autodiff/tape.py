@@ -33,6 +33,7 @@ from zymase.ir import (Block, BlockArgument, IndexType, IntegerAttr, IntegerType
 from zymase.ir import enzyme as ez
 from zymase.ir import llvm_ext, memref_ext
 from zymase.llvm.noalias_scopes import drop_scopes
+from zymase.analysis.op_classes import is_a
 
 
 @dataclass
@@ -483,7 +484,7 @@ class MinCutRecompute:
                     and (self._never_written(vop.ptr, vop) or self._unwritten_after(vop)))
         if isinstance(vop, llvm.CallIntrinsicOp):
             return vop.intrin.data.startswith(_CHEAP_INTRINSICS) and vop.intrin == wop.intrin
-        return isinstance(vop, _CHEAP_OPS)
+        return is_a(vop, _CHEAP_OPS)
 
     def _recomputable_std(self, v: SSAValue) -> bool:
         """func/arith/memref code: arith ops, memref views (the shadow's view is taken

@@ -30,6 +30,7 @@ from zymase.analysis.memory import args_marked, memory_kind, pointer_roots
 from zymase.autodiff.names import SHADOW_ARGS, SHADOW_LANES
 from zymase.ir import ArrayAttr, BlockArgument, ModuleOp, StringAttr, llvm
 from zymase.transforms.lower_tape import TAPE_BUFFER
+from zymase.analysis.op_classes import is_a
 
 ALIAS_SCOPE = "zymase.alias_scope"
 NOALIAS = "zymase.noalias"
@@ -84,7 +85,7 @@ def _annotate(fn: llvm.FuncOp) -> None:
                 continue
             ptr = op.ptr
             tape = op.attributes.get(TAPE_BUFFER)
-            if isinstance(tape, StringAttr):
+            if is_a(tape, StringAttr):
                 accesses.append((op, {f"{name}.tape.{tape.data}"}))
                 continue
             roots = pointer_roots(ptr, entry, incoming, parts=True)
