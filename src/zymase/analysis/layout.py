@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 from zymase.ir import Attribute, Float16Type, Float32Type, Float64Type, IntegerType, VectorType, llvm, llvm_ext
+from zymase.analysis.op_classes import is_a
 
 __all__ = ["size_align", "struct_offsets", "store_size", "float_kind", "scalar_kind", "is_struct", "FLOAT_SIZE"]
 
@@ -20,7 +21,7 @@ FLOAT_SIZE = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8, "f80": 16, "f128": 16}
 
 
 def float_kind(t: Attribute) -> str | None:
-    if isinstance(t, Float32Type):
+    if is_a(t, Float32Type):
         return "f32"
     if isinstance(t, Float64Type):
         return "f64"

@@ -20,6 +20,7 @@ from zymase.autodiff.registry import call_memory_rule
 from zymase.errors import ZymaseError
 from zymase.autodiff.type_rules import carries_derivatives
 from zymase.ir import Block, BlockArgument, IntegerAttr, Operation, SSAValue, StringAttr, llvm, llvm_ext, location_of
+from zymase.analysis.op_classes import is_a
 
 #: the root standing for what a call to an opaque function may write: it overlaps every
 #: argument and global, as a global's name does (roots that are strings are globals).
@@ -103,7 +104,7 @@ MARKER_INTRINSICS = ("llvm.lifetime", "llvm.dbg", "llvm.assume", "llvm.experimen
 
 
 def callee_name(op: Operation) -> str | None:
-    if isinstance(op, llvm.CallOp) and op.callee is not None:
+    if is_a(op, llvm.CallOp) and op.callee is not None:
         return op.callee.root_reference.data
     return None
 
@@ -285,12 +286,44 @@ def memory_kind(op: Operation) -> str | None:
         return None if kind is _NO_KIND else kind
     if op.dialect_name() == "memref":
         return "memref"  # see zymase.analysis.memref and zymase.autodiff.rules.memref
-    if isinstance(op, llvm_ext.FreezeOp) and is_pointer(op.results[0]):
+    if is_a(op, llvm_ext.FreezeOp) and is_pointer(op.results[0]):
         return "derive"  # the same address (freeze only pins an undefined one)
-    if isinstance(op, llvm.SelectOp) and is_pointer(op.results[0]):
+    if is_a(op, llvm.SelectOp) and is_pointer(op.results[0]):
         return "select"
     if ALLOCATION_SIZE_ARG in op.attributes:
         return "malloc"  # a custom allocator (Enzyme's __enzyme_allocation_like)
+    key = (type(op), _called_name(op))
+    kind = _KIND_OF_CALL.get(key, _UNASKED)
+    if kind is _UNASKED:
+        kind = _call_kind(op)
+        if key[1] != "NRT_MemInfo_alloc_dtor":  # (its kind depends on its destructor operand)
+            _KIND_OF_CALL[key] = kind
+    return kind
+
+
+#: (op class, callee or intrinsic name) -> memory_kind of such a call, filled on first sight:
+#: the analyses and generators ask for every op, many times, and a call's kind is decided by
+#: its name alone (after the class, the pointer selects and freezes and the allocation
+#: attribute, checked before): the name's way through the tables below cost more than the
+#: rest of memory_kind together. (The call-level rules it consults are all registered when
+#: the first is looked up: registry.call_memory_rule loads them.)
+_KIND_OF_CALL: dict[tuple[type, str | None], str | None] = {}
+_UNASKED = object()
+
+
+def _called_name(op: Operation) -> str | None:
+    """The callee's name of a direct call, the intrinsic's of an intrinsic call."""
+    props = op.properties
+    callee = props.get("callee")
+    if callee is not None:
+        return callee.root_reference.data
+    intrin = props.get("intrin")
+    return intrin.data if intrin is not None else None
+
+
+def _call_kind(op: Operation) -> str | None:
+    """memory_kind of a call (or of an op of a class whose kind is asked further that is
+    none of the above), by its callee."""
     name = callee_name(op)
     if name in NRT_DERIVE:
         return "derive"
@@ -325,7 +358,7 @@ def inline_asm_may_access_memory(op: Operation) -> bool:
     clobbers ``memory``. An empty template (a compiler barrier, benchmark harnesses'
     ``asm volatile("" ::: "memory")``) runs no instruction, whatever its constraints
     promise the compiler."""
-    if not isinstance(op, llvm.InlineAsmOp) or not op.asm_string.data.strip():
+    if not is_a(op, llvm.InlineAsmOp) or not op.asm_string.data.strip():
         return False
     constraints = op.constraints.data
     return ("~{memory}" in constraints or "*" in constraints
@@ -370,7 +403,7 @@ def pointer_roots(ptr: SSAValue, entry: Block, incoming, seen=None, *, parts: bo
     if ptr in seen:
         return set()
     seen.add(ptr)
-    if isinstance(ptr, BlockArgument):
+    if is_a(ptr, BlockArgument):
         if ptr.block is entry:
             return {ptr}
         out: set = set()
@@ -904,7 +937,7 @@ class MemoryModel:
         out = []
         for b in blocks:
             for op in b.ops:
-                if isinstance(op, llvm.StoreOp) and op.ptr in info.shadowed and op.value in info.varied:
+                if is_a(op, llvm.StoreOp) and op.ptr in info.shadowed and op.value in info.varied:
                     out.append(op.value)
                 elif self.is_memory_call(op) and any(o in info.shadowed for o in op.operands):
                     out += [o for o in op.operands if carries_derivatives(o.type) and o in info.varied]

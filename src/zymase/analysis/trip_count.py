@@ -322,7 +322,7 @@ def emit_trip_count(E, tc: TripCount, value) -> SSAValue:
     n = _emit_one_count(E, tc, value)
     for other in tc.others:
         m = _emit_one_count(E, other, value)
-        less = E.v(llvm_ext.ICmpOp(m, n, IntegerAttr(SLT, i64)))
+        less = E.v(fast_ops.icmp(llvm_ext.ICmpOp, m, n, fast_ops.int_attr(SLT, i64)))
         n = E.v(fast_ops.select(llvm_ext.SelectOp, less, m, n))
     return n
 
@@ -334,7 +334,8 @@ def _emit_one_count(E, tc: TripCount, value) -> SSAValue:
         v = value(v)
         if v.type == i64:
             return v
-        return E.v(llvm.ZExtOp(v, i64) if tc.unsigned else llvm.SExtOp(v, i64))
+        # (as llvm.ZExtOp(v, i64) / llvm.SExtOp(v, i64) build it, without IRDL's matching)
+        return E.v((llvm.ZExtOp if tc.unsigned else llvm.SExtOp).create(operands=[v], result_types=[i64]))
 
     def const(n: int) -> SSAValue:
         return E.v(fast_ops.constant(fast_ops.int_attr(n, i64), i64))
@@ -352,12 +353,18 @@ def _emit_one_count(E, tc: TripCount, value) -> SSAValue:
         d = sub(d, const(tc.bias)) if tc.step > 0 else add(d, const(tc.bias))
     s = abs(tc.step)
     if tc.inclusive:
-        q = d if s == 1 else E.v(llvm.SDivOp(d, const(s)))
+        q = d if s == 1 else E.v(_sdiv(d, const(s)))
         passes = add(q, const(1 - tc.offset))
     else:
-        q = d if s == 1 else E.v(llvm.SDivOp(add(d, const(s - 1)), const(s)))
+        q = d if s == 1 else E.v(_sdiv(add(d, const(s - 1)), const(s)))
         passes = q if tc.offset == 0 else sub(q, const(tc.offset))
     zero = const(0)
-    positive = E.v(llvm_ext.ICmpOp(zero, passes, IntegerAttr(SLT, i64)))
+    positive = E.v(fast_ops.icmp(llvm_ext.ICmpOp, zero, passes, fast_ops.int_attr(SLT, i64)))
     clamped = E.v(fast_ops.select(llvm_ext.SelectOp, positive, passes, zero))
     return add(clamped, const(1))
+
+
+def _sdiv(a: SSAValue, b: SSAValue):
+    """``llvm.SDivOp(a, b)`` (not exact), built as its constructor builds it without IRDL's
+    generic argument matching (as zymase.ir.fast_ops builds AD's ops)."""
+    return llvm.SDivOp.create(operands=[a, b], result_types=[a.type])

@@ -74,6 +74,7 @@ from zymase.analysis.type_tree import (
 )
 from zymase.autodiff.registry import call_memory_rule
 from zymase.ir import Attribute, Block, IntegerAttr, IntegerType, Operation, SSAValue, VectorType, llvm, llvm_ext
+from zymase.analysis.op_classes import is_a
 
 if TYPE_CHECKING:
     from zymase.analysis.type_fixpoint import Analyzer, Shared
@@ -598,7 +599,7 @@ class RuleGraph:
                 self.link(op.ptr, op.result, c)
             elif m >= 2:
                 self.strides.append((op.ptr, op.result, c, m))  # its rule: _emit_links
-        elif isinstance(op, (llvm.BitcastOp, llvm_ext.AddrSpaceCastOp, llvm_ext.FreezeOp)):
+        elif is_a(op, (llvm.BitcastOp, llvm_ext.AddrSpaceCastOp, llvm_ext.FreezeOp)):
             if op.results and is_ptr(op.results[0]) and is_ptr(op.operands[0]):
                 self.link(op.operands[0], op.results[0], 0)
         elif isinstance(op, llvm.SelectOp):
@@ -620,7 +621,7 @@ class RuleGraph:
                     tree = layout_tree(glob.global_type, declared=True)
                     if not tree.is_empty():
                         self.fact(op.result, tree)
-        elif isinstance(op, (llvm_ext.AtomicRMWOp, llvm_ext.AtomicCmpXchgOp)):
+        elif is_a(op, (llvm_ext.AtomicRMWOp, llvm_ext.AtomicCmpXchgOp)):
             val = op.operands[-1]
             if is_ptr(val):
                 self.cell(op.operands[0], val)

@@ -71,13 +71,15 @@ class Context:
         self.module = module
         self.flavor = flavor
         self.driver = driver
+        #: function -> (its passthrough attribute, whether it is marked): _marked
+        self._marks: dict[Operation, tuple[Attribute | None, bool]] = {}
 
     def defined_function(self, op: Operation) -> Operation | None:
         name = self.flavor.callee(op)
         if name is None:
             return None
         fop = self.driver.lookup_function(name)
-        if fop is None or mark_of(fop) is not None or name in TAPE_POOL:
+        if fop is None or self._marked(fop) or name in TAPE_POOL:
             # marked inactive, function_like or allocator, or the tape pool (analysis/memory):
             # called, not differentiated
             return None
@@ -87,6 +89,19 @@ class Context:
 
             return fop if has_custom_rule(fop) else None
         return fop
+
+    def _marked(self, fop: Operation) -> bool:
+        """``mark_of(fop) is not None``, read from the function's attributes once: every
+        call site asks (defined_function, for every call, in every analysis), and the mark
+        is a parse of the function's passthrough list. Kept while that attribute is the
+        same object (attributes are immutable: marking a function gives it a new one)."""
+        passthrough = fop.properties.get("passthrough")
+        known = self._marks.get(fop)
+        if known is not None and known[0] is passthrough:
+            return known[1]
+        marked = mark_of(fop) is not None
+        self._marks[fop] = (passthrough, marked)
+        return marked
 
     def rule_for(self, op: Operation) -> Rule | None:
         rule = REGISTRY.lookup(op)

@@ -14,6 +14,7 @@ from zymase.ir import (Block, BlockArgument, IndexType, IntegerAttr, IntegerType
                        i64, llvm)
 from zymase.ir import enzyme as ez
 from zymase.ir import fast_ops
+from zymase.analysis.op_classes import is_a
 
 # integer additions and subtractions of both flavors (an induction variable's step)
 _INT_ADD = OpClasses(llvm.AddOp, "arith.AddiOp")
@@ -119,7 +120,7 @@ class CountedLoops:
         """For a header argument ``v`` of a counted loop around the current block:
         (the loop's info, the value its back edge passes, the value its entry passes).
         Otherwise None."""
-        if not isinstance(v, BlockArgument) or v.block not in self.counted:
+        if not is_a(v, BlockArgument) or v.block not in self.counted:
             return None
         info = self.counted[v.block]
         if self.cur not in info["body"]:

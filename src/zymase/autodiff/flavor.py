@@ -44,6 +44,7 @@ from zymase.ir import (
     math,
 )
 from zymase.ir import fast_ops
+from zymase.analysis.op_classes import is_a
 from zymase.ir.llvm_eh import InvokeOp
 
 _ACCUMULATION_FLAGS = frozenset({"reassoc", "nsz"})
@@ -264,8 +265,35 @@ class Emitter:
         return self.flavor.call(self, callee, args, result_types)
 
 
+#: the ops the LLVM flavor's is_constant holds for
+_CONSTANT_CLASSES = (llvm.ConstantOp, llvm.ZeroOp, llvm.UndefOp, llvm.AddressOfOp)
+
+
 def _float_attr(value: float, typ: Attribute) -> Attribute:
-    """A float constant of type ``typ``; for a vector of floats, the splat."""
+    """A float constant of type ``typ``; for a vector of floats, the splat. One object
+    per value (by its bits: 0.0 and -0.0 apart) and type: derivatives use the same few
+    constants (0, 1, 2, 0.5 ...) again and again, and building one verifies it; attributes
+    are immutable, so ops share them. (NaNs, whose payloads ``==`` cannot tell apart, are
+    built each time.)"""
+    value = float(value)
+    if value != value:
+        return _new_float_attr(value, typ)
+    key = (value.hex(), typ)
+    attr = _FLOAT_ATTRS.get(key)
+    if attr is None:
+        if len(_FLOAT_ATTRS) >= _MAX_FLOAT_ATTRS:
+            _FLOAT_ATTRS.clear()
+        attr = _FLOAT_ATTRS[key] = _new_float_attr(value, typ)
+    return attr
+
+
+#: _float_attr's attributes, by (value.hex(), type); bounded (a program's own constants
+#: are many, the derivatives' are few)
+_FLOAT_ATTRS: dict[tuple[str, Attribute], Attribute] = {}
+_MAX_FLOAT_ATTRS = 4096
+
+
+def _new_float_attr(value: float, typ: Attribute) -> Attribute:
     from zymase.ir import DenseIntOrFPElementsAttr
 
     if isinstance(typ, VectorType):
@@ -325,7 +353,8 @@ class LLVMFlavor(Flavor):
         return fast_ops.float_arith(self._BIN[kind], a, b)
 
     def neg(self, a):
-        return llvm.FNegOp(a)
+        a = SSAValue.get(a)
+        return llvm.FNegOp.create(operands=[a], result_types=[a.type], properties={"fastmathFlags": fast_ops.NO_FASTMATH})
 
     def select(self, c, a, b):
         return fast_ops.select(llvm.SelectOp, c, a, b)
@@ -487,7 +516,8 @@ class LLVMFlavor(Flavor):
         ]
 
     def callee(self, op):
-        if isinstance(op, llvm.CallOp) and op.callee is not None:
+        # (by class, once: asked of every op by defined_function; analysis/op_classes.py)
+        if is_a(op, llvm.CallOp) and op.callee is not None:
             return op.callee.root_reference.data
         return None
 
@@ -495,7 +525,8 @@ class LLVMFlavor(Flavor):
         return list(op.args)
 
     def is_constant(self, op):
-        return isinstance(op, (llvm.ConstantOp, llvm.ZeroOp, llvm.UndefOp, llvm.AddressOfOp))
+        # (by class, once: asked for every operand fetched or cut; analysis/op_classes.py)
+        return is_a(op, _CONSTANT_CLASSES)
 
     def fast_math(self, op):
         attr = op.properties.get("fastmathFlags")

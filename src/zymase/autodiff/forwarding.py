@@ -45,6 +45,7 @@ from zymase.analysis.layout import size_align
 from zymase.autodiff.tape import _CHEAP_INTRINSICS, _CHEAP_OPS
 from zymase.ir import Block, BlockArgument, IntegerAttr, Operation, SSAValue, i64, llvm
 from zymase.llvm.noalias_scopes import drop_scopes
+from zymase.analysis.op_classes import is_a
 
 _MAX_OPS = 24
 """Largest stored-value expression rebuilt per forwarded load."""
@@ -156,7 +157,7 @@ class StoreForwarding:
                     targets = [op.operands[0]]
                 elif kind == "call_rule":
                     targets = call_rule_writes(op)
-                elif isinstance(op, (llvm.CallOp, llvm.CallIntrinsicOp)) and kind is None:
+                elif is_a(op, (llvm.CallOp, llvm.CallIntrinsicOp)) and kind is None:
                     if isinstance(op, llvm.CallIntrinsicOp) and op.intrin.data.startswith(
                         ("llvm.lifetime", "llvm.dbg", "llvm.assume", "llvm.experimental.noalias")
                     ):

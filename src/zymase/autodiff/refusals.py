@@ -21,6 +21,7 @@ from zymase.autodiff.type_rules import is_float_vector
 from zymase.errors import ZymaseError
 from zymase.ir import Attribute, IntegerType, Operation, Region, SSAValue, VectorType, is_float_type, llvm, location_of
 from zymase.ir import enzyme as ez
+from zymase.analysis.op_classes import is_a
 
 def reject_unsupported(ctx: Context, fop: Operation, region: Region, act: ActivityInfo, arg_acts) -> None:
     """Refuse, with a clear error, programs whose derivative this engine would get
@@ -28,7 +29,7 @@ def reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activi
     through), instead of returning a wrong derivative."""
     fname = function_name(fop)
     shadowed_globals = {op.global_name.root_reference.data for block in nested_blocks(region) for op in block.ops
-                        if isinstance(op, llvm.AddressOfOp) and op.results[0] in act.shadowed}
+                        if is_a(op, llvm.AddressOfOp) and op.results[0] in act.shadowed}
     calls_python, unboxes = calls_python_code(ctx, (op for block in nested_blocks(region) for op in block.ops))
     for block in nested_blocks(region):
         for op in block.ops:
@@ -76,8 +77,8 @@ def reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activi
                     location=location_of(op),
                     hint="pass the global's data to the function as a pointer argument",
                 )
-            if isinstance(op, (ez.PushOp, ez.PopOp)) or (
-                    isinstance(op, ez.InitOp) and isinstance(op.result.type, ez.CacheType)):
+            if is_a(op, (ez.PushOp, ez.PopOp)) or (
+                    is_a(op, ez.InitOp) and is_a(op.result.type, ez.CacheType)):
                 # the LIFO tape of a loop reversed on the MLIR CFG path, in a derivative
                 # (inlined here) that is differentiated again
                 raise ZymaseError(
@@ -146,7 +147,7 @@ def reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activi
                     "or pass the pointer separately",
                 )
             back = _float_bits_made_float_again(op, act, ctx.flavor)
-            if isinstance(back, llvm.StoreOp):
+            if is_a(back, llvm.StoreOp):
                 raise ZymaseError(
                     f"the bits of an active float are stored to memory in pieces (as an "
                     f"i{back.value.type.width.data} integer); zymase moves derivatives through whole "
@@ -330,7 +331,7 @@ def _float_bits_made_float_again(op: Operation, act: ActivityInfo, flavor: Flavo
     before AD, transforms/integer_copies.py) are fine. The round trip through memory
     (load the bits as an integer, change them, store them over the float) is refused where
     the store is differentiated: autodiff/memory.ShadowCode._refuse_float_bits_arithmetic."""
-    if not isinstance(op, llvm.BitcastOp) or op.operands[0] not in act.varied:
+    if not is_a(op, llvm.BitcastOp) or op.operands[0] not in act.varied:
         return None
     if not isinstance(op.results[0].type, IntegerType):
         return None
@@ -585,10 +586,18 @@ def _untracked_float(t: Attribute) -> bool:
     """A scalar floating-point type without derivative rules (fp128, bfloat; x86_fp80 has
     them). ``(double)(__bf16)y`` is an fptrunc to bfloat and an fpext back: without this
     the derivative stopped there, silently (session 34)."""
-    from zymase.ir import Float80Type, Float128Type
-    from xdsl.dialects.builtin import BFloat16Type
+    # (by class, once: asked of every result of every op; analysis/op_classes.py)
+    return is_a(t, _UNTRACKED_FLOAT_CLASSES) and not is_differentiable_type(t)
 
-    return isinstance(t, (Float80Type, Float128Type, BFloat16Type)) and not is_differentiable_type(t)
+
+def _untracked_float_classes() -> tuple[type, ...]:
+    from xdsl.dialects.builtin import BFloat16Type
+    from zymase.ir import Float80Type, Float128Type
+
+    return (Float80Type, Float128Type, BFloat16Type)
+
+
+_UNTRACKED_FLOAT_CLASSES = _untracked_float_classes()
 
 
 def _holds_floats(t: Attribute) -> bool:

@@ -73,6 +73,7 @@ from zymase.ir import (Block, BlockArgument, IntegerAttr, IntegerType, Operation
                        is_float_type, llvm)
 from zymase.ir import enzyme as ez
 from zymase.ir.enzyme import Activity
+from zymase.analysis.op_classes import is_a
 
 
 
@@ -89,7 +90,7 @@ def _is_lifetime_marker(op: Operation) -> bool:
 
 def _is_stack_intrinsic(op: Operation, which: str) -> bool:
     """A call to llvm.stacksave or llvm.stackrestore (``which``), mangled or not."""
-    if not isinstance(op, llvm.CallIntrinsicOp):
+    if not is_a(op, llvm.CallIntrinsicOp):
         return False
     name = op.intrin.data
     return name == f"llvm.{which}" or name.startswith(f"llvm.{which}.")
@@ -572,11 +573,18 @@ class ReverseGenerator(LaneMaps, ShadowCode, LifoCaches, IndexedCaches, MinCutRe
         if self.split:
             return None
         home = v.block if isinstance(v, BlockArgument) else v.owner.parent_block()
+        # a fact of the primal's loops, asked for every value fetched or cut in a block:
+        # kept per (block of the value, block being reversed)
+        memo = self.__dict__.setdefault("_hoist_loops", {})
+        key = (home, self.cur)
+        if key in memo:
+            return memo[key]
         best = None
         for header, body in self.cfg.natural_loops():
             if self.cur in body and home not in body and self.cfg.dominates(home, header):
                 if best is None or len(body) > len(best[1]):
                     best = (header, body)
+        memo[key] = best
         return best
 
     def _hoist(self, v: SSAValue, w: SSAValue) -> SSAValue | None:
@@ -681,7 +689,7 @@ class ReverseGenerator(LaneMaps, ShadowCode, LifoCaches, IndexedCaches, MinCutRe
         return self._hoist_loop(v) is not None
 
     def _is_constant_value(self, v: SSAValue) -> bool:
-        return not isinstance(v, BlockArgument) and self.flavor.is_constant(v.owner)
+        return not is_a(v, BlockArgument) and self.flavor.is_constant(v.owner)
 
     def _available(self, v: SSAValue | None, home: Block | None = None) -> bool:
         """Computed at most once and dominating the forward exit: still in scope and
@@ -689,7 +697,7 @@ class ReverseGenerator(LaneMaps, ShadowCode, LifoCaches, IndexedCaches, MinCutRe
         if home is not None:
             b = home
         else:
-            b = v.block if isinstance(v, BlockArgument) else v.owner.parent_block()
+            b = v.block if is_a(v, BlockArgument) else v.owner.parent_block()
         return b not in self.cfg.in_cycle and self.cfg.dominates(b, self.p.exit)
 
     # ---- one reverse block -------------------------------------------------------

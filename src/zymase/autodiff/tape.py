@@ -33,6 +33,7 @@ from zymase.ir import (Block, BlockArgument, IndexType, IntegerAttr, IntegerType
 from zymase.ir import enzyme as ez
 from zymase.ir import llvm_ext, memref_ext
 from zymase.llvm.noalias_scopes import drop_scopes
+from zymase.analysis.op_classes import is_a
 
 
 @dataclass
@@ -182,11 +183,13 @@ class IndexedCaches:
 
     def _linear_index(self, nest: LoopNest, offset: SSAValue, ks: list[SSAValue], counts: list[SSAValue]) -> SSAValue:
         """``offset + ((k_m * N_{m-1} + k_{m-1}) * N_{m-2} + ...) * N_0 + k_0``."""
+        from zymase.ir.fast_ops import int_arith
+
         E = self.E
         idx = ks[-1]
         for j in range(len(ks) - 2, -1, -1):
-            idx = E.v(llvm.AddOp(E.v(llvm.MulOp(idx, counts[j])), ks[j]))
-        return idx if self._runs_once(nest.outer) else E.v(llvm.AddOp(offset, idx))
+            idx = E.v(int_arith(llvm.AddOp, E.v(int_arith(llvm.MulOp, idx, counts[j])), ks[j]))
+        return idx if self._runs_once(nest.outer) else E.v(int_arith(llvm.AddOp, offset, idx))
 
     def _new_indexed_cache(self, nest: LoopNest, typ) -> SSAValue:
         """An indexed cache of ``typ`` with room for each run of ``nest``."""
@@ -457,6 +460,16 @@ class MinCutRecompute:
     (a re-read costs more than arithmetic)."""
 
     def _recomputable(self, v: SSAValue, w: SSAValue) -> bool:
+        """Whether ``w`` (computed alongside primal ``v``) may be computed again in the
+        reverse sweep: a fact of the primal and its forward copy, asked again for the same
+        values by every cut that reaches them and by the rebuild after each cut, so kept."""
+        memo = self.__dict__.setdefault("_recomputable_memo", {})
+        key = (v, w)
+        if key not in memo:
+            memo[key] = self._may_recompute(v, w)
+        return memo[key]
+
+    def _may_recompute(self, v: SSAValue, w: SSAValue) -> bool:
         if isinstance(v, BlockArgument) or isinstance(w, BlockArgument):
             return False
         vop, wop = v.owner, w.owner
@@ -471,7 +484,7 @@ class MinCutRecompute:
                     and (self._never_written(vop.ptr, vop) or self._unwritten_after(vop)))
         if isinstance(vop, llvm.CallIntrinsicOp):
             return vop.intrin.data.startswith(_CHEAP_INTRINSICS) and vop.intrin == wop.intrin
-        return isinstance(vop, _CHEAP_OPS)
+        return is_a(vop, _CHEAP_OPS)
 
     def _recomputable_std(self, v: SSAValue) -> bool:
         """func/arith/memref code: arith ops, memref views (the shadow's view is taken

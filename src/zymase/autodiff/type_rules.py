@@ -46,17 +46,25 @@ class TypeRegistry:
 
     def __init__(self) -> None:
         self.by_type: dict[type, TypeRule] = {}
+        #: type class -> the rule lookup finds for it (None: none), filled on first sight:
+        #: every value's type is asked about (activity, refusals, the generators), and a
+        #: class without a rule of its own (integers, pointers) went through every
+        #: registered class's isinstance, slow for xDSL's attribute classes (ABCs)
+        self._by_class: dict[type, TypeRule | None] = {}
 
     def register(self, type_class: type, rule: TypeRule) -> None:
         self.by_type[type_class] = rule
+        self._by_class.clear()
 
     def lookup(self, t: Attribute) -> TypeRule | None:
-        rule = self.by_type.get(type(t))
-        if rule is None:
-            for cls, r in self.by_type.items():
-                if isinstance(t, cls):
-                    rule = r
-                    break
+        cls = type(t)
+        try:
+            rule = self._by_class[cls]
+        except KeyError:
+            rule = self.by_type.get(cls)
+            if rule is None:
+                rule = next((r for c, r in self.by_type.items() if issubclass(cls, c)), None)
+            self._by_class[cls] = rule
         return rule if rule is not None and rule.applies(t) else None
 
 

@@ -14,6 +14,7 @@ from zymase.analysis.memory import (MARKER_INTRINSICS, SIGNGAM, SIGNGAM_SETTERS,
                                     callee_name, float_typed_access, inline_asm_may_access_memory, memory_kind)
 from zymase.autodiff.region_recompute import CapturedObject, captured_object
 from zymase.ir import Block, BlockArgument, Operation, SSAValue, llvm
+from zymase.analysis.op_classes import is_a
 
 
 class WrittenMemory:
@@ -247,6 +248,8 @@ class WrittenMemory:
             if op in deferred:
                 continue
             kind = memory_kind(op)
+            if kind is None and not is_a(op, _MAY_WRITE):
+                continue  # arithmetic, compares, branches ...: none of the cases below
             targets = []
             if kind == "store":
                 targets = [op.ptr]
@@ -296,3 +299,9 @@ class WrittenMemory:
             return self.ctx.writes_memory(callee)
         return self.ctx.call_writes_unseen(call)
 
+
+#: the ops memory_kind says nothing of that may still write memory (_writes_of's cases
+#: after the memory kinds); others (arithmetic, compares, branches ...) are skipped at once,
+#: decided by class (analysis/op_classes.py: the isinstance checks, for every op of the
+#: function, cost more than the rest)
+_MAY_WRITE = (llvm.CallOp, llvm.CallIntrinsicOp, llvm.InlineAsmOp)

@@ -76,6 +76,10 @@ class ModuleWriter:
     def __init__(self, module: ModuleOp):
         self.module = module
         self.type_cache: dict[Attribute, str] = {}
+        #: the same by the type object's identity (type -> its text, the type kept so that
+        #: its id stays its own): an xDSL attribute's hash is computed anew at every
+        #: lookup, a few microseconds, and every operand and result asks for its type's text
+        self._type_by_id: dict[int, tuple[Attribute, str]] = {}
         self.named_structs: dict[str, Attribute] = {}
         self.intrinsics: dict[str, str] = {}
         self.declared: set[str] = set()
@@ -195,9 +199,13 @@ class ModuleWriter:
     # -- types
 
     def type(self, ty: Attribute) -> str:
+        known = self._type_by_id.get(id(ty))
+        if known is not None and known[0] is ty:
+            return known[1]
         text = self.type_cache.get(ty)
         if text is None:
             text = self.type_cache[ty] = self._type_text(ty)
+        self._type_by_id[id(ty)] = (ty, text)
         return text
 
     def _type_text(self, ty: Attribute) -> str:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from zymase.analysis.memory import holds_pointer
 from zymase.ir import Block, BlockArgument, DenseArrayBase, Operation, Region, SSAValue, i64, llvm
+from zymase.analysis.op_classes import is_a
 
 
 def _is_pointer(v: SSAValue) -> bool:
@@ -29,7 +30,7 @@ def _is_pointer(v: SSAValue) -> bool:
 def _phi_of_aggregate(op) -> bool:
     """An extractvalue from a block argument (a phi) of a non-entry block whose struct
     holds a pointer."""
-    if not isinstance(op, llvm.ExtractValueOp):
+    if not is_a(op, llvm.ExtractValueOp):
         return False
     c = op.container
     return (isinstance(c, BlockArgument) and c.block.parent is not None and c.block is not c.block.parent.blocks[0]

@@ -26,10 +26,11 @@ Runs on llvm-dialect functions after AD and lowering; the writer prints the attr
 
 from __future__ import annotations
 
-from zymase.analysis.memory import args_marked, pointer_roots
+from zymase.analysis.memory import args_marked, memory_kind, pointer_roots
 from zymase.autodiff.names import SHADOW_ARGS, SHADOW_LANES
 from zymase.ir import ArrayAttr, BlockArgument, ModuleOp, StringAttr, llvm
 from zymase.transforms.lower_tape import TAPE_BUFFER
+from zymase.analysis.op_classes import is_a
 
 ALIAS_SCOPE = "zymase.alias_scope"
 NOALIAS = "zymase.noalias"
@@ -77,14 +78,14 @@ def _annotate(fn: llvm.FuncOp) -> None:
 
     for block in region.blocks:
         for op in block.ops:
-            if isinstance(op, llvm.LoadOp):
-                ptr = op.ptr
-            elif isinstance(op, llvm.StoreOp):
-                ptr = op.ptr
-            else:
+            # (loads and stores by memory_kind, which knows an op's class after its first:
+            # two isinstance checks against xDSL's op classes, ABCs, for every op of
+            # every function cost more than the accesses' own work)
+            if memory_kind(op) not in ("load", "store"):
                 continue
+            ptr = op.ptr
             tape = op.attributes.get(TAPE_BUFFER)
-            if isinstance(tape, StringAttr):
+            if is_a(tape, StringAttr):
                 accesses.append((op, {f"{name}.tape.{tape.data}"}))
                 continue
             roots = pointer_roots(ptr, entry, incoming, parts=True)

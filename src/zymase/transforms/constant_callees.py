@@ -18,6 +18,7 @@ from zymase.ir import Operation, llvm
 from zymase.ir import enzyme as ez
 from zymase.ir.enzyme import Activity
 from zymase.transforms.known_callees import make_direct
+from zymase.analysis.op_classes import is_a
 
 
 def _function_named_by(value, functions: dict[str, Operation]) -> str | None:
@@ -95,7 +96,7 @@ def specialize_constant_callees(module: Operation) -> int:
     specialized copy; returns how many copies were made."""
     functions = {op.sym_name.data: op for op in module.body.block.ops if isinstance(op, llvm.FuncOp)}
     copies: dict[tuple[str, tuple[tuple[int, str], ...]], str] = {}
-    for request in [op for op in module.walk() if isinstance(op, (ez.AutoDiffOp, ez.FwdDiffOp))]:
+    for request in [op for op in module.walk() if is_a(op, (ez.AutoDiffOp, ez.FwdDiffOp))]:
         fname = request.fn.root_reference.data
         fop = functions.get(fname)
         if fop is None or not fop.body.blocks:

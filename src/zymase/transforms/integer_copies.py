@@ -25,6 +25,7 @@ from zymase.autodiff.flavor import _mangle
 from zymase.autodiff.type_rules import is_float_vector
 from zymase.ir import (Block, BlockArgument, DenseIntOrFPElementsAttr, SSAValue, IntegerAttr, IntegerType, Operation, Region, VectorType, i1, i64,
                        is_float_type, llvm, llvm_ext)
+from zymase.analysis.op_classes import is_a
 
 # widths of the integers a float's bits travel in: float, double
 _COPY_WIDTHS = (32, 64)
@@ -71,7 +72,7 @@ def _sign_bit_ops_to_float_ops(region: Region) -> None:
     flows through the float op."""
     for block in region.blocks:
         for op in list(block.ops):
-            t = op.results[0].type if isinstance(op, llvm.BitcastOp) else None
+            t = op.results[0].type if is_a(op, llvm.BitcastOp) else None
             if t is None or not (is_float_type(t) or is_float_vector(t)):
                 continue
             bitop = op.operands[0].owner
@@ -208,7 +209,7 @@ def _single_incoming(x) -> SSAValue | None:
 
 
 def _is_float_int_cast(op: Operation) -> bool:
-    if not isinstance(op, llvm.BitcastOp):
+    if not is_a(op, llvm.BitcastOp):
         return False
     a, b = op.operands[0].type, op.results[0].type
     return (is_float_type(a) and isinstance(b, IntegerType)) or (is_float_type(b) and isinstance(a, IntegerType))
@@ -285,7 +286,7 @@ def integer_copies_to_memcpy(region: Region) -> int:
 
 
 def _is_plain_integer_load(op: Operation) -> bool:
-    t = op.results[0].type if isinstance(op, llvm.LoadOp) else None
+    t = op.results[0].type if is_a(op, llvm.LoadOp) else None
     return (
         isinstance(t, IntegerType) and t.width.data in _COPY_WIDTHS
         and getattr(op, "volatile_", None) is None and _ordering(op) == 0

@@ -20,6 +20,7 @@ import re
 from zymase.analysis.memory import is_marker
 from zymase.analysis.layout import size_align, struct_offsets
 from zymase.ir import Operation, llvm
+from zymase.analysis.op_classes import is_a
 
 _FUNCTION_FIELD = re.compile(r"^ptr\s+@([-\w.$]+)$")
 
@@ -129,7 +130,7 @@ def resolve_known_callees(module: Operation) -> int:
     global into a direct call; returns how many."""
     globals_ = {op.sym_name.data: op for op in module.body.block.ops if isinstance(op, llvm.GlobalOp)}
     count = 0
-    for call in [op for op in module.walk() if isinstance(op, llvm.CallOp) and op.callee is None]:
+    for call in [op for op in module.walk() if is_a(op, llvm.CallOp) and op.callee is None]:
         where = callee_source(call)
         if where is None or where[0] not in globals_:
             continue

@@ -73,7 +73,7 @@ def _lower_init(op: enzyme.InitOp, e: Emitter) -> Sequence[SSAValue]:
         # The thread's global tape, shared by augmented and reverse functions
         # (split mode): never reset, never freed by a function.
         e.fn.module.require_global_tape(e)
-        return [e.value(llvm.AddressOfOp(GLOBAL_TAPE, PTR))]
+        return [e.value(address_of(GLOBAL_TAPE))]
     from zymase.autodiff.semantics import differentiated_again
 
     if differentiated_again():
@@ -222,11 +222,44 @@ def _lower_cache_reserve(op: enzyme.CacheReserveOp, e: Emitter) -> Sequence[SSAV
     cap_ptr = e.value(fast_ops.gep(op.cache, [0, 1], INDEXED_CACHE_STRUCT))
     data = e.value(ExtLoadOp(op.cache, PTR))
     cap = e.value(ExtLoadOp(cap_ptr, i64))
-    site_ptr = e.value(llvm.AddressOfOp(site, PTR))
+    site_ptr = e.value(address_of(site))
     grown = e.call(CACHE_RESERVE, [site_ptr, data, cap, nbytes], INDEXED_CACHE_STRUCT).results[0]
-    e.emit(ExtStoreOp(e.value(llvm.ExtractValueOp(DenseArrayBase.from_list(i64, [0]), grown, PTR)), op.cache))
-    e.emit(ExtStoreOp(e.value(llvm.ExtractValueOp(DenseArrayBase.from_list(i64, [1]), grown, i64)), cap_ptr))
+    e.emit(ExtStoreOp(e.value(_extract_field(grown, 0, PTR)), op.cache))
+    e.emit(ExtStoreOp(e.value(_extract_field(grown, 1, i64)), cap_ptr))
     return []
+
+
+# The ops of the tape lowering are built as xDSL's constructors build them, without their
+# generic argument matching (as zymase.ir.fast_ops does for AD's ops): an IRDL
+# constructor costs 5-6 times Operation.create, and every indexed cache's reserve, every
+# tape slot and every cache freed on return built several (tests/python/test_lowering_ops.py
+# compares them with the constructors' ops).
+
+from zymase.ir import SymbolRefAttr, UnitAttr  # noqa: E402  (only these builders use them)
+
+#: extractvalue positions 0 and 1 (attributes are immutable: shared)
+_FIELDS = (DenseArrayBase.from_list(i64, [0]), DenseArrayBase.from_list(i64, [1]))
+#: ``icmp ugt``
+_UGT = IntegerAttr(llvm.ICmpPredicateFlag("ugt").to_int(), i64)
+_INBOUNDS = UnitAttr()
+
+
+def address_of(name: str) -> llvm.AddressOfOp:
+    """``llvm.AddressOfOp(name, PTR)``."""
+    return llvm.AddressOfOp.create(result_types=[PTR], properties={"global_name": SymbolRefAttr(name)})
+
+
+def _extract_field(aggregate: SSAValue, field: int, result_type: Attribute) -> llvm.ExtractValueOp:
+    """``llvm.ExtractValueOp(DenseArrayBase.from_list(i64, [field]), aggregate, result_type)``."""
+    return llvm.ExtractValueOp.create(operands=[aggregate], result_types=[result_type],
+                                      properties={"position": _FIELDS[field]})
+
+
+def _inbounds_gep(ptr: SSAValue, index: SSAValue, elem: Attribute) -> llvm.GEPOp:
+    """``llvm.GEPOp(ptr, [GEP_USE_SSA_VAL], elem, ssa_indices=[index], inbounds=True)``."""
+    gep = fast_ops.gep(ptr, [llvm.GEP_USE_SSA_VAL], elem, [index])
+    gep.properties["inbounds"] = _INBOUNDS
+    return gep
 
 
 def _reserve_bytes(count: SSAValue, size: SSAValue, e: Emitter) -> SSAValue:
@@ -235,17 +268,17 @@ def _reserve_bytes(count: SSAValue, size: SSAValue, e: Emitter) -> SSAValue:
     wrapped product (a huge or negative trip count) reserved a buffer too small, which
     the taped loop then wrote past (session 32)."""
     all_ones = e.const(i64, -1)
-    limit = e.value(llvm.UDivOp(all_ones, size))  # (a constant once folded)
-    wraps = e.value(llvm_op("llvm.icmp")(count, limit, IntegerAttr(llvm.ICmpPredicateFlag("ugt").to_int(), i64)))
-    product = e.value(llvm.MulOp(count, size))
-    return e.value(llvm_op("llvm.select")(wraps, all_ones, product))
+    limit = e.value(llvm.UDivOp.create(operands=[all_ones, size], result_types=[i64]))  # (a constant once folded)
+    wraps = e.value(fast_ops.icmp(llvm_op("llvm.icmp"), count, limit, _UGT))
+    product = e.value(fast_ops.int_arith(llvm.MulOp, count, size))
+    return e.value(fast_ops.select(llvm_op("llvm.select"), wraps, all_ones, product))
 
 
 def _cache_slot(op: Operation, elem: Attribute, e: Emitter) -> SSAValue:
     """Address of slot ``op.index`` of the cache's current data."""
     elem = e.type(elem)
     data = e.value(ExtLoadOp(op.cache, PTR))
-    return e.value(llvm.GEPOp(data, [llvm.GEP_USE_SSA_VAL], elem, ssa_indices=[op.index], inbounds=True))
+    return e.value(_inbounds_gep(data, op.index, elem))
 
 
 def _tape_access(access: Operation, op: Operation, e: Emitter) -> Operation:
@@ -272,7 +305,7 @@ def _lower_cache_store(op: enzyme.CacheStoreOp, e: Emitter) -> Sequence[SSAValue
     e.emit(_tape_access(ExtStoreOp(value, _cache_slot(op, op.value.type, e)), op, e))
     if tape_stats_enabled():
         e.fn.module.require_cache_runtime(e)
-        stats = e.value(llvm.AddressOfOp(TAPE_STATS_COUNTER, PTR))
+        stats = e.value(address_of(TAPE_STATS_COUNTER))
         old = e.value(ExtLoadOp(stats, i64))
         size = e.size_of(e.type(op.value.type))
         e.emit(ExtStoreOp(e.value(llvm.AddOp(old, size)), stats))

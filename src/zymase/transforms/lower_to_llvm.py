@@ -105,7 +105,7 @@ def lower_to_llvm(module: ModuleOp) -> ModuleOp:
     # Numba paths they are llvm and enzyme ops only: nothing structured to rewrite
     # first (which would walk the module three more times), and only the functions
     # holding enzyme ops to lower
-    names = {top: {op.name for op in top.walk()} for top in module.body.block.ops}
+    names = {top: _names_inside(top) for top in module.body.block.ops}
     if not all(n.partition(".")[0] in _FLAT_DIALECTS and not n.startswith("llvm.intr.")
                for inside in names.values() for n in inside):
         from zymase.transforms.lower_memref import prepare_memref_lowering
@@ -122,6 +122,22 @@ def _load_standard_lowerings() -> None:
     dialects: the C and Numba paths lower llvm and enzyme ops only, and do not)."""
     from zymase.transforms import lower_memref as _memref  # noqa: F401
     from zymase.transforms import lower_standard_ops as _standard_ops  # noqa: F401
+
+
+def _names_inside(top: Operation) -> set[str]:
+    """The names of ``top`` and the ops nested in it: ``{op.name for op in top.walk()}``
+    without a generator per op (xDSL's walk recurses into every op, regions or not; after
+    AD the module is thousands of ops, walked here once)."""
+    names = {top.name}
+    work = [top]
+    while work:
+        for region in work.pop().regions:
+            for block in region.blocks:
+                for op in block.ops:
+                    names.add(op.name)
+                    if op.regions:
+                        work.append(op)
+    return names
 
 
 #: dialects whose ops need no structured rewrite before lowering (enzyme's are lowered
@@ -290,7 +306,7 @@ class ModuleLowering:
         while f"{TAPE_SITE}.{n}" in self.symbols:
             n += 1
         name = f"{TAPE_SITE}.{n}"
-        site = llvm.GlobalOp(SITE_STRUCT, name, "internal", alignment=16, value=None)
+        site = _site_global(name)
         site.attributes["zymase.llvm_init"] = StringAttr("zeroinitializer")
         self.module.body.block.add_op(site)
         self.symbols[name] = site
@@ -340,6 +356,21 @@ class ModuleLowering:
 
 #: ``icmp ne``
 _NE = IntegerAttr(1, i64)
+
+#: a tape site's linkage, address space and alignment (attributes are immutable: shared)
+_INTERNAL, _ADDR_SPACE_0, _ALIGN_16 = llvm.LinkageAttr("internal"), IntegerAttr(0, 32), IntegerAttr(16, 64)
+
+
+def _site_global(name: str) -> llvm.GlobalOp:
+    """``llvm.GlobalOp(SITE_STRUCT, name, "internal", alignment=16, value=None)``, built
+    without IRDL's generic argument matching (one per indexed cache; see lower_tape's
+    builders)."""
+    from zymase.ir import Region
+
+    return llvm.GlobalOp.create(
+        properties={"global_type": SITE_STRUCT, "sym_name": StringAttr(name), "linkage": _INTERNAL,
+                    "addr_space": _ADDR_SPACE_0, "alignment": _ALIGN_16},
+        regions=[Region()])
 
 class FunctionLowering:
     """Per-function state: entry-block allocas and the caches to free on return."""
@@ -442,6 +473,8 @@ class FunctionLowering:
     def _free_caches_before_returns(self) -> None:
         """Release every heap cache buffer on each exit: ``free(data)`` unless the
         data is still null or the cache's inline buffer (``free(NULL)`` is a no-op)."""
+        from zymase.transforms.lower_tape import address_of
+
         for block in self.fn.body.blocks:
             term = block.last_op
             if not isinstance(term, llvm.ReturnOp):
@@ -464,7 +497,7 @@ class FunctionLowering:
                     continue
                 cap_ptr = fast_ops.gep(handle, [0, 1], INDEXED_CACHE_STRUCT)
                 cap = ExtLoadOp(cap_ptr.result, i64)
-                site_ptr = llvm.AddressOfOp(site, PTR)
+                site_ptr = address_of(site)
                 ops += [data, cap_ptr, cap, site_ptr,
                         fast_ops.call(POOL_GIVE, [site_ptr.result, data.dereferenced_value, cap.dereferenced_value])]
             block.insert_ops_before(ops, term)

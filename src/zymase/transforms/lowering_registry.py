@@ -21,6 +21,7 @@ from zymase.errors import ZymaseError
 from zymase.ir import (Attribute, Float16Type, Float32Type, Float64Type, FloatAttr, IndexType,
                        IntegerType, MemRefType, Operation, SSAValue, VectorType,
                        enzyme, fast_ops, i64, llvm, llvm_ext, location_of)
+from zymase.analysis.op_classes import is_a
 
 if TYPE_CHECKING:
     from zymase.transforms.lower_to_llvm import FunctionLowering
@@ -38,7 +39,7 @@ def lower_type(t: Attribute, *, function: str | None = None) -> Attribute:
     """
     if isinstance(t, IndexType):
         return i64
-    if isinstance(t, (enzyme.GradientType, enzyme.CacheType, enzyme.IndexedCacheType)):
+    if is_a(t, (enzyme.GradientType, enzyme.CacheType, enzyme.IndexedCacheType)):
         return PTR
     if isinstance(t, IntegerType):
         if t.signedness.data.name != "SIGNLESS":

@@ -22,6 +22,7 @@ from zymase.errors import ZymaseError
 from zymase.ir import (IndexType, IntegerType, MemRefType, ModuleOp, Operation, SymbolRefAttr, cf, func, is_float_type,
                        location_of, memref)
 from zymase.ir import enzyme as ez
+from zymase.analysis.op_classes import is_a
 
 REQUESTS = (ez.AutoDiffOp, ez.FwdDiffOp, ez.SplitDiffOp)
 
@@ -50,7 +51,7 @@ def _referenced(fop: Operation) -> set[str]:
 def request_rounds(module: ModuleOp) -> list[list[Operation]]:
     """The module's requests grouped into rounds: a request comes after every request
     held by a function that its differentiated function reaches."""
-    pending = [op for op in module.walk() if isinstance(op, REQUESTS)]
+    pending = [op for op in module.walk() if is_a(op, REQUESTS)]
     if not pending:
         return []
     if len(pending) == 1 and getattr(enclosing_function(pending[0]), "sym_name", None) != pending[0].fn.root_reference:

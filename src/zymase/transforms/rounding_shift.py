@@ -29,6 +29,7 @@ from zymase.analysis.memory import is_marker
 from zymase.ir import FloatAttr, Operation, Region, StringAttr, is_float_type, llvm
 from zymase.ir import enzyme as ez
 from zymase.ir.fast_ops import call_intrinsic
+from zymase.analysis.op_classes import is_a
 
 # the precision (significand bits, the implicit one included) of each float type
 _PRECISION = {"f16": 11, "f32": 24, "f64": 53, "f80": 64}
@@ -42,7 +43,7 @@ def stop_rounding_shifts(region: Region, module: Operation | None = None) -> int
     count = 0
     for block in region.blocks:
         for op in list(block.ops):
-            if not isinstance(op, (llvm.FAddOp, llvm.FSubOp)) or not is_float_type(op.results[0].type):
+            if not is_a(op, (llvm.FAddOp, llvm.FSubOp)) or not is_float_type(op.results[0].type):
                 continue
             if not _rounds(op, tables):
                 continue

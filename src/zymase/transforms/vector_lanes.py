@@ -15,6 +15,7 @@ from __future__ import annotations
 from zymase.autodiff.type_rules import is_differentiable_type, is_float_vector
 from zymase.ir import DenseArrayBase, DenseIntOrFPElementsAttr, Operation, Region, i1, i32, llvm, llvm_ext
 from zymase.ir import VectorType, is_float_type
+from zymase.analysis.op_classes import is_a
 
 _UNDEFINED = ("llvm.mlir.poison", "llvm.mlir.undef")
 
@@ -41,7 +42,7 @@ def define_vector_lanes(region: Region) -> None:
                 block.erase_op(op)
     for block in region.blocks:
         for op in list(block.ops):
-            if isinstance(op, llvm.ShuffleVectorOp) and is_float_vector(op.results[0].type):
+            if is_a(op, llvm.ShuffleVectorOp) and is_float_vector(op.results[0].type):
                 _define_shuffle_lanes(block, op)
 
 

@@ -47,7 +47,8 @@ from zymase.llvm.reader.instructions import (
     _Pending,
 )
 from zymase.llvm.reader.lexer import _Cursor, _ParseFailure, _tokenize
-from zymase.llvm.reader.types import _I32, _I64, _PTR, _UNIT, _element_type, _is_float_type, _raw_indices, int_attr
+from zymase.llvm.reader.types import (_I32, _I64, _PTR, _UNIT, _element_type, _is_float_type, _raw_indices, int_attr,
+                                      symbol_ref)
 
 if TYPE_CHECKING:  # only for annotations: module_reader imports this module
     from zymase.llvm.reader.module_reader import _ModuleReader
@@ -266,8 +267,7 @@ class _FunctionReader(_InstructionHandlers):
         if tag == "int":
             return self._emit(fast_ops.constant(int_attr(c[2], c[1]), c[1]))
         if tag == "float":
-            value = _bits_float(c[2]) if len(c) == 3 else WideFloat(_bits_float(c[2]), c[3])
-            return self._emit(fast_ops.constant(FloatAttr(value, c[1]), c[1]))
+            return self._emit(fast_ops.constant(_float_constant(c), c[1]))
         if tag == "zero":
             return self._emit(_zero_op(c[1]))
         if tag == "undef":
@@ -277,7 +277,9 @@ class _FunctionReader(_InstructionHandlers):
         if tag == "global":
             space = self.module.global_spaces.get(c[1], 0)
             ptr = llvm.LLVMPointerType(builtin.IntAttr(space)) if space else _PTR
-            return self._emit(llvm.AddressOfOp(SymbolRefAttr(c[1]), ptr))
+            # (what llvm.AddressOfOp(SymbolRefAttr(name), ptr) builds, without IRDL's
+            # generic constructor: every reference to a global is one)
+            return self._emit(llvm.AddressOfOp.create(result_types=[ptr], properties={"global_name": symbol_ref(c[1])}))
         if tag in ("vec", "splat"):
             return self._build_vector(c)
         if tag == "agg":
@@ -404,13 +406,15 @@ class _FunctionReader(_InstructionHandlers):
             return llvm_eh.ResumeOp(self._materialize(p.operands[0]))
         if p.kind == "invoke":
             return self._invoke_op(p, incoming)
+        # (branches built as their constructors build them, without IRDL's generic
+        # argument matching: one per block)
         if p.kind == "br":
-            return llvm.BrOp(self.blocks[p.dests[0]], *self._edge_operands(p.dests[0], incoming))
+            return fast_ops.br(self.blocks[p.dests[0]], self._edge_operands(p.dests[0], incoming))
         if p.kind == "cond_br":
             then_ops = self._edge_operands(p.dests[0], incoming)
             else_ops = self._edge_operands(p.dests[1], incoming)
             cond = self._materialize(p.operands[0])
-            return llvm.CondBrOp(cond, self.blocks[p.dests[0]], then_ops, self.blocks[p.dests[1]], else_ops)
+            return fast_ops.cond_br(cond, self.blocks[p.dests[0]], then_ops, self.blocks[p.dests[1]], else_ops)
         operands = [self._edge_operands(d, incoming) for d in p.dests]
         value = self._materialize(p.operands[0])
         return llvm_ext.SwitchOp(
@@ -439,6 +443,23 @@ class _FunctionReader(_InstructionHandlers):
 
 
 _CLAUSE_WORDS = ("catch ", "filter ", "cleanup")
+
+#: float constants' attributes by (bits, type): a program repeats its constants (0.5, 1.0
+#: ...), and building one checks it. The bits tell 0.0 from -0.0 and NaN payloads apart;
+#: long doubles (four fields, WideFloat) are built each time.
+_FLOAT_CONSTANTS: dict[tuple[int, Attribute], FloatAttr] = {}
+
+
+def _float_constant(c: Const) -> FloatAttr:
+    if len(c) != 3:
+        return FloatAttr(WideFloat(_bits_float(c[2]), c[3]), c[1])
+    key = (c[2], c[1])
+    attr = _FLOAT_CONSTANTS.get(key)
+    if attr is None:
+        if len(_FLOAT_CONSTANTS) >= 8192:
+            _FLOAT_CONSTANTS.clear()
+        attr = _FLOAT_CONSTANTS[key] = FloatAttr(_bits_float(c[2]), c[1])
+    return attr
 
 
 def _zero_op(ty: Attribute) -> Operation:

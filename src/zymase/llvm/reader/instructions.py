@@ -31,7 +31,7 @@ from zymase.llvm.reader.attributes import _CCONVS, _attr_dict_array, _parse_fn_a
 from zymase.llvm.reader.constants import _BINOP_FLAGS, _FMF_WORDS, _GEP_FLAGS, Const, _parse_const
 from zymase.llvm.reader.inline_asm import lanewise_min_max
 from zymase.llvm.reader.lexer import _Cursor, _ParseFailure, _string_literal, _symbol_name
-from zymase.llvm.reader.types import _I32, _I64, _PTR, _UNIT, _element_type, int_attr
+from zymase.llvm.reader.types import _I32, _I64, _PTR, _UNIT, _element_type, int_attr, symbol_ref
 
 
 @dataclass
@@ -186,7 +186,7 @@ class _InstructionHandlers:
         lhs = self._value(cur, ty)
         cur.expect(",")
         rhs = self._value(cur, ty)
-        return llvm_ext.ICmpOp(lhs, rhs, int_attr(_ICMP_PREDICATES[predicate], _I64))
+        return fast_ops.icmp(llvm_ext.ICmpOp, lhs, rhs, int_attr(_ICMP_PREDICATES[predicate], _I64))
 
     def _fcmp(self, cur: _Cursor, loc) -> Operation:
         fmf = _parse_fmf(cur)
@@ -418,13 +418,13 @@ class _InstructionHandlers:
             operands.insert(0, self._lookup(parts.callee_text, _PTR))
         props: dict[str, Attribute] = {
             "fastmathFlags": parts.fmf,
-            "CConv": llvm.CallingConventionAttr(parts.cconv),
-            "TailCallKind": llvm.TailCallKindAttr(tail),
-            "op_bundle_sizes": DenseArrayBase.from_list(_I32, []),
-            "operandSegmentSizes": DenseArrayBase.from_list(_I32, [len(operands), 0]),
+            "CConv": _calling_convention(parts.cconv),
+            "TailCallKind": _tail_call_kind(tail),
+            "op_bundle_sizes": _NO_BUNDLES,
+            "operandSegmentSizes": _call_segments(len(operands)),
         }
         if parts.callee is not None:
-            props["callee"] = SymbolRefAttr(parts.callee)
+            props["callee"] = symbol_ref(parts.callee)
         if parts.variadic:
             props["var_callee_type"] = llvm.LLVMFunctionType(parts.fn_params or [], parts.result_type, True)
         results = [] if isinstance(parts.result_type, llvm.LLVMVoidType) else [parts.result_type]
@@ -616,6 +616,36 @@ class _InstructionHandlers:
 
 
 _ASM_FLAGS = ("sideeffect", "alignstack", "inteldialect", "unwind")
+
+# A call's attributes, one object per value (attributes are immutable): building the
+# calling convention, the tail-call kind and the two segment arrays anew, each checked,
+# was most of the time of reading a call.
+_NO_BUNDLES = DenseArrayBase.from_list(_I32, [])
+_CALLING_CONVENTIONS: dict[str, Attribute] = {}
+_TAIL_CALL_KINDS: dict[object, Attribute] = {}
+_CALL_SEGMENTS: dict[int, DenseArrayBase] = {}
+
+
+def _calling_convention(name: str) -> Attribute:
+    attr = _CALLING_CONVENTIONS.get(name)
+    if attr is None:
+        attr = _CALLING_CONVENTIONS[name] = llvm.CallingConventionAttr(name)
+    return attr
+
+
+def _tail_call_kind(kind) -> Attribute:
+    attr = _TAIL_CALL_KINDS.get(kind)
+    if attr is None:
+        attr = _TAIL_CALL_KINDS[kind] = llvm.TailCallKindAttr(kind)
+    return attr
+
+
+def _call_segments(arguments: int) -> DenseArrayBase:
+    """A call's ``operandSegmentSizes``: its arguments, no operand bundles."""
+    attr = _CALL_SEGMENTS.get(arguments)
+    if attr is None:
+        attr = _CALL_SEGMENTS[arguments] = DenseArrayBase.from_list(_I32, [arguments, 0])
+    return attr
 
 
 def _asm_callee(cur: _Cursor) -> tuple[str, str, frozenset[str]]:

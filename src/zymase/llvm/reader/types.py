@@ -35,6 +35,21 @@ _FLOAT_CLASSES = tuple(type(t) for t in _FLOAT_TYPES.values())
 int_attr = fast_ops.int_attr
 _raw_indices = fast_ops.raw_indices
 
+#: symbol references by name, shared the same way: every call and every reference to a
+#: global carries one, and building one (a StringAttr and an empty ArrayAttr, verified)
+#: cost as much as the rest of the call's properties
+_SYMBOL_REFS: dict[str, builtin.SymbolRefAttr] = {}
+
+
+def symbol_ref(name: str) -> builtin.SymbolRefAttr:
+    """``SymbolRefAttr(name)``, one object per name (bounded: cleared when large)."""
+    ref = _SYMBOL_REFS.get(name)
+    if ref is None:
+        if len(_SYMBOL_REFS) >= 8192:
+            _SYMBOL_REFS.clear()
+        ref = _SYMBOL_REFS[name] = builtin.SymbolRefAttr(name)
+    return ref
+
 
 _UNIT = UnitAttr()
 
