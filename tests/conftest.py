@@ -23,6 +23,18 @@ os.environ["ZYMASE_CACHE_DIR"] = _TEST_CACHE_DIR
 atexit.register(shutil.rmtree, _TEST_CACHE_DIR, ignore_errors=True)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """``pytest -n 2`` without ``--dist`` sends each test file to one worker (xdist's
+    ``--dist loadfile``, largest files first) instead of dealing a file's tests to both
+    workers (``--dist load``), which made each worker pay a file's one-time work: its
+    module-scoped fixtures (MLIR modules compiled, clang's IR of a corpus), the Numba
+    compilation of its njit functions and the kernels its tests share, its JAX traces.
+    An explicit ``--dist`` is left as it is."""
+    if getattr(config.option, "numprocesses", None) and getattr(config.option, "dist", None) == "no":
+        config.option.dist = "loadfile"
+
+
 def zymase_command() -> list[str]:
     """The argv prefix that runs the ``zymase`` command line of this interpreter.
 

@@ -49,14 +49,17 @@ def _fd_gradient(f, args, i, h):
 
 def _check(f, args, dtype, rtol, forward=True):
     """Reverse mode against finite differences (float64 differences: the float32 call
-    is compared with the float64 function), then forward mode along one direction."""
+    is compared with the float64 function), then forward mode along one direction. The
+    differences are NumPy's (``f.py_func``): calling ``f`` would make Numba compile it
+    once more, np.linalg overloads and all (zymase.grad compiles its own copy), several
+    seconds of the suite per function."""
     args = [a.astype(dtype) for a in args]
     wide = [a.astype(np.float64) for a in args]
     h = 1e-6
     grads = zymase.grad(f, argnums=tuple(range(len(args))))(*[a.copy() for a in args])
     for i, g in enumerate(grads):
         assert g.dtype == dtype
-        np.testing.assert_allclose(g, _fd_gradient(f, wide, i, h), rtol=rtol, atol=rtol)
+        np.testing.assert_allclose(g, _fd_gradient(f.py_func, wide, i, h), rtol=rtol, atol=rtol)
     if not forward:
         return
     tangents = tuple(RNG.standard_normal(a.shape).astype(dtype) for a in args)
@@ -121,7 +124,8 @@ def test_product_inputs_copied_only_when_overwritten():
     copies = re.findall(r"call [^\n]*@__zymase_nblas_dxxgemm_save\(", entry.read_text())
     assert len(copies) == 1, copies  # D's copy only
     for i, g in enumerate(grads):
-        np.testing.assert_allclose(g, _fd_gradient(product_input_overwritten, args, i, 1e-6), rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(g, _fd_gradient(product_input_overwritten.py_func, args, i, 1e-6), rtol=1e-6,
+                                   atol=1e-6)
 
 
 # ---- numba_xxpotrf and numba_xxnrm2 (np.linalg.solve: linalg_campaign.py) ---------------
@@ -148,7 +152,7 @@ def test_cholesky_adjoint_by_blocks_float64():
     for _ in range(2):
         V = RNG.standard_normal(M.shape)
         h = 1e-6
-        fd = (cholesky_of_gram(M + h * V) - cholesky_of_gram(M - h * V)) / (2 * h)
+        fd = (cholesky_of_gram.py_func(M + h * V) - cholesky_of_gram.py_func(M - h * V)) / (2 * h)
         np.testing.assert_allclose(np.sum(g * V), fd, rtol=1e-6)
 
 
