@@ -20,7 +20,6 @@ from zymase.ir import (
     Operation,
     SSAValue,
     StringAttr,
-    SymbolRefAttr,
     builtin,
     llvm,
     llvm_ext,

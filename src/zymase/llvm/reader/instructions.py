@@ -19,7 +19,6 @@ from zymase.ir import (
     IntegerAttr,
     SSAValue,
     StringAttr,
-    SymbolRefAttr,
     UnitAttr,
     builtin,
     llvm,
