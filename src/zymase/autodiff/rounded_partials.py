@@ -91,7 +91,7 @@ def vectorizable_barriers(enabled: bool = True):
         _VECTORIZABLE_BARRIERS.reset(token)
 
 
-def is_rounded_sum(v: SSAValue, _slots: frozenset = frozenset()) -> bool:
+def is_rounded_sum(v: SSAValue, _seen: set | None = None) -> bool:
     """Whether primal value ``v`` is a float sum, difference or fused multiply-add that
     the program did not allow to reassociate, or the negation of one (``acc + -(a - b)``
     becomes ``acc - (a - b)``; the negation of a product is no more exposed than the
@@ -99,33 +99,39 @@ def is_rounded_sum(v: SSAValue, _slots: frozenset = frozenset()) -> bool:
     parameter, a load from memory (a local slot: when a store gives it one, or its address
     goes elsewhere), a call's result, a member of an aggregate, a block argument some edge
     passes one to, a select with one on either side, a structured op's result or loop
-    argument that may be one, an absolute value, copysign, min or max or freeze of one (LLVM folds the phi of a loop it unrolls fully into the value
-    of its one iteration, a select whose condition the caller fixes into that side)."""
+    argument that may be one, an absolute value, copysign, min or max or freeze of one
+    (LLVM folds the phi of a loop it unrolls fully into the value of its one iteration, a
+    select whose condition the caller fixes into that side). ``_seen``: the values and
+    slots asked about already in this question (a search of the graph, each asked once:
+    phis merging phis would otherwise be followed once per path)."""
+    if _seen is None:
+        _seen = set()
+    elif v in _seen:
+        return False  # (asked already: its answer is part of the answer being found)
+    _seen.add(v)
     if not (is_float_type(v.type) or is_float_vector(v.type)):
         return False
     if isinstance(v, BlockArgument) or isinstance(v.owner, _STRUCTURED):
-        if v in _slots:  # (a cycle of block arguments: asked already)
-            return False
         if isinstance(v, BlockArgument) and _is_parameter(v):
             return True  # (the caller's value: x - y once the derivative is inlined there)
         passed = (_passed_to(v) or ()) if isinstance(v, BlockArgument) else ()
-        return any(is_rounded_sum(x, _slots | {v}) for x in [*passed, *_structured_sources(v)])
+        return any(is_rounded_sum(x, _seen) for x in [*passed, *_structured_sources(v)])
     op = v.owner
     if isinstance(op, _OPAQUE):
         return True  # (what another function computed: the same, once inlined)
     if isinstance(op, _PASS_THROUGH) or (isinstance(op, llvm.CallIntrinsicOp)
                                          and op.intrin.data.startswith(_PASS_THROUGH_INTRINSICS)):
-        return any(is_rounded_sum(x, _slots) for x in op.operands)
+        return any(is_rounded_sum(x, _seen) for x in op.operands)
     if isinstance(op, _NEGATIONS):
-        return is_rounded_sum(op.operands[0], _slots)
+        return is_rounded_sum(op.operands[0], _seen)
     if isinstance(op, _SELECTS):
-        return any(is_rounded_sum(x, _slots) for x in op.operands[1:])
+        return any(is_rounded_sum(x, _seen) for x in op.operands[1:])
     if isinstance(op, llvm.LoadOp):
         # memory the caller or a callee wrote: forwarded once inlined; a local slot (code
         # differentiated before its locals were promoted) by its own stores, unless its
         # address goes elsewhere
         slot = _local_slot(op.operands[0])
-        return slot is None or not _only_loaded_and_stored(slot) or _holds_rounded_sum(op.operands[0], _slots)
+        return slot is None or not _only_loaded_and_stored(slot) or _holds_rounded_sum(op.operands[0], _seen)
     if isinstance(op, _SUMS):
         flags = op.properties.get("fastmathFlags") or op.properties.get("fastmath")  # (llvm's, arith's)
         return not (flags is not None and any(str(f) in ("reassoc", "fast") for f in flags.data))
@@ -139,23 +145,23 @@ def _is_parameter(arg: BlockArgument) -> bool:
     return isinstance(arg.block.parent_op(), _FUNCTIONS) and arg.block is arg.block.parent.blocks.first
 
 
-def _holds_rounded_sum(ptr: SSAValue, slots: frozenset) -> bool:
+def _holds_rounded_sum(ptr: SSAValue, seen: set) -> bool:
     """Whether a local slot (an alloca, or an element of one) that ``ptr`` points into
     is given a rounded sum by some store: LLVM forwards the sum to the load once it has
     promoted the slot (code differentiated before its locals were, ``--no-preopt``).
-    ``slots``: the slots being asked about already (a slot given its own value)."""
+    ``seen``: what :func:`is_rounded_sum` asked about already (a slot given its own value)."""
     base = _local_slot(ptr)
-    if base is None or base in slots:
+    if base is None or base in seen:
         return False
-    slots = slots | {base}
-    addresses, seen = [base], {base}
+    seen.add(base)
+    addresses, reached = [base], {base}
     while addresses:
         for use in addresses.pop().uses:
             user = use.operation
-            if isinstance(user, llvm.GEPOp) and use.index == 0 and user.results[0] not in seen:
-                seen.add(user.results[0])
+            if isinstance(user, llvm.GEPOp) and use.index == 0 and user.results[0] not in reached:
+                reached.add(user.results[0])
                 addresses.append(user.results[0])
-            elif isinstance(user, llvm.StoreOp) and use.index == 1 and is_rounded_sum(user.operands[0], slots):
+            elif isinstance(user, llvm.StoreOp) and use.index == 1 and is_rounded_sum(user.operands[0], seen):
                 return True
     return False
 
