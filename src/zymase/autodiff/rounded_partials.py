@@ -231,19 +231,18 @@ class RoundedPartials:
         return kept
 
 
-# (math functions of a value, by intrinsic name and as math ops: their results are no sum
-# of the value's terms, whatever LLVM knows of it; fabs, min and max are not among them, as
-# they give the value itself where its sign is known)
-_MATH_INTRINSICS = frozenset(
+# (transcendental functions of a value, by intrinsic name and as math ops: their results
+# are no sum of the value's terms, whatever LLVM knows of it. Not pow and powi, which fold
+# to the value itself at exponent 1 (the partial of x^2 is 2 pow(x, 1)), nor fabs, min,
+# max or the rounding functions, which give the value itself where its sign or
+# integrality is known)
+_MATH_INTRINSICS = tuple(
     f"llvm.{name}." for name in ("sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh",
-                                 "exp", "exp2", "exp10", "log", "log2", "log10", "sqrt", "pow", "powi", "floor",
-                                 "ceil", "trunc", "rint", "nearbyint", "round", "roundeven", "lround", "llround",
-                                 "lrint", "llrint"))
+                                 "exp", "exp2", "exp10", "log", "log2", "log10", "sqrt"))
 _MATH_OPS = OpClasses("math.SinOp", "math.CosOp", "math.TanOp", "math.AsinOp", "math.AcosOp", "math.AtanOp",
-                     "math.Atan2Op", "math.SinhOp", "math.CoshOp", "math.TanhOp", "math.ExpOp", "math.Exp2Op",
-                     "math.ExpM1Op", "math.LogOp", "math.Log2Op", "math.Log10Op", "math.Log1pOp", "math.SqrtOp",
-                     "math.RsqrtOp", "math.PowFOp", "math.FPowIOp", "math.CbrtOp", "math.ErfOp", "math.FloorOp",
-                     "math.CeilOp", "math.TruncOp", "math.RoundOp", "math.RoundEvenOp")
+                      "math.Atan2Op", "math.SinhOp", "math.CoshOp", "math.TanhOp", "math.ExpOp", "math.Exp2Op",
+                      "math.ExpM1Op", "math.LogOp", "math.Log2Op", "math.Log10Op", "math.Log1pOp", "math.SqrtOp",
+                      "math.RsqrtOp", "math.CbrtOp", "math.ErfOp")
 _CONSUMERS = OpClasses(llvm.FCmpOp, "arith.CmpfOp", llvm_ext.FPToSIOp, llvm_ext.FPToUIOp, _MATH_OPS)
 _DIVISIONS = OpClasses(llvm.FDivOp, "arith.DivfOp")
 
@@ -258,7 +257,7 @@ def _only_consumes(use) -> bool:
         return use.index == 1  # (a divisor)
     if isinstance(user, llvm.CallIntrinsicOp):
         name = user.intrin.data
-        return any(name.startswith(prefix) for prefix in _MATH_INTRINSICS)
+        return name.startswith(_MATH_INTRINSICS)
     return False
 
 
