@@ -134,7 +134,7 @@ def test_corrupt_entry_is_ignored_and_rebuilt(tmp_path):
     _write(tmp_path, activity=WRT_A)
     assert _build(tmp_path)[::2] == ("miss", 4 * 1.5 * 27)
     other = _entries_except(cache_dir, mine)
-    assert sorted(mine) == sorted(other) == ["ad.ll", "ll", "o"]
+    assert sorted(mine) == sorted(other) == ["ad.ll", "ll", "o", "seen"]
     for kind, path in mine.items():
         header = path.read_bytes().partition(b"\n")[0]
         path.write_bytes(header + b"\n" + other[kind].read_bytes().partition(b"\n")[2])
@@ -205,7 +205,7 @@ def test_concurrent_builds_leave_whole_entries(tmp_path, monkeypatch):
         t.join()
     assert [r.returncode for r in results] == [0, 0], [r.stderr for r in results]
     entries = sorted(p.name for p in (tmp_path / "cache").iterdir())
-    assert sorted(name.split(".", 1)[1] for name in entries) == ["ad.ll", "ll", "o"], entries  # no temporary files
+    assert sorted(name.split(".", 1)[1] for name in entries) == ["ad.ll", "ll", "o", "seen"], entries  # no temporary files
     monkeypatch.setenv("ZYMASE_CACHE_DIR", str(tmp_path / "cache"))
     for name in entries:
         assert derivative_cache.load(*name.split(".", 1)) is not None, name

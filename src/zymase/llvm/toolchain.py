@@ -29,6 +29,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -201,11 +202,12 @@ def compiles_cxx(flags: list[str]) -> bool:
 
 
 def c_to_llvm_ir(source: str | Path, flags: list[str] | None = None, opt_level: int = 2, *,
-                 known_features_only: bool = True) -> str:
+                 known_features_only: bool = True, meanwhile: Iterator[object] = iter(())) -> str:
     """LLVM IR text for the C file ``source``, ready for :func:`preopt`
     (``known_features_only=False``: clang's text as it is, which needs
     :func:`drop_unknown_target_features` before LLVM reads it; the derivative cache
-    hashes that, so that a hit does not load LLVM).
+    hashes that, so that a hit does not load LLVM). ``meanwhile``: other work, one step per
+    item, done while clang runs (:func:`_run_clang`).
 
     For ``opt_level >= 1`` clang runs with ``-O<n> -Xclang -disable-llvm-passes``:
     the front end emits what the optimizer needs (TBAA, lifetime markers, no
@@ -244,7 +246,7 @@ def c_to_llvm_ir(source: str | Path, flags: list[str] | None = None, opt_level: 
             str(source),
         ]
         try:
-            proc = _run_clang(argv, out)
+            proc = _run_clang(argv, out, meanwhile)
             needs_header = _uses_enzyme_attributes(proc.stderr)
         except CompilerDiagnostics as err:  # -Werror makes the ignored attribute an error
             if not _uses_enzyme_attributes(err.diagnostics):
@@ -256,7 +258,7 @@ def c_to_llvm_ir(source: str | Path, flags: list[str] | None = None, opt_level: 
             # spells them as annotate(...) (not always included: its macros would take
             # the names from ordinary identifiers)
             try:
-                proc = _run_clang([*argv[:-1], "-include", str(ENZYME_ATTRIBUTES_HEADER), argv[-1]], out)
+                proc = _run_clang([*argv[:-1], "-include", str(ENZYME_ATTRIBUTES_HEADER), argv[-1]], out, meanwhile)
             except CompilerDiagnostics as err:
                 raise _attribute_macro_clash(err) from None
         _refuse_enzyme_attributes(proc.stderr)
@@ -384,16 +386,29 @@ def for_host_cpu(ll_text: str) -> str:
     return drop_unknown_target_features(_CPU_ATTRS.sub(lambda m: f'"{m.group(1)}"="{host[m.group(1)]}"', ll_text))
 
 
-def _run_clang(argv: list[str], out: Path) -> subprocess.CompletedProcess:
-    """Run clang writing ``out``; its errors as ours."""
-    try:
-        proc = subprocess.run(
-            argv, capture_output=True, text=True, stdin=subprocess.DEVNULL
-        )
-    except OSError as exc:
-        raise ZymaseError(
-            f"could not run clang: {exc}", hint=_INSTALL_HINT
-        ) from None
+def _run_clang(argv: list[str], out: Path, meanwhile: Iterator[object] = iter(())) -> subprocess.CompletedProcess:
+    """Run clang writing ``out``; its errors as ours. While it runs, this process takes
+    steps of ``meanwhile`` (each ``next`` one step) until clang ends or the steps do: the
+    front end leaves it idle for 0.05-0.3 s, time a build can use (``frontends/c``: the
+    engine's imports). Clang's output streams go to files, not pipes, so that clang never
+    waits for this process to read them."""
+    with tempfile.TemporaryFile() as stdout, tempfile.TemporaryFile() as stderr:
+        try:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr)
+        except OSError as exc:
+            raise ZymaseError(
+                f"could not run clang: {exc}", hint=_INSTALL_HINT
+            ) from None
+        try:
+            for _ in meanwhile:
+                if proc.poll() is not None:
+                    break
+        finally:
+            returncode = proc.wait()
+        stdout.seek(0)
+        stderr.seek(0)
+        proc = subprocess.CompletedProcess(argv, returncode, stdout.read().decode(errors="replace"),
+                                           stderr.read().decode(errors="replace"))
     if proc.returncode != 0 or not out.is_file():
         first = _first_error(proc.stderr)
         if _DIAG_RE.match(first):  # errors in the source: clang's own report
