@@ -1,5 +1,5 @@
 """``zymase cc`` imports the engine while clang's front end runs (frontends/c.compile_c,
-toolchain._run_clang's ``meanwhile``; issue 29): clang leaves the process idle for about
+clang._run_clang's ``meanwhile``; issue 29): clang leaves the process idle for about
 as long as the imports take. A source the derivative cache has seen unchanged is served
 without the engine, so its build does not import it (the guess is a cache entry of its
 own, ``.seen``); a wrong guess costs time only."""

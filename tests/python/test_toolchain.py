@@ -12,7 +12,7 @@ import textwrap
 import pytest
 
 from zymase.errors import CompilerDiagnostics, ZymaseError
-from zymase.llvm import jit as jit_module, libllvm, toolchain
+from zymase.llvm import clang as clang_driver, jit as jit_module, libllvm, toolchain
 
 C_SOURCE = textwrap.dedent(
     """\
@@ -78,7 +78,7 @@ def test_find_clang_is_cached():
 def test_missing_clang_gives_a_clear_error(monkeypatch, fresh_clang_cache):
     monkeypatch.setenv("PATH", "")
     monkeypatch.delenv("ZYMASE_CLANG", raising=False)
-    monkeypatch.setattr(toolchain, "_ziglang_available", lambda: False)
+    monkeypatch.setattr(clang_driver, "_ziglang_available", lambda: False)
     with pytest.raises(ZymaseError) as info:
         toolchain.find_clang()
     err = info.value
@@ -92,7 +92,7 @@ def test_ziglang_fallback_or_clear_error_without_path(monkeypatch, fresh_clang_c
     """With nothing on PATH, the ziglang package is used when it is installed."""
     monkeypatch.setenv("PATH", "")
     monkeypatch.delenv("ZYMASE_CLANG", raising=False)
-    if toolchain._ziglang_available():
+    if clang_driver._ziglang_available():
         clang = toolchain.find_clang()
         assert "ziglang" in clang.argv and "-fno-sanitize=undefined" in clang.argv
         assert "-target" in clang.argv
@@ -107,7 +107,7 @@ def test_too_new_clang_on_path_is_refused(monkeypatch, tmp_path, fresh_clang_cac
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.delenv("ZYMASE_CLANG", raising=False)
-    monkeypatch.setattr(toolchain, "_ziglang_available", lambda: False)
+    monkeypatch.setattr(clang_driver, "_ziglang_available", lambda: False)
     with pytest.raises(ZymaseError, match="no clang between 14 and 22"):
         toolchain.find_clang()
 
@@ -423,17 +423,17 @@ def test_packaged_clang_version_read_from_its_path(monkeypatch, tmp_path):
     has its major version in its path: no ``clang --version`` run (10-20 ms of CPU a
     build); any other clang is asked."""
     runs = []
-    real_run = toolchain.subprocess.run
-    monkeypatch.setattr(toolchain.subprocess, "run", lambda argv, **kw: (runs.append(argv), real_run(argv, **kw))[1])
+    real_run = clang_driver.subprocess.run
+    monkeypatch.setattr(clang_driver.subprocess, "run", lambda argv, **kw: (runs.append(argv), real_run(argv, **kw))[1])
     packaged = tmp_path / "usr" / "lib" / "llvm-17" / "bin" / "clang"
     packaged.parent.mkdir(parents=True)
     packaged.write_text("#!/bin/sh\necho 'clang version 99.0.0'\n")
     packaged.chmod(0o755)
     link = tmp_path / "clang-17"
     link.symlink_to(packaged)
-    assert toolchain._clang_version([str(link)]) == 17 and runs == []
+    assert clang_driver._clang_version([str(link)]) == 17 and runs == []
     elsewhere = tmp_path / "bin" / "clang"
     elsewhere.parent.mkdir()
     elsewhere.write_text(packaged.read_text())
     elsewhere.chmod(0o755)
-    assert toolchain._clang_version([str(elsewhere)]) == 99 and len(runs) == 1
+    assert clang_driver._clang_version([str(elsewhere)]) == 99 and len(runs) == 1
