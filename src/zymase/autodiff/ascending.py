@@ -56,6 +56,7 @@ import os
 import sys
 
 from zymase.analysis.memory import MARKER_INTRINSICS, memory_kind
+from zymase.analysis.op_classes import is_a
 from zymase.analysis.trip_count import constant_int, constant_trip_count
 from zymase.analysis.layout import size_align, struct_offsets
 from zymase.autodiff.tape import is_pure
@@ -116,9 +117,9 @@ class AscendingLoops:
                         return False
                 elif kind is not None:
                     return False
-                elif isinstance(op, llvm.CallOp) and not is_pure(op):
+                elif is_a(op, llvm.CallOp) and not is_pure(op):
                     return False
-                elif isinstance(op, llvm.CallIntrinsicOp) and not op.intrin.data.startswith(MARKER_INTRINSICS) and any(
+                elif is_a(op, llvm.CallIntrinsicOp) and not op.intrin.data.startswith(MARKER_INTRINSICS) and any(
                     isinstance(o.type, llvm.LLVMPointerType) for o in op.operands
                 ):
                     return False

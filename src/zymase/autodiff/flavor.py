@@ -436,7 +436,7 @@ class LLVMFlavor(Flavor):
             emitter.insert(llvm.ReturnOp(agg))
 
     def is_return(self, op):
-        return isinstance(op, llvm.ReturnOp)
+        return is_a(op, llvm.ReturnOp)
 
     def return_values(self, op):
         return [op.arg] if op.arg is not None else []

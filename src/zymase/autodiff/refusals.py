@@ -312,7 +312,7 @@ def reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activi
 def _mpi_refusal(ctx: Context, op: Operation, act: ActivityInfo) -> ZymaseError | None:
     """The error for an MPI call without a rule that touches active data or moves
     floating-point data (autodiff/rules/mpi.py), if ``op`` is one."""
-    name = ctx.flavor.callee(op) if isinstance(op, llvm.CallOp) else None
+    name = ctx.flavor.callee(op) if is_a(op, llvm.CallOp) else None
     if not name or not name.startswith(("MPI_", "PMPI_")):
         return None
     from zymase.autodiff.rules.mpi import refusal
@@ -418,7 +418,7 @@ def _active_into_pointer_writer(ctx: Context, op: Operation, act: ActivityInfo) 
     would carry a zero derivative."""
     from zymase.analysis.memory import is_pointer, may_write_through_arguments
 
-    if not isinstance(op, llvm.CallOp) or not _opaque_call(ctx, op) or ctx.rule_for(op) is not None:
+    if not is_a(op, llvm.CallOp) or not _opaque_call(ctx, op) or ctx.rule_for(op) is not None:
         return False
     if not any(o in act.varied for o in op.operands) or not any(is_pointer(o) for o in op.operands):
         return False
@@ -429,7 +429,7 @@ def _active_into_pointer_writer(ctx: Context, op: Operation, act: ActivityInfo) 
 
 def _marked_callee(ctx: Context, op: Operation) -> Operation | None:
     """The callee of ``op`` when it is a defined function marked inactive or function_like."""
-    name = ctx.flavor.callee(op) if isinstance(op, llvm.CallOp) else None
+    name = ctx.flavor.callee(op) if is_a(op, llvm.CallOp) else None
     fop = ctx.driver.lookup_function(name) if name else None
     mark = mark_of(fop) if fop is not None and fop.body.blocks else None
     return fop if mark is not None and mark[0] in ("inactive", "like") else None
@@ -487,7 +487,7 @@ def _unsupported_on_active(op: Operation, act: ActivityInfo) -> str | None:
         return "inline assembly"
     if isinstance(op, llvm.CallOp) and op.callee is None:
         return "an indirect call through a function pointer"
-    if isinstance(op, (llvm.LoadOp, llvm.StoreOp)) and op.ptr in act.shadowed:
+    if is_a(op, (llvm.LoadOp, llvm.StoreOp)) and op.ptr in act.shadowed:
         if getattr(op, "volatile_", None) is not None and not _local_slot(op.ptr):
             # (a volatile local, which compensated sums use to keep the compiler from
             # reassociating, is a stack slot like any other: its shadow is one too)
@@ -540,9 +540,9 @@ def _opaque_call(ctx: Context, op: Operation) -> bool:
 def _float_aggregate_access(op: Operation, act: ActivityInfo) -> Attribute | None:
     """The type of a vector, struct or array of floats that ``op`` loads from or stores
     to memory with shadows, if it does."""
-    if isinstance(op, llvm.LoadOp) and op.ptr in act.shadowed:
+    if is_a(op, llvm.LoadOp) and op.ptr in act.shadowed:
         t = op.results[0].type
-    elif isinstance(op, llvm.StoreOp) and op.ptr in act.shadowed:
+    elif is_a(op, llvm.StoreOp) and op.ptr in act.shadowed:
         t = op.value.type
     else:
         return None

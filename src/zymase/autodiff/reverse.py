@@ -85,7 +85,7 @@ def lane_by_lane(op: Operation) -> bool:
 
 def _is_lifetime_marker(op: Operation) -> bool:
     """A call to llvm.lifetime.start/end."""
-    return isinstance(op, llvm.CallIntrinsicOp) and op.intrin.data.startswith("llvm.lifetime.")
+    return is_a(op, llvm.CallIntrinsicOp) and op.intrin.data.startswith("llvm.lifetime.")
 
 
 def _is_stack_intrinsic(op: Operation, which: str) -> bool:
@@ -431,7 +431,7 @@ class ReverseGenerator(LaneMaps, ShadowCode, LifoCaches, IndexedCaches, MinCutRe
         primal block ``home``), made usable in the current reverse block: read
         directly, rematerialized, recomputed (unless ``recompute`` is false: ``w``
         is in a cut chosen by _recompute), or cached on the tape."""
-        if not isinstance(w, BlockArgument) and self.flavor.is_constant(w.owner):
+        if not is_a(w, BlockArgument) and self.flavor.is_constant(w.owner):
             key = (w, self.cur)
             if key not in self.popped:
                 clone = w.owner.clone()
@@ -572,7 +572,7 @@ class ReverseGenerator(LaneMaps, ShadowCode, LifoCaches, IndexedCaches, MinCutRe
         of (and dominates), or None."""
         if self.split:
             return None
-        home = v.block if isinstance(v, BlockArgument) else v.owner.parent_block()
+        home = v.block if is_a(v, BlockArgument) else v.owner.parent_block()
         # a fact of the primal's loops, asked for every value fetched or cut in a block:
         # kept per (block of the value, block being reversed)
         memo = self.__dict__.setdefault("_hoist_loops", {})
@@ -807,7 +807,7 @@ class ReverseGenerator(LaneMaps, ShadowCode, LifoCaches, IndexedCaches, MinCutRe
             term = a.last_op
             if (
                 len(preds) == 1 and isinstance(term, llvm.CondBrOp) and term.successors[0] is not term.successors[1]
-                and not isinstance(term.cond, BlockArgument) and isinstance(term.cond.owner, llvm.ICmpOp)
+                and not is_a(term.cond, BlockArgument) and is_a(term.cond.owner, llvm.ICmpOp)
             ):
                 self._assume(term.cond.owner, holds=preds[0].slot == 0)
             x = a

@@ -470,7 +470,7 @@ class MinCutRecompute:
         return memo[key]
 
     def _may_recompute(self, v: SSAValue, w: SSAValue) -> bool:
-        if isinstance(v, BlockArgument) or isinstance(w, BlockArgument):
+        if is_a(v, BlockArgument) or is_a(w, BlockArgument):
             return False
         vop, wop = v.owner, w.owner
         if vop.name != wop.name or len(vop.operands) != len(wop.operands) or vop.regions:
@@ -518,7 +518,7 @@ class MinCutRecompute:
 
     def _free_in_reverse(self, v: SSAValue, w: SSAValue) -> bool:
         """Obtainable in the current reverse block without a per-iteration tape."""
-        if not isinstance(w, BlockArgument) and self.flavor.is_constant(w.owner):
+        if not is_a(w, BlockArgument) and self.flavor.is_constant(w.owner):
             return True
         if (w, self.cur) in self.popped:
             return True
@@ -596,7 +596,7 @@ def recompute_cut(v: SSAValue, w: SSAValue, recomputable, free) -> set[SSAValue]
 def is_pure(op: Operation) -> bool:
     """An op whose result depends on its operands only: arithmetic, and math
     intrinsics or libm functions that take no pointer."""
-    if isinstance(op, _CHEAP_OPS):
+    if is_a(op, _CHEAP_OPS):
         return True
     if isinstance(op, (llvm.CallIntrinsicOp, llvm.CallOp)):
         from zymase.analysis.memory import memory_kind

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from zymase.analysis.op_classes import is_a
 from zymase.ir import Attribute, Float16Type, Float32Type, Float64Type, Float80Type, SSAValue
 
 if TYPE_CHECKING:
@@ -198,7 +199,7 @@ def is_float_vector(t: Attribute) -> bool:
     """A fixed-length one-dimensional vector of floats with at most 64 lanes."""
     from zymase.ir import VectorType
 
-    return (isinstance(t, VectorType) and len(t.get_shape()) == 1 and not any(t.get_scalable_dims())
+    return (is_a(t, VectorType) and len(t.get_shape()) == 1 and not any(t.get_scalable_dims())
             and isinstance(t.element_type, (Float16Type, Float32Type, Float64Type)) and t.get_shape()[0] <= 64)
 
 

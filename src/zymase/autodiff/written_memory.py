@@ -165,7 +165,7 @@ class WrittenMemory:
         from zymase.transforms.numba_parfor import is_parfor
 
         return any(is_parfor(self.ctx.defined_function(op)) for b in self.p.region.blocks for op in b.ops
-                   if isinstance(op, llvm.CallOp))
+                   if is_a(op, llvm.CallOp))
 
     def _unwritten_after(self, load: Operation) -> bool:
         """Whether no op that may run after ``load`` in the forward sweep writes or frees
@@ -263,15 +263,15 @@ class WrittenMemory:
                 # on exit, and the caller holds its own reference meanwhile)
                 r = self._roots(op.operands[0])
                 targets = [] if r is not None and all(self._outside(x) for x in r) else [op.operands[0]]
-            elif isinstance(op, llvm.CallOp) and kind is None and (targets := self._parfor_writes(op)) is not None:
+            elif is_a(op, llvm.CallOp) and kind is None and (targets := self._parfor_writes(op)) is not None:
                 pass  # a Numba prange loop: the arrays it writes
-            elif isinstance(op, llvm.CallOp) and kind is None:
+            elif is_a(op, llvm.CallOp) and kind is None:
                 targets = [o for o in op.operands if isinstance(o.type, llvm.LLVMPointerType)]
                 if self._sets_signgam_only(op):
                     written.add(SIGNGAM)
                 elif self._call_writes_unseen(op):
                     written.add(UNSEEN_WRITES)
-            elif isinstance(op, llvm.CallIntrinsicOp) and kind is None and not op.intrin.data.startswith(
+            elif is_a(op, llvm.CallIntrinsicOp) and kind is None and not op.intrin.data.startswith(
                 MARKER_INTRINSICS
             ) and any(isinstance(o.type, llvm.LLVMPointerType) for o in op.operands):
                 return None

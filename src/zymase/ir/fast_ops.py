@@ -18,7 +18,17 @@ from collections.abc import Sequence
 
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, IntegerType, StringAttr, SymbolRefAttr, VectorType, i1, i32, i64
-from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, OpResult, Operation, SSAValue
+
+_VALUE_CLASSES = frozenset({OpResult, BlockArgument})
+
+
+def _value(v: SSAValue | Operation) -> SSAValue:
+    """``SSAValue.get(v)``: a value as it is, or an op's single result. ``SSAValue`` is an
+    ABC, and its ``isinstance`` test of a value (of a subclass, not the class) went
+    through ``ABCMeta.__instancecheck__`` for every operand of every op built here."""
+    return v if type(v) in _VALUE_CLASSES else SSAValue.get(v)
+
 
 #: what the constructors set when given no flags (attributes are immutable: shared)
 NO_FASTMATH = llvm.FastMathAttr(None)
@@ -53,14 +63,14 @@ def constant(value: Attribute, typ: Attribute) -> llvm.ConstantOp:
 def float_arith(cls: type[Operation], lhs: SSAValue | Operation, rhs: SSAValue | Operation) -> Operation:
     """``cls(lhs, rhs)`` for ``llvm.FAddOp``, ``FSubOp``, ``FMulOp``, ``FDivOp``, ``FRemOp``
     (no fast-math flags)."""
-    lhs, rhs = SSAValue.get(lhs), SSAValue.get(rhs)
+    lhs, rhs = _value(lhs), _value(rhs)
     return cls.create(operands=[lhs, rhs], result_types=[lhs.type], properties={"fastmathFlags": NO_FASTMATH})
 
 
 def int_arith(cls: type[Operation], lhs: SSAValue | Operation, rhs: SSAValue | Operation) -> Operation:
     """``cls(lhs, rhs)`` for the integer ops with overflow flags (``llvm.AddOp``, ``SubOp``,
     ``MulOp``, ``ShlOp``; no flags)."""
-    lhs, rhs = SSAValue.get(lhs), SSAValue.get(rhs)
+    lhs, rhs = _value(lhs), _value(rhs)
     return cls.create(operands=[lhs, rhs], result_types=[lhs.type], properties={"overflowFlags": _NO_OVERFLOW})
 
 
@@ -68,7 +78,7 @@ def call(callee: str, args: Sequence[SSAValue | Operation], return_type: Attribu
     """``llvm.CallOp(callee, *args, return_type=return_type)``: a direct call, no
     operand bundles, C calling convention, no fast-math flags."""
     return llvm.CallOp.create(
-        operands=[SSAValue.get(a) for a in args],
+        operands=[_value(a) for a in args],
         result_types=[] if return_type is None else [return_type],
         properties={"callee": _symbol(callee), "fastmathFlags": NO_FASTMATH, "CConv": _CCC,
                     "op_bundle_sizes": _NO_BUNDLES, "operandSegmentSizes": _segments(len(args))},
@@ -80,7 +90,7 @@ def init_op(op: Operation, operands: Sequence[SSAValue | Operation] = (),
     """What an IRDL op's ``__init__`` with one operand per definition and one result per
     definition does, without IRDL's matching: for the extended dialects' hot ops (loads,
     stores, the enzyme accumulator ops), whose shapes are fixed."""
-    Operation.__init__(op, operands=[SSAValue.get(o) for o in operands], result_types=result_types,
+    Operation.__init__(op, operands=[_value(o) for o in operands], result_types=result_types,
                        properties=properties or {})
 
 
@@ -95,13 +105,13 @@ def _cond_segments(then_args: int, else_args: int) -> DenseArrayBase:
 
 def br(dest: Block, args: Sequence[SSAValue | Operation] = ()) -> llvm.BrOp:
     """``llvm.BrOp(dest, *args)``."""
-    return llvm.BrOp.create(operands=[SSAValue.get(a) for a in args], successors=[dest])
+    return llvm.BrOp.create(operands=[_value(a) for a in args], successors=[dest])
 
 
 def cond_br(cond: SSAValue | Operation, then_block: Block, then_args: Sequence[SSAValue | Operation],
             else_block: Block, else_args: Sequence[SSAValue | Operation]) -> llvm.CondBrOp:
     """``llvm.CondBrOp(cond, then_block, then_args, else_block, else_args)``."""
-    operands = [SSAValue.get(cond), *(SSAValue.get(a) for a in then_args), *(SSAValue.get(a) for a in else_args)]
+    operands = [_value(cond), *(_value(a) for a in then_args), *(_value(a) for a in else_args)]
     return llvm.CondBrOp.create(operands=operands, successors=[then_block, else_block],
                                 properties={"operandSegmentSizes": _cond_segments(len(then_args), len(else_args))})
 
@@ -109,25 +119,25 @@ def cond_br(cond: SSAValue | Operation, then_block: Block, then_args: Sequence[S
 def select(cls: type[Operation], cond: SSAValue | Operation, lhs: SSAValue | Operation,
            rhs: SSAValue | Operation) -> Operation:
     """``cls(cond, lhs, rhs)`` for ``llvm.SelectOp`` and the extended dialect's."""
-    lhs = SSAValue.get(lhs)
-    return cls.create(operands=[SSAValue.get(cond), lhs, SSAValue.get(rhs)], result_types=[lhs.type])
+    lhs = _value(lhs)
+    return cls.create(operands=[_value(cond), lhs, _value(rhs)], result_types=[lhs.type])
 
 
 def alloca(size: SSAValue | Operation, elem_type: Attribute, alignment: int = 32) -> llvm.AllocaOp:
     """``llvm.AllocaOp(size, elem_type, alignment)``."""
-    return llvm.AllocaOp.create(operands=[SSAValue.get(size)], result_types=[_PTR],
+    return llvm.AllocaOp.create(operands=[_value(size)], result_types=[_PTR],
                                 properties={"alignment": int_attr(alignment), "elem_type": elem_type})
 
 
 def load(ptr: SSAValue | Operation, result_type: Attribute) -> llvm.LoadOp:
     """xDSL's ``llvm.LoadOp(ptr, result_type)`` (no alignment, not atomic)."""
-    return llvm.LoadOp.create(operands=[SSAValue.get(ptr)], result_types=[result_type],
+    return llvm.LoadOp.create(operands=[_value(ptr)], result_types=[result_type],
                               properties={"ordering": _NO_ORDERING})
 
 
 def store(value: SSAValue | Operation, ptr: SSAValue | Operation) -> llvm.StoreOp:
     """xDSL's ``llvm.StoreOp(value, ptr)`` (no alignment, not atomic)."""
-    return llvm.StoreOp.create(operands=[SSAValue.get(value), SSAValue.get(ptr)],
+    return llvm.StoreOp.create(operands=[_value(value), _value(ptr)],
                                properties={"ordering": _NO_ORDERING})
 
 
@@ -145,7 +155,7 @@ def gep(ptr: SSAValue | Operation, indices: Sequence[int], elem_type: Attribute,
     """``llvm.GEPOp(ptr, indices, elem_type, ssa_indices=ssa_indices)`` (not inbounds; the
     result an opaque pointer)."""
     return llvm.GEPOp.create(
-        operands=[SSAValue.get(ptr), *(SSAValue.get(i) for i in ssa_indices)], result_types=[_PTR],
+        operands=[_value(ptr), *(_value(i) for i in ssa_indices)], result_types=[_PTR],
         properties={"rawConstantIndices": raw_indices(tuple(indices)), "elem_type": elem_type,
                     "noWrapFlags": _NO_GEP_FLAGS})
 

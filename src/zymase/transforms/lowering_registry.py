@@ -37,7 +37,7 @@ def lower_type(t: Attribute, *, function: str | None = None) -> Attribute:
     ``index`` becomes ``i64``; accumulators and caches become pointers to their
     stack slot; integer and float types are already llvm-compatible.
     """
-    if isinstance(t, IndexType):
+    if is_a(t, IndexType):
         return i64
     if is_a(t, (enzyme.GradientType, enzyme.CacheType, enzyme.IndexedCacheType)):
         return PTR
@@ -217,7 +217,7 @@ def lowers(*op_classes: type[Operation]) -> Callable[[LoweringFn], LoweringFn]:
 
 
 def _is_float(t: Attribute) -> bool:
-    return isinstance(t, (Float16Type, Float32Type, Float64Type))
+    return is_a(t, (Float16Type, Float32Type, Float64Type))
 
 
 def packed_result_type(types: Sequence[Attribute]) -> Attribute | None:
