@@ -8,7 +8,9 @@ prepared copy of every function the engine differentiates (``common.prepare``)."
 from __future__ import annotations
 
 from zymase.analysis.activity import ActivityInfo
-from zymase.analysis.memory import inline_asm_may_access_memory
+# (at module level: the refusals ask for them at every op of the function)
+from zymase.analysis.memory import (DEALLOCATED_ARG, INTEGER_ONLY_EXTERNALS, MARKER_INTRINSICS, READ_ONLY_EXTERNALS,
+                                    inline_asm_may_access_memory, is_pointer, may_write_through_arguments, memory_kind)
 from zymase.analysis.scf import nested_blocks
 from zymase.autodiff.common import Context, describe, function_name
 from zymase.autodiff.flavor import Flavor, is_differentiable_type
@@ -416,8 +418,6 @@ def _active_into_pointer_writer(ctx: Context, op: Operation, act: ActivityInfo) 
     pointer it may write through (``polar(t, &out)``, like libm's sincos): what it stores
     there depends on the active value, but the engine sees no store, so the loads after it
     would carry a zero derivative."""
-    from zymase.analysis.memory import is_pointer, may_write_through_arguments
-
     if not is_a(op, llvm.CallOp) or not _opaque_call(ctx, op) or ctx.rule_for(op) is not None:
         return False
     if not any(o in act.varied for o in op.operands) or not any(is_pointer(o) for o in op.operands):
@@ -518,9 +518,6 @@ def _opaque_call(ctx: Context, op: Operation) -> bool:
     """A call whose effect on memory the engine does not model: an external function
     other than the allocators, memcpy/memset, read-only printing and the helpers that
     touch only integers, or a recursive (hence not inlined) defined function."""
-    from zymase.analysis.memory import (DEALLOCATED_ARG, INTEGER_ONLY_EXTERNALS, MARKER_INTRINSICS,
-                                        READ_ONLY_EXTERNALS, memory_kind)
-
     if memory_kind(op) is not None:
         return False
     if isinstance(op, llvm.CallIntrinsicOp):

@@ -11,7 +11,8 @@ writes memory the analysis cannot see.
 from __future__ import annotations
 
 from zymase.analysis.memory import (MARKER_INTRINSICS, SIGNGAM, SIGNGAM_SETTERS, UNSEEN_WRITES, call_rule_writes,
-                                    callee_name, float_typed_access, inline_asm_may_access_memory, memory_kind)
+                                    callee_name, float_typed_access, inline_asm_may_access_memory, memory_kind,
+                                    pointer_roots)
 from zymase.autodiff.region_recompute import CapturedObject, captured_object
 from zymase.ir import Block, BlockArgument, Operation, SSAValue, llvm
 from zymase.analysis.op_classes import is_a
@@ -75,8 +76,6 @@ class WrittenMemory:
     def _roots(self, ptr: SSAValue):
         """The objects a pointer may point into (entry arguments, allocation ops,
         global names), or None when unknown."""
-        from zymase.analysis.memory import pointer_roots
-
         found = pointer_roots(ptr, self.p.region.blocks[0], self._incoming)
         if found is None and self._recomputed_region():
             captured = captured_object(ptr, self.p.region.blocks[0], self.__dict__.setdefault("_captured", {}))
