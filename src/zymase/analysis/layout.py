@@ -110,7 +110,7 @@ def struct_offsets(t: Attribute) -> list[int]:
 
 def store_size(t: Attribute) -> int:
     """Bytes a load/store of ``t`` touches (``i1`` touches 1, ``f80`` 10)."""
-    if isinstance(t, IntegerType):
+    if is_a(t, IntegerType):
         return max(1, (t.width.data + 7) // 8)
     if float_kind(t) == "f80":
         return 10

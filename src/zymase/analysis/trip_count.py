@@ -91,7 +91,7 @@ def constant_int(v: SSAValue) -> int | None:
     if is_a(v, BlockArgument):
         return None
     op = v.owner
-    if isinstance(op, llvm.ConstantOp) and isinstance(op.value, IntegerAttr):
+    if is_a(op, llvm.ConstantOp) and is_a(op.value, IntegerAttr):
         return op.value.value.data
     return None
 

@@ -83,12 +83,12 @@ __all__ = ["RuleGraph", "RET", "gep_offset", "const_int", "describe_op", "is_ptr
 
 
 def is_ptr(v: SSAValue) -> bool:
-    return isinstance(v.type, llvm.LLVMPointerType)
+    return is_a(v.type, llvm.LLVMPointerType)
 
 
 def const_int(v: SSAValue) -> int | None:
     owner = v.owner
-    if isinstance(owner, llvm.ConstantOp) and isinstance(owner.value, IntegerAttr):
+    if is_a(owner, llvm.ConstantOp) and is_a(owner.value, IntegerAttr):
         return owner.value.value.data
     return None
 
@@ -99,7 +99,7 @@ def _affine(v: SSAValue, depth: int = 0) -> tuple[int, int]:
     if c is not None:
         return c, 0
     owner = v.owner
-    if depth > 12 or not isinstance(owner, Operation):
+    if depth > 12 or not is_a(owner, Operation):
         return 0, 1
     name = owner.name
     if name in ("llvm.sext", "llvm.zext", "llvm.trunc", "llvm.freeze"):

@@ -207,7 +207,7 @@ class Emitter:
         ignore signed zeros (``0.0 + x`` folds to ``x``: a shadow zeroed by one op
         and accumulated into by the next stays in a register)."""
         out = self.add(total, contrib)
-        if not isinstance(out, BlockArgument):
+        if not is_a(out, BlockArgument):
             self.flavor.set_fast_math(out.owner, _ACCUMULATION_FLAGS)
         return out
 

@@ -162,7 +162,7 @@ class StoreForwarding:
                         ("llvm.lifetime", "llvm.dbg", "llvm.assume", "llvm.experimental.noalias")
                     ):
                         continue
-                    targets = [o for o in op.operands if isinstance(o.type, llvm.LLVMPointerType)]
+                    targets = [o for o in op.operands if is_a(o.type, llvm.LLVMPointerType)]
                 else:
                     continue
                 for t in targets:

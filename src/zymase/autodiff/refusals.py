@@ -129,7 +129,7 @@ def reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activi
                     hint="return or pass the scalars separately, or compile so the optimizer splits the aggregate",
                 )
             if any(o in act.shadowed for o in op.operands) and any(
-                isinstance(r.type, (llvm.LLVMStructType, llvm.LLVMArrayType)) and not is_differentiable_type(r.type)
+                is_a(r.type, (llvm.LLVMStructType, llvm.LLVMArrayType)) and not is_differentiable_type(r.type)
                 for r in op.results
             ):
                 # the shadow would have to travel inside the aggregate: refuse rather
@@ -483,9 +483,9 @@ def _unsupported_on_active(op: Operation, act: ActivityInfo) -> str | None:
                       for o in op.operands)
     if not touches:
         return None
-    if isinstance(op, llvm.InlineAsmOp):
+    if is_a(op, llvm.InlineAsmOp):
         return "inline assembly"
-    if isinstance(op, llvm.CallOp) and op.callee is None:
+    if is_a(op, llvm.CallOp) and op.callee is None:
         return "an indirect call through a function pointer"
     if is_a(op, (llvm.LoadOp, llvm.StoreOp)) and op.ptr in act.shadowed:
         if getattr(op, "volatile_", None) is not None and not _local_slot(op.ptr):

@@ -221,9 +221,14 @@ class ReverseGenerator(LaneMaps, ShadowCode, LifoCaches, IndexedCaches, MinCutRe
                 nb.add_op(clone)
                 clones[op] = clone
         # Block order need not follow dominance: operands defined in a later block
-        # are mapped once every block has been copied.
-        for clone in clones.values():
-            clone.operands = [self.vmap.get(o, o) for o in clone.operands]
+        # are mapped once every block has been copied. (When no clone holds a primal
+        # value, setting every clone's operands again would give each value the very
+        # use list it has: skipped, the operand lists of hundreds of ops rebuilt for
+        # nothing.)
+        vmap = self.vmap
+        if any(o in vmap for clone in clones.values() for o in clone.operands):
+            for clone in clones.values():
+                clone.operands = [vmap.get(o, o) for o in clone.operands]
         for op, clone in clones.items():
             if ABANDONED in op.attributes:
                 self._return_abandoned(clone, orig_entry)
@@ -358,7 +363,7 @@ class ReverseGenerator(LaneMaps, ShadowCode, LifoCaches, IndexedCaches, MinCutRe
             yield from op.results
 
     def _needs_cell(self, v: SSAValue) -> bool:
-        if isinstance(v, BlockArgument):
+        if is_a(v, BlockArgument):
             return True
         home = v.owner.parent_block()
         for use in v.uses:

@@ -436,7 +436,7 @@ def explain_tape(fname: str, w: SSAValue, how: str) -> None:
 
 
 def _bytes(t) -> int:
-    if isinstance(t, IntegerType):
+    if is_a(t, IntegerType):
         return max(1, (t.width.data + 7) // 8)
     width = getattr(t, "bitwidth", None)
     return width // 8 if isinstance(width, int) else 8
@@ -477,12 +477,12 @@ class MinCutRecompute:
             return False
         if self.flavor.name != "llvm":
             return self._recomputable_std(v)
-        if isinstance(vop, llvm.LoadOp):
+        if is_a(vop, llvm.LoadOp):
             # (no re-reading in split mode: the augmented function's stack is gone)
             t = vop.results[0].type
             return (not self.split and (isinstance(t, IntegerType) or t == w.type and _is_float(t))
                     and (self._never_written(vop.ptr, vop) or self._unwritten_after(vop)))
-        if isinstance(vop, llvm.CallIntrinsicOp):
+        if is_a(vop, llvm.CallIntrinsicOp):
             return vop.intrin.data.startswith(_CHEAP_INTRINSICS) and vop.intrin == wop.intrin
         return is_a(vop, _CHEAP_OPS)
 
@@ -617,7 +617,7 @@ _LOADS = OpClasses(llvm.LoadOp, "memref.LoadOp")
 def _tape_cost(x: SSAValue) -> int:
     """Bytes taped per iteration (scaled), a little less for loads, so that ties go
     to taping a load rather than recomputing it."""
-    is_load = not isinstance(x, BlockArgument) and isinstance(x.owner, _LOADS)
+    is_load = not is_a(x, BlockArgument) and isinstance(x.owner, _LOADS)
     return 16 * _bytes(x.type) - (1 if is_load else 0)
 
 

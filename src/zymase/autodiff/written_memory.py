@@ -59,7 +59,7 @@ class WrittenMemory:
 
     def _outside(self, root) -> bool:
         """Memory not allocated by this function (arguments, globals)."""
-        return isinstance(root, (BlockArgument, str, CapturedObject))
+        return is_a(root, (BlockArgument, str, CapturedObject))
 
     def _noalias(self, root) -> bool:
         if isinstance(root, CapturedObject):
@@ -272,7 +272,7 @@ class WrittenMemory:
                     written.add(UNSEEN_WRITES)
             elif is_a(op, llvm.CallIntrinsicOp) and kind is None and not op.intrin.data.startswith(
                 MARKER_INTRINSICS
-            ) and any(isinstance(o.type, llvm.LLVMPointerType) for o in op.operands):
+            ) and any(is_a(o.type, llvm.LLVMPointerType) for o in op.operands):
                 return None
             elif inline_asm_may_access_memory(op):
                 return None

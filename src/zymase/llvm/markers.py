@@ -220,7 +220,7 @@ def lower_markers(module: ModuleOp) -> int:
 
 
 def _functions(module: ModuleOp) -> dict[str, Operation]:
-    return {op.sym_name.data: op for op in module.body.block.ops if isinstance(op, llvm.FuncOp)}
+    return {op.sym_name.data: op for op in module.body.block.ops if is_a(op, llvm.FuncOp)}
 
 
 def marker_rounds(module: ModuleOp) -> list[list[_Site]]:
@@ -345,7 +345,7 @@ def _enzyme_function_attributes(fop: Operation) -> list[str]:
     passthrough = fop.properties.get("passthrough")
     names = []
     for item in passthrough.data if passthrough is not None else ():
-        key = item.data[0] if isinstance(item, ArrayAttr) else item
+        key = item.data[0] if is_a(item, ArrayAttr) else item
         if isinstance(key, StringAttr) and key.data.startswith(_MARKER_WORDS) and not is_implemented_attribute(key.data):
             names.append(key.data)
     return names

@@ -41,7 +41,7 @@ def lower_type(t: Attribute, *, function: str | None = None) -> Attribute:
         return i64
     if is_a(t, (enzyme.GradientType, enzyme.CacheType, enzyme.IndexedCacheType)):
         return PTR
-    if isinstance(t, IntegerType):
+    if is_a(t, IntegerType):
         if t.signedness.data.name != "SIGNLESS":
             raise ZymaseError(
                 f"signed/unsigned integer type {t} cannot be lowered",
@@ -49,7 +49,7 @@ def lower_type(t: Attribute, *, function: str | None = None) -> Attribute:
                 hint="use signless integers (i32, i64, ...) as arith does",
             )
         return t
-    if isinstance(t, MemRefType):
+    if is_a(t, MemRefType):
         from zymase.transforms.lower_memref import descriptor_type
 
         return descriptor_type(t)

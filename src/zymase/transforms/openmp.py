@@ -109,7 +109,7 @@ def _callee(op: Operation) -> str | None:
 
 
 def _functions(module: ModuleOp) -> dict[str, llvm.FuncOp]:
-    return {op.sym_name.data: op for op in module.body.block.ops if isinstance(op, llvm.FuncOp)}
+    return {op.sym_name.data: op for op in module.body.block.ops if is_a(op, llvm.FuncOp)}
 
 
 def is_outlined_region(fop: Operation) -> bool:
