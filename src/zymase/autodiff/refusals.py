@@ -23,6 +23,7 @@ from zymase.autodiff.type_rules import is_float_vector
 from zymase.errors import ZymaseError
 from zymase.ir import Attribute, IntegerType, Operation, Region, SSAValue, VectorType, is_float_type, llvm, location_of
 from zymase.ir import enzyme as ez
+from zymase.transforms.inline import is_variadic
 from zymase.analysis.op_classes import is_a
 
 def reject_unsupported(ctx: Context, fop: Operation, region: Region, act: ActivityInfo, arg_acts) -> None:
@@ -508,8 +509,6 @@ def _variadic_definition(ctx: Context, op: Operation) -> bool:
     body reads the extra arguments through a ``va_list`` in memory that shadow
     analysis does not follow (calls to external variadic functions, like printf, are
     judged like any external call)."""
-    from zymase.transforms.inline import is_variadic
-
     fop = ctx.defined_function(op)
     return fop is not None and is_variadic(fop)
 

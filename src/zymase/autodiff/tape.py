@@ -550,8 +550,13 @@ class MinCutRecompute:
             if self._free_in_reverse(v, w) or not self._recomputable(v, w):
                 return self._fetch(v, w)
         operands = [self._rebuild(ov, ow, cut) for ov, ow in zip(v.owner.operands, w.owner.operands)]
-        clone = w.owner.clone({}, {})
-        clone.operands = operands
+        old = w.owner.operands
+        if len(set(old)) == len(old):
+            # built with its operands (not given the forward ones, then these)
+            clone = w.owner.clone(dict(zip(old, operands)), {})
+        else:
+            clone = w.owner.clone({}, {})
+            clone.operands = operands
         drop_scopes(clone)  # a recomputed load is outside the region its scopes promise for
         self.E.insert(clone)
         self.popped[key] = clone.results[0]
