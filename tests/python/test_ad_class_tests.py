@@ -12,7 +12,8 @@ counts, not seconds.
   ABC test.
 - The reverse sweep's forward copy of the primal sets its clones' operands a second time
   only when one of them holds a primal value (a use in a block before its definition):
-  a straight-line function's clones are built once.
+  a straight-line function's clones are built once; the ops the reverse sweep recomputes
+  are cloned with their reverse-sweep operands, not given them after.
 """
 
 from __future__ import annotations
@@ -176,3 +177,57 @@ def test_clones_are_not_given_their_own_operands_again(level, tmp_path, monkeypa
     out = c_frontend.differentiate_llvm_ir(ll, source.name, level, c_frontend.Timings())
     assert "@__enzyme_autodiff" not in out and cloned
     assert not again, f"{len(again)} clones given the operands they had: {sorted(set(again))}"
+
+
+_LOOP = r"""
+#include <math.h>
+extern void __enzyme_autodiff(void *, ...);
+double f(const double *x, int n) {
+    double s = 0;
+    for (int i = 0; i < n; i++) s += sin(x[i]) * x[i] + cos(x[i] * s);
+    return s * s;
+}
+void g(const double *x, double *dx, int n) { __enzyme_autodiff((void *)f, x, dx, n); }
+"""
+
+
+@pytest.mark.skipif(not Path(CLANG).exists(), reason="clang-19 not installed")
+@pytest.mark.parametrize("level", [0, 2])
+def test_recomputed_ops_are_built_with_their_operands(level, tmp_path, monkeypatch) -> None:
+    """The reverse sweep's recomputed ops (tape.MinCutRecompute._rebuild) are cloned with
+    their reverse-sweep operands, not cloned with the forward ones and given these after."""
+    from zymase.autodiff import tape
+    from zymase.frontends import c as c_frontend
+
+    source = tmp_path / "loop.c"
+    source.write_text(_LOOP)
+    flags = ["-O2", "-Xclang", "-disable-llvm-passes"] if level else ["-O0", "-Xclang", "-disable-O0-optnone"]
+    ll = subprocess.run([CLANG, *flags, "-S", "-emit-llvm", "-o", "-", str(source)],
+                        capture_output=True, text=True, check=True).stdout
+    rebuilding = {"depth": 0, "clones": set(), "set": 0}
+    rebuild, clone, operands = tape.MinCutRecompute._rebuild, Operation.clone, Operation.operands
+
+    def counted_rebuild(self, *args, **kwargs):
+        rebuilding["depth"] += 1
+        try:
+            return rebuild(self, *args, **kwargs)
+        finally:
+            rebuilding["depth"] -= 1
+
+    def counted_clone(op, *args, **kwargs):
+        copy = clone(op, *args, **kwargs)
+        if rebuilding["depth"]:
+            rebuilding["clones"].add(id(copy))
+        return copy
+
+    def counted_set(op, new):
+        rebuilding["set"] += id(op) in rebuilding["clones"]
+        operands.fset(op, new)
+
+    monkeypatch.setattr(tape.MinCutRecompute, "_rebuild", counted_rebuild)
+    monkeypatch.setattr(Operation, "clone", counted_clone)
+    monkeypatch.setattr(Operation, "operands", property(operands.fget, counted_set))
+    out = c_frontend.differentiate_llvm_ir(ll, source.name, level, c_frontend.Timings())
+    assert "@__enzyme_autodiff" not in out
+    assert rebuilding["clones"], "nothing recomputed: the program no longer tests this"
+    assert rebuilding["set"] == 0, f"{rebuilding['set']} recomputed ops given their operands after cloning"
