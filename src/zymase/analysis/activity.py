@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from zymase.analysis.op_classes import is_a
 from zymase.analysis.scf import value_flow
 from zymase.autodiff.type_rules import is_differentiable_type
 from zymase.ir import Block, BlockArgument, Operation, SSAValue
@@ -135,7 +136,7 @@ def analyze(
                 work.append(v)
     while work:
         v = work.pop()
-        if isinstance(v, BlockArgument) or v in incoming:
+        if is_a(v, BlockArgument) or v in incoming:
             for src in incoming.get(v, ()):
                 if src not in useful and is_differentiable_type(src.type):
                     useful.add(src)

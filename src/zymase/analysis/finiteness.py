@@ -26,6 +26,7 @@ branch taken only sometimes) is not exposed, and the terms reading it are guarde
 from __future__ import annotations
 
 from zymase.analysis.memory import memory_kind
+from zymase.analysis.op_classes import is_a
 from zymase.analysis.scf import nested_blocks, value_flow
 from zymase.autodiff.registry import ScalarRule
 from zymase.autodiff.rules import scalar
@@ -490,7 +491,7 @@ def _may_hold_float(v: SSAValue) -> bool:
 
 def _nonfinite_constant(op: Operation) -> bool:
     value = getattr(op, "value", None)
-    if not isinstance(value, FloatAttr):
+    if not is_a(value, FloatAttr):
         return False
     x = value.value.data
     return x != x or x in (float("inf"), float("-inf"))

@@ -63,11 +63,11 @@ def size_align(t: Attribute) -> tuple[int, int]:
     ``N * size``; structs with natural alignment and tail padding; packed structs
     without padding and alignment 1; vectors naturally aligned (power of two).
     """
-    if isinstance(t, IntegerType):
+    if is_a(t, IntegerType):
         nbytes = max(1, (t.width.data + 7) // 8)
         align = min(_pow2_at_least(nbytes), 16)
         return -(-nbytes // align) * align, align
-    if isinstance(t, llvm.LLVMPointerType):
+    if is_a(t, llvm.LLVMPointerType):
         return 8, 8
     kind = float_kind(t)
     if kind is not None:
@@ -110,7 +110,7 @@ def struct_offsets(t: Attribute) -> list[int]:
 
 def store_size(t: Attribute) -> int:
     """Bytes a load/store of ``t`` touches (``i1`` touches 1, ``f80`` 10)."""
-    if isinstance(t, IntegerType):
+    if is_a(t, IntegerType):
         return max(1, (t.width.data + 7) // 8)
     if float_kind(t) == "f80":
         return 10

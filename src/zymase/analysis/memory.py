@@ -177,7 +177,7 @@ def args_marked(fn: Operation, attr: str) -> set[int]:
 
 
 def is_pointer(v: SSAValue) -> bool:
-    return isinstance(v.type, llvm.LLVMPointerType)
+    return is_a(v.type, llvm.LLVMPointerType)
 
 
 #: addresses below this are in the null page, which Linux never maps (vm.mmap_min_addr is

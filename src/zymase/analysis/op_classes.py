@@ -10,13 +10,16 @@ class decides the answer (nothing registers virtual subclasses with xDSL's class
 
 from __future__ import annotations
 
-_KNOWN: dict[tuple[type, type | tuple[type, ...]], bool] = {}
+#: classes asked for -> {class of the object: answer}
+_KNOWN: dict[type | tuple[type, ...], dict[type, bool]] = {}
 
 
 def is_a(obj: object, of: type | tuple[type, ...]) -> bool:
-    """``isinstance(obj, of)``, decided once per class of ``obj``."""
-    key = (type(obj), of)
-    known = _KNOWN.get(key)
-    if known is None:
-        known = _KNOWN[key] = issubclass(key[0], of)
-    return known
+    """``isinstance(obj, of)``, decided once per class of ``obj``. (The answers are kept
+    per ``of`` first: a key of the pair was a tuple built and hashed at every call, and
+    the walks ask this of every op.)"""
+    try:
+        return _KNOWN[of][type(obj)]
+    except KeyError:
+        known = _KNOWN.setdefault(of, {})[type(obj)] = issubclass(type(obj), of)
+        return known

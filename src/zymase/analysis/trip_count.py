@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from zymase.analysis.cfg import CFG, Edge
+from zymase.analysis.op_classes import is_a
 from zymase.ir import Block, BlockArgument, IntegerAttr, IntegerType, SSAValue, i64, llvm
 from zymase.ir import fast_ops, llvm_ext
 from zymase.ir.llvm_ext import NSW, NUW, overflow_bits
@@ -87,10 +88,10 @@ class TripCount:
 
 
 def constant_int(v: SSAValue) -> int | None:
-    if isinstance(v, BlockArgument):
+    if is_a(v, BlockArgument):
         return None
     op = v.owner
-    if isinstance(op, llvm.ConstantOp) and isinstance(op.value, IntegerAttr):
+    if is_a(op, llvm.ConstantOp) and is_a(op.value, IntegerAttr):
         return op.value.value.data
     return None
 

@@ -83,12 +83,12 @@ __all__ = ["RuleGraph", "RET", "gep_offset", "const_int", "describe_op", "is_ptr
 
 
 def is_ptr(v: SSAValue) -> bool:
-    return isinstance(v.type, llvm.LLVMPointerType)
+    return is_a(v.type, llvm.LLVMPointerType)
 
 
 def const_int(v: SSAValue) -> int | None:
     owner = v.owner
-    if isinstance(owner, llvm.ConstantOp) and isinstance(owner.value, IntegerAttr):
+    if is_a(owner, llvm.ConstantOp) and is_a(owner.value, IntegerAttr):
         return owner.value.value.data
     return None
 
@@ -99,7 +99,7 @@ def _affine(v: SSAValue, depth: int = 0) -> tuple[int, int]:
     if c is not None:
         return c, 0
     owner = v.owner
-    if depth > 12 or not isinstance(owner, Operation):
+    if depth > 12 or not is_a(owner, Operation):
         return 0, 1
     name = owner.name
     if name in ("llvm.sext", "llvm.zext", "llvm.trunc", "llvm.freeze"):
@@ -581,11 +581,11 @@ class RuleGraph:
         self.fact(p, layout_tree(t))
 
     def _op(self, op: Operation, addressof: dict[str, SSAValue]) -> None:
-        if isinstance(op, llvm.LoadOp):
+        if is_a(op, llvm.LoadOp):
             self._access(op, op.ptr, op.dereferenced_value.type, op.dereferenced_value, True)
-        elif isinstance(op, llvm.StoreOp):
+        elif is_a(op, llvm.StoreOp):
             self._access(op, op.ptr, op.value.type, op.value, False)
-        elif isinstance(op, llvm.GEPOp):
+        elif is_a(op, llvm.GEPOp):
             off = gep_offset(op)
             if off is None:
                 return
@@ -602,15 +602,15 @@ class RuleGraph:
         elif is_a(op, (llvm.BitcastOp, llvm_ext.AddrSpaceCastOp, llvm_ext.FreezeOp)):
             if op.results and is_ptr(op.results[0]) and is_ptr(op.operands[0]):
                 self.link(op.operands[0], op.results[0], 0)
-        elif isinstance(op, llvm.SelectOp):
+        elif is_a(op, llvm.SelectOp):
             if is_ptr(op.res):
                 self.link(op.lhs, op.res, 0)
                 self.link(op.rhs, op.res, 0)
-        elif isinstance(op, llvm.AllocaOp):
+        elif is_a(op, llvm.AllocaOp):
             tree = layout_tree(op.elem_type, declared=True)
             if not tree.is_empty():
                 self.fact(op.res, tree)
-        elif isinstance(op, llvm.AddressOfOp):
+        elif is_a(op, llvm.AddressOfOp):
             name = op.global_name.root_reference.data
             if name in addressof:
                 self.link(addressof[name], op.result, 0)
@@ -627,12 +627,12 @@ class RuleGraph:
                 self.cell(op.operands[0], val)
             else:
                 self.fact(op.operands[0], layout_tree(val.type))
-        elif isinstance(op, llvm.ReturnOp):
+        elif is_a(op, llvm.ReturnOp):
             if op.arg is not None and is_ptr(op.arg):
                 self.same(RET, op.arg)
-        elif isinstance(op, llvm.CallIntrinsicOp):
+        elif is_a(op, llvm.CallIntrinsicOp):
             self._intrinsic(op)
-        elif isinstance(op, llvm.CallOp):
+        elif is_a(op, llvm.CallOp):
             self._call(op)
 
     def _intrinsic(self, op: Operation) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Sequence
 
+from zymase.analysis.op_classes import is_a
 from zymase.analysis.type_deductions import RET, RuleGraph, is_ptr
 from zymase.analysis.type_tree import EMPTY, MAX_DEPTH, TypeTree, join, truncate
 from zymase.ir import ModuleOp, Operation, llvm
@@ -31,7 +32,7 @@ def module_has_tbaa(module: ModuleOp | None) -> bool:
     ``zymase.tbaa``). A walk of the whole module when none does (-O0): a caller that
     analyses many functions of one module reads it once (``Driver.has_tbaa``)."""
     return module is not None and any(
-        "zymase.tbaa" in op.attributes for op in module.walk() if isinstance(op, (llvm.LoadOp, llvm.StoreOp))
+        "zymase.tbaa" in op.attributes for op in module.walk() if is_a(op, (llvm.LoadOp, llvm.StoreOp))
     )
 
 

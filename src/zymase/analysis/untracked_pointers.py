@@ -28,6 +28,7 @@ session 32). A slot read back as a pointer is refused (session 33).
 from __future__ import annotations
 
 from zymase.analysis.memory import derived_uses, holds_pointer, is_marker, memory_kind
+from zymase.analysis.op_classes import is_a
 from zymase.errors import ZymaseError
 from zymase.ir import BlockArgument, IntegerType, SSAValue, llvm, location_of
 from zymase.transforms.inline import INLINE_LIMIT
@@ -71,9 +72,9 @@ def refuse_integer_addresses_of_active_memory(blocks, info, incoming, successor_
 
     for b in blocks:
         for op in b.ops:
-            if isinstance(op, llvm.PtrToIntOp) and op.operands[0] in info.shadowed:
+            if is_a(op, llvm.PtrToIntOp) and op.operands[0] in info.shadowed:
                 _refuse_escaping_address(op, incoming, successor_operands, fname)
-            if not isinstance(op, llvm.IntToPtrOp):
+            if not is_a(op, llvm.IntToPtrOp):
                 continue
             used = next((user for _, user in derived_uses(op.results[0], successor_operands)
                          if _may_move_derivatives(user)), None)
@@ -243,7 +244,7 @@ def refuse_returned_pointers_to_active_memory(blocks, info, successor_operands, 
     ``is_differentiated_call(op)`` says whether a call is of such a function."""
     for b in blocks:
         for op in b.ops:
-            if not isinstance(op, llvm.CallOp) or not any(holds_pointer(r.type) for r in op.results):
+            if not is_a(op, llvm.CallOp) or not any(holds_pointer(r.type) for r in op.results):
                 continue
             if not any(o in info.varied or o in info.shadowed for o in op.operands):
                 continue

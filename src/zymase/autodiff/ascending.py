@@ -56,6 +56,7 @@ import os
 import sys
 
 from zymase.analysis.memory import MARKER_INTRINSICS, memory_kind
+from zymase.analysis.op_classes import is_a
 from zymase.analysis.trip_count import constant_int, constant_trip_count
 from zymase.analysis.layout import size_align, struct_offsets
 from zymase.autodiff.tape import is_pure
@@ -112,14 +113,14 @@ class AscendingLoops:
                     if op.ptr in self.act.shadowed:
                         accesses.append(op)
                 elif kind in ("derive", "select", "global"):
-                    if isinstance(op, llvm.CallOp):
+                    if is_a(op, llvm.CallOp):
                         return False
                 elif kind is not None:
                     return False
-                elif isinstance(op, llvm.CallOp) and not is_pure(op):
+                elif is_a(op, llvm.CallOp) and not is_pure(op):
                     return False
-                elif isinstance(op, llvm.CallIntrinsicOp) and not op.intrin.data.startswith(MARKER_INTRINSICS) and any(
-                    isinstance(o.type, llvm.LLVMPointerType) for o in op.operands
+                elif is_a(op, llvm.CallIntrinsicOp) and not op.intrin.data.startswith(MARKER_INTRINSICS) and any(
+                    is_a(o.type, llvm.LLVMPointerType) for o in op.operands
                 ):
                     return False
         declared = {op.attributes[SCOPE_DECL].data for b in body for op in b.ops if is_scope_decl(op)}
@@ -128,7 +129,7 @@ class AscendingLoops:
         count = None if tc is None else constant_trip_count(tc)
         # two iterations are at most count - 1 apart (count bounds the header's runs)
         reach = None if count is None else count - 1
-        stores = [op for op in accesses if isinstance(op, llvm.StoreOp)]
+        stores = [op for op in accesses if is_a(op, llvm.StoreOp)]
         if not stores:
             return False  # for speed: see the module's docstring
         if len(stores) * len(accesses) > _MAX_PAIRS:
@@ -246,7 +247,7 @@ class AscendingLoops:
         the copy of one of its blocks, or on an edge between two of them)."""
         blocks = [self.bmap[b] for b in body]
         blocks += [nb for e, nb in self.__dict__.get("_exit_blocks", {}).items() if e.src in body and e.dst in body]
-        return any(isinstance(op, ez.PushOp) for nb in blocks for op in nb.ops)
+        return any(is_a(op, ez.PushOp) for nb in blocks for op in nb.ops)
 
 
 def _adds_to(op: Operation, a: SSAValue) -> bool:
@@ -272,7 +273,7 @@ def _explain(fname: str, h: Block, body: set[Block]) -> None:
 
 
 def _access_size(op: Operation) -> int:
-    t = op.results[0].type if isinstance(op, llvm.LoadOp) else op.value.type
+    t = op.results[0].type if is_a(op, llvm.LoadOp) else op.value.type
     return size_align(t)[0]
 
 
@@ -333,7 +334,7 @@ class _AffineForms:
         self.memo: dict = {}
 
     def _invariant(self, v: SSAValue) -> bool:
-        home = v.block if isinstance(v, BlockArgument) else v.owner.parent_block()
+        home = v.block if is_a(v, BlockArgument) else v.owner.parent_block()
         return home not in self.body
 
     def _step(self, v: BlockArgument):
@@ -403,7 +404,7 @@ class _AffineForms:
         return self.memo[key]
 
     def _pointer(self, p: SSAValue):
-        if isinstance(p, BlockArgument):
+        if is_a(p, BlockArgument):
             if self._invariant(p):
                 return p, {}
             if p.block is not self.h:

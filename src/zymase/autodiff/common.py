@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from zymase.analysis.activity import ActivityInfo, analyze
 from zymase.analysis.memory import TAPE_POOL, initializer_symbols, inline_asm_may_access_memory
 from zymase.analysis.cfg import CFG
+from zymase.analysis.op_classes import is_a
 from zymase.analysis.scf import nested_blocks
 from zymase.autodiff.flavor import Emitter, Flavor, is_differentiable_type
 from zymase.autodiff.registry import REGISTRY, Rule, load_all_rules
@@ -107,7 +108,7 @@ class Context:
         rule = REGISTRY.lookup(op)
         if rule is not None:
             return rule
-        if isinstance(op, llvm.CallIntrinsicOp):
+        if is_a(op, llvm.CallIntrinsicOp):
             return REGISTRY.by_function.get(intrinsic_base(op.intrin.data))
         name = self.flavor.callee(op)
         if name is not None and self.defined_function(op) is None:
@@ -359,7 +360,7 @@ def _abandon_failed_returns(region: Region, returns: list[Operation]) -> list[Op
     the returns still reachable; nothing changes if none would be."""
 
     def abandons(block: Block) -> bool:
-        return any(isinstance(op, llvm.CallOp) and op.callee is not None
+        return any(is_a(op, llvm.CallOp) and op.callee is not None
                    and op.callee.root_reference.data == ABANDON for op in block.ops)
 
     def only_returns(term: Operation) -> bool:

@@ -84,7 +84,7 @@ class CountedLoops:
         defined on every path to ``where``; None if there is no such ``x``."""
         casts = []
         while True:
-            home = v.block if isinstance(v, BlockArgument) else v.owner.parent_block()
+            home = v.block if is_a(v, BlockArgument) else v.owner.parent_block()
             if self.cfg.dominates(home, where) or self._is_constant_value(v):
                 return v, casts
             if isinstance(v, BlockArgument) or not isinstance(v.owner, (llvm.ZExtOp, llvm.SExtOp, llvm.TruncOp)):
@@ -140,7 +140,7 @@ class CountedLoops:
         if flow is None:
             return None
         info, nxt, init = flow
-        op = None if isinstance(nxt, BlockArgument) else nxt.owner
+        op = None if is_a(nxt, BlockArgument) else nxt.owner
         if op is None or not op.operands or op.operands[0] is not v:
             return None
         if isinstance(v.type, (IntegerType, IndexType)) and isinstance(op, _INT_ADD + _INT_SUB):
@@ -185,7 +185,7 @@ class CountedLoops:
         if flow is None:
             return None
         info, u, init = flow
-        if not (isinstance(u, BlockArgument) and u.block is v.block and u is not v):
+        if not (is_a(u, BlockArgument) and u.block is v.block and u is not v):
             return None
         found = self._induction_step(u)
         if found is None or not isinstance(found[1], _INT_ADD + _INT_SUB):

@@ -207,7 +207,7 @@ class Emitter:
         ignore signed zeros (``0.0 + x`` folds to ``x``: a shadow zeroed by one op
         and accumulated into by the next stays in a register)."""
         out = self.add(total, contrib)
-        if not isinstance(out, BlockArgument):
+        if not is_a(out, BlockArgument):
             self.flavor.set_fast_math(out.owner, _ACCUMULATION_FLAGS)
         return out
 
@@ -436,7 +436,7 @@ class LLVMFlavor(Flavor):
             emitter.insert(llvm.ReturnOp(agg))
 
     def is_return(self, op):
-        return isinstance(op, llvm.ReturnOp)
+        return is_a(op, llvm.ReturnOp)
 
     def return_values(self, op):
         return [op.arg] if op.arg is not None else []

@@ -65,7 +65,7 @@ class StoreForwarding:
         return self.flavor.name == "llvm" and not self.split
 
     def _find_forwarding(self, v: SSAValue):
-        if isinstance(v, BlockArgument) or not isinstance(v.owner, llvm.LoadOp):
+        if is_a(v, BlockArgument) or not is_a(v.owner, llvm.LoadOp):
             return None
         load = v.owner
         addr = _address(load.ptr)
@@ -162,7 +162,7 @@ class StoreForwarding:
                         ("llvm.lifetime", "llvm.dbg", "llvm.assume", "llvm.experimental.noalias")
                     ):
                         continue
-                    targets = [o for o in op.operands if isinstance(o.type, llvm.LLVMPointerType)]
+                    targets = [o for o in op.operands if is_a(o.type, llvm.LLVMPointerType)]
                 else:
                     continue
                 for t in targets:

@@ -8,6 +8,7 @@ Python's C API (Numba's ``with objmode(...)`` blocks). Kept apart from
 from __future__ import annotations
 
 from zymase.analysis.memory import TEXT_WRITERS
+from zymase.analysis.op_classes import is_a
 from zymase.errors import ZymaseError
 from zymase.ir import Operation, llvm, location_of
 
@@ -38,7 +39,7 @@ def text_into_shadowed_refusal(ctx, op: Operation, act) -> ZymaseError | None:
     function): the bytes the text replaces kept their derivatives, and doubles read
     back there had them (session 32). Zeroing the shadow of the ``ret + 1`` bytes written
     would lift it (and a ``char`` label in a struct of doubles, refused too)."""
-    if not (isinstance(op, llvm.CallOp) and ctx.flavor.callee(op) in TEXT_WRITERS
+    if not (is_a(op, llvm.CallOp) and ctx.flavor.callee(op) in TEXT_WRITERS
             and ctx.defined_function(op) is None and op.operands and op.operands[0] in act.shadowed):
         return None
     return ZymaseError(
@@ -63,7 +64,7 @@ def calls_python_code(ctx, ops) -> tuple[bool, bool]:
     an objmode block's results)."""
     calls = unboxes = False
     for op in ops:
-        if not isinstance(op, llvm.CallOp) or ctx.defined_function(op) is not None:
+        if not is_a(op, llvm.CallOp) or ctx.defined_function(op) is not None:
             continue
         name = ctx.flavor.callee(op) or ""
         calls = calls or name.startswith(_PYTHON_CALLS)

@@ -8,7 +8,9 @@ prepared copy of every function the engine differentiates (``common.prepare``)."
 from __future__ import annotations
 
 from zymase.analysis.activity import ActivityInfo
-from zymase.analysis.memory import inline_asm_may_access_memory
+# (at module level: the refusals ask for them at every op of the function)
+from zymase.analysis.memory import (DEALLOCATED_ARG, INTEGER_ONLY_EXTERNALS, MARKER_INTRINSICS, READ_ONLY_EXTERNALS,
+                                    inline_asm_may_access_memory, is_pointer, may_write_through_arguments, memory_kind)
 from zymase.analysis.scf import nested_blocks
 from zymase.autodiff.common import Context, describe, function_name
 from zymase.autodiff.flavor import Flavor, is_differentiable_type
@@ -21,6 +23,7 @@ from zymase.autodiff.type_rules import is_float_vector
 from zymase.errors import ZymaseError
 from zymase.ir import Attribute, IntegerType, Operation, Region, SSAValue, VectorType, is_float_type, llvm, location_of
 from zymase.ir import enzyme as ez
+from zymase.transforms.inline import is_variadic
 from zymase.analysis.op_classes import is_a
 
 def reject_unsupported(ctx: Context, fop: Operation, region: Region, act: ActivityInfo, arg_acts) -> None:
@@ -127,7 +130,7 @@ def reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activi
                     hint="return or pass the scalars separately, or compile so the optimizer splits the aggregate",
                 )
             if any(o in act.shadowed for o in op.operands) and any(
-                isinstance(r.type, (llvm.LLVMStructType, llvm.LLVMArrayType)) and not is_differentiable_type(r.type)
+                is_a(r.type, (llvm.LLVMStructType, llvm.LLVMArrayType)) and not is_differentiable_type(r.type)
                 for r in op.results
             ):
                 # the shadow would have to travel inside the aggregate: refuse rather
@@ -312,7 +315,7 @@ def reject_unsupported(ctx: Context, fop: Operation, region: Region, act: Activi
 def _mpi_refusal(ctx: Context, op: Operation, act: ActivityInfo) -> ZymaseError | None:
     """The error for an MPI call without a rule that touches active data or moves
     floating-point data (autodiff/rules/mpi.py), if ``op`` is one."""
-    name = ctx.flavor.callee(op) if isinstance(op, llvm.CallOp) else None
+    name = ctx.flavor.callee(op) if is_a(op, llvm.CallOp) else None
     if not name or not name.startswith(("MPI_", "PMPI_")):
         return None
     from zymase.autodiff.rules.mpi import refusal
@@ -416,9 +419,7 @@ def _active_into_pointer_writer(ctx: Context, op: Operation, act: ActivityInfo) 
     pointer it may write through (``polar(t, &out)``, like libm's sincos): what it stores
     there depends on the active value, but the engine sees no store, so the loads after it
     would carry a zero derivative."""
-    from zymase.analysis.memory import is_pointer, may_write_through_arguments
-
-    if not isinstance(op, llvm.CallOp) or not _opaque_call(ctx, op) or ctx.rule_for(op) is not None:
+    if not is_a(op, llvm.CallOp) or not _opaque_call(ctx, op) or ctx.rule_for(op) is not None:
         return False
     if not any(o in act.varied for o in op.operands) or not any(is_pointer(o) for o in op.operands):
         return False
@@ -429,7 +430,7 @@ def _active_into_pointer_writer(ctx: Context, op: Operation, act: ActivityInfo) 
 
 def _marked_callee(ctx: Context, op: Operation) -> Operation | None:
     """The callee of ``op`` when it is a defined function marked inactive or function_like."""
-    name = ctx.flavor.callee(op) if isinstance(op, llvm.CallOp) else None
+    name = ctx.flavor.callee(op) if is_a(op, llvm.CallOp) else None
     fop = ctx.driver.lookup_function(name) if name else None
     mark = mark_of(fop) if fop is not None and fop.body.blocks else None
     return fop if mark is not None and mark[0] in ("inactive", "like") else None
@@ -483,11 +484,11 @@ def _unsupported_on_active(op: Operation, act: ActivityInfo) -> str | None:
                       for o in op.operands)
     if not touches:
         return None
-    if isinstance(op, llvm.InlineAsmOp):
+    if is_a(op, llvm.InlineAsmOp):
         return "inline assembly"
-    if isinstance(op, llvm.CallOp) and op.callee is None:
+    if is_a(op, llvm.CallOp) and op.callee is None:
         return "an indirect call through a function pointer"
-    if isinstance(op, (llvm.LoadOp, llvm.StoreOp)) and op.ptr in act.shadowed:
+    if is_a(op, (llvm.LoadOp, llvm.StoreOp)) and op.ptr in act.shadowed:
         if getattr(op, "volatile_", None) is not None and not _local_slot(op.ptr):
             # (a volatile local, which compensated sums use to keep the compiler from
             # reassociating, is a stack slot like any other: its shadow is one too)
@@ -508,8 +509,6 @@ def _variadic_definition(ctx: Context, op: Operation) -> bool:
     body reads the extra arguments through a ``va_list`` in memory that shadow
     analysis does not follow (calls to external variadic functions, like printf, are
     judged like any external call)."""
-    from zymase.transforms.inline import is_variadic
-
     fop = ctx.defined_function(op)
     return fop is not None and is_variadic(fop)
 
@@ -518,9 +517,6 @@ def _opaque_call(ctx: Context, op: Operation) -> bool:
     """A call whose effect on memory the engine does not model: an external function
     other than the allocators, memcpy/memset, read-only printing and the helpers that
     touch only integers, or a recursive (hence not inlined) defined function."""
-    from zymase.analysis.memory import (DEALLOCATED_ARG, INTEGER_ONLY_EXTERNALS, MARKER_INTRINSICS,
-                                        READ_ONLY_EXTERNALS, memory_kind)
-
     if memory_kind(op) is not None:
         return False
     if isinstance(op, llvm.CallIntrinsicOp):
@@ -540,9 +536,9 @@ def _opaque_call(ctx: Context, op: Operation) -> bool:
 def _float_aggregate_access(op: Operation, act: ActivityInfo) -> Attribute | None:
     """The type of a vector, struct or array of floats that ``op`` loads from or stores
     to memory with shadows, if it does."""
-    if isinstance(op, llvm.LoadOp) and op.ptr in act.shadowed:
+    if is_a(op, llvm.LoadOp) and op.ptr in act.shadowed:
         t = op.results[0].type
-    elif isinstance(op, llvm.StoreOp) and op.ptr in act.shadowed:
+    elif is_a(op, llvm.StoreOp) and op.ptr in act.shadowed:
         t = op.value.type
     else:
         return None

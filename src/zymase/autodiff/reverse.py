@@ -85,7 +85,7 @@ def lane_by_lane(op: Operation) -> bool:
 
 def _is_lifetime_marker(op: Operation) -> bool:
     """A call to llvm.lifetime.start/end."""
-    return isinstance(op, llvm.CallIntrinsicOp) and op.intrin.data.startswith("llvm.lifetime.")
+    return is_a(op, llvm.CallIntrinsicOp) and op.intrin.data.startswith("llvm.lifetime.")
 
 
 def _is_stack_intrinsic(op: Operation, which: str) -> bool:
@@ -221,9 +221,14 @@ class ReverseGenerator(LaneMaps, ShadowCode, LifoCaches, IndexedCaches, MinCutRe
                 nb.add_op(clone)
                 clones[op] = clone
         # Block order need not follow dominance: operands defined in a later block
-        # are mapped once every block has been copied.
-        for clone in clones.values():
-            clone.operands = [self.vmap.get(o, o) for o in clone.operands]
+        # are mapped once every block has been copied. (When no clone holds a primal
+        # value, setting every clone's operands again would give each value the very
+        # use list it has: skipped, the operand lists of hundreds of ops rebuilt for
+        # nothing.)
+        vmap = self.vmap
+        if any(o in vmap for clone in clones.values() for o in clone.operands):
+            for clone in clones.values():
+                clone.operands = [vmap.get(o, o) for o in clone.operands]
         for op, clone in clones.items():
             if ABANDONED in op.attributes:
                 self._return_abandoned(clone, orig_entry)
@@ -358,7 +363,7 @@ class ReverseGenerator(LaneMaps, ShadowCode, LifoCaches, IndexedCaches, MinCutRe
             yield from op.results
 
     def _needs_cell(self, v: SSAValue) -> bool:
-        if isinstance(v, BlockArgument):
+        if is_a(v, BlockArgument):
             return True
         home = v.owner.parent_block()
         for use in v.uses:
@@ -431,7 +436,7 @@ class ReverseGenerator(LaneMaps, ShadowCode, LifoCaches, IndexedCaches, MinCutRe
         primal block ``home``), made usable in the current reverse block: read
         directly, rematerialized, recomputed (unless ``recompute`` is false: ``w``
         is in a cut chosen by _recompute), or cached on the tape."""
-        if not isinstance(w, BlockArgument) and self.flavor.is_constant(w.owner):
+        if not is_a(w, BlockArgument) and self.flavor.is_constant(w.owner):
             key = (w, self.cur)
             if key not in self.popped:
                 clone = w.owner.clone()
@@ -572,7 +577,7 @@ class ReverseGenerator(LaneMaps, ShadowCode, LifoCaches, IndexedCaches, MinCutRe
         of (and dominates), or None."""
         if self.split:
             return None
-        home = v.block if isinstance(v, BlockArgument) else v.owner.parent_block()
+        home = v.block if is_a(v, BlockArgument) else v.owner.parent_block()
         # a fact of the primal's loops, asked for every value fetched or cut in a block:
         # kept per (block of the value, block being reversed)
         memo = self.__dict__.setdefault("_hoist_loops", {})
@@ -807,7 +812,7 @@ class ReverseGenerator(LaneMaps, ShadowCode, LifoCaches, IndexedCaches, MinCutRe
             term = a.last_op
             if (
                 len(preds) == 1 and isinstance(term, llvm.CondBrOp) and term.successors[0] is not term.successors[1]
-                and not isinstance(term.cond, BlockArgument) and isinstance(term.cond.owner, llvm.ICmpOp)
+                and not is_a(term.cond, BlockArgument) and is_a(term.cond.owner, llvm.ICmpOp)
             ):
                 self._assume(term.cond.owner, holds=preds[0].slot == 0)
             x = a

@@ -49,6 +49,7 @@ import sys
 
 from zymase.analysis.cfg import CFG
 from zymase.analysis.memory import memory_kind
+from zymase.analysis.op_classes import is_a
 from zymase.analysis.trip_count import SGT, SLT, constant_int, constant_trip_count
 from zymase.autodiff.ascending import _K, _ONE, _AffineForms
 from zymase.autodiff.tape import is_pure
@@ -117,7 +118,7 @@ class StencilGather:
             if self.flavor.successor_operands(e.src.last_op)[e.slot]:
                 return None
         slot = info["slot"]
-        set_cells = {op.gradient for b in loop for op in b.ops if isinstance(op, ez.SetOp)}
+        set_cells = {op.gradient for b in loop for op in b.ops if is_a(op, ez.SetOp)}
         forms = _ReverseForms(loop, slot, set_cells)
         # adds into one base with one stride and the same invariant terms: a family,
         # whose members differ by a constant offset (one group per offset)

@@ -436,7 +436,7 @@ def explain_tape(fname: str, w: SSAValue, how: str) -> None:
 
 
 def _bytes(t) -> int:
-    if isinstance(t, IntegerType):
+    if is_a(t, IntegerType):
         return max(1, (t.width.data + 7) // 8)
     width = getattr(t, "bitwidth", None)
     return width // 8 if isinstance(width, int) else 8
@@ -470,19 +470,19 @@ class MinCutRecompute:
         return memo[key]
 
     def _may_recompute(self, v: SSAValue, w: SSAValue) -> bool:
-        if isinstance(v, BlockArgument) or isinstance(w, BlockArgument):
+        if is_a(v, BlockArgument) or is_a(w, BlockArgument):
             return False
         vop, wop = v.owner, w.owner
         if vop.name != wop.name or len(vop.operands) != len(wop.operands) or vop.regions:
             return False
         if self.flavor.name != "llvm":
             return self._recomputable_std(v)
-        if isinstance(vop, llvm.LoadOp):
+        if is_a(vop, llvm.LoadOp):
             # (no re-reading in split mode: the augmented function's stack is gone)
             t = vop.results[0].type
             return (not self.split and (isinstance(t, IntegerType) or t == w.type and _is_float(t))
                     and (self._never_written(vop.ptr, vop) or self._unwritten_after(vop)))
-        if isinstance(vop, llvm.CallIntrinsicOp):
+        if is_a(vop, llvm.CallIntrinsicOp):
             return vop.intrin.data.startswith(_CHEAP_INTRINSICS) and vop.intrin == wop.intrin
         return is_a(vop, _CHEAP_OPS)
 
@@ -518,7 +518,7 @@ class MinCutRecompute:
 
     def _free_in_reverse(self, v: SSAValue, w: SSAValue) -> bool:
         """Obtainable in the current reverse block without a per-iteration tape."""
-        if not isinstance(w, BlockArgument) and self.flavor.is_constant(w.owner):
+        if not is_a(w, BlockArgument) and self.flavor.is_constant(w.owner):
             return True
         if (w, self.cur) in self.popped:
             return True
@@ -550,8 +550,13 @@ class MinCutRecompute:
             if self._free_in_reverse(v, w) or not self._recomputable(v, w):
                 return self._fetch(v, w)
         operands = [self._rebuild(ov, ow, cut) for ov, ow in zip(v.owner.operands, w.owner.operands)]
-        clone = w.owner.clone({}, {})
-        clone.operands = operands
+        old = w.owner.operands
+        if len(set(old)) == len(old):
+            # built with its operands (not given the forward ones, then these)
+            clone = w.owner.clone(dict(zip(old, operands)), {})
+        else:
+            clone = w.owner.clone({}, {})
+            clone.operands = operands
         drop_scopes(clone)  # a recomputed load is outside the region its scopes promise for
         self.E.insert(clone)
         self.popped[key] = clone.results[0]
@@ -596,7 +601,7 @@ def recompute_cut(v: SSAValue, w: SSAValue, recomputable, free) -> set[SSAValue]
 def is_pure(op: Operation) -> bool:
     """An op whose result depends on its operands only: arithmetic, and math
     intrinsics or libm functions that take no pointer."""
-    if isinstance(op, _CHEAP_OPS):
+    if is_a(op, _CHEAP_OPS):
         return True
     if isinstance(op, (llvm.CallIntrinsicOp, llvm.CallOp)):
         from zymase.analysis.memory import memory_kind
@@ -617,7 +622,7 @@ _LOADS = OpClasses(llvm.LoadOp, "memref.LoadOp")
 def _tape_cost(x: SSAValue) -> int:
     """Bytes taped per iteration (scaled), a little less for loads, so that ties go
     to taping a load rather than recomputing it."""
-    is_load = not isinstance(x, BlockArgument) and isinstance(x.owner, _LOADS)
+    is_load = not is_a(x, BlockArgument) and isinstance(x.owner, _LOADS)
     return 16 * _bytes(x.type) - (1 if is_load else 0)
 
 

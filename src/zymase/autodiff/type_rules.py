@@ -17,7 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from zymase.ir import Attribute, Float16Type, Float32Type, Float64Type, Float80Type, SSAValue
+from zymase.analysis.op_classes import is_a
+from zymase.ir import Attribute, Float16Type, Float32Type, Float64Type, Float80Type, SSAValue, VectorType, is_float_type
 
 if TYPE_CHECKING:
     from zymase.autodiff.flavor import Emitter
@@ -84,8 +85,6 @@ def carries_derivatives(t: Attribute) -> bool:
     """A value of type ``t`` in memory or in a call's result holds derivatives: a float
     (including those without rules, which are refused where they meet active data) or
     a float aggregate."""
-    from zymase.ir import is_float_type
-
     return is_float_type(t) or is_differentiable_type(t)
 
 
@@ -196,9 +195,7 @@ _register_aggregates()
 
 def is_float_vector(t: Attribute) -> bool:
     """A fixed-length one-dimensional vector of floats with at most 64 lanes."""
-    from zymase.ir import VectorType
-
-    return (isinstance(t, VectorType) and len(t.get_shape()) == 1 and not any(t.get_scalable_dims())
+    return (is_a(t, VectorType) and len(t.get_shape()) == 1 and not any(t.get_scalable_dims())
             and isinstance(t.element_type, (Float16Type, Float32Type, Float64Type)) and t.get_shape()[0] <= 64)
 
 

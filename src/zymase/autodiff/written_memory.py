@@ -11,7 +11,8 @@ writes memory the analysis cannot see.
 from __future__ import annotations
 
 from zymase.analysis.memory import (MARKER_INTRINSICS, SIGNGAM, SIGNGAM_SETTERS, UNSEEN_WRITES, call_rule_writes,
-                                    callee_name, float_typed_access, inline_asm_may_access_memory, memory_kind)
+                                    callee_name, float_typed_access, inline_asm_may_access_memory, memory_kind,
+                                    pointer_roots)
 from zymase.autodiff.region_recompute import CapturedObject, captured_object
 from zymase.ir import Block, BlockArgument, Operation, SSAValue, llvm
 from zymase.analysis.op_classes import is_a
@@ -58,7 +59,7 @@ class WrittenMemory:
 
     def _outside(self, root) -> bool:
         """Memory not allocated by this function (arguments, globals)."""
-        return isinstance(root, (BlockArgument, str, CapturedObject))
+        return is_a(root, (BlockArgument, str, CapturedObject))
 
     def _noalias(self, root) -> bool:
         if isinstance(root, CapturedObject):
@@ -75,8 +76,6 @@ class WrittenMemory:
     def _roots(self, ptr: SSAValue):
         """The objects a pointer may point into (entry arguments, allocation ops,
         global names), or None when unknown."""
-        from zymase.analysis.memory import pointer_roots
-
         found = pointer_roots(ptr, self.p.region.blocks[0], self._incoming)
         if found is None and self._recomputed_region():
             captured = captured_object(ptr, self.p.region.blocks[0], self.__dict__.setdefault("_captured", {}))
@@ -165,7 +164,7 @@ class WrittenMemory:
         from zymase.transforms.numba_parfor import is_parfor
 
         return any(is_parfor(self.ctx.defined_function(op)) for b in self.p.region.blocks for op in b.ops
-                   if isinstance(op, llvm.CallOp))
+                   if is_a(op, llvm.CallOp))
 
     def _unwritten_after(self, load: Operation) -> bool:
         """Whether no op that may run after ``load`` in the forward sweep writes or frees
@@ -263,17 +262,17 @@ class WrittenMemory:
                 # on exit, and the caller holds its own reference meanwhile)
                 r = self._roots(op.operands[0])
                 targets = [] if r is not None and all(self._outside(x) for x in r) else [op.operands[0]]
-            elif isinstance(op, llvm.CallOp) and kind is None and (targets := self._parfor_writes(op)) is not None:
+            elif is_a(op, llvm.CallOp) and kind is None and (targets := self._parfor_writes(op)) is not None:
                 pass  # a Numba prange loop: the arrays it writes
-            elif isinstance(op, llvm.CallOp) and kind is None:
+            elif is_a(op, llvm.CallOp) and kind is None:
                 targets = [o for o in op.operands if isinstance(o.type, llvm.LLVMPointerType)]
                 if self._sets_signgam_only(op):
                     written.add(SIGNGAM)
                 elif self._call_writes_unseen(op):
                     written.add(UNSEEN_WRITES)
-            elif isinstance(op, llvm.CallIntrinsicOp) and kind is None and not op.intrin.data.startswith(
+            elif is_a(op, llvm.CallIntrinsicOp) and kind is None and not op.intrin.data.startswith(
                 MARKER_INTRINSICS
-            ) and any(isinstance(o.type, llvm.LLVMPointerType) for o in op.operands):
+            ) and any(is_a(o.type, llvm.LLVMPointerType) for o in op.operands):
                 return None
             elif inline_asm_may_access_memory(op):
                 return None

@@ -8,6 +8,9 @@ bench workloads went there (issue 29). These builders make the very op the xDSL
 constructor makes (the same operands, result types and properties, in the same order;
 ``IRDLOperation.__post_init__`` fills the defaulted properties either way) through
 :meth:`Operation.create`, and share the immutable attributes every such op carries.
+Each is given its location, the unknown one, as the constructors' default: xDSL looks
+that default up with an import statement per op (``Operation.__init__``'s
+``_unknown_loc``), about as costly as the rest of a small op's construction.
 ``tests/python/test_fast_ops.py`` compares each with its constructor's op.
 """
 
@@ -17,8 +20,19 @@ import functools
 from collections.abc import Sequence
 
 from xdsl.dialects import llvm
-from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, IntegerType, StringAttr, SymbolRefAttr, VectorType, i1, i32, i64
-from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.dialects.builtin import (UNKNOWN_LOC, DenseArrayBase, IntegerAttr, IntegerType, StringAttr, SymbolRefAttr,
+                                   VectorType, i1, i32, i64)
+from xdsl.ir import Attribute, Block, BlockArgument, OpResult, Operation, SSAValue
+
+_VALUE_CLASSES = frozenset({OpResult, BlockArgument})
+
+
+def _value(v: SSAValue | Operation) -> SSAValue:
+    """``SSAValue.get(v)``: a value as it is, or an op's single result. ``SSAValue`` is an
+    ABC, and its ``isinstance`` test of a value (of a subclass, not the class) went
+    through ``ABCMeta.__instancecheck__`` for every operand of every op built here."""
+    return v if type(v) in _VALUE_CLASSES else SSAValue.get(v)
+
 
 #: what the constructors set when given no flags (attributes are immutable: shared)
 NO_FASTMATH = llvm.FastMathAttr(None)
@@ -47,28 +61,31 @@ def _symbol(name: str) -> SymbolRefAttr:
 
 def constant(value: Attribute, typ: Attribute) -> llvm.ConstantOp:
     """``llvm.ConstantOp(value, typ)``."""
-    return llvm.ConstantOp.create(result_types=[typ], properties={"value": value})
+    return llvm.ConstantOp.create(location=UNKNOWN_LOC, result_types=[typ], properties={"value": value})
 
 
 def float_arith(cls: type[Operation], lhs: SSAValue | Operation, rhs: SSAValue | Operation) -> Operation:
     """``cls(lhs, rhs)`` for ``llvm.FAddOp``, ``FSubOp``, ``FMulOp``, ``FDivOp``, ``FRemOp``
     (no fast-math flags)."""
-    lhs, rhs = SSAValue.get(lhs), SSAValue.get(rhs)
-    return cls.create(operands=[lhs, rhs], result_types=[lhs.type], properties={"fastmathFlags": NO_FASTMATH})
+    lhs, rhs = _value(lhs), _value(rhs)
+    return cls.create(operands=[lhs, rhs], result_types=[lhs.type], properties={"fastmathFlags": NO_FASTMATH},
+                      location=UNKNOWN_LOC)
 
 
 def int_arith(cls: type[Operation], lhs: SSAValue | Operation, rhs: SSAValue | Operation) -> Operation:
     """``cls(lhs, rhs)`` for the integer ops with overflow flags (``llvm.AddOp``, ``SubOp``,
     ``MulOp``, ``ShlOp``; no flags)."""
-    lhs, rhs = SSAValue.get(lhs), SSAValue.get(rhs)
-    return cls.create(operands=[lhs, rhs], result_types=[lhs.type], properties={"overflowFlags": _NO_OVERFLOW})
+    lhs, rhs = _value(lhs), _value(rhs)
+    return cls.create(operands=[lhs, rhs], result_types=[lhs.type], properties={"overflowFlags": _NO_OVERFLOW},
+                      location=UNKNOWN_LOC)
 
 
 def call(callee: str, args: Sequence[SSAValue | Operation], return_type: Attribute | None = None) -> llvm.CallOp:
     """``llvm.CallOp(callee, *args, return_type=return_type)``: a direct call, no
     operand bundles, C calling convention, no fast-math flags."""
     return llvm.CallOp.create(
-        operands=[SSAValue.get(a) for a in args],
+        location=UNKNOWN_LOC,
+        operands=[_value(a) for a in args],
         result_types=[] if return_type is None else [return_type],
         properties={"callee": _symbol(callee), "fastmathFlags": NO_FASTMATH, "CConv": _CCC,
                     "op_bundle_sizes": _NO_BUNDLES, "operandSegmentSizes": _segments(len(args))},
@@ -80,8 +97,8 @@ def init_op(op: Operation, operands: Sequence[SSAValue | Operation] = (),
     """What an IRDL op's ``__init__`` with one operand per definition and one result per
     definition does, without IRDL's matching: for the extended dialects' hot ops (loads,
     stores, the enzyme accumulator ops), whose shapes are fixed."""
-    Operation.__init__(op, operands=[SSAValue.get(o) for o in operands], result_types=result_types,
-                       properties=properties or {})
+    Operation.__init__(op, operands=[_value(o) for o in operands], result_types=result_types,
+                       properties=properties or {}, location=UNKNOWN_LOC)
 
 
 _PTR = llvm.LLVMPointerType()
@@ -95,39 +112,39 @@ def _cond_segments(then_args: int, else_args: int) -> DenseArrayBase:
 
 def br(dest: Block, args: Sequence[SSAValue | Operation] = ()) -> llvm.BrOp:
     """``llvm.BrOp(dest, *args)``."""
-    return llvm.BrOp.create(operands=[SSAValue.get(a) for a in args], successors=[dest])
+    return llvm.BrOp.create(location=UNKNOWN_LOC, operands=[_value(a) for a in args], successors=[dest])
 
 
 def cond_br(cond: SSAValue | Operation, then_block: Block, then_args: Sequence[SSAValue | Operation],
             else_block: Block, else_args: Sequence[SSAValue | Operation]) -> llvm.CondBrOp:
     """``llvm.CondBrOp(cond, then_block, then_args, else_block, else_args)``."""
-    operands = [SSAValue.get(cond), *(SSAValue.get(a) for a in then_args), *(SSAValue.get(a) for a in else_args)]
-    return llvm.CondBrOp.create(operands=operands, successors=[then_block, else_block],
+    operands = [_value(cond), *(_value(a) for a in then_args), *(_value(a) for a in else_args)]
+    return llvm.CondBrOp.create(location=UNKNOWN_LOC, operands=operands, successors=[then_block, else_block],
                                 properties={"operandSegmentSizes": _cond_segments(len(then_args), len(else_args))})
 
 
 def select(cls: type[Operation], cond: SSAValue | Operation, lhs: SSAValue | Operation,
            rhs: SSAValue | Operation) -> Operation:
     """``cls(cond, lhs, rhs)`` for ``llvm.SelectOp`` and the extended dialect's."""
-    lhs = SSAValue.get(lhs)
-    return cls.create(operands=[SSAValue.get(cond), lhs, SSAValue.get(rhs)], result_types=[lhs.type])
+    lhs = _value(lhs)
+    return cls.create(location=UNKNOWN_LOC, operands=[_value(cond), lhs, _value(rhs)], result_types=[lhs.type])
 
 
 def alloca(size: SSAValue | Operation, elem_type: Attribute, alignment: int = 32) -> llvm.AllocaOp:
     """``llvm.AllocaOp(size, elem_type, alignment)``."""
-    return llvm.AllocaOp.create(operands=[SSAValue.get(size)], result_types=[_PTR],
+    return llvm.AllocaOp.create(location=UNKNOWN_LOC, operands=[_value(size)], result_types=[_PTR],
                                 properties={"alignment": int_attr(alignment), "elem_type": elem_type})
 
 
 def load(ptr: SSAValue | Operation, result_type: Attribute) -> llvm.LoadOp:
     """xDSL's ``llvm.LoadOp(ptr, result_type)`` (no alignment, not atomic)."""
-    return llvm.LoadOp.create(operands=[SSAValue.get(ptr)], result_types=[result_type],
+    return llvm.LoadOp.create(location=UNKNOWN_LOC, operands=[_value(ptr)], result_types=[result_type],
                               properties={"ordering": _NO_ORDERING})
 
 
 def store(value: SSAValue | Operation, ptr: SSAValue | Operation) -> llvm.StoreOp:
     """xDSL's ``llvm.StoreOp(value, ptr)`` (no alignment, not atomic)."""
-    return llvm.StoreOp.create(operands=[SSAValue.get(value), SSAValue.get(ptr)],
+    return llvm.StoreOp.create(location=UNKNOWN_LOC, operands=[_value(value), _value(ptr)],
                                properties={"ordering": _NO_ORDERING})
 
 
@@ -145,7 +162,8 @@ def gep(ptr: SSAValue | Operation, indices: Sequence[int], elem_type: Attribute,
     """``llvm.GEPOp(ptr, indices, elem_type, ssa_indices=ssa_indices)`` (not inbounds; the
     result an opaque pointer)."""
     return llvm.GEPOp.create(
-        operands=[SSAValue.get(ptr), *(SSAValue.get(i) for i in ssa_indices)], result_types=[_PTR],
+        location=UNKNOWN_LOC,
+        operands=[_value(ptr), *(_value(i) for i in ssa_indices)], result_types=[_PTR],
         properties={"rawConstantIndices": raw_indices(tuple(indices)), "elem_type": elem_type,
                     "noWrapFlags": _NO_GEP_FLAGS})
 
@@ -154,12 +172,14 @@ def icmp(cls: type[Operation], lhs: SSAValue, rhs: SSAValue, predicate: IntegerA
     """``cls(lhs, rhs, predicate)`` for ``llvm.ICmpOp`` and the extended dialect's."""
     t = lhs.type
     result = VectorType(i1, t.shape) if isinstance(t, VectorType) else i1
-    return cls.create(operands=[lhs, rhs], result_types=[result], properties={"predicate": predicate})
+    return cls.create(operands=[lhs, rhs], result_types=[result], properties={"predicate": predicate},
+                      location=UNKNOWN_LOC)
 
 
 def call_intrinsic(name: str, args: Sequence[SSAValue], result_types: Sequence[Attribute]) -> llvm.CallIntrinsicOp:
     """``llvm.CallIntrinsicOp(name, args, result_types)`` (no operand bundles)."""
     return llvm.CallIntrinsicOp.create(
+        location=UNKNOWN_LOC,
         operands=list(args), result_types=list(result_types),
         properties={"intrin": _string(name), "op_bundle_sizes": _NO_BUNDLES,
                     "operandSegmentSizes": _segments(len(args))})

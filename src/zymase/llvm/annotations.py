@@ -61,6 +61,7 @@ from __future__ import annotations
 
 import re
 
+from zymase.analysis.op_classes import is_a
 from zymase.errors import ZymaseError
 from zymase.ir import (ArrayAttr, IntegerAttr, IntegerType, ModuleOp, Operation, StringAttr, UnitAttr, i64, llvm,
                        location_of)
@@ -97,7 +98,7 @@ def apply_annotations(module: ModuleOp) -> None:
                 _mark(fop, FUNCTION_LIKE, text[len(_LIKE_PREFIX):], "__attribute__((enzyme_function_like))", where)
             else:
                 _mark(fop, INACTIVE, "", "__attribute__((enzyme_inactive))", where)
-    used = {op.global_name.root_reference.data for op in module.walk() if isinstance(op, llvm.AddressOfOp)}
+    used = {op.global_name.root_reference.data for op in module.walk() if is_a(op, llvm.AddressOfOp)}
     for name, gop in globals_.items():
         if not is_registration(name):
             continue
@@ -140,7 +141,7 @@ def _passthrough_items(fop: Operation) -> list[tuple[str, str]]:
     passthrough = fop.properties.get("passthrough")
     items = []
     for item in passthrough.data if passthrough is not None else ():
-        if isinstance(item, StringAttr):
+        if is_a(item, StringAttr):
             items.append((item.data, ""))
         elif isinstance(item, ArrayAttr) and len(item.data) == 2 and all(isinstance(x, StringAttr) for x in item.data):
             items.append((item.data[0].data, item.data[1].data))

@@ -59,6 +59,7 @@ from dataclasses import dataclass
 
 from xdsl.dialects.builtin import BFloat16Type
 
+from zymase.analysis.op_classes import is_a
 from zymase.errors import ZymaseError, warn
 from zymase.ir import (
     ArrayAttr,
@@ -159,14 +160,14 @@ _MARKER_WORDS = "enzyme_"
 
 
 def _callee_name(op: Operation) -> str | None:
-    if isinstance(op, llvm.CallOp) and op.callee is not None:
+    if is_a(op, llvm.CallOp) and op.callee is not None:
         return op.callee.root_reference.data
     return None
 
 
 def _addressof_name(v: SSAValue) -> str | None:
     owner = v.owner
-    if isinstance(owner, llvm.AddressOfOp):
+    if is_a(owner, llvm.AddressOfOp):
         return owner.global_name.root_reference.data
     return None
 
@@ -174,7 +175,7 @@ def _addressof_name(v: SSAValue) -> str | None:
 def _global_named_by(v: SSAValue) -> str | None:
     """The global whose address or value ``v`` is (``@enzyme_dup`` or ``load @enzyme_dup``)."""
     name = _addressof_name(v)
-    if name is None and isinstance(v.owner, llvm.LoadOp):
+    if name is None and is_a(v.owner, llvm.LoadOp):
         name = _addressof_name(v.owner.ptr)
     return name
 
@@ -219,7 +220,7 @@ def lower_markers(module: ModuleOp) -> int:
 
 
 def _functions(module: ModuleOp) -> dict[str, Operation]:
-    return {op.sym_name.data: op for op in module.body.block.ops if isinstance(op, llvm.FuncOp)}
+    return {op.sym_name.data: op for op in module.body.block.ops if is_a(op, llvm.FuncOp)}
 
 
 def marker_rounds(module: ModuleOp) -> list[list[_Site]]:
@@ -344,7 +345,7 @@ def _enzyme_function_attributes(fop: Operation) -> list[str]:
     passthrough = fop.properties.get("passthrough")
     names = []
     for item in passthrough.data if passthrough is not None else ():
-        key = item.data[0] if isinstance(item, ArrayAttr) else item
+        key = item.data[0] if is_a(item, ArrayAttr) else item
         if isinstance(key, StringAttr) and key.data.startswith(_MARKER_WORDS) and not is_implemented_attribute(key.data):
             names.append(key.data)
     return names
@@ -410,7 +411,7 @@ def _referenced_functions(fop: Operation | None, functions: dict[str, Operation]
         return names
     for op in fop.walk():
         name = _callee_name(op)
-        if name is None and isinstance(op, llvm.AddressOfOp):
+        if name is None and is_a(op, llvm.AddressOfOp):
             name = _addressof_name(op.results[0])
         if name in functions:
             names.add(name)
@@ -864,10 +865,10 @@ def _drop_dead_marker_globals(module: ModuleOp) -> None:
     references: list[Operation] = []
     addresses: list[llvm.AddressOfOp] = []
     for op in module.walk():
-        if isinstance(op, llvm.AddressOfOp):
+        if is_a(op, llvm.AddressOfOp):
             addresses.append(op)
             references.append(op)
-        elif isinstance(op, llvm.LoadOp):
+        elif is_a(op, llvm.LoadOp):
             references.append(op)
     erased: set[Operation] = set()
     work = [op for op in references if _is_dead_marker_reference(op)]
@@ -875,7 +876,7 @@ def _drop_dead_marker_globals(module: ModuleOp) -> None:
         op = work.pop()
         if op in erased or not _is_dead_marker_reference(op):
             continue
-        defining = [v.owner for v in op.operands if isinstance(v.owner, (llvm.LoadOp, llvm.AddressOfOp))]
+        defining = [v.owner for v in op.operands if is_a(v.owner, (llvm.LoadOp, llvm.AddressOfOp))]
         op.parent_block().erase_op(op)
         erased.add(op)
         work.extend(defining)
@@ -895,6 +896,6 @@ def _is_dead_marker_reference(op: Operation) -> bool:
     """An unused load of a marker global (``load @enzyme_dup``) or address of one."""
     if any(r.uses for r in op.results):
         return False
-    if isinstance(op, llvm.LoadOp):
+    if is_a(op, llvm.LoadOp):
         return _global_named_by(op.results[0]) in KNOWN_MARKERS
     return _addressof_name(op.results[0]) in KNOWN_MARKERS

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from zymase.analysis.op_classes import is_a
 from zymase.ir import ArrayAttr, Operation, StringAttr, fast_ops, llvm
 
 SRC_ALIAS_SCOPE = "zymase.src_alias_scope"
@@ -48,7 +49,7 @@ def scope_domain(name: str) -> str | None:
 
 
 def is_scope_decl(op: Operation) -> bool:
-    return isinstance(op, llvm.CallIntrinsicOp) and SCOPE_DECL in op.attributes
+    return is_a(op, llvm.CallIntrinsicOp) and SCOPE_DECL in op.attributes
 
 
 def scope_decl(name: str) -> Operation:

@@ -91,7 +91,7 @@ def _annotate(fn: llvm.FuncOp) -> None:
             roots = pointer_roots(ptr, entry, incoming, parts=True)
             # stack slots are left to LLVM, which tells them apart by itself (and
             # promotes most of them, the adjoint accumulators, to registers)
-            if roots and not any(isinstance(r, llvm.AllocaOp) for r in roots):
+            if roots and not any(is_a(r, llvm.AllocaOp) for r in roots):
                 accesses.append((op, {scope(r) for r in roots}))
     every = sorted({s for _, scopes in accesses for s in scopes})
     if len(every) < 2:

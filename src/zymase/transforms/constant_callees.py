@@ -77,7 +77,7 @@ def _calls_through(fop: Operation, params: dict[int, str]) -> list[tuple[Operati
             by_arg.update((copy, name) for copy in _spilled_copies(entry.args[j], entry))
     found = []
     for op in fop.walk():
-        if isinstance(op, llvm.CallOp) and op.callee is None and op.operands and op.operands[0] in by_arg:
+        if is_a(op, llvm.CallOp) and op.callee is None and op.operands and op.operands[0] in by_arg:
             found.append((op, by_arg[op.operands[0]]))
     return found
 

@@ -4,6 +4,7 @@ call to a generated derivative function (func/arith/math/cf or llvm flavor), and
 
 from __future__ import annotations
 
+from zymase.analysis.op_classes import is_a
 from zymase.autodiff.common import fwd_signature, rev_signature
 from zymase.autodiff.driver import Driver
 from zymase.autodiff.flavor import Emitter, flavor_of
@@ -26,9 +27,9 @@ def run_enzyme_pass(module: ModuleOp) -> ModuleOp:
     # one walk for both (the C path calls this once per marker site, on big modules)
     batches, regions = [], []
     for op in module.walk():
-        if isinstance(op, ez.BatchOp):
+        if is_a(op, ez.BatchOp):
             batches.append(op)
-        elif isinstance(op, (ez.AutoDiffRegionOp, ez.FwdDiffRegionOp)):
+        elif is_a(op, (ez.AutoDiffRegionOp, ez.FwdDiffRegionOp)):
             regions.append(op)
     # batching first: a batched function's copies of enzyme ops are requests too
     for op in batches:

@@ -19,6 +19,7 @@ caller with a half-computed derivative. Three rewrites do that:
 
 from __future__ import annotations
 
+from zymase.analysis.op_classes import is_a
 from zymase.ir import (
     Block,
     DenseArrayBase,
@@ -130,7 +131,7 @@ def uses_exceptions(module: ModuleOp) -> str | None:
     """The personality function of the module's C++ code, if any function has one."""
     for fop in module.body.block.ops:
         personality = fop.attributes.get(PERSONALITY_ATTR) if isinstance(fop, llvm.FuncOp) else None
-        if isinstance(personality, SymbolRefAttr):
+        if is_a(personality, SymbolRefAttr):
             return personality.root_reference.data
     return None
 

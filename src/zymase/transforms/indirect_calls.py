@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 
+from zymase.analysis.op_classes import is_a
 from zymase.ir import (Block, IntegerAttr, IntegerType, Operation, Region, StringAttr, SymbolRefAttr, UnitAttr, llvm,
                        location_of)
 
@@ -156,7 +157,7 @@ def dispatch_indirect_calls(region: Region, module: Operation, function_name: st
     """Turn every indirect call in ``region`` that some address-taken function matches
     into a compare-and-call chain (module docstring); returns how many."""
     calls = [op for block in region.blocks for op in block.ops
-             if isinstance(op, llvm.CallOp) and op.callee is None and op.operands]
+             if is_a(op, llvm.CallOp) and op.callee is None and op.operands]
     if not calls:
         return 0
     cache: dict = {}

@@ -288,7 +288,7 @@ def integer_copies_to_memcpy(region: Region) -> int:
 def _is_plain_integer_load(op: Operation) -> bool:
     t = op.results[0].type if is_a(op, llvm.LoadOp) else None
     return (
-        isinstance(t, IntegerType) and t.width.data in _COPY_WIDTHS
+        is_a(t, IntegerType) and t.width.data in _COPY_WIDTHS
         and getattr(op, "volatile_", None) is None and _ordering(op) == 0
     )
 

@@ -24,6 +24,7 @@ differentiated (a copy: the primal function is untouched):
 from __future__ import annotations
 
 from zymase.analysis.memory import callee_name
+from zymase.analysis.op_classes import is_a
 from zymase.ir import IntegerAttr, Operation, Region, i32, i64, llvm
 
 #: sincos spellings (``__sincos``: glibc's internal name, which compilers may emit)
@@ -81,7 +82,7 @@ def expose_libm_outputs(region: Region) -> int:
     """Rewrite the pointer-writing libm calls of ``region`` (a function body copy, LLVM
     dialect) as described above; returns how many were rewritten."""
     calls = [op for block in region.blocks for op in block.ops
-             if isinstance(op, llvm.CallOp) and (callee_name(op) in SINCOS or callee_name(op) in POINTER_OUTPUT)]
+             if is_a(op, llvm.CallOp) and (callee_name(op) in SINCOS or callee_name(op) in POINTER_OUTPUT)]
     # A call of another shape (a mismatched declaration) is left alone: the engine then
     # refuses it as an external function writing through pointers (autodiff/common.py).
     rewritten = 0

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from zymase.analysis.op_classes import is_a
 from zymase.errors import ZymaseError
 from zymase.transforms.tape_pool import (HEAP_TAPE, TAPE_FREE, TAPE_OUT_OF_MEMORY_GLOBAL, TAPE_OUT_OF_MEMORY_MESSAGE,
                                         TAPE_POOL_GLOBAL, TAPE_POOL_TYPE)
@@ -477,7 +478,7 @@ class FunctionLowering:
 
         for block in self.fn.body.blocks:
             term = block.last_op
-            if not isinstance(term, llvm.ReturnOp):
+            if not is_a(term, llvm.ReturnOp):
                 continue
             ops: list[Operation] = []
             for cache in self.caches:

@@ -37,11 +37,11 @@ def lower_type(t: Attribute, *, function: str | None = None) -> Attribute:
     ``index`` becomes ``i64``; accumulators and caches become pointers to their
     stack slot; integer and float types are already llvm-compatible.
     """
-    if isinstance(t, IndexType):
+    if is_a(t, IndexType):
         return i64
     if is_a(t, (enzyme.GradientType, enzyme.CacheType, enzyme.IndexedCacheType)):
         return PTR
-    if isinstance(t, IntegerType):
+    if is_a(t, IntegerType):
         if t.signedness.data.name != "SIGNLESS":
             raise ZymaseError(
                 f"signed/unsigned integer type {t} cannot be lowered",
@@ -49,7 +49,7 @@ def lower_type(t: Attribute, *, function: str | None = None) -> Attribute:
                 hint="use signless integers (i32, i64, ...) as arith does",
             )
         return t
-    if isinstance(t, MemRefType):
+    if is_a(t, MemRefType):
         from zymase.transforms.lower_memref import descriptor_type
 
         return descriptor_type(t)
@@ -217,7 +217,7 @@ def lowers(*op_classes: type[Operation]) -> Callable[[LoweringFn], LoweringFn]:
 
 
 def _is_float(t: Attribute) -> bool:
-    return isinstance(t, (Float16Type, Float32Type, Float64Type))
+    return is_a(t, (Float16Type, Float32Type, Float64Type))
 
 
 def packed_result_type(types: Sequence[Attribute]) -> Attribute | None:

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import re
 
+from zymase.analysis.op_classes import is_a
 from zymase.errors import ZymaseError
 from zymase.ir import (IntegerAttr, IntegerType, ModuleOp, Operation, StringAttr, SymbolRefAttr, i64, llvm, location_of,
                        parse_mlir)
@@ -78,7 +79,7 @@ def _callee(op: Operation) -> str | None:
 
 
 def _functions(module: ModuleOp) -> dict[str, llvm.FuncOp]:
-    return {op.sym_name.data: op for op in module.body.block.ops if isinstance(op, llvm.FuncOp)}
+    return {op.sym_name.data: op for op in module.body.block.ops if is_a(op, llvm.FuncOp)}
 
 
 def is_parfor(fop: Operation | None) -> bool:

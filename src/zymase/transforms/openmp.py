@@ -29,6 +29,7 @@ Which adjoint updates must be atomic is decided in ``autodiff/parallel.py``.
 from __future__ import annotations
 
 from zymase.analysis.memory import memory_kind
+from zymase.analysis.op_classes import is_a
 from zymase.cache import parsed_mlir
 from zymase.errors import ZymaseError
 from zymase.ir import (BlockArgument, IntegerAttr, IntegerType, ModuleOp, Operation, StringAttr, SymbolRefAttr,
@@ -108,7 +109,7 @@ def _callee(op: Operation) -> str | None:
 
 
 def _functions(module: ModuleOp) -> dict[str, llvm.FuncOp]:
-    return {op.sym_name.data: op for op in module.body.block.ops if isinstance(op, llvm.FuncOp)}
+    return {op.sym_name.data: op for op in module.body.block.ops if is_a(op, llvm.FuncOp)}
 
 
 def is_outlined_region(fop: Operation) -> bool:
@@ -422,7 +423,7 @@ def reductions_as_critical(region) -> None:
 
 def reverse_mirror(op: Operation) -> str | None:
     """The runtime call the reverse sweep makes at the mirror of ``op`` (``REVERSE_MIRROR``)."""
-    return REVERSE_MIRROR.get(_callee(op)) if isinstance(op, llvm.CallOp) else None
+    return REVERSE_MIRROR.get(_callee(op)) if is_a(op, llvm.CallOp) else None
 
 
 # ---------------------------------------------------------------------- after AD

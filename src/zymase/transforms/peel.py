@@ -51,6 +51,7 @@ import itertools
 import os
 
 from zymase.analysis.cfg import CFG
+from zymase.analysis.op_classes import is_a
 from zymase.analysis.trip_count import (
     EQ, NE, SGE, SGT, SLE, SLT, SWAPPED, UGE, UGT, ULE, ULT, UNSIGNED, TripCount, constant_int, emit_trip_count, trip_count,
 )
@@ -318,7 +319,7 @@ def _peel(cfg: CFG, region: Region, h: Block, flavor, module) -> Block | None:
     count = _count_form(loop)
     found: dict[Operation, tuple[tuple[int, int], bool]] = {}
     for op in h.ops:
-        if isinstance(op, llvm.ICmpOp) and not all(u.operation is h.last_op for u in op.results[0].uses):
+        if is_a(op, llvm.ICmpOp) and not all(u.operation is h.last_op for u in op.results[0].uses):
             answer = _decide(loop, op, count)
             if answer is not None:
                 found[op] = answer

@@ -41,6 +41,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from zymase.analysis.memory import callee_name
+from zymase.analysis.op_classes import is_a
 from zymase.autodiff.registry import REGISTRY, CallMemoryRule
 from zymase.errors import ZymaseError
 from zymase.ir import IntegerAttr, Operation, SSAValue, i32, llvm, location_of
@@ -433,7 +434,7 @@ def deferred_communicator_frees(gen) -> dict[Operation, Operation]:
     (``WrittenMemory._find_deferred_frees``): both calls run once per call of the function
     (outside loops, on every path to its exit), the making one first, on the same handle
     variable, freed once. Any other free of a communicator there is refused."""
-    calls = [op for b in gen.p.region.blocks for op in b.ops if isinstance(op, llvm.CallOp)]
+    calls = [op for b in gen.p.region.blocks for op in b.ops if is_a(op, llvm.CallOp)]
     frees = [op for op in calls if callee_name(op) in COMMUNICATOR_FREES]
     if not frees or not any((n := callee_name(op) or "").startswith("MPI_") and n in REGISTRY.call_rules
                             for op in calls):
