@@ -15,10 +15,11 @@ import zymase
 from zymase.errors import ZymaseError
 
 
-def test_the_engine_import_makes_its_dataclasses_in_xdsl_imports_window():
-    # issue 29: the first zymase.grad imports the engine; the dataclasses it defines
-    # outside zymase/ir/xdsl_import.py's window (KernelSpec, NumbaIR, CFG, ... 16 of them)
-    # had their methods' source compiled in every process, 12-18 ms of a first call
+def test_the_first_grad_makes_the_engines_dataclasses_in_xdsl_imports_window():
+    # issue 29: the first zymase.grad imports the engine, and its first call more of it;
+    # the dataclasses they define outside zymase/ir/xdsl_import.py's window (KernelSpec,
+    # NumbaIR, CFG, Timings, ... 16 of them) had their methods' source compiled in every
+    # process, 12-18 ms of a first call
     code = """
 import dataclasses, sys
 made = []
@@ -30,8 +31,14 @@ def recording(cls, *args, **kwargs):
     return process(cls, *args, **kwargs)
 
 dataclasses._process_class = recording
+import numba, numpy as np
 import zymase
-zymase.grad
+
+@numba.njit
+def f(x):
+    return np.sum(x * x)
+
+assert zymase.grad(f, cache=False)(np.ones(3)).tolist() == [2.0, 2.0, 2.0]
 ours = [(m, q) for m, q, _ in made if m.startswith("zymase")]
 outside = [f"{m}.{q}" for m, q, inside in made if m.startswith("zymase") and not inside]
 assert len(ours) > 10, ours
