@@ -23,8 +23,12 @@ def __getattr__(name):
         return zymase.autodiff
     if name in _API:
         from zymase.collect_rarely import collecting_garbage_rarely
+        from zymase.ir.xdsl_import import importing_xdsl
 
-        with collecting_garbage_rarely():  # the first import loads the engine
+        # the first import loads the engine; inside xdsl_import's window the dataclasses
+        # it defines (KernelSpec, NumbaIR, CFG, ... 16 of them) get their methods' code
+        # compiled once, as xDSL's do: 12-18 ms of a first zymase.grad call (issue 29)
+        with collecting_garbage_rarely(), importing_xdsl():
             from zymase import api
         return getattr(api, name)
     raise AttributeError(f"module 'zymase' has no attribute {name!r}")

@@ -105,6 +105,29 @@ def _typeof(value, what: str):
     return ty
 
 
+def _quick_type_key(value):
+    """A key that decides ``numba.typeof(value)`` for the values a transform is usually
+    called with from Python (floats, bools, ints in int64's range, NumPy scalars, NumPy
+    arrays and tuples of these), made without asking Numba; None for any other value.
+    Numba types an array by its dtype, rank, C and F contiguity (its layout) and
+    writeability only (``numba.core.typing.typeof._typeof_ndarray``), a scalar by its
+    Python or NumPy type. A call whose arguments all have keys seen before skips
+    Numba's typeof and zymase's checks of the types (issue 29: about half of a small
+    gradient's call from Python)."""
+    t = type(value)
+    if t is float or t is bool or (t is int and -(2**63) <= value < 2**63):
+        return t
+    if t is np.ndarray and value.dtype.kind in "fiub":  # (not records: their alignment is not in ==)
+        flags = value.flags
+        return value.dtype, value.ndim, flags.c_contiguous, flags.f_contiguous, flags.writeable
+    if t is tuple:
+        keys = tuple(_quick_type_key(v) for v in value)
+        return None if any(k is None for k in keys) else (tuple, keys)
+    if isinstance(value, (np.floating, np.integer, np.bool_)):
+        return t
+    return None
+
+
 def _check_type(ty, what: str) -> None:
     from numba.core import types
 
@@ -394,12 +417,17 @@ def _result_slots(argtypes, activities) -> list:
     """Per argument, an iterator over the places of its ``active`` leaves in the
     kernel's result tuple (the value at 0, then the active leaves in argument order,
     whatever order ``argnums`` asks them in)."""
-    slots, start = [], 1
+    return [iter(places) for places in _result_places(argtypes, activities)]
+
+
+def _result_places(argtypes, activities) -> list[range]:
+    """:func:`_result_slots` as ranges (kept per argument types for calls from Python)."""
+    places, start = [], 1
     for ty, act in zip(argtypes, activities):
         n = len(zn.active_leaves(ty, act))
-        slots.append(iter(range(start, start + n)))
+        places.append(range(start, start + n))
         start += n
-    return slots
+    return places
 
 
 
@@ -478,6 +506,9 @@ class Transformed:
         self.options = options
         self._plans: dict = {}
         self._callers: dict = {}  # argument types -> njit function calling the kernel from Python
+        # the arguments' quick type keys -> what a call from Python with such arguments
+        # needs that does not depend on their values (_PythonCall)
+        self._python_calls: dict = {}
         api = "value_and_grad" if with_value else "grad"
         self.api = api
         me = self
@@ -556,20 +587,38 @@ class Transformed:
                               f"{', '.join(repr(k) for k in kwargs)}",
                               hint="pass every argument by position")
         args = _with_defaults(self.disp, self.names, args, "pass every positional argument")
-        argtys = tuple(_typeof(a, _label(self.names, i)) for i, a in enumerate(args))
+        key = tuple(_quick_type_key(a) for a in args)
+        ready = self._python_calls.get(key)
+        if ready is None:
+            argtys = tuple(_typeof(a, _label(self.names, i)) for i, a in enumerate(args))
         check_aliased_arguments(self.disp, self.names, args, self.api)
-        p = self.plan(argtys)
+        if ready is None:
+            ready = self._python_call(argtys)
+            if not any(k is None for k in key):
+                self._python_calls[key] = ready
         # From Python the kernel is called through its CPython entry point, with the
         # shadows made here with NumPy as the trampoline's glue makes them in njit code:
         # no Numba compile on the first call, where the trampoline (what njit code
         # calls) costs three, its overload and their implementation with its np.zeros_like
+        argtys, activities = ready.argtys, ready.activities
         kargs, shadows = [], {}
-        for i, (v, t, a) in enumerate(zip(args, argtys, p.activities)):
+        for i, (v, t, a) in enumerate(zip(args, argtys, activities)):
             kargs.append(v)
-            if zn.has_shadow(a):
+            if ready.shadowed[i]:
                 shadows[i] = _zero_shadow(v, t)
                 kargs.append(shadows[i])
-        kargs.append(_np_dtype(p.kernel.argtypes[-1])(1.0))
+        kargs.append(ready.seed)
+        r = ready.call(*kargs)
+        slots = [iter(places) for places in ready.places]
+        grads = [_result_value(argtys[i], activities[i], shadows.get(i), slots[i], r) for i in self.argnums]
+        g = grads[0] if self.single else tuple(grads)
+        return (r[0], g) if self.with_value else g
+
+    def _python_call(self, argtys) -> _PythonCall:
+        """What a call from Python at ``argtys`` needs besides the values: the plan (the
+        kernel compiled), the kernel's entry point, which arguments get shadows, the
+        places of their results and the seed."""
+        p = self.plan(argtys)
         call = self._callers.get(argtys)
         if call is None:
             from zymase.collect_rarely import collecting_garbage_rarely
@@ -581,11 +630,20 @@ class Transformed:
             with collecting_garbage_rarely():
                 call = self._callers[argtys] = python_entry(p.kernel, f"{self.api}_kernel_call")
             p.kernel.record.phases["caller"] = time.perf_counter() - t0
-        r = call(*kargs)
-        slots = _result_slots(argtys, p.activities)
-        grads = [_result_value(argtys[i], p.activities[i], shadows.get(i), slots[i], r) for i in self.argnums]
-        g = grads[0] if self.single else tuple(grads)
-        return (r[0], g) if self.with_value else g
+        return _PythonCall(argtys, p.activities, tuple(zn.has_shadow(a) for a in p.activities), call,
+                           _result_places(argtys, p.activities), _np_dtype(p.kernel.argtypes[-1])(1.0))
+
+
+@dataclass(frozen=True)
+class _PythonCall:
+    """A gradient's call from Python at one set of argument types, all but the values."""
+
+    argtys: tuple
+    activities: tuple
+    shadowed: tuple  # per argument: whether the kernel takes a shadow after it
+    call: Any  # the kernel's CPython entry point
+    places: list  # per argument: the places of its active leaves in the kernel's results (ranges)
+    seed: Any  # the seed of the result's adjoint (1.0 in the kernel's float type)
 
 
 def _zero_shadow(value, ty):

@@ -35,6 +35,16 @@ def check_aliased_arguments(disp, names, args, api: str) -> None:
     function may write into one of them."""
     from zymase.api import _arrays, _label
 
+    # (every call of a gradient from Python comes here: the arguments are named, and the
+    # pairs tested again, only when two arrays overlap, which is rare)
+    arrays = []
+    for v in args:
+        if isinstance(v, np.ndarray):
+            arrays.append(v)
+        elif isinstance(v, tuple):
+            arrays += [a for a, _ in _arrays(v, "")]
+    if not any(np.may_share_memory(a, b) for k, a in enumerate(arrays) for b in arrays[k + 1:]):
+        return
     leaves = [(a, what, i) for i, v in enumerate(args) for a, what in _arrays(v, _label(names, i))]
     _refuse_written_overlap(disp, args, leaves, functools.partial(message, api), _pass_once_hint(disp))
 

@@ -51,6 +51,7 @@ from zymase.collect_rarely import collecting_garbage_rarely
 from zymase.autodiff.rules.numba_linalg import LINALG_WITH_RULES
 from zymase.autodiff.rules.numba_linalg import NUMPY_NAMES as NUMPY_LINALG
 from zymase.errors import VectorModeRefused, ZymaseError
+from zymase.ir.xdsl_import import importing_xdsl
 from zymase.llvm.quiet_hints import unroll_warnings_hidden
 from zymase.transforms.numba_parfor import ParforSerial, forks_a_derivative
 
@@ -385,7 +386,9 @@ def get_kernel(disp, argtypes: tuple, spec: KernelSpec, *, cache: bool = False, 
         if k is None:
             while True:
                 try:
-                    with collecting_garbage_rarely():
+                    # (the engine's modules a first build imports, toolchain, frontends/c and
+                    # llvm/reachable among them, make their dataclasses in xdsl_import's window)
+                    with collecting_garbage_rarely(), importing_xdsl():
                         k = _compile_kernel(disp, tuple(argtypes), spec, cache)
                     break
                 except ZymaseError as err:
