@@ -19,17 +19,14 @@ counts, not seconds.
 from __future__ import annotations
 
 import abc
-import shutil
-import subprocess
-from pathlib import Path
 
 import pytest
 from xdsl.dialects.builtin import UNKNOWN_LOC
 from xdsl.ir import core as xdsl_core
 
 from zymase.ir import IntegerAttr, Operation, SSAValue, f64, fast_ops, i64, llvm
+from zymase.llvm import toolchain
 
-CLANG = shutil.which("clang-19") or "/usr/bin/clang-19"
 
 _PROGRAM = r"""
 #include <math.h>
@@ -69,16 +66,13 @@ class _AbcChecks:
         monkeypatch.setattr(abc.ABCMeta, "__instancecheck__", counting)
 
 
-@pytest.mark.skipif(not Path(CLANG).exists(), reason="clang-19 not installed")
 @pytest.mark.parametrize("level", [0, 2])
 def test_the_ad_phase_decides_class_tests_by_class(level, tmp_path, monkeypatch) -> None:
     from zymase.frontends import c as c_frontend
 
     source = tmp_path / "classes.c"
     source.write_text(_PROGRAM)
-    flags = ["-O2", "-Xclang", "-disable-llvm-passes"] if level else ["-O0", "-Xclang", "-disable-O0-optnone"]
-    ll = subprocess.run([CLANG, *flags, "-S", "-emit-llvm", "-o", "-", str(source)],
-                        capture_output=True, text=True, check=True).stdout
+    ll = toolchain.c_to_llvm_ir(source, [], level)  # (clang -O<level>, no LLVM pass)
     # once first: the engine's modules imported (their own class tests are not the AD's)
     c_frontend.differentiate_llvm_ir(ll, source.name, level, c_frontend.Timings())
     checks = _AbcChecks(monkeypatch)
@@ -147,16 +141,13 @@ void g(const double *x, double *dx) { __enzyme_autodiff((void *)f, x, dx); }
 """
 
 
-@pytest.mark.skipif(not Path(CLANG).exists(), reason="clang-19 not installed")
 @pytest.mark.parametrize("level", [0, 2])
 def test_clones_are_not_given_their_own_operands_again(level, tmp_path, monkeypatch) -> None:
     from zymase.frontends import c as c_frontend
 
     source = tmp_path / "straight.c"
     source.write_text(_STRAIGHT)
-    flags = ["-O2", "-Xclang", "-disable-llvm-passes"] if level else ["-O0", "-Xclang", "-disable-O0-optnone"]
-    ll = subprocess.run([CLANG, *flags, "-S", "-emit-llvm", "-o", "-", str(source)],
-                        capture_output=True, text=True, check=True).stdout
+    ll = toolchain.c_to_llvm_ir(source, [], level)  # (clang -O<level>, no LLVM pass)
     cloned: set[int] = set()
     again = []
     clone, operands = Operation.clone, Operation.operands
@@ -191,7 +182,6 @@ void g(const double *x, double *dx, int n) { __enzyme_autodiff((void *)f, x, dx,
 """
 
 
-@pytest.mark.skipif(not Path(CLANG).exists(), reason="clang-19 not installed")
 @pytest.mark.parametrize("level", [0, 2])
 def test_recomputed_ops_are_built_with_their_operands(level, tmp_path, monkeypatch) -> None:
     """The reverse sweep's recomputed ops (tape.MinCutRecompute._rebuild) are cloned with
@@ -201,9 +191,7 @@ def test_recomputed_ops_are_built_with_their_operands(level, tmp_path, monkeypat
 
     source = tmp_path / "loop.c"
     source.write_text(_LOOP)
-    flags = ["-O2", "-Xclang", "-disable-llvm-passes"] if level else ["-O0", "-Xclang", "-disable-O0-optnone"]
-    ll = subprocess.run([CLANG, *flags, "-S", "-emit-llvm", "-o", "-", str(source)],
-                        capture_output=True, text=True, check=True).stdout
+    ll = toolchain.c_to_llvm_ir(source, [], level)  # (clang -O<level>, no LLVM pass)
     rebuilding = {"depth": 0, "clones": set(), "set": 0}
     rebuild, clone, operands = tape.MinCutRecompute._rebuild, Operation.clone, Operation.operands
 
