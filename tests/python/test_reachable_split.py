@@ -147,3 +147,68 @@ def test_split_declines_when_every_function_is_needed():
         "store i32 1, ptr @counter", "%d = call double (ptr, ...) @__enzyme_autodiff(ptr @f, double 1.0)\n"
         "  store i32 1, ptr @counter")
     assert differentiated_part(_canonical(text)) is None
+
+
+def test_split_keeps_the_whole_module_as_a_part_when_it_has_debug_info():
+    # every function is needed, but the unchanged ones keep their own IR (and debug info)
+    grad = MODULE[MODULE.index("define double @grad"):MODULE.index("define i32 @main")]
+    text = MODULE.replace(grad, "").replace(
+        "store i32 1, ptr @counter", "%d = call double (ptr, ...) @__enzyme_autodiff(ptr @f, double 1.0)\n"
+        "  store i32 1, ptr @counter")
+    with_debug_info = text.replace("define double @f(double %x) #0 {", "define double @f(double %x) #0 !dbg !7 {") + r"""
+!llvm.dbg.cu = !{!0}
+!llvm.module.flags = !{!5, !6}
+!0 = distinct !DICompileUnit(language: DW_LANG_C11, file: !1, producer: "clang", isOptimized: false, runtimeVersion: 0, emissionKind: FullDebug)
+!1 = !DIFile(filename: "m.c", directory: "/tmp")
+!5 = !{i32 7, !"Dwarf Version", i32 5}
+!6 = !{i32 2, !"Debug Info Version", i32 3}
+!7 = distinct !DISubprogram(name: "f", scope: !1, file: !1, line: 1, type: !8, scopeLine: 1, spFlags: DISPFlagDefinition, unit: !0)
+!8 = !DISubroutineType(types: !9)
+!9 = !{}
+"""
+    assert "!dbg !7" in with_debug_info
+    part = differentiated_part(_canonical(with_debug_info))
+    assert part is not None and not part.stubbed
+
+
+# f and the helper it calls are unchanged by AD; main calls the marker (changed)
+DEBUG_PROGRAM = r"""
+#include <stdio.h>
+#include <math.h>
+extern double __enzyme_autodiff(void *, ...);
+static double sq(double x) { return x * x; }
+__attribute__((noinline)) double f(double x) {
+    double s = 0;
+    for (int i = 0; i < 3; i++) s += sq(x + i) * sin(x);
+    return s;
+}
+int main(void) {
+    double x = 0.7, got = __enzyme_autodiff((void *)f, x), want = 0;
+    for (int i = 0; i < 3; i++) want += 2 * (x + i) * sin(x) + (x + i) * (x + i) * cos(x);
+    printf("%.17g %.17g\n", got, want);
+    return fabs(got - want) > 1e-12 * fabs(want);
+}
+"""
+
+
+def _function_has_debug_info(ll: str, name: str) -> bool:
+    header = next(line for line in ll.splitlines() if line.startswith("define") and f"@{name}(" in line)
+    return "!dbg !" in header
+
+
+@pytest.mark.parametrize("level", ["-O0", "-O2"])
+def test_g_keeps_debug_info_of_functions_ad_leaves_unchanged(level, tmp_path):
+    # every function is reachable from main: the split used to decline and the whole
+    # module went through the reader and writer, which drop debug information, so a
+    # `zymase cc -g` program had none at all
+    (tmp_path / "dbg.c").write_text(DEBUG_PROGRAM)
+    ir = run_cli(["cc", level, "-g", "-S", "-emit-llvm", "dbg.c", "-o", "dbg.ll"], cwd=tmp_path, timeout=300)
+    assert ir.returncode == 0, ir.stderr
+    ll = (tmp_path / "dbg.ll").read_text()
+    assert _function_has_debug_info(ll, "f")
+    if level == "-O0":
+        assert _function_has_debug_info(ll, "sq")
+    build = run_cli(["cc", level, "-g", "dbg.c", "-o", "dbg", "-lm"], cwd=tmp_path, timeout=300)
+    assert build.returncode == 0, build.stderr
+    run = subprocess.run([str(tmp_path / "dbg")], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stdout

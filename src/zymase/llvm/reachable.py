@@ -15,7 +15,8 @@ before) when the module has something the split would have to reason about beyon
 functions and globals: comdats, appending globals (``llvm.global_ctors``,
 ``llvm.global.annotations``), aliases, ifuncs, module asm, exception personalities,
 Enzyme registration globals (``__enzyme_register_gradient_*`` ...), ``"enzyme_*"``
-function attributes, or quoted names; and when the part is the whole module. Functions
+function attributes, or quoted names; and when the part is the whole module, unless the
+module has debug information (the part then keeps the unchanged functions' own IR). Functions
 named like Enzyme's logging hooks stay in the part, where llvm/markers refuses them.
 """
 
@@ -39,6 +40,8 @@ _GLOBAL = re.compile(r"^@([-a-zA-Z$._][-a-zA-Z$._0-9]*|\d+) = (.*)$")
 _DECLINE_LINE = re.compile(r'^(?:module asm|\$\S+ = comdat|@\S+ = .*\b(?:alias|ifunc)\b|@\S*__enzyme'
                            r'|attributes #.*"enzyme_)', re.M)
 _DECLINE_WORD = re.compile(r"\b(?:appending|personality)\b")
+#: how a function or instruction in LLVM's printed IR names its debug information
+_DEBUG_ATTACHMENT = "!dbg "
 #: linkages a declaration cannot have
 _DEFINITION_LINKAGES = {"internal", "private", "linkonce", "linkonce_odr", "weak", "weak_odr",
                         "available_externally", "common"}
@@ -126,7 +129,10 @@ def differentiated_part(text: str) -> Part | None:
                 seen_globals.add(n)
                 names |= set(_REF.findall(globals_[n]))  # what its initializer points to
                 todo.extend(users.get(n, ()))
-    if len(keep) == len(functions):
+    if len(keep) == len(functions) and _DEBUG_ATTACHMENT not in text:
+        # nothing to leave out; with debug info the part is still worth its export and
+        # merge: the functions AD leaves unchanged keep their IR, and with it their
+        # debug info, which the reader and writer drop (``zymase cc -g``)
         return None
     stubbed = set(functions) - keep
     out: list[str] = []
