@@ -333,7 +333,13 @@ def _mangle(t: Attribute) -> str:
         return f"i{t.width.data}"
     if isinstance(t, VectorType):  # llvm.copysign.v2f64 (the sign of |x|'s lanes)
         return f"v{t.get_shape()[0]}{_mangle(t.element_type)}"
-    return {"f16": "f16", "f32": "f32", "f64": "f64", "f80": "f80", "bf16": "bf16"}[str(t)]
+    # by class: str(t) runs xDSL's printer, once per fence and intrinsic AD emits
+    return _FLOAT_MANGLES[type(t).__name__]
+
+
+#: the float types' suffixes in intrinsic names, by xDSL class name
+_FLOAT_MANGLES = {"Float16Type": "f16", "Float32Type": "f32", "Float64Type": "f64", "Float80Type": "f80",
+                  "BFloat16Type": "bf16"}
 
 
 class LLVMFlavor(Flavor):
