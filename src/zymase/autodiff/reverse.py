@@ -72,6 +72,7 @@ from zymase.autodiff.tape import IndexedCaches, LifoCaches, MinCutRecompute, exp
 from zymase.ir import (Block, BlockArgument, IntegerAttr, IntegerType, Operation, SSAValue, i1, i8, i64,
                        is_float_type, llvm)
 from zymase.ir import enzyme as ez
+from zymase.ir import fast_ops
 from zymase.ir.enzyme import Activity
 from zymase.analysis.op_classes import is_a
 
@@ -217,7 +218,7 @@ class ReverseGenerator(LaneMaps, ShadowCode, LifoCaches, IndexedCaches, MinCutRe
                     # until the reverse sweep restores the stack at the stacksave's
                     # mirror (item 3, see _reverse_block).
                     continue
-                clone = op.clone(self.vmap, self.bmap)
+                clone = fast_ops.clone(op, self.vmap, self.bmap)
                 nb.add_op(clone)
                 clones[op] = clone
         # Block order need not follow dominance: operands defined in a later block
@@ -439,7 +440,7 @@ class ReverseGenerator(LaneMaps, ShadowCode, LifoCaches, IndexedCaches, MinCutRe
         if not is_a(w, BlockArgument) and self.flavor.is_constant(w.owner):
             key = (w, self.cur)
             if key not in self.popped:
-                clone = w.owner.clone()
+                clone = fast_ops.clone(w.owner)
                 self.E.insert(clone)
                 self.popped[key] = clone.results[0]
             return self.popped[key]
@@ -829,7 +830,7 @@ class ReverseGenerator(LaneMaps, ShadowCode, LifoCaches, IndexedCaches, MinCutRe
                 return
             operands.append(have)
         E = self.E
-        operands = [E.v(v.owner.clone()) if w is None else w for v, w in zip(cmp.operands, operands)]
+        operands = [E.v(fast_ops.clone(v.owner)) if w is None else w for v, w in zip(cmp.operands, operands)]
         # the ops xDSL's constructors would build, made by Operation.create: a function
         # gets hundreds of assumes (GMM: 527), and the constructors' generic handling of
         # operands and properties is about 3x the time (the compare is a branch
