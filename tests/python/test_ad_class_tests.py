@@ -141,6 +141,26 @@ void g(const double *x, double *dx) { __enzyme_autodiff((void *)f, x, dx); }
 """
 
 
+def _count_clones(monkeypatch, on_copy) -> None:
+    """``on_copy(copy)`` for each op AD clones, either way: xDSL's ``Operation.clone`` and
+    ``fast_ops.clone`` (the same op, built once; an op with regions goes to the former)."""
+    xdsl_clone, fast_clone = Operation.clone, fast_ops.clone
+
+    def counted_clone(op, *args, **kwargs):
+        copy = xdsl_clone(op, *args, **kwargs)
+        on_copy(copy)
+        return copy
+
+    def counted_fast_clone(op, *args, **kwargs):
+        copy = fast_clone(op, *args, **kwargs)
+        if not op.regions:  # (else counted as xDSL's)
+            on_copy(copy)
+        return copy
+
+    monkeypatch.setattr(Operation, "clone", counted_clone)
+    monkeypatch.setattr(fast_ops, "clone", counted_fast_clone)
+
+
 @pytest.mark.parametrize("level", [0, 2])
 def test_clones_are_not_given_their_own_operands_again(level, tmp_path, monkeypatch) -> None:
     from zymase.frontends import c as c_frontend
@@ -150,12 +170,10 @@ def test_clones_are_not_given_their_own_operands_again(level, tmp_path, monkeypa
     ll = toolchain.c_to_llvm_ir(source, [], level)  # (clang -O<level>, no LLVM pass)
     cloned: set[int] = set()
     again = []
-    clone, operands = Operation.clone, Operation.operands
+    operands = Operation.operands
 
-    def counted_clone(op, *args, **kwargs):
-        copy = clone(op, *args, **kwargs)
+    def on_copy(copy):
         cloned.add(id(copy))
-        return copy
 
     def counted_set(op, new):
         new = list(new)
@@ -163,7 +181,7 @@ def test_clones_are_not_given_their_own_operands_again(level, tmp_path, monkeypa
             again.append(op.name)
         operands.fset(op, new)
 
-    monkeypatch.setattr(Operation, "clone", counted_clone)
+    _count_clones(monkeypatch, on_copy)
     monkeypatch.setattr(Operation, "operands", property(operands.fget, counted_set))
     out = c_frontend.differentiate_llvm_ir(ll, source.name, level, c_frontend.Timings())
     assert "@__enzyme_autodiff" not in out and cloned
@@ -193,7 +211,7 @@ def test_recomputed_ops_are_built_with_their_operands(level, tmp_path, monkeypat
     source.write_text(_LOOP)
     ll = toolchain.c_to_llvm_ir(source, [], level)  # (clang -O<level>, no LLVM pass)
     rebuilding = {"depth": 0, "clones": set(), "set": 0}
-    rebuild, clone, operands = tape.MinCutRecompute._rebuild, Operation.clone, Operation.operands
+    rebuild, operands = tape.MinCutRecompute._rebuild, Operation.operands
 
     def counted_rebuild(self, *args, **kwargs):
         rebuilding["depth"] += 1
@@ -202,18 +220,16 @@ def test_recomputed_ops_are_built_with_their_operands(level, tmp_path, monkeypat
         finally:
             rebuilding["depth"] -= 1
 
-    def counted_clone(op, *args, **kwargs):
-        copy = clone(op, *args, **kwargs)
+    def on_copy(copy):
         if rebuilding["depth"]:
             rebuilding["clones"].add(id(copy))
-        return copy
 
     def counted_set(op, new):
         rebuilding["set"] += id(op) in rebuilding["clones"]
         operands.fset(op, new)
 
     monkeypatch.setattr(tape.MinCutRecompute, "_rebuild", counted_rebuild)
-    monkeypatch.setattr(Operation, "clone", counted_clone)
+    _count_clones(monkeypatch, on_copy)
     monkeypatch.setattr(Operation, "operands", property(operands.fget, counted_set))
     out = c_frontend.differentiate_llvm_ir(ll, source.name, level, c_frontend.Timings())
     assert "@__enzyme_autodiff" not in out
