@@ -45,6 +45,8 @@ def _defaults(cls: type[Operation]) -> tuple[tuple, tuple] | None:
     if not issubclass(cls, IRDLOperation) or cls.__post_init__ is not IRDLOperation.__post_init__:
         return None
     op_def = cls.get_irdl_definition()
+    if op_def is None:  # (an abstract class)
+        return None
     return tuple((name, d.default_value) for name, d in op_def.properties.items()
                  if not isinstance(d, OptionalDef) and d.default_value is not None), \
         tuple((name, d.default_value) for name, d in op_def.attributes.items()

@@ -1,16 +1,92 @@
-"""``ir/fast_ops.clone`` is xDSL's ``Operation.clone`` built once (issue 29, compile time):
-the same op, mapped the same way, and, in the AD phase, each copy given its operands once
-(xDSL's clone builds the op with none and sets them again after walking it)."""
+"""``ir/fast_ops.build`` is xDSL's ``create`` and ``fast_ops.clone`` its ``Operation.clone``
+(issue 29, compile time): the same op, mapped the same way; built without the generic
+parts of ``Operation.__init__`` and ``IRDLOperation.__post_init__`` (the definition's
+defaults are found once per class), and, in the AD phase, each copy given its operands
+once (xDSL's clone builds the op with none and sets them again after walking it)."""
 
 from __future__ import annotations
 
 import pytest
 from xdsl.dialects.builtin import FloatAttr, StringAttr
 
-from zymase.ir import Block, Operation, f64, fast_ops, i1, i64, llvm
+from xdsl.dialects.builtin import UNKNOWN_LOC, IntegerAttr
+from xdsl.irdl import IRDLOperation
+
+from zymase.ir import Block, Operation, f64, fast_ops, i1, i64, llvm, llvm_ext
+from zymase.ir import enzyme as ez
 from zymase.llvm import toolchain
 
 PTR = llvm.LLVMPointerType()
+
+
+def _same_op(fast, slow) -> None:
+    assert type(fast) is type(slow)
+    assert list(fast.operands) == list(slow.operands)
+    assert [r.type for r in fast.results] == [r.type for r in slow.results]
+    assert [(r.op, r.index) for r in fast.results] == [(fast, k) for k in range(len(slow.results))]
+    assert list(fast.properties.items()) == list(slow.properties.items())  # (the defaults last, in order)
+    assert list(fast.attributes.items()) == list(slow.attributes.items())
+    assert list(fast.successors) == list(slow.successors) and fast.regions == slow.regions == ()
+    assert fast.location is slow.location and fast.parent is None
+
+
+def test_build_is_create() -> None:
+    entry, other = Block(arg_types=[PTR, f64, i64]), Block(arg_types=[f64])
+    p, x, n = entry.args
+    cases = [
+        (llvm.CallOp, [x, p], [f64], {"callee": fast_ops._symbol("g")}, {"zymase.test": StringAttr("a")}, ()),
+        (llvm.FAddOp, [x, x], [f64], {}, {}, ()),
+        (llvm.FCmpOp, [x, x], [i1], {"predicate": IntegerAttr(4, i64)}, {}, ()),
+        (llvm.BrOp, [x], [], {}, {}, [other]),
+        (llvm_ext.LoadOp, [p], [f64], {"ordering": IntegerAttr(0, i64)}, {}, ()),
+        (ez.InitOp, [], [ez.GradientType(f64)], {}, {}, ()),
+        (llvm.ReturnOp, [], [], {}, {}, ()),
+    ]
+    for cls, operands, types, props, attrs, succ in cases:
+        slow = cls.create(operands=operands, result_types=types, properties=props, attributes=attrs,
+                          successors=succ, location=UNKNOWN_LOC)
+        fast = fast_ops.build(cls, operands, types, dict(props), dict(attrs), succ)
+        _same_op(fast, slow)
+    # the uses: each operand's use by the op, at its index
+    call = fast_ops.build(llvm.CallOp, [x, p, x], [f64], {"callee": fast_ops._symbol("g")})
+    assert [(u.operation, u.index) for u in x.uses][:2] == [(call, 2), (call, 0)]
+    assert [(u.operation, u.index) for u in other.uses][-1][1] == 0
+
+
+def test_fast_builders_run_no_generic_construction(monkeypatch) -> None:
+    """The builders AD uses by the thousand (and the extended dialects' hot ops, and
+    clones) go through neither ``Operation.__init__`` nor IRDL's ``__post_init__``."""
+    generic = []
+    init, post_init = Operation.__init__, IRDLOperation.__post_init__
+
+    def counted_init(op, *args, **kwargs):
+        generic.append(("__init__", op.name))
+        init(op, *args, **kwargs)
+
+    def counted_post_init(op):
+        generic.append(("__post_init__", op.name))
+        post_init(op)
+
+    entry = Block(arg_types=[PTR, f64, i64, i1])
+    p, x, n, c = entry.args
+    monkeypatch.setattr(Operation, "__init__", counted_init)
+    monkeypatch.setattr(IRDLOperation, "__post_init__", counted_post_init)
+    ops = [
+        fast_ops.constant(fast_ops.int_attr(3), i64),
+        fast_ops.float_arith(llvm.FMulOp, x, x),
+        fast_ops.int_arith(llvm.AddOp, n, n),
+        fast_ops.call("g", [x, p], f64),
+        fast_ops.call_intrinsic("llvm.fabs.f64", [x], [f64]),
+        fast_ops.load(p, f64), fast_ops.store(x, p), fast_ops.alloca(n, f64),
+        fast_ops.gep(p, [0, 1], llvm.LLVMStructType.from_type_list([f64, f64])),
+        fast_ops.icmp(llvm.ICmpOp, n, n, IntegerAttr(0, i64)),
+        fast_ops.select(llvm.SelectOp, c, x, x),
+        fast_ops.br(entry, [p, x, n, c]),
+        llvm_ext.LoadOp(p, f64, alignment=8), llvm_ext.StoreOp(x, p, alignment=8),
+        ez.InitOp(ez.GradientType(f64)),
+    ]
+    ops += [fast_ops.clone(op) for op in ops]
+    assert not generic, f"{len(generic)} generic construction steps: {sorted(set(generic))}"
 
 
 def _uses(value) -> list[tuple[str, int]]:
