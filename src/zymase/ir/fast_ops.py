@@ -59,8 +59,8 @@ def build(cls: type[Operation], operands: Sequence[SSAValue] = (), result_types:
     """``cls.create(...)`` of an op without regions: what ``Operation.__init__`` and
     ``IRDLOperation.__post_init__`` do, in their order, without their generic parts: the
     keyword arguments' defaults, the regions loop, the definition's defaults looked up and
-    tested per op (here once per class), the empty successor list set (the class's own
-    empty default stays), the name assertions. ``properties`` and ``attributes`` become
+    tested per op (here once per class), the empty successor list's uses, the name
+    assertions. ``properties`` and ``attributes`` become
     the op's own (callers give fresh dicts)."""
     defaults = _defaults(cls)
     if defaults is None:
@@ -81,6 +81,9 @@ def _init(op: Operation, defaults: tuple[tuple, tuple], operands: Sequence[SSAVa
     op.location = location
     if successors:
         op.successors = successors
+    else:  # (set on the op as Operation.__init__ sets them: read from the op's own dict)
+        op._successors = op._successor_uses = ()
+    op.regions = ()
     for name, value in defaults[0]:
         if name not in properties:
             properties[name] = value
