@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import (UNKNOWN_LOC, DenseArrayBase, IntegerAttr, IntegerType, StringAttr, SymbolRefAttr,
                                    VectorType, i1, i32, i64)
-from xdsl.ir import Attribute, Block, BlockArgument, OpResult, Operation, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, OpResult, Operation, Region, SSAValue
 from xdsl.ir.core import SSAValues
 from xdsl.irdl import IRDLOperation
 from xdsl.irdl.operations import OptionalDef
@@ -278,3 +278,38 @@ def clone(op: Operation, value_mapper: dict[SSAValue, SSAValue] | None = None,
         if old._name is not None:
             result.name_hint = old._name
     return new
+
+
+def clone_region(region: Region) -> Region:
+    """``region.clone()`` of a region whose ops have no regions (a function's body): its
+    blocks and their arguments made as xDSL makes them, each op built by :func:`build`
+    with no operands, and then, once every value has its copy (a block may use values of
+    blocks after it), the operands set in the order of the ops, as xDSL sets them. A
+    region with nested regions goes to xDSL's clone."""
+    ops = [op for block in region.blocks for op in block.ops]
+    if any(op.regions for op in ops):
+        return region.clone()
+    copy = Region()
+    value_mapper: dict[SSAValue, SSAValue] = {}
+    block_mapper = {block: Block() for block in region.blocks}
+    copy.insert_block(list(block_mapper.values()), 0)
+    copies = []
+    for block, new_block in block_mapper.items():
+        for index, arg in enumerate(block.args):
+            new_arg = new_block.insert_arg(arg.type, index, arg.location)
+            value_mapper[arg] = new_arg
+            new_arg.name_hint = arg.name_hint
+        for op in block.ops:
+            successors = [block_mapper.get(s, s) for s in op._successors]
+            new = build(type(op), (), [r.type for r in op.results], dict(op.properties), dict(op.attributes),
+                        successors, op.location)
+            for old, result in zip(op.results, new.results):
+                value_mapper[old] = result
+                if old._name is not None:
+                    result.name_hint = old._name
+            new_block.add_op(new)
+            copies.append(new)
+    for op, new in zip(ops, copies):
+        if op._operands:
+            new.operands = [value_mapper.get(o, o) for o in op._operands]
+    return copy
