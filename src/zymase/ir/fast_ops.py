@@ -255,7 +255,7 @@ def _string(text: str) -> StringAttr:
 
 
 def clone(op: Operation, value_mapper: dict[SSAValue, SSAValue] | None = None,
-          block_mapper: dict[Block, Block] | None = None) -> Operation:
+          block_mapper: dict[Block, Block] | None = None, *, with_operands: bool = True) -> Operation:
     """``op.clone(value_mapper, block_mapper)``: the same op, its operands and successors
     mapped, its results entered in ``value_mapper`` and given the same name hints. xDSL's
     clone of an op without regions builds it with no operands, walks the op and its copy
@@ -263,14 +263,16 @@ def clone(op: Operation, value_mapper: dict[SSAValue, SSAValue] | None = None,
     copying the properties and attributes twice on the way: about half of what it costs.
     Here the op is built once with its operands mapped: the same uses added in the same
     order (an op never uses its own results, so mapping them first changes nothing). An op
-    with regions goes to xDSL's clone."""
+    with regions goes to xDSL's clone. ``with_operands=False``: the copy has no operands yet
+    (xDSL's ``clone_operands=False``), for a caller that sets them once all exist."""
     if op.regions:
-        return op.clone(value_mapper, block_mapper)
+        return op.clone(value_mapper, block_mapper, clone_operands=with_operands)
     get = value_mapper.get if value_mapper is not None else None
     successors = op._successors
     if successors and block_mapper:
         successors = [block_mapper.get(s, s) for s in successors]
-    new = build(type(op), [get(o, o) for o in op._operands] if get is not None else op._operands,
+    operands = op._operands if with_operands else ()
+    new = build(type(op), [get(o, o) for o in operands] if get is not None else operands,
                 [r.type for r in op.results], dict(op.properties), dict(op.attributes), successors, op.location)
     for old, result in zip(op.results, new.results):
         if value_mapper is not None:
