@@ -131,7 +131,8 @@ def test_fast_clone_is_xdsl_clone(mapped) -> None:
         # the use lists of the originals' values: the copies' uses added as xDSL adds them
         originals = [*entry.args, *(r for op in ops for r in op.results)]
         runs.append((made, vmap, y, [_uses(v) for v in originals], originals, (then, other)))
-    (slow, slow_map, y_slow, slow_uses, slow_orig, _), (fast, fast_map, y_fast, fast_uses, fast_orig, (then, other)) = runs
+    slow, slow_map, y_slow, slow_uses, slow_orig, _ = runs[0]
+    fast, fast_map, y_fast, fast_uses, fast_orig, (then, other) = runs[1]
     assert fast_uses == slow_uses
     for s, f in zip(slow, fast):
         assert type(s) is type(f)
@@ -204,7 +205,7 @@ def test_the_ad_phase_gives_each_copy_its_operands_once(level, tmp_path, monkeyp
     assert "@__enzyme_autodiff" not in out
     assert len(per_copy) > 20, "AD copied few ops: the program no longer tests this"
     twice = [name for name, n in per_copy if n != 1]
-    assert not twice, f"{len(twice)} of {len(per_copy)} copies given their operands more than once: {sorted(set(twice))}"
+    assert not twice, f"{len(twice)} of {len(per_copy)} copies given operands more than once: {sorted(set(twice))}"
 
 
 _LOOP_IR = r"""

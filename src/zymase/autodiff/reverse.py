@@ -238,7 +238,9 @@ class ReverseGenerator(LaneMaps, ShadowCode, LifoCaches, IndexedCaches, MinCutRe
                     # until the reverse sweep restores the stack at the stacksave's
                     # mirror (item 3, see _reverse_block).
                     continue
-                clone = fast_ops.clone(op, self.vmap, self.bmap, with_operands=not later_values)
+                # (an op with regions is copied whole, its nested ops with their operands,
+                # and given its own again below, as before)
+                clone = fast_ops.clone(op, self.vmap, self.bmap, with_operands=not later_values or bool(op.regions))
                 nb.add_op(clone)
                 clones[op] = clone
         if later_values:

@@ -264,7 +264,8 @@ def clone(op: Operation, value_mapper: dict[SSAValue, SSAValue] | None = None,
     Here the op is built once with its operands mapped: the same uses added in the same
     order (an op never uses its own results, so mapping them first changes nothing). An op
     with regions goes to xDSL's clone. ``with_operands=False``: the copy has no operands yet
-    (xDSL's ``clone_operands=False``), for a caller that sets them once all exist."""
+    (xDSL's ``clone_operands=False``: nor have the ops in its regions), for a caller that
+    sets them once all exist."""
     if op.regions:
         return op.clone(value_mapper, block_mapper, clone_operands=with_operands)
     get = value_mapper.get if value_mapper is not None else None

@@ -278,7 +278,8 @@ class _FunctionReader(_InstructionHandlers):
             ptr = llvm.LLVMPointerType(builtin.IntAttr(space)) if space else _PTR
             # (what llvm.AddressOfOp(SymbolRefAttr(name), ptr) builds, without IRDL's
             # generic constructor: every reference to a global is one)
-            return self._emit(fast_ops.build(llvm.AddressOfOp, result_types=[ptr], properties={"global_name": symbol_ref(c[1])}))
+            return self._emit(fast_ops.build(llvm.AddressOfOp, result_types=[ptr],
+                                             properties={"global_name": symbol_ref(c[1])}))
         if tag in ("vec", "splat"):
             return self._build_vector(c)
         if tag == "agg":
