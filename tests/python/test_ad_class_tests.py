@@ -174,12 +174,12 @@ def test_clones_are_not_given_their_own_operands_again(program, level, tmp_path,
     source = tmp_path / f"{program}.c"
     source.write_text(_STRAIGHT if program == "straight" else _LOOP)
     ll = toolchain.c_to_llvm_ir(source, [], level)  # (clang -O<level>, no LLVM pass)
-    cloned: set[int] = set()
+    cloned: dict[int, Operation] = {}  # (the copies kept: a freed one's id is reused)
     again = []
     operands = Operation.operands
 
     def on_copy(copy):
-        cloned.add(id(copy))
+        cloned[id(copy)] = copy
 
     def counted_set(op, new):
         new = list(new)
@@ -216,7 +216,7 @@ def test_recomputed_ops_are_built_with_their_operands(level, tmp_path, monkeypat
     source = tmp_path / "loop.c"
     source.write_text(_LOOP)
     ll = toolchain.c_to_llvm_ir(source, [], level)  # (clang -O<level>, no LLVM pass)
-    rebuilding = {"depth": 0, "clones": set(), "set": 0}
+    rebuilding = {"depth": 0, "clones": {}, "set": 0}  # (the copies kept: a freed one's id is reused)
     rebuild, operands = tape.MinCutRecompute._rebuild, Operation.operands
 
     def counted_rebuild(self, *args, **kwargs):
@@ -228,7 +228,7 @@ def test_recomputed_ops_are_built_with_their_operands(level, tmp_path, monkeypat
 
     def on_copy(copy):
         if rebuilding["depth"]:
-            rebuilding["clones"].add(id(copy))
+            rebuilding["clones"][id(copy)] = copy
 
     def counted_set(op, new):
         rebuilding["set"] += id(op) in rebuilding["clones"]
