@@ -10,10 +10,11 @@ counts, not seconds.
 - ``ir/fast_ops`` builds ops with their location given (xDSL's default is looked up by
   an import statement per op) and takes values as operands without ``SSAValue.get``'s
   ABC test.
-- The reverse sweep's forward copy of the primal sets its clones' operands a second time
-  only when one of them holds a primal value (a use in a block before its definition):
-  a straight-line function's clones are built once; the ops the reverse sweep recomputes
-  are cloned with their reverse-sweep operands, not given them after.
+- The reverse sweep's forward copy of the primal gives each copy its operands once: built
+  with them, or, when an op uses a value of a block listed after it (a loop's latch
+  before its header), set once every copy exists (session 38: before, every copy was
+  built with its operands and given them all again); the ops the reverse sweep
+  recomputes are cloned with their reverse-sweep operands, not given them after.
 """
 
 from __future__ import annotations
@@ -141,21 +142,44 @@ void g(const double *x, double *dx) { __enzyme_autodiff((void *)f, x, dx); }
 """
 
 
-@pytest.mark.parametrize("level", [0, 2])
-def test_clones_are_not_given_their_own_operands_again(level, tmp_path, monkeypatch) -> None:
-    from zymase.frontends import c as c_frontend
-
-    source = tmp_path / "straight.c"
-    source.write_text(_STRAIGHT)
-    ll = toolchain.c_to_llvm_ir(source, [], level)  # (clang -O<level>, no LLVM pass)
-    cloned: set[int] = set()
-    again = []
-    clone, operands = Operation.clone, Operation.operands
+def _count_clones(monkeypatch, on_copy) -> None:
+    """``on_copy(copy)`` for each op AD clones, either way: xDSL's ``Operation.clone`` and
+    ``fast_ops.clone`` (the same op, built once; an op with regions goes to the former)."""
+    xdsl_clone, fast_clone = Operation.clone, getattr(fast_ops, "clone", None)
 
     def counted_clone(op, *args, **kwargs):
-        copy = clone(op, *args, **kwargs)
-        cloned.add(id(copy))
+        copy = xdsl_clone(op, *args, **kwargs)
+        on_copy(copy)
         return copy
+
+    def counted_fast_clone(op, *args, **kwargs):
+        copy = fast_clone(op, *args, **kwargs)
+        if not op.regions:  # (else counted as xDSL's)
+            on_copy(copy)
+        return copy
+
+    monkeypatch.setattr(Operation, "clone", counted_clone)
+    if fast_clone is not None:  # (absent before session 38)
+        monkeypatch.setattr(fast_ops, "clone", counted_fast_clone)
+
+
+@pytest.mark.parametrize("level", [0, 2])
+@pytest.mark.parametrize("program", ["straight", "loop"])
+def test_clones_are_not_given_their_own_operands_again(program, level, tmp_path, monkeypatch) -> None:
+    """A straight-line function's copies are built with their operands; a loop's at -O2
+    uses values of blocks listed after it (the latch before the header), whose copies
+    get their operands once all exist, once."""
+    from zymase.frontends import c as c_frontend
+
+    source = tmp_path / f"{program}.c"
+    source.write_text(_STRAIGHT if program == "straight" else _LOOP)
+    ll = toolchain.c_to_llvm_ir(source, [], level)  # (clang -O<level>, no LLVM pass)
+    cloned: dict[int, Operation] = {}  # (the copies kept: a freed one's id is reused)
+    again = []
+    operands = Operation.operands
+
+    def on_copy(copy):
+        cloned[id(copy)] = copy
 
     def counted_set(op, new):
         new = list(new)
@@ -163,7 +187,7 @@ def test_clones_are_not_given_their_own_operands_again(level, tmp_path, monkeypa
             again.append(op.name)
         operands.fset(op, new)
 
-    monkeypatch.setattr(Operation, "clone", counted_clone)
+    _count_clones(monkeypatch, on_copy)
     monkeypatch.setattr(Operation, "operands", property(operands.fget, counted_set))
     out = c_frontend.differentiate_llvm_ir(ll, source.name, level, c_frontend.Timings())
     assert "@__enzyme_autodiff" not in out and cloned
@@ -192,8 +216,8 @@ def test_recomputed_ops_are_built_with_their_operands(level, tmp_path, monkeypat
     source = tmp_path / "loop.c"
     source.write_text(_LOOP)
     ll = toolchain.c_to_llvm_ir(source, [], level)  # (clang -O<level>, no LLVM pass)
-    rebuilding = {"depth": 0, "clones": set(), "set": 0}
-    rebuild, clone, operands = tape.MinCutRecompute._rebuild, Operation.clone, Operation.operands
+    rebuilding = {"depth": 0, "clones": {}, "set": 0}  # (the copies kept: a freed one's id is reused)
+    rebuild, operands = tape.MinCutRecompute._rebuild, Operation.operands
 
     def counted_rebuild(self, *args, **kwargs):
         rebuilding["depth"] += 1
@@ -202,18 +226,16 @@ def test_recomputed_ops_are_built_with_their_operands(level, tmp_path, monkeypat
         finally:
             rebuilding["depth"] -= 1
 
-    def counted_clone(op, *args, **kwargs):
-        copy = clone(op, *args, **kwargs)
+    def on_copy(copy):
         if rebuilding["depth"]:
-            rebuilding["clones"].add(id(copy))
-        return copy
+            rebuilding["clones"][id(copy)] = copy
 
     def counted_set(op, new):
         rebuilding["set"] += id(op) in rebuilding["clones"]
         operands.fset(op, new)
 
     monkeypatch.setattr(tape.MinCutRecompute, "_rebuild", counted_rebuild)
-    monkeypatch.setattr(Operation, "clone", counted_clone)
+    _count_clones(monkeypatch, on_copy)
     monkeypatch.setattr(Operation, "operands", property(operands.fget, counted_set))
     out = c_frontend.differentiate_llvm_ir(ll, source.name, level, c_frontend.Timings())
     assert "@__enzyme_autodiff" not in out

@@ -22,6 +22,7 @@ from zymase.errors import ZymaseError
 from zymase.ir import (
     ArrayAttr, Attribute, Block, IntegerAttr, Operation, Region, SSAValue, UnitAttr, llvm, location_of,
 )
+from zymase.ir import fast_ops
 from zymase.ir.enzyme import Activity
 
 load_all_rules()
@@ -184,7 +185,7 @@ def prepare(ctx: Context, fop: Operation, arg_acts: Sequence[Activity], ret_acts
     worksharing loops over a stencil are split into their chunk's edges and interior."""
     flavor = ctx.flavor
     chunk_splits = {}
-    region = fop.body.clone()
+    region = fast_ops.clone_region(fop.body)
     if flavor.name == "llvm":
         # a byval parameter the body writes to must stay the callee's own copy
         from zymase.transforms.byval_copies import copy_byval_params

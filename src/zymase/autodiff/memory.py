@@ -213,7 +213,7 @@ class ShadowCode:
         act = self.act
         E = self.E
         if kind == "derive" and op.results[0] in act.shadowed:
-            sh = op.clone({}, {})
+            sh = fast_ops.clone(op)
             sh.operands = [self.shadow_of(op.operands[0]), *(self._mapped(o) for o in op.operands[1:])]
             E.insert(sh)
             # a lane block's data (autodiff/lane_blocks.py): this lane's part of it

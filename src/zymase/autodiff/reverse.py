@@ -69,9 +69,10 @@ from zymase.transforms.numba_parfor import mark_recomputed as mark_parfor_recomp
 from zymase.transforms.openmp import mark_recomputed, reverse_mirror
 from zymase.autodiff.forwarding import StoreForwarding
 from zymase.autodiff.tape import IndexedCaches, LifoCaches, MinCutRecompute, explain_tape, restore_op, save_op
-from zymase.ir import (Block, BlockArgument, IntegerAttr, IntegerType, Operation, SSAValue, i1, i8, i64,
-                       is_float_type, llvm)
+from zymase.ir import (Block, BlockArgument, IntegerAttr, IntegerType, OpResult, Operation, Region, SSAValue, i1,
+                       i8, i64, is_float_type, llvm)
 from zymase.ir import enzyme as ez
+from zymase.ir import fast_ops
 from zymase.ir.enzyme import Activity
 from zymase.analysis.op_classes import is_a
 
@@ -81,6 +82,20 @@ def lane_by_lane(op: Operation) -> bool:
     """Whether vector mode reverses memory op ``op`` lane by lane: a call whose rule says
     so (BLAS and LAPACK, registry.CallMemoryRule.lane_by_lane)."""
     return memory_kind(op) == "call_rule" and call_memory_rule(callee_name(op)).lane_by_lane(op)
+
+
+def _uses_later_values(region: Region) -> bool:
+    """Whether an op of ``region`` uses the result of an op in the same or a later block
+    of the region's block list, after it (a loop's latch listed before its header)."""
+    blocks = set(region.blocks)
+    seen: set[int] = set()
+    for b in region.blocks:
+        for op in b.ops:
+            for o in op.operands:
+                if is_a(o, OpResult) and id(o.op) not in seen and o.op.parent in blocks:
+                    return True
+            seen.add(id(op))
+    return False
 
 
 def _is_lifetime_marker(op: Operation) -> bool:
@@ -205,6 +220,12 @@ class ReverseGenerator(LaneMaps, ShadowCode, LifoCaches, IndexedCaches, MinCutRe
                 self.vmap[a] = na
             fwd_blocks.append(nb)
         (self.aug_op if self.split else gop).body.add_block(fwd_blocks)
+        # Block order need not follow dominance: when an op uses a value defined in a
+        # later block, the copies get their operands once every block has been copied,
+        # in the order of the ops (each value gets the use list that copying them with
+        # their operands and setting every copy's operands again gave); else each copy
+        # is built with its operands.
+        later_values = _uses_later_values(region)
         clones: dict[Operation, Operation] = {}
         for b in region.blocks:
             nb = self.bmap[b]
@@ -217,18 +238,16 @@ class ReverseGenerator(LaneMaps, ShadowCode, LifoCaches, IndexedCaches, MinCutRe
                     # until the reverse sweep restores the stack at the stacksave's
                     # mirror (item 3, see _reverse_block).
                     continue
-                clone = op.clone(self.vmap, self.bmap)
+                # (an op with regions is copied whole, its nested ops with their operands,
+                # and given its own again below, as before)
+                clone = fast_ops.clone(op, self.vmap, self.bmap, with_operands=not later_values or bool(op.regions))
                 nb.add_op(clone)
                 clones[op] = clone
-        # Block order need not follow dominance: operands defined in a later block
-        # are mapped once every block has been copied. (When no clone holds a primal
-        # value, setting every clone's operands again would give each value the very
-        # use list it has: skipped, the operand lists of hundreds of ops rebuilt for
-        # nothing.)
-        vmap = self.vmap
-        if any(o in vmap for clone in clones.values() for o in clone.operands):
-            for clone in clones.values():
-                clone.operands = [vmap.get(o, o) for o in clone.operands]
+        if later_values:
+            vmap = self.vmap
+            for op, clone in clones.items():
+                if op.operands:
+                    clone.operands = [vmap.get(o, o) for o in op.operands]
         for op, clone in clones.items():
             if ABANDONED in op.attributes:
                 self._return_abandoned(clone, orig_entry)
@@ -439,7 +458,7 @@ class ReverseGenerator(LaneMaps, ShadowCode, LifoCaches, IndexedCaches, MinCutRe
         if not is_a(w, BlockArgument) and self.flavor.is_constant(w.owner):
             key = (w, self.cur)
             if key not in self.popped:
-                clone = w.owner.clone()
+                clone = fast_ops.clone(w.owner)
                 self.E.insert(clone)
                 self.popped[key] = clone.results[0]
             return self.popped[key]
@@ -829,7 +848,7 @@ class ReverseGenerator(LaneMaps, ShadowCode, LifoCaches, IndexedCaches, MinCutRe
                 return
             operands.append(have)
         E = self.E
-        operands = [E.v(v.owner.clone()) if w is None else w for v, w in zip(cmp.operands, operands)]
+        operands = [E.v(fast_ops.clone(v.owner)) if w is None else w for v, w in zip(cmp.operands, operands)]
         # the ops xDSL's constructors would build, made by Operation.create: a function
         # gets hundreds of assumes (GMM: 527), and the constructors' generic handling of
         # operands and properties is about 3x the time (the compare is a branch

@@ -31,6 +31,7 @@ from zymase.analysis.trip_count import TripCount, constant_int, emit_trip_count,
 from zymase.ir import (Block, BlockArgument, IndexType, IntegerAttr, IntegerType, OpClasses, Operation, SSAValue,
                        StringAttr, i64, llvm, location_of, memref)
 from zymase.ir import enzyme as ez
+from zymase.ir import fast_ops
 from zymase.ir import llvm_ext, memref_ext
 from zymase.llvm.noalias_scopes import drop_scopes
 from zymase.analysis.op_classes import is_a
@@ -173,7 +174,7 @@ class IndexedCaches:
 
     def _forward_value(self, v: SSAValue) -> SSAValue:
         if constant_int(v) is not None and not isinstance(v, BlockArgument):
-            return self.E.v(v.owner.clone())
+            return self.E.v(fast_ops.clone(v.owner))
         return self.vmap.get(v, v)
 
     def _emit_trip_count(self, tc: TripCount, value=None) -> SSAValue:
@@ -553,9 +554,9 @@ class MinCutRecompute:
         old = w.owner.operands
         if len(set(old)) == len(old):
             # built with its operands (not given the forward ones, then these)
-            clone = w.owner.clone(dict(zip(old, operands)), {})
+            clone = fast_ops.clone(w.owner, dict(zip(old, operands)))
         else:
-            clone = w.owner.clone({}, {})
+            clone = fast_ops.clone(w.owner)
             clone.operands = operands
         drop_scopes(clone)  # a recomputed load is outside the region its scopes promise for
         self.E.insert(clone)

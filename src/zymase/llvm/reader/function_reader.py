@@ -278,7 +278,8 @@ class _FunctionReader(_InstructionHandlers):
             ptr = llvm.LLVMPointerType(builtin.IntAttr(space)) if space else _PTR
             # (what llvm.AddressOfOp(SymbolRefAttr(name), ptr) builds, without IRDL's
             # generic constructor: every reference to a global is one)
-            return self._emit(llvm.AddressOfOp.create(result_types=[ptr], properties={"global_name": symbol_ref(c[1])}))
+            return self._emit(fast_ops.build(llvm.AddressOfOp, result_types=[ptr],
+                                             properties={"global_name": symbol_ref(c[1])}))
         if tag in ("vec", "splat"):
             return self._build_vector(c)
         if tag == "agg":
@@ -342,7 +343,7 @@ class _FunctionReader(_InstructionHandlers):
                  "noWrapFlags": int_attr(bits, _I32)}
         if "inbounds" in flags:
             props["inbounds"] = _UNIT
-        return llvm.GEPOp.create(operands=[base, *dynamic], result_types=[base.type], properties=props)
+        return fast_ops.build(llvm.GEPOp, operands=[base, *dynamic], result_types=[base.type], properties=props)
 
     # -- terminators (deferred until all block arguments are known)
 
@@ -400,7 +401,7 @@ class _FunctionReader(_InstructionHandlers):
         if p.kind == "ret":
             return llvm.ReturnOp(self._materialize(p.operands[0]) if p.operands else None)
         if p.kind == "unreachable":
-            return llvm.UnreachableOp.create()
+            return fast_ops.build(llvm.UnreachableOp)
         if p.kind == "resume":
             return llvm_eh.ResumeOp(self._materialize(p.operands[0]))
         if p.kind == "invoke":
@@ -473,7 +474,7 @@ def _zero_op(ty: Attribute) -> Operation:
         if isinstance(elem, IntegerType) or _is_float_type(elem):
             zero = 0 if isinstance(elem, IntegerType) else 0.0
             return llvm.ConstantOp(builtin.DenseIntOrFPElementsAttr.from_list(ty, [zero] * count), ty)
-    return llvm.ZeroOp.create(result_types=[ty])
+    return fast_ops.build(llvm.ZeroOp, result_types=[ty])
 
 
 _HANDLERS: dict[str, Callable] = {

@@ -171,7 +171,7 @@ class _InstructionHandlers:
         lhs = self._value(cur, ty)
         cur.expect(",")
         rhs = self._value(cur, ty)
-        return cls.create(operands=[lhs, rhs], result_types=[ty], properties={"fastmathFlags": fmf})
+        return fast_ops.build(cls, operands=[lhs, rhs], result_types=[ty], properties={"fastmathFlags": fmf})
 
     def _fneg(self, cur: _Cursor, loc) -> Operation:
         fmf = _parse_fmf(cur)
@@ -214,7 +214,7 @@ class _InstructionHandlers:
         lhs = self._typed_value(cur)
         cur.expect(",")
         rhs = self._typed_value(cur)
-        return llvm_ext.SelectOp.create(
+        return fast_ops.build(llvm_ext.SelectOp,
             operands=[cond, lhs, rhs], result_types=[lhs.type], properties={"fastmathFlags": fmf}
         )
 
@@ -237,7 +237,7 @@ class _InstructionHandlers:
                 size = self._typed_value(cur)
         if size is None:
             size = self._materialize(("int", _I32, 1))
-        return llvm.AllocaOp.create(operands=[size], result_types=[result_type], properties=props)
+        return fast_ops.build(llvm.AllocaOp, operands=[size], result_types=[result_type], properties=props)
 
     def _atomic_tail(self, cur: _Cursor) -> None:
         if cur.text() == "syncscope":
@@ -255,7 +255,7 @@ class _InstructionHandlers:
             self._atomic_tail(cur)
             ordering = _ORDERINGS[cur.next()[1]]
         props = _memory_properties(ordering, self._align_tail(cur), volatile)
-        return llvm_ext.LoadOp.create(operands=[ptr], result_types=[ty], properties=props)
+        return fast_ops.build(llvm_ext.LoadOp, operands=[ptr], result_types=[ty], properties=props)
 
     def _align_tail(self, cur: _Cursor) -> int | None:
         alignment = None
@@ -275,7 +275,7 @@ class _InstructionHandlers:
             self._atomic_tail(cur)
             ordering = _ORDERINGS[cur.next()[1]]
         props = _memory_properties(ordering, self._align_tail(cur), volatile)
-        return llvm_ext.StoreOp.create(operands=[value, ptr], properties=props)
+        return fast_ops.build(llvm_ext.StoreOp, operands=[value, ptr], properties=props)
 
     def _getelementptr(self, cur: _Cursor, loc) -> Operation:
         flags = []
@@ -427,7 +427,7 @@ class _InstructionHandlers:
         if parts.variadic:
             props["var_callee_type"] = llvm.LLVMFunctionType(parts.fn_params or [], parts.result_type, True)
         results = [] if isinstance(parts.result_type, llvm.LLVMVoidType) else [parts.result_type]
-        return llvm.CallOp.create(operands=operands, result_types=results, properties=props,
+        return fast_ops.build(llvm.CallOp, operands=operands, result_types=results, properties=props,
                                   attributes=parts.attributes())
 
     def _inline_asm(self, parts: _CallParts, operands: list[SSAValue], tail) -> Operation:
@@ -440,7 +440,7 @@ class _InstructionHandlers:
         predicate, first, second = found
         mask = self._emit(llvm_ext.FCmpOp(first, second, int_attr(_FCMP_PREDICATES[predicate], _I64),
                                           fast_math=parts.fmf))
-        return llvm_ext.SelectOp.create(operands=[mask, first, second], result_types=[first.type],
+        return fast_ops.build(llvm_ext.SelectOp, operands=[mask, first, second], result_types=[first.type],
                                         properties={"fastmathFlags": parts.fmf})
 
     def _call_parts(self, cur: _Cursor, attr_end) -> _CallParts:
@@ -679,7 +679,7 @@ def _inline_asm(parts: _CallParts, operands: list[SSAValue], tail) -> Operation:
     if "inteldialect" in flags:
         props["asm_dialect"] = IntegerAttr(1, 64)
     results = [] if isinstance(parts.result_type, llvm.LLVMVoidType) else [parts.result_type]
-    return llvm.InlineAsmOp.create(operands=operands, result_types=results, properties=props,
+    return fast_ops.build(llvm.InlineAsmOp, operands=operands, result_types=results, properties=props,
                                    attributes=parts.attributes())
 
 
@@ -705,22 +705,22 @@ def _int_binop(opcode: str, flags: set, lhs: SSAValue, rhs: SSAValue) -> Operati
         props["isExact"] = UnitAttr()
     elif opcode == "or" and "disjoint" in flags:
         props["isDisjoint"] = UnitAttr()
-    return cls.create(operands=[lhs, rhs], result_types=[lhs.type], properties=props)
+    return fast_ops.build(cls, operands=[lhs, rhs], result_types=[lhs.type], properties=props)
 
 
 def _cast_op(opcode: str, arg: SSAValue, result_type: Attribute, flags) -> Operation:
     flags = flags or ()
     if opcode == "trunc":
         overflow = [f for f in ("nsw", "nuw") if f in flags]
-        return llvm.TruncOp.create(
+        return fast_ops.build(llvm.TruncOp,
             operands=[arg], result_types=[result_type],
             properties={"overflowFlags": llvm.OverflowAttr(tuple(overflow) if overflow else "none")},
         )
     if opcode in ("zext", "uitofp"):
         cls = llvm.ZExtOp if opcode == "zext" else llvm_ext.UIToFPOp
         props = {"nonNeg": UnitAttr()} if "nneg" in flags else {}
-        return cls.create(operands=[arg], result_types=[result_type], properties=props)
+        return fast_ops.build(cls, operands=[arg], result_types=[result_type], properties=props)
     cls = _SIMPLE_CASTS.get(opcode)
     if cls is None:
         raise _ParseFailure(f"unsupported cast '{opcode}'")
-    return cls.create(operands=[arg], result_types=[result_type])
+    return fast_ops.build(cls, operands=[arg], result_types=[result_type])
