@@ -141,7 +141,7 @@ def int_arith(cls: type[Operation], lhs: SSAValue | Operation, rhs: SSAValue | O
 def call(callee: str, args: Sequence[SSAValue | Operation], return_type: Attribute | None = None) -> llvm.CallOp:
     """``llvm.CallOp(callee, *args, return_type=return_type)``: a direct call, no
     operand bundles, C calling convention, no fast-math flags."""
-    return build(llvm.CallOp, 
+    return build(llvm.CallOp,
         location=UNKNOWN_LOC,
         operands=[_value(a) for a in args],
         result_types=[] if return_type is None else [return_type],
@@ -225,7 +225,7 @@ def gep(ptr: SSAValue | Operation, indices: Sequence[int], elem_type: Attribute,
         ssa_indices: Sequence[SSAValue | Operation] = ()) -> llvm.GEPOp:
     """``llvm.GEPOp(ptr, indices, elem_type, ssa_indices=ssa_indices)`` (not inbounds; the
     result an opaque pointer)."""
-    return build(llvm.GEPOp, 
+    return build(llvm.GEPOp,
         location=UNKNOWN_LOC,
         operands=[_value(ptr), *(_value(i) for i in ssa_indices)], result_types=[_PTR],
         properties={"rawConstantIndices": raw_indices(tuple(indices)), "elem_type": elem_type,
@@ -242,7 +242,7 @@ def icmp(cls: type[Operation], lhs: SSAValue, rhs: SSAValue, predicate: IntegerA
 
 def call_intrinsic(name: str, args: Sequence[SSAValue], result_types: Sequence[Attribute]) -> llvm.CallIntrinsicOp:
     """``llvm.CallIntrinsicOp(name, args, result_types)`` (no operand bundles)."""
-    return build(llvm.CallIntrinsicOp, 
+    return build(llvm.CallIntrinsicOp,
         location=UNKNOWN_LOC,
         operands=list(args), result_types=list(result_types),
         properties={"intrin": _string(name), "op_bundle_sizes": _NO_BUNDLES,
