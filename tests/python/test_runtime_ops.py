@@ -64,11 +64,16 @@ def test_text_without_description_is_parsed():
     assert runtime_ops.built_module("builtin.module {\n  llvm.mlir.global internal @g() : i64\n}") is None
 
 
-def test_other_xdsl_is_parsed(monkeypatch):
+@pytest.mark.parametrize("described_under", ["XDSL_VERSION", "IR_FINGERPRINT"])
+def test_other_xdsl_or_ir_layer_is_parsed(monkeypatch, described_under):
+    """Descriptions generated under another xDSL or another state of zymase's dialects
+    (zymase/ir) are not used."""
     from zymase import runtime_ops_data
 
-    monkeypatch.setattr(runtime_ops_data, "XDSL_VERSION", "0.0.0")
-    assert runtime_ops.built_module(runtime_ops.runtime_texts()[0]) is None
+    text = runtime_ops.runtime_texts()[0]
+    assert runtime_ops.built_module(text) is not None
+    monkeypatch.setattr(runtime_ops_data, described_under, "another")
+    assert runtime_ops.built_module(text) is None
 
 
 def test_first_taping_build_parses_no_runtime(tmp_path, monkeypatch):
