@@ -2,7 +2,7 @@
 ``python -m zymase.runtime_ops``: do not edit."""
 
 XDSL_VERSION = '0.74.0'
-IR_FINGERPRINT = '1107ba84a8dbd4a420bbe4eb77437f2b77c760d84be2f520716e445f85f1517a'
+IR_FINGERPRINT = 'd4abf84c91be3ff429d76246921d9eae2c106df0c6fafe4a5a434c7d1055a25a'
 
 CLASSES = [
     ('xdsl.dialects.llvm', 'GEPOp'),
