@@ -83,11 +83,10 @@ irdl.dialect @toy {
 }
 """
 
-TOY = dialect_from_irdl(TOY_IRDL)
-OPS = {cls.name.split(".", 1)[1]: cls for cls in TOY.operations}
-REAL_CLASS = next(iter(TOY.attributes))
-REAL = REAL_CLASS.new(())
-register_dialect(TOY)
+# The dialect, its op classes and its type, set by _define_toy when the first test of this
+# file runs: defining a dialect from IRDL costs about 0.6 s, which a test worker that runs
+# none of these tests would otherwise pay at collection.
+TOY = OPS = REAL_CLASS = REAL = None
 
 
 def _op(name, *operands, typ=None):
@@ -129,37 +128,52 @@ def _three(E, dy):
     return E.const_like(3.0, dy)
 
 
-REGISTRY.register(
-    OPS["cube"], ScalarRule(lambda E, P, dy: E.mul(dy, E.mul(_three(E, dy), E.square(P.arg(0)))))
-)
-# smoothstep'(x) = 6x(1 - x)
-REGISTRY.register(
-    OPS["smoothstep"],
-    ScalarRule(
-        lambda E, P, dy: E.mul(
-            dy, E.mul(E.mul(E.const_like(6.0, dy), P.arg(0)), E.sub(E.const_like(1.0, dy), P.arg(0)))
-        )
-    ),
-)
-REGISTRY.register(OPS["wrap"], _Convert("wrap", "unwrap", REAL))
-REGISTRY.register(OPS["unwrap"], _Convert("unwrap", "wrap", f64))
-REGISTRY.register(
-    OPS["mul"],
-    ScalarRule(
-        lambda E, P, dy: _emit(E, "mul", dy, P.arg(1)),
-        lambda E, P, dy: _emit(E, "mul", P.arg(0), dy),
-    ),
-)
-REGISTRY.register(OPS["add"], ScalarRule(lambda E, P, dy: dy, lambda E, P, dy: dy))
-# toy.floor deliberately has no rule: differentiating through it must be refused.
+def _define_toy() -> None:
+    """Define and register ``toy`` and its rules, once per process."""
+    global TOY, OPS, REAL_CLASS, REAL
+    if TOY is not None:
+        return
+    TOY = dialect_from_irdl(TOY_IRDL)
+    OPS = {cls.name.split(".", 1)[1]: cls for cls in TOY.operations}
+    REAL_CLASS = next(iter(TOY.attributes))
+    REAL = REAL_CLASS.new(())
+    register_dialect(TOY)
+    REGISTRY.register(
+        OPS["cube"], ScalarRule(lambda E, P, dy: E.mul(dy, E.mul(_three(E, dy), E.square(P.arg(0)))))
+    )
+    # smoothstep'(x) = 6x(1 - x)
+    REGISTRY.register(
+        OPS["smoothstep"],
+        ScalarRule(
+            lambda E, P, dy: E.mul(
+                dy, E.mul(E.mul(E.const_like(6.0, dy), P.arg(0)), E.sub(E.const_like(1.0, dy), P.arg(0)))
+            )
+        ),
+    )
+    REGISTRY.register(OPS["wrap"], _Convert("wrap", "unwrap", REAL))
+    REGISTRY.register(OPS["unwrap"], _Convert("unwrap", "wrap", f64))
+    REGISTRY.register(
+        OPS["mul"],
+        ScalarRule(
+            lambda E, P, dy: _emit(E, "mul", dy, P.arg(1)),
+            lambda E, P, dy: _emit(E, "mul", P.arg(0), dy),
+        ),
+    )
+    REGISTRY.register(OPS["add"], ScalarRule(lambda E, P, dy: dy, lambda E, P, dy: dy))
+    # toy.floor deliberately has no rule: differentiating through it must be refused.
 
-register_type(
-    REAL_CLASS,
-    TypeRule(
-        zero=lambda E, t: _emit(E, "zero", typ=t),
-        add=lambda E, a, b: _emit(E, "add", a, b),
-    ),
-)
+    register_type(
+        REAL_CLASS,
+        TypeRule(
+            zero=lambda E, t: _emit(E, "zero", typ=t),
+            add=lambda E, a, b: _emit(E, "add", a, b),
+        ),
+    )
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _toy_dialect():
+    _define_toy()
 
 
 # ---------------------------------------------------------------- toy -> arith, for running
