@@ -26,6 +26,7 @@ from __future__ import annotations
 import collections
 import inspect
 import re
+import sys
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -618,18 +619,22 @@ class Transformed:
         """What a call from Python at ``argtys`` needs besides the values: the plan (the
         kernel compiled), the kernel's entry point, which arguments get shadows, the
         places of their results and the seed."""
-        p = self.plan(argtys)
-        call = self._callers.get(argtys)
-        if call is None:
-            from zymase.collect_rarely import collecting_garbage_rarely
-            from zymase.frontends.numba_entry import python_entry
+        from zymase.collect_rarely import collecting_garbage_rarely
 
-            t0 = time.perf_counter()
-            # the kernel's own CPython wrapper (its argument types are these values'),
-            # not an njit function compiled to call it
-            with collecting_garbage_rarely():
+        # one window of the collector over the first call's typing, kernel and entry
+        # point: each window's end makes one collection over what it left in the young
+        # generation, and the typing ran at Python's threshold (issue 29)
+        with collecting_garbage_rarely():
+            p = self.plan(argtys)
+            call = self._callers.get(argtys)
+            if call is None:
+                from zymase.frontends.numba_entry import python_entry
+
+                t0 = time.perf_counter()
+                # the kernel's own CPython wrapper (its argument types are these values'),
+                # not an njit function compiled to call it
                 call = self._callers[argtys] = python_entry(p.kernel, f"{self.api}_kernel_call")
-            p.kernel.record.phases["caller"] = time.perf_counter() - t0
+                p.kernel.record.phases["caller"] = time.perf_counter() - t0
         return _PythonCall(argtys, p.activities, tuple(zn.has_shadow(a) for a in p.activities), call,
                            _result_places(argtys, p.activities), _np_dtype(p.kernel.argtypes[-1])(1.0))
 
@@ -687,6 +692,16 @@ def _options(f, preopt, cache, strong_zero, tape_limit=None):
                   "tape_limit": tape_limit}
 
 
+def _is_transform(f) -> bool:
+    """``api_second_order.is_transform(f)`` without importing that module (and
+    api_outputs, api_in_njit: 135 KB of bytecode, issue 29) for a plain njit function:
+    its other transforms exist only once it is imported."""
+    if isinstance(f, Transformed):
+        return True
+    second_order = sys.modules.get("zymase.api_second_order")
+    return second_order is not None and second_order.is_transform(f)
+
+
 def grad(f, argnums=0, *, preopt: bool = True, cache: bool | None = None,
          strong_zero: bool = True, tape_limit: int | str | None = None) -> Transformed:
     """The gradient of a float-valued njit function with respect to argument(s)
@@ -704,9 +719,9 @@ def grad(f, argnums=0, *, preopt: bool = True, cache: bool | None = None,
     ``f`` may itself be a transform that returns a float: ``grad(grad(f))`` is the
     second derivative, reverse over reverse, ``grad(grad(grad(f)))`` the third
     (:mod:`zymase.api_second_order`)."""
-    from zymase import api_second_order
+    if _is_transform(f):
+        from zymase import api_second_order
 
-    if api_second_order.is_transform(f):
         return api_second_order.grad_of(f, argnums, False, preopt, cache, strong_zero, tape_limit)
     disp, opts = _options(f, preopt, cache, strong_zero, tape_limit)
     return Transformed(disp, argnums, with_value=False, options=opts)
@@ -715,9 +730,9 @@ def grad(f, argnums=0, *, preopt: bool = True, cache: bool | None = None,
 def value_and_grad(f, argnums=0, *, preopt: bool = True, cache: bool | None = None,
          strong_zero: bool = True, tape_limit: int | str | None = None) -> Transformed:
     """Like :func:`grad`, returning ``(value, gradient)``."""
-    from zymase import api_second_order
+    if _is_transform(f):
+        from zymase import api_second_order
 
-    if api_second_order.is_transform(f):
         return api_second_order.grad_of(f, argnums, True, preopt, cache, strong_zero, tape_limit)
     disp, opts = _options(f, preopt, cache, strong_zero, tape_limit)
     return Transformed(disp, argnums, with_value=True, options=opts)
