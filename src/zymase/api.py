@@ -619,22 +619,18 @@ class Transformed:
         """What a call from Python at ``argtys`` needs besides the values: the plan (the
         kernel compiled), the kernel's entry point, which arguments get shadows, the
         places of their results and the seed."""
-        from zymase.collect_rarely import collecting_garbage_rarely
+        p = self.plan(argtys)
+        call = self._callers.get(argtys)
+        if call is None:
+            from zymase.collect_rarely import collecting_garbage_rarely
+            from zymase.frontends.numba_entry import python_entry
 
-        # one window of the collector over the first call's typing, kernel and entry
-        # point: each window's end makes one collection over what it left in the young
-        # generation, and the typing ran at Python's threshold (issue 29)
-        with collecting_garbage_rarely():
-            p = self.plan(argtys)
-            call = self._callers.get(argtys)
-            if call is None:
-                from zymase.frontends.numba_entry import python_entry
-
-                t0 = time.perf_counter()
-                # the kernel's own CPython wrapper (its argument types are these values'),
-                # not an njit function compiled to call it
+            t0 = time.perf_counter()
+            # the kernel's own CPython wrapper (its argument types are these values'),
+            # not an njit function compiled to call it
+            with collecting_garbage_rarely():
                 call = self._callers[argtys] = python_entry(p.kernel, f"{self.api}_kernel_call")
-                p.kernel.record.phases["caller"] = time.perf_counter() - t0
+            p.kernel.record.phases["caller"] = time.perf_counter() - t0
         return _PythonCall(argtys, p.activities, tuple(zn.has_shadow(a) for a in p.activities), call,
                            _result_places(argtys, p.activities), _np_dtype(p.kernel.argtypes[-1])(1.0))
 

@@ -53,7 +53,7 @@ from zymase.autodiff.rules.numba_linalg import NUMPY_NAMES as NUMPY_LINALG
 from zymase.errors import VectorModeRefused, ZymaseError
 from zymase.ir.xdsl_import import importing_xdsl
 from zymase.llvm.quiet_hints import unroll_warnings_hidden
-from zymase.transforms.numba_parfor import ParforSerial, forks_a_derivative
+from zymase.transforms.numba_parfor import FORK, ParforSerial, forks_a_derivative
 
 from zymase.frontends.numba_copy import (  # noqa: F401 - step 1's names, re-exported
     NumbaIR, _declared, _dispatcher_refs, _functions, _lock, as_dispatcher, function_label, numba_ir,
@@ -567,7 +567,10 @@ def _compile_kernel(disp, argtypes: tuple, spec: KernelSpec, cache: bool) -> Ker
         if disk_key:
             stored = final.replace(f"@{symbol}", "@__zymase_cached_kernel")
             derivative_cache.store(disk_key, "numba.ll", stored.encode())
-    rec.parfors = "serial" if final.startswith(_SERIAL) else "parallel" if forks_a_derivative(final) else ""
+    # (a module that never names the threading layer forks nothing: the substring test
+    # spares the regex's scan of the whole module)
+    forks = FORK in final and forks_a_derivative(final)
+    rec.parfors = "serial" if final.startswith(_SERIAL) else "parallel" if forks else ""
     _check_jit_supported(final, disp)
     with _phase(rec, "jit"):
         engine, addr = _jit_in_numba(final, symbol, ir.environment)
