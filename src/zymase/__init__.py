@@ -23,13 +23,18 @@ def __getattr__(name):
         return zymase.autodiff
     if name in _API:
         from zymase.collect_rarely import collecting_garbage_rarely
-        from zymase.ir.xdsl_import import importing_xdsl
 
         # the first import loads the engine; inside xdsl_import's window the dataclasses
         # it defines (KernelSpec, NumbaIR, CFG, ... 16 of them) get their methods' code
-        # compiled once, as xDSL's do: 12-18 ms of a first zymase.grad call (issue 29)
-        with collecting_garbage_rarely(), importing_xdsl():
-            from zymase import api
+        # compiled once, as xDSL's do: 12-18 ms of a first zymase.grad call (issue 29).
+        # The collector's window opens first: importing xdsl_import imports zymase.ir,
+        # which is most of the import (xDSL's dialects), and at Python's threshold the
+        # collector ran about 40 times during it
+        with collecting_garbage_rarely():
+            from zymase.ir.xdsl_import import importing_xdsl
+
+            with importing_xdsl():
+                from zymase import api
         return getattr(api, name)
     raise AttributeError(f"module 'zymase' has no attribute {name!r}")
 

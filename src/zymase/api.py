@@ -26,6 +26,7 @@ from __future__ import annotations
 import collections
 import inspect
 import re
+import sys
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -687,6 +688,16 @@ def _options(f, preopt, cache, strong_zero, tape_limit=None):
                   "tape_limit": tape_limit}
 
 
+def _is_transform(f) -> bool:
+    """``api_second_order.is_transform(f)`` without importing that module (and
+    api_outputs, api_in_njit: 135 KB of bytecode, issue 29) for a plain njit function:
+    its other transforms exist only once it is imported."""
+    if isinstance(f, Transformed):
+        return True
+    second_order = sys.modules.get("zymase.api_second_order")
+    return second_order is not None and second_order.is_transform(f)
+
+
 def grad(f, argnums=0, *, preopt: bool = True, cache: bool | None = None,
          strong_zero: bool = True, tape_limit: int | str | None = None) -> Transformed:
     """The gradient of a float-valued njit function with respect to argument(s)
@@ -704,9 +715,9 @@ def grad(f, argnums=0, *, preopt: bool = True, cache: bool | None = None,
     ``f`` may itself be a transform that returns a float: ``grad(grad(f))`` is the
     second derivative, reverse over reverse, ``grad(grad(grad(f)))`` the third
     (:mod:`zymase.api_second_order`)."""
-    from zymase import api_second_order
+    if _is_transform(f):
+        from zymase import api_second_order
 
-    if api_second_order.is_transform(f):
         return api_second_order.grad_of(f, argnums, False, preopt, cache, strong_zero, tape_limit)
     disp, opts = _options(f, preopt, cache, strong_zero, tape_limit)
     return Transformed(disp, argnums, with_value=False, options=opts)
@@ -715,9 +726,9 @@ def grad(f, argnums=0, *, preopt: bool = True, cache: bool | None = None,
 def value_and_grad(f, argnums=0, *, preopt: bool = True, cache: bool | None = None,
          strong_zero: bool = True, tape_limit: int | str | None = None) -> Transformed:
     """Like :func:`grad`, returning ``(value, gradient)``."""
-    from zymase import api_second_order
+    if _is_transform(f):
+        from zymase import api_second_order
 
-    if api_second_order.is_transform(f):
         return api_second_order.grad_of(f, argnums, True, preopt, cache, strong_zero, tape_limit)
     disp, opts = _options(f, preopt, cache, strong_zero, tape_limit)
     return Transformed(disp, argnums, with_value=True, options=opts)

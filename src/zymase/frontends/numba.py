@@ -53,7 +53,7 @@ from zymase.autodiff.rules.numba_linalg import NUMPY_NAMES as NUMPY_LINALG
 from zymase.errors import VectorModeRefused, ZymaseError
 from zymase.ir.xdsl_import import importing_xdsl
 from zymase.llvm.quiet_hints import unroll_warnings_hidden
-from zymase.transforms.numba_parfor import ParforSerial, forks_a_derivative
+from zymase.transforms.numba_parfor import FORK, ParforSerial, forks_a_derivative
 
 from zymase.frontends.numba_copy import (  # noqa: F401 - step 1's names, re-exported
     NumbaIR, _declared, _dispatcher_refs, _functions, _lock, as_dispatcher, function_label, numba_ir,
@@ -173,9 +173,12 @@ def discard_once_inlined(text: str, entries) -> str:
     for name, a, _ in fns:
         if name not in entries or not lines[a].startswith("define ") or _LINKAGE_WORD.match(lines[a], 7):
             continue
-        use = re.compile(rf"@{re.escape(_q(name))}(?![\w.$-])")
+        needle = f"@{_q(name)}"
+        use = re.compile(rf"{re.escape(needle)}(?![\w.$-])")
         inside = [(a2, b2) for n2, a2, b2 in fns if n2 != name]
-        uses = [i for i, ln in enumerate(lines) if i != a and use.search(ln)]
+        # (the substring test first: a regex search of each of the module's lines was
+        # about 8M instructions of kpp's first grad)
+        uses = [i for i, ln in enumerate(lines) if i != a and needle in ln and use.search(ln)]
         if uses and all(len(use.findall(lines[i])) == 1 and _DIRECT_CALL.match(lines[i])
                         and use.search(lines[i].split(" call ", 1)[1].split("(", 1)[0])
                         and any(a2 < i < b2 for a2, b2 in inside) for i in uses):
@@ -437,6 +440,8 @@ def with_called_kernels(ir: NumbaIR, depth: int = 0, serial: bool = False) -> Nu
     stays declared, and the engine refuses the call (``_in_user_terms`` names it)."""
     from zymase.llvm.toolchain import link_modules
 
+    if "@__zymase_kernel_" not in ir.text:  # (a substring search, not a multiline regex's scan)
+        return ir
     called = [k for k in dict.fromkeys(_CALLED_KERNEL.findall(ir.text)) if k in _kernel_sources]
     if not called:
         return ir
@@ -562,7 +567,10 @@ def _compile_kernel(disp, argtypes: tuple, spec: KernelSpec, cache: bool) -> Ker
         if disk_key:
             stored = final.replace(f"@{symbol}", "@__zymase_cached_kernel")
             derivative_cache.store(disk_key, "numba.ll", stored.encode())
-    rec.parfors = "serial" if final.startswith(_SERIAL) else "parallel" if forks_a_derivative(final) else ""
+    # (a module that never names the threading layer forks nothing: the substring test
+    # spares the regex's scan of the whole module)
+    forks = FORK in final and forks_a_derivative(final)
+    rec.parfors = "serial" if final.startswith(_SERIAL) else "parallel" if forks else ""
     _check_jit_supported(final, disp)
     with _phase(rec, "jit"):
         engine, addr = _jit_in_numba(final, symbol, ir.environment)
@@ -593,7 +601,7 @@ def _check_jit_supported(text: str, disp) -> None:
     """MCJIT cannot allocate thread-local storage and aborts the process ("LLVM ERROR:
     allocation of TLS not implemented"); the thread-local tape of split-mode derivatives
     (recursive functions that take arrays) would need it."""
-    if re.search(r"^@\S+ = .*\bthread_local\b", text, re.M):
+    if "thread_local" in text and re.search(r"^@\S+ = .*\bthread_local\b", text, re.M):
         raise ZymaseError(
             f"{function_label(disp)} is recursive: its derivative needs a thread-local tape (Numba passes "
             "pointers to every call), which Numba's JIT cannot allocate",
@@ -615,19 +623,23 @@ def _jit_in_numba(text: str, symbol: str, environment):
     from numba.core.registry import cpu_target
 
     from zymase.autodiff.rules.numba_linalg import SCIPY_PREFIX, register_scipy_symbols
-    from zymase.frontends.numba_mpi import load_libmpi
     from zymase.llvm.jit import jit
 
     cpu_target.target_context  # noqa: B018 - starts Numba's runtime (registers its symbols)
     if SCIPY_PREFIX in text:
         register_scipy_symbols()  # the BLAS/LAPACK the linear-algebra derivatives call
-    load_libmpi(text)  # numba-mpi's calls, made direct calls of libmpi's symbols
+    if "numba_mpi" in sys.modules:  # (numba_mpi.in_use: none without numba-mpi loaded)
+        from zymase.frontends.numba_mpi import load_libmpi
+
+        load_libmpi(text)  # numba-mpi's calls, made direct calls of libmpi's symbols
     engine = jit(text, opt=3)
     _link_environments(engine, text, environment)
     return engine, engine.address(symbol)
 
 
-_ENVIRONMENT_GLOBAL = re.compile(r"^@(_ZN08NumbaEnv\S+) = ", re.M)
+#: a global's line (matched in "\n" + the text: a literal first, so the search skips from
+#: line to line; a multiline ``^`` was tried at every character, ~8M instructions of kpp)
+_ENVIRONMENT_GLOBAL = re.compile(r"\n@(_ZN08NumbaEnv\S+) = ")
 
 
 def _link_environments(engine, text: str, environment) -> None:
@@ -644,7 +656,7 @@ def _link_environments(engine, text: str, environment) -> None:
     from numba.core.environment import lookup_environment
 
     kept = []
-    for name in _ENVIRONMENT_GLOBAL.findall(text):
+    for name in _ENVIRONMENT_GLOBAL.findall("\n" + text):
         env = environment if getattr(environment, "env_name", None) == name else lookup_environment(name)
         if env is None:
             continue  # none made (or no longer alive): left null, as Numba would
@@ -711,9 +723,9 @@ def differentiate_numba_ir(ir: NumbaIR, spec: KernelSpec, symbol: str, rec: Comp
         # stack slots at -O0, which only SROA/instcombine turn into values
         with _phase(rec, "ssa"):
             text = toolchain.ssa_form(text)
-    from zymase.frontends import numba_mpi
+    if "numba_mpi" in sys.modules:  # numba-mpi's ctypes calls named for the MPI rules (numba_mpi.in_use)
+        from zymase.frontends import numba_mpi
 
-    if numba_mpi.in_use():  # numba-mpi's ctypes calls named for the MPI rules
         with _phase(rec, "mpi"):
             named = numba_mpi.name_mpi_calls(text)
             text = numba_mpi.ignore_statuses(toolchain.ssa_form(named)) if named != text else text
@@ -725,8 +737,11 @@ def differentiate_numba_ir(ir: NumbaIR, spec: KernelSpec, symbol: str, rec: Comp
         out = differentiate_llvm_ir(text, f"<numba {rec.function}>", 2, timings, preoptimize=False)
     rec.phases.update(timings.phases)
     # the marker has done its job; calls left in forward-mode code call nothing
-    out = re.sub(rf"^declare void @{ABANDON}\(\).*$", f"define internal void @{ABANDON}() {{\n  ret void\n}}",
-                 out, flags=re.M)
+    # (the pattern starts with a literal, so the search skips from line to line: with a
+    # multiline ``^`` it was tried at every character of the module, ~7M instructions of
+    # kpp's first grad)
+    out = re.sub(rf"\ndeclare void @{ABANDON}\(\)[^\n]*", f"\ndefine internal void @{ABANDON}() {{\n  ret void\n}}",
+                 "\n" + out)[1:]
     with _phase(rec, "optimize"):
         # the runtime is linked after the helpers are back: linking reprints the module,
         # renumbering the attribute groups the helpers' text refers to
