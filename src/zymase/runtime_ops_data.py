@@ -2,7 +2,7 @@
 ``python -m zymase.runtime_ops``: do not edit."""
 
 XDSL_VERSION = '0.74.0'
-IR_FINGERPRINT = 'd4abf84c91be3ff429d76246921d9eae2c106df0c6fafe4a5a434c7d1055a25a'
+IR_FINGERPRINT = '80599a5f8ccb0127b02254d5468da3447b1366f48d79d57b8a5e53dda65d2aca'
 
 CLASSES = [
     ('xdsl.dialects.llvm', 'GEPOp'),

@@ -23,7 +23,7 @@ from xdsl.dialects import llvm
 from xdsl.dialects.builtin import (UNKNOWN_LOC, DenseArrayBase, IntegerAttr, IntegerType, StringAttr, SymbolRefAttr,
                                    VectorType, i1, i32, i64)
 from xdsl.ir import Attribute, Block, BlockArgument, OpResult, Operation, Region, SSAValue
-from xdsl.ir.core import SSAValues
+from xdsl.ir.core import SSAValues, Use
 from xdsl.irdl import IRDLOperation
 from xdsl.irdl.operations import OptionalDef
 
@@ -74,7 +74,7 @@ def build(cls: type[Operation], operands: Sequence[SSAValue] = (), result_types:
 def _init(op: Operation, defaults: tuple[tuple, tuple], operands: Sequence[SSAValue],
           result_types: Sequence[Attribute], properties: dict[str, Attribute] | None,
           attributes: dict[str, Attribute] | None, successors: Sequence[Block], location: Attribute) -> None:
-    op.operands = operands
+    _set_operands(op, operands)
     op.results = SSAValues([OpResult(t, op, i) for i, t in enumerate(result_types)])
     op.properties = properties = {} if properties is None else properties
     op.attributes = attributes = {} if attributes is None else attributes
@@ -90,6 +90,23 @@ def _init(op: Operation, defaults: tuple[tuple, tuple], operands: Sequence[SSAVa
     for name, value in defaults[1]:
         if name not in attributes:
             attributes[name] = value
+
+
+def _set_operands(op: Operation, operands: Sequence[SSAValue]) -> None:
+    """``op.operands = operands`` for an op that has none yet (just made): xDSL's setter
+    first takes the op off the use lists of its old operands, and adds each use through
+    ``add_use``; here each use is made already linked in front of its value's list, as
+    ``add_use`` leaves it (the same lists, in the same order)."""
+    values = op._operands = SSAValues(operands)
+    uses = []
+    for index, value in enumerate(values):
+        first = value.first_use
+        use = Use(op, index, None, first)
+        if first is not None:
+            first._prev_use = use
+        value.first_use = use
+        uses.append(use)
+    op._operand_uses = tuple(uses)
 
 
 #: what the constructors set when given no flags (attributes are immutable: shared)
@@ -313,6 +330,6 @@ def clone_region(region: Region) -> Region:
             new_block.add_op(new)
             copies.append(new)
     for op, new in zip(ops, copies):
-        if op._operands:
-            new.operands = [value_mapper.get(o, o) for o in op._operands]
+        if op._operands:  # (the copy has none yet)
+            _set_operands(new, [value_mapper.get(o, o) for o in op._operands])
     return copy

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from zymase.ir import ArrayAttr, Attribute, DictionaryAttr, StringAttr, UnitAttr, llvm
+from zymase.ir import ArrayAttr, Attribute, DictionaryAttr, StringAttr, llvm
 from zymase.llvm.reader.lexer import Token, _Cursor, _ParseFailure, _string_literal
-from zymase.llvm.reader.types import _I64, _Types, int_attr
+from zymase.llvm.reader.types import _I64, _UNIT, _Types, int_attr
 
 
 _LINKAGES = frozenset(
@@ -38,7 +38,7 @@ def _parse_param_attrs(cur: _Cursor, types: _Types) -> dict[str, Attribute]:
     while cur.peek()[0] == "w" and cur.text() in _PARAM_WORDS:
         word = cur.next()[1]
         if word in _PARAM_FLAGS:
-            attrs["llvm." + word] = UnitAttr()
+            attrs["llvm." + word] = _UNIT
         elif word == "align":
             if cur.accept("("):
                 attrs["llvm.align"] = int_attr(cur.expect_int(), _I64)
@@ -55,7 +55,7 @@ def _parse_param_attrs(cur: _Cursor, types: _Types) -> dict[str, Attribute]:
             cur.expect(")")
         elif word == "captures":
             if cur.balanced_text().strip() == "none":
-                attrs["llvm.nocapture"] = UnitAttr()
+                attrs["llvm.nocapture"] = _UNIT
         else:  # pure hints with arguments: dropped (see module docstring)
             if cur.text() == "(":
                 cur.balanced_text()

@@ -673,9 +673,9 @@ def _inline_asm(parts: _CallParts, operands: list[SSAValue], tail) -> Operation:
         "tail_call_kind": llvm.TailCallKindAttr(tail),
     }
     if "sideeffect" in flags:
-        props["has_side_effects"] = UnitAttr()
+        props["has_side_effects"] = _UNIT
     if "alignstack" in flags:
-        props["is_align_stack"] = UnitAttr()
+        props["is_align_stack"] = _UNIT
     if "inteldialect" in flags:
         props["asm_dialect"] = IntegerAttr(1, 64)
     results = [] if isinstance(parts.result_type, llvm.LLVMVoidType) else [parts.result_type]
@@ -702,9 +702,9 @@ def _int_binop(opcode: str, flags: set, lhs: SSAValue, rhs: SSAValue) -> Operati
         bits = (1 if "nsw" in flags else 0) | (2 if "nuw" in flags else 0)
         props["overflowFlags"] = int_attr(bits, _I32)
     elif opcode in _EXACT_OPS and "exact" in flags:
-        props["isExact"] = UnitAttr()
+        props["isExact"] = _UNIT
     elif opcode == "or" and "disjoint" in flags:
-        props["isDisjoint"] = UnitAttr()
+        props["isDisjoint"] = _UNIT
     return fast_ops.build(cls, operands=[lhs, rhs], result_types=[lhs.type], properties=props)
 
 
