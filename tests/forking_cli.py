@@ -37,6 +37,16 @@ PRELOAD = (
     "zymase.transforms.enzyme_pass",
     "zymase.transforms.pipeline",
     "zymase.autodiff.driver",
+    # imported by the engine on first use, which the warm-up program does not reach: in
+    # every child that needed them they were compiled again (the suite's environment
+    # writes no bytecode): the runtimes' descriptions (the tape runtime, memcpy adjoints:
+    # about 0.09 s of CPU, in three builds of five of tests/c and tests/c/memory), type
+    # analysis (in every build, 0.01 s) and the prange and struct-field analyses
+    "zymase.runtime_ops",
+    "zymase.runtime_ops_data",
+    "zymase.analysis.types",
+    "zymase.analysis.struct_fields",
+    "zymase.autodiff.numba_parfor",
 )
 
 
