@@ -2,7 +2,7 @@
 ``python -m zymase.runtime_ops``: do not edit."""
 
 XDSL_VERSION = '0.74.0'
-IR_FINGERPRINT = '80599a5f8ccb0127b02254d5468da3447b1366f48d79d57b8a5e53dda65d2aca'
+IR_FINGERPRINT = 'efe61c7517972606a775b8fe6dc4790e48cc7eb4bf91a3d8f682399cb533a0ac'
 
 CLASSES = [
     ('xdsl.dialects.llvm', 'GEPOp'),

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from xdsl.irdl import IRDLOperation
 
-from zymase.ir import Block, FloatAttr, IntegerAttr, f64, fast_ops, i1, i32, i64, llvm, llvm_ext
+from zymase.ir import Block, FloatAttr, IntegerAttr, VectorType, f64, fast_ops, i1, i32, i64, llvm, llvm_ext
 from zymase.ir import enzyme as ez
 from zymase.ir.enzyme import CacheType, GradientType, IndexedCacheType
 
@@ -61,6 +61,13 @@ def test_builders_match_the_constructors(values) -> None:
         _same(fast_ops.icmp(cls, n, n, IntegerAttr(2, i64)), cls(n, n, IntegerAttr(2, i64)))
     # (pointer comparisons are the extended dialect's)
     _same(fast_ops.icmp(llvm_ext.ICmpOp, p, p, IntegerAttr(0, i64)), llvm_ext.ICmpOp(p, p, IntegerAttr(0, i64)))
+    for name in ("oeq", "uno", "olt"):
+        _same(fast_ops.fcmp(x, x, fast_ops.fcmp_predicate(name)), llvm_ext.FCmpOp(x, x, name))
+    fast = llvm.FastMathAttr("fast")
+    _same(fast_ops.fcmp(x, x, IntegerAttr(4, i64), fast), llvm_ext.FCmpOp(x, x, IntegerAttr(4, i64), fast_math=fast))
+    pair_of_doubles = VectorType(f64, [2])
+    lanes = llvm.UndefOp(pair_of_doubles).results[0]
+    _same(fast_ops.fcmp(lanes, lanes, fast_ops.fcmp_predicate("ogt")), llvm_ext.FCmpOp(lanes, lanes, "ogt"))
     _same(fast_ops.call_intrinsic("llvm.experimental.noalias.scope.decl", [], []),
           llvm.CallIntrinsicOp("llvm.experimental.noalias.scope.decl", [], []))
     _same(fast_ops.call_intrinsic("llvm.fabs.f64", [x], [f64]), llvm.CallIntrinsicOp("llvm.fabs.f64", [x], [f64]))

@@ -368,7 +368,8 @@ class LLVMFlavor(Flavor):
     def fcmp(self, pred, a, b):
         # (the extended op: a compare of vectors gives a vector of i1, as the
         # lane-wise rules of vectors need, rules/scalar.py fmax)
-        return llvm_ext.FCmpOp(a, b, pred)
+        return fast_ops.fcmp(SSAValue.get(a), SSAValue.get(b),
+                             pred if isinstance(pred, IntegerAttr) else fast_ops.fcmp_predicate(pred))
 
     def icmp_eq(self, a, b):
         return fast_ops.icmp(llvm.ICmpOp, a, b, fast_ops.int_attr(0, i64))

@@ -257,6 +257,26 @@ def icmp(cls: type[Operation], lhs: SSAValue, rhs: SSAValue, predicate: IntegerA
                       location=UNKNOWN_LOC)
 
 
+def fcmp(lhs: SSAValue, rhs: SSAValue, predicate: IntegerAttr,
+         fast_math: llvm.FastMathAttr | None = None) -> Operation:
+    """``llvm_ext.FCmpOp(lhs, rhs, predicate, fast_math=fast_math)`` (the extended
+    dialect's compare: a vector of i1 for vectors); ``predicate`` as an attribute
+    (:func:`fcmp_predicate` of a name)."""
+    from zymase.ir import llvm_ext
+
+    t = lhs.type
+    result = VectorType(i1, t.get_shape()) if isinstance(t, VectorType) else i1
+    return build(llvm_ext.FCmpOp, operands=[lhs, rhs], result_types=[result],
+                 properties={"predicate": predicate, "fastmathFlags": fast_math or NO_FASTMATH},
+                 location=UNKNOWN_LOC)
+
+
+@functools.cache
+def fcmp_predicate(name: str) -> IntegerAttr:
+    """The attribute of an ``fcmp`` predicate named as in the IR (``"oeq"``, ``"uno"``)."""
+    return IntegerAttr(llvm.FCmpPredicateFlag(name).to_int(), i64)
+
+
 def call_intrinsic(name: str, args: Sequence[SSAValue], result_types: Sequence[Attribute]) -> llvm.CallIntrinsicOp:
     """``llvm.CallIntrinsicOp(name, args, result_types)`` (no operand bundles)."""
     return build(llvm.CallIntrinsicOp,

@@ -5,6 +5,7 @@ visibility and calling-convention words, parameter and result attributes
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 from zymase.ir import ArrayAttr, Attribute, DictionaryAttr, StringAttr, llvm
@@ -65,7 +66,15 @@ def _parse_param_attrs(cur: _Cursor, types: _Types) -> dict[str, Attribute]:
 def _attr_dict_array(per_param: list[dict[str, Attribute]]) -> ArrayAttr | None:
     if not any(per_param):
         return None
-    return ArrayAttr([DictionaryAttr(d) for d in per_param])
+    return ArrayAttr([_dictionary(tuple(d.items())) for d in per_param])
+
+
+@functools.lru_cache(maxsize=4096)
+def _dictionary(items: tuple[tuple[str, Attribute], ...]) -> DictionaryAttr:
+    """``DictionaryAttr(dict(items))``, one object per entries (in their order): the same
+    few parameter attributes (``noundef``, ``nonnull``, ``align 8`` ...) repeat on every
+    call and declaration, and building one checks each entry."""
+    return DictionaryAttr(dict(items))
 
 
 def _parse_fn_attr_items(cur: _Cursor, stop: Callable[[Token], bool]) -> list[Attribute]:

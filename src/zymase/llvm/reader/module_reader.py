@@ -38,7 +38,7 @@ from zymase.llvm.reader.constants import Const, _bits_float, _parse_const
 from zymase.llvm.reader.function_reader import _FunctionReader
 from zymase.llvm.reader.lexer import Token, _Cursor, _ParseFailure, _string_literal, _symbol_name, _tokenize
 from zymase.llvm.reader.metadata import _Metadata
-from zymase.llvm.reader.types import _I32, _I64, _PTR, _UNIT, _Types, int_attr
+from zymase.llvm.reader.types import _I32, _I64, _PTR, _UNIT, _Types, function_type, int_attr
 
 
 _HINT_UNSUPPORTED = (
@@ -297,7 +297,7 @@ class _ModuleReader:
             return None, arg_names, entry_label
         props |= {
             "sym_name": StringAttr(name),
-            "function_type": llvm.LLVMFunctionType(arg_types, result_type, variadic),
+            "function_type": function_type(arg_types, result_type, variadic),
             "CConv": llvm.CallingConventionAttr(cconv),
             "linkage": llvm.LinkageAttr(linkage),
         }
