@@ -2,7 +2,7 @@
 ``python -m zymase.runtime_ops``: do not edit."""
 
 XDSL_VERSION = '0.74.0'
-IR_FINGERPRINT = 'efe61c7517972606a775b8fe6dc4790e48cc7eb4bf91a3d8f682399cb533a0ac'
+IR_FINGERPRINT = '45468a4cbddb8aa43655a13565ff7b815db9e21f5be39addd7b7bc72c2879ad8'
 
 CLASSES = [
     ('xdsl.dialects.llvm', 'GEPOp'),

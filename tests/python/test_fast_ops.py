@@ -112,3 +112,64 @@ def test_extended_and_enzyme_ops_match_irdl(values) -> None:
     _same(ez.CacheReserveOp(indexed, n), _irdl(ez.CacheReserveOp, operands=[indexed, n]))
     _same(ez.CacheStoreOp(indexed, n, x), _irdl(ez.CacheStoreOp, operands=[indexed, n, x]))
     _same(ez.CacheLoadOp(indexed, n), _irdl(ez.CacheLoadOp, operands=[indexed, n], result_types=[f64]))
+
+
+def test_append_and_insert_before_link_ops_as_xdsl_does(values) -> None:
+    """fast_ops.append / insert_before (the generators' Emitter, the reader, clone_region)
+    leave a block's op list as ``add_op`` / ``insert_op_before`` leave it, and still refuse
+    what xDSL refuses; they skip xDSL's walk up from the block to its ancestors."""
+    x, *_ = values
+
+    def ops():
+        return [fast_ops.constant(fast_ops.int_attr(k), i64) for k in range(4)]
+
+    ours, theirs = Block(), Block()
+    a, b = ops(), ops()
+    fast_ops.append(ours, a[0])
+    theirs.add_op(b[0])
+    fast_ops.insert_before(ours, a[1], a[0])
+    theirs.insert_op_before(b[1], b[0])
+    fast_ops.append(ours, a[2])
+    theirs.add_op(b[2])
+    fast_ops.insert_before(ours, a[3], a[2])
+    theirs.insert_op_before(b[3], b[2])
+
+    def links(block, made):
+        index = {id(op): k for k, op in enumerate(made)}
+        named = lambda op: None if op is None else index[id(op)]  # noqa: E731
+        return (named(block.first_op), named(block.last_op),
+                [(named(op.prev_op), named(op.next_op), op.parent is block) for op in made])
+
+    assert links(ours, a) == links(theirs, b)
+    assert [op.value.value.data for op in ours.ops] == [1, 0, 3, 2]
+    with pytest.raises(ValueError):
+        fast_ops.append(Block(), a[0])  # already in a block
+    with pytest.raises(ValueError):
+        fast_ops.insert_before(Block(), ops()[0], a[0])  # the anchor is not in that block
+
+
+def test_the_generators_insert_without_xdsl_ancestor_walks(tmp_path, monkeypatch) -> None:
+    """A build's AD and import attach ops through fast_ops: xDSL's ``is_ancestor`` walk
+    (run by ``Block._attach_op`` for every op added) is left to the few ops with regions
+    and the passes outside AD. On the base, every op the reader and the generators made
+    walked up from its block to the module."""
+    from xdsl.ir.core import Block as XBlock
+
+    from zymase.cli import main
+
+    src = tmp_path / "sq.c"
+    src.write_text(
+        "extern double __enzyme_autodiff(void *, ...);\n"
+        "static double sq(double x) { return x * x * x + x * (x + 1.5) * (x - 2.5) / (x * x + 3.5) + x * x; }\n"
+        "double run(double x) { return __enzyme_autodiff((void *)sq, x); }\n")
+    attached = []
+    xdsl_attach = XBlock._attach_op
+
+    def counting(self, op):
+        attached.append(op)
+        return xdsl_attach(self, op)
+
+    monkeypatch.setattr(XBlock, "_attach_op", counting)
+    assert main(["cc", "-O0", "-c", "--no-cache", str(src), "-o", str(tmp_path / "sq.o")]) == 0
+    # (the functions, the derivative's blocks' terminators moved by xDSL's rewriter ...)
+    assert len(attached) < 30, len(attached)

@@ -154,9 +154,9 @@ class Emitter:
     def insert(self, op: Operation) -> Operation:
         assert self.block is not None
         if self.anchor is None:
-            self.block.add_op(op)
+            fast_ops.append(self.block, op)
         else:
-            self.block.insert_op_before(op, self.anchor)
+            fast_ops.insert_before(self.block, op, self.anchor)
         return op
 
     def v(self, op: Operation) -> SSAValue:

@@ -291,6 +291,39 @@ def _string(text: str) -> StringAttr:
     return StringAttr(text)
 
 
+def append(block: Block, op: Operation) -> None:
+    """``block.add_op(op)``. xDSL checks, for every op it attaches, that the op is not an
+    ancestor of the block (walking up from the block to the module); an op without
+    regions cannot be one. Ops with regions, or already attached, go to xDSL (its
+    checks and errors)."""
+    if op.regions or op.parent is not None:
+        block.add_op(op)
+        return
+    op.parent = block
+    last = block._last_op
+    op._prev_op, op._next_op = last, None
+    if last is None:
+        block._first_op = op
+    else:
+        last._next_op = op
+    block._last_op = op
+
+
+def insert_before(block: Block, op: Operation, anchor: Operation) -> None:
+    """``block.insert_op_before(op, anchor)``, with :func:`append`'s shortcut."""
+    if op.regions or op.parent is not None or anchor.parent is not block:
+        block.insert_op_before(op, anchor)
+        return
+    op.parent = block
+    before = anchor._prev_op
+    op._prev_op, op._next_op = before, anchor
+    anchor._prev_op = op
+    if before is None:
+        block._first_op = op
+    else:
+        before._next_op = op
+
+
 def clone(op: Operation, value_mapper: dict[SSAValue, SSAValue] | None = None,
           block_mapper: dict[Block, Block] | None = None, *, with_operands: bool = True) -> Operation:
     """``op.clone(value_mapper, block_mapper)``: the same op, its operands and successors
@@ -347,7 +380,7 @@ def clone_region(region: Region) -> Region:
                 value_mapper[old] = result
                 if old._name is not None:
                     result.name_hint = old._name
-            new_block.add_op(new)
+            append(new_block, new)
             copies.append(new)
     for op, new in zip(ops, copies):
         if op._operands:  # (the copy has none yet)
