@@ -2,7 +2,7 @@
 ``python -m zymase.runtime_ops``: do not edit."""
 
 XDSL_VERSION = '0.74.0'
-IR_FINGERPRINT = '45468a4cbddb8aa43655a13565ff7b815db9e21f5be39addd7b7bc72c2879ad8'
+IR_FINGERPRINT = 'aa9c168d7808503627d8fdcf2ab35a7e558c571dde693d97ce3e8e9a23d8921b'
 
 CLASSES = [
     ('xdsl.dialects.llvm', 'GEPOp'),
