@@ -16,6 +16,7 @@ script), e.g. to rule the server out when a test fails strangely.
 from __future__ import annotations
 
 import atexit
+import gc
 import json
 import os
 import signal
@@ -37,6 +38,16 @@ PRELOAD = (
     "zymase.transforms.enzyme_pass",
     "zymase.transforms.pipeline",
     "zymase.autodiff.driver",
+    # imported by the engine on first use, which the warm-up program does not reach: in
+    # every child that needed them they were compiled again (the suite's environment
+    # writes no bytecode): the runtimes' descriptions (the tape runtime, memcpy adjoints:
+    # about 0.09 s of CPU, in three builds of five of tests/c and tests/c/memory), type
+    # analysis (in every build, 0.01 s) and the prange and struct-field analyses
+    "zymase.runtime_ops",
+    "zymase.runtime_ops_data",
+    "zymase.analysis.types",
+    "zymase.analysis.struct_fields",
+    "zymase.autodiff.numba_parfor",
 )
 
 
@@ -159,6 +170,12 @@ def _run_child(request: dict, out_path: str, err_path: str) -> None:
         os.environ.update(request["env"])
         from zymase import cli
 
+        # the child ends after one command, as a command-line build's process does, whose
+        # cyclic garbage zymase leaves to the exit (collect_rarely.not_collecting_until_exit):
+        # here main() is called with arguments, which collects rarely and puts the
+        # threshold back at the end, a collection over the build's young objects (about
+        # 10 ms) just before the child exits
+        gc.disable()
         entry = cli.main if request["program"] == "zymase" else cli.opt_main
         sys.argv = [request["program"], *request["argv"]]
         try:

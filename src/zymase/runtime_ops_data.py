@@ -2,7 +2,7 @@
 ``python -m zymase.runtime_ops``: do not edit."""
 
 XDSL_VERSION = '0.74.0'
-IR_FINGERPRINT = 'd4abf84c91be3ff429d76246921d9eae2c106df0c6fafe4a5a434c7d1055a25a'
+IR_FINGERPRINT = 'aa9c168d7808503627d8fdcf2ab35a7e558c571dde693d97ce3e8e9a23d8921b'
 
 CLASSES = [
     ('xdsl.dialects.llvm', 'GEPOp'),

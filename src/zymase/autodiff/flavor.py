@@ -154,9 +154,9 @@ class Emitter:
     def insert(self, op: Operation) -> Operation:
         assert self.block is not None
         if self.anchor is None:
-            self.block.add_op(op)
+            fast_ops.append(self.block, op)
         else:
-            self.block.insert_op_before(op, self.anchor)
+            fast_ops.insert_before(self.block, op, self.anchor)
         return op
 
     def v(self, op: Operation) -> SSAValue:
@@ -368,7 +368,8 @@ class LLVMFlavor(Flavor):
     def fcmp(self, pred, a, b):
         # (the extended op: a compare of vectors gives a vector of i1, as the
         # lane-wise rules of vectors need, rules/scalar.py fmax)
-        return llvm_ext.FCmpOp(a, b, pred)
+        return fast_ops.fcmp(SSAValue.get(a), SSAValue.get(b),
+                             pred if isinstance(pred, IntegerAttr) else fast_ops.fcmp_predicate(pred))
 
     def icmp_eq(self, a, b):
         return fast_ops.icmp(llvm.ICmpOp, a, b, fast_ops.int_attr(0, i64))
@@ -395,7 +396,7 @@ class LLVMFlavor(Flavor):
             )
             return emitter.v(op)
         if iname in _LLVM_INTRINSICS or iname in ("minnum", "maxnum"):
-            return emitter.v(llvm.CallIntrinsicOp(f"llvm.{iname}.{_mangle(t)}", list(args), [t]))
+            return emitter.v(fast_ops.call_intrinsic(f"llvm.{iname}.{_mangle(t)}", [SSAValue.get(a) for a in args], [t]))
         if name == "digamma":  # not in libm: zymase defines it (in double) in the module
             from zymase.autodiff.special import ensure_digamma
 
@@ -405,7 +406,7 @@ class LLVMFlavor(Flavor):
         # Everything else is a libm call, declared once per module.
         cname = name + {"f32": "f", "f80": "l"}.get(str(t), "")
         self._declare(emitter.module, cname, [a.type for a in args], t)
-        return emitter.v(llvm.CallOp(cname, *args, return_type=t))
+        return emitter.v(fast_ops.call(cname, args, t))
 
     def _declare(self, module, name, inputs, output):
         from zymase.autodiff.module_symbols import find_symbol
@@ -509,13 +510,18 @@ class LLVMFlavor(Flavor):
         return fop
 
     def call(self, emitter, callee, args, result_types):
+        def make(return_type=None):
+            if isinstance(callee, str):  # (fast_ops.call makes the op llvm.CallOp makes)
+                return fast_ops.call(callee, args, return_type)
+            return llvm.CallOp(callee, *args, return_type=return_type)
+
         if not result_types:
-            emitter.insert(llvm.CallOp(callee, *args))
+            emitter.insert(make())
             return []
         if len(result_types) == 1:
-            return [emitter.v(llvm.CallOp(callee, *args, return_type=result_types[0]))]
+            return [emitter.v(make(result_types[0]))]
         st = llvm.LLVMStructType.from_type_list(result_types)
-        agg = emitter.v(llvm.CallOp(callee, *args, return_type=st))
+        agg = emitter.v(make(st))
         return [
             emitter.v(llvm.ExtractValueOp(DenseArrayBase.from_list(i64, [i]), agg, t))
             for i, t in enumerate(result_types)

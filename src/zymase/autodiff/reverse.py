@@ -241,7 +241,7 @@ class ReverseGenerator(LaneMaps, ShadowCode, LifoCaches, IndexedCaches, MinCutRe
                 # (an op with regions is copied whole, its nested ops with their operands,
                 # and given its own again below, as before)
                 clone = fast_ops.clone(op, self.vmap, self.bmap, with_operands=not later_values or bool(op.regions))
-                nb.add_op(clone)
+                fast_ops.append(nb, clone)
                 clones[op] = clone
         if later_values:
             vmap = self.vmap

@@ -22,6 +22,7 @@ Reverse mode is first generated with these generic ops and later simplified
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from enum import Enum
 
@@ -261,14 +262,16 @@ class _DiffOp(_NamedRequestSyntax, IRDLOperation):
             fn = FlatSymbolRefAttr(fn)
         properties = {
             "fn": fn,
-            "activity": ArrayAttr([ActivityAttr(a) for a in activity]),
-            "ret_activity": ArrayAttr([ActivityAttr(a) for a in ret_activity]),
+            "activity": ArrayAttr([_activity_attr(a) for a in activity]),
+            "ret_activity": ArrayAttr([_activity_attr(a) for a in ret_activity]),
         }
         if width != 1:
             properties["width"] = IntegerAttr(width, 64)
         if laplacian:
             properties["laplacian"] = UnitAttr()
-        super().__init__(operands=[inputs], result_types=[result_types], properties=properties)
+        # (one variadic operand group and one variadic result group: what IRDL's generic
+        # constructor makes of [inputs] and [result_types], without its matching)
+        init_op(self, inputs, result_types, properties)
 
     @property
     def lanes(self) -> int:
@@ -289,6 +292,12 @@ class _DiffOp(_NamedRequestSyntax, IRDLOperation):
                 raise VerifyException(
                     f"{self.name}: activities must be #enzyme<activity ...>, got {attr}"
                 )
+
+
+@functools.cache
+def _activity_attr(activity: Activity | str) -> ActivityAttr:
+    """``ActivityAttr(activity)``, one object per activity (immutable)."""
+    return ActivityAttr(activity)
 
 
 @irdl_op_definition

@@ -23,7 +23,7 @@ from xdsl.dialects import llvm
 from xdsl.dialects.builtin import (UNKNOWN_LOC, DenseArrayBase, IntegerAttr, IntegerType, StringAttr, SymbolRefAttr,
                                    VectorType, i1, i32, i64)
 from xdsl.ir import Attribute, Block, BlockArgument, OpResult, Operation, Region, SSAValue
-from xdsl.ir.core import SSAValues
+from xdsl.ir.core import SSAValues, Use
 from xdsl.irdl import IRDLOperation
 from xdsl.irdl.operations import OptionalDef
 
@@ -74,7 +74,7 @@ def build(cls: type[Operation], operands: Sequence[SSAValue] = (), result_types:
 def _init(op: Operation, defaults: tuple[tuple, tuple], operands: Sequence[SSAValue],
           result_types: Sequence[Attribute], properties: dict[str, Attribute] | None,
           attributes: dict[str, Attribute] | None, successors: Sequence[Block], location: Attribute) -> None:
-    op.operands = operands
+    _set_operands(op, operands)
     op.results = SSAValues([OpResult(t, op, i) for i, t in enumerate(result_types)])
     op.properties = properties = {} if properties is None else properties
     op.attributes = attributes = {} if attributes is None else attributes
@@ -90,6 +90,23 @@ def _init(op: Operation, defaults: tuple[tuple, tuple], operands: Sequence[SSAVa
     for name, value in defaults[1]:
         if name not in attributes:
             attributes[name] = value
+
+
+def _set_operands(op: Operation, operands: Sequence[SSAValue]) -> None:
+    """``op.operands = operands`` for an op that has none yet (just made): xDSL's setter
+    first takes the op off the use lists of its old operands, and adds each use through
+    ``add_use``; here each use is made already linked in front of its value's list, as
+    ``add_use`` leaves it (the same lists, in the same order)."""
+    values = op._operands = SSAValues(operands)
+    uses = []
+    for index, value in enumerate(values):
+        first = value.first_use
+        use = Use(op, index, None, first)
+        if first is not None:
+            first._prev_use = use
+        value.first_use = use
+        uses.append(use)
+    op._operand_uses = tuple(uses)
 
 
 #: what the constructors set when given no flags (attributes are immutable: shared)
@@ -240,6 +257,26 @@ def icmp(cls: type[Operation], lhs: SSAValue, rhs: SSAValue, predicate: IntegerA
                       location=UNKNOWN_LOC)
 
 
+def fcmp(lhs: SSAValue, rhs: SSAValue, predicate: IntegerAttr,
+         fast_math: llvm.FastMathAttr | None = None) -> Operation:
+    """``llvm_ext.FCmpOp(lhs, rhs, predicate, fast_math=fast_math)`` (the extended
+    dialect's compare: a vector of i1 for vectors); ``predicate`` as an attribute
+    (:func:`fcmp_predicate` of a name)."""
+    from zymase.ir import llvm_ext
+
+    t = lhs.type
+    result = VectorType(i1, t.get_shape()) if isinstance(t, VectorType) else i1
+    return build(llvm_ext.FCmpOp, operands=[lhs, rhs], result_types=[result],
+                 properties={"predicate": predicate, "fastmathFlags": fast_math or NO_FASTMATH},
+                 location=UNKNOWN_LOC)
+
+
+@functools.cache
+def fcmp_predicate(name: str) -> IntegerAttr:
+    """The attribute of an ``fcmp`` predicate named as in the IR (``"oeq"``, ``"uno"``)."""
+    return IntegerAttr(llvm.FCmpPredicateFlag(name).to_int(), i64)
+
+
 def call_intrinsic(name: str, args: Sequence[SSAValue], result_types: Sequence[Attribute]) -> llvm.CallIntrinsicOp:
     """``llvm.CallIntrinsicOp(name, args, result_types)`` (no operand bundles)."""
     return build(llvm.CallIntrinsicOp,
@@ -252,6 +289,39 @@ def call_intrinsic(name: str, args: Sequence[SSAValue], result_types: Sequence[A
 @functools.lru_cache(maxsize=1024)
 def _string(text: str) -> StringAttr:
     return StringAttr(text)
+
+
+def append(block: Block, op: Operation) -> None:
+    """``block.add_op(op)``. xDSL checks, for every op it attaches, that the op is not an
+    ancestor of the block (walking up from the block to the module); an op without
+    regions cannot be one. Ops with regions, or already attached, go to xDSL (its
+    checks and errors)."""
+    if op.regions or op.parent is not None:
+        block.add_op(op)
+        return
+    op.parent = block
+    last = block._last_op
+    op._prev_op, op._next_op = last, None
+    if last is None:
+        block._first_op = op
+    else:
+        last._next_op = op
+    block._last_op = op
+
+
+def insert_before(block: Block, op: Operation, anchor: Operation) -> None:
+    """``block.insert_op_before(op, anchor)``, with :func:`append`'s shortcut."""
+    if op.regions or op.parent is not None or anchor.parent is not block:
+        block.insert_op_before(op, anchor)
+        return
+    op.parent = block
+    before = anchor._prev_op
+    op._prev_op, op._next_op = before, anchor
+    anchor._prev_op = op
+    if before is None:
+        block._first_op = op
+    else:
+        before._next_op = op
 
 
 def clone(op: Operation, value_mapper: dict[SSAValue, SSAValue] | None = None,
@@ -310,9 +380,9 @@ def clone_region(region: Region) -> Region:
                 value_mapper[old] = result
                 if old._name is not None:
                     result.name_hint = old._name
-            new_block.add_op(new)
+            append(new_block, new)
             copies.append(new)
     for op, new in zip(ops, copies):
-        if op._operands:
-            new.operands = [value_mapper.get(o, o) for o in op._operands]
+        if op._operands:  # (the copy has none yet)
+            _set_operands(new, [value_mapper.get(o, o) for o in op._operands])
     return copy

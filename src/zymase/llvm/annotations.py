@@ -65,6 +65,7 @@ from zymase.analysis.op_classes import is_a
 from zymase.errors import ZymaseError
 from zymase.ir import (ArrayAttr, IntegerAttr, IntegerType, ModuleOp, Operation, StringAttr, UnitAttr, i64, llvm,
                        location_of)
+from zymase.ir.walk import walk_ops
 # the names Enzyme's marks use, and the marks put on clang's text before the pre-AD pipeline
 from zymase.llvm.pre_ad_marks import (ALLOCATOR, DEALLOCATOR, FUNCTION_LIKE, INACTIVE, INACTIVE_GLOBAL,
                                       _INACTIVE_ATTRIBUTES, _LIKE_PREFIX, _SYMBOL_RE, _name,
@@ -98,7 +99,7 @@ def apply_annotations(module: ModuleOp) -> None:
                 _mark(fop, FUNCTION_LIKE, text[len(_LIKE_PREFIX):], "__attribute__((enzyme_function_like))", where)
             else:
                 _mark(fop, INACTIVE, "", "__attribute__((enzyme_inactive))", where)
-    used = {op.global_name.root_reference.data for op in module.walk() if is_a(op, llvm.AddressOfOp)}
+    used = {op.global_name.root_reference.data for op in walk_ops(module) if is_a(op, llvm.AddressOfOp)}
     for name, gop in globals_.items():
         if not is_registration(name):
             continue
@@ -130,7 +131,7 @@ def _restore_accesses(module: ModuleOp) -> None:
                 if isinstance(op, llvm.GlobalOp) and INACTIVE_GLOBAL in op.attributes}
     if not inactive:
         return
-    for op in module.walk():
+    for op in walk_ops(module):
         ptr = op.operands[-1] if op.name in ("llvm.load", "llvm.store") and op.operands else None
         if (ptr is not None and isinstance(ptr.owner, llvm.AddressOfOp)
                 and ptr.owner.global_name.root_reference.data in inactive):
@@ -287,7 +288,7 @@ def _register_allocator(module: ModuleOp, gop: Operation, globals_: dict[str, Op
 
 
 def _tag_calls(module: ModuleOp, callee: str, attr: str, position: int) -> None:
-    for op in module.walk():
+    for op in walk_ops(module):
         if isinstance(op, llvm.CallOp) and op.callee is not None and op.callee.root_reference.data == callee:
             op.attributes[attr] = IntegerAttr(position, i64)
 

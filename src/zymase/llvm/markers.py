@@ -78,6 +78,7 @@ from zymase.ir import (
 )
 from zymase.ir import enzyme as ez
 from zymase.ir.enzyme import Activity
+from zymase.ir.walk import walk_ops
 # the names the marks put on clang's text before the pre-AD pipeline use (protect_marker_calls there)
 from zymase.llvm.pre_ad_marks import (LOGGING_HOOKS, MARKER_FUNCTIONS, is_implemented_annotation,
                                       is_implemented_attribute, plain_function_name)
@@ -191,7 +192,7 @@ def find_sites(module: ModuleOp) -> list[_Site]:
     for fop in module.body.block.ops:
         if not isinstance(fop, llvm.FuncOp):
             continue
-        for op in fop.walk():
+        for op in walk_ops(fop):
             name = _callee_name(op)
             if name is None:
                 continue
@@ -356,7 +357,7 @@ def _unimplemented_error(module: ModuleOp, name: str, message: str) -> ZymaseErr
     where, function = None, None
     for fop in module.body.block.ops:
         if isinstance(fop, llvm.FuncOp):
-            for op in fop.walk():
+            for op in walk_ops(fop):
                 # a marker global is located at the call that reads it as an argument
                 if _callee_name(op) == name or (
                         isinstance(op, llvm.CallOp) and name in map(_global_named_by, op.args)):
@@ -409,7 +410,7 @@ def _referenced_functions(fop: Operation | None, functions: dict[str, Operation]
     names: set[str] = set()
     if fop is None:
         return names
-    for op in fop.walk():
+    for op in walk_ops(fop):
         name = _callee_name(op)
         if name is None and is_a(op, llvm.AddressOfOp):
             name = _addressof_name(op.results[0])
@@ -864,7 +865,7 @@ def _drop_dead_marker_globals(module: ModuleOp) -> None:
     fixpoint over the whole module walked it three or four times)."""
     references: list[Operation] = []
     addresses: list[llvm.AddressOfOp] = []
-    for op in module.walk():
+    for op in walk_ops(module):
         if is_a(op, llvm.AddressOfOp):
             addresses.append(op)
             references.append(op)

@@ -17,6 +17,7 @@ from xdsl.dialects.builtin import FlatSymbolRefAttr, StringAttr
 from zymase.ir import Operation, llvm
 from zymase.ir import enzyme as ez
 from zymase.ir.enzyme import Activity
+from zymase.ir.walk import walk_ops
 from zymase.transforms.known_callees import make_direct
 from zymase.analysis.op_classes import is_a
 
@@ -76,7 +77,7 @@ def _calls_through(fop: Operation, params: dict[int, str]) -> list[tuple[Operati
             by_arg[entry.args[j]] = name
             by_arg.update((copy, name) for copy in _spilled_copies(entry.args[j], entry))
     found = []
-    for op in fop.walk():
+    for op in walk_ops(fop):
         if is_a(op, llvm.CallOp) and op.callee is None and op.operands and op.operands[0] in by_arg:
             found.append((op, by_arg[op.operands[0]]))
     return found
@@ -96,7 +97,7 @@ def specialize_constant_callees(module: Operation) -> int:
     specialized copy; returns how many copies were made."""
     functions = {op.sym_name.data: op for op in module.body.block.ops if isinstance(op, llvm.FuncOp)}
     copies: dict[tuple[str, tuple[tuple[int, str], ...]], str] = {}
-    for request in [op for op in module.walk() if is_a(op, (ez.AutoDiffOp, ez.FwdDiffOp))]:
+    for request in [op for op in walk_ops(module) if is_a(op, (ez.AutoDiffOp, ez.FwdDiffOp))]:
         fname = request.fn.root_reference.data
         fop = functions.get(fname)
         if fop is None or not fop.body.blocks:

@@ -11,6 +11,7 @@ from zymase.autodiff.flavor import Emitter, flavor_of
 from zymase.errors import ZymaseError
 from zymase.ir import ModuleOp, location_of
 from zymase.ir import enzyme as ez
+from zymase.ir.walk import walk_ops
 from zymase.transforms.global_shadow_reset import zero_shadows
 from zymase.transforms.nested_requests import differentiable_derivatives, enclosing_function, request_rounds
 
@@ -26,7 +27,7 @@ def run_enzyme_pass(module: ModuleOp) -> ModuleOp:
     transforms/nested_requests.py)."""
     # one walk for both (the C path calls this once per marker site, on big modules)
     batches, regions = [], []
-    for op in module.walk():
+    for op in walk_ops(module):
         if is_a(op, ez.BatchOp):
             batches.append(op)
         elif is_a(op, (ez.AutoDiffRegionOp, ez.FwdDiffRegionOp)):

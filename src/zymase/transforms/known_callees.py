@@ -20,6 +20,7 @@ import re
 from zymase.analysis.memory import is_marker
 from zymase.analysis.layout import size_align, struct_offsets
 from zymase.ir import Operation, llvm
+from zymase.ir.walk import walk_ops
 from zymase.analysis.op_classes import is_a
 
 _FUNCTION_FIELD = re.compile(r"^ptr\s+@([-\w.$]+)$")
@@ -89,7 +90,7 @@ def _load_offset(ptr) -> tuple[str, int] | None:
 def _only_read(module: Operation, name: str) -> bool:
     """Whether every use of ``@name`` in the module loads from it (directly or through
     constant GEPs): nothing in this module writes it or lets its address escape."""
-    for op in module.walk():
+    for op in walk_ops(module):
         if not (isinstance(op, llvm.AddressOfOp) and op.global_name.root_reference.data == name):
             continue
         work = [op.results[0]]
@@ -130,7 +131,7 @@ def resolve_known_callees(module: Operation) -> int:
     global into a direct call; returns how many."""
     globals_ = {op.sym_name.data: op for op in module.body.block.ops if isinstance(op, llvm.GlobalOp)}
     count = 0
-    for call in [op for op in module.walk() if is_a(op, llvm.CallOp) and op.callee is None]:
+    for call in [op for op in walk_ops(module) if is_a(op, llvm.CallOp) and op.callee is None]:
         where = callee_source(call)
         if where is None or where[0] not in globals_:
             continue

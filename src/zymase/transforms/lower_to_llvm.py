@@ -421,8 +421,8 @@ class FunctionLowering:
         replacements = lowering(op, e)
         block = op.parent_block()
         assert block is not None
-        if e.ops:
-            block.insert_ops_before(e.ops, op)
+        for new_op in e.ops:
+            fast_ops.insert_before(block, new_op, op)
         for old, new in zip(op.results, replacements, strict=True):
             if new.name_hint is None:
                 new.name_hint = old.name_hint

@@ -22,6 +22,7 @@ from zymase.errors import ZymaseError
 from zymase.ir import (IndexType, IntegerType, MemRefType, ModuleOp, Operation, SymbolRefAttr, cf, func, is_float_type,
                        location_of, memref)
 from zymase.ir import enzyme as ez
+from zymase.ir.walk import walk_ops
 from zymase.analysis.op_classes import is_a
 
 REQUESTS = (ez.AutoDiffOp, ez.FwdDiffOp, ez.SplitDiffOp)
@@ -41,7 +42,7 @@ def _functions(module: ModuleOp) -> dict[str, Operation]:
 def _referenced(fop: Operation) -> set[str]:
     """The symbols the body of ``fop`` names (callees, differentiated functions, addresses)."""
     names: set[str] = set()
-    for op in fop.walk():
+    for op in walk_ops(fop):
         for attr in (*op.properties.values(), *op.attributes.values()):
             if isinstance(attr, SymbolRefAttr):
                 names.add(attr.root_reference.data)
@@ -51,7 +52,7 @@ def _referenced(fop: Operation) -> set[str]:
 def request_rounds(module: ModuleOp) -> list[list[Operation]]:
     """The module's requests grouped into rounds: a request comes after every request
     held by a function that its differentiated function reaches."""
-    pending = [op for op in module.walk() if is_a(op, REQUESTS)]
+    pending = [op for op in walk_ops(module) if is_a(op, REQUESTS)]
     if not pending:
         return []
     if len(pending) == 1 and getattr(enclosing_function(pending[0]), "sym_name", None) != pending[0].fn.root_reference:
@@ -109,7 +110,7 @@ def differentiable_derivatives(module: ModuleOp, generated: set[str]) -> None:
             _accumulators_to_memrefs(fop)
     for fop in list(module.body.block.ops):
         if isinstance(fop, func.FuncOp) and not fop.is_declaration:
-            for call in [op for op in fop.walk() if isinstance(op, func.CallOp)]:
+            for call in [op for op in walk_ops(fop) if isinstance(op, func.CallOp)]:
                 callee = functions.get(call.callee.root_reference.data)
                 if (callee is not None and callee.sym_name.data in generated
                         and any(isinstance(o.type, MemRefType) for o in call.operands)):
@@ -161,7 +162,7 @@ def _inline(call: func.CallOp, callee: func.FuncOp, caller: func.FuncOp) -> None
         )
     # the copied body's fixed-size cells belong in the caller's entry (not in a loop)
     entry = caller.body.blocks[0]
-    for op in [o for o in caller.walk() if isinstance(o, memref.AllocaOp) and not o.operands]:
+    for op in [o for o in walk_ops(caller) if isinstance(o, memref.AllocaOp) and not o.operands]:
         if op.parent_block() is not entry:
             op.detach()
             entry.insert_op_before(op, entry.first_op)
@@ -174,7 +175,7 @@ def _accumulators_to_memrefs(fop: func.FuncOp) -> None:
     from zymase.autodiff.flavor import StdFlavor
 
     entry = fop.body.blocks[0]
-    for init in [op for op in fop.walk() if isinstance(op, ez.InitOp)]:
+    for init in [op for op in walk_ops(fop) if isinstance(op, ez.InitOp)]:
         if not isinstance(init.result.type, ez.GradientType):
             continue
         elem = init.result.type.elem

@@ -41,6 +41,7 @@ from zymase.analysis.op_classes import is_a
 from zymase.errors import ZymaseError
 from zymase.ir import (IntegerAttr, IntegerType, ModuleOp, Operation, StringAttr, SymbolRefAttr, i64, llvm, location_of,
                        parse_mlir)
+from zymase.ir.walk import walk_ops
 
 FORK = "numba_parallel_for"
 PARFOR = "zymase.numba_parfor"
@@ -107,9 +108,9 @@ def outline_parfors(module: ModuleOp) -> int:
         return 0  # nothing declares Numba's threading layer: no walk of every function
     count = 0
     for fop in funcs.values():
-        if any(isinstance(op, llvm.CallOp) and _callee(op) == FORK for op in fop.walk()):
+        if any(isinstance(op, llvm.CallOp) and _callee(op) == FORK for op in walk_ops(fop)):
             _one_release_per_array(fop)
-        for op in list(fop.walk()):
+        for op in list(walk_ops(fop)):
             if isinstance(op, llvm.CallOp) and _callee(op) in ("allocate_sched", "deallocate_sched"):
                 _schedule_buffer_as_malloc(op)
                 continue
@@ -183,7 +184,7 @@ def _one_release_per_array(fop: Operation) -> None:
     abandons = {b for b in blocks if any(_callee(o) == ABANDON for o in b.ops if isinstance(o, llvm.CallOp))}
     returns = {b for b in blocks if isinstance(b.last_op, llvm.ReturnOp)}
     entry = blocks[0]
-    for op in list(fop.walk()):
+    for op in list(walk_ops(fop)):
         if not (isinstance(op, llvm.CallOp) and _callee(op) in NRT_ALLOCATORS):
             continue
         array = op.results[0]
@@ -348,7 +349,7 @@ def restore_parfors(module: ModuleOp) -> None:
     funcs = _functions(module)
     if not any(is_parfor(f) for f in funcs.values()):
         return  # no gufunc to call (C and C++, most njit code): no walk of the derivatives
-    calls = [op for f in funcs.values() if THREAD not in f.attributes for op in f.walk()
+    calls = [op for f in funcs.values() if THREAD not in f.attributes for op in walk_ops(f)
              if isinstance(op, llvm.CallOp) and is_parfor(funcs.get(_callee(op)))]
     sites: dict[str, str] = {}
     for op in calls:

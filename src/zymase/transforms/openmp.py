@@ -34,6 +34,7 @@ from zymase.cache import parsed_mlir
 from zymase.errors import ZymaseError
 from zymase.ir import (BlockArgument, IntegerAttr, IntegerType, ModuleOp, Operation, StringAttr, SymbolRefAttr,
                        UnitAttr, i32, i64, llvm, llvm_ext, location_of, parse_mlir)
+from zymase.ir.walk import walk_ops
 from zymase.transforms.inline import is_recursive
 
 FORK_CALL = "__kmpc_fork_call"
@@ -128,7 +129,7 @@ def outline_parallel_regions(module: ModuleOp) -> int:
     for fop in funcs.values():
         if THREAD in fop.attributes:
             continue
-        for op in list(fop.walk()):
+        for op in list(walk_ops(fop)):
             if not isinstance(op, llvm.CallOp) or _callee(op) != FORK_CALL:
                 continue
             args = list(op.args)
@@ -155,7 +156,7 @@ def outline_parallel_regions(module: ModuleOp) -> int:
     # clang's serialized path (an 'if' clause that is false) calls the outlined function
     # directly with thread-id pointers of its own: placeholders too while AD runs
     for fop in funcs.values():
-        for op in list(fop.walk()):
+        for op in list(walk_ops(fop)):
             if (isinstance(op, llvm.CallOp) and _callee(op) in funcs and is_outlined_region(funcs[_callee(op)])
                     and FORKED not in op.attributes and SERIALIZED not in op.attributes):
                 null = _thread_id_placeholder(op)
@@ -192,7 +193,7 @@ def check_region(module: ModuleOp, fop: Operation, mode: str) -> None:
     work = [body]
     while work:
         f = work.pop()
-        for op in f.walk():
+        for op in walk_ops(f):
             name = _callee(op)
             if isinstance(op, llvm_ext.AtomicRMWOp) and not isinstance(op.results[0].type, IntegerType):
                 _refuse(fop, op, "'atomic' update of a floating-point value")
@@ -433,7 +434,7 @@ def restore_parallel_regions(module: ModuleOp) -> None:
     funcs = _functions(module)
     if not any(map(is_outlined_region, funcs.values())):  # nothing to call: no body to walk
         return
-    calls = [(f, op) for f in funcs.values() for op in f.walk()
+    calls = [(f, op) for f in funcs.values() for op in walk_ops(f)
              if isinstance(op, llvm.CallOp) and _callee(op) in funcs and is_outlined_region(funcs[_callee(op)])]
     if not calls:
         return
@@ -560,7 +561,7 @@ def _record_on_tape(site: Operation) -> None:
     tape is current, the global one or a split-mode call's own tape object."""
     from zymase.ir import enzyme
 
-    for op in list(site.walk()):
+    for op in list(walk_ops(site)):
         if _callee(op) not in ("__zymase_omp_park", "__zymase_omp_unpark"):
             continue
         block = op.parent_block()

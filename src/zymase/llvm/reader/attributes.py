@@ -5,11 +5,12 @@ visibility and calling-convention words, parameter and result attributes
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
-from zymase.ir import ArrayAttr, Attribute, DictionaryAttr, StringAttr, UnitAttr, llvm
+from zymase.ir import ArrayAttr, Attribute, DictionaryAttr, StringAttr, llvm
 from zymase.llvm.reader.lexer import Token, _Cursor, _ParseFailure, _string_literal
-from zymase.llvm.reader.types import _I64, _Types, int_attr
+from zymase.llvm.reader.types import _I64, _UNIT, _Types, int_attr
 
 
 _LINKAGES = frozenset(
@@ -38,7 +39,7 @@ def _parse_param_attrs(cur: _Cursor, types: _Types) -> dict[str, Attribute]:
     while cur.peek()[0] == "w" and cur.text() in _PARAM_WORDS:
         word = cur.next()[1]
         if word in _PARAM_FLAGS:
-            attrs["llvm." + word] = UnitAttr()
+            attrs["llvm." + word] = _UNIT
         elif word == "align":
             if cur.accept("("):
                 attrs["llvm.align"] = int_attr(cur.expect_int(), _I64)
@@ -55,7 +56,7 @@ def _parse_param_attrs(cur: _Cursor, types: _Types) -> dict[str, Attribute]:
             cur.expect(")")
         elif word == "captures":
             if cur.balanced_text().strip() == "none":
-                attrs["llvm.nocapture"] = UnitAttr()
+                attrs["llvm.nocapture"] = _UNIT
         else:  # pure hints with arguments: dropped (see module docstring)
             if cur.text() == "(":
                 cur.balanced_text()
@@ -65,7 +66,15 @@ def _parse_param_attrs(cur: _Cursor, types: _Types) -> dict[str, Attribute]:
 def _attr_dict_array(per_param: list[dict[str, Attribute]]) -> ArrayAttr | None:
     if not any(per_param):
         return None
-    return ArrayAttr([DictionaryAttr(d) for d in per_param])
+    return ArrayAttr([_dictionary(tuple(d.items())) for d in per_param])
+
+
+@functools.lru_cache(maxsize=4096)
+def _dictionary(items: tuple[tuple[str, Attribute], ...]) -> DictionaryAttr:
+    """``DictionaryAttr(dict(items))``, one object per entries (in their order): the same
+    few parameter attributes (``noundef``, ``nonnull``, ``align 8`` ...) repeat on every
+    call and declaration, and building one checks each entry."""
+    return DictionaryAttr(dict(items))
 
 
 def _parse_fn_attr_items(cur: _Cursor, stop: Callable[[Token], bool]) -> list[Attribute]:

@@ -215,7 +215,7 @@ class _FunctionReader(_InstructionHandlers):
     def _append(self, op: Operation, loc: Attribute | None = None) -> Operation:
         if loc is not None:
             op.location = loc
-        self.block.add_op(op)
+        fast_ops.append(self.block, op)
         return op
 
     def _define(self, name: str, value: SSAValue) -> None:
@@ -258,7 +258,7 @@ class _FunctionReader(_InstructionHandlers):
         return value
 
     def _emit(self, op: Operation) -> SSAValue:
-        self.block.add_op(op)
+        fast_ops.append(self.block, op)
         return op.results[0]
 
     def _build_const(self, c: Const) -> SSAValue:

@@ -30,7 +30,7 @@ from zymase.llvm.reader.attributes import _CCONVS, _attr_dict_array, _parse_fn_a
 from zymase.llvm.reader.constants import _BINOP_FLAGS, _FMF_WORDS, _GEP_FLAGS, Const, _parse_const
 from zymase.llvm.reader.inline_asm import lanewise_min_max
 from zymase.llvm.reader.lexer import _Cursor, _ParseFailure, _string_literal, _symbol_name
-from zymase.llvm.reader.types import _I32, _I64, _PTR, _UNIT, _element_type, int_attr, symbol_ref
+from zymase.llvm.reader.types import _I32, _I64, _PTR, _UNIT, _element_type, function_type, int_attr, symbol_ref
 
 
 @dataclass
@@ -195,7 +195,7 @@ class _InstructionHandlers:
         cur.expect(",")
         rhs = self._value(cur, ty)
         pred = int_attr(_FCMP_PREDICATES[predicate], _I64)
-        return llvm_ext.FCmpOp(lhs, rhs, pred, fast_math=fmf)
+        return fast_ops.fcmp(lhs, rhs, pred, fmf)
 
     def _cast(self, cur: _Cursor, loc) -> Operation:
         opcode = cur.toks[cur.i - 1][1]
@@ -425,7 +425,7 @@ class _InstructionHandlers:
         if parts.callee is not None:
             props["callee"] = symbol_ref(parts.callee)
         if parts.variadic:
-            props["var_callee_type"] = llvm.LLVMFunctionType(parts.fn_params or [], parts.result_type, True)
+            props["var_callee_type"] = function_type(parts.fn_params or [], parts.result_type, True)
         results = [] if isinstance(parts.result_type, llvm.LLVMVoidType) else [parts.result_type]
         return fast_ops.build(llvm.CallOp, operands=operands, result_types=results, properties=props,
                                   attributes=parts.attributes())
@@ -673,9 +673,9 @@ def _inline_asm(parts: _CallParts, operands: list[SSAValue], tail) -> Operation:
         "tail_call_kind": llvm.TailCallKindAttr(tail),
     }
     if "sideeffect" in flags:
-        props["has_side_effects"] = UnitAttr()
+        props["has_side_effects"] = _UNIT
     if "alignstack" in flags:
-        props["is_align_stack"] = UnitAttr()
+        props["is_align_stack"] = _UNIT
     if "inteldialect" in flags:
         props["asm_dialect"] = IntegerAttr(1, 64)
     results = [] if isinstance(parts.result_type, llvm.LLVMVoidType) else [parts.result_type]
@@ -702,9 +702,9 @@ def _int_binop(opcode: str, flags: set, lhs: SSAValue, rhs: SSAValue) -> Operati
         bits = (1 if "nsw" in flags else 0) | (2 if "nuw" in flags else 0)
         props["overflowFlags"] = int_attr(bits, _I32)
     elif opcode in _EXACT_OPS and "exact" in flags:
-        props["isExact"] = UnitAttr()
+        props["isExact"] = _UNIT
     elif opcode == "or" and "disjoint" in flags:
-        props["isDisjoint"] = UnitAttr()
+        props["isDisjoint"] = _UNIT
     return fast_ops.build(cls, operands=[lhs, rhs], result_types=[lhs.type], properties=props)
 
 

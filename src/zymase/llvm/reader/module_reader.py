@@ -19,7 +19,6 @@ from zymase.ir import (
     Region,
     StringAttr,
     SymbolRefAttr,
-    UnitAttr,
     builtin,
     llvm,
 )
@@ -39,7 +38,7 @@ from zymase.llvm.reader.constants import Const, _bits_float, _parse_const
 from zymase.llvm.reader.function_reader import _FunctionReader
 from zymase.llvm.reader.lexer import Token, _Cursor, _ParseFailure, _string_literal, _symbol_name, _tokenize
 from zymase.llvm.reader.metadata import _Metadata
-from zymase.llvm.reader.types import _I32, _I64, _PTR, _Types, int_attr
+from zymase.llvm.reader.types import _I32, _I64, _PTR, _UNIT, _Types, function_type, int_attr
 
 
 _HINT_UNSUPPORTED = (
@@ -219,12 +218,12 @@ class _ModuleReader:
             if word in _LINKAGES:
                 linkage = word
             elif word == "dso_local":
-                props["dso_local"] = UnitAttr()
+                props["dso_local"] = _UNIT
             elif word in _VISIBILITY:
                 if _VISIBILITY[word]:
                     props["visibility_"] = int_attr(_VISIBILITY[word], _I64)
             elif word == "thread_local":  # the TLS model is an optimisation hint
-                props["thread_local_"] = UnitAttr()
+                props["thread_local_"] = _UNIT
                 if cur.text() == "(":
                     cur.balanced_text()
             elif word in ("unnamed_addr", "local_unnamed_addr"):
@@ -234,10 +233,10 @@ class _ModuleReader:
                 addr_space = cur.expect_int()
                 cur.expect(")")
             elif word == "externally_initialized":
-                attrs["externally_initialized"] = UnitAttr()
+                attrs["externally_initialized"] = _UNIT
             elif word in ("global", "constant"):
                 if word == "constant":
-                    props["constant"] = UnitAttr()
+                    props["constant"] = _UNIT
                 return linkage, addr_space
             elif word in ("alias", "ifunc"):
                 raise _ParseFailure(f"global {'aliases' if word == 'alias' else 'ifuncs'} are not supported")
@@ -298,7 +297,7 @@ class _ModuleReader:
             return None, arg_names, entry_label
         props |= {
             "sym_name": StringAttr(name),
-            "function_type": llvm.LLVMFunctionType(arg_types, result_type, variadic),
+            "function_type": function_type(arg_types, result_type, variadic),
             "CConv": llvm.CallingConventionAttr(cconv),
             "linkage": llvm.LinkageAttr(linkage),
         }
@@ -320,7 +319,7 @@ class _ModuleReader:
             if word in _LINKAGES:
                 linkage = word
             elif word == "dso_local":
-                attrs["dso_local"] = UnitAttr()
+                attrs["dso_local"] = _UNIT
             elif word in _VISIBILITY:
                 props["visibility_"] = int_attr(_VISIBILITY[word], _I64)
             elif word in _CCONVS:

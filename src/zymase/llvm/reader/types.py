@@ -4,6 +4,7 @@ structs (named ones resolved lazily from their definitions)."""
 
 from __future__ import annotations
 
+import functools
 import re
 
 from zymase.ir import (ArrayAttr, Attribute, IntegerType, StringAttr, UnitAttr, builtin, fast_ops,
@@ -52,6 +53,17 @@ def symbol_ref(name: str) -> builtin.SymbolRefAttr:
 
 
 _UNIT = UnitAttr()
+
+
+@functools.lru_cache(maxsize=4096)
+def _function_type(params: tuple[Attribute, ...], result: Attribute, variadic: bool) -> llvm.LLVMFunctionType:
+    """``LLVMFunctionType(params, result, variadic)``, one object per signature: every
+    function header and every variadic call (``printf``) builds one."""
+    return llvm.LLVMFunctionType(list(params), result, variadic)
+
+
+def function_type(params, result: Attribute, variadic: bool) -> llvm.LLVMFunctionType:
+    return _function_type(tuple(params), result, bool(variadic))
 
 
 def _is_float_type(t: Attribute) -> bool:
