@@ -193,7 +193,7 @@ def check_region(module: ModuleOp, fop: Operation, mode: str) -> None:
     work = [body]
     while work:
         f = work.pop()
-        for op in walk_ops(f):
+        for op in f.walk():  # (a region's walk: walk_ops takes an op)
             name = _callee(op)
             if isinstance(op, llvm_ext.AtomicRMWOp) and not isinstance(op.results[0].type, IntegerType):
                 _refuse(fop, op, "'atomic' update of a floating-point value")
