@@ -2,7 +2,7 @@
 ``python -m zymase.runtime_ops``: do not edit."""
 
 XDSL_VERSION = '0.74.0'
-IR_FINGERPRINT = 'aa9c168d7808503627d8fdcf2ab35a7e558c571dde693d97ce3e8e9a23d8921b'
+IR_FINGERPRINT = 'b41230294da1be520613d20bb961a66d50a23bf57b349f8d66197a376dacf12e'
 
 CLASSES = [
     ('xdsl.dialects.llvm', 'GEPOp'),

@@ -107,3 +107,13 @@ def test_a_build_walks_modules_without_xdsl_walk(tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(XOperation, "walk", counting)
     assert main(["cc", "-O2", "-c", "--no-cache", str(src), "-o", str(tmp_path / "sq.o")]) == 0
     assert module_walks == []
+
+
+def test_a_region_given_instead_of_an_op_is_named():
+    # session 39: openmp.check_region handed walk_ops function bodies (regions); the walk
+    # gave the region itself as an op and the caller failed on it with an internal error
+    import pytest
+
+    region = Region([Block()])
+    with pytest.raises(TypeError, match="not Region"):
+        next(walk_ops(region))

@@ -23,7 +23,10 @@ from xdsl.ir import Operation
 
 
 def walk_ops(root: Operation) -> Iterator[Operation]:
-    """``root.walk()``: ``root`` and every op nested in it, pre-order."""
+    """``root.walk()``: ``root`` and every op nested in it, pre-order. ``root`` must be an
+    op: a region or block has a ``walk()`` of its own, which does not give itself."""
+    if not isinstance(root, Operation):
+        raise TypeError(f"walk_ops takes an operation, not {type(root).__name__} (use its walk())")
     yield root
     regions = root.regions
     if not regions:
